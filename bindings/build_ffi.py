@@ -1,0 +1,89 @@
+"""Builds acl-py's cffi module from the C headers in bindings/include (the single source of truth).
+
+Out-of-line ABI mode: the declarations are parsed here, at build time, into the pure-Python
+module ``acl_py/_ffi.py``; at run time acl-py only ``dlopen``s the libraries. Nothing is
+compiled against the vendor's headers.
+
+Each header section between ``/* acl-py:cdef-begin */`` and ``/* acl-py:cdef-end */`` is plain
+C that cffi parses as is. The header a function is declared in decides the library that must
+export it; that table is written beside ``ffi`` so the loader binds every function to its own
+library.
+
+Usage: python bindings/build_ffi.py [OUTPUT_DIR]   (default: acl_py/ next to this folder)
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import cffi
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+INCLUDE = HERE / "include"
+EMULATOR_INCLUDE = ROOT / "emulator" / "include"
+
+# (header, library that exports its functions), in dependency order.
+HEADERS = [
+    (INCLUDE / "acl" / "acl_base.h", "ascendcl"),
+    (INCLUDE / "acl" / "acl_rt.h", "ascendcl"),
+    (INCLUDE / "acl" / "acl.h", "ascendcl"),
+    (INCLUDE / "aclnn" / "acl_meta.h", "nnopbase"),
+    (INCLUDE / "aclnnop" / "aclnn_layer_norm_backward.h", "opapi"),
+    # Emulator-only introspection: exported by the emulator's libascendcl.so, bound only when
+    # the emulator backend is active.
+    (EMULATOR_INCLUDE / "aclemu" / "aclemu.h", "emulator"),
+]
+
+_SECTION = re.compile(r"/\* acl-py:cdef-begin \*/(.*?)/\* acl-py:cdef-end \*/", re.S)
+
+
+def cdef_section(header: Path) -> str:
+    text = header.read_text()
+    sections = _SECTION.findall(text)
+    if not sections:
+        raise SystemExit(f"{header}: no acl-py:cdef section")
+    return "\n".join(sections)
+
+
+def _functions(ffi: cffi.FFI) -> set[str]:
+    # cffi keeps its parsed declarations keyed "function NAME"; this is the one place that
+    # relies on it, and only at build time.
+    return {k.split(" ", 1)[1] for k in ffi._parser._declarations if k.startswith("function ")}
+
+
+def make_builder() -> tuple[cffi.FFI, dict[str, str]]:
+    ffi = cffi.FFI()
+    library_of: dict[str, str] = {}
+    for header, library in HEADERS:
+        before = _functions(ffi)
+        ffi.cdef(cdef_section(header))
+        for name in sorted(_functions(ffi) - before):
+            library_of[name] = library
+    ffi.set_source("acl_py._ffi", None)
+    return ffi, library_of
+
+
+def build(out_dir: Path) -> Path:
+    ffi, library_of = make_builder()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / "_ffi.py"
+    tmp = out_dir / "_ffi.py.tmp"
+    ffi.emit_python_code(str(tmp))
+    with open(tmp, "a") as f:
+        f.write("\n# Library that must export each declared function (from its header).\n")
+        f.write("LIBRARY_OF = {\n")
+        for name in sorted(library_of):
+            f.write(f"    {name!r}: {library_of[name]!r},\n")
+        f.write("}\n")
+    os.replace(tmp, target)
+    return target
+
+
+# cffi's setuptools hook (cffi_modules) is not used: setup.py calls build() itself so the same
+# code serves `pip install .`, editable installs and the Makefile.
+if __name__ == "__main__":
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "acl_py"
+    print(f"acl-py: wrote {build(out)}")

@@ -1,0 +1,111 @@
+"""Builds the CPU emulator of CANN into a prefix laid out like a CANN install.
+
+    <prefix>/lib64/libascendcl.so     runtime        (emulator/src/runtime/*.c)
+    <prefix>/lib64/libnnopbase.so     acl_meta.h     (emulator/src/meta/*.c)
+    <prefix>/lib64/libopapi.so        operators      (emulator/src/ops/*.c)
+    <prefix>/lib64/libopapi_nn.so     the same operators under the newer library name
+    <prefix>/include/                 bindings/include + emulator/include (aclemu/)
+
+The sources are compiled against bindings/include, the same headers cffi reads, so the C
+compiler proves the emulator implements exactly what acl-py declares. Pure Python on purpose:
+`pip install .`, the Makefile and the sanitizer build all call this one script.
+
+Usage: python emulator/build.py [--prefix DIR] [--sanitize] [--force] [--quiet]
+Environment: CC (default cc), ACL_EMU_CFLAGS (extra compiler flags).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SRC = HERE / "src"
+INCLUDES = [ROOT / "bindings" / "include", HERE / "include"]
+DEFAULT_PREFIX = ROOT / "acl_py" / "_emulator"
+
+CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-fPIC", "-pthread", "-O3", "-g",
+          "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
+SANITIZE_FLAGS = ["-O1", "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+                  "-fno-sanitize-recover=undefined"]
+
+# (library file, source folder, libraries it links against)
+LIBRARIES = [
+    ("libascendcl.so", "runtime", ["-lm"]),
+    ("libnnopbase.so", "meta", ["-lascendcl"]),
+    ("libopapi.so", "ops", ["-lnnopbase", "-lascendcl", "-lm"]),
+    ("libopapi_nn.so", "ops", ["-lnnopbase", "-lascendcl", "-lm"]),
+]
+
+
+def _inputs() -> list[Path]:
+    files = [Path(__file__)]
+    for d in [SRC, *INCLUDES]:
+        files += [p for p in d.rglob("*") if p.suffix in (".c", ".h")]
+    return files
+
+
+def _up_to_date(prefix: Path) -> bool:
+    outs = [prefix / "lib64" / name for name, _, _ in LIBRARIES]
+    if not all(p.exists() for p in outs):
+        return False
+    newest_in = max(p.stat().st_mtime for p in _inputs())
+    return min(p.stat().st_mtime for p in outs) >= newest_in
+
+
+def _install_headers(prefix: Path) -> None:
+    inc = prefix / "include"
+    if inc.exists():
+        shutil.rmtree(inc)
+    for src in INCLUDES:
+        shutil.copytree(src, inc, dirs_exist_ok=True)
+
+
+def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = False,
+          quiet: bool = False) -> Path:
+    prefix = Path(prefix).resolve()
+    if not force and _up_to_date(prefix):
+        return prefix
+    cc = shlex.split(os.environ.get("CC", "cc"))
+    flags = CFLAGS + (SANITIZE_FLAGS if sanitize else [])
+    flags += shlex.split(os.environ.get("ACL_EMU_CFLAGS", ""))
+    incs = [f"-I{p}" for p in INCLUDES] + [f"-I{SRC}"]
+    lib64 = prefix / "lib64"
+    lib64.mkdir(parents=True, exist_ok=True)
+    for name, folder, libs in LIBRARIES:
+        sources = sorted(str(p) for p in (SRC / folder).glob("*.c"))
+        if not sources:
+            raise SystemExit(f"emulator: no sources in {SRC / folder}")
+        tmp = lib64 / (name + ".tmp")
+        cmd = [*cc, *flags, *incs, "-shared", "-o", str(tmp), *sources,
+               f"-L{lib64}", "-Wl,-rpath,$ORIGIN", "-Wl,--no-undefined", *libs]
+        if not quiet:
+            print("emulator:", name, flush=True)
+        subprocess.run(cmd, check=True)
+        os.replace(tmp, lib64 / name)  # atomic: a running process keeps the old inode
+    _install_headers(prefix)
+    return prefix
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX)
+    ap.add_argument("--sanitize", action="store_true", help="AddressSanitizer + UBSan build")
+    ap.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    try:
+        build(args.prefix, sanitize=args.sanitize, force=args.force, quiet=args.quiet)
+    except subprocess.CalledProcessError as e:
+        print(f"emulator: build failed ({e.returncode})", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

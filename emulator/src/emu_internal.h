@@ -1,0 +1,146 @@
+/*
+ * Internal contract between the emulator's libraries. libascendcl.so (runtime/) owns errors,
+ * fault injection, the handle registry, device memory and streams; libnnopbase.so (meta/)
+ * owns tensors, arrays and the executor object model; libopapi*.so (ops/) owns operators.
+ * These aclemu_* symbols are exported but are not part of any public header: CANN programs
+ * and acl-py never call them.
+ */
+#ifndef ACLEMU_EMU_INTERNAL_H_
+#define ACLEMU_EMU_INTERNAL_H_
+
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "acl/acl.h"
+#include "aclnn/acl_meta.h"
+#include "aclemu/aclemu.h"
+
+#define ACLEMU_EXPORT __attribute__((visibility("default")))
+
+/* ---- errors (runtime/) --------------------------------------------------------------- */
+
+/* Sets the calling thread's recent error message (what aclGetRecentErrMsg returns next).
+ * Convention: "<call>: <argument> <rule broken>", e.g.
+ * "aclrtMemcpy: count (64) exceeds destMax (32)". */
+ACLEMU_EXPORT void aclemu_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- fault injection and call counting (runtime/) -------------------------------------- */
+
+/* Every public entry point calls this first with its own name. Counts the call; returns
+ * true when the fault spec says this call must fail, having already set the error message
+ * ("<name>: injected fault (call n)"). The caller then returns its documented failure. */
+ACLEMU_EXPORT bool aclemu_fault(const char *func);
+
+/* ---- handle registry (runtime/) --------------------------------------------------------- */
+
+typedef enum {
+    ACLEMU_KIND_STREAM = 0,
+    ACLEMU_KIND_EVENT,
+    ACLEMU_KIND_CONTEXT,
+    ACLEMU_KIND_TENSOR,
+    ACLEMU_KIND_INT_ARRAY,
+    ACLEMU_KIND_BOOL_ARRAY,
+    ACLEMU_KIND_EXECUTOR,
+    ACLEMU_KIND_COUNT
+} aclemu_kind;
+
+/* A registry of live handles, so that a garbage or destroyed handle is detected without ever
+ * being dereferenced. register: the handle becomes live. check: true when p is a live handle
+ * of that kind. unregister: atomically test-and-remove; true when it was live (so a double
+ * destroy is detected by the second caller). Live counts per kind feed aclemuGetLiveObjects. */
+ACLEMU_EXPORT void aclemu_handle_register(const void *p, aclemu_kind kind);
+ACLEMU_EXPORT bool aclemu_handle_check(const void *p, aclemu_kind kind);
+ACLEMU_EXPORT bool aclemu_handle_unregister(const void *p, aclemu_kind kind);
+
+/* ---- device memory (runtime/) ------------------------------------------------------------ */
+
+/* True when [p, p + nbytes) lies inside one live device allocation (nbytes may be 0: then p
+ * must point inside, or one past the end of, a live allocation). */
+ACLEMU_EXPORT bool aclemu_device_range(const void *p, uint64_t nbytes);
+
+/* Pins the allocation holding [p, p + nbytes) against aclrtFree until unpinned: a task that
+ * will touch device memory pins it at enqueue time and unpins when it has run, so freeing
+ * memory a pending task uses is refused with an error instead of a use-after-free.
+ * Returns an opaque token (NULL when the range is not inside one live allocation). */
+ACLEMU_EXPORT void *aclemu_device_pin(const void *p, uint64_t nbytes);
+ACLEMU_EXPORT void aclemu_device_unpin(void *token);
+
+/* ---- streams (runtime/) ------------------------------------------------------------------ */
+
+typedef void (*aclemu_task_fn)(void *arg);
+
+/* Enqueues run(arg) on `stream` (NULL: the current device's default stream). `release(arg)`
+ * is called exactly once after run, or instead of it when the task is dropped (stream
+ * destroyed with the task pending is not possible: destroy drains first). Validates that a
+ * device is set on the calling thread (ACL_ERROR_RT_CONTEXT_NULL) and that the stream is a
+ * live stream of the current device (ACL_ERROR_RT_INVALID_HANDLE / ACL_ERROR_RT_STREAM_CONTEXT),
+ * setting the message with `caller` as the call name. On error nothing is enqueued and
+ * release is NOT called (the caller still owns arg). */
+ACLEMU_EXPORT aclError aclemu_stream_submit(aclrtStream stream, aclemu_task_fn run,
+                                            aclemu_task_fn release, void *arg,
+                                            const char *caller);
+
+/* ---- kernel thread pool (runtime/) --------------------------------------------------------- */
+
+/* Runs body(ctx, begin, end) over [0, n) split into `chunks` contiguous chunks (chunk c is
+ * [c*n/chunks, (c+1)*n/chunks)), on up to aclemuGetNumThreads() threads, and returns when all
+ * are done. Chunk boundaries depend only on n and chunks, never on the thread count, so a
+ * kernel whose per-chunk results are combined in chunk order is deterministic. */
+typedef void (*aclemu_range_fn)(void *ctx, int64_t chunk, int64_t begin, int64_t end);
+ACLEMU_EXPORT void aclemu_parallel_for(int64_t n, int64_t chunks, aclemu_range_fn body, void *ctx);
+
+/* ---- operator argument objects (meta/) ----------------------------------------------------- */
+
+#define ACLEMU_MAX_DIMS 64 /* aclCreateTensor accepts up to this rank; operators check their own limits */
+
+struct aclTensor {
+    aclDataType dtype;
+    aclFormat format;
+    uint64_t ndim;
+    int64_t dims[ACLEMU_MAX_DIMS];
+    int64_t strides[ACLEMU_MAX_DIMS]; /* in elements */
+    int64_t offset;                   /* in elements */
+    uint64_t storage_ndim;
+    int64_t storage_dims[ACLEMU_MAX_DIMS];
+    void *data;                       /* device address of the storage */
+};
+
+struct aclIntArray {
+    uint64_t size;
+    int64_t *values;
+};
+
+struct aclBoolArray {
+    uint64_t size;
+    bool *values;
+};
+
+/* Element size in bytes of a dtype, 0 for dtypes without a byte size (INT4, UINT1, STRING,
+ * UNDEFINED, unknown values). */
+ACLEMU_EXPORT uint64_t aclemu_dtype_size(aclDataType dtype);
+ACLEMU_EXPORT const char *aclemu_dtype_name(aclDataType dtype);
+
+/* ---- executor object model (meta/) ----------------------------------------------------------- */
+
+typedef struct {
+    const char *op_name; /* e.g. "aclnnLayerNormBackward": used in messages */
+    /* Validates the launch-time arguments (tensor memory), then enqueues the work on stream
+     * via aclemu_stream_submit. Returns ACLNN_SUCCESS or a status, having set the message. */
+    aclnnStatus (*launch)(void *payload, void *workspace, uint64_t workspace_size,
+                          aclrtStream stream);
+    void (*destroy)(void *payload); /* frees the payload; the executor calls it exactly once */
+} aclemu_executor_ops;
+
+/* Creates a live executor owning payload; its phase-one workspace size is recorded so that
+ * phase two can check the workspace it is given. Returns NULL (payload destroyed) on failure. */
+ACLEMU_EXPORT aclOpExecutor *aclemu_executor_new(const aclemu_executor_ops *ops, void *payload,
+                                                 uint64_t workspace_size);
+
+/* Phase two, shared by every operator: checks the executor is live and runnable (a
+ * single-use executor that already ran is no longer live), checks the workspace (size at
+ * least the recorded one; a live device range when the size is non-zero), calls
+ * ops->launch, then releases a single-use executor. Returns the status. */
+ACLEMU_EXPORT aclnnStatus aclemu_executor_run(aclOpExecutor *executor, void *workspace,
+                                              uint64_t workspace_size, aclrtStream stream);
+
+#endif /* ACLEMU_EMU_INTERNAL_H_ */
