@@ -31,6 +31,10 @@ ACLEMU_EXPORT void aclemu_set_error(const char *fmt, ...) __attribute__((format(
  * ("<name>: injected fault (call n)"). The caller then returns its documented failure. */
 ACLEMU_EXPORT bool aclemu_fault(const char *func);
 
+/* The name the calling thread last passed to aclemu_fault, i.e. the public call in progress
+ * (NULL before any). Lets shared helpers (aclemu_executor_run) name the call in messages. */
+ACLEMU_EXPORT const char *aclemu_current_call(void);
+
 /* ---- handle registry (runtime/) --------------------------------------------------------- */
 
 typedef enum {

@@ -1,0 +1,129 @@
+"""NumPy dtypes <-> ``aclDataType``.
+
+Every CANN dtype that NumPy (with ``ml_dtypes`` for bfloat16) can hold: float32, float16,
+bfloat16, float64, int8/16/32/64, uint8/16/32/64, bool, complex64, complex128. The enum values
+are the ABI's; ``tests/test_tensor.py`` checks them against the declarations.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import AclTypeError
+
+# aclDataType values (CANN_ABI.md). Plain ints so that importing this module opens nothing.
+ACL_FLOAT = 0
+ACL_FLOAT16 = 1
+ACL_INT8 = 2
+ACL_INT32 = 3
+ACL_UINT8 = 4
+ACL_INT16 = 6
+ACL_UINT16 = 7
+ACL_UINT32 = 8
+ACL_INT64 = 9
+ACL_UINT64 = 10
+ACL_DOUBLE = 11
+ACL_BOOL = 12
+ACL_COMPLEX64 = 16
+ACL_COMPLEX128 = 17
+ACL_BF16 = 27
+
+# (aclDataType value, enum name, numpy type); bfloat16 filled in from ml_dtypes.
+_TABLE = [
+    (ACL_FLOAT, "ACL_FLOAT", np.float32),
+    (ACL_FLOAT16, "ACL_FLOAT16", np.float16),
+    (ACL_BF16, "ACL_BF16", None),
+    (ACL_DOUBLE, "ACL_DOUBLE", np.float64),
+    (ACL_INT8, "ACL_INT8", np.int8),
+    (ACL_INT16, "ACL_INT16", np.int16),
+    (ACL_INT32, "ACL_INT32", np.int32),
+    (ACL_INT64, "ACL_INT64", np.int64),
+    (ACL_UINT8, "ACL_UINT8", np.uint8),
+    (ACL_UINT16, "ACL_UINT16", np.uint16),
+    (ACL_UINT32, "ACL_UINT32", np.uint32),
+    (ACL_UINT64, "ACL_UINT64", np.uint64),
+    (ACL_BOOL, "ACL_BOOL", np.bool_),
+    (ACL_COMPLEX64, "ACL_COMPLEX64", np.complex64),
+    (ACL_COMPLEX128, "ACL_COMPLEX128", np.complex128),
+]
+
+_to_acl: dict | None = None      # np.dtype -> aclDataType
+_from_acl: dict | None = None    # aclDataType -> np.dtype
+_names: dict = {code: name for code, name, _t in _TABLE}
+
+
+def _tables():
+    global _to_acl, _from_acl
+    if _to_acl is None:
+        import ml_dtypes  # imported on first use: keeps `import acl_py` cheap
+        to, frm = {}, {}
+        for code, _name, t in _TABLE:
+            dt = np.dtype(ml_dtypes.bfloat16 if code == ACL_BF16 else t)
+            to[dt] = code
+            frm[code] = dt
+        _from_acl = frm
+        _to_acl = to
+    return _to_acl, _from_acl
+
+
+def bfloat16():
+    """``np.dtype(ml_dtypes.bfloat16)``."""
+    return _tables()[1][ACL_BF16]
+
+
+def as_dtype(dtype, argument="dtype"):
+    """Normalizes ``dtype`` (anything ``np.dtype`` accepts, e.g. ``"float16"`` or
+    ``ml_dtypes.bfloat16``) to a supported NumPy dtype, or raises :class:`AclTypeError` naming
+    ``argument``. Plain ints are refused: ``0`` could be ACL_FLOAT or a typo."""
+    to, _ = _tables()
+    if isinstance(dtype, np.dtype) and dtype in to:
+        return dtype
+    if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
+        raise AclTypeError(argument, f"{dtype!r} is an int; give a NumPy dtype "
+                           f"(use dtypes.from_acl() for aclDataType values)")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise AclTypeError(argument, f"{dtype!r} is not a dtype") from None
+    if dt not in to:
+        supported = ", ".join(str(d) for d in to)
+        raise AclTypeError(argument, f"dtype {dt} has no aclDataType; supported: {supported}")
+    return dt
+
+
+def to_acl(dtype, argument="dtype"):
+    """aclDataType value of a NumPy dtype (raises AclTypeError for unsupported ones)."""
+    to, _ = _tables()
+    code = to.get(dtype) if isinstance(dtype, np.dtype) else None
+    if code is None:
+        code = to[as_dtype(dtype, argument)]
+    return code
+
+
+def from_acl(code):
+    """NumPy dtype of an aclDataType value."""
+    _, frm = _tables()
+    try:
+        return frm[code]
+    except KeyError:
+        raise AclTypeError("dtype", f"aclDataType {code!r} ({name(code)}) has no NumPy "
+                           f"equivalent here") from None
+
+
+def name(code):
+    """Enum name of an aclDataType value, e.g. ``name(27) == "ACL_BF16"``."""
+    return _names.get(code, "UNKNOWN")
+
+
+def itemsize(dtype):
+    """Element size in bytes of a NumPy dtype or aclDataType value."""
+    if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
+        return from_acl(int(dtype)).itemsize
+    return as_dtype(dtype).itemsize
+
+
+def supported():
+    """The supported NumPy dtypes, in table order."""
+    return list(_tables()[0])
+
+
+__all__ = ["as_dtype", "to_acl", "from_acl", "name", "itemsize", "supported", "bfloat16"]

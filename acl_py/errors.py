@@ -1,0 +1,246 @@
+"""Every status code of the CANN runtime (``aclError``) and the operator library
+(``aclnnStatus``) mapped, in one table, to its name and an exception class.
+
+Exception families (all derive from :class:`AclError`, which carries ``code``, ``name``,
+``call`` and ``message``, the text of ``aclGetRecentErrMsg()`` read on the failing thread right
+after the failing call):
+
+==============================  ==============================================================
+class                           codes
+==============================  ==============================================================
+InvalidParameterError           100000 INVALID_PARAM, 107000 RT_PARAM_INVALID
+  InvalidHandleError            107017 RT_INVALID_HANDLE, 200005 INVALID_RESOURCE_HANDLE
+NotInitializedError             100001 UNINITIALIZE (also raised by acl-py after ``finalize()``)
+AlreadyInitializedError         100002 REPEAT_INITIALIZE
+DeviceError                     107001 RT_INVALID_DEVICEID, 107002 RT_CONTEXT_NULL,
+                                107003 RT_STREAM_CONTEXT, 200002 INVALID_DEVICE
+DeviceMemoryError (MemoryError) 200000 BAD_ALLOC, 207001 RT_MEMORY_ALLOCATION,
+                                300000 STORAGE_OVER_LIMIT
+NotSupportedError               200001 API_NOT_SUPPORT, 207000 RT_FEATURE_NOT_SUPPORT
+OperatorParameterError          161001 / 161002 (subclasses below)
+  OperatorNullPointerError      161001 ACLNN_ERR_PARAM_NULLPTR
+  OperatorInvalidParameterError 161002 ACLNN_ERR_PARAM_INVALID
+RuntimeFailure                  361001 ACLNN_ERR_RUNTIME_ERROR, 500001 FAILURE
+InternalError                   500000 INTERNAL_ERROR, 507000 RT_INTERNAL_ERROR,
+                                561000 ACLNN_ERR_INNER, 561101 .._CREATE_EXECUTOR,
+                                561103 .._INNER_NULLPTR
+CreateFailedError               a create function (aclCreateTensor, ...) returned NULL
+==============================  ==============================================================
+
+Codes not in the table raise a plain :class:`AclError` named ``UNKNOWN``.
+
+Mistakes caught in Python before any C call are not ``AclError``\\ s: they are
+:class:`AclArgumentError` (a ``ValueError``) or :class:`AclTypeError` (a ``TypeError``), naming
+the argument. Using an object after ``close()`` raises :class:`ClosedError` (a ``ValueError``,
+like I/O on a closed file).
+"""
+from __future__ import annotations
+
+
+class AclError(Exception):
+    """A CANN call returned a failure status.
+
+    Attributes: ``code`` (int, or None for a create function that returned NULL), ``name``
+    (e.g. ``"ACL_ERROR_RT_MEMORY_ALLOCATION"``), ``call`` (the C function), ``message`` (the
+    runtime's explanation from ``aclGetRecentErrMsg()``, possibly empty)."""
+
+    def __init__(self, code, call="", message="", name=None):
+        self.code = code
+        self.call = call
+        self.message = message or ""
+        self.name = name if name is not None else code_name(code)
+        super().__init__(code, call, self.message)
+
+    def __str__(self):
+        what = f"{self.call} failed" if self.call else "CANN call failed"
+        if self.code is None:
+            text = f"{what}: returned NULL"
+        else:
+            text = f"{what}: {self.name} ({self.code})"
+        return f"{text}: {self.message}" if self.message else text
+
+    def __reduce__(self):  # picklable with its fields (multiprocessing, pytest-xdist)
+        return (_rebuild, (type(self), self.code, self.call, self.message, self.name))
+
+
+def _rebuild(cls, code, call, message, name):
+    return cls(code, call, message, name)
+
+
+class InvalidParameterError(AclError):
+    """A runtime argument was rejected (100000, 107000)."""
+
+
+class InvalidHandleError(InvalidParameterError):
+    """A stream, event or context handle that is not live (107017, 200005)."""
+
+
+class NotInitializedError(AclError):
+    """The runtime is not initialized (100001), or acl-py was finalized."""
+
+
+class AlreadyInitializedError(AclError):
+    """aclInit was called while the runtime was initialized (100002)."""
+
+
+class DeviceError(AclError):
+    """Device selection problems: bad id, no device set on the thread, a stream of another
+    device (107001, 107002, 107003, 200002)."""
+
+
+class DeviceMemoryError(AclError, MemoryError):
+    """Device (or pinned host) memory could not be allocated (200000, 207001, 300000). Also a
+    ``MemoryError``, so generic out-of-memory handlers catch it."""
+
+
+class NotSupportedError(AclError):
+    """The API or feature is not supported here (200001, 207000)."""
+
+
+class OperatorParameterError(AclError):
+    """An aclnn operator rejected its arguments (161001, 161002)."""
+
+
+class OperatorNullPointerError(OperatorParameterError):
+    """A required operator argument was NULL (161001 ACLNN_ERR_PARAM_NULLPTR)."""
+
+
+class OperatorInvalidParameterError(OperatorParameterError):
+    """An operator argument broke a rule: dtype, shape, length (161002 ACLNN_ERR_PARAM_INVALID)."""
+
+
+class RuntimeFailure(AclError):
+    """Work could not be run: stream/launch problems (361001, 500001)."""
+
+
+class InternalError(AclError):
+    """An internal failure of the runtime or operator library (500000, 507000, 561xxx)."""
+
+
+class CreateFailedError(AclError):
+    """A create function (aclCreateTensor, aclCreateIntArray, aclCreateBoolArray) returned
+    NULL; ``code`` is None and ``message`` says why."""
+
+
+# ---- Python-boundary errors (raised before any C call) ----------------------------------
+
+class AclArgumentError(ValueError):
+    """A bad argument detected in Python before any C call. ``argument`` names it."""
+
+    def __init__(self, argument, problem):
+        self.argument = argument
+        self.problem = problem
+        super().__init__(f"{argument}: {problem}" if argument else problem)
+
+    def __reduce__(self):
+        return (type(self), (self.argument, self.problem))
+
+
+class AclTypeError(AclArgumentError, TypeError):
+    """An argument of the wrong type (or an unsupported dtype). Both a ``ValueError`` and a
+    ``TypeError``: catch whichever reads better."""
+
+
+class ClosedError(ValueError):
+    """An acl-py object was used after ``close()`` (or after ``acl_py.finalize()``)."""
+
+
+class EmulatorOnlyError(RuntimeError):
+    """An ``acl_py.emulator`` helper was called while the backend is real CANN."""
+
+
+# ---- the table ----------------------------------------------------------------------------
+
+# code -> (name, class). Values are the ABI's (CANN_ABI.md, "Return codes").
+STATUS = {
+    0: ("ACL_SUCCESS", None),
+    100000: ("ACL_ERROR_INVALID_PARAM", InvalidParameterError),
+    100001: ("ACL_ERROR_UNINITIALIZE", NotInitializedError),
+    100002: ("ACL_ERROR_REPEAT_INITIALIZE", AlreadyInitializedError),
+    200000: ("ACL_ERROR_BAD_ALLOC", DeviceMemoryError),
+    200001: ("ACL_ERROR_API_NOT_SUPPORT", NotSupportedError),
+    200002: ("ACL_ERROR_INVALID_DEVICE", DeviceError),
+    200005: ("ACL_ERROR_INVALID_RESOURCE_HANDLE", InvalidHandleError),
+    300000: ("ACL_ERROR_STORAGE_OVER_LIMIT", DeviceMemoryError),
+    500000: ("ACL_ERROR_INTERNAL_ERROR", InternalError),
+    500001: ("ACL_ERROR_FAILURE", RuntimeFailure),
+    107000: ("ACL_ERROR_RT_PARAM_INVALID", InvalidParameterError),
+    107001: ("ACL_ERROR_RT_INVALID_DEVICEID", DeviceError),
+    107002: ("ACL_ERROR_RT_CONTEXT_NULL", DeviceError),
+    107003: ("ACL_ERROR_RT_STREAM_CONTEXT", DeviceError),
+    107017: ("ACL_ERROR_RT_INVALID_HANDLE", InvalidHandleError),
+    207000: ("ACL_ERROR_RT_FEATURE_NOT_SUPPORT", NotSupportedError),
+    207001: ("ACL_ERROR_RT_MEMORY_ALLOCATION", DeviceMemoryError),
+    507000: ("ACL_ERROR_RT_INTERNAL_ERROR", InternalError),
+    161001: ("ACLNN_ERR_PARAM_NULLPTR", OperatorNullPointerError),
+    161002: ("ACLNN_ERR_PARAM_INVALID", OperatorInvalidParameterError),
+    361001: ("ACLNN_ERR_RUNTIME_ERROR", RuntimeFailure),
+    561000: ("ACLNN_ERR_INNER", InternalError),
+    561101: ("ACLNN_ERR_INNER_CREATE_EXECUTOR", InternalError),
+    561103: ("ACLNN_ERR_INNER_NULLPTR", InternalError),
+}
+
+# name -> code, e.g. CODES["ACL_ERROR_RT_MEMORY_ALLOCATION"] == 207001
+CODES = {name: code for code, (name, _cls) in STATUS.items()}
+
+
+def code_name(code):
+    if code is None:
+        return "NULL"
+    entry = STATUS.get(code)
+    return entry[0] if entry else "UNKNOWN"
+
+
+def error_class(code):
+    """The exception class for a status code (AclError for codes outside the table)."""
+    entry = STATUS.get(code)
+    return entry[1] if entry and entry[1] is not None else AclError
+
+
+def recent_message():
+    """``aclGetRecentErrMsg()`` of the calling thread as text ('' when there is none). Reading
+    it consumes it, so it is read once, right after the failing call."""
+    try:
+        from ._loader import library
+        p = library().aclGetRecentErrMsg()
+    except Exception:  # the library cannot even be asked: no message, but keep the code
+        return ""
+    if not p:
+        return ""
+    from ._ffi import ffi
+    return ffi.string(p).decode("utf-8", "replace")
+
+
+def make_error(status, call):
+    """The exception for a failed call, with the thread's recent message attached."""
+    status = int(status)
+    return error_class(status)(status, call, recent_message())
+
+
+def raise_error(status, call):
+    raise make_error(status, call)
+
+
+def check(status, call):
+    """Raises the typed error when ``status`` is not success. Call it on the thread that made
+    the call, before any other CANN call, so the message is the right one."""
+    if status:
+        raise make_error(status, call)
+
+
+def check_create(ptr, call):
+    """For the create functions that return NULL on failure: returns ``ptr`` or raises
+    :class:`CreateFailedError` with the runtime's message."""
+    if not ptr:
+        raise CreateFailedError(None, call, recent_message())
+    return ptr
+
+
+__all__ = [
+    "AclError", "InvalidParameterError", "InvalidHandleError", "NotInitializedError",
+    "AlreadyInitializedError", "DeviceError", "DeviceMemoryError", "NotSupportedError",
+    "OperatorParameterError", "OperatorNullPointerError", "OperatorInvalidParameterError",
+    "RuntimeFailure", "InternalError", "CreateFailedError", "AclArgumentError", "AclTypeError",
+    "ClosedError", "EmulatorOnlyError", "STATUS", "CODES", "code_name", "error_class",
+    "check", "check_create", "make_error", "raise_error", "recent_message",
+]

@@ -1,0 +1,169 @@
+"""What ``acl-py info`` reports: the backend and why it was chosen, the libraries actually
+opened, the devices and their memory.
+
+:func:`collect` returns a plain dict (the ``--json`` form); :func:`format_text` renders it for a
+person. Collecting initializes the runtime only if nobody has, and then finalizes it again, so
+calling it leaves the process as it found it. Devices are probed on a short-lived thread of
+their own: the current device is per thread in CANN, so the caller's current device and the
+devices' reference counts are untouched.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import threading
+from pathlib import Path
+
+from . import _loader
+from ._ffi import LIBRARY_OF, ffi
+from . import errors
+
+# aclrtGetMemInfo attributes tried per device: HBM (Atlas training parts) first, then DDR
+# (inference parts, which have no HBM and report a zero total for it).
+_MEMORY_ATTRS = (("HBM", "ACL_HBM_MEM"), ("DDR", "ACL_DDR_MEM"))
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("acl-py")
+    except Exception:  # running from a source tree that was never installed
+        return "unknown"
+
+
+def _probe_device(lib, device: int) -> dict:
+    """Memory of one device, measured on the calling thread (set, query, reset)."""
+    errors.check(lib.aclrtSetDevice(device), "aclrtSetDevice")
+    try:
+        free = ffi.new("size_t *")
+        total = ffi.new("size_t *")
+        last = None
+        for label, attr in _MEMORY_ATTRS:
+            status = lib.aclrtGetMemInfo(getattr(lib, attr), free, total)
+            if status == 0 and total[0] > 0:
+                return {"id": device, "memory": {"kind": label, "free": int(free[0]),
+                                                 "total": int(total[0])}}
+            last = errors.make_error(status, "aclrtGetMemInfo") if status else None
+        if last is not None:
+            raise last
+        return {"id": device, "memory": None}
+    finally:
+        errors.check(lib.aclrtResetDevice(device), "aclrtResetDevice")
+
+
+def _on_own_thread(fn, *args):
+    result: dict = {}
+
+    def run():
+        try:
+            result["value"] = fn(*args)
+        except BaseException as e:  # re-raised on the caller's thread
+            result["error"] = e
+
+    t = threading.Thread(target=run, name="acl-py-info")
+    t.start()
+    t.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+def _probe_runtime(lib) -> tuple[int, list[dict]]:
+    status = lib.aclInit(ffi.NULL)
+    # Already initialized (by acl_py's object layer or the caller): use it and leave it be.
+    owned = status == 0
+    if status not in (0, lib.ACL_ERROR_REPEAT_INITIALIZE):
+        errors.raise_error(status, "aclInit")
+    try:
+        count = ffi.new("uint32_t *")
+        errors.check(lib.aclrtGetDeviceCount(count), "aclrtGetDeviceCount")
+        devices = [_on_own_thread(_probe_device, lib, d) for d in range(count[0])]
+        return int(count[0]), devices
+    finally:
+        if owned:
+            errors.check(lib.aclFinalize(), "aclFinalize")
+
+
+def collect() -> dict:
+    """Everything ``info`` reports, as JSON-ready data. Raises
+    :class:`acl_py._loader.LibraryNotFoundError` when no backend can be loaded; a runtime
+    failure after loading is reported in the ``"error"`` field instead, so the library part
+    is still shown."""
+    lib = _loader.library()
+    backend = lib.backend
+    _roots, notes = _loader.search_roots()
+    info: dict = {
+        "acl_py_version": _version(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "package_dir": str(Path(__file__).resolve().parent),
+        "backend": backend.name,
+        "reason": backend.reason,
+        "root": str(backend.root),
+        "libraries": {role: str(path) for role, path in backend.libraries.items()},
+        "notes": notes,
+        "functions": sum(1 for role in LIBRARY_OF.values() if role != "emulator"),
+        "missing_symbols": lib.check_symbols(),
+        "emulator": None,
+        "device_count": None,
+        "devices": [],
+        "error": None,
+    }
+    if backend.is_emulator:
+        info["emulator"] = {
+            "version": ffi.string(lib.aclemuVersion()).decode(),
+            "threads": int(lib.aclemuGetNumThreads()),
+            "environment": {k: v for k, v in sorted(os.environ.items())
+                            if k.startswith("ACL_EMU_")},
+        }
+    try:
+        info["device_count"], info["devices"] = _probe_runtime(lib)
+    except errors.AclError as e:
+        info["error"] = str(e)
+    return info
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def format_text(info: dict) -> str:
+    lines = [f"acl-py {info['acl_py_version']} ({info['python']}, {info['package_dir']})",
+             f"backend    {info['backend']}",
+             f"  reason   {info['reason']}",
+             f"root       {info['root']}",
+             "libraries"]
+    width = max(len(r) for r in info["libraries"])
+    for role, path in info["libraries"].items():
+        lines.append(f"  {role:<{width}}  {path}")
+    for note in info["notes"]:
+        lines.append(f"note       {note}")
+    missing = info["missing_symbols"]
+    if missing:
+        lines.append(f"symbols    MISSING {len(missing)} of {info['functions']}: "
+                     + ", ".join(missing))
+    else:
+        lines.append(f"symbols    all {info['functions']} declared functions resolved")
+    emu = info["emulator"]
+    if emu is not None:
+        env = " ".join(f"{k}={v}" for k, v in emu["environment"].items())
+        lines.append(f"emulator   {emu['version']}, {emu['threads']} kernel threads"
+                     + (f" ({env})" if env else ""))
+    if info["device_count"] is not None:
+        lines.append(f"devices    {info['device_count']}")
+        for dev in info["devices"]:
+            mem = dev["memory"]
+            text = ("memory unknown" if mem is None else
+                    f"{_size(mem['total'])} {mem['kind']} total, {_size(mem['free'])} free "
+                    f"({mem['free']} / {mem['total']} bytes)")
+            lines.append(f"  device {dev['id']}  {text}")
+    if info["error"]:
+        lines.append(f"error      {info['error']}")
+    return "\n".join(lines)
+
+
+def ok(info: dict) -> bool:
+    """True when the backend is fully usable: every symbol resolved and the runtime answered."""
+    return not info["missing_symbols"] and info["error"] is None

@@ -1,0 +1,209 @@
+"""NumPy float64 reference of LayerNormBackward, and the tolerances results are judged by.
+
+Written from the formulas of CANN_ABI.md ("LayerNormBackward semantics"), independently of
+the emulator's C kernel: tests, samples and ``acl-py smoke`` compare the operator's outputs
+with it. With ``input`` of shape ``[A1..Ai, R1..Rj]`` and ``normalized_shape = [R1..Rj]``,
+``M = A1*..*Ai``, ``N = R1*..*Rj``, ``x_hat = (input - mean) * rstd``, ``g = grad_out * weight``::
+
+    grad_input  = rstd * (g - mean_R(g) - x_hat * mean_R(g * x_hat))
+    grad_weight = sum_A(grad_out * x_hat)
+    grad_bias   = sum_A(grad_out)
+
+Everything is computed in float64 from the values exactly as given (fp16/bf16 inputs are
+widened exactly), so the reference carries no rounding of its own worth mentioning.
+
+Tolerances (:func:`error_bound`). The operator accumulates in float32, so its error is
+proportional to the magnitude of the terms it sums, not to the result (``g - mean_R(g)``
+cancels). Each output element may differ from the reference by::
+
+    RTOL[input dtype] * magnitude  +  half an ulp of the output dtype at the value
+
+where ``magnitude`` (:func:`error_scale`) is the same formula with every term replaced by its
+absolute value and ``x_hat`` by ``(|input| + |mean|) * rstd`` (the subtraction's own scale).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+try:  # bfloat16 comes from ml_dtypes (a dependency of acl-py); the reference works without it
+    from ml_dtypes import bfloat16 as _bfloat16
+except ImportError:  # pragma: no cover
+    _bfloat16 = None
+
+__all__ = [
+    "RTOL", "layer_norm_backward", "layer_norm_stats", "error_scale", "error_bound",
+    "max_error_ratio", "assert_close",
+]
+
+# Relative tolerance of the float32-accumulated computation, by the dtype of `input`, applied
+# to the term magnitude. float32: a few hundred float32 ulps (sums over up to millions of
+# elements); float16/bfloat16: about two ulps of the input type, which leaves room for a device
+# kernel doing its elementwise steps in the input's precision (the emulator computes in float32
+# and stays far inside all three).
+RTOL = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}
+
+# (mantissa bits, smallest normal exponent) of the output dtypes, for half-ulp bounds.
+_FLOAT_FORMAT = {"float64": (52, -1022), "float32": (23, -126), "float16": (10, -14),
+                 "bfloat16": (7, -126)}
+
+
+def _f64(a) -> np.ndarray:
+    return np.asarray(a).astype(np.float64, copy=False)
+
+
+def _dims(normalized_shape) -> tuple[int, ...]:
+    if isinstance(normalized_shape, (int, np.integer)):
+        normalized_shape = (normalized_shape,)
+    return tuple(int(d) for d in normalized_shape)
+
+
+def _split(x: np.ndarray, normalized_shape) -> tuple[tuple[int, ...], int, int]:
+    ns = _dims(normalized_shape)
+    if not 1 <= len(ns) <= x.ndim or x.shape[x.ndim - len(ns):] != ns:
+        raise ValueError(f"normalized_shape {ns} is not the trailing dims of input {x.shape}")
+    return ns, math.prod(x.shape[:x.ndim - len(ns)]), math.prod(ns)
+
+
+def _prepare(grad_out, input, normalized_shape, mean, rstd, weight):
+    x = _f64(input)
+    ns, m, n = _split(x, normalized_shape)
+    dy = _f64(grad_out)
+    if dy.shape != x.shape:
+        raise ValueError(f"grad_out shape {dy.shape} != input shape {x.shape}")
+    mu, rs = _f64(mean), _f64(rstd)
+    if mu.size != m or rs.size != m:
+        raise ValueError(f"mean/rstd must hold M={m} elements, got {mu.size}/{rs.size}")
+    w = np.ones(n) if weight is None else _f64(weight).reshape(n)
+    return ns, m, n, x.reshape(m, n), dy.reshape(m, n), mu.reshape(m, 1), rs.reshape(m, 1), w
+
+
+def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight=None, bias=None,
+                        output_mask: Sequence[bool] = (True, True, True)):
+    """The three gradients in float64, ``None`` where ``output_mask`` is false. Shapes:
+    grad_input = input's, grad_weight = grad_bias = normalized_shape. ``bias`` is accepted for
+    symmetry with the operator and never read (the gradients do not depend on it)."""
+    del bias
+    ns, m, n, x, dy, mu, rs, w = _prepare(grad_out, input, normalized_shape, mean, rstd, weight)
+    shape = np.shape(input)
+    xhat = (x - mu) * rs
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        g = dy * w
+        if n:
+            grad_input = rs * (g - g.mean(axis=1, keepdims=True)
+                               - xhat * (g * xhat).mean(axis=1, keepdims=True))
+        else:
+            grad_input = g
+        grad_input = grad_input.reshape(shape)
+    # M == 0: the sums over A are empty, hence zeros (what CANN_ABI.md documents).
+    if output_mask[1]:
+        grad_weight = (dy * xhat).sum(axis=0).reshape(ns)
+    if output_mask[2]:
+        grad_bias = dy.sum(axis=0).reshape(ns)
+    return grad_input, grad_weight, grad_bias
+
+
+def error_scale(grad_out, input, normalized_shape, mean, rstd, weight=None,
+                output_mask: Sequence[bool] = (True, True, True)):
+    """Per element, the magnitude of the terms each output is computed from (the reference's
+    formulas with every term made non-negative): the scale a float32-accumulated result's
+    rounding error is proportional to. ``None`` where the mask is false."""
+    ns, m, n, x, dy, mu, rs, w = _prepare(grad_out, input, normalized_shape, mean, rstd, weight)
+    rs = np.abs(rs)
+    xabs = (np.abs(x) + np.abs(mu)) * rs
+    ady = np.abs(dy)
+    out = [None, None, None]
+    if output_mask[0]:
+        g = ady * np.abs(w)
+        if n:
+            gi = rs * (g + g.mean(axis=1, keepdims=True)
+                       + xabs * (g * xabs).mean(axis=1, keepdims=True))
+        else:
+            gi = g
+        out[0] = gi.reshape(np.shape(input))
+    if output_mask[1]:
+        out[1] = (ady * xabs).sum(axis=0).reshape(ns)
+    if output_mask[2]:
+        out[2] = ady.sum(axis=0).reshape(ns)
+    return tuple(out)
+
+
+def layer_norm_stats(input, normalized_shape, eps: float = 1e-5):
+    """``(mean, rstd)`` of the forward LayerNorm in float64, shaped like CANN's saved
+    statistics: the batch dims followed by ones (``[A1..Ai, 1..1]``)."""
+    x = _f64(input)
+    ns, m, n = _split(x, normalized_shape)
+    batch = x.shape[:x.ndim - len(ns)]
+    x2 = x.reshape(m, n)
+    if n:
+        mean = x2.mean(axis=1)
+        var = ((x2 - mean[:, None]) ** 2).mean(axis=1)
+    else:
+        mean = var = np.zeros(m)
+    rstd = 1.0 / np.sqrt(var + eps)
+    stat_shape = batch + (1,) * len(ns)
+    return mean.reshape(stat_shape), rstd.reshape(stat_shape)
+
+
+def _dtype_name(dtype) -> str:
+    if _bfloat16 is not None and np.dtype(dtype) == np.dtype(_bfloat16):
+        return "bfloat16"
+    name = np.dtype(dtype).name
+    if name not in _FLOAT_FORMAT:
+        raise ValueError(f"no tolerance for dtype {name}")
+    return name
+
+
+def half_ulp(values, dtype) -> np.ndarray:
+    """Half the spacing of ``dtype`` at ``|values|`` (the error of rounding to it)."""
+    bits, emin = _FLOAT_FORMAT[_dtype_name(dtype)]
+    a = np.abs(_f64(values))
+    with np.errstate(divide="ignore"):
+        e = np.floor(np.log2(np.where(a > 0, a, 1.0)))
+    e = np.maximum(np.where(a > 0, e, emin), emin)
+    return np.ldexp(0.5, (e - bits).astype(np.int64))
+
+
+def error_bound(expected, magnitude, input_dtype, output_dtype, actual=None) -> np.ndarray:
+    """Allowed ``|actual - expected|`` per element (see the module docstring)."""
+    ref = np.abs(_f64(expected))
+    if actual is not None:  # rounding happens at the computed value, which may sit one binade up
+        ref = np.maximum(ref, np.abs(_f64(actual)))
+    return RTOL[_dtype_name(input_dtype)] * _f64(magnitude) + half_ulp(ref, output_dtype)
+
+
+def max_error_ratio(actual, expected, magnitude, input_dtype) -> float:
+    """max |actual - expected| / allowed over the elements: <= 1 passes. NaN anywhere -> inf.
+    An empty output gives 0."""
+    act = np.asarray(actual)
+    a = _f64(act)
+    e = _f64(expected)
+    if a.shape != e.shape:
+        raise ValueError(f"shape {a.shape} != expected shape {e.shape}")
+    if a.size == 0:
+        return 0.0
+    if not np.all(np.isfinite(a)):
+        return math.inf
+    bound = error_bound(e, magnitude, input_dtype, act.dtype, a)
+    return float(np.max(np.abs(a - e) / bound))
+
+
+def assert_close(actual, expected, magnitude, input_dtype, name: str = "output") -> float:
+    """Raises AssertionError naming the worst element when ``actual`` is out of tolerance;
+    returns the error ratio (<= 1)."""
+    ratio = max_error_ratio(actual, expected, magnitude, input_dtype)
+    if not ratio <= 1.0:
+        a, e = _f64(np.asarray(actual)), _f64(expected)
+        bound = error_bound(e, magnitude, input_dtype, np.asarray(actual).dtype, a)
+        with np.errstate(invalid="ignore"):
+            worst = np.unravel_index(np.nanargmax(np.where(np.isfinite(a),
+                                                           np.abs(a - e) / bound, np.inf)),
+                                     a.shape)
+        raise AssertionError(
+            f"{name} ({np.asarray(actual).dtype}, input {_dtype_name(input_dtype)}): error "
+            f"{ratio:.3g}x the tolerance; worst at {tuple(int(i) for i in worst)}: got "
+            f"{a[worst]!r}, expected {e[worst]!r}, allowed +-{bound[worst]:.3g}")
+    return ratio

@@ -1,0 +1,657 @@
+"""``DeviceTensor`` (a typed, strided view of a DeviceBuffer) and the operator argument arrays
+``IntArray`` and ``BoolArray``.
+
+A DeviceTensor is ``shape``, ``dtype`` (a NumPy dtype), ``strides`` and ``offset`` (both in
+ELEMENTS, as ``aclCreateTensor`` takes them) over a buffer. Tensors made by ``empty``,
+``zeros`` and ``from_numpy`` own their storage (from the device's memory pool); slicing,
+``transpose``/``T``/``permute`` and ``reshape`` give views sharing it. Closing an owning
+tensor frees the storage and closes its views; closing a view releases only its handle. The
+storage otherwise lives as long as any tensor using it.
+
+``handle`` creates the ``aclTensor`` on first use (view dims, element strides, element
+offset, ``ACL_FORMAT_ND``, storage dims ``[storage element count]``, data = storage base) and
+caches it; it is destroyed with the tensor (close, garbage collection, teardown).
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ._ffi import ffi
+from . import dtypes as _dt
+from . import memory as _mem
+from . import runtime as _rt
+from . import stream as _stream
+from .errors import AclArgumentError, AclTypeError, ClosedError, check_create
+
+_ND = 2            # ACL_FORMAT_ND
+_MAX_RANK = 64     # what aclCreateTensor accepts (operators check their own limits)
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _as_dim(v, argument):
+    if isinstance(v, (bool, np.bool_)):
+        raise AclTypeError(argument, f"expected an int, got {v!r}")
+    try:
+        d = operator.index(v)
+    except TypeError:
+        raise AclTypeError(argument, f"expected an int, got {type(v).__name__} {v!r}") from None
+    if d < 0:
+        raise AclArgumentError(argument, f"must be >= 0, got {d}")
+    if d > _INT64_MAX:
+        raise AclArgumentError(argument, f"{d} does not fit in int64")
+    return d
+
+
+def _as_shape(shape, argument="shape"):
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        shape = (shape,)
+    try:
+        items = tuple(shape)
+    except TypeError:
+        raise AclTypeError(argument, f"expected a sequence of ints, got "
+                           f"{type(shape).__name__}") from None
+    if len(items) > _MAX_RANK:
+        raise AclArgumentError(argument, f"rank {len(items)} exceeds {_MAX_RANK}")
+    return tuple(_as_dim(v, f"{argument}[{i}]") for i, v in enumerate(items))
+
+
+def _contiguous_strides(shape):
+    strides = [0] * len(shape)
+    acc = 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    return tuple(strides)
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _extent(shape, strides, offset):
+    """One past the last element the view touches (0 for an empty view)."""
+    if _size(shape) == 0:
+        return 0
+    return offset + sum((d - 1) * s for d, s in zip(shape, strides)) + 1
+
+
+def _destroy_tensor(h):
+    s = _rt.lib.aclDestroyTensor(h)
+    if s:
+        from .errors import make_error
+        raise make_error(s, "aclDestroyTensor")
+
+
+class DeviceTensor:
+    """A typed strided view of device memory. See the module doc.
+
+    ``DeviceTensor(buffer, shape, dtype, strides=None, offset=0)`` views an existing
+    :class:`DeviceBuffer` (the tensor keeps it alive but does not own it); use
+    :meth:`empty`, :meth:`zeros` or :meth:`from_numpy` to make owning tensors."""
+
+    __slots__ = ("_buf", "_bst", "_shape", "_strides", "_offset", "_dtype", "_acl",
+                 "_handle", "_hrel", "_owner", "_closed", "__weakref__")
+
+    def __init__(self, buffer, shape, dtype, strides=None, offset=0):
+        if not isinstance(buffer, _mem.DeviceBuffer):
+            raise AclTypeError("buffer", f"expected a DeviceBuffer, got "
+                               f"{type(buffer).__name__}")
+        bst = buffer._live()
+        shape = _as_shape(shape)
+        dt = _dt.as_dtype(dtype)
+        if strides is None:
+            strides = _contiguous_strides(shape)
+        else:
+            strides = _as_shape(strides, "strides")
+            if len(strides) != len(shape):
+                raise AclArgumentError("strides", f"{len(strides)} strides for a rank-"
+                                       f"{len(shape)} shape")
+        offset = _as_dim(offset, "offset")
+        storage = bst.nbytes // dt.itemsize
+        end = _extent(shape, strides, offset)
+        if end > storage:
+            raise AclArgumentError(
+                "shape", f"a view of shape {shape}, strides {strides} (elements), offset "
+                f"{offset} needs {end} elements of {dt}, the buffer holds {storage} "
+                f"({bst.nbytes} bytes)")
+        self._init(buffer, shape, dt, strides, offset, False)
+
+    def _init(self, buf, shape, dt, strides, offset, owner):
+        self._buf = buf
+        self._bst = buf._bst
+        self._shape = shape
+        self._strides = strides
+        self._offset = offset
+        self._dtype = dt
+        self._acl = _dt.to_acl(dt)
+        self._handle = None
+        self._hrel = None
+        self._owner = owner
+        self._closed = False
+        return self
+
+    @classmethod
+    def _new(cls, buf, shape, dt, strides, offset, owner):
+        return object.__new__(cls)._init(buf, shape, dt, strides, offset, owner)
+
+    # ---- construction ----
+
+    @classmethod
+    def empty(cls, shape, dtype=np.float32, device=None, *, pool=True):
+        """An uninitialized contiguous tensor (storage from the device's memory pool unless
+        ``pool`` is a MemoryPool or None for a direct aclrtMalloc)."""
+        shape = _as_shape(shape)
+        dt = _dt.as_dtype(dtype)
+        buf = _mem.DeviceBuffer(_size(shape) * dt.itemsize, device, pool=pool)
+        return cls._new(buf, shape, dt, _contiguous_strides(shape), 0, True)
+
+    @classmethod
+    def zeros(cls, shape, dtype=np.float32, device=None, *, stream=None, pool=True):
+        """A contiguous tensor of zeros (set on ``stream`` if given, else synchronously)."""
+        t = cls.empty(shape, dtype, device, pool=pool)
+        t._buf.memset(0, stream=stream)
+        return t
+
+    @classmethod
+    def from_numpy(cls, arr, stream=None, *, device=None, pool=True):
+        """Copies a NumPy array (or anything ``np.asarray`` takes) to the device.
+
+        C- or Fortran-contiguous arrays are copied straight from their buffer (a Fortran
+        array becomes a tensor with Fortran strides); other layouts are made C-contiguous
+        once first. With ``stream`` the copy is queued there (the array is kept alive until
+        the stream synchronizes); otherwise it is synchronous."""
+        if not isinstance(arr, np.ndarray):
+            arr = np.asarray(arr)
+        dt = _dt.as_dtype(arr.dtype, "arr")
+        if device is None and stream is not None and isinstance(stream, _stream.Stream):
+            dev = stream._st.device
+        else:
+            dev = _rt.resolve_device(device)
+        shape = arr.shape
+        if arr.flags.c_contiguous:
+            src, strides = arr, _contiguous_strides(shape)
+        elif arr.flags.f_contiguous:
+            # Same bytes as its transpose, which is C-contiguous: copy those, keep F strides.
+            src = arr.T
+            strides = tuple(reversed(_contiguous_strides(tuple(reversed(shape)))))
+        else:
+            src, strides = np.ascontiguousarray(arr), _contiguous_strides(shape)
+        buf = _mem.DeviceBuffer(arr.nbytes, dev, pool=pool)
+        try:
+            if stream is None:
+                buf.copy_from_host(src)
+            else:
+                buf.copy_from_host_async(src, stream)
+        except BaseException:
+            buf.close()
+            raise
+        return cls._new(buf, shape, dt, strides, 0, True)
+
+    def to_numpy(self, stream=None):
+        """Copies the tensor to a new NumPy array (equal to NumPy's same view of the same
+        data). With ``stream`` the copy is queued there and the stream synchronized;
+        otherwise it is synchronous, after the streams using the storage have finished.
+        A dense view (contiguous or a permutation of it) keeps its layout; a strided view
+        is gathered on the host into a C-contiguous array."""
+        bst = self._live()
+        shape, strides, dt = self._shape, self._strides, self._dtype
+        n = _size(shape)
+        if n == 0:
+            return np.empty(shape, dt)
+        item = dt.itemsize
+        lo = self._offset
+        span = _extent(shape, strides, lo) - lo
+        host = np.empty(span, dt)
+        if stream is None:
+            self._buf.copy_to_host(host, lo * item)
+        else:
+            s = _stream.as_stream(stream, bst.device)
+            self._buf.copy_to_host_async(host, s, lo * item)
+            s.synchronize()
+        if span == n and strides == _contiguous_strides(shape):
+            return host.reshape(shape)
+        view = np.lib.stride_tricks.as_strided(
+            host, shape=shape, strides=tuple(s * item for s in strides))
+        # Dense (a permutation of a contiguous layout): the copy is the result. Otherwise
+        # gather the view's elements out of the span.
+        return view if span == n else np.ascontiguousarray(view)
+
+    def copy_from_numpy(self, arr, stream=None):
+        """Writes ``arr`` (same shape; cast-free: same dtype) into this tensor. Contiguous
+        tensors take the bytes directly; other views are written through a gather of the
+        span (read-modify-write of the bytes between the view's elements)."""
+        bst = self._live()
+        arr = np.asarray(arr)
+        if arr.dtype != self._dtype:
+            raise AclTypeError("arr", f"dtype {arr.dtype} != tensor dtype {self._dtype}")
+        if arr.shape != self._shape:
+            raise AclArgumentError("arr", f"shape {arr.shape} != tensor shape {self._shape}")
+        item = self._dtype.itemsize
+        if self.is_contiguous:
+            src = np.ascontiguousarray(arr)
+            if stream is None:
+                self._buf.copy_from_host(src, self._offset * item)
+            else:
+                self._buf.copy_from_host_async(src, _stream.as_stream(stream, bst.device),
+                                               self._offset * item)
+            return
+        if arr.size == 0:
+            return
+        lo = self._offset
+        span = _extent(self._shape, self._strides, lo) - lo
+        host = np.empty(span, self._dtype)
+        self._buf.copy_to_host(host, lo * item)
+        view = np.lib.stride_tricks.as_strided(
+            host, shape=self._shape, strides=tuple(s * item for s in self._strides))
+        view[...] = arr
+        if stream is None:
+            self._buf.copy_from_host(host, lo * item)
+        else:
+            self._buf.copy_from_host_async(host, _stream.as_stream(stream, bst.device),
+                                           lo * item)
+
+    # ---- properties ----
+
+    def _live(self):
+        bst = self._bst
+        if self._closed or bst.closed:
+            raise self._closed_error()
+        return bst
+
+    def _closed_error(self):
+        if self._bst.gen != _rt.gen:
+            return _rt.FinalizedError("DeviceTensor")
+        if self._closed:
+            return ClosedError("DeviceTensor is closed")
+        return ClosedError("DeviceTensor's storage is closed (the tensor that owned it was "
+                           "closed)")
+
+    @property
+    def handle(self):
+        """The cached ``aclTensor *`` of this view (created on first use)."""
+        h = self._handle
+        if h is None or self._bst.closed or self._closed:
+            h = self._make_handle()
+        return h
+
+    def _make_handle(self):
+        bst = self._live()
+        if self._handle is not None:
+            return self._handle
+        L = _rt.lib if _rt._state is _rt._INIT else _rt.ensure()
+        shape = self._shape
+        nd = len(shape)
+        dims = ffi.new("int64_t[]", shape)
+        strides = ffi.new("int64_t[]", self._strides)
+        storage = ffi.new("int64_t[1]", (bst.nbytes // self._dtype.itemsize,))
+        h = L.aclCreateTensor(dims, nd, self._acl, strides, self._offset, _ND, storage, 1,
+                              bst.ptr)
+        check_create(h, "aclCreateTensor")
+        self._hrel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)
+        self._handle = h
+        return h
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def acl_dtype(self):
+        """The aclDataType value."""
+        return self._acl
+
+    @property
+    def strides(self):
+        """Strides in elements."""
+        return self._strides
+
+    @property
+    def offset(self):
+        """Offset of the first element from the storage base, in elements."""
+        return self._offset
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    @property
+    def size(self):
+        return _size(self._shape)
+
+    @property
+    def itemsize(self):
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return _size(self._shape) * self._dtype.itemsize
+
+    @property
+    def device(self):
+        return _rt.Device(self._bst.device)
+
+    @property
+    def buffer(self):
+        """The DeviceBuffer holding the storage."""
+        return self._buf
+
+    @property
+    def storage_size(self):
+        """Elements in the storage (what ``aclCreateTensor`` gets as storage dims)."""
+        return self._bst.nbytes // self._dtype.itemsize
+
+    @property
+    def data_ptr(self):
+        """Device address of the first element of the view (an int)."""
+        return int(ffi.cast("uintptr_t", self._live().ptr)) + self._offset * self.itemsize
+
+    @property
+    def is_contiguous(self):
+        """C-contiguous (dims of size 1 may have any stride)."""
+        expected = 1
+        for d, s in zip(reversed(self._shape), reversed(self._strides)):
+            if d == 0:
+                return True
+            if d != 1 and s != expected:
+                return False
+            expected *= d
+        return True
+
+    @property
+    def closed(self):
+        return self._closed or self._bst.closed
+
+    @property
+    def is_view(self):
+        return not self._owner
+
+    def check_device(self, device, argument="tensor"):
+        """Raises AclArgumentError naming ``argument`` unless the tensor is on ``device``."""
+        dev = device.id if isinstance(device, _rt.Device) else device
+        if self._bst.device != dev:
+            raise AclArgumentError(argument, f"tensor is on device {self._bst.device}, "
+                                   f"expected device {dev}")
+        return self
+
+    # ---- views ----
+
+    def _view(self, shape, strides, offset):
+        if _size(shape) == 0:
+            offset = 0   # an empty view touches nothing; keep aclCreateTensor's check trivial
+        return DeviceTensor._new(self._buf, shape, self._dtype, strides, offset, False)
+
+    def __getitem__(self, key):
+        self._live()
+        if not isinstance(key, tuple):
+            key = (key,)
+        n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+        if sum(1 for k in key if k is Ellipsis) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        if n_real > len(self._shape):
+            raise IndexError(f"too many indices for a tensor of rank {len(self._shape)}: "
+                             f"{n_real} given")
+        expanded = []
+        for k in key:
+            if k is Ellipsis:
+                expanded.extend([slice(None)] * (len(self._shape) - n_real))
+            else:
+                expanded.append(k)
+        expanded.extend([slice(None)] * (len(self._shape) - sum(
+            1 for k in expanded if k is not None)))
+        shape, strides = [], []
+        offset = self._offset
+        axis = 0
+        for k in expanded:
+            if k is None:
+                shape.append(1)
+                strides.append(0)
+                continue
+            d, s = self._shape[axis], self._strides[axis]
+            if isinstance(k, slice):
+                start, stop, step = k.indices(d)
+                if step <= 0:
+                    raise AclArgumentError(
+                        "key", f"slice step {step} on axis {axis}: aclCreateTensor takes "
+                        f"non-negative strides only")
+                length = len(range(start, stop, step))
+                if length:
+                    offset += start * s
+                shape.append(length)
+                strides.append(s * step)
+            elif isinstance(k, (bool, np.bool_)):
+                raise AclTypeError("key", "boolean indices are not supported")
+            else:
+                try:
+                    i = operator.index(k)
+                except TypeError:
+                    raise AclTypeError("key", f"indices must be ints, slices, None or "
+                                       f"Ellipsis, got {type(k).__name__}") from None
+                if not -d <= i < d:
+                    raise IndexError(f"index {i} is out of bounds for axis {axis} with "
+                                     f"size {d}")
+                offset += (i % d) * s
+            axis += 1
+        return self._view(tuple(shape), tuple(strides), offset)
+
+    def transpose(self, *axes):
+        """A view with permuted axes (default: reversed), like ``np.transpose``."""
+        nd = len(self._shape)
+        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+            axes = tuple(axes[0]) if axes[0] is not None else ()
+        if not axes:
+            axes = tuple(range(nd - 1, -1, -1))
+        try:
+            axes = tuple(operator.index(a) for a in axes)
+        except TypeError:
+            raise AclTypeError("axes", f"expected ints, got {axes!r}") from None
+        axes = tuple(a + nd if a < 0 else a for a in axes)
+        if sorted(axes) != list(range(nd)):
+            raise AclArgumentError("axes", f"{axes} is not a permutation of the "
+                                   f"{nd} axes")
+        self._live()
+        return self._view(tuple(self._shape[a] for a in axes),
+                          tuple(self._strides[a] for a in axes), self._offset)
+
+    permute = transpose
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def reshape(self, *shape):
+        """A view with a new shape (one dim may be -1); contiguous tensors only."""
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        self._live()
+        n = self.size
+        shape = list(shape)
+        unknown = [i for i, d in enumerate(shape) if not isinstance(d, bool)
+                   and isinstance(d, (int, np.integer)) and d == -1]
+        if len(unknown) > 1:
+            raise AclArgumentError("shape", "only one dimension may be -1")
+        if unknown:
+            rest = _size([_as_dim(d, f"shape[{i}]") for i, d in enumerate(shape)
+                          if i != unknown[0]])
+            if rest == 0 or n % rest:
+                raise AclArgumentError("shape", f"cannot reshape {self._shape} into {shape}")
+            shape[unknown[0]] = n // rest
+        shape = _as_shape(shape)
+        if _size(shape) != n:
+            raise AclArgumentError("shape", f"cannot reshape {self._shape} ({n} elements) "
+                                   f"into {shape}")
+        if not self.is_contiguous:
+            raise AclArgumentError("self", "reshape needs a contiguous tensor; this view has "
+                                   f"strides {self._strides}")
+        return self._view(shape, _contiguous_strides(shape), self._offset)
+
+    # ---- lifetime ----
+
+    def close(self):
+        """Destroys the aclTensor handle; an owning tensor also frees its storage (after the
+        streams still using it synchronize), which closes its views. Safe to repeat."""
+        if self._hrel is not None:
+            self._hrel.release()
+            self._hrel = None
+        self._handle = None
+        self._closed = True
+        if self._owner:
+            self._buf.close()
+
+    def __enter__(self):
+        self._live()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __repr__(self):
+        state = " closed" if self.closed else ""
+        return (f"<acl_py.DeviceTensor{state} shape={self._shape} dtype={self._dtype} "
+                f"strides={self._strides} offset={self._offset} device={self._bst.device}>")
+
+
+# ---- operator argument arrays ----------------------------------------------------------------
+
+def _destroy_int_array(h):
+    s = _rt.lib.aclDestroyIntArray(h)
+    if s:
+        from .errors import make_error
+        raise make_error(s, "aclDestroyIntArray")
+
+
+def _destroy_bool_array(h):
+    s = _rt.lib.aclDestroyBoolArray(h)
+    if s:
+        from .errors import make_error
+        raise make_error(s, "aclDestroyBoolArray")
+
+
+def _sequence(values, argument):
+    if isinstance(values, (str, bytes)):
+        raise AclTypeError(argument, f"expected a sequence, got {type(values).__name__}")
+    try:
+        return tuple(values)
+    except TypeError:
+        raise AclTypeError(argument, f"expected a sequence, got "
+                           f"{type(values).__name__}") from None
+
+
+class _Array:
+    __slots__ = ("_values", "_handle", "_rel", "__weakref__")
+
+    @property
+    def handle(self):
+        h = self._handle
+        if h is None or not self._rel.alive:
+            raise self._closed_error()
+        return h
+
+    def _closed_error(self):
+        if self._handle is None:
+            return ClosedError(f"{type(self).__name__} is closed")
+        # Still holding a handle whose releaser ran: only teardown does that.
+        return _rt.FinalizedError(type(self).__name__)
+
+    @property
+    def values(self):
+        return self._values
+
+    @property
+    def closed(self):
+        return self._handle is None or not self._rel.alive
+
+    def close(self):
+        """Destroys the handle. Safe to repeat."""
+        if self._rel is not None:
+            self._rel.release()
+        self._handle = None
+
+    def __len__(self):
+        return len(self._values)
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __getitem__(self, i):
+        return self._values[i]
+
+    def __enter__(self):
+        self.handle
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        state = " closed" if self.closed else ""
+        return f"<acl_py.{type(self).__name__}{state} {list(self._values)}>"
+
+
+class IntArray(_Array):
+    """An ``aclIntArray`` of int64 values (e.g. a normalized shape)."""
+
+    __slots__ = ()
+
+    def __init__(self, values):
+        self._handle = None
+        self._rel = None
+        vals = _sequence(values, "values")
+        out = []
+        for i, v in enumerate(vals):
+            if isinstance(v, (bool, np.bool_)):
+                raise AclTypeError(f"values[{i}]", f"expected an int, got {v!r}")
+            try:
+                x = operator.index(v)
+            except TypeError:
+                raise AclTypeError(f"values[{i}]", f"expected an int, got "
+                                   f"{type(v).__name__} {v!r}") from None
+            if not -2 ** 63 <= x <= _INT64_MAX:
+                raise AclArgumentError(f"values[{i}]", f"{x} does not fit in int64")
+            out.append(x)
+        self._values = tuple(out)
+        L = _rt.ensure()
+        # Never NULL, even for 0 values: some releases reject NULL whatever the size.
+        arr = ffi.new("int64_t[]", self._values or (0,))
+        h = check_create(L.aclCreateIntArray(arr, len(out)), "aclCreateIntArray")
+        self._rel = _rt.Releaser(self, _destroy_int_array, (h,), _rt.ORDER_HANDLE)
+        self._handle = h
+
+
+class BoolArray(_Array):
+    """An ``aclBoolArray`` (e.g. an output mask). Values must be bools."""
+
+    __slots__ = ()
+
+    def __init__(self, values):
+        self._handle = None
+        self._rel = None
+        vals = _sequence(values, "values")
+        for i, v in enumerate(vals):
+            if not isinstance(v, (bool, np.bool_)):
+                raise AclTypeError(f"values[{i}]", f"expected a bool, got "
+                                   f"{type(v).__name__} {v!r}")
+        self._values = tuple(bool(v) for v in vals)
+        L = _rt.ensure()
+        arr = ffi.new("bool[]", self._values or (False,))
+        h = check_create(L.aclCreateBoolArray(arr, len(vals)), "aclCreateBoolArray")
+        self._rel = _rt.Releaser(self, _destroy_bool_array, (h,), _rt.ORDER_HANDLE)
+        self._handle = h
+
+
+__all__ = ["DeviceTensor", "IntArray", "BoolArray"]

@@ -1,0 +1,723 @@
+"""acl-py benchmarks: `make bench` runs this file and prints one table.
+
+Sections (each row: the figure, its peer, the ratio, the target, PASS/MISS):
+  1. overhead  host overhead per call on a tiny problem against a C floor (benchmarks/overhead.c)
+  2. kernel    emulator kernel throughput against PyTorch's CPU native_layer_norm_backward,
+               and its effective bandwidth against a memory-copy roofline (benchmarks/roofline.c)
+  3. transfer  DeviceTensor.from_numpy/.to_numpy against a NumPy copy; peak RSS of the
+               NumPy-level call (benchmarks/peak_rss.py, in a subprocess)
+  4. scaling   kernel time for M x N from 2^10 to 2^26 elements (+ benchmarks/out/scaling.png
+               when matplotlib is importable)
+
+Every figure is a median over repeated runs; figures compared with a peer are measured
+interleaved with it (A, B, A, B, ...) because the machine is shared and noisy. A section that
+cannot run (the stack is not built yet, torch missing) reports "not available: <why>" and the
+rest still runs. Exit status: 0 (figures are reports, not tests), 1 only for a crash of this
+script itself.
+
+Usage: python benchmarks/run.py [--quick] [--only overhead,kernel,transfer,scaling]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+OUT = HERE / "out"
+SECTIONS = ("overhead", "kernel", "transfer", "scaling")
+
+# Targets (issue 7). Ratios are acl-py / peer unless said otherwise.
+T_OVERHEAD_CALL = 2.0
+T_OVERHEAD_PLAN = 1.3
+T_KERNEL = 1.0
+T_BANDWIDTH = 0.60
+T_TRANSFER = 1.25
+T_RSS_SLACK = 8 << 20   # workspace, allocator rounding and interpreter noise on top of the sum
+T_LINEAR = 1.25         # ns/element at 2^26 vs 2^22 elements (both past the caches)
+
+MiB = 1 << 20
+
+
+# ---------------------------------------------------------------------------------------------
+# reporting
+
+@dataclass
+class Row:
+    section: str
+    figure: str
+    value: str = ""
+    peer: str = ""
+    ratio: float | None = None
+    target: str = ""
+    status: str = "INFO"    # PASS, MISS, INFO, N/A, FAIL (the result was wrong)
+
+
+def _fmt_time(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def _judge(ratio: float, limit: float, higher_is_better: bool = False) -> str:
+    ok = ratio >= limit if higher_is_better else ratio <= limit
+    return "PASS" if ok else "MISS"
+
+
+def _na(section: str, why: str) -> Row:
+    return Row(section, "not available: " + why, status="N/A")
+
+
+def print_table(rows: list[Row]) -> None:
+    head = ("section", "figure", "acl-py", "peer", "ratio", "target", "result")
+    cells = [head] + [(r.section, r.figure, r.value, r.peer,
+                       "" if r.ratio is None else f"{r.ratio:.3f}", r.target, r.status)
+                      for r in rows]
+    sized = [head] + [c for c, r in zip(cells[1:], rows) if r.status != "N/A"]
+    widths = [max(len(c[i]) for c in sized) for i in range(len(head))]
+    widths[0] = max(len(c[0]) for c in cells)
+    line = "  ".join("-" * w for w in widths)
+    for k, c in enumerate(cells):
+        if k > 0 and rows[k - 1].status == "N/A":   # the reason is shown whole, unpadded
+            print(f"{c[0].ljust(widths[0])}  {c[1]}  N/A")
+            continue
+        print("  ".join(t.ljust(widths[i]) for i, t in enumerate(c)).rstrip())
+        if k == 0:
+            print(line)
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# machine and stack
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        return os.cpu_count() or 1
+
+
+def _short_error(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}".strip().replace("\n", " ")
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+class Stack:
+    """The parts of acl-py the benchmarks use, found once; `missing(...)` says what is not
+    there yet, so a section can report "not available" instead of crashing."""
+
+    def __init__(self) -> None:
+        self.error = None
+        try:
+            import acl_py
+            from acl_py.raw import lib
+            self.acl = acl_py
+            self.lib = lib
+            self.backend = lib.backend
+        except Exception as e:  # the stack is not built, or not importable yet
+            self.acl = self.lib = self.backend = None
+            self.error = _short_error(e)
+
+    def missing(self, *names: str) -> str | None:
+        if self.acl is None:
+            return f"acl_py does not load ({self.error})"
+        absent = [n for n in names if not hasattr(self.acl, n)]
+        return f"acl_py has no {', '.join(absent)} yet" if absent else None
+
+    def set_threads(self, n: int) -> int | None:
+        """Kernel threads of the emulator (None on real CANN, where it is the device's)."""
+        if self.backend is None or not self.backend.is_emulator:
+            return None
+        self.lib.aclemuSetNumThreads(n)
+        return int(self.lib.aclemuGetNumThreads())
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers over acl-py's public API
+
+def device_tensor(acl, arr: np.ndarray, stream=None):
+    return acl.DeviceTensor.from_numpy(np.ascontiguousarray(arr))
+
+
+def empty_device(acl, shape, dtype):
+    dt = acl.DeviceTensor
+    if hasattr(dt, "empty"):
+        return dt.empty(shape, dtype)
+    return dt.from_numpy(np.zeros(shape, dtype))
+
+
+def close(*objs) -> None:
+    for o in objs:
+        if o is not None and hasattr(o, "close"):
+            o.close()
+
+
+def make_plan(acl, dy, x, ns, mean, rstd, w, b, outs, stream):
+    """The reusable plan over device tensors; returns (plan, run) where run() launches once."""
+    plan = acl.LayerNormBackward(dy, x, ns, mean, rstd, w, b, (True, True, True),
+                                 out=outs, stream=stream)
+    return plan, plan.run
+
+
+def median(xs) -> float:
+    return float(statistics.median(xs))
+
+
+def compile_c(name: str, stack: Stack | None, extra: list[str]) -> Path:
+    """Compiles benchmarks/<name>.c into benchmarks/out/<name> (-O2); rebuilt when older."""
+    OUT.mkdir(exist_ok=True)
+    src, exe = HERE / f"{name}.c", OUT / name
+    cmd = [os.environ.get("CC", "cc"), "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror",
+           "-pthread", str(src), "-o", str(exe)] + extra
+    stamp = OUT / f"{name}.cmd"
+    if (exe.exists() and exe.stat().st_mtime >= src.stat().st_mtime and stamp.exists()
+            and stamp.read_text() == shlex.join(cmd)):
+        return exe
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"compiling {src.name} failed: {r.stderr.strip()[:400]}")
+    stamp.write_text(shlex.join(cmd))
+    return exe
+
+
+def library_flags(stack: Stack) -> list[str]:
+    """Links against exactly the libraries acl-py opened (same files, same backend)."""
+    b = stack.backend
+    dirs = sorted({str(p.parent) for p in b.libraries.values()})
+    opapi = Path(b.libraries["opapi"]).name[3:-3]   # opapi or opapi_nn
+    inc = [b.root / "include", ROOT / "bindings" / "include"]
+    flags = [f"-I{inc[0]}" if inc[0].is_dir() else f"-I{inc[1]}"]
+    for d in dirs:
+        flags += [f"-L{d}", f"-Wl,-rpath,{d}"]
+    return flags + ["-lascendcl", "-lnnopbase", f"-l{opapi}"]
+
+
+def run_c(exe: Path, *args) -> dict[str, str]:
+    r = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{exe.name} {' '.join(map(str, args))}: exit {r.returncode}: "
+                           f"{(r.stderr or r.stdout).strip()[:300]}")
+    return dict(kv.split("=", 1) for kv in r.stdout.split())
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. host overhead
+
+def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
+    sec = "1 overhead"
+    why = stack.missing("DeviceTensor", "Stream", "layer_norm_backward")
+    if why:
+        return [_na(sec, why)]
+    acl = stack.acl
+    exe = compile_c("overhead", stack, library_flags(stack))
+    rounds, iters, warm = (3, 500, 100) if quick else (9, 3000, 300)
+
+    # The same data as overhead.c (it checks its own result; we check ours below).
+    m, n = 2, 8
+    i = np.arange(m * n)
+    dy_h = (((i * 7) % 11) / 11.0 - 0.5).astype(np.float32).reshape(m, n)
+    x_h = (((i * 5) % 13) / 13.0 - 0.5).astype(np.float32).reshape(m, n)
+    mean_h = (0.01 * np.arange(m)).astype(np.float32).reshape(m, 1)
+    rstd_h = (1.0 + 0.1 * np.arange(m)).astype(np.float32).reshape(m, 1)
+    w_h = (1.0 + 0.05 * np.arange(n)).astype(np.float32)
+    b_h = np.zeros(n, np.float32)
+    stream = acl.Stream()
+    ins = [device_tensor(acl, a) for a in (dy_h, x_h, mean_h, rstd_h, w_h, b_h)]
+    dy, x, mean, rstd, w, b = ins
+    outs = (empty_device(acl, (m, n), np.float32), empty_device(acl, (n,), np.float32),
+            empty_device(acl, (n,), np.float32))
+    ns, mask = (n,), (True, True, True)
+    lnb = acl.layer_norm_backward
+    sync = stream.synchronize
+    pc = time.perf_counter_ns
+
+    def py_call(k: int) -> float:
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            lnb(dy, x, ns, mean, rstd, w, b, mask, out=outs, stream=stream)
+            sync()
+            s[j] = pc() - t0
+        return median(s)
+
+    def py_call_alloc(k: int) -> float:
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            r = lnb(dy, x, ns, mean, rstd, w, b, mask, stream=stream)
+            sync()
+            s[j] = pc() - t0
+            del r
+        return median(s)
+
+    plan = run = None
+    rows: list[Row] = []
+    try:
+        plan, run = make_plan(acl, dy, x, ns, mean, rstd, w, b, outs, stream)
+    except Exception as e:
+        plan_error = _short_error(e)
+    else:
+        plan_error = None
+
+    def py_plan(k: int) -> float:
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            run()
+            sync()
+            s[j] = pc() - t0
+        return median(s)
+
+    res: dict[str, list[float]] = {k: [] for k in
+                                   ("c_call", "py_call", "c_plan", "py_plan", "c_malloc",
+                                    "py_alloc")}
+    ws = None
+    for r in range(rounds):
+        # Alternate C and Python within each round, and flip the order every other round.
+        pairs = [("c_call", lambda: float(run_c(exe, "oneshot", iters, warm)["median_ns"])),
+                 ("py_call", lambda: (py_call(warm), py_call(iters))[1])]
+        if plan is not None:
+            pairs += [("c_plan", lambda: float(run_c(exe, "plan", iters, warm)["median_ns"])),
+                      ("py_plan", lambda: (py_plan(warm), py_plan(iters))[1])]
+        pairs += [("c_malloc", lambda: float(run_c(exe, "oneshot-malloc", iters, warm)
+                                             ["median_ns"])),
+                  ("py_alloc", lambda: (py_call_alloc(warm), py_call_alloc(iters))[1])]
+        if r % 2:
+            pairs = pairs[::-1]
+        for key, fn in pairs:
+            res[key].append(fn())
+    ws = run_c(exe, "oneshot", 10, 0)["workspace"]
+
+    # The result must be right: compare with the float64 reference.
+    got = [o.to_numpy() for o in outs]
+    from acl_py import reference as ref
+    exp = ref.layer_norm_backward(dy_h, x_h, ns, mean_h, rstd_h, w_h)
+    mag = ref.error_scale(dy_h, x_h, ns, mean_h, rstd_h, w_h)
+    err = max(ref.max_error_ratio(g, e, s, np.float32) for g, e, s in zip(got, exp, mag))
+    wrong = not err <= 1.0
+
+    def row(fig, py_key, c_key, limit, target):
+        py, c = median(res[py_key]), median(res[c_key])
+        ratio = py / c
+        status = "FAIL" if wrong else (_judge(ratio, limit) if limit else "INFO")
+        return Row(sec, fig, _fmt_time(py * 1e-9), "C " + _fmt_time(c * 1e-9), ratio, target,
+                   status)
+
+    rows.append(row("layer_norm_backward(out=) + sync, 2x8 fp32", "py_call", "c_call",
+                    T_OVERHEAD_CALL, f"<= {T_OVERHEAD_CALL}"))
+    if plan is not None:
+        rows.append(row("plan.run() + sync (repeatable executor)", "py_plan", "c_plan",
+                        T_OVERHEAD_PLAN, f"<= {T_OVERHEAD_PLAN}"))
+    else:
+        rows.append(_na(sec, f"plan: {plan_error}"))
+    rows.append(row("layer_norm_backward, outputs allocated per call", "py_alloc", "c_call",
+                    None, "info"))
+    rows.append(row("C: workspace aclrtMalloc/Free per call vs reused", "c_malloc", "c_call",
+                    None, f"info (ws {ws} B)"))
+    for k, v in res.items():
+        if v:
+            log(f"overhead {k}: rounds(us)=" + " ".join(f"{t / 1e3:.1f}" for t in v))
+    if wrong:
+        rows.append(Row(sec, f"result check: error {err:.3g}x tolerance", status="FAIL"))
+    close(plan, *outs, *ins, stream)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. kernel throughput
+
+KERNEL_SHAPES = ((8192, 1024), (2048, 4096), (512, 16384))
+
+
+def _lnb_bytes(m: int, n: int, itemsize: int) -> int:
+    """Bytes the operator must move at least once: reads grad_out, input, mean, rstd, weight;
+    writes grad_input, grad_weight, grad_bias (bias is never read)."""
+    return itemsize * (3 * m * n + 2 * m + 3 * n)
+
+
+def _inputs(m: int, n: int, dtype, seed: int = 0):
+    """grad_out, input, mean, rstd, weight, bias as NumPy arrays of `dtype` (mean/rstd are the
+    forward's statistics of input, shaped [M, 1] as CANN and torch save them)."""
+    rng = np.random.default_rng(seed)
+    x32 = rng.standard_normal((m, n), dtype=np.float32)
+    dy32 = rng.standard_normal((m, n), dtype=np.float32)
+    mean = x32.mean(axis=1, keepdims=True, dtype=np.float64)
+    var = np.square(x32 - mean.astype(np.float32)).mean(axis=1, keepdims=True, dtype=np.float64)
+    rstd = 1.0 / np.sqrt(var + 1e-5)
+    w32 = (rng.random(n, dtype=np.float32) + 0.5)
+    b32 = np.zeros(n, np.float32)
+    return [a.astype(dtype) for a in (dy32, x32, mean, rstd, w32, b32)]
+
+
+def _torch_tensor(torch, a: np.ndarray):
+    from ml_dtypes import bfloat16
+    if a.dtype == np.dtype(bfloat16):
+        return torch.from_numpy(a.view(np.uint16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def _interleaved(fa, fb, min_reps: int, max_reps: int, budget_s: float):
+    """Alternates fa and fb (each timed alone); returns the two lists of seconds."""
+    fa(), fb()  # warm-up: page faults, thread pools, caches
+    ta, tb = [], []
+    start = time.perf_counter()
+    while len(ta) < min_reps or (len(ta) < max_reps and time.perf_counter() - start < budget_s):
+        for f, t in ((fa, ta), (fb, tb)) if len(ta) % 2 == 0 else ((fb, tb), (fa, ta)):
+            t0 = time.perf_counter()
+            f()
+            t.append(time.perf_counter() - t0)
+    return ta, tb
+
+
+def bench_kernel(stack: Stack, quick: bool, threads: int) -> tuple[list[Row], list[str]]:
+    sec = "2 kernel"
+    notes: list[str] = []
+    why = stack.missing("DeviceTensor", "Stream", "layer_norm_backward")
+    if why:
+        return [_na(sec, why)], notes
+    try:
+        import torch
+    except ImportError:
+        notes.append("torch is not installed: the kernel-vs-torch rows are skipped. Get the "
+                     "optional peer with `.venv/bin/python -m pip install -e '.[bench]'` "
+                     "(torch==2.13.0, a CPU build).")
+        torch = None
+    acl = stack.acl
+    from ml_dtypes import bfloat16
+    from acl_py import reference as ref
+    rows: list[Row] = []
+    if torch is not None:
+        torch.set_num_threads(threads)
+    stream = acl.Stream()
+    roof = None
+    try:
+        exe = compile_c("roofline", stack, [])
+        r = run_c(exe, 256, threads, 5 if quick else 11)
+        roof = float(r["median_gbps"])
+        rows.append(Row(sec, f"memcpy roofline, {threads} threads, 256 MiB",
+                        f"{roof:.2f} GB/s", "", None, "reference", "INFO"))
+    except Exception as e:
+        rows.append(_na(sec, f"roofline: {_short_error(e)}"))
+
+    shapes = KERNEL_SHAPES[-1:] if quick else KERNEL_SHAPES
+    for dtype in (np.float32, bfloat16):
+        dname = "fp32" if dtype is np.float32 else "bf16"
+        for (m, n) in shapes:
+            log(f"kernel {dname} [{m},{n}]")
+            host = _inputs(m, n, dtype)
+            dev = [device_tensor(acl, a) for a in host]
+            outs = (empty_device(acl, (m, n), dtype), empty_device(acl, (n,), dtype),
+                    empty_device(acl, (n,), dtype))
+            args = (dev[0], dev[1], (n,), dev[2], dev[3], dev[4], dev[5], (True, True, True))
+
+            def acl_once():
+                acl.layer_norm_backward(*args, out=outs, stream=stream)
+                stream.synchronize()
+
+            acl_once()
+            # Correctness first: a fast wrong kernel is not a result.
+            got = [o.to_numpy() for o in outs]
+            exp = ref.layer_norm_backward(host[0], host[1], (n,), host[2], host[3], host[4])
+            mag = ref.error_scale(host[0], host[1], (n,), host[2], host[3], host[4])
+            err = max(ref.max_error_ratio(g, e, s, dtype) for g, e, s in zip(got, exp, mag))
+            del got, exp, mag
+            label = f"[{m},{n}] {dname}, all outputs"
+            nbytes = _lnb_bytes(m, n, np.dtype(dtype).itemsize)
+            if torch is not None:
+                tt = [_torch_tensor(torch, a) for a in host]
+                mask = [True, True, True]
+                op = torch.ops.aten.native_layer_norm_backward
+
+                def torch_once():
+                    op(tt[0], tt[1], [n], tt[2], tt[3], tt[4], tt[5], mask)
+
+                with torch.inference_mode():
+                    ta, tb = _interleaved(acl_once, torch_once, 3 if quick else 7,
+                                          5 if quick else 25, 0.5 if quick else 2.5)
+                a, t = median(ta), median(tb)
+                status = "FAIL" if not err <= 1.0 else _judge(a / t, T_KERNEL)
+                rows.append(Row(sec, label, _fmt_time(a), "torch " + _fmt_time(t), a / t,
+                                f"<= {T_KERNEL}", status))
+                notes.append(f"kernel {label}: acl-py {nbytes / a / 1e9:.2f} GB/s, torch "
+                             f"{nbytes / t / 1e9:.2f} GB/s; error {err:.3g}x tolerance")
+                del tt
+            else:
+                ta = []
+                for _ in range(3 if quick else 7):
+                    t0 = time.perf_counter()
+                    acl_once()
+                    ta.append(time.perf_counter() - t0)
+                a = median(ta)
+                rows.append(Row(sec, label, _fmt_time(a), "torch missing", None, f"<= {T_KERNEL}",
+                                "N/A" if err <= 1.0 else "FAIL"))
+            if dtype is np.float32 and (m, n) == KERNEL_SHAPES[-1]:
+                bw = nbytes / a / 1e9
+                if roof:
+                    status = "FAIL" if not err <= 1.0 else _judge(bw / roof, T_BANDWIDTH, True)
+                    rows.append(Row(sec, f"effective bandwidth [{m},{n}] fp32", f"{bw:.2f} GB/s",
+                                    f"copy {roof:.2f} GB/s", bw / roof,
+                                    f">= {T_BANDWIDTH:.2f}", status))
+            if not err <= 1.0:
+                rows.append(Row(sec, f"{label}: result error {err:.3g}x tolerance",
+                                status="FAIL"))
+            close(*outs, *dev)
+            del host, dev, outs
+    close(stream)
+    return rows, notes
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. transfers
+
+def bench_transfer(stack: Stack, quick: bool) -> tuple[list[Row], list[str]]:
+    sec = "3 transfer"
+    notes: list[str] = []
+    rows: list[Row] = []
+    why = stack.missing("DeviceTensor")
+    if why:
+        rows.append(_na(sec, why))
+    else:
+        acl = stack.acl
+        nbytes = (64 if quick else 256) * MiB
+        src = np.random.default_rng(1).random(nbytes // 4, dtype=np.float32)
+        reps = 3 if quick else 7
+
+        # Peer: a plain NumPy copy that, like from_numpy/to_numpy, produces a new buffer of the
+        # same bytes (allocation and first touch included on both sides).
+        def np_copy():
+            c = src.copy()
+            del c
+
+        def h2d():
+            t = acl.DeviceTensor.from_numpy(src)
+            close(t)
+
+        ta, tb = _interleaved(h2d, np_copy, reps, reps, 0)
+        a, p = median(ta), median(tb)
+        rows.append(Row(sec, f"DeviceTensor.from_numpy, {nbytes // MiB} MiB", _fmt_time(a),
+                        "np.copy " + _fmt_time(p), a / p, f"<= {T_TRANSFER}",
+                        _judge(a / p, T_TRANSFER)))
+        dev = acl.DeviceTensor.from_numpy(src)
+        back = dev.to_numpy()
+        ok = np.array_equal(back, src)
+        del back
+
+        def d2h():
+            h = dev.to_numpy()
+            del h
+
+        ta, tb = _interleaved(d2h, np_copy, reps, reps, 0)
+        a, p = median(ta), median(tb)
+        rows.append(Row(sec, f".to_numpy, {nbytes // MiB} MiB", _fmt_time(a),
+                        "np.copy " + _fmt_time(p), a / p, f"<= {T_TRANSFER}",
+                        _judge(a / p, T_TRANSFER) if ok else "FAIL"))
+        close(dev)
+        del src
+
+    why = stack.missing("layer_norm_backward")
+    if why:
+        rows.append(_na(sec, f"peak RSS: {why}"))
+        return rows, notes
+    m = n = 2048 if quick else 4096     # 4096 x 4096 fp32 = 64 MiB per input
+    r = subprocess.run([sys.executable, str(HERE / "peak_rss.py"), str(m), str(n)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        rows.append(_na(sec, "peak RSS child failed: " + (r.stderr.strip().splitlines()
+                                                          or ["?"])[-1][:200]))
+        return rows, notes
+    d = json.loads(r.stdout.strip().splitlines()[-1])
+    # On the emulator device memory is host memory: the device copies count too.
+    device_copies = d["input_bytes"] + d["output_bytes"] if stack.backend.is_emulator else 0
+    budget = d["input_bytes"] + d["output_bytes"] + device_copies
+    growth = d["peak"] - d["rss_baseline"]
+    rows.append(Row(sec, f"layer_norm_backward(NumPy) [{m},{n}] fp32: peak RSS growth",
+                    f"{growth / MiB:.1f} MiB",
+                    f"in+out+dev {budget / MiB:.1f} MiB", growth / budget,
+                    f"<= sum + {T_RSS_SLACK // MiB} MiB",
+                    "PASS" if growth <= budget + T_RSS_SLACK else "MISS"))
+    notes.append(f"peak RSS: baseline {d['rss_baseline'] / MiB:.1f} MiB after import and a "
+                 f"warm-up call; inputs {d['input_bytes'] / MiB:.1f} MiB, outputs "
+                 f"{d['output_bytes'] / MiB:.1f} MiB, device copies {device_copies / MiB:.1f} "
+                 f"MiB; peak {d['peak'] / MiB:.1f} MiB (ru_maxrss)")
+    return rows, notes
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. scaling
+
+def bench_scaling(stack: Stack, quick: bool) -> tuple[list[Row], list[str]]:
+    sec = "4 scaling"
+    why = stack.missing("DeviceTensor", "Stream", "layer_norm_backward")
+    if why:
+        return [_na(sec, why)], []
+    acl = stack.acl
+    n = 1024
+    top = 22 if quick else 26
+    stream = acl.Stream()
+    series = []
+    for e in range(10, top + 1):
+        m = (1 << e) // n
+        host = _inputs(m, n, np.float32, seed=e)
+        dev = [device_tensor(acl, a) for a in host]
+        del host
+        outs = (empty_device(acl, (m, n), np.float32), empty_device(acl, (n,), np.float32),
+                empty_device(acl, (n,), np.float32))
+        args = (dev[0], dev[1], (n,), dev[2], dev[3], dev[4], dev[5], (True, True, True))
+
+        def once():
+            acl.layer_norm_backward(*args, out=outs, stream=stream)
+            stream.synchronize()
+
+        once()
+        ts = []
+        start = time.perf_counter()
+        while len(ts) < 3 or (len(ts) < 200 and time.perf_counter() - start < 0.3):
+            t0 = time.perf_counter()
+            once()
+            ts.append(time.perf_counter() - t0)
+        t = median(ts)
+        series.append((e, m, t, t / (1 << e) * 1e9, _lnb_bytes(m, n, 4) / t / 1e9))
+        close(*outs, *dev)
+        del dev, outs
+    close(stream)
+    lines = [f"scaling series (fp32, N={n}, M doubling; median of >= 3 runs, each "
+             "a layer_norm_backward on device tensors + synchronize):",
+             f"  {'elements':>10} {'M':>7} {'time':>10} {'ns/elem':>8} {'GB/s':>7}"]
+    for e, m, t, per, gbps in series:
+        lines.append(f"  {'2^' + str(e):>10} {m:>7} {_fmt_time(t):>10} {per:8.3f} {gbps:7.2f}")
+    by_e = {e: per for e, _, _, per, _ in series}
+    rows = []
+    lo = 22 if not quick else 20
+    ratio = by_e[top] / by_e[lo]
+    rows.append(Row(sec, f"ns/element at 2^{top} vs 2^{lo} (linear past caches)",
+                    f"{by_e[top]:.3f} ns", f"{by_e[lo]:.3f} ns", ratio, f"<= {T_LINEAR}",
+                    _judge(ratio, T_LINEAR)))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        lines.append("  (matplotlib is not importable: no plot written)")
+    else:
+        OUT.mkdir(exist_ok=True)
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        els = [1 << e for e, *_ in series]
+        ax.loglog(els, [t for _, _, t, _, _ in series], "o-", label="acl-py emulator kernel")
+        ax.loglog(els, [series[-1][2] * x / els[-1] for x in els], "--", alpha=0.5,
+                  label="linear through the largest")
+        ax.set_xlabel("elements (M x 1024)")
+        ax.set_ylabel("seconds per call")
+        ax.set_title("LayerNormBackward fp32 scaling")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(OUT / "scaling.png", dpi=110)
+        lines.append(f"  plot written to {OUT.relative_to(ROOT) / 'scaling.png'}")
+    return rows, lines
+
+
+# ---------------------------------------------------------------------------------------------
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer repetitions and smaller sizes (a smoke run of the harness)")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help="comma-separated sections: " + ",".join(SECTIONS))
+    opts = ap.parse_args(argv)
+    only = [s.strip() for s in opts.only.split(",") if s.strip()]
+    for s in only:
+        if s not in SECTIONS:
+            ap.error(f"unknown section {s!r}")
+    t_start = time.perf_counter()
+    stack = Stack()
+    ncores = cores()
+    threads = ncores
+    emu_threads = None
+    if stack.acl is not None:
+        try:
+            emu_threads = stack.set_threads(threads)
+        except Exception as e:
+            log(f"cannot set the emulator's thread count: {_short_error(e)}")
+    try:
+        import torch
+        torch_v = torch.__version__
+    except ImportError:
+        torch_v = "not installed"
+
+    rows: list[Row] = []
+    notes: list[str] = []
+    for name in only:
+        log(f"section {name}")
+        try:
+            if name == "overhead":
+                rows += bench_overhead(stack, opts.quick)
+            elif name == "kernel":
+                r, n = bench_kernel(stack, opts.quick, threads)
+                rows += r
+                notes += n
+            elif name == "transfer":
+                r, n = bench_transfer(stack, opts.quick)
+                rows += r
+                notes += n
+            elif name == "scaling":
+                r, n = bench_scaling(stack, opts.quick)
+                rows += r
+                notes += n
+        except Exception as e:
+            log(traceback.format_exc())
+            rows.append(_na(f"{SECTIONS.index(name) + 1} {name}", _short_error(e)))
+
+    now = _dt.datetime.now().astimezone()
+    backend = ("not loaded" if stack.backend is None
+               else f"{stack.backend.name} ({stack.backend.root})")
+    print(f"acl-py benchmarks  {now:%Y-%m-%d %H:%M %Z}{'  (--quick)' if opts.quick else ''}")
+    print(f"machine: {cpu_model()}, {ncores} cores ({os.cpu_count()} online), "
+          f"{platform.system()} {platform.release()}")
+    print(f"python {platform.python_version()}, numpy {np.__version__}, torch {torch_v}; "
+          f"backend {backend}; kernel threads: emulator {emu_threads}, torch {threads}")
+    print("figures are medians over repeated runs; ratios are acl-py / peer unless the target "
+          "says >=")
+    print()
+    print_table(rows)
+    if notes:
+        print()
+        for line in notes:
+            print(line)
+    print()
+    print(f"total bench time {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+/* Private to libnnopbase.so. */
+#ifndef ACLEMU_META_INTERNAL_H_
+#define ACLEMU_META_INTERNAL_H_
+
+#include "emu_internal.h"
+
+#define META_HIDDEN __attribute__((visibility("hidden")))
+
+/* Released objects are not freed at once but parked in a FIFO quarantine (freed when pushed
+ * out), so a stale handle cannot alias a newly created object at the same address: it keeps
+ * reading as "not live". Executors remember what they were, for the message. */
+typedef enum { Q_EXECUTOR_RAN, Q_EXECUTOR_DESTROYED, Q_OTHER } meta_q_reason;
+META_HIDDEN void meta_quarantine(void *p, meta_q_reason why, const char *op_name);
+/* True when p is an executor in quarantine; fills its op name and reason. */
+META_HIDDEN bool meta_quarantined_executor(const void *p, char *op, size_t cap,
+                                           meta_q_reason *why);
+
+#endif

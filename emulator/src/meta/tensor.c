@@ -1,0 +1,274 @@
+/*
+ * aclTensor, aclIntArray, aclBoolArray: host-side descriptions that copy what they are given.
+ * Handles are registered in the runtime's registry, so destroying a garbage or destroyed
+ * handle is an error code and never a dereference.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta_internal.h"
+
+#define ERRV(fmt, ...) aclemu_set_error("%s: " fmt, __func__, ##__VA_ARGS__)
+
+uint64_t aclemu_dtype_size(aclDataType dtype) {
+    switch (dtype) {
+    case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: case ACL_COMPLEX32: return 4;
+    case ACL_FLOAT16: case ACL_BF16: case ACL_INT16: case ACL_UINT16: return 2;
+    case ACL_INT8: case ACL_UINT8: case ACL_BOOL: return 1;
+    case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: case ACL_COMPLEX64: return 8;
+    case ACL_COMPLEX128: return 16;
+    default: return 0; /* STRING, INT4, UINT1, UNDEFINED, unknown */
+    }
+}
+
+const char *aclemu_dtype_name(aclDataType dtype) {
+    switch (dtype) {
+    case ACL_DT_UNDEFINED: return "ACL_DT_UNDEFINED";
+    case ACL_FLOAT: return "ACL_FLOAT";
+    case ACL_FLOAT16: return "ACL_FLOAT16";
+    case ACL_INT8: return "ACL_INT8";
+    case ACL_INT32: return "ACL_INT32";
+    case ACL_UINT8: return "ACL_UINT8";
+    case ACL_INT16: return "ACL_INT16";
+    case ACL_UINT16: return "ACL_UINT16";
+    case ACL_UINT32: return "ACL_UINT32";
+    case ACL_INT64: return "ACL_INT64";
+    case ACL_UINT64: return "ACL_UINT64";
+    case ACL_DOUBLE: return "ACL_DOUBLE";
+    case ACL_BOOL: return "ACL_BOOL";
+    case ACL_STRING: return "ACL_STRING";
+    case ACL_COMPLEX64: return "ACL_COMPLEX64";
+    case ACL_COMPLEX128: return "ACL_COMPLEX128";
+    case ACL_BF16: return "ACL_BF16";
+    case ACL_INT4: return "ACL_INT4";
+    case ACL_UINT1: return "ACL_UINT1";
+    case ACL_COMPLEX32: return "ACL_COMPLEX32";
+    default: return "unknown";
+    }
+}
+
+static bool dtype_known(aclDataType dt) {
+    return dt != ACL_DT_UNDEFINED && strcmp(aclemu_dtype_name(dt), "unknown") != 0;
+}
+
+static bool format_known(aclFormat f) {
+    switch (f) {
+    case ACL_FORMAT_NCHW: case ACL_FORMAT_NHWC: case ACL_FORMAT_ND: case ACL_FORMAT_NC1HWC0:
+    case ACL_FORMAT_FRACTAL_Z: case ACL_FORMAT_NC1HWC0_C04: case ACL_FORMAT_HWCN:
+    case ACL_FORMAT_NDHWC: case ACL_FORMAT_NCDHW:
+        return true;
+    default:
+        return false;
+    }
+}
+
+aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
+                           const int64_t *stride, int64_t offset, aclFormat format,
+                           const int64_t *storageDims, uint64_t storageDimsNum,
+                           void *tensorData) {
+    if (aclemu_fault(__func__))
+        return NULL;
+    if (viewDimsNum > ACLEMU_MAX_DIMS) {
+        ERRV("viewDimsNum (%llu) exceeds the maximum rank %d", (unsigned long long)viewDimsNum,
+             ACLEMU_MAX_DIMS);
+        return NULL;
+    }
+    if (storageDimsNum > ACLEMU_MAX_DIMS) {
+        ERRV("storageDimsNum (%llu) exceeds the maximum rank %d",
+             (unsigned long long)storageDimsNum, ACLEMU_MAX_DIMS);
+        return NULL;
+    }
+    if (viewDimsNum > 0 && viewDims == NULL) {
+        ERRV("viewDims is NULL but viewDimsNum is %llu", (unsigned long long)viewDimsNum);
+        return NULL;
+    }
+    if (viewDimsNum > 0 && stride == NULL) {
+        ERRV("stride is NULL but viewDimsNum is %llu", (unsigned long long)viewDimsNum);
+        return NULL;
+    }
+    if (storageDimsNum > 0 && storageDims == NULL) {
+        ERRV("storageDims is NULL but storageDimsNum is %llu", (unsigned long long)storageDimsNum);
+        return NULL;
+    }
+    if (!dtype_known(dataType)) {
+        ERRV("dataType %d is not a known aclDataType", (int)dataType);
+        return NULL;
+    }
+    if (!format_known(format)) {
+        ERRV("format %d is not a known aclFormat", (int)format);
+        return NULL;
+    }
+    for (uint64_t i = 0; i < viewDimsNum; i++) {
+        if (viewDims[i] < 0) {
+            ERRV("viewDims[%llu] is %lld (dims must be >= 0)", (unsigned long long)i,
+                 (long long)viewDims[i]);
+            return NULL;
+        }
+        if (stride[i] < 0) {
+            ERRV("stride[%llu] is %lld (strides must be >= 0)", (unsigned long long)i,
+                 (long long)stride[i]);
+            return NULL;
+        }
+    }
+    if (offset < 0) {
+        ERRV("offset is %lld (must be >= 0)", (long long)offset);
+        return NULL;
+    }
+    /* Storage size in elements, and the view's largest element index, without overflow. */
+    __int128 storage = 1;
+    for (uint64_t i = 0; i < storageDimsNum; i++) {
+        if (storageDims[i] < 0) {
+            ERRV("storageDims[%llu] is %lld (dims must be >= 0)", (unsigned long long)i,
+                 (long long)storageDims[i]);
+            return NULL;
+        }
+        storage *= storageDims[i];
+        if (storage > INT64_MAX) {
+            ERRV("storageDims describe more than 2^63 elements");
+            return NULL;
+        }
+    }
+    bool empty = false;
+    __int128 last = offset;
+    for (uint64_t i = 0; i < viewDimsNum; i++) {
+        if (viewDims[i] == 0)
+            empty = true;
+        else
+            last += (__int128)(viewDims[i] - 1) * stride[i];
+    }
+    if (empty ? offset > storage : last >= storage) {
+        ERRV("the view (offset %lld, largest element index %lld) does not fit in the storage "
+             "of %lld elements", (long long)offset, (long long)(empty ? offset : last),
+             (long long)storage);
+        return NULL;
+    }
+    if (tensorData == NULL && storage > 0) {
+        ERRV("tensorData is NULL but the storage holds %lld elements", (long long)storage);
+        return NULL;
+    }
+    aclTensor *t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        ERRV("out of host memory");
+        return NULL;
+    }
+    t->dtype = dataType;
+    t->format = format;
+    t->ndim = viewDimsNum;
+    if (viewDimsNum > 0) {
+        memcpy(t->dims, viewDims, viewDimsNum * sizeof(int64_t));
+        memcpy(t->strides, stride, viewDimsNum * sizeof(int64_t));
+    }
+    t->offset = offset;
+    t->storage_ndim = storageDimsNum;
+    if (storageDimsNum > 0)
+        memcpy(t->storage_dims, storageDims, storageDimsNum * sizeof(int64_t));
+    t->data = tensorData;
+    aclemu_handle_register(t, ACLEMU_KIND_TENSOR);
+    return t;
+}
+
+static aclnnStatus destroy(const char *fn, const void *h, aclemu_kind kind, const char *what) {
+    if (h == NULL) {
+        aclemu_set_error("%s: %s is NULL", fn, what);
+        return ACLNN_ERR_PARAM_NULLPTR;
+    }
+    if (!aclemu_handle_unregister(h, kind)) {
+        aclemu_set_error("%s: %s %p is not a live %s (never created or already destroyed)", fn,
+                         what, h, what);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    void *p = (void *)(uintptr_t)h;
+    if (kind == ACLEMU_KIND_INT_ARRAY) {
+        free(((aclIntArray *)p)->values);
+        ((aclIntArray *)p)->values = NULL;
+    } else if (kind == ACLEMU_KIND_BOOL_ARRAY) {
+        free(((aclBoolArray *)p)->values);
+        ((aclBoolArray *)p)->values = NULL;
+    }
+    meta_quarantine(p, Q_OTHER, NULL);
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
+    if (aclemu_fault(__func__))
+        return ACLNN_ERR_INNER;
+    return destroy(__func__, tensor, ACLEMU_KIND_TENSOR, "tensor");
+}
+
+/* Common body of the array constructors: copies size elements of elem bytes. */
+static void *copy_values(const char *fn, const void *value, uint64_t size, size_t elem,
+                         bool *ok) {
+    *ok = false;
+    if (size > 0 && value == NULL) {
+        aclemu_set_error("%s: value is NULL but size is %llu", fn, (unsigned long long)size);
+        return NULL;
+    }
+    if (size > SIZE_MAX / elem) {
+        aclemu_set_error("%s: size %llu is too large", fn, (unsigned long long)size);
+        return NULL;
+    }
+    void *v = NULL;
+    if (size > 0) {
+        v = malloc((size_t)size * elem);
+        if (v == NULL) {
+            aclemu_set_error("%s: out of host memory for %llu values", fn,
+                             (unsigned long long)size);
+            return NULL;
+        }
+        memcpy(v, value, (size_t)size * elem);
+    }
+    *ok = true;
+    return v;
+}
+
+aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size) {
+    if (aclemu_fault(__func__))
+        return NULL;
+    bool ok;
+    int64_t *v = copy_values(__func__, value, size, sizeof(int64_t), &ok);
+    if (!ok)
+        return NULL;
+    aclIntArray *a = malloc(sizeof *a);
+    if (a == NULL) {
+        free(v);
+        ERRV("out of host memory");
+        return NULL;
+    }
+    a->size = size;
+    a->values = v;
+    aclemu_handle_register(a, ACLEMU_KIND_INT_ARRAY);
+    return a;
+}
+
+aclnnStatus aclDestroyIntArray(const aclIntArray *array) {
+    if (aclemu_fault(__func__))
+        return ACLNN_ERR_INNER;
+    return destroy(__func__, array, ACLEMU_KIND_INT_ARRAY, "array");
+}
+
+aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size) {
+    if (aclemu_fault(__func__))
+        return NULL;
+    bool ok;
+    bool *v = copy_values(__func__, value, size, sizeof(bool), &ok);
+    if (!ok)
+        return NULL;
+    for (uint64_t i = 0; i < size; i++) /* any non-zero byte is true; store canonical 0/1 */
+        ((unsigned char *)v)[i] = ((unsigned char *)v)[i] != 0;
+    aclBoolArray *a = malloc(sizeof *a);
+    if (a == NULL) {
+        free(v);
+        ERRV("out of host memory");
+        return NULL;
+    }
+    a->size = size;
+    a->values = v;
+    aclemu_handle_register(a, ACLEMU_KIND_BOOL_ARRAY);
+    return a;
+}
+
+aclnnStatus aclDestroyBoolArray(const aclBoolArray *array) {
+    if (aclemu_fault(__func__))
+        return ACLNN_ERR_INNER;
+    return destroy(__func__, array, ACLEMU_KIND_BOOL_ARRAY, "array");
+}

@@ -1,0 +1,93 @@
+/*
+ * IEEE binary16 (FLOAT16) and bfloat16 <-> binary32 conversions for the operator kernels.
+ * Written with integer bit operations only, so results do not depend on the FPU's
+ * flush-to-zero / denormals-are-zero modes (which a host process such as PyTorch may set),
+ * and the loops that call them can be vectorized (no table lookups, few branches).
+ * Narrowing rounds to nearest, ties to even; NaN stays NaN (quieted), +-Inf stays Inf,
+ * subnormals are produced and consumed exactly.
+ */
+#ifndef ACLEMU_OPS_HALF_H_
+#define ACLEMU_OPS_HALF_H_
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t aclemu_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float aclemu_f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* ---- bfloat16: the upper half of a binary32 ------------------------------------------- */
+
+static inline float aclemu_bf16_to_f32(uint16_t h)
+{
+    return aclemu_f32_from_bits((uint32_t)h << 16);
+}
+
+static inline uint16_t aclemu_f32_to_bf16(float f)
+{
+    uint32_t u = aclemu_f32_bits(f);
+    /* NaN: keep sign and upper payload, force the quiet bit so truncation cannot make Inf. */
+    uint32_t nan = (u >> 16) | 0x0040u;
+    /* RNE: add 0x7fff plus the lowest kept bit; a carry into the exponent is the correct
+     * result (largest finite values round up to Inf exactly as IEEE says). */
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? nan : rounded);
+}
+
+/* ---- binary16 ---------------------------------------------------------------------------- */
+
+static inline float aclemu_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
+    uint32_t em = (uint32_t)h & 0x7fffu;   /* exponent and mantissa */
+    /* Normal: move the fields into place and rebias the exponent by 127 - 15 = 112. */
+    uint32_t normal = (em << 13) + (112u << 23);
+    /* Inf/NaN (exponent 31): exponent becomes 255, payload kept. */
+    uint32_t infnan = (em << 13) | 0x7f800000u;
+    /* Zero/subnormal: m * 2^-24. The int -> float conversion is exact (m < 1024) and the
+     * product is a normal binary32, so no denormal arithmetic is involved. */
+    uint32_t sub = aclemu_f32_bits((float)em * 0x1p-24f);
+    /* selects written as masks: keeps the loops that call this branch-free (vectorized) */
+    uint32_t big = em >= 0x7c00u ? infnan : normal;
+    uint32_t is_sub = 0u - (uint32_t)(em < 0x0400u);
+    return aclemu_f32_from_bits(sign | (sub & is_sub) | (big & ~is_sub));
+}
+
+static inline uint16_t aclemu_f32_to_f16(float f)
+{
+    uint32_t u = aclemu_f32_bits(f);
+    uint32_t sign = (u >> 16) & 0x8000u;
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) /* NaN: quiet, keep the top payload bits */
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x03ffu));
+    if (a >= 0x477ff000u) /* >= 65520 (halfway between 65504 and 2^16, tie to even): Inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a >= 0x38800000u) { /* >= 2^-14: normal binary16 */
+        uint32_t r = a - (112u << 23);               /* rebias exponent */
+        r += 0x0fffu + ((r >> 13) & 1u);              /* RNE on the 13 dropped bits */
+        return (uint16_t)(sign | (r >> 13));          /* a carry bumps the exponent: right */
+    }
+    if (a <= 0x33000000u) /* <= 2^-25 (half the smallest subnormal; the tie goes to 0) */
+        return (uint16_t)sign;
+    /* Subnormal binary16: value in units of 2^-24 is m >> (126 - e), rounded to even. */
+    uint32_t e = a >> 23;
+    uint32_t m = (a & 0x007fffffu) | 0x00800000u;
+    uint32_t shift = 126u - e; /* 14..24 */
+    uint32_t q = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1u);
+    q += (rem > half || (rem == half && (q & 1u))) ? 1u : 0u;
+    return (uint16_t)(sign | q); /* q == 0x400 is the smallest normal: also right */
+}
+
+#endif /* ACLEMU_OPS_HALF_H_ */

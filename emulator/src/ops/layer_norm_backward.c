@@ -1,0 +1,886 @@
+/*
+ * aclnnLayerNormBackward for the CPU emulator: phase-one validation (CANN_ABI.md order and
+ * codes), the executor's launch (memory checks, pins, stream submit) and the kernel.
+ *
+ * Kernel design, and why:
+ * - Rows are split into NB fixed blocks (NB depends only on M: lnb_blocks()). Each block
+ *   accumulates its gradWeight/gradBias partial sums, in row order, into its own slice of the
+ *   workspace; a second pass sums the slices in block order, in parallel over columns. So the
+ *   result is bit-identical whatever the thread count or the chunk -> thread schedule.
+ * - Each row is processed in tiles of TILE columns, at most two passes over the row (pass 1:
+ *   row sums and partials; pass 2: gradInput). Row sums use LANES independent float
+ *   accumulators per tile (folded into per-row lane totals after each tile: a blocked sum,
+ *   error ~ (TILE/LANES + N/TILE) ulps rather than N), so gcc vectorizes them without
+ *   -ffast-math and the order is fixed by the source, not the SIMD width. -std=c11 implies
+ *   -ffp-contract=off, so the x86 clones (AVX-512/AVX2/baseline) give the same bits.
+ * - A tensor whose normalized dims are contiguous FLOAT is read/written in place; any other
+ *   (fp16/bf16, strided) is converted tile by tile into stack buffers, with the same
+ *   summation order, so a strided view gives the same bits as a contiguous copy.
+ */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "half.h"
+
+#include "aclnnop/aclnn_layer_norm_backward.h"
+
+#define P1 "aclnnLayerNormBackwardGetWorkspaceSize"
+#define P2 "aclnnLayerNormBackward"
+
+#define MAX_RANK 8
+/* specialized copies (dtype, mask as constants) must really be inlined to vectorize */
+#define INLINE static inline __attribute__((always_inline))
+#define LANES 16            /* independent accumulators per row sum */
+#define TILE 512            /* columns per tile; multiple of LANES */
+#define ROWS_PER_BLOCK 32   /* rows per gradWeight/gradBias partial-sum block ... */
+#define MAX_BLOCKS 256      /* ... and at most this many blocks */
+#define REDUCE_COLS 2048    /* columns per chunk of the final reduction */
+#define MAX_REDUCE_CHUNKS 64
+
+/* x86-64 builds carry AVX-512 and AVX2 clones of the hot loops, picked at load time. They
+ * are bit-identical to the baseline (see above). Off under the sanitizers (ifunc resolvers
+ * run before their runtime is up) or with -DACLEMU_NO_CLONES. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(ACLEMU_NO_CLONES)
+#define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define HOT
+#endif
+
+/* ---- descriptors ------------------------------------------------------------------------ */
+
+/* A row-major (dims, strides) list with size-1 dims dropped and mergeable dims merged. */
+typedef struct {
+    int nd;
+    int64_t dims[MAX_RANK];
+    int64_t strides[MAX_RANK];
+} lay_t;
+
+/* Snapshot of one aclTensor taken in phase one (the caller may destroy the tensor after). */
+typedef struct {
+    bool present;
+    aclDataType dtype;
+    uint32_t es;          /* element size */
+    char *data;           /* device address of the storage */
+    int64_t offset;       /* elements */
+    int ndim;
+    int64_t dims[MAX_RANK];
+    int64_t strides[MAX_RANK];
+    lay_t outer;          /* [M, N] tensors: batch dims; others: unused */
+    lay_t inner;          /* [M, N] tensors: normalized dims; others: all dims, flattened */
+} tdesc;
+
+enum { T_DY, T_X, T_MEAN, T_RSTD, T_W, T_B, T_DX, T_DW, T_DB, T_COUNT };
+static const char *const TNAME[T_COUNT] = {
+    "gradOut", "input", "mean", "rstd", "weightOptional", "biasOptional",
+    "gradInputOut", "gradWeightOut", "gradBiasOut",
+};
+
+typedef struct {
+    tdesc t[T_COUNT];
+    bool mask[3];
+    bool parts;           /* gradWeight or gradBias requested: per-block partials needed */
+    int64_t M, N;
+    int64_t nblocks;
+    uint64_t ws_size;
+} lnb_payload;
+
+/* One launch: owns a copy of the payload (a repeatable executor may be destroyed while the
+ * task is still queued), the pins, and the weight row. */
+typedef struct {
+    lnb_payload p;
+    float *ws;            /* workspace: nblocks * 2 * N floats (gradWeight, gradBias) */
+    float *wbuf;          /* weight converted to float (or ones), when not usable in place */
+    const float *w;       /* the weight row the kernel reads */
+    void *pins[T_COUNT + 1];
+    int npins;
+} lnb_task;
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static bool dtype_ok(aclDataType d)
+{
+    return d == ACL_FLOAT || d == ACL_FLOAT16 || d == ACL_BF16;
+}
+
+static const char *dname(aclDataType d)
+{
+    switch (d) {
+    case ACL_FLOAT: return "FLOAT";
+    case ACL_FLOAT16: return "FLOAT16";
+    case ACL_BF16: return "BF16";
+    default: return aclemu_dtype_name(d);
+    }
+}
+
+static void fmt_dims(char *buf, size_t cap, const int64_t *d, uint64_t n)
+{
+    size_t len = 0;
+    int w = snprintf(buf, cap, "[");
+    len = w > 0 ? (size_t)w : 0;
+    for (uint64_t i = 0; i < n && len < cap; i++) {
+        w = snprintf(buf + len, cap - len, i ? ",%lld" : "%lld", (long long)d[i]);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+    if (len < cap)
+        snprintf(buf + len, cap - len, "]");
+}
+
+static bool same_dims(const int64_t *a, uint64_t na, const int64_t *b, uint64_t nb)
+{
+    if (na != nb)
+        return false;
+    for (uint64_t i = 0; i < na; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+/* Product of dims; false on overflow. */
+static bool numel(const int64_t *d, uint64_t n, int64_t *out)
+{
+    int64_t p = 1;
+    for (uint64_t i = 0; i < n; i++)
+        if (__builtin_mul_overflow(p, d[i], &p))
+            return false;
+    *out = p;
+    return true;
+}
+
+static void lay_build(lay_t *L, const int64_t *dims, const int64_t *strides, int n)
+{
+    L->nd = 0;
+    for (int i = 0; i < n; i++) {
+        if (dims[i] == 1)
+            continue; /* a size-1 dim never moves the offset */
+        if (L->nd > 0 && L->strides[L->nd - 1] == strides[i] * dims[i]) {
+            /* outer dim steps exactly over this one: merge */
+            L->dims[L->nd - 1] *= dims[i];
+            L->strides[L->nd - 1] = strides[i];
+            continue;
+        }
+        L->dims[L->nd] = dims[i];
+        L->strides[L->nd] = strides[i];
+        L->nd++;
+    }
+}
+
+static inline int64_t lay_offset(const lay_t *L, int64_t i)
+{
+    int64_t off = 0;
+    for (int k = L->nd - 1; k >= 0; k--) {
+        int64_t d = L->dims[k];
+        off += (i % d) * L->strides[k];
+        i /= d;
+    }
+    return off;
+}
+
+/* Contiguous in its (inner) layout: one stride-1 run, or a single element. */
+static inline bool lay_unit(const lay_t *L)
+{
+    return L->nd == 0 || (L->nd == 1 && L->strides[0] == 1);
+}
+
+static void snapshot(tdesc *d, const aclTensor *t, int split)
+{
+    memset(d, 0, sizeof *d);
+    if (!t)
+        return;
+    d->present = true;
+    d->dtype = t->dtype;
+    d->es = (uint32_t)aclemu_dtype_size(t->dtype);
+    d->data = (char *)t->data;
+    d->offset = t->offset;
+    d->ndim = (int)t->ndim;
+    for (int i = 0; i < d->ndim; i++) {
+        d->dims[i] = t->dims[i];
+        d->strides[i] = t->strides[i];
+    }
+    /* split < 0: a flat vector (mean/rstd over M, weight/dw/db over N) */
+    int s = split < 0 ? 0 : split;
+    lay_build(&d->outer, d->dims, d->strides, s);
+    lay_build(&d->inner, d->dims + s, d->strides + s, d->ndim - s);
+}
+
+/* ---- element conversion runs ---------------------------------------------------------------- */
+
+static inline float load1(const char *p, aclDataType dt)
+{
+    uint16_t h;
+    float f;
+    switch (dt) {
+    case ACL_FLOAT16: memcpy(&h, p, 2); return aclemu_f16_to_f32(h);
+    case ACL_BF16: memcpy(&h, p, 2); return aclemu_bf16_to_f32(h);
+    default: memcpy(&f, p, 4); return f;
+    }
+}
+
+/* out[i] = element at base + (off + i * stride) * es, for i < cnt */
+INLINE void load_run(const char *base, aclDataType dt, int64_t off, int64_t stride,
+                            int64_t cnt, float *restrict out)
+{
+    if (stride == 1) {
+        if (dt == ACL_FLOAT) {
+            memcpy(out, base + off * 4, (size_t)cnt * 4);
+        } else if (dt == ACL_BF16) {
+            const uint16_t *restrict s = (const uint16_t *)(const void *)base + off;
+            for (int64_t i = 0; i < cnt; i++)
+                out[i] = aclemu_bf16_to_f32(s[i]);
+        } else {
+            const uint16_t *restrict s = (const uint16_t *)(const void *)base + off;
+            for (int64_t i = 0; i < cnt; i++)
+                out[i] = aclemu_f16_to_f32(s[i]);
+        }
+        return;
+    }
+    uint32_t es = dt == ACL_FLOAT ? 4 : 2;
+    for (int64_t i = 0; i < cnt; i++)
+        out[i] = load1(base + (off + i * stride) * es, dt);
+}
+
+static inline void store1(char *p, aclDataType dt, float v)
+{
+    uint16_t h;
+    switch (dt) {
+    case ACL_FLOAT16: h = aclemu_f32_to_f16(v); memcpy(p, &h, 2); break;
+    case ACL_BF16: h = aclemu_f32_to_bf16(v); memcpy(p, &h, 2); break;
+    default: memcpy(p, &v, 4); break;
+    }
+}
+
+INLINE void store_run(char *base, aclDataType dt, int64_t off, int64_t stride,
+                             int64_t cnt, const float *restrict in)
+{
+    if (stride == 1) {
+        if (dt == ACL_FLOAT) {
+            memcpy(base + off * 4, in, (size_t)cnt * 4);
+        } else if (dt == ACL_BF16) {
+            uint16_t *restrict d = (uint16_t *)(void *)base + off;
+            for (int64_t i = 0; i < cnt; i++)
+                d[i] = aclemu_f32_to_bf16(in[i]);
+        } else {
+            uint16_t *restrict d = (uint16_t *)(void *)base + off;
+            for (int64_t i = 0; i < cnt; i++)
+                d[i] = aclemu_f32_to_f16(in[i]);
+        }
+        return;
+    }
+    uint32_t es = dt == ACL_FLOAT ? 4 : 2;
+    for (int64_t i = 0; i < cnt; i++)
+        store1(base + (off + i * stride) * es, dt, in[i]);
+}
+
+/* Walks flat indices [c0, c0 + cnt) of layout L as runs along its innermost dim, calling
+ * fn(off, stride, run, k) with k the position of the run's first element in the range. */
+#define LAY_WALK(L, c0, cnt, BODY)                                                          \
+    do {                                                                                    \
+        const lay_t *L_ = (L);                                                              \
+        if (L_->nd == 0) {                                                                  \
+            int64_t off = 0, stride = 1, run = (cnt), k = 0;                                \
+            BODY;                                                                           \
+            break;                                                                          \
+        }                                                                                   \
+        int last_ = L_->nd - 1;                                                             \
+        int64_t idx_[MAX_RANK];                                                             \
+        int64_t rest_ = (c0);                                                               \
+        for (int q_ = last_; q_ >= 0; q_--) {                                               \
+            idx_[q_] = rest_ % L_->dims[q_];                                                \
+            rest_ /= L_->dims[q_];                                                          \
+        }                                                                                   \
+        int64_t k = 0;                                                                      \
+        while (k < (cnt)) {                                                                 \
+            int64_t off = 0;                                                                \
+            for (int q_ = 0; q_ <= last_; q_++)                                             \
+                off += idx_[q_] * L_->strides[q_];                                          \
+            int64_t stride = L_->strides[last_];                                            \
+            int64_t run = L_->dims[last_] - idx_[last_];                                    \
+            if (run > (cnt) - k)                                                            \
+                run = (cnt) - k;                                                            \
+            BODY;                                                                           \
+            k += run;                                                                       \
+            idx_[last_] += run;                                                             \
+            for (int q_ = last_; q_ > 0 && idx_[q_] == L_->dims[q_]; q_--) {                \
+                idx_[q_] = 0;                                                               \
+                idx_[q_ - 1]++;                                                             \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+/* Elements [c0, c0 + cnt) of a layout as floats: in place when FLOAT and unit-stride,
+ * else converted into buf. base points at the element with flat index 0. */
+INLINE const float *get_tile(const char *base, aclDataType dt, const lay_t *L,
+                                    int64_t c0, int64_t cnt, float *buf)
+{
+    if (dt == ACL_FLOAT && lay_unit(L))
+        return (const float *)(const void *)base + c0;
+    LAY_WALK(L, c0, cnt, load_run(base, dt, off, stride, run, buf + k));
+    return buf;
+}
+
+INLINE void put_tile(char *base, aclDataType dt, const lay_t *L, int64_t c0,
+                            int64_t cnt, const float *buf)
+{
+    LAY_WALK(L, c0, cnt, store_run(base, dt, off, stride, run, buf + k));
+}
+
+/* ---- the row kernel ------------------------------------------------------------------------- */
+
+/* Element i of a contiguous run of dtype dt, as float. dt is a compile-time constant at
+ * every call site, so each instantiation is a plain vectorizable load (+ shift for BF16). */
+INLINE float ldf(const void *restrict p, int64_t i, const int dt)
+{
+    if (dt == ACL_BF16)
+        return aclemu_bf16_to_f32(((const uint16_t *)p)[i]);
+    if (dt == ACL_FLOAT16)
+        return aclemu_f16_to_f32(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+/* Pass 1 over one tile: lane sums of g = dy*w and g*x_hat (folded into sg/sgx), and the
+ * block's partials pw += dy*x_hat, pb += dy. n is a multiple of LANES except on a row's
+ * last tile, whose tail continues the lanes, so tiling does not change the order. */
+INLINE void pass1(const void *restrict dy, const void *restrict x, const int dt,
+                         const float *restrict w, float mean, float rstd, int64_t n,
+                         float *restrict sg, float *restrict sgx, float *restrict pw,
+                         float *restrict pb, const bool sums, const bool parts)
+{
+    float ag[LANES] = {0}, agx[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        for (int l = 0; l < LANES; l++) {
+            float d = ldf(dy, i + l, dt);
+            float xh = (ldf(x, i + l, dt) - mean) * rstd;
+            if (sums) {
+                float g = d * w[i + l];
+                ag[l] += g;
+                agx[l] += g * xh;
+            }
+            if (parts) {
+                pw[i + l] += d * xh;
+                pb[i + l] += d;
+            }
+        }
+    }
+    if (sums) {
+        for (int l = 0; l < LANES; l++) {
+            sg[l] += ag[l];
+            sgx[l] += agx[l];
+        }
+    }
+    for (int l = 0; i + l < n; l++) {
+        float d = ldf(dy, i + l, dt);
+        float xh = (ldf(x, i + l, dt) - mean) * rstd;
+        if (sums) {
+            float g = d * w[i + l];
+            sg[l] += g;
+            sgx[l] += g * xh;
+        }
+        if (parts) {
+            pw[i + l] += d * xh;
+            pb[i + l] += d;
+        }
+    }
+}
+
+INLINE void pass2(const void *restrict dy, const void *restrict x, const int dt,
+                         const float *restrict w, float mean, float rstd, float mg, float mgx,
+                         int64_t n, float *restrict dx)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float xh = (ldf(x, i, dt) - mean) * rstd;
+        float g = ldf(dy, i, dt) * w[i];
+        dx[i] = rstd * ((g - mg) - xh * mgx);
+    }
+}
+
+/* Fixed pairwise tree over the lanes. */
+INLINE float lane_sum(float *a)
+{
+    for (int s = LANES / 2; s > 0; s /= 2)
+        for (int l = 0; l < s; l++)
+            a[l] += a[l + s];
+    return a[0];
+}
+
+static inline const char *row_base(const tdesc *d, int64_t m)
+{
+    return d->data + (d->offset + lay_offset(&d->outer, m)) * (int64_t)d->es;
+}
+
+static inline float scalar_at(const tdesc *d, int64_t m)
+{
+    return load1(d->data + (d->offset + lay_offset(&d->inner, m)) * (int64_t)d->es, d->dtype);
+}
+
+/* How a row's gradOut/input tiles are read: in place with their dtype (both contiguous in
+ * the normalized dims), or gathered and converted into float tile buffers. */
+enum { IN_F32 = ACL_FLOAT, IN_F16 = ACL_FLOAT16, IN_BF16 = ACL_BF16, IN_GATHER = -2 };
+
+INLINE void rows_impl(const lnb_task *T, int64_t chunk, int64_t begin, int64_t end,
+                             const int mode, const bool sums, const bool parts)
+{
+    const lnb_payload *P = &T->p;
+    const tdesc *dy = &P->t[T_DY], *x = &P->t[T_X], *dx = &P->t[T_DX];
+    const int64_t N = P->N;
+    const int dt = mode == IN_GATHER ? ACL_FLOAT : mode; /* dtype the passes read */
+    const int64_t es = mode == IN_F32 || mode == IN_GATHER ? 4 : 2;
+    const float *w = T->w;
+    float *pw = NULL, *pb = NULL;
+    if (parts) {
+        pw = T->ws + chunk * 2 * N;
+        pb = pw + N;
+        memset(pw, 0, (size_t)N * 2 * sizeof(float));
+    }
+    const bool dx_direct = sums && dx->dtype == ACL_FLOAT && lay_unit(&dx->inner);
+    float bdy[TILE], bx[TILE], bdx[TILE];
+    for (int64_t m = begin; m < end; m++) {
+        const float mean = scalar_at(&P->t[T_MEAN], m);
+        const float rstd = scalar_at(&P->t[T_RSTD], m);
+        const char *rdy = row_base(dy, m), *rx = row_base(x, m);
+        float sg[LANES] = {0}, sgx[LANES] = {0};
+        for (int64_t c = 0; c < N; c += TILE) {
+            int64_t n = N - c < TILE ? N - c : TILE;
+            const void *tdy = rdy + c * es, *tx = rx + c * es;
+            if (mode == IN_GATHER) {
+                tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
+                tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
+            }
+            pass1(tdy, tx, dt, w + c, mean, rstd, n, sg, sgx, parts ? pw + c : NULL,
+                  parts ? pb + c : NULL, sums, parts);
+        }
+        if (!sums)
+            continue;
+        const float mg = lane_sum(sg) / (float)N;
+        const float mgx = lane_sum(sgx) / (float)N;
+        char *rdx = (char *)row_base(dx, m);
+        for (int64_t c = 0; c < N; c += TILE) {
+            int64_t n = N - c < TILE ? N - c : TILE;
+            const void *tdy = rdy + c * es, *tx = rx + c * es;
+            if (mode == IN_GATHER) {
+                tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
+                tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
+            }
+            float *out = dx_direct ? (float *)(void *)rdx + c : bdx;
+            pass2(tdy, tx, dt, w + c, mean, rstd, mg, mgx, n, out);
+            if (!dx_direct)
+                put_tile(rdx, dx->dtype, &dx->inner, c, n, bdx);
+        }
+    }
+}
+
+#define ROWS_MODES(mode)                                                                  \
+    do {                                                                                  \
+        if (sums && parts)                                                                \
+            rows_impl(T, chunk, begin, end, mode, true, true);                            \
+        else if (sums)                                                                    \
+            rows_impl(T, chunk, begin, end, mode, true, false);                           \
+        else                                                                              \
+            rows_impl(T, chunk, begin, end, mode, false, true);                           \
+    } while (0)
+
+HOT static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const lnb_task *T = ctx;
+    const bool sums = T->p.mask[0], parts = T->p.parts;
+    const tdesc *dy = &T->p.t[T_DY], *x = &T->p.t[T_X];
+    if (!lay_unit(&dy->inner) || !lay_unit(&x->inner))
+        ROWS_MODES(IN_GATHER);
+    else if (x->dtype == ACL_BF16)
+        ROWS_MODES(IN_BF16);
+    else if (x->dtype == ACL_FLOAT16)
+        ROWS_MODES(IN_F16);
+    else
+        ROWS_MODES(IN_F32);
+}
+
+/* gradWeight/gradBias columns [begin, end): sum the blocks' partials in block order. */
+HOT static void reduce_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    (void)chunk;
+    const lnb_task *T = ctx;
+    const lnb_payload *P = &T->p;
+    const int64_t N = P->N, nb = P->nblocks;
+    float acc[TILE];
+    for (int which = 0; which < 2; which++) {
+        const tdesc *o = &P->t[which == 0 ? T_DW : T_DB];
+        if (!P->mask[1 + which])
+            continue;
+        for (int64_t c = begin; c < end; c += TILE) {
+            int64_t n = end - c < TILE ? end - c : TILE;
+            const float *restrict src = T->ws + (int64_t)which * N + c;
+            for (int64_t i = 0; i < n; i++)
+                acc[i] = src[i];
+            for (int64_t b = 1; b < nb; b++) {
+                const float *restrict s = src + b * 2 * N;
+                for (int64_t i = 0; i < n; i++)
+                    acc[i] += s[i];
+            }
+            put_tile(o->data + o->offset * (int64_t)o->es, o->dtype, &o->inner, c, n, acc);
+        }
+    }
+}
+
+static int64_t reduce_chunks(int64_t N)
+{
+    int64_t c = (N + REDUCE_COLS - 1) / REDUCE_COLS;
+    return c < MAX_REDUCE_CHUNKS ? c : MAX_REDUCE_CHUNKS;
+}
+
+static void task_run(void *arg)
+{
+    lnb_task *T = arg;
+    const lnb_payload *P = &T->p;
+    const int64_t M = P->M, N = P->N;
+    if (N == 0 || !(P->mask[0] || P->mask[1] || P->mask[2]))
+        return;
+    if (M == 0) { /* rule 7: requested gradWeight/gradBias are zeros */
+        float zeros[TILE] = {0};
+        for (int which = T_DW; which <= T_DB; which++) {
+            const tdesc *o = &P->t[which];
+            if (!P->mask[which - T_DX])
+                continue;
+            for (int64_t c = 0; c < N; c += TILE)
+                put_tile(o->data + o->offset * (int64_t)o->es, o->dtype, &o->inner, c,
+                         N - c < TILE ? N - c : TILE, zeros);
+        }
+        return;
+    }
+    if (T->wbuf) { /* weight row as float (ones when absent), read by every row */
+        const tdesc *w = &P->t[T_W];
+        if (w->present) {
+            for (int64_t c = 0; c < N; c += TILE) {
+                int64_t n = N - c < TILE ? N - c : TILE;
+                const float *src = get_tile(w->data + w->offset * (int64_t)w->es, w->dtype,
+                                            &w->inner, c, n, T->wbuf + c);
+                if (src != T->wbuf + c)
+                    memcpy(T->wbuf + c, src, (size_t)n * sizeof(float));
+            }
+        } else {
+            for (int64_t c = 0; c < N; c++)
+                T->wbuf[c] = 1.0f;
+        }
+    }
+    aclemu_parallel_for(M, P->nblocks, rows_body, T);
+    if (P->parts)
+        aclemu_parallel_for(N, reduce_chunks(N), reduce_body, T);
+}
+
+static void task_release(void *arg)
+{
+    lnb_task *T = arg;
+    for (int i = 0; i < T->npins; i++)
+        aclemu_device_unpin(T->pins[i]);
+    free(T->wbuf);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+/* Byte range [*start, *start + *nbytes) the view touches; false on overflow. nbytes 0 for an
+ * empty view. */
+static bool view_range(const tdesc *d, char **start, uint64_t *nbytes)
+{
+    int64_t hi = d->offset;
+    *start = NULL;
+    *nbytes = 0;
+    for (int i = 0; i < d->ndim; i++) {
+        if (d->dims[i] == 0)
+            return true;
+        int64_t span;
+        if (__builtin_mul_overflow(d->dims[i] - 1, d->strides[i], &span) ||
+            __builtin_add_overflow(hi, span, &hi))
+            return false;
+    }
+    int64_t n, off_b;
+    if (__builtin_add_overflow(hi - d->offset, (int64_t)1, &n) ||
+        __builtin_mul_overflow(n, (int64_t)d->es, &n) ||
+        __builtin_mul_overflow(d->offset, (int64_t)d->es, &off_b))
+        return false;
+    *start = d->data + off_b;
+    *nbytes = (uint64_t)n;
+    return true;
+}
+
+static bool touched(const lnb_payload *P, int i)
+{
+    if (!P->t[i].present)
+        return false;
+    if (i >= T_DX)
+        return P->mask[i - T_DX]; /* unrequested outputs are never written */
+    return true;                  /* inputs (bias included: strict, see docs) */
+}
+
+static aclnnStatus lnb_launch(void *payload, void *workspace, uint64_t workspace_size,
+                              aclrtStream stream)
+{
+    const lnb_payload *P = payload;
+    char *start[T_COUNT];
+    uint64_t nbytes[T_COUNT];
+    for (int i = 0; i < T_COUNT; i++) {
+        start[i] = NULL;
+        nbytes[i] = 0;
+        if (!touched(P, i))
+            continue;
+        const tdesc *d = &P->t[i];
+        if (!view_range(d, &start[i], &nbytes[i]) ||
+            (nbytes[i] > 0 && !aclemu_device_range(start[i], nbytes[i]))) {
+            aclemu_set_error("%s: %s view (data %p, offset %lld, %llu bytes) is not inside one "
+                             "live device allocation", P2, TNAME[i], (void *)d->data,
+                             (long long)d->offset, (unsigned long long)nbytes[i]);
+            return ACLNN_ERR_PARAM_INVALID;
+        }
+    }
+    if (P->ws_size > 0 && (workspace == NULL || workspace_size < P->ws_size)) {
+        /* aclemu_executor_run checks this first; kept so the kernel can rely on it */
+        aclemu_set_error("%s: workspace (%p, %llu bytes) smaller than the %llu bytes phase one "
+                         "asked for", P2, workspace, (unsigned long long)workspace_size,
+                         (unsigned long long)P->ws_size);
+        return workspace ? ACLNN_ERR_PARAM_INVALID : ACLNN_ERR_PARAM_NULLPTR;
+    }
+    lnb_task *T = calloc(1, sizeof *T);
+    if (!T) {
+        aclemu_set_error("%s: out of host memory for the launch", P2);
+        return ACLNN_ERR_INNER;
+    }
+    T->p = *P;
+    T->ws = P->ws_size > 0 ? workspace : NULL;
+    const tdesc *w = &P->t[T_W];
+    bool need_row = P->M > 0 && P->N > 0 && P->mask[0];
+    if (need_row && w->present && w->dtype == ACL_FLOAT && lay_unit(&w->inner)) {
+        T->w = (const float *)(const void *)(w->data + w->offset * 4);
+    } else if (P->M > 0 && P->N > 0) {
+        T->wbuf = malloc((size_t)P->N * sizeof(float));
+        if (!T->wbuf) {
+            free(T);
+            aclemu_set_error("%s: out of host memory for the weight row (%lld floats)", P2,
+                             (long long)P->N);
+            return ACLNN_ERR_INNER;
+        }
+        T->w = T->wbuf;
+    }
+    for (int i = 0; i <= T_COUNT; i++) {
+        const void *p = i < T_COUNT ? start[i] : workspace;
+        uint64_t n = i < T_COUNT ? nbytes[i] : P->ws_size;
+        if (n == 0)
+            continue;
+        void *tok = aclemu_device_pin(p, n);
+        if (!tok) { /* freed between the check and the pin by another thread */
+            aclemu_set_error("%s: %s memory (%p, %llu bytes) is not a live device allocation",
+                             P2, i < T_COUNT ? TNAME[i] : "workspace", p,
+                             (unsigned long long)n);
+            task_release(T);
+            return ACLNN_ERR_PARAM_INVALID;
+        }
+        T->pins[T->npins++] = tok;
+    }
+    aclError e = aclemu_stream_submit(stream, task_run, task_release, T, P2);
+    if (e != ACL_SUCCESS) {
+        task_release(T); /* not enqueued: we still own it; the message is set */
+        return ACLNN_ERR_RUNTIME_ERROR;
+    }
+    return ACLNN_SUCCESS;
+}
+
+static void lnb_destroy(void *payload)
+{
+    free(payload);
+}
+
+static const aclemu_executor_ops LNB_OPS = {
+    .op_name = P2,
+    .launch = lnb_launch,
+    .destroy = lnb_destroy,
+};
+
+/* Blocks for the gradWeight/gradBias partials: a function of M alone (never the thread
+ * count), so the reduction order, hence every bit of the result, is fixed. */
+static int64_t lnb_blocks(int64_t M)
+{
+    int64_t b = (M + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
+    return b < MAX_BLOCKS ? b : MAX_BLOCKS;
+}
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+#define FAIL(code, ...)                       \
+    do {                                      \
+        aclemu_set_error(__VA_ARGS__);        \
+        return (code);                        \
+    } while (0)
+
+ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclIntArray *normalizedShape,
+    const aclTensor *mean, const aclTensor *rstd, const aclTensor *weightOptional,
+    const aclTensor *biasOptional, const aclBoolArray *outputMask, aclTensor *gradInputOut,
+    aclTensor *gradWeightOut, aclTensor *gradBiasOut, uint64_t *workspaceSize,
+    aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+
+    const aclTensor *ts[T_COUNT] = {gradOut, input, mean, rstd, weightOptional, biasOptional,
+                                    gradInputOut, gradWeightOut, gradBiasOut};
+
+    /* 1. required arguments */
+    for (int i = 0; i < T_COUNT; i++) {
+        if (i == T_W)
+            break;
+        if (!ts[i])
+            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", P1, TNAME[i]);
+    }
+    if (!normalizedShape)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: normalizedShape is NULL", P1);
+    if (!outputMask)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: outputMask is NULL", P1);
+    if (!workspaceSize)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
+    if (!executor)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", P1);
+    /* handles are checked in the registry before anything is dereferenced */
+    for (int i = 0; i < T_COUNT; i++)
+        if (ts[i] && !aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", P1, TNAME[i],
+                 (const void *)ts[i]);
+    if (!aclemu_handle_check(normalizedShape, ACLEMU_KIND_INT_ARRAY))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape (%p) is not a live aclIntArray", P1,
+             (const void *)normalizedShape);
+    if (!aclemu_handle_check(outputMask, ACLEMU_KIND_BOOL_ARRAY))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: outputMask (%p) is not a live aclBoolArray", P1,
+             (const void *)outputMask);
+
+    /* 2. mask length */
+    if (outputMask->size != 3)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: outputMask length %llu != 3", P1,
+             (unsigned long long)outputMask->size);
+    bool mask[3] = {outputMask->values[0], outputMask->values[1], outputMask->values[2]};
+
+    /* 3. requested outputs present */
+    for (int k = 0; k < 3; k++)
+        if (mask[k] && !ts[T_DX + k])
+            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: outputMask[%d] is true but %s is NULL", P1, k,
+                 TNAME[T_DX + k]);
+
+    /* 4. dtypes */
+    for (int i = 0; i < T_COUNT; i++)
+        if (ts[i] && !dtype_ok(ts[i]->dtype))
+            FAIL(ACLNN_ERR_PARAM_INVALID,
+                 "%s: %s dtype %s is not supported (FLOAT, FLOAT16 or BF16)", P1, TNAME[i],
+                 dname(ts[i]->dtype));
+    const aclDataType in_dt = input->dtype;
+    if (gradOut->dtype != in_dt)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradOut dtype %s != input dtype %s", P1,
+             dname(gradOut->dtype), dname(in_dt));
+    /* weight/bias: input's dtype or FLOAT; mean/rstd: at least input's width, taken as
+     * input's dtype or FLOAT (FLOAT16 and BF16 are not each other's "width") */
+    static const int same_or_float[] = {T_W, T_B, T_MEAN, T_RSTD};
+    for (size_t j = 0; j < sizeof same_or_float / sizeof same_or_float[0]; j++) {
+        const aclTensor *t = ts[same_or_float[j]];
+        if (t && t->dtype != ACL_FLOAT && t->dtype != in_dt)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be FLOAT or input's dtype %s",
+                 P1, TNAME[same_or_float[j]], dname(t->dtype), dname(in_dt));
+    }
+
+    /* 5. ranks and shapes */
+    char s1[256], s2[256];
+    for (int i = 0; i < T_COUNT; i++)
+        if (ts[i] && ts[i]->ndim > MAX_RANK)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu > %d", P1, TNAME[i],
+                 (unsigned long long)ts[i]->ndim, MAX_RANK);
+    const uint64_t len = normalizedShape->size;
+    if (len < 1 || len > MAX_RANK)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape length %llu is outside [1, %d]", P1,
+             (unsigned long long)len, MAX_RANK);
+    const int64_t *ns = normalizedShape->values;
+    if (input->ndim < len)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input rank %llu < normalizedShape length %llu", P1,
+             (unsigned long long)input->ndim, (unsigned long long)len);
+    const uint64_t split = input->ndim - len;
+    if (!same_dims(input->dims + split, len, ns, len)) {
+        fmt_dims(s1, sizeof s1, input->dims, input->ndim);
+        fmt_dims(s2, sizeof s2, ns, len);
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input shape %s does not end with normalizedShape %s",
+             P1, s1, s2);
+    }
+    for (int i = T_W; i <= T_B; i++) {
+        if (ts[i] && !same_dims(ts[i]->dims, ts[i]->ndim, ns, len)) {
+            fmt_dims(s1, sizeof s1, ts[i]->dims, ts[i]->ndim);
+            fmt_dims(s2, sizeof s2, ns, len);
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s shape %s != normalizedShape %s", P1,
+                 TNAME[i], s1, s2);
+        }
+    }
+    if (!same_dims(gradOut->dims, gradOut->ndim, input->dims, input->ndim)) {
+        fmt_dims(s1, sizeof s1, gradOut->dims, gradOut->ndim);
+        fmt_dims(s2, sizeof s2, input->dims, input->ndim);
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradOut shape %s != input shape %s", P1, s1, s2);
+    }
+    if (!same_dims(mean->dims, mean->ndim, rstd->dims, rstd->ndim)) {
+        fmt_dims(s1, sizeof s1, mean->dims, mean->ndim);
+        fmt_dims(s2, sizeof s2, rstd->dims, rstd->ndim);
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: mean shape %s != rstd shape %s", P1, s1, s2);
+    }
+    int64_t M = 0, N = 0, mean_n = -1;
+    if (!numel(input->dims, split, &M) || !numel(ns, len, &N))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input element count overflows int64", P1);
+    if (!numel(mean->dims, mean->ndim, &mean_n) || mean_n != M) {
+        fmt_dims(s1, sizeof s1, mean->dims, mean->ndim);
+        FAIL(ACLNN_ERR_PARAM_INVALID,
+             "%s: mean shape %s has %lld elements != M = %lld (product of input's batch dims)",
+             P1, s1, (long long)mean_n, (long long)M);
+    }
+    if (gradInputOut && !same_dims(gradInputOut->dims, gradInputOut->ndim, input->dims,
+                                   input->ndim)) {
+        fmt_dims(s1, sizeof s1, gradInputOut->dims, gradInputOut->ndim);
+        fmt_dims(s2, sizeof s2, input->dims, input->ndim);
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradInputOut shape %s != input shape %s", P1, s1,
+             s2);
+    }
+    for (int i = T_DW; i <= T_DB; i++) {
+        int64_t n = -1;
+        if (ts[i] && (!numel(ts[i]->dims, ts[i]->ndim, &n) || n != N)) {
+            fmt_dims(s1, sizeof s1, ts[i]->dims, ts[i]->ndim);
+            FAIL(ACLNN_ERR_PARAM_INVALID,
+                 "%s: %s shape %s has %lld elements != N = %lld (product of normalizedShape)",
+                 P1, TNAME[i], s1, (long long)n, (long long)N);
+        }
+    }
+
+    /* 6./7. all-false mask and empty tensors are valid: the executor's run does what is
+     * documented (nothing, or zero-filled gradWeight/gradBias when M == 0). */
+    lnb_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    for (int i = 0; i < T_COUNT; i++) {
+        bool mn = i == T_DY || i == T_X || i == T_DX;
+        snapshot(&P->t[i], ts[i], mn ? (int)split : -1);
+    }
+    memcpy(P->mask, mask, sizeof mask);
+    P->M = M;
+    P->N = N;
+    P->parts = (mask[1] || mask[2]) && M > 0 && N > 0;
+    P->nblocks = M > 0 ? lnb_blocks(M) : 0;
+    P->ws_size = P->parts ? (uint64_t)P->nblocks * 2u * (uint64_t)N * sizeof(float) : 0;
+    const uint64_t ws = P->ws_size;
+    aclOpExecutor *ex = aclemu_executor_new(&LNB_OPS, P, ws); /* owns P from here */
+    if (!ex)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
+    *workspaceSize = ws;
+    *executor = ex;
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackward(void *workspace, uint64_t workspaceSize,
+                                                 aclOpExecutor *executor, aclrtStream stream)
+{
+    if (aclemu_fault(P2))
+        return ACLNN_ERR_RUNTIME_ERROR;
+    return aclemu_executor_run(executor, workspace, workspaceSize, stream);
+}

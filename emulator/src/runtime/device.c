@@ -1,0 +1,439 @@
+/*
+ * Process life (aclInit/aclFinalize), devices and contexts.
+ *
+ * The current device is per thread: (device id, generation). A device's generation changes
+ * each time it is torn down (its reference count reaches zero, or aclFinalize), which makes
+ * every thread whose current device it was see "no device" without anyone having to find
+ * those threads.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+static pthread_rwlock_t g_life = PTHREAD_RWLOCK_INITIALIZER;
+static _Atomic bool g_initialized;
+pthread_mutex_t g_dev_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int g_ndev = 1;
+static uint64_t g_mem_cap = 16ull << 30;
+
+typedef struct {
+    int set_count;          /* aclrtSetDevice references not yet reset (g_dev_mu) */
+    int ctx_count;          /* live contexts created on it (g_dev_mu) */
+    _Atomic uint64_t gen;   /* bumped at each teardown */
+    char default_ctx;       /* its address is the device's default context handle */
+} rt_device;
+static rt_device g_dev[RT_MAX_DEVICES];
+
+typedef struct rt_context {
+    rt_obj hdr;
+    int device;
+    struct rt_context *next; /* list of live contexts (g_dev_mu) */
+} rt_context;
+static rt_context *g_contexts;
+
+static _Thread_local int tl_dev = -1;
+static _Thread_local uint64_t tl_gen;
+static _Thread_local rt_context *tl_ctx; /* NULL: the device's default context */
+
+/* ---- life ---------------------------------------------------------------------------- */
+
+aclError rt_enter(const char *fn) {
+    pthread_rwlock_rdlock(&g_life);
+    if (!atomic_load_explicit(&g_initialized, memory_order_relaxed)) {
+        pthread_rwlock_unlock(&g_life);
+        return RT_ERR(ACL_ERROR_UNINITIALIZE, fn, "the runtime is not initialized (call aclInit first)");
+    }
+    return ACL_SUCCESS;
+}
+
+void rt_leave(void) { pthread_rwlock_unlock(&g_life); }
+
+static aclError enter_write(const char *fn) {
+    pthread_rwlock_wrlock(&g_life);
+    if (!atomic_load(&g_initialized)) {
+        pthread_rwlock_unlock(&g_life);
+        return RT_ERR(ACL_ERROR_UNINITIALIZE, fn, "the runtime is not initialized (call aclInit first)");
+    }
+    return ACL_SUCCESS;
+}
+
+int rt_device_count(void) { return g_ndev; }
+uint64_t rt_device_memory_cap(void) { return g_mem_cap; }
+
+int rt_current_device(void) {
+    int d = tl_dev;
+    if (d < 0 || d >= g_ndev || atomic_load_explicit(&g_dev[d].gen, memory_order_relaxed) != tl_gen)
+        return -1;
+    return d;
+}
+
+aclError rt_need_device(const char *fn, int *dev) {
+    int d = rt_current_device();
+    if (d < 0)
+        return RT_ERR(ACL_ERROR_RT_CONTEXT_NULL, fn,
+                      "no device is set on the calling thread (call aclrtSetDevice first)");
+    *dev = d;
+    return ACL_SUCCESS;
+}
+
+static void set_current(int dev, rt_context *ctx) {
+    tl_dev = dev;
+    tl_gen = atomic_load(&g_dev[dev].gen);
+    tl_ctx = ctx;
+}
+
+/* Tears a device down once nothing references it: drains and destroys its streams and events
+ * and invalidates every thread's "current device" on it. Write lock held. */
+static void teardown(int dev) {
+    rt_streams_teardown(dev);
+    atomic_fetch_add(&g_dev[dev].gen, 1);
+}
+
+/* Parses a byte count with an optional K/M/G/T suffix (powers of 1024, optional "B"/"iB"). */
+static bool parse_bytes(const char *s, uint64_t *out) {
+    char *end;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!isdigit((unsigned char)*s))
+        return false;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
+    case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (shift && (*end == 'i' || *end == 'I'))
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end != '\0' || v == 0 || (shift && v > (UINT64_MAX >> shift)))
+        return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
+static aclError read_environment(void) {
+    const char *s = getenv("ACL_EMU_DEVICE_COUNT");
+    int ndev = 1;
+    if (s != NULL && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (*end != '\0' || v < 1 || v > RT_MAX_DEVICES)
+            return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
+                          "ACL_EMU_DEVICE_COUNT (\"%.40s\") must be an integer in 1..%d", s,
+                          RT_MAX_DEVICES);
+        ndev = (int)v;
+    }
+    uint64_t cap = 16ull << 30;
+    s = getenv("ACL_EMU_DEVICE_MEMORY");
+    if (s != NULL && *s && !parse_bytes(s, &cap))
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
+                      "ACL_EMU_DEVICE_MEMORY (\"%.40s\") must be a positive byte count, "
+                      "optionally with a K/M/G/T suffix", s);
+    if (cap > (1ull << 46)) /* the arena reserves address space for it */
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
+                      "ACL_EMU_DEVICE_MEMORY (\"%.40s\") exceeds the emulator's 64 TiB limit", s);
+    g_ndev = ndev;
+    g_mem_cap = cap;
+    return ACL_SUCCESS;
+}
+
+aclError aclInit(const char *configPath) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_INTERNAL_ERROR;
+    pthread_rwlock_wrlock(&g_life);
+    aclError rc = ACL_SUCCESS;
+    if (atomic_load(&g_initialized)) {
+        rc = RT_ERR(ACL_ERROR_REPEAT_INITIALIZE, __func__,
+                    "the runtime is already initialized (aclInit may be called once; "
+                    "call aclFinalize first)");
+        goto out;
+    }
+    if (configPath != NULL && *configPath != '\0') {
+        /* The device reads a JSON configuration from it; the emulator only insists that it
+         * exists, so a wrong path fails here as it would there. */
+        FILE *f = fopen(configPath, "r");
+        if (f == NULL) {
+            rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+                        "configPath \"%.200s\" cannot be opened", configPath);
+            goto out;
+        }
+        fclose(f);
+    }
+    rc = read_environment();
+    if (rc != ACL_SUCCESS)
+        goto out;
+    for (int d = 0; d < RT_MAX_DEVICES; d++) {
+        g_dev[d].set_count = 0;
+        g_dev[d].ctx_count = 0;
+        atomic_fetch_add(&g_dev[d].gen, 1); /* no thread keeps a device across init cycles */
+    }
+    atomic_store(&g_initialized, true);
+out:
+    pthread_rwlock_unlock(&g_life);
+    return rc;
+}
+
+aclError aclFinalize(void) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_INTERNAL_ERROR;
+    aclError rc = enter_write(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    /* Streams first (their pending work may still read memory), then contexts, then memory. */
+    for (int d = 0; d < g_ndev; d++) {
+        teardown(d);
+        g_dev[d].set_count = 0;
+        g_dev[d].ctx_count = 0;
+    }
+    pthread_mutex_lock(&g_dev_mu);
+    rt_context *c = g_contexts;
+    g_contexts = NULL;
+    pthread_mutex_unlock(&g_dev_mu);
+    while (c != NULL) {
+        rt_context *next = c->next;
+        if (aclemu_handle_unregister(c, ACLEMU_KIND_CONTEXT))
+            rt_obj_put(&c->hdr);
+        c = next;
+    }
+    rt_memory_release_all();
+    atomic_store(&g_initialized, false);
+    pthread_rwlock_unlock(&g_life);
+    return ACL_SUCCESS;
+}
+
+/* ---- devices ------------------------------------------------------------------------- */
+
+static aclError check_id(const char *fn, int32_t id) {
+    if (id < 0 || id >= g_ndev)
+        return RT_ERR(ACL_ERROR_RT_INVALID_DEVICEID, fn,
+                      "deviceId %d is not a device (valid: 0..%d; ACL_EMU_DEVICE_COUNT=%d)",
+                      (int)id, g_ndev - 1, g_ndev);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetDevice(int32_t deviceId) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = check_id(__func__, deviceId);
+    if (rc == ACL_SUCCESS) {
+        pthread_mutex_lock(&g_dev_mu);
+        g_dev[deviceId].set_count++;
+        set_current(deviceId, NULL);
+        pthread_mutex_unlock(&g_dev_mu);
+    }
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtResetDevice(int32_t deviceId) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = enter_write(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = check_id(__func__, deviceId);
+    if (rc == ACL_SUCCESS) {
+        rt_device *d = &g_dev[deviceId];
+        if (d->set_count == 0) {
+            rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                        "deviceId %d has not been set by this process (aclrtSetDevice and "
+                        "aclrtResetDevice calls must pair)", (int)deviceId);
+        } else if (--d->set_count == 0 && d->ctx_count == 0) {
+            teardown(deviceId);
+        }
+    }
+    pthread_rwlock_unlock(&g_life);
+    return rc;
+}
+
+aclError aclrtGetDevice(int32_t *deviceId) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if (deviceId == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "deviceId (output pointer) is NULL");
+    else if ((rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS)
+        *deviceId = dev;
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtGetDeviceCount(uint32_t *count) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if (count == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "count (output pointer) is NULL");
+    else
+        *count = (uint32_t)g_ndev;
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtSynchronizeDevice(void) {
+    bool fault = aclemu_fault(__func__); /* the injected failure comes after the wait */
+    aclError rc = rt_enter(__func__);
+    if (rc == ACL_SUCCESS) {
+        int dev;
+        rc = rt_need_device(__func__, &dev);
+        if (rc == ACL_SUCCESS)
+            rt_streams_sync_device(dev);
+        rt_leave();
+    }
+    if (fault) {
+        aclemu_set_error("%s: injected fault (after the wait)", __func__);
+        rc = ACL_ERROR_RT_INTERNAL_ERROR;
+    }
+    return rc;
+}
+
+/* ---- contexts ------------------------------------------------------------------------ */
+
+static void context_free(rt_obj *o) { free(o); }
+
+static bool is_default_context(const void *p, int *dev) {
+    uintptr_t a = (uintptr_t)p, lo = (uintptr_t)&g_dev[0].default_ctx;
+    if (a < lo || a > (uintptr_t)&g_dev[RT_MAX_DEVICES - 1].default_ctx)
+        return false;
+    if ((a - lo) % sizeof(rt_device) != 0)
+        return false;
+    *dev = (int)((a - lo) / sizeof(rt_device));
+    return true;
+}
+
+aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if (context == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "context (output pointer) is NULL");
+    } else if ((rc = check_id(__func__, deviceId)) == ACL_SUCCESS) {
+        rt_context *c = calloc(1, sizeof *c);
+        if (c == NULL) {
+            rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "out of host memory");
+        } else {
+            atomic_init(&c->hdr.refs, 1);
+            c->hdr.free_fn = context_free;
+            c->device = deviceId;
+            pthread_mutex_lock(&g_dev_mu);
+            g_dev[deviceId].ctx_count++;
+            c->next = g_contexts;
+            g_contexts = c;
+            set_current(deviceId, c);
+            pthread_mutex_unlock(&g_dev_mu);
+            aclemu_handle_register(c, ACLEMU_KIND_CONTEXT);
+            *context = c;
+        }
+    }
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtDestroyContext(aclrtContext context) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = enter_write(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if (context == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "context is NULL");
+    } else if (is_default_context(context, &dev)) {
+        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+                    "context %p is device %d's default context, which aclrtResetDevice "
+                    "releases; only contexts from aclrtCreateContext can be destroyed",
+                    context, dev);
+    } else if (!aclemu_handle_unregister(context, ACLEMU_KIND_CONTEXT)) {
+        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+                    "context %p is not a live context (never created or already destroyed)",
+                    context);
+    } else {
+        rt_context *c = context;
+        pthread_mutex_lock(&g_dev_mu);
+        for (rt_context **pp = &g_contexts; *pp; pp = &(*pp)->next)
+            if (*pp == c) {
+                *pp = c->next;
+                break;
+            }
+        rt_device *d = &g_dev[c->device];
+        bool last = --d->ctx_count == 0 && d->set_count == 0;
+        pthread_mutex_unlock(&g_dev_mu);
+        if (tl_ctx == c)
+            tl_ctx = NULL;
+        if (last)
+            teardown(c->device);
+        rt_obj_put(&c->hdr);
+    }
+    pthread_rwlock_unlock(&g_life);
+    return rc;
+}
+
+aclError aclrtSetCurrentContext(aclrtContext context) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if (context == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "context is NULL");
+    } else if (is_default_context(context, &dev)) {
+        pthread_mutex_lock(&g_dev_mu);
+        if (dev < g_ndev && (g_dev[dev].set_count > 0 || g_dev[dev].ctx_count > 0))
+            set_current(dev, NULL);
+        else
+            rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+                        "context %p is the default context of device %d, which is not set",
+                        context, dev);
+        pthread_mutex_unlock(&g_dev_mu);
+    } else if (rt_handle_acquire(context, ACLEMU_KIND_CONTEXT)) {
+        rt_context *c = context;
+        set_current(c->device, c);
+        rt_obj_put(&c->hdr);
+    } else {
+        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+                    "context %p is not a live context (never created or already destroyed)",
+                    context);
+    }
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtGetCurrentContext(aclrtContext *context) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if (context == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "context (output pointer) is NULL");
+    } else if ((rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS) {
+        if (tl_ctx != NULL && aclemu_handle_check(tl_ctx, ACLEMU_KIND_CONTEXT))
+            *context = tl_ctx;
+        else
+            *context = &g_dev[dev].default_ctx;
+    }
+    rt_leave();
+    return rc;
+}

@@ -1,0 +1,777 @@
+/*
+ * Device and host memory.
+ *
+ * Each device's memory is an arena of its own: a range of address space reserved once
+ * (PROT_NONE, twice the cap so fragmentation rarely matters) and committed as it is used.
+ * A pointer inside an arena is device memory whatever it points at, so a freed or never
+ * allocated device address is recognised as such and never taken for host memory. Blocks are
+ * 64-byte aligned and separated by a 64-byte gap, so "one past the end" of a block is never
+ * the start of the next. Live blocks (device and aclrtMallocHost) are kept in address-sorted
+ * arrays, searched by bisection under a rwlock: lookups (every copy, every phase two) share
+ * it; allocation and free take it exclusively.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "rt_internal.h"
+
+#define ALIGN 64u
+#define GUARD 64u
+#define COMMIT_STEP (2u << 20)           /* commit address space 2 MiB at a time */
+#define RELEASE_GAP (32ull << 20)        /* give pages of a free gap this large back */
+#define MIN_HOST_ADDR ((uintptr_t)65536) /* below mmap_min_addr: never a valid host address */
+
+typedef struct rt_alloc {
+    uintptr_t base;
+    size_t size;     /* requested bytes: the valid range is [base, base + size) */
+    size_t span;     /* bytes reserved in the arena (size rounded up, plus the guard gap) */
+    int device;      /* -1 for host blocks */
+    _Atomic int pins; /* pending tasks using it: aclrtFree refuses while > 0 */
+} rt_alloc;
+
+typedef struct {
+    rt_alloc **v;
+    size_t n, cap;
+} alloc_vec;
+
+typedef struct {
+    uintptr_t base, end, commit_end;
+    uint64_t live_bytes;
+} arena;
+
+static pthread_rwlock_t g_mem = PTHREAD_RWLOCK_INITIALIZER;
+static alloc_vec g_devv, g_hostv;
+static arena g_arena[RT_MAX_DEVICES];
+static _Atomic int64_t g_n_dev, g_n_host, g_dev_bytes;
+
+static const char *kind_name(int kind) {
+    static const char *names[] = {"ACL_MEMCPY_HOST_TO_HOST", "ACL_MEMCPY_HOST_TO_DEVICE",
+                                  "ACL_MEMCPY_DEVICE_TO_HOST", "ACL_MEMCPY_DEVICE_TO_DEVICE",
+                                  "ACL_MEMCPY_DEFAULT"};
+    return kind >= 0 && kind <= 4 ? names[kind] : "?";
+}
+
+/* ---- sorted arrays ------------------------------------------------------------------- */
+
+/* Index of the first block with base > p. */
+static size_t upper(const alloc_vec *v, uintptr_t p) {
+    size_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v->v[mid]->base <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The block holding p (base <= p < base + size; with end_ok, p == base + size too). */
+static rt_alloc *find(const alloc_vec *v, uintptr_t p, bool end_ok) {
+    size_t i = upper(v, p);
+    if (i == 0)
+        return NULL;
+    rt_alloc *a = v->v[i - 1];
+    return (p - a->base < a->size || (end_ok && p - a->base == a->size)) ? a : NULL;
+}
+
+static bool vec_insert(alloc_vec *v, size_t at, rt_alloc *a) {
+    if (v->n == v->cap) {
+        size_t ncap = v->cap ? v->cap * 2 : 64;
+        rt_alloc **nv = realloc(v->v, ncap * sizeof *nv);
+        if (nv == NULL)
+            return false;
+        v->v = nv;
+        v->cap = ncap;
+    }
+    memmove(v->v + at + 1, v->v + at, (v->n - at) * sizeof *v->v);
+    v->v[at] = a;
+    v->n++;
+    return true;
+}
+
+static void vec_remove(alloc_vec *v, size_t at) {
+    memmove(v->v + at, v->v + at + 1, (v->n - at - 1) * sizeof *v->v);
+    v->n--;
+}
+
+static int arena_of(uintptr_t p) {
+    int n = rt_device_count();
+    for (int d = 0; d < n; d++)
+        if (g_arena[d].base != 0 && p >= g_arena[d].base && p < g_arena[d].end)
+            return d;
+    return -1;
+}
+
+/* True when [p, p + n) touches an arena (n > 0, no wrap-around). */
+static bool overlaps_arena(uintptr_t p, size_t n) {
+    int nd = rt_device_count();
+    for (int d = 0; d < nd; d++)
+        if (g_arena[d].base != 0 && p < g_arena[d].end && p + n > g_arena[d].base)
+            return true;
+    return false;
+}
+
+/* ---- arena --------------------------------------------------------------------------- */
+
+static size_t page_size(void) {
+    static size_t ps;
+    if (ps == 0)
+        ps = (size_t)sysconf(_SC_PAGESIZE);
+    return ps;
+}
+
+static bool arena_reserve(int dev) { /* g_mem write-locked */
+    arena *a = &g_arena[dev];
+    if (a->base != 0)
+        return true;
+    uint64_t cap = rt_device_memory_cap();
+    size_t tries[2] = {(size_t)(cap * 2 + (64u << 20)), (size_t)(cap + (16u << 20))};
+    for (int i = 0; i < 2; i++) {
+        size_t len = (tries[i] + COMMIT_STEP - 1) / COMMIT_STEP * COMMIT_STEP;
+        void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p != MAP_FAILED) {
+            a->base = a->commit_end = (uintptr_t)p;
+            a->end = a->base + len;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* First fit among device dev's blocks: returns the insertion index and address. */
+static bool arena_place(int dev, size_t span, size_t *at, uintptr_t *addr) {
+    arena *a = &g_arena[dev];
+    size_t i = upper(&g_devv, a->base - 1);
+    uintptr_t start = a->base;
+    for (; i < g_devv.n && g_devv.v[i]->base < a->end; i++) {
+        rt_alloc *b = g_devv.v[i];
+        if (b->base - start >= span)
+            break;
+        start = b->base + b->span;
+    }
+    if (i == g_devv.n || g_devv.v[i]->base >= a->end) {
+        if (a->end - start < span)
+            return false;
+    }
+    *at = i;
+    *addr = start;
+    return true;
+}
+
+static bool arena_commit(int dev, uintptr_t end) {
+    arena *a = &g_arena[dev];
+    if (end <= a->commit_end)
+        return true;
+    uintptr_t nend = (end - a->base + COMMIT_STEP - 1) / COMMIT_STEP * COMMIT_STEP + a->base;
+    if (nend > a->end)
+        nend = a->end;
+    if (mprotect((void *)a->commit_end, nend - a->commit_end, PROT_READ | PROT_WRITE) != 0)
+        return false;
+    a->commit_end = nend;
+    return true;
+}
+
+/* After a free: if the free gap around index `at` is large, give its pages back. */
+static void arena_release_gap(int dev, size_t at) {
+    arena *a = &g_arena[dev];
+    uintptr_t lo = a->base, hi = a->commit_end;
+    if (at > 0 && g_devv.v[at - 1]->base >= a->base)
+        lo = g_devv.v[at - 1]->base + g_devv.v[at - 1]->span;
+    if (at < g_devv.n && g_devv.v[at]->base < a->end && g_devv.v[at]->base < hi)
+        hi = g_devv.v[at]->base;
+    size_t ps = page_size();
+    lo = (lo + ps - 1) / ps * ps;
+    hi = hi / ps * ps;
+    if (hi > lo && hi - lo >= RELEASE_GAP)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED); /* stays mapped; reads back as zeros */
+}
+
+/* ---- public: device memory ------------------------------------------------------------- */
+
+aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (devPtr == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "devPtr (output pointer) is NULL");
+        goto out;
+    }
+    if (size == 0) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "size is 0");
+        goto out;
+    }
+    if ((int)policy < ACL_MEM_MALLOC_HUGE_FIRST || (int)policy > ACL_MEM_MALLOC_NORMAL_ONLY) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+                    "policy %d is not an aclrtMemMallocPolicy value (0..2)", (int)policy);
+        goto out;
+    }
+    uint64_t cap = rt_device_memory_cap();
+    pthread_rwlock_wrlock(&g_mem);
+    arena *ar = &g_arena[dev];
+    size_t at = 0;
+    uintptr_t addr = 0;
+    rt_alloc *a = NULL;
+    if (size > cap - ar->live_bytes) {
+        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
+                    "size %zu bytes exceeds the free memory of device %d (%" PRIu64 " of %" PRIu64
+                    " bytes in use; ACL_EMU_DEVICE_MEMORY caps it)",
+                    size, dev, ar->live_bytes, cap);
+    } else if (!arena_reserve(dev)) {
+        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
+                    "cannot reserve address space for device %d's memory", dev);
+    } else if (!arena_place(dev, (size + ALIGN - 1) / ALIGN * ALIGN + GUARD, &at, &addr)) {
+        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
+                    "no contiguous free range of %zu bytes on device %d (fragmented)", size, dev);
+    } else if (!arena_commit(dev, addr + size)) {
+        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
+                    "the host cannot commit %zu bytes for device %d", size, dev);
+    } else if ((a = calloc(1, sizeof *a)) == NULL || !vec_insert(&g_devv, at, a)) {
+        free(a);
+        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "out of host memory");
+    } else {
+        a->base = addr;
+        a->size = size;
+        a->span = (size + ALIGN - 1) / ALIGN * ALIGN + GUARD;
+        a->device = dev;
+        ar->live_bytes += size;
+        atomic_fetch_add(&g_n_dev, 1);
+        atomic_fetch_add(&g_dev_bytes, (int64_t)size);
+        *devPtr = (void *)addr;
+    }
+    pthread_rwlock_unlock(&g_mem);
+out:
+    rt_leave();
+    return rc;
+}
+
+/* Why p is not the base of a live block of v (other = the other registry). g_mem held. */
+static aclError explain_not_base(const char *fn, const char *what, const void *p, bool device) {
+    uintptr_t u = (uintptr_t)p;
+    rt_alloc *in = find(device ? &g_devv : &g_hostv, u, false);
+    if (in != NULL)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "%s %p points inside the %zu-byte block at %p, not at its start", what, p,
+                      in->size, (void *)in->base);
+    if (device && find(&g_hostv, u, false) != NULL)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "%s %p is host memory from aclrtMallocHost (free it with aclrtFreeHost)",
+                      what, p);
+    if (!device && find(&g_devv, u, false) != NULL)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "%s %p is device memory from aclrtMalloc (free it with aclrtFree)", what, p);
+    return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                  "%s %p is not a live %s allocation (never allocated or already freed)", what, p,
+                  device ? "device (aclrtMalloc)" : "host (aclrtMallocHost)");
+}
+
+aclError aclrtFree(void *devPtr) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (devPtr == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "devPtr is NULL");
+        goto out;
+    }
+    pthread_rwlock_wrlock(&g_mem);
+    uintptr_t u = (uintptr_t)devPtr;
+    size_t i = upper(&g_devv, u);
+    rt_alloc *a = i > 0 && g_devv.v[i - 1]->base == u ? g_devv.v[i - 1] : NULL;
+    if (a == NULL) {
+        rc = explain_not_base(__func__, "devPtr", devPtr, true);
+    } else if (atomic_load(&a->pins) > 0) {
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                    "devPtr %p is in use by pending work on a stream; synchronize the stream "
+                    "first", devPtr);
+    } else {
+        vec_remove(&g_devv, i - 1);
+        g_arena[a->device].live_bytes -= a->size;
+        atomic_fetch_sub(&g_n_dev, 1);
+        atomic_fetch_sub(&g_dev_bytes, (int64_t)a->size);
+        arena_release_gap(a->device, i - 1);
+        free(a);
+    }
+    pthread_rwlock_unlock(&g_mem);
+out:
+    rt_leave();
+    return rc;
+}
+
+/* ---- public: host memory --------------------------------------------------------------- */
+
+aclError aclrtMallocHost(void **hostPtr, size_t size) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (hostPtr == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "hostPtr (output pointer) is NULL");
+        goto out;
+    }
+    if (size == 0) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "size is 0");
+        goto out;
+    }
+    void *p = NULL;
+    rt_alloc *a = calloc(1, sizeof *a);
+    if (a == NULL || posix_memalign(&p, ALIGN, size) != 0) {
+        free(a);
+        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
+                    "cannot allocate %zu bytes of host memory", size);
+        goto out;
+    }
+    a->base = (uintptr_t)p;
+    a->size = a->span = size;
+    a->device = -1;
+    pthread_rwlock_wrlock(&g_mem);
+    bool ok = vec_insert(&g_hostv, upper(&g_hostv, a->base), a);
+    pthread_rwlock_unlock(&g_mem);
+    if (!ok) {
+        free(p);
+        free(a);
+        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "out of host memory");
+        goto out;
+    }
+    atomic_fetch_add(&g_n_host, 1);
+    *hostPtr = p;
+out:
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtFreeHost(void *hostPtr) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (hostPtr == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "hostPtr is NULL");
+        goto out;
+    }
+    pthread_rwlock_wrlock(&g_mem);
+    uintptr_t u = (uintptr_t)hostPtr;
+    size_t i = upper(&g_hostv, u);
+    rt_alloc *a = i > 0 && g_hostv.v[i - 1]->base == u ? g_hostv.v[i - 1] : NULL;
+    if (a == NULL) {
+        rc = explain_not_base(__func__, "hostPtr", hostPtr, false);
+    } else if (atomic_load(&a->pins) > 0) {
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                    "hostPtr %p is in use by a pending asynchronous copy; synchronize the "
+                    "stream first", hostPtr);
+    } else {
+        vec_remove(&g_hostv, i - 1);
+        atomic_fetch_sub(&g_n_host, 1);
+        free((void *)a->base);
+        free(a);
+    }
+    pthread_rwlock_unlock(&g_mem);
+out:
+    rt_leave();
+    return rc;
+}
+
+/* ---- copies ---------------------------------------------------------------------------- */
+
+static void pin(rt_alloc *a) {
+    if (a != NULL)
+        atomic_fetch_add(&a->pins, 1);
+}
+
+static void unpin(rt_alloc *a) {
+    if (a != NULL)
+        atomic_fetch_sub(&a->pins, 1);
+}
+
+/* Checks one side of a copy (g_mem read-locked). want_device: the kind puts it in device
+ * memory. Sets *blk to the block it lies in (device or aclrtMallocHost), if any. */
+static aclError check_side(const char *fn, const char *arg, uintptr_t p, size_t count,
+                           bool want_device, int kind, bool async, rt_alloc **blk) {
+    rt_alloc *d = find(&g_devv, p, false);
+    int in_arena = d ? d->device : arena_of(p);
+    *blk = NULL;
+    if (want_device) {
+        if (in_arena < 0 && kind < 0)
+            return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                          "%s %p is not device memory (no live aclrtMalloc block holds it)", arg,
+                          (void *)p);
+        if (in_arena < 0)
+            return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                          "%s %p is not device memory (no live aclrtMalloc block holds it) but "
+                          "kind %s needs a device %s",
+                          arg, (void *)p, kind_name(kind), arg);
+        if (d == NULL)
+            return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                          "%s %p is device memory that is not allocated (freed or never "
+                          "allocated)", arg, (void *)p);
+        if (count > d->size - (p - d->base))
+            return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                          "%s range [%p, +%zu) runs past the end of its device block (%zu bytes "
+                          "at %p)", arg, (void *)p, count, d->size, (void *)d->base);
+        *blk = d;
+        return ACL_SUCCESS;
+    }
+    if (in_arena >= 0)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "%s %p is device memory but kind %s needs host memory there", arg,
+                      (void *)p, kind_name(kind));
+    if (p < MIN_HOST_ADDR || count > UINTPTR_MAX - p)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "%s %p (+%zu bytes) is not a valid host "
+                      "address range", arg, (void *)p, count);
+    if (overlaps_arena(p, count))
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "%s host range [%p, +%zu) runs into device memory", arg, (void *)p, count);
+    rt_alloc *h = find(&g_hostv, p, false);
+    if (h != NULL && count > h->size - (p - h->base))
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "%s range [%p, +%zu) runs past the end of its aclrtMallocHost block "
+                      "(%zu bytes at %p)", arg, (void *)p, count, h->size, (void *)h->base);
+    if (async && h == NULL)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "%s %p is host memory not allocated with aclrtMallocHost; asynchronous "
+                      "copies need page-locked host memory from aclrtMallocHost (use aclrtMemcpy "
+                      "for pageable memory)", arg, (void *)p);
+    *blk = h;
+    return ACL_SUCCESS;
+}
+
+/* Validates a copy and returns the blocks it touches (g_mem read-locked). count > 0. */
+static aclError check_copy(const char *fn, void *dst, const void *src, size_t count, int kind,
+                           bool async, rt_alloc *blk[2]) {
+    uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+    if (kind == ACL_MEMCPY_DEFAULT) {
+        bool dd = find(&g_devv, d, false) != NULL || arena_of(d) >= 0;
+        bool sd = find(&g_devv, s, false) != NULL || arena_of(s) >= 0;
+        kind = dd ? (sd ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_HOST_TO_DEVICE)
+                  : (sd ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_HOST);
+    }
+    if (async && kind == ACL_MEMCPY_HOST_TO_HOST)
+        return RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
+                      "kind ACL_MEMCPY_HOST_TO_HOST is not supported asynchronously (both "
+                      "pointers are host memory); use aclrtMemcpy");
+    bool dst_dev = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+    bool src_dev = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+    aclError rc = check_side(fn, "dst", d, count, dst_dev, kind, async, &blk[0]);
+    if (rc == ACL_SUCCESS)
+        rc = check_side(fn, "src", s, count, src_dev, kind, async, &blk[1]);
+    if (rc == ACL_SUCCESS && dst_dev && src_dev && blk[0]->device != blk[1]->device)
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                    "dst is on device %d and src on device %d: copies between devices need "
+                    "peer access, which the emulator does not provide",
+                    blk[0]->device, blk[1]->device);
+    return rc;
+}
+
+static aclError check_args(const char *fn, void *dst, size_t destMax, const void *src,
+                           size_t count, int kind) {
+    if (dst == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "dst is NULL");
+    if (src == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "src is NULL");
+    if (kind < ACL_MEMCPY_HOST_TO_HOST || kind > ACL_MEMCPY_DEFAULT)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "kind %d is not an aclrtMemcpyKind value (0..4)",
+                      kind);
+    if (count > destMax)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "count (%zu) exceeds destMax (%zu)", count,
+                      destMax);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
+                     aclrtMemcpyKind kind) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
+        (rc = check_args(__func__, dst, destMax, src, count, (int)kind)) != ACL_SUCCESS ||
+        count == 0)
+        goto out;
+    rt_alloc *blk[2];
+    pthread_rwlock_rdlock(&g_mem);
+    rc = check_copy(__func__, dst, src, count, (int)kind, false, blk);
+    if (rc == ACL_SUCCESS) { /* pinned, not locked, while copying: a free in between fails */
+        pin(blk[0]);
+        pin(blk[1]);
+    }
+    pthread_rwlock_unlock(&g_mem);
+    if (rc == ACL_SUCCESS) {
+        memmove(dst, src, count);
+        unpin(blk[0]);
+        unpin(blk[1]);
+    }
+out:
+    rt_leave();
+    return rc;
+}
+
+typedef struct {
+    void *dst;
+    const void *src; /* NULL: memset */
+    size_t count;
+    int value;
+    rt_alloc *blk[2];
+} copy_task;
+
+static void copy_run(void *arg) {
+    copy_task *t = arg;
+    if (t->src != NULL)
+        memmove(t->dst, t->src, t->count);
+    else
+        memset(t->dst, t->value, t->count);
+}
+
+static void copy_release(void *arg) {
+    copy_task *t = arg;
+    unpin(t->blk[0]);
+    unpin(t->blk[1]);
+    free(t);
+}
+
+/* Queues a validated copy/memset with its blocks pinned (g_mem read-locked by the caller for
+ * the validation; pins are taken under it so no free can slip in between). */
+static aclError enqueue(const char *fn, rt_stream *s, copy_task *t) {
+    aclError rc = rt_stream_push(s, copy_run, copy_release, t, fn);
+    if (rc != ACL_SUCCESS)
+        copy_release(t);
+    return rc;
+}
+
+aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
+                          aclrtMemcpyKind kind, aclrtStream stream) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s = NULL;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
+        (rc = check_args(__func__, dst, destMax, src, count, (int)kind)) != ACL_SUCCESS ||
+        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS || count == 0)
+        goto out;
+    copy_task *t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "out of host memory");
+        goto out;
+    }
+    t->dst = dst;
+    t->src = src;
+    t->count = count;
+    pthread_rwlock_rdlock(&g_mem);
+    rc = check_copy(__func__, dst, src, count, (int)kind, true, t->blk);
+    if (rc == ACL_SUCCESS) {
+        pin(t->blk[0]);
+        pin(t->blk[1]);
+    } else {
+        t->blk[0] = t->blk[1] = NULL;
+    }
+    pthread_rwlock_unlock(&g_mem);
+    if (rc == ACL_SUCCESS)
+        rc = enqueue(__func__, s, t);
+    else
+        free(t);
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
+    return rc;
+}
+
+/* ---- memset ---------------------------------------------------------------------------- */
+
+static aclError check_memset(const char *fn, void *devPtr, size_t maxCount, size_t count) {
+    if (devPtr == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "devPtr is NULL");
+    if (count > maxCount)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "count (%zu) exceeds maxCount (%zu)", count,
+                      maxCount);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
+        (rc = check_memset(__func__, devPtr, maxCount, count)) != ACL_SUCCESS || count == 0)
+        goto out;
+    rt_alloc *blk;
+    pthread_rwlock_rdlock(&g_mem);
+    rc = check_side(__func__, "devPtr", (uintptr_t)devPtr, count, true, -1, false, &blk);
+    if (rc == ACL_SUCCESS)
+        pin(blk);
+    pthread_rwlock_unlock(&g_mem);
+    if (rc == ACL_SUCCESS) {
+        memset(devPtr, value, count);
+        unpin(blk);
+    }
+out:
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
+                          aclrtStream stream) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s = NULL;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
+        (rc = check_memset(__func__, devPtr, maxCount, count)) != ACL_SUCCESS ||
+        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS || count == 0)
+        goto out;
+    copy_task *t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "out of host memory");
+        goto out;
+    }
+    t->dst = devPtr;
+    t->count = count;
+    t->value = value;
+    pthread_rwlock_rdlock(&g_mem);
+    rc = check_side(__func__, "devPtr", (uintptr_t)devPtr, count, true, -1, false, &t->blk[0]);
+    if (rc == ACL_SUCCESS)
+        pin(t->blk[0]);
+    pthread_rwlock_unlock(&g_mem);
+    if (rc == ACL_SUCCESS)
+        rc = enqueue(__func__, s, t);
+    else
+        free(t);
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
+    return rc;
+}
+
+/* ---- info ------------------------------------------------------------------------------ */
+
+aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free_, size_t *total) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (free_ == NULL || total == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "%s (output pointer) is NULL",
+                    free_ == NULL ? "free" : "total");
+        goto out;
+    }
+    if ((int)attr < ACL_DDR_MEM || (int)attr > ACL_HBM_MEM_NORMAL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+                    "attr %d is not an aclrtMemAttr value (0..5)", (int)attr);
+        goto out;
+    }
+    bool hbm = attr == ACL_HBM_MEM || attr == ACL_HBM_MEM_HUGE || attr == ACL_HBM_MEM_NORMAL;
+    if (hbm) { /* the emulated device's memory is HBM; it has no DDR */
+        uint64_t cap = rt_device_memory_cap();
+        pthread_rwlock_rdlock(&g_mem);
+        *total = (size_t)cap;
+        *free_ = (size_t)(cap - g_arena[dev].live_bytes);
+        pthread_rwlock_unlock(&g_mem);
+    } else {
+        *total = *free_ = 0;
+    }
+out:
+    rt_leave();
+    return rc;
+}
+
+/* ---- internal API --------------------------------------------------------------------- */
+
+bool aclemu_device_range(const void *p, uint64_t nbytes) {
+    uintptr_t u = (uintptr_t)p;
+    pthread_rwlock_rdlock(&g_mem);
+    rt_alloc *a = find(&g_devv, u, nbytes == 0);
+    bool ok = a != NULL && nbytes <= a->size - (u - a->base);
+    pthread_rwlock_unlock(&g_mem);
+    return ok;
+}
+
+void *aclemu_device_pin(const void *p, uint64_t nbytes) {
+    uintptr_t u = (uintptr_t)p;
+    pthread_rwlock_rdlock(&g_mem);
+    rt_alloc *a = find(&g_devv, u, nbytes == 0);
+    if (a != NULL && nbytes <= a->size - (u - a->base))
+        pin(a);
+    else
+        a = NULL;
+    pthread_rwlock_unlock(&g_mem);
+    return a;
+}
+
+void aclemu_device_unpin(void *token) { unpin(token); }
+
+void rt_memory_stats(int64_t *dev_allocs, int64_t *host_allocs, int64_t *dev_bytes) {
+    *dev_allocs = atomic_load(&g_n_dev);
+    *host_allocs = atomic_load(&g_n_host);
+    *dev_bytes = atomic_load(&g_dev_bytes);
+}
+
+uint64_t rt_memory_device_bytes(int dev) {
+    pthread_rwlock_rdlock(&g_mem);
+    uint64_t b = g_arena[dev].live_bytes;
+    pthread_rwlock_unlock(&g_mem);
+    return b;
+}
+
+void rt_memory_release_all(void) {
+    pthread_rwlock_wrlock(&g_mem);
+    /* Streams are drained, so nothing is pinned unless a phase two raced with aclFinalize on
+     * another thread; such a block is detached but not freed (its unpin stays harmless). */
+    for (size_t i = 0; i < g_devv.n; i++)
+        if (atomic_load(&g_devv.v[i]->pins) == 0)
+            free(g_devv.v[i]);
+    for (size_t i = 0; i < g_hostv.n; i++) {
+        if (atomic_load(&g_hostv.v[i]->pins) == 0) {
+            free((void *)g_hostv.v[i]->base);
+            free(g_hostv.v[i]);
+        }
+    }
+    free(g_devv.v);
+    free(g_hostv.v);
+    memset(&g_devv, 0, sizeof g_devv);
+    memset(&g_hostv, 0, sizeof g_hostv);
+    for (int d = 0; d < RT_MAX_DEVICES; d++) {
+        if (g_arena[d].base != 0)
+            munmap((void *)g_arena[d].base, g_arena[d].end - g_arena[d].base);
+        memset(&g_arena[d], 0, sizeof g_arena[d]);
+    }
+    atomic_store(&g_n_dev, 0);
+    atomic_store(&g_n_host, 0);
+    atomic_store(&g_dev_bytes, 0);
+    pthread_rwlock_unlock(&g_mem);
+}

@@ -1,0 +1,74 @@
+/*
+ * Private to libascendcl.so: how the runtime's modules (device, memory, stream, handles,
+ * fault, pool) share state. Nothing here is exported.
+ *
+ * Locking model, outermost first:
+ *   g_life (rwlock)  every public runtime call holds it for reading; aclInit, aclFinalize,
+ *                    aclrtResetDevice and aclrtDestroyContext hold it for writing, so device
+ *                    teardown never overlaps another call (no use-after-free of streams,
+ *                    memory records or default streams by a concurrent caller).
+ *   g_dev_mu         device reference counts and the per-device stream/event lists.
+ *   stream->mu       one stream's queue.      memory rwlock: the allocation registries.
+ *   registry mutex   the handle hash set (leaf: nothing is called while holding it).
+ */
+#ifndef ACLEMU_RT_INTERNAL_H_
+#define ACLEMU_RT_INTERNAL_H_
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu_internal.h"
+
+#define RT_HIDDEN __attribute__((visibility("hidden")))
+#define RT_MAX_DEVICES 64
+
+/* Sets "<fn>: <message>" and evaluates to code. */
+#define RT_ERR(code, fn, fmt, ...) \
+    (aclemu_set_error("%s: " fmt, (fn), ##__VA_ARGS__), (aclError)(code))
+
+/* ---- process life (device.c) ---- */
+RT_HIDDEN aclError rt_enter(const char *fn);       /* read lock + initialized, else 100001 */
+RT_HIDDEN void rt_leave(void);
+RT_HIDDEN int rt_current_device(void);             /* -1 when the thread has none */
+RT_HIDDEN aclError rt_need_device(const char *fn, int *dev); /* 107002 when none */
+RT_HIDDEN int rt_device_count(void);
+RT_HIDDEN uint64_t rt_device_memory_cap(void);
+RT_HIDDEN extern pthread_mutex_t g_dev_mu;
+
+/* ---- reference-counted runtime objects (streams, events, contexts) ---- */
+typedef struct rt_obj {
+    _Atomic int refs;
+    void (*free_fn)(struct rt_obj *self);
+} rt_obj;
+/* True when p is a live handle of that kind; then a reference has been taken (under the
+ * registry lock, so a concurrent destroy cannot free it first). Drop it with rt_obj_put. */
+RT_HIDDEN bool rt_handle_acquire(const void *p, aclemu_kind kind);
+RT_HIDDEN void rt_obj_put(rt_obj *o);
+RT_HIDDEN int64_t rt_handle_count(aclemu_kind kind);
+
+/* ---- streams and events (stream.c) ---- */
+typedef struct rt_stream rt_stream;
+/* stream NULL: the device's default stream (created on first use). Takes a reference. */
+RT_HIDDEN aclError rt_stream_get(aclrtStream stream, int dev, const char *fn, rt_stream **out);
+RT_HIDDEN void rt_stream_put(rt_stream *s);
+RT_HIDDEN aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release,
+                                  void *arg, const char *fn);
+/* Drains and destroys every stream and event of dev, default stream included (write lock). */
+RT_HIDDEN void rt_streams_teardown(int dev);
+RT_HIDDEN void rt_streams_sync_device(int dev);
+
+/* ---- memory (memory.c) ---- */
+RT_HIDDEN void rt_memory_release_all(void);       /* aclFinalize (write lock, streams drained) */
+RT_HIDDEN void rt_memory_stats(int64_t *dev_allocs, int64_t *host_allocs, int64_t *dev_bytes);
+RT_HIDDEN uint64_t rt_memory_device_bytes(int dev);
+
+/* ---- misc ---- */
+RT_HIDDEN uint64_t rt_now_ns(void);                 /* CLOCK_MONOTONIC */
+/* One spin-wait step (x86 pause / arm yield). Waits spin briefly before sleeping on a condition
+ * variable, which keeps the submit -> worker -> synchronize round trip in microseconds. */
+RT_HIDDEN void rt_cpu_relax(void);
+#define RT_SPIN_NS 30000 /* bounded: 30 us, then sleep */
+
+#endif /* ACLEMU_RT_INTERNAL_H_ */

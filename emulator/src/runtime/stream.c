@@ -1,0 +1,654 @@
+/*
+ * Streams and events.
+ *
+ * A stream is a FIFO of tasks run in order by a worker thread of its own. `submitted` and
+ * `completed` count tasks; synchronizing waits until `completed` reaches the `submitted`
+ * seen on entry. Both the worker (waiting for work) and a synchronizer (waiting for
+ * completion) spin for a bounded few microseconds before sleeping on a condition variable,
+ * so a submit -> run -> synchronize round trip usually costs no futex call at all.
+ *
+ * Lifetime: streams and events are reference counted (rt_obj). The registry holds one
+ * reference; each call that uses a handle takes one under the registry lock (so a concurrent
+ * destroy cannot free it underneath); an event's pending records hold one each. Destroying a
+ * stream unregisters it, marks it dead (no more submits), drains it and joins the worker;
+ * the memory goes when the last reference does.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+typedef struct {
+    aclemu_task_fn run, release;
+    void *arg;
+} rt_task;
+
+struct rt_stream {
+    rt_obj hdr;
+    int device;
+    bool is_default;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;  /* the worker waits here for tasks */
+    pthread_cond_t done_cv;  /* synchronizers wait here for completion */
+    rt_task *ring;           /* circular queue, capacity a power of two (mu) */
+    size_t cap, head, len;
+    _Atomic uint64_t submitted, completed;
+    _Atomic int waiters;     /* synchronizers asleep or about to be */
+    bool worker_asleep;      /* mu */
+    bool stop, dead;         /* mu */
+    bool has_thread;
+    pthread_t thread;
+    rt_stream *prev, *next;  /* the device's stream list (g_dev_mu) */
+};
+
+typedef struct rt_event {
+    rt_obj hdr;
+    int device;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t issued;     /* records queued (mu) */
+    uint64_t done;       /* highest record sequence that ran (mu) */
+    uint64_t stamp_ns;   /* CLOCK_MONOTONIC time of that record (mu) */
+    struct rt_event *prev, *next; /* the device's event list (g_dev_mu) */
+} rt_event;
+
+static struct {
+    rt_stream *default_stream;
+    rt_stream *streams; /* created with aclrtCreateStream, live */
+    rt_event *events;
+} g_sd[RT_MAX_DEVICES]; /* g_dev_mu */
+
+/* ---- the worker ------------------------------------------------------------------------- */
+
+static void *worker_main(void *arg) {
+    rt_stream *s = arg;
+    uint64_t ran = 0;
+    for (;;) {
+        /* Spin a little on the lock-free counter before taking the lock and sleeping. */
+        if (atomic_load_explicit(&s->submitted, memory_order_acquire) == ran) {
+            uint64_t t0 = rt_now_ns();
+            for (unsigned i = 1; atomic_load_explicit(&s->submitted, memory_order_acquire) == ran;
+                 i++) {
+                rt_cpu_relax();
+                if ((i & 63) == 0 && rt_now_ns() - t0 > RT_SPIN_NS)
+                    break;
+            }
+        }
+        pthread_mutex_lock(&s->mu);
+        while (s->len == 0 && !s->stop) {
+            s->worker_asleep = true;
+            pthread_cond_wait(&s->work_cv, &s->mu);
+            s->worker_asleep = false;
+        }
+        if (s->len == 0) { /* stop, and drained */
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        rt_task t = s->ring[s->head];
+        s->head = (s->head + 1) & (s->cap - 1);
+        s->len--;
+        pthread_mutex_unlock(&s->mu);
+
+        t.run(t.arg);
+        if (t.release != NULL)
+            t.release(t.arg);
+        ran++;
+        atomic_store(&s->completed, ran); /* seq_cst: pairs with the waiter's increment */
+        if (atomic_load(&s->waiters) > 0) {
+            pthread_mutex_lock(&s->mu);
+            pthread_cond_broadcast(&s->done_cv);
+            pthread_mutex_unlock(&s->mu);
+        }
+    }
+    return NULL;
+}
+
+static void stream_free(rt_obj *o) {
+    rt_stream *s = (rt_stream *)o;
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->work_cv);
+    pthread_cond_destroy(&s->done_cv);
+    free(s->ring);
+    free(s);
+}
+
+static rt_stream *stream_new(int dev, bool is_default) {
+    rt_stream *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    s->cap = 64;
+    s->ring = malloc(s->cap * sizeof *s->ring);
+    if (s->ring == NULL) {
+        free(s);
+        return NULL;
+    }
+    atomic_init(&s->hdr.refs, 1);
+    s->hdr.free_fn = stream_free;
+    s->device = dev;
+    s->is_default = is_default;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work_cv, NULL);
+    pthread_cond_init(&s->done_cv, NULL);
+    if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
+        stream_free(&s->hdr);
+        return NULL;
+    }
+    s->has_thread = true;
+    return s;
+}
+
+static void stream_wait(rt_stream *s, uint64_t target) {
+    if (atomic_load(&s->completed) >= target)
+        return;
+    uint64_t t0 = rt_now_ns();
+    for (unsigned i = 1; atomic_load_explicit(&s->completed, memory_order_acquire) < target; i++) {
+        rt_cpu_relax();
+        if ((i & 63) == 0 && rt_now_ns() - t0 > RT_SPIN_NS)
+            break;
+    }
+    if (atomic_load(&s->completed) >= target)
+        return;
+    atomic_fetch_add(&s->waiters, 1);
+    pthread_mutex_lock(&s->mu);
+    while (atomic_load(&s->completed) < target)
+        pthread_cond_wait(&s->done_cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    atomic_fetch_sub(&s->waiters, 1);
+}
+
+static void stream_sync(rt_stream *s) { stream_wait(s, atomic_load(&s->submitted)); }
+
+/* Refuses new work, drains, stops and joins the worker, drops the caller's reference. */
+static void stream_shutdown(rt_stream *s) {
+    pthread_mutex_lock(&s->mu);
+    s->dead = true;
+    pthread_mutex_unlock(&s->mu);
+    stream_sync(s);
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_signal(&s->work_cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->has_thread && !pthread_equal(s->thread, pthread_self()))
+        pthread_join(s->thread, NULL);
+    else if (s->has_thread)
+        pthread_detach(s->thread); /* a task destroying its own stream: let it finish */
+    s->has_thread = false;
+    rt_obj_put(&s->hdr);
+}
+
+aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release, void *arg,
+                        const char *fn) {
+    pthread_mutex_lock(&s->mu);
+    if (s->dead) {
+        pthread_mutex_unlock(&s->mu);
+        return RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, fn, "stream %p is being destroyed", (void *)s);
+    }
+    if (s->len == s->cap) {
+        rt_task *nr = malloc(2 * s->cap * sizeof *nr);
+        if (nr == NULL) {
+            pthread_mutex_unlock(&s->mu);
+            return RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory for the stream queue");
+        }
+        for (size_t i = 0; i < s->len; i++)
+            nr[i] = s->ring[(s->head + i) & (s->cap - 1)];
+        free(s->ring);
+        s->ring = nr;
+        s->head = 0;
+        s->cap *= 2;
+    }
+    s->ring[(s->head + s->len) & (s->cap - 1)] = (rt_task){run, release, arg};
+    s->len++;
+    atomic_fetch_add(&s->submitted, 1);
+    if (s->worker_asleep)
+        pthread_cond_signal(&s->work_cv);
+    pthread_mutex_unlock(&s->mu);
+    return ACL_SUCCESS;
+}
+
+aclError rt_stream_get(aclrtStream stream, int dev, const char *fn, rt_stream **out) {
+    if (stream == NULL) {
+        /* Default streams are destroyed only under the write lock, so while the caller
+         * holds the read lock the pointer stays valid; the reference keeps it uniform. */
+        pthread_mutex_lock(&g_dev_mu);
+        rt_stream *s = g_sd[dev].default_stream;
+        if (s == NULL)
+            s = g_sd[dev].default_stream = stream_new(dev, true);
+        if (s != NULL)
+            atomic_fetch_add(&s->hdr.refs, 1);
+        pthread_mutex_unlock(&g_dev_mu);
+        if (s == NULL)
+            return RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn,
+                          "cannot start device %d's default stream (out of threads or memory)", dev);
+        *out = s;
+        return ACL_SUCCESS;
+    }
+    if (!rt_handle_acquire(stream, ACLEMU_KIND_STREAM))
+        return RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, fn,
+                      "stream %p is not a live stream (never created or already destroyed)",
+                      stream);
+    rt_stream *s = stream;
+    if (s->device != dev) {
+        rt_obj_put(&s->hdr);
+        return RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, fn,
+                      "stream %p belongs to device %d but the calling thread's device is %d",
+                      stream, s->device, dev);
+    }
+    *out = s;
+    return ACL_SUCCESS;
+}
+
+void rt_stream_put(rt_stream *s) { rt_obj_put(&s->hdr); }
+
+/* ---- public: streams ------------------------------------------------------------------- */
+
+aclError aclrtCreateStream(aclrtStream *stream) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (stream == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "stream (output pointer) is NULL");
+        goto out;
+    }
+    rt_stream *s = stream_new(dev, false);
+    if (s == NULL) {
+        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
+                    "cannot create a stream (out of threads or memory)");
+        goto out;
+    }
+    pthread_mutex_lock(&g_dev_mu);
+    s->next = g_sd[dev].streams;
+    if (s->next)
+        s->next->prev = s;
+    g_sd[dev].streams = s;
+    pthread_mutex_unlock(&g_dev_mu);
+    aclemu_handle_register(s, ACLEMU_KIND_STREAM);
+    *stream = s;
+out:
+    rt_leave();
+    return rc;
+}
+
+static void unlink_stream(rt_stream *s) { /* g_dev_mu held */
+    if (s->prev)
+        s->prev->next = s->next;
+    else if (g_sd[s->device].streams == s)
+        g_sd[s->device].streams = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+}
+
+aclError aclrtDestroyStream(aclrtStream stream) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s = NULL;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (stream == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+                    "stream is NULL (the default stream cannot be destroyed)");
+        goto out;
+    }
+    if ((rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
+        goto out;
+    if (!aclemu_handle_unregister(s, ACLEMU_KIND_STREAM)) { /* another thread won the race */
+        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+                    "stream %p is not a live stream (already destroyed)", stream);
+        goto out;
+    }
+    pthread_mutex_lock(&g_dev_mu);
+    unlink_stream(s);
+    pthread_mutex_unlock(&g_dev_mu);
+    stream_shutdown(s); /* drops the registry's reference */
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream) {
+    bool fault = aclemu_fault(__func__); /* the injected failure comes after the wait */
+    aclError rc = rt_enter(__func__);
+    if (rc == ACL_SUCCESS) {
+        int dev;
+        rt_stream *s = NULL;
+        if ((rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS) {
+            if (stream == NULL) {
+                pthread_mutex_lock(&g_dev_mu);
+                s = g_sd[dev].default_stream; /* none yet: nothing to wait for */
+                if (s != NULL)
+                    atomic_fetch_add(&s->hdr.refs, 1);
+                pthread_mutex_unlock(&g_dev_mu);
+            } else {
+                rc = rt_stream_get(stream, dev, __func__, &s);
+            }
+        }
+        if (s != NULL) {
+            stream_sync(s);
+            rt_stream_put(s);
+        }
+        rt_leave();
+    }
+    if (fault) {
+        aclemu_set_error("%s: injected fault (after the wait)", __func__);
+        rc = ACL_ERROR_RT_INTERNAL_ERROR;
+    }
+    return rc;
+}
+
+/* ---- device-wide ------------------------------------------------------------------------- */
+
+/* Collects the device's streams with a reference each (g_dev_mu held while collecting). */
+static size_t collect(int dev, rt_stream ***out) {
+    size_t n = g_sd[dev].default_stream != NULL;
+    for (rt_stream *s = g_sd[dev].streams; s; s = s->next)
+        n++;
+    rt_stream **v = malloc((n ? n : 1) * sizeof *v);
+    if (v == NULL)
+        return 0;
+    size_t k = 0;
+    if (g_sd[dev].default_stream != NULL)
+        v[k++] = g_sd[dev].default_stream;
+    for (rt_stream *s = g_sd[dev].streams; s; s = s->next)
+        v[k++] = s;
+    for (size_t i = 0; i < k; i++)
+        atomic_fetch_add(&v[i]->hdr.refs, 1);
+    *out = v;
+    return k;
+}
+
+void rt_streams_sync_device(int dev) {
+    rt_stream **v = NULL;
+    pthread_mutex_lock(&g_dev_mu);
+    size_t n = collect(dev, &v);
+    pthread_mutex_unlock(&g_dev_mu);
+    for (size_t i = 0; i < n; i++) {
+        stream_sync(v[i]);
+        rt_stream_put(v[i]);
+    }
+    free(v);
+}
+
+void rt_streams_teardown(int dev) { /* life write lock held: no other call runs */
+    pthread_mutex_lock(&g_dev_mu);
+    rt_stream *def = g_sd[dev].default_stream, *list = g_sd[dev].streams;
+    rt_event *events = g_sd[dev].events;
+    g_sd[dev].default_stream = NULL;
+    g_sd[dev].streams = NULL;
+    g_sd[dev].events = NULL;
+    pthread_mutex_unlock(&g_dev_mu);
+    if (def != NULL)
+        stream_shutdown(def);
+    while (list != NULL) {
+        rt_stream *next = list->next;
+        list->prev = list->next = NULL;
+        if (aclemu_handle_unregister(list, ACLEMU_KIND_STREAM))
+            stream_shutdown(list);
+        list = next;
+    }
+    while (events != NULL) { /* streams are drained: no record is pending */
+        rt_event *next = events->next;
+        events->prev = events->next = NULL;
+        if (aclemu_handle_unregister(events, ACLEMU_KIND_EVENT))
+            rt_obj_put(&events->hdr);
+        events = next;
+    }
+}
+
+/* ---- public: events ------------------------------------------------------------------- */
+
+static void event_free(rt_obj *o) {
+    rt_event *e = (rt_event *)o;
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e);
+}
+
+aclError aclrtCreateEvent(aclrtEvent *event) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (event == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "event (output pointer) is NULL");
+        goto out;
+    }
+    rt_event *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "out of host memory");
+        goto out;
+    }
+    atomic_init(&e->hdr.refs, 1);
+    e->hdr.free_fn = event_free;
+    e->device = dev;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    pthread_mutex_lock(&g_dev_mu);
+    e->next = g_sd[dev].events;
+    if (e->next)
+        e->next->prev = e;
+    g_sd[dev].events = e;
+    pthread_mutex_unlock(&g_dev_mu);
+    aclemu_handle_register(e, ACLEMU_KIND_EVENT);
+    *event = e;
+out:
+    rt_leave();
+    return rc;
+}
+
+static aclError get_event(const char *fn, const char *arg, aclrtEvent event, rt_event **out) {
+    if (event == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "%s is NULL", arg);
+    if (!rt_handle_acquire(event, ACLEMU_KIND_EVENT))
+        return RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, fn,
+                      "%s %p is not a live event (never created or already destroyed)", arg,
+                      event);
+    *out = event;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyEvent(aclrtEvent event) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_event *e = NULL;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
+        (rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
+        goto out;
+    if (!aclemu_handle_unregister(e, ACLEMU_KIND_EVENT)) {
+        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+                    "event %p is not a live event (already destroyed)", event);
+        goto out;
+    }
+    pthread_mutex_lock(&g_dev_mu);
+    if (e->prev)
+        e->prev->next = e->next;
+    else if (g_sd[e->device].events == e)
+        g_sd[e->device].events = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    e->prev = e->next = NULL;
+    pthread_mutex_unlock(&g_dev_mu);
+    rt_obj_put(&e->hdr); /* the registry's; pending records keep it alive until they run */
+out:
+    if (e != NULL)
+        rt_obj_put(&e->hdr);
+    rt_leave();
+    return rc;
+}
+
+typedef struct {
+    rt_event *e;
+    uint64_t seq;
+} record_task;
+
+static void record_run(void *arg) {
+    record_task *t = arg;
+    uint64_t now = rt_now_ns();
+    pthread_mutex_lock(&t->e->mu);
+    if (t->seq > t->e->done) { /* records on different streams may finish out of order */
+        t->e->done = t->seq;
+        t->e->stamp_ns = now;
+    }
+    pthread_cond_broadcast(&t->e->cv);
+    pthread_mutex_unlock(&t->e->mu);
+}
+
+static void record_release(void *arg) {
+    record_task *t = arg;
+    rt_obj_put(&t->e->hdr);
+    free(t);
+}
+
+aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_event *e = NULL;
+    rt_stream *s = NULL;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
+        (rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
+        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
+        goto out;
+    if (e->device != dev) {
+        rc = RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, __func__,
+                    "event %p belongs to device %d but the calling thread's device is %d", event,
+                    e->device, dev);
+        goto out;
+    }
+    record_task *t = malloc(sizeof *t);
+    if (t == NULL) {
+        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "out of host memory");
+        goto out;
+    }
+    /* Issue and enqueue under the event lock, so the sequence numbers of concurrent records
+     * on one stream follow the queue order. */
+    pthread_mutex_lock(&e->mu);
+    t->e = e;
+    t->seq = e->issued + 1;
+    atomic_fetch_add(&e->hdr.refs, 1);
+    rc = rt_stream_push(s, record_run, record_release, t, __func__);
+    if (rc == ACL_SUCCESS)
+        e->issued = t->seq;
+    pthread_mutex_unlock(&e->mu);
+    if (rc != ACL_SUCCESS)
+        record_release(t);
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    if (e != NULL)
+        rt_obj_put(&e->hdr);
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtSynchronizeEvent(aclrtEvent event) {
+    bool fault = aclemu_fault(__func__); /* the injected failure comes after the wait */
+    aclError rc = rt_enter(__func__);
+    if (rc == ACL_SUCCESS) {
+        int dev;
+        rt_event *e = NULL;
+        if ((rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS &&
+            (rc = get_event(__func__, "event", event, &e)) == ACL_SUCCESS) {
+            pthread_mutex_lock(&e->mu);
+            uint64_t target = e->issued; /* never recorded: 0, done at once */
+            while (e->done < target)
+                pthread_cond_wait(&e->cv, &e->mu);
+            pthread_mutex_unlock(&e->mu);
+            rt_obj_put(&e->hdr);
+        }
+        rt_leave();
+    }
+    if (fault) {
+        aclemu_set_error("%s: injected fault (after the wait)", __func__);
+        rc = ACL_ERROR_RT_INTERNAL_ERROR;
+    }
+    return rc;
+}
+
+/* The time of an event's last record, if it has run; 107000 otherwise. */
+static aclError event_stamp(const char *fn, const char *arg, rt_event *e, uint64_t *ns) {
+    pthread_mutex_lock(&e->mu);
+    uint64_t issued = e->issued, done = e->done, stamp = e->stamp_ns;
+    pthread_mutex_unlock(&e->mu);
+    if (issued == 0)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "%s %p has never been recorded", arg,
+                      (void *)e);
+    if (done < issued)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "%s %p: its last record has not completed (synchronize the event first)",
+                      arg, (void *)e);
+    *ns = stamp;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_event *a = NULL, *b = NULL;
+    uint64_t ta = 0, tb = 0;
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (ms == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "ms (output pointer) is NULL");
+        goto out;
+    }
+    if ((rc = get_event(__func__, "startEvent", startEvent, &a)) != ACL_SUCCESS ||
+        (rc = get_event(__func__, "endEvent", endEvent, &b)) != ACL_SUCCESS ||
+        (rc = event_stamp(__func__, "startEvent", a, &ta)) != ACL_SUCCESS ||
+        (rc = event_stamp(__func__, "endEvent", b, &tb)) != ACL_SUCCESS)
+        goto out;
+    *ms = (float)(((double)tb - (double)ta) / 1e6);
+out:
+    if (a != NULL)
+        rt_obj_put(&a->hdr);
+    if (b != NULL)
+        rt_obj_put(&b->hdr);
+    rt_leave();
+    return rc;
+}
+
+/* ---- internal API --------------------------------------------------------------------- */
+
+aclError aclemu_stream_submit(aclrtStream stream, aclemu_task_fn run, aclemu_task_fn release,
+                              void *arg, const char *caller) {
+    const char *fn = caller != NULL ? caller : "aclemu_stream_submit";
+    if (run == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "internal: no task function");
+    aclError rc = rt_enter(fn);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s = NULL;
+    if ((rc = rt_need_device(fn, &dev)) == ACL_SUCCESS &&
+        (rc = rt_stream_get(stream, dev, fn, &s)) == ACL_SUCCESS) {
+        rc = rt_stream_push(s, run, release, arg, fn);
+        rt_stream_put(s);
+    }
+    rt_leave();
+    return rc;
+}

@@ -1,0 +1,156 @@
+// The vendor's aclnnLayerNormBackward C++ sample, rewritten by acl-py from its documented call
+// sequence (shared/CANN_ABI.md, last section), so the test suite can check that the Python
+// ports print byte for byte what a C++ program prints against the same libraries.
+//
+// Build (tests/test_samples.py does this against the emulator prefix; on a CANN machine use
+// $ASCEND_HOME_PATH instead of P):
+//   g++ layer_norm_backward_sample.cpp -I$P/include -L$P/lib64 -Wl,-rpath,$P/lib64
+//       -lascendcl -lnnopbase -lopapi
+//
+// Every status is checked. On a failure the program names the call, its status and the
+// runtime's message on stderr and exits with 1; it does not unwind what it created, because
+// process exit releases device resources (as in the vendor's sample).
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_layer_norm_backward.h"
+
+namespace {
+
+int Fail(const char *call, long status) {
+  const char *msg = aclGetRecentErrMsg();
+  std::fprintf(stderr, "%s failed: status %ld (%s)\n", call, status,
+               (msg != nullptr && msg[0] != '\0') ? msg : "no message");
+  return 1;
+}
+
+#define CHECK_STATUS(call)                                   \
+  do {                                                       \
+    long status_ = static_cast<long>(call);                  \
+    if (status_ != 0) return Fail(#call, status_);           \
+  } while (0)
+
+#define CHECK_NOT_NULL(ptr, what)                            \
+  do {                                                       \
+    if ((ptr) == nullptr) return Fail(what, -1);             \
+  } while (0)
+
+int64_t ShapeSize(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// The sample's CreateAclTensor: device buffer (HUGE_FIRST), host data copied over, then a
+// contiguous ND tensor (strides in elements, offset 0, storage dims = view dims).
+int CreateAclTensor(const std::vector<float> &hostData, const std::vector<int64_t> &shape,
+                    void **deviceAddr, aclDataType dataType, aclTensor **tensor) {
+  size_t size = static_cast<size_t>(ShapeSize(shape)) * sizeof(float);
+  CHECK_STATUS(aclrtMalloc(deviceAddr, size, ACL_MEM_MALLOC_HUGE_FIRST));
+  CHECK_STATUS(aclrtMemcpy(*deviceAddr, size, hostData.data(), size, ACL_MEMCPY_HOST_TO_DEVICE));
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; i--) {
+    strides[i] = shape[i + 1] * strides[i + 1];
+  }
+  *tensor = aclCreateTensor(shape.data(), shape.size(), dataType, strides.data(), 0,
+                            ACL_FORMAT_ND, shape.data(), shape.size(), *deviceAddr);
+  CHECK_NOT_NULL(*tensor, "aclCreateTensor");
+  return 0;
+}
+
+int CopyBack(const char *label, const std::vector<int64_t> &shape, void *deviceAddr) {
+  int64_t n = ShapeSize(shape);
+  std::vector<float> result(static_cast<size_t>(n), 0.0f);
+  size_t size = result.size() * sizeof(float);
+  CHECK_STATUS(aclrtMemcpy(result.data(), size, deviceAddr, size, ACL_MEMCPY_DEVICE_TO_HOST));
+  for (int64_t i = 0; i < n; i++) {
+    std::printf("%s result[%ld] is: %f\n", label, static_cast<long>(i),
+                static_cast<double>(result[static_cast<size_t>(i)]));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  // 1. Init: aclInit, aclrtSetDevice, aclrtCreateStream.
+  int32_t deviceId = 0;
+  aclrtStream stream = nullptr;
+  CHECK_STATUS(aclInit(nullptr));
+  CHECK_STATUS(aclrtSetDevice(deviceId));
+  CHECK_STATUS(aclrtCreateStream(&stream));
+
+  // 2. Data: the sample's shapes and values, all FLOAT.
+  std::vector<int64_t> dyShape = {2, 2}, xShape = {2, 2};
+  std::vector<int64_t> meanShape = {2, 1}, rstdShape = {2, 1};
+  std::vector<int64_t> weightShape = {2}, biasShape = {2};
+  std::vector<int64_t> dxShape = {2, 2}, dwShape = {2}, dbShape = {2};
+  std::vector<float> dyHost = {2, 3, 4, 5}, xHost = {2, 3, 4, 5};
+  std::vector<float> meanHost = {2, 3}, rstdHost = {4, 5};
+  std::vector<float> weightHost = {1, 1}, biasHost = {0, 0};
+  std::vector<float> dxHost = {0, 0, 0, 0}, dwHost = {0, 0}, dbHost = {0, 0};
+  std::vector<int64_t> normShape = {2};
+  bool maskData[3] = {true, true, true};
+
+  // 3. Tensors: one device buffer + aclTensor each, outputs included.
+  void *dyAddr = nullptr, *xAddr = nullptr, *meanAddr = nullptr, *rstdAddr = nullptr;
+  void *weightAddr = nullptr, *biasAddr = nullptr;
+  void *dxAddr = nullptr, *dwAddr = nullptr, *dbAddr = nullptr;
+  aclTensor *dy = nullptr, *x = nullptr, *mean = nullptr, *rstd = nullptr;
+  aclTensor *weight = nullptr, *bias = nullptr, *dx = nullptr, *dw = nullptr, *db = nullptr;
+  if (CreateAclTensor(dyHost, dyShape, &dyAddr, ACL_FLOAT, &dy) != 0) return 1;
+  if (CreateAclTensor(xHost, xShape, &xAddr, ACL_FLOAT, &x) != 0) return 1;
+  if (CreateAclTensor(meanHost, meanShape, &meanAddr, ACL_FLOAT, &mean) != 0) return 1;
+  if (CreateAclTensor(rstdHost, rstdShape, &rstdAddr, ACL_FLOAT, &rstd) != 0) return 1;
+  if (CreateAclTensor(weightHost, weightShape, &weightAddr, ACL_FLOAT, &weight) != 0) return 1;
+  if (CreateAclTensor(biasHost, biasShape, &biasAddr, ACL_FLOAT, &bias) != 0) return 1;
+  if (CreateAclTensor(dxHost, dxShape, &dxAddr, ACL_FLOAT, &dx) != 0) return 1;
+  if (CreateAclTensor(dwHost, dwShape, &dwAddr, ACL_FLOAT, &dw) != 0) return 1;
+  if (CreateAclTensor(dbHost, dbShape, &dbAddr, ACL_FLOAT, &db) != 0) return 1;
+
+  // 4. Arrays: normalizedShape and outputMask.
+  aclIntArray *normArray = aclCreateIntArray(normShape.data(), normShape.size());
+  CHECK_NOT_NULL(normArray, "aclCreateIntArray");
+  aclBoolArray *mask = aclCreateBoolArray(maskData, 3);
+  CHECK_NOT_NULL(mask, "aclCreateBoolArray");
+
+  // 5. Phase one: workspace size and executor.
+  uint64_t workspaceSize = 0;
+  aclOpExecutor *executor = nullptr;
+  CHECK_STATUS(aclnnLayerNormBackwardGetWorkspaceSize(dy, x, normArray, mean, rstd, weight, bias,
+                                                      mask, dx, dw, db, &workspaceSize,
+                                                      &executor));
+
+  // 6. Workspace, only when phase one asks for one.
+  void *workspaceAddr = nullptr;
+  if (workspaceSize > 0) {
+    CHECK_STATUS(aclrtMalloc(&workspaceAddr, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST));
+  }
+
+  // 7. Phase two: enqueue on the stream (the library releases the single-use executor).
+  CHECK_STATUS(aclnnLayerNormBackward(workspaceAddr, workspaceSize, executor, stream));
+
+  // 8. Wait for the stream.
+  CHECK_STATUS(aclrtSynchronizeStream(stream));
+
+  // 9. Copy the three outputs back and print them.
+  if (CopyBack("out", dxShape, dxAddr) != 0) return 1;
+  if (CopyBack("dw", dwShape, dwAddr) != 0) return 1;
+  if (CopyBack("db", dbShape, dbAddr) != 0) return 1;
+
+  // 10. Release: tensors, arrays, device buffers, workspace, stream, device, runtime.
+  aclTensor *tensors[] = {dy, x, mean, rstd, weight, bias, dx, dw, db};
+  for (aclTensor *t : tensors) CHECK_STATUS(aclDestroyTensor(t));
+  CHECK_STATUS(aclDestroyIntArray(normArray));
+  CHECK_STATUS(aclDestroyBoolArray(mask));
+  void *buffers[] = {dyAddr, xAddr, meanAddr, rstdAddr, weightAddr, biasAddr, dxAddr, dwAddr,
+                     dbAddr};
+  for (void *p : buffers) CHECK_STATUS(aclrtFree(p));
+  if (workspaceSize > 0) CHECK_STATUS(aclrtFree(workspaceAddr));
+  CHECK_STATUS(aclrtDestroyStream(stream));
+  CHECK_STATUS(aclrtResetDevice(deviceId));
+  CHECK_STATUS(aclFinalize());
+  return 0;
+}

@@ -1,0 +1,134 @@
+"""Shared fixtures for the whole suite.
+
+* ``acl_session`` (session, autouse): ``acl_py.init()`` once, ``acl_py.finalize()`` at the end.
+* ``no_leaks`` (autouse): on the emulator, ``acl_py.emulator.live_objects()`` must be back to
+  its starting counts after every test. Both snapshots are taken after
+  ``acl_py.release_unused()`` (garbage collection, every stream synchronized so stream-ordered
+  frees have run, memory pools emptied), so only what a test really leaked shows. Opt out
+  with ``@pytest.mark.no_leak_check`` (say why). Skipped on real CANN (no introspection).
+* ``emulator``: the ``acl_py.emulator`` module; skips the test on real CANN.
+* ``run_python``: runs Python source in a fresh interpreter (same environment plus extras)
+  and returns the CompletedProcess; for exit-time and finalize tests.
+* ``hardware`` marker: skipped, with what is missing, unless the backend is real CANN with a
+  device. ``slow`` marker: skipped unless ``--soak`` is given.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import acl_py
+from acl_py import _loader
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--soak", action="store_true", default=False,
+                     help="run the long-running tests marked slow (full soak)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "no_leak_check: skip the live-object leak check for this test (say why)")
+
+
+def _backend_or_reason():
+    try:
+        return _loader.library().backend, None
+    except Exception as e:  # the emulator is not built, or CANN=required and absent
+        return None, f"no CANN libraries found and no usable emulator: {e}"
+
+
+def hardware_skip_reason():
+    """Why hardware tests cannot run here, or None when they can."""
+    backend, reason = _backend_or_reason()
+    if backend is None:
+        return reason
+    if backend.is_emulator:
+        return f"no CANN libraries found (backend is the emulator: {backend.reason})"
+    try:
+        n = acl_py.device_count()
+    except Exception as e:
+        return f"CANN found under {backend.root} but counting devices failed: {e}"
+    if n == 0:
+        return f"CANN found under {backend.root} but no Ascend device is visible"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    hardware = [it for it in items if "hardware" in it.keywords]
+    if hardware:
+        reason = hardware_skip_reason()
+        if reason:
+            for it in hardware:
+                it.add_marker(pytest.mark.skip(reason=reason))
+    if not config.getoption("--soak"):
+        skip_slow = pytest.mark.skip(reason="long-running soak: run with --soak")
+        for it in items:
+            if "slow" in it.keywords:
+                it.add_marker(skip_slow)
+
+
+def emulator_active():
+    backend, _ = _backend_or_reason()
+    return backend is not None and backend.is_emulator
+
+
+@pytest.fixture(scope="session", autouse=True)
+def acl_session():
+    """acl-py initialized for the whole session."""
+    acl_py.init()
+    yield
+    acl_py.finalize()
+
+
+@pytest.fixture
+def emulator():
+    """The acl_py.emulator module (the test is skipped on real CANN)."""
+    if not emulator_active():
+        pytest.skip("needs the emulator backend (introspection / fault injection)")
+    from acl_py import emulator as emu
+    return emu
+
+
+def _settle():
+    from acl_py import runtime
+    if not runtime.is_initialized():
+        acl_py.init()  # a test finalized in-process: start the next one initialized
+    acl_py.release_unused()
+
+
+@pytest.fixture(autouse=True)
+def no_leaks(request, acl_session):
+    if request.node.get_closest_marker("no_leak_check") or not emulator_active():
+        yield
+        return
+    from acl_py import emulator as emu
+    emu.set_faults(None)
+    _settle()
+    before = emu.live_objects()
+    yield
+    emu.set_faults(None)   # a failing test must not leave faults armed for the next
+    _settle()
+    after = emu.live_objects()
+    leaked = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
+    assert not leaked, f"live objects changed during the test (before, after): {leaked}"
+
+
+@pytest.fixture
+def run_python(tmp_path):
+    """run_python(source, env=None, timeout=120) -> CompletedProcess (text mode)."""
+    def run(source, env=None, timeout=120):
+        script = tmp_path / "script.py"
+        script.write_text(textwrap.dedent(source))
+        full_env = dict(os.environ)
+        full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+        full_env.update(env or {})
+        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=timeout, env=full_env, cwd=str(tmp_path))
+    return run

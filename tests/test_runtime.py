@@ -1,0 +1,327 @@
+"""Runtime state, devices, the release registry, and finalize semantics."""
+import gc
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py import errors, runtime
+
+# Snippet for subprocesses: acl-py's own calls must balance (the emulator's aclFinalize would
+# otherwise hide a leak by releasing everything itself).
+BALANCE = '''
+def unbalanced():
+    from acl_py import emulator as emu
+    c = emu.call_counts()
+    pairs = [("aclrtMalloc", "aclrtFree"), ("aclrtMallocHost", "aclrtFreeHost"),
+             ("aclrtCreateStream", "aclrtDestroyStream"),
+             ("aclrtCreateEvent", "aclrtDestroyEvent"), ("aclCreateTensor", "aclDestroyTensor"),
+             ("aclCreateIntArray", "aclDestroyIntArray"),
+             ("aclCreateBoolArray", "aclDestroyBoolArray"),
+             ("aclrtSetDevice", "aclrtResetDevice"), ("aclInit", "aclFinalize")]
+    return {a + "/" + b: (c.get(a, 0), c.get(b, 0)) for a, b in pairs
+            if c.get(a, 0) != c.get(b, 0)}
+'''
+
+
+def test_init_and_finalize_are_counted():
+    assert runtime.is_initialized()   # the session fixture's init
+    acl_py.init()
+    acl_py.init()
+    acl_py.finalize()
+    acl_py.finalize()
+    assert runtime.is_initialized() and runtime.state() == "initialized"
+    b = acl_py.DeviceBuffer(16)       # still usable
+    b.close()
+
+
+def test_backend_is_visible():
+    b = acl_py.backend()
+    assert b.name in ("cann", "emulator")
+    assert b.reason
+    for role, path in b.libraries.items():
+        assert os.path.isabs(path) and os.path.isfile(path), (role, path)
+
+
+def test_device_objects():
+    n = acl_py.device_count()
+    assert n >= 1
+    assert acl_py.Device(0) is acl_py.Device(0)
+    assert acl_py.current_device() is acl_py.Device(0)
+    assert acl_py.Device(acl_py.Device(0)) is acl_py.Device(0)
+    assert acl_py.Device(np.int64(0)) is acl_py.Device(0)
+    assert int(acl_py.Device(0)) == 0
+    assert acl_py.Device(0).default_stream is acl_py.default_stream(0)
+    assert acl_py.Device(0).memory_pool is acl_py.get_pool(0)
+
+
+@pytest.mark.parametrize("bad, exc", [(-1, errors.AclArgumentError), (1000, errors.AclArgumentError),
+                                      ("0", errors.AclTypeError), (1.0, errors.AclTypeError),
+                                      (True, errors.AclTypeError), ([0], errors.AclTypeError)])
+def test_bad_device_ids_are_refused_in_python(bad, exc, emulator):
+    emulator.reset_call_counts()
+    with pytest.raises(exc) as info:
+        acl_py.DeviceBuffer(16, device=bad)
+    assert info.value.argument == "device"
+    calls = emulator.call_counts()
+    assert "aclrtMalloc" not in calls and "aclrtSetDevice" not in calls
+    with pytest.raises(exc):
+        acl_py.Device(bad)
+
+
+def test_mem_info_tracks_allocations(emulator):
+    acl_py.release_unused()
+    free0, total = acl_py.mem_info()
+    assert 0 < free0 <= total
+    b = acl_py.DeviceBuffer(1 << 20)
+    free1, total1 = acl_py.Device(0).mem_info()
+    assert total1 == total and free0 - free1 == 1 << 20
+    b.close()
+    assert acl_py.mem_info().free == free0
+
+
+def test_device_synchronize_runs_deferred_frees(emulator):
+    s = acl_py.Stream()
+    b = acl_py.DeviceBuffer(1 << 16)
+    n0 = emulator.live_objects()["device_allocations"]
+    b.copy_from_host_async(np.zeros(1 << 14, np.float32), s)
+    b.close()
+    assert emulator.live_objects()["device_allocations"] == n0   # waits for the stream
+    acl_py.Device(0).synchronize()
+    assert emulator.live_objects()["device_allocations"] == n0 - 1
+    s.close()
+
+
+def test_releaser_runs_exactly_once():
+    calls = []
+
+    class Owner:
+        pass
+
+    o = Owner()
+    r = runtime.Releaser(o, calls.append, ("x",), runtime.ORDER_HANDLE)
+    assert r.alive
+    assert r.release() is True
+    assert r.release() is False
+    del o
+    gc.collect()
+    assert calls == ["x"] and not r.alive
+
+    o2 = Owner()
+    r2 = runtime.Releaser(o2, calls.append, ("gc",), runtime.ORDER_HANDLE)
+    del o2
+    gc.collect()
+    assert calls == ["x", "gc"] and not r2.alive and r2.release() is False
+
+
+def test_releaser_failure_keeps_it_armed():
+    attempts = []
+
+    def flaky(tag):
+        attempts.append(tag)
+        if len(attempts) == 1:
+            raise RuntimeError("transient")
+
+    class Owner:
+        pass
+
+    o = Owner()
+    r = runtime.Releaser(o, flaky, ("t",), runtime.ORDER_HANDLE)
+    with pytest.raises(RuntimeError):
+        r.release()
+    assert r.alive                       # still owned, not lost
+    assert r.release() is True and attempts == ["t", "t"] and not r.alive
+
+
+def test_gc_release_failure_is_retried(emulator):
+    b = acl_py.DeviceBuffer(4096)
+    n = emulator.live_objects()["device_allocations"]
+    with emulator.inject_faults("aclrtFree:1"):
+        del b
+        gc.collect()                     # the release fails inside the GC callback
+    assert emulator.live_objects()["device_allocations"] == n   # kept, not lost
+    acl_py.release_unused()              # retried
+    assert emulator.live_objects()["device_allocations"] == n - 1
+
+
+def test_threads_have_their_own_current_device():
+    seen = {}
+
+    def worker(i):
+        seen[i] = acl_py.current_device().id
+        with acl_py.Stream() as s:          # needs a device on this thread: set lazily
+            b = acl_py.DeviceBuffer(256)
+            x = np.full(64, i, np.float32)
+            b.copy_from_host_async(x, s)
+            out = np.empty_like(x)
+            b.copy_to_host_async(out, s)
+            s.synchronize()
+            assert (out == x).all()
+            b.close()
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert seen == {0: 0, 1: 0, 2: 0, 3: 0}
+
+
+def test_two_devices(run_python, emulator):
+    r = run_python('''
+        import threading
+        import numpy as np
+        import acl_py
+        from acl_py.errors import AclArgumentError
+        assert acl_py.device_count() == 2
+        assert acl_py.current_device().id == 0
+        b0 = acl_py.DeviceBuffer(64)
+        with acl_py.Device(1) as d:
+            assert acl_py.current_device() is d
+            b1 = acl_py.DeviceBuffer(64)
+            s1 = acl_py.Stream()
+            assert (b1.device.id, s1.device.id) == (1, 1)
+            with acl_py.Device(0):
+                assert acl_py.current_device().id == 0
+                assert acl_py.Stream().device.id == 0
+            assert acl_py.current_device().id == 1
+            seen = []
+            t = threading.Thread(target=lambda: seen.append(acl_py.current_device().id))
+            t.start(); t.join()
+            assert seen == [0], seen
+        assert acl_py.current_device().id == 0
+        # device-1 objects work from a thread whose device is 0: acl-py switches for the call
+        x = np.arange(16, dtype=np.float32)
+        b1.copy_from_host_async(x, s1)
+        out = np.empty_like(x)
+        b1.copy_to_host_async(out, s1)
+        s1.synchronize()
+        assert (out == x).all()
+        try:
+            b0.copy_from_host_async(x, s1)
+            raise SystemExit("a stream of another device was accepted")
+        except AclArgumentError as e:
+            assert e.argument == "stream" and "device 1" in str(e), e
+        t1 = acl_py.DeviceTensor.from_numpy(np.ones(3, np.float32), device=1)
+        assert t1.device.id == 1
+        try:
+            t1.check_device(0, "grad_out")
+            raise SystemExit("check_device passed")
+        except AclArgumentError as e:
+            assert e.argument == "grad_out"
+        e1 = acl_py.Event(device=1)
+        try:
+            e1.record(acl_py.default_stream(0))
+            raise SystemExit("event recorded on another device's stream")
+        except AclArgumentError:
+            pass
+        acl_py.Device(1).synchronize()
+        acl_py.set_device(1)
+        assert acl_py.DeviceBuffer(8).device.id == 1
+        print("OK")
+    ''', env={"ACL_EMU_DEVICE_COUNT": "2"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "OK" and r.stderr == ""
+
+
+def test_finalize_closes_everything_and_init_starts_again(run_python, emulator):
+    r = run_python('''
+        import numpy as np
+        import acl_py
+        from acl_py import emulator as emu, runtime
+        from acl_py.errors import NotInitializedError, ClosedError
+        ''' + BALANCE + '''
+        acl_py.init()
+        buf = acl_py.DeviceBuffer(64)
+        host = acl_py.HostBuffer(64)
+        s = acl_py.Stream()
+        ev = acl_py.Event().record(s)
+        t = acl_py.DeviceTensor.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+        v = t[:, 1:]
+        v.handle; t.handle
+        ia, ba = acl_py.IntArray([3]), acl_py.BoolArray([True])
+        pending = acl_py.DeviceBuffer(1 << 20)
+        pending.copy_from_host_async(np.ones(1 << 18, np.float32), s)
+        pending.close()              # deferred to the stream
+        pooled = acl_py.MemoryPool().malloc(100)
+        acl_py.finalize()
+        assert runtime.state() == "finalized"
+        assert unbalanced() == {}, unbalanced()
+        live = emu.live_objects()
+        assert all(v == 0 for v in live.values()), live
+        uses = [lambda: buf.ptr, lambda: buf.copy_to_host(), lambda: host.numpy(),
+                lambda: s.synchronize(), lambda: s.handle, lambda: ev.synchronize(),
+                lambda: t.handle, lambda: v.to_numpy(), lambda: t.to_numpy(),
+                lambda: ia.handle, lambda: ba.handle, lambda: pooled.ptr]
+        for use in uses:
+            try:
+                use()
+                raise SystemExit("usable after finalize")
+            except NotInitializedError as e:
+                assert isinstance(e, ClosedError) and "finalize" in str(e), e
+        for make in (lambda: acl_py.DeviceBuffer(8), lambda: acl_py.Stream(),
+                     lambda: acl_py.IntArray([1]), lambda: acl_py.current_device().synchronize()):
+            try:
+                make()
+                raise SystemExit("created after finalize")
+            except NotInitializedError as e:
+                assert "init()" in str(e), e
+        for obj in (buf, host, s, ev, t, v, ia, ba, pooled):
+            obj.close()                  # closing again is harmless
+        acl_py.finalize()                # and so is finalizing again
+        acl_py.init()                    # a new session
+        x = np.arange(8, dtype=np.float32)
+        t2 = acl_py.DeviceTensor.from_numpy(x)
+        assert (t2.to_numpy() == x).all()
+        try:
+            buf.ptr
+            raise SystemExit("old object revived")
+        except ClosedError:
+            pass
+        acl_py.finalize()
+        assert unbalanced() == {}, unbalanced()
+        print("OK")
+    ''')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "OK" and r.stderr == ""
+
+
+def test_lazy_init_then_finalize(run_python, emulator):
+    r = run_python('''
+        import acl_py
+        from acl_py import runtime
+        ''' + BALANCE + '''
+        assert runtime.state() == "uninitialized"
+        b = acl_py.DeviceBuffer(32)          # lazy init on device 0
+        assert runtime.state() == "initialized" and acl_py.current_device().id == 0
+        acl_py.finalize()                    # ends the implicit session
+        assert runtime.state() == "finalized" and b.closed
+        assert unbalanced() == {}, unbalanced()
+        print("OK")
+    ''')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "OK"
+
+
+def test_failed_init_leaves_state_unchanged(run_python, emulator):
+    r = run_python('''
+        import acl_py
+        from acl_py import runtime
+        from acl_py.errors import InternalError
+        try:
+            acl_py.init()
+            raise SystemExit("injected aclInit failure not raised")
+        except InternalError as e:
+            assert e.code == 500000 and e.call == "aclInit", e
+        assert runtime.state() == "uninitialized"
+        from acl_py import emulator as emu
+        emu.set_faults(None)
+        acl_py.init()
+        acl_py.DeviceBuffer(8).close()
+        acl_py.finalize()
+        print("OK")
+    ''', env={"ACL_EMU_FAIL": "aclInit:1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "OK"
