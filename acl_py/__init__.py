@@ -2,6 +2,31 @@
 
 Importing opens no library: the backend (real CANN or the emulator, see ``acl_py.backend()``)
 is loaded and the runtime initialized on first use, or by ``acl_py.init()``.
+
+A tour (runs as is; every object is also a context manager, and whatever is left open is
+released in a valid order by ``acl_py.finalize()`` or at interpreter exit)::
+
+    import numpy as np
+    import acl_py
+
+    acl_py.init()                                    # optional: first use initializes
+    with acl_py.Device(0), acl_py.Stream() as stream:
+        x = np.arange(12, dtype=np.float32).reshape(3, 4)
+        t = acl_py.DeviceTensor.from_numpy(x)        # contiguous: copied straight over
+        v = t[1:, ::2].T                             # a view: strides/offset in elements
+        assert (v.to_numpy() == x[1:, ::2].T).all()
+        print(v.shape, v.strides, v.offset)          # (2, 2) (2, 4) 4
+        v.handle                                     # its aclTensor, created on demand
+        buf = acl_py.DeviceBuffer(x.nbytes)
+        buf.copy_from_host_async(x, stream)
+        buf.close()                                  # freed once the stream is past the copy
+        stream.synchronize()
+        mask = acl_py.BoolArray([True, False, True]) # aclBoolArray / IntArray likewise
+    acl_py.finalize()
+
+Errors: ``acl_py.errors`` (typed by status code: ``DeviceMemoryError``,
+``OperatorParameterError``, ...; Python-side argument mistakes are ``AclArgumentError``).
+Low level: ``acl_py.raw.ffi`` / ``acl_py.raw.lib`` and each wrapper's ``.handle``.
 """
 from . import errors
 from .errors import (AclError, AclArgumentError, AclTypeError, ClosedError, DeviceError,
@@ -14,7 +39,7 @@ from .tensor import BoolArray, DeviceTensor, IntArray
 from . import dtypes
 
 # ---- operators (acl_py/ops, issue 4): the operator engineer adds the re-exports here ----
-# from .ops import layer_norm_backward, LayerNormBackward
+from .ops import layer_norm_backward, LayerNormBackward
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -25,5 +50,5 @@ __all__ = [
     "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "dtypes", "errors", "AclError", "AclArgumentError", "AclTypeError",
     "ClosedError", "DeviceError", "DeviceMemoryError", "NotInitializedError",
-    "OperatorParameterError", "FinalizedError",
+    "OperatorParameterError", "FinalizedError", "layer_norm_backward", "LayerNormBackward",
 ]

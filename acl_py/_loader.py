@@ -153,7 +153,10 @@ class Library:
 
     def __init__(self, backend: Backend):
         self.backend = backend
-        flags = ffi.RTLD_NOW | ffi.RTLD_GLOBAL
+        # NODELETE: the libraries stay mapped after cffi's handles are collected at interpreter
+        # exit, so their own threads (stream workers) never run unmapped code, and sanitizer
+        # leak reports at exit can still name the library an allocation came from.
+        flags = ffi.RTLD_NOW | ffi.RTLD_GLOBAL | ffi.RTLD_NODELETE
         self._handles = {}
         for role in ROLES:
             path = backend.libraries[role]
@@ -175,7 +178,7 @@ class Library:
                 f"{name} is emulator-only and the active backend is {self.backend.name}")
         try:
             func = getattr(handle, name)
-        except AttributeError:
+        except (AttributeError, ffi.error):  # cffi raises ffi.error for a missing symbol
             raise SymbolNotFoundError(
                 f"symbol {name} not found in {self.backend.libraries.get(role, role)}"
             ) from None

@@ -128,8 +128,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             continue
         why = _missing(c.add_arguments) or _missing(c.run)
         if why:
-            p.set_defaults(_run=_unavailable(c, why))
-            p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+            p.set_defaults(_run=_unavailable(c, why), _unavailable=True)
         else:
             _resolve(c.add_arguments)(p)
             p.set_defaults(_run=c.run)
@@ -143,7 +142,10 @@ def _command_in(argv: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(_command_in(argv)).parse_args(argv)
+    parser = build_parser(_command_in(argv))
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "_unavailable", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     run = args._run
     if isinstance(run, str):
         run = _resolve(run)

@@ -25,7 +25,7 @@ import weakref
 from ._ffi import ffi
 from . import runtime as _rt
 from . import stream as _stream
-from .errors import (AclArgumentError, AclTypeError, ClosedError, DeviceMemoryError,
+from .errors import (AclArgumentError, AclTypeError, ClosedError,
                      make_error)
 
 _H2D, _D2H, _D2D = 1, 2, 3          # aclrtMemcpyKind
@@ -152,6 +152,15 @@ def _host_dest(obj, argument):
         raise AclTypeError(argument, f"expected a writable C-contiguous buffer (bytearray, "
                            f"NumPy array, HostBuffer), got {type(obj).__name__}: {e}") from None
     return buf, len(buf), (obj, buf), None
+
+
+def _copy_back(job):
+    """Deferred part of a staged device-to-host copy: staging -> the user's buffer."""
+    staging, dst, n, _keep = job
+    try:
+        ffi.memmove(dst, staging._bst.ptr, n)
+    finally:
+        staging.close()
 
 
 def _check_range(offset, count, nbytes, what):
@@ -296,38 +305,64 @@ class DeviceBuffer:
 
     def copy_from_host_async(self, src, stream=None, offset=0):
         """Queues a copy of ``src`` into this buffer on ``stream`` (default: the device's
-        default stream). ``src`` is kept alive, and this buffer (and a HostBuffer ``src``)
-        not freed, until the stream has synchronized. Pinned memory (HostBuffer) is what
-        the device copies asynchronously; pageable memory may be staged by the runtime."""
+        default stream). The device copies asynchronously only from pinned memory: a
+        HostBuffer is used as is (zero-copy; it is not freed before the stream has
+        synchronized), any other buffer is first copied into a pinned staging buffer
+        (released in stream order), so ``src`` may be reused as soon as this returns."""
         st = self._live()
         s = _stream.as_stream(stream, st.device)
-        p, n, keep, hst = _host_source(src, "src")
+        p, n, _keep, hst = _host_source(src, "src")
         offset = _check_range(offset, n, st.nbytes, "src")
         if n == 0:
             return
+        staging = None
+        if hst is None:
+            staging = HostBuffer(n, st.device)
+            hst = staging._bst
+            ffi.memmove(hst.ptr, p, n)
+            p = hst.ptr
         sst = s._st
-        _rt.activate(st.device)
-        r = _rt.lib.aclrtMemcpyAsync(st.ptr + offset, st.nbytes - offset, p, n, _H2D,
-                                     sst.handle)
-        if r:
-            raise make_error(r, "aclrtMemcpyAsync")
-        sst.submit((st,) if hst is None else (st, hst), keep)
+        try:
+            _rt.activate(st.device)
+            r = _rt.lib.aclrtMemcpyAsync(st.ptr + offset, st.nbytes - offset, p, n, _H2D,
+                                         sst.handle)
+            if r:
+                raise make_error(r, "aclrtMemcpyAsync")
+            sst.submit((st, hst))
+        finally:
+            if staging is not None:
+                staging.close()          # freed once the stream is past the copy
 
     def copy_to_host_async(self, out, stream=None, offset=0):
         """Queues a copy into ``out`` on ``stream``; ``out`` holds the data once the stream
-        has synchronized (it is kept alive until then)."""
+        has been synchronized through acl-py (``Stream.synchronize``, ``Event.synchronize``,
+        ``Device.synchronize``, ``Stream.close``). A HostBuffer ``out`` is written by the
+        device directly; any other buffer through a pinned staging buffer that is copied
+        into ``out`` (kept alive until then) when that synchronize runs."""
         st = self._live()
         s = _stream.as_stream(stream, st.device)
         p, n, keep, hst = _host_dest(out, "out")
         offset = _check_range(offset, n, st.nbytes, "out")
         if n == 0:
             return out
+        staging = None
+        if hst is None:
+            staging = HostBuffer(n, st.device)
+            hst = staging._bst
         sst = s._st
-        _rt.activate(st.device)
-        r = _rt.lib.aclrtMemcpyAsync(p, n, st.ptr + offset, n, _D2H, sst.handle)
-        if r:
-            raise make_error(r, "aclrtMemcpyAsync")
-        sst.submit((st,) if hst is None else (st, hst), keep)
+        try:
+            _rt.activate(st.device)
+            r = _rt.lib.aclrtMemcpyAsync(hst.ptr if staging is not None else p, n,
+                                         st.ptr + offset, n, _D2H, sst.handle)
+            if r:
+                raise make_error(r, "aclrtMemcpyAsync")
+        except BaseException:
+            if staging is not None:
+                staging.close()
+            raise
+        seq = sst.submit((st, hst))
+        if staging is not None:
+            sst.defer(seq, _copy_back, (staging, p, n, keep))
         return out
 
     def copy_from(self, src, nbytes=None, *, stream=None, src_offset=0, offset=0):

@@ -167,15 +167,19 @@ def half_ulp(values, dtype) -> np.ndarray:
     return np.ldexp(0.5, (e - bits).astype(np.int64))
 
 
-def error_bound(expected, magnitude, input_dtype, output_dtype, actual=None) -> np.ndarray:
-    """Allowed ``|actual - expected|`` per element (see the module docstring)."""
+def error_bound(expected, magnitude, input_dtype, output_dtype, actual=None,
+                rtol=None) -> np.ndarray:
+    """Allowed ``|actual - expected|`` per element (see the module docstring). ``rtol``
+    overrides ``RTOL[input_dtype]`` (e.g. 1e-5 for a backend known to compute in float32)."""
     ref = np.abs(_f64(expected))
     if actual is not None:  # rounding happens at the computed value, which may sit one binade up
         ref = np.maximum(ref, np.abs(_f64(actual)))
-    return RTOL[_dtype_name(input_dtype)] * _f64(magnitude) + half_ulp(ref, output_dtype)
+    if rtol is None:
+        rtol = RTOL[_dtype_name(input_dtype)]
+    return rtol * _f64(magnitude) + half_ulp(ref, output_dtype)
 
 
-def max_error_ratio(actual, expected, magnitude, input_dtype) -> float:
+def max_error_ratio(actual, expected, magnitude, input_dtype, rtol=None) -> float:
     """max |actual - expected| / allowed over the elements: <= 1 passes. NaN anywhere -> inf.
     An empty output gives 0."""
     act = np.asarray(actual)
@@ -187,17 +191,18 @@ def max_error_ratio(actual, expected, magnitude, input_dtype) -> float:
         return 0.0
     if not np.all(np.isfinite(a)):
         return math.inf
-    bound = error_bound(e, magnitude, input_dtype, act.dtype, a)
+    bound = error_bound(e, magnitude, input_dtype, act.dtype, a, rtol)
     return float(np.max(np.abs(a - e) / bound))
 
 
-def assert_close(actual, expected, magnitude, input_dtype, name: str = "output") -> float:
+def assert_close(actual, expected, magnitude, input_dtype, name: str = "output",
+                 rtol=None) -> float:
     """Raises AssertionError naming the worst element when ``actual`` is out of tolerance;
     returns the error ratio (<= 1)."""
-    ratio = max_error_ratio(actual, expected, magnitude, input_dtype)
+    ratio = max_error_ratio(actual, expected, magnitude, input_dtype, rtol)
     if not ratio <= 1.0:
         a, e = _f64(np.asarray(actual)), _f64(expected)
-        bound = error_bound(e, magnitude, input_dtype, np.asarray(actual).dtype, a)
+        bound = error_bound(e, magnitude, input_dtype, np.asarray(actual).dtype, a, rtol)
         with np.errstate(invalid="ignore"):
             worst = np.unravel_index(np.nanargmax(np.where(np.isfinite(a),
                                                            np.abs(a - e) / bound, np.inf)),

@@ -387,6 +387,7 @@ class Releaser:
         _live[self.key] = self
 
     def _on_gc(self, _ref):
+        self.wr = None          # breaks the releaser <-> weakref cycle
         try:
             if _live.pop(self.key, None) is None:
                 return
@@ -408,6 +409,7 @@ class Releaser:
         except BaseException:
             _live[self.key] = self
             raise
+        self.wr = None          # the owner lives on; drop the callback (and the cycle)
         return True
 
     @property
@@ -431,17 +433,32 @@ def _retry_orphans():
     return errs
 
 
+_cache_clearers: list = []
+
+
+def register_cache(clear):
+    """Registers ``clear()``, which empties a cache of reusable C objects (operators' argument
+    arrays, per-stream workspaces); :func:`release_unused` calls it first."""
+    _cache_clearers.append(clear)
+
+
 def release_unused():
-    """Synchronizes every live stream (running deferred stream-ordered frees), retries
-    releases that failed during garbage collection, and empties every memory pool's cache.
-    Afterwards device memory in use is exactly what live objects hold. Returns nothing;
-    raises the first failure."""
+    """Empties the registered caches (see :func:`register_cache`), synchronizes every live
+    stream (running deferred stream-ordered frees), retries releases that failed during
+    garbage collection, and empties every memory pool's cache. Afterwards device memory in
+    use is exactly what live objects hold. Returns nothing; raises the first failure."""
     if _state is not _INIT:
         return
     import gc
     gc.collect()
     from . import memory as _memory, stream as _stream
-    errs = _stream._synchronize_all()
+    errs = []
+    for clear in list(_cache_clearers):
+        try:
+            clear()
+        except Exception as e:
+            errs.append(e)
+    errs += _stream._synchronize_all()
     errs += _retry_orphans()
     errs += _memory._free_all_pools()
     if errs:
@@ -509,13 +526,18 @@ def _teardown_steps():
 @atexit.register
 def _at_exit():
     global _count
+    # A daemon thread stuck inside acl-py must not hang the exit: wait a while, then give up
+    # (the process is ending; the runtime's own exit handling remains).
+    if not _lock.acquire(timeout=10):
+        return
     try:
-        with _lock:
-            if _state == _INIT:
-                _count = 0
-                _teardown()
+        if _state == _INIT:
+            _count = 0
+            _teardown()
     except BaseException:  # nothing may escape at interpreter exit
         pass
+    finally:
+        _lock.release()
 
 
 __all__ = ["init", "finalize", "ensure", "is_initialized", "state", "backend", "Device",

@@ -82,7 +82,9 @@ class Case:
         elif self.weight_dtype and self.weight_dtype != self.dtype:
             label += f" w:{SHORT[self.weight_dtype]}"
         if self.out_dtypes and any(d and d != self.dtype for d in self.out_dtypes):
-            label += " o:" + ",".join(SHORT[d] if d else "-" for d in self.out_dtypes)
+            outs = {SHORT[d] if d else "-" for d in self.out_dtypes}
+            label += " o:" + (outs.pop() if len(outs) == 1 else
+                              ",".join(SHORT[d] if d else "-" for d in self.out_dtypes))
         return label
 
     def mask_label(self) -> str:
@@ -456,6 +458,11 @@ def _fmt_time(s: float) -> str:
     return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.2f} s"
 
 
+def _fmt_ratio(r: float) -> str:
+    # Tiny ratios in exponent form: "0.000" would read as a suspicious exact zero.
+    return f"{r:.3f}" if r >= 1e-3 or r == 0 else f"{r:.1e}"
+
+
 def format_table(results: Sequence[CaseResult]) -> str:
     head = ("case", "dtypes", "shape", "norm", "mask", "layout", "result", "max|err|",
             "err/tol", "time")
@@ -467,7 +474,7 @@ def format_table(results: Sequence[CaseResult]) -> str:
                      str(c.normalized_ndim), c.mask_label(), c.layout,
                      "pass" if r.passed else "FAIL",
                      f"{w.max_abs_error:.2e}" if w else "-",
-                     f"{w.error_ratio:.3f}" if w else "-",
+                     _fmt_ratio(w.error_ratio) if w else "-",
                      _fmt_time(r.seconds) if r.seconds else "-"))
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
               for i, h in enumerate(head)]
@@ -583,6 +590,11 @@ def run_smoke(args, cases: Iterable[Case] | None = None, out=None, err=None) -> 
     if args.json:
         _write_json(args.json, rep, out)
     return 0 if rep["summary"]["ok"] else 1
+
+
+# The names acl_py.cli's command table refers to.
+add_arguments = add_smoke_arguments
+run = run_smoke
 
 
 # --------------------------------------------------------------------------------------------

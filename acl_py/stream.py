@@ -46,9 +46,12 @@ class _StreamState:
     def submit(self, buffers=(), keep=None):
         """Records one submission that uses ``buffers`` (``_BufState``s) and keeps ``keep``
         alive until it is complete. Returns its sequence number."""
-        with self.lock:
-            seq = self.seq = self.seq + 1
-            if keep is not None:
+        # No lock for the counter (hot path): two racing submissions may share a number,
+        # which is harmless: a number is read only after the enqueue it tags returned, so
+        # any number <= the target a synchronize read first tags work enqueued before it.
+        seq = self.seq = self.seq + 1
+        if keep is not None:
+            with self.lock:     # complete() swaps the list under the lock
                 self.deferred.append((seq, None, keep))
         for b in buffers:
             b.uses[self] = seq

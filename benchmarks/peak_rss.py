@@ -18,6 +18,10 @@ import sys
 
 import numpy as np
 
+# Benchmark the source tree this file lives in (make bench runs from it), whatever an
+# installed copy of acl_py in the environment may be.
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+
 
 def current_rss() -> int:
     with open("/proc/self/statm") as f:

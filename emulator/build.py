@@ -82,8 +82,13 @@ def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = F
         if not sources:
             raise SystemExit(f"emulator: no sources in {SRC / folder}")
         tmp = lib64 / (name + ".tmp")
+        # The SONAME lets the dynamic linker match a library's dependencies (libnnopbase.so
+        # needs libascendcl.so) to the copies acl-py already opened by absolute path; without
+        # it they are searched for again, LD_LIBRARY_PATH first, where "." or an empty element
+        # would load a libascendcl.so planted in the current directory.
         cmd = [*cc, *flags, *incs, "-shared", "-o", str(tmp), *sources,
-               f"-L{lib64}", "-Wl,-rpath,$ORIGIN", "-Wl,--no-undefined", *libs]
+               f"-L{lib64}", f"-Wl,-soname,{name}", "-Wl,-rpath,$ORIGIN",
+               "-Wl,--no-undefined", *libs]
         if not quiet:
             print("emulator:", name, flush=True)
         subprocess.run(cmd, check=True)

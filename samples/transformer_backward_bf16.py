@@ -103,8 +103,8 @@ def main(argv=None) -> int:
         call_dev, call_wall = timed(
             stream, lambda: acl_py.layer_norm_backward(*call_args, out=out, stream=stream),
             args.repeats)
-        with acl_py.LayerNormBackward(*call_args, out=out, stream=stream) as plan:
-            plan_dev, plan_wall = timed(stream, plan.run, args.repeats)
+        with acl_py.LayerNormBackward(*call_args, out=out) as plan:
+            plan_dev, plan_wall = timed(stream, lambda: plan.run(stream), args.repeats)
         for t in (*dev.values(), *out):
             t.close()
 
@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     print("outputs: " + ", ".join(f"{name} {a.dtype} {list(a.shape)}" for name, a in
                                   zip(("grad_input", "grad_weight", "grad_bias"), got)))
     print("error / tolerance vs NumPy float64 (<= 1 passes): "
-          + ", ".join(f"{name} {r:.3f}" for name, r in
+          + ", ".join(f"{name} {r:.3g}" for name, r in
                       zip(("grad_input", "grad_weight", "grad_bias"), ratios))
           + f" -> check: {'PASS' if ok else 'FAIL'}")
     for label, dev_ms, wall_ms in (("layer_norm_backward()", call_dev, call_wall),

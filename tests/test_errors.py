@@ -113,7 +113,7 @@ def test_argument_error_names_the_argument():
 
 def test_real_failure_carries_recent_message():
     from acl_py.raw import lib
-    acl_py.DeviceBuffer(0)  # lazily makes a device current on this thread
+    acl_py.set_device(0)    # the raw call below needs a device on this thread
     status = lib.aclrtFree(ffi.NULL)
     with pytest.raises(errors.InvalidParameterError) as info:
         errors.check(status, "aclrtFree")
@@ -152,7 +152,7 @@ def test_error_messages_are_per_thread(emulator):
     results = {}
 
     def fail(i):
-        acl_py.DeviceBuffer(0)
+        acl_py.set_device(0)
         st = lib.aclrtMalloc(ffi.new("void **"), 0, 0)   # size 0: 100000
         try:
             errors.check(st, "aclrtMalloc")

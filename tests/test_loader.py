@@ -71,6 +71,10 @@ def mapped():
 """
 
 
+def with_mapped(code: str) -> str:
+    return MAPPED_LIBS + textwrap.dedent(code)
+
+
 def fake_root(root: Path, names=("libascendcl.so", "libnnopbase.so", "libopapi.so"),
               sub: str = "lib64") -> Path:
     """A directory laid out like a CANN install, with empty files for libraries (enough for
@@ -297,7 +301,7 @@ def test_planted_library_in_cwd_is_never_loaded(emu_prefix, planted_dir, variant
     env = base_env(**variant)
     if os.environ.get("LD_LIBRARY_PATH") and "LD_LIBRARY_PATH" in variant:
         env["LD_LIBRARY_PATH"] = variant["LD_LIBRARY_PATH"] + ":" + os.environ["LD_LIBRARY_PATH"]
-    out = run_py(MAPPED_LIBS + """
+    out = run_py(with_mapped("""
         import json, os
         from acl_py import _loader
         from acl_py._ffi import ffi
@@ -309,7 +313,7 @@ def test_planted_library_in_cwd_is_never_loaded(emu_prefix, planted_dir, variant
                "libraries": {k: str(v) for k, v in lib.backend.libraries.items()},
                "marker": os.path.exists("PLANTED-LIBRARY-WAS-LOADED")}
         print(json.dumps(res))
-    """, env, cwd=planted_dir)
+    """), env, cwd=planted_dir)
     here = str(planted_dir.resolve())
     assert not out["marker"], "a planted library's constructor ran"
     assert (out["init"], out["finalize"]) == (0, 0)
@@ -322,12 +326,12 @@ def test_planted_library_in_cwd_is_never_loaded(emu_prefix, planted_dir, variant
 
 def test_resolved_paths_are_what_info_prints(emu_prefix, tmp_path):
     env = base_env(ACL_PY_BACKEND="emulator")
-    out = run_py(MAPPED_LIBS + """
+    out = run_py(with_mapped("""
         import json
         from acl_py import info
         data = info.collect()
         print(json.dumps({"info": data, "mapped": mapped()}))
-    """, env, cwd=tmp_path)
+    """), env, cwd=tmp_path)
     libs = out["info"]["libraries"]
     assert set(libs) == {"ascendcl", "nnopbase", "opapi"}
     mapped_cann = sorted(p for p in out["mapped"] if os.path.basename(p) in ALL_NAMES)

@@ -1,6 +1,7 @@
 """Runtime state, devices, the release registry, and finalize semantics."""
 import gc
 import os
+import textwrap
 import threading
 
 import numpy as np
@@ -24,6 +25,11 @@ def unbalanced():
     return {a + "/" + b: (c.get(a, 0), c.get(b, 0)) for a, b in pairs
             if c.get(a, 0) != c.get(b, 0)}
 '''
+
+
+def script(body):
+    """Subprocess source: the balance helper, then ``body``."""
+    return BALANCE + textwrap.dedent(body)
 
 
 def test_init_and_finalize_are_counted():
@@ -227,12 +233,11 @@ def test_two_devices(run_python, emulator):
 
 
 def test_finalize_closes_everything_and_init_starts_again(run_python, emulator):
-    r = run_python('''
+    r = run_python(script('''
         import numpy as np
         import acl_py
         from acl_py import emulator as emu, runtime
         from acl_py.errors import NotInitializedError, ClosedError
-        ''' + BALANCE + '''
         acl_py.init()
         buf = acl_py.DeviceBuffer(64)
         host = acl_py.HostBuffer(64)
@@ -283,16 +288,15 @@ def test_finalize_closes_everything_and_init_starts_again(run_python, emulator):
         acl_py.finalize()
         assert unbalanced() == {}, unbalanced()
         print("OK")
-    ''')
+    '''))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "OK" and r.stderr == ""
 
 
 def test_lazy_init_then_finalize(run_python, emulator):
-    r = run_python('''
+    r = run_python(script('''
         import acl_py
         from acl_py import runtime
-        ''' + BALANCE + '''
         assert runtime.state() == "uninitialized"
         b = acl_py.DeviceBuffer(32)          # lazy init on device 0
         assert runtime.state() == "initialized" and acl_py.current_device().id == 0
@@ -300,7 +304,7 @@ def test_lazy_init_then_finalize(run_python, emulator):
         assert runtime.state() == "finalized" and b.closed
         assert unbalanced() == {}, unbalanced()
         print("OK")
-    ''')
+    '''))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "OK"
 
@@ -325,3 +329,57 @@ def test_failed_init_leaves_state_unchanged(run_python, emulator):
     ''', env={"ACL_EMU_FAIL": "aclInit:1"})
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "OK"
+
+
+def test_emulator_helpers(emulator):
+    assert (emulator.prefix() / "lib64" / "libascendcl.so").is_file()
+    assert emulator.version()
+    assert emulator.is_active()
+    live = emulator.live_objects()
+    assert tuple(live) == emulator.LIVE_KEYS and all(isinstance(v, int) for v in live.values())
+    default = emulator.num_threads()
+    emulator.set_num_threads(3)
+    assert emulator.num_threads() == 3
+    emulator.set_num_threads(0)
+    assert emulator.num_threads() == default
+    with pytest.raises(errors.AclTypeError):
+        emulator.set_num_threads(2.0)
+    emulator.reset_call_counts()
+    acl_py.DeviceBuffer(64).close()
+    counts = emulator.call_counts()
+    assert counts["aclrtMalloc"] == 1 and counts["aclrtFree"] == 1
+    with emulator.inject_faults({"aclrtMalloc": 2}):
+        acl_py.DeviceBuffer(8).close()                    # call 1 succeeds
+        with pytest.raises(errors.DeviceMemoryError):
+            acl_py.DeviceBuffer(8)                        # call 2 fails
+    acl_py.DeviceBuffer(8).close()                        # cleared on exit
+    with pytest.raises(errors.AclArgumentError):
+        emulator.set_faults("aclrtMalloc:notanumber")
+
+
+def test_emulator_helpers_refuse_real_cann(emulator, monkeypatch):
+    from acl_py._loader import library
+    monkeypatch.setattr(library().backend, "name", "cann")
+    for call in (emulator.live_objects, emulator.prefix, emulator.call_counts,
+                 emulator.num_threads, lambda: emulator.set_faults(None),
+                 lambda: emulator.set_num_threads(1)):
+        with pytest.raises(errors.EmulatorOnlyError, match="emulator backend"):
+            call()
+    monkeypatch.undo()
+
+
+def test_package_tour_runs(run_python, emulator):
+    """The tour in acl_py's docstring (the README's) runs as written and leaks nothing."""
+    tour = acl_py.__doc__.split("interpreter exit)::")[1].split("Errors:")[0]
+    r = run_python(textwrap.dedent(tour) + textwrap.dedent('''
+        from acl_py import emulator
+        assert not any(emulator.live_objects().values()), emulator.live_objects()
+    '''))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "(2, 2) (2, 4) 4\n"
+
+
+def test_hardware_marker_reason_names_what_is_missing(emulator):
+    from conftest import hardware_skip_reason
+    reason = hardware_skip_reason()
+    assert reason and "no CANN libraries found" in reason

@@ -19,7 +19,7 @@ test-sanitize`, run by CI). Fails on any sanitizer report that concerns the emul
    Because reports go to files, ASAN's exit code is 0: compiler runs that leak by design still
    succeed, and the verdict is taken from the logs plus pytest's own exit status.
 
-Usage: python tools/sanitize.py [--no-build] [PYTEST_ARGS...]
+Usage: python tools/sanitize.py [--no-build] [--prefix DIR] [PYTEST_ARGS...]
   default PYTEST_ARGS: the whole suite except hardware tests (see DEFAULT_PYTEST_ARGS)
 """
 from __future__ import annotations
@@ -109,7 +109,12 @@ def classify(logs: Path, prefix: Path) -> tuple[list[str], int]:
                 starts = [m.start() for m in _LEAK_HEAD.finditer(chunk)] + [len(chunk)]
                 for a, b in zip(starts, starts[1:]):
                     block = chunk[a:b].split("SUMMARY:")[0].strip()
-                    if ours in block:
+                    # Also counted: memory allocated straight from an unknown module, i.e. a
+                    # library unloaded before the exit-time check (acl-py keeps the emulator
+                    # loaded, RTLD_NODELETE, so this should not happen; if it does, the leak
+                    # may be ours and is not dropped).
+                    if ours in block or re.search(r"^\s*#1 0x[0-9a-f]+ +\(<unknown module>\)",
+                                                  block, re.M):
                         failures.append(f"{path.name}:\n{block}")
                     else:
                         ignored += 1
@@ -119,19 +124,23 @@ def classify(logs: Path, prefix: Path) -> tuple[list[str], int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    no_build = "--no-build" in argv
-    argv = [a for a in argv if a != "--no-build"]
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 epilog="Other arguments go to pytest.")
+    ap.add_argument("--no-build", action="store_true", help="use the prefix as it is")
+    ap.add_argument("--prefix", type=Path, default=PREFIX,
+                    help=f"sanitized emulator prefix (default {PREFIX.relative_to(ROOT)})")
+    args, pytest_args = ap.parse_known_args(argv)
     cc = os.environ.get("CC", "cc").split()
-    prefix = PREFIX
+    prefix = args.prefix.resolve()
     t0 = time.monotonic()
-    if not no_build:
+    if not args.no_build:
         build(prefix)
     if LOGS.exists():
         shutil.rmtree(LOGS)
     LOGS.mkdir(parents=True)
     env = sanitizer_env(prefix, LOGS, cc)
-    cmd = [sys.executable, "-m", "pytest", *(argv or DEFAULT_PYTEST_ARGS)]
+    cmd = [sys.executable, "-m", "pytest", *(pytest_args or DEFAULT_PYTEST_ARGS)]
     print(f"sanitize: {' '.join(cmd)}\n  with ASan+UBSan emulator {prefix}", flush=True)
     rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
     failures, ignored = classify(LOGS, prefix)

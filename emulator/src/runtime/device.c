@@ -289,7 +289,8 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
 }
 
 aclError aclrtSynchronizeDevice(void) {
-    bool fault = aclemu_fault(__func__); /* the injected failure comes after the wait */
+    char fault_msg[256];
+    bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
     aclError rc = rt_enter(__func__);
     if (rc == ACL_SUCCESS) {
         int dev;
@@ -298,10 +299,8 @@ aclError aclrtSynchronizeDevice(void) {
             rt_streams_sync_device(dev);
         rt_leave();
     }
-    if (fault) {
-        aclemu_set_error("%s: injected fault (after the wait)", __func__);
-        rc = ACL_ERROR_RT_INTERNAL_ERROR;
-    }
+    if (fault)
+        rc = rt_fault_report(fault_msg);
     return rc;
 }
 

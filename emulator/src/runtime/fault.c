@@ -145,6 +145,18 @@ bool aclemu_fault(const char *func) {
     return false;
 }
 
+bool rt_fault_deferred(const char *fn, char *buf, size_t cap) {
+    if (!aclemu_fault(fn))
+        return false;
+    snprintf(buf, cap, "%s", aclGetRecentErrMsg());
+    return true;
+}
+
+aclError rt_fault_report(const char *buf) {
+    aclemu_set_error("%s, reported after the wait", buf);
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+}
+
 static void reset_counts_locked(void) {
     for (size_t i = 0; i < SLOTS; i++) {
         atomic_store(&g_slots[i].count, 0);

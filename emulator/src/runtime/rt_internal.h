@@ -64,6 +64,13 @@ RT_HIDDEN void rt_memory_release_all(void);       /* aclFinalize (write lock, st
 RT_HIDDEN void rt_memory_stats(int64_t *dev_allocs, int64_t *host_allocs, int64_t *dev_bytes);
 RT_HIDDEN uint64_t rt_memory_device_bytes(int dev);
 
+/* ---- faults ---- */
+/* For the synchronize calls, whose injected failure comes after the wait: counts the call
+ * like aclemu_fault and, if it must fail, keeps the message in buf (cap >= 256) for
+ * rt_fault_report to set once the wait is over. */
+RT_HIDDEN bool rt_fault_deferred(const char *fn, char *buf, size_t cap);
+RT_HIDDEN aclError rt_fault_report(const char *buf);
+
 /* ---- misc ---- */
 RT_HIDDEN uint64_t rt_now_ns(void);                 /* CLOCK_MONOTONIC */
 /* One spin-wait step (x86 pause / arm yield). Waits spin briefly before sleeping on a condition

@@ -317,7 +317,8 @@ out:
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
-    bool fault = aclemu_fault(__func__); /* the injected failure comes after the wait */
+    char fault_msg[256];
+    bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
     aclError rc = rt_enter(__func__);
     if (rc == ACL_SUCCESS) {
         int dev;
@@ -339,10 +340,8 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
         }
         rt_leave();
     }
-    if (fault) {
-        aclemu_set_error("%s: injected fault (after the wait)", __func__);
-        rc = ACL_ERROR_RT_INTERNAL_ERROR;
-    }
+    if (fault)
+        rc = rt_fault_report(fault_msg);
     return rc;
 }
 
@@ -563,7 +562,8 @@ out:
 }
 
 aclError aclrtSynchronizeEvent(aclrtEvent event) {
-    bool fault = aclemu_fault(__func__); /* the injected failure comes after the wait */
+    char fault_msg[256];
+    bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
     aclError rc = rt_enter(__func__);
     if (rc == ACL_SUCCESS) {
         int dev;
@@ -579,10 +579,8 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
         }
         rt_leave();
     }
-    if (fault) {
-        aclemu_set_error("%s: injected fault (after the wait)", __func__);
-        rc = ACL_ERROR_RT_INTERNAL_ERROR;
-    }
+    if (fault)
+        rc = rt_fault_report(fault_msg);
     return rc;
 }
 

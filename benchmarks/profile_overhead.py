@@ -1,0 +1,166 @@
+"""Where the host time of one call goes: the evidence behind section 1 of run.py.
+
+For the tiny problem of benchmarks/overhead.c (2 x 8 fp32, every output, synchronize each
+call) it measures, interleaved, per call (median over rounds of per-call medians):
+
+  raw-plan     lib.aclnnLayerNormBackward + lib.aclrtSynchronizeStream through cffi, on a
+               repeatable executor (the Python floor: interpreter + cffi, no acl-py code)
+  plan         acl_py.LayerNormBackward.run(stream) + stream.synchronize()
+  raw-call     phase one + phase two + synchronize through cffi, handles made once
+  call         acl_py.layer_norm_backward(..., out=, stream=) + stream.synchronize()
+
+then profiles the two acl-py loops with cProfile (top functions by own time). For instruction
+counts that do not depend on the machine's load, run the same loops under callgrind:
+
+  valgrind --tool=callgrind --callgrind-out-file=benchmarks/out/cg.%p \\
+      .venv/bin/python benchmarks/profile_overhead.py --loop plan --iters 2000
+  callgrind_annotate benchmarks/out/cg.<pid> | head -40
+
+Usage: python benchmarks/profile_overhead.py [--iters N] [--rounds R] [--loop NAME]
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run as _bench  # noqa: E402  (the same stack adapters as run.py)
+
+
+def setup():
+    stack = _bench.Stack()
+    why = stack.missing("DeviceTensor", "Stream", "layer_norm_backward", "LayerNormBackward")
+    if why:
+        sys.exit(f"not available: {why}")
+    acl, lib = stack.acl, stack.lib
+    from acl_py.raw import ffi
+    m, n = 2, 8
+    i = np.arange(m * n)
+    host = [(((i * 7) % 11) / 11.0 - 0.5).astype(np.float32).reshape(m, n),
+            (((i * 5) % 13) / 13.0 - 0.5).astype(np.float32).reshape(m, n),
+            (0.01 * np.arange(m)).astype(np.float32).reshape(m, 1),
+            (1.0 + 0.1 * np.arange(m)).astype(np.float32).reshape(m, 1),
+            (1.0 + 0.05 * np.arange(n)).astype(np.float32), np.zeros(n, np.float32)]
+    stream = acl.Stream()
+    dev = [acl.DeviceTensor.from_numpy(a) for a in host]
+    outs = (acl.DeviceTensor.empty((m, n), np.float32), acl.DeviceTensor.empty((n,), np.float32),
+            acl.DeviceTensor.empty((n,), np.float32))
+    dy, x, mean, rstd, w, b = dev
+    ns, mask = (n,), (True, True, True)
+    plan = acl.LayerNormBackward(dy, x, ns, mean, rstd, w, b, mask, out=outs)
+
+    # Raw handles, made once, for the cffi floors.
+    ia = lib.aclCreateIntArray(ffi.new("int64_t[]", [n]), 1)
+    ba = lib.aclCreateBoolArray(ffi.new("bool[]", [True] * 3), 3)
+    th = [t.handle for t in dev] + [o.handle for o in outs]
+    wsz, exe = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+    P1, P2 = lib.aclnnLayerNormBackwardGetWorkspaceSize, lib.aclnnLayerNormBackward
+    SYNC, S = lib.aclrtSynchronizeStream, stream.handle
+    assert P1(th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8], wsz,
+              exe) == 0
+    assert lib.aclSetAclOpExecutorRepeatable(exe[0]) == 0
+    rexe = exe[0]
+    ws_bytes = max(int(wsz[0]), 1)
+    wsp = ffi.new("void **")
+    assert lib.aclrtMalloc(wsp, ws_bytes, 0) == 0
+    ws = wsp[0]
+    pc = time.perf_counter_ns
+
+    def raw_plan(k):
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            P2(ws, wsz[0], rexe, S)
+            SYNC(S)
+            s[j] = pc() - t0
+        return statistics.median(s)
+
+    def raw_call(k):
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            P1(th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8], wsz, exe)
+            P2(ws, wsz[0], exe[0], S)
+            SYNC(S)
+            s[j] = pc() - t0
+        return statistics.median(s)
+
+    run, sync = plan.run, stream.synchronize
+    lnb = acl.layer_norm_backward
+
+    def plan_loop(k):
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            run(stream)
+            sync()
+            s[j] = pc() - t0
+        return statistics.median(s)
+
+    def call_loop(k):
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            lnb(dy, x, ns, mean, rstd, w, b, mask, out=outs, stream=stream)
+            sync()
+            s[j] = pc() - t0
+        return statistics.median(s)
+
+    def cleanup():
+        lib.aclDestroyAclOpExecutor(rexe)
+        lib.aclrtFree(ws)
+        lib.aclDestroyIntArray(ia)
+        lib.aclDestroyBoolArray(ba)
+        for o in (plan, *outs, *dev, stream):
+            o.close()
+
+    return {"raw-plan": raw_plan, "plan": plan_loop, "raw-call": raw_call,
+            "call": call_loop}, cleanup
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=3000)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--loop", help="only run this loop (for callgrind)")
+    opts = ap.parse_args()
+    loops, cleanup = setup()
+    if opts.loop:
+        loops[opts.loop](opts.iters)
+        cleanup()
+        return
+    res = {k: [] for k in loops}
+    for r in range(opts.rounds):
+        for k, f in (loops.items() if r % 2 == 0 else reversed(list(loops.items()))):
+            f(200)
+            res[k].append(f(opts.iters))
+    print("per call, median of round medians (us):")
+    for k, v in res.items():
+        print(f"  {k:9s} {statistics.median(v) / 1e3:7.2f}   rounds: "
+              + " ".join(f"{t / 1e3:.2f}" for t in v))
+    print(f"  wrapper cost: plan {(statistics.median(res['plan']) - statistics.median(res['raw-plan'])) / 1e3:.2f} us, "
+          f"call {(statistics.median(res['call']) - statistics.median(res['raw-call'])) / 1e3:.2f} us")
+    for k in ("plan", "call"):
+        pr = cProfile.Profile()
+        pr.enable()
+        loops[k](opts.iters)
+        pr.disable()
+        buf = io.StringIO()
+        pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(14)
+        print(f"\ncProfile of the {k} loop ({opts.iters} calls), by own time:")
+        print("\n".join(line for line in buf.getvalue().splitlines()[4:] if line.strip()))
+    cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,833 @@
+"""The emulator's aclnnLayerNormBackward, through the raw cffi calls (acl_py.raw).
+
+Numbers are checked against an independent NumPy float64 statement of CANN_ABI.md's formulas
+(`reference` below), on the very values the device holds (inputs quantized to their dtype
+first). Tolerances, per element:
+
+    |out - ref| <= RTOL_COMPUTE * scale + ROUND[out dtype] * |ref| + TINY[out dtype]
+
+- scale is the same formula evaluated on absolute values (sum |terms|), so the bound is what
+  float32 accumulation can lose whatever the cancellation: RTOL_COMPUTE = 1e-5 (the kernel
+  accumulates in float32 for every input dtype);
+- ROUND is one unit in the last place of the output dtype (the result is rounded once, at the
+  end): 0 for FLOAT, 2^-10 for FLOAT16, 2^-7 for BF16; TINY covers FLOAT16's subnormal spacing.
+
+Where the design promises exact equality (the same call with fp32 vs fp16/bf16 outputs, a
+strided view vs its contiguous copy, different thread counts, repeated runs) the test
+compares bits.
+"""
+from __future__ import annotations
+
+import itertools
+import zlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from acl_py.raw import ffi, lib
+
+if not lib.backend.is_emulator:  # aclemu* introspection exists only in the emulator
+    pytest.skip("emulator-only tests (the active backend is real CANN)", allow_module_level=True)
+
+F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
+ACL_DT = {F32: lib.ACL_FLOAT, F16: lib.ACL_FLOAT16, BF16: lib.ACL_BF16}
+DTYPES = [F32, F16, BF16]
+RTOL_COMPUTE = 1e-5
+ROUND = {F32: 0.0, F16: 2.0 ** -10, BF16: 2.0 ** -7}
+TINY = {F32: 1e-30, F16: 2.0 ** -24, BF16: 1e-30}
+
+OK, NULLPTR, INVALID = 0, 161001, 161002
+RUNTIME, INNER = 361001, 561000
+P1 = lib.aclnnLayerNormBackwardGetWorkspaceSize
+P2 = lib.aclnnLayerNormBackward
+LIVE_FIELDS = ("device_allocations", "host_allocations", "tensors", "int_arrays", "bool_arrays",
+               "executors", "streams", "events", "contexts", "device_bytes")
+
+
+# ---- session and per-test bookkeeping ------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def stream():
+    rc = lib.aclInit(ffi.NULL)
+    assert rc in (0, 100002), rc  # aclInit is once per process; another test may have done it
+    assert lib.aclrtSetDevice(0) == 0
+    p = ffi.new("aclrtStream *")
+    assert lib.aclrtCreateStream(p) == 0
+    yield p[0]
+    assert lib.aclrtDestroyStream(p[0]) == 0
+    assert lib.aclrtResetDevice(0) == 0
+
+
+def live():
+    out = ffi.new("aclemuLiveObjects *")
+    assert lib.aclemuGetLiveObjects(out) == 0
+    return {f: getattr(out, f) for f in LIVE_FIELDS}
+
+
+@pytest.fixture(autouse=True)
+def no_leaks(stream):
+    lib.aclemuSetNumThreads(0)
+    before = live()
+    yield
+    assert lib.aclrtSynchronizeStream(stream) == 0
+    lib.aclemuSetFaults(ffi.NULL)
+    lib.aclemuSetNumThreads(0)
+    assert live() == before
+
+
+def last_msg() -> str:
+    p = lib.aclGetRecentErrMsg()
+    return ffi.string(p).decode() if p != ffi.NULL else ""
+
+
+class Arena:
+    """Device buffers, tensors and arrays of one test, released in close()."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.bufs, self.tensors, self.arrays = [], [], []
+
+    def malloc(self, nbytes):
+        p = ffi.new("void **")
+        assert lib.aclrtMalloc(p, max(int(nbytes), 1), 0) == 0
+        self.bufs.append(p[0])
+        return p[0]
+
+    def h2d(self, dst, host):
+        b = np.ascontiguousarray(host).view(np.uint8)
+        if b.size:
+            assert lib.aclrtMemcpy(dst, b.size, ffi.from_buffer(b), b.size,
+                                   lib.ACL_MEMCPY_HOST_TO_DEVICE) == 0
+
+    def d2h(self, host, src):
+        b = host.view(np.uint8)
+        if b.size:
+            assert lib.aclrtMemcpy(ffi.from_buffer(b), b.size, src, b.size,
+                                   lib.ACL_MEMCPY_DEVICE_TO_HOST) == 0
+
+    def tensor(self, shape, dtype, strides, offset, storage_elems, data, acl_dtype=None):
+        nd = len(shape)
+        t = lib.aclCreateTensor(ffi.new("int64_t[]", list(shape) or [0]), nd,
+                                ACL_DT[dtype] if acl_dtype is None else acl_dtype,
+                                ffi.new("int64_t[]", list(strides) or [0]), offset,
+                                lib.ACL_FORMAT_ND, ffi.new("int64_t[]", [storage_elems]), 1, data)
+        assert t != ffi.NULL, last_msg()
+        self.tensors.append(t)
+        return t
+
+    def int_array(self, values):
+        a = lib.aclCreateIntArray(ffi.new("int64_t[]", list(values) or [0]), len(values))
+        assert a != ffi.NULL
+        self.arrays.append((lib.aclDestroyIntArray, a))
+        return a
+
+    def bool_array(self, values):
+        a = lib.aclCreateBoolArray(ffi.new("bool[]", list(values) or [False]), len(values))
+        assert a != ffi.NULL
+        self.arrays.append((lib.aclDestroyBoolArray, a))
+        return a
+
+    def destroy_tensor(self, t):
+        self.tensors.remove(t)
+        assert lib.aclDestroyTensor(t) == 0
+
+    def close(self):
+        assert lib.aclrtSynchronizeStream(self.stream) == 0
+        for t in self.tensors:
+            assert lib.aclDestroyTensor(t) == 0
+        for destroy, a in self.arrays:
+            assert destroy(a) == 0
+        for b in self.bufs:
+            assert lib.aclrtFree(b) == 0
+
+
+@pytest.fixture
+def arena(stream):
+    a = Arena(stream)
+    yield a
+    a.close()
+
+
+# ---- views -------------------------------------------------------------------------------
+
+LAYOUTS = ("contig", "transposed", "padded", "stepped")
+
+
+def layout(shape, kind):
+    """(strides, offset) in elements for a view of `shape`: contiguous, dims reversed in
+    memory, every dim padded by one plus an offset, or every stride doubled plus an offset."""
+    nd = len(shape)
+    if kind == "transposed":
+        strides, s = [0] * nd, 1
+        for i in range(nd):
+            strides[i] = s
+            s *= max(shape[i], 1)
+        return strides, 0
+    pad = 1 if kind == "padded" else 0
+    strides, s = [0] * nd, 1
+    for i in reversed(range(nd)):
+        strides[i] = s
+        s *= max(shape[i], 1) + pad
+    if kind == "stepped":
+        return [2 * x for x in strides], 1
+    return strides, (5 if kind == "padded" else 0)
+
+
+class DevView:
+    """A device tensor viewing part of a larger storage, with its host mirror. Outputs start
+    filled with a sentinel so writes outside the view are caught."""
+
+    def __init__(self, arena, values=None, *, shape=None, dtype=None, kind="contig",
+                 sentinel=None, acl_dtype=None):
+        self.arena = arena
+        if values is not None:
+            values = np.asarray(values)
+            shape, dtype = values.shape, values.dtype
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.strides, self.offset = layout(self.shape, kind)
+        empty = any(d == 0 for d in self.shape)
+        span = 0 if empty else sum((d - 1) * s for d, s in zip(self.shape, self.strides)) + 1
+        self.n = self.offset + span + 3  # slack after the view, to catch overruns
+        fill = 0.0 if sentinel is None else sentinel
+        self.storage = np.full(self.n, fill, dtype=np.float32).astype(self.dtype)
+        if sentinel is None:
+            self.storage[:] = np.arange(self.n) % 7 - 3  # junk that must not be read as data
+        if values is not None:
+            self.host_view(self.storage)[...] = values
+        self.initial = self.storage.copy()
+        self.ptr = arena.malloc(self.n * self.dtype.itemsize)
+        arena.h2d(self.ptr, self.storage)
+        self.handle = arena.tensor(self.shape, self.dtype, self.strides, self.offset, self.n,
+                                   self.ptr, acl_dtype)
+
+    def host_view(self, storage):
+        isz = storage.itemsize
+        return np.lib.stride_tricks.as_strided(
+            storage[self.offset:], self.shape, [s * isz for s in self.strides], writeable=True)
+
+    def read(self):
+        """The view's values after the run; asserts nothing outside it was written."""
+        out = np.empty_like(self.storage)
+        self.arena.d2h(out, self.ptr)
+        inside = np.zeros(self.n, bool)
+        self.host_view(inside)[...] = True
+        assert np.array_equal(out[~inside].view(np.uint16 if self.dtype.itemsize == 2
+                                                else np.uint32),
+                              self.initial[~inside].view(np.uint16 if self.dtype.itemsize == 2
+                                                         else np.uint32)), \
+            "the kernel wrote outside the output view"
+        return self.host_view(out).copy()
+
+
+# ---- the NumPy float64 reference ------------------------------------------------------------
+
+def reference(dy, x, nlen, mean, rstd, w):
+    """CANN_ABI.md's formulas in float64 on [M, N]; returns (dx, dw, db) and, for each, the
+    same expression on absolute values (the scale its float32 rounding error is bounded by)."""
+    shape = x.shape
+    N = int(np.prod(shape[len(shape) - nlen:], dtype=np.int64))
+    M = int(np.prod(shape[:len(shape) - nlen], dtype=np.int64))
+    dy = np.asarray(dy, np.float64).reshape(M, N)
+    x = np.asarray(x, np.float64).reshape(M, N)
+    mu = np.asarray(mean, np.float64).reshape(M, 1)
+    rs = np.asarray(rstd, np.float64).reshape(M, 1)
+    wv = np.ones(N) if w is None else np.asarray(w, np.float64).reshape(N)
+    xh = (x - mu) * rs
+    g = dy * wv
+    n = max(N, 1)
+    dx = rs * (g - g.sum(1, keepdims=True) / n - xh * (g * xh).sum(1, keepdims=True) / n)
+    sdx = np.abs(rs) * (np.abs(g) + np.abs(g).sum(1, keepdims=True) / n
+                        + np.abs(xh) * np.abs(g * xh).sum(1, keepdims=True) / n
+                        + np.abs(x - mu) * np.abs(rs) + np.abs(mu) * np.abs(rs))
+    dw, sdw = (dy * xh).sum(0), (np.abs(dy) * (np.abs(x) + np.abs(mu)) * np.abs(rs)).sum(0)
+    db, sdb = dy.sum(0), np.abs(dy).sum(0)
+    return (dx.reshape(shape), sdx.reshape(shape)), (dw, sdw), (db, sdb)
+
+
+def assert_close(out, ref_scale, what):
+    ref, scale = ref_scale
+    got = np.asarray(out, np.float64).reshape(ref.shape)
+    dt = np.dtype(out.dtype)
+    tol = RTOL_COMPUTE * scale + ROUND[dt] * np.abs(ref) + TINY[dt]
+    err = np.abs(got - ref)
+    bad = ~(err <= tol)
+    assert not bad.any(), (f"{what} ({dt}): {bad.sum()} of {bad.size} elements off; worst "
+                           f"error/tol {np.max(err / tol):.3g} at {np.argmax(err / tol)}")
+
+
+def rand_inputs(rng, shape, nlen, in_dt=F32, stat_dt=F32, w_dt=F32, stat_shape=None):
+    """gradOut, input, mean, rstd (mean/rstd from the input, as a forward pass would give),
+    weight (None when w_dt is None), each already quantized to its dtype."""
+    x = (rng.standard_normal(shape) * 1.5 + 0.25).astype(in_dt)
+    dy = rng.standard_normal(shape).astype(in_dt)
+    axes = tuple(range(len(shape) - nlen, len(shape)))
+    xf = x.astype(np.float64)
+    if all(shape[a] > 0 for a in axes) and xf.size:
+        mu = xf.mean(axis=axes, keepdims=True)
+        rs = 1.0 / np.sqrt(xf.var(axis=axes, keepdims=True) + 1e-5)
+    else:
+        kshape = tuple(1 if i in axes else d for i, d in enumerate(shape))
+        mu, rs = np.zeros(kshape), np.ones(kshape)
+    if stat_shape is not None:
+        mu, rs = mu.reshape(stat_shape), rs.reshape(stat_shape)
+    w = None if w_dt is None else (rng.standard_normal(shape[len(shape) - nlen:]) + 1).astype(w_dt)
+    return dy, x, mu.astype(stat_dt), rs.astype(stat_dt), w
+
+
+def run_op(arena, dy, x, ns, mean, rstd, w=None, b=None, mask=(True, True, True),
+           dx=None, dw=None, db=None, *, repeat=1, expect=OK):
+    """Phase one, workspace (only when > 0), phase two(s), synchronize. Arguments are
+    DevViews or None. Returns the workspace size."""
+    h = lambda v: ffi.NULL if v is None else v.handle  # noqa: E731
+    ws = ffi.new("uint64_t *")
+    ex = ffi.new("aclOpExecutor **")
+    rc = P1(h(dy), h(x), arena.int_array(ns), h(mean), h(rstd), h(w), h(b),
+            arena.bool_array(mask), h(dx), h(dw), h(db), ws, ex)
+    assert rc == expect, (rc, last_msg())
+    if rc:
+        return None
+    if repeat > 1:
+        assert lib.aclSetAclOpExecutorRepeatable(ex[0]) == 0
+    wsp = arena.malloc(ws[0]) if ws[0] > 0 else ffi.NULL
+    for _ in range(repeat):
+        assert P2(wsp, ws[0], ex[0], arena.stream) == 0, last_msg()
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    if repeat > 1:
+        assert lib.aclDestroyAclOpExecutor(ex[0]) == 0
+    return ws[0]
+
+
+def check_call(arena, dy, x, nlen, mean, rstd, w, *, out_dt=(F32, F32, F32),
+               kinds=("contig",) * 9, mask=(True, True, True), bias=False):
+    """Runs one call on views of the given kinds and checks it against the reference.
+    kinds: gradOut, input, mean, rstd, weight, bias, gradInput, gradWeight, gradBias."""
+    ns = list(x.shape[x.ndim - nlen:])
+    V = lambda v, k: None if v is None else DevView(arena, v, kind=k)  # noqa: E731
+    vdy, vx, vm, vr, vw = (V(dy, kinds[0]), V(x, kinds[1]), V(mean, kinds[2]),
+                           V(rstd, kinds[3]), V(w, kinds[4]))
+    vb = DevView(arena, np.full(ns, np.nan, F32), kind=kinds[5]) if bias else None
+    outs = [DevView(arena, shape=shp, dtype=dt, kind=k, sentinel=-77.0) if m else None
+            for shp, dt, k, m in zip((x.shape, ns, ns), out_dt, kinds[6:], mask)]
+    run_op(arena, vdy, vx, ns, vm, vr, vw, vb, mask, *outs)
+    refs = reference(dy, x, nlen, mean, rstd, w)
+    got = []
+    for o, r, name in zip(outs, refs, ("gradInput", "gradWeight", "gradBias")):
+        if o is not None:
+            g = o.read()
+            assert_close(g, r, name)
+            got.append(g)
+        else:
+            got.append(None)
+    return got
+
+
+# ---- results -------------------------------------------------------------------------------
+
+def test_vendor_sample(arena):
+    x = np.array([[2, 3], [4, 5]], F32)
+    dx, dw, db = check_call(arena, x.copy(), x, 1, np.array([[2], [3]], F32),
+                            np.array([[4], [5]], F32), np.ones(2, F32), bias=True)
+    assert dx.ravel().tolist() == [-2.0, -94.0, -877.5, -1747.5]
+    assert dw.tolist() == [20.0, 62.0]
+    assert db.tolist() == [6.0, 8.0]
+
+
+COMBOS = [(i, s, w, o) for i in DTYPES for s in DTYPES for w in [None, *DTYPES]
+          for o in DTYPES
+          if s in (i, F32) and (w is None or w in (i, F32))]
+
+
+@pytest.mark.parametrize("in_dt,stat_dt,w_dt,out_dt", COMBOS,
+                         ids=[f"in={i}-stat={s}-w={w}-out={o}" for i, s, w, o in COMBOS])
+def test_dtype_combinations(arena, in_dt, stat_dt, w_dt, out_dt):
+    rng = np.random.default_rng(zlib.crc32(f"{in_dt}{stat_dt}{w_dt}{out_dt}".encode()))
+    dy, x, mu, rs, w = rand_inputs(rng, (5, 3, 37), 1, in_dt, stat_dt, w_dt)
+    check_call(arena, dy, x, 1, mu, rs, w, out_dt=(out_dt, out_dt, F32 if out_dt != F32 else F16))
+
+
+@pytest.mark.parametrize("out_dt", [F16, BF16])
+def test_outputs_are_the_float32_result_rounded_once(arena, out_dt):
+    """Narrow outputs are the float32 result rounded to nearest even, bit for bit."""
+    rng = np.random.default_rng(7)
+    dy, x, mu, rs, w = rand_inputs(rng, (33, 1031), 1, BF16, F32, F32)
+    wide = check_call(arena, dy, x, 1, mu, rs, w)
+    narrow = check_call(arena, dy, x, 1, mu, rs, w, out_dt=(out_dt,) * 3)
+    for a, b in zip(wide, narrow):
+        assert np.array_equal(a.astype(out_dt).view(np.uint16), b.view(np.uint16))
+
+
+@pytest.mark.parametrize("mask", list(itertools.product([False, True], repeat=3)),
+                         ids=lambda m: "".join("1" if v else "0" for v in m))
+@pytest.mark.parametrize("weight", [True, False], ids=["weight", "noweight"])
+def test_masks(arena, mask, weight):
+    rng = np.random.default_rng(sum(mask) * 2 + weight)
+    dy, x, mu, rs, w = rand_inputs(rng, (40, 70), 1, w_dt=F32 if weight else None)
+    # unrequested outputs given too: they must stay untouched (DevView.read checks the
+    # sentinel around the view; here the whole view must keep it as well)
+    outs = [DevView(arena, shape=s, dtype=F32, sentinel=-77.0) for s in ((40, 70), (70,), (70,))]
+    run_op(arena, *(DevView(arena, v) for v in (dy, x)), [70],
+           *(DevView(arena, v) for v in (mu, rs)),
+           DevView(arena, w) if weight else None, None, mask, *outs)
+    refs = reference(dy, x, 1, mu, rs, w)
+    for o, r, m, name in zip(outs, refs, mask, ("gradInput", "gradWeight", "gradBias")):
+        got = o.read()
+        if m:
+            assert_close(got, r, name)
+        else:
+            assert (got == -77.0).all(), f"{name} written although its mask entry is false"
+
+
+def test_absent_weight_is_ones_and_bias_is_never_read(arena):
+    rng = np.random.default_rng(3)
+    dy, x, mu, rs, _ = rand_inputs(rng, (17, 300), 1)
+    a = check_call(arena, dy, x, 1, mu, rs, None, bias=True)   # bias full of NaN
+    b = check_call(arena, dy, x, 1, mu, rs, np.ones(300, F32))
+    for u, v in zip(a, b):
+        assert np.array_equal(u, v)
+
+
+SPLITS = [(r, k) for r in range(1, 9) for k in range(1, r + 1)]
+
+
+@pytest.mark.parametrize("rank,nlen", SPLITS, ids=[f"rank{r}-norm{k}" for r, k in SPLITS])
+def test_ranks_and_splits(arena, rank, nlen):
+    rng = np.random.default_rng(rank * 10 + nlen)
+    shape = tuple(int(d) for d in rng.integers(1, 4, size=rank))
+    shape = (3,) * min(rank, 2) + shape[min(rank, 2):]  # keep M and N > 1 in most cases
+    # mean/rstd: keepdim shape, flat [M] or the batch dims, in turn
+    batch = shape[:rank - nlen]
+    stat_shape = [None, (int(np.prod(batch, dtype=np.int64)),), batch][(rank + nlen) % 3]
+    dy, x, mu, rs, w = rand_inputs(rng, shape, nlen, stat_shape=stat_shape)
+    kinds = [LAYOUTS[(rank + nlen + i) % 4] for i in range(9)]
+    check_call(arena, dy, x, nlen, mu, rs, w, kinds=kinds)
+
+
+@pytest.mark.parametrize("kind", LAYOUTS[1:])
+@pytest.mark.parametrize("dt", DTYPES)
+def test_strided_views_match_contiguous_bit_for_bit(arena, kind, dt):
+    rng = np.random.default_rng(11)
+    dy, x, mu, rs, w = rand_inputs(rng, (6, 5, 130), 2, dt, F32, dt, stat_shape=(6,))
+    base = check_call(arena, dy, x, 2, mu, rs, w, out_dt=(dt,) * 3)
+    for i in range(9):  # one tensor at a time in the strided layout, then all of them
+        kinds = ["contig"] * 9
+        kinds[i] = kind
+        got = check_call(arena, dy, x, 2, mu, rs, w, kinds=kinds, out_dt=(dt,) * 3,
+                         bias=(i == 5))
+        for a, b in zip(base, got):
+            assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), (kind, i)
+    got = check_call(arena, dy, x, 2, mu, rs, w, kinds=[kind] * 9, out_dt=(dt,) * 3, bias=True)
+    for a, b in zip(base, got):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+@pytest.mark.parametrize("shape,nlen", [((1,), 1), ((1, 1), 1), ((2, 100003), 1),
+                                        ((50000, 3), 1), ((1024, 1531), 1), ((3, 4, 2049), 2)])
+def test_sizes(arena, shape, nlen):
+    rng = np.random.default_rng(len(shape) + shape[-1])
+    dy, x, mu, rs, w = rand_inputs(rng, shape, nlen)
+    if shape[-1] == 1:  # var 0: pick any finite rstd rather than 1/sqrt(eps)
+        rs = np.full_like(rs, 0.75)
+    check_call(arena, dy, x, nlen, mu, rs, w)
+
+
+def test_empty_batch_zero_fills_weight_and_bias_grads(arena):
+    rng = np.random.default_rng(5)
+    dy, x, mu, rs, w = rand_inputs(rng, (0, 3, 8), 2, stat_shape=(0,))
+    dx = DevView(arena, shape=(0, 3, 8), dtype=F32)
+    dw = DevView(arena, shape=(3, 8), dtype=BF16, sentinel=5.0, kind="padded")
+    db = DevView(arena, shape=(24,), dtype=F16, sentinel=5.0)
+    ws = run_op(arena, DevView(arena, dy), DevView(arena, x), [3, 8], DevView(arena, mu),
+                DevView(arena, rs), DevView(arena, w), None, (True, True, True), dx, dw, db)
+    assert ws == 0
+    assert (dw.read() == 0).all() and (db.read() == 0).all()
+
+
+def test_empty_normalized_dims_and_all_false_mask_do_nothing(arena):
+    rng = np.random.default_rng(6)
+    dy, x, mu, rs, w = rand_inputs(rng, (4, 0), 1)
+    outs = [DevView(arena, shape=s, dtype=F32, sentinel=5.0) for s in ((4, 0), (0,), (0,))]
+    assert run_op(arena, DevView(arena, dy), DevView(arena, x), [0], DevView(arena, mu),
+                  DevView(arena, rs), None, None, (True, True, True), *outs) == 0
+    dy, x, mu, rs, w = rand_inputs(rng, (4, 6), 1)
+    outs = [DevView(arena, shape=s, dtype=F32, sentinel=5.0) for s in ((4, 6), (6,), (6,))]
+    assert run_op(arena, DevView(arena, dy), DevView(arena, x), [6], DevView(arena, mu),
+                  DevView(arena, rs), None, None, (False, False, False), *outs) == 0
+    assert all((o.read() == 5.0).all() for o in outs)
+
+
+@pytest.mark.parametrize("dt", [F32, BF16])
+def test_deterministic_across_thread_counts(arena, dt):
+    rng = np.random.default_rng(9)
+    dy, x, mu, rs, w = rand_inputs(rng, (2000, 515), 1, dt, F32, F32)
+    results = []
+    for n in (1, 2, 4, 3):
+        lib.aclemuSetNumThreads(n)
+        assert lib.aclemuGetNumThreads() == n
+        results.append(check_call(arena, dy, x, 1, mu, rs, w, out_dt=(dt, F32, F32)))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def test_repeatable_executor_runs_many_times_after_inputs_are_destroyed(arena):
+    rng = np.random.default_rng(12)
+    dy, x, mu, rs, w = rand_inputs(rng, (300, 64), 1)
+    vs = [DevView(arena, v) for v in (dy, x, mu, rs, w)]
+    outs = [DevView(arena, shape=s, dtype=F32, sentinel=0.0) for s in ((300, 64), (64,), (64,))]
+    ws, ex = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+    assert P1(vs[0].handle, vs[1].handle, arena.int_array([64]), vs[2].handle, vs[3].handle,
+              vs[4].handle, ffi.NULL, arena.bool_array([True] * 3), outs[0].handle,
+              outs[1].handle, outs[2].handle, ws, ex) == 0
+    assert lib.aclSetAclOpExecutorRepeatable(ex[0]) == 0
+    for v in vs + outs:  # the executor holds its own snapshot of every descriptor
+        arena.destroy_tensor(v.handle)
+    wsp = arena.malloc(ws[0])
+    first = None
+    for _ in range(3):
+        assert P2(wsp, ws[0], ex[0], arena.stream) == 0, last_msg()
+        assert lib.aclrtSynchronizeStream(arena.stream) == 0
+        got = [o.read() for o in outs]
+        if first is None:
+            first = got
+            for g, r in zip(got, reference(dy, x, 1, mu, rs, w)):
+                assert_close(g, r, "repeat")
+        for a, b in zip(first, got):
+            assert np.array_equal(a, b)
+    assert lib.aclDestroyAclOpExecutor(ex[0]) == 0
+    assert lib.aclDestroyAclOpExecutor(ex[0]) == INVALID
+
+
+# ---- conversions -------------------------------------------------------------------------
+
+def test_float16_to_float32_every_bit_pattern(arena):
+    """gradBias of a single row is gradOut itself: every binary16 pattern, widened."""
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    dy = bits.view(F16).reshape(1, -1)
+    x = np.zeros_like(dy)
+    db = DevView(arena, shape=(65536,), dtype=F32, sentinel=0.0)
+    run_op(arena, DevView(arena, dy), DevView(arena, x), [65536],
+           DevView(arena, np.zeros((1, 1), F32)), DevView(arena, np.ones((1, 1), F32)),
+           None, None, (False, False, True), None, None, db)
+    got, want = db.read(), dy.ravel().astype(F32)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan], want[~nan])  # -0 sums to +0: compared by value
+    assert np.array_equal(np.signbit(got[~nan & (want != 0)]), np.signbit(want[~nan & (want != 0)]))
+
+
+def special_float32():
+    """Float32 values around every rounding boundary of binary16 and bfloat16."""
+    rng = np.random.default_rng(1)
+    v = [rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32).view(F32)]
+    f16 = np.arange(0, 0x7c01, dtype=np.uint32).astype(np.uint16).view(F16).astype(np.float64)
+    mids = (f16[:-1] + f16[1:]) / 2  # exact ties, and their float32 neighbours
+    for m in (mids, f16):
+        m32 = m.astype(F32)
+        v += [m32, np.nextafter(m32, np.inf, dtype=F32), np.nextafter(m32, -np.inf, dtype=F32)]
+    bf = (np.arange(0, 0x7f81, 7, dtype=np.uint32) << 16).view(F32)
+    v += [bf + 0, (bf.view(np.uint32) | 0x8000).view(F32),
+          (bf.view(np.uint32) | 0x8001).view(F32), (bf.view(np.uint32) | 0x7fff).view(F32)]
+    v += [np.array([np.inf, np.nan, 65504, 65519.996, 65520, 2.0**-24, 2.0**-25,
+                    2.0**-25 * 1.0000001, 1.5 * 2.0**-24, 3.4e38], F32)]
+    allv = np.concatenate(v)
+    allv = allv[~np.isnan(allv) | (np.arange(allv.size) % 97 == 0)]
+    return np.concatenate([allv, -allv])
+
+
+@pytest.mark.parametrize("out_dt", [F16, BF16])
+def test_float32_narrowing_rounds_to_nearest_even(arena, out_dt):
+    vals = special_float32()
+    n = vals.size
+    db = DevView(arena, shape=(n,), dtype=out_dt, sentinel=0.0)
+    run_op(arena, DevView(arena, vals.reshape(1, n)), DevView(arena, np.zeros((1, n), F32)),
+           [n], DevView(arena, np.zeros((1,), F32)), DevView(arena, np.ones((1,), F32)),
+           None, None, (False, False, True), None, None, db)
+    got = db.read()
+    with np.errstate(over="ignore"):  # overflow to Inf is the expected rounding
+        want = np.where(vals == 0, np.float32(0), vals).astype(out_dt)  # -0 + 0 sums to +0
+    nan = np.isnan(vals)
+    assert np.isnan(got[nan].astype(F32)).all()
+    assert np.array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
+
+
+# ---- phase one: the check list, in order, with codes and messages ----------------------------
+
+class Args:
+    """A valid argument set for phase one; tests break one thing at a time."""
+
+    def __init__(self, arena, shape=(4, 3, 5), nlen=2):
+        self.arena = arena
+        ns = list(shape[len(shape) - nlen:])
+        M = int(np.prod(shape[:len(shape) - nlen]))
+        self.ptr = arena.malloc(4096)
+        self.T = lambda shp, dt=lib.ACL_FLOAT: self.tensor(shp, dt)  # noqa: E731
+        self.a = dict(gradOut=self.T(shape), input=self.T(shape),
+                      normalizedShape=arena.int_array(ns), mean=self.T((M, 1)),
+                      rstd=self.T((M, 1)), weightOptional=self.T(ns),
+                      biasOptional=self.T(ns), outputMask=arena.bool_array([True] * 3),
+                      gradInputOut=self.T(shape), gradWeightOut=self.T(ns),
+                      gradBiasOut=self.T(ns))
+        self.ws = ffi.new("uint64_t *")
+        self.ex = ffi.new("aclOpExecutor **")
+
+    def tensor(self, shape, dt):
+        # phase one never touches memory: one small buffer backs every (large) view
+        strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+        n = max(int(np.prod(shape)), 1)
+        return self.arena.tensor(shape, F32, strides, 0, n, self.ptr, acl_dtype=dt)
+
+    def call(self, ws=True, ex=True):
+        before = live()["executors"]
+        self.ex[0] = ffi.NULL
+        rc = P1(*self.a.values(), self.ws if ws else ffi.NULL, self.ex if ex else ffi.NULL)
+        msg = last_msg()
+        if rc == OK:
+            assert lib.aclDestroyAclOpExecutor(self.ex[0]) == 0
+        else:
+            assert self.ex[0] == ffi.NULL and live()["executors"] == before, \
+                "a failed phase one must create no executor"
+        return rc, msg
+
+
+def expect(args, code, *words, **kw):
+    rc, msg = args.call(**kw)
+    assert rc == code, (rc, msg)
+    assert "aclnnLayerNormBackwardGetWorkspaceSize" in msg
+    for w in words:
+        assert w in msg, (w, msg)
+
+
+def test_valid_arguments_pass(arena):
+    args = Args(arena)
+    rc, _ = args.call()
+    assert rc == OK and args.ws[0] > 0
+
+
+@pytest.mark.parametrize("name", ["gradOut", "input", "normalizedShape", "mean", "rstd",
+                                  "outputMask"])
+def test_rule1_required_argument_null(arena, name):
+    args = Args(arena)
+    if name != "outputMask":
+        args.a["outputMask"] = arena.bool_array([True, True])  # rule 2 comes after
+    args.a[name] = ffi.NULL
+    expect(args, NULLPTR, name, "NULL")
+
+
+def test_null_out_pointers(arena):
+    expect(Args(arena), NULLPTR, "workspaceSize", ws=False)
+    expect(Args(arena), NULLPTR, "executor", ex=False)
+
+
+@pytest.mark.parametrize("name", ["gradOut", "mean", "weightOptional", "gradBiasOut",
+                                  "normalizedShape", "outputMask"])
+def test_dead_or_garbage_handles_are_never_dereferenced(arena, name):
+    args = Args(arena)
+    t = args.a[name]
+    if name in ("normalizedShape", "outputMask"):
+        destroy = lib.aclDestroyIntArray if name == "normalizedShape" else lib.aclDestroyBoolArray
+        arena.arrays.remove(next(e for e in arena.arrays if e[1] == t))
+        assert destroy(t) == 0
+    else:
+        arena.destroy_tensor(t)
+    expect(args, INVALID, name, "not a live")
+    args.a[name] = ffi.cast(ffi.typeof(t), 0x10)  # unmapped: a dereference would crash
+    expect(args, INVALID, name, "not a live")
+
+
+@pytest.mark.parametrize("length", [0, 2, 4])
+def test_rule2_mask_length(arena, length):
+    args = Args(arena)
+    args.a["outputMask"] = arena.bool_array([True] * length)
+    args.a["gradInputOut"] = ffi.NULL  # rule 3 would fire for a valid mask: 2 comes first
+    args.a["input"] = args.T((4, 3, 5), lib.ACL_INT32)  # and rule 4 after that
+    expect(args, INVALID, "outputMask", str(length))
+
+
+@pytest.mark.parametrize("k,name", list(enumerate(["gradInputOut", "gradWeightOut",
+                                                        "gradBiasOut"])))
+def test_rule3_requested_output_null(arena, k, name):
+    args = Args(arena)
+    args.a[name] = ffi.NULL
+    args.a["input"] = args.T((4, 3, 5), lib.ACL_INT32)  # rule 4 comes after
+    expect(args, NULLPTR, name, f"outputMask[{k}]")
+    args = Args(arena)  # not requested: NULL is fine
+    args.a[name] = ffi.NULL
+    args.a["outputMask"] = arena.bool_array([i != k for i in range(3)])
+    assert args.call()[0] == OK
+
+
+RULE4 = [
+    ("gradOut", lib.ACL_INT32, "gradOut"), ("input", lib.ACL_DOUBLE, "input"),
+    ("mean", lib.ACL_INT8, "mean"), ("rstd", lib.ACL_BOOL, "rstd"),
+    ("weightOptional", lib.ACL_INT64, "weightOptional"),
+    ("biasOptional", lib.ACL_UINT8, "biasOptional"),
+    ("gradInputOut", lib.ACL_INT32, "gradInputOut"),
+    ("gradWeightOut", lib.ACL_DOUBLE, "gradWeightOut"),
+    ("gradBiasOut", lib.ACL_INT16, "gradBiasOut"),
+    ("gradOut", lib.ACL_FLOAT16, "gradOut dtype FLOAT16 != input dtype FLOAT"),
+    ("weightOptional", lib.ACL_BF16, "weightOptional dtype BF16 must be FLOAT or input"),
+    ("biasOptional", lib.ACL_FLOAT16, "biasOptional dtype FLOAT16 must be FLOAT or input"),
+    ("mean", lib.ACL_FLOAT16, "mean dtype FLOAT16 must be FLOAT or input"),
+    ("rstd", lib.ACL_BF16, "rstd dtype BF16 must be FLOAT or input"),
+]
+
+
+@pytest.mark.parametrize("name,dt,words", RULE4, ids=[f"{n}-{w}" for n, _, w in RULE4])
+def test_rule4_dtypes(arena, name, dt, words):
+    args = Args(arena)
+    shape = {"gradOut": (4, 3, 5), "input": (4, 3, 5), "gradInputOut": (4, 3, 5),
+             "mean": (4, 1), "rstd": (4, 1)}.get(name, (3, 5))
+    args.a[name] = args.T(shape, dt)
+    other = "gradWeightOut" if name == "gradBiasOut" else "gradBiasOut"
+    args.a[other] = args.T((7,))  # a rule 5 failure, which must come after
+    expect(args, INVALID, words)
+
+
+def test_rule4_narrow_input_with_float_statistics_and_weight_passes(arena):
+    args = Args(arena)
+    for n in ("gradOut", "input"):
+        args.a[n] = args.T((4, 3, 5), lib.ACL_BF16)
+    args.a["gradInputOut"] = args.T((4, 3, 5), lib.ACL_FLOAT16)
+    assert args.call()[0] == OK
+
+
+RULE5 = [
+    ("gradWeightOut", (1,) * 9, "gradWeightOut rank 9 > 8"),
+    ("normalizedShape", [], "normalizedShape length 0"),
+    ("normalizedShape", [1] * 9, "normalizedShape length 9"),
+    ("normalizedShape", [1, 4, 3, 5], "input rank 3 < normalizedShape length 4"),
+    ("normalizedShape", [3, 6], "input shape [4,3,5] does not end with normalizedShape [3,6]"),
+    ("weightOptional", (15,), "weightOptional shape [15] != normalizedShape [3,5]"),
+    ("biasOptional", (3, 5, 1), "biasOptional shape [3,5,1] != normalizedShape [3,5]"),
+    ("gradOut", (4, 5, 3), "gradOut shape [4,5,3] != input shape [4,3,5]"),
+    ("rstd", (4,), "mean shape [4,1] != rstd shape [4]"),
+    ("mean", (2, 3), "mean shape [2,3] != rstd shape [4,1]"),
+    ("gradInputOut", (4, 15), "gradInputOut shape [4,15] != input shape [4,3,5]"),
+    ("gradWeightOut", (16,), "gradWeightOut shape [16] has 16 elements != N = 15"),
+    ("gradBiasOut", (5, 4), "gradBiasOut shape [5,4] has 20 elements != N = 15"),
+]
+
+
+@pytest.mark.parametrize("name,value,words", RULE5, ids=[w for _, _, w in RULE5])
+def test_rule5_shapes(arena, name, value, words):
+    args = Args(arena)
+    if name == "normalizedShape":
+        args.a[name] = arena.int_array(value)
+    else:
+        args.a[name] = args.T(value)
+    expect(args, INVALID, words)
+
+
+def test_rule5_mean_element_count(arena):
+    args = Args(arena)
+    args.a["mean"], args.a["rstd"] = args.T((2, 3)), args.T((2, 3))
+    expect(args, INVALID, "mean shape [2,3] has 6 elements != M = 4")
+    args = Args(arena)  # any shape with M elements is fine
+    args.a["mean"], args.a["rstd"] = args.T((2, 1, 2)), args.T((2, 1, 2))
+    assert args.call()[0] == OK
+
+
+def test_workspace_size_formula(arena):
+    """nblocks(M) * 2 * N floats when gradWeight or gradBias is wanted, else 0; it depends
+    on M and N only (never on the thread count)."""
+    sizes = {}
+    for threads in (1, 4):
+        lib.aclemuSetNumThreads(threads)
+        for shape, mask in [((4, 3, 5), (True, True, True)), ((4, 3, 5), (True, False, False)),
+                            ((4, 3, 5), (False, False, True)), ((1000, 3, 5), (True, True, True)),
+                            ((100000, 3, 5), (True, True, True))]:
+            args = Args(arena, shape)
+            M = shape[0]
+            args.a["outputMask"] = arena.bool_array(mask)
+            assert args.call()[0] == OK
+            nblocks = min(-(-M // 32), 256)
+            want = nblocks * 2 * 15 * 4 if (mask[1] or mask[2]) else 0
+            assert args.ws[0] == want
+            sizes.setdefault((shape, mask), set()).add(args.ws[0])
+    assert all(len(s) == 1 for s in sizes.values())
+
+
+def test_injected_phase_one_fault(arena):
+    args = Args(arena)
+    assert lib.aclemuSetFaults(b"aclnnLayerNormBackwardGetWorkspaceSize:2") == 0
+    assert args.call()[0] == OK
+    rc, msg = args.call()
+    assert rc == INNER and "injected" in msg
+    assert args.call()[0] == OK
+
+
+# ---- phase two misuse ---------------------------------------------------------------------
+
+def prepared(arena, mask=(True, True, True), host_input=None):
+    rng = np.random.default_rng(2)
+    dy, x, mu, rs, w = rand_inputs(rng, (64, 33), 1)
+    vs = [DevView(arena, v) for v in (dy, x, mu, rs, w)]
+    if host_input is not None:
+        vs[1].handle = arena.tensor(x.shape, F32, [33, 1], 0, x.size,
+                                    ffi.cast("void *", host_input.ctypes.data))
+    outs = [DevView(arena, shape=s, dtype=F32, sentinel=0.0) for s in ((64, 33), (33,), (33,))]
+    ws, ex = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+    assert P1(vs[0].handle, vs[1].handle, arena.int_array([33]), vs[2].handle, vs[3].handle,
+              vs[4].handle, ffi.NULL, arena.bool_array(mask), *(o.handle for o in outs),
+              ws, ex) == 0, last_msg()
+    return ex[0], ws[0], outs, reference(dy, x, 1, mu, rs, w)
+
+
+def test_single_use_executor_runs_once(arena):
+    ex, ws, outs, refs = prepared(arena)
+    wsp = arena.malloc(ws)
+    assert P2(wsp, ws, ex, arena.stream) == 0
+    assert P2(wsp, ws, ex, arena.stream) == INVALID  # released by the library after its run
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    for o, r in zip(outs, refs):
+        assert_close(o.read(), r, "single use")
+
+
+@pytest.mark.parametrize("case", ["small", "null", "host"])
+def test_bad_workspace_is_refused_and_executor_survives(arena, case):
+    ex, ws, outs, refs = prepared(arena)
+    host = np.zeros(ws // 4 + 16, F32)
+    bad = {"small": (arena.malloc(ws - 4), ws - 4), "null": (ffi.NULL, ws),
+           "host": (ffi.cast("void *", host.ctypes.data), ws)}[case]
+    rc = P2(bad[0], bad[1], ex, arena.stream)
+    assert rc == {"small": INVALID, "null": NULLPTR, "host": INVALID}[case], last_msg()
+    assert "workspace" in last_msg()
+    assert (host == 0).all()
+    wsp = arena.malloc(ws)  # a failed phase two releases nothing: the executor still runs
+    assert P2(wsp, ws, ex, arena.stream) == 0, last_msg()
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    assert_close(outs[1].read(), refs[1], "after a refused run")
+
+
+def test_tensor_in_host_memory_is_refused(arena):
+    host = np.ones((64, 33), F32)
+    ex, ws, _, _ = prepared(arena, host_input=host)
+    wsp = arena.malloc(ws)
+    rc, msg = P2(wsp, ws, ex, arena.stream), last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == 0  # a refused run leaves it to the caller
+    assert rc == INVALID
+    assert "input" in msg and "device allocation" in msg, msg
+
+
+def test_destroyed_repeatable_executor_and_bad_stream(arena):
+    ex, ws, _, _ = prepared(arena)
+    assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
+    wsp = arena.malloc(ws)
+    assert P2(wsp, ws, ex, ffi.cast("aclrtStream", 0x10)) == RUNTIME  # garbage stream
+    assert P2(wsp, ws, ex, arena.stream) == 0  # still alive and runnable
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    assert lib.aclDestroyAclOpExecutor(ex) == 0
+    assert P2(wsp, ws, ex, arena.stream) == INVALID
+    assert P2(wsp, ws, ffi.NULL, arena.stream) in (NULLPTR, INVALID)
+
+
+def test_injected_phase_two_fault_keeps_the_executor(arena):
+    ex, ws, outs, refs = prepared(arena)
+    wsp = arena.malloc(ws)
+    assert lib.aclemuSetFaults(b"aclnnLayerNormBackward:1") == 0
+    assert P2(wsp, ws, ex, arena.stream) == RUNTIME
+    assert "injected" in last_msg()
+    assert P2(wsp, ws, ex, arena.stream) == 0, last_msg()
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    assert_close(outs[0].read(), refs[0], "after an injected fault")

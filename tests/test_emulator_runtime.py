@@ -1,0 +1,1063 @@
+"""The emulator's runtime (libascendcl.so) against docs/emulator.md, through the raw cffi
+binding: every rule gives its documented status code and a message naming the call, and the
+live-object counts come back to zero (the conftest's ``no_leaks`` fixture checks that after
+every test; tests that create objects also check it themselves).
+
+aclInit is once per process, so rules about init/finalize order, environment variables read
+at aclInit or at load, and device teardown run in a fresh interpreter (``run_raw``)."""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from acl_py.raw import ffi, lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
+                                reason="emulator-only: rules and introspection of the emulator")
+
+H2H, H2D, D2H, D2D, DEFAULT = 0, 1, 2, 3, 4
+
+
+# ---- helpers ----------------------------------------------------------------------------
+
+def errmsg():
+    p = lib.aclGetRecentErrMsg()
+    return None if p == ffi.NULL else ffi.string(p).decode()
+
+
+def expect(rc, code, call, *words):
+    """rc must be `code`, and the thread's message must name `call` and contain `words`."""
+    msg = errmsg()
+    assert rc == code, f"{call}: expected {code}, got {rc} ({msg})"
+    assert msg is not None and msg.startswith(call + ":"), msg
+    for w in words:
+        assert w in msg, (w, msg)
+    return msg
+
+
+def ok(rc, call="call"):
+    assert rc == 0, f"{call} returned {rc}: {errmsg()}"
+
+
+def live():
+    out = ffi.new("aclemuLiveObjects *")
+    ok(lib.aclemuGetLiveObjects(out))
+    return {k: getattr(out, k) for k in ("device_allocations", "host_allocations", "streams",
+                                         "events", "contexts", "device_bytes")}
+
+
+def malloc(n):
+    p = ffi.new("void **")
+    ok(lib.aclrtMalloc(p, n, 0), "aclrtMalloc")
+    return p[0]
+
+
+def malloc_host(n):
+    p = ffi.new("void **")
+    ok(lib.aclrtMallocHost(p, n), "aclrtMallocHost")
+    return p[0]
+
+
+def new_stream():
+    s = ffi.new("aclrtStream *")
+    ok(lib.aclrtCreateStream(s), "aclrtCreateStream")
+    return s[0]
+
+
+def new_event():
+    e = ffi.new("aclrtEvent *")
+    ok(lib.aclrtCreateEvent(e), "aclrtCreateEvent")
+    return e[0]
+
+
+def host_view(ptr, n):
+    return np.frombuffer(ffi.buffer(ptr, n), dtype=np.uint8)
+
+
+def run_raw(body, env=None, timeout=60):
+    """Runs `body` in a fresh interpreter with `ffi`, `lib`, `errmsg`, `out` (a dict printed
+    as JSON at the end) and NULL in scope; returns `out`."""
+    src = textwrap.dedent("""\
+        import json, sys, threading
+        from acl_py.raw import ffi, lib
+        NULL = ffi.NULL
+        out = {}
+        def errmsg():
+            p = lib.aclGetRecentErrMsg()
+            return None if p == ffi.NULL else ffi.string(p).decode()
+        def live():
+            o = ffi.new("aclemuLiveObjects *"); lib.aclemuGetLiveObjects(o)
+            return {k: getattr(o, k) for k in ("device_allocations", "host_allocations",
+                    "streams", "events", "contexts", "device_bytes")}
+        """) + textwrap.dedent(body) + "\nprint('@@' + json.dumps(out))\n"
+    full_env = dict(os.environ, ACL_PY_BACKEND="emulator")
+    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+    for k in ("ACL_EMU_FAIL", "ACL_EMU_DEVICE_COUNT", "ACL_EMU_DEVICE_MEMORY"):
+        full_env.pop(k, None)
+    full_env.update(env or {})
+    r = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True,
+                       timeout=timeout, env=full_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("@@")][-1]
+    res = json.loads(line[2:])
+    res["_stderr"] = r.stderr
+    return res
+
+
+@pytest.fixture
+def dev():
+    """Device 0 set on the calling thread (reference counted: balanced at the end)."""
+    ok(lib.aclrtSetDevice(0), "aclrtSetDevice")
+    before = live()
+    yield 0
+    lib.aclemuSetFaults(ffi.NULL)
+    assert live() == before, "runtime objects leaked by the test"
+    ok(lib.aclrtResetDevice(0), "aclrtResetDevice")
+
+
+def in_thread(fn):
+    """Runs fn() on a new thread (which has no current device) and returns its result."""
+    res = {}
+
+    def target():
+        try:
+            res["value"] = fn()
+        except BaseException as e:  # re-raised on the calling thread
+            res["error"] = e
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if "error" in res:
+        raise res["error"]
+    return res["value"]
+
+
+# ---- process life -------------------------------------------------------------------------
+
+def test_init_finalize_order_and_reinit():
+    r = run_raw("""
+        out["malloc_before"] = lib.aclrtSetDevice(0), errmsg()
+        out["finalize_before"] = lib.aclFinalize(), errmsg()
+        out["init"] = lib.aclInit(NULL)
+        out["init_again"] = lib.aclInit(NULL), errmsg()
+        out["set"] = lib.aclrtSetDevice(0)
+        # leave one of everything alive: aclFinalize must release all of it
+        p = ffi.new("void **"); lib.aclrtMalloc(p, 1000, 0)
+        h = ffi.new("void **"); lib.aclrtMallocHost(h, 100)
+        s = ffi.new("aclrtStream *"); lib.aclrtCreateStream(s)
+        lib.aclrtMemsetAsync(p[0], 1000, 7, 1000, s[0])
+        e = ffi.new("aclrtEvent *"); lib.aclrtCreateEvent(e)
+        c = ffi.new("aclrtContext *"); lib.aclrtCreateContext(c, 0)
+        out["live_before"] = live()
+        out["finalize"] = lib.aclFinalize()
+        out["live_after"] = live()
+        out["after"] = lib.aclrtGetDevice(ffi.new("int32_t *")), errmsg()
+        out["finalize_twice"] = lib.aclFinalize(), errmsg()
+        out["reinit"] = lib.aclInit(NULL)
+        out["no_device_after_reinit"] = lib.aclrtMalloc(p, 8, 0), errmsg()
+        out["stale_stream"] = (lib.aclrtSetDevice(0), lib.aclrtDestroyStream(s[0]), errmsg())
+        out["end"] = lib.aclrtResetDevice(0), lib.aclFinalize()
+    """)
+    assert r["malloc_before"][0] == 100001 and r["malloc_before"][1].startswith("aclrtSetDevice:")
+    assert "aclInit" in r["malloc_before"][1]
+    assert r["finalize_before"][0] == 100001 and r["finalize_before"][1].startswith("aclFinalize:")
+    assert r["init"] == 0 and r["set"] == 0
+    assert r["init_again"][0] == 100002 and r["init_again"][1].startswith("aclInit:")
+    lb = r["live_before"]
+    assert (lb["device_allocations"], lb["host_allocations"], lb["streams"], lb["events"],
+            lb["contexts"], lb["device_bytes"]) == (1, 1, 1, 1, 1, 1000)
+    assert r["finalize"] == 0
+    assert all(v == 0 for v in r["live_after"].values()), r["live_after"]
+    assert r["after"][0] == 100001 and r["after"][1].startswith("aclrtGetDevice:")
+    assert r["finalize_twice"][0] == 100001
+    assert r["reinit"] == 0
+    assert r["no_device_after_reinit"][0] == 107002  # no thread keeps a device across cycles
+    assert r["stale_stream"][:2] == (0, 107017) or tuple(r["stale_stream"][:2]) == (0, 107017)
+    assert r["end"] == [0, 0]
+
+
+def test_init_config_path_must_exist(tmp_path):
+    cfg = tmp_path / "acl.json"
+    cfg.write_text("{}")
+    r = run_raw(f"""
+        out["missing"] = lib.aclInit(b"/nonexistent/acl.json"), errmsg()
+        out["empty"] = lib.aclInit(b""), lib.aclFinalize()
+        out["exists"] = lib.aclInit({str(cfg).encode()!r}), lib.aclFinalize()
+    """)
+    assert r["missing"][0] == 100000 and "configPath" in r["missing"][1]
+    assert r["empty"] == [0, 0] and r["exists"] == [0, 0]
+
+
+@pytest.mark.parametrize("var,value", [("ACL_EMU_DEVICE_COUNT", "0"),
+                                       ("ACL_EMU_DEVICE_COUNT", "two"),
+                                       ("ACL_EMU_DEVICE_MEMORY", "12Q"),
+                                       ("ACL_EMU_DEVICE_MEMORY", "-5")])
+def test_bad_environment_fails_init(var, value):
+    r = run_raw('out["init"] = lib.aclInit(NULL), errmsg()', env={var: value})
+    assert r["init"][0] == 100000
+    assert r["init"][1].startswith("aclInit:") and var in r["init"][1]
+
+
+def test_recent_error_message_is_per_thread_and_cleared(dev):
+    assert lib.aclrtMalloc(ffi.NULL, 8, 0) == 100000
+    other = in_thread(lambda: (lib.aclrtFree(ffi.NULL), errmsg(), errmsg()))
+    assert other[0] == 107002 and other[1].startswith("aclrtFree:") and other[2] is None
+    msg = errmsg()
+    assert msg.startswith("aclrtMalloc:") and "devPtr" in msg
+    assert errmsg() is None  # read and cleared
+
+
+def test_version_and_live_objects_null():
+    assert "aclemu" in ffi.string(lib.aclemuVersion()).decode()
+    assert lib.aclemuGetLiveObjects(ffi.NULL) == 100000
+    assert errmsg().startswith("aclemuGetLiveObjects:")
+
+
+# ---- devices and contexts -------------------------------------------------------------------
+
+def test_device_ids_and_count(dev):
+    n = ffi.new("uint32_t *")
+    ok(lib.aclrtGetDeviceCount(n))
+    assert n[0] == 1
+    for bad in (-1, 1, 1000):
+        expect(lib.aclrtSetDevice(bad), 107001, "aclrtSetDevice", str(bad))
+        expect(lib.aclrtResetDevice(bad), 107001, "aclrtResetDevice")
+        expect(lib.aclrtCreateContext(ffi.new("aclrtContext *"), bad), 107001,
+               "aclrtCreateContext")
+    expect(lib.aclrtGetDeviceCount(ffi.NULL), 100000, "aclrtGetDeviceCount", "count")
+    d = ffi.new("int32_t *")
+    ok(lib.aclrtGetDevice(d))
+    assert d[0] == 0
+    expect(lib.aclrtGetDevice(ffi.NULL), 100000, "aclrtGetDevice")
+
+
+def test_calls_without_a_device_on_the_thread(dev):
+    p, s = malloc(64), new_stream()
+
+    def probe():
+        out = {}
+        d = ffi.new("int32_t *")
+        out["getdev"] = lib.aclrtGetDevice(d), errmsg()
+        out["malloc"] = lib.aclrtMalloc(ffi.new("void **"), 8, 0), errmsg()
+        out["free"] = lib.aclrtFree(p), errmsg()
+        out["memcpy"] = lib.aclrtMemcpy(p, 8, p, 8, D2D), errmsg()
+        out["stream"] = lib.aclrtCreateStream(ffi.new("aclrtStream *")), errmsg()
+        out["sync"] = lib.aclrtSynchronizeStream(s), errmsg()
+        out["event"] = lib.aclrtCreateEvent(ffi.new("aclrtEvent *")), errmsg()
+        out["meminfo"] = lib.aclrtGetMemInfo(1, ffi.new("size_t *"), ffi.new("size_t *")), errmsg()
+        return out
+    out = in_thread(probe)
+    for call, (rc, msg) in out.items():
+        assert rc == 107002, (call, rc, msg)
+        assert "no device" in msg
+    assert out["malloc"][1].startswith("aclrtMalloc:")
+    # the current device is per thread: a thread that sets it can allocate
+    def with_device():
+        ok(lib.aclrtSetDevice(0))
+        q = malloc(8)
+        ok(lib.aclrtFree(q))
+        ok(lib.aclrtResetDevice(0))
+        return True
+    assert in_thread(with_device)
+    ok(lib.aclrtDestroyStream(s))
+    ok(lib.aclrtFree(p))
+
+
+def test_reset_device_teardown_and_refcount():
+    r = run_raw("""
+        lib.aclInit(NULL)
+        out["reset_unset"] = lib.aclrtResetDevice(1), errmsg()
+        lib.aclrtSetDevice(1); lib.aclrtSetDevice(1)
+        s = ffi.new("aclrtStream *"); lib.aclrtCreateStream(s)
+        e = ffi.new("aclrtEvent *"); lib.aclrtCreateEvent(e)
+        seen = {}
+        def other():  # another thread whose current device is 1
+            lib.aclrtSetDevice(1); lib.aclrtResetDevice(1)  # its own pair: count back to 2
+            seen["go"] = threading.Event(); seen["done"] = threading.Event()
+            seen["go"].wait()
+            seen["rc"] = lib.aclrtMalloc(ffi.new("void **"), 8, 0), errmsg()
+            seen["done"].set()
+        t = threading.Thread(target=other); t.start()
+        while "go" not in seen: pass
+        out["first_reset"] = lib.aclrtResetDevice(1)          # count 2 -> 1: nothing torn down
+        out["stream_alive"] = lib.aclrtSynchronizeStream(s[0])
+        out["live_mid"] = live()
+        out["second_reset"] = lib.aclrtResetDevice(1)         # 1 -> 0: teardown
+        out["live_end"] = live()
+        seen["go"].set(); t.join()
+        out["other_thread"] = seen["rc"]
+        lib.aclrtSetDevice(1)
+        out["stale_stream"] = lib.aclrtSynchronizeStream(s[0]), errmsg()
+        out["stale_event"] = lib.aclrtSynchronizeEvent(e[0]), errmsg()
+        lib.aclrtResetDevice(1)
+        out["reset_again"] = lib.aclrtResetDevice(1), errmsg()
+        lib.aclFinalize()
+    """, env={"ACL_EMU_DEVICE_COUNT": "2"})
+    assert r["reset_unset"][0] == 107000 and r["reset_unset"][1].startswith("aclrtResetDevice:")
+    assert r["first_reset"] == 0 and r["stream_alive"] == 0
+    assert (r["live_mid"]["streams"], r["live_mid"]["events"]) == (1, 1)
+    assert r["second_reset"] == 0
+    assert (r["live_end"]["streams"], r["live_end"]["events"]) == (0, 0)
+    assert r["other_thread"][0] == 107002
+    assert r["stale_stream"][0] == 107017 and r["stale_event"][0] == 107017
+    assert r["reset_again"][0] == 107000
+
+
+def test_two_devices_streams_and_memory():
+    r = run_raw("""
+        lib.aclInit(NULL)
+        lib.aclrtSetDevice(1)
+        s1 = ffi.new("aclrtStream *"); lib.aclrtCreateStream(s1)
+        e1 = ffi.new("aclrtEvent *"); lib.aclrtCreateEvent(e1)
+        p1 = ffi.new("void **"); lib.aclrtMalloc(p1, 256, 0)
+        lib.aclrtSetDevice(0)
+        d = ffi.new("int32_t *"); lib.aclrtGetDevice(d); out["current"] = d[0]
+        p0 = ffi.new("void **"); lib.aclrtMalloc(p0, 256, 0)
+        out["wrong_stream"] = lib.aclrtSynchronizeStream(s1[0]), errmsg()
+        out["wrong_destroy"] = lib.aclrtDestroyStream(s1[0]), errmsg()
+        out["wrong_event"] = lib.aclrtRecordEvent(e1[0], NULL), errmsg()
+        out["peer_copy"] = lib.aclrtMemcpy(p0[0], 256, p1[0], 256, 3), errmsg()
+        f = ffi.new("size_t *"); t = ffi.new("size_t *")
+        lib.aclrtGetMemInfo(1, f, t); out["info0"] = t[0] - f[0]
+        lib.aclrtFree(p0[0])
+        lib.aclrtSetDevice(1)
+        lib.aclrtGetMemInfo(1, f, t); out["info1"] = t[0] - f[0]
+        out["right_stream"] = lib.aclrtSynchronizeStream(s1[0])
+        out["cleanup"] = (lib.aclrtDestroyStream(s1[0]), lib.aclrtDestroyEvent(e1[0]),
+                          lib.aclrtFree(p1[0]))
+        lib.aclrtResetDevice(1); lib.aclrtResetDevice(1); lib.aclrtResetDevice(0)
+        out["live"] = live()
+        lib.aclFinalize()
+    """, env={"ACL_EMU_DEVICE_COUNT": "2"})
+    assert r["current"] == 0
+    for key in ("wrong_stream", "wrong_destroy", "wrong_event"):
+        assert r[key][0] == 107003, (key, r[key])
+        assert "device 1" in r[key][1]
+    assert r["peer_copy"][0] == 107000 and "peer" in r["peer_copy"][1]
+    assert r["info0"] == 256 and r["info1"] == 256  # per-device accounting
+    assert r["right_stream"] == 0 and r["cleanup"] == [0, 0, 0]
+    assert all(v == 0 for v in r["live"].values())
+
+
+def test_contexts(dev):
+    c = ffi.new("aclrtContext *")
+    expect(lib.aclrtCreateContext(ffi.NULL, 0), 100000, "aclrtCreateContext")
+    default = ffi.new("aclrtContext *")
+    ok(lib.aclrtGetCurrentContext(default))
+    ok(lib.aclrtCreateContext(c, 0))
+    assert live()["contexts"] == 1
+    cur = ffi.new("aclrtContext *")
+    ok(lib.aclrtGetCurrentContext(cur))
+    assert cur[0] == c[0] != default[0]  # the new context is current
+    ok(lib.aclrtSetCurrentContext(default[0]))
+    ok(lib.aclrtGetCurrentContext(cur))
+    assert cur[0] == default[0]
+    expect(lib.aclrtSetCurrentContext(ffi.NULL), 100000, "aclrtSetCurrentContext")
+    expect(lib.aclrtSetCurrentContext(ffi.cast("void *", 0x1234)), 107017,
+           "aclrtSetCurrentContext")
+    expect(lib.aclrtDestroyContext(default[0]), 107017, "aclrtDestroyContext", "default")
+    ok(lib.aclrtSetCurrentContext(c[0]))
+    ok(lib.aclrtDestroyContext(c[0]))
+    expect(lib.aclrtDestroyContext(c[0]), 107017, "aclrtDestroyContext", "not a live context")
+    expect(lib.aclrtSetCurrentContext(c[0]), 107017, "aclrtSetCurrentContext")
+    ok(lib.aclrtGetCurrentContext(cur))  # falls back to the device's default context
+    assert cur[0] == default[0]
+    expect(lib.aclrtGetCurrentContext(ffi.NULL), 100000, "aclrtGetCurrentContext")
+    assert live()["contexts"] == 0
+
+
+def test_set_current_context_switches_thread_device():
+    r = run_raw("""
+        lib.aclInit(NULL)
+        c = ffi.new("aclrtContext *")
+        out["create"] = lib.aclrtCreateContext(c, 1)
+        d = ffi.new("int32_t *"); lib.aclrtGetDevice(d); out["after_create"] = d[0]
+        lib.aclrtSetDevice(0); lib.aclrtGetDevice(d); out["after_set"] = d[0]
+        out["switch"] = lib.aclrtSetCurrentContext(c[0])
+        lib.aclrtGetDevice(d); out["after_switch"] = d[0]
+        out["destroy"] = lib.aclrtDestroyContext(c[0])  # device 1 loses its last reference
+        out["getdev"] = lib.aclrtGetDevice(d)
+        lib.aclrtResetDevice(0); lib.aclFinalize()
+    """, env={"ACL_EMU_DEVICE_COUNT": "2"})
+    assert (r["create"], r["after_create"], r["after_set"]) == (0, 1, 0)
+    assert (r["switch"], r["after_switch"], r["destroy"]) == (0, 1, 0)
+    assert r["getdev"] == 107002
+
+
+# ---- device memory ---------------------------------------------------------------------------
+
+def test_malloc_arguments(dev):
+    p = ffi.new("void **")
+    expect(lib.aclrtMalloc(ffi.NULL, 8, 0), 100000, "aclrtMalloc", "devPtr")
+    expect(lib.aclrtMalloc(p, 0, 0), 100000, "aclrtMalloc", "size")
+    expect(lib.aclrtMalloc(p, 8, 3), 100000, "aclrtMalloc", "policy")
+    expect(lib.aclrtMalloc(p, 8, 1000), 100000, "aclrtMalloc", "policy 1000")
+    before = live()
+    ptrs = [malloc(n) for n in (1, 63, 64, 65, 1000)]
+    assert all(int(ffi.cast("uintptr_t", q)) % 64 == 0 for q in ptrs)
+    assert live()["device_bytes"] - before["device_bytes"] == 1 + 63 + 64 + 65 + 1000
+    assert live()["device_allocations"] - before["device_allocations"] == 5
+    for q in ptrs:
+        ok(lib.aclrtFree(q))
+
+
+def test_free_rules(dev):
+    p = malloc(128)
+    h = malloc_host(64)
+    host = np.zeros(16, np.uint8)
+    expect(lib.aclrtFree(ffi.NULL), 100000, "aclrtFree")
+    expect(lib.aclrtFree(ffi.cast("char *", p) + 64), 107000, "aclrtFree", "inside")
+    expect(lib.aclrtFree(ffi.from_buffer(host)), 107000, "aclrtFree", "not a live")
+    expect(lib.aclrtFree(h), 107000, "aclrtFree", "aclrtFreeHost")
+    expect(lib.aclrtFreeHost(p), 107000, "aclrtFreeHost", "aclrtFree")
+    expect(lib.aclrtFreeHost(ffi.NULL), 100000, "aclrtFreeHost")
+    expect(lib.aclrtFreeHost(ffi.from_buffer(host)), 107000, "aclrtFreeHost")
+    assert live()["device_allocations"] == 1
+    ok(lib.aclrtFree(p))
+    expect(lib.aclrtFree(p), 107000, "aclrtFree", "already freed")
+    ok(lib.aclrtFreeHost(h))
+    expect(lib.aclrtFreeHost(h), 107000, "aclrtFreeHost")
+    expect(lib.aclrtMallocHost(ffi.NULL, 8), 100000, "aclrtMallocHost")
+    expect(lib.aclrtMallocHost(ffi.new("void **"), 0), 100000, "aclrtMallocHost", "size")
+
+
+def test_memory_cap_and_meminfo():
+    r = run_raw("""
+        lib.aclInit(NULL); lib.aclrtSetDevice(0)
+        f = ffi.new("size_t *"); t = ffi.new("size_t *")
+        out["info0"] = lib.aclrtGetMemInfo(1, f, t), f[0], t[0]
+        a = ffi.new("void **"); b = ffi.new("void **")
+        out["a"] = lib.aclrtMalloc(a, 600 * 1024, 0)
+        lib.aclrtGetMemInfo(1, f, t); out["info1"] = f[0], t[0]
+        out["b_over"] = lib.aclrtMalloc(b, 500 * 1024, 0), errmsg()
+        out["live_after_fail"] = live()
+        out["b_fit"] = lib.aclrtMalloc(b, 1024 * 1024 - 600 * 1024, 0)  # exactly the cap
+        out["one_more"] = lib.aclrtMalloc(ffi.new("void **"), 1, 0)
+        out["huge"] = lib.aclrtMalloc(ffi.new("void **"), 2**63, 0)
+        lib.aclrtFree(a[0])
+        out["reuse"] = lib.aclrtMalloc(a, 600 * 1024, 0)  # freed memory is usable again
+        lib.aclrtFree(a[0]); lib.aclrtFree(b[0])
+        out["ddr"] = lib.aclrtGetMemInfo(0, f, t), f[0], t[0]
+        out["bad_attr"] = lib.aclrtGetMemInfo(9, f, t), errmsg()
+        out["null"] = lib.aclrtGetMemInfo(1, NULL, t), errmsg()
+        out["live"] = live()
+        lib.aclrtResetDevice(0); lib.aclFinalize()
+    """, env={"ACL_EMU_DEVICE_MEMORY": "1M"})
+    assert r["info0"] == [0, 2**20, 2**20]
+    assert r["a"] == 0 and r["info1"] == [2**20 - 600 * 1024, 2**20]
+    assert r["b_over"][0] == 207001 and r["b_over"][1].startswith("aclrtMalloc:")
+    assert "ACL_EMU_DEVICE_MEMORY" in r["b_over"][1]
+    assert r["live_after_fail"]["device_allocations"] == 1
+    assert r["b_fit"] == 0 and r["one_more"] == 207001 and r["huge"] == 207001
+    assert r["reuse"] == 0
+    assert r["ddr"] == [0, 0, 0]  # the emulated device has HBM only
+    assert r["bad_attr"][0] == 100000 and "attr" in r["bad_attr"][1]
+    assert r["null"][0] == 100000
+    assert all(v == 0 for v in r["live"].values())
+
+
+def test_memory_suffixes():
+    for spec, n in (("4096", 4096), ("2K", 2048), ("3m", 3 << 20), ("1GiB", 1 << 30),
+                    ("1G", 1 << 30)):
+        r = run_raw("""
+            lib.aclInit(NULL); lib.aclrtSetDevice(0)
+            f = ffi.new("size_t *"); t = ffi.new("size_t *")
+            lib.aclrtGetMemInfo(1, f, t); out["total"] = t[0]
+            lib.aclrtResetDevice(0); lib.aclFinalize()
+        """, env={"ACL_EMU_DEVICE_MEMORY": spec})
+        assert r["total"] == n, spec
+
+
+# ---- copies ---------------------------------------------------------------------------------
+
+def test_memcpy_round_trip_and_kinds(dev):
+    n = 1000
+    src = np.arange(n, dtype=np.uint8)
+    back = np.zeros(n, np.uint8)
+    p, q = malloc(n), malloc(n)
+    ok(lib.aclrtMemcpy(p, n, ffi.from_buffer(src), n, H2D))
+    ok(lib.aclrtMemcpy(q, n, p, n, D2D))
+    ok(lib.aclrtMemcpy(ffi.from_buffer(back), n, q, n, D2H))
+    assert (back == src).all()
+    # ACL_MEMCPY_DEFAULT infers each direction from where the pointers live
+    back2 = np.zeros(n, np.uint8)
+    ok(lib.aclrtMemcpy(p, n, ffi.from_buffer(src[::-1].copy()), n, DEFAULT))
+    ok(lib.aclrtMemcpy(ffi.from_buffer(back2), n, p, n, DEFAULT))
+    assert (back2 == src[::-1]).all()
+    h = np.zeros(n, np.uint8)
+    ok(lib.aclrtMemcpy(ffi.from_buffer(h), n, ffi.from_buffer(src), n, H2H))
+    assert (h == src).all()
+    # count 0 succeeds and does nothing; destMax may exceed count
+    ok(lib.aclrtMemcpy(p, n, ffi.from_buffer(src), 0, H2D))
+    ok(lib.aclrtMemcpy(ffi.from_buffer(back), 2 * n, p, 10, D2H))
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtFree(q))
+
+
+def test_memcpy_rules_copy_nothing(dev):
+    n = 256
+    p = malloc(n)
+    ok(lib.aclrtMemset(p, n, 0x5A, n))
+    host = np.full(2 * n, 7, np.uint8)
+    hp = ffi.from_buffer(host)
+    dptr = ffi.cast("char *", p)
+    cases = [
+        # (args, code, words)
+        ((ffi.NULL, n, hp, n, H2D), 100000, ["dst is NULL"]),
+        ((p, n, ffi.NULL, n, H2D), 100000, ["src is NULL"]),
+        ((p, n, hp, n, 5), 100000, ["kind 5"]),
+        ((p, n, hp, n, 1000), 100000, ["kind 1000"]),
+        ((p, n - 1, hp, n, H2D), 100000, ["count (256) exceeds destMax (255)"]),
+        ((hp, n, hp, n, H2D), 107000, ["dst", "not device memory", "ACL_MEMCPY_HOST_TO_DEVICE"]),
+        ((p, n, p, n, H2D), 107000, ["src", "is device memory", "host memory"]),
+        ((hp, n, hp, n, D2H), 107000, ["src", "not device memory"]),
+        ((p, n, p, n, D2H), 107000, ["dst", "is device memory"]),
+        ((p, n, hp, n, D2D), 107000, ["src", "not device memory"]),
+        ((hp, n, p, n, D2D), 107000, ["dst", "not device memory"]),
+        ((p, n, hp, n, H2H), 107000, ["dst", "is device memory"]),
+        ((p, 2 * n, hp, n + 1, H2D), 107000, ["runs past the end", "256 bytes"]),
+        ((dptr + 200, n, hp, 57, H2D), 107000, ["runs past the end"]),
+        ((hp, 2 * n, dptr + 1, n, D2H), 107000, ["src range"]),
+        ((ffi.cast("void *", 8), n, p, n, D2H), 107000, ["not a valid host address"]),
+    ]
+    for args, code, words in cases:
+        expect(lib.aclrtMemcpy(*args), code, "aclrtMemcpy", *words)
+    assert (host == 7).all()  # nothing was copied
+    check = np.zeros(n, np.uint8)
+    ok(lib.aclrtMemcpy(ffi.from_buffer(check), n, p, n, D2H))
+    assert (check == 0x5A).all()
+    ok(lib.aclrtMemcpy(dptr + 200, 56, hp, 56, H2D))  # the exact end is fine
+    ok(lib.aclrtFree(p))
+    # a freed device address is never taken for host memory
+    expect(lib.aclrtMemcpy(ffi.from_buffer(check), n, p, n, D2H), 107000, "aclrtMemcpy",
+           "not allocated")
+    expect(lib.aclrtMemcpy(p, n, hp, n, D2H), 107000, "aclrtMemcpy", "dst", "device memory")
+    expect(lib.aclrtMemcpy(p, n, hp, n, H2H), 107000, "aclrtMemcpy", "dst")
+
+
+def test_memset_rules(dev):
+    p = malloc(100)
+    expect(lib.aclrtMemset(ffi.NULL, 10, 0, 10), 100000, "aclrtMemset", "devPtr")
+    expect(lib.aclrtMemset(p, 10, 0, 11), 100000, "aclrtMemset", "count (11) exceeds maxCount")
+    expect(lib.aclrtMemset(p, 200, 0, 101), 107000, "aclrtMemset", "runs past the end")
+    host = np.zeros(8, np.uint8)
+    expect(lib.aclrtMemset(ffi.from_buffer(host), 8, 1, 8), 107000, "aclrtMemset",
+           "not device memory")
+    ok(lib.aclrtMemset(p, 100, 0x1FF, 100))  # value is taken as a byte
+    ok(lib.aclrtMemset(p, 100, 3, 0))
+    back = np.zeros(100, np.uint8)
+    ok(lib.aclrtMemcpy(ffi.from_buffer(back), 100, p, 100, D2H))
+    assert (back == 0xFF).all()
+    ok(lib.aclrtFree(p))
+
+
+def test_async_copies_need_pinned_host_memory(dev):
+    s = new_stream()
+    n = 4096
+    p = malloc(n)
+    pageable = np.arange(n, dtype=np.uint8)
+    expect(lib.aclrtMemcpyAsync(p, n, ffi.from_buffer(pageable), n, H2D, s), 107000,
+           "aclrtMemcpyAsync", "aclrtMallocHost")
+    expect(lib.aclrtMemcpyAsync(ffi.from_buffer(pageable), n, p, n, D2H, s), 107000,
+           "aclrtMemcpyAsync", "aclrtMallocHost")
+    h1, h2 = malloc_host(n), malloc_host(n)
+    expect(lib.aclrtMemcpyAsync(h2, n, h1, n, H2H, s), 207000, "aclrtMemcpyAsync",
+           "HOST_TO_HOST")
+    expect(lib.aclrtMemcpyAsync(h2, n, h1, n, DEFAULT, s), 207000, "aclrtMemcpyAsync")
+    expect(lib.aclrtMemcpyAsync(p, n, h1, n + 1, H2D, s), 100000, "aclrtMemcpyAsync",
+           "destMax")
+    expect(lib.aclrtMemcpyAsync(p, 2 * n, ffi.cast("char *", h1) + 1, n, H2D, s), 107000,
+           "aclrtMemcpyAsync", "aclrtMallocHost block")
+    expect(lib.aclrtMemcpyAsync(p, n, h1, n, H2D, ffi.cast("void *", 0xdead0)), 107017,
+           "aclrtMemcpyAsync", "not a live stream")
+    # pinned round trip: H2D, D2D, D2H in stream order
+    host_view(h1, n)[:] = np.arange(n) % 251
+    q = malloc(n)
+    ok(lib.aclrtMemcpyAsync(p, n, h1, n, H2D, s))
+    ok(lib.aclrtMemsetAsync(q, n, 0, n, s))
+    ok(lib.aclrtMemcpyAsync(q, n, p, n, D2D, s))
+    ok(lib.aclrtMemcpyAsync(h2, n, q, n, DEFAULT, s))
+    ok(lib.aclrtSynchronizeStream(s))
+    assert (host_view(h2, n) == np.arange(n) % 251).all()
+    ok(lib.aclrtMemcpyAsync(h2, n, q, 0, D2H, s))  # count 0: nothing queued, success
+    for x in (p, q):
+        ok(lib.aclrtFree(x))
+    for x in (h1, h2):
+        ok(lib.aclrtFreeHost(x))
+    ok(lib.aclrtDestroyStream(s))
+
+
+def test_memory_in_use_by_pending_work_is_not_freed(dev):
+    s = new_stream()
+    big = 64 << 20
+    p = malloc(big)
+    h = malloc_host(big)
+    for _ in range(12):  # a few hundred milliseconds of queued work
+        ok(lib.aclrtMemsetAsync(p, big, 1, big, s))
+    ok(lib.aclrtMemcpyAsync(h, big, p, big, D2H, s))
+    expect(lib.aclrtFree(p), 107000, "aclrtFree", "pending work", "synchronize")
+    expect(lib.aclrtFreeHost(h), 107000, "aclrtFreeHost", "pending")
+    assert live()["device_allocations"] >= 1
+    ok(lib.aclrtSynchronizeStream(s))
+    assert host_view(h, big)[::4096].min() == 1  # the work ran, in order
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtFreeHost(h))
+    ok(lib.aclrtDestroyStream(s))
+
+
+# ---- streams and events --------------------------------------------------------------------
+
+def test_stream_handles(dev):
+    expect(lib.aclrtCreateStream(ffi.NULL), 100000, "aclrtCreateStream")
+    s = new_stream()
+    assert live()["streams"] == 1
+    expect(lib.aclrtDestroyStream(ffi.NULL), 100000, "aclrtDestroyStream", "default stream")
+    garbage = ffi.cast("void *", 0x12345678)
+    expect(lib.aclrtDestroyStream(garbage), 107017, "aclrtDestroyStream")
+    expect(lib.aclrtSynchronizeStream(garbage), 107017, "aclrtSynchronizeStream")
+    ok(lib.aclrtSynchronizeStream(s))
+    ok(lib.aclrtSynchronizeStream(ffi.NULL))  # the default stream
+    ok(lib.aclrtDestroyStream(s))
+    expect(lib.aclrtDestroyStream(s), 107017, "aclrtDestroyStream", "not a live stream")
+    p = malloc(8)
+    expect(lib.aclrtMemsetAsync(p, 8, 0, 8, s), 107017, "aclrtMemsetAsync", "not a live stream")
+    ok(lib.aclrtFree(p))
+    assert live()["streams"] == 0
+
+
+def test_destroy_stream_drains_it(dev):
+    s = new_stream()
+    big = 32 << 20
+    p, h = malloc(big), malloc_host(big)
+    host_view(h, big)[:] = 0
+    for v in range(1, 9):
+        ok(lib.aclrtMemsetAsync(p, big, v, big, s))
+    ok(lib.aclrtMemcpyAsync(h, big, p, big, D2H, s))
+    ok(lib.aclrtDestroyStream(s))  # returns only after all of it ran
+    view = host_view(h, big)
+    assert view[0] == 8 and view[-1] == 8
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtFreeHost(h))
+
+
+def test_synchronize_device_waits_for_every_stream(dev):
+    streams = [new_stream() for _ in range(3)]
+    n = 8 << 20
+    bufs = [(malloc(n), malloc_host(n)) for _ in streams]
+    for k, (s, (p, h)) in enumerate(zip(streams, bufs)):
+        for v in range(5):
+            ok(lib.aclrtMemsetAsync(p, n, k * 10 + v, n, s))
+        ok(lib.aclrtMemcpyAsync(h, n, p, n, D2H, s))
+    ok(lib.aclrtSynchronizeDevice())
+    for k, (p, h) in enumerate(bufs):
+        assert host_view(h, n)[-1] == k * 10 + 4
+        ok(lib.aclrtFree(p))
+        ok(lib.aclrtFreeHost(h))
+    for s in streams:
+        ok(lib.aclrtDestroyStream(s))
+
+
+def test_events(dev):
+    expect(lib.aclrtCreateEvent(ffi.NULL), 100000, "aclrtCreateEvent")
+    s = new_stream()
+    a, b, never = new_event(), new_event(), new_event()
+    assert live()["events"] == 3
+    ms = ffi.new("float *")
+    expect(lib.aclrtEventElapsedTime(ms, a, b), 107000, "aclrtEventElapsedTime",
+           "startEvent", "never been recorded")
+    ok(lib.aclrtSynchronizeEvent(never))  # never recorded: done at once
+    n = 32 << 20
+    p = malloc(n)
+    ok(lib.aclrtRecordEvent(a, s))
+    for _ in range(4):
+        ok(lib.aclrtMemsetAsync(p, n, 0, n, s))
+    ok(lib.aclrtRecordEvent(b, s))
+    ok(lib.aclrtSynchronizeEvent(b))
+    ok(lib.aclrtEventElapsedTime(ms, a, b))
+    assert 0.0 < ms[0] < 10000.0  # 128 MiB of memset takes measurable time
+    ok(lib.aclrtEventElapsedTime(ms, b, a))
+    assert ms[0] < 0.0
+    expect(lib.aclrtEventElapsedTime(ffi.NULL, a, b), 100000, "aclrtEventElapsedTime", "ms")
+    expect(lib.aclrtEventElapsedTime(ms, ffi.NULL, b), 100000, "aclrtEventElapsedTime")
+    expect(lib.aclrtEventElapsedTime(ms, a, never), 107000, "aclrtEventElapsedTime", "endEvent")
+    ok(lib.aclrtRecordEvent(never, ffi.NULL))  # the default stream
+    ok(lib.aclrtSynchronizeEvent(never))
+    garbage = ffi.cast("void *", 0x777000)
+    expect(lib.aclrtRecordEvent(garbage, s), 107017, "aclrtRecordEvent")
+    expect(lib.aclrtRecordEvent(ffi.NULL, s), 100000, "aclrtRecordEvent")
+    expect(lib.aclrtSynchronizeEvent(garbage), 107017, "aclrtSynchronizeEvent")
+    # destroying an event with a record still queued is safe
+    for _ in range(3):
+        ok(lib.aclrtMemsetAsync(p, n, 0, n, s))
+    ok(lib.aclrtRecordEvent(a, s))
+    for e in (a, b, never):
+        ok(lib.aclrtDestroyEvent(e))
+    expect(lib.aclrtDestroyEvent(a), 107017, "aclrtDestroyEvent")
+    ok(lib.aclrtSynchronizeStream(s))
+    assert live()["events"] == 0
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtDestroyStream(s))
+
+
+def test_elapsed_time_needs_completed_record(dev):
+    s = new_stream()
+    a, b = new_event(), new_event()
+    n = 64 << 20
+    p = malloc(n)
+    ok(lib.aclrtRecordEvent(a, s))
+    for _ in range(10):
+        ok(lib.aclrtMemsetAsync(p, n, 0, n, s))
+    ok(lib.aclrtRecordEvent(b, s))
+    expect(lib.aclrtEventElapsedTime(ffi.new("float *"), a, b), 107000,
+           "aclrtEventElapsedTime", "not completed")
+    ok(lib.aclrtSynchronizeStream(s))
+    for x in (a, b):
+        ok(lib.aclrtDestroyEvent(x))
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtDestroyStream(s))
+
+
+# ---- threads -------------------------------------------------------------------------------
+
+def test_eight_threads_with_their_own_streams(dev):
+    errors = []
+    n = 1 << 16
+
+    def worker(k):
+        try:
+            ok(lib.aclrtSetDevice(0))
+            s = new_stream()
+            e0, e1 = new_event(), new_event()
+            h_in, h_out = malloc_host(n), malloc_host(n)
+            p = malloc(n)
+            for it in range(40):
+                host_view(h_in, n)[:] = (k * 31 + it) % 256
+                ok(lib.aclrtRecordEvent(e0, s))
+                ok(lib.aclrtMemcpyAsync(p, n, h_in, n, H2D, s))
+                ok(lib.aclrtMemcpyAsync(h_out, n, p, n, D2H, s))
+                ok(lib.aclrtRecordEvent(e1, s))
+                ok(lib.aclrtSynchronizeEvent(e1))
+                got = host_view(h_out, n)
+                if not (got == (k * 31 + it) % 256).all():
+                    errors.append((k, it))
+                q = malloc(64 * (it + 1))  # registry churn alongside the streams
+                ok(lib.aclrtFree(q))
+            ok(lib.aclrtSynchronizeStream(s))
+            ok(lib.aclrtDestroyStream(s))
+            for x in (e0, e1):
+                ok(lib.aclrtDestroyEvent(x))
+            ok(lib.aclrtFree(p))
+            for x in (h_in, h_out):
+                ok(lib.aclrtFreeHost(x))
+            ok(lib.aclrtResetDevice(0))
+        except BaseException as ex:
+            errors.append(ex)
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    assert not errors, errors[:3]
+
+
+def test_one_stream_shared_by_threads(dev):
+    """Tasks may be queued from several threads at once; each thread's own tasks keep their
+    order, and a synchronize covers everything queued before it."""
+    s = new_stream()
+    n = 4096
+    nthreads, rounds = 6, 30
+    bufs = [(malloc(n), malloc_host(n)) for _ in range(nthreads)]
+    errors = []
+
+    def worker(k):
+        try:
+            ok(lib.aclrtSetDevice(0))
+            p, h = bufs[k]
+            for it in range(rounds):
+                ok(lib.aclrtMemsetAsync(p, n, (k + it) % 256, n, s))
+                ok(lib.aclrtMemcpyAsync(h, n, p, n, D2H, s))
+                ok(lib.aclrtSynchronizeStream(s))
+                if host_view(h, n)[n - 1] != (k + it) % 256:
+                    errors.append((k, it))
+            ok(lib.aclrtResetDevice(0))
+        except BaseException as ex:
+            errors.append(ex)
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(nthreads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[:3]
+    ok(lib.aclrtDestroyStream(s))
+    for p, h in bufs:
+        ok(lib.aclrtFree(p))
+        ok(lib.aclrtFreeHost(h))
+
+
+def test_concurrent_destroy_of_one_stream(dev):
+    """Several threads destroying the same stream: exactly one succeeds, the others get
+    107017; nobody crashes."""
+    for _ in range(20):
+        s = new_stream()
+        results = []
+
+        def destroy():
+            ok(lib.aclrtSetDevice(0))
+            results.append(lib.aclrtDestroyStream(s))
+            ok(lib.aclrtResetDevice(0))
+        ts = [threading.Thread(target=destroy) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert sorted(results) == [0, 107017, 107017, 107017]
+        while errmsg() is not None:
+            pass
+
+
+# ---- fault injection and call counts -------------------------------------------------------
+
+def call_counts():
+    n = lib.aclemuGetCallCounts(ffi.NULL, 0)
+    buf = ffi.new("char[]", n + 1)
+    assert lib.aclemuGetCallCounts(buf, n + 1) == n
+    text = ffi.string(buf).decode()
+    return [(k, int(v)) for k, v in (item.rsplit(":", 1) for item in text.split(","))] \
+        if text else []
+
+
+def test_fault_spec_syntax():
+    for bad in ("aclrtMalloc", "aclrtMalloc:0", "aclrtMalloc:x", ":3", "aclrtMalloc:1:2",
+                "aclrtMalloc:1,aclrtMalloc:2", "a b:1"):
+        expect(lib.aclemuSetFaults(bad.encode()), 100000, "aclemuSetFaults", "malformed")
+    ok(lib.aclemuSetFaults(b" aclrtMalloc : 2 , aclrtFree:1 ,"))
+    ok(lib.aclemuSetFaults(b""))
+    ok(lib.aclemuSetFaults(ffi.NULL))
+
+
+def test_call_counts_in_first_call_order(dev):
+    ok(lib.aclemuSetFaults(ffi.NULL))  # also resets the counters
+    d = ffi.new("int32_t *")
+    lib.aclrtGetDevice(d)
+    p = malloc(8)
+    lib.aclrtGetDevice(d)
+    ok(lib.aclrtFree(p))
+    assert call_counts() == [("aclrtGetDevice", 2), ("aclrtMalloc", 1), ("aclrtFree", 1)]
+    small = ffi.new("char[5]")
+    need = lib.aclemuGetCallCounts(small, 5)
+    assert need == len("aclrtGetDevice:2,aclrtMalloc:1,aclrtFree:1")
+    assert ffi.string(small) == b"aclr"  # truncated like snprintf, always terminated
+    lib.aclemuResetCallCounts()
+    assert call_counts() == []
+
+
+INJECTED = [  # (function, documented injected failure)
+    ("aclrtMalloc", 207001), ("aclrtMallocHost", 207001), ("aclrtCreateStream", 207001),
+    ("aclrtCreateEvent", 207001), ("aclrtCreateContext", 207001),
+    ("aclrtMemcpy", 507000), ("aclrtMemcpyAsync", 507000), ("aclrtMemset", 507000),
+    ("aclrtMemsetAsync", 507000), ("aclrtRecordEvent", 507000), ("aclrtSetDevice", 507000),
+    ("aclrtSynchronizeStream", 507000), ("aclrtSynchronizeDevice", 507000),
+    ("aclrtSynchronizeEvent", 507000),
+]
+
+
+@pytest.mark.parametrize("name,code", INJECTED)
+def test_injected_failures(dev, name, code):
+    n = 64
+    p, h, s, e = malloc(n), malloc_host(n), new_stream(), new_event()
+    made = []  # releases for what the successful creating calls made
+
+    def create(fn, out_type, release, *args):
+        def call():
+            out = ffi.new(out_type)
+            rc = fn(out, *args)
+            if rc == 0:
+                made.append(lambda: release(out[0]))
+            return rc
+        return call
+
+    def set_device():
+        rc = lib.aclrtSetDevice(0)
+        if rc == 0:
+            made.append(lambda: lib.aclrtResetDevice(0))
+        return rc
+    calls = {
+        "aclrtMalloc": create(lib.aclrtMalloc, "void **", lib.aclrtFree, 8, 0),
+        "aclrtMallocHost": create(lib.aclrtMallocHost, "void **", lib.aclrtFreeHost, 8),
+        "aclrtCreateStream": create(lib.aclrtCreateStream, "aclrtStream *",
+                                    lib.aclrtDestroyStream),
+        "aclrtCreateEvent": create(lib.aclrtCreateEvent, "aclrtEvent *", lib.aclrtDestroyEvent),
+        "aclrtCreateContext": create(lib.aclrtCreateContext, "aclrtContext *",
+                                     lib.aclrtDestroyContext, 0),
+        "aclrtMemcpy": lambda: lib.aclrtMemcpy(h, n, p, n, D2H),
+        "aclrtMemcpyAsync": lambda: lib.aclrtMemcpyAsync(h, n, p, n, D2H, s),
+        "aclrtMemset": lambda: lib.aclrtMemset(p, n, 0, n),
+        "aclrtMemsetAsync": lambda: lib.aclrtMemsetAsync(p, n, 0, n, s),
+        "aclrtRecordEvent": lambda: lib.aclrtRecordEvent(e, s),
+        "aclrtSetDevice": set_device,
+        "aclrtSynchronizeStream": lambda: lib.aclrtSynchronizeStream(s),
+        "aclrtSynchronizeDevice": lambda: lib.aclrtSynchronizeDevice(),
+        "aclrtSynchronizeEvent": lambda: lib.aclrtSynchronizeEvent(e),
+    }
+    ok(lib.aclemuSetFaults(f"{name}:2".encode()))
+    ok(calls[name](), name)
+    after_first = live()
+    expect(calls[name](), code, name, "injected fault", "call 2")
+    assert live() == after_first  # the failed call created nothing
+    assert len(made) <= 1
+    ok(calls[name](), name)  # only the 2nd call fails
+    assert dict(call_counts())[name] == 3
+    ok(lib.aclemuSetFaults(ffi.NULL))
+    ok(lib.aclrtSynchronizeDevice())
+    for release in made:
+        ok(release())
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtFreeHost(h))
+    ok(lib.aclrtDestroyStream(s))
+    ok(lib.aclrtDestroyEvent(e))
+
+
+@pytest.mark.parametrize("name", ["aclrtSynchronizeStream", "aclrtSynchronizeDevice",
+                                  "aclrtSynchronizeEvent"])
+def test_injected_synchronize_failure_comes_after_the_wait(dev, name):
+    s, e = new_stream(), new_event()
+    big = 64 << 20
+    p = malloc(big)
+    for _ in range(8):
+        ok(lib.aclrtMemsetAsync(p, big, 0, big, s))
+    ok(lib.aclrtRecordEvent(e, s))
+    ok(lib.aclemuSetFaults(f"{name}:1".encode()))
+    call = {"aclrtSynchronizeStream": lambda: lib.aclrtSynchronizeStream(s),
+            "aclrtSynchronizeDevice": lib.aclrtSynchronizeDevice,
+            "aclrtSynchronizeEvent": lambda: lib.aclrtSynchronizeEvent(e)}[name]
+    expect(call(), 507000, name, "injected fault")
+    ok(lib.aclrtFree(p))  # nothing is left in flight: the memory is no longer in use
+    ok(lib.aclrtDestroyEvent(e))
+    ok(lib.aclrtDestroyStream(s))
+
+
+def test_release_calls_keep_the_object_on_injected_fault(dev):
+    p, h, s, e = malloc(8), malloc_host(8), new_stream(), new_event()
+    c = ffi.new("aclrtContext *")
+    ok(lib.aclrtCreateContext(c, 0))
+    releases = [("aclrtFree", lambda: lib.aclrtFree(p)),
+                ("aclrtFreeHost", lambda: lib.aclrtFreeHost(h)),
+                ("aclrtDestroyStream", lambda: lib.aclrtDestroyStream(s)),
+                ("aclrtDestroyEvent", lambda: lib.aclrtDestroyEvent(e)),
+                ("aclrtDestroyContext", lambda: lib.aclrtDestroyContext(c[0]))]
+    for name, call in releases:
+        before = live()
+        ok(lib.aclemuSetFaults(f"{name}:1".encode()))
+        expect(call(), 507000, name, "injected fault")
+        assert live() == before, name  # still alive
+        ok(call())  # a retry releases it
+        assert live() != before, name
+    ok(lib.aclemuSetFaults(b"aclrtResetDevice:1"))
+    expect(lib.aclrtResetDevice(0), 507000, "aclrtResetDevice")
+    ok(lib.aclemuSetFaults(ffi.NULL))
+
+
+def test_fault_environment_is_read_at_load():
+    r = run_raw("""
+        out["init"] = lib.aclInit(NULL), errmsg()
+        out["init2"] = lib.aclInit(NULL)
+        lib.aclrtSetDevice(0)
+        p = ffi.new("void **")
+        out["m1"] = lib.aclrtMalloc(p, 8, 0); lib.aclrtFree(p[0])
+        out["m2"] = lib.aclrtMalloc(p, 8, 0), errmsg()
+        out["m3"] = lib.aclrtMalloc(p, 8, 0); lib.aclrtFree(p[0])
+        lib.aclrtResetDevice(0); lib.aclFinalize()
+    """, env={"ACL_EMU_FAIL": "aclInit:1,aclrtMalloc:2"})
+    assert r["init"] == [500000, "aclInit: injected fault (call 1)"]
+    assert r["init2"] == 0 and r["m1"] == 0 and r["m3"] == 0
+    assert r["m2"][0] == 207001 and r["m2"][1].startswith("aclrtMalloc: injected fault")
+    r = run_raw('out["init"] = lib.aclInit(NULL); lib.aclFinalize()',
+                env={"ACL_EMU_FAIL": "aclrtMalloc"})
+    assert r["init"] == 0 and "ignoring ACL_EMU_FAIL" in r["_stderr"]
+
+
+# ---- the kernel thread pool (internal API, reached through ctypes) --------------------------
+
+RANGE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                            ctypes.c_int64)
+
+
+def _ascendcl():
+    return ctypes.CDLL(str(lib.backend.libraries["ascendcl"]))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("n,chunks", [(1000, 7), (5, 9), (0, 3), (10**12, 4)])
+def test_parallel_for_chunks_depend_only_on_n_and_chunks(threads, n, chunks):
+    so = _ascendcl()
+    so.aclemu_parallel_for.argtypes = [ctypes.c_int64, ctypes.c_int64, RANGE_FN,
+                                       ctypes.c_void_p]
+    seen = []
+    lock = threading.Lock()
+
+    @RANGE_FN
+    def body(ctx, c, b, e):
+        with lock:
+            seen.append((c, b, e, threading.get_ident()))
+    lib.aclemuSetNumThreads(threads)
+    try:
+        assert lib.aclemuGetNumThreads() == threads
+        so.aclemu_parallel_for(n, chunks, body, None)
+    finally:
+        lib.aclemuSetNumThreads(0)
+    got = sorted((c, b, e) for c, b, e, _ in seen)
+    assert got == [(c, c * n // chunks, (c + 1) * n // chunks) for c in range(chunks)]
+    if threads == 1:
+        assert len({t for *_, t in seen}) == 1
+
+
+def test_parallel_for_from_several_callers_at_once():
+    so = _ascendcl()
+    so.aclemu_parallel_for.argtypes = [ctypes.c_int64, ctypes.c_int64, RANGE_FN,
+                                       ctypes.c_void_p]
+    results = {}
+
+    def caller(k):
+        seen = []
+
+        @RANGE_FN
+        def body(ctx, c, b, e):
+            time.sleep(0.001)
+            seen.append((c, b, e))
+        so.aclemu_parallel_for(100 + k, 6, body, None)
+        results[k] = sorted(seen)
+    lib.aclemuSetNumThreads(3)
+    try:
+        ts = [threading.Thread(target=caller, args=(k,)) for k in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+    finally:
+        lib.aclemuSetNumThreads(0)
+    for k in range(4):
+        n = 100 + k
+        assert results[k] == [(c, c * n // 6, (c + 1) * n // 6) for c in range(6)]
+
+
+def test_num_threads_default_restored():
+    default = lib.aclemuGetNumThreads()
+    assert default >= 1
+    lib.aclemuSetNumThreads(5)
+    assert lib.aclemuGetNumThreads() == 5
+    lib.aclemuSetNumThreads(-3)
+    assert lib.aclemuGetNumThreads() == default
+    r = run_raw('out["n"] = lib.aclemuGetNumThreads()', env={"ACL_EMU_NUM_THREADS": "3"})
+    assert r["n"] == 3

@@ -1,0 +1,386 @@
+"""DeviceBuffer, HostBuffer and MemoryPool: lifetimes, copies, argument errors, pooling."""
+import gc
+
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py import errors
+from acl_py.memory import ROUND
+
+
+def live(emulator, key="device_allocations"):
+    return emulator.live_objects()[key]
+
+
+# ---- DeviceBuffer lifetimes ---------------------------------------------------------------
+
+def test_close_early_close_late_double_close(emulator):
+    n = live(emulator)
+    a = acl_py.DeviceBuffer(100)
+    b = acl_py.DeviceBuffer(200)
+    assert live(emulator) == n + 2 and live(emulator, "device_bytes") >= 300
+    a.close()
+    assert live(emulator) == n + 1 and a.closed and not b.closed
+    a.close()
+    assert live(emulator) == n + 1
+    b.close()
+    assert live(emulator) == n
+
+
+def test_use_after_close_is_a_clear_error():
+    b = acl_py.DeviceBuffer(16)
+    b.close()
+    for use in (lambda: b.ptr, lambda: b.address, lambda: b.copy_to_host(),
+                lambda: b.copy_from_host(bytes(4)), lambda: b.memset(0),
+                lambda: acl_py.DeviceTensor(b, (4,), np.float32)):
+        with pytest.raises(errors.ClosedError, match="closed"):
+            use()
+    assert b.nbytes == 16 and "closed" in repr(b)
+
+
+def test_with_block_frees_on_exception(emulator):
+    n = live(emulator)
+    with pytest.raises(ZeroDivisionError):
+        with acl_py.DeviceBuffer(64) as b:
+            assert live(emulator) == n + 1
+            1 / 0
+    assert b.closed and live(emulator) == n
+
+
+def test_garbage_collection_only(emulator):
+    n = live(emulator)
+    bufs = [acl_py.DeviceBuffer(128) for _ in range(10)]
+    assert live(emulator) == n + 10
+    del bufs
+    gc.collect()
+    assert live(emulator) == n
+    # a reference cycle too
+    class Holder:
+        pass
+    h = Holder()
+    h.self = h
+    h.buf = acl_py.DeviceBuffer(64)
+    del h
+    gc.collect()
+    assert live(emulator) == n
+
+
+def test_zero_bytes(emulator):
+    n = live(emulator)
+    b = acl_py.DeviceBuffer(0)
+    assert b.nbytes == 0 and live(emulator) == n          # nothing allocated
+    b.copy_from_host(b"")
+    assert b.copy_to_host() == bytearray()
+    b.close()
+
+
+@pytest.mark.parametrize("bad, exc", [(-1, errors.AclArgumentError),
+                                      (1.5, errors.AclTypeError), ("8", errors.AclTypeError),
+                                      (True, errors.AclTypeError), (None, errors.AclTypeError)])
+def test_bad_sizes_refused_before_any_call(bad, exc, emulator):
+    emulator.reset_call_counts()
+    with pytest.raises(exc) as info:
+        acl_py.DeviceBuffer(bad)
+    assert info.value.argument == "nbytes"
+    with pytest.raises(exc):
+        acl_py.HostBuffer(bad)
+    assert "aclrtMalloc" not in emulator.call_counts()
+    assert "aclrtMallocHost" not in emulator.call_counts()
+
+
+def test_numpy_int_size_accepted():
+    with acl_py.DeviceBuffer(np.int64(24)) as b:
+        assert b.nbytes == 24
+
+
+def test_close_failure_raises_and_keeps_buffer(emulator):
+    n = live(emulator)
+    b = acl_py.DeviceBuffer(64)
+    with emulator.inject_faults("aclrtFree:1"):
+        with pytest.raises(errors.InternalError) as info:
+            b.close()
+    assert info.value.call == "aclrtFree"
+    assert not b.closed and live(emulator) == n + 1
+    b.copy_from_host(bytes(64))                          # still usable
+    b.close()
+    assert live(emulator) == n
+
+
+def test_allocation_failure(emulator):
+    n = live(emulator)
+    with emulator.inject_faults("aclrtMalloc:1"):
+        with pytest.raises(errors.DeviceMemoryError) as info:
+            acl_py.DeviceBuffer(64)
+    assert info.value.code == 207001 and isinstance(info.value, MemoryError)
+    assert live(emulator) == n
+
+
+# ---- copies --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.uint16, np.complex128])
+def test_sync_round_trip(dtype):
+    x = (np.random.default_rng(1).random(1000) * 100).astype(dtype)
+    with acl_py.DeviceBuffer(x.nbytes) as b:
+        b.copy_from_host(x)
+        out = np.empty_like(x)
+        assert b.copy_to_host(out) is out
+        assert out.tobytes() == x.tobytes()
+        assert bytes(b.copy_to_host()) == x.tobytes()
+
+
+def test_offsets_and_partial_copies():
+    with acl_py.DeviceBuffer(16) as b:
+        b.memset(0)
+        b.copy_from_host(b"\x01\x02\x03\x04", offset=6)
+        assert bytes(b.copy_to_host()) == bytes(6) + b"\x01\x02\x03\x04" + bytes(6)
+        out = bytearray(3)
+        b.copy_to_host(out, offset=7)
+        assert bytes(out) == b"\x02\x03\x04"
+        assert bytes(b.copy_to_host(offset=12)) == bytes(4)
+
+
+def test_copy_range_errors_before_any_call(emulator):
+    with acl_py.DeviceBuffer(16) as b:
+        emulator.reset_call_counts()
+        with pytest.raises(errors.AclArgumentError) as info:
+            b.copy_from_host(bytes(17))
+        assert info.value.argument == "src" and "17 bytes" in str(info.value)
+        with pytest.raises(errors.AclArgumentError):
+            b.copy_from_host(bytes(8), offset=9)
+        with pytest.raises(errors.AclArgumentError):
+            b.copy_to_host(bytearray(17))
+        with pytest.raises(errors.AclArgumentError) as info:
+            b.copy_from_host(bytes(4), offset=-1)
+        assert info.value.argument == "offset"
+        with pytest.raises(errors.AclTypeError) as info:
+            b.copy_to_host(b"immutable bytes!")          # not writable
+        assert info.value.argument == "out"
+        with pytest.raises(errors.AclTypeError):
+            b.copy_from_host(np.zeros((4, 4), np.int8)[:, ::2])   # not contiguous
+        with pytest.raises(errors.AclTypeError):
+            b.copy_from_host(12)
+        with pytest.raises(errors.AclArgumentError):
+            b.memset(256)
+        assert not any(k.startswith("aclrtMem") for k in emulator.call_counts())
+
+
+def test_sync_copy_waits_for_pending_stream_work():
+    """aclrtMemcpy is not ordered after stream work; acl-py synchronizes the streams that
+    have pending work on the buffer first."""
+    s = acl_py.Stream()
+    x = np.arange(1 << 18, dtype=np.float32)
+    b = acl_py.DeviceBuffer(x.nbytes)
+    b.copy_from_host_async(x, s)
+    out = np.empty_like(x)
+    b.copy_to_host(out)                                  # no explicit synchronize
+    assert (out == x).all()
+    b.close()
+    s.close()
+
+
+def test_async_round_trip_and_memset():
+    s = acl_py.Stream()
+    x = np.random.default_rng(2).standard_normal(4096)
+    b = acl_py.DeviceBuffer(x.nbytes)
+    b.copy_from_host_async(x, s)
+    out = np.empty_like(x)
+    b.copy_to_host_async(out, s)
+    s.synchronize()
+    assert (out == x).all()
+    b.memset(0, nbytes=8 * 10, stream=s)
+    b.copy_to_host_async(out, s)
+    s.synchronize()
+    assert (out[:10] == 0).all() and (out[10:] == x[10:]).all()
+    b.close()
+    s.close()
+
+
+def test_device_to_device_copy():
+    x = np.arange(64, dtype=np.uint8)
+    a = acl_py.DeviceBuffer(64)
+    b = acl_py.DeviceBuffer(64)
+    a.copy_from_host(x)
+    b.memset(0xFF)
+    b.copy_from(a, 16, src_offset=8, offset=4)
+    expect = np.full(64, 0xFF, np.uint8)
+    expect[4:20] = x[8:24]
+    assert bytes(b.copy_to_host()) == expect.tobytes()
+    s = acl_py.Stream()
+    b.copy_from(a, stream=s)
+    s.synchronize()
+    assert bytes(b.copy_to_host()) == x.tobytes()
+    with pytest.raises(errors.AclArgumentError):
+        b.copy_from(a, 65)
+    with pytest.raises(errors.AclTypeError):
+        b.copy_from(bytes(4))
+    for o in (a, b, s):
+        o.close()
+
+
+# ---- HostBuffer ----------------------------------------------------------------------------
+
+def test_host_buffer_lifecycle_and_views(emulator):
+    n = live(emulator, "host_allocations")
+    h = acl_py.HostBuffer(64)
+    assert live(emulator, "host_allocations") == n + 1
+    v = h.numpy(np.float32)
+    assert v.shape == (16,)
+    v[:] = np.arange(16)
+    m = h.numpy(np.float32, (4, 4))
+    assert m[3, 3] == 15.0                               # same memory
+    h.close()
+    # views still alive: the memory stays allocated until they are gone
+    assert live(emulator, "host_allocations") == n + 1
+    assert v[5] == 5.0
+    with pytest.raises(errors.ClosedError):
+        h.numpy()
+    del v, m
+    gc.collect()
+    assert live(emulator, "host_allocations") == n
+
+
+def test_host_buffer_async_copies(emulator):
+    s = acl_py.Stream()
+    h = acl_py.HostBuffer(4096)
+    src = h.numpy(np.int32)
+    src[:] = np.arange(1024)
+    d = acl_py.DeviceBuffer(4096)
+    d.copy_from_host_async(h, s)
+    back = acl_py.HostBuffer(4096)
+    d.copy_to_host_async(back, s)
+    n = live(emulator, "host_allocations")
+    back.close()                       # a copy into it is pending: freed at synchronize
+    del src
+    gc.collect()
+    assert live(emulator, "host_allocations") == n
+    s.synchronize()
+    assert live(emulator, "host_allocations") == n - 1
+    out = np.empty(1024, np.int32)
+    d.copy_to_host(out)
+    assert (out == np.arange(1024)).all()
+    for o in (h, d, s):
+        o.close()
+
+
+def test_host_buffer_errors():
+    h = acl_py.HostBuffer(10)
+    with pytest.raises(errors.AclArgumentError):
+        h.numpy(np.float32)                              # 10 bytes: not whole floats
+    with pytest.raises(errors.AclArgumentError) as info:
+        h.numpy(np.uint8, (3, 3))
+    assert info.value.argument == "shape"
+    with pytest.raises(errors.AclTypeError):
+        h.numpy(object)
+    h.close()
+    assert acl_py.HostBuffer(0).numpy().shape == (0,)
+
+
+# ---- MemoryPool ---------------------------------------------------------------------------
+
+def test_pool_reuses_blocks(emulator):
+    pool = acl_py.MemoryPool()
+    n = live(emulator)
+    a = pool.malloc(1000)
+    addr = a.address
+    assert a.nbytes == 1000 and pool.used_bytes() == 1024 and live(emulator) == n + 1
+    a.close()
+    assert pool.used_bytes() == 0 and pool.free_bytes() == 1024
+    assert live(emulator) == n + 1                      # cached, still allocated
+    b = pool.malloc(600)                                 # same 1024-byte bin
+    assert b.address == addr and live(emulator) == n + 1
+    c = pool.malloc(1000)                                # bin empty: a new block
+    assert c.address != addr and live(emulator) == n + 2
+    b.close()
+    c.close()
+    assert pool.n_free_blocks() == 2 and pool.total_bytes() == 2048
+    pool.free_all_blocks()
+    assert pool.n_free_blocks() == 0 and live(emulator) == n
+    pool.close()
+
+
+def test_pool_rounding_and_zero():
+    pool = acl_py.MemoryPool()
+    for n, block in [(1, ROUND), (ROUND, ROUND), (ROUND + 1, 2 * ROUND)]:
+        b = pool.malloc(n)
+        assert b.nbytes == n and pool.used_bytes() == block
+        b.close()
+    z = pool.malloc(0)
+    assert z.nbytes == 0 and pool.used_bytes() == 0
+    z.close()
+    pool.close()
+
+
+def test_pool_block_returns_only_after_stream_synchronize():
+    pool = acl_py.MemoryPool()
+    s = acl_py.Stream()
+    a = pool.malloc(4096)
+    addr = a.address
+    a.copy_from_host_async(bytes(4096), s)
+    a.close()
+    b = pool.malloc(4096)                                # must not get the pending block
+    assert b.address != addr
+    s.synchronize()
+    c = pool.malloc(4096)
+    assert c.address == addr
+    for o in (b, c, s, pool):
+        o.close()
+
+
+def test_pool_retries_after_freeing_cache(emulator):
+    pool = acl_py.MemoryPool()
+    for b in [pool.malloc(512 * k) for k in (1, 2, 3)]:
+        b.close()
+    assert pool.n_free_blocks() == 3
+    n = live(emulator)
+    with emulator.inject_faults("aclrtMalloc:1"):       # the first attempt fails
+        b = pool.malloc(512 * 7)
+    assert pool.n_free_blocks() == 0                     # cache emptied for the retry
+    assert live(emulator) == n - 3 + 1
+    b.close()
+    pool.close()
+
+
+def test_pool_really_out_of_memory(emulator):
+    pool = acl_py.MemoryPool()
+    with pytest.raises(errors.DeviceMemoryError) as info:
+        pool.malloc(1 << 62)
+    assert info.value.code == 207001 and "aclrtMalloc" in str(info.value)
+    pool.close()
+
+
+def test_default_pool_and_pool_argument():
+    p = acl_py.get_pool()
+    assert p is acl_py.Device(0).memory_pool and p.device is acl_py.Device(0)
+    b = acl_py.DeviceBuffer(100, pool=True)
+    assert p.used_bytes() >= ROUND
+    b.close()
+    q = acl_py.MemoryPool()
+    c = acl_py.DeviceBuffer(100, pool=q)
+    assert q.used_bytes() == ROUND
+    c.close()
+    with pytest.raises(errors.AclTypeError) as info:
+        acl_py.DeviceBuffer(100, pool="yes")
+    assert info.value.argument == "pool"
+    q.close()
+
+
+def test_pool_gc_frees_cache(emulator):
+    n = live(emulator)
+    pool = acl_py.MemoryPool()
+    pool.malloc(2048).close()
+    assert live(emulator) == n + 1
+    del pool
+    gc.collect()
+    assert live(emulator) == n
+
+
+def test_buffer_outliving_its_pool(emulator):
+    n = live(emulator)
+    pool = acl_py.MemoryPool()
+    b = pool.malloc(2048)
+    pool.close()
+    assert live(emulator) == n + 1
+    b.copy_from_host(bytes(2048))
+    b.close()                                            # pool gone: freed directly
+    assert live(emulator) == n

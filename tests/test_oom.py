@@ -1,0 +1,111 @@
+"""Out of device memory: with ``ACL_EMU_DEVICE_MEMORY=8M`` (a fresh interpreter, since the cap
+is read when the library loads), calls too large for the device raise ``DeviceMemoryError``
+(also a ``MemoryError``, code 207001), give back everything they had taken, and later smaller
+calls work and are right."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("emulator")
+
+_SCRIPT = r"""
+import gc, json, sys
+import numpy as np
+import acl_py
+from acl_py import errors, emulator
+sys.path.insert(0, TESTS)
+from _reliability import F32, F16, call_args, check, lnb, make_case, plan_cls, settle, live, \
+    to_device, close_case
+
+out = {}
+acl_py.init()
+base = live()
+total = acl_py.mem_info().total
+base_free = acl_py.mem_info().free
+assert base_free == total
+out["total"] = total
+rng = np.random.default_rng(0)
+f = lnb()
+
+def expect_oom(label, fn):
+    try:
+        fn()
+    except errors.DeviceMemoryError as e:
+        assert isinstance(e, MemoryError) and e.code == 207001, (label, e.code)
+        assert e.call == "aclrtMalloc", (label, e.call)
+        msg = str(e)
+        del e
+    else:
+        raise AssertionError(label + ": no DeviceMemoryError")
+    after = live()
+    assert after == base, (label, after, base)
+    assert acl_py.mem_info().free == base_free, label
+    out[label] = msg
+
+# 1. a NumPy call whose first input alone is past the cap (16 MiB of float32)
+big = make_case(rng, (1024, 4096), 1, F32)
+expect_oom("numpy_first_alloc", lambda: f(*call_args(big)))
+
+# 2. a NumPy call where each input fits but not all of them: fails part way, after some
+#    allocations succeeded (3 MiB each: grad_out, input, then the outputs)
+mid = make_case(rng, (768, 1024), 1, F32)
+expect_oom("numpy_part_way", lambda: f(*call_args(mid)))
+
+# 3. device tensors that fit, outputs that do not: nothing of the call's is left behind
+small_in = make_case(rng, (512, 1024), 1, F16)   # 1 MiB per fp16 tensor
+dev = to_device(small_in)
+hog = acl_py.DeviceTensor.empty((int(total * 0.55) // 4,), np.float32)
+base = live()
+base_free = acl_py.mem_info().free
+def device_call():
+    outs = f(dev["grad_out"], dev["input"], dev["normalized_shape"], dev["mean"], dev["rstd"],
+             dev["weight"], output_mask=(True, True, True), out=(
+                 acl_py.DeviceTensor.empty((512, 1024), np.float32), None, None))
+expect_oom("device_outputs", device_call)
+expect_oom("plan_outputs", lambda: plan_cls()(
+    dev["grad_out"], dev["input"], dev["normalized_shape"], dev["mean"], dev["rstd"],
+    dev["weight"], out=(acl_py.DeviceTensor.empty((512, 1024), np.float32), None, None)))
+expect_oom("tensor_empty", lambda: acl_py.DeviceTensor.empty((total // 4 + 1,), np.float32))
+expect_oom("buffer", lambda: acl_py.DeviceBuffer(total + 1))
+hog.close()
+close_case(dev)
+base = live()
+assert acl_py.mem_info().free == total
+
+# 4. later, smaller calls work and are right; a call the size of half the device too
+for shape in [(4, 64), (256, 1024), (2, 3, 5)]:
+    c = make_case(rng, shape, 1, F32)
+    check(f(*call_args(c)), c, what=str(shape))
+c = make_case(rng, (512, 1024), 1, F16)   # 1 MiB inputs, fp16 outputs: ~4 MiB in all
+check(f(*call_args(c)), c, what="half the device")
+# 5. repeated failures do not accumulate anything
+for _ in range(20):
+    try:
+        f(*call_args(mid))
+    except MemoryError:
+        pass
+assert live() == base
+assert acl_py.mem_info().free == total
+c = make_case(rng, (64, 256), 2, F32)
+check(f(*call_args(c)), c, what="after 20 failures")
+acl_py.finalize()
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_out_of_memory_in_subprocess(run_python):
+    import os
+    tests = os.path.dirname(os.path.abspath(__file__))
+    proc = run_python(_SCRIPT.replace("TESTS", repr(tests)),
+                      env={"ACL_EMU_DEVICE_MEMORY": "8M", "ACL_PY_BACKEND": "emulator"},
+                      timeout=180)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-4000:])
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert line, proc.stdout
+    res = json.loads(line[-1][7:])
+    assert res["total"] == 8 * 2 ** 20
+    for label in ("numpy_first_alloc", "numpy_part_way", "device_outputs", "plan_outputs",
+                  "tensor_empty", "buffer"):
+        assert "ACL_ERROR_RT_MEMORY_ALLOCATION" in res[label], res[label]

@@ -1,0 +1,122 @@
+"""Packaging: a wheel built from the source tree alone (what `pip install .` does) carries the
+generated cffi module and a built emulator, and works from its own location in a fresh
+interpreter; and no build output is tracked by git.
+
+The wheel is built without build isolation (the virtual environment already has setuptools and
+cffi; isolation would need the network) from a copy of the files git would ship (tracked and
+untracked-but-not-ignored), so nothing built in the working tree can leak into it."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EMULATOR_FILES = ("lib64/libascendcl.so", "lib64/libnnopbase.so", "lib64/libopapi.so",
+                  "lib64/libopapi_nn.so", "include/acl/acl.h", "include/aclnn/acl_meta.h",
+                  "include/aclnnop/aclnn_layer_norm_backward.h", "include/aclemu/aclemu.h")
+
+
+def git(*args: str) -> list[str]:
+    if not (ROOT / ".git").exists() or not shutil.which("git"):
+        pytest.skip("not a git checkout")
+    out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    return [line for line in out.stdout.split("\0" if "-z" in args else "\n") if line]
+
+
+def test_git_tracks_no_build_output():
+    # Tracked files that .gitignore would ignore: build outputs committed by mistake.
+    assert git("ls-files", "-ci", "--exclude-standard") == []
+    tracked = git("ls-files")
+    bad = [f for f in tracked
+           if f.endswith((".so", ".o", ".pyc", ".tmp", ".egg-info", ".whl"))
+           or f == "acl_py/_ffi.py"
+           or f.startswith(("acl_py/_emulator/", "build/", "dist/", ".venv/", "tests/.build/"))
+           or "/__pycache__/" in f or "egg-info/" in f]
+    assert bad == []
+    # The generated files really are ignored, so they cannot be added by `git add .`.
+    probe = ["acl_py/_ffi.py", "acl_py/_emulator/lib64/libascendcl.so", "build/x", ".venv/x",
+             "acl_py/__pycache__/x.pyc", "tests/.build/prog"]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *probe], cwd=ROOT,
+                             capture_output=True, text=True).stdout.split()
+    assert sorted(ignored) == sorted(probe)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src"
+    for rel in git("ls-files", "-z", "--cached", "--others", "--exclude-standard"):
+        path = ROOT / rel
+        if path.is_file():  # a tracked file deleted in the working tree is skipped
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, src / rel)
+    assert not (src / "acl_py" / "_ffi.py").exists() and not (src / "acl_py" / "_emulator").exists()
+    dist = tmp / "dist"
+    env = {k: v for k, v in os.environ.items() if k != "ACL_PY_NO_EMULATOR"}
+    # -O0 (appended after build.py's -O3, so it wins) cuts the emulator's compile time from
+    # ~150 s to ~8 s on 2 busy cores; what is tested here is the packaging, not the optimizer.
+    env["ACL_EMU_CFLAGS"] = "-O0"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                           "--no-build-isolation", "--no-cache-dir", "-q", "-w", str(dist),
+                           str(src)], capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    wheels = list(dist.glob("acl_py-*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0]
+
+
+def test_wheel_contents(wheel):
+    # It carries native code, so it must not claim to be pure Python.
+    assert not wheel.name.endswith("-none-any.whl"), wheel.name
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for f in ("acl_py/__init__.py", "acl_py/_ffi.py", "acl_py/_loader.py", "acl_py/cli.py",
+              "acl_py/__main__.py", *(f"acl_py/_emulator/{e}" for e in EMULATOR_FILES)):
+        assert f in names, f"{f} missing from {wheel.name}"
+    assert not [n for n in names if n.startswith(("tests/", "emulator/", "bindings/"))]
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "acl-py = acl_py.__main__:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def test_wheel_works_from_its_own_location(wheel, tmp_path):
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    for so in (site / "acl_py" / "_emulator" / "lib64").glob("*.so"):
+        so.chmod(0o755)  # zipfile drops permission bits; pip would restore them
+    # A fresh interpreter that sees only the unpacked wheel and the dependencies: -S skips
+    # site-packages' .pth files, so the editable install of the source tree is invisible.
+    deps = sysconfig.get_paths()["purelib"]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ACL_PY_EMULATOR_PREFIX", "PYTHONPATH")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), deps])
+    env["ACL_PY_BACKEND"] = "emulator"  # the wheel's own emulator, even on a CANN machine
+    code = textwrap.dedent("""
+        import json, sys
+        import acl_py, acl_py._ffi
+        from acl_py import _loader, info
+        data = info.collect()
+        print(json.dumps({"acl_py": acl_py.__file__, "ffi": acl_py._ffi.__file__,
+                          "prefix": str(_loader.emulator_prefix()), "info": data,
+                          "editable": any("__editable__" in repr(f) for f in sys.meta_path)}))
+    """)
+    proc = subprocess.run([sys.executable, "-S", "-c", code], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    here = str(site)
+    assert not out["editable"]
+    assert out["acl_py"].startswith(here) and out["ffi"].startswith(here)
+    assert out["prefix"] == str(site / "acl_py" / "_emulator")
+    data = out["info"]
+    assert data["backend"] == "emulator" and data["error"] is None
+    assert data["missing_symbols"] == []
+    assert all(p.startswith(here) for p in data["libraries"].values())
+    assert data["device_count"] >= 1

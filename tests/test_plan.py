@@ -1,0 +1,244 @@
+"""acl_py.LayerNormBackward (the reusable plan) and the two-phase wrapper's lifetimes:
+repeatable executor reuse, per-run work (one phase-two call, nothing allocated), close and
+double close, stream-ordered release, and the error paths of phase one/two (executors never
+leak; the autouse leak check verifies live objects after each test)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py import reference
+from acl_py.errors import (AclTypeError, ClosedError, InternalError,
+                           OperatorInvalidParameterError, RuntimeFailure)
+from acl_py.ops import LAYER_NORM_BACKWARD
+
+from test_layer_norm_backward import BF16, F32, check, make_case, to_device
+
+PHASE_ONE = "aclnnLayerNormBackwardGetWorkspaceSize"
+PHASE_TWO = "aclnnLayerNormBackward"
+
+
+def test_plan_matches_reference_and_reuses_everything(emulator):
+    case = make_case((16, 3, 8), 2, BF16, F32, F32, seed=1)
+    d = to_device(case)
+    s = acl_py.Stream()
+    with acl_py.LayerNormBackward(**d) as plan:
+        assert plan.workspace_size > 0
+        assert emulator.live_objects()["executors"] >= 1
+        emulator.reset_call_counts()
+        for _ in range(25):
+            res = plan.run(s)
+        s.synchronize()
+        counts = emulator.call_counts()
+        # The per-run path is one phase-two call: no phase one, no allocation, no handles.
+        assert counts[PHASE_TWO] == 25
+        for name in (PHASE_ONE, "aclrtMalloc", "aclCreateTensor", "aclCreateIntArray",
+                     "aclCreateBoolArray", "aclrtFree"):
+            assert name not in counts, (name, counts)
+        assert res == (plan.grad_input, plan.grad_weight, plan.grad_bias) == plan.outputs
+        check(res, case)
+    s.close()
+
+
+def test_plan_sees_new_input_contents_between_runs():
+    case = make_case((6, 10), 1, F32, seed=2)
+    d = to_device(case)
+    plan = acl_py.LayerNormBackward(**d)
+    for i in range(5):
+        new = make_case((6, 10), 1, F32, seed=100 + i)
+        for k in ("grad_out", "input", "mean", "rstd", "weight"):
+            d[k].copy_from_numpy(new[k])
+        plan()
+        acl_py.default_stream().synchronize()
+        check(plan.outputs, dict(new, bias=case["bias"]))
+    plan.close()
+
+
+def test_plan_masks_out_and_noncontiguous():
+    case = make_case((5, 4), 1, F32, seed=3)
+    d = to_device(case)
+    store = acl_py.DeviceTensor.zeros(8)
+    gb = store[1::2]
+    plan = acl_py.LayerNormBackward(**d, output_mask=(False, False, True), out=(None, None, gb))
+    assert plan.grad_input is None and plan.grad_weight is None and plan.grad_bias is gb
+    plan.run()
+    acl_py.default_stream().synchronize()
+    check(plan.outputs, case, (False, False, True))
+    assert store.to_numpy()[::2].tolist() == [0.0] * 4
+    plan.close()
+
+
+def test_close_is_stream_ordered_and_idempotent(emulator):
+    case = make_case((256, 64), 1, F32, seed=4)
+    d = to_device(case)
+    base = emulator.live_objects()["executors"]
+    s = acl_py.Stream()
+    plan = acl_py.LayerNormBackward(**d)
+    assert emulator.live_objects()["executors"] == base + 1
+    out = plan.run(s)
+    plan.close()             # before the stream ran: the executor waits for it
+    plan.close()             # safe to repeat
+    assert plan.closed
+    with pytest.raises(ClosedError):
+        plan.run(s)
+    with pytest.raises(ClosedError):
+        with plan:
+            pass
+    s.synchronize()
+    assert emulator.live_objects()["executors"] == base
+    check(out, case)         # outputs outlive the plan
+    s.close()
+
+
+def test_plan_released_by_garbage_collection(emulator):
+    import gc
+    d = to_device(make_case((3, 4), 1, F32))
+    base = emulator.live_objects()["executors"]
+    plan = acl_py.LayerNormBackward(**d)
+    plan.run()
+    del plan
+    gc.collect()
+    acl_py.default_stream().synchronize()
+    assert emulator.live_objects()["executors"] == base
+
+
+def test_plan_needs_device_tensors():
+    case = make_case((3, 4), 1, F32)
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.LayerNormBackward(**case)
+    assert ei.value.argument == "input"
+
+
+def test_plan_phase_one_error_is_typed_and_leaks_nothing():
+    d = to_device(make_case((1,) * 9 + (2,), 1, F32))
+    with pytest.raises(OperatorInvalidParameterError) as ei:
+        acl_py.LayerNormBackward(**d)
+    assert ei.value.code == 161002 and "rank" in ei.value.message
+
+
+# ---- the wrapper's error paths (emulator fault injection) --------------------------------------
+
+@pytest.mark.parametrize("fault,cls,code", [
+    (PHASE_ONE, InternalError, 561000),
+    (PHASE_TWO, RuntimeFailure, 361001),
+])
+def test_one_shot_faults_release_the_executor(emulator, fault, cls, code):
+    case = make_case((4, 8), 1, F32)
+    d = to_device(case)
+    base = emulator.live_objects()["executors"]
+    with emulator.inject_faults(f"{fault}:1"):
+        with pytest.raises(cls) as ei:
+            acl_py.layer_norm_backward(**d)
+    assert ei.value.code == code and "injected" in ei.value.message
+    # A failed phase two releases nothing in the library: acl-py destroyed the executor.
+    assert emulator.live_objects()["executors"] == base
+    res = acl_py.layer_norm_backward(**d)     # and the next call works
+    acl_py.default_stream().synchronize()
+    check(res, case)
+
+
+@pytest.mark.parametrize("fault,cls", [("aclSetAclOpExecutorRepeatable", InternalError),
+                                       (PHASE_ONE, InternalError)])
+def test_plan_construction_faults_leak_nothing(emulator, fault, cls):
+    d = to_device(make_case((4, 8), 1, F32))
+    base = emulator.live_objects()["executors"]
+    with emulator.inject_faults(f"{fault}:1"):
+        with pytest.raises(cls):
+            acl_py.LayerNormBackward(**d)
+    assert emulator.live_objects()["executors"] == base
+
+
+def test_plan_run_fault_keeps_the_plan_usable(emulator):
+    case = make_case((4, 8), 1, F32)
+    d = to_device(case)
+    with acl_py.LayerNormBackward(**d) as plan:
+        with emulator.inject_faults(f"{PHASE_TWO}:1"):
+            with pytest.raises(RuntimeFailure):
+                plan.run()
+        plan.run()
+        acl_py.default_stream().synchronize()
+        check(plan.outputs, case)
+
+
+def test_one_shot_reuses_arrays_and_workspace(emulator):
+    """After the first call, a one-shot call on device tensors creates no array handle and
+    allocates no workspace: phase one, phase two, nothing else."""
+    case = make_case((8, 16), 1, F32)
+    d = to_device(case)
+    out = (acl_py.DeviceTensor.empty((8, 16)), acl_py.DeviceTensor.empty(16),
+           acl_py.DeviceTensor.empty(16))
+    s = acl_py.Stream()
+    acl_py.layer_norm_backward(**d, out=out, stream=s)
+    emulator.reset_call_counts()
+    for _ in range(10):
+        acl_py.layer_norm_backward(**d, out=out, stream=s)
+    s.synchronize()
+    counts = {k: v for k, v in emulator.call_counts().items() if not k.startswith("aclemu")}
+    assert counts == {PHASE_ONE: 10, PHASE_TWO: 10, "aclrtSynchronizeStream": 1}, counts
+    check(out, case)
+    s.close()
+
+
+def test_custom_allocator_and_second_operator_declaration():
+    """The wrapper is operator-agnostic: a repeatable executor through Operator.prepare with
+    a caller's allocator, and the workspace released after the stream."""
+    case = make_case((4, 8), 1, F32)
+    d = to_device(case)
+    pool = acl_py.MemoryPool()
+    taken = []
+
+    def allocator(nbytes, device):
+        taken.append(nbytes)
+        return pool.malloc(nbytes)
+    args = (d["grad_out"], d["input"], acl_py.IntArray([8]), d["mean"], d["rstd"], d["weight"],
+            None, acl_py.BoolArray([True, True, True]), acl_py.DeviceTensor.empty((4, 8)),
+            acl_py.DeviceTensor.empty(8), acl_py.DeviceTensor.empty(8))
+    with LAYER_NORM_BACKWARD.prepare(args, device=0, allocator=allocator) as ex:
+        assert taken == [ex.workspace_size] and pool.used_bytes() > 0
+        ex.run()
+        ex.run()
+    acl_py.default_stream().synchronize()
+    assert pool.used_bytes() == 0
+    check(args[8:], case)
+    LAYER_NORM_BACKWARD.launch(args, device=0, allocator=allocator)
+    acl_py.default_stream().synchronize()
+    assert len(taken) == 2 and pool.used_bytes() == 0
+    pool.close()
+    assert "GetWorkspaceSize(aclTensor gradOut" in LAYER_NORM_BACKWARD.signature()
+
+
+def test_plan_alive_at_interpreter_exit(run_python):
+    proc = run_python("""
+        import numpy as np, acl_py
+        x = np.ones((2, 4), np.float32)
+        m = np.zeros((2, 1), np.float32)
+        t = [acl_py.DeviceTensor.from_numpy(a) for a in (x, x, m, m + 1)]
+        plan = acl_py.LayerNormBackward(t[0], t[1], [4], t[2], t[3])
+        plan.run()
+        print("ok")
+    """)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_caches_survive_finalize_and_init(run_python):
+    """The cached arrays and per-stream workspaces of one-shot calls are recreated in a new
+    session (they were released by finalize)."""
+    proc = run_python("""
+        import numpy as np, acl_py
+        x = np.arange(8, dtype=np.float32).reshape(2, 4)
+        m = np.zeros((2, 1), np.float32)
+        def call():
+            t = [acl_py.DeviceTensor.from_numpy(a) for a in (x, x, m, m + 1)]
+            r = acl_py.layer_norm_backward(t[0], t[1], [4], t[2], t[3])
+            acl_py.synchronize()
+            return [a.to_numpy().tolist() for a in r]
+        first = call()
+        acl_py.finalize()
+        acl_py.init()
+        assert call() == first
+        acl_py.finalize()
+        from acl_py import emulator
+        print("ok")
+    """)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

@@ -1,0 +1,334 @@
+"""Streams, events, and stream-ordered release."""
+import gc
+import threading
+import weakref
+
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py import errors
+from acl_py._ffi import ffi
+
+
+def test_stream_lifecycle(emulator):
+    n = emulator.live_objects()["streams"]
+    s = acl_py.Stream()
+    assert emulator.live_objects()["streams"] == n + 1
+    assert s.handle != ffi.NULL and not s.closed and s.device is acl_py.Device(0)
+    s.synchronize()
+    s.close()
+    assert s.closed and emulator.live_objects()["streams"] == n
+    s.close()                                       # double close: nothing
+    with pytest.raises(errors.ClosedError):
+        s.synchronize()
+    with pytest.raises(errors.ClosedError):
+        s.handle
+    with pytest.raises(errors.ClosedError):
+        with s:
+            pass
+
+
+def test_stream_with_closes_even_on_exception(emulator):
+    n = emulator.live_objects()["streams"]
+    with pytest.raises(KeyError):
+        with acl_py.Stream() as s:
+            assert emulator.live_objects()["streams"] == n + 1
+            raise KeyError("boom")
+    assert s.closed and emulator.live_objects()["streams"] == n
+
+
+def test_stream_released_by_gc_only(emulator):
+    n = emulator.live_objects()["streams"]
+    s = acl_py.Stream()
+    b = acl_py.DeviceBuffer(1 << 16)
+    b.copy_from_host_async(np.ones(1 << 14, np.float32), s)
+    del s, b                                          # no close anywhere
+    gc.collect()
+    assert emulator.live_objects()["streams"] == n
+
+
+def test_default_stream():
+    d = acl_py.default_stream()
+    assert d is acl_py.default_stream(0) is acl_py.Device(0).default_stream
+    assert d.is_default and d.handle == ffi.NULL
+    b = acl_py.DeviceBuffer(64)
+    x = np.arange(16, dtype=np.float32)
+    b.copy_from_host_async(x, d)
+    out = np.empty_like(x)
+    b.copy_to_host_async(out)                         # None: the default stream
+    d.synchronize()
+    assert (out == x).all()
+    d.close()                                         # only synchronizes
+    assert not d.closed
+    with d:
+        pass
+    assert not d.closed
+    b.close()
+
+
+def test_stream_argument_errors():
+    b = acl_py.DeviceBuffer(64)
+    with pytest.raises(errors.AclTypeError) as info:
+        b.copy_from_host_async(bytes(64), "stream")
+    assert info.value.argument == "stream"
+    s = acl_py.Stream()
+    s.close()
+    with pytest.raises(errors.ClosedError):
+        b.copy_from_host_async(bytes(64), s)
+    with pytest.raises(errors.AclTypeError):
+        acl_py.Stream(device="0")
+    b.close()
+
+
+def test_buffer_closed_with_pending_copy_is_freed_after_synchronize(emulator):
+    s = acl_py.Stream()
+    n = emulator.live_objects()["device_allocations"]
+    b = acl_py.DeviceBuffer(1 << 22)
+    x = np.random.default_rng(0).random(1 << 19)
+    b.copy_from_host_async(x, s)
+    b.close()
+    assert b.closed
+    with pytest.raises(errors.ClosedError):
+        b.ptr
+    # still allocated: the copy may be running
+    assert emulator.live_objects()["device_allocations"] == n + 1
+    s.synchronize()
+    assert emulator.live_objects()["device_allocations"] == n
+    s.close()
+
+
+def test_buffer_collected_with_pending_copy_waits_for_stream(emulator):
+    s = acl_py.Stream()
+    n = emulator.live_objects()["device_allocations"]
+    b = acl_py.DeviceBuffer(1 << 20)
+    b.copy_from_host_async(np.ones(1 << 18, np.float32), s)
+    del b
+    gc.collect()
+    assert emulator.live_objects()["device_allocations"] == n + 1
+    s.close()                                          # close = synchronize + destroy
+    assert emulator.live_objects()["device_allocations"] == n
+
+
+def test_buffer_used_by_two_streams_waits_for_both(emulator):
+    s1, s2 = acl_py.Stream(), acl_py.Stream()
+    n = emulator.live_objects()["device_allocations"]
+    b = acl_py.DeviceBuffer(4096)
+    b.copy_from_host_async(bytes(4096), s1)
+    out = bytearray(4096)
+    b.copy_to_host_async(out, s2)
+    b.close()
+    s1.synchronize()
+    assert emulator.live_objects()["device_allocations"] == n + 1
+    s2.synchronize()
+    assert emulator.live_objects()["device_allocations"] == n
+    s1.close()
+    s2.close()
+
+
+def test_buffer_synchronized_before_close_is_freed_at_once(emulator):
+    s = acl_py.Stream()
+    n = emulator.live_objects()["device_allocations"]
+    b = acl_py.DeviceBuffer(4096)
+    b.copy_from_host_async(bytes(4096), s)
+    s.synchronize()
+    b.close()
+    assert emulator.live_objects()["device_allocations"] == n
+    s.close()
+
+
+def test_event_synchronize_releases_work_before_its_record(emulator):
+    s = acl_py.Stream()
+    n = emulator.live_objects()["device_allocations"]
+    b = acl_py.DeviceBuffer(4096)
+    b.copy_from_host_async(bytes(4096), s)
+    ev = acl_py.Event().record(s)
+    late = acl_py.DeviceBuffer(4096)
+    late.copy_from_host_async(bytes(4096), s)          # after the record
+    b.close()
+    late.close()
+    ev.synchronize()
+    # b's copy preceded the record: freed; late's copy came after: still waiting
+    assert emulator.live_objects()["device_allocations"] == n + 1
+    s.synchronize()
+    assert emulator.live_objects()["device_allocations"] == n
+    ev.close()
+    s.close()
+
+
+def test_async_copy_from_pageable_memory_is_staged():
+    """The device copies asynchronously only from pinned memory: a NumPy source is staged, so
+    it may be changed as soon as the call returns."""
+    s = acl_py.Stream()
+    b = acl_py.DeviceBuffer(1 << 16)
+    x = np.arange(1 << 14, dtype=np.float32)
+    b.copy_from_host_async(x, s)
+    x[:] = -1                                          # too late to matter
+    s.synchronize()
+    out = b.copy_to_host()
+    assert (np.frombuffer(out, np.float32) == np.arange(1 << 14)).all()
+    b.close()
+    s.close()
+
+
+def test_async_copy_to_pageable_memory_fills_it_at_synchronize(emulator):
+    s = acl_py.Stream()
+    x = np.arange(1 << 14, dtype=np.float32)
+    b = acl_py.DeviceBuffer(x.nbytes)
+    b.copy_from_host(x)
+    out = np.zeros_like(x)
+    ref = weakref.ref(out)
+    n_host = emulator.live_objects()["host_allocations"]
+    assert b.copy_to_host_async(out, s) is out
+    assert emulator.live_objects()["host_allocations"] == n_host + 1   # the staging buffer
+    out2 = np.zeros_like(x)
+    b.copy_to_host_async(out2, s)
+    del out
+    gc.collect()
+    assert ref() is not None                           # kept until the stream is done
+    s.synchronize()
+    assert (out2 == x).all()
+    assert emulator.live_objects()["host_allocations"] == n_host
+    gc.collect()
+    assert ref() is None                               # and released after
+    b.close()
+    s.close()
+
+
+def test_defer_runs_after_synchronize_and_immediately_when_idle():
+    s = acl_py.Stream()
+    ran = []
+    s.defer(lambda: ran.append("idle"))
+    assert ran == ["idle"]                               # nothing submitted: at once
+    b = acl_py.DeviceBuffer(64)
+    b.copy_from_host_async(bytes(64), s)
+    s.defer(lambda: ran.append("after"))
+    assert ran == ["idle"]
+    s.synchronize()
+    assert ran == ["idle", "after"]
+    b.close()
+    s.close()
+
+
+def test_failed_synchronize_keeps_deferred_frees_for_next(emulator):
+    s = acl_py.Stream()
+    n = emulator.live_objects()["device_allocations"]
+    b = acl_py.DeviceBuffer(4096)
+    b.copy_from_host_async(bytes(4096), s)
+    b.close()
+    with emulator.inject_faults("aclrtSynchronizeStream:1"):
+        with pytest.raises(errors.InternalError) as info:
+            s.synchronize()
+    assert info.value.code == 507000 and info.value.call == "aclrtSynchronizeStream"
+    assert emulator.live_objects()["device_allocations"] == n + 1
+    s.synchronize()
+    assert emulator.live_objects()["device_allocations"] == n
+    s.close()
+
+
+def test_stream_close_failure_keeps_stream(emulator):
+    n = emulator.live_objects()["streams"]
+    s = acl_py.Stream()
+    with emulator.inject_faults("aclrtDestroyStream:1"):
+        with pytest.raises(errors.InternalError):
+            s.close()
+    assert not s.closed and emulator.live_objects()["streams"] == n + 1
+    s.synchronize()                                     # still usable
+    s.close()
+    assert s.closed and emulator.live_objects()["streams"] == n
+
+
+def test_create_failure_raises_device_memory_error(emulator):
+    n = emulator.live_objects()["streams"]
+    with emulator.inject_faults("aclrtCreateStream:1"):
+        with pytest.raises(errors.DeviceMemoryError) as info:
+            acl_py.Stream()
+    assert info.value.call == "aclrtCreateStream"
+    assert emulator.live_objects()["streams"] == n
+
+
+def test_events(emulator):
+    n = emulator.live_objects()["events"]
+    s = acl_py.Stream()
+    with acl_py.Event() as start, acl_py.Event() as end:
+        assert emulator.live_objects()["events"] == n + 2
+        start.record(s)
+        b = acl_py.DeviceBuffer(1 << 20)
+        b.memset(7, stream=s)
+        end.record(s)
+        end.synchronize()
+        ms = start.elapsed_ms(end)
+        assert isinstance(ms, float) and ms >= 0.0
+        b.close()
+    assert start.closed and end.closed and emulator.live_objects()["events"] == n
+    with pytest.raises(errors.ClosedError):
+        start.record(s)
+    s.close()
+
+
+def test_event_errors(emulator):
+    e1, e2 = acl_py.Event(), acl_py.Event()
+    with pytest.raises(errors.AclTypeError) as info:
+        e1.elapsed_ms(3)
+    assert info.value.argument == "end"
+    with pytest.raises(errors.InvalidParameterError) as info:   # never recorded
+        e1.elapsed_ms(e2)
+    assert info.value.call == "aclrtEventElapsedTime" and info.value.message
+    e1.synchronize()                                    # never recorded: returns at once
+    e1.close()
+    e1.close()
+    e2.close()
+
+
+def test_threads_each_with_own_stream():
+    errors_seen = []
+
+    def worker(i):
+        try:
+            with acl_py.Stream() as s:
+                for k in range(20):
+                    x = np.full(1000, i * 100 + k, np.float64)
+                    b = acl_py.DeviceBuffer(x.nbytes)
+                    b.copy_from_host_async(x, s)
+                    out = np.empty_like(x)
+                    b.copy_to_host_async(out, s)
+                    b.close()                          # deferred to the stream
+                    s.synchronize()
+                    assert (out == x).all()
+        except Exception as e:                          # pragma: no cover - reported below
+            errors_seen.append(e)
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors_seen == []
+
+
+def test_shared_stream_between_threads_is_safe():
+    s = acl_py.Stream()
+    bad = []
+
+    def worker(i):
+        try:
+            for k in range(20):
+                x = np.full(256, i * 1000 + k, np.int32)
+                b = acl_py.DeviceBuffer(x.nbytes)
+                b.copy_from_host_async(x, s)
+                out = np.empty_like(x)
+                b.copy_to_host_async(out, s)
+                b.close()
+                s.synchronize()
+                if not (out == x).all():
+                    bad.append((i, k))
+        except Exception as e:                          # pragma: no cover
+            bad.append(e)
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert bad == []
+    s.close()
