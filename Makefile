@@ -25,7 +25,7 @@ build: $(STAMP)
 	@$(PY) emulator/build.py --quiet
 
 sample: build
-	$(PY) samples/layer_norm_backward.py
+	@$(PY) samples/layer_norm_backward.py
 
 test: build abi-check
 	$(PY) -m pytest

@@ -2,9 +2,9 @@
 
 Subcommands are registered from :data:`COMMANDS`: each names a function that adds its
 arguments to its subparser and a function that runs it and returns the exit status, as
-``"module:function"`` strings. Only the chosen command's module is imported (``acl-py --help``
-and ``acl-py info`` never import NumPy-heavy modules), and a command living in another module
-(``sample`` and ``smoke`` in :mod:`acl_py.smoke`) needs no code here, only its table row.
+``"module:function"`` strings. Only the chosen command's module is imported, and a command
+living in another module (``sample`` and ``smoke`` in :mod:`acl_py.smoke`) needs no code here,
+only its table row.
 A command whose module is not part of this installation is still listed, and running it says
 so (exit status 2) instead of pretending to work.
 """

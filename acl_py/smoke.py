@@ -14,8 +14,8 @@ case, e.g. one with a ``reference_hook`` that perturbs the expected values).
 
 Tolerance (see :mod:`acl_py.reference`): each element may differ from the float64 reference by
 ``RTOL[input dtype] * magnitude + half an ulp of the output dtype``, where ``magnitude`` is the
-size of the terms the float32-accumulated result is computed from; RTOL is 1e-5 (float32),
-1e-3 (float16), 8e-3 (bfloat16). ``err/tol`` in the table is the worst element's error divided
+size of the terms the float32-accumulated result is computed from, and RTOL is
+``acl_py.reference.RTOL`` (printed in the header). ``err/tol`` in the table is the worst element's error divided
 by its bound: a case passes when it is <= 1 for every output.
 """
 from __future__ import annotations
@@ -226,70 +226,83 @@ def make_inputs(case: Case) -> dict:
     return out
 
 
-def _place(arr: np.ndarray, layout: str, stream):
-    """A DeviceTensor whose logical value is ``arr``, laid out in device memory as asked."""
+def _place(arr: np.ndarray, layout: str, stream, made: list):
+    """A DeviceTensor whose logical value is ``arr``, laid out in device memory as asked. The
+    owning tensors go to ``made`` (the caller closes them; views die with them)."""
     from .tensor import DeviceTensor
+
+    def upload(host):
+        t = DeviceTensor.from_numpy(host, stream=stream)
+        made.append(t)
+        return t
     if layout == "transposed" and arr.ndim == 2:
-        base = DeviceTensor.from_numpy(np.ascontiguousarray(arr.T), stream=stream)
-        return base.T
+        return upload(np.ascontiguousarray(arr.T)).T
     if layout == "strided" and arr.ndim >= 1 and arr.shape[0] > 0:
         big = np.zeros((arr.shape[0] * 2,) + arr.shape[1:], dtype=arr.dtype)
         big[::2] = arr
-        return DeviceTensor.from_numpy(big, stream=stream)[::2]
+        return upload(big)[::2]
     if layout == "offset" and arr.ndim >= 1:
         big = np.zeros((arr.shape[0] + 1,) + arr.shape[1:], dtype=arr.dtype)
         big[1:] = arr
-        return DeviceTensor.from_numpy(big, stream=stream)[1:]
+        return upload(big)[1:]
     if layout == "inner-strided" and arr.ndim >= 1:
         big = np.zeros(arr.shape[:-1] + (arr.shape[-1] * 2,), dtype=arr.dtype)
         big[..., ::2] = arr
-        return DeviceTensor.from_numpy(big, stream=stream)[..., ::2]
-    return DeviceTensor.from_numpy(arr, stream=stream)
+        return upload(big)[..., ::2]
+    return upload(arr)
 
 
-def _strided_outputs(case: Case, host: dict, stream):
-    """Preallocated outputs that are every-other-element views of larger device buffers."""
+def output_dtypes(case: Case) -> tuple[str, str, str]:
+    """The three outputs' dtypes: ``out_dtypes`` where given, else the operator layer's
+    defaults (grad_input: input's; grad_weight/grad_bias: weight's, input's without one)."""
+    wdt = (case.weight_dtype or case.dtype) if case.weight else case.dtype
+    given = case.out_dtypes or (None, None, None)
+    return (given[0] or case.dtype, given[1] or wdt, given[2] or wdt)
+
+
+def _preallocated_outputs(case: Case, stream, made: list, strided: bool):
+    """Outputs given through ``out=``: contiguous, or (``strided``) every other element of the
+    last dim of a larger buffer. NaN-filled, so an element the kernel never writes fails."""
     from .tensor import DeviceTensor
-    defaults = (case.dtype, case.weight_dtype or case.dtype if case.weight else case.dtype,
-                case.weight_dtype or case.dtype if case.weight else case.dtype)
-    dts = case.out_dtypes or (None, None, None)
     shapes = (case.shape, case.normalized_shape, case.normalized_shape)
     outs = []
-    for i in range(3):
-        if not case.mask[i]:
+    for on, shape, dt in zip(case.mask, shapes, output_dtypes(case)):
+        if not on:
             outs.append(None)
             continue
-        dt = _np_dtype(dts[i] or defaults[i])
-        shape = shapes[i]
-        # NaN-filled so that an element the kernel never writes cannot pass the check.
-        big = np.full(shape[:-1] + (shape[-1] * 2,), np.nan, dtype=dt)
-        outs.append(DeviceTensor.from_numpy(big, stream=stream)[..., ::2])
+        full = shape[:-1] + (shape[-1] * 2,) if strided else shape
+        t = DeviceTensor.from_numpy(np.full(full, np.nan, dtype=_np_dtype(dt)), stream=stream)
+        made.append(t)
+        outs.append(t[..., ::2] if strided else t)
     return tuple(outs)
 
 
 def run_case(case: Case, stream=None) -> CaseResult:
     """Runs one case on the current backend and checks it; never raises for a failing case
-    (the exception becomes the result's ``error``)."""
+    (the exception becomes the result's ``error``). ``seconds`` is the operator call on device
+    tensors (phase one, workspace, phase two) through the stream's synchronization."""
     from .ops import layer_norm_backward
     seconds = 0.0
+    made: list = []   # every device tensor made here, closed before returning
     try:
         host = make_inputs(case)
         ns = case.normalized_shape
         layout_in = case.layout if case.layout in ("transposed", "strided", "offset",
                                                    "inner-strided") else "contiguous"
-        dev = {k: (_place(v, layout_in if k in ("grad_out", "input") else "contiguous", stream)
-                   if v is not None else None) for k, v in host.items()}
+        dev = {k: (_place(v, layout_in if k in ("grad_out", "input") else "contiguous",
+                          stream, made) if v is not None else None)
+               for k, v in host.items()}
         kwargs = {}
-        if case.layout == "strided-out":
-            kwargs["out"] = _strided_outputs(case, host, stream)
-        elif case.out_dtypes is not None:
-            kwargs["out"] = _fresh_outputs(case)
+        if case.layout == "strided-out" or case.out_dtypes is not None:
+            kwargs["out"] = _preallocated_outputs(case, stream, made,
+                                                  strided=case.layout == "strided-out")
         if stream is not None:
             stream.synchronize()  # uploads done before the clock starts
         t0 = time.perf_counter()
         results = layer_norm_backward(dev["grad_out"], dev["input"], ns, dev["mean"],
                                       dev["rstd"], dev["weight"], dev["bias"],
                                       output_mask=case.mask, stream=stream, **kwargs)
+        made.extend(r for r in results if r is not None)
         if stream is not None:
             stream.synchronize()
         seconds = time.perf_counter() - t0
@@ -301,26 +314,19 @@ def run_case(case: Case, stream=None) -> CaseResult:
                                           host["rstd"], host["weight"], output_mask=case.mask)
         if case.reference_hook is not None:
             expected = tuple(case.reference_hook(tuple(expected)))
-        return _compare(case, got, expected, magnitude, seconds)
+        result = _compare(case, got, expected, magnitude, seconds)
     except Exception as e:  # noqa: BLE001 - a smoke test reports every failure, of any kind
-        return CaseResult(case, False, seconds,
-                          error=f"{type(e).__name__}: {e}".strip() + _where(e))
-
-
-def _fresh_outputs(case: Case):
-    """Preallocated contiguous outputs in the case's output dtypes."""
-    from .tensor import DeviceTensor
-    defaults = (case.dtype, case.weight_dtype or case.dtype if case.weight else case.dtype,
-                case.weight_dtype or case.dtype if case.weight else case.dtype)
-    shapes = (case.shape, case.normalized_shape, case.normalized_shape)
-    outs = []
-    for i in range(3):
-        if not case.mask[i]:
-            outs.append(None)
-            continue
-        dt = _np_dtype(case.out_dtypes[i] or defaults[i])
-        outs.append(DeviceTensor.from_numpy(np.full(shapes[i], np.nan, dtype=dt)))
-    return tuple(outs)
+        result = CaseResult(case, False, seconds,
+                            error=f"{type(e).__name__}: {e}".strip() + _where(e))
+    # Releasing is part of the check: a failure here would leak device memory in a real job.
+    for t in made:
+        try:
+            t.close()
+        except Exception as e:  # noqa: BLE001
+            result.passed = False
+            note = f"releasing a tensor failed: {type(e).__name__}: {e}"
+            result.error = f"{result.error}; {note}" if result.error else note
+    return result
 
 
 def _where(e: BaseException) -> str:
@@ -347,9 +353,7 @@ def _compare(case: Case, got, expected, magnitude, seconds: float) -> CaseResult
             continue
         ratio = reference.max_error_ratio(g, e, m, _np_dtype(case.dtype))
         diff = np.abs(g.astype(np.float64) - e) if g.size else np.zeros(1)
-        max_abs = float(np.nanmax(diff)) if not np.isnan(diff).all() else math.inf
-        if np.isnan(diff).any():
-            max_abs = math.inf
+        max_abs = math.inf if np.isnan(diff).any() else float(diff.max())  # NaN: worst
         ok = ratio <= 1.0
         result.outputs.append(OutputCheck(name, _dtype_name(g.dtype), max_abs, ratio, ok))
         if not ok:
@@ -402,7 +406,8 @@ def environment(device_id: int = 0) -> dict:
     except Exception as e:  # noqa: BLE001 - the header is informative; the cases decide
         env["device"]["error"] = f"{type(e).__name__}: {e}"
     if b.is_emulator:
-        env["emulator_threads"] = int(os.environ.get("ACL_EMU_NUM_THREADS") or 0) or os.cpu_count()
+        threads = os.environ.get("ACL_EMU_NUM_THREADS", "")
+        env["emulator_threads"] = int(threads) if threads.isdigit() else os.cpu_count()
     return env
 
 
@@ -451,6 +456,9 @@ def format_header(env: dict, mode: str, ncases: int) -> str:
     if "emulator_threads" in env:
         host += f", emulator threads {env['emulator_threads']}"
     lines.append(host)
+    rtol = ", ".join(f"{SHORT[k]} {v:g}" for k, v in reference.RTOL.items())
+    lines.append(f"  tolerance |out - ref| <= RTOL[input dtype] * magnitude + half ulp(out "
+                 f"dtype); RTOL {rtol}")
     return "\n".join(lines)
 
 
@@ -555,8 +563,39 @@ def main(argv: Sequence[str] | None = None, cases: Iterable[Case] | None = None,
 def add_smoke_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true",
                    help="a seconds-long subset covering every feature at small sizes")
-    p.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-': stdout)")
+    p.add_argument("--json", metavar="FILE",
+                   help="write the report as JSON to FILE ('-': JSON alone on stdout, the "
+                        "human-readable report then goes to stderr)")
     p.add_argument("--device", type=int, default=0, metavar="N", help="device id (default 0)")
+    p.add_argument("--dtypes", default="fp32,fp16,bf16", metavar="LIST",
+                   help="dtypes to test, comma-separated (default fp32,fp16,bf16); a case is "
+                        "kept when every tensor's dtype is listed. Atlas parts without "
+                        "BFLOAT16 support: --dtypes fp32,fp16")
+
+
+def select_dtypes(cases: Iterable[Case], spec: str) -> list[Case]:
+    """The cases whose every tensor dtype is in ``spec`` ("fp32,fp16", names or short names)."""
+    names = {v: k for k, v in SHORT.items()}
+    wanted = set()
+    for item in spec.split(","):
+        item = item.strip().lower()
+        if not item:
+            continue
+        full = names.get(item, item)
+        if full not in SHORT:
+            raise ValueError(f"--dtypes: unknown dtype {item!r}; use fp32, fp16, bf16")
+        wanted.add(full)
+    return [c for c in cases if case_dtypes(c) <= wanted]
+
+
+def case_dtypes(case: Case) -> set[str]:
+    """Every dtype a case's tensors use."""
+    used = {case.dtype, case.stats_dtype or case.dtype}
+    if case.weight:
+        used.add(case.weight_dtype or case.dtype)
+    if case.out_dtypes:
+        used |= {d for d in case.out_dtypes if d}
+    return used
 
 
 def run_smoke(args, cases: Iterable[Case] | None = None, out=None, err=None) -> int:
@@ -565,7 +604,15 @@ def run_smoke(args, cases: Iterable[Case] | None = None, out=None, err=None) -> 
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     mode = "quick" if args.quick else "full"
+    json_out = out
+    if args.json == "-":
+        out = err   # stdout carries the JSON alone
     case_list = list(cases) if cases is not None else build_cases(args.quick)
+    try:
+        case_list = select_dtypes(case_list, getattr(args, "dtypes", "fp32,fp16,bf16"))
+    except ValueError as e:
+        print(f"acl-py smoke: {e}", file=err)
+        return 2
     t0 = time.perf_counter()
     try:
         env, results = smoke_results(cases=case_list, device_id=args.device,
@@ -579,7 +626,7 @@ def run_smoke(args, cases: Iterable[Case] | None = None, out=None, err=None) -> 
                                     "error": msg, "cases": [],
                                     "summary": {"total": 0, "passed": 0, "failed": 0,
                                                 "failed_cases": [], "ok": False,
-                                                "seconds": seconds}}, out)
+                                                "seconds": seconds}}, json_out)
         return 1
     seconds = time.perf_counter() - t0
     print(format_header(env, mode, len(results)), file=out)
@@ -588,7 +635,7 @@ def run_smoke(args, cases: Iterable[Case] | None = None, out=None, err=None) -> 
     print(format_summary(results, seconds), file=out)
     rep = report(env, results, mode, seconds)
     if args.json:
-        _write_json(args.json, rep, out)
+        _write_json(args.json, rep, json_out)
     return 0 if rep["summary"]["ok"] else 1
 
 
@@ -647,6 +694,7 @@ def _write_json(path: str, data: dict, out) -> None:
     text = json.dumps(_finite(data), indent=2, allow_nan=False, default=_json_default) + "\n"
     if path == "-":
         out.write(text)
+        out.flush()
     else:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)

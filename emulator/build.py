@@ -31,8 +31,13 @@ DEFAULT_PREFIX = ROOT / "acl_py" / "_emulator"
 
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-fPIC", "-pthread", "-O3", "-g",
           "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
+# Undefined behaviour traps (SIGILL) instead of calling the UBSan runtime: in a process that
+# also loads ASan, UBSan's runtime shares ASan's report path and exit code through symbol
+# interposition, so its reports reach stderr only (lost when a test captures it) and its exit
+# status follows ASan's. A trap becomes an ASan "deadly signal" report, in ASan's log, with the
+# file and line of the undefined operation (tools/sanitize.py).
 SANITIZE_FLAGS = ["-O1", "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
-                  "-fno-sanitize-recover=undefined"]
+                  "-fno-sanitize-recover=undefined", "-fsanitize-undefined-trap-on-error"]
 
 # (library file, source folder, libraries it links against)
 LIBRARIES = [

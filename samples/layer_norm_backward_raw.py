@@ -42,12 +42,30 @@ def shape_size(shape: list[int]) -> int:
     return n
 
 
-def create_acl_tensor(host_data: list[float], shape: list[int], data_type: int):
+class Resources:
+    """Everything the sample creates, so that the release step runs on the error paths too
+    (as in the C++ program)."""
+
+    def __init__(self):
+        self.initialized = False
+        self.device_set = False
+        self.device_id = 0
+        self.stream = ffi.NULL
+        self.buffers = []       # device buffers of the tensors, in creation order
+        self.tensors = []       # their aclTensors
+        self.norm_array = ffi.NULL
+        self.mask = ffi.NULL
+        self.executor = ffi.NULL  # set while phase two has not consumed it
+        self.workspace = ffi.NULL
+
+
+def create_acl_tensor(res: Resources, host_data: list[float], shape: list[int], data_type: int):
     """CreateAclTensor: aclrtMalloc (HUGE_FIRST) + aclrtMemcpy H2D + aclCreateTensor with
     contiguous strides (in elements), offset 0, ACL_FORMAT_ND, storage dims = view dims."""
     size = shape_size(shape) * ffi.sizeof("float")
     device_addr = ffi.new("void **")
     check(lib.aclrtMalloc(device_addr, size, lib.ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc")
+    res.buffers.append(device_addr[0])
     host = ffi.new("float[]", host_data)
     check(lib.aclrtMemcpy(device_addr[0], size, host, size, lib.ACL_MEMCPY_HOST_TO_DEVICE),
           "aclrtMemcpy")
@@ -58,6 +76,7 @@ def create_acl_tensor(host_data: list[float], shape: list[int], data_type: int):
     tensor = lib.aclCreateTensor(dims, len(shape), data_type, ffi.new("int64_t[]", strides), 0,
                                  lib.ACL_FORMAT_ND, dims, len(shape), device_addr[0])
     check_not_null(tensor, "aclCreateTensor")
+    res.tensors.append(tensor)
     return device_addr[0], tensor
 
 
@@ -72,14 +91,15 @@ def copy_back(label: str, shape: list[int], device_addr) -> None:
         print("%s result[%d] is: %f" % (label, i, result[i]))
 
 
-def main() -> int:
+def run(res: Resources) -> None:
     # 1. Init: aclInit(NULL), aclrtSetDevice(0), aclrtCreateStream.
-    device_id = 0
     check(lib.aclInit(ffi.NULL), "aclInit")
-    check(lib.aclrtSetDevice(device_id), "aclrtSetDevice")
+    res.initialized = True
+    check(lib.aclrtSetDevice(res.device_id), "aclrtSetDevice")
+    res.device_set = True
     stream_p = ffi.new("aclrtStream *")
     check(lib.aclrtCreateStream(stream_p), "aclrtCreateStream")
-    stream = stream_p[0]
+    res.stream = stream_p[0]
 
     # 2. Data: the sample's shapes and values, all FLOAT.
     dy_shape, x_shape = [2, 2], [2, 2]
@@ -89,71 +109,99 @@ def main() -> int:
     norm_shape = [2]
 
     # 3. Tensors: one device buffer + aclTensor each, outputs included.
-    dy_addr, dy = create_acl_tensor([2, 3, 4, 5], dy_shape, lib.ACL_FLOAT)
-    x_addr, x = create_acl_tensor([2, 3, 4, 5], x_shape, lib.ACL_FLOAT)
-    mean_addr, mean = create_acl_tensor([2, 3], mean_shape, lib.ACL_FLOAT)
-    rstd_addr, rstd = create_acl_tensor([4, 5], rstd_shape, lib.ACL_FLOAT)
-    weight_addr, weight = create_acl_tensor([1, 1], weight_shape, lib.ACL_FLOAT)
-    bias_addr, bias = create_acl_tensor([0, 0], bias_shape, lib.ACL_FLOAT)
-    dx_addr, dx = create_acl_tensor([0, 0, 0, 0], dx_shape, lib.ACL_FLOAT)
-    dw_addr, dw = create_acl_tensor([0, 0], dw_shape, lib.ACL_FLOAT)
-    db_addr, db = create_acl_tensor([0, 0], db_shape, lib.ACL_FLOAT)
+    _, dy = create_acl_tensor(res, [2, 3, 4, 5], dy_shape, lib.ACL_FLOAT)
+    _, x = create_acl_tensor(res, [2, 3, 4, 5], x_shape, lib.ACL_FLOAT)
+    _, mean = create_acl_tensor(res, [2, 3], mean_shape, lib.ACL_FLOAT)
+    _, rstd = create_acl_tensor(res, [4, 5], rstd_shape, lib.ACL_FLOAT)
+    _, weight = create_acl_tensor(res, [1, 1], weight_shape, lib.ACL_FLOAT)
+    _, bias = create_acl_tensor(res, [0, 0], bias_shape, lib.ACL_FLOAT)
+    dx_addr, dx = create_acl_tensor(res, [0, 0, 0, 0], dx_shape, lib.ACL_FLOAT)
+    dw_addr, dw = create_acl_tensor(res, [0, 0], dw_shape, lib.ACL_FLOAT)
+    db_addr, db = create_acl_tensor(res, [0, 0], db_shape, lib.ACL_FLOAT)
 
     # 4. Arrays: aclCreateIntArray(normalizedShape), aclCreateBoolArray(outputMask).
-    norm_array = check_not_null(
+    res.norm_array = check_not_null(
         lib.aclCreateIntArray(ffi.new("int64_t[]", norm_shape), len(norm_shape)),
         "aclCreateIntArray")
-    mask = check_not_null(lib.aclCreateBoolArray(ffi.new("bool[]", [True, True, True]), 3),
-                          "aclCreateBoolArray")
+    res.mask = check_not_null(lib.aclCreateBoolArray(ffi.new("bool[]", [True, True, True]), 3),
+                              "aclCreateBoolArray")
 
     # 5. Phase one: aclnnLayerNormBackwardGetWorkspaceSize.
     workspace_size_p = ffi.new("uint64_t *")
     executor_p = ffi.new("aclOpExecutor **")
     check(lib.aclnnLayerNormBackwardGetWorkspaceSize(
-        dy, x, norm_array, mean, rstd, weight, bias, mask, dx, dw, db,
+        dy, x, res.norm_array, mean, rstd, weight, bias, res.mask, dx, dw, db,
         workspace_size_p, executor_p), "aclnnLayerNormBackwardGetWorkspaceSize")
+    res.executor = executor_p[0]
     workspace_size = workspace_size_p[0]
 
     # 6. Workspace: aclrtMalloc only when phase one asks for one.
-    workspace_addr = ffi.NULL
     if workspace_size > 0:
         workspace_p = ffi.new("void **")
         check(lib.aclrtMalloc(workspace_p, workspace_size, lib.ACL_MEM_MALLOC_HUGE_FIRST),
               "aclrtMalloc")
-        workspace_addr = workspace_p[0]
+        res.workspace = workspace_p[0]
 
-    # 7. Phase two: aclnnLayerNormBackward (the library releases the single-use executor).
-    check(lib.aclnnLayerNormBackward(workspace_addr, workspace_size, executor_p[0], stream),
+    # 7. Phase two: aclnnLayerNormBackward. On success the library releases the single-use
+    # executor; on failure it is still ours to destroy.
+    check(lib.aclnnLayerNormBackward(res.workspace, workspace_size, res.executor, res.stream),
           "aclnnLayerNormBackward")
+    res.executor = ffi.NULL
 
     # 8. aclrtSynchronizeStream.
-    check(lib.aclrtSynchronizeStream(stream), "aclrtSynchronizeStream")
+    check(lib.aclrtSynchronizeStream(res.stream), "aclrtSynchronizeStream")
 
     # 9. aclrtMemcpy D2H of each output, and print.
     copy_back("out", dx_shape, dx_addr)
     copy_back("dw", dw_shape, dw_addr)
     copy_back("db", db_shape, db_addr)
 
-    # 10. Release: aclDestroyTensor each, aclDestroyIntArray, aclDestroyBoolArray, aclrtFree each
-    # buffer and the workspace, aclrtDestroyStream, aclrtResetDevice(0), aclFinalize().
-    for t in (dy, x, mean, rstd, weight, bias, dx, dw, db):
-        check(lib.aclDestroyTensor(t), "aclDestroyTensor")
-    check(lib.aclDestroyIntArray(norm_array), "aclDestroyIntArray")
-    check(lib.aclDestroyBoolArray(mask), "aclDestroyBoolArray")
-    for p in (dy_addr, x_addr, mean_addr, rstd_addr, weight_addr, bias_addr,
-              dx_addr, dw_addr, db_addr):
-        check(lib.aclrtFree(p), "aclrtFree")
-    if workspace_size > 0:
-        check(lib.aclrtFree(workspace_addr), "aclrtFree")
-    check(lib.aclrtDestroyStream(stream), "aclrtDestroyStream")
-    check(lib.aclrtResetDevice(device_id), "aclrtResetDevice")
-    check(lib.aclFinalize(), "aclFinalize")
-    return 0
+
+def release(res: Resources) -> list[str]:
+    """10. Release whatever exists, in the sample's order: aclDestroyTensor each,
+    aclDestroyIntArray, aclDestroyBoolArray, aclrtFree each buffer and the workspace,
+    aclrtDestroyStream, aclrtResetDevice(0), aclFinalize(). Returns the failures."""
+    failures = []
+
+    def attempt(status, call):
+        try:
+            check(status, call)
+        except SampleError as e:
+            failures.append(str(e))
+
+    if res.executor != ffi.NULL:
+        attempt(lib.aclDestroyAclOpExecutor(res.executor), "aclDestroyAclOpExecutor")
+    for t in res.tensors:
+        attempt(lib.aclDestroyTensor(t), "aclDestroyTensor")
+    if res.norm_array != ffi.NULL:
+        attempt(lib.aclDestroyIntArray(res.norm_array), "aclDestroyIntArray")
+    if res.mask != ffi.NULL:
+        attempt(lib.aclDestroyBoolArray(res.mask), "aclDestroyBoolArray")
+    for p in res.buffers:
+        attempt(lib.aclrtFree(p), "aclrtFree")
+    if res.workspace != ffi.NULL:
+        attempt(lib.aclrtFree(res.workspace), "aclrtFree")
+    if res.stream != ffi.NULL:
+        attempt(lib.aclrtDestroyStream(res.stream), "aclrtDestroyStream")
+    if res.device_set:
+        attempt(lib.aclrtResetDevice(res.device_id), "aclrtResetDevice")
+    if res.initialized:
+        attempt(lib.aclFinalize(), "aclFinalize")
+    return failures
+
+
+def main() -> int:
+    res = Resources()
+    errors = []
+    try:
+        run(res)
+    except SampleError as e:
+        errors.append(str(e))
+    errors += release(res)
+    for e in errors:
+        print(f"layer_norm_backward_raw: {e}", file=sys.stderr)
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except SampleError as e:
-        print(f"layer_norm_backward_raw: {e}", file=sys.stderr)
-        sys.exit(1)
+    sys.exit(main())

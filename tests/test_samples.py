@@ -128,7 +128,20 @@ def test_cpp_sample_reports_a_failing_call(cpp_sample):
     assert proc.returncode == 1, proc
     assert "aclnnLayerNormBackwardGetWorkspaceSize" in proc.stderr
     assert "561000" in proc.stderr
+    # ...and everything it had created was still released cleanly: no second failure.
+    assert proc.stderr.count(" failed: ") == 1, proc.stderr
     assert proc.stdout == ""
+
+
+def test_cpp_sample_destroys_the_executor_when_phase_two_fails(cpp_sample):
+    """A failed phase two leaves the executor to the caller (docs/emulator.md): the program
+    destroys it and releases the rest without a second error."""
+    proc = subprocess.run([str(cpp_sample)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=TIMEOUT,
+                          env=emulator_env(ACL_EMU_FAIL="aclnnLayerNormBackward:1"))
+    assert proc.returncode == 1, proc
+    assert "aclnnLayerNormBackward(" in proc.stderr and "361001" in proc.stderr
+    assert proc.stderr.count(" failed: ") == 1, proc.stderr
 
 
 def test_raw_sample_reports_a_failing_call():
@@ -137,12 +150,25 @@ def test_raw_sample_reports_a_failing_call():
                           env=emulator_env(ACL_EMU_FAIL="aclrtSynchronizeStream:1"))
     assert proc.returncode == 1, proc
     assert "aclrtSynchronizeStream failed: status 507000" in proc.stderr
+    assert proc.stderr.count(" failed: ") == 1, proc.stderr   # the release step went cleanly
     assert proc.stdout == ""
 
 
 def test_cli_sample_command_prints_the_eight_lines():
     proc = run([sys.executable, "-m", "acl_py", "sample"])
     assert proc.stdout == EXPECTED
+    proc = run([sys.executable, "-m", "acl_py", "sample", "--raw"])
+    assert proc.stdout == EXPECTED
+    shown = run([sys.executable, "-m", "acl_py", "sample", "--show"]).stdout.strip()
+    assert Path(shown) == SAMPLES / "layer_norm_backward.py"
+
+
+def test_cli_sample_command_propagates_a_failure():
+    proc = subprocess.run([sys.executable, "-m", "acl_py", "sample", "--raw"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=TIMEOUT,
+                          env=emulator_env(ACL_EMU_FAIL="aclrtCreateStream:1"))
+    assert proc.returncode == 1
+    assert "aclrtCreateStream failed: status 207001" in proc.stderr
 
 
 def test_bf16_transformer_sample_passes_its_check():

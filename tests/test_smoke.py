@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import os
 import subprocess
 import sys
@@ -57,7 +58,7 @@ def test_quick_run_report_is_readable(quick_run):
     # header: backend and where its libraries came from, the device
     assert "backend   emulator" in out
     assert "libascendcl.so" in out and "libnnopbase.so" in out
-    assert "device    0 of 1" in out and "GiB free of" in out
+    assert re.search(r"device    0 of \d+, memory [\d.]+ GiB free of [\d.]+ GiB", out), out
     # the table: a header row, then one row per case with its verdict
     lines = out.splitlines()
     header = next(i for i, l in enumerate(lines) if l.startswith("case "))
@@ -171,15 +172,33 @@ def test_operator_failure_on_the_backend_fails_the_command(tmp_path):
     assert sum(c["passed"] for c in data["cases"]) == len(cases) - 1
 
 
-def test_json_to_stdout_and_non_finite_errors_are_valid_json():
+def test_json_to_stdout_alone_and_non_finite_errors_are_valid_json():
+    """``--json -``: stdout is one JSON document (the table goes to stderr); a NaN expected
+    value gives a non-finite error, written as a string since JSON has no inf/NaN."""
     nan_case = smoke.Case("nan-expected", (4, 8),
                           reference_hook=lambda e: (np.full_like(e[0], np.nan), e[1], e[2]))
-    out = io.StringIO()
-    status = smoke.main(["--json", "-"], cases=[nan_case], out=out, err=io.StringIO())
+    out, err = io.StringIO(), io.StringIO()
+    status = smoke.main(["--json", "-"], cases=[nan_case], out=out, err=err)
     assert status == 1
-    text = out.getvalue()
-    data = json.loads(text[text.index("\n{") + 1:])
-    assert data["cases"][0]["passed"] is False
+    data = json.loads(out.getvalue())
+    case = data["cases"][0]
+    assert case["passed"] is False
+    assert case["outputs"][0]["max_abs_error"] in ("inf", "nan")
+    assert "FAILED: 1 of 1 cases" in err.getvalue()
+
+
+def test_dtypes_option_selects_cases():
+    """--dtypes fp32,fp16 (Atlas parts without bf16) drops every case touching bf16."""
+    full = smoke.build_cases()
+    kept = smoke.select_dtypes(full, "fp32,fp16")
+    assert kept and all("bfloat16" not in smoke.case_dtypes(c) for c in kept)
+    assert {c.name for c in full} - {c.name for c in kept} == {
+        c.name for c in full if "bfloat16" in smoke.case_dtypes(c)}
+    assert smoke.select_dtypes(full, "float32,fp16,bf16") == full
+    with pytest.raises(ValueError, match="fp64"):
+        smoke.select_dtypes(full, "fp32,fp64")
+    status, out, err = _in_process(["--dtypes", "fp64"], [])
+    assert status == 2 and "unknown dtype 'fp64'" in err
 
 
 def test_progress_bar_on_a_terminal():

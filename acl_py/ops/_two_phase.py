@@ -205,6 +205,15 @@ class Operator:
             _rt.activate(device)
         cargs, bufs = self._handles(args)
         size, ex = self._phase_one(cargs)
+        if size and allocator is None:
+            # The per-stream workspace: taken, launched on and recorded as used under one
+            # lock, so another thread growing it cannot free it in between.
+            with _ws_lock:
+                self._phase_two(ex, size, None, sst, bufs, args, device)
+        else:
+            self._phase_two(ex, size, allocator, sst, bufs, args, device)
+
+    def _phase_two(self, ex, size, allocator, sst, bufs, args, device):
         fns = self._fns
         wsbuf = None
         own = False
@@ -262,26 +271,23 @@ def _outparams():
 
 # Per-stream workspaces of one-shot launches: stream state -> DeviceBuffer.
 _workspaces: dict = {}
-_ws_lock = threading.Lock()
+_ws_lock = threading.RLock()   # RLock: clear_workspaces may run from a release
 
 
 def _stream_workspace(sst, size, device):
     """A workspace of at least ``size`` bytes for a launch on stream ``sst``. Launches on one
     stream run in order, so its previous launches are done with the buffer by the time this
     one runs; a buffer outgrown is released stream-ordered (after its last launch)."""
+    # Caller holds _ws_lock.
     buf = _workspaces.get(sst)
     if buf is not None and buf._bst.nbytes >= size and not buf._bst.closed:
         return buf
-    with _ws_lock:
-        buf = _workspaces.get(sst)
-        if buf is not None and buf._bst.nbytes >= size and not buf._bst.closed:
-            return buf
-        new = default_allocator(size, device)
-        old = _workspaces.pop(sst, None)
-        # Forget workspaces of closed streams (their launches are complete).
-        for k in [k for k in _workspaces if k.closed]:
-            _workspaces.pop(k).close()
-        _workspaces[sst] = new
+    new = default_allocator(size, device)
+    old = _workspaces.pop(sst, None)
+    # Forget workspaces of closed streams (their launches are complete).
+    for k in [k for k in _workspaces if k.closed]:
+        _workspaces.pop(k).close()
+    _workspaces[sst] = new
     if old is not None:
         old.close()
     return new
@@ -435,9 +441,12 @@ class Executor:
             s = self._default
             if s is None or s._st.closed:
                 s = self._default = _stream.as_stream(None, self._device)
+            sst = s._st
+        elif type(stream) is _Stream and stream._st.device == self._device and \
+                not stream._st.closed:
+            sst = stream._st     # the common case, without as_stream's call
         else:
-            s = _stream.as_stream(stream, self._device)
-        sst = s._st
+            sst = _stream.as_stream(stream, self._device)._st
         if _rt._tls.dev != self._device:
             _rt.activate(self._device)
         st = self._run(self._ws, self.workspace_size, h, sst.handle)

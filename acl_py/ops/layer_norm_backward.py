@@ -157,7 +157,8 @@ def _bad_dtype(name, dt, input_dt=None):
                             f"(float32, float16, bfloat16)")
     if name == "grad_out":
         return AclTypeError(name, f"dtype {dt} must be input's dtype {input_dt}")
-    return AclTypeError(name, f"dtype {dt} must be input's dtype {input_dt} or float32")
+    allowed = "float32" if input_dt == np.float32 else f"input's dtype {input_dt} or float32"
+    return AclTypeError(name, f"dtype {dt} must be {allowed}")
 
 
 def _kind_error(name, t, kind, required):

@@ -8,8 +8,8 @@
 //       -lascendcl -lnnopbase -lopapi
 //
 // Every status is checked. On a failure the program names the call, its status and the
-// runtime's message on stderr and exits with 1; it does not unwind what it created, because
-// process exit releases device resources (as in the vendor's sample).
+// runtime's message on stderr, still releases everything it created (in the sample's order),
+// and exits with 1.
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -37,6 +37,20 @@ int Fail(const char *call, long status) {
     if ((ptr) == nullptr) return Fail(what, -1);             \
   } while (0)
 
+// Everything the sample creates, so that the release step runs on the error paths too.
+struct Resources {
+  bool initialized = false;
+  bool deviceSet = false;
+  int32_t deviceId = 0;
+  aclrtStream stream = nullptr;
+  std::vector<void *> buffers;        // device buffers of the tensors, in creation order
+  std::vector<aclTensor *> tensors;   // their aclTensors
+  aclIntArray *normArray = nullptr;
+  aclBoolArray *mask = nullptr;
+  aclOpExecutor *executor = nullptr;  // set while phase two has not consumed it
+  void *workspace = nullptr;
+};
+
 int64_t ShapeSize(const std::vector<int64_t> &shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -45,10 +59,12 @@ int64_t ShapeSize(const std::vector<int64_t> &shape) {
 
 // The sample's CreateAclTensor: device buffer (HUGE_FIRST), host data copied over, then a
 // contiguous ND tensor (strides in elements, offset 0, storage dims = view dims).
-int CreateAclTensor(const std::vector<float> &hostData, const std::vector<int64_t> &shape,
-                    void **deviceAddr, aclDataType dataType, aclTensor **tensor) {
+int CreateAclTensor(Resources *res, const std::vector<float> &hostData,
+                    const std::vector<int64_t> &shape, void **deviceAddr, aclDataType dataType,
+                    aclTensor **tensor) {
   size_t size = static_cast<size_t>(ShapeSize(shape)) * sizeof(float);
   CHECK_STATUS(aclrtMalloc(deviceAddr, size, ACL_MEM_MALLOC_HUGE_FIRST));
+  res->buffers.push_back(*deviceAddr);
   CHECK_STATUS(aclrtMemcpy(*deviceAddr, size, hostData.data(), size, ACL_MEMCPY_HOST_TO_DEVICE));
   std::vector<int64_t> strides(shape.size(), 1);
   for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; i--) {
@@ -57,6 +73,7 @@ int CreateAclTensor(const std::vector<float> &hostData, const std::vector<int64_
   *tensor = aclCreateTensor(shape.data(), shape.size(), dataType, strides.data(), 0,
                             ACL_FORMAT_ND, shape.data(), shape.size(), *deviceAddr);
   CHECK_NOT_NULL(*tensor, "aclCreateTensor");
+  res->tensors.push_back(*tensor);
   return 0;
 }
 
@@ -72,15 +89,13 @@ int CopyBack(const char *label, const std::vector<int64_t> &shape, void *deviceA
   return 0;
 }
 
-}  // namespace
-
-int main() {
+int Run(Resources *res) {
   // 1. Init: aclInit, aclrtSetDevice, aclrtCreateStream.
-  int32_t deviceId = 0;
-  aclrtStream stream = nullptr;
   CHECK_STATUS(aclInit(nullptr));
-  CHECK_STATUS(aclrtSetDevice(deviceId));
-  CHECK_STATUS(aclrtCreateStream(&stream));
+  res->initialized = true;
+  CHECK_STATUS(aclrtSetDevice(res->deviceId));
+  res->deviceSet = true;
+  CHECK_STATUS(aclrtCreateStream(&res->stream));
 
   // 2. Data: the sample's shapes and values, all FLOAT.
   std::vector<int64_t> dyShape = {2, 2}, xShape = {2, 2};
@@ -100,57 +115,79 @@ int main() {
   void *dxAddr = nullptr, *dwAddr = nullptr, *dbAddr = nullptr;
   aclTensor *dy = nullptr, *x = nullptr, *mean = nullptr, *rstd = nullptr;
   aclTensor *weight = nullptr, *bias = nullptr, *dx = nullptr, *dw = nullptr, *db = nullptr;
-  if (CreateAclTensor(dyHost, dyShape, &dyAddr, ACL_FLOAT, &dy) != 0) return 1;
-  if (CreateAclTensor(xHost, xShape, &xAddr, ACL_FLOAT, &x) != 0) return 1;
-  if (CreateAclTensor(meanHost, meanShape, &meanAddr, ACL_FLOAT, &mean) != 0) return 1;
-  if (CreateAclTensor(rstdHost, rstdShape, &rstdAddr, ACL_FLOAT, &rstd) != 0) return 1;
-  if (CreateAclTensor(weightHost, weightShape, &weightAddr, ACL_FLOAT, &weight) != 0) return 1;
-  if (CreateAclTensor(biasHost, biasShape, &biasAddr, ACL_FLOAT, &bias) != 0) return 1;
-  if (CreateAclTensor(dxHost, dxShape, &dxAddr, ACL_FLOAT, &dx) != 0) return 1;
-  if (CreateAclTensor(dwHost, dwShape, &dwAddr, ACL_FLOAT, &dw) != 0) return 1;
-  if (CreateAclTensor(dbHost, dbShape, &dbAddr, ACL_FLOAT, &db) != 0) return 1;
+  if (CreateAclTensor(res, dyHost, dyShape, &dyAddr, ACL_FLOAT, &dy) != 0) return 1;
+  if (CreateAclTensor(res, xHost, xShape, &xAddr, ACL_FLOAT, &x) != 0) return 1;
+  if (CreateAclTensor(res, meanHost, meanShape, &meanAddr, ACL_FLOAT, &mean) != 0) return 1;
+  if (CreateAclTensor(res, rstdHost, rstdShape, &rstdAddr, ACL_FLOAT, &rstd) != 0) return 1;
+  if (CreateAclTensor(res, weightHost, weightShape, &weightAddr, ACL_FLOAT, &weight) != 0) {
+    return 1;
+  }
+  if (CreateAclTensor(res, biasHost, biasShape, &biasAddr, ACL_FLOAT, &bias) != 0) return 1;
+  if (CreateAclTensor(res, dxHost, dxShape, &dxAddr, ACL_FLOAT, &dx) != 0) return 1;
+  if (CreateAclTensor(res, dwHost, dwShape, &dwAddr, ACL_FLOAT, &dw) != 0) return 1;
+  if (CreateAclTensor(res, dbHost, dbShape, &dbAddr, ACL_FLOAT, &db) != 0) return 1;
 
   // 4. Arrays: normalizedShape and outputMask.
-  aclIntArray *normArray = aclCreateIntArray(normShape.data(), normShape.size());
-  CHECK_NOT_NULL(normArray, "aclCreateIntArray");
-  aclBoolArray *mask = aclCreateBoolArray(maskData, 3);
-  CHECK_NOT_NULL(mask, "aclCreateBoolArray");
+  res->normArray = aclCreateIntArray(normShape.data(), normShape.size());
+  CHECK_NOT_NULL(res->normArray, "aclCreateIntArray");
+  res->mask = aclCreateBoolArray(maskData, 3);
+  CHECK_NOT_NULL(res->mask, "aclCreateBoolArray");
 
   // 5. Phase one: workspace size and executor.
   uint64_t workspaceSize = 0;
-  aclOpExecutor *executor = nullptr;
-  CHECK_STATUS(aclnnLayerNormBackwardGetWorkspaceSize(dy, x, normArray, mean, rstd, weight, bias,
-                                                      mask, dx, dw, db, &workspaceSize,
-                                                      &executor));
+  CHECK_STATUS(aclnnLayerNormBackwardGetWorkspaceSize(dy, x, res->normArray, mean, rstd, weight,
+                                                      bias, res->mask, dx, dw, db,
+                                                      &workspaceSize, &res->executor));
 
   // 6. Workspace, only when phase one asks for one.
-  void *workspaceAddr = nullptr;
   if (workspaceSize > 0) {
-    CHECK_STATUS(aclrtMalloc(&workspaceAddr, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_STATUS(aclrtMalloc(&res->workspace, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST));
   }
 
-  // 7. Phase two: enqueue on the stream (the library releases the single-use executor).
-  CHECK_STATUS(aclnnLayerNormBackward(workspaceAddr, workspaceSize, executor, stream));
+  // 7. Phase two: enqueue on the stream. On success the library releases the single-use
+  // executor; on failure it is still ours to destroy.
+  CHECK_STATUS(aclnnLayerNormBackward(res->workspace, workspaceSize, res->executor,
+                                      res->stream));
+  res->executor = nullptr;
 
   // 8. Wait for the stream.
-  CHECK_STATUS(aclrtSynchronizeStream(stream));
+  CHECK_STATUS(aclrtSynchronizeStream(res->stream));
 
   // 9. Copy the three outputs back and print them.
   if (CopyBack("out", dxShape, dxAddr) != 0) return 1;
   if (CopyBack("dw", dwShape, dwAddr) != 0) return 1;
   if (CopyBack("db", dbShape, dbAddr) != 0) return 1;
-
-  // 10. Release: tensors, arrays, device buffers, workspace, stream, device, runtime.
-  aclTensor *tensors[] = {dy, x, mean, rstd, weight, bias, dx, dw, db};
-  for (aclTensor *t : tensors) CHECK_STATUS(aclDestroyTensor(t));
-  CHECK_STATUS(aclDestroyIntArray(normArray));
-  CHECK_STATUS(aclDestroyBoolArray(mask));
-  void *buffers[] = {dyAddr, xAddr, meanAddr, rstdAddr, weightAddr, biasAddr, dxAddr, dwAddr,
-                     dbAddr};
-  for (void *p : buffers) CHECK_STATUS(aclrtFree(p));
-  if (workspaceSize > 0) CHECK_STATUS(aclrtFree(workspaceAddr));
-  CHECK_STATUS(aclrtDestroyStream(stream));
-  CHECK_STATUS(aclrtResetDevice(deviceId));
-  CHECK_STATUS(aclFinalize());
   return 0;
 }
+
+// 10. Release: tensors, arrays, device buffers, workspace, stream, device, runtime; whatever
+// exists, in that order. Every status is checked; returns 1 if any release failed.
+int Release(Resources *res) {
+  int rc = 0;
+#define RELEASE(call)                                        \
+  do {                                                       \
+    long status_ = static_cast<long>(call);                  \
+    if (status_ != 0) rc = Fail(#call, status_);             \
+  } while (0)
+  if (res->executor != nullptr) RELEASE(aclDestroyAclOpExecutor(res->executor));
+  for (aclTensor *t : res->tensors) RELEASE(aclDestroyTensor(t));
+  if (res->normArray != nullptr) RELEASE(aclDestroyIntArray(res->normArray));
+  if (res->mask != nullptr) RELEASE(aclDestroyBoolArray(res->mask));
+  for (void *p : res->buffers) RELEASE(aclrtFree(p));
+  if (res->workspace != nullptr) RELEASE(aclrtFree(res->workspace));
+  if (res->stream != nullptr) RELEASE(aclrtDestroyStream(res->stream));
+  if (res->deviceSet) RELEASE(aclrtResetDevice(res->deviceId));
+  if (res->initialized) RELEASE(aclFinalize());
+#undef RELEASE
+  return rc;
+}
+
+}  // namespace
+
+int main() {
+  Resources res;
+  int rc = Run(&res);
+  int releaseRc = Release(&res);
+  return (rc != 0 || releaseRc != 0) ? 1 : 0;
+}
+

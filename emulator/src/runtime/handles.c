@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "rt_internal.h"
@@ -169,6 +170,15 @@ uint64_t rt_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void rt_spin_step(unsigned i) {
+    /* Pause first; past a few hundred rounds yield instead, so that on an oversubscribed
+     * machine the thread being waited for gets the core. */
+    if (i < 512)
+        rt_cpu_relax();
+    else
+        sched_yield();
 }
 
 void rt_cpu_relax(void) {

@@ -150,7 +150,7 @@ void aclemu_parallel_for(int64_t n, int64_t chunks, aclemu_range_fn body, void *
     if (atomic_load(&P.done) < chunks) { /* others still running theirs: spin, then sleep */
         uint64_t t0 = rt_now_ns();
         for (unsigned i = 1; atomic_load(&P.done) < chunks; i++) {
-            rt_cpu_relax();
+            rt_spin_step(i);
             if ((i & 63) == 0 && rt_now_ns() - t0 > RT_SPIN_NS)
                 break;
         }

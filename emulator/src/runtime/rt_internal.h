@@ -76,6 +76,7 @@ RT_HIDDEN uint64_t rt_now_ns(void);                 /* CLOCK_MONOTONIC */
 /* One spin-wait step (x86 pause / arm yield). Waits spin briefly before sleeping on a condition
  * variable, which keeps the submit -> worker -> synchronize round trip in microseconds. */
 RT_HIDDEN void rt_cpu_relax(void);
+RT_HIDDEN void rt_spin_step(unsigned iteration); /* pause, then sched_yield when it drags on */
 #define RT_SPIN_NS 30000 /* bounded: 30 us, then sleep */
 
 #endif /* ACLEMU_RT_INTERNAL_H_ */

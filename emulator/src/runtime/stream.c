@@ -69,7 +69,7 @@ static void *worker_main(void *arg) {
             uint64_t t0 = rt_now_ns();
             for (unsigned i = 1; atomic_load_explicit(&s->submitted, memory_order_acquire) == ran;
                  i++) {
-                rt_cpu_relax();
+                rt_spin_step(i);
                 if ((i & 63) == 0 && rt_now_ns() - t0 > RT_SPIN_NS)
                     break;
             }
@@ -142,7 +142,7 @@ static void stream_wait(rt_stream *s, uint64_t target) {
         return;
     uint64_t t0 = rt_now_ns();
     for (unsigned i = 1; atomic_load_explicit(&s->completed, memory_order_acquire) < target; i++) {
-        rt_cpu_relax();
+        rt_spin_step(i);
         if ((i & 63) == 0 && rt_now_ns() - t0 > RT_SPIN_NS)
             break;
     }

@@ -1,0 +1,89 @@
+"""A C++ program written for CANN (tests/c/runtime_smoke.cpp, public headers only) builds
+against the emulator's prefix with the documented command line and runs: allocations, copies
+there and back, asynchronous copies on two streams with events, error codes."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from acl_py import _loader
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.join(HERE, "c", "runtime_smoke.cpp")
+BUILD = os.path.join(HERE, ".build")
+
+EXPECTED = """\
+device count: 1
+device bytes in use: 32768
+sync round trip: ok
+stream 0: ok, elapsed non-negative
+stream 1: ok, elapsed non-negative
+count > destMax: 100000 (aclrtMemcpy: count (32) exceeds destMax (16))
+device pointer as host source: 107000
+pageable async source: 107000
+free interior pointer: 107000
+double free: 107000
+device bytes in use at the end: 0
+done
+"""
+
+
+def _env():
+    env = dict(os.environ)
+    for k in ("ACL_EMU_FAIL", "ACL_EMU_DEVICE_COUNT", "ACL_EMU_DEVICE_MEMORY"):
+        env.pop(k, None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def program():
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ is not installed: cannot build the C++ program")
+    prefix = str(_loader.emulator_prefix().resolve())
+    if not os.path.exists(os.path.join(prefix, "lib64", "libascendcl.so")):
+        pytest.fail(f"the emulator is not built under {prefix}")
+    os.makedirs(BUILD, exist_ok=True)
+    exe = os.path.join(BUILD, "runtime_smoke")
+    # The documented command line, plus warnings as errors: the headers must be clean C++.
+    cmd = [gxx, "-std=c++17", "-Wall", "-Wextra", "-Werror", SOURCE, f"-I{prefix}/include",
+           f"-L{prefix}/lib64", f"-Wl,-rpath,{prefix}/lib64", "-lascendcl", "-lnnopbase",
+           "-lopapi", "-o", exe]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr}"
+    return exe
+
+
+def test_cpp_program_runs_against_the_emulator(program):
+    r = subprocess.run([program], capture_output=True, text=True, timeout=60, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == EXPECTED
+
+
+def test_cpp_program_sees_the_environment(program):
+    env = _env()
+    env["ACL_EMU_DEVICE_COUNT"] = "3"
+    r = subprocess.run([program], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines()[0] == "device count: 3"
+    env = _env()
+    env["ACL_EMU_FAIL"] = "aclrtCreateStream:2"  # the second stream cannot be created
+    r = subprocess.run([program], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 1
+    assert "FAILED aclrtCreateStream(&streams[s]) -> 207001: aclrtCreateStream: injected fault " \
+           "(call 2)" in r.stdout
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_cpp_program_is_clean_under_valgrind(program):
+    """No invalid access and no leak in the runtime along the whole program (threads,
+    streams, events, arena, registries), as memcheck sees it."""
+    cmd = ["valgrind", "--quiet", "--error-exitcode=99", "--leak-check=full",
+           "--errors-for-leak-kinds=definite,indirect", "--show-leak-kinds=definite,indirect",
+           program]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert r.stdout == EXPECTED

@@ -1,0 +1,454 @@
+"""The emulator's operator-object library (libnnopbase.so) against docs/emulator.md: tensors,
+int/bool arrays and the executor object model, through the raw cffi binding (and ctypes for
+the internal executor API and for reading back what the create calls stored)."""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+import pytest
+
+from acl_py.raw import ffi, lib
+
+pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
+                                reason="emulator-only: rules and introspection of the emulator")
+
+F32, F16, BF16, ND = 0, 1, 27, 2
+
+
+def errmsg():
+    p = lib.aclGetRecentErrMsg()
+    return None if p == ffi.NULL else ffi.string(p).decode()
+
+
+def expect(rc, code, call, *words):
+    msg = errmsg()
+    assert rc == code, f"{call}: expected {code}, got {rc} ({msg})"
+    assert msg is not None and msg.startswith(call + ":"), msg
+    for w in words:
+        assert w in msg, (w, msg)
+    return msg
+
+
+def expect_null(h, call, *words):
+    msg = errmsg()
+    assert h == ffi.NULL, f"{call} should have failed"
+    assert msg is not None and msg.startswith(call + ":"), msg
+    for w in words:
+        assert w in msg, (w, msg)
+
+
+def live():
+    out = ffi.new("aclemuLiveObjects *")
+    assert lib.aclemuGetLiveObjects(out) == 0
+    return {k: getattr(out, k) for k in ("tensors", "int_arrays", "bool_arrays", "executors")}
+
+
+def i64(values):
+    return ffi.new("int64_t[]", list(values)) if len(values) else ffi.NULL
+
+
+FAKE_DATA = ffi.cast("void *", 0x10000)  # tensors are host descriptions: data is not touched
+
+
+def tensor(dims, strides=None, offset=0, storage=None, dtype=F32, fmt=ND, data=FAKE_DATA):
+    if strides is None:
+        strides, acc = [], 1
+        for d in reversed(dims):
+            strides.insert(0, acc)
+            acc *= d
+    storage = list(dims) if storage is None else storage
+    return lib.aclCreateTensor(i64(dims), len(dims), dtype, i64(strides), offset, fmt,
+                               i64(storage), len(storage), data)
+
+
+class CTensor(ctypes.Structure):  # mirror of struct aclTensor in emulator/src/emu_internal.h
+    _fields_ = [("dtype", ctypes.c_int), ("format", ctypes.c_int), ("ndim", ctypes.c_uint64),
+                ("dims", ctypes.c_int64 * 64), ("strides", ctypes.c_int64 * 64),
+                ("offset", ctypes.c_int64), ("storage_ndim", ctypes.c_uint64),
+                ("storage_dims", ctypes.c_int64 * 64), ("data", ctypes.c_void_p)]
+
+
+def read_tensor(h):
+    return CTensor.from_address(int(ffi.cast("uintptr_t", h)))
+
+
+# ---- tensors -----------------------------------------------------------------------------------
+
+def test_create_tensor_copies_its_arguments():
+    before = live()
+    dims, strides, storage = [2, 3], [1, 2], [7]
+    d, s, st = i64(dims), i64(strides), i64(storage)
+    t = lib.aclCreateTensor(d, 2, F16, s, 1, ND, st, 1, FAKE_DATA)
+    assert t != ffi.NULL, errmsg()
+    d[0] = s[0] = st[0] = 99  # the caller's arrays may change afterwards
+    c = read_tensor(t)
+    assert (c.dtype, c.format, c.ndim, c.offset, c.storage_ndim) == (F16, ND, 2, 1, 1)
+    assert list(c.dims[:2]) == dims and list(c.strides[:2]) == strides
+    assert list(c.storage_dims[:1]) == storage and c.data == 0x10000
+    assert live()["tensors"] == before["tensors"] + 1
+    assert lib.aclDestroyTensor(t) == 0
+    assert live() == before
+
+
+@pytest.mark.parametrize("case", [
+    dict(dims=[2, 3], strides=[3, 1]),                    # contiguous
+    dict(dims=[3, 2], strides=[1, 3], storage=[6]),       # transposed view
+    dict(dims=[2, 2], strides=[3, 1], offset=4, storage=[3, 3]),  # slice with an offset
+    dict(dims=[4], strides=[0], storage=[1]),             # broadcast (stride 0)
+    dict(dims=[], strides=[], storage=[]),                # a scalar: one element
+    dict(dims=[0, 5], strides=[5, 1], storage=[0], data=ffi.NULL),  # empty: no data needed
+    dict(dims=[3, 0], strides=[0, 0], storage=[5], offset=5),       # empty view, offset at end
+    dict(dims=[2] * 64, strides=[0] * 64, storage=[1]),   # the maximum rank
+    dict(dims=[2], dtype=BF16), dict(dims=[2], dtype=12), dict(dims=[2], dtype=29),
+    dict(dims=[1, 2, 2, 2], fmt=0), dict(dims=[2], fmt=30),
+])
+def test_valid_tensors(case):
+    t = tensor(**case)
+    assert t != ffi.NULL, errmsg()
+    assert lib.aclDestroyTensor(t) == 0
+
+
+@pytest.mark.parametrize("args,words", [
+    (dict(dims=[2] * 65, strides=[0] * 65, storage=[1]), ["viewDimsNum (65)"]),
+    (dict(dims=[2], storage=[1] * 65), ["storageDimsNum (65)"]),
+    (dict(dims=[2, -1], strides=[1, 1], storage=[4]), ["viewDims[1] is -1"]),
+    (dict(dims=[2, 2], strides=[2, -1], storage=[4]), ["stride[1] is -1"]),
+    (dict(dims=[2], offset=-1, storage=[4]), ["offset is -1"]),
+    (dict(dims=[2], storage=[-4]), ["storageDims[0] is -4"]),
+    (dict(dims=[2], dtype=-1), ["dataType -1"]),
+    (dict(dims=[2], dtype=5), ["dataType 5"]),
+    (dict(dims=[2], dtype=100), ["dataType 100"]),
+    (dict(dims=[2], fmt=-1), ["format -1"]),
+    (dict(dims=[2], fmt=5), ["format 5"]),
+    (dict(dims=[2, 3], strides=[3, 1], storage=[5]), ["does not fit", "storage of 5"]),
+    (dict(dims=[2, 3], strides=[3, 1], offset=1, storage=[6]), ["does not fit"]),
+    (dict(dims=[3, 2], strides=[1, 4], storage=[6]), ["does not fit"]),
+    (dict(dims=[0], strides=[1], offset=3, storage=[2]), ["does not fit"]),
+    (dict(dims=[2], data=ffi.NULL), ["tensorData is NULL"]),
+    (dict(dims=[1 << 40, 1 << 40], strides=[1, 1], storage=[1 << 40, 1 << 40]),
+     ["more than 2^63"]),
+])
+def test_invalid_tensors(args, words):
+    before = live()
+    expect_null(tensor(**args), "aclCreateTensor", *words)
+    assert live() == before
+
+
+def test_null_arrays_with_counts():
+    one = i64([1])
+    expect_null(lib.aclCreateTensor(ffi.NULL, 1, F32, one, 0, ND, one, 1, FAKE_DATA),
+                "aclCreateTensor", "viewDims is NULL")
+    expect_null(lib.aclCreateTensor(one, 1, F32, ffi.NULL, 0, ND, one, 1, FAKE_DATA),
+                "aclCreateTensor", "stride is NULL")
+    expect_null(lib.aclCreateTensor(one, 1, F32, one, 0, ND, ffi.NULL, 1, FAKE_DATA),
+                "aclCreateTensor", "storageDims is NULL")
+
+
+def test_destroy_tensor_rules():
+    t = tensor([4])
+    expect(lib.aclDestroyTensor(ffi.NULL), 161001, "aclDestroyTensor", "NULL")
+    garbage = ffi.cast("aclTensor *", 0xABCDE0)
+    expect(lib.aclDestroyTensor(garbage), 161002, "aclDestroyTensor", "not a live tensor")
+    a = lib.aclCreateIntArray(i64([1, 2]), 2)
+    expect(lib.aclDestroyTensor(ffi.cast("aclTensor *", a)), 161002, "aclDestroyTensor")
+    expect(lib.aclDestroyIntArray(ffi.cast("aclIntArray *", t)), 161002, "aclDestroyIntArray")
+    assert lib.aclDestroyTensor(t) == 0  # neither wrong-kind call touched it
+    assert lib.aclDestroyIntArray(a) == 0
+    expect(lib.aclDestroyTensor(t), 161002, "aclDestroyTensor", "already destroyed")
+
+
+# ---- arrays ------------------------------------------------------------------------------------
+
+class CIntArray(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint64), ("values", ctypes.POINTER(ctypes.c_int64))]
+
+
+class CBoolArray(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint64), ("values", ctypes.POINTER(ctypes.c_uint8))]
+
+
+def test_int_array():
+    before = live()
+    vals = ffi.new("int64_t[]", [5, -3, 1 << 40])
+    a = lib.aclCreateIntArray(vals, 3)
+    assert a != ffi.NULL
+    vals[0] = 0
+    c = CIntArray.from_address(int(ffi.cast("uintptr_t", a)))
+    assert c.size == 3 and [c.values[i] for i in range(3)] == [5, -3, 1 << 40]
+    assert live()["int_arrays"] == before["int_arrays"] + 1
+    empty = lib.aclCreateIntArray(ffi.NULL, 0)
+    assert empty != ffi.NULL
+    expect_null(lib.aclCreateIntArray(ffi.NULL, 2), "aclCreateIntArray", "value is NULL")
+    expect(lib.aclDestroyIntArray(ffi.NULL), 161001, "aclDestroyIntArray")
+    for x in (a, empty):
+        assert lib.aclDestroyIntArray(x) == 0
+    expect(lib.aclDestroyIntArray(a), 161002, "aclDestroyIntArray", "not a live")
+    assert live() == before
+
+
+def test_bool_array():
+    before = live()
+    raw = ffi.new("uint8_t[]", [1, 0, 7])  # any non-zero byte reads as true
+    b = lib.aclCreateBoolArray(ffi.cast("bool *", raw), 3)
+    assert b != ffi.NULL
+    c = CBoolArray.from_address(int(ffi.cast("uintptr_t", b)))
+    assert c.size == 3 and [c.values[i] for i in range(3)] == [1, 0, 1]
+    expect_null(lib.aclCreateBoolArray(ffi.NULL, 1), "aclCreateBoolArray", "value is NULL")
+    expect(lib.aclDestroyBoolArray(ffi.NULL), 161001, "aclDestroyBoolArray")
+    expect(lib.aclDestroyBoolArray(ffi.cast("aclBoolArray *", 0x5550)), 161002,
+           "aclDestroyBoolArray")
+    assert lib.aclDestroyBoolArray(b) == 0
+    expect(lib.aclDestroyBoolArray(b), 161002, "aclDestroyBoolArray")
+    assert live() == before
+
+
+@pytest.mark.parametrize("name", ["aclCreateTensor", "aclCreateIntArray", "aclCreateBoolArray"])
+def test_injected_create_failure_returns_null(name):
+    before = live()
+    make = {"aclCreateTensor": lambda: tensor([2]),
+            "aclCreateIntArray": lambda: lib.aclCreateIntArray(i64([1]), 1),
+            "aclCreateBoolArray": lambda: lib.aclCreateBoolArray(ffi.new("bool[]", [True]), 1)}
+    destroy = {"aclCreateTensor": lib.aclDestroyTensor,
+               "aclCreateIntArray": lib.aclDestroyIntArray,
+               "aclCreateBoolArray": lib.aclDestroyBoolArray}[name]
+    assert lib.aclemuSetFaults(f"{name}:2".encode()) == 0
+    first = make[name]()
+    expect_null(make[name](), name, "injected fault (call 2)")
+    third = make[name]()
+    assert first != ffi.NULL and third != ffi.NULL
+    lib.aclemuSetFaults(ffi.NULL)
+    assert destroy(first) == 0 and destroy(third) == 0
+    assert live() == before
+
+
+@pytest.mark.parametrize("name", ["aclDestroyTensor", "aclDestroyIntArray", "aclDestroyBoolArray"])
+def test_injected_destroy_failure_keeps_object(name):
+    before = live()
+    obj = {"aclDestroyTensor": lambda: tensor([2]),
+           "aclDestroyIntArray": lambda: lib.aclCreateIntArray(i64([1]), 1),
+           "aclDestroyBoolArray": lambda: lib.aclCreateBoolArray(ffi.new("bool[]", [1]), 1)}[name]()
+    created = live()
+    assert lib.aclemuSetFaults(f"{name}:1".encode()) == 0
+    expect(getattr(lib, name)(obj), 561000, name, "injected fault")
+    assert live() == created
+    assert getattr(lib, name)(obj) == 0  # a retry releases it
+    assert live() == before
+
+
+def test_dtype_helpers():
+    so = ctypes.CDLL(str(lib.backend.libraries["nnopbase"]))
+    so.aclemu_dtype_size.restype = ctypes.c_uint64
+    so.aclemu_dtype_name.restype = ctypes.c_char_p
+    sizes = {0: 4, 1: 2, 2: 1, 3: 4, 4: 1, 6: 2, 7: 2, 8: 4, 9: 8, 10: 8, 11: 8, 12: 1,
+             13: 0, 16: 8, 17: 16, 27: 2, 29: 0, 30: 0, 33: 4, -1: 0, 5: 0, 99: 0}
+    for dt, size in sizes.items():
+        assert so.aclemu_dtype_size(dt) == size, dt
+    assert so.aclemu_dtype_name(27) == b"ACL_BF16" and so.aclemu_dtype_name(5) == b"unknown"
+
+
+# ---- executors (the internal executor API, driven through ctypes) -------------------------------
+
+LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64,
+                          ctypes.c_void_p)
+DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class Ops(ctypes.Structure):
+    _fields_ = [("op_name", ctypes.c_char_p), ("launch", LAUNCH), ("destroy", DESTROY)]
+
+
+# aclemu_fault keys its counters by the name's address and keeps it: the name buffers of
+# these fake operators live as long as the process.
+_NAMES = {}
+
+
+def _static_name(name):
+    if name not in _NAMES:
+        _NAMES[name] = ctypes.create_string_buffer(name.encode())
+    return _NAMES[name]
+
+
+class FakeOp:
+    """A fake operator: records launches and payload destroys; launch returns self.status."""
+
+    def __init__(self, name="aclnnFakeOp", workspace=0):
+        self.name = _static_name(name)
+        self.launches, self.destroyed, self.status = [], [], 0
+        self._launch = LAUNCH(self.on_launch)
+        self._destroy = DESTROY(self.on_destroy)
+        self.ops = Ops(ctypes.cast(self.name, ctypes.c_char_p), self._launch, self._destroy)
+        self.workspace = workspace
+        self.so = ctypes.CDLL(str(lib.backend.libraries["nnopbase"]))
+        self.so.aclemu_executor_new.restype = ctypes.c_void_p
+        self.so.aclemu_executor_new.argtypes = [ctypes.POINTER(Ops), ctypes.c_void_p,
+                                                ctypes.c_uint64]
+        self.so.aclemu_executor_run.restype = ctypes.c_int32
+        self.so.aclemu_executor_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                                ctypes.c_uint64, ctypes.c_void_p]
+        asc = ctypes.CDLL(str(lib.backend.libraries["ascendcl"]))
+        asc.aclemu_fault.argtypes = [ctypes.c_void_p]
+        self._fault = asc.aclemu_fault
+
+    def on_launch(self, payload, ws, size, stream):
+        self.launches.append((payload, ws, size))
+        return self.status
+
+    def on_destroy(self, payload):
+        self.destroyed.append(payload)
+
+    def phase_one(self, payload=1234):
+        h = self.so.aclemu_executor_new(ctypes.byref(self.ops), payload, self.workspace)
+        assert h
+        return ffi.cast("aclOpExecutor *", h)
+
+    def phase_two(self, executor, ws=None, size=0):
+        """As an operator's phase two does: count the call under its name, then run."""
+        self._fault(ctypes.addressof(self.name))
+        ws_ptr = int(ffi.cast("uintptr_t", ws)) if ws is not None else None
+        return self.so.aclemu_executor_run(int(ffi.cast("uintptr_t", executor)), ws_ptr, size,
+                                           None)
+
+
+@pytest.fixture
+def device_memory():
+    assert lib.aclrtSetDevice(0) == 0
+    allocs = []
+
+    def alloc(n):
+        p = ffi.new("void **")
+        assert lib.aclrtMalloc(p, n, 0) == 0
+        allocs.append(p[0])
+        return p[0]
+    yield alloc
+    for p in allocs:
+        assert lib.aclrtFree(p) == 0
+    assert lib.aclrtResetDevice(0) == 0
+
+
+def test_single_use_executor_is_released_by_its_run():
+    op = FakeOp()
+    before = live()
+    ex = op.phase_one()
+    assert live()["executors"] == before["executors"] + 1
+    assert op.phase_two(ex) == 0
+    assert len(op.launches) == 1 and op.destroyed == [1234]
+    assert live() == before
+    expect(op.phase_two(ex), 161002, "aclnnFakeOp", "not a live executor", "already ran",
+           "aclSetAclOpExecutorRepeatable")
+    assert len(op.launches) == 1
+    expect(lib.aclDestroyAclOpExecutor(ex), 161002, "aclDestroyAclOpExecutor", "not a live")
+    expect(lib.aclSetAclOpExecutorRepeatable(ex), 161002, "aclSetAclOpExecutorRepeatable")
+
+
+def test_repeatable_executor_runs_until_destroyed():
+    op = FakeOp()
+    before = live()
+    ex = op.phase_one()
+    assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
+    for _ in range(5):
+        assert op.phase_two(ex) == 0
+    assert len(op.launches) == 5 and op.destroyed == []
+    assert lib.aclDestroyAclOpExecutor(ex) == 0
+    assert op.destroyed == [1234] and live() == before
+    expect(op.phase_two(ex), 161002, "aclnnFakeOp", "destroyed with aclDestroyAclOpExecutor")
+    expect(lib.aclDestroyAclOpExecutor(ex), 161002, "aclDestroyAclOpExecutor")
+
+
+def test_failed_launch_releases_nothing():
+    op = FakeOp()
+    ex = op.phase_one()
+    op.status = 361001
+    assert op.phase_two(ex) == 361001
+    assert op.destroyed == []
+    op.status = 0
+    assert op.phase_two(ex) == 0  # still runnable once
+    assert op.destroyed == [1234]
+
+
+def test_workspace_checks(device_memory):
+    op = FakeOp(workspace=256)
+    ex = op.phase_one()
+    ws = device_memory(256)
+    host = np.zeros(256, np.uint8)
+    expect(op.phase_two(ex, ws, 255), 161002, "aclnnFakeOp", "workspaceSize (255)", "256 bytes")
+    expect(op.phase_two(ex, None, 256), 161001, "aclnnFakeOp", "workspace is NULL")
+    expect(op.phase_two(ex, ffi.from_buffer(host), 256), 161002, "aclnnFakeOp",
+           "not inside one live device allocation")
+    expect(op.phase_two(ex, ws, 257), 161002, "aclnnFakeOp", "not inside")  # past the end
+    assert op.launches == [] and op.destroyed == []
+    assert op.phase_two(ex, ws, 256) == 0
+    assert op.launches[0][2] == 256 and op.destroyed == [1234]
+    # a zero workspace needs no pointer
+    op0 = FakeOp()
+    assert op0.phase_two(op0.phase_one(), None, 0) == 0
+
+
+def test_executor_null_and_garbage():
+    op = FakeOp()
+    expect(op.phase_two(ffi.NULL), 161001, "aclnnFakeOp", "executor is NULL")
+    expect(op.phase_two(ffi.cast("aclOpExecutor *", 0x4440)), 161002, "aclnnFakeOp",
+           "never created")
+    expect(lib.aclDestroyAclOpExecutor(ffi.NULL), 161001, "aclDestroyAclOpExecutor")
+    expect(lib.aclSetAclOpExecutorRepeatable(ffi.NULL), 161001, "aclSetAclOpExecutorRepeatable")
+    expect(lib.aclDestroyAclOpExecutor(ffi.cast("aclOpExecutor *", 0x4440)), 161002,
+           "aclDestroyAclOpExecutor")
+
+
+def test_executor_injected_faults_keep_it():
+    op = FakeOp()
+    before = live()
+    ex = op.phase_one()
+    assert lib.aclemuSetFaults(b"aclSetAclOpExecutorRepeatable:1,aclDestroyAclOpExecutor:1") == 0
+    expect(lib.aclSetAclOpExecutorRepeatable(ex), 561000, "aclSetAclOpExecutorRepeatable",
+           "injected")
+    expect(lib.aclDestroyAclOpExecutor(ex), 561000, "aclDestroyAclOpExecutor", "injected")
+    assert op.destroyed == [] and live()["executors"] == before["executors"] + 1
+    assert lib.aclDestroyAclOpExecutor(ex) == 0
+    assert op.destroyed == [1234] and live() == before
+
+
+def test_released_addresses_are_quarantined():
+    op = FakeOp()
+    released = set()
+    for _ in range(20):
+        ex = op.phase_one()
+        released.add(int(ffi.cast("uintptr_t", ex)))
+        assert lib.aclDestroyAclOpExecutor(ex) == 0
+    fresh = [op.phase_one() for _ in range(20)]
+    assert not released & {int(ffi.cast("uintptr_t", e)) for e in fresh}
+    for e in fresh:
+        assert lib.aclDestroyAclOpExecutor(e) == 0
+    # tensors too: a double destroy keeps reading as "not live", not as a newer tensor
+    t = tensor([3])
+    assert lib.aclDestroyTensor(t) == 0
+    newer = [tensor([3]) for _ in range(20)]
+    expect(lib.aclDestroyTensor(t), 161002, "aclDestroyTensor")
+    for n in newer:
+        assert lib.aclDestroyTensor(n) == 0
+
+
+def test_single_use_executor_runs_once_across_threads():
+    op = FakeOp()
+    for _ in range(10):
+        ex = op.phase_one()
+        results = []
+        barrier = threading.Barrier(4)
+
+        def run():
+            barrier.wait()
+            results.append(op.phase_two(ex))
+        ts = [threading.Thread(target=run) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert sorted(results) == [0, 161002, 161002, 161002]
+    assert len(op.launches) == 10 and len(op.destroyed) == 10
+
+
+def test_layer_norm_backward_phase_two_names_itself():
+    """The operator library's phase two goes through the shared executor checks."""
+    rc = lib.aclnnLayerNormBackward(ffi.NULL, 0, ffi.cast("aclOpExecutor *", 0x4440), ffi.NULL)
+    expect(rc, 161002, "aclnnLayerNormBackward", "not a live executor")
