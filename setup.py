@@ -6,6 +6,7 @@ to skip the emulator (a CANN-only install; no C compiler needed then).
 """
 import importlib.util
 import os
+import shutil
 from pathlib import Path
 
 from setuptools import setup
@@ -31,6 +32,12 @@ class BuildPy(build_py):
         else:
             package_dir = Path(self.build_lib) / "acl_py"
         _load(ROOT / "bindings" / "build_ffi.py").build(package_dir)
+        if not getattr(self, "editable_mode", False):
+            # `acl-py sample` runs the sample ports; a wheel carries them as package data.
+            samples = package_dir / "_samples"
+            samples.mkdir(parents=True, exist_ok=True)
+            for src in (ROOT / "samples").glob("*.py"):
+                shutil.copy2(src, samples / src.name)
         if os.environ.get("ACL_PY_NO_EMULATOR") != "1":
             _load(ROOT / "emulator" / "build.py").build(package_dir / "_emulator", quiet=True)
 

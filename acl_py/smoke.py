@@ -652,9 +652,12 @@ SAMPLE_FILES = {"objects": "layer_norm_backward.py", "raw": "layer_norm_backward
 
 
 def sample_path(kind: str = "objects"):
-    """The sample's file: ``samples/`` of the source tree acl_py was imported from."""
+    """The sample's file: ``samples/`` of the source tree acl_py was imported from, else the
+    copy an installed wheel carries in ``acl_py/_samples``."""
     from pathlib import Path
-    return Path(__file__).resolve().parent.parent / "samples" / SAMPLE_FILES[kind]
+    here = Path(__file__).resolve().parent
+    source = here.parent / "samples" / SAMPLE_FILES[kind]
+    return source if source.is_file() else here / "_samples" / SAMPLE_FILES[kind]
 
 
 def add_sample_arguments(p: argparse.ArgumentParser) -> None:

@@ -39,7 +39,7 @@
 #define TILE 512            /* columns per tile; multiple of LANES */
 #define ROWS_PER_BLOCK 32   /* rows per gradWeight/gradBias partial-sum block ... */
 #define MAX_BLOCKS 256      /* ... and at most this many blocks */
-#define REDUCE_COLS 2048    /* columns per chunk of the final reduction */
+#define REDUCE_COLS 256     /* columns per chunk of the final reduction */
 #define MAX_REDUCE_CHUNKS 64
 
 /* x86-64 builds carry AVX-512 and AVX2 clones of the hot loops, picked at load time. They
@@ -96,7 +96,7 @@ typedef struct {
     lnb_payload p;
     float *ws;            /* workspace: nblocks * 2 * N floats (gradWeight, gradBias) */
     float *wbuf;          /* weight converted to float (or ones), when not usable in place */
-    const float *w;       /* the weight row the kernel reads */
+    const float *w;       /* the weight row gradInput reads (NULL when not requested) */
     void *pins[T_COUNT + 1];
     int npins;
 } lnb_task;
@@ -453,8 +453,8 @@ INLINE void rows_impl(const lnb_task *T, int64_t chunk, int64_t begin, int64_t e
                 tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
                 tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
             }
-            pass1(tdy, tx, dt, w + c, mean, rstd, n, sg, sgx, parts ? pw + c : NULL,
-                  parts ? pb + c : NULL, sums, parts);
+            pass1(tdy, tx, dt, sums ? w + c : NULL, mean, rstd, n, sg, sgx,
+                  parts ? pw + c : NULL, parts ? pb + c : NULL, sums, parts);
         }
         if (!sums)
             continue;
@@ -656,7 +656,7 @@ static aclnnStatus lnb_launch(void *payload, void *workspace, uint64_t workspace
     bool need_row = P->M > 0 && P->N > 0 && P->mask[0];
     if (need_row && w->present && w->dtype == ACL_FLOAT && lay_unit(&w->inner)) {
         T->w = (const float *)(const void *)(w->data + w->offset * 4);
-    } else if (P->M > 0 && P->N > 0) {
+    } else if (need_row) { /* only gradInput reads the weight */
         T->wbuf = malloc((size_t)P->N * sizeof(float));
         if (!T->wbuf) {
             free(T);
