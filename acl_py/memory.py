@@ -51,14 +51,18 @@ def as_size(value, argument):
 class _BufState:
     """C-side state of a buffer (device or host); never references its wrapper."""
 
-    __slots__ = ("ptr", "nbytes", "device", "uses", "closed", "pool", "block", "host",
-                 "exports", "gen", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "device", "uses", "links", "closed", "pool", "block",
+                 "host", "exports", "gen", "__weakref__")
 
     def __init__(self, ptr, nbytes, device, host=False, pool=None, block=0):
         self.ptr = ptr          # char * (ffi.NULL for 0 bytes); None once freed
         self.nbytes = nbytes
         self.device = device
         self.uses = {}          # _StreamState -> seq of the last submission using it
+        # Launch records (repeatable executors, cached one-shot calls) reusing this buffer:
+        # each has a ``uses`` dict like ours and a ``closed`` flag. A launch that reuses a
+        # fixed set of buffers updates one record instead of marking every buffer.
+        self.links = None
         self.closed = False     # wrapper closed (memory may still wait for a stream)
         self.pool = pool        # _PoolState or None
         self.block = block      # pooled block size
@@ -67,8 +71,38 @@ class _BufState:
         self.gen = _rt.gen
 
     def pending(self):
-        return [(s, seq) for s, seq in list(self.uses.items())
-                if s.done < seq and not s.closed]
+        out = [(s, seq) for s, seq in list(self.uses.items())
+               if s.done < seq and not s.closed]
+        links = self.links
+        if links:
+            for rec in list(links):
+                out += [(s, seq) for s, seq in list(rec.uses.items())
+                        if s.done < seq and not s.closed]
+        return out
+
+    def link(self, rec):
+        """Counts ``rec.uses`` as this buffer's own from now on (see ``links``). Records
+        that are closed and have nothing pending are dropped here."""
+        links = self.links
+        if links:
+            links = [r for r in links if not r.closed or _rec_pending(r)]
+        else:
+            links = []
+        links.append(rec)
+        self.links = links
+
+
+def _rec_pending(rec):
+    for s, seq in list(rec.uses.items()):
+        if s.done < seq and not s.closed:
+            return True
+    return False
+
+
+# Bumped by every explicit close of a buffer, tensor or argument array: caches that reuse
+# validated handles by object identity (ops' one-shot fast path) compare it to know that
+# none of their objects can have been closed since.
+close_epoch = 0
 
 
 def _closed_error(st, what):
@@ -251,6 +285,8 @@ class DeviceBuffer:
     def close(self):
         """Releases the memory (after the streams still using it synchronize). Safe to
         repeat."""
+        global close_epoch
+        close_epoch += 1
         self._rel.release()
 
     def __enter__(self):

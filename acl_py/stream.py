@@ -29,7 +29,7 @@ class _StreamState:
     releaser (never references the wrapper)."""
 
     __slots__ = ("handle", "device", "seq", "done", "deferred", "lock", "closed", "is_default",
-                 "gen", "__weakref__")
+                 "gen", "sync_fn", "__weakref__")
 
     def __init__(self, handle, device, is_default):
         self.handle = handle
@@ -41,6 +41,7 @@ class _StreamState:
         self.closed = False
         self.is_default = is_default
         self.gen = _rt.gen
+        self.sync_fn = _rt.ensure().aclrtSynchronizeStream   # bound once (hot path)
         _streams.add(self)
 
     def submit(self, buffers=(), keep=None):
@@ -89,16 +90,31 @@ class _StreamState:
     def sync(self):
         """aclrtSynchronizeStream, then the deferred work it made due. Raises the sync failure
         (deferred work then stays queued) or the first deferred failure."""
-        L = _rt.lib if _rt._state is _rt._INIT else _rt.ensure()
-        _rt.activate(self.device)
+        if _rt._state is _rt._INIT:
+            L = _rt.lib
+            if _rt._tls.dev != self.device:
+                _rt.activate(self.device)
+        else:
+            L = _rt.ensure()
+            _rt.activate(self.device)
         target = self.seq
         st = L.aclrtSynchronizeStream(self.handle)
         if st:
             raise make_error(st, "aclrtSynchronizeStream")
-        if self.deferred or self.done < target:
+        if self.deferred:
             errs = self.complete(target)
             if errs:
                 raise errs[0]
+        elif self.done < target:
+            # Nothing waits: advance the counter without complete()'s lock (the hot path of
+            # a launch + synchronize loop). A racing sync may store a smaller target after a
+            # larger one, which only makes later checks conservative; work deferred by a
+            # racing thread meanwhile is picked up by the re-check.
+            self.done = target
+            if self.deferred:
+                errs = self.complete(target)
+                if errs:
+                    raise errs[0]
 
 
 def _closed_error(st, what):
@@ -186,7 +202,21 @@ class Stream:
         st = self._st
         if st.closed:
             raise _closed_error(st, repr(self))
-        st.sync()
+        # A closed state covers teardown too (it closes every stream of the session).
+        if st.deferred or _rt._tls.dev != st.device:
+            st.sync()
+            return
+        # _StreamState.sync's common case inlined: one C call and a counter update.
+        target = st.seq
+        r = st.sync_fn(st.handle)
+        if r:
+            raise make_error(r, "aclrtSynchronizeStream")
+        if st.done < target:
+            st.done = target    # see _StreamState.sync
+        if st.deferred:         # deferred meanwhile by another thread
+            errs = st.complete(target)
+            if errs:
+                raise errs[0]
 
     def mark_used(self, *objects, keep=None):
         """Call right after enqueuing work on this stream: the memory of ``objects``

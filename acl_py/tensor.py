@@ -498,6 +498,7 @@ class DeviceTensor:
     def close(self):
         """Destroys the aclTensor handle; an owning tensor also frees its storage (after the
         streams still using it synchronize), which closes its views. Safe to repeat."""
+        _mem.close_epoch += 1
         if self._hrel is not None:
             self._hrel.release()
             self._hrel = None
@@ -577,6 +578,7 @@ class _Array:
 
     def close(self):
         """Destroys the handle. Safe to repeat."""
+        _mem.close_epoch += 1
         if self._rel is not None:
             self._rel.release()
         self._handle = None

@@ -66,10 +66,12 @@ def test_info_json_reports_the_emulator_configuration(emu_prefix):
 
 
 def test_info_text_is_readable(emu_prefix):
-    proc = acl_py_cmd("info", env=env_for(ACL_EMU_DEVICE_MEMORY="512M"))
+    proc = acl_py_cmd("info", env=env_for(ACL_EMU_DEVICE_MEMORY="512M",
+                                          ASCEND_HOME_PATH="relative/cann"))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "backend    emulator" in out
+    assert "note       $ASCEND_HOME_PATH='relative/cann': ignored, not an absolute path" in out
     for name in ("libascendcl.so", "libnnopbase.so", "libopapi.so"):
         assert str(emu_prefix / "lib64" / name) in out
     assert "devices    1" in out
@@ -140,6 +142,18 @@ def test_info_alone_finalizes_what_it_initialized(emu_prefix):
     assert all(v == 0 for v in res["live"].values()), res["live"]
     assert res["finalize"] == 0
     assert res["buffer"] == 4096
+
+
+def test_info_reports_a_runtime_failure_after_the_libraries(emu_prefix):
+    # The device probe fails (an injected fault): the library part is still shown, the error
+    # names the call and code, and the exit status says something is wrong.
+    env = env_for(ACL_EMU_FAIL="aclrtSetDevice:1")
+    proc = acl_py_cmd("info", env=env)
+    assert proc.returncode == 1
+    assert str(emu_prefix / "lib64" / "libascendcl.so") in proc.stdout
+    assert "error      aclrtSetDevice failed: ACL_ERROR_RT_INTERNAL_ERROR (507000)" in proc.stdout
+    data = json.loads(acl_py_cmd("info", "--json", env=env).stdout)
+    assert data["backend"] == "emulator" and "aclrtSetDevice" in data["error"]
 
 
 def test_info_without_cann_lists_the_search_and_exits_1(tmp_path):

@@ -78,6 +78,8 @@ def test_cpp_program_sees_the_environment(program):
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.skipif(bool(os.environ.get("ACL_PY_SANITIZER")),
+                    reason="valgrind cannot run an AddressSanitizer build; ASan checks it instead")
 def test_cpp_program_is_clean_under_valgrind(program):
     """No invalid access and no leak in the runtime along the whole program (threads,
     streams, events, arena, registries), as memcheck sees it."""

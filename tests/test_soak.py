@@ -103,4 +103,7 @@ def test_soak(run_python, request):
           f"worst error {res['worst_error_ratio']:.3f} of tolerance; kinds {res['kinds']}")
     assert res["calls"] == calls
     assert res["worst_error_ratio"] <= 1.0
-    assert res["rss_growth"] < RSS_LIMIT, f"RSS grew {res['rss_growth']} bytes after warm-up"
+    # AddressSanitizer quarantines freed memory, so RSS says nothing about leaks under it
+    # (LeakSanitizer does that job there); everything else above still holds.
+    if not os.environ.get("ACL_PY_SANITIZER"):
+        assert res["rss_growth"] < RSS_LIMIT, f"RSS grew {res['rss_growth']} bytes after warm-up"

@@ -38,8 +38,10 @@ PREFIX = ROOT / "build" / "emulator-asan"
 LOGS = ROOT / "build" / "sanitize-logs"
 LIBRARIES = ("libascendcl.so", "libnnopbase.so", "libopapi.so", "libopapi_nn.so")
 
-# Measured on the 2-core CI machine: see the README's "Reliability" section.
-DEFAULT_PYTEST_ARGS = ["-q", "-x", "-p", "no:cacheprovider", "-m", "not hardware and not slow"]
+# The whole suite, as `make test` runs it. Measured on the shared 2-core machine: 1004 tests
+# in 6.4 min under ASan, 7.1 min with the sanitized build (emulator rebuilt), so no
+# subset is needed to keep CI under 20 minutes.
+DEFAULT_PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "-m", "not hardware and not slow"]
 
 # %m: the module of each frame, always; the leak filter reads it.
 STACK_FORMAT = "    #%n %p %F %L (%m+%o)"
@@ -79,6 +81,9 @@ def sanitizer_env(prefix: Path, logs: Path, cc: list[str]) -> dict[str, str]:
         "ACL_PY_EMULATOR_PREFIX": str(prefix),
         "LD_PRELOAD": " ".join(preload),
         "PYTHONMALLOC": "malloc",
+        # For tests whose figures mean nothing under ASan (RSS with its quarantine, valgrind,
+        # which cannot run an ASan process): they check this and skip that part, saying why.
+        "ACL_PY_SANITIZER": "address,undefined",
         "ASAN_OPTIONS": ":".join([
             "detect_leaks=1", "halt_on_error=1", "exitcode=0",
             "handle_sigill=1",               # undefined behaviour traps (SIGILL)

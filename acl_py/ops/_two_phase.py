@@ -59,7 +59,8 @@ from .._ffi import ffi
 from ..errors import AclArgumentError, AclTypeError, ClosedError, make_error
 from ..tensor import DeviceTensor, _Array
 
-__all__ = ["Param", "tensor", "int_array", "bool_array", "value", "Operator", "Executor"]
+__all__ = ["Param", "tensor", "int_array", "bool_array", "value", "Operator", "Executor",
+           "Bound"]
 
 TENSOR = "aclTensor"
 INT_ARRAY = "aclIntArray"
@@ -245,12 +246,79 @@ class Operator:
         if own:
             wsbuf.close()   # freed once the stream is past this launch
 
+    # ---- one call, arguments converted once ----
+
+    def bind(self, args, *, device):
+        """A :class:`Bound` argument list: ``args`` converted to C arguments once, for
+        :meth:`launch_bound` to reuse while the caller knows the objects are unchanged (same
+        objects, none closed). Holds the C handles only, not ``args``: the caller keeps
+        them alive."""
+        cargs, bufs = self._handles(args)
+        b = Bound(tuple(cargs), device)
+        for bst in bufs:
+            bst.link(b)
+        return b
+
+    def launch_bound(self, b, sst):
+        """:meth:`launch` of a :class:`Bound` argument list on stream state ``sst`` (open, of
+        ``b.device``, whose device is current on this thread): phase one, the per-stream
+        workspace, phase two, one record of the launch (``b.uses``, which the buffers of
+        ``b`` count as theirs)."""
+        fns = self._fns or self._bind()
+        outp = _tls.outp or _outparams()
+        st = fns[0](*b.cargs, outp[0], outp[1])
+        if st:
+            raise make_error(st, self.phase_one_name)
+        size = outp[0][0]
+        ex = outp[1][0]
+        if size:
+            with _ws_lock:
+                try:
+                    wsb = _workspaces.get(sst)
+                    if wsb is None or wsb._bst.nbytes < size or wsb._bst.closed:
+                        wsb = _stream_workspace(sst, size, b.device)
+                    wst = wsb._bst
+                    st = fns[1](wst.ptr, size, ex, sst.handle)
+                except BaseException:
+                    _destroy_quietly(fns[3], ex)
+                    raise
+                if not st:
+                    # Marked before the lock is released: a thread growing the workspace
+                    # then frees this one only after the stream is past this launch.
+                    seq = sst.seq = sst.seq + 1
+                    wst.uses[sst] = seq
+        else:
+            st = fns[1](_NULL, 0, ex, sst.handle)
+            if not st:
+                seq = sst.seq = sst.seq + 1
+        if st:
+            err = make_error(st, self.phase_two_name)
+            _destroy_quietly(fns[3], ex)
+            raise err
+        b.uses[sst] = seq
+
     # ---- repeatable executor ----
 
     def prepare(self, args, *, device, allocator=None):
         """Phase one with a repeatable executor and its workspace: an :class:`Executor`
         whose ``run(stream)`` is phase two. The arguments are kept alive with it."""
         return Executor(self, args, device, allocator)
+
+
+class Bound:
+    """C arguments converted once (:meth:`Operator.bind`) and the record of their launches:
+    ``uses`` maps each stream state to the sequence number of the last launch there, and the
+    arguments' buffers count it as their own pending work (stream-ordered release) instead
+    of being marked one by one at every launch. ``closed``: set by the owner when it drops
+    the record (the buffers forget it once its launches are complete)."""
+
+    __slots__ = ("cargs", "device", "uses", "closed", "__weakref__")
+
+    def __init__(self, cargs, device):
+        self.cargs = cargs
+        self.device = device
+        self.uses = {}
+        self.closed = False
 
 
 class _TLS(threading.local):
@@ -380,7 +448,7 @@ class Executor:
     ran on have synchronized past its last run."""
 
     __slots__ = ("op", "workspace_size", "_es", "_rel", "_run", "_ws", "_bufs", "_device",
-                 "_default", "__weakref__")
+                 "_default", "_last", "_last_st", "__weakref__")
 
     def __init__(self, op, args, device, allocator=None):
         _rt.activate(device)
@@ -410,8 +478,17 @@ class Executor:
         else:
             self._ws = _NULL
         self._bufs = tuple(bufs)
+        # Stream-ordered release without per-run marking: every buffer of the executor counts
+        # es.uses (one dict entry per stream, updated by run) as its own pending work.
+        for b in self._bufs:
+            b.link(es)
         self._run = fns[1]
         self._default = None
+        # id() of the last run's stream argument (not the object: holding it would keep a
+        # dropped Stream alive) and its state; a reused id is harmless: the state of a
+        # collected Stream is closed, which sends run() to the checks.
+        self._last = -1
+        self._last_st = None
 
     @property
     def handle(self):
@@ -434,25 +511,37 @@ class Executor:
         """Phase two on ``stream`` (default: the device's default stream). Returns at once;
         results are valid once the stream has synchronized."""
         es = self._es
-        h = es.handle
-        if es.closed or h is None:
+        # Hot path: the same stream argument as last time, still open, device current.
+        if id(stream) == self._last and not es.closed and not self._last_st.closed and \
+                _rt._tls.dev == self._device:
+            sst = self._last_st
+        else:
+            sst = self._prepare_run(stream)
+        st = self._run(self._ws, self.workspace_size, es.handle, sst.handle)
+        if st:
+            raise make_error(st, self.op.phase_two_name)
+        # Recorded once per run, on the executor only: its buffers are linked to es.uses.
+        seq = sst.seq = sst.seq + 1
+        es.uses[sst] = seq
+
+    def _prepare_run(self, stream):
+        """The checks run() skips on its hot path; returns the stream state to launch on and
+        remembers it for the next run."""
+        es = self._es
+        if es.closed or es.handle is None:
             raise self._closed_error()
         if stream is None:
             s = self._default
             if s is None or s._st.closed:
                 s = self._default = _stream.as_stream(None, self._device)
             sst = s._st
-        elif type(stream) is _Stream and stream._st.device == self._device and \
-                not stream._st.closed:
-            sst = stream._st     # the common case, without as_stream's call
         else:
             sst = _stream.as_stream(stream, self._device)._st
         if _rt._tls.dev != self._device:
             _rt.activate(self._device)
-        st = self._run(self._ws, self.workspace_size, h, sst.handle)
-        if st:
-            raise make_error(st, self.op.phase_two_name)
-        es.uses[sst] = sst.submit(self._bufs)
+        self._last = id(stream)
+        self._last_st = sst
+        return sst
 
     __call__ = run
 

@@ -390,14 +390,26 @@ INLINE void pass1(const void *restrict dy, const void *restrict x, const int dt,
     }
 }
 
+/* Stores v as element i of a contiguous run of dtype dt (a compile-time constant). */
+INLINE void stf(void *restrict p, int64_t i, float v, const int dt)
+{
+    if (dt == ACL_BF16)
+        ((uint16_t *)p)[i] = aclemu_f32_to_bf16(v);
+    else if (dt == ACL_FLOAT16)
+        ((uint16_t *)p)[i] = aclemu_f32_to_f16(v);
+    else
+        ((float *)p)[i] = v;
+}
+
+/* gradInput for one tile, written as dtype odt (the final rounding happens here). */
 INLINE void pass2(const void *restrict dy, const void *restrict x, const int dt,
-                         const float *restrict w, float mean, float rstd, float mg, float mgx,
-                         int64_t n, float *restrict dx)
+                  const float *restrict w, float mean, float rstd, float mg, float mgx,
+                  int64_t n, void *restrict dx, const int odt)
 {
     for (int64_t i = 0; i < n; i++) {
         float xh = (ldf(x, i, dt) - mean) * rstd;
         float g = ldf(dy, i, dt) * w[i];
-        dx[i] = rstd * ((g - mg) - xh * mgx);
+        stf(dx, i, rstd * ((g - mg) - xh * mgx), odt);
     }
 }
 
@@ -425,7 +437,7 @@ static inline float scalar_at(const tdesc *d, int64_t m)
 enum { IN_F32 = ACL_FLOAT, IN_F16 = ACL_FLOAT16, IN_BF16 = ACL_BF16, IN_GATHER = -2 };
 
 INLINE void rows_impl(const lnb_task *T, int64_t chunk, int64_t begin, int64_t end,
-                             const int mode, const bool sums, const bool parts)
+                      const int mode, const bool sums, const bool parts, const bool dx_direct)
 {
     const lnb_payload *P = &T->p;
     const tdesc *dy = &P->t[T_DY], *x = &P->t[T_X], *dx = &P->t[T_DX];
@@ -439,7 +451,6 @@ INLINE void rows_impl(const lnb_task *T, int64_t chunk, int64_t begin, int64_t e
         pb = pw + N;
         memset(pw, 0, (size_t)N * 2 * sizeof(float));
     }
-    const bool dx_direct = sums && dx->dtype == ACL_FLOAT && lay_unit(&dx->inner);
     float bdy[TILE], bx[TILE], bdx[TILE];
     for (int64_t m = begin; m < end; m++) {
         const float mean = scalar_at(&P->t[T_MEAN], m);
@@ -448,11 +459,11 @@ INLINE void rows_impl(const lnb_task *T, int64_t chunk, int64_t begin, int64_t e
         float sg[LANES] = {0}, sgx[LANES] = {0};
         for (int64_t c = 0; c < N; c += TILE) {
             int64_t n = N - c < TILE ? N - c : TILE;
-            const void *tdy = rdy + c * es, *tx = rx + c * es;
-            if (mode == IN_GATHER) {
-                tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
-                tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
-            }
+            const void *tdy = mode == IN_GATHER
+                                  ? get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy)
+                                  : (const void *)(rdy + c * es);
+            const void *tx = mode == IN_GATHER ? get_tile(rx, x->dtype, &x->inner, c, n, bx)
+                                               : (const void *)(rx + c * es);
             pass1(tdy, tx, dt, sums ? w + c : NULL, mean, rstd, n, sg, sgx,
                   parts ? pw + c : NULL, parts ? pb + c : NULL, sums, parts);
         }
@@ -463,27 +474,36 @@ INLINE void rows_impl(const lnb_task *T, int64_t chunk, int64_t begin, int64_t e
         char *rdx = (char *)row_base(dx, m);
         for (int64_t c = 0; c < N; c += TILE) {
             int64_t n = N - c < TILE ? N - c : TILE;
-            const void *tdy = rdy + c * es, *tx = rx + c * es;
-            if (mode == IN_GATHER) {
-                tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
-                tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
-            }
-            float *out = dx_direct ? (float *)(void *)rdx + c : bdx;
-            pass2(tdy, tx, dt, w + c, mean, rstd, mg, mgx, n, out);
-            if (!dx_direct)
+            const void *tdy = mode == IN_GATHER
+                                  ? get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy)
+                                  : (const void *)(rdy + c * es);
+            const void *tx = mode == IN_GATHER ? get_tile(rx, x->dtype, &x->inner, c, n, bx)
+                                               : (const void *)(rx + c * es);
+            if (dx_direct) { /* gradInput contiguous, of the dtype the passes read */
+                pass2(tdy, tx, dt, w + c, mean, rstd, mg, mgx, n, rdx + c * dx->es, dt);
+            } else {
+                pass2(tdy, tx, dt, w + c, mean, rstd, mg, mgx, n, bdx, ACL_FLOAT);
                 put_tile(rdx, dx->dtype, &dx->inner, c, n, bdx);
+            }
         }
     }
 }
 
 #define ROWS_MODES(mode)                                                                  \
     do {                                                                                  \
-        if (sums && parts)                                                                \
-            rows_impl(T, chunk, begin, end, mode, true, true);                            \
+        const tdesc *dx_ = &T->p.t[T_DX];                                                 \
+        const int odt_ = (mode) == IN_GATHER ? ACL_FLOAT : (mode);                        \
+        const bool direct_ = sums && dx_->dtype == odt_ && lay_unit(&dx_->inner);         \
+        if (sums && parts && direct_)                                                     \
+            rows_impl(T, chunk, begin, end, mode, true, true, true);                      \
+        else if (sums && parts)                                                           \
+            rows_impl(T, chunk, begin, end, mode, true, true, false);                     \
+        else if (sums && direct_)                                                         \
+            rows_impl(T, chunk, begin, end, mode, true, false, true);                     \
         else if (sums)                                                                    \
-            rows_impl(T, chunk, begin, end, mode, true, false);                           \
+            rows_impl(T, chunk, begin, end, mode, true, false, false);                    \
         else                                                                              \
-            rows_impl(T, chunk, begin, end, mode, false, true);                           \
+            rows_impl(T, chunk, begin, end, mode, false, true, false);                    \
     } while (0)
 
 HOT static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)

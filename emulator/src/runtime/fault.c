@@ -6,7 +6,8 @@
  * site passes (__func__), found with one hash and usually one probe, updated with atomics and
  * no lock. Only the first call through a new address takes a mutex (to resolve its name
  * against the fault spec and against other addresses with the same name, which share one
- * counter).
+ * counter). The table keeps the address, so a name must have static storage (a literal or
+ * __func__), as every call site's does.
  */
 #include <ctype.h>
 #include <stdarg.h>

@@ -741,13 +741,6 @@ void rt_memory_stats(int64_t *dev_allocs, int64_t *host_allocs, int64_t *dev_byt
     *dev_bytes = atomic_load(&g_dev_bytes);
 }
 
-uint64_t rt_memory_device_bytes(int dev) {
-    pthread_rwlock_rdlock(&g_mem);
-    uint64_t b = g_arena[dev].live_bytes;
-    pthread_rwlock_unlock(&g_mem);
-    return b;
-}
-
 void rt_memory_release_all(void) {
     pthread_rwlock_wrlock(&g_mem);
     /* Streams are drained, so nothing is pinned unless a phase two raced with aclFinalize on

@@ -62,7 +62,6 @@ RT_HIDDEN void rt_streams_sync_device(int dev);
 /* ---- memory (memory.c) ---- */
 RT_HIDDEN void rt_memory_release_all(void);       /* aclFinalize (write lock, streams drained) */
 RT_HIDDEN void rt_memory_stats(int64_t *dev_allocs, int64_t *host_allocs, int64_t *dev_bytes);
-RT_HIDDEN uint64_t rt_memory_device_bytes(int dev);
 
 /* ---- faults ---- */
 /* For the synchronize calls, whose injected failure comes after the wait: counts the call
