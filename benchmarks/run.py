@@ -615,7 +615,9 @@ def bench_transfer(stack: Stack, quick: bool) -> tuple[list[Row], list[str]]:
     notes.append(f"peak RSS: baseline {d['rss_baseline'] / MiB:.1f} MiB after import and a "
                  f"warm-up call; inputs {d['input_bytes'] / MiB:.1f} MiB, outputs "
                  f"{d['output_bytes'] / MiB:.1f} MiB, device copies {device_copies / MiB:.1f} "
-                 f"MiB, workspace {ws / MiB:.1f} MiB; peak {d['peak'] / MiB:.1f} MiB (ru_maxrss)")
+                 f"MiB, workspace {ws / MiB:.1f} MiB; peak {d['peak'] / MiB:.1f} MiB (VmHWM of the child; "
+                 f"its ru_maxrss {d['ru_maxrss'] / MiB:.1f} MiB includes this parent's peak, which "
+                 "Linux carries across fork + exec)")
     return rows, notes
 
 

@@ -329,7 +329,7 @@ _Stream = _stream.Stream
 
 
 class _FastCall:
-    __slots__ = ("bound", "result", "epoch", "gen", "hold", "refs", "__weakref__")
+    __slots__ = ("bound", "mask", "epoch", "gen", "hold", "refs", "__weakref__")
 
 
 def _value_key(v, typ):
@@ -375,7 +375,7 @@ def _remember(key, args, dev, normalized_shape, output_mask, outs, out):
     e.epoch = _mem.close_epoch
     e.gen = _rt.gen
     e.bound = LAYER_NORM_BACKWARD.bind(args, device=dev)
-    e.result = (outs[0], outs[1], outs[2])
+    e.mask = (outs[0] is not None, outs[1] is not None, outs[2] is not None)
     # Strong: the cached argument arrays and the key's tuples (their ids are in the key).
     e.hold = (args[2], args[7], normalized_shape, output_mask)
 
@@ -457,7 +457,9 @@ def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight=No
                 if _rt._tls.dev != dev:
                     _rt.activate(dev)
                 LAYER_NORM_BACKWARD.launch_bound(b, sst)
-                return e.result
+                m = e.mask   # the outputs are the given ones (not held by the entry)
+                return (out[0] if m[0] else None, out[1] if m[1] else None,
+                        out[2] if m[2] else None)
     if isinstance(input, DeviceTensor):
         ns, mask, out = _check(DeviceTensor, grad_out, input, normalized_shape, mean, rstd,
                                weight, bias, output_mask, out)
