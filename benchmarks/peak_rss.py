@@ -44,9 +44,7 @@ def peak_rss() -> int:
 def main() -> None:
     m, n = int(sys.argv[1]), int(sys.argv[2])
     import acl_py
-    lnb = getattr(acl_py, "layer_norm_backward", None)
-    if lnb is None:  # until the package re-exports its operators
-        from acl_py.ops import layer_norm_backward as lnb
+    lnb = acl_py.layer_norm_backward
 
     # Warm-up: loads the libraries, opens the device, builds every cache the call path uses.
     w_small = np.ones(4, np.float32)
@@ -76,10 +74,7 @@ def main() -> None:
     np.testing.assert_allclose(outs[2], dy.sum(axis=0, dtype=np.float64), rtol=1e-4, atol=1e-3)
     # The workspace phase one asks for is device memory too (host memory on the emulator).
     dev = [acl_py.DeviceTensor.from_numpy(a) for a in inputs]
-    plan_cls = getattr(acl_py, "LayerNormBackward", None)
-    if plan_cls is None:
-        from acl_py.ops import LayerNormBackward as plan_cls
-    with plan_cls(dev[0], dev[1], (n,), *dev[2:]) as plan:
+    with acl_py.LayerNormBackward(dev[0], dev[1], (n,), *dev[2:]) as plan:
         workspace = int(plan.workspace_size)
     print(json.dumps({
         "workspace_bytes": workspace,

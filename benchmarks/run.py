@@ -145,15 +145,6 @@ class Stack:
         try:
             import acl_py
             from acl_py.raw import lib
-            if not hasattr(acl_py, "layer_norm_backward"):
-                # Until the package re-exports the operators, take them from acl_py.ops.
-                try:
-                    from acl_py import ops
-                    for name in ("layer_norm_backward", "LayerNormBackward"):
-                        if hasattr(ops, name):
-                            setattr(acl_py, name, getattr(ops, name))
-                except Exception:
-                    pass
             self.acl = acl_py
             self.lib = lib
             self.backend = lib.backend

@@ -135,6 +135,10 @@ static bool arena_reserve(int dev) { /* g_mem write-locked */
         size_t len = (tries[i] + COMMIT_STEP - 1) / COMMIT_STEP * COMMIT_STEP;
         void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p != MAP_FAILED) {
+            /* Like device HBM (and NumPy's large arrays), back big blocks with huge pages:
+             * with 4 KiB pages, first touch of a fresh 256 MiB block costs 65k page faults
+             * and the transfer runs at half the speed of a plain copy. Advisory only. */
+            (void)madvise(p, len, MADV_HUGEPAGE);
             a->base = a->commit_end = (uintptr_t)p;
             a->end = a->base + len;
             return true;
