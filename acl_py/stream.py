@@ -28,8 +28,8 @@ class _StreamState:
     """The C-side state of a stream, shared by its wrapper, the buffers that used it and the
     releaser (never references the wrapper)."""
 
-    __slots__ = ("handle", "device", "seq", "done", "deferred", "lock", "closed", "is_default",
-                 "gen", "sync_fn", "__weakref__")
+    __slots__ = ("handle", "device", "seq", "done", "deferred", "lock", "run_lock", "running",
+                 "closed", "is_default", "gen", "sync_fn", "__weakref__")
 
     def __init__(self, handle, device, is_default):
         self.handle = handle
@@ -38,6 +38,11 @@ class _StreamState:
         self.done = 0          # submissions known complete
         self.deferred = []     # (seq, fn or None, arg): fn(arg) once done >= seq
         self.lock = threading.Lock()
+        # Held while deferred work runs. A thread whose synchronize finds its work claimed by
+        # another thread's complete() waits on it, so that when synchronize returns, what
+        # waited for the stream (a copy back into a NumPy array) has run, not just started.
+        self.run_lock = threading.RLock()
+        self.running = 0       # complete() calls between claiming work and finishing it
         self.closed = False
         self.is_default = is_default
         self.gen = _rt.gen
@@ -69,23 +74,36 @@ class _StreamState:
     def complete(self, upto):
         """Marks submissions up to ``upto`` complete and runs what waited for them. Returns
         the errors of deferred functions (every one runs)."""
-        with self.lock:
-            if upto > self.done:
-                self.done = upto
-            if not self.deferred:
-                return []
-            ready = [d for d in self.deferred if d[0] <= self.done]
-            if not ready:
-                return []
-            self.deferred = [d for d in self.deferred if d[0] > self.done]
-        errs = []
-        for _seq, fn, arg in ready:
-            if fn is not None:
-                try:
-                    fn(arg)
-                except Exception as e:
-                    errs.append(e)
-        return errs
+        with self.run_lock:
+            with self.lock:
+                if upto > self.done:
+                    self.done = upto
+                if not self.deferred:
+                    return []
+                ready = [d for d in self.deferred if d[0] <= self.done]
+                if not ready:
+                    return []
+                self.running += 1   # before the list shrinks: see wait_running()
+                self.deferred = [d for d in self.deferred if d[0] > self.done]
+            errs = []
+            try:
+                for _seq, fn, arg in ready:
+                    if fn is not None:
+                        try:
+                            fn(arg)
+                        except Exception as e:
+                            errs.append(e)
+            finally:
+                self.running -= 1
+            return errs
+
+    def wait_running(self):
+        """Waits until deferred work another thread claimed has run. Callers read
+        ``deferred`` (empty) before ``running``; complete() raises ``running`` before it
+        empties the list, so claimed-but-unfinished work is always seen."""
+        if self.running:
+            with self.run_lock:
+                pass
 
     def sync(self):
         """aclrtSynchronizeStream, then the deferred work it made due. Raises the sync failure
@@ -115,6 +133,7 @@ class _StreamState:
                 errs = self.complete(target)
                 if errs:
                     raise errs[0]
+        self.wait_running()
 
 
 def _closed_error(st, what):
@@ -217,6 +236,8 @@ class Stream:
             errs = st.complete(target)
             if errs:
                 raise errs[0]
+        elif st.running:        # claimed by another thread's synchronize, maybe not run yet
+            st.wait_running()
 
     def mark_used(self, *objects, keep=None):
         """Call right after enqueuing work on this stream: the memory of ``objects``
