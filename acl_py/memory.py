@@ -25,8 +25,7 @@ import weakref
 from ._ffi import ffi
 from . import runtime as _rt
 from . import stream as _stream
-from .errors import (AclArgumentError, AclTypeError, ClosedError,
-                     make_error)
+from .errors import AclArgumentError, AclTypeError, make_error
 
 _H2D, _D2H, _D2D = 1, 2, 3          # aclrtMemcpyKind
 _POLICY = 0                          # ACL_MEM_MALLOC_HUGE_FIRST, as the vendor sample
@@ -105,10 +104,7 @@ def _rec_pending(rec):
 close_epoch = 0
 
 
-def _closed_error(st, what):
-    if st.gen != _rt.gen:
-        return _rt.FinalizedError(what)
-    return ClosedError(f"{what} is closed")
+_closed_error = _rt.closed_error
 
 
 def _free_now(st):
@@ -211,45 +207,23 @@ def _wait_pending(st):
         s.sync()
 
 
-class DeviceBuffer:
-    """``nbytes`` of device memory on ``device`` (default: the current device).
+def _malloc(dev, nbytes, host):
+    """``nbytes`` (> 0) from aclrtMalloc, or aclrtMallocHost if ``host``: a ``char *``."""
+    L = _rt.ensure()
+    _rt.activate(dev)
+    p = ffi.new("void **")
+    s = L.aclrtMallocHost(p, nbytes) if host else L.aclrtMalloc(p, nbytes, _POLICY)
+    if s:
+        raise make_error(s, "aclrtMallocHost" if host else "aclrtMalloc")
+    return ffi.cast("char *", p[0])
 
-    ``pool=None`` allocates with ``aclrtMalloc``; ``pool=True`` takes the device's default
-    pool, or pass a :class:`MemoryPool`. ``ptr``/``handle`` is the device address (a cffi
-    ``char *``), ``address`` the same as an int."""
+
+class _Buffer:
+    """What DeviceBuffer and HostBuffer share: a _BufState freed by a Releaser."""
 
     __slots__ = ("_bst", "_rel", "__weakref__")
 
-    def __init__(self, nbytes, device=None, *, pool=None):
-        nbytes = as_size(nbytes, "nbytes")
-        if pool is not None and pool is not False:
-            if pool is True:
-                pool = get_pool(_rt.resolve_device(device))
-            elif not isinstance(pool, MemoryPool):
-                raise AclTypeError("pool", f"expected a MemoryPool, True or None, got "
-                                   f"{type(pool).__name__}")
-            if device is not None and _rt.resolve_device(device) != pool.device.id:
-                raise AclArgumentError("pool", f"the pool serves device {pool.device.id}, "
-                                       f"not device {_rt.resolve_device(device)}")
-            st = pool._pst.allocate(nbytes)
-        else:
-            dev = _rt.resolve_device(device)
-            L = _rt.ensure()
-            if nbytes == 0:
-                st = _BufState(ffi.NULL, 0, dev)
-            else:
-                _rt.activate(dev)
-                p = ffi.new("void **")
-                s = L.aclrtMalloc(p, nbytes, _POLICY)
-                if s:
-                    raise make_error(s, "aclrtMalloc")
-                st = _BufState(ffi.cast("char *", p[0]), nbytes, dev)
-        self._bst = st
-        self._rel = _rt.Releaser(self, _release, (st,), _rt.ORDER_MEMORY)
-
-    @classmethod
-    def _from_state(cls, st):
-        self = object.__new__(cls)
+    def _own(self, st):
         self._bst = st
         self._rel = _rt.Releaser(self, _release, (st,), _rt.ORDER_MEMORY)
         return self
@@ -275,19 +249,8 @@ class DeviceBuffer:
         return self._bst.nbytes
 
     @property
-    def device(self):
-        return _rt.Device(self._bst.device)
-
-    @property
     def closed(self):
         return self._bst.closed
-
-    def close(self):
-        """Releases the memory (after the streams still using it synchronize). Safe to
-        repeat."""
-        global close_epoch
-        close_epoch += 1
-        self._rel.release()
 
     def __enter__(self):
         self._live()
@@ -299,6 +262,49 @@ class DeviceBuffer:
 
     def __len__(self):
         return self._bst.nbytes
+
+
+class DeviceBuffer(_Buffer):
+    """``nbytes`` of device memory on ``device`` (default: the current device).
+
+    ``pool=None`` allocates with ``aclrtMalloc``; ``pool=True`` takes the device's default
+    pool, or pass a :class:`MemoryPool`. ``ptr``/``handle`` is the device address (a cffi
+    ``char *``), ``address`` the same as an int."""
+
+    __slots__ = ()
+
+    def __init__(self, nbytes, device=None, *, pool=None):
+        nbytes = as_size(nbytes, "nbytes")
+        dev = _rt.resolve_device(device)     # once: it is not free (an int is range-checked)
+        if pool is True:
+            st = _default_pool(dev)._pst.allocate(nbytes)
+        elif pool is not None and pool is not False:
+            if not isinstance(pool, MemoryPool):
+                raise AclTypeError("pool", f"expected a MemoryPool, True or None, got "
+                                   f"{type(pool).__name__}")
+            if device is not None and dev != pool._pst.device:
+                raise AclArgumentError("pool", f"the pool serves device {pool._pst.device}, "
+                                       f"not device {dev}")
+            st = pool._pst.allocate(nbytes)
+        else:
+            _rt.ensure()    # also for 0 bytes: raises after the final finalize()
+            st = _BufState(_malloc(dev, nbytes, False) if nbytes else ffi.NULL, nbytes, dev)
+        self._own(st)
+
+    @classmethod
+    def _from_state(cls, st):
+        return object.__new__(cls)._own(st)
+
+    @property
+    def device(self):
+        return _rt.Device(self._bst.device)
+
+    def close(self):
+        """Releases the memory (after the streams still using it synchronize). Safe to
+        repeat."""
+        global close_epoch
+        close_epoch += 1    # invalidates the ops' one-shot fast path (device memory only)
+        self._rel.release()
 
     def __repr__(self):
         st = self._bst
@@ -470,53 +476,20 @@ def _export_done(st):
             _rt.Releaser(None, _free_now, (st,), _rt.ORDER_MEMORY)
 
 
-class HostBuffer:
+class HostBuffer(_Buffer):
     """``nbytes`` of pinned host memory (``aclrtMallocHost``), the fast source and target of
     asynchronous copies. ``numpy(dtype, shape)`` views it as an array; the memory outlives
     ``close()`` while such views exist (it is freed with the last one), but not
     ``acl_py.finalize()``, after which the views must not be used."""
 
-    __slots__ = ("_bst", "_rel", "__weakref__")
+    __slots__ = ()
 
     def __init__(self, nbytes, device=None):
         nbytes = as_size(nbytes, "nbytes")
         dev = _rt.resolve_device(device)
-        L = _rt.ensure()
-        if nbytes == 0:
-            st = _BufState(ffi.NULL, 0, dev, host=True)
-        else:
-            _rt.activate(dev)
-            p = ffi.new("void **")
-            s = L.aclrtMallocHost(p, nbytes)
-            if s:
-                raise make_error(s, "aclrtMallocHost")
-            st = _BufState(ffi.cast("char *", p[0]), nbytes, dev, host=True)
-        self._bst = st
-        self._rel = _rt.Releaser(self, _release, (st,), _rt.ORDER_MEMORY)
-
-    def _live(self):
-        st = self._bst
-        if st.closed:
-            raise _closed_error(st, repr(self))
-        return st
-
-    @property
-    def ptr(self):
-        return self._live().ptr
-
-    handle = ptr
-
-    @property
-    def address(self):
-        return int(ffi.cast("uintptr_t", self._live().ptr))
-
-    @property
-    def nbytes(self):
-        return self._bst.nbytes
-
-    @property
-    def closed(self):
-        return self._bst.closed
+        _rt.ensure()
+        self._own(_BufState(_malloc(dev, nbytes, True) if nbytes else ffi.NULL, nbytes, dev,
+                            host=True))
 
     def buffer(self):
         """A writable ``ffi.buffer`` over the memory (keeps it allocated while alive)."""
@@ -550,17 +523,6 @@ class HostBuffer:
         """Frees the memory (after streams using it synchronize and NumPy views are gone)."""
         self._rel.release()
 
-    def __enter__(self):
-        self._live()
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __len__(self):
-        return self._bst.nbytes
-
     def __repr__(self):
         st = self._bst
         state = "closed" if st.closed else f"{st.nbytes} bytes"
@@ -588,19 +550,19 @@ class _PoolState:
 
     def allocate(self, nbytes):
         """A _BufState of ``nbytes`` from a cached block or a new aclrtMalloc."""
-        if self.dead:
+        if self.dead:       # also after teardown: the hit path below needs no ensure()
             raise _closed_error(self, "MemoryPool")
-        L = _rt.lib if _rt._state is _rt._INIT else _rt.ensure()
         if nbytes == 0:
             return _BufState(ffi.NULL, 0, self.device)
         size = (nbytes + ROUND - 1) // ROUND * ROUND
         with self.lock:
             lst = self.free.get(size)
-            if lst:
+            if lst:         # a hit: no C call
                 ptr = lst.pop()
                 self.cached -= size
                 self.used += size
                 return _BufState(ptr, nbytes, self.device, pool=self, block=size)
+        L = _rt.ensure()
         _rt.activate(self.device)
         p = ffi.new("void **")
         s = L.aclrtMalloc(p, size, _POLICY)
@@ -705,7 +667,11 @@ class MemoryPool:
 
 def get_pool(device=None):
     """The default MemoryPool of a device (default: the current one)."""
-    dev = _rt.resolve_device(device)
+    return _default_pool(_rt.resolve_device(device))
+
+
+def _default_pool(dev):
+    """get_pool() of a resolved device id (internal callers resolve the device once)."""
     pool = _default_pools.get(dev)
     if pool is None or pool._pst.dead or pool._pst.gen != _rt.gen:
         with _rt._lock:

@@ -90,6 +90,14 @@ class FinalizedError(NotInitializedError, ClosedError):
         super().__init__(100001, call or "acl_py", message, name)
 
 
+def closed_error(st, what):
+    """The error for using ``what`` whose state ``st`` (with a ``gen``) is closed: a
+    FinalizedError when a teardown closed it, else a ClosedError."""
+    if st.gen != gen:
+        return FinalizedError(what)
+    return ClosedError(f"{what} is closed")
+
+
 class _TLS(threading.local):
     dev = None      # device acl-py last made current on this thread (C level)
     user = None     # device the user chose for this thread (None: device 0)

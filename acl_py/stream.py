@@ -18,7 +18,7 @@ import weakref
 
 from ._ffi import ffi
 from . import runtime as _rt
-from .errors import AclArgumentError, AclTypeError, ClosedError, make_error
+from .errors import AclArgumentError, AclTypeError, make_error
 
 _streams = weakref.WeakSet()   # live _StreamState objects, default streams included
 _defaults: dict = {}           # device id -> Stream wrapping the NULL stream
@@ -136,10 +136,19 @@ class _StreamState:
         self.wait_running()
 
 
-def _closed_error(st, what):
-    if st.gen != _rt.gen:
-        return _rt.FinalizedError(what)
-    return ClosedError(f"{what} is closed")
+_closed_error = _rt.closed_error
+
+
+def _create(dev, ctype, create):
+    """A new ``ctype`` object made by the runtime function ``create`` (aclrtCreateStream,
+    aclrtCreateEvent) on device ``dev``."""
+    L = _rt.ensure()
+    _rt.activate(dev)
+    p = ffi.new(ctype)
+    s = getattr(L, create)(p)
+    if s:
+        raise make_error(s, create)
+    return p[0]
 
 
 def _destroy_stream(st):
@@ -179,13 +188,8 @@ class Stream:
 
     def __init__(self, device=None):
         dev = _rt.resolve_device(device)
-        L = _rt.ensure()
-        _rt.activate(dev)
-        p = ffi.new("aclrtStream *")
-        s = L.aclrtCreateStream(p)
-        if s:
-            raise make_error(s, "aclrtCreateStream")
-        st = self._st = _StreamState(p[0], dev, False)
+        st = self._st = _StreamState(_create(dev, "aclrtStream *", "aclrtCreateStream"), dev,
+                                     False)
         self._rel = _rt.Releaser(self, _destroy_stream, (st,), _rt.ORDER_STREAM)
 
     @classmethod
@@ -362,13 +366,7 @@ class Event:
 
     def __init__(self, device=None):
         dev = _rt.resolve_device(device)
-        L = _rt.ensure()
-        _rt.activate(dev)
-        p = ffi.new("aclrtEvent *")
-        s = L.aclrtCreateEvent(p)
-        if s:
-            raise make_error(s, "aclrtCreateEvent")
-        st = self._st = _EventState(p[0], dev)
+        st = self._st = _EventState(_create(dev, "aclrtEvent *", "aclrtCreateEvent"), dev)
         self._rel = _rt.Releaser(self, _destroy_event, (st,), _rt.ORDER_EVENT)
 
     def _live(self):

@@ -30,13 +30,27 @@ _MAX_RANK = 64     # what aclCreateTensor accepts (operators check their own lim
 _INT64_MAX = 2 ** 63 - 1
 
 
-def _as_dim(v, argument):
+def _as_int(v, argument):
+    """An int from ``v`` (ints, NumPy ints; not bools or floats), else AclTypeError naming
+    ``argument``."""
     if isinstance(v, (bool, np.bool_)):
         raise AclTypeError(argument, f"expected an int, got {v!r}")
     try:
-        d = operator.index(v)
+        return operator.index(v)
     except TypeError:
         raise AclTypeError(argument, f"expected an int, got {type(v).__name__} {v!r}") from None
+
+
+def _as_int64(v, argument):
+    d = _as_int(v, argument)
+    if not -_INT64_MAX - 1 <= d <= _INT64_MAX:
+        raise AclArgumentError(argument, f"{d} does not fit in int64")
+    return d
+
+
+def _as_dim(v, argument):
+    """A dimension, stride or offset: an int in 0..INT64_MAX."""
+    d = _as_int(v, argument)
     if d < 0:
         raise AclArgumentError(argument, f"must be >= 0, got {d}")
     if d > _INT64_MAX:
@@ -57,13 +71,22 @@ def _as_shape(shape, argument="shape"):
     return tuple(_as_dim(v, f"{argument}[{i}]") for i, v in enumerate(items))
 
 
+_strides_of: dict = {}   # shape -> C-contiguous strides (few shapes recur in a loop)
+
+
 def _contiguous_strides(shape):
+    strides = _strides_of.get(shape)
+    if strides is not None:
+        return strides
     strides = [0] * len(shape)
     acc = 1
     for i in range(len(shape) - 1, -1, -1):
         strides[i] = acc
         acc *= max(shape[i], 1)
-    return tuple(strides)
+    strides = tuple(strides)
+    if len(_strides_of) < 256:
+        _strides_of[tuple(shape)] = strides
+    return strides
 
 
 def _size(shape):
@@ -94,7 +117,7 @@ class DeviceTensor:
     :class:`DeviceBuffer` (the tensor keeps it alive but does not own it); use
     :meth:`empty`, :meth:`zeros` or :meth:`from_numpy` to make owning tensors."""
 
-    __slots__ = ("_buf", "_bst", "_shape", "_strides", "_offset", "_dtype", "_acl",
+    __slots__ = ("_buf", "_bst", "_shape", "_strides", "_offset", "_dtype",
                  "_handle", "_hrel", "_owner", "_closed", "__weakref__")
 
     def __init__(self, buffer, shape, dtype, strides=None, offset=0):
@@ -128,8 +151,7 @@ class DeviceTensor:
         self._strides = strides
         self._offset = offset
         self._dtype = dt
-        self._acl = _dt.to_acl(dt)
-        self._handle = None
+        self._handle = None     # made on first use, see handle
         self._hrel = None
         self._owner = owner
         self._closed = False
@@ -147,8 +169,18 @@ class DeviceTensor:
         ``pool`` is a MemoryPool or None for a direct aclrtMalloc)."""
         shape = _as_shape(shape)
         dt = _dt.as_dtype(dtype)
+        if pool is True:
+            return cls._empty(shape, dt, _rt.resolve_device(device))
         buf = _mem.DeviceBuffer(_size(shape) * dt.itemsize, device, pool=pool)
         return cls._new(buf, shape, dt, _contiguous_strides(shape), 0, True)
+
+    @classmethod
+    def _empty(cls, shape, dt, dev):
+        """``empty`` from the default pool for checked arguments (``shape`` a tuple of
+        dims, ``dt`` a supported dtype, ``dev`` a device id): the operators' outputs."""
+        st = _mem._default_pool(dev)._pst.allocate(_size(shape) * dt.itemsize)
+        return cls._new(_mem.DeviceBuffer._from_state(st), shape, dt,
+                        _contiguous_strides(shape), 0, True)
 
     @classmethod
     def zeros(cls, shape, dtype=np.float32, device=None, *, stream=None, pool=True):
@@ -285,13 +317,14 @@ class DeviceTensor:
             return self._handle
         L = _rt.lib if _rt._state is _rt._INIT else _rt.ensure()
         shape = self._shape
+        dt = self._dtype
         nd = len(shape)
-        dims = ffi.new("int64_t[]", shape)
-        strides = ffi.new("int64_t[]", self._strides)
-        storage = ffi.new("int64_t[1]", (bst.nbytes // self._dtype.itemsize,))
-        h = L.aclCreateTensor(dims, nd, self._acl, strides, self._offset, _ND, storage, 1,
-                              bst.ptr)
-        check_create(h, "aclCreateTensor")
+        # dims, strides and storage dims in one array (aclCreateTensor copies them).
+        dims = ffi.new("int64_t[]", shape + self._strides + (bst.nbytes // dt.itemsize,))
+        h = L.aclCreateTensor(dims, nd, _dt.to_acl(dt), dims + nd, self._offset, _ND,
+                              dims + 2 * nd, 1, bst.ptr)
+        if not h:
+            check_create(h, "aclCreateTensor")
         self._hrel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)
         self._handle = h
         return h
@@ -307,7 +340,7 @@ class DeviceTensor:
     @property
     def acl_dtype(self):
         """The aclDataType value."""
-        return self._acl
+        return _dt.to_acl(self._dtype)
 
     @property
     def strides(self):
@@ -614,18 +647,7 @@ class IntArray(_Array):
         self._handle = None
         self._rel = None
         vals = _sequence(values, "values")
-        out = []
-        for i, v in enumerate(vals):
-            if isinstance(v, (bool, np.bool_)):
-                raise AclTypeError(f"values[{i}]", f"expected an int, got {v!r}")
-            try:
-                x = operator.index(v)
-            except TypeError:
-                raise AclTypeError(f"values[{i}]", f"expected an int, got "
-                                   f"{type(v).__name__} {v!r}") from None
-            if not -2 ** 63 <= x <= _INT64_MAX:
-                raise AclArgumentError(f"values[{i}]", f"{x} does not fit in int64")
-            out.append(x)
+        out = [_as_int64(v, f"values[{i}]") for i, v in enumerate(vals)]
         self._values = tuple(out)
         L = _rt.ensure()
         # Never NULL, even for 0 values: some releases reject NULL whatever the size.

@@ -14,7 +14,6 @@ are left to phase one, whose failures surface as its typed error
 """
 from __future__ import annotations
 
-import operator
 import weakref
 
 import numpy as np
@@ -24,7 +23,7 @@ from .. import memory as _mem
 from .. import runtime as _rt
 from .. import stream as _stream
 from ..errors import AclArgumentError, AclTypeError, make_error
-from ..tensor import BoolArray, DeviceTensor, IntArray
+from ..tensor import BoolArray, DeviceTensor, IntArray, _as_dim, _size
 from ._two_phase import Operator, bool_array, int_array, tensor
 
 __all__ = ["layer_norm_backward", "LayerNormBackward", "LAYER_NORM_BACKWARD"]
@@ -104,19 +103,7 @@ def _dims(normalized_shape):
     except TypeError:
         raise AclTypeError("normalized_shape", f"expected an int or a sequence of ints, got "
                            f"{type(normalized_shape).__name__}") from None
-    out = []
-    for i, d in enumerate(items):
-        if isinstance(d, (bool, np.bool_)):
-            raise AclTypeError(f"normalized_shape[{i}]", f"expected an int, got {d!r}")
-        try:
-            d = operator.index(d)
-        except TypeError:
-            raise AclTypeError(f"normalized_shape[{i}]", f"expected an int, got "
-                               f"{type(d).__name__} {d!r}") from None
-        if d < 0:
-            raise AclArgumentError(f"normalized_shape[{i}]", f"must be >= 0, got {d}")
-        out.append(d)
-    return tuple(out)
+    return tuple(_as_dim(d, f"normalized_shape[{i}]") for i, d in enumerate(items))
 
 
 def _mask(output_mask):
@@ -142,13 +129,6 @@ def _mask(output_mask):
             raise AclTypeError(f"output_mask[{i}]", f"expected a bool, got "
                                f"{type(v).__name__} {v!r}")
     return tuple(bool(v) for v in items)
-
-
-def _size(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _bad_dtype(name, dt, input_dt=None):
@@ -290,7 +270,7 @@ def _device_outputs(input, ns, weight, mask, out, dev):
         elif out is not None and out[k] is not None:
             res.append(out[k])
         else:
-            res.append(DeviceTensor.empty(spec[0], spec[1], dev))
+            res.append(DeviceTensor._empty(spec[0], spec[1], dev))
     return tuple(res)
 
 
