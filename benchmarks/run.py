@@ -25,6 +25,7 @@ import json
 import math
 import os
 import platform
+import resource
 import shlex
 import statistics
 import subprocess
@@ -403,6 +404,39 @@ def _interleaved(fa, fb, min_reps: int, max_reps: int, budget_s: float):
     return ta, tb
 
 
+# Pause before each block of _blocks: longer than the ~5 ms of CPU torch's OpenMP workers keep
+# spinning after a parallel region (libgomp's default wait policy), which measure_spin shows.
+SETTLE_S = 0.03
+
+
+def _blocks(fa, fb, rounds: int, per_block: int):
+    """Times fa and fb in alternating blocks (order flipped every round); returns the two lists
+    of seconds. Each block starts with a settle pause and one untimed call, so a call never
+    pays for the other side's aftermath: call-by-call alternation charged torch's spinning
+    OpenMP workers (one of the two cores, for ~5 ms after each torch call) to the next acl-py
+    call, which then ran on one core."""
+    ta, tb = [], []
+    for r in range(rounds):
+        for f, t in ((fa, ta), (fb, tb)) if r % 2 == 0 else ((fb, tb), (fa, ta)):
+            time.sleep(SETTLE_S)
+            f()
+            for _ in range(per_block):
+                t0 = time.perf_counter()
+                f()
+                t.append(time.perf_counter() - t0)
+    return ta, tb
+
+
+def measure_spin(fn, window_s: float = 0.1) -> float:
+    """CPU seconds this process burns in the window_s after fn() returns while its caller
+    sleeps: the time a library's idle worker threads keep spinning."""
+    fn()
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    time.sleep(window_s)
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    return (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+
+
 def _bandwidth(sec, roof_exe, acl_once, nbytes, label, threads, quick, err) -> list[Row]:
     """Effective bandwidth of the kernel against the memory-copy roofline, measured in
     alternating rounds (roofline process, kernel runs, ...) so both see the same machine."""
@@ -485,8 +519,14 @@ def bench_kernel(stack: Stack, quick: bool, threads: int) -> tuple[list[Row], li
                     op(tt[0], tt[1], [n], tt[2], tt[3], tt[4], tt[5], mask)
 
                 with torch.inference_mode():
-                    ta, tb = _interleaved(acl_once, torch_once, 3 if quick else 7,
-                                          5 if quick else 25, 0.5 if quick else 2.5)
+                    ta, tb = _blocks(acl_once, torch_once, 2 if quick else 8, 2 if quick else 4)
+                    if (m, n) == shapes[0]:
+                        spin = (measure_spin(acl_once), measure_spin(torch_once))
+                        notes.append(
+                            f"idle spin after one call ({dname} [{m},{n}]): acl-py "
+                            f"{spin[0] * 1e3:.1f} ms CPU, torch {spin[1] * 1e3:.1f} ms CPU in "
+                            f"the next 100 ms; kernel rows are timed in blocks after a "
+                            f"{SETTLE_S * 1e3:.0f} ms settle pause and an untimed call")
                 a, t = median(ta), median(tb)
                 status = "FAIL" if not err <= 1.0 else _judge(a / t, T_KERNEL)
                 rows.append(Row(sec, label, _fmt_time(a), "torch " + _fmt_time(t), a / t,

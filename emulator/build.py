@@ -21,6 +21,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -72,32 +74,47 @@ def _install_headers(prefix: Path) -> None:
 
 
 def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = False,
-          quiet: bool = False) -> Path:
+          quiet: bool = False, extra_cflags: tuple[str, ...] = ()) -> Path:
     prefix = Path(prefix).resolve()
     if not force and _up_to_date(prefix):
         return prefix
     cc = shlex.split(os.environ.get("CC", "cc"))
     flags = CFLAGS + (SANITIZE_FLAGS if sanitize else [])
-    flags += shlex.split(os.environ.get("ACL_EMU_CFLAGS", ""))
+    flags += shlex.split(os.environ.get("ACL_EMU_CFLAGS", "")) + list(extra_cflags)
     incs = [f"-I{p}" for p in INCLUDES] + [f"-I{SRC}"]
     lib64 = prefix / "lib64"
     lib64.mkdir(parents=True, exist_ok=True)
-    for name, folder, libs in LIBRARIES:
-        sources = sorted(str(p) for p in (SRC / folder).glob("*.c"))
-        if not sources:
-            raise SystemExit(f"emulator: no sources in {SRC / folder}")
-        tmp = lib64 / (name + ".tmp")
-        # The SONAME lets the dynamic linker match a library's dependencies (libnnopbase.so
-        # needs libascendcl.so) to the copies acl-py already opened by absolute path; without
-        # it they are searched for again, LD_LIBRARY_PATH first, where "." or an empty element
-        # would load a libascendcl.so planted in the current directory.
-        cmd = [*cc, *flags, *incs, "-shared", "-o", str(tmp), *sources,
-               f"-L{lib64}", f"-Wl,-soname,{name}", "-Wl,-rpath,$ORIGIN",
-               "-Wl,--no-undefined", *libs]
+    folders = sorted({folder for _, folder, _ in LIBRARIES})
+    sources = {f: sorted((SRC / f).glob("*.c")) for f in folders}
+    for f in folders:
+        if not sources[f]:
+            raise SystemExit(f"emulator: no sources in {SRC / f}")
+    with tempfile.TemporaryDirectory(prefix="aclemu-obj-") as tmpdir:
+        # Each source is compiled once, all of them in parallel (the operator file alone is
+        # most of the time; libopapi.so and libopapi_nn.so link the same objects).
+        def compile_one(src: Path) -> str:
+            obj = Path(tmpdir) / f"{src.parent.name}_{src.stem}.o"
+            subprocess.run([*cc, *flags, *incs, "-c", "-o", str(obj), str(src)], check=True)
+            return str(obj)
+
+        jobs = [src for f in folders for src in sources[f]]
         if not quiet:
-            print("emulator:", name, flush=True)
-        subprocess.run(cmd, check=True)
-        os.replace(tmp, lib64 / name)  # atomic: a running process keeps the old inode
+            print(f"emulator: compiling {len(jobs)} files", flush=True)
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            objs = dict(zip(jobs, pool.map(compile_one, jobs)))
+        for name, folder, libs in LIBRARIES:
+            tmp = lib64 / (name + ".tmp")
+            # The SONAME lets the dynamic linker match a library's dependencies (libnnopbase.so
+            # needs libascendcl.so) to the copies acl-py already opened by absolute path;
+            # without it they are searched for again, LD_LIBRARY_PATH first, where "." or an
+            # empty element would load a libascendcl.so planted in the current directory.
+            cmd = [*cc, *flags, "-shared", "-o", str(tmp), *(objs[s] for s in sources[folder]),
+                   f"-L{lib64}", f"-Wl,-soname,{name}", "-Wl,-rpath,$ORIGIN",
+                   "-Wl,--no-undefined", *libs]
+            if not quiet:
+                print("emulator:", name, flush=True)
+            subprocess.run(cmd, check=True)
+            os.replace(tmp, lib64 / name)  # atomic: a running process keeps the old inode
     _install_headers(prefix)
     return prefix
 

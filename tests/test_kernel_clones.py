@@ -1,0 +1,124 @@
+"""The emulator kernel gives the same bits whichever CPU runs it.
+
+On x86-64 the hot loops are compiled three times (x86-64-v4 = AVX-512 with VL/BW, AVX2, and
+the baseline) and the loader picks one per CPU (emulator/src/ops/layer_norm_backward.c), so a
+result must not depend on the machine: a user comparing runs across hosts, or CI against a
+laptop, must see identical outputs. This builds the emulator twice more without the clones
+(plain x86-64, and -march=x86-64-v3, which also allows FMA: contraction must stay off) and
+compares every output byte of the same calls with the default build's, for each dtype and
+each specialization of the row loop (in-place/gathered inputs, direct/converted gradInput,
+each output subset).
+
+The variant builds take ~15 s each (both run at once) and are kept in tests/.build, rebuilt
+only when the emulator's sources change.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from acl_py import _loader
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "emulator"))
+import build as emu_build  # noqa: E402  (emulator/build.py)
+
+VARIANTS = {
+    "baseline": ("-DACLEMU_NO_CLONES", "-g0"),
+    "x86-64-v3": ("-DACLEMU_NO_CLONES", "-march=x86-64-v3", "-g0"),
+}
+
+# Runs in a fresh interpreter against one emulator prefix; prints {case: sha256 of outputs}.
+DIGEST = textwrap.dedent("""
+    import hashlib, json
+    import numpy as np
+    from ml_dtypes import bfloat16
+    import acl_py as acl
+
+    rng = np.random.default_rng(2026)
+    out = {}
+
+    def dev(a, transposed=False):
+        # transposed: the same values in column-major storage (a strided view)
+        if transposed:
+            return acl.DeviceTensor.from_numpy(np.ascontiguousarray(a.T)).T
+        return acl.DeviceTensor.from_numpy(a)
+
+    def case(name, dt, m, n, mask=(True, True, True), weight=True, tin=False, tdx=False):
+        x = rng.standard_normal((m, n)).astype(dt)
+        dy = rng.standard_normal((m, n)).astype(dt)
+        x64 = x.astype(np.float64)
+        mean = x64.mean(axis=1, keepdims=True)
+        rstd = 1.0 / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5)
+        w = (rng.random(n) + 0.5).astype(dt) if weight else None
+        args = [dev(dy, tin), dev(x, tin), (n,), dev(mean.astype(dt)), dev(rstd.astype(dt)),
+                dev(w) if weight else None, None, mask]
+        gi = acl.DeviceTensor.zeros((n, m), dt).T if tdx else acl.DeviceTensor.zeros((m, n), dt)
+        outs = (gi, acl.DeviceTensor.zeros((n,), dt), acl.DeviceTensor.zeros((n,), dt))
+        acl.layer_norm_backward(*args, out=outs)
+        h = hashlib.sha256()
+        for o, on in zip(outs, mask):
+            if on:
+                h.update(np.ascontiguousarray(o.to_numpy()).view(np.uint8).tobytes())
+        out[name] = h.hexdigest()
+
+    for dname, dt in (("fp32", np.float32), ("fp16", np.float16), ("bf16", bfloat16)):
+        for m, n in ((70, 1543), (37, 1000), (5, 17)):  # tail tiles, >1 block, tiny
+            k = f"{dname}-{m}x{n}"
+            case(k + "-all", dt, m, n)
+            case(k + "-dx-only", dt, m, n, (True, False, False))
+            case(k + "-dw-db-only", dt, m, n, (False, True, True))
+            case(k + "-no-weight", dt, m, n, weight=False)
+            case(k + "-strided-dx", dt, m, n, tdx=True)
+            case(k + "-strided-inputs", dt, m, n, tin=True)
+            case(k + "-strided-dx-only", dt, m, n, (True, False, False), tin=True, tdx=True)
+    print(json.dumps(out))
+""")
+
+
+def _digests(prefix: Path) -> dict:
+    env = dict(os.environ, ACL_PY_BACKEND="emulator", ACL_PY_EMULATOR_PREFIX=str(prefix),
+               ACL_EMU_NUM_THREADS="2")
+    r = subprocess.run([sys.executable, "-c", DIGEST], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def variant_prefixes():
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip(f"the kernel clones exist on x86-64 only (this is {platform.machine()})")
+    if os.environ.get("ACL_EMU_CFLAGS"):
+        pytest.skip("ACL_EMU_CFLAGS is set: the variant builds would not differ only in the "
+                    "clones")
+    base = ROOT / "tests" / ".build"
+
+    def one(name):
+        prefix = base / f"emulator-{name}"
+        emu_build.build(prefix, quiet=True, extra_cflags=VARIANTS[name])
+        return prefix
+
+    with ThreadPoolExecutor(len(VARIANTS)) as pool:
+        return dict(zip(VARIANTS, pool.map(one, VARIANTS)))
+
+
+@pytest.mark.no_leak_check  # every call runs in a child process
+def test_clones_and_baseline_give_identical_bits(variant_prefixes):
+    backend = _loader.library().backend
+    if backend.name != "emulator":
+        pytest.skip(f"the backend is {backend.name}, not the emulator")
+    default = _digests(Path(backend.root))
+    assert len(default) == 3 * 3 * 7
+    for name, prefix in variant_prefixes.items():
+        other = _digests(prefix)
+        diff = sorted(k for k in default if other.get(k) != default[k])
+        assert not diff, f"{name} build differs from the default build in: {diff}"
