@@ -160,3 +160,29 @@ def test_one_plan_run_from_many_threads_on_one_stream():
     close_case(dev)
     s.close()
     assert live() == base
+
+
+def test_argument_array_cache_evicts_under_threads():
+    """More distinct normalized shapes than the argument-array cache keeps (64), from several
+    threads at once: an array evicted by one thread may be the one another thread is passing
+    to phase one at that moment, so eviction must drop it, not destroy it (the first version
+    closed it: "normalizedShape is not a live aclIntArray", seen once in a CI-like run)."""
+    import sys
+    lnb_mod = sys.modules["acl_py.ops.layer_norm_backward"]  # the package exports the function
+    base = live()
+    widths = list(range(1, 3 * lnb_mod._CACHE_MAX))
+
+    def worker(i):
+        s = acl_py.Stream()
+        try:
+            rng = np.random.default_rng(300 + i)
+            for k, n in enumerate(widths[i::2] + widths[::-1]):
+                case = make_case(rng, (2, n), 1, DTYPES[(i + k) % 3])
+                outs = lnb()(*call_args(case), stream=s)
+                check(outs, case, what=f"thread {i} width {n}")
+        finally:
+            s.close()
+
+    _run_threads(worker, THREADS)
+    assert len(lnb_mod._int_arrays) <= lnb_mod._CACHE_MAX
+    assert live() == base

@@ -14,6 +14,7 @@ are left to phase one, whose failures surface as its typed error
 """
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -57,23 +58,32 @@ def _supported(dt):
 _int_arrays: dict = {}
 _bool_arrays: dict = {}
 _CACHE_MAX = 64
+# Guards changes to _int_arrays, _bool_arrays and _fast (lookups need no lock): evicting with
+# next(iter(d)) while another thread inserts would raise, or pop what the other just put.
+_cache_lock = threading.Lock()
 
 
 def _cached(cache, cls, key):
-    a = cache.get(key)
-    if a is None or a.closed:   # closed: acl_py.finalize() released it
-        if len(cache) >= _CACHE_MAX:
-            cache.pop(next(iter(cache))).close()
-        a = cache[key] = cls(key)
-    return a
+    with _cache_lock:
+        a = cache.get(key)
+        if a is None or a.closed:   # closed: acl_py.finalize() released it
+            while len(cache) >= _CACHE_MAX:
+                # Dropped, never closed: another thread may be passing this very array to
+                # phase one right now. Its releaser destroys it when the last holder lets go.
+                del cache[next(iter(cache))]
+            a = cache[key] = cls(key)
+        return a
 
 
 def clear_caches():
-    """Destroys the cached ``aclIntArray``/``aclBoolArray`` handles (recreated on demand).
-    ``acl_py.release_unused()`` calls it."""
-    for cache in (_int_arrays, _bool_arrays):
-        while cache:
-            cache.popitem()[1].close()
+    """Drops the cached ``aclIntArray``/``aclBoolArray`` handles (recreated on demand); each
+    is destroyed as soon as no call in flight holds it. ``acl_py.release_unused()`` calls
+    it."""
+    with _cache_lock:
+        dropped = list(_int_arrays.values()) + list(_bool_arrays.values())
+        _int_arrays.clear()
+        _bool_arrays.clear()
+    del dropped   # the releasers run here, outside the lock
 
 
 _rt.register_cache(clear_caches)
@@ -362,12 +372,13 @@ def _remember(key, args, dev, normalized_shape, output_mask, outs, out):
     def gone(_ref, key=key):
         _forget(key)
     e.refs = [weakref.ref(t, gone) for t in tensors]
-    old = _fast.pop(key, None)
-    if old is not None:
-        old.bound.closed = True
-    while len(_fast) >= _FAST_MAX:
-        _fast.pop(next(iter(_fast))).bound.closed = True
-    _fast[key] = e
+    with _cache_lock:
+        old = _fast.pop(key, None)
+        if old is not None:
+            old.bound.closed = True
+        while len(_fast) >= _FAST_MAX:
+            _fast.pop(next(iter(_fast))).bound.closed = True
+        _fast[key] = e
 
 
 def _forget(key):
@@ -378,8 +389,11 @@ def _forget(key):
 
 def clear_fast_calls():
     """Drops the fast-path entries (``acl_py.release_unused()`` calls it)."""
-    while _fast:
-        _fast.popitem()[1].bound.closed = True
+    with _cache_lock:
+        dropped = list(_fast.values())
+        _fast.clear()
+    for e in dropped:
+        e.bound.closed = True
 
 
 _rt.register_cache(clear_fast_calls)
