@@ -404,17 +404,16 @@ def _interleaved(fa, fb, min_reps: int, max_reps: int, budget_s: float):
     return ta, tb
 
 
-# Pause before each block of _blocks: longer than the ~5 ms of CPU torch's OpenMP workers keep
-# spinning after a parallel region (libgomp's default wait policy), which measure_spin shows.
+# Pause before each block of _blocks: longer than torch's OpenMP spin (measure_spin).
 SETTLE_S = 0.03
 
 
 def _blocks(fa, fb, rounds: int, per_block: int):
     """Times fa and fb in alternating blocks (order flipped every round); returns the two lists
     of seconds. Each block starts with a settle pause and one untimed call, so a call never
-    pays for the other side's aftermath: call-by-call alternation charged torch's spinning
-    OpenMP workers (one of the two cores, for ~5 ms after each torch call) to the next acl-py
-    call, which then ran on one core."""
+    pays for the other side's aftermath: call-by-call alternation charged torch's OpenMP
+    worker, which keeps spinning on one of the two cores for ~5 ms after each torch call
+    (libgomp's default wait policy), to the next acl-py call, which then ran on one core."""
     ta, tb = [], []
     for r in range(rounds):
         for f, t in ((fa, ta), (fb, tb)) if r % 2 == 0 else ((fb, tb), (fa, ta)):

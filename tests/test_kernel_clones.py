@@ -14,6 +14,7 @@ only when the emulator's sources change.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -28,8 +29,15 @@ import pytest
 from acl_py import _loader
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "emulator"))
-import build as emu_build  # noqa: E402  (emulator/build.py)
+
+
+def _emulator_build_module():
+    """emulator/build.py, loaded by path (a plain `import build` could meet pypa's build)."""
+    spec = importlib.util.spec_from_file_location("acl_py_emulator_build",
+                                                  ROOT / "emulator" / "build.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 VARIANTS = {
     "baseline": ("-DACLEMU_NO_CLONES", "-g0"),
@@ -101,6 +109,7 @@ def variant_prefixes():
         pytest.skip("ACL_EMU_CFLAGS is set: the variant builds would not differ only in the "
                     "clones")
     base = ROOT / "tests" / ".build"
+    emu_build = _emulator_build_module()
 
     def one(name):
         prefix = base / f"emulator-{name}"
