@@ -35,6 +35,7 @@ from .runtime import (Device, FinalizedError, backend, current_device, device_co
                       init, mem_info, release_unused, set_device, synchronize)
 from .stream import Event, Stream, default_stream
 from .memory import DeviceBuffer, HostBuffer, MemoryPool, get_pool
+from .soc import soc_name, supports_bfloat16
 from .tensor import BoolArray, DeviceTensor, IntArray
 from . import dtypes
 
@@ -46,7 +47,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "init", "finalize", "backend", "Device", "current_device", "set_device", "device_count",
-    "mem_info", "synchronize", "release_unused", "Stream", "Event", "default_stream",
+    "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "Stream",
+    "Event", "default_stream",
     "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "dtypes", "errors", "AclError", "AclArgumentError", "AclTypeError",
     "ClosedError", "DeviceError", "DeviceMemoryError", "NotInitializedError",

@@ -1,5 +1,5 @@
 """What ``acl-py info`` reports: the backend and why it was chosen, the libraries actually
-opened, the devices and their memory.
+opened, the part (SoC), the devices and their memory.
 
 :func:`collect` returns a plain dict (the ``--json`` form); :func:`format_text` renders it for a
 person. Collecting initializes the runtime only if nobody has, and then finalizes it again, so
@@ -17,6 +17,7 @@ from pathlib import Path
 from . import _loader
 from ._ffi import LIBRARY_OF, ffi
 from . import errors
+from .soc import soc_name, supports_bfloat16
 
 # aclrtGetMemInfo attributes tried per device: HBM (Atlas training parts) first, then DDR
 # (inference parts, which have no HBM and report a zero total for it).
@@ -104,6 +105,8 @@ def collect() -> dict:
         "functions": sum(1 for role in LIBRARY_OF.values() if role != "emulator"),
         "missing_symbols": lib.check_symbols(),
         "emulator": None,
+        "soc": None,
+        "bfloat16": None,
         "device_count": None,
         "devices": [],
         "error": None,
@@ -116,6 +119,11 @@ def collect() -> dict:
                             if k.startswith("ACL_EMU_")},
         }
     try:
+        # aclrtGetSocName needs no aclInit (as the vendor's runtime): asked first, it still
+        # answers when the runtime below cannot start
+        if "aclrtGetSocName" not in info["missing_symbols"]:
+            info["soc"] = soc_name()
+            info["bfloat16"] = supports_bfloat16(info["soc"])
         info["device_count"], info["devices"] = _probe_runtime(lib)
     except errors.AclError as e:
         info["error"] = str(e)
@@ -151,6 +159,9 @@ def format_text(info: dict) -> str:
         env = " ".join(f"{k}={v}" for k, v in emu["environment"].items())
         lines.append(f"emulator   {emu['version']}, {emu['threads']} kernel threads"
                      + (f" ({env})" if env else ""))
+    if info["soc"] is not None:
+        lines.append(f"soc        {info['soc']} (BFLOAT16 "
+                     f"{'supported' if info['bfloat16'] else 'not supported'})")
     if info["device_count"] is not None:
         lines.append(f"devices    {info['device_count']}")
         for dev in info["devices"]:

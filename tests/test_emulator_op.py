@@ -668,8 +668,8 @@ RULE4 = [
     ("gradOut", lib.ACL_FLOAT16, "gradOut dtype FLOAT16 != input dtype FLOAT"),
     ("weightOptional", lib.ACL_BF16, "weightOptional dtype BF16 must be FLOAT or input"),
     ("biasOptional", lib.ACL_FLOAT16, "biasOptional dtype FLOAT16 must be FLOAT or input"),
-    ("mean", lib.ACL_FLOAT16, "mean dtype FLOAT16 must be FLOAT or input"),
-    ("rstd", lib.ACL_BF16, "rstd dtype BF16 must be FLOAT or input"),
+    ("mean", lib.ACL_FLOAT16, "mean dtype FLOAT16 is narrower than input dtype FLOAT"),
+    ("rstd", lib.ACL_BF16, "rstd dtype BF16 is narrower than input dtype FLOAT"),
 ]
 
 
@@ -690,6 +690,63 @@ def test_rule4_narrow_input_with_float_statistics_and_weight_passes(arena):
         args.a[n] = args.T((4, 3, 5), lib.ACL_BF16)
     args.a["gradInputOut"] = args.T((4, 3, 5), lib.ACL_FLOAT16)
     assert args.call()[0] == OK
+
+
+@pytest.mark.parametrize("in_dt,stat_dts", [
+    (lib.ACL_FLOAT16, (lib.ACL_BF16, lib.ACL_BF16)), (lib.ACL_BF16, (lib.ACL_FLOAT16,) * 2),
+    (lib.ACL_FLOAT16, (lib.ACL_FLOAT16, lib.ACL_FLOAT)), (lib.ACL_BF16, (lib.ACL_FLOAT,) * 2)])
+def test_rule4_statistics_as_wide_as_input_pass(arena, in_dt, stat_dts):
+    """The docs ask mean/rstd to be "not narrower than input": for 16-bit input the other
+    16-bit type is as wide (the device casts them to FLOAT before use)."""
+    args = Args(arena)
+    for n in ("gradOut", "input", "gradInputOut"):
+        args.a[n] = args.T((4, 3, 5), in_dt)
+    args.a["mean"], args.a["rstd"] = (args.T((4, 1), d) for d in stat_dts)
+    assert args.call() == (OK, "")
+
+
+@pytest.mark.parametrize("k,name", list(enumerate(["gradInputOut", "gradWeightOut",
+                                                        "gradBiasOut"])))
+def test_unrequested_output_shape_is_not_checked_but_its_dtype_is(arena, k, name):
+    """The vendor checks an output's rank and shape only where its mask entry is true, and
+    the dtype of every output given."""
+    for shape in [(1,) * 9, (2, 7), ()]:
+        args = Args(arena)
+        args.a["outputMask"] = arena.bool_array([i != k for i in range(3)])
+        args.a[name] = args.T(shape)
+        assert args.call() == (OK, ""), shape
+    args.a[name] = args.T((1,) * 9, lib.ACL_INT32)
+    other = "gradWeightOut" if name != "gradWeightOut" else "gradBiasOut"
+    args.a[other] = args.T((7,))  # a shape failure of a requested output comes after dtypes
+    expect(args, INVALID, f"{name} dtype ACL_INT32")
+
+
+def test_unrequested_output_of_rank_9_runs_and_is_never_written(arena):
+    rng = np.random.default_rng(3)
+    dy, x, mu, rs, w = rand_inputs(rng, (6, 10), 1)
+    junk = DevView(arena, shape=(1,) * 9, dtype=F32, sentinel=-5.0)
+    dx = DevView(arena, shape=x.shape, dtype=F32, sentinel=-77.0)
+    run_op(arena, DevView(arena, dy), DevView(arena, x), [10], DevView(arena, mu),
+           DevView(arena, rs), DevView(arena, w), None, (True, False, False), dx, junk, junk)
+    assert_close(dx.read(), reference(dy, x, 1, mu, rs, w)[0], "gradInput")
+    assert junk.read().tolist() == np.full((1,) * 9, -5.0, F32).tolist()
+
+
+def test_checks_follow_the_vendor_order(arena):
+    """CheckDtype (all tensors) before CheckShape; within CheckShape the ranks of gradOut,
+    input, mean, rstd and normalizedShape's length before the requested outputs' ranks."""
+    args = Args(arena)
+    args.a["gradBiasOut"] = args.T((3, 5), lib.ACL_DOUBLE)
+    args.a["gradOut"] = args.T((4, 3, 6))
+    expect(args, INVALID, "gradBiasOut dtype ACL_DOUBLE")
+    args = Args(arena)
+    args.a["gradWeightOut"] = args.T((1,) * 9)
+    args.a["normalizedShape"] = arena.int_array([1] * 9)
+    expect(args, INVALID, "normalizedShape length 9")
+    args = Args(arena)
+    args.a["gradInputOut"] = args.T((1,) * 9)
+    args.a["weightOptional"] = args.T((16,))
+    expect(args, INVALID, "gradInputOut rank 9")
 
 
 RULE5 = [

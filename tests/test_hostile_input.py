@@ -36,9 +36,10 @@ NAMES = ("grad_out", "input", "mean", "rstd", "weight", "bias", "grad_input", "g
          "grad_bias")
 
 
-def expected_status(t, ns, mask):
-    """CANN_ABI.md "Phase-one checks", in order. ``t``: name -> (shape, dtype) or None (NULL);
-    ``ns``: the normalizedShape values or None; ``mask``: tuple of bools or None."""
+def expected_status(t, ns, mask, bf16=True):
+    """The vendor's phase-one checks (CANN_ABI.md, docs/emulator.md "aclnnLayerNormBackward"),
+    in order. ``t``: name -> (shape, dtype) or None (NULL); ``ns``: the normalizedShape values
+    or None; ``mask``: tuple of bools or None; ``bf16``: whether the part has BFLOAT16."""
     # 1. required arguments
     if any(t[k] is None for k in ("grad_out", "input", "mean", "rstd")) or ns is None \
             or mask is None:
@@ -47,24 +48,31 @@ def expected_status(t, ns, mask):
     if len(mask) != 3:
         return INVALID
     # 3. a requested output missing
-    for k, name in enumerate(("grad_input", "grad_weight", "grad_bias")):
+    outs = ("grad_input", "grad_weight", "grad_bias")
+    for k, name in enumerate(outs):
         if mask[k] and t[name] is None:
             return NULLPTR
-    # 4. dtypes: every given tensor FLOAT/FLOAT16/BF16; gradOut = input; weight/bias, and
-    #    mean/rstd ("at least input's width"), input's dtype or FLOAT
+    # 4. dtypes of every given tensor, requested or not: FLOAT/FLOAT16/BF16 (BF16 only on a
+    #    part that has it); gradOut = input; weight/bias input's dtype or FLOAT; mean/rstd
+    #    not narrower than input (FLOAT input: FLOAT; 16-bit input: any of the three)
     given_ = {k: v for k, v in t.items() if v is not None}
-    if any(dt not in SUPPORTED for _s, dt in given_.values()):
+    allowed = SUPPORTED if bf16 else (F32, F16)
+    if any(dt not in allowed for _s, dt in given_.values()):
         return INVALID
     in_dt = t["input"][1]
     if t["grad_out"][1] != in_dt:
         return INVALID
-    for k in ("weight", "bias", "mean", "rstd"):
+    for k in ("weight", "bias"):
         if k in given_ and given_[k][1] not in (in_dt, F32):
             return INVALID
-    # 5. ranks and shapes
-    if any(len(s) > 8 for s, _dt in given_.values()):
+    if in_dt == F32 and (t["mean"][1] != F32 or t["rstd"][1] != F32):
         return INVALID
-    if not 1 <= len(ns) <= 8:
+    # 5. ranks and shapes; an output whose mask entry is false is not looked at
+    wanted = {name: t[name] for k, name in enumerate(outs) if mask[k]}
+    checked = [t[k] for k in ("grad_out", "input", "mean", "rstd")] + list(wanted.values())
+    if any(len(s) > 8 for s, _dt in checked) or len(ns) > 8:
+        return INVALID
+    if len(ns) < 1:
         return INVALID
     x = t["input"][0]
     if len(x) < len(ns) or tuple(x[len(x) - len(ns):]) != tuple(ns):
@@ -80,10 +88,10 @@ def expected_status(t, ns, mask):
     n = math.prod(ns)
     if math.prod(t["mean"][0]) != m:
         return INVALID
-    if t["grad_input"] is not None and tuple(t["grad_input"][0]) != tuple(x):
+    if "grad_input" in wanted and tuple(wanted["grad_input"][0]) != tuple(x):
         return INVALID
     for k in ("grad_weight", "grad_bias"):
-        if k in given_ and math.prod(given_[k][0]) != n:
+        if k in wanted and math.prod(wanted[k][0]) != n:
             return INVALID
     return OK
 
@@ -120,12 +128,14 @@ def problems(draw, outputs=False):
     batch = dims[:max(0, rank - len(ns))]
     in_dt = draw(st.sampled_from(SUPPORTED if draw(st.integers(0, 9)) else ANY_DTYPES))
 
-    def dt_like(base, float_ok=True):
+    def dt_like(base, float_ok=True, any_width=False):
         r = draw(st.integers(0, 11))
         if r == 0:
             return draw(st.sampled_from(ANY_DTYPES))
         if r <= 3 and float_ok:
             return F32
+        if r == 4 and any_width:  # statistics: the other 16-bit type is as wide
+            return draw(st.sampled_from(SUPPORTED))
         return base
 
     stat = batch + (1,) * min(len(ns), max(0, rank - len(batch)))
@@ -134,7 +144,7 @@ def problems(draw, outputs=False):
                      dt_like(in_dt, float_ok=False)),
         "input": (dims, in_dt),
         "mean": (_perturb(draw, stat) if draw(st.integers(0, 9)) == 0 else stat,
-                 dt_like(in_dt)),
+                 dt_like(in_dt, any_width=True)),
     }
     t["rstd"] = (_perturb(draw, t["mean"][0]) if draw(st.integers(0, 9)) == 0
                  else t["mean"][0], dt_like(t["mean"][1] if t["mean"][1] in SUPPORTED
@@ -207,7 +217,7 @@ def test_raw_phase_one_follows_the_check_list(p):
             handles["grad_bias"], ws, ex)
         msg = ffi.string(lib.aclGetRecentErrMsg() or ffi.new("char[]", b"")).decode() \
             if rc else ""
-        want = expected_status(t, ns, mask)
+        want = expected_status(t, ns, mask, acl_py.supports_bfloat16())
         assert rc == want, f"{p}: phase one returned {rc} ({msg}), the check list says {want}"
         if rc == 0:
             assert ex[0] != ffi.NULL
@@ -265,7 +275,7 @@ def test_python_call_matches_reference_or_raises_documented_error(p, device, wro
         for k, name in enumerate(("grad_input", "grad_weight", "grad_bias")):
             if mask[k]:
                 t[name] = (t["input"][0], t["input"][1]) if k == 0 else (ns, wdt)
-    want = expected_status(t, ns, mask)
+    want = expected_status(t, ns, mask, acl_py.supports_bfloat16())
     if wrong is not None and not (wrong in ("input", "mean") and t[wrong] is None):
         want = "type"
     if mask is None or ns is None:

@@ -84,6 +84,21 @@ ACLEMU_EXPORT aclError aclemu_stream_submit(aclrtStream stream, aclemu_task_fn r
                                             aclemu_task_fn release, void *arg,
                                             const char *caller);
 
+/* ---- the emulated part (runtime/soc.c) ------------------------------------------------------ */
+
+/* One SoC the emulator can be (ACL_EMU_SOC): the vendor's part name, its product series
+ * (for messages), its NPU architecture number, and whether it computes BFLOAT16. */
+typedef struct {
+    const char *name;
+    const char *series;
+    int npu_arch;
+    bool bf16;
+} aclemu_soc;
+
+/* The part this process emulates (ACL_EMU_SOC, read once; default Ascend910B2). NULL when
+ * ACL_EMU_SOC names no known part; then the message is set, naming `caller`. */
+ACLEMU_EXPORT const aclemu_soc *aclemu_soc_info(const char *caller);
+
 /* ---- kernel thread pool (runtime/) --------------------------------------------------------- */
 
 /* Runs body(ctx, begin, end) over [0, n) split into `chunks` contiguous chunks (chunk c is

@@ -69,6 +69,10 @@ aclError aclrtDestroyEvent(aclrtEvent event);
 aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);
 aclError aclrtSynchronizeEvent(aclrtEvent event);
 aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent);
+
+/* The SoC (part) name, e.g. "Ascend910B2"; NULL on failure. Declared in the vendor's
+ * acl/acl_base_rt.h. */
+const char *aclrtGetSocName(void);
 /* acl-py:cdef-end */
 
 #ifdef __cplusplus

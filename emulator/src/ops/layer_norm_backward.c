@@ -764,17 +764,23 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     const aclTensor *ts[T_COUNT] = {gradOut, input, mean, rstd, weightOptional, biasOptional,
                                     gradInputOut, gradWeightOut, gradBiasOut};
 
-    /* 1. required arguments */
-    for (int i = 0; i < T_COUNT; i++) {
-        if (i == T_W)
-            break;
-        if (!ts[i])
-            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", P1, TNAME[i]);
+    /* The checks follow the vendor's order (hicann/ops-nn norm/layer_norm_grad_v3/op_host/
+     * op_api/aclnn_layer_norm_backward.cpp: CheckNotNull, the mask length, the requested
+     * outputs, CheckDtype, CheckShape), so the first problem reported is the device's. */
+
+    /* 1. required arguments, in the vendor's order */
+    static const struct { int t; const char *name; } REQUIRED[] = {
+        {T_DY, "gradOut"}, {T_X, "input"}, {-1, "normalizedShape"}, {T_MEAN, "mean"},
+        {T_RSTD, "rstd"}, {-2, "outputMask"},
+    };
+    for (size_t i = 0; i < sizeof REQUIRED / sizeof REQUIRED[0]; i++) {
+        const void *p = REQUIRED[i].t >= 0 ? (const void *)ts[REQUIRED[i].t]
+                        : REQUIRED[i].t == -1 ? (const void *)normalizedShape
+                                              : (const void *)outputMask;
+        if (!p)
+            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", P1, REQUIRED[i].name);
     }
-    if (!normalizedShape)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: normalizedShape is NULL", P1);
-    if (!outputMask)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: outputMask is NULL", P1);
+    /* the vendor does not check these two (it would crash): stricter, see docs */
     if (!workspaceSize)
         FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
     if (!executor)
@@ -803,41 +809,70 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
             FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: outputMask[%d] is true but %s is NULL", P1, k,
                  TNAME[T_DX + k]);
 
-    /* 4. dtypes */
-    for (int i = 0; i < T_COUNT; i++)
-        if (ts[i] && !dtype_ok(ts[i]->dtype))
+    /* 4. dtypes (CheckDtype). The supported list depends on the part, as in the vendor's
+     * other norm operators: BFLOAT16 only where the NPU computes it (Atlas A2/A3, 950); the
+     * docs say this operator has none on the Atlas training and inference series. Every
+     * non-NULL tensor is checked, outputs whose mask entry is false included. */
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    static const int DTYPE_ORDER[] = {T_DY, T_X, T_MEAN, T_RSTD, T_W, T_B, T_DX, T_DW, T_DB};
+    for (size_t j = 0; j < sizeof DTYPE_ORDER / sizeof DTYPE_ORDER[0]; j++) {
+        const int i = DTYPE_ORDER[j];
+        if (!ts[i])
+            continue;
+        if (!dtype_ok(ts[i]->dtype))
             FAIL(ACLNN_ERR_PARAM_INVALID,
                  "%s: %s dtype %s is not supported (FLOAT, FLOAT16 or BF16)", P1, TNAME[i],
                  dname(ts[i]->dtype));
+        if (ts[i]->dtype == ACL_BF16 && !soc->bf16)
+            FAIL(ACLNN_ERR_PARAM_INVALID,
+                 "%s: %s dtype BF16 is not supported on %s (%s: FLOAT or FLOAT16)", P1,
+                 TNAME[i], soc->name, soc->series);
+        if (i == T_X && gradOut->dtype != input->dtype) /* the vendor checks it here */
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradOut dtype %s != input dtype %s", P1,
+                 dname(gradOut->dtype), dname(input->dtype));
+    }
     const aclDataType in_dt = input->dtype;
-    if (gradOut->dtype != in_dt)
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradOut dtype %s != input dtype %s", P1,
-             dname(gradOut->dtype), dname(in_dt));
-    /* weight/bias: input's dtype or FLOAT; mean/rstd: at least input's width, taken as
-     * input's dtype or FLOAT (FLOAT16 and BF16 are not each other's "width") */
-    static const int same_or_float[] = {T_W, T_B, T_MEAN, T_RSTD};
-    for (size_t j = 0; j < sizeof same_or_float / sizeof same_or_float[0]; j++) {
-        const aclTensor *t = ts[same_or_float[j]];
+    /* weight: input's dtype or FLOAT (the vendor's check); bias: the same (the docs' rule:
+     * stricter than the vendor's code, which only checks the supported list) */
+    for (int i = T_W; i <= T_B; i++) {
+        const aclTensor *t = ts[i];
         if (t && t->dtype != ACL_FLOAT && t->dtype != in_dt)
             FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be FLOAT or input's dtype %s",
-                 P1, TNAME[same_or_float[j]], dname(t->dtype), dname(in_dt));
+                 P1, TNAME[i], dname(t->dtype), dname(in_dt));
     }
+    /* mean/rstd: "not narrower than input" (the docs' rule; the vendor's code casts them to
+     * FLOAT whatever they are): any of the three for 16-bit input, FLOAT for FLOAT input */
+    for (int i = T_MEAN; i <= T_RSTD; i++)
+        if (in_dt == ACL_FLOAT && ts[i]->dtype != ACL_FLOAT)
+            FAIL(ACLNN_ERR_PARAM_INVALID,
+                 "%s: %s dtype %s is narrower than input dtype FLOAT (it must be at least as "
+                 "wide)", P1, TNAME[i], dname(ts[i]->dtype));
 
-    /* 5. ranks and shapes */
+    /* 5. ranks and shapes (CheckShape), in the vendor's order. An output whose mask entry is
+     * false is never written, and its shape is not checked (as the vendor's). */
     char s1[256], s2[256];
-    for (int i = 0; i < T_COUNT; i++)
-        if (ts[i] && ts[i]->ndim > MAX_RANK)
+    for (int i = T_DY; i <= T_RSTD; i++)
+        if (ts[i]->ndim > MAX_RANK)
             FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu > %d", P1, TNAME[i],
                  (unsigned long long)ts[i]->ndim, MAX_RANK);
     const uint64_t len = normalizedShape->size;
-    if (len < 1 || len > MAX_RANK)
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape length %llu is outside [1, %d]", P1,
+    if (len > MAX_RANK)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape length %llu > %d", P1,
              (unsigned long long)len, MAX_RANK);
+    for (int k = 0; k < 3; k++)
+        if (mask[k] && ts[T_DX + k]->ndim > MAX_RANK)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu > %d", P1, TNAME[T_DX + k],
+                 (unsigned long long)ts[T_DX + k]->ndim, MAX_RANK);
+    if (len < 1)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape length 0 < 1", P1);
     const int64_t *ns = normalizedShape->values;
     if (input->ndim < len)
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input rank %llu < normalizedShape length %llu", P1,
              (unsigned long long)input->ndim, (unsigned long long)len);
     const uint64_t split = input->ndim - len;
+    /* all trailing dims (the docs' rule; the vendor's loop compares only some of them) */
     if (!same_dims(input->dims + split, len, ns, len)) {
         fmt_dims(s1, sizeof s1, input->dims, input->ndim);
         fmt_dims(s2, sizeof s2, ns, len);
@@ -871,8 +906,8 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
              "%s: mean shape %s has %lld elements != M = %lld (product of input's batch dims)",
              P1, s1, (long long)mean_n, (long long)M);
     }
-    if (gradInputOut && !same_dims(gradInputOut->dims, gradInputOut->ndim, input->dims,
-                                   input->ndim)) {
+    if (mask[0] && !same_dims(gradInputOut->dims, gradInputOut->ndim, input->dims,
+                              input->ndim)) {
         fmt_dims(s1, sizeof s1, gradInputOut->dims, gradInputOut->ndim);
         fmt_dims(s2, sizeof s2, input->dims, input->ndim);
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradInputOut shape %s != input shape %s", P1, s1,
@@ -880,14 +915,13 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     }
     for (int i = T_DW; i <= T_DB; i++) {
         int64_t n = -1;
-        if (ts[i] && (!numel(ts[i]->dims, ts[i]->ndim, &n) || n != N)) {
+        if (mask[i - T_DX] && (!numel(ts[i]->dims, ts[i]->ndim, &n) || n != N)) {
             fmt_dims(s1, sizeof s1, ts[i]->dims, ts[i]->ndim);
             FAIL(ACLNN_ERR_PARAM_INVALID,
                  "%s: %s shape %s has %lld elements != N = %lld (product of normalizedShape)",
                  P1, TNAME[i], s1, (long long)n, (long long)N);
         }
     }
-
     /* 6./7. all-false mask and empty tensors are valid: the executor's run does what is
      * documented (nothing, or zero-filled gradWeight/gradBias when M == 0). */
     lnb_payload *P = calloc(1, sizeof *P);
@@ -895,7 +929,8 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
     for (int i = 0; i < T_COUNT; i++) {
         bool mn = i == T_DY || i == T_X || i == T_DX;
-        snapshot(&P->t[i], ts[i], mn ? (int)split : -1);
+        bool unused = i >= T_DX && !mask[i - T_DX]; /* never read: its shape is unchecked */
+        snapshot(&P->t[i], unused ? NULL : ts[i], mn ? (int)split : -1);
     }
     memcpy(P->mask, mask, sizeof mask);
     P->M = M;

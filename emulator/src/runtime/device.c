@@ -142,6 +142,8 @@ static aclError read_environment(void) {
     if (cap > (1ull << 46)) /* the arena reserves address space for it */
         return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
                       "ACL_EMU_DEVICE_MEMORY (\"%.40s\") exceeds the emulator's 64 TiB limit", s);
+    if (aclemu_soc_info("aclInit") == NULL) /* message set */
+        return ACL_ERROR_INVALID_PARAM;
     g_ndev = ndev;
     g_mem_cap = cap;
     return ACL_SUCCESS;

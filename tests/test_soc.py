@@ -1,0 +1,161 @@
+"""The part (SoC): aclrtGetSocName through the raw ABI and acl_py.soc_name(), the emulator's
+ACL_EMU_SOC, the operator's BFLOAT16 refusal on parts without it, and ``acl-py info``.
+
+The part is fixed for a process (read once, as the vendor's runtime caches it), so every other
+part than the session's is tried in a fresh interpreter.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import acl_py
+from acl_py.raw import ffi, lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _env(soc):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
+    env["ACL_PY_BACKEND"] = "emulator"
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    if soc is not None:
+        env["ACL_EMU_SOC"] = soc
+    return env
+
+
+def test_soc_name_through_the_raw_abi_is_a_stable_string():
+    p = lib.aclrtGetSocName()
+    assert p != ffi.NULL
+    assert lib.aclrtGetSocName() == p  # the vendor returns its cached string: same pointer
+    assert ffi.string(p).decode() == acl_py.soc_name()
+
+
+def test_python_accessor_knows_which_parts_lack_bfloat16():
+    assert acl_py.supports_bfloat16(acl_py.soc_name()) == acl_py.supports_bfloat16()
+    for name in ("Ascend910A", "Ascend910B", "Ascend910ProB", "Ascend910PremiumA",
+                 "Ascend310P1", "Ascend310P3"):
+        assert not acl_py.supports_bfloat16(name), name
+    for name in ("Ascend910B1", "Ascend910B2", "Ascend910B4-1", "Ascend910_9391",
+                 "Ascend950PR_9599"):
+        assert acl_py.supports_bfloat16(name), name
+
+
+# One fresh process per part: what aclrtGetSocName says before aclInit, what aclInit returns,
+# and phase one with BF16 and FLOAT16 tensors (raw), then the Python call with BF16 arrays.
+PROBE = r"""
+import json, numpy as np, ml_dtypes
+from acl_py.raw import ffi, lib
+import acl_py
+
+def msg():
+    p = lib.aclGetRecentErrMsg()
+    return ffi.string(p).decode() if p != ffi.NULL else ""
+
+out = {}
+p = lib.aclrtGetSocName()              # before aclInit, no device: the vendor answers too
+out["soc"] = ffi.string(p).decode() if p != ffi.NULL else None
+out["soc_msg"] = msg() if p == ffi.NULL else ""
+out["init"] = lib.aclInit(ffi.NULL)
+out["init_msg"] = msg() if out["init"] else ""
+if out["init"] == 0:
+    assert lib.aclrtSetDevice(0) == 0
+    buf = ffi.new("void **")
+    assert lib.aclrtMalloc(buf, 4096, 0) == 0
+
+    def tensor(shape, dt):
+        n = len(shape)
+        strides = [int(np.prod(shape[i + 1:])) for i in range(n)]
+        return lib.aclCreateTensor(ffi.new("int64_t[]", shape), n, dt,
+                                   ffi.new("int64_t[]", strides), 0, lib.ACL_FORMAT_ND,
+                                   ffi.new("int64_t[]", [int(np.prod(shape))]), 1, buf[0])
+
+    def phase_one(x_dt, out_dt):
+        x, dy = tensor([2, 4], x_dt), tensor([2, 4], x_dt)
+        mean, rstd = tensor([2, 1], lib.ACL_FLOAT), tensor([2, 1], lib.ACL_FLOAT)
+        gi = tensor([2, 4], out_dt)
+        ns = lib.aclCreateIntArray(ffi.new("int64_t[]", [4]), 1)
+        mask = lib.aclCreateBoolArray(ffi.new("bool[]", [True, False, False]), 3)
+        ws, ex = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+        rc = lib.aclnnLayerNormBackwardGetWorkspaceSize(dy, x, ns, mean, rstd, ffi.NULL,
+                                                        ffi.NULL, mask, gi, ffi.NULL,
+                                                        ffi.NULL, ws, ex)
+        text = msg() if rc else ""
+        if rc == 0:
+            lib.aclDestroyAclOpExecutor(ex[0])
+        for t in (x, dy, mean, rstd, gi):
+            lib.aclDestroyTensor(t)
+        lib.aclDestroyIntArray(ns)
+        lib.aclDestroyBoolArray(mask)
+        return [rc, text]
+
+    out["bf16_input"] = phase_one(lib.ACL_BF16, lib.ACL_BF16)
+    out["bf16_output"] = phase_one(lib.ACL_FLOAT16, lib.ACL_BF16)
+    out["fp16"] = phase_one(lib.ACL_FLOAT16, lib.ACL_FLOAT)
+    lib.aclrtFree(buf[0])
+    lib.aclrtResetDevice(0)
+    lib.aclFinalize()
+    x = np.ones((2, 4), ml_dtypes.bfloat16)
+    st = np.ones((2, 1), np.float32)
+    try:
+        acl_py.layer_norm_backward(x, x, [4], st, st)
+        out["python"] = None
+    except acl_py.OperatorParameterError as e:
+        out["python"] = [e.code, str(e)]
+    acl_py.finalize()
+print(json.dumps(out))
+"""
+
+
+def _probe(soc):
+    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+                          timeout=120, env=_env(soc), cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("soc,series", [("Ascend910A", "Atlas training series"),
+                                        ("Ascend310P3", "Atlas inference series")])
+def test_parts_without_bfloat16_refuse_it_with_161002_naming_the_part(emulator, soc, series):
+    r = _probe(soc)
+    assert r["soc"] == soc and r["init"] == 0
+    for case in ("bf16_input", "bf16_output"):
+        rc, text = r[case]
+        assert rc == 161002, r
+        assert "BF16 is not supported on " + soc in text and series in text, text
+    assert "gradOut dtype BF16" in r["bf16_input"][1]  # the vendor checks gradOut first
+    assert "gradInputOut dtype BF16" in r["bf16_output"][1]
+    assert r["fp16"] == [0, ""]
+    code, text = r["python"]
+    assert code == 161002 and soc in text
+
+
+@pytest.mark.parametrize("soc", [None, "Ascend910_9391"])
+def test_atlas_a2_default_and_a3_accept_bfloat16(emulator, soc):
+    r = _probe(soc)
+    assert r["soc"] == (soc or "Ascend910B2") and r["init"] == 0
+    assert r["bf16_input"] == [0, ""] and r["bf16_output"] == [0, ""] and r["fp16"] == [0, ""]
+    assert r["python"] is None
+
+
+def test_unknown_part_name_fails_get_soc_name_and_init(emulator):
+    r = _probe("Ascend910X")
+    assert r["soc"] is None and "ACL_EMU_SOC" in r["soc_msg"] and "Ascend910X" in r["soc_msg"]
+    assert r["init"] == 100000 and "aclInit: ACL_EMU_SOC" in r["init_msg"]
+
+
+def test_info_shows_the_part(emulator):
+    env = _env("Ascend310P3")
+    proc = subprocess.run([sys.executable, "-m", "acl_py", "info", "--json"],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["soc"] == "Ascend310P3" and data["bfloat16"] is False
+    proc = subprocess.run([sys.executable, "-m", "acl_py", "info"], capture_output=True,
+                          text=True, timeout=120, env=_env(None), cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "\nsoc        Ascend910B2 (BFLOAT16 supported)\n" in proc.stdout
