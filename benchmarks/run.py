@@ -370,9 +370,10 @@ def _lnb_bytes(m: int, n: int, itemsize: int) -> int:
     return itemsize * (3 * m * n + 2 * m + 3 * n)
 
 
-def _inputs(m: int, n: int, dtype, seed: int = 0):
-    """grad_out, input, mean, rstd, weight, bias as NumPy arrays of `dtype` (mean/rstd are the
-    forward's statistics of input, shaped [M, 1] as CANN and torch save them)."""
+def _inputs(m: int, n: int, dtype, seed: int = 0, param_dtype=None):
+    """grad_out, input, mean, rstd, weight, bias as NumPy arrays: grad_out and input of
+    `dtype`, the rest of `param_dtype` (default `dtype`). mean/rstd are the forward's
+    statistics of input, shaped [M, 1] as CANN and torch save them."""
     rng = np.random.default_rng(seed)
     x32 = rng.standard_normal((m, n), dtype=np.float32)
     dy32 = rng.standard_normal((m, n), dtype=np.float32)
@@ -381,7 +382,9 @@ def _inputs(m: int, n: int, dtype, seed: int = 0):
     rstd = 1.0 / np.sqrt(var + 1e-5)
     w32 = (rng.random(n, dtype=np.float32) + 0.5)
     b32 = np.zeros(n, np.float32)
-    return [a.astype(dtype) for a in (dy32, x32, mean, rstd, w32, b32)]
+    param_dtype = dtype if param_dtype is None else param_dtype
+    return ([a.astype(dtype) for a in (dy32, x32)]
+            + [a.astype(param_dtype) for a in (mean, rstd, w32, b32)])
 
 
 def _torch_tensor(torch, a: np.ndarray):
@@ -486,14 +489,15 @@ def bench_kernel(stack: Stack, quick: bool, threads: int) -> tuple[list[Row], li
         rows.append(_na(sec, f"roofline: {_short_error(e)}"))
 
     shapes = KERNEL_SHAPES[-1:] if quick else KERNEL_SHAPES
-    for dtype in (np.float32, bfloat16):
-        dname = "fp32" if dtype is np.float32 else "bf16"
+    # The half types with FLOAT statistics and weight: what a CANN LayerNorm forward saves for
+    # them (hicann/ops-nn norm/layer_norm_v4 docs) and what torch's mixed-type CPU kernel takes.
+    for dtype, dname in ((np.float32, "fp32"), (np.float16, "fp16"), (bfloat16, "bf16")):
         for (m, n) in shapes:
             log(f"kernel {dname} [{m},{n}]")
-            host = _inputs(m, n, dtype)
+            host = _inputs(m, n, dtype, param_dtype=np.float32)
             dev = [device_tensor(acl, a) for a in host]
-            outs = (empty_device(acl, (m, n), dtype), empty_device(acl, (n,), dtype),
-                    empty_device(acl, (n,), dtype))
+            outs = (empty_device(acl, (m, n), dtype), empty_device(acl, (n,), np.float32),
+                    empty_device(acl, (n,), np.float32))
             args = (dev[0], dev[1], (n,), dev[2], dev[3], dev[4], dev[5], (True, True, True))
 
             def acl_once():
@@ -507,8 +511,10 @@ def bench_kernel(stack: Stack, quick: bool, threads: int) -> tuple[list[Row], li
             mag = ref.error_scale(host[0], host[1], (n,), host[2], host[3], host[4])
             err = max(ref.max_error_ratio(g, e, s, dtype) for g, e, s in zip(got, exp, mag))
             del got, exp, mag
-            label = f"[{m},{n}] {dname}, all outputs"
-            nbytes = _lnb_bytes(m, n, np.dtype(dtype).itemsize)
+            label = f"[{m},{n}] {dname}, all outputs" + (
+                "" if dtype is np.float32 else ", fp32 mean/rstd/weight")
+            # read once: grad_out, input, mean, rstd, weight; written: the three outputs
+            nbytes = sum(a.nbytes for a in host[:5]) + host[1].nbytes + 2 * host[4].nbytes
             if torch is not None:
                 tt = [_torch_tensor(torch, a) for a in host]
                 mask = [True, True, True]

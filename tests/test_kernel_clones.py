@@ -1,13 +1,17 @@
 """The emulator kernel gives the same bits whichever CPU runs it.
 
 On x86-64 the hot loops are compiled three times (x86-64-v4 = AVX-512 with VL/BW, AVX2, and
-the baseline) and the loader picks one per CPU (emulator/src/ops/layer_norm_backward.c), so a
-result must not depend on the machine: a user comparing runs across hosts, or CI against a
-laptop, must see identical outputs. This builds the emulator twice more without the clones
-(plain x86-64, and -march=x86-64-v3, which also allows FMA: contraction must stay off) and
-compares every output byte of the same calls with the default build's, for each dtype and
-each specialization of the row loop (in-place/gathered inputs, direct/converted gradInput,
-each output subset).
+the baseline) and the loader picks one per CPU; FLOAT16/BF16 runs are converted by one of
+three paths picked at run time (AVX-512 or F16C conversion instructions, or portable integer
+code: emulator/src/ops/convert.c). A result must not depend on the machine: a user comparing
+runs across hosts, or CI against a laptop, must see identical outputs. This builds the emulator
+twice more without run-time selection (plain x86-64: portable conversions; -march=x86-64-v3:
+F16C conversions, and FMA allowed, so contraction must stay off) and compares every output
+byte of the same calls with the default build's (on an AVX-512 machine: AVX-512 loops and
+conversions): for each dtype and each specialization of the row loop (in-place/gathered
+inputs, direct/converted gradInput, each output subset), and for every dtype mix of input,
+statistics, weight, gradInput and gradWeight/gradBias acl-py accepts. tests/test_conversions.py checks the
+conversion paths themselves on every bit pattern class.
 
 The variant builds take ~15 s each (both run at once) and are kept in tests/.build, rebuilt
 only when the emulator's sources change.
@@ -60,17 +64,20 @@ DIGEST = textwrap.dedent("""
             return acl.DeviceTensor.from_numpy(np.ascontiguousarray(a.T)).T
         return acl.DeviceTensor.from_numpy(a)
 
-    def case(name, dt, m, n, mask=(True, True, True), weight=True, tin=False, tdx=False):
+    def case(name, dt, m, n, mask=(True, True, True), weight=True, tin=False, tdx=False,
+             stat_dt=None, w_dt=None, dx_dt=None, dw_dt=None):
+        stat_dt, w_dt, dx_dt, dw_dt = (d or dt for d in (stat_dt, w_dt, dx_dt, dw_dt))
         x = rng.standard_normal((m, n)).astype(dt)
         dy = rng.standard_normal((m, n)).astype(dt)
         x64 = x.astype(np.float64)
         mean = x64.mean(axis=1, keepdims=True)
         rstd = 1.0 / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5)
-        w = (rng.random(n) + 0.5).astype(dt) if weight else None
-        args = [dev(dy, tin), dev(x, tin), (n,), dev(mean.astype(dt)), dev(rstd.astype(dt)),
-                dev(w) if weight else None, None, mask]
-        gi = acl.DeviceTensor.zeros((n, m), dt).T if tdx else acl.DeviceTensor.zeros((m, n), dt)
-        outs = (gi, acl.DeviceTensor.zeros((n,), dt), acl.DeviceTensor.zeros((n,), dt))
+        w = (rng.random(n) + 0.5).astype(w_dt) if weight else None
+        args = [dev(dy, tin), dev(x, tin), (n,), dev(mean.astype(stat_dt)),
+                dev(rstd.astype(stat_dt)), dev(w) if weight else None, None, mask]
+        gi = (acl.DeviceTensor.zeros((n, m), dx_dt).T if tdx
+              else acl.DeviceTensor.zeros((m, n), dx_dt))
+        outs = (gi, acl.DeviceTensor.zeros((n,), dw_dt), acl.DeviceTensor.zeros((n,), dw_dt))
         acl.layer_norm_backward(*args, out=outs)
         h = hashlib.sha256()
         for o, on in zip(outs, mask):
@@ -78,7 +85,8 @@ DIGEST = textwrap.dedent("""
                 h.update(np.ascontiguousarray(o.to_numpy()).view(np.uint8).tobytes())
         out[name] = h.hexdigest()
 
-    for dname, dt in (("fp32", np.float32), ("fp16", np.float16), ("bf16", bfloat16)):
+    dtypes = (("fp32", np.float32), ("fp16", np.float16), ("bf16", bfloat16))
+    for dname, dt in dtypes:
         for m, n in ((70, 1543), (37, 1000), (5, 17)):  # tail tiles, >1 block, tiny
             k = f"{dname}-{m}x{n}"
             case(k + "-all", dt, m, n)
@@ -88,6 +96,16 @@ DIGEST = textwrap.dedent("""
             case(k + "-strided-dx", dt, m, n, tdx=True)
             case(k + "-strided-inputs", dt, m, n, tin=True)
             case(k + "-strided-dx-only", dt, m, n, (True, False, False), tin=True, tdx=True)
+    # every dtype mix acl-py passes on: statistics and weight FLOAT or input's dtype, outputs
+    # of any dtype
+    for dname, dt in dtypes:
+        params = (("same", dt), ("fp32", np.float32)) if dt is not np.float32 else (("same", dt),)
+        for sname, sdt in params:
+            for wname, wdt in params:
+                for xname, xdt in dtypes:
+                    for gname, gdt in dtypes:
+                        case(f"mix-in-{dname}-stats-{sname}-w-{wname}-dx-{xname}-dwdb-{gname}",
+                             dt, 37, 1000, stat_dt=sdt, w_dt=wdt, dx_dt=xdt, dw_dt=gdt)
     print(json.dumps(out))
 """)
 
@@ -126,7 +144,7 @@ def test_clones_and_baseline_give_identical_bits(variant_prefixes):
     if backend.name != "emulator":
         pytest.skip(f"the backend is {backend.name}, not the emulator")
     default = _digests(Path(backend.root))
-    assert len(default) == 3 * 3 * 7
+    assert len(default) == 3 * 3 * 7 + (1 + 4 + 4) * 3 * 3
     for name, prefix in variant_prefixes.items():
         other = _digests(prefix)
         diff = sorted(k for k in default if other.get(k) != default[k])

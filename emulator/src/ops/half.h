@@ -52,8 +52,9 @@ static inline float aclemu_f16_to_f32(uint16_t h)
     uint32_t em = (uint32_t)h & 0x7fffu;   /* exponent and mantissa */
     /* Normal: move the fields into place and rebias the exponent by 127 - 15 = 112. */
     uint32_t normal = (em << 13) + (112u << 23);
-    /* Inf/NaN (exponent 31): exponent becomes 255, payload kept. */
-    uint32_t infnan = (em << 13) | 0x7f800000u;
+    /* Inf/NaN (exponent 31): exponent becomes 255, payload kept; a NaN is quieted, as the
+     * conversion instructions (F16C, AVX-512) do, so every path gives the same bits. */
+    uint32_t infnan = (em << 13) | 0x7f800000u | (em > 0x7c00u ? 0x00400000u : 0u);
     /* Zero/subnormal: m * 2^-24. The int -> float conversion is exact (m < 1024) and the
      * product is a normal binary32, so no denormal arithmetic is involved. */
     uint32_t sub = aclemu_f32_bits((float)em * 0x1p-24f);
@@ -63,31 +64,36 @@ static inline float aclemu_f16_to_f32(uint16_t h)
     return aclemu_f32_from_bits(sign | (sub & is_sub) | (big & ~is_sub));
 }
 
+/* Branch-free (every case computed, then selected) so the portable loops vectorize where
+ * the vector unit has per-lane shifts (AVX2, NEON, SVE). */
 static inline uint16_t aclemu_f32_to_f16(float f)
 {
     uint32_t u = aclemu_f32_bits(f);
     uint32_t sign = (u >> 16) & 0x8000u;
     uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) /* NaN: quiet, keep the top payload bits */
-        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x03ffu));
-    if (a >= 0x477ff000u) /* >= 65520 (halfway between 65504 and 2^16, tie to even): Inf */
-        return (uint16_t)(sign | 0x7c00u);
-    if (a >= 0x38800000u) { /* >= 2^-14: normal binary16 */
-        uint32_t r = a - (112u << 23);               /* rebias exponent */
-        r += 0x0fffu + ((r >> 13) & 1u);              /* RNE on the 13 dropped bits */
-        return (uint16_t)(sign | (r >> 13));          /* a carry bumps the exponent: right */
-    }
-    if (a <= 0x33000000u) /* <= 2^-25 (half the smallest subnormal; the tie goes to 0) */
-        return (uint16_t)sign;
-    /* Subnormal binary16: value in units of 2^-24 is m >> (126 - e), rounded to even. */
+    /* NaN: quiet, keep the top payload bits */
+    uint32_t nan = 0x7e00u | ((a >> 13) & 0x03ffu);
+    /* >= 2^-14, normal binary16: rebias the exponent, RNE on the 13 dropped bits; a carry
+     * bumps the exponent, which is right (up to Inf for >= 65520, the tie above 65504) */
+    uint32_t r = a - (112u << 23);
+    uint32_t normal = (r + 0x0fffu + ((r >> 13) & 1u)) >> 13;
+    /* Subnormal binary16: the value in units of 2^-24 is m >> (126 - e), rounded to even.
+     * e is clamped to [101, 112] so the shift stays in [14, 25] in every lane; below 2^-25
+     * (e <= 101) the result is 0, and exactly 2^-25 ties to 0 as well. q == 0x400 is the
+     * smallest normal: also right. */
     uint32_t e = a >> 23;
+    e = e < 101u ? 101u : (e > 112u ? 112u : e);
+    uint32_t shift = 126u - e;
     uint32_t m = (a & 0x007fffffu) | 0x00800000u;
-    uint32_t shift = 126u - e; /* 14..24 */
     uint32_t q = m >> shift;
     uint32_t rem = m & ((1u << shift) - 1u);
     uint32_t half = 1u << (shift - 1u);
     q += (rem > half || (rem == half && (q & 1u))) ? 1u : 0u;
-    return (uint16_t)(sign | q); /* q == 0x400 is the smallest normal: also right */
+    uint32_t mag = a > 0x7f800000u ? nan
+                 : a >= 0x477ff000u ? 0x7c00u /* >= 65520 (Inf itself included) */
+                 : a >= 0x38800000u ? normal
+                 : q;
+    return (uint16_t)(sign | mag);
 }
 
 #endif /* ACLEMU_OPS_HALF_H_ */

@@ -14,7 +14,8 @@
  *   -ffast-math and the order is fixed by the source, not the SIMD width. -std=c11 implies
  *   -ffp-contract=off, so the x86 clones (AVX-512/AVX2/baseline) give the same bits.
  * - A tensor whose normalized dims are contiguous FLOAT is read/written in place; any other
- *   (fp16/bf16, strided) is converted tile by tile into stack buffers, with the same
+ *   (fp16/bf16, strided) is converted tile by tile into stack buffers (convert.h: the CPU's
+ *   conversion instructions where it has them, same bits everywhere), with the same
  *   summation order, so a strided view gives the same bits as a contiguous copy.
  */
 #include <limits.h>
@@ -25,7 +26,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
-#include "half.h"
+#include "convert.h"
 
 #include "aclnnop/aclnn_layer_norm_backward.h"
 
@@ -214,73 +215,7 @@ static void snapshot(tdesc *d, const aclTensor *t, int split)
     lay_build(&d->inner, d->dims + s, d->strides + s, d->ndim - s);
 }
 
-/* ---- element conversion runs ---------------------------------------------------------------- */
-
-static inline float load1(const char *p, aclDataType dt)
-{
-    uint16_t h;
-    float f;
-    switch (dt) {
-    case ACL_FLOAT16: memcpy(&h, p, 2); return aclemu_f16_to_f32(h);
-    case ACL_BF16: memcpy(&h, p, 2); return aclemu_bf16_to_f32(h);
-    default: memcpy(&f, p, 4); return f;
-    }
-}
-
-/* out[i] = element at base + (off + i * stride) * es, for i < cnt */
-INLINE void load_run(const char *base, aclDataType dt, int64_t off, int64_t stride,
-                            int64_t cnt, float *restrict out)
-{
-    if (stride == 1) {
-        if (dt == ACL_FLOAT) {
-            memcpy(out, base + off * 4, (size_t)cnt * 4);
-        } else if (dt == ACL_BF16) {
-            const uint16_t *restrict s = (const uint16_t *)(const void *)base + off;
-            for (int64_t i = 0; i < cnt; i++)
-                out[i] = aclemu_bf16_to_f32(s[i]);
-        } else {
-            const uint16_t *restrict s = (const uint16_t *)(const void *)base + off;
-            for (int64_t i = 0; i < cnt; i++)
-                out[i] = aclemu_f16_to_f32(s[i]);
-        }
-        return;
-    }
-    uint32_t es = dt == ACL_FLOAT ? 4 : 2;
-    for (int64_t i = 0; i < cnt; i++)
-        out[i] = load1(base + (off + i * stride) * es, dt);
-}
-
-static inline void store1(char *p, aclDataType dt, float v)
-{
-    uint16_t h;
-    switch (dt) {
-    case ACL_FLOAT16: h = aclemu_f32_to_f16(v); memcpy(p, &h, 2); break;
-    case ACL_BF16: h = aclemu_f32_to_bf16(v); memcpy(p, &h, 2); break;
-    default: memcpy(p, &v, 4); break;
-    }
-}
-
-INLINE void store_run(char *base, aclDataType dt, int64_t off, int64_t stride,
-                             int64_t cnt, const float *restrict in)
-{
-    if (stride == 1) {
-        if (dt == ACL_FLOAT) {
-            memcpy(base + off * 4, in, (size_t)cnt * 4);
-        } else if (dt == ACL_BF16) {
-            uint16_t *restrict d = (uint16_t *)(void *)base + off;
-            for (int64_t i = 0; i < cnt; i++)
-                d[i] = aclemu_f32_to_bf16(in[i]);
-        } else {
-            uint16_t *restrict d = (uint16_t *)(void *)base + off;
-            for (int64_t i = 0; i < cnt; i++)
-                d[i] = aclemu_f32_to_f16(in[i]);
-        }
-        return;
-    }
-    uint32_t es = dt == ACL_FLOAT ? 4 : 2;
-    for (int64_t i = 0; i < cnt; i++)
-        store1(base + (off + i * stride) * es, dt, in[i]);
-}
+/* ---- tiles ---------------------------------------------------------------------------------- */
 
 /* Walks flat indices [c0, c0 + cnt) of layout L as runs along its innermost dim, calling
  * fn(off, stride, run, k) with k the position of the run's first element in the range. */
@@ -319,49 +254,39 @@ INLINE void store_run(char *base, aclDataType dt, int64_t off, int64_t stride,
     } while (0)
 
 /* Elements [c0, c0 + cnt) of a layout as floats: in place when FLOAT and unit-stride,
- * else converted into buf. base points at the element with flat index 0. */
-INLINE const float *get_tile(const char *base, aclDataType dt, const lay_t *L,
+ * else converted into buf (convert.h). base points at the element with flat index 0. */
+static inline const float *get_tile(const char *base, aclDataType dt, const lay_t *L,
                                     int64_t c0, int64_t cnt, float *buf)
 {
     if (dt == ACL_FLOAT && lay_unit(L))
         return (const float *)(const void *)base + c0;
-    LAY_WALK(L, c0, cnt, load_run(base, dt, off, stride, run, buf + k));
+    const int64_t es = aclemu_dtype_size(dt);
+    LAY_WALK(L, c0, cnt, aclemu_load_floats(dt, base + off * es, stride, run, buf + k));
     return buf;
 }
 
-INLINE void put_tile(char *base, aclDataType dt, const lay_t *L, int64_t c0,
+static inline void put_tile(char *base, aclDataType dt, const lay_t *L, int64_t c0,
                             int64_t cnt, const float *buf)
 {
-    LAY_WALK(L, c0, cnt, store_run(base, dt, off, stride, run, buf + k));
+    const int64_t es = aclemu_dtype_size(dt);
+    LAY_WALK(L, c0, cnt, aclemu_store_floats(dt, base + off * es, stride, run, buf + k));
 }
 
 /* ---- the row kernel ------------------------------------------------------------------------- */
 
-/* Element i of a contiguous run of dtype dt, as float. dt is a compile-time constant at
- * every call site, so each instantiation is a plain vectorizable load (+ shift for BF16). */
-INLINE float ldf(const void *restrict p, int64_t i, const int dt)
-{
-    if (dt == ACL_BF16)
-        return aclemu_bf16_to_f32(((const uint16_t *)p)[i]);
-    if (dt == ACL_FLOAT16)
-        return aclemu_f16_to_f32(((const uint16_t *)p)[i]);
-    return ((const float *)p)[i];
-}
-
 /* Pass 1 over one tile: lane sums of g = dy*w and g*x_hat (folded into sg/sgx), and the
  * block's partials pw += dy*x_hat, pb += dy. n is a multiple of LANES except on a row's
  * last tile, whose tail continues the lanes, so tiling does not change the order. */
-INLINE void pass1(const void *restrict dy, const void *restrict x, const int dt,
-                         const float *restrict w, float mean, float rstd, int64_t n,
-                         float *restrict sg, float *restrict sgx, float *restrict pw,
-                         float *restrict pb, const bool sums, const bool parts)
+INLINE void pass1(const float *restrict dy, const float *restrict x, const float *restrict w,
+                  float mean, float rstd, int64_t n, float *restrict sg, float *restrict sgx,
+                  float *restrict pw, float *restrict pb, const bool sums, const bool parts)
 {
     float ag[LANES] = {0}, agx[LANES] = {0};
     int64_t i = 0;
     for (; i + LANES <= n; i += LANES) {
         for (int l = 0; l < LANES; l++) {
-            float d = ldf(dy, i + l, dt);
-            float xh = (ldf(x, i + l, dt) - mean) * rstd;
+            float d = dy[i + l];
+            float xh = (x[i + l] - mean) * rstd;
             if (sums) {
                 float g = d * w[i + l];
                 ag[l] += g;
@@ -380,8 +305,8 @@ INLINE void pass1(const void *restrict dy, const void *restrict x, const int dt,
         }
     }
     for (int l = 0; i + l < n; l++) {
-        float d = ldf(dy, i + l, dt);
-        float xh = (ldf(x, i + l, dt) - mean) * rstd;
+        float d = dy[i + l];
+        float xh = (x[i + l] - mean) * rstd;
         if (sums) {
             float g = d * w[i + l];
             sg[l] += g;
@@ -394,26 +319,14 @@ INLINE void pass1(const void *restrict dy, const void *restrict x, const int dt,
     }
 }
 
-/* Stores v as element i of a contiguous run of dtype dt (a compile-time constant). */
-INLINE void stf(void *restrict p, int64_t i, float v, const int dt)
-{
-    if (dt == ACL_BF16)
-        ((uint16_t *)p)[i] = aclemu_f32_to_bf16(v);
-    else if (dt == ACL_FLOAT16)
-        ((uint16_t *)p)[i] = aclemu_f32_to_f16(v);
-    else
-        ((float *)p)[i] = v;
-}
-
-/* gradInput for one tile, written as dtype odt (the final rounding happens here). */
-INLINE void pass2(const void *restrict dy, const void *restrict x, const int dt,
-                  const float *restrict w, float mean, float rstd, float mg, float mgx,
-                  int64_t n, void *restrict dx, const int odt)
+/* gradInput for one tile, as float. */
+INLINE void pass2(const float *restrict dy, const float *restrict x, const float *restrict w,
+                  float mean, float rstd, float mg, float mgx, int64_t n, float *restrict dx)
 {
     for (int64_t i = 0; i < n; i++) {
-        float xh = (ldf(x, i, dt) - mean) * rstd;
-        float g = ldf(dy, i, dt) * w[i];
-        stf(dx, i, rstd * ((g - mg) - xh * mgx), odt);
+        float xh = (x[i] - mean) * rstd;
+        float g = dy[i] * w[i];
+        dx[i] = rstd * ((g - mg) - xh * mgx);
     }
 }
 
@@ -440,18 +353,16 @@ static inline const float *stats_at(const tdesc *d, int64_t m0, int64_t cnt, flo
     return get_tile(d->data + d->offset * (int64_t)d->es, d->dtype, &d->inner, m0, cnt, buf);
 }
 
-/* How a row's gradOut/input tiles are read: in place with their dtype (both contiguous in
- * the normalized dims), or gathered and converted into float tile buffers. */
-enum { IN_F32 = ACL_FLOAT, IN_F16 = ACL_FLOAT16, IN_BF16 = ACL_BF16, IN_GATHER = -2 };
-
+/* The row loop, specialized on what the launch asks for (compile-time constants): sums:
+ * gradInput requested (row sums and pass 2); parts: gradWeight/gradBias partials; dx_direct:
+ * gradInput is contiguous FLOAT, written in place. gradOut/input tiles are read in place when
+ * contiguous FLOAT, else converted into the tile buffers (get_tile). */
 INLINE void rows_impl(const lnb_task *T, int64_t chunk, int64_t begin, int64_t end,
-                      const int mode, const bool sums, const bool parts, const bool dx_direct)
+                      const bool sums, const bool parts, const bool dx_direct)
 {
     const lnb_payload *P = &T->p;
     const tdesc *dy = &P->t[T_DY], *x = &P->t[T_X], *dx = &P->t[T_DX];
     const int64_t N = P->N;
-    const int dt = mode == IN_GATHER ? ACL_FLOAT : mode; /* dtype the passes read */
-    const int64_t es = mode == IN_F32 || mode == IN_GATHER ? 4 : 2;
     const float *w = T->w;
     float *pw = NULL, *pb = NULL;
     if (parts) {
@@ -474,12 +385,9 @@ INLINE void rows_impl(const lnb_task *T, int64_t chunk, int64_t begin, int64_t e
         float sg[LANES] = {0}, sgx[LANES] = {0};
         for (int64_t c = 0; c < N; c += TILE) {
             int64_t n = N - c < TILE ? N - c : TILE;
-            const void *tdy = mode == IN_GATHER
-                                  ? get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy)
-                                  : (const void *)(rdy + c * es);
-            const void *tx = mode == IN_GATHER ? get_tile(rx, x->dtype, &x->inner, c, n, bx)
-                                               : (const void *)(rx + c * es);
-            pass1(tdy, tx, dt, sums ? w + c : NULL, mean, rstd, n, sg, sgx,
+            const float *tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
+            const float *tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
+            pass1(tdy, tx, sums ? w + c : NULL, mean, rstd, n, sg, sgx,
                   parts ? pw + c : NULL, parts ? pb + c : NULL, sums, parts);
         }
         if (!sums)
@@ -489,51 +397,34 @@ INLINE void rows_impl(const lnb_task *T, int64_t chunk, int64_t begin, int64_t e
         char *rdx = (char *)row_base(dx, m);
         for (int64_t c = 0; c < N; c += TILE) {
             int64_t n = N - c < TILE ? N - c : TILE;
-            const void *tdy = mode == IN_GATHER
-                                  ? get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy)
-                                  : (const void *)(rdy + c * es);
-            const void *tx = mode == IN_GATHER ? get_tile(rx, x->dtype, &x->inner, c, n, bx)
-                                               : (const void *)(rx + c * es);
-            if (dx_direct) { /* gradInput contiguous, of the dtype the passes read */
-                pass2(tdy, tx, dt, w + c, mean, rstd, mg, mgx, n, rdx + c * dx->es, dt);
+            const float *tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
+            const float *tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
+            if (dx_direct) {
+                pass2(tdy, tx, w + c, mean, rstd, mg, mgx, n, (float *)(void *)rdx + c);
             } else {
-                pass2(tdy, tx, dt, w + c, mean, rstd, mg, mgx, n, bdx, ACL_FLOAT);
+                pass2(tdy, tx, w + c, mean, rstd, mg, mgx, n, bdx);
                 put_tile(rdx, dx->dtype, &dx->inner, c, n, bdx);
             }
         }
     }
 }
 
-#define ROWS_MODES(mode)                                                                  \
-    do {                                                                                  \
-        const tdesc *dx_ = &T->p.t[T_DX];                                                 \
-        const int odt_ = (mode) == IN_GATHER ? ACL_FLOAT : (mode);                        \
-        const bool direct_ = sums && dx_->dtype == odt_ && lay_unit(&dx_->inner);         \
-        if (sums && parts && direct_)                                                     \
-            rows_impl(T, chunk, begin, end, mode, true, true, true);                      \
-        else if (sums && parts)                                                           \
-            rows_impl(T, chunk, begin, end, mode, true, true, false);                     \
-        else if (sums && direct_)                                                         \
-            rows_impl(T, chunk, begin, end, mode, true, false, true);                     \
-        else if (sums)                                                                    \
-            rows_impl(T, chunk, begin, end, mode, true, false, false);                    \
-        else                                                                              \
-            rows_impl(T, chunk, begin, end, mode, false, true, false);                    \
-    } while (0)
-
 HOT static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
     const lnb_task *T = ctx;
     const bool sums = T->p.mask[0], parts = T->p.parts;
-    const tdesc *dy = &T->p.t[T_DY], *x = &T->p.t[T_X];
-    if (!lay_unit(&dy->inner) || !lay_unit(&x->inner))
-        ROWS_MODES(IN_GATHER);
-    else if (x->dtype == ACL_BF16)
-        ROWS_MODES(IN_BF16);
-    else if (x->dtype == ACL_FLOAT16)
-        ROWS_MODES(IN_F16);
+    const tdesc *dx = &T->p.t[T_DX];
+    const bool direct = sums && dx->dtype == ACL_FLOAT && lay_unit(&dx->inner);
+    if (sums && parts && direct)
+        rows_impl(T, chunk, begin, end, true, true, true);
+    else if (sums && parts)
+        rows_impl(T, chunk, begin, end, true, true, false);
+    else if (sums && direct)
+        rows_impl(T, chunk, begin, end, true, false, true);
+    else if (sums)
+        rows_impl(T, chunk, begin, end, true, false, false);
     else
-        ROWS_MODES(IN_F32);
+        rows_impl(T, chunk, begin, end, false, true, false);
 }
 
 /* gradWeight/gradBias columns [begin, end): sum the blocks' partials in block order. */
