@@ -37,6 +37,7 @@ from .stream import Event, Stream, default_stream
 from .memory import DeviceBuffer, HostBuffer, MemoryPool, get_pool
 from .soc import soc_name, supports_bfloat16
 from .tensor import BoolArray, DeviceTensor, IntArray
+from .arguments import FloatArray, Scalar, ScalarList, TensorList
 from . import dtypes
 
 # ---- operators (acl_py/ops, issue 4): the operator engineer adds the re-exports here ----
@@ -50,7 +51,7 @@ __all__ = [
     "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "Stream",
     "Event", "default_stream",
     "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
-    "BoolArray", "dtypes", "errors", "AclError", "AclArgumentError", "AclTypeError",
+    "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors", "AclError", "AclArgumentError", "AclTypeError",
     "ClosedError", "DeviceError", "DeviceMemoryError", "NotInitializedError",
     "OperatorParameterError", "FinalizedError", "layer_norm_backward", "LayerNormBackward",
 ]

@@ -8,7 +8,8 @@ from ._ffi import ffi
 from .errors import AclArgumentError, AclTypeError, EmulatorOnlyError, check
 
 LIVE_KEYS = ("device_allocations", "host_allocations", "tensors", "int_arrays", "bool_arrays",
-             "executors", "streams", "events", "contexts", "device_bytes")
+             "executors", "streams", "events", "contexts", "device_bytes", "scalars",
+             "float_arrays", "tensor_lists", "scalar_lists")
 
 
 def _lib():
@@ -38,7 +39,8 @@ def version():
 
 def live_objects():
     """Live counts by kind: device_allocations, host_allocations, tensors, int_arrays,
-    bool_arrays, executors, streams, events, contexts, and device_bytes."""
+    bool_arrays, executors, streams, events, contexts, device_bytes, scalars, float_arrays,
+    tensor_lists, scalar_lists (a list's elements count as tensors/scalars)."""
     L = _lib()
     out = ffi.new("aclemuLiveObjects *")
     check(L.aclemuGetLiveObjects(out), "aclemuGetLiveObjects")

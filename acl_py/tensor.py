@@ -315,6 +315,12 @@ class DeviceTensor:
         bst = self._live()
         if self._handle is not None:
             return self._handle
+        h = self._create_handle(bst)
+        self._hrel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)
+        self._handle = h
+        return h
+
+    def _create_handle(self, bst):
         L = _rt.lib if _rt._state is _rt._INIT else _rt.ensure()
         shape = self._shape
         dt = self._dtype
@@ -325,9 +331,13 @@ class DeviceTensor:
                               dims + 2 * nd, 1, bst.ptr)
         if not h:
             check_create(h, "aclCreateTensor")
-        self._hrel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)
-        self._handle = h
         return h
+
+    def new_handle(self):
+        """A NEW ``aclTensor *`` describing this view, owned by the caller (not cached, not
+        destroyed by this tensor): for APIs that take ownership of tensors, such as
+        ``aclCreateTensorList`` (see :class:`acl_py.TensorList`)."""
+        return self._create_handle(self._live())
 
     @property
     def shape(self):

@@ -45,6 +45,10 @@ typedef enum {
     ACLEMU_KIND_INT_ARRAY,
     ACLEMU_KIND_BOOL_ARRAY,
     ACLEMU_KIND_EXECUTOR,
+    ACLEMU_KIND_SCALAR,
+    ACLEMU_KIND_FLOAT_ARRAY,
+    ACLEMU_KIND_TENSOR_LIST,
+    ACLEMU_KIND_SCALAR_LIST,
     ACLEMU_KIND_COUNT
 } aclemu_kind;
 
@@ -122,6 +126,7 @@ struct aclTensor {
     uint64_t storage_ndim;
     int64_t storage_dims[ACLEMU_MAX_DIMS];
     void *data;                       /* device address of the storage */
+    const aclTensorList *list;        /* the live list that owns it, or NULL (meta/) */
 };
 
 struct aclIntArray {
@@ -133,6 +138,38 @@ struct aclBoolArray {
     uint64_t size;
     bool *values;
 };
+
+struct aclFloatArray {
+    uint64_t size;
+    float *values;
+};
+
+/* The value as the caller gave it: the first `size` bytes of `bytes`, in the dtype's own
+ * representation (a 16-bit float keeps its bits). */
+struct aclScalar {
+    aclDataType dtype;
+    uint32_t size;
+    union {
+        unsigned char bytes[16];
+        double align_;
+    };
+    const aclScalarList *list;        /* the live list that owns it, or NULL */
+};
+
+struct aclTensorList {
+    uint64_t size;
+    aclTensor **items;                /* owned: destroyed with the list (NULL items allowed) */
+};
+
+struct aclScalarList {
+    uint64_t size;
+    aclScalar **items;
+};
+
+/* Reads a scalar's value converted to double / int64 (truncating toward zero) / bool, as
+ * the vendor's aclScalar::ToDouble etc. do (the real part of a complex). */
+ACLEMU_EXPORT double aclemu_scalar_to_double(const aclScalar *s);
+ACLEMU_EXPORT int64_t aclemu_scalar_to_int64(const aclScalar *s);
 
 /* Element size in bytes of a dtype, 0 for dtypes without a byte size (INT4, UINT1, STRING,
  * UNDEFINED, unknown values). */

@@ -35,6 +35,7 @@ typedef struct aclIntArray aclIntArray;
 typedef struct aclFloatArray aclFloatArray;
 typedef struct aclBoolArray aclBoolArray;
 typedef struct aclTensorList aclTensorList;
+typedef struct aclScalarList aclScalarList;
 
 aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
                            const int64_t *stride, int64_t offset, aclFormat format,
@@ -45,6 +46,17 @@ aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size);
 aclnnStatus aclDestroyIntArray(const aclIntArray *array);
 aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size);
 aclnnStatus aclDestroyBoolArray(const aclBoolArray *array);
+/* Scalars copy the value (its dtype's size) at creation. Lists copy the pointer array and
+ * TAKE OWNERSHIP of the elements: aclDestroyTensorList/aclDestroyScalarList destroy every
+ * element too, so the caller must not destroy them itself. */
+aclScalar *aclCreateScalar(void *value, aclDataType dataType);
+aclnnStatus aclDestroyScalar(const aclScalar *scalar);
+aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size);
+aclnnStatus aclDestroyFloatArray(const aclFloatArray *array);
+aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size);
+aclnnStatus aclDestroyTensorList(const aclTensorList *array);
+aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size);
+aclnnStatus aclDestroyScalarList(const aclScalarList *array);
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor);
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor);
 /* acl-py:cdef-end */

@@ -26,6 +26,10 @@ typedef struct {
     int64_t events;
     int64_t contexts;           /* contexts created by aclrtCreateContext */
     int64_t device_bytes;       /* bytes held by live device allocations */
+    int64_t scalars;            /* aclCreateScalar, including those a scalar list owns */
+    int64_t float_arrays;
+    int64_t tensor_lists;
+    int64_t scalar_lists;
 } aclemuLiveObjects;
 
 /* Version string of the emulator build. */

@@ -15,4 +15,8 @@ META_HIDDEN void meta_quarantine(void *p, meta_q_reason why, const char *op_name
 META_HIDDEN bool meta_quarantined_executor(const void *p, char *op, size_t cap,
                                            meta_q_reason *why);
 
+/* True (message set, naming fn) when tensor is live and owned by a live aclTensorList:
+ * aclDestroyTensor refuses it, the list destroys it. */
+META_HIDDEN bool meta_tensor_listed(const char *fn, const aclTensor *tensor);
+
 #endif

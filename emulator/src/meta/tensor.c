@@ -192,6 +192,8 @@ static aclnnStatus destroy(const char *fn, const void *h, aclemu_kind kind, cons
 aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
     if (aclemu_fault(__func__))
         return ACLNN_ERR_INNER;
+    if (tensor != NULL && meta_tensor_listed(__func__, tensor))
+        return ACLNN_ERR_PARAM_INVALID;
     return destroy(__func__, tensor, ACLEMU_KIND_TENSOR, "tensor");
 }
 

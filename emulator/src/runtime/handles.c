@@ -161,6 +161,10 @@ int aclemuGetLiveObjects(aclemuLiveObjects *out) {
     out->streams = rt_handle_count(ACLEMU_KIND_STREAM);
     out->events = rt_handle_count(ACLEMU_KIND_EVENT);
     out->contexts = rt_handle_count(ACLEMU_KIND_CONTEXT);
+    out->scalars = rt_handle_count(ACLEMU_KIND_SCALAR);
+    out->float_arrays = rt_handle_count(ACLEMU_KIND_FLOAT_ARRAY);
+    out->tensor_lists = rt_handle_count(ACLEMU_KIND_TENSOR_LIST);
+    out->scalar_lists = rt_handle_count(ACLEMU_KIND_SCALAR_LIST);
     return ACL_SUCCESS;
 }
 

@@ -1,0 +1,346 @@
+"""Operator argument objects beyond tensors: ``Scalar`` (``aclScalar``), ``FloatArray``
+(``aclFloatArray``), ``TensorList`` (``aclTensorList``) and ``ScalarList``
+(``aclScalarList``).
+
+Ownership follows libnnopbase (hicann/opbase src/nnopbase/common/api/acl_op_api.cpp): a
+scalar and a float array copy their values; a list copies its pointer array and TAKES
+OWNERSHIP of its elements (``aclDestroyTensorList`` destroys every tensor in it). So a
+``TensorList`` gives the C list fresh ``aclTensor`` handles of its own (the DeviceTensors keep
+theirs), and a ``ScalarList`` makes its own ``aclScalar`` handles; destroying the list
+destroys exactly those, once. The Python objects keep the tensors they describe (and so their
+device memory) alive.
+
+Every object is a context manager with ``close()``; a finalizer and ``acl_py.finalize()``
+release what is left.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._ffi import ffi
+from . import dtypes as _dt
+from . import memory as _mem
+from . import runtime as _rt
+from .errors import AclArgumentError, AclTypeError, ClosedError, check_create, make_error
+from .tensor import DeviceTensor
+
+
+def _destroyer(call):
+    def destroy(h):
+        s = getattr(_rt.lib, call)(h)
+        if s:
+            raise make_error(s, call)
+    destroy.__name__ = f"_destroy_{call}"
+    return destroy
+
+
+_destroy_scalar = _destroyer("aclDestroyScalar")
+_destroy_float_array = _destroyer("aclDestroyFloatArray")
+_destroy_tensor = _destroyer("aclDestroyTensor")
+_destroy_tensor_list = _destroyer("aclDestroyTensorList")
+_destroy_scalar_list = _destroyer("aclDestroyScalarList")
+
+
+class _Owned:
+    """One C handle released exactly once (close, garbage collection or teardown)."""
+
+    __slots__ = ("_handle", "_rel", "__weakref__")
+
+    def _adopt(self, h, destroy):
+        self._rel = _rt.Releaser(self, destroy, (h,), _rt.ORDER_HANDLE)
+        self._handle = h
+
+    @property
+    def handle(self):
+        h = self._handle
+        if h is None or not self._rel.alive:
+            raise self._closed_error()
+        return h
+
+    def _closed_error(self):
+        if self._handle is None:
+            return ClosedError(f"{type(self).__name__} is closed")
+        return _rt.FinalizedError(type(self).__name__)  # only teardown releases behind us
+
+    @property
+    def closed(self):
+        return self._handle is None or not self._rel.alive
+
+    def close(self):
+        """Destroys the handle. Safe to repeat."""
+        _mem.close_epoch += 1
+        if self._rel is not None:
+            self._rel.release()
+        self._handle = None
+
+    def __enter__(self):
+        self.handle
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+# ---- Scalar ----------------------------------------------------------------------------------
+
+def natural_dtype(value, argument="value"):
+    """The dtype a Python value becomes as a scalar when none is given: a NumPy scalar keeps
+    its own; bool -> bool, int -> int64, float -> float64, complex -> complex128 (the types
+    Python itself computes in, as torch's Scalar does)."""
+    if isinstance(value, np.generic):
+        return _dt.as_dtype(value.dtype, argument)
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(value, numbers.Integral):
+        return np.dtype(np.int64)
+    if isinstance(value, numbers.Real):
+        return np.dtype(np.float64)
+    if isinstance(value, numbers.Complex):
+        return np.dtype(np.complex128)
+    raise AclTypeError(argument, f"expected a number, got {type(value).__name__} {value!r}")
+
+
+def scalar_bytes(value, dtype, argument="value"):
+    """``value`` in ``dtype``'s representation, refusing lossy conversions: a bool dtype
+    takes bools, an integer dtype integers in its range, a real dtype real numbers (rounded
+    to it), a complex dtype any number."""
+    dt = _dt.as_dtype(dtype, "dtype")
+    kind = dt.kind
+    if isinstance(value, np.generic):
+        value = value.item()
+    ok = {"b": lambda v: isinstance(v, bool),
+          "i": lambda v: isinstance(v, numbers.Integral),
+          "u": lambda v: isinstance(v, numbers.Integral),
+          "f": lambda v: isinstance(v, numbers.Real),
+          "V": lambda v: isinstance(v, numbers.Real),      # bfloat16 (ml_dtypes)
+          "c": lambda v: isinstance(v, numbers.Complex)}.get(kind)
+    if ok is None or not ok(value):
+        raise AclTypeError(argument, f"{type(value).__name__} {value!r} cannot be a scalar "
+                           f"of dtype {dt} without loss")
+    if kind in "iu":
+        info = np.iinfo(dt)
+        if not info.min <= int(value) <= info.max:
+            raise AclArgumentError(argument, f"{value} is out of range for {dt} "
+                                   f"[{info.min}, {info.max}]")
+        value = int(value)
+    with np.errstate(over="ignore"):  # a float too large for float16 becomes inf, as on a device
+        return np.array(value, dtype=dt).tobytes()
+
+
+class Scalar(_Owned):
+    """An ``aclScalar``: ``Scalar(value, dtype=None)``. ``dtype`` is a NumPy dtype (or
+    anything ``np.dtype`` takes, e.g. ``"float16"``); by default the value's natural one
+    (see :func:`natural_dtype`)."""
+
+    __slots__ = ("_value", "_dtype")
+
+    def __init__(self, value, dtype=None):
+        self._handle = None
+        self._rel = None
+        dt = natural_dtype(value) if dtype is None else _dt.as_dtype(dtype, "dtype")
+        raw = scalar_bytes(value, dt)
+        self._value = value.item() if isinstance(value, np.generic) else value
+        self._dtype = dt
+        L = _rt.ensure()
+        buf = ffi.new("char[]", raw)
+        self._adopt(check_create(L.aclCreateScalar(buf, _dt.to_acl(dt)), "aclCreateScalar"),
+                    _destroy_scalar)
+
+    @property
+    def value(self):
+        return self._value
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def __repr__(self):
+        state = " closed" if self.closed else ""
+        return f"<acl_py.Scalar{state} {self._value!r} dtype={self._dtype}>"
+
+
+# ---- FloatArray ------------------------------------------------------------------------------
+
+class FloatArray(_Owned):
+    """An ``aclFloatArray`` of float32 values (e.g. an operator's per-axis scales)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values):
+        self._handle = None
+        self._rel = None
+        vals = _sequence(values, "values")
+        for i, v in enumerate(vals):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+                raise AclTypeError(f"values[{i}]", f"expected a real number, got "
+                                   f"{type(v).__name__} {v!r}")
+        with np.errstate(over="ignore"):
+            arr32 = np.asarray(vals, dtype=np.float32).reshape(-1)
+        self._values = tuple(float(v) for v in arr32)
+        L = _rt.ensure()
+        arr = ffi.new("float[]", self._values or (0.0,))  # never NULL, even for 0 values
+        self._adopt(check_create(L.aclCreateFloatArray(arr, len(vals)), "aclCreateFloatArray"),
+                    _destroy_float_array)
+
+    @property
+    def values(self):
+        """The values as stored (rounded to float32)."""
+        return self._values
+
+    def __len__(self):
+        return len(self._values)
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __getitem__(self, i):
+        return self._values[i]
+
+    def __repr__(self):
+        state = " closed" if self.closed else ""
+        return f"<acl_py.FloatArray{state} {list(self._values)}>"
+
+
+def _sequence(values, argument):
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise AclTypeError(argument, f"expected a sequence, got {type(values).__name__}")
+    if isinstance(values, np.ndarray):
+        return tuple(values.reshape(-1).tolist())
+    return tuple(values)
+
+
+# ---- lists -----------------------------------------------------------------------------------
+
+def _make_list(items, create_call, item_type, destroy_item):
+    """Creates the C list from freshly made element handles (``items``: handles or NULL).
+    Until the list exists the handles are ours, destroyed on failure; after, the list owns
+    them."""
+    arr = ffi.new(f"{item_type} *[]", items or [ffi.NULL])
+    h = getattr(_rt.lib, create_call)(arr, len(items))
+    if not h:
+        try:
+            check_create(h, create_call)  # raises, with the library's message
+        finally:
+            for it in items:
+                if it:
+                    destroy_item(it)
+    return h
+
+
+class TensorList(_Owned):
+    """An ``aclTensorList`` of DeviceTensors (``None`` for an absent element). The C list gets
+    its own aclTensor handles (aclCreateTensorList takes ownership of them), so closing it
+    leaves the DeviceTensors usable; it keeps them, and their storage, alive."""
+
+    __slots__ = ("_tensors",)
+
+    def __init__(self, tensors):
+        self._handle = None
+        self._rel = None
+        tensors = _sequence(tensors, "tensors")
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, DeviceTensor):
+                raise AclTypeError(f"tensors[{i}]", f"expected a DeviceTensor or None, got "
+                                   f"{type(t).__name__}")
+        _rt.ensure()
+        handles = []
+        try:
+            for t in tensors:
+                handles.append(ffi.NULL if t is None else t.new_handle())
+        except BaseException:
+            for h in handles:
+                if h:
+                    _destroy_tensor(h)
+            raise
+        self._tensors = tensors
+        self._adopt(_make_list(handles, "aclCreateTensorList", "aclTensor", _destroy_tensor),
+                    _destroy_tensor_list)
+
+    @property
+    def handle(self):
+        h = super().handle
+        for i, t in enumerate(self._tensors):
+            if t is not None and t.closed:
+                raise ClosedError(f"TensorList element {i} is closed (its device memory may "
+                                  f"be gone)")
+        return h
+
+    @property
+    def tensors(self):
+        return self._tensors
+
+    def __len__(self):
+        return len(self._tensors)
+
+    def __iter__(self):
+        return iter(self._tensors)
+
+    def __getitem__(self, i):
+        return self._tensors[i]
+
+    def __repr__(self):
+        state = " closed" if self.closed else ""
+        return f"<acl_py.TensorList{state} of {len(self._tensors)}>"
+
+
+class ScalarList(_Owned):
+    """An ``aclScalarList``. Elements: numbers (natural dtype) or :class:`Scalar` (its value
+    and dtype are copied: the list owns scalars of its own, so the Scalar stays usable)."""
+
+    __slots__ = ("_values", "_dtypes")
+
+    def __init__(self, values, dtype=None):
+        self._handle = None
+        self._rel = None
+        vals = _sequence(values, "values")
+        specs = []
+        for i, v in enumerate(vals):
+            if isinstance(v, Scalar):
+                specs.append((v.value, v.dtype))
+            else:
+                dt = natural_dtype(v, f"values[{i}]") if dtype is None else \
+                    _dt.as_dtype(dtype, "dtype")
+                specs.append((v, dt))
+        raws = [scalar_bytes(v, dt, f"values[{i}]") for i, (v, dt) in enumerate(specs)]
+        L = _rt.ensure()
+        handles = []
+        try:
+            for raw, (_v, dt) in zip(raws, specs):
+                buf = ffi.new("char[]", raw)
+                handles.append(check_create(L.aclCreateScalar(buf, _dt.to_acl(dt)),
+                                            "aclCreateScalar"))
+        except BaseException:
+            for h in handles:
+                _destroy_scalar(h)
+            raise
+        self._values = tuple(v for v, _dt_ in specs)
+        self._dtypes = tuple(dt for _v, dt in specs)
+        self._adopt(_make_list(handles, "aclCreateScalarList", "aclScalar", _destroy_scalar),
+                    _destroy_scalar_list)
+
+    @property
+    def values(self):
+        return self._values
+
+    @property
+    def dtypes(self):
+        return self._dtypes
+
+    def __len__(self):
+        return len(self._values)
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __getitem__(self, i):
+        return self._values[i]
+
+    def __repr__(self):
+        state = " closed" if self.closed else ""
+        return f"<acl_py.ScalarList{state} {list(self._values)}>"
+
+
+__all__ = ["Scalar", "FloatArray", "TensorList", "ScalarList", "natural_dtype", "scalar_bytes"]
