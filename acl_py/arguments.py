@@ -84,6 +84,25 @@ class _Owned:
         return False
 
 
+class _OwnedSequence(_Owned):
+    """An owned handle describing a fixed sequence of items (``_items``)."""
+
+    __slots__ = ("_items",)
+
+    def __len__(self):
+        return len(self._items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __getitem__(self, i):
+        return self._items[i]
+
+    def __repr__(self):
+        state = " closed" if self.closed else ""
+        return f"<acl_py.{type(self).__name__}{state} {list(self._items)}>"
+
+
 # ---- Scalar ----------------------------------------------------------------------------------
 
 def natural_dtype(value, argument="value"):
@@ -164,10 +183,10 @@ class Scalar(_Owned):
 
 # ---- FloatArray ------------------------------------------------------------------------------
 
-class FloatArray(_Owned):
+class FloatArray(_OwnedSequence):
     """An ``aclFloatArray`` of float32 values (e.g. an operator's per-axis scales)."""
 
-    __slots__ = ("_values",)
+    __slots__ = ()
 
     def __init__(self, values):
         self._handle = None
@@ -179,29 +198,16 @@ class FloatArray(_Owned):
                                    f"{type(v).__name__} {v!r}")
         with np.errstate(over="ignore"):
             arr32 = np.asarray(vals, dtype=np.float32).reshape(-1)
-        self._values = tuple(float(v) for v in arr32)
+        self._items = tuple(float(v) for v in arr32)
         L = _rt.ensure()
-        arr = ffi.new("float[]", self._values or (0.0,))  # never NULL, even for 0 values
+        arr = ffi.new("float[]", self._items or (0.0,))  # never NULL, even for 0 values
         self._adopt(check_create(L.aclCreateFloatArray(arr, len(vals)), "aclCreateFloatArray"),
                     _destroy_float_array)
 
     @property
     def values(self):
         """The values as stored (rounded to float32)."""
-        return self._values
-
-    def __len__(self):
-        return len(self._values)
-
-    def __iter__(self):
-        return iter(self._values)
-
-    def __getitem__(self, i):
-        return self._values[i]
-
-    def __repr__(self):
-        state = " closed" if self.closed else ""
-        return f"<acl_py.FloatArray{state} {list(self._values)}>"
+        return self._items
 
 
 def _sequence(values, argument):
@@ -230,12 +236,12 @@ def _make_list(items, create_call, item_type, destroy_item):
     return h
 
 
-class TensorList(_Owned):
+class TensorList(_OwnedSequence):
     """An ``aclTensorList`` of DeviceTensors (``None`` for an absent element). The C list gets
     its own aclTensor handles (aclCreateTensorList takes ownership of them), so closing it
     leaves the DeviceTensors usable; it keeps them, and their storage, alive."""
 
-    __slots__ = ("_tensors",)
+    __slots__ = ()
 
     def __init__(self, tensors):
         self._handle = None
@@ -255,14 +261,14 @@ class TensorList(_Owned):
                 if h:
                     _destroy_tensor(h)
             raise
-        self._tensors = tensors
+        self._items = tensors
         self._adopt(_make_list(handles, "aclCreateTensorList", "aclTensor", _destroy_tensor),
                     _destroy_tensor_list)
 
     @property
     def handle(self):
         h = super().handle
-        for i, t in enumerate(self._tensors):
+        for i, t in enumerate(self._items):
             if t is not None and t.closed:
                 raise ClosedError(f"TensorList element {i} is closed (its device memory may "
                                   f"be gone)")
@@ -270,27 +276,18 @@ class TensorList(_Owned):
 
     @property
     def tensors(self):
-        return self._tensors
-
-    def __len__(self):
-        return len(self._tensors)
-
-    def __iter__(self):
-        return iter(self._tensors)
-
-    def __getitem__(self, i):
-        return self._tensors[i]
+        return self._items
 
     def __repr__(self):
         state = " closed" if self.closed else ""
-        return f"<acl_py.TensorList{state} of {len(self._tensors)}>"
+        return f"<acl_py.TensorList{state} of {len(self._items)}>"
 
 
-class ScalarList(_Owned):
+class ScalarList(_OwnedSequence):
     """An ``aclScalarList``. Elements: numbers (natural dtype) or :class:`Scalar` (its value
     and dtype are copied: the list owns scalars of its own, so the Scalar stays usable)."""
 
-    __slots__ = ("_values", "_dtypes")
+    __slots__ = ("_dtypes",)
 
     def __init__(self, values, dtype=None):
         self._handle = None
@@ -316,31 +313,18 @@ class ScalarList(_Owned):
             for h in handles:
                 _destroy_scalar(h)
             raise
-        self._values = tuple(v for v, _dt_ in specs)
+        self._items = tuple(v for v, _dt_ in specs)
         self._dtypes = tuple(dt for _v, dt in specs)
         self._adopt(_make_list(handles, "aclCreateScalarList", "aclScalar", _destroy_scalar),
                     _destroy_scalar_list)
 
     @property
     def values(self):
-        return self._values
+        return self._items
 
     @property
     def dtypes(self):
         return self._dtypes
-
-    def __len__(self):
-        return len(self._values)
-
-    def __iter__(self):
-        return iter(self._values)
-
-    def __getitem__(self, i):
-        return self._values[i]
-
-    def __repr__(self):
-        state = " closed" if self.closed else ""
-        return f"<acl_py.ScalarList{state} {list(self._values)}>"
 
 
 __all__ = ["Scalar", "FloatArray", "TensorList", "ScalarList", "natural_dtype", "scalar_bytes"]

@@ -32,6 +32,7 @@ HEADERS = [
     (INCLUDE / "acl" / "acl.h", "ascendcl"),
     (INCLUDE / "aclnn" / "acl_meta.h", "nnopbase"),
     (INCLUDE / "aclnnop" / "aclnn_layer_norm_backward.h", "opapi"),
+    (INCLUDE / "aclnnop" / "aclnn_add.h", "opapi"),
     # Emulator-only introspection: exported by the emulator's libascendcl.so, bound only when
     # the emulator backend is active.
     (EMULATOR_INCLUDE / "aclemu" / "aclemu.h", "emulator"),

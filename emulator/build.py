@@ -2,8 +2,9 @@
 
     <prefix>/lib64/libascendcl.so     runtime        (emulator/src/runtime/*.c)
     <prefix>/lib64/libnnopbase.so     acl_meta.h     (emulator/src/meta/*.c)
-    <prefix>/lib64/libopapi.so        operators      (emulator/src/ops/*.c)
-    <prefix>/lib64/libopapi_nn.so     the same operators under the newer library name
+    <prefix>/lib64/libopapi.so        every operator (emulator/src/ops/*.c, ops_math/*.c)
+    <prefix>/lib64/libopapi_nn.so     the nn operators (ops/), as newer releases split them
+    <prefix>/lib64/libopapi_math.so   the math operators (ops_math/)
     <prefix>/include/                 bindings/include + emulator/include (aclemu/)
 
 The sources are compiled against bindings/include, the same headers cffi reads, so the C
@@ -41,12 +42,14 @@ CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-fPIC", "-pthread", "-O3", "-g",
 SANITIZE_FLAGS = ["-O1", "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
                   "-fno-sanitize-recover=undefined", "-fsanitize-undefined-trap-on-error"]
 
-# (library file, source folder, libraries it links against)
+# (library file, source folders, libraries it links against). Newer CANN releases split the
+# operators by domain (libopapi_nn.so, libopapi_math.so, ...); libopapi.so has them all.
 LIBRARIES = [
-    ("libascendcl.so", "runtime", ["-lm"]),
-    ("libnnopbase.so", "meta", ["-lascendcl"]),
-    ("libopapi.so", "ops", ["-lnnopbase", "-lascendcl", "-lm"]),
-    ("libopapi_nn.so", "ops", ["-lnnopbase", "-lascendcl", "-lm"]),
+    ("libascendcl.so", ("runtime",), ["-lm"]),
+    ("libnnopbase.so", ("meta",), ["-lascendcl"]),
+    ("libopapi.so", ("ops", "ops_math"), ["-lnnopbase", "-lascendcl", "-lm"]),
+    ("libopapi_nn.so", ("ops",), ["-lnnopbase", "-lascendcl", "-lm"]),
+    ("libopapi_math.so", ("ops_math",), ["-lnnopbase", "-lascendcl", "-lm"]),
 ]
 
 
@@ -84,7 +87,7 @@ def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = F
     incs = [f"-I{p}" for p in INCLUDES] + [f"-I{SRC}"]
     lib64 = prefix / "lib64"
     lib64.mkdir(parents=True, exist_ok=True)
-    folders = sorted({folder for _, folder, _ in LIBRARIES})
+    folders = sorted({folder for _, fs, _ in LIBRARIES for folder in fs})
     sources = {f: sorted((SRC / f).glob("*.c")) for f in folders}
     for f in folders:
         if not sources[f]:
@@ -102,13 +105,14 @@ def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = F
             print(f"emulator: compiling {len(jobs)} files", flush=True)
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             objs = dict(zip(jobs, pool.map(compile_one, jobs)))
-        for name, folder, libs in LIBRARIES:
+        for name, lib_folders, libs in LIBRARIES:
             tmp = lib64 / (name + ".tmp")
             # The SONAME lets the dynamic linker match a library's dependencies (libnnopbase.so
             # needs libascendcl.so) to the copies acl-py already opened by absolute path;
             # without it they are searched for again, LD_LIBRARY_PATH first, where "." or an
             # empty element would load a libascendcl.so planted in the current directory.
-            cmd = [*cc, *flags, "-shared", "-o", str(tmp), *(objs[s] for s in sources[folder]),
+            lib_objs = [objs[s] for f in lib_folders for s in sources[f]]
+            cmd = [*cc, *flags, "-shared", "-o", str(tmp), *lib_objs,
                    f"-L{lib64}", f"-Wl,-soname,{name}", "-Wl,-rpath,$ORIGIN",
                    "-Wl,--no-undefined", *libs]
             if not quiet:

@@ -37,7 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-VENDOR_HEADERS = ("acl/acl.h", "aclnn/acl_meta.h", "aclnnop/aclnn_layer_norm_backward.h")
+VENDOR_HEADERS = ("acl/acl.h", "aclnn/acl_meta.h", "aclnnop/aclnn_layer_norm_backward.h",
+                  "aclnnop/aclnn_add.h")
 
 C_FLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"]
 CXX_FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-x", "c++"]

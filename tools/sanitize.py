@@ -36,7 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = ROOT / "build" / "emulator-asan"
 LOGS = ROOT / "build" / "sanitize-logs"
-LIBRARIES = ("libascendcl.so", "libnnopbase.so", "libopapi.so", "libopapi_nn.so")
+LIBRARIES = ("libascendcl.so", "libnnopbase.so", "libopapi.so", "libopapi_nn.so",
+             "libopapi_math.so")
 
 # The whole suite, as `make test` runs it. Measured on the shared 2-core machine: 1004 tests
 # in 6.4 min under ASan, 7.1 min with the sanitized build (emulator rebuilt), so no
