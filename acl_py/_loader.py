@@ -57,6 +57,14 @@ class Backend:
         return self.name == "emulator"
 
 
+def split_operator_libraries(opened: Path) -> list[Path]:
+    """The operator libraries beside the opened one (libopapi.so, libopapi_<domain>.so), in
+    name order, the opened one excluded."""
+    d = opened.parent
+    return [p for p in [d / "libopapi.so"] + sorted(d.glob("libopapi_*.so"))
+            if p.is_file() and p != opened]
+
+
 def _lib_dirs(root: Path) -> list[Path]:
     arch = platform.machine()
     return [root / "lib64", root / f"{arch}-linux" / "lib64"]
@@ -166,6 +174,7 @@ class Library:
                 raise LibraryNotFoundError(f"cannot open {path}: {e}") from None
         if backend.is_emulator:
             self._handles["emulator"] = self._handles["ascendcl"]
+        self._split = {}  # other operator libraries, opened on first need
 
     def __getattr__(self, name: str):
         role = LIBRARY_OF.get(name)
@@ -179,11 +188,31 @@ class Library:
         try:
             func = getattr(handle, name)
         except (AttributeError, ffi.error):  # cffi raises ffi.error for a missing symbol
-            raise SymbolNotFoundError(
-                f"symbol {name} not found in {self.backend.libraries.get(role, role)}"
-            ) from None
+            func = self._from_split_library(role, name)
         setattr(self, name, func)  # cache: later lookups skip __getattr__
         return func
+
+    def _from_split_library(self, role, name):
+        """An operator function the opened operator library lacks, from the other
+        ``libopapi*.so`` beside it (newer releases split operators by domain:
+        libopapi_nn.so, libopapi_math.so, ...), each opened on first need."""
+        main = self.backend.libraries.get(role, role)
+        searched = [str(main)]
+        if role == "opapi":
+            for path in split_operator_libraries(Path(main)):
+                searched.append(str(path))
+                handle = self._split.get(path)
+                if handle is None:
+                    try:
+                        handle = self._split[path] = ffi.dlopen(
+                            str(path), ffi.RTLD_NOW | ffi.RTLD_GLOBAL | ffi.RTLD_NODELETE)
+                    except OSError:
+                        continue
+                try:
+                    return getattr(handle, name)
+                except (AttributeError, ffi.error):
+                    continue
+        raise SymbolNotFoundError(f"symbol {name} not found in {', '.join(searched)}")
 
     def check_symbols(self) -> list[str]:
         """Names of declared functions the opened libraries do not export (should be empty)."""

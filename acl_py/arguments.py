@@ -43,8 +43,9 @@ _destroy_tensor_list = _destroyer("aclDestroyTensorList")
 _destroy_scalar_list = _destroyer("aclDestroyScalarList")
 
 
-class _Owned:
-    """One C handle released exactly once (close, garbage collection or teardown)."""
+class ArgumentObject:
+    """Base of the argument objects here: one C handle (``handle``) released exactly once
+    (close, garbage collection or teardown)."""
 
     __slots__ = ("_handle", "_rel", "__weakref__")
 
@@ -84,7 +85,7 @@ class _Owned:
         return False
 
 
-class _OwnedSequence(_Owned):
+class _OwnedSequence(ArgumentObject):
     """An owned handle describing a fixed sequence of items (``_items``)."""
 
     __slots__ = ("_items",)
@@ -149,7 +150,7 @@ def scalar_bytes(value, dtype, argument="value"):
         return np.array(value, dtype=dt).tobytes()
 
 
-class Scalar(_Owned):
+class Scalar(ArgumentObject):
     """An ``aclScalar``: ``Scalar(value, dtype=None)``. ``dtype`` is a NumPy dtype (or
     anything ``np.dtype`` takes, e.g. ``"float16"``); by default the value's natural one
     (see :func:`natural_dtype`)."""
@@ -327,4 +328,4 @@ class ScalarList(_OwnedSequence):
         return self._dtypes
 
 
-__all__ = ["Scalar", "FloatArray", "TensorList", "ScalarList", "natural_dtype", "scalar_bytes"]
+__all__ = ["ArgumentObject", "Scalar", "FloatArray", "TensorList", "ScalarList", "natural_dtype", "scalar_bytes"]
