@@ -275,3 +275,56 @@ def test_inplace_and_scalar_forms(arena):
     assert lib.aclnnInplaceAdds(ffi.NULL, 0, ex[0], arena.stream) == 0
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
     np.testing.assert_array_equal(get(arena, B), b + np.float32(1.0))
+
+
+# ---- what depends on the part (ACL_EMU_SOC is read once per process) -------------------------
+
+SOC_SCRIPT = """
+    import json
+    import numpy as np
+    import acl_py
+    from acl_py.raw import ffi, lib
+
+    def phase_one(fn, *args):
+        ws, ex = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+        rc = fn(*[a.handle for a in args], ws, ex)
+        if rc:
+            return [rc, ffi.string(lib.aclGetRecentErrMsg()).decode()]
+        assert lib.aclDestroyAclOpExecutor(ex[0]) == 0
+        return ["ok"]
+
+    T = acl_py.DeviceTensor.from_numpy
+    f32 = np.array([1.0, 2.0], np.float32)
+    one = acl_py.Scalar(1.0)
+    res = {
+        "bf16": phase_one(lib.aclnnAddGetWorkspaceSize, T(f32.astype(acl_py.dtypes.bfloat16())),
+                          T(f32), one, T(np.zeros(2, np.float32))),
+        # int32 + 2.5 promotes to FLOAT on 950, to DOUBLE elsewhere: an INT32 out takes neither
+        "adds_f32_out": phase_one(lib.aclnnAddsGetWorkspaceSize, T(np.array([1, 2], np.int32)),
+                                  acl_py.Scalar(2.5), acl_py.Scalar(1),
+                                  T(np.zeros(2, np.float32))),
+    }
+    print(json.dumps(res))
+"""
+
+
+@pytest.mark.parametrize("soc,bf16_ok", [("Ascend910B2", True), ("Ascend910A", False),
+                                         ("Ascend950PR_9599", True)])
+def test_dtype_list_follows_the_part(run_python, soc, bf16_ok):
+    import json
+    r = run_python(SOC_SCRIPT, env={"ACL_EMU_SOC": soc})
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    if bf16_ok:
+        assert res["bf16"] == ["ok"]
+    else:
+        assert res["bf16"][0] == INVALID and "BF16" in res["bf16"][1] and soc in res["bf16"][1]
+    assert res["adds_f32_out"] == ["ok"]
+
+
+def test_inference_series_is_refused(run_python):
+    import json
+    r = run_python(SOC_SCRIPT, env={"ACL_EMU_SOC": "Ascend310P3"})
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["bf16"][0] == INVALID and "not supported on Ascend310P3" in res["bf16"][1]

@@ -16,8 +16,11 @@
  * - the result is cast to out's dtype (the vendor's Cast, then ViewCopy into a strided out).
  * Integers wrap (two's complement); BOOL add is a logical or, BOOL mul a logical and.
  *
- * The operator's checks that depend on the SoC (the dtype list: BFLOAT16 only on parts of
- * NPU architecture 2201 and 3510) follow aclemu_soc_npu_arch().
+ * What depends on the part (ACL_EMU_SOC, aclemu_soc_info): the dtype list (BFLOAT16 only on
+ * NPU architectures 2201 and 3510); on 3510 ("regbase", the vendor's IsRegBase) the extra
+ * promotion checks, alpha == 1 judged in double for DOUBLE and never for complex, Axpy for
+ * FLOAT/FLOAT16/BF16 only, and aclnnAdds' other promotion. The docs list aclnnAdd as not
+ * supported on the Atlas inference series (architecture 2002): refused there.
  */
 #include <complex.h>
 #include <math.h>
@@ -51,9 +54,6 @@ static bool add_dtype_ok(aclDataType d, int arch) {
     }
 }
 
-static int npu_arch(void) {
-    return 2201; /* Atlas A2/A3 until the emulated SoC is selectable */
-}
 
 static bool is_complex(aclDataType d) {
     return d == ACL_COMPLEX64 || d == ACL_COMPLEX128 || d == ACL_COMPLEX32;
@@ -483,6 +483,49 @@ static const aclemu_executor_ops ADDS_OPS = {"aclnnAdds", add_launch, add_destro
 static const aclemu_executor_ops IADD_OPS = {"aclnnInplaceAdd", add_launch, add_destroy};
 static const aclemu_executor_ops IADDS_OPS = {"aclnnInplaceAdds", add_launch, add_destroy};
 
+/* aclnnAdds' promotion off 3510 (the vendor's PromoteTypeScalar, non-regbase branch). */
+static aclDataType adds_promote(aclDataType self, aclDataType other, aclDataType out) {
+    if (is_complex(self) || is_complex(other))
+        return promote(self, other);
+    if (is_floating(self))
+        return self;
+    if (other == ACL_DOUBLE && out == ACL_FLOAT)
+        return ACL_FLOAT;
+    if (is_floating(other) || self == ACL_BOOL)
+        return promote(self, other);
+    return self;
+}
+
+/* The same on 3510: the scalar counts as FLOAT (COMPLEX64) when floating (complex), the
+ * categories combine as the vendor's CombineCategoriesWithComplex, and a FLOAT16/BF16 result
+ * becomes FLOAT unless other and alpha are exact in it. */
+static aclDataType adds_promote_regbase(aclDataType self, const aclScalar *other,
+                                        const aclScalar *alpha) {
+    aclDataType o = is_complex(other->dtype) ? ACL_COMPLEX64
+                    : is_floating(other->dtype) ? ACL_FLOAT : other->dtype;
+    aclDataType r;
+    if (is_complex(self)) {
+        r = self;
+    } else if (is_complex(o)) {
+        r = !is_floating(self) ? o : self == ACL_DOUBLE ? ACL_COMPLEX128
+                                   : self == ACL_FLOAT16 ? ACL_COMPLEX32 : ACL_COMPLEX64;
+    } else if (is_floating(self)) {
+        r = self;
+    } else if (self == ACL_BOOL || is_floating(o)) {
+        r = promote(self, o);
+    } else {
+        r = self != ACL_DT_UNDEFINED ? self : o;
+    }
+    if (r == ACL_FLOAT16 || r == ACL_BF16) {
+        float ov = (float)aclemu_scalar_to_double(other), av = (float)aclemu_scalar_to_double(alpha);
+        float oc = (float)round_to(ov, r), ac = (float)round_to(av, r);
+        bool keep = fabsf(oc - ov) <= 1.1920929e-07f && fabsf(ac - av) <= 1.1920929e-07f;
+        if (!keep)
+            r = ACL_FLOAT;
+    }
+    return r == ACL_COMPLEX32 ? ACL_COMPLEX64 : r;
+}
+
 /* ---- phase one ------------------------------------------------------------------------------ */
 
 #define FAIL(code, ...)                \
@@ -558,36 +601,36 @@ static aclnnStatus add_phase1(const add_names *N, const aclTensor *self, const a
              (const void *)out);
 
     /* 2. self (and other) in the dtype list of this SoC */
-    int arch = npu_arch();
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    int arch = soc->npu_arch;
+    bool regbase = arch == 3510;
+    if (arch == 2002)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: not supported on %s (%s): the operator's docs list "
+             "Atlas A2/A3, Ascend 950 and the Atlas training series", P1, soc->name,
+             soc->series);
     const char *list = arch == 2201 || arch == 3510
                            ? "FLOAT, INT32, INT64, FLOAT16, INT16, INT8, UINT8, DOUBLE, BOOL, "
                              "BF16, COMPLEX64, COMPLEX128"
                            : "FLOAT, INT32, INT64, FLOAT16, INT16, INT8, UINT8, DOUBLE, BOOL, "
                              "COMPLEX64, COMPLEX128";
     if (!add_dtype_ok(self->dtype, arch))
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on this SoC (%s)", P1,
-             self_name, dname(self->dtype), list);
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s)", P1,
+             self_name, dname(self->dtype), soc->name, list);
     if (other && !add_dtype_ok(other->dtype, arch))
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: other dtype %s is not supported on this SoC (%s)",
-             P1, dname(other->dtype), list);
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: other dtype %s is not supported on %s (%s)", P1,
+             dname(other->dtype), soc->name, list);
 
     /* 3. promotion, alpha castable to it, and it castable to out */
     aclDataType other_dt = other ? other->dtype : other_s->dtype;
     aclDataType calc;
-    if (!adds) {
+    if (!adds)
         calc = promote(self->dtype, other_dt);
-    } else if (is_complex(self->dtype) || is_complex(other_dt)) {
-        /* the vendor's non-regbase PromoteTypeScalar */
-        calc = promote(self->dtype, other_dt);
-    } else if (is_floating(self->dtype)) {
-        calc = self->dtype;
-    } else if (other_dt == ACL_DOUBLE && out->dtype == ACL_FLOAT) {
-        calc = ACL_FLOAT;
-    } else if (is_floating(other_dt) || self->dtype == ACL_BOOL) {
-        calc = promote(self->dtype, other_dt);
-    } else {
-        calc = self->dtype;
-    }
+    else if (regbase)
+        calc = adds_promote_regbase(self->dtype, other_s, alpha);
+    else
+        calc = adds_promote(self->dtype, other_dt, out->dtype);
     if (calc == ACL_DT_UNDEFINED)
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s and other dtype %s cannot be promoted "
              "to a common dtype", P1, self_name, dname(self->dtype), dname(other_dt));
@@ -595,6 +638,15 @@ static aclnnStatus add_phase1(const add_names *N, const aclTensor *self, const a
                          : !can_cast(alpha->dtype, calc))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: alpha dtype %s cannot be cast to the promoted "
              "dtype %s", P1, dname(alpha->dtype), dname(calc));
+    if (regbase) {
+        if (!can_cast(self->dtype, calc) || !can_cast(other_dt, calc))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s cannot be cast to the promoted "
+                 "dtype %s", P1, can_cast(self->dtype, calc) ? "other" : self_name,
+                 dname(can_cast(self->dtype, calc) ? other_dt : self->dtype), dname(calc));
+        if (!add_dtype_ok(calc, arch))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: the promoted dtype %s is not supported on %s "
+                 "(%s)", P1, dname(calc), soc->name, list);
+    }
     if (!can_cast(calc, out->dtype))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: the promoted dtype %s cannot be cast to out's "
              "dtype %s", P1, dname(calc), dname(out->dtype));
@@ -653,13 +705,20 @@ static aclnnStatus add_phase1(const add_names *N, const aclTensor *self, const a
         P->other_dtype = other_s->dtype;
     }
     P->calc = calc;
-    /* alpha == 1 is judged as the vendor's IsEqualToOne (non-regbase) does: on its value as
-     * float, "neither > 1 nor < 1" (so a NaN alpha, or a complex one with real part 1, adds
-     * other unscaled, as on the device) */
+    /* alpha == 1 is judged as the vendor's IsEqualToOne does: "neither > 1 nor < 1" on its
+     * float value (so a NaN alpha, or a complex one with real part 1, adds other unscaled,
+     * as on the device); on 3510 in double for a DOUBLE promotion, never for complex. */
     float alpha_f = (float)aclemu_scalar_to_double(alpha);
-    if (!(alpha_f > 1.0f || alpha_f < 1.0f)) {
+    double alpha_d = aclemu_scalar_to_double(alpha);
+    bool one = !(alpha_f > 1.0f || alpha_f < 1.0f);
+    if (regbase)
+        one = is_complex(alpha->dtype) || is_complex(calc) ? false
+              : calc == ACL_DOUBLE ? !(alpha_d > 1.0 || alpha_d < 1.0) : one;
+    bool axpy = regbase ? calc == ACL_FLOAT || calc == ACL_FLOAT16 || calc == ACL_BF16
+                        : calc == ACL_FLOAT || calc == ACL_FLOAT16 || calc == ACL_INT32;
+    if (one) {
         P->path = PATH_ADD;
-    } else if (calc == ACL_FLOAT || calc == ACL_FLOAT16 || calc == ACL_INT32) {
+    } else if (axpy) {
         P->path = PATH_AXPY;
         P->alpha_f = alpha_f;
     } else {
