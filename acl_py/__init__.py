@@ -31,8 +31,8 @@ Low level: ``acl_py.raw.ffi`` / ``acl_py.raw.lib`` and each wrapper's ``.handle`
 from . import errors
 from .errors import (AclError, AclArgumentError, AclTypeError, ClosedError, DeviceError,
                      DeviceMemoryError, NotInitializedError, OperatorParameterError)
-from .runtime import (Device, FinalizedError, backend, current_device, device_count, finalize,
-                      init, mem_info, release_unused, set_device, synchronize)
+from .runtime import FinalizedError, backend, finalize, init, release_unused
+from .device import Device, current_device, device_count, mem_info, set_device, synchronize
 from .stream import Event, Stream, default_stream
 from .memory import DeviceBuffer, HostBuffer, MemoryPool, get_pool
 from .soc import soc_name, supports_bfloat16

@@ -21,7 +21,6 @@ import numpy as np
 
 from ._ffi import ffi
 from . import dtypes as _dt
-from . import memory as _mem
 from . import runtime as _rt
 from .errors import AclArgumentError, AclTypeError, ClosedError, check_create, make_error
 from .tensor import DeviceTensor
@@ -71,7 +70,6 @@ class ArgumentObject:
 
     def close(self):
         """Destroys the handle. Safe to repeat."""
-        _mem.close_epoch += 1
         if self._rel is not None:
             self._rel.release()
         self._handle = None

@@ -9,10 +9,17 @@ Synchronous copies (``copy_from_host``/``copy_to_host``) first synchronize the s
 pending work on the buffer: ``aclrtMemcpy`` is not ordered after stream work, and reading a
 result before its kernel ran is the commonest mistake in this kind of code.
 
-``MemoryPool`` (per device, CuPy-like): allocations are rounded up to 512 bytes and blocks of
-the same size are reused; ``free_all_blocks()`` returns cached blocks to the runtime; an
-allocation that fails with an out-of-memory status empties the cache and retries once, then
-raises :class:`DeviceMemoryError`. Tensor storage and operator workspaces come from the
+``MemoryPool`` (per device, stream-ordered like PyTorch's caching allocator and CuPy's pool):
+allocations are rounded up to 512 bytes and blocks of the same size are reused. A block
+released while work on ONE stream may still use it goes back at once to that stream's list:
+an allocation for work on the same stream (``stream=``; operators' outputs and workspaces)
+takes it immediately, since the stream runs the new work after the old; allocations for other
+streams (or for none) take it once that stream has passed the old work. Its new Allocation
+carries the old pending use, so a synchronous copy into it still waits for the stream. A block
+used by several streams waits for all of them. ``free_all_blocks()`` returns cached blocks to
+the runtime (synchronizing the streams that may still use one); an allocation that fails with
+an out-of-memory status empties the cache and retries once, then raises
+:class:`DeviceMemoryError`. Tensor storage and operator workspaces come from the
 device's default pool (``Device.memory_pool``); plain ``DeviceBuffer(n)`` is a direct
 ``aclrtMalloc`` unless ``pool=`` is given. The emulator's live counts include cached blocks.
 """
@@ -23,6 +30,8 @@ import threading
 import weakref
 
 from ._ffi import ffi
+from . import _ordering
+from . import device as _device
 from . import runtime as _rt
 from . import stream as _stream
 from .errors import AclArgumentError, AclTypeError, make_error
@@ -47,21 +56,21 @@ def as_size(value, argument):
     return v
 
 
-class _BufState:
-    """C-side state of a buffer (device or host); never references its wrapper."""
+class Allocation:
+    """One piece of device or pinned host memory and the stream work that uses it; never
+    references its wrapper. For acl-py's modules (``DeviceBuffer.allocation``,
+    ``DeviceTensor.allocation``): ``ptr`` (``char *``, ``ffi.NULL`` for 0 bytes, None once
+    freed), ``nbytes``, ``device``, ``uses`` (an ``_ordering.Uses``: record launches there
+    with ``uses[stream_state] = seq``), ``closed``."""
 
-    __slots__ = ("ptr", "nbytes", "device", "uses", "links", "closed", "pool", "block",
-                 "host", "exports", "gen", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "device", "uses", "closed", "pool", "block", "host",
+                 "exports", "gen", "__weakref__")
 
-    def __init__(self, ptr, nbytes, device, host=False, pool=None, block=0):
-        self.ptr = ptr          # char * (ffi.NULL for 0 bytes); None once freed
+    def __init__(self, ptr, nbytes, device, host=False, pool=None, block=0, uses=None):
+        self.ptr = ptr
         self.nbytes = nbytes
         self.device = device
-        self.uses = {}          # _StreamState -> seq of the last submission using it
-        # Launch records (repeatable executors, cached one-shot calls) reusing this buffer:
-        # each has a ``uses`` dict like ours and a ``closed`` flag. A launch that reuses a
-        # fixed set of buffers updates one record instead of marking every buffer.
-        self.links = None
+        self.uses = _ordering.Uses() if uses is None else uses
         self.closed = False     # wrapper closed (memory may still wait for a stream)
         self.pool = pool        # _PoolState or None
         self.block = block      # pooled block size
@@ -69,42 +78,8 @@ class _BufState:
         self.exports = 0        # live NumPy views of a HostBuffer
         self.gen = _rt.gen
 
-    def pending(self):
-        out = [(s, seq) for s, seq in list(self.uses.items())
-               if s.done < seq and not s.closed]
-        links = self.links
-        if links:
-            for rec in list(links):
-                out += [(s, seq) for s, seq in list(rec.uses.items())
-                        if s.done < seq and not s.closed]
-        return out
-
-    def link(self, rec):
-        """Counts ``rec.uses`` as this buffer's own from now on (see ``links``). Records
-        that are closed and have nothing pending are dropped here."""
-        links = self.links
-        if links:
-            links = [r for r in links if not r.closed or _rec_pending(r)]
-        else:
-            links = []
-        links.append(rec)
-        self.links = links
-
-
-def _rec_pending(rec):
-    for s, seq in list(rec.uses.items()):
-        if s.done < seq and not s.closed:
-            return True
-    return False
-
-
-# Bumped by every explicit close of a buffer, tensor or argument array: caches that reuse
-# validated handles by object identity (ops' one-shot fast path) compare it to know that
-# none of their objects can have been closed since.
-close_epoch = 0
-
-
-_closed_error = _rt.closed_error
+    def closed_error(self, what):
+        return _rt.closed_error(self.gen, what)
 
 
 def _free_now(st):
@@ -116,42 +91,48 @@ def _free_now(st):
         st.ptr = None
         return
     if st.pool is not None:
-        st.pool.give_back(ptr, st.block)
+        st.pool.give_back(ptr, st.block, None, 0)
         st.ptr = None
         return
     L = _rt.lib
-    _rt.activate(st.device)
+    _device.activate(st.device)
     s = L.aclrtFreeHost(ptr) if st.host else L.aclrtFree(ptr)
     if s:
         raise make_error(s, "aclrtFreeHost" if st.host else "aclrtFree")
     st.ptr = None
 
 
-def _free_deferred(st):
-    """Run by a stream's deferred list: frees once no stream has pending work. A failure
-    leaves an orphan releaser so the memory is retried (release_unused, teardown)."""
-    if st.ptr is None or st.pending() or st.exports:
+def _free_unless_exported(st):
+    """Deferred free (see release): host memory with live NumPy views waits for the last."""
+    if st.ptr is None or st.exports:
         return
-    try:
-        _free_now(st)
-    except Exception:
-        _rt.Releaser(None, _free_now, (st,), _rt.ORDER_MEMORY)
-        raise
+    _free_now(st)
 
 
-def _release(st):
-    """Releaser of a buffer: free now, or after every stream that may use it synchronized,
-    or (host buffers) once the last NumPy view is gone."""
+def release(st):
+    """Releases an Allocation: its memory goes back at once if no stream work is pending on
+    it; a pooled block whose pending work is on one stream only goes back to that stream's
+    reuse list at once (later work on that stream runs after it: stream order makes the reuse
+    safe); otherwise it is freed once every stream using it has passed that work. Host
+    memory with live NumPy views is freed with the last view. Also the releaser of buffers."""
     st.closed = True
-    if st.ptr is None:
+    ptr = st.ptr
+    if ptr is None:
         return
-    if st.exports and not _rt._tearing_down:
+    if st.exports and not _rt.tearing_down:
         return  # the last view's finalizer frees it
-    pending = st.pending()
-    if pending:
-        for s, seq in pending:
-            s.defer(seq, _free_deferred, st)
-        return
+    uses = st.uses
+    if uses:
+        pending = uses.pending()
+        if pending:
+            pool = st.pool
+            if pool is not None and len(pending) == 1 and not uses.links:
+                tl, seq = pending[0]
+                st.ptr = None
+                pool.give_back(ptr, st.block, tl, seq)
+                return
+            _ordering.release_after(uses, _free_unless_exported, st, _rt.ORDER_MEMORY)
+            return
     try:
         _free_now(st)
     except BaseException:
@@ -160,7 +141,7 @@ def _release(st):
 
 
 def _host_source(obj, argument):
-    """(cdata pointer, nbytes, keep-alive object, _BufState or None) of a host object."""
+    """(cdata pointer, nbytes, keep-alive object, Allocation or None) of a host object."""
     if isinstance(obj, HostBuffer):
         st = obj._live()
         return st.ptr, st.nbytes, obj, st
@@ -188,7 +169,7 @@ def _copy_back(job):
     """Deferred part of a staged device-to-host copy: staging -> the user's buffer."""
     staging, dst, n, _keep = job
     try:
-        ffi.memmove(dst, staging._bst.ptr, n)
+        ffi.memmove(dst, staging.allocation.ptr, n)
     finally:
         staging.close()
 
@@ -202,15 +183,23 @@ def _check_range(offset, count, nbytes, what):
 
 
 def _wait_pending(st):
-    """Synchronizes the streams that have pending work on this buffer."""
-    for s, _seq in st.pending():
-        s.sync()
+    """Synchronizes the streams that have pending work on this allocation."""
+    for tl, _seq in st.uses.pending():
+        tl.synchronize()
+
+
+def _record(tl, *allocs):
+    """Numbers a submission just enqueued on ``tl`` that uses ``allocs``."""
+    seq = tl.submit()
+    for a in allocs:
+        a.uses[tl] = seq
+    return seq
 
 
 def _malloc(dev, nbytes, host):
     """``nbytes`` (> 0) from aclrtMalloc, or aclrtMallocHost if ``host``: a ``char *``."""
     L = _rt.ensure()
-    _rt.activate(dev)
+    _device.activate(dev)
     p = ffi.new("void **")
     s = L.aclrtMallocHost(p, nbytes) if host else L.aclrtMalloc(p, nbytes, _POLICY)
     if s:
@@ -219,19 +208,20 @@ def _malloc(dev, nbytes, host):
 
 
 class _Buffer:
-    """What DeviceBuffer and HostBuffer share: a _BufState freed by a Releaser."""
+    """What DeviceBuffer and HostBuffer share: an Allocation freed by a Releaser.
+    ``allocation`` is for acl-py's modules (stream-ordered use records)."""
 
-    __slots__ = ("_bst", "_rel", "__weakref__")
+    __slots__ = ("allocation", "_rel", "__weakref__")
 
     def _own(self, st):
-        self._bst = st
-        self._rel = _rt.Releaser(self, _release, (st,), _rt.ORDER_MEMORY)
+        self.allocation = st
+        self._rel = _rt.Releaser(self, release, (st,), _rt.ORDER_MEMORY)
         return self
 
     def _live(self):
-        st = self._bst
+        st = self.allocation
         if st.closed:
-            raise _closed_error(st, repr(self))
+            raise st.closed_error(repr(self))
         return st
 
     @property
@@ -246,11 +236,11 @@ class _Buffer:
 
     @property
     def nbytes(self):
-        return self._bst.nbytes
+        return self.allocation.nbytes
 
     @property
     def closed(self):
-        return self._bst.closed
+        return self.allocation.closed
 
     def __enter__(self):
         self._live()
@@ -261,53 +251,61 @@ class _Buffer:
         return False
 
     def __len__(self):
-        return self._bst.nbytes
+        return self.allocation.nbytes
 
 
 class DeviceBuffer(_Buffer):
     """``nbytes`` of device memory on ``device`` (default: the current device).
 
     ``pool=None`` allocates with ``aclrtMalloc``; ``pool=True`` takes the device's default
-    pool, or pass a :class:`MemoryPool`. ``ptr``/``handle`` is the device address (a cffi
-    ``char *``), ``address`` the same as an int."""
+    pool, or pass a :class:`MemoryPool`. With a pool, ``stream`` names the stream the memory
+    is for: the pool may then hand out a block freed on that stream whose work there is not
+    done yet (work queued later on the stream runs after it), as stream-ordered allocators do;
+    use the buffer on another stream only after synchronizing that one. ``ptr``/``handle`` is
+    the device address (a cffi ``char *``), ``address`` the same as an int."""
 
     __slots__ = ()
 
-    def __init__(self, nbytes, device=None, *, pool=None):
+    def __init__(self, nbytes, device=None, *, pool=None, stream=None):
         nbytes = as_size(nbytes, "nbytes")
-        dev = _rt.resolve_device(device)     # once: it is not free (an int is range-checked)
+        dev = _device.resolve_device(device)   # once: it is not free (an int is range-checked)
         if pool is True:
-            st = _default_pool(dev)._pst.allocate(nbytes)
+            pst = _default_pool(dev)._pst
         elif pool is not None and pool is not False:
             if not isinstance(pool, MemoryPool):
                 raise AclTypeError("pool", f"expected a MemoryPool, True or None, got "
                                    f"{type(pool).__name__}")
-            if device is not None and dev != pool._pst.device:
-                raise AclArgumentError("pool", f"the pool serves device {pool._pst.device}, "
+            pst = pool._pst
+            if device is not None and dev != pst.device:
+                raise AclArgumentError("pool", f"the pool serves device {pst.device}, "
                                        f"not device {dev}")
-            st = pool._pst.allocate(nbytes)
         else:
+            if stream is not None:
+                _stream.as_stream(stream, dev)   # checked all the same
             _rt.ensure()    # also for 0 bytes: raises after the final finalize()
-            st = _BufState(_malloc(dev, nbytes, False) if nbytes else ffi.NULL, nbytes, dev)
-        self._own(st)
+            self._own(Allocation(_malloc(dev, nbytes, False) if nbytes else ffi.NULL, nbytes,
+                                 dev))
+            return
+        tl = None if stream is None else _stream.state_for(stream, pst.device)
+        self._own(pst.allocate(nbytes, tl))
 
     @classmethod
-    def _from_state(cls, st):
-        return object.__new__(cls)._own(st)
+    def adopt(cls, allocation):
+        """A DeviceBuffer owning ``allocation`` (from :func:`allocate`): for acl-py's
+        modules."""
+        return object.__new__(cls)._own(allocation)
 
     @property
     def device(self):
-        return _rt.Device(self._bst.device)
+        return _device.Device(self.allocation.device)
 
     def close(self):
         """Releases the memory (after the streams still using it synchronize). Safe to
         repeat."""
-        global close_epoch
-        close_epoch += 1    # invalidates the ops' one-shot fast path (device memory only)
         self._rel.release()
 
     def __repr__(self):
-        st = self._bst
+        st = self.allocation
         state = "closed" if st.closed else f"{st.nbytes} bytes"
         return f"<acl_py.DeviceBuffer {state} on device {st.device}>"
 
@@ -322,7 +320,7 @@ class DeviceBuffer(_Buffer):
         if n == 0:
             return
         _wait_pending(st)
-        _rt.activate(st.device)
+        _device.activate(st.device)
         s = _rt.lib.aclrtMemcpy(st.ptr + offset, st.nbytes - offset, p, n, _H2D)
         if s:
             raise make_error(s, "aclrtMemcpy")
@@ -339,7 +337,7 @@ class DeviceBuffer(_Buffer):
         if n == 0:
             return out
         _wait_pending(st)
-        _rt.activate(st.device)
+        _device.activate(st.device)
         s = _rt.lib.aclrtMemcpy(p, n, st.ptr + offset, n, _D2H)
         if s:
             raise make_error(s, "aclrtMemcpy")
@@ -352,7 +350,7 @@ class DeviceBuffer(_Buffer):
         synchronized), any other buffer is first copied into a pinned staging buffer
         (released in stream order), so ``src`` may be reused as soon as this returns."""
         st = self._live()
-        s = _stream.as_stream(stream, st.device)
+        sst = _stream.state_for(stream, st.device)
         p, n, _keep, hst = _host_source(src, "src")
         offset = _check_range(offset, n, st.nbytes, "src")
         if n == 0:
@@ -360,17 +358,16 @@ class DeviceBuffer(_Buffer):
         staging = None
         if hst is None:
             staging = HostBuffer(n, st.device)
-            hst = staging._bst
+            hst = staging.allocation
             ffi.memmove(hst.ptr, p, n)
             p = hst.ptr
-        sst = s._st
         try:
-            _rt.activate(st.device)
+            _device.activate(st.device)
             r = _rt.lib.aclrtMemcpyAsync(st.ptr + offset, st.nbytes - offset, p, n, _H2D,
                                          sst.handle)
             if r:
                 raise make_error(r, "aclrtMemcpyAsync")
-            sst.submit((st, hst))
+            _record(sst, st, hst)
         finally:
             if staging is not None:
                 staging.close()          # freed once the stream is past the copy
@@ -382,7 +379,7 @@ class DeviceBuffer(_Buffer):
         device directly; any other buffer through a pinned staging buffer that is copied
         into ``out`` (kept alive until then) when that synchronize runs."""
         st = self._live()
-        s = _stream.as_stream(stream, st.device)
+        sst = _stream.state_for(stream, st.device)
         p, n, keep, hst = _host_dest(out, "out")
         offset = _check_range(offset, n, st.nbytes, "out")
         if n == 0:
@@ -390,10 +387,9 @@ class DeviceBuffer(_Buffer):
         staging = None
         if hst is None:
             staging = HostBuffer(n, st.device)
-            hst = staging._bst
-        sst = s._st
+            hst = staging.allocation
         try:
-            _rt.activate(st.device)
+            _device.activate(st.device)
             r = _rt.lib.aclrtMemcpyAsync(hst.ptr if staging is not None else p, n,
                                          st.ptr + offset, n, _D2H, sst.handle)
             if r:
@@ -402,7 +398,7 @@ class DeviceBuffer(_Buffer):
             if staging is not None:
                 staging.close()
             raise
-        seq = sst.submit((st, hst))
+        seq = _record(sst, st, hst)
         if staging is not None:
             sst.defer(seq, _copy_back, (staging, p, n, keep))
         return out
@@ -426,19 +422,19 @@ class DeviceBuffer(_Buffer):
         if stream is None:
             _wait_pending(st)
             _wait_pending(sst_src)
-            _rt.activate(st.device)
+            _device.activate(st.device)
             r = _rt.lib.aclrtMemcpy(st.ptr + offset, st.nbytes - offset,
                                     sst_src.ptr + src_offset, n, _D2D)
             if r:
                 raise make_error(r, "aclrtMemcpy")
             return
-        s = _stream.as_stream(stream, st.device)
-        _rt.activate(st.device)
+        tl = _stream.state_for(stream, st.device)
+        _device.activate(st.device)
         r = _rt.lib.aclrtMemcpyAsync(st.ptr + offset, st.nbytes - offset,
-                                     sst_src.ptr + src_offset, n, _D2D, s._st.handle)
+                                     sst_src.ptr + src_offset, n, _D2D, tl.handle)
         if r:
             raise make_error(r, "aclrtMemcpyAsync")
-        s._st.submit((st, sst_src))
+        _record(tl, st, sst_src)
 
     def memset(self, value=0, nbytes=None, *, stream=None, offset=0):
         """Sets ``nbytes`` bytes (default: the rest of the buffer) from ``offset`` to
@@ -453,25 +449,25 @@ class DeviceBuffer(_Buffer):
             return
         if stream is None:
             _wait_pending(st)
-            _rt.activate(st.device)
+            _device.activate(st.device)
             r = _rt.lib.aclrtMemset(st.ptr + offset, st.nbytes - offset, value, n)
             if r:
                 raise make_error(r, "aclrtMemset")
             return
-        s = _stream.as_stream(stream, st.device)
-        _rt.activate(st.device)
+        tl = _stream.state_for(stream, st.device)
+        _device.activate(st.device)
         r = _rt.lib.aclrtMemsetAsync(st.ptr + offset, st.nbytes - offset, value, n,
-                                     s._st.handle)
+                                     tl.handle)
         if r:
             raise make_error(r, "aclrtMemsetAsync")
-        s._st.submit((st,))
+        _record(tl, st)
 
 
 def _export_done(st):
     st.exports -= 1
     if st.exports == 0 and st.closed and st.ptr is not None:
         try:
-            _release(st)
+            release(st)
         except Exception:
             _rt.Releaser(None, _free_now, (st,), _rt.ORDER_MEMORY)
 
@@ -486,9 +482,9 @@ class HostBuffer(_Buffer):
 
     def __init__(self, nbytes, device=None):
         nbytes = as_size(nbytes, "nbytes")
-        dev = _rt.resolve_device(device)
+        dev = _device.resolve_device(device)
         _rt.ensure()
-        self._own(_BufState(_malloc(dev, nbytes, True) if nbytes else ffi.NULL, nbytes, dev,
+        self._own(Allocation(_malloc(dev, nbytes, True) if nbytes else ffi.NULL, nbytes, dev,
                             host=True))
 
     def buffer(self):
@@ -524,7 +520,7 @@ class HostBuffer(_Buffer):
         self._rel.release()
 
     def __repr__(self):
-        st = self._bst
+        st = self.allocation
         state = "closed" if st.closed else f"{st.nbytes} bytes"
         return f"<acl_py.HostBuffer {state}>"
 
@@ -536,69 +532,135 @@ _default_pools: dict = {}     # device id -> MemoryPool
 
 
 class _PoolState:
-    __slots__ = ("device", "free", "lock", "used", "cached", "dead", "gen", "__weakref__")
+    """A pool's blocks. ``free``: size -> [ptr], blocks any stream may take. ``on_stream``:
+    stream state -> size -> [(ptr, seq)], blocks released while their last use, submission
+    ``seq`` of that stream, may not be done: that stream's later work may take them at once
+    (it runs after), other streams once the stream has passed ``seq``."""
+
+    __slots__ = ("device", "free", "on_stream", "lock", "used", "cached", "dead", "gen",
+                 "__weakref__")
 
     def __init__(self, device):
         self.device = device
-        self.free = {}          # block size -> [char *]
+        self.free = {}
+        self.on_stream = {}
         self.lock = threading.RLock()
         self.used = 0           # bytes in blocks handed out
-        self.cached = 0         # bytes in cached free blocks
+        self.cached = 0         # bytes in cached blocks (free and on_stream)
         self.dead = False
         self.gen = _rt.gen
         _pools.add(self)
 
-    def allocate(self, nbytes):
-        """A _BufState of ``nbytes`` from a cached block or a new aclrtMalloc."""
+    def allocate(self, nbytes, tl=None):
+        """An Allocation of ``nbytes`` for work on stream state ``tl`` (None: any stream):
+        a block freed on ``tl`` (its record then carries the pending use, so a synchronous
+        copy into it waits for that), a free block, or a new aclrtMalloc."""
         if self.dead:       # also after teardown: the hit path below needs no ensure()
-            raise _closed_error(self, "MemoryPool")
+            raise _rt.closed_error(self.gen, "MemoryPool")
         if nbytes == 0:
-            return _BufState(ffi.NULL, 0, self.device)
+            return Allocation(ffi.NULL, 0, self.device)
         size = (nbytes + ROUND - 1) // ROUND * ROUND
         with self.lock:
+            if tl is not None:
+                mine = self.on_stream.get(tl)
+                if mine:
+                    lst = mine.get(size)
+                    if lst:
+                        ptr, seq = lst.pop()
+                        self.cached -= size
+                        self.used += size
+                        uses = _ordering.Uses()
+                        if tl.done < seq:
+                            uses[tl] = seq
+                        return Allocation(ptr, nbytes, self.device, pool=self, block=size,
+                                          uses=uses)
             lst = self.free.get(size)
-            if lst:         # a hit: no C call
-                ptr = lst.pop()
+            if lst or self._reclaim(size):
+                ptr = self.free[size].pop()
                 self.cached -= size
                 self.used += size
-                return _BufState(ptr, nbytes, self.device, pool=self, block=size)
+                return Allocation(ptr, nbytes, self.device, pool=self, block=size)
         L = _rt.ensure()
-        _rt.activate(self.device)
+        _device.activate(self.device)
         p = ffi.new("void **")
         s = L.aclrtMalloc(p, size, _POLICY)
         if s in _OOM:
-            # Cached blocks of other sizes may be what stands in the way: give them back,
-            # and let the streams' pending frees run, then try once more.
-            self.free_all()
+            # Cached blocks of other sizes, or blocks still waiting for a stream, may be what
+            # stands in the way: give them back, then try once more.
+            try:
+                self.free_all()
+            except Exception:   # pragma: no cover - the allocation's error matters more
+                pass
             s = L.aclrtMalloc(p, size, _POLICY)
         if s:
             raise make_error(s, "aclrtMalloc")
         with self.lock:
             self.used += size
-        return _BufState(ffi.cast("char *", p[0]), nbytes, self.device, pool=self, block=size)
+        return Allocation(ffi.cast("char *", p[0]), nbytes, self.device, pool=self,
+                          block=size)
 
-    def give_back(self, ptr, size):
+    def _reclaim(self, size):
+        """Moves blocks whose stream has passed their last use to ``free``; True if one of
+        ``size`` is free then. Caller holds the lock."""
+        found = False
+        for tl, by_size in list(self.on_stream.items()):
+            done = tl.done
+            closed = tl.closed
+            for sz, lst in list(by_size.items()):
+                keep = []
+                for ptr, seq in lst:
+                    if closed or seq <= done:
+                        self.free.setdefault(sz, []).append(ptr)
+                        found = found or sz == size
+                    else:
+                        keep.append((ptr, seq))
+                if keep:
+                    by_size[sz] = keep
+                else:
+                    del by_size[sz]
+            if not by_size:
+                del self.on_stream[tl]
+        return found
+
+    def give_back(self, ptr, size, tl, seq):
+        """Caches a block; ``tl``/``seq``: its last use, on that stream, may not be done."""
         with self.lock:
             if not self.dead:
-                self.free.setdefault(size, []).append(ptr)
+                if tl is None:
+                    self.free.setdefault(size, []).append(ptr)
+                else:
+                    mine = self.on_stream.get(tl)
+                    if mine is None:
+                        mine = self.on_stream[tl] = {}
+                    mine.setdefault(size, []).append((ptr, seq))
                 self.used -= size
                 self.cached += size
                 return
-        _rt.activate(self.device)
+        _device.activate(self.device)
         s = _rt.lib.aclrtFree(ptr)
         if s:
             raise make_error(s, "aclrtFree")
 
     def free_all(self):
-        """Frees every cached block; raises the first failure (the failed block stays
-        cached)."""
+        """Frees every cached block, first synchronizing the streams whose work may still use
+        one; raises the first failure (a block that failed to free stays cached)."""
+        err = None
         with self.lock:
+            self._reclaim(-1)
+            waiting = list(self.on_stream)
+        for tl in waiting:
+            if not tl.closed and tl.gen == _rt.gen and _rt.ready:
+                try:
+                    tl.synchronize()
+                except Exception as e:
+                    err = err or e
+        with self.lock:
+            self._reclaim(-1)
             blocks = [(size, p) for size, lst in self.free.items() for p in lst]
             self.free = {}
-            self.cached = 0
-        err = None
+            self.cached -= sum(size for size, _p in blocks)
         if blocks:
-            _rt.activate(self.device)
+            _device.activate(self.device)
         for size, p in blocks:
             s = _rt.lib.aclrtFree(p)
             if s:
@@ -617,28 +679,34 @@ def _pool_release(pst):
 
 
 class MemoryPool:
-    """A caching allocator for one device (default: the current one). ``malloc(n)`` returns
-    a :class:`DeviceBuffer` whose ``close()`` puts the block back in the cache."""
+    """A stream-ordered caching allocator for one device (default: the current one).
+    ``malloc(n, stream=None)`` returns a :class:`DeviceBuffer` whose ``close()`` puts the
+    block back in the cache: at once for reuse by later work on the stream that used it last,
+    for other streams once that stream has passed that work."""
 
     __slots__ = ("_pst", "_rel", "__weakref__")
 
     def __init__(self, device=None):
-        dev = _rt.resolve_device(device)
+        dev = _device.resolve_device(device)
         _rt.ensure()
         pst = self._pst = _PoolState(dev)
         self._rel = _rt.Releaser(self, _pool_release, (pst,), _rt.ORDER_POOL)
 
     @property
     def device(self):
-        return _rt.Device(self._pst.device)
+        return _device.Device(self._pst.device)
 
-    def malloc(self, nbytes):
-        """A DeviceBuffer of ``nbytes`` from this pool."""
+    def malloc(self, nbytes, stream=None):
+        """A DeviceBuffer of ``nbytes`` from this pool, for work on ``stream`` (see
+        :class:`DeviceBuffer`)."""
         nbytes = as_size(nbytes, "nbytes")
-        return DeviceBuffer._from_state(self._pst.allocate(nbytes))
+        pst = self._pst
+        tl = None if stream is None else _stream.state_for(stream, pst.device)
+        return DeviceBuffer.adopt(pst.allocate(nbytes, tl))
 
     def free_all_blocks(self):
-        """Returns every cached (unused) block to the runtime."""
+        """Returns every cached (unused) block to the runtime (synchronizing the streams
+        whose work may still use one)."""
         self._pst.free_all()
 
     def used_bytes(self):
@@ -653,7 +721,10 @@ class MemoryPool:
         return self._pst.used + self._pst.cached
 
     def n_free_blocks(self):
-        return sum(len(v) for v in self._pst.free.values())
+        pst = self._pst
+        with pst.lock:
+            return sum(len(v) for v in pst.free.values()) + sum(
+                len(v) for d in pst.on_stream.values() for v in d.values())
 
     def close(self):
         """Frees the cache; blocks still handed out are freed when their buffers close."""
@@ -667,18 +738,28 @@ class MemoryPool:
 
 def get_pool(device=None):
     """The default MemoryPool of a device (default: the current one)."""
-    return _default_pool(_rt.resolve_device(device))
+    return _default_pool(_device.resolve_device(device))
+
+
+_device.provide("memory_pool", get_pool)
 
 
 def _default_pool(dev):
     """get_pool() of a resolved device id (internal callers resolve the device once)."""
     pool = _default_pools.get(dev)
     if pool is None or pool._pst.dead or pool._pst.gen != _rt.gen:
-        with _rt._lock:
+        with _rt.lock:
             pool = _default_pools.get(dev)
             if pool is None or pool._pst.dead or pool._pst.gen != _rt.gen:
                 pool = _default_pools[dev] = MemoryPool(dev)
     return pool
+
+
+def allocate(nbytes, device, stream_state=None):
+    """An Allocation of ``nbytes`` (> 0 or 0) from ``device``'s default pool for work on
+    ``stream_state`` (None: any stream). For acl-py's modules: wrap it
+    (``DeviceBuffer.adopt``) or give it back with :func:`release`."""
+    return _default_pool(device)._pst.allocate(nbytes, stream_state)
 
 
 def _free_all_pools():
@@ -693,11 +774,15 @@ def _free_all_pools():
     return errs
 
 
-def _teardown():
+def _forget():
     for p in list(_pools):
         p.dead = True
     _pools.clear()
     _default_pools.clear()
+    return []
 
+
+_rt.register_step("free_cached", _free_all_pools)
+_rt.register_step("forget", _forget)
 
 __all__ = ["DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool"]

@@ -1,4 +1,5 @@
-"""Process state, devices, and the registry that releases everything in a valid order.
+"""The session: the library binding, ``init``/``finalize``, and the registry that releases
+every C resource exactly once, in a valid order.
 
 Life cycle
 ----------
@@ -23,16 +24,9 @@ destroyed; each device reset as many times as acl-py set it; ``aclFinalize`` las
 are collected: ``finalize()`` raises the first one after releasing everything else; at exit
 nothing escapes.
 
-Devices
--------
-The current device is per thread, as in CANN. ``Device(i)`` as a context manager (or
-``Device(i).use()``) makes ``i`` the calling thread's device for acl-py; objects created with
-``device=None`` go to it (device 0 when the thread never chose one). Before any C call that
-needs a device, acl-py makes the object's device current on the calling thread (one
-``aclrtSetDevice`` per change), so a finalizer or a stream can be used from any thread. acl-py
-keeps every device it set until teardown, so the runtime never destroys a device's streams
-under live objects. Code mixing raw ``aclrtSetDevice`` calls with acl-py on one thread should
-know that acl-py may change the thread's current device.
+This module knows nothing of devices, streams or memory: those modules contribute their
+part of :func:`release_unused` and of the teardown as steps (:func:`register_step`), so the
+session sits below all of them and imports none.
 
 Registry
 --------
@@ -47,14 +41,11 @@ from __future__ import annotations
 
 import atexit
 import itertools
-import operator
 import threading
 import weakref
-from collections import namedtuple
 
 from ._ffi import ffi
-from .errors import (AclArgumentError, AclTypeError, ClosedError, NotInitializedError,
-                     make_error)
+from .errors import AclTypeError, ClosedError, NotInitializedError, make_error
 
 # Release order at teardown (lower first).
 ORDER_EXECUTOR = 0
@@ -67,15 +58,14 @@ _ORDERS = (ORDER_EXECUTOR, ORDER_HANDLE, ORDER_EVENT, ORDER_MEMORY, ORDER_POOL, 
 
 _UNINIT, _INIT, _FINALIZED = "uninitialized", "initialized", "finalized"
 
-_lock = threading.RLock()
+lock = threading.RLock()   # the session's lock: state changes, per-session singletons
 _state = _UNINIT
+ready = False         # initialized: the hot paths' one check (lib is bound and usable)
+tearing_down = False  # set while the teardown runs: releases skip what could delay them
 _count = 0            # explicit init() calls not yet matched by finalize()
 _owns_acl = False     # False when aclInit had been called by someone else (100002)
 lib = None            # the bound Library (set at first initialization, kept after)
 gen = 0               # session number: bumped at every teardown; objects record theirs
-_set_counts: dict = {}  # device id -> aclrtSetDevice calls acl-py made this session
-_device_count = None
-_tearing_down = False  # set while _teardown runs: releases ignore what could delay them
 last_teardown_errors: list = []
 
 
@@ -90,27 +80,57 @@ class FinalizedError(NotInitializedError, ClosedError):
         super().__init__(100001, call or "acl_py", message, name)
 
 
-def closed_error(st, what):
-    """The error for using ``what`` whose state ``st`` (with a ``gen``) is closed: a
+def closed_error(obj_gen, what):
+    """The error for using ``what``, made in session ``obj_gen``, once closed: a
     FinalizedError when a teardown closed it, else a ClosedError."""
-    if st.gen != gen:
+    if obj_gen != gen:
         return FinalizedError(what)
     return ClosedError(f"{what} is closed")
 
 
-class _TLS(threading.local):
-    dev = None      # device acl-py last made current on this thread (C level)
-    user = None     # device the user chose for this thread (None: device 0)
-    stack = None    # Device context-manager stack
+# ---- steps other modules contribute --------------------------------------------------------
+
+# name -> functions, each returning a list of errors (never raising):
+#   "caches"         release_unused, first: drop caches of reusable C objects
+#   "synchronize"    release_unused (fn(False)) and teardown (fn(True), first): synchronize
+#                    what can hold deferred work and run it (True: run it even if a
+#                    synchronize failed: nothing else will)
+#   "free_cached"    release_unused, last: return cached memory to the runtime
+#   "before_streams" teardown, before the streams are destroyed
+#   "forget"         teardown, after every release: drop per-session bookkeeping
+#   "devices"        teardown, before aclFinalize: reset the devices acl-py set
+_steps: dict = {k: [] for k in ("caches", "synchronize", "free_cached", "before_streams",
+                                "forget", "devices")}
 
 
-_tls = _TLS()
+def register_step(name, fn):
+    """Adds ``fn`` to one step of :func:`release_unused` / the teardown (see ``_steps``)."""
+    _steps[name].append(fn)
+
+
+def register_cache(clear):
+    """Registers ``clear()``, which empties a cache of reusable C objects (operators' argument
+    arrays); :func:`release_unused` calls it first."""
+    def step():
+        clear()
+        return []
+    register_step("caches", step)
+
+
+def _run_step(name, *args):
+    errs = []
+    for fn in list(_steps[name]):
+        try:
+            errs += fn(*args)
+        except Exception as e:  # a step reports its errors; this is a safety net
+            errs.append(e)
+    return errs
 
 
 # ---- initialization -----------------------------------------------------------------------
 
 def _do_init(config):
-    global lib, _state, _owns_acl, _device_count
+    global lib, _state, _owns_acl, ready
     from ._loader import library
     L = library()
     cfg = ffi.NULL if config is None else str(config).encode()
@@ -123,14 +143,14 @@ def _do_init(config):
         owns = True
     lib = L
     _owns_acl = owns
-    _device_count = None
     _state = _INIT
+    ready = True
 
 
 def init(config=None):
     """Initializes the runtime (``aclInit(config)`` the first time) and counts the call."""
     global _count
-    with _lock:
+    with lock:
         if _state != _INIT:
             if config is not None and not isinstance(config, (str, bytes)) and \
                     not hasattr(config, "__fspath__"):
@@ -141,9 +161,9 @@ def init(config=None):
 
 def ensure():
     """The bound library, initializing lazily; raises after the final ``finalize()``."""
-    if _state is _INIT:
+    if ready:
         return lib
-    with _lock:
+    with lock:
         if _state == _INIT:
             return lib
         if _state == _FINALIZED:
@@ -168,7 +188,7 @@ def finalize():
     in a valid order and calls ``aclFinalize``. Does nothing when not initialized. Raises the
     first release failure, after releasing everything else."""
     global _count
-    with _lock:
+    with lock:
         if _state != _INIT:
             return
         if _count > 1:
@@ -185,191 +205,6 @@ def backend():
     initialize the runtime."""
     from ._loader import library
     return library().backend
-
-
-# ---- devices ------------------------------------------------------------------------------
-
-def _set_device(dev):
-    """Makes ``dev`` current on the calling thread (C level)."""
-    L = ensure()
-    st = L.aclrtSetDevice(dev)
-    if st:
-        raise make_error(st, "aclrtSetDevice")
-    with _lock:
-        _set_counts[dev] = _set_counts.get(dev, 0) + 1
-    _tls.dev = dev
-
-
-def activate(dev):
-    """Ensures ``dev`` is the calling thread's current device before a C call needing one."""
-    if _tls.dev != dev or _state is not _INIT:
-        _set_device(dev)
-
-
-def current_device_id():
-    d = _tls.user
-    return 0 if d is None else d
-
-
-def device_count():
-    """Number of devices the runtime sees."""
-    global _device_count
-    n = _device_count
-    if n is None or _state is not _INIT:
-        L = ensure()
-        p = ffi.new("uint32_t *")
-        st = L.aclrtGetDeviceCount(p)
-        if st:
-            raise make_error(st, "aclrtGetDeviceCount")
-        n = _device_count = int(p[0])
-    return n
-
-
-def _as_device_id(device, argument="device"):
-    if device is None:
-        return current_device_id()
-    if isinstance(device, Device):
-        return device.id
-    if isinstance(device, bool):
-        raise AclTypeError(argument, f"expected a device id (int) or Device, got {device!r}")
-    try:
-        dev = operator.index(device)
-    except TypeError:
-        raise AclTypeError(argument, f"expected a device id (int) or Device, got "
-                           f"{type(device).__name__}") from None
-    if dev < 0:
-        raise AclArgumentError(argument, f"device id must be >= 0, got {dev}")
-    n = device_count()
-    if dev >= n:
-        raise AclArgumentError(argument, f"device {dev} does not exist: the runtime sees "
-                               f"{n} device(s), ids 0..{n - 1}")
-    return dev
-
-
-def resolve_device(device, argument="device"):
-    """Device id for a ``device=`` argument (None: the calling thread's current device)."""
-    if device is None:
-        d = _tls.user
-        return 0 if d is None else d
-    return _as_device_id(device, argument)
-
-
-MemInfo = namedtuple("MemInfo", "free total")
-
-_device_objects: dict = {}
-
-
-class Device:
-    """A device id, usable as a context manager that makes it the calling thread's device::
-
-        with acl_py.Device(1) as dev:
-            t = acl_py.DeviceTensor.from_numpy(x)     # on device 1
-            dev.synchronize()
-
-    Stateless apart from the id (one object per id), so it stays valid across sessions."""
-
-    __slots__ = ("id",)
-
-    def __new__(cls, device=None):
-        if isinstance(device, Device):
-            return device
-        dev = _as_device_id(device)
-        obj = _device_objects.get(dev)
-        if obj is None:
-            obj = object.__new__(cls)
-            obj.id = dev
-            obj = _device_objects.setdefault(dev, obj)
-        return obj
-
-    def use(self):
-        """Makes this device the calling thread's current device (without a ``with``)."""
-        activate(self.id)
-        _tls.user = self.id
-        return self
-
-    def __enter__(self):
-        tls = _tls
-        if tls.stack is None:
-            tls.stack = []
-        tls.stack.append(tls.user)
-        self.use()
-        return self
-
-    def __exit__(self, *exc):
-        tls = _tls
-        prev = tls.stack.pop() if tls.stack else None
-        tls.user = prev
-        # Back on the previous device for C-level calls too (cheap when unchanged); a thread
-        # that had none stays on this one (CANN has no "unset").
-        if prev is not None and _state is _INIT:
-            activate(prev)
-        return False
-
-    def synchronize(self):
-        """Waits for all work on every stream of this device (``aclrtSynchronizeDevice``) and
-        runs the streams' deferred releases."""
-        L = ensure()
-        activate(self.id)
-        from . import stream as _stream
-        marks = _stream._marks_of_device(self.id)
-        st = L.aclrtSynchronizeDevice()
-        if st:
-            raise make_error(st, "aclrtSynchronizeDevice")
-        _stream._complete_marks(marks)
-
-    @property
-    def default_stream(self):
-        """The device's default stream (the NULL stream)."""
-        from .stream import default_stream
-        return default_stream(self.id)
-
-    @property
-    def memory_pool(self):
-        """The device's default :class:`MemoryPool` (tensor storage, workspaces)."""
-        from .memory import get_pool
-        return get_pool(self.id)
-
-    def mem_info(self):
-        """``MemInfo(free, total)`` in bytes (``aclrtGetMemInfo(ACL_HBM_MEM)``)."""
-        return mem_info(self.id)
-
-    def __index__(self):
-        return self.id
-
-    __int__ = __index__
-
-    def __repr__(self):
-        return f"<acl_py.Device {self.id}>"
-
-    def __reduce__(self):
-        return (Device, (self.id,))
-
-
-def current_device():
-    """The calling thread's current :class:`Device` (device 0 unless one was chosen)."""
-    return Device(current_device_id())
-
-
-def set_device(device):
-    """Makes ``device`` the calling thread's device; same as ``Device(device).use()``."""
-    return Device(device).use()
-
-
-def mem_info(device=None):
-    """``MemInfo(free, total)`` of a device's memory, in bytes."""
-    dev = resolve_device(device)
-    L = ensure()
-    activate(dev)
-    f = ffi.new("size_t[2]")
-    st = L.aclrtGetMemInfo(1, f, f + 1)  # ACL_HBM_MEM: the device's own memory
-    if st:
-        raise make_error(st, "aclrtGetMemInfo")
-    return MemInfo(int(f[0]), int(f[1]))
-
-
-def synchronize(device=None):
-    """Waits for all work on a device (default: current) and runs deferred releases."""
-    Device(resolve_device(device)).synchronize()
 
 
 # ---- registry -----------------------------------------------------------------------------
@@ -390,9 +225,9 @@ class Releaser:
         self.fn = fn
         self.args = args
         self.order = order
-        self.key = next(_keys)
+        self.key = key = next(_keys)
         self.wr = None if owner is None else weakref.ref(owner, self._on_gc)
-        _live[self.key] = self
+        _live[key] = self
 
     def _on_gc(self, _ref):
         self.wr = None          # breaks the releaser <-> weakref cycle
@@ -441,60 +276,39 @@ def _retry_orphans():
     return errs
 
 
-_cache_clearers: list = []
-
-
-def register_cache(clear):
-    """Registers ``clear()``, which empties a cache of reusable C objects (operators' argument
-    arrays, per-stream workspaces); :func:`release_unused` calls it first."""
-    _cache_clearers.append(clear)
-
-
 def release_unused():
-    """Empties the registered caches (see :func:`register_cache`), synchronizes every live
-    stream (running deferred stream-ordered frees), retries releases that failed during
-    garbage collection, and empties every memory pool's cache. Afterwards device memory in
-    use is exactly what live objects hold. Returns nothing; raises the first failure."""
+    """Empties the registered caches, synchronizes every live stream (running deferred
+    stream-ordered frees), retries releases that failed during garbage collection, and
+    empties every memory pool's cache. Afterwards device memory in use is exactly what live
+    objects hold. Returns nothing; raises the first failure."""
     if _state is not _INIT:
         return
     import gc
     gc.collect()
-    from . import memory as _memory, stream as _stream
-    errs = []
-    for clear in list(_cache_clearers):
-        try:
-            clear()
-        except Exception as e:
-            errs.append(e)
-    errs += _stream._synchronize_all()
+    errs = _run_step("caches")
+    errs += _run_step("synchronize", False)
     errs += _retry_orphans()
-    errs += _memory._free_all_pools()
+    errs += _run_step("free_cached")
     if errs:
         raise errs[0]
 
 
 def _teardown():
-    """Releases everything (see the module doc). Caller holds _lock. Returns the errors."""
-    global _state, _tls, gen, _set_counts, _device_count, _tearing_down
-    _tearing_down = True
+    """Releases everything (see the module doc). Caller holds the lock. Returns the errors."""
+    global tearing_down
+    tearing_down = True
     try:
         return _teardown_steps()
     finally:
-        _tearing_down = False
+        tearing_down = False
 
 
 def _teardown_steps():
-    global _state, _tls, gen, _set_counts, _device_count
-    errs = []
-    from . import memory as _memory, stream as _stream
-    try:
-        errs += _stream._synchronize_all(force=True)
-    except Exception as e:  # pragma: no cover - defensive
-        errs.append(e)
+    global _state, gen, ready
+    errs = _run_step("synchronize", True)
     for order in _ORDERS:
         if order == ORDER_STREAM:
-            # Deferred work still queued (a failed synchronize) runs before streams go.
-            errs += _stream._flush_all_deferred()
+            errs += _run_step("before_streams")
         batch = sorted((r for r in list(_live.values()) if r.order == order),
                        key=lambda r: r.key, reverse=True)
         for r in batch:
@@ -506,26 +320,14 @@ def _teardown_steps():
                     if _attempt:
                         errs.append(e)
             _live.pop(r.key, None)  # never retried past teardown
-    try:
-        _memory._teardown()
-        _stream._teardown()
-    except Exception as e:  # pragma: no cover - defensive
-        errs.append(e)
-    L = lib
-    for dev, n in sorted(_set_counts.items()):
-        for _ in range(n):
-            st = L.aclrtResetDevice(dev)
-            if st:
-                errs.append(make_error(st, "aclrtResetDevice"))
-                break
+    errs += _run_step("forget")
+    errs += _run_step("devices")
     if _owns_acl:
-        st = L.aclFinalize()
+        st = lib.aclFinalize()
         if st:
             errs.append(make_error(st, "aclFinalize"))
-    _set_counts = {}
-    _device_count = None
-    _tls = _TLS()
     gen += 1
+    ready = False
     _state = _FINALIZED
     last_teardown_errors[:] = errs
     return errs
@@ -536,7 +338,7 @@ def _at_exit():
     global _count
     # A daemon thread stuck inside acl-py must not hang the exit: wait a while, then give up
     # (the process is ending; the runtime's own exit handling remains).
-    if not _lock.acquire(timeout=10):
+    if not lock.acquire(timeout=10):
         return
     try:
         if _state == _INIT:
@@ -545,10 +347,10 @@ def _at_exit():
     except BaseException:  # nothing may escape at interpreter exit
         pass
     finally:
-        _lock.release()
+        lock.release()
 
 
-__all__ = ["init", "finalize", "ensure", "is_initialized", "state", "backend", "Device",
-           "current_device", "set_device", "device_count", "mem_info", "synchronize",
-           "MemInfo", "Releaser", "release_unused", "FinalizedError", "ORDER_EXECUTOR",
-           "ORDER_HANDLE", "ORDER_EVENT", "ORDER_MEMORY", "ORDER_POOL", "ORDER_STREAM"]
+__all__ = ["init", "finalize", "ensure", "is_initialized", "state", "backend", "Releaser",
+           "release_unused", "register_cache", "register_step", "FinalizedError",
+           "ORDER_EXECUTOR", "ORDER_HANDLE", "ORDER_EVENT", "ORDER_MEMORY", "ORDER_POOL",
+           "ORDER_STREAM"]

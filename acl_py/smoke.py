@@ -391,7 +391,7 @@ def run_cases(cases: Sequence[Case], progress: Callable[[int, int, Case, CaseRes
 
 def environment(device_id: int = 0) -> dict:
     """Backend, library paths and device facts for the header and the JSON report."""
-    from . import runtime
+    from . import device, runtime
     b = runtime.backend()
     env = {"backend": b.name, "reason": b.reason, "root": str(b.root),
            "libraries": {role: str(p) for role, p in b.libraries.items()},
@@ -399,8 +399,8 @@ def environment(device_id: int = 0) -> dict:
            "host": {"machine": platform.machine(), "cpus": os.cpu_count(),
                     "python": platform.python_version(), "numpy": np.__version__}}
     try:
-        env["device"]["count"] = runtime.device_count()
-        info = runtime.mem_info(device_id)
+        env["device"]["count"] = device.device_count()
+        info = device.mem_info(device_id)
         env["device"]["memory_total"] = info.total
         env["device"]["memory_free"] = info.free
     except Exception as e:  # noqa: BLE001 - the header is informative; the cases decide
@@ -541,7 +541,7 @@ def smoke_results(quick: bool = False, cases: Iterable[Case] | None = None,
                   device_id: int = 0, progress=None) -> tuple[dict, list[CaseResult]]:
     """Opens the device, runs the cases on a stream of their own, and returns (environment,
     results). Everything it creates is released before it returns."""
-    from .runtime import Device
+    from .device import Device
     from .stream import Stream
     cases = list(cases) if cases is not None else build_cases(quick)
     with Device(device_id):

@@ -1,149 +1,62 @@
-"""Streams and events, and the bookkeeping behind stream-ordered release.
+"""Streams and events.
 
-Each stream keeps a submission counter. Code that enqueues work on a stream calls
-:meth:`Stream.mark_used` (or the internal ``_StreamState.submit``) right after the enqueue
-succeeds, naming the buffers/tensors the work touches and any host object to keep alive. A
-buffer released while a stream has such work not yet known complete is freed only after that
-stream has synchronized past it (``Stream.synchronize``, ``Event.synchronize`` of a later
-record, ``Device.synchronize``, ``Stream.close``, teardown). Deferred work runs on the thread
-that synchronized.
+Work acl-py enqueues on a stream is numbered on the stream's timeline (``acl_py._ordering``):
+code that enqueues work calls :meth:`Stream.mark_used` (acl-py's own modules: the timeline's
+``submit`` and the resources' ``Uses`` records) right after the enqueue succeeds, naming the
+buffers/tensors the work touches and any host object to keep alive. A buffer released while
+a stream has such work not yet known complete is freed only after that stream has
+synchronized past it (``Stream.synchronize``, ``Event.synchronize`` of a later record,
+``Device.synchronize``, ``Stream.close``, teardown). Deferred work runs on the thread that
+synchronized.
 
 A stream may be shared by several threads: submissions and the deferred list are locked, and
 the runtime queues work in the order the calls return.
 """
 from __future__ import annotations
 
-import threading
-import weakref
-
 from ._ffi import ffi
+from . import _ordering
+from . import device as _device
 from . import runtime as _rt
 from .errors import AclArgumentError, AclTypeError, make_error
 
-_streams = weakref.WeakSet()   # live _StreamState objects, default streams included
 _defaults: dict = {}           # device id -> Stream wrapping the NULL stream
 
 
-class _StreamState:
-    """The C-side state of a stream, shared by its wrapper, the buffers that used it and the
-    releaser (never references the wrapper)."""
+class StreamState(_ordering.Timeline):
+    """A stream's C handle and timeline, shared by its wrapper, the records of the work
+    enqueued on it and its releaser (never references the wrapper). For acl-py's modules:
+    ``Stream.state``."""
 
-    __slots__ = ("handle", "device", "seq", "done", "deferred", "lock", "run_lock", "running",
-                 "closed", "is_default", "gen", "sync_fn", "__weakref__")
+    __slots__ = ("handle", "is_default")
 
     def __init__(self, handle, device, is_default):
+        super().__init__(device)
         self.handle = handle
-        self.device = device
-        self.seq = 0           # submissions so far
-        self.done = 0          # submissions known complete
-        self.deferred = []     # (seq, fn or None, arg): fn(arg) once done >= seq
-        self.lock = threading.Lock()
-        # Held while deferred work runs. A thread whose synchronize finds its work claimed by
-        # another thread's complete() waits on it, so that when synchronize returns, what
-        # waited for the stream (a copy back into a NumPy array) has run, not just started.
-        self.run_lock = threading.RLock()
-        self.running = 0       # complete() calls between claiming work and finishing it
-        self.closed = False
         self.is_default = is_default
-        self.gen = _rt.gen
-        self.sync_fn = _rt.ensure().aclrtSynchronizeStream   # bound once (hot path)
-        _streams.add(self)
 
-    def submit(self, buffers=(), keep=None):
-        """Records one submission that uses ``buffers`` (``_BufState``s) and keeps ``keep``
-        alive until it is complete. Returns its sequence number."""
-        # No lock for the counter (hot path): two racing submissions may share a number,
-        # which is harmless: a number is read only after the enqueue it tags returned, so
-        # any number <= the target a synchronize read first tags work enqueued before it.
-        seq = self.seq = self.seq + 1
-        if keep is not None:
-            with self.lock:     # complete() swaps the list under the lock
-                self.deferred.append((seq, None, keep))
-        for b in buffers:
-            b.uses[self] = seq
-        return seq
-
-    def defer(self, seq, fn, arg):
-        """Runs ``fn(arg)`` once submissions up to ``seq`` are complete (now, if they are)."""
-        with self.lock:
-            if self.done < seq and not self.closed:
-                self.deferred.append((seq, fn, arg))
-                return
-        fn(arg)
-
-    def complete(self, upto):
-        """Marks submissions up to ``upto`` complete and runs what waited for them. Returns
-        the errors of deferred functions (every one runs)."""
-        with self.run_lock:
-            with self.lock:
-                if upto > self.done:
-                    self.done = upto
-                if not self.deferred:
-                    return []
-                ready = [d for d in self.deferred if d[0] <= self.done]
-                if not ready:
-                    return []
-                self.running += 1   # before the list shrinks: see wait_running()
-                self.deferred = [d for d in self.deferred if d[0] > self.done]
-            errs = []
-            try:
-                for _seq, fn, arg in ready:
-                    if fn is not None:
-                        try:
-                            fn(arg)
-                        except Exception as e:
-                            errs.append(e)
-            finally:
-                self.running -= 1
-            return errs
-
-    def wait_running(self):
-        """Waits until deferred work another thread claimed has run. Callers read
-        ``deferred`` (empty) before ``running``; complete() raises ``running`` before it
-        empties the list, so claimed-but-unfinished work is always seen."""
-        if self.running:
-            with self.run_lock:
-                pass
-
-    def sync(self):
+    def synchronize(self):
         """aclrtSynchronizeStream, then the deferred work it made due. Raises the sync failure
         (deferred work then stays queued) or the first deferred failure."""
-        if _rt._state is _rt._INIT:
-            L = _rt.lib
-            if _rt._tls.dev != self.device:
-                _rt.activate(self.device)
-        else:
-            L = _rt.ensure()
-            _rt.activate(self.device)
+        L = _rt.lib if _rt.ready else _rt.ensure()
+        _device.activate(self.device)
         target = self.seq
         st = L.aclrtSynchronizeStream(self.handle)
         if st:
             raise make_error(st, "aclrtSynchronizeStream")
-        if self.deferred:
-            errs = self.complete(target)
-            if errs:
-                raise errs[0]
-        elif self.done < target:
-            # Nothing waits: advance the counter without complete()'s lock (the hot path of
-            # a launch + synchronize loop). A racing sync may store a smaller target after a
-            # larger one, which only makes later checks conservative; work deferred by a
-            # racing thread meanwhile is picked up by the re-check.
-            self.done = target
-            if self.deferred:
-                errs = self.complete(target)
-                if errs:
-                    raise errs[0]
-        self.wait_running()
+        errs = self.complete(target)
+        if errs:
+            raise errs[0]
 
-
-_closed_error = _rt.closed_error
+    def closed_error(self, what):
+        return _rt.closed_error(self.gen, what)
 
 
 def _create(dev, ctype, create):
     """A new ``ctype`` object made by the runtime function ``create`` (aclrtCreateStream,
     aclrtCreateEvent) on device ``dev``."""
     L = _rt.ensure()
-    _rt.activate(dev)
+    _device.activate(dev)
     p = ffi.new(ctype)
     s = getattr(L, create)(p)
     if s:
@@ -156,7 +69,7 @@ def _destroy_stream(st):
     if st.closed:
         return
     L = _rt.lib
-    _rt.activate(st.device)
+    _device.activate(st.device)
     target = st.seq
     sync_err = None
     s = L.aclrtSynchronizeStream(st.handle)
@@ -166,10 +79,8 @@ def _destroy_stream(st):
     if s:
         raise make_error(s, "aclrtDestroyStream")
     # Destroy drains the stream: everything submitted is complete now.
-    with st.lock:
-        st.closed = True
-        st.handle = None
-    _streams.discard(st)
+    st.close()
+    st.handle = None
     errs = st.complete(max(target, st.seq))
     if sync_err is not None:
         raise sync_err
@@ -184,73 +95,61 @@ class Stream:
     and runs the releases that waited for it. Wrapping the default (NULL) stream, see
     :func:`default_stream`; closing that one only synchronizes it."""
 
-    __slots__ = ("_st", "_rel", "__weakref__")
+    __slots__ = ("state", "_rel", "__weakref__")
 
     def __init__(self, device=None):
-        dev = _rt.resolve_device(device)
-        st = self._st = _StreamState(_create(dev, "aclrtStream *", "aclrtCreateStream"), dev,
-                                     False)
+        dev = _device.resolve_device(device)
+        st = self.state = StreamState(_create(dev, "aclrtStream *", "aclrtCreateStream"), dev,
+                                      False)
         self._rel = _rt.Releaser(self, _destroy_stream, (st,), _rt.ORDER_STREAM)
 
     @classmethod
     def _wrap_default(cls, dev):
         self = object.__new__(cls)
-        self._st = _StreamState(ffi.NULL, dev, True)
+        self.state = StreamState(ffi.NULL, dev, True)
         self._rel = None
         return self
 
     @property
     def handle(self):
         """The ``aclrtStream`` (NULL for a default stream)."""
-        st = self._st
+        st = self.state
         if st.closed:
-            raise _closed_error(st, repr(self))
+            raise st.closed_error(repr(self))
         return st.handle
 
     @property
     def device(self):
-        return _rt.Device(self._st.device)
+        return _device.Device(self.state.device)
 
     @property
     def closed(self):
-        return self._st.closed
+        return self.state.closed
 
     @property
     def is_default(self):
-        return self._st.is_default
+        return self.state.is_default
 
     def synchronize(self):
         """Waits until everything queued on the stream has run, then runs the releases that
         waited for it."""
-        st = self._st
-        if st.closed:
-            raise _closed_error(st, repr(self))
-        # A closed state covers teardown too (it closes every stream of the session).
-        if st.deferred or _rt._tls.dev != st.device:
-            st.sync()
-            return
-        # _StreamState.sync's common case inlined: one C call and a counter update.
-        target = st.seq
-        r = st.sync_fn(st.handle)
-        if r:
-            raise make_error(r, "aclrtSynchronizeStream")
-        if st.done < target:
-            st.done = target    # see _StreamState.sync
-        if st.deferred:         # deferred meanwhile by another thread
-            errs = st.complete(target)
-            if errs:
-                raise errs[0]
-        elif st.running:        # claimed by another thread's synchronize, maybe not run yet
-            st.wait_running()
+        st = self.state
+        if st.closed:   # teardown too: it closes every stream of the session
+            raise st.closed_error(repr(self))
+        st.synchronize()
 
     def mark_used(self, *objects, keep=None):
         """Call right after enqueuing work on this stream: the memory of ``objects``
-        (DeviceBuffer, HostBuffer, DeviceTensor) is not freed, and ``keep`` is kept alive,
-        until the stream has synchronized past this point. Returns the submission number."""
-        st = self._st
+        (DeviceBuffer, HostBuffer, DeviceTensor: anything with an ``allocation``) is not
+        freed, and ``keep`` is kept alive, until the stream has synchronized past this point.
+        Returns the submission number."""
+        st = self.state
         if st.closed:
-            raise _closed_error(st, repr(self))
-        return st.submit([o._bst for o in objects], keep)
+            raise st.closed_error(repr(self))
+        seq = st.submit(keep)
+        for o in objects:
+            o.allocation.uses[st] = seq
+        return seq
 
     def keep_alive(self, obj):
         """Keeps ``obj`` alive until the work queued so far has completed."""
@@ -259,25 +158,25 @@ class Stream:
     def defer(self, fn):
         """Calls ``fn()`` (on the synchronizing thread) once the work queued so far has
         completed; at once if the stream is idle as far as acl-py knows."""
-        st = self._st
+        st = self.state
         if st.closed:
-            raise _closed_error(st, repr(self))
+            raise st.closed_error(repr(self))
         st.defer(st.seq, _call, fn)
 
     def close(self):
         """Synchronizes and destroys the stream (a default stream is only synchronized).
         Safe to repeat."""
-        st = self._st
+        st = self.state
         if st.is_default:
-            if not st.closed and st.gen == _rt.gen and _rt._state is _rt._INIT:
-                st.sync()
+            if not st.closed and st.gen == _rt.gen and _rt.ready:
+                st.synchronize()
             return
         if self._rel is not None:
             self._rel.release()
 
     def __enter__(self):
-        if self._st.closed:
-            raise _closed_error(self._st, repr(self))
+        if self.state.closed:
+            raise self.state.closed_error(repr(self))
         return self
 
     def __exit__(self, *exc):
@@ -285,13 +184,13 @@ class Stream:
         return False
 
     def __eq__(self, other):
-        return isinstance(other, Stream) and other._st is self._st
+        return isinstance(other, Stream) and other.state is self.state
 
     def __hash__(self):
-        return id(self._st)
+        return id(self.state)
 
     def __repr__(self):
-        st = self._st
+        st = self.state
         if st.is_default:
             return f"<acl_py.Stream default of device {st.device}>"
         state = "closed" if st.closed else hex(int(ffi.cast("uintptr_t", st.handle)))
@@ -304,15 +203,18 @@ def _call(fn):
 
 def default_stream(device=None):
     """The default (NULL) stream of a device (default: the current one), as a Stream."""
-    dev = _rt.resolve_device(device)
+    dev = _device.resolve_device(device)
     _rt.ensure()
     s = _defaults.get(dev)
-    if s is None or s._st.closed:
-        with _rt._lock:
+    if s is None or s.state.closed:
+        with _rt.lock:
             s = _defaults.get(dev)
-            if s is None or s._st.closed:
+            if s is None or s.state.closed:
                 s = _defaults[dev] = Stream._wrap_default(dev)
     return s
+
+
+_device.provide("default_stream", default_stream)
 
 
 def as_stream(stream, device, argument="stream"):
@@ -320,18 +222,35 @@ def as_stream(stream, device, argument="stream"):
     of another device is refused before any C call."""
     if stream is None:
         s = _defaults.get(device)
-        if s is None or s._st.closed:
+        if s is None or s.state.closed:
             s = default_stream(device)
         return s
     if not isinstance(stream, Stream):
         raise AclTypeError(argument, f"expected an acl_py.Stream or None, got "
                            f"{type(stream).__name__}")
-    if stream._st.device != device:
-        raise AclArgumentError(argument, f"{stream!r} belongs to device {stream._st.device}, "
+    st = stream.state
+    if st.device != device:
+        raise AclArgumentError(argument, f"{stream!r} belongs to device {st.device}, "
                                f"the data to device {device}")
-    if stream._st.closed:
-        raise _closed_error(stream._st, repr(stream))
+    if st.closed:
+        raise st.closed_error(repr(stream))
     return stream
+
+
+def state_for(stream, device, argument="stream"):
+    """The open StreamState to enqueue on for a ``stream=`` argument (see :func:`as_stream`),
+    checked: the hot path of every launch."""
+    if stream is None:
+        s = _defaults.get(device)
+        if s is not None:
+            st = s.state
+            if not st.closed:
+                return st
+    elif type(stream) is Stream:
+        st = stream.state
+        if st.device == device and not st.closed:
+            return st
+    return as_stream(stream, device, argument).state
 
 
 # ---- events -------------------------------------------------------------------------------
@@ -351,7 +270,7 @@ def _destroy_event(st):
     if st.closed:
         return
     L = _rt.lib
-    _rt.activate(st.device)
+    _device.activate(st.device)
     s = L.aclrtDestroyEvent(st.handle)
     if s:
         raise make_error(s, "aclrtDestroyEvent")
@@ -365,14 +284,14 @@ class Event:
     __slots__ = ("_st", "_rel", "__weakref__")
 
     def __init__(self, device=None):
-        dev = _rt.resolve_device(device)
+        dev = _device.resolve_device(device)
         st = self._st = _EventState(_create(dev, "aclrtEvent *", "aclrtCreateEvent"), dev)
         self._rel = _rt.Releaser(self, _destroy_event, (st,), _rt.ORDER_EVENT)
 
     def _live(self):
         st = self._st
         if st.closed:
-            raise _closed_error(st, repr(self))
+            raise _rt.closed_error(st.gen, repr(self))
         return st
 
     @property
@@ -381,7 +300,7 @@ class Event:
 
     @property
     def device(self):
-        return _rt.Device(self._st.device)
+        return _device.Device(self._st.device)
 
     @property
     def closed(self):
@@ -390,9 +309,8 @@ class Event:
     def record(self, stream=None):
         """Records the event on ``stream`` (default: the device's default stream)."""
         st = self._live()
-        s = as_stream(stream, st.device)
-        sst = s._st
-        _rt.activate(st.device)
+        sst = state_for(stream, st.device)
+        _device.activate(st.device)
         target = sst.seq
         r = _rt.lib.aclrtRecordEvent(st.handle, sst.handle)
         if r:
@@ -404,7 +322,7 @@ class Event:
         """Waits for the last record; the work queued on its stream before the record is then
         complete, and the releases that waited for it run."""
         st = self._live()
-        _rt.activate(st.device)
+        _device.activate(st.device)
         rec = st.recorded
         r = _rt.lib.aclrtSynchronizeEvent(st.handle)
         if r:
@@ -423,7 +341,7 @@ class Event:
         if est.device != st.device:
             raise AclArgumentError("end", f"event of device {est.device}, this one is on "
                                    f"device {st.device}")
-        _rt.activate(st.device)
+        _device.activate(st.device)
         ms = ffi.new("float *")
         r = _rt.lib.aclrtEventElapsedTime(ms, st.handle, est.handle)
         if r:
@@ -447,53 +365,34 @@ class Event:
         return f"<acl_py.Event {state} on device {self._st.device}>"
 
 
-# ---- whole-process helpers (runtime teardown, Device.synchronize, tests) ------------------
+# ---- the session's steps ------------------------------------------------------------------
 
-def _marks_of_device(dev):
-    return [(s, s.seq) for s in list(_streams) if s.device == dev and not s.closed]
-
-
-def _complete_marks(marks):
-    errs = []
-    for s, seq in marks:
-        errs += s.complete(seq)
-    if errs:
-        raise errs[0]
-
-
-def _synchronize_all(force=False):
+def _synchronize_all(force):
     """Synchronizes every live stream (acl-py's and the default ones) and runs their deferred
-    work. Returns the errors. ``force``: run deferred work even if a synchronize failed (used
-    at teardown, where nothing else will run it)."""
+    work. Returns the errors. ``force``: run deferred work even if a synchronize failed (at
+    teardown, where nothing else will run it)."""
     errs = []
-    for s in list(_streams):
-        if s.closed or s.gen != _rt.gen:
+    for s in _ordering.timelines():
+        if s.closed or s.gen != _rt.gen or not isinstance(s, StreamState):
             continue
         try:
-            s.sync()
+            s.synchronize()
         except Exception as e:
             errs.append(e)
             if force:
-                errs += s.complete(s.seq)
+                errs += s.flush()
     return errs
 
 
-def _flush_all_deferred():
-    errs = []
-    for s in list(_streams):
-        errs += s.complete(s.seq)
-    return errs
-
-
-def _teardown():
-    """After the releases: default streams are closed, the bookkeeping emptied."""
-    for s in list(_streams):
-        if not s.closed:
-            s.complete(s.seq)
-            s.closed = True
-            s.handle = None
-    _streams.clear()
+def _forget():
+    """Teardown, after the releases: the default streams are dropped."""
+    for s in _defaults.values():
+        s.state.handle = None
     _defaults.clear()
+    return []
 
+
+_rt.register_step("synchronize", _synchronize_all)
+_rt.register_step("forget", _forget)
 
 __all__ = ["Stream", "Event", "default_stream"]

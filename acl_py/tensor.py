@@ -20,6 +20,7 @@ import numpy as np
 
 from ._ffi import ffi
 from . import dtypes as _dt
+from . import device as _device
 from . import memory as _mem
 from . import runtime as _rt
 from . import stream as _stream
@@ -117,14 +118,16 @@ class DeviceTensor:
     :class:`DeviceBuffer` (the tensor keeps it alive but does not own it); use
     :meth:`empty`, :meth:`zeros` or :meth:`from_numpy` to make owning tensors."""
 
-    __slots__ = ("_buf", "_bst", "_shape", "_strides", "_offset", "_dtype",
+    __slots__ = ("_buf", "allocation", "_shape", "_strides", "_offset", "_dtype",
                  "_handle", "_hrel", "_owner", "_closed", "__weakref__")
 
     def __init__(self, buffer, shape, dtype, strides=None, offset=0):
         if not isinstance(buffer, _mem.DeviceBuffer):
             raise AclTypeError("buffer", f"expected a DeviceBuffer, got "
                                f"{type(buffer).__name__}")
-        bst = buffer._live()
+        bst = buffer.allocation
+        if bst.closed:
+            raise bst.closed_error(repr(buffer))
         shape = _as_shape(shape)
         dt = _dt.as_dtype(dtype)
         if strides is None:
@@ -146,7 +149,7 @@ class DeviceTensor:
 
     def _init(self, buf, shape, dt, strides, offset, owner):
         self._buf = buf
-        self._bst = buf._bst
+        self.allocation = buf.allocation
         self._shape = shape
         self._strides = strides
         self._offset = offset
@@ -164,28 +167,29 @@ class DeviceTensor:
     # ---- construction ----
 
     @classmethod
-    def empty(cls, shape, dtype=np.float32, device=None, *, pool=True):
+    def empty(cls, shape, dtype=np.float32, device=None, *, pool=True, stream=None):
         """An uninitialized contiguous tensor (storage from the device's memory pool unless
-        ``pool`` is a MemoryPool or None for a direct aclrtMalloc)."""
+        ``pool`` is a MemoryPool or None for a direct aclrtMalloc). ``stream``: the stream
+        the tensor is for; the pool may then reuse memory freed on it whose work there is
+        not done yet (see :class:`~acl_py.DeviceBuffer`)."""
         shape = _as_shape(shape)
         dt = _dt.as_dtype(dtype)
-        if pool is True:
-            return cls._empty(shape, dt, _rt.resolve_device(device))
-        buf = _mem.DeviceBuffer(_size(shape) * dt.itemsize, device, pool=pool)
+        buf = _mem.DeviceBuffer(_size(shape) * dt.itemsize, device, pool=pool, stream=stream)
         return cls._new(buf, shape, dt, _contiguous_strides(shape), 0, True)
 
     @classmethod
-    def _empty(cls, shape, dt, dev):
-        """``empty`` from the default pool for checked arguments (``shape`` a tuple of
-        dims, ``dt`` a supported dtype, ``dev`` a device id): the operators' outputs."""
-        st = _mem._default_pool(dev)._pst.allocate(_size(shape) * dt.itemsize)
-        return cls._new(_mem.DeviceBuffer._from_state(st), shape, dt,
-                        _contiguous_strides(shape), 0, True)
+    def new_output(cls, shape, dt, dev, stream_state):
+        """A contiguous tensor from ``dev``'s default pool for work on ``stream_state``, for
+        checked arguments (``shape`` a tuple of dims, ``dt`` a NumPy dtype acl-py supports,
+        ``dev`` a device id): the operators' outputs."""
+        st = _mem.allocate(_size(shape) * dt.itemsize, dev, stream_state)
+        return cls._new(_mem.DeviceBuffer.adopt(st), shape, dt, _contiguous_strides(shape), 0,
+                        True)
 
     @classmethod
     def zeros(cls, shape, dtype=np.float32, device=None, *, stream=None, pool=True):
         """A contiguous tensor of zeros (set on ``stream`` if given, else synchronously)."""
-        t = cls.empty(shape, dtype, device, pool=pool)
+        t = cls.empty(shape, dtype, device, pool=pool, stream=stream)
         t._buf.memset(0, stream=stream)
         return t
 
@@ -201,9 +205,9 @@ class DeviceTensor:
             arr = np.asarray(arr)
         dt = _dt.as_dtype(arr.dtype, "arr")
         if device is None and stream is not None and isinstance(stream, _stream.Stream):
-            dev = stream._st.device
+            dev = stream.state.device
         else:
-            dev = _rt.resolve_device(device)
+            dev = _device.resolve_device(device)
         shape = arr.shape
         if arr.flags.c_contiguous:
             src, strides = arr, _contiguous_strides(shape)
@@ -213,7 +217,7 @@ class DeviceTensor:
             strides = tuple(reversed(_contiguous_strides(tuple(reversed(shape)))))
         else:
             src, strides = np.ascontiguousarray(arr), _contiguous_strides(shape)
-        buf = _mem.DeviceBuffer(arr.nbytes, dev, pool=pool)
+        buf = _mem.DeviceBuffer(arr.nbytes, dev, pool=pool, stream=stream)
         try:
             if stream is None:
                 buf.copy_from_host(src)
@@ -290,13 +294,13 @@ class DeviceTensor:
     # ---- properties ----
 
     def _live(self):
-        bst = self._bst
+        bst = self.allocation
         if self._closed or bst.closed:
             raise self._closed_error()
         return bst
 
     def _closed_error(self):
-        if self._bst.gen != _rt.gen:
+        if self.allocation.gen != _rt.gen:
             return _rt.FinalizedError("DeviceTensor")
         if self._closed:
             return ClosedError("DeviceTensor is closed")
@@ -307,7 +311,7 @@ class DeviceTensor:
     def handle(self):
         """The cached ``aclTensor *`` of this view (created on first use)."""
         h = self._handle
-        if h is None or self._bst.closed or self._closed:
+        if h is None or self.allocation.closed or self._closed:
             h = self._make_handle()
         return h
 
@@ -321,7 +325,7 @@ class DeviceTensor:
         return h
 
     def _create_handle(self, bst):
-        L = _rt.lib if _rt._state is _rt._INIT else _rt.ensure()
+        L = _rt.lib if _rt.ready else _rt.ensure()
         shape = self._shape
         dt = self._dtype
         nd = len(shape)
@@ -380,7 +384,7 @@ class DeviceTensor:
 
     @property
     def device(self):
-        return _rt.Device(self._bst.device)
+        return _device.Device(self.allocation.device)
 
     @property
     def buffer(self):
@@ -390,7 +394,7 @@ class DeviceTensor:
     @property
     def storage_size(self):
         """Elements in the storage (what ``aclCreateTensor`` gets as storage dims)."""
-        return self._bst.nbytes // self._dtype.itemsize
+        return self.allocation.nbytes // self._dtype.itemsize
 
     @property
     def data_ptr(self):
@@ -411,7 +415,7 @@ class DeviceTensor:
 
     @property
     def closed(self):
-        return self._closed or self._bst.closed
+        return self._closed or self.allocation.closed
 
     @property
     def is_view(self):
@@ -419,9 +423,9 @@ class DeviceTensor:
 
     def check_device(self, device, argument="tensor"):
         """Raises AclArgumentError naming ``argument`` unless the tensor is on ``device``."""
-        dev = device.id if isinstance(device, _rt.Device) else device
-        if self._bst.device != dev:
-            raise AclArgumentError(argument, f"tensor is on device {self._bst.device}, "
+        dev = device.id if isinstance(device, _device.Device) else device
+        if self.allocation.device != dev:
+            raise AclArgumentError(argument, f"tensor is on device {self.allocation.device}, "
                                    f"expected device {dev}")
         return self
 
@@ -541,7 +545,6 @@ class DeviceTensor:
     def close(self):
         """Destroys the aclTensor handle; an owning tensor also frees its storage (after the
         streams still using it synchronize), which closes its views. Safe to repeat."""
-        _mem.close_epoch += 1
         if self._hrel is not None:
             self._hrel.release()
             self._hrel = None
@@ -566,7 +569,7 @@ class DeviceTensor:
     def __repr__(self):
         state = " closed" if self.closed else ""
         return (f"<acl_py.DeviceTensor{state} shape={self._shape} dtype={self._dtype} "
-                f"strides={self._strides} offset={self._offset} device={self._bst.device}>")
+                f"strides={self._strides} offset={self._offset} device={self.allocation.device}>")
 
 
 # ---- operator argument arrays ----------------------------------------------------------------
@@ -621,7 +624,6 @@ class _Array:
 
     def close(self):
         """Destroys the handle. Safe to repeat."""
-        _mem.close_epoch += 1
         if self._rel is not None:
             self._rel.release()
         self._handle = None

@@ -51,9 +51,10 @@ DOCUMENTED = {
     "aclnnLayerNormBackward": (errors.RuntimeFailure, 361001),
 }
 # Where acl-py documents recovery (see the module doc), success is also a correct outcome.
+# aclSetAclOpExecutorRepeatable's 561000 makes a plan fall back to a launch per run.
 RECOVERED = {"aclrtMalloc", "aclrtFree", "aclrtFreeHost", "aclDestroyTensor",
              "aclDestroyIntArray", "aclDestroyBoolArray", "aclDestroyAclOpExecutor",
-             "aclrtDestroyStream", "aclrtDestroyEvent"}
+             "aclrtDestroyStream", "aclrtDestroyEvent", "aclSetAclOpExecutorRepeatable"}
 
 
 # ---- scenarios: each takes the NumPy case (and device copies) and returns host results ------

@@ -79,7 +79,7 @@ def test_cpp_sample_against_vendor_install_prints_the_same(cann, tmp_path):
 
 def test_memory_info_is_sane_and_tracks_an_allocation(cann):
     from acl_py.raw import ffi, lib
-    from acl_py.runtime import Device
+    from acl_py.device import Device
     from acl_py.memory import DeviceBuffer
 
     def mem():
@@ -100,7 +100,7 @@ def test_memory_info_is_sane_and_tracks_an_allocation(cann):
 
 
 def test_bf16_transformer_case_matches_reference(cann):
-    from acl_py.runtime import Device
+    from acl_py.device import Device
     from acl_py.stream import Stream
     case = smoke.Case("hw-bf16-transformer", (8, 512, 1024), dtype="bfloat16",
                       stats_dtype="float32", weight_dtype="float32")

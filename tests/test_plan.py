@@ -138,15 +138,93 @@ def test_one_shot_faults_release_the_executor(emulator, fault, cls, code):
     check(res, case)
 
 
-@pytest.mark.parametrize("fault,cls", [("aclSetAclOpExecutorRepeatable", InternalError),
-                                       (PHASE_ONE, InternalError)])
-def test_plan_construction_faults_leak_nothing(emulator, fault, cls):
+def test_plan_construction_fault_leaks_nothing(emulator):
     d = to_device(make_case((4, 8), 1, F32))
     base = emulator.live_objects()["executors"]
-    with emulator.inject_faults(f"{fault}:1"):
-        with pytest.raises(cls):
+    with emulator.inject_faults(f"{PHASE_ONE}:1"):
+        with pytest.raises(InternalError):
             acl_py.LayerNormBackward(**d)
     assert emulator.live_objects()["executors"] == base
+
+
+# ---- the plan when the library refuses a repeatable executor (issue 11 item 5) ----------------
+#
+# The vendor's aclSetAclOpExecutorRepeatable returns ACLNN_ERR_INNER (561000) for executors
+# it cannot repeat (hicann/opbase src/nnopbase/composite_op/aclnn_engine/op_executor.cpp,
+# OpExecutorImpl::SetRepeatable), leaving the executor single-use. The plan then launches
+# phase one and two at every run, and says so in `mode`.
+
+def test_plan_mode_is_repeatable_normally():
+    d = to_device(make_case((4, 8), 1, F32))
+    with acl_py.LayerNormBackward(**d) as plan:
+        assert plan.mode == "repeatable" and plan.executor.mode == "repeatable"
+
+
+def test_plan_falls_back_to_per_run_launches(emulator):
+    case = make_case((4, 8), 1, F32, seed=3)
+    d = to_device(case)
+    s = acl_py.Stream()
+    base = emulator.live_objects()["executors"]
+    with emulator.inject_faults("aclSetAclOpExecutorRepeatable:1"):
+        plan = acl_py.LayerNormBackward(**d)
+    assert plan.mode == "per-run" and not plan.closed
+    # The refused executor never ran: it was destroyed at once.
+    assert emulator.live_objects()["executors"] == base
+    assert plan.workspace_size > 0
+    emulator.reset_call_counts()
+    for i in range(3):
+        new = make_case((4, 8), 1, F32, seed=20 + i)
+        for k in ("grad_out", "input", "mean", "rstd", "weight"):
+            d[k].copy_from_numpy(new[k])
+        assert plan.run(s) == plan.outputs
+        s.synchronize()
+        check(plan.outputs, dict(new, bias=case["bias"]))
+    counts = emulator.call_counts()
+    assert counts[PHASE_ONE] == 3 and counts[PHASE_TWO] == 3, counts
+    assert "aclSetAclOpExecutorRepeatable" not in counts
+    # Its launches release their own executors; nothing is left when it closes.
+    plan.close()
+    assert plan.closed
+    with pytest.raises(ClosedError):
+        plan.run(s)
+    assert emulator.live_objects()["executors"] == base
+    for t in plan.outputs:
+        t.close()
+    s.close()
+
+
+def test_plan_fallback_whose_destroy_fails_retries_it_at_close(emulator):
+    d = to_device(make_case((4, 8), 1, F32))
+    base = emulator.live_objects()["executors"]
+    with emulator.inject_faults("aclSetAclOpExecutorRepeatable:1,aclDestroyAclOpExecutor:1"):
+        plan = acl_py.LayerNormBackward(**d)
+    assert plan.mode == "per-run"
+    assert emulator.live_objects()["executors"] == base + 1   # the destroy failed
+    plan.close()
+    assert emulator.live_objects()["executors"] == base
+
+
+def test_plan_fallback_from_the_environment(run_python):
+    """ACL_EMU_FAIL arms the same refusal when the library loads: a script's plan falls back
+    and reports it."""
+    proc = run_python("""
+        import numpy as np, acl_py
+        from acl_py import reference
+        x = np.arange(8, dtype=np.float32).reshape(2, 4) / 8
+        m = x.mean(axis=1, keepdims=True)
+        r = 1 / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+        t = [acl_py.DeviceTensor.from_numpy(a) for a in (x, x, m, r)]
+        with acl_py.LayerNormBackward(t[0], t[1], [4], t[2], t[3]) as plan:
+            plan.run()
+            plan.run()
+            acl_py.synchronize()
+            want = reference.layer_norm_backward(x, x, (4,), m, r)
+            got = [o.to_numpy() for o in plan.outputs]
+            assert all(np.allclose(g, w, atol=1e-5) for g, w in zip(got, want))
+            print(plan.mode)
+    """, env={"ACL_EMU_FAIL": "aclSetAclOpExecutorRepeatable:1", "ACL_PY_BACKEND": "emulator"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "per-run", proc.stdout
 
 
 def test_plan_run_fault_keeps_the_plan_usable(emulator):
@@ -222,7 +300,7 @@ def test_plan_alive_at_interpreter_exit(run_python):
 
 
 def test_caches_survive_finalize_and_init(run_python):
-    """The cached arrays and per-stream workspaces of one-shot calls are recreated in a new
+    """The cached arrays and pooled workspaces of one-shot calls are recreated in a new
     session (they were released by finalize)."""
     proc = run_python("""
         import numpy as np, acl_py

@@ -15,15 +15,14 @@ are left to phase one, whose failures surface as its typed error
 from __future__ import annotations
 
 import threading
-import weakref
 
 import numpy as np
 
+from .. import device as _device
 from .. import dtypes as _dt
-from .. import memory as _mem
 from .. import runtime as _rt
 from .. import stream as _stream
-from ..errors import AclArgumentError, AclTypeError, make_error
+from ..errors import AclArgumentError, AclTypeError
 from ..tensor import BoolArray, DeviceTensor, IntArray, _as_dim, _size
 from ._two_phase import Operator, bool_array, int_array, tensor
 
@@ -58,7 +57,7 @@ def _supported(dt):
 _int_arrays: dict = {}
 _bool_arrays: dict = {}
 _CACHE_MAX = 64
-# Guards changes to _int_arrays, _bool_arrays and _fast (lookups need no lock): evicting with
+# Guards changes to _int_arrays and _bool_arrays (lookups need no lock): evicting with
 # next(iter(d)) while another thread inserts would raise, or pop what the other just put.
 _cache_lock = threading.Lock()
 
@@ -249,13 +248,13 @@ def _check_out(kind, out, mask, shape, ns):
 def _check_device(dev, grad_out, mean, rstd, weight, bias, out):
     for name, t in (("grad_out", grad_out), ("mean", mean), ("rstd", rstd),
                     ("weight", weight), ("bias", bias)):
-        if t is not None and t._bst.device != dev:
-            raise AclArgumentError(name, f"tensor is on device {t._bst.device}, input on "
+        if t is not None and t.allocation.device != dev:
+            raise AclArgumentError(name, f"tensor is on device {t.allocation.device}, input on "
                                    f"device {dev}")
     if out is not None:
         for name, t in zip(_OUT_NAMES, out):
-            if t is not None and t._bst.device != dev:
-                raise AclArgumentError(name, f"tensor is on device {t._bst.device}, input "
+            if t is not None and t.allocation.device != dev:
+                raise AclArgumentError(name, f"tensor is on device {t.allocation.device}, input "
                                        f"on device {dev}")
 
 
@@ -266,7 +265,7 @@ def _output_specs(input, ns, weight, mask):
             (ns, wdt) if mask[1] else None, (ns, wdt) if mask[2] else None)
 
 
-def _device_outputs(input, ns, weight, mask, out, dev):
+def _device_outputs(input, ns, weight, mask, out, dev, sst=None):
     if out is not None:
         a, b, c = out
         if (a is not None or not mask[0]) and (b is not None or not mask[1]) and \
@@ -280,7 +279,7 @@ def _device_outputs(input, ns, weight, mask, out, dev):
         elif out is not None and out[k] is not None:
             res.append(out[k])
         else:
-            res.append(DeviceTensor._empty(spec[0], spec[1], dev))
+            res.append(DeviceTensor.new_output(spec[0], spec[1], dev, sst))
     return tuple(res)
 
 
@@ -292,111 +291,6 @@ def _args(grad_out, input, ns, mean, rstd, weight, bias, mask, outs):
     if ba is None or ba.closed:
         ba = _cached(_bool_arrays, BoolArray, mask)
     return (grad_out, input, ia, mean, rstd, weight, bias, ba, outs[0], outs[1], outs[2])
-
-
-# ---- the one-shot fast path ----------------------------------------------------------------
-#
-# A loop calling layer_norm_backward(..., out=...) on the same device tensors pays for the
-# checks, the handle conversion and the stream bookkeeping on every call. A call whose
-# argument objects are all the very ones of a call validated before (identity, by id())
-# reuses that validation and those C arguments instead: only phase one, the workspace and
-# phase two run. Identity is sound because a DeviceTensor never changes shape, dtype, strides
-# or storage; what can change is covered:
-# * closing: every explicit close of a buffer, tensor or argument array bumps
-#   memory.close_epoch, which invalidates every entry (a teardown changes runtime.gen);
-# * collection: an entry holds weak references to its tensors whose callbacks drop the entry
-#   when one dies, before its id can be reused by another object;
-# * normalized_shape / output_mask: keyed by id() when they are tuples (or an int), which the
-#   entry holds (immutable, so the id stays theirs and their value cannot change); a list is
-#   keyed by its value, and only when every element has the exact type (int / bool), so
-#   [8.0] never meets an entry made for [8], nor 1 an entry made for True.
-# Entries are made only for calls whose requested outputs are all given (nothing to allocate)
-# and tensors only (no raw pointers).
-
-_fast: dict = {}
-_FAST_MAX = 16
-_Stream = _stream.Stream
-
-
-class _FastCall:
-    __slots__ = ("bound", "mask", "epoch", "gen", "hold", "refs", "__weakref__")
-
-
-def _value_key(v, typ):
-    if type(v) is not list:
-        return None
-    for x in v:
-        if type(x) is not typ:
-            return None
-    return tuple(v)
-
-
-def _exact_tuple(v, typ):
-    if type(v) is int:
-        return typ is int
-    if type(v) is not tuple:
-        return type(v) is list   # keyed by value (checked by _value_key)
-    for x in v:
-        if type(x) is not typ:
-            return False
-    return True
-
-
-def _remember(key, args, dev, normalized_shape, output_mask, outs, out):
-    """Makes the fast-path entry of a call that just succeeded, when it qualifies."""
-    for k in range(3):
-        if outs[k] is not None and outs[k] is not out[k]:
-            return   # allocated here: a later call with the same key would need new ones
-        if out[k] is not None and type(out[k]) is not DeviceTensor:
-            return   # masked-off entry of another type: not tracked by a weakref
-    if not (_exact_tuple(normalized_shape, int) and _exact_tuple(output_mask, bool)):
-        return
-    # Every object whose id is in the key is None, held, or a DeviceTensor watched below
-    # (exact type: a subclass could be mutable); raw pointers stay on the checked path.
-    tensors = []
-    for a in (*args[:2], *args[3:7], *out):
-        if a is None:
-            continue
-        if type(a) is not DeviceTensor:
-            return
-        if not any(a is t for t in tensors):
-            tensors.append(a)
-    e = _FastCall()
-    e.epoch = _mem.close_epoch
-    e.gen = _rt.gen
-    e.bound = LAYER_NORM_BACKWARD.bind(args, device=dev)
-    e.mask = (outs[0] is not None, outs[1] is not None, outs[2] is not None)
-    # Strong: the cached argument arrays and the key's tuples (their ids are in the key).
-    e.hold = (args[2], args[7], normalized_shape, output_mask)
-
-    def gone(_ref, key=key):
-        _forget(key)
-    e.refs = [weakref.ref(t, gone) for t in tensors]
-    with _cache_lock:
-        old = _fast.pop(key, None)
-        if old is not None:
-            old.bound.closed = True
-        while len(_fast) >= _FAST_MAX:
-            _fast.pop(next(iter(_fast))).bound.closed = True
-        _fast[key] = e
-
-
-def _forget(key):
-    e = _fast.pop(key, None)
-    if e is not None:
-        e.bound.closed = True
-
-
-def clear_fast_calls():
-    """Drops the fast-path entries (``acl_py.release_unused()`` calls it)."""
-    with _cache_lock:
-        dropped = list(_fast.values())
-        _fast.clear()
-    for e in dropped:
-        e.bound.closed = True
-
-
-_rt.register_cache(clear_fast_calls)
 
 
 # ---- the one-shot call ---------------------------------------------------------------------
@@ -422,50 +316,16 @@ def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight=No
     dtypes); a ``None`` entry is allocated as by default, entries for masked outputs are
     ignored.
     """
-    # Fast path: the very objects of a call validated before (see _FastCall).
-    key = None
-    tout = type(out)
-    if (tout is tuple or tout is list) and len(out) == 3:
-        t = type(normalized_shape)
-        nk = id(normalized_shape) if t is tuple or t is int else _value_key(normalized_shape,
-                                                                           int)
-        mk = id(output_mask) if type(output_mask) is tuple else _value_key(output_mask, bool)
-        if nk is not None and mk is not None:
-            key = (id(grad_out), id(input), nk, id(mean), id(rstd), id(weight), id(bias), mk,
-                   id(out[0]), id(out[1]), id(out[2]))
-            e = _fast.get(key)
-            if e is not None and e.epoch == _mem.close_epoch and e.gen == _rt.gen:
-                b = e.bound
-                dev = b.device
-                if stream is None:
-                    s = _stream._defaults.get(dev)
-                    if s is None:
-                        s = _stream.as_stream(None, dev)
-                elif type(stream) is _Stream and stream._st.device == dev:
-                    s = stream
-                else:
-                    s = _stream.as_stream(stream, dev)
-                sst = s._st
-                if sst.closed:
-                    sst = _stream.as_stream(stream, dev)._st   # raises, or a fresh default
-                if _rt._tls.dev != dev:
-                    _rt.activate(dev)
-                LAYER_NORM_BACKWARD.launch_bound(b, sst)
-                m = e.mask   # the outputs are the given ones (not held by the entry)
-                return (out[0] if m[0] else None, out[1] if m[1] else None,
-                        out[2] if m[2] else None)
     if isinstance(input, DeviceTensor):
         ns, mask, out = _check(DeviceTensor, grad_out, input, normalized_shape, mean, rstd,
                                weight, bias, output_mask, out)
-        dev = input._bst.device
+        dev = input.allocation.device
         _check_device(dev, grad_out, mean, rstd, weight, bias, out)
-        s = _stream.as_stream(stream, dev)
-        outs = _device_outputs(input, ns, weight, mask, out, dev)
+        sst = _stream.state_for(stream, dev)
+        outs = _device_outputs(input, ns, weight, mask, out, dev, sst)
         args = _args(grad_out, input, ns, mean, rstd, weight, bias, mask, outs)
-        LAYER_NORM_BACKWARD.launch(args, device=dev, stream=s)
-        if key is not None:
-            _remember(key, args, dev, normalized_shape, output_mask, outs, out)
-        return outs[0], outs[1], outs[2]
+        LAYER_NORM_BACKWARD.launch(args, device=dev, stream=stream)
+        return outs
     if isinstance(input, np.ndarray):
         return _host_call(grad_out, input, normalized_shape, mean, rstd, weight, bias,
                           output_mask, out, stream)
@@ -478,9 +338,9 @@ def _host_call(grad_out, input, normalized_shape, mean, rstd, weight, bias, outp
     ns, mask, out = _check(np.ndarray, grad_out, input, normalized_shape, mean, rstd, weight,
                            bias, output_mask, out)
     if stream is None:
-        dev = _rt.current_device_id()
+        dev = _device.current_device_id()
     elif isinstance(stream, _stream.Stream):
-        dev = stream._st.device
+        dev = stream.state.device
     else:
         raise AclTypeError("stream", f"expected an acl_py.Stream or None, got "
                            f"{type(stream).__name__}")
@@ -546,8 +406,7 @@ class LayerNormBackward:
     outputs stay usable.
     """
 
-    __slots__ = ("grad_input", "grad_weight", "grad_bias", "_exec", "_outs", "_es", "_p2",
-                 "_wsp", "_wsz", "_dev", "_last", "_last_st", "__weakref__")
+    __slots__ = ("grad_input", "grad_weight", "grad_bias", "_exec", "_outs", "__weakref__")
 
     def __init__(self, grad_out, input, normalized_shape, mean, rstd, weight=None, bias=None,
                  output_mask=_ALL, *, out=None):
@@ -557,39 +416,20 @@ class LayerNormBackward:
                                f"acl_py.layer_norm_backward for NumPy arrays)")
         ns, mask, out = _check(DeviceTensor, grad_out, input, normalized_shape, mean, rstd,
                                weight, bias, output_mask, out)
-        dev = input._bst.device
+        dev = input.allocation.device
         _check_device(dev, grad_out, mean, rstd, weight, bias, out)
         outs = _device_outputs(input, ns, weight, mask, out, dev)
         # Own arrays, not the shared cache: the executor keeps them for its whole life.
         args = (grad_out, input, IntArray(ns), mean, rstd, weight, bias, BoolArray(mask),
                 outs[0], outs[1], outs[2])
-        ex = self._exec = LAYER_NORM_BACKWARD.prepare(args, device=dev)
-        self._es, self._p2, self._wsp, self._wsz = ex._es, ex._run, ex._ws, ex.workspace_size
-        self._dev = dev
-        self._last = -1
-        self._last_st = None
+        self._exec = LAYER_NORM_BACKWARD.prepare(args, device=dev)
         self.grad_input, self.grad_weight, self.grad_bias = outs
         self._outs = tuple(outs)
 
     def run(self, stream=None):
         """Enqueues one run on ``stream`` (default: the device's default stream); returns
         ``(grad_input, grad_weight, grad_bias)``."""
-        es = self._es
-        # Executor.run inlined, on copies of its fixed fields (the body of a training loop):
-        # the checks run only when the stream argument differs from the last run's, or it,
-        # the executor or the thread's device changed (see Executor.run).
-        if id(stream) == self._last and not es.closed and not self._last_st.closed and \
-                _rt._tls.dev == self._dev:
-            sst = self._last_st
-        else:
-            sst = self._exec._prepare_run(stream)
-            self._last = id(stream)
-            self._last_st = sst
-        st = self._p2(self._wsp, self._wsz, es.handle, sst.handle)
-        if st:
-            raise make_error(st, "aclnnLayerNormBackward")
-        seq = sst.seq = sst.seq + 1
-        es.uses[sst] = seq
+        self._exec.run(stream)
         return self._outs
 
     __call__ = run
@@ -597,6 +437,13 @@ class LayerNormBackward:
     @property
     def outputs(self):
         return self._outs
+
+    @property
+    def mode(self):
+        """``"repeatable"``: each run is phase two of one repeatable executor; ``"per-run"``:
+        the library refused to make the executor repeatable (561000), so each run is a
+        whole one-shot call (phase one, workspace, phase two) on the same tensors."""
+        return self._exec.mode
 
     @property
     def workspace_size(self):

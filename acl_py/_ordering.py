@@ -1,0 +1,239 @@
+"""Stream-ordered release: keep objects, and put off frees, until a stream has passed a point.
+
+This is the one home of that bookkeeping; streams, memory and executors use it.
+
+* A :class:`Timeline` per stream numbers the submissions enqueued on it (``seq``) and records
+  how many are known complete (``done``: a synchronize of the stream, of a later recorded
+  event or of the device, the stream's destruction). Work deferred to a number (``defer``)
+  runs, on the thread that learned of the completion, once ``done`` reaches it.
+* A resource that stream work may use (an allocation, an executor) keeps a :class:`Uses`
+  record: timeline -> number of the last submission using it. :func:`release_after` runs its
+  release once no timeline has such a submission pending.
+
+Numbers are only compared, never trusted blindly: a timeline that is closed has nothing
+pending (its destruction drained it).
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+
+from . import runtime as _rt
+
+_timelines = weakref.WeakSet()    # live timelines
+
+
+class Timeline:
+    """The submission counter of one stream and the work deferred to its numbers. Subclassed
+    by the stream module's state (which adds the handle and the synchronize)."""
+
+    __slots__ = ("device", "seq", "done", "deferred", "lock", "run_lock", "running", "closed",
+                 "gen", "__weakref__")
+
+    def __init__(self, device):
+        self.device = device
+        self.seq = 0           # submissions so far
+        self.done = 0          # submissions known complete
+        self.deferred = []     # (seq, fn or None, arg): fn(arg) once done >= seq
+        self.lock = threading.Lock()
+        # Held while deferred work runs. A thread whose synchronize finds its work claimed by
+        # another thread's complete() waits on it, so that when synchronize returns, what
+        # waited for the stream (a copy back into a NumPy array) has run, not just started.
+        self.run_lock = threading.RLock()
+        self.running = 0       # complete() calls between claiming work and finishing it
+        self.closed = False
+        self.gen = _rt.gen
+        _timelines.add(self)
+
+    def submit(self, keep=None):
+        """Numbers one submission (call it right after the enqueue succeeded); ``keep`` is
+        held until it is complete. Returns the number."""
+        # No lock for the counter (hot path): two racing submissions may share a number,
+        # which is harmless: a number is read only after the enqueue it tags returned, so
+        # any number <= the target a synchronize read first tags work enqueued before it.
+        seq = self.seq = self.seq + 1
+        if keep is not None:
+            with self.lock:     # complete() swaps the list under the lock
+                self.deferred.append((seq, None, keep))
+        return seq
+
+    def defer(self, seq, fn, arg):
+        """Runs ``fn(arg)`` once submissions up to ``seq`` are complete (now, if they are)."""
+        with self.lock:
+            if self.done < seq and not self.closed:
+                self.deferred.append((seq, fn, arg))
+                return
+        fn(arg)
+
+    def complete(self, upto):
+        """Marks submissions up to ``upto`` complete and runs what waited for them. Returns
+        the errors of deferred functions (every one runs)."""
+        if not self.deferred:
+            # Nothing waits: advance the counter without the locks (the hot path of a
+            # launch + synchronize loop). A racing complete may store a smaller number after
+            # a larger one, which only makes later checks conservative; work deferred by a
+            # racing thread meanwhile is picked up below.
+            if upto > self.done:
+                self.done = upto
+            if not self.deferred:
+                if self.running:
+                    self.wait_running()
+                return []
+        with self.run_lock:
+            with self.lock:
+                if upto > self.done:
+                    self.done = upto
+                ready = [d for d in self.deferred if d[0] <= self.done]
+                if not ready:
+                    return []
+                self.running += 1   # before the list shrinks: see wait_running()
+                self.deferred = [d for d in self.deferred if d[0] > self.done]
+            errs = []
+            try:
+                for _seq, fn, arg in ready:
+                    if fn is not None:
+                        try:
+                            fn(arg)
+                        except Exception as e:
+                            errs.append(e)
+            finally:
+                self.running -= 1
+            return errs
+
+    def wait_running(self):
+        """Waits until deferred work another thread claimed has run. Callers read
+        ``deferred`` (empty) before ``running``; complete() raises ``running`` before it
+        empties the list, so claimed-but-unfinished work is always seen."""
+        if self.running:
+            with self.run_lock:
+                pass
+
+    def flush(self):
+        """Runs everything deferred, complete or not (teardown, after a failed synchronize).
+        Returns the errors."""
+        return self.complete(self.seq)
+
+    def close(self):
+        """The stream is gone (its destruction drained it): everything is complete."""
+        with self.lock:
+            self.closed = True
+        _timelines.discard(self)
+
+
+class Uses(dict):
+    """What stream work a resource waits for: timeline -> number of the last submission
+    using it. ``link(other)`` counts another record's work as this one's too (a repeatable
+    executor's runs for the buffers it holds: one record per run instead of one per
+    buffer)."""
+
+    __slots__ = ("links",)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.links = None
+
+    def pending(self):
+        """[(timeline, number)] of the work not known complete."""
+        out = [(tl, seq) for tl, seq in list(self.items()) if tl.done < seq and not tl.closed]
+        links = self.links
+        if links:
+            for rec in list(links):
+                out += rec.pending()
+        return out
+
+    def link(self, other):
+        """Counts ``other.pending()`` as this record's own from now on. Linked records with
+        nothing pending whose owner is gone (``other`` dropped elsewhere) are pruned."""
+        links = self.links
+        links = [r for r in links if r.pending()] if links else []
+        links.append(other)
+        self.links = links
+
+
+class _Waiter:
+    """Runs ``fn(arg)`` once a Uses record has nothing pending (see release_after)."""
+
+    __slots__ = ("uses", "fn", "arg", "order", "left", "lock")
+
+    def __init__(self, uses, fn, arg, order):
+        self.uses = uses
+        self.fn = fn
+        self.arg = arg
+        self.order = order
+        self.lock = threading.Lock()
+
+    def wait(self, pending):
+        with self.lock:
+            self.left = len(pending)
+        for tl, seq in pending:
+            tl.defer(seq, self._one_done, None)
+
+    def _one_done(self, _arg):
+        with self.lock:
+            self.left -= 1
+            if self.left:
+                return
+        # Submissions recorded meanwhile (a linked executor ran again) are waited for too.
+        pending = self.uses.pending()
+        if pending:
+            self.wait(pending)
+            return
+        try:
+            self.fn(self.arg)
+        except Exception:
+            _rt.Releaser(None, self.fn, (self.arg,), self.order)   # retried later
+            raise
+
+
+def release_after(uses, fn, arg, order):
+    """Runs ``fn(arg)`` now if ``uses`` has nothing pending, else once every timeline has
+    passed the work it records (on the thread that learns it). A deferred ``fn`` that fails
+    is registered as an orphan of ``order`` (retried by ``release_unused`` and teardown) and
+    its error reported by the synchronize that ran it. Returns True if it ran now."""
+    pending = uses.pending()
+    if not pending:
+        fn(arg)
+        return True
+    _Waiter(uses, fn, arg, order).wait(pending)
+    return False
+
+
+# ---- every timeline ------------------------------------------------------------------------
+
+def timelines():
+    """The live timelines."""
+    return list(_timelines)
+
+
+def marks_of_device(dev):
+    """[(timeline, number)] of the submissions so far on the device's live timelines."""
+    return [(t, t.seq) for t in list(_timelines) if t.device == dev and not t.closed]
+
+
+def complete_marks(marks):
+    """Marks each (timeline, number) complete; returns the errors of what then ran."""
+    errs = []
+    for t, seq in marks:
+        errs += t.complete(seq)
+    return errs
+
+
+def flush_all():
+    """Teardown: runs everything deferred on every timeline. Returns the errors."""
+    errs = []
+    for t in list(_timelines):
+        errs += t.flush()
+    return errs
+
+
+def forget_all():
+    """Teardown, after the releases: every timeline is closed."""
+    for t in list(_timelines):
+        t.flush()
+        t.closed = True
+    _timelines.clear()
+    return []
+
+
+_rt.register_step("before_streams", flush_all)
+_rt.register_step("forget", forget_all)

@@ -1,0 +1,248 @@
+"""Devices: which one is current on each thread, and the per-device calls.
+
+The current device is per thread, as in CANN. ``Device(i)`` as a context manager (or
+``Device(i).use()``) makes ``i`` the calling thread's device for acl-py; objects created with
+``device=None`` go to it (device 0 when the thread never chose one). Before any C call that
+needs a device, acl-py makes the object's device current on the calling thread
+(:func:`activate`: one ``aclrtSetDevice`` per change), so a finalizer or a stream can be used
+from any thread. acl-py keeps every device it set until teardown, so the runtime never
+destroys a device's streams under live objects; the teardown resets each as many times as
+acl-py set it. Code mixing raw ``aclrtSetDevice`` calls with acl-py on one thread should know
+that acl-py may change the thread's current device.
+
+``Device.default_stream`` and ``Device.memory_pool`` are provided by the stream and memory
+modules (:func:`provide`), which sit above this one.
+"""
+from __future__ import annotations
+
+import operator
+import threading
+from collections import namedtuple
+
+from ._ffi import ffi
+from . import _ordering
+from . import runtime as _rt
+from .errors import AclArgumentError, AclTypeError, make_error
+
+_set_counts: dict = {}  # device id -> aclrtSetDevice calls acl-py made this session
+_device_count = None
+
+
+class _TLS(threading.local):
+    dev = None      # device acl-py last made current on this thread (C level)
+    user = None     # device the user chose for this thread (None: device 0)
+    stack = None    # Device context-manager stack
+
+
+_tls = _TLS()
+
+
+def _set_device(dev):
+    """Makes ``dev`` current on the calling thread (C level)."""
+    L = _rt.ensure()
+    st = L.aclrtSetDevice(dev)
+    if st:
+        raise make_error(st, "aclrtSetDevice")
+    with _rt.lock:
+        _set_counts[dev] = _set_counts.get(dev, 0) + 1
+    _tls.dev = dev
+
+
+def activate(dev):
+    """Ensures ``dev`` is the calling thread's current device before a C call needing one."""
+    if _tls.dev != dev or not _rt.ready:
+        _set_device(dev)
+
+
+def current_device_id():
+    d = _tls.user
+    return 0 if d is None else d
+
+
+def device_count():
+    """Number of devices the runtime sees."""
+    global _device_count
+    n = _device_count
+    if n is None or not _rt.ready:
+        L = _rt.ensure()
+        p = ffi.new("uint32_t *")
+        st = L.aclrtGetDeviceCount(p)
+        if st:
+            raise make_error(st, "aclrtGetDeviceCount")
+        n = _device_count = int(p[0])
+    return n
+
+
+def _as_device_id(device, argument="device"):
+    if device is None:
+        return current_device_id()
+    if isinstance(device, Device):
+        return device.id
+    if isinstance(device, bool):
+        raise AclTypeError(argument, f"expected a device id (int) or Device, got {device!r}")
+    try:
+        dev = operator.index(device)
+    except TypeError:
+        raise AclTypeError(argument, f"expected a device id (int) or Device, got "
+                           f"{type(device).__name__}") from None
+    if dev < 0:
+        raise AclArgumentError(argument, f"device id must be >= 0, got {dev}")
+    n = device_count()
+    if dev >= n:
+        raise AclArgumentError(argument, f"device {dev} does not exist: the runtime sees "
+                               f"{n} device(s), ids 0..{n - 1}")
+    return dev
+
+
+def resolve_device(device, argument="device"):
+    """Device id for a ``device=`` argument (None: the calling thread's current device)."""
+    if device is None:
+        d = _tls.user
+        return 0 if d is None else d
+    return _as_device_id(device, argument)
+
+
+MemInfo = namedtuple("MemInfo", "free total")
+
+_device_objects: dict = {}
+_providers: dict = {}
+
+
+def provide(name, fn):
+    """Registers ``fn(device_id)`` as the provider of ``Device.<name>`` (``default_stream``,
+    ``memory_pool``): the modules owning those concepts import this one, not the reverse."""
+    _providers[name] = fn
+
+
+class Device:
+    """A device id, usable as a context manager that makes it the calling thread's device::
+
+        with acl_py.Device(1) as dev:
+            t = acl_py.DeviceTensor.from_numpy(x)     # on device 1
+            dev.synchronize()
+
+    Stateless apart from the id (one object per id), so it stays valid across sessions."""
+
+    __slots__ = ("id",)
+
+    def __new__(cls, device=None):
+        if isinstance(device, Device):
+            return device
+        dev = _as_device_id(device)
+        obj = _device_objects.get(dev)
+        if obj is None:
+            obj = object.__new__(cls)
+            obj.id = dev
+            obj = _device_objects.setdefault(dev, obj)
+        return obj
+
+    def use(self):
+        """Makes this device the calling thread's current device (without a ``with``)."""
+        activate(self.id)
+        _tls.user = self.id
+        return self
+
+    def __enter__(self):
+        tls = _tls
+        if tls.stack is None:
+            tls.stack = []
+        tls.stack.append(tls.user)
+        self.use()
+        return self
+
+    def __exit__(self, *exc):
+        tls = _tls
+        prev = tls.stack.pop() if tls.stack else None
+        tls.user = prev
+        # Back on the previous device for C-level calls too (cheap when unchanged); a thread
+        # that had none stays on this one (CANN has no "unset").
+        if prev is not None and _rt.ready:
+            activate(prev)
+        return False
+
+    def synchronize(self):
+        """Waits for all work on every stream of this device (``aclrtSynchronizeDevice``) and
+        runs the streams' deferred releases."""
+        L = _rt.ensure()
+        activate(self.id)
+        marks = _ordering.marks_of_device(self.id)
+        st = L.aclrtSynchronizeDevice()
+        if st:
+            raise make_error(st, "aclrtSynchronizeDevice")
+        errs = _ordering.complete_marks(marks)
+        if errs:
+            raise errs[0]
+
+    @property
+    def default_stream(self):
+        """The device's default stream (the NULL stream)."""
+        return _providers["default_stream"](self.id)
+
+    @property
+    def memory_pool(self):
+        """The device's default :class:`MemoryPool` (tensor storage, workspaces)."""
+        return _providers["memory_pool"](self.id)
+
+    def mem_info(self):
+        """``MemInfo(free, total)`` in bytes (``aclrtGetMemInfo(ACL_HBM_MEM)``)."""
+        return mem_info(self.id)
+
+    def __index__(self):
+        return self.id
+
+    __int__ = __index__
+
+    def __repr__(self):
+        return f"<acl_py.Device {self.id}>"
+
+    def __reduce__(self):
+        return (Device, (self.id,))
+
+
+def current_device():
+    """The calling thread's current :class:`Device` (device 0 unless one was chosen)."""
+    return Device(current_device_id())
+
+
+def set_device(device):
+    """Makes ``device`` the calling thread's device; same as ``Device(device).use()``."""
+    return Device(device).use()
+
+
+def mem_info(device=None):
+    """``MemInfo(free, total)`` of a device's memory, in bytes."""
+    dev = resolve_device(device)
+    L = _rt.ensure()
+    activate(dev)
+    f = ffi.new("size_t[2]")
+    st = L.aclrtGetMemInfo(1, f, f + 1)  # ACL_HBM_MEM: the device's own memory
+    if st:
+        raise make_error(st, "aclrtGetMemInfo")
+    return MemInfo(int(f[0]), int(f[1]))
+
+
+def synchronize(device=None):
+    """Waits for all work on a device (default: current) and runs deferred releases."""
+    Device(resolve_device(device)).synchronize()
+
+
+def _reset_devices():
+    """Teardown: each device reset as many times as acl-py set it; threads forget theirs."""
+    global _set_counts, _device_count, _tls
+    errs = []
+    for dev, n in sorted(_set_counts.items()):
+        for _ in range(n):
+            st = _rt.lib.aclrtResetDevice(dev)
+            if st:
+                errs.append(make_error(st, "aclrtResetDevice"))
+                break
+    _set_counts = {}
+    _device_count = None
+    _tls = _TLS()
+    return errs
+
+
+_rt.register_step("devices", _reset_devices)
+
+__all__ = ["Device", "current_device", "set_device", "device_count", "mem_info",
+           "synchronize", "MemInfo", "activate", "resolve_device", "provide"]
