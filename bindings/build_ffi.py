@@ -4,10 +4,14 @@ Out-of-line ABI mode: the declarations are parsed here, at build time, into the 
 module ``acl_py/_ffi.py``; at run time acl-py only ``dlopen``s the libraries. Nothing is
 compiled against the vendor's headers.
 
-Each header section between ``/* acl-py:cdef-begin */`` and ``/* acl-py:cdef-end */`` is plain
-C that cffi parses as is. The header a function is declared in decides the library that must
-export it; that table is written beside ``ffi`` so the loader binds every function to its own
-library.
+The headers are laid out as a CANN install lays out its own (``acl/``, ``acl/error_codes/``,
+``aclnn/``, ``aclnn/opdev/``, ``aclnnop/``) and are real C/C++ headers, compiled by the emulator
+and by programs. cffi reads the section of each between ``/* acl-py:cdef-begin */`` and
+``/* acl-py:cdef-end */``, after removing the export macros (``ACL_FUNC_VISIBILITY``,
+``ACLNN_API``) that CANN puts before each function and cffi cannot parse; the rest of a section
+must be plain C (typedefs, enums, prototypes, integer ``#define``s and ``static const int``s).
+The header a function is declared in decides the library that must export it; that table is
+written beside ``ffi`` so the loader binds every function to its own library.
 
 Usage: python bindings/build_ffi.py [OUTPUT_DIR]   (default: acl_py/ next to this folder)
 """
@@ -25,11 +29,14 @@ ROOT = HERE.parent
 INCLUDE = HERE / "include"
 EMULATOR_INCLUDE = ROOT / "emulator" / "include"
 
-# (header, library that exports its functions), in dependency order.
+# (header, library that exports its functions), in dependency order. Headers without a cdef
+# section (acl/acl.h, aclnn/aclnn_base.h, aclnnop/aclnn_util.h: includes and macros only) are
+# not listed.
 HEADERS = [
+    (INCLUDE / "acl" / "error_codes" / "rt_error_codes.h", "ascendcl"),
     (INCLUDE / "acl" / "acl_base.h", "ascendcl"),
     (INCLUDE / "acl" / "acl_rt.h", "ascendcl"),
-    (INCLUDE / "acl" / "acl.h", "ascendcl"),
+    (INCLUDE / "aclnn" / "opdev" / "op_errno.h", "nnopbase"),
     (INCLUDE / "aclnn" / "acl_meta.h", "nnopbase"),
     (INCLUDE / "aclnnop" / "aclnn_layer_norm_backward.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_add.h", "opapi"),
@@ -39,14 +46,17 @@ HEADERS = [
 ]
 
 _SECTION = re.compile(r"/\* acl-py:cdef-begin \*/(.*?)/\* acl-py:cdef-end \*/", re.S)
+# The macros CANN writes before each exported function (empty or a visibility attribute).
+_EXPORT_MACROS = re.compile(r"\b(?:ACL_FUNC_VISIBILITY|ACLNN_API)\b[ \t]*")
 
 
 def cdef_section(header: Path) -> str:
+    """The declarations cffi reads from ``header``: its cdef sections, export macros removed."""
     text = header.read_text()
     sections = _SECTION.findall(text)
     if not sections:
         raise SystemExit(f"{header}: no acl-py:cdef section")
-    return "\n".join(sections)
+    return _EXPORT_MACROS.sub("", "\n".join(sections))
 
 
 def _functions(ffi: cffi.FFI) -> set[str]:

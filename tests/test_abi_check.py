@@ -1,6 +1,7 @@
 """tools/abi_check.py: passes on headers that agree with acl-py's declarations, and fails, naming
-the declaration, on copies altered the ways a real ABI drifts (an enum value, parameter order,
-a return type, a status code, a typedef, constness, a missing function)."""
+the declaration, on copies altered the ways a real ABI drifts (an enum value or tag, parameter
+order, a return type, a status code, a typedef, constness, a missing function), and when one of
+acl-py's headers offers what CANN's header of the same name does not."""
 from __future__ import annotations
 
 import importlib.util
@@ -42,7 +43,46 @@ def altered_copy(tmp_path: Path, header: str, old: str, new: str) -> Path:
 def test_passes_on_our_headers():
     ok, report = abi_check.check(INCLUDE)
     assert ok, report
-    assert "OK" in report and "C11" in report
+    assert "OK" in report and "C11" in report and "C++17" in report
+
+
+def test_each_header_alone_c_only_where_cann_allows_it():
+    decls = abi_check.load_declarations()
+    units = {(u.include_as, u.language) for u in abi_check.plan(decls, INCLUDE)}
+    # Every header of ours, laid out as a CANN install, gets a C++ pass ...
+    for header in ["acl/acl.h", "acl/acl_base.h", "acl/acl_rt.h",
+                   "acl/error_codes/rt_error_codes.h", "aclnn/acl_meta.h", "aclnn/aclnn_base.h",
+                   "aclnn/opdev/op_errno.h", "aclnnop/aclnn_util.h",
+                   "aclnnop/aclnn_layer_norm_backward.h"]:
+        assert (header, "C++17") in units, header
+    # ... and a C pass only where CANN's is C-compatible: acl_meta.h (<cstdint>, constexpr) and
+    # everything including it are C++ only.
+    assert ("acl/acl_rt.h", "C11") in units and ("aclnn/opdev/op_errno.h", "C11") in units
+    for cxx_only in ["aclnn/acl_meta.h", "aclnn/aclnn_base.h",
+                     "aclnnop/aclnn_layer_norm_backward.h"]:
+        assert (cxx_only, "C11") not in units
+    # The visible declarations follow the includes: op_errno.h is included by nothing.
+    assert "macro ACLNN_SUCCESS" not in decls.visible("aclnnop/aclnn_layer_norm_backward.h")
+    assert "function aclCreateTensor" in decls.visible("aclnnop/aclnn_layer_norm_backward.h")
+    assert "function aclInit" in decls.visible("acl/acl.h")
+
+
+def test_acl_meta_is_cxx_only_like_cann(tmp_path):
+    # A C program including aclnn/acl_meta.h would not compile against CANN: nor here.
+    src = tmp_path / "prog.c"
+    src.write_text('#include "aclnn/acl_meta.h"\nint main(void) { return 0; }\n')
+    proc = subprocess.run(["cc", "-std=c11", "-fsyntax-only", f"-I{INCLUDE}", str(src)],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "C++ only" in proc.stderr, proc.stderr
+
+
+def test_level2_copies_are_checked_where_installed():
+    from acl_py._loader import emulator_prefix
+    include = emulator_prefix() / "include"
+    units = abi_check.plan(abi_check.load_declarations(), include)
+    assert ("aclnnop/level2/aclnn_layer_norm_backward.h", "C++17") in {
+        (u.include_as, u.language) for u in units}
+    assert "#warning" in (include / "aclnnop/level2/aclnn_layer_norm_backward.h").read_text()
 
 
 def test_passes_on_the_emulator_prefix_by_default():
@@ -56,17 +96,22 @@ def test_passes_on_the_emulator_prefix_by_default():
 
 def test_every_declaration_is_checked_and_emulator_ones_are_not():
     from acl_py._ffi import LIBRARY_OF, ffi as runtime_ffi
-    source, counts = abi_check.generate(abi_check.load_declarations())
+    decls = abi_check.load_declarations()
+    source = "\n".join(abi_check.generate(decls, h)[0] for h in decls.headers())
     cann = sorted(n for n, role in LIBRARY_OF.items() if role != "emulator")
     emulator_only = sorted(n for n, role in LIBRARY_OF.items() if role == "emulator")
-    assert counts["functions"] == len(cann)
+    ok, report = abi_check.check(INCLUDE)
+    assert ok and f"({len(cann)} functions," in report, report
     for name in cann:
         assert f"ACL_PY_TYPEOF({name})" in source, name
     assert emulator_only and "aclemu" not in source
     # Every enumerator and status code the binding knows is asserted with its value.
     for name in ["ACL_BF16", "ACL_FORMAT_NCDHW", "ACL_MEMCPY_DEFAULT", "ACL_HBM_MEM_NORMAL",
                  "ACL_MEM_MALLOC_NORMAL_ONLY", "ACL_ERROR_RT_CONTEXT_NULL",
-                 "ACLNN_ERR_INNER_NULLPTR"]:
+                 "ACLNN_ERR_INNER_NULLPTR", "ACL_FLOAT4_E1M2", "ACL_FORMAT_FRACTAL_NZ_C0_8",
+                 "ACL_MEMCPY_INTER_DEVICE_TO_DEVICE", "ACL_MEM_ACCESS_USER_SPACE_READONLY",
+                 "ACL_MEM_P2P_HUGE1G", "ACL_ERROR_REPEAT_FINALIZE", "ACL_ERROR_NONE",
+                 "ACL_ERROR_RT_INVALID_MEMORY_TYPE", "ACL_ERROR_RT_CONTEXT_RELEASE_ERROR"]:
         # The value as the generated binding module (acl_py/_ffi.py) knows it.
         value = runtime_ffi.integer_const(name)
         assert f"({name}) == ({value})" in source, name
@@ -76,8 +121,8 @@ MUTATIONS = [
     pytest.param("acl/acl_base.h", r"ACL_BF16 = 27", "ACL_BF16 = 28", "ACL_BF16",
                  id="enum-value"),
     pytest.param("aclnn/acl_meta.h",
-                 r"const int64_t \*stride, int64_t offset, aclFormat format,",
-                 "const int64_t *stride, aclFormat format, int64_t offset,",
+                 r"const int64_t \*stride,(\s+)int64_t offset, aclFormat format,",
+                 r"const int64_t *stride,\1aclFormat format, int64_t offset,",
                  "aclCreateTensor", id="createtensor-offset-format-swapped"),
     pytest.param("acl/acl_rt.h", r"aclError aclrtFree\(void \*devPtr\);",
                  "size_t aclrtFree(void *devPtr);", "aclrtFree", id="return-type"),
@@ -91,12 +136,17 @@ MUTATIONS = [
                  r"uint64_t \*workspaceSize, aclOpExecutor \*\*executor\);",
                  "uint64_t *workspaceSize, aclOpExecutor *executor);",
                  "aclnnLayerNormBackwardGetWorkspaceSize", id="pointer-depth"),
-    pytest.param("acl/acl_base.h", r"ACL_ERROR_RT_CONTEXT_NULL = 107002;",
-                 "ACL_ERROR_RT_CONTEXT_NULL = 107012;", "ACL_ERROR_RT_CONTEXT_NULL",
+    pytest.param("acl/acl_base.h", r"ACL_ERROR_REPEAT_FINALIZE = 100037;",
+                 "ACL_ERROR_REPEAT_FINALIZE = 100038;", "ACL_ERROR_REPEAT_FINALIZE",
                  id="static-const-status-code"),
-    pytest.param("aclnn/acl_meta.h", r"#define ACLNN_ERR_PARAM_INVALID 161002",
+    pytest.param("acl/error_codes/rt_error_codes.h", r"#define ACL_ERROR_RT_CONTEXT_NULL 107002",
+                 "#define ACL_ERROR_RT_CONTEXT_NULL 107012", "ACL_ERROR_RT_CONTEXT_NULL",
+                 id="rt-macro-status-code"),
+    pytest.param("aclnn/opdev/op_errno.h", r"#define ACLNN_ERR_PARAM_INVALID 161002",
                  "#define ACLNN_ERR_PARAM_INVALID 161003", "ACLNN_ERR_PARAM_INVALID",
                  id="macro-status-code"),
+    pytest.param("acl/acl_rt.h", r"typedef enum aclrtMemcpyKind \{",
+                 "typedef enum aclrtMemcpyKindTag {", "aclrtMemcpyKind", id="enum-tag"),
     pytest.param("aclnn/acl_meta.h", r"typedef int32_t aclnnStatus;",
                  "typedef int64_t aclnnStatus;", "aclnnStatus", id="typedef"),
     pytest.param("acl/acl_rt.h", r"aclError aclrtSynchronizeEvent\(aclrtEvent event\);", "",
@@ -112,7 +162,7 @@ MUTATIONS = [
 @pytest.mark.parametrize("header, old, new, culprit", MUTATIONS)
 def test_fails_on_altered_vendor_headers(tmp_path, header, old, new, culprit):
     vendor = altered_copy(tmp_path, header, old, new)
-    ok, report = abi_check.check(vendor)
+    ok, report = abi_check.check(vendor, headers=[header])
     assert not ok, report
     assert "FAILED" in report and culprit in report, report
 
@@ -122,13 +172,23 @@ def test_fails_when_our_declarations_drift(tmp_path, header, old, new, culprit):
     # The other direction: the vendor's headers are right, acl-py's copy is wrong. Run as the
     # command, to check the exit status and that the compiler's message is shown.
     ours = altered_copy(tmp_path, header, old, new)
-    proc = subprocess.run([sys.executable, str(TOOL), str(INCLUDE), "--declarations", str(ours)],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run([sys.executable, str(TOOL), str(INCLUDE), "--declarations", str(ours),
+                           "--header", header], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert culprit in proc.stderr and "error" in proc.stderr
-    kept = re.search(r"generated source: (\S+)", proc.stderr)
-    assert kept and Path(kept.group(1)).is_file()
-    shutil.rmtree(Path(kept.group(1)).parent)
+    kept = re.search(r"generated sources: (\S+)", proc.stderr)
+    assert kept and any(Path(kept.group(1)).glob("*.c*"))
+    shutil.rmtree(Path(kept.group(1)))
+
+
+def test_fails_when_ours_offers_what_the_vendor_header_does_not(tmp_path):
+    # CANN's acl_meta.h does not include op_errno.h: a program that used ACLNN_SUCCESS after
+    # including only acl_meta.h would build on the emulator and not against CANN.
+    ours = altered_copy(tmp_path, "aclnn/acl_meta.h", r'#include "acl/acl_base.h"\n',
+                        '#include "acl/acl_base.h"\n#include "aclnn/opdev/op_errno.h"\n')
+    ok, report = abi_check.check(INCLUDE, declarations=ours, headers=["aclnn/acl_meta.h"])
+    assert not ok and "aclnn/acl_meta.h (C++17) FAILED" in report, report
+    assert "ACLNN_SUCCESS" in report and "not declared" in report
 
 
 def test_missing_header_is_reported(tmp_path):

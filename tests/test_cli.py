@@ -191,6 +191,7 @@ def test_emulator_prefix_builds_and_runs_a_cann_program(emu_prefix, tmp_path):
     src.write_text(textwrap.dedent("""
         #include <acl/acl.h>
         #include <aclnn/acl_meta.h>
+        #include <aclnn/opdev/op_errno.h>  /* ACLNN_SUCCESS: CANN declares it only there */
         #include <aclnnop/aclnn_layer_norm_backward.h>
         #include <cstdio>
         int main() {

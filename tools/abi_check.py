@@ -1,4 +1,4 @@
-"""Checks acl-py's declarations against a set of CANN headers with the C (and C++) compiler.
+"""Checks acl-py's declarations against a set of CANN headers with the C and C++ compilers.
 
 acl-py talks to CANN through cffi's ABI mode, which trusts the declarations in
 bindings/include blindly: a parameter in the wrong order or an enum value that drifted would
@@ -8,19 +8,29 @@ the compiler checks against the headers in CANN_INCLUDE_DIR:
 
 - every function: the header must declare it, with the same type (``__typeof__`` compared
   with our prototype), and in C it is redeclared so a conflict shows both types;
-- every enum type: its size and signedness, and every enumerator's value;
+- every enum type: its tag (``enum aclrtMemcpyKind`` where acl-py's has one), size and
+  signedness, and every enumerator's value;
 - every integer constant (status codes): its value (``static const int`` is not a constant
   expression in C, so C checks it through a call the optimizer must remove, C++ with
   ``static_assert``);
 - every typedef: the same type; every opaque struct: its typedef names ``struct <name>``.
 
+Header by header, as a program includes them: each of acl-py's headers is compiled alone, in
+its own translation unit, and everything acl-py declares in it or in the headers it includes
+must be visible through CANN's header of the same name. So a program written against acl-py's
+headers (the emulator prefix) compiles unchanged against a CANN install: acl-py's headers
+offer nothing that CANN's, included the same way, do not. Every header gets a C++ pass; the
+ones CANN keeps C-compatible also a C pass (``aclnn/acl_meta.h`` is C++ only in CANN, and so
+is every header including it). When CANN_INCLUDE_DIR has ``aclnnop/level2/``, the deprecated
+copies of the operator headers CANN installs there are checked the same way.
+
 Emulator-only declarations (aclemu/aclemu.h) are not part of CANN and are skipped.
 
-Usage: python tools/abi_check.py [CANN_INCLUDE_DIR] [--declarations DIR] [--keep DIR]
+Usage: python tools/abi_check.py [CANN_INCLUDE_DIR] [--declarations DIR] [--header H] [--keep DIR]
   CANN_INCLUDE_DIR  default: the emulator prefix's include/ (what the emulator was built with);
                     on a CANN machine: $ASCEND_HOME_PATH/include
 Exit status 0 when everything matches, 1 with the compiler's messages when anything differs.
-Environment: CC (default cc), CXX (default c++; the C++ pass is skipped when it is absent).
+Environment: CC (default cc), CXX (default c++; the C++ passes are skipped when it is absent).
 """
 from __future__ import annotations
 
@@ -33,15 +43,23 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 
-VENDOR_HEADERS = ("acl/acl.h", "aclnn/acl_meta.h", "aclnnop/aclnn_layer_norm_backward.h",
-                  "aclnnop/aclnn_add.h")
+# CANN's aclnn/acl_meta.h includes <cstdint> and declares a constexpr: C++ only, and so is
+# every header that includes it (aclnn/aclnn_base.h, the operator headers).
+CXX_ONLY_HEADERS = frozenset({"aclnn/acl_meta.h"})
+LEVEL2 = "aclnnop/level2"
 
 C_FLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"]
 CXX_FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-x", "c++"]
+# CANN's level2/ copies carry a deprecation #warning.
+LEVEL2_FLAGS = ["-Wno-cpp"]
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def _build_ffi():
@@ -52,19 +70,63 @@ def _build_ffi():
     return module
 
 
-def load_declarations(declarations: Path | None = None):
-    """A cffi FFI holding the CANN declarations (no emulator-only ones). ``declarations``
-    replaces bindings/include (the same relative header paths) -- for tests."""
+class Declarations:
+    """acl-py's CANN declarations: one cffi FFI holding all of them, and which header (path
+    relative to the include root) declares which (cffi's declaration keys)."""
+
+    def __init__(self, ffi, root: Path):
+        self.ffi = ffi
+        self.root = root
+        self.owned: dict[str, list[str]] = {}
+
+    def headers(self) -> list[str]:
+        return sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*.h"))
+
+    def closure(self, header: str) -> list[str]:
+        """``header`` and every header of ours it includes, directly or not (quoted includes
+        resolved as the preprocessor does: beside the including file, then the root)."""
+        seen: list[str] = []
+        todo = [header]
+        while todo:
+            h = todo.pop()
+            if h in seen:
+                continue
+            seen.append(h)
+            path = self.root / h
+            for inc in _INCLUDE.findall(path.read_text()):
+                for cand in (path.parent / inc, self.root / inc):
+                    if cand.is_file():
+                        todo.append(cand.resolve().relative_to(self.root.resolve()).as_posix())
+                        break
+        return seen
+
+    def visible(self, header: str) -> list[str]:
+        keys: list[str] = []
+        for h in self.closure(header):
+            keys += self.owned.get(h, [])
+        return keys
+
+    def c_compatible(self, header: str) -> bool:
+        return not CXX_ONLY_HEADERS.intersection(self.closure(header))
+
+
+def load_declarations(declarations: Path | None = None) -> Declarations:
+    """acl-py's CANN declarations (no emulator-only ones). ``declarations`` replaces
+    bindings/include (the same relative header paths) -- for tests."""
     import cffi
     bf = _build_ffi()
+    root = Path(declarations) if declarations is not None else bf.INCLUDE
     ffi = cffi.FFI()
+    decls = Declarations(ffi, root)
+    parsed = ffi._parser._declarations  # the parsed cdef; build_ffi relies on it too
     for header, library in bf.HEADERS:
         if library == "emulator":
             continue
-        if declarations is not None:
-            header = Path(declarations) / header.relative_to(bf.INCLUDE)
-        ffi.cdef(bf.cdef_section(header))
-    return ffi
+        rel = header.relative_to(bf.INCLUDE).as_posix()
+        before = set(parsed)
+        ffi.cdef(bf.cdef_section(root / rel))
+        decls.owned[rel] = [k for k in parsed if k not in before]
+    return decls
 
 
 def _spell(c_type: str) -> str:
@@ -76,14 +138,17 @@ def _c_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def generate(ffi) -> tuple[str, dict[str, int]]:
-    """The C/C++ source that checks every declaration in ``ffi``, and counts per kind."""
+def generate(decls: Declarations, header: str,
+             include_as: str | None = None) -> tuple[str, dict[str, int]]:
+    """The C/C++ source that includes CANN's ``include_as`` (default: ``header``) alone and
+    checks every declaration acl-py's ``header`` makes visible; and counts per kind."""
     from cffi import model
-    decls = ffi._parser._declarations  # the parsed cdef; build_ffi relies on it too
+    ffi = decls.ffi
+    parsed = ffi._parser._declarations
     head = [
-        "/* Generated by acl-py tools/abi_check.py: acl-py's declarations (as cffi parsed them)",
-        " * checked against the CANN headers on the include path. Do not edit. */",
-        *[f'#include "{h}"' for h in VENDOR_HEADERS],
+        "/* Generated by acl-py tools/abi_check.py: what acl-py's " + header + " declares (as",
+        " * cffi parsed it), checked against the CANN header of that name. Do not edit. */",
+        f'#include "{include_as or header}"',
         "#include <stddef.h>",
         "#include <stdint.h>",
         "#ifdef __cplusplus",
@@ -101,17 +166,22 @@ def generate(ffi) -> tuple[str, dict[str, int]]:
     body: list[str] = []
     constants: list[tuple[str, int]] = []
     counts = {"functions": 0, "enum values": 0, "constants": 0, "typedefs": 0, "structs": 0}
-    seen_enums: set[int] = set()
+    checked_enums: set[str] = set()
 
-    def check_enum(name: str, tp) -> None:
-        if id(tp) in seen_enums:
+    def enum_spelling(tp) -> str:
+        # A tagged enum is spelled "enum TAG" (checks that CANN's has that tag too); an
+        # anonymous one (cffi names it "$NAME") only by its typedef name.
+        return f"enum {tp.name}" if f"enum {tp.name}" in parsed else tp.name.lstrip("$")
+
+    def check_enum(tp) -> None:
+        name = enum_spelling(tp)
+        if name in checked_enums:
             return
-        seen_enums.add(id(tp))
-        name = tp.get_c_name()  # "aclDataType" for a typedef'd anonymous enum, else "enum X"
+        checked_enums.add(name)
         size = ffi.sizeof(name)
         signed = int(ffi.cast(name, -1)) < 0
         sign_msg = _c_string(f"{name}: acl-py assumes a {'signed' if signed else 'unsigned'} type")
-        body.append(f"/* enum {name} */")
+        body.append(f"/* {name} */")
         body.append(f"static_assert(sizeof({name}) == {size}, "
                     f"{_c_string(f'{name}: acl-py assumes {size} bytes')});")
         body.append("#ifdef __cplusplus")
@@ -129,7 +199,8 @@ def generate(ffi) -> tuple[str, dict[str, int]]:
             body.append("#endif")
             counts["enum values"] += 1
 
-    for key, (tp, _quals) in decls.items():
+    for key in decls.visible(header):
+        tp, _quals = parsed[key]
         kind, _, name = key.partition(" ")
         if kind == "function":
             raw = tp.as_raw_function()
@@ -152,8 +223,12 @@ def generate(ffi) -> tuple[str, dict[str, int]]:
             counts["constants"] += 1
         elif kind in ("typedef", "anonymous", "enum"):
             if isinstance(tp, model.EnumType):
-                check_enum(name, tp)
+                check_enum(tp)
                 if kind == "typedef":
+                    spelled = enum_spelling(tp)
+                    if spelled != name:
+                        body.append(f"static_assert(ACL_PY_SAME({name}, {spelled}), "
+                                    f"{_c_string(f'{name} is not a typedef of {spelled}')});")
                     counts["typedefs"] += 1
             elif isinstance(tp, model.StructOrUnion):
                 if kind == "typedef":
@@ -177,7 +252,7 @@ def generate(ffi) -> tuple[str, dict[str, int]]:
             raise SystemExit(f"abi-check: unsupported declaration {key}")
 
     # Integer constants: macros and enumerators are constant expressions, but CANN declares
-    # its status codes as `static const int`, which C does not accept in a static assertion.
+    # its ACL status codes as `static const int`, which C does not accept in a static assertion.
     tail = ["#ifdef __cplusplus"]
     tail += [f"static_assert(({n}) == ({v}), {_c_string(f'{n}: acl-py declares {v}')});"
              for n, v in constants]
@@ -199,47 +274,112 @@ def _compile(cmd: list[str]) -> tuple[int, str]:
     return proc.returncode, (proc.stdout + proc.stderr).strip()
 
 
+class Unit(NamedTuple):
+    """One translation unit: CANN's ``include_as`` checked for what acl-py's ``header``
+    declares, in one language."""
+    header: str
+    include_as: str
+    language: str  # "C11" or "C++17"
+
+    @property
+    def label(self) -> str:
+        return f"{self.include_as} ({self.language})"
+
+
+def plan(decls: Declarations, include_dir: Path, headers: list[str] | None = None,
+         cxx_available: bool = True) -> list[Unit]:
+    """The translation units to compile: every header of ours (or ``headers``), in C++ and,
+    when CANN keeps it C-compatible, in C; plus CANN's level2/ copies of the operator headers
+    when ``include_dir`` has them."""
+    units: list[Unit] = []
+    for header in headers or decls.headers():
+        names = [header]
+        if header.startswith("aclnnop/") and header.count("/") == 1 \
+                and (include_dir / LEVEL2).is_dir():
+            names.append(f"{LEVEL2}/{header.split('/', 1)[1]}")
+        for name in names:
+            if decls.c_compatible(header):
+                units.append(Unit(header, name, "C11"))
+            if cxx_available:
+                units.append(Unit(header, name, "C++17"))
+    return units
+
+
 def check(include_dir: Path, declarations: Path | None = None, keep: Path | None = None,
           cc: str | None = None, cxx: str | None = None,
-          extra_flags: list[str] | None = None) -> tuple[bool, str]:
-    """Runs the check; returns (ok, report text)."""
+          extra_flags: list[str] | None = None,
+          headers: list[str] | None = None) -> tuple[bool, str]:
+    """Runs the check (on every header of ours, or only ``headers``); returns (ok, report)."""
     include_dir = Path(include_dir).resolve()
-    missing = [h for h in VENDOR_HEADERS if not (include_dir / h).is_file()]
-    if missing:
-        return False, f"abi-check: {include_dir} lacks {', '.join(missing)}"
-    source, counts = generate(load_declarations(declarations))
+    decls = load_declarations(declarations)
     cc_cmd = shlex.split(cc or os.environ.get("CC") or "cc")
     cxx_cmd = shlex.split(cxx or os.environ.get("CXX") or "c++")
+    lines = []
+    cxx_available = shutil.which(cxx_cmd[0]) is not None
+    if not cxx_available:
+        lines.append(f"abi-check: note: no C++ compiler ({cxx_cmd[0]}); C passes only")
+    units = plan(decls, include_dir, headers, cxx_available)
+    missing = sorted({u.include_as for u in units if not (include_dir / u.include_as).is_file()})
+    if missing:
+        return False, f"abi-check: {include_dir} lacks {', '.join(missing)}"
     # -isystem: the vendor's headers may warn under -Wextra; only our generated code must not.
     flags = ["-isystem", str(include_dir), *(extra_flags or [])]
-    lines = []
-    ok = True
-    # The generated source is removed on success and kept on failure, to be read.
+    # The generated sources are removed on success and kept on failure, to be read.
     out_dir = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="acl-py-abi-"))
     out_dir.mkdir(parents=True, exist_ok=True)
-    src = out_dir / "abi_check.c"
-    src.write_text(source)
-    passes = [("C11", [*cc_cmd, *C_FLAGS, *flags, "-c", "-o", os.devnull, str(src)])]
-    if shutil.which(cxx_cmd[0]):
-        passes.append(("C++17", [*cxx_cmd, *CXX_FLAGS, *flags, str(src)]))
-    else:
-        lines.append(f"abi-check: note: no C++ compiler ({cxx_cmd[0]}); C pass only")
-    for label, cmd in passes:
-        rc, output = _compile(cmd)
-        if rc != 0:
-            ok = False
-            lines.append(f"abi-check: {label} pass FAILED ({shlex.join(cmd)}):\n{output}")
+
+    def prepare(unit: Unit) -> tuple[Unit, Path, list[str]]:
+        source, _counts = generate(decls, unit.header, unit.include_as)
+        stem = re.sub(r"[^A-Za-z0-9]+", "_", unit.include_as.removesuffix(".h"))
+        extra = LEVEL2_FLAGS if unit.include_as.startswith(LEVEL2 + "/") else []
+        if unit.language == "C11":
+            src = out_dir / f"{stem}.c"
+            cmd = [*cc_cmd, *C_FLAGS, *extra, *flags, "-c", "-o", os.devnull, str(src)]
+        else:
+            src = out_dir / f"{stem}.cpp"
+            cmd = [*cxx_cmd, *CXX_FLAGS, *extra, *flags, str(src)]
+        src.write_text(source)
+        return unit, src, cmd
+
+    def run(job: tuple[Unit, Path, list[str]]) -> tuple[Unit, Path, list[str], int, str]:
+        rc, output = _compile(job[2])
+        return (*job, rc, output)
+
+    jobs = [prepare(u) for u in units]  # cffi's type parser is not thread-safe
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        results = list(pool.map(run, jobs))
+    failed = [r for r in results if r[3] != 0]
+    for unit, src, cmd, _rc, output in failed:
+        lines.append(f"abi-check: {unit.label} FAILED ({shlex.join(cmd)}):\n{output}")
+    # Each declaration once, however many headers make it visible.
+    counts = {"functions": 0, "enum values": 0, "constants": 0, "typedefs": 0, "structs": 0}
+    all_keys = {k for h in {u.header for u in units} for k in decls.visible(h)}
+    parsed = decls.ffi._parser._declarations
+    for key in all_keys:
+        kind = key.partition(" ")[0]
+        tp = parsed[key][0]
+        if kind == "function":
+            counts["functions"] += 1
+        elif kind == "macro":
+            counts["constants"] += 1
+        elif kind == "typedef":
+            counts["structs" if hasattr(tp, "fldtypes") and not hasattr(tp, "enumerators")
+                   else "typedefs"] += 1
+        if kind in ("enum", "anonymous"):
+            counts["enum values"] += len(tp.enumerators)
     summary = ", ".join(f"{n} {k}" for k, n in counts.items())
-    done = " and ".join(label for label, _ in passes)
-    if ok:
+    c_units = sum(u.language == "C11" for u in units)
+    done = f"{len(units)} translation units: {c_units} C11, {len(units) - c_units} C++17"
+    if not failed:
         lines.append(f"abi-check: OK: acl-py's declarations match {include_dir} "
                      f"({summary}; {done})")
         if not keep:
             shutil.rmtree(out_dir, ignore_errors=True)
     else:
-        lines.append(f"abi-check: acl-py's declarations differ from {include_dir}: "
-                     f"see the compiler messages above; generated source: {src}")
-    return ok, "\n".join(lines)
+        lines.append(f"abi-check: acl-py's declarations differ from {include_dir} in "
+                     f"{', '.join(u.label for u, *_ in failed)}: see the compiler messages "
+                     f"above; generated sources: {out_dir}")
+    return not failed, "\n".join(lines)
 
 
 def default_include_dir() -> Path:
@@ -254,8 +394,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="CANN include directory (default: the emulator prefix's include/)")
     ap.add_argument("--declarations", type=Path, default=None,
                     help="use this copy of bindings/include instead (for tests)")
+    ap.add_argument("--header", action="append", default=None,
+                    help="check only this header of ours (repeatable), e.g. acl/acl_rt.h")
     ap.add_argument("--keep", type=Path, default=None,
-                    help="write the generated abi_check.c into this directory")
+                    help="write the generated sources into this directory")
     ap.add_argument("--cflags", default="",
                     help="extra compiler flags, e.g. more -I for a vendor layout")
     args = ap.parse_args(argv)
@@ -266,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     ok, report = check(include_dir, args.declarations, args.keep,
-                       extra_flags=shlex.split(args.cflags))
+                       extra_flags=shlex.split(args.cflags), headers=args.header)
     print(report, file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1
 

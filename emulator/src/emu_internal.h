@@ -13,6 +13,7 @@
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
+#include "aclnn/opdev/op_errno.h"
 #include "aclemu/aclemu.h"
 
 #define ACLEMU_EXPORT __attribute__((visibility("default")))

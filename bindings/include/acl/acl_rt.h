@@ -1,78 +1,114 @@
 /*
- * acl-py declarations: the CANN runtime calls (devices, contexts, streams, events, memory),
- * exported by libascendcl.so. Layout follows the vendor's include/acl/acl_rt.h.
- * The text between the cdef markers is read verbatim by cffi.
+ * acl-py declarations: the CANN runtime calls exported by libascendcl.so (process set-up,
+ * devices, contexts, streams, events, memory), where a CANN install has them:
+ * include/acl/acl_rt.h. aclInit, aclFinalize and aclGetRecentErrMsg are declared here, as in
+ * the vendor's header.
+ * The text between the cdef markers is read by cffi (bindings/build_ffi.py).
  */
 #ifndef ACL_PY_ACL_ACL_RT_H_
 #define ACL_PY_ACL_ACL_RT_H_
 
-#include "acl/acl_base.h"
+#include <stdint.h>
+#include <stddef.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+
+#include "acl_base.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* acl-py:cdef-begin */
-typedef enum {
+typedef enum aclrtMemcpyKind {
     ACL_MEMCPY_HOST_TO_HOST = 0,
     ACL_MEMCPY_HOST_TO_DEVICE = 1,
     ACL_MEMCPY_DEVICE_TO_HOST = 2,
     ACL_MEMCPY_DEVICE_TO_DEVICE = 3,
-    ACL_MEMCPY_DEFAULT = 4
+    ACL_MEMCPY_DEFAULT = 4,
+    ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE = 5,
+    ACL_MEMCPY_INNER_DEVICE_TO_DEVICE = 6,
+    ACL_MEMCPY_INTER_DEVICE_TO_DEVICE = 7
 } aclrtMemcpyKind;
 
-typedef enum {
+/* Placement (the first eight) plus flags that may be OR-ed into one. */
+typedef enum aclrtMemMallocPolicy {
     ACL_MEM_MALLOC_HUGE_FIRST = 0,
     ACL_MEM_MALLOC_HUGE_ONLY = 1,
-    ACL_MEM_MALLOC_NORMAL_ONLY = 2
+    ACL_MEM_MALLOC_NORMAL_ONLY = 2,
+    ACL_MEM_MALLOC_HUGE_FIRST_P2P = 3,
+    ACL_MEM_MALLOC_HUGE_ONLY_P2P = 4,
+    ACL_MEM_MALLOC_NORMAL_ONLY_P2P = 5,
+    ACL_MEM_MALLOC_HUGE1G_ONLY = 6,
+    ACL_MEM_MALLOC_HUGE1G_ONLY_P2P = 7,
+    ACL_MEM_TYPE_LOW_BAND_WIDTH = 0x0100,
+    ACL_MEM_TYPE_HIGH_BAND_WIDTH = 0x1000,
+    ACL_MEM_ACCESS_USER_SPACE_READONLY = 0x100000
 } aclrtMemMallocPolicy;
 
-typedef enum {
+typedef enum aclrtMemAttr {
     ACL_DDR_MEM = 0,
     ACL_HBM_MEM = 1,
     ACL_DDR_MEM_HUGE = 2,
     ACL_DDR_MEM_NORMAL = 3,
     ACL_HBM_MEM_HUGE = 4,
-    ACL_HBM_MEM_NORMAL = 5
+    ACL_HBM_MEM_NORMAL = 5,
+    ACL_DDR_MEM_P2P_HUGE = 6,
+    ACL_DDR_MEM_P2P_NORMAL = 7,
+    ACL_HBM_MEM_P2P_HUGE = 8,
+    ACL_HBM_MEM_P2P_NORMAL = 9,
+    ACL_HBM_MEM_HUGE1G = 10,
+    ACL_HBM_MEM_P2P_HUGE1G = 11,
+    ACL_MEM_NORMAL = 12,
+    ACL_MEM_HUGE = 13,
+    ACL_MEM_HUGE1G = 14,
+    ACL_MEM_P2P_NORMAL = 15,
+    ACL_MEM_P2P_HUGE = 16,
+    ACL_MEM_P2P_HUGE1G = 17
 } aclrtMemAttr;
 
-aclError aclrtSetDevice(int32_t deviceId);
-aclError aclrtResetDevice(int32_t deviceId);
-aclError aclrtGetDevice(int32_t *deviceId);
-aclError aclrtGetDeviceCount(uint32_t *count);
-aclError aclrtSynchronizeDevice(void);
+ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
+ACL_FUNC_VISIBILITY aclError aclFinalize(void);
+/* The last error text of this thread, or NULL. */
+ACL_FUNC_VISIBILITY const char *aclGetRecentErrMsg(void);
 
-aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId);
-aclError aclrtDestroyContext(aclrtContext context);
-aclError aclrtSetCurrentContext(aclrtContext context);
-aclError aclrtGetCurrentContext(aclrtContext *context);
+ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId);
+ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId);
+ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t *deviceId);
+ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t *count);
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void);
 
-aclError aclrtCreateStream(aclrtStream *stream);
-aclError aclrtDestroyStream(aclrtStream stream);
-aclError aclrtSynchronizeStream(aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId);
+ACL_FUNC_VISIBILITY aclError aclrtDestroyContext(aclrtContext context);
+ACL_FUNC_VISIBILITY aclError aclrtSetCurrentContext(aclrtContext context);
+ACL_FUNC_VISIBILITY aclError aclrtGetCurrentContext(aclrtContext *context);
 
-aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
-aclError aclrtFree(void *devPtr);
-aclError aclrtMallocHost(void **hostPtr, size_t size);
-aclError aclrtFreeHost(void *hostPtr);
-aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
-                     aclrtMemcpyKind kind);
-aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
-                          aclrtMemcpyKind kind, aclrtStream stream);
-aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);
-aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
-                          aclrtStream stream);
-aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
+ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream);
+ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
 
-aclError aclrtCreateEvent(aclrtEvent *event);
-aclError aclrtDestroyEvent(aclrtEvent event);
-aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);
-aclError aclrtSynchronizeEvent(aclrtEvent event);
-aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent);
+ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
+ACL_FUNC_VISIBILITY aclError aclrtFree(void *devPtr);
+ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void **hostPtr, size_t size);
+ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void *hostPtr);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *src,
+                                         size_t count, aclrtMemcpyKind kind);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src,
+                                              size_t count, aclrtMemcpyKind kind,
+                                              aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value,
+                                         size_t count);
+ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value,
+                                              size_t count, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
 
-/* The SoC (part) name, e.g. "Ascend910B2"; NULL on failure. Declared in the vendor's
- * acl/acl_base_rt.h. */
-const char *aclrtGetSocName(void);
+ACL_FUNC_VISIBILITY aclError aclrtCreateEvent(aclrtEvent *event);
+ACL_FUNC_VISIBILITY aclError aclrtDestroyEvent(aclrtEvent event);
+ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEvent(aclrtEvent event);
+ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent,
+                                                   aclrtEvent endEvent);
 /* acl-py:cdef-end */
 
 #ifdef __cplusplus

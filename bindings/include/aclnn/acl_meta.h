@@ -1,14 +1,26 @@
 /*
- * acl-py declarations: operator argument objects (tensors, arrays, executors) exported by
- * libnnopbase.so, and the operator status codes. Layout follows the vendor's
- * include/aclnn/acl_meta.h. The text between the cdef markers is read verbatim by cffi.
+ * acl-py declarations: operator argument objects (tensors, scalars, arrays, executors)
+ * exported by libnnopbase.so, where a CANN install has them: include/aclnn/acl_meta.h.
+ *
+ * C++ only, like the vendor's header (it includes <cstdint> and declares a constexpr), so a C
+ * program that compiles here compiles against CANN too. The emulator, written in C and built
+ * against these very declarations, defines ACLEMU_IMPLEMENTATION to read them as C.
+ * The operator status codes (ACLNN_*) are not here but in aclnn/opdev/op_errno.h, as in CANN.
+ * The text between the cdef markers is read by cffi (bindings/build_ffi.py), which removes the
+ * visibility macro first.
  */
 #ifndef ACL_PY_ACLNN_ACL_META_H_
 #define ACL_PY_ACLNN_ACL_META_H_
 
-#include <stdint.h>
-#ifndef __cplusplus
+#if defined(__cplusplus)
+#include <cstdint>
+#include <cstdlib>
+#elif defined(ACLEMU_IMPLEMENTATION)
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#else
+#error "aclnn/acl_meta.h is C++ only, as in CANN (it needs <cstdint>): compile this file as C++"
 #endif
 
 #include "acl/acl_base.h"
@@ -18,16 +30,6 @@ extern "C" {
 #endif
 
 /* acl-py:cdef-begin */
-typedef int32_t aclnnStatus;
-
-#define ACLNN_SUCCESS 0
-#define ACLNN_ERR_PARAM_NULLPTR 161001
-#define ACLNN_ERR_PARAM_INVALID 161002
-#define ACLNN_ERR_RUNTIME_ERROR 361001
-#define ACLNN_ERR_INNER 561000
-#define ACLNN_ERR_INNER_CREATE_EXECUTOR 561101
-#define ACLNN_ERR_INNER_NULLPTR 561103
-
 typedef struct aclOpExecutor aclOpExecutor;
 typedef struct aclTensor aclTensor;
 typedef struct aclScalar aclScalar;
@@ -37,31 +39,40 @@ typedef struct aclBoolArray aclBoolArray;
 typedef struct aclTensorList aclTensorList;
 typedef struct aclScalarList aclScalarList;
 
-aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
-                           const int64_t *stride, int64_t offset, aclFormat format,
-                           const int64_t *storageDims, uint64_t storageDimsNum,
-                           void *tensorData);
-aclnnStatus aclDestroyTensor(const aclTensor *tensor);
-aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size);
-aclnnStatus aclDestroyIntArray(const aclIntArray *array);
-aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size);
-aclnnStatus aclDestroyBoolArray(const aclBoolArray *array);
+typedef int32_t aclnnStatus;
+
+ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
+                                               aclDataType dataType, const int64_t *stride,
+                                               int64_t offset, aclFormat format,
+                                               const int64_t *storageDims,
+                                               uint64_t storageDimsNum, void *tensorData);
 /* Scalars copy the value (its dtype's size) at creation. Lists copy the pointer array and
  * TAKE OWNERSHIP of the elements: aclDestroyTensorList/aclDestroyScalarList destroy every
  * element too, so the caller must not destroy them itself. */
-aclScalar *aclCreateScalar(void *value, aclDataType dataType);
-aclnnStatus aclDestroyScalar(const aclScalar *scalar);
-aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size);
-aclnnStatus aclDestroyFloatArray(const aclFloatArray *array);
-aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size);
-aclnnStatus aclDestroyTensorList(const aclTensorList *array);
-aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size);
-aclnnStatus aclDestroyScalarList(const aclScalarList *array);
-aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor);
-aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor);
+ACL_FUNC_VISIBILITY aclScalar *aclCreateScalar(void *value, aclDataType dataType);
+ACL_FUNC_VISIBILITY aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size);
+ACL_FUNC_VISIBILITY aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size);
+ACL_FUNC_VISIBILITY aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size);
+ACL_FUNC_VISIBILITY aclTensorList *aclCreateTensorList(const aclTensor *const *value,
+                                                       uint64_t size);
+ACL_FUNC_VISIBILITY aclScalarList *aclCreateScalarList(const aclScalar *const *value,
+                                                       uint64_t size);
+
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor *tensor);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalar(const aclScalar *scalar);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyIntArray(const aclIntArray *array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyFloatArray(const aclFloatArray *array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyBoolArray(const aclBoolArray *array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensorList(const aclTensorList *array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalarList(const aclScalarList *array);
+
+ACL_FUNC_VISIBILITY aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor);
 /* acl-py:cdef-end */
 
 #ifdef __cplusplus
+/* The vendor's header defines this success value for C++ callers; so does acl-py's. */
+constexpr aclnnStatus OK = 0;
 }
 #endif
 
