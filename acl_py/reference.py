@@ -12,14 +12,24 @@ with it. With ``input`` of shape ``[A1..Ai, R1..Rj]`` and ``normalized_shape = [
 Everything is computed in float64 from the values exactly as given (fp16/bf16 inputs are
 widened exactly), so the reference carries no rounding of its own worth mentioning.
 
+The device's numbers (hicann/ops-nn norm/layer_norm_grad_v3, judged in docs/emulator.md):
+every input is widened to float32 and every step computed in float32, whatever the input
+dtypes. ``grad_input`` is then rounded to the input's dtype (the kernel's output; bfloat16
+rounds to nearest with ties away from zero on Atlas A2/A3, ties to even on Ascend 950) and
+cast to ``grad_input``'s dtype; ``grad_weight``/``grad_bias`` stay float32 until their cast
+to the output's dtype. :func:`device_rounding` applies that chain to float64 values, and
+:func:`rounding_dtype` names the intermediate dtype of each output.
+
 Tolerances (:func:`error_bound`). The operator accumulates in float32, so its error is
 proportional to the magnitude of the terms it sums, not to the result (``g - mean_R(g)``
 cancels). Each output element may differ from the reference by::
 
-    RTOL[input dtype] * magnitude  +  half an ulp of the output dtype at the value
+    RTOL[input dtype] * magnitude  +  the rounding of the device's chain at the value
 
 where ``magnitude`` (:func:`error_scale`) is the same formula with every term replaced by its
-absolute value and ``x_hat`` by ``(|input| + |mean|) * rstd`` (the subtraction's own scale).
+absolute value and ``x_hat`` by ``(|input| + |mean|) * rstd`` (the subtraction's own scale),
+and the rounding is half an ulp of the intermediate dtype plus, when the output dtype cannot
+hold every intermediate value exactly, half an ulp of the output dtype.
 """
 from __future__ import annotations
 
@@ -34,16 +44,18 @@ except ImportError:  # pragma: no cover
     _bfloat16 = None
 
 __all__ = [
-    "RTOL", "layer_norm_backward", "layer_norm_stats", "error_scale", "error_bound",
-    "max_error_ratio", "assert_close",
+    "RTOL", "OUTPUTS", "layer_norm_backward", "layer_norm_stats", "error_scale", "error_bound",
+    "max_error_ratio", "assert_close", "rounding_dtype", "device_rounding", "half_ulp",
 ]
 
-# Relative tolerance of the float32-accumulated computation, by the dtype of `input`, applied
-# to the term magnitude. float32: a few hundred float32 ulps (sums over up to millions of
-# elements); float16/bfloat16: about two ulps of the input type, which leaves room for a device
-# kernel doing its elementwise steps in the input's precision (the emulator computes in float32
-# and stays far inside all three).
-RTOL = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}
+OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
+
+# Relative tolerance of the float32 computation, applied to the term magnitude, by the dtype of
+# `input`: the same for all three, since the device widens fp16/bf16 inputs to float32 before
+# any arithmetic (the kernel's CastToFloat) -- a few hundred float32 ulps of the magnitude
+# (sums over up to millions of elements). The rounding of 16-bit results is the separate,
+# explicit term of error_bound.
+RTOL = {"float32": 1e-5, "float16": 1e-5, "bfloat16": 1e-5}
 
 # (mantissa bits, smallest normal exponent) of the output dtypes, for half-ulp bounds.
 _FLOAT_FORMAT = {"float64": (52, -1022), "float32": (23, -126), "float16": (10, -14),
@@ -157,6 +169,47 @@ def _dtype_name(dtype) -> str:
     return name
 
 
+def rounding_dtype(output: str | None, input_dtype) -> str:
+    """The dtype the device rounds an output to before casting it to the output's dtype:
+    the input's for ``grad_input``, float32 for ``grad_weight``/``grad_bias``. ``None`` (the
+    output unknown): the input's, which bounds all three."""
+    if output is None or output == "grad_input":
+        return _dtype_name(input_dtype)
+    if output in ("grad_weight", "grad_bias"):
+        return "float32"
+    raise ValueError(f"output must be one of {OUTPUTS} or None, got {output!r}")
+
+
+def _holds(wide: str, narrow: str) -> bool:
+    """Every value of ``narrow`` is exact in ``wide``."""
+    return wide == narrow or wide in ("float32", "float64") and narrow != "float64"
+
+
+def _round_bfloat16(f32: np.ndarray, ties_away: bool) -> np.ndarray:
+    """float32 -> bfloat16 (as float32 values), to nearest; ties away from zero or to even."""
+    u = f32.view(np.uint32).astype(np.uint64)
+    bias = 0x8000 if ties_away else 0x7FFF + ((u >> 16) & 1)
+    r = (((u + bias) >> 16) << 16).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(f32), f32, r)
+
+
+def device_rounding(values, input_dtype, output_dtype, output: str = "grad_input",
+                    bf16_ties_away: bool = True) -> np.ndarray:
+    """``values`` (float64, e.g. the reference's) rounded as the device rounds ``output``:
+    to float32, then to :func:`rounding_dtype` (bfloat16 ties away from zero when
+    ``bf16_ties_away``, the Atlas A2/A3 kernel's rounding; to even on Ascend 950), then cast to
+    ``output_dtype`` (to nearest even). Returned as an array of ``output_dtype``."""
+    with np.errstate(over="ignore"):
+        v = np.asarray(_f64(values)).astype(np.float32)
+        via = rounding_dtype(output, input_dtype)
+        if via == "float16":
+            v = v.astype(np.float16).astype(np.float32)
+        elif via == "bfloat16":
+            v = _round_bfloat16(v, bf16_ties_away)
+        out = np.dtype(output_dtype)
+        return v.astype(out)
+
+
 def half_ulp(values, dtype) -> np.ndarray:
     """Half the spacing of ``dtype`` at ``|values|`` (the error of rounding to it)."""
     bits, emin = _FLOAT_FORMAT[_dtype_name(dtype)]
@@ -168,18 +221,26 @@ def half_ulp(values, dtype) -> np.ndarray:
 
 
 def error_bound(expected, magnitude, input_dtype, output_dtype, actual=None,
-                rtol=None) -> np.ndarray:
+                rtol=None, output: str | None = None) -> np.ndarray:
     """Allowed ``|actual - expected|`` per element (see the module docstring). ``rtol``
-    overrides ``RTOL[input_dtype]`` (e.g. 1e-5 for a backend known to compute in float32)."""
+    overrides ``RTOL[input_dtype]``; ``output`` (one of :data:`OUTPUTS`) selects the device's
+    rounding chain for it (None: the input's dtype as intermediate, which bounds every
+    output)."""
     ref = np.abs(_f64(expected))
     if actual is not None:  # rounding happens at the computed value, which may sit one binade up
         ref = np.maximum(ref, np.abs(_f64(actual)))
     if rtol is None:
         rtol = RTOL[_dtype_name(input_dtype)]
-    return rtol * _f64(magnitude) + half_ulp(ref, output_dtype)
+    via = rounding_dtype(output, input_dtype)
+    out = _dtype_name(output_dtype)
+    bound = rtol * _f64(magnitude) + half_ulp(ref, via)
+    if not _holds(out, via):
+        bound = bound + half_ulp(ref, out)
+    return bound
 
 
-def max_error_ratio(actual, expected, magnitude, input_dtype, rtol=None) -> float:
+def max_error_ratio(actual, expected, magnitude, input_dtype, rtol=None,
+                    output: str | None = None) -> float:
     """max |actual - expected| / allowed over the elements: <= 1 passes. NaN anywhere -> inf.
     An empty output gives 0."""
     act = np.asarray(actual)
@@ -191,18 +252,19 @@ def max_error_ratio(actual, expected, magnitude, input_dtype, rtol=None) -> floa
         return 0.0
     if not np.all(np.isfinite(a)):
         return math.inf
-    bound = error_bound(e, magnitude, input_dtype, act.dtype, a, rtol)
+    bound = error_bound(e, magnitude, input_dtype, act.dtype, a, rtol, output)
     return float(np.max(np.abs(a - e) / bound))
 
 
 def assert_close(actual, expected, magnitude, input_dtype, name: str = "output",
-                 rtol=None) -> float:
+                 rtol=None, output: str | None = None) -> float:
     """Raises AssertionError naming the worst element when ``actual`` is out of tolerance;
-    returns the error ratio (<= 1)."""
-    ratio = max_error_ratio(actual, expected, magnitude, input_dtype, rtol)
+    returns the error ratio (<= 1). ``output``: see :func:`error_bound`."""
+    ratio = max_error_ratio(actual, expected, magnitude, input_dtype, rtol, output)
     if not ratio <= 1.0:
         a, e = _f64(np.asarray(actual)), _f64(expected)
-        bound = error_bound(e, magnitude, input_dtype, np.asarray(actual).dtype, a, rtol)
+        bound = error_bound(e, magnitude, input_dtype, np.asarray(actual).dtype, a, rtol,
+                            output)
         with np.errstate(invalid="ignore"):
             worst = np.unravel_index(np.nanargmax(np.where(np.isfinite(a),
                                                            np.abs(a - e) / bound, np.inf)),

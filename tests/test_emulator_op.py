@@ -9,8 +9,9 @@ first). Tolerances, per element:
 - scale is the same formula evaluated on absolute values (sum |terms|), so the bound is what
   float32 accumulation can lose whatever the cancellation: RTOL_COMPUTE = 1e-5 (the kernel
   accumulates in float32 for every input dtype);
-- ROUND is one unit in the last place of the output dtype (the result is rounded once, at the
-  end): 0 for FLOAT, 2^-10 for FLOAT16, 2^-7 for BF16; TINY covers FLOAT16's subnormal spacing.
+- ROUND is one unit in the last place of the output dtype: 0 for FLOAT, 2^-10 for FLOAT16,
+  2^-7 for BF16; TINY covers FLOAT16's subnormal spacing. gradInput is rounded twice, as the
+  device does (to input's dtype, then to its own): its bound adds ROUND/TINY of input's dtype.
 
 Where the design promises exact equality (the same call with fp32 vs fp16/bf16 outputs, a
 strided view vs its contiguous copy, different thread counts, repeated runs) the test
@@ -245,11 +246,14 @@ def reference(dy, x, nlen, mean, rstd, w):
     return (dx.reshape(shape), sdx.reshape(shape)), (dw, sdw), (db, sdb)
 
 
-def assert_close(out, ref_scale, what):
+def assert_close(out, ref_scale, what, via=None):
+    """via: the dtype the result is rounded to before out's (gradInput: input's dtype)."""
     ref, scale = ref_scale
     got = np.asarray(out, np.float64).reshape(ref.shape)
     dt = np.dtype(out.dtype)
     tol = RTOL_COMPUTE * scale + ROUND[dt] * np.abs(ref) + TINY[dt]
+    if via is not None:
+        tol = tol + ROUND[np.dtype(via)] * np.abs(ref) + TINY[np.dtype(via)]
     err = np.abs(got - ref)
     bad = ~(err <= tol)
     assert not bad.any(), (f"{what} ({dt}): {bad.sum()} of {bad.size} elements off; worst "
@@ -315,7 +319,7 @@ def check_call(arena, dy, x, nlen, mean, rstd, w, *, out_dt=(F32, F32, F32),
     for o, r, name in zip(outs, refs, ("gradInput", "gradWeight", "gradBias")):
         if o is not None:
             g = o.read()
-            assert_close(g, r, name)
+            assert_close(g, r, name, x.dtype if name == "gradInput" else None)
             got.append(g)
         else:
             got.append(None)
@@ -348,13 +352,68 @@ def test_dtype_combinations(arena, in_dt, stat_dt, w_dt, out_dt):
 
 @pytest.mark.parametrize("out_dt", [F16, BF16])
 def test_outputs_are_the_float32_result_rounded_once(arena, out_dt):
-    """Narrow outputs are the float32 result rounded to nearest even, bit for bit."""
+    """Narrow outputs are the float32 result rounded to nearest even, bit for bit (gradInput's
+    float32 result being the device's: already rounded to input's dtype)."""
     rng = np.random.default_rng(7)
     dy, x, mu, rs, w = rand_inputs(rng, (33, 1031), 1, BF16, F32, F32)
     wide = check_call(arena, dy, x, 1, mu, rs, w)
     narrow = check_call(arena, dy, x, 1, mu, rs, w, out_dt=(out_dt,) * 3)
     for a, b in zip(wide, narrow):
         assert np.array_equal(a.astype(out_dt).view(np.uint16), b.view(np.uint16))
+
+
+MIXED = [(i, o, k) for i in (F16, BF16) for o in DTYPES if o != i
+         for k in ("contig", "padded")]
+
+
+@pytest.mark.parametrize("in_dt,out_dt,kind", MIXED,
+                         ids=[f"{i}-to-{o}-{k}" for i, o, k in MIXED])
+def test_grad_input_is_rounded_to_the_input_dtype_then_cast(arena, in_dt, out_dt, kind):
+    """The device computes gradInput in input's dtype and casts it to gradInputOut's
+    (hicann/ops-nn aclnn_layer_norm_backward.cpp GenOutWithMask; the L0 LayerNormGradV3
+    allocates it in input's dtype): a wider gradInputOut carries input's rounding, a
+    different 16-bit one is rounded twice. Bit for bit: the same call with gradInputOut of
+    input's dtype, cast to nearest even."""
+    rng = np.random.default_rng(11)
+    dy, x, mu, rs, w = rand_inputs(rng, (9, 777), 1, in_dt, F32, F32)
+    kinds = ("contig",) * 6 + (kind, "contig", "contig")
+    same = check_call(arena, dy, x, 1, mu, rs, w, out_dt=(in_dt, F32, F32), kinds=kinds)
+    mixed = check_call(arena, dy, x, 1, mu, rs, w, out_dt=(out_dt, F32, F32), kinds=kinds)
+    want = same[0].astype(F32).astype(out_dt)
+    isz = np.dtype(out_dt).itemsize
+    bits = np.uint16 if isz == 2 else np.uint32
+    assert np.array_equal(mixed[0].view(bits), want.view(bits))
+    if out_dt == F32:  # every value is one of input's dtype
+        assert np.array_equal(mixed[0].astype(in_dt).astype(F32), mixed[0])
+    assert np.array_equal(mixed[1], same[1]) and np.array_equal(mixed[2], same[2])
+
+
+def bf16_ties_away():
+    """True when the emulated part's kernel rounds BF16 ties away from zero (Atlas A2/A3)."""
+    name = ffi.string(lib.aclrtGetSocName()).decode()
+    return not name.startswith("Ascend950")
+
+
+@pytest.mark.parametrize("kind", ["contig", "padded"])
+def test_bf16_grad_input_ties_follow_the_part(arena, kind):
+    """N = 1, rstd = 1, x - mean = 1: gradInput = -gradOut * weight exactly in float32. With
+    weight = 1 + 2^-8 and gradOut a power of two, each product lies exactly halfway between
+    two BF16 values: the Atlas A2/A3 kernel's CAST_ROUND takes the one away from zero, a
+    nearest-even rounding the even one. The other values are no ties (a check that only the
+    ties differ)."""
+    dy = np.array([1, -1, 2, -0.5, 4, -8, 1.5, -3], BF16).reshape(8, 1)
+    x = np.array([0, 1, -2, 3, 0.5, 6, -7, 8], BF16).reshape(8, 1)
+    mean = x.astype(F32) - 1
+    rstd = np.ones((8, 1), F32)
+    w = np.array([1 + 2.0 ** -8], F32)
+    got = check_call(arena, dy, x, 1, mean, rstd, w, out_dt=(BF16, F32, F32),
+                     kinds=("contig",) * 6 + (kind, "contig", "contig"))[0]
+    exact = -(dy.astype(np.float64) * float(w[0]))
+    away = np.sign(exact) * (np.abs(dy.astype(np.float64)) * (1 + 2.0 ** -7))
+    ties = np.log2(np.abs(dy.astype(np.float64))) % 1 == 0
+    want = np.where(ties, away if bf16_ties_away() else -dy.astype(np.float64),
+                    exact.astype(BF16).astype(np.float64))
+    assert got.astype(np.float64).tolist() == want.tolist()
 
 
 @pytest.mark.parametrize("mask", list(itertools.product([False, True], repeat=3)),

@@ -27,6 +27,7 @@
 
 #include "emu_internal.h"
 #include "convert.h"
+#include "half.h"
 
 #include "aclnnop/aclnn_layer_norm_backward.h"
 
@@ -88,6 +89,8 @@ typedef struct {
     tdesc t[T_COUNT];
     bool mask[3];
     bool parts;           /* gradWeight or gradBias requested: per-block partials needed */
+    uint32_t bf16_away;   /* 1: gradInput rounds to BF16 with ties away from zero */
+    bool dx_round;        /* gradInput needs round_grad_input before its store */
     int64_t M, N;
     int64_t nblocks;
     uint64_t ws_size;
@@ -330,6 +333,27 @@ INLINE void pass2(const float *restrict dy, const float *restrict x, const float
     }
 }
 
+/* The device computes gradInput in float32, rounds it to input's dtype (its kernel's output)
+ * and casts that to gradInputOut's dtype. This is the first rounding, in place on a tile of
+ * float results; the cast is the tile's store. FLOAT16 rounds to nearest even; BF16 to
+ * nearest with ties away from zero (away = 1: the Atlas A2/A3 kernel's CAST_ROUND) or to even
+ * (away = 0), in one branch-free integer expression (away is loop-invariant: the loop
+ * vectorizes, the same bits on every clone). NaN stays NaN (quieted). */
+INLINE void round_grad_input(float *restrict v, int64_t n, aclDataType dt, uint32_t away)
+{
+    if (dt != ACL_BF16) {
+        aclemu_round_floats(dt, v, n); /* FLOAT16; identity for FLOAT */
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = aclemu_f32_bits(v[i]);
+        uint32_t nan = (u >> 16) | 0x0040u;
+        uint32_t rounded = (u + 0x7fffu + (((u >> 16) & 1u) | away)) >> 16;
+        uint32_t h = ((u & 0x7fffffffu) > 0x7f800000u) ? nan : rounded;
+        v[i] = aclemu_bf16_to_f32((uint16_t)h);
+    }
+}
+
 /* Fixed pairwise tree over the lanes. */
 INLINE float lane_sum(float *a)
 {
@@ -399,12 +423,12 @@ INLINE void rows_impl(const lnb_task *T, int64_t chunk, int64_t begin, int64_t e
             int64_t n = N - c < TILE ? N - c : TILE;
             const float *tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
             const float *tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
-            if (dx_direct) {
-                pass2(tdy, tx, w + c, mean, rstd, mg, mgx, n, (float *)(void *)rdx + c);
-            } else {
-                pass2(tdy, tx, w + c, mean, rstd, mg, mgx, n, bdx);
+            float *out = dx_direct ? (float *)(void *)rdx + c : bdx;
+            pass2(tdy, tx, w + c, mean, rstd, mg, mgx, n, out);
+            if (P->dx_round)
+                round_grad_input(out, n, x->dtype, P->bf16_away);
+            if (!dx_direct)
                 put_tile(rdx, dx->dtype, &dx->inner, c, n, bdx);
-            }
         }
     }
 }
@@ -827,6 +851,15 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     P->M = M;
     P->N = N;
     P->parts = (mask[1] || mask[2]) && M > 0 && N > 0;
+    /* gradInput's rounding to input's dtype (round_grad_input): the Atlas A2/A3 kernel rounds
+     * BF16 with CAST_ROUND, ties away from zero (hicann/ops-nn norm/layer_norm_grad_v3/
+     * op_kernel/layer_norm_grad_v3_common.h CastToB16, likewise _single_read.h, _workspace.h,
+     * _transpose.h); the Ascend 950 kernel with CAST_RINT (op_kernel/arch35/
+     * layer_norm_grad_v3_base.h); no other part has BF16. Needed unless the store alone does
+     * it: FLOAT input, or gradInputOut of input's dtype rounded to nearest even. */
+    P->bf16_away = soc->npu_arch == 2201;
+    P->dx_round = mask[0] && in_dt != ACL_FLOAT &&
+                  (gradInputOut->dtype != in_dt || (in_dt == ACL_BF16 && P->bf16_away));
     P->nblocks = M > 0 ? lnb_blocks(M) : 0;
     P->ws_size = P->parts ? (uint64_t)P->nblocks * 2u * (uint64_t)N * sizeof(float) : 0;
     const uint64_t ws = P->ws_size;
