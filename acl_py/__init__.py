@@ -46,6 +46,14 @@ from .ops import layer_norm_backward, LayerNormBackward
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    # acl_py.aclnn is imported on first use: importing acl_py stays as cheap as before.
+    if name == "aclnn":
+        import importlib
+        return importlib.import_module(".aclnn", __name__)
+    raise AttributeError(f"module 'acl_py' has no attribute {name!r}")
+
 __all__ = [
     "init", "finalize", "backend", "Device", "current_device", "set_device", "device_count",
     "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "Stream",

@@ -35,6 +35,8 @@ COMMANDS: tuple[Command, ...] = (
             "acl_py.smoke:add_sample_arguments", "acl_py.smoke:run_sample"),
     Command("smoke", "hardware smoke test: LayerNormBackward cases checked against NumPy",
             "acl_py.smoke:add_arguments", "acl_py.smoke:run"),
+    Command("ops", "list the aclnn operators the active backend offers (acl_py.aclnn)",
+            "acl_py.aclnn:add_ops_arguments", "acl_py.aclnn:run_ops"),
 )
 
 

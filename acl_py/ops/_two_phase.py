@@ -63,14 +63,18 @@ from .. import runtime as _rt
 from .. import stream as _stream
 from .._ffi import ffi
 from ..errors import AclArgumentError, AclTypeError, ClosedError, make_error
+from ..arguments import ArgumentObject, TensorList
 from ..tensor import DeviceTensor, _Array
 
-__all__ = ["Param", "tensor", "int_array", "bool_array", "value", "Operator", "Executor"]
+__all__ = ["Param", "tensor", "int_array", "bool_array", "argument", "value", "Operator",
+           "Executor"]
 
 TENSOR = "aclTensor"
 INT_ARRAY = "aclIntArray"
 BOOL_ARRAY = "aclBoolArray"
+ARGUMENT = "argument"
 VALUE = "value"
+_ARRAYS = (_Array, ArgumentObject)
 
 _NULL = ffi.NULL
 _CData = ffi.CData
@@ -105,6 +109,12 @@ def bool_array(name):
     return Param(name, BOOL_ARRAY)
 
 
+def argument(name):
+    """A pointer to any acl-py argument object: IntArray, BoolArray, FloatArray, Scalar,
+    ScalarList or TensorList (whose tensors' memory the launch then counts as used)."""
+    return Param(name, ARGUMENT)
+
+
 def value(name):
     """A plain C value (``double``, ``int64_t``, ``bool``...) passed as given."""
     return Param(name, VALUE)
@@ -119,11 +129,14 @@ class Operator:
     """An aclnn operator: ``name`` (the phase-two function), its parameters in phase-one order
     (without the trailing ``workspaceSize``/``executor`` out-parameters), and optionally the
     entry points' names when they do not follow the ``<name>GetWorkspaceSize`` / ``<name>``
-    convention. The C functions are bound once, on first use."""
+    convention. The C functions are bound once, on first use, from acl-py's declarations;
+    ``functions=(phase_one, phase_two)`` gives them instead (cffi function pointers, as
+    ``acl_py.aclnn`` binds them from the operator headers at run time)."""
 
-    __slots__ = ("name", "params", "phase_one_name", "phase_two_name", "_fns", "_kinds")
+    __slots__ = ("name", "params", "phase_one_name", "phase_two_name", "_fns", "_kinds",
+                 "_functions")
 
-    def __init__(self, name, params, *, get_workspace_size=None, run=None):
+    def __init__(self, name, params, *, get_workspace_size=None, run=None, functions=None):
         self.name = name
         self.params = tuple(params)
         for p in self.params:
@@ -132,14 +145,17 @@ class Operator:
         self.phase_one_name = get_workspace_size or name + "GetWorkspaceSize"
         self.phase_two_name = run or name
         self._kinds = tuple(p.kind for p in self.params)
+        self._functions = functions
         self._fns = None
 
     def _bind(self):
         fns = self._fns
         if fns is None:
             L = _rt.ensure()
-            fns = self._fns = (getattr(L, self.phase_one_name), getattr(L, self.phase_two_name),
-                               L.aclSetAclOpExecutorRepeatable, L.aclDestroyAclOpExecutor)
+            one, two = self._functions or (getattr(L, self.phase_one_name),
+                                           getattr(L, self.phase_two_name))
+            fns = self._fns = (one, two, L.aclSetAclOpExecutorRepeatable,
+                               L.aclDestroyAclOpExecutor)
         return fns
 
     def signature(self):
@@ -173,14 +189,18 @@ class Operator:
                                        f"a cffi aclTensor pointer, got {type(a).__name__}")
             elif kind is VALUE:
                 cargs.append(a)
-            elif isinstance(a, _Array):
+            elif isinstance(a, _ARRAYS):
                 cargs.append(a.handle)
+                for t in a.tensors if kind is ARGUMENT and type(a) is TensorList else ():
+                    if t is not None:
+                        allocs.append(t.allocation)
             elif isinstance(a, _CData):
                 cargs.append(a)
             else:
-                raise AclTypeError(p.name, f"{self.name}: expected an acl_py "
-                                   f"{'IntArray' if kind is INT_ARRAY else 'BoolArray'}, None "
-                                   f"or a cffi pointer, got {type(a).__name__}")
+                expected = {INT_ARRAY: "an acl_py IntArray", BOOL_ARRAY: "an acl_py BoolArray",
+                            ARGUMENT: "an acl_py argument object"}[kind]
+                raise AclTypeError(p.name, f"{self.name}: expected {expected}, None or a cffi "
+                                   f"pointer, got {type(a).__name__}")
         return cargs, allocs
 
     def _phase_one(self, cargs):

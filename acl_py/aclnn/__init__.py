@@ -1,0 +1,232 @@
+"""Every aclnn operator of the active backend, declared at run time from its header.
+
+``acl_py.aclnn.Add(self, other, alpha, out, stream=None)`` calls ``aclnnAdd``: the
+parameters are the header's, by position or by name, converted by their C type (see
+``acl_py.aclnn._convert``); outputs are passed by the caller. One call is phase one, the
+workspace (from the device's memory pool), phase two on ``stream`` (default: the device's
+default stream), with the executor and every argument kept exactly as long as the
+hand-written operators keep theirs (the same operator layer, ``acl_py.ops._two_phase``).
+The call returns once the work is queued, unless NumPy arrays were passed for outputs: those
+are copied back after the stream synchronizes.
+
+Nothing is read when ``acl_py`` is imported. The first use of an operator finds its header
+(``<root>/include/aclnnop/aclnn_*.h`` of the backend's install or the emulator prefix),
+reads its two prototypes, binds them to the operator library that exports them
+(``libopapi.so`` or a split ``libopapi_<domain>.so``) as cffi function pointers, and caches
+the result. ``help(acl_py.aclnn.Add)`` shows the C prototypes; :func:`operators` lists what
+the backend offers (``acl-py ops``).
+
+Errors: an argument acl-py cannot convert raises :class:`~acl_py.AclTypeError` /
+:class:`~acl_py.AclArgumentError` naming the parameter; a status from the library raises its
+typed :class:`~acl_py.AclError` (code, ``aclGetRecentErrMsg()``), with the call named;
+an operator no header declares raises :class:`OperatorNotFoundError` (an AttributeError);
+one whose symbols no library exports raises :class:`SymbolNotExportedError` naming the
+symbol and the libraries searched.
+"""
+from __future__ import annotations
+
+import threading
+
+from .. import runtime as _rt
+from .. import stream as _stream
+from ..errors import AclArgumentError, AclError, AclTypeError
+from ..ops import _two_phase
+from ..tensor import DeviceTensor
+from . import _convert
+from ._catalog import Catalog, OperatorNotFoundError, SymbolNotExportedError, function_pointer
+
+__all__ = ["operator", "operators", "catalog", "AclnnOperator", "OperatorNotFoundError",
+           "SymbolNotExportedError"]
+
+_lock = threading.Lock()
+_catalogs = {}      # backend root -> Catalog
+_operators = {}     # (root, name) -> AclnnOperator
+
+
+def catalog():
+    """The :class:`~acl_py.aclnn._catalog.Catalog` of the active backend."""
+    from .._loader import library
+    backend = library().backend
+    key = str(backend.root)
+    c = _catalogs.get(key)
+    if c is None:
+        with _lock:
+            c = _catalogs.get(key)
+            if c is None:
+                c = _catalogs[key] = Catalog(backend.root, backend.libraries.get("opapi"))
+    return c
+
+
+class AclnnOperator:
+    """One aclnn operator, callable (see the module doc). ``name`` (``"Add"``),
+    ``parameters`` (the header's, without workspaceSize/executor), ``library`` (the file
+    exporting it), ``header``, ``prototype`` (the C text)."""
+
+    def __init__(self, spec, library, phase_one, phase_two):
+        self.name = spec.name
+        self.header = spec.header
+        self.library = library
+        self.spec = spec
+        self.parameters = tuple(p.name for p in spec.params)
+        self.prototype = spec.prototype()
+        self._positions = {n: i for i, n in enumerate(self.parameters)}
+        self._converters = tuple(_convert.converter_for(p) for p in spec.params)
+        kinds = {"tensor": _two_phase.tensor, "object": _two_phase.argument,
+                 "value": _two_phase.value}
+        self._op = _two_phase.Operator(
+            "aclnn" + spec.name, [kinds[_convert.kind_of(p)](p.name) for p in spec.params],
+            functions=(phase_one, phase_two))
+        self.__name__ = spec.name
+        self.__qualname__ = spec.name
+        self.__doc__ = (f"aclnn{spec.name} from {spec.header.name} ({library.name}).\n\n"
+                        f"{self.prototype}\n\n"
+                        f"Call: {spec.name}({', '.join(self.parameters)}, stream=None); "
+                        f"see help(acl_py.aclnn) for how arguments are converted.")
+
+    def __repr__(self):
+        return f"<acl_py.aclnn.{self.name} ({self.library.name})>"
+
+    def _bind_args(self, args, kwargs):
+        n = len(self.parameters)
+        if len(args) > n:
+            raise AclArgumentError("args", f"aclnn{self.name} takes {n} arguments "
+                                   f"({', '.join(self.parameters)}), got {len(args)}")
+        values = list(args) + [_MISSING] * (n - len(args))
+        for k, v in kwargs.items():
+            i = self._positions.get(k)
+            if i is None:
+                raise AclTypeError(k, f"aclnn{self.name} has no parameter {k!r} (its "
+                                   f"parameters: {', '.join(self.parameters)})")
+            if values[i] is not _MISSING:
+                raise AclTypeError(k, f"aclnn{self.name}: {k} given twice")
+            values[i] = v
+        missing = [self.parameters[i] for i, v in enumerate(values) if v is _MISSING]
+        if missing:
+            raise AclTypeError(missing[0], f"aclnn{self.name}: missing argument(s) "
+                               f"{', '.join(missing)} (pass None for an absent optional one)")
+        return values
+
+    # `op` is positional-only: operators have parameters named `self`.
+    def __call__(op, /, *args, stream=None, **kwargs):
+        values = op._bind_args(args, kwargs)
+        device = _device_of(values, stream)
+        s = _stream.as_stream(stream, device) if stream is not None else None
+        call = _convert.Call(device, s)
+        try:
+            converted = [conv(v, call) for conv, v in zip(op._converters, values)]
+            try:
+                op._op.launch(converted, device=device, stream=s)
+            except AclError as e:
+                raise _named(e, op) from None
+            for t, arr in call.copy_back:
+                arr[...] = t.to_numpy(s)
+        finally:
+            for t in call.staged:   # freed once the stream is past the launch
+                t.close()
+        return None
+
+    def help(self):
+        return self.__doc__
+
+
+_MISSING = object()
+
+
+def _device_of(values, stream):
+    for v in values:
+        if isinstance(v, DeviceTensor):
+            return v.device.id
+    if stream is not None and isinstance(stream, _stream.Stream):
+        return stream.device.id
+    return _rt.resolve_device(None)
+
+
+def _named(err, op):
+    """The library's error, with the parameter it names (when its message names one)."""
+    msg = err.message or ""
+    for p in op.parameters:
+        if msg and (f" {p} " in msg or f" {p}:" in msg or f": {p} " in msg or
+                    msg.endswith(f" {p}")):
+            err.parameter = p
+            break
+    else:
+        err.parameter = None
+    return err
+
+
+def operator(name):
+    """The :class:`AclnnOperator` ``aclnn<name>`` of the active backend (cached)."""
+    c = catalog()
+    key = (str(c.root), name)
+    op = _operators.get(key)
+    if op is None:
+        spec = c.spec(name)
+        path, a1, a2 = c.library_of(spec)
+        op = AclnnOperator(spec, path, function_pointer(spec.phase_one, a1),
+                           function_pointer(spec.phase_two, a2))
+        with _lock:
+            op = _operators.setdefault(key, op)
+    return op
+
+
+def operators():
+    """[{name, library, header, parameters: [{name, type}]}] for every operator the backend's
+    headers declare. ``library`` is None (and ``error`` says why) when no library exports it."""
+    c = catalog()
+    out = []
+    for name in c.names():
+        entry = {"name": name, "library": None, "header": None, "parameters": []}
+        try:
+            spec = c.spec(name)
+            entry["header"] = str(spec.header)
+            entry["parameters"] = [{"name": p.name, "type": p.ctype} for p in spec.params]
+            entry["library"] = str(c.library_of(spec)[0])
+        except (SymbolNotExportedError, ValueError, OperatorNotFoundError) as e:
+            entry["error"] = str(e)
+        out.append(entry)
+    return out
+
+
+# ---- `acl-py ops` -------------------------------------------------------------------------------
+
+def add_ops_arguments(parser):
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object (for scripts) instead of text")
+
+
+def run_ops(args):
+    import json
+    import sys
+    from .._loader import LibraryNotFoundError
+    try:
+        ops = operators()
+        root = str(catalog().root)
+    except LibraryNotFoundError as e:
+        print(f"acl-py: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"root": root, "operators": ops}, indent=2))
+    else:
+        print(f"{len(ops)} operators under {root}")
+        for o in ops:
+            where = o["library"].rsplit("/", 1)[-1] if o["library"] else \
+                f"NOT EXPORTED: {o.get('error')}"
+            params = ", ".join(f"{p['type']}{'' if p['type'].endswith('*') else ' '}"
+                               f"{p['name']}" for p in o["parameters"])
+            print(f"{o['name']:<28} {where}\n    ({params})")
+    return 0 if all(o["library"] for o in ops) else 1
+
+
+def __getattr__(name):
+    if name.startswith("_") or not name[:1].isupper():
+        raise AttributeError(f"module 'acl_py.aclnn' has no attribute {name!r}")
+    return operator(name)
+
+
+def __dir__():
+    names = list(__all__)
+    try:
+        names += catalog().names()
+    except Exception:  # dir() must not fail because no backend can be loaded
+        pass
+    return sorted(set(names))

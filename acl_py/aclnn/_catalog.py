@@ -1,0 +1,214 @@
+"""Which operators the active backend offers, and where their code is.
+
+Headers: ``<root>/include/aclnnop/aclnn_*.h`` (and ``<root>/<arch>-linux/include/aclnnop``)
+of the backend's install root, the emulator's prefix included. An operator ``Foo`` is found
+from its name first (``aclnn_foo.h``), else by scanning every header once for
+``aclnnFooGetWorkspaceSize``.
+
+Libraries: the operator library the loader opened (``libopapi.so`` or a split
+``libopapi_<domain>.so``) and every other ``libopapi*.so`` beside it, each opened on first
+need. An operator's two functions are bound to the first library that exports both, as cffi
+function pointers typed from the header's prototypes (ABI mode: nothing is compiled)."""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import re
+import threading
+from pathlib import Path
+
+from .._ffi import ffi
+from . import _header
+
+_PHASE_TWO_TYPES = ("void*", "uint64_t", "aclOpExecutor*", "aclrtStream")
+
+
+class OperatorNotFoundError(AttributeError):
+    """No header of the active backend declares this operator."""
+
+
+class SymbolNotExportedError(LookupError):
+    """A header declares an operator that no operator library of the backend exports."""
+
+
+def _snake(name):
+    """``LayerNormBackward`` -> ``layer_norm_backward`` (the vendor's header naming)."""
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
+    return s.lower()
+
+
+class Spec:
+    """One operator as its header declares it: ``name`` (``Add``), the header, and the
+    phase-one prototype's operator parameters (without ``workspaceSize``/``executor``)."""
+
+    __slots__ = ("name", "header", "phase_one", "phase_two", "params")
+
+    def __init__(self, name, header, phase_one, phase_two):
+        self.name = name
+        self.header = header
+        self.phase_one = phase_one
+        self.phase_two = phase_two
+        self.params = phase_one.params[:-2]
+
+    def prototype(self):
+        return f"{self.phase_one};\n{self.phase_two};"
+
+
+class Catalog:
+    """The operator headers and libraries of one backend (see the module doc)."""
+
+    def __init__(self, root, opapi_library=None):
+        self.root = Path(root)
+        arch = platform.machine()
+        self.include_dirs = [d for d in (self.root / "include" / "aclnnop",
+                                         self.root / f"{arch}-linux" / "include" / "aclnnop")
+                             if d.is_dir()]
+        lib_dirs = []
+        if opapi_library is not None:
+            lib_dirs.append(Path(opapi_library).parent)
+        for d in (self.root / "lib64", self.root / f"{arch}-linux" / "lib64"):
+            if d.is_dir() and d not in lib_dirs:
+                lib_dirs.append(d)
+        libs = [] if opapi_library is None else [Path(opapi_library)]
+        for d in lib_dirs:
+            for p in [d / "libopapi.so"] + sorted(d.glob("libopapi_*.so")):
+                if p.is_file() and p not in libs:
+                    libs.append(p)
+        self.libraries = libs
+        self._lock = threading.RLock()
+        self._index = None        # name -> header path (after a full scan)
+        self._texts = {}          # header path -> its prototypes
+        self._specs = {}
+        self._opened = {}         # library path -> ctypes.CDLL
+
+    # ---- headers ----
+
+    def headers(self):
+        seen, out = set(), []
+        for d in self.include_dirs:
+            for p in sorted(d.glob("aclnn_*.h")):
+                if p.name not in seen:
+                    seen.add(p.name)
+                    out.append(p)
+        return out
+
+    def index(self):
+        """{operator name: header} over every header (scanned once)."""
+        with self._lock:
+            if self._index is None:
+                idx = {}
+                for h in self.headers():
+                    try:
+                        text = h.read_text(errors="replace")
+                    except OSError:
+                        continue
+                    for name in _header.operator_names(text):
+                        idx.setdefault(name, h)
+                self._index = idx
+            return self._index
+
+    def _prototypes(self, header):
+        protos = self._texts.get(header)
+        if protos is None:
+            protos = self._texts[header] = _header.prototypes(header.read_text(errors="replace"))
+        return protos
+
+    def _header_of(self, name):
+        for d in self.include_dirs:  # the vendor's naming, without a scan
+            h = d / f"aclnn_{_snake(name)}.h"
+            if h.is_file() and f"aclnn{name}GetWorkspaceSize" in self._prototypes(h):
+                return h
+        return self.index().get(name)
+
+    def spec(self, name):
+        """The :class:`Spec` of operator ``name`` (``Add``); OperatorNotFoundError when no
+        header declares it, ValueError when its header is not a two-phase pair."""
+        with self._lock:
+            s = self._specs.get(name)
+            if s is not None:
+                return s
+            if not re.fullmatch(r"[A-Z]\w*", name):
+                raise OperatorNotFoundError(f"aclnn{name}: not an operator name (they start "
+                                            f"with a capital letter, e.g. Add)")
+            header = self._header_of(name)
+            if header is None:
+                where = ", ".join(str(d) for d in self.include_dirs) or \
+                    f"{self.root}/include/aclnnop (absent)"
+                raise OperatorNotFoundError(f"aclnn{name}: no operator header declares "
+                                            f"aclnn{name}GetWorkspaceSize (searched {where})")
+            protos = self._prototypes(header)
+            p1 = protos.get(f"aclnn{name}GetWorkspaceSize")
+            p2 = protos.get(f"aclnn{name}")
+            if p1 is None or p2 is None:
+                raise ValueError(f"{header}: aclnn{name}GetWorkspaceSize and aclnn{name} are "
+                                 f"not both declared there")
+            tail = [p.base for p in p1.params[-2:]]
+            if tail != ["uint64_t*", "aclOpExecutor**"]:
+                raise ValueError(f"{header}: {p1.name} does not end with (uint64_t "
+                                 f"*workspaceSize, aclOpExecutor **executor)")
+            if tuple(p.base for p in p2.params) != _PHASE_TWO_TYPES:
+                raise ValueError(f"{header}: {p2.name} is not (void *workspace, uint64_t "
+                                 f"workspaceSize, aclOpExecutor *executor, aclrtStream stream)")
+            s = self._specs[name] = Spec(name, header, p1, p2)
+            return s
+
+    def names(self):
+        return sorted(self.index())
+
+    # ---- libraries ----
+
+    def _open(self, path):
+        lib = self._opened.get(path)
+        if lib is None:
+            # The libraries it needs (libnnopbase, libascendcl) are already loaded by
+            # absolute path; their SONAMEs match, so nothing is searched for again.
+            lib = self._opened[path] = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+        return lib
+
+    def _address(self, path, symbol):
+        try:
+            fn = getattr(self._open(path), symbol)
+        except AttributeError:
+            return None
+        except OSError:
+            return None  # a library that cannot be opened exports nothing for us
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
+    def library_of(self, spec):
+        """(library path, phase-one address, phase-two address) of the first library that
+        exports both functions; SymbolNotExportedError naming the symbol and the libraries
+        searched otherwise."""
+        with self._lock:
+            for path in self.libraries:
+                a1 = self._address(path, spec.phase_one.name)
+                if a1 is None:
+                    continue
+                a2 = self._address(path, spec.phase_two.name)
+                if a2 is None:
+                    raise SymbolNotExportedError(
+                        f"{spec.phase_two.name} (declared in {spec.header}) is not exported by "
+                        f"{path}, which exports {spec.phase_one.name}")
+                return path, a1, a2
+            searched = ", ".join(str(p) for p in self.libraries) or "no libopapi*.so found"
+            raise SymbolNotExportedError(
+                f"{spec.phase_one.name} (declared in {spec.header}) is not exported by any "
+                f"operator library of the backend; searched: {searched}")
+
+
+def function_pointer(proto, address):
+    """A cffi function pointer of ``proto``'s type at ``address``. Pointers to types acl-py
+    does not declare are passed as ``void *`` (the same ABI)."""
+    types = []
+    for p in proto.params:
+        t = p.ctype
+        try:
+            ffi.typeof(t)
+        except (ffi.error, TypeError, KeyError, ValueError):
+            if not t.endswith("*"):
+                raise TypeError(f"{proto.name}: parameter {p.name} has type {t}, which acl-py "
+                                f"cannot pass (not a pointer, and not declared)") from None
+            t = "void *"
+        types.append(t)
+    fptr = ffi.typeof(f"aclnnStatus(*)({', '.join(types)})")
+    return ffi.cast(fptr, address)

@@ -1,0 +1,349 @@
+"""Python values -> the C arguments of an aclnn operator, by the parameter's C type.
+
+Each parameter gets one converter, chosen once from its type (``_header.CParam.base``):
+
+================================  ==============================================================
+C type                            accepted Python values
+================================  ==============================================================
+``aclTensor *``                   DeviceTensor; NumPy array (staged to the device on the call's
+                                  stream; an output-like parameter is copied back after the
+                                  stream synchronizes); None
+``aclTensorList *``               TensorList; a sequence of DeviceTensors / NumPy arrays / None
+``aclScalar *``                   Scalar; a number (its natural dtype, see ``acl_py.Scalar``)
+``aclScalarList *``               ScalarList; a sequence of numbers / Scalars
+``aclIntArray *`` ...Float/Bool   IntArray / FloatArray / BoolArray; a sequence
+``double``, ``float``             a real number
+``int8_t`` ... ``uint64_t``       an integer in the type's range
+``bool``                          a bool
+``char *``                        a str (or bytes)
+``aclDataType``                   a NumPy dtype (or anything ``np.dtype`` takes), or the enum int
+``aclFormat`` and other enums     the enum int
+any other pointer                 a cffi pointer, or None
+================================  ==============================================================
+
+A cffi pointer (``ffi.CData``) is accepted for every pointer parameter and passed as is.
+A conversion returns what the operator layer takes (DeviceTensor, an acl_py argument object,
+None, a cffi value); objects it creates are kept with the launch until the stream is past it.
+IntArray/BoolArray/FloatArray made from sequences are cached by value (small LRU), as the
+hand-written operators cache theirs, so a loop does not create and destroy them every call.
+"""
+from __future__ import annotations
+
+import numbers
+import operator
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from .._ffi import ffi
+from .. import dtypes as _dt
+from .. import runtime as _rt
+from ..arguments import FloatArray, Scalar, ScalarList, TensorList
+from ..errors import AclArgumentError, AclTypeError
+from ..tensor import BoolArray, DeviceTensor, IntArray
+
+_CData = ffi.CData
+
+INT_RANGES = {
+    "int8_t": (-2 ** 7, 2 ** 7 - 1), "int16_t": (-2 ** 15, 2 ** 15 - 1),
+    "int32_t": (-2 ** 31, 2 ** 31 - 1), "int64_t": (-2 ** 63, 2 ** 63 - 1),
+    "uint8_t": (0, 2 ** 8 - 1), "uint16_t": (0, 2 ** 16 - 1), "uint32_t": (0, 2 ** 32 - 1),
+    "uint64_t": (0, 2 ** 64 - 1), "int": (-2 ** 31, 2 ** 31 - 1), "size_t": (0, 2 ** 64 - 1),
+    "long": (-2 ** 63, 2 ** 63 - 1),
+}
+FLOATS = ("double", "float")
+ENUMS = ("aclFormat",)  # plain ints; aclDataType has its own converter
+
+
+class Call:
+    """What one call collects while converting: the device tensors it staged from NumPy
+    arrays (closed after the launch, stream-ordered) and those to copy back into the
+    caller's arrays (tensor, array)."""
+
+    __slots__ = ("device", "stream", "copy_back", "staged")
+
+    def __init__(self, device, stream):
+        self.device = device
+        self.stream = stream
+        self.copy_back = []
+        self.staged = []
+
+
+# ---- cached argument arrays --------------------------------------------------------------------
+
+_CACHE_SIZE = 256
+_cache = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _cached(cls, values):
+    """An argument array of ``values`` (a tuple of typed keys), shared by every call with the
+    same values. Eviction only drops the cache's reference: a call still passing the array
+    keeps it alive."""
+    key = (cls, values)
+    with _cache_lock:
+        obj = _cache.get(key)
+        if obj is not None and not obj.closed:
+            _cache.move_to_end(key)
+            return obj
+    obj = cls([v for _t, v in values])
+    with _cache_lock:
+        _cache[key] = obj
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return obj
+
+
+def clear_cache():
+    """Drops the cached argument arrays (``acl_py.release_unused`` calls it)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+_rt.register_cache(clear_cache)
+
+
+def _typed(values):
+    # 1, 1.0 and True are equal in Python; the array made from them is not.
+    return tuple((type(v), v) for v in values)
+
+
+# ---- converters ------------------------------------------------------------------------------
+
+def _sequence(value, pname):
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise AclTypeError(pname, f"expected a sequence, got {type(value).__name__}")
+    if isinstance(value, np.ndarray):
+        return tuple(value.reshape(-1).tolist())
+    return tuple(value)
+
+
+def _output_like(param):
+    # The vendor declares outputs `aclTensor *out` and in-place tensors `const aclTensor
+    # *selfRef`: either way the caller's array receives the result.
+    n = param.name
+    return not param.is_const or n.endswith("Ref") or "out" in n or "Out" in n
+
+
+def tensor_converter(param):
+    pname = param.name
+    copy_back = _output_like(param)
+
+    def convert(value, call):
+        if type(value) is DeviceTensor or isinstance(value, DeviceTensor):
+            return value
+        if value is None or isinstance(value, _CData):
+            return value
+        if isinstance(value, np.ndarray):
+            if copy_back and not value.flags.writeable:
+                raise AclArgumentError(pname, "the array receives the result but is read-only")
+            # A synchronous copy: an asynchronous one needs pinned memory, and staging
+            # through it would copy every input once more on the host.
+            t = DeviceTensor.from_numpy(value, device=call.device)
+            call.staged.append(t)
+            if copy_back:
+                call.copy_back.append((t, value))
+            return t
+        raise AclTypeError(pname, f"expected a DeviceTensor, a NumPy array or None, got "
+                           f"{type(value).__name__}")
+    return convert
+
+
+def tensor_list_converter(param):
+    pname = param.name
+    elem = tensor_converter(param)
+
+    def convert(value, call):
+        if value is None or isinstance(value, (TensorList, _CData)):
+            return value
+        items = _sequence(value, pname)
+        tensors = []
+        for i, v in enumerate(items):
+            if v is not None and not isinstance(v, (DeviceTensor, np.ndarray)):
+                raise AclTypeError(f"{pname}[{i}]", f"expected a DeviceTensor, a NumPy array "
+                                   f"or None, got {type(v).__name__}")
+            tensors.append(elem(v, call))
+        return TensorList(tensors)
+    return convert
+
+
+def scalar_converter(param):
+    pname = param.name
+
+    def convert(value, call):
+        if value is None or isinstance(value, (Scalar, _CData)):
+            return value
+        if isinstance(value, (numbers.Number, np.generic)) and not isinstance(value, str):
+            try:
+                return Scalar(value)
+            except AclArgumentError as e:
+                raise type(e)(pname, e.problem) from None
+        raise AclTypeError(pname, f"expected a number or acl_py.Scalar, got "
+                           f"{type(value).__name__}")
+    return convert
+
+
+def scalar_list_converter(param):
+    pname = param.name
+
+    def convert(value, call):
+        if value is None or isinstance(value, (ScalarList, _CData)):
+            return value
+        return ScalarList(_sequence(value, pname))
+    return convert
+
+
+def array_converter(param, cls, check):
+    pname = param.name
+
+    def convert(value, call):
+        if value is None or isinstance(value, (cls, _CData)):
+            return value
+        values = _sequence(value, pname)
+        for i, v in enumerate(values):
+            if not check(v):
+                raise AclTypeError(f"{pname}[{i}]", f"expected {cls.__name__} values, got "
+                                   f"{type(v).__name__} {v!r}")
+        return _cached(cls, _typed(values))
+    return convert
+
+
+def _is_int(v):
+    return isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_real(v):
+    return isinstance(v, (numbers.Real, np.floating, np.integer)) and \
+        not isinstance(v, (bool, np.bool_))
+
+
+def _is_bool(v):
+    return isinstance(v, (bool, np.bool_))
+
+
+def int_converter(param, lo, hi):
+    pname = param.name
+
+    def convert(value, call):
+        if not _is_int(value):
+            raise AclTypeError(pname, f"expected an int ({param.ctype}), got "
+                               f"{type(value).__name__} {value!r}")
+        v = operator.index(value)
+        if not lo <= v <= hi:
+            raise AclArgumentError(pname, f"{v} is out of range for {param.ctype} [{lo}, {hi}]")
+        return v
+    return convert
+
+
+def float_converter(param):
+    pname = param.name
+
+    def convert(value, call):
+        if not _is_real(value):
+            raise AclTypeError(pname, f"expected a real number ({param.ctype}), got "
+                               f"{type(value).__name__} {value!r}")
+        return float(value)
+    return convert
+
+
+def bool_converter(param):
+    pname = param.name
+
+    def convert(value, call):
+        if not _is_bool(value):
+            raise AclTypeError(pname, f"expected a bool, got {type(value).__name__} {value!r}")
+        return bool(value)
+    return convert
+
+
+def string_converter(param):
+    pname = param.name
+
+    def convert(value, call):
+        if value is None or isinstance(value, _CData):
+            return value
+        if isinstance(value, str):
+            value = value.encode()
+        if not isinstance(value, bytes) or b"\0" in value:
+            raise AclTypeError(pname, f"expected a str without NUL characters, got "
+                               f"{type(value).__name__}")
+        return ffi.new("char[]", value)  # kept with the call's arguments
+    return convert
+
+
+def dtype_converter(param):
+    pname = param.name
+
+    def convert(value, call):
+        if _is_int(value):
+            return int(value)
+        return _dt.to_acl(value, pname)
+    return convert
+
+
+def enum_converter(param):
+    pname = param.name
+
+    def convert(value, call):
+        if not _is_int(value):
+            raise AclTypeError(pname, f"expected an int ({param.ctype} value), got "
+                               f"{type(value).__name__} {value!r}")
+        return int(value)
+    return convert
+
+
+def pointer_converter(param):
+    pname = param.name
+
+    def convert(value, call):
+        if value is None or isinstance(value, _CData):
+            return value
+        raise AclTypeError(pname, f"{param.ctype} takes a cffi pointer or None, got "
+                           f"{type(value).__name__}")
+    return convert
+
+
+def converter_for(param):
+    """The converter of one parameter, or TypeError when acl-py cannot pass its type."""
+    b = param.base
+    if b == "aclTensor*":
+        return tensor_converter(param)
+    if b == "aclTensorList*":
+        return tensor_list_converter(param)
+    if b == "aclScalar*":
+        return scalar_converter(param)
+    if b == "aclScalarList*":
+        return scalar_list_converter(param)
+    if b == "aclIntArray*":
+        return array_converter(param, IntArray, _is_int)
+    if b == "aclFloatArray*":
+        return array_converter(param, FloatArray, _is_real)
+    if b == "aclBoolArray*":
+        return array_converter(param, BoolArray, _is_bool)
+    if b in FLOATS:
+        return float_converter(param)
+    if b in INT_RANGES:
+        return int_converter(param, *INT_RANGES[b])
+    if b == "bool":
+        return bool_converter(param)
+    if b == "char*":
+        return string_converter(param)
+    if b == "aclDataType":
+        return dtype_converter(param)
+    if b in ENUMS:
+        return enum_converter(param)
+    if b.endswith("*"):
+        return pointer_converter(param)
+    raise TypeError(f"parameter {param.name} has C type {param.ctype}, which acl-py cannot "
+                    f"pass by value")
+
+
+def kind_of(param):
+    """The operator layer's kind of a parameter: a tensor, an argument object, or a value."""
+    b = param.base
+    if b == "aclTensor*":
+        return "tensor"
+    if b.endswith("*") and b != "char*":
+        return "object"
+    return "value"

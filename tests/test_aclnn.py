@@ -1,0 +1,319 @@
+"""acl_py.aclnn: operators declared at run time from the backend's headers. Results equal the
+hand-written wrappers and NumPy; arguments converted by C type; errors name the parameter;
+discovery, binding to the library exporting each symbol (split libraries included), and the
+clear error for a header nothing exports."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py import aclnn, errors
+from acl_py._loader import library
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EMULATOR = library().backend.is_emulator
+needs_emulator = pytest.mark.skipif(not EMULATOR, reason="emulator prefix layout and rules")
+RNG = np.random.default_rng(5)
+
+
+# ---- Add vs NumPy ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sa,sb", [((4, 2), (4, 2)), ((3, 1, 5), (4, 1)), ((), (2, 3)),
+                                   ((2, 0, 3), (1, 3))])
+def test_add_broadcasts_like_numpy(sa, sb):
+    a = RNG.standard_normal(sa).astype(np.float32)
+    b = RNG.standard_normal(sb).astype(np.float32)
+    out = np.empty(np.broadcast_shapes(sa, sb), np.float32)
+    aclnn.Add(a, b, 1.5, out)
+    exp = a.astype(np.float64) + 1.5 * b.astype(np.float64)
+    np.testing.assert_allclose(out, exp, rtol=2e-7, atol=1e-6)
+
+
+@pytest.mark.parametrize("da,db,dout,alpha", [
+    (np.float16, np.float16, np.float16, 1), (np.float16, np.float32, np.float32, 2.5),
+    (ml_dtypes.bfloat16, ml_dtypes.bfloat16, ml_dtypes.bfloat16, 3),
+    (np.int32, np.int64, np.int64, 7), (np.int8, np.uint8, np.int16, 1),
+    (np.float64, np.int32, np.float64, 0.25), (np.bool_, np.bool_, np.bool_, True),
+    (np.complex64, np.complex64, np.complex64, 2),
+])
+def test_add_dtypes_and_alpha(da, db, dout, alpha):
+    a = (RNG.standard_normal((3, 4)) * 10).astype(da)
+    b = (RNG.standard_normal((4,)) * 10).astype(db)
+    out = np.zeros((3, 4), dout)
+    aclnn.Add(self=a, other=b, alpha=alpha, out=out)
+    exp = a.astype(np.complex128) + alpha * b.astype(np.complex128)
+    if np.dtype(dout) == np.bool_:
+        np.testing.assert_array_equal(out, a | b)
+        return
+    tol = {np.dtype(np.float16): 2e-3, np.dtype(ml_dtypes.bfloat16): 2e-2}.get(
+        np.dtype(dout), 1e-6)
+    np.testing.assert_allclose(out.astype(np.complex128), exp, rtol=tol, atol=tol)
+
+
+def test_add_device_tensors_stay_on_the_stream():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with acl_py.Stream() as s:
+        x = acl_py.DeviceTensor.from_numpy(a, s)
+        y = acl_py.DeviceTensor.from_numpy(np.ones(3, np.float32), s)
+        out = acl_py.DeviceTensor.empty((2, 3), np.float32)
+        aclnn.Add(x, y, acl_py.Scalar(2, np.int64), out, stream=s)
+        s.synchronize()
+        np.testing.assert_array_equal(out.to_numpy(), a + 2)
+        # in place: selfRef receives the result
+        aclnn.InplaceAdd(x, y, 1.0, stream=s)
+        s.synchronize()
+        np.testing.assert_array_equal(x.to_numpy(), a + 1)
+        aclnn.Adds(x, 0.5, 2, out, stream=s)
+        s.synchronize()
+        np.testing.assert_array_equal(out.to_numpy(), a + 2)
+        for t in (x, y, out):
+            t.close()
+
+
+def test_inplace_numpy_array_receives_the_result():
+    a = np.arange(4, dtype=np.float32)
+    aclnn.InplaceAdds(a, 1.0, 1.0)
+    np.testing.assert_array_equal(a, np.arange(4) + 1)
+
+
+# ---- LayerNormBackward: identical to the hand-written wrapper --------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_layer_norm_backward_equals_the_wrapper(dtype):
+    m, n = 6, 32
+    x = RNG.standard_normal((m, n)).astype(dtype)
+    dy = RNG.standard_normal((m, n)).astype(dtype)
+    mean = x.astype(np.float32).mean(1, keepdims=True)
+    rstd = (1 / np.sqrt(x.astype(np.float32).var(1, keepdims=True) + 1e-5)).astype(np.float32)
+    w = RNG.standard_normal(n).astype(dtype)
+    b = np.zeros(n, dtype)
+    want = acl_py.layer_norm_backward(dy, x, (n,), mean, rstd, w, b)
+    gi, gw, gb = np.empty_like(x), np.empty_like(w), np.empty_like(w)
+    aclnn.LayerNormBackward(dy, x, [n], mean, rstd, w, b, [True, True, True], gi, gw, gb)
+    for got, exp in zip((gi, gw, gb), want):
+        np.testing.assert_array_equal(got, exp)
+    # DeviceTensors, a masked output passed as None
+    T = acl_py.DeviceTensor.from_numpy
+    tens = [T(v) for v in (dy, x, mean, rstd, w, b)]
+    gi_d = acl_py.DeviceTensor.empty(x.shape, dtype)
+    aclnn.LayerNormBackward(tens[0], tens[1], (n,), tens[2], tens[3], tens[4], tens[5],
+                            (True, False, False), gi_d, None, None)
+    np.testing.assert_array_equal(gi_d.to_numpy(), want[0])
+    for t in tens + [gi_d]:
+        t.close()
+
+
+# ---- arguments and errors ------------------------------------------------------------------
+
+def test_errors_name_the_parameter():
+    a = np.zeros((2, 3), np.float32)
+    with pytest.raises(errors.AclTypeError, match="alpha"):
+        aclnn.Add(a, a, "one", a)
+    with pytest.raises(errors.AclTypeError, match="other"):
+        aclnn.Add(a, [1, 2, 3], 1.0, a)
+    with pytest.raises(errors.AclTypeError, match="missing argument.*out"):
+        aclnn.Add(a, a, 1.0)
+    with pytest.raises(errors.AclTypeError, match="no parameter 'bogus'"):
+        aclnn.Add(a, a, 1.0, a, bogus=1)
+    with pytest.raises(errors.AclTypeError, match="given twice"):
+        aclnn.Add(a, a, 1.0, a, self=a)
+    with pytest.raises(errors.AclArgumentError, match="takes 4 arguments"):
+        aclnn.Add(a, a, 1.0, a, a)
+    ro = np.zeros((2, 3), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(errors.AclArgumentError, match="out.*read-only"):
+        aclnn.Add(a, a, 1.0, ro)
+
+
+def test_library_errors_carry_code_message_and_parameter():
+    a = np.zeros((2, 3), np.float32)
+    with pytest.raises(errors.OperatorParameterError) as ei:
+        aclnn.Add(a, np.zeros((4,), np.float32), 1.0, a)
+    e = ei.value
+    assert e.code == 161002 and e.call == "aclnnAddGetWorkspaceSize"
+    if EMULATOR:
+        assert "broadcast" in e.message and e.parameter == "self"
+    with pytest.raises(errors.OperatorParameterError) as ei:
+        aclnn.Add(a, a, None, a)  # NULL alpha
+    assert ei.value.code == 161001
+
+
+def test_help_shows_the_prototype():
+    doc = aclnn.Add.__doc__
+    assert "aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor " \
+           "*other, const aclScalar *alpha, aclTensor *out, uint64_t *workspaceSize, " \
+           "aclOpExecutor **executor)" in doc
+    assert aclnn.Add.parameters == ("self", "other", "alpha", "out")
+    assert "Add" in dir(aclnn)
+
+
+def test_unknown_operator_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="aclnnNoSuchOp"):
+        aclnn.NoSuchOp
+    assert not hasattr(aclnn, "NoSuchOp")
+
+
+def test_importing_acl_py_reads_no_header(run_python):
+    r = run_python("""
+        import sys
+        import acl_py
+        print("acl_py.aclnn" in sys.modules, "acl_py.aclnn._header" in sys.modules)
+    """)
+    assert r.stdout.split() == ["False", "False"], r.stderr
+
+
+# ---- install trees: split libraries, a header nothing exports --------------------------------
+
+EXTRA_HEADER = """
+#include "aclnn/acl_meta.h"
+/* an operator this install declares but does not ship */
+aclnnStatus aclnnFrobnicateGetWorkspaceSize(const aclTensor *self, double eps, aclTensor *out,
+                                            uint64_t *workspaceSize, aclOpExecutor **executor);
+aclnnStatus aclnnFrobnicate(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                            aclrtStream stream);
+"""
+
+
+def _tree(tmp_path, libs):
+    prefix = acl_py.emulator.prefix() if EMULATOR else None
+    root = tmp_path / "cann"
+    (root / "lib64").mkdir(parents=True)
+    for name in libs:
+        os.symlink(prefix / "lib64" / name, root / "lib64" / name)
+    shutil.copytree(prefix / "include", root / "include")
+    (root / "include" / "aclnnop" / "aclnn_frobnicate.h").write_text(EXTRA_HEADER)
+    return root
+
+
+def _in_tree(root, source):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACL_EMU_", "ASCEND_"))}
+    env.update(ACL_PY_BACKEND="cann", ASCEND_HOME_PATH=str(root),
+               PYTHONPATH=ROOT + os.pathsep + env.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
+                          env=env, timeout=120, cwd=str(root))
+
+
+@needs_emulator
+def test_split_libraries_and_a_header_nothing_exports(tmp_path):
+    root = _tree(tmp_path, ["libascendcl.so", "libnnopbase.so", "libopapi_nn.so",
+                            "libopapi_math.so"])
+    r = _in_tree(root, """
+import json
+import numpy as np
+from acl_py import aclnn
+res = {"add": aclnn.Add.library.name, "lnb": aclnn.LayerNormBackward.library.name}
+out = np.zeros(2, np.float32)
+aclnn.Add(np.ones(2, np.float32), np.ones(2, np.float32), 1.0, out)
+res["sum"] = out.tolist()
+try:
+    aclnn.Frobnicate
+except aclnn.SymbolNotExportedError as e:
+    res["error"] = str(e)
+print(json.dumps(res))
+""")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["add"] == "libopapi_math.so" and res["lnb"] == "libopapi_nn.so"
+    assert res["sum"] == [2.0, 2.0]
+    err = res["error"]
+    assert "aclnnFrobnicateGetWorkspaceSize" in err and "aclnn_frobnicate.h" in err
+    for lib in ("libopapi_nn.so", "libopapi_math.so"):
+        assert str(root / "lib64" / lib) in err
+    # `acl-py ops` lists it as not exported and fails; --json carries the same
+    r = _in_tree(root, "import sys; from acl_py.cli import main; sys.exit(main(['ops']))")
+    assert r.returncode == 1
+    assert "Frobnicate" in r.stdout and "NOT EXPORTED" in r.stdout
+    r = _in_tree(root, "import sys; from acl_py.cli import main; sys.exit(main(['ops', "
+                       "'--json']))")
+    ops = {o["name"]: o for o in json.loads(r.stdout)["operators"]}
+    assert ops["Frobnicate"]["library"] is None
+    assert ops["Add"]["library"].endswith("libopapi_math.so")
+    assert [p["name"] for p in ops["Frobnicate"]["parameters"]] == ["self", "eps", "out"]
+
+
+def test_ops_command_lists_the_operators():
+    r = subprocess.run([sys.executable, "-m", "acl_py", "ops", "--json"], capture_output=True,
+                       text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    ops = {o["name"]: o for o in json.loads(r.stdout)["operators"]}
+    assert {"Add", "Adds", "InplaceAdd", "InplaceAdds", "LayerNormBackward"} <= set(ops)
+    assert [p["name"] for p in ops["Add"]["parameters"]] == ["self", "other", "alpha", "out"]
+    assert ops["Add"]["parameters"][2]["type"] == "const aclScalar *"
+
+
+# ---- header parsing and conversion by C type ---------------------------------------------------
+
+def test_header_parsing():
+    from acl_py.aclnn import _header
+    text = """
+    /* a comment mentioning aclnnFakeGetWorkspaceSize(int x); */
+    #ifndef X
+    #define ACLNN_API __attribute__((visibility("default")))
+    #endif
+    #ifdef __cplusplus
+    extern "C" {
+    #endif
+    // line comment
+    ACLNN_API aclnnStatus aclnnFooGetWorkspaceSize(
+        const aclTensor* self,   // trailing comment
+        const aclTensorList *tensors, const aclScalar* alpha, double eps, int64_t dim,
+        bool keepDim, const char *mode, aclDataType dtype, const int64_t dims[],
+        aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor);
+    ACLNN_API aclnnStatus aclnnFoo(void* workspace, uint64_t workspaceSize,
+                                   aclOpExecutor* executor, aclrtStream stream);
+    int notAnOperator(void);
+    """
+    protos = _header.prototypes(text)
+    assert set(protos) == {"aclnnFooGetWorkspaceSize", "aclnnFoo"}
+    p = protos["aclnnFooGetWorkspaceSize"].params
+    assert [(x.name, x.base) for x in p] == [
+        ("self", "aclTensor*"), ("tensors", "aclTensorList*"), ("alpha", "aclScalar*"),
+        ("eps", "double"), ("dim", "int64_t"), ("keepDim", "bool"), ("mode", "char*"),
+        ("dtype", "aclDataType"), ("dims", "int64_t*"), ("out", "aclTensor*"),
+        ("workspaceSize", "uint64_t*"), ("executor", "aclOpExecutor**")]
+    assert p[0].ctype == "const aclTensor *" and p[0].is_const and not p[9].is_const
+    assert _header.operator_names(text) == ["Foo"]
+
+
+def test_conversion_by_c_type():
+    from acl_py.aclnn import _convert
+    from acl_py.aclnn._header import parse_param
+    conv = lambda decl: _convert.converter_for(parse_param(decl, "f", 0))  # noqa: E731
+    call = _convert.Call(0, None)
+    assert conv("double eps")(1, call) == 1.0
+    assert conv("int32_t dim")(-3, call) == -3
+    with pytest.raises(errors.AclArgumentError, match="dim.*out of range"):
+        conv("int32_t dim")(2 ** 31, call)
+    with pytest.raises(errors.AclTypeError, match="keepDim"):
+        conv("bool keepDim")(1, call)
+    assert conv("aclDataType dtype")(np.float16, call) == 1
+    assert conv("aclDataType dtype")(27, call) == 27
+    s = conv("const char *mode")("mean", call)
+    from acl_py.raw import ffi
+    assert ffi.string(s) == b"mean"
+    ia = conv("const aclIntArray *dims")([1, 2], call)
+    assert isinstance(ia, acl_py.IntArray) and ia.values == (1, 2)
+    assert conv("const aclIntArray *dims")([1, 2], call) is ia  # cached by value
+    fa = conv("const aclFloatArray *scales")([0.5, 2], call)
+    assert isinstance(fa, acl_py.FloatArray) and fa.values == (0.5, 2.0)
+    with pytest.raises(errors.AclTypeError, match=r"flags\[1\]"):
+        conv("const aclBoolArray *flags")([True, 1], call)
+    sl = conv("const aclScalarList *scalars")([1, 2.5], call)
+    assert isinstance(sl, acl_py.ScalarList) and sl.dtypes[1] == np.float64
+    tl = conv("const aclTensorList *tensors")([np.ones(2, np.float32), None], call)
+    assert isinstance(tl, acl_py.TensorList) and len(tl) == 2 and tl[1] is None
+    with pytest.raises(errors.AclTypeError, match=r"tensors\[0\]"):
+        conv("const aclTensorList *tensors")([[1, 2]], call)
+    with pytest.raises(TypeError, match="cannot pass"):
+        conv("someStruct value")
+    for o in (sl, tl):
+        o.close()
+    _convert.clear_cache()
