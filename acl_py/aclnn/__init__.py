@@ -70,6 +70,7 @@ class AclnnOperator:
         self.parameters = tuple(p.name for p in spec.params)
         self.prototype = spec.prototype()
         self._positions = {n: i for i, n in enumerate(self.parameters)}
+        self._n = len(self.parameters)
         self._converters = tuple(_convert.converter_for(p) for p in spec.params)
         kinds = {"tensor": _two_phase.tensor, "object": _two_phase.argument,
                  "value": _two_phase.value}
@@ -108,22 +109,20 @@ class AclnnOperator:
 
     # `op` is positional-only: operators have parameters named `self`.
     def __call__(op, /, *args, stream=None, **kwargs):
-        values = op._bind_args(args, kwargs)
+        values = args if not kwargs and len(args) == op._n else op._bind_args(args, kwargs)
         device = _device_of(values, stream)
-        s = _stream.as_stream(stream, device) if stream is not None else None
-        call = _convert.Call(device, s)
+        call = _convert.Call(device, stream)
         try:
             converted = [conv(v, call) for conv, v in zip(op._converters, values)]
             try:
-                op._op.launch(converted, device=device, stream=s)
+                op._op.launch(converted, device=device, stream=stream)
             except AclError as e:
                 raise _named(e, op) from None
             for t, arr in call.copy_back:
-                arr[...] = t.to_numpy(s)
+                arr[...] = t.to_numpy(stream)
         finally:
             for t in call.staged:   # freed once the stream is past the launch
                 t.close()
-        return None
 
     def help(self):
         return self.__doc__
