@@ -49,6 +49,8 @@ SECTIONS = ("overhead", "kernel", "transfer", "scaling")
 # Targets (issue 7). Ratios are acl-py / peer unless said otherwise.
 T_OVERHEAD_CALL = 2.0
 T_OVERHEAD_PLAN = 1.3
+T_ACLNN = 1.2            # acl_py.aclnn (declared at run time) vs the hand-written wrapper
+T_ACLNN_FIRST_MS = 50.0  # first use of an operator: header read, prototypes, binding
 T_KERNEL = 1.0
 T_BANDWIDTH = 0.60
 T_TRANSFER = 1.25
@@ -275,6 +277,18 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
             s[j] = pc() - t0
         return median(s)
 
+    # The same operator through acl_py.aclnn: prototypes read from the header at run time.
+    aclnn_lnb = acl.aclnn.LayerNormBackward
+
+    def py_aclnn(k: int) -> float:
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            aclnn_lnb(dy, x, ns, mean, rstd, w, b, mask, *outs, stream=stream)
+            sync()
+            s[j] = pc() - t0
+        return median(s)
+
     def py_call_alloc(k: int) -> float:
         s = [0] * k
         for j in range(k):
@@ -305,7 +319,7 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
 
     res: dict[str, list[float]] = {k: [] for k in
                                    ("c_call", "py_call", "c_plan", "py_plan", "c_malloc",
-                                    "py_alloc")}
+                                    "py_alloc", "py_aclnn")}
     ws = None
     for r in range(rounds):
         # Alternate C and Python within each round, and flip the order every other round.
@@ -316,7 +330,8 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
                       ("py_plan", lambda: (py_plan(warm), py_plan(iters))[1])]
         pairs += [("c_malloc", lambda: float(run_c(exe, "oneshot-malloc", iters, warm)
                                              ["median_ns"])),
-                  ("py_alloc", lambda: (py_call_alloc(warm), py_call_alloc(iters))[1])]
+                  ("py_alloc", lambda: (py_call_alloc(warm), py_call_alloc(iters))[1]),
+                  ("py_aclnn", lambda: (py_aclnn(warm), py_aclnn(iters))[1])]
         if r % 2:
             pairs = pairs[::-1]
         for key, fn in pairs:
@@ -349,6 +364,11 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
                     None, "info"))
     rows.append(row("C: workspace aclrtMalloc/Free per call vs reused", "c_malloc", "c_call",
                     None, f"info (ws {ws} B)"))
+    hand, anyop = median(res["py_call"]), median(res["py_aclnn"])
+    rows.append(Row(sec, "aclnn.LayerNormBackward + sync vs layer_norm_backward(out=) + sync",
+                    _fmt_time(anyop * 1e-9), "hand " + _fmt_time(hand * 1e-9), anyop / hand,
+                    f"<= {T_ACLNN}", "FAIL" if wrong else _judge(anyop / hand, T_ACLNN)))
+    rows.append(aclnn_first_use(sec))
     for k, v in res.items():
         if v:
             log(f"overhead {k}: rounds(us)=" + " ".join(f"{t / 1e3:.1f}" for t in v))
@@ -356,6 +376,26 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
         rows.append(Row(sec, f"result check: error {err:.3g}x tolerance", status="FAIL"))
     close(plan, *outs, *ins, stream)
     return rows
+
+
+def aclnn_first_use(sec: str) -> Row:
+    """Milliseconds from `import acl_py.aclnn` to a callable operator, in a fresh process
+    (the runtime initialized first): header found and parsed, library bound."""
+    code = ("import time, acl_py; acl_py.init(); t = time.perf_counter(); "
+            "import acl_py.aclnn as a; a.operator('Add'); "
+            "print((time.perf_counter() - t) * 1e3)")
+    times = []
+    for _ in range(5):
+        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=120, env=env)
+        if r.returncode:
+            return _na(sec, f"aclnn first use: {r.stderr.strip().splitlines()[-1:]}")
+        times.append(float(r.stdout.split()[-1]))
+    ms = median(times)
+    return Row(sec, "aclnn: first use of an operator (import, header, binding)", f"{ms:.1f} ms",
+               "", None, f"< {T_ACLNN_FIRST_MS:.0f} ms",
+               "PASS" if ms < T_ACLNN_FIRST_MS else "MISS")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 
-from .. import runtime as _rt
+from .. import device as _device
 from .. import stream as _stream
 from ..errors import AclArgumentError, AclError, AclTypeError
 from ..ops import _two_phase
@@ -133,11 +133,11 @@ _MISSING = object()
 
 def _device_of(values, stream):
     for v in values:
-        if isinstance(v, DeviceTensor):
-            return v.device.id
+        if type(v) is DeviceTensor or isinstance(v, DeviceTensor):
+            return v.allocation.device
     if stream is not None and isinstance(stream, _stream.Stream):
-        return stream.device.id
-    return _rt.resolve_device(None)
+        return stream.state.device
+    return _device.current_device_id()
 
 
 def _named(err, op):
