@@ -280,7 +280,8 @@ def test_header_parsing():
         ("dtype", "aclDataType"), ("dims", "int64_t*"), ("out", "aclTensor*"),
         ("workspaceSize", "uint64_t*"), ("executor", "aclOpExecutor**")]
     assert p[0].ctype == "const aclTensor *" and p[0].is_const and not p[9].is_const
-    assert _header.operator_names(text) == ["Foo"]
+    # the index's cheap scan also sees names a comment mentions; looking them up tells
+    assert _header.operator_names(text) == ["Fake", "Foo"]
 
 
 def test_conversion_by_c_type():
@@ -317,3 +318,38 @@ def test_conversion_by_c_type():
     for o in (sl, tl):
         o.close()
     _convert.clear_cache()
+
+
+def test_prepare_runs_a_repeatable_executor():
+    a = np.arange(6, dtype=np.float32)
+    with acl_py.Stream() as s:
+        x = acl_py.DeviceTensor.from_numpy(a)
+        with aclnn.InplaceAdds.prepare(x, 1.0, 2.0) as ex:
+            for _ in range(3):
+                ex.run(s)
+            s.synchronize()
+        np.testing.assert_array_equal(x.to_numpy(), a + 6)
+        with pytest.raises(errors.AclTypeError, match="selfRef"):
+            aclnn.InplaceAdds.prepare(a, 1.0, 2.0)
+        x.close()
+
+
+def test_failures_lose_nothing(emulator):
+    a = np.ones((2, 3), np.float32)
+    out = np.zeros((2, 3), np.float32)
+    before = emulator.live_objects()
+    # phase two fails: the executor is destroyed, staged tensors and scalars released
+    with emulator.inject_faults("aclnnAdd:1"):
+        with pytest.raises(errors.AclError) as ei:
+            aclnn.Add(a, a, 2.0, out)
+    assert ei.value.call == "aclnnAdd" and "injected" in ei.value.message
+    # a conversion fails after an array was staged
+    with pytest.raises(errors.AclTypeError, match="alpha"):
+        aclnn.Add(a, a, object(), out)
+    # the output's array is untouched by a failed call
+    assert (out == 0).all()
+    acl_py.release_unused()
+    after = emulator.live_objects()
+    assert {k: after[k] - before[k] for k in before if after[k] != before[k]} == {}
+    aclnn.Add(a, a, 2.0, out)  # and the next call works
+    assert (out == 3).all()

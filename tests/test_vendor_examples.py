@@ -46,3 +46,29 @@ def test_vendor_add_example(example):
     assert run.returncode == 0, run.stdout + run.stderr
     printed = [line.split("is: ")[1] for line in run.stdout.splitlines() if "is: " in line]
     assert printed == ADD_RESULTS, run.stdout
+
+
+def test_every_vendor_operator_header_is_understood(tmp_path):
+    """acl_py.aclnn reads every operator header of the checkout(s) (ACL_PY_VENDOR_OPS_MATH,
+    and ACL_PY_VENDOR_OPS_NN when set): each two-phase pair is found, its prototypes parse,
+    every parameter type has a converter and both become cffi function pointer types."""
+    from acl_py.aclnn import _convert
+    from acl_py.aclnn._catalog import Catalog, function_pointer
+    include = tmp_path / "include" / "aclnnop"
+    include.mkdir(parents=True)
+    for checkout in filter(None, (CHECKOUT, os.environ.get("ACL_PY_VENDOR_OPS_NN"))):
+        for root, _dirs, files in os.walk(checkout):
+            if os.path.basename(root) != "op_api":
+                continue
+            for f in files:
+                if f.startswith("aclnn_") and f.endswith(".h") and not (include / f).exists():
+                    os.symlink(os.path.join(root, f), include / f)
+    catalog = Catalog(tmp_path)
+    names = catalog.names()
+    assert len(names) > 100
+    for name in names:
+        spec = catalog.spec(name)
+        for p in spec.params:
+            _convert.converter_for(p)
+        function_pointer(spec.phase_one, 1)
+        function_pointer(spec.phase_two, 1)

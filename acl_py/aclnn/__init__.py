@@ -113,16 +113,40 @@ class AclnnOperator:
         device = _device_of(values, stream)
         call = _convert.Call(device, stream)
         try:
-            converted = [conv(v, call) for conv, v in zip(op._converters, values)]
             try:
+                converted = [conv(v, call) for conv, v in zip(op._converters, values)]
                 op._op.launch(converted, device=device, stream=stream)
-            except AclError as e:
-                raise _named(e, op) from None
+            except BaseException as e:
+                # Nothing was queued: what this call created goes now, not when the
+                # exception (and the frames it holds) is collected.
+                for o in call.created:
+                    _close_quietly(o)
+                if isinstance(e, AclError):
+                    raise _named(e, op) from None
+                raise
             for t, arr in call.copy_back:
                 arr[...] = t.to_numpy(stream)
         finally:
             for t in call.staged:   # freed once the stream is past the launch
                 t.close()
+
+    def prepare(op, /, *args, **kwargs):
+        """Phase one once, with a repeatable executor: an :class:`acl_py.ops.Executor` whose
+        ``run(stream=None)`` is phase two on the same arguments (kept alive with it), closed by
+        ``close()``/``with``. Tensor parameters take DeviceTensors (or None) here: a NumPy
+        array would need a copy over and back at every run."""
+        values = args if not kwargs and len(args) == op._n else op._bind_args(args, kwargs)
+        for p, v in zip(op.spec.params, values):
+            if p.base == "aclTensor*" and not (v is None or isinstance(v, DeviceTensor)):
+                raise AclTypeError(p.name, f"aclnn{op.name}.prepare: expected a DeviceTensor "
+                                   f"or None, got {type(v).__name__}")
+        device = _device_of(values, None)
+        call = _convert.Call(device, None)
+        converted = [conv(v, call) for conv, v in zip(op._converters, values)]
+        try:
+            return op._op.prepare(converted, device=device)
+        except AclError as e:
+            raise _named(e, op) from None
 
     def help(self):
         return self.__doc__
@@ -138,6 +162,13 @@ def _device_of(values, stream):
     if stream is not None and isinstance(stream, _stream.Stream):
         return stream.state.device
     return _device.current_device_id()
+
+
+def _close_quietly(obj):
+    try:
+        obj.close()
+    except Exception:  # the call's own error is the one to raise
+        pass
 
 
 def _named(err, op):
@@ -177,10 +208,17 @@ def operators():
         entry = {"name": name, "library": None, "header": None, "parameters": []}
         try:
             spec = c.spec(name)
-            entry["header"] = str(spec.header)
-            entry["parameters"] = [{"name": p.name, "type": p.ctype} for p in spec.params]
+        except OperatorNotFoundError:
+            continue  # a name a header only mentions
+        except ValueError as e:
+            entry["error"] = str(e)
+            out.append(entry)
+            continue
+        entry["header"] = str(spec.header)
+        entry["parameters"] = [{"name": p.name, "type": p.ctype} for p in spec.params]
+        try:
             entry["library"] = str(c.library_of(spec)[0])
-        except (SymbolNotExportedError, ValueError, OperatorNotFoundError) as e:
+        except SymbolNotExportedError as e:
             entry["error"] = str(e)
         out.append(entry)
     return out

@@ -38,6 +38,23 @@ def _snake(name):
     return s.lower()
 
 
+def _header_stems(name):
+    """Header names (``aclnn_<stem>.h``) likely to declare operator ``name``, most likely
+    first, so that most operators are found without scanning every header: the vendor groups
+    variants with their base operator (``InplaceAdd``, ``Adds``, ``InplaceAdds`` in
+    ``aclnn_add.h``; ``ClampMinTensor`` in ``aclnn_clamp.h``) and sometimes joins words
+    (``ArgMax`` in ``aclnn_argmax.h``)."""
+    base = name[len("Inplace"):] if name.startswith("Inplace") and len(name) > 7 else name
+    stems = []
+    for n in (name, base, base[:-1] if base.endswith("s") and len(base) > 2 else None):
+        if not n:
+            continue
+        words = _snake(n).split("_")
+        for k in range(len(words), 0, -1):  # longest prefix first
+            stems += ["_".join(words[:k]), "".join(words[:k])]
+    return list(dict.fromkeys(stems))
+
+
 class Spec:
     """One operator as its header declares it: ``name`` (``Add``), the header, and the
     phase-one prototype's operator parameters (without ``workspaceSize``/``executor``)."""
@@ -100,10 +117,10 @@ class Catalog:
                 idx = {}
                 for h in self.headers():
                     try:
-                        text = h.read_text(errors="replace")
+                        raw = h.read_bytes()
                     except OSError:
                         continue
-                    for name in _header.operator_names(text):
+                    for name in _header.operator_names(raw):
                         idx.setdefault(name, h)
                 self._index = idx
             return self._index
@@ -115,10 +132,11 @@ class Catalog:
         return protos
 
     def _header_of(self, name):
-        for d in self.include_dirs:  # the vendor's naming, without a scan
-            h = d / f"aclnn_{_snake(name)}.h"
-            if h.is_file() and f"aclnn{name}GetWorkspaceSize" in self._prototypes(h):
-                return h
+        for stem in _header_stems(name):  # the vendor's naming, without a scan
+            for d in self.include_dirs:
+                h = d / f"aclnn_{stem}.h"
+                if h.is_file() and f"aclnn{name}GetWorkspaceSize" in self._prototypes(h):
+                    return h
         return self.index().get(name)
 
     def spec(self, name):
@@ -140,9 +158,13 @@ class Catalog:
             protos = self._prototypes(header)
             p1 = protos.get(f"aclnn{name}GetWorkspaceSize")
             p2 = protos.get(f"aclnn{name}")
-            if p1 is None or p2 is None:
-                raise ValueError(f"{header}: aclnn{name}GetWorkspaceSize and aclnn{name} are "
-                                 f"not both declared there")
+            if p1 is None:  # only mentioned there (a comment)
+                raise OperatorNotFoundError(f"aclnn{name}: {header} mentions "
+                                            f"aclnn{name}GetWorkspaceSize but declares no "
+                                            f"such aclnnStatus function")
+            if p2 is None:
+                raise ValueError(f"{header}: declares aclnn{name}GetWorkspaceSize but not its "
+                                 f"phase two, aclnn{name}")
             tail = [p.base for p in p1.params[-2:]]
             if tail != ["uint64_t*", "aclOpExecutor**"]:
                 raise ValueError(f"{header}: {p1.name} does not end with (uint64_t "

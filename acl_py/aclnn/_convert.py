@@ -58,16 +58,18 @@ ENUMS = ("aclFormat",)  # plain ints; aclDataType has its own converter
 
 class Call:
     """What one call collects while converting: the device tensors it staged from NumPy
-    arrays (closed after the launch, stream-ordered) and those to copy back into the
-    caller's arrays (tensor, array)."""
+    arrays (closed after the launch, stream-ordered), those to copy back into the caller's
+    arrays (tensor, array), and the argument objects it created (closed at once if the call
+    fails, else released once the stream is past the launch)."""
 
-    __slots__ = ("device", "stream", "copy_back", "staged")
+    __slots__ = ("device", "stream", "copy_back", "staged", "created")
 
     def __init__(self, device, stream):
         self.device = device
         self.stream = stream
         self.copy_back = []
         self.staged = []
+        self.created = []
 
 
 # ---- cached argument arrays --------------------------------------------------------------------
@@ -169,7 +171,9 @@ def tensor_list_converter(param):
                 raise AclTypeError(f"{pname}[{i}]", f"expected a DeviceTensor, a NumPy array "
                                    f"or None, got {type(v).__name__}")
             tensors.append(elem(v, call))
-        return TensorList(tensors)
+        lst = TensorList(tensors)
+        call.created.append(lst)
+        return lst
     return convert
 
 
@@ -181,9 +185,11 @@ def scalar_converter(param):
             return value
         if isinstance(value, (numbers.Number, np.generic)) and not isinstance(value, str):
             try:
-                return Scalar(value)
+                s = Scalar(value)
             except AclArgumentError as e:
                 raise type(e)(pname, e.problem) from None
+            call.created.append(s)
+            return s
         raise AclTypeError(pname, f"expected a number or acl_py.Scalar, got "
                            f"{type(value).__name__}")
     return convert
@@ -195,7 +201,9 @@ def scalar_list_converter(param):
     def convert(value, call):
         if value is None or isinstance(value, (ScalarList, _CData)):
             return value
-        return ScalarList(_sequence(value, pname))
+        lst = ScalarList(_sequence(value, pname))
+        call.created.append(lst)
+        return lst
     return convert
 
 

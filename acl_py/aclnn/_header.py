@@ -14,7 +14,7 @@ _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
 # NAME ( params ) ;   -- params without parentheses or braces: plain declarations only
 _FUNCTION = re.compile(r"\b(aclnn\w+)\s*\(([^;{}()]*)\)\s*;")
-_PHASE_ONE = re.compile(r"\baclnn(\w+?)GetWorkspaceSize\s*\(")
+_PHASE_ONE = re.compile(rb"\baclnn(\w+?)GetWorkspaceSize\s*\(")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _QUALIFIERS = {"const", "volatile", "struct", "enum"}
 
@@ -94,6 +94,9 @@ def prototypes(text):
 
 
 def operator_names(text):
-    """Names (``Add``) of the operators whose phase one a header declares, without parsing
-    the parameters: the cheap scan the catalog's index uses."""
-    return _PHASE_ONE.findall(_COMMENT.sub(" ", text))
+    """Names (``Add``) of the operators whose phase one a header mentions, without parsing
+    anything: the cheap scan the catalog's index uses (a name only mentioned in a comment is
+    caught later, when its prototype is looked up)."""
+    if isinstance(text, str):
+        text = text.encode()
+    return list(dict.fromkeys(n.decode() for n in _PHASE_ONE.findall(text)))
