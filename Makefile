@@ -19,10 +19,11 @@ $(STAMP): pyproject.toml setup.py
 	ACL_PY_NO_EMULATOR=1 $(PY) -m pip install -q -e '.[test]'
 	touch $@
 
-# Incremental: both scripts do nothing when their outputs are newer than their inputs.
+# Incremental: both scripts do nothing when their outputs are newer than their inputs (the
+# emulator build, about a minute when it runs, reports its progress).
 build: $(STAMP)
 	@$(PY) bindings/build_ffi.py >/dev/null
-	@$(PY) emulator/build.py --quiet
+	@$(PY) emulator/build.py
 
 sample: build
 	@$(PY) samples/layer_norm_backward.py

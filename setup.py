@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
 
@@ -39,7 +40,12 @@ class BuildPy(build_py):
             for src in (ROOT / "samples").glob("*.py"):
                 shutil.copy2(src, samples / src.name)
         if os.environ.get("ACL_PY_NO_EMULATOR") != "1":
-            _load(ROOT / "emulator" / "build.py").build(package_dir / "_emulator", quiet=True)
+            emulator = _load(ROOT / "emulator" / "build.py")
+            try:
+                # Not quiet: its progress lines keep pip's spinner turning (`pip -v` shows them).
+                emulator.build(package_dir / "_emulator")
+            except emulator.BuildError as e:
+                raise SystemExit(f"error: {e}") from None
 
 
 class BinaryDistribution(Distribution):
@@ -49,4 +55,17 @@ class BinaryDistribution(Distribution):
         return os.environ.get("ACL_PY_NO_EMULATOR") != "1"
 
 
-setup(cmdclass={"build_py": BuildPy}, distclass=BinaryDistribution)
+class BdistWheel(bdist_wheel):
+    """Tags the wheel ``py3-none-<platform>``: the emulator's libraries are plain C shared
+    objects opened through cffi's ABI mode, not CPython extensions, so one wheel serves every
+    Python 3 on that platform (an offline server copies one file whatever its Python)."""
+
+    def get_tag(self):
+        impl, abi, plat = super().get_tag()
+        if self.root_is_pure:   # ACL_PY_NO_EMULATOR=1: py3-none-any already
+            return impl, abi, plat
+        return "py3", "none", plat
+
+
+setup(cmdclass={"build_py": BuildPy, "bdist_wheel": BdistWheel},
+      distclass=BinaryDistribution)

@@ -26,6 +26,7 @@ released in a valid order by ``acl_py.finalize()`` or at interpreter exit)::
 
 Errors: ``acl_py.errors`` (typed by status code: ``DeviceMemoryError``,
 ``OperatorParameterError``, ...; Python-side argument mistakes are ``AclArgumentError``).
+Checking results: ``acl_py.reference`` (NumPy float64 reference and per-dtype tolerances).
 Low level: ``acl_py.raw.ffi`` / ``acl_py.raw.lib`` and each wrapper's ``.handle``.
 """
 from . import errors
@@ -39,6 +40,7 @@ from .soc import soc_name, supports_bfloat16
 from .tensor import BoolArray, DeviceTensor, IntArray
 from .arguments import FloatArray, Scalar, ScalarList, TensorList
 from . import dtypes
+from . import reference   # the NumPy float64 reference results are checked against
 
 # ---- operators (acl_py/ops, issue 4): the operator engineer adds the re-exports here ----
 from .ops import layer_norm_backward, LayerNormBackward
@@ -59,7 +61,8 @@ __all__ = [
     "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "Stream",
     "Event", "default_stream",
     "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
-    "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors", "AclError", "AclArgumentError", "AclTypeError",
+    "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",
+    "reference", "AclError", "AclArgumentError", "AclTypeError",
     "ClosedError", "DeviceError", "DeviceMemoryError", "NotInitializedError",
     "OperatorParameterError", "FinalizedError", "layer_norm_backward", "LayerNormBackward",
 ]

@@ -123,6 +123,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="acl-py",
         description="acl-py: Python binding over CANN's aclnn operators, with a CPU emulator.")
+    parser.add_argument("--version", action="version", version=version_text(),
+                        help="print acl-py's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for c in COMMANDS:
         p = sub.add_parser(c.name, help=c.help, description=c.help)
@@ -135,6 +137,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             _resolve(c.add_arguments)(p)
             p.set_defaults(_run=c.run)
     return parser
+
+
+def version_text() -> str:
+    """``acl-py 0.1.0 (Python 3.11.2, /path/to/acl_py)``: which copy answers matters when
+    an editable checkout and an installed wheel coexist."""
+    import platform
+    from pathlib import Path
+    from . import __version__
+    return (f"acl-py {__version__} (Python {platform.python_version()}, "
+            f"{Path(__file__).resolve().parent})")
 
 
 def _command_in(argv: list[str]) -> str | None:
@@ -151,9 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     run = args._run
     if isinstance(run, str):
         run = _resolve(run)
+    from ._loader import LibraryNotFoundError
+    from .errors import AclError
     try:
         return int(run(args) or 0)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `acl-py info | head`
         return 0
+    except (LibraryNotFoundError, AclError) as e:
+        # Expected failures (no CANN where it was asked for, a device refusing a call): the
+        # message says what to do; a traceback would only hide it. Bugs still show theirs.
+        _error(str(e))
+        return 1

@@ -17,6 +17,7 @@ from pathlib import Path
 from . import _loader
 from ._ffi import LIBRARY_OF, ffi
 from . import errors
+from ._units import human_size
 from .soc import soc_name, supports_bfloat16
 
 # aclrtGetMemInfo attributes tried per device: HBM (Atlas training parts) first, then DDR
@@ -130,13 +131,6 @@ def collect() -> dict:
     return info
 
 
-def _size(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
 def format_text(info: dict) -> str:
     lines = [f"acl-py {info['acl_py_version']} ({info['python']}, {info['package_dir']})",
              f"backend    {info['backend']}",
@@ -167,8 +161,8 @@ def format_text(info: dict) -> str:
         for dev in info["devices"]:
             mem = dev["memory"]
             text = ("memory unknown" if mem is None else
-                    f"{_size(mem['total'])} {mem['kind']} total, {_size(mem['free'])} free "
-                    f"({mem['free']} / {mem['total']} bytes)")
+                    f"{human_size(mem['total'])} {mem['kind']} total, "
+                    f"{human_size(mem['free'])} free ({mem['free']} / {mem['total']} bytes)")
             lines.append(f"  device {dev['id']}  {text}")
     if info["error"]:
         lines.append(f"error      {info['error']}")

@@ -1,37 +1,58 @@
 """``acl-py smoke``: the hardware smoke test an operator team runs on a freshly installed
-machine (or, without CANN, on the emulator).
+machine (or, without CANN, on the emulator, which it then says in its verdict).
 
-It runs a matrix of LayerNormBackward cases on the current backend with device tensors (every
-supported dtype and the allowed mixes, output masks, weight absent, shapes from one element to
-tens of millions, non-contiguous input and output views, empty tensors), checks each output
-against the NumPy float64 reference (:mod:`acl_py.reference`) with the reference's per-dtype
-error bound, and prints a table. Exit status 1 when any case fails.
+It first prints what it is about to test (backend and libraries, the part from
+``aclrtGetSocName``, the devices and their memory, the dtypes), then runs a matrix of operator
+cases on each selected device with device tensors (for LayerNormBackward: every supported
+dtype and the allowed mixes, output masks, weight absent, shapes from one element to tens of
+millions, non-contiguous input and output views, empty tensors), checks each output against
+the NumPy float64 reference (:mod:`acl_py.reference`) with the reference's per-dtype error
+bound, and prints a table per device and an overall verdict.
 
-The pieces are reusable: :func:`build_cases` gives the matrix, :func:`run_cases` runs any list
-of :class:`Case` and returns :class:`CaseResult`\\ s, :func:`report` builds the JSON-ready
-report, and :func:`main` is the command (``cases=`` lets tests inject a deliberately broken
-case, e.g. one with a ``reference_hook`` that perturbs the expected values).
+* ``--devices all`` or ``--devices 0,3,5``: the listed devices are tested concurrently, a
+  thread per device, each with its own stream (``--device N`` is ``--devices N``).
+* Default dtypes follow the part: no bf16 cases on a part without BFLOAT16.
+* A case the vendor documents as unsupported (``Case.unsupported``: empty tensors for
+  LayerNormBackward) that fails on an NPU is reported as ``unsupported``, not as a failure.
+  On the emulator every case must pass.
+* ``--require-npu``: exit status 1 with the reason, and no case run, unless the backend is
+  real CANN with a device; for acceptance scripts.
+
+Exit status: 0 when every case passed on every device; 1 when a case failed, a device could
+not be tested or ``--require-npu`` was not met; 2 for a usage error.
+
+Operators are rows of :data:`OPERATORS` (a name, the function giving its matrix, the
+function running one case, as ``"module:function"`` strings): adding an operator's smoke cases
+is one row and a module, like a command of :mod:`acl_py.cli`. The pieces are reusable:
+:func:`build_cases` gives the matrix, :func:`run_cases` runs any list of :class:`Case` and
+returns :class:`CaseResult`\\ s, :func:`run_devices` does so on several devices at once,
+:func:`report` builds the JSON-ready report, and :func:`main` is the command (``cases=`` lets
+tests inject a deliberately broken case, e.g. one with a ``reference_hook`` that perturbs the
+expected values).
 
 Tolerance (see :mod:`acl_py.reference`): each element may differ from the float64 reference by
 ``RTOL[input dtype] * magnitude + the device's rounding``, where ``magnitude`` is the size of
 the terms the float32-accumulated result is computed from, RTOL is ``acl_py.reference.RTOL``
 (printed in the header), and the rounding is half an ulp of the dtype the device rounds the
 output to first (grad_input: input's; grad_weight/grad_bias: float32) plus half an ulp of the
-output dtype where that cast can lose bits. ``err/tol`` in the table is the worst element's error divided
-by its bound: a case passes when it is <= 1 for every output.
+output dtype where that cast can lose bits. ``err/tol`` in the table is the worst element's
+error divided by its bound: a case passes when it is <= 1 for every output.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
 import platform
 import sys
+import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -55,8 +76,10 @@ class Case:
     a larger buffer); ``offset`` (inputs start one row into their buffer); ``inner-strided``
     (every other element of the last dim); ``strided-out`` (outputs are strided views of larger
     buffers). ``data="sample"`` uses the vendor sample's values instead of random ones.
-    ``reference_hook`` (for tests of the smoke test itself) maps the reference's three outputs
-    to what the case will expect instead.
+    ``operator`` names the row of :data:`OPERATORS` that runs the case. ``unsupported``: the
+    vendor documents this input as unsupported (why, and where it says so); a failure on an
+    NPU is then reported as such, not as a failure. ``reference_hook`` (for tests of the smoke
+    test itself) maps the reference's three outputs to what the case will expect instead.
     """
     name: str
     shape: tuple[int, ...]
@@ -70,6 +93,8 @@ class Case:
     layout: str = "contiguous"
     data: str = "random"
     seed: int = 0
+    operator: str = "LayerNormBackward"
+    unsupported: str | None = None
     reference_hook: Callable | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -102,7 +127,8 @@ class Case:
             "weight_dtype": (self.weight_dtype or self.dtype) if self.weight else None,
             "out_dtypes": list(self.out_dtypes) if self.out_dtypes else None,
             "output_mask": list(self.mask), "layout": self.layout, "data": self.data,
-            "seed": self.seed,
+            "seed": self.seed, "operator": self.operator,
+            "documented_unsupported": self.unsupported,
         }
 
 
@@ -122,6 +148,20 @@ class CaseResult:
     seconds: float              # the operator call on device tensors, through synchronize
     outputs: list[OutputCheck] = field(default_factory=list)
     error: str | None = None    # an exception, or a missing/unexpected output
+    # The case failed on an NPU and the vendor documents its input as unsupported: why.
+    unsupported: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Failed, and not an input the vendor documents as unsupported."""
+        return not self.passed and self.unsupported is None
+
+    @property
+    def status(self) -> str:
+        """``pass``, ``FAIL`` or ``unsupported`` (the table's result column)."""
+        if self.passed:
+            return "pass"
+        return "unsupported" if self.unsupported is not None else "FAIL"
 
     @property
     def worst(self) -> OutputCheck | None:
@@ -129,7 +169,8 @@ class CaseResult:
 
     def to_json(self) -> dict:
         d = self.case.describe()
-        d.update(passed=self.passed, seconds=self.seconds, error=self.error,
+        d.update(passed=self.passed, status=self.status.lower(), seconds=self.seconds,
+                 error=self.error, unsupported=self.unsupported,
                  outputs=[asdict(o) for o in self.outputs])
         w = self.worst
         d["max_abs_error"] = w.max_abs_error if w else None
@@ -138,12 +179,55 @@ class CaseResult:
 
 
 # --------------------------------------------------------------------------------------------
-# The matrix
+# The operators under test, and their matrices
 # --------------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class SmokeOperator:
+    """One operator of the smoke test, declared as data: its name, ``"module:function"`` of
+    ``cases(quick: bool) -> list[Case]`` (its matrix; ``quick``: a seconds-long subset), and
+    of ``run(case: Case, stream) -> CaseResult`` (runs and checks one case on the calling
+    thread's device; never raises for a failing case). Modules are imported on first use."""
+    name: str
+    cases: str
+    run: str
+
+
+OPERATORS: tuple[SmokeOperator, ...] = (
+    SmokeOperator("LayerNormBackward", "acl_py.smoke:layer_norm_backward_cases",
+                  "acl_py.smoke:run_layer_norm_backward_case"),
+)
+
+
+def _resolve(ref: str) -> Callable:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _operator(name: str) -> SmokeOperator:
+    for op in OPERATORS:
+        if op.name == name:
+            return op
+    raise ValueError(f"no smoke operator {name!r} (known: {', '.join(o.name for o in OPERATORS)})")
+
+
 def build_cases(quick: bool = False) -> list[Case]:
-    """The smoke matrix. ``quick``: a subset covering every feature at small sizes (seconds)."""
+    """Every operator's matrix, in :data:`OPERATORS` order."""
+    return [case for op in OPERATORS for case in _resolve(op.cases)(quick)]
+
+
+# The vendor's docs list, for every tensor of aclnnLayerNormBackward, "empty tensors are not
+# supported" (hicann/ops-nn norm/layer_norm_grad_v3/docs/aclnnLayerNormBackward.md, parameter
+# table), although its op_api code fills gradWeight/gradBias with zeros for them.
+LNB_EMPTY_UNSUPPORTED = ("empty tensors: documented as unsupported for aclnnLayerNormBackward "
+                         "(hicann/ops-nn norm/layer_norm_grad_v3/docs/aclnnLayerNormBackward.md)")
+
+
+def layer_norm_backward_cases(quick: bool = False) -> list[Case]:
+    """The LayerNormBackward matrix. ``quick``: a subset covering every feature at small
+    sizes (seconds)."""
     F32, F16, BF16 = "float32", "float16", "bfloat16"
+    EMPTY = LNB_EMPTY_UNSUPPORTED
     q = [
         Case("vendor-sample", (2, 2), data="sample"),
         Case("tiny", (2, 8)),
@@ -158,7 +242,7 @@ def build_cases(quick: bool = False) -> list[Case]:
         Case("rank4-norm2", (2, 3, 8, 16), normalized_ndim=2),
         Case("transposed-input", (48, 96), layout="transposed"),
         Case("strided-output", (40, 64), layout="strided-out"),
-        Case("empty-M0", (0, 64)),
+        Case("empty-M0", (0, 64), unsupported=EMPTY),
     ]
     if quick:
         return q
@@ -184,8 +268,8 @@ def build_cases(quick: bool = False) -> list[Case]:
         Case("strided-rows", (96, 160), layout="strided"),
         Case("offset-view", (96, 160), dtype=F16, layout="offset"),
         Case("inner-strided", (64, 128), dtype=BF16, layout="inner-strided"),
-        Case("empty-N0", (16, 0)),
-        Case("empty-bf16", (0, 4, 32), dtype=BF16, normalized_ndim=1),
+        Case("empty-N0", (16, 0), unsupported=EMPTY),
+        Case("empty-bf16", (0, 4, 32), dtype=BF16, normalized_ndim=1, unsupported=EMPTY),
         Case("fp32-large", (4096, 4096)),
         Case("fp16-large", (8192, 1024), dtype=F16),
         Case("bf16-transformer", (8, 512, 1024), dtype=BF16, stats_dtype=F32,
@@ -281,9 +365,22 @@ def _preallocated_outputs(case: Case, stream, made: list, strided: bool):
     return tuple(outs)
 
 
-def run_case(case: Case, stream=None) -> CaseResult:
-    """Runs one case on the current backend and checks it; never raises for a failing case
-    (the exception becomes the result's ``error``). ``seconds`` is the operator call on device
+def run_case(case: Case, stream=None, npu: bool | None = None) -> CaseResult:
+    """Runs one case on the calling thread's device with its operator's runner and checks it;
+    never raises for a failing case (the exception becomes the result's ``error``). On an NPU
+    (``npu``; default: the backend is real CANN), a failing case whose input the vendor
+    documents as unsupported is marked so (``result.unsupported``) instead of failed."""
+    result = _resolve(_operator(case.operator).run)(case, stream)
+    if npu is None:
+        npu = on_npu()
+    if not result.passed and npu and case.unsupported:
+        result.unsupported = case.unsupported
+    return result
+
+
+def run_layer_norm_backward_case(case: Case, stream=None) -> CaseResult:
+    """Runs one LayerNormBackward case and checks it; never raises for a failing case (the
+    exception becomes the result's ``error``). ``seconds`` is the operator call on device
     tensors (phase one, workspace, phase two) through the stream's synchronization."""
     from .ops import layer_norm_backward
     seconds = 0.0
@@ -373,87 +470,242 @@ def _dtype_name(dt) -> str:
     return "bfloat16" if dt == _np_dtype("bfloat16") else dt.name
 
 
-def run_cases(cases: Sequence[Case], progress: Callable[[int, int, Case, CaseResult | None],
-                                                         None] | None = None,
-              stream=None) -> list[CaseResult]:
-    """Runs ``cases`` in order; ``progress(i, total, case, result)`` is called before each case
-    (result None) and after it."""
+ProgressFn = Callable[[int, int, Case, "CaseResult | None"], None]
+
+
+def run_cases(cases: Sequence[Case], progress: ProgressFn | None = None, stream=None,
+              npu: bool | None = None, cancel: threading.Event | None = None
+              ) -> list[CaseResult]:
+    """Runs ``cases`` in order on the calling thread's device; ``progress(i, total, case,
+    result)`` is called before each case (result None) and after it. Stops early (returning
+    what ran) once ``cancel`` is set."""
+    if npu is None:
+        npu = on_npu()
     results = []
     for i, case in enumerate(cases):
+        if cancel is not None and cancel.is_set():
+            break
         if progress:
             progress(i, len(cases), case, None)
-        r = run_case(case, stream=stream)
+        r = run_case(case, stream=stream, npu=npu)
         results.append(r)
         if progress:
             progress(i + 1, len(cases), case, r)
     return results
 
 
+@dataclass
+class DeviceRun:
+    """One device's part of a smoke run: its results, or why it could not be tested."""
+    device: int
+    results: list[CaseResult] = field(default_factory=list)
+    error: str | None = None    # the device (or its stream) could not be opened, ...
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> list[CaseResult]:
+        return [r for r in self.results if r.failed]
+
+    @property
+    def unsupported(self) -> list[CaseResult]:
+        return [r for r in self.results if r.unsupported is not None]
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.results) and not self.failed
+
+    def summary(self) -> dict:
+        return {"total": len(self.results),
+                "passed": sum(r.passed for r in self.results),
+                "failed": len(self.failed), "unsupported": len(self.unsupported),
+                "failed_cases": [r.case.name for r in self.failed],
+                "unsupported_cases": [r.case.name for r in self.unsupported],
+                "error": self.error, "seconds": self.seconds, "ok": self.ok}
+
+
+def run_devices(cases: Sequence[Case], devices: Sequence[int], progress=None,
+                npu: bool | None = None) -> list[DeviceRun]:
+    """Runs ``cases`` on every device of ``devices`` at once: a thread per device, each with
+    the device current and a stream of its own (one device runs on the calling thread).
+    ``progress(device, i, total, case, result)`` is called from the device's thread.
+    Everything each thread creates is released before it returns."""
+    from .device import Device
+    from .stream import Stream
+    if npu is None:
+        npu = on_npu()
+    runs = [DeviceRun(d) for d in devices]
+    cancel = threading.Event()
+
+    def work(run: DeviceRun) -> None:
+        t0 = time.perf_counter()
+        report_case = None
+        if progress is not None:
+            def report_case(i, total, case, result, _d=run.device):
+                progress(_d, i, total, case, result)
+        try:
+            with Device(run.device), Stream() as stream:
+                run.results = run_cases(cases, progress=report_case, stream=stream, npu=npu,
+                                        cancel=cancel)
+        except Exception as e:  # noqa: BLE001 - a device that cannot be tested is a finding
+            run.error = f"{type(e).__name__}: {e}"
+        run.seconds = time.perf_counter() - t0
+
+    if len(runs) == 1:
+        work(runs[0])
+        return runs
+    threads = [threading.Thread(target=work, args=(run,), name=f"acl-py-smoke-device-{run.device}")
+               for run in runs]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)   # a timed join keeps Ctrl-C responsive
+    except BaseException:
+        cancel.set()          # each thread stops after its current case
+        for t in threads:
+            t.join()
+        raise
+    return runs
+
+
 # --------------------------------------------------------------------------------------------
 # Environment, report, output
 # --------------------------------------------------------------------------------------------
 
-def environment(device_id: int = 0) -> dict:
-    """Backend, library paths and device facts for the header and the JSON report."""
+EMULATOR_VERDICT = "on the CPU emulator: no NPU was tested"
+
+
+def _soc() -> tuple[str | None, bool | None, str | None]:
+    """(SoC name, whether it computes BFLOAT16, error) from ``aclrtGetSocName``."""
+    try:
+        from .soc import soc_name, supports_bfloat16
+        name = soc_name()
+        return name, supports_bfloat16(name), None
+    except Exception as e:  # noqa: BLE001 - the header is informative; the cases decide
+        return None, None, f"{type(e).__name__}: {e}"
+
+
+def on_npu() -> bool:
+    """Whether the active backend is real CANN (not the emulator, however loaded)."""
+    from . import runtime
+    return not _runs_on_emulator(runtime.backend())
+
+
+def _runs_on_emulator(backend) -> bool:
+    """The emulator, also when loaded as "real CANN" (``ASCEND_HOME_PATH=<emulator prefix>
+    ACL_PY_BACKEND=cann``, the drop-in mode): its prefix carries the emulator-only header
+    ``include/aclemu/aclemu.h``, which no CANN install has. A file check, no symbol used."""
+    marker = Path(backend.root) / "include" / "aclemu" / "aclemu.h"
+    return backend.is_emulator or marker.is_file()
+
+
+def environment(devices: Sequence[int] | None = None) -> dict:
+    """Backend, library paths, the part (SoC), device count and the memory of ``devices``
+    (default: device 0), for the header and the JSON report; collected before any case runs.
+    Raises :class:`acl_py._loader.LibraryNotFoundError` when no backend can be loaded."""
     from . import device, runtime
     b = runtime.backend()
-    env = {"backend": b.name, "reason": b.reason, "root": str(b.root),
-           "libraries": {role: str(p) for role, p in b.libraries.items()},
-           "device": {"id": device_id},
-           "host": {"machine": platform.machine(), "cpus": os.cpu_count(),
-                    "python": platform.python_version(), "numpy": np.__version__}}
+    soc, bf16, soc_error = _soc()
+    env: dict[str, Any] = {
+        "backend": b.name, "reason": b.reason, "root": str(b.root),
+        "libraries": {role: str(p) for role, p in b.libraries.items()},
+        "npu": not _runs_on_emulator(b), "soc": soc, "bfloat16": bf16,
+        "device_count": None, "devices": [],
+        "host": {"machine": platform.machine(), "cpus": os.cpu_count(),
+                 "python": platform.python_version(), "numpy": np.__version__}}
+    if soc_error:
+        env["soc_error"] = soc_error
     try:
-        env["device"]["count"] = device.device_count()
-        info = device.mem_info(device_id)
-        env["device"]["memory_total"] = info.total
-        env["device"]["memory_free"] = info.free
-    except Exception as e:  # noqa: BLE001 - the header is informative; the cases decide
-        env["device"]["error"] = f"{type(e).__name__}: {e}"
+        env["device_count"] = device.device_count()
+    except Exception as e:  # noqa: BLE001
+        env["error"] = f"{type(e).__name__}: {e}"
+    for d in (devices if devices is not None else [0]):
+        entry: dict[str, Any] = {"id": d}
+        try:
+            with device.Device(d):
+                info = device.mem_info(d)
+            entry["memory_total"], entry["memory_free"] = info.total, info.free
+        except Exception as e:  # noqa: BLE001 - that device's run will report it too
+            entry["error"] = f"{type(e).__name__}: {e}"
+        env["devices"].append(entry)
     if b.is_emulator:
         threads = os.environ.get("ACL_EMU_NUM_THREADS", "")
         env["emulator_threads"] = int(threads) if threads.isdigit() else os.cpu_count()
     return env
 
 
-def report(env: dict, results: Sequence[CaseResult], mode: str, seconds: float) -> dict:
-    failed = [r for r in results if not r.passed]
+def npu_missing(env: dict) -> str | None:
+    """Why no NPU can be tested with this environment (None when one can)."""
+    if not env["npu"]:
+        if env["backend"] == "emulator":
+            return f"the backend is the CPU emulator ({env['reason']})"
+        return (f"the CANN libraries under {env['root']} are the acl-py CPU emulator's "
+                f"(its prefix as ASCEND_HOME_PATH)")
+    if env.get("error"):
+        return f"CANN is installed under {env['root']} but the runtime failed: {env['error']}"
+    if not env["device_count"]:
+        return f"CANN is installed under {env['root']} but no Ascend device is visible"
+    return None
+
+
+def report(env: dict, runs: Sequence[DeviceRun], mode: str, seconds: float,
+           dtypes: Sequence[str] = (), error: str | None = None) -> dict:
+    """The JSON report: the environment, then per device its own ``summary`` and cases, and
+    an overall ``summary`` (``ok`` only when every device passed every case)."""
+    results = [r for run in runs for r in run.results]
+    failed = [r for r in results if r.failed]
+    unsupported = [r for r in results if r.unsupported is not None]
+    ok = error is None and bool(runs) and all(run.ok for run in runs)
     return {
         "tool": "acl-py smoke", "version": _version(), "mode": mode,
-        "environment": env, "backend": env.get("backend"),
+        "backend": env.get("backend"), "npu_tested": bool(env.get("npu")) and ok,
+        "soc": env.get("soc"), "dtypes": list(dtypes), "environment": env,
         "tolerance": {"rule": TOLERANCE_RULE, "rtol": dict(reference.RTOL)},
-        "cases": [r.to_json() for r in results],
-        "summary": {"total": len(results), "passed": len(results) - len(failed),
-                    "failed": len(failed), "failed_cases": [r.case.name for r in failed],
-                    "seconds": seconds, "ok": not failed and bool(results)},
+        "devices": [{"id": run.device, "summary": run.summary(),
+                     "cases": [r.to_json() for r in run.results]} for run in runs],
+        "summary": {"devices": len(runs), "total": len(results),
+                    "passed": sum(r.passed for r in results), "failed": len(failed),
+                    "unsupported": len(unsupported),
+                    "failed_devices": [run.device for run in runs if not run.ok],
+                    "seconds": seconds, "error": error, "ok": ok},
     }
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("acl-py")
-    except Exception:  # noqa: BLE001
-        return "unknown"
+    from . import __version__
+    return __version__
 
 
-def _gib(n) -> str:
-    return f"{n / 2**30:.1f} GiB"
-
-
-def format_header(env: dict, mode: str, ncases: int) -> str:
-    d = env["device"]
-    lines = [f"acl-py smoke ({mode}, {ncases} cases)",
-             f"  backend   {env['backend']}  ({env['reason']})"]
+def format_header(env: dict, mode: str, ncases: int, dtypes_note: str = "") -> str:
+    """What is about to be tested: printed before any case runs."""
+    from ._units import human_size
+    ndev = len(env["devices"])
+    per = " per device" if ndev > 1 else ""
+    lines = [f"acl-py smoke ({mode}, {ncases} cases{per})"]
+    lines.append(f"  backend   {env['backend']}  ({env['reason']})")
+    if not env["npu"]:
+        lines.append("  note      the CPU emulator, not an NPU: no NPU will be tested")
     for role, path in env["libraries"].items():
         lines.append(f"  {role:<9} {path}")
-    dev = f"  device    {d['id']}"
-    if "count" in d:
-        dev += f" of {d['count']}"
-    if "memory_total" in d:
-        dev += f", memory {_gib(d['memory_free'])} free of {_gib(d['memory_total'])}"
-    if "error" in d:
-        dev += f" ({d['error']})"
-    lines.append(dev)
+    if env["soc"] is not None:
+        lines.append(f"  soc       {env['soc']} (BFLOAT16: {'yes' if env['bfloat16'] else 'no'})")
+    else:
+        lines.append(f"  soc       unknown ({env.get('soc_error')})")
+    count = env["device_count"]
+    ids = ", ".join(str(d["id"]) for d in env["devices"])
+    if count is None:
+        lines.append(f"  devices   {ids} (counting devices failed: {env.get('error')})")
+    else:
+        lines.append(f"  devices   {ids} of {count} ({ndev} tested"
+                     f"{', concurrently' if ndev > 1 else ''})")
+    for d in env["devices"]:
+        if "error" in d:
+            lines.append(f"  device {d['id']:<3}{d['error']}")
+        else:
+            lines.append(f"  device {d['id']:<3}memory {human_size(d['memory_free'])} free of "
+                         f"{human_size(d['memory_total'])}")
+    lines.append(f"  dtypes    {dtypes_note}")
     h = env["host"]
     host = f"  host      {h['machine']}, {h['cpus']} cpus, Python {h['python']}, NumPy {h['numpy']}"
     if "emulator_threads" in env:
@@ -481,8 +733,7 @@ def format_table(results: Sequence[CaseResult]) -> str:
         c = r.case
         w = r.worst
         rows.append((c.name, c.dtype_label(), "x".join(map(str, c.shape)),
-                     str(c.normalized_ndim), c.mask_label(), c.layout,
-                     "pass" if r.passed else "FAIL",
+                     str(c.normalized_ndim), c.mask_label(), c.layout, r.status,
                      f"{w.max_abs_error:.2e}" if w else "-",
                      _fmt_ratio(w.error_ratio) if w else "-",
                      _fmt_time(r.seconds) if r.seconds else "-"))
@@ -498,15 +749,54 @@ def format_table(results: Sequence[CaseResult]) -> str:
     return "\n".join(out)
 
 
-def format_summary(results: Sequence[CaseResult], seconds: float) -> str:
-    failed = [r for r in results if not r.passed]
-    if not results:
-        return "FAILED: no cases ran"
-    if not failed:
-        return f"PASSED: all {len(results)} cases in {seconds:.1f} s"
-    lines = ["", "!" * 72, f"FAILED: {len(failed)} of {len(results)} cases", "!" * 72]
-    for r in failed:
-        lines.append(f"  {r.case.name} [{r.case.dtype_label()}, shape {list(r.case.shape)}, "
+def _tested_on(env: dict, runs: Sequence[DeviceRun]) -> str:
+    """Where the cases ran, for the verdict line."""
+    if not env["npu"]:
+        return EMULATOR_VERDICT
+    soc = f"{env['soc']} " if env.get("soc") else ""
+    if len(runs) == 1:
+        return f"on {soc}NPU {runs[0].device}"
+    return f"on {len(runs)} {soc}NPUs ({', '.join(str(r.device) for r in runs)})"
+
+
+def format_summary(env: dict, runs: Sequence[DeviceRun], seconds: float) -> str:
+    """The failures spelled out, then the verdict, last (the line a person reads)."""
+    where = _tested_on(env, runs)
+    results = [r for run in runs for r in run.results]
+    failed = [(run, r) for run in runs for r in run.failed]
+    broken = [run for run in runs if run.error is not None]
+    unsupported = [r for r in results if r.unsupported is not None]
+    per_device = len(runs[0].results) if runs else 0
+    lines = []
+    for r in unsupported:
+        lines.append(f"unsupported: {r.case.name}: {r.unsupported}; the device answered: "
+                     f"{r.error}")
+    if not results and not broken:
+        return "\n".join(lines + [f"FAILED: no cases ran {where}"])
+    if not failed and not broken:
+        note = (f" ({len(unsupported)} documented unsupported, listed above)"
+                if unsupported else "")
+        passed = len(results) - len(unsupported)
+        if len(runs) == 1:
+            what = (f"all {passed} cases" if not unsupported
+                    else f"{passed} of {len(results)} cases")
+        else:
+            what = (f"all {per_device} cases on each of {len(runs)} devices"
+                    if not unsupported else f"{passed} of {len(results)} case runs")
+        return "\n".join(lines + [f"PASSED: {what}{note} in {seconds:.1f} s {where}"])
+    lines += ["", "!" * 72]
+    if len(runs) == 1 and not broken:
+        lines.append(f"FAILED: {len(failed)} of {len(results)} cases {where}")
+    else:
+        lines.append(f"FAILED: {len(failed)} failed case runs and {len(broken)} untested "
+                     f"devices of {len(runs)} {where}" if broken else
+                     f"FAILED: {len(failed)} of {len(results)} case runs {where}")
+    lines.append("!" * 72)
+    for run in broken:
+        lines.append(f"  device {run.device}: could not be tested: {run.error}")
+    for run, r in failed:
+        at = f"device {run.device}: " if len(runs) > 1 else ""
+        lines.append(f"  {at}{r.case.name} [{r.case.dtype_label()}, shape {list(r.case.shape)}, "
                      f"mask {r.case.mask_label()}, layout {r.case.layout}]")
         lines.append(f"    {r.error}")
         for o in r.outputs:
@@ -516,47 +806,56 @@ def format_summary(results: Sequence[CaseResult], seconds: float) -> str:
 
 
 class Progress:
-    """A plain-text progress bar on ``stream`` when it is a terminal, else one line per case."""
+    """Progress on ``stream``: on a terminal one line redrawn in place (a bar; with several
+    devices also each device's count), else one line per finished case (prefixed with the
+    device when there are several). Called from the devices' threads."""
 
-    def __init__(self, stream=None, width: int = 28):
+    def __init__(self, stream=None, width: int = 28, devices: Sequence[int] = (0,)):
         self.stream = stream if stream is not None else sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.width = width
+        self.devices = list(devices)
+        self.done = {d: 0 for d in self.devices}
+        self.total = {d: 0 for d in self.devices}
+        self.lock = threading.Lock()
 
     def __call__(self, done: int, total: int, case: Case, result: CaseResult | None) -> None:
-        if self.tty:
-            fill = self.width * done // max(total, 1)
-            bar = "#" * fill + "-" * (self.width - fill)
-            label = case.name if result is None else f"{case.name}: {'ok' if result.passed else 'FAIL'}"
-            self.stream.write(f"\r[{bar}] {done}/{total} {label:<40.40}")
-            if done == total and result is not None:
-                self.stream.write("\r" + " " * (self.width + 55) + "\r")
-            self.stream.flush()
-        elif result is not None:
-            status = "ok" if result.passed else "FAIL"
-            self.stream.write(f"[{done:>{len(str(total))}}/{total}] {case.name} {status} "
-                              f"({_fmt_time(result.seconds)})\n")
-            self.stream.flush()
+        """Single-device form (device ``devices[0]``)."""
+        self.device(self.devices[0], done, total, case, result)
 
+    def device(self, device: int, done: int, total: int, case: Case,
+               result: CaseResult | None) -> None:
+        with self.lock:
+            self.done[device], self.total[device] = done, total
+            if self.tty:
+                self._draw(case, result)
+            elif result is not None:
+                at = f"device {device} " if len(self.devices) > 1 else ""
+                self.stream.write(f"{at}[{done:>{len(str(total))}}/{total}] {case.name} "
+                                  f"{result.status.replace('pass', 'ok')} "
+                                  f"({_fmt_time(result.seconds)})\n")
+                self.stream.flush()
 
-def smoke_results(quick: bool = False, cases: Iterable[Case] | None = None,
-                  device_id: int = 0, progress=None) -> tuple[dict, list[CaseResult]]:
-    """Opens the device, runs the cases on a stream of their own, and returns (environment,
-    results). Everything it creates is released before it returns."""
-    from .device import Device
-    from .stream import Stream
-    cases = list(cases) if cases is not None else build_cases(quick)
-    with Device(device_id):
-        env = environment(device_id)
-        with Stream() as stream:
-            results = run_cases(cases, progress=progress, stream=stream)
-    return env, results
+    def _draw(self, case: Case, result: CaseResult | None) -> None:
+        done, total = sum(self.done.values()), sum(self.total.values())
+        fill = self.width * done // max(total, 1)
+        bar = "#" * fill + "-" * (self.width - fill)
+        if len(self.devices) > 1:
+            label = " ".join(f"d{d}:{self.done[d]}" for d in self.devices)
+        else:
+            label = (case.name if result is None
+                     else f"{case.name}: {result.status.replace('pass', 'ok')}")
+        self.stream.write(f"\r[{bar}] {done}/{total} {label:<40.40}")
+        if done == total and result is not None:
+            self.stream.write("\r" + " " * (self.width + 55) + "\r")
+        self.stream.flush()
 
 
 def main(argv: Sequence[str] | None = None, cases: Iterable[Case] | None = None,
          out=None, err=None) -> int:
-    """``acl-py smoke [--quick] [--json FILE] [--device N]`` as a function; returns the exit
-    status. ``cases`` replaces the matrix (tests inject broken cases this way)."""
+    """``acl-py smoke [--quick] [--json FILE] [--devices LIST] [--require-npu] ...`` as a
+    function; returns the exit status. ``cases`` replaces the matrix (tests inject broken
+    cases this way)."""
     p = argparse.ArgumentParser(prog="acl-py smoke", description=__doc__.split("\n\n")[0])
     add_smoke_arguments(p)
     return run_smoke(p.parse_args(argv), cases=cases, out=out, err=err)
@@ -568,15 +867,28 @@ def add_smoke_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="FILE",
                    help="write the report as JSON to FILE ('-': JSON alone on stdout, the "
                         "human-readable report then goes to stderr)")
-    p.add_argument("--device", type=int, default=0, metavar="N", help="device id (default 0)")
-    p.add_argument("--dtypes", default="fp32,fp16,bf16", metavar="LIST",
-                   help="dtypes to test, comma-separated (default fp32,fp16,bf16); a case is "
-                        "kept when every tensor's dtype is listed. Atlas parts without "
-                        "BFLOAT16 support: --dtypes fp32,fp16")
+    p.add_argument("--devices", metavar="LIST",
+                   help="devices to test concurrently (a thread and a stream each): 'all', or "
+                        "ids such as 0,3,5 (default 0)")
+    p.add_argument("--device", type=int, metavar="N", help="one device id (--devices N)")
+    p.add_argument("--require-npu", action="store_true",
+                   help="fail (exit status 1, no case run) unless the backend is real CANN "
+                        "with a device: for acceptance scripts, so that an emulator run can "
+                        "never pass")
+    p.add_argument("--dtypes", metavar="LIST",
+                   help="dtypes to test, comma-separated (fp32, fp16, bf16); a case is kept "
+                        "when every tensor's dtype is listed. Default: what the part computes "
+                        "(aclrtGetSocName): fp32,fp16,bf16, without bf16 on parts that have no "
+                        "BFLOAT16 (Atlas training and inference series)")
 
 
 def select_dtypes(cases: Iterable[Case], spec: str) -> list[Case]:
     """The cases whose every tensor dtype is in ``spec`` ("fp32,fp16", names or short names)."""
+    wanted = parse_dtypes(spec)
+    return [c for c in cases if case_dtypes(c) <= wanted]
+
+
+def parse_dtypes(spec: str) -> set[str]:
     names = {v: k for k, v in SHORT.items()}
     wanted = set()
     for item in spec.split(","):
@@ -587,7 +899,18 @@ def select_dtypes(cases: Iterable[Case], spec: str) -> list[Case]:
         if full not in SHORT:
             raise ValueError(f"--dtypes: unknown dtype {item!r}; use fp32, fp16, bf16")
         wanted.add(full)
-    return [c for c in cases if case_dtypes(c) <= wanted]
+    return wanted
+
+
+def default_dtypes(env: dict) -> tuple[str, str]:
+    """The dtype spec for the part, and the header's note on it."""
+    if env.get("soc") is None:
+        return "fp32,fp16,bf16", ("fp32, fp16, bf16 (the part is unknown: BFLOAT16 assumed; "
+                                  "--dtypes fp32,fp16 to leave it out)")
+    if env["bfloat16"]:
+        return "fp32,fp16,bf16", f"fp32, fp16, bf16 (what {env['soc']} computes)"
+    return "fp32,fp16", (f"fp32, fp16 (bf16 cases left out: {env['soc']} has no BFLOAT16; "
+                         f"hicann/ops-nn norm/layer_norm_grad_v3/docs/aclnnLayerNormBackward.md)")
 
 
 def case_dtypes(case: Case) -> set[str]:
@@ -600,42 +923,91 @@ def case_dtypes(case: Case) -> set[str]:
     return used
 
 
+def parse_devices(spec: str, count: int | None) -> list[int]:
+    """``all`` or ``0,3,5`` -> sorted unique ids, each checked against ``count``."""
+    spec = spec.strip().lower()
+    if spec == "all":
+        if not count:
+            raise ValueError("--devices all: the backend reports no device")
+        return list(range(count))
+    ids = []
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            d = int(item)
+        except ValueError:
+            raise ValueError(f"--devices: {item!r} is not a device id; use 'all' or ids "
+                             f"such as 0,3,5") from None
+        if d < 0 or (count is not None and d >= count):
+            have = (f"devices 0-{count - 1}" if count and count > 1
+                    else "device 0 only" if count == 1 else "no device")
+            raise ValueError(f"--devices: there is no device {d} (the backend has {have})")
+        ids.append(d)
+    if not ids:
+        raise ValueError("--devices: no device id given")
+    return sorted(set(ids))
+
+
 def run_smoke(args, cases: Iterable[Case] | None = None, out=None, err=None) -> int:
-    """The ``smoke`` command for parsed ``args`` (``quick``, ``json``, ``device``): header, table,
-    summary on ``out``, progress on ``err``; returns 0 when every case passed, else 1."""
+    """The ``smoke`` command for parsed ``args``: header (before any case), tables, verdict on
+    ``out``, progress on ``err``; returns the exit status (see the module doc)."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     mode = "quick" if args.quick else "full"
     json_out = out
     if args.json == "-":
         out = err   # stdout carries the JSON alone
-    case_list = list(cases) if cases is not None else build_cases(args.quick)
+    t0 = time.perf_counter()
+
+    def fail(msg: str, env: dict | None = None, status: int = 1) -> int:
+        print(msg, file=out)
+        if args.json:
+            rep = report(env or {}, [], mode, time.perf_counter() - t0, error=msg)
+            _write_json(args.json, rep, json_out)
+        return status
+
+    from ._loader import LibraryNotFoundError
     try:
-        case_list = select_dtypes(case_list, getattr(args, "dtypes", "fp32,fp16,bf16"))
+        env = environment([])
+    except LibraryNotFoundError as e:
+        return fail(f"FAILED: could not run the smoke test: {e}")
+    spec = args.devices if getattr(args, "devices", None) is not None else (
+        str(args.device) if getattr(args, "device", None) is not None else "0")
+    try:
+        devices = parse_devices(spec, env["device_count"])
+        if getattr(args, "dtypes", None):
+            dtype_spec, note = args.dtypes, ", ".join(
+                SHORT[d] for d in SHORT if d in parse_dtypes(args.dtypes)) + " (--dtypes)"
+        else:
+            dtype_spec, note = default_dtypes(env)
+        case_list = select_dtypes(list(cases) if cases is not None
+                                  else build_cases(args.quick), dtype_spec)
     except ValueError as e:
         print(f"acl-py smoke: {e}", file=err)
         return 2
-    t0 = time.perf_counter()
-    try:
-        env, results = smoke_results(cases=case_list, device_id=args.device,
-                                     progress=Progress(err))
-    except Exception as e:  # noqa: BLE001 - cannot even open the device: that is the finding
-        seconds = time.perf_counter() - t0
-        msg = f"FAILED: could not run the smoke test: {type(e).__name__}: {e}"
-        print(msg, file=out)
-        if args.json:
-            _write_json(args.json, {"tool": "acl-py smoke", "mode": mode, "backend": None,
-                                    "error": msg, "cases": [],
-                                    "summary": {"total": 0, "passed": 0, "failed": 0,
-                                                "failed_cases": [], "ok": False,
-                                                "seconds": seconds}}, json_out)
-        return 1
+    env = environment(devices)
+    print(format_header(env, mode, len(case_list), note), file=out)
+    print(file=out, flush=True)
+    dtypes = sorted(parse_dtypes(dtype_spec), key=list(SHORT).index)
+    if getattr(args, "require_npu", False):
+        missing = npu_missing(env)
+        if missing:
+            return fail(f"FAILED: --require-npu: {missing}; no NPU was tested", env)
+    progress = Progress(err, devices=devices)
+    runs = run_devices(case_list, devices, progress=progress.device, npu=env["npu"])
     seconds = time.perf_counter() - t0
-    print(format_header(env, mode, len(results)), file=out)
-    print(file=out)
-    print(format_table(results), file=out)
-    print(format_summary(results, seconds), file=out)
-    rep = report(env, results, mode, seconds)
+    for run in runs:
+        title = f"device {run.device}" + (f" ({env['soc']})" if env.get("soc") else "")
+        if run.error is not None:
+            print(f"{title}: could not be tested: {run.error}", file=out)
+            continue
+        print(title, file=out)
+        print(format_table(run.results), file=out)
+        print(file=out)
+    print(format_summary(env, runs, seconds), file=out)
+    rep = report(env, runs, mode, seconds, dtypes)
     if args.json:
         _write_json(args.json, rep, json_out)
     return 0 if rep["summary"]["ok"] else 1
@@ -656,7 +1028,6 @@ SAMPLE_FILES = {"objects": "layer_norm_backward.py", "raw": "layer_norm_backward
 def sample_path(kind: str = "objects"):
     """The sample's file: ``samples/`` of the source tree acl_py was imported from, else the
     copy an installed wheel carries in ``acl_py/_samples``."""
-    from pathlib import Path
     here = Path(__file__).resolve().parent
     source = here.parent / "samples" / SAMPLE_FILES[kind]
     return source if source.is_file() else here / "_samples" / SAMPLE_FILES[kind]
@@ -681,7 +1052,25 @@ def run_sample(args) -> int:
         print(path)
         return 0
     sys.stdout.flush()
-    return subprocess.call([sys.executable, str(path)])
+    return subprocess.call([sys.executable, "-c", _SAMPLE_RUNNER, str(path)])
+
+
+# Runs a sample file as __main__ in the fresh interpreter; the failures a user can meet (no
+# CANN where ACL_PY_BACKEND=cann asks for it, a device refusing a call) end in one message and
+# exit status 1, not a traceback. Anything else is a bug and keeps its traceback.
+_SAMPLE_RUNNER = """
+import runpy, sys
+from acl_py._loader import LibraryNotFoundError
+from acl_py.errors import AclError
+path = sys.argv[1]
+sys.argv = [path]
+try:
+    runpy.run_path(path, run_name="__main__")
+except (LibraryNotFoundError, AclError) as e:
+    sys.stdout.flush()
+    print(f"acl-py sample: {e}", file=sys.stderr)
+    sys.exit(1)
+"""
 
 
 def _finite(o):
@@ -713,6 +1102,7 @@ def _json_default(o):
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
-__all__ = ["Case", "CaseResult", "OutputCheck", "build_cases", "run_case", "run_cases",
-           "smoke_results", "environment", "report", "format_table", "main", "run_smoke",
+__all__ = ["Case", "CaseResult", "OutputCheck", "DeviceRun", "SmokeOperator", "OPERATORS",
+           "build_cases", "layer_norm_backward_cases", "run_case", "run_cases", "run_devices",
+           "environment", "report", "format_table", "main", "run_smoke",
            "add_smoke_arguments", "run_sample", "add_sample_arguments"]

@@ -24,6 +24,7 @@ from . import device as _device
 from . import memory as _mem
 from . import runtime as _rt
 from . import stream as _stream
+from ._units import size_text
 from .errors import AclArgumentError, AclTypeError, ClosedError, check_create
 
 _ND = 2            # ACL_FORMAT_ND
@@ -144,7 +145,7 @@ class DeviceTensor:
             raise AclArgumentError(
                 "shape", f"a view of shape {shape}, strides {strides} (elements), offset "
                 f"{offset} needs {end} elements of {dt}, the buffer holds {storage} "
-                f"({bst.nbytes} bytes)")
+                f"({size_text(bst.nbytes)})")
         self._init(buffer, shape, dt, strides, offset, False)
 
     def _init(self, buf, shape, dt, strides, offset, owner):
@@ -561,10 +562,36 @@ class DeviceTensor:
         self.close()
         return False
 
+    # ---- Python and NumPy protocols ----
+    # Like CuPy's arrays: a tensor is never converted to NumPy implicitly. Without __array__,
+    # NumPy would fall back to the sequence protocol (len + indexing) and build an object
+    # array of 0-d device views, silently. There is no __array_interface__ or buffer protocol
+    # either: the data is in device memory, which the host cannot address.
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("a DeviceTensor lives in device memory and is not converted to a "
+                        "NumPy array implicitly: use .to_numpy() to copy it to the host")
+
     def __len__(self):
+        """The size of the first dimension (TypeError for a 0-d tensor, as in NumPy)."""
         if not self._shape:
             raise TypeError("len() of a 0-d tensor")
         return self._shape[0]
+
+    def __iter__(self):
+        """Views of the sub-tensors along the first dimension (``t[0]``, ``t[1]``, ...), as
+        NumPy iterates; TypeError for a 0-d tensor."""
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        self._live()
+        return (self[i] for i in range(self._shape[0]))
+
+    def __bool__(self):
+        # With __len__ alone, `if tensor:` would be len(tensor) != 0, true or false by shape:
+        # a silent bug. NumPy refuses ambiguous truth values; the values are on the device.
+        raise TypeError("the truth value of a DeviceTensor is ambiguous (its values are in "
+                        "device memory): test `tensor is not None`, `tensor.size`, or "
+                        "`tensor.to_numpy()`")
 
     def __repr__(self):
         state = " closed" if self.closed else ""

@@ -14,6 +14,10 @@ compiler proves the emulator implements exactly what acl-py declares. Pure Pytho
 
 Usage: python emulator/build.py [--prefix DIR] [--sanitize] [--force] [--quiet]
 Environment: CC (default cc), ACL_EMU_CFLAGS (extra compiler flags).
+
+A full build takes about a minute on two cores (the operator file is most of it), so it reports
+progress unless quiet: on a terminal one status line rewritten in place, elsewhere (pip, CI
+logs) a line per finished step and a "still compiling" line every 15 s.
 """
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -97,12 +103,108 @@ def _install_headers(prefix: Path) -> None:
         (level2 / header.name).write_text(_level2_header(header.name))
 
 
+class BuildError(Exception):
+    """The emulator cannot be built here; the message says how to proceed."""
+
+
+def _compiler() -> list[str]:
+    """``$CC`` (default ``cc``) as an argument list, checked to exist."""
+    cc = shlex.split(os.environ.get("CC", "cc")) or ["cc"]
+    if shutil.which(cc[0]) is None:
+        where = "CC=" + os.environ["CC"] if os.environ.get("CC") else "cc"
+        raise BuildError(
+            f"emulator: no C compiler found ({where} is not on PATH). acl-py builds its CPU "
+            f"emulator of CANN from C sources. Either install a C compiler (gcc: e.g. "
+            f"`apt-get install gcc` or `dnf install gcc`, or point CC at one), or, on a "
+            f"machine with CANN installed, skip the emulator: ACL_PY_NO_EMULATOR=1 pip "
+            f"install acl-py (or `ACL_PY_NO_EMULATOR=1 pip install .` in the source tree).")
+    return cc
+
+
+class _Progress:
+    """Reports a build's steps on stdout: on a terminal one status line rewritten twice a
+    second (elapsed time, steps done, what is still compiling); otherwise a line per finished
+    step and a heartbeat every ``heartbeat`` seconds, so a log (and pip's spinner, which
+    turns on each line) shows the build is alive."""
+
+    def __init__(self, total: int, quiet: bool, stream=None, heartbeat: float = 15.0):
+        self.total = total
+        self.quiet = quiet
+        self.stream = stream if stream is not None else sys.stdout
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.heartbeat = heartbeat
+        self.t0 = time.monotonic()
+        self.done = 0
+        self.running: dict[str, float] = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.ticker: threading.Thread | None = None
+
+    def __enter__(self):
+        if not self.quiet:
+            self.ticker = threading.Thread(target=self._tick, name="emulator-build-progress",
+                                           daemon=True)
+            self.ticker.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.ticker is not None:
+            self.ticker.join()
+        if self.tty and not self.quiet:
+            self._write("\r\033[K")
+        return False
+
+    def message(self, text: str) -> None:
+        if not self.quiet:
+            self._write(("\r\033[K" if self.tty else "") + text + "\n")
+
+    def started(self, step: str) -> None:
+        with self.lock:
+            self.running[step] = time.monotonic()
+
+    def finished(self, step: str) -> None:
+        with self.lock:
+            t = time.monotonic() - self.running.pop(step, time.monotonic())
+            self.done += 1
+            done = self.done
+        if not self.tty:
+            self.message(f"emulator: [{done}/{self.total}] {step} ({t:.1f} s)")
+
+    def _status(self) -> str:
+        with self.lock:
+            running = sorted(self.running, key=self.running.get)
+            done = self.done
+        busy = f"; running {', '.join(running)}" if running else ""
+        return (f"emulator: {done}/{self.total} steps done, "
+                f"{time.monotonic() - self.t0:.0f} s{busy}")
+
+    def _tick(self) -> None:
+        interval = 0.5 if self.tty else self.heartbeat
+        while not self.stop.wait(interval):
+            if self.tty:
+                self._write("\r\033[K" + self._status()[:max(20, _columns() - 1)])
+            else:
+                self.message(self._status())
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # a closed pipe: progress is a courtesy
+            pass
+
+
+def _columns() -> int:
+    return shutil.get_terminal_size((80, 24)).columns
+
+
 def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = False,
           quiet: bool = False, extra_cflags: tuple[str, ...] = ()) -> Path:
     prefix = Path(prefix).resolve()
     if not force and _up_to_date(prefix):
         return prefix
-    cc = shlex.split(os.environ.get("CC", "cc"))
+    cc = _compiler()
     flags = CFLAGS + (SANITIZE_FLAGS if sanitize else [])
     flags += shlex.split(os.environ.get("ACL_EMU_CFLAGS", "")) + list(extra_cflags)
     incs = [f"-I{p}" for p in INCLUDES] + [f"-I{SRC}"]
@@ -113,17 +215,22 @@ def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = F
     for f in folders:
         if not sources[f]:
             raise SystemExit(f"emulator: no sources in {SRC / f}")
-    with tempfile.TemporaryDirectory(prefix="aclemu-obj-") as tmpdir:
+    jobs = [src for f in folders for src in sources[f]]
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="aclemu-obj-") as tmpdir, \
+            _Progress(len(jobs) + len(LIBRARIES), quiet) as progress:
         # Each source is compiled once, all of them in parallel (the operator file alone is
         # most of the time; libopapi.so and libopapi_nn.so link the same objects).
         def compile_one(src: Path) -> str:
             obj = Path(tmpdir) / f"{src.parent.name}_{src.stem}.o"
+            step = f"{src.parent.name}/{src.name}"
+            progress.started(step)
             subprocess.run([*cc, *flags, *incs, "-c", "-o", str(obj), str(src)], check=True)
+            progress.finished(step)
             return str(obj)
 
-        jobs = [src for f in folders for src in sources[f]]
-        if not quiet:
-            print(f"emulator: compiling {len(jobs)} files", flush=True)
+        progress.message(f"emulator: compiling {len(jobs)} files with {' '.join(cc)} into "
+                         f"{prefix} (a minute or so on 2 cores)")
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             objs = dict(zip(jobs, pool.map(compile_one, jobs)))
         for name, lib_folders, libs in LIBRARIES:
@@ -136,10 +243,11 @@ def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = F
             cmd = [*cc, *flags, "-shared", "-o", str(tmp), *lib_objs,
                    f"-L{lib64}", f"-Wl,-soname,{name}", "-Wl,-rpath,$ORIGIN",
                    "-Wl,--no-undefined", *libs]
-            if not quiet:
-                print("emulator:", name, flush=True)
+            progress.started(f"link {name}")
             subprocess.run(cmd, check=True)
             os.replace(tmp, lib64 / name)  # atomic: a running process keeps the old inode
+            progress.finished(f"link {name}")
+        progress.message(f"emulator: built in {time.monotonic() - t0:.0f} s")
     _install_headers(prefix)
     return prefix
 
@@ -153,8 +261,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         build(args.prefix, sanitize=args.sanitize, force=args.force, quiet=args.quiet)
+    except BuildError as e:
+        print(e, file=sys.stderr)
+        return 1
     except subprocess.CalledProcessError as e:
-        print(f"emulator: build failed ({e.returncode})", file=sys.stderr)
+        print(f"emulator: build failed: the compiler exited with status {e.returncode} (its "
+              f"messages are above)", file=sys.stderr)
         return 1
     return 0
 

@@ -274,3 +274,49 @@ def test_table_hooks(monkeypatch, tmp_path, capsys):
     assert "acl_py_no_such_module is missing" in capsys.readouterr().err
     assert cli.main(["half"]) == 2
     assert "acl_py_test_cmd has no nope()" in capsys.readouterr().err
+
+
+# ---- version and expected failures ----------------------------------------------------------
+
+def test_version():
+    import acl_py
+    proc = acl_py_cmd("--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"acl-py {acl_py.__version__} (Python ")
+    assert str(Path(acl_py.__file__).resolve().parent) in proc.stdout
+    from importlib.metadata import version
+    assert version("acl-py") == acl_py.__version__  # one version: pyproject reads __init__
+
+
+@pytest.mark.parametrize("command", [["sample"], ["sample", "--raw"], ["smoke", "--quick"],
+                                     ["info"]])
+def test_no_cann_where_required_is_one_message_no_traceback(command, tmp_path):
+    if any(Path(r).exists() for r in _loader.DEFAULT_ROOTS):
+        pytest.skip("a CANN install root exists on this machine")
+    env = env_for(ACL_PY_BACKEND="cann", ASCEND_HOME_PATH=str(tmp_path / "nowhere"))
+    proc = acl_py_cmd(*command, env=env)
+    assert proc.returncode == 1
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out
+    assert "ACL_PY_BACKEND=cann" in out and "ASCEND_HOME_PATH" in out
+
+
+def test_sample_failing_call_is_one_message(tmp_path):
+    # A CANN call failing inside the sample (an injected aclrtMalloc failure): the typed
+    # error's text, not a traceback, and a failing exit status.
+    proc = acl_py_cmd("sample", env=env_for(ACL_EMU_FAIL="aclrtMalloc:1"))
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "acl-py sample: aclrtMalloc failed: ACL_ERROR_RT_MEMORY_ALLOCATION (207001)" \
+        in proc.stderr
+
+
+def test_a_bug_keeps_its_traceback(monkeypatch, tmp_path):
+    # Only expected failures are turned into one line; anything else is a bug to report.
+    (tmp_path / "acl_py_buggy_cmd.py").write_text(
+        "def add(p):\n    pass\ndef run(args):\n    raise ZeroDivisionError('bug')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cli, "COMMANDS", cli.COMMANDS + (
+        cli.Command("buggy", "test", "acl_py_buggy_cmd:add", "acl_py_buggy_cmd:run"),))
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["buggy"])

@@ -51,37 +51,82 @@ def test_git_tracks_no_build_output():
     assert sorted(ignored) == sorted(probe)
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("wheel")
-    src = tmp / "src"
+def source_copy(src: Path) -> Path:
+    """The files git would ship (tracked, and untracked but not ignored), copied to ``src``."""
     for rel in git("ls-files", "-z", "--cached", "--others", "--exclude-standard"):
         path = ROOT / rel
         if path.is_file():  # a tracked file deleted in the working tree is skipped
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, src / rel)
     assert not (src / "acl_py" / "_ffi.py").exists() and not (src / "acl_py" / "_emulator").exists()
-    dist = tmp / "dist"
+    return src
+
+
+def pip_wheel(src: Path, dist: Path, **env_updates: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "ACL_PY_NO_EMULATOR"}
-    # -O0 (appended after build.py's -O3, so it wins) cuts the emulator's compile time from
-    # ~150 s to ~8 s on 2 busy cores; what is tested here is the packaging, not the optimizer.
-    env["ACL_EMU_CFLAGS"] = "-O0"
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+    env.update(env_updates)
+    return subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                            "--no-build-isolation", "--no-cache-dir", "-q", "-w", str(dist),
                            str(src)], capture_output=True, text=True, env=env, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def wheel_build(tmp_path_factory) -> tuple[Path, str]:
+    """The wheel, and the build's output (pip, setuptools, the emulator build)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    dist = tmp / "dist"
+    # -O0 (appended after build.py's -O3, so it wins) cuts the emulator's compile time from
+    # ~150 s to ~8 s on 2 busy cores; what is tested here is the packaging, not the optimizer.
+    proc = pip_wheel(source_copy(tmp / "src"), dist, ACL_EMU_CFLAGS="-O0")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     wheels = list(dist.glob("acl_py-*.whl"))
     assert len(wheels) == 1, wheels
-    return wheels[0]
+    return wheels[0], proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(wheel_build) -> Path:
+    return wheel_build[0]
+
+
+def test_wheel_is_tagged_for_every_python_of_the_platform(wheel):
+    # It carries native code (the emulator) but no CPython extension: the tag is
+    # py3-none-<platform>, so one file installs on any Python 3 of this platform.
+    platform_tag = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    assert wheel.name == f"acl_py-{acl_py_version()}-py3-none-{platform_tag}.whl"
+    meta = zipfile.ZipFile(wheel)
+    wheel_file = next(n for n in meta.namelist() if n.endswith(".dist-info/WHEEL"))
+    text = meta.read(wheel_file).decode()
+    assert f"Tag: py3-none-{platform_tag}" in text
+    assert "Root-Is-Purelib: false" in text
+
+
+def test_wheel_build_is_free_of_deprecation_warnings(wheel_build):
+    _, log = wheel_build
+    assert "deprecat" not in log.lower(), log
+
+
+def test_wheel_carries_the_license(wheel):
+    z = zipfile.ZipFile(wheel)
+    license_file = next(n for n in z.namelist() if n.endswith(".dist-info/licenses/LICENSE"))
+    assert z.read(license_file) == (ROOT / "LICENSE").read_bytes()
+    metadata = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA")))
+    assert b"License-Expression: Apache-2.0" in metadata
+
+
+def acl_py_version() -> str:
+    import acl_py
+    return acl_py.__version__
 
 
 def test_wheel_contents(wheel):
-    # It carries native code, so it must not claim to be pure Python.
-    assert not wheel.name.endswith("-none-any.whl"), wheel.name
     names = set(zipfile.ZipFile(wheel).namelist())
     for f in ("acl_py/__init__.py", "acl_py/_ffi.py", "acl_py/_loader.py", "acl_py/cli.py",
               "acl_py/__main__.py", *(f"acl_py/_emulator/{e}" for e in EMULATOR_FILES)):
         assert f in names, f"{f} missing from {wheel.name}"
+    # A CPython extension would make the py3-none tag a lie.
+    assert not [n for n in names if n.endswith((".pyd", ".abi3.so"))
+                or (n.endswith(".so") and ".cpython-" in n)]
     assert not [n for n in names if n.startswith(("tests/", "emulator/", "bindings/"))]
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "acl-py = acl_py.__main__:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -121,3 +166,13 @@ def test_wheel_works_from_its_own_location(wheel, tmp_path):
     assert data["missing_symbols"] == []
     assert all(p.startswith(here) for p in data["libraries"].values())
     assert data["device_count"] >= 1
+
+
+def test_install_without_a_c_compiler_says_how_to_proceed(tmp_path):
+    proc = pip_wheel(source_copy(tmp_path / "src"), tmp_path / "dist",
+                     CC=str(tmp_path / "no-such-cc"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "no C compiler found" in out and "no-such-cc" in out
+    assert "ACL_PY_NO_EMULATOR=1" in out and "gcc" in out
+    assert not list((tmp_path / "dist").glob("*.whl"))

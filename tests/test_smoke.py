@@ -1,6 +1,8 @@
-"""``acl-py smoke``: the quick run passes on the emulator well under a minute with a readable
-report and well-formed JSON, and a broken case (a perturbed reference, an exception, a fault
-injected into the operator) makes it fail loudly with exit status 1."""
+"""``acl-py smoke``: the quick run passes on the emulator with a readable report that says what
+is tested before any case runs and that no NPU was tested, and well-formed JSON; several
+devices are tested concurrently; ``--require-npu`` refuses the emulator; a documented
+unsupported case is reported as such on an NPU; and a broken case (a perturbed reference, an
+exception, a fault injected into the operator) makes it fail loudly with exit status 1."""
 from __future__ import annotations
 
 import io
@@ -10,7 +12,8 @@ import re
 import os
 import subprocess
 import sys
-import time
+import threading
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -24,44 +27,49 @@ ROOT = Path(__file__).resolve().parent.parent
 def emulator_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["ACL_PY_BACKEND"] = "emulator"
-    env.pop("ACL_EMU_FAIL", None)
+    for k in list(env):
+        if k.startswith("ACL_EMU_"):
+            del env[k]
     env.update(extra)
     return env
 
 
 def run_cli(args: list[str], **env) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "acl_py", "smoke", *args], cwd=ROOT,
-                          env=emulator_env(**env), capture_output=True, text=True, timeout=120)
+                          env=emulator_env(**env), capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     path = tmp_path_factory.mktemp("smoke") / "report.json"
-    t0 = time.perf_counter()
     proc = run_cli(["--quick", "--json", str(path)])
-    elapsed = time.perf_counter() - t0
-    return proc, elapsed, path
+    return proc, path
 
 
-def test_quick_run_passes_fast(quick_run):
-    proc, elapsed, _ = quick_run
+def test_quick_run_passes_and_says_no_npu_was_tested(quick_run):
+    proc, _ = quick_run
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert elapsed < 60, f"smoke --quick took {elapsed:.1f} s"
     n = len(smoke.build_cases(quick=True))
-    assert f"PASSED: all {n} cases" in proc.stdout
+    verdict = proc.stdout.rstrip().splitlines()[-1]
+    assert verdict.startswith(f"PASSED: all {n} cases in ")
+    assert verdict.endswith("on the CPU emulator: no NPU was tested")
     assert "FAIL" not in proc.stdout
 
 
 def test_quick_run_report_is_readable(quick_run):
-    proc, _, _ = quick_run
+    proc, _ = quick_run
     out = proc.stdout
-    # header: backend and where its libraries came from, the device
+    # header: backend and where its libraries came from, the part, the devices
     assert "backend   emulator" in out
+    assert "no NPU will be tested" in out
     assert "libascendcl.so" in out and "libnnopbase.so" in out
-    assert re.search(r"device    0 of \d+, memory [\d.]+ GiB free of [\d.]+ GiB", out), out
+    assert re.search(r"\n  soc       \S+", out), out
+    assert re.search(r"devices   0 of \d+ \(1 tested\)", out), out
+    assert re.search(r"device 0  memory [\d.]+ GiB free of [\d.]+ GiB", out), out
     # the table: a header row, then one row per case with its verdict
     lines = out.splitlines()
     header = next(i for i, l in enumerate(lines) if l.startswith("case "))
+    assert lines[header - 1] .startswith("device 0")
     for col in ("dtypes", "shape", "mask", "layout", "result", "max|err|", "err/tol", "time"):
         assert col in lines[header]
     rows = lines[header + 2:header + 2 + len(smoke.build_cases(quick=True))]
@@ -71,7 +79,7 @@ def test_quick_run_report_is_readable(quick_run):
 
 
 def test_quick_run_progress_is_one_line_per_case_without_a_tty(quick_run):
-    proc, _, _ = quick_run
+    proc, _ = quick_run
     cases = smoke.build_cases(quick=True)
     lines = [l for l in proc.stderr.splitlines() if l.startswith("[")]
     assert len(lines) == len(cases), proc.stderr
@@ -79,21 +87,48 @@ def test_quick_run_progress_is_one_line_per_case_without_a_tty(quick_run):
         assert line.lstrip("[ ").startswith(f"{i}/{len(cases)}] {case.name} ok"), line
 
 
+def test_header_is_printed_before_any_case_runs():
+    # One stream for the report and the progress: the order is the order a person sees.
+    class Recorder(io.StringIO):
+        pass
+    both = Recorder()
+    seen_at_first_case = []
+
+    def spy(expected):
+        seen_at_first_case.append(both.getvalue())
+        return expected
+    status = smoke.main([], cases=[smoke.Case("spy", (4, 8), reference_hook=spy)],
+                        out=both, err=both)
+    assert status == 0
+    before = seen_at_first_case[0]
+    for fact in ("backend   emulator", "soc       ", "devices   0 of", "device 0  memory",
+                 "dtypes    ", "no NPU will be tested"):
+        assert fact in before, (fact, before)
+    assert "spy" not in before
+
+
 def test_quick_run_json_is_well_formed(quick_run):
-    _, _, path = quick_run
+    _, path = quick_run
     data = json.loads(path.read_text())
     cases = smoke.build_cases(quick=True)
-    assert data["backend"] == "emulator"
+    assert data["backend"] == "emulator" and data["npu_tested"] is False
     assert data["mode"] == "quick"
+    assert "soc" in data and data["soc"] == data["environment"]["soc"]
+    assert data["dtypes"] == ["float32", "float16", "bfloat16"] or "bfloat16" not in data["dtypes"]
     env = data["environment"]
+    assert env["npu"] is False
     assert set(env["libraries"]) == {"ascendcl", "nnopbase", "opapi"}
     assert all(os.path.isabs(p) and os.path.isfile(p) for p in env["libraries"].values())
-    assert env["device"]["memory_total"] >= env["device"]["memory_free"] > 0
-    assert [c["name"] for c in data["cases"]] == [c.name for c in cases]
-    for c, case in zip(data["cases"], cases):
-        assert c["passed"] is True and c["error"] is None
+    assert [d["id"] for d in env["devices"]] == [0]
+    assert env["devices"][0]["memory_total"] >= env["devices"][0]["memory_free"] > 0
+    assert [d["id"] for d in data["devices"]] == [0]
+    dev = data["devices"][0]
+    assert [c["name"] for c in dev["cases"]] == [c.name for c in cases]
+    for c, case in zip(dev["cases"], cases):
+        assert c["passed"] is True and c["status"] == "pass" and c["error"] is None
         assert c["shape"] == list(case.shape)
         assert c["output_mask"] == list(case.mask)
+        assert c["documented_unsupported"] == case.unsupported
         assert c["seconds"] >= 0
         requested = [n for n, m in zip(smoke.OUTPUT_NAMES, case.mask) if m]
         empty = 0 in case.shape
@@ -105,10 +140,192 @@ def test_quick_run_json_is_well_formed(quick_run):
             if not empty and case.data != "sample":
                 # random data: float rounding leaves some error on low-precision outputs
                 assert math.isfinite(o["max_abs_error"])
+    n = len(cases)
+    assert dev["summary"] == {**dev["summary"], "total": n, "passed": n, "failed": 0,
+                              "unsupported": 0, "failed_cases": [], "error": None, "ok": True}
     s = data["summary"]
-    assert s == {**s, "total": len(cases), "passed": len(cases), "failed": 0,
-                 "failed_cases": [], "ok": True}
+    assert s == {**s, "devices": 1, "total": n, "passed": n, "failed": 0,
+                 "failed_devices": [], "ok": True}
     assert set(data["tolerance"]["rtol"]) == {"float32", "float16", "bfloat16"}
+
+
+# ---- several devices ---------------------------------------------------------------------------
+
+def test_all_devices_are_tested_each_with_a_table(tmp_path):
+    path = tmp_path / "r.json"
+    proc = run_cli(["--quick", "--devices", "all", "--dtypes", "fp32", "--json", str(path)],
+                   ACL_EMU_DEVICE_COUNT="3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "devices   0, 1, 2 of 3 (3 tested, concurrently)" in out
+    n = len(smoke.select_dtypes(smoke.build_cases(quick=True), "fp32"))
+    for d in range(3):
+        assert re.search(rf"^device {d}\b", out, re.M), out
+        progress = [l for l in proc.stderr.splitlines() if l.startswith(f"device {d} [")]
+        assert len(progress) == n
+    assert out.count("\ncase ") == 3
+    assert out.rstrip().splitlines()[-1].startswith(f"PASSED: all {n} cases on each of 3 devices")
+    data = json.loads(path.read_text())
+    assert [d["id"] for d in data["devices"]] == [0, 1, 2]
+    for d in data["devices"]:
+        assert d["summary"]["ok"] is True and d["summary"]["total"] == n
+        assert len(d["cases"]) == n
+    assert data["summary"]["total"] == 3 * n and data["summary"]["ok"] is True
+
+
+def test_listed_devices_and_bad_lists(tmp_path):
+    path = tmp_path / "r.json"
+    proc = run_cli(["--quick", "--devices", "3,1", "--dtypes", "fp32", "--json", str(path)],
+                   ACL_EMU_DEVICE_COUNT="4")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [d["id"] for d in json.loads(path.read_text())["devices"]] == [1, 3]
+    proc = run_cli(["--devices", "0,5"], ACL_EMU_DEVICE_COUNT="4")
+    assert proc.returncode == 2 and "no device 5 (the backend has devices 0-3)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    with pytest.raises(ValueError, match="not a device id"):
+        smoke.parse_devices("0,x", 4)
+    assert smoke.parse_devices(" all ", 2) == [0, 1]
+    assert smoke.parse_devices("2,0,2", 3) == [0, 2]
+
+
+# A stand-in operator whose cases meet at a barrier: they can only all finish if every device
+# runs at the same time; each records the device and stream it ran on.
+BARRIER_OPERATOR = '''
+import threading
+import acl_py
+from acl_py import smoke
+from acl_py.raw import ffi
+
+barrier = None
+seen = []
+
+def cases(quick=False):
+    return [smoke.Case("meet", (2, 2), operator="Barrier")]
+
+def run(case, stream):
+    seen.append((acl_py.current_device().id, int(ffi.cast("uintptr_t", stream.handle)),
+                 threading.current_thread().name))
+    barrier.wait(timeout=30)
+    return smoke.CaseResult(case, True, 0.0)
+'''
+
+
+def test_devices_run_concurrently_each_on_its_own_stream(tmp_path):
+    # A fresh interpreter with three emulated devices (the session's has one). A barrier of 3 only opens if
+    # the three devices' cases run at the same time (sequential runs would time out and fail).
+    (tmp_path / "acl_py_smoke_barrier.py").write_text(BARRIER_OPERATOR)
+    code = textwrap.dedent("""
+        import json, sys, threading
+        sys.path.insert(0, sys.argv[1])
+        import acl_py_smoke_barrier as op
+        from acl_py import smoke
+        smoke.OPERATORS = (smoke.SmokeOperator("Barrier", "acl_py_smoke_barrier:cases",
+                                               "acl_py_smoke_barrier:run"),)
+        op.barrier = threading.Barrier(3)
+        runs = smoke.run_devices(smoke.build_cases(), [0, 1, 2])
+        print(json.dumps({"errors": [r.error for r in runs],
+                          "passed": [[c.passed for c in r.results] for r in runs],
+                          "seen": op.seen}))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, env=emulator_env(ACL_EMU_DEVICE_COUNT="3"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert res["errors"] == [None, None, None] and res["passed"] == [[True]] * 3
+    assert sorted(d for d, _, _ in res["seen"]) == [0, 1, 2]
+    assert len({s for _, s, _ in res["seen"]}) == 3      # a stream per device
+    assert len({t for _, _, t in res["seen"]}) == 3      # a thread per device
+
+
+def test_a_device_that_cannot_be_tested_fails_the_run(tmp_path):
+    # The second device's stream cannot be created (an injected aclrtCreateStream failure):
+    # that device is reported as untested, the other still runs, the verdict is FAILED.
+    path = tmp_path / "r.json"
+    proc = run_cli(["--quick", "--dtypes", "fp32", "--devices", "all", "--json", str(path)],
+                   ACL_EMU_DEVICE_COUNT="2", ACL_EMU_FAIL="aclrtCreateStream:2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "could not be tested" in proc.stdout and "207001" in proc.stdout
+    assert "PASSED" not in proc.stdout
+    data = json.loads(path.read_text())
+    bad = [d for d in data["devices"] if not d["summary"]["ok"]]
+    assert len(bad) == 1 and "aclrtCreateStream" in bad[0]["summary"]["error"]
+    assert data["summary"]["failed_devices"] == [bad[0]["id"]]
+
+
+# ---- --require-npu -----------------------------------------------------------------------------
+
+def test_require_npu_refuses_the_emulator(tmp_path):
+    path = tmp_path / "r.json"
+    proc = run_cli(["--quick", "--require-npu", "--json", str(path)])
+    assert proc.returncode == 1
+    assert "PASSED" not in proc.stdout + proc.stderr
+    last = proc.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("FAILED: --require-npu: the backend is the CPU emulator")
+    assert "backend   emulator" in proc.stdout        # the header still says what was found
+    assert not [l for l in proc.stderr.splitlines() if l.startswith("[")]   # no case ran
+    data = json.loads(path.read_text())
+    assert data["summary"]["ok"] is False and data["npu_tested"] is False
+    assert "--require-npu" in data["summary"]["error"] and data["devices"] == []
+
+
+def test_require_npu_sees_through_the_emulator_posing_as_cann():
+    from acl_py import _loader
+    prefix = str(_loader.emulator_prefix())
+    proc = run_cli(["--quick", "--require-npu"], ACL_PY_BACKEND="cann", ASCEND_HOME_PATH=prefix)
+    assert proc.returncode == 1 and "PASSED" not in proc.stdout
+    assert "are the acl-py CPU emulator's" in proc.stdout
+    # Without --require-npu it runs, and its verdict does not claim an NPU either.
+    proc = run_cli(["--quick", "--dtypes", "fp32"], ACL_PY_BACKEND="cann",
+                   ASCEND_HOME_PATH=prefix)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith("on the CPU emulator: no NPU was tested")
+
+
+# ---- documented unsupported cases --------------------------------------------------------------
+
+def test_empty_cases_carry_the_vendor_reason():
+    for case in smoke.build_cases():
+        if 0 in case.shape:
+            assert case.unsupported and "aclnnLayerNormBackward.md" in case.unsupported
+        else:
+            assert case.unsupported is None
+
+
+def test_documented_unsupported_failure_on_an_npu_is_reported_as_such():
+    # A case that fails (its expected values perturbed), documented unsupported: on an NPU it
+    # is "unsupported", not a failure; on the emulator it is a failure like any other.
+    case = smoke.Case("empty-ish", (8, 32), reference_hook=lambda e: _perturb(e),
+                      unsupported="documented unsupported (vendor doc)")
+    on_npu = smoke.run_case(case, npu=True)
+    assert not on_npu.passed and on_npu.unsupported == "documented unsupported (vendor doc)"
+    assert on_npu.status == "unsupported" and not on_npu.failed
+    on_emu = smoke.run_case(case, npu=False)
+    assert on_emu.status == "FAIL" and on_emu.failed
+    good = smoke.run_case(smoke.Case("good", (8, 32)), npu=True)
+    run = smoke.DeviceRun(0, [good, on_npu])
+    assert run.ok and run.summary()["unsupported_cases"] == ["empty-ish"]
+    env = {"npu": True, "soc": "Ascend910B2", "backend": "cann"}
+    text = smoke.format_summary(env, [run], 1.0)
+    assert "unsupported: empty-ish: documented unsupported (vendor doc)" in text
+    assert text.splitlines()[-1] == ("PASSED: 1 of 2 cases (1 documented unsupported, listed "
+                                     "above) in 1.0 s on Ascend910B2 NPU 0")
+    assert " unsupported " in smoke.format_table([good, on_npu]).splitlines()[-1] + " "
+    rep = smoke.report({**env, "reason": "", "devices": []}, [run], "quick", 1.0)
+    assert rep["summary"]["ok"] is True and rep["summary"]["unsupported"] == 1
+    assert rep["devices"][0]["cases"][1]["status"] == "unsupported"
+
+
+def test_npu_verdicts_name_the_part_and_devices():
+    good = smoke.CaseResult(smoke.Case("c", (2, 2)), True, 0.001)
+    env = {"npu": True, "soc": "Ascend910B2", "backend": "cann"}
+    runs = [smoke.DeviceRun(d, [good]) for d in (0, 3, 5)]
+    assert smoke.format_summary(env, runs, 2.0).splitlines()[-1] == (
+        "PASSED: all 1 cases on each of 3 devices in 2.0 s on 3 Ascend910B2 NPUs (0, 3, 5)")
+    bad = smoke.CaseResult(smoke.Case("c", (2, 2)), False, 0.001, error="boom")
+    runs[1] = smoke.DeviceRun(3, [bad])
+    text = smoke.format_summary(env, runs, 2.0)
+    assert "FAILED: 1 of 3 case runs on 3 Ascend910B2 NPUs (0, 3, 5)" in text
+    assert "device 3: c [fp32" in text and "PASSED" not in text
 
 
 def _perturb(expected):
@@ -131,7 +348,7 @@ def test_broken_case_fails_loudly(tmp_path):
     path = tmp_path / "r.json"
     status, out, err = _in_process(["--json", str(path)], [good, broken])
     assert status == 1
-    assert "FAILED: 1 of 2 cases" in out
+    assert "FAILED: 1 of 2 cases on the CPU emulator: no NPU was tested" in out
     assert "deliberately-broken" in out.split("FAILED: 1 of 2 cases")[1]
     assert "grad_input" in out and "OUT OF TOLERANCE" in out
     assert "PASSED" not in out
@@ -140,8 +357,8 @@ def test_broken_case_fails_loudly(tmp_path):
     assert "[1/2] good ok" in err and "[2/2] deliberately-broken FAIL" in err
     data = json.loads(path.read_text())
     assert data["summary"]["ok"] is False
-    assert data["summary"]["failed_cases"] == ["deliberately-broken"]
-    bad = data["cases"][1]
+    assert data["devices"][0]["summary"]["failed_cases"] == ["deliberately-broken"]
+    bad = data["devices"][0]["cases"][1]
     assert bad["passed"] is False and bad["error_ratio"] > 1
     assert [o["passed"] for o in bad["outputs"]] == [False, True, True]
 
@@ -168,8 +385,8 @@ def test_operator_failure_on_the_backend_fails_the_command(tmp_path):
     assert f"FAILED: 1 of {len(cases)} cases" in proc.stdout
     assert "361001" in proc.stdout
     data = json.loads(path.read_text())
-    assert data["summary"]["failed_cases"] == [third]
-    assert sum(c["passed"] for c in data["cases"]) == len(cases) - 1
+    assert data["devices"][0]["summary"]["failed_cases"] == [third]
+    assert sum(c["passed"] for c in data["devices"][0]["cases"]) == len(cases) - 1
 
 
 def test_json_to_stdout_alone_and_non_finite_errors_are_valid_json():
@@ -181,7 +398,7 @@ def test_json_to_stdout_alone_and_non_finite_errors_are_valid_json():
     status = smoke.main(["--json", "-"], cases=[nan_case], out=out, err=err)
     assert status == 1
     data = json.loads(out.getvalue())
-    case = data["cases"][0]
+    case = data["devices"][0]["cases"][0]
     assert case["passed"] is False
     assert case["outputs"][0]["max_abs_error"] in ("inf", "nan")
     assert "FAILED: 1 of 1 cases" in err.getvalue()
@@ -233,3 +450,45 @@ def test_case_matrix_covers_the_feature_list():
                                       for c in (True, False)}
     assert max(math.prod(c.shape) for c in full) >= 4096 * 4096
     assert min(math.prod(c.shape) for c in full if 0 not in c.shape) == 1
+
+
+def test_progress_on_a_terminal_with_several_devices():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    tty = Tty()
+    p = smoke.Progress(tty, width=8, devices=[0, 3])
+    case = smoke.Case("c", (2, 2))
+    p.device(0, 0, 2, case, None)                      # each device starts its first case
+    p.device(3, 0, 2, case, None)
+    p.device(0, 1, 2, case, smoke.CaseResult(case, True, 0.001))
+    p.device(3, 2, 2, case, smoke.CaseResult(case, True, 0.001))
+    text = tty.getvalue()
+    assert "\r[##------] 1/4 d0:1 d3:0" in text
+    assert "\r[######--] 3/4 d0:1 d3:2" in text
+    assert "\n" not in text
+
+
+
+# ---- dtypes follow the part --------------------------------------------------------------------
+
+def test_default_dtypes_follow_the_part(tmp_path):
+    # An Atlas training part of the first generation has no BFLOAT16: no bf16 case runs, the
+    # header says why, and the report names the part.
+    path = tmp_path / "r.json"
+    proc = run_cli(["--quick", "--json", str(path)], ACL_EMU_SOC="Ascend910A")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "soc       Ascend910A (BFLOAT16: no)" in proc.stdout
+    assert "bf16 cases left out: Ascend910A has no BFLOAT16" in proc.stdout
+    data = json.loads(path.read_text())
+    assert data["soc"] == "Ascend910A" and data["dtypes"] == ["float32", "float16"]
+    names = [c["name"] for c in data["devices"][0]["cases"]]
+    expected = [c.name for c in smoke.build_cases(quick=True)
+                if "bfloat16" not in smoke.case_dtypes(c)]
+    assert names == expected and len(names) < len(smoke.build_cases(quick=True))
+    # An Atlas A2 part computes bf16: every case runs.
+    proc = run_cli(["--quick", "--json", str(path)], ACL_EMU_SOC="Ascend910B2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(path.read_text())
+    assert data["soc"] == "Ascend910B2" and "bfloat16" in data["dtypes"]
+    assert len(data["devices"][0]["cases"]) == len(smoke.build_cases(quick=True))

@@ -1,0 +1,39 @@
+"""The documentation stands on its own: it names no file outside the repository (a reader has
+only the repository; vendor files are named as "hicann/<repo> <path>"), every repository
+path it names in backquotes exists, and docs/emulator.md says what the emulator does not
+model."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+# Top-level folders of this repository: a backquoted path starting with one must exist.
+REPO_DIRS = ("acl_py/", "bindings/", "emulator/", "docs/", "samples/", "tests/", "tools/",
+             "benchmarks/")
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_doc_points_only_inside_the_repository(doc):
+    text = doc.read_text()
+    outside = re.findall(r"(/work/\S*|\bshared/\S*|CANN_ABI\.md)", text)
+    assert outside == [], f"{doc.name} points outside the repository: {outside}"
+    missing = []
+    for path in re.findall(r"`([\w./-]+)`", text):
+        if path.startswith(REPO_DIRS) and "*" not in path and "<" not in path:
+            if not (ROOT / path.split(" ")[0]).exists():
+                missing.append(path)
+    assert missing == [], f"{doc.name} names paths that do not exist: {missing}"
+
+
+def test_emulator_doc_says_what_it_does_not_model():
+    text = (ROOT / "docs" / "emulator.md").read_text()
+    section = text.split("## What the emulator does not model", 1)
+    assert len(section) == 2, "docs/emulator.md lacks 'What the emulator does not model'"
+    body = section[1].split("\n## ", 1)[0]
+    for topic in ("Numerics", "Timing", "Limits"):
+        assert f"**{topic}" in body, topic
+    assert "no NPU was tested" in body
