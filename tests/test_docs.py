@@ -22,10 +22,14 @@ def test_doc_points_only_inside_the_repository(doc):
     outside = re.findall(r"(/work/\S*|\bshared/\S*|CANN_ABI\.md)", text)
     assert outside == [], f"{doc.name} points outside the repository: {outside}"
     missing = []
-    for path in re.findall(r"`([\w./-]+)`", text):
-        if path.startswith(REPO_DIRS) and "*" not in path and "<" not in path:
-            if not (ROOT / path.split(" ")[0]).exists():
-                missing.append(path)
+    for m in re.finditer(r"`([\w./-]+)`", text):
+        path = m.group(1)
+        if not path.startswith(REPO_DIRS):
+            continue
+        if "hicann/" in text[max(0, m.start() - 160):m.start()]:
+            continue    # a vendor file, named after its repository ("hicann/ops-nn ... `docs/x.md`")
+        if not (ROOT / path).exists():
+            missing.append(path)
     assert missing == [], f"{doc.name} names paths that do not exist: {missing}"
 
 
