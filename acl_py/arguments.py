@@ -190,7 +190,7 @@ class FloatArray(_OwnedSequence):
     def __init__(self, values):
         self._handle = None
         self._rel = None
-        vals = _sequence(values, "values")
+        vals = as_sequence(values, "values")
         for i, v in enumerate(vals):
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
                 raise AclTypeError(f"values[{i}]", f"expected a real number, got "
@@ -209,7 +209,9 @@ class FloatArray(_OwnedSequence):
         return self._items
 
 
-def _sequence(values, argument):
+def as_sequence(values, argument):
+    """``values`` as a tuple (a NumPy array flattened); AclTypeError naming ``argument`` for
+    a str, bytes or anything not iterable."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise AclTypeError(argument, f"expected a sequence, got {type(values).__name__}")
     if isinstance(values, np.ndarray):
@@ -245,7 +247,7 @@ class TensorList(_OwnedSequence):
     def __init__(self, tensors):
         self._handle = None
         self._rel = None
-        tensors = _sequence(tensors, "tensors")
+        tensors = as_sequence(tensors, "tensors")
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, DeviceTensor):
                 raise AclTypeError(f"tensors[{i}]", f"expected a DeviceTensor or None, got "
@@ -291,7 +293,7 @@ class ScalarList(_OwnedSequence):
     def __init__(self, values, dtype=None):
         self._handle = None
         self._rel = None
-        vals = _sequence(values, "values")
+        vals = as_sequence(values, "values")
         specs = []
         for i, v in enumerate(vals):
             if isinstance(v, Scalar):
@@ -326,4 +328,5 @@ class ScalarList(_OwnedSequence):
         return self._dtypes
 
 
-__all__ = ["ArgumentObject", "Scalar", "FloatArray", "TensorList", "ScalarList", "natural_dtype", "scalar_bytes"]
+__all__ = ["ArgumentObject", "as_sequence", "Scalar", "FloatArray", "TensorList", "ScalarList",
+           "natural_dtype", "scalar_bytes"]

@@ -39,7 +39,7 @@ import numpy as np
 from .._ffi import ffi
 from .. import dtypes as _dt
 from .. import runtime as _rt
-from ..arguments import FloatArray, Scalar, ScalarList, TensorList
+from ..arguments import FloatArray, Scalar, ScalarList, TensorList, as_sequence
 from ..errors import AclArgumentError, AclTypeError
 from ..tensor import BoolArray, DeviceTensor, IntArray
 
@@ -118,14 +118,6 @@ def _typed(values):
 
 # ---- converters ------------------------------------------------------------------------------
 
-def _sequence(value, pname):
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise AclTypeError(pname, f"expected a sequence, got {type(value).__name__}")
-    if isinstance(value, np.ndarray):
-        return tuple(value.reshape(-1).tolist())
-    return tuple(value)
-
-
 def _output_like(param):
     # The vendor declares outputs `aclTensor *out` and in-place tensors `const aclTensor
     # *selfRef`: either way the caller's array receives the result.
@@ -164,7 +156,7 @@ def tensor_list_converter(param):
     def convert(value, call):
         if value is None or isinstance(value, (TensorList, _CData)):
             return value
-        items = _sequence(value, pname)
+        items = as_sequence(value, pname)
         tensors = []
         for i, v in enumerate(items):
             if v is not None and not isinstance(v, (DeviceTensor, np.ndarray)):
@@ -201,7 +193,7 @@ def scalar_list_converter(param):
     def convert(value, call):
         if value is None or isinstance(value, (ScalarList, _CData)):
             return value
-        lst = ScalarList(_sequence(value, pname))
+        lst = ScalarList(as_sequence(value, pname))
         call.created.append(lst)
         return lst
     return convert
@@ -220,7 +212,7 @@ def array_converter(param, cls, check):
             return m[1]
         if value is None or isinstance(value, (cls, _CData)):
             return value
-        values = _sequence(value, pname)
+        values = as_sequence(value, pname)
         for i, v in enumerate(values):
             if not check(v):
                 raise AclTypeError(f"{pname}[{i}]", f"expected {cls.__name__} values, got "
@@ -259,24 +251,15 @@ def int_converter(param, lo, hi):
     return convert
 
 
-def float_converter(param):
+def value_converter(param, accepts, cast, expected):
+    """A plain C value: ``cast(value)`` when ``accepts(value)``, else AclTypeError."""
     pname = param.name
 
     def convert(value, call):
-        if not _is_real(value):
-            raise AclTypeError(pname, f"expected a real number ({param.ctype}), got "
+        if not accepts(value):
+            raise AclTypeError(pname, f"expected {expected} ({param.ctype}), got "
                                f"{type(value).__name__} {value!r}")
-        return float(value)
-    return convert
-
-
-def bool_converter(param):
-    pname = param.name
-
-    def convert(value, call):
-        if not _is_bool(value):
-            raise AclTypeError(pname, f"expected a bool, got {type(value).__name__} {value!r}")
-        return bool(value)
+        return cast(value)
     return convert
 
 
@@ -302,17 +285,6 @@ def dtype_converter(param):
         if _is_int(value):
             return int(value)
         return _dt.to_acl(value, pname)
-    return convert
-
-
-def enum_converter(param):
-    pname = param.name
-
-    def convert(value, call):
-        if not _is_int(value):
-            raise AclTypeError(pname, f"expected an int ({param.ctype} value), got "
-                               f"{type(value).__name__} {value!r}")
-        return int(value)
     return convert
 
 
@@ -345,17 +317,17 @@ def converter_for(param):
     if b == "aclBoolArray*":
         return array_converter(param, BoolArray, _is_bool)
     if b in FLOATS:
-        return float_converter(param)
+        return value_converter(param, _is_real, float, "a real number")
     if b in INT_RANGES:
         return int_converter(param, *INT_RANGES[b])
     if b == "bool":
-        return bool_converter(param)
+        return value_converter(param, _is_bool, bool, "a bool")
     if b == "char*":
         return string_converter(param)
     if b == "aclDataType":
         return dtype_converter(param)
     if b in ENUMS:
-        return enum_converter(param)
+        return value_converter(param, _is_int, int, "an int")
     if b.endswith("*"):
         return pointer_converter(param)
     raise TypeError(f"parameter {param.name} has C type {param.ctype}, which acl-py cannot "
