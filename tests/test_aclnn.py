@@ -353,3 +353,49 @@ def test_failures_lose_nothing(emulator):
     assert {k: after[k] - before[k] for k in before if after[k] != before[k]} == {}
     aclnn.Add(a, a, 2.0, out)  # and the next call works
     assert (out == 3).all()
+
+
+@pytest.mark.skipif(not hasattr(acl_py, "layer_norm"), reason="acl_py.layer_norm not built")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_layer_norm_equals_the_wrapper(dtype):
+    m, n = 5, 48
+    x = RNG.standard_normal((m, n)).astype(dtype)
+    w = RNG.standard_normal(n).astype(dtype)
+    b = RNG.standard_normal(n).astype(dtype)
+    want = acl_py.layer_norm(x, (n,), w, b, 1e-5)
+    out = np.empty_like(x)
+    mean = np.empty((m, 1), np.float32)
+    rstd = np.empty((m, 1), np.float32)
+    aclnn.LayerNorm(x, [n], w, b, 1e-5, out, mean, rstd)
+    np.testing.assert_array_equal(out, want[0])
+    np.testing.assert_array_equal(mean.reshape(want[1].shape), want[1])
+    np.testing.assert_array_equal(rstd.reshape(want[2].shape), want[2])
+
+
+def test_first_use_from_many_threads():
+    """Threads racing to the first use of operators and calling them: one binding each,
+    right results."""
+    import threading
+    from acl_py.aclnn import _operators
+    _operators.clear()
+    errs, ops = [], []
+
+    def work(k):
+        try:
+            a = np.full(16, k, np.float32)
+            out = np.empty(16, np.float32)
+            for _ in range(20):
+                op = aclnn.operator("Add")
+                ops.append(op)
+                op(a, a, 0.5, out)
+                assert (out == 1.5 * k).all()
+        except BaseException as e:  # reported by the main thread
+            errs.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errs, errs
+    assert len({id(o) for o in ops}) == 1

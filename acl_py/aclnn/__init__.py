@@ -18,7 +18,8 @@ the backend offers (``acl-py ops``).
 
 Errors: an argument acl-py cannot convert raises :class:`~acl_py.AclTypeError` /
 :class:`~acl_py.AclArgumentError` naming the parameter; a status from the library raises its
-typed :class:`~acl_py.AclError` (code, ``aclGetRecentErrMsg()``), with the call named;
+typed :class:`~acl_py.AclError` (code, ``aclGetRecentErrMsg()``), with the call named and
+``parameter`` set to the parameter the library's message names (None when it names none);
 an operator no header declares raises :class:`OperatorNotFoundError` (an AttributeError);
 one whose symbols no library exports raises :class:`SymbolNotExportedError` naming the
 symbol and the libraries searched.
