@@ -9,6 +9,7 @@
  *   with MXCSR set to flush-to-zero + denormals-are-zero + round toward zero, as a host
  *   process may leave it: the results must not change
  *   run lengths 1..40 at every alignment, so the masked and scalar tails are covered
+ *   BF16 narrowing with ties away from zero as well as to even, and both on hand-worked ties
  *
  * It also reports (information, not a failure) how AVX-512 BF16's VCVTNEPS2BF16 differs
  * from the portable BF16 rounding, which is why convert.c does not use it.
@@ -66,10 +67,16 @@ static void check_widening(void)
 
 /* Narrows one block of binary32 patterns on every path and compares with want (the
  * portable results, computed under the default MXCSR). */
-static void narrow_block(const float *in, int n, const uint16_t *want16, const uint16_t *wantbf)
+static void narrow_block(const float *in, int n, const uint16_t *want16, const uint16_t *wantbf,
+                         const uint16_t *wantaway)
 {
     uint16_t got[BLOCK];
     for (int p = 0; p < npaths; p++) {
+        paths[p]->bf16_store_away(in, n, got);
+        for (int i = 0; i < n; i++)
+            if (got[i] != wantaway[i])
+                fail("BF16 narrowing, ties away", paths[p]->name, aclemu_f32_bits(in[i]),
+                     got[i], wantaway[i]);
         paths[p]->f16_store(in, n, got);
         for (int i = 0; i < n; i++)
             if (got[i] != want16[i])
@@ -133,15 +140,16 @@ static void bf16_instruction_block(const float *in, int n, const uint16_t *wantb
 static void narrow_patterns(const uint32_t *bits, int n)
 {
     float in[BLOCK];
-    uint16_t want16[BLOCK], wantbf[BLOCK];
+    uint16_t want16[BLOCK], wantbf[BLOCK], wantaway[BLOCK];
     memcpy(in, bits, (size_t)n * 4);
     for (int i = 0; i < n; i++) {
         want16[i] = aclemu_f32_to_f16(in[i]);
         wantbf[i] = aclemu_f32_to_bf16(in[i]);
+        wantaway[i] = aclemu_f32_to_bf16_ties(in[i], 1u);
     }
-    narrow_block(in, n, want16, wantbf);
+    narrow_block(in, n, want16, wantbf, wantaway);
     set_hostile_mxcsr(1);
-    narrow_block(in, n, want16, wantbf);
+    narrow_block(in, n, want16, wantbf, wantaway);
     set_hostile_mxcsr(0);
     bf16_instruction_block(in, n, wantbf);
 }
@@ -182,6 +190,31 @@ static void check_narrowing(int exhaustive)
     }
     if (n)
         narrow_patterns(bits, n);
+}
+
+/* The portable BF16 rounding itself, on hand-worked cases: (input, to even, away). */
+static void check_bf16_ties(void)
+{
+    static const uint32_t cases[][3] = {
+        {0x3f808000u, 0x3f80u, 0x3f81u}, /* 1 + 2^-8: a tie, kept bit even */
+        {0xbf808000u, 0xbf80u, 0xbf81u}, /* the same, negative: away grows the magnitude */
+        {0x3f818000u, 0x3f82u, 0x3f82u}, /* a tie, kept bit odd: both go up */
+        {0x3f807fffu, 0x3f80u, 0x3f80u}, /* just below a tie */
+        {0x3f808001u, 0x3f81u, 0x3f81u}, /* just above */
+        {0x7f7f8000u, 0x7f80u, 0x7f80u}, /* the largest finite tie: Inf */
+        {0x7f7e8000u, 0x7f7eu, 0x7f7fu}, /* a tie below it, kept bit even */
+        {0x00008000u, 0x0000u, 0x0001u}, /* a subnormal tie */
+        {0x7f800001u, 0x7fc0u, 0x7fc0u}, /* signalling NaN: quieted, not Inf */
+        {0xff800000u, 0xff80u, 0xff80u}, /* -Inf */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        float f = aclemu_f32_from_bits(cases[i][0]);
+        uint16_t even = aclemu_f32_to_bf16(f), away = aclemu_f32_to_bf16_ties(f, 1u);
+        if (even != cases[i][1])
+            fail("BF16 ties to even (hand-worked)", "portable", cases[i][0], even, cases[i][1]);
+        if (away != cases[i][2])
+            fail("BF16 ties away (hand-worked)", "portable", cases[i][0], away, cases[i][2]);
+    }
 }
 
 /* Short runs at every alignment: the vector loops' tails. */
@@ -244,6 +277,7 @@ int main(int argc, char **argv)
         printf(" %s", paths[p]->name);
     printf(" (selected: %s)\n", aclemu_convert_path());
     check_widening();
+    check_bf16_ties();
     check_tails();
     check_narrowing(exhaustive);
     printf("narrowing patterns: %s\n", exhaustive ? "all 2^32" : "2^19 x 16");

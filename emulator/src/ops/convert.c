@@ -44,7 +44,7 @@ typedef void (*store_fn)(const float *restrict src, int64_t n, uint16_t *restric
 typedef struct {
     const char *name;
     load_fn f16_load, bf16_load;
-    store_fn f16_store, bf16_store;
+    store_fn f16_store, bf16_store, bf16_store_away;
 } cvt_path;
 
 /* ---- portable -------------------------------------------------------------------------- */
@@ -72,13 +72,20 @@ static void f16_store_portable(const float *restrict s, int64_t n, uint16_t *res
                                       uint16_t *restrict d)                                 \
     {                                                                                       \
         for (int64_t i = 0; i < n; i++)                                                     \
-            d[i] = aclemu_f32_to_bf16(s[i]);                                                \
+            d[i] = aclemu_f32_to_bf16_ties(s[i], 0u);                                       \
+    }                                                                                       \
+    ATTR static void bf16_store_away_##SFX(const float *restrict s, int64_t n,              \
+                                           uint16_t *restrict d)                            \
+    {                                                                                       \
+        for (int64_t i = 0; i < n; i++)                                                     \
+            d[i] = aclemu_f32_to_bf16_ties(s[i], 1u);                                       \
     }
 
 BF16_LOOPS(portable, )
 
 static const cvt_path PATH_PORTABLE __attribute__((unused)) = {
     "portable", f16_load_portable, bf16_load_portable, f16_store_portable, bf16_store_portable,
+    bf16_store_away_portable,
 };
 
 #if CVT_X86
@@ -106,6 +113,7 @@ BF16_LOOPS(f16c, V3)
 
 static const cvt_path PATH_F16C __attribute__((unused)) = {
     "f16c", f16_load_f16c, bf16_load_f16c, f16_store_f16c, bf16_store_f16c,
+    bf16_store_away_f16c,
 };
 
 /* ---- x86-64-v4: AVX-512, 16 lanes ------------------------------------------------------- */
@@ -138,6 +146,7 @@ BF16_LOOPS(avx512, V4)
 
 static const cvt_path PATH_AVX512 __attribute__((unused)) = {
     "avx512", f16_load_avx512, bf16_load_avx512, f16_store_avx512, bf16_store_avx512,
+    bf16_store_away_avx512,
 };
 #endif /* CVT_X86 */
 
@@ -210,8 +219,8 @@ void aclemu_load_floats(aclDataType dt, const void *src, int64_t stride, int64_t
     }
 }
 
-void aclemu_store_floats(aclDataType dt, void *dst, int64_t stride, int64_t n,
-                         const float *src)
+void aclemu_store_floats(aclDataType dt, aclemu_ties ties, void *dst, int64_t stride,
+                         int64_t n, const float *src)
 {
     if (dt == ACL_FLOAT) {
         float *d = dst;
@@ -224,7 +233,9 @@ void aclemu_store_floats(aclDataType dt, void *dst, int64_t stride, int64_t n,
         return;
     }
     const cvt_path *p = path();
-    store_fn store = dt == ACL_FLOAT16 ? p->f16_store : p->bf16_store;
+    store_fn store = dt == ACL_FLOAT16           ? p->f16_store
+                     : ties == ACLEMU_TIES_AWAY ? p->bf16_store_away
+                                                : p->bf16_store;
     uint16_t *d = dst;
     if (stride == 1) {
         store(src, n, d);
@@ -239,14 +250,14 @@ void aclemu_store_floats(aclDataType dt, void *dst, int64_t stride, int64_t n,
     }
 }
 
-void aclemu_round_floats(aclDataType dt, float *buf, int64_t n)
+void aclemu_round_floats(aclDataType dt, aclemu_ties ties, float *buf, int64_t n)
 {
     if (dt == ACL_FLOAT)
         return;
     uint16_t h[CHUNK];
     for (int64_t i0 = 0; i0 < n; i0 += CHUNK) {
         int64_t c = n - i0 < CHUNK ? n - i0 : CHUNK;
-        aclemu_store_floats(dt, h, 1, c, buf + i0);
+        aclemu_store_floats(dt, ties, h, 1, c, buf + i0);
         aclemu_load_floats(dt, h, 1, c, buf + i0);
     }
 }

@@ -26,13 +26,19 @@
 ACLEMU_CONVERT_API void aclemu_load_floats(aclDataType dt, const void *src, int64_t stride,
                                            int64_t n, float *dst);
 
-/* Element i of the run (dst, stride in elements of dt) = src[i] rounded to dt, for i < n. */
-ACLEMU_CONVERT_API void aclemu_store_floats(aclDataType dt, void *dst, int64_t stride,
-                                            int64_t n, const float *src);
+/* How narrowing to BF16 breaks a tie: to even (IEEE, and every FLOAT16 narrowing), or away
+ * from zero (the CAST_ROUND of some device kernels). */
+typedef enum { ACLEMU_TIES_EVEN = 0, ACLEMU_TIES_AWAY = 1 } aclemu_ties;
 
-/* buf[i] = buf[i] rounded to dt and widened back (identity for FLOAT): a result computed
- * in dt's precision before it is stored in another dtype. */
-ACLEMU_CONVERT_API void aclemu_round_floats(aclDataType dt, float *buf, int64_t n);
+/* Element i of the run (dst, stride in elements of dt) = src[i] rounded to dt, for i < n;
+ * ties only matters for BF16. */
+ACLEMU_CONVERT_API void aclemu_store_floats(aclDataType dt, aclemu_ties ties, void *dst,
+                                            int64_t stride, int64_t n, const float *src);
+
+/* buf[i] = buf[i] rounded to dt and widened back (identity for FLOAT): a result the device
+ * computes in dt before it is cast to another dtype. */
+ACLEMU_CONVERT_API void aclemu_round_floats(aclDataType dt, aclemu_ties ties, float *buf,
+                                            int64_t n);
 
 /* The conversion path in use: "avx512", "f16c" or "portable". */
 ACLEMU_CONVERT_API const char *aclemu_convert_path(void);

@@ -33,15 +33,24 @@ static inline float aclemu_bf16_to_f32(uint16_t h)
     return aclemu_f32_from_bits((uint32_t)h << 16);
 }
 
-static inline uint16_t aclemu_f32_to_bf16(float f)
+/* To nearest; a tie goes to even (away = 0, IEEE) or away from zero (away = 1, the CAST_ROUND
+ * some device kernels use). away is a run-time value, loop-invariant in the callers' loops,
+ * so they stay branch-free and vectorized. */
+static inline uint16_t aclemu_f32_to_bf16_ties(float f, uint32_t away)
 {
     uint32_t u = aclemu_f32_bits(f);
     /* NaN: keep sign and upper payload, force the quiet bit so truncation cannot make Inf. */
     uint32_t nan = (u >> 16) | 0x0040u;
-    /* RNE: add 0x7fff plus the lowest kept bit; a carry into the exponent is the correct
-     * result (largest finite values round up to Inf exactly as IEEE says). */
-    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    /* Add just under half an ulp, plus one for a tie that must go up: the lowest kept bit
+     * (to even) or always (away: the magnitude grows, whatever the sign). A carry into the
+     * exponent is the correct result (the largest finite values round up to Inf). */
+    uint32_t rounded = (u + 0x7fffu + (((u >> 16) & 1u) | away)) >> 16;
     return (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? nan : rounded);
+}
+
+static inline uint16_t aclemu_f32_to_bf16(float f)
+{
+    return aclemu_f32_to_bf16_ties(f, 0u);
 }
 
 /* ---- binary16 ---------------------------------------------------------------------------- */
@@ -88,7 +97,7 @@ static inline uint16_t aclemu_f32_to_f16(float f)
     uint32_t q = m >> shift;
     uint32_t rem = m & ((1u << shift) - 1u);
     uint32_t half = 1u << (shift - 1u);
-    q += (rem > half || (rem == half && (q & 1u))) ? 1u : 0u;
+    q += (uint32_t)(rem > half) | ((uint32_t)(rem == half) & q & 1u);
     uint32_t mag = a > 0x7f800000u ? nan
                  : a >= 0x477ff000u ? 0x7c00u /* >= 65520 (Inf itself included) */
                  : a >= 0x38800000u ? normal

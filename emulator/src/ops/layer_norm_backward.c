@@ -272,7 +272,8 @@ static inline void put_tile(char *base, aclDataType dt, const lay_t *L, int64_t 
                             int64_t cnt, const float *buf)
 {
     const int64_t es = aclemu_dtype_size(dt);
-    LAY_WALK(L, c0, cnt, aclemu_store_floats(dt, base + off * es, stride, run, buf + k));
+    LAY_WALK(L, c0, cnt,
+             aclemu_store_floats(dt, ACLEMU_TIES_EVEN, base + off * es, stride, run, buf + k));
 }
 
 /* ---- the row kernel ------------------------------------------------------------------------- */
