@@ -27,7 +27,6 @@
 
 #include "emu_internal.h"
 #include "convert.h"
-#include "half.h"
 
 #include "aclnnop/aclnn_layer_norm_backward.h"
 
@@ -338,21 +337,11 @@ INLINE void pass2(const float *restrict dy, const float *restrict x, const float
  * and casts that to gradInputOut's dtype. This is the first rounding, in place on a tile of
  * float results; the cast is the tile's store. FLOAT16 rounds to nearest even; BF16 to
  * nearest with ties away from zero (away = 1: the Atlas A2/A3 kernel's CAST_ROUND) or to even
- * (away = 0), in one branch-free integer expression (away is loop-invariant: the loop
- * vectorizes, the same bits on every clone). NaN stays NaN (quieted). */
-INLINE void round_grad_input(float *restrict v, int64_t n, aclDataType dt, uint32_t away)
+ * (away = 0); NaN stays NaN (quieted); the same bits on every clone and conversion path
+ * (convert.h). Identity for FLOAT. */
+static inline void round_grad_input(float *restrict v, int64_t n, aclDataType dt, uint32_t away)
 {
-    if (dt != ACL_BF16) {
-        aclemu_round_floats(dt, v, n); /* FLOAT16; identity for FLOAT */
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u = aclemu_f32_bits(v[i]);
-        uint32_t nan = (u >> 16) | 0x0040u;
-        uint32_t rounded = (u + 0x7fffu + (((u >> 16) & 1u) | away)) >> 16;
-        uint32_t h = ((u & 0x7fffffffu) > 0x7f800000u) ? nan : rounded;
-        v[i] = aclemu_bf16_to_f32((uint16_t)h);
-    }
+    aclemu_round_floats(dt, away ? ACLEMU_TIES_AWAY : ACLEMU_TIES_EVEN, v, n);
 }
 
 /* Fixed pairwise tree over the lanes. */
