@@ -399,3 +399,74 @@ def test_first_use_from_many_threads():
         t.join()
     assert not errs, errs
     assert len({id(o) for o in ops}) == 1
+
+
+CUSTOM_HEADER = """
+#include "aclnn/acl_meta.h"
+aclnnStatus aclnnIncrementGetWorkspaceSize(const aclTensor *self, aclTensor *out,
+                                           uint64_t *workspaceSize, aclOpExecutor **executor);
+aclnnStatus aclnnIncrement(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                           aclrtStream stream);
+"""
+
+# A custom operator built on the installed ones: out = self + 1 through aclnnAdds.
+CUSTOM_SOURCE = r"""
+#include <stdint.h>
+typedef struct aclTensor aclTensor;
+typedef struct aclScalar aclScalar;
+typedef struct aclOpExecutor aclOpExecutor;
+typedef int32_t aclnnStatus;
+aclScalar *aclCreateScalar(void *value, int dataType);
+aclnnStatus aclDestroyScalar(const aclScalar *scalar);
+aclnnStatus aclnnAddsGetWorkspaceSize(const aclTensor *, const aclScalar *, const aclScalar *,
+                                      aclTensor *, uint64_t *, aclOpExecutor **);
+aclnnStatus aclnnAdds(void *, uint64_t, aclOpExecutor *, void *);
+
+aclnnStatus aclnnIncrementGetWorkspaceSize(const aclTensor *self, aclTensor *out,
+                                           uint64_t *ws, aclOpExecutor **ex) {
+    float one = 1.0f;
+    aclScalar *s = aclCreateScalar(&one, 0);
+    aclnnStatus rc = aclnnAddsGetWorkspaceSize(self, s, s, out, ws, ex);
+    aclDestroyScalar(s);
+    return rc;
+}
+aclnnStatus aclnnIncrement(void *w, uint64_t n, aclOpExecutor *ex, void *stream) {
+    return aclnnAdds(w, n, ex, stream);
+}
+"""
+
+
+@needs_emulator
+def test_custom_operator_package(tmp_path):
+    """A custom operator package laid out as the vendor's tools install one
+    (<pkg>/op_api/include/aclnn_*.h, <pkg>/op_api/lib/libcust_opapi.so), found through
+    ASCEND_CUSTOM_OPP_PATH."""
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    prefix = acl_py.emulator.prefix()
+    pkg = tmp_path / "acme"
+    (pkg / "op_api" / "include").mkdir(parents=True)
+    (pkg / "op_api" / "lib").mkdir(parents=True)
+    (pkg / "op_api" / "include" / "aclnn_increment.h").write_text(CUSTOM_HEADER)
+    src = tmp_path / "increment.c"
+    src.write_text(CUSTOM_SOURCE)
+    lib = pkg / "op_api" / "lib" / "libcust_opapi.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src), f"-L{prefix}/lib64",
+                    "-lopapi_math", "-lnnopbase", f"-Wl,-rpath,{prefix}/lib64"], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
+    env.update(ASCEND_CUSTOM_OPP_PATH=str(pkg),
+               PYTHONPATH=ROOT + os.pathsep + env.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", """
+import json, numpy as np
+from acl_py import aclnn
+out = np.zeros(3, np.float32)
+aclnn.Increment(np.arange(3, dtype=np.float32), out)
+print(json.dumps({"out": out.tolist(), "lib": str(aclnn.Increment.library),
+                  "ops": [o["name"] for o in aclnn.operators()]}))
+"""], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["out"] == [1.0, 2.0, 3.0]
+    assert res["lib"] == str(lib)
+    assert "Increment" in res["ops"] and "Add" in res["ops"]

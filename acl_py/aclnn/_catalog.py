@@ -8,7 +8,12 @@ from its name first (``aclnn_foo.h``), else by scanning every header once for
 Libraries: the operator library the loader opened (``libopapi.so`` or a split
 ``libopapi_<domain>.so``) and every other ``libopapi*.so`` beside it, each opened on first
 need. An operator's two functions are bound to the first library that exports both, as cffi
-function pointers typed from the header's prototypes (ABI mode: nothing is compiled)."""
+function pointers typed from the header's prototypes (ABI mode: nothing is compiled).
+
+Custom operator packages, where the vendor's tools put them (hicann/ops-math
+scripts/build_example.sh): each directory of ``$ASCEND_CUSTOM_OPP_PATH`` (colon-separated),
+else each ``<root>/opp/vendors/<name>``, adds its ``op_api/include/aclnn_*.h`` headers (after
+the install's) and its ``op_api/lib/libcust_opapi.so`` (after the install's libraries)."""
 from __future__ import annotations
 
 import ctypes
@@ -30,6 +35,16 @@ class OperatorNotFoundError(AttributeError):
 
 class SymbolNotExportedError(LookupError):
     """A header declares an operator that no operator library of the backend exports."""
+
+
+def custom_operator_packages(root):
+    """The custom operator package directories (see the module doc); relative paths in
+    ``$ASCEND_CUSTOM_OPP_PATH`` are ignored, as the loader ignores relative roots."""
+    value = os.environ.get("ASCEND_CUSTOM_OPP_PATH")
+    if value:
+        return [Path(p) for p in value.split(":") if p and os.path.isabs(p)]
+    vendors = Path(root) / "opp" / "vendors"
+    return sorted(p for p in vendors.iterdir() if p.is_dir()) if vendors.is_dir() else []
 
 
 def _snake(name):
@@ -75,11 +90,14 @@ class Spec:
 class Catalog:
     """The operator headers and libraries of one backend (see the module doc)."""
 
-    def __init__(self, root, opapi_library=None):
+    def __init__(self, root, opapi_library=None, custom_packages=None):
         self.root = Path(root)
         arch = platform.machine()
+        if custom_packages is None:
+            custom_packages = custom_operator_packages(self.root)
         self.include_dirs = [d for d in (self.root / "include" / "aclnnop",
-                                         self.root / f"{arch}-linux" / "include" / "aclnnop")
+                                         self.root / f"{arch}-linux" / "include" / "aclnnop",
+                                         *(p / "op_api" / "include" for p in custom_packages))
                              if d.is_dir()]
         lib_dirs = []
         if opapi_library is not None:
@@ -92,6 +110,10 @@ class Catalog:
             for p in [d / "libopapi.so"] + sorted(d.glob("libopapi_*.so")):
                 if p.is_file() and p not in libs:
                     libs.append(p)
+        for pkg in custom_packages:
+            p = pkg / "op_api" / "lib" / "libcust_opapi.so"
+            if p.is_file() and p not in libs:
+                libs.append(p)
         self.libraries = libs
         self._lock = threading.RLock()
         self._index = None        # name -> header path (after a full scan)
