@@ -8,12 +8,17 @@ after the failing call):
 ==============================  ==============================================================
 class                           codes
 ==============================  ==============================================================
-InvalidParameterError           100000 INVALID_PARAM, 107000 RT_PARAM_INVALID
+InvalidParameterError           100000 INVALID_PARAM, 107000 RT_PARAM_INVALID,
+                                100003 INVALID_FILE, 100006 PARSE_FILE (aclInit's config),
+                                107016 RT_INVALID_MEMORY_TYPE
   InvalidHandleError            107017 RT_INVALID_HANDLE, 200005 INVALID_RESOURCE_HANDLE
-NotInitializedError             100001 UNINITIALIZE (also raised by acl-py after ``finalize()``)
+NotInitializedError             100001 UNINITIALIZE (also raised by acl-py after ``finalize()``),
+                                100037 REPEAT_FINALIZE
 AlreadyInitializedError         100002 REPEAT_INITIALIZE
 DeviceError                     107001 RT_INVALID_DEVICEID, 107002 RT_CONTEXT_NULL,
-                                107003 RT_STREAM_CONTEXT, 200002 INVALID_DEVICE
+                                107003 RT_STREAM_CONTEXT, 200002 INVALID_DEVICE,
+                                207005 RT_RESOURCE_ALLOC_FAIL (e.g. too many streams),
+                                507007 RT_CONTEXT_RELEASE_ERROR (reset of a device not set)
 DeviceMemoryError (MemoryError) 200000 BAD_ALLOC, 207001 RT_MEMORY_ALLOCATION,
                                 300000 STORAGE_OVER_LIMIT
 NotSupportedError               200001 API_NOT_SUPPORT, 207000 RT_FEATURE_NOT_SUPPORT
@@ -85,7 +90,8 @@ class AlreadyInitializedError(AclError):
 
 class DeviceError(AclError):
     """Device selection problems: bad id, no device set on the thread, a stream of another
-    device (107001, 107002, 107003, 200002)."""
+    device, a device reset that was not set; a device out of resources such as streams
+    (107001, 107002, 107003, 200002, 207005, 507007)."""
 
 
 class DeviceMemoryError(AclError, MemoryError):
@@ -157,6 +163,9 @@ STATUS = {
     100000: ("ACL_ERROR_INVALID_PARAM", InvalidParameterError),
     100001: ("ACL_ERROR_UNINITIALIZE", NotInitializedError),
     100002: ("ACL_ERROR_REPEAT_INITIALIZE", AlreadyInitializedError),
+    100003: ("ACL_ERROR_INVALID_FILE", InvalidParameterError),
+    100006: ("ACL_ERROR_PARSE_FILE", InvalidParameterError),
+    100037: ("ACL_ERROR_REPEAT_FINALIZE", NotInitializedError),
     200000: ("ACL_ERROR_BAD_ALLOC", DeviceMemoryError),
     200001: ("ACL_ERROR_API_NOT_SUPPORT", NotSupportedError),
     200002: ("ACL_ERROR_INVALID_DEVICE", DeviceError),
@@ -168,10 +177,13 @@ STATUS = {
     107001: ("ACL_ERROR_RT_INVALID_DEVICEID", DeviceError),
     107002: ("ACL_ERROR_RT_CONTEXT_NULL", DeviceError),
     107003: ("ACL_ERROR_RT_STREAM_CONTEXT", DeviceError),
+    107016: ("ACL_ERROR_RT_INVALID_MEMORY_TYPE", InvalidParameterError),
     107017: ("ACL_ERROR_RT_INVALID_HANDLE", InvalidHandleError),
     207000: ("ACL_ERROR_RT_FEATURE_NOT_SUPPORT", NotSupportedError),
     207001: ("ACL_ERROR_RT_MEMORY_ALLOCATION", DeviceMemoryError),
+    207005: ("ACL_ERROR_RT_RESOURCE_ALLOC_FAIL", DeviceError),
     507000: ("ACL_ERROR_RT_INTERNAL_ERROR", InternalError),
+    507007: ("ACL_ERROR_RT_CONTEXT_RELEASE_ERROR", DeviceError),
     161001: ("ACLNN_ERR_PARAM_NULLPTR", OperatorNullPointerError),
     161002: ("ACLNN_ERR_PARAM_INVALID", OperatorInvalidParameterError),
     361001: ("ACLNN_ERR_RUNTIME_ERROR", RuntimeFailure),

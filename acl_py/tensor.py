@@ -28,7 +28,7 @@ from ._units import size_text
 from .errors import AclArgumentError, AclTypeError, ClosedError, check_create
 
 _ND = 2            # ACL_FORMAT_ND
-_MAX_RANK = 64     # what aclCreateTensor accepts (operators check their own limits)
+_MAX_RANK = 25     # what aclCreateTensor accepts: CANN's MAX_DIM_NUM (operators check theirs)
 _INT64_MAX = 2 ** 63 - 1
 
 

@@ -55,7 +55,7 @@ class Resources:
         self.tensors = []       # their aclTensors
         self.norm_array = ffi.NULL
         self.mask = ffi.NULL
-        self.executor = ffi.NULL  # set while phase two has not consumed it
+        self.executor = ffi.NULL  # set until phase two is called (then the library's)
         self.workspace = ffi.NULL
 
 
@@ -142,11 +142,12 @@ def run(res: Resources) -> None:
               "aclrtMalloc")
         res.workspace = workspace_p[0]
 
-    # 7. Phase two: aclnnLayerNormBackward. On success the library releases the single-use
-    # executor; on failure it is still ours to destroy.
-    check(lib.aclnnLayerNormBackward(res.workspace, workspace_size, res.executor, res.stream),
+    # 7. Phase two: aclnnLayerNormBackward. From this call on the single-use executor is the
+    # library's: it releases it whether phase two succeeds or fails (CANN's
+    # CommonOpExecutorRun), so it is never destroyed here after the call.
+    executor, res.executor = res.executor, ffi.NULL
+    check(lib.aclnnLayerNormBackward(res.workspace, workspace_size, executor, res.stream),
           "aclnnLayerNormBackward")
-    res.executor = ffi.NULL
 
     # 8. aclrtSynchronizeStream.
     check(lib.aclrtSynchronizeStream(res.stream), "aclrtSynchronizeStream")

@@ -21,7 +21,7 @@ device bytes in use: 32768
 sync round trip: ok
 stream 0: ok, elapsed non-negative
 stream 1: ok, elapsed non-negative
-count > destMax: 100000 (aclrtMemcpy: count (32) exceeds destMax (16))
+count > destMax: 107000 (aclrtMemcpy: count (32) exceeds destMax (16))
 device pointer as host source: 107000
 pageable async source: 107000
 free interior pointer: 107000

@@ -50,6 +50,7 @@ def i64(values):
 
 
 FAKE_DATA = ffi.cast("void *", 0x10000)  # tensors are host descriptions: data is not touched
+MAX_DIMS = 25  # CANN's op::MAX_DIM_NUM (hicann/opbase include/nnopbase/opdev/common_types.h)
 
 
 def tensor(dims, strides=None, offset=0, storage=None, dtype=F32, fmt=ND, data=FAKE_DATA):
@@ -65,9 +66,9 @@ def tensor(dims, strides=None, offset=0, storage=None, dtype=F32, fmt=ND, data=F
 
 class CTensor(ctypes.Structure):  # mirror of struct aclTensor in emulator/src/emu_internal.h
     _fields_ = [("dtype", ctypes.c_int), ("format", ctypes.c_int), ("ndim", ctypes.c_uint64),
-                ("dims", ctypes.c_int64 * 64), ("strides", ctypes.c_int64 * 64),
+                ("dims", ctypes.c_int64 * MAX_DIMS), ("strides", ctypes.c_int64 * MAX_DIMS),
                 ("offset", ctypes.c_int64), ("storage_ndim", ctypes.c_uint64),
-                ("storage_dims", ctypes.c_int64 * 64), ("data", ctypes.c_void_p)]
+                ("storage_dims", ctypes.c_int64 * MAX_DIMS), ("data", ctypes.c_void_p)]
 
 
 def read_tensor(h):
@@ -100,9 +101,14 @@ def test_create_tensor_copies_its_arguments():
     dict(dims=[], strides=[], storage=[]),                # a scalar: one element
     dict(dims=[0, 5], strides=[5, 1], storage=[0], data=ffi.NULL),  # empty: no data needed
     dict(dims=[3, 0], strides=[0, 0], storage=[5], offset=5),       # empty view, offset at end
-    dict(dims=[2] * 64, strides=[0] * 64, storage=[1]),   # the maximum rank
-    dict(dims=[2], dtype=BF16), dict(dims=[2], dtype=12), dict(dims=[2], dtype=29),
-    dict(dims=[1, 2, 2, 2], fmt=0), dict(dims=[2], fmt=30),
+    dict(dims=[2] * MAX_DIMS, strides=[0] * MAX_DIMS, storage=[1]),  # the maximum rank
+    dict(dims=[2], data=ffi.NULL),  # no address yet (CANN's own aclCreateTensor example)
+    # every aclDataType and aclFormat value is accepted at creation: the operator decides
+    *[dict(dims=[2], dtype=dt) for dt in
+      (-1, 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 27, 29, 30, 33,
+       34, 35, 36, 37, 38, 39, 40, 41)],
+    *[dict(dims=[2], fmt=f) for f in
+      (-1, 0, 1, 2, 3, 4, 12, 16, 27, 29, 30, 32, 33, 35, 47, 50, 51, 52, 53, 54)],
 ])
 def test_valid_tensors(case):
     t = tensor(**case)
@@ -111,22 +117,24 @@ def test_valid_tensors(case):
 
 
 @pytest.mark.parametrize("args,words", [
-    (dict(dims=[2] * 65, strides=[0] * 65, storage=[1]), ["viewDimsNum (65)"]),
-    (dict(dims=[2], storage=[1] * 65), ["storageDimsNum (65)"]),
+    (dict(dims=[2] * 26, strides=[0] * 26, storage=[1]), ["viewDimsNum (26)", "25"]),
+    (dict(dims=[2], storage=[1] * 26), ["storageDimsNum (26)"]),
     (dict(dims=[2, -1], strides=[1, 1], storage=[4]), ["viewDims[1] is -1"]),
     (dict(dims=[2, 2], strides=[2, -1], storage=[4]), ["stride[1] is -1"]),
     (dict(dims=[2], offset=-1, storage=[4]), ["offset is -1"]),
     (dict(dims=[2], storage=[-4]), ["storageDims[0] is -4"]),
-    (dict(dims=[2], dtype=-1), ["dataType -1"]),
+    (dict(dims=[2], dtype=-2), ["dataType -2"]),
     (dict(dims=[2], dtype=5), ["dataType 5"]),
-    (dict(dims=[2], dtype=100), ["dataType 100"]),
-    (dict(dims=[2], fmt=-1), ["format -1"]),
+    (dict(dims=[2], dtype=42), ["dataType 42"]),
+    (dict(dims=[2], fmt=-2), ["format -2"]),
     (dict(dims=[2], fmt=5), ["format 5"]),
+    (dict(dims=[2], fmt=55), ["format 55"]),
+    (dict(dims=[2], data=ffi.cast("void *", 0x10010)), ["tensorData", "32-byte aligned"]),
+    (dict(dims=[2], data=ffi.cast("void *", 0x10001)), ["32-byte aligned"]),
     (dict(dims=[2, 3], strides=[3, 1], storage=[5]), ["does not fit", "storage of 5"]),
     (dict(dims=[2, 3], strides=[3, 1], offset=1, storage=[6]), ["does not fit"]),
     (dict(dims=[3, 2], strides=[1, 4], storage=[6]), ["does not fit"]),
     (dict(dims=[0], strides=[1], offset=3, storage=[2]), ["does not fit"]),
-    (dict(dims=[2], data=ffi.NULL), ["tensorData is NULL"]),
     (dict(dims=[1 << 40, 1 << 40], strides=[1, 1], storage=[1 << 40, 1 << 40]),
      ["more than 2^63"]),
 ])
@@ -140,15 +148,25 @@ def test_null_arrays_with_counts():
     one = i64([1])
     expect_null(lib.aclCreateTensor(ffi.NULL, 1, F32, one, 0, ND, one, 1, FAKE_DATA),
                 "aclCreateTensor", "viewDims is NULL")
-    expect_null(lib.aclCreateTensor(one, 1, F32, ffi.NULL, 0, ND, one, 1, FAKE_DATA),
-                "aclCreateTensor", "stride is NULL")
     expect_null(lib.aclCreateTensor(one, 1, F32, one, 0, ND, ffi.NULL, 1, FAKE_DATA),
                 "aclCreateTensor", "storageDims is NULL")
 
 
+def test_null_stride_means_contiguous():
+    # hicann/opbase common_types.cpp: the aclTensor constructor computes contiguous strides
+    dims = [2, 3, 1, 4]
+    t = lib.aclCreateTensor(i64(dims), 4, F32, ffi.NULL, 0, ND, i64([24]), 1, FAKE_DATA)
+    assert t != ffi.NULL, errmsg()
+    assert list(read_tensor(t).strides[:4]) == [12, 4, 4, 1]
+    assert lib.aclDestroyTensor(t) == 0
+    # the view must still fit its storage
+    expect_null(lib.aclCreateTensor(i64(dims), 4, F32, ffi.NULL, 0, ND, i64([23]), 1, FAKE_DATA),
+                "aclCreateTensor", "does not fit")
+
+
 def test_destroy_tensor_rules():
     t = tensor([4])
-    expect(lib.aclDestroyTensor(ffi.NULL), 161001, "aclDestroyTensor", "NULL")
+    assert lib.aclDestroyTensor(ffi.NULL) == 0  # CANN: nothing to destroy, OK
     garbage = ffi.cast("aclTensor *", 0xABCDE0)
     expect(lib.aclDestroyTensor(garbage), 161002, "aclDestroyTensor", "not a live tensor")
     a = lib.aclCreateIntArray(i64([1, 2]), 2)
@@ -181,7 +199,7 @@ def test_int_array():
     empty = lib.aclCreateIntArray(ffi.NULL, 0)
     assert empty != ffi.NULL
     expect_null(lib.aclCreateIntArray(ffi.NULL, 2), "aclCreateIntArray", "value is NULL")
-    expect(lib.aclDestroyIntArray(ffi.NULL), 161001, "aclDestroyIntArray")
+    assert lib.aclDestroyIntArray(ffi.NULL) == 0
     for x in (a, empty):
         assert lib.aclDestroyIntArray(x) == 0
     expect(lib.aclDestroyIntArray(a), 161002, "aclDestroyIntArray", "not a live")
@@ -196,7 +214,7 @@ def test_bool_array():
     c = CBoolArray.from_address(int(ffi.cast("uintptr_t", b)))
     assert c.size == 3 and [c.values[i] for i in range(3)] == [1, 0, 1]
     expect_null(lib.aclCreateBoolArray(ffi.NULL, 1), "aclCreateBoolArray", "value is NULL")
-    expect(lib.aclDestroyBoolArray(ffi.NULL), 161001, "aclDestroyBoolArray")
+    assert lib.aclDestroyBoolArray(ffi.NULL) == 0
     expect(lib.aclDestroyBoolArray(ffi.cast("aclBoolArray *", 0x5550)), 161002,
            "aclDestroyBoolArray")
     assert lib.aclDestroyBoolArray(b) == 0
@@ -242,7 +260,8 @@ def test_dtype_helpers():
     so.aclemu_dtype_size.restype = ctypes.c_uint64
     so.aclemu_dtype_name.restype = ctypes.c_char_p
     sizes = {0: 4, 1: 2, 2: 1, 3: 4, 4: 1, 6: 2, 7: 2, 8: 4, 9: 8, 10: 8, 11: 8, 12: 1,
-             13: 0, 16: 8, 17: 16, 27: 2, 29: 0, 30: 0, 33: 4, -1: 0, 5: 0, 99: 0}
+             13: 0, 16: 8, 17: 16, 27: 2, 29: 0, 30: 0, 33: 4, 34: 1, 35: 1, 36: 1, 37: 1,
+             38: 0, 39: 0, 40: 0, 41: 0, -1: 0, 5: 0, 99: 0}
     for dt, size in sizes.items():
         assert so.aclemu_dtype_size(dt) == size, dt
     assert so.aclemu_dtype_name(27) == b"ACL_BF16" and so.aclemu_dtype_name(5) == b"unknown"
@@ -286,10 +305,8 @@ class FakeOp:
                                                 ctypes.c_uint64]
         self.so.aclemu_executor_run.restype = ctypes.c_int32
         self.so.aclemu_executor_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
-                                                ctypes.c_uint64, ctypes.c_void_p]
-        asc = ctypes.CDLL(str(lib.backend.libraries["ascendcl"]))
-        asc.aclemu_fault.argtypes = [ctypes.c_void_p]
-        self._fault = asc.aclemu_fault
+                                                ctypes.c_void_p, ctypes.c_uint64,
+                                                ctypes.c_void_p]
 
     def on_launch(self, payload, ws, size, stream):
         self.launches.append((payload, ws, size))
@@ -304,10 +321,11 @@ class FakeOp:
         return ffi.cast("aclOpExecutor *", h)
 
     def phase_two(self, executor, ws=None, size=0):
-        """As an operator's phase two does: count the call under its name, then run."""
-        self._fault(ctypes.addressof(self.name))
+        """As an operator's phase two does: the shared body, under the operator's name (it
+        counts the call and injects its fault)."""
         ws_ptr = int(ffi.cast("uintptr_t", ws)) if ws is not None else None
-        return self.so.aclemu_executor_run(int(ffi.cast("uintptr_t", executor)), ws_ptr, size,
+        return self.so.aclemu_executor_run(ctypes.addressof(self.name),
+                                           int(ffi.cast("uintptr_t", executor)), ws_ptr, size,
                                            None)
 
 
@@ -338,8 +356,10 @@ def test_single_use_executor_is_released_by_its_run():
     expect(op.phase_two(ex), 161002, "aclnnFakeOp", "not a live executor", "already ran",
            "aclSetAclOpExecutorRepeatable")
     assert len(op.launches) == 1
-    expect(lib.aclDestroyAclOpExecutor(ex), 161002, "aclDestroyAclOpExecutor", "not a live")
-    expect(lib.aclSetAclOpExecutorRepeatable(ex), 161002, "aclSetAclOpExecutorRepeatable")
+    # CANN answers a pointer that is no executor with ACLNN_ERR_INNER (acl_op_api.cpp)
+    expect(lib.aclDestroyAclOpExecutor(ex), 561000, "aclDestroyAclOpExecutor", "not a live",
+           "already ran")
+    expect(lib.aclSetAclOpExecutorRepeatable(ex), 561000, "aclSetAclOpExecutorRepeatable")
 
 
 def test_repeatable_executor_runs_until_destroyed():
@@ -353,36 +373,93 @@ def test_repeatable_executor_runs_until_destroyed():
     assert lib.aclDestroyAclOpExecutor(ex) == 0
     assert op.destroyed == [1234] and live() == before
     expect(op.phase_two(ex), 161002, "aclnnFakeOp", "destroyed with aclDestroyAclOpExecutor")
-    expect(lib.aclDestroyAclOpExecutor(ex), 161002, "aclDestroyAclOpExecutor")
+    expect(lib.aclDestroyAclOpExecutor(ex), 561000, "aclDestroyAclOpExecutor")
 
 
-def test_failed_launch_releases_nothing():
+# Ownership after a failed phase two follows CANN's CommonOpExecutorRun (hicann/opbase
+# src/nnopbase/composite_op/aclnn_engine/op_executor.cpp): a single-use executor is deleted
+# after running whatever the result; any executor given a NULL workspace with a size > 0 is
+# deleted. A later destroy (a double free on a device) is refused, naming what happened.
+
+def test_failed_launch_releases_a_single_use_executor():
     op = FakeOp()
+    before = live()
     ex = op.phase_one()
+    op.status = 361001
+    assert op.phase_two(ex) == 361001
+    assert len(op.launches) == 1 and op.destroyed == [1234] and live() == before
+    expect(lib.aclDestroyAclOpExecutor(ex), 561000, "aclDestroyAclOpExecutor",
+           "released by the library when its phase two failed", "must not destroy it")
+    expect(op.phase_two(ex), 161002, "aclnnFakeOp", "phase two failed")
+
+
+def test_failed_launch_keeps_a_repeatable_executor():
+    op = FakeOp()
+    before = live()
+    ex = op.phase_one()
+    assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
     op.status = 361001
     assert op.phase_two(ex) == 361001
     assert op.destroyed == []
     op.status = 0
-    assert op.phase_two(ex) == 0  # still runnable once
-    assert op.destroyed == [1234]
+    assert op.phase_two(ex) == 0 and op.phase_two(ex) == 0  # still runnable
+    assert lib.aclDestroyAclOpExecutor(ex) == 0
+    assert op.destroyed == [1234] and live() == before
 
 
 def test_workspace_checks(device_memory):
     op = FakeOp(workspace=256)
-    ex = op.phase_one()
     ws = device_memory(256)
     host = np.zeros(256, np.uint8)
+    # Checked on a repeatable executor, which a failed run does not release.
+    ex = op.phase_one()
+    assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
     expect(op.phase_two(ex, ws, 255), 161002, "aclnnFakeOp", "workspaceSize (255)", "256 bytes")
-    expect(op.phase_two(ex, None, 256), 161001, "aclnnFakeOp", "workspace is NULL")
     expect(op.phase_two(ex, ffi.from_buffer(host), 256), 161002, "aclnnFakeOp",
            "not inside one live device allocation")
     expect(op.phase_two(ex, ws, 257), 161002, "aclnnFakeOp", "not inside")  # past the end
     assert op.launches == [] and op.destroyed == []
     assert op.phase_two(ex, ws, 256) == 0
-    assert op.launches[0][2] == 256 and op.destroyed == [1234]
+    assert op.launches[0][2] == 256 and op.destroyed == []
+    assert lib.aclDestroyAclOpExecutor(ex) == 0 and op.destroyed == [1234]
+    # A single-use executor is released by a failed check as by a failed launch.
+    single = op.phase_one(payload=1)
+    expect(op.phase_two(single, ws, 255), 161002, "aclnnFakeOp", "workspaceSize (255)")
+    assert op.destroyed == [1234, 1]
+    expect(lib.aclDestroyAclOpExecutor(single), 561000, "aclDestroyAclOpExecutor",
+           "phase two failed")
     # a zero workspace needs no pointer
     op0 = FakeOp()
     assert op0.phase_two(op0.phase_one(), None, 0) == 0
+
+
+@pytest.mark.parametrize("repeatable", [False, True])
+def test_null_workspace_with_a_size_releases_any_executor(repeatable):
+    op = FakeOp(workspace=64)
+    before = live()
+    ex = op.phase_one()
+    if repeatable:
+        assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
+    expect(op.phase_two(ex, None, 64), 161001, "aclnnFakeOp", "workspace is NULL",
+           "do not destroy it")
+    assert op.launches == [] and op.destroyed == [1234] and live() == before
+    expect(lib.aclDestroyAclOpExecutor(ex), 561000, "aclDestroyAclOpExecutor",
+           "NULL workspace with a non-zero size")
+    expect(lib.aclSetAclOpExecutorRepeatable(ex), 561000, "aclSetAclOpExecutorRepeatable")
+
+
+def test_injected_phase_two_fault_is_a_failed_run():
+    op = FakeOp(name="aclnnFakeFaultOp")
+    single, rep = op.phase_one(1), op.phase_one(2)
+    assert lib.aclSetAclOpExecutorRepeatable(rep) == 0
+    for ex in (single, rep):
+        assert lib.aclemuSetFaults(b"aclnnFakeFaultOp:1") == 0
+        expect(op.phase_two(ex), 361001, "aclnnFakeFaultOp", "injected fault (call 1)")
+    lib.aclemuSetFaults(ffi.NULL)
+    assert op.launches == [] and op.destroyed == [1]  # the single-use one is released
+    expect(lib.aclDestroyAclOpExecutor(single), 561000, "aclDestroyAclOpExecutor")
+    assert op.phase_two(rep) == 0 and lib.aclDestroyAclOpExecutor(rep) == 0
+    assert op.destroyed == [1, 2]
 
 
 def test_executor_null_and_garbage():
@@ -390,9 +467,10 @@ def test_executor_null_and_garbage():
     expect(op.phase_two(ffi.NULL), 161001, "aclnnFakeOp", "executor is NULL")
     expect(op.phase_two(ffi.cast("aclOpExecutor *", 0x4440)), 161002, "aclnnFakeOp",
            "never created")
-    expect(lib.aclDestroyAclOpExecutor(ffi.NULL), 161001, "aclDestroyAclOpExecutor")
-    expect(lib.aclSetAclOpExecutorRepeatable(ffi.NULL), 161001, "aclSetAclOpExecutorRepeatable")
-    expect(lib.aclDestroyAclOpExecutor(ffi.cast("aclOpExecutor *", 0x4440)), 161002,
+    # CANN: ACLNN_ERR_INNER_NULLPTR for NULL, ACLNN_ERR_INNER for what is no executor
+    expect(lib.aclDestroyAclOpExecutor(ffi.NULL), 561103, "aclDestroyAclOpExecutor", "NULL")
+    expect(lib.aclSetAclOpExecutorRepeatable(ffi.NULL), 561103, "aclSetAclOpExecutorRepeatable")
+    expect(lib.aclDestroyAclOpExecutor(ffi.cast("aclOpExecutor *", 0x4440)), 561000,
            "aclDestroyAclOpExecutor")
 
 

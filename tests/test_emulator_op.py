@@ -554,7 +554,7 @@ def test_repeatable_executor_runs_many_times_after_inputs_are_destroyed(arena):
         for a, b in zip(first, got):
             assert np.array_equal(a, b)
     assert lib.aclDestroyAclOpExecutor(ex[0]) == 0
-    assert lib.aclDestroyAclOpExecutor(ex[0]) == INVALID
+    assert lib.aclDestroyAclOpExecutor(ex[0]) == INNER  # CANN: no executor it knows
 
 
 # ---- conversions -------------------------------------------------------------------------
@@ -900,9 +900,15 @@ def test_single_use_executor_runs_once(arena):
         assert_close(o.read(), r, "single use")
 
 
+@pytest.mark.parametrize("repeatable", [False, True])
 @pytest.mark.parametrize("case", ["small", "null", "host"])
-def test_bad_workspace_is_refused_and_executor_survives(arena, case):
+def test_bad_workspace_is_refused_and_ownership_follows_cann(arena, case, repeatable):
+    """CANN's CommonOpExecutorRun (hicann/opbase op_executor.cpp): a refused run releases a
+    single-use executor; a repeatable one survives, except a NULL workspace with a size,
+    which releases any executor."""
     ex, ws, outs, refs = prepared(arena)
+    if repeatable:
+        assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
     host = np.zeros(ws // 4 + 16, F32)
     bad = {"small": (arena.malloc(ws - 4), ws - 4), "null": (ffi.NULL, ws),
            "host": (ffi.cast("void *", host.ctypes.data), ws)}[case]
@@ -910,20 +916,36 @@ def test_bad_workspace_is_refused_and_executor_survives(arena, case):
     assert rc == {"small": INVALID, "null": NULLPTR, "host": INVALID}[case], last_msg()
     assert "workspace" in last_msg()
     assert (host == 0).all()
-    wsp = arena.malloc(ws)  # a failed phase two releases nothing: the executor still runs
-    assert P2(wsp, ws, ex, arena.stream) == 0, last_msg()
-    assert lib.aclrtSynchronizeStream(arena.stream) == 0
-    assert_close(outs[1].read(), refs[1], "after a refused run")
+    wsp = arena.malloc(ws)
+    if repeatable and case != "null":
+        assert P2(wsp, ws, ex, arena.stream) == 0, last_msg()  # still runs
+        assert lib.aclrtSynchronizeStream(arena.stream) == 0
+        assert_close(outs[1].read(), refs[1], "after a refused run")
+        assert lib.aclDestroyAclOpExecutor(ex) == 0
+    else:  # released by the library: a run or a destroy is refused, never a double free
+        assert P2(wsp, ws, ex, arena.stream) == INVALID and "not a live executor" in last_msg()
+        assert lib.aclDestroyAclOpExecutor(ex) == INNER
+        assert "released by the library" in last_msg()
+
+
+def aligned(a, align=32):
+    """A copy of `a` whose data is `align`-byte aligned (aclCreateTensor's rule)."""
+    raw = np.zeros(a.nbytes + align, np.uint8)
+    start = -raw.ctypes.data % align
+    out = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
 
 
 def test_tensor_in_host_memory_is_refused(arena):
-    host = np.ones((64, 33), F32)
+    host = aligned(np.ones((64, 33), F32))
     ex, ws, _, _ = prepared(arena, host_input=host)
     wsp = arena.malloc(ws)
     rc, msg = P2(wsp, ws, ex, arena.stream), last_msg()
-    assert lib.aclDestroyAclOpExecutor(ex) == 0  # a refused run leaves it to the caller
     assert rc == INVALID
     assert "input" in msg and "device allocation" in msg, msg
+    # the refused run released the single-use executor
+    assert lib.aclDestroyAclOpExecutor(ex) == INNER
 
 
 def test_destroyed_repeatable_executor_and_bad_stream(arena):
@@ -938,8 +960,11 @@ def test_destroyed_repeatable_executor_and_bad_stream(arena):
     assert P2(wsp, ws, ffi.NULL, arena.stream) in (NULLPTR, INVALID)
 
 
-def test_injected_phase_two_fault_keeps_the_executor(arena):
+def test_injected_phase_two_fault_is_a_failed_run(arena):
+    """An injected phase-two failure behaves as a failed run on a device: a repeatable
+    executor is kept and runs again; a single-use one is released by the library."""
     ex, ws, outs, refs = prepared(arena)
+    assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
     wsp = arena.malloc(ws)
     assert lib.aclemuSetFaults(b"aclnnLayerNormBackward:1") == 0
     assert P2(wsp, ws, ex, arena.stream) == RUNTIME
@@ -947,3 +972,8 @@ def test_injected_phase_two_fault_keeps_the_executor(arena):
     assert P2(wsp, ws, ex, arena.stream) == 0, last_msg()
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
     assert_close(outs[0].read(), refs[0], "after an injected fault")
+    assert lib.aclDestroyAclOpExecutor(ex) == 0
+    single, ws, _, _ = prepared(arena)
+    assert lib.aclemuSetFaults(b"aclnnLayerNormBackward:1") == 0
+    assert P2(arena.malloc(ws), ws, single, arena.stream) == RUNTIME
+    assert lib.aclDestroyAclOpExecutor(single) == INNER and "released by the library" in last_msg()

@@ -103,7 +103,8 @@ def run_raw(body, env=None, timeout=60):
         """) + textwrap.dedent(body) + "\nprint('@@' + json.dumps(out))\n"
     full_env = dict(os.environ, ACL_PY_BACKEND="emulator")
     full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
-    for k in ("ACL_EMU_FAIL", "ACL_EMU_DEVICE_COUNT", "ACL_EMU_DEVICE_MEMORY"):
+    for k in ("ACL_EMU_FAIL", "ACL_EMU_DEVICE_COUNT", "ACL_EMU_DEVICE_MEMORY",
+              "ACL_EMU_MAX_STREAMS"):
         full_env.pop(k, None)
     full_env.update(env or {})
     r = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True,
@@ -171,7 +172,8 @@ def test_init_finalize_order_and_reinit():
     """)
     assert r["malloc_before"][0] == 100001 and r["malloc_before"][1].startswith("aclrtSetDevice:")
     assert "aclInit" in r["malloc_before"][1]
-    assert r["finalize_before"][0] == 100001 and r["finalize_before"][1].startswith("aclFinalize:")
+    # CANN's aclFinalize before any aclInit finalizes nothing and succeeds (acl.cpp)
+    assert r["finalize_before"] == [0, None]
     assert r["init"] == 0 and r["set"] == 0
     assert r["init_again"][0] == 100002 and r["init_again"][1].startswith("aclInit:")
     lb = r["live_before"]
@@ -180,23 +182,58 @@ def test_init_finalize_order_and_reinit():
     assert r["finalize"] == 0
     assert all(v == 0 for v in r["live_after"].values()), r["live_after"]
     assert r["after"][0] == 100001 and r["after"][1].startswith("aclrtGetDevice:")
-    assert r["finalize_twice"][0] == 100001
+    assert r["finalize_twice"][0] == 100037  # ACL_ERROR_REPEAT_FINALIZE
+    assert r["finalize_twice"][1].startswith("aclFinalize:") and "already finalized" in r["finalize_twice"][1]
     assert r["reinit"] == 0
     assert r["no_device_after_reinit"][0] == 107002  # no thread keeps a device across cycles
     assert r["stale_stream"][:2] == [0, 107017]
     assert r["end"] == [0, 0]
 
 
-def test_init_config_path_must_exist(tmp_path):
-    cfg = tmp_path / "acl.json"
-    cfg.write_text("{}")
-    r = run_raw(f"""
-        out["missing"] = lib.aclInit(b"/nonexistent/acl.json"), errmsg()
-        out["empty"] = lib.aclInit(b""), lib.aclFinalize()
-        out["exists"] = lib.aclInit({str(cfg).encode()!r}), lib.aclFinalize()
-    """)
-    assert r["missing"][0] == 100000 and "configPath" in r["missing"][1]
-    assert r["empty"] == [0, 0] and r["exists"] == [0, 0]
+def test_init_config_file_checked_as_cann_does(tmp_path):
+    """hicann/runtime acl_rt_impl_base.cpp and json_parser.cpp: a file that cannot be read is
+    100003, text that is not JSON (or nests deeper than 10) is 100006, an empty file is fine;
+    a failed aclInit leaves the runtime uninitialized."""
+    files = {
+        "ok": '{"dump": {"dump_list": []}, "err_msg_mode": "1", "x": [1, -2.5e3, true, null]}',
+        "empty": "",
+        "scalar": "  42 ",
+        "truncated": '{"dump": [1, 2',
+        "trailing": '{} {}',
+        "comma": '{"a": 1,}',
+        "quote": "{'a': 1}",
+        "deep_ok": "[" * 10 + "]" * 10,
+        "deep": "[" * 11 + "]" * 11,
+        "deep_obj": '{"a":' * 11 + "1" + "}" * 11,
+        "nul": '{"a": 1}\0garbage',
+    }
+    paths = {}
+    for name, text in files.items():
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_bytes(text.encode())  # "nul": CANN parses up to the first NUL
+    body = "".join(
+        f'out[{name!r}] = lib.aclInit({str(path).encode()!r}), errmsg(), lib.aclFinalize()\n'
+        'errmsg()\n' for name, path in paths.items())
+    r = run_raw(body + f"""
+out["missing"] = lib.aclInit(b"/nonexistent/acl.json"), errmsg()
+out["directory"] = lib.aclInit({str(tmp_path).encode()!r}), errmsg()
+out["after_failure"] = lib.aclrtSetDevice(0)
+out["empty_path"] = lib.aclInit(b""), lib.aclFinalize()
+""")
+    for name in ("ok", "empty", "scalar", "deep_ok", "nul"):
+        assert r[name] == [0, None, 0], (name, r[name])
+    for name in ("truncated", "trailing", "comma", "quote", "deep", "deep_obj"):
+        rc, msg, fin = r[name]
+        assert rc == 100006, (name, r[name])  # ACL_ERROR_PARSE_FILE
+        assert msg.startswith("aclInit:") and "not valid JSON" in msg, msg
+        # nothing was initialized, and the last aclFinalize still counts (CANN's flag is only
+        # cleared by a successful aclInit)
+        assert fin == 100037
+    assert "10 deep" in r["deep"][1] and "10 deep" in r["deep_obj"][1]
+    assert r["missing"][0] == 100003 and "configPath" in r["missing"][1]  # ACL_ERROR_INVALID_FILE
+    assert r["directory"][0] == 100003 and "not a regular file" in r["directory"][1]
+    assert r["after_failure"] == 100001
+    assert r["empty_path"] == [0, 0]
 
 
 @pytest.mark.parametrize("var,value", [("ACL_EMU_DEVICE_COUNT", "0"),
@@ -211,8 +248,8 @@ def test_bad_environment_fails_init(var, value):
 
 def test_recent_error_message_is_per_thread_and_cleared(dev):
     assert lib.aclrtMalloc(ffi.NULL, 8, 0) == 100000
-    other = in_thread(lambda: (lib.aclrtFree(ffi.NULL), errmsg(), errmsg()))
-    assert other[0] == 107002 and other[1].startswith("aclrtFree:") and other[2] is None
+    other = in_thread(lambda: (lib.aclrtMalloc(ffi.new("void **"), 8, 0), errmsg(), errmsg()))
+    assert other[0] == 107002 and other[1].startswith("aclrtMalloc:") and other[2] is None
     msg = errmsg()
     assert msg.startswith("aclrtMalloc:") and "devPtr" in msg
     assert errmsg() is None  # read and cleared
@@ -250,7 +287,6 @@ def test_calls_without_a_device_on_the_thread(dev):
         d = ffi.new("int32_t *")
         out["getdev"] = lib.aclrtGetDevice(d), errmsg()
         out["malloc"] = lib.aclrtMalloc(ffi.new("void **"), 8, 0), errmsg()
-        out["free"] = lib.aclrtFree(p), errmsg()
         out["memcpy"] = lib.aclrtMemcpy(p, 8, p, 8, D2D), errmsg()
         out["stream"] = lib.aclrtCreateStream(ffi.new("aclrtStream *")), errmsg()
         out["sync"] = lib.aclrtSynchronizeStream(s), errmsg()
@@ -271,7 +307,11 @@ def test_calls_without_a_device_on_the_thread(dev):
         return True
     assert in_thread(with_device)
     ok(lib.aclrtDestroyStream(s))
-    ok(lib.aclrtFree(p))
+    # Freeing needs no current device: CANN frees through the driver then
+    # (hicann/runtime api_impl.cc DevFreeStatic, HostFree).
+    h = malloc_host(16)
+    assert in_thread(lambda: (lib.aclrtFree(p), lib.aclrtFreeHost(h))) == (0, 0)
+    assert in_thread(lambda: (lib.aclrtFree(p), errmsg()))[0] == 107000  # already freed
 
 
 def test_reset_device_teardown_and_refcount():
@@ -304,14 +344,15 @@ def test_reset_device_teardown_and_refcount():
         out["reset_again"] = lib.aclrtResetDevice(1), errmsg()
         lib.aclFinalize()
     """, env={"ACL_EMU_DEVICE_COUNT": "2"})
-    assert r["reset_unset"][0] == 107000 and r["reset_unset"][1].startswith("aclrtResetDevice:")
+    # CANN finds no primary context to release: ACL_ERROR_RT_CONTEXT_RELEASE_ERROR
+    assert r["reset_unset"][0] == 507007 and r["reset_unset"][1].startswith("aclrtResetDevice:")
     assert r["first_reset"] == 0 and r["stream_alive"] == 0
     assert (r["live_mid"]["streams"], r["live_mid"]["events"]) == (1, 1)
     assert r["second_reset"] == 0
     assert (r["live_end"]["streams"], r["live_end"]["events"]) == (0, 0)
     assert r["other_thread"][0] == 107002
     assert r["stale_stream"][0] == 107017 and r["stale_event"][0] == 107017
-    assert r["reset_again"][0] == 107000
+    assert r["reset_again"][0] == 507007
 
 
 def test_two_devices_streams_and_memory():
@@ -402,8 +443,16 @@ def test_malloc_arguments(dev):
     p = ffi.new("void **")
     expect(lib.aclrtMalloc(ffi.NULL, 8, 0), 100000, "aclrtMalloc", "devPtr")
     expect(lib.aclrtMalloc(p, 0, 0), 100000, "aclrtMalloc", "size")
-    expect(lib.aclrtMalloc(p, 8, 3), 100000, "aclrtMalloc", "policy")
-    expect(lib.aclrtMalloc(p, 8, 1000), 100000, "aclrtMalloc", "policy 1000")
+    # every documented policy: a placement 0..7, optionally with the type/access flags
+    flags = (0, 0x100, 0x1000, 0x100000, 0x1000 | 0x100000)
+    for policy in [pl | f for pl in range(8) for f in flags]:
+        ok(lib.aclrtMalloc(p, 8, policy), f"aclrtMalloc policy {policy:#x}")
+        ok(lib.aclrtFree(p[0]))
+    expect(lib.aclrtMalloc(p, 8, 8), 100000, "aclrtMalloc", "policy 0x8")
+    expect(lib.aclrtMalloc(p, 8, 1000), 100000, "aclrtMalloc", "policy 0x3e8")
+    expect(lib.aclrtMalloc(p, 8, 0x200), 100000, "aclrtMalloc", "policy 0x200")
+    # argument errors come before the device check, as in CANN's ACL layer
+    assert in_thread(lambda: lib.aclrtMalloc(ffi.NULL, 8, 0)) == 100000
     before = live()
     ptrs = [malloc(n) for n in (1, 63, 64, 65, 1000)]
     assert all(int(ffi.cast("uintptr_t", q)) % 64 == 0 for q in ptrs)
@@ -451,7 +500,9 @@ def test_memory_cap_and_meminfo():
         out["reuse"] = lib.aclrtMalloc(a, 600 * 1024, 0)  # freed memory is usable again
         lib.aclrtFree(a[0]); lib.aclrtFree(b[0])
         out["ddr"] = lib.aclrtGetMemInfo(0, f, t), f[0], t[0]
-        out["bad_attr"] = lib.aclrtGetMemInfo(9, f, t), errmsg()
+        out["attrs"] = [[lib.aclrtGetMemInfo(a, f, t), f[0], t[0]] for a in range(18)]
+        out["bad_attr"] = lib.aclrtGetMemInfo(18, f, t), errmsg()
+        out["negative_attr"] = lib.aclrtGetMemInfo(ffi.cast("aclrtMemAttr", -1), f, t), errmsg()
         out["null"] = lib.aclrtGetMemInfo(1, NULL, t), errmsg()
         out["live"] = live()
         lib.aclrtResetDevice(0); lib.aclFinalize()
@@ -464,7 +515,14 @@ def test_memory_cap_and_meminfo():
     assert r["b_fit"] == 0 and r["one_more"] == 207001 and r["huge"] == 207001
     assert r["reuse"] == 0
     assert r["ddr"] == [0, 0, 0]  # the emulated device has HBM only
-    assert r["bad_attr"][0] == 100000 and "attr" in r["bad_attr"][1]
+    # every aclrtMemAttr is valid: DDR ones read 0, HBM and memory-kind-neutral ones the device
+    ddr = {0, 2, 3, 6, 7}
+    for a, (rc, free, total) in enumerate(r["attrs"]):
+        assert rc == 0, (a, rc)
+        assert (free, total) == ((0, 0) if a in ddr else (2**20, 2**20)), a
+    # out of range: the runtime's ACL_ERROR_RT_INVALID_MEMORY_TYPE (api_error.cc MemGetInfoEx)
+    assert r["bad_attr"][0] == 107016 and "attr 18" in r["bad_attr"][1]
+    assert r["negative_attr"][0] == 107016
     assert r["null"][0] == 100000
     assert all(v == 0 for v in r["live"].values())
 
@@ -500,8 +558,18 @@ def test_memcpy_round_trip_and_kinds(dev):
     h = np.zeros(n, np.uint8)
     ok(lib.aclrtMemcpy(ffi.from_buffer(h), n, ffi.from_buffer(src), n, H2H))
     assert (h == src).all()
-    # count 0 succeeds and does nothing; destMax may exceed count
+    # ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE (5) is a host-to-device copy
+    ok(lib.aclrtMemcpy(q, n, ffi.from_buffer(src[::-1].copy()), n, 5))
+    ok(lib.aclrtMemcpy(ffi.from_buffer(back), n, q, n, D2H))
+    assert (back == src[::-1]).all()
+    # count 0 succeeds and does nothing, before any check (CANN: aclrtMemcpyImpl), even with
+    # NULL pointers, a bad kind, or no device on the thread
     ok(lib.aclrtMemcpy(p, n, ffi.from_buffer(src), 0, H2D))
+    ok(lib.aclrtMemcpy(ffi.NULL, 0, ffi.NULL, 0, 1000))
+    assert in_thread(lambda: (lib.aclrtMemcpy(ffi.NULL, 0, ffi.NULL, 0, H2D),
+                              lib.aclrtMemcpyAsync(ffi.NULL, 0, ffi.NULL, 0, H2D, ffi.NULL),
+                              lib.aclrtMemset(ffi.NULL, 0, 0, 0),
+                              lib.aclrtMemsetAsync(ffi.NULL, 0, 0, 0, ffi.NULL))) == (0, 0, 0, 0)
     ok(lib.aclrtMemcpy(ffi.from_buffer(back), 2 * n, p, 10, D2H))
     ok(lib.aclrtFree(p))
     ok(lib.aclrtFree(q))
@@ -518,9 +586,13 @@ def test_memcpy_rules_copy_nothing(dev):
         # (args, code, words)
         ((ffi.NULL, n, hp, n, H2D), 100000, ["dst is NULL"]),
         ((p, n, ffi.NULL, n, H2D), 100000, ["src is NULL"]),
-        ((p, n, hp, n, 5), 100000, ["kind 5"]),
+        ((p, n, hp, n, 6), 100000, ["kind 6", "ACL_MEMCPY_INNER_DEVICE_TO_DEVICE"]),
+        ((p, n, hp, n, 7), 100000, ["kind 7", "ACL_MEMCPY_INTER_DEVICE_TO_DEVICE"]),
         ((p, n, hp, n, 1000), 100000, ["kind 1000"]),
-        ((p, n - 1, hp, n, H2D), 100000, ["count (256) exceeds destMax (255)"]),
+        ((p, n, hp, n, ffi.cast("aclrtMemcpyKind", -1)), 100000, ["kind -1"]),
+        ((p, n - 1, hp, n, H2D), 107000, ["count (256) exceeds destMax (255)"]),
+        ((p, 0, hp, n, H2D), 107000, ["exceeds destMax (0)"]),
+        ((hp, n, hp, n, 5), 107000, ["dst", "not device memory"]),
         ((hp, n, hp, n, H2D), 107000, ["dst", "not device memory", "ACL_MEMCPY_HOST_TO_DEVICE"]),
         ((p, n, p, n, H2D), 107000, ["src", "is device memory", "host memory"]),
         ((hp, n, hp, n, D2H), 107000, ["src", "not device memory"]),
@@ -551,7 +623,9 @@ def test_memcpy_rules_copy_nothing(dev):
 def test_memset_rules(dev):
     p = malloc(100)
     expect(lib.aclrtMemset(ffi.NULL, 10, 0, 10), 100000, "aclrtMemset", "devPtr")
-    expect(lib.aclrtMemset(p, 10, 0, 11), 100000, "aclrtMemset", "count (11) exceeds maxCount")
+    expect(lib.aclrtMemset(p, 10, 0, 11), 107000, "aclrtMemset", "count (11) exceeds maxCount")
+    expect(lib.aclrtMemsetAsync(p, 10, 0, 11, ffi.NULL), 107000, "aclrtMemsetAsync",
+           "count (11) exceeds maxCount")
     expect(lib.aclrtMemset(p, 200, 0, 101), 107000, "aclrtMemset", "runs past the end")
     host = np.zeros(8, np.uint8)
     expect(lib.aclrtMemset(ffi.from_buffer(host), 8, 1, 8), 107000, "aclrtMemset",
@@ -577,8 +651,9 @@ def test_async_copies_need_pinned_host_memory(dev):
     expect(lib.aclrtMemcpyAsync(h2, n, h1, n, H2H, s), 207000, "aclrtMemcpyAsync",
            "HOST_TO_HOST")
     expect(lib.aclrtMemcpyAsync(h2, n, h1, n, DEFAULT, s), 207000, "aclrtMemcpyAsync")
-    expect(lib.aclrtMemcpyAsync(p, n, h1, n + 1, H2D, s), 100000, "aclrtMemcpyAsync",
+    expect(lib.aclrtMemcpyAsync(p, n, h1, n + 1, H2D, s), 107000, "aclrtMemcpyAsync",
            "destMax")
+    expect(lib.aclrtMemcpyAsync(p, n, h1, n, 6, s), 100000, "aclrtMemcpyAsync", "kind 6")
     expect(lib.aclrtMemcpyAsync(p, 2 * n, ffi.cast("char *", h1) + 1, n, H2D, s), 107000,
            "aclrtMemcpyAsync", "aclrtMallocHost block")
     expect(lib.aclrtMemcpyAsync(p, n, h1, n, H2D, ffi.cast("void *", 0xdead0)), 107017,
@@ -638,6 +713,45 @@ def test_stream_handles(dev):
     expect(lib.aclrtMemsetAsync(p, 8, 0, 8, s), 107017, "aclrtMemsetAsync", "not a live stream")
     ok(lib.aclrtFree(p))
     assert live()["streams"] == base
+
+
+def test_stream_limit_per_device():
+    """A device runs ACL_EMU_MAX_STREAMS streams (default 512, the lowest maximum CANN documents
+    for aclrtCreateStream), its default stream and one the runtime keeps included; past it
+    207005 ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, as CANN's "Too many streams are created"."""
+    r = run_raw("""
+        lib.aclInit(NULL); lib.aclrtSetDevice(0)
+        made = []
+        while True:
+            s = ffi.new("aclrtStream *")
+            rc = lib.aclrtCreateStream(s)
+            if rc:
+                out["full"] = rc, errmsg(); break
+            made.append(s[0])
+        out["made"] = len(made)
+        out["live_full"] = live()["streams"]
+        lib.aclrtDestroyStream(made.pop())
+        s = ffi.new("aclrtStream *")
+        out["after_destroy"] = lib.aclrtCreateStream(s); made.append(s[0])
+        out["again_full"] = lib.aclrtCreateStream(ffi.new("aclrtStream *"))
+        for x in made: lib.aclrtDestroyStream(x)
+        lib.aclrtSetDevice(1)   # the limit is per device
+        out["other_device"] = lib.aclrtCreateStream(s); lib.aclrtDestroyStream(s[0])
+        lib.aclrtResetDevice(1); lib.aclrtResetDevice(0)
+        lib.aclrtSetDevice(0)   # a device torn down starts again from zero
+        n = 0
+        while lib.aclrtCreateStream(ffi.new("aclrtStream *")) == 0: n += 1
+        out["after_reset"] = n
+        lib.aclrtResetDevice(0); lib.aclFinalize()
+    """, env={"ACL_EMU_MAX_STREAMS": "8", "ACL_EMU_DEVICE_COUNT": "2"})
+    assert r["made"] == 6 and r["live_full"] == 6  # 8 - the default stream - the runtime's
+    rc, msg = r["full"]
+    assert rc == 207005 and msg.startswith("aclrtCreateStream:")
+    assert "too many streams" in msg and "ACL_EMU_MAX_STREAMS" in msg and "512" in msg
+    assert r["after_destroy"] == 0 and r["again_full"] == 207005
+    assert r["other_device"] == 0 and r["after_reset"] == 6
+    bad = run_raw('out["init"] = lib.aclInit(NULL), errmsg()', env={"ACL_EMU_MAX_STREAMS": "2"})
+    assert bad["init"][0] == 100000 and "ACL_EMU_MAX_STREAMS" in bad["init"][1]
 
 
 def test_destroy_stream_drains_it(dev):

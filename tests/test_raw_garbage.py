@@ -22,6 +22,7 @@ if not lib.backend.is_emulator:
 # Codes (CANN_ABI.md "Return codes").
 INVALID_PARAM, RT_PARAM_INVALID, RT_INVALID_HANDLE = 100000, 107000, 107017
 NULLPTR, PARAM_INVALID = 161001, 161002
+INNER, INNER_NULLPTR = 561000, 561103
 
 
 def _msg():
@@ -63,9 +64,12 @@ def test_null_out_pointers_are_invalid_param(device):
 
 def test_null_meta_objects(device):
     N = ffi.NULL
-    for name in ("aclDestroyTensor", "aclDestroyIntArray", "aclDestroyBoolArray",
-                 "aclDestroyAclOpExecutor", "aclSetAclOpExecutorRepeatable"):
-        assert getattr(lib, name)(N) == NULLPTR, (name, _msg())
+    # CANN (hicann/opbase acl_op_api.cpp): destroying a NULL tensor or array is OK; a NULL
+    # executor is ACLNN_ERR_INNER_NULLPTR
+    for name in ("aclDestroyTensor", "aclDestroyIntArray", "aclDestroyBoolArray"):
+        assert getattr(lib, name)(N) == 0, (name, _msg())
+    for name in ("aclDestroyAclOpExecutor", "aclSetAclOpExecutorRepeatable"):
+        assert getattr(lib, name)(N) == INNER_NULLPTR, (name, _msg())
         assert name in _msg()
     # create functions: NULL value with a non-zero size -> NULL, message set
     assert lib.aclCreateIntArray(N, 3) == N and "aclCreateIntArray" in _msg()
@@ -187,11 +191,12 @@ for g in garbage[:10]:
         lib.aclnnLayerNormBackward(ffi.cast("void *", g), ws[0] + 64, ex, stream))
 assert lib.aclDestroyAclOpExecutor(ex) == 0
 
-# A tensor whose data is a garbage device address: created (addresses are not checked at
-# create), refused by phase two (its view is not inside device memory), never read.
+# A tensor whose data is a garbage (32-byte aligned) device address: created (only the
+# alignment is checked at create), refused by phase two (its view is not inside device
+# memory), never read.
 for g in garbage[:10] + [int(ffi.cast("uintptr_t", hp))]:
     bad = lib.aclCreateTensor(dims, 2, lib.ACL_FLOAT, strides, 0, lib.ACL_FORMAT_ND, st, 1,
-                              ffi.cast("void *", g))
+                              ffi.cast("void *", g & ~31))
     assert bad != ffi.NULL
     rc = lib.aclnnLayerNormBackwardGetWorkspaceSize(bad, tensor, ia, mean_t, mean_t, ffi.NULL,
                                                      ffi.NULL, ba1, tensor, ffi.NULL, ffi.NULL,
@@ -199,8 +204,8 @@ for g in garbage[:10] + [int(ffi.cast("uintptr_t", hp))]:
     assert rc == 0, rc
     rc = lib.aclnnLayerNormBackward(ffi.NULL, ws[0], exo[0], stream)
     rec("phase2.tensor_outside_device_memory", rc)
-    if rc:
-        assert lib.aclDestroyAclOpExecutor(exo[0]) == 0   # a failed phase two releases nothing
+    if rc:  # the library released the single-use executor: a destroy is refused
+        rec("phase2.failed_then_destroyed", lib.aclDestroyAclOpExecutor(exo[0]))
     assert lib.aclDestroyTensor(bad) == 0
 
 # Destroyed handles: a second destroy, and any use, is a code.
@@ -265,8 +270,8 @@ EXPECTED = {
     "aclDestroyTensor": {PARAM_INVALID},
     "aclDestroyIntArray": {PARAM_INVALID},
     "aclDestroyBoolArray": {PARAM_INVALID},
-    "aclDestroyAclOpExecutor": {PARAM_INVALID},
-    "aclSetAclOpExecutorRepeatable": {PARAM_INVALID},
+    "aclDestroyAclOpExecutor": {INNER},
+    "aclSetAclOpExecutorRepeatable": {INNER},
     "aclnnLayerNormBackward": {PARAM_INVALID},
     "aclnnLayerNormBackwardGetWorkspaceSize.gradOut": {PARAM_INVALID},
     "phase1.mask_true_output_null": {NULLPTR},
@@ -274,6 +279,7 @@ EXPECTED = {
     "phase2.garbage_stream": {361001},                # stream problems: ACLNN_ERR_RUNTIME_ERROR
     "phase2.garbage_workspace": {PARAM_INVALID},
     "phase2.tensor_outside_device_memory": {PARAM_INVALID},
+    "phase2.failed_then_destroyed": {INNER},
     "destroyed.aclDestroyTensor": {PARAM_INVALID},
     "destroyed.phase1_tensor": {PARAM_INVALID},
     "destroyed.aclDestroyBoolArray": {PARAM_INVALID},

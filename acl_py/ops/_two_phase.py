@@ -16,8 +16,10 @@ An :class:`Operator` describes one by its name and its argument list; it then do
   launch on that stream reuses it at once), taken only when phase one asks for more than 0
   bytes;
 * phase two on a stream;
-* lifetimes. A single-use executor (:meth:`Operator.launch`) is released by the library when
-  phase two succeeds; when phase two fails acl-py destroys it. A repeatable one
+* lifetimes. A single-use executor (:meth:`Operator.launch`) belongs to the library once phase
+  two is called: the library releases it after running it, whether phase two succeeds or fails
+  (hicann/opbase CommonOpExecutorRun), so acl-py destroys it only when phase two never ran (the
+  workspace could not be had). A repeatable one
   (:meth:`Operator.prepare`, ``aclSetAclOpExecutorRepeatable`` right after phase one) runs any
   number of times and is destroyed (``aclDestroyAclOpExecutor``) by :meth:`Executor.close`,
   garbage collection or teardown; where the library refuses to make it repeatable (561000)
@@ -250,8 +252,8 @@ class Operator:
             raise
         if st:
             err = make_error(st, self.phase_two_name)  # reads the message before anything else
-            # A failed phase two releases nothing (docs/emulator.md): destroy it here.
-            _destroy_quietly(fns[3], ex)
+            # The library has released the executor, success or not (hicann/opbase
+            # CommonOpExecutorRun; docs/emulator.md): not ours to destroy.
             _drop_workspace(ws, wsbuf)
             raise err
         seq = sst.submit(args)

@@ -115,7 +115,11 @@ ACLEMU_EXPORT void aclemu_parallel_for(int64_t n, int64_t chunks, aclemu_range_f
 
 /* ---- operator argument objects (meta/) ----------------------------------------------------- */
 
-#define ACLEMU_MAX_DIMS 64 /* aclCreateTensor accepts up to this rank; operators check their own limits */
+/* aclCreateTensor accepts up to this rank, CANN's op::MAX_DIM_NUM (hicann/opbase
+ * include/nnopbase/opdev/common_types.h); operators check their own limits. */
+#define ACLEMU_MAX_DIMS 25
+/* aclCreateTensor's tensorData must be aligned to this (hicann/opbase docs, aclCreateTensor). */
+#define ACLEMU_TENSOR_ALIGN 32
 
 struct aclTensor {
     aclDataType dtype;
@@ -172,8 +176,8 @@ struct aclScalarList {
 ACLEMU_EXPORT double aclemu_scalar_to_double(const aclScalar *s);
 ACLEMU_EXPORT int64_t aclemu_scalar_to_int64(const aclScalar *s);
 
-/* Element size in bytes of a dtype, 0 for dtypes without a byte size (INT4, UINT1, STRING,
- * UNDEFINED, unknown values). */
+/* Element size in bytes of a dtype, 0 for dtypes without a whole-byte size (INT4, UINT1,
+ * STRING, FLOAT6/FLOAT4, UNDEFINED, unknown values). */
 ACLEMU_EXPORT uint64_t aclemu_dtype_size(aclDataType dtype);
 ACLEMU_EXPORT const char *aclemu_dtype_name(aclDataType dtype);
 
@@ -193,11 +197,16 @@ typedef struct {
 ACLEMU_EXPORT aclOpExecutor *aclemu_executor_new(const aclemu_executor_ops *ops, void *payload,
                                                  uint64_t workspace_size);
 
-/* Phase two, shared by every operator: checks the executor is live and runnable (a
- * single-use executor that already ran is no longer live), checks the workspace (size at
- * least the recorded one; a live device range when the size is non-zero), calls
- * ops->launch, then releases a single-use executor. Returns the status. */
-ACLEMU_EXPORT aclnnStatus aclemu_executor_run(aclOpExecutor *executor, void *workspace,
-                                              uint64_t workspace_size, aclrtStream stream);
+/* Phase two, shared by every operator: the whole body of aclnnFoo(workspace, workspaceSize,
+ * executor, stream), called with fn = "aclnnFoo" (it counts the call and injects its fault:
+ * the operator's phase two does nothing else). Checks the executor is live, the workspace
+ * (non-NULL when the size is non-zero; size at least the recorded one; a live device range),
+ * calls ops->launch. Ownership as CANN's CommonOpExecutorRun (hicann/opbase src/nnopbase/
+ * composite_op/aclnn_engine/op_executor.cpp): a NULL workspace with a non-zero size releases
+ * the executor, repeatable or not; after that, a single-use executor is released whatever the
+ * result (an injected fault included), a repeatable one kept. Returns the status. */
+ACLEMU_EXPORT aclnnStatus aclemu_executor_run(const char *fn, aclOpExecutor *executor,
+                                              void *workspace, uint64_t workspace_size,
+                                              aclrtStream stream);
 
 #endif /* ACLEMU_EMU_INTERNAL_H_ */

@@ -47,7 +47,7 @@ struct Resources {
   std::vector<aclTensor *> tensors;   // their aclTensors
   aclIntArray *normArray = nullptr;
   aclBoolArray *mask = nullptr;
-  aclOpExecutor *executor = nullptr;  // set while phase two has not consumed it
+  aclOpExecutor *executor = nullptr;  // set until phase two is called (then the library's)
   void *workspace = nullptr;
 };
 
@@ -144,11 +144,12 @@ int Run(Resources *res) {
     CHECK_STATUS(aclrtMalloc(&res->workspace, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST));
   }
 
-  // 7. Phase two: enqueue on the stream. On success the library releases the single-use
-  // executor; on failure it is still ours to destroy.
-  CHECK_STATUS(aclnnLayerNormBackward(res->workspace, workspaceSize, res->executor,
-                                      res->stream));
+  // 7. Phase two: enqueue on the stream. From this call on the single-use executor is the
+  // library's: it releases it whether phase two succeeds or fails (CANN's
+  // CommonOpExecutorRun), so it is never destroyed here after the call.
+  aclOpExecutor *executor = res->executor;
   res->executor = nullptr;
+  CHECK_STATUS(aclnnLayerNormBackward(res->workspace, workspaceSize, executor, res->stream));
 
   // 8. Wait for the stream.
   CHECK_STATUS(aclrtSynchronizeStream(res->stream));

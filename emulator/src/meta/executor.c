@@ -1,9 +1,12 @@
 /*
  * The executor object model shared by every operator: phase one creates an executor owning
  * an operator payload; phase two (aclemu_executor_run) checks it and the workspace, launches,
- * and releases a single-use executor after a successful run. State changes happen under one
- * mutex; the launch itself runs outside it, with `running` keeping a concurrent destroy (or
- * a second run of a single-use executor) out.
+ * and releases it as CANN's CommonOpExecutorRun does (hicann/opbase src/nnopbase/composite_op/
+ * aclnn_engine/op_executor.cpp): a single-use executor after every phase two, whatever the
+ * result; any executor given a NULL workspace with a non-zero size. State changes happen under
+ * one mutex; the launch itself runs outside it, with `running` keeping a concurrent destroy
+ * (or a second run of a single-use executor) out, and a release requested while other threads
+ * run a repeatable executor waiting for the last of them.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,6 +19,8 @@ struct aclOpExecutor {
     uint64_t workspace_size; /* what phase one asked for */
     bool repeatable;
     int running;             /* phase twos in progress (g_exec_mu) */
+    bool retired;            /* out of the registry, released when `running` drops to 0 */
+    meta_q_reason retired_why;
 };
 
 static pthread_mutex_t g_exec_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -24,27 +29,52 @@ static const char *op_of(const aclOpExecutor *e) {
     return e->ops->op_name ? e->ops->op_name : "aclnn";
 }
 
-/* Message for a handle that is not a live executor; g_exec_mu not held. */
-static aclnnStatus not_live(const char *fn, const aclOpExecutor *executor) {
+static const char *released_because(meta_q_reason why) {
+    switch (why) {
+    case Q_EXECUTOR_RAN:
+        return "single-use and already ran (the library released it; call "
+               "aclSetAclOpExecutorRepeatable after phase one to run one again)";
+    case Q_EXECUTOR_FAILED:
+        return "single-use and released by the library when its phase two failed (CANN "
+               "releases a single-use executor after phase two whatever the result: the "
+               "caller must not destroy it)";
+    case Q_EXECUTOR_NULL_WORKSPACE:
+        return "released by the library when its phase two was given a NULL workspace with a "
+               "non-zero size (CANN releases any executor then: the caller must not destroy it)";
+    default:
+        return "destroyed with aclDestroyAclOpExecutor";
+    }
+}
+
+/* Message for a handle that is not a live executor; returns `code`. g_exec_mu not held. */
+static aclnnStatus not_live(const char *fn, const aclOpExecutor *executor, aclnnStatus code) {
     char op[64];
     meta_q_reason why;
     if (meta_quarantined_executor(executor, op, sizeof op, &why))
         aclemu_set_error("%s: executor %p is not a live executor: this %s executor was %s", fn,
-                         (const void *)executor, op,
-                         why == Q_EXECUTOR_RAN
-                             ? "single-use and already ran (the library released it; call "
-                               "aclSetAclOpExecutorRepeatable after phase one to run one again)"
-                             : "destroyed with aclDestroyAclOpExecutor");
+                         (const void *)executor, op, released_because(why));
     else
         aclemu_set_error("%s: executor %p is not a live executor (never created, already run, "
                          "or destroyed)", fn, (const void *)executor);
-    return ACLNN_ERR_PARAM_INVALID;
+    return code;
 }
 
 static void release(aclOpExecutor *e, meta_q_reason why) {
     e->ops->destroy(e->payload);
     e->payload = NULL;
     meta_quarantine(e, why, op_of(e));
+}
+
+/* Takes e out of the registry (every later call sees it as not live) and says whether the
+ * caller must release it now, after unlocking: when no other thread is running it; otherwise
+ * the last one to finish does. Idempotent. g_exec_mu held. */
+static bool retire_locked(aclOpExecutor *e, meta_q_reason why) {
+    if (!e->retired) {
+        aclemu_handle_unregister(e, ACLEMU_KIND_EXECUTOR);
+        e->retired = true;
+        e->retired_why = why;
+    }
+    return e->running == 0;
 }
 
 aclOpExecutor *aclemu_executor_new(const aclemu_executor_ops *ops, void *payload,
@@ -69,11 +99,9 @@ aclOpExecutor *aclemu_executor_new(const aclemu_executor_ops *ops, void *payload
     return e;
 }
 
-aclnnStatus aclemu_executor_run(aclOpExecutor *executor, void *workspace,
+aclnnStatus aclemu_executor_run(const char *fn, aclOpExecutor *executor, void *workspace,
                                 uint64_t workspace_size, aclrtStream stream) {
-    const char *fn = aclemu_current_call();
-    if (fn == NULL)
-        fn = "aclemu_executor_run";
+    bool injected = aclemu_fault(fn);
     if (executor == NULL) {
         aclemu_set_error("%s: executor is NULL", fn);
         return ACLNN_ERR_PARAM_NULLPTR;
@@ -81,60 +109,78 @@ aclnnStatus aclemu_executor_run(aclOpExecutor *executor, void *workspace,
     pthread_mutex_lock(&g_exec_mu);
     if (!aclemu_handle_check(executor, ACLEMU_KIND_EXECUTOR)) {
         pthread_mutex_unlock(&g_exec_mu);
-        return not_live(fn, executor);
+        return not_live(fn, executor, ACLNN_ERR_PARAM_INVALID);
     }
     aclOpExecutor *e = executor;
     aclnnStatus rc = ACLNN_SUCCESS;
-    if (!e->repeatable && e->running > 0) {
+    bool release_now = false;
+    if (workspace_size > 0 && workspace == NULL) {
+        /* CANN checks this before anything else and deletes the executor, repeatable or not. */
+        aclemu_set_error("%s: workspace is NULL but workspaceSize is %llu (the executor is "
+                         "released: do not destroy it)", fn, (unsigned long long)workspace_size);
+        rc = ACLNN_ERR_PARAM_NULLPTR;
+        release_now = retire_locked(e, Q_EXECUTOR_NULL_WORKSPACE);
+    } else if (!e->repeatable && e->running > 0) {
+        /* Not released: the thread running it will. */
         aclemu_set_error("%s: executor %p is single-use and is already being run by another "
                          "thread", fn, (void *)e);
         rc = ACLNN_ERR_PARAM_INVALID;
-    } else if (workspace_size < e->workspace_size) {
-        aclemu_set_error("%s: workspaceSize (%llu) is less than the %llu bytes phase one asked "
-                         "for", fn, (unsigned long long)workspace_size,
-                         (unsigned long long)e->workspace_size);
-        rc = ACLNN_ERR_PARAM_INVALID;
-    } else if (workspace_size > 0 && workspace == NULL) {
-        aclemu_set_error("%s: workspace is NULL but workspaceSize is %llu", fn,
-                         (unsigned long long)workspace_size);
-        rc = ACLNN_ERR_PARAM_NULLPTR;
-    } else if (workspace_size > 0 && !aclemu_device_range(workspace, workspace_size)) {
-        aclemu_set_error("%s: workspace [%p, +%llu) is not inside one live device allocation "
-                         "(aclrtMalloc)", fn, workspace, (unsigned long long)workspace_size);
-        rc = ACLNN_ERR_PARAM_INVALID;
     } else {
-        e->running++;
+        if (injected) {
+            rc = ACLNN_ERR_RUNTIME_ERROR; /* the message is set */
+        } else if (workspace_size < e->workspace_size) {
+            aclemu_set_error("%s: workspaceSize (%llu) is less than the %llu bytes phase one "
+                             "asked for", fn, (unsigned long long)workspace_size,
+                             (unsigned long long)e->workspace_size);
+            rc = ACLNN_ERR_PARAM_INVALID;
+        } else if (workspace_size > 0 && !aclemu_device_range(workspace, workspace_size)) {
+            aclemu_set_error("%s: workspace [%p, +%llu) is not inside one live device "
+                             "allocation (aclrtMalloc)", fn, workspace,
+                             (unsigned long long)workspace_size);
+            rc = ACLNN_ERR_PARAM_INVALID;
+        }
+        if (rc == ACLNN_SUCCESS)
+            e->running++;
+        else if (!e->repeatable)
+            release_now = retire_locked(e, Q_EXECUTOR_FAILED);
     }
     pthread_mutex_unlock(&g_exec_mu);
-    if (rc != ACLNN_SUCCESS)
+    if (rc != ACLNN_SUCCESS) {
+        if (release_now)
+            release(e, e->retired_why);
         return rc;
+    }
 
     rc = e->ops->launch(e->payload, workspace, workspace_size, stream);
 
-    bool release_now = false;
     pthread_mutex_lock(&g_exec_mu);
     e->running--;
-    if (rc == ACLNN_SUCCESS && !e->repeatable)
-        release_now = aclemu_handle_unregister(e, ACLEMU_KIND_EXECUTOR);
+    if (!e->repeatable)
+        release_now = retire_locked(e, rc == ACLNN_SUCCESS ? Q_EXECUTOR_RAN : Q_EXECUTOR_FAILED);
+    else
+        release_now = e->retired && e->running == 0; /* retired while this thread ran it */
     pthread_mutex_unlock(&g_exec_mu);
     if (release_now)
-        release(e, Q_EXECUTOR_RAN);
+        release(e, e->retired_why);
     return rc;
 }
 
+/* CANN answers both calls below with ACLNN_ERR_INNER_NULLPTR for NULL, and with
+ * ACLNN_ERR_INNER for a pointer that is not an executor it knows (hicann/opbase
+ * src/nnopbase/common/api/acl_op_api.cpp). */
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
     if (aclemu_fault(__func__))
         return ACLNN_ERR_INNER;
     if (executor == NULL) {
         aclemu_set_error("%s: executor is NULL", __func__);
-        return ACLNN_ERR_PARAM_NULLPTR;
+        return ACLNN_ERR_INNER_NULLPTR;
     }
     pthread_mutex_lock(&g_exec_mu);
     bool live = aclemu_handle_check(executor, ACLEMU_KIND_EXECUTOR);
     if (live)
         executor->repeatable = true;
     pthread_mutex_unlock(&g_exec_mu);
-    return live ? ACLNN_SUCCESS : not_live(__func__, executor);
+    return live ? ACLNN_SUCCESS : not_live(__func__, executor, ACLNN_ERR_INNER);
 }
 
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
@@ -142,12 +188,12 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
         return ACLNN_ERR_INNER;
     if (executor == NULL) {
         aclemu_set_error("%s: executor is NULL", __func__);
-        return ACLNN_ERR_PARAM_NULLPTR;
+        return ACLNN_ERR_INNER_NULLPTR;
     }
     pthread_mutex_lock(&g_exec_mu);
     if (!aclemu_handle_check(executor, ACLEMU_KIND_EXECUTOR)) {
         pthread_mutex_unlock(&g_exec_mu);
-        return not_live(__func__, executor);
+        return not_live(__func__, executor, ACLNN_ERR_INNER);
     }
     if (executor->running > 0) {
         pthread_mutex_unlock(&g_exec_mu);

@@ -14,10 +14,11 @@ uint64_t aclemu_dtype_size(aclDataType dtype) {
     switch (dtype) {
     case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: case ACL_COMPLEX32: return 4;
     case ACL_FLOAT16: case ACL_BF16: case ACL_INT16: case ACL_UINT16: return 2;
-    case ACL_INT8: case ACL_UINT8: case ACL_BOOL: return 1;
+    case ACL_INT8: case ACL_UINT8: case ACL_BOOL: case ACL_HIFLOAT8: case ACL_FLOAT8_E5M2:
+    case ACL_FLOAT8_E4M3FN: case ACL_FLOAT8_E8M0: return 1;
     case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: case ACL_COMPLEX64: return 8;
     case ACL_COMPLEX128: return 16;
-    default: return 0; /* STRING, INT4, UINT1, UNDEFINED, unknown */
+    default: return 0; /* STRING, INT4, UINT1, FLOAT6/FLOAT4, UNDEFINED, unknown */
     }
 }
 
@@ -43,19 +44,32 @@ const char *aclemu_dtype_name(aclDataType dtype) {
     case ACL_INT4: return "ACL_INT4";
     case ACL_UINT1: return "ACL_UINT1";
     case ACL_COMPLEX32: return "ACL_COMPLEX32";
+    case ACL_HIFLOAT8: return "ACL_HIFLOAT8";
+    case ACL_FLOAT8_E5M2: return "ACL_FLOAT8_E5M2";
+    case ACL_FLOAT8_E4M3FN: return "ACL_FLOAT8_E4M3FN";
+    case ACL_FLOAT8_E8M0: return "ACL_FLOAT8_E8M0";
+    case ACL_FLOAT6_E3M2: return "ACL_FLOAT6_E3M2";
+    case ACL_FLOAT6_E2M3: return "ACL_FLOAT6_E2M3";
+    case ACL_FLOAT4_E2M1: return "ACL_FLOAT4_E2M1";
+    case ACL_FLOAT4_E1M2: return "ACL_FLOAT4_E1M2";
     default: return "unknown";
     }
 }
 
-static bool dtype_known(aclDataType dt) {
-    return dt != ACL_DT_UNDEFINED && strcmp(aclemu_dtype_name(dt), "unknown") != 0;
-}
+/* Every value aclDataType and aclFormat name is accepted at creation, the UNDEFINED ones
+ * included: CANN checks neither (hicann/opbase src/nnopbase/common/utils/common_types.cpp), the
+ * operator decides what it supports. A value the enum does not name is refused. */
+static bool dtype_known(aclDataType dt) { return strcmp(aclemu_dtype_name(dt), "unknown") != 0; }
 
 static bool format_known(aclFormat f) {
     switch (f) {
-    case ACL_FORMAT_NCHW: case ACL_FORMAT_NHWC: case ACL_FORMAT_ND: case ACL_FORMAT_NC1HWC0:
-    case ACL_FORMAT_FRACTAL_Z: case ACL_FORMAT_NC1HWC0_C04: case ACL_FORMAT_HWCN:
-    case ACL_FORMAT_NDHWC: case ACL_FORMAT_NCDHW:
+    case ACL_FORMAT_UNDEFINED: case ACL_FORMAT_NCHW: case ACL_FORMAT_NHWC: case ACL_FORMAT_ND:
+    case ACL_FORMAT_NC1HWC0: case ACL_FORMAT_FRACTAL_Z: case ACL_FORMAT_NC1HWC0_C04:
+    case ACL_FORMAT_HWCN: case ACL_FORMAT_NDHWC: case ACL_FORMAT_FRACTAL_NZ:
+    case ACL_FORMAT_NCDHW: case ACL_FORMAT_NDC1HWC0: case ACL_FRACTAL_Z_3D: case ACL_FORMAT_NC:
+    case ACL_FORMAT_NCL: case ACL_FORMAT_FRACTAL_NZ_C0_16: case ACL_FORMAT_FRACTAL_NZ_C0_32:
+    case ACL_FORMAT_FRACTAL_NZ_C0_2: case ACL_FORMAT_FRACTAL_NZ_C0_4:
+    case ACL_FORMAT_FRACTAL_NZ_C0_8:
         return true;
     default:
         return false;
@@ -82,10 +96,6 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
         ERRV("viewDims is NULL but viewDimsNum is %llu", (unsigned long long)viewDimsNum);
         return NULL;
     }
-    if (viewDimsNum > 0 && stride == NULL) {
-        ERRV("stride is NULL but viewDimsNum is %llu", (unsigned long long)viewDimsNum);
-        return NULL;
-    }
     if (storageDimsNum > 0 && storageDims == NULL) {
         ERRV("storageDims is NULL but storageDimsNum is %llu", (unsigned long long)storageDimsNum);
         return NULL;
@@ -97,6 +107,22 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
     if (!format_known(format)) {
         ERRV("format %d is not a known aclFormat", (int)format);
         return NULL;
+    }
+    if ((uintptr_t)tensorData % ACLEMU_TENSOR_ALIGN != 0) {
+        ERRV("tensorData %p is not %d-byte aligned (the device address of a tensor must be)",
+             tensorData, ACLEMU_TENSOR_ALIGN);
+        return NULL;
+    }
+    /* A NULL stride means contiguous, as in CANN (aclTensor's constructor). */
+    int64_t contiguous[ACLEMU_MAX_DIMS];
+    if (stride == NULL && viewDimsNum > 0) {
+        int64_t step = 1;
+        for (uint64_t i = viewDimsNum; i-- > 0;) {
+            contiguous[i] = step;
+            if (viewDims[i] > 1)
+                step = viewDims[i] > INT64_MAX / step ? INT64_MAX : step * viewDims[i];
+        }
+        stride = contiguous;
     }
     for (uint64_t i = 0; i < viewDimsNum; i++) {
         if (viewDims[i] < 0) {
@@ -142,10 +168,8 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
              (long long)storage);
         return NULL;
     }
-    if (tensorData == NULL && storage > 0) {
-        ERRV("tensorData is NULL but the storage holds %lld elements", (long long)storage);
-        return NULL;
-    }
+    /* NULL tensorData is accepted (CANN's own example creates tensors without an address, to
+     * be set later): phase two refuses a tensor whose view is not in device memory. */
     aclTensor *t = calloc(1, sizeof *t);
     if (t == NULL) {
         ERRV("out of host memory");
@@ -168,10 +192,8 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
 }
 
 static aclnnStatus destroy(const char *fn, const void *h, aclemu_kind kind, const char *what) {
-    if (h == NULL) {
-        aclemu_set_error("%s: %s is NULL", fn, what);
-        return ACLNN_ERR_PARAM_NULLPTR;
-    }
+    if (h == NULL) /* CANN: nothing to do, OK (hicann/opbase src/nnopbase/common/api/acl_op_api.cpp) */
+        return ACLNN_SUCCESS;
     if (!aclemu_handle_unregister(h, kind)) {
         aclemu_set_error("%s: %s %p is not a live %s (never created or already destroyed)", fn,
                          what, h, what);

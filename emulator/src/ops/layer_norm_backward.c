@@ -864,7 +864,5 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
 ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackward(void *workspace, uint64_t workspaceSize,
                                                  aclOpExecutor *executor, aclrtStream stream)
 {
-    if (aclemu_fault(P2))
-        return ACLNN_ERR_RUNTIME_ERROR;
-    return aclemu_executor_run(executor, workspace, workspaceSize, stream);
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
 }

@@ -817,9 +817,7 @@ ACLEMU_EXPORT aclnnStatus aclnnInplaceAddsGetWorkspaceSize(const aclTensor *self
 #define PHASE2(name)                                                                          \
     ACLEMU_EXPORT aclnnStatus name(void *workspace, uint64_t workspaceSize,                   \
                                    aclOpExecutor *executor, aclrtStream stream) {             \
-        if (aclemu_fault(#name))                                                              \
-            return ACLNN_ERR_RUNTIME_ERROR;                                                   \
-        return aclemu_executor_run(executor, workspace, workspaceSize, stream);               \
+        return aclemu_executor_run(#name, executor, workspace, workspaceSize, stream);        \
     }
 PHASE2(aclnnAdd)
 PHASE2(aclnnAdds)

@@ -15,10 +15,13 @@
 
 static pthread_rwlock_t g_life = PTHREAD_RWLOCK_INITIALIZER;
 static _Atomic bool g_initialized;
+/* Set by a successful aclFinalize, cleared by aclInit: a second aclFinalize is 100037. */
+static bool g_finalized;
 pthread_mutex_t g_dev_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int g_ndev = 1;
 static uint64_t g_mem_cap = 16ull << 30;
+static int g_max_streams = RT_DEFAULT_MAX_STREAMS;
 
 typedef struct {
     int set_count;          /* aclrtSetDevice references not yet reset (g_dev_mu) */
@@ -63,6 +66,7 @@ static aclError enter_write(const char *fn) {
 
 int rt_device_count(void) { return g_ndev; }
 uint64_t rt_device_memory_cap(void) { return g_mem_cap; }
+int rt_max_streams(void) { return g_max_streams; }
 
 int rt_current_device(void) {
     int d = tl_dev;
@@ -144,8 +148,19 @@ static aclError read_environment(void) {
                       "ACL_EMU_DEVICE_MEMORY (\"%.40s\") exceeds the emulator's 64 TiB limit", s);
     if (aclemu_soc_info("aclInit") == NULL) /* message set */
         return ACL_ERROR_INVALID_PARAM;
+    int max_streams = RT_DEFAULT_MAX_STREAMS;
+    s = getenv("ACL_EMU_MAX_STREAMS");
+    if (s != NULL && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (*end != '\0' || v < 3 || v > 65536)
+            return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
+                          "ACL_EMU_MAX_STREAMS (\"%.40s\") must be an integer in 3..65536", s);
+        max_streams = (int)v;
+    }
     g_ndev = ndev;
     g_mem_cap = cap;
+    g_max_streams = max_streams;
     return ACL_SUCCESS;
 }
 
@@ -160,17 +175,9 @@ aclError aclInit(const char *configPath) {
                     "call aclFinalize first)");
         goto out;
     }
-    if (configPath != NULL && *configPath != '\0') {
-        /* The device reads a JSON configuration from it; the emulator only insists that it
-         * exists, so a wrong path fails here as it would there. */
-        FILE *f = fopen(configPath, "r");
-        if (f == NULL) {
-            rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
-                        "configPath \"%.200s\" cannot be opened", configPath);
-            goto out;
-        }
-        fclose(f);
-    }
+    if (configPath != NULL && *configPath != '\0' &&
+        (rc = rt_check_config(__func__, configPath)) != ACL_SUCCESS)
+        goto out;
     rc = read_environment();
     if (rc != ACL_SUCCESS)
         goto out;
@@ -179,18 +186,31 @@ aclError aclInit(const char *configPath) {
         g_dev[d].ctx_count = 0;
         atomic_fetch_add(&g_dev[d].gen, 1); /* no thread keeps a device across init cycles */
     }
+    g_finalized = false;
     atomic_store(&g_initialized, true);
 out:
     pthread_rwlock_unlock(&g_life);
     return rc;
 }
 
+/* As CANN's aclFinalizeImpl (hicann/runtime src/acl/aclrt_impl/acl.cpp): a second call after a
+ * successful one is ACL_ERROR_REPEAT_FINALIZE; a call before any aclInit finalizes nothing and
+ * succeeds. */
 aclError aclFinalize(void) {
     if (aclemu_fault(__func__))
         return ACL_ERROR_INTERNAL_ERROR;
-    aclError rc = enter_write(__func__);
-    if (rc != ACL_SUCCESS)
-        return rc;
+    pthread_rwlock_wrlock(&g_life);
+    if (g_finalized) {
+        pthread_rwlock_unlock(&g_life);
+        return RT_ERR(ACL_ERROR_REPEAT_FINALIZE, __func__,
+                      "the runtime is already finalized (aclFinalize was called; call aclInit "
+                      "first to use it again)");
+    }
+    if (!atomic_load(&g_initialized)) {
+        g_finalized = true;
+        pthread_rwlock_unlock(&g_life);
+        return ACL_SUCCESS;
+    }
     /* Streams first (their pending work may still read memory), then contexts, then memory. */
     for (int d = 0; d < g_ndev; d++) {
         teardown(d);
@@ -208,6 +228,7 @@ aclError aclFinalize(void) {
         c = next;
     }
     rt_memory_release_all();
+    g_finalized = true;
     atomic_store(&g_initialized, false);
     pthread_rwlock_unlock(&g_life);
     return ACL_SUCCESS;
@@ -250,7 +271,9 @@ aclError aclrtResetDevice(int32_t deviceId) {
     if (rc == ACL_SUCCESS) {
         rt_device *d = &g_dev[deviceId];
         if (d->set_count == 0) {
-            rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+            /* CANN finds no primary context to release (hicann/runtime
+             * src/runtime/core/src/runtime.cc PrimaryContextRelease): 507007. */
+            rc = RT_ERR(ACL_ERROR_RT_CONTEXT_RELEASE_ERROR, __func__,
                         "deviceId %d has not been set by this process (aclrtSetDevice and "
                         "aclrtResetDevice calls must pair)", (int)deviceId);
         } else if (--d->set_count == 0 && d->ctx_count == 0) {

@@ -51,8 +51,8 @@ static _Atomic int64_t g_n_dev, g_n_host, g_dev_bytes;
 static const char *kind_name(int kind) {
     static const char *names[] = {"ACL_MEMCPY_HOST_TO_HOST", "ACL_MEMCPY_HOST_TO_DEVICE",
                                   "ACL_MEMCPY_DEVICE_TO_HOST", "ACL_MEMCPY_DEVICE_TO_DEVICE",
-                                  "ACL_MEMCPY_DEFAULT"};
-    return kind >= 0 && kind <= 4 ? names[kind] : "?";
+                                  "ACL_MEMCPY_DEFAULT", "ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE"};
+    return kind >= 0 && kind <= 5 ? names[kind] : "?";
 }
 
 /* ---- sorted arrays ------------------------------------------------------------------- */
@@ -197,6 +197,16 @@ static void arena_release_gap(int dev, size_t at) {
 
 /* ---- public: device memory ------------------------------------------------------------- */
 
+/* CANN maps any policy it does not recognise to its default (hicann/runtime
+ * src/acl/aclrt_impl/memory.cpp); the emulator accepts every documented value -- one placement
+ * plus any of the flags -- and refuses other bits, which no documented policy has. All
+ * placements give the same memory here. */
+static bool policy_documented(unsigned policy) {
+    const unsigned flags = ACL_MEM_TYPE_LOW_BAND_WIDTH | ACL_MEM_TYPE_HIGH_BAND_WIDTH |
+                           ACL_MEM_ACCESS_USER_SPACE_READONLY;
+    return (policy & ~flags) <= ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
+}
+
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
     if (aclemu_fault(__func__))
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
@@ -204,8 +214,6 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
     if (devPtr == NULL) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "devPtr (output pointer) is NULL");
         goto out;
@@ -214,11 +222,16 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "size is 0");
         goto out;
     }
-    if ((int)policy < ACL_MEM_MALLOC_HUGE_FIRST || (int)policy > ACL_MEM_MALLOC_NORMAL_ONLY) {
+    if (!policy_documented((unsigned)policy)) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
-                    "policy %d is not an aclrtMemMallocPolicy value (0..2)", (int)policy);
+                    "policy 0x%x is not an aclrtMemMallocPolicy: a placement "
+                    "(ACL_MEM_MALLOC_HUGE_FIRST..ACL_MEM_MALLOC_HUGE1G_ONLY_P2P, 0..7) optionally "
+                    "OR-ed with ACL_MEM_TYPE_LOW_BAND_WIDTH, ACL_MEM_TYPE_HIGH_BAND_WIDTH, "
+                    "ACL_MEM_ACCESS_USER_SPACE_READONLY", (unsigned)policy);
         goto out;
     }
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
     uint64_t cap = rt_device_memory_cap();
     pthread_rwlock_wrlock(&g_mem);
     arena *ar = &g_arena[dev];
@@ -278,15 +291,14 @@ static aclError explain_not_base(const char *fn, const char *what, const void *p
                   device ? "device (aclrtMalloc)" : "host (aclrtMallocHost)");
 }
 
+/* No current device needed: CANN frees through the driver when the thread has no context
+ * (hicann/runtime src/runtime/api/impl/api_impl.cc, DevFreeStatic). */
 aclError aclrtFree(void *devPtr) {
     if (aclemu_fault(__func__))
         return ACL_ERROR_RT_INTERNAL_ERROR;
     aclError rc = rt_enter(__func__);
     if (rc != ACL_SUCCESS)
         return rc;
-    int dev;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
     if (devPtr == NULL) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "devPtr is NULL");
         goto out;
@@ -361,15 +373,13 @@ out:
     return rc;
 }
 
+/* No current device needed, as aclrtFree (CANN: ApiImpl::HostFree). */
 aclError aclrtFreeHost(void *hostPtr) {
     if (aclemu_fault(__func__))
         return ACL_ERROR_RT_INTERNAL_ERROR;
     aclError rc = rt_enter(__func__);
     if (rc != ACL_SUCCESS)
         return rc;
-    int dev;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
     if (hostPtr == NULL) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "hostPtr is NULL");
         goto out;
@@ -464,6 +474,8 @@ static aclError check_side(const char *fn, const char *arg, uintptr_t p, size_t 
 static aclError check_copy(const char *fn, void *dst, const void *src, size_t count, int kind,
                            bool async, rt_alloc *blk[2]) {
     uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+    if (kind == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE)
+        kind = ACL_MEMCPY_HOST_TO_DEVICE; /* staged through a device buffer on the device */
     if (kind == ACL_MEMCPY_DEFAULT) {
         bool dd = find(&g_devv, d, false) != NULL || arena_of(d) >= 0;
         bool sd = find(&g_devv, s, false) != NULL || arena_of(s) >= 0;
@@ -487,32 +499,43 @@ static aclError check_copy(const char *fn, void *dst, const void *src, size_t co
     return rc;
 }
 
+/* The checks CANN makes before it needs a device, in its order (hicann/runtime
+ * src/acl/aclrt_impl/memory.cpp MemcpyKindTranslate: 100000; src/runtime/api/impl/api_error.cc
+ * MemCopySync/MemcpyAsync: 107000). count > 0. */
 static aclError check_args(const char *fn, void *dst, size_t destMax, const void *src,
                            size_t count, int kind) {
     if (dst == NULL)
         return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "dst is NULL");
     if (src == NULL)
         return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "src is NULL");
-    if (kind < ACL_MEMCPY_HOST_TO_HOST || kind > ACL_MEMCPY_DEFAULT)
-        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "kind %d is not an aclrtMemcpyKind value (0..4)",
-                      kind);
+    if (kind == ACL_MEMCPY_INNER_DEVICE_TO_DEVICE || kind == ACL_MEMCPY_INTER_DEVICE_TO_DEVICE)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "kind %d (%s) is not accepted by this call "
+                      "(ACL_MEMCPY_HOST_TO_HOST..ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE, 0..5)", kind,
+                      kind == ACL_MEMCPY_INNER_DEVICE_TO_DEVICE
+                          ? "ACL_MEMCPY_INNER_DEVICE_TO_DEVICE"
+                          : "ACL_MEMCPY_INTER_DEVICE_TO_DEVICE");
+    if (kind < ACL_MEMCPY_HOST_TO_HOST || kind > ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "kind %d is not an aclrtMemcpyKind value "
+                      "this call accepts (0..5)", kind);
     if (count > destMax)
-        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "count (%zu) exceeds destMax (%zu)", count,
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "count (%zu) exceeds destMax (%zu)", count,
                       destMax);
     return ACL_SUCCESS;
 }
 
+/* count 0: success before any check, pointers and kind included, as CANN (aclrtMemcpyImpl). */
 aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
                      aclrtMemcpyKind kind) {
     if (aclemu_fault(__func__))
         return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (count == 0)
+        return ACL_SUCCESS;
     aclError rc = rt_enter(__func__);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
-        (rc = check_args(__func__, dst, destMax, src, count, (int)kind)) != ACL_SUCCESS ||
-        count == 0)
+    if ((rc = check_args(__func__, dst, destMax, src, count, (int)kind)) != ACL_SUCCESS ||
+        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
         goto out;
     rt_alloc *blk[2];
     pthread_rwlock_rdlock(&g_mem);
@@ -564,18 +587,21 @@ static aclError enqueue(const char *fn, rt_stream *s, copy_task *t) {
     return rc;
 }
 
+/* count 0: success before any check, the stream's included (aclrtMemcpyAsyncImpl). */
 aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
                           aclrtMemcpyKind kind, aclrtStream stream) {
     if (aclemu_fault(__func__))
         return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (count == 0)
+        return ACL_SUCCESS;
     aclError rc = rt_enter(__func__);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
     rt_stream *s = NULL;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
-        (rc = check_args(__func__, dst, destMax, src, count, (int)kind)) != ACL_SUCCESS ||
-        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS || count == 0)
+    if ((rc = check_args(__func__, dst, destMax, src, count, (int)kind)) != ACL_SUCCESS ||
+        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
+        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
         goto out;
     copy_task *t = calloc(1, sizeof *t);
     if (t == NULL) {
@@ -607,24 +633,28 @@ out:
 
 /* ---- memset ---------------------------------------------------------------------------- */
 
+/* count > 0. A count past maxCount is the runtime's 107000 (api_error.cc MemsetAsync). */
 static aclError check_memset(const char *fn, void *devPtr, size_t maxCount, size_t count) {
     if (devPtr == NULL)
         return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "devPtr is NULL");
     if (count > maxCount)
-        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "count (%zu) exceeds maxCount (%zu)", count,
-                      maxCount);
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "count (%zu) exceeds maxCount (%zu)",
+                      count, maxCount);
     return ACL_SUCCESS;
 }
 
+/* count 0: success before any check (aclrtMemsetImpl). */
 aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
     if (aclemu_fault(__func__))
         return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (count == 0)
+        return ACL_SUCCESS;
     aclError rc = rt_enter(__func__);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
-        (rc = check_memset(__func__, devPtr, maxCount, count)) != ACL_SUCCESS || count == 0)
+    if ((rc = check_memset(__func__, devPtr, maxCount, count)) != ACL_SUCCESS ||
+        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
         goto out;
     rt_alloc *blk;
     pthread_rwlock_rdlock(&g_mem);
@@ -645,14 +675,16 @@ aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t c
                           aclrtStream stream) {
     if (aclemu_fault(__func__))
         return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (count == 0)
+        return ACL_SUCCESS;
     aclError rc = rt_enter(__func__);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
     rt_stream *s = NULL;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
-        (rc = check_memset(__func__, devPtr, maxCount, count)) != ACL_SUCCESS ||
-        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS || count == 0)
+    if ((rc = check_memset(__func__, devPtr, maxCount, count)) != ACL_SUCCESS ||
+        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
+        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
         goto out;
     copy_task *t = calloc(1, sizeof *t);
     if (t == NULL) {
@@ -687,20 +719,25 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free_, size_t *total) {
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
     if (free_ == NULL || total == NULL) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "%s (output pointer) is NULL",
                     free_ == NULL ? "free" : "total");
         goto out;
     }
-    if ((int)attr < ACL_DDR_MEM || (int)attr > ACL_HBM_MEM_NORMAL) {
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
-                    "attr %d is not an aclrtMemAttr value (0..5)", (int)attr);
+    /* CANN: ApiErrorDecorator::MemGetInfoEx, before it needs a context. */
+    if ((int)attr < ACL_DDR_MEM || (int)attr > ACL_MEM_P2P_HUGE1G) {
+        rc = RT_ERR(ACL_ERROR_RT_INVALID_MEMORY_TYPE, __func__,
+                    "attr %d is not an aclrtMemAttr value (ACL_DDR_MEM..ACL_MEM_P2P_HUGE1G, "
+                    "0..17)", (int)attr);
         goto out;
     }
-    bool hbm = attr == ACL_HBM_MEM || attr == ACL_HBM_MEM_HUGE || attr == ACL_HBM_MEM_NORMAL;
-    if (hbm) { /* the emulated device's memory is HBM; it has no DDR */
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    /* The emulated device's memory is HBM, and it has no DDR: the DDR attributes read 0, the
+     * HBM ones and the memory-kind-neutral ones (ACL_MEM_*) the device's memory. */
+    bool ddr = attr == ACL_DDR_MEM || attr == ACL_DDR_MEM_HUGE || attr == ACL_DDR_MEM_NORMAL ||
+               attr == ACL_DDR_MEM_P2P_HUGE || attr == ACL_DDR_MEM_P2P_NORMAL;
+    if (!ddr) {
         uint64_t cap = rt_device_memory_cap();
         pthread_rwlock_rdlock(&g_mem);
         *total = (size_t)cap;

@@ -23,6 +23,9 @@
 
 #define RT_HIDDEN __attribute__((visibility("hidden")))
 #define RT_MAX_DEVICES 64
+/* Streams per device, default ones and one the runtime keeps for itself included: the lowest
+ * maximum CANN documents (Atlas 200I/500 A2 inference products, aclrtCreateStream). */
+#define RT_DEFAULT_MAX_STREAMS 512
 
 /* Sets "<fn>: <message>" and evaluates to code. */
 #define RT_ERR(code, fn, fmt, ...) \
@@ -35,6 +38,7 @@ RT_HIDDEN int rt_current_device(void);             /* -1 when the thread has non
 RT_HIDDEN aclError rt_need_device(const char *fn, int *dev); /* 107002 when none */
 RT_HIDDEN int rt_device_count(void);
 RT_HIDDEN uint64_t rt_device_memory_cap(void);
+RT_HIDDEN int rt_max_streams(void);                /* streams per device (ACL_EMU_MAX_STREAMS) */
 RT_HIDDEN extern pthread_mutex_t g_dev_mu;
 
 /* ---- reference-counted runtime objects (streams, events, contexts) ---- */
@@ -58,6 +62,10 @@ RT_HIDDEN aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_
 /* Drains and destroys every stream and event of dev, default stream included (write lock). */
 RT_HIDDEN void rt_streams_teardown(int dev);
 RT_HIDDEN void rt_streams_sync_device(int dev);
+
+/* ---- aclInit's configuration file (config.c) ---- */
+/* ACL_SUCCESS, or 100003 / 100006 with the message set, as CANN checks the file. */
+RT_HIDDEN aclError rt_check_config(const char *fn, const char *path);
 
 /* ---- memory (memory.c) ---- */
 RT_HIDDEN void rt_memory_release_all(void);       /* aclFinalize (write lock, streams drained) */

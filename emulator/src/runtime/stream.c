@@ -55,6 +55,7 @@ typedef struct rt_event {
 static struct {
     rt_stream *default_stream;
     rt_stream *streams; /* created with aclrtCreateStream, live */
+    int n_created;      /* streams in that list, and ones being created */
     rt_event *events;
 } g_sd[RT_MAX_DEVICES]; /* g_dev_mu */
 
@@ -254,8 +255,28 @@ aclError aclrtCreateStream(aclrtStream *stream) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "stream (output pointer) is NULL");
         goto out;
     }
+    /* A device runs a limited number of streams, the default stream and one the runtime keeps
+     * for itself included (aclrtCreateStream's documentation); past it CANN fails with
+     * "Too many streams are created", 207005 (hicann/runtime docs/zh/FAQ, EE1023). */
+    pthread_mutex_lock(&g_dev_mu);
+    int limit = rt_max_streams() - 2;
+    bool full = g_sd[dev].n_created >= limit;
+    if (!full)
+        g_sd[dev].n_created++;
+    pthread_mutex_unlock(&g_dev_mu);
+    if (full) {
+        rc = RT_ERR(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, __func__,
+                    "too many streams on device %d: %d created, the most a device allows besides "
+                    "its default stream and the runtime's own (%d streams in all; "
+                    "ACL_EMU_MAX_STREAMS sets it, default %d, the lowest documented maximum)",
+                    dev, limit, rt_max_streams(), RT_DEFAULT_MAX_STREAMS);
+        goto out;
+    }
     rt_stream *s = stream_new(dev, false);
     if (s == NULL) {
+        pthread_mutex_lock(&g_dev_mu);
+        g_sd[dev].n_created--;
+        pthread_mutex_unlock(&g_dev_mu);
         rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
                     "cannot create a stream (out of threads or memory)");
         goto out;
@@ -274,6 +295,7 @@ out:
 }
 
 static void unlink_stream(rt_stream *s) { /* g_dev_mu held */
+    g_sd[s->device].n_created--;
     if (s->prev)
         s->prev->next = s->next;
     else if (g_sd[s->device].streams == s)
@@ -384,6 +406,7 @@ void rt_streams_teardown(int dev) { /* life write lock held: no other call runs 
     rt_event *events = g_sd[dev].events;
     g_sd[dev].default_stream = NULL;
     g_sd[dev].streams = NULL;
+    g_sd[dev].n_created = 0;
     g_sd[dev].events = NULL;
     pthread_mutex_unlock(&g_dev_mu);
     if (def != NULL)
