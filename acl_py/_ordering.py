@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import deque
 
 from . import runtime as _rt
 
@@ -27,14 +28,17 @@ class Timeline:
     """The submission counter of one stream and the work deferred to its numbers. Subclassed
     by the stream module's state (which adds the handle and the synchronize)."""
 
-    __slots__ = ("device", "seq", "done", "deferred", "lock", "run_lock", "running", "closed",
-                 "gen", "__weakref__")
+    __slots__ = ("device", "seq", "done", "deferred", "kept", "lock", "run_lock", "running",
+                 "closed", "gen", "__weakref__")
 
     def __init__(self, device):
         self.device = device
         self.seq = 0           # submissions so far
         self.done = 0          # submissions known complete
-        self.deferred = []     # (seq, fn or None, arg): fn(arg) once done >= seq
+        self.deferred = []     # (seq, fn, arg): fn(arg) once done >= seq
+        # (seq, obj): obj held until done >= seq. A deque: appends and pops from both ends
+        # are atomic, so the hot path takes no lock.
+        self.kept = deque()
         self.lock = threading.Lock()
         # Held while deferred work runs. A thread whose synchronize finds its work claimed by
         # another thread's complete() waits on it, so that when synchronize returns, what
@@ -53,8 +57,7 @@ class Timeline:
         # any number <= the target a synchronize read first tags work enqueued before it.
         seq = self.seq = self.seq + 1
         if keep is not None:
-            with self.lock:     # complete() swaps the list under the lock
-                self.deferred.append((seq, None, keep))
+            self.kept.append((seq, keep))
         return seq
 
     def defer(self, seq, fn, arg):
@@ -68,6 +71,15 @@ class Timeline:
     def complete(self, upto):
         """Marks submissions up to ``upto`` complete and runs what waited for them. Returns
         the errors of deferred functions (every one runs)."""
+        kept = self.kept
+        if kept:
+            # Objects held for work now complete are dropped (oldest first). Another thread
+            # may pop the same entry first: then this one stops.
+            try:
+                while kept[0][0] <= upto:
+                    kept.popleft()
+            except IndexError:
+                pass
         if not self.deferred:
             # Nothing waits: advance the counter without the locks (the hot path of a
             # launch + synchronize loop). A racing complete may store a smaller number after
@@ -91,11 +103,10 @@ class Timeline:
             errs = []
             try:
                 for _seq, fn, arg in ready:
-                    if fn is not None:
-                        try:
-                            fn(arg)
-                        except Exception as e:
-                            errs.append(e)
+                    try:
+                        fn(arg)
+                    except Exception as e:
+                        errs.append(e)
             finally:
                 self.running -= 1
             return errs
@@ -126,11 +137,9 @@ class Uses(dict):
     executor's runs for the buffers it holds: one record per run instead of one per
     buffer)."""
 
-    __slots__ = ("links",)
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.links = None
+    # No __init__ and no __slots__: made on every allocation, so made by dict's own
+    # constructor; ``links`` is a class default until set.
+    links = None
 
     def pending(self):
         """[(timeline, number)] of the work not known complete."""

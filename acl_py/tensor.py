@@ -14,6 +14,7 @@ caches it; it is destroyed with the tensor (close, garbage collection, teardown)
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -91,11 +92,7 @@ def _contiguous_strides(shape):
     return strides
 
 
-def _size(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+_size = math.prod    # elements of a shape
 
 
 def _extent(shape, strides, offset):
@@ -103,6 +100,23 @@ def _extent(shape, strides, offset):
     if _size(shape) == 0:
         return 0
     return offset + sum((d - 1) * s for d, s in zip(shape, strides)) + 1
+
+
+# (shape, strides, storage elements, dtype) -> the aclCreateTensor arguments describing it:
+# a few layouts recur in a loop, and aclCreateTensor copies the arrays it is given.
+_layouts: dict = {}
+
+
+def _layout(key):
+    shape, strides, storage, dt = key
+    nd = len(shape)
+    # dims, strides and storage dims in one array.
+    dims = ffi.new("int64_t[]", shape + strides + (storage,))
+    layout = (dims, nd, _dt.to_acl(dt), dims + nd, dims + 2 * nd)
+    if len(_layouts) >= 256:
+        _layouts.clear()
+    _layouts[key] = layout
+    return layout
 
 
 def _destroy_tensor(h):
@@ -311,8 +325,8 @@ class DeviceTensor:
     @property
     def handle(self):
         """The cached ``aclTensor *`` of this view (created on first use)."""
-        h = self._handle
-        if h is None or self.allocation.closed or self._closed:
+        h = self._handle     # None once this tensor is closed (see close)
+        if h is None or self.allocation.closed:
             h = self._make_handle()
         return h
 
@@ -327,13 +341,14 @@ class DeviceTensor:
 
     def _create_handle(self, bst):
         L = _rt.lib if _rt.ready else _rt.ensure()
-        shape = self._shape
-        dt = self._dtype
-        nd = len(shape)
-        # dims, strides and storage dims in one array (aclCreateTensor copies them).
-        dims = ffi.new("int64_t[]", shape + self._strides + (bst.nbytes // dt.itemsize,))
-        h = L.aclCreateTensor(dims, nd, _dt.to_acl(dt), dims + nd, self._offset, _ND,
-                              dims + 2 * nd, 1, bst.ptr)
+        storage = bst.nbytes // self._dtype.itemsize
+        key = (self._shape, self._strides, storage, self._dtype)
+        layout = _layouts.get(key)
+        if layout is None:
+            layout = _layout(key)
+        dims, nd, code, strides, storage_dims = layout
+        h = L.aclCreateTensor(dims, nd, code, strides, self._offset, _ND, storage_dims, 1,
+                              bst.ptr)
         if not h:
             check_create(h, "aclCreateTensor")
         return h
@@ -344,28 +359,18 @@ class DeviceTensor:
         ``aclCreateTensorList`` (see :class:`acl_py.TensorList`)."""
         return self._create_handle(self._live())
 
-    @property
-    def shape(self):
-        return self._shape
-
-    @property
-    def dtype(self):
-        return self._dtype
+    # Read on every operator call: C-level getters (operator.attrgetter), not Python ones.
+    shape = property(operator.attrgetter("_shape"), doc="The shape, a tuple of ints.")
+    dtype = property(operator.attrgetter("_dtype"), doc="The NumPy dtype.")
 
     @property
     def acl_dtype(self):
         """The aclDataType value."""
         return _dt.to_acl(self._dtype)
 
-    @property
-    def strides(self):
-        """Strides in elements."""
-        return self._strides
-
-    @property
-    def offset(self):
-        """Offset of the first element from the storage base, in elements."""
-        return self._offset
+    strides = property(operator.attrgetter("_strides"), doc="Strides in elements.")
+    offset = property(operator.attrgetter("_offset"),
+                      doc="Offset of the first element from the storage base, in elements.")
 
     @property
     def ndim(self):

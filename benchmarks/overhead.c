@@ -14,6 +14,10 @@
  *                   the fair C peer reuses too (the cheapest correct C loop).
  *   oneshot-malloc  phase one, aclrtMalloc of the workspace when its size is > 0, phase two,
  *                   synchronize, aclrtFree (the vendor sample's pattern; informational).
+ *   oneshot-outputs as oneshot, but the 3 outputs are made per call: aclrtMalloc +
+ *                   aclCreateTensor each before phase one, aclDestroyTensor + aclrtFree each
+ *                   after the synchronize (the floor for acl_py.layer_norm_backward returning
+ *                   new outputs).
  *   plan            phase one once + aclSetAclOpExecutorRepeatable before the loop; each call
  *                   is phase two on the same executor (floor for acl_py.LayerNormBackward).
  *
@@ -77,13 +81,15 @@ static aclTensor *make_tensor(const int64_t *dims, uint64_t ndim, const float *h
 
 int main(int argc, char **argv) {
     if (argc != 4) {
-        fprintf(stderr, "usage: %s oneshot|oneshot-malloc|plan ITERS WARMUP\n", argv[0]);
+        fprintf(stderr, "usage: %s oneshot|oneshot-malloc|oneshot-outputs|plan ITERS WARMUP\n",
+                argv[0]);
         return 2;
     }
     const char *mode = argv[1];
     int plan = strcmp(mode, "plan") == 0;
     int per_call_malloc = strcmp(mode, "oneshot-malloc") == 0;
-    if (!plan && !per_call_malloc && strcmp(mode, "oneshot") != 0) {
+    int per_call_outputs = strcmp(mode, "oneshot-outputs") == 0;
+    if (!plan && !per_call_malloc && !per_call_outputs && strcmp(mode, "oneshot") != 0) {
         fprintf(stderr, "overhead: unknown mode %s\n", mode);
         return 2;
     }
@@ -136,6 +142,15 @@ int main(int argc, char **argv) {
         ws_cap = ws_seen = ws_size;
     }
 
+    if (per_call_outputs) { /* made per call in the loop */
+        CHECK(aclDestroyTensor(t_gi));
+        CHECK(aclDestroyTensor(t_gw));
+        CHECK(aclDestroyTensor(t_gb));
+        CHECK(aclrtFree(d_gi));
+        CHECK(aclrtFree(d_gw));
+        CHECK(aclrtFree(d_gb));
+    }
+
     int64_t *samples = malloc(sizeof(int64_t) * (size_t)iters);
     if (!samples) return 1;
     for (long i = -warmup; i < iters; ++i) {
@@ -144,6 +159,11 @@ int main(int argc, char **argv) {
             CHECK(aclnnLayerNormBackward(ws, ws_size, exec, stream));
             CHECK(aclrtSynchronizeStream(stream));
         } else {
+            if (per_call_outputs) {
+                t_gi = make_tensor(x_dims, 2, NULL, &d_gi);
+                t_gw = make_tensor(n_dims, 1, NULL, &d_gw);
+                t_gb = make_tensor(n_dims, 1, NULL, &d_gb);
+            }
             CHECK(aclnnLayerNormBackwardGetWorkspaceSize(t_dy, t_x, norm, t_mean, t_rstd, t_w,
                                                          t_b, mask, t_gi, t_gw, t_gb, &ws_size,
                                                          &exec));
@@ -161,6 +181,14 @@ int main(int argc, char **argv) {
                 }
                 CHECK(aclnnLayerNormBackward(ws_size > 0 ? ws : NULL, ws_size, exec, stream));
                 CHECK(aclrtSynchronizeStream(stream));
+            }
+            if (per_call_outputs && i < iters - 1) { /* the last call's are checked below */
+                aclTensor *outs[3] = {t_gi, t_gw, t_gb};
+                void *mem[3] = {d_gi, d_gw, d_gb};
+                for (int k = 0; k < 3; ++k) {
+                    CHECK(aclDestroyTensor(outs[k]));
+                    CHECK(aclrtFree(mem[k]));
+                }
             }
             ws_seen = ws_size;
         }

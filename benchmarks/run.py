@@ -46,9 +46,11 @@ ROOT = HERE.parent
 OUT = HERE / "out"
 SECTIONS = ("overhead", "kernel", "transfer", "scaling")
 
-# Targets (issue 7). Ratios are acl-py / peer unless said otherwise.
-T_OVERHEAD_CALL = 2.0
-T_OVERHEAD_PLAN = 1.3
+# Targets (issues 7 and 13). Ratios are acl-py / peer unless said otherwise.
+T_OVERHEAD_CALL = 1.5       # out=: the C loop reusing its outputs
+T_OVERHEAD_NEW = 2.0        # outputs returned new: the C loop allocating its outputs per call
+T_OVERHEAD_PLAN = 1.1       # plan.run: the C repeatable-executor loop
+T_QUEUED = 1.5              # 50 calls queued then one synchronize: per-call synchronized
 T_ACLNN = 1.2            # acl_py.aclnn (declared at run time) vs the hand-written wrapper
 T_ACLNN_FIRST_MS = 50.0  # first use of an operator: header read, prototypes, binding
 T_KERNEL = 1.0
@@ -295,8 +297,8 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
             t0 = pc()
             r = lnb(dy, x, ns, mean, rstd, w, b, mask, stream=stream)
             sync()
+            del r       # the outputs are released here, as the C loop frees its own
             s[j] = pc() - t0
-            del r
         return median(s)
 
     plan = run = None
@@ -319,7 +321,7 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
 
     res: dict[str, list[float]] = {k: [] for k in
                                    ("c_call", "py_call", "c_plan", "py_plan", "c_malloc",
-                                    "py_alloc", "py_aclnn")}
+                                    "c_alloc", "py_alloc", "py_aclnn")}
     ws = None
     for r in range(rounds):
         # Alternate C and Python within each round, and flip the order every other round.
@@ -328,9 +330,11 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
         if plan is not None:
             pairs += [("c_plan", lambda: float(run_c(exe, "plan", iters, warm)["median_ns"])),
                       ("py_plan", lambda: (py_plan(warm), py_plan(iters))[1])]
-        pairs += [("c_malloc", lambda: float(run_c(exe, "oneshot-malloc", iters, warm)
-                                             ["median_ns"])),
+        pairs += [("c_alloc", lambda: float(run_c(exe, "oneshot-outputs", iters, warm)
+                                            ["median_ns"])),
                   ("py_alloc", lambda: (py_call_alloc(warm), py_call_alloc(iters))[1]),
+                  ("c_malloc", lambda: float(run_c(exe, "oneshot-malloc", iters, warm)
+                                             ["median_ns"])),
                   ("py_aclnn", lambda: (py_aclnn(warm), py_aclnn(iters))[1])]
         if r % 2:
             pairs = pairs[::-1]
@@ -355,13 +359,15 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
 
     rows.append(row("layer_norm_backward(out=) + sync, 2x8 fp32", "py_call", "c_call",
                     T_OVERHEAD_CALL, f"<= {T_OVERHEAD_CALL}"))
+    rows.append(row("layer_norm_backward, 3 outputs returned new + sync", "py_alloc",
+                    "c_alloc", T_OVERHEAD_NEW, f"<= {T_OVERHEAD_NEW}"))
     if plan is not None:
         rows.append(row("plan.run() + sync (repeatable executor)", "py_plan", "c_plan",
                         T_OVERHEAD_PLAN, f"<= {T_OVERHEAD_PLAN}"))
     else:
         rows.append(_na(sec, f"plan: {plan_error}"))
-    rows.append(row("layer_norm_backward, outputs allocated per call", "py_alloc", "c_call",
-                    None, "info"))
+    rows.append(row("C: outputs malloc+create+destroy+free per call vs reused", "c_alloc",
+                    "c_call", None, "info"))
     rows.append(row("C: workspace aclrtMalloc/Free per call vs reused", "c_malloc", "c_call",
                     None, f"info (ws {ws} B)"))
     hand, anyop = median(res["py_call"]), median(res["py_aclnn"])
@@ -375,6 +381,7 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
     if wrong:
         rows.append(Row(sec, f"result check: error {err:.3g}x tolerance", status="FAIL"))
     close(plan, *outs, *ins, stream)
+    rows += bench_queued(stack, quick)
     return rows
 
 
@@ -396,6 +403,72 @@ def aclnn_first_use(sec: str) -> Row:
     return Row(sec, "aclnn: first use of an operator (import, header, binding)", f"{ms:.1f} ms",
                "", None, f"< {T_ACLNN_FIRST_MS:.0f} ms",
                "PASS" if ms < T_ACLNN_FIRST_MS else "MISS")
+
+
+QUEUED_SHAPE = (4, 128, 768)
+QUEUED_CALLS = 50
+
+
+def bench_queued(stack: Stack, quick: bool) -> list[Row]:
+    """50 calls returning new outputs (dropped at once) queued on a stream, then one
+    synchronize, against the same 50 calls each synchronized; both start from an emptied
+    pool (fresh device memory). A stream-ordered pool lets each queued call reuse the blocks
+    the previous call's dropped outputs held, as the synchronized loop does."""
+    sec = "1 overhead"
+    acl = stack.acl
+    rng = np.random.default_rng(0)
+    shape, n = QUEUED_SHAPE, QUEUED_SHAPE[-1]
+    x_h = rng.standard_normal(shape, dtype=np.float32)
+    dy_h = rng.standard_normal(shape, dtype=np.float32)
+    mean_h = x_h.mean(axis=-1, keepdims=True)
+    rstd_h = (1.0 / np.sqrt(x_h.var(axis=-1, keepdims=True) + 1e-5)).astype(np.float32)
+    w_h = (rng.random(n, dtype=np.float32) + 0.5)
+    stream = acl.Stream()
+    ins = [device_tensor(acl, a) for a in (dy_h, x_h, mean_h, rstd_h, w_h)]
+    dy, x, mean, rstd, w = ins
+    lnb = acl.layer_norm_backward
+    pool = acl.get_pool()
+    ns = (n,)
+
+    def fresh():
+        stream.synchronize()
+        pool.free_all_blocks()
+
+    def queued():
+        for _ in range(QUEUED_CALLS):
+            lnb(dy, x, ns, mean, rstd, w, stream=stream)
+        stream.synchronize()
+
+    def synced():
+        for _ in range(QUEUED_CALLS):
+            lnb(dy, x, ns, mean, rstd, w, stream=stream)
+            stream.synchronize()
+
+    rounds = 3 if quick else 9
+    tq, ts = [], []
+    for r in range(rounds):
+        for f, t in ((queued, tq), (synced, ts)) if r % 2 == 0 else ((synced, ts), (queued, tq)):
+            fresh()
+            t0 = time.perf_counter()
+            f()
+            t.append((time.perf_counter() - t0) / QUEUED_CALLS)
+    log("queued per call (ms): " + " ".join(f"{t * 1e3:.2f}" for t in tq) +
+        "; synchronized: " + " ".join(f"{t * 1e3:.2f}" for t in ts))
+    # The result must be right: the last queued call against the reference.
+    res = lnb(dy, x, ns, mean, rstd, w, stream=stream)
+    stream.synchronize()
+    from acl_py import reference as ref
+    exp = ref.layer_norm_backward(dy_h, x_h, ns, mean_h, rstd_h, w_h)
+    mag = ref.error_scale(dy_h, x_h, ns, mean_h, rstd_h, w_h)
+    err = max(ref.max_error_ratio(g.to_numpy(), e, m, np.float32)
+              for g, e, m in zip(res, exp, mag))
+    close(*res, *ins, stream)
+    q, sy = median(tq), median(ts)
+    status = "FAIL" if not err <= 1.0 else _judge(q / sy, T_QUEUED)
+    dims = "x".join(map(str, shape))
+    return [Row(sec, f"{QUEUED_CALLS} calls queued on fresh memory + 1 sync, {dims} fp32, per "
+                f"call", _fmt_time(q), "synced each " + _fmt_time(sy), q / sy,
+                f"<= {T_QUEUED}", status)]
 
 
 # ---------------------------------------------------------------------------------------------

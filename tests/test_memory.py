@@ -384,3 +384,88 @@ def test_buffer_outliving_its_pool(emulator):
     b.copy_from_host(bytes(2048))
     b.close()                                            # pool gone: freed directly
     assert live(emulator) == n
+
+
+# ---- stream-ordered reuse (issue 13) ---------------------------------------------------------
+
+def test_pool_block_reused_at_once_on_the_same_stream(emulator):
+    pool = acl_py.MemoryPool()
+    s, other = acl_py.Stream(), acl_py.Stream()
+    n = live(emulator)
+    a = pool.malloc(4096, stream=s)
+    addr = a.address
+    a.memset(7, stream=s)
+    a.close()                                     # the memset may still be queued
+    b = pool.malloc(4096, stream=s)               # later work on s runs after it: reused
+    assert b.address == addr and live(emulator) == n + 1
+    c = pool.malloc(4096, stream=other)           # another stream must wait for s
+    d = pool.malloc(4096)                         # so must an allocation for no stream
+    addrs = {addr, c.address, d.address}
+    assert len(addrs) == 3
+    b.memset(1, stream=s)
+    s.synchronize()
+    assert b.copy_to_host() == bytes([1]) * 4096
+    for o in (b, c, d):
+        o.close()
+    e = pool.malloc(4096)                         # s has passed every use: any stream
+    assert e.address in addrs and live(emulator) == n + 3
+    e.close()
+    for o in (s, other, pool):
+        o.close()
+
+
+def test_reused_block_carries_the_pending_use(emulator):
+    """A synchronous copy into a block reused on its stream waits for that stream first:
+    aclrtMemcpy is not ordered after stream work."""
+    pool = acl_py.MemoryPool()
+    s = acl_py.Stream()
+    a = pool.malloc(4096, stream=s)
+    a.memset(3, stream=s)
+    a.close()
+    b = pool.malloc(4096, stream=s)
+    emulator.reset_call_counts()
+    b.copy_from_host(bytes(4096))
+    counts = emulator.call_counts()
+    assert counts.get("aclrtSynchronizeStream") == 1 and counts.get("aclrtMemcpy") == 1, counts
+    assert b.copy_to_host() == bytes(4096)
+    for o in (b, s, pool):
+        o.close()
+
+
+def test_free_all_blocks_waits_for_streams_still_using_them(emulator):
+    n = live(emulator)
+    pool = acl_py.MemoryPool()
+    s = acl_py.Stream()
+    for _ in range(3):
+        a = pool.malloc(8192, stream=s)
+        a.memset(0, stream=s)
+        a.close()
+    assert pool.used_bytes() == 0 and pool.free_bytes() == 8192
+    pool.free_all_blocks()
+    assert pool.free_bytes() == 0 and live(emulator) == n
+    s.close()
+    pool.close()
+
+
+def test_queued_calls_on_one_stream_reuse_their_memory(emulator):
+    """Calls returning new outputs, dropped at once, queued without synchronizing: each reuses
+    the blocks the previous call's outputs and workspace held, so device memory stays flat
+    (issue 13: every queued call used to touch new memory)."""
+    from test_layer_norm_backward import check, make_case, to_device
+    case = make_case((16, 64), 1, np.dtype(np.float32), seed=4)
+    d = to_device(case)
+    s = acl_py.Stream()
+    acl_py.get_pool().free_all_blocks()
+    args = (d["grad_out"], d["input"], d["normalized_shape"], d["mean"], d["rstd"],
+            d["weight"])
+    acl_py.layer_norm_backward(*args, stream=s)
+    after_one = live(emulator)
+    for _ in range(20):
+        acl_py.layer_norm_backward(*args, stream=s)
+    assert live(emulator) == after_one
+    res = acl_py.layer_norm_backward(*args, stream=s)
+    s.synchronize()
+    check(res, case)
+    for t in res:
+        t.close()
+    s.close()

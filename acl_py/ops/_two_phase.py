@@ -23,10 +23,11 @@ An :class:`Operator` describes one by its name and its argument list; it then do
   (:meth:`Operator.prepare`, ``aclSetAclOpExecutorRepeatable`` right after phase one) runs any
   number of times and is destroyed (``aclDestroyAclOpExecutor``) by :meth:`Executor.close`,
   garbage collection or teardown; where the library refuses to make it repeatable (561000)
-  the Executor launches phase one and two per run (``Executor.mode``). The workspace, every
-  tensor buffer the launch touches and the argument objects are kept until the stream has
-  synchronized past the launch (stream-ordered release, ``acl_py._ordering``), and so is a
-  closed executor's destruction.
+  the Executor launches phase one and two per run (``Executor.mode``). The workspace and
+  every tensor buffer the launch touches are kept until the stream has synchronized past the
+  launch (stream-ordered release, ``acl_py._ordering``), and so is a closed executor's
+  destruction. A one-shot launch does not hold its argument objects: what is queued refers
+  to device memory only (see :meth:`Operator.launch`).
 
 Adding an operator is declarative: its prototype in ``bindings/include`` (cffi reads the
 headers), then one description here. For example ``aclnnLayerNorm`` (the forward), whose
@@ -169,41 +170,56 @@ class Operator:
 
     # ---- argument conversion ----
 
-    def _handles(self, args):
-        """(C arguments, allocations the launch uses)."""
-        if len(args) != len(self._kinds):
-            raise AclArgumentError("args", f"{self.name} takes {len(self._kinds)} arguments "
+    def _handles(self, args, device):
+        """(C arguments, allocations the launch uses). Every tensor must be on ``device``."""
+        kinds = self._kinds
+        if len(args) != len(kinds):
+            raise AclArgumentError("args", f"{self.name} takes {len(kinds)} arguments "
                                    f"({', '.join(p.name for p in self.params)}), got "
                                    f"{len(args)}")
         cargs = []
         allocs = []
-        for p, kind, a in zip(self.params, self._kinds, args):
-            if a is None:
-                cargs.append(_NULL)
-            elif kind is TENSOR:
+        add = cargs.append
+        for kind, a in zip(kinds, args):
+            if kind is TENSOR:
                 if type(a) is DeviceTensor or isinstance(a, DeviceTensor):
-                    cargs.append(a.handle)
-                    allocs.append(a.allocation)
+                    al = a.allocation
+                    if al.device != device:
+                        raise self._device_error(args, a, device)
+                    add(a.handle)
+                    allocs.append(al)
+                elif a is None:
+                    add(_NULL)
                 elif isinstance(a, _CData):
-                    cargs.append(a)
+                    add(a)
                 else:
-                    raise AclTypeError(p.name, f"{self.name}: expected a DeviceTensor, None or "
-                                       f"a cffi aclTensor pointer, got {type(a).__name__}")
-            elif kind is VALUE:
-                cargs.append(a)
+                    raise self._kind_error(args, a, "a DeviceTensor, None or a cffi "
+                                           "aclTensor pointer")
+            elif a is None:
+                add(_NULL)
+            elif kind is VALUE or isinstance(a, _CData):
+                add(a)
             elif isinstance(a, _ARRAYS):
-                cargs.append(a.handle)
-                for t in a.tensors if kind is ARGUMENT and type(a) is TensorList else ():
-                    if t is not None:
-                        allocs.append(t.allocation)
-            elif isinstance(a, _CData):
-                cargs.append(a)
+                add(a.handle)
+                if kind is ARGUMENT and type(a) is TensorList:
+                    for t in a.tensors:     # the launch uses their memory too
+                        if t is not None:
+                            allocs.append(t.allocation)
             else:
                 expected = {INT_ARRAY: "an acl_py IntArray", BOOL_ARRAY: "an acl_py BoolArray",
                             ARGUMENT: "an acl_py argument object"}[kind]
-                raise AclTypeError(p.name, f"{self.name}: expected {expected}, None or a cffi "
-                                   f"pointer, got {type(a).__name__}")
+                raise self._kind_error(args, a, f"{expected}, None or a cffi pointer")
         return cargs, allocs
+
+    def _device_error(self, args, a, device):
+        p = self.params[next(i for i, x in enumerate(args) if x is a)]
+        return AclArgumentError(p.name, f"{self.name}: tensor is on device "
+                                f"{a.allocation.device}, the launch on device {device}")
+
+    def _kind_error(self, args, a, expected):
+        p = self.params[next(i for i, x in enumerate(args) if x is a)]
+        return AclTypeError(p.name, f"{self.name}: expected {expected}, got "
+                            f"{type(a).__name__}")
 
     def _phase_one(self, cargs):
         fns = self._fns or self._bind()
@@ -218,8 +234,11 @@ class Operator:
     def launch(self, args, *, device, stream=None, allocator=None):
         """Phase one, workspace, phase two on ``stream`` (default: ``device``'s default
         stream), with a single-use executor. Returns at once (the work is queued); the
-        workspace, the tensors' memory and ``args`` are kept until the stream has
-        synchronized past the launch.
+        workspace and the tensors' memory are kept until the stream has synchronized past
+        the launch. The argument objects themselves are not: phase one reads the C handles
+        and the single-use executor is gone when phase two returns (the library deletes it:
+        hicann/opbase op_executor.cpp, CommonOpExecutorRun), so what is queued refers to
+        device memory only, as torch_npu's calls do.
 
         Workspace: from ``allocator(nbytes, device)`` (a DeviceBuffer) when given, released
         after the launch; by default a block of the device's memory pool taken for the
@@ -227,39 +246,69 @@ class Operator:
         at once (it runs after this one: stream order makes the reuse safe)."""
         sst = _stream.state_for(stream, device)
         _device.activate(device)
-        cargs, allocs = self._handles(args)
-        size, ex = self._phase_one(cargs)
-        self._phase_two(ex, size, allocator, sst, allocs, args, device)
-
-    def _phase_two(self, ex, size, allocator, sst, allocs, args, device):
-        fns = self._fns
-        ws = wsbuf = None
-        try:
-            if size:
-                if allocator is None:
-                    ws = _mem.allocate(size, device, sst)
-                else:
-                    wsbuf = allocator(size, device)
-                    ws = wsbuf.allocation
-                wsptr = ws.ptr
-                allocs.append(ws)
-            else:
-                wsptr = _NULL
-            st = fns[1](wsptr, size, ex, sst.handle)
-        except BaseException:
-            _destroy_quietly(fns[3], ex)
-            _drop_workspace(ws, wsbuf)
-            raise
+        cargs, allocs = self._handles(args, device)
+        fns = self._fns or self._bind()
+        outp = _tls.outp or _outparams()
+        st = fns[0](*cargs, outp[0], outp[1])
         if st:
-            err = make_error(st, self.phase_two_name)  # reads the message before anything else
-            # The library has released the executor, success or not (hicann/opbase
-            # CommonOpExecutorRun; docs/emulator.md): not ours to destroy.
-            _drop_workspace(ws, wsbuf)
-            raise err
-        seq = sst.submit(args)
+            raise make_error(st, self.phase_one_name)
+        size = outp[0][0]
+        ex = outp[1][0]
+        if size and allocator is None:
+            pool = _mem.default_pool_state(device)
+            try:
+                ptr, block, _seq = pool.take(size, sst)
+            except BaseException:
+                _destroy_quietly(fns[3], ex)
+                raise
+            try:
+                st = fns[1](ptr, size, ex, sst.handle)
+            except BaseException:
+                _destroy_quietly(fns[3], ex)
+                pool.give_back(ptr, block, None, 0)
+                raise
+            if st:
+                err = make_error(st, self.phase_two_name)  # reads the message first
+                # The library has released the executor, success or not (hicann/opbase
+                # CommonOpExecutorRun; docs/emulator.md): not ours to destroy.
+                pool.give_back(ptr, block, None, 0)
+                raise err
+            seq = sst.submit()
+            # Back at once, for the stream's next launches (they run after this one).
+            pool.give_back(ptr, block, sst, seq)
+        elif size:
+            self._launch_with(allocator, ex, size, sst, allocs, args, device)
+            return
+        else:
+            st = fns[1](_NULL, 0, ex, sst.handle)
+            if st:
+                raise make_error(st, self.phase_two_name)   # the library released it
+            seq = sst.submit()
         for a in allocs:
             a.uses[sst] = seq
-        _drop_workspace(ws, wsbuf)   # reused or freed once the stream is past this launch
+
+    def _launch_with(self, allocator, ex, size, sst, allocs, args, device):
+        """Phase two with a workspace from the caller's ``allocator``."""
+        fns = self._fns
+        wsbuf = None
+        try:
+            wsbuf = allocator(size, device)
+            ws = wsbuf.allocation
+            st = fns[1](ws.ptr, size, ex, sst.handle)
+        except BaseException:
+            _destroy_quietly(fns[3], ex)
+            if wsbuf is not None:
+                wsbuf.close()
+            raise
+        if st:
+            err = make_error(st, self.phase_two_name)
+            wsbuf.close()   # the executor: released by the library (see launch)
+            raise err
+        seq = sst.submit()
+        ws.uses[sst] = seq
+        for a in allocs:
+            a.uses[sst] = seq
+        wsbuf.close()   # freed once the stream is past this launch
 
     # ---- repeatable executor ----
 
@@ -270,13 +319,6 @@ class Operator:
         returns 561000), the Executor runs phase one and two at every run instead
         (``Executor.mode == "per-run"``)."""
         return Executor(self, args, device, allocator)
-
-
-def _drop_workspace(ws, wsbuf):
-    if wsbuf is not None:
-        wsbuf.close()
-    elif ws is not None:
-        _mem.release(ws)
 
 
 class _TLS(threading.local):
@@ -347,22 +389,23 @@ def _release_executor(es):
 class Executor:
     """A repeatable ``aclOpExecutor`` with its workspace (made by :meth:`Operator.prepare`).
 
-    ``run(stream=None)`` enqueues phase two; ``close()`` (or ``with``, garbage collection,
-    teardown) destroys the executor and gives the workspace back, both after the streams it
-    ran on have synchronized past its last run.
+    ``run(stream=None)`` enqueues phase two and returns ``outputs`` (None unless a subclass
+    or the caller set it, e.g. an operator's plan); ``close()`` (or ``with``, garbage
+    collection, teardown) destroys the executor and gives the workspace back, both after the
+    streams it ran on have synchronized past its last run.
 
     ``mode`` is ``"repeatable"``, or ``"per-run"`` when the library refused to make this
     executor repeatable (``aclSetAclOpExecutorRepeatable`` returned 561000, which the
     vendor's library does for some executors): each run is then a whole one-shot launch
     (:meth:`Operator.launch`: phase one, a workspace, phase two) on the same arguments."""
 
-    __slots__ = ("op", "workspace_size", "_es", "_rel", "_args", "_allocator", "_device",
-                 "__weakref__")
+    __slots__ = ("op", "workspace_size", "outputs", "_es", "_rel", "_args", "_allocator",
+                 "_device", "_phase_two", "_ws_ptr", "__weakref__")
 
     def __init__(self, op, args, device, allocator=None):
         _device.activate(device)
         args = tuple(args)
-        cargs, allocs = op._handles(args)
+        cargs, allocs = op._handles(args, device)
         size, ex = op._phase_one(cargs)
         fns = op._fns
         es = self._es = _ExecState(ex, device, fns[3])
@@ -370,9 +413,12 @@ class Executor:
         self._rel = _rt.Releaser(self, _release_executor, (es,), _rt.ORDER_EXECUTOR)
         self.op = op
         self.workspace_size = size
+        self.outputs = None
         self._device = device
         self._args = None
         self._allocator = allocator
+        self._phase_two = fns[1]
+        self._ws_ptr = _NULL
         st = fns[2](ex)
         if st:
             err = make_error(st, "aclSetAclOpExecutorRepeatable")
@@ -394,7 +440,9 @@ class Executor:
             except BaseException:
                 self._rel.release()
                 raise
-            allocs.append(es.workspace.allocation)
+            ws = es.workspace.allocation
+            self._ws_ptr = ws.ptr   # fixed for the executor's life
+            allocs.append(ws)
         # Stream-ordered release without marking every buffer at every run: each buffer
         # counts the executor's record (one entry per stream, updated by run) as its own.
         for a in allocs:
@@ -425,21 +473,21 @@ class Executor:
         return ClosedError(f"{self.op.name} executor is closed")
 
     def run(self, stream=None):
-        """Phase two on ``stream`` (default: the device's default stream). Returns at once;
-        results are valid once the stream has synchronized."""
+        """Phase two on ``stream`` (default: the device's default stream). Returns
+        ``outputs`` at once; results are valid once the stream has synchronized."""
         es = self._es
         h = es.handle
         if h is None or es.closed:
             return self._run_per_launch(stream)
-        sst = _stream.state_for(stream, self._device)
-        _device.activate(self._device)
-        ws = es.workspace
-        st = self.op._fns[1](_NULL if ws is None else ws.allocation.ptr, self.workspace_size,
-                             h, sst.handle)
+        dev = self._device
+        sst = _stream.state_for(stream, dev)
+        _device.activate(dev)
+        st = self._phase_two(self._ws_ptr, self.workspace_size, h, sst.handle)
         if st:
             raise make_error(st, self.op.phase_two_name)
         # Recorded once per run, on the executor only: its buffers are linked to es.uses.
         es.uses[sst] = sst.submit()
+        return self.outputs
 
     def _run_per_launch(self, stream):
         es = self._es
@@ -447,6 +495,7 @@ class Executor:
             raise self._closed_error()
         self.op.launch(self._args, device=self._device, stream=stream,
                        allocator=self._allocator)
+        return self.outputs
 
     __call__ = run
 

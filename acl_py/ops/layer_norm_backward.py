@@ -24,7 +24,7 @@ from .. import runtime as _rt
 from .. import stream as _stream
 from ..errors import AclArgumentError, AclTypeError
 from ..tensor import BoolArray, DeviceTensor, IntArray, _as_dim, _size
-from ._two_phase import Operator, bool_array, int_array, tensor
+from ._two_phase import Executor, Operator, bool_array, int_array, tensor
 
 __all__ = ["layer_norm_backward", "LayerNormBackward", "LAYER_NORM_BACKWARD"]
 
@@ -47,9 +47,11 @@ def _init_dtypes():
 
 def _supported(dt):
     # Identity first: dtypes are canonical objects; == only for exotic equal ones.
+    if dt is _F32 or dt is _F16 or dt is _BF16:
+        return True
     if _F32 is None:
         _init_dtypes()
-    return dt is _F32 or dt is _F16 or dt is _BF16 or dt in (_F32, _F16, _BF16)
+    return dt in (_F32, _F16, _BF16)
 
 
 # ---- argument arrays, cached: a handful of shapes and at most 8 masks recur in a loop ------
@@ -122,7 +124,7 @@ def _mask(output_mask):
     if (t is tuple or t is list) and len(output_mask) == 3:
         a, b, c = output_mask
         if type(a) is bool and type(b) is bool and type(c) is bool:
-            return (a, b, c)
+            return _ALL if a and b and c else (a, b, c)
     if isinstance(output_mask, (str, bytes)):
         raise AclTypeError("output_mask", "expected a sequence of 3 bools")
     try:
@@ -183,11 +185,21 @@ def _check(kind, grad_out, input, normalized_shape, mean, rstd, weight, bias, ou
     dt = grad_out.dtype
     if dt is not in_dt and dt != in_dt:
         raise _bad_dtype("grad_out", dt, in_dt)
-    for name, t in (("weight", weight), ("bias", bias), ("mean", mean), ("rstd", rstd)):
-        if t is not None:
-            dt = t.dtype
-            if dt is not in_dt and dt is not _F32 and dt != in_dt and dt != _F32:
-                raise _bad_dtype(name, dt, in_dt)
+    # Identity first (dtypes are canonical objects), == only for exotic equal ones.
+    dt = mean.dtype
+    if dt is not in_dt and dt is not _F32 and dt != in_dt and dt != _F32:
+        raise _bad_dtype("mean", dt, in_dt)
+    dt = rstd.dtype
+    if dt is not in_dt and dt is not _F32 and dt != in_dt and dt != _F32:
+        raise _bad_dtype("rstd", dt, in_dt)
+    if weight is not None:
+        dt = weight.dtype
+        if dt is not in_dt and dt is not _F32 and dt != in_dt and dt != _F32:
+            raise _bad_dtype("weight", dt, in_dt)
+    if bias is not None:
+        dt = bias.dtype
+        if dt is not in_dt and dt is not _F32 and dt != in_dt and dt != _F32:
+            raise _bad_dtype("bias", dt, in_dt)
     # shapes (row 5, except the operator's own limits: ranks <= 8, 1 <= len(ns) <= 8)
     shape = input.shape
     r = len(ns)
@@ -202,7 +214,7 @@ def _check(kind, grad_out, input, normalized_shape, mean, rstd, weight, bias, ou
     if bias is not None and bias.shape != ns:
         raise AclArgumentError("bias", f"shape {bias.shape} != normalized_shape {ns}")
     mshape = mean.shape
-    if mshape != shape[:split] and _size(mshape) != _size(shape[:split]):
+    if mshape != shape[:split] and _size(mshape) != _size(shape[:split]):  # [M, 1] is usual
         raise AclArgumentError("mean", f"shape {mshape} must hold one element per normalized "
                                f"row: M = {_size(shape[:split])} for input {shape} over "
                                f"normalized_shape {ns}")
@@ -214,6 +226,16 @@ def _check(kind, grad_out, input, normalized_shape, mean, rstd, weight, bias, ou
 
 
 def _check_out(kind, out, mask, shape, ns):
+    t = type(out)
+    if (t is tuple or t is list) and len(out) == 3 and mask is _ALL:
+        # The usual case, checked with the fewest steps: three outputs of the exact kind,
+        # supported dtypes, grad_input shaped like input, the others like normalized_shape.
+        a, b, c = out
+        if type(a) is kind and type(b) is kind and type(c) is kind and \
+                a.shape == shape and b.shape == ns and c.shape == ns and \
+                _supported(a.dtype) and _supported(b.dtype) and _supported(c.dtype) and \
+                kind is DeviceTensor:
+            return out if t is tuple else (a, b, c)
     if isinstance(out, (str, bytes)) or not hasattr(out, "__len__") or len(out) != 3:
         raise AclArgumentError("out", "expected a tuple of 3 entries (grad_input, "
                                "grad_weight, grad_bias), each None or a preallocated "
@@ -320,11 +342,16 @@ def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight=No
         ns, mask, out = _check(DeviceTensor, grad_out, input, normalized_shape, mean, rstd,
                                weight, bias, output_mask, out)
         dev = input.allocation.device
-        _check_device(dev, grad_out, mean, rstd, weight, bias, out)
         sst = _stream.state_for(stream, dev)
         outs = _device_outputs(input, ns, weight, mask, out, dev, sst)
         args = _args(grad_out, input, ns, mean, rstd, weight, bias, mask, outs)
-        LAYER_NORM_BACKWARD.launch(args, device=dev, stream=stream)
+        try:
+            LAYER_NORM_BACKWARD.launch(args, device=dev, stream=stream)
+        except AclArgumentError:
+            # The wrapper checks every tensor's device (naming the C parameter); name the
+            # Python argument instead.
+            _check_device(dev, grad_out, mean, rstd, weight, bias, out)
+            raise
         return outs
     if isinstance(input, np.ndarray):
         return _host_call(grad_out, input, normalized_shape, mean, rstd, weight, bias,
@@ -393,20 +420,25 @@ def _host_call(grad_out, input, normalized_shape, mean, rstd, weight, bias, outp
 
 # ---- the reusable plan ---------------------------------------------------------------------
 
-class LayerNormBackward:
+class LayerNormBackward(Executor):
     """A LayerNormBackward plan over fixed device tensors, for loops: phase one once with a
     repeatable executor and its workspace, then ``plan.run(stream)`` (or ``plan(stream)``)
     enqueues phase two only. Change the inputs' contents between runs freely (same tensors);
-    results are valid once the stream has synchronized.
+    results are valid once the stream has synchronized. It is the
+    :class:`~acl_py.ops.Executor` of the call (``mode``, ``workspace_size``, ``handle``).
 
     Arguments as :func:`layer_norm_backward`, DeviceTensors only. Outputs (allocated here
     unless given in ``out=``) are the attributes ``grad_input``, ``grad_weight``, ``grad_bias``
-    (``None`` where masked), also returned by ``run``. ``close()`` (or ``with``) destroys the
-    executor and gives the workspace back once the streams it ran on have synchronized; the
-    outputs stay usable.
+    (``None`` where masked), also ``outputs`` and what ``run`` returns. ``close()`` (or
+    ``with``) destroys the executor and gives the workspace back once the streams it ran on
+    have synchronized; the outputs stay usable.
+
+    ``mode`` is ``"repeatable"``, or ``"per-run"`` where the library refuses to make the
+    executor repeatable (``aclSetAclOpExecutorRepeatable`` returns 561000): each run is then
+    a whole one-shot call (phase one, workspace, phase two) on the same tensors.
     """
 
-    __slots__ = ("grad_input", "grad_weight", "grad_bias", "_exec", "_outs", "__weakref__")
+    __slots__ = ("grad_input", "grad_weight", "grad_bias")
 
     def __init__(self, grad_out, input, normalized_shape, mean, rstd, weight=None, bias=None,
                  output_mask=_ALL, *, out=None):
@@ -422,55 +454,14 @@ class LayerNormBackward:
         # Own arrays, not the shared cache: the executor keeps them for its whole life.
         args = (grad_out, input, IntArray(ns), mean, rstd, weight, bias, BoolArray(mask),
                 outs[0], outs[1], outs[2])
-        self._exec = LAYER_NORM_BACKWARD.prepare(args, device=dev)
+        super().__init__(LAYER_NORM_BACKWARD, args, dev)
         self.grad_input, self.grad_weight, self.grad_bias = outs
-        self._outs = tuple(outs)
-
-    def run(self, stream=None):
-        """Enqueues one run on ``stream`` (default: the device's default stream); returns
-        ``(grad_input, grad_weight, grad_bias)``."""
-        self._exec.run(stream)
-        return self._outs
-
-    __call__ = run
-
-    @property
-    def outputs(self):
-        return self._outs
-
-    @property
-    def mode(self):
-        """``"repeatable"``: each run is phase two of one repeatable executor; ``"per-run"``:
-        the library refused to make the executor repeatable (561000), so each run is a
-        whole one-shot call (phase one, workspace, phase two) on the same tensors."""
-        return self._exec.mode
-
-    @property
-    def workspace_size(self):
-        """Bytes of workspace phase one asked for (allocated once, reused by every run)."""
-        return self._exec.workspace_size
+        self.outputs = tuple(outs)
 
     @property
     def executor(self):
-        """The underlying :class:`~acl_py.ops.Executor`."""
-        return self._exec
-
-    @property
-    def closed(self):
-        return self._exec.closed
-
-    def close(self):
-        """Releases the executor and the workspace (after the streams it ran on have
-        synchronized). Safe to repeat."""
-        self._exec.close()
-
-    def __enter__(self):
-        self._exec.__enter__()
+        """The plan's :class:`~acl_py.ops.Executor` (the plan itself)."""
         return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         state = "closed" if self.closed else f"workspace {self.workspace_size} bytes"
