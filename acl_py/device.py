@@ -34,7 +34,9 @@ class _TLS(threading.local):
     stack = None    # Device context-manager stack
 
 
-_tls = _TLS()
+# This thread's devices. Read-only for other modules: a launch path may test
+# ``thread_state.dev == device and runtime.ready`` before calling activate().
+thread_state = _TLS()
 
 
 def _set_device(dev):
@@ -45,17 +47,17 @@ def _set_device(dev):
         raise make_error(st, "aclrtSetDevice")
     with _rt.lock:
         _set_counts[dev] = _set_counts.get(dev, 0) + 1
-    _tls.dev = dev
+    thread_state.dev = dev
 
 
 def activate(dev):
     """Ensures ``dev`` is the calling thread's current device before a C call needing one."""
-    if _tls.dev != dev or not _rt.ready:
+    if thread_state.dev != dev or not _rt.ready:
         _set_device(dev)
 
 
 def current_device_id():
-    d = _tls.user
+    d = thread_state.user
     return 0 if d is None else d
 
 
@@ -97,7 +99,7 @@ def _as_device_id(device, argument="device"):
 def resolve_device(device, argument="device"):
     """Device id for a ``device=`` argument (None: the calling thread's current device)."""
     if device is None:
-        d = _tls.user
+        d = thread_state.user
         return 0 if d is None else d
     return _as_device_id(device, argument)
 
@@ -139,11 +141,11 @@ class Device:
     def use(self):
         """Makes this device the calling thread's current device (without a ``with``)."""
         activate(self.id)
-        _tls.user = self.id
+        thread_state.user = self.id
         return self
 
     def __enter__(self):
-        tls = _tls
+        tls = thread_state
         if tls.stack is None:
             tls.stack = []
         tls.stack.append(tls.user)
@@ -151,7 +153,7 @@ class Device:
         return self
 
     def __exit__(self, *exc):
-        tls = _tls
+        tls = thread_state
         prev = tls.stack.pop() if tls.stack else None
         tls.user = prev
         # Back on the previous device for C-level calls too (cheap when unchanged); a thread
@@ -228,7 +230,7 @@ def synchronize(device=None):
 
 def _reset_devices():
     """Teardown: each device reset as many times as acl-py set it; threads forget theirs."""
-    global _set_counts, _device_count, _tls
+    global _set_counts, _device_count, thread_state
     errs = []
     for dev, n in sorted(_set_counts.items()):
         for _ in range(n):
@@ -238,7 +240,7 @@ def _reset_devices():
                 break
     _set_counts = {}
     _device_count = None
-    _tls = _TLS()
+    thread_state = _TLS()
     return errs
 
 

@@ -38,12 +38,20 @@ class StreamState(_ordering.Timeline):
     def synchronize(self):
         """aclrtSynchronizeStream, then the deferred work it made due. Raises the sync failure
         (deferred work then stays queued) or the first deferred failure."""
-        L = _rt.lib if _rt.ready else _rt.ensure()
-        _device.activate(self.device)
+        if _device.thread_state.dev != self.device or not _rt.ready:
+            _rt.ensure()
+            _device.activate(self.device)
         target = self.seq
-        st = L.aclrtSynchronizeStream(self.handle)
+        st = _rt.lib.aclrtSynchronizeStream(self.handle)
         if st:
             raise make_error(st, "aclrtSynchronizeStream")
+        if not (self.deferred or self.kept or self.running):
+            # Nothing waits on it: the counter is all (see complete), unless another
+            # thread deferred work meanwhile.
+            if target > self.done:
+                self.done = target
+            if not self.deferred:
+                return
         errs = self.complete(target)
         if errs:
             raise errs[0]
@@ -239,18 +247,21 @@ def as_stream(stream, device, argument="stream"):
 
 def state_for(stream, device, argument="stream"):
     """The open StreamState to enqueue on for a ``stream=`` argument (see :func:`as_stream`),
-    checked: the hot path of every launch."""
+    checked, with ``device`` made current on this thread: the start of every launch."""
     if stream is None:
         s = _defaults.get(device)
-        if s is not None:
-            st = s.state
-            if not st.closed:
-                return st
+        st = None if s is None else s.state
     elif type(stream) is Stream:
         st = stream.state
-        if st.device == device and not st.closed:
-            return st
-    return as_stream(stream, device, argument).state
+        if st.device != device:
+            st = None
+    else:
+        st = None
+    if st is None or st.closed:
+        st = as_stream(stream, device, argument).state
+    if _device.thread_state.dev != device or not _rt.ready:
+        _device.activate(device)
+    return st
 
 
 # ---- events -------------------------------------------------------------------------------

@@ -631,12 +631,14 @@ def _sequence(values, argument):
 
 
 class _Array:
-    __slots__ = ("_values", "_handle", "_rel", "__weakref__")
+    __slots__ = ("_values", "_handle", "_rel", "_gen", "__weakref__")
 
     @property
     def handle(self):
         h = self._handle
-        if h is None or not self._rel.alive:
+        # close() clears the handle; only a teardown (a new session number) releases it
+        # behind the object's back.
+        if h is None or self._gen != _rt.gen:
             raise self._closed_error()
         return h
 
@@ -652,7 +654,7 @@ class _Array:
 
     @property
     def closed(self):
-        return self._handle is None or not self._rel.alive
+        return self._handle is None or self._gen != _rt.gen
 
     def close(self):
         """Destroys the handle. Safe to repeat."""
@@ -698,6 +700,7 @@ class IntArray(_Array):
         arr = ffi.new("int64_t[]", self._values or (0,))
         h = check_create(L.aclCreateIntArray(arr, len(out)), "aclCreateIntArray")
         self._rel = _rt.Releaser(self, _destroy_int_array, (h,), _rt.ORDER_HANDLE)
+        self._gen = _rt.gen
         self._handle = h
 
 
@@ -719,6 +722,7 @@ class BoolArray(_Array):
         arr = ffi.new("bool[]", self._values or (False,))
         h = check_create(L.aclCreateBoolArray(arr, len(vals)), "aclCreateBoolArray")
         self._rel = _rt.Releaser(self, _destroy_bool_array, (h,), _rt.ORDER_HANDLE)
+        self._gen = _rt.gen
         self._handle = h
 
 

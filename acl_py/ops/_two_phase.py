@@ -244,8 +244,7 @@ class Operator:
         after the launch; by default a block of the device's memory pool taken for the
         stream, given back right after the launch: the next launch on that stream reuses it
         at once (it runs after this one: stream order makes the reuse safe)."""
-        sst = _stream.state_for(stream, device)
-        _device.activate(device)
+        sst = _stream.state_for(stream, device)     # also makes the device current
         cargs, allocs = self._handles(args, device)
         fns = self._fns or self._bind()
         outp = _tls.outp or _outparams()
@@ -480,8 +479,7 @@ class Executor:
         if h is None or es.closed:
             return self._run_per_launch(stream)
         dev = self._device
-        sst = _stream.state_for(stream, dev)
-        _device.activate(dev)
+        sst = _stream.state_for(stream, dev)        # also makes the device current
         st = self._phase_two(self._ws_ptr, self.workspace_size, h, sst.handle)
         if st:
             raise make_error(st, self.op.phase_two_name)
