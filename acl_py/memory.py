@@ -61,10 +61,11 @@ class Allocation:
     wrapper. For acl-py's modules (``DeviceBuffer.allocation``, ``DeviceTensor.allocation``):
     ``ptr`` (``char *``, ``ffi.NULL`` for 0 bytes, None once freed), ``nbytes``, ``device``,
     ``uses`` (an ``_ordering.Uses``: record launches there with ``uses[stream_state] =
-    seq``), ``closed``."""
+    seq``), ``closed``, ``handle_release``: None or ``(fn, handle)``, a C descriptor of this
+    memory released with it (the aclTensor of the tensor owning the storage), first."""
 
     __slots__ = ("ptr", "nbytes", "device", "uses", "closed", "pool", "block", "gen",
-                 "__weakref__")
+                 "handle_release", "__weakref__")
     host = False
     exports = 0
 
@@ -77,6 +78,7 @@ class Allocation:
         self.pool = pool        # _PoolState or None
         self.block = block      # pooled block size
         self.gen = _rt.gen
+        self.handle_release = None
 
     def closed_error(self, what):
         return _rt.closed_error(self.gen, what)
@@ -127,6 +129,15 @@ def release(st):
     safe); otherwise it is freed once every stream using it has passed that work. Host
     memory with live NumPy views is freed with the last view. Also the releaser of buffers."""
     st.closed = True
+    hr = st.handle_release
+    if hr is not None:
+        # The descriptor first (it needs no stream order: queued work uses the memory only).
+        try:
+            hr[0](hr[1])
+        except BaseException:
+            st.closed = False   # still owned: close() may be retried
+            raise
+        st.handle_release = None
     ptr = st.ptr
     if ptr is None:
         return
@@ -585,7 +596,7 @@ class _PoolState:
         uses = _ordering.Uses()
         if seq:
             uses[tl] = seq
-        return Allocation(ptr, nbytes, self.device, pool=self, block=size, uses=uses)
+        return Allocation(ptr, nbytes, self.device, self, size, uses)
 
     def take(self, nbytes, tl=None):
         """(ptr, block size, seq) of a block of at least ``nbytes`` (> 0) for work on ``tl``
@@ -794,14 +805,17 @@ def _default_pool(dev):
 def default_pool_state(device):
     """The block cache of ``device``'s default pool (``take``/``give_back``): for acl-py's
     modules (operator workspaces)."""
-    return _default_pool(device)._pst
+    pool = _default_pools.get(device)
+    if pool is None or pool._pst.dead:     # teardown marks every pool dead
+        pool = _default_pool(device)
+    return pool._pst
 
 
 def allocate(nbytes, device, stream_state=None):
     """An Allocation of ``nbytes`` (> 0 or 0) from ``device``'s default pool for work on
     ``stream_state`` (None: any stream). For acl-py's modules: wrap it
     (``DeviceBuffer.adopt``) or give it back with :func:`release`."""
-    return _default_pool(device)._pst.allocate(nbytes, stream_state)
+    return default_pool_state(device).allocate(nbytes, stream_state)
 
 
 def _free_all_pools():

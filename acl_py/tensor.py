@@ -10,7 +10,10 @@ storage otherwise lives as long as any tensor using it.
 
 ``handle`` creates the ``aclTensor`` on first use (view dims, element strides, element
 offset, ``ACL_FORMAT_ND``, storage dims ``[storage element count]``, data = storage base) and
-caches it; it is destroyed with the tensor (close, garbage collection, teardown).
+caches it; it is destroyed with the tensor (close, garbage collection, teardown). The handle
+of the tensor owning the storage is destroyed together with the storage's release (one
+release for both: a call returning new outputs makes several per call), so it may outlive the
+tensor object while someone still holds its ``buffer``.
 """
 from __future__ import annotations
 
@@ -197,9 +200,9 @@ class DeviceTensor:
         """A contiguous tensor from ``dev``'s default pool for work on ``stream_state``, for
         checked arguments (``shape`` a tuple of dims, ``dt`` a NumPy dtype acl-py supports,
         ``dev`` a device id): the operators' outputs."""
-        st = _mem.allocate(_size(shape) * dt.itemsize, dev, stream_state)
-        return cls._new(_mem.DeviceBuffer.adopt(st), shape, dt, _contiguous_strides(shape), 0,
-                        True)
+        st = _mem.default_pool_state(dev).allocate(_size(shape) * dt.itemsize, stream_state)
+        return object.__new__(cls)._init(_mem.DeviceBuffer.adopt(st), shape, dt,
+                                         _contiguous_strides(shape), 0, True)
 
     @classmethod
     def zeros(cls, shape, dtype=np.float32, device=None, *, stream=None, pool=True):
@@ -335,7 +338,12 @@ class DeviceTensor:
         if self._handle is not None:
             return self._handle
         h = self._create_handle(bst)
-        self._hrel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)
+        if self._owner and bst.handle_release is None:
+            # The storage's own tensor: its aclTensor is destroyed when the storage is
+            # released (one release for both, which a new output per call makes count).
+            bst.handle_release = (_destroy_tensor, h)
+        else:
+            self._hrel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)
         self._handle = h
         return h
 
@@ -554,10 +562,10 @@ class DeviceTensor:
         if self._hrel is not None:
             self._hrel.release()
             self._hrel = None
+        if self._owner:
+            self._buf.close()   # the storage, and with it this tensor's handle
         self._handle = None
         self._closed = True
-        if self._owner:
-            self._buf.close()
 
     def __enter__(self):
         self._live()

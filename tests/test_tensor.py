@@ -206,6 +206,10 @@ def test_view_handles_created_on_demand_and_cached(emulator):
         v.handle
     del t
     gc.collect()
+    # The owner's handle goes with the storage, which the view object still holds.
+    assert emulator.live_objects()["tensors"] == n + 1
+    del v
+    gc.collect()
     assert emulator.live_objects()["tensors"] == n
 
 
