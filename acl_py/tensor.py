@@ -137,7 +137,7 @@ class DeviceTensor:
     :meth:`empty`, :meth:`zeros` or :meth:`from_numpy` to make owning tensors."""
 
     __slots__ = ("_buf", "allocation", "_shape", "_strides", "_offset", "_dtype",
-                 "_handle", "_hrel", "_owner", "_closed", "__weakref__")
+                 "cached_handle", "_hrel", "_owner", "_closed", "__weakref__")
 
     def __init__(self, buffer, shape, dtype, strides=None, offset=0):
         if not isinstance(buffer, _mem.DeviceBuffer):
@@ -172,7 +172,9 @@ class DeviceTensor:
         self._strides = strides
         self._offset = offset
         self._dtype = dt
-        self._handle = None     # made on first use, see handle
+        # The aclTensor once made (see handle); None before, and once this tensor is closed.
+        # acl-py's launch path reads it directly after checking ``allocation.closed``.
+        self.cached_handle = None
         self._hrel = None
         self._owner = owner
         self._closed = False
@@ -328,15 +330,15 @@ class DeviceTensor:
     @property
     def handle(self):
         """The cached ``aclTensor *`` of this view (created on first use)."""
-        h = self._handle     # None once this tensor is closed (see close)
+        h = self.cached_handle
         if h is None or self.allocation.closed:
             h = self._make_handle()
         return h
 
     def _make_handle(self):
         bst = self._live()
-        if self._handle is not None:
-            return self._handle
+        if self.cached_handle is not None:
+            return self.cached_handle
         h = self._create_handle(bst)
         if self._owner and bst.handle_release is None:
             # The storage's own tensor: its aclTensor is destroyed when the storage is
@@ -344,7 +346,7 @@ class DeviceTensor:
             bst.handle_release = (_destroy_tensor, h)
         else:
             self._hrel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)
-        self._handle = h
+        self.cached_handle = h
         return h
 
     def _create_handle(self, bst):
@@ -564,7 +566,7 @@ class DeviceTensor:
             self._hrel = None
         if self._owner:
             self._buf.close()   # the storage, and with it this tensor's handle
-        self._handle = None
+        self.cached_handle = None
         self._closed = True
 
     def __enter__(self):

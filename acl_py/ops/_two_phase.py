@@ -186,7 +186,10 @@ class Operator:
                     al = a.allocation
                     if al.device != device:
                         raise self._device_error(args, a, device)
-                    add(a.handle)
+                    h = a.cached_handle
+                    if h is None or al.closed:
+                        h = a.handle    # made now, or the error for a closed tensor
+                    add(h)
                     allocs.append(al)
                 elif a is None:
                     add(_NULL)

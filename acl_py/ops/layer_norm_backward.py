@@ -233,7 +233,9 @@ def _check_out(kind, out, mask, shape, ns):
         a, b, c = out
         if type(a) is kind and type(b) is kind and type(c) is kind and \
                 a.shape == shape and b.shape == ns and c.shape == ns and \
-                _supported(a.dtype) and _supported(b.dtype) and _supported(c.dtype) and \
+                ((da := a.dtype) is _F32 or _supported(da)) and \
+                ((db := b.dtype) is _F32 or _supported(db)) and \
+                ((dc := c.dtype) is _F32 or _supported(dc)) and \
                 kind is DeviceTensor:
             return out if t is tuple else (a, b, c)
     if isinstance(out, (str, bytes)) or not hasattr(out, "__len__") or len(out) != 3:
