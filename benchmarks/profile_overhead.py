@@ -1,6 +1,6 @@
 """Where the host time of one call goes: the evidence behind section 1 of run.py.
 
-For the tiny problem of benchmarks/overhead.c (2 x 8 fp32, every output, synchronize each
+For the tiny problem of benchmarks/overhead.cpp (2 x 8 fp32, every output, synchronize each
 call) it measures, interleaved, per call (median over rounds of per-call medians):
 
   raw-plan     lib.aclnnLayerNormBackward + lib.aclrtSynchronizeStream through cffi, on a

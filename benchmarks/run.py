@@ -1,7 +1,7 @@
 """acl-py benchmarks: `make bench` runs this file and prints one table.
 
 Sections (each row: the figure, its peer, the ratio, the target, PASS/MISS):
-  1. overhead  host overhead per call on a tiny problem against a C floor (benchmarks/overhead.c)
+  1. overhead  host overhead per call on a tiny problem against a C floor (benchmarks/overhead.cpp)
   2. kernel    emulator kernel throughput against PyTorch's CPU native_layer_norm_backward,
                and its effective bandwidth against a memory-copy roofline (benchmarks/roofline.c)
   3. transfer  DeviceTensor.from_numpy/.to_numpy against a NumPy copy; peak RSS of the
@@ -203,11 +203,17 @@ def median(xs) -> float:
 
 
 def compile_c(name: str, stack: Stack | None, extra: list[str]) -> Path:
-    """Compiles benchmarks/<name>.c into benchmarks/out/<name> (-O2); rebuilt when older."""
+    """Compiles benchmarks/<name>.c (C11) or <name>.cpp (C++17: the vendor's aclnn headers
+    are C++ only) into benchmarks/out/<name> (-O2); rebuilt when older."""
     OUT.mkdir(exist_ok=True)
-    src, exe = HERE / f"{name}.c", OUT / name
-    cmd = [os.environ.get("CC", "cc"), "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror",
-           "-pthread", str(src), "-o", str(exe)] + extra
+    exe = OUT / name
+    src = HERE / f"{name}.cpp"
+    if src.exists():
+        cmd = [os.environ.get("CXX", "c++"), "-O2", "-std=c++17"]
+    else:
+        src = HERE / f"{name}.c"
+        cmd = [os.environ.get("CC", "cc"), "-O2", "-std=c11"]
+    cmd += ["-Wall", "-Wextra", "-Werror", "-pthread", str(src), "-o", str(exe)] + extra
     stamp = OUT / f"{name}.cmd"
     if (exe.exists() and exe.stat().st_mtime >= src.stat().st_mtime and stamp.exists()
             and stamp.read_text() == shlex.join(cmd)):
@@ -251,7 +257,7 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
     exe = compile_c("overhead", stack, library_flags(stack))
     rounds, iters, warm = (3, 500, 100) if quick else (9, 3000, 300)
 
-    # The same data as overhead.c (it checks its own result; we check ours below).
+    # The same data as overhead.cpp (it checks its own result; we check ours below).
     m, n = 2, 8
     i = np.arange(m * n)
     dy_h = (((i * 7) % 11) / 11.0 - 0.5).astype(np.float32).reshape(m, n)

@@ -1,6 +1,7 @@
 /*
- * The floor for acl-py's host overhead: the same LayerNormBackward calls acl-py makes, from C,
- * against the same libraries (compiled by benchmarks/run.py against the emulator prefix, -O2).
+ * The floor for acl-py's host overhead: the same LayerNormBackward calls acl-py makes, from C++
+ * (C written as C++: the vendor's aclnn headers are C++ only), against the same libraries
+ * (compiled by benchmarks/run.py against the emulator prefix, -O2).
  *
  * Problem: the tiny 2 x 8 fp32 case (normalizedShape [8], mean/rstd [2,1], weight and bias
  * [8], every output requested). Every handle (tensors, arrays, the stream, device buffers) is
@@ -151,7 +152,7 @@ int main(int argc, char **argv) {
         CHECK(aclrtFree(d_gb));
     }
 
-    int64_t *samples = malloc(sizeof(int64_t) * (size_t)iters);
+    int64_t *samples = (int64_t *)malloc(sizeof(int64_t) * (size_t)iters);
     if (!samples) return 1;
     for (long i = -warmup; i < iters; ++i) {
         int64_t t0 = now_ns();
