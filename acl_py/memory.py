@@ -645,26 +645,31 @@ class _PoolState:
 
     def _reclaim(self, size):
         """Moves blocks whose stream has passed their last use to ``free``; True if one of
-        ``size`` is free then. Caller holds the lock."""
+        ``size`` is free then. Caller holds the lock. Lists are changed in place, never
+        replaced: a garbage collection inside may run a release that gives a block back to
+        one of them (the lock is reentrant), and that block must not be lost."""
         found = False
         for tl, by_size in list(self.on_stream.items()):
             done = tl.done
             closed = tl.closed
             for sz, lst in list(by_size.items()):
-                keep = []
-                for ptr, seq in lst:
+                i = 0
+                while i < len(lst):
+                    ptr, seq = lst[i]
                     if closed or seq <= done:
+                        del lst[i]
                         self.free.setdefault(sz, []).append(ptr)
                         found = found or sz == size
                     else:
-                        keep.append((ptr, seq))
-                if keep:
-                    by_size[sz] = keep
-                else:
-                    del by_size[sz]
-            if not by_size:
+                        i += 1
+            if closed:          # no release gives a block back to a closed stream
                 del self.on_stream[tl]
         return found
+
+    def _waiting_streams(self):
+        """Stream states with blocks not yet known past. Caller holds the lock."""
+        return [tl for tl, by_size in list(self.on_stream.items())
+                if any(by_size.values())]
 
     def give_back(self, ptr, size, tl, seq):
         """Caches a block; ``tl``/``seq``: its last use, on that stream, may not be done."""
@@ -694,7 +699,7 @@ class _PoolState:
         err = None
         with self.lock:
             self._reclaim(-1)
-            waiting = list(self.on_stream)
+            waiting = self._waiting_streams()
         for tl in waiting:
             if not tl.closed and tl.gen == _rt.gen and _rt.ready:
                 try:
@@ -703,9 +708,12 @@ class _PoolState:
                     err = err or e
         with self.lock:
             self._reclaim(-1)
-            blocks = [(size, p) for size, lst in self.free.items() for p in lst]
-            self.free = {}
-            self.cached -= sum(size for size, _p in blocks)
+            blocks = []
+            for size in list(self.free):    # popped, not replaced: see _reclaim
+                lst = self.free[size]
+                while lst:
+                    blocks.append((size, lst.pop()))
+                    self.cached -= size
         if blocks:
             _device.activate(self.device)
         for size, p in blocks:
