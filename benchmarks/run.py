@@ -628,7 +628,8 @@ def bench_kernel(stack: Stack, quick: bool, threads: int) -> tuple[list[Row], li
             got = [o.to_numpy() for o in outs]
             exp = ref.layer_norm_backward(host[0], host[1], (n,), host[2], host[3], host[4])
             mag = ref.error_scale(host[0], host[1], (n,), host[2], host[3], host[4])
-            err = max(ref.max_error_ratio(g, e, s, dtype) for g, e, s in zip(got, exp, mag))
+            err = max(ref.max_error_ratio(g, e, s, dtype, output=o)
+                      for g, e, s, o in zip(got, exp, mag, ref.OUTPUTS))
             del got, exp, mag
             label = f"[{m},{n}] {dname}, all outputs" + (
                 "" if dtype is np.float32 else ", fp32 mean/rstd/weight")
