@@ -2,9 +2,9 @@
 arguments and wrong types for ``layer_norm_backward``, the raw phase one, and the
 constructors. Each case either matches the float64 reference or raises the documented error.
 
-Which of the two is decided by ``expected_status`` below: an independent re-statement of
-CANN_ABI.md's phase-one check list, written here from the document, never by calling the
-library's own checks. The raw phase-one test checks the exact code in the documented order;
+Which of the two is decided by ``expected_status`` below: an independent re-statement of the
+vendor's phase-one check list (docs/emulator.md, "aclnnLayerNormBackward"), written here from
+the document, never by calling the library's own checks. The raw phase-one test checks the exact code in the documented order;
 the Python-level test accepts the Python-boundary error (``AclArgumentError``/``AclTypeError``,
 naming the argument) or the operator's typed error with the code the list gives.
 """

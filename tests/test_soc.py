@@ -60,6 +60,10 @@ out = {}
 p = lib.aclrtGetSocName()              # before aclInit, no device: the vendor answers too
 out["soc"] = ffi.string(p).decode() if p != ffi.NULL else None
 out["soc_msg"] = msg() if p == ffi.NULL else ""
+try:
+    out["py_soc"] = acl_py.soc_name()
+except acl_py.errors.AclError as e:
+    out["py_soc"] = [type(e).__name__, e.code, str(e)]
 out["init"] = lib.aclInit(ffi.NULL)
 out["init_msg"] = msg() if out["init"] else ""
 if out["init"] == 0:
@@ -122,7 +126,7 @@ def _probe(soc):
                                         ("Ascend310P3", "Atlas inference series")])
 def test_parts_without_bfloat16_refuse_it_with_161002_naming_the_part(emulator, soc, series):
     r = _probe(soc)
-    assert r["soc"] == soc and r["init"] == 0
+    assert r["soc"] == soc == r["py_soc"] and r["init"] == 0
     for case in ("bf16_input", "bf16_output"):
         rc, text = r[case]
         assert rc == 161002, r
@@ -145,6 +149,8 @@ def test_atlas_a2_default_and_a3_accept_bfloat16(emulator, soc):
 def test_unknown_part_name_fails_get_soc_name_and_init(emulator):
     r = _probe("Ascend910X")
     assert r["soc"] is None and "ACL_EMU_SOC" in r["soc_msg"] and "Ascend910X" in r["soc_msg"]
+    kind, code, text = r["py_soc"]  # acl_py.soc_name(): a typed error with the message
+    assert kind == "InternalError" and code == 500000 and "Ascend910X" in text
     assert r["init"] == 100000 and "aclInit: ACL_EMU_SOC" in r["init_msg"]
 
 
