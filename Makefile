@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CANN_INCLUDE ?=
 
-.PHONY: all build sample test test-hardware test-sanitize abi-check bench clean
+.PHONY: all build sample test typecheck test-hardware test-sanitize abi-check bench clean
 
 all: build
 
@@ -28,8 +28,12 @@ build: $(STAMP)
 sample: build
 	@$(PY) samples/layer_norm_backward.py
 
-test: build abi-check
+test: build abi-check typecheck
 	$(PY) -m pytest
+
+# Static types: mypy over acl_py (configuration: pyproject.toml, [tool.mypy]).
+typecheck: build
+	$(PY) -m mypy
 
 # Tests that need real CANN and an Ascend device; elsewhere they are skipped with the reason.
 test-hardware: build
@@ -47,5 +51,5 @@ bench: build
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info acl_py/_ffi.py acl_py/_emulator tests/.build
+	rm -rf $(VENV) build dist *.egg-info acl_py/_ffi.py acl_py/_emulator tests/.build .mypy_cache
 	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -141,7 +141,7 @@ def choose_backend() -> Backend:
     if choice == "emulator":
         return _emulator_backend("ACL_PY_BACKEND=emulator", [])
     root, libs, searched = find_cann()
-    if libs is not None:
+    if root is not None and libs is not None:
         return Backend("cann", root, libs,
                        f"ACL_PY_BACKEND={choice}: CANN found under {root}", searched)
     if choice == "cann":

@@ -16,6 +16,7 @@ import importlib.util
 import json
 import sys
 from dataclasses import dataclass
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
-def _resolve(ref: str):
+def _resolve(ref: str) -> Callable[..., Any]:
     module, _, attr = ref.partition(":")
     return getattr(importlib.import_module(module), attr)
 
@@ -111,7 +112,7 @@ def run_prefix(args: argparse.Namespace) -> int:
 
 # ---- entry point ---------------------------------------------------------------------------
 
-def _unavailable(command: Command, why: str):
+def _unavailable(command: Command, why: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         _error(f"`{command.name}` is not available in this installation ({why})")
         return 2

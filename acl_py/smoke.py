@@ -52,11 +52,16 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from . import reference
+
+if TYPE_CHECKING:
+    from ._loader import Backend
+    from .stream import Stream
+    from .tensor import DeviceTensor
 
 OUTPUT_NAMES = ("grad_input", "grad_weight", "grad_bias")
 TOLERANCE_RULE = ("|out - ref| <= RTOL[input dtype] * magnitude + half ulp(grad_input: input "
@@ -314,12 +319,13 @@ def make_inputs(case: Case) -> dict:
     return out
 
 
-def _place(arr: np.ndarray, layout: str, stream, made: list):
+def _place(arr: np.ndarray, layout: str, stream: Stream | None,
+           made: list[DeviceTensor]) -> DeviceTensor:
     """A DeviceTensor whose logical value is ``arr``, laid out in device memory as asked. The
     owning tensors go to ``made`` (the caller closes them; views die with them)."""
     from .tensor import DeviceTensor
 
-    def upload(host):
+    def upload(host: np.ndarray) -> DeviceTensor:
         t = DeviceTensor.from_numpy(host, stream=stream)
         made.append(t)
         return t
@@ -348,7 +354,8 @@ def output_dtypes(case: Case) -> tuple[str, str, str]:
     return (given[0] or case.dtype, given[1] or wdt, given[2] or wdt)
 
 
-def _preallocated_outputs(case: Case, stream, made: list, strided: bool):
+def _preallocated_outputs(case: Case, stream: Stream | None, made: list[DeviceTensor],
+                          strided: bool) -> tuple[DeviceTensor | None, ...]:
     """Outputs given through ``out=``: contiguous, or (``strided``) every other element of the
     last dim of a larger buffer. NaN-filled, so an element the kernel never writes fails."""
     from .tensor import DeviceTensor
@@ -365,7 +372,7 @@ def _preallocated_outputs(case: Case, stream, made: list, strided: bool):
     return tuple(outs)
 
 
-def run_case(case: Case, stream=None, npu: bool | None = None) -> CaseResult:
+def run_case(case: Case, stream: Stream | None = None, npu: bool | None = None) -> CaseResult:
     """Runs one case on the calling thread's device with its operator's runner and checks it;
     never raises for a failing case (the exception becomes the result's ``error``). On an NPU
     (``npu``; default: the backend is real CANN), a failing case whose input the vendor
@@ -378,7 +385,7 @@ def run_case(case: Case, stream=None, npu: bool | None = None) -> CaseResult:
     return result
 
 
-def run_layer_norm_backward_case(case: Case, stream=None) -> CaseResult:
+def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> CaseResult:
     """Runs one LayerNormBackward case and checks it; never raises for a failing case (the
     exception becomes the result's ``error``). ``seconds`` is the operator call on device
     tensors (phase one, workspace, phase two) through the stream's synchronization."""
@@ -438,7 +445,8 @@ def _where(e: BaseException) -> str:
     return f" (at {os.path.basename(f.filename)}:{f.lineno})"
 
 
-def _compare(case: Case, got, expected, magnitude, seconds: float) -> CaseResult:
+def _compare(case: Case, got: Sequence[np.ndarray | None], expected: Sequence[np.ndarray],
+             magnitude: Sequence[np.ndarray], seconds: float) -> CaseResult:
     result = CaseResult(case, True, seconds)
     problems = []
     for name, g, e, m, on in zip(OUTPUT_NAMES, got, expected, magnitude, case.mask):
@@ -465,15 +473,17 @@ def _compare(case: Case, got, expected, magnitude, seconds: float) -> CaseResult
     return result
 
 
-def _dtype_name(dt) -> str:
+def _dtype_name(dt: Any) -> str:
     dt = np.dtype(dt)
     return "bfloat16" if dt == _np_dtype("bfloat16") else dt.name
 
 
 ProgressFn = Callable[[int, int, Case, "CaseResult | None"], None]
+DeviceProgressFn = Callable[[int, int, int, Case, "CaseResult | None"], None]
 
 
-def run_cases(cases: Sequence[Case], progress: ProgressFn | None = None, stream=None,
+def run_cases(cases: Sequence[Case], progress: ProgressFn | None = None,
+              stream: Stream | None = None,
               npu: bool | None = None, cancel: threading.Event | None = None
               ) -> list[CaseResult]:
     """Runs ``cases`` in order on the calling thread's device; ``progress(i, total, case,
@@ -523,7 +533,8 @@ class DeviceRun:
                 "error": self.error, "seconds": self.seconds, "ok": self.ok}
 
 
-def run_devices(cases: Sequence[Case], devices: Sequence[int], progress=None,
+def run_devices(cases: Sequence[Case], devices: Sequence[int],
+                progress: DeviceProgressFn | None = None,
                 npu: bool | None = None) -> list[DeviceRun]:
     """Runs ``cases`` on every device of ``devices`` at once: a thread per device, each with
     the device current and a stream of its own (one device runs on the calling thread).
@@ -540,7 +551,8 @@ def run_devices(cases: Sequence[Case], devices: Sequence[int], progress=None,
         t0 = time.perf_counter()
         report_case = None
         if progress is not None:
-            def report_case(i, total, case, result, _d=run.device):
+            def report_case(i: int, total: int, case: Case, result: CaseResult | None,
+                            _d: int = run.device) -> None:
                 progress(_d, i, total, case, result)
         try:
             with Device(run.device), Stream() as stream:
@@ -592,7 +604,7 @@ def on_npu() -> bool:
     return not _runs_on_emulator(runtime.backend())
 
 
-def _runs_on_emulator(backend) -> bool:
+def _runs_on_emulator(backend: Backend) -> bool:
     """The emulator, also when loaded as "real CANN" (``ASCEND_HOME_PATH=<emulator prefix>
     ACL_PY_BACKEND=cann``, the drop-in mode): its prefix carries the emulator-only header
     ``include/aclemu/aclemu.h``, which no CANN install has. A file check, no symbol used."""
@@ -741,7 +753,7 @@ def format_table(results: Sequence[CaseResult]) -> str:
               for i, h in enumerate(head)]
     right = {7, 8, 9}
 
-    def line(cells):
+    def line(cells: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if i in right else c.ljust(w)
                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
     out = [line(head), line(["-" * w for w in widths])]
@@ -810,7 +822,8 @@ class Progress:
     devices also each device's count), else one line per finished case (prefixed with the
     device when there are several). Called from the devices' threads."""
 
-    def __init__(self, stream=None, width: int = 28, devices: Sequence[int] = (0,)):
+    def __init__(self, stream: IO[str] | None = None, width: int = 28,
+                 devices: Sequence[int] = (0,)) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.width = width
@@ -852,7 +865,7 @@ class Progress:
 
 
 def main(argv: Sequence[str] | None = None, cases: Iterable[Case] | None = None,
-         out=None, err=None) -> int:
+         out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """``acl-py smoke [--quick] [--json FILE] [--devices LIST] [--require-npu] ...`` as a
     function; returns the exit status. ``cases`` replaces the matrix (tests inject broken
     cases this way)."""
@@ -950,7 +963,8 @@ def parse_devices(spec: str, count: int | None) -> list[int]:
     return sorted(set(ids))
 
 
-def run_smoke(args, cases: Iterable[Case] | None = None, out=None, err=None) -> int:
+def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
+              out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """The ``smoke`` command for parsed ``args``: header (before any case), tables, verdict on
     ``out``, progress on ``err``; returns the exit status (see the module doc)."""
     out = out if out is not None else sys.stdout
@@ -1025,7 +1039,7 @@ run = run_smoke
 SAMPLE_FILES = {"objects": "layer_norm_backward.py", "raw": "layer_norm_backward_raw.py"}
 
 
-def sample_path(kind: str = "objects"):
+def sample_path(kind: str = "objects") -> Path:
     """The sample's file: ``samples/`` of the source tree acl_py was imported from, else the
     copy an installed wheel carries in ``acl_py/_samples``."""
     here = Path(__file__).resolve().parent
@@ -1039,7 +1053,7 @@ def add_sample_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show", action="store_true", help="print the sample's path and exit")
 
 
-def run_sample(args) -> int:
+def run_sample(args: argparse.Namespace) -> int:
     """The ``sample`` command: runs the port of the vendor's C++ sample in a fresh interpreter
     (it owns the runtime from aclInit to aclFinalize) and returns its exit status."""
     import subprocess
@@ -1073,7 +1087,7 @@ except (LibraryNotFoundError, AclError) as e:
 """
 
 
-def _finite(o):
+def _finite(o: Any) -> Any:
     """JSON has no inf/NaN: a non-finite error (a NaN output) is written as the string."""
     if isinstance(o, float) and not math.isfinite(o):
         return str(o)
@@ -1084,7 +1098,7 @@ def _finite(o):
     return o
 
 
-def _write_json(path: str, data: dict, out) -> None:
+def _write_json(path: str, data: dict, out: IO[str]) -> None:
     text = json.dumps(_finite(data), indent=2, allow_nan=False, default=_json_default) + "\n"
     if path == "-":
         out.write(text)
@@ -1094,7 +1108,7 @@ def _write_json(path: str, data: dict, out) -> None:
             f.write(text)
 
 
-def _json_default(o):
+def _json_default(o: Any) -> Any:
     if isinstance(o, (np.integer,)):
         return int(o)
     if isinstance(o, (np.floating,)):

@@ -122,7 +122,8 @@ def acl_py_version() -> str:
 def test_wheel_contents(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for f in ("acl_py/__init__.py", "acl_py/_ffi.py", "acl_py/_loader.py", "acl_py/cli.py",
-              "acl_py/__main__.py", *(f"acl_py/_emulator/{e}" for e in EMULATOR_FILES)):
+              "acl_py/__main__.py", "acl_py/py.typed",
+              *(f"acl_py/_emulator/{e}" for e in EMULATOR_FILES)):
         assert f in names, f"{f} missing from {wheel.name}"
     # A CPython extension would make the py3-none tag a lie.
     assert not [n for n in names if n.endswith((".pyd", ".abi3.so"))
