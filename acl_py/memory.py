@@ -35,6 +35,7 @@ from . import device as _device
 from . import runtime as _rt
 from . import stream as _stream
 from .errors import AclArgumentError, AclTypeError, make_error
+from ._units import size_text
 
 _H2D, _D2H, _D2D = 1, 2, 3          # aclrtMemcpyKind
 _POLICY = 0                          # ACL_MEM_MALLOC_HUGE_FIRST, as the vendor sample
@@ -207,8 +208,8 @@ def _copy_back(job):
 def _check_range(offset, count, nbytes, what):
     offset = as_size(offset, "offset")
     if offset + count > nbytes:
-        raise AclArgumentError(what, f"{count} bytes at offset {offset} do not fit in the "
-                               f"buffer's {nbytes} bytes")
+        raise AclArgumentError(what, f"{size_text(count)} at offset {offset} do not fit in "
+                               f"the buffer's {size_text(nbytes)}")
     return offset
 
 
@@ -233,8 +234,16 @@ def _malloc(dev, nbytes, host):
     p = ffi.new("void **")
     s = L.aclrtMallocHost(p, nbytes) if host else L.aclrtMalloc(p, nbytes, _POLICY)
     if s:
-        raise make_error(s, "aclrtMallocHost" if host else "aclrtMalloc")
+        raise _allocation_error(s, "aclrtMallocHost" if host else "aclrtMalloc", nbytes)
     return ffi.cast("char *", p[0])
+
+
+def _allocation_error(status, call, nbytes):
+    """The typed error of a failed allocation, its message ending with the size asked for
+    (the runtime's own message may not say it; people read sizes in MiB)."""
+    err = make_error(status, call)
+    err.message = "; ".join(filter(None, (err.message, f"requested {size_text(nbytes)}")))
+    return err
 
 
 class _Buffer:
@@ -638,7 +647,7 @@ class _PoolState:
                 pass
             s = L.aclrtMalloc(p, size, _POLICY)
         if s:
-            raise make_error(s, "aclrtMalloc")
+            raise _allocation_error(s, "aclrtMalloc", size)
         with self.lock:
             self.used += size
         return ffi.cast("char *", p[0]), size, 0

@@ -99,3 +99,23 @@ def test_view_error_gives_the_size_in_mib():
     with acl_py.DeviceBuffer(1 << 20) as buf:
         with pytest.raises(acl_py.AclArgumentError, match=r"1048576 bytes \(1\.0 MiB\)"):
             DeviceTensor(buf, (1 << 20,), np.float32)
+
+
+@pytest.mark.parametrize("allocate", [
+    lambda: acl_py.DeviceBuffer(1 << 40, pool=None),      # aclrtMalloc directly
+    lambda: DeviceTensor.empty((1 << 38,), np.float32),   # through the memory pool
+], ids=["direct", "pool"])
+def test_out_of_memory_says_how_much_in_human_units(allocate):
+    # 1 TiB: more than any emulated (or real) device has.
+    with pytest.raises(acl_py.DeviceMemoryError) as info:
+        allocate()
+    assert info.value.code == 207001 and info.value.call == "aclrtMalloc"
+    assert str(info.value).endswith("requested 1099511627776 bytes (1.0 TiB)")
+
+
+def test_copy_too_large_gives_both_sizes():
+    with acl_py.DeviceBuffer(1 << 20) as buf:
+        with pytest.raises(acl_py.AclArgumentError,
+                           match=r"2097152 bytes \(2\.0 MiB\) at offset 0 do not fit in the "
+                                 r"buffer's 1048576 bytes \(1\.0 MiB\)"):
+            buf.copy_from_host(bytes(2 << 20))
