@@ -17,21 +17,28 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections import namedtuple
+from typing import TYPE_CHECKING, Literal, NamedTuple, Union
 
 from ._ffi import ffi
 from . import _ordering
 from . import runtime as _rt
 from .errors import AclArgumentError, AclTypeError, make_error
 
+if TYPE_CHECKING:
+    from .memory import MemoryPool
+    from .stream import Stream
+
+# What a ``device=`` argument takes: an id, a Device, or None for the current device.
+DeviceLike = Union[int, "Device", None]
+
 _set_counts: dict = {}  # device id -> aclrtSetDevice calls acl-py made this session
 _device_count = None
 
 
 class _TLS(threading.local):
-    dev = None      # device acl-py last made current on this thread (C level)
-    user = None     # device the user chose for this thread (None: device 0)
-    stack = None    # Device context-manager stack
+    dev: int | None = None      # device acl-py last made current on this thread (C level)
+    user: int | None = None     # device the user chose for this thread (None: device 0)
+    stack: list[int | None] | None = None    # Device context-manager stack
 
 
 # This thread's devices. Read-only for other modules: a launch path may test
@@ -61,7 +68,7 @@ def current_device_id():
     return 0 if d is None else d
 
 
-def device_count():
+def device_count() -> int:
     """Number of devices the runtime sees."""
     global _device_count
     n = _device_count
@@ -96,7 +103,7 @@ def _as_device_id(device, argument="device"):
     return dev
 
 
-def resolve_device(device, argument="device"):
+def resolve_device(device: DeviceLike, argument: str = "device") -> int:
     """Device id for a ``device=`` argument (None: the calling thread's current device)."""
     if device is None:
         d = thread_state.user
@@ -104,7 +111,10 @@ def resolve_device(device, argument="device"):
     return _as_device_id(device, argument)
 
 
-MemInfo = namedtuple("MemInfo", "free total")
+class MemInfo(NamedTuple):
+    """A device's memory, in bytes."""
+    free: int
+    total: int
 
 _device_objects: dict = {}
 _providers: dict = {}
@@ -126,8 +136,9 @@ class Device:
     Stateless apart from the id (one object per id), so it stays valid across sessions."""
 
     __slots__ = ("id",)
+    id: int
 
-    def __new__(cls, device=None):
+    def __new__(cls, device: DeviceLike = None) -> Device:
         if isinstance(device, Device):
             return device
         dev = _as_device_id(device)
@@ -138,13 +149,13 @@ class Device:
             obj = _device_objects.setdefault(dev, obj)
         return obj
 
-    def use(self):
+    def use(self) -> Device:
         """Makes this device the calling thread's current device (without a ``with``)."""
         activate(self.id)
         thread_state.user = self.id
         return self
 
-    def __enter__(self):
+    def __enter__(self) -> Device:
         tls = thread_state
         if tls.stack is None:
             tls.stack = []
@@ -152,7 +163,7 @@ class Device:
         self.use()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         tls = thread_state
         prev = tls.stack.pop() if tls.stack else None
         tls.user = prev
@@ -162,7 +173,7 @@ class Device:
             activate(prev)
         return False
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Waits for all work on every stream of this device (``aclrtSynchronizeDevice``) and
         runs the streams' deferred releases."""
         L = _rt.ensure()
@@ -176,20 +187,20 @@ class Device:
             raise errs[0]
 
     @property
-    def default_stream(self):
+    def default_stream(self) -> Stream:
         """The device's default stream (the NULL stream)."""
         return _providers["default_stream"](self.id)
 
     @property
-    def memory_pool(self):
+    def memory_pool(self) -> MemoryPool:
         """The device's default :class:`MemoryPool` (tensor storage, workspaces)."""
         return _providers["memory_pool"](self.id)
 
-    def mem_info(self):
+    def mem_info(self) -> MemInfo:
         """``MemInfo(free, total)`` in bytes (``aclrtGetMemInfo(ACL_HBM_MEM)``)."""
         return mem_info(self.id)
 
-    def __index__(self):
+    def __index__(self) -> int:
         return self.id
 
     __int__ = __index__
@@ -201,17 +212,17 @@ class Device:
         return (Device, (self.id,))
 
 
-def current_device():
+def current_device() -> Device:
     """The calling thread's current :class:`Device` (device 0 unless one was chosen)."""
     return Device(current_device_id())
 
 
-def set_device(device):
+def set_device(device: DeviceLike) -> Device:
     """Makes ``device`` the calling thread's device; same as ``Device(device).use()``."""
     return Device(device).use()
 
 
-def mem_info(device=None):
+def mem_info(device: DeviceLike = None) -> MemInfo:
     """``MemInfo(free, total)`` of a device's memory, in bytes."""
     dev = resolve_device(device)
     L = _rt.ensure()
@@ -223,7 +234,7 @@ def mem_info(device=None):
     return MemInfo(int(f[0]), int(f[1]))
 
 
-def synchronize(device=None):
+def synchronize(device: DeviceLike = None) -> None:
     """Waits for all work on a device (default: current) and runs deferred releases."""
     Device(resolve_device(device)).synchronize()
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import operator
 import threading
 import weakref
+from typing import TYPE_CHECKING, Any, Literal, Sequence, TypeVar
 
 from ._ffi import ffi
 from . import _ordering
@@ -36,6 +37,15 @@ from . import runtime as _rt
 from . import stream as _stream
 from .errors import AclArgumentError, AclTypeError, make_error
 from ._units import size_text
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import DTypeLike
+
+    from .device import Device, DeviceLike
+    from .stream import Stream
+
+_Self = TypeVar("_Self", bound="_Buffer")
 
 _H2D, _D2H, _D2D = 1, 2, 3          # aclrtMemcpyKind
 _POLICY = 0                          # ACL_MEM_MALLOC_HUGE_FIRST, as the vendor sample
@@ -264,28 +274,31 @@ class _Buffer:
         return st
 
     @property
-    def ptr(self):
+    def ptr(self) -> Any:
         return self._live().ptr
 
     handle = ptr
 
     @property
-    def address(self):
+    def address(self) -> int:
         return int(ffi.cast("uintptr_t", self._live().ptr))
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return self.allocation.nbytes
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self.allocation.closed
 
-    def __enter__(self):
+    def close(self) -> None:
+        raise NotImplementedError   # DeviceBuffer and HostBuffer free their own kind
+
+    def __enter__(self: _Self) -> _Self:
         self._live()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
@@ -305,7 +318,8 @@ class DeviceBuffer(_Buffer):
 
     __slots__ = ()
 
-    def __init__(self, nbytes, device=None, *, pool=None, stream=None):
+    def __init__(self, nbytes: int, device: DeviceLike = None, *,
+                 pool: MemoryPool | bool | None = None, stream: Stream | None = None) -> None:
         nbytes = as_size(nbytes, "nbytes")
         dev = _device.resolve_device(device)   # once: it is not free (an int is range-checked)
         if pool is True:
@@ -335,7 +349,7 @@ class DeviceBuffer(_Buffer):
         return object.__new__(cls)._own(allocation)
 
     @property
-    def device(self):
+    def device(self) -> Device:
         return _device.Device(self.allocation.device)
 
     def close(self):
@@ -350,7 +364,7 @@ class DeviceBuffer(_Buffer):
 
     # ---- copies ----
 
-    def copy_from_host(self, src, offset=0):
+    def copy_from_host(self, src: Any, offset: int = 0) -> None:
         """Copies the bytes of ``src`` (any C-contiguous buffer, or a HostBuffer) to
         ``offset`` bytes into this buffer, synchronously."""
         st = self._live()
@@ -364,7 +378,7 @@ class DeviceBuffer(_Buffer):
         if s:
             raise make_error(s, "aclrtMemcpy")
 
-    def copy_to_host(self, out=None, offset=0):
+    def copy_to_host(self, out: Any = None, offset: int = 0) -> Any:
         """Copies ``len(out)`` bytes from ``offset`` into ``out`` (a writable C-contiguous
         buffer or HostBuffer; default: a new bytearray of the rest of the buffer),
         synchronously, after the streams using this buffer have finished. Returns ``out``."""
@@ -382,7 +396,8 @@ class DeviceBuffer(_Buffer):
             raise make_error(s, "aclrtMemcpy")
         return out
 
-    def copy_from_host_async(self, src, stream=None, offset=0):
+    def copy_from_host_async(self, src: Any, stream: Stream | None = None,
+                             offset: int = 0) -> None:
         """Queues a copy of ``src`` into this buffer on ``stream`` (default: the device's
         default stream). The device copies asynchronously only from pinned memory: a
         HostBuffer is used as is (zero-copy; it is not freed before the stream has
@@ -411,7 +426,8 @@ class DeviceBuffer(_Buffer):
             if staging is not None:
                 staging.close()          # freed once the stream is past the copy
 
-    def copy_to_host_async(self, out, stream=None, offset=0):
+    def copy_to_host_async(self, out: Any, stream: Stream | None = None,
+                           offset: int = 0) -> Any:
         """Queues a copy into ``out`` on ``stream``; ``out`` holds the data once the stream
         has been synchronized through acl-py (``Stream.synchronize``, ``Event.synchronize``,
         ``Device.synchronize``, ``Stream.close``). A HostBuffer ``out`` is written by the
@@ -442,7 +458,8 @@ class DeviceBuffer(_Buffer):
             sst.defer(seq, _copy_back, (staging, p, n, keep))
         return out
 
-    def copy_from(self, src, nbytes=None, *, stream=None, src_offset=0, offset=0):
+    def copy_from(self, src: DeviceBuffer, nbytes: int | None = None, *,
+                  stream: Stream | None = None, src_offset: int = 0, offset: int = 0) -> None:
         """Device-to-device copy of ``nbytes`` (default: all of ``src`` from ``src_offset``)
         from another DeviceBuffer of the same device; synchronous unless ``stream`` is given."""
         if not isinstance(src, DeviceBuffer):
@@ -475,7 +492,8 @@ class DeviceBuffer(_Buffer):
             raise make_error(r, "aclrtMemcpyAsync")
         _record(tl, st, sst_src)
 
-    def memset(self, value=0, nbytes=None, *, stream=None, offset=0):
+    def memset(self, value: int = 0, nbytes: int | None = None, *,
+               stream: Stream | None = None, offset: int = 0) -> None:
         """Sets ``nbytes`` bytes (default: the rest of the buffer) from ``offset`` to
         ``value`` (0..255); synchronous unless ``stream`` is given."""
         st = self._live()
@@ -519,7 +537,7 @@ class HostBuffer(_Buffer):
 
     __slots__ = ()
 
-    def __init__(self, nbytes, device=None):
+    def __init__(self, nbytes: int, device: DeviceLike = None) -> None:
         nbytes = as_size(nbytes, "nbytes")
         dev = _device.resolve_device(device)
         _rt.ensure()
@@ -534,7 +552,8 @@ class HostBuffer(_Buffer):
         weakref.finalize(b, _export_done, st).atexit = False
         return b
 
-    def numpy(self, dtype="uint8", shape=None):
+    def numpy(self, dtype: DTypeLike = "uint8",
+              shape: int | Sequence[int] | None = None) -> np.ndarray:
         """A NumPy array over the memory (no copy): ``shape`` defaults to all of it as 1-D."""
         import numpy as np
         from . import dtypes
@@ -757,10 +776,10 @@ class MemoryPool:
         self._rel = _rt.Releaser(self, _pool_release, (pst,), _rt.ORDER_POOL)
 
     @property
-    def device(self):
+    def device(self) -> Device:
         return _device.Device(self._pst.device)
 
-    def malloc(self, nbytes, stream=None):
+    def malloc(self, nbytes: int, stream: Stream | None = None) -> DeviceBuffer:
         """A DeviceBuffer of ``nbytes`` from this pool, for work on ``stream`` (see
         :class:`DeviceBuffer`)."""
         nbytes = as_size(nbytes, "nbytes")
@@ -773,18 +792,18 @@ class MemoryPool:
         whose work may still use one)."""
         self._pst.free_all()
 
-    def used_bytes(self):
+    def used_bytes(self) -> int:
         """Bytes in blocks handed out and not yet returned."""
         return self._pst.used
 
-    def free_bytes(self):
+    def free_bytes(self) -> int:
         """Bytes in cached blocks."""
         return self._pst.cached
 
-    def total_bytes(self):
+    def total_bytes(self) -> int:
         return self._pst.used + self._pst.cached
 
-    def n_free_blocks(self):
+    def n_free_blocks(self) -> int:
         pst = self._pst
         with pst.lock:
             return sum(len(v) for v in pst.free.values()) + sum(
@@ -800,7 +819,7 @@ class MemoryPool:
                 f"{p.cached} cached>")
 
 
-def get_pool(device=None):
+def get_pool(device: DeviceLike = None) -> MemoryPool:
     """The default MemoryPool of a device (default: the current one)."""
     return _default_pool(_device.resolve_device(device))
 

@@ -40,12 +40,17 @@ Other modules (operators) register their objects with the ``ORDER_*`` constants.
 from __future__ import annotations
 
 import atexit
+import os
 import itertools
 import threading
 import weakref
+from typing import TYPE_CHECKING, Any
 
 from ._ffi import ffi
 from .errors import AclTypeError, ClosedError, NotInitializedError, make_error
+
+if TYPE_CHECKING:
+    from ._loader import Backend
 
 # Release order at teardown (lower first).
 ORDER_EXECUTOR = 0
@@ -64,7 +69,7 @@ ready = False         # initialized: the hot paths' one check (lib is bound and 
 tearing_down = False  # set while the teardown runs: releases skip what could delay them
 _count = 0            # explicit init() calls not yet matched by finalize()
 _owns_acl = False     # False when aclInit had been called by someone else (100002)
-lib = None            # the bound Library (set at first initialization, kept after)
+lib: Any = None       # the bound Library (set at first initialization, kept after)
 gen = 0               # session number: bumped at every teardown; objects record theirs
 last_teardown_errors: list = []
 
@@ -147,7 +152,7 @@ def _do_init(config):
     ready = True
 
 
-def init(config=None):
+def init(config: str | bytes | os.PathLike[str] | None = None) -> None:
     """Initializes the runtime (``aclInit(config)`` the first time) and counts the call."""
     global _count
     with lock:
@@ -183,7 +188,7 @@ def state():
     return _state
 
 
-def finalize():
+def finalize() -> None:
     """Uncounts one ``init()``; at 0 (or when only lazily initialized) tears everything down
     in a valid order and calls ``aclFinalize``. Does nothing when not initialized. Raises the
     first release failure, after releasing everything else."""
@@ -200,7 +205,7 @@ def finalize():
         raise errs[0]
 
 
-def backend():
+def backend() -> Backend:
     """The active backend (name, root, libraries, reason); opens the libraries, does not
     initialize the runtime."""
     from ._loader import library
@@ -276,7 +281,7 @@ def _retry_orphans():
     return errs
 
 
-def release_unused():
+def release_unused() -> None:
     """Empties the registered caches, synchronizes every live stream (running deferred
     stream-ordered frees), retries releases that failed during garbage collection, and
     empties every memory pool's cache. Afterwards device memory in use is exactly what live

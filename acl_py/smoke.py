@@ -360,7 +360,7 @@ def _preallocated_outputs(case: Case, stream: Stream | None, made: list[DeviceTe
     last dim of a larger buffer. NaN-filled, so an element the kernel never writes fails."""
     from .tensor import DeviceTensor
     shapes = (case.shape, case.normalized_shape, case.normalized_shape)
-    outs = []
+    outs: list[DeviceTensor | None] = []
     for on, shape, dt in zip(case.mask, shapes, output_dtypes(case)):
         if not on:
             outs.append(None)

@@ -14,11 +14,14 @@ the runtime queues work in the order the calls return.
 """
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from ._ffi import ffi
 from . import _ordering
 from . import device as _device
 from . import runtime as _rt
 from .errors import AclArgumentError, AclTypeError, make_error
+from .device import Device, DeviceLike
 
 _defaults: dict = {}           # device id -> Stream wrapping the NULL stream
 
@@ -105,7 +108,7 @@ class Stream:
 
     __slots__ = ("state", "_rel", "__weakref__")
 
-    def __init__(self, device=None):
+    def __init__(self, device: DeviceLike = None) -> None:
         dev = _device.resolve_device(device)
         st = self.state = StreamState(_create(dev, "aclrtStream *", "aclrtCreateStream"), dev,
                                       False)
@@ -119,7 +122,7 @@ class Stream:
         return self
 
     @property
-    def handle(self):
+    def handle(self) -> Any:
         """The ``aclrtStream`` (NULL for a default stream)."""
         st = self.state
         if st.closed:
@@ -127,18 +130,18 @@ class Stream:
         return st.handle
 
     @property
-    def device(self):
+    def device(self) -> Device:
         return _device.Device(self.state.device)
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self.state.closed
 
     @property
-    def is_default(self):
+    def is_default(self) -> bool:
         return self.state.is_default
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Waits until everything queued on the stream has run, then runs the releases that
         waited for it."""
         st = self.state
@@ -171,7 +174,7 @@ class Stream:
             raise st.closed_error(repr(self))
         st.defer(st.seq, _call, fn)
 
-    def close(self):
+    def close(self) -> None:
         """Synchronizes and destroys the stream (a default stream is only synchronized).
         Safe to repeat."""
         st = self.state
@@ -182,12 +185,12 @@ class Stream:
         if self._rel is not None:
             self._rel.release()
 
-    def __enter__(self):
+    def __enter__(self) -> Stream:
         if self.state.closed:
             raise self.state.closed_error(repr(self))
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
@@ -209,7 +212,7 @@ def _call(fn):
     fn()
 
 
-def default_stream(device=None):
+def default_stream(device: DeviceLike = None) -> Stream:
     """The default (NULL) stream of a device (default: the current one), as a Stream."""
     dev = _device.resolve_device(device)
     _rt.ensure()
@@ -294,7 +297,7 @@ class Event:
 
     __slots__ = ("_st", "_rel", "__weakref__")
 
-    def __init__(self, device=None):
+    def __init__(self, device: DeviceLike = None) -> None:
         dev = _device.resolve_device(device)
         st = self._st = _EventState(_create(dev, "aclrtEvent *", "aclrtCreateEvent"), dev)
         self._rel = _rt.Releaser(self, _destroy_event, (st,), _rt.ORDER_EVENT)
@@ -306,18 +309,18 @@ class Event:
         return st
 
     @property
-    def handle(self):
+    def handle(self) -> Any:
         return self._live().handle
 
     @property
-    def device(self):
+    def device(self) -> Device:
         return _device.Device(self._st.device)
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._st.closed
 
-    def record(self, stream=None):
+    def record(self, stream: Stream | None = None) -> Event:
         """Records the event on ``stream`` (default: the device's default stream)."""
         st = self._live()
         sst = state_for(stream, st.device)
@@ -329,7 +332,7 @@ class Event:
         st.recorded = (sst, target)
         return self
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Waits for the last record; the work queued on its stream before the record is then
         complete, and the releases that waited for it run."""
         st = self._live()
@@ -343,7 +346,7 @@ class Event:
             if errs:
                 raise errs[0]
 
-    def elapsed_ms(self, end):
+    def elapsed_ms(self, end: Event) -> float:
         """Milliseconds from this event's record to ``end``'s (both recorded and complete)."""
         if not isinstance(end, Event):
             raise AclTypeError("end", f"expected an acl_py.Event, got {type(end).__name__}")
@@ -359,15 +362,15 @@ class Event:
             raise make_error(r, "aclrtEventElapsedTime")
         return float(ms[0])
 
-    def close(self):
+    def close(self) -> None:
         """Destroys the event. Safe to repeat."""
         self._rel.release()
 
-    def __enter__(self):
+    def __enter__(self) -> Event:
         self._live()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 

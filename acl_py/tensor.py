@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import (TYPE_CHECKING, Any, Iterable, Iterator, Literal, NoReturn, Sequence, TypeVar,
+                    Union)
 
 import numpy as np
 
@@ -30,6 +32,16 @@ from . import runtime as _rt
 from . import stream as _stream
 from ._units import size_text
 from .errors import AclArgumentError, AclTypeError, ClosedError, check_create
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from .device import Device, DeviceLike
+    from .memory import DeviceBuffer, MemoryPool
+    from .stream import Stream
+
+ShapeLike = Union[int, Sequence[int]]
+_ArraySelf = TypeVar("_ArraySelf", bound="_Array")
 
 _ND = 2            # ACL_FORMAT_ND
 _MAX_RANK = 25     # what aclCreateTensor accepts: CANN's MAX_DIM_NUM (operators check theirs)
@@ -139,7 +151,8 @@ class DeviceTensor:
     __slots__ = ("_buf", "allocation", "_shape", "_strides", "_offset", "_dtype",
                  "cached_handle", "_hrel", "_owner", "_closed", "__weakref__")
 
-    def __init__(self, buffer, shape, dtype, strides=None, offset=0):
+    def __init__(self, buffer: DeviceBuffer, shape: Sequence[int], dtype: DTypeLike,
+                 strides: Sequence[int] | None = None, offset: int = 0) -> None:
         if not isinstance(buffer, _mem.DeviceBuffer):
             raise AclTypeError("buffer", f"expected a DeviceBuffer, got "
                                f"{type(buffer).__name__}")
@@ -187,15 +200,17 @@ class DeviceTensor:
     # ---- construction ----
 
     @classmethod
-    def empty(cls, shape, dtype=np.float32, device=None, *, pool=True, stream=None):
+    def empty(cls, shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None,
+              *, pool: MemoryPool | bool | None = True,
+              stream: Stream | None = None) -> DeviceTensor:
         """An uninitialized contiguous tensor (storage from the device's memory pool unless
         ``pool`` is a MemoryPool or None for a direct aclrtMalloc). ``stream``: the stream
         the tensor is for; the pool may then reuse memory freed on it whose work there is
         not done yet (see :class:`~acl_py.DeviceBuffer`)."""
-        shape = _as_shape(shape)
+        dims = _as_shape(shape)
         dt = _dt.as_dtype(dtype)
-        buf = _mem.DeviceBuffer(_size(shape) * dt.itemsize, device, pool=pool, stream=stream)
-        return cls._new(buf, shape, dt, _contiguous_strides(shape), 0, True)
+        buf = _mem.DeviceBuffer(_size(dims) * dt.itemsize, device, pool=pool, stream=stream)
+        return cls._new(buf, dims, dt, _contiguous_strides(dims), 0, True)
 
     @classmethod
     def new_output(cls, shape, dt, dev, stream_state):
@@ -207,14 +222,18 @@ class DeviceTensor:
                                          _contiguous_strides(shape), 0, True)
 
     @classmethod
-    def zeros(cls, shape, dtype=np.float32, device=None, *, stream=None, pool=True):
+    def zeros(cls, shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None,
+              *, stream: Stream | None = None,
+              pool: MemoryPool | bool | None = True) -> DeviceTensor:
         """A contiguous tensor of zeros (set on ``stream`` if given, else synchronously)."""
         t = cls.empty(shape, dtype, device, pool=pool, stream=stream)
         t._buf.memset(0, stream=stream)
         return t
 
     @classmethod
-    def from_numpy(cls, arr, stream=None, *, device=None, pool=True):
+    def from_numpy(cls, arr: ArrayLike, stream: Stream | None = None, *,
+                   device: DeviceLike = None,
+                   pool: MemoryPool | bool | None = True) -> DeviceTensor:
         """Copies a NumPy array (or anything ``np.asarray`` takes) to the device.
 
         C- or Fortran-contiguous arrays are copied straight from their buffer (a Fortran
@@ -248,7 +267,7 @@ class DeviceTensor:
             raise
         return cls._new(buf, shape, dt, strides, 0, True)
 
-    def to_numpy(self, stream=None):
+    def to_numpy(self, stream: Stream | None = None) -> np.ndarray:
         """Copies the tensor to a new NumPy array (equal to NumPy's same view of the same
         data). With ``stream`` the copy is queued there and the stream synchronized;
         otherwise it is synchronous, after the streams using the storage have finished.
@@ -277,7 +296,7 @@ class DeviceTensor:
         # gather the view's elements out of the span.
         return view if span == n else np.ascontiguousarray(view)
 
-    def copy_from_numpy(self, arr, stream=None):
+    def copy_from_numpy(self, arr: ArrayLike, stream: Stream | None = None) -> None:
         """Writes ``arr`` (same shape; cast-free: same dtype) into this tensor. Contiguous
         tensors take the bytes directly; other views are written through a gather of the
         span (read-modify-write of the bytes between the view's elements)."""
@@ -374,7 +393,7 @@ class DeviceTensor:
     dtype = property(operator.attrgetter("_dtype"), doc="The NumPy dtype.")
 
     @property
-    def acl_dtype(self):
+    def acl_dtype(self) -> int:
         """The aclDataType value."""
         return _dt.to_acl(self._dtype)
 
@@ -383,42 +402,42 @@ class DeviceTensor:
                       doc="Offset of the first element from the storage base, in elements.")
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self._shape)
 
     @property
-    def size(self):
+    def size(self) -> int:
         return _size(self._shape)
 
     @property
-    def itemsize(self):
+    def itemsize(self) -> int:
         return self._dtype.itemsize
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return _size(self._shape) * self._dtype.itemsize
 
     @property
-    def device(self):
+    def device(self) -> Device:
         return _device.Device(self.allocation.device)
 
     @property
-    def buffer(self):
+    def buffer(self) -> DeviceBuffer:
         """The DeviceBuffer holding the storage."""
         return self._buf
 
     @property
-    def storage_size(self):
+    def storage_size(self) -> int:
         """Elements in the storage (what ``aclCreateTensor`` gets as storage dims)."""
         return self.allocation.nbytes // self._dtype.itemsize
 
     @property
-    def data_ptr(self):
+    def data_ptr(self) -> int:
         """Device address of the first element of the view (an int)."""
         return int(ffi.cast("uintptr_t", self._live().ptr)) + self._offset * self.itemsize
 
     @property
-    def is_contiguous(self):
+    def is_contiguous(self) -> bool:
         """C-contiguous (dims of size 1 may have any stride)."""
         expected = 1
         for d, s in zip(reversed(self._shape), reversed(self._strides)):
@@ -430,11 +449,11 @@ class DeviceTensor:
         return True
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._closed or self.allocation.closed
 
     @property
-    def is_view(self):
+    def is_view(self) -> bool:
         return not self._owner
 
     def check_device(self, device, argument="tensor"):
@@ -452,7 +471,7 @@ class DeviceTensor:
             offset = 0   # an empty view touches nothing; keep aclCreateTensor's check trivial
         return DeviceTensor._new(self._buf, shape, self._dtype, strides, offset, False)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> DeviceTensor:
         self._live()
         if not isinstance(key, tuple):
             key = (key,)
@@ -505,7 +524,7 @@ class DeviceTensor:
             axis += 1
         return self._view(tuple(shape), tuple(strides), offset)
 
-    def transpose(self, *axes):
+    def transpose(self, *axes: Any) -> DeviceTensor:
         """A view with permuted axes (default: reversed), like ``np.transpose``."""
         nd = len(self._shape)
         if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
@@ -527,27 +546,27 @@ class DeviceTensor:
     permute = transpose
 
     @property
-    def T(self):
+    def T(self) -> DeviceTensor:
         return self.transpose()
 
-    def reshape(self, *shape):
+    def reshape(self, *shape: Any) -> DeviceTensor:
         """A view with a new shape (one dim may be -1); contiguous tensors only."""
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = tuple(shape[0])
         self._live()
         n = self.size
-        shape = list(shape)
-        unknown = [i for i, d in enumerate(shape) if not isinstance(d, bool)
+        dims = list(shape)
+        unknown = [i for i, d in enumerate(dims) if not isinstance(d, bool)
                    and isinstance(d, (int, np.integer)) and d == -1]
         if len(unknown) > 1:
             raise AclArgumentError("shape", "only one dimension may be -1")
         if unknown:
-            rest = _size([_as_dim(d, f"shape[{i}]") for i, d in enumerate(shape)
+            rest = _size([_as_dim(d, f"shape[{i}]") for i, d in enumerate(dims)
                           if i != unknown[0]])
             if rest == 0 or n % rest:
-                raise AclArgumentError("shape", f"cannot reshape {self._shape} into {shape}")
-            shape[unknown[0]] = n // rest
-        shape = _as_shape(shape)
+                raise AclArgumentError("shape", f"cannot reshape {self._shape} into {dims}")
+            dims[unknown[0]] = n // rest
+        shape = _as_shape(dims)
         if _size(shape) != n:
             raise AclArgumentError("shape", f"cannot reshape {self._shape} ({n} elements) "
                                    f"into {shape}")
@@ -558,7 +577,7 @@ class DeviceTensor:
 
     # ---- lifetime ----
 
-    def close(self):
+    def close(self) -> None:
         """Destroys the aclTensor handle; an owning tensor also frees its storage (after the
         streams still using it synchronize), which closes its views. Safe to repeat."""
         if self._hrel is not None:
@@ -569,11 +588,11 @@ class DeviceTensor:
         self.cached_handle = None
         self._closed = True
 
-    def __enter__(self):
+    def __enter__(self) -> DeviceTensor:
         self._live()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
@@ -583,17 +602,17 @@ class DeviceTensor:
     # array of 0-d device views, silently. There is no __array_interface__ or buffer protocol
     # either: the data is in device memory, which the host cannot address.
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: Any = None) -> NoReturn:
         raise TypeError("a DeviceTensor lives in device memory and is not converted to a "
                         "NumPy array implicitly: use .to_numpy() to copy it to the host")
 
-    def __len__(self):
+    def __len__(self) -> int:
         """The size of the first dimension (TypeError for a 0-d tensor, as in NumPy)."""
         if not self._shape:
             raise TypeError("len() of a 0-d tensor")
         return self._shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[DeviceTensor]:
         """Views of the sub-tensors along the first dimension (``t[0]``, ``t[1]``, ...), as
         NumPy iterates; TypeError for a 0-d tensor."""
         if not self._shape:
@@ -601,7 +620,7 @@ class DeviceTensor:
         self._live()
         return (self[i] for i in range(self._shape[0]))
 
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         # With __len__ alone, `if tensor:` would be len(tensor) != 0, true or false by shape:
         # a silent bug. NumPy refuses ambiguous truth values; the values are on the device.
         raise TypeError("the truth value of a DeviceTensor is ambiguous (its values are in "
@@ -642,6 +661,10 @@ def _sequence(values, argument):
 
 class _Array:
     __slots__ = ("_values", "_handle", "_rel", "_gen", "__weakref__")
+    _values: tuple
+    _handle: Any
+    _rel: Any
+    _gen: int
 
     @property
     def handle(self):
@@ -659,14 +682,14 @@ class _Array:
         return _rt.FinalizedError(type(self).__name__)
 
     @property
-    def values(self):
+    def values(self) -> tuple:
         return self._values
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._handle is None or self._gen != _rt.gen
 
-    def close(self):
+    def close(self) -> None:
         """Destroys the handle. Safe to repeat."""
         if self._rel is not None:
             self._rel.release()
@@ -681,11 +704,11 @@ class _Array:
     def __getitem__(self, i):
         return self._values[i]
 
-    def __enter__(self):
+    def __enter__(self: _ArraySelf) -> _ArraySelf:
         self.handle
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
@@ -699,7 +722,7 @@ class IntArray(_Array):
 
     __slots__ = ()
 
-    def __init__(self, values):
+    def __init__(self, values: Iterable[int]) -> None:
         self._handle = None
         self._rel = None
         vals = _sequence(values, "values")
@@ -719,7 +742,7 @@ class BoolArray(_Array):
 
     __slots__ = ()
 
-    def __init__(self, values):
+    def __init__(self, values: Iterable[bool]) -> None:
         self._handle = None
         self._rel = None
         vals = _sequence(values, "values")
