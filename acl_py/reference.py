@@ -1,4 +1,16 @@
-"""NumPy float64 reference of LayerNormBackward, and the tolerances results are judged by.
+"""NumPy float64 references of LayerNorm (forward) and LayerNormBackward, and the tolerances
+results are judged by.
+
+Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
+
+    mean = mean_R(input),  rstd = 1 / sqrt(mean_R((input - mean)^2) + eps)
+    out  = (input - mean) * rstd * weight + bias
+
+and its error scale (:func:`layer_norm_error_scale`): ``(|input| + |mean| + mean_R(|input|)) *
+rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's own errors, carried through),
+``mean_R(|input|)`` for ``mean`` and ``rstd`` for ``rstd``.
+
+Backward:
 
 Written from the formulas of CANN_ABI.md ("LayerNormBackward semantics"), independently of
 the emulator's C kernel: tests, samples and ``acl-py smoke`` compare the operator's outputs
@@ -44,8 +56,9 @@ except ImportError:  # pragma: no cover
     _bfloat16 = None
 
 __all__ = [
-    "RTOL", "OUTPUTS", "layer_norm_backward", "layer_norm_stats", "error_scale", "error_bound",
-    "max_error_ratio", "assert_close", "rounding_dtype", "device_rounding", "half_ulp",
+    "RTOL", "OUTPUTS", "layer_norm", "layer_norm_error_scale", "layer_norm_backward",
+    "layer_norm_stats", "error_scale", "error_bound", "max_error_ratio", "assert_close",
+    "rounding_dtype", "device_rounding", "half_ulp",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -143,21 +156,46 @@ def error_scale(grad_out, input, normalized_shape, mean, rstd, weight=None,
     return tuple(out)
 
 
-def layer_norm_stats(input, normalized_shape, eps: float = 1e-5):
-    """``(mean, rstd)`` of the forward LayerNorm in float64, shaped like CANN's saved
-    statistics: the batch dims followed by ones (``[A1..Ai, 1..1]``)."""
+def _forward(input, normalized_shape, weight, bias, eps):
     x = _f64(input)
     ns, m, n = _split(x, normalized_shape)
-    batch = x.shape[:x.ndim - len(ns)]
+    stat_shape = x.shape[:x.ndim - len(ns)] + (1,) * len(ns)
     x2 = x.reshape(m, n)
-    if n:
-        mean = x2.mean(axis=1)
-        var = ((x2 - mean[:, None]) ** 2).mean(axis=1)
-    else:
-        mean = var = np.zeros(m)
-    rstd = 1.0 / np.sqrt(var + eps)
-    stat_shape = batch + (1,) * len(ns)
+    w = np.ones(n) if weight is None else _f64(weight).reshape(n)
+    b = np.zeros(n) if bias is None else _f64(bias).reshape(n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = x2.mean(axis=1, keepdims=True) if n else np.zeros((m, 1))
+        var = ((x2 - mean) ** 2).mean(axis=1, keepdims=True) if n else np.full((m, 1), np.nan)
+        rstd = 1.0 / np.sqrt(var + eps)
+    return x, x2, w, b, mean, rstd, stat_shape
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """``(out, mean, rstd)`` of the forward LayerNorm in float64: ``out`` has input's shape,
+    ``mean``/``rstd`` the batch dims followed by ones (``[A1..Ai, 1..1]``, what CANN writes).
+    Absent ``weight``/``bias`` are ones/zeros. Rows of zero length (N == 0) have mean 0 and
+    rstd NaN, as CANN fills them."""
+    x, x2, w, b, mean, rstd, stat_shape = _forward(input, normalized_shape, weight, bias, eps)
+    out = (x2 - mean) * rstd * w + b
+    return out.reshape(x.shape), mean.reshape(stat_shape), rstd.reshape(stat_shape)
+
+
+def layer_norm_stats(input, normalized_shape, eps: float = 1e-5):
+    """``(mean, rstd)`` of the forward LayerNorm in float64 (:func:`layer_norm`'s), shaped
+    like CANN's saved statistics: the batch dims followed by ones (``[A1..Ai, 1..1]``)."""
+    x, _, _, _, mean, rstd, stat_shape = _forward(input, normalized_shape, None, None, eps)
     return mean.reshape(stat_shape), rstd.reshape(stat_shape)
+
+
+def layer_norm_error_scale(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """Per element of ``(out, mean, rstd)``, the magnitude a float32-accumulated result's
+    rounding error is proportional to (see the module docstring)."""
+    x, x2, w, b, mean, rstd, stat_shape = _forward(input, normalized_shape, weight, bias, eps)
+    ax = np.abs(x2)
+    amean = ax.mean(axis=1, keepdims=True) if x2.shape[1] else np.zeros_like(mean)
+    rs = np.abs(rstd)
+    out = (ax + np.abs(mean) + amean) * rs * np.abs(w) + np.abs(b)
+    return out.reshape(x.shape), amean.reshape(stat_shape), rs.reshape(stat_shape)
 
 
 def _dtype_name(dtype) -> str:

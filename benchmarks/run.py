@@ -8,6 +8,8 @@ Sections (each row: the figure, its peer, the ratio, the target, PASS/MISS):
                NumPy-level call (benchmarks/peak_rss.py, in a subprocess)
   4. scaling   kernel time for M x N from 2^10 to 2^26 elements (+ benchmarks/out/scaling.png
                when matplotlib is importable)
+  5. forward   the LayerNorm forward kernel (aclnnLayerNorm) against PyTorch's CPU
+               native_layer_norm, and its bandwidth against the same roofline
 
 Every figure is a median over repeated runs; figures compared with a peer are measured
 interleaved with it (A, B, A, B, ...) because the machine is shared and noisy. A section that
@@ -15,7 +17,7 @@ cannot run (the stack is not built yet, torch missing) reports "not available: <
 rest still runs. Exit status: 0 (figures are reports, not tests), 1 only for a crash of this
 script itself.
 
-Usage: python benchmarks/run.py [--quick] [--only overhead,kernel,transfer,scaling]
+Usage: python benchmarks/run.py [--quick] [--only overhead,kernel,transfer,scaling,forward]
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.par
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "out"
-SECTIONS = ("overhead", "kernel", "transfer", "scaling")
+SECTIONS = ("overhead", "kernel", "transfer", "scaling", "forward")
 
 # Targets (issues 7 and 13). Ratios are acl-py / peer unless said otherwise.
 T_OVERHEAD_CALL = 1.5       # out=: the C loop reusing its outputs
@@ -581,6 +583,15 @@ def _bandwidth(sec, roof_exe, acl_once, nbytes, label, threads, quick, err) -> l
                 f"copy {roof:.2f} GB/s", bw / roof, f">= {T_BANDWIDTH:.2f}", status)]
 
 
+def _roofline_exe(stack: Stack, sec: str, rows: list[Row]) -> Path | None:
+    """roofline.c built, or None with a "not available" row saying why."""
+    try:
+        return compile_c("roofline", stack, [])
+    except Exception as e:
+        rows.append(_na(sec, f"roofline: {_short_error(e)}"))
+        return None
+
+
 def bench_kernel(stack: Stack, quick: bool, threads: int) -> tuple[list[Row], list[str]]:
     sec = "2 kernel"
     notes: list[str] = []
@@ -601,11 +612,7 @@ def bench_kernel(stack: Stack, quick: bool, threads: int) -> tuple[list[Row], li
     if torch is not None:
         torch.set_num_threads(threads)
     stream = acl.Stream()
-    try:
-        roof_exe = compile_c("roofline", stack, [])
-    except Exception as e:
-        roof_exe = None
-        rows.append(_na(sec, f"roofline: {_short_error(e)}"))
+    roof_exe = _roofline_exe(stack, sec, rows)
 
     shapes = KERNEL_SHAPES[-1:] if quick else KERNEL_SHAPES
     # The half types with FLOAT statistics and weight: what a CANN LayerNorm forward saves for
@@ -676,6 +683,86 @@ def bench_kernel(stack: Stack, quick: bool, threads: int) -> tuple[list[Row], li
                                 status="FAIL"))
             close(*outs, *dev)
             del host, dev, outs
+    close(stream)
+    return rows, notes
+
+
+def _ln_bytes(m: int, n: int, itemsize: int, stat_itemsize: int) -> int:
+    """Bytes the forward must move at least once: reads input, weight, bias; writes out, mean,
+    rstd."""
+    return itemsize * (2 * m * n + 2 * n) + stat_itemsize * 2 * m
+
+
+def bench_forward(stack: Stack, quick: bool, threads: int) -> tuple[list[Row], list[str]]:
+    """aclnnLayerNorm through a plan (repeatable executor: the kernel, not the call, is
+    measured) against torch.ops.aten.native_layer_norm, in alternating blocks like section 2.
+    Weight and bias in input's dtype, mean/rstd float32 (what torch returns for fp32; for
+    fp16/bf16 torch returns them in input's dtype, which it computes in float)."""
+    sec = "5 forward"
+    notes: list[str] = []
+    why = stack.missing("DeviceTensor", "Stream", "IntArray")
+    if why or not hasattr(stack.acl.ops, "LAYER_NORM"):
+        return [_na(sec, why or "acl_py.ops has no LAYER_NORM yet")], notes
+    try:
+        import torch
+    except ImportError:
+        return [_na(sec, "torch is not installed (see section 2's note)")], notes
+    acl = stack.acl
+    from ml_dtypes import bfloat16
+    from acl_py import reference as ref
+    torch.set_num_threads(threads)
+    rows: list[Row] = []
+    stream = acl.Stream()
+    roof_exe = _roofline_exe(stack, sec, rows)
+    shapes = KERNEL_SHAPES[-1:] if quick else KERNEL_SHAPES
+    for dtype, dname in ((np.float32, "fp32"), (np.float16, "fp16"), (bfloat16, "bf16")):
+        for (m, n) in shapes:
+            log(f"forward {dname} [{m},{n}]")
+            rng = np.random.default_rng(0)
+            x = (rng.standard_normal((m, n), dtype=np.float32) * 2 + 0.5).astype(dtype)
+            w = (rng.random(n, dtype=np.float32) + 0.5).astype(dtype)
+            b = rng.standard_normal(n, dtype=np.float32).astype(dtype)
+            dev = [device_tensor(acl, a) for a in (x, w, b)]
+            outs = (empty_device(acl, (m, n), dtype), empty_device(acl, (m, 1), np.float32),
+                    empty_device(acl, (m, 1), np.float32))
+            plan = acl.ops.LAYER_NORM.prepare(
+                (dev[0], acl.IntArray([n]), dev[1], dev[2], 1e-5, *outs), device=0)
+
+            def acl_once():
+                plan.run(stream)
+                stream.synchronize()
+
+            acl_once()
+            got = [o.to_numpy() for o in outs]
+            exp = ref.layer_norm(x, (n,), w, b)
+            mag = ref.layer_norm_error_scale(x, (n,), w, b)
+            err = max(ref.max_error_ratio(g, e, s, dtype) for g, e, s in zip(got, exp, mag))
+            del got, exp, mag
+            tt = [_torch_tensor(torch, a) for a in (x, w, b)]
+            op = torch.ops.aten.native_layer_norm
+
+            def torch_once():
+                op(tt[0], [n], tt[1], tt[2], 1e-5)
+
+            with torch.inference_mode():
+                ta, tb = _blocks(acl_once, torch_once, 2 if quick else 8, 2 if quick else 4)
+            a, t = median(ta), median(tb)
+            label = f"[{m},{n}] {dname}, out + mean + rstd"
+            status = "FAIL" if not err <= 1.0 else _judge(a / t, T_KERNEL)
+            rows.append(Row(sec, label, _fmt_time(a), "torch " + _fmt_time(t), a / t,
+                            f"<= {T_KERNEL}", status))
+            nbytes = _ln_bytes(m, n, np.dtype(dtype).itemsize, 4)
+            notes.append(f"forward {label}: acl-py {nbytes / a / 1e9:.2f} GB/s, torch "
+                         f"{nbytes / t / 1e9:.2f} GB/s; error {err:.3g}x tolerance")
+            if dtype is np.float32 and (m, n) == KERNEL_SHAPES[-1] and roof_exe is not None:
+                rows += _bandwidth(sec, roof_exe, acl_once, nbytes, f"[{m},{n}] fp32", threads,
+                                   quick, err)
+            if not err <= 1.0:
+                rows.append(Row(sec, f"{label}: result error {err:.3g}x tolerance",
+                                status="FAIL"))
+            plan.close()
+            close(*outs, *dev)
+            del x, w, b, dev, outs, tt
     close(stream)
     return rows, notes
 
@@ -898,6 +985,10 @@ def main(argv=None) -> int:
                 notes += n
             elif name == "scaling":
                 r, n = bench_scaling(stack, opts.quick)
+                rows += r
+                notes += n
+            elif name == "forward":
+                r, n = bench_forward(stack, opts.quick, threads)
                 rows += r
                 notes += n
         except Exception as e:

@@ -1,53 +1,91 @@
-"""Opt-in: the vendor's own aclnnAdd examples (hicann/ops-math math/add/examples/*.cpp) build
-UNCHANGED against the emulator's prefix with the vendor's command line (its
-scripts/build_example.sh: -lopapi_math -lascendcl -lnnopbase) and print what they print on a
-device. Set ACL_PY_VENDOR_OPS_MATH to a checkout of hicann/ops-math to run them; the files
-are read from there, never copied into this repository."""
+"""Opt-in: the vendor's own operator examples build UNCHANGED against the emulator's prefix
+with the vendor's command line (its scripts/build_example.sh: the install's include/ and
+lib64/, the operator library plus -lascendcl -lnnopbase) and print what they print on a
+device. The files are read from a vendor checkout, never copied into this repository:
+
+    ACL_PY_VENDOR_OPS_MATH=/path/to/ops-math   hicann/ops-math: math/add/examples (aclnnAdd)
+    ACL_PY_VENDOR_OPS_NN=/path/to/ops-nn       hicann/ops-nn: norm/layer_norm_v4/examples
+"""
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 from acl_py import _loader
 
-CHECKOUT = os.environ.get("ACL_PY_VENDOR_OPS_MATH")
+OPS_MATH = os.environ.get("ACL_PY_VENDOR_OPS_MATH")
+OPS_NN = os.environ.get("ACL_PY_VENDOR_OPS_NN")
 BUILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".build")
 
-# out = self + 1.2f * other on the examples' float32 inputs, printed with "%lf".
-ADD_RESULTS = ["1.200000", "2.200000", "3.200000", "5.400000", "6.400000", "7.400000",
-               "9.600000", "10.600000"]
 
-pytestmark = pytest.mark.skipif(
-    not CHECKOUT, reason="set ACL_PY_VENDOR_OPS_MATH to a hicann/ops-math checkout to build "
-    "its aclnnAdd examples against the emulator")
-
-
-@pytest.mark.parametrize("example", ["test_aclnn_add.cpp", "test_aclnn_inplace_add.cpp"])
-def test_vendor_add_example(example):
-    source = os.path.join(CHECKOUT, "math", "add", "examples", example)
+def build_and_run(checkout, variable, relpath, libraries):
+    """Builds checkout/relpath against the emulator prefix, runs it; returns its stdout."""
+    source = os.path.join(checkout, relpath)
     if not os.path.exists(source):
-        pytest.fail(f"{source} does not exist: ACL_PY_VENDOR_OPS_MATH={CHECKOUT!r} is not an "
-                    f"ops-math checkout")
+        pytest.fail(f"{source} does not exist: {variable}={checkout!r} is not the right "
+                    f"checkout")
     gxx = shutil.which("g++")
     if gxx is None:
         pytest.skip("g++ is not installed")
     prefix = str(_loader.emulator_prefix().resolve())
     os.makedirs(BUILD, exist_ok=True)
-    exe = os.path.join(BUILD, example[:-4])
-    cmd = [gxx, source, f"-I{prefix}/include", f"-L{prefix}/lib64", "-lopapi_math",
-           "-lascendcl", "-lnnopbase", f"-Wl,-rpath,{prefix}/lib64", "-o", exe]
+    exe = os.path.join(BUILD, "vendor_" + os.path.basename(relpath)[:-4] + "_" +
+                       "_".join(libraries))
+    cmd = [gxx, source, f"-I{prefix}/include", f"-L{prefix}/lib64",
+           *(f"-l{lib}" for lib in libraries), "-lascendcl", "-lnnopbase",
+           f"-Wl,-rpath,{prefix}/lib64", "-o", exe]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
     run = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
-    printed = [line.split("is: ")[1] for line in run.stdout.splitlines() if "is: " in line]
-    assert printed == ADD_RESULTS, run.stdout
+    return run.stdout
 
 
+# out = self + 1.2f * other on the examples' float32 inputs, printed with "%lf".
+ADD_RESULTS = ["1.200000", "2.200000", "3.200000", "5.400000", "6.400000", "7.400000",
+               "9.600000", "10.600000"]
+
+
+@pytest.mark.skipif(not OPS_MATH, reason="set ACL_PY_VENDOR_OPS_MATH to a hicann/ops-math "
+                    "checkout to build its aclnnAdd examples against the emulator")
+@pytest.mark.parametrize("example", ["test_aclnn_add.cpp", "test_aclnn_inplace_add.cpp"])
+def test_vendor_add_example(example):
+    out = build_and_run(OPS_MATH, "ACL_PY_VENDOR_OPS_MATH",
+                        os.path.join("math", "add", "examples", example), ["opapi_math"])
+    printed = [line.split("is: ")[1] for line in out.splitlines() if "is: " in line]
+    assert printed == ADD_RESULTS, out
+
+
+def layer_norm_example_output() -> str:
+    """The layer_norm_v4 examples' inputs ([1, 2, 32] of 2.0 over [32], weight 1, bias 0,
+    eps 1e-5) through the documented formulas (docs/aclnnLayerNorm&aclnnLayerNormWithImplMode.md):
+    out 0, mean 2, rstd = 1 / sqrt(eps) in float as the kernel computes it (eps cast to
+    float), printed with %f."""
+    rstd = np.float32(1) / np.sqrt(np.float32(1e-5))
+    lines = [f"out result[{i}] is: {0.0:f}" for i in range(64)]
+    lines += [f"mean result[{i}] is: {2.0:f}" for i in range(2)]
+    lines += [f"rstd result[{i}] is: {float(rstd):f}" for i in range(2)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.skipif(not OPS_NN, reason="set ACL_PY_VENDOR_OPS_NN to a hicann/ops-nn checkout "
+                    "to build its aclnnLayerNorm examples against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+@pytest.mark.parametrize("example", ["test_aclnn_layer_norm_v4.cpp",
+                                     "test_aclnn_layer_norm_with_impl_mode.cpp"])
+def test_vendor_layer_norm_example(example, library):
+    out = build_and_run(OPS_NN, "ACL_PY_VENDOR_OPS_NN",
+                        os.path.join("norm", "layer_norm_v4", "examples", example), [library])
+    assert out == layer_norm_example_output()
+
+
+@pytest.mark.skipif(not OPS_MATH, reason="set ACL_PY_VENDOR_OPS_MATH (and ACL_PY_VENDOR_OPS_NN) "
+                    "to vendor checkouts to read their operator headers")
 def test_every_vendor_operator_header_is_understood(tmp_path):
     """acl_py.aclnn reads every operator header of the checkout(s) (ACL_PY_VENDOR_OPS_MATH,
     and ACL_PY_VENDOR_OPS_NN when set): each two-phase pair is found, its prototypes parse,
@@ -56,7 +94,7 @@ def test_every_vendor_operator_header_is_understood(tmp_path):
     from acl_py.aclnn._catalog import Catalog, function_pointer
     include = tmp_path / "include" / "aclnnop"
     include.mkdir(parents=True)
-    for checkout in filter(None, (CHECKOUT, os.environ.get("ACL_PY_VENDOR_OPS_NN"))):
+    for checkout in filter(None, (OPS_MATH, OPS_NN)):
         for root, _dirs, files in os.walk(checkout):
             if os.path.basename(root) != "op_api":
                 continue

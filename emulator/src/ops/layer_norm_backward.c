@@ -27,15 +27,15 @@
 
 #include "emu_internal.h"
 #include "convert.h"
+#include "tensor_view.h"
 
 #include "aclnnop/aclnn_layer_norm_backward.h"
 
 #define P1 "aclnnLayerNormBackwardGetWorkspaceSize"
 #define P2 "aclnnLayerNormBackward"
 
-#define MAX_RANK 8
-/* specialized copies (dtype, mask as constants) must really be inlined to vectorize */
-#define INLINE static inline __attribute__((always_inline))
+#define MAX_RANK TV_MAX_RANK
+#define INLINE TV_INLINE
 #define LANES 16            /* independent accumulators per row sum */
 #define TILE 512            /* columns per tile; multiple of LANES */
 #define ROWS_PER_BLOCK 32   /* rows per gradWeight/gradBias partial-sum block ... */
@@ -55,28 +55,7 @@
 #define HOT
 #endif
 
-/* ---- descriptors ------------------------------------------------------------------------ */
-
-/* A row-major (dims, strides) list with size-1 dims dropped and mergeable dims merged. */
-typedef struct {
-    int nd;
-    int64_t dims[MAX_RANK];
-    int64_t strides[MAX_RANK];
-} lay_t;
-
-/* Snapshot of one aclTensor taken in phase one (the caller may destroy the tensor after). */
-typedef struct {
-    bool present;
-    aclDataType dtype;
-    uint32_t es;          /* element size */
-    char *data;           /* device address of the storage */
-    int64_t offset;       /* elements */
-    int ndim;
-    int64_t dims[MAX_RANK];
-    int64_t strides[MAX_RANK];
-    lay_t outer;          /* [M, N] tensors: batch dims; others: unused */
-    lay_t inner;          /* [M, N] tensors: normalized dims; others: all dims, flattened */
-} tdesc;
+/* ---- descriptors (tensor views: tensor_view.h) ------------------------------------------- */
 
 enum { T_DY, T_X, T_MEAN, T_RSTD, T_W, T_B, T_DX, T_DW, T_DB, T_COUNT };
 static const char *const TNAME[T_COUNT] = {
@@ -106,174 +85,6 @@ typedef struct {
     void *pins[T_COUNT + 1];
     int npins;
 } lnb_task;
-
-/* ---- small helpers ------------------------------------------------------------------------ */
-
-static bool dtype_ok(aclDataType d)
-{
-    return d == ACL_FLOAT || d == ACL_FLOAT16 || d == ACL_BF16;
-}
-
-static const char *dname(aclDataType d)
-{
-    switch (d) {
-    case ACL_FLOAT: return "FLOAT";
-    case ACL_FLOAT16: return "FLOAT16";
-    case ACL_BF16: return "BF16";
-    default: return aclemu_dtype_name(d);
-    }
-}
-
-static void fmt_dims(char *buf, size_t cap, const int64_t *d, uint64_t n)
-{
-    size_t len = 0;
-    int w = snprintf(buf, cap, "[");
-    len = w > 0 ? (size_t)w : 0;
-    for (uint64_t i = 0; i < n && len < cap; i++) {
-        w = snprintf(buf + len, cap - len, i ? ",%lld" : "%lld", (long long)d[i]);
-        if (w < 0)
-            break;
-        len += (size_t)w;
-    }
-    if (len < cap)
-        snprintf(buf + len, cap - len, "]");
-}
-
-static bool same_dims(const int64_t *a, uint64_t na, const int64_t *b, uint64_t nb)
-{
-    if (na != nb)
-        return false;
-    for (uint64_t i = 0; i < na; i++)
-        if (a[i] != b[i])
-            return false;
-    return true;
-}
-
-/* Product of dims; false on overflow. */
-static bool numel(const int64_t *d, uint64_t n, int64_t *out)
-{
-    int64_t p = 1;
-    for (uint64_t i = 0; i < n; i++)
-        if (__builtin_mul_overflow(p, d[i], &p))
-            return false;
-    *out = p;
-    return true;
-}
-
-static void lay_build(lay_t *L, const int64_t *dims, const int64_t *strides, int n)
-{
-    L->nd = 0;
-    for (int i = 0; i < n; i++) {
-        if (dims[i] == 1)
-            continue; /* a size-1 dim never moves the offset */
-        if (L->nd > 0 && L->strides[L->nd - 1] == strides[i] * dims[i]) {
-            /* outer dim steps exactly over this one: merge */
-            L->dims[L->nd - 1] *= dims[i];
-            L->strides[L->nd - 1] = strides[i];
-            continue;
-        }
-        L->dims[L->nd] = dims[i];
-        L->strides[L->nd] = strides[i];
-        L->nd++;
-    }
-}
-
-static inline int64_t lay_offset(const lay_t *L, int64_t i)
-{
-    if (L->nd <= 1) /* the usual case (contiguous batch dims): no division */
-        return L->nd == 0 ? 0 : i * L->strides[0];
-    int64_t off = 0;
-    for (int k = L->nd - 1; k >= 0; k--) {
-        int64_t d = L->dims[k];
-        off += (i % d) * L->strides[k];
-        i /= d;
-    }
-    return off;
-}
-
-/* Contiguous in its (inner) layout: one stride-1 run, or a single element. */
-static inline bool lay_unit(const lay_t *L)
-{
-    return L->nd == 0 || (L->nd == 1 && L->strides[0] == 1);
-}
-
-static void snapshot(tdesc *d, const aclTensor *t, int split)
-{
-    memset(d, 0, sizeof *d);
-    if (!t)
-        return;
-    d->present = true;
-    d->dtype = t->dtype;
-    d->es = (uint32_t)aclemu_dtype_size(t->dtype);
-    d->data = (char *)t->data;
-    d->offset = t->offset;
-    d->ndim = (int)t->ndim;
-    for (int i = 0; i < d->ndim; i++) {
-        d->dims[i] = t->dims[i];
-        d->strides[i] = t->strides[i];
-    }
-    /* split < 0: a flat vector (mean/rstd over M, weight/dw/db over N) */
-    int s = split < 0 ? 0 : split;
-    lay_build(&d->outer, d->dims, d->strides, s);
-    lay_build(&d->inner, d->dims + s, d->strides + s, d->ndim - s);
-}
-
-/* ---- tiles ---------------------------------------------------------------------------------- */
-
-/* Walks flat indices [c0, c0 + cnt) of layout L as runs along its innermost dim, calling
- * fn(off, stride, run, k) with k the position of the run's first element in the range. */
-#define LAY_WALK(L, c0, cnt, BODY)                                                          \
-    do {                                                                                    \
-        const lay_t *L_ = (L);                                                              \
-        if (L_->nd == 0) {                                                                  \
-            int64_t off = 0, stride = 1, run = (cnt), k = 0;                                \
-            BODY;                                                                           \
-            break;                                                                          \
-        }                                                                                   \
-        int last_ = L_->nd - 1;                                                             \
-        int64_t idx_[MAX_RANK];                                                             \
-        int64_t rest_ = (c0);                                                               \
-        for (int q_ = last_; q_ >= 0; q_--) {                                               \
-            idx_[q_] = rest_ % L_->dims[q_];                                                \
-            rest_ /= L_->dims[q_];                                                          \
-        }                                                                                   \
-        int64_t k = 0;                                                                      \
-        while (k < (cnt)) {                                                                 \
-            int64_t off = 0;                                                                \
-            for (int q_ = 0; q_ <= last_; q_++)                                             \
-                off += idx_[q_] * L_->strides[q_];                                          \
-            int64_t stride = L_->strides[last_];                                            \
-            int64_t run = L_->dims[last_] - idx_[last_];                                    \
-            if (run > (cnt) - k)                                                            \
-                run = (cnt) - k;                                                            \
-            BODY;                                                                           \
-            k += run;                                                                       \
-            idx_[last_] += run;                                                             \
-            for (int q_ = last_; q_ > 0 && idx_[q_] == L_->dims[q_]; q_--) {                \
-                idx_[q_] = 0;                                                               \
-                idx_[q_ - 1]++;                                                             \
-            }                                                                               \
-        }                                                                                   \
-    } while (0)
-
-/* Elements [c0, c0 + cnt) of a layout as floats: in place when FLOAT and unit-stride,
- * else converted into buf (convert.h). base points at the element with flat index 0. */
-static inline const float *get_tile(const char *base, aclDataType dt, const lay_t *L,
-                                    int64_t c0, int64_t cnt, float *buf)
-{
-    if (dt == ACL_FLOAT && lay_unit(L))
-        return (const float *)(const void *)base + c0;
-    const int64_t es = aclemu_dtype_size(dt);
-    LAY_WALK(L, c0, cnt, aclemu_load_floats(dt, base + off * es, stride, run, buf + k));
-    return buf;
-}
-
-static inline void put_tile(char *base, aclDataType dt, aclemu_ties ties, const lay_t *L,
-                            int64_t c0, int64_t cnt, const float *buf)
-{
-    const int64_t es = aclemu_dtype_size(dt);
-    LAY_WALK(L, c0, cnt, aclemu_store_floats(dt, ties, base + off * es, stride, run, buf + k));
-}
 
 /* ---- the row kernel ------------------------------------------------------------------------- */
 
@@ -351,11 +162,6 @@ INLINE float lane_sum(float *a)
         for (int l = 0; l < s; l++)
             a[l] += a[l + s];
     return a[0];
-}
-
-static inline const char *row_base(const tdesc *d, int64_t m)
-{
-    return d->data + (d->offset + lay_offset(&d->outer, m)) * (int64_t)d->es;
 }
 
 /* Elements [m0, m0 + cnt) of a flat vector (mean, rstd) as floats, like get_tile. Loaded a
@@ -526,31 +332,6 @@ static void task_release(void *arg)
 
 /* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
 
-/* Byte range [*start, *start + *nbytes) the view touches; false on overflow. nbytes 0 for an
- * empty view. */
-static bool view_range(const tdesc *d, char **start, uint64_t *nbytes)
-{
-    int64_t hi = d->offset;
-    *start = NULL;
-    *nbytes = 0;
-    for (int i = 0; i < d->ndim; i++) {
-        if (d->dims[i] == 0)
-            return true;
-        int64_t span;
-        if (__builtin_mul_overflow(d->dims[i] - 1, d->strides[i], &span) ||
-            __builtin_add_overflow(hi, span, &hi))
-            return false;
-    }
-    int64_t n, off_b;
-    if (__builtin_add_overflow(hi - d->offset, (int64_t)1, &n) ||
-        __builtin_mul_overflow(n, (int64_t)d->es, &n) ||
-        __builtin_mul_overflow(d->offset, (int64_t)d->es, &off_b))
-        return false;
-    *start = d->data + off_b;
-    *nbytes = (uint64_t)n;
-    return true;
-}
-
 static bool touched(const lnb_payload *P, int i)
 {
     if (!P->t[i].present)
@@ -564,22 +345,6 @@ static aclnnStatus lnb_launch(void *payload, void *workspace, uint64_t workspace
                               aclrtStream stream)
 {
     const lnb_payload *P = payload;
-    char *start[T_COUNT];
-    uint64_t nbytes[T_COUNT];
-    for (int i = 0; i < T_COUNT; i++) {
-        start[i] = NULL;
-        nbytes[i] = 0;
-        if (!touched(P, i))
-            continue;
-        const tdesc *d = &P->t[i];
-        if (!view_range(d, &start[i], &nbytes[i]) ||
-            (nbytes[i] > 0 && !aclemu_device_range(start[i], nbytes[i]))) {
-            aclemu_set_error("%s: %s view (data %p, offset %lld, %llu bytes) is not inside one "
-                             "live device allocation", P2, TNAME[i], (void *)d->data,
-                             (long long)d->offset, (unsigned long long)nbytes[i]);
-            return ACLNN_ERR_PARAM_INVALID;
-        }
-    }
     if (P->ws_size > 0 && (workspace == NULL || workspace_size < P->ws_size)) {
         /* aclemu_executor_run checks this first; kept so the kernel can rely on it */
         aclemu_set_error("%s: workspace (%p, %llu bytes) smaller than the %llu bytes phase one "
@@ -608,38 +373,17 @@ static aclnnStatus lnb_launch(void *payload, void *workspace, uint64_t workspace
         }
         T->w = T->wbuf;
     }
-    for (int i = 0; i <= T_COUNT; i++) {
-        const void *p = i < T_COUNT ? start[i] : workspace;
-        uint64_t n = i < T_COUNT ? nbytes[i] : P->ws_size;
-        if (n == 0)
-            continue;
-        void *tok = aclemu_device_pin(p, n);
-        if (!tok) { /* freed between the check and the pin by another thread */
-            aclemu_set_error("%s: %s memory (%p, %llu bytes) is not a live device allocation",
-                             P2, i < T_COUNT ? TNAME[i] : "workspace", p,
-                             (unsigned long long)n);
-            task_release(T);
-            return ACLNN_ERR_PARAM_INVALID;
-        }
-        T->pins[T->npins++] = tok;
-    }
-    aclError e = aclemu_stream_submit(stream, task_run, task_release, T, P2);
-    if (e != ACL_SUCCESS) {
-        task_release(T); /* not enqueued: we still own it; the message is set */
-        return ACLNN_ERR_RUNTIME_ERROR;
-    }
-    return ACLNN_SUCCESS;
-}
-
-static void lnb_destroy(void *payload)
-{
-    free(payload);
+    const tdesc *views[T_COUNT];
+    for (int i = 0; i < T_COUNT; i++)
+        views[i] = touched(P, i) ? &P->t[i] : NULL;
+    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, P->ws_size, T->pins,
+                        &T->npins, task_run, task_release, T);
 }
 
 static const aclemu_executor_ops LNB_OPS = {
     .op_name = P2,
     .launch = lnb_launch,
-    .destroy = lnb_destroy,
+    .destroy = free, /* the payload is one flat allocation */
 };
 
 /* Blocks for the gradWeight/gradBias partials: a function of M alone (never the thread

@@ -1,0 +1,595 @@
+/*
+ * aclnnLayerNorm and aclnnLayerNormWithImplMode for the CPU emulator: phase-one validation in
+ * the vendor's order with its codes (hicann/ops-nn norm/layer_norm_v4/op_host/op_api/
+ * aclnn_layer_norm.cpp), the launch (memory checks, pins, stream submit) and the kernel.
+ *
+ * The device's numbers (same source and its L0 ops layer_norm_v3.cpp / layer_norm_v4.cpp):
+ * - eps reaches the kernel as a float (static_cast<float>(eps) in both L0 ops);
+ * - statistics are accumulated in float; out is computed in input's dtype, then cast to
+ *   out's dtype (so an fp16 input carries fp16 rounding into a FLOAT out);
+ * - mean and rstd are produced in the "statistics dtype" of the kernel the call takes, then
+ *   cast to meanOut/rstdOut's dtype. LayerNormV4 (every call on a regbase part, Ascend950;
+ *   a few shapes on Atlas A2/A3 and Atlas inference parts, see takes_v4) writes FLOAT.
+ *   LayerNormV3 (the rest) writes mean in weight's dtype and rstd in bias's dtype, where an
+ *   absent weight/bias is made in the other one's dtype, else input's: one "parameter
+ *   dtype" for both.
+ * - empty: M == 0 does nothing; N == 0 fills meanOut with 0 and rstdOut with NaN.
+ *
+ * Kernel: rows are independent, so any split of rows over threads gives the same bits. Each
+ * row is made float once (in place when FLOAT and contiguous, else converted into a per-chunk
+ * row buffer), then: blocked sum -> mean, blocked sum of squared deviations -> variance
+ * (two passes: no cancellation of E[x^2] - E[x]^2), rstd = 1 / sqrt(var + eps), and
+ * y = (x - mean) * rstd * w + b written in input's dtype. A blocked sum keeps LANES
+ * independent float accumulators per TILE (so gcc vectorizes it without -ffast-math, in an
+ * order fixed by the source, not the SIMD width) folded into per-row lane totals after each
+ * tile: error ~ (TILE / LANES + N / TILE) ulps rather than N.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_layer_norm.h"
+
+#define P1 "aclnnLayerNormGetWorkspaceSize"
+#define P2 "aclnnLayerNorm"
+#define P1_MODE "aclnnLayerNormWithImplModeGetWorkspaceSize"
+#define P2_MODE "aclnnLayerNormWithImplMode"
+
+#define INLINE TV_INLINE
+#define LANES 16          /* independent accumulators per row sum */
+#define TILE 512          /* elements per block of the sum; multiple of LANES */
+#define MAX_CHUNKS 16     /* row chunks per run (each has its own row buffers) */
+#define STAT_ROWS 64      /* mean/rstd stored this many rows at a time */
+
+/* implMode values (the vendor's op_api) */
+enum { HIGH_PRECISION = 0, HIGH_PERFORMANCE = 1, KEEP_FP16 = 2 };
+
+/* x86-64 builds carry AVX-512 and AVX2 clones of the row loop, picked at load time; all give
+ * the same bits (-std=c11 keeps contraction off, sums run in source order). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(ACLEMU_NO_CLONES)
+#define HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define HOT
+#endif
+
+enum { T_X, T_W, T_B, T_Y, T_MEAN, T_RSTD, T_COUNT };
+static const char *const TNAME[T_COUNT] = {
+    "input", "weightOptional", "biasOptional", "out", "meanOutOptional", "rstdOutOptional",
+};
+
+typedef struct {
+    const char *call;     /* phase two's name, for messages */
+    tdesc t[T_COUNT];
+    int64_t M, N;
+    float eps;            /* as the kernel receives it */
+    aclDataType stat_dt;  /* dtype the kernel writes mean/rstd in, before their cast */
+    aclemu_ties ties;     /* how the kernel rounds BF16 ties (away on Atlas A2/A3) */
+    bool y_round;         /* out is rounded to input's dtype before its store */
+} ln_payload;
+
+/* One launch: owns a copy of the payload (a repeatable executor may be destroyed while the
+ * task is queued), the pins, and the float rows it reads. */
+typedef struct {
+    ln_payload p;
+    const float *w, *b;   /* weight/bias rows as float; NULL when absent */
+    float *wb_buf;        /* weight/bias converted to float, when not usable in place */
+    float *row_buf;       /* nchunks * per_chunk floats of row buffers */
+    int64_t per_chunk;    /* floats of row buffer per chunk */
+    int64_t nchunks;
+    bool x_in_place;      /* input rows read in place (FLOAT, contiguous normalized dims) */
+    bool y_direct;        /* out rows written in place (FLOAT input and out, contiguous) */
+    void *pins[T_COUNT + 1];
+    int npins;
+} ln_task;
+
+/* ---- the row kernel ------------------------------------------------------------------------- */
+
+/* tot[l] += blocked lane sums of a[i] (sq: of (a[i] - mean)^2) over i < n. */
+INLINE void lane_sums(const float *restrict a, int64_t n, float mean, float *restrict tot,
+                      const bool sq)
+{
+    for (int64_t c = 0; c < n; c += TILE) {
+        const int64_t e = n - c < TILE ? n : c + TILE;
+        float acc[LANES] = {0};
+        int64_t i = c;
+        for (; i + LANES <= e; i += LANES) {
+            for (int l = 0; l < LANES; l++) {
+                float v = a[i + l];
+                if (sq) {
+                    v -= mean;
+                    v *= v;
+                }
+                acc[l] += v;
+            }
+        }
+        for (int l = 0; i + l < e; l++) {
+            float v = a[i + l];
+            if (sq) {
+                v -= mean;
+                v *= v;
+            }
+            acc[l] += v;
+        }
+        for (int l = 0; l < LANES; l++)
+            tot[l] += acc[l];
+    }
+}
+
+/* Fixed pairwise tree over the lanes. */
+INLINE float lane_total(float *a)
+{
+    for (int s = LANES / 2; s > 0; s /= 2)
+        for (int l = 0; l < s; l++)
+            a[l] += a[l + s];
+    return a[0];
+}
+
+/* y[i] = (x[i] - mean) * rstd * w[i] + b[i]. y may be x (an in-place call): element i reads
+ * only x[i] before writing y[i]. */
+INLINE void normalize(const float *x, int64_t n, float mean, float rstd,
+                      const float *restrict w, const float *restrict b, float *y,
+                      const bool hw, const bool hb)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v = (x[i] - mean) * rstd;
+        if (hw)
+            v *= w[i];
+        if (hb)
+            v += b[i];
+        y[i] = v;
+    }
+}
+
+INLINE void rows_impl(const ln_task *T, int64_t chunk, int64_t begin, int64_t end,
+                      const bool hw, const bool hb)
+{
+    const ln_payload *P = &T->p;
+    const tdesc *x = &P->t[T_X], *y = &P->t[T_Y];
+    const tdesc *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
+    const int64_t N = P->N;
+    /* this chunk's row buffers (see ln_launch): [input row unless in place][out row unless
+     * direct] */
+    float *xbuf = T->row_buf ? T->row_buf + chunk * T->per_chunk : NULL;
+    float *ybuf = T->x_in_place ? xbuf : xbuf + N;
+    float smean[STAT_ROWS], srstd[STAT_ROWS];
+    int64_t s0 = begin;
+    for (int64_t m = begin; m < end; m++) {
+        const char *rx = row_base(x, m);
+        const float *xr;
+        if (T->x_in_place) {
+            xr = (const float *)(const void *)rx;
+        } else {
+            xr = get_tile(rx, x->dtype, &x->inner, 0, N, xbuf);
+        }
+        float tot[LANES] = {0};
+        lane_sums(xr, N, 0.0f, tot, false);
+        const float mean = lane_total(tot) / (float)N;
+        float tsq[LANES] = {0};
+        lane_sums(xr, N, mean, tsq, true);
+        const float var = lane_total(tsq) / (float)N;
+        const float rstd = 1.0f / sqrtf(var + P->eps);
+        char *ry = row_base(y, m);
+        if (T->y_direct) {
+            normalize(xr, N, mean, rstd, T->w, T->b, (float *)(void *)ry, hw, hb);
+        } else {
+            normalize(xr, N, mean, rstd, T->w, T->b, ybuf, hw, hb);
+            if (P->y_round) /* computed in input's dtype, then cast */
+                aclemu_round_floats(x->dtype, P->ties, ybuf, N);
+            put_tile(ry, y->dtype, ACLEMU_TIES_EVEN, &y->inner, 0, N, ybuf);
+        }
+        const int64_t j = m - s0;
+        smean[j] = mean;
+        srstd[j] = rstd;
+        if (j + 1 == STAT_ROWS || m + 1 == end) {
+            const int64_t cnt = j + 1;
+            if (mo->present) {
+                aclemu_round_floats(P->stat_dt, P->ties, smean, cnt);
+                put_tile(view_base(mo), mo->dtype, ACLEMU_TIES_EVEN, &mo->inner, s0, cnt,
+                         smean);
+            }
+            if (ro->present) {
+                aclemu_round_floats(P->stat_dt, P->ties, srstd, cnt);
+                put_tile(view_base(ro), ro->dtype, ACLEMU_TIES_EVEN, &ro->inner, s0, cnt,
+                         srstd);
+            }
+            s0 = m + 1;
+        }
+    }
+}
+
+HOT static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const ln_task *T = ctx;
+    const bool hw = T->w != NULL, hb = T->b != NULL;
+    if (hw && hb)
+        rows_impl(T, chunk, begin, end, true, true);
+    else if (hw)
+        rows_impl(T, chunk, begin, end, true, false);
+    else if (hb)
+        rows_impl(T, chunk, begin, end, false, true);
+    else
+        rows_impl(T, chunk, begin, end, false, false);
+}
+
+/* Fills every element of a flat view with v. */
+static void fill_view(const tdesc *d, float v)
+{
+    int64_t n = 0;
+    if (!d->present || !numel(d->dims, (uint64_t)d->ndim, &n))
+        return;
+    float buf[STAT_ROWS];
+    for (int i = 0; i < STAT_ROWS; i++)
+        buf[i] = v;
+    for (int64_t c = 0; c < n; c += STAT_ROWS)
+        put_tile(view_base(d), d->dtype, ACLEMU_TIES_EVEN, &d->inner, c,
+                 n - c < STAT_ROWS ? n - c : STAT_ROWS, buf);
+}
+
+/* A weight/bias row as float: in place when FLOAT and contiguous, else converted into buf. */
+static const float *param_row(const tdesc *d, int64_t N, float *buf)
+{
+    if (!d->present)
+        return NULL;
+    return get_tile(view_base(d), d->dtype, &d->inner, 0, N, buf);
+}
+
+static void task_run(void *arg)
+{
+    ln_task *T = arg;
+    const ln_payload *P = &T->p;
+    if (P->M == 0)
+        return;
+    if (P->N == 0) { /* the vendor fills the statistics of empty rows */
+        fill_view(&P->t[T_MEAN], 0.0f);
+        fill_view(&P->t[T_RSTD], NAN);
+        return;
+    }
+    T->w = param_row(&P->t[T_W], P->N, T->wb_buf);
+    T->b = param_row(&P->t[T_B], P->N, T->wb_buf ? T->wb_buf + P->N : NULL);
+    aclemu_parallel_for(P->M, T->nchunks, rows_body, T);
+}
+
+static void task_release(void *arg)
+{
+    ln_task *T = arg;
+    for (int i = 0; i < T->npins; i++)
+        aclemu_device_unpin(T->pins[i]);
+    free(T->wb_buf);
+    free(T->row_buf);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+static bool needs_buffer(const tdesc *d)
+{
+    return d->present && !(d->dtype == ACL_FLOAT && lay_unit(&d->inner));
+}
+
+static aclnnStatus ln_launch(void *payload, void *workspace, uint64_t workspace_size,
+                             aclrtStream stream)
+{
+    (void)workspace_size;
+    const ln_payload *P = payload;
+    const tdesc *views[T_COUNT];
+    for (int i = 0; i < T_COUNT; i++)
+        views[i] = &P->t[i];
+    ln_task *T = calloc(1, sizeof *T);
+    if (!T) {
+        aclemu_set_error("%s: out of host memory for the launch", P->call);
+        return ACLNN_ERR_INNER;
+    }
+    T->p = *P;
+    const tdesc *x = &P->t[T_X], *y = &P->t[T_Y];
+    const int64_t M = P->M, N = P->N;
+    if (M > 0 && N > 0) {
+        T->x_in_place = x->dtype == ACL_FLOAT && lay_unit(&x->inner);
+        T->y_direct = T->x_in_place && y->dtype == ACL_FLOAT && lay_unit(&y->inner);
+        /* per chunk: the input row (unless read in place) and the out row (unless direct) */
+        T->per_chunk = (T->x_in_place ? 0 : N) + (T->y_direct ? 0 : N);
+        T->nchunks = M < MAX_CHUNKS ? M : MAX_CHUNKS;
+        bool wb = needs_buffer(&P->t[T_W]) || needs_buffer(&P->t[T_B]);
+        if (T->per_chunk > 0)
+            T->row_buf = malloc((size_t)(T->nchunks * T->per_chunk) * sizeof(float));
+        if (wb)
+            T->wb_buf = malloc((size_t)(2 * N) * sizeof(float));
+        if ((T->per_chunk > 0 && !T->row_buf) || (wb && !T->wb_buf)) {
+            aclemu_set_error("%s: out of host memory for the row buffers (%lld floats)",
+                             P->call, (long long)(T->nchunks * T->per_chunk + 2 * N));
+            task_release(T);
+            return ACLNN_ERR_INNER;
+        }
+    }
+    return views_launch(P->call, stream, views, TNAME, T_COUNT, workspace, 0, T->pins,
+                        &T->npins, task_run, task_release, T);
+}
+
+static const aclemu_executor_ops LN_OPS = {
+    .op_name = P2,
+    .launch = ln_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+static const aclemu_executor_ops LN_MODE_OPS = {
+    .op_name = P2_MODE,
+    .launch = ln_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+/* ---- the part's rules ----------------------------------------------------------------------- */
+
+/* NPU architectures the rules name (the vendor's NpuArch; aclemu_soc_info gives the part's) */
+enum { DAV_2002 = 2002 /* Atlas inference */, DAV_2201 = 2201 /* Atlas A2/A3 */,
+       DAV_3510 = 3510 /* Ascend 950, "regbase" */ };
+
+/* Whether the call runs LayerNormV4 (FLOAT statistics) rather than LayerNormV3: always on a
+ * regbase part; otherwise only the shapes V4 has templates for (the vendor's IsV4SocCheck).
+ * param_dt: the weight's dtype as the kernel sees it (made from bias/input when absent). */
+static bool takes_v4(int arch, aclDataType in_dt, aclDataType param_dt, int64_t N)
+{
+    if (arch == DAV_3510)
+        return true;
+    bool single_read = in_dt == ACL_BF16 && param_dt == ACL_BF16 && (N == 1024 || N == 4096) &&
+                       arch == DAV_2201;
+    bool transpose_310p = in_dt == ACL_FLOAT16 && (N == 20 || N == 40) &&
+                          arch == DAV_2002;
+    int64_t align = in_dt == ACL_FLOAT ? 8 : 16; /* elements per 32-byte block */
+    bool transpose_910b = N % align != 0 && N < 64 && arch == DAV_2201;
+    return single_read || transpose_310p || transpose_910b;
+}
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+#define FAIL(code, ...)                       \
+    do {                                      \
+        aclemu_set_error(__VA_ARGS__);        \
+        return (code);                        \
+    } while (0)
+
+/* meanOut/rstdOut on a regbase part: input's rank, input's batch dims, then ones (the
+ * vendor checks this on DAV_3510 only; an empty tensor is not checked). */
+static aclnnStatus check_stat_shape_3510(const char *call, const aclTensor *input, uint64_t len,
+                                         const aclTensor *t, const char *name)
+{
+    int64_t n = 0;
+    if (!t || !numel(t->dims, t->ndim, &n) || n == 0)
+        return ACLNN_SUCCESS;
+    char s1[256], s2[256];
+    fmt_dims(s1, sizeof s1, t->dims, t->ndim);
+    fmt_dims(s2, sizeof s2, input->dims, input->ndim);
+    if (t->ndim != input->ndim)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu != input rank %llu (%s vs %s)", call,
+             name, (unsigned long long)t->ndim, (unsigned long long)input->ndim, s1, s2);
+    const uint64_t split = input->ndim - len;
+    for (uint64_t i = 0; i < input->ndim; i++) {
+        int64_t want = i < split ? input->dims[i] : 1;
+        if (t->dims[i] != want)
+            FAIL(ACLNN_ERR_PARAM_INVALID,
+                 "%s: %s shape %s must be input's batch dims then ones (input %s): dim %llu "
+                 "is %lld, expected %lld", call, name, s1, s2, (unsigned long long)i,
+                 (long long)t->dims[i], (long long)want);
+    }
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
+                             const aclTensor *input, const aclIntArray *normalizedShape,
+                             const aclTensor *weightOptional, const aclTensor *biasOptional,
+                             double eps, aclTensor *out, aclTensor *meanOutOptional,
+                             aclTensor *rstdOutOptional, const int32_t *implMode,
+                             uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    const aclTensor *ts[T_COUNT] = {input, weightOptional, biasOptional, out, meanOutOptional,
+                                    rstdOutOptional};
+
+    /* 1. required arguments (the vendor's CheckNotNull: input, normalizedShape, out). The
+     * out-pointers are dereferenced unchecked by the vendor: refused here instead. */
+    if (!input)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: input is NULL", call);
+    if (!normalizedShape)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: normalizedShape is NULL", call);
+    if (!out)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: out is NULL", call);
+    if (!workspaceSize)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", call);
+    if (!executor)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", call);
+    /* handles are checked in the registry before anything is dereferenced */
+    for (int i = 0; i < T_COUNT; i++)
+        if (ts[i] && !aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", call,
+                 TNAME[i], (const void *)ts[i]);
+    if (!aclemu_handle_check(normalizedShape, ACLEMU_KIND_INT_ARRAY))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape (%p) is not a live aclIntArray",
+             call, (const void *)normalizedShape);
+
+    const aclemu_soc *soc = aclemu_soc_info(call);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    const int arch = soc->npu_arch;
+    const bool bf16 = soc->bf16; /* the vendor's list: BF16 on DAV_2201 and regbase parts */
+#define DTYPE_SUPPORTED(t) (dtype_ok((t)->dtype) && ((t)->dtype != ACL_BF16 || bf16))
+#define DTYPE_FAIL(what, t)                                                                    \
+    FAIL(ACLNN_ERR_PARAM_INVALID,                                                              \
+         "%s: %s dtype %s is not supported on %s (%s): FLOAT, FLOAT16%s", call, what,          \
+         dname((t)->dtype), soc->name, soc->series, bf16 ? ", BF16" : "")
+
+    /* 2. input dtypes: each supported; weight/bias FLOAT or input's; weight = bias */
+    const aclDataType in_dt = input->dtype;
+    if (!DTYPE_SUPPORTED(input))
+        DTYPE_FAIL("input", input);
+    for (int i = T_W; i <= T_B; i++) {
+        const aclTensor *t = ts[i];
+        if (!t)
+            continue;
+        if (!DTYPE_SUPPORTED(t))
+            DTYPE_FAIL(TNAME[i], t);
+        if (t->dtype != ACL_FLOAT && t->dtype != in_dt)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be FLOAT or input's dtype %s",
+                 call, TNAME[i], dname(t->dtype), dname(in_dt));
+    }
+    if (weightOptional && biasOptional && weightOptional->dtype != biasOptional->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: weightOptional dtype %s != biasOptional dtype %s",
+             call, dname(weightOptional->dtype), dname(biasOptional->dtype));
+
+    /* 3. output dtypes: each supported (any of them: results are cast) */
+    for (int i = T_Y; i <= T_RSTD; i++)
+        if (ts[i] && !DTYPE_SUPPORTED(ts[i]))
+            DTYPE_FAIL(TNAME[i], ts[i]);
+#undef DTYPE_FAIL
+#undef DTYPE_SUPPORTED
+
+    /* 4. ranks and shapes, in the vendor's CheckShape order */
+    static const int rank_order[T_COUNT] = {T_X, T_Y, T_W, T_B, T_MEAN, T_RSTD};
+    for (int j = 0; j < T_COUNT; j++) {
+        const aclTensor *t = ts[rank_order[j]];
+        if (t && t->ndim > TV_MAX_RANK)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu > %d", call, TNAME[rank_order[j]],
+                 (unsigned long long)t->ndim, TV_MAX_RANK);
+    }
+    const uint64_t len = normalizedShape->size;
+    if (len > TV_MAX_RANK)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape length %llu > %d", call,
+             (unsigned long long)len, TV_MAX_RANK);
+    if (len < 1)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape is empty (length must be >= 1)",
+             call);
+    if (input->ndim < len)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input rank %llu < normalizedShape length %llu", call,
+             (unsigned long long)input->ndim, (unsigned long long)len);
+    for (int i = T_W; i <= T_B; i++)
+        if (ts[i] && ts[i]->ndim != len)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu != normalizedShape length %llu",
+                 call, TNAME[i], (unsigned long long)ts[i]->ndim, (unsigned long long)len);
+    const int64_t *ns = normalizedShape->values;
+    const uint64_t split = input->ndim - len;
+    char s1[256], s2[256];
+    for (uint64_t k = 0; k < len; k++) {
+        if (input->dims[split + k] != ns[k]) {
+            fmt_dims(s1, sizeof s1, input->dims, input->ndim);
+            fmt_dims(s2, sizeof s2, ns, len);
+            FAIL(ACLNN_ERR_PARAM_INVALID,
+                 "%s: input shape %s does not end with normalizedShape %s (dim %llu)", call, s1,
+                 s2, (unsigned long long)(split + k));
+        }
+        for (int i = T_W; i <= T_B; i++)
+            if (ts[i] && ts[i]->dims[k] != ns[k])
+                return shape_error(call, TNAME[i], ts[i]->dims, ts[i]->ndim,
+                                   "!= normalizedShape", ns, len);
+    }
+    if (!same_dims(out->dims, out->ndim, input->dims, input->ndim))
+        return shape_error(call, "out", out->dims, out->ndim, "!= input shape", input->dims,
+                           input->ndim);
+
+    /* 5. regbase parts: meanOut/rstdOut shapes, and equal to each other */
+    if (arch == DAV_3510) {
+        aclnnStatus st;
+        if ((st = check_stat_shape_3510(call, input, len, meanOutOptional, TNAME[T_MEAN])) ||
+            (st = check_stat_shape_3510(call, input, len, rstdOutOptional, TNAME[T_RSTD])))
+            return st;
+        if (meanOutOptional && rstdOutOptional &&
+            !same_dims(meanOutOptional->dims, meanOutOptional->ndim, rstdOutOptional->dims,
+                       rstdOutOptional->ndim))
+            return shape_error(call, TNAME[T_MEAN], meanOutOptional->dims,
+                               meanOutOptional->ndim, "!= rstdOutOptional shape",
+                               rstdOutOptional->dims, rstdOutOptional->ndim);
+    }
+
+    /* 6. implMode (aclnnLayerNormWithImplMode) */
+    if (implMode) {
+        if (*implMode != HIGH_PRECISION && *implMode != HIGH_PERFORMANCE &&
+            *implMode != KEEP_FP16)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: implMode %d is not 0, 1 or 2", call, *implMode);
+        if (*implMode == KEEP_FP16 &&
+            (in_dt != ACL_FLOAT16 || (weightOptional && weightOptional->dtype != ACL_FLOAT16) ||
+             (biasOptional && biasOptional->dtype != ACL_FLOAT16)))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: implMode 2 (keep FLOAT16) needs input, "
+                 "weightOptional and biasOptional all FLOAT16", call);
+    }
+
+    int64_t M = 0, N = 0;
+    if (!numel(input->dims, split, &M) || !numel(ns, len, &N))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input element count overflows int64", call);
+
+    /* 7. Stricter than the vendor (docs/emulator.md): meanOut/rstdOut must hold one element
+     * per row. The docs give their shape as [A1..Ai, 1..1]; the vendor's code checks it on
+     * regbase parts only and otherwise copies M values into whatever it is given. */
+    for (int i = T_MEAN; i <= T_RSTD; i++) {
+        int64_t n = -1;
+        if (ts[i] && (!numel(ts[i]->dims, ts[i]->ndim, &n) || n != M)) {
+            fmt_dims(s1, sizeof s1, ts[i]->dims, ts[i]->ndim);
+            fmt_dims(s2, sizeof s2, input->dims, input->ndim);
+            FAIL(ACLNN_ERR_PARAM_INVALID,
+                 "%s: %s shape %s has %lld elements != M = %lld (one per row of input %s "
+                 "over normalizedShape; expected shape [A1..Ai, 1..1])", call, TNAME[i], s1,
+                 (long long)n, (long long)M, s2);
+        }
+    }
+
+    const aclDataType param_dt = weightOptional ? weightOptional->dtype
+                                 : biasOptional ? biasOptional->dtype : in_dt;
+    ln_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", call);
+    P->call = ops->op_name;
+    for (int i = 0; i < T_COUNT; i++)
+        snapshot(&P->t[i], ts[i], (i == T_X || i == T_Y) ? (int)split : -1);
+    P->M = M;
+    P->N = N;
+    P->eps = (float)eps;
+    P->stat_dt = M > 0 && N > 0 && takes_v4(arch, in_dt, param_dt, N) ? ACL_FLOAT : param_dt;
+    /* BF16 results: CAST_ROUND (ties away) in the Atlas A2/A3 kernels (op_kernel/
+     * layer_norm_v4_align.h, _single_read.h, _transpose.h), CAST_RINT on Ascend 950
+     * (arch35/layer_norm_v4_regbase_common.h) */
+    P->ties = arch == DAV_2201 ? ACLEMU_TIES_AWAY : ACLEMU_TIES_EVEN;
+    P->y_round = out->dtype != in_dt || (in_dt == ACL_BF16 && P->ties == ACLEMU_TIES_AWAY);
+    aclOpExecutor *ex = aclemu_executor_new(ops, P, 0); /* owns P from here */
+    if (!ex)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", call);
+    *workspaceSize = 0;
+    *executor = ex;
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnLayerNormGetWorkspaceSize(
+    const aclTensor *input, const aclIntArray *normalizedShape, const aclTensor *weightOptional,
+    const aclTensor *biasOptional, double eps, aclTensor *out, aclTensor *meanOutOptional,
+    aclTensor *rstdOutOptional, uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    return phase_one(P1, &LN_OPS, input, normalizedShape, weightOptional, biasOptional, eps,
+                     out, meanOutOptional, rstdOutOptional, NULL, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnLayerNormWithImplModeGetWorkspaceSize(
+    const aclTensor *input, const aclIntArray *normalizedShape, const aclTensor *weightOptional,
+    const aclTensor *biasOptional, double eps, aclTensor *out, aclTensor *meanOutOptional,
+    aclTensor *rstdOutOptional, int32_t implMode, uint64_t *workspaceSize,
+    aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1_MODE))
+        return ACLNN_ERR_INNER;
+    return phase_one(P1_MODE, &LN_MODE_OPS, input, normalizedShape, weightOptional,
+                     biasOptional, eps, out, meanOutOptional, rstdOutOptional, &implMode,
+                     workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnLayerNorm(void *workspace, uint64_t workspaceSize,
+                                         aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnLayerNormWithImplMode(void *workspace, uint64_t workspaceSize,
+                                                     aclOpExecutor *executor,
+                                                     aclrtStream stream)
+{
+    return aclemu_executor_run(P2_MODE, executor, workspace, workspaceSize, stream);
+}
