@@ -43,7 +43,7 @@ from . import dtypes
 from . import reference   # the NumPy float64 reference results are checked against
 
 # ---- operators (acl_py/ops, issue 4): the operator engineer adds the re-exports here ----
-from .ops import layer_norm_backward, LayerNormBackward
+from .ops import layer_norm, LayerNorm, layer_norm_backward, LayerNormBackward
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -64,5 +64,6 @@ __all__ = [
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",
     "reference", "AclError", "AclArgumentError", "AclTypeError",
     "ClosedError", "DeviceError", "DeviceMemoryError", "NotInitializedError",
-    "OperatorParameterError", "FinalizedError", "layer_norm_backward", "LayerNormBackward",
+    "OperatorParameterError", "FinalizedError", "layer_norm", "LayerNorm",
+    "layer_norm_backward", "LayerNormBackward",
 ]

@@ -168,9 +168,9 @@ def test_argument_array_cache_evicts_under_threads():
     to phase one at that moment, so eviction must drop it, not destroy it (the first version
     closed it: "normalizedShape is not a live aclIntArray", seen once in a CI-like run)."""
     import sys
-    lnb_mod = sys.modules["acl_py.ops.layer_norm_backward"]  # the package exports the function
+    declare_mod = sys.modules["acl_py.ops._declare"]  # the argument-array cache
     base = live()
-    widths = list(range(1, 3 * lnb_mod._CACHE_MAX))
+    widths = list(range(1, 3 * declare_mod._CACHE_MAX))
 
     def worker(i):
         s = acl_py.Stream()
@@ -184,5 +184,5 @@ def test_argument_array_cache_evicts_under_threads():
             s.close()
 
     _run_threads(worker, THREADS)
-    assert len(lnb_mod._int_arrays) <= lnb_mod._CACHE_MAX
+    assert len(declare_mod._arrays) <= declare_mod._CACHE_MAX
     assert live() == base

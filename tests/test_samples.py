@@ -194,3 +194,26 @@ def test_bf16_transformer_sample_fails_loudly_on_wrong_results():
                           env=emulator_env())
     assert proc.returncode == 1, proc
     assert "check: FAIL" in proc.stdout
+
+
+def test_training_step_sample_passes_its_check_in_bf16_and_fp16():
+    """Forward + backward on device tensors, the statistics passed on the device, checked
+    against the float64 reference chain (reduced size; the check is the same)."""
+    proc = run([sys.executable, str(SAMPLES / "layer_norm_training_step.py"), "--batch", "2",
+                "--seq", "32", "--hidden", "256", "--steps", "2"])
+    out = proc.stdout
+    assert out.rstrip().endswith("PASS"), out
+    for label, dt in (("bf16", "bfloat16"), ("fp16", "float16")):
+        assert f"{label}: LayerNorm forward + backward, [2, 32, 256]" in out
+        assert f"grad_input  {dt}" in out and f"out         {dt}" in out
+    assert out.count(" ok") == 12 and "FAIL" not in out
+
+
+def test_training_step_sample_fails_loudly_on_wrong_results():
+    proc = subprocess.run([sys.executable, str(SAMPLES / "layer_norm_training_step.py"),
+                           "--dtype", "fp16", "--batch", "1", "--seq", "4", "--hidden", "64",
+                           "--steps", "1", "--perturb-reference", "0.5"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT,
+                          env=emulator_env())
+    assert proc.returncode == 1, proc
+    assert proc.stdout.rstrip().endswith("FAIL: results outside the reference's bound")

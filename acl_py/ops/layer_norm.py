@@ -1,11 +1,111 @@
-"""``aclnnLayerNorm``: the LayerNorm forward (mean and rstd saved for the backward)."""
+"""``aclnnLayerNorm``: the LayerNorm forward, :func:`layer_norm` and the plan
+:class:`LayerNorm`; mean and rstd come out as :func:`~acl_py.layer_norm_backward` takes them.
+
+Python-level checks (before any C call; see :mod:`._declare`): argument kinds; dtypes (each
+float32/float16/bfloat16; ``weight``/``bias`` input's or float32); ``normalized_shape`` the
+trailing dims of ``input``; ``weight``/``bias`` shaped ``normalized_shape``; ``out=`` entries
+of input's shape (out) and of M elements (mean, rstd). The operator's own rules (ranks <= 8,
+``normalized_shape`` length 1..8, weight and bias of one dtype, the part's dtype list) are
+phase one's.
+"""
 from __future__ import annotations
 
-from ._two_phase import Operator, int_array, tensor, value
+import numpy as np
 
-__all__ = ["LAYER_NORM"]
+from .. import reference
+from ..errors import AclArgumentError
+from ._declare import Declared, Plan, double, int_array, output, tensor
 
-LAYER_NORM = Operator("aclnnLayerNorm", (
-    tensor("input"), int_array("normalizedShape"), tensor("weightOptional"),
-    tensor("biasOptional"), value("eps"), tensor("out"), tensor("meanOutOptional"),
-    tensor("rstdOutOptional")))
+__all__ = ["layer_norm", "LayerNorm", "LAYER_NORM"]
+
+
+def normalized_split(a):
+    """Checks that ``a.normalized_shape`` is the trailing dims of ``a.input`` and that
+    ``a.weight``/``a.bias`` (when given) have that shape; returns the batch dims."""
+    shape, ns = a.input.shape, a.normalized_shape
+    split = len(shape) - len(ns)
+    if split < 0 or shape[split:] != ns:
+        raise AclArgumentError("normalized_shape", f"{ns} must equal the trailing dims of "
+                               f"input's shape {shape}")
+    for name in ("weight", "bias"):
+        t = a[name]
+        if t is not None and t.shape != ns:
+            raise AclArgumentError(name, f"shape {t.shape} != normalized_shape {ns}")
+    return shape[:split]
+
+
+def stats_shape(a):
+    """mean/rstd as CANN writes them: input's batch dims, then a 1 per normalized dim."""
+    return a.input.shape[:len(a.input.shape) - len(a.normalized_shape)] + \
+        (1,) * len(a.normalized_shape)
+
+
+_F32 = np.dtype(np.float32)
+
+
+def _float32(a):
+    return _F32
+
+
+def _smoke(shape, nrank, dtype, param_dtype, eps=1e-5):
+    def make():
+        from ..dtypes import bfloat16
+        dt = {"bf16": bfloat16()}.get(dtype, dtype)
+        pdt = {"bf16": bfloat16()}.get(param_dtype, param_dtype) or dt
+        rng = np.random.default_rng(len(shape) + shape[-1])
+        ns = tuple(shape[len(shape) - nrank:])
+        x = (rng.standard_normal(shape, dtype=np.float32) * 2 + 0.5).astype(dt)
+        w = (1 + 0.25 * rng.standard_normal(ns, dtype=np.float32)).astype(pdt)
+        b = (0.1 * rng.standard_normal(ns, dtype=np.float32)).astype(pdt)
+        return x, ns, w, b, eps
+    return (f"{dtype if isinstance(dtype, str) else np.dtype(dtype).name}"
+            f"{list(shape)}", make)
+
+
+LAYER_NORM = Declared("aclnnLayerNorm", (
+    tensor("input"),
+    int_array("normalizedShape"),
+    tensor("weightOptional", optional=True, like="input", or_float32=True),
+    tensor("biasOptional", optional=True, like="input", or_float32=True),
+    double("eps", default=1e-5),
+    output("out", shape=lambda a: a.input.shape, dtype=lambda a: a.input.dtype),
+    output("meanOutOptional", shape=stats_shape, dtype=_float32, numel_ok=True),
+    output("rstdOutOptional", shape=stats_shape, dtype=_float32, numel_ok=True),
+), check=normalized_split, reference=reference.layer_norm,
+    error_scale=reference.layer_norm_error_scale,
+    smoke_cases=(_smoke((8, 1024), 1, np.float32, None),
+                 _smoke((4, 128, 768), 1, "bf16", np.float32),
+                 _smoke((64, 40), 1, np.float16, np.float16),   # LayerNormV4 on Atlas A2
+                 _smoke((2, 3, 4, 5), 3, np.float16, np.float32, eps=1e-3)))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, *, stream=None,
+               out=None):
+    """LayerNorm over the trailing ``normalized_shape`` dims of ``input``:
+    ``(out, mean, rstd)`` with ``out = (input - mean) * rstd * weight + bias``,
+    ``rstd = 1 / sqrt(var + eps)`` (``eps`` reaches the device as a float32).
+
+    * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
+    * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
+      valid once it has synchronized).
+
+    ``out`` has input's shape and dtype; ``mean``/``rstd`` are float32 shaped
+    ``[A1..Ai, 1..1]`` (input's batch dims, then ones), ready for
+    :func:`~acl_py.layer_norm_backward`. ``out=(out, mean, rstd)`` gives preallocated outputs
+    of the same kind as the inputs (their dtypes choose the output dtypes; mean/rstd may have
+    any shape of M elements); a ``None`` entry is allocated as by default.
+    """
+    return LAYER_NORM.call((input, normalized_shape, weight, bias, eps), out=out,
+                           stream=stream)
+
+
+class LayerNorm(Plan):
+    """A :func:`layer_norm` plan over fixed device tensors (see :class:`~acl_py.ops.Plan`):
+    outputs ``out``, ``mean``, ``rstd``; ``run(stream)`` enqueues phase two only."""
+
+    declared = LAYER_NORM
+    __slots__ = ()
+
+    def __init__(self, input, normalized_shape, weight=None, bias=None, eps=1e-5, *,
+                 out=None):
+        self._prepare((input, normalized_shape, weight, bias, eps), out)

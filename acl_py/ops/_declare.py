@@ -1,0 +1,599 @@
+"""Operators as declarations: one description of an operator's parameters, and the machinery
+every declared operator gets from it.
+
+A :class:`Declared` operator is built from the phase-one parameter list, each parameter an
+:class:`Arg` carrying what the Python side needs beyond the C kind (:mod:`._two_phase`):
+
+* its **role**: an input tensor (``tensor``, optional with ``optional=True``), an output
+  tensor (``output``), an int array, a bool array (``length=`` entries), a double;
+* its **Python name** (argument errors name it; default: the C name in snake case without
+  ``Optional``/``Out``) and default;
+* **dtype rules** for inputs: the operator's dtypes, ``like=`` another tensor's dtype
+  (``or_float32=True``: or float32);
+* for outputs, how a **default output** is made: ``shape(a)``, ``dtype(a)`` over the bound
+  arguments ``a`` (``a.input``, ``a.normalized_shape``...), whether a given ``out=`` entry may
+  have another shape holding as many elements (``numel_ok``), and whether it is requested at
+  all (``when(a)``, e.g. an output mask).
+
+Relations between arguments that are the operator's own (trailing dims, matching shapes) are
+one ``check(a)`` function of the declaration, raising :class:`~acl_py.AclArgumentError` naming
+the argument. Everything else is generic:
+
+* :meth:`Declared.call`: NumPy arrays in, NumPy arrays out (staged through the device and
+  synchronized), or DeviceTensors in, DeviceTensors out (queued on the stream); ``out=``
+  (entries ``None`` are allocated, entries of unrequested outputs ignored); the checks above,
+  made before any C call, raising :class:`~acl_py.AclTypeError` / ``AclArgumentError`` naming
+  the Python argument; limits that are the operator's own are left to phase one, whose
+  failures surface as its typed error (``acl_py.errors``);
+* :class:`Plan`: phase one once with a repeatable executor, then ``run(stream)``;
+* ``reference`` / ``error_scale`` (float64, :mod:`acl_py.reference`) and
+  :meth:`Declared.check_result` to judge outputs against them.
+
+An operator module is then the declaration, its ``check``, and a two-line public function
+(for its signature and docstring). The parameter list could as well come from a parsed C
+prototype: ``const aclTensor *`` is an input, ``aclTensor *`` an output, ``...Optional``
+optional, ``double`` a double.
+"""
+from __future__ import annotations
+
+import re
+import threading
+
+import numpy as np
+
+from .. import device as _device
+from .. import dtypes as _dt
+from .. import runtime as _rt
+from .. import stream as _stream
+from ..errors import AclArgumentError, AclTypeError
+from ..tensor import BoolArray, DeviceTensor, IntArray, _as_dim, _size
+from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
+
+__all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "Declared", "Plan",
+           "FLOATS", "REQUIRED"]
+
+REQUIRED = object()   # default of a parameter the caller must give
+IN, OUT = "in", "out"
+FLOATS = ("float32", "float16", "bfloat16")
+
+
+def python_name(c_name, is_output=False):
+    """``weightOptional`` -> ``weight``, ``normalizedShape`` -> ``normalized_shape``; an
+    output also loses ``Out``: ``gradInputOut`` -> ``grad_input`` (an input ``gradOut`` stays
+    ``grad_out``)."""
+    base = re.sub(r"Out(Optional)?$" if is_output else r"Optional$", "", c_name) or c_name
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", base).lower()
+
+
+class Arg(Param):
+    """One phase-one parameter with its Python-side description (see the module doc)."""
+
+    __slots__ = ("py", "role", "optional", "default", "dtypes", "like", "or_float32",
+                 "shape", "dtype", "numel_ok", "when", "length", "items")
+
+    def __init__(self, c_name, kind, role=IN, *, name=None, optional=False, default=REQUIRED,
+                 dtypes=None, like=None, or_float32=False, shape=None, dtype=None,
+                 numel_ok=False, when=None, length=None, items=None):
+        super().__init__(c_name, kind)
+        self.py = name or python_name(c_name, role is OUT)
+        self.role = role
+        self.optional = optional
+        self.default = None if optional and default is REQUIRED else default
+        self.dtypes = dtypes
+        self.like = like
+        self.or_float32 = or_float32
+        self.shape = shape
+        self.dtype = dtype
+        self.numel_ok = numel_ok
+        self.when = when
+        self.length = length
+        self.items = items
+
+
+def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_float32=False):
+    """An input ``const aclTensor *``; ``like``: its dtype must be that argument's
+    (``or_float32``: or float32)."""
+    return Arg(c_name, TENSOR, IN, name=name, optional=optional, dtypes=dtypes, like=like,
+               or_float32=or_float32)
+
+
+def output(c_name, *, name=None, shape, dtype, dtypes=FLOATS, numel_ok=False, when=None):
+    """An output ``aclTensor *``: a default one has ``shape(a)`` and ``dtype(a)``; a given one
+    any of ``dtypes`` and that shape (``numel_ok``: or any shape of as many elements);
+    ``when(a)`` false: not requested (NULL, returned as None)."""
+    return Arg(c_name, TENSOR, OUT, name=name, shape=shape, dtype=dtype, dtypes=dtypes,
+               numel_ok=numel_ok, when=when)
+
+
+def int_array(c_name, *, name=None, default=REQUIRED):
+    """An ``aclIntArray *`` given as an int or a sequence of non-negative ints."""
+    return Arg(c_name, INT_ARRAY, IN, name=name, default=default)
+
+
+def bool_array(c_name, *, name=None, default=REQUIRED, length=None, items=None):
+    """An ``aclBoolArray *`` given as a sequence of ``length`` bools (``items``: what each
+    entry means, for messages)."""
+    return Arg(c_name, BOOL_ARRAY, IN, name=name, default=default, length=length, items=items)
+
+
+def double(c_name, *, name=None, default=REQUIRED):
+    """A ``double`` given as a real number."""
+    return Arg(c_name, VALUE, IN, name=name, default=default)
+
+
+# ---- dtypes --------------------------------------------------------------------------------
+
+_NAMED = {}   # dtype name -> np.dtype (bfloat16 from ml_dtypes, loaded on first use)
+_F32 = np.dtype(np.float32)
+
+
+def _np_dtype(name):
+    dt = _NAMED.get(name)
+    if dt is None:
+        dt = _NAMED[name] = _dt.bfloat16() if name == "bfloat16" else np.dtype(name)
+    return dt
+
+
+def _dtype_name(dt):
+    return "bfloat16" if dt == _np_dtype("bfloat16") else np.dtype(dt).name
+
+
+_SETS = {}   # tuple of dtype names -> frozenset of np.dtype (membership is a hash lookup)
+
+
+def _dtype_set(names):
+    s = _SETS.get(names)
+    if s is None:
+        s = _SETS[names] = frozenset(_np_dtype(n) for n in names)
+    return s
+
+
+# ---- argument arrays, cached: a handful of shapes and masks recur in a loop ----------------
+
+_arrays: dict = {}
+_CACHE_MAX = 64
+# Guards changes to _arrays (lookups need no lock): evicting with next(iter(d)) while another
+# thread inserts would raise, or pop what the other just put.
+_cache_lock = threading.Lock()
+
+
+def _cached_array(cls, values):
+    key = (cls, values)
+    a = _arrays.get(key)
+    if a is not None and not a.closed:
+        return a
+    with _cache_lock:
+        a = _arrays.get(key)
+        if a is None or a.closed:   # closed: acl_py.finalize() released it
+            while len(_arrays) >= _CACHE_MAX:
+                # Dropped, never closed: another thread may be passing this very array to
+                # phase one right now. Its releaser destroys it when the last holder lets go.
+                del _arrays[next(iter(_arrays))]
+            a = _arrays[key] = cls(values)
+        return a
+
+
+def clear_caches():
+    """Drops the cached ``aclIntArray``/``aclBoolArray`` handles (recreated on demand); each
+    is destroyed as soon as no call in flight holds it. ``acl_py.release_unused()`` calls
+    it."""
+    with _cache_lock:
+        dropped = list(_arrays.values())
+        _arrays.clear()
+    del dropped   # the releasers run here, outside the lock
+
+
+_rt.register_cache(clear_caches)
+
+
+# ---- value conversion ----------------------------------------------------------------------
+
+def _int_values(v, name):
+    t = type(v)
+    if t is tuple or t is list:
+        for d in v:   # the common case: plain non-negative ints
+            if type(d) is not int or d < 0:
+                break
+        else:
+            return tuple(v)
+    elif t is int and v >= 0:
+        return (v,)
+    elif isinstance(v, IntArray):
+        return v.values
+    if isinstance(v, (str, bytes)):
+        raise AclTypeError(name, "expected a sequence of ints")
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        v = (v,)
+    try:
+        items = tuple(v)
+    except TypeError:
+        raise AclTypeError(name, f"expected an int or a sequence of ints, got "
+                           f"{type(v).__name__}") from None
+    return tuple(_as_dim(d, f"{name}[{i}]") for i, d in enumerate(items))
+
+
+def _bool_values(v, arg):
+    n, name = arg.length, arg.py
+    t = type(v)
+    if (t is tuple or t is list) and (n is None or len(v) == n):
+        for b in v:
+            if type(b) is not bool:
+                break
+        else:
+            return tuple(v)
+    what = f"a sequence of {n} bools" if n is not None else "a sequence of bools"
+    if isinstance(v, (str, bytes)):
+        raise AclTypeError(name, f"expected {what}")
+    try:
+        items = tuple(v)
+    except TypeError:
+        raise AclTypeError(name, f"expected {what}, got {type(v).__name__}") from None
+    if n is not None and len(items) != n:
+        meaning = f" ({', '.join(arg.items)})" if arg.items else ""
+        raise AclArgumentError(name, f"needs {n} entries{meaning}, got {len(items)}")
+    for i, b in enumerate(items):
+        if not isinstance(b, (bool, np.bool_)):
+            raise AclTypeError(f"{name}[{i}]", f"expected a bool, got {type(b).__name__} {b!r}")
+    return tuple(bool(b) for b in items)
+
+
+def _double(v, name):
+    if type(v) is float:
+        return v
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
+            v, (bool, np.bool_)):
+        return float(v)
+    raise AclTypeError(name, f"expected a real number, got {type(v).__name__}")
+
+
+class Bound:
+    """The arguments of one call by Python name, converted (``a.normalized_shape`` is a tuple
+    of ints, ``a.eps`` a float), as attributes (``a.input``) or items (``a["input"]``); what
+    ``check``, ``shape``, ``dtype`` and ``when`` read."""
+
+    def __getitem__(self, name):
+        return self.__dict__[name]
+
+    def keys(self):
+        return self.__dict__.keys()
+
+
+def _kind_name(kind):
+    return "acl_py.DeviceTensor" if kind is DeviceTensor else "numpy.ndarray"
+
+
+# ---- the declared operator -------------------------------------------------------------------
+
+class Declared(Operator):
+    """An operator as declared (see the module doc): a two-phase
+    :class:`~acl_py.ops.Operator` (``launch``, ``prepare`` on C-level arguments) whose
+    parameters are :class:`Arg` s, plus the Python-level call, plan and reference built from
+    them. ``inputs`` / ``outputs``: the Python-side parameters and the outputs, in order."""
+
+    __slots__ = ("args", "inputs", "outputs", "check", "reference", "error_scale",
+                 "smoke_cases", "_first", "_first_index", "_dtype_order", "_out_names")
+
+    def __init__(self, name, args, *, check=None, reference=None, error_scale=None,
+                 smoke_cases=()):
+        self.args = tuple(args)
+        super().__init__(name, self.args)
+        self.inputs = tuple(a for a in self.args if a.role is IN)
+        self.outputs = tuple(a for a in self.args if a.role is OUT)
+        self.check = check
+        self.reference = reference
+        self.error_scale = error_scale
+        self.smoke_cases = tuple(smoke_cases)
+        # the tensor whose kind (NumPy or device) and device every other one must share:
+        # "input" if there is one, else the first required tensor
+        required = [a for a in self.inputs if a.kind is TENSOR and not a.optional]
+        self._first = next((a for a in required if a.py == "input"), required[0])
+        self._first_index = self.inputs.index(self._first)
+        # dtype checks: the tensors others are compared with ("like") first
+        typed = [a for a in self.inputs if a.kind is TENSOR and a.dtypes is not None]
+        self._dtype_order = tuple([a for a in typed if a.like is None] +
+                                  [a for a in typed if a.like is not None])
+        self._out_names = tuple(f"out[{k}] ({o.py})" for k, o in enumerate(self.outputs))
+
+    def __repr__(self):
+        return f"<acl_py.ops.Declared {self.name}>"
+
+    # ---- checks ----
+
+    def bind(self, values, kind):
+        """Checks the Python inputs (in declaration order) and returns them as a
+        :class:`Bound`: kinds, conversions, dtypes, then the operator's ``check``."""
+        a = Bound()
+        d = a.__dict__
+        first = self._first
+        for arg, v in zip(self.inputs, values):
+            name = arg.py
+            if v is REQUIRED:
+                raise AclTypeError(name, f"{self.name}: missing argument")
+            k = arg.kind
+            if k is TENSOR:
+                if v is None:
+                    if not arg.optional:
+                        raise AclTypeError(name, f"expected {_kind_name(kind)}, got None")
+                elif type(v) is not kind and not isinstance(v, kind):
+                    if arg is first:
+                        raise AclTypeError(name, f"expected a numpy.ndarray or an "
+                                           f"acl_py.DeviceTensor, got {type(v).__name__}")
+                    raise AclTypeError(name, f"expected {'None or ' if arg.optional else ''}"
+                                       f"{_kind_name(kind)} (like {first.py}), got "
+                                       f"{type(v).__name__}")
+            elif k is INT_ARRAY:
+                v = _int_values(v, name)
+            elif k is BOOL_ARRAY:
+                v = _bool_values(v, arg)
+            else:
+                v = _double(v, name)
+            d[name] = v
+        for arg in self._dtype_order:
+            t = d[arg.py]
+            if t is not None:
+                self._check_dtype(arg, t.dtype, a)
+        if self.check is not None:
+            self.check(a)
+        return a
+
+    def _check_dtype(self, arg, dt, a):
+        allowed = arg.dtypes
+        if dt not in _dtype_set(allowed):
+            raise AclTypeError(arg.py, f"dtype {_dtype_name(dt)} is not supported by "
+                               f"{self.name} ({', '.join(allowed)})")
+        if arg.like is not None:
+            want = a[arg.like].dtype
+            if dt is not want and dt != want and not (arg.or_float32 and dt == _F32):
+                name, wname = _dtype_name(dt), _dtype_name(want)
+                if not arg.or_float32:
+                    rule = f"{arg.like}'s dtype {wname}"
+                elif wname == "float32":
+                    rule = "float32"
+                else:
+                    rule = f"{arg.like}'s dtype {wname} or float32"
+                raise AclTypeError(arg.py, f"dtype {name} must be {rule}")
+
+    def _check_out(self, out, a, kind):
+        """The ``out=`` tuple, each entry checked (None for unrequested outputs)."""
+        n = len(self.outputs)
+        if isinstance(out, (str, bytes)) or not hasattr(out, "__len__") or len(out) != n:
+            raise AclArgumentError("out", f"expected a tuple of {n} entries "
+                                   f"({', '.join(o.py for o in self.outputs)}), each None or "
+                                   f"a preallocated output")
+        res = []
+        for k, (o, spec) in enumerate(zip(out, self.outputs)):
+            if o is None or (spec.when is not None and not spec.when(a)):
+                res.append(None)
+                continue
+            name = self._out_names[k]
+            if type(o) is not kind and not isinstance(o, kind):
+                raise AclTypeError(name, f"expected None or {_kind_name(kind)} (like "
+                                   f"{self._first.py}), got {type(o).__name__}")
+            if o.dtype not in _dtype_set(spec.dtypes):
+                raise AclTypeError(name, f"dtype {_dtype_name(o.dtype)} is not supported by "
+                                   f"{self.name} ({', '.join(spec.dtypes)})")
+            want = spec.shape(a)
+            if o.shape != want:
+                if not spec.numel_ok:
+                    raise AclArgumentError(name, f"shape {o.shape} != {want} (the shape "
+                                           f"{spec.py} has for these arguments)")
+                if _size(o.shape) != _size(want):
+                    raise AclArgumentError(name, f"shape {o.shape} must hold "
+                                           f"{_size(want)} elements (as {want})")
+            if kind is np.ndarray and not o.flags.writeable:
+                raise AclArgumentError(name, "array is read-only")
+            res.append(o)
+        return res
+
+    def _check_device(self, a, outs, dev):
+        for arg in self.inputs:
+            if arg.kind is TENSOR:
+                t = a[arg.py]
+                if t is not None and t.allocation.device != dev:
+                    raise AclArgumentError(arg.py, f"tensor is on device {t.allocation.device}"
+                                           f", {self._first.py} on device {dev}")
+        for name, t in zip(self._out_names, outs):
+            if t is not None and t.allocation.device != dev:
+                raise AclArgumentError(name, f"tensor is on device {t.allocation.device}, "
+                                       f"{self._first.py} on device {dev}")
+
+    # ---- arguments of the C call ----
+
+    def _requested(self, a):
+        return tuple(o.when is None or o.when(a) for o in self.outputs)
+
+    def _c_args(self, a, tensors, outs, own_arrays=False):
+        """The phase-one arguments in declaration order: ``tensors`` maps input names to the
+        device tensors to pass, ``outs`` the outputs (None: NULL). Arrays from the shared
+        cache, or (``own_arrays``, for a plan's executor, which keeps them) new ones."""
+        args = []
+        k = 0
+        for arg in self.args:
+            if arg.role is OUT:
+                args.append(outs[k])
+                k += 1
+            elif arg.kind is TENSOR:
+                args.append(tensors[arg.py])
+            elif arg.kind is INT_ARRAY or arg.kind is BOOL_ARRAY:
+                cls = IntArray if arg.kind is INT_ARRAY else BoolArray
+                v = a[arg.py]
+                args.append(cls(v) if own_arrays else _cached_array(cls, v))
+            else:
+                args.append(a[arg.py])
+        return tuple(args)
+
+    def _device_outputs(self, a, out, dev, sst):
+        outs = []
+        for k, spec in enumerate(self.outputs):
+            if spec.when is not None and not spec.when(a):
+                outs.append(None)
+            elif out is not None and out[k] is not None:
+                outs.append(out[k])
+            else:
+                outs.append(DeviceTensor.new_output(spec.shape(a), spec.dtype(a), dev, sst))
+        return tuple(outs)
+
+    # ---- the calls ----
+
+    def call(self, values, *, out=None, stream=None):
+        """The operator on NumPy arrays or DeviceTensors (see the module doc). ``values``:
+        the Python inputs in declaration order. Returns the outputs (None where not
+        requested)."""
+        first = values[self._first_index]
+        if isinstance(first, DeviceTensor):
+            a = self.bind(values, DeviceTensor)
+            outs = self._check_out(out, a, DeviceTensor) if out is not None else None
+            dev = first.allocation.device
+            self._check_device(a, outs or (), dev)
+            sst = _stream.state_for(stream, dev)
+            outs = self._device_outputs(a, outs, dev, sst)
+            self.launch(self._c_args(a, a, outs), device=dev, stream=stream)
+            return outs
+        if isinstance(first, np.ndarray):
+            return self._host_call(values, out, stream)
+        raise AclTypeError(self._first.py, f"expected a numpy.ndarray or an "
+                           f"acl_py.DeviceTensor, got {type(first).__name__}")
+
+    def _host_call(self, values, out, stream):
+        a = self.bind(values, np.ndarray)
+        outs_given = self._check_out(out, a, np.ndarray) if out is not None else None
+        if stream is None:
+            dev = _device.current_device_id()
+        elif isinstance(stream, _stream.Stream):
+            dev = stream.state.device
+        else:
+            raise AclTypeError("stream", f"expected an acl_py.Stream or None, got "
+                               f"{type(stream).__name__}")
+        s = _stream.as_stream(stream, dev)
+        made = []   # every device tensor made here, closed on the way out (stream-ordered)
+        try:
+            tensors = {}
+            for arg in self.inputs:
+                if arg.kind is TENSOR:
+                    v = a[arg.py]
+                    if v is not None:
+                        # Synchronous copies: asynchronous ones need pinned memory, and a
+                        # staging copy through it would add a host copy of every input.
+                        v = DeviceTensor.from_numpy(v, device=dev)
+                        made.append(v)
+                    tensors[arg.py] = v
+            outs = []
+            for k, spec in enumerate(self.outputs):
+                if spec.when is not None and not spec.when(a):
+                    outs.append(None)
+                    continue
+                o = outs_given[k] if outs_given is not None else None
+                shape, dt = (o.shape, o.dtype) if o is not None else (spec.shape(a),
+                                                                      spec.dtype(a))
+                t = DeviceTensor.empty(shape, dt, dev)
+                made.append(t)
+                outs.append(t)
+            self.launch(self._c_args(a, tensors, outs), device=dev, stream=s)
+            s.synchronize()
+            results = []
+            for k, t in enumerate(outs):
+                o = outs_given[k] if outs_given is not None else None
+                if t is None:
+                    results.append(None)
+                elif o is None:
+                    results.append(t.to_numpy())
+                elif o.flags.c_contiguous:
+                    t.buffer.copy_to_host(o)   # straight into the caller's array
+                    results.append(o)
+                else:
+                    o[...] = t.to_numpy()
+                    results.append(o)
+            return tuple(results)
+        finally:
+            for t in made:
+                t.close()
+
+    # ---- references ----
+
+    def expected(self, values):
+        """``(reference outputs, error scales)`` in float64 for NumPy inputs (declaration
+        order), None where an output is not requested."""
+        a = self.bind(values, np.ndarray)
+        ref = self.reference(**a)
+        scale = self.error_scale(**a)
+        req = self._requested(a)
+        return (tuple(r if q else None for r, q in zip(ref, req)),
+                tuple(s if q else None for s, q in zip(scale, req)))
+
+    def run_smoke_case(self, case, stream=None):
+        """Runs a smoke case (``(name, make)``, ``make()`` giving NumPy inputs in
+        declaration order) on device tensors and returns the error ratio of each output
+        against the reference (:meth:`check_result`)."""
+        _name, make = case
+        values = make()
+        made = []
+        try:
+            dev = []
+            for arg, v in zip(self.inputs, values):
+                if arg.kind is TENSOR and v is not None:
+                    v = DeviceTensor.from_numpy(v)
+                    made.append(v)
+                dev.append(v)
+            outs = self.call(tuple(dev), stream=stream)
+            got = tuple(None if o is None else o.to_numpy(stream) for o in outs)
+            made += [o for o in outs if o is not None]
+            return self.check_result(values, got)
+        finally:
+            for t in made:
+                t.close()
+
+    def check_result(self, values, got):
+        """The worst error ratio of outputs ``got`` (NumPy) against the reference (<= 1
+        passes, :func:`acl_py.reference.max_error_ratio`), per output (None if absent)."""
+        from .. import reference
+        ref, scale = self.expected(values)
+        in_dt = values[self._first_index].dtype
+        return tuple(None if g is None or r is None else
+                     reference.max_error_ratio(np.asarray(g).reshape(np.shape(r)), r, s, in_dt)
+                     for g, r, s in zip(got, ref, scale))
+
+
+class Plan(Executor):
+    """A reusable plan of a declared operator over fixed device tensors: the
+    :class:`~acl_py.ops.Executor` of the call (phase one once, a repeatable executor and its
+    workspace; ``run(stream)`` or ``plan(stream)`` enqueues phase two only and returns the
+    outputs; ``mode``, ``workspace_size``, ``close()``, ``with``). Change the inputs' contents
+    between runs freely (same tensors); results are valid once the stream has synchronized.
+    Outputs (allocated here unless given in ``out=``) are ``outputs`` and attributes named as
+    the operator's outputs (None where not requested); they outlive the plan.
+
+    A subclass names its operator (``declared``) and its outputs become its attributes."""
+
+    declared: Declared = None
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        for k, spec in enumerate(cls.declared.outputs):
+            setattr(cls, spec.py, property(lambda self, k=k: self.outputs[k],
+                                           doc=f"The ``{spec.py}`` output."))
+
+    def _prepare(self, values, out):
+        d = self.declared
+        first = values[d._first_index]
+        if not isinstance(first, DeviceTensor):
+            raise AclTypeError(d._first.py, f"{type(self).__name__} runs on "
+                               f"acl_py.DeviceTensor arguments, got {type(first).__name__} "
+                               f"(the one-shot call takes NumPy arrays)")
+        a = d.bind(values, DeviceTensor)
+        outs = d._check_out(out, a, DeviceTensor) if out is not None else None
+        dev = first.allocation.device
+        d._check_device(a, outs or (), dev)
+        outs = d._device_outputs(a, outs, dev, None)
+        # Own arrays, not the shared cache: the executor keeps them for its whole life.
+        super().__init__(d, d._c_args(a, a.__dict__, outs, own_arrays=True), dev)
+        self.outputs = outs
+
+    @property
+    def executor(self):
+        """The plan's :class:`~acl_py.ops.Executor` (the plan itself)."""
+        return self
+
+    def __repr__(self):
+        state = "closed" if self.closed else f"workspace {self.workspace_size} bytes"
+        return f"<acl_py.{type(self).__name__} {state}>"
