@@ -564,7 +564,7 @@ class Plan(Executor):
 
     A subclass names its operator (``declared``) and its outputs become its attributes."""
 
-    declared: Declared = None
+    declared: "Declared | None" = None
     __slots__ = ()
 
     def __init_subclass__(cls, **kw):
