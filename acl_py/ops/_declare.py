@@ -9,7 +9,8 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
 * its **Python name** (argument errors name it; default: the C name in snake case without
   ``Optional``/``Out``) and default;
 * **dtype rules** for inputs: the operator's dtypes, ``like=`` another tensor's dtype
-  (``or_float32=True``: or float32);
+  (``or_float32=True``: or float32; ``or_wider=True``: or any of the operator's dtypes at
+  least as wide, e.g. statistics "not narrower than input");
 * for outputs, how a **default output** is made: ``shape(a)``, ``dtype(a)`` over the bound
   arguments ``a`` (``a.input``, ``a.normalized_shape``...), whether a given ``out=`` entry may
   have another shape holding as many elements (``numel_ok``), and whether it is requested at
@@ -68,11 +69,11 @@ def python_name(c_name, is_output=False):
 class Arg(Param):
     """One phase-one parameter with its Python-side description (see the module doc)."""
 
-    __slots__ = ("py", "role", "optional", "default", "dtypes", "like", "or_float32",
+    __slots__ = ("py", "role", "optional", "default", "dtypes", "like", "or_float32", "or_wider",
                  "shape", "dtype", "numel_ok", "when", "length", "items")
 
     def __init__(self, c_name, kind, role=IN, *, name=None, optional=False, default=REQUIRED,
-                 dtypes=None, like=None, or_float32=False, shape=None, dtype=None,
+                 dtypes=None, like=None, or_float32=False, or_wider=False, shape=None, dtype=None,
                  numel_ok=False, when=None, length=None, items=None):
         super().__init__(c_name, kind)
         self.py = name or python_name(c_name, role is OUT)
@@ -82,6 +83,7 @@ class Arg(Param):
         self.dtypes = dtypes
         self.like = like
         self.or_float32 = or_float32
+        self.or_wider = or_wider
         self.shape = shape
         self.dtype = dtype
         self.numel_ok = numel_ok
@@ -90,11 +92,12 @@ class Arg(Param):
         self.items = items
 
 
-def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_float32=False):
+def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_float32=False,
+           or_wider=False):
     """An input ``const aclTensor *``; ``like``: its dtype must be that argument's
-    (``or_float32``: or float32)."""
+    (``or_float32``: or float32; ``or_wider``: or any of ``dtypes`` at least as wide)."""
     return Arg(c_name, TENSOR, IN, name=name, optional=optional, dtypes=dtypes, like=like,
-               or_float32=or_float32)
+               or_float32=or_float32, or_wider=or_wider)
 
 
 def output(c_name, *, name=None, shape, dtype, dtypes=FLOATS, numel_ok=False, when=None):
@@ -343,9 +346,12 @@ class Declared(Operator):
                                f"{self.name} ({', '.join(allowed)})")
         if arg.like is not None:
             want = a[arg.like].dtype
-            if dt is not want and dt != want and not (arg.or_float32 and dt == _F32):
+            if dt is not want and dt != want and not (arg.or_float32 and dt == _F32) and \
+                    not (arg.or_wider and dt.itemsize >= want.itemsize):
                 name, wname = _dtype_name(dt), _dtype_name(want)
-                if not arg.or_float32:
+                if arg.or_wider:
+                    rule = f"at least as wide as {arg.like}'s dtype {wname}"
+                elif not arg.or_float32:
                     rule = f"{arg.like}'s dtype {wname}"
                 elif wname == "float32":
                     rule = "float32"

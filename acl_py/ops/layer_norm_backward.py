@@ -5,8 +5,8 @@ Checks made in Python, before any C call (see :mod:`._declare`), raise
 :class:`~acl_py.AclTypeError` (wrong type, unsupported or mismatched dtype) or
 :class:`~acl_py.AclArgumentError` (shape, length, device) naming the Python argument:
 argument kinds, ``output_mask`` (3 bools), ``normalized_shape`` (ints), dtypes (each
-FLOAT/FLOAT16/BF16; ``grad_out`` = ``input``'s; ``weight``, ``bias``, ``mean``, ``rstd`` =
-``input``'s or float32), shapes (``input`` ends with ``normalized_shape``, ``grad_out`` =
+FLOAT/FLOAT16/BF16; ``grad_out`` = ``input``'s; ``weight``, ``bias`` = ``input``'s or float32;
+``mean``, ``rstd`` not narrower than ``input``), shapes (``input`` ends with ``normalized_shape``, ``grad_out`` =
 ``input``'s, ``weight``/``bias`` = ``normalized_shape``, ``mean`` holds M elements with
 ``rstd``'s shape, outputs: ``input``'s shape / N elements), one device. Limits that are the
 operator's own (rank <= 8, ``normalized_shape`` length 1..8) are left to phase one, whose
@@ -53,8 +53,9 @@ LAYER_NORM_BACKWARD = Declared("aclnnLayerNormBackward", (
     tensor("gradOut", like="input"),
     tensor("input"),
     int_array("normalizedShape"),
-    tensor("mean", like="input", or_float32=True),
-    tensor("rstd", like="input", or_float32=True),
+    # "not narrower than input" (the vendor's docs; its op_api casts them to FLOAT)
+    tensor("mean", like="input", or_wider=True),
+    tensor("rstd", like="input", or_wider=True),
     tensor("weightOptional", optional=True, like="input", or_float32=True),
     tensor("biasOptional", optional=True, like="input", or_float32=True),
     bool_array("outputMask", default=_ALL, length=3,
