@@ -192,15 +192,19 @@ class SmokeOperator:
     """One operator of the smoke test, declared as data: its name, ``"module:function"`` of
     ``cases(quick: bool) -> list[Case]`` (its matrix; ``quick``: a seconds-long subset), and
     of ``run(case: Case, stream) -> CaseResult`` (runs and checks one case on the calling
-    thread's device; never raises for a failing case). Modules are imported on first use."""
+    thread's device; never raises for a failing case), and the names of the outputs it checks
+    (in a case's ``mask`` order). Modules are imported on first use."""
     name: str
     cases: str
     run: str
+    outputs: tuple[str, ...] = OUTPUT_NAMES
 
 
 OPERATORS: tuple[SmokeOperator, ...] = (
     SmokeOperator("LayerNormBackward", "acl_py.smoke:layer_norm_backward_cases",
                   "acl_py.smoke:run_layer_norm_backward_case"),
+    SmokeOperator("LayerNorm", "acl_py.smoke:layer_norm_cases",
+                  "acl_py.smoke:run_layer_norm_case", outputs=("out", "mean", "rstd")),
 )
 
 
@@ -282,6 +286,29 @@ def layer_norm_backward_cases(quick: bool = False) -> list[Case]:
         Case("fp32-wide", (64, 65536)),
     ]
     return full
+
+
+def layer_norm_cases(quick: bool = False) -> list[Case]:
+    """The LayerNorm forward's matrix (outputs out, mean, rstd; ``mask`` is all true).
+    ``weight_dtype`` is weight's and bias's; ``weight=False`` passes neither."""
+    F32, F16, BF16 = "float32", "float16", "bfloat16"
+    q = [
+        Case("forward-fp32", (8, 1024), operator="LayerNorm"),
+        Case("forward-bf16-fp32-weight", (4, 128, 768), dtype=BF16, weight_dtype=F32,
+             operator="LayerNorm"),
+        Case("forward-fp16", (64, 40), dtype=F16, operator="LayerNorm"),
+        Case("forward-rank4-norm3", (2, 3, 4, 5), normalized_ndim=3, dtype=F16,
+             weight_dtype=F32, operator="LayerNorm"),
+    ]
+    if quick:
+        return q
+    return q + [
+        Case("forward-no-weight", (32, 256), weight=False, operator="LayerNorm"),
+        Case("forward-bf16", (64, 512), dtype=BF16, operator="LayerNorm"),
+        Case("forward-fp16-large", (8192, 1024), dtype=F16, weight_dtype=F32,
+             operator="LayerNorm"),
+        Case("forward-fp32-wide", (64, 65536), operator="LayerNorm"),
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -427,6 +454,63 @@ def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> Ca
         result = CaseResult(case, False, seconds,
                             error=f"{type(e).__name__}: {e}".strip() + _where(e))
     # Releasing is part of the check: a failure here would leak device memory in a real job.
+    for t in made:
+        try:
+            t.close()
+        except Exception as e:  # noqa: BLE001
+            result.passed = False
+            note = f"releasing a tensor failed: {type(e).__name__}: {e}"
+            result.error = f"{result.error}; {note}" if result.error else note
+    return result
+
+
+def run_layer_norm_case(case: Case, stream: Stream | None = None) -> CaseResult:
+    """Runs one LayerNorm forward case on device tensors and checks out, mean and rstd
+    against the declaration's float64 reference; never raises for a failing case."""
+    from .ops import LAYER_NORM, layer_norm
+    from .tensor import DeviceTensor
+    seconds = 0.0
+    made: list = []
+    try:
+        rng = np.random.default_rng(case.seed + case.shape[-1])
+        dt = _np_dtype(case.dtype)
+        wdt = _np_dtype(case.weight_dtype or case.dtype)
+        ns = case.normalized_shape
+        x = (rng.standard_normal(case.shape, dtype=np.float32) * 2 + 0.5).astype(dt)
+        w = b = None
+        if case.weight:
+            w = (1 + 0.25 * rng.standard_normal(ns, dtype=np.float32)).astype(wdt)
+            b = (0.1 * rng.standard_normal(ns, dtype=np.float32)).astype(wdt)
+        dev = [None if a is None else DeviceTensor.from_numpy(a, stream) for a in (x, w, b)]
+        made.extend(t for t in dev if t is not None)
+        if stream is not None:
+            stream.synchronize()  # uploads done before the clock starts
+        t0 = time.perf_counter()
+        outs = layer_norm(dev[0], ns, dev[1], dev[2], 1e-5, stream=stream)
+        made.extend(outs)
+        if stream is not None:
+            stream.synchronize()
+        seconds = time.perf_counter() - t0
+        got = tuple(o.to_numpy(stream) for o in outs)
+        values = (x, ns, w, b, 1e-5)
+        expected, _scale = LAYER_NORM.expected(values)
+        ratios = LAYER_NORM.check_result(values, got)
+        result = CaseResult(case, True, seconds)
+        problems = []
+        for spec, g, e, r in zip(LAYER_NORM.outputs, got, expected, ratios):
+            diff = np.abs(g.astype(np.float64).reshape(np.shape(e)) - e) if g.size \
+                else np.zeros(1)
+            max_abs = math.inf if np.isnan(diff).any() else float(diff.max())
+            ok = r <= 1.0
+            result.outputs.append(OutputCheck(spec.py, _dtype_name(g.dtype), max_abs, r, ok))
+            if not ok:
+                problems.append(f"{spec.py}: max |err| {max_abs:.3g} is {r:.3g}x the tolerance")
+        if problems:
+            result.passed = False
+            result.error = "; ".join(problems)
+    except Exception as e:  # noqa: BLE001 - a smoke test reports every failure, of any kind
+        result = CaseResult(case, False, seconds,
+                            error=f"{type(e).__name__}: {e}".strip() + _where(e))
     for t in made:
         try:
             t.close()
