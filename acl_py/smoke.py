@@ -433,10 +433,13 @@ def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> Ca
                                                   strided=case.layout == "strided-out")
         if stream is not None:
             stream.synchronize()  # uploads done before the clock starts
+        grad_out, input_, mean, rstd = (dev[k] for k in ("grad_out", "input", "mean", "rstd"))
+        assert grad_out is not None and input_ is not None and mean is not None \
+            and rstd is not None  # make_inputs always makes them
         t0 = time.perf_counter()
-        results = layer_norm_backward(dev["grad_out"], dev["input"], ns, dev["mean"],
-                                      dev["rstd"], dev["weight"], dev["bias"],
-                                      output_mask=case.mask, stream=stream, **kwargs)
+        results = layer_norm_backward(grad_out, input_, ns, mean, rstd, dev["weight"],
+                                      dev["bias"], output_mask=case.mask, stream=stream,
+                                      **kwargs)
         made.extend(r for r in results if r is not None)
         if stream is not None:
             stream.synchronize()
@@ -481,12 +484,13 @@ def run_layer_norm_case(case: Case, stream: Stream | None = None) -> CaseResult:
         if case.weight:
             w = (1 + 0.25 * rng.standard_normal(ns, dtype=np.float32)).astype(wdt)
             b = (0.1 * rng.standard_normal(ns, dtype=np.float32)).astype(wdt)
-        dev = [None if a is None else DeviceTensor.from_numpy(a, stream) for a in (x, w, b)]
-        made.extend(t for t in dev if t is not None)
+        x_t = DeviceTensor.from_numpy(x, stream)
+        w_t, b_t = (None if a is None else DeviceTensor.from_numpy(a, stream) for a in (w, b))
+        made.extend(t for t in (x_t, w_t, b_t) if t is not None)
         if stream is not None:
             stream.synchronize()  # uploads done before the clock starts
         t0 = time.perf_counter()
-        outs = layer_norm(dev[0], ns, dev[1], dev[2], 1e-5, stream=stream)
+        outs = layer_norm(x_t, ns, w_t, b_t, 1e-5, stream=stream)
         made.extend(outs)
         if stream is not None:
             stream.synchronize()

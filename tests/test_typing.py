@@ -31,6 +31,8 @@ PUBLIC = [
     acl_py.DeviceTensor.copy_from_numpy, acl_py.DeviceTensor.transpose,
     acl_py.DeviceTensor.reshape, acl_py.DeviceTensor.__getitem__, acl_py.DeviceTensor.__iter__,
     acl_py.IntArray.__init__, acl_py.BoolArray.__init__,
+    acl_py.layer_norm, acl_py.layer_norm_backward, acl_py.LayerNorm.__init__,
+    acl_py.LayerNormBackward.__init__,
     cli.main, smoke.main, smoke.run_smoke, smoke.run_case, smoke.run_cases, smoke.run_devices,
     smoke.build_cases, smoke.environment, smoke.report,
 ]

@@ -10,13 +10,23 @@ phase one's.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union, overload
+
 import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
 from ._declare import Declared, Plan, double, int_array, output, tensor
 
+if TYPE_CHECKING:
+    from ..stream import Stream
+    from ..tensor import DeviceTensor
+
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM"]
+
+# Operator functions take NumPy arrays or DeviceTensors (one kind a call) and give the same kind.
+Operand = Union[np.ndarray, "DeviceTensor"]
+OutArg = Optional[Sequence[Optional[Operand]]]
 
 
 def normalized_split(a):
@@ -79,8 +89,24 @@ LAYER_NORM = Declared("aclnnLayerNorm", (
                  _smoke((2, 3, 4, 5), 3, np.float16, np.float32, eps=1e-3)))
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, *, stream=None,
-               out=None):
+@overload
+def layer_norm(input: np.ndarray, normalized_shape: Sequence[int],
+               weight: Optional[np.ndarray] = ..., bias: Optional[np.ndarray] = ...,
+               eps: float = ..., *, stream: Optional["Stream"] = ...,
+               out: OutArg = ...) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+@overload
+def layer_norm(input: "DeviceTensor", normalized_shape: Sequence[int],
+               weight: Optional["DeviceTensor"] = ..., bias: Optional["DeviceTensor"] = ...,
+               eps: float = ..., *, stream: Optional["Stream"] = ...,
+               out: OutArg = ...) -> Tuple["DeviceTensor", "DeviceTensor", "DeviceTensor"]: ...
+
+
+def layer_norm(input: Operand, normalized_shape: Sequence[int],
+               weight: Optional[Operand] = None, bias: Optional[Operand] = None,
+               eps: float = 1e-5, *, stream: Optional["Stream"] = None,
+               out: OutArg = None) -> Any:
     """LayerNorm over the trailing ``normalized_shape`` dims of ``input``:
     ``(out, mean, rstd)`` with ``out = (input - mean) * rstd * weight + bias``,
     ``rstd = 1 / sqrt(var + eps)`` (``eps`` reaches the device as a float32).
@@ -106,6 +132,7 @@ class LayerNorm(Plan):
     declared = LAYER_NORM
     __slots__ = ()
 
-    def __init__(self, input, normalized_shape, weight=None, bias=None, eps=1e-5, *,
-                 out=None):
+    def __init__(self, input: "DeviceTensor", normalized_shape: Sequence[int],
+                 weight: Optional["DeviceTensor"] = None, bias: Optional["DeviceTensor"] = None,
+                 eps: float = 1e-5, *, out: OutArg = None) -> None:
         self._prepare((input, normalized_shape, weight, bias, eps), out)

@@ -15,11 +15,19 @@ code 161002, with its message).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, overload
+
+import numpy as np
+
 from .. import reference
 from ..errors import AclArgumentError
 from ..tensor import _size
 from ._declare import Declared, Plan, bool_array, int_array, output, tensor
-from .layer_norm import normalized_split
+from .layer_norm import Operand, OutArg, normalized_split
+
+if TYPE_CHECKING:
+    from ..stream import Stream
+    from ..tensor import DeviceTensor
 
 __all__ = ["layer_norm_backward", "LayerNormBackward", "LAYER_NORM_BACKWARD"]
 
@@ -69,8 +77,31 @@ LAYER_NORM_BACKWARD = Declared("aclnnLayerNormBackward", (
 ), check=_check, reference=reference.layer_norm_backward, error_scale=_error_scale)
 
 
-def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight=None, bias=None,
-                        output_mask=_ALL, *, out=None, stream=None):
+@overload
+def layer_norm_backward(grad_out: np.ndarray, input: np.ndarray,
+                        normalized_shape: Sequence[int], mean: np.ndarray, rstd: np.ndarray,
+                        weight: Optional[np.ndarray] = ..., bias: Optional[np.ndarray] = ...,
+                        output_mask: Sequence[bool] = ..., *, out: OutArg = ...,
+                        stream: Optional["Stream"] = ...
+                        ) -> Tuple[Optional[np.ndarray], Optional[np.ndarray],
+                                   Optional[np.ndarray]]: ...
+
+
+@overload
+def layer_norm_backward(grad_out: "DeviceTensor", input: "DeviceTensor",
+                        normalized_shape: Sequence[int], mean: "DeviceTensor",
+                        rstd: "DeviceTensor", weight: Optional["DeviceTensor"] = ...,
+                        bias: Optional["DeviceTensor"] = ...,
+                        output_mask: Sequence[bool] = ..., *, out: OutArg = ...,
+                        stream: Optional["Stream"] = ...
+                        ) -> Tuple[Optional["DeviceTensor"], Optional["DeviceTensor"],
+                                   Optional["DeviceTensor"]]: ...
+
+
+def layer_norm_backward(grad_out: Operand, input: Operand, normalized_shape: Sequence[int],
+                        mean: Operand, rstd: Operand, weight: Optional[Operand] = None,
+                        bias: Optional[Operand] = None, output_mask: Sequence[bool] = _ALL, *,
+                        out: OutArg = None, stream: Optional["Stream"] = None) -> Any:
     """Gradients of LayerNorm: ``(grad_input, grad_weight, grad_bias)``, ``None`` where
     ``output_mask`` is false.
 
@@ -102,7 +133,9 @@ class LayerNormBackward(Plan):
     declared = LAYER_NORM_BACKWARD
     __slots__ = ()
 
-    def __init__(self, grad_out, input, normalized_shape, mean, rstd, weight=None, bias=None,
-                 output_mask=_ALL, *, out=None):
+    def __init__(self, grad_out: "DeviceTensor", input: "DeviceTensor",
+                 normalized_shape: Sequence[int], mean: "DeviceTensor", rstd: "DeviceTensor",
+                 weight: Optional["DeviceTensor"] = None, bias: Optional["DeviceTensor"] = None,
+                 output_mask: Sequence[bool] = _ALL, *, out: OutArg = None) -> None:
         self._prepare((grad_out, input, normalized_shape, mean, rstd, weight, bias,
                        output_mask), out)
