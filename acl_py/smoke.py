@@ -456,15 +456,7 @@ def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> Ca
     except Exception as e:  # noqa: BLE001 - a smoke test reports every failure, of any kind
         result = CaseResult(case, False, seconds,
                             error=f"{type(e).__name__}: {e}".strip() + _where(e))
-    # Releasing is part of the check: a failure here would leak device memory in a real job.
-    for t in made:
-        try:
-            t.close()
-        except Exception as e:  # noqa: BLE001
-            result.passed = False
-            note = f"releasing a tensor failed: {type(e).__name__}: {e}"
-            result.error = f"{result.error}; {note}" if result.error else note
-    return result
+    return _release(made, result)
 
 
 def run_layer_norm_case(case: Case, stream: Stream | None = None) -> CaseResult:
@@ -515,6 +507,12 @@ def run_layer_norm_case(case: Case, stream: Stream | None = None) -> CaseResult:
     except Exception as e:  # noqa: BLE001 - a smoke test reports every failure, of any kind
         result = CaseResult(case, False, seconds,
                             error=f"{type(e).__name__}: {e}".strip() + _where(e))
+    return _release(made, result)
+
+
+def _release(made: list, result: CaseResult) -> CaseResult:
+    """Closes every device tensor a case made. Releasing is part of the check: a failure here
+    would leak device memory in a real job, so it fails the case."""
     for t in made:
         try:
             t.close()
