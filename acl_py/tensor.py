@@ -66,7 +66,7 @@ def _as_int64(v, argument):
     return d
 
 
-def _as_dim(v, argument):
+def as_dim(v, argument):
     """A dimension, stride or offset: an int in 0..INT64_MAX."""
     d = _as_int(v, argument)
     if d < 0:
@@ -86,7 +86,7 @@ def _as_shape(shape, argument="shape"):
                            f"{type(shape).__name__}") from None
     if len(items) > _MAX_RANK:
         raise AclArgumentError(argument, f"rank {len(items)} exceeds {_MAX_RANK}")
-    return tuple(_as_dim(v, f"{argument}[{i}]") for i, v in enumerate(items))
+    return tuple(as_dim(v, f"{argument}[{i}]") for i, v in enumerate(items))
 
 
 _strides_of: dict = {}   # shape -> C-contiguous strides (few shapes recur in a loop)
@@ -168,7 +168,7 @@ class DeviceTensor:
             if len(strides) != len(shape):
                 raise AclArgumentError("strides", f"{len(strides)} strides for a rank-"
                                        f"{len(shape)} shape")
-        offset = _as_dim(offset, "offset")
+        offset = as_dim(offset, "offset")
         storage = bst.nbytes // dt.itemsize
         end = _extent(shape, strides, offset)
         if end > storage:
@@ -561,7 +561,7 @@ class DeviceTensor:
         if len(unknown) > 1:
             raise AclArgumentError("shape", "only one dimension may be -1")
         if unknown:
-            rest = _size([_as_dim(d, f"shape[{i}]") for i, d in enumerate(dims)
+            rest = _size([as_dim(d, f"shape[{i}]") for i, d in enumerate(dims)
                           if i != unknown[0]])
             if rest == 0 or n % rest:
                 raise AclArgumentError("shape", f"cannot reshape {self._shape} into {dims}")

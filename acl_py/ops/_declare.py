@@ -37,6 +37,7 @@ optional, ``double`` a double.
 """
 from __future__ import annotations
 
+import math
 import re
 import threading
 
@@ -47,7 +48,7 @@ from .. import dtypes as _dt
 from .. import runtime as _rt
 from .. import stream as _stream
 from ..errors import AclArgumentError, AclTypeError
-from ..tensor import BoolArray, DeviceTensor, IntArray, _as_dim, _size
+from ..tensor import BoolArray, DeviceTensor, IntArray, as_dim
 from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
 
 __all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "Declared", "Plan",
@@ -212,7 +213,7 @@ def _int_values(v, name):
     except TypeError:
         raise AclTypeError(name, f"expected an int or a sequence of ints, got "
                            f"{type(v).__name__}") from None
-    return tuple(_as_dim(d, f"{name}[{i}]") for i, d in enumerate(items))
+    return tuple(as_dim(d, f"{name}[{i}]") for i, d in enumerate(items))
 
 
 def _bool_values(v, arg):
@@ -383,9 +384,9 @@ class Declared(Operator):
                 if not spec.numel_ok:
                     raise AclArgumentError(name, f"shape {o.shape} != {want} (the shape "
                                            f"{spec.py} has for these arguments)")
-                if _size(o.shape) != _size(want):
+                if math.prod(o.shape) != math.prod(want):
                     raise AclArgumentError(name, f"shape {o.shape} must hold "
-                                           f"{_size(want)} elements (as {want})")
+                                           f"{math.prod(want)} elements (as {want})")
             if kind is np.ndarray and not o.flags.writeable:
                 raise AclArgumentError(name, "array is read-only")
             res.append(o)

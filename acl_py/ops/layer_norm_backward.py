@@ -15,13 +15,13 @@ code 161002, with its message).
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, overload
 
 import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ..tensor import _size
 from ._declare import Declared, Plan, bool_array, int_array, output, tensor
 from .layer_norm import Operand, OutArg, normalized_split
 
@@ -40,9 +40,9 @@ def _check(a):
     if a.grad_out.shape != shape:
         raise AclArgumentError("grad_out", f"shape {a.grad_out.shape} != input's shape {shape}")
     mshape = a.mean.shape
-    if mshape != batch and _size(mshape) != _size(batch):
+    if mshape != batch and math.prod(mshape) != math.prod(batch):
         raise AclArgumentError("mean", f"shape {mshape} must hold one element per normalized "
-                               f"row: M = {_size(batch)} for input {shape} over "
+                               f"row: M = {math.prod(batch)} for input {shape} over "
                                f"normalized_shape {a.normalized_shape}")
     if a.rstd.shape != mshape:
         raise AclArgumentError("rstd", f"shape {a.rstd.shape} != mean's shape {mshape}")
