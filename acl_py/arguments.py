@@ -16,6 +16,7 @@ release what is left.
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Sequence, TypeVar
 
 import numpy as np
 
@@ -25,9 +26,17 @@ from . import runtime as _rt
 from .errors import AclArgumentError, AclTypeError, ClosedError, check_create, make_error
 from .tensor import DeviceTensor
 
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
-def _destroyer(call):
-    def destroy(h):
+# A cffi ``CData`` (cffi ships no type stubs): an ``acl*`` handle or pointer.
+Handle = Any
+Number = Any   # a Python or NumPy number (bool, int, float, complex, np.generic)
+_Self = TypeVar("_Self", bound="ArgumentObject")
+
+
+def _destroyer(call: str) -> Callable[[Handle], None]:
+    def destroy(h: Handle) -> None:
         s = getattr(_rt.lib, call)(h)
         if s:
             raise make_error(s, call)
@@ -47,38 +56,41 @@ class ArgumentObject:
     (close, garbage collection or teardown)."""
 
     __slots__ = ("_handle", "_rel", "__weakref__")
+    _handle: Handle | None
+    _rel: _rt.Releaser | None
 
-    def _adopt(self, h, destroy):
+    def _adopt(self, h: Handle, destroy: Callable[[Handle], None]) -> None:
         self._rel = _rt.Releaser(self, destroy, (h,), _rt.ORDER_HANDLE)
         self._handle = h
 
     @property
-    def handle(self):
+    def handle(self) -> Handle:
+        """The C handle (``aclScalar *`` ...), for interop; ClosedError once closed."""
         h = self._handle
-        if h is None or not self._rel.alive:
+        if h is None or self._rel is None or not self._rel.alive:
             raise self._closed_error()
         return h
 
-    def _closed_error(self):
+    def _closed_error(self) -> Exception:
         if self._handle is None:
             return ClosedError(f"{type(self).__name__} is closed")
         return _rt.FinalizedError(type(self).__name__)  # only teardown releases behind us
 
     @property
-    def closed(self):
-        return self._handle is None or not self._rel.alive
+    def closed(self) -> bool:
+        return self._handle is None or self._rel is None or not self._rel.alive
 
-    def close(self):
+    def close(self) -> None:
         """Destroys the handle. Safe to repeat."""
         if self._rel is not None:
             self._rel.release()
         self._handle = None
 
-    def __enter__(self):
+    def __enter__(self: _Self) -> _Self:
         self.handle
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
@@ -87,24 +99,25 @@ class _OwnedSequence(ArgumentObject):
     """An owned handle describing a fixed sequence of items (``_items``)."""
 
     __slots__ = ("_items",)
+    _items: tuple[Any, ...]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._items)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._items)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> Any:
         return self._items[i]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = " closed" if self.closed else ""
         return f"<acl_py.{type(self).__name__}{state} {list(self._items)}>"
 
 
 # ---- Scalar ----------------------------------------------------------------------------------
 
-def natural_dtype(value, argument="value"):
+def natural_dtype(value: Number, argument: str = "value") -> np.dtype:
     """The dtype a Python value becomes as a scalar when none is given: a NumPy scalar keeps
     its own; bool -> bool, int -> int64, float -> float64, complex -> complex128 (the types
     Python itself computes in, as torch's Scalar does)."""
@@ -121,7 +134,7 @@ def natural_dtype(value, argument="value"):
     raise AclTypeError(argument, f"expected a number, got {type(value).__name__} {value!r}")
 
 
-def scalar_bytes(value, dtype, argument="value"):
+def scalar_bytes(value: Number, dtype: DTypeLike, argument: str = "value") -> bytes:
     """``value`` in ``dtype``'s representation, refusing lossy conversions: a bool dtype
     takes bools, an integer dtype integers in its range, a real dtype real numbers (rounded
     to it), a complex dtype any number."""
@@ -155,7 +168,7 @@ class Scalar(ArgumentObject):
 
     __slots__ = ("_value", "_dtype")
 
-    def __init__(self, value, dtype=None):
+    def __init__(self, value: Number, dtype: DTypeLike | None = None) -> None:
         self._handle = None
         self._rel = None
         dt = natural_dtype(value) if dtype is None else _dt.as_dtype(dtype, "dtype")
@@ -168,14 +181,14 @@ class Scalar(ArgumentObject):
                     _destroy_scalar)
 
     @property
-    def value(self):
+    def value(self) -> Number:
         return self._value
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype:
         return self._dtype
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = " closed" if self.closed else ""
         return f"<acl_py.Scalar{state} {self._value!r} dtype={self._dtype}>"
 
@@ -187,7 +200,7 @@ class FloatArray(_OwnedSequence):
 
     __slots__ = ()
 
-    def __init__(self, values):
+    def __init__(self, values: Iterable[float]) -> None:
         self._handle = None
         self._rel = None
         vals = as_sequence(values, "values")
@@ -204,12 +217,12 @@ class FloatArray(_OwnedSequence):
                     _destroy_float_array)
 
     @property
-    def values(self):
+    def values(self) -> tuple[float, ...]:
         """The values as stored (rounded to float32)."""
         return self._items
 
 
-def as_sequence(values, argument):
+def as_sequence(values: Any, argument: str) -> tuple[Any, ...]:
     """``values`` as a tuple (a NumPy array flattened); AclTypeError naming ``argument`` for
     a str, bytes or anything not iterable."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
@@ -221,7 +234,8 @@ def as_sequence(values, argument):
 
 # ---- lists -----------------------------------------------------------------------------------
 
-def _make_list(items, create_call, item_type, destroy_item):
+def _make_list(items: Sequence[Handle], create_call: str, item_type: str,
+               destroy_item: Callable[[Handle], None]) -> Handle:
     """Creates the C list from freshly made element handles (``items``: handles or NULL).
     Until the list exists the handles are ours, destroyed on failure; after, the list owns
     them."""
@@ -244,7 +258,7 @@ class TensorList(_OwnedSequence):
 
     __slots__ = ()
 
-    def __init__(self, tensors):
+    def __init__(self, tensors: Iterable[DeviceTensor | None]) -> None:
         self._handle = None
         self._rel = None
         tensors = as_sequence(tensors, "tensors")
@@ -253,7 +267,7 @@ class TensorList(_OwnedSequence):
                 raise AclTypeError(f"tensors[{i}]", f"expected a DeviceTensor or None, got "
                                    f"{type(t).__name__}")
         _rt.ensure()
-        handles = []
+        handles: list[Handle] = []
         try:
             for t in tensors:
                 handles.append(ffi.NULL if t is None else t.new_handle())
@@ -267,7 +281,7 @@ class TensorList(_OwnedSequence):
                     _destroy_tensor_list)
 
     @property
-    def handle(self):
+    def handle(self) -> Handle:
         h = super().handle
         for i, t in enumerate(self._items):
             if t is not None and t.closed:
@@ -276,10 +290,10 @@ class TensorList(_OwnedSequence):
         return h
 
     @property
-    def tensors(self):
+    def tensors(self) -> tuple[DeviceTensor | None, ...]:
         return self._items
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = " closed" if self.closed else ""
         return f"<acl_py.TensorList{state} of {len(self._items)}>"
 
@@ -290,11 +304,11 @@ class ScalarList(_OwnedSequence):
 
     __slots__ = ("_dtypes",)
 
-    def __init__(self, values, dtype=None):
+    def __init__(self, values: Iterable[Number | Scalar], dtype: DTypeLike | None = None) -> None:
         self._handle = None
         self._rel = None
         vals = as_sequence(values, "values")
-        specs = []
+        specs: list[tuple[Number, np.dtype]] = []
         for i, v in enumerate(vals):
             if isinstance(v, Scalar):
                 specs.append((v.value, v.dtype))
@@ -304,7 +318,7 @@ class ScalarList(_OwnedSequence):
                 specs.append((v, dt))
         raws = [scalar_bytes(v, dt, f"values[{i}]") for i, (v, dt) in enumerate(specs)]
         L = _rt.ensure()
-        handles = []
+        handles: list[Handle] = []
         try:
             for raw, (_v, dt) in zip(raws, specs):
                 buf = ffi.new("char[]", raw)
@@ -320,11 +334,11 @@ class ScalarList(_OwnedSequence):
                     _destroy_scalar_list)
 
     @property
-    def values(self):
+    def values(self) -> tuple[Number, ...]:
         return self._items
 
     @property
-    def dtypes(self):
+    def dtypes(self) -> tuple[np.dtype, ...]:
         return self._dtypes
 
 

@@ -47,9 +47,12 @@ class AclError(Exception):
 
     Attributes: ``code`` (int, or None for a create function that returned NULL), ``name``
     (e.g. ``"ACL_ERROR_RT_MEMORY_ALLOCATION"``), ``call`` (the C function), ``message`` (the
-    runtime's explanation from ``aclGetRecentErrMsg()``, possibly empty)."""
+    runtime's explanation from ``aclGetRecentErrMsg()``, possibly empty), ``parameter`` (the
+    operator parameter the message names, where acl-py could tell; else None)."""
 
-    def __init__(self, code, call="", message="", name=None):
+    def __init__(self, code: int | None, call: str = "", message: str | None = "",
+                 name: str | None = None) -> None:
+        self.parameter: str | None = None
         self.code = code
         self.call = call
         self.message = message or ""
@@ -133,7 +136,7 @@ class CreateFailedError(AclError):
 class AclArgumentError(ValueError):
     """A bad argument detected in Python before any C call. ``argument`` names it."""
 
-    def __init__(self, argument, problem):
+    def __init__(self, argument: str | None, problem: str) -> None:
         self.argument = argument
         self.problem = problem
         super().__init__(f"{argument}: {problem}" if argument else problem)

@@ -343,7 +343,7 @@ class DeviceBuffer(_Buffer):
         self._own(pst.allocate(nbytes, tl))
 
     @classmethod
-    def adopt(cls, allocation):
+    def adopt(cls, allocation: Allocation) -> DeviceBuffer:
         """A DeviceBuffer owning ``allocation`` (from :func:`allocate`): for acl-py's
         modules."""
         return object.__new__(cls)._own(allocation)
@@ -352,7 +352,7 @@ class DeviceBuffer(_Buffer):
     def device(self) -> Device:
         return _device.Device(self.allocation.device)
 
-    def close(self):
+    def close(self) -> None:
         """Releases the memory (after the streams still using it synchronize). Safe to
         repeat."""
         self._rel.release()
@@ -544,7 +544,7 @@ class HostBuffer(_Buffer):
         self._own(HostAllocation(_malloc(dev, nbytes, True) if nbytes else ffi.NULL, nbytes,
                                  dev))
 
-    def buffer(self):
+    def buffer(self) -> Any:
         """A writable ``ffi.buffer`` over the memory (keeps it allocated while alive)."""
         st = self._live()
         b = ffi.buffer(st.ptr, st.nbytes)
@@ -573,7 +573,7 @@ class HostBuffer(_Buffer):
             raise AclArgumentError("shape", f"{shape} does not hold {arr.size} elements of "
                                    f"{dt}") from None
 
-    def close(self):
+    def close(self) -> None:
         """Frees the memory (after streams using it synchronize and NumPy views are gone)."""
         self._rel.release()
 
@@ -769,7 +769,7 @@ class MemoryPool:
 
     __slots__ = ("_pst", "_rel", "__weakref__")
 
-    def __init__(self, device=None):
+    def __init__(self, device: DeviceLike = None) -> None:
         dev = _device.resolve_device(device)
         _rt.ensure()
         pst = self._pst = _PoolState(dev)
@@ -787,7 +787,7 @@ class MemoryPool:
         tl = None if stream is None else _stream.state_for(stream, pst.device)
         return DeviceBuffer.adopt(pst.allocate(nbytes, tl))
 
-    def free_all_blocks(self):
+    def free_all_blocks(self) -> None:
         """Returns every cached (unused) block to the runtime (synchronizing the streams
         whose work may still use one)."""
         self._pst.free_all()
@@ -809,7 +809,7 @@ class MemoryPool:
             return sum(len(v) for v in pst.free.values()) + sum(
                 len(v) for d in pst.on_stream.values() for v in d.values())
 
-    def close(self):
+    def close(self) -> None:
         """Frees the cache; blocks still handed out are freed when their buffers close."""
         self._rel.release()
 

@@ -78,7 +78,8 @@ class FinalizedError(NotInitializedError, ClosedError):
     """An object is used after ``acl_py.finalize()`` released it, or a call needs the runtime
     after the final ``finalize()``. Both a NotInitializedError and a ClosedError."""
 
-    def __init__(self, what, call="", message=None, name=None):
+    def __init__(self, what: str, call: str = "", message: str | None = None,
+                 name: str | None = None) -> None:
         if message is None:
             message = (f"{what}: acl_py.finalize() has released the runtime and every object "
                        f"of the session; call acl_py.init() to start a new session")

@@ -14,7 +14,7 @@ the runtime queues work in the order the calls return.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from ._ffi import ffi
 from . import _ordering
@@ -149,7 +149,7 @@ class Stream:
             raise st.closed_error(repr(self))
         st.synchronize()
 
-    def mark_used(self, *objects, keep=None):
+    def mark_used(self, *objects: Any, keep: object = None) -> int:
         """Call right after enqueuing work on this stream: the memory of ``objects``
         (DeviceBuffer, HostBuffer, DeviceTensor: anything with an ``allocation``) is not
         freed, and ``keep`` is kept alive, until the stream has synchronized past this point.
@@ -162,11 +162,11 @@ class Stream:
             o.allocation.uses[st] = seq
         return seq
 
-    def keep_alive(self, obj):
+    def keep_alive(self, obj: object) -> int:
         """Keeps ``obj`` alive until the work queued so far has completed."""
         return self.mark_used(keep=obj)
 
-    def defer(self, fn):
+    def defer(self, fn: Callable[[], object]) -> None:
         """Calls ``fn()`` (on the synchronizing thread) once the work queued so far has
         completed; at once if the stream is idle as far as acl-py knows."""
         st = self.state

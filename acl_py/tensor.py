@@ -213,7 +213,8 @@ class DeviceTensor:
         return cls._new(buf, dims, dt, _contiguous_strides(dims), 0, True)
 
     @classmethod
-    def new_output(cls, shape, dt, dev, stream_state):
+    def new_output(cls, shape: tuple[int, ...], dt: np.dtype, dev: int,
+                   stream_state: Any) -> DeviceTensor:
         """A contiguous tensor from ``dev``'s default pool for work on ``stream_state``, for
         checked arguments (``shape`` a tuple of dims, ``dt`` a NumPy dtype acl-py supports,
         ``dev`` a device id): the operators' outputs."""
@@ -347,7 +348,7 @@ class DeviceTensor:
                            "closed)")
 
     @property
-    def handle(self):
+    def handle(self) -> Any:
         """The cached ``aclTensor *`` of this view (created on first use)."""
         h = self.cached_handle
         if h is None or self.allocation.closed:
@@ -382,7 +383,7 @@ class DeviceTensor:
             check_create(h, "aclCreateTensor")
         return h
 
-    def new_handle(self):
+    def new_handle(self) -> Any:
         """A NEW ``aclTensor *`` describing this view, owned by the caller (not cached, not
         destroyed by this tensor): for APIs that take ownership of tensors, such as
         ``aclCreateTensorList`` (see :class:`acl_py.TensorList`)."""
@@ -456,8 +457,9 @@ class DeviceTensor:
     def is_view(self) -> bool:
         return not self._owner
 
-    def check_device(self, device, argument="tensor"):
-        """Raises AclArgumentError naming ``argument`` unless the tensor is on ``device``."""
+    def check_device(self, device: Device | int, argument: str = "tensor") -> DeviceTensor:
+        """Returns the tensor; raises AclArgumentError naming ``argument`` unless it is on
+        ``device``."""
         dev = device.id if isinstance(device, _device.Device) else device
         if self.allocation.device != dev:
             raise AclArgumentError(argument, f"tensor is on device {self.allocation.device}, "
@@ -667,7 +669,7 @@ class _Array:
     _gen: int
 
     @property
-    def handle(self):
+    def handle(self) -> Any:
         h = self._handle
         # close() clears the handle; only a teardown (a new session number) releases it
         # behind the object's back.

@@ -27,6 +27,7 @@ symbol and the libraries searched.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING, Any
 
 from .. import device as _device
 from .. import stream as _stream
@@ -36,15 +37,24 @@ from ..tensor import DeviceTensor
 from . import _convert
 from ._catalog import Catalog, OperatorNotFoundError, SymbolNotExportedError, function_pointer
 
+if TYPE_CHECKING:
+    import argparse
+    from pathlib import Path
+    from typing import Sequence
+
+    from ..ops._two_phase import Executor
+    from ..stream import Stream
+    from ._catalog import Spec
+
 __all__ = ["operator", "operators", "catalog", "AclnnOperator", "OperatorNotFoundError",
            "SymbolNotExportedError"]
 
 _lock = threading.Lock()
-_catalogs = {}      # backend root -> Catalog
-_operators = {}     # (root, name) -> AclnnOperator
+_catalogs: dict[str, Catalog] = {}                    # backend root -> Catalog
+_operators: dict[tuple[str, str], AclnnOperator] = {}  # (root, name) -> AclnnOperator
 
 
-def catalog():
+def catalog() -> Catalog:
     """The :class:`~acl_py.aclnn._catalog.Catalog` of the active backend."""
     from .._loader import library
     backend = library().backend
@@ -63,7 +73,7 @@ class AclnnOperator:
     ``parameters`` (the header's, without workspaceSize/executor), ``library`` (the file
     exporting it), ``header``, ``prototype`` (the C text)."""
 
-    def __init__(self, spec, library, phase_one, phase_two):
+    def __init__(self, spec: Spec, library: Path, phase_one: Any, phase_two: Any) -> None:
         self.name = spec.name
         self.header = spec.header
         self.library = library
@@ -85,10 +95,10 @@ class AclnnOperator:
                         f"Call: {spec.name}({', '.join(self.parameters)}, stream=None); "
                         f"see help(acl_py.aclnn) for how arguments are converted.")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<acl_py.aclnn.{self.name} ({self.library.name})>"
 
-    def _bind_args(self, args, kwargs):
+    def _bind_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
         n = len(self.parameters)
         if len(args) > n:
             raise AclArgumentError("args", f"aclnn{self.name} takes {n} arguments "
@@ -109,7 +119,7 @@ class AclnnOperator:
         return values
 
     # `op` is positional-only: operators have parameters named `self`.
-    def __call__(op, /, *args, stream=None, **kwargs):
+    def __call__(op, /, *args: Any, stream: Stream | None = None, **kwargs: Any) -> None:
         values = args if not kwargs and len(args) == op._n else op._bind_args(args, kwargs)
         device = _device_of(values, stream)
         call = _convert.Call(device, stream)
@@ -131,7 +141,7 @@ class AclnnOperator:
             for t in call.staged:   # freed once the stream is past the launch
                 t.close()
 
-    def prepare(op, /, *args, **kwargs):
+    def prepare(op, /, *args: Any, **kwargs: Any) -> Executor:
         """Phase one once, with a repeatable executor: an :class:`acl_py.ops.Executor` whose
         ``run(stream=None)`` is phase two on the same arguments (kept alive with it), closed by
         ``close()``/``with``. Tensor parameters take DeviceTensors (or None) here: a NumPy
@@ -149,14 +159,14 @@ class AclnnOperator:
         except AclError as e:
             raise _named(e, op) from None
 
-    def help(self):
-        return self.__doc__
+    def help(self) -> str:
+        return self.__doc__ or ""
 
 
 _MISSING = object()
 
 
-def _device_of(values, stream):
+def _device_of(values: Sequence[Any], stream: Stream | None) -> int:
     for v in values:
         if type(v) is DeviceTensor or isinstance(v, DeviceTensor):
             return v.allocation.device
@@ -165,14 +175,14 @@ def _device_of(values, stream):
     return _device.current_device_id()
 
 
-def _close_quietly(obj):
+def _close_quietly(obj: Any) -> None:
     try:
         obj.close()
     except Exception:  # the call's own error is the one to raise
         pass
 
 
-def _named(err, op):
+def _named(err: AclError, op: AclnnOperator) -> AclError:
     """The library's error, with the parameter it names (when its message names one)."""
     msg = err.message or ""
     for p in op.parameters:
@@ -185,7 +195,7 @@ def _named(err, op):
     return err
 
 
-def operator(name):
+def operator(name: str) -> AclnnOperator:
     """The :class:`AclnnOperator` ``aclnn<name>`` of the active backend (cached)."""
     c = catalog()
     key = (str(c.root), name)
@@ -200,13 +210,13 @@ def operator(name):
     return op
 
 
-def operators():
+def operators() -> list[dict[str, Any]]:
     """[{name, library, header, parameters: [{name, type}]}] for every operator the backend's
     headers declare. ``library`` is None (and ``error`` says why) when no library exports it."""
     c = catalog()
     out = []
     for name in c.names():
-        entry = {"name": name, "library": None, "header": None, "parameters": []}
+        entry: dict[str, Any] = {"name": name, "library": None, "header": None, "parameters": []}
         try:
             spec = c.spec(name)
         except OperatorNotFoundError:
@@ -227,12 +237,12 @@ def operators():
 
 # ---- `acl-py ops` -------------------------------------------------------------------------------
 
-def add_ops_arguments(parser):
+def add_ops_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object (for scripts) instead of text")
 
 
-def run_ops(args):
+def run_ops(args: argparse.Namespace) -> int:
     import json
     import sys
     from .._loader import LibraryNotFoundError
@@ -255,13 +265,13 @@ def run_ops(args):
     return 0 if all(o["library"] for o in ops) else 1
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> AclnnOperator:
     if name.startswith("_") or not name[:1].isupper():
         raise AttributeError(f"module 'acl_py.aclnn' has no attribute {name!r}")
     return operator(name)
 
 
-def __dir__():
+def __dir__() -> list[str]:
     names = list(__all__)
     try:
         names += catalog().names()

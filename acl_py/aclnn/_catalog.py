@@ -22,6 +22,7 @@ import platform
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from .._ffi import ffi
 from . import _header
@@ -37,7 +38,7 @@ class SymbolNotExportedError(LookupError):
     """A header declares an operator that no operator library of the backend exports."""
 
 
-def custom_operator_packages(root):
+def custom_operator_packages(root: str | os.PathLike[str]) -> list[Path]:
     """The custom operator package directories (see the module doc); relative paths in
     ``$ASCEND_CUSTOM_OPP_PATH`` are ignored, as the loader ignores relative roots."""
     value = os.environ.get("ASCEND_CUSTOM_OPP_PATH")
@@ -47,13 +48,13 @@ def custom_operator_packages(root):
     return sorted(p for p in vendors.iterdir() if p.is_dir()) if vendors.is_dir() else []
 
 
-def _snake(name):
+def _snake(name: str) -> str:
     """``LayerNormBackward`` -> ``layer_norm_backward`` (the vendor's header naming)."""
     s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
     return s.lower()
 
 
-def _header_stems(name):
+def _header_stems(name: str) -> list[str]:
     """Header names (``aclnn_<stem>.h``) likely to declare operator ``name``, most likely
     first, so that most operators are found without scanning every header: the vendor groups
     variants with their base operator (``InplaceAdd``, ``Adds``, ``InplaceAdds`` in
@@ -76,21 +77,24 @@ class Spec:
 
     __slots__ = ("name", "header", "phase_one", "phase_two", "params")
 
-    def __init__(self, name, header, phase_one, phase_two):
+    def __init__(self, name: str, header: Path, phase_one: _header.Prototype,
+                 phase_two: _header.Prototype) -> None:
         self.name = name
         self.header = header
         self.phase_one = phase_one
         self.phase_two = phase_two
         self.params = phase_one.params[:-2]
 
-    def prototype(self):
+    def prototype(self) -> str:
         return f"{self.phase_one};\n{self.phase_two};"
 
 
 class Catalog:
     """The operator headers and libraries of one backend (see the module doc)."""
 
-    def __init__(self, root, opapi_library=None, custom_packages=None):
+    def __init__(self, root: str | os.PathLike[str],
+                 opapi_library: str | os.PathLike[str] | None = None,
+                 custom_packages: list[Path] | None = None) -> None:
         self.root = Path(root)
         arch = platform.machine()
         if custom_packages is None:
@@ -99,13 +103,13 @@ class Catalog:
                                          self.root / f"{arch}-linux" / "include" / "aclnnop",
                                          *(p / "op_api" / "include" for p in custom_packages))
                              if d.is_dir()]
-        lib_dirs = []
+        lib_dirs: list[Path] = []
         if opapi_library is not None:
             lib_dirs.append(Path(opapi_library).parent)
         for d in (self.root / "lib64", self.root / f"{arch}-linux" / "lib64"):
             if d.is_dir() and d not in lib_dirs:
                 lib_dirs.append(d)
-        libs = [] if opapi_library is None else [Path(opapi_library)]
+        libs: list[Path] = [] if opapi_library is None else [Path(opapi_library)]
         for d in lib_dirs:
             for p in [d / "libopapi.so"] + sorted(d.glob("libopapi_*.so")):
                 if p.is_file() and p not in libs:
@@ -116,15 +120,17 @@ class Catalog:
                 libs.append(p)
         self.libraries = libs
         self._lock = threading.RLock()
-        self._index = None        # name -> header path (after a full scan)
-        self._texts = {}          # header path -> its prototypes
-        self._specs = {}
-        self._opened = {}         # library path -> ctypes.CDLL
+        self._index: dict[str, Path] | None = None         # name -> header (after a full scan)
+        self._texts: dict[Path, dict[str, _header.Prototype]] = {}   # header -> its prototypes
+        self._specs: dict[str, Spec] = {}
+        self._opened: dict[Path, ctypes.CDLL] = {}
 
     # ---- headers ----
 
-    def headers(self):
-        seen, out = set(), []
+    def headers(self) -> list[Path]:
+        """The operator headers, the first of each file name in ``include_dirs`` order."""
+        seen: set[str] = set()
+        out: list[Path] = []
         for d in self.include_dirs:
             for p in sorted(d.glob("aclnn_*.h")):
                 if p.name not in seen:
@@ -132,11 +138,11 @@ class Catalog:
                     out.append(p)
         return out
 
-    def index(self):
+    def index(self) -> dict[str, Path]:
         """{operator name: header} over every header (scanned once)."""
         with self._lock:
             if self._index is None:
-                idx = {}
+                idx: dict[str, Path] = {}
                 for h in self.headers():
                     try:
                         raw = h.read_bytes()
@@ -147,13 +153,13 @@ class Catalog:
                 self._index = idx
             return self._index
 
-    def _prototypes(self, header):
+    def _prototypes(self, header: Path) -> dict[str, _header.Prototype]:
         protos = self._texts.get(header)
         if protos is None:
             protos = self._texts[header] = _header.prototypes(header.read_text(errors="replace"))
         return protos
 
-    def _header_of(self, name):
+    def _header_of(self, name: str) -> Path | None:
         for stem in _header_stems(name):  # the vendor's naming, without a scan
             for d in self.include_dirs:
                 h = d / f"aclnn_{stem}.h"
@@ -161,7 +167,7 @@ class Catalog:
                     return h
         return self.index().get(name)
 
-    def spec(self, name):
+    def spec(self, name: str) -> Spec:
         """The :class:`Spec` of operator ``name`` (``Add``); OperatorNotFoundError when no
         header declares it, ValueError when its header is not a two-phase pair."""
         with self._lock:
@@ -197,12 +203,12 @@ class Catalog:
             s = self._specs[name] = Spec(name, header, p1, p2)
             return s
 
-    def names(self):
+    def names(self) -> list[str]:
         return sorted(self.index())
 
     # ---- libraries ----
 
-    def _open(self, path):
+    def _open(self, path: Path) -> ctypes.CDLL:
         lib = self._opened.get(path)
         if lib is None:
             # The libraries it needs (libnnopbase, libascendcl) are already loaded by
@@ -210,7 +216,7 @@ class Catalog:
             lib = self._opened[path] = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_GLOBAL)
         return lib
 
-    def _address(self, path, symbol):
+    def _address(self, path: Path, symbol: str) -> int | None:
         try:
             fn = getattr(self._open(path), symbol)
         except AttributeError:
@@ -219,7 +225,7 @@ class Catalog:
             return None  # a library that cannot be opened exports nothing for us
         return ctypes.cast(fn, ctypes.c_void_p).value
 
-    def library_of(self, spec):
+    def library_of(self, spec: Spec) -> tuple[Path, int, int]:
         """(library path, phase-one address, phase-two address) of the first library that
         exports both functions; SymbolNotExportedError naming the symbol and the libraries
         searched otherwise."""
@@ -240,7 +246,7 @@ class Catalog:
                 f"operator library of the backend; searched: {searched}")
 
 
-def function_pointer(proto, address):
+def function_pointer(proto: _header.Prototype, address: int) -> Any:
     """A cffi function pointer of ``proto``'s type at ``address``. Pointers to types acl-py
     does not declare are passed as ``void *`` (the same ABI)."""
     types = []

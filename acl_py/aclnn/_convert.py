@@ -33,6 +33,7 @@ import numbers
 import operator
 import threading
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -42,6 +43,14 @@ from .. import runtime as _rt
 from ..arguments import FloatArray, Scalar, ScalarList, TensorList, as_sequence
 from ..errors import AclArgumentError, AclTypeError
 from ..tensor import BoolArray, DeviceTensor, IntArray
+
+if TYPE_CHECKING:
+    from ..arguments import ArgumentObject
+    from ..stream import Stream
+    from ._header import CParam
+
+Converter = Callable[[Any, "Call"], Any]
+"""One parameter's conversion: (the caller's value, the call) -> what the operator layer takes."""
 
 _CData = ffi.CData
 
@@ -64,22 +73,22 @@ class Call:
 
     __slots__ = ("device", "stream", "copy_back", "staged", "created")
 
-    def __init__(self, device, stream):
+    def __init__(self, device: int, stream: Stream | None) -> None:
         self.device = device
         self.stream = stream
-        self.copy_back = []
-        self.staged = []
-        self.created = []
+        self.copy_back: list[tuple[DeviceTensor, np.ndarray]] = []
+        self.staged: list[DeviceTensor] = []
+        self.created: list[ArgumentObject] = []
 
 
 # ---- cached argument arrays --------------------------------------------------------------------
 
 _CACHE_SIZE = 256
-_cache = OrderedDict()
+_cache: OrderedDict[tuple[type, tuple], Any] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _cached(cls, values):
+def _cached(cls: type, values: tuple[tuple[type, Any], ...]) -> Any:
     """An argument array of ``values`` (a tuple of typed keys), shared by every call with the
     same values. Eviction only drops the cache's reference: a call still passing the array
     keeps it alive."""
@@ -97,10 +106,10 @@ def _cached(cls, values):
     return obj
 
 
-_memos = []  # each array converter's [(last tuple, its array)]
+_memos: list[list[Any]] = []  # each array converter's [(last tuple, its array)]
 
 
-def clear_cache():
+def clear_cache() -> None:
     """Drops the cached argument arrays (``acl_py.release_unused`` calls it)."""
     with _cache_lock:
         _cache.clear()
@@ -111,25 +120,25 @@ def clear_cache():
 _rt.register_cache(clear_cache)
 
 
-def _typed(values):
+def _typed(values: tuple[Any, ...]) -> tuple[tuple[type, Any], ...]:
     # 1, 1.0 and True are equal in Python; the array made from them is not.
     return tuple((type(v), v) for v in values)
 
 
 # ---- converters ------------------------------------------------------------------------------
 
-def _output_like(param):
+def _output_like(param: CParam) -> bool:
     # The vendor declares outputs `aclTensor *out` and in-place tensors `const aclTensor
     # *selfRef`: either way the caller's array receives the result.
     n = param.name
     return not param.is_const or n.endswith("Ref") or "out" in n or "Out" in n
 
 
-def tensor_converter(param):
+def tensor_converter(param: CParam) -> Converter:
     pname = param.name
     copy_back = _output_like(param)
 
-    def convert(value, call):
+    def convert(value: Any, call: Call) -> Any:
         if type(value) is DeviceTensor or isinstance(value, DeviceTensor):
             return value
         if value is None or isinstance(value, _CData):
@@ -149,15 +158,15 @@ def tensor_converter(param):
     return convert
 
 
-def tensor_list_converter(param):
+def tensor_list_converter(param: CParam) -> Converter:
     pname = param.name
     elem = tensor_converter(param)
 
-    def convert(value, call):
+    def convert(value: Any, call: Call) -> Any:
         if value is None or isinstance(value, (TensorList, _CData)):
             return value
         items = as_sequence(value, pname)
-        tensors = []
+        tensors: list[Any] = []
         for i, v in enumerate(items):
             if v is not None and not isinstance(v, (DeviceTensor, np.ndarray)):
                 raise AclTypeError(f"{pname}[{i}]", f"expected a DeviceTensor, a NumPy array "
@@ -169,10 +178,10 @@ def tensor_list_converter(param):
     return convert
 
 
-def scalar_converter(param):
+def scalar_converter(param: CParam) -> Converter:
     pname = param.name
 
-    def convert(value, call):
+    def convert(value: Any, call: Call) -> Any:
         if value is None or isinstance(value, (Scalar, _CData)):
             return value
         if isinstance(value, (numbers.Number, np.generic)) and not isinstance(value, str):
@@ -187,10 +196,10 @@ def scalar_converter(param):
     return convert
 
 
-def scalar_list_converter(param):
+def scalar_list_converter(param: CParam) -> Converter:
     pname = param.name
 
-    def convert(value, call):
+    def convert(value: Any, call: Call) -> Any:
         if value is None or isinstance(value, (ScalarList, _CData)):
             return value
         lst = ScalarList(as_sequence(value, pname))
@@ -199,14 +208,14 @@ def scalar_list_converter(param):
     return convert
 
 
-def array_converter(param, cls, check):
+def array_converter(param: CParam, cls: type, check: Callable[[Any], bool]) -> Converter:
     pname = param.name
     # [(the last tuple converted, its array)]: a tuple is immutable, so the same object has
     # the same values. One reference, replaced whole: threads read a consistent pair.
-    last = [None]
+    last: list[Any] = [None]
     _memos.append(last)
 
-    def convert(value, call):
+    def convert(value: Any, call: Call) -> Any:
         m = last[0]
         if m is not None and m[0] is value and not m[1].closed:
             return m[1]
@@ -224,23 +233,23 @@ def array_converter(param, cls, check):
     return convert
 
 
-def _is_int(v):
+def _is_int(v: object) -> bool:
     return isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
-def _is_real(v):
+def _is_real(v: object) -> bool:
     return isinstance(v, (numbers.Real, np.floating, np.integer)) and \
         not isinstance(v, (bool, np.bool_))
 
 
-def _is_bool(v):
+def _is_bool(v: object) -> bool:
     return isinstance(v, (bool, np.bool_))
 
 
-def int_converter(param, lo, hi):
+def int_converter(param: CParam, lo: int, hi: int) -> Converter:
     pname = param.name
 
-    def convert(value, call):
+    def convert(value: Any, call: Call) -> Any:
         if not _is_int(value):
             raise AclTypeError(pname, f"expected an int ({param.ctype}), got "
                                f"{type(value).__name__} {value!r}")
@@ -251,11 +260,12 @@ def int_converter(param, lo, hi):
     return convert
 
 
-def value_converter(param, accepts, cast, expected):
+def value_converter(param: CParam, accepts: Callable[[Any], bool],
+                    cast: Callable[[Any], Any], expected: str) -> Converter:
     """A plain C value: ``cast(value)`` when ``accepts(value)``, else AclTypeError."""
     pname = param.name
 
-    def convert(value, call):
+    def convert(value: Any, call: Call) -> Any:
         if not accepts(value):
             raise AclTypeError(pname, f"expected {expected} ({param.ctype}), got "
                                f"{type(value).__name__} {value!r}")
@@ -263,10 +273,10 @@ def value_converter(param, accepts, cast, expected):
     return convert
 
 
-def string_converter(param):
+def string_converter(param: CParam) -> Converter:
     pname = param.name
 
-    def convert(value, call):
+    def convert(value: Any, call: Call) -> Any:
         if value is None or isinstance(value, _CData):
             return value
         if isinstance(value, str):
@@ -278,20 +288,20 @@ def string_converter(param):
     return convert
 
 
-def dtype_converter(param):
+def dtype_converter(param: CParam) -> Converter:
     pname = param.name
 
-    def convert(value, call):
+    def convert(value: Any, call: Call) -> Any:
         if _is_int(value):
             return int(value)
         return _dt.to_acl(value, pname)
     return convert
 
 
-def pointer_converter(param):
+def pointer_converter(param: CParam) -> Converter:
     pname = param.name
 
-    def convert(value, call):
+    def convert(value: Any, call: Call) -> Any:
         if value is None or isinstance(value, _CData):
             return value
         raise AclTypeError(pname, f"{param.ctype} takes a cffi pointer or None, got "
@@ -299,7 +309,7 @@ def pointer_converter(param):
     return convert
 
 
-def converter_for(param):
+def converter_for(param: CParam) -> Converter:
     """The converter of one parameter, or TypeError when acl-py cannot pass its type."""
     b = param.base
     if b == "aclTensor*":
@@ -334,7 +344,7 @@ def converter_for(param):
                     f"pass by value")
 
 
-def kind_of(param):
+def kind_of(param: CParam) -> str:
     """The operator layer's kind of a parameter: a tensor, an argument object, or a value."""
     b = param.base
     if b == "aclTensor*":

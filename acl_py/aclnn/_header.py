@@ -28,28 +28,28 @@ class CParam:
     base: str
 
     @property
-    def is_const(self):
+    def is_const(self) -> bool:
         return self.ctype.startswith("const ")
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.ctype}{'' if self.ctype.endswith('*') else ' '}{self.name}"
 
 
 @dataclass(frozen=True)
 class Prototype:
     name: str
-    params: tuple
+    params: tuple[CParam, ...]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"aclnnStatus {self.name}({', '.join(map(str, self.params))})"
 
 
-def _normalize_type(words, stars):
+def _normalize_type(words: list[str], stars: int) -> str:
     core = [w for w in words if w not in _QUALIFIERS]
     return "".join(core) + "*" * stars
 
 
-def parse_param(text, function, index):
+def parse_param(text: str, function: str, index: int) -> CParam:
     """``const aclTensor *self`` -> CParam. Raises ValueError for what is not a plain
     declaration."""
     t = " ".join(text.replace("*", " * ").split())
@@ -73,12 +73,12 @@ def parse_param(text, function, index):
     return CParam(ctype, name, _normalize_type(words, stars))
 
 
-def _clean(text):
+def _clean(text: str) -> str:
     text = _COMMENT.sub(" ", text)
     return _DIRECTIVE.sub(" ", text)
 
 
-def prototypes(text):
+def prototypes(text: str) -> dict[str, Prototype]:
     """Every ``aclnnStatus aclnn...(...)`` declaration of a header, by name."""
     text = _clean(text)
     out = {}
@@ -93,7 +93,7 @@ def prototypes(text):
     return out
 
 
-def operator_names(text):
+def operator_names(text: str | bytes) -> list[str]:
     """Names (``Add``) of the operators whose phase one a header mentions, without parsing
     anything: the cheap scan the catalog's index uses (a name only mentioned in a comment is
     caught later, when its prototype is looked up)."""

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from typing import Callable
 
 import numpy as np
 
@@ -560,6 +561,12 @@ class Declared(Operator):
                      for g, r, s in zip(got, ref, scale))
 
 
+def _output_getter(k: int) -> Callable[[Plan], DeviceTensor | None]:
+    def get(self: Plan) -> DeviceTensor | None:
+        return self.outputs[k]
+    return get
+
+
 class Plan(Executor):
     """A reusable plan of a declared operator over fixed device tensors: the
     :class:`~acl_py.ops.Executor` of the call (phase one once, a repeatable executor and its
@@ -577,8 +584,7 @@ class Plan(Executor):
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         for k, spec in enumerate(cls.declared.outputs):
-            setattr(cls, spec.py, property(lambda self, k=k: self.outputs[k],
-                                           doc=f"The ``{spec.py}`` output."))
+            setattr(cls, spec.py, property(_output_getter(k), doc=f"The ``{spec.py}`` output."))
 
     def _prepare(self, values, out):
         d = self.declared
@@ -597,7 +603,7 @@ class Plan(Executor):
         self.outputs = outs
 
     @property
-    def executor(self):
+    def executor(self) -> "Plan":
         """The plan's :class:`~acl_py.ops.Executor` (the plan itself)."""
         return self
 

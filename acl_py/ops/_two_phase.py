@@ -58,6 +58,7 @@ allocation on top.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .. import _ordering
 from .. import device as _device
@@ -68,6 +69,11 @@ from .._ffi import ffi
 from ..errors import AclArgumentError, AclTypeError, ClosedError, make_error
 from ..arguments import ArgumentObject, TensorList
 from ..tensor import DeviceTensor, _Array
+
+if TYPE_CHECKING:
+    from ..stream import Stream
+
+_ExecutorSelf = TypeVar("_ExecutorSelf", bound="Executor")
 
 __all__ = ["Param", "tensor", "int_array", "bool_array", "argument", "value", "Operator",
            "Executor"]
@@ -451,13 +457,13 @@ class Executor:
             a.uses.link(es.uses)
 
     @property
-    def mode(self):
+    def mode(self) -> str:
         """``"repeatable"`` (phase two per run) or ``"per-run"`` (phase one and two per run:
         the library refused to make the executor repeatable)."""
         return "repeatable" if self._args is None else "per-run"
 
     @property
-    def handle(self):
+    def handle(self) -> Any:
         """The ``aclOpExecutor *`` (None in ``per-run`` mode: each run makes its own)."""
         es = self._es
         if es.closed:
@@ -465,7 +471,7 @@ class Executor:
         return es.handle
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         es = self._es
         return es.closed or (es.handle is None and self._args is None)
 
@@ -474,9 +480,9 @@ class Executor:
             return _rt.FinalizedError(f"{self.op.name} executor")
         return ClosedError(f"{self.op.name} executor is closed")
 
-    def run(self, stream=None):
+    def run(self, stream: Stream | None = None) -> Any:
         """Phase two on ``stream`` (default: the device's default stream). Returns
-        ``outputs`` at once; results are valid once the stream has synchronized."""
+        ``outputs`` (a plan's tuple of DeviceTensors, None where not requested) at once; results are valid once the stream has synchronized."""
         es = self._es
         h = es.handle
         if h is None or es.closed:
@@ -500,19 +506,19 @@ class Executor:
 
     __call__ = run
 
-    def close(self):
+    def close(self) -> None:
         """Destroys the executor and releases the workspace (stream-ordered). Safe to
         repeat."""
         self._rel.release()
         self._args = None
         self._es.closed = True
 
-    def __enter__(self):
+    def __enter__(self: _ExecutorSelf) -> _ExecutorSelf:
         if self.closed:
             raise self._closed_error()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
