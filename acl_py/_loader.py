@@ -86,7 +86,9 @@ def search_roots() -> tuple[list[Path], list[str]]:
     return roots, notes
 
 
-def _find_in_root(root: Path, searched: list[str]) -> dict[str, Path] | None:
+def find_in_root(root: Path, searched: list[str]) -> dict[str, Path] | None:
+    """The libraries of every role under one install root ({role: path}), or None when a
+    role is missing; every path tried is appended to ``searched`` (for the error message)."""
     for lib_dir in _lib_dirs(root):
         found: dict[str, Path] = {}
         for role in ROLES:
@@ -105,7 +107,7 @@ def find_cann() -> tuple[Path | None, dict[str, Path] | None, list[str]]:
     """Searches the CANN install roots. Returns (root, libraries, searched paths and notes)."""
     roots, searched = search_roots()
     for root in roots:
-        libs = _find_in_root(root, searched)
+        libs = find_in_root(root, searched)
         if libs is not None:
             return root, libs, searched
     return None, None, searched
@@ -124,7 +126,7 @@ def emulator_prefix() -> Path:
 def _emulator_backend(reason: str, searched: list[str]) -> Backend:
     prefix = emulator_prefix()
     searched = list(searched)
-    libs = _find_in_root(prefix, searched)
+    libs = find_in_root(prefix, searched)
     if libs is None:
         raise LibraryNotFoundError(
             f"the acl-py emulator is not built under {prefix}: run `make build` "

@@ -99,7 +99,7 @@ def run_prefix(args: argparse.Namespace) -> int:
         _error(str(e))
         return 1
     missing = [str(p) for p in (prefix / "include" / "acl" / "acl.h",) if not p.is_file()]
-    if _loader._find_in_root(prefix, []) is None:
+    if _loader.find_in_root(prefix, []) is None:
         missing.insert(0, str(prefix / "lib64"))
     if missing:
         _error(f"the emulator is not built under {prefix} (missing: {', '.join(missing)}): "
