@@ -2,7 +2,7 @@
  * Tensor views for the operator kernels: a phase-one snapshot of an aclTensor (the caller may
  * destroy the tensor before phase two), its layout split into batch ("outer") and normalized
  * ("inner") dims, tile loads/stores as floats through any strides, argument-check helpers,
- * and the launch-time memory check and pinning every operator does.
+ * and the launch over these descriptors (the memory checks and pins are view_memory.h's).
  *
  * Element conversions are convert.h's (the CPU's conversion instructions where it has them).
  */
@@ -16,9 +16,10 @@
 
 #include "convert.h"
 #include "emu_internal.h"
+#include "view_memory.h"
 
 #define TV_MAX_RANK 8
-#define TV_MAX_VIEWS 16 /* tensors of one operator call (views_pin) */
+#define TV_MAX_VIEWS VM_MAX_RANGES /* tensors of one operator call */
 /* specialized copies (dtype, flags as constants) must really be inlined to vectorize */
 #define TV_INLINE static inline __attribute__((always_inline))
 
@@ -58,21 +59,6 @@ static inline const char *dname(aclDataType d)
     case ACL_BF16: return "BF16";
     default: return aclemu_dtype_name(d);
     }
-}
-
-static inline void fmt_dims(char *buf, size_t cap, const int64_t *d, uint64_t n)
-{
-    size_t len = 0;
-    int w = snprintf(buf, cap, "[");
-    len = w > 0 ? (size_t)w : 0;
-    for (uint64_t i = 0; i < n && len < cap; i++) {
-        w = snprintf(buf + len, cap - len, i ? ",%lld" : "%lld", (long long)d[i]);
-        if (w < 0)
-            break;
-        len += (size_t)w;
-    }
-    if (len < cap)
-        snprintf(buf + len, cap - len, "]");
 }
 
 static inline bool same_dims(const int64_t *a, uint64_t na, const int64_t *b, uint64_t nb)
@@ -239,94 +225,27 @@ static inline void put_tile(char *base, aclDataType dt, aclemu_ties ties, const 
 
 /* ---- launch: every view inside live device memory, pinned until the task has run --------- */
 
-/* Byte range [*start, *start + *nbytes) the view touches; false on overflow. nbytes 0 for an
- * empty view. */
-static inline bool view_range(const tdesc *d, char **start, uint64_t *nbytes)
+static inline vm_view view_memory(const tdesc *d)
 {
-    int64_t hi = d->offset;
-    *start = NULL;
-    *nbytes = 0;
-    for (int i = 0; i < d->ndim; i++) {
-        if (d->dims[i] == 0)
-            return true;
-        int64_t span;
-        if (__builtin_mul_overflow(d->dims[i] - 1, d->strides[i], &span) ||
-            __builtin_add_overflow(hi, span, &hi))
-            return false;
-    }
-    int64_t n, off_b;
-    if (__builtin_add_overflow(hi - d->offset, (int64_t)1, &n) ||
-        __builtin_mul_overflow(n, (int64_t)d->es, &n) ||
-        __builtin_mul_overflow(d->offset, (int64_t)d->es, &off_b))
-        return false;
-    *start = d->data + off_b;
-    *nbytes = (uint64_t)n;
-    return true;
+    return (vm_view){d->data, d->offset, d->es, d->ndim, d->dims, d->strides};
 }
 
-/* Phase two's memory check and pinning for n views (NULL entries: not touched by this run)
- * and the workspace: every touched view must lie inside one live device allocation
- * (161002 otherwise, message naming names[i]); then each non-empty range is pinned, its
- * token stored in pins[*npins++] (room for n + 1; n <= TV_MAX_VIEWS). On failure the pins taken so far are
- * released and *npins is 0. */
-static inline aclnnStatus views_pin(const char *call, const tdesc *const *views,
-                                    const char *const *names, int n, const void *workspace,
-                                    uint64_t ws_size, void **pins, int *npins)
-{
-    char *start[TV_MAX_VIEWS];
-    uint64_t nbytes[TV_MAX_VIEWS];
-    *npins = 0;
-    for (int i = 0; i < n; i++) {
-        start[i] = NULL;
-        nbytes[i] = 0;
-        const tdesc *d = views[i];
-        if (!d || !d->present)
-            continue;
-        if (!view_range(d, &start[i], &nbytes[i]) ||
-            (nbytes[i] > 0 && !aclemu_device_range(start[i], nbytes[i]))) {
-            aclemu_set_error("%s: %s view (data %p, offset %lld, %llu bytes) is not inside one "
-                             "live device allocation", call, names[i], (void *)d->data,
-                             (long long)d->offset, (unsigned long long)nbytes[i]);
-            return ACLNN_ERR_PARAM_INVALID;
-        }
-    }
-    for (int i = 0; i <= n; i++) {
-        const void *p = i < n ? start[i] : workspace;
-        uint64_t len = i < n ? nbytes[i] : ws_size;
-        if (len == 0)
-            continue;
-        void *tok = aclemu_device_pin(p, len);
-        if (!tok) { /* freed between the check and the pin by another thread */
-            aclemu_set_error("%s: %s memory (%p, %llu bytes) is not a live device allocation",
-                             call, i < n ? names[i] : "workspace", p, (unsigned long long)len);
-            while (*npins > 0)
-                aclemu_device_unpin(pins[--*npins]);
-            return ACLNN_ERR_PARAM_INVALID;
-        }
-        pins[(*npins)++] = tok;
-    }
-    return ACLNN_SUCCESS;
-}
-
-/* An operator's launch after its own checks: views_pin, then run(task) enqueued on stream.
- * pins/npins are the task's (its release unpins them). On failure the task is released
- * (release(task)) and the status returned, the message set. */
+/* An operator's launch after its own checks (vm_launch over the n descriptors; NULL or
+ * absent ones are not touched by this run). */
 static inline aclnnStatus views_launch(const char *call, aclrtStream stream,
                                        const tdesc *const *views, const char *const *names,
                                        int n, const void *workspace, uint64_t ws_size,
                                        void **pins, int *npins, aclemu_task_fn run,
                                        aclemu_task_fn release, void *task)
 {
-    aclnnStatus st = views_pin(call, views, names, n, workspace, ws_size, pins, npins);
-    if (st != ACLNN_SUCCESS) {
-        release(task);
-        return st;
+    vm_view mem[TV_MAX_VIEWS];
+    bool present[TV_MAX_VIEWS];
+    for (int i = 0; i < n; i++) {
+        present[i] = views[i] && views[i]->present;
+        mem[i] = present[i] ? view_memory(views[i]) : (vm_view){0};
     }
-    if (aclemu_stream_submit(stream, run, release, task, call) != ACL_SUCCESS) {
-        release(task); /* not enqueued: still ours; the message is set */
-        return ACLNN_ERR_RUNTIME_ERROR;
-    }
-    return ACLNN_SUCCESS;
+    return vm_launch(call, stream, mem, present, names, n, workspace, ws_size, pins, npins,
+                     run, release, task);
 }
 
 #endif /* ACLEMU_OPS_TENSOR_VIEW_H_ */

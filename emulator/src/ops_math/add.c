@@ -32,6 +32,7 @@
 
 #include "emu_internal.h"
 #include "ops/half.h"
+#include "ops/view_memory.h"
 
 #include "aclnnop/aclnn_add.h"
 
@@ -338,7 +339,7 @@ typedef struct {
 
 typedef struct {
     add_payload p;
-    void *pins[A_COUNT];
+    void *pins[A_COUNT + 1]; /* + the workspace's slot (vm_pin) */
     int npins;
 } add_task;
 
@@ -412,29 +413,6 @@ static void task_release(void *arg) {
     free(T);
 }
 
-/* Byte range the view touches; false on overflow. */
-static bool view_range(const adesc *d, char **start, uint64_t *nbytes) {
-    int64_t hi = d->offset;
-    *start = NULL;
-    *nbytes = 0;
-    for (int i = 0; i < d->ndim; i++) {
-        if (d->dims[i] == 0)
-            return true;
-        int64_t span;
-        if (__builtin_mul_overflow(d->dims[i] - 1, d->vstrides[i], &span) ||
-            __builtin_add_overflow(hi, span, &hi))
-            return false;
-    }
-    int64_t n, off_b;
-    if (__builtin_add_overflow(hi - d->offset, (int64_t)1, &n) ||
-        __builtin_mul_overflow(n, (int64_t)d->es, &n) ||
-        __builtin_mul_overflow(d->offset, (int64_t)d->es, &off_b))
-        return false;
-    *start = d->data + off_b;
-    *nbytes = (uint64_t)n;
-    return true;
-}
-
 static aclnnStatus add_launch(void *payload, void *workspace, uint64_t workspace_size,
                               aclrtStream stream) {
     (void)workspace;
@@ -446,34 +424,16 @@ static aclnnStatus add_launch(void *payload, void *workspace, uint64_t workspace
         return ACLNN_ERR_INNER;
     }
     T->p = *P;
-    if (P->n > 0) {
-        for (int i = 0; i < A_COUNT; i++) {
-            if (i == A_OTHER && P->other_is_scalar)
-                continue;
-            char *start;
-            uint64_t nbytes;
-            const adesc *d = &P->t[i];
-            void *tok = NULL;
-            if (view_range(d, &start, &nbytes) && nbytes > 0)
-                tok = aclemu_device_pin(start, nbytes);
-            if (tok == NULL && nbytes > 0) {
-                aclemu_set_error("%s: %s view (data %p, offset %lld, %llu bytes) is not inside "
-                                 "one live device allocation", P->p2, P->names[i],
-                                 (void *)d->data, (long long)d->offset,
-                                 (unsigned long long)nbytes);
-                task_release(T);
-                return ACLNN_ERR_PARAM_INVALID;
-            }
-            if (tok)
-                T->pins[T->npins++] = tok;
-        }
+    vm_view mem[A_COUNT];
+    bool present[A_COUNT];
+    for (int i = 0; i < A_COUNT; i++) {
+        const adesc *d = &P->t[i];
+        /* nothing is touched by an empty result; a scalar `other` is no view */
+        present[i] = P->n > 0 && !(i == A_OTHER && P->other_is_scalar);
+        mem[i] = (vm_view){d->data, d->offset, d->es, d->ndim, d->dims, d->vstrides};
     }
-    aclError e = aclemu_stream_submit(stream, task_run, task_release, T, P->p2);
-    if (e != ACL_SUCCESS) {
-        task_release(T); /* not enqueued: the message is set */
-        return ACLNN_ERR_RUNTIME_ERROR;
-    }
-    return ACLNN_SUCCESS;
+    return vm_launch(P->p2, stream, mem, present, P->names, A_COUNT, NULL, 0, T->pins,
+                     &T->npins, task_run, task_release, T);
 }
 
 static void add_destroy(void *payload) { free(payload); }
@@ -533,14 +493,6 @@ static aclDataType adds_promote_regbase(aclDataType self, const aclScalar *other
         aclemu_set_error(__VA_ARGS__); \
         return (code);                 \
     } while (0)
-
-static void fmt_dims(char *buf, size_t cap, const int64_t *d, uint64_t n) {
-    size_t len = (size_t)snprintf(buf, cap, "[");
-    for (uint64_t i = 0; i < n && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, i ? ",%lld" : "%lld", (long long)d[i]);
-    if (len < cap)
-        snprintf(buf + len, cap - len, "]");
-}
 
 static void snapshot(adesc *d, const aclTensor *t, int out_nd) {
     d->dtype = t->dtype;
