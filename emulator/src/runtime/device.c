@@ -55,6 +55,12 @@ aclError rt_enter(const char *fn) {
 
 void rt_leave(void) { pthread_rwlock_unlock(&g_life); }
 
+aclError rt_begin(const char *fn, aclError fault_rc) {
+    if (aclemu_fault(fn))
+        return fault_rc;
+    return rt_enter(fn);
+}
+
 static aclError enter_write(const char *fn) {
     pthread_rwlock_wrlock(&g_life);
     if (!atomic_load(&g_initialized)) {
@@ -62,6 +68,13 @@ static aclError enter_write(const char *fn) {
         return RT_ERR(ACL_ERROR_UNINITIALIZE, fn, "the runtime is not initialized (call aclInit first)");
     }
     return ACL_SUCCESS;
+}
+
+/* enter_write after the fault hook (see rt_begin). */
+static aclError begin_write(const char *fn, aclError fault_rc) {
+    if (aclemu_fault(fn))
+        return fault_rc;
+    return enter_write(fn);
 }
 
 int rt_device_count(void) { return g_ndev; }
@@ -245,9 +258,7 @@ static aclError check_id(const char *fn, int32_t id) {
 }
 
 aclError aclrtSetDevice(int32_t deviceId) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     rc = check_id(__func__, deviceId);
@@ -262,9 +273,7 @@ aclError aclrtSetDevice(int32_t deviceId) {
 }
 
 aclError aclrtResetDevice(int32_t deviceId) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = enter_write(__func__);
+    aclError rc = begin_write(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     rc = check_id(__func__, deviceId);
@@ -285,9 +294,7 @@ aclError aclrtResetDevice(int32_t deviceId) {
 }
 
 aclError aclrtGetDevice(int32_t *deviceId) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -300,9 +307,7 @@ aclError aclrtGetDevice(int32_t *deviceId) {
 }
 
 aclError aclrtGetDeviceCount(uint32_t *count) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     if (count == NULL)
@@ -344,9 +349,7 @@ static bool is_default_context(const void *p, int *dev) {
 }
 
 aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
         return rc;
     if (context == NULL) {
@@ -374,9 +377,7 @@ aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
 }
 
 aclError aclrtDestroyContext(aclrtContext context) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = enter_write(__func__);
+    aclError rc = begin_write(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -413,9 +414,7 @@ aclError aclrtDestroyContext(aclrtContext context) {
 }
 
 aclError aclrtSetCurrentContext(aclrtContext context) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -444,9 +443,7 @@ aclError aclrtSetCurrentContext(aclrtContext context) {
 }
 
 aclError aclrtGetCurrentContext(aclrtContext *context) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;

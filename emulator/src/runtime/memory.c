@@ -208,9 +208,7 @@ static bool policy_documented(unsigned policy) {
 }
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -291,34 +289,41 @@ static aclError explain_not_base(const char *fn, const char *what, const void *p
                   device ? "device (aclrtMalloc)" : "host (aclrtMallocHost)");
 }
 
-/* No current device needed: CANN frees through the driver when the thread has no context
- * (hicann/runtime src/runtime/api/impl/api_impl.cc, DevFreeStatic). */
-aclError aclrtFree(void *devPtr) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
+/* aclrtFree and aclrtFreeHost: the allocation based at p, found in the device (device true)
+ * or host registry, is removed and freed, unless it is pinned by pending work (a kernel, an
+ * asynchronous copy). No current device needed: CANN frees through the driver when the
+ * thread has no context (hicann/runtime src/runtime/api/impl/api_impl.cc, DevFreeStatic and
+ * HostFree). */
+static aclError free_allocation(const char *fn, const char *what, void *p, bool device) {
+    aclError rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
-    if (devPtr == NULL) {
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "devPtr is NULL");
+    if (p == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "%s is NULL", what);
         goto out;
     }
+    alloc_vec *vec = device ? &g_devv : &g_hostv;
     pthread_rwlock_wrlock(&g_mem);
-    uintptr_t u = (uintptr_t)devPtr;
-    size_t i = upper(&g_devv, u);
-    rt_alloc *a = i > 0 && g_devv.v[i - 1]->base == u ? g_devv.v[i - 1] : NULL;
+    uintptr_t u = (uintptr_t)p;
+    size_t i = upper(vec, u);
+    rt_alloc *a = i > 0 && vec->v[i - 1]->base == u ? vec->v[i - 1] : NULL;
     if (a == NULL) {
-        rc = explain_not_base(__func__, "devPtr", devPtr, true);
+        rc = explain_not_base(fn, what, p, device);
     } else if (atomic_load(&a->pins) > 0) {
-        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
-                    "devPtr %p is in use by pending work on a stream; synchronize the stream "
-                    "first", devPtr);
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                    "%s %p is in use by %s; synchronize the stream first", what, p,
+                    device ? "pending work on a stream" : "a pending asynchronous copy");
     } else {
-        vec_remove(&g_devv, i - 1);
-        g_arena[a->device].live_bytes -= a->size;
-        atomic_fetch_sub(&g_n_dev, 1);
-        atomic_fetch_sub(&g_dev_bytes, (int64_t)a->size);
-        arena_release_gap(a->device, i - 1);
+        vec_remove(vec, i - 1);
+        if (device) {
+            g_arena[a->device].live_bytes -= a->size;
+            atomic_fetch_sub(&g_n_dev, 1);
+            atomic_fetch_sub(&g_dev_bytes, (int64_t)a->size);
+            arena_release_gap(a->device, i - 1);
+        } else {
+            atomic_fetch_sub(&g_n_host, 1);
+            free((void *)a->base);
+        }
         free(a);
     }
     pthread_rwlock_unlock(&g_mem);
@@ -327,12 +332,12 @@ out:
     return rc;
 }
 
+aclError aclrtFree(void *devPtr) { return free_allocation(__func__, "devPtr", devPtr, true); }
+
 /* ---- public: host memory --------------------------------------------------------------- */
 
 aclError aclrtMallocHost(void **hostPtr, size_t size) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -373,37 +378,8 @@ out:
     return rc;
 }
 
-/* No current device needed, as aclrtFree (CANN: ApiImpl::HostFree). */
 aclError aclrtFreeHost(void *hostPtr) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    if (hostPtr == NULL) {
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "hostPtr is NULL");
-        goto out;
-    }
-    pthread_rwlock_wrlock(&g_mem);
-    uintptr_t u = (uintptr_t)hostPtr;
-    size_t i = upper(&g_hostv, u);
-    rt_alloc *a = i > 0 && g_hostv.v[i - 1]->base == u ? g_hostv.v[i - 1] : NULL;
-    if (a == NULL) {
-        rc = explain_not_base(__func__, "hostPtr", hostPtr, false);
-    } else if (atomic_load(&a->pins) > 0) {
-        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
-                    "hostPtr %p is in use by a pending asynchronous copy; synchronize the "
-                    "stream first", hostPtr);
-    } else {
-        vec_remove(&g_hostv, i - 1);
-        atomic_fetch_sub(&g_n_host, 1);
-        free((void *)a->base);
-        free(a);
-    }
-    pthread_rwlock_unlock(&g_mem);
-out:
-    rt_leave();
-    return rc;
+    return free_allocation(__func__, "hostPtr", hostPtr, false);
 }
 
 /* ---- copies ---------------------------------------------------------------------------- */
@@ -713,9 +689,7 @@ out:
 /* ---- info ------------------------------------------------------------------------------ */
 
 aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free_, size_t *total) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;

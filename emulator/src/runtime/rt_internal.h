@@ -34,6 +34,9 @@
 /* ---- process life (device.c) ---- */
 RT_HIDDEN aclError rt_enter(const char *fn);       /* read lock + initialized, else 100001 */
 RT_HIDDEN void rt_leave(void);
+/* A public call's first step: fault_rc when ACL_EMU_FAIL injects a failure into fn (nothing
+ * taken), else rt_enter(fn). */
+RT_HIDDEN aclError rt_begin(const char *fn, aclError fault_rc);
 RT_HIDDEN int rt_current_device(void);             /* -1 when the thread has none */
 RT_HIDDEN aclError rt_need_device(const char *fn, int *dev); /* 107002 when none */
 RT_HIDDEN int rt_device_count(void);

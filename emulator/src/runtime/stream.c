@@ -243,9 +243,7 @@ void rt_stream_put(rt_stream *s) { rt_obj_put(&s->hdr); }
 /* ---- public: streams ------------------------------------------------------------------- */
 
 aclError aclrtCreateStream(aclrtStream *stream) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -306,9 +304,7 @@ static void unlink_stream(rt_stream *s) { /* g_dev_mu held */
 }
 
 aclError aclrtDestroyStream(aclrtStream stream) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -437,9 +433,7 @@ static void event_free(rt_obj *o) {
 }
 
 aclError aclrtCreateEvent(aclrtEvent *event) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -484,9 +478,7 @@ static aclError get_event(const char *fn, const char *arg, aclrtEvent event, rt_
 }
 
 aclError aclrtDestroyEvent(aclrtEvent event) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -540,9 +532,7 @@ static void record_release(void *arg) {
 }
 
 aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -624,9 +614,7 @@ static aclError event_stamp(const char *fn, const char *arg, rt_event *e, uint64
 }
 
 aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
