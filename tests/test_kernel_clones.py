@@ -10,7 +10,9 @@ F16C conversions, and FMA allowed, so contraction must stay off) and compares ev
 byte of the same calls with the default build's (on an AVX-512 machine: AVX-512 loops and
 conversions): for each dtype and each specialization of the row loop (in-place/gathered
 inputs, direct/converted gradInput, each output subset), and for every dtype mix of input,
-statistics, weight, gradInput and gradWeight/gradBias acl-py accepts. tests/test_conversions.py checks the
+statistics, weight, gradInput and gradWeight/gradBias acl-py accepts. The forward
+(aclnnLayerNorm) likewise: each dtype, full and partial row groups, tail tiles, with and
+without weight/bias, strided input/out, and its dtype mixes of weight, out and mean/rstd. tests/test_conversions.py checks the
 conversion paths themselves on every bit pattern class.
 
 The variant builds take ~15 s each (both run at once) and are kept in tests/.build, rebuilt
@@ -109,11 +111,57 @@ DIGEST = textwrap.dedent("""
     print(json.dumps(out))
 """)
 
+# The forward's cases, run the same way.
+DIGEST_FORWARD = textwrap.dedent("""
+    import hashlib, json
+    import numpy as np
+    from ml_dtypes import bfloat16
+    import acl_py as acl
 
-def _digests(prefix: Path) -> dict:
+    rng = np.random.default_rng(2027)
+    out = {}
+
+    def dev(a, transposed=False):
+        if transposed:
+            return acl.DeviceTensor.from_numpy(np.ascontiguousarray(a.T)).T
+        return acl.DeviceTensor.from_numpy(a)
+
+    def case(name, dt, m, n, weight=True, bias=True, tin=False, ty=False, w_dt=None,
+             y_dt=None, s_dt=np.float32):
+        w_dt, y_dt = w_dt or dt, y_dt or dt
+        x = (rng.standard_normal((m, n)) * 2 + 0.5).astype(dt)
+        w = dev((rng.random(n) + 0.5).astype(w_dt)) if weight else None
+        b = dev(rng.standard_normal(n).astype(w_dt)) if bias else None
+        y = acl.DeviceTensor.zeros((n, m), y_dt).T if ty else acl.DeviceTensor.zeros((m, n), y_dt)
+        outs = (y, acl.DeviceTensor.zeros((m, 1), s_dt), acl.DeviceTensor.zeros((m, 1), s_dt))
+        acl.layer_norm(dev(x, tin), (n,), w, b, 1e-5, out=outs)
+        h = hashlib.sha256()
+        for o in outs:
+            h.update(np.ascontiguousarray(o.to_numpy()).view(np.uint8).tobytes())
+        out[name] = h.hexdigest()
+
+    dtypes = (("fp32", np.float32), ("fp16", np.float16), ("bf16", bfloat16))
+    for dname, dt in dtypes:
+        # partial row groups and tail tiles, a small row, N = 1024 (BF16: the V4 kernel)
+        for m, n in ((70, 1543), (9, 1024), (5, 17)):
+            k = f"{dname}-{m}x{n}"
+            case(k, dt, m, n)
+            case(k + "-no-weight", dt, m, n, weight=False)
+            case(k + "-no-bias", dt, m, n, bias=False)
+            case(k + "-strided-input", dt, m, n, tin=True)
+            case(k + "-strided-out", dt, m, n, ty=True)
+        for wname, wdt in (("same", dt), ("fp32", np.float32)):
+            for yname, ydt in dtypes:
+                case(f"mix-in-{dname}-w-{wname}-out-{yname}-stats-same", dt, 37, 1000,
+                     w_dt=wdt, y_dt=ydt, s_dt=dt)
+    print(json.dumps(out))
+""")
+
+
+def _digests(prefix: Path, script: str = DIGEST) -> dict:
     env = dict(os.environ, ACL_PY_BACKEND="emulator", ACL_PY_EMULATOR_PREFIX=str(prefix),
                ACL_EMU_NUM_THREADS="2")
-    r = subprocess.run([sys.executable, "-c", DIGEST], env=env, capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -147,5 +195,18 @@ def test_clones_and_baseline_give_identical_bits(variant_prefixes):
     assert len(default) == 3 * 3 * 7 + (1 + 4 + 4) * 3 * 3
     for name, prefix in variant_prefixes.items():
         other = _digests(prefix)
+        diff = sorted(k for k in default if other.get(k) != default[k])
+        assert not diff, f"{name} build differs from the default build in: {diff}"
+
+
+@pytest.mark.no_leak_check  # every call runs in a child process
+def test_forward_clones_and_baseline_give_identical_bits(variant_prefixes):
+    backend = _loader.library().backend
+    if backend.name != "emulator":
+        pytest.skip(f"the backend is {backend.name}, not the emulator")
+    default = _digests(Path(backend.root), DIGEST_FORWARD)
+    assert len(default) == 3 * (3 * 5 + 2 * 3)
+    for name, prefix in variant_prefixes.items():
+        other = _digests(prefix, DIGEST_FORWARD)
         diff = sorted(k for k in default if other.get(k) != default[k])
         assert not diff, f"{name} build differs from the default build in: {diff}"

@@ -15,14 +15,18 @@
  *   dtype" for both.
  * - empty: M == 0 does nothing; N == 0 fills meanOut with 0 and rstdOut with NaN.
  *
- * Kernel: rows are independent, so any split of rows over threads gives the same bits. Each
- * row is made float once (in place when FLOAT and contiguous, else converted into a per-chunk
- * row buffer), then: blocked sum -> mean, blocked sum of squared deviations -> variance
- * (two passes: no cancellation of E[x^2] - E[x]^2), rstd = 1 / sqrt(var + eps), and
- * y = (x - mean) * rstd * w + b written in input's dtype. A blocked sum keeps LANES
- * independent float accumulators per TILE (so gcc vectorizes it without -ffast-math, in an
- * order fixed by the source, not the SIMD width) folded into per-row lane totals after each
- * tile: error ~ (TILE / LANES + N / TILE) ulps rather than N.
+ * Kernel: rows are independent, so any split of rows over threads gives the same bits. Rows
+ * go GROUP at a time. Each row is made float once (in place when FLOAT and contiguous, else
+ * converted a tile at a time into a per-chunk row buffer, during the first pass), then:
+ * blocked sum -> mean, blocked sum of squared deviations -> variance (two passes: no
+ * cancellation of E[x^2] - E[x]^2), rstd = 1 / sqrt(var + eps), and y = (x - mean) * rstd *
+ * w + b, made in input's dtype and stored a tile at a time (through an L1 block unless out is
+ * contiguous FLOAT). A blocked sum keeps LANES independent float accumulators per TILE (a
+ * vector: the order is fixed by the source, not the SIMD width) folded into per-row lane
+ * totals after each tile: error ~ (TILE / LANES + N / TILE) ulps rather than N. Each lane's
+ * adds form one dependency chain, so the sums of a group's rows run side by side: summing
+ * one row at a time left the vector unit waiting on the adds' latency (why the half paths
+ * were slower than torch before).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -45,6 +49,7 @@
 #define TILE 512          /* elements per block of the sum; multiple of LANES */
 #define MAX_CHUNKS 16     /* row chunks per run (each has its own row buffers) */
 #define STAT_ROWS 64      /* mean/rstd stored this many rows at a time */
+#define GROUP 4           /* rows whose sums run side by side (see tile_sums) */
 
 /* implMode values (the vendor's op_api) */
 enum { HIGH_PRECISION = 0, HIGH_PERFORMANCE = 1, KEEP_FP16 = 2 };
@@ -71,6 +76,7 @@ typedef struct {
     aclDataType stat_dt;  /* dtype the kernel writes mean/rstd in, before their cast */
     aclemu_ties ties;     /* how the kernel rounds BF16 ties (away on Atlas A2/A3) */
     bool y_round;         /* out is rounded to input's dtype before its store */
+    aclemu_ties y_ties;   /* how out's store breaks BF16 ties */
 } ln_payload;
 
 /* One launch: owns a copy of the payload (a repeatable executor may be destroyed while the
@@ -79,61 +85,72 @@ typedef struct {
     ln_payload p;
     const float *w, *b;   /* weight/bias rows as float; NULL when absent */
     float *wb_buf;        /* weight/bias converted to float, when not usable in place */
-    float *row_buf;       /* nchunks * per_chunk floats of row buffers */
-    int64_t per_chunk;    /* floats of row buffer per chunk */
+    float *row_buf;       /* nchunks * per_chunk floats: input rows as float */
+    int64_t per_chunk;    /* floats of row buffer per chunk (GROUP rows) */
     int64_t nchunks;
     bool x_in_place;      /* input rows read in place (FLOAT, contiguous normalized dims) */
-    bool y_direct;        /* out rows written in place (FLOAT input and out, contiguous) */
+    bool y_direct;        /* out rows written in place (FLOAT, contiguous) */
     void *pins[T_COUNT + 1];
     int npins;
 } ln_task;
 
 /* ---- the row kernel ------------------------------------------------------------------------- */
 
-/* tot[l] += blocked lane sums of a[i] (sq: of (a[i] - mean)^2) over i < n. */
-INLINE void lane_sums(const float *restrict a, int64_t n, float mean, float *restrict tot,
-                      const bool sq)
+/* LANES floats: one AVX-512 register, two AVX2 ones, four SSE/NEON ones. Per-lane IEEE
+ * operations (no contraction: -std=c11), so every clone computes the same bits. */
+typedef float lanes_v __attribute__((vector_size(LANES * sizeof(float))));
+typedef float lanes_u __attribute__((vector_size(LANES * sizeof(float)), aligned(4), may_alias));
+/* (vectors are neither passed nor returned by value: that would change the ABI per clone) */
+#define LOAD_LANES(p) (*(const lanes_u *)(const void *)(p))
+
+/* tot[r][l] += the lane sums of a[r][i] (sq: of (a[r][i] - mean[r])^2) over the tile
+ * [c, e), for R rows at once: LANES accumulators per row, folded into the row's lane totals
+ * at the tile's end. Each lane of each row is one serial chain of adds (its order is what
+ * fixes the bits), 4 cycles per add: R rows side by side give R independent chains. */
+INLINE void tile_sums(const float *const *a, int64_t c, int64_t e, const float *mean,
+                      lanes_v *tot, const int R, const bool sq)
 {
-    for (int64_t c = 0; c < n; c += TILE) {
-        const int64_t e = n - c < TILE ? n : c + TILE;
-        float acc[LANES] = {0};
-        int64_t i = c;
-        for (; i + LANES <= e; i += LANES) {
-            for (int l = 0; l < LANES; l++) {
-                float v = a[i + l];
-                if (sq) {
-                    v -= mean;
-                    v *= v;
-                }
-                acc[l] += v;
-            }
-        }
-        for (int l = 0; i + l < e; l++) {
-            float v = a[i + l];
+    lanes_v acc[GROUP];
+    for (int r = 0; r < R; r++)
+        acc[r] = (lanes_v){0};
+    int64_t i = c;
+    for (; i + LANES <= e; i += LANES) {
+        for (int r = 0; r < R; r++) {
+            lanes_v v = LOAD_LANES(a[r] + i);
             if (sq) {
-                v -= mean;
+                v -= mean[r];
                 v *= v;
             }
-            acc[l] += v;
+            acc[r] += v;
         }
-        for (int l = 0; l < LANES; l++)
-            tot[l] += acc[l];
+    }
+    for (int r = 0; r < R; r++) {
+        for (int l = 0; i + l < e; l++) { /* a row's last tile: its tail continues the lanes */
+            float v = a[r][i + l];
+            if (sq) {
+                v -= mean[r];
+                v *= v;
+            }
+            acc[r][l] += v;
+        }
+        tot[r] += acc[r];
     }
 }
 
 /* Fixed pairwise tree over the lanes. */
-INLINE float lane_total(float *a)
+INLINE float lane_total(const lanes_v *v)
 {
+    float a[LANES];
+    memcpy(a, v, sizeof a);
     for (int s = LANES / 2; s > 0; s /= 2)
         for (int l = 0; l < s; l++)
             a[l] += a[l + s];
     return a[0];
 }
 
-/* y[i] = (x[i] - mean) * rstd * w[i] + b[i]. y may be x (an in-place call): element i reads
- * only x[i] before writing y[i]. */
-INLINE void normalize(const float *x, int64_t n, float mean, float rstd,
-                      const float *restrict w, const float *restrict b, float *y,
+/* y[i] = (x[i] - mean) * rstd * w[i] + b[i]. */
+INLINE void normalize(const float *restrict x, int64_t n, float mean, float rstd,
+                      const float *restrict w, const float *restrict b, float *restrict y,
                       const bool hw, const bool hb)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -146,59 +163,75 @@ INLINE void normalize(const float *x, int64_t n, float mean, float rstd,
     }
 }
 
+/* Rows [m, m + R): statistics into mean[r]/rstd[r], out rows written. xbuf: R rows of
+ * scratch for inputs not read in place. */
+INLINE void group_rows(const ln_task *T, int64_t m, float *xbuf, float *mean, float *rstd,
+                       const int R, const bool hw, const bool hb)
+{
+    const ln_payload *P = &T->p;
+    const tdesc *x = &P->t[T_X], *y = &P->t[T_Y];
+    const int64_t N = P->N;
+    /* input rows: FLOAT ones in place, others converted once into xbuf, a tile at a time
+     * in the first pass (summed while the tile is in L1), reread by the other two */
+    const float *xr[GROUP];
+    for (int r = 0; r < R; r++)
+        xr[r] = T->x_in_place ? (const float *)(const void *)row_base(x, m + r) : xbuf + r * N;
+    lanes_v tot[GROUP];
+    for (int r = 0; r < R; r++)
+        tot[r] = (lanes_v){0};
+    for (int64_t c = 0; c < N; c += TILE) {
+        const int64_t e = N - c < TILE ? N : c + TILE;
+        if (!T->x_in_place)
+            for (int r = 0; r < R; r++)
+                get_tile(row_base(x, m + r), x->dtype, &x->inner, c, e - c, xbuf + r * N + c);
+        tile_sums(xr, c, e, NULL, tot, R, false);
+    }
+    for (int r = 0; r < R; r++) {
+        mean[r] = lane_total(&tot[r]) / (float)N;
+        tot[r] = (lanes_v){0};
+    }
+    for (int64_t c = 0; c < N; c += TILE)
+        tile_sums(xr, c, N - c < TILE ? N : c + TILE, mean, tot, R, true);
+    for (int r = 0; r < R; r++)
+        rstd[r] = 1.0f / sqrtf(lane_total(&tot[r]) / (float)N + P->eps);
+    /* out in tiles through an L1 block, unless written in place */
+    float yblk[TILE];
+    for (int r = 0; r < R; r++) {
+        char *ry = row_base(y, m + r);
+        for (int64_t c = 0; c < N; c += TILE) {
+            const int64_t n = N - c < TILE ? N - c : TILE;
+            float *yt = T->y_direct ? (float *)(void *)ry + c : yblk;
+            normalize(xr[r] + c, n, mean[r], rstd[r], hw ? T->w + c : NULL,
+                      hb ? T->b + c : NULL, yt, hw, hb);
+            if (P->y_round) /* computed in input's dtype, then cast */
+                aclemu_round_floats(x->dtype, P->ties, yt, n);
+            if (!T->y_direct)
+                put_tile(ry, y->dtype, P->y_ties, &y->inner, c, n, yt);
+        }
+    }
+}
+
 INLINE void rows_impl(const ln_task *T, int64_t chunk, int64_t begin, int64_t end,
                       const bool hw, const bool hb)
 {
     const ln_payload *P = &T->p;
-    const tdesc *x = &P->t[T_X], *y = &P->t[T_Y];
     const tdesc *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
-    const int64_t N = P->N;
-    /* this chunk's row buffers (see ln_launch): [input row unless in place][out row unless
-     * direct] */
     float *xbuf = T->row_buf ? T->row_buf + chunk * T->per_chunk : NULL;
-    float *ybuf = T->x_in_place ? xbuf : xbuf + N;
-    float smean[STAT_ROWS], srstd[STAT_ROWS];
-    int64_t s0 = begin;
-    for (int64_t m = begin; m < end; m++) {
-        const char *rx = row_base(x, m);
-        const float *xr;
-        if (T->x_in_place) {
-            xr = (const float *)(const void *)rx;
-        } else {
-            xr = get_tile(rx, x->dtype, &x->inner, 0, N, xbuf);
+    float smean[STAT_ROWS], srstd[STAT_ROWS]; /* STAT_ROWS is a multiple of GROUP */
+    for (int64_t s0 = begin; s0 < end; s0 += STAT_ROWS) {
+        const int64_t cnt = end - s0 < STAT_ROWS ? end - s0 : STAT_ROWS;
+        int64_t j = 0;
+        for (; j + GROUP <= cnt; j += GROUP)
+            group_rows(T, s0 + j, xbuf, smean + j, srstd + j, GROUP, hw, hb);
+        for (; j < cnt; j++)
+            group_rows(T, s0 + j, xbuf, smean + j, srstd + j, 1, hw, hb);
+        if (mo->present) {
+            aclemu_round_floats(P->stat_dt, P->ties, smean, cnt);
+            put_tile(view_base(mo), mo->dtype, ACLEMU_TIES_EVEN, &mo->inner, s0, cnt, smean);
         }
-        float tot[LANES] = {0};
-        lane_sums(xr, N, 0.0f, tot, false);
-        const float mean = lane_total(tot) / (float)N;
-        float tsq[LANES] = {0};
-        lane_sums(xr, N, mean, tsq, true);
-        const float var = lane_total(tsq) / (float)N;
-        const float rstd = 1.0f / sqrtf(var + P->eps);
-        char *ry = row_base(y, m);
-        if (T->y_direct) {
-            normalize(xr, N, mean, rstd, T->w, T->b, (float *)(void *)ry, hw, hb);
-        } else {
-            normalize(xr, N, mean, rstd, T->w, T->b, ybuf, hw, hb);
-            if (P->y_round) /* computed in input's dtype, then cast */
-                aclemu_round_floats(x->dtype, P->ties, ybuf, N);
-            put_tile(ry, y->dtype, ACLEMU_TIES_EVEN, &y->inner, 0, N, ybuf);
-        }
-        const int64_t j = m - s0;
-        smean[j] = mean;
-        srstd[j] = rstd;
-        if (j + 1 == STAT_ROWS || m + 1 == end) {
-            const int64_t cnt = j + 1;
-            if (mo->present) {
-                aclemu_round_floats(P->stat_dt, P->ties, smean, cnt);
-                put_tile(view_base(mo), mo->dtype, ACLEMU_TIES_EVEN, &mo->inner, s0, cnt,
-                         smean);
-            }
-            if (ro->present) {
-                aclemu_round_floats(P->stat_dt, P->ties, srstd, cnt);
-                put_tile(view_base(ro), ro->dtype, ACLEMU_TIES_EVEN, &ro->inner, s0, cnt,
-                         srstd);
-            }
-            s0 = m + 1;
+        if (ro->present) {
+            aclemu_round_floats(P->stat_dt, P->ties, srstd, cnt);
+            put_tile(view_base(ro), ro->dtype, ACLEMU_TIES_EVEN, &ro->inner, s0, cnt, srstd);
         }
     }
 }
@@ -290,10 +323,12 @@ static aclnnStatus ln_launch(void *payload, void *workspace, uint64_t workspace_
     const int64_t M = P->M, N = P->N;
     if (M > 0 && N > 0) {
         T->x_in_place = x->dtype == ACL_FLOAT && lay_unit(&x->inner);
-        T->y_direct = T->x_in_place && y->dtype == ACL_FLOAT && lay_unit(&y->inner);
-        /* per chunk: the input row (unless read in place) and the out row (unless direct) */
-        T->per_chunk = (T->x_in_place ? 0 : N) + (T->y_direct ? 0 : N);
+        T->y_direct = y->dtype == ACL_FLOAT && lay_unit(&y->inner);
         T->nchunks = M < MAX_CHUNKS ? M : MAX_CHUNKS;
+        /* per chunk: a group of input rows as float (no more rows than the chunk has),
+         * unless read in place */
+        const int64_t chunk_rows = (M + T->nchunks - 1) / T->nchunks;
+        T->per_chunk = T->x_in_place ? 0 : (chunk_rows < GROUP ? chunk_rows : GROUP) * N;
         bool wb = needs_buffer(&P->t[T_W]) || needs_buffer(&P->t[T_B]);
         if (T->per_chunk > 0)
             T->row_buf = malloc((size_t)(T->nchunks * T->per_chunk) * sizeof(float));
@@ -548,7 +583,9 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
      * layer_norm_v4_align.h, _single_read.h, _transpose.h), CAST_RINT on Ascend 950
      * (arch35/layer_norm_v4_regbase_common.h) */
     P->ties = arch == DAV_2201 ? ACLEMU_TIES_AWAY : ACLEMU_TIES_EVEN;
-    P->y_round = out->dtype != in_dt || (in_dt == ACL_BF16 && P->ties == ACLEMU_TIES_AWAY);
+    /* out = input's dtype: one rounding, the kernel's; else the kernel's, then the cast */
+    P->y_round = out->dtype != in_dt && in_dt != ACL_FLOAT;
+    P->y_ties = out->dtype == in_dt ? P->ties : ACLEMU_TIES_EVEN;
     aclOpExecutor *ex = aclemu_executor_new(ops, P, 0); /* owns P from here */
     if (!ex)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", call);

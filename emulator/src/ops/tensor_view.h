@@ -177,6 +177,11 @@ static inline char *row_base(const tdesc *d, int64_t m)
             BODY;                                                                           \
             break;                                                                          \
         }                                                                                   \
+        if (L_->nd == 1) { /* one run (the usual case): no division */                      \
+            int64_t off = (c0) * L_->strides[0], stride = L_->strides[0], run = (cnt), k = 0; \
+            BODY;                                                                           \
+            break;                                                                          \
+        }                                                                                   \
         int last_ = L_->nd - 1;                                                             \
         int64_t idx_[TV_MAX_RANK];                                                          \
         int64_t rest_ = (c0);                                                               \
