@@ -1,10 +1,12 @@
 """Opt-in: the vendor's own operator examples build UNCHANGED against the emulator's prefix
 with the vendor's command line (its scripts/build_example.sh: the install's include/ and
 lib64/, the operator library plus -lascendcl -lnnopbase) and print what they print on a
-device. The files are read from a vendor checkout, never copied into this repository:
+device. The files are read from vendor checkouts, never copied into this repository. One
+variable for every opt-in vendor test (see tests/test_vendor_headers.py):
 
-    ACL_PY_VENDOR_OPS_MATH=/path/to/ops-math   hicann/ops-math: math/add/examples (aclnnAdd)
-    ACL_PY_VENDOR_OPS_NN=/path/to/ops-nn       hicann/ops-nn: norm/layer_norm_v4/examples
+    ACL_PY_VENDOR_SOURCES=/path/to/dir   with ops-math/ (hicann/ops-math: math/add/examples,
+                                         aclnnAdd) and ops-nn/ (hicann/ops-nn:
+                                         norm/layer_norm_v4/examples)
 """
 from __future__ import annotations
 
@@ -17,17 +19,27 @@ import pytest
 
 from acl_py import _loader
 
-OPS_MATH = os.environ.get("ACL_PY_VENDOR_OPS_MATH")
-OPS_NN = os.environ.get("ACL_PY_VENDOR_OPS_NN")
+VARIABLE = "ACL_PY_VENDOR_SOURCES"
+VENDOR = os.environ.get(VARIABLE)
+
+
+def _checkout(name):
+    """<ACL_PY_VENDOR_SOURCES>/<name> when the variable is set (a missing one fails the test
+    that needs it, naming the path: a typo must not pass as a skip)."""
+    return os.path.join(VENDOR, name) if VENDOR else None
+
+
+OPS_MATH = _checkout("ops-math")
+OPS_NN = _checkout("ops-nn")
 BUILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".build")
 
 
-def build_and_run(checkout, variable, relpath, libraries):
+def build_and_run(checkout, relpath, libraries):
     """Builds checkout/relpath against the emulator prefix, runs it; returns its stdout."""
     source = os.path.join(checkout, relpath)
     if not os.path.exists(source):
-        pytest.fail(f"{source} does not exist: {variable}={checkout!r} is not the right "
-                    f"checkout")
+        pytest.fail(f"{source} does not exist: {VARIABLE}={VENDOR!r} does not hold the "
+                    f"{os.path.basename(checkout)} checkout")
     gxx = shutil.which("g++")
     if gxx is None:
         pytest.skip("g++ is not installed")
@@ -51,12 +63,13 @@ ADD_RESULTS = ["1.200000", "2.200000", "3.200000", "5.400000", "6.400000", "7.40
                "9.600000", "10.600000"]
 
 
-@pytest.mark.skipif(not OPS_MATH, reason="set ACL_PY_VENDOR_OPS_MATH to a hicann/ops-math "
-                    "checkout to build its aclnnAdd examples against the emulator")
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-math checkout (ops-math/) to build its aclnnAdd examples "
+                    "against the emulator")
 @pytest.mark.parametrize("example", ["test_aclnn_add.cpp", "test_aclnn_inplace_add.cpp"])
 def test_vendor_add_example(example):
-    out = build_and_run(OPS_MATH, "ACL_PY_VENDOR_OPS_MATH",
-                        os.path.join("math", "add", "examples", example), ["opapi_math"])
+    out = build_and_run(OPS_MATH, os.path.join("math", "add", "examples", example),
+                        ["opapi_math"])
     printed = [line.split("is: ")[1] for line in out.splitlines() if "is: " in line]
     assert printed == ADD_RESULTS, out
 
@@ -73,28 +86,29 @@ def layer_norm_example_output() -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.skipif(not OPS_NN, reason="set ACL_PY_VENDOR_OPS_NN to a hicann/ops-nn checkout "
-                    "to build its aclnnLayerNorm examples against the emulator")
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnLayerNorm examples "
+                    "against the emulator")
 @pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
 @pytest.mark.parametrize("example", ["test_aclnn_layer_norm_v4.cpp",
                                      "test_aclnn_layer_norm_with_impl_mode.cpp"])
 def test_vendor_layer_norm_example(example, library):
-    out = build_and_run(OPS_NN, "ACL_PY_VENDOR_OPS_NN",
-                        os.path.join("norm", "layer_norm_v4", "examples", example), [library])
+    out = build_and_run(OPS_NN, os.path.join("norm", "layer_norm_v4", "examples", example),
+                        [library])
     assert out == layer_norm_example_output()
 
 
-@pytest.mark.skipif(not OPS_MATH, reason="set ACL_PY_VENDOR_OPS_MATH (and ACL_PY_VENDOR_OPS_NN) "
-                    "to vendor checkouts to read their operator headers")
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-math and ops-nn checkouts to read their operator headers")
 def test_every_vendor_operator_header_is_understood(tmp_path):
-    """acl_py.aclnn reads every operator header of the checkout(s) (ACL_PY_VENDOR_OPS_MATH,
-    and ACL_PY_VENDOR_OPS_NN when set): each two-phase pair is found, its prototypes parse,
+    """acl_py.aclnn reads every operator header of the ops-math and ops-nn checkouts: each two-phase pair is found, its prototypes parse,
     every parameter type has a converter and both become cffi function pointer types."""
     from acl_py.aclnn import _convert
     from acl_py.aclnn._catalog import Catalog, function_pointer
     include = tmp_path / "include" / "aclnnop"
     include.mkdir(parents=True)
-    for checkout in filter(None, (OPS_MATH, OPS_NN)):
+    for checkout in (OPS_MATH, OPS_NN):
+        assert os.path.isdir(checkout), f"{VARIABLE}={VENDOR!r} has no {checkout}"
         for root, _dirs, files in os.walk(checkout):
             if os.path.basename(root) != "op_api":
                 continue
