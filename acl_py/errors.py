@@ -34,10 +34,11 @@ CreateFailedError               a create function (aclCreateTensor, ...) returne
 
 Codes not in the table raise a plain :class:`AclError` named ``UNKNOWN``.
 
-Mistakes caught in Python before any C call are not ``AclError``\\ s: they are
-:class:`AclArgumentError` (a ``ValueError``) or :class:`AclTypeError` (a ``TypeError``), naming
-the argument. Using an object after ``close()`` raises :class:`ClosedError` (a ``ValueError``,
-like I/O on a closed file).
+Mistakes caught in Python are not ``AclError``\\ s: they are :class:`AclArgumentError` (a
+``ValueError``) or :class:`AclTypeError` (a ``TypeError``), naming the argument; when an
+operator's phase one refused first, they carry its ``code``, ``call`` and ``message`` too.
+Using an object after ``close()`` raises :class:`ClosedError` (a ``ValueError``, like I/O on a
+closed file).
 """
 from __future__ import annotations
 
@@ -131,18 +132,49 @@ class CreateFailedError(AclError):
     NULL; ``code`` is None and ``message`` says why."""
 
 
-# ---- Python-boundary errors (raised before any C call) ----------------------------------
+# ---- Python-boundary errors (naming the argument) ---------------------------------------
 
 class AclArgumentError(ValueError):
-    """A bad argument detected in Python before any C call. ``argument`` names it."""
+    """A bad argument, named by ``argument``: detected in Python before any C call, or by
+    the Python checks an operator runs after its library refused the call. In that case
+    ``code``, ``call`` and ``message`` are the refusal's (status code, C function,
+    ``aclGetRecentErrMsg()`` text, also in the exception text) and the refusal, a
+    :class:`OperatorParameterError`, is its ``__cause__``; otherwise ``code`` is None."""
+
+    code: int | None = None
+    call: str = ""
+    message: str = ""
 
     def __init__(self, argument: str | None, problem: str) -> None:
         self.argument = argument
         self.problem = problem
         super().__init__(f"{argument}: {problem}" if argument else problem)
 
+    def refused(self, error: BaseException) -> None:
+        """Attaches the status of ``error`` (an AclError: the library's refusal)."""
+        if isinstance(error, AclError) and error.code is not None:
+            self.code = error.code
+            self.call = error.call
+            self.message = error.message
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.code is None:
+            return text
+        status = f"{self.call} returned {code_name(self.code)} ({self.code})"
+        return f"{text} [{status}: {self.message}]" if self.message else f"{text} [{status}]"
+
     def __reduce__(self):
-        return (type(self), (self.argument, self.problem))
+        return (_rebuild_argument, (type(self), self.argument, self.problem, self.code,
+                                    self.call, self.message))
+
+
+def _rebuild_argument(cls: type[AclArgumentError], argument: str | None, problem: str,
+                      code: int | None, call: str, message: str) -> AclArgumentError:
+    e = cls(argument, problem)
+    if code is not None:
+        e.code, e.call, e.message = code, call, message
+    return e
 
 
 class AclTypeError(AclArgumentError, TypeError):

@@ -593,3 +593,81 @@ def test_python_checks_make_no_c_call(emulator):
     with pytest.raises(AclArgumentError):
         acl_py.layer_norm_backward(**dict(case, normalized_shape=(3,)))
     assert [k for k in emulator.call_counts() if not k.startswith("aclemu")] == []
+
+
+# ---- DeviceTensor calls: the library checks, Python names -----------------------------------
+
+def _refused_case(rule):
+    """Device arguments breaking one rule of the operator (phase one's to check)."""
+    case = make_case((2, 3, 4), 1, F32)
+    e = acl_py.DeviceTensor.empty
+    change, name, cls = {
+        "dtype": (dict(mean=case["mean"].astype(F16)), "mean", AclTypeError),
+        "like": (dict(grad_out=case["grad_out"].astype(F16)), "grad_out", AclTypeError),
+        "trailing": (dict(normalized_shape=(5,)), "normalized_shape", AclArgumentError),
+        "weight": (dict(weight=np.ones(5, F32)), "weight", AclArgumentError),
+        "out-shape": (dict(out=(e((2, 13)), None, None)), "out[0]", AclArgumentError),
+        "out-dtype": (dict(out=(None, e(4, np.int32), None)), "out[1]", AclTypeError),
+    }[rule]
+    out = change.pop("out", None)
+    return to_device(dict(case, **change)), out, name, cls
+
+
+@pytest.mark.parametrize("rule", ["dtype", "like", "trailing", "weight", "out-shape",
+                                  "out-dtype"])
+def test_device_call_names_the_argument_phase_one_refused(emulator, rule):
+    """On DeviceTensors the operator's rules are checked once, by phase one; when it refuses,
+    the Python checks name the argument, and the error carries the refusal's status code and
+    message (its cause)."""
+    d, out, name, cls = _refused_case(rule)
+    mem = acl_py.get_pool().used_bytes()
+    emulator.reset_call_counts()
+    with pytest.raises(cls) as ei:
+        acl_py.layer_norm_backward(**d, out=out)
+    e = ei.value
+    assert e.argument.startswith(name), e
+    assert e.code == 161002 and e.call == "aclnnLayerNormBackwardGetWorkspaceSize", e
+    assert e.message and e.message in str(e) and "161002" in str(e)
+    assert isinstance(e.__cause__, OperatorInvalidParameterError)
+    assert e.__cause__.message == e.message
+    counts = emulator.call_counts()
+    assert counts.get("aclnnLayerNormBackwardGetWorkspaceSize") == 1
+    assert "aclnnLayerNormBackward" not in counts                 # nothing launched
+    assert acl_py.get_pool().used_bytes() == mem                  # new outputs given back
+    # The same arguments as NumPy arrays: refused in Python before any C call, no status.
+    if out is None:
+        with pytest.raises(cls) as ei:
+            acl_py.layer_norm_backward(**{k: host(v) for k, v in d.items()})
+        assert ei.value.argument.startswith(name) and ei.value.code is None
+    for t in [*d.values(), *(out or ())]:
+        if isinstance(t, acl_py.DeviceTensor):
+            t.close()
+
+
+def test_device_call_error_pickles_with_its_status():
+    import pickle
+    d, out, name, cls = _refused_case("dtype")
+    with pytest.raises(cls) as ei:
+        acl_py.layer_norm_backward(**d)
+    e = pickle.loads(pickle.dumps(ei.value))
+    assert type(e) is cls and e.argument == name and e.code == 161002
+    assert str(e) == str(ei.value)
+
+
+def test_device_call_checks_what_only_python_can(emulator):
+    """Kinds, conversions, closed tensors: refused before any C call on the device path."""
+    case = make_case((2, 4), 1, F32)
+    d = to_device(case)
+    emulator.reset_call_counts()
+    for change, name in [(dict(mean=case["mean"]), "mean"),
+                         (dict(normalized_shape=(4.0,)), "normalized_shape[0]"),
+                         (dict(output_mask=(1, 1, 1)), "output_mask[0]"),
+                         (dict(output_mask=(True, True)), "output_mask")]:
+        with pytest.raises(AclArgumentError) as ei:
+            acl_py.layer_norm_backward(**dict(d, **change))
+        assert ei.value.argument == name and ei.value.code is None
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.layer_norm_backward(**d, out=(np.empty((2, 4), F32), None, None))
+    assert ei.value.argument.startswith("out[0]")
+    assert [k for k in emulator.call_counts() if not k.startswith("acl")] == []
+    assert "aclnnLayerNormBackwardGetWorkspaceSize" not in emulator.call_counts()

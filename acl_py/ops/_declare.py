@@ -22,10 +22,16 @@ the argument. Everything else is generic:
 
 * :meth:`Declared.call`: NumPy arrays in, NumPy arrays out (staged through the device and
   synchronized), or DeviceTensors in, DeviceTensors out (queued on the stream); ``out=``
-  (entries ``None`` are allocated, entries of unrequested outputs ignored); the checks above,
-  made before any C call, raising :class:`~acl_py.AclTypeError` / ``AclArgumentError`` naming
-  the Python argument; limits that are the operator's own are left to phase one, whose
-  failures surface as its typed error (``acl_py.errors``);
+  (entries ``None`` are allocated, entries of unrequested outputs ignored). The checks above
+  raise :class:`~acl_py.AclTypeError` / ``AclArgumentError`` naming the Python argument.
+  A NumPy call makes them all before any C call (before copying anything to the device).
+  A DeviceTensor call checks before any C call only what the library cannot: argument kinds
+  and conversions, closed tensors, one device; the operator's rules (dtypes, shapes) are
+  checked once, by phase one, with the vendor's rules, and only when phase one refuses do the
+  Python checks run to name the argument: the error then also carries phase one's status
+  ``code``, ``call`` and ``message`` (``aclGetRecentErrMsg()``), and the refusal is its
+  cause. A refusal the Python checks cannot explain (limits that are the operator's own)
+  surfaces as phase one's typed error (``acl_py.errors``);
 * :class:`Plan`: phase one once with a repeatable executor, then ``run(stream)``;
 * ``reference`` / ``error_scale`` (float64, :mod:`acl_py.reference`) and
   :meth:`Declared.check_result` to judge outputs against them.
@@ -40,6 +46,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from collections import namedtuple
 from typing import Callable
 
 import numpy as np
@@ -48,7 +55,8 @@ from .. import device as _device
 from .. import dtypes as _dt
 from .. import runtime as _rt
 from .. import stream as _stream
-from ..errors import AclArgumentError, AclTypeError
+from .._ffi import ffi
+from ..errors import AclArgumentError, AclError, AclTypeError, OperatorParameterError
 from ..tensor import BoolArray, DeviceTensor, IntArray, as_dim
 from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
 
@@ -130,6 +138,7 @@ def double(c_name, *, name=None, default=REQUIRED):
 
 _NAMED = {}   # dtype name -> np.dtype (bfloat16 from ml_dtypes, loaded on first use)
 _F32 = np.dtype(np.float32)
+_NULL = ffi.NULL
 
 
 def _np_dtype(name):
@@ -163,19 +172,21 @@ _cache_lock = threading.Lock()
 
 
 def _cached_array(cls, values):
+    """``(array, handle, session)`` of the shared ``cls(values)`` (checked values)."""
     key = (cls, values)
-    a = _arrays.get(key)
-    if a is not None and not a.closed:
-        return a
+    e = _arrays.get(key)
+    if e is not None and e[2] == _rt.gen:
+        return e
     with _cache_lock:
-        a = _arrays.get(key)
-        if a is None or a.closed:   # closed: acl_py.finalize() released it
+        e = _arrays.get(key)
+        if e is None or e[2] != _rt.gen:   # another session: acl_py.finalize() released it
             while len(_arrays) >= _CACHE_MAX:
                 # Dropped, never closed: another thread may be passing this very array to
                 # phase one right now. Its releaser destroys it when the last holder lets go.
                 del _arrays[next(iter(_arrays))]
-            a = _arrays[key] = cls(values)
-        return a
+            a = cls(values)
+            e = _arrays[key] = (a, a.handle, _rt.gen)
+        return e
 
 
 def clear_caches():
@@ -254,13 +265,21 @@ def _double(v, name):
 class Bound:
     """The arguments of one call by Python name, converted (``a.normalized_shape`` is a tuple
     of ints, ``a.eps`` a float), as attributes (``a.input``) or items (``a["input"]``); what
-    ``check``, ``shape``, ``dtype`` and ``when`` read."""
+    ``check``, ``shape``, ``dtype`` and ``when`` read. Each declared operator has its own
+    subclass, a named tuple of its inputs (:func:`_bound_type`): made in one step per call."""
+
+    __slots__ = ()
+    _fields: tuple
 
     def __getitem__(self, name):
-        return self.__dict__[name]
+        return getattr(self, name)
 
     def keys(self):
-        return self.__dict__.keys()
+        return self._fields
+
+
+def _bound_type(names):
+    return type("Bound", (Bound, namedtuple("Bound", names)), {"__slots__": ()})
 
 
 def _kind_name(kind):
@@ -276,7 +295,8 @@ class Declared(Operator):
     them. ``inputs`` / ``outputs``: the Python-side parameters and the outputs, in order."""
 
     __slots__ = ("args", "inputs", "outputs", "check", "reference", "error_scale",
-                 "smoke_cases", "_first", "_first_index", "_dtype_order", "_out_names")
+                 "smoke_cases", "_first", "_first_index", "_dtype_order", "_out_names",
+                 "_c_order", "_bound", "_in_steps")
 
     def __init__(self, name, args, *, check=None, reference=None, error_scale=None,
                  smoke_cases=()):
@@ -298,6 +318,13 @@ class Declared(Operator):
         self._dtype_order = tuple([a for a in typed if a.like is None] +
                                   [a for a in typed if a.like is not None])
         self._out_names = tuple(f"out[{k}] ({o.py})" for k, o in enumerate(self.outputs))
+        # Phase one's order as indexes into (inputs' C values + outputs'), None when the
+        # outputs come last (the usual layout: no reordering per call).
+        where = {id(a): i for i, a in enumerate(self.inputs + self.outputs)}
+        order = tuple(where[id(a)] for a in self.args)
+        self._c_order = None if order == tuple(range(len(order))) else order
+        self._bound = _bound_type([a.py for a in self.inputs])
+        self._in_steps = tuple(enumerate(self.inputs))
 
     def __repr__(self):
         return f"<acl_py.ops.Declared {self.name}>"
@@ -307,10 +334,8 @@ class Declared(Operator):
     def bind(self, values, kind):
         """Checks the Python inputs (in declaration order) and returns them as a
         :class:`Bound`: kinds, conversions, dtypes, then the operator's ``check``."""
-        a = Bound()
-        d = a.__dict__
-        first = self._first
-        for arg, v in zip(self.inputs, values):
+        py = list(values)
+        for i, (arg, v) in enumerate(zip(self.inputs, values)):
             name = arg.py
             if v is REQUIRED:
                 raise AclTypeError(name, f"{self.name}: missing argument")
@@ -318,28 +343,34 @@ class Declared(Operator):
             if k is TENSOR:
                 if v is None:
                     if not arg.optional:
-                        raise AclTypeError(name, f"expected {_kind_name(kind)}, got None")
+                        raise self._kind_error(arg, v, kind)
                 elif type(v) is not kind and not isinstance(v, kind):
-                    if arg is first:
-                        raise AclTypeError(name, f"expected a numpy.ndarray or an "
-                                           f"acl_py.DeviceTensor, got {type(v).__name__}")
-                    raise AclTypeError(name, f"expected {'None or ' if arg.optional else ''}"
-                                       f"{_kind_name(kind)} (like {first.py}), got "
-                                       f"{type(v).__name__}")
+                    raise self._kind_error(arg, v, kind)
             elif k is INT_ARRAY:
                 v = _int_values(v, name)
             elif k is BOOL_ARRAY:
                 v = _bool_values(v, arg)
             else:
                 v = _double(v, name)
-            d[name] = v
+            py[i] = v
+        a = self._bound(*py)
         for arg in self._dtype_order:
-            t = d[arg.py]
+            t = a[arg.py]
             if t is not None:
                 self._check_dtype(arg, t.dtype, a)
         if self.check is not None:
             self.check(a)
         return a
+
+    def _kind_error(self, arg, v, kind):
+        if v is None:
+            return AclTypeError(arg.py, f"expected {_kind_name(kind)}, got None")
+        if arg is self._first:
+            return AclTypeError(arg.py, f"expected a numpy.ndarray or an acl_py.DeviceTensor, "
+                                f"got {type(v).__name__}")
+        return AclTypeError(arg.py, f"expected {'None or ' if arg.optional else ''}"
+                            f"{_kind_name(kind)} (like {self._first.py}), got "
+                            f"{type(v).__name__}")
 
     def _check_dtype(self, arg, dt, a):
         allowed = arg.dtypes
@@ -410,22 +441,20 @@ class Declared(Operator):
     def _requested(self, a):
         return tuple(o.when is None or o.when(a) for o in self.outputs)
 
-    def _c_args(self, a, tensors, outs, own_arrays=False):
-        """The phase-one arguments in declaration order: ``tensors`` maps input names to the
-        device tensors to pass, ``outs`` the outputs (None: NULL). Arrays from the shared
-        cache, or (``own_arrays``, for a plan's executor, which keeps them) new ones."""
+    def _c_args(self, a, outs):
+        """A plan's phase-one arguments in declaration order, over checked arguments ``a``
+        and outputs ``outs`` (None: NULL): its own argument arrays, which its executor keeps
+        for its whole life."""
         args = []
         k = 0
         for arg in self.args:
             if arg.role is OUT:
                 args.append(outs[k])
                 k += 1
-            elif arg.kind is TENSOR:
-                args.append(tensors[arg.py])
-            elif arg.kind is INT_ARRAY or arg.kind is BOOL_ARRAY:
-                cls = IntArray if arg.kind is INT_ARRAY else BoolArray
-                v = a[arg.py]
-                args.append(cls(v) if own_arrays else _cached_array(cls, v))
+            elif arg.kind is INT_ARRAY:
+                args.append(IntArray(a[arg.py]))
+            elif arg.kind is BOOL_ARRAY:
+                args.append(BoolArray(a[arg.py]))
             else:
                 args.append(a[arg.py])
         return tuple(args)
@@ -448,21 +477,151 @@ class Declared(Operator):
         the Python inputs in declaration order. Returns the outputs (None where not
         requested)."""
         first = values[self._first_index]
-        if isinstance(first, DeviceTensor):
-            a = self.bind(values, DeviceTensor)
-            outs = self._check_out(out, a, DeviceTensor) if out is not None else None
+        if type(first) is DeviceTensor or isinstance(first, DeviceTensor):
             dev = first.allocation.device
-            self._check_device(a, outs or (), dev)
-            sst = _stream.state_for(stream, dev)
-            outs = self._device_outputs(a, outs, dev, sst)
-            self.launch(self._c_args(a, a, outs), device=dev, stream=stream)
-            return outs
+            return self._run(values, out, dev, _stream.state_for(stream, dev))
         if isinstance(first, np.ndarray):
             return self._host_call(values, out, stream)
-        raise AclTypeError(self._first.py, f"expected a numpy.ndarray or an "
-                           f"acl_py.DeviceTensor, got {type(first).__name__}")
+        raise self._kind_error(self._first, first, DeviceTensor)
+
+    def _run(self, values, out, dev, sst):
+        """Converts the DeviceTensor call's arguments and launches it on ``sst``; returns the
+        outputs. What only Python can check is checked here: kinds, conversions, closed
+        tensors, one device. The operator's rules (dtypes, shapes) are phase one's; when it
+        refuses, :meth:`_diagnose` runs the Python checks to name the argument."""
+        py = list(values)       # the Bound's values, conversions stored below
+        cvals = list(values)    # becomes phase one's C values, declaration order
+        allocs = []             # the memory the launch uses
+        held = []               # cached argument arrays, held until phase one has read them
+        for i, arg in self._in_steps:
+            v = cvals[i]
+            k = arg.kind
+            if k is TENSOR:
+                if type(v) is DeviceTensor or isinstance(v, DeviceTensor):
+                    al = v.allocation
+                    h = v.cached_handle
+                    if h is None or al.closed:
+                        h = v.handle    # made now, or the error for a closed tensor
+                    if al.device != dev:
+                        raise self._device_error(arg.py, al.device, dev)
+                    allocs.append(al)
+                    cvals[i] = h
+                elif v is None and arg.optional:
+                    cvals[i] = _NULL
+                else:
+                    raise self._kind_error(arg, v, DeviceTensor)
+            elif k is VALUE:
+                if type(v) is not float:
+                    py[i] = cvals[i] = _double(self._given(v, arg), arg.py)
+            else:
+                e = self._array(arg, v)
+                held.append(e)
+                py[i] = e[0].values
+                cvals[i] = e[1]
+        a = self._bound(*py)
+        outs = self._outputs(a, values, out, dev, sst, cvals, allocs)
+        try:
+            self.enqueue(cvals if self._c_order is None else [cvals[i] for i in self._c_order],
+                         allocs, dev, sst)
+        except OperatorParameterError as e:
+            # New outputs go back now, not when the caller drops the traceback (whose frames
+            # hold this one's locals).
+            outs = None
+            self._diagnose(values, out, DeviceTensor, dev, e)
+            raise
+        return outs
+
+    def _outputs(self, a, values, out, dev, sst, cvals, allocs):
+        """The outputs of a DeviceTensor call (given in ``out=`` or new), their C values
+        appended to ``cvals`` and their memory to ``allocs``."""
+        n = len(self.outputs)
+        if out is not None and (type(out) is not tuple or len(out) != n):
+            out = self._out_entries(out)
+        outs = []
+        for k, spec in enumerate(self.outputs):
+            if spec.when is not None and not spec.when(a):
+                outs.append(None)
+                cvals.append(_NULL)
+                continue
+            o = None if out is None else out[k]
+            if o is None:
+                try:
+                    o = DeviceTensor.new_output(spec.shape(a), spec.dtype(a), dev, sst)
+                except AclError as e:
+                    # Arguments the library would refuse may ask for absurd sizes: name them.
+                    self._diagnose(values, out, DeviceTensor, dev, e)
+                    raise
+            elif type(o) is not DeviceTensor and not isinstance(o, DeviceTensor):
+                raise AclTypeError(self._out_names[k], f"expected None or "
+                                   f"acl_py.DeviceTensor (like {self._first.py}), got "
+                                   f"{type(o).__name__}")
+            al = o.allocation
+            h = o.cached_handle
+            if h is None or al.closed:
+                h = o.handle
+            if al.device != dev:
+                raise self._device_error(self._out_names[k], al.device, dev)
+            allocs.append(al)
+            cvals.append(h)
+            outs.append(o)
+        return tuple(outs)
+
+    def _array(self, arg, v):
+        """The cached ``(IntArray or BoolArray, handle, session)`` of an array argument."""
+        if arg.kind is INT_ARRAY:
+            if type(v) is tuple:
+                for x in v:     # the common case: a tuple of plain non-negative ints
+                    if type(x) is not int or x < 0:
+                        break
+                else:
+                    e = _arrays.get((IntArray, v))
+                    if e is not None and e[2] == _rt.gen:
+                        return e
+            return _cached_array(IntArray, _int_values(self._given(v, arg), arg.py))
+        if type(v) is tuple and (arg.length is None or len(v) == arg.length):
+            for x in v:
+                if type(x) is not bool:
+                    break
+            else:
+                e = _arrays.get((BoolArray, v))
+                if e is not None and e[2] == _rt.gen:
+                    return e
+        return _cached_array(BoolArray, _bool_values(self._given(v, arg), arg))
+
+    def _given(self, v, arg):
+        if v is REQUIRED:
+            raise AclTypeError(arg.py, f"{self.name}: missing argument")
+        return v
+
+    def _out_entries(self, out):
+        n = len(self.outputs)
+        if isinstance(out, (str, bytes)) or not hasattr(out, "__len__") or len(out) != n:
+            raise AclArgumentError("out", f"expected a tuple of {n} entries "
+                                   f"({', '.join(o.py for o in self.outputs)}), each None or "
+                                   f"a preallocated output")
+        return tuple(out)
+
+    def _device_error(self, name, device, dev):
+        return AclArgumentError(name, f"tensor is on device {device}, {self._first.py} on "
+                                f"device {dev}")
+
+    def _diagnose(self, values, out, kind, dev, refusal):
+        """After the library refused a call (``refusal``, its typed error): the Python
+        checks, which name the argument. A problem found is raised as its
+        AclTypeError/AclArgumentError carrying the refusal's status code and message (and
+        chained to it); if they find nothing, this returns and the caller raises the
+        refusal as it is (a rule only the library knows)."""
+        try:
+            a = self.bind(values, kind)
+            outs = self._check_out(out, a, kind) if out is not None else None
+            if kind is DeviceTensor:
+                self._check_device(a, outs or (), dev)
+        except AclArgumentError as e:
+            e.refused(refusal)
+            raise e from refusal
 
     def _host_call(self, values, out, stream):
+        # NumPy in, NumPy out: every Python check first, before any copy to the device.
         a = self.bind(values, np.ndarray)
         outs_given = self._check_out(out, a, np.ndarray) if out is not None else None
         if stream is None:
@@ -475,8 +634,8 @@ class Declared(Operator):
         s = _stream.as_stream(stream, dev)
         made = []   # every device tensor made here, closed on the way out (stream-ordered)
         try:
-            tensors = {}
-            for arg in self.inputs:
+            staged = []
+            for arg, v in zip(self.inputs, values):
                 if arg.kind is TENSOR:
                     v = a[arg.py]
                     if v is not None:
@@ -484,19 +643,17 @@ class Declared(Operator):
                         # staging copy through it would add a host copy of every input.
                         v = DeviceTensor.from_numpy(v, device=dev)
                         made.append(v)
-                    tensors[arg.py] = v
-            outs = []
-            for k, spec in enumerate(self.outputs):
-                if spec.when is not None and not spec.when(a):
-                    outs.append(None)
-                    continue
-                o = outs_given[k] if outs_given is not None else None
-                shape, dt = (o.shape, o.dtype) if o is not None else (spec.shape(a),
-                                                                      spec.dtype(a))
-                t = DeviceTensor.empty(shape, dt, dev)
-                made.append(t)
-                outs.append(t)
-            self.launch(self._c_args(a, tensors, outs), device=dev, stream=s)
+                staged.append(v)
+            staged_out = None
+            if outs_given is not None:   # the caller's shapes and dtypes
+                staged_out = tuple(None if o is None else DeviceTensor.empty(o.shape, o.dtype,
+                                                                             dev)
+                                   for o in outs_given)
+                made += [t for t in staged_out if t is not None]
+            outs = self._run(tuple(staged), staged_out, dev,
+                             _stream.state_for(s, dev))
+            made += [t for k, t in enumerate(outs)   # the new ones
+                     if t is not None and (staged_out is None or staged_out[k] is None)]
             s.synchronize()
             results = []
             for k, t in enumerate(outs):
@@ -599,7 +756,7 @@ class Plan(Executor):
         d._check_device(a, outs or (), dev)
         outs = d._device_outputs(a, outs, dev, None)
         # Own arrays, not the shared cache: the executor keeps them for its whole life.
-        super().__init__(d, d._c_args(a, a.__dict__, outs, own_arrays=True), dev)
+        super().__init__(d, d._c_args(a, outs), dev)
         self.outputs = outs
 
     @property

@@ -255,6 +255,13 @@ class Operator:
         at once (it runs after this one: stream order makes the reuse safe)."""
         sst = _stream.state_for(stream, device)     # also makes the device current
         cargs, allocs = self._handles(args, device)
+        self.enqueue(cargs, allocs, device, sst, allocator)
+
+    def enqueue(self, cargs, allocs, device, sst, allocator=None):
+        """:meth:`launch` on converted arguments: ``cargs`` the C values of phase one in
+        order, ``allocs`` the Allocations the launch uses (each on ``device``), ``sst`` the
+        StreamState to run on (``acl_py.stream.state_for``, which made ``device`` current).
+        For operator front-ends that convert their arguments themselves (``acl_py.ops``)."""
         fns = self._fns or self._bind()
         outp = _tls.outp or _outparams()
         st = fns[0](*cargs, outp[0], outp[1])
@@ -285,7 +292,7 @@ class Operator:
             # Back at once, for the stream's next launches (they run after this one).
             pool.give_back(ptr, block, sst, seq)
         elif size:
-            self._launch_with(allocator, ex, size, sst, allocs, args, device)
+            self._launch_with(allocator, ex, size, sst, allocs, device)
             return
         else:
             st = fns[1](_NULL, 0, ex, sst.handle)
@@ -295,7 +302,7 @@ class Operator:
         for a in allocs:
             a.uses[sst] = seq
 
-    def _launch_with(self, allocator, ex, size, sst, allocs, args, device):
+    def _launch_with(self, allocator, ex, size, sst, allocs, device):
         """Phase two with a workspace from the caller's ``allocator``."""
         fns = self._fns
         wsbuf = None

@@ -1,7 +1,8 @@
 """``aclnnLayerNorm``: the LayerNorm forward, :func:`layer_norm` and the plan
 :class:`LayerNorm`; mean and rstd come out as :func:`~acl_py.layer_norm_backward` takes them.
 
-Python-level checks (before any C call; see :mod:`._declare`): argument kinds; dtypes (each
+Python-level checks (see :mod:`._declare`: NumPy calls make them before any C call,
+DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes (each
 float32/float16/bfloat16; ``weight``/``bias`` input's or float32); ``normalized_shape`` the
 trailing dims of ``input``; ``weight``/``bias`` shaped ``normalized_shape``; ``out=`` entries
 of input's shape (out) and of M elements (mean, rstd). The operator's own rules (ranks <= 8,

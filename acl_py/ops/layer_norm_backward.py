@@ -1,17 +1,19 @@
 """``aclnnLayerNormBackward``: the one-shot call :func:`layer_norm_backward` and the reusable
 plan :class:`LayerNormBackward`.
 
-Checks made in Python, before any C call (see :mod:`._declare`), raise
-:class:`~acl_py.AclTypeError` (wrong type, unsupported or mismatched dtype) or
-:class:`~acl_py.AclArgumentError` (shape, length, device) naming the Python argument:
-argument kinds, ``output_mask`` (3 bools), ``normalized_shape`` (ints), dtypes (each
-FLOAT/FLOAT16/BF16; ``grad_out`` = ``input``'s; ``weight``, ``bias`` = ``input``'s or float32;
-``mean``, ``rstd`` not narrower than ``input``), shapes (``input`` ends with ``normalized_shape``, ``grad_out`` =
-``input``'s, ``weight``/``bias`` = ``normalized_shape``, ``mean`` holds M elements with
-``rstd``'s shape, outputs: ``input``'s shape / N elements), one device. Limits that are the
-operator's own (rank <= 8, ``normalized_shape`` length 1..8) are left to phase one, whose
-failures surface as its typed error (:class:`~acl_py.errors.OperatorInvalidParameterError`,
-code 161002, with its message).
+Argument checks (see :mod:`._declare`) raise :class:`~acl_py.AclTypeError` (wrong type,
+unsupported or mismatched dtype) or :class:`~acl_py.AclArgumentError` (shape, length, device)
+naming the Python argument: argument kinds, ``output_mask`` (3 bools), ``normalized_shape``
+(ints), dtypes (each FLOAT/FLOAT16/BF16; ``grad_out`` = ``input``'s; ``weight``, ``bias`` =
+``input``'s or float32; ``mean``, ``rstd`` not narrower than ``input``), shapes (``input``
+ends with ``normalized_shape``, ``grad_out`` = ``input``'s, ``weight``/``bias`` =
+``normalized_shape``, ``mean`` holds M elements with ``rstd``'s shape, outputs: ``input``'s
+shape / N elements), one device. NumPy calls make them all before any C call; DeviceTensor
+calls leave the dtype and shape rules to phase one and name the argument when it refuses
+(the error then carries its status code and message). Limits that are the operator's own
+(rank <= 8, ``normalized_shape`` length 1..8) are phase one's, whose failures surface as its
+typed error (:class:`~acl_py.errors.OperatorInvalidParameterError`, code 161002, with its
+message).
 """
 from __future__ import annotations
 
