@@ -57,6 +57,7 @@ T_ACLNN = 1.2            # acl_py.aclnn (declared at run time) vs the hand-writt
 T_ACLNN_FIRST_MS = 50.0  # first use of an operator: header read, prototypes, binding
 T_KERNEL = 1.0
 T_BANDWIDTH = 0.60
+T_KERNEL_BANDWIDTH = 0.85   # the backward kernel, fp32 (section 2; issue 14)
 T_TRANSFER = 1.25
 T_RSS_SLACK = 4 << 20   # page and 2 MiB arena-commit rounding on top of the sum
 T_LINEAR = 1.25         # max/min ns/element over the three largest sizes (linear growth)
@@ -560,7 +561,8 @@ def measure_spin(fn, window_s: float = 0.1) -> float:
     return (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
 
 
-def _bandwidth(sec, roof_exe, acl_once, nbytes, label, threads, quick, err) -> list[Row]:
+def _bandwidth(sec, roof_exe, acl_once, nbytes, label, threads, quick, err,
+               target: float = T_BANDWIDTH) -> list[Row]:
     """Effective bandwidth of the kernel against the memory-copy roofline, measured in
     alternating rounds (roofline process, kernel runs, ...) so both see the same machine."""
     rounds = 3 if quick else 7
@@ -576,11 +578,11 @@ def _bandwidth(sec, roof_exe, acl_once, nbytes, label, threads, quick, err) -> l
     roof, bw = median(roofs), median(kern)
     log("bandwidth rounds: roofline " + " ".join(f"{x:.1f}" for x in roofs) + " GB/s; kernel "
         + " ".join(f"{x:.1f}" for x in kern) + " GB/s")
-    status = "FAIL" if not err <= 1.0 else _judge(bw / roof, T_BANDWIDTH, True)
+    status = "FAIL" if not err <= 1.0 else _judge(bw / roof, target, True)
     return [Row(sec, f"memcpy roofline, {threads} threads, 2 x 256 MiB", f"{roof:.2f} GB/s",
                 "", None, "reference", "INFO"),
             Row(sec, f"effective bandwidth {label} (bytes once)", f"{bw:.2f} GB/s",
-                f"copy {roof:.2f} GB/s", bw / roof, f">= {T_BANDWIDTH:.2f}", status)]
+                f"copy {roof:.2f} GB/s", bw / roof, f">= {target:.2f}", status)]
 
 
 def _roofline_exe(stack: Stack, sec: str, rows: list[Row]) -> Path | None:
@@ -677,7 +679,7 @@ def bench_kernel(stack: Stack, quick: bool, threads: int) -> tuple[list[Row], li
                                 "N/A" if err <= 1.0 else "FAIL"))
             if dtype is np.float32 and (m, n) == KERNEL_SHAPES[-1] and roof_exe is not None:
                 rows += _bandwidth(sec, roof_exe, acl_once, nbytes, f"[{m},{n}] fp32", threads,
-                                   quick, err)
+                                   quick, err, T_KERNEL_BANDWIDTH)
             if not err <= 1.0:
                 rows.append(Row(sec, f"{label}: result error {err:.3g}x tolerance",
                                 status="FAIL"))

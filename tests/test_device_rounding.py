@@ -92,6 +92,45 @@ def test_bfloat16_ties_through_the_python_call():
     assert np.array_equal(model.astype(np.float64), gi.astype(np.float64))
 
 
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
+def test_bfloat16_ties_across_whole_vectors(strided):
+    """The same ties over rows of 4 x 16 + 5 columns: contiguous rows are rounded in vector
+    registers by the row kernel, strided views through the conversion routines; both must
+    apply the part's tie rule on every lane and on the row's tail. Per group of four columns
+    gradOut is (a, a, -a, -a) and input - mean is (1, -1, 1, -1), so both row sums are 0 and
+    gradInput = gradOut * weight exactly, a BF16 tie for weight 1 + 2^-8."""
+    if not acl_py.supports_bfloat16():
+        pytest.skip(f"{acl_py.soc_name()} has no BFLOAT16")
+    m, n = 3, 69
+    a = 2.0 ** (np.arange(n) // 4 % 9 - 4 + np.arange(m)[:, None])
+    sign = np.tile([1, 1, -1, -1], n // 4 + 1)[:n]
+    dy = (a * sign).astype(BF16)
+    dy[:, -1] = 0  # the last column sits alone in its group: a zero keeps the sums at 0
+    x = np.tile(np.tile([1, -1], n // 2 + 1)[:n], (m, 1)).astype(BF16)
+    mean, rstd = np.zeros((m, 1), F32), np.ones((m, 1), F32)
+    w = np.full(n, 1 + 2.0 ** -8, F32)
+
+    def dev(v):
+        if strided:  # the same values in column-major storage
+            return acl_py.DeviceTensor.from_numpy(np.ascontiguousarray(v.T)).T
+        return acl_py.DeviceTensor.from_numpy(v)
+
+    gi = (acl_py.DeviceTensor.zeros((n, m), BF16).T if strided
+          else acl_py.DeviceTensor.zeros((m, n), BF16))
+    acl_py.layer_norm_backward(dev(dy), dev(x), (n,), acl_py.DeviceTensor.from_numpy(mean),
+                               acl_py.DeviceTensor.from_numpy(rstd),
+                               acl_py.DeviceTensor.from_numpy(w), None, (True, False, False),
+                               out=(gi, None, None))
+    away = not acl_py.soc_name().startswith("Ascend950")
+    exact = dy.astype(np.float64) * (1 + 2.0 ** -8)
+    want = reference.device_rounding(exact, BF16, BF16, "grad_input", bf16_ties_away=away)
+    got = gi.to_numpy()
+    assert np.array_equal(got.astype(np.float64), want.astype(np.float64))
+    # every nonzero value was a tie: the rule decided each one
+    step = (1 + 2.0 ** -7) if away else 1.0
+    assert np.array_equal(got.astype(np.float64), dy.astype(np.float64) * step)
+
+
 def test_reference_rounding_model():
     ties = np.array([1 + 2.0 ** -8, -(1 + 2.0 ** -8), 2 + 2.0 ** -7, 1 + 3 * 2.0 ** -8])
     away = reference.device_rounding(ties, BF16, F32, "grad_input")

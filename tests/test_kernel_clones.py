@@ -1,19 +1,23 @@
-"""The emulator kernel gives the same bits whichever CPU runs it.
+"""The emulator kernels give the same bits whichever CPU runs them, and whatever the layout.
 
-On x86-64 the hot loops are compiled three times (x86-64-v4 = AVX-512 with VL/BW, AVX2, and
-the baseline) and the loader picks one per CPU; FLOAT16/BF16 runs are converted by one of
-three paths picked at run time (AVX-512 or F16C conversion instructions, or portable integer
-code: emulator/src/ops/convert.c). A result must not depend on the machine: a user comparing
-runs across hosts, or CI against a laptop, must see identical outputs. This builds the emulator
-twice more without run-time selection (plain x86-64: portable conversions; -march=x86-64-v3:
-F16C conversions, and FMA allowed, so contraction must stay off) and compares every output
-byte of the same calls with the default build's (on an AVX-512 machine: AVX-512 loops and
-conversions): for each dtype and each specialization of the row loop (in-place/gathered
-inputs, direct/converted gradInput, each output subset), and for every dtype mix of input,
-statistics, weight, gradInput and gradWeight/gradBias acl-py accepts. The forward
+On x86-64 the hot loops are compiled three times (x86-64-v4 = AVX-512 with VL/BW, AVX2 (+ F16C
+for the backward's row loops), and the baseline) and one is picked per CPU; the backward's row
+loops convert contiguous FLOAT16/BF16 rows in registers
+(emulator/src/ops/layer_norm_backward_rows.h), other layouts go through one of three
+conversion paths picked at run time (AVX-512 or F16C conversion instructions, or portable
+integer code: emulator/src/ops/convert.c). A result must not depend on the machine: a user
+comparing runs across hosts, or CI against a laptop, must see identical outputs. This builds
+the emulator twice more without run-time selection (plain x86-64: portable conversions, lane
+by lane; -march=x86-64-v3: F16C, and FMA allowed, so contraction must stay off) and compares
+every output byte of the same calls with the default build's (on an AVX-512 machine: AVX-512
+loops and conversions): for each dtype and each specialization of the row loop
+(in-register/gathered inputs, fused/converted gradInput, non-temporal stores, each output
+subset), for every dtype mix of input, statistics, weight, gradInput and gradWeight/gradBias
+acl-py accepts, and for BF16 under both tie rules (Atlas A2/A3, 950); within each build, the
+same data as contiguous rows and as strided views must give the same bits. The forward
 (aclnnLayerNorm) likewise: each dtype, full and partial row groups, tail tiles, with and
-without weight/bias, strided input/out, and its dtype mixes of weight, out and mean/rstd. tests/test_conversions.py checks the
-conversion paths themselves on every bit pattern class.
+without weight/bias, strided input/out, and its dtype mixes of weight, out and mean/rstd.
+tests/test_conversions.py checks the conversion paths themselves on every bit pattern class.
 
 The variant builds take ~15 s each (both run at once) and are kept in tests/.build, rebuilt
 only when the emulator's sources change.
@@ -52,7 +56,7 @@ VARIANTS = {
 
 # Runs in a fresh interpreter against one emulator prefix; prints {case: sha256 of outputs}.
 DIGEST = textwrap.dedent("""
-    import hashlib, json
+    import hashlib, json, os
     import numpy as np
     from ml_dtypes import bfloat16
     import acl_py as acl
@@ -87,7 +91,42 @@ DIGEST = textwrap.dedent("""
                 h.update(np.ascontiguousarray(o.to_numpy()).view(np.uint8).tobytes())
         out[name] = h.hexdigest()
 
+    def pair(name, dt, m, n, mask=(True, True, True)):
+        # the same data through the row kernel's in-register conversions (contiguous rows)
+        # and through convert.h (strided views): the bits must not depend on the layout
+        x = rng.standard_normal((m, n)).astype(dt)
+        dy = rng.standard_normal((m, n)).astype(dt)
+        x64 = x.astype(np.float64)
+        mean = x64.mean(axis=1, keepdims=True).astype(np.float32)
+        rstd = (1.0 / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5)).astype(np.float32)
+        w = (rng.random(n) + 0.5).astype(np.float32)
+        got = []
+        for t in (False, True):
+            gi = acl.DeviceTensor.zeros((n, m), dt).T if t else acl.DeviceTensor.zeros((m, n), dt)
+            outs = (gi, acl.DeviceTensor.zeros((n,), np.float32),
+                    acl.DeviceTensor.zeros((n,), np.float32))
+            acl.layer_norm_backward(dev(dy, t), dev(x, t), (n,), dev(mean), dev(rstd), dev(w),
+                                    None, mask, out=outs)
+            got.append(b"".join(np.ascontiguousarray(o.to_numpy()).view(np.uint8).tobytes()
+                                for o, on in zip(outs, mask) if on))
+        out["pair-" + name + "-layouts"] = "same" if got[0] == got[1] else "differ"
+        out["pair-" + name] = hashlib.sha256(got[0]).hexdigest()
+
     dtypes = (("fp32", np.float32), ("fp16", np.float16), ("bf16", bfloat16))
+    if os.environ.get("DIGEST_ONLY") == "bf16":  # the other part's BF16 tie rule
+        for m, n in ((37, 1000), (5, 17)):
+            pair(f"bf16-{m}x{n}", bfloat16, m, n)
+        print(json.dumps(out))
+        raise SystemExit
+    for dname, dt in dtypes:
+        # every vector width's tail, tile boundaries, and gradInput large enough to be
+        # written with non-temporal stores (8 MiB; rows aligned to the vector, then not)
+        for m, n in ((3, 1), (4, 15), (5, 33), (3, 513), (37, 1000)):
+            pair(f"{dname}-{m}x{n}", dt, m, n)
+        pair(f"{dname}-37x1000-dx-only", dt, 37, 1000, (True, False, False))
+        big = 2048 if dt is np.float32 else 4096
+        pair(f"{dname}-{big}x1040-streamed", dt, big, 1040, (True, False, False))
+        pair(f"{dname}-{big}x1041-streamed-unaligned", dt, big, 1041, (True, False, False))
     for dname, dt in dtypes:
         for m, n in ((70, 1543), (37, 1000), (5, 17)):  # tail tiles, >1 block, tiny
             k = f"{dname}-{m}x{n}"
@@ -158,9 +197,11 @@ DIGEST_FORWARD = textwrap.dedent("""
 """)
 
 
-def _digests(prefix: Path, script: str = DIGEST) -> dict:
+def _digests(prefix: Path, script: str = DIGEST, soc: str | None = None) -> dict:
     env = dict(os.environ, ACL_PY_BACKEND="emulator", ACL_PY_EMULATOR_PREFIX=str(prefix),
                ACL_EMU_NUM_THREADS="2")
+    if soc is not None:  # another part: only the BF16 cases, whose tie rule differs
+        env.update(ACL_EMU_SOC=soc, DIGEST_ONLY="bf16")
     r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
@@ -191,12 +232,15 @@ def test_clones_and_baseline_give_identical_bits(variant_prefixes):
     backend = _loader.library().backend
     if backend.name != "emulator":
         pytest.skip(f"the backend is {backend.name}, not the emulator")
-    default = _digests(Path(backend.root))
-    assert len(default) == 3 * 3 * 7 + (1 + 4 + 4) * 3 * 3
-    for name, prefix in variant_prefixes.items():
-        other = _digests(prefix)
-        diff = sorted(k for k in default if other.get(k) != default[k])
-        assert not diff, f"{name} build differs from the default build in: {diff}"
+    for soc in (None, "Ascend950DT_950x"):
+        default = _digests(Path(backend.root), soc=soc)
+        assert len(default) == (2 * 2 if soc else 3 * 8 * 2 + 3 * 3 * 7 + (1 + 4 + 4) * 3 * 3)
+        differ = sorted(k for k, v in default.items() if v == "differ")
+        assert not differ, f"contiguous and strided views give different bits: {differ}"
+        for name, prefix in variant_prefixes.items():
+            other = _digests(prefix, soc=soc)
+            diff = sorted(k for k in default if other.get(k) != default[k])
+            assert not diff, f"{name} build differs from the default build in: {diff}"
 
 
 @pytest.mark.no_leak_check  # every call runs in a child process

@@ -13,10 +13,17 @@
  *   error ~ (TILE/LANES + N/TILE) ulps rather than N), so gcc vectorizes them without
  *   -ffast-math and the order is fixed by the source, not the SIMD width. -std=c11 implies
  *   -ffp-contract=off, so the x86 clones (AVX-512/AVX2/baseline) give the same bits.
- * - A tensor whose normalized dims are contiguous FLOAT is read/written in place; any other
- *   (fp16/bf16, strided) is converted tile by tile into stack buffers (convert.h: the CPU's
- *   conversion instructions where it has them, same bits everywhere), with the same
- *   summation order, so a strided view gives the same bits as a contiguous copy.
+ * - gradOut/input rows that are contiguous in the normalized dims are read in place, FLOAT16
+ *   and BF16 ones converted in registers as they are loaded (layer_norm_backward_rows.h: one
+ *   copy of the row loops per x86-64 level, AVX-512 / AVX2+F16C / baseline, picked at run
+ *   time), and a contiguous gradInput of input's dtype is converted as it is stored: each
+ *   pass reads the data once, with no conversion buffers (a buffered version spent half its
+ *   time on them). Any other layout or dtype mix is converted tile by tile into stack buffers
+ *   (convert.h), with the same summation order, so a strided view gives the same bits as a
+ *   contiguous copy (tests/test_kernel_clones.py checks both and every level).
+ * - Pass 1 prefetches the rows ahead (PF_BYTES); pass 2 reads the row back from cache. A
+ *   gradInput far larger than the caches is written with non-temporal stores
+ *   (LNB_STREAM_BYTES).
  */
 #include <limits.h>
 #include <stdbool.h>
@@ -27,6 +34,7 @@
 
 #include "emu_internal.h"
 #include "convert.h"
+#include "half.h"
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_layer_norm_backward.h"
@@ -43,11 +51,12 @@
 #define REDUCE_COLS 256     /* columns per chunk of the final reduction */
 #define MAX_REDUCE_CHUNKS 64
 
-/* x86-64 builds carry AVX-512 and AVX2 clones of the hot loops, picked at load time. They
+/* x86-64 builds carry AVX-512 and AVX2 clones of the reduction, picked at load time. They
  * are bit-identical to the baseline (see above; tests/test_kernel_clones.py checks it). The
  * AVX-512 clone is x86-64-v4, not plain avx512f: without AVX512VL the 256-bit loops gcc
  * emits get only 16 vector registers and spill (measured: 1.25x slower on bf16). Off under
- * the sanitizers (ifunc resolvers run before their runtime is up) or with -DACLEMU_NO_CLONES. */
+ * the sanitizers (ifunc resolvers run before their runtime is up) or with -DACLEMU_NO_CLONES.
+ * The row loops have their own copies per level (below). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(ACLEMU_NO_CLONES)
 #define HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
@@ -82,67 +91,14 @@ typedef struct {
     float *ws;            /* workspace: nblocks * 2 * N floats (gradWeight, gradBias) */
     float *wbuf;          /* weight converted to float (or ones), when not usable in place */
     const float *w;       /* the weight row gradInput reads (NULL when not requested) */
+    int kind;             /* how the row kernel reads gradOut/input (LD_*) */
+    bool dx_fused;        /* the row kernel's pass 2 stores gradInput itself */
+    bool dx_stream;       /* ... with non-temporal stores (gradInput much larger than cache) */
     void *pins[T_COUNT + 1];
     int npins;
 } lnb_task;
 
 /* ---- the row kernel ------------------------------------------------------------------------- */
-
-/* Pass 1 over one tile: lane sums of g = dy*w and g*x_hat (folded into sg/sgx), and the
- * block's partials pw += dy*x_hat, pb += dy. n is a multiple of LANES except on a row's
- * last tile, whose tail continues the lanes, so tiling does not change the order. */
-INLINE void pass1(const float *restrict dy, const float *restrict x, const float *restrict w,
-                  float mean, float rstd, int64_t n, float *restrict sg, float *restrict sgx,
-                  float *restrict pw, float *restrict pb, const bool sums, const bool parts)
-{
-    float ag[LANES] = {0}, agx[LANES] = {0};
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
-        for (int l = 0; l < LANES; l++) {
-            float d = dy[i + l];
-            float xh = (x[i + l] - mean) * rstd;
-            if (sums) {
-                float g = d * w[i + l];
-                ag[l] += g;
-                agx[l] += g * xh;
-            }
-            if (parts) {
-                pw[i + l] += d * xh;
-                pb[i + l] += d;
-            }
-        }
-    }
-    if (sums) {
-        for (int l = 0; l < LANES; l++) {
-            sg[l] += ag[l];
-            sgx[l] += agx[l];
-        }
-    }
-    for (int l = 0; i + l < n; l++) {
-        float d = dy[i + l];
-        float xh = (x[i + l] - mean) * rstd;
-        if (sums) {
-            float g = d * w[i + l];
-            sg[l] += g;
-            sgx[l] += g * xh;
-        }
-        if (parts) {
-            pw[i + l] += d * xh;
-            pb[i + l] += d;
-        }
-    }
-}
-
-/* gradInput for one tile, as float. */
-INLINE void pass2(const float *restrict dy, const float *restrict x, const float *restrict w,
-                  float mean, float rstd, float mg, float mgx, int64_t n, float *restrict dx)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float xh = (x[i] - mean) * rstd;
-        float g = dy[i] * w[i];
-        dx[i] = rstd * ((g - mg) - xh * mgx);
-    }
-}
 
 /* The device computes gradInput in float32, rounds it to input's dtype (its kernel's output)
  * and casts that to gradInputOut's dtype. This is the first rounding, in place on a tile of
@@ -173,78 +129,89 @@ static inline const float *stats_at(const tdesc *d, int64_t m0, int64_t cnt, flo
     return get_tile(d->data + d->offset * (int64_t)d->es, d->dtype, &d->inner, m0, cnt, buf);
 }
 
-/* The row loop, specialized on what the launch asks for (compile-time constants): sums:
- * gradInput requested (row sums and pass 2); parts: gradWeight/gradBias partials; dx_direct:
- * gradInput is contiguous FLOAT, written in place. gradOut/input tiles are read in place when
- * contiguous FLOAT, else converted into the tile buffers (get_tile). */
-INLINE void rows_impl(const lnb_task *T, int64_t chunk, int64_t begin, int64_t end,
-                      const bool sums, const bool parts, const bool dx_direct)
+/* How the row kernel reads gradOut/input: LD_F16/LD_BF16, contiguous 16-bit rows converted
+ * in registers; LD_F32, float tiles (FLOAT read in place when contiguous, anything else
+ * converted by get_tile). Also the element kinds of ld1/st1. */
+enum { LD_F32, LD_F16, LD_BF16 };
+
+/* Element i of a contiguous run of the kind's dtype, as float. */
+INLINE float ld1(const void *p, int64_t i, const int kind)
 {
-    const lnb_payload *P = &T->p;
-    const tdesc *dy = &P->t[T_DY], *x = &P->t[T_X], *dx = &P->t[T_DX];
-    const int64_t N = P->N;
-    const float *w = T->w;
-    float *pw = NULL, *pb = NULL;
-    if (parts) {
-        pw = T->ws + chunk * 2 * N;
-        pb = pw + N;
-        memset(pw, 0, (size_t)N * 2 * sizeof(float));
-    }
-    float bdy[TILE], bx[TILE], bdx[TILE];
-    float bmean[STAT_ROWS], brstd[STAT_ROWS];
-    const float *smean = bmean, *srstd = brstd;
-    for (int64_t m = begin; m < end; m++) {
-        const int64_t k = (m - begin) % STAT_ROWS;
-        if (k == 0) {
-            int64_t cnt = end - m < STAT_ROWS ? end - m : STAT_ROWS;
-            smean = stats_at(&P->t[T_MEAN], m, cnt, bmean);
-            srstd = stats_at(&P->t[T_RSTD], m, cnt, brstd);
-        }
-        const float mean = smean[k], rstd = srstd[k];
-        const char *rdy = row_base(dy, m), *rx = row_base(x, m);
-        float sg[LANES] = {0}, sgx[LANES] = {0};
-        for (int64_t c = 0; c < N; c += TILE) {
-            int64_t n = N - c < TILE ? N - c : TILE;
-            const float *tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
-            const float *tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
-            pass1(tdy, tx, sums ? w + c : NULL, mean, rstd, n, sg, sgx,
-                  parts ? pw + c : NULL, parts ? pb + c : NULL, sums, parts);
-        }
-        if (!sums)
-            continue;
-        const float mg = lane_sum(sg) / (float)N;
-        const float mgx = lane_sum(sgx) / (float)N;
-        char *rdx = (char *)row_base(dx, m);
-        for (int64_t c = 0; c < N; c += TILE) {
-            int64_t n = N - c < TILE ? N - c : TILE;
-            const float *tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
-            const float *tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
-            float *out = dx_direct ? (float *)(void *)rdx + c : bdx;
-            pass2(tdy, tx, w + c, mean, rstd, mg, mgx, n, out);
-            if (P->dx_round)
-                round_grad_input(out, n, x->dtype, P->bf16_away);
-            if (!dx_direct)
-                put_tile(rdx, dx->dtype, P->dx_ties, &dx->inner, c, n, bdx);
-        }
-    }
+    if (kind == LD_F16)
+        return aclemu_f16_to_f32(((const uint16_t *)p)[i]);
+    if (kind == LD_BF16)
+        return aclemu_bf16_to_f32(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
 }
 
-HOT static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+/* Stores v as element i of a contiguous run of the kind's dtype; away: BF16 ties. */
+INLINE void st1(void *p, int64_t i, float v, const int kind, uint32_t away)
 {
-    const lnb_task *T = ctx;
-    const bool sums = T->p.mask[0], parts = T->p.parts;
-    const tdesc *dx = &T->p.t[T_DX];
-    const bool direct = sums && dx->dtype == ACL_FLOAT && lay_unit(&dx->inner);
-    if (sums && parts && direct)
-        rows_impl(T, chunk, begin, end, true, true, true);
-    else if (sums && parts)
-        rows_impl(T, chunk, begin, end, true, true, false);
-    else if (sums && direct)
-        rows_impl(T, chunk, begin, end, true, false, true);
-    else if (sums)
-        rows_impl(T, chunk, begin, end, true, false, false);
+    if (kind == LD_F16)
+        ((uint16_t *)p)[i] = aclemu_f32_to_f16(v);
+    else if (kind == LD_BF16)
+        ((uint16_t *)p)[i] = aclemu_f32_to_bf16_ties(v, away);
     else
-        rows_impl(T, chunk, begin, end, false, true, false);
+        ((float *)p)[i] = v;
+}
+
+/* Pass 1 prefetches gradOut/input this many bytes ahead of the tile it reads: the next rows
+ * when N is small. Without it a FLOAT16 call spent ~30% more CPU time waiting for memory
+ * (measured 2048 vs 0, 1024 and 4096: 2048 and 4096 alike, 1024 and 0 slower). */
+#define PF_BYTES 2048
+/* A gradInput at least this large (bytes) is written with non-temporal stores: far larger than
+ * the cores' own caches, it would only evict the rows pass 2 reads back, and its
+ * read-for-ownership adds a quarter to a FLOAT call's memory traffic (measured: CPU time of
+ * a FLOAT [512,16384] call -35%, FLOAT16 -5%). */
+#define LNB_STREAM_BYTES (8.0 * 1024 * 1024)
+
+/* The row kernel (layer_norm_backward_rows.h), once per x86-64 level: x86-64-v4 (AVX-512,
+ * 16 lanes) and x86-64-v3 (AVX2 + F16C, 8 lanes), picked at first use (rows_kernel), and the
+ * build's baseline (4 lanes with half.h's conversions; with -march flags, whatever they
+ * allow). A plain function pointer, not an ifunc, so the sanitizer build has the levels too. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(ACLEMU_NO_CLONES)
+#define LNB_LEVELS 1
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v4")
+#define RK_SFX v4
+#include "layer_norm_backward_rows.h"
+#undef RK_SFX
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v3")
+#define RK_SFX v3
+#include "layer_norm_backward_rows.h"
+#undef RK_SFX
+#pragma GCC pop_options
+#else
+#define LNB_LEVELS 0
+#endif
+#define RK_SFX base
+#include "layer_norm_backward_rows.h"
+#undef RK_SFX
+
+typedef void (*rows_fn)(void *ctx, int64_t chunk, int64_t begin, int64_t end);
+
+static rows_fn rows_kernel(void)
+{
+#if LNB_LEVELS
+    static rows_fn chosen;
+    rows_fn f = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
+    if (!f) { /* racing first calls pick the same one */
+        __builtin_cpu_init();
+        f = __builtin_cpu_supports("x86-64-v4")   ? rows_body_v4
+            : __builtin_cpu_supports("x86-64-v3") ? rows_body_v3
+                                                  : rows_body_base;
+        __atomic_store_n(&chosen, f, __ATOMIC_RELEASE);
+    }
+    return f;
+#else
+    return rows_body_base;
+#endif
 }
 
 /* gradWeight/gradBias columns [begin, end): sum the blocks' partials in block order. */
@@ -316,7 +283,7 @@ static void task_run(void *arg)
                 T->wbuf[c] = 1.0f;
         }
     }
-    aclemu_parallel_for(M, P->nblocks, rows_body, T);
+    aclemu_parallel_for(M, P->nblocks, rows_kernel(), T);
     if (P->parts)
         aclemu_parallel_for(N, reduce_chunks(N), reduce_body, T);
 }
@@ -373,6 +340,17 @@ static aclnnStatus lnb_launch(void *payload, void *workspace, uint64_t workspace
         }
         T->w = T->wbuf;
     }
+    const tdesc *dy = &P->t[T_DY], *x = &P->t[T_X], *dx = &P->t[T_DX];
+    const bool rows_unit = lay_unit(&dy->inner) && lay_unit(&x->inner);
+    T->kind = rows_unit && x->dtype == ACL_FLOAT16 ? LD_F16
+              : rows_unit && x->dtype == ACL_BF16  ? LD_BF16
+                                                   : LD_F32;
+    /* pass 2 stores gradInput when it is contiguous and of the dtype pass 2 computes in
+     * registers (input's, or FLOAT for float tiles), with no separate rounding step */
+    const aclDataType kind_dt = T->kind == LD_F16 ? ACL_FLOAT16
+                                : T->kind == LD_BF16 ? ACL_BF16 : ACL_FLOAT;
+    T->dx_fused = P->mask[0] && lay_unit(&dx->inner) && dx->dtype == kind_dt && !P->dx_round;
+    T->dx_stream = T->dx_fused && (double)P->M * (double)P->N * dx->es >= LNB_STREAM_BYTES;
     const tdesc *views[T_COUNT];
     for (int i = 0; i < T_COUNT; i++)
         views[i] = touched(P, i) ? &P->t[i] : NULL;
