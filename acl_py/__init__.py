@@ -37,8 +37,8 @@ from .device import Device, current_device, device_count, mem_info, set_device, 
 from .stream import Event, Stream, default_stream
 from .memory import DeviceBuffer, HostBuffer, MemoryPool, get_pool
 from .soc import soc_name, supports_bfloat16
-from .tensor import BoolArray, DeviceTensor, IntArray
-from .arguments import FloatArray, Scalar, ScalarList, TensorList
+from .tensor import DeviceTensor
+from .arguments import BoolArray, FloatArray, IntArray, Scalar, ScalarList, TensorList
 from . import dtypes
 from . import reference   # the NumPy float64 reference results are checked against
 

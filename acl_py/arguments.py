@@ -1,9 +1,9 @@
-"""Operator argument objects beyond tensors: ``Scalar`` (``aclScalar``), ``FloatArray``
-(``aclFloatArray``), ``TensorList`` (``aclTensorList``) and ``ScalarList``
-(``aclScalarList``).
+"""Operator argument objects beyond tensors: ``IntArray`` (``aclIntArray``), ``BoolArray``
+(``aclBoolArray``), ``FloatArray`` (``aclFloatArray``), ``Scalar`` (``aclScalar``),
+``TensorList`` (``aclTensorList``) and ``ScalarList`` (``aclScalarList``).
 
 Ownership follows libnnopbase (hicann/opbase src/nnopbase/common/api/acl_op_api.cpp): a
-scalar and a float array copy their values; a list copies its pointer array and TAKES
+scalar and an int, bool or float array copy their values; a list copies its pointer array and TAKES
 OWNERSHIP of its elements (``aclDestroyTensorList`` destroys every tensor in it). So a
 ``TensorList`` gives the C list fresh ``aclTensor`` handles of its own (the DeviceTensors keep
 theirs), and a ``ScalarList`` makes its own ``aclScalar`` handles; destroying the list
@@ -24,7 +24,7 @@ from ._ffi import ffi
 from . import dtypes as _dt
 from . import runtime as _rt
 from .errors import AclArgumentError, AclTypeError, ClosedError, check_create, make_error
-from .tensor import DeviceTensor
+from .tensor import DeviceTensor, as_int
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -45,6 +45,8 @@ def _destroyer(call: str) -> Callable[[Handle], None]:
 
 
 _destroy_scalar = _destroyer("aclDestroyScalar")
+_destroy_int_array = _destroyer("aclDestroyIntArray")
+_destroy_bool_array = _destroyer("aclDestroyBoolArray")
 _destroy_float_array = _destroyer("aclDestroyFloatArray")
 _destroy_tensor = _destroyer("aclDestroyTensor")
 _destroy_tensor_list = _destroyer("aclDestroyTensorList")
@@ -55,19 +57,23 @@ class ArgumentObject:
     """Base of the argument objects here: one C handle (``handle``) released exactly once
     (close, garbage collection or teardown)."""
 
-    __slots__ = ("_handle", "_rel", "__weakref__")
+    __slots__ = ("_handle", "_rel", "_gen", "__weakref__")
     _handle: Handle | None
     _rel: _rt.Releaser | None
+    _gen: int
 
     def _adopt(self, h: Handle, destroy: Callable[[Handle], None]) -> None:
         self._rel = _rt.Releaser(self, destroy, (h,), _rt.ORDER_HANDLE)
+        self._gen = _rt.gen
         self._handle = h
 
     @property
     def handle(self) -> Handle:
-        """The C handle (``aclScalar *`` ...), for interop; ClosedError once closed."""
+        """The C handle (``aclIntArray *`` ...), for interop; ClosedError once closed."""
         h = self._handle
-        if h is None or self._rel is None or not self._rel.alive:
+        # close() clears the handle; only a teardown (a new session number) releases it
+        # behind the object's back. Read on every operator call: two compares.
+        if h is None or self._gen != _rt.gen:
             raise self._closed_error()
         return h
 
@@ -78,7 +84,7 @@ class ArgumentObject:
 
     @property
     def closed(self) -> bool:
-        return self._handle is None or self._rel is None or not self._rel.alive
+        return self._handle is None or self._gen != _rt.gen
 
     def close(self) -> None:
         """Destroys the handle. Safe to repeat."""
@@ -113,6 +119,62 @@ class _OwnedSequence(ArgumentObject):
     def __repr__(self) -> str:
         state = " closed" if self.closed else ""
         return f"<acl_py.{type(self).__name__}{state} {list(self._items)}>"
+
+
+# ---- IntArray, BoolArray ---------------------------------------------------------------------
+
+_INT64 = (-2 ** 63, 2 ** 63 - 1)
+
+
+class IntArray(_OwnedSequence):
+    """An ``aclIntArray`` of int64 values (e.g. a normalized shape)."""
+
+    __slots__ = ()
+
+    def __init__(self, values: Iterable[int]) -> None:
+        self._handle = None
+        self._rel = None
+        vals = as_sequence(values, "values")
+        items = []
+        for i, v in enumerate(vals):
+            d = as_int(v, f"values[{i}]")
+            if not _INT64[0] <= d <= _INT64[1]:
+                raise AclArgumentError(f"values[{i}]", f"{d} does not fit in int64")
+            items.append(d)
+        self._items = tuple(items)
+        L = _rt.ensure()
+        # Never NULL, even for 0 values: some releases reject NULL whatever the size.
+        arr = ffi.new("int64_t[]", self._items or (0,))
+        self._adopt(check_create(L.aclCreateIntArray(arr, len(items)), "aclCreateIntArray"),
+                    _destroy_int_array)
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        return self._items
+
+
+class BoolArray(_OwnedSequence):
+    """An ``aclBoolArray`` (e.g. an output mask). Values must be bools."""
+
+    __slots__ = ()
+
+    def __init__(self, values: Iterable[bool]) -> None:
+        self._handle = None
+        self._rel = None
+        vals = as_sequence(values, "values")
+        for i, v in enumerate(vals):
+            if not isinstance(v, (bool, np.bool_)):
+                raise AclTypeError(f"values[{i}]", f"expected a bool, got "
+                                   f"{type(v).__name__} {v!r}")
+        self._items = tuple(bool(v) for v in vals)
+        L = _rt.ensure()
+        arr = ffi.new("bool[]", self._items or (False,))
+        self._adopt(check_create(L.aclCreateBoolArray(arr, len(vals)), "aclCreateBoolArray"),
+                    _destroy_bool_array)
+
+    @property
+    def values(self) -> tuple[bool, ...]:
+        return self._items
 
 
 # ---- Scalar ----------------------------------------------------------------------------------
@@ -342,5 +404,6 @@ class ScalarList(_OwnedSequence):
         return self._dtypes
 
 
-__all__ = ["ArgumentObject", "as_sequence", "Scalar", "FloatArray", "TensorList", "ScalarList",
+__all__ = ["ArgumentObject", "as_sequence", "IntArray", "BoolArray", "Scalar", "FloatArray",
+           "TensorList", "ScalarList",
            "natural_dtype", "scalar_bytes"]

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import (TYPE_CHECKING, Any, Iterable, Iterator, Literal, NoReturn, Sequence, TypeVar,
-                    Union)
+from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Sequence, Union
 
 import numpy as np
 
@@ -41,14 +40,13 @@ if TYPE_CHECKING:
     from .stream import Stream
 
 ShapeLike = Union[int, Sequence[int]]
-_ArraySelf = TypeVar("_ArraySelf", bound="_Array")
 
 _ND = 2            # ACL_FORMAT_ND
 _MAX_RANK = 25     # what aclCreateTensor accepts: CANN's MAX_DIM_NUM (operators check theirs)
 _INT64_MAX = 2 ** 63 - 1
 
 
-def _as_int(v, argument):
+def as_int(v, argument):
     """An int from ``v`` (ints, NumPy ints; not bools or floats), else AclTypeError naming
     ``argument``."""
     if isinstance(v, (bool, np.bool_)):
@@ -59,16 +57,9 @@ def _as_int(v, argument):
         raise AclTypeError(argument, f"expected an int, got {type(v).__name__} {v!r}") from None
 
 
-def _as_int64(v, argument):
-    d = _as_int(v, argument)
-    if not -_INT64_MAX - 1 <= d <= _INT64_MAX:
-        raise AclArgumentError(argument, f"{d} does not fit in int64")
-    return d
-
-
 def as_dim(v, argument):
     """A dimension, stride or offset: an int in 0..INT64_MAX."""
-    d = _as_int(v, argument)
+    d = as_int(v, argument)
     if d < 0:
         raise AclArgumentError(argument, f"must be >= 0, got {d}")
     if d > _INT64_MAX:
@@ -635,130 +626,4 @@ class DeviceTensor:
                 f"strides={self._strides} offset={self._offset} device={self.allocation.device}>")
 
 
-# ---- operator argument arrays ----------------------------------------------------------------
-
-def _destroy_int_array(h):
-    s = _rt.lib.aclDestroyIntArray(h)
-    if s:
-        from .errors import make_error
-        raise make_error(s, "aclDestroyIntArray")
-
-
-def _destroy_bool_array(h):
-    s = _rt.lib.aclDestroyBoolArray(h)
-    if s:
-        from .errors import make_error
-        raise make_error(s, "aclDestroyBoolArray")
-
-
-def _sequence(values, argument):
-    if isinstance(values, (str, bytes)):
-        raise AclTypeError(argument, f"expected a sequence, got {type(values).__name__}")
-    try:
-        return tuple(values)
-    except TypeError:
-        raise AclTypeError(argument, f"expected a sequence, got "
-                           f"{type(values).__name__}") from None
-
-
-class _Array:
-    __slots__ = ("_values", "_handle", "_rel", "_gen", "__weakref__")
-    _values: tuple
-    _handle: Any
-    _rel: Any
-    _gen: int
-
-    @property
-    def handle(self) -> Any:
-        h = self._handle
-        # close() clears the handle; only a teardown (a new session number) releases it
-        # behind the object's back.
-        if h is None or self._gen != _rt.gen:
-            raise self._closed_error()
-        return h
-
-    def _closed_error(self):
-        if self._handle is None:
-            return ClosedError(f"{type(self).__name__} is closed")
-        # Still holding a handle whose releaser ran: only teardown does that.
-        return _rt.FinalizedError(type(self).__name__)
-
-    @property
-    def values(self) -> tuple:
-        return self._values
-
-    @property
-    def closed(self) -> bool:
-        return self._handle is None or self._gen != _rt.gen
-
-    def close(self) -> None:
-        """Destroys the handle. Safe to repeat."""
-        if self._rel is not None:
-            self._rel.release()
-        self._handle = None
-
-    def __len__(self):
-        return len(self._values)
-
-    def __iter__(self):
-        return iter(self._values)
-
-    def __getitem__(self, i):
-        return self._values[i]
-
-    def __enter__(self: _ArraySelf) -> _ArraySelf:
-        self.handle
-        return self
-
-    def __exit__(self, *exc: object) -> Literal[False]:
-        self.close()
-        return False
-
-    def __repr__(self):
-        state = " closed" if self.closed else ""
-        return f"<acl_py.{type(self).__name__}{state} {list(self._values)}>"
-
-
-class IntArray(_Array):
-    """An ``aclIntArray`` of int64 values (e.g. a normalized shape)."""
-
-    __slots__ = ()
-
-    def __init__(self, values: Iterable[int]) -> None:
-        self._handle = None
-        self._rel = None
-        vals = _sequence(values, "values")
-        out = [_as_int64(v, f"values[{i}]") for i, v in enumerate(vals)]
-        self._values = tuple(out)
-        L = _rt.ensure()
-        # Never NULL, even for 0 values: some releases reject NULL whatever the size.
-        arr = ffi.new("int64_t[]", self._values or (0,))
-        h = check_create(L.aclCreateIntArray(arr, len(out)), "aclCreateIntArray")
-        self._rel = _rt.Releaser(self, _destroy_int_array, (h,), _rt.ORDER_HANDLE)
-        self._gen = _rt.gen
-        self._handle = h
-
-
-class BoolArray(_Array):
-    """An ``aclBoolArray`` (e.g. an output mask). Values must be bools."""
-
-    __slots__ = ()
-
-    def __init__(self, values: Iterable[bool]) -> None:
-        self._handle = None
-        self._rel = None
-        vals = _sequence(values, "values")
-        for i, v in enumerate(vals):
-            if not isinstance(v, (bool, np.bool_)):
-                raise AclTypeError(f"values[{i}]", f"expected a bool, got "
-                                   f"{type(v).__name__} {v!r}")
-        self._values = tuple(bool(v) for v in vals)
-        L = _rt.ensure()
-        arr = ffi.new("bool[]", self._values or (False,))
-        h = check_create(L.aclCreateBoolArray(arr, len(vals)), "aclCreateBoolArray")
-        self._rel = _rt.Releaser(self, _destroy_bool_array, (h,), _rt.ORDER_HANDLE)
-        self._gen = _rt.gen
-        self._handle = h
-
-
-__all__ = ["DeviceTensor", "IntArray", "BoolArray"]
+__all__ = ["DeviceTensor"]

@@ -40,9 +40,10 @@ import numpy as np
 from .._ffi import ffi
 from .. import dtypes as _dt
 from .. import runtime as _rt
-from ..arguments import FloatArray, Scalar, ScalarList, TensorList, as_sequence
+from ..arguments import (BoolArray, FloatArray, IntArray, Scalar, ScalarList, TensorList,
+                         as_sequence)
 from ..errors import AclArgumentError, AclTypeError
-from ..tensor import BoolArray, DeviceTensor, IntArray
+from ..tensor import DeviceTensor
 
 if TYPE_CHECKING:
     from ..arguments import ArgumentObject

@@ -56,8 +56,9 @@ from .. import dtypes as _dt
 from .. import runtime as _rt
 from .. import stream as _stream
 from .._ffi import ffi
+from ..arguments import BoolArray, IntArray
 from ..errors import AclArgumentError, AclError, AclTypeError, OperatorParameterError
-from ..tensor import BoolArray, DeviceTensor, IntArray, as_dim
+from ..tensor import DeviceTensor, as_dim
 from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
 
 __all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "Declared", "Plan",

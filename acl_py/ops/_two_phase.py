@@ -68,7 +68,7 @@ from .. import stream as _stream
 from .._ffi import ffi
 from ..errors import AclArgumentError, AclTypeError, ClosedError, make_error
 from ..arguments import ArgumentObject, TensorList
-from ..tensor import DeviceTensor, _Array
+from ..tensor import DeviceTensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -83,7 +83,6 @@ INT_ARRAY = "aclIntArray"
 BOOL_ARRAY = "aclBoolArray"
 ARGUMENT = "argument"
 VALUE = "value"
-_ARRAYS = (_Array, ArgumentObject)
 
 _NULL = ffi.NULL
 _CData = ffi.CData
@@ -208,7 +207,7 @@ class Operator:
                 add(_NULL)
             elif kind is VALUE or isinstance(a, _CData):
                 add(a)
-            elif isinstance(a, _ARRAYS):
+            elif isinstance(a, ArgumentObject):
                 add(a.handle)
                 if kind is ARGUMENT and type(a) is TensorList:
                     for t in a.tensors:     # the launch uses their memory too
