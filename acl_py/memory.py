@@ -16,7 +16,10 @@ an allocation for work on the same stream (``stream=``; operators' outputs and w
 takes it immediately, since the stream runs the new work after the old; allocations for other
 streams (or for none) take it once that stream has passed the old work. Its new Allocation
 carries the old pending use, so a synchronous copy into it still waits for the stream. A block
-used by several streams waits for all of them. ``free_all_blocks()`` returns cached blocks to
+used by several streams waits for all of them. An operator launch's workspace stays with its
+stream for the stream's next launch (``workspace``/``park``: no trip through the lists, no
+lock; a larger request swaps it for a larger block); it counts as cached, and
+``free_all_blocks()`` returns it too. ``free_all_blocks()`` returns cached blocks to
 the runtime (synchronizing the streams that may still use one); an allocation that fails with
 an out-of-memory status empties the cache and retries once, then raises
 :class:`DeviceMemoryError`. Tensor storage and operator workspaces come from the
@@ -595,13 +598,18 @@ class _PoolState:
     ``seq`` of that stream, may not be done: that stream's later work may take them at once
     (it runs after), other streams once the stream has passed ``seq``."""
 
-    __slots__ = ("device", "free", "on_stream", "lock", "acquire", "release", "used", "cached",
-                 "dead", "gen", "__weakref__")
+    __slots__ = ("device", "free", "on_stream", "parked", "lock", "acquire", "release", "used",
+                 "cached", "dead", "gen", "__weakref__")
 
     def __init__(self, device):
         self.device = device
         self.free = {}
         self.on_stream = {}
+        # stream state -> [(ptr, block size, seq)]: operator workspaces parked between the
+        # launches of one stream (see workspace). Changed by single list operations only
+        # (pop, append), atomic under the GIL, so the launch path takes no lock; counted in
+        # ``used`` while parked, reported as cached (parked_bytes).
+        self.parked = {}
         # Reentrant: a garbage collection inside a locked section may release a buffer.
         self.lock = threading.RLock()
         self.acquire = self.lock.acquire
@@ -671,12 +679,61 @@ class _PoolState:
             self.used += size
         return ffi.cast("char *", p[0]), size, 0
 
+    def workspace(self, nbytes, tl):
+        """(ptr, block size) of a workspace of ``nbytes`` (> 0) for a launch on stream state
+        ``tl``: the block parked by the stream's previous launch if large enough (the stream
+        runs this launch after that one: the reuse is stream-ordered), else one from the
+        pool. Give it back with :meth:`park` once the launch is enqueued."""
+        slot = self.parked.get(tl)
+        if slot:
+            try:
+                ptr, size, seq = slot.pop()
+            except IndexError:      # another thread's launch on this stream took it
+                pass
+            else:
+                if size >= nbytes:
+                    return ptr, size
+                self.give_back(ptr, size, tl, seq)     # too small: back, stream-ordered
+        ptr, size, _seq = self.take(nbytes, tl)
+        return ptr, size
+
+    def park(self, ptr, size, tl, seq):
+        """Parks a workspace whose last use is submission ``seq`` of ``tl`` for the stream's
+        next launch (one block per stream; another goes back to the pool, stream-ordered)."""
+        slot = self.parked.get(tl)
+        if slot is None:
+            slot = self.parked.setdefault(tl, [])
+        if not slot and not self.dead and not tl.closed:
+            slot.append((ptr, size, seq))
+        else:
+            self.give_back(ptr, size, tl, seq)
+
+    def _unpark(self, closed_only=False):
+        """Moves parked workspaces back to the pool's lists (of streams closed only, or all).
+        Caller holds the lock."""
+        for tl, slot in list(self.parked.items()):
+            if closed_only and not tl.closed:
+                continue
+            while True:
+                try:
+                    ptr, size, seq = slot.pop()
+                except IndexError:
+                    break
+                self.give_back(ptr, size, tl, seq)
+            if tl.closed:
+                self.parked.pop(tl, None)
+
+    def parked_bytes(self):
+        return sum(e[1] for slot in list(self.parked.values()) for e in list(slot))
+
     def _reclaim(self, size):
         """Moves blocks whose stream has passed their last use to ``free``; True if one of
         ``size`` is free then. Caller holds the lock. Lists are changed in place, never
         replaced: a garbage collection inside may run a release that gives a block back to
         one of them (the lock is reentrant), and that block must not be lost."""
         found = False
+        if self.parked:
+            self._unpark(closed_only=True)
         for tl, by_size in list(self.on_stream.items()):
             done = tl.done
             closed = tl.closed
@@ -726,6 +783,7 @@ class _PoolState:
         one; raises the first failure (a block that failed to free stays cached)."""
         err = None
         with self.lock:
+            self._unpark()
             self._reclaim(-1)
             waiting = self._waiting_streams()
         for tl in waiting:
@@ -794,11 +852,12 @@ class MemoryPool:
 
     def used_bytes(self) -> int:
         """Bytes in blocks handed out and not yet returned."""
-        return self._pst.used
+        return self._pst.used - self._pst.parked_bytes()
 
     def free_bytes(self) -> int:
-        """Bytes in cached blocks."""
-        return self._pst.cached
+        """Bytes in cached blocks (operator workspaces kept for a stream's next launch
+        included)."""
+        return self._pst.cached + self._pst.parked_bytes()
 
     def total_bytes(self) -> int:
         return self._pst.used + self._pst.cached
@@ -807,7 +866,8 @@ class MemoryPool:
         pst = self._pst
         with pst.lock:
             return sum(len(v) for v in pst.free.values()) + sum(
-                len(v) for d in pst.on_stream.values() for v in d.values())
+                len(v) for d in pst.on_stream.values() for v in d.values()) + sum(
+                len(v) for v in pst.parked.values())
 
     def close(self) -> None:
         """Frees the cache; blocks still handed out are freed when their buffers close."""

@@ -469,3 +469,39 @@ def test_queued_calls_on_one_stream_reuse_their_memory(emulator):
     for t in res:
         t.close()
     s.close()
+
+
+def test_operator_workspace_stays_with_its_stream(emulator):
+    """A launch's workspace is kept for the next launch on its stream (which runs after it:
+    stream order makes the reuse safe), without a trip through the pool's lists; it counts
+    as cached memory, and free_all_blocks returns it, also once the stream is closed."""
+    from test_layer_norm_backward import check, make_case, to_device
+    case = make_case((16, 64), 1, np.dtype(np.float32), seed=5)
+    d = to_device(case)
+    args = (d["grad_out"], d["input"], d["normalized_shape"], d["mean"], d["rstd"],
+            d["weight"])
+    outs = acl_py.layer_norm_backward(*args)
+    pool = acl_py.get_pool()
+    for i, s in enumerate((acl_py.Stream(), acl_py.Stream())):
+        pool.free_all_blocks()
+        n = live(emulator)
+        base_used, base_free = pool.used_bytes(), pool.free_bytes()
+        acl_py.layer_norm_backward(*args, out=outs, stream=s)
+        ws = pool.free_bytes() - base_free
+        assert ws > 0 and pool.used_bytes() == base_used       # parked: cached, not used
+        emulator.reset_call_counts()
+        for _ in range(5):
+            acl_py.layer_norm_backward(*args, out=outs, stream=s)
+        assert "aclrtMalloc" not in emulator.call_counts()
+        assert pool.free_bytes() - base_free == ws and pool.used_bytes() == base_used
+        s.synchronize()
+        check(outs, case)
+        if i:       # the block of an open stream, then of a closed one
+            pool.free_all_blocks()
+            s.close()
+        else:
+            s.close()
+            pool.free_all_blocks()
+        assert pool.free_bytes() == 0 and live(emulator) == n
+    for t in outs:
+        t.close()

@@ -12,9 +12,8 @@ An :class:`Operator` describes one by its name and its argument list; it then do
 * phase one, a failure raised as the typed error of its status (``acl_py.errors``) carrying
   the code and ``aclGetRecentErrMsg()``;
 * the workspace, from the caller's allocator (by default a block of the device's memory pool
-  taken for the launch's stream and given back stream-ordered right after it, so the next
-  launch on that stream reuses it at once), taken only when phase one asks for more than 0
-  bytes;
+  kept with the launch's stream for its next launch, which runs after this one: stream
+  order makes the reuse safe), taken only when phase one asks for more than 0 bytes;
 * phase two on a stream;
 * lifetimes. A single-use executor (:meth:`Operator.launch`) belongs to the library once phase
   two is called: the library releases it after running it, whether phase two succeeds or fails
@@ -249,9 +248,9 @@ class Operator:
         device memory only, as torch_npu's calls do.
 
         Workspace: from ``allocator(nbytes, device)`` (a DeviceBuffer) when given, released
-        after the launch; by default a block of the device's memory pool taken for the
-        stream, given back right after the launch: the next launch on that stream reuses it
-        at once (it runs after this one: stream order makes the reuse safe)."""
+        after the launch; by default a block of the device's memory pool kept with the
+        stream for its next launch, which reuses it at once (it runs after this one: stream
+        order makes the reuse safe)."""
         sst = _stream.state_for(stream, device)     # also makes the device current
         cargs, allocs = self._handles(args, device)
         self.enqueue(cargs, allocs, device, sst, allocator)
@@ -271,7 +270,7 @@ class Operator:
         if size and allocator is None:
             pool = _mem.default_pool_state(device)
             try:
-                ptr, block, _seq = pool.take(size, sst)
+                ptr, block = pool.workspace(size, sst)
             except BaseException:
                 _destroy_quietly(fns[3], ex)
                 raise
@@ -279,17 +278,17 @@ class Operator:
                 st = fns[1](ptr, size, ex, sst.handle)
             except BaseException:
                 _destroy_quietly(fns[3], ex)
-                pool.give_back(ptr, block, None, 0)
+                pool.park(ptr, block, sst, sst.seq)
                 raise
             if st:
                 err = make_error(st, self.phase_two_name)  # reads the message first
                 # The library has released the executor, success or not (hicann/opbase
                 # CommonOpExecutorRun; docs/emulator.md): not ours to destroy.
-                pool.give_back(ptr, block, None, 0)
+                pool.park(ptr, block, sst, sst.seq)
                 raise err
             seq = sst.submit()
-            # Back at once, for the stream's next launches (they run after this one).
-            pool.give_back(ptr, block, sst, seq)
+            # Kept for the stream's next launch (it runs after this one).
+            pool.park(ptr, block, sst, seq)
         elif size:
             self._launch_with(allocator, ex, size, sst, allocs, device)
             return
