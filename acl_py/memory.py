@@ -75,15 +75,18 @@ class Allocation:
     wrapper. For acl-py's modules (``DeviceBuffer.allocation``, ``DeviceTensor.allocation``):
     ``ptr`` (``char *``, ``ffi.NULL`` for 0 bytes, None once freed), ``nbytes``, ``device``,
     ``uses`` (an ``_ordering.Uses``: record launches there with ``uses[stream_state] =
-    seq``), ``closed``, ``handle_release``: None or ``(fn, handle)``, a C descriptor of this
-    memory released with it (the aclTensor of the tensor owning the storage), first."""
+    seq``), ``closed``, ``desc``: None or ``(layout, aclTensor *)``, the descriptor of the
+    tensor owning this memory (see ``DeviceTensor.handle``): destroyed before the memory is
+    freed; a pooled block keeps it, for the block's next owning tensor of the same layout
+    (``aclCreateTensor`` + ``aclDestroyTensor`` per allocation cost about as much as the
+    allocation)."""
 
-    __slots__ = ("ptr", "nbytes", "device", "uses", "closed", "pool", "block", "gen",
-                 "handle_release", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "device", "uses", "closed", "pool", "block", "gen", "desc",
+                 "__weakref__")
     host = False
     exports = 0
 
-    def __init__(self, ptr, nbytes, device, pool=None, block=0, uses=None):
+    def __init__(self, ptr, nbytes, device, pool=None, block=0, uses=None, desc=None):
         self.ptr = ptr
         self.nbytes = nbytes
         self.device = device
@@ -92,7 +95,7 @@ class Allocation:
         self.pool = pool        # _PoolState or None
         self.block = block      # pooled block size
         self.gen = _rt.gen
-        self.handle_release = None
+        self.desc = desc
 
     def closed_error(self, what):
         return _rt.closed_error(self.gen, what)
@@ -118,8 +121,9 @@ def _free_now(st):
         st.ptr = None
         return
     if st.pool is not None:
-        st.pool.give_back(ptr, st.block, None, 0)
+        st.pool.give_back(ptr, st.block, None, 0, st.desc)
         st.ptr = None
+        st.desc = None
         return
     L = _rt.lib
     _device.activate(st.device)
@@ -127,6 +131,13 @@ def _free_now(st):
     if s:
         raise make_error(s, "aclrtFreeHost" if st.host else "aclrtFree")
     st.ptr = None
+
+
+def destroy_desc(desc):
+    """Destroys a tensor descriptor ``(layout, aclTensor *)`` (see Allocation.desc)."""
+    s = _rt.lib.aclDestroyTensor(desc[1])
+    if s:
+        raise make_error(s, "aclDestroyTensor")
 
 
 def _free_unless_exported(st):
@@ -143,15 +154,15 @@ def release(st):
     safe); otherwise it is freed once every stream using it has passed that work. Host
     memory with live NumPy views is freed with the last view. Also the releaser of buffers."""
     st.closed = True
-    hr = st.handle_release
-    if hr is not None:
+    if st.desc is not None and st.pool is None:
         # The descriptor first (it needs no stream order: queued work uses the memory only).
+        # A pooled block keeps it (give_back).
         try:
-            hr[0](hr[1])
+            destroy_desc(st.desc)
         except BaseException:
             st.closed = False   # still owned: close() may be retried
             raise
-        st.handle_release = None
+        st.desc = None
     ptr = st.ptr
     if ptr is None:
         return
@@ -165,7 +176,8 @@ def release(st):
             for tl, seq in uses.items():
                 if tl.done < seq and not tl.closed:
                     st.ptr = None
-                    pool.give_back(ptr, st.block, tl, seq)
+                    pool.give_back(ptr, st.block, tl, seq, st.desc)
+                    st.desc = None
                     return
         else:
             pending = uses.pending()
@@ -173,7 +185,8 @@ def release(st):
                 if pool is not None and len(pending) == 1 and not uses.links:
                     tl, seq = pending[0]
                     st.ptr = None
-                    pool.give_back(ptr, st.block, tl, seq)
+                    pool.give_back(ptr, st.block, tl, seq, st.desc)
+                    st.desc = None
                     return
                 _ordering.release_after(uses, _free_unless_exported, st, _rt.ORDER_MEMORY)
                 return
@@ -598,8 +611,8 @@ class _PoolState:
     ``seq`` of that stream, may not be done: that stream's later work may take them at once
     (it runs after), other streams once the stream has passed ``seq``."""
 
-    __slots__ = ("device", "free", "on_stream", "parked", "lock", "acquire", "release", "used",
-                 "cached", "dead", "gen", "__weakref__")
+    __slots__ = ("device", "free", "on_stream", "parked", "descs", "lock", "acquire", "release",
+                 "used", "cached", "dead", "gen", "__weakref__")
 
     def __init__(self, device):
         self.device = device
@@ -610,6 +623,10 @@ class _PoolState:
         # (pop, append), atomic under the GIL, so the launch path takes no lock; counted in
         # ``used`` while parked, reported as cached (parked_bytes).
         self.parked = {}
+        # ptr -> (layout, aclTensor *) of cached blocks: the descriptor of the tensor that
+        # owned the block last, for the next one (Allocation.desc); destroyed when the block
+        # is freed.
+        self.descs = {}
         # Reentrant: a garbage collection inside a locked section may release a buffer.
         self.lock = threading.RLock()
         self.acquire = self.lock.acquire
@@ -632,7 +649,8 @@ class _PoolState:
         uses = _ordering.Uses()
         if seq:
             uses[tl] = seq
-        return Allocation(ptr, nbytes, self.device, self, size, uses)
+        return Allocation(ptr, nbytes, self.device, self, size, uses,
+                          self.descs.pop(ptr, None) if self.descs else None)
 
     def take(self, nbytes, tl=None):
         """(ptr, block size, seq) of a block of at least ``nbytes`` (> 0) for work on ``tl``
@@ -756,11 +774,14 @@ class _PoolState:
         return [tl for tl, by_size in list(self.on_stream.items())
                 if any(by_size.values())]
 
-    def give_back(self, ptr, size, tl, seq):
-        """Caches a block; ``tl``/``seq``: its last use, on that stream, may not be done."""
+    def give_back(self, ptr, size, tl, seq, desc=None):
+        """Caches a block; ``tl``/``seq``: its last use, on that stream, may not be done;
+        ``desc``: the descriptor of its last owning tensor, kept with it."""
         self.acquire()
         try:
             if not self.dead:
+                if desc is not None:
+                    self.descs[ptr] = desc
                 if tl is None:
                     self.free.setdefault(size, []).append(ptr)
                 else:
@@ -774,6 +795,8 @@ class _PoolState:
         finally:
             self.release()
         _device.activate(self.device)
+        if desc is not None:
+            destroy_desc(desc)
         s = _rt.lib.aclrtFree(ptr)
         if s:
             raise make_error(s, "aclrtFree")
@@ -803,11 +826,19 @@ class _PoolState:
         if blocks:
             _device.activate(self.device)
         for size, p in blocks:
-            s = _rt.lib.aclrtFree(p)
-            if s:
-                if err is None:
-                    err = make_error(s, "aclrtFree")
+            desc = self.descs.pop(p, None)
+            try:
+                if desc is not None:
+                    destroy_desc(desc)
+                    desc = None
+                s = _rt.lib.aclrtFree(p)
+                if s:
+                    raise make_error(s, "aclrtFree")
+            except Exception as e:      # kept cached (with what is left of it): retried
+                err = err or e
                 with self.lock:
+                    if desc is not None:
+                        self.descs[p] = desc
                     self.free.setdefault(size, []).append(p)
                     self.cached += size
         if err is not None:

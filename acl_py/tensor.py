@@ -11,9 +11,12 @@ storage otherwise lives as long as any tensor using it.
 ``handle`` creates the ``aclTensor`` on first use (view dims, element strides, element
 offset, ``ACL_FORMAT_ND``, storage dims ``[storage element count]``, data = storage base) and
 caches it; it is destroyed with the tensor (close, garbage collection, teardown). The handle
-of the tensor owning the storage is destroyed together with the storage's release (one
-release for both: a call returning new outputs makes several per call), so it may outlive the
-tensor object while someone still holds its ``buffer``.
+of the tensor owning the storage belongs to the storage (one release for both: a call
+returning new outputs makes several per call), so it may outlive the tensor object while
+someone still holds its ``buffer``; pooled storage gives it back to the pool with its block,
+and the block's next owning tensor of the same layout (shape, strides, dtype, size) reuses it
+instead of an ``aclCreateTensor`` + ``aclDestroyTensor`` pair (the pool destroys it when it
+frees the block: ``free_all_blocks``, ``acl_py.release_unused()``, teardown).
 """
 from __future__ import annotations
 
@@ -350,20 +353,32 @@ class DeviceTensor:
         bst = self._live()
         if self.cached_handle is not None:
             return self.cached_handle
-        h = self._create_handle(bst)
-        if self._owner and bst.handle_release is None:
-            # The storage's own tensor: its aclTensor is destroyed when the storage is
-            # released (one release for both, which a new output per call makes count).
-            bst.handle_release = (_destroy_tensor, h)
+        if self._owner:
+            # The storage's own tensor: its aclTensor is released with the storage (one
+            # release for both), and a pooled block keeps it for its next owning tensor of
+            # the same layout (a call returning new outputs makes several per call).
+            key = self._layout_key(bst)
+            desc = bst.desc
+            if desc is not None and desc[0] == key:
+                h = desc[1]
+            else:
+                if desc is not None:
+                    _mem.destroy_desc(desc)
+                    bst.desc = None
+                h = self._create_handle(bst, key)
+                bst.desc = (key, h)
         else:
+            h = self._create_handle(bst, self._layout_key(bst))
             self._hrel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)
         self.cached_handle = h
         return h
 
-    def _create_handle(self, bst):
+    def _layout_key(self, bst):
+        """What aclCreateTensor is told besides the data pointer and the offset."""
+        return (self._shape, self._strides, bst.nbytes // self._dtype.itemsize, self._dtype)
+
+    def _create_handle(self, bst, key):
         L = _rt.lib if _rt.ready else _rt.ensure()
-        storage = bst.nbytes // self._dtype.itemsize
-        key = (self._shape, self._strides, storage, self._dtype)
         layout = _layouts.get(key)
         if layout is None:
             layout = _layout(key)
@@ -378,7 +393,8 @@ class DeviceTensor:
         """A NEW ``aclTensor *`` describing this view, owned by the caller (not cached, not
         destroyed by this tensor): for APIs that take ownership of tensors, such as
         ``aclCreateTensorList`` (see :class:`acl_py.TensorList`)."""
-        return self._create_handle(self._live())
+        bst = self._live()
+        return self._create_handle(bst, self._layout_key(bst))
 
     # Read on every operator call: C-level getters (operator.attrgetter), not Python ones.
     shape = property(operator.attrgetter("_shape"), doc="The shape, a tuple of ints.")

@@ -210,6 +210,10 @@ def test_view_handles_created_on_demand_and_cached(emulator):
     assert emulator.live_objects()["tensors"] == n + 1
     del v
     gc.collect()
+    # The storage's block went back to the pool with the owner's handle, for its next
+    # owner of the same layout; emptying the pool's cache destroys it.
+    assert emulator.live_objects()["tensors"] == n + 1
+    acl_py.get_pool().free_all_blocks()
     assert emulator.live_objects()["tensors"] == n
 
 
@@ -352,7 +356,7 @@ def test_tensor_handle_creation_failure(emulator):
 
 def test_tensor_destroy_failure_is_retried(emulator):
     n = emulator.live_objects()["tensors"]
-    t = DeviceTensor.from_numpy(np.ones(4, np.float32))
+    t = DeviceTensor.from_numpy(np.ones(4, np.float32), pool=None)
     t.handle
     with emulator.inject_faults("aclDestroyTensor:1"):
         with pytest.raises(errors.InternalError):
@@ -361,7 +365,7 @@ def test_tensor_destroy_failure_is_retried(emulator):
     t.close()                     # still armed: close() may be retried
     assert emulator.live_objects()["tensors"] == n and t.closed
     # a failure while garbage collecting is retried by release_unused()
-    u = DeviceTensor.from_numpy(np.ones(4, np.float32))
+    u = DeviceTensor.from_numpy(np.ones(4, np.float32), pool=None)
     u.handle
     with emulator.inject_faults("aclDestroyTensor:1"):
         del u
@@ -369,6 +373,48 @@ def test_tensor_destroy_failure_is_retried(emulator):
     assert emulator.live_objects()["tensors"] == n + 1
     acl_py.release_unused()
     assert emulator.live_objects()["tensors"] == n
+    # pooled storage: the handle goes back with the block; the pool destroys it when it
+    # frees the block, and keeps both (retried) if that fails
+    pool = acl_py.MemoryPool()
+    blocks = emulator.live_objects()["device_allocations"]
+    v = DeviceTensor.from_numpy(np.ones(4, np.float32), pool=pool)
+    v.handle
+    v.close()
+    assert emulator.live_objects()["tensors"] == n + 1
+    with emulator.inject_faults("aclDestroyTensor:1"):
+        with pytest.raises(errors.InternalError):
+            pool.free_all_blocks()
+    assert emulator.live_objects()["tensors"] == n + 1 and pool.n_free_blocks() == 1
+    pool.free_all_blocks()
+    assert emulator.live_objects()["tensors"] == n and pool.n_free_blocks() == 0
+    assert emulator.live_objects()["device_allocations"] == blocks
+    pool.close()
+
+
+def test_pooled_block_keeps_its_owners_handle_for_the_next_owner(emulator):
+    """An owning tensor's aclTensor goes back to the pool with its block; the block's next
+    owning tensor of the same layout reuses it (no aclCreateTensor / aclDestroyTensor pair
+    per allocation), one of another layout replaces it."""
+    pool = acl_py.MemoryPool()
+    n = emulator.live_objects()["tensors"]
+    t = DeviceTensor.empty((2, 8), np.float32, pool=pool)
+    h, addr = t.handle, t.buffer.address
+    t.close()
+    emulator.reset_call_counts()
+    u = DeviceTensor.from_numpy(np.arange(16, dtype=np.float32).reshape(2, 8), pool=pool)
+    assert u.buffer.address == addr and u.handle == h
+    assert "aclCreateTensor" not in emulator.call_counts()
+    np.testing.assert_array_equal(u.to_numpy(), np.arange(16).reshape(2, 8))
+    u.close()
+    w = DeviceTensor.empty((16,), np.float32, pool=pool)     # same block, another layout
+    w.handle
+    counts = emulator.call_counts()
+    assert counts.get("aclCreateTensor") == 1 and counts.get("aclDestroyTensor") == 1
+    assert emulator.live_objects()["tensors"] == n + 1
+    w.close()
+    pool.free_all_blocks()
+    assert emulator.live_objects()["tensors"] == n
+    pool.close()
 
 
 # ---- IntArray / BoolArray ---------------------------------------------------------------------
