@@ -211,10 +211,13 @@ class DeviceTensor:
                    stream_state: Any) -> DeviceTensor:
         """A contiguous tensor from ``dev``'s default pool for work on ``stream_state``, for
         checked arguments (``shape`` a tuple of dims, ``dt`` a NumPy dtype acl-py supports,
-        ``dev`` a device id): the operators' outputs."""
+        ``dev`` a device id): the operators' outputs. Its ``cached_handle`` is made (or
+        taken from the block: see the module doc)."""
         st = _mem.default_pool_state(dev).allocate(_size(shape) * dt.itemsize, stream_state)
-        return object.__new__(cls)._init(_mem.DeviceBuffer.adopt(st), shape, dt,
-                                         _contiguous_strides(shape), 0, True)
+        t = object.__new__(cls)._init(_mem.DeviceBuffer.adopt(st), shape, dt,
+                                      _contiguous_strides(shape), 0, True)
+        t._make_handle()
+        return t
 
     @classmethod
     def zeros(cls, shape: ShapeLike, dtype: DTypeLike = np.float32, device: DeviceLike = None,
@@ -362,11 +365,14 @@ class DeviceTensor:
             if desc is not None and desc[0] == key:
                 h = desc[1]
             else:
-                if desc is not None:
-                    _mem.destroy_desc(desc)
-                    bst.desc = None
                 h = self._create_handle(bst, key)
                 bst.desc = (key, h)
+                if desc is not None:    # the block's previous owner had another layout
+                    try:
+                        _mem.destroy_desc(desc)
+                    except Exception:
+                        # Not this tensor's failure: retried by release_unused / teardown.
+                        _rt.Releaser(None, _destroy_tensor, (desc[1],), _rt.ORDER_HANDLE)
         else:
             h = self._create_handle(bst, self._layout_key(bst))
             self._hrel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)

@@ -98,6 +98,7 @@ def _attempt(scenario, case, stream, spec):
     arrays) with ``spec`` armed; returns (results or None, (exc type, code, message) or None,
     call counts)."""
     from acl_py import emulator
+    settle()    # the pool empty before the inputs take their blocks, too
     dev = to_device(case) if scenario != "numpy" else None
     settle()
     emulator.set_faults(spec)

@@ -412,6 +412,14 @@ def test_pooled_block_keeps_its_owners_handle_for_the_next_owner(emulator):
     assert counts.get("aclCreateTensor") == 1 and counts.get("aclDestroyTensor") == 1
     assert emulator.live_objects()["tensors"] == n + 1
     w.close()
+    # The previous owner's handle failing to go is not the new tensor's failure: retried.
+    x = DeviceTensor.empty((4, 4), np.float32, pool=pool)
+    with emulator.inject_faults("aclDestroyTensor:1"):
+        assert x.handle != ffi.NULL
+    assert emulator.live_objects()["tensors"] == n + 2
+    acl_py.release_unused()
+    assert emulator.live_objects()["tensors"] == n + 1
+    x.close()
     pool.free_all_blocks()
     assert emulator.live_objects()["tensors"] == n
     pool.close()

@@ -552,7 +552,11 @@ class Declared(Operator):
                     # Arguments the library would refuse may ask for absurd sizes: name them.
                     self._diagnose(values, out, DeviceTensor, dev, e)
                     raise
-            elif type(o) is not DeviceTensor and not isinstance(o, DeviceTensor):
+                allocs.append(o.allocation)
+                cvals.append(o.cached_handle)
+                outs.append(o)
+                continue
+            if type(o) is not DeviceTensor and not isinstance(o, DeviceTensor):
                 raise AclTypeError(self._out_names[k], f"expected None or "
                                    f"acl_py.DeviceTensor (like {self._first.py}), got "
                                    f"{type(o).__name__}")
