@@ -38,10 +38,8 @@
 
 typedef float RK(vf) __attribute__((vector_size(RK_W * 4)));
 typedef uint32_t RK(vu) __attribute__((vector_size(RK_W * 4)));
-typedef uint16_t RK(vh) __attribute__((vector_size(RK_W * 2)));
 #define VF RK(vf)
 #define VU RK(vu)
-#define VH RK(vh)
 
 /* W elements from p + i (elements of the kind's dtype) as floats. */
 INLINE VF RK(ld)(const void *p, int64_t i, const int kind)
@@ -58,14 +56,16 @@ INLINE VF RK(ld)(const void *p, int64_t i, const int kind)
     if (kind == LD_F16)
         return (VF)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
 #endif
-#if RK_W > 4
-    if (kind == LD_BF16) {
-        VH h;
-        memcpy(&h, (const uint16_t *)p + i, sizeof h);
-        VU u = __builtin_convertvector(h, VU) << 16;
-        memcpy(&v, &u, sizeof v);
-        return v;
-    }
+#if RK_W == 16 /* BF16: the 16 bits become the upper half (gcc's own widening takes 4 steps) */
+    if (kind == LD_BF16)
+        return (VF)_mm512_slli_epi32(
+            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i))),
+            16);
+#elif RK_W == 8
+    if (kind == LD_BF16)
+        return (VF)_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i))),
+            16);
 #endif
     for (int l = 0; l < RK_W; l++) /* the baseline: lane by lane, half.h */
         v[l] = ld1(p, i + l, kind);
@@ -120,17 +120,21 @@ INLINE void RK(st)(void *p, int64_t i, VF v, const int kind, uint32_t away, cons
         VU nan = (u >> 16) | 0x0040u;
         VU rounded = (u + 0x7fffu + (((u >> 16) & 1u) | away)) >> 16;
         VU is_nan = (VU)((u & 0x7fffffffu) > 0x7f800000u);
-        VH h = __builtin_convertvector((nan & is_nan) | (rounded & ~is_nan), VH);
+        VU r = (nan & is_nan) | (rounded & ~is_nan); /* < 2^16: narrowing keeps the value */
 #if RK_W == 16
+        __m256i h = _mm512_cvtepi32_epi16((__m512i)r);
         if (nt)
-            _mm256_stream_si256(d16, (__m256i)h);
+            _mm256_stream_si256(d16, h);
         else
+            _mm256_storeu_si256(d16, h);
 #else
+        __m128i h = _mm_packus_epi32(_mm256_castsi256_si128((__m256i)r),
+                                     _mm256_extracti128_si256((__m256i)r, 1));
         if (nt)
-            _mm_stream_si128(d16, (__m128i)h);
+            _mm_stream_si128(d16, h);
         else
+            _mm_storeu_si128(d16, h);
 #endif
-            memcpy(d16, &h, sizeof h);
         return;
     }
 #endif
@@ -330,7 +334,6 @@ static void RK(rows_body)(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 #undef RK_OUTS
 #undef VF
 #undef VU
-#undef VH
 #undef RK_NV
 #undef RK_RNE
 #undef RK_W
