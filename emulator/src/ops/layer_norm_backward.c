@@ -169,7 +169,7 @@ INLINE void st1(void *p, int64_t i, float v, const int kind, uint32_t away)
  * 16 lanes) and x86-64-v3 (AVX2 + F16C, 8 lanes), picked at first use (rows_kernel), and the
  * build's baseline (4 lanes with half.h's conversions; with -march flags, whatever they
  * allow). A plain function pointer, not an ifunc, so the sanitizer build has the levels too. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) /* gcc and clang: the intrinsics of each level */
 #include <immintrin.h>
 #endif
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
