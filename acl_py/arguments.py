@@ -16,6 +16,7 @@ release what is left.
 from __future__ import annotations
 
 import numbers
+import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Sequence, TypeVar
 
 import numpy as np
@@ -175,6 +176,48 @@ class BoolArray(_OwnedSequence):
     @property
     def values(self) -> tuple[bool, ...]:
         return self._items
+
+
+# ---- shared arrays: a handful of shapes and masks recur in a loop ----------------------------
+
+SHARED_MAX = 64
+_shared: dict = {}   # (cls, values) -> (array, handle, session number)
+# Guards changes to _shared (lookups need no lock): evicting with next(iter(d)) while another
+# thread inserts would raise, or pop what the other just put.
+_shared_lock = threading.Lock()
+
+
+def shared_array(cls: type, values: tuple[Any, ...]) -> tuple[Any, Handle, int]:
+    """``(array, handle, session)`` of a ``cls(values)`` shared by every operator call passing
+    the same values (IntArray, BoolArray, FloatArray), so a loop does not create and destroy
+    one per call. ``values`` must already be what ``cls`` stores (ints, bools, floats): the key
+    is the values, and ``1``, ``1.0`` and ``True`` are equal in Python."""
+    key = (cls, values)
+    e = _shared.get(key)
+    if e is not None and e[2] == _rt.gen:
+        return e
+    with _shared_lock:
+        e = _shared.get(key)
+        if e is None or e[2] != _rt.gen:   # another session: acl_py.finalize() released it
+            while len(_shared) >= SHARED_MAX:
+                # Dropped, never closed: another thread may be passing this very array to
+                # phase one right now. Its releaser destroys it when the last holder lets go.
+                del _shared[next(iter(_shared))]
+            a = cls(values)
+            e = _shared[key] = (a, a.handle, _rt.gen)
+        return e
+
+
+def clear_shared_arrays() -> None:
+    """Drops the shared arrays (recreated on demand); each is destroyed as soon as no call in
+    flight holds it. ``acl_py.release_unused()`` calls it."""
+    with _shared_lock:
+        dropped = list(_shared.values())
+        _shared.clear()
+    del dropped   # the releasers run here, outside the lock
+
+
+_rt.register_cache(clear_shared_arrays)
 
 
 # ---- Scalar ----------------------------------------------------------------------------------
@@ -405,5 +448,5 @@ class ScalarList(_OwnedSequence):
 
 
 __all__ = ["ArgumentObject", "as_sequence", "IntArray", "BoolArray", "Scalar", "FloatArray",
-           "TensorList", "ScalarList",
+           "TensorList", "ScalarList", "shared_array", "clear_shared_arrays", "SHARED_MAX",
            "natural_dtype", "scalar_bytes"]

@@ -45,7 +45,7 @@ def settle():
     gc.collect()
     acl_py.release_unused()
     try:
-        from acl_py.ops import clear_caches
+        from acl_py.arguments import clear_shared_arrays as clear_caches
     except ImportError:
         clear_caches = None
     if clear_caches is not None:
@@ -144,7 +144,7 @@ def _drop_cached_arrays():
     (conftest.no_leaks, which settles with release_unused only) compares like with like."""
     yield
     try:
-        from acl_py.ops import clear_caches
+        from acl_py.arguments import clear_shared_arrays as clear_caches
     except ImportError:
         return
     clear_caches()

@@ -317,7 +317,11 @@ def test_conversion_by_c_type():
         conv("someStruct value")
     for o in (sl, tl):
         o.close()
-    _convert.clear_cache()
+    # [1, 2] as an IntArray and as a FloatArray are different arrays; 1 and 1.0 are one.
+    from acl_py.arguments import clear_shared_arrays
+    assert conv("const aclFloatArray *scales")([1, 2], call) is not ia
+    assert conv("const aclFloatArray *scales")([0.5, 2.0], call) is fa
+    clear_shared_arrays()
 
 
 def test_prepare_runs_a_repeatable_executor():

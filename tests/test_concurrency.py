@@ -167,10 +167,9 @@ def test_argument_array_cache_evicts_under_threads():
     threads at once: an array evicted by one thread may be the one another thread is passing
     to phase one at that moment, so eviction must drop it, not destroy it (the first version
     closed it: "normalizedShape is not a live aclIntArray", seen once in a CI-like run)."""
-    import sys
-    declare_mod = sys.modules["acl_py.ops._declare"]  # the argument-array cache
+    from acl_py import arguments
     base = live()
-    widths = list(range(1, 3 * declare_mod._CACHE_MAX))
+    widths = list(range(1, 3 * arguments.SHARED_MAX))
 
     def worker(i):
         s = acl_py.Stream()
@@ -184,5 +183,5 @@ def test_argument_array_cache_evicts_under_threads():
             s.close()
 
     _run_threads(worker, THREADS)
-    assert len(declare_mod._arrays) <= declare_mod._CACHE_MAX
+    assert len(arguments._shared) <= arguments.SHARED_MAX
     assert live() == base

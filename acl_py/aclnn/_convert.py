@@ -24,24 +24,22 @@ any other pointer                 a cffi pointer, or None
 A cffi pointer (``ffi.CData``) is accepted for every pointer parameter and passed as is.
 A conversion returns what the operator layer takes (DeviceTensor, an acl_py argument object,
 None, a cffi value); objects it creates are kept with the launch until the stream is past it.
-IntArray/BoolArray/FloatArray made from sequences are cached by value (small LRU), as the
-hand-written operators cache theirs, so a loop does not create and destroy them every call.
+IntArray/BoolArray/FloatArray made from sequences are shared by value with every operator call
+(``acl_py.arguments.shared_array``, the cache the declared operators use too), so a loop does not
+create and destroy them every call.
 """
 from __future__ import annotations
 
 import numbers
 import operator
-import threading
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from .._ffi import ffi
 from .. import dtypes as _dt
-from .. import runtime as _rt
 from ..arguments import (BoolArray, FloatArray, IntArray, Scalar, ScalarList, TensorList,
-                         as_sequence)
+                         as_sequence, shared_array)
 from ..errors import AclArgumentError, AclTypeError
 from ..tensor import DeviceTensor
 
@@ -80,50 +78,6 @@ class Call:
         self.copy_back: list[tuple[DeviceTensor, np.ndarray]] = []
         self.staged: list[DeviceTensor] = []
         self.created: list[ArgumentObject] = []
-
-
-# ---- cached argument arrays --------------------------------------------------------------------
-
-_CACHE_SIZE = 256
-_cache: OrderedDict[tuple[type, tuple], Any] = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def _cached(cls: type, values: tuple[tuple[type, Any], ...]) -> Any:
-    """An argument array of ``values`` (a tuple of typed keys), shared by every call with the
-    same values. Eviction only drops the cache's reference: a call still passing the array
-    keeps it alive."""
-    key = (cls, values)
-    with _cache_lock:
-        obj = _cache.get(key)
-        if obj is not None and not obj.closed:
-            _cache.move_to_end(key)
-            return obj
-    obj = cls([v for _t, v in values])
-    with _cache_lock:
-        _cache[key] = obj
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return obj
-
-
-_memos: list[list[Any]] = []  # each array converter's [(last tuple, its array)]
-
-
-def clear_cache() -> None:
-    """Drops the cached argument arrays (``acl_py.release_unused`` calls it)."""
-    with _cache_lock:
-        _cache.clear()
-        for m in _memos:
-            m[0] = None
-
-
-_rt.register_cache(clear_cache)
-
-
-def _typed(values: tuple[Any, ...]) -> tuple[tuple[type, Any], ...]:
-    # 1, 1.0 and True are equal in Python; the array made from them is not.
-    return tuple((type(v), v) for v in values)
 
 
 # ---- converters ------------------------------------------------------------------------------
@@ -209,17 +163,20 @@ def scalar_list_converter(param: CParam) -> Converter:
     return convert
 
 
-def array_converter(param: CParam, cls: type, check: Callable[[Any], bool]) -> Converter:
+def array_converter(param: CParam, cls: type, check: Callable[[Any], bool],
+                    item: type) -> Converter:
+    """An IntArray/FloatArray/BoolArray parameter: the array object as given, or a sequence
+    whose items pass ``check``, stored as ``item(v)`` in the array shared by every call with
+    the same values (``acl_py.arguments.shared_array``)."""
     pname = param.name
-    # [(the last tuple converted, its array)]: a tuple is immutable, so the same object has
-    # the same values. One reference, replaced whole: threads read a consistent pair.
-    last: list[Any] = [None]
-    _memos.append(last)
 
     def convert(value: Any, call: Call) -> Any:
-        m = last[0]
-        if m is not None and m[0] is value and not m[1].closed:
-            return m[1]
+        if type(value) is tuple:
+            for v in value:     # the common case: a tuple already of the stored type
+                if type(v) is not item:
+                    break
+            else:
+                return shared_array(cls, value)[0]
         if value is None or isinstance(value, (cls, _CData)):
             return value
         values = as_sequence(value, pname)
@@ -227,10 +184,7 @@ def array_converter(param: CParam, cls: type, check: Callable[[Any], bool]) -> C
             if not check(v):
                 raise AclTypeError(f"{pname}[{i}]", f"expected {cls.__name__} values, got "
                                    f"{type(v).__name__} {v!r}")
-        arr = _cached(cls, _typed(values))
-        if type(value) is tuple:
-            last[0] = (value, arr)
-        return arr
+        return shared_array(cls, tuple(map(item, values)))[0]
     return convert
 
 
@@ -322,11 +276,11 @@ def converter_for(param: CParam) -> Converter:
     if b == "aclScalarList*":
         return scalar_list_converter(param)
     if b == "aclIntArray*":
-        return array_converter(param, IntArray, _is_int)
+        return array_converter(param, IntArray, _is_int, int)
     if b == "aclFloatArray*":
-        return array_converter(param, FloatArray, _is_real)
+        return array_converter(param, FloatArray, _is_real, float)
     if b == "aclBoolArray*":
-        return array_converter(param, BoolArray, _is_bool)
+        return array_converter(param, BoolArray, _is_bool, bool)
     if b in FLOATS:
         return value_converter(param, _is_real, float, "a real number")
     if b in INT_RANGES:

@@ -2,12 +2,11 @@
 (:mod:`acl_py.ops._declare`) and the operators declared on them. ``acl_py.layer_norm``,
 ``acl_py.LayerNorm``, ``acl_py.layer_norm_backward`` and ``acl_py.LayerNormBackward`` are
 re-exported at the package top level."""
-from ._declare import (Arg, Declared, Plan, bool_array, clear_caches, double, int_array,
-                       output, tensor)
+from ._declare import Arg, Declared, Plan, bool_array, double, int_array, output, tensor
 from ._two_phase import Executor, Operator, Param, value
 from .layer_norm import LAYER_NORM, LayerNorm, layer_norm
 from .layer_norm_backward import LAYER_NORM_BACKWARD, LayerNormBackward, layer_norm_backward
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "Operator", "Executor", "Param", "Declared", "Plan", "Arg",
-           "tensor", "output", "int_array", "bool_array", "double", "value", "clear_caches"]
+           "tensor", "output", "int_array", "bool_array", "double", "value"]

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 from collections import namedtuple
 from typing import Callable
 
@@ -53,10 +52,9 @@ import numpy as np
 
 from .. import device as _device
 from .. import dtypes as _dt
-from .. import runtime as _rt
 from .. import stream as _stream
 from .._ffi import ffi
-from ..arguments import BoolArray, IntArray
+from ..arguments import BoolArray, IntArray, shared_array
 from ..errors import AclArgumentError, AclError, AclTypeError, OperatorParameterError
 from ..tensor import DeviceTensor, as_dim
 from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
@@ -161,46 +159,6 @@ def _dtype_set(names):
     if s is None:
         s = _SETS[names] = frozenset(_np_dtype(n) for n in names)
     return s
-
-
-# ---- argument arrays, cached: a handful of shapes and masks recur in a loop ----------------
-
-_arrays: dict = {}
-_CACHE_MAX = 64
-# Guards changes to _arrays (lookups need no lock): evicting with next(iter(d)) while another
-# thread inserts would raise, or pop what the other just put.
-_cache_lock = threading.Lock()
-
-
-def _cached_array(cls, values):
-    """``(array, handle, session)`` of the shared ``cls(values)`` (checked values)."""
-    key = (cls, values)
-    e = _arrays.get(key)
-    if e is not None and e[2] == _rt.gen:
-        return e
-    with _cache_lock:
-        e = _arrays.get(key)
-        if e is None or e[2] != _rt.gen:   # another session: acl_py.finalize() released it
-            while len(_arrays) >= _CACHE_MAX:
-                # Dropped, never closed: another thread may be passing this very array to
-                # phase one right now. Its releaser destroys it when the last holder lets go.
-                del _arrays[next(iter(_arrays))]
-            a = cls(values)
-            e = _arrays[key] = (a, a.handle, _rt.gen)
-        return e
-
-
-def clear_caches():
-    """Drops the cached ``aclIntArray``/``aclBoolArray`` handles (recreated on demand); each
-    is destroyed as soon as no call in flight holds it. ``acl_py.release_unused()`` calls
-    it."""
-    with _cache_lock:
-        dropped = list(_arrays.values())
-        _arrays.clear()
-    del dropped   # the releasers run here, outside the lock
-
-
-_rt.register_cache(clear_caches)
 
 
 # ---- value conversion ----------------------------------------------------------------------
@@ -579,19 +537,15 @@ class Declared(Operator):
                     if type(x) is not int or x < 0:
                         break
                 else:
-                    e = _arrays.get((IntArray, v))
-                    if e is not None and e[2] == _rt.gen:
-                        return e
-            return _cached_array(IntArray, _int_values(self._given(v, arg), arg.py))
+                    return shared_array(IntArray, v)
+            return shared_array(IntArray, _int_values(self._given(v, arg), arg.py))
         if type(v) is tuple and (arg.length is None or len(v) == arg.length):
             for x in v:
                 if type(x) is not bool:
                     break
             else:
-                e = _arrays.get((BoolArray, v))
-                if e is not None and e[2] == _rt.gen:
-                    return e
-        return _cached_array(BoolArray, _bool_values(self._given(v, arg), arg))
+                return shared_array(BoolArray, v)
+        return shared_array(BoolArray, _bool_values(self._given(v, arg), arg))
 
     def _given(self, v, arg):
         if v is REQUIRED:
