@@ -21,12 +21,12 @@
  * blocked sum -> mean, blocked sum of squared deviations -> variance (two passes: no
  * cancellation of E[x^2] - E[x]^2), rstd = 1 / sqrt(var + eps), and y = (x - mean) * rstd *
  * w + b, made in input's dtype and stored a tile at a time (through an L1 block unless out is
- * contiguous FLOAT). A blocked sum keeps LANES independent float accumulators per TILE (a
- * vector: the order is fixed by the source, not the SIMD width) folded into per-row lane
- * totals after each tile: error ~ (TILE / LANES + N / TILE) ulps rather than N. Each lane's
- * adds form one dependency chain, so the sums of a group's rows run side by side: summing
- * one row at a time left the vector unit waiting on the adds' latency (why the half paths
- * were slower than torch before).
+ * contiguous FLOAT). A blocked sum keeps LANES independent float accumulators per TILE
+ * (vectors: the order is fixed by the source, not the SIMD width) folded into per-row lane
+ * totals after each tile: error ~ (TILE / LANES + N / TILE) ulps rather than N. Each tile's
+ * adds form one dependency chain per lane, so CHAINS tiles (of one row or of the group's
+ * rows) are summed side by side: one tile at a time left the vector unit waiting on the adds'
+ * latency (why the half paths were slower than torch before).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -49,7 +49,8 @@
 #define TILE 512          /* elements per block of the sum; multiple of LANES */
 #define MAX_CHUNKS 16     /* row chunks per run (each has its own row buffers) */
 #define STAT_ROWS 64      /* mean/rstd stored this many rows at a time */
-#define GROUP 4           /* rows whose sums run side by side (see tile_sums) */
+#define CHAINS 4          /* tiles summed side by side (see tile_chains) */
+#define GROUP 4           /* rows processed together (see group_rows) */
 
 /* implMode values (the vendor's op_api) */
 enum { HIGH_PRECISION = 0, HIGH_PERFORMANCE = 1, KEEP_FP16 = 2 };
@@ -96,52 +97,118 @@ typedef struct {
 
 /* ---- the row kernel ------------------------------------------------------------------------- */
 
-/* LANES floats: one AVX-512 register, two AVX2 ones, four SSE/NEON ones. Per-lane IEEE
- * operations (no contraction: -std=c11), so every clone computes the same bits. */
-typedef float lanes_v __attribute__((vector_size(LANES * sizeof(float))));
-typedef float lanes_u __attribute__((vector_size(LANES * sizeof(float)), aligned(4), may_alias));
-/* (vectors are neither passed nor returned by value: that would change the ABI per clone) */
-#define LOAD_LANES(p) (*(const lanes_u *)(const void *)(p))
+/* A tile's LANES accumulators as NV vectors of the widest width every clone of the row loop
+ * has natively (AVX2 and AVX-512VL: 32 bytes; SSE/NEON: 16), so they live in registers (a
+ * wider generic vector is lowered through memory). Per-lane IEEE operations, no contraction
+ * (-std=c11): every clone computes the same bits. Vectors are never passed or returned by
+ * value (that would change the ABI per clone). */
+#if defined(__x86_64__)
+#define VEC_BYTES 32
+#else
+#define VEC_BYTES 16
+#endif
+#define NV (LANES * (int)sizeof(float) / VEC_BYTES)
+typedef float vec_t __attribute__((vector_size(VEC_BYTES)));
+typedef float vec_u __attribute__((vector_size(VEC_BYTES), aligned(4), may_alias));
+#define VLOAD(p) (*(const vec_u *)(const void *)(p))
+#define VSTORE(p, v) (*(vec_u *)(void *)(p) = (v))
 
-/* tot[r][l] += the lane sums of a[r][i] (sq: of (a[r][i] - mean[r])^2) over the tile
- * [c, e), for R rows at once: LANES accumulators per row, folded into the row's lane totals
- * at the tile's end. Each lane of each row is one serial chain of adds (its order is what
- * fixes the bits), 4 cycles per add: R rows side by side give R independent chains. */
-INLINE void tile_sums(const float *const *a, int64_t c, int64_t e, const float *mean,
-                      lanes_v *tot, const int R, const bool sq)
+/* One tile's lane sum is one dependency chain per lane (4 cycles per add), and its order is
+ * what fixes the bits: LANES accumulators from zero over the tile's elements in order (a
+ * row's last tile: its tail continues the lanes), then folded into the row's lane totals,
+ * tiles in row order. Tiles are independent until that fold, so KC (<= CHAINS) of them, of
+ * the same length n, run side by side: tot[row[k]] += the lane sums of p[k][i] (sq: of
+ * (p[k][i] - mean[row[k]])^2) over i < n, folded in k order. */
+INLINE void tile_chains(const float *const *p, const int *row, int64_t n, const float *mean,
+                        float (*tot)[LANES], const int KC, const bool sq)
 {
-    lanes_v acc[GROUP];
-    for (int r = 0; r < R; r++)
-        acc[r] = (lanes_v){0};
-    int64_t i = c;
-    for (; i + LANES <= e; i += LANES) {
-        for (int r = 0; r < R; r++) {
-            lanes_v v = LOAD_LANES(a[r] + i);
-            if (sq) {
-                v -= mean[r];
-                v *= v;
+    vec_t acc[CHAINS][NV];
+    float mk[CHAINS];
+    for (int k = 0; k < KC; k++) {
+        for (int j = 0; j < NV; j++)
+            acc[k][j] = (vec_t){0};
+        mk[k] = sq ? mean[row[k]] : 0.0f;
+    }
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        for (int k = 0; k < KC; k++) {
+            for (int j = 0; j < NV; j++) {
+                vec_t v = VLOAD(p[k] + i + j * (VEC_BYTES / 4));
+                if (sq) {
+                    v -= mk[k];
+                    v *= v;
+                }
+                acc[k][j] += v;
             }
-            acc[r] += v;
         }
     }
-    for (int r = 0; r < R; r++) {
-        for (int l = 0; i + l < e; l++) { /* a row's last tile: its tail continues the lanes */
-            float v = a[r][i + l];
+    for (int k = 0; k < KC; k++) {
+        float t[LANES] = {0}; /* the tail, zero-padded: acc + 0 is acc (acc is never -0) */
+        for (int l = 0; i + l < n; l++) {
+            float v = p[k][i + l];
             if (sq) {
-                v -= mean[r];
+                v -= mk[k];
                 v *= v;
             }
-            acc[r][l] += v;
+            t[l] = v;
         }
-        tot[r] += acc[r];
+        for (int j = 0; j < NV; j++) {
+            vec_t s = acc[k][j] + VLOAD(t + j * (VEC_BYTES / 4));
+            VSTORE(tot[row[k]] + j * (VEC_BYTES / 4), VLOAD(tot[row[k]] + j * (VEC_BYTES / 4)) + s);
+        }
+    }
+}
+
+INLINE void run_chains(const float *const *p, const int *row, int K, int64_t n,
+                       const float *mean, float (*tot)[LANES], const bool sq)
+{
+    switch (K) { /* CHAINS == 4 */
+    case 4: tile_chains(p, row, n, mean, tot, 4, sq); break;
+    case 3: tile_chains(p, row, n, mean, tot, 3, sq); break;
+    case 2: tile_chains(p, row, n, mean, tot, 2, sq); break;
+    case 1: tile_chains(p, row, n, mean, tot, 1, sq); break;
+    default: break;
+    }
+}
+
+/* One pass of lane sums over the R rows xr, into tot[r] (from zero): their full tiles, then
+ * their last, shorter ones, CHAINS at a time, tile-major (when the pass ends, every row's last
+ * tiles are in L1 for the next one); each row's tiles fold in row order. The first pass (!sq)
+ * converts the input tiles not read in place into the row buffer xbuf just before summing
+ * them, while they are in L1. */
+INLINE void sums_pass(const ln_task *T, int64_t m, int R, const float *const *xr, float *xbuf,
+                      const float *mean, float (*tot)[LANES], const bool sq)
+{
+    const ln_payload *P = &T->p;
+    const tdesc *x = &P->t[T_X];
+    const int64_t N = P->N, full = N / TILE * TILE;
+    const bool convert = !sq && !T->x_in_place;
+    const float *p[CHAINS];
+    int row[CHAINS], K = 0;
+    memset(tot, 0, (size_t)R * sizeof *tot);
+    for (int part = 0; part < 2; part++) {
+        const int64_t n = part == 0 ? TILE : N - full;
+        const int64_t c0 = part == 0 ? 0 : full, c1 = part == 0 ? full : N;
+        for (int64_t c = c0; n > 0 && c < c1; c += n) {
+            for (int r = 0; r < R; r++) {
+                if (convert)
+                    get_tile(row_base(x, m + r), x->dtype, &x->inner, c, n, xbuf + r * N + c);
+                p[K] = xr[r] + c;
+                row[K] = r;
+                if (++K == CHAINS) {
+                    run_chains(p, row, K, n, mean, tot, sq);
+                    K = 0;
+                }
+            }
+        }
+        run_chains(p, row, K, n, mean, tot, sq);
+        K = 0;
     }
 }
 
 /* Fixed pairwise tree over the lanes. */
-INLINE float lane_total(const lanes_v *v)
+INLINE float lane_total(float *a)
 {
-    float a[LANES];
-    memcpy(a, v, sizeof a);
     for (int s = LANES / 2; s > 0; s /= 2)
         for (int l = 0; l < s; l++)
             a[l] += a[l + s];
@@ -165,48 +232,40 @@ INLINE void normalize(const float *restrict x, int64_t n, float mean, float rstd
 
 /* Rows [m, m + R): statistics into mean[r]/rstd[r], out rows written. xbuf: R rows of
  * scratch for inputs not read in place. */
-INLINE void group_rows(const ln_task *T, int64_t m, float *xbuf, float *mean, float *rstd,
-                       const int R, const bool hw, const bool hb)
+INLINE void group_rows(const ln_task *T, int64_t m, int R, float *xbuf, float *mean,
+                       float *rstd, const bool hw, const bool hb)
 {
     const ln_payload *P = &T->p;
     const tdesc *x = &P->t[T_X], *y = &P->t[T_Y];
     const int64_t N = P->N;
-    /* input rows: FLOAT ones in place, others converted once into xbuf, a tile at a time
-     * in the first pass (summed while the tile is in L1), reread by the other two */
+    /* input rows: FLOAT ones in place, others converted once into xbuf by the first pass */
     const float *xr[GROUP];
     for (int r = 0; r < R; r++)
         xr[r] = T->x_in_place ? (const float *)(const void *)row_base(x, m + r) : xbuf + r * N;
-    lanes_v tot[GROUP];
+    float tot[GROUP][LANES];
+    sums_pass(T, m, R, xr, xbuf, NULL, tot, false);
     for (int r = 0; r < R; r++)
-        tot[r] = (lanes_v){0};
-    for (int64_t c = 0; c < N; c += TILE) {
-        const int64_t e = N - c < TILE ? N : c + TILE;
-        if (!T->x_in_place)
-            for (int r = 0; r < R; r++)
-                get_tile(row_base(x, m + r), x->dtype, &x->inner, c, e - c, xbuf + r * N + c);
-        tile_sums(xr, c, e, NULL, tot, R, false);
-    }
-    for (int r = 0; r < R; r++) {
-        mean[r] = lane_total(&tot[r]) / (float)N;
-        tot[r] = (lanes_v){0};
-    }
-    for (int64_t c = 0; c < N; c += TILE)
-        tile_sums(xr, c, N - c < TILE ? N : c + TILE, mean, tot, R, true);
+        mean[r] = lane_total(tot[r]) / (float)N;
+    sums_pass(T, m, R, xr, xbuf, mean, tot, true);
     for (int r = 0; r < R; r++)
-        rstd[r] = 1.0f / sqrtf(lane_total(&tot[r]) / (float)N + P->eps);
-    /* out in tiles through an L1 block, unless written in place */
+        rstd[r] = 1.0f / sqrtf(lane_total(tot[r]) / (float)N + P->eps);
+    /* out a tile at a time, last tile first (those the sums left in L1), the group's rows
+     * under one weight/bias tile (read from L2 once per group, not per row), through an L1
+     * block unless written in place */
     float yblk[TILE];
-    for (int r = 0; r < R; r++) {
-        char *ry = row_base(y, m + r);
-        for (int64_t c = 0; c < N; c += TILE) {
-            const int64_t n = N - c < TILE ? N - c : TILE;
-            float *yt = T->y_direct ? (float *)(void *)ry + c : yblk;
+    char *ry[GROUP];
+    for (int r = 0; r < R; r++)
+        ry[r] = row_base(y, m + r);
+    for (int64_t c = (N - 1) / TILE * TILE; c >= 0; c -= TILE) {
+        const int64_t n = N - c < TILE ? N - c : TILE;
+        for (int r = 0; r < R; r++) {
+            float *yt = T->y_direct ? (float *)(void *)ry[r] + c : yblk;
             normalize(xr[r] + c, n, mean[r], rstd[r], hw ? T->w + c : NULL,
                       hb ? T->b + c : NULL, yt, hw, hb);
             if (P->y_round) /* computed in input's dtype, then cast */
                 aclemu_round_floats(x->dtype, P->ties, yt, n);
             if (!T->y_direct)
-                put_tile(ry, y->dtype, P->y_ties, &y->inner, c, n, yt);
+                put_tile(ry[r], y->dtype, P->y_ties, &y->inner, c, n, yt);
         }
     }
 }
@@ -217,14 +276,13 @@ INLINE void rows_impl(const ln_task *T, int64_t chunk, int64_t begin, int64_t en
     const ln_payload *P = &T->p;
     const tdesc *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
     float *xbuf = T->row_buf ? T->row_buf + chunk * T->per_chunk : NULL;
-    float smean[STAT_ROWS], srstd[STAT_ROWS]; /* STAT_ROWS is a multiple of GROUP */
+    float smean[STAT_ROWS], srstd[STAT_ROWS];
     for (int64_t s0 = begin; s0 < end; s0 += STAT_ROWS) {
         const int64_t cnt = end - s0 < STAT_ROWS ? end - s0 : STAT_ROWS;
-        int64_t j = 0;
-        for (; j + GROUP <= cnt; j += GROUP)
-            group_rows(T, s0 + j, xbuf, smean + j, srstd + j, GROUP, hw, hb);
-        for (; j < cnt; j++)
-            group_rows(T, s0 + j, xbuf, smean + j, srstd + j, 1, hw, hb);
+        for (int64_t j = 0; j < cnt; j += GROUP) {
+            const int R = (int)(cnt - j < GROUP ? cnt - j : GROUP);
+            group_rows(T, s0 + j, R, xbuf, smean + j, srstd + j, hw, hb);
+        }
         if (mo->present) {
             aclemu_round_floats(P->stat_dt, P->ties, smean, cnt);
             put_tile(view_base(mo), mo->dtype, ACLEMU_TIES_EVEN, &mo->inner, s0, cnt, smean);
