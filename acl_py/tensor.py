@@ -70,17 +70,23 @@ def as_dim(v, argument):
     return d
 
 
-def _as_shape(shape, argument="shape"):
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
-        shape = (shape,)
+def as_dims(values, argument, max_rank=None):
+    """A tuple of dims (ints in 0..INT64_MAX) from an int or a sequence of them, else the
+    typed error naming ``argument`` (or ``argument[i]``); ``max_rank`` bounds the length."""
+    if isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
+        values = (values,)
     try:
-        items = tuple(shape)
+        items = tuple(values)
     except TypeError:
-        raise AclTypeError(argument, f"expected a sequence of ints, got "
-                           f"{type(shape).__name__}") from None
-    if len(items) > _MAX_RANK:
-        raise AclArgumentError(argument, f"rank {len(items)} exceeds {_MAX_RANK}")
+        raise AclTypeError(argument, f"expected an int or a sequence of ints, got "
+                           f"{type(values).__name__}") from None
+    if max_rank is not None and len(items) > max_rank:
+        raise AclArgumentError(argument, f"rank {len(items)} exceeds {max_rank}")
     return tuple(as_dim(v, f"{argument}[{i}]") for i, v in enumerate(items))
+
+
+def _as_shape(shape, argument="shape"):
+    return as_dims(shape, argument, _MAX_RANK)
 
 
 _strides_of: dict = {}   # shape -> C-contiguous strides (few shapes recur in a loop)

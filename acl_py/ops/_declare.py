@@ -56,7 +56,7 @@ from .. import stream as _stream
 from .._ffi import ffi
 from ..arguments import BoolArray, IntArray, shared_array
 from ..errors import AclArgumentError, AclError, AclTypeError, OperatorParameterError
-from ..tensor import DeviceTensor, as_dim
+from ..tensor import DeviceTensor, as_dims
 from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
 
 __all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "Declared", "Plan",
@@ -177,14 +177,7 @@ def _int_values(v, name):
         return v.values
     if isinstance(v, (str, bytes)):
         raise AclTypeError(name, "expected a sequence of ints")
-    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
-        v = (v,)
-    try:
-        items = tuple(v)
-    except TypeError:
-        raise AclTypeError(name, f"expected an int or a sequence of ints, got "
-                           f"{type(v).__name__}") from None
-    return tuple(as_dim(d, f"{name}[{i}]") for i, d in enumerate(items))
+    return as_dims(v, name)
 
 
 def _bool_values(v, arg):
