@@ -310,6 +310,45 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
             s[j] = pc() - t0
         return median(s)
 
+    # The cffi floors: the same C calls as overhead.cpp made from Python through acl-py's
+    # cffi binding (ABI mode), handles made once, no acl-py code. What the interpreter and
+    # cffi cost by themselves bounds what any Python wrapper can reach.
+    lib = stack.lib
+    from acl_py.raw import ffi
+    ia = lib.aclCreateIntArray(ffi.new("int64_t[]", [n]), 1)
+    ba = lib.aclCreateBoolArray(ffi.new("bool[]", [True] * 3), 3)
+    th = [t.handle for t in ins] + [o.handle for o in outs]
+    wsz, exe_p = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+    p1, p2 = lib.aclnnLayerNormBackwardGetWorkspaceSize, lib.aclnnLayerNormBackward
+    raw_sync, sh = lib.aclrtSynchronizeStream, stream.handle
+    st = p1(th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8], wsz, exe_p)
+    st = st or lib.aclSetAclOpExecutorRepeatable(exe_p[0])
+    if st:
+        raise RuntimeError(f"cffi floor: phase one / repeatable returned {st}")
+    raw_exec = exe_p[0]
+    ws_buf = acl.DeviceBuffer(max(int(wsz[0]), 1))
+    ws_ptr = ws_buf.ptr
+
+    def raw_call(k: int) -> float:
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            p1(th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8], wsz,
+               exe_p)
+            p2(ws_ptr, wsz[0], exe_p[0], sh)
+            raw_sync(sh)
+            s[j] = pc() - t0
+        return median(s)
+
+    def raw_plan(k: int) -> float:
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            p2(ws_ptr, wsz[0], raw_exec, sh)
+            raw_sync(sh)
+            s[j] = pc() - t0
+        return median(s)
+
     plan = run = None
     rows: list[Row] = []
     try:
@@ -330,7 +369,8 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
 
     res: dict[str, list[float]] = {k: [] for k in
                                    ("c_call", "py_call", "c_plan", "py_plan", "c_malloc",
-                                    "c_alloc", "py_alloc", "py_aclnn")}
+                                    "c_alloc", "py_alloc", "py_aclnn", "raw_call",
+                                    "raw_plan")}
     ws = None
     for r in range(rounds):
         # Alternate C and Python within each round, and flip the order every other round.
@@ -344,7 +384,9 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
                   ("py_alloc", lambda: (py_call_alloc(warm), py_call_alloc(iters))[1]),
                   ("c_malloc", lambda: float(run_c(exe, "oneshot-malloc", iters, warm)
                                              ["median_ns"])),
-                  ("py_aclnn", lambda: (py_aclnn(warm), py_aclnn(iters))[1])]
+                  ("py_aclnn", lambda: (py_aclnn(warm), py_aclnn(iters))[1]),
+                  ("raw_call", lambda: (raw_call(warm), raw_call(iters))[1]),
+                  ("raw_plan", lambda: (raw_plan(warm), raw_plan(iters))[1])]
         if r % 2:
             pairs = pairs[::-1]
         for key, fn in pairs:
@@ -375,6 +417,11 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
                         T_OVERHEAD_PLAN, f"<= {T_OVERHEAD_PLAN}"))
     else:
         rows.append(_na(sec, f"plan: {plan_error}"))
+    rows.append(row("cffi floor: phase one + two + sync from Python, no acl-py code",
+                    "raw_call", "c_call", None, "info"))
+    if plan is not None:
+        rows.append(row("cffi floor: phase two + sync from Python (repeatable executor)",
+                        "raw_plan", "c_plan", None, "info"))
     rows.append(row("C: outputs malloc+create+destroy+free per call vs reused", "c_alloc",
                     "c_call", None, "info"))
     rows.append(row("C: workspace aclrtMalloc/Free per call vs reused", "c_malloc", "c_call",
@@ -389,7 +436,10 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
             log(f"overhead {k}: rounds(us)=" + " ".join(f"{t / 1e3:.1f}" for t in v))
     if wrong:
         rows.append(Row(sec, f"result check: error {err:.3g}x tolerance", status="FAIL"))
-    close(plan, *outs, *ins, stream)
+    lib.aclDestroyAclOpExecutor(raw_exec)
+    lib.aclDestroyIntArray(ia)
+    lib.aclDestroyBoolArray(ba)
+    close(plan, ws_buf, *outs, *ins, stream)
     rows += bench_queued(stack, quick)
     return rows
 
