@@ -499,38 +499,6 @@ static aclError check_args(const char *fn, void *dst, size_t destMax, const void
     return ACL_SUCCESS;
 }
 
-/* count 0: success before any check, pointers and kind included, as CANN (aclrtMemcpyImpl). */
-aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
-                     aclrtMemcpyKind kind) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    if (count == 0)
-        return ACL_SUCCESS;
-    aclError rc = rt_enter(__func__);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    int dev;
-    if ((rc = check_args(__func__, dst, destMax, src, count, (int)kind)) != ACL_SUCCESS ||
-        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
-    rt_alloc *blk[2];
-    pthread_rwlock_rdlock(&g_mem);
-    rc = check_copy(__func__, dst, src, count, (int)kind, false, blk);
-    if (rc == ACL_SUCCESS) { /* pinned, not locked, while copying: a free in between fails */
-        pin(blk[0]);
-        pin(blk[1]);
-    }
-    pthread_rwlock_unlock(&g_mem);
-    if (rc == ACL_SUCCESS) {
-        memmove(dst, src, count);
-        unpin(blk[0]);
-        unpin(blk[1]);
-    }
-out:
-    rt_leave();
-    return rc;
-}
-
 typedef struct {
     void *dst;
     const void *src; /* NULL: memset */
@@ -554,12 +522,69 @@ static void copy_release(void *arg) {
     free(t);
 }
 
-/* Queues a validated copy/memset with its blocks pinned (g_mem read-locked by the caller for
- * the validation; pins are taken under it so no free can slip in between). */
-static aclError enqueue(const char *fn, rt_stream *s, copy_task *t) {
-    aclError rc = rt_stream_push(s, copy_run, copy_release, t, fn);
+/* The part aclrtMemcpy, aclrtMemcpyAsync, aclrtMemset and aclrtMemsetAsync share, after their
+ * own argument checks (in CANN's order: those come before it needs a device): `op` is the
+ * copy (op->src NULL: a memset of op->value), `kind` a copy's aclrtMemcpyKind. The blocks it
+ * touches are validated and pinned under g_mem, so no free can slip in between; they stay
+ * pinned, not locked, while the bytes move (a free meanwhile fails). Synchronous: runs now.
+ * Asynchronous: queued on `stream`, unpinned when the stream releases the task. */
+static aclError transfer(const char *fn, const copy_task *op, int kind, bool async,
+                         aclrtStream stream) {
+    int dev;
+    rt_stream *s = NULL;
+    aclError rc = rt_need_device(fn, &dev);
+    if (rc == ACL_SUCCESS && async)
+        rc = rt_stream_get(stream, dev, fn, &s);
     if (rc != ACL_SUCCESS)
+        return rc;
+    copy_task now, *t = async ? malloc(sizeof *t) : &now;
+    if (t == NULL) {
+        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
+        goto out;
+    }
+    *t = *op;
+    t->blk[0] = t->blk[1] = NULL;
+    pthread_rwlock_rdlock(&g_mem);
+    if (t->src != NULL)
+        rc = check_copy(fn, t->dst, t->src, t->count, kind, async, t->blk);
+    else
+        rc = check_side(fn, "devPtr", (uintptr_t)t->dst, t->count, true, -1, false,
+                        &t->blk[0]);
+    if (rc == ACL_SUCCESS) {
+        pin(t->blk[0]);
+        pin(t->blk[1]);
+    }
+    pthread_rwlock_unlock(&g_mem);
+    if (rc != ACL_SUCCESS) {
+        if (async)
+            free(t);
+    } else if (!async) {
+        copy_run(t);
+        unpin(t->blk[0]);
+        unpin(t->blk[1]);
+    } else if ((rc = rt_stream_push(s, copy_run, copy_release, t, fn)) != ACL_SUCCESS) {
         copy_release(t);
+    }
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    return rc;
+}
+
+/* count 0: success before any check, pointers and kind included, as CANN (aclrtMemcpyImpl). */
+aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
+                     aclrtMemcpyKind kind) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (count == 0)
+        return ACL_SUCCESS;
+    aclError rc = rt_enter(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if ((rc = check_args(__func__, dst, destMax, src, count, (int)kind)) == ACL_SUCCESS)
+        rc = transfer(__func__, &(copy_task){.dst = dst, .src = src, .count = count}, (int)kind,
+                      false, NULL);
+    rt_leave();
     return rc;
 }
 
@@ -573,36 +598,9 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
     aclError rc = rt_enter(__func__);
     if (rc != ACL_SUCCESS)
         return rc;
-    int dev;
-    rt_stream *s = NULL;
-    if ((rc = check_args(__func__, dst, destMax, src, count, (int)kind)) != ACL_SUCCESS ||
-        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
-        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
-        goto out;
-    copy_task *t = calloc(1, sizeof *t);
-    if (t == NULL) {
-        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "out of host memory");
-        goto out;
-    }
-    t->dst = dst;
-    t->src = src;
-    t->count = count;
-    pthread_rwlock_rdlock(&g_mem);
-    rc = check_copy(__func__, dst, src, count, (int)kind, true, t->blk);
-    if (rc == ACL_SUCCESS) {
-        pin(t->blk[0]);
-        pin(t->blk[1]);
-    } else {
-        t->blk[0] = t->blk[1] = NULL;
-    }
-    pthread_rwlock_unlock(&g_mem);
-    if (rc == ACL_SUCCESS)
-        rc = enqueue(__func__, s, t);
-    else
-        free(t);
-out:
-    if (s != NULL)
-        rt_stream_put(s);
+    if ((rc = check_args(__func__, dst, destMax, src, count, (int)kind)) == ACL_SUCCESS)
+        rc = transfer(__func__, &(copy_task){.dst = dst, .src = src, .count = count}, (int)kind,
+                      true, stream);
     rt_leave();
     return rc;
 }
@@ -628,21 +626,9 @@ aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
     aclError rc = rt_enter(__func__);
     if (rc != ACL_SUCCESS)
         return rc;
-    int dev;
-    if ((rc = check_memset(__func__, devPtr, maxCount, count)) != ACL_SUCCESS ||
-        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
-    rt_alloc *blk;
-    pthread_rwlock_rdlock(&g_mem);
-    rc = check_side(__func__, "devPtr", (uintptr_t)devPtr, count, true, -1, false, &blk);
-    if (rc == ACL_SUCCESS)
-        pin(blk);
-    pthread_rwlock_unlock(&g_mem);
-    if (rc == ACL_SUCCESS) {
-        memset(devPtr, value, count);
-        unpin(blk);
-    }
-out:
+    if ((rc = check_memset(__func__, devPtr, maxCount, count)) == ACL_SUCCESS)
+        rc = transfer(__func__, &(copy_task){.dst = devPtr, .count = count, .value = value}, -1,
+                      false, NULL);
     rt_leave();
     return rc;
 }
@@ -656,32 +642,9 @@ aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t c
     aclError rc = rt_enter(__func__);
     if (rc != ACL_SUCCESS)
         return rc;
-    int dev;
-    rt_stream *s = NULL;
-    if ((rc = check_memset(__func__, devPtr, maxCount, count)) != ACL_SUCCESS ||
-        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
-        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
-        goto out;
-    copy_task *t = calloc(1, sizeof *t);
-    if (t == NULL) {
-        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "out of host memory");
-        goto out;
-    }
-    t->dst = devPtr;
-    t->count = count;
-    t->value = value;
-    pthread_rwlock_rdlock(&g_mem);
-    rc = check_side(__func__, "devPtr", (uintptr_t)devPtr, count, true, -1, false, &t->blk[0]);
-    if (rc == ACL_SUCCESS)
-        pin(t->blk[0]);
-    pthread_rwlock_unlock(&g_mem);
-    if (rc == ACL_SUCCESS)
-        rc = enqueue(__func__, s, t);
-    else
-        free(t);
-out:
-    if (s != NULL)
-        rt_stream_put(s);
+    if ((rc = check_memset(__func__, devPtr, maxCount, count)) == ACL_SUCCESS)
+        rc = transfer(__func__, &(copy_task){.dst = devPtr, .count = count, .value = value}, -1,
+                      true, stream);
     rt_leave();
     return rc;
 }
