@@ -1,9 +1,8 @@
 """The emulator kernels give the same bits whichever CPU runs them, and whatever the layout.
 
 On x86-64 the hot loops are compiled three times (x86-64-v4 = AVX-512 with VL/BW, AVX2 (+ F16C
-for the backward's row loops), and the baseline) and one is picked per CPU; the backward's row
-loops convert contiguous FLOAT16/BF16 rows in registers
-(emulator/src/ops/layer_norm_backward_rows.h), other layouts go through one of three
+for the row loops), and the baseline) and one is picked per CPU; the row loops convert
+contiguous FLOAT16/BF16 rows in registers (emulator/src/ops/row_vectors.h), other layouts go through one of three
 conversion paths picked at run time (AVX-512 or F16C conversion instructions, or portable
 integer code: emulator/src/ops/convert.c). A result must not depend on the machine: a user
 comparing runs across hosts, or CI against a laptop, must see identical outputs. This builds
@@ -15,8 +14,10 @@ loops and conversions): for each dtype and each specialization of the row loop
 subset), for every dtype mix of input, statistics, weight, gradInput and gradWeight/gradBias
 acl-py accepts, and for BF16 under both tie rules (Atlas A2/A3, 950); within each build, the
 same data as contiguous rows and as strided views must give the same bits. The forward
-(aclnnLayerNorm) likewise: each dtype, full and partial row groups, tail tiles, with and
-without weight/bias, strided input/out, and its dtype mixes of weight, out and mean/rstd.
+(aclnnLayerNorm, its row loops in emulator/src/ops/layer_norm_rows.h) likewise: each dtype,
+contiguous rows against strided views (every vector width's tail, non-temporal out), full and
+partial row groups, tail tiles, with and without weight/bias, strided input/out, and its dtype
+mixes of weight, out and mean/rstd.
 tests/test_conversions.py checks the conversion paths themselves on every bit pattern class.
 
 The variant builds take ~15 s each (both run at once) and are kept in tests/.build, rebuilt
@@ -179,7 +180,32 @@ DIGEST_FORWARD = textwrap.dedent("""
             h.update(np.ascontiguousarray(o.to_numpy()).view(np.uint8).tobytes())
         out[name] = h.hexdigest()
 
+    def pair(name, dt, m, n):
+        # the same data through the row kernel's in-register conversions (contiguous rows, out
+        # stored by the kernel) and through convert.h (strided views): the same bits
+        x = (rng.standard_normal((m, n)) * 2 + 0.5).astype(dt)
+        w = (rng.random(n) + 0.5).astype(dt)
+        b = rng.standard_normal(n).astype(dt)
+        got = []
+        for t in (False, True):
+            y = acl.DeviceTensor.zeros((n, m), dt).T if t else acl.DeviceTensor.zeros((m, n), dt)
+            outs = (y, acl.DeviceTensor.zeros((m, 1), np.float32),
+                    acl.DeviceTensor.zeros((m, 1), np.float32))
+            acl.layer_norm(dev(x, t), (n,), dev(w), dev(b), 1e-5, out=outs)
+            got.append(b"".join(np.ascontiguousarray(o.to_numpy()).view(np.uint8).tobytes()
+                                for o in outs))
+        out["pair-" + name + "-layouts"] = "same" if got[0] == got[1] else "differ"
+        out["pair-" + name] = hashlib.sha256(got[0]).hexdigest()
+
     dtypes = (("fp32", np.float32), ("fp16", np.float16), ("bf16", bfloat16))
+    for dname, dt in dtypes:
+        # every vector width's tail, tile boundaries, and out large enough to be written with
+        # non-temporal stores (8 MiB; rows aligned to the vector, then not)
+        for m, n in ((3, 1), (4, 15), (5, 33), (3, 513)):
+            pair(f"{dname}-{m}x{n}", dt, m, n)
+        big = 2048 if dt is np.float32 else 4096
+        pair(f"{dname}-{big}x1040-streamed", dt, big, 1040)
+        pair(f"{dname}-{big}x1041-streamed-unaligned", dt, big, 1041)
     for dname, dt in dtypes:
         # partial row groups and tail tiles, a small row, N = 1024 (BF16: the V4 kernel)
         for m, n in ((70, 1543), (9, 1024), (5, 17)):
@@ -249,7 +275,9 @@ def test_forward_clones_and_baseline_give_identical_bits(variant_prefixes):
     if backend.name != "emulator":
         pytest.skip(f"the backend is {backend.name}, not the emulator")
     default = _digests(Path(backend.root), DIGEST_FORWARD)
-    assert len(default) == 3 * (3 * 5 + 2 * 3)
+    assert len(default) == 3 * (2 * 6 + 3 * 5 + 2 * 3)
+    differ = sorted(k for k, v in default.items() if v == "differ")
+    assert not differ, f"contiguous and strided views give different bits: {differ}"
     for name, prefix in variant_prefixes.items():
         other = _digests(prefix, DIGEST_FORWARD)
         diff = sorted(k for k in default if other.get(k) != default[k])

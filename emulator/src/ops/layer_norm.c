@@ -16,17 +16,25 @@
  * - empty: M == 0 does nothing; N == 0 fills meanOut with 0 and rstdOut with NaN.
  *
  * Kernel: rows are independent, so any split of rows over threads gives the same bits. Rows
- * go GROUP at a time. Each row is made float once (in place when FLOAT and contiguous, else
- * converted a tile at a time into a per-chunk row buffer, during the first pass), then:
- * blocked sum -> mean, blocked sum of squared deviations -> variance (two passes: no
- * cancellation of E[x^2] - E[x]^2), rstd = 1 / sqrt(var + eps), and y = (x - mean) * rstd *
- * w + b, made in input's dtype and stored a tile at a time (through an L1 block unless out is
- * contiguous FLOAT). A blocked sum keeps LANES independent float accumulators per TILE
- * (vectors: the order is fixed by the source, not the SIMD width) folded into per-row lane
- * totals after each tile: error ~ (TILE / LANES + N / TILE) ulps rather than N. Each tile's
- * adds form one dependency chain per lane, so CHAINS tiles (of one row or of the group's
- * rows) are summed side by side: one tile at a time left the vector unit waiting on the adds'
- * latency (why the half paths were slower than torch before).
+ * go GROUP at a time, in three passes over the group: blocked sum -> mean, blocked sum of
+ * squared deviations -> variance (two passes: no cancellation of E[x^2] - E[x]^2), rstd =
+ * 1 / sqrt(var + eps), and y = (x - mean) * rstd * w + b, made in input's dtype. A blocked
+ * sum keeps LANES independent float accumulators per TILE (vectors: the order is fixed by the
+ * source, not the SIMD width) folded into per-row lane totals after each tile: error ~
+ * (TILE / LANES + N / TILE) ulps rather than N. Each tile's adds form one dependency chain per
+ * lane, so CHAINS tiles (of one row or of the group's rows) are summed side by side: one tile
+ * at a time left the vector unit waiting on the adds' latency.
+ * - The row loops (layer_norm_rows.h) are compiled once per x86-64 level and picked at run
+ *   time. Contiguous FLOAT16/BF16 input rows are converted in registers by each pass
+ *   (row_vectors.h), and a contiguous out of input's dtype is converted as it is stored: no
+ *   conversion buffers (converting each row into a float buffer first, then storing out
+ *   through a float block, cost a quarter of a FLOAT16 call's CPU time). Other layouts and
+ *   dtype mixes convert input rows into a per-chunk float row buffer during the first pass,
+ *   and store out through a float block (convert.h); the order of every sum is the same, so a
+ *   strided view gives the same bits as a contiguous copy (tests/test_kernel_clones.py).
+ * - Pass 1 prefetches the rows ahead (PF_BYTES); passes 2 and 3 read the group back from
+ *   cache. An out far larger than the caches is written with non-temporal stores
+ *   (LN_STREAM_BYTES).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -35,6 +43,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "convert.h"
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_layer_norm.h"
@@ -47,22 +56,18 @@
 #define INLINE TV_INLINE
 #define LANES 16          /* independent accumulators per row sum */
 #define TILE 512          /* elements per block of the sum; multiple of LANES */
-#define MAX_CHUNKS 16     /* row chunks per run (each has its own row buffers) */
+#define MAX_CHUNKS 16     /* row chunks per run (each has its own row buffer when gathering) */
 #define STAT_ROWS 64      /* mean/rstd stored this many rows at a time */
-#define CHAINS 4          /* tiles summed side by side (see tile_chains) */
-#define GROUP 4           /* rows processed together (see group_rows) */
+#define CHAINS 4          /* tiles summed side by side (layer_norm_rows.h: chains) */
+#define GROUP 4           /* rows processed together (layer_norm_rows.h: group_rows) */
+#define PF_BYTES 2048     /* pass 1 prefetches its rows this far ahead */
+/* An out at least this large (bytes), stored by the kernel itself, is written with
+ * non-temporal stores: far larger than the cores' own caches, it would only evict the rows
+ * the passes read back, and its read-for-ownership adds to the memory traffic. */
+#define LN_STREAM_BYTES (8.0 * 1024 * 1024)
 
 /* implMode values (the vendor's op_api) */
 enum { HIGH_PRECISION = 0, HIGH_PERFORMANCE = 1, KEEP_FP16 = 2 };
-
-/* x86-64 builds carry AVX-512 and AVX2 clones of the row loop, picked at load time; all give
- * the same bits (-std=c11 keeps contraction off, sums run in source order). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__) && !defined(ACLEMU_NO_CLONES)
-#define HOT __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define HOT
-#endif
 
 enum { T_X, T_W, T_B, T_Y, T_MEAN, T_RSTD, T_COUNT };
 static const char *const TNAME[T_COUNT] = {
@@ -86,125 +91,22 @@ typedef struct {
     ln_payload p;
     const float *w, *b;   /* weight/bias rows as float; NULL when absent */
     float *wb_buf;        /* weight/bias converted to float, when not usable in place */
-    float *row_buf;       /* nchunks * per_chunk floats: input rows as float */
+    float *row_buf;       /* nchunks * per_chunk floats: gathered input rows as float */
     int64_t per_chunk;    /* floats of row buffer per chunk (GROUP rows) */
     int64_t nchunks;
-    bool x_in_place;      /* input rows read in place (FLOAT, contiguous normalized dims) */
-    bool y_direct;        /* out rows written in place (FLOAT, contiguous) */
+    int kind;             /* how the kernel reads input rows (row_vectors.h's LD_*) */
+    bool x_gather;        /* input rows converted to float into row_buf (kind LD_F32) */
+    bool y_fused;         /* out rows stored by the kernel in their dtype (contiguous) */
+    bool y_stream;        /* ... with non-temporal stores (out much larger than cache) */
     void *pins[T_COUNT + 1];
     int npins;
 } ln_task;
 
 /* ---- the row kernel ------------------------------------------------------------------------- */
 
-/* A tile's LANES accumulators as NV vectors of the widest width every clone of the row loop
- * has natively (AVX2 and AVX-512VL: 32 bytes; SSE/NEON: 16), so they live in registers (a
- * wider generic vector is lowered through memory). Per-lane IEEE operations, no contraction
- * (-std=c11): every clone computes the same bits. Vectors are never passed or returned by
- * value (that would change the ABI per clone). */
-#if defined(__x86_64__)
-#define VEC_BYTES 32
-#else
-#define VEC_BYTES 16
-#endif
-#define NV (LANES * (int)sizeof(float) / VEC_BYTES)
-typedef float vec_t __attribute__((vector_size(VEC_BYTES)));
-typedef float vec_u __attribute__((vector_size(VEC_BYTES), aligned(4), may_alias));
-#define VLOAD(p) (*(const vec_u *)(const void *)(p))
-#define VSTORE(p, v) (*(vec_u *)(void *)(p) = (v))
-
-/* One tile's lane sum is one dependency chain per lane (4 cycles per add), and its order is
- * what fixes the bits: LANES accumulators from zero over the tile's elements in order (a
- * row's last tile: its tail continues the lanes), then folded into the row's lane totals,
- * tiles in row order. Tiles are independent until that fold, so KC (<= CHAINS) of them, of
- * the same length n, run side by side: tot[row[k]] += the lane sums of p[k][i] (sq: of
- * (p[k][i] - mean[row[k]])^2) over i < n, folded in k order. */
-INLINE void tile_chains(const float *const *p, const int *row, int64_t n, const float *mean,
-                        float (*tot)[LANES], const int KC, const bool sq)
-{
-    vec_t acc[CHAINS][NV];
-    float mk[CHAINS];
-    for (int k = 0; k < KC; k++) {
-        for (int j = 0; j < NV; j++)
-            acc[k][j] = (vec_t){0};
-        mk[k] = sq ? mean[row[k]] : 0.0f;
-    }
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
-        for (int k = 0; k < KC; k++) {
-            for (int j = 0; j < NV; j++) {
-                vec_t v = VLOAD(p[k] + i + j * (VEC_BYTES / 4));
-                if (sq) {
-                    v -= mk[k];
-                    v *= v;
-                }
-                acc[k][j] += v;
-            }
-        }
-    }
-    for (int k = 0; k < KC; k++) {
-        float t[LANES] = {0}; /* the tail, zero-padded: acc + 0 is acc (acc is never -0) */
-        for (int l = 0; i + l < n; l++) {
-            float v = p[k][i + l];
-            if (sq) {
-                v -= mk[k];
-                v *= v;
-            }
-            t[l] = v;
-        }
-        for (int j = 0; j < NV; j++) {
-            vec_t s = acc[k][j] + VLOAD(t + j * (VEC_BYTES / 4));
-            VSTORE(tot[row[k]] + j * (VEC_BYTES / 4), VLOAD(tot[row[k]] + j * (VEC_BYTES / 4)) + s);
-        }
-    }
-}
-
-INLINE void run_chains(const float *const *p, const int *row, int K, int64_t n,
-                       const float *mean, float (*tot)[LANES], const bool sq)
-{
-    switch (K) { /* CHAINS == 4 */
-    case 4: tile_chains(p, row, n, mean, tot, 4, sq); break;
-    case 3: tile_chains(p, row, n, mean, tot, 3, sq); break;
-    case 2: tile_chains(p, row, n, mean, tot, 2, sq); break;
-    case 1: tile_chains(p, row, n, mean, tot, 1, sq); break;
-    default: break;
-    }
-}
-
-/* One pass of lane sums over the R rows xr, into tot[r] (from zero): their full tiles, then
- * their last, shorter ones, CHAINS at a time, tile-major (when the pass ends, every row's last
- * tiles are in L1 for the next one); each row's tiles fold in row order. The first pass (!sq)
- * converts the input tiles not read in place into the row buffer xbuf just before summing
- * them, while they are in L1. */
-INLINE void sums_pass(const ln_task *T, int64_t m, int R, const float *const *xr, float *xbuf,
-                      const float *mean, float (*tot)[LANES], const bool sq)
-{
-    const ln_payload *P = &T->p;
-    const tdesc *x = &P->t[T_X];
-    const int64_t N = P->N, full = N / TILE * TILE;
-    const bool convert = !sq && !T->x_in_place;
-    const float *p[CHAINS];
-    int row[CHAINS], K = 0;
-    memset(tot, 0, (size_t)R * sizeof *tot);
-    for (int part = 0; part < 2; part++) {
-        const int64_t n = part == 0 ? TILE : N - full;
-        const int64_t c0 = part == 0 ? 0 : full, c1 = part == 0 ? full : N;
-        for (int64_t c = c0; n > 0 && c < c1; c += n) {
-            for (int r = 0; r < R; r++) {
-                if (convert)
-                    get_tile(row_base(x, m + r), x->dtype, &x->inner, c, n, xbuf + r * N + c);
-                p[K] = xr[r] + c;
-                row[K] = r;
-                if (++K == CHAINS) {
-                    run_chains(p, row, K, n, mean, tot, sq);
-                    K = 0;
-                }
-            }
-        }
-        run_chains(p, row, K, n, mean, tot, sq);
-        K = 0;
-    }
-}
+/* The element kinds the row kernel reads and stores (here, before the levels' pragmas: their
+ * scalar functions are compiled for the baseline, which every level can inline). */
+#include "row_vectors.h"
 
 /* Fixed pairwise tree over the lanes. */
 INLINE float lane_total(float *a)
@@ -215,97 +117,51 @@ INLINE float lane_total(float *a)
     return a[0];
 }
 
-/* y[i] = (x[i] - mean) * rstd * w[i] + b[i]. */
-INLINE void normalize(const float *restrict x, int64_t n, float mean, float rstd,
-                      const float *restrict w, const float *restrict b, float *restrict y,
-                      const bool hw, const bool hb)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float v = (x[i] - mean) * rstd;
-        if (hw)
-            v *= w[i];
-        if (hb)
-            v += b[i];
-        y[i] = v;
-    }
-}
+/* The row kernel (layer_norm_rows.h), once per x86-64 level: x86-64-v4 (AVX-512, 16 lanes)
+ * and x86-64-v3 (AVX2 + F16C, 8 lanes), picked at first use (rows_kernel), and the build's
+ * baseline (4 lanes, half.h's conversions; with -march flags, whatever they allow). A plain
+ * function pointer, not an ifunc, so the sanitizer build has the levels too. */
+#if defined(__x86_64__) && defined(__GNUC__) /* gcc and clang: the intrinsics of each level */
+#include <immintrin.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(ACLEMU_NO_CLONES)
+#define LN_LEVELS 1
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v4")
+#define RK_SFX v4
+#include "layer_norm_rows.h"
+#undef RK_SFX
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v3")
+#define RK_SFX v3
+#include "layer_norm_rows.h"
+#undef RK_SFX
+#pragma GCC pop_options
+#else
+#define LN_LEVELS 0
+#endif
+#define RK_SFX base
+#include "layer_norm_rows.h"
+#undef RK_SFX
 
-/* Rows [m, m + R): statistics into mean[r]/rstd[r], out rows written. xbuf: R rows of
- * scratch for inputs not read in place. */
-INLINE void group_rows(const ln_task *T, int64_t m, int R, float *xbuf, float *mean,
-                       float *rstd, const bool hw, const bool hb)
+static aclemu_range_fn rows_kernel(void)
 {
-    const ln_payload *P = &T->p;
-    const tdesc *x = &P->t[T_X], *y = &P->t[T_Y];
-    const int64_t N = P->N;
-    /* input rows: FLOAT ones in place, others converted once into xbuf by the first pass */
-    const float *xr[GROUP];
-    for (int r = 0; r < R; r++)
-        xr[r] = T->x_in_place ? (const float *)(const void *)row_base(x, m + r) : xbuf + r * N;
-    float tot[GROUP][LANES];
-    sums_pass(T, m, R, xr, xbuf, NULL, tot, false);
-    for (int r = 0; r < R; r++)
-        mean[r] = lane_total(tot[r]) / (float)N;
-    sums_pass(T, m, R, xr, xbuf, mean, tot, true);
-    for (int r = 0; r < R; r++)
-        rstd[r] = 1.0f / sqrtf(lane_total(tot[r]) / (float)N + P->eps);
-    /* out a tile at a time, last tile first (those the sums left in L1), the group's rows
-     * under one weight/bias tile (read from L2 once per group, not per row), through an L1
-     * block unless written in place */
-    float yblk[TILE];
-    char *ry[GROUP];
-    for (int r = 0; r < R; r++)
-        ry[r] = row_base(y, m + r);
-    for (int64_t c = (N - 1) / TILE * TILE; c >= 0; c -= TILE) {
-        const int64_t n = N - c < TILE ? N - c : TILE;
-        for (int r = 0; r < R; r++) {
-            float *yt = T->y_direct ? (float *)(void *)ry[r] + c : yblk;
-            normalize(xr[r] + c, n, mean[r], rstd[r], hw ? T->w + c : NULL,
-                      hb ? T->b + c : NULL, yt, hw, hb);
-            if (P->y_round) /* computed in input's dtype, then cast */
-                aclemu_round_floats(x->dtype, P->ties, yt, n);
-            if (!T->y_direct)
-                put_tile(ry[r], y->dtype, P->y_ties, &y->inner, c, n, yt);
-        }
+#if LN_LEVELS
+    static aclemu_range_fn chosen;
+    aclemu_range_fn f = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
+    if (!f) { /* racing first calls pick the same one */
+        __builtin_cpu_init();
+        f = __builtin_cpu_supports("x86-64-v4")   ? rows_body_v4
+            : __builtin_cpu_supports("x86-64-v3") ? rows_body_v3
+                                                  : rows_body_base;
+        __atomic_store_n(&chosen, f, __ATOMIC_RELEASE);
     }
-}
-
-INLINE void rows_impl(const ln_task *T, int64_t chunk, int64_t begin, int64_t end,
-                      const bool hw, const bool hb)
-{
-    const ln_payload *P = &T->p;
-    const tdesc *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
-    float *xbuf = T->row_buf ? T->row_buf + chunk * T->per_chunk : NULL;
-    float smean[STAT_ROWS], srstd[STAT_ROWS];
-    for (int64_t s0 = begin; s0 < end; s0 += STAT_ROWS) {
-        const int64_t cnt = end - s0 < STAT_ROWS ? end - s0 : STAT_ROWS;
-        for (int64_t j = 0; j < cnt; j += GROUP) {
-            const int R = (int)(cnt - j < GROUP ? cnt - j : GROUP);
-            group_rows(T, s0 + j, R, xbuf, smean + j, srstd + j, hw, hb);
-        }
-        if (mo->present) {
-            aclemu_round_floats(P->stat_dt, P->ties, smean, cnt);
-            put_tile(view_base(mo), mo->dtype, ACLEMU_TIES_EVEN, &mo->inner, s0, cnt, smean);
-        }
-        if (ro->present) {
-            aclemu_round_floats(P->stat_dt, P->ties, srstd, cnt);
-            put_tile(view_base(ro), ro->dtype, ACLEMU_TIES_EVEN, &ro->inner, s0, cnt, srstd);
-        }
-    }
-}
-
-HOT static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
-{
-    const ln_task *T = ctx;
-    const bool hw = T->w != NULL, hb = T->b != NULL;
-    if (hw && hb)
-        rows_impl(T, chunk, begin, end, true, true);
-    else if (hw)
-        rows_impl(T, chunk, begin, end, true, false);
-    else if (hb)
-        rows_impl(T, chunk, begin, end, false, true);
-    else
-        rows_impl(T, chunk, begin, end, false, false);
+    return f;
+#else
+    return rows_body_base;
+#endif
 }
 
 /* Fills every element of a flat view with v. */
@@ -343,7 +199,7 @@ static void task_run(void *arg)
     }
     T->w = param_row(&P->t[T_W], P->N, T->wb_buf);
     T->b = param_row(&P->t[T_B], P->N, T->wb_buf ? T->wb_buf + P->N : NULL);
-    aclemu_parallel_for(P->M, T->nchunks, rows_body, T);
+    aclemu_parallel_for(P->M, T->nchunks, rows_kernel(), T);
 }
 
 static void task_release(void *arg)
@@ -380,13 +236,23 @@ static aclnnStatus ln_launch(void *payload, void *workspace, uint64_t workspace_
     const tdesc *x = &P->t[T_X], *y = &P->t[T_Y];
     const int64_t M = P->M, N = P->N;
     if (M > 0 && N > 0) {
-        T->x_in_place = x->dtype == ACL_FLOAT && lay_unit(&x->inner);
-        T->y_direct = y->dtype == ACL_FLOAT && lay_unit(&y->inner);
+        const bool x_unit = lay_unit(&x->inner), y_unit = lay_unit(&y->inner);
+        T->kind = x_unit && x->dtype == ACL_FLOAT16 ? LD_F16
+                  : x_unit && x->dtype == ACL_BF16  ? LD_BF16
+                                                    : LD_F32;
+        T->x_gather = T->kind == LD_F32 && !(x->dtype == ACL_FLOAT && x_unit);
+        /* out of the dtype the kernel reads input as (gathered rows: FLOAT only) */
+        const aclDataType kind_dt = T->kind == LD_F16    ? ACL_FLOAT16
+                                    : T->kind == LD_BF16 ? ACL_BF16
+                                    : x->dtype == ACL_FLOAT ? ACL_FLOAT : ACL_DT_UNDEFINED;
+        T->y_fused = y_unit && y->dtype == kind_dt;
+        T->y_stream = T->y_fused &&
+                      (double)M * (double)N * (double)y->es >= LN_STREAM_BYTES;
         T->nchunks = M < MAX_CHUNKS ? M : MAX_CHUNKS;
-        /* per chunk: a group of input rows as float (no more rows than the chunk has),
-         * unless read in place */
+        /* per chunk: a group of gathered input rows as float (no more rows than the chunk
+         * has) */
         const int64_t chunk_rows = (M + T->nchunks - 1) / T->nchunks;
-        T->per_chunk = T->x_in_place ? 0 : (chunk_rows < GROUP ? chunk_rows : GROUP) * N;
+        T->per_chunk = T->x_gather ? (chunk_rows < GROUP ? chunk_rows : GROUP) * N : 0;
         bool wb = needs_buffer(&P->t[T_W]) || needs_buffer(&P->t[T_B]);
         if (T->per_chunk > 0)
             T->row_buf = malloc((size_t)(T->nchunks * T->per_chunk) * sizeof(float));

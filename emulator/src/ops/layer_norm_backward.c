@@ -129,31 +129,10 @@ static inline const float *stats_at(const tdesc *d, int64_t m0, int64_t cnt, flo
     return get_tile(d->data + d->offset * (int64_t)d->es, d->dtype, &d->inner, m0, cnt, buf);
 }
 
-/* How the row kernel reads gradOut/input: LD_F16/LD_BF16, contiguous 16-bit rows converted
- * in registers; LD_F32, float tiles (FLOAT read in place when contiguous, anything else
- * converted by get_tile). Also the element kinds of ld1/st1. */
-enum { LD_F32, LD_F16, LD_BF16 };
-
-/* Element i of a contiguous run of the kind's dtype, as float. */
-INLINE float ld1(const void *p, int64_t i, const int kind)
-{
-    if (kind == LD_F16)
-        return aclemu_f16_to_f32(((const uint16_t *)p)[i]);
-    if (kind == LD_BF16)
-        return aclemu_bf16_to_f32(((const uint16_t *)p)[i]);
-    return ((const float *)p)[i];
-}
-
-/* Stores v as element i of a contiguous run of the kind's dtype; away: BF16 ties. */
-INLINE void st1(void *p, int64_t i, float v, const int kind, uint32_t away)
-{
-    if (kind == LD_F16)
-        ((uint16_t *)p)[i] = aclemu_f32_to_f16(v);
-    else if (kind == LD_BF16)
-        ((uint16_t *)p)[i] = aclemu_f32_to_bf16_ties(v, away);
-    else
-        ((float *)p)[i] = v;
-}
+/* How the row kernel reads gradOut/input (row_vectors.h's element kinds): LD_F16/LD_BF16,
+ * contiguous 16-bit rows converted in registers; LD_F32, float tiles (FLOAT read in place when
+ * contiguous, anything else converted by get_tile). */
+#include "row_vectors.h"
 
 /* Pass 1 prefetches gradOut/input this many bytes ahead of the tile it reads: the next rows
  * when N is small. Without it a FLOAT16 call spent ~30% more CPU time waiting for memory

@@ -5,10 +5,8 @@
  *
  * Written with native-width vectors (GCC vector extensions: 16 floats on x86-64-v4, 8 on v3,
  * 4 on the baseline), so FLOAT16 and BF16 gradOut/input/gradInput are converted in registers
- * as they are loaded and stored: one pass over the data per phase, no conversion buffers.
- * FLOAT16 goes through VCVTPH2PS/VCVTPS2PH (the rounding in the immediate, as convert.c), BF16
- * through integer vector code with the formula of half.h; the baseline converts each lane with
- * half.h's functions, which tests/test_kernel_clones.py then compares the vector code against.
+ * as they are loaded and stored (row_vectors.h): one pass over the data per phase, no
+ * conversion buffers.
  *
  * The arithmetic is the scalar kernel's, lane for lane: LANES accumulators per row sum, folded
  * after every TILE columns; a vector of W lanes holds accumulators [j*W, j*W + W). A row's
@@ -16,131 +14,14 @@
  * copy gives the same bits, and the same as the gathered path (strided views, dtype mixes),
  * which loads and stores through convert.h into float tiles.
  *
- * Expects from the includer: LANES, TILE, STAT_ROWS, PF_BYTES, the LD_* kinds, lnb_task,
- * lane_sum, stats_at, ld1, st1, round_grad_input, and (x86) <immintrin.h>. No include guard:
+ * Expects from the includer: LANES, TILE, STAT_ROWS, PF_BYTES, lnb_task, lane_sum, stats_at,
+ * round_grad_input, row_vectors.h's first part (the LD_* kinds, ld1, st1) and (x86)
+ * <immintrin.h>. No include guard:
  * every inclusion is one more copy.
  */
 
-#define RK_CAT2(a, b) a##_##b
-#define RK_CAT(a, b) RK_CAT2(a, b)
-#define RK(name) RK_CAT(name, RK_SFX)
-
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-#define RK_W 16
-#elif defined(__AVX2__) && defined(__F16C__)
-#define RK_W 8
-#else
-#define RK_W 4
-#endif
+#include "row_vectors.h" /* RK(), RK_W, VF, VU, RK(ld), RK(st): per copy */
 #define RK_NV (LANES / RK_W) /* vectors per LANES accumulators */
-/* VCVTPS2PH immediate: to nearest even whatever MXCSR says, no exceptions (as convert.c) */
-#define RK_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-
-typedef float RK(vf) __attribute__((vector_size(RK_W * 4)));
-typedef uint32_t RK(vu) __attribute__((vector_size(RK_W * 4)));
-#define VF RK(vf)
-#define VU RK(vu)
-
-/* W elements from p + i (elements of the kind's dtype) as floats. */
-INLINE VF RK(ld)(const void *p, int64_t i, const int kind)
-{
-    VF v;
-    if (kind == LD_F32) {
-        memcpy(&v, (const float *)p + i, sizeof v);
-        return v;
-    }
-#if RK_W == 16
-    if (kind == LD_F16)
-        return (VF)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
-#elif RK_W == 8
-    if (kind == LD_F16)
-        return (VF)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
-#endif
-#if RK_W == 16 /* BF16: the 16 bits become the upper half (gcc's own widening takes 4 steps) */
-    if (kind == LD_BF16)
-        return (VF)_mm512_slli_epi32(
-            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i))),
-            16);
-#elif RK_W == 8
-    if (kind == LD_BF16)
-        return (VF)_mm256_slli_epi32(
-            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i))),
-            16);
-#endif
-    for (int l = 0; l < RK_W; l++) /* the baseline: lane by lane, half.h */
-        v[l] = ld1(p, i + l, kind);
-    return v;
-}
-
-/* Stores the W floats of v as elements p + i of the kind's dtype; away: how BF16 ties round
- * (FLOAT16 always to even); nt: a non-temporal store (p + i aligned to the store's size; the
- * baseline ignores it). */
-INLINE void RK(st)(void *p, int64_t i, VF v, const int kind, uint32_t away, const bool nt)
-{
-    if (kind == LD_F32) {
-#if RK_W == 16
-        if (nt) {
-            _mm512_stream_ps((float *)p + i, (__m512)v);
-            return;
-        }
-#elif RK_W == 8
-        if (nt) {
-            _mm256_stream_ps((float *)p + i, (__m256)v);
-            return;
-        }
-#endif
-        memcpy((float *)p + i, &v, sizeof v);
-        return;
-    }
-#if RK_W == 16
-    __m256i *const d16 = (__m256i *)((uint16_t *)p + i);
-    if (kind == LD_F16) {
-        __m256i h = _mm512_cvtps_ph((__m512)v, RK_RNE);
-        if (nt)
-            _mm256_stream_si256(d16, h);
-        else
-            _mm256_storeu_si256(d16, h);
-        return;
-    }
-#elif RK_W == 8
-    __m128i *const d16 = (__m128i *)((uint16_t *)p + i);
-    if (kind == LD_F16) {
-        __m128i h = _mm256_cvtps_ph((__m256)v, RK_RNE);
-        if (nt)
-            _mm_stream_si128(d16, h);
-        else
-            _mm_storeu_si128(d16, h);
-        return;
-    }
-#endif
-#if RK_W > 4
-    if (kind == LD_BF16) { /* half.h's aclemu_f32_to_bf16_ties on every lane */
-        VU u;
-        memcpy(&u, &v, sizeof u);
-        VU nan = (u >> 16) | 0x0040u;
-        VU rounded = (u + 0x7fffu + (((u >> 16) & 1u) | away)) >> 16;
-        VU is_nan = (VU)((u & 0x7fffffffu) > 0x7f800000u);
-        VU r = (nan & is_nan) | (rounded & ~is_nan); /* < 2^16: narrowing keeps the value */
-#if RK_W == 16
-        __m256i h = _mm512_cvtepi32_epi16((__m512i)r);
-        if (nt)
-            _mm256_stream_si256(d16, h);
-        else
-            _mm256_storeu_si256(d16, h);
-#else
-        __m128i h = _mm_packus_epi32(_mm256_castsi256_si128((__m256i)r),
-                                     _mm256_extracti128_si256((__m256i)r, 1));
-        if (nt)
-            _mm_stream_si128(d16, h);
-        else
-            _mm_storeu_si128(d16, h);
-#endif
-        return;
-    }
-#endif
-    for (int l = 0; l < RK_W; l++)
-        st1(p, i + l, v[l], kind, away);
-}
 
 /* Pass 1 over one tile (see pass 1 of the scalar description in layer_norm_backward.c): lane
  * sums of g = dy*w and g*x_hat into sg/sgx, partials pw += dy*x_hat, pb += dy. */
@@ -325,10 +206,8 @@ static void RK(rows_body)(void *ctx, int64_t chunk, int64_t begin, int64_t end)
         RK_OUTS(LD_BF16);
     else
         RK_OUTS(LD_F32);
-#if RK_W > 4
     if (T->dx_stream) /* the non-temporal stores reach memory before the chunk counts done */
-        _mm_sfence();
-#endif
+        RK(st_fence)();
 }
 
 #undef RK_OUTS

@@ -1,0 +1,281 @@
+/*
+ * The row kernel of aclnnLayerNorm, included by layer_norm.c once per x86-64 level it carries
+ * (x86-64-v4, x86-64-v3, and the build's own baseline), each time under that level's
+ * `#pragma GCC target` and with RK_SFX naming the copy: rows_body_<RK_SFX>.
+ *
+ * Native-width vectors (row_vectors.h: 16 floats on x86-64-v4, 8 on v3, 4 on the baseline);
+ * contiguous FLOAT16/BF16 input rows are converted in registers by every pass that reads them,
+ * and a contiguous out of input's dtype is converted as it is stored: no conversion buffers.
+ * Each pass over a group of rows: the lane sums (pass 1, from memory, prefetched ahead), the
+ * lane sums of squared deviations (pass 2, from cache), out (pass 3, from cache).
+ *
+ * The arithmetic is layer_norm.c's description, lane for lane: a tile's LANES accumulators
+ * start from zero, take the tile's elements in order (vector j holds lanes [j*W, j*W + W));
+ * a row's last tile's tail (its last n % LANES elements) continues lanes 0, 1, ... as a
+ * zero-padded vector; the tile's sums are then added to the row's lane totals, tiles in row
+ * order. So every copy, and every layout (the gathered path reads float rows from a buffer),
+ * gives the same bits (tests/test_kernel_clones.py).
+ *
+ * Expects from the includer: LANES, TILE, GROUP, CHAINS, STAT_ROWS, PF_BYTES, ln_task,
+ * lane_total, the row_vectors.h kinds, and (x86) <immintrin.h>. No include guard: every
+ * inclusion is one more copy.
+ */
+
+#include "row_vectors.h" /* RK(), RK_W, VF, VU, RK(ld), RK(st): per copy */
+#define RK_NV (LANES / RK_W) /* vectors per LANES accumulators */
+
+/* KC (<= CHAINS) tiles of the same length n side by side (each tile's lane sum is one
+ * dependency chain per lane: one tile at a time would leave the vector unit waiting on the
+ * adds' latency): tot[row[k]] += the lane sums of p[k][i] (sq: of (p[k][i] - mk[k])^2) over
+ * i < n, folded in k order. p: elements of the kind's dtype. */
+INLINE void RK(chains)(const void *const *p, const int *row, int64_t n, const float *mk,
+                       VF (*tot)[RK_NV], const int kind, const int KC, const bool sq)
+{
+    VF acc[CHAINS][RK_NV];
+    for (int k = 0; k < KC; k++)
+        for (int j = 0; j < RK_NV; j++)
+            acc[k][j] = (VF){0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        for (int k = 0; k < KC; k++) {
+            for (int j = 0; j < RK_NV; j++) {
+                VF v = RK(ld)(p[k], i + j * RK_W, kind);
+                if (sq) {
+                    v -= mk[k];
+                    v *= v;
+                }
+                acc[k][j] += v;
+            }
+        }
+    }
+    for (int k = 0; k < KC; k++) {
+        float t[LANES] = {0}; /* the tail, zero-padded: acc + 0 is acc (acc is never -0) */
+        for (int l = 0; i + l < n; l++) {
+            float v = ld1(p[k], i + l, kind);
+            if (sq) {
+                v -= mk[k];
+                v *= v;
+            }
+            t[l] = v;
+        }
+        for (int j = 0; j < RK_NV; j++)
+            tot[row[k]][j] = tot[row[k]][j] + (acc[k][j] + RK(ld)(t, j * RK_W, LD_F32));
+    }
+}
+
+INLINE void RK(run_chains)(const void *const *p, const int *row, int K, int64_t n,
+                           const float *mk, VF (*tot)[RK_NV], const int kind, const bool sq)
+{
+    switch (K) { /* CHAINS == 4 */
+    case 4: RK(chains)(p, row, n, mk, tot, kind, 4, sq); break;
+    case 3: RK(chains)(p, row, n, mk, tot, kind, 3, sq); break;
+    case 2: RK(chains)(p, row, n, mk, tot, kind, 2, sq); break;
+    case 1: RK(chains)(p, row, n, mk, tot, kind, 1, sq); break;
+    default: break;
+    }
+}
+
+/* One pass of lane sums over the R rows xr (elements of the kind's dtype), into tot[r] (from
+ * zero): their full tiles, then their last, shorter ones, CHAINS at a time, tile-major (when
+ * the pass ends, every row's last tiles are in L1 for the next one); each row's tiles fold in
+ * row order. Pass 1 (!sq) reads from memory: it prefetches PF_BYTES ahead (into the next rows
+ * when N is small), and converts rows not read in place (gather) into xbuf tile by tile just
+ * before summing them, while they are in L1. */
+INLINE void RK(sums_pass)(const ln_task *T, int64_t m, int R, const void *const *xr,
+                          float *xbuf, const float *mean, VF (*tot)[RK_NV], const int kind,
+                          const bool sq)
+{
+    const tdesc *x = &T->p.t[T_X];
+    const int64_t N = T->p.N, full = N / TILE * TILE;
+    const int64_t es = kind == LD_F32 ? 4 : 2;
+    const bool gather = !sq && T->x_gather;
+    const void *p[CHAINS];
+    float mk[CHAINS];
+    int row[CHAINS], K = 0;
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < RK_NV; j++)
+            tot[r][j] = (VF){0};
+    for (int part = 0; part < 2; part++) {
+        const int64_t n = part == 0 ? TILE : N - full;
+        const int64_t c0 = part == 0 ? 0 : full, c1 = part == 0 ? full : N;
+        for (int64_t c = c0; n > 0 && c < c1; c += n) {
+            for (int r = 0; r < R; r++) {
+                const char *t = (const char *)xr[r] + c * es;
+                if (gather)
+                    get_tile(row_base(x, m + r), x->dtype, &x->inner, c, n, xbuf + r * N + c);
+                else if (!sq)
+                    for (int64_t b = 0; b < n * es; b += 64)
+                        __builtin_prefetch(t + PF_BYTES + b);
+                p[K] = t;
+                row[K] = r;
+                mk[K] = sq ? mean[r] : 0.0f;
+                if (++K == CHAINS) {
+                    RK(run_chains)(p, row, K, n, mk, tot, kind, sq);
+                    K = 0;
+                }
+            }
+        }
+        RK(run_chains)(p, row, K, n, mk, tot, kind, sq);
+        K = 0;
+    }
+}
+
+/* sums_pass for a run-time kind and pass, out of line: one copy of each (kind, pass), not one
+ * per caller's specialization (that multiplied the compile time by ten). */
+static __attribute__((noinline)) void RK(sums)(const ln_task *T, int64_t m, int R,
+                                               const void *const *xr, float *xbuf,
+                                               const float *mean, VF (*tot)[RK_NV],
+                                               const int kind, const bool sq)
+{
+    if (kind == LD_F16 && sq)
+        RK(sums_pass)(T, m, R, xr, xbuf, mean, tot, LD_F16, true);
+    else if (kind == LD_F16)
+        RK(sums_pass)(T, m, R, xr, xbuf, mean, tot, LD_F16, false);
+    else if (kind == LD_BF16 && sq)
+        RK(sums_pass)(T, m, R, xr, xbuf, mean, tot, LD_BF16, true);
+    else if (kind == LD_BF16)
+        RK(sums_pass)(T, m, R, xr, xbuf, mean, tot, LD_BF16, false);
+    else if (sq)
+        RK(sums_pass)(T, m, R, xr, xbuf, mean, tot, LD_F32, true);
+    else
+        RK(sums_pass)(T, m, R, xr, xbuf, mean, tot, LD_F32, false);
+}
+
+/* y[i] = (x[i] - mean) * rstd * w[i] + b[i] for i < n: x of the kind's dtype, y of okind's
+ * (ties: away for BF16; nt: non-temporal, y aligned to the vector's bytes). */
+INLINE void RK(normalize)(const void *restrict x, const int kind, int64_t n, float mean,
+                          float rstd, const float *restrict w, const float *restrict b,
+                          void *restrict y, const int okind, uint32_t away, const bool nt,
+                          const bool hw, const bool hb)
+{
+    int64_t i = 0;
+    for (; i + RK_W <= n; i += RK_W) {
+        VF v = (RK(ld)(x, i, kind) - mean) * rstd;
+        if (hw)
+            v *= RK(ld)(w, i, LD_F32);
+        if (hb)
+            v += RK(ld)(b, i, LD_F32);
+        RK(st)(y, i, v, okind, away, nt);
+    }
+    for (; i < n; i++) {
+        float v = (ld1(x, i, kind) - mean) * rstd;
+        if (hw)
+            v *= w[i];
+        if (hb)
+            v += b[i];
+        st1(y, i, v, okind, away);
+    }
+}
+
+/* Rows [m, m + R): statistics into mean[r]/rstd[r], out rows written. kind: how input rows
+ * are read (LD_F16/LD_BF16 in place; LD_F32 in place or, gathered, from xbuf); okind: the
+ * dtype out is stored in by the kernel itself (fused: out contiguous, of input's dtype, or
+ * FLOAT from FLOAT), else LD_F32 tiles through put_tile. */
+INLINE void RK(group_rows)(const ln_task *T, int64_t m, int R, float *xbuf, float *mean,
+                           float *rstd, const int kind, const int okind, const bool hw,
+                           const bool hb)
+{
+    const ln_payload *P = &T->p;
+    const tdesc *x = &P->t[T_X], *y = &P->t[T_Y];
+    const int64_t N = P->N;
+    const int64_t es = kind == LD_F32 ? 4 : 2, oes = okind == LD_F32 ? 4 : 2;
+    const void *xr[GROUP];
+    for (int r = 0; r < R; r++)
+        xr[r] = T->x_gather ? (const void *)(xbuf + r * N) : (const void *)row_base(x, m + r);
+    VF tot[GROUP][RK_NV];
+    float lanes[LANES];
+    RK(sums)(T, m, R, xr, xbuf, NULL, tot, kind, false);
+    for (int r = 0; r < R; r++) {
+        memcpy(lanes, tot[r], sizeof lanes);
+        mean[r] = lane_total(lanes) / (float)N;
+    }
+    RK(sums)(T, m, R, xr, xbuf, mean, tot, kind, true);
+    for (int r = 0; r < R; r++) {
+        memcpy(lanes, tot[r], sizeof lanes);
+        rstd[r] = 1.0f / sqrtf(lane_total(lanes) / (float)N + P->eps);
+    }
+    /* out a tile at a time, last tile first (those the sums left in L1), the group's rows
+     * under one weight/bias tile (read from L2 once per group, not per row) */
+    const uint32_t away = P->y_ties == ACLEMU_TIES_AWAY;
+    float yblk[TILE];
+    char *ry[GROUP];
+    for (int r = 0; r < R; r++)
+        ry[r] = row_base(y, m + r);
+    for (int64_t c = (N - 1) / TILE * TILE; c >= 0; c -= TILE) {
+        const int64_t n = N - c < TILE ? N - c : TILE;
+        const float *wt = hw ? T->w + c : NULL, *bt = hb ? T->b + c : NULL;
+        for (int r = 0; r < R; r++) {
+            const char *xt = (const char *)xr[r] + c * es;
+            if (!T->y_fused) {
+                RK(normalize)(xt, kind, n, mean[r], rstd[r], wt, bt, yblk, LD_F32,
+                              0, false, hw, hb);
+                if (P->y_round) /* computed in input's dtype, then cast */
+                    aclemu_round_floats(x->dtype, P->ties, yblk, n);
+                put_tile(ry[r], y->dtype, P->y_ties, &y->inner, c, n, yblk);
+                continue;
+            }
+            char *yt = ry[r] + c * oes;
+            if (T->y_stream && ((uintptr_t)yt & (RK_W * oes - 1)) == 0)
+                RK(normalize)(xt, kind, n, mean[r], rstd[r], wt, bt, yt, okind,
+                              away, true, hw, hb);
+            else
+                RK(normalize)(xt, kind, n, mean[r], rstd[r], wt, bt, yt, okind,
+                              away, false, hw, hb);
+        }
+    }
+}
+
+INLINE void RK(rows_impl)(const ln_task *T, int64_t chunk, int64_t begin, int64_t end,
+                          const int kind, const int okind)
+{
+    const ln_payload *P = &T->p;
+    const bool hw = T->w != NULL, hb = T->b != NULL;
+    const tdesc *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
+    float *xbuf = T->row_buf ? T->row_buf + chunk * T->per_chunk : NULL;
+    float smean[STAT_ROWS], srstd[STAT_ROWS];
+    for (int64_t s0 = begin; s0 < end; s0 += STAT_ROWS) {
+        const int64_t cnt = end - s0 < STAT_ROWS ? end - s0 : STAT_ROWS;
+        for (int64_t j = 0; j < cnt; j += GROUP) {
+            const int R = (int)(cnt - j < GROUP ? cnt - j : GROUP);
+            RK(group_rows)(T, s0 + j, R, xbuf, smean + j, srstd + j, kind, okind, hw, hb);
+        }
+        if (mo->present) {
+            aclemu_round_floats(P->stat_dt, P->ties, smean, cnt);
+            put_tile(view_base(mo), mo->dtype, ACLEMU_TIES_EVEN, &mo->inner, s0, cnt, smean);
+        }
+        if (ro->present) {
+            aclemu_round_floats(P->stat_dt, P->ties, srstd, cnt);
+            put_tile(view_base(ro), ro->dtype, ACLEMU_TIES_EVEN, &ro->inner, s0, cnt, srstd);
+        }
+    }
+}
+
+/* The specializations: input read as FLOAT16/BF16 in place with out stored by the kernel in
+ * the same dtype or through float tiles, or float rows with FLOAT out (the gathered inputs of
+ * every dtype go this way too, out through float tiles unless it is FLOAT and contiguous).
+ * weight/bias presence is a run-time test in the out loop (gcc unswitches it). */
+static void RK(rows_body)(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const ln_task *T = ctx;
+    if (T->kind == LD_F16 && T->y_fused)
+        RK(rows_impl)(T, chunk, begin, end, LD_F16, LD_F16);
+    else if (T->kind == LD_F16)
+        RK(rows_impl)(T, chunk, begin, end, LD_F16, LD_F32);
+    else if (T->kind == LD_BF16 && T->y_fused)
+        RK(rows_impl)(T, chunk, begin, end, LD_BF16, LD_BF16);
+    else if (T->kind == LD_BF16)
+        RK(rows_impl)(T, chunk, begin, end, LD_BF16, LD_F32);
+    else
+        RK(rows_impl)(T, chunk, begin, end, LD_F32, LD_F32);
+    if (T->y_stream) /* the non-temporal stores reach memory before the chunk counts done */
+        RK(st_fence)();
+}
+
+#undef VF
+#undef VU
+#undef RK_NV
+#undef RK_RNE
+#undef RK_W
+#undef RK
+#undef RK_CAT
+#undef RK_CAT2

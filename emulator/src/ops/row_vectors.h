@@ -1,0 +1,188 @@
+/*
+ * Loads and stores of contiguous FLOAT / FLOAT16 / BF16 runs as float vectors, for the row
+ * kernels compiled once per x86-64 level (layer_norm_rows.h, layer_norm_backward_rows.h):
+ * FLOAT16 and BF16 are converted in registers as they are loaded and stored, so a kernel
+ * reads and writes its rows once, with no conversion buffers.
+ *
+ * Two parts:
+ * - the element kinds and their scalar load/store (ld1/st1), once (include guard);
+ * - the vector part, at every inclusion with RK_SFX defined, under the includer's `#pragma GCC target` and
+ *   with RK_SFX naming the copy: RK(name) is name_<RK_SFX>; RK_W floats per vector (16 on
+ *   x86-64-v4, 8 on x86-64-v3, 4 on the baseline); types VF (float) and VU (uint32_t) of that
+ *   width; RK(ld), RK(st) and RK(st_fence). The includer #undefs RK_CAT2, RK_CAT, RK, RK_W,
+ *   RK_RNE, VF and VU when its copy ends.
+ *
+ * FLOAT16 goes through VCVTPH2PS/VCVTPS2PH (the rounding in the immediate, as convert.c),
+ * BF16 through integer vector code with the formula of half.h; the baseline converts each
+ * lane with half.h's functions. Widening is exact and narrowing rounds as half.h does, so
+ * every copy stores the same bits (tests/test_kernel_clones.py).
+ *
+ * Expects from the includer: INLINE, <string.h>, and on x86-64 <immintrin.h>.
+ */
+#ifndef ACLEMU_OPS_ROW_VECTORS_KINDS_
+#define ACLEMU_OPS_ROW_VECTORS_KINDS_
+
+#include <stdint.h>
+#include <string.h>
+
+#include "half.h"
+
+/* Element kinds of a contiguous run: FLOAT, FLOAT16, BF16. */
+enum { LD_F32, LD_F16, LD_BF16 };
+
+/* Element i of a contiguous run of the kind's dtype, as float. */
+INLINE float ld1(const void *p, int64_t i, const int kind)
+{
+    if (kind == LD_F16)
+        return aclemu_f16_to_f32(((const uint16_t *)p)[i]);
+    if (kind == LD_BF16)
+        return aclemu_bf16_to_f32(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+/* Stores v as element i of a contiguous run of the kind's dtype; away: BF16 ties go away from
+ * zero (1) or to even (0). */
+INLINE void st1(void *p, int64_t i, float v, const int kind, uint32_t away)
+{
+    if (kind == LD_F16)
+        ((uint16_t *)p)[i] = aclemu_f32_to_f16(v);
+    else if (kind == LD_BF16)
+        ((uint16_t *)p)[i] = aclemu_f32_to_bf16_ties(v, away);
+    else
+        ((float *)p)[i] = v;
+}
+
+#endif /* ACLEMU_OPS_ROW_VECTORS_KINDS_ */
+
+/* ---- the vector part: one copy per inclusion with RK_SFX defined ------------------------- */
+#ifdef RK_SFX
+
+#define RK_CAT2(a, b) a##_##b
+#define RK_CAT(a, b) RK_CAT2(a, b)
+#define RK(name) RK_CAT(name, RK_SFX)
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define RK_W 16
+#elif defined(__AVX2__) && defined(__F16C__)
+#define RK_W 8
+#else
+#define RK_W 4
+#endif
+/* VCVTPS2PH immediate: to nearest even whatever MXCSR says, no exceptions (as convert.c) */
+#define RK_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
+typedef float RK(vf) __attribute__((vector_size(RK_W * 4)));
+typedef uint32_t RK(vu) __attribute__((vector_size(RK_W * 4)));
+#define VF RK(vf)
+#define VU RK(vu)
+
+/* W elements from p + i (elements of the kind's dtype) as floats. */
+INLINE VF RK(ld)(const void *p, int64_t i, const int kind)
+{
+    VF v;
+    if (kind == LD_F32) {
+        memcpy(&v, (const float *)p + i, sizeof v);
+        return v;
+    }
+#if RK_W == 16
+    if (kind == LD_F16)
+        return (VF)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
+#elif RK_W == 8
+    if (kind == LD_F16)
+        return (VF)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+#endif
+#if RK_W == 16 /* BF16: the 16 bits become the upper half (gcc's own widening takes 4 steps) */
+    if (kind == LD_BF16)
+        return (VF)_mm512_slli_epi32(
+            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i))),
+            16);
+#elif RK_W == 8
+    if (kind == LD_BF16)
+        return (VF)_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i))),
+            16);
+#endif
+    for (int l = 0; l < RK_W; l++) /* the baseline: lane by lane, half.h */
+        v[l] = ld1(p, i + l, kind);
+    return v;
+}
+
+/* Stores the W floats of v as elements p + i of the kind's dtype; away: how BF16 ties round
+ * (FLOAT16 always to even); nt: a non-temporal store (p + i aligned to the store's size; the
+ * baseline ignores it). */
+INLINE void RK(st)(void *p, int64_t i, VF v, const int kind, uint32_t away, const bool nt)
+{
+    if (kind == LD_F32) {
+#if RK_W == 16
+        if (nt) {
+            _mm512_stream_ps((float *)p + i, (__m512)v);
+            return;
+        }
+#elif RK_W == 8
+        if (nt) {
+            _mm256_stream_ps((float *)p + i, (__m256)v);
+            return;
+        }
+#endif
+        memcpy((float *)p + i, &v, sizeof v);
+        return;
+    }
+#if RK_W == 16
+    __m256i *const d16 = (__m256i *)((uint16_t *)p + i);
+    if (kind == LD_F16) {
+        __m256i h = _mm512_cvtps_ph((__m512)v, RK_RNE);
+        if (nt)
+            _mm256_stream_si256(d16, h);
+        else
+            _mm256_storeu_si256(d16, h);
+        return;
+    }
+#elif RK_W == 8
+    __m128i *const d16 = (__m128i *)((uint16_t *)p + i);
+    if (kind == LD_F16) {
+        __m128i h = _mm256_cvtps_ph((__m256)v, RK_RNE);
+        if (nt)
+            _mm_stream_si128(d16, h);
+        else
+            _mm_storeu_si128(d16, h);
+        return;
+    }
+#endif
+#if RK_W > 4
+    if (kind == LD_BF16) { /* half.h's aclemu_f32_to_bf16_ties on every lane */
+        VU u;
+        memcpy(&u, &v, sizeof u);
+        VU nan = (u >> 16) | 0x0040u;
+        VU rounded = (u + 0x7fffu + (((u >> 16) & 1u) | away)) >> 16;
+        VU is_nan = (VU)((u & 0x7fffffffu) > 0x7f800000u);
+        VU r = (nan & is_nan) | (rounded & ~is_nan); /* < 2^16: narrowing keeps the value */
+#if RK_W == 16
+        __m256i h = _mm512_cvtepi32_epi16((__m512i)r);
+        if (nt)
+            _mm256_stream_si256(d16, h);
+        else
+            _mm256_storeu_si256(d16, h);
+#else
+        __m128i h = _mm_packus_epi32(_mm256_castsi256_si128((__m256i)r),
+                                     _mm256_extracti128_si256((__m256i)r, 1));
+        if (nt)
+            _mm_stream_si128(d16, h);
+        else
+            _mm_storeu_si128(d16, h);
+#endif
+        return;
+    }
+#endif
+    for (int l = 0; l < RK_W; l++)
+        st1(p, i + l, v[l], kind, away);
+}
+
+/* The non-temporal stores of a copy reach memory before its caller reports the work done. */
+INLINE void RK(st_fence)(void)
+{
+#if RK_W > 4
+    _mm_sfence();
+#endif
+}
+
+#endif /* RK_SFX */
