@@ -104,8 +104,7 @@ typedef struct {
 
 /* ---- the row kernel ------------------------------------------------------------------------- */
 
-/* The element kinds the row kernel reads and stores (here, before the levels' pragmas: their
- * scalar functions are compiled for the baseline, which every level can inline). */
+/* The element kinds the row kernel reads and stores (LD_*, ld1, st1). */
 #include "row_vectors.h"
 
 /* Fixed pairwise tree over the lanes. */
@@ -117,52 +116,10 @@ INLINE float lane_total(float *a)
     return a[0];
 }
 
-/* The row kernel (layer_norm_rows.h), once per x86-64 level: x86-64-v4 (AVX-512, 16 lanes)
- * and x86-64-v3 (AVX2 + F16C, 8 lanes), picked at first use (rows_kernel), and the build's
- * baseline (4 lanes, half.h's conversions; with -march flags, whatever they allow). A plain
- * function pointer, not an ifunc, so the sanitizer build has the levels too. */
-#if defined(__x86_64__) && defined(__GNUC__) /* gcc and clang: the intrinsics of each level */
-#include <immintrin.h>
-#endif
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(ACLEMU_NO_CLONES)
-#define LN_LEVELS 1
-#pragma GCC push_options
-#pragma GCC target("arch=x86-64-v4")
-#define RK_SFX v4
-#include "layer_norm_rows.h"
-#undef RK_SFX
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("arch=x86-64-v3")
-#define RK_SFX v3
-#include "layer_norm_rows.h"
-#undef RK_SFX
-#pragma GCC pop_options
-#else
-#define LN_LEVELS 0
-#endif
-#define RK_SFX base
-#include "layer_norm_rows.h"
-#undef RK_SFX
-
-static aclemu_range_fn rows_kernel(void)
-{
-#if LN_LEVELS
-    static aclemu_range_fn chosen;
-    aclemu_range_fn f = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
-    if (!f) { /* racing first calls pick the same one */
-        __builtin_cpu_init();
-        f = __builtin_cpu_supports("x86-64-v4")   ? rows_body_v4
-            : __builtin_cpu_supports("x86-64-v3") ? rows_body_v3
-                                                  : rows_body_base;
-        __atomic_store_n(&chosen, f, __ATOMIC_RELEASE);
-    }
-    return f;
-#else
-    return rows_body_base;
-#endif
-}
+/* The row kernel (layer_norm_rows.h), once per x86-64 level, the best the CPU runs picked at
+ * first use (row_levels.h: rows_kernel). */
+#define ROWS_HEADER "layer_norm_rows.h"
+#include "row_levels.h"
 
 /* Fills every element of a flat view with v. */
 static void fill_view(const tdesc *d, float v)

@@ -144,54 +144,10 @@ static inline const float *stats_at(const tdesc *d, int64_t m0, int64_t cnt, flo
  * a FLOAT [512,16384] call -35%, FLOAT16 -5%). */
 #define LNB_STREAM_BYTES (8.0 * 1024 * 1024)
 
-/* The row kernel (layer_norm_backward_rows.h), once per x86-64 level: x86-64-v4 (AVX-512,
- * 16 lanes) and x86-64-v3 (AVX2 + F16C, 8 lanes), picked at first use (rows_kernel), and the
- * build's baseline (4 lanes with half.h's conversions; with -march flags, whatever they
- * allow). A plain function pointer, not an ifunc, so the sanitizer build has the levels too. */
-#if defined(__x86_64__) && defined(__GNUC__) /* gcc and clang: the intrinsics of each level */
-#include <immintrin.h>
-#endif
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(ACLEMU_NO_CLONES)
-#define LNB_LEVELS 1
-#pragma GCC push_options
-#pragma GCC target("arch=x86-64-v4")
-#define RK_SFX v4
-#include "layer_norm_backward_rows.h"
-#undef RK_SFX
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("arch=x86-64-v3")
-#define RK_SFX v3
-#include "layer_norm_backward_rows.h"
-#undef RK_SFX
-#pragma GCC pop_options
-#else
-#define LNB_LEVELS 0
-#endif
-#define RK_SFX base
-#include "layer_norm_backward_rows.h"
-#undef RK_SFX
-
-typedef void (*rows_fn)(void *ctx, int64_t chunk, int64_t begin, int64_t end);
-
-static rows_fn rows_kernel(void)
-{
-#if LNB_LEVELS
-    static rows_fn chosen;
-    rows_fn f = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
-    if (!f) { /* racing first calls pick the same one */
-        __builtin_cpu_init();
-        f = __builtin_cpu_supports("x86-64-v4")   ? rows_body_v4
-            : __builtin_cpu_supports("x86-64-v3") ? rows_body_v3
-                                                  : rows_body_base;
-        __atomic_store_n(&chosen, f, __ATOMIC_RELEASE);
-    }
-    return f;
-#else
-    return rows_body_base;
-#endif
-}
+/* The row kernel (layer_norm_backward_rows.h), once per x86-64 level, the best the CPU runs
+ * picked at first use (row_levels.h: rows_kernel). */
+#define ROWS_HEADER "layer_norm_backward_rows.h"
+#include "row_levels.h"
 
 /* gradWeight/gradBias columns [begin, end): sum the blocks' partials in block order. */
 HOT static void reduce_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)

@@ -14,13 +14,12 @@
  * copy gives the same bits, and the same as the gathered path (strided views, dtype mixes),
  * which loads and stores through convert.h into float tiles.
  *
- * Expects from the includer: LANES, TILE, STAT_ROWS, PF_BYTES, lnb_task, lane_sum, stats_at,
- * round_grad_input, row_vectors.h's first part (the LD_* kinds, ld1, st1) and (x86)
- * <immintrin.h>. No include guard:
- * every inclusion is one more copy.
+ * Included by row_levels.h (ROWS_HEADER). Expects from the includer: LANES, TILE, STAT_ROWS,
+ * PF_BYTES, lnb_task, lane_sum, stats_at, round_grad_input and row_vectors.h's first part
+ * (the LD_* kinds, ld1, st1). No include guard: every inclusion is one more copy.
  */
 
-#include "row_vectors.h" /* RK(), RK_W, VF, VU, RK(ld), RK(st): per copy */
+#include "row_vectors.h" /* RK(), RK_W, VF, VU, RK(ld), RK(st): this copy's */
 #define RK_NV (LANES / RK_W) /* vectors per LANES accumulators */
 
 /* Pass 1 over one tile (see pass 1 of the scalar description in layer_norm_backward.c): lane
@@ -211,11 +210,4 @@ static void RK(rows_body)(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 }
 
 #undef RK_OUTS
-#undef VF
-#undef VU
 #undef RK_NV
-#undef RK_RNE
-#undef RK_W
-#undef RK
-#undef RK_CAT
-#undef RK_CAT2

@@ -16,12 +16,12 @@
  * order. So every copy, and every layout (the gathered path reads float rows from a buffer),
  * gives the same bits (tests/test_kernel_clones.py).
  *
- * Expects from the includer: LANES, TILE, GROUP, CHAINS, STAT_ROWS, PF_BYTES, ln_task,
- * lane_total, the row_vectors.h kinds, and (x86) <immintrin.h>. No include guard: every
- * inclusion is one more copy.
+ * Included by row_levels.h (ROWS_HEADER). Expects from the includer: LANES, TILE, GROUP,
+ * CHAINS, STAT_ROWS, PF_BYTES, ln_task, lane_total and row_vectors.h's first part (the LD_*
+ * kinds, ld1, st1). No include guard: every inclusion is one more copy.
  */
 
-#include "row_vectors.h" /* RK(), RK_W, VF, VU, RK(ld), RK(st): per copy */
+#include "row_vectors.h" /* RK(), RK_W, VF, VU, RK(ld), RK(st): this copy's */
 #define RK_NV (LANES / RK_W) /* vectors per LANES accumulators */
 
 /* KC (<= CHAINS) tiles of the same length n side by side (each tile's lane sum is one
@@ -271,11 +271,4 @@ static void RK(rows_body)(void *ctx, int64_t chunk, int64_t begin, int64_t end)
         RK(st_fence)();
 }
 
-#undef VF
-#undef VU
 #undef RK_NV
-#undef RK_RNE
-#undef RK_W
-#undef RK
-#undef RK_CAT
-#undef RK_CAT2

@@ -6,11 +6,12 @@
  *
  * Two parts:
  * - the element kinds and their scalar load/store (ld1/st1), once (include guard);
- * - the vector part, at every inclusion with RK_SFX defined, under the includer's `#pragma GCC target` and
- *   with RK_SFX naming the copy: RK(name) is name_<RK_SFX>; RK_W floats per vector (16 on
- *   x86-64-v4, 8 on x86-64-v3, 4 on the baseline); types VF (float) and VU (uint32_t) of that
- *   width; RK(ld), RK(st) and RK(st_fence). The includer #undefs RK_CAT2, RK_CAT, RK, RK_W,
- *   RK_RNE, VF and VU when its copy ends.
+ * - the vector part, at every inclusion with RK_SFX defined (row_levels.h: one copy per
+ *   x86-64 level, under that level's `#pragma GCC target`, RK_SFX naming the copy): RK(name)
+ *   is name_<RK_SFX>; RK_W floats per vector (16 on x86-64-v4, 8 on x86-64-v3, 4 on the
+ *   baseline); types VF (float) and VU (uint32_t) of that width; RK(ld), RK(st) and
+ *   RK(st_fence). Each copy redefines these macros; an inclusion without RK_SFX clears
+ *   them (row_levels.h's last).
  *
  * FLOAT16 goes through VCVTPH2PS/VCVTPS2PH (the rounding in the immediate, as convert.c),
  * BF16 through integer vector code with the formula of half.h; the baseline converts each
@@ -55,6 +56,14 @@ INLINE void st1(void *p, int64_t i, float v, const int kind, uint32_t away)
 #endif /* ACLEMU_OPS_ROW_VECTORS_KINDS_ */
 
 /* ---- the vector part: one copy per inclusion with RK_SFX defined ------------------------- */
+/* the previous copy's names (an inclusion without RK_SFX only clears them) */
+#undef RK_CAT2
+#undef RK_CAT
+#undef RK
+#undef RK_W
+#undef RK_RNE
+#undef VF
+#undef VU
 #ifdef RK_SFX
 
 #define RK_CAT2(a, b) a##_##b
