@@ -180,12 +180,18 @@ DIGEST_FORWARD = textwrap.dedent("""
             h.update(np.ascontiguousarray(o.to_numpy()).view(np.uint8).tobytes())
         out[name] = h.hexdigest()
 
-    def pair(name, dt, m, n):
+    def pair(name, dt, m, n, special=False):
         # the same data through the row kernel's in-register conversions (contiguous rows, out
-        # stored by the kernel) and through convert.h (strided views): the same bits
+        # stored by the kernel) and through convert.h (strided views): the same bits.
+        # special: NaN and Inf rows, and weights from 2^-140 to 2^120 (subnormal, overflowing
+        # and tied results in every lane)
         x = (rng.standard_normal((m, n)) * 2 + 0.5).astype(dt)
         w = (rng.random(n) + 0.5).astype(dt)
         b = rng.standard_normal(n).astype(dt)
+        if special:
+            x[0, 7], x[1, 3], x[2, 5] = np.nan, np.inf, -np.inf
+            w = (2.0 ** rng.integers(-140, 120, n) * (1 + 2.0 ** -8)).astype(dt)
+            b[::3] = 0
         got = []
         for t in (False, True):
             y = acl.DeviceTensor.zeros((n, m), dt).T if t else acl.DeviceTensor.zeros((m, n), dt)
@@ -203,6 +209,7 @@ DIGEST_FORWARD = textwrap.dedent("""
         # non-temporal stores (8 MiB; rows aligned to the vector, then not)
         for m, n in ((3, 1), (4, 15), (5, 33), (3, 513)):
             pair(f"{dname}-{m}x{n}", dt, m, n)
+        pair(f"{dname}-37x1000-special", dt, 37, 1000, special=True)
         big = 2048 if dt is np.float32 else 4096
         pair(f"{dname}-{big}x1040-streamed", dt, big, 1040)
         pair(f"{dname}-{big}x1041-streamed-unaligned", dt, big, 1041)
@@ -275,7 +282,7 @@ def test_forward_clones_and_baseline_give_identical_bits(variant_prefixes):
     if backend.name != "emulator":
         pytest.skip(f"the backend is {backend.name}, not the emulator")
     default = _digests(Path(backend.root), DIGEST_FORWARD)
-    assert len(default) == 3 * (2 * 6 + 3 * 5 + 2 * 3)
+    assert len(default) == 3 * (2 * 7 + 3 * 5 + 2 * 3)
     differ = sorted(k for k, v in default.items() if v == "differ")
     assert not differ, f"contiguous and strided views give different bits: {differ}"
     for name, prefix in variant_prefixes.items():

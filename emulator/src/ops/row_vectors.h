@@ -157,7 +157,26 @@ INLINE void RK(st)(void *p, int64_t i, VF v, const int kind, uint32_t away, cons
         return;
     }
 #endif
-#if RK_W > 4
+#if RK_W == 16
+    if (kind == LD_BF16) { /* half.h's aclemu_f32_to_bf16_ties, NaN lanes found by VFPCLASSPS */
+        const __m512i u = _mm512_castps_si512((__m512)v);
+        const __m512i hi = _mm512_srli_epi32(u, 16);
+        /* the tie's extra 1: the lowest kept bit, or always (away) */
+        const __m512i up = _mm512_or_si512(_mm512_and_si512(hi, _mm512_set1_epi32(1)),
+                                           _mm512_set1_epi32((int)away));
+        __m512i r = _mm512_srli_epi32(
+            _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), up), 16);
+        /* NaN (quiet or signaling): keep sign and upper payload, set the quiet bit */
+        r = _mm512_mask_or_epi32(r, _mm512_fpclass_ps_mask((__m512)v, 0x81), hi,
+                                 _mm512_set1_epi32(0x0040));
+        __m256i h = _mm512_cvtepi32_epi16(r);
+        if (nt)
+            _mm256_stream_si256(d16, h);
+        else
+            _mm256_storeu_si256(d16, h);
+        return;
+    }
+#elif RK_W == 8
     if (kind == LD_BF16) { /* half.h's aclemu_f32_to_bf16_ties on every lane */
         VU u;
         memcpy(&u, &v, sizeof u);
@@ -165,20 +184,12 @@ INLINE void RK(st)(void *p, int64_t i, VF v, const int kind, uint32_t away, cons
         VU rounded = (u + 0x7fffu + (((u >> 16) & 1u) | away)) >> 16;
         VU is_nan = (VU)((u & 0x7fffffffu) > 0x7f800000u);
         VU r = (nan & is_nan) | (rounded & ~is_nan); /* < 2^16: narrowing keeps the value */
-#if RK_W == 16
-        __m256i h = _mm512_cvtepi32_epi16((__m512i)r);
-        if (nt)
-            _mm256_stream_si256(d16, h);
-        else
-            _mm256_storeu_si256(d16, h);
-#else
         __m128i h = _mm_packus_epi32(_mm256_castsi256_si128((__m256i)r),
                                      _mm256_extracti128_si256((__m256i)r, 1));
         if (nt)
             _mm_stream_si128(d16, h);
         else
             _mm_storeu_si128(d16, h);
-#endif
         return;
     }
 #endif
