@@ -158,18 +158,22 @@ INLINE void RK(st)(void *p, int64_t i, VF v, const int kind, uint32_t away, cons
     }
 #endif
 #if RK_W == 16
-    if (kind == LD_BF16) { /* half.h's aclemu_f32_to_bf16_ties, NaN lanes found by VFPCLASSPS */
+    if (kind == LD_BF16) { /* half.h's aclemu_f32_to_bf16_ties, on 32-bit lanes then narrowed */
         const __m512i u = _mm512_castps_si512((__m512)v);
-        const __m512i hi = _mm512_srli_epi32(u, 16);
-        /* the tie's extra 1: the lowest kept bit, or always (away) */
-        const __m512i up = _mm512_or_si512(_mm512_and_si512(hi, _mm512_set1_epi32(1)),
-                                           _mm512_set1_epi32((int)away));
-        __m512i r = _mm512_srli_epi32(
-            _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), up), 16);
-        /* NaN (quiet or signaling): keep sign and upper payload, set the quiet bit */
-        r = _mm512_mask_or_epi32(r, _mm512_fpclass_ps_mask((__m512)v, 0x81), hi,
-                                 _mm512_set1_epi32(0x0040));
-        __m256i h = _mm512_cvtepi32_epi16(r);
+        /* + just under half an ulp, + 1 for a tie that goes up: always (away) or when the
+         * lowest kept bit is set (to even) */
+        __m512i r = _mm512_add_epi32(u, _mm512_set1_epi32(away ? 0x8000 : 0x7fff));
+        if (!away)
+            r = _mm512_mask_add_epi32(r, _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x10000)),
+                                      r, _mm512_set1_epi32(1));
+        /* NaN lanes (VFPCLASSPS: quiet or signaling): sign and upper payload, quiet bit set */
+        r = _mm512_mask_or_epi32(r, _mm512_fpclass_ps_mask((__m512)v, 0x81), u,
+                                 _mm512_set1_epi32(0x00400000));
+        /* the upper halves of the 16 lanes, in order, into the low 256 bits (one VPERMW) */
+        const __m512i upper = _mm512_setr_epi32(0x00030001, 0x00070005, 0x000b0009, 0x000f000d,
+                                                0x00130011, 0x00170015, 0x001b0019, 0x001f001d,
+                                                0, 0, 0, 0, 0, 0, 0, 0);
+        __m256i h = _mm512_castsi512_si256(_mm512_permutexvar_epi16(upper, r));
         if (nt)
             _mm256_stream_si256(d16, h);
         else
