@@ -571,38 +571,32 @@ out:
     return rc;
 }
 
-/* count 0: success before any check, pointers and kind included, as CANN (aclrtMemcpyImpl). */
-aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
-                     aclrtMemcpyKind kind) {
-    if (aclemu_fault(__func__))
+/* aclrtMemcpy and aclrtMemcpyAsync: count 0 is success before any check, of the pointers, the
+ * kind and the stream included, as CANN (aclrtMemcpyImpl, aclrtMemcpyAsyncImpl). */
+static aclError copy_call(const char *fn, void *dst, size_t destMax, const void *src,
+                          size_t count, int kind, bool async, aclrtStream stream) {
+    if (aclemu_fault(fn))
         return ACL_ERROR_RT_INTERNAL_ERROR;
     if (count == 0)
         return ACL_SUCCESS;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_enter(fn);
     if (rc != ACL_SUCCESS)
         return rc;
-    if ((rc = check_args(__func__, dst, destMax, src, count, (int)kind)) == ACL_SUCCESS)
-        rc = transfer(__func__, &(copy_task){.dst = dst, .src = src, .count = count}, (int)kind,
-                      false, NULL);
+    if ((rc = check_args(fn, dst, destMax, src, count, kind)) == ACL_SUCCESS)
+        rc = transfer(fn, &(copy_task){.dst = dst, .src = src, .count = count}, kind, async,
+                      stream);
     rt_leave();
     return rc;
 }
 
-/* count 0: success before any check, the stream's included (aclrtMemcpyAsyncImpl). */
+aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
+                     aclrtMemcpyKind kind) {
+    return copy_call(__func__, dst, destMax, src, count, (int)kind, false, NULL);
+}
+
 aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
                           aclrtMemcpyKind kind, aclrtStream stream) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    if (count == 0)
-        return ACL_SUCCESS;
-    aclError rc = rt_enter(__func__);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    if ((rc = check_args(__func__, dst, destMax, src, count, (int)kind)) == ACL_SUCCESS)
-        rc = transfer(__func__, &(copy_task){.dst = dst, .src = src, .count = count}, (int)kind,
-                      true, stream);
-    rt_leave();
-    return rc;
+    return copy_call(__func__, dst, destMax, src, count, (int)kind, true, stream);
 }
 
 /* ---- memset ---------------------------------------------------------------------------- */
@@ -617,36 +611,30 @@ static aclError check_memset(const char *fn, void *devPtr, size_t maxCount, size
     return ACL_SUCCESS;
 }
 
-/* count 0: success before any check (aclrtMemsetImpl). */
-aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
-    if (aclemu_fault(__func__))
+/* aclrtMemset and aclrtMemsetAsync: count 0 is success before any check (aclrtMemsetImpl). */
+static aclError set_call(const char *fn, void *devPtr, size_t maxCount, int32_t value,
+                         size_t count, bool async, aclrtStream stream) {
+    if (aclemu_fault(fn))
         return ACL_ERROR_RT_INTERNAL_ERROR;
     if (count == 0)
         return ACL_SUCCESS;
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_enter(fn);
     if (rc != ACL_SUCCESS)
         return rc;
-    if ((rc = check_memset(__func__, devPtr, maxCount, count)) == ACL_SUCCESS)
-        rc = transfer(__func__, &(copy_task){.dst = devPtr, .count = count, .value = value}, -1,
-                      false, NULL);
+    if ((rc = check_memset(fn, devPtr, maxCount, count)) == ACL_SUCCESS)
+        rc = transfer(fn, &(copy_task){.dst = devPtr, .count = count, .value = value}, -1,
+                      async, stream);
     rt_leave();
     return rc;
 }
 
+aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
+    return set_call(__func__, devPtr, maxCount, value, count, false, NULL);
+}
+
 aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
                           aclrtStream stream) {
-    if (aclemu_fault(__func__))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    if (count == 0)
-        return ACL_SUCCESS;
-    aclError rc = rt_enter(__func__);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    if ((rc = check_memset(__func__, devPtr, maxCount, count)) == ACL_SUCCESS)
-        rc = transfer(__func__, &(copy_task){.dst = devPtr, .count = count, .value = value}, -1,
-                      true, stream);
-    rt_leave();
-    return rc;
+    return set_call(__func__, devPtr, maxCount, value, count, true, stream);
 }
 
 /* ---- info ------------------------------------------------------------------------------ */
