@@ -522,34 +522,55 @@ static void copy_release(void *arg) {
     free(t);
 }
 
-/* The part aclrtMemcpy, aclrtMemcpyAsync, aclrtMemset and aclrtMemsetAsync share, after their
- * own argument checks (in CANN's order: those come before it needs a device): `op` is the
- * copy (op->src NULL: a memset of op->value), `kind` a copy's aclrtMemcpyKind. The blocks it
- * touches are validated and pinned under g_mem, so no free can slip in between; they stay
- * pinned, not locked, while the bytes move (a free meanwhile fails). Synchronous: runs now.
- * Asynchronous: queued on `stream`, unpinned when the stream releases the task. */
-static aclError transfer(const char *fn, const copy_task *op, int kind, bool async,
-                         aclrtStream stream) {
-    int dev;
-    rt_stream *s = NULL;
-    aclError rc = rt_need_device(fn, &dev);
-    if (rc == ACL_SUCCESS && async)
-        rc = rt_stream_get(stream, dev, fn, &s);
+/* count > 0. A count past maxCount is the runtime's 107000 (api_error.cc MemsetAsync). */
+static aclError check_memset(const char *fn, void *devPtr, size_t maxCount, size_t count) {
+    if (devPtr == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "devPtr is NULL");
+    if (count > maxCount)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "count (%zu) exceeds maxCount (%zu)",
+                      count, maxCount);
+    return ACL_SUCCESS;
+}
+
+/* aclrtMemcpy, aclrtMemcpyAsync, aclrtMemset and aclrtMemsetAsync: `op` is the copy (`kind`
+ * its aclrtMemcpyKind as given, `max` its destMax) or, `set`, the memset of op.value (`max` its
+ * maxCount). In CANN's order (aclrtMemcpyImpl, aclrtMemcpyAsyncImpl, aclrtMemsetImpl): count 0
+ * is success before any check, of the pointers, the kind and the stream included; then the
+ * argument checks, which need no device; then the device and the stream. The blocks it touches
+ * are validated and pinned under g_mem, so no free can slip in between; they stay pinned, not
+ * locked, while the bytes move (a free meanwhile fails). Synchronous: runs now. Asynchronous:
+ * queued on `stream`, unpinned when the stream releases the task. */
+static aclError transfer(const char *fn, copy_task op, size_t max, int kind, bool set,
+                         bool async, aclrtStream stream) {
+    if (aclemu_fault(fn))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (op.count == 0)
+        return ACL_SUCCESS;
+    aclError rc = rt_enter(fn);
     if (rc != ACL_SUCCESS)
         return rc;
-    copy_task now, *t = async ? malloc(sizeof *t) : &now;
+    int dev;
+    rt_stream *s = NULL;
+    copy_task *t = NULL;
+    if ((rc = set ? check_memset(fn, op.dst, max, op.count)
+                  : check_args(fn, op.dst, max, op.src, op.count, kind)) != ACL_SUCCESS ||
+        (rc = rt_need_device(fn, &dev)) != ACL_SUCCESS ||
+        (async && (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS))
+        goto out;
+    t = async ? malloc(sizeof *t) : &op;
     if (t == NULL) {
         rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
         goto out;
     }
-    *t = *op;
+    if (t != &op)
+        *t = op;
     t->blk[0] = t->blk[1] = NULL;
     pthread_rwlock_rdlock(&g_mem);
-    if (t->src != NULL)
-        rc = check_copy(fn, t->dst, t->src, t->count, kind, async, t->blk);
-    else
+    if (set)
         rc = check_side(fn, "devPtr", (uintptr_t)t->dst, t->count, true, -1, false,
                         &t->blk[0]);
+    else
+        rc = check_copy(fn, t->dst, t->src, t->count, kind, async, t->blk);
     if (rc == ACL_SUCCESS) {
         pin(t->blk[0]);
         pin(t->blk[1]);
@@ -568,73 +589,31 @@ static aclError transfer(const char *fn, const copy_task *op, int kind, bool asy
 out:
     if (s != NULL)
         rt_stream_put(s);
-    return rc;
-}
-
-/* aclrtMemcpy and aclrtMemcpyAsync: count 0 is success before any check, of the pointers, the
- * kind and the stream included, as CANN (aclrtMemcpyImpl, aclrtMemcpyAsyncImpl). */
-static aclError copy_call(const char *fn, void *dst, size_t destMax, const void *src,
-                          size_t count, int kind, bool async, aclrtStream stream) {
-    if (aclemu_fault(fn))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    if (count == 0)
-        return ACL_SUCCESS;
-    aclError rc = rt_enter(fn);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    if ((rc = check_args(fn, dst, destMax, src, count, kind)) == ACL_SUCCESS)
-        rc = transfer(fn, &(copy_task){.dst = dst, .src = src, .count = count}, kind, async,
-                      stream);
     rt_leave();
     return rc;
 }
 
 aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
                      aclrtMemcpyKind kind) {
-    return copy_call(__func__, dst, destMax, src, count, (int)kind, false, NULL);
+    return transfer(__func__, (copy_task){.dst = dst, .src = src, .count = count}, destMax,
+                    (int)kind, false, false, NULL);
 }
 
 aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
                           aclrtMemcpyKind kind, aclrtStream stream) {
-    return copy_call(__func__, dst, destMax, src, count, (int)kind, true, stream);
-}
-
-/* ---- memset ---------------------------------------------------------------------------- */
-
-/* count > 0. A count past maxCount is the runtime's 107000 (api_error.cc MemsetAsync). */
-static aclError check_memset(const char *fn, void *devPtr, size_t maxCount, size_t count) {
-    if (devPtr == NULL)
-        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "devPtr is NULL");
-    if (count > maxCount)
-        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "count (%zu) exceeds maxCount (%zu)",
-                      count, maxCount);
-    return ACL_SUCCESS;
-}
-
-/* aclrtMemset and aclrtMemsetAsync: count 0 is success before any check (aclrtMemsetImpl). */
-static aclError set_call(const char *fn, void *devPtr, size_t maxCount, int32_t value,
-                         size_t count, bool async, aclrtStream stream) {
-    if (aclemu_fault(fn))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    if (count == 0)
-        return ACL_SUCCESS;
-    aclError rc = rt_enter(fn);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    if ((rc = check_memset(fn, devPtr, maxCount, count)) == ACL_SUCCESS)
-        rc = transfer(fn, &(copy_task){.dst = devPtr, .count = count, .value = value}, -1,
-                      async, stream);
-    rt_leave();
-    return rc;
+    return transfer(__func__, (copy_task){.dst = dst, .src = src, .count = count}, destMax,
+                    (int)kind, false, true, stream);
 }
 
 aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
-    return set_call(__func__, devPtr, maxCount, value, count, false, NULL);
+    return transfer(__func__, (copy_task){.dst = devPtr, .count = count, .value = value},
+                    maxCount, 0, true, false, NULL);
 }
 
 aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
                           aclrtStream stream) {
-    return set_call(__func__, devPtr, maxCount, value, count, true, stream);
+    return transfer(__func__, (copy_task){.dst = devPtr, .count = count, .value = value},
+                    maxCount, 0, true, true, stream);
 }
 
 /* ---- info ------------------------------------------------------------------------------ */
