@@ -11,6 +11,7 @@ import pytest
 
 import acl_py
 from acl_py import reference
+from acl_py.arguments import clear_shared_arrays
 
 try:
     from ml_dtypes import bfloat16 as BF16
@@ -43,13 +44,7 @@ def settle():
     stream synchronized (stream-ordered frees run), failed releases retried, pools emptied,
     the operator's cached argument arrays dropped. What remains live is what objects hold."""
     gc.collect()
-    acl_py.release_unused()
-    try:
-        from acl_py.arguments import clear_shared_arrays as clear_caches
-    except ImportError:
-        clear_caches = None
-    if clear_caches is not None:
-        clear_caches()
+    acl_py.release_unused()     # drops the shared argument arrays too (its "caches" step)
     gc.collect()
 
 
@@ -139,12 +134,9 @@ def random_problem(rng, max_elems=4096):
 
 @pytest.fixture(autouse=True)
 def _drop_cached_arrays():
-    """Imported by each reliability module (autouse there). acl_py.ops caches argument arrays
-    across calls by design; they are dropped after each test so the suite's leak check
-    (conftest.no_leaks, which settles with release_unused only) compares like with like."""
+    """Imported by each reliability module (autouse there). Operator calls share argument
+    arrays across calls by design (acl_py.arguments.shared_array); they are dropped after each
+    test so the suite's leak check (conftest.no_leaks, which settles with release_unused only)
+    compares like with like."""
     yield
-    try:
-        from acl_py.arguments import clear_shared_arrays as clear_caches
-    except ImportError:
-        return
-    clear_caches()
+    clear_shared_arrays()
