@@ -46,8 +46,7 @@ def setup():
     why = stack.missing("DeviceTensor", "Stream", "layer_norm_backward", "LayerNormBackward")
     if why:
         sys.exit(f"not available: {why}")
-    acl, lib = stack.acl, stack.lib
-    from acl_py.raw import ffi
+    acl = stack.acl
     m, n = 2, 8
     i = np.arange(m * n)
     host = [(((i * 7) % 11) / 11.0 - 0.5).astype(np.float32).reshape(m, n),
@@ -63,41 +62,9 @@ def setup():
     ns, mask = (n,), (True, True, True)
     plan = acl.LayerNormBackward(dy, x, ns, mean, rstd, w, b, mask, out=outs)
 
-    # Raw handles, made once, for the cffi floors.
-    ia = lib.aclCreateIntArray(ffi.new("int64_t[]", [n]), 1)
-    ba = lib.aclCreateBoolArray(ffi.new("bool[]", [True] * 3), 3)
-    th = [t.handle for t in dev] + [o.handle for o in outs]
-    wsz, exe = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
-    P1, P2 = lib.aclnnLayerNormBackwardGetWorkspaceSize, lib.aclnnLayerNormBackward
-    SYNC, S = lib.aclrtSynchronizeStream, stream.handle
-    assert P1(th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8], wsz,
-              exe) == 0
-    assert lib.aclSetAclOpExecutorRepeatable(exe[0]) == 0
-    rexe = exe[0]
-    ws_bytes = max(int(wsz[0]), 1)
-    wsp = ffi.new("void **")
-    assert lib.aclrtMalloc(wsp, ws_bytes, 0) == 0
-    ws = wsp[0]
+    # The cffi floors, as section 1 of run.py measures them.
+    raw_call, raw_plan, close_floors = _bench.cffi_floors(stack, dev, outs, stream)
     pc = time.perf_counter_ns
-
-    def raw_plan(k):
-        s = [0] * k
-        for j in range(k):
-            t0 = pc()
-            P2(ws, wsz[0], rexe, S)
-            SYNC(S)
-            s[j] = pc() - t0
-        return statistics.median(s)
-
-    def raw_call(k):
-        s = [0] * k
-        for j in range(k):
-            t0 = pc()
-            P1(th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8], wsz, exe)
-            P2(ws, wsz[0], exe[0], S)
-            SYNC(S)
-            s[j] = pc() - t0
-        return statistics.median(s)
 
     run, sync = plan.run, stream.synchronize
     lnb = acl.layer_norm_backward
@@ -131,10 +98,7 @@ def setup():
         return statistics.median(s)
 
     def cleanup():
-        lib.aclDestroyAclOpExecutor(rexe)
-        lib.aclrtFree(ws)
-        lib.aclDestroyIntArray(ia)
-        lib.aclDestroyBoolArray(ba)
+        close_floors()
         for o in (plan, *outs, *dev, stream):
             o.close()
 

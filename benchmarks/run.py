@@ -201,6 +201,13 @@ def make_plan(acl, dy, x, ns, mean, rstd, w, b, outs, stream):
     return plan, lambda: run(stream)
 
 
+def _shown_path(path) -> str:
+    """A path as the table prints it: relative to the checkout when inside it (the output is
+    pasted into benchmarks/README.md, where a machine's own paths mean nothing)."""
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+
+
 def median(xs) -> float:
     return float(statistics.median(xs))
 
@@ -310,44 +317,7 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
             s[j] = pc() - t0
         return median(s)
 
-    # The cffi floors: the same C calls as overhead.cpp made from Python through acl-py's
-    # cffi binding (ABI mode), handles made once, no acl-py code. What the interpreter and
-    # cffi cost by themselves bounds what any Python wrapper can reach.
-    lib = stack.lib
-    from acl_py.raw import ffi
-    ia = lib.aclCreateIntArray(ffi.new("int64_t[]", [n]), 1)
-    ba = lib.aclCreateBoolArray(ffi.new("bool[]", [True] * 3), 3)
-    th = [t.handle for t in ins] + [o.handle for o in outs]
-    wsz, exe_p = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
-    p1, p2 = lib.aclnnLayerNormBackwardGetWorkspaceSize, lib.aclnnLayerNormBackward
-    raw_sync, sh = lib.aclrtSynchronizeStream, stream.handle
-    st = p1(th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8], wsz, exe_p)
-    st = st or lib.aclSetAclOpExecutorRepeatable(exe_p[0])
-    if st:
-        raise RuntimeError(f"cffi floor: phase one / repeatable returned {st}")
-    raw_exec = exe_p[0]
-    ws_buf = acl.DeviceBuffer(max(int(wsz[0]), 1))
-    ws_ptr = ws_buf.ptr
-
-    def raw_call(k: int) -> float:
-        s = [0] * k
-        for j in range(k):
-            t0 = pc()
-            p1(th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8], wsz,
-               exe_p)
-            p2(ws_ptr, wsz[0], exe_p[0], sh)
-            raw_sync(sh)
-            s[j] = pc() - t0
-        return median(s)
-
-    def raw_plan(k: int) -> float:
-        s = [0] * k
-        for j in range(k):
-            t0 = pc()
-            p2(ws_ptr, wsz[0], raw_exec, sh)
-            raw_sync(sh)
-            s[j] = pc() - t0
-        return median(s)
+    raw_call, raw_plan, close_floors = cffi_floors(stack, ins, outs, stream)
 
     plan = run = None
     rows: list[Row] = []
@@ -436,12 +406,64 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
             log(f"overhead {k}: rounds(us)=" + " ".join(f"{t / 1e3:.1f}" for t in v))
     if wrong:
         rows.append(Row(sec, f"result check: error {err:.3g}x tolerance", status="FAIL"))
-    lib.aclDestroyAclOpExecutor(raw_exec)
-    lib.aclDestroyIntArray(ia)
-    lib.aclDestroyBoolArray(ba)
-    close(plan, ws_buf, *outs, *ins, stream)
+    close_floors()
+    close(plan, *outs, *ins, stream)
     rows += bench_queued(stack, quick)
     return rows
+
+
+def cffi_floors(stack: Stack, ins, outs, stream):
+    """The cffi floors of section 1: overhead.cpp's `oneshot` and `plan` loops made from Python
+    through acl-py's cffi binding (ABI mode), handles, workspace and executor made once, no
+    acl-py code in the loop: what the interpreter and cffi cost by themselves. ``ins``: the
+    LayerNormBackward inputs (gradOut, input, mean, rstd, weight, bias) and ``outs`` its three
+    outputs, as DeviceTensors; normalizedShape is the last dim, every output requested.
+    Returns (raw_call(k), raw_plan(k): median ns per call over k calls, close())."""
+    lib, acl = stack.lib, stack.acl
+    from acl_py.raw import ffi
+    n = ins[1].shape[-1]
+    ia = lib.aclCreateIntArray(ffi.new("int64_t[]", [n]), 1)
+    ba = lib.aclCreateBoolArray(ffi.new("bool[]", [True] * 3), 3)
+    th = [t.handle for t in ins] + [o.handle for o in outs]
+    wsz, exe_p = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+    p1, p2 = lib.aclnnLayerNormBackwardGetWorkspaceSize, lib.aclnnLayerNormBackward
+    raw_sync, sh = lib.aclrtSynchronizeStream, stream.handle
+    st = p1(th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8], wsz, exe_p)
+    st = st or lib.aclSetAclOpExecutorRepeatable(exe_p[0])
+    if st:
+        raise RuntimeError(f"cffi floor: phase one / repeatable returned {st}")
+    raw_exec = exe_p[0]
+    ws_buf = acl.DeviceBuffer(max(int(wsz[0]), 1))
+    ws_ptr = ws_buf.ptr
+    pc = time.perf_counter_ns
+
+    def raw_call(k: int) -> float:
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            p1(th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8], wsz,
+               exe_p)
+            p2(ws_ptr, wsz[0], exe_p[0], sh)
+            raw_sync(sh)
+            s[j] = pc() - t0
+        return median(s)
+
+    def raw_plan(k: int) -> float:
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            p2(ws_ptr, wsz[0], raw_exec, sh)
+            raw_sync(sh)
+            s[j] = pc() - t0
+        return median(s)
+
+    def close_all() -> None:
+        lib.aclDestroyAclOpExecutor(raw_exec)
+        lib.aclDestroyIntArray(ia)
+        lib.aclDestroyBoolArray(ba)
+        ws_buf.close()
+
+    return raw_call, raw_plan, close_all
 
 
 def aclnn_first_use(sec: str) -> Row:
@@ -1049,7 +1071,7 @@ def main(argv=None) -> int:
 
     now = _dt.datetime.now().astimezone()
     backend = ("not loaded" if stack.backend is None
-               else f"{stack.backend.name} ({stack.backend.root})")
+               else f"{stack.backend.name} ({_shown_path(stack.backend.root)})")
     print(f"acl-py benchmarks  {now:%Y-%m-%d %H:%M %Z}{'  (--quick)' if opts.quick else ''}")
     print(f"machine: {cpu_model()}, {ncores} cores ({os.cpu_count()} online), "
           f"{platform.system()} {platform.release()}")
