@@ -112,18 +112,20 @@ class HostAllocation(Allocation):
         self.exports = 0        # live NumPy views of a HostBuffer
 
 
-def _free_now(st):
-    """Returns the memory to its pool or the runtime. Raises on failure (memory kept)."""
+def _free_now(st, tl=None, seq=0):
+    """Returns the memory to its pool (``tl``/``seq``: its last use, on that stream, may not
+    be done: see give_back) or to the runtime. Raises on failure (memory kept)."""
     ptr = st.ptr
     if ptr is None:
         return
-    if st.nbytes == 0 and st.block == 0:
-        st.ptr = None
-        return
-    if st.pool is not None:
-        st.pool.give_back(ptr, st.block, None, 0, st.desc)
+    pool = st.pool
+    if pool is not None:
+        pool.give_back(ptr, st.block, tl, seq, st.desc)
         st.ptr = None
         st.desc = None
+        return
+    if st.nbytes == 0:
+        st.ptr = None
         return
     L = _rt.lib
     _device.activate(st.device)
@@ -154,7 +156,8 @@ def release(st):
     safe); otherwise it is freed once every stream using it has passed that work. Host
     memory with live NumPy views is freed with the last view. Also the releaser of buffers."""
     st.closed = True
-    if st.desc is not None and st.pool is None:
+    pool = st.pool
+    if pool is None and st.desc is not None:
         # The descriptor first (it needs no stream order: queued work uses the memory only).
         # A pooled block keeps it (give_back).
         try:
@@ -163,35 +166,31 @@ def release(st):
             st.closed = False   # still owned: close() may be retried
             raise
         st.desc = None
-    ptr = st.ptr
-    if ptr is None:
+    if st.ptr is None:
         return
     if st.exports and not _rt.tearing_down:
         return  # the last view's finalizer frees it
+    tl = None       # the one stream whose work may still use a pooled block, and that work
+    seq = 0
     uses = st.uses
     if uses:
-        pool = st.pool
         if pool is not None and len(uses) == 1 and uses.links is None:
             # The usual case (an operator's output or input, used on one stream).
-            for tl, seq in uses.items():
-                if tl.done < seq and not tl.closed:
-                    st.ptr = None
-                    pool.give_back(ptr, st.block, tl, seq, st.desc)
-                    st.desc = None
-                    return
+            for tl, seq in uses.items():    # the one entry
+                break
+            if tl.done >= seq or tl.closed:
+                tl = None                   # done: any stream may take the block
+                seq = 0
         else:
             pending = uses.pending()
             if pending:
-                if pool is not None and len(pending) == 1 and not uses.links:
-                    tl, seq = pending[0]
-                    st.ptr = None
-                    pool.give_back(ptr, st.block, tl, seq, st.desc)
-                    st.desc = None
+                if pool is None or len(pending) > 1 or uses.links:
+                    _ordering.release_after(uses, _free_unless_exported, st,
+                                            _rt.ORDER_MEMORY)
                     return
-                _ordering.release_after(uses, _free_unless_exported, st, _rt.ORDER_MEMORY)
-                return
+                tl, seq = pending[0]
     try:
-        _free_now(st)
+        _free_now(st, tl, seq)
     except BaseException:
         st.closed = False   # still owned: close() may be retried
         raise
@@ -359,10 +358,18 @@ class DeviceBuffer(_Buffer):
         self._own(pst.allocate(nbytes, tl))
 
     @classmethod
-    def adopt(cls, allocation: Allocation) -> DeviceBuffer:
+    def adopt(cls, allocation: Allocation, releaser: _rt.Releaser | None = None) -> DeviceBuffer:
         """A DeviceBuffer owning ``allocation`` (from :func:`allocate`): for acl-py's
-        modules."""
-        return object.__new__(cls)._own(allocation)
+        modules. ``releaser``: the Releaser of :func:`release` that the allocation's owner so
+        far registered (a DeviceTensor that had no buffer object yet); the ownership moves to
+        the buffer with it, so the release still runs exactly once."""
+        self = object.__new__(cls)
+        if releaser is None:
+            return self._own(allocation)
+        self.allocation = allocation
+        self._rel = releaser
+        releaser.move_to(self)
+        return self
 
     @property
     def device(self) -> Device:
@@ -612,7 +619,7 @@ class _PoolState:
     (it runs after), other streams once the stream has passed ``seq``."""
 
     __slots__ = ("device", "free", "on_stream", "parked", "descs", "lock", "acquire", "release",
-                 "used", "cached", "dead", "gen", "__weakref__")
+                 "held", "dead", "gen", "__weakref__")
 
     def __init__(self, device):
         self.device = device
@@ -620,8 +627,8 @@ class _PoolState:
         self.on_stream = {}
         # stream state -> [(ptr, block size, seq)]: operator workspaces parked between the
         # launches of one stream (see workspace). Changed by single list operations only
-        # (pop, append), atomic under the GIL, so the launch path takes no lock; counted in
-        # ``used`` while parked, reported as cached (parked_bytes).
+        # (pop, append), atomic under the GIL, so the launch path takes no lock; reported as
+        # cached (parked_bytes).
         self.parked = {}
         # ptr -> (layout, aclTensor *) of cached blocks: the descriptor of the tensor that
         # owned the block last, for the next one (Allocation.desc); destroyed when the block
@@ -631,8 +638,11 @@ class _PoolState:
         self.lock = threading.RLock()
         self.acquire = self.lock.acquire
         self.release = self.lock.release
-        self.used = 0           # bytes in blocks handed out
-        self.cached = 0         # bytes in cached blocks (free and on_stream)
+        # Bytes of the blocks this pool holds from the runtime (handed out, parked or
+        # cached), changed only when a block is allocated or freed: the reuse path (take,
+        # give_back) keeps no counter, and the cached bytes are counted from the lists when
+        # asked for (listed_bytes).
+        self.held = 0
         self.dead = False
         self.gen = _rt.gen
         _pools.add(self)
@@ -668,15 +678,12 @@ class _PoolState:
                     lst = mine.get(size)
                     if lst:
                         ptr, seq = lst.pop()
-                        self.cached -= size
-                        self.used += size
                         return ptr, size, (seq if tl.done < seq else 0)
             lst = self.free.get(size)
-            if lst or self._reclaim(size):
-                ptr = self.free[size].pop()
-                self.cached -= size
-                self.used += size
-                return ptr, size, 0
+            if not lst and self._reclaim(size):
+                lst = self.free[size]
+            if lst:
+                return lst.pop(), size, 0
         finally:
             self.release()
         L = _rt.ensure()
@@ -694,7 +701,7 @@ class _PoolState:
         if s:
             raise _allocation_error(s, "aclrtMalloc", size)
         with self.lock:
-            self.used += size
+            self.held += size
         return ffi.cast("char *", p[0]), size, 0
 
     def workspace(self, nbytes, tl):
@@ -744,6 +751,20 @@ class _PoolState:
     def parked_bytes(self):
         return sum(e[1] for slot in list(self.parked.values()) for e in list(slot))
 
+    def listed_bytes(self):
+        """Bytes of the blocks in the lists (free and on_stream; parked ones apart)."""
+        with self.lock:
+            return sum(size * len(lst) for size, lst in self.free.items()) + sum(
+                size * len(lst) for by_size in self.on_stream.values()
+                for size, lst in by_size.items())
+
+    def usage(self):
+        """(bytes handed out, bytes cached: listed or parked)."""
+        with self.lock:
+            listed = self.listed_bytes()
+            parked = self.parked_bytes()
+            return self.held - listed - parked, listed + parked
+
     def _reclaim(self, size):
         """Moves blocks whose stream has passed their last use to ``free``; True if one of
         ``size`` is free then. Caller holds the lock. Lists are changed in place, never
@@ -789,8 +810,6 @@ class _PoolState:
                     if mine is None:
                         mine = self.on_stream[tl] = {}
                     mine.setdefault(size, []).append((ptr, seq))
-                self.used -= size
-                self.cached += size
                 return
         finally:
             self.release()
@@ -800,6 +819,8 @@ class _PoolState:
         s = _rt.lib.aclrtFree(ptr)
         if s:
             raise make_error(s, "aclrtFree")
+        with self.lock:
+            self.held -= size
 
     def free_all(self):
         """Frees every cached block, first synchronizing the streams whose work may still use
@@ -822,7 +843,6 @@ class _PoolState:
                 lst = self.free[size]
                 while lst:
                     blocks.append((size, lst.pop()))
-                    self.cached -= size
         if blocks:
             _device.activate(self.device)
         for size, p in blocks:
@@ -840,7 +860,9 @@ class _PoolState:
                     if desc is not None:
                         self.descs[p] = desc
                     self.free.setdefault(size, []).append(p)
-                    self.cached += size
+            else:
+                with self.lock:
+                    self.held -= size
         if err is not None:
             raise err
 
@@ -883,15 +905,15 @@ class MemoryPool:
 
     def used_bytes(self) -> int:
         """Bytes in blocks handed out and not yet returned."""
-        return self._pst.used - self._pst.parked_bytes()
+        return self._pst.usage()[0]
 
     def free_bytes(self) -> int:
         """Bytes in cached blocks (operator workspaces kept for a stream's next launch
         included)."""
-        return self._pst.cached + self._pst.parked_bytes()
+        return self._pst.usage()[1]
 
     def total_bytes(self) -> int:
-        return self._pst.used + self._pst.cached
+        return self._pst.held
 
     def n_free_blocks(self) -> int:
         pst = self._pst
@@ -906,8 +928,8 @@ class MemoryPool:
 
     def __repr__(self):
         p = self._pst
-        return (f"<acl_py.MemoryPool device {p.device}: {p.used} bytes used, "
-                f"{p.cached} cached>")
+        used, cached = p.usage()
+        return f"<acl_py.MemoryPool device {p.device}: {used} bytes used, {cached} cached>"
 
 
 def get_pool(device: DeviceLike = None) -> MemoryPool:

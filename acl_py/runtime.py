@@ -261,6 +261,14 @@ class Releaser:
         self.wr = None          # the owner lives on; drop the callback (and the cycle)
         return True
 
+    def move_to(self, owner):
+        """Ownership moves to another wrapper (a DeviceTensor's storage to the DeviceBuffer
+        made for it on demand): from now on ``owner``'s garbage collection runs the release,
+        the previous owner's no longer does. The caller keeps both alive meanwhile, so there
+        is no moment without an owner; a release that already ran stays done."""
+        if self.key in _live:
+            self.wr = weakref.ref(owner, self._on_gc)
+
     @property
     def alive(self):
         return self.key in _live

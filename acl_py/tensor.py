@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
 from typing import TYPE_CHECKING, Any, Iterator, Literal, NoReturn, Sequence, Union
 
 import numpy as np
@@ -134,6 +135,11 @@ def _layout(key):
     return layout
 
 
+# Serializes making an owning tensor's DeviceBuffer (DeviceTensor.buffer). Reentrant: a garbage
+# collection inside may run a release that asks for another tensor's buffer.
+_buffer_lock = threading.RLock()
+
+
 def _destroy_tensor(h):
     s = _rt.lib.aclDestroyTensor(h)
     if s:
@@ -149,7 +155,7 @@ class DeviceTensor:
     :meth:`empty`, :meth:`zeros` or :meth:`from_numpy` to make owning tensors."""
 
     __slots__ = ("_buf", "allocation", "_shape", "_strides", "_offset", "_dtype",
-                 "cached_handle", "_hrel", "_owner", "_closed", "__weakref__")
+                 "cached_handle", "_rel", "_owner", "_closed", "__weakref__")
 
     def __init__(self, buffer: DeviceBuffer, shape: Sequence[int], dtype: DTypeLike,
                  strides: Sequence[int] | None = None, offset: int = 0) -> None:
@@ -176,11 +182,13 @@ class DeviceTensor:
                 "shape", f"a view of shape {shape}, strides {strides} (elements), offset "
                 f"{offset} needs {end} elements of {dt}, the buffer holds {storage} "
                 f"({size_text(bst.nbytes)})")
-        self._init(buffer, shape, dt, strides, offset, False)
+        self._init(buffer, bst, shape, dt, strides, offset, False, None)
 
-    def _init(self, buf, shape, dt, strides, offset, owner):
+    def _init(self, buf, st, shape, dt, strides, offset, owner, rel):
+        # The DeviceBuffer of the storage: None for an owning tensor made without one
+        # (new_output), until someone asks for it (see buffer).
         self._buf = buf
-        self.allocation = buf.allocation
+        self.allocation = st
         self._shape = shape
         self._strides = strides
         self._offset = offset
@@ -188,14 +196,18 @@ class DeviceTensor:
         # The aclTensor once made (see handle); None before, and once this tensor is closed.
         # acl-py's launch path reads it directly after checking ``allocation.closed``.
         self.cached_handle = None
-        self._hrel = None
+        # The Releaser of what this tensor releases itself: a view's aclTensor (once made);
+        # the storage of an owning tensor made without a DeviceBuffer (shared with the
+        # buffer once one is made: see buffer). None otherwise.
+        self._rel = rel
         self._owner = owner
         self._closed = False
         return self
 
     @classmethod
     def _new(cls, buf, shape, dt, strides, offset, owner):
-        return object.__new__(cls)._init(buf, shape, dt, strides, offset, owner)
+        return object.__new__(cls)._init(buf, buf.allocation, shape, dt, strides, offset,
+                                         owner, None)
 
     # ---- construction ----
 
@@ -218,10 +230,13 @@ class DeviceTensor:
         """A contiguous tensor from ``dev``'s default pool for work on ``stream_state``, for
         checked arguments (``shape`` a tuple of dims, ``dt`` a NumPy dtype acl-py supports,
         ``dev`` a device id): the operators' outputs. Its ``cached_handle`` is made (or
-        taken from the block: see the module doc)."""
+        taken from the block: see the module doc). It owns the storage without a
+        DeviceBuffer object until one is asked for (``buffer``): a call returning new outputs
+        makes several per call, and most are never asked."""
         st = _mem.default_pool_state(dev).allocate(_size(shape) * dt.itemsize, stream_state)
-        t = object.__new__(cls)._init(_mem.DeviceBuffer.adopt(st), shape, dt,
-                                      _contiguous_strides(shape), 0, True)
+        t = object.__new__(cls)
+        t._init(None, st, shape, dt, _contiguous_strides(shape), 0, True,
+                _rt.Releaser(t, _mem.release, (st,), _rt.ORDER_MEMORY))
         t._make_handle()
         return t
 
@@ -231,7 +246,7 @@ class DeviceTensor:
               pool: MemoryPool | bool | None = True) -> DeviceTensor:
         """A contiguous tensor of zeros (set on ``stream`` if given, else synchronously)."""
         t = cls.empty(shape, dtype, device, pool=pool, stream=stream)
-        t._buf.memset(0, stream=stream)
+        t.buffer.memset(0, stream=stream)
         return t
 
     @classmethod
@@ -287,10 +302,10 @@ class DeviceTensor:
         span = _extent(shape, strides, lo) - lo
         host = np.empty(span, dt)
         if stream is None:
-            self._buf.copy_to_host(host, lo * item)
+            self.buffer.copy_to_host(host, lo * item)
         else:
             s = _stream.as_stream(stream, bst.device)
-            self._buf.copy_to_host_async(host, s, lo * item)
+            self.buffer.copy_to_host_async(host, s, lo * item)
             s.synchronize()
         if span == n and strides == _contiguous_strides(shape):
             return host.reshape(shape)
@@ -314,9 +329,9 @@ class DeviceTensor:
         if self.is_contiguous:
             src = np.ascontiguousarray(arr)
             if stream is None:
-                self._buf.copy_from_host(src, self._offset * item)
+                self.buffer.copy_from_host(src, self._offset * item)
             else:
-                self._buf.copy_from_host_async(src, _stream.as_stream(stream, bst.device),
+                self.buffer.copy_from_host_async(src, _stream.as_stream(stream, bst.device),
                                                self._offset * item)
             return
         if arr.size == 0:
@@ -324,14 +339,14 @@ class DeviceTensor:
         lo = self._offset
         span = _extent(self._shape, self._strides, lo) - lo
         host = np.empty(span, self._dtype)
-        self._buf.copy_to_host(host, lo * item)
+        self.buffer.copy_to_host(host, lo * item)
         view = np.lib.stride_tricks.as_strided(
             host, shape=self._shape, strides=tuple(s * item for s in self._strides))
         view[...] = arr
         if stream is None:
-            self._buf.copy_from_host(host, lo * item)
+            self.buffer.copy_from_host(host, lo * item)
         else:
-            self._buf.copy_from_host_async(host, _stream.as_stream(stream, bst.device),
+            self.buffer.copy_from_host_async(host, _stream.as_stream(stream, bst.device),
                                            lo * item)
 
     # ---- properties ----
@@ -381,7 +396,7 @@ class DeviceTensor:
                         _rt.Releaser(None, _destroy_tensor, (desc[1],), _rt.ORDER_HANDLE)
         else:
             h = self._create_handle(bst, self._layout_key(bst))
-            self._hrel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)
+            self._rel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)
         self.cached_handle = h
         return h
 
@@ -444,7 +459,21 @@ class DeviceTensor:
     @property
     def buffer(self) -> DeviceBuffer:
         """The DeviceBuffer holding the storage."""
-        return self._buf
+        buf = self._buf
+        if buf is None:
+            buf = self._make_buffer()
+        return buf
+
+    def _make_buffer(self):
+        """The DeviceBuffer of an owning tensor made without one (new_output): it takes over
+        the storage's Releaser, so the storage lives as long as either of them (the buffer
+        may outlive the tensor) and is released once. Under a lock: two threads asking at
+        once get the same buffer (the Releaser follows one owner)."""
+        with _buffer_lock:
+            buf = self._buf
+            if buf is None:
+                buf = self._buf = _mem.DeviceBuffer.adopt(self.allocation, self._rel)
+        return buf
 
     @property
     def storage_size(self) -> int:
@@ -490,7 +519,7 @@ class DeviceTensor:
     def _view(self, shape, strides, offset):
         if _size(shape) == 0:
             offset = 0   # an empty view touches nothing; keep aclCreateTensor's check trivial
-        return DeviceTensor._new(self._buf, shape, self._dtype, strides, offset, False)
+        return DeviceTensor._new(self.buffer, shape, self._dtype, strides, offset, False)
 
     def __getitem__(self, key: Any) -> DeviceTensor:
         self._live()
@@ -601,10 +630,12 @@ class DeviceTensor:
     def close(self) -> None:
         """Destroys the aclTensor handle; an owning tensor also frees its storage (after the
         streams still using it synchronize), which closes its views. Safe to repeat."""
-        if self._hrel is not None:
-            self._hrel.release()
-            self._hrel = None
-        if self._owner:
+        rel = self._rel
+        if rel is not None:
+            # A view's handle; or the storage of an owning tensor made without a buffer
+            # (the Releaser it shares with its buffer if one was made since).
+            rel.release()
+        if self._owner and self._buf is not None:
             self._buf.close()   # the storage, and with it this tensor's handle
         self.cached_handle = None
         self._closed = True

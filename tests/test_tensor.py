@@ -254,6 +254,100 @@ def test_closing_owner_closes_views_and_view_keeps_storage(emulator):
     assert emulator.live_objects()["device_allocations"] == n
 
 
+def test_new_output_owns_its_storage_and_hands_it_to_its_buffer():
+    """An operator's new output owns its pooled storage without a DeviceBuffer object; one is
+    made when asked for, and the ownership moves to it: the storage then lives as long as
+    either object, and is released exactly once, by close() of either or by the last one
+    dropped."""
+    from acl_py import runtime
+    pool = acl_py.get_pool()
+    used, owned = pool.used_bytes(), runtime.live_count(runtime.ORDER_MEMORY)
+    f32 = np.dtype(np.float32)
+
+    def new():
+        t = DeviceTensor.new_output((2, 8), f32, 0, None)
+        assert pool.used_bytes() == used + 512
+        assert runtime.live_count(runtime.ORDER_MEMORY) == owned + 1
+        return t
+
+    # dropped without a buffer: the storage goes back
+    t = new()
+    del t
+    gc.collect()
+    assert pool.used_bytes() == used and runtime.live_count(runtime.ORDER_MEMORY) == owned
+    # the buffer outlives the tensor, then goes
+    t = new()
+    t.copy_from_numpy(np.arange(16, dtype=np.float32).reshape(2, 8))
+    b = t.buffer
+    assert t.buffer is b and b.allocation is t.allocation and not b.closed
+    assert runtime.live_count(runtime.ORDER_MEMORY) == owned + 1      # one owner at a time
+    del t
+    gc.collect()
+    assert pool.used_bytes() == used + 512 and not b.closed
+    np.testing.assert_array_equal(np.frombuffer(b.copy_to_host(), np.float32), np.arange(16))
+    del b
+    gc.collect()
+    assert pool.used_bytes() == used and runtime.live_count(runtime.ORDER_MEMORY) == owned
+    # the tensor outlives its buffer object, which was its storage's owner meanwhile
+    t = new()
+    t.buffer
+    gc.collect()
+    assert not t.closed and t.buffer.address == t.data_ptr
+    # closing the tensor closes its buffer (and the reverse), once
+    b = t.buffer
+    t.close()
+    assert b.closed and t.closed and pool.used_bytes() == used
+    t.close()
+    b.close()
+    t = new()
+    t.buffer.close()
+    assert t.closed and pool.used_bytes() == used
+    with pytest.raises(errors.ClosedError):
+        t.handle
+    t.close()
+    # a view keeps the storage of a tensor that had no buffer
+    t = new()
+    t.copy_from_numpy(np.arange(16, dtype=np.float32).reshape(2, 8))
+    v = t[1]
+    del t
+    gc.collect()
+    np.testing.assert_array_equal(v.to_numpy(), np.arange(8, 16))
+    del v
+    gc.collect()
+    assert pool.used_bytes() == used and runtime.live_count(runtime.ORDER_MEMORY) == owned
+
+
+def test_new_outputs_buffer_asked_by_threads_at_once():
+    """Threads asking a new output for its buffer at once all get the same object, which
+    owns the storage; the storage is released once."""
+    import threading
+    from acl_py import runtime
+    pool = acl_py.get_pool()
+    used, owned = pool.used_bytes(), runtime.live_count(runtime.ORDER_MEMORY)
+    for _ in range(20):
+        t = DeviceTensor.new_output((4,), np.dtype(np.float32), 0, None)
+        start = threading.Barrier(4)
+        got = []
+
+        def ask():
+            start.wait()
+            got.append(t.buffer)
+
+        threads = [threading.Thread(target=ask) for _ in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(30)
+        assert len(got) == 4 and all(b is got[0] for b in got)
+        del t, th, threads
+        gc.collect()
+        assert not got[0].closed and pool.used_bytes() == used + 512
+        del got
+        gc.collect()
+        assert pool.used_bytes() == used
+        assert runtime.live_count(runtime.ORDER_MEMORY) == owned
+
+
 def test_tensor_over_a_user_buffer():
     buf = acl_py.DeviceBuffer(64)
     buf.copy_from_host(np.arange(16, dtype=np.float32))
