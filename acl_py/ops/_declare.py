@@ -230,6 +230,11 @@ class Bound:
         return self._fields
 
 
+# A Bound is made from a list of its values in one step (a named tuple's own constructor takes
+# them as separate arguments, and costs more).
+_new_tuple = tuple.__new__
+
+
 def _bound_type(names):
     return type("Bound", (Bound, namedtuple("Bound", names)), {"__slots__": ()})
 
@@ -248,7 +253,7 @@ class Declared(Operator):
 
     __slots__ = ("args", "inputs", "outputs", "check", "reference", "error_scale",
                  "smoke_cases", "_first", "_first_index", "_dtype_order", "_out_names",
-                 "_c_order", "_bound", "_in_steps")
+                 "_c_order", "_bound", "_in_steps", "_out_steps")
 
     def __init__(self, name, args, *, check=None, reference=None, error_scale=None,
                  smoke_cases=()):
@@ -276,7 +281,9 @@ class Declared(Operator):
         order = tuple(where[id(a)] for a in self.args)
         self._c_order = None if order == tuple(range(len(order))) else order
         self._bound = _bound_type([a.py for a in self.inputs])
-        self._in_steps = tuple(enumerate(self.inputs))
+        self._in_steps = tuple((i, a, a.kind) for i, a in enumerate(self.inputs))
+        self._out_steps = tuple((k, o, o.when, self._out_names[k])
+                                for k, o in enumerate(self.outputs))
 
     def __repr__(self):
         return f"<acl_py.ops.Declared {self.name}>"
@@ -305,7 +312,7 @@ class Declared(Operator):
             else:
                 v = _double(v, name)
             py[i] = v
-        a = self._bound(*py)
+        a = _new_tuple(self._bound, py)
         for arg in self._dtype_order:
             t = a[arg.py]
             if t is not None:
@@ -445,9 +452,8 @@ class Declared(Operator):
         cvals = list(values)    # becomes phase one's C values, declaration order
         allocs = []             # the memory the launch uses
         held = []               # cached argument arrays, held until phase one has read them
-        for i, arg in self._in_steps:
+        for i, arg, k in self._in_steps:
             v = cvals[i]
-            k = arg.kind
             if k is TENSOR:
                 if type(v) is DeviceTensor or isinstance(v, DeviceTensor):
                     al = v.allocation
@@ -470,7 +476,7 @@ class Declared(Operator):
                 held.append(e)
                 py[i] = e[0].values
                 cvals[i] = e[1]
-        a = self._bound(*py)
+        a = _new_tuple(self._bound, py)
         outs = self._outputs(a, values, out, dev, sst, cvals, allocs)
         try:
             self.enqueue(cvals if self._c_order is None else [cvals[i] for i in self._c_order],
@@ -490,8 +496,8 @@ class Declared(Operator):
         if out is not None and (type(out) is not tuple or len(out) != n):
             out = self._out_entries(out)
         outs = []
-        for k, spec in enumerate(self.outputs):
-            if spec.when is not None and not spec.when(a):
+        for k, spec, when, name in self._out_steps:
+            if when is not None and not when(a):
                 outs.append(None)
                 cvals.append(_NULL)
                 continue
@@ -508,7 +514,7 @@ class Declared(Operator):
                 outs.append(o)
                 continue
             if type(o) is not DeviceTensor and not isinstance(o, DeviceTensor):
-                raise AclTypeError(self._out_names[k], f"expected None or "
+                raise AclTypeError(name, f"expected None or "
                                    f"acl_py.DeviceTensor (like {self._first.py}), got "
                                    f"{type(o).__name__}")
             al = o.allocation
@@ -516,7 +522,7 @@ class Declared(Operator):
             if h is None or al.closed:
                 h = o.handle
             if al.device != dev:
-                raise self._device_error(self._out_names[k], al.device, dev)
+                raise self._device_error(name, al.device, dev)
             allocs.append(al)
             cvals.append(h)
             outs.append(o)
