@@ -616,7 +616,12 @@ class _PoolState:
     """A pool's blocks. ``free``: size -> [ptr], blocks any stream may take. ``on_stream``:
     stream state -> size -> [(ptr, seq)], blocks released while their last use, submission
     ``seq`` of that stream, may not be done: that stream's later work may take them at once
-    (it runs after), other streams once the stream has passed ``seq``."""
+    (it runs after), other streams once the stream has passed ``seq``.
+
+    Every change to a list is one ``pop()`` or ``append()`` (atomic under the GIL) and lists
+    are never replaced; a free list is never removed. So taking a listed block and giving one
+    back to a free list take no lock (the reuse path of every new output); the lock
+    serializes the rest: ``on_stream``'s dicts, moving blocks between lists, freeing."""
 
     __slots__ = ("device", "free", "on_stream", "parked", "descs", "lock", "acquire", "release",
                  "held", "dead", "gen", "__weakref__")
@@ -669,23 +674,33 @@ class _PoolState:
         if self.dead:       # also after teardown: the hit path below needs no ensure()
             raise _rt.closed_error(self.gen, "MemoryPool")
         size = (nbytes + ROUND - 1) // ROUND * ROUND
-        # acquire/release, not `with`: half the cost on this hot path (CPython 3.11).
-        self.acquire()
-        try:
-            if tl is not None:
-                mine = self.on_stream.get(tl)
-                if mine:
-                    lst = mine.get(size)
-                    if lst:
+        # No lock to take a listed block: every change to the lists is one list.pop() or
+        # append (atomic under the GIL), here and under the lock alike (see _reclaim), so
+        # each entry goes to exactly one taker; losing a race only sends this one on to the
+        # locked path below.
+        if tl is not None:
+            mine = self.on_stream.get(tl)
+            if mine:
+                lst = mine.get(size)
+                if lst:
+                    try:
                         ptr, seq = lst.pop()
+                    except IndexError:
+                        pass
+                    else:
                         return ptr, size, (seq if tl.done < seq else 0)
-            lst = self.free.get(size)
-            if not lst and self._reclaim(size):
-                lst = self.free[size]
-            if lst:
+        lst = self.free.get(size)
+        if lst:
+            try:
                 return lst.pop(), size, 0
-        finally:
-            self.release()
+            except IndexError:
+                pass
+        with self.lock:
+            if self._reclaim(size):
+                try:
+                    return self.free[size].pop(), size, 0
+                except IndexError:      # taken meanwhile by another thread
+                    pass
         L = _rt.ensure()
         _device.activate(self.device)
         p = ffi.new("void **")
@@ -753,10 +768,10 @@ class _PoolState:
 
     def listed_bytes(self):
         """Bytes of the blocks in the lists (free and on_stream; parked ones apart)."""
-        with self.lock:
-            return sum(size * len(lst) for size, lst in self.free.items()) + sum(
-                size * len(lst) for by_size in self.on_stream.values()
-                for size, lst in by_size.items())
+        with self.lock:     # list(): give_back adds free lists without the lock
+            return sum(size * len(lst) for size, lst in list(self.free.items())) + sum(
+                size * len(lst) for by_size in list(self.on_stream.values())
+                for size, lst in list(by_size.items()))
 
     def usage(self):
         """(bytes handed out, bytes cached: listed or parked)."""
@@ -768,26 +783,33 @@ class _PoolState:
     def _reclaim(self, size):
         """Moves blocks whose stream has passed their last use to ``free``; True if one of
         ``size`` is free then. Caller holds the lock. Lists are changed in place, never
-        replaced: a garbage collection inside may run a release that gives a block back to
-        one of them (the lock is reentrant), and that block must not be lost."""
+        replaced, and only by pop() and append: take() pops from them without the lock, and
+        a garbage collection inside may run a release that gives a block back to one of
+        them (the lock is reentrant); no block may be lost or handed out twice."""
         found = False
         if self.parked:
             self._unpark(closed_only=True)
         for tl, by_size in list(self.on_stream.items()):
             done = tl.done
             closed = tl.closed
-            for sz, lst in list(by_size.items()):
-                i = 0
-                while i < len(lst):
-                    ptr, seq = lst[i]
-                    if closed or seq <= done:
-                        del lst[i]
-                        self.free.setdefault(sz, []).append(ptr)
-                        found = found or sz == size
-                    else:
-                        i += 1
             if closed:          # no release gives a block back to a closed stream
                 del self.on_stream[tl]
+            for sz, lst in list(by_size.items()):
+                waiting = []
+                try:
+                    for _ in range(len(lst)):
+                        try:
+                            entry = lst.pop()
+                        except IndexError:      # taken meanwhile
+                            break
+                        if closed or entry[1] <= done:
+                            self.free.setdefault(sz, []).append(entry[0])
+                            found = found or sz == size
+                        else:
+                            waiting.append(entry)
+                finally:
+                    while waiting:          # back, in their order
+                        lst.append(waiting.pop())
         return found
 
     def _waiting_streams(self):
@@ -798,18 +820,29 @@ class _PoolState:
     def give_back(self, ptr, size, tl, seq, desc=None):
         """Caches a block; ``tl``/``seq``: its last use, on that stream, may not be done;
         ``desc``: the descriptor of its last owning tensor, kept with it."""
+        if tl is None and not self.dead:
+            # No lock (see take): a free list is never removed, and one append lists the
+            # block (its descriptor first: a taker pops the block, then the descriptor).
+            if desc is not None:
+                self.descs[ptr] = desc
+            self.free.setdefault(size, []).append(ptr)
+            if self.dead:
+                # The pool closed meanwhile: its last drain may have run before the append
+                # (see _pool_release). The block is listed, so this call has succeeded;
+                # what fails to free now is retried by release_unused / teardown.
+                if self._free_listed() is not None:
+                    _rt.Releaser(None, _pool_release, (self,), _rt.ORDER_POOL)
+            return
+        # acquire/release, not `with`: half the cost on this hot path (CPython 3.11).
         self.acquire()
         try:
             if not self.dead:
                 if desc is not None:
                     self.descs[ptr] = desc
-                if tl is None:
-                    self.free.setdefault(size, []).append(ptr)
-                else:
-                    mine = self.on_stream.get(tl)
-                    if mine is None:
-                        mine = self.on_stream[tl] = {}
-                    mine.setdefault(size, []).append((ptr, seq))
+                mine = self.on_stream.get(tl)
+                if mine is None:
+                    mine = self.on_stream[tl] = {}
+                mine.setdefault(size, []).append((ptr, seq))
                 return
         finally:
             self.release()
@@ -838,11 +871,23 @@ class _PoolState:
                     err = err or e
         with self.lock:
             self._reclaim(-1)
+        err = self._free_listed() or err
+        if err is not None:
+            raise err
+
+    def _free_listed(self):
+        """Frees the blocks of the free lists (no work uses them); returns the first failure
+        (a block that failed to free stays listed, retried later)."""
+        err = None
+        with self.lock:
             blocks = []
             for size in list(self.free):    # popped, not replaced: see _reclaim
                 lst = self.free[size]
-                while lst:
-                    blocks.append((size, lst.pop()))
+                while True:
+                    try:
+                        blocks.append((size, lst.pop()))
+                    except IndexError:
+                        break
         if blocks:
             _device.activate(self.device)
         for size, p in blocks:
@@ -863,13 +908,18 @@ class _PoolState:
             else:
                 with self.lock:
                     self.held -= size
-        if err is not None:
-            raise err
+        return err
 
 
 def _pool_release(pst):
     pst.free_all()
     pst.dead = True
+    # give_back lists a free block without the lock: one given back while the pool was
+    # closing may have missed the drain above. It is freed here, or by that give_back if it
+    # comes later.
+    err = pst._free_listed()
+    if err is not None:
+        raise err
 
 
 class MemoryPool:
@@ -917,10 +967,10 @@ class MemoryPool:
 
     def n_free_blocks(self) -> int:
         pst = self._pst
-        with pst.lock:
-            return sum(len(v) for v in pst.free.values()) + sum(
-                len(v) for d in pst.on_stream.values() for v in d.values()) + sum(
-                len(v) for v in pst.parked.values())
+        with pst.lock:      # list(): give_back adds free lists without the lock
+            return sum(len(v) for v in list(pst.free.values())) + sum(
+                len(v) for d in list(pst.on_stream.values()) for v in list(d.values())) + sum(
+                len(v) for v in list(pst.parked.values()))
 
     def close(self) -> None:
         """Frees the cache; blocks still handed out are freed when their buffers close."""

@@ -505,3 +505,69 @@ def test_operator_workspace_stays_with_its_stream(emulator):
         assert pool.free_bytes() == 0 and live(emulator) == n
     for t in outs:
         t.close()
+
+
+def test_pool_under_threads_hands_each_block_to_one_owner(emulator):
+    """Threads taking and giving back blocks of one pool (free and stream-ordered, the reuse
+    path takes no lock) while another empties its cache and reads its counters: a block is
+    never held by two owners, none is lost, the counters add up."""
+    import sys
+    import threading
+    n = live(emulator)
+    pool = acl_py.MemoryPool()
+    held, held_lock, errs = set(), threading.Lock(), []
+    stop = threading.Event()
+
+    # Closed at the end: free_all_blocks racing a stream's close may find its handle
+    # destroyed before the stream is marked closed (stream.py), which is not this test's.
+    streams = [acl_py.Stream() for _ in range(4)]
+
+    def user(i):
+        try:
+            s = streams[i]
+            for k in range(100):
+                bufs = [pool.malloc(ROUND * (1 + (i + k + j) % 2), stream=s if j % 3 else None)
+                        for j in range(4)]
+                with held_lock:
+                    for b in bufs:
+                        assert b.address not in held, "a block handed out twice"
+                        held.add(b.address)
+                for b in bufs[::2]:
+                    b.memset(i, stream=s)       # a pending use: back to the stream's list
+                with held_lock:
+                    held.difference_update(b.address for b in bufs)
+                for b in bufs:
+                    b.close()
+        except BaseException as e:   # noqa: BLE001 - reported by the main thread
+            errs.append(e)
+
+    def emptier():
+        try:
+            while not stop.is_set():
+                pool.free_all_blocks()
+                assert pool.used_bytes() >= 0 and pool.free_bytes() >= 0
+                pool.n_free_blocks()
+        except BaseException as e:   # noqa: BLE001
+            errs.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)         # switch threads often: races show up
+    try:
+        users = [threading.Thread(target=user, args=(i,)) for i in range(4)]
+        other = threading.Thread(target=emptier)
+        other.start()
+        for t in users:
+            t.start()
+        for t in users:
+            t.join(120)
+        stop.set()
+        other.join(120)
+    finally:
+        sys.setswitchinterval(interval)
+    for s in streams:
+        s.close()
+    assert not errs, errs[0]
+    assert pool.used_bytes() == 0 and pool.free_bytes() == pool.total_bytes()
+    pool.free_all_blocks()
+    assert pool.total_bytes() == 0 and pool.n_free_blocks() == 0 and live(emulator) == n
+    pool.close()
