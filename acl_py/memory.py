@@ -157,6 +157,10 @@ def release(st):
     memory with live NumPy views is freed with the last view. Also the releaser of buffers."""
     st.closed = True
     pool = st.pool
+    if pool is not None and pool.dead:
+        # Its pool is closed: released like unpooled memory (the descriptor first, the
+        # memory in stream order); give_back then frees it.
+        pool = None
     if pool is None and st.desc is not None:
         # The descriptor first (it needs no stream order: queued work uses the memory only).
         # A pooled block keeps it (give_back).
@@ -846,14 +850,21 @@ class _PoolState:
                 return
         finally:
             self.release()
+        # The pool is closed: the block is freed. The memory first: if that fails, nothing
+        # is released and the caller keeps both (a retry frees each once).
         _device.activate(self.device)
-        if desc is not None:
-            destroy_desc(desc)
         s = _rt.lib.aclrtFree(ptr)
         if s:
             raise make_error(s, "aclrtFree")
         with self.lock:
             self.held -= size
+        if desc is None:    # a block taken as a workspace keeps its last descriptor here
+            desc = self.descs.pop(ptr, None)
+        if desc is not None:
+            try:
+                destroy_desc(desc)
+            except Exception:   # the memory is gone: the descriptor is retried later
+                _rt.Releaser(None, destroy_desc, (desc,), _rt.ORDER_HANDLE)
 
     def free_all(self):
         """Frees every cached block, first synchronizing the streams whose work may still use

@@ -386,6 +386,40 @@ def test_buffer_outliving_its_pool(emulator):
     assert live(emulator) == n
 
 
+def test_tensor_outliving_its_pool_free_failure_is_retried_once(emulator):
+    """Storage whose pool closed is freed directly with its descriptor, after the streams
+    still using it: when the free fails, nothing is lost and the retry frees each exactly
+    once."""
+    from acl_py.tensor import DeviceTensor
+    n_a, n_t = live(emulator), live(emulator, "tensors")
+    pool = acl_py.MemoryPool()
+    t = DeviceTensor.empty((4, 4), np.float32, pool=pool)
+    t.handle
+    pool.close()
+    with emulator.inject_faults("aclrtFree:1"):
+        with pytest.raises(errors.AclError):
+            t.close()
+    assert not t.closed and live(emulator) == n_a + 1
+    t.close()
+    assert t.closed and live(emulator) == n_a and live(emulator, "tensors") == n_t
+    # still used by a stream: freed once the stream has passed that work, not before
+    pool = acl_py.MemoryPool()
+    s = acl_py.Stream()
+    t = DeviceTensor.empty((4, 4), np.float32, pool=pool, stream=s)
+    t.handle
+    t.buffer.memset(0, stream=s)
+    pool.close()
+    t.close()
+    assert t.closed and live(emulator) == n_a + 1
+    with emulator.inject_faults("aclrtFree:1"):
+        with pytest.raises(errors.AclError):
+            s.synchronize()                 # runs the deferred free, which fails
+    assert live(emulator) == n_a + 1
+    acl_py.release_unused()                 # retried
+    assert live(emulator) == n_a and live(emulator, "tensors") == n_t
+    s.close()
+
+
 # ---- stream-ordered reuse (issue 13) ---------------------------------------------------------
 
 def test_pool_block_reused_at_once_on_the_same_stream(emulator):
