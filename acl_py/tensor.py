@@ -3,7 +3,8 @@
 
 A DeviceTensor is ``shape``, ``dtype`` (a NumPy dtype), ``strides`` and ``offset`` (both in
 ELEMENTS, as ``aclCreateTensor`` takes them) over a buffer. Tensors made by ``empty``,
-``zeros`` and ``from_numpy`` own their storage (from the device's memory pool); slicing,
+``zeros`` and ``from_numpy``, and operators' new outputs, own their storage (from the device's
+memory pool; a new output makes its DeviceBuffer only when ``buffer`` is asked for); slicing,
 ``transpose``/``T``/``permute`` and ``reshape`` give views sharing it. Closing an owning
 tensor frees the storage and closes its views; closing a view releases only its handle. The
 storage otherwise lives as long as any tensor using it.
@@ -136,7 +137,7 @@ def _layout(key):
 
 
 # Serializes making an owning tensor's DeviceBuffer (DeviceTensor.buffer). Reentrant: a garbage
-# collection inside may run a release that asks for another tensor's buffer.
+# collection inside may run a finalizer that asks for another tensor's buffer.
 _buffer_lock = threading.RLock()
 
 
@@ -332,7 +333,7 @@ class DeviceTensor:
                 self.buffer.copy_from_host(src, self._offset * item)
             else:
                 self.buffer.copy_from_host_async(src, _stream.as_stream(stream, bst.device),
-                                               self._offset * item)
+                                                 self._offset * item)
             return
         if arr.size == 0:
             return
@@ -347,7 +348,7 @@ class DeviceTensor:
             self.buffer.copy_from_host(host, lo * item)
         else:
             self.buffer.copy_from_host_async(host, _stream.as_stream(stream, bst.device),
-                                           lo * item)
+                                             lo * item)
 
     # ---- properties ----
 
