@@ -245,7 +245,7 @@ def _check_range(offset, count, nbytes, what):
 def _wait_pending(st):
     """Synchronizes the streams that have pending work on this allocation."""
     for tl, _seq in st.uses.pending():
-        tl.synchronize()
+        tl.wait_if_open()
 
 
 def _record(tl, *allocs):
@@ -877,7 +877,7 @@ class _PoolState:
         for tl in waiting:
             if not tl.closed and tl.gen == _rt.gen and _rt.ready:
                 try:
-                    tl.synchronize()
+                    tl.wait_if_open()
                 except Exception as e:
                     err = err or e
         with self.lock:

@@ -14,6 +14,7 @@ the runtime queues work in the order the calls return.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Literal
 
 from ._ffi import ffi
@@ -31,12 +32,17 @@ class StreamState(_ordering.Timeline):
     enqueued on it and its releaser (never references the wrapper). For acl-py's modules:
     ``Stream.state``."""
 
-    __slots__ = ("handle", "is_default")
+    __slots__ = ("handle", "is_default", "destroy_lock")
 
     def __init__(self, handle, device, is_default):
         super().__init__(device)
         self.handle = handle
         self.is_default = is_default
+        # Held while the stream is destroyed, and by synchronizations acl-py makes of streams
+        # it found through its records (wait_if_open), which may be another thread's: such a
+        # stream's handle is never used while, or after, that thread destroys it.
+        # Reentrant: work run by the synchronize may drop the stream's last wrapper.
+        self.destroy_lock = threading.RLock()
 
     def synchronize(self):
         """aclrtSynchronizeStream, then the deferred work it made due. Raises the sync failure
@@ -59,6 +65,16 @@ class StreamState(_ordering.Timeline):
         if errs:
             raise errs[0]
 
+    def wait_if_open(self):
+        """synchronize(), unless the stream is closed: for streams acl-py found through its
+        records (a buffer's pending work, a pool's cached blocks), which another thread may
+        be closing. Returns False if it was closed."""
+        with self.destroy_lock:
+            if self.closed:
+                return False
+            self.synchronize()
+            return True
+
     def closed_error(self, what):
         return _rt.closed_error(self.gen, what)
 
@@ -77,21 +93,22 @@ def _create(dev, ctype, create):
 
 def _destroy_stream(st):
     """Releaser of a created stream: synchronize, destroy, run what waited."""
-    if st.closed:
-        return
-    L = _rt.lib
-    _device.activate(st.device)
-    target = st.seq
-    sync_err = None
-    s = L.aclrtSynchronizeStream(st.handle)
-    if s:
-        sync_err = make_error(s, "aclrtSynchronizeStream")
-    s = L.aclrtDestroyStream(st.handle)
-    if s:
-        raise make_error(s, "aclrtDestroyStream")
-    # Destroy drains the stream: everything submitted is complete now.
-    st.close()
-    st.handle = None
+    with st.destroy_lock:
+        if st.closed:
+            return
+        L = _rt.lib
+        _device.activate(st.device)
+        target = st.seq
+        sync_err = None
+        s = L.aclrtSynchronizeStream(st.handle)
+        if s:
+            sync_err = make_error(s, "aclrtSynchronizeStream")
+        s = L.aclrtDestroyStream(st.handle)
+        if s:
+            raise make_error(s, "aclrtDestroyStream")
+        # Destroy drains the stream: everything submitted is complete now.
+        st.close()
+        st.handle = None
     errs = st.complete(max(target, st.seq))
     if sync_err is not None:
         raise sync_err

@@ -552,8 +552,7 @@ def test_pool_under_threads_hands_each_block_to_one_owner(emulator):
     held, held_lock, errs = set(), threading.Lock(), []
     stop = threading.Event()
 
-    # Closed at the end: free_all_blocks racing a stream's close may find its handle
-    # destroyed before the stream is marked closed (stream.py), which is not this test's.
+    # Closed at the end (closes racing free_all_blocks: the test after this one).
     streams = [acl_py.Stream() for _ in range(4)]
 
     def user(i):
@@ -604,4 +603,53 @@ def test_pool_under_threads_hands_each_block_to_one_owner(emulator):
     assert pool.used_bytes() == 0 and pool.free_bytes() == pool.total_bytes()
     pool.free_all_blocks()
     assert pool.total_bytes() == 0 and pool.n_free_blocks() == 0 and live(emulator) == n
+    pool.close()
+
+
+def test_emptying_the_pool_while_other_threads_close_their_streams(emulator):
+    """free_all_blocks synchronizes the streams whose work may still use a cached block; a
+    thread closing such a stream meanwhile must not have its handle used after (or while) it
+    is destroyed: the sync waits for the close, or skips a stream already closed."""
+    import sys
+    import threading
+    n = live(emulator)
+    pool = acl_py.MemoryPool()
+    errs = []
+    stop = threading.Event()
+
+    def closer():
+        try:
+            for _ in range(150):
+                s = acl_py.Stream()
+                b = pool.malloc(ROUND, stream=s)
+                b.memset(1, stream=s)
+                b.close()       # pending on s: back to s's list, which free_all syncs
+                s.close()
+        except BaseException as e:   # noqa: BLE001 - reported by the main thread
+            errs.append(e)
+
+    def emptier():
+        try:
+            while not stop.is_set():
+                pool.free_all_blocks()
+        except BaseException as e:   # noqa: BLE001
+            errs.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)         # switch threads often: races show up
+    try:
+        closers = [threading.Thread(target=closer) for _ in range(2)]
+        other = threading.Thread(target=emptier)
+        other.start()
+        for t in closers:
+            t.start()
+        for t in closers:
+            t.join(120)
+        stop.set()
+        other.join(120)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errs, errs[0]
+    pool.free_all_blocks()
+    assert pool.total_bytes() == 0 and live(emulator) == n
     pool.close()
