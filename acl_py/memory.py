@@ -850,8 +850,21 @@ class _PoolState:
                 return
         finally:
             self.release()
-        # The pool is closed: the block is freed. The memory first: if that fails, nothing
-        # is released and the caller keeps both (a retry frees each once).
+        # The pool is closed: the block is freed, once the stream whose work may still use it
+        # has passed that work (a workspace parked after its launch, on a pool closed
+        # meanwhile).
+        if tl is not None and tl.done < seq and not tl.closed:
+            uses = _ordering.Uses()
+            uses[tl] = seq
+            _ordering.release_after(uses, self._free_block, (ptr, size, desc),
+                                    _rt.ORDER_MEMORY)
+        else:
+            self._free_block((ptr, size, desc))
+
+    def _free_block(self, block):
+        """Frees a block of a closed pool: ``(ptr, size, desc)``. The memory first: if that
+        fails, nothing is released and the caller keeps both (a retry frees each once)."""
+        ptr, size, desc = block
         _device.activate(self.device)
         s = _rt.lib.aclrtFree(ptr)
         if s:
@@ -924,13 +937,11 @@ class _PoolState:
 
 def _pool_release(pst):
     pst.free_all()
-    pst.dead = True
-    # give_back lists a free block without the lock: one given back while the pool was
-    # closing may have missed the drain above. It is freed here, or by that give_back if it
-    # comes later.
-    err = pst._free_listed()
-    if err is not None:
-        raise err
+    with pst.lock:
+        pst.dead = True
+    # Blocks given back while the first pass ran (to a free list without the lock, or to a
+    # stream's list) are freed by a second: from now on give_back frees them itself.
+    pst.free_all()
 
 
 class MemoryPool:

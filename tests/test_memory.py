@@ -653,3 +653,21 @@ def test_emptying_the_pool_while_other_threads_close_their_streams(emulator):
     pool.free_all_blocks()
     assert pool.total_bytes() == 0 and live(emulator) == n
     pool.close()
+
+
+def test_workspace_parked_on_a_closed_pool_waits_for_its_stream(emulator):
+    """A launch parks its workspace with its stream's pool after phase two; if the pool was
+    closed meanwhile (by another thread), the block is freed once the stream has passed the
+    launch, not while it may still run. (The pool's own state, as the launch path uses it.)"""
+    n = live(emulator)
+    pool = acl_py.MemoryPool()
+    s = acl_py.Stream()
+    pst = pool._pst
+    ptr, size = pst.workspace(1000, s.state)
+    seq = s.state.submit()          # a launch using it, not known complete
+    pool.close()
+    pst.park(ptr, size, s.state, seq)
+    assert live(emulator) == n + 1  # still allocated: the stream may be using it
+    s.synchronize()
+    assert live(emulator) == n
+    s.close()
