@@ -541,62 +541,76 @@ def test_operator_workspace_stays_with_its_stream(emulator):
         t.close()
 
 
-def test_pool_under_threads_hands_each_block_to_one_owner(emulator):
-    """Threads taking and giving back blocks of one pool (free and stream-ordered, the reuse
-    path takes no lock) while another empties its cache and reads its counters: a block is
-    never held by two owners, none is lost, the counters add up."""
+def _race_with_emptier(pool, workers, check=None):
+    """Runs ``workers`` (functions) in threads while another thread empties ``pool``'s cache
+    in a loop (then calls ``check()``), switching threads often so races show up. Returns
+    the errors raised in any thread."""
     import sys
     import threading
-    n = live(emulator)
-    pool = acl_py.MemoryPool()
-    held, held_lock, errs = set(), threading.Lock(), []
+    errs = []
     stop = threading.Event()
 
-    # Closed at the end (closes racing free_all_blocks: the test after this one).
-    streams = [acl_py.Stream() for _ in range(4)]
-
-    def user(i):
+    def guarded(fn):
         try:
-            s = streams[i]
-            for k in range(100):
-                bufs = [pool.malloc(ROUND * (1 + (i + k + j) % 2), stream=s if j % 3 else None)
-                        for j in range(4)]
-                with held_lock:
-                    for b in bufs:
-                        assert b.address not in held, "a block handed out twice"
-                        held.add(b.address)
-                for b in bufs[::2]:
-                    b.memset(i, stream=s)       # a pending use: back to the stream's list
-                with held_lock:
-                    held.difference_update(b.address for b in bufs)
-                for b in bufs:
-                    b.close()
-        except BaseException as e:   # noqa: BLE001 - reported by the main thread
+            fn()
+        except BaseException as e:   # noqa: BLE001 - reported by the caller
             errs.append(e)
 
     def emptier():
-        try:
-            while not stop.is_set():
-                pool.free_all_blocks()
-                assert pool.used_bytes() >= 0 and pool.free_bytes() >= 0
-                pool.n_free_blocks()
-        except BaseException as e:   # noqa: BLE001
-            errs.append(e)
+        while not stop.is_set():
+            pool.free_all_blocks()
+            if check is not None:
+                check()
 
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)         # switch threads often: races show up
+    sys.setswitchinterval(1e-6)
     try:
-        users = [threading.Thread(target=user, args=(i,)) for i in range(4)]
-        other = threading.Thread(target=emptier)
+        other = threading.Thread(target=guarded, args=(emptier,))
+        threads = [threading.Thread(target=guarded, args=(w,)) for w in workers]
         other.start()
-        for t in users:
+        for t in threads:
             t.start()
-        for t in users:
+        for t in threads:
             t.join(120)
         stop.set()
         other.join(120)
     finally:
         sys.setswitchinterval(interval)
+    return errs
+
+
+def test_pool_under_threads_hands_each_block_to_one_owner(emulator):
+    """Threads taking and giving back blocks of one pool (free and stream-ordered, the reuse
+    path takes no lock) while another empties its cache and reads its counters: a block is
+    never held by two owners, none is lost, the counters add up."""
+    import threading
+    n = live(emulator)
+    pool = acl_py.MemoryPool()
+    held, held_lock = set(), threading.Lock()
+    # Closed at the end (closes racing free_all_blocks: the test after this one).
+    streams = [acl_py.Stream() for _ in range(4)]
+
+    def user(i):
+        s = streams[i]
+        for k in range(100):
+            bufs = [pool.malloc(ROUND * (1 + (i + k + j) % 2), stream=s if j % 3 else None)
+                    for j in range(4)]
+            with held_lock:
+                for b in bufs:
+                    assert b.address not in held, "a block handed out twice"
+                    held.add(b.address)
+            for b in bufs[::2]:
+                b.memset(i, stream=s)       # a pending use: back to the stream's list
+            with held_lock:
+                held.difference_update(b.address for b in bufs)
+            for b in bufs:
+                b.close()
+
+    def counters():
+        assert pool.used_bytes() >= 0 and pool.free_bytes() >= 0
+        pool.n_free_blocks()
+
+    errs = _race_with_emptier(pool, [lambda i=i: user(i) for i in range(4)], counters)
     for s in streams:
         s.close()
     assert not errs, errs[0]
@@ -610,45 +624,18 @@ def test_emptying_the_pool_while_other_threads_close_their_streams(emulator):
     """free_all_blocks synchronizes the streams whose work may still use a cached block; a
     thread closing such a stream meanwhile must not have its handle used after (or while) it
     is destroyed: the sync waits for the close, or skips a stream already closed."""
-    import sys
-    import threading
     n = live(emulator)
     pool = acl_py.MemoryPool()
-    errs = []
-    stop = threading.Event()
 
     def closer():
-        try:
-            for _ in range(150):
-                s = acl_py.Stream()
-                b = pool.malloc(ROUND, stream=s)
-                b.memset(1, stream=s)
-                b.close()       # pending on s: back to s's list, which free_all syncs
-                s.close()
-        except BaseException as e:   # noqa: BLE001 - reported by the main thread
-            errs.append(e)
+        for _ in range(150):
+            s = acl_py.Stream()
+            b = pool.malloc(ROUND, stream=s)
+            b.memset(1, stream=s)
+            b.close()       # pending on s: back to s's list, which free_all syncs
+            s.close()
 
-    def emptier():
-        try:
-            while not stop.is_set():
-                pool.free_all_blocks()
-        except BaseException as e:   # noqa: BLE001
-            errs.append(e)
-
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)         # switch threads often: races show up
-    try:
-        closers = [threading.Thread(target=closer) for _ in range(2)]
-        other = threading.Thread(target=emptier)
-        other.start()
-        for t in closers:
-            t.start()
-        for t in closers:
-            t.join(120)
-        stop.set()
-        other.join(120)
-    finally:
-        sys.setswitchinterval(interval)
+    errs = _race_with_emptier(pool, [closer, closer])
     assert not errs, errs[0]
     pool.free_all_blocks()
     assert pool.total_bytes() == 0 and live(emulator) == n
