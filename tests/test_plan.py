@@ -9,7 +9,7 @@ import pytest
 
 import acl_py
 from acl_py import reference
-from acl_py.errors import (AclTypeError, ClosedError, InternalError,
+from acl_py.errors import (AclArgumentError, AclTypeError, ClosedError, InternalError,
                            OperatorInvalidParameterError, RuntimeFailure)
 from acl_py.ops import LAYER_NORM_BACKWARD
 
@@ -287,6 +287,24 @@ def test_custom_allocator_and_second_operator_declaration():
     assert len(taken) == 2 and pool.used_bytes() == 0
     pool.close()
     assert "GetWorkspaceSize(aclTensor gradOut" in LAYER_NORM_BACKWARD.signature()
+
+
+def test_declared_call_with_a_wrong_number_of_inputs_names_the_count():
+    """Declared.call and bind (the operator modules' machinery, public in acl_py.ops) refuse
+    a values tuple of the wrong length before anything else: NumPy or device, fewer or more."""
+    case = make_case((4, 8), 1, F32)
+    d = to_device(case)
+    host = (case["grad_out"], case["input"], (8,), case["mean"], case["rstd"])
+    dev = (d["grad_out"], d["input"], (8,), d["mean"], d["rstd"])
+    for values in (host, host + (None,) * 4, dev, dev + (None,) * 4):
+        with pytest.raises(AclArgumentError, match=r"takes 8 inputs .*got (5|9)") as e:
+            LAYER_NORM_BACKWARD.call(values)
+        assert e.value.argument == "values"
+    with pytest.raises(AclArgumentError, match="takes 8 inputs"):
+        LAYER_NORM_BACKWARD.bind(dev, acl_py.DeviceTensor)
+    for t in d.values():
+        if isinstance(t, acl_py.DeviceTensor):
+            t.close()
 
 
 def test_plan_alive_at_interpreter_exit(run_python):

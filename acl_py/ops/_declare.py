@@ -294,6 +294,8 @@ class Declared(Operator):
         """Checks the Python inputs (in declaration order) and returns them as a
         :class:`Bound`: kinds, conversions, dtypes, then the operator's ``check``."""
         py = list(values)
+        if len(py) != len(self.inputs):     # a Bound is made from the list as it is
+            raise self._count_error(py)
         for i, (arg, v) in enumerate(zip(self.inputs, values)):
             name = arg.py
             if v is REQUIRED:
@@ -320,6 +322,10 @@ class Declared(Operator):
         if self.check is not None:
             self.check(a)
         return a
+
+    def _count_error(self, values):
+        return AclArgumentError("values", f"{self.name} takes {len(self.inputs)} inputs "
+                                f"({', '.join(a.py for a in self.inputs)}), got {len(values)}")
 
     def _kind_error(self, arg, v, kind):
         if v is None:
@@ -435,6 +441,8 @@ class Declared(Operator):
         """The operator on NumPy arrays or DeviceTensors (see the module doc). ``values``:
         the Python inputs in declaration order. Returns the outputs (None where not
         requested)."""
+        if len(values) != len(self.inputs):
+            raise self._count_error(values)
         first = values[self._first_index]
         if type(first) is DeviceTensor or isinstance(first, DeviceTensor):
             dev = first.allocation.device
