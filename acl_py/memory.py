@@ -850,16 +850,13 @@ class _PoolState:
                 return
         finally:
             self.release()
-        # The pool is closed: the block is freed, once the stream whose work may still use it
-        # has passed that work (a workspace parked after its launch, on a pool closed
-        # meanwhile).
-        if tl is not None and tl.done < seq and not tl.closed:
-            uses = _ordering.Uses()
+        # The pool is closed: the block is freed, now or once the stream whose work may
+        # still use it has passed that work (a workspace parked after its launch, on a pool
+        # closed meanwhile).
+        uses = _ordering.Uses()
+        if tl is not None:
             uses[tl] = seq
-            _ordering.release_after(uses, self._free_block, (ptr, size, desc),
-                                    _rt.ORDER_MEMORY)
-        else:
-            self._free_block((ptr, size, desc))
+        _ordering.release_after(uses, self._free_block, (ptr, size, desc), _rt.ORDER_MEMORY)
 
     def _free_block(self, block):
         """Frees a block of a closed pool: ``(ptr, size, desc)``. The memory first: if that
