@@ -10,7 +10,9 @@ class                           codes
 ==============================  ==============================================================
 InvalidParameterError           100000 INVALID_PARAM, 107000 RT_PARAM_INVALID,
                                 100003 INVALID_FILE, 100006 PARSE_FILE (aclInit's config),
-                                107016 RT_INVALID_MEMORY_TYPE
+                                107016 RT_INVALID_MEMORY_TYPE,
+                                107006 RT_EVENT_TIMESTAMP_INVALID (an event's record not
+                                complete yet)
   InvalidHandleError            107017 RT_INVALID_HANDLE, 200005 INVALID_RESOURCE_HANDLE
 NotInitializedError             100001 UNINITIALIZE (also raised by acl-py after ``finalize()``),
                                 100037 REPEAT_FINALIZE
@@ -212,6 +214,7 @@ STATUS = {
     107001: ("ACL_ERROR_RT_INVALID_DEVICEID", DeviceError),
     107002: ("ACL_ERROR_RT_CONTEXT_NULL", DeviceError),
     107003: ("ACL_ERROR_RT_STREAM_CONTEXT", DeviceError),
+    107006: ("ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID", InvalidParameterError),
     107016: ("ACL_ERROR_RT_INVALID_MEMORY_TYPE", InvalidParameterError),
     107017: ("ACL_ERROR_RT_INVALID_HANDLE", InvalidHandleError),
     207000: ("ACL_ERROR_RT_FEATURE_NOT_SUPPORT", NotSupportedError),

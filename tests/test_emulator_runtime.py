@@ -280,14 +280,14 @@ def test_device_ids_and_count(dev):
 
 
 def test_calls_without_a_device_on_the_thread(dev):
-    p, s = malloc(64), new_stream()
+    p, q, s = malloc(64), malloc(64), new_stream()
 
     def probe():
         out = {}
         d = ffi.new("int32_t *")
         out["getdev"] = lib.aclrtGetDevice(d), errmsg()
         out["malloc"] = lib.aclrtMalloc(ffi.new("void **"), 8, 0), errmsg()
-        out["memcpy"] = lib.aclrtMemcpy(p, 8, p, 8, D2D), errmsg()
+        out["memcpy"] = lib.aclrtMemcpy(q, 8, p, 8, D2D), errmsg()
         out["stream"] = lib.aclrtCreateStream(ffi.new("aclrtStream *")), errmsg()
         out["sync"] = lib.aclrtSynchronizeStream(s), errmsg()
         out["event"] = lib.aclrtCreateEvent(ffi.new("aclrtEvent *")), errmsg()
@@ -312,6 +312,78 @@ def test_calls_without_a_device_on_the_thread(dev):
     h = malloc_host(16)
     assert in_thread(lambda: (lib.aclrtFree(p), lib.aclrtFreeHost(h))) == (0, 0)
     assert in_thread(lambda: (lib.aclrtFree(p), errmsg()))[0] == 107000  # already freed
+    ok(lib.aclrtFree(q))
+
+
+def test_argument_checks_come_before_the_device_check(dev):
+    """CANN's ACL layer checks NULL pointers and sizes before the runtime looks for the
+    thread's device (hicann/runtime src/acl/aclrt_impl: stream.cpp, event.cpp, memory.cpp),
+    and the runtime API validates handles before it needs a context (src/runtime/api/
+    api_c.cc). A thread with no device gets the argument's code, not 107002."""
+    size_max = int(ffi.cast("size_t", -1))
+    garbage = ffi.cast("void *", 0x777000)
+
+    def probe():
+        return {
+            "aclrtCreateStream": lib.aclrtCreateStream(ffi.NULL),
+            "aclrtDestroyStream": lib.aclrtDestroyStream(ffi.NULL),
+            "aclrtCreateEvent": lib.aclrtCreateEvent(ffi.NULL),
+            "aclrtMallocHost": lib.aclrtMallocHost(ffi.NULL, 8),
+            "aclrtMallocHost size": lib.aclrtMallocHost(ffi.new("void **"), 0),
+            "aclrtMalloc size": lib.aclrtMalloc(ffi.new("void **"), size_max, 0),
+            "aclrtRecordEvent": lib.aclrtRecordEvent(ffi.NULL, ffi.NULL),
+            "aclrtRecordEvent handle": lib.aclrtRecordEvent(garbage, ffi.NULL),
+            "aclrtEventElapsedTime": lib.aclrtEventElapsedTime(ffi.NULL, garbage, garbage),
+            "aclrtSynchronizeEvent": lib.aclrtSynchronizeEvent(ffi.NULL),
+            "aclrtDestroyEvent handle": lib.aclrtDestroyEvent(garbage),
+        }
+    got = in_thread(probe)
+    want = {k: 100000 for k in got}
+    want["aclrtRecordEvent handle"] = want["aclrtDestroyEvent handle"] = 107017
+    assert got == want
+
+
+def test_event_calls_need_no_current_device(dev):
+    """aclrtSynchronizeEvent, aclrtEventElapsedTime and aclrtDestroyEvent use the event's own
+    context, not the calling thread's (hicann/runtime src/runtime/api/impl/api_impl.cc
+    EventSynchronize, EventDestroy; api_impl_event_common.cc EventElapsedTime): a thread
+    with no device may wait on, time and destroy events another thread recorded."""
+    s = new_stream()
+    a, b = new_event(), new_event()
+    ok(lib.aclrtRecordEvent(a, s))
+    ok(lib.aclrtRecordEvent(b, s))
+
+    def probe():
+        ms = ffi.new("float *")
+        return (lib.aclrtSynchronizeEvent(b), lib.aclrtEventElapsedTime(ms, a, b),
+                ms[0] >= 0.0, lib.aclrtDestroyEvent(a), lib.aclrtDestroyEvent(b))
+    assert in_thread(probe) == (0, 0, True, 0, 0)
+    ok(lib.aclrtDestroyStream(s))
+
+
+def test_malloc_size_overflowing_the_runtime_rounding():
+    """CANN adds 32 bytes plus the part's padding (32; none for the 1 GiB huge-page policies,
+    none on Ascend 950) before rounding a request to 32 bytes; a size that overflows that is
+    100000 (hicann/runtime src/acl/aclrt_impl/memory.cpp GetAlignedAndPaddingSize and its unit
+    test); anything smaller is an allocation the device cannot make (207001)."""
+    body = """
+        M = int(ffi.cast("size_t", -1))
+        out["init"] = lib.aclInit(NULL), lib.aclrtSetDevice(0)
+        p = ffi.new("void **")
+        for name, size, policy in [("pad", M - 63, 0), ("pad_ok", M - 64, 0),
+                                   ("huge1g", M - 31, 6), ("huge1g_ok", M - 32, 6),
+                                   ("flagged", M - 63, 6 | 0x1000)]:
+            out[name] = lib.aclrtMalloc(p, size, policy), errmsg()
+        out["end"] = lib.aclrtResetDevice(0), lib.aclFinalize()
+    """
+    for soc, pad in (("Ascend910B2", True), ("Ascend950PR_9599", False)):
+        r = run_raw(body, env={"ACL_EMU_SOC": soc})
+        assert r["init"] == [0, 0] and r["end"] == [0, 0]
+        assert r["huge1g"][0] == 100000 and r["huge1g_ok"][0] == 207001
+        # a placement OR-ed with a flag is not one of the 1 GiB policies: padded
+        assert r["pad"][0] == r["flagged"][0] == (100000 if pad else 207001), (soc, r)
+        assert r["pad_ok"][0] == 207001
+        assert r["huge1g"][1].startswith("aclrtMalloc: size") and "too large" in r["huge1g"][1]
 
 
 def test_reset_device_teardown_and_refcount():
@@ -577,10 +649,12 @@ def test_memcpy_round_trip_and_kinds(dev):
 
 def test_memcpy_rules_copy_nothing(dev):
     n = 256
-    p = malloc(n)
+    p, q = malloc(n), malloc(n)
     ok(lib.aclrtMemset(p, n, 0x5A, n))
+    ok(lib.aclrtMemset(q, n, 0x5A, n))
     host = np.full(2 * n, 7, np.uint8)
-    hp = ffi.from_buffer(host)
+    host2 = np.full(2 * n, 7, np.uint8)
+    hp, hp2 = ffi.from_buffer(host), ffi.from_buffer(host2)
     dptr = ffi.cast("char *", p)
     cases = [
         # (args, code, words)
@@ -592,11 +666,11 @@ def test_memcpy_rules_copy_nothing(dev):
         ((p, n, hp, n, ffi.cast("aclrtMemcpyKind", -1)), 100000, ["kind -1"]),
         ((p, n - 1, hp, n, H2D), 107000, ["count (256) exceeds destMax (255)"]),
         ((p, 0, hp, n, H2D), 107000, ["exceeds destMax (0)"]),
-        ((hp, n, hp, n, 5), 107000, ["dst", "not device memory"]),
-        ((hp, n, hp, n, H2D), 107000, ["dst", "not device memory", "ACL_MEMCPY_HOST_TO_DEVICE"]),
-        ((p, n, p, n, H2D), 107000, ["src", "is device memory", "host memory"]),
-        ((hp, n, hp, n, D2H), 107000, ["src", "not device memory"]),
-        ((p, n, p, n, D2H), 107000, ["dst", "is device memory"]),
+        ((hp2, n, hp, n, 5), 107000, ["dst", "not device memory"]),
+        ((hp2, n, hp, n, H2D), 107000, ["dst", "not device memory", "ACL_MEMCPY_HOST_TO_DEVICE"]),
+        ((p, n, q, n, H2D), 107000, ["src", "is device memory", "host memory"]),
+        ((hp2, n, hp, n, D2H), 107000, ["src", "not device memory"]),
+        ((p, n, q, n, D2H), 107000, ["dst", "is device memory"]),
         ((p, n, hp, n, D2D), 107000, ["src", "not device memory"]),
         ((hp, n, p, n, D2D), 107000, ["dst", "not device memory"]),
         ((p, n, hp, n, H2H), 107000, ["dst", "is device memory"]),
@@ -607,7 +681,8 @@ def test_memcpy_rules_copy_nothing(dev):
     ]
     for args, code, words in cases:
         expect(lib.aclrtMemcpy(*args), code, "aclrtMemcpy", *words)
-    assert (host == 7).all()  # nothing was copied
+    assert (host == 7).all() and (host2 == 7).all()  # nothing was copied
+    ok(lib.aclrtFree(q))
     check = np.zeros(n, np.uint8)
     ok(lib.aclrtMemcpy(ffi.from_buffer(check), n, p, n, D2H))
     assert (check == 0x5A).all()
@@ -618,6 +693,29 @@ def test_memcpy_rules_copy_nothing(dev):
            "not allocated")
     expect(lib.aclrtMemcpy(p, n, hp, n, D2H), 107000, "aclrtMemcpy", "dst", "device memory")
     expect(lib.aclrtMemcpy(p, n, hp, n, H2H), 107000, "aclrtMemcpy", "dst")
+
+
+def test_memcpy_onto_itself_is_done_before_any_other_check(dev):
+    """A synchronous copy whose dst is its src: after the NULL, kind and count checks the
+    runtime returns success without a device or a look at the pointers (hicann/runtime
+    src/runtime/api/impl/api_error.cc MemCopySync). The asynchronous copy has no such
+    shortcut."""
+    n = 64
+    host = np.arange(n, dtype=np.uint8)
+    hp = ffi.from_buffer(host)
+    p = malloc(n)
+    s = new_stream()
+    for kind in (H2H, H2D, D2H, D2D, DEFAULT, 5):
+        ok(lib.aclrtMemcpy(hp, n, hp, n, kind), f"aclrtMemcpy kind {kind}")
+        ok(lib.aclrtMemcpy(p, n, p, n, kind), f"aclrtMemcpy kind {kind}")
+    assert in_thread(lambda: lib.aclrtMemcpy(hp, n, hp, n, H2D)) == 0  # no device needed
+    assert (host == np.arange(n, dtype=np.uint8)).all()
+    expect(lib.aclrtMemcpy(hp, n - 1, hp, n, H2H), 107000, "aclrtMemcpy", "exceeds destMax")
+    expect(lib.aclrtMemcpy(hp, n, hp, n, 6), 100000, "aclrtMemcpy", "kind 6")
+    expect(lib.aclrtMemcpyAsync(p, n, p, n, H2D, s), 107000, "aclrtMemcpyAsync",
+           "src", "is device memory")
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtDestroyStream(s))
 
 
 def test_memset_rules(dev):
@@ -793,7 +891,9 @@ def test_events(dev):
     a, b, never = new_event(), new_event(), new_event()
     assert live()["events"] == base + 3
     ms = ffi.new("float *")
-    expect(lib.aclrtEventElapsedTime(ms, a, b), 107000, "aclrtEventElapsedTime",
+    # never recorded: CANN's RT_ERROR_EVENT_RECORDER_NULL, ACL_ERROR_RT_INTERNAL_ERROR
+    # (hicann/runtime src/runtime/core/src/event/event.cc ElapsedTime, errcode_manage.cc)
+    expect(lib.aclrtEventElapsedTime(ms, a, b), 507000, "aclrtEventElapsedTime",
            "startEvent", "never been recorded")
     ok(lib.aclrtSynchronizeEvent(never))  # never recorded: done at once
     n = 32 << 20
@@ -809,7 +909,7 @@ def test_events(dev):
     assert ms[0] < 0.0
     expect(lib.aclrtEventElapsedTime(ffi.NULL, a, b), 100000, "aclrtEventElapsedTime", "ms")
     expect(lib.aclrtEventElapsedTime(ms, ffi.NULL, b), 100000, "aclrtEventElapsedTime")
-    expect(lib.aclrtEventElapsedTime(ms, a, never), 107000, "aclrtEventElapsedTime", "endEvent")
+    expect(lib.aclrtEventElapsedTime(ms, a, never), 507000, "aclrtEventElapsedTime", "endEvent")
     ok(lib.aclrtRecordEvent(never, ffi.NULL))  # the default stream
     ok(lib.aclrtSynchronizeEvent(never))
     garbage = ffi.cast("void *", 0x777000)
@@ -838,7 +938,8 @@ def test_elapsed_time_needs_completed_record(dev):
     for _ in range(10):
         ok(lib.aclrtMemsetAsync(p, n, 0, n, s))
     ok(lib.aclrtRecordEvent(b, s))
-    expect(lib.aclrtEventElapsedTime(ffi.new("float *"), a, b), 107000,
+    # a record not yet complete has no timestamp: ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID
+    expect(lib.aclrtEventElapsedTime(ffi.new("float *"), a, b), 107006,
            "aclrtEventElapsedTime", "not completed")
     ok(lib.aclrtSynchronizeStream(s))
     for x in (a, b):

@@ -32,6 +32,7 @@ EXPECTED = {
     "ACL_ERROR_PARSE_FILE": errors.InvalidParameterError,
     "ACL_ERROR_REPEAT_FINALIZE": errors.NotInitializedError,
     "ACL_ERROR_RT_INVALID_MEMORY_TYPE": errors.InvalidParameterError,
+    "ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID": errors.InvalidParameterError,
     "ACL_ERROR_RT_RESOURCE_ALLOC_FAIL": errors.DeviceError,
     "ACL_ERROR_RT_CONTEXT_RELEASE_ERROR": errors.DeviceError,
     "ACLNN_ERR_PARAM_NULLPTR": errors.OperatorNullPointerError,

@@ -127,7 +127,8 @@ def handles(ctype):
 kind_of = {int(ffi.cast("uintptr_t", stream)): "stream", int(ffi.cast("uintptr_t", event)): "event",
            int(ffi.cast("uintptr_t", tensor)): "tensor", int(ffi.cast("uintptr_t", ia)): "ia",
            int(ffi.cast("uintptr_t", ba)): "ba", int(ffi.cast("uintptr_t", dev)): "dev",
-           interior: "interior"}   # inside a live allocation: a valid copy target, not freeable
+           interior: "interior",   # inside a live allocation: a valid copy target, not freeable
+           int(ffi.cast("uintptr_t", hp)): "host"}
 
 ws = ffi.new("uint64_t *"); exo = ffi.new("aclOpExecutor **")
 for g, h in handles("void *"):
@@ -149,8 +150,9 @@ for g, h in handles("void *"):
         rec("aclrtFree", lib.aclrtFree(h))
     if k not in ("dev", "interior"):
         rec("aclrtMemset", lib.aclrtMemset(h, 64, 0, 64))
-        rec("aclrtMemcpy.H2D", lib.aclrtMemcpy(h, 64, hp, 64, lib.ACL_MEMCPY_HOST_TO_DEVICE))
-        rec("aclrtMemcpy.D2H", lib.aclrtMemcpy(hp, 64, h, 64, lib.ACL_MEMCPY_DEVICE_TO_HOST))
+        if k != "host":  # a synchronous copy of hp onto itself succeeds, as CANN's
+            rec("aclrtMemcpy.H2D", lib.aclrtMemcpy(h, 64, hp, 64, lib.ACL_MEMCPY_HOST_TO_DEVICE))
+            rec("aclrtMemcpy.D2H", lib.aclrtMemcpy(hp, 64, h, 64, lib.ACL_MEMCPY_DEVICE_TO_HOST))
         rec("aclrtMemcpy.D2D", lib.aclrtMemcpy(dev, 64, h, 64, lib.ACL_MEMCPY_DEVICE_TO_DEVICE))
     rec("aclrtFreeHost", lib.aclrtFreeHost(h))
     if k != "tensor":

@@ -207,6 +207,18 @@ static bool policy_documented(unsigned policy) {
     return (policy & ~flags) <= ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
 }
 
+/* The bytes CANN adds to a request before rounding it to 32 (hicann/runtime
+ * src/acl/aclrt_impl/memory.cpp GetAlignedAndPaddingSize): 32, plus the part's padding
+ * (padding_size of its platform file: 32, 0 on Ascend 950) unless the policy is exactly one of
+ * the 1 GiB huge-page ones. A size this addition overflows is refused with 100000 before any
+ * device is needed. */
+static size_t malloc_append(aclrtMemMallocPolicy policy) {
+    const aclemu_soc *soc = aclemu_soc_info("aclrtMalloc");
+    size_t padding = soc != NULL && soc->npu_arch == 3510 ? 0 : 32;
+    bool huge1g = policy == ACL_MEM_MALLOC_HUGE1G_ONLY || policy == ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
+    return 32 + (huge1g ? 0 : padding);
+}
+
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
     aclError rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
@@ -218,6 +230,13 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
     }
     if (size == 0) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "size is 0");
+        goto out;
+    }
+    if (size > SIZE_MAX - 64 && size > SIZE_MAX - malloc_append(policy)) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+                    "size %zu is too large: with the %zu bytes the runtime adds (32-byte "
+                    "rounding and the part's padding) it overflows size_t", size,
+                    malloc_append(policy));
         goto out;
     }
     if (!policy_documented((unsigned)policy)) {
@@ -341,8 +360,7 @@ aclError aclrtMallocHost(void **hostPtr, size_t size) {
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
+    /* the argument checks come first, in CANN's ACL layer (aclrtMallocHostImpl) */
     if (hostPtr == NULL) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "hostPtr (output pointer) is NULL");
         goto out;
@@ -351,6 +369,8 @@ aclError aclrtMallocHost(void **hostPtr, size_t size) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "size is 0");
         goto out;
     }
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
     void *p = NULL;
     rt_alloc *a = calloc(1, sizeof *a);
     if (a == NULL || posix_memalign(&p, ALIGN, size) != 0) {
@@ -553,8 +573,14 @@ static aclError transfer(const char *fn, copy_task op, size_t max, int kind, boo
     rt_stream *s = NULL;
     copy_task *t = NULL;
     if ((rc = set ? check_memset(fn, op.dst, max, op.count)
-                  : check_args(fn, op.dst, max, op.src, op.count, kind)) != ACL_SUCCESS ||
-        (rc = rt_need_device(fn, &dev)) != ACL_SUCCESS ||
+                  : check_args(fn, op.dst, max, op.src, op.count, kind)) != ACL_SUCCESS)
+        goto out;
+    /* A synchronous copy onto itself is done: the runtime returns success before it looks for
+     * a device or at the pointers (hicann/runtime src/runtime/api/impl/api_error.cc
+     * MemCopySync; the asynchronous copy has no such shortcut). */
+    if (!set && !async && op.dst == op.src)
+        goto out;
+    if ((rc = rt_need_device(fn, &dev)) != ACL_SUCCESS ||
         (async && (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS))
         goto out;
     t = async ? malloc(sizeof *t) : &op;

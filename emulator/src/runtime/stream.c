@@ -247,12 +247,12 @@ aclError aclrtCreateStream(aclrtStream *stream) {
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
-    if (stream == NULL) {
+    if (stream == NULL) { /* CANN's ACL layer checks it before the runtime needs a device */
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "stream (output pointer) is NULL");
         goto out;
     }
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
     /* A device runs a limited number of streams, the default stream and one the runtime keeps
      * for itself included (aclrtCreateStream's documentation); past it CANN fails with
      * "Too many streams are created", 207005 (hicann/runtime docs/zh/FAQ, EE1023). */
@@ -309,13 +309,13 @@ aclError aclrtDestroyStream(aclrtStream stream) {
         return rc;
     int dev;
     rt_stream *s = NULL;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
     if (stream == NULL) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
                     "stream is NULL (the default stream cannot be destroyed)");
         goto out;
     }
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
     if ((rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
         goto out;
     if (!aclemu_handle_unregister(s, ACLEMU_KIND_STREAM)) { /* another thread won the race */
@@ -437,12 +437,12 @@ aclError aclrtCreateEvent(aclrtEvent *event) {
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
-    if (event == NULL) {
+    if (event == NULL) { /* CANN's ACL layer checks it before the runtime needs a device */
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "event (output pointer) is NULL");
         goto out;
     }
+    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
     rt_event *e = calloc(1, sizeof *e);
     if (e == NULL) {
         rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "out of host memory");
@@ -481,10 +481,10 @@ aclError aclrtDestroyEvent(aclrtEvent event) {
     aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
-    int dev;
     rt_event *e = NULL;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
-        (rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
+    /* No current device needed: CANN destroys the event it is given (hicann/runtime
+     * src/runtime/api/impl/api_impl.cc EventDestroy looks up no context). */
+    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
         goto out;
     if (!aclemu_handle_unregister(e, ACLEMU_KIND_EVENT)) {
         rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
@@ -538,8 +538,10 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
     int dev;
     rt_event *e = NULL;
     rt_stream *s = NULL;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
-        (rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
+    /* CANN: the NULL check (ACL layer), the handle's validation (runtime API), then the
+     * context (api_impl.cc EventRecord) */
+    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
+        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
         (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
         goto out;
     if (e->device != dev) {
@@ -579,10 +581,10 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
     bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
     aclError rc = rt_enter(__func__);
     if (rc == ACL_SUCCESS) {
-        int dev;
+        /* No current device needed (api_impl.cc EventSynchronize uses the event's own
+         * context) */
         rt_event *e = NULL;
-        if ((rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS &&
-            (rc = get_event(__func__, "event", event, &e)) == ACL_SUCCESS) {
+        if ((rc = get_event(__func__, "event", event, &e)) == ACL_SUCCESS) {
             pthread_mutex_lock(&e->mu);
             uint64_t target = e->issued; /* never recorded: 0, done at once */
             while (e->done < target)
@@ -597,40 +599,55 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
     return rc;
 }
 
-/* The time of an event's last record, if it has run; 107000 otherwise. */
-static aclError event_stamp(const char *fn, const char *arg, rt_event *e, uint64_t *ns) {
+/* An event's record state: issued (recorded at least once) and, if its last record has run,
+ * that record's time. */
+static bool event_stamp(rt_event *e, uint64_t *ns) {
     pthread_mutex_lock(&e->mu);
     uint64_t issued = e->issued, done = e->done, stamp = e->stamp_ns;
     pthread_mutex_unlock(&e->mu);
-    if (issued == 0)
-        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "%s %p has never been recorded", arg,
-                      (void *)e);
-    if (done < issued)
-        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
-                      "%s %p: its last record has not completed (synchronize the event first)",
-                      arg, (void *)e);
-    *ns = stamp;
-    return ACL_SUCCESS;
+    *ns = done < issued ? UINT64_MAX : stamp;
+    return issued > 0;
 }
 
 aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent) {
     aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
-    int dev;
     rt_event *a = NULL, *b = NULL;
     uint64_t ta = 0, tb = 0;
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
+    /* In CANN's order, with its codes, and with no current device needed (hicann/runtime
+     * src/acl/aclrt_impl/event.cpp: NULL arguments 100000; the handles; then
+     * src/runtime/core/src/event/event.cc Event::ElapsedTime: an event never recorded is
+     * RT_ERROR_EVENT_RECORDER_NULL, 507000, and a record not yet complete leaves its timestamp
+     * invalid, RT_ERROR_EVENT_TIMESTAMP_INVALID, 107006; codes from
+     * src/runtime/core/src/common/errcode_manage.cc). */
     if (ms == NULL) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "ms (output pointer) is NULL");
         goto out;
     }
-    if ((rc = get_event(__func__, "startEvent", startEvent, &a)) != ACL_SUCCESS ||
-        (rc = get_event(__func__, "endEvent", endEvent, &b)) != ACL_SUCCESS ||
-        (rc = event_stamp(__func__, "startEvent", a, &ta)) != ACL_SUCCESS ||
-        (rc = event_stamp(__func__, "endEvent", b, &tb)) != ACL_SUCCESS)
+    if (startEvent == NULL || endEvent == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "%s is NULL",
+                    startEvent == NULL ? "startEvent" : "endEvent");
         goto out;
+    }
+    if ((rc = get_event(__func__, "startEvent", startEvent, &a)) != ACL_SUCCESS ||
+        (rc = get_event(__func__, "endEvent", endEvent, &b)) != ACL_SUCCESS)
+        goto out;
+    bool rec_a = event_stamp(a, &ta), rec_b = event_stamp(b, &tb);
+    if (!rec_a || !rec_b) {
+        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__,
+                    "%s %p has never been recorded (aclrtRecordEvent both events first)",
+                    !rec_a ? "startEvent" : "endEvent", !rec_a ? startEvent : endEvent);
+        goto out;
+    }
+    if (ta == UINT64_MAX || tb == UINT64_MAX) {
+        rc = RT_ERR(ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID, __func__,
+                    "%s %p: its last record has not completed, so it has no timestamp yet "
+                    "(synchronize the event or its stream first)",
+                    ta == UINT64_MAX ? "startEvent" : "endEvent",
+                    ta == UINT64_MAX ? startEvent : endEvent);
+        goto out;
+    }
     *ms = (float)(((double)tb - (double)ta) / 1e6);
 out:
     if (a != NULL)
