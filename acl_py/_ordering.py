@@ -39,7 +39,9 @@ class Timeline:
         # (seq, obj): obj held until done >= seq. A deque: appends and pops from both ends
         # are atomic, so the hot path takes no lock.
         self.kept = deque()
-        self.lock = threading.Lock()
+        # Reentrant: a garbage collection while it is held (an allocation in defer or
+        # complete) may run a release that defers work on this very timeline.
+        self.lock = threading.RLock()
         # Held while deferred work runs. A thread whose synchronize finds its work claimed by
         # another thread's complete() waits on it, so that when synchronize returns, what
         # waited for the stream (a copy back into a NumPy array) has run, not just started.
@@ -175,7 +177,13 @@ class _Waiter:
         with self.lock:
             self.left = len(pending)
         for tl, seq in pending:
-            tl.defer(seq, self._one_done, None)
+            try:
+                tl.defer(seq, self._one_done, None)
+            except Exception:
+                # The stream passed the work meanwhile (another thread synchronized it), so
+                # the release ran here, and failed: _one_done has registered it for a retry,
+                # which owns it now. Raising would make the caller's releaser own it too.
+                pass
 
     def _one_done(self, _arg):
         with self.lock:
@@ -198,7 +206,10 @@ def release_after(uses, fn, arg, order):
     """Runs ``fn(arg)`` now if ``uses`` has nothing pending, else once every timeline has
     passed the work it records (on the thread that learns it). A deferred ``fn`` that fails
     is registered as an orphan of ``order`` (retried by ``release_unused`` and teardown) and
-    its error reported by the synchronize that ran it. Returns True if it ran now."""
+    its error reported by the synchronize that ran it (by the retry, if the stream passed the
+    work while this call was deferring it, so that it ran here). Once deferred, the release
+    belongs to the wait: nothing raised here means the caller still owns it. Returns True if
+    it ran now."""
     pending = uses.pending()
     if not pending:
         fn(arg)

@@ -173,7 +173,8 @@ def release(st):
     if st.ptr is None:
         return
     if st.exports and not _rt.tearing_down:
-        return  # the last view's finalizer frees it
+        _viewed.add(st)     # the last view's finalizer frees it, or the teardown
+        return
     tl = None       # the one stream whose work may still use a pooled block, and that work
     seq = 0
     uses = st.uses
@@ -547,13 +548,36 @@ class DeviceBuffer(_Buffer):
         _record(tl, st)
 
 
+# Host allocations released (closed or collected) while NumPy views of them exist: freed by
+# the last view's finalizer, or by the teardown if the session ends first.
+_viewed: set = set()
+
+
 def _export_done(st):
     st.exports -= 1
-    if st.exports == 0 and st.closed and st.ptr is not None:
+    if st.exports or st not in _viewed:
+        return      # still viewed; or never released, or freed by a teardown meanwhile
+    _viewed.discard(st)
+    try:
+        release(st)
+    except Exception:
+        # Its owner closed it: it stays closed, and the retry owns the free.
+        st.closed = True
+        _rt.Releaser(None, _free_now, (st,), _rt.ORDER_MEMORY)
+
+
+def _free_viewed():
+    """Teardown: the host memory NumPy views kept is freed (views are not to be used after
+    ``finalize()``); a view dropped later frees nothing."""
+    errs = []
+    while _viewed:
+        st = _viewed.pop()
         try:
-            release(st)
-        except Exception:
-            _rt.Releaser(None, _free_now, (st,), _rt.ORDER_MEMORY)
+            release(st)     # tearing down: views no longer keep it
+        except Exception as e:
+            st.closed = True
+            errs.append(e)
+    return errs
 
 
 class HostBuffer(_Buffer):
@@ -1057,6 +1081,7 @@ def _forget():
 
 
 _rt.register_step("free_cached", _free_all_pools)
+_rt.register_step("before_streams", _free_viewed)
 _rt.register_step("forget", _forget)
 
 __all__ = ["DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool"]

@@ -136,9 +136,11 @@ def _layout(key):
     return layout
 
 
-# Serializes making an owning tensor's DeviceBuffer (DeviceTensor.buffer). Reentrant: a garbage
-# collection inside may run a finalizer that asks for another tensor's buffer.
-_buffer_lock = threading.RLock()
+# Serializes making what a tensor makes on first use: an owning tensor's DeviceBuffer
+# (DeviceTensor.buffer), a tensor's aclTensor (DeviceTensor.handle; aclCreateTensor releases
+# the GIL). Reentrant: a garbage collection inside may run a finalizer that asks for another
+# tensor's.
+_lazy_lock = threading.RLock()
 
 
 def _destroy_tensor(h):
@@ -238,7 +240,7 @@ class DeviceTensor:
         t = object.__new__(cls)
         t._init(None, st, shape, dt, _contiguous_strides(shape), 0, True,
                 _rt.Releaser(t, _mem.release, (st,), _rt.ORDER_MEMORY))
-        t._make_handle()
+        t._describe()       # no lock: no other thread knows the tensor yet
         return t
 
     @classmethod
@@ -375,6 +377,14 @@ class DeviceTensor:
         return h
 
     def _make_handle(self):
+        """The aclTensor, made once: under a lock, so that threads asking for it at once get
+        one (each making its own would leak all but the last)."""
+        with _lazy_lock:
+            return self._describe()
+
+    def _describe(self):
+        """Makes (or takes from the storage's block) and caches the aclTensor; the caller
+        holds ``_lazy_lock`` or is the only one to know the tensor."""
         bst = self._live()
         if self.cached_handle is not None:
             return self.cached_handle
@@ -470,7 +480,7 @@ class DeviceTensor:
         the storage's Releaser, so the storage lives as long as either of them (the buffer
         may outlive the tensor) and is released once. Under a lock: two threads asking at
         once get the same buffer (the Releaser follows one owner)."""
-        with _buffer_lock:
+        with _lazy_lock:
             buf = self._buf
             if buf is None:
                 buf = self._buf = _mem.DeviceBuffer.adopt(self.allocation, self._rel)

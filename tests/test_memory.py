@@ -240,6 +240,27 @@ def test_host_buffer_lifecycle_and_views(emulator):
     assert live(emulator, "host_allocations") == n
 
 
+
+def test_host_buffer_freed_by_its_last_view_stays_closed_when_the_free_fails(emulator):
+    """The last NumPy view of a closed HostBuffer frees its memory; when that free fails,
+    the buffer stays closed (no view can be made of memory a retry will free) and
+    release_unused() retries the free, once."""
+    n = live(emulator, "host_allocations")
+    h = acl_py.HostBuffer(64)
+    v = h.numpy()
+    h.close()
+    with emulator.inject_faults("aclrtFreeHost:1"):
+        del v
+        gc.collect()
+    assert h.closed and live(emulator, "host_allocations") == n + 1
+    with pytest.raises(errors.ClosedError):
+        h.numpy()
+    acl_py.release_unused()
+    assert h.closed and live(emulator, "host_allocations") == n
+    with pytest.raises(errors.ClosedError):
+        h.numpy()
+    h.close()
+
 def test_host_buffer_async_copies(emulator):
     s = acl_py.Stream()
     h = acl_py.HostBuffer(4096)
@@ -657,4 +678,34 @@ def test_workspace_parked_on_a_closed_pool_waits_for_its_stream(emulator):
     assert live(emulator) == n + 1  # still allocated: the stream may be using it
     s.synchronize()
     assert live(emulator) == n
+    s.close()
+
+
+def test_free_handed_to_a_stream_and_run_at_once_fails_once(emulator, monkeypatch):
+    """A buffer closed with work pending on a stream is freed once the stream has passed it.
+    If another thread synchronizes the stream in the moment between that check and the wait
+    (simulated here), the free runs at once; when it fails, the retry registered for it owns
+    it alone: close() succeeded (the buffer is closed, not reopened over memory a retry will
+    free), and release_unused() frees it, once."""
+    from acl_py import _ordering
+    s = acl_py.Stream()
+    n = live(emulator)
+    b = acl_py.DeviceBuffer(4096)
+    b.memset(1, stream=s)
+    wait = _ordering._Waiter.wait
+
+    def racing_wait(self, pending):
+        s.synchronize()
+        wait(self, pending)
+
+    monkeypatch.setattr(_ordering._Waiter, "wait", racing_wait)
+    with emulator.inject_faults("aclrtFree:1"):
+        b.close()
+    monkeypatch.undo()
+    assert b.closed and live(emulator) == n + 1
+    acl_py.release_unused()                 # the retry
+    assert live(emulator) == n
+    with pytest.raises(errors.ClosedError):
+        b.copy_to_host()
+    b.close()
     s.close()

@@ -293,6 +293,31 @@ def test_finalize_closes_everything_and_init_starts_again(run_python, emulator):
     assert r.stdout.strip() == "OK" and r.stderr == ""
 
 
+
+def test_finalize_frees_host_memory_kept_for_numpy_views(run_python, emulator):
+    """A HostBuffer closed, or collected, while NumPy views of it exist waits for the last
+    view; finalize() does not wait: it frees that memory (the views must not be used after),
+    and a view dropped in the next session frees nothing (a stale pointer) again."""
+    r = run_python(script('''
+        import gc
+        import acl_py
+        acl_py.init()
+        closed = acl_py.HostBuffer(64)
+        v1 = closed.numpy()
+        closed.close()
+        v2 = acl_py.HostBuffer(64).numpy()     # its buffer object is collected at once
+        acl_py.finalize()
+        assert unbalanced() == {}, unbalanced()
+        acl_py.init()
+        del v1, v2
+        gc.collect()
+        acl_py.finalize()
+        assert unbalanced() == {}, unbalanced()
+        print("OK")
+    '''))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "OK" and r.stderr == ""
+
 def test_lazy_init_then_finalize(run_python, emulator):
     r = run_python(script('''
         import acl_py

@@ -334,3 +334,48 @@ def test_shared_stream_between_threads_is_safe():
         t.join()
     assert bad == []
     s.close()
+
+
+def test_garbage_collection_inside_a_streams_lock_does_not_deadlock(run_python, emulator):
+    """A collection can start at any allocation, also while a thread holds a stream's lock
+    (deferring work, completing it); the releases it runs may defer work on that very
+    stream. Run with every collection threshold that can fire inside the locked sections:
+    no deadlock (the child would hang: a timeout fails), and every free deferred meanwhile
+    runs at the next synchronize (none is lost)."""
+    proc = run_python("""
+        import gc, acl_py
+        from acl_py import emulator as emu
+        from acl_py.raw import lib
+        acl_py.init()
+        s = acl_py.Stream()
+        st = s.state
+        base = emu.live_objects()["device_allocations"]
+        def noop(_):
+            pass
+        def garbage():
+            buf = acl_py.DeviceBuffer(4096)     # unpooled: freed after its pending use
+            buf.memset(1, stream=s)
+            cycle = [buf]
+            cycle.append(cycle)                 # found by the collector only
+        for threshold in range(1, 40):
+            for locked in (lambda: st.defer(st.seq, noop, None),
+                           lambda: st.complete(st.seq - 1)):
+                st.defer(st.seq, noop, None)    # work waiting: complete() takes the lock
+                gc.disable()
+                gc.collect()                    # counts from zero: the same place each run
+                garbage()
+                lib.aclrtSynchronizeStream(st.handle)   # complete(seq - 1) tells the truth
+                gc.set_threshold(threshold)
+                gc.enable()
+                locked()
+                gc.disable()
+        gc.set_threshold(700)
+        gc.enable()
+        gc.collect()
+        s.synchronize()
+        print("LEFT", emu.live_objects()["device_allocations"] - base)
+        s.close()
+        acl_py.finalize()
+    """, env={"ACL_PY_BACKEND": "emulator"}, timeout=30)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "LEFT 0" in proc.stdout, proc.stdout

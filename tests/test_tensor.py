@@ -348,6 +348,47 @@ def test_new_outputs_buffer_asked_by_threads_at_once():
         assert runtime.live_count(runtime.ORDER_MEMORY) == owned
 
 
+
+def test_handle_asked_by_threads_at_once_is_made_once(emulator, monkeypatch):
+    """Threads asking a tensor for its aclTensor at once (its first use, by two launches)
+    get one, made once. aclCreateTensor releases the GIL: a handle made by each thread would
+    leak all but the one cached (an owning tensor's forever, a view's until the view is
+    collected). The threads are made to meet inside aclCreateTensor if they can get there
+    together; made once, they cannot (the first waits for the others in vain, briefly)."""
+    import threading
+    create = DeviceTensor._create_handle
+    inside = threading.Barrier(4, timeout=0.5)
+
+    def meeting_create(self, bst, key):
+        try:
+            inside.wait()
+        except threading.BrokenBarrierError:
+            pass
+        return create(self, bst, key)
+
+    monkeypatch.setattr(DeviceTensor, "_create_handle", meeting_create)
+    n = emulator.live_objects()["tensors"]
+    base = DeviceTensor.empty((4, 4), np.float32)
+    view = base[1:]
+    got = {id(base): set(), id(view): set()}
+
+    def ask(t):
+        got[id(t)].add(int(ffi.cast("uintptr_t", t.handle)))
+
+    threads = [threading.Thread(target=ask, args=(t,)) for t in (base, base, view, view)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(30)
+    monkeypatch.undo()
+    assert [len(v) for v in got.values()] == [1, 1]
+    assert emulator.live_objects()["tensors"] == n + 2
+    view.close()
+    assert emulator.live_objects()["tensors"] == n + 1
+    base.close()
+    acl_py.release_unused()             # the pool destroys the block's descriptor
+    assert emulator.live_objects()["tensors"] == n
+
 def test_tensor_over_a_user_buffer():
     buf = acl_py.DeviceBuffer(64)
     buf.copy_from_host(np.arange(16, dtype=np.float32))
