@@ -277,6 +277,29 @@ def test_inplace_and_scalar_forms(arena):
     np.testing.assert_array_equal(get(arena, B), b + np.float32(1.0))
 
 
+def test_repeatable_executor_refuses_a_destroyed_tensor_but_not_a_destroyed_scalar(arena):
+    """CANN's executor keeps the caller's aclTensors and reads them at every run (hicann/opbase
+    src/nnopbase/common/utils/op_cache.cpp keeps each one's aclStorage); a scalar's value is
+    read at phase one (aclnn_add.cpp: alpha->ToFloat(), ConvertToTensor), so destroying
+    alpha after phase one is fine, and destroying other is not."""
+    a, b = rand((3, 4), np.float32), rand((4,), np.float32)
+    A, B = put(arena, a), put(arena, b)
+    ws, ex = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+    alpha = scalar(arena, 2.0, 0)
+    assert lib.aclnnInplaceAddGetWorkspaceSize(A[0], B[0], alpha, ws, ex) == 0, last_msg()
+    assert lib.aclSetAclOpExecutorRepeatable(ex[0]) == 0
+    arena.scalars.remove(alpha)
+    assert lib.aclDestroyScalar(alpha) == 0
+    assert lib.aclnnInplaceAdd(ffi.NULL, 0, ex[0], arena.stream) == 0, last_msg()
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    np.testing.assert_array_equal(get(arena, A), typed_reference(a, b, 2.0, np.float32,
+                                                                 np.float32))
+    arena.destroy_tensor(B[0])
+    assert lib.aclnnInplaceAdd(ffi.NULL, 0, ex[0], arena.stream) == INVALID
+    assert last_msg().startswith("aclnnInplaceAdd: other (aclTensor"), last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex[0]) == 0
+
+
 # ---- what depends on the part (ACL_EMU_SOC is read once per process) -------------------------
 
 SOC_SCRIPT = """

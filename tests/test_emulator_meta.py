@@ -4,6 +4,7 @@ the internal executor API and for reading back what the create calls stored)."""
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 
 import numpy as np
@@ -302,7 +303,8 @@ class FakeOp:
         self.so = ctypes.CDLL(str(lib.backend.libraries["nnopbase"]))
         self.so.aclemu_executor_new.restype = ctypes.c_void_p
         self.so.aclemu_executor_new.argtypes = [ctypes.POINTER(Ops), ctypes.c_void_p,
-                                                ctypes.c_uint64]
+                                                ctypes.c_uint64, ctypes.c_void_p,
+                                                ctypes.c_void_p, ctypes.c_uint64]
         self.so.aclemu_executor_run.restype = ctypes.c_int32
         self.so.aclemu_executor_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
                                                 ctypes.c_void_p, ctypes.c_uint64,
@@ -315,8 +317,16 @@ class FakeOp:
     def on_destroy(self, payload):
         self.destroyed.append(payload)
 
-    def phase_one(self, payload=1234):
-        h = self.so.aclemu_executor_new(ctypes.byref(self.ops), payload, self.workspace)
+    def phase_one(self, payload=1234, tensors=()):
+        """As an operator's phase one ends: ``tensors`` are (aclTensor, parameter name) pairs,
+        every tensor it was given (None for an optional one not given)."""
+        n = len(tensors)
+        handles = (ctypes.c_void_p * max(n, 1))(
+            *[None if t is None else int(ffi.cast("uintptr_t", t)) for t, _ in tensors])
+        names = (ctypes.c_void_p * max(n, 1))(
+            *[ctypes.addressof(_static_name(name)) for _, name in tensors])
+        h = self.so.aclemu_executor_new(ctypes.byref(self.ops), payload, self.workspace,
+                                        handles, names, n)
         assert h
         return ffi.cast("aclOpExecutor *", h)
 
@@ -446,6 +456,101 @@ def test_null_workspace_with_a_size_releases_any_executor(repeatable):
     expect(lib.aclDestroyAclOpExecutor(ex), 561000, "aclDestroyAclOpExecutor",
            "NULL workspace with a non-zero size")
     expect(lib.aclSetAclOpExecutorRepeatable(ex), 561000, "aclSetAclOpExecutorRepeatable")
+
+
+# The tensors an executor keeps. CANN's executor keeps pointers to the caller's aclTensors (their
+# aclStorage: hicann/opbase src/nnopbase/common/utils/op_cache.cpp AddParamToBuf) and reads them
+# at every run (composite_op/aclnn_engine/op_executor.cpp RepeatRunWithCache, UpdateStorageAddr),
+# so running an executor after one was destroyed reads freed memory on a device: refused.
+
+def kept_tensors():
+    """What a fake phase one is given: self and out (other, optional, not given)."""
+    return {"self": tensor([4, 8]), "other": None, "out": tensor([4, 8])}
+
+
+def destroy_tensors(ts):
+    for t in ts.values():
+        if t is not None:
+            assert lib.aclDestroyTensor(t) == 0
+
+
+@pytest.mark.parametrize("victim", ["self", "out"])
+def test_repeatable_executor_refuses_to_run_after_one_of_its_tensors_is_destroyed(victim):
+    op = FakeOp()
+    before = live()
+    ts = kept_tensors()
+    ex = op.phase_one(tensors=list((t, name) for name, t in ts.items()))
+    assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
+    assert op.phase_two(ex) == 0
+    assert lib.aclDestroyTensor(ts.pop(victim)) == 0
+    for _ in range(2):  # every run is refused; the executor is kept, as after any failed run
+        expect(op.phase_two(ex), 161002, "aclnnFakeOp", f"{victim} (aclTensor",
+               "destroyed after this executor's phase one", "use after free")
+    assert len(op.launches) == 1 and op.destroyed == []
+    assert lib.aclDestroyAclOpExecutor(ex) == 0 and op.destroyed == [1234]
+    destroy_tensors(ts)
+    assert live() == before
+
+
+def test_a_tensor_recreated_at_the_same_address_is_not_the_one_phase_one_was_given():
+    """The registry's generation tells them apart: the address alone would pass."""
+    if os.environ.get("ACL_PY_SANITIZER"):
+        pytest.skip("AddressSanitizer holds freed memory back, so no address comes back")
+    op = FakeOp()
+    before = live()
+    ts = kept_tensors()
+    ex = op.phase_one(tensors=list((t, name) for name, t in ts.items()))
+    assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
+    address = int(ffi.cast("uintptr_t", ts["self"]))
+    assert lib.aclDestroyTensor(ts.pop("self")) == 0
+    # Churn tensors until the allocator hands the address out again (the quarantine of
+    # destroyed objects holds it for the next 256 destroys first).
+    for _ in range(5000):
+        t = tensor([4, 8])
+        if int(ffi.cast("uintptr_t", t)) == address:
+            ts["self"] = t
+            break
+        assert lib.aclDestroyTensor(t) == 0
+    assert "self" in ts, "the allocator never gave the address back"
+    expect(op.phase_two(ex), 161002, "aclnnFakeOp", "self (aclTensor",
+           "destroyed after this executor's phase one",
+           "the aclTensor now at that address is another one")
+    assert op.launches == []
+    assert lib.aclDestroyAclOpExecutor(ex) == 0
+    destroy_tensors(ts)
+    assert live() == before
+
+
+def test_single_use_executor_refuses_a_tensor_destroyed_before_its_run():
+    """CANN's single-use executor reads them at its one run too; the refused run releases it,
+    as any failed single-use run."""
+    op = FakeOp()
+    before = live()
+    ts = kept_tensors()
+    ex = op.phase_one(tensors=list((t, name) for name, t in ts.items()))
+    assert lib.aclDestroyTensor(ts.pop("out")) == 0
+    expect(op.phase_two(ex), 161002, "aclnnFakeOp", "out (aclTensor")
+    assert op.launches == [] and op.destroyed == [1234]
+    expect(lib.aclDestroyAclOpExecutor(ex), 561000, "aclDestroyAclOpExecutor", "phase two failed")
+    assert lib.aclDestroyTensor(ts["self"]) == 0
+    assert live() == before
+
+
+@pytest.mark.parametrize("repeatable", [False, True])
+def test_tensors_may_be_destroyed_once_the_executor_is_done_with_them(repeatable):
+    """After a single-use executor's run (the library released it) or a repeatable one's
+    destroy, nothing reads them any more."""
+    op = FakeOp()
+    before = live()
+    ts = kept_tensors()
+    ex = op.phase_one(tensors=list((t, name) for name, t in ts.items()))
+    if repeatable:
+        assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
+    assert op.phase_two(ex) == 0
+    if repeatable:
+        assert op.phase_two(ex) == 0 and lib.aclDestroyAclOpExecutor(ex) == 0
+    destroy_tensors(ts)
+    assert op.destroyed == [1234] and live() == before
 
 
 def test_injected_phase_two_fault_is_a_failed_run():

@@ -529,7 +529,7 @@ def test_deterministic_across_thread_counts(arena, dt):
             assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-def test_repeatable_executor_runs_many_times_after_inputs_are_destroyed(arena):
+def test_repeatable_executor_runs_many_times(arena):
     rng = np.random.default_rng(12)
     dy, x, mu, rs, w = rand_inputs(rng, (300, 64), 1)
     vs = [DevView(arena, v) for v in (dy, x, mu, rs, w)]
@@ -539,8 +539,6 @@ def test_repeatable_executor_runs_many_times_after_inputs_are_destroyed(arena):
               vs[4].handle, ffi.NULL, arena.bool_array([True] * 3), outs[0].handle,
               outs[1].handle, outs[2].handle, ws, ex) == 0
     assert lib.aclSetAclOpExecutorRepeatable(ex[0]) == 0
-    for v in vs + outs:  # the executor holds its own snapshot of every descriptor
-        arena.destroy_tensor(v.handle)
     wsp = arena.malloc(ws[0])
     first = None
     for _ in range(3):
@@ -555,6 +553,8 @@ def test_repeatable_executor_runs_many_times_after_inputs_are_destroyed(arena):
             assert np.array_equal(a, b)
     assert lib.aclDestroyAclOpExecutor(ex[0]) == 0
     assert lib.aclDestroyAclOpExecutor(ex[0]) == INNER  # CANN: no executor it knows
+    for v in vs + outs:  # the executor is gone: nothing reads them any more
+        arena.destroy_tensor(v.handle)
 
 
 # ---- conversions -------------------------------------------------------------------------
@@ -876,6 +876,13 @@ def test_injected_phase_one_fault(arena):
 # ---- phase two misuse ---------------------------------------------------------------------
 
 def prepared(arena, mask=(True, True, True), host_input=None):
+    ex, ws, _, outs, refs = prepared_views(arena, mask, host_input)
+    return ex, ws, outs, refs
+
+
+def prepared_views(arena, mask=(True, True, True), host_input=None):
+    """A single-use executor on fresh views: (executor, workspace size, {parameter name:
+    view} of everything phase one was given, the three output views, their references)."""
     rng = np.random.default_rng(2)
     dy, x, mu, rs, w = rand_inputs(rng, (64, 33), 1)
     vs = [DevView(arena, v) for v in (dy, x, mu, rs, w)]
@@ -887,7 +894,9 @@ def prepared(arena, mask=(True, True, True), host_input=None):
     assert P1(vs[0].handle, vs[1].handle, arena.int_array([33]), vs[2].handle, vs[3].handle,
               vs[4].handle, ffi.NULL, arena.bool_array(mask), *(o.handle for o in outs),
               ws, ex) == 0, last_msg()
-    return ex[0], ws[0], outs, reference(dy, x, 1, mu, rs, w)
+    names = ("gradOut", "input", "mean", "rstd", "weightOptional", "gradInputOut",
+             "gradWeightOut", "gradBiasOut")
+    return ex[0], ws[0], dict(zip(names, vs + outs)), outs, reference(dy, x, 1, mu, rs, w)
 
 
 def test_single_use_executor_runs_once(arena):
@@ -898,6 +907,50 @@ def test_single_use_executor_runs_once(arena):
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
     for o, r in zip(outs, refs):
         assert_close(o.read(), r, "single use")
+
+
+# CANN's executor keeps pointers to the caller's aclTensors, every one phase one was given
+# (hicann/opbase src/nnopbase/common/utils/op_cache.cpp: AddParamToBuf of each DFX_IN/DFX_OUT
+# tensor keeps its aclStorage) and reads them when it runs (composite_op/aclnn_engine/
+# op_executor.cpp RepeatRunWithCache): a run after one was destroyed reads freed memory on a
+# device. Refused, naming the tensor; an output the mask does not request is kept too.
+
+@pytest.mark.parametrize("name, mask", [
+    ("gradOut", (True, True, True)), ("input", (True, True, True)),
+    ("gradInputOut", (True, True, True)), ("gradBiasOut", (True, True, False))])
+def test_repeatable_executor_refuses_to_run_after_a_tensor_is_destroyed(arena, name, mask):
+    ex, ws, views, outs, refs = prepared_views(arena, mask)
+    assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
+    wsp = arena.malloc(ws)
+    assert P2(wsp, ws, ex, arena.stream) == 0, last_msg()
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    arena.destroy_tensor(views[name].handle)
+    for _ in range(2):  # kept after a refused run, as after any failed run
+        assert P2(wsp, ws, ex, arena.stream) == INVALID
+        msg = last_msg()
+        assert msg.startswith(f"aclnnLayerNormBackward: {name} (aclTensor"), msg
+        assert "destroyed after this executor's phase one" in msg, msg
+    assert lib.aclDestroyAclOpExecutor(ex) == 0
+
+
+def test_single_use_executor_refuses_a_tensor_destroyed_before_its_run(arena):
+    ex, ws, views, _, _ = prepared_views(arena)
+    arena.destroy_tensor(views["mean"].handle)
+    assert P2(arena.malloc(ws), ws, ex, arena.stream) == INVALID
+    assert last_msg().startswith("aclnnLayerNormBackward: mean (aclTensor"), last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == INNER  # released, as after any failed run
+
+
+def test_single_use_executor_tensors_may_be_destroyed_as_soon_as_phase_two_returns(arena):
+    """The run is queued, not done; what it computes is unchanged (a device's task holds
+    device addresses, not the descriptors)."""
+    ex, ws, views, outs, refs = prepared_views(arena)
+    assert P2(arena.malloc(ws), ws, ex, arena.stream) == 0, last_msg()
+    for v in views.values():
+        arena.destroy_tensor(v.handle)
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    for o, r in zip(outs, refs):
+        assert_close(o.read(), r, "tensors destroyed after phase two")
 
 
 @pytest.mark.parametrize("repeatable", [False, True])

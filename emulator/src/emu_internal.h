@@ -60,6 +60,10 @@ typedef enum {
 ACLEMU_EXPORT void aclemu_handle_register(const void *p, aclemu_kind kind);
 ACLEMU_EXPORT bool aclemu_handle_check(const void *p, aclemu_kind kind);
 ACLEMU_EXPORT bool aclemu_handle_unregister(const void *p, aclemu_kind kind);
+/* The generation of p's registration when p is a live handle of that kind, else 0. Every
+ * registration gets a new one, so a handle destroyed and an object created later at the same
+ * address have different generations: an object that keeps a handle keeps its generation too. */
+ACLEMU_EXPORT uint64_t aclemu_handle_generation(const void *p, aclemu_kind kind);
 
 /* ---- device memory (runtime/) ------------------------------------------------------------ */
 
@@ -193,18 +197,31 @@ typedef struct {
 } aclemu_executor_ops;
 
 /* Creates a live executor owning payload; its phase-one workspace size is recorded so that
- * phase two can check the workspace it is given. Returns NULL (payload destroyed) on failure. */
+ * phase two can check the workspace it is given. tensors[0..ntensors) are EVERY aclTensor
+ * phase one was given (NULL entries, optional tensors not given, are skipped; the elements of
+ * a tensor list each on its own), used or not, names[i] the parameter's name in the
+ * operator's header (e.g. "gradOut", a string that lives as long as the library): CANN's executor
+ * keeps pointers to the caller's tensors and reads them at every phase two (hicann/opbase
+ * src/nnopbase/common/utils/op_cache.cpp AddParamToBuf keeps each one's aclStorage;
+ * composite_op/aclnn_engine/op_executor.cpp reads them when it runs), so the executor records
+ * each with its registry generation and phase two refuses to run once one has been destroyed.
+ * Scalars and int/bool/float arrays are read at phase one (their values copied), not kept.
+ * Returns NULL (payload destroyed) on failure. */
 ACLEMU_EXPORT aclOpExecutor *aclemu_executor_new(const aclemu_executor_ops *ops, void *payload,
-                                                 uint64_t workspace_size);
+                                                 uint64_t workspace_size,
+                                                 const aclTensor *const *tensors,
+                                                 const char *const *names, uint64_t ntensors);
 
 /* Phase two, shared by every operator: the whole body of aclnnFoo(workspace, workspaceSize,
  * executor, stream), called with fn = "aclnnFoo" (it counts the call and injects its fault:
  * the operator's phase two does nothing else). Checks the executor is live, the workspace
  * (non-NULL when the size is non-zero; size at least the recorded one; a live device range),
- * calls ops->launch. Ownership as CANN's CommonOpExecutorRun (hicann/opbase src/nnopbase/
- * composite_op/aclnn_engine/op_executor.cpp): a NULL workspace with a non-zero size releases
- * the executor, repeatable or not; after that, a single-use executor is released whatever the
- * result (an injected fault included), a repeatable one kept. Returns the status. */
+ * that every tensor phase one was given is still the live aclTensor it was then (else
+ * ACLNN_ERR_PARAM_INVALID, naming the tensor), calls ops->launch. Ownership as CANN's
+ * CommonOpExecutorRun (hicann/opbase src/nnopbase/composite_op/aclnn_engine/
+ * op_executor.cpp): a NULL workspace with a non-zero size releases the executor, repeatable
+ * or not; after that, a single-use executor is released whatever the result (an injected
+ * fault included), a repeatable one kept. Returns the status. */
 ACLEMU_EXPORT aclnnStatus aclemu_executor_run(const char *fn, aclOpExecutor *executor,
                                               void *workspace, uint64_t workspace_size,
                                               aclrtStream stream);

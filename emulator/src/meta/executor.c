@@ -7,6 +7,14 @@
  * one mutex; the launch itself runs outside it, with `running` keeping a concurrent destroy
  * (or a second run of a single-use executor) out, and a release requested while other threads
  * run a repeatable executor waiting for the last of them.
+ *
+ * An executor also records the aclTensors phase one was given, with their registry
+ * generations: CANN's executor keeps pointers to the caller's tensors and reads them when it
+ * runs (their aclStorage: hicann/opbase src/nnopbase/common/utils/op_cache.cpp AddParamToBuf,
+ * op_executor.cpp RepeatRunWithCache and UpdateStorageAddr; aclSetTensorAddr updates the
+ * caller's tensor, docs/en/api/nnopbase/aclnn/aclSetTensorAddr.md), so running it after one
+ * was destroyed is a use after free on a device. Phase two refuses it (the launch itself
+ * works on copies made at phase one, so nothing here would notice otherwise).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,6 +29,12 @@ struct aclOpExecutor {
     int running;             /* phase twos in progress (g_exec_mu) */
     bool retired;            /* out of the registry, released when `running` drops to 0 */
     meta_q_reason retired_why;
+    uint64_t ntensors;
+    struct {
+        const aclTensor *tensor;
+        const char *name;
+        uint64_t gen;        /* its registry generation at phase one */
+    } tensors[];             /* every tensor phase one was given, read by every phase two */
 };
 
 static pthread_mutex_t g_exec_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -78,7 +92,8 @@ static bool retire_locked(aclOpExecutor *e, meta_q_reason why) {
 }
 
 aclOpExecutor *aclemu_executor_new(const aclemu_executor_ops *ops, void *payload,
-                                   uint64_t workspace_size) {
+                                   uint64_t workspace_size, const aclTensor *const *tensors,
+                                   const char *const *names, uint64_t ntensors) {
     if (ops == NULL || ops->launch == NULL || ops->destroy == NULL) {
         aclemu_set_error("%s: internal error: executor ops incomplete",
                          ops && ops->op_name ? ops->op_name : "aclemu_executor_new");
@@ -86,7 +101,11 @@ aclOpExecutor *aclemu_executor_new(const aclemu_executor_ops *ops, void *payload
             ops->destroy(payload);
         return NULL;
     }
-    aclOpExecutor *e = calloc(1, sizeof *e);
+    uint64_t kept = 0;
+    for (uint64_t i = 0; i < ntensors; i++)
+        kept += tensors[i] != NULL;
+    aclOpExecutor *e = kept > (SIZE_MAX - sizeof *e) / sizeof e->tensors[0]
+                           ? NULL : calloc(1, sizeof *e + (size_t)kept * sizeof e->tensors[0]);
     if (e == NULL) {
         aclemu_set_error("%s: out of host memory for the executor", ops->op_name);
         ops->destroy(payload);
@@ -95,8 +114,38 @@ aclOpExecutor *aclemu_executor_new(const aclemu_executor_ops *ops, void *payload
     e->ops = ops;
     e->payload = payload;
     e->workspace_size = workspace_size;
+    for (uint64_t i = 0; i < ntensors; i++) {
+        if (tensors[i] == NULL)
+            continue;
+        /* 0 (never a live generation) if the caller destroyed it already: phase two refuses */
+        e->tensors[e->ntensors].tensor = tensors[i];
+        e->tensors[e->ntensors].name = names != NULL ? names[i] : NULL;
+        e->tensors[e->ntensors].gen = aclemu_handle_generation(tensors[i], ACLEMU_KIND_TENSOR);
+        e->ntensors++;
+    }
     aclemu_handle_register(e, ACLEMU_KIND_EXECUTOR);
     return e;
+}
+
+/* ACLNN_SUCCESS when every tensor phase one was given is the same live aclTensor as then;
+ * else the message, naming the first one that is not, and ACLNN_ERR_PARAM_INVALID (what the
+ * emulator answers for any handle that is not live). One registry look-up per tensor. */
+static aclnnStatus check_tensors(const char *fn, const aclOpExecutor *e) {
+    for (uint64_t i = 0; i < e->ntensors; i++) {
+        const aclTensor *t = e->tensors[i].tensor;
+        if (aclemu_handle_generation(t, ACLEMU_KIND_TENSOR) == e->tensors[i].gen)
+            continue;
+        bool reused = aclemu_handle_check(t, ACLEMU_KIND_TENSOR);
+        aclemu_set_error("%s: %s (aclTensor %p) was destroyed after this executor's phase one"
+                         "%s: the executor reads the caller's aclTensor at every run (CANN keeps "
+                         "a pointer to it, not a copy), so running it now is a use after free "
+                         "on a device; keep every tensor given to phase one alive until the "
+                         "executor is destroyed (repeatable) or has run (single-use)", fn,
+                         e->tensors[i].name ? e->tensors[i].name : "a tensor", (const void *)t,
+                         reused ? " (the aclTensor now at that address is another one)" : "");
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclemu_executor_run(const char *fn, aclOpExecutor *executor, void *workspace,
@@ -138,6 +187,8 @@ aclnnStatus aclemu_executor_run(const char *fn, aclOpExecutor *executor, void *w
                              "allocation (aclrtMalloc)", fn, workspace,
                              (unsigned long long)workspace_size);
             rc = ACLNN_ERR_PARAM_INVALID;
+        } else {
+            rc = check_tensors(fn, e);
         }
         if (rc == ACLNN_SUCCESS)
             e->running++;

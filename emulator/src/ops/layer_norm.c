@@ -467,7 +467,8 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
     /* out = input's dtype: one rounding, the kernel's; else the kernel's, then the cast */
     P->y_round = out->dtype != in_dt && in_dt != ACL_FLOAT;
     P->y_ties = out->dtype == in_dt ? P->ties : ACLEMU_TIES_EVEN;
-    aclOpExecutor *ex = aclemu_executor_new(ops, P, 0); /* owns P from here */
+    /* owns P from here; keeps every tensor, as CANN's does */
+    aclOpExecutor *ex = aclemu_executor_new(ops, P, 0, ts, TNAME, T_COUNT);
     if (!ex)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", call);
     *workspaceSize = 0;

@@ -515,7 +515,8 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     P->nblocks = M > 0 ? lnb_blocks(M) : 0;
     P->ws_size = P->parts ? (uint64_t)P->nblocks * 2u * (uint64_t)N * sizeof(float) : 0;
     const uint64_t ws = P->ws_size;
-    aclOpExecutor *ex = aclemu_executor_new(&LNB_OPS, P, ws); /* owns P from here */
+    /* owns P from here; keeps every tensor, used or not, as CANN's does */
+    aclOpExecutor *ex = aclemu_executor_new(&LNB_OPS, P, ws, ts, TNAME, T_COUNT);
     if (!ex)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
     *workspaceSize = ws;

@@ -680,7 +680,10 @@ static aclnnStatus add_phase1(const add_names *N, const aclTensor *self, const a
     P->bool_fix = adds && self->dtype == ACL_BOOL && other_s->dtype == ACL_BOOL &&
                   alpha->dtype == ACL_BOOL && out->dtype != ACL_BOOL &&
                   aclemu_scalar_to_int64(other_s) && aclemu_scalar_to_int64(alpha);
-    aclOpExecutor *ex = aclemu_executor_new(N->ops, P, 0); /* owns P from here */
+    /* owns P from here; keeps every tensor, as CANN's does (the in-place ones give selfRef
+     * twice, as self and out: the same tensor recorded twice) */
+    const aclTensor *ts[A_COUNT] = {self, other, out};
+    aclOpExecutor *ex = aclemu_executor_new(N->ops, P, 0, ts, P->names, A_COUNT);
     if (!ex)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
     *workspaceSize = 0;

@@ -1,6 +1,8 @@
 /*
  * The handle registry: a hash set of live handles keyed by address, with a kind per entry,
- * so a garbage or destroyed handle is recognised without being dereferenced. Open
+ * so a garbage or destroyed handle is recognised without being dereferenced. Each
+ * registration also gets a generation (a process-wide serial), so whoever keeps a handle can
+ * tell it from a later object at the same address. Open
  * addressing with linear probing and tombstones; one mutex (every operation is O(1) and
  * nothing else is called while it is held). Live counts per kind are atomics read lock-free
  * by aclemuGetLiveObjects.
@@ -17,11 +19,13 @@
 typedef struct {
     const void *key; /* NULL: empty; TOMB: deleted */
     int kind;
+    uint64_t gen;    /* this registration's serial, never 0 */
 } entry;
 
 static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static entry *g_tab;
 static size_t g_cap, g_used /* live */, g_filled /* live + tombstones */;
+static uint64_t g_last_gen; /* g_reg_mu */
 static _Atomic int64_t g_count[ACLEMU_KIND_COUNT];
 
 static inline size_t hash_ptr(const void *p) {
@@ -79,6 +83,7 @@ void aclemu_handle_register(const void *p, aclemu_kind kind) {
                         unregisters first); re-kind it */
         atomic_fetch_sub(&g_count[e->kind], 1);
         e->kind = (int)kind;
+        e->gen = ++g_last_gen;
         atomic_fetch_add(&g_count[kind], 1);
         pthread_mutex_unlock(&g_reg_mu);
         return;
@@ -94,6 +99,7 @@ void aclemu_handle_register(const void *p, aclemu_kind kind) {
         g_filled++;
     g_tab[i].key = p;
     g_tab[i].kind = (int)kind;
+    g_tab[i].gen = ++g_last_gen;
     g_used++;
     atomic_fetch_add(&g_count[kind], 1);
     pthread_mutex_unlock(&g_reg_mu);
@@ -107,6 +113,16 @@ bool aclemu_handle_check(const void *p, aclemu_kind kind) {
     bool ok = e != NULL && e->kind == (int)kind;
     pthread_mutex_unlock(&g_reg_mu);
     return ok;
+}
+
+uint64_t aclemu_handle_generation(const void *p, aclemu_kind kind) {
+    if (p == NULL)
+        return 0;
+    pthread_mutex_lock(&g_reg_mu);
+    entry *e = lookup(p);
+    uint64_t gen = e != NULL && e->kind == (int)kind ? e->gen : 0;
+    pthread_mutex_unlock(&g_reg_mu);
+    return gen;
 }
 
 bool aclemu_handle_unregister(const void *p, aclemu_kind kind) {
