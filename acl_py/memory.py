@@ -773,8 +773,15 @@ class _PoolState:
             slot = self.parked.setdefault(tl, [])
         if not slot and not self.dead and not tl.closed:
             slot.append((ptr, size, seq))
-        else:
-            self.give_back(ptr, size, tl, seq)
+            if not (self.dead or tl.closed):
+                return
+            # Closed by another thread since the check: its drain of the slots may have run
+            # before the append. Take one entry back unless a drain (or a launch) took it.
+            try:
+                ptr, size, seq = slot.pop()
+            except IndexError:
+                return
+        self.give_back(ptr, size, tl, seq)
 
     def _unpark(self, closed_only=False):
         """Moves parked workspaces back to the pool's lists (of streams closed only, or all).

@@ -709,3 +709,50 @@ def test_free_handed_to_a_stream_and_run_at_once_fails_once(emulator, monkeypatc
         b.copy_to_host()
     b.close()
     s.close()
+
+
+def test_workspace_parked_while_its_pool_or_stream_closes_is_not_lost(emulator):
+    """A launch parks its workspace after checking that neither its pool nor its stream is
+    closed; another thread may close either right after that check (simulated here, at the
+    check itself), draining the parked slots before the block lands in one. The block must
+    still be freed (a closed pool) or come back to the pool (a closed stream), not stay in
+    a slot nobody drains."""
+    from acl_py._ordering import Timeline
+    from acl_py.stream import StreamState
+    closed_slot = Timeline.__dict__["closed"]
+    race = []
+
+    class ClosedAtTheCheck(StreamState):
+        __slots__ = ()
+
+        @property
+        def closed(self):
+            value = closed_slot.__get__(self)
+            if race:
+                race.pop()()    # the other thread's close lands right after the read
+            return value
+
+        @closed.setter
+        def closed(self, value):
+            closed_slot.__set__(self, value)
+
+    n = live(emulator)
+    for closing in ("stream", "pool"):
+        pool = acl_py.MemoryPool()
+        s = acl_py.Stream()
+        pst, st = pool._pst, s.state
+        ptr, size = pst.workspace(1000, st)
+        seq = st.submit()               # a launch using it, not known complete
+        if closing == "pool":
+            race.append(pool.close)
+        else:
+            race.append(lambda: (s.close(), pool.malloc(ROUND).close()))  # drains st's slot
+        st.__class__ = ClosedAtTheCheck
+        try:
+            pst.park(ptr, size, st, seq)
+        finally:
+            st.__class__ = StreamState
+        assert not race
+        s.close()
+        pool.close()
+        assert live(emulator) == n, closing
