@@ -140,7 +140,8 @@ class Uses(dict):
     buffer)."""
 
     # No __init__ and no __slots__: made on every allocation, so made by dict's own
-    # constructor; ``links`` is a class default until set.
+    # constructor; ``links`` is a class default until set: then a list of weak references
+    # to the linked records.
     links = None
 
     def pending(self):
@@ -148,17 +149,25 @@ class Uses(dict):
         out = [(tl, seq) for tl, seq in list(self.items()) if tl.done < seq and not tl.closed]
         links = self.links
         if links:
-            for rec in list(links):
-                out += rec.pending()
+            for ref in list(links):
+                rec = ref()
+                if rec is not None:
+                    out += rec.pending()
         return out
 
     def link(self, other):
-        """Counts ``other.pending()`` as this record's own from now on. Linked records with
-        nothing pending whose owner is gone (``other`` dropped elsewhere) are pruned."""
-        links = self.links
-        links = [r for r in links if r.pending()] if links else []
-        links.append(other)
-        self.links = links
+        """Counts ``other.pending()`` as this record's own from now on, for as long as
+        ``other`` lives: its owner (an executor) may run again, however idle it is now, and
+        keeps it while it may. Records gone are pruned. The list is only appended to and
+        removed from, so links made at once by several threads are all kept."""
+        links = self.__dict__.setdefault("links", [])
+        for ref in list(links):
+            if ref() is None:
+                try:
+                    links.remove(ref)   # a dead reference equals itself only
+                except ValueError:      # pruned meanwhile by another thread
+                    pass
+        links.append(weakref.ref(other))
 
 
 class _Waiter:

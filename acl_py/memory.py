@@ -178,7 +178,7 @@ def release(st):
     tl = None       # the one stream whose work may still use a pooled block, and that work
     seq = 0
     uses = st.uses
-    if uses:
+    if uses or uses.links:      # a plan's buffer: its runs are in the linked records only
         if pool is not None and len(uses) == 1 and uses.links is None:
             # The usual case (an operator's output or input, used on one stream).
             for tl, seq in uses.items():    # the one entry

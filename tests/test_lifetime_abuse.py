@@ -163,6 +163,45 @@ def test_raw_free_of_memory_a_pending_kernel_reads_is_refused():
     assert live() == base
 
 
+
+
+@pytest.mark.parametrize("pooled", [True, False], ids=["pooled", "unpooled"])
+@pytest.mark.parametrize("plans", [1, 2])
+def test_input_closed_while_a_plans_run_is_queued_waits_for_it(plans, pooled):
+    """A plan's input closed right after a run of the plan is queued is freed once the
+    stream is past that run (a plan records its runs once, on itself; its inputs count
+    that record as theirs), also when a second plan prepared later shares the input (the
+    first one was idle then, but runs again). Before, it was freed at once, under the queued
+    kernel: its block handed to the next allocation, or aclrtFree refused (107000)."""
+    case = make_case(np.random.default_rng(7), (8, 64), 1, F32)
+    base = live()
+    dev = dict(case)
+    for k in ("grad_out", "input", "mean", "rstd", "weight"):
+        dev[k] = acl_py.DeviceTensor.from_numpy(case[k], pool=None if not pooled else True)
+    args = (dev["grad_out"], dev["input"], dev["normalized_shape"], dev["mean"], dev["rstd"],
+            dev["weight"])
+    s = acl_py.Stream()
+    made = [plan_cls()(*args) for _ in range(plans)]
+    made[0].run(s)
+    address = dev["input"].data_ptr
+    n = acl_py.emulator.live_objects()["device_allocations"]
+    dev["input"].close()
+    assert acl_py.emulator.live_objects()["device_allocations"] == n, \
+        "freed while the run may still read it"
+    other = acl_py.DeviceTensor.empty(case["input"].shape, F32)
+    assert other.data_ptr != address, "the input's memory reused under the queued run"
+    s.synchronize()
+    check(made[0].outputs, case)
+    other.close()
+    dev["input"] = None
+    for plan in made:
+        for t in plan.outputs:
+            t.close()
+        plan.close()
+    close_case(dev)
+    s.close()
+    assert live() == base
+
 def test_drop_every_reference_mid_stream():
     """Inputs, plan and stream wrappers dropped (del + gc) while the kernel is queued: nothing
     is freed under it, the outputs kept are right, and nothing leaks."""
