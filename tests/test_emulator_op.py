@@ -808,6 +808,25 @@ def test_checks_follow_the_vendor_order(arena):
     expect(args, INVALID, "gradInputOut rank 9")
 
 
+
+def test_dtype_checks_follow_the_vendor_order(arena):
+    """CheckDtype (op_api source lines 78-106): the lists of gradOut, input, mean and rstd
+    before gradOut = input; weightOptional's list and its relation to input before
+    biasOptional's list and the outputs'."""
+    args = Args(arena)
+    args.a["gradOut"] = args.T((4, 3, 5), lib.ACL_FLOAT16)
+    args.a["mean"] = args.T((4, 1), lib.ACL_INT32)
+    expect(args, INVALID, "mean dtype ACL_INT32")
+    args = Args(arena)
+    args.a["weightOptional"] = args.T((3, 5), lib.ACL_FLOAT16)
+    args.a["biasOptional"] = args.T((3, 5), lib.ACL_INT32)
+    expect(args, INVALID, "weightOptional dtype FLOAT16 must be FLOAT or input's dtype FLOAT")
+    args = Args(arena)
+    args.a["weightOptional"] = args.T((3, 5), lib.ACL_FLOAT16)
+    args.a["gradInputOut"] = args.T((4, 3, 5), lib.ACL_INT8)
+    expect(args, INVALID, "weightOptional dtype FLOAT16")
+
+
 RULE5 = [
     ("gradWeightOut", (1,) * 9, "gradWeightOut rank 9 > 8"),
     ("normalizedShape", [], "normalizedShape length 0"),

@@ -393,19 +393,21 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
             FAIL(ACLNN_ERR_PARAM_INVALID,
                  "%s: %s dtype BF16 is not supported on %s (%s: FLOAT or FLOAT16)", P1,
                  TNAME[i], soc->name, soc->series);
-        if (i == T_X && gradOut->dtype != input->dtype) /* the vendor checks it here */
+        /* the relations, where the vendor checks them: gradOut = input after rstd's list,
+         * weight's (input's dtype or FLOAT) right after weight's list */
+        if (i == T_RSTD && gradOut->dtype != input->dtype)
             FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradOut dtype %s != input dtype %s", P1,
                  dname(gradOut->dtype), dname(input->dtype));
+        if (i == T_W && ts[i]->dtype != ACL_FLOAT && ts[i]->dtype != input->dtype)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be FLOAT or input's dtype %s",
+                 P1, TNAME[i], dname(ts[i]->dtype), dname(input->dtype));
     }
     const aclDataType in_dt = input->dtype;
-    /* weight: input's dtype or FLOAT (the vendor's check); bias: the same (the docs' rule:
-     * stricter than the vendor's code, which only checks the supported list) */
-    for (int i = T_W; i <= T_B; i++) {
-        const aclTensor *t = ts[i];
-        if (t && t->dtype != ACL_FLOAT && t->dtype != in_dt)
-            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be FLOAT or input's dtype %s",
-                 P1, TNAME[i], dname(t->dtype), dname(in_dt));
-    }
+    /* bias: input's dtype or FLOAT too (the docs' rule: stricter than the vendor's code, which
+     * only checks the supported list) */
+    if (biasOptional && biasOptional->dtype != ACL_FLOAT && biasOptional->dtype != in_dt)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be FLOAT or input's dtype %s", P1,
+             TNAME[T_B], dname(biasOptional->dtype), dname(in_dt));
     /* mean/rstd: "not narrower than input" (the docs' rule; the vendor's code casts them to
      * FLOAT whatever they are): any of the three for 16-bit input, FLOAT for FLOAT input */
     for (int i = T_MEAN; i <= T_RSTD; i++)
