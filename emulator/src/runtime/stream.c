@@ -348,8 +348,15 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
                 if (s != NULL)
                     atomic_fetch_add(&s->hdr.refs, 1);
                 pthread_mutex_unlock(&g_dev_mu);
+            } else if (rt_handle_acquire(stream, ACLEMU_KIND_STREAM)) {
+                /* a stream of another device is waited for too: CANN switches to the
+                 * stream's context for the wait and back (hicann/runtime src/runtime/api/impl/
+                 * api_impl.cc StreamSynchronize) */
+                s = stream;
             } else {
-                rc = rt_stream_get(stream, dev, __func__, &s);
+                rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+                            "stream %p is not a live stream (never created or already "
+                            "destroyed)", stream);
             }
         }
         if (s != NULL) {
