@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from acl_py.raw import ffi, lib
+from acl_py.soc import supports_bfloat16
 
 if not lib.backend.is_emulator:  # aclemu* introspection exists only in the emulator
     pytest.skip("emulator-only tests (the active backend is real CANN)", allow_module_level=True)
@@ -825,6 +826,119 @@ def test_dtype_checks_follow_the_vendor_order(arena):
     args.a["weightOptional"] = args.T((3, 5), lib.ACL_FLOAT16)
     args.a["gradInputOut"] = args.T((4, 3, 5), lib.ACL_INT8)
     expect(args, INVALID, "weightOptional dtype FLOAT16")
+
+
+
+# ---- the vendor's unit tests (hicann/ops-nn norm/layer_norm_grad_v3/tests/ut/op_host/op_api/
+# test_aclnn_layer_norm_backward.cpp), phase one as they call it: the same shapes, dtypes,
+# formats, masks, NULLs and expected status. (id, gradOut = input, ns, mean, rstd, weight,
+# bias, mask, gradInputOut, gradWeightOut, gradBiasOut, expected); a tensor is (shape, dtype
+# [, format]), None is NULL.
+_F, _H, _B = lib.ACL_FLOAT, lib.ACL_FLOAT16, lib.ACL_BF16
+_D, _U64 = lib.ACL_DOUBLE, lib.ACL_UINT64
+
+
+def _ut(shape, norm, stat, dt=_F, w_dt=None, stat_dt=None, out_dts=None,
+        fmt=lib.ACL_FORMAT_ND, mask=(True, True, True), **over):
+    """A UT case's arguments: input-shaped tensors in fmt, the others ND (as the UT has them);
+    `over` replaces any of them by name."""
+    w_dt = dt if w_dt is None else w_dt
+    stat_dt = dt if stat_dt is None else stat_dt
+    dx_dt, dw_dt, db_dt = (dt, w_dt, w_dt) if out_dts is None else out_dts
+    a = dict(x=(shape, dt, fmt), ns=norm, mean=(stat, stat_dt), rstd=(stat, stat_dt),
+             w=(tuple(norm), w_dt), b=(tuple(norm), w_dt), mask=mask, dx=(shape, dx_dt, fmt),
+             dw=(tuple(norm), dw_dt), db=(tuple(norm), db_dt))
+    a.update(over)
+    return a
+
+
+VENDOR_UT = [
+    ("float32_nd", _ut((9, 2, 2, 2), [2, 2], (9, 2, 1, 1)), OK),
+    ("double_nd", _ut((2, 6, 5, 6), [6, 5, 6], (2, 1, 1, 1), _D, fmt=lib.ACL_FORMAT_NHWC),
+     INVALID),
+    ("error_input_dtype", _ut((2, 6, 5, 6), [6, 5, 6], (2, 1, 1, 1), fmt=lib.ACL_FORMAT_NHWC,
+                              x=((2, 6, 5, 6), _U64, lib.ACL_FORMAT_NHWC)), INVALID),
+    ("error_out_dtype", _ut((2, 6, 5, 6), [6, 5, 6], (2, 1, 1, 1), fmt=lib.ACL_FORMAT_NHWC,
+                            dx=((2, 6, 5, 6), _U64)), INVALID),
+    ("float32_ndhwc", _ut((2, 3, 4, 5, 6), [3, 4, 5, 6], (2, 1, 1, 1, 1),
+                          fmt=lib.ACL_FORMAT_NDHWC), OK),
+    ("float32_ncdhw", _ut((2, 2, 2, 2, 2), [2, 2], (2, 2, 2, 1, 1), fmt=lib.ACL_FORMAT_NCDHW),
+     OK),
+    ("m_zero_dw_true", _ut((0, 2, 7, 18), [7, 18], (0, 2, 1, 1)), OK),
+    ("m_zero_dw_false", _ut((0, 2, 7, 18), [7, 18], (0, 2, 1, 1), mask=(True, False, True),
+                            dw=None), OK),
+    ("5_0_3", _ut((5, 0, 3), [0, 3], (5, 1, 1)), OK),
+    ("error_input_len", _ut((1, 2, 1, 2, 1, 2, 1, 2, 2, 2, 2), [2, 1, 2, 1, 2, 1, 2, 2, 2, 2],
+                            (1,) * 11), INVALID),
+    ("error_normalizedShape_len", _ut((2, 6, 5, 6), [], (2, 6, 5, 6)), INVALID),
+    ("error_weight_len", _ut((2, 3, 4), [3, 4], (2, 1, 1), w=((1, 2) * 4 + (1,), _F)),
+     INVALID),
+    ("error_bias_len", _ut((2, 3, 4), [3, 4], (2, 1, 1), b=((1, 2) * 4 + (1,), _F)), INVALID),
+    ("error_grad_input_out_len", _ut((2, 3, 4), [3, 4], (2, 1, 1),
+                                     dx=((1, 2) * 4 + (1,), _F)), INVALID),
+    ("diff_weight_and_normalizedShape",
+     _ut((2, 6, 5, 6), [5, 6], (2, 1, 1, 1), w=((6, 5, 6), _F), b=((6, 5, 6), _F),
+         dw=((6, 5, 6), _F), db=((6, 5, 6), _F)), INVALID),
+    ("diff_input_and_normalizedShape", _ut((2, 6, 5, 6), [7, 8], (2, 6, 1, 1)), INVALID),
+] + [
+    (f"nullptr_{name}", _ut((7, 8, 9), [8, 9], (7, 1, 1), **{name: None}), NULLPTR)
+    for name in ("x", "ns", "mean", "rstd", "mask", "dx", "dw", "db")
+] + [
+    ("output_mask_first_false", _ut((2, 6, 5, 6), [5, 6], (2, 6, 1, 1),
+                                    mask=(False, True, True), dx=None), OK),
+    ("output_mask_second_false", _ut((2, 6, 5, 6), [5, 6], (2, 6, 1, 1),
+                                     mask=(True, False, True), dw=None), OK),
+    ("output_mask_third_false", _ut((2, 6, 5, 6), [5, 6], (2, 6, 1, 1),
+                                    mask=(True, True, False), db=None), OK),
+    ("output_mask_all_false", _ut((2, 6, 5, 6), [5, 6], (2, 6, 1, 1),
+                                  mask=(False, False, False), dx=None, dw=None, db=None), OK),
+    ("error_outputmask_len", _ut((2, 6, 5, 6), [5, 6], (2, 6, 1, 1), mask=(True, False),
+                                 dw=None), INVALID),
+    ("x_backprop_v3_float16_mix_dtype",
+     _ut((2, 3, 4), [3, 4], (2, 1, 1), _H, w_dt=_F, stat_dt=_F, out_dts=(_F, _F, _F)), OK),
+    ("x_backprop_v3_bfloat16_mix_dtype",
+     _ut((2, 3, 4), [3, 4], (2, 1, 1), _B, w_dt=_F, stat_dt=_F, out_dts=(_B, _F, _F)), OK),
+    ("310P_half_float_mix_dtype",
+     _ut((2, 3, 4), [3, 4], (2, 1, 1), _H, w_dt=_F, out_dts=(_H, _F, _F)), OK),
+    ("310P_half_float_mix_dtype2",
+     _ut((2, 3, 4), [3, 4], (2, 1, 1), _H, rstd=((2, 1, 1), _F), out_dts=(_F, _H, _H)), OK),
+    ("950_float32_nd_float16_nd", _ut((9, 2, 2, 2), [2, 2], (9, 2, 1, 1),
+                                      out_dts=(_F, _H, _H)), OK),
+    ("950_float32_nd_float32_nd_mask", _ut((9, 2, 2, 2), [2, 2], (9, 2, 1, 1),
+                                           mask=(True, False, False)), OK),
+    ("950_float16_nd_all_mask", _ut((9, 2, 2, 2), [2, 2], (9, 2, 1, 1), _H, stat_dt=_F,
+                                    mask=(True, True, False), out_dts=(_F, _H, _H)), OK),
+]
+
+
+@pytest.mark.parametrize("case", VENDOR_UT, ids=[c[0] for c in VENDOR_UT])
+def test_vendor_unit_test_cases(arena, case):
+    name, a, want = case
+    buf = arena.malloc(4096)
+
+    def tensor(desc):
+        if desc is None:
+            return ffi.NULL
+        shape, dt, fmt = desc if len(desc) == 3 else (*desc, lib.ACL_FORMAT_ND)
+        strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+        t = lib.aclCreateTensor(ffi.new("int64_t[]", list(shape) or [0]), len(shape), dt,
+                                ffi.new("int64_t[]", strides or [0]), 0, fmt,
+                                ffi.new("int64_t[]", [max(int(np.prod(shape)), 1)]), 1, buf)
+        assert t != ffi.NULL, last_msg()
+        arena.tensors.append(t)
+        return t
+    x = tensor(a["x"])
+    if "bfloat16" in name and not supports_bfloat16(ffi.string(lib.aclrtGetSocName()).decode()):
+        want = INVALID  # BF16 only where the part has it (docs/emulator.md)
+    ws, ex = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+    rc = P1(x, x, ffi.NULL if a["ns"] is None else arena.int_array(a["ns"]),
+            tensor(a["mean"]), tensor(a["rstd"]), tensor(a["w"]), tensor(a["b"]),
+            ffi.NULL if a["mask"] is None else arena.bool_array(a["mask"]),
+            tensor(a["dx"]), tensor(a["dw"]), tensor(a["db"]), ws, ex)
+    msg = last_msg()
+    assert rc == want, (rc, msg)
+    if rc == OK:
+        assert lib.aclDestroyAclOpExecutor(ex[0]) == 0
 
 
 RULE5 = [
