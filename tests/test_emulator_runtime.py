@@ -722,6 +722,31 @@ def test_memcpy_onto_itself_is_done_before_any_other_check(dev):
     ok(lib.aclrtDestroyStream(s))
 
 
+def test_copy_checks_follow_the_runtime_layers(dev):
+    """The ACL layer's NULL/kind checks (100000), then the runtime API's stream handle
+    (107017, hicann/runtime src/runtime/api/api_c.cc), then count against destMax/maxCount
+    (107000, api_error.cc), then the context (107002, api_impl.cc). The synchronous memset's
+    count check is the driver's (api_error.cc MemSetSync has none): after the device."""
+    p = malloc(16)
+    host = malloc_host(16)
+    bad = ffi.cast("void *", 0x777000)
+    expect(lib.aclrtMemsetAsync(p, 10, 0, 11, bad), 107017, "aclrtMemsetAsync", "stream")
+    expect(lib.aclrtMemcpyAsync(p, 8, host, 16, H2D, bad), 107017, "aclrtMemcpyAsync",
+           "stream")
+    expect(lib.aclrtMemcpyAsync(ffi.NULL, 8, host, 16, H2D, bad), 100000, "aclrtMemcpyAsync",
+           "dst is NULL")
+
+    def probe():
+        return (lib.aclrtMemcpyAsync(p, 16, host, 16, H2D, bad),
+                lib.aclrtMemsetAsync(p, 16, 0, 16, bad),
+                lib.aclrtMemsetAsync(p, 10, 0, 11, ffi.NULL),
+                lib.aclrtMemcpy(p, 8, host, 16, H2D),
+                lib.aclrtMemset(p, 10, 0, 11))
+    assert in_thread(probe) == (107017, 107017, 107000, 107000, 107002)
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtFreeHost(host))
+
+
 def test_memset_rules(dev):
     p = malloc(100)
     expect(lib.aclrtMemset(ffi.NULL, 10, 0, 10), 100000, "aclrtMemset", "devPtr")

@@ -495,11 +495,9 @@ static aclError check_copy(const char *fn, void *dst, const void *src, size_t co
     return rc;
 }
 
-/* The checks CANN makes before it needs a device, in its order (hicann/runtime
- * src/acl/aclrt_impl/memory.cpp MemcpyKindTranslate: 100000; src/runtime/api/impl/api_error.cc
- * MemCopySync/MemcpyAsync: 107000). count > 0. */
-static aclError check_args(const char *fn, void *dst, size_t destMax, const void *src,
-                           size_t count, int kind) {
+/* The ACL layer's checks of a copy (hicann/runtime src/acl/aclrt_impl/memory.cpp: NULL
+ * pointers, then MemcpyKindTranslate; 100000). */
+static aclError check_args(const char *fn, void *dst, const void *src, int kind) {
     if (dst == NULL)
         return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "dst is NULL");
     if (src == NULL)
@@ -513,9 +511,15 @@ static aclError check_args(const char *fn, void *dst, size_t destMax, const void
     if (kind < ACL_MEMCPY_HOST_TO_HOST || kind > ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE)
         return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "kind %d is not an aclrtMemcpyKind value "
                       "this call accepts (0..5)", kind);
-    if (count > destMax)
-        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "count (%zu) exceeds destMax (%zu)", count,
-                      destMax);
+    return ACL_SUCCESS;
+}
+
+/* count against destMax (a copy) or maxCount (a memset): the runtime's 107000
+ * (src/runtime/api/impl/api_error.cc MemCopySync, MemcpyAsync, MemsetAsync). */
+static aclError check_count(const char *fn, bool set, size_t count, size_t max) {
+    if (count > max)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "count (%zu) exceeds %s (%zu)", count,
+                      set ? "maxCount" : "destMax", max);
     return ACL_SUCCESS;
 }
 
@@ -542,21 +546,15 @@ static void copy_release(void *arg) {
     free(t);
 }
 
-/* count > 0. A count past maxCount is the runtime's 107000 (api_error.cc MemsetAsync). */
-static aclError check_memset(const char *fn, void *devPtr, size_t maxCount, size_t count) {
-    if (devPtr == NULL)
-        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "devPtr is NULL");
-    if (count > maxCount)
-        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "count (%zu) exceeds maxCount (%zu)",
-                      count, maxCount);
-    return ACL_SUCCESS;
-}
 
 /* aclrtMemcpy, aclrtMemcpyAsync, aclrtMemset and aclrtMemsetAsync: `op` is the copy (`kind`
  * its aclrtMemcpyKind as given, `max` its destMax) or, `set`, the memset of op.value (`max` its
- * maxCount). In CANN's order (aclrtMemcpyImpl, aclrtMemcpyAsyncImpl, aclrtMemsetImpl): count 0
- * is success before any check, of the pointers, the kind and the stream included; then the
- * argument checks, which need no device; then the device and the stream. The blocks it touches
+ * maxCount). In CANN's order (hicann/runtime src/acl/aclrt_impl/memory.cpp, then
+ * src/runtime/api/api_c.cc, api_error.cc, api_impl.cc): count 0 is success before any check,
+ * of the pointers, the kind and the stream included; the NULL and kind checks; the stream's
+ * handle; count against destMax/maxCount (a synchronous memset's is the driver's, after the
+ * device); a synchronous copy onto itself is done; the device; the stream's device. The
+ * blocks it touches
  * are validated and pinned under g_mem, so no free can slip in between; they stay pinned, not
  * locked, while the bytes move (a free meanwhile fails). Synchronous: runs now. Asynchronous:
  * queued on `stream`, unpinned when the stream releases the task. */
@@ -572,8 +570,12 @@ static aclError transfer(const char *fn, copy_task op, size_t max, int kind, boo
     int dev;
     rt_stream *s = NULL;
     copy_task *t = NULL;
-    if ((rc = set ? check_memset(fn, op.dst, max, op.count)
-                  : check_args(fn, op.dst, max, op.src, op.count, kind)) != ACL_SUCCESS)
+    if (!set)
+        rc = check_args(fn, op.dst, op.src, kind);
+    else if (op.dst == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "devPtr is NULL");
+    if (rc != ACL_SUCCESS || (async && (rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS) ||
+        ((!set || async) && (rc = check_count(fn, set, op.count, max)) != ACL_SUCCESS))
         goto out;
     /* A synchronous copy onto itself is done: the runtime returns success before it looks for
      * a device or at the pointers (hicann/runtime src/runtime/api/impl/api_error.cc
@@ -581,6 +583,7 @@ static aclError transfer(const char *fn, copy_task op, size_t max, int kind, boo
     if (!set && !async && op.dst == op.src)
         goto out;
     if ((rc = rt_need_device(fn, &dev)) != ACL_SUCCESS ||
+        (set && !async && (rc = check_count(fn, set, op.count, max)) != ACL_SUCCESS) ||
         (async && (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS))
         goto out;
     t = async ? malloc(sizeof *t) : &op;

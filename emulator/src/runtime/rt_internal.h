@@ -60,6 +60,9 @@ typedef struct rt_stream rt_stream;
 /* stream NULL: the device's default stream (created on first use). Takes a reference. */
 RT_HIDDEN aclError rt_stream_get(aclrtStream stream, int dev, const char *fn, rt_stream **out);
 RT_HIDDEN void rt_stream_put(rt_stream *s);
+/* The runtime API's handle check (hicann/runtime src/runtime/api/api_c.cc), before it needs a
+ * device: ACL_SUCCESS for NULL (the default stream) or a live stream, else 107017. */
+RT_HIDDEN aclError rt_stream_valid(aclrtStream stream, const char *fn);
 RT_HIDDEN aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release,
                                   void *arg, const char *fn);
 /* Drains and destroys every stream and event of dev, default stream included (write lock). */

@@ -240,6 +240,16 @@ aclError rt_stream_get(aclrtStream stream, int dev, const char *fn, rt_stream **
 
 void rt_stream_put(rt_stream *s) { rt_obj_put(&s->hdr); }
 
+aclError rt_stream_valid(aclrtStream stream, const char *fn) {
+    if (stream == NULL) /* the default stream */
+        return ACL_SUCCESS;
+    if (!aclemu_handle_check(stream, ACLEMU_KIND_STREAM))
+        return RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, fn,
+                      "stream %p is not a live stream (never created or already destroyed)",
+                      stream);
+    return ACL_SUCCESS;
+}
+
 /* ---- public: streams ------------------------------------------------------------------- */
 
 aclError aclrtCreateStream(aclrtStream *stream) {
