@@ -167,7 +167,7 @@ def release(st):
         try:
             destroy_desc(st.desc)
         except BaseException:
-            st.closed = False   # still owned: close() may be retried
+            st.closed = _rt.tearing_down    # still owned: close() may be retried (see below)
             raise
         st.desc = None
     if st.ptr is None:
@@ -197,7 +197,9 @@ def release(st):
     try:
         _free_now(st, tl, seq)
     except BaseException:
-        st.closed = False   # still owned: close() may be retried
+        # Still owned: close() may be retried. Not after the teardown, which gives up after
+        # its retry: every object of the session stays closed.
+        st.closed = _rt.tearing_down
         raise
 
 

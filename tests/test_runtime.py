@@ -318,6 +318,38 @@ def test_finalize_frees_host_memory_kept_for_numpy_views(run_python, emulator):
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "OK" and r.stderr == ""
 
+
+def test_memory_whose_release_fails_at_finalize_is_closed_all_the_same(run_python, emulator):
+    """finalize() retries a failed release once, then reports it; the object stays closed
+    whatever happened (before, a tensor whose descriptor and memory each failed once was
+    usable again: its stale pointer and destroyed aclTensor handed out)."""
+    r = run_python(script('''
+        import acl_py
+        from acl_py import emulator as emu
+        from acl_py.errors import AclError
+        from acl_py.runtime import FinalizedError
+        acl_py.init()
+        t = acl_py.DeviceTensor.empty((4, 4), pool=None)
+        buf = t.buffer
+        t.handle
+        emu.set_faults("aclDestroyTensor:1,aclrtFree:1")    # the first try, then the retry
+        try:
+            acl_py.finalize()
+            raise SystemExit("the failures were not reported")
+        except AclError:
+            pass
+        assert t.closed and buf.closed
+        for use in (lambda: buf.ptr, lambda: t.handle, lambda: t.to_numpy()):
+            try:
+                use()
+                raise SystemExit("usable after finalize")
+            except FinalizedError:
+                pass
+        print("OK")
+    '''))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "OK" and r.stderr == ""
+
 def test_lazy_init_then_finalize(run_python, emulator):
     r = run_python(script('''
         import acl_py
