@@ -6,8 +6,10 @@ whichever comes first. Stream-ordered release: a buffer that work on a stream ma
 synchronized past the work; until then the memory stays allocated and the wrapper is closed.
 
 Synchronous copies (``copy_from_host``/``copy_to_host``) first synchronize the streams with
-pending work on the buffer: ``aclrtMemcpy`` is not ordered after stream work, and reading a
-result before its kernel ran is the commonest mistake in this kind of code.
+pending work on the buffer, and on the HostBuffer when one is the other side (an
+asynchronous copy may still write or read it): ``aclrtMemcpy`` is not ordered after stream
+work, and reading a result before its kernel ran is the commonest mistake in this kind of
+code.
 
 ``MemoryPool`` (per device, stream-ordered like PyTorch's caching allocator and CuPy's pool):
 allocations are rounded up to 512 bytes and blocks of the same size are reused. A block
@@ -396,13 +398,16 @@ class DeviceBuffer(_Buffer):
 
     def copy_from_host(self, src: Any, offset: int = 0) -> None:
         """Copies the bytes of ``src`` (any C-contiguous buffer, or a HostBuffer) to
-        ``offset`` bytes into this buffer, synchronously."""
+        ``offset`` bytes into this buffer, synchronously, after the streams using this buffer
+        (or the HostBuffer) have finished."""
         st = self._live()
-        p, n, _keep, _hst = _host_source(src, "src")
+        p, n, _keep, hst = _host_source(src, "src")
         offset = _check_range(offset, n, st.nbytes, "src")
         if n == 0:
             return
         _wait_pending(st)
+        if hst is not None:
+            _wait_pending(hst)      # an asynchronous copy may still be writing it
         _device.activate(st.device)
         s = _rt.lib.aclrtMemcpy(st.ptr + offset, st.nbytes - offset, p, n, _H2D)
         if s:
@@ -411,15 +416,18 @@ class DeviceBuffer(_Buffer):
     def copy_to_host(self, out: Any = None, offset: int = 0) -> Any:
         """Copies ``len(out)`` bytes from ``offset`` into ``out`` (a writable C-contiguous
         buffer or HostBuffer; default: a new bytearray of the rest of the buffer),
-        synchronously, after the streams using this buffer have finished. Returns ``out``."""
+        synchronously, after the streams using this buffer (or the HostBuffer) have finished.
+        Returns ``out``."""
         st = self._live()
         if out is None:
             out = bytearray(st.nbytes - _check_range(offset, 0, st.nbytes, "offset"))
-        p, n, _keep, _hst = _host_dest(out, "out")
+        p, n, _keep, hst = _host_dest(out, "out")
         offset = _check_range(offset, n, st.nbytes, "out")
         if n == 0:
             return out
         _wait_pending(st)
+        if hst is not None:
+            _wait_pending(hst)      # an asynchronous copy may still be reading or writing it
         _device.activate(st.device)
         s = _rt.lib.aclrtMemcpy(p, n, st.ptr + offset, n, _D2H)
         if s:

@@ -179,6 +179,32 @@ def test_sync_copy_waits_for_pending_stream_work():
     s.close()
 
 
+
+def test_sync_copy_waits_for_async_copies_using_its_host_buffer(emulator):
+    """A synchronous copy whose host side is a HostBuffer an asynchronous copy still writes
+    (device to host, queued) or reads (host to device, queued) waits for that stream first,
+    as it does for its device side: aclrtMemcpy is not ordered after stream work."""
+    s = acl_py.Stream()
+    src, dst = acl_py.DeviceBuffer(4096), acl_py.DeviceBuffer(4096)
+    src.memset(5)
+    host = acl_py.HostBuffer(4096)
+    src.copy_to_host_async(host, s)              # the device writes host: queued
+    emulator.reset_call_counts()
+    dst.copy_from_host(host)                     # reads host
+    counts = emulator.call_counts()
+    assert counts.get("aclrtSynchronizeStream") == 1, counts
+    assert dst.copy_to_host() == bytes([5]) * 4096
+    other = acl_py.HostBuffer(4096)
+    other.numpy()[:] = 9
+    dst.copy_from_host_async(other, s)           # the device reads other: queued
+    emulator.reset_call_counts()
+    src.copy_to_host(other)                      # writes other
+    counts = emulator.call_counts()
+    assert counts.get("aclrtSynchronizeStream") == 1, counts
+    assert dst.copy_to_host() == bytes([9]) * 4096
+    for o in (src, dst, host, other, s):
+        o.close()
+
 def test_async_round_trip_and_memset():
     s = acl_py.Stream()
     x = np.random.default_rng(2).standard_normal(4096)
