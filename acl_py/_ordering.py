@@ -9,6 +9,8 @@ This is the one home of that bookkeeping; streams, memory and executors use it.
 * A resource that stream work may use (an allocation, an executor) keeps a :class:`Uses`
   record: timeline -> number of the last submission using it. :func:`release_after` runs its
   release once no timeline has such a submission pending.
+* A :class:`Lifetime` stands in a record for an owner still alive (a repeatable executor that
+  may run again): what is linked to that record waits for the owner's end as for stream work.
 
 Numbers are only compared, never trusted blindly: a timeline that is closed has nothing
 pending (its destruction drained it).
@@ -168,6 +170,46 @@ class Uses(dict):
                 except ValueError:      # pruned meanwhile by another thread
                     pass
         links.append(weakref.ref(other))
+
+
+class Lifetime:
+    """A point reached once, when its owner ends (a repeatable executor's close): a Uses
+    entry ``{lifetime: 1}`` is pending until :meth:`end`, so a resource linked to a record
+    holding it (the memory of the executor's arguments) is released only after that, then
+    after whatever stream work the record still has. Shaped like a Timeline for Uses and
+    release_after (``done``, ``closed``, ``defer``); not a stream: no synchronize completes
+    it, and a synchronous copy does not wait for it (:meth:`wait_if_open`)."""
+
+    __slots__ = ("done", "closed", "deferred", "lock")
+
+    def __init__(self):
+        self.done = 0
+        self.closed = False
+        self.deferred = []     # (fn, arg): fn(arg) at end()
+        self.lock = threading.RLock()   # reentrant, as Timeline's (a GC inside defer)
+
+    def defer(self, seq, fn, arg):
+        with self.lock:
+            if not self.done:
+                self.deferred.append((fn, arg))
+                return
+        fn(arg)
+
+    def wait_if_open(self):
+        return True
+
+    def end(self):
+        """The owner has ended: runs what waited for it (once). Returns the errors."""
+        with self.lock:
+            self.done = 1
+            ready, self.deferred = self.deferred, []
+        errs = []
+        for fn, arg in ready:
+            try:
+                fn(arg)
+            except Exception as e:
+                errs.append(e)
+        return errs
 
 
 class _Waiter:

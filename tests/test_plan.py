@@ -341,3 +341,86 @@ def test_caches_survive_finalize_and_init(run_python):
         print("ok")
     """)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+# ---- a plan keeps what it runs on, whatever the caller closes --------------------------------
+# A repeatable executor reads its tensors' descriptors and memory at every run (the vendor's
+# aclSetTensorAddr docs: between runs only the address recorded in the aclTensor changes), so
+# closing a tensor a live plan was built from must not free either while the plan can run.
+
+def _address(t):
+    from acl_py._ffi import ffi
+    return int(ffi.cast("uintptr_t", t.allocation.ptr))
+
+
+def test_plan_keeps_the_memory_of_a_closed_argument_until_it_closes(emulator):
+    case = make_case((4, 8), 1, F32, seed=41)
+    d = to_device(case)
+    s = acl_py.Stream()
+    plan = acl_py.LayerNormBackward(**d)
+    where = _address(d["input"])
+    d["input"].close()
+    d["grad_out"].close()
+    plan.grad_input.close()      # an output the plan writes
+    # Tensors of the same sizes made now must not get that memory while the plan may use it.
+    other = [acl_py.DeviceTensor.from_numpy(np.full(case["input"].shape, 7.0, np.float32))
+             for _ in range(3)]
+    assert where not in {_address(t) for t in other}
+    plan.run(s)
+    s.synchronize()
+    for t in other:              # nothing the plan wrote landed in them
+        assert (t.to_numpy() == 7.0).all()
+    check((None, plan.grad_weight, plan.grad_bias), case, mask=(False, True, True))
+    plan.close()
+    s.synchronize()
+    for t in other + [plan.grad_weight, plan.grad_bias] + [v for v in d.values()
+                                                           if isinstance(v, acl_py.DeviceTensor)]:
+        t.close()
+    s.close()
+    # (The autouse leak check then finds the deferred memory and the plan's own descriptors
+    # gone with everything else.)
+
+
+def test_two_plans_on_one_tensor_each_keep_it(emulator):
+    """The second plan built over a tensor does not make it forget the first one's runs (a
+    record with nothing pending yet was dropped when another was linked)."""
+    case = make_case((4, 8), 1, F32, seed=42)
+    d = to_device(case)
+    s = acl_py.Stream()
+    first = acl_py.LayerNormBackward(**d)
+    second = acl_py.LayerNormBackward(**d)
+    first.run(s)                 # queued, not synchronized
+    where = _address(d["input"])
+    d["input"].close()
+    t = acl_py.DeviceTensor.empty(case["input"].shape, np.float32)
+    assert _address(t) != where
+    second.close()
+    s.synchronize()
+    check(first.outputs, case)
+    first.close()
+    for x in [t, *first.outputs, *second.outputs] + [v for v in d.values()
+                                                    if isinstance(v, acl_py.DeviceTensor)]:
+        x.close()
+    s.close()
+
+
+def test_plan_runs_after_a_view_argument_is_closed(emulator):
+    """The plan has its own descriptors: closing the caller's view destroys the caller's
+    descriptor only."""
+    case = make_case((4, 8), 1, F32, seed=43)
+    d = to_device(case)
+    s = acl_py.Stream()
+    views = dict(d, input=d["input"][...], grad_out=d["grad_out"][...])
+    plan = acl_py.LayerNormBackward(**views)
+    views["input"].handle, views["grad_out"].handle   # the caller's own descriptors, made
+    before = emulator.live_objects()["tensors"]
+    views["input"].close()
+    views["grad_out"].close()
+    assert emulator.live_objects()["tensors"] == before - 2
+    plan.run(s)
+    s.synchronize()
+    check(plan.outputs, case)
+    plan.close()
+    for x in [*plan.outputs] + [v for v in d.values() if isinstance(v, acl_py.DeviceTensor)]:
+        x.close()
+    s.close()

@@ -148,7 +148,8 @@ class AclnnOperator:
 
     def prepare(op, /, *args: Any, **kwargs: Any) -> Executor:
         """Phase one once, with a repeatable executor: an :class:`acl_py.ops.Executor` whose
-        ``run(stream=None)`` is phase two on the same arguments (kept alive with it), closed by
+        ``run(stream=None)`` is phase two on the same arguments (kept with it: see
+        :meth:`acl_py.ops.Operator.prepare`), closed by
         ``close()``/``with``. Tensor parameters take DeviceTensors (or None) here: a NumPy
         array would need a copy over and back at every run."""
         values = args if not kwargs and len(args) == op._n else op._bind_args(args, kwargs)

@@ -327,7 +327,10 @@ class Operator:
 
     def prepare(self, args, *, device, allocator=None):
         """Phase one with a repeatable executor and its workspace: an :class:`Executor`
-        whose ``run(stream)`` is phase two. The arguments are kept alive with it. Where the
+        whose ``run(stream)`` is phase two. It keeps its own descriptors of the tensors (and
+        its own tensor lists) and the other arguments, and the tensors' memory until it is
+        closed, even if the caller closes them meanwhile (the library reads them at every
+        run). Where the
         library cannot make the executor repeatable (``aclSetAclOpExecutorRepeatable``
         returns 561000), the Executor runs phase one and two at every run instead
         (``Executor.mode == "per-run"``)."""
@@ -361,7 +364,8 @@ def _destroy_quietly(destroy, ex):
 class _ExecState:
     """C-side state of a repeatable executor; never references its wrapper (see Releaser)."""
 
-    __slots__ = ("handle", "device", "destroy", "workspace", "keep", "uses", "gen", "closed")
+    __slots__ = ("handle", "device", "destroy", "workspace", "keep", "uses", "life", "gen",
+                 "closed")
 
     def __init__(self, handle, device, destroy):
         self.handle = handle
@@ -369,8 +373,12 @@ class _ExecState:
         self.device = device
         self.destroy = destroy
         self.workspace = None   # DeviceBuffer or None
-        self.keep = None        # the arguments, alive as long as the executor
-        self.uses = _ordering.Uses()   # its runs: the buffers it holds link to this record
+        self.keep = None        # its own copies of the arguments (_own), alive as long as it
+        # Its runs, and its life until close(): the buffers it holds link to this record, so
+        # a buffer closed meanwhile is freed after the executor's close and its last run.
+        self.life = _ordering.Lifetime()
+        self.uses = _ordering.Uses()
+        self.uses[self.life] = 1
         self.gen = _rt.gen
 
 
@@ -391,12 +399,28 @@ def _destroy_now(es):
 
 
 def _release_executor(es):
-    """Releaser: destroys the executor once every stream it was launched on has run past its
-    last launch (at once when none has pending work), then gives the workspace back."""
+    """Releaser: ends the executor's life (the buffers closed meanwhile are then freed after
+    its last run), and destroys it once every stream it was launched on has run past that
+    run (at once when none has pending work), then gives the workspace back."""
     es.closed = True
-    if es.handle is None:
-        return
-    _ordering.release_after(es.uses, _destroy_now, es, _rt.ORDER_EXECUTOR)
+    errs = es.life.end()
+    if es.handle is not None:
+        _ordering.release_after(es.uses, _destroy_now, es, _rt.ORDER_EXECUTOR)
+    if errs:
+        raise errs[0]
+
+
+def _own(arg):
+    """What an executor keeps of one argument: its own descriptor of a tensor (a view of the
+    same memory, destroyed after the executor) and its own tensor list, for the library reads
+    them at every run (the vendor's aclSetTensorAddr: between runs, the address recorded in
+    the caller's aclTensor is what changes). So the caller closing the argument closes the
+    caller's descriptor only; its memory waits for the executor (see _ExecState.uses)."""
+    if type(arg) is DeviceTensor or isinstance(arg, DeviceTensor):
+        return arg[...]
+    if type(arg) is TensorList:
+        return TensorList(arg.tensors)
+    return arg
 
 
 class Executor:
@@ -417,7 +441,7 @@ class Executor:
 
     def __init__(self, op, args, device, allocator=None):
         _device.activate(device)
-        args = tuple(args)
+        args = tuple(map(_own, args))
         cargs, allocs = op._handles(args, device)
         size, ex = op._phase_one(cargs)
         fns = op._fns
@@ -457,7 +481,8 @@ class Executor:
             self._ws_ptr = ws.ptr   # fixed for the executor's life
             allocs.append(ws)
         # Stream-ordered release without marking every buffer at every run: each buffer
-        # counts the executor's record (one entry per stream, updated by run) as its own.
+        # counts the executor's record (its life until close, then one entry per stream,
+        # updated by run) as its own.
         for a in allocs:
             a.uses.link(es.uses)
 
