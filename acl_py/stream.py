@@ -286,6 +286,8 @@ def state_for(stream, device, argument="stream"):
 
 # ---- events -------------------------------------------------------------------------------
 
+_NEVER_RECORDED = 507000   # aclrtEventElapsedTime of an event never recorded (hicann/runtime)
+
 class _EventState:
     __slots__ = ("handle", "device", "recorded", "closed", "gen")
 
@@ -376,7 +378,17 @@ class Event:
         ms = ffi.new("float *")
         r = _rt.lib.aclrtEventElapsedTime(ms, st.handle, est.handle)
         if r:
-            raise make_error(r, "aclrtEventElapsedTime")
+            err = make_error(r, "aclrtEventElapsedTime")
+            # CANN's code for an event never recorded is an internal error (507000): name the
+            # event instead, if acl-py never recorded it (the library decides: an event
+            # recorded through its handle elsewhere is not refused here).
+            never = [n for n, s in (("self", st), ("end", est)) if s.recorded is None]
+            if r == _NEVER_RECORDED and never:
+                e = AclArgumentError(never[0], "event never recorded: call record(stream) "
+                                     "before elapsed_ms")
+                e.refused(err)
+                raise e from err
+            raise err
         return float(ms[0])
 
     def close(self) -> None:

@@ -271,11 +271,20 @@ def test_event_errors(emulator):
     with pytest.raises(errors.AclTypeError) as info:
         e1.elapsed_ms(3)
     assert info.value.argument == "end"
-    # never recorded: the runtime's ACL_ERROR_RT_INTERNAL_ERROR, as CANN's (docs/emulator.md)
-    with pytest.raises(errors.InternalError) as info:
+    # never recorded: the runtime's ACL_ERROR_RT_INTERNAL_ERROR, as CANN's (docs/emulator.md),
+    # raised as an argument error naming the event, with the status and message
+    with pytest.raises(errors.AclArgumentError) as info:
         e1.elapsed_ms(e2)
+    assert info.value.argument == "self" and "never recorded" in info.value.problem
     assert info.value.call == "aclrtEventElapsedTime" and info.value.code == 507000
     assert "never been recorded" in info.value.message
+    assert isinstance(info.value.__cause__, errors.InternalError)
+    s = acl_py.Stream()
+    e1.record(s)
+    with pytest.raises(errors.AclArgumentError) as info:
+        e1.elapsed_ms(e2)
+    assert info.value.argument == "end" and info.value.code == 507000
+    s.close()
     e1.synchronize()                                    # never recorded: returns at once
     e1.close()
     e1.close()
