@@ -288,6 +288,7 @@ def state_for(stream, device, argument="stream"):
 
 _NEVER_RECORDED = 507000   # aclrtEventElapsedTime of an event never recorded (hicann/runtime)
 
+
 class _EventState:
     __slots__ = ("handle", "device", "recorded", "closed", "gen")
 

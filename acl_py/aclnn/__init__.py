@@ -83,7 +83,6 @@ class AclnnOperator:
         self._positions = {n: i for i, n in enumerate(self.parameters)}
         self._n = len(self.parameters)
         self._converters = tuple(_convert.converter_for(p) for p in spec.params)
-        self._tensor_params = tuple(p.base == "aclTensor*" for p in spec.params)
         kinds = {"tensor": _two_phase.tensor, "object": _two_phase.argument,
                  "value": _two_phase.value}
         self._op = _two_phase.Operator(
@@ -126,11 +125,7 @@ class AclnnOperator:
         call = _convert.Call(device, stream)
         try:
             try:
-                # A DeviceTensor for a tensor parameter is passed as it is (its converter
-                # would return it): most arguments of most calls, so no converter call.
-                converted = [v if tensor and type(v) is DeviceTensor else conv(v, call)
-                             for conv, tensor, v in zip(op._converters, op._tensor_params,
-                                                        values)]
+                converted = [conv(v, call) for conv, v in zip(op._converters, values)]
                 op._op.launch(converted, device=device, stream=stream)
             except BaseException as e:
                 # Nothing was queued: what this call created goes now, not when the
