@@ -288,7 +288,7 @@ def test_conversion_by_c_type():
     from acl_py.aclnn import _convert
     from acl_py.aclnn._header import parse_param
     conv = lambda decl: _convert.converter_for(parse_param(decl, "f", 0))  # noqa: E731
-    call = _convert.Call(0, None)
+    call = _convert.Call("aclnnFoo", 0, None)
     assert conv("double eps")(1, call) == 1.0
     assert conv("int32_t dim")(-3, call) == -3
     with pytest.raises(errors.AclArgumentError, match="dim.*out of range"):
@@ -300,27 +300,37 @@ def test_conversion_by_c_type():
     s = conv("const char *mode")("mean", call)
     from acl_py.raw import ffi
     assert ffi.string(s) == b"mean"
+    # Converters return phase one's C values; the call holds what they live in.
     ia = conv("const aclIntArray *dims")([1, 2], call)
-    assert isinstance(ia, acl_py.IntArray) and ia.values == (1, 2)
-    assert conv("const aclIntArray *dims")([1, 2], call) is ia  # cached by value
+    assert isinstance(call.keep[-1], acl_py.IntArray) and call.keep[-1].values == (1, 2)
+    assert ia == call.keep[-1].handle
+    assert conv("const aclIntArray *dims")([1, 2], call) == ia  # cached by value
+    assert conv("const aclIntArray *dims")((1, 2), call) == ia
     fa = conv("const aclFloatArray *scales")([0.5, 2], call)
-    assert isinstance(fa, acl_py.FloatArray) and fa.values == (0.5, 2.0)
+    assert isinstance(call.keep[-1], acl_py.FloatArray) and call.keep[-1].values == (0.5, 2.0)
     with pytest.raises(errors.AclTypeError, match=r"flags\[1\]"):
         conv("const aclBoolArray *flags")([True, 1], call)
     sl = conv("const aclScalarList *scalars")([1, 2.5], call)
-    assert isinstance(sl, acl_py.ScalarList) and sl.dtypes[1] == np.float64
+    sl_obj = call.created[-1]
+    assert isinstance(sl_obj, acl_py.ScalarList) and sl_obj.dtypes[1] == np.float64
+    assert sl == sl_obj.handle
     tl = conv("const aclTensorList *tensors")([np.ones(2, np.float32), None], call)
-    assert isinstance(tl, acl_py.TensorList) and len(tl) == 2 and tl[1] is None
+    tl_obj = call.created[-1]
+    assert isinstance(tl_obj, acl_py.TensorList) and len(tl_obj) == 2 and tl_obj[1] is None
+    assert tl == tl_obj.handle
+    # the staged tensor's memory counts as used by the launch
+    assert call.allocs == [tl_obj[0].allocation]
     with pytest.raises(errors.AclTypeError, match=r"tensors\[0\]"):
         conv("const aclTensorList *tensors")([[1, 2]], call)
+    assert conv("const aclTensorList *tensors")(None, call) == ffi.NULL
     with pytest.raises(TypeError, match="cannot pass"):
         conv("someStruct value")
-    for o in (sl, tl):
+    for o in (sl_obj, tl_obj, *call.staged):
         o.close()
     # [1, 2] as an IntArray and as a FloatArray are different arrays; 1 and 1.0 are one.
     from acl_py.arguments import clear_shared_arrays
-    assert conv("const aclFloatArray *scales")([1, 2], call) is not ia
-    assert conv("const aclFloatArray *scales")([0.5, 2.0], call) is fa
+    assert conv("const aclFloatArray *scales")([1, 2], call) != ia
+    assert conv("const aclFloatArray *scales")([0.5, 2.0], call) == fa
     clear_shared_arrays()
 
 
@@ -336,6 +346,84 @@ def test_prepare_runs_a_repeatable_executor():
         with pytest.raises(errors.AclTypeError, match="selfRef"):
             aclnn.InplaceAdds.prepare(a, 1.0, 2.0)
         x.close()
+
+
+def test_prepared_executor_keeps_what_it_runs_on(emulator):
+    """aclnn.X.prepare makes the executor's own copies: closing the caller's tensors, scalar
+    and tensor list after it changes nothing for its runs, and its close gives everything
+    back (the same rule as acl_py.ops.Operator.prepare's)."""
+    a, b = np.arange(6, dtype=np.float32), np.full(6, 10, np.float32)
+    x, y, out = (acl_py.DeviceTensor.from_numpy(v) for v in (a, b, np.zeros(6, np.float32)))
+    alpha = acl_py.Scalar(2.0)
+    s = acl_py.Stream()
+    acl_py.release_unused()
+    before = emulator.live_objects()
+    ex = aclnn.Add.prepare(x, y, alpha, out)
+    assert ex.mode == "repeatable"
+    x.close(), y.close(), alpha.close()
+    acl_py.release_unused()
+    kept = emulator.live_objects()
+    # x's and y's memory is kept for the executor; its own descriptors of the three tensors
+    assert kept["device_allocations"] == before["device_allocations"]
+    assert kept["tensors"] == before["tensors"] + 3 and kept["executors"] == 1
+    for _ in range(2):
+        ex.run(s)
+    s.synchronize()
+    np.testing.assert_array_equal(out.to_numpy(), a + 2 * b)
+    ex.close()
+    s.synchronize()
+    acl_py.release_unused()
+    after = emulator.live_objects()
+    assert after["device_allocations"] == before["device_allocations"] - 2
+    assert (after["tensors"], after["executors"]) == (before["tensors"], 0)
+    out.close()
+    s.close()
+
+
+def test_prepared_per_run_executor_runs_on_its_converted_arguments(emulator):
+    """Where the library refuses a repeatable executor, each run is phase one and two on the
+    C values converted once by prepare (a sequence made into a TensorList, a number into a
+    Scalar), still valid after the caller closed its tensors."""
+    a = [np.full(4, k, np.float32) for k in (1, 2, 3)]
+    xs = [acl_py.DeviceTensor.from_numpy(v) for v in a]
+    out = acl_py.DeviceTensor.zeros(4)
+    s = acl_py.Stream()
+    with emulator.inject_faults("aclSetAclOpExecutorRepeatable:1"):
+        ex = aclnn.Add.prepare(xs[0], xs[1], 3, out)
+    assert ex.mode == "per-run"
+    emulator.reset_call_counts()
+    xs[0].close()
+    for _ in range(2):
+        ex.run(s)
+    s.synchronize()
+    np.testing.assert_array_equal(out.to_numpy(), a[0] + 3 * a[1])
+    counts = emulator.call_counts()
+    assert counts["aclnnAddGetWorkspaceSize"] == 2 and counts["aclnnAdd"] == 2, counts
+    assert "aclCreateScalar" not in counts and "aclCreateTensor" not in counts, counts
+    ex.close()
+    with pytest.raises(errors.ClosedError):
+        ex.run(s)
+    for t in (*xs, out):
+        t.close()
+    s.close()
+
+
+def test_tensor_on_another_device_is_named(run_python):
+    proc = run_python("""
+        import numpy as np, acl_py
+        from acl_py import aclnn
+        x = acl_py.DeviceTensor.from_numpy(np.ones(4, np.float32), device=0)
+        y = acl_py.DeviceTensor.from_numpy(np.ones(4, np.float32), device=1)
+        out = acl_py.DeviceTensor.zeros(4, device=0)
+        for call in (aclnn.Add, aclnn.Add.prepare):
+            try:
+                call(x, y, 1.0, out)
+            except acl_py.AclArgumentError as e:
+                print(e.argument, "|", e.problem)
+    """, env={"ACL_EMU_DEVICE_COUNT": "2", "ACL_PY_BACKEND": "emulator"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == [
+        "other | aclnnAdd: tensor is on device 1, the launch on device 0"] * 2, proc.stdout
 
 
 def test_failures_lose_nothing(emulator):

@@ -33,6 +33,7 @@ from .. import device as _device
 from .. import stream as _stream
 from ..errors import AclArgumentError, AclError, AclTypeError
 from ..ops import _two_phase
+from ..ops._two_phase import Executor
 from ..tensor import DeviceTensor
 from . import _convert
 from ._catalog import Catalog, OperatorNotFoundError, SymbolNotExportedError, function_pointer
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Sequence
 
-    from ..ops._two_phase import Executor
     from ..stream import Stream
     from ._catalog import Spec
 
@@ -122,11 +122,12 @@ class AclnnOperator:
     def __call__(op, /, *args: Any, stream: Stream | None = None, **kwargs: Any) -> None:
         values = args if not kwargs and len(args) == op._n else op._bind_args(args, kwargs)
         device = _device_of(values, stream)
-        call = _convert.Call(device, stream)
+        sst = _stream.state_for(stream, device)     # also makes the device current
+        call = _convert.Call(op._op.name, device, stream)
         try:
             try:
-                converted = [conv(v, call) for conv, v in zip(op._converters, values)]
-                op._op.launch(converted, device=device, stream=stream)
+                cargs = [conv(v, call) for conv, v in zip(op._converters, values)]
+                op._op.enqueue(cargs, call.allocs, device, sst)
             except BaseException as e:
                 # Nothing was queued: what this call created goes now, not when the
                 # exception (and the frames it holds) is collected.
@@ -153,12 +154,16 @@ class AclnnOperator:
                 raise AclTypeError(p.name, f"aclnn{op.name}.prepare: expected a DeviceTensor "
                                    f"or None, got {type(v).__name__}")
         device = _device_of(values, None)
-        call = _convert.Call(device, None)
-        converted = [conv(v, call) for conv, v in zip(op._converters, values)]
+        call = _convert.Call(op._op.name, device, None, own=True)
         try:
-            return op._op.prepare(converted, device=device)
-        except AclError as e:
-            raise _named(e, op) from None
+            cargs = [conv(v, call) for conv, v in zip(op._converters, values)]
+            return Executor(op._op, cargs, call.allocs, call.keep, device)
+        except BaseException as e:
+            for o in call.created:
+                _close_quietly(o)
+            if isinstance(e, AclError):
+                raise _named(e, op) from None
+            raise
 
     def help(self) -> str:
         return self.__doc__ or ""

@@ -22,8 +22,9 @@ any other pointer                 a cffi pointer, or None
 ================================  ==============================================================
 
 A cffi pointer (``ffi.CData``) is accepted for every pointer parameter and passed as is.
-A conversion returns what the operator layer takes (DeviceTensor, an acl_py argument object,
-None, a cffi value); objects it creates are kept with the launch until the stream is past it.
+A conversion returns the C value phase one takes (a handle, NULL, a number), in one pass: the
+:class:`Call` collects the memory the launch uses and what the handles live in (the objects
+it created; for an executor, its own copies of the arguments: ``Call(own=True)``).
 IntArray/BoolArray/FloatArray made from sequences are shared by value with every operator call
 (``acl_py.arguments.shared_array``, the cache the declared operators use too), so a loop does not
 create and destroy them every call.
@@ -41,6 +42,7 @@ from .. import dtypes as _dt
 from ..arguments import (BoolArray, FloatArray, IntArray, Scalar, ScalarList, TensorList,
                          as_sequence, shared_array)
 from ..errors import AclArgumentError, AclTypeError
+from ..ops._two_phase import own_copy
 from ..tensor import DeviceTensor
 
 if TYPE_CHECKING:
@@ -49,9 +51,10 @@ if TYPE_CHECKING:
     from ._header import CParam
 
 Converter = Callable[[Any, "Call"], Any]
-"""One parameter's conversion: (the caller's value, the call) -> what the operator layer takes."""
+"""One parameter's conversion: (the caller's value, the call) -> phase one's C value."""
 
 _CData = ffi.CData
+_NULL = ffi.NULL
 
 INT_RANGES = {
     "int8_t": (-2 ** 7, 2 ** 7 - 1), "int16_t": (-2 ** 15, 2 ** 15 - 1),
@@ -65,19 +68,54 @@ ENUMS = ("aclFormat",)  # plain ints; aclDataType has its own converter
 
 
 class Call:
-    """What one call collects while converting: the device tensors it staged from NumPy
-    arrays (closed after the launch, stream-ordered), those to copy back into the caller's
-    arrays (tensor, array), and the argument objects it created (closed at once if the call
-    fails, else released once the stream is past the launch)."""
+    """What one call (operator ``name`` on ``device``) collects while converting: ``allocs``
+    the memory the launch uses; ``keep`` what the C values live in that nothing else holds
+    (shared arrays; with ``own``, the executor's own copies of every argument, which it
+    keeps: see :meth:`acl_py.ops.Operator.own_arguments`); the device tensors staged from
+    NumPy arrays (closed after the launch, stream-ordered), those to copy back into the
+    caller's arrays (tensor, array), and the argument objects it created (closed at once if
+    the call fails, else released once the stream is past the launch)."""
 
-    __slots__ = ("device", "stream", "copy_back", "staged", "created")
+    __slots__ = ("name", "device", "stream", "own", "allocs", "keep", "copy_back", "staged",
+                 "created")
 
-    def __init__(self, device: int, stream: Stream | None) -> None:
+    def __init__(self, name: str, device: int, stream: Stream | None, own: bool = False) -> None:
+        self.name = name
         self.device = device
         self.stream = stream
+        self.own = own
+        self.allocs: list[Any] = []
+        self.keep: list[Any] = []
         self.copy_back: list[tuple[DeviceTensor, np.ndarray]] = []
         self.staged: list[DeviceTensor] = []
         self.created: list[ArgumentObject] = []
+
+    def tensor(self, t: DeviceTensor, pname: str) -> Any:
+        """The aclTensor of ``t`` (parameter ``pname``), its memory counted as used."""
+        if self.own:
+            t = own_copy(t)
+            self.keep.append(t)
+        al = t.allocation
+        if al.device != self.device:
+            raise AclArgumentError(pname, f"{self.name}: tensor is on device {al.device}, "
+                                   f"the launch on device {self.device}")
+        h = t.cached_handle
+        if h is None or al.closed:
+            h = t.handle    # made now, or the error for a closed tensor
+        self.allocs.append(al)
+        return h
+
+    def argument(self, obj: ArgumentObject) -> Any:
+        """The handle of an acl_py argument object; a TensorList's tensors' memory counts as
+        used."""
+        if self.own:
+            self.keep.append(obj)
+        h = obj.handle
+        if type(obj) is TensorList:
+            for t in obj.tensors:
+                if t is not None:
+                    self.allocs.append(t.allocation)
+        return h
 
 
 # ---- converters ------------------------------------------------------------------------------
@@ -95,41 +133,59 @@ def tensor_converter(param: CParam) -> Converter:
 
     def convert(value: Any, call: Call) -> Any:
         if type(value) is DeviceTensor or isinstance(value, DeviceTensor):
+            return call.tensor(value, pname)
+        if value is None:
+            return _NULL
+        if isinstance(value, _CData):
             return value
-        if value is None or isinstance(value, _CData):
-            return value
-        if isinstance(value, np.ndarray):
-            if copy_back and not value.flags.writeable:
-                raise AclArgumentError(pname, "the array receives the result but is read-only")
-            # A synchronous copy: an asynchronous one needs pinned memory, and staging
-            # through it would copy every input once more on the host.
-            t = DeviceTensor.from_numpy(value, device=call.device)
-            call.staged.append(t)
-            if copy_back:
-                call.copy_back.append((t, value))
-            return t
+        return call.tensor(_staged(value, call, copy_back, pname), pname)
+    return convert
+
+
+def _staged(value: Any, call: Call, copy_back: bool, pname: str) -> DeviceTensor:
+    """A device copy of NumPy array ``value`` for the call (copied back into it after the
+    launch when the parameter receives a result), or AclTypeError."""
+    if not isinstance(value, np.ndarray):
         raise AclTypeError(pname, f"expected a DeviceTensor, a NumPy array or None, got "
                            f"{type(value).__name__}")
-    return convert
+    if copy_back and not value.flags.writeable:
+        raise AclArgumentError(pname, "the array receives the result but is read-only")
+    # A synchronous copy: an asynchronous one needs pinned memory, and staging through it
+    # would copy every input once more on the host.
+    t = DeviceTensor.from_numpy(value, device=call.device)
+    call.staged.append(t)
+    if copy_back:
+        call.copy_back.append((t, value))
+    return t
 
 
 def tensor_list_converter(param: CParam) -> Converter:
     pname = param.name
-    elem = tensor_converter(param)
+    copy_back = _output_like(param)
 
     def convert(value: Any, call: Call) -> Any:
-        if value is None or isinstance(value, (TensorList, _CData)):
+        if value is None:
+            return _NULL
+        if isinstance(value, _CData):
             return value
+        if isinstance(value, TensorList):
+            if call.own:    # the executor's own list (its own descriptors)
+                value = own_copy(value)
+                call.created.append(value)
+            return call.argument(value)
         items = as_sequence(value, pname)
         tensors: list[Any] = []
         for i, v in enumerate(items):
-            if v is not None and not isinstance(v, (DeviceTensor, np.ndarray)):
+            if v is None or type(v) is DeviceTensor or isinstance(v, DeviceTensor):
+                tensors.append(v)
+            elif isinstance(v, np.ndarray):
+                tensors.append(_staged(v, call, copy_back, pname))
+            else:
                 raise AclTypeError(f"{pname}[{i}]", f"expected a DeviceTensor, a NumPy array "
                                    f"or None, got {type(v).__name__}")
-            tensors.append(elem(v, call))
         lst = TensorList(tensors)
         call.created.append(lst)
-        return lst
+        return call.argument(lst)
     return convert
 
 
@@ -137,15 +193,19 @@ def scalar_converter(param: CParam) -> Converter:
     pname = param.name
 
     def convert(value: Any, call: Call) -> Any:
-        if value is None or isinstance(value, (Scalar, _CData)):
+        if value is None:
+            return _NULL
+        if isinstance(value, _CData):
             return value
+        if isinstance(value, Scalar):
+            return call.argument(value)
         if isinstance(value, (numbers.Number, np.generic)) and not isinstance(value, str):
             try:
                 s = Scalar(value)
             except AclArgumentError as e:
                 raise type(e)(pname, e.problem) from None
             call.created.append(s)
-            return s
+            return call.argument(s)
         raise AclTypeError(pname, f"expected a number or acl_py.Scalar, got "
                            f"{type(value).__name__}")
     return convert
@@ -155,36 +215,50 @@ def scalar_list_converter(param: CParam) -> Converter:
     pname = param.name
 
     def convert(value: Any, call: Call) -> Any:
-        if value is None or isinstance(value, (ScalarList, _CData)):
+        if value is None:
+            return _NULL
+        if isinstance(value, _CData):
             return value
-        lst = ScalarList(as_sequence(value, pname))
-        call.created.append(lst)
-        return lst
+        if not isinstance(value, ScalarList):
+            value = ScalarList(as_sequence(value, pname))
+            call.created.append(value)
+        return call.argument(value)
     return convert
 
 
-def array_converter(param: CParam, cls: type, check: Callable[[Any], bool],
+def array_converter(param: CParam, cls: type[ArgumentObject], check: Callable[[Any], bool],
                     item: type) -> Converter:
     """An IntArray/FloatArray/BoolArray parameter: the array object as given, or a sequence
     whose items pass ``check``, stored as ``item(v)`` in the array shared by every call with
     the same values (``acl_py.arguments.shared_array``)."""
     pname = param.name
 
-    def convert(value: Any, call: Call) -> Any:
-        if type(value) is tuple:
-            for v in value:     # the common case: a tuple already of the stored type
-                if type(v) is not item:
-                    break
-            else:
-                return shared_array(cls, value)[0]
-        if value is None or isinstance(value, (cls, _CData)):
-            return value
+    def stored(value: Any) -> tuple[Any, ...]:
         values = as_sequence(value, pname)
         for i, v in enumerate(values):
             if not check(v):
                 raise AclTypeError(f"{pname}[{i}]", f"expected {cls.__name__} values, got "
                                    f"{type(v).__name__} {v!r}")
-        return shared_array(cls, tuple(map(item, values)))[0]
+        return tuple(map(item, values))
+
+    def convert(value: Any, call: Call) -> Any:
+        if type(value) is tuple:
+            for v in value:     # the common case: a tuple already of the stored type
+                if type(v) is not item:
+                    value = stored(value)
+                    break
+        elif value is None:
+            return _NULL
+        elif isinstance(value, _CData):
+            return value
+        elif isinstance(value, cls):
+            return call.argument(value)
+        else:
+            value = stored(value)
+        shared = shared_array(cls, value)
+        # Held until phase one has read it: the cache may drop it meanwhile.
+        call.keep.append(shared[0])
+        return shared[1]
     return convert
 
 
@@ -232,14 +306,18 @@ def string_converter(param: CParam) -> Converter:
     pname = param.name
 
     def convert(value: Any, call: Call) -> Any:
-        if value is None or isinstance(value, _CData):
+        if value is None:
+            return _NULL
+        if isinstance(value, _CData):
             return value
         if isinstance(value, str):
             value = value.encode()
         if not isinstance(value, bytes) or b"\0" in value:
             raise AclTypeError(pname, f"expected a str without NUL characters, got "
                                f"{type(value).__name__}")
-        return ffi.new("char[]", value)  # kept with the call's arguments
+        text = ffi.new("char[]", value)
+        call.keep.append(text)
+        return text
     return convert
 
 
@@ -257,7 +335,9 @@ def pointer_converter(param: CParam) -> Converter:
     pname = param.name
 
     def convert(value: Any, call: Call) -> Any:
-        if value is None or isinstance(value, _CData):
+        if value is None:
+            return _NULL
+        if isinstance(value, _CData):
             return value
         raise AclTypeError(pname, f"{param.ctype} takes a cffi pointer or None, got "
                            f"{type(value).__name__}")

@@ -722,7 +722,7 @@ class Plan(Executor):
         d._check_device(a, outs or (), dev)
         outs = d._device_outputs(a, outs, dev, None)
         # Own arrays, not the shared cache: the executor keeps them for its whole life.
-        super().__init__(d, d._c_args(a, outs), dev)
+        super().__init__(d, *d.own_arguments(d._c_args(a, outs), dev), dev)
         self.outputs = outs
 
     @property

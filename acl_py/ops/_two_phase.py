@@ -75,7 +75,7 @@ if TYPE_CHECKING:
 _ExecutorSelf = TypeVar("_ExecutorSelf", bound="Executor")
 
 __all__ = ["Param", "tensor", "int_array", "bool_array", "argument", "value", "Operator",
-           "Executor"]
+           "Executor", "own_copy"]
 
 TENSOR = "aclTensor"
 INT_ARRAY = "aclIntArray"
@@ -174,8 +174,9 @@ class Operator:
 
     # ---- argument conversion ----
 
-    def _handles(self, args, device):
-        """(C arguments, allocations the launch uses). Every tensor must be on ``device``."""
+    def c_arguments(self, args, device):
+        """``(cargs, allocs)``: phase one's C values of ``args`` (in declaration order) and
+        the Allocations the launch uses. Every tensor must be on ``device``."""
         kinds = self._kinds
         if len(args) != len(kinds):
             raise AclArgumentError("args", f"{self.name} takes {len(kinds)} arguments "
@@ -252,7 +253,7 @@ class Operator:
         stream for its next launch, which reuses it at once (it runs after this one: stream
         order makes the reuse safe)."""
         sst = _stream.state_for(stream, device)     # also makes the device current
-        cargs, allocs = self._handles(args, device)
+        cargs, allocs = self.c_arguments(args, device)
         self.enqueue(cargs, allocs, device, sst, allocator)
 
     def enqueue(self, cargs, allocs, device, sst, allocator=None):
@@ -334,7 +335,13 @@ class Operator:
         library cannot make the executor repeatable (``aclSetAclOpExecutorRepeatable``
         returns 561000), the Executor runs phase one and two at every run instead
         (``Executor.mode == "per-run"``)."""
-        return Executor(self, args, device, allocator)
+        return Executor(self, *self.own_arguments(args, device), device, allocator)
+
+    def own_arguments(self, args, device):
+        """``(cargs, allocs, keep)`` for an :class:`Executor`: ``keep`` its own copies of
+        ``args`` (:func:`own_copy`), ``cargs`` and ``allocs`` theirs (:meth:`c_arguments`)."""
+        keep = tuple(map(own_copy, args))
+        return (*self.c_arguments(keep, device), keep)
 
 
 class _TLS(threading.local):
@@ -373,7 +380,7 @@ class _ExecState:
         self.device = device
         self.destroy = destroy
         self.workspace = None   # DeviceBuffer or None
-        self.keep = None        # its own copies of the arguments (_own), alive as long as it
+        self.keep = None        # its own copies of the arguments (own_copy), alive as long as it
         # Its runs, and its life until close(): the buffers it holds link to this record, so
         # a buffer closed meanwhile is freed after the executor's close and its last run.
         self.life = _ordering.Lifetime()
@@ -410,7 +417,7 @@ def _release_executor(es):
         raise errs[0]
 
 
-def _own(arg):
+def own_copy(arg):
     """What an executor keeps of one argument: its own descriptor of a tensor (a view of the
     same memory, destroyed after the executor) and its own tensor list, for the library reads
     them at every run (the vendor's aclSetTensorAddr: between runs, the address recorded in
@@ -424,7 +431,10 @@ def _own(arg):
 
 
 class Executor:
-    """A repeatable ``aclOpExecutor`` with its workspace (made by :meth:`Operator.prepare`).
+    """A repeatable ``aclOpExecutor`` with its workspace (made by :meth:`Operator.prepare`),
+    over converted arguments: ``cargs`` phase one's C values, ``allocs`` the memory they use
+    and ``keep`` what they live in (the executor's own copies: :meth:`Operator.own_arguments`),
+    held until the executor is closed.
 
     ``run(stream=None)`` enqueues phase two and returns ``outputs`` (None unless a subclass
     or the caller set it, e.g. an operator's plan); ``close()`` (or ``with``, garbage
@@ -434,25 +444,24 @@ class Executor:
     ``mode`` is ``"repeatable"``, or ``"per-run"`` when the library refused to make this
     executor repeatable (``aclSetAclOpExecutorRepeatable`` returned 561000, which the
     vendor's library does for some executors): each run is then a whole one-shot launch
-    (:meth:`Operator.launch`: phase one, a workspace, phase two) on the same arguments."""
+    (:meth:`Operator.enqueue`: phase one, a workspace, phase two) on the same C values,
+    which stay valid, as in a repeatable executor, until it is closed."""
 
-    __slots__ = ("op", "workspace_size", "outputs", "_es", "_rel", "_args", "_allocator",
+    __slots__ = ("op", "workspace_size", "outputs", "_es", "_rel", "_per_run", "_allocator",
                  "_device", "_phase_two", "_ws_ptr", "__weakref__")
 
-    def __init__(self, op, args, device, allocator=None):
+    def __init__(self, op, cargs, allocs, keep, device, allocator=None):
         _device.activate(device)
-        args = tuple(map(_own, args))
-        cargs, allocs = op._handles(args, device)
         size, ex = op._phase_one(cargs)
         fns = op._fns
         es = self._es = _ExecState(ex, device, fns[3])
-        es.keep = args
+        es.keep = keep
         self._rel = _rt.Releaser(self, _release_executor, (es,), _rt.ORDER_EXECUTOR)
         self.op = op
         self.workspace_size = size
         self.outputs = None
         self._device = device
-        self._args = None
+        self._per_run = None
         self._allocator = allocator
         self._phase_two = fns[1]
         self._ws_ptr = _NULL
@@ -463,15 +472,15 @@ class Executor:
                 self._rel.release()
                 raise err
             # The executor stays single-use (the vendor's SetRepeatable leaves it as phase
-            # one made it): destroy it now, it never ran, and launch per run instead. A
+            # one made it): destroy it now, it never ran, and launch per run instead, on the
+            # same C values (kept here with what they live in: the destroy drops es.keep). A
             # failed destroy is retried by close(), garbage collection or teardown.
-            self._args = args
+            self._per_run = (cargs, allocs, keep)
             try:
                 _destroy_now(es)
             except Exception:
                 pass
-            return
-        if size:
+        elif size:
             try:
                 es.workspace = (allocator or default_allocator)(size, device)
             except BaseException:
@@ -479,10 +488,11 @@ class Executor:
                 raise
             ws = es.workspace.allocation
             self._ws_ptr = ws.ptr   # fixed for the executor's life
-            allocs.append(ws)
+            ws.uses.link(es.uses)
         # Stream-ordered release without marking every buffer at every run: each buffer
         # counts the executor's record (its life until close, then one entry per stream,
-        # updated by run) as its own.
+        # updated by run) as its own. Per run too: a buffer the caller closes meanwhile
+        # waits for the executor's close, so the C values stay valid until then.
         for a in allocs:
             a.uses.link(es.uses)
 
@@ -490,7 +500,7 @@ class Executor:
     def mode(self) -> str:
         """``"repeatable"`` (phase two per run) or ``"per-run"`` (phase one and two per run:
         the library refused to make the executor repeatable)."""
-        return "repeatable" if self._args is None else "per-run"
+        return "repeatable" if self._per_run is None else "per-run"
 
     @property
     def handle(self) -> Any:
@@ -503,7 +513,7 @@ class Executor:
     @property
     def closed(self) -> bool:
         es = self._es
-        return es.closed or (es.handle is None and self._args is None)
+        return es.closed or (es.handle is None and self._per_run is None)
 
     def _closed_error(self):
         if self._es.gen != _rt.gen:
@@ -528,10 +538,11 @@ class Executor:
 
     def _run_per_launch(self, stream):
         es = self._es
-        if es.closed or self._args is None:
+        if es.closed or self._per_run is None or es.gen != _rt.gen:
             raise self._closed_error()
-        self.op.launch(self._args, device=self._device, stream=stream,
-                       allocator=self._allocator)
+        cargs, allocs, _ = self._per_run
+        dev = self._device
+        self.op.enqueue(cargs, allocs, dev, _stream.state_for(stream, dev), self._allocator)
         return self.outputs
 
     __call__ = run
@@ -540,7 +551,7 @@ class Executor:
         """Destroys the executor and releases the workspace (stream-ordered). Safe to
         repeat."""
         self._rel.release()
-        self._args = None
+        self._per_run = None
         self._es.closed = True
 
     def __enter__(self: _ExecutorSelf) -> _ExecutorSelf:
