@@ -20,7 +20,13 @@ counts that do not depend on the machine's load, run the same loops under callgr
       .venv/bin/python benchmarks/profile_overhead.py --loop plan --iters 2000
   callgrind_annotate benchmarks/out/cg.<pid> | head -40
 
-Usage: python benchmarks/profile_overhead.py [--iters N] [--rounds R] [--loop NAME]
+``--api-mode`` adds two loops: the raw floors again, the three C functions called through
+trampolines compiled with cffi's API mode (a CPython extension built into a temporary
+directory; needs a C compiler and Python's headers) instead of ABI mode's libffi. It measures
+what compiling the call layer alone would take off the floors (benchmarks/README.md, "Issue
+13, sixth round"); acl-py does not ship such a module.
+
+Usage: python benchmarks/profile_overhead.py [--iters N] [--rounds R] [--loop NAME] [--api-mode]
 """
 from __future__ import annotations
 
@@ -41,7 +47,71 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as _bench  # noqa: E402  (the same stack adapters as run.py)
 
 
-def setup():
+_TRAMPOLINES = r"""
+#include <stdint.h>
+typedef void *P;
+typedef int (*one_t)(P, P, P, P, P, P, P, P, P, P, P, uint64_t *, P *);
+typedef int (*two_t)(P, uint64_t, P, P);
+typedef int (*sync_t)(P);
+static one_t one; static two_t two; static sync_t sync_;
+void tr_init(P a, P b, P c) { one = (one_t)a; two = (two_t)b; sync_ = (sync_t)c; }
+int tr_one(P a0, P a1, P a2, P a3, P a4, P a5, P a6, P a7, P a8, P a9, P a10, uint64_t *w,
+           P *e) { return one(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, w, e); }
+int tr_two(P w, uint64_t n, P e, P s) { return two(w, n, e, s); }
+int tr_sync(P s) { return sync_(s); }
+"""
+
+
+def api_mode_floors(lib, ffi, cargs, ws_ptr, executor, stream_handle):
+    """(raw_call, raw_plan) as cffi_floors makes them, through API-mode trampolines to the
+    same C functions (their addresses taken from the ABI-mode binding)."""
+    import tempfile
+    import cffi
+    api = cffi.FFI()
+    api.cdef("void tr_init(void *, void *, void *);"
+             "int tr_one(void *, void *, void *, void *, void *, void *, void *, void *, void *,"
+             "           void *, void *, uint64_t *, void **);"
+             "int tr_two(void *, uint64_t, void *, void *); int tr_sync(void *);")
+    api.set_source("_acl_py_trampolines", _TRAMPOLINES)
+    tmp = tempfile.mkdtemp(prefix="acl-py-api-mode-")
+    sys.path.insert(0, tmp)
+    api.compile(tmpdir=tmp)
+    import _acl_py_trampolines as mod
+    L, F = mod.lib, mod.ffi
+    L.tr_init(ffi.cast("void *", lib.aclnnLayerNormBackwardGetWorkspaceSize),
+              ffi.cast("void *", lib.aclnnLayerNormBackward),
+              ffi.cast("void *", lib.aclrtSynchronizeStream))
+
+    def ptr(c):
+        return F.cast("void *", int(ffi.cast("uintptr_t", c)))
+    a = [ptr(c) for c in cargs]
+    ws, ex, sh = ptr(ws_ptr), ptr(executor), ptr(stream_handle)
+    wsz, exe = F.new("uint64_t *"), F.new("void **")
+    one, two, sync = L.tr_one, L.tr_two, L.tr_sync
+    pc = time.perf_counter_ns
+
+    def api_call(k):
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            one(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], wsz, exe)
+            two(ws, wsz[0], exe[0], sh)
+            sync(sh)
+            s[j] = pc() - t0
+        return statistics.median(s)
+
+    def api_plan(k):
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            two(ws, wsz[0], ex, sh)
+            sync(sh)
+            s[j] = pc() - t0
+        return statistics.median(s)
+    return api_call, api_plan
+
+
+def setup(api_mode=False):
     stack = _bench.Stack()
     why = stack.missing("DeviceTensor", "Stream", "layer_norm_backward", "LayerNormBackward")
     if why:
@@ -102,8 +172,14 @@ def setup():
         for o in (plan, *outs, *dev, stream):
             o.close()
 
-    return {"raw-plan": raw_plan, "plan": plan_loop, "raw-call": raw_call,
-            "call": call_loop, "call-new": call_new_loop}, cleanup
+    loops = {"raw-plan": raw_plan, "plan": plan_loop, "raw-call": raw_call,
+             "call": call_loop, "call-new": call_new_loop}
+    if api_mode:
+        from acl_py.raw import ffi
+        cargs = raw_call.cargs
+        loops["api-call"], loops["api-plan"] = api_mode_floors(
+            stack.lib, ffi, cargs, raw_call.ws_ptr, raw_plan.executor, stream.handle)
+    return loops, cleanup
 
 
 def main():
@@ -111,8 +187,10 @@ def main():
     ap.add_argument("--iters", type=int, default=3000)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--loop", help="only run this loop (for callgrind)")
+    ap.add_argument("--api-mode", action="store_true",
+                    help="also the floors through API-mode trampolines (compiles them)")
     opts = ap.parse_args()
-    loops, cleanup = setup()
+    loops, cleanup = setup(opts.api_mode)
     if opts.loop:
         loops[opts.loop](opts.iters)
         cleanup()

@@ -457,6 +457,11 @@ def cffi_floors(stack: Stack, ins, outs, stream):
             s[j] = pc() - t0
         return median(s)
 
+    # What the loops pass, for profile_overhead.py --api-mode's same calls.
+    raw_call.cargs = (th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8])  # type: ignore[attr-defined]
+    raw_call.ws_ptr = ws_ptr  # type: ignore[attr-defined]
+    raw_plan.executor = raw_exec  # type: ignore[attr-defined]
+
     def close_all() -> None:
         lib.aclDestroyAclOpExecutor(raw_exec)
         lib.aclDestroyIntArray(ia)
