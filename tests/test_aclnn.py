@@ -420,10 +420,26 @@ def test_tensor_on_another_device_is_named(run_python):
                 call(x, y, 1.0, out)
             except acl_py.AclArgumentError as e:
                 print(e.argument, "|", e.problem)
+        # a tensor list's element, through the aclnn converters and the operator layer
+        from acl_py.aclnn import _convert
+        from acl_py.aclnn._header import parse_param
+        from acl_py.ops._two_phase import Operator, argument
+        conv = _convert.converter_for(parse_param("const aclTensorList *tensors", "f", 0))
+        lst = acl_py.TensorList([x, y])
+        for attempt in (lambda: conv([x, y], _convert.Call("aclnnCat", 0, None)),
+                        lambda: conv(lst, _convert.Call("aclnnCat", 0, None)),
+                        lambda: Operator("aclnnCat", [argument("tensors")]).c_arguments(
+                            (lst,), 0)):
+            try:
+                attempt()
+            except acl_py.AclArgumentError as e:
+                print(e.argument, "|", e.problem)
     """, env={"ACL_EMU_DEVICE_COUNT": "2", "ACL_PY_BACKEND": "emulator"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == [
-        "other | aclnnAdd: tensor is on device 1, the launch on device 0"] * 2, proc.stdout
+        "other | aclnnAdd: tensor is on device 1, the launch on device 0"] * 2 + [
+        "tensors[1] | aclnnCat: tensor is on device 1, the launch on device 0"] * 2 + [
+        "tensors | aclnnCat: tensor is on device 1, the launch on device 0"], proc.stdout
 
 
 def test_failures_lose_nothing(emulator):

@@ -105,16 +105,21 @@ class Call:
         self.allocs.append(al)
         return h
 
-    def argument(self, obj: ArgumentObject) -> Any:
-        """The handle of an acl_py argument object; a TensorList's tensors' memory counts as
-        used."""
+    def argument(self, obj: ArgumentObject, pname: str) -> Any:
+        """The handle of an acl_py argument object (parameter ``pname``); a TensorList's
+        tensors' memory counts as used, and each must be on the call's device."""
         if self.own:
             self.keep.append(obj)
         h = obj.handle
         if type(obj) is TensorList:
-            for t in obj.tensors:
+            for i, t in enumerate(obj.tensors):
                 if t is not None:
-                    self.allocs.append(t.allocation)
+                    al = t.allocation
+                    if al.device != self.device:
+                        raise AclArgumentError(f"{pname}[{i}]", f"{self.name}: tensor is on "
+                                               f"device {al.device}, the launch on device "
+                                               f"{self.device}")
+                    self.allocs.append(al)
         return h
 
 
@@ -172,7 +177,7 @@ def tensor_list_converter(param: CParam) -> Converter:
             if call.own:    # the executor's own list (its own descriptors)
                 value = own_copy(value)
                 call.created.append(value)
-            return call.argument(value)
+            return call.argument(value, pname)
         items = as_sequence(value, pname)
         tensors: list[Any] = []
         for i, v in enumerate(items):
@@ -185,7 +190,7 @@ def tensor_list_converter(param: CParam) -> Converter:
                                    f"or None, got {type(v).__name__}")
         lst = TensorList(tensors)
         call.created.append(lst)
-        return call.argument(lst)
+        return call.argument(lst, pname)
     return convert
 
 
@@ -198,14 +203,14 @@ def scalar_converter(param: CParam) -> Converter:
         if isinstance(value, _CData):
             return value
         if isinstance(value, Scalar):
-            return call.argument(value)
+            return call.argument(value, pname)
         if isinstance(value, (numbers.Number, np.generic)) and not isinstance(value, str):
             try:
                 s = Scalar(value)
             except AclArgumentError as e:
                 raise type(e)(pname, e.problem) from None
             call.created.append(s)
-            return call.argument(s)
+            return call.argument(s, pname)
         raise AclTypeError(pname, f"expected a number or acl_py.Scalar, got "
                            f"{type(value).__name__}")
     return convert
@@ -222,7 +227,7 @@ def scalar_list_converter(param: CParam) -> Converter:
         if not isinstance(value, ScalarList):
             value = ScalarList(as_sequence(value, pname))
             call.created.append(value)
-        return call.argument(value)
+        return call.argument(value, pname)
     return convert
 
 
@@ -252,7 +257,7 @@ def array_converter(param: CParam, cls: type[ArgumentObject], check: Callable[[A
         elif isinstance(value, _CData):
             return value
         elif isinstance(value, cls):
-            return call.argument(value)
+            return call.argument(value, pname)
         else:
             value = stored(value)
         shared = shared_array(cls, value)

@@ -212,6 +212,8 @@ class Operator:
                 if kind is ARGUMENT and type(a) is TensorList:
                     for t in a.tensors:     # the launch uses their memory too
                         if t is not None:
+                            if t.allocation.device != device:
+                                raise self._device_error(args, a, device, t.allocation.device)
                             allocs.append(t.allocation)
             else:
                 expected = {INT_ARRAY: "an acl_py IntArray", BOOL_ARRAY: "an acl_py BoolArray",
@@ -219,10 +221,11 @@ class Operator:
                 raise self._kind_error(args, a, f"{expected}, None or a cffi pointer")
         return cargs, allocs
 
-    def _device_error(self, args, a, device):
+    def _device_error(self, args, a, device, where=None):
         p = self.params[next(i for i, x in enumerate(args) if x is a)]
-        return AclArgumentError(p.name, f"{self.name}: tensor is on device "
-                                f"{a.allocation.device}, the launch on device {device}")
+        where = a.allocation.device if where is None else where
+        return AclArgumentError(p.name, f"{self.name}: tensor is on device {where}, the "
+                                f"launch on device {device}")
 
     def _kind_error(self, args, a, expected):
         p = self.params[next(i for i, x in enumerate(args) if x is a)]
