@@ -84,31 +84,9 @@ def api_mode_floors(lib, ffi, cargs, ws_ptr, executor, stream_handle):
 
     def ptr(c):
         return F.cast("void *", int(ffi.cast("uintptr_t", c)))
-    a = [ptr(c) for c in cargs]
-    ws, ex, sh = ptr(ws_ptr), ptr(executor), ptr(stream_handle)
-    wsz, exe = F.new("uint64_t *"), F.new("void **")
-    one, two, sync = L.tr_one, L.tr_two, L.tr_sync
-    pc = time.perf_counter_ns
-
-    def api_call(k):
-        s = [0] * k
-        for j in range(k):
-            t0 = pc()
-            one(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], wsz, exe)
-            two(ws, wsz[0], exe[0], sh)
-            sync(sh)
-            s[j] = pc() - t0
-        return statistics.median(s)
-
-    def api_plan(k):
-        s = [0] * k
-        for j in range(k):
-            t0 = pc()
-            two(ws, wsz[0], ex, sh)
-            sync(sh)
-            s[j] = pc() - t0
-        return statistics.median(s)
-    return api_call, api_plan
+    return _bench.floor_loops((L.tr_one, L.tr_two, L.tr_sync), [ptr(c) for c in cargs],
+                              (F.new("uint64_t *"), F.new("void **")), ptr(ws_ptr),
+                              ptr(executor), ptr(stream_handle))
 
 
 def setup(api_mode=False):
@@ -176,9 +154,7 @@ def setup(api_mode=False):
              "call": call_loop, "call-new": call_new_loop}
     if api_mode:
         from acl_py.raw import ffi
-        cargs = raw_call.cargs
-        loops["api-call"], loops["api-plan"] = api_mode_floors(
-            stack.lib, ffi, cargs, raw_call.ws_ptr, raw_plan.executor, stream.handle)
+        loops["api-call"], loops["api-plan"] = api_mode_floors(stack.lib, ffi, *raw_call.args)
     return loops, cleanup
 
 

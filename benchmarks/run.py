@@ -412,6 +412,38 @@ def bench_overhead(stack: Stack, quick: bool) -> list[Row]:
     return rows
 
 
+def floor_loops(fns, cargs, outp, ws_ptr, executor, stream_handle):
+    """(raw_call(k), raw_plan(k)): median ns per call over k calls of phase one + two +
+    synchronize, and of phase two + synchronize on the repeatable ``executor``, through
+    ``fns`` = (phase one, phase two, aclrtSynchronizeStream) as some binding exposes them,
+    with phase one's arguments ``cargs`` and out-parameters ``outp`` made once."""
+    p1, p2, sync = fns
+    a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10 = cargs
+    wsz, exe_p = outp
+    sh = stream_handle
+    pc = time.perf_counter_ns
+
+    def raw_call(k: int) -> float:
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            p1(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, wsz, exe_p)
+            p2(ws_ptr, wsz[0], exe_p[0], sh)
+            sync(sh)
+            s[j] = pc() - t0
+        return median(s)
+
+    def raw_plan(k: int) -> float:
+        s = [0] * k
+        for j in range(k):
+            t0 = pc()
+            p2(ws_ptr, wsz[0], executor, sh)
+            sync(sh)
+            s[j] = pc() - t0
+        return median(s)
+    return raw_call, raw_plan
+
+
 def cffi_floors(stack: Stack, ins, outs, stream):
     """The cffi floors of section 1: overhead.cpp's `oneshot` and `plan` loops made from Python
     through acl-py's cffi binding (ABI mode), handles, workspace and executor made once, no
@@ -435,32 +467,11 @@ def cffi_floors(stack: Stack, ins, outs, stream):
     raw_exec = exe_p[0]
     ws_buf = acl.DeviceBuffer(max(int(wsz[0]), 1))
     ws_ptr = ws_buf.ptr
-    pc = time.perf_counter_ns
-
-    def raw_call(k: int) -> float:
-        s = [0] * k
-        for j in range(k):
-            t0 = pc()
-            p1(th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8], wsz,
-               exe_p)
-            p2(ws_ptr, wsz[0], exe_p[0], sh)
-            raw_sync(sh)
-            s[j] = pc() - t0
-        return median(s)
-
-    def raw_plan(k: int) -> float:
-        s = [0] * k
-        for j in range(k):
-            t0 = pc()
-            p2(ws_ptr, wsz[0], raw_exec, sh)
-            raw_sync(sh)
-            s[j] = pc() - t0
-        return median(s)
-
+    cargs = (th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8])
+    raw_call, raw_plan = floor_loops((p1, p2, raw_sync), cargs, (wsz, exe_p), ws_ptr, raw_exec,
+                                     sh)
     # What the loops pass, for profile_overhead.py --api-mode's same calls.
-    raw_call.cargs = (th[0], th[1], ia, th[2], th[3], th[4], th[5], ba, th[6], th[7], th[8])  # type: ignore[attr-defined]
-    raw_call.ws_ptr = ws_ptr  # type: ignore[attr-defined]
-    raw_plan.executor = raw_exec  # type: ignore[attr-defined]
+    raw_call.args = (cargs, ws_ptr, raw_exec, sh)  # type: ignore[attr-defined]
 
     def close_all() -> None:
         lib.aclDestroyAclOpExecutor(raw_exec)

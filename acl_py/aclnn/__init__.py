@@ -129,13 +129,10 @@ class AclnnOperator:
                 cargs = [conv(v, call) for conv, v in zip(op._converters, values)]
                 op._op.enqueue(cargs, call.allocs, device, sst)
             except BaseException as e:
-                # Nothing was queued: what this call created goes now, not when the
-                # exception (and the frames it holds) is collected.
-                for o in call.created:
-                    _close_quietly(o)
-                if isinstance(e, AclError):
-                    raise _named(e, op) from None
-                raise
+                err = _abandoned(call, e, op)
+                if err is None:
+                    raise
+                raise err from None
             for t, arr in call.copy_back:
                 arr[...] = t.to_numpy(stream)
         finally:
@@ -159,11 +156,10 @@ class AclnnOperator:
             cargs = [conv(v, call) for conv, v in zip(op._converters, values)]
             return Executor(op._op, cargs, call.allocs, call.keep, device)
         except BaseException as e:
-            for o in call.created:
-                _close_quietly(o)
-            if isinstance(e, AclError):
-                raise _named(e, op) from None
-            raise
+            err = _abandoned(call, e, op)
+            if err is None:
+                raise
+            raise err from None
 
     def help(self) -> str:
         return self.__doc__ or ""
@@ -179,6 +175,15 @@ def _device_of(values: Sequence[Any], stream: Stream | None) -> int:
     if stream is not None and isinstance(stream, _stream.Stream):
         return stream.state.device
     return _device.current_device_id()
+
+
+def _abandoned(call: _convert.Call, exc: BaseException, op: AclnnOperator) -> AclError | None:
+    """A call (or prepare) that failed before anything was queued: closes what it created
+    now, not when the exception (and the frames it holds) is collected. Returns the library's
+    error with its parameter named, or None to re-raise ``exc`` as it is."""
+    for o in call.created:
+        _close_quietly(o)
+    return _named(exc, op) if isinstance(exc, AclError) else None
 
 
 def _close_quietly(obj: Any) -> None:
