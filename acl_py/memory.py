@@ -352,7 +352,7 @@ class DeviceBuffer(_Buffer):
             if not isinstance(pool, MemoryPool):
                 raise AclTypeError("pool", f"expected a MemoryPool, True or None, got "
                                    f"{type(pool).__name__}")
-            pst = pool._pst
+            pst = pool._live()
             if device is not None and dev != pst.device:
                 raise AclArgumentError("pool", f"the pool serves device {pst.device}, "
                                        f"not device {dev}")
@@ -662,7 +662,7 @@ class _PoolState:
     serializes the rest: ``on_stream``'s dicts, moving blocks between lists, freeing."""
 
     __slots__ = ("device", "free", "on_stream", "parked", "descs", "lock", "acquire", "release",
-                 "held", "dead", "gen", "__weakref__")
+                 "held", "dead", "gen", "default", "__weakref__")
 
     def __init__(self, device):
         self.device = device
@@ -688,6 +688,9 @@ class _PoolState:
         self.held = 0
         self.dead = False
         self.gen = _rt.gen
+        # A device's default pool: callers that looked it up may still take from it after
+        # another thread closed it (see take).
+        self.default = False
         _pools.add(self)
 
     def allocate(self, nbytes, tl=None):
@@ -696,7 +699,7 @@ class _PoolState:
         copy into it waits for that), a free block, or a new aclrtMalloc."""
         if nbytes == 0:
             if self.dead:
-                raise _rt.closed_error(self.gen, "MemoryPool")
+                self._check_serving()
             return Allocation(ffi.NULL, 0, self.device)
         ptr, size, seq = self.take(nbytes, tl)
         uses = _ordering.Uses()
@@ -709,9 +712,10 @@ class _PoolState:
         """(ptr, block size, seq) of a block of at least ``nbytes`` (> 0) for work on ``tl``
         (see allocate); ``seq``: the pending use on ``tl`` it carries, or 0. Give it back with
         give_back."""
-        if self.dead:       # also after teardown: the hit path below needs no ensure()
-            raise _rt.closed_error(self.gen, "MemoryPool")
         size = (nbytes + ROUND - 1) // ROUND * ROUND
+        if self.dead:       # also after teardown: the hit path below needs no ensure()
+            self._check_serving()
+            return self._malloc(size)
         # No lock to take a listed block: every change to the lists is one list.pop() or
         # append (atomic under the GIL), here and under the lock alike (see _reclaim), so
         # each entry goes to exactly one taker; losing a race only sends this one on to the
@@ -739,6 +743,19 @@ class _PoolState:
                     return self.free[size].pop(), size, 0
                 except IndexError:      # taken meanwhile by another thread
                     pass
+        return self._malloc(size)
+
+    def _check_serving(self):
+        """Raises, for a closed pool, unless it is a default pool of this session: a launch
+        that looked the default pool up before another thread closed it still gets memory
+        (see take), as emptying the cache under concurrent use is safe in CuPy and PyTorch;
+        the next lookup makes a new default pool."""
+        if not self.default or self.gen != _rt.gen:
+            raise _rt.closed_error(self.gen, "MemoryPool")
+
+    def _malloc(self, size):
+        """(ptr, size, 0): a new block of ``size`` bytes from the runtime. On a closed
+        (default) pool it is plain runtime memory: give_back frees it in stream order."""
         L = _rt.ensure()
         _device.activate(self.device)
         p = ffi.new("void **")
@@ -1004,9 +1021,18 @@ class MemoryPool:
         """A DeviceBuffer of ``nbytes`` from this pool, for work on ``stream`` (see
         :class:`DeviceBuffer`)."""
         nbytes = as_size(nbytes, "nbytes")
-        pst = self._pst
+        pst = self._live()
         tl = None if stream is None else _stream.state_for(stream, pst.device)
         return DeviceBuffer.adopt(pst.allocate(nbytes, tl))
+
+    def _live(self):
+        """The pool's state; raises once the pool is closed (a closed default pool still
+        serves the launches that looked it up before: see _PoolState.take, not the caller
+        who holds it)."""
+        pst = self._pst
+        if pst.dead:
+            raise _rt.closed_error(pst.gen, "MemoryPool")
+        return pst
 
     def free_all_blocks(self) -> None:
         """Returns every cached (unused) block to the runtime (synchronizing the streams
@@ -1058,6 +1084,7 @@ def _default_pool(dev):
             pool = _default_pools.get(dev)
             if pool is None or pool._pst.dead or pool._pst.gen != _rt.gen:
                 pool = _default_pools[dev] = MemoryPool(dev)
+                pool._pst.default = True
     return pool
 
 

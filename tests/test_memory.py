@@ -782,3 +782,45 @@ def test_workspace_parked_while_its_pool_or_stream_closes_is_not_lost(emulator):
         s.close()
         pool.close()
         assert live(emulator) == n, closing
+
+
+def test_launch_racing_a_close_of_the_default_pool_succeeds(emulator, monkeypatch):
+    """The default pool is acl-py's implicit allocator: another thread may close it (to give
+    its cache back) while a launch is between looking it up and taking its blocks (simulated
+    here: each lookup closes the pool it returns, as if the other thread did right after).
+    The launch must not fail for it, as emptying the caching allocator concurrently is safe
+    in CuPy and PyTorch: its memory comes from the runtime, is freed in stream order, and
+    the next lookup gets a new default pool. A pool the caller closed itself stays closed."""
+    from acl_py import memory
+    from _reliability import call_args, check, lnb, make_case
+    n = live(emulator)
+    case = make_case(np.random.default_rng(3), (4, 64), 1, np.float32)
+    lookup = memory.default_pool_state
+    closed = []
+
+    def lookup_then_closed_by_another_thread(dev):
+        pst = lookup(dev)
+        memory.get_pool(dev).close()
+        closed.append(pst)
+        return pst
+
+    monkeypatch.setattr(memory, "default_pool_state", lookup_then_closed_by_another_thread)
+    s = acl_py.Stream()
+    dev = {k: acl_py.DeviceTensor.from_numpy(v) for k, v in case.items()
+           if isinstance(v, np.ndarray)}
+    outs = lnb()(dev["grad_out"], dev["input"], case["normalized_shape"], dev["mean"],
+                 dev["rstd"], dev["weight"], stream=s)
+    monkeypatch.undo()
+    assert len(closed) >= 4 and all(p.dead for p in closed)   # outputs and workspace
+    s.synchronize()
+    check(outs, case)
+    for t in (*outs, *dev.values()):
+        t.close()
+    s.close()
+    assert live(emulator) == n     # freed, though their pools were closed under them
+    p = acl_py.get_pool()
+    p.close()
+    with pytest.raises(errors.ClosedError):
+        p.malloc(ROUND)
+    with pytest.raises(errors.ClosedError):
+        acl_py.DeviceBuffer(ROUND, pool=p)
