@@ -22,9 +22,11 @@ used by several streams waits for all of them. An operator launch's workspace st
 stream for the stream's next launch (``workspace``/``park``: no trip through the lists, no
 lock; a larger request swaps it for a larger block); it counts as cached, and
 ``free_all_blocks()`` returns it too. ``free_all_blocks()`` returns cached blocks to
-the runtime (synchronizing the streams that may still use one); an allocation that fails with
-an out-of-memory status empties the cache and retries once, then raises
-:class:`DeviceMemoryError`. Tensor storage and operator workspaces come from the
+the runtime (synchronizing the streams that may still use one). A device allocation that
+fails with an out-of-memory status first gives back what acl-py holds on the device only for
+later (frees deferred to streams nobody synchronized since, every pool's cache: see
+``_give_back_held``) and retries once, then raises :class:`DeviceMemoryError`; an unpooled
+one retries only if something was given back. Tensor storage and operator workspaces come from the
 device's default pool (``Device.memory_pool``); plain ``DeviceBuffer(n)`` is a direct
 ``aclrtMalloc`` unless ``pool=`` is given. The emulator's live counts include cached blocks.
 """
@@ -267,9 +269,39 @@ def _malloc(dev, nbytes, host):
     _device.activate(dev)
     p = ffi.new("void **")
     s = L.aclrtMallocHost(p, nbytes) if host else L.aclrtMalloc(p, nbytes, _POLICY)
+    if s in _OOM and not host and _give_back_held(dev):
+        s = L.aclrtMalloc(p, nbytes, _POLICY)
     if s:
         raise _allocation_error(s, "aclrtMallocHost" if host else "aclrtMalloc", nbytes)
     return ffi.cast("char *", p[0])
+
+
+def _give_back_held(dev):
+    """Out of memory on device ``dev``: gives back what acl-py holds there only for later,
+    before the allocation is retried. A free deferred to a stream waits for that stream's
+    next synchronize, however long ago its work finished; a pool's cached blocks wait for
+    the next allocation of their size. So the streams of ``dev`` with deferred work are
+    synchronized (their stream-ordered frees run), then every pool of ``dev`` empties its
+    cache (synchronizing the streams its blocks wait for), as PyTorch's caching allocator
+    does on out-of-memory. Returns True if memory may have been freed. Failures are
+    ignored: the allocation's error matters more, and each failed free is retried later."""
+    freed = False
+    for tl in _ordering.timelines():
+        if (tl.device == dev and tl.deferred and not tl.closed and tl.gen == _rt.gen
+                and isinstance(tl, _stream.StreamState)):
+            try:
+                freed = tl.wait_if_open() or freed
+            except Exception:   # its deferred work stays queued, or is retried later
+                pass
+    for pst in list(_pools):
+        if pst.device == dev and not pst.dead and pst.gen == _rt.gen:
+            held = pst.held
+            try:
+                pst.free_all()
+            except Exception:   # a block that failed to free stays cached
+                pass
+            freed = freed or pst.held < held
+    return freed
 
 
 def _allocation_error(status, call, nbytes):
@@ -761,12 +793,10 @@ class _PoolState:
         p = ffi.new("void **")
         s = L.aclrtMalloc(p, size, _POLICY)
         if s in _OOM:
-            # Cached blocks of other sizes, or blocks still waiting for a stream, may be what
-            # stands in the way: give them back, then try once more.
-            try:
-                self.free_all()
-            except Exception:   # pragma: no cover - the allocation's error matters more
-                pass
+            # Cached blocks of other sizes, blocks still waiting for a stream, or frees
+            # deferred to an idle stream may be what stands in the way: give them back, then
+            # try once more.
+            _give_back_held(self.device)
             s = L.aclrtMalloc(p, size, _POLICY)
         if s:
             raise _allocation_error(s, "aclrtMalloc", size)

@@ -109,3 +109,55 @@ def test_out_of_memory_in_subprocess(run_python):
     for label in ("numpy_first_alloc", "numpy_part_way", "device_outputs", "plan_outputs",
                   "tensor_empty", "buffer"):
         assert "ACL_ERROR_RT_MEMORY_ALLOCATION" in res[label], res[label]
+
+
+_DEFERRED_SCRIPT = r"""
+import acl_py, numpy as np
+from acl_py import emulator
+acl_py.init()
+MiB = 1 << 20
+total = acl_py.mem_info().total
+s, t = acl_py.Stream(), acl_py.Stream()
+for kind in ("buffer", "pool", "tensor", "other pool"):
+    # 5 MiB used by a copy on s, then closed: its free waits for s, which nobody synchronizes
+    # again (the copy is long done; s is idle).
+    if kind == "other pool":
+        p = acl_py.MemoryPool()
+        a = p.malloc(5 * MiB, stream=t)
+        a.memset(0, stream=t)           # pending on t: cached in p for t's work
+    else:
+        a = acl_py.DeviceBuffer(5 * MiB)
+        a.copy_from_host_async(np.ones(1024, np.uint8), s)
+    a.close()
+    assert acl_py.mem_info().free < total - 4 * MiB, kind     # still held
+    # 5 MiB more fit only once that memory is back: the allocation gets it back (synchronizes
+    # the streams whose deferred frees and cached blocks hold it), then succeeds.
+    if kind == "buffer":
+        b = acl_py.DeviceBuffer(5 * MiB)
+    elif kind == "tensor":
+        b = acl_py.DeviceTensor.empty((5 * MiB // 4,), np.float32)
+    else:
+        b = acl_py.DeviceBuffer(5 * MiB, pool=True)
+    b.close()
+    acl_py.release_unused()
+    if kind == "other pool":
+        p.close()
+    assert acl_py.mem_info().free == total, kind
+s.close(); t.close()
+acl_py.finalize()
+print("OK")
+"""
+
+
+def test_memory_whose_free_waits_for_an_idle_stream_is_reclaimed_on_oom(run_python):
+    """A free deferred to a stream (the buffer closed while a copy on it was pending) waits for
+    that stream's next synchronize; so does a pool's block cached for a stream. If nobody
+    synchronizes that stream again, the memory is held though its work is long done. An
+    allocation that fails for want of it must get it back, as PyTorch's caching allocator
+    does on out-of-memory (it synchronizes and frees its cached blocks), not raise: every
+    kind of allocation, unpooled and pooled, whatever pool holds the blocks."""
+    proc = run_python(_DEFERRED_SCRIPT,
+                      env={"ACL_EMU_DEVICE_MEMORY": "8M", "ACL_PY_BACKEND": "emulator"},
+                      timeout=120)
+    assert proc.returncode == 0 and "OK" in proc.stdout, (proc.stdout[-2000:],
+                                                          proc.stderr[-4000:])
