@@ -117,6 +117,13 @@ int64_t aclemu_scalar_to_int64(const aclScalar *s) {
 
 /* Common body of the destroys of objects that may belong to a list. `owner_of` reads the
  * owning list of a live object (g_list_mu held). */
+/* A destroyed scalar keeps its memory while quarantined, but not its value: every byte is
+ * set to 0xFF (NaN as a float, -1 as an integer). The vendor frees it (aclDestroyScalar
+ * deletes the object), so a read after the destroy is a read of freed memory on a device;
+ * here such a read, e.g. an operator reading alpha in phase two instead of copying it in
+ * phase one, gives visibly wrong numbers rather than the old value. */
+static void scrub_scalar(aclScalar *s) { memset(s->bytes, 0xFF, sizeof s->bytes); }
+
 static aclnnStatus destroy_owned(const char *fn, const void *h, aclemu_kind kind,
                                  const char *what, const void *(*owner_of)(const void *)) {
     pthread_mutex_lock(&g_list_mu);
@@ -136,6 +143,8 @@ static aclnnStatus destroy_owned(const char *fn, const void *h, aclemu_kind kind
     }
     aclemu_handle_unregister(h, kind);
     pthread_mutex_unlock(&g_list_mu);
+    if (kind == ACLEMU_KIND_SCALAR)
+        scrub_scalar((aclScalar *)(uintptr_t)h);
     meta_quarantine((void *)(uintptr_t)h, Q_OTHER, NULL);
     return ACLNN_SUCCESS;
 }
@@ -311,6 +320,8 @@ static aclnnStatus list_destroy(const char *fn, const list_kind_t *k, const void
          * refuses), so each is live and ours. */
         *k->owner_slot(e) = NULL;
         aclemu_handle_unregister(e, k->elem_kind);
+        if (k->elem_kind == ACLEMU_KIND_SCALAR)
+            scrub_scalar(e);
         meta_quarantine(e, Q_OTHER, NULL);
     }
     pthread_mutex_unlock(&g_list_mu);
