@@ -55,7 +55,16 @@ class Timeline:
 
     def submit(self, keep=None):
         """Numbers one submission (call it right after the enqueue succeeded); ``keep`` is
-        held until it is complete. Returns the number."""
+        held until it is complete. Returns the number.
+
+        Record the submission's uses as ``uses[timeline] = timeline.seq`` (the newest
+        number, read in the store itself), not as the number returned: the thread may be
+        switched out between this call and its records, and another thread's later
+        submission using the same buffer, recorded meanwhile, would be overwritten by the
+        earlier number; a synchronize that reached only the earlier one would then free the
+        buffer under the later one. Under the GIL the read and the store are one step (no
+        call, no loop in between), so a record never goes back; a later number only makes
+        the wait conservative."""
         # No lock for the counter (hot path): two racing submissions may share a number,
         # which is harmless: a number is read only after the enqueue it tags returned, so
         # any number <= the target a synchronize read first tags work enqueued before it.

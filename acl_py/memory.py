@@ -256,10 +256,11 @@ def _wait_pending(st):
 
 
 def _record(tl, *allocs):
-    """Numbers a submission just enqueued on ``tl`` that uses ``allocs``."""
+    """Numbers a submission just enqueued on ``tl`` that uses ``allocs`` (each record is
+    the stream's newest number: see ``_ordering.Timeline.submit``)."""
     seq = tl.submit()
     for a in allocs:
-        a.uses[tl] = seq
+        a.uses[tl] = tl.seq
     return seq
 
 

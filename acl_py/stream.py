@@ -176,7 +176,7 @@ class Stream:
             raise st.closed_error(repr(self))
         seq = st.submit(keep)
         for o in objects:
-            o.allocation.uses[st] = seq
+            o.allocation.uses[st] = st.seq    # the newest number: see Timeline.submit
         return seq
 
     def keep_alive(self, obj: object) -> int:

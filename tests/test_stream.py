@@ -388,3 +388,54 @@ def test_garbage_collection_inside_a_streams_lock_does_not_deadlock(run_python, 
     """, env={"ACL_PY_BACKEND": "emulator"}, timeout=30)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "LEFT 0" in proc.stdout, proc.stdout
+
+
+def test_last_use_recorded_by_threads_sharing_a_stream_never_goes_back(emulator):
+    """Threads sharing a stream number their submissions, then record each buffer's last use
+    (``uses[stream] = number``). A thread switched out between the two (here inside submit,
+    at the keep-alive append, where CPython may switch) lets another thread submit a later
+    launch using the same buffer and record it; the first thread's record must not then
+    replace the later number with its own earlier one. Otherwise a synchronize that had
+    reached only the first launch (another thread's, its target read before the later
+    submission) makes the buffer look done while the later launch is queued: its memory is
+    freed under that launch. Each record now stores the stream's newest number."""
+    from acl_py.stream import StreamState
+    race = []
+
+    class SwitchedOutInSubmit(StreamState):
+        __slots__ = ()
+
+        def submit(self, keep=None):
+            seq = super().submit(keep)
+            if race:
+                race.pop()()    # what other threads do while this one is switched out
+            return seq
+
+    s = acl_py.Stream()
+    st = s.state
+    n = live_allocations(emulator)
+    x = acl_py.DeviceBuffer(4096)
+
+    def other_threads():
+        s.synchronize()                 # target: the first submission (this thread's)
+        x.memset(1, stream=s)           # a later launch using x, recorded as such
+        assert x.allocation.uses[st] == st.seq
+
+    race.append(other_threads)
+    st.__class__ = SwitchedOutInSubmit
+    try:
+        first = s.mark_used(x, keep=object())   # this thread's launch using x
+    finally:
+        st.__class__ = StreamState
+    assert not race
+    assert st.done == first < st.seq
+    assert x.allocation.uses[st] == st.seq      # the later launch's number, not first
+    x.close()
+    assert live_allocations(emulator) == n + 1  # waits for the memset
+    s.synchronize()
+    assert live_allocations(emulator) == n
+    s.close()
+
+
+def live_allocations(emulator):
+    return emulator.live_objects()["device_allocations"]
