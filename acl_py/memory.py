@@ -615,11 +615,14 @@ def _free_viewed():
     errs = []
     while _viewed:
         st = _viewed.pop()
-        try:
-            release(st)     # tearing down: views no longer keep it
-        except Exception as e:
-            st.closed = True
-            errs.append(e)
+        for attempt in range(2):    # one retry, as the teardown gives every release
+            try:
+                release(st)     # tearing down: views no longer keep it
+                break
+            except Exception as e:
+                st.closed = True
+                if attempt:
+                    errs.append(e)
     return errs
 
 

@@ -440,3 +440,93 @@ def test_hardware_marker_reason_names_what_is_missing(emulator):
     from conftest import hardware_skip_reason
     reason = hardware_skip_reason()
     assert reason and "no CANN libraries found" in reason
+
+
+def test_teardown_retries_every_failed_release_once(run_python, emulator):
+    """finalize() with each release call of its trace failing in turn (every (function, k)):
+    the failed release is retried once, in the same teardown, whatever registered its retry
+    (the release itself, a deferred free run by the teardown's synchronize, a plan's end, a
+    block of a pool closed before); nothing is left registered for the next session (where
+    its stale handle would be released again), and every create is matched by exactly one
+    successful release. A retry registered after the teardown had passed its order would be
+    left over here."""
+    r = run_python(script('''
+        import sys
+        import numpy as np
+        import acl_py
+        from acl_py import emulator as emu, runtime
+        from acl_py.errors import AclError
+        sys.path.insert(0, TESTS)
+        from _reliability import lnb, make_case, plan_cls, to_device
+
+        RELEASES = ("aclrtFree", "aclrtFreeHost", "aclDestroyTensor", "aclDestroyIntArray",
+                    "aclDestroyBoolArray", "aclDestroyAclOpExecutor", "aclrtDestroyStream",
+                    "aclrtDestroyEvent", "aclrtSynchronizeStream")
+        PAIRS = (("aclrtMalloc", "aclrtFree"), ("aclrtMallocHost", "aclrtFreeHost"),
+                 ("aclrtCreateStream", "aclrtDestroyStream"),
+                 ("aclrtCreateEvent", "aclrtDestroyEvent"),
+                 ("aclCreateTensor", "aclDestroyTensor"),
+                 ("aclCreateIntArray", "aclDestroyIntArray"),
+                 ("aclCreateBoolArray", "aclDestroyBoolArray"))
+
+        def session():
+            """A session with something pending in every release path, left to finalize."""
+            keep = []
+            s1, s2 = acl_py.Stream(), acl_py.Stream()
+            case = make_case(np.random.default_rng(0), (4, 64), 1, np.float32)
+            dev = to_device(case)
+            plan = plan_cls()(dev["grad_out"], dev["input"], dev["normalized_shape"],
+                              dev["mean"], dev["rstd"], dev["weight"])
+            plan.run(s1)
+            dev["input"].close()                # its free waits for the plan's end
+            keep += [plan, lnb()(dev["grad_out"], acl_py.DeviceTensor.from_numpy(case["input"]),
+                                 dev["normalized_shape"],
+                                 dev["mean"], dev["rstd"], dev["weight"], stream=s2)]
+            b = acl_py.DeviceBuffer(4096)
+            b.copy_from_host_async(bytes(4096), s1)
+            b.copy_to_host_async(bytearray(4096), s2)
+            b.close()                           # waits for both streams
+            pool = acl_py.MemoryPool()
+            t = acl_py.DeviceTensor.empty((8, 8), pool=pool)
+            t.handle
+            pool.close()                        # t outlives its pool
+            h = acl_py.HostBuffer(64)
+            keep.append(h.numpy())
+            h.close()                           # kept for its view
+            u = acl_py.DeviceTensor.empty((4, 4), pool=None)
+            u.handle
+            keep += [s1, s2, dev, t, u, acl_py.Event().record(s1)]
+            return keep
+
+        def finalize_with(fault):
+            acl_py.init()
+            keep = session()
+            before = emu.call_counts()
+            emu.set_faults(fault)               # also resets the counts
+            try:
+                acl_py.finalize()
+            except AclError:
+                pass
+            after = emu.call_counts()
+            emu.set_faults(None)
+            total = {k: before.get(k, 0) + after.get(k, 0) for k in set(before) | set(after)}
+            failed = fault.split(":")[0] if fault else None
+            off = {a: (total.get(a, 0), total.get(b, 0)) for a, b in PAIRS
+                   if total.get(a, 0) != total.get(b, 0) - (b == failed)}
+            assert not off, (fault, off)
+            left = [r.fn.__name__ for r in list(runtime._live.values())]
+            assert not left, (fault, left)
+            del keep
+            return after
+
+        trace = finalize_with("")
+        n = 0
+        for fn in RELEASES:
+            for k in range(1, trace.get(fn, 0) + 1):
+                finalize_with(f"{fn}:{k}")
+                n += 1
+        assert n > 30, n
+        print("OK", n)
+    ''').replace("TESTS", repr(os.path.dirname(os.path.abspath(__file__)))), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("OK") and r.stderr == "", r.stdout + r.stderr
