@@ -222,6 +222,10 @@ def test_checks(arena):
         for w in words:
             assert w in msg, (w, msg)
 
+    # the out-pointers first (the vendor's L2_DFX_PHASE_1: hicann/opbase op_dfx.cpp
+    # CheckPhase1Params), then the arguments
+    fails(NULLPTR, ["workspaceSize"], ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, ex)
+    fails(NULLPTR, ["executor"], ffi.NULL, f32[0], one, out[0], ws, ffi.NULL)
     fails(NULLPTR, ["self is NULL"], ffi.NULL, f32[0], one, out[0], ws, ex)
     fails(NULLPTR, ["other is NULL"], f32[0], ffi.NULL, one, out[0], ws, ex)
     fails(NULLPTR, ["alpha is NULL"], f32[0], f32[0], ffi.NULL, out[0], ws, ex)
@@ -267,6 +271,14 @@ def test_inplace_and_scalar_forms(arena):
     # other must broadcast to selfRef's own shape
     assert lib.aclnnInplaceAddGetWorkspaceSize(B[0], A[0], alpha, ws, ex) == INVALID
     assert "selfRef" in last_msg()
+    # its own checks (CheckInplace) come before aclnnAdd's, whose first are the out-pointers
+    assert lib.aclnnInplaceAddGetWorkspaceSize(B[0], A[0], alpha, ffi.NULL, ex) == INVALID
+    assert "does not broadcast" in last_msg()
+    assert lib.aclnnInplaceAddGetWorkspaceSize(A[0], B[0], ffi.NULL, ffi.NULL, ex) == NULLPTR
+    assert "workspaceSize" in last_msg()
+    assert lib.aclnnInplaceAddsGetWorkspaceSize(ffi.NULL, ffi.NULL, alpha, ws, ffi.NULL) == \
+        NULLPTR
+    assert "executor" in last_msg()
     # Adds: a scalar other
     out = out_tensor(arena, (4,), np.float32)
     other = scalar(arena, 0.5, 11)

@@ -248,6 +248,11 @@ def test_null_out_pointers_and_dead_handles(arena):
     args = (x.handle, ns, ffi.NULL, ffi.NULL, 1e-5, y.handle, ffi.NULL, ffi.NULL)
     assert P1(*args, ffi.NULL, ex) == NULLPTR and "workspaceSize" in last_msg()
     assert P1(*args, ws, ffi.NULL) == NULLPTR and "executor" in last_msg()
+    # before anything else (the vendor's L2_DFX_PHASE_1: hicann/opbase op_dfx.cpp
+    # CheckPhase1Params), a NULL input or out included
+    nothing = (ffi.NULL, ns, ffi.NULL, ffi.NULL, 1e-5, ffi.NULL, ffi.NULL, ffi.NULL)
+    assert P1(*nothing, ffi.NULL, ex) == NULLPTR and "workspaceSize" in last_msg()
+    assert P1_MODE(*nothing, 7, ws, ffi.NULL) == NULLPTR and "executor" in last_msg()
     dead = DevView(arena, rand(rng, (4,), F32))
     arena.destroy_tensor(dead.handle)
     assert P1(x.handle, ns, dead.handle, ffi.NULL, 1e-5, y.handle, ffi.NULL, ffi.NULL, ws,

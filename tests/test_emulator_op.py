@@ -679,6 +679,16 @@ def test_null_out_pointers(arena):
     expect(Args(arena), NULLPTR, "executor", ex=False)
 
 
+def test_null_out_pointers_come_before_everything(arena):
+    """The vendor's L2_DFX_PHASE_1 checks them first (hicann/opbase src/nnopbase/composite_op/
+    aclnn_engine/op_dfx.cpp CheckPhase1Params), before the NULL arguments and the rest."""
+    args = Args(arena)
+    args.a["gradOut"] = ffi.NULL
+    args.a["outputMask"] = arena.bool_array([True])
+    expect(args, NULLPTR, "workspaceSize", ws=False)
+    expect(args, NULLPTR, "executor", ex=False)
+
+
 @pytest.mark.parametrize("name", ["gradOut", "mean", "weightOptional", "gradBiasOut",
                                   "normalizedShape", "outputMask"])
 def test_dead_or_garbage_handles_are_never_dereferenced(arena, name):

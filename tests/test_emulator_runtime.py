@@ -441,6 +441,7 @@ def test_two_devices_streams_and_memory():
         lib.aclrtGetDevice(d); out["current_after_sync"] = d[0]
         out["wrong_destroy"] = lib.aclrtDestroyStream(s1[0]), errmsg()
         out["wrong_event"] = lib.aclrtRecordEvent(e1[0], NULL), errmsg()
+        out["other_event_sync"] = lib.aclrtSynchronizeEvent(e1[0]), errmsg()
         out["peer_copy"] = lib.aclrtMemcpy(p0[0], 256, p1[0], 256, 3), errmsg()
         f = ffi.new("size_t *"); t = ffi.new("size_t *")
         lib.aclrtGetMemInfo(1, f, t); out["info0"] = t[0] - f[0]
@@ -458,6 +459,10 @@ def test_two_devices_streams_and_memory():
     for key in ("wrong_destroy", "wrong_event"):
         assert r[key][0] == 107003, (key, r[key])
         assert "device 1" in r[key][1]
+    # the vendor's multi-device guide: recording an event on another device's stream fails,
+    # synchronizing on an event of another device than the current one succeeds
+    # (hicann/runtime docs/zh/dev_guide/05_multi_device_programming.md)
+    assert r["other_event_sync"] == [0, None]
     # synchronizing another device's stream is fine: CANN switches to the stream's context
     # for the wait and back (hicann/runtime src/runtime/api/impl/api_impl.cc StreamSynchronize)
     assert r["other_stream_sync"] == [0, None] and r["current_after_sync"] == 0

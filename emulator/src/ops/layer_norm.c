@@ -304,18 +304,20 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
     const aclTensor *ts[T_COUNT] = {input, weightOptional, biasOptional, out, meanOutOptional,
                                     rstdOutOptional};
 
-    /* 1. required arguments (the vendor's CheckNotNull: input, normalizedShape, out). The
-     * out-pointers are dereferenced unchecked by the vendor: refused here instead. */
+    /* 0. the out-pointers, before anything else: the vendor's L2_DFX_PHASE_1 opens phase one
+     * with them (hicann/opbase include/nnopbase/opdev/op_dfx.h -> src/nnopbase/composite_op/
+     * aclnn_engine/op_dfx.cpp CheckPhase1Params: 161001) */
+    if (!workspaceSize)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", call);
+    if (!executor)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", call);
+    /* 1. required arguments (the vendor's CheckNotNull: input, normalizedShape, out) */
     if (!input)
         FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: input is NULL", call);
     if (!normalizedShape)
         FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: normalizedShape is NULL", call);
     if (!out)
         FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: out is NULL", call);
-    if (!workspaceSize)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", call);
-    if (!executor)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", call);
     /* handles are checked in the registry before anything is dereferenced */
     for (int i = 0; i < T_COUNT; i++)
         if (ts[i] && !aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))

@@ -332,6 +332,14 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
      * op_api/aclnn_layer_norm_backward.cpp: CheckNotNull, the mask length, the requested
      * outputs, CheckDtype, CheckShape), so the first problem reported is the device's. */
 
+    /* 0. the out-pointers, before anything else: the vendor's L2_DFX_PHASE_1 opens phase one
+     * with them (hicann/opbase include/nnopbase/opdev/op_dfx.h -> src/nnopbase/composite_op/
+     * aclnn_engine/op_dfx.cpp CheckPhase1Params: 161001) */
+    if (!workspaceSize)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
+    if (!executor)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", P1);
+
     /* 1. required arguments, in the vendor's order */
     static const struct { int t; const char *name; } REQUIRED[] = {
         {T_DY, "gradOut"}, {T_X, "input"}, {-1, "normalizedShape"}, {T_MEAN, "mean"},
@@ -344,11 +352,6 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
         if (!p)
             FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", P1, REQUIRED[i].name);
     }
-    /* the vendor does not check these two (it would crash): stricter, see docs */
-    if (!workspaceSize)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
-    if (!executor)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", P1);
     /* handles are checked in the registry before anything is dereferenced */
     for (int i = 0; i < T_COUNT; i++)
         if (ts[i] && !aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))

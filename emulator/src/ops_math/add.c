@@ -523,6 +523,13 @@ static aclnnStatus add_phase1(const add_names *N, const aclTensor *self, const a
     const char *P1 = N->p1;
     const char *self_name = N->self_name;
     bool adds = other == NULL && other_s != NULL;
+    /* 0. the out-pointers, before anything else: the vendor's L2_DFX_PHASE_1 opens phase one
+     * with them (hicann/opbase include/nnopbase/opdev/op_dfx.h -> src/nnopbase/composite_op/
+     * aclnn_engine/op_dfx.cpp CheckPhase1Params: 161001) */
+    if (!workspaceSize)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
+    if (!executor)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", P1);
     /* 1. NULLs (the vendor: OP_CHECK_NULL self, other, alpha, out) */
     if (!self)
         FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", P1, self_name);
@@ -532,10 +539,6 @@ static aclnnStatus add_phase1(const add_names *N, const aclTensor *self, const a
         FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: alpha is NULL", P1);
     if (!out)
         FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: out is NULL", P1);
-    if (!workspaceSize)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
-    if (!executor)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", P1);
     if (!aclemu_handle_check(self, ACLEMU_KIND_TENSOR))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", P1, self_name,
              (const void *)self);
