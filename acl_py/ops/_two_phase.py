@@ -300,9 +300,12 @@ class Operator:
             st = fns[1](_NULL, 0, ex, sst.handle)
             if st:
                 raise make_error(st, self.phase_two_name)   # the library released it
-            seq = sst.submit()
+            sst.submit()
+        # Each record is the stream's newest number, read in the store: another thread's
+        # later launch using the same buffer may have recorded meanwhile (_ordering's
+        # Timeline.submit says why a record must never go back).
         for a in allocs:
-            a.uses[sst] = seq
+            a.uses[sst] = sst.seq
 
     def _launch_with(self, allocator, ex, size, sst, allocs, device):
         """Phase two with a workspace from the caller's ``allocator``."""
@@ -321,10 +324,9 @@ class Operator:
             err = make_error(st, self.phase_two_name)
             wsbuf.close()   # the executor: released by the library (see launch)
             raise err
-        seq = sst.submit()
-        ws.uses[sst] = seq
+        ws.uses[sst] = sst.submit()     # used by this launch only
         for a in allocs:
-            a.uses[sst] = seq
+            a.uses[sst] = sst.seq       # the newest number: see enqueue
         wsbuf.close()   # freed once the stream is past this launch
 
     # ---- repeatable executor ----
