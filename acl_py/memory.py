@@ -488,8 +488,8 @@ class DeviceBuffer(_Buffer):
             p = hst.ptr
         try:
             _device.activate(st.device)
-            r = _rt.lib.aclrtMemcpyAsync(st.ptr + offset, st.nbytes - offset, p, n, _H2D,
-                                         sst.handle)
+            r = sst.enqueue(_rt.lib.aclrtMemcpyAsync, st.ptr + offset, st.nbytes - offset,
+                            p, n, _H2D)
             if r:
                 raise make_error(r, "aclrtMemcpyAsync")
             _record(sst, st, hst)
@@ -516,8 +516,8 @@ class DeviceBuffer(_Buffer):
             hst = staging.allocation
         try:
             _device.activate(st.device)
-            r = _rt.lib.aclrtMemcpyAsync(hst.ptr if staging is not None else p, n,
-                                         st.ptr + offset, n, _D2H, sst.handle)
+            r = sst.enqueue(_rt.lib.aclrtMemcpyAsync, hst.ptr if staging is not None else p,
+                            n, st.ptr + offset, n, _D2H)
             if r:
                 raise make_error(r, "aclrtMemcpyAsync")
         except BaseException:
@@ -557,8 +557,8 @@ class DeviceBuffer(_Buffer):
             return
         tl = _stream.state_for(stream, st.device)
         _device.activate(st.device)
-        r = _rt.lib.aclrtMemcpyAsync(st.ptr + offset, st.nbytes - offset,
-                                     sst_src.ptr + src_offset, n, _D2D, tl.handle)
+        r = tl.enqueue(_rt.lib.aclrtMemcpyAsync, st.ptr + offset, st.nbytes - offset,
+                       sst_src.ptr + src_offset, n, _D2D)
         if r:
             raise make_error(r, "aclrtMemcpyAsync")
         _record(tl, st, sst_src)
@@ -584,8 +584,8 @@ class DeviceBuffer(_Buffer):
             return
         tl = _stream.state_for(stream, st.device)
         _device.activate(st.device)
-        r = _rt.lib.aclrtMemsetAsync(st.ptr + offset, st.nbytes - offset, value, n,
-                                     tl.handle)
+        r = tl.enqueue(_rt.lib.aclrtMemsetAsync, st.ptr + offset, st.nbytes - offset, value,
+                       n)
         if r:
             raise make_error(r, "aclrtMemsetAsync")
         _record(tl, st)

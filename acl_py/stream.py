@@ -38,10 +38,11 @@ class StreamState(_ordering.Timeline):
         super().__init__(device)
         self.handle = handle
         self.is_default = is_default
-        # Held while the stream is destroyed, and by synchronizations acl-py makes of streams
-        # it found through its records (wait_if_open), which may be another thread's: such a
-        # stream's handle is never used while, or after, that thread destroys it.
-        # Reentrant: work run by the synchronize may drop the stream's last wrapper.
+        # Held while the stream is destroyed, by synchronizations acl-py makes of streams it
+        # found through its records (wait_if_open), which may be another thread's, and by
+        # enqueues (enqueue): such a stream's handle is never used while, or after,
+        # another thread destroys it. Reentrant: work run by the synchronize may drop the
+        # stream's last wrapper.
         self.destroy_lock = threading.RLock()
 
     def synchronize(self):
@@ -74,6 +75,23 @@ class StreamState(_ordering.Timeline):
                 return False
             self.synchronize()
             return True
+
+    def enqueue(self, fn, *args):
+        """``fn(*args, handle)``: a C call enqueuing work on this stream (its handle the last
+        argument), made holding ``destroy_lock``. A thread closing the stream meanwhile
+        (after the caller's check at the start, in state_for) has then either finished, and
+        this raises ClosedError, or waits for the enqueue: a destroyed handle is a dangling
+        pointer on a device, and work enqueued between the close's synchronize and its
+        destroy would break aclrtDestroyStream's rule that the stream be idle (hicann/runtime
+        include/external/acl/acl_rt.h). Returns the call's status."""
+        lock = self.destroy_lock
+        lock.acquire()      # not `with`: half the cost (CPython 3.11)
+        try:
+            if self.closed:
+                raise self.closed_error(f"stream on device {self.device}")
+            return fn(*args, self.handle)
+        finally:
+            lock.release()
 
     def closed_error(self, what):
         return _rt.closed_error(self.gen, what)
@@ -346,7 +364,7 @@ class Event:
         sst = state_for(stream, st.device)
         _device.activate(st.device)
         target = sst.seq
-        r = _rt.lib.aclrtRecordEvent(st.handle, sst.handle)
+        r = sst.enqueue(_rt.lib.aclrtRecordEvent, st.handle)
         if r:
             raise make_error(r, "aclrtRecordEvent")
         st.recorded = (sst, target)

@@ -439,3 +439,106 @@ def test_last_use_recorded_by_threads_sharing_a_stream_never_goes_back(emulator)
 
 def live_allocations(emulator):
     return emulator.live_objects()["device_allocations"]
+
+
+@pytest.mark.parametrize("window", ["after", "during"])
+@pytest.mark.parametrize("launch", ["copy_from_host_async", "copy_to_host_async", "copy_from",
+                                    "memset", "event_record"])
+def test_enqueue_racing_another_threads_close_of_its_stream(emulator, monkeypatch, launch,
+                                                            window):
+    """A thread enqueues on a stream (checked open at the start) while another thread closes
+    it. The close may end before the enqueue reaches its C call ("after": put right after
+    the check), or be under way ("during": the other thread's destroy has run, the stream is
+    not yet marked closed). Either way the enqueue must raise ClosedError without passing
+    the handle to the runtime: a destroyed handle is a dangling pointer on a device (and an
+    enqueue between the close's synchronize and its destroy breaks aclrtDestroyStream's
+    rule that the stream be idle); before, it raised cffi's TypeError (the handle was None)
+    or the runtime's refusal of a dead stream."""
+    from acl_py import memory, stream as stream_mod
+    n = emulator.live_objects()
+    s = acl_py.Stream()
+    st = s.state
+    b, src = acl_py.DeviceBuffer(4096), acl_py.DeviceBuffer(4096)
+    ev = acl_py.Event()
+    enqueue = {
+        "copy_from_host_async": lambda: b.copy_from_host_async(np.ones(1024, np.float32), s),
+        "copy_to_host_async": lambda: b.copy_to_host_async(np.empty(1024, np.float32), s),
+        "copy_from": lambda: b.copy_from(src, stream=s),
+        "memset": lambda: b.memset(1, stream=s),
+        "event_record": lambda: ev.record(s),
+    }[launch]
+    outcome = []
+
+    def run_enqueue():
+        try:
+            enqueue()
+            outcome.append(None)
+        except BaseException as e:      # noqa: BLE001 - checked below
+            outcome.append(e)
+
+    if window == "after":
+        real = stream_mod.state_for
+
+        def checked_then_closed(*args, **kwargs):
+            sst = real(*args, **kwargs)
+            if sst is st:
+                s.close()               # the other thread's close lands right after
+            return sst
+
+        monkeypatch.setattr(stream_mod, "state_for", checked_then_closed)
+        monkeypatch.setattr(memory._stream, "state_for", checked_then_closed)
+        run_enqueue()
+        monkeypatch.undo()
+    else:
+        # The other thread's enqueue runs while this thread's close is between the destroy and
+        # marking the stream closed; this thread goes on once that enqueue has finished or
+        # waits for the stream's lock (an Event, set by a lock wrapper for that thread only).
+        reached = threading.Event()
+        real_lock = st.destroy_lock
+
+        class SignallingLock:
+            def __enter__(self):
+                if threading.current_thread() is not closer:
+                    reached.set()
+                return real_lock.__enter__()
+
+            def __exit__(self, *exc):
+                return real_lock.__exit__(*exc)
+
+            def acquire(self, *a, **k):
+                if threading.current_thread() is not closer:
+                    reached.set()
+                return real_lock.acquire(*a, **k)
+
+            def release(self):
+                return real_lock.release()
+
+        def enqueue_then_signal():
+            try:
+                run_enqueue()
+            finally:
+                reached.set()
+
+        class EnqueuedWhileClosing(stream_mod.StreamState):
+            __slots__ = ()
+
+            def close(self):
+                other.start()
+                reached.wait()
+                super().close()
+
+        closer = threading.current_thread()
+        other = threading.Thread(target=enqueue_then_signal, daemon=True)
+        st.destroy_lock = SignallingLock()
+        st.__class__ = EnqueuedWhileClosing
+        try:
+            s.close()
+        finally:
+            st.__class__ = stream_mod.StreamState
+        other.join()
+    for o in (b, src, ev):
+        o.close()
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], errors.ClosedError), repr(outcome[0])
+    acl_py.release_unused()
+    assert emulator.live_objects() == n     # the staging buffer too
