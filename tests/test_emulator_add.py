@@ -647,3 +647,27 @@ def test_vendor_unit_tests_on_other_parts(part):
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     assert f"{len(VENDOR_UT)} passed" in r.stdout, r.stdout[-2000:]
+
+
+@pytest.mark.parametrize("value,expect", [
+    (1 + 2**-11 + 2**-40, 1 + 2**-10),  # just above the tie between 1 and 1 + 2**-10
+    (-(2**-25 + 2**-60), -(2**-24)),    # just above half the smallest subnormal
+    (1 + 2**-11, 1.0),                  # an exact tie: to even
+])
+def test_adds_rounds_a_double_scalar_once_to_float16(arena, value, expect):
+    """aclnnAdds makes its scalar a tensor of the promoted dtype at phase one (ConvertToTensor
+    -> hicann/opbase src/nnopbase/common/utils/common_types.cpp aclTensor(const aclScalar *,
+    ...): value->ToFp16()), and a DOUBLE scalar becomes FLOAT16 in one rounding to nearest
+    even (fp16_t.cpp operator=(const double &)); through float it would round twice and give
+    1 (and -0) for the first two."""
+    if ffi.string(lib.aclrtGetSocName()).decode().startswith("Ascend950"):
+        pytest.skip("on 950 a FLOAT16 self with this scalar promotes to FLOAT (regbase branch)")
+    A = put(arena, np.zeros(3, np.float16))
+    out = out_tensor(arena, (3,), np.float16)
+    ws, ex = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
+    assert lib.aclnnAddsGetWorkspaceSize(A.handle, scalar(arena, value, 11),
+                                         scalar(arena, 1.0, 0), out.handle, ws, ex) == 0
+    assert lib.aclnnAdds(ffi.NULL, 0, ex[0], arena.stream) == 0, last_msg()
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    got = get(arena, out)
+    assert got.tobytes() == np.full(3, expect, np.float16).tobytes(), (got, expect)

@@ -300,6 +300,36 @@ static num scalar_num(const aclScalar *s) {
     return v;
 }
 
+/* A double rounded once to FLOAT16 (to nearest even, subnormals included, overflow to inf),
+ * as the vendor's fp16_t does from a double (hicann/opbase src/nnopbase/common/utils/
+ * fp16_t.cpp operator=(const double &)): what aclScalar::ToFp16 gives a DOUBLE scalar.
+ * Through float it would round twice. The result is exact in FLOAT16 (and in float). */
+static double f16_round_double(double v) {
+    if (isnan(v) || isinf(v))
+        return v;
+    double a = fabs(v);
+    if (a >= 65520.0) /* at or above the tie between 65504 and the next binade */
+        return copysign(INFINITY, v);
+    int e;
+    (void)frexp(a, &e);                  /* a in [2^(e-1), 2^e) */
+    int lead = e - 1 < -14 ? -14 : e - 1; /* below 2^-14 the spacing is the subnormals' */
+    double ulp = ldexp(1.0, lead - 10);
+    return copysign(rint(a / ulp) * ulp, v); /* a / ulp is exact; rint: to nearest even */
+}
+
+/* An aclScalar's value as the vendor's aclScalar::To<dtype> gives it for a tensor of dtype
+ * `to` (ConvertToTensor, GetCastedFloat): a cast from the scalar's own dtype, except that a
+ * DOUBLE scalar becomes FLOAT16 in one rounding (BF16 goes through float there too:
+ * include/nnopbase/opdev/bfloat16.h). */
+static num scalar_as(const aclScalar *s, aclDataType to) {
+    num v = scalar_num(s);
+    if (s->dtype == ACL_DOUBLE && to == ACL_FLOAT16) {
+        v.re = f16_round_double(v.re);
+        return v;
+    }
+    return cast(v, s->dtype, to);
+}
+
 /* ---- the executor's payload ----------------------------------------------------------------- */
 
 typedef enum { PATH_ADD, PATH_AXPY, PATH_MUL_ADD } add_path;
@@ -324,9 +354,8 @@ typedef struct {
     const char *p2;          /* the phase-two name, for messages */
     const char *names[A_COUNT];
     adesc t[A_COUNT];
-    bool other_is_scalar;    /* Adds: other is `other_value` in dtype `other_dtype` */
-    num other_value;
-    aclDataType other_dtype;
+    bool other_is_scalar;    /* Adds: other is `other_calc`, already in the promoted dtype */
+    num other_calc;
     int nd;
     int64_t dims[MAX_RANK];  /* out's shape */
     int64_t n;               /* elements */
@@ -365,7 +394,7 @@ static void add_range(void *ctx, int64_t chunk, int64_t begin, int64_t end) {
         const adesc *s = &P->t[A_SELF], *o = &P->t[A_OTHER], *y = &P->t[A_OUT];
         num a = cast(load(s->data + off[A_SELF] * s->es, s->dtype), s->dtype, P->calc);
         num b = P->other_is_scalar
-                    ? cast(P->other_value, P->other_dtype, P->calc)
+                    ? P->other_calc
                     : cast(load(o->data + off[A_OTHER] * o->es, o->dtype), o->dtype, P->calc);
         num r;
         if (P->path == PATH_ADD) {
@@ -477,8 +506,9 @@ static aclDataType adds_promote_regbase(aclDataType self, const aclScalar *other
         r = self != ACL_DT_UNDEFINED ? self : o;
     }
     if (r == ACL_FLOAT16 || r == ACL_BF16) {
+        /* GetCastedFloat: the scalar as a FLOAT16/BF16 (scalar_as), then as float */
         float ov = (float)aclemu_scalar_to_double(other), av = (float)aclemu_scalar_to_double(alpha);
-        float oc = (float)round_to(ov, r), ac = (float)round_to(av, r);
+        float oc = (float)scalar_as(other, r).re, ac = (float)scalar_as(alpha, r).re;
         bool keep = fabsf(oc - ov) <= 1.1920929e-07f && fabsf(ac - av) <= 1.1920929e-07f;
         if (!keep)
             r = ACL_FLOAT;
@@ -656,8 +686,8 @@ static aclnnStatus add_phase1(const add_names *N, const aclTensor *self, const a
     snapshot(&P->t[A_OUT], out, nd);
     if (adds) {
         P->other_is_scalar = true;
-        P->other_value = scalar_num(other_s);
-        P->other_dtype = other_s->dtype;
+        /* converted here, as the vendor's ConvertToTensor(other, promoted dtype) does */
+        P->other_calc = scalar_as(other_s, calc);
     }
     P->calc = calc;
     /* alpha == 1 is judged as the vendor's IsEqualToOne does: "neither > 1 nor < 1" on its
