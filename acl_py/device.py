@@ -63,6 +63,16 @@ def activate(dev):
         _set_device(dev)
 
 
+def restore(dev):
+    """Makes ``dev``, the calling thread's device read before a call that may switch it
+    (``thread_state.dev``), current again if it did: a release the garbage collector runs
+    inside another operation of the thread (at any allocation) must leave the operation's
+    device as it found it, since the runtime refuses an enqueue on a stream of another
+    device than the current one."""
+    if dev is not None and thread_state.dev != dev and _rt.ready:
+        _set_device(dev)
+
+
 def current_device_id():
     d = thread_state.user
     return 0 if d is None else d
@@ -258,4 +268,4 @@ def _reset_devices():
 _rt.register_step("devices", _reset_devices)
 
 __all__ = ["Device", "current_device", "set_device", "device_count", "mem_info",
-           "synchronize", "MemInfo", "activate", "resolve_device", "provide"]
+           "synchronize", "MemInfo", "activate", "restore", "resolve_device", "provide"]

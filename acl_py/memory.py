@@ -131,8 +131,10 @@ def _free_now(st, tl=None, seq=0):
     if st.nbytes == 0:
         st.ptr = None
         return
-    L = _rt.lib
-    _device.activate(st.device)
+    # No device made current: CANN frees through the driver whatever the thread's device
+    # (hicann/runtime api_impl.cc, DevFreeStatic and HostFree), and a release the garbage
+    # collector runs inside another operation must not switch that operation's device.
+    L = _rt.lib if _rt.ready else _rt.ensure()
     s = L.aclrtFreeHost(ptr) if st.host else L.aclrtFree(ptr)
     if s:
         raise make_error(s, "aclrtFreeHost" if st.host else "aclrtFree")
@@ -954,8 +956,8 @@ class _PoolState:
         """Frees a block of a closed pool: ``(ptr, size, desc)``. The memory first: if that
         fails, nothing is released and the caller keeps both (a retry frees each once)."""
         ptr, size, desc = block
-        _device.activate(self.device)
-        s = _rt.lib.aclrtFree(ptr)
+        L = _rt.lib if _rt.ready else _rt.ensure()     # no device needed: see _free_now
+        s = L.aclrtFree(ptr)
         if s:
             raise make_error(s, "aclrtFree")
         with self.lock:
@@ -1001,8 +1003,8 @@ class _PoolState:
                         blocks.append((size, lst.pop()))
                     except IndexError:
                         break
-        if blocks:
-            _device.activate(self.device)
+        if blocks and not _rt.ready:
+            _rt.ensure()    # raises after the final finalize(); no device needed: see _free_now
         for size, p in blocks:
             desc = self.descs.pop(p, None)
             try:
@@ -1025,12 +1027,18 @@ class _PoolState:
 
 
 def _pool_release(pst):
-    pst.free_all()
-    with pst.lock:
-        pst.dead = True
-    # Blocks given back while the first pass ran (to a free list without the lock, or to a
-    # stream's list) are freed by a second: from now on give_back frees them itself.
-    pst.free_all()
+    # Its streams' synchronizes make their device current: the thread's is restored after
+    # (a garbage collection may run this inside another operation of the thread).
+    dev = _device.thread_state.dev
+    try:
+        pst.free_all()
+        with pst.lock:
+            pst.dead = True
+        # Blocks given back while the first pass ran (to a free list without the lock, or to
+        # a stream's list) are freed by a second: from now on give_back frees them itself.
+        pst.free_all()
+    finally:
+        _device.restore(dev)
 
 
 class MemoryPool:

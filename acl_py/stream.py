@@ -115,15 +115,22 @@ def _destroy_stream(st):
         if st.closed:
             return
         L = _rt.lib
+        # CANN destroys a stream only with its device current (hicann/runtime api_impl.cc,
+        # StreamDestroy); the thread's device is restored after: a garbage collection may run
+        # this release inside another operation of the thread, on another device.
+        dev = _device.thread_state.dev
         _device.activate(st.device)
-        target = st.seq
-        sync_err = None
-        s = L.aclrtSynchronizeStream(st.handle)
-        if s:
-            sync_err = make_error(s, "aclrtSynchronizeStream")
-        s = L.aclrtDestroyStream(st.handle)
-        if s:
-            raise make_error(s, "aclrtDestroyStream")
+        try:
+            target = st.seq
+            sync_err = None
+            s = L.aclrtSynchronizeStream(st.handle)
+            if s:
+                sync_err = make_error(s, "aclrtSynchronizeStream")
+            s = L.aclrtDestroyStream(st.handle)
+            if s:
+                raise make_error(s, "aclrtDestroyStream")
+        finally:
+            _device.restore(dev)
         # Destroy drains the stream: everything submitted is complete now.
         st.close()
         st.handle = None
@@ -321,9 +328,10 @@ class _EventState:
 def _destroy_event(st):
     if st.closed:
         return
-    L = _rt.lib
-    _device.activate(st.device)
-    s = L.aclrtDestroyEvent(st.handle)
+    # No device made current: CANN destroys an event in its own context (hicann/runtime
+    # api_impl.cc, EventDestroy), and a release the garbage collector runs inside another
+    # operation must not switch that operation's device.
+    s = _rt.lib.aclrtDestroyEvent(st.handle)
     if s:
         raise make_error(s, "aclrtDestroyEvent")
     st.closed = True

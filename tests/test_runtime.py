@@ -530,3 +530,93 @@ def test_teardown_retries_every_failed_release_once(run_python, emulator):
     ''').replace("TESTS", repr(os.path.dirname(os.path.abspath(__file__)))), timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith("OK") and r.stderr == "", r.stdout + r.stderr
+
+
+def test_release_of_another_devices_object_inside_a_launch_keeps_its_device(run_python,
+                                                                            emulator):
+    """A garbage collection may run any release at any allocation, also in the middle of an
+    operator launch or an asynchronous copy, between the device made current for it and its
+    enqueue (simulated here: the releases run where the launch's workspace is returned, and
+    where the copy's host source is read). A release of another device's object (memory,
+    a pool's cache, an event, a stream) must leave the thread's current device as it found
+    it: the runtime refuses an enqueue on a stream of another device than the current one
+    (CANN: hicann/runtime api_impl.cc, KernelLaunch and MemcpyAsync check the stream's
+    context). Memory and events are released without a current device (CANN frees through
+    the driver, api_impl.cc DevFreeStatic/HostFree, and destroys an event in its own
+    context); a stream's destroy makes its device current and then the previous one again."""
+    r = run_python(script('''
+        import sys
+        import numpy as np
+        import acl_py
+        from acl_py import memory
+        sys.path.insert(0, TESTS)
+        from _reliability import check, lnb, make_case, to_device
+
+        def device1_objects(kind):
+            with acl_py.Device(1):
+                if kind == "buffer":
+                    return acl_py.DeviceBuffer(4096)
+                if kind == "host":
+                    return acl_py.HostBuffer(4096)
+                if kind == "event":
+                    return acl_py.Event()
+                if kind == "stream":
+                    return acl_py.Stream()
+                if kind == "pool":
+                    p = acl_py.MemoryPool()
+                    p.malloc(4096).close()          # a cached block: freed by the close
+                    return p
+                if kind == "closed pool":
+                    p = acl_py.MemoryPool()
+                    b = p.malloc(4096)
+                    p.close()
+                    return b                        # freed as plain memory
+
+        case = make_case(np.random.default_rng(0), (8, 64), 1, np.float32)
+        dev = to_device(case)
+        s = acl_py.Stream()
+        workspace, host_source = memory._PoolState.workspace, memory._host_source
+        for kind in ("buffer", "host", "event", "stream", "pool", "closed pool"):
+            for where in ("launch", "copy"):
+                pending = [device1_objects(kind)]
+
+                def release_pending():
+                    while pending:
+                        pending.pop().close()   # as a garbage collection would, here
+
+                def workspace_then_gc(self, *args):
+                    block = workspace(self, *args)
+                    release_pending()
+                    return block
+
+                def host_source_then_gc(*args):
+                    source = host_source(*args)
+                    release_pending()
+                    return source
+
+                memory._PoolState.workspace = workspace_then_gc
+                memory._host_source = host_source_then_gc
+                try:
+                    if where == "launch":
+                        outs = lnb()(dev["grad_out"], dev["input"], dev["normalized_shape"],
+                                     dev["mean"], dev["rstd"], dev["weight"], stream=s)
+                    else:
+                        buf = acl_py.DeviceBuffer(64)
+                        buf.copy_from_host_async(bytes(64), s)
+                        buf.close()
+                except Exception as e:
+                    raise SystemExit(f"{kind} released inside a {where}: {e!r}")
+                finally:
+                    memory._PoolState.workspace = workspace
+                    memory._host_source = host_source
+                assert not pending, (kind, where)
+                s.synchronize()
+                if where == "launch":
+                    check(outs, case, what=kind)
+        s.close()
+        acl_py.release_unused()
+        print("OK")
+    ''').replace("TESTS", repr(os.path.dirname(os.path.abspath(__file__)))),
+        env={"ACL_EMU_DEVICE_COUNT": "2"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "OK" and r.stderr == ""
