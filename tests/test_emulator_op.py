@@ -762,6 +762,22 @@ def test_rule4_narrow_input_with_float_statistics_and_weight_passes(arena):
     assert args.call()[0] == OK
 
 
+def test_rank_0_statistics_and_weight_bias_of_different_dtypes_pass(arena):
+    """Two things the docs forbid and the op_api source (aclnn_layer_norm_backward.cpp)
+    accepts, so a device runs them: mean/rstd of rank 0 when M is 1 (CheckShape counts their
+    elements only; the docs ask for rank 1-8), and weight and bias of different dtypes
+    (CheckDtype checks each against input, not against each other; bias is never read)."""
+    rng = np.random.default_rng(5)
+    dy, x, mu, rs, w = rand_inputs(rng, (9,), 1, stat_shape=())
+    check_call(arena, dy, x, 1, mu, rs, w)
+    args = Args(arena)
+    for n in ("gradOut", "input", "gradInputOut"):
+        args.a[n] = args.T((4, 3, 5), lib.ACL_FLOAT16)
+    args.a["weightOptional"] = args.T((3, 5), lib.ACL_FLOAT)
+    args.a["biasOptional"] = args.T((3, 5), lib.ACL_FLOAT16)
+    assert args.call()[0] == OK
+
+
 @pytest.mark.parametrize("in_dt,stat_dts", [
     (lib.ACL_FLOAT16, (lib.ACL_BF16, lib.ACL_BF16)), (lib.ACL_BF16, (lib.ACL_FLOAT16,) * 2),
     (lib.ACL_FLOAT16, (lib.ACL_FLOAT16, lib.ACL_FLOAT)), (lib.ACL_BF16, (lib.ACL_FLOAT,) * 2)])
