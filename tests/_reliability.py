@@ -3,6 +3,7 @@ test_lifetime_abuse, test_hostile_input): input generation, the reference check,
 the process so live-object counts can be compared."""
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 
@@ -130,6 +131,33 @@ def random_problem(rng, max_elems=4096):
     mask = MASKS[int(rng.integers(0, 8))]
     return (tuple(shape), ns_len, dtype, mask, bool(rng.random() < 0.8),
             bool(rng.random() < 0.5), bool(rng.random() < 0.7))
+
+
+@contextlib.contextmanager
+def switched_out_in_submit(stream, other_threads):
+    """Inside the block, the next submission numbered on ``stream`` (an acl_py.Stream) runs
+    ``other_threads()`` right after taking its number, before returning it: what other
+    threads do while this one is switched out between numbering a submission and recording
+    its uses. Asserts it ran."""
+    from acl_py.stream import StreamState
+    race = [other_threads]
+
+    class SwitchedOutInSubmit(StreamState):
+        __slots__ = ()
+
+        def submit(self, keep=None):
+            seq = super().submit(keep)
+            if race:
+                race.pop()()
+            return seq
+
+    st = stream.state
+    st.__class__ = SwitchedOutInSubmit
+    try:
+        yield
+    finally:
+        st.__class__ = StreamState
+    assert not race, "no submission was numbered"
 
 
 @pytest.fixture(autouse=True)

@@ -248,18 +248,7 @@ def test_launch_records_never_go_back_on_a_shared_stream(emulator):
     launch using the same tensor and record it; the first launch's records must not replace
     that later number with its earlier one, or a synchronize that reached only the first
     launch would free the tensor under the later one (as for copies: test_stream.py)."""
-    from acl_py.stream import StreamState
-    race = []
-
-    class SwitchedOutInSubmit(StreamState):
-        __slots__ = ()
-
-        def submit(self, keep=None):
-            seq = super().submit(keep)
-            if race:
-                race.pop()()    # what another thread does while this one is switched out
-            return seq
-
+    from _reliability import switched_out_in_submit
     case = make_case((4, 8), 1, F32)
     d = to_device(case)
     s = acl_py.Stream()
@@ -271,13 +260,9 @@ def test_launch_records_never_go_back_on_a_shared_stream(emulator):
         x.buffer.memset(0, stream=s)        # a later launch using x, recorded as such
         assert x.allocation.uses[st] == st.seq
 
-    race.append(other_thread)
-    st.__class__ = SwitchedOutInSubmit
-    try:
+    with switched_out_in_submit(s, other_thread):
         outs = acl_py.layer_norm_backward(**d, stream=s)
-    finally:
-        st.__class__ = StreamState
-    assert not race and st.done < st.seq
+    assert st.done < st.seq
     assert x.allocation.uses[st] == st.seq      # the memset's number, not the launch's
     # (A plan records its runs on its own record, which its buffers link to: another
     # launch's record on a buffer is never overwritten by a run.)

@@ -399,18 +399,7 @@ def test_last_use_recorded_by_threads_sharing_a_stream_never_goes_back(emulator)
     reached only the first launch (another thread's, its target read before the later
     submission) makes the buffer look done while the later launch is queued: its memory is
     freed under that launch. Each record now stores the stream's newest number."""
-    from acl_py.stream import StreamState
-    race = []
-
-    class SwitchedOutInSubmit(StreamState):
-        __slots__ = ()
-
-        def submit(self, keep=None):
-            seq = super().submit(keep)
-            if race:
-                race.pop()()    # what other threads do while this one is switched out
-            return seq
-
+    from _reliability import switched_out_in_submit
     s = acl_py.Stream()
     st = s.state
     n = live_allocations(emulator)
@@ -421,13 +410,8 @@ def test_last_use_recorded_by_threads_sharing_a_stream_never_goes_back(emulator)
         x.memset(1, stream=s)           # a later launch using x, recorded as such
         assert x.allocation.uses[st] == st.seq
 
-    race.append(other_threads)
-    st.__class__ = SwitchedOutInSubmit
-    try:
+    with switched_out_in_submit(s, other_threads):   # at the keep-alive append
         first = s.mark_used(x, keep=object())   # this thread's launch using x
-    finally:
-        st.__class__ = StreamState
-    assert not race
     assert st.done == first < st.seq
     assert x.allocation.uses[st] == st.seq      # the later launch's number, not first
     x.close()
