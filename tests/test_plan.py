@@ -272,6 +272,56 @@ def test_launch_records_never_go_back_on_a_shared_stream(emulator):
     s.close()
 
 
+@pytest.mark.parametrize("launch", ["call", "call-new", "plan", "aclnn"])
+def test_launch_racing_another_threads_close_of_its_stream(emulator, monkeypatch, launch):
+    """An operator launch checks its stream open at the start (state_for); another thread's
+    close landing right after must make the launch raise ClosedError without giving the
+    runtime the stream's handle (destroyed: a dangling pointer on a device), and lose
+    nothing: the executor phase one made is destroyed, the workspace and new outputs go
+    back. Before, phase two got the handle (None after the close: cffi's TypeError)."""
+    from acl_py import aclnn, stream as stream_mod
+    case = make_case((4, 8), 1, F32)
+    d = to_device(case)
+    outs = (acl_py.DeviceTensor.empty((4, 8)), acl_py.DeviceTensor.empty(8),
+            acl_py.DeviceTensor.empty(8))
+    plan = acl_py.LayerNormBackward(**d) if launch == "plan" else None
+    for t in (*d.values(), *outs):
+        if isinstance(t, acl_py.DeviceTensor):
+            t.handle                # made now: cached, not the launch's to release
+    acl_py.release_unused()
+    before = emulator.live_objects()
+    s = acl_py.Stream()
+    st = s.state
+    real = stream_mod.state_for
+
+    def checked_then_closed(*args, **kwargs):
+        sst = real(*args, **kwargs)
+        if sst is st:
+            s.close()               # the other thread's close lands right after the check
+        return sst
+    monkeypatch.setattr(stream_mod, "state_for", checked_then_closed)
+    with pytest.raises(ClosedError):
+        if launch == "plan":
+            plan.run(s)
+        elif launch == "aclnn":
+            aclnn.LayerNormBackward(d["grad_out"], d["input"], (8,), d["mean"], d["rstd"],
+                                    d["weight"], d["bias"], (True, True, True), *outs,
+                                    stream=s)
+        else:
+            acl_py.layer_norm_backward(**d, out=outs if launch == "call" else None, stream=s)
+    monkeypatch.undo()
+    assert s.closed
+    acl_py.release_unused()
+    after = emulator.live_objects()
+    # the closed stream is gone; nothing else changed (no executor, buffer or tensor left)
+    assert {k: after[k] - before[k] for k in before if after[k] != before[k]} == {}
+    if plan is not None:            # the plan still runs on an open stream
+        plan.run()
+        acl_py.default_stream().synchronize()
+        check(plan.outputs, case)
+        plan.close()
+
+
 def test_one_shot_reuses_arrays_and_workspace(emulator):
     """After the first call, a one-shot call on device tensors creates no array handle and
     allocates no workspace: phase one, phase two, nothing else."""

@@ -279,7 +279,7 @@ class Operator:
                 _destroy_quietly(fns[3], ex)
                 raise
             try:
-                st = fns[1](ptr, size, ex, sst.handle)
+                st = sst.enqueue(fns[1], ptr, size, ex)
             except BaseException:
                 _destroy_quietly(fns[3], ex)
                 pool.park(ptr, block, sst, sst.seq)
@@ -297,7 +297,11 @@ class Operator:
             self._launch_with(allocator, ex, size, sst, allocs, device)
             return
         else:
-            st = fns[1](_NULL, 0, ex, sst.handle)
+            try:
+                st = sst.enqueue(fns[1], _NULL, 0, ex)
+            except BaseException:
+                _destroy_quietly(fns[3], ex)    # it never ran: the stream was closed
+                raise
             if st:
                 raise make_error(st, self.phase_two_name)   # the library released it
             sst.submit()
@@ -314,7 +318,7 @@ class Operator:
         try:
             wsbuf = allocator(size, device)
             ws = wsbuf.allocation
-            st = fns[1](ws.ptr, size, ex, sst.handle)
+            st = sst.enqueue(fns[1], ws.ptr, size, ex)
         except BaseException:
             _destroy_quietly(fns[3], ex)
             if wsbuf is not None:
@@ -534,7 +538,7 @@ class Executor:
             return self._run_per_launch(stream)
         dev = self._device
         sst = _stream.state_for(stream, dev)        # also makes the device current
-        st = self._phase_two(self._ws_ptr, self.workspace_size, h, sst.handle)
+        st = sst.enqueue(self._phase_two, self._ws_ptr, self.workspace_size, h)
         if st:
             raise make_error(st, self.op.phase_two_name)
         # Recorded once per run, on the executor only: its buffers are linked to es.uses.
