@@ -322,6 +322,46 @@ def test_launch_racing_another_threads_close_of_its_stream(emulator, monkeypatch
         plan.close()
 
 
+def test_plan_released_inside_another_devices_launch_keeps_its_device(run_python):
+    """A garbage collection may release a plan of device 1 in the middle of a device-0
+    launch (simulated: where the launch takes its workspace). The executor's destroy makes
+    its device current; it must then make the thread's device current again, or the launch
+    enqueues on its device-0 stream with device 1 current, which the runtime refuses (CANN
+    checks the stream's context at launch; the emulator returns 361001)."""
+    proc = run_python("""
+        import numpy as np, acl_py
+        from acl_py import memory
+        x = np.arange(16, dtype=np.float32).reshape(2, 8) / 16
+        m = x.mean(axis=1, keepdims=True)
+        r = 1 / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+        def tensors(dev):
+            return [acl_py.DeviceTensor.from_numpy(a, device=dev) for a in (x, x, m, r)]
+        with acl_py.Device(1):
+            t1 = tensors(1)
+            plan = acl_py.LayerNormBackward(t1[0], t1[1], [8], t1[2], t1[3])
+        t0 = tensors(0)
+        s = acl_py.Stream(device=0)
+        workspace = memory._PoolState.workspace
+        pending = [plan]
+
+        def workspace_then_gc(self, *args):
+            block = workspace(self, *args)
+            while pending:
+                pending.pop().close()       # as a garbage collection would, here
+            return block
+        memory._PoolState.workspace = workspace_then_gc
+        try:
+            outs = acl_py.layer_norm_backward(t0[0], t0[1], [8], t0[2], t0[3], stream=s)
+        finally:
+            memory._PoolState.workspace = workspace
+        s.synchronize()
+        assert not pending and plan.closed
+        print("ok")
+    """, env={"ACL_EMU_DEVICE_COUNT": "2", "ACL_PY_BACKEND": "emulator"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("ok"), proc.stdout
+
+
 def test_one_shot_reuses_arrays_and_workspace(emulator):
     """After the first call, a one-shot call on device tensors creates no array handle and
     allocates no workspace: phase one, phase two, nothing else."""
