@@ -258,12 +258,12 @@ def _wait_pending(st):
 
 
 def _record(tl, *allocs):
-    """Numbers a submission just enqueued on ``tl`` that uses ``allocs`` (each record is
-    the stream's newest number: see ``_ordering.Timeline.submit``)."""
-    seq = tl.submit()
+    """Records that a submission just enqueued on ``tl`` (``StreamState.enqueue``, which
+    numbered it) uses ``allocs``; returns a number at least its own. Each record is the
+    stream's newest number: see ``_ordering.Timeline.submit``."""
     for a in allocs:
         a.uses[tl] = tl.seq
-    return seq
+    return tl.seq
 
 
 def _malloc(dev, nbytes, host):

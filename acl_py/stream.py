@@ -78,18 +78,23 @@ class StreamState(_ordering.Timeline):
 
     def enqueue(self, fn, *args):
         """``fn(*args, handle)``: a C call enqueuing work on this stream (its handle the last
-        argument), made holding ``destroy_lock``. A thread closing the stream meanwhile
-        (after the caller's check at the start, in state_for) has then either finished, and
-        this raises ClosedError, or waits for the enqueue: a destroyed handle is a dangling
-        pointer on a device, and work enqueued between the close's synchronize and its
-        destroy would break aclrtDestroyStream's rule that the stream be idle (hicann/runtime
-        include/external/acl/acl_rt.h). Returns the call's status."""
+        argument), made holding ``destroy_lock``; when it returns 0 the work is numbered
+        (:meth:`submit`: ``seq`` is then at least its number). A thread closing the stream
+        meanwhile (after the caller's check at the start, in state_for) has then either
+        finished, and this raises ClosedError, or waits for the enqueue: a destroyed handle
+        is a dangling pointer on a device, and work enqueued between the close's synchronize
+        and its destroy would break aclrtDestroyStream's rule that the stream be idle
+        (hicann/runtime include/external/acl/acl_rt.h). Returns the call's status. One call
+        for both: the launch path is timed, and a call costs more than the lock."""
         lock = self.destroy_lock
         lock.acquire()      # not `with`: half the cost (CPython 3.11)
         try:
             if self.closed:
                 raise self.closed_error(f"stream on device {self.device}")
-            return fn(*args, self.handle)
+            status = fn(*args, self.handle)
+            if not status:
+                self.seq += 1   # submit(), inline: see Timeline.submit on the counter
+            return status
         finally:
             lock.release()
 

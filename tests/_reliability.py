@@ -135,10 +135,10 @@ def random_problem(rng, max_elems=4096):
 
 @contextlib.contextmanager
 def switched_out_in_submit(stream, other_threads):
-    """Inside the block, the next submission numbered on ``stream`` (an acl_py.Stream) runs
-    ``other_threads()`` right after taking its number, before returning it: what other
-    threads do while this one is switched out between numbering a submission and recording
-    its uses. Asserts it ran."""
+    """Inside the block, the next submission numbered on ``stream`` (an acl_py.Stream: by
+    ``submit``, or by ``enqueue`` for the work it enqueues) runs ``other_threads()`` right
+    after taking its number, before returning it: what other threads do while this one is
+    switched out between numbering a submission and recording its uses. Asserts it ran."""
     from acl_py.stream import StreamState
     race = [other_threads]
 
@@ -150,6 +150,12 @@ def switched_out_in_submit(stream, other_threads):
             if race:
                 race.pop()()
             return seq
+
+        def enqueue(self, fn, *args):
+            status = super().enqueue(fn, *args)
+            if race and not status:
+                race.pop()()
+            return status
 
     st = stream.state
     st.__class__ = SwitchedOutInSubmit

@@ -290,9 +290,9 @@ class Operator:
                 # CommonOpExecutorRun; docs/emulator.md): not ours to destroy.
                 pool.park(ptr, block, sst, sst.seq)
                 raise err
-            seq = sst.submit()
-            # Kept for the stream's next launch (it runs after this one).
-            pool.park(ptr, block, sst, seq)
+            # Kept for the stream's next launch (it runs after this one); enqueue numbered
+            # the launch (seq: its number, or a later one).
+            pool.park(ptr, block, sst, sst.seq)
         elif size:
             self._launch_with(allocator, ex, size, sst, allocs, device)
             return
@@ -304,7 +304,6 @@ class Operator:
                 raise
             if st:
                 raise make_error(st, self.phase_two_name)   # the library released it
-            sst.submit()
         # Each record is the stream's newest number, read in the store: another thread's
         # later launch using the same buffer may have recorded meanwhile (_ordering's
         # Timeline.submit says why a record must never go back).
@@ -328,7 +327,7 @@ class Operator:
             err = make_error(st, self.phase_two_name)
             wsbuf.close()   # the executor: released by the library (see launch)
             raise err
-        ws.uses[sst] = sst.submit()     # used by this launch only
+        ws.uses[sst] = sst.seq          # numbered by enqueue
         for a in allocs:
             a.uses[sst] = sst.seq       # the newest number: see enqueue
         wsbuf.close()   # freed once the stream is past this launch
@@ -549,7 +548,7 @@ class Executor:
         if st:
             raise make_error(st, self.op.phase_two_name)
         # Recorded once per run, on the executor only: its buffers are linked to es.uses.
-        es.uses[sst] = sst.submit()
+        es.uses[sst] = sst.seq      # numbered by enqueue
         return self.outputs
 
     def _run_per_launch(self, stream):
