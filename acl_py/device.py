@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import operator
 import threading
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal, NamedTuple, Union
 
 from ._ffi import ffi
@@ -63,14 +64,21 @@ def activate(dev):
         _set_device(dev)
 
 
-def restore(dev):
-    """Makes ``dev``, the calling thread's device read before a call that may switch it
-    (``thread_state.dev``), current again if it did: a release the garbage collector runs
-    inside another operation of the thread (at any allocation) must leave the operation's
-    device as it found it, since the runtime refuses an enqueue on a stream of another
-    device than the current one."""
-    if dev is not None and thread_state.dev != dev and _rt.ready:
-        _set_device(dev)
+@contextmanager
+def restoring(dev=None):
+    """Makes ``dev`` current (when given) for the block, and the calling thread's device of
+    before current again after it, if the block switched it: a release the garbage collector
+    runs inside another operation of the thread (at any allocation) must leave the
+    operation's device as it found it, since the runtime refuses an enqueue on a stream of
+    another device than the current one. For release paths (not timed)."""
+    before = thread_state.dev
+    if dev is not None:
+        activate(dev)
+    try:
+        yield
+    finally:
+        if before is not None and thread_state.dev != before and _rt.ready:
+            _set_device(before)
 
 
 def current_device_id():
@@ -268,4 +276,4 @@ def _reset_devices():
 _rt.register_step("devices", _reset_devices)
 
 __all__ = ["Device", "current_device", "set_device", "device_count", "mem_info",
-           "synchronize", "MemInfo", "activate", "restore", "resolve_device", "provide"]
+           "synchronize", "MemInfo", "activate", "restoring", "resolve_device", "provide"]

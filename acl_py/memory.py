@@ -266,13 +266,16 @@ def _record(tl, *allocs):
     return tl.seq
 
 
-def _malloc(dev, nbytes, host):
-    """``nbytes`` (> 0) from aclrtMalloc, or aclrtMallocHost if ``host``: a ``char *``."""
+def _malloc(dev, nbytes, host, pooled=False):
+    """``nbytes`` (> 0) from aclrtMalloc, or aclrtMallocHost if ``host``: a ``char *``. A
+    device allocation out of memory gives back what acl-py holds there for later
+    (``_give_back_held``) and retries once: a pool's always (its cache was emptied), an
+    unpooled one if something was given back."""
     L = _rt.ensure()
     _device.activate(dev)
     p = ffi.new("void **")
     s = L.aclrtMallocHost(p, nbytes) if host else L.aclrtMalloc(p, nbytes, _POLICY)
-    if s in _OOM and not host and _give_back_held(dev):
+    if s in _OOM and not host and (_give_back_held(dev) or pooled):
         s = L.aclrtMalloc(p, nbytes, _POLICY)
     if s:
         raise _allocation_error(s, "aclrtMallocHost" if host else "aclrtMalloc", nbytes)
@@ -794,21 +797,13 @@ class _PoolState:
     def _malloc(self, size):
         """(ptr, size, 0): a new block of ``size`` bytes from the runtime. On a closed
         (default) pool it is plain runtime memory: give_back frees it in stream order."""
-        L = _rt.ensure()
-        _device.activate(self.device)
-        p = ffi.new("void **")
-        s = L.aclrtMalloc(p, size, _POLICY)
-        if s in _OOM:
-            # Cached blocks of other sizes, blocks still waiting for a stream, or frees
-            # deferred to an idle stream may be what stands in the way: give them back, then
-            # try once more.
-            _give_back_held(self.device)
-            s = L.aclrtMalloc(p, size, _POLICY)
-        if s:
-            raise _allocation_error(s, "aclrtMalloc", size)
+        # Out of memory, cached blocks of other sizes, blocks still waiting for a stream, or
+        # frees deferred to an idle stream may be what stands in the way: _malloc gives them
+        # back and tries once more.
+        ptr = _malloc(self.device, size, False, pooled=True)
         with self.lock:
             self.held += size
-        return ffi.cast("char *", p[0]), size, 0
+        return ptr, size, 0
 
     def workspace(self, nbytes, tl):
         """(ptr, block size) of a workspace of ``nbytes`` (> 0) for a launch on stream state
@@ -1029,16 +1024,13 @@ class _PoolState:
 def _pool_release(pst):
     # Its streams' synchronizes make their device current: the thread's is restored after
     # (a garbage collection may run this inside another operation of the thread).
-    dev = _device.thread_state.dev
-    try:
+    with _device.restoring():
         pst.free_all()
         with pst.lock:
             pst.dead = True
         # Blocks given back while the first pass ran (to a free list without the lock, or to
         # a stream's list) are freed by a second: from now on give_back frees them itself.
         pst.free_all()
-    finally:
-        _device.restore(dev)
 
 
 class MemoryPool:

@@ -123,9 +123,7 @@ def _destroy_stream(st):
         # CANN destroys a stream only with its device current (hicann/runtime api_impl.cc,
         # StreamDestroy); the thread's device is restored after: a garbage collection may run
         # this release inside another operation of the thread, on another device.
-        dev = _device.thread_state.dev
-        _device.activate(st.device)
-        try:
+        with _device.restoring(st.device):
             target = st.seq
             sync_err = None
             s = L.aclrtSynchronizeStream(st.handle)
@@ -134,8 +132,6 @@ def _destroy_stream(st):
             s = L.aclrtDestroyStream(st.handle)
             if s:
                 raise make_error(s, "aclrtDestroyStream")
-        finally:
-            _device.restore(dev)
         # Destroy drains the stream: everything submitted is complete now.
         st.close()
         st.handle = None

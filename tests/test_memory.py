@@ -179,7 +179,6 @@ def test_sync_copy_waits_for_pending_stream_work():
     s.close()
 
 
-
 def test_sync_copy_waits_for_async_copies_using_its_host_buffer(emulator):
     """A synchronous copy whose host side is a HostBuffer an asynchronous copy still writes
     (device to host, queued) or reads (host to device, queued) waits for that stream first,
@@ -204,6 +203,7 @@ def test_sync_copy_waits_for_async_copies_using_its_host_buffer(emulator):
     assert dst.copy_to_host() == bytes([9]) * 4096
     for o in (src, dst, host, other, s):
         o.close()
+
 
 def test_async_round_trip_and_memset():
     s = acl_py.Stream()

@@ -402,15 +402,10 @@ def _destroy_now(es):
     if h is None:
         return
     if es.gen == _rt.gen and _rt.ready:
-        # Its device current for the destroy, then the thread's again: a garbage collection
-        # may run this inside another operation of the thread, on another device, whose
-        # enqueue the runtime refuses with the wrong device current.
-        dev = _device.thread_state.dev
-        _device.activate(es.device)
-        try:
+        # Its device current for the destroy, then the thread's again (a garbage collection
+        # may run this inside another operation of the thread, on another device).
+        with _device.restoring(es.device):
             st = es.destroy(h)
-        finally:
-            _device.restore(dev)
         if st:
             raise make_error(st, "aclDestroyAclOpExecutor")
     es.handle = None
