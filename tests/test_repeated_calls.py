@@ -201,6 +201,9 @@ def test_plan_run_switches_streams_and_refuses_closed_ones():
     a = acl_py.Stream()
     plan = acl_py.LayerNormBackward(**d)
     plan.run(a)
+    # Runs on two streams share the workspace and the outputs: the caller orders them, as
+    # any work on the same memory (unordered, they raced and summed grad_weight twice).
+    a.synchronize()
     plan.run()                  # default stream: a different stream state
     acl_py.default_stream().synchronize()
     a.synchronize()

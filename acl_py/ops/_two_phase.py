@@ -532,7 +532,10 @@ class Executor:
 
     def run(self, stream: Stream | None = None) -> Any:
         """Phase two on ``stream`` (default: the device's default stream). Returns
-        ``outputs`` (a plan's tuple of DeviceTensors, None where not requested) at once; results are valid once the stream has synchronized."""
+        ``outputs`` (a plan's tuple of DeviceTensors, None where not requested) at once;
+        results are valid once the stream has synchronized. Runs on different streams share
+        the workspace and the outputs: order them (a synchronize or an event), as any work
+        on the same memory."""
         es = self._es
         h = es.handle
         if h is None or es.closed:
