@@ -85,9 +85,24 @@ def as_dtype(dtype, argument="dtype"):
     except TypeError:
         raise AclTypeError(argument, f"{dtype!r} is not a dtype") from None
     if dt not in to:
+        if not dt.isnative and dt.newbyteorder("=") in to:
+            # Device memory holds the host's byte order: ">f4" is float32 the other way round.
+            raise AclTypeError(argument, f"dtype {dt.str} is {dt.newbyteorder('=')} in "
+                               f"non-native byte order; device tensors use the native order "
+                               f"(convert with .astype({dt.newbyteorder('=').name!r}))")
         supported = ", ".join(str(d) for d in to)
         raise AclTypeError(argument, f"dtype {dt} has no aclDataType; supported: {supported}")
     return dt
+
+
+def native(arr):
+    """``arr`` itself, or a copy in the host's byte order if its dtype is byte-swapped (a
+    ``">f4"`` array from a file format): what is copied to device memory must be in the
+    order the device reads."""
+    dt = arr.dtype
+    if dt.isnative:
+        return arr
+    return arr.astype(dt.newbyteorder("="))
 
 
 def to_acl(dtype, argument="dtype"):
@@ -126,4 +141,5 @@ def supported():
     return list(_tables()[0])
 
 
-__all__ = ["as_dtype", "to_acl", "from_acl", "name", "itemsize", "supported", "bfloat16"]
+__all__ = ["as_dtype", "to_acl", "from_acl", "name", "itemsize", "supported", "bfloat16",
+           "native"]

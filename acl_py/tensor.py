@@ -260,10 +260,12 @@ class DeviceTensor:
 
         C- or Fortran-contiguous arrays are copied straight from their buffer (a Fortran
         array becomes a tensor with Fortran strides); other layouts are made C-contiguous
-        once first. With ``stream`` the copy is queued there (the array is kept alive until
-        the stream synchronizes); otherwise it is synchronous."""
+        once first, and so are byte-swapped ones (``">f4"``): device memory holds the native
+        order. With ``stream`` the copy is queued there (the array is kept alive until the
+        stream synchronizes); otherwise it is synchronous."""
         if not isinstance(arr, np.ndarray):
             arr = np.asarray(arr)
+        arr = _dt.native(arr)   # a byte-swapped array (">f4") is copied in the device's order
         dt = _dt.as_dtype(arr.dtype, "arr")
         if device is None and stream is not None and isinstance(stream, _stream.Stream):
             dev = stream.state.device
@@ -319,11 +321,12 @@ class DeviceTensor:
         return view if span == n else np.ascontiguousarray(view)
 
     def copy_from_numpy(self, arr: ArrayLike, stream: Stream | None = None) -> None:
-        """Writes ``arr`` (same shape; cast-free: same dtype) into this tensor. Contiguous
+        """Writes ``arr`` (same shape; cast-free: same dtype, in either byte order) into
+        this tensor. Contiguous
         tensors take the bytes directly; other views are written through a gather of the
         span (read-modify-write of the bytes between the view's elements)."""
         bst = self._live()
-        arr = np.asarray(arr)
+        arr = _dt.native(np.asarray(arr))
         if arr.dtype != self._dtype:
             raise AclTypeError("arr", f"dtype {arr.dtype} != tensor dtype {self._dtype}")
         if arr.shape != self._shape:

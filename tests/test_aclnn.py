@@ -86,6 +86,17 @@ def test_inplace_numpy_array_receives_the_result():
 
 # ---- LayerNormBackward: identical to the hand-written wrapper --------------------------------
 
+def test_byte_swapped_numpy_arrays_in_and_out():
+    """NumPy arguments of another byte order are staged in the device's and the result is
+    written back in the out array's own (raw bytes would read as other numbers)."""
+    a = RNG.standard_normal((3, 5)).astype(">f4")
+    b = RNG.standard_normal((3, 5)).astype("<f4")
+    out = np.zeros((3, 5), ">f4")
+    aclnn.Add(a, b, 0.5, out)
+    want = a.astype(np.float64) + 0.5 * b.astype(np.float64)
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_layer_norm_backward_equals_the_wrapper(dtype):
     m, n = 6, 32

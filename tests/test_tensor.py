@@ -113,6 +113,25 @@ def test_from_numpy_copies_contiguous_arrays_straight(monkeypatch):
     ts.close()
 
 
+def test_byte_swapped_arrays_are_copied_in_the_devices_order():
+    """A ">f4" array (from a file format) holds float32 values the other way round: copied
+    to the device in its native order, never as raw bytes; a device tensor of a byte-swapped
+    dtype is refused, naming the dtype and the conversion."""
+    x = random_array((3, 4), np.float32)
+    swapped = x.astype(x.dtype.newbyteorder("S"))
+    assert not swapped.dtype.isnative and swapped.tobytes() != x.tobytes()
+    with DeviceTensor.from_numpy(swapped) as t:
+        assert t.dtype == np.float32
+        assert t.to_numpy().tobytes() == x.tobytes()
+        t.copy_from_numpy((2 * x).astype(swapped.dtype))
+        assert t.to_numpy().tobytes() == (2 * x).tobytes()
+    with pytest.raises(errors.AclTypeError, match=r"dtype (>|<)f4 is float32 in non-native "
+                                                  r"byte order.*astype\('float32'\)"):
+        DeviceTensor.empty((2,), swapped.dtype)
+    with pytest.raises(errors.AclTypeError, match="non-native byte order"):
+        dtypes.to_acl(np.dtype(np.int16).newbyteorder("S"))
+
+
 def test_from_numpy_accepts_array_likes_and_async(emulator):
     with DeviceTensor.from_numpy([[1, 2], [3, 4]]) as t:
         assert t.dtype == np.int64 and t.to_numpy().tolist() == [[1, 2], [3, 4]]

@@ -307,6 +307,8 @@ class Declared(Operator):
                         raise self._kind_error(arg, v, kind)
                 elif type(v) is not kind and not isinstance(v, kind):
                     raise self._kind_error(arg, v, kind)
+                elif kind is np.ndarray:
+                    v = _dt.native(v)   # copied to the device in its byte order anyway
             elif k is INT_ARRAY:
                 v = _int_values(v, name)
             elif k is BOOL_ARRAY:
@@ -373,8 +375,10 @@ class Declared(Operator):
             if type(o) is not kind and not isinstance(o, kind):
                 raise AclTypeError(name, f"expected None or {_kind_name(kind)} (like "
                                    f"{self._first.py}), got {type(o).__name__}")
-            if o.dtype not in _dtype_set(spec.dtypes):
-                raise AclTypeError(name, f"dtype {_dtype_name(o.dtype)} is not supported by "
+            # A byte-swapped NumPy output is written in its own order (see _host_call).
+            dt = o.dtype if o.dtype.isnative else o.dtype.newbyteorder("=")
+            if dt not in _dtype_set(spec.dtypes):
+                raise AclTypeError(name, f"dtype {_dtype_name(dt)} is not supported by "
                                    f"{self.name} ({', '.join(spec.dtypes)})")
             want = spec.shape(a)
             if o.shape != want:
@@ -612,9 +616,8 @@ class Declared(Operator):
                 staged.append(v)
             staged_out = None
             if outs_given is not None:   # the caller's shapes and dtypes
-                staged_out = tuple(None if o is None else DeviceTensor.empty(o.shape, o.dtype,
-                                                                             dev)
-                                   for o in outs_given)
+                staged_out = tuple(None if o is None else DeviceTensor.empty(
+                    o.shape, o.dtype.newbyteorder("="), dev) for o in outs_given)
                 made += [t for t in staged_out if t is not None]
             outs = self._run(tuple(staged), staged_out, dev,
                              _stream.state_for(s, dev))
@@ -628,7 +631,7 @@ class Declared(Operator):
                     results.append(None)
                 elif o is None:
                     results.append(t.to_numpy())
-                elif o.flags.c_contiguous:
+                elif o.flags.c_contiguous and o.dtype.isnative:
                     t.buffer.copy_to_host(o)   # straight into the caller's array
                     results.append(o)
                 else:
