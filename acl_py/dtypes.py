@@ -95,7 +95,7 @@ def as_dtype(dtype, argument="dtype"):
     return dt
 
 
-def native(arr):
+def native(arr: np.ndarray) -> np.ndarray:
     """``arr`` itself, or a copy in the host's byte order if its dtype is byte-swapped (a
     ``">f4"`` array from a file format): what is copied to device memory must be in the
     order the device reads."""
