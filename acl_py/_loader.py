@@ -8,27 +8,37 @@ Backend choice, from ACL_PY_BACKEND:
 
 Libraries are opened by absolute path only. A search root given as a relative path is
 ignored (and reported), so a library planted in the current directory is never loaded.
+
+A CANN install is driven the way the vendor's ``set_env.sh`` sets it up: the loader cannot
+change ``LD_LIBRARY_PATH`` for the process it runs in (the dynamic linker read it at start),
+so a library whose dependencies are not on it fails to open with an error naming the script
+to source; the variables the vendor's libraries read at run time (``ASCEND_HOME_PATH``,
+``ASCEND_OPP_PATH``, ``ASCEND_AICPU_PATH``) are given set_env.sh's values when unset.
 """
 from __future__ import annotations
 
 import os
 import platform
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._ffi import LIBRARY_OF, ffi
 
-# Search roots, in the order the vendor's tools look.
+# Search roots, in the order the vendor's tools look (hicann/runtime
+# example/common/resolve_cann_env.sh): the variables set_env.sh exports, then the install
+# locations of a user's (non-root) install under $HOME and of a root install.
 ROOT_VARIABLES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_CUSTOM_PATH")
-DEFAULT_ROOTS = ("/usr/local/Ascend/cann", "/usr/local/Ascend/ascend-toolkit/latest")
+DEFAULT_ROOTS = ("~/Ascend/cann", "~/Ascend/ascend-toolkit/latest", "/usr/local/Ascend/cann",
+                 "/usr/local/Ascend/ascend-toolkit/latest", "/opt/Ascend/cann")
 
-# Library role -> file names, tried in order. The operator library was split by domain in newer
-# releases (libopapi_nn.so); older ones ship everything in libopapi.so.
+# Library role -> file names, tried in order. The operator library is found by
+# operator_libraries() (libopapi_nn.so, or libopapi.so in releases before the split).
 LIBRARY_FILES = {
     "ascendcl": ("libascendcl.so",),
     "nnopbase": ("libnnopbase.so",),
-    "opapi": ("libopapi.so", "libopapi_nn.so"),
+    "opapi": ("libopapi_nn.so", "libopapi.so"),
 }
 # Load order: dependencies first.
 ROLES = ("ascendcl", "nnopbase", "opapi")
@@ -51,18 +61,32 @@ class Backend:
     libraries: dict[str, Path]      # role -> absolute path of the opened file
     reason: str                     # why this backend was chosen
     searched: list[str] = field(default_factory=list)
+    # Variables the loader set, unset before, to set_env.sh's values (install_environment)
+    environment: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_emulator(self) -> bool:
         return self.name == "emulator"
 
 
+def operator_libraries(lib_dir: Path) -> list[Path]:
+    """The operator libraries of one install's library directory, the one set a process may
+    load: the split ``libopapi_<domain>.so`` (``libopapi_nn.so`` first) when there is any,
+    else ``libopapi.so``. The vendor deprecates the all-in-one libopapi.so and does not
+    support using it together with the split libraries (hicann/ops-nn docs/zh/op_api_list.md),
+    so the two kinds are never mixed."""
+    split = sorted(p for p in lib_dir.glob("libopapi_*.so") if p.is_file())
+    if split:
+        nn = lib_dir / "libopapi_nn.so"
+        return [p for p in split if p == nn] + [p for p in split if p != nn]
+    single = lib_dir / "libopapi.so"
+    return [single] if single.is_file() else []
+
+
 def split_operator_libraries(opened: Path) -> list[Path]:
-    """The operator libraries beside the opened one (libopapi.so, libopapi_<domain>.so), in
-    name order, the opened one excluded."""
-    d = opened.parent
-    return [p for p in [d / "libopapi.so"] + sorted(d.glob("libopapi_*.so"))
-            if p.is_file() and p != opened]
+    """The other operator libraries of the opened one's set (:func:`operator_libraries`), in
+    name order: the other domains of a split install, none beside libopapi.so."""
+    return [p for p in operator_libraries(opened.parent) if p != opened]
 
 
 def _lib_dirs(root: Path) -> list[Path]:
@@ -82,7 +106,10 @@ def search_roots() -> tuple[list[Path], list[str]]:
             notes.append(f"${var}={value!r}: ignored, not an absolute path")
             continue
         roots.append(Path(value))
-    roots += [Path(p) for p in DEFAULT_ROOTS]
+    for p in DEFAULT_ROOTS:
+        p = os.path.expanduser(p)
+        if os.path.isabs(p):  # "~/..." without a usable $HOME stays relative: skipped
+            roots.append(Path(p))
     return roots, notes
 
 
@@ -93,8 +120,15 @@ def find_in_root(root: Path, searched: list[str]) -> dict[str, Path] | None:
         found: dict[str, Path] = {}
         for role in ROLES:
             for fname in LIBRARY_FILES[role]:
+                searched.append(str(lib_dir / fname))
+            if role == "opapi":
+                searched.append(str(lib_dir / "libopapi_<domain>.so"))
+                ops = operator_libraries(lib_dir)
+                if ops:
+                    found[role] = ops[0]
+                continue
+            for fname in LIBRARY_FILES[role]:
                 path = lib_dir / fname
-                searched.append(str(path))
                 if path.is_file():
                     found[role] = path
                     break
@@ -149,11 +183,100 @@ def choose_backend() -> Backend:
     if choice == "cann":
         listing = "\n  ".join(searched)
         raise LibraryNotFoundError(
-            "ACL_PY_BACKEND=cann but the CANN libraries (libascendcl.so, libnnopbase.so, "
-            "libopapi.so or libopapi_nn.so) were not found. Searched:\n  " + listing +
+            "ACL_PY_BACKEND=cann but the CANN libraries (libascendcl.so, libnnopbase.so, and "
+            "libopapi_nn.so, another libopapi_<domain>.so or libopapi.so) were not found. "
+            "Searched:\n  " + listing +
             "\nSource the toolkit's set_env.sh or set ASCEND_HOME_PATH to the install root.")
     return _emulator_backend("ACL_PY_BACKEND=auto: no CANN install found, using the emulator",
                              searched)
+
+
+# What set_env.sh exports that the vendor's libraries read at run time, and its value relative
+# to the install root (hicann/runtime scripts/package/runtime/set_env.sh): the operator
+# libraries find their kernels through ASCEND_OPP_PATH and ASCEND_HOME_PATH (hicann/opbase
+# src/nnopbase/composite_op/aclnn_engine/kernel_utils.cpp, GetOppKernelPath: an operator call
+# fails with ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND without them).
+INSTALL_VARIABLES = (("ASCEND_HOME_PATH", ""), ("ASCEND_OPP_PATH", "opp"),
+                     ("ASCEND_AICPU_PATH", ""))
+
+
+def install_environment(root: Path) -> dict[str, str]:
+    """Gives each unset variable of :data:`INSTALL_VARIABLES` set_env.sh's value for ``root``
+    (an install with an operator package, ``<root>/opp``), before the vendor's libraries read
+    them; returns what was set. A variable already set is never changed."""
+    if not (root / "opp").is_dir():
+        return {}
+    done = {}
+    for var, sub in INSTALL_VARIABLES:
+        if not os.environ.get(var):
+            os.environ[var] = done[var] = str(root / sub) if sub else str(root)
+    return done
+
+
+def environment_script(root: Path) -> Path | None:
+    """The vendor's environment script of an install root: ``<root>/set_env.sh`` (a release
+    directory), ``<root>/../set_env.sh`` (``ascend-toolkit/set_env.sh`` beside ``latest/``) or
+    ``<root>/bin/setenv.bash``."""
+    for p in (root / "set_env.sh", root.parent / "set_env.sh", root / "bin" / "setenv.bash"):
+        if p.is_file():
+            return p
+    return None
+
+
+# The NPU driver's library, which the runtime links (hicann/runtime src/runtime/cmake/
+# runtime.cmake links ascend_hal_stub, cmake/stub/CMakeLists.txt names it ascend_hal), and
+# where the driver installs it (set_env.sh; /etc/ascend_install.info names another base).
+DRIVER_LIBRARY = "libascend_hal.so"
+DRIVER_INSTALL_INFO = "/etc/ascend_install.info"
+
+
+def driver_library() -> Path | None:
+    """The driver's libascend_hal.so where the driver installs it, or None."""
+    bases = []
+    try:
+        with open(DRIVER_INSTALL_INFO, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition("=")
+                if key.strip().lower() == "driver_install_path_param" and value.strip():
+                    bases.append(Path(value.strip()))
+    except OSError:
+        pass
+    bases.append(Path("/usr/local/Ascend"))
+    for base in bases:
+        for sub in ("driver/lib64/driver", "driver/lib64", "driver/lib64/common"):
+            if (base / sub / DRIVER_LIBRARY).is_file():
+                return base / sub / DRIVER_LIBRARY
+    return None
+
+
+_MISSING_DEPENDENCY = re.compile(r"([^\s:'\"]+\.so[\w.]*): cannot open shared object file")
+
+
+def open_failure(backend: Backend, path: Path, error: str) -> str:
+    """The message for a library of ``backend`` that dlopen refused with ``error``: for a
+    dependency missing from the linker's search path, which one, and what to do about it."""
+    msg = f"cannot open {path}: {error}"
+    m = _MISSING_DEPENDENCY.search(error)
+    if backend.is_emulator or m is None or Path(m.group(1)) == path:
+        return msg
+    dep = Path(m.group(1)).name
+    script = environment_script(backend.root)
+    source = (f"source {script}" if script is not None
+              else f"source the set_env.sh of the CANN install under {backend.root}")
+    if dep == DRIVER_LIBRARY:
+        driver = driver_library()
+        where = (f"the NPU driver's library: it is installed at {driver} but that directory is "
+                 f"not on LD_LIBRARY_PATH" if driver is not None else
+                 "the NPU driver's library, and no driver was found under "
+                 "/usr/local/Ascend/driver: install the Ascend driver (`npu-smi info` lists "
+                 "the NPUs once it is loaded)")
+        msg += f"\n{dep} is {where}."
+    else:
+        msg += (f"\n{dep}, a library it needs, is not on LD_LIBRARY_PATH: the CANN "
+                f"environment is not set up in this shell.")
+    return (msg + f"\nRun `{source}` and start Python again (the dynamic linker reads "
+            f"LD_LIBRARY_PATH when a process starts; it cannot be set from inside Python), "
+            f"or set ACL_PY_BACKEND=emulator to use the CPU emulator.")
 
 
 class Library:
@@ -167,13 +290,15 @@ class Library:
         # exit, so their own threads (stream workers) never run unmapped code, and sanitizer
         # leak reports at exit can still name the library an allocation came from.
         flags = ffi.RTLD_NOW | ffi.RTLD_GLOBAL | ffi.RTLD_NODELETE
+        if not backend.is_emulator:
+            backend.environment.update(install_environment(backend.root))
         self._handles = {}
         for role in ROLES:
             path = backend.libraries[role]
             try:
                 self._handles[role] = ffi.dlopen(str(path), flags)
             except OSError as e:
-                raise LibraryNotFoundError(f"cannot open {path}: {e}") from None
+                raise LibraryNotFoundError(open_failure(backend, path, str(e))) from None
         if backend.is_emulator:
             self._handles["emulator"] = self._handles["ascendcl"]
         self._split = {}  # other operator libraries, opened on first need

@@ -94,6 +94,8 @@ def collect() -> dict:
     lib = _loader.library()
     backend = lib.backend
     _roots, notes = _loader.search_roots()
+    notes += [f"set {var}={value} (unset; set_env.sh's value)"
+              for var, value in backend.environment.items()]
     info: dict = {
         "acl_py_version": _version(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",

@@ -54,7 +54,7 @@ def test_info_json_reports_the_emulator_configuration(emu_prefix):
     assert data["libraries"] == {
         "ascendcl": str(emu_prefix / "lib64" / "libascendcl.so"),
         "nnopbase": str(emu_prefix / "lib64" / "libnnopbase.so"),
-        "opapi": str(emu_prefix / "lib64" / "libopapi.so")}
+        "opapi": str(emu_prefix / "lib64" / "libopapi_nn.so")}
     assert data["missing_symbols"] == [] and data["error"] is None
     assert data["device_count"] == 3
     assert [d["id"] for d in data["devices"]] == [0, 1, 2]
@@ -72,7 +72,7 @@ def test_info_text_is_readable(emu_prefix):
     out = proc.stdout
     assert "backend    emulator" in out
     assert "note       $ASCEND_HOME_PATH='relative/cann': ignored, not an absolute path" in out
-    for name in ("libascendcl.so", "libnnopbase.so", "libopapi.so"):
+    for name in ("libascendcl.so", "libnnopbase.so", "libopapi_nn.so"):
         assert str(emu_prefix / "lib64" / name) in out
     assert "devices    1" in out
     assert "device 0  512.0 MiB HBM total, 512.0 MiB free" in out

@@ -25,8 +25,11 @@ from acl_py._ffi import LIBRARY_OF
 ROOT = Path(__file__).resolve().parent.parent
 ARCH = platform.machine()
 ROOT_VARIABLES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_CUSTOM_PATH")
-# The CANN install roots and library names of shared/CANN_ABI.md, written out independently.
-DOCUMENTED_DEFAULT_ROOTS = ("/usr/local/Ascend/cann", "/usr/local/Ascend/ascend-toolkit/latest")
+# The CANN install roots, written out independently: a user's install under $HOME, then a root
+# install, in the vendor's order (hicann/runtime example/common/resolve_cann_env.sh).
+DOCUMENTED_DEFAULT_ROOTS = ("~/Ascend/cann", "~/Ascend/ascend-toolkit/latest",
+                            "/usr/local/Ascend/cann", "/usr/local/Ascend/ascend-toolkit/latest",
+                            "/opt/Ascend/cann")
 ALL_NAMES = ("libascendcl.so", "libnnopbase.so", "libopapi.so", "libopapi_nn.so")
 
 
@@ -163,12 +166,24 @@ def test_cann_error_names_the_real_default_roots(monkeypatch):
     for var in ROOT_VARIABLES:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("ACL_PY_BACKEND", "cann")
-    if any(Path(r).exists() for r in DOCUMENTED_DEFAULT_ROOTS):
+    if any(Path(r).expanduser().exists() for r in DOCUMENTED_DEFAULT_ROOTS):
         pytest.skip("a CANN install root exists on this machine")
     with pytest.raises(_loader.LibraryNotFoundError) as e:
         _loader.choose_backend()
     for r in DOCUMENTED_DEFAULT_ROOTS:
-        assert f"{r}/lib64/libascendcl.so" in str(e.value)
+        assert f"{Path(r).expanduser()}/lib64/libascendcl.so" in str(e.value)
+
+
+def test_a_users_install_under_home_is_found(no_cann, monkeypatch):
+    # A non-root install goes to $HOME/Ascend; without set_env.sh sourced it is found there.
+    monkeypatch.setattr(_loader, "DEFAULT_ROOTS", DOCUMENTED_DEFAULT_ROOTS[:2])  # the $HOME ones
+    monkeypatch.setenv("HOME", str(no_cann / "home"))
+    root = fake_root(no_cann / "home" / "Ascend" / "ascend-toolkit" / "latest")
+    b = _loader.choose_backend()
+    assert b.name == "cann" and b.root == root
+    monkeypatch.setenv("HOME", "")  # no usable $HOME: those roots are skipped, not relative
+    roots, _notes = _loader.search_roots()
+    assert all(r.is_absolute() for r in roots) and not any("~" in str(r) for r in roots)
 
 
 def test_search_order_first_root_with_all_libraries_wins(no_cann, monkeypatch):
@@ -402,3 +417,144 @@ def test_unloadable_library_is_a_clear_error(tmp_path):
     assert proc.returncode != 0
     assert "LibraryNotFoundError" in proc.stderr
     assert f"cannot open {root / 'lib64' / 'libascendcl.so'}" in proc.stderr
+
+
+# ---- a real install's layout and environment ------------------------------------------------
+
+def _install_tree(root: Path, prefix: Path, names: dict[str, str]) -> Path:
+    """A CANN-like install at `root` whose lib64/ holds the emulator's libraries under the
+    given names ({name in the tree: emulator file}), its headers, and an opp/ directory."""
+    (root / "lib64").mkdir(parents=True)
+    for name, source in names.items():
+        shutil.copy(prefix / "lib64" / source, root / "lib64" / name)
+    shutil.copytree(prefix / "include", root / "include")
+    (root / "opp").mkdir()
+    return root
+
+
+def test_split_install_never_loads_libopapi_so_beside_the_split_libraries(emu_prefix, tmp_path):
+    # A release in transition ships the deprecated all-in-one libopapi.so (here one that lacks
+    # the math operators, as a frozen one would) beside libopapi_nn.so and libopapi_math.so;
+    # the vendor does not support using it together with them (hicann/ops-nn
+    # docs/zh/op_api_list.md). Only the split set may be mapped, by the raw binding and by
+    # acl_py.aclnn alike.
+    root = _install_tree(tmp_path / "cann", emu_prefix, {
+        "libascendcl.so": "libascendcl.so", "libnnopbase.so": "libnnopbase.so",
+        "libopapi.so": "libopapi_nn.so", "libopapi_nn.so": "libopapi_nn.so",
+        "libopapi_math.so": "libopapi_math.so"})
+    out = run_py(with_mapped("""
+        import json
+        import numpy as np
+        from acl_py import _loader, aclnn
+        lib = _loader.library()
+        res = {"opapi": str(lib.backend.libraries["opapi"]), "missing": lib.check_symbols()}
+        out = np.zeros(2, np.float32)
+        aclnn.Add(np.ones(2, np.float32), np.ones(2, np.float32), 1.0, out)
+        res["sum"] = out.tolist()
+        res["aclnn"] = {"Add": aclnn.Add.library.name,
+                        "LayerNormBackward": aclnn.LayerNormBackward.library.name}
+        res["mapped"] = [p for p in mapped() if "libopapi" in p]
+        print(json.dumps(res))
+    """), base_env(ACL_PY_BACKEND="cann", ASCEND_HOME_PATH=str(root)), cwd=tmp_path)
+    lib64 = root / "lib64"
+    assert out["opapi"] == str(lib64 / "libopapi_nn.so") and out["missing"] == []
+    assert out["sum"] == [2.0, 2.0]
+    assert out["aclnn"] == {"Add": "libopapi_math.so", "LayerNormBackward": "libopapi_nn.so"}
+    assert sorted(out["mapped"]) == [str(lib64 / "libopapi_math.so"),
+                                     str(lib64 / "libopapi_nn.so")]
+
+
+def test_operator_libraries_of_each_release_layout(tmp_path):
+    def libs(*names):
+        d = tmp_path / "-".join(names or ("none",))
+        d.mkdir()
+        for n in names:
+            (d / n).write_bytes(b"")
+        return [p.name for p in _loader.operator_libraries(d)]
+    assert libs("libopapi.so") == ["libopapi.so"]                     # before the split
+    assert libs("libopapi_math.so", "libopapi_nn.so", "libopapi_cv.so") == [
+        "libopapi_nn.so", "libopapi_cv.so", "libopapi_math.so"]
+    assert libs("libopapi.so", "libopapi_math.so", "libopapi_nn.so") == [
+        "libopapi_nn.so", "libopapi_math.so"]                          # never mixed
+    assert libs() == []
+
+
+DEPENDENT = """
+int cann_test_dependency(void);
+int aclInit(const char *p) { (void)p; return cann_test_dependency(); }
+"""
+
+
+@pytest.mark.parametrize("dependency", ["libruntime_test_dep.so", "libascend_hal.so"])
+def test_set_env_not_sourced_names_the_missing_library_and_the_script(emu_prefix, tmp_path,
+                                                                       dependency):
+    # A toolkit under ascend-toolkit/latest whose runtime needs a library of its own lib64/
+    # (or the driver's) that is not on LD_LIBRARY_PATH: what happens when set_env.sh was not
+    # sourced. The error says which library, which script to source, and why Python cannot
+    # fix it itself.
+    root = _install_tree(tmp_path / "ascend-toolkit" / "8.0" , emu_prefix,
+                         {"libnnopbase.so": "libnnopbase.so",
+                          "libopapi_nn.so": "libopapi_nn.so"})
+    (tmp_path / "ascend-toolkit" / "latest").symlink_to(root)
+    script = tmp_path / "ascend-toolkit" / "set_env.sh"
+    script.write_text("# the toolkit's environment script\n")
+    lib64 = root / "lib64"
+    compile_library("int cann_test_dependency(void) { return 0; }\n", lib64 / dependency)
+    c = lib64 / "ascendcl.c"
+    c.write_text(DEPENDENT)
+    subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-o",
+                    str(lib64 / "libascendcl.so"), str(c), f"-L{lib64}",
+                    f"-l:{dependency}"], check=True, capture_output=True)
+    latest = tmp_path / "ascend-toolkit" / "latest"
+    proc = subprocess.run(
+        [sys.executable, "-c", "from acl_py import _loader; _loader.library()"],
+        env=base_env(ACL_PY_BACKEND="auto", ASCEND_HOME_PATH=str(latest)), cwd=tmp_path,
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert f"cannot open {latest / 'lib64' / 'libascendcl.so'}" in err
+    assert f"Run `source {script}`" in err and "ACL_PY_BACKEND=emulator" in err
+    assert "LD_LIBRARY_PATH" in err
+    if dependency == "libascend_hal.so":
+        assert "libascend_hal.so is the NPU driver's library" in err
+    else:
+        assert f"{dependency}, a library it needs, is not on LD_LIBRARY_PATH" in err
+
+
+def test_install_variables_get_set_env_values_when_unset(emu_prefix, tmp_path):
+    # Libraries loadable (LD_LIBRARY_PATH set by hand, a container's ENV) but set_env.sh not
+    # sourced: the operator libraries would find no kernels (ASCEND_OPP_PATH unset). The
+    # loader gives the unset variables set_env.sh's values before opening anything, where
+    # the C library's getenv (what the vendor's libraries call) sees them; a variable the
+    # user set is kept; `info` says what was set.
+    root = _install_tree(tmp_path / "cann", emu_prefix, {
+        n: n for n in ("libascendcl.so", "libnnopbase.so", "libopapi_nn.so",
+                       "libopapi_math.so")})
+    code = """
+        import ctypes, json
+        from acl_py import _loader, info
+        lib = _loader.library()
+        getenv = ctypes.CDLL(None).getenv
+        getenv.restype = ctypes.c_char_p
+        seen = {v: (getenv(v.encode()) or b"").decode() for v, _ in _loader.INSTALL_VARIABLES}
+        print(json.dumps({"seen": seen, "set": lib.backend.environment,
+                          "text": info.format_text(info.collect())}))
+    """
+    env = base_env(ACL_PY_BACKEND="cann", ASCEND_TOOLKIT_HOME=str(root))
+    for var, _ in _loader.INSTALL_VARIABLES:
+        env.pop(var, None)
+    out = run_py(code, env, cwd=tmp_path)
+    want = {"ASCEND_HOME_PATH": str(root), "ASCEND_OPP_PATH": str(root / "opp"),
+            "ASCEND_AICPU_PATH": str(root)}
+    assert out["seen"] == want and out["set"] == want
+    assert f"note       set ASCEND_OPP_PATH={root / 'opp'} (unset; set_env.sh's value)" \
+        in out["text"]
+    env["ASCEND_OPP_PATH"] = "/somewhere/else/opp"
+    out = run_py(code, env, cwd=tmp_path)
+    assert out["seen"]["ASCEND_OPP_PATH"] == "/somewhere/else/opp"
+    assert "ASCEND_OPP_PATH" not in out["set"]
+    # The emulator's prefix (no opp/) used as the install: nothing is set.
+    env = base_env(ACL_PY_BACKEND="cann", ASCEND_TOOLKIT_HOME=str(emu_prefix))
+    for var, _ in _loader.INSTALL_VARIABLES:
+        env.pop(var, None)
+    assert run_py(code, env, cwd=tmp_path)["set"] == {}

@@ -5,8 +5,9 @@ of the backend's install root, the emulator's prefix included. An operator ``Foo
 from its name first (``aclnn_foo.h``), else by scanning every header once for
 ``aclnnFooGetWorkspaceSize``.
 
-Libraries: the operator library the loader opened (``libopapi.so`` or a split
-``libopapi_<domain>.so``) and every other ``libopapi*.so`` beside it, each opened on first
+Libraries: the operator library the loader opened (``libopapi_nn.so`` or, before the
+split, ``libopapi.so``) and the other libraries of its set (``_loader.operator_libraries``:
+the other ``libopapi_<domain>.so``, never libopapi.so beside them), each opened on first
 need. An operator's two functions are bound to the first library that exports both, as cffi
 function pointers typed from the header's prototypes (ABI mode: nothing is compiled).
 
@@ -24,6 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .. import _loader
 from .._ffi import ffi
 from . import _header
 
@@ -111,8 +113,8 @@ class Catalog:
                 lib_dirs.append(d)
         libs: list[Path] = [] if opapi_library is None else [Path(opapi_library)]
         for d in lib_dirs:
-            for p in [d / "libopapi.so"] + sorted(d.glob("libopapi_*.so")):
-                if p.is_file() and p not in libs:
+            for p in _loader.operator_libraries(d):  # never libopapi.so with split ones
+                if p not in libs:
                     libs.append(p)
         for pkg in custom_packages:
             p = pkg / "op_api" / "lib" / "libcust_opapi.so"
