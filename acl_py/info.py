@@ -25,6 +25,49 @@ from .soc import soc_name, supports_bfloat16
 _MEMORY_ATTRS = (("HBM", "ACL_HBM_MEM"), ("DDR", "ACL_DDR_MEM"))
 
 
+# The runtime's device remapping: device i of the process is the machine's device ids[i]
+# (hicann/runtime src/runtime/core/src/runtime.cc, GetVisibleDevices and SplitString).
+VISIBLE_DEVICES = "ASCEND_RT_VISIBLE_DEVICES"
+
+
+def visible_devices(value: str | None = None) -> list[int] | None:
+    """The machine's device ids that ``ASCEND_RT_VISIBLE_DEVICES`` (default: the environment's)
+    makes the process's devices 0, 1, ..., read as the vendor's runtime reads it: digit runs
+    separated by single commas from the first character on, up to anything else. None when
+    the variable is unset. The runtime also drops the ids from the first one past the
+    machine's last device, and refuses (aclrtGetDeviceCount fails) an empty list, ids out of
+    ascending order or repeated; the process's device count says how many were kept."""
+    if value is None:
+        value = os.environ.get(VISIBLE_DEVICES)
+        if value is None:
+            return None
+    ids: list[int] = []
+    for token in value.split(","):
+        digits = token[:len(token) - len(token.lstrip("0123456789"))]
+        if not digits:
+            break                     # empty (",,", a leading ",") or not a number
+        ids.append(int(digits))
+        if digits != token:
+            break                     # "2;3": the run ends at the first other character
+    return ids
+
+
+def visible_note(count: int | None) -> str | None:
+    """What ``ASCEND_RT_VISIBLE_DEVICES`` does to this process's device ids (None: unset),
+    for ``info`` and ``smoke``: which machine device each device id is, or why the runtime
+    refuses the value."""
+    value = os.environ.get(VISIBLE_DEVICES)
+    if value is None:
+        return None
+    ids = visible_devices(value)
+    setting = f"{VISIBLE_DEVICES}={value!r}"
+    if ids and ids == sorted(set(ids)):
+        pairs = ", ".join(f"{i} -> {d}" for i, d in enumerate(ids[:count] if count else ids))
+        return f"{setting}: device ids here are the machine's {pairs}"
+    return (f"{setting}: the runtime takes a comma-separated list of the machine's device "
+            f"ids, ascending, each once (e.g. 0,3,5)")
+
+
 def _version() -> str:
     try:
         from importlib.metadata import version
@@ -70,6 +113,15 @@ def _on_own_thread(fn, *args):
     return result["value"]
 
 
+def _probe_or_report(lib, device: int) -> dict:
+    """One device's entry: its memory, or the error that kept it from being probed (a device
+    another process holds, a failed one), so that the other devices are still reported."""
+    try:
+        return _on_own_thread(_probe_device, lib, device)
+    except errors.AclError as e:
+        return {"id": device, "memory": None, "error": str(e)}
+
+
 def _probe_runtime(lib) -> tuple[int, list[dict]]:
     status = lib.aclInit(ffi.NULL)
     # Already initialized (by acl_py's object layer or the caller): use it and leave it be.
@@ -79,7 +131,7 @@ def _probe_runtime(lib) -> tuple[int, list[dict]]:
     try:
         count = ffi.new("uint32_t *")
         errors.check(lib.aclrtGetDeviceCount(count), "aclrtGetDeviceCount")
-        devices = [_on_own_thread(_probe_device, lib, d) for d in range(count[0])]
+        devices = [_probe_or_report(lib, d) for d in range(count[0])]
         return int(count[0]), devices
     finally:
         if owned:
@@ -130,6 +182,7 @@ def collect() -> dict:
         info["device_count"], info["devices"] = _probe_runtime(lib)
     except errors.AclError as e:
         info["error"] = str(e)
+    info["visible_devices"] = visible_note(info["device_count"])
     return info
 
 
@@ -162,15 +215,20 @@ def format_text(info: dict) -> str:
         lines.append(f"devices    {info['device_count']}")
         for dev in info["devices"]:
             mem = dev["memory"]
-            text = ("memory unknown" if mem is None else
+            text = (f"ERROR {dev['error']}" if dev.get("error") else
+                    "memory unknown" if mem is None else
                     f"{human_size(mem['total'])} {mem['kind']} total, "
                     f"{human_size(mem['free'])} free ({mem['free']} / {mem['total']} bytes)")
             lines.append(f"  device {dev['id']}  {text}")
+    if info.get("visible_devices"):
+        lines.append(f"visible    {info['visible_devices']}")
     if info["error"]:
         lines.append(f"error      {info['error']}")
     return "\n".join(lines)
 
 
 def ok(info: dict) -> bool:
-    """True when the backend is fully usable: every symbol resolved and the runtime answered."""
-    return not info["missing_symbols"] and info["error"] is None
+    """True when the backend is fully usable: every symbol resolved, the runtime answered and
+    every device could be probed."""
+    return (not info["missing_symbols"] and info["error"] is None
+            and not any(d.get("error") for d in info["devices"]))

@@ -718,6 +718,9 @@ def environment(devices: Sequence[int] | None = None) -> dict:
         env["device_count"] = device.device_count()
     except Exception as e:  # noqa: BLE001
         env["error"] = f"{type(e).__name__}: {e}"
+    from .info import visible_note
+    env["visible_devices"] = visible_note(env["device_count"])
+    env["set_variables"] = dict(b.environment)
     for d in (devices if devices is not None else [0]):
         entry: dict[str, Any] = {"id": d}
         try:
@@ -731,6 +734,18 @@ def environment(devices: Sequence[int] | None = None) -> dict:
         threads = os.environ.get("ACL_EMU_NUM_THREADS", "")
         env["emulator_threads"] = int(threads) if threads.isdigit() else os.cpu_count()
     return env
+
+
+def no_device(env: dict) -> str:
+    """Why the runtime offers no device to test (its count failed or is zero), with what to
+    check: ``ASCEND_RT_VISIBLE_DEVICES`` when set, the driver's view on an NPU machine."""
+    why = (f"counting the devices failed: {env.get('error')}" if env["device_count"] is None
+           else "the runtime sees no device")
+    hints = [env["visible_devices"]] if env.get("visible_devices") else []
+    if env["npu"]:
+        hints.append("`npu-smi info` lists the NPUs the driver sees; in a container the "
+                     "/dev/davinci* devices must be passed in")
+    return why + "".join(f"\n  {h}" for h in hints)
 
 
 def npu_missing(env: dict) -> str | None:
@@ -803,6 +818,10 @@ def format_header(env: dict, mode: str, ncases: int, dtypes_note: str = "") -> s
         else:
             lines.append(f"  device {d['id']:<3}memory {human_size(d['memory_free'])} free of "
                          f"{human_size(d['memory_total'])}")
+    if env.get("visible_devices"):
+        lines.append(f"  visible   {env['visible_devices']}")
+    for var, value in env.get("set_variables", {}).items():
+        lines.append(f"  note      set {var}={value} (unset; set_env.sh's value)")
     lines.append(f"  dtypes    {dtypes_note}")
     h = env["host"]
     host = f"  host      {h['machine']}, {h['cpus']} cpus, Python {h['python']}, NumPy {h['numpy']}"
@@ -1073,6 +1092,8 @@ def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
         env = environment([])
     except LibraryNotFoundError as e:
         return fail(f"FAILED: could not run the smoke test: {e}")
+    if not env["device_count"]:  # the machine's state, not a usage error: before --devices
+        return fail(f"FAILED: could not run the smoke test: {no_device(env)}", env)
     spec = args.devices if getattr(args, "devices", None) is not None else (
         str(args.device) if getattr(args, "device", None) is not None else "0")
     try:

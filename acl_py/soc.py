@@ -6,10 +6,12 @@ SOC_VERSION. Like the vendor's runtime it needs no ``aclInit`` and no current de
 emulator reports the part named by ``ACL_EMU_SOC`` (default Ascend910B2, an Atlas A2 part).
 
 ``supports_bfloat16()`` answers whether a part computes BFLOAT16: the Atlas training series
-(Ascend910A, Ascend910B, Ascend910ProA/ProB/PremiumA: the first generation) and the Atlas
-inference series (Ascend310P*) do not; Atlas A2/A3 (Ascend910B1-4, Ascend910_93xx) and later
-parts do. The vendor's operators choose their supported dtype lists by the same split (NPU
-architecture DAV_2201 or newer), e.g. hicann/ops-nn norm/layer_norm_grad_v3's docs.
+(Ascend910A, Ascend910B, Ascend910ProA/ProB/PremiumA: the first generation), the Atlas
+inference series (Ascend310P*), Atlas 200I/500 A2 (Ascend310B*) and Ascend031/035* do not;
+Atlas A2/A3 (Ascend910B1-4, Ascend910_93xx), Ascend950 and Ascend350 parts do. The split is
+the vendor's platform configuration's: only the latter's files set ``support_bf16=1``
+(hicann/runtime src/platform/platform_config/cann*/<part>.ini), and the operators choose
+their dtype lists by it (e.g. hicann/ops-nn norm/layer_norm_grad_v3's docs).
 """
 from __future__ import annotations
 
@@ -17,11 +19,13 @@ from . import errors
 
 __all__ = ["soc_name", "supports_bfloat16"]
 
-# Parts without BFLOAT16, by exact name ("Ascend910B" is a first-generation Atlas training
-# part; the Atlas A2 parts are Ascend910B1..B4), and by prefix.
+# Parts without BFLOAT16 (no support_bf16=1 in their platform configuration), by exact name
+# ("Ascend910B" is a first-generation Atlas training part; the Atlas A2 parts are
+# Ascend910B1..B4), and by prefix (every Ascend310P and Ascend310B part).
 _NO_BF16_NAMES = frozenset({"Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB",
-                            "Ascend910PremiumA"})
-_NO_BF16_PREFIXES = ("Ascend310P",)
+                            "Ascend910PremiumA", "Ascend031", "Ascend035", "Ascend035A",
+                            "Ascend035B"})
+_NO_BF16_PREFIXES = ("Ascend310P", "Ascend310B")
 
 
 def soc_name() -> str:
@@ -39,7 +43,8 @@ def soc_name() -> str:
 
 def supports_bfloat16(soc: str | None = None) -> bool:
     """Whether the part ``soc`` (default: :func:`soc_name`) computes BFLOAT16. A part this
-    table does not know is taken to be newer than Atlas A2, i.e. to have it."""
+    table does not know is taken to be newer than the vendor's platform configurations, i.e.
+    to have it."""
     if soc is None:
         soc = soc_name()
     return not (soc in _NO_BF16_NAMES or soc.startswith(_NO_BF16_PREFIXES))

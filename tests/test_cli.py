@@ -145,15 +145,41 @@ def test_info_alone_finalizes_what_it_initialized(emu_prefix):
 
 
 def test_info_reports_a_runtime_failure_after_the_libraries(emu_prefix):
-    # The device probe fails (an injected fault): the library part is still shown, the error
-    # names the call and code, and the exit status says something is wrong.
-    env = env_for(ACL_EMU_FAIL="aclrtSetDevice:1")
+    # The runtime fails to count its devices (an injected fault): the library part is still
+    # shown, the error names the call and code, and the exit status says something is wrong.
+    env = env_for(ACL_EMU_FAIL="aclrtGetDeviceCount:1")
     proc = acl_py_cmd("info", env=env)
     assert proc.returncode == 1
     assert str(emu_prefix / "lib64" / "libascendcl.so") in proc.stdout
-    assert "error      aclrtSetDevice failed: ACL_ERROR_RT_INTERNAL_ERROR (507000)" in proc.stdout
+    assert ("error      aclrtGetDeviceCount failed: ACL_ERROR_RT_INTERNAL_ERROR (507000)"
+            in proc.stdout)
     data = json.loads(acl_py_cmd("info", "--json", env=env).stdout)
-    assert data["backend"] == "emulator" and "aclrtSetDevice" in data["error"]
+    assert data["backend"] == "emulator" and "aclrtGetDeviceCount" in data["error"]
+
+
+def test_info_reports_every_device_when_one_cannot_be_probed(emu_prefix):
+    # On an 8-NPU server one device may be held by another process or broken: aclrtSetDevice
+    # fails for it (the second device's here, an injected fault). That device's line carries
+    # the error, every other device is still reported, and the exit status is 1.
+    env = env_for(ACL_EMU_DEVICE_COUNT="3", ACL_EMU_FAIL="aclrtSetDevice:2")
+    proc = acl_py_cmd("info", env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert ("  device 1  ERROR aclrtSetDevice failed: ACL_ERROR_RT_INTERNAL_ERROR (507000)"
+            in proc.stdout)
+    for d in (0, 2):
+        assert f"  device {d}  16.0 GiB HBM total" in proc.stdout
+    data = json.loads(acl_py_cmd("info", "--json", env=env).stdout)
+    assert data["error"] is None and data["device_count"] == 3
+    assert [bool(d.get("error")) for d in data["devices"]] == [False, True, False]
+    assert data["devices"][2]["memory"]["total"] == 16 << 30
+
+
+def test_info_shows_the_visible_device_mapping(emu_prefix):
+    env = env_for(ACL_EMU_DEVICE_COUNT="2", ASCEND_RT_VISIBLE_DEVICES="4,6")
+    proc = acl_py_cmd("info", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("visible    ASCEND_RT_VISIBLE_DEVICES='4,6': device ids here are the machine's "
+            "0 -> 4, 1 -> 6") in proc.stdout
 
 
 def test_info_without_cann_lists_the_search_and_exits_1(tmp_path):

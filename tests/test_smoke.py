@@ -493,3 +493,41 @@ def test_default_dtypes_follow_the_part(tmp_path):
     data = json.loads(path.read_text())
     assert data["soc"] == "Ascend910B2" and "bfloat16" in data["dtypes"]
     assert len(data["devices"][0]["cases"]) == len(smoke.build_cases(quick=True))
+
+
+# ---- the runtime offers no device -------------------------------------------------------------
+
+def test_a_failed_device_count_is_a_failure_with_its_reason_not_a_usage_error(tmp_path):
+    # aclrtGetDeviceCount fails on a machine whose driver cannot count its NPUs, or when
+    # ASCEND_RT_VISIBLE_DEVICES is refused by the runtime (ids out of ascending order:
+    # hicann/runtime api_impl.cc GetDeviceCount): exit status 1 with the runtime's error and
+    # the variable's rule, before any case; the JSON report says the same.
+    path = tmp_path / "r.json"
+    proc = run_cli(["--quick", "--devices", "all", "--json", str(path)],
+                   ACL_EMU_FAIL="aclrtGetDeviceCount:1", ASCEND_RT_VISIBLE_DEVICES="3,1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "FAILED: could not run the smoke test: counting the devices failed" in out
+    assert "aclrtGetDeviceCount" in out and "507000" in out
+    assert "ASCEND_RT_VISIBLE_DEVICES='3,1': the runtime takes a comma-separated list" in out
+    assert "PASSED" not in out and "usage" not in proc.stderr
+    data = json.loads(path.read_text())
+    assert data["summary"]["ok"] is False and "counting the devices failed" in \
+        data["summary"]["error"]
+
+
+def test_visible_devices_are_shown_as_the_machines_ids(tmp_path):
+    # The emulator ignores the variable; the labels come from reading it as the runtime does.
+    proc = run_cli(["--quick", "--dtypes", "fp32", "--devices", "all"],
+                   ACL_EMU_DEVICE_COUNT="2", ASCEND_RT_VISIBLE_DEVICES="2,5")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("  visible   ASCEND_RT_VISIBLE_DEVICES='2,5': device ids here are the machine's "
+            "0 -> 2, 1 -> 5") in proc.stdout
+
+
+@pytest.mark.parametrize("value,ids", [
+    ("2,5", [2, 5]), ("0,1,2,3,4,5,6,7", list(range(8))), ("3, 4", [3]), ("1,,2", [1]),
+    ("12;3", [12]), ("1,2,", [1, 2]), (",1", []), ("abc", []), ("", [])])
+def test_visible_devices_read_as_the_vendor_runtime_does(value, ids):
+    from acl_py.info import visible_devices
+    assert visible_devices(value) == ids

@@ -37,11 +37,16 @@ def test_soc_name_through_the_raw_abi_is_a_stable_string():
 
 def test_python_accessor_knows_which_parts_lack_bfloat16():
     assert acl_py.supports_bfloat16(acl_py.soc_name()) == acl_py.supports_bfloat16()
-    for name in ("Ascend910A", "Ascend910B", "Ascend910ProB", "Ascend910PremiumA",
-                 "Ascend310P1", "Ascend310P3"):
+    # Every part name of the vendor's platform configurations (hicann/runtime
+    # src/platform/platform_config/cann*/), split by their support_bf16=1 line.
+    for name in ("Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB",
+                 "Ascend910PremiumA", "Ascend310P1", "Ascend310P3", "Ascend310P5",
+                 "Ascend310P7", "Ascend310B1", "Ascend310B2", "Ascend310B3", "Ascend310B4",
+                 "Ascend031", "Ascend035", "Ascend035A", "Ascend035B"):
         assert not acl_py.supports_bfloat16(name), name
-    for name in ("Ascend910B1", "Ascend910B2", "Ascend910B4-1", "Ascend910_9391",
-                 "Ascend950PR_9599"):
+    for name in ("Ascend910B1", "Ascend910B2", "Ascend910B2C", "Ascend910B3", "Ascend910B4",
+                 "Ascend910B4-1", "Ascend910_9362", "Ascend910_9391", "Ascend910_9392",
+                 "Ascend950PR_9599", "Ascend950DT_95A2", "Ascend350_354f"):
         assert acl_py.supports_bfloat16(name), name
 
 
