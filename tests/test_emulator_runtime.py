@@ -441,6 +441,7 @@ def test_two_devices_streams_and_memory():
         lib.aclrtGetDevice(d); out["current_after_sync"] = d[0]
         out["wrong_destroy"] = lib.aclrtDestroyStream(s1[0]), errmsg()
         out["wrong_event"] = lib.aclrtRecordEvent(e1[0], NULL), errmsg()
+        out["wrong_wait"] = lib.aclrtStreamWaitEvent(NULL, e1[0]), errmsg()
         out["other_event_sync"] = lib.aclrtSynchronizeEvent(e1[0]), errmsg()
         out["peer_copy"] = lib.aclrtMemcpy(p0[0], 256, p1[0], 256, 3), errmsg()
         f = ffi.new("size_t *"); t = ffi.new("size_t *")
@@ -456,7 +457,8 @@ def test_two_devices_streams_and_memory():
         lib.aclFinalize()
     """, env={"ACL_EMU_DEVICE_COUNT": "2"})
     assert r["current"] == 0
-    for key in ("wrong_destroy", "wrong_event"):
+    # waiting for an event of another device fails too (the same guide)
+    for key in ("wrong_destroy", "wrong_event", "wrong_wait"):
         assert r[key][0] == 107003, (key, r[key])
         assert "device 1" in r[key][1]
     # the vendor's multi-device guide: recording an event on another device's stream fails,
@@ -961,6 +963,112 @@ def test_events(dev):
     assert live()["events"] == base
     ok(lib.aclrtFree(p))
     ok(lib.aclrtDestroyStream(s))
+
+
+def _slow_then_mark(p, n, s, value, rounds=12):
+    """Queues `rounds` memsets of n bytes on s, the last one writing `value`: long enough
+    (tens of ms) that another stream's unordered work would run first."""
+    for k in range(rounds):
+        ok(lib.aclrtMemsetAsync(p, n, value if k == rounds - 1 else 0, n, s))
+
+
+def test_stream_wait_event_orders_another_streams_work(dev):
+    """aclrtStreamWaitEvent: the waiting stream's later work starts after the work the event's
+    last record captured, on another stream; the host does not block."""
+    a, b = new_stream(), new_stream()
+    e = new_event()
+    n = 32 << 20
+    p, h = malloc(n), malloc_host(n)
+    _slow_then_mark(p, n, a, 7)
+    ok(lib.aclrtRecordEvent(e, a))
+    ok(lib.aclrtStreamWaitEvent(b, e))
+    ok(lib.aclrtMemcpyAsync(h, n, p, n, D2H, b))
+    ok(lib.aclrtSynchronizeStream(b))       # b only: the wait ordered the copy after a's work
+    assert host_view(h, n)[0] == 7 and host_view(h, n)[-1] == 7
+    # the wait is for the last record when it was made: recording the event again on an idle
+    # stream, which finishes first, does not end it
+    c = new_stream()
+    _slow_then_mark(p, n, a, 9)
+    ok(lib.aclrtRecordEvent(e, a))
+    ok(lib.aclrtStreamWaitEvent(b, e))
+    ok(lib.aclrtRecordEvent(e, c))
+    ok(lib.aclrtSynchronizeStream(c))
+    ok(lib.aclrtMemcpyAsync(h, n, p, n, D2H, b))
+    ok(lib.aclrtSynchronizeStream(b))
+    assert host_view(h, n)[0] == 9
+    # so is aclrtSynchronizeEvent's: the later record (on c) is the one it waits for
+    ok(lib.aclrtStreamWaitEvent(ffi.NULL, e))  # the default stream; its record already ran
+    ok(lib.aclrtSynchronizeStream(ffi.NULL))
+    ok(lib.aclrtSynchronizeStream(a))
+    for x in (a, b, c):
+        ok(lib.aclrtDestroyStream(x))
+    ok(lib.aclrtDestroyEvent(e))
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtFreeHost(h))
+
+
+def test_synchronize_event_waits_for_its_own_record(dev):
+    """aclrtSynchronizeEvent waits for the event's last record when called: a record made
+    meanwhile by another thread, on an idle stream, finishes first and does not end the wait
+    (it used to: the wait looked at the highest record done)."""
+    a, c = new_stream(), new_stream()
+    e = new_event()
+    n = 32 << 20
+    p, h = malloc(n), malloc_host(n)
+    _slow_then_mark(p, n, a, 5)
+    ok(lib.aclrtRecordEvent(e, a))
+    errors = []
+
+    def record_again():
+        try:
+            time.sleep(0.005)       # while the main thread waits
+            ok(lib.aclrtSetDevice(0))
+            ok(lib.aclrtRecordEvent(e, c))
+            ok(lib.aclrtSynchronizeStream(c))
+            ok(lib.aclrtResetDevice(0))
+        except BaseException as ex:
+            errors.append(ex)
+    t = threading.Thread(target=record_again)
+    t.start()
+    ok(lib.aclrtSynchronizeEvent(e))
+    ok(lib.aclrtMemcpy(h, n, p, n, D2H))     # not ordered after a: the wait must have been
+    t.join(60)
+    assert not errors, errors
+    assert host_view(h, n)[0] == 5
+    for x in (a, c):
+        ok(lib.aclrtDestroyStream(x))
+    ok(lib.aclrtDestroyEvent(e))
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtFreeHost(h))
+
+
+def test_stream_wait_event_errors(dev):
+    s = new_stream()
+    e = new_event()
+    # CANN's order and codes: NULL event (ACL layer) 100000, handles 107017, an event never
+    # recorded 107000 (event.cc Event::Wait, RT_ERROR_INVALID_VALUE)
+    expect(lib.aclrtStreamWaitEvent(s, ffi.NULL), 100000, "aclrtStreamWaitEvent", "event")
+    garbage = ffi.cast("void *", 0x777000)
+    expect(lib.aclrtStreamWaitEvent(s, garbage), 107017, "aclrtStreamWaitEvent", "event")
+    expect(lib.aclrtStreamWaitEvent(garbage, e), 107017, "aclrtStreamWaitEvent", "stream")
+    expect(lib.aclrtStreamWaitEvent(s, e), 107000, "aclrtStreamWaitEvent", "never been recorded")
+    # an event a queued wait still refers to is not destroyed (the header asks that those
+    # tasks have run first): refused, nothing destroyed, until the stream has passed the wait
+    a = new_stream()
+    n = 32 << 20
+    p = malloc(n)
+    _slow_then_mark(p, n, a, 1)
+    ok(lib.aclrtRecordEvent(e, a))
+    ok(lib.aclrtStreamWaitEvent(s, e))
+    expect(lib.aclrtDestroyEvent(e), 107000, "aclrtDestroyEvent", "aclrtStreamWaitEvent",
+           "synchronize")
+    ok(lib.aclrtSynchronizeStream(s))
+    ok(lib.aclrtDestroyEvent(e))
+    expect(lib.aclrtStreamWaitEvent(s, e), 107017, "aclrtStreamWaitEvent")  # destroyed
+    ok(lib.aclrtSynchronizeStream(a))
+    for x in (a, s):
+        ok(lib.aclrtDestroyStream(x))
+    ok(lib.aclrtFree(p))
 
 
 def test_elapsed_time_needs_completed_record(dev):

@@ -49,6 +49,11 @@ typedef struct rt_event {
     uint64_t issued;     /* records queued (mu) */
     uint64_t done;       /* highest record sequence that ran (mu) */
     uint64_t stamp_ns;   /* CLOCK_MONOTONIC time of that record (mu) */
+    /* Records queued and not yet run, by sequence (mu): a wait is for one record, the last
+     * issued when it was made, and records on different streams finish in any order. */
+    uint64_t *inflight;
+    size_t n_inflight, cap_inflight;
+    uint64_t waits;      /* aclrtStreamWaitEvent tasks queued and not yet run (mu) */
     struct rt_event *prev, *next; /* the device's event list (g_dev_mu) */
 } rt_event;
 
@@ -444,6 +449,7 @@ void rt_streams_teardown(int dev) { /* life write lock held: no other call runs 
 
 static void event_free(rt_obj *o) {
     rt_event *e = (rt_event *)o;
+    free(e->inflight);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     free(e);
@@ -503,6 +509,19 @@ aclError aclrtDestroyEvent(aclrtEvent event) {
      * src/runtime/api/impl/api_impl.cc EventDestroy looks up no context). */
     if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
         goto out;
+    /* Stricter than the device: CANN's header asks that the tasks of aclrtStreamWaitEvent on
+     * the event have run before it is destroyed (hicann/runtime include/external/acl/
+     * acl_rt.h, aclrtDestroyEvent); a device would let the wait read a freed event. */
+    pthread_mutex_lock(&e->mu);
+    uint64_t waits = e->waits;
+    pthread_mutex_unlock(&e->mu);
+    if (waits > 0) {
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                    "event %p is still waited for by %llu aclrtStreamWaitEvent task(s) queued on "
+                    "a stream: synchronize that stream before destroying the event", event,
+                    (unsigned long long)waits);
+        goto out;
+    }
     if (!aclemu_handle_unregister(e, ACLEMU_KIND_EVENT)) {
         rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
                     "event %p is not a live event (already destroyed)", event);
@@ -530,6 +549,14 @@ typedef struct {
     uint64_t seq;
 } record_task;
 
+/* Whether record `seq` of the event is queued and has not run (e->mu held). */
+static bool record_pending(const rt_event *e, uint64_t seq) {
+    for (size_t i = 0; i < e->n_inflight; i++)
+        if (e->inflight[i] == seq)
+            return true;
+    return false;
+}
+
 static void record_run(void *arg) {
     record_task *t = arg;
     uint64_t now = rt_now_ns();
@@ -537,6 +564,12 @@ static void record_run(void *arg) {
     if (t->seq > t->e->done) { /* records on different streams may finish out of order */
         t->e->done = t->seq;
         t->e->stamp_ns = now;
+    }
+    for (size_t i = 0; i < t->e->n_inflight; i++) {
+        if (t->e->inflight[i] == t->seq) {
+            t->e->inflight[i] = t->e->inflight[--t->e->n_inflight];
+            break;
+        }
     }
     pthread_cond_broadcast(&t->e->cv);
     pthread_mutex_unlock(&t->e->mu);
@@ -575,15 +608,114 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
     /* Issue and enqueue under the event lock, so the sequence numbers of concurrent records
      * on one stream follow the queue order. */
     pthread_mutex_lock(&e->mu);
+    if (e->n_inflight == e->cap_inflight) {
+        size_t cap = e->cap_inflight ? 2 * e->cap_inflight : 4;
+        uint64_t *v = realloc(e->inflight, cap * sizeof *v);
+        if (v == NULL) {
+            pthread_mutex_unlock(&e->mu);
+            free(t);
+            rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "out of host memory");
+            goto out;
+        }
+        e->inflight = v;
+        e->cap_inflight = cap;
+    }
     t->e = e;
     t->seq = e->issued + 1;
     atomic_fetch_add(&e->hdr.refs, 1);
     rc = rt_stream_push(s, record_run, record_release, t, __func__);
-    if (rc == ACL_SUCCESS)
+    if (rc == ACL_SUCCESS) {
         e->issued = t->seq;
+        e->inflight[e->n_inflight++] = t->seq;
+    }
     pthread_mutex_unlock(&e->mu);
     if (rc != ACL_SUCCESS)
         record_release(t);
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    if (e != NULL)
+        rt_obj_put(&e->hdr);
+    rt_leave();
+    return rc;
+}
+
+typedef struct {
+    rt_event *e;
+    uint64_t seq; /* the record waited for */
+} wait_task;
+
+static void wait_run(void *arg) {
+    wait_task *t = arg;
+    pthread_mutex_lock(&t->e->mu);
+    while (record_pending(t->e, t->seq))
+        pthread_cond_wait(&t->e->cv, &t->e->mu);
+    pthread_mutex_unlock(&t->e->mu);
+}
+
+static void wait_release(void *arg) {
+    wait_task *t = arg;
+    pthread_mutex_lock(&t->e->mu);
+    t->e->waits--;
+    pthread_mutex_unlock(&t->e->mu);
+    rt_obj_put(&t->e->hdr);
+    free(t);
+}
+
+aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_event *e = NULL;
+    rt_stream *s = NULL;
+    /* CANN's order: the NULL event (ACL layer, hicann/runtime src/acl/aclrt_impl/stream.cpp),
+     * the handles (src/runtime/api/api_c_stream.cc rtStreamWaitEvent), the context and the
+     * stream's (api_impl.cc StreamWaitEvent), then the event's record (src/runtime/core/src/
+     * event/event.cc Event::Wait). */
+    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
+        (rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
+        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
+        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
+        goto out;
+    if (e->device != dev) {
+        /* The vendor's multi-device guide: waiting for an event of another device fails
+         * (hicann/runtime docs/zh/dev_guide/05_multi_device_programming.md); the status is
+         * the emulator's choice, as for aclrtRecordEvent. */
+        rc = RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, __func__,
+                    "event %p belongs to device %d, the stream to device %d: a stream waits "
+                    "only for events of its own device", event, e->device, dev);
+        goto out;
+    }
+    wait_task *t = malloc(sizeof *t);
+    if (t == NULL) {
+        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "out of host memory");
+        goto out;
+    }
+    pthread_mutex_lock(&e->mu);
+    if (e->issued == 0) {
+        /* RT_ERROR_INVALID_VALUE -> 107000 (errcode_manage.cc): "The event has not been
+         * recorded" */
+        pthread_mutex_unlock(&e->mu);
+        free(t);
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                    "event %p has never been recorded (aclrtRecordEvent it on a stream first)",
+                    event);
+        goto out;
+    }
+    t->e = e;
+    t->seq = e->issued; /* the last record now: later records do not change what is waited for */
+    atomic_fetch_add(&e->hdr.refs, 1);
+    e->waits++;
+    rc = rt_stream_push(s, wait_run, wait_release, t, __func__);
+    if (rc != ACL_SUCCESS) {
+        e->waits--;
+        pthread_mutex_unlock(&e->mu);
+        rt_obj_put(&e->hdr);
+        free(t);
+        goto out;
+    }
+    pthread_mutex_unlock(&e->mu);
 out:
     if (s != NULL)
         rt_stream_put(s);
@@ -603,8 +735,10 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
         rt_event *e = NULL;
         if ((rc = get_event(__func__, "event", event, &e)) == ACL_SUCCESS) {
             pthread_mutex_lock(&e->mu);
-            uint64_t target = e->issued; /* never recorded: 0, done at once */
-            while (e->done < target)
+            /* The last record when called (never recorded: 0, done at once); a record made
+             * later, even one that finishes first, is not waited for nor taken for it. */
+            uint64_t target = e->issued;
+            while (target != 0 && record_pending(e, target))
                 pthread_cond_wait(&e->cv, &e->mu);
             pthread_mutex_unlock(&e->mu);
             rt_obj_put(&e->hdr);
