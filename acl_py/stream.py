@@ -205,6 +205,51 @@ class Stream:
             o.allocation.uses[st] = st.seq    # the newest number: see Timeline.submit
         return seq
 
+    def wait(self, other: Event | Stream) -> None:
+        """Makes the work queued on this stream from now on wait, on the device, for
+        ``other``: an :class:`Event` (its last record so far) or another :class:`Stream`
+        (everything queued on it so far, through an event recorded there). The host does not
+        block. Both must be on this stream's device (CANN refuses a wait across devices). An
+        event a stream waits for is destroyed, once closed, only after that stream has
+        synchronized past the wait (CANN requires it)."""
+        st = self.state
+        if st.closed:
+            raise st.closed_error(repr(self))
+        if isinstance(other, Stream):
+            ost = other.state
+            if ost is st:
+                return      # a stream's work is in order already
+            if ost.device != st.device:
+                raise AclArgumentError("other", f"{other!r} belongs to device {ost.device}, "
+                                       f"this stream to device {st.device}: a stream waits "
+                                       f"only for work of its own device")
+            with Event(st.device) as ev:    # destroyed once this stream is past the wait
+                ev.record(other)
+                self.wait(ev)
+            return
+        if not isinstance(other, Event):
+            raise AclTypeError("other", f"expected an acl_py.Event or acl_py.Stream, got "
+                               f"{type(other).__name__}")
+        est = other._live()
+        if est.device != st.device:
+            raise AclArgumentError("other", f"event of device {est.device}, this stream is on "
+                                   f"device {st.device}: a stream waits only for events of its "
+                                   f"own device")
+        sst = state_for(self, st.device)
+        r = sst.enqueue(_wait_event, est.handle)
+        if r:
+            err = make_error(r, "aclrtStreamWaitEvent")
+            # CANN refuses an event never recorded with a bare "invalid value" (107000): name
+            # the argument if acl-py never recorded it (recorded through its handle
+            # elsewhere, the library decides).
+            if r == _NOT_RECORDED and est.recorded is None:
+                e = AclArgumentError("other", "event never recorded: record(stream) it before "
+                                     "a stream waits for it")
+                e.refused(err)
+                raise e from err
+            raise err
+        est.uses[sst] = sst.seq     # numbered by enqueue: the destroy waits for the wait
+
     def keep_alive(self, obj: object) -> int:
         """Keeps ``obj`` alive until the work queued so far has completed."""
         return self.mark_used(keep=obj)
@@ -313,21 +358,30 @@ def state_for(stream, device, argument="stream"):
 # ---- events -------------------------------------------------------------------------------
 
 _NEVER_RECORDED = 507000   # aclrtEventElapsedTime of an event never recorded (hicann/runtime)
+_NOT_RECORDED = 107000     # aclrtStreamWaitEvent of an event never recorded (event.cc Wait)
+
+
+def _wait_event(event, stream):
+    """aclrtStreamWaitEvent with the stream last (StreamState.enqueue passes it so)."""
+    return _rt.lib.aclrtStreamWaitEvent(stream, event)
 
 
 class _EventState:
-    __slots__ = ("handle", "device", "recorded", "closed", "gen")
+    __slots__ = ("handle", "device", "recorded", "closed", "gen", "uses")
 
     def __init__(self, handle, device):
-        self.handle = handle
+        self.handle = handle    # None once destroyed
         self.device = device
-        self.recorded = None   # (stream state, seq) of the last record
-        self.closed = False
+        self.recorded = None    # (stream state, seq) of the last record
+        self.closed = False     # the wrapper's state: the destroy may wait for streams
         self.gen = _rt.gen
+        # The streams' waits for this event (Stream.wait): CANN asks that they have run
+        # before the event is destroyed (include/external/acl/acl_rt.h, aclrtDestroyEvent).
+        self.uses = _ordering.Uses()
 
 
 def _destroy_event(st):
-    if st.closed:
+    if st.handle is None:
         return
     # No device made current: CANN destroys an event in its own context (hicann/runtime
     # api_impl.cc, EventDestroy), and a release the garbage collector runs inside another
@@ -339,15 +393,29 @@ def _destroy_event(st):
     st.handle = None
 
 
+def _release_event(st):
+    """Releaser of an event: closed now, destroyed once the streams waiting for it have
+    passed their waits (at once when none has)."""
+    if st.handle is None:
+        return
+    st.closed = True
+    try:
+        _ordering.release_after(st.uses, _destroy_event, st, _rt.ORDER_EVENT)
+    except BaseException:
+        st.closed = _rt.tearing_down    # still owned: close() may be retried
+        raise
+
+
 class Event:
-    """An ``aclrtEvent``: ``record(stream)``, ``synchronize()``, ``elapsed_ms(end)``."""
+    """An ``aclrtEvent``: ``record(stream)``, ``synchronize()``, ``elapsed_ms(end)``; a stream
+    waits for it with :meth:`Stream.wait`."""
 
     __slots__ = ("_st", "_rel", "__weakref__")
 
     def __init__(self, device: DeviceLike = None) -> None:
         dev = _device.resolve_device(device)
         st = self._st = _EventState(_create(dev, "aclrtEvent *", "aclrtCreateEvent"), dev)
-        self._rel = _rt.Releaser(self, _destroy_event, (st,), _rt.ORDER_EVENT)
+        self._rel = _rt.Releaser(self, _release_event, (st,), _rt.ORDER_EVENT)
 
     def _live(self):
         st = self._st

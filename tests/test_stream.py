@@ -291,6 +291,126 @@ def test_event_errors(emulator):
     e2.close()
 
 
+def _slow_then_mark(buf, stream, value, rounds=12):
+    """Queues `rounds` memsets of the whole buffer on `stream`, the last one writing `value`:
+    tens of ms, so that another stream's unordered work would run first."""
+    for k in range(rounds):
+        buf.memset(value if k == rounds - 1 else 0, stream=stream)
+
+
+@pytest.mark.parametrize("on", ["event", "stream"])
+def test_stream_wait_orders_work_across_streams(emulator, on):
+    """b.wait(event or stream): b's later work runs after a's, on the device; the host does
+    not block, and only b is synchronized."""
+    a, b = acl_py.Stream(), acl_py.Stream()
+    n = 32 << 20
+    buf, host = acl_py.DeviceBuffer(n), acl_py.HostBuffer(n)
+    events = emulator.live_objects()["events"]
+    for value in (3, 4):
+        _slow_then_mark(buf, a, value)
+        if on == "event":
+            with acl_py.Event() as ev:
+                ev.record(a)
+                b.wait(ev)
+        else:
+            b.wait(a)
+        buf.copy_to_host_async(host, b)
+        b.synchronize()
+        view = host.numpy()
+        assert view[0] == value and view[-1] == value
+        del view
+    b.wait(b)                           # a stream is in order with itself: nothing to do
+    # the events the waits used are gone once b has passed the waits
+    assert emulator.live_objects()["events"] == events
+    a.close()
+    b.close()
+    buf.close()
+    host.close()
+
+
+def test_event_a_stream_waits_for_is_destroyed_after_the_wait(emulator):
+    """Closing an event a queued wait still refers to: the wrapper closes at once, the destroy
+    waits until the stream has passed the wait (CANN asks it; the emulator refuses the
+    destroy before, so an early one would raise here)."""
+    a, b = acl_py.Stream(), acl_py.Stream()
+    buf = acl_py.DeviceBuffer(32 << 20)
+    events = emulator.live_objects()["events"]
+    ev = acl_py.Event()
+    _slow_then_mark(buf, a, 1)
+    ev.record(a)
+    b.wait(ev)
+    ev.close()
+    assert ev.closed
+    with pytest.raises(errors.ClosedError):
+        b.wait(ev)
+    assert emulator.live_objects()["events"] == events + 1     # b has not passed the wait
+    b.synchronize()
+    assert emulator.live_objects()["events"] == events
+    # garbage collection, the same
+    ev = acl_py.Event()
+    ev.record(a)
+    b.wait(ev)
+    del ev
+    gc.collect()
+    b.synchronize()
+    assert emulator.live_objects()["events"] == events
+    a.close()
+    b.close()
+    buf.close()
+
+
+def test_stream_wait_errors(emulator):
+    s = acl_py.Stream()
+    with pytest.raises(errors.AclTypeError) as info:
+        s.wait(3)
+    assert info.value.argument == "other"
+    # never recorded: CANN's 107000 ("invalid value"), raised naming the event, with the
+    # status, call and message, chained to the library's refusal
+    with acl_py.Event() as ev:
+        with pytest.raises(errors.AclArgumentError) as info:
+            s.wait(ev)
+        assert info.value.argument == "other" and "never recorded" in info.value.problem
+        assert info.value.call == "aclrtStreamWaitEvent" and info.value.code == 107000
+        assert "never been recorded" in info.value.message
+        ev.record(s)
+        # an injected failure: the runtime's typed error; nothing is left waiting
+        emulator.set_faults("aclrtStreamWaitEvent:1")
+        with pytest.raises(errors.InternalError) as info:
+            s.wait(ev)
+        assert info.value.code == 507000
+        emulator.set_faults(None)
+        s.wait(ev)
+    closed = acl_py.Stream()
+    closed.close()
+    with pytest.raises(errors.ClosedError):
+        closed.wait(s)
+    with pytest.raises(errors.ClosedError):
+        s.wait(closed)
+    s.close()
+
+
+def test_stream_wait_across_devices_is_refused(emulator, run_python):
+    """CANN's multi-device guide: a stream does not wait for an event of another device.
+    Refused before any C call, naming the argument."""
+    proc = run_python("""
+        import acl_py
+        from acl_py import errors
+        s0 = acl_py.Stream(0)
+        s1 = acl_py.Stream(1)
+        e1 = acl_py.Event(1).record(s1)
+        for other in (e1, s1):
+            try:
+                s0.wait(other)
+            except errors.AclArgumentError as e:
+                assert e.argument == "other" and "device 1" in str(e), e
+            else:
+                raise SystemExit("not refused")
+        s0.wait(acl_py.Event(0).record(s0))
+        print("ok")
+    """, env={"ACL_EMU_DEVICE_COUNT": "2"})
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
 def test_threads_each_with_own_stream():
     errors_seen = []
 
