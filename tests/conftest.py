@@ -51,6 +51,10 @@ def hardware_skip_reason():
         return reason
     if backend.is_emulator:
         return f"no CANN libraries found (backend is the emulator: {backend.reason})"
+    from acl_py.smoke import on_npu
+    if not on_npu():
+        return (f"the CANN libraries under {backend.root} are the acl-py emulator's (its "
+                f"prefix as the CANN root): no NPU to test")
     try:
         n = acl_py.device_count()
     except Exception as e:
