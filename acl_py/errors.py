@@ -20,9 +20,13 @@ AlreadyInitializedError         100002 REPEAT_INITIALIZE
 DeviceError                     107001 RT_INVALID_DEVICEID, 107002 RT_CONTEXT_NULL,
                                 107003 RT_STREAM_CONTEXT, 200002 INVALID_DEVICE,
                                 207005 RT_RESOURCE_ALLOC_FAIL (e.g. too many streams),
-                                507007 RT_CONTEXT_RELEASE_ERROR (reset of a device not set)
+                                507007 RT_CONTEXT_RELEASE_ERROR (reset of a device not set);
+                                the driver's (hicann/runtime errcode_manage.cc): 207004
+                                RT_NO_DEVICE, 207006 RT_NO_PERMISSION, 507033
+                                RT_DEV_SETUP_ERROR, 507010 RT_LOST_HEARTBEAT, 507899
+                                RT_DRV_INTERNAL_ERROR
 DeviceMemoryError (MemoryError) 200000 BAD_ALLOC, 207001 RT_MEMORY_ALLOCATION,
-                                300000 STORAGE_OVER_LIMIT
+                                207018 RT_DEVICE_OOM, 300000 STORAGE_OVER_LIMIT
 NotSupportedError               200001 API_NOT_SUPPORT, 207000 RT_FEATURE_NOT_SUPPORT
 OperatorParameterError          161001 / 161002 (subclasses below)
   OperatorNullPointerError      161001 ACLNN_ERR_PARAM_NULLPTR
@@ -30,11 +34,14 @@ OperatorParameterError          161001 / 161002 (subclasses below)
 RuntimeFailure                  361001 ACLNN_ERR_RUNTIME_ERROR, 500001 FAILURE
 InternalError                   500000 INTERNAL_ERROR, 507000 RT_INTERNAL_ERROR,
                                 561000 ACLNN_ERR_INNER, 561101 .._CREATE_EXECUTOR,
-                                561103 .._INNER_NULLPTR
+                                561103 .._INNER_NULLPTR; an install without the operators'
+                                kernels: 561003 .._FIND_KERNEL_ERROR, 561107
+                                .._OPP_PATH_NOT_FOUND, 561112 .._OPP_KERNEL_PKG_NOT_FOUND
 CreateFailedError               a create function (aclCreateTensor, ...) returned NULL
 ==============================  ==============================================================
 
-Codes not in the table raise a plain :class:`AclError` named ``UNKNOWN``.
+Other codes raise a plain :class:`AclError` named as acl-py's headers declare them (the
+vendor's ``ACL_ERROR_*`` and ``ACLNN_ERR_*``), else ``UNKNOWN``.
 
 Mistakes caught in Python are not ``AclError``\\ s: they are :class:`AclArgumentError` (a
 ``ValueError``) or :class:`AclTypeError` (a ``TypeError``), naming the argument; when an
@@ -219,7 +226,13 @@ STATUS = {
     107017: ("ACL_ERROR_RT_INVALID_HANDLE", InvalidHandleError),
     207000: ("ACL_ERROR_RT_FEATURE_NOT_SUPPORT", NotSupportedError),
     207001: ("ACL_ERROR_RT_MEMORY_ALLOCATION", DeviceMemoryError),
+    207004: ("ACL_ERROR_RT_NO_DEVICE", DeviceError),
     207005: ("ACL_ERROR_RT_RESOURCE_ALLOC_FAIL", DeviceError),
+    207006: ("ACL_ERROR_RT_NO_PERMISSION", DeviceError),
+    207018: ("ACL_ERROR_RT_DEVICE_OOM", DeviceMemoryError),
+    507010: ("ACL_ERROR_RT_LOST_HEARTBEAT", DeviceError),
+    507033: ("ACL_ERROR_RT_DEV_SETUP_ERROR", DeviceError),
+    507899: ("ACL_ERROR_RT_DRV_INTERNAL_ERROR", DeviceError),
     507000: ("ACL_ERROR_RT_INTERNAL_ERROR", InternalError),
     507007: ("ACL_ERROR_RT_CONTEXT_RELEASE_ERROR", DeviceError),
     161001: ("ACLNN_ERR_PARAM_NULLPTR", OperatorNullPointerError),
@@ -228,17 +241,42 @@ STATUS = {
     561000: ("ACLNN_ERR_INNER", InternalError),
     561101: ("ACLNN_ERR_INNER_CREATE_EXECUTOR", InternalError),
     561103: ("ACLNN_ERR_INNER_NULLPTR", InternalError),
+    561003: ("ACLNN_ERR_INNER_FIND_KERNEL_ERROR", InternalError),
+    561107: ("ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND", InternalError),
+    561112: ("ACLNN_ERR_INNER_OPP_KERNEL_PKG_NOT_FOUND", InternalError),
 }
 
 # name -> code, e.g. CODES["ACL_ERROR_RT_MEMORY_ALLOCATION"] == 207001
 CODES = {name: code for code, (name, _cls) in STATUS.items()}
 
 
+_declared: dict[int, str] | None = None
+
+
+def _declared_names() -> dict[int, str]:
+    """code -> name of every status code acl-py's headers declare (the vendor's full lists),
+    read once from the declarations (no library needed: dlopen(None) is the process)."""
+    global _declared
+    if _declared is None:
+        from ._ffi import ffi
+        lib = ffi.dlopen(None)
+        names: dict[int, str] = {}
+        for n in sorted(dir(lib)):
+            # one alias, the deprecated misspelling (hicann/opbase op_errno.h), sorts first:
+            # the later name wins
+            if n.startswith(("ACL_ERROR_", "ACLNN_ERR_")):
+                names[int(getattr(lib, n))] = n
+        _declared = names
+    return _declared
+
+
 def code_name(code):
     if code is None:
         return "NULL"
     entry = STATUS.get(code)
-    return entry[0] if entry else "UNKNOWN"
+    if entry:
+        return entry[0]
+    return _declared_names().get(code, "UNKNOWN")
 
 
 def error_class(code):

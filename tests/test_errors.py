@@ -41,6 +41,18 @@ EXPECTED = {
     "ACLNN_ERR_INNER": errors.InternalError,
     "ACLNN_ERR_INNER_CREATE_EXECUTOR": errors.InternalError,
     "ACLNN_ERR_INNER_NULLPTR": errors.InternalError,
+    # What a device's runtime returns when the driver sees no NPU (or ASCEND_RT_VISIBLE_DEVICES
+    # is refused), the user may not open it, or it is lost (hicann/runtime errcode_manage.cc),
+    # and an install whose operator kernels are not found (ASCEND_OPP_PATH).
+    "ACL_ERROR_RT_NO_DEVICE": errors.DeviceError,
+    "ACL_ERROR_RT_NO_PERMISSION": errors.DeviceError,
+    "ACL_ERROR_RT_DEV_SETUP_ERROR": errors.DeviceError,
+    "ACL_ERROR_RT_LOST_HEARTBEAT": errors.DeviceError,
+    "ACL_ERROR_RT_DRV_INTERNAL_ERROR": errors.DeviceError,
+    "ACL_ERROR_RT_DEVICE_OOM": errors.DeviceMemoryError,
+    "ACLNN_ERR_INNER_FIND_KERNEL_ERROR": errors.InternalError,
+    "ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND": errors.InternalError,
+    "ACLNN_ERR_INNER_OPP_KERNEL_PKG_NOT_FOUND": errors.InternalError,
 }
 
 
@@ -86,6 +98,17 @@ def test_unknown_code_is_plain_aclerror():
     e = errors.make_error(123456, "aclFoo")
     assert type(e) is errors.AclError and e.name == "UNKNOWN" and e.code == 123456
     assert "aclFoo failed: UNKNOWN (123456)" in str(e)
+
+
+@pytest.mark.parametrize("code,name", [
+    (507011, "ACL_ERROR_RT_MODEL_EXECUTE"),
+    (507046, "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT"),
+    (561105, "ACLNN_ERR_INNER_KEY_CONFLICT"),   # not the deprecated misspelled alias
+])
+def test_other_declared_codes_keep_the_vendors_name(code, name):
+    e = errors.make_error(code, "aclrtSynchronizeStream")
+    assert type(e) is errors.AclError and e.name == name
+    assert f"aclrtSynchronizeStream failed: {name} ({code})" in str(e)
 
 
 def test_str_with_and_without_message():
