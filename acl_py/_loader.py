@@ -249,6 +249,32 @@ def driver_library() -> Path | None:
     return None
 
 
+def mapped_driver_library() -> Path | None:
+    """The driver library (libascend_hal.so) this process has mapped, which the vendor's
+    runtime links, or None (the emulator, or not loaded)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                fields = line.split(None, 5)
+                if len(fields) == 6 and fields[5].rstrip("\n").endswith("/" + DRIVER_LIBRARY):
+                    return Path(fields[5].rstrip("\n"))
+    except OSError:
+        pass
+    return None
+
+
+def driver_stub_note() -> str | None:
+    """When the mapped driver library is the toolkit's link-time stub (``devlib/``, which
+    set_env.sh puts on LD_LIBRARY_PATH when it finds no driver: hicann/runtime set_env.sh,
+    cmake/package.cmake), which has no device: what it is and what to do."""
+    p = mapped_driver_library()
+    if p is None or "devlib" not in p.parts:
+        return None
+    return (f"the NPU driver library in use is the toolkit's stub {p}, which has no device "
+            f"(set_env.sh puts devlib/ on LD_LIBRARY_PATH when it finds no driver): install "
+            f"the Ascend driver, then source set_env.sh again in a new shell")
+
+
 _MISSING_DEPENDENCY = re.compile(r"([^\s:'\"]+\.so[\w.]*): cannot open shared object file")
 
 

@@ -183,6 +183,11 @@ def collect() -> dict:
     except errors.AclError as e:
         info["error"] = str(e)
     info["visible_devices"] = visible_note(info["device_count"])
+    driver = _loader.mapped_driver_library()
+    info["driver"] = None if driver is None else str(driver)
+    stub = _loader.driver_stub_note()
+    if stub is not None:
+        info["notes"].append(stub)
     return info
 
 
@@ -195,6 +200,8 @@ def format_text(info: dict) -> str:
     width = max(len(r) for r in info["libraries"])
     for role, path in info["libraries"].items():
         lines.append(f"  {role:<{width}}  {path}")
+    if info.get("driver"):
+        lines.append(f"driver     {info['driver']}")
     for note in info["notes"]:
         lines.append(f"note       {note}")
     missing = info["missing_symbols"]

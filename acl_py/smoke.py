@@ -741,7 +741,11 @@ def no_device(env: dict) -> str:
     check: ``ASCEND_RT_VISIBLE_DEVICES`` when set, the driver's view on an NPU machine."""
     why = (f"counting the devices failed: {env.get('error')}" if env["device_count"] is None
            else "the runtime sees no device")
+    from ._loader import driver_stub_note
     hints = [env["visible_devices"]] if env.get("visible_devices") else []
+    stub = driver_stub_note()
+    if stub is not None:
+        hints.append(stub)
     if env["npu"]:
         hints.append("`npu-smi info` lists the NPUs the driver sees; in a container the "
                      "/dev/davinci* devices must be passed in")

@@ -558,3 +558,28 @@ def test_install_variables_get_set_env_values_when_unset(emu_prefix, tmp_path):
     for var, _ in _loader.INSTALL_VARIABLES:
         env.pop(var, None)
     assert run_py(code, env, cwd=tmp_path)["set"] == {}
+
+
+def test_the_toolkits_driver_stub_is_named_when_the_runtime_sees_no_device(tmp_path):
+    # Toolkit installed, driver not: set_env.sh puts the toolkit's link-time stub
+    # libascend_hal.so (devlib/) on LD_LIBRARY_PATH, the runtime loads and counts no device.
+    # info names the driver library in use and says it is the stub; smoke's no-device failure
+    # says so too. (The stub is mapped by hand here; the device count fails by injection.)
+    devlib = tmp_path / "cann" / f"{ARCH}-linux" / "devlib" / "linux" / ARCH
+    devlib.mkdir(parents=True)
+    stub = compile_library("int halGetDeviceInfo(void) { return 1; }\n",
+                           devlib / "libascend_hal.so")
+    out = run_py(f"""
+        import ctypes, io, json
+        ctypes.CDLL({str(stub)!r})
+        from acl_py import info, smoke
+        text = info.format_text(info.collect())
+        out = io.StringIO()
+        status = smoke.main(["--quick"], out=out, err=io.StringIO())
+        print(json.dumps({{"info": text, "smoke": out.getvalue(), "status": status}}))
+    """, base_env(ACL_PY_BACKEND="emulator", ACL_EMU_FAIL="aclrtGetDeviceCount:2"))
+    assert f"driver     {stub}" in out["info"]
+    assert f"note       the NPU driver library in use is the toolkit's stub {stub}" in out["info"]
+    assert out["status"] == 1
+    assert "counting the devices failed" in out["smoke"]
+    assert f"the NPU driver library in use is the toolkit's stub {stub}" in out["smoke"]
