@@ -66,6 +66,24 @@ class StreamState(_ordering.Timeline):
         if errs:
             raise errs[0]
 
+    def query(self):
+        """aclrtStreamQuery (never blocks): True if everything submitted has run; the
+        deferred work it made due then runs, as after synchronize()."""
+        if _device.thread_state.dev != self.device or not _rt.ready:
+            _rt.ensure()
+            _device.activate(self.device)
+        target = self.seq
+        status = ffi.new("aclrtStreamStatus *")
+        st = _rt.lib.aclrtStreamQuery(self.handle, status)
+        if st:
+            raise make_error(st, "aclrtStreamQuery")
+        if status[0] != _rt.lib.ACL_STREAM_STATUS_COMPLETE:
+            return False
+        errs = self.complete(target)
+        if errs:
+            raise errs[0]
+        return True
+
     def wait_if_open(self):
         """synchronize(), unless the stream is closed: for streams acl-py found through its
         records (a buffer's pending work, a pool's cached blocks), which another thread may
@@ -191,6 +209,14 @@ class Stream:
         if st.closed:   # teardown too: it closes every stream of the session
             raise st.closed_error(repr(self))
         st.synchronize()
+
+    def query(self) -> bool:
+        """True if all the work queued on the stream so far has run; never blocks. The
+        releases that waited for that work then run, as after :meth:`synchronize`."""
+        st = self.state
+        if st.closed:
+            raise st.closed_error(repr(self))
+        return st.query()
 
     def mark_used(self, *objects: Any, keep: object = None) -> int:
         """Call right after enqueuing work on this stream: the memory of ``objects``
@@ -407,8 +433,8 @@ def _release_event(st):
 
 
 class Event:
-    """An ``aclrtEvent``: ``record(stream)``, ``synchronize()``, ``elapsed_ms(end)``; a stream
-    waits for it with :meth:`Stream.wait`."""
+    """An ``aclrtEvent``: ``record(stream)``, ``synchronize()``, ``query()``,
+    ``elapsed_ms(end)``; a stream waits for it with :meth:`Stream.wait`."""
 
     __slots__ = ("_st", "_rel", "__weakref__")
 
@@ -456,7 +482,28 @@ class Event:
         r = _rt.lib.aclrtSynchronizeEvent(st.handle)
         if r:
             raise make_error(r, "aclrtSynchronizeEvent")
-        if rec is not None:
+        self._completed(rec)
+
+    def query(self) -> bool:
+        """True if the work the last record captured has run; never blocks. An event never
+        recorded is not ready (CANN's answer for the events of aclrtCreateEvent). The
+        releases that waited for that work then run."""
+        st = self._live()
+        rec = st.recorded
+        status = ffi.new("aclrtEventRecordedStatus *")
+        r = _rt.lib.aclrtQueryEventStatus(st.handle, status)
+        if r:
+            raise make_error(r, "aclrtQueryEventStatus")
+        if status[0] != _rt.lib.ACL_EVENT_RECORDED_STATUS_COMPLETE:
+            return False
+        self._completed(rec)
+        return True
+
+    def _completed(self, rec):
+        """The runtime said the last record is done: the work before ``rec`` (the last record
+        as read before the call) is complete, unless another thread recorded the event again
+        meanwhile (the call then answered for that record, maybe on another stream)."""
+        if rec is not None and self._st.recorded is rec:
             errs = rec[0].complete(rec[1])
             if errs:
                 raise errs[0]

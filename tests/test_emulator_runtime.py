@@ -344,10 +344,11 @@ def test_argument_checks_come_before_the_device_check(dev):
 
 
 def test_event_calls_need_no_current_device(dev):
-    """aclrtSynchronizeEvent, aclrtEventElapsedTime and aclrtDestroyEvent use the event's own
-    context, not the calling thread's (hicann/runtime src/runtime/api/impl/api_impl.cc
-    EventSynchronize, EventDestroy; api_impl_event_common.cc EventElapsedTime): a thread
-    with no device may wait on, time and destroy events another thread recorded."""
+    """aclrtSynchronizeEvent, aclrtEventElapsedTime, aclrtQueryEventStatus and
+    aclrtDestroyEvent use the event's own context, not the calling thread's (hicann/runtime
+    src/runtime/api/impl/api_impl.cc EventSynchronize, EventQueryStatus, EventDestroy;
+    api_impl_event_common.cc EventElapsedTime): a thread with no device may wait on, query,
+    time and destroy events another thread recorded."""
     s = new_stream()
     a, b = new_event(), new_event()
     ok(lib.aclrtRecordEvent(a, s))
@@ -355,9 +356,14 @@ def test_event_calls_need_no_current_device(dev):
 
     def probe():
         ms = ffi.new("float *")
+        es = ffi.new("aclrtEventRecordedStatus *")
+        st = ffi.new("aclrtStreamStatus *")
         return (lib.aclrtSynchronizeEvent(b), lib.aclrtEventElapsedTime(ms, a, b),
-                ms[0] >= 0.0, lib.aclrtDestroyEvent(a), lib.aclrtDestroyEvent(b))
-    assert in_thread(probe) == (0, 0, True, 0, 0)
+                ms[0] >= 0.0, lib.aclrtQueryEventStatus(b, es), es[0],
+                lib.aclrtStreamQuery(s, st),    # a stream query does need the context
+                lib.aclrtDestroyEvent(a), lib.aclrtDestroyEvent(b))
+    assert in_thread(probe) == (0, 0, True, 0, lib.ACL_EVENT_RECORDED_STATUS_COMPLETE, 107002,
+                                0, 0)
     ok(lib.aclrtDestroyStream(s))
 
 
@@ -1040,6 +1046,43 @@ def test_synchronize_event_waits_for_its_own_record(dev):
     ok(lib.aclrtDestroyEvent(e))
     ok(lib.aclrtFree(p))
     ok(lib.aclrtFreeHost(h))
+
+
+def test_stream_and_event_queries(dev):
+    """aclrtStreamQuery / aclrtQueryEventStatus: not ready while queued work runs, complete
+    after; they never block. CANN's order and codes for bad arguments."""
+    s = new_stream()
+    e = new_event()
+    st = ffi.new("aclrtStreamStatus *")
+    es = ffi.new("aclrtEventRecordedStatus *")
+    ok(lib.aclrtStreamQuery(s, st))
+    assert st[0] == lib.ACL_STREAM_STATUS_COMPLETE          # nothing queued
+    ok(lib.aclrtStreamQuery(ffi.NULL, st))                  # the default stream
+    assert st[0] == lib.ACL_STREAM_STATUS_COMPLETE
+    ok(lib.aclrtQueryEventStatus(e, es))
+    assert es[0] == lib.ACL_EVENT_RECORDED_STATUS_NOT_READY  # never recorded (RT_EVENT_INIT)
+    n = 32 << 20
+    p = malloc(n)
+    _slow_then_mark(p, n, s, 1)
+    ok(lib.aclrtRecordEvent(e, s))
+    ok(lib.aclrtStreamQuery(s, st))
+    ok(lib.aclrtQueryEventStatus(e, es))
+    assert st[0] == lib.ACL_STREAM_STATUS_NOT_READY
+    assert es[0] == lib.ACL_EVENT_RECORDED_STATUS_NOT_READY
+    ok(lib.aclrtSynchronizeStream(s))
+    ok(lib.aclrtStreamQuery(s, st))
+    ok(lib.aclrtQueryEventStatus(e, es))
+    assert st[0] == lib.ACL_STREAM_STATUS_COMPLETE
+    assert es[0] == lib.ACL_EVENT_RECORDED_STATUS_COMPLETE
+    garbage = ffi.cast("void *", 0x777000)
+    expect(lib.aclrtStreamQuery(s, ffi.NULL), 100000, "aclrtStreamQuery", "status")
+    expect(lib.aclrtStreamQuery(garbage, st), 107017, "aclrtStreamQuery", "stream")
+    expect(lib.aclrtQueryEventStatus(ffi.NULL, es), 100000, "aclrtQueryEventStatus", "event")
+    expect(lib.aclrtQueryEventStatus(e, ffi.NULL), 100000, "aclrtQueryEventStatus", "status")
+    expect(lib.aclrtQueryEventStatus(garbage, es), 107017, "aclrtQueryEventStatus", "event")
+    ok(lib.aclrtDestroyEvent(e))
+    ok(lib.aclrtDestroyStream(s))
+    ok(lib.aclrtFree(p))
 
 
 def test_stream_wait_event_errors(dev):

@@ -1,6 +1,7 @@
 """Streams, events, and stream-ordered release."""
 import gc
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -387,6 +388,53 @@ def test_stream_wait_errors(emulator):
     with pytest.raises(errors.ClosedError):
         s.wait(closed)
     s.close()
+
+
+def _poll(done, seconds=30.0):
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "the work never completed"
+        time.sleep(0.001)
+
+
+def test_queries_never_block_and_release_what_waited(emulator):
+    """Stream.query() / Event.query(): False while the work runs, True after, never
+    blocking; a free deferred to the stream runs once a query finds the work done, without
+    a synchronize."""
+    a = acl_py.Stream()
+    n = 32 << 20
+    buf = acl_py.DeviceBuffer(n)
+    ev = acl_py.Event()
+    assert a.query() and not ev.query()             # idle; never recorded: not ready
+    allocations = emulator.live_objects()["device_allocations"]
+    _slow_then_mark(buf, a, 2)
+    used = acl_py.DeviceBuffer(1 << 20)
+    used.memset(1, stream=a)
+    used.close()                                    # freed once a is past the memset
+    ev.record(a)
+    assert not a.query() and not ev.query()
+    assert emulator.live_objects()["device_allocations"] == allocations + 1
+    _poll(ev.query)
+    assert emulator.live_objects()["device_allocations"] == allocations  # ran by the query
+    used = acl_py.DeviceBuffer(1 << 20)
+    _slow_then_mark(buf, a, 3)
+    used.memset(1, stream=a)
+    used.close()
+    _poll(a.query)
+    assert emulator.live_objects()["device_allocations"] == allocations
+    emulator.set_faults("aclrtStreamQuery:1,aclrtQueryEventStatus:1")
+    with pytest.raises(errors.InternalError):
+        a.query()
+    with pytest.raises(errors.InternalError):
+        ev.query()
+    emulator.set_faults(None)
+    ev.close()
+    with pytest.raises(errors.ClosedError):
+        ev.query()
+    a.close()
+    with pytest.raises(errors.ClosedError):
+        a.query()
+    buf.close()
 
 
 def test_stream_wait_across_devices_is_refused(emulator, run_python):

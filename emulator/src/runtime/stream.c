@@ -385,6 +385,47 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
     return rc;
 }
 
+aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s = NULL;
+    /* CANN's order (hicann/runtime src/acl/aclrt_impl/stream.cpp aclrtStreamQuery, then
+     * api_c_stream.cc and api_impl.cc StreamQuery): the NULL status, the stream handle, the
+     * current context. Like aclrtSynchronizeStream, a stream of another device is queried
+     * (StreamQuery does not compare the stream's context with the current one). */
+    if (status == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "status (output pointer) is NULL");
+        goto out;
+    }
+    if ((rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
+        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (stream == NULL) {
+        pthread_mutex_lock(&g_dev_mu);
+        s = g_sd[dev].default_stream; /* none yet: nothing queued */
+        if (s != NULL)
+            atomic_fetch_add(&s->hdr.refs, 1);
+        pthread_mutex_unlock(&g_dev_mu);
+    } else if (rt_handle_acquire(stream, ACLEMU_KIND_STREAM)) {
+        s = stream;
+    } else {
+        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+                    "stream %p is not a live stream (never created or already destroyed)",
+                    stream);
+        goto out;
+    }
+    *status = s == NULL || atomic_load(&s->completed) >= atomic_load(&s->submitted)
+                  ? ACL_STREAM_STATUS_COMPLETE
+                  : ACL_STREAM_STATUS_NOT_READY;
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
+    return rc;
+}
+
 /* ---- device-wide ------------------------------------------------------------------------- */
 
 /* Collects the device's streams with a reference each (g_dev_mu held while collecting). */
@@ -747,6 +788,36 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
     }
     if (fault)
         rc = rt_fault_report(fault_msg);
+    return rc;
+}
+
+aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rt_event *e = NULL;
+    /* CANN (hicann/runtime src/acl/aclrt_impl/event.cpp aclrtQueryEventStatus): NULL event,
+     * then NULL status, 100000; the handle; no current device needed (api_impl.cc
+     * EventQueryStatus uses the event's context). An event never recorded is not ready
+     * (event.cc Event::QueryEventStatus: RT_EVENT_INIT for events of aclrtCreateEvent). */
+    if (event == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "event is NULL");
+        goto out;
+    }
+    if (status == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "status (output pointer) is NULL");
+        goto out;
+    }
+    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
+        goto out;
+    pthread_mutex_lock(&e->mu);
+    bool ready = e->issued != 0 && !record_pending(e, e->issued);
+    pthread_mutex_unlock(&e->mu);
+    *status = ready ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+out:
+    if (e != NULL)
+        rt_obj_put(&e->hdr);
+    rt_leave();
     return rc;
 }
 
