@@ -963,13 +963,17 @@ class Progress:
         fill = self.width * done // max(total, 1)
         bar = "#" * fill + "-" * (self.width - fill)
         if len(self.devices) > 1:
+            # every device's count, however many (8 of them need more than 40 columns)
             label = " ".join(f"d{d}:{self.done[d]}" for d in self.devices)
+            label = f"{label:<40}"
         else:
             label = (case.name if result is None
                      else f"{case.name}: {result.status.replace('pass', 'ok')}")
-        self.stream.write(f"\r[{bar}] {done}/{total} {label:<40.40}")
+            label = f"{label:<40.40}"
+        line = f"[{bar}] {done}/{total} {label}"
+        self.stream.write("\r" + line)
         if done == total and result is not None:
-            self.stream.write("\r" + " " * (self.width + 55) + "\r")
+            self.stream.write("\r" + " " * len(line) + "\r")
         self.stream.flush()
 
 

@@ -468,6 +468,13 @@ def test_progress_on_a_terminal_with_several_devices():
     assert "\r[##------] 1/4 d0:1 d3:0" in text
     assert "\r[######--] 3/4 d0:1 d3:2" in text
     assert "\n" not in text
+    # Eight devices, each past its 30th case: every count is shown, none cut off.
+    tty = Tty()
+    p = smoke.Progress(tty, width=8, devices=list(range(8)))
+    for d in range(8):
+        p.device(d, 31 + d, 39, case, smoke.CaseResult(case, True, 0.001))
+    last = tty.getvalue().split("\r")[-1]
+    assert last.rstrip().endswith(" ".join(f"d{d}:{31 + d}" for d in range(8)))
 
 
 
