@@ -272,7 +272,8 @@ def driver_stub_note() -> str | None:
         return None
     return (f"the NPU driver library in use is the toolkit's stub {p}, which has no device "
             f"(set_env.sh puts devlib/ on LD_LIBRARY_PATH when it finds no driver): install "
-            f"the Ascend driver, then source set_env.sh again in a new shell")
+            f"the Ascend driver, then source set_env.sh again in a new shell; on a machine "
+            f"without NPUs, ACL_PY_BACKEND=emulator uses the CPU emulator")
 
 
 _MISSING_DEPENDENCY = re.compile(r"([^\s:'\"]+\.so[\w.]*): cannot open shared object file")
