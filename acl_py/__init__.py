@@ -32,7 +32,7 @@ Low level: ``acl_py.raw.ffi`` / ``acl_py.raw.lib`` and each wrapper's ``.handle`
 from . import errors
 from .errors import (AclError, AclArgumentError, AclTypeError, ClosedError, DeviceError,
                      DeviceMemoryError, NotInitializedError, OperatorParameterError)
-from .runtime import FinalizedError, backend, finalize, init, release_unused
+from .runtime import FinalizedError, ForkedError, backend, finalize, init, release_unused
 from .device import Device, current_device, device_count, mem_info, set_device, synchronize
 from .stream import Event, Stream, default_stream
 from .memory import DeviceBuffer, HostBuffer, MemoryPool, get_pool
@@ -64,6 +64,6 @@ __all__ = [
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",
     "reference", "AclError", "AclArgumentError", "AclTypeError",
     "ClosedError", "DeviceError", "DeviceMemoryError", "NotInitializedError",
-    "OperatorParameterError", "FinalizedError", "layer_norm", "LayerNorm",
+    "OperatorParameterError", "FinalizedError", "ForkedError", "layer_norm", "LayerNorm",
     "layer_norm_backward", "LayerNormBackward",
 ]

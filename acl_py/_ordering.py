@@ -124,6 +124,17 @@ class Timeline:
                 self.running -= 1
             return errs
 
+    def drop_after_fork(self):
+        """In a child forked from an initialized session: closed, its deferred and kept
+        work dropped unrun (it frees the parent's memory), fresh locks (a parent's thread
+        may have held them). Subclasses add theirs."""
+        self.closed = True
+        self.deferred = []
+        self.kept = deque()
+        self.running = 0
+        self.lock = threading.RLock()
+        self.run_lock = threading.RLock()
+
     def wait_running(self):
         """Waits until deferred work another thread claimed has run. Callers read
         ``deferred`` (empty) before ``running``; complete() raises ``running`` before it
@@ -315,5 +326,13 @@ def forget_all():
     return []
 
 
+def _drop_after_fork():
+    """Forked child (runtime "fork" step): every timeline is the parent's."""
+    for t in list(_timelines):
+        t.drop_after_fork()
+    _timelines.clear()
+
+
 _rt.register_step("before_streams", flush_all)
 _rt.register_step("forget", forget_all)
+_rt.register_step("fork", _drop_after_fork)

@@ -217,7 +217,16 @@ def clear_shared_arrays() -> None:
     del dropped   # the releasers run here, outside the lock
 
 
+def _drop_after_fork() -> None:
+    """Forked child: the shared arrays are the parent's (dropped: their releasers are no
+    longer registered, so nothing is destroyed)."""
+    global _shared_lock
+    _shared_lock = threading.Lock()
+    _shared.clear()
+
+
 _rt.register_cache(clear_shared_arrays)
+_rt.register_step("fork", _drop_after_fork)
 
 
 # ---- Scalar ----------------------------------------------------------------------------------

@@ -273,7 +273,16 @@ def _reset_devices():
     return errs
 
 
+def _drop_after_fork():
+    """Forked child: the devices were set by the parent's threads, not this process's."""
+    global _set_counts, _device_count, thread_state
+    _set_counts = {}
+    _device_count = None
+    thread_state = _TLS()
+
+
 _rt.register_step("devices", _reset_devices)
+_rt.register_step("fork", _drop_after_fork)
 
 __all__ = ["Device", "current_device", "set_device", "device_count", "mem_info",
            "synchronize", "MemInfo", "activate", "restoring", "resolve_device", "provide"]

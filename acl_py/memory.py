@@ -1158,8 +1158,20 @@ def _forget():
     return []
 
 
+def _drop_after_fork():
+    """Forked child: every pool is the parent's; closed with its blocks unfreed."""
+    for p in list(_pools):
+        p.dead = True
+        p.lock = threading.RLock()
+        p.acquire = p.lock.acquire
+        p.release = p.lock.release
+    _pools.clear()
+    _default_pools.clear()
+
+
 _rt.register_step("free_cached", _free_all_pools)
 _rt.register_step("before_streams", _free_viewed)
 _rt.register_step("forget", _forget)
+_rt.register_step("fork", _drop_after_fork)
 
 __all__ = ["DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool"]

@@ -16,6 +16,16 @@ Life cycle
   emulator allows; on a CANN release that refuses it, its error is raised as is).
 * If something else in the process already called ``aclInit`` (100002), acl-py shares that
   session and leaves ``aclFinalize`` to its owner.
+* A process forked while its session is initialized (``os.fork``, multiprocessing's default
+  start method on Linux) inherits a copy of a runtime whose threads and device contexts
+  belong to the parent: CANN installs no fork handler and its ``aclInit`` in the child would
+  answer "already initialized" (hicann/runtime src/acl/aclrt_impl/acl.cpp, aclInitImpl). So
+  in the child the session is ``"forked"``: the parent's objects are dropped from the
+  registry without a C call (closing one, or its garbage collection, releases nothing; the
+  exit tears nothing down), and any runtime call, through a parent's object or a new one,
+  ``init()`` included, raises :class:`ForkedError`, which names the 'spawn' start method.
+  A process forked before the parent's first initialization, or after its final
+  ``finalize()``, runs its own session as usual.
 
 Teardown (the final ``finalize()`` and interpreter exit, via ``atexit``), in this order:
 every stream synchronized and its deferred work run (stream-ordered frees); executors, then
@@ -61,7 +71,7 @@ ORDER_POOL = 4        # memory pools' cached blocks
 ORDER_STREAM = 5
 _ORDERS = (ORDER_EXECUTOR, ORDER_HANDLE, ORDER_EVENT, ORDER_MEMORY, ORDER_POOL, ORDER_STREAM)
 
-_UNINIT, _INIT, _FINALIZED = "uninitialized", "initialized", "finalized"
+_UNINIT, _INIT, _FINALIZED, _FORKED = "uninitialized", "initialized", "finalized", "forked"
 
 lock = threading.RLock()   # the session's lock: state changes, per-session singletons
 _state = _UNINIT
@@ -72,6 +82,8 @@ _owns_acl = False     # False when aclInit had been called by someone else (1000
 lib: Any = None       # the bound Library (set at first initialization, kept after)
 gen = 0               # session number: bumped at every teardown; objects record theirs
 last_teardown_errors: list = []
+forked_from = None    # in a forked child: the parent's pid (its session is not this one's)
+_forked_gen = None    # in a forked child: the parent's session number
 
 
 class FinalizedError(NotInitializedError, ClosedError):
@@ -86,10 +98,28 @@ class FinalizedError(NotInitializedError, ClosedError):
         super().__init__(100001, call or "acl_py", message, name)
 
 
+class ForkedError(NotInitializedError, ClosedError):
+    """This process was forked from one whose acl-py session was initialized: the runtime,
+    and every object the parent made, belong to the parent; neither can be used here, nor a
+    session started. Both a NotInitializedError and a ClosedError."""
+
+    def __init__(self, what: str, call: str = "") -> None:
+        message = (f"{what}: this process (pid {os.getpid()}) was forked from process "
+                   f"{forked_from} after it had initialized acl-py; the runtime, its devices, "
+                   f"streams and memory belong to that process and cannot be used in a "
+                   f"forked child, nor initialized again. Start worker processes with the "
+                   f"'spawn' start method (multiprocessing.get_context('spawn')), or fork "
+                   f"them before the parent first uses acl-py")
+        super().__init__(100001, call or "acl_py", message)
+
+
 def closed_error(obj_gen, what):
     """The error for using ``what``, made in session ``obj_gen``, once closed: a
-    FinalizedError when a teardown closed it, else a ClosedError."""
+    FinalizedError when a teardown closed it (a ForkedError when it is a forked parent's),
+    else a ClosedError."""
     if obj_gen != gen:
+        if obj_gen == _forked_gen:
+            return ForkedError(what)
         return FinalizedError(what)
     return ClosedError(f"{what} is closed")
 
@@ -105,8 +135,11 @@ def closed_error(obj_gen, what):
 #   "before_streams" teardown, before the streams are destroyed
 #   "forget"         teardown, after every release: drop per-session bookkeeping
 #   "devices"        teardown, before aclFinalize: reset the devices acl-py set
+#   "fork"           in a child forked from an initialized session: drop the parent's
+#                    bookkeeping and mark its objects closed, with no C call and no lock a
+#                    parent's thread may have held (returns nothing)
 _steps: dict = {k: [] for k in ("caches", "synchronize", "free_cached", "before_streams",
-                                "forget", "devices")}
+                                "forget", "devices", "fork")}
 
 
 def register_step(name, fn):
@@ -154,10 +187,13 @@ def _do_init(config):
 
 
 def init(config: str | bytes | os.PathLike[str] | None = None) -> None:
-    """Initializes the runtime (``aclInit(config)`` the first time) and counts the call."""
+    """Initializes the runtime (``aclInit(config)`` the first time) and counts the call.
+    Raises :class:`ForkedError` in a process forked from an initialized one."""
     global _count
     with lock:
         if _state != _INIT:
+            if _state == _FORKED:
+                raise ForkedError("acl_py.init()")
             if config is not None and not isinstance(config, (str, bytes)) and \
                     not hasattr(config, "__fspath__"):
                 raise AclTypeError("config", f"expected a path or None, got {config!r}")
@@ -172,6 +208,8 @@ def ensure():
     with lock:
         if _state == _INIT:
             return lib
+        if _state == _FORKED:
+            raise ForkedError("runtime")
         if _state == _FINALIZED:
             raise FinalizedError("runtime", "acl_py",
                                  "acl_py.finalize() was called; call acl_py.init() to start "
@@ -185,7 +223,8 @@ def is_initialized():
 
 
 def state():
-    """'uninitialized', 'initialized' or 'finalized'."""
+    """'uninitialized', 'initialized', 'finalized' or 'forked' (a child forked from an
+    initialized process: see the module doc)."""
     return _state
 
 
@@ -347,6 +386,42 @@ def _teardown_steps():
     return errs
 
 
+class _ForkedLibrary:
+    """Stands for the bound library in a forked child: any runtime call made through it
+    (by a parent's object whose check ran before, or a path that found ``lib`` bound)
+    raises ForkedError instead of reaching the parent's runtime."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        raise ForkedError(name, name)
+
+
+def _after_fork_in_child():
+    """os.fork() hook, in the child: see the module doc. Runs in the forking thread, the
+    child's only one; takes no lock (another thread of the parent may have held it)."""
+    global lock, _state, ready, lib, gen, _count, _owns_acl, forked_from, _forked_gen
+    global tearing_down
+    lock = threading.RLock()    # the parent's may be held by a thread absent here
+    if _state != _INIT:
+        return                  # nothing of the runtime inherited: a session of its own
+    forked_from = os.getppid()
+    _live.clear()               # the parent's resources: never released by this process
+    _forked_gen = gen
+    gen += 1
+    _count = 0
+    _owns_acl = False
+    tearing_down = False
+    ready = False
+    lib = _ForkedLibrary()
+    _state = _FORKED
+    for fn in _steps["fork"]:
+        fn()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 @atexit.register
 def _at_exit():
     global _count
@@ -365,6 +440,6 @@ def _at_exit():
 
 
 __all__ = ["init", "finalize", "ensure", "is_initialized", "state", "backend", "Releaser",
-           "release_unused", "register_cache", "register_step", "FinalizedError",
+           "release_unused", "register_cache", "register_step", "FinalizedError", "ForkedError",
            "ORDER_EXECUTOR", "ORDER_HANDLE", "ORDER_EVENT", "ORDER_MEMORY", "ORDER_POOL",
            "ORDER_STREAM"]

@@ -84,6 +84,10 @@ class StreamState(_ordering.Timeline):
             raise errs[0]
         return True
 
+    def drop_after_fork(self):
+        super().drop_after_fork()
+        self.destroy_lock = threading.RLock()
+
     def wait_if_open(self):
         """synchronize(), unless the stream is closed: for streams acl-py found through its
         records (a buffer's pending work, a pool's cached blocks), which another thread may
@@ -578,7 +582,14 @@ def _forget():
     return []
 
 
+def _drop_after_fork():
+    """Forked child: the default streams' wrappers are the parent's (their timelines are
+    closed by the _ordering module's step)."""
+    _defaults.clear()
+
+
 _rt.register_step("synchronize", _synchronize_all)
 _rt.register_step("forget", _forget)
+_rt.register_step("fork", _drop_after_fork)
 
 __all__ = ["Stream", "Event", "default_stream"]

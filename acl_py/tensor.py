@@ -699,4 +699,12 @@ class DeviceTensor:
                 f"strides={self._strides} offset={self._offset} device={self.allocation.device}>")
 
 
+def _drop_after_fork():
+    """Forked child: a parent's thread may have held the lock."""
+    global _lazy_lock
+    _lazy_lock = threading.RLock()
+
+
+_rt.register_step("fork", _drop_after_fork)
+
 __all__ = ["DeviceTensor"]

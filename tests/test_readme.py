@@ -1,4 +1,5 @@
 """The README's Python examples run as printed (a user copies them first)."""
+import os
 import re
 import subprocess
 import sys
@@ -15,9 +16,14 @@ def test_readme_has_python_examples():
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_example_runs(index):
-    # A fresh interpreter: the examples call acl_py.init()/finalize() themselves.
-    r = subprocess.run([sys.executable, "-c", BLOCKS[index]], capture_output=True, text=True,
-                       timeout=300)
+def test_readme_example_runs(index, tmp_path):
+    # A fresh interpreter: the examples call acl_py.init()/finalize() themselves. Run as a
+    # script file, as a user saves it: multiprocessing's spawn workers import it.
+    example = tmp_path / "example.py"
+    example.write_text(BLOCKS[index])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(README.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
+                       timeout=300, env=env, cwd=str(README.parent))
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stderr == ""
