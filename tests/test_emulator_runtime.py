@@ -1094,6 +1094,9 @@ def test_stream_wait_event_errors(dev):
     garbage = ffi.cast("void *", 0x777000)
     expect(lib.aclrtStreamWaitEvent(s, garbage), 107017, "aclrtStreamWaitEvent", "event")
     expect(lib.aclrtStreamWaitEvent(garbage, e), 107017, "aclrtStreamWaitEvent", "stream")
+    # the stream's handle is checked before the event's (api_c_stream.cc rtStreamWaitEvent)
+    expect(lib.aclrtStreamWaitEvent(garbage, garbage), 107017, "aclrtStreamWaitEvent",
+           "stream")
     expect(lib.aclrtStreamWaitEvent(s, e), 107000, "aclrtStreamWaitEvent", "never been recorded")
     # an event a queued wait still refers to is not destroyed (the header asks that those
     # tasks have run first): refused, nothing destroyed, until the stream has passed the wait

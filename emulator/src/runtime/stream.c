@@ -714,8 +714,12 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
      * the handles (src/runtime/api/api_c_stream.cc rtStreamWaitEvent), the context and the
      * stream's (api_impl.cc StreamWaitEvent), then the event's record (src/runtime/core/src/
      * event/event.cc Event::Wait). */
-    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
-        (rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
+    if (event == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "event is NULL");
+        goto out;
+    }
+    if ((rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
+        (rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
         (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
         (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
         goto out;
