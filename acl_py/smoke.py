@@ -687,10 +687,10 @@ def _soc() -> tuple[str | None, bool | None, str | None]:
 def on_npu() -> bool:
     """Whether the active backend is real CANN (not the emulator, however loaded)."""
     from . import runtime
-    return not _runs_on_emulator(runtime.backend())
+    return not runs_on_emulator(runtime.backend())
 
 
-def _runs_on_emulator(backend: Backend) -> bool:
+def runs_on_emulator(backend: Backend) -> bool:
     """The emulator, also when loaded as "real CANN" (``ASCEND_HOME_PATH=<emulator prefix>
     ACL_PY_BACKEND=cann``, the drop-in mode): its prefix carries the emulator-only header
     ``include/aclemu/aclemu.h``, which no CANN install has. A file check, no symbol used."""
@@ -708,7 +708,7 @@ def environment(devices: Sequence[int] | None = None) -> dict:
     env: dict[str, Any] = {
         "backend": b.name, "reason": b.reason, "root": str(b.root),
         "libraries": {role: str(p) for role, p in b.libraries.items()},
-        "npu": not _runs_on_emulator(b), "soc": soc, "bfloat16": bf16,
+        "npu": not runs_on_emulator(b), "soc": soc, "bfloat16": bf16,
         "device_count": None, "devices": [],
         "host": {"machine": platform.machine(), "cpus": os.cpu_count(),
                  "python": platform.python_version(), "numpy": np.__version__}}

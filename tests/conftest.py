@@ -27,6 +27,24 @@ from acl_py import _loader
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _drop_inherited_visible_devices():
+    """The emulator honours ASCEND_RT_VISIBLE_DEVICES as CANN's runtime does, and the suite's
+    emulator runs choose their device counts themselves: a value inherited from the shell is
+    dropped for them (before the runtime reads it), and kept for a real device."""
+    if "ASCEND_RT_VISIBLE_DEVICES" not in os.environ:
+        return
+    from acl_py.smoke import runs_on_emulator
+    try:
+        backend = _loader.choose_backend()
+    except _loader.LibraryNotFoundError:
+        return
+    if runs_on_emulator(backend):
+        del os.environ["ASCEND_RT_VISIBLE_DEVICES"]
+
+
+_drop_inherited_visible_devices()
+
+
 def pytest_addoption(parser):
     parser.addoption("--soak", action="store_true", default=False,
                      help="run the long-running tests marked slow (full soak)")

@@ -175,10 +175,12 @@ def test_info_reports_every_device_when_one_cannot_be_probed(emu_prefix):
 
 
 def test_info_shows_the_visible_device_mapping(emu_prefix):
-    env = env_for(ACL_EMU_DEVICE_COUNT="2", ASCEND_RT_VISIBLE_DEVICES="4,6")
+    # ids past the machine's last device are dropped, as the runtime does: 2 of 8 remain
+    env = env_for(ACL_EMU_DEVICE_COUNT="8", ASCEND_RT_VISIBLE_DEVICES="4,6,9")
     proc = acl_py_cmd("info", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert ("visible    ASCEND_RT_VISIBLE_DEVICES='4,6': device ids here are the machine's "
+    assert "devices    2" in proc.stdout
+    assert ("visible    ASCEND_RT_VISIBLE_DEVICES='4,6,9': device ids here are the machine's "
             "0 -> 4, 1 -> 6") in proc.stdout
 
 

@@ -1469,3 +1469,37 @@ def test_num_threads_default_restored():
     assert lib.aclemuGetNumThreads() == default
     r = run_raw('out["n"] = lib.aclemuGetNumThreads()', env={"ACL_EMU_NUM_THREADS": "3"})
     assert r["n"] == 3
+
+
+@pytest.mark.parametrize("value,count,why", [
+    ("2,5", 2, None), ("0,1,2,3,4,5,6,7", 8, None), ("6,7,9", 2, None),   # 9: dropped
+    ("1,,2", 1, None), ("3, 4", 1, None), ("1,2,", 2, None),
+    ("3,1", None, "ascending order"), ("2,2", None, "must not repeat"),
+    ("9", None, "no device id in range [0, 8)"), ("", None, "no device id"),
+    ("a1", None, "no device id")])
+def test_visible_devices_as_cann_reads_them(value, count, why):
+    # ASCEND_RT_VISIBLE_DEVICES leaves the process the listed devices of the machine (here the
+    # emulator's 8), renumbered from 0 (hicann/runtime runtime.cc GetVisibleDevices): the count
+    # and the valid ids follow; a refused value leaves no device, aclrtGetDeviceCount fails
+    # with 207004 (api_impl.cc GetDeviceCount) and every id is 107001. aclInit succeeds.
+    r = run_raw("""
+        out["init"] = lib.aclInit(NULL)
+        n = ffi.new("uint32_t *")
+        out["count"] = [lib.aclrtGetDeviceCount(n), n[0], errmsg()]
+        last = out["count"][1] - 1 if out["count"][0] == 0 else 0
+        out["last"] = lib.aclrtSetDevice(last), errmsg()
+        if out["last"][0] == 0:
+            lib.aclrtResetDevice(last)
+        out["past"] = lib.aclrtSetDevice(last + 1), errmsg()
+        out["fin"] = lib.aclFinalize()
+    """, env={"ACL_EMU_DEVICE_COUNT": "8", "ASCEND_RT_VISIBLE_DEVICES": value})
+    assert r["init"] == 0 and r["fin"] == 0
+    if count is not None:
+        assert r["count"][:2] == [0, count]
+        assert r["last"][0] == 0
+        assert r["past"][0] == 107001 and "ASCEND_RT_VISIBLE_DEVICES" in r["past"][1]
+    else:
+        rc, _n, msg = r["count"]
+        assert rc == 207004 and msg.startswith("aclrtGetDeviceCount:")
+        assert "ASCEND_RT_VISIBLE_DEVICES" in msg and why in msg
+        assert r["last"][0] == 107001 and why in r["last"][1]

@@ -505,29 +505,37 @@ def test_default_dtypes_follow_the_part(tmp_path):
 # ---- the runtime offers no device -------------------------------------------------------------
 
 def test_a_failed_device_count_is_a_failure_with_its_reason_not_a_usage_error(tmp_path):
-    # aclrtGetDeviceCount fails on a machine whose driver cannot count its NPUs, or when
-    # ASCEND_RT_VISIBLE_DEVICES is refused by the runtime (ids out of ascending order:
-    # hicann/runtime api_impl.cc GetDeviceCount): exit status 1 with the runtime's error and
-    # the variable's rule, before any case; the JSON report says the same.
+    # aclrtGetDeviceCount fails when the runtime refuses ASCEND_RT_VISIBLE_DEVICES (ids out
+    # of ascending order: hicann/runtime api_impl.cc GetDeviceCount, 207004; the emulator
+    # reads it the same way) or the driver cannot count its NPUs: exit status 1 with the
+    # runtime's error and the variable's rule, before any case; the JSON report says the same.
     path = tmp_path / "r.json"
     proc = run_cli(["--quick", "--devices", "all", "--json", str(path)],
-                   ACL_EMU_FAIL="aclrtGetDeviceCount:1", ASCEND_RT_VISIBLE_DEVICES="3,1")
+                   ACL_EMU_DEVICE_COUNT="8", ASCEND_RT_VISIBLE_DEVICES="3,1")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = proc.stdout
     assert "FAILED: could not run the smoke test: counting the devices failed" in out
-    assert "aclrtGetDeviceCount" in out and "507000" in out
+    assert "aclrtGetDeviceCount failed: ACL_ERROR_RT_NO_DEVICE (207004)" in out
+    assert "ids must be in ascending order" in out
     assert "ASCEND_RT_VISIBLE_DEVICES='3,1': the runtime takes a comma-separated list" in out
     assert "PASSED" not in out and "usage" not in proc.stderr
     data = json.loads(path.read_text())
     assert data["summary"]["ok"] is False and "counting the devices failed" in \
         data["summary"]["error"]
+    # A driver that cannot count its devices (an injected failure): the same, without the
+    # variable's note.
+    proc = run_cli(["--quick"], ACL_EMU_FAIL="aclrtGetDeviceCount:1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "counting the devices failed: InternalError: aclrtGetDeviceCount failed" in \
+        proc.stdout and "ASCEND_RT_VISIBLE_DEVICES" not in proc.stdout
 
 
 def test_visible_devices_are_shown_as_the_machines_ids(tmp_path):
-    # The emulator ignores the variable; the labels come from reading it as the runtime does.
+    # Of the emulator's 8 devices the process sees 2, as the machine's 2 and 5.
     proc = run_cli(["--quick", "--dtypes", "fp32", "--devices", "all"],
-                   ACL_EMU_DEVICE_COUNT="2", ASCEND_RT_VISIBLE_DEVICES="2,5")
+                   ACL_EMU_DEVICE_COUNT="8", ASCEND_RT_VISIBLE_DEVICES="2,5")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "  devices   0, 1 of 2 (2 tested, concurrently)" in proc.stdout
     assert ("  visible   ASCEND_RT_VISIBLE_DEVICES='2,5': device ids here are the machine's "
             "0 -> 2, 1 -> 5") in proc.stdout
 

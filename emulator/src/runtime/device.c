@@ -20,6 +20,11 @@ static bool g_finalized;
 pthread_mutex_t g_dev_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int g_ndev = 1;
+/* ASCEND_RT_VISIBLE_DEVICES as aclInit read it: "" when unset; g_visible_bad when the
+ * runtime refuses it (then there is no device: g_ndev is 0). */
+static char g_visible[64];
+static bool g_visible_bad;
+static char g_visible_why[96];
 static uint64_t g_mem_cap = 16ull << 30;
 static int g_max_streams = RT_DEFAULT_MAX_STREAMS;
 
@@ -138,6 +143,51 @@ static bool parse_bytes(const char *s, uint64_t *out) {
     return true;
 }
 
+/* The devices ASCEND_RT_VISIBLE_DEVICES leaves this process of the ndev the machine has,
+ * read as CANN's runtime reads it (hicann/runtime src/runtime/core/src/runtime.cc,
+ * GetVisibleDevices and SplitString): digit runs separated by single commas from the first
+ * character on, up to anything else; ids from the first one past the machine's last device
+ * dropped; an empty result, ids out of ascending order or repeated make the runtime refuse
+ * the value (aclrtGetDeviceCount fails with 207004, api_impl.cc GetDeviceCount). The
+ * process's device i is the machine's i-th listed device; emulated devices are all alike,
+ * so only the count matters here. Returns the count, or -1 (refused, why in g_visible_why). */
+static int visible_devices(const char *s, int ndev) {
+    int count = 0;
+    long prev = -1;
+    const char *p = s;
+    if (!isdigit((unsigned char)*p)) {
+        snprintf(g_visible_why, sizeof g_visible_why, "no device id in range [0, %d)", ndev);
+        return -1;
+    }
+    while (isdigit((unsigned char)*p)) {
+        long v = 0;
+        while (isdigit((unsigned char)*p)) {
+            if (v < 100000)
+                v = v * 10 + (*p - '0');
+            p++;
+        }
+        if (v > ndev - 1)
+            break;
+        if (v == prev) {
+            snprintf(g_visible_why, sizeof g_visible_why, "ids must not repeat");
+            return -1;
+        }
+        if (v < prev) {
+            snprintf(g_visible_why, sizeof g_visible_why, "ids must be in ascending order");
+            return -1;
+        }
+        prev = v;
+        if (++count >= ndev || *p != ',')
+            break;
+        p++;
+    }
+    if (count == 0) {
+        snprintf(g_visible_why, sizeof g_visible_why, "no device id in range [0, %d)", ndev);
+        return -1;
+    }
+    return count;
+}
+
 static aclError read_environment(void) {
     const char *s = getenv("ACL_EMU_DEVICE_COUNT");
     int ndev = 1;
@@ -170,6 +220,15 @@ static aclError read_environment(void) {
             return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
                           "ACL_EMU_MAX_STREAMS (\"%.40s\") must be an integer in 3..65536", s);
         max_streams = (int)v;
+    }
+    g_visible_bad = false;
+    g_visible[0] = '\0';
+    s = getenv("ASCEND_RT_VISIBLE_DEVICES");
+    if (s != NULL) {
+        snprintf(g_visible, sizeof g_visible, "%s", s);
+        int n = visible_devices(s, ndev);
+        g_visible_bad = n < 0;
+        ndev = n < 0 ? 0 : n;
     }
     g_ndev = ndev;
     g_mem_cap = cap;
@@ -250,10 +309,16 @@ aclError aclFinalize(void) {
 /* ---- devices ------------------------------------------------------------------------- */
 
 static aclError check_id(const char *fn, int32_t id) {
+    if (g_visible_bad)
+        return RT_ERR(ACL_ERROR_RT_INVALID_DEVICEID, fn,
+                      "deviceId %d is not a device: ASCEND_RT_VISIBLE_DEVICES (\"%.40s\") is "
+                      "refused (%s), so the process has none", (int)id, g_visible, g_visible_why);
     if (id < 0 || id >= g_ndev)
         return RT_ERR(ACL_ERROR_RT_INVALID_DEVICEID, fn,
-                      "deviceId %d is not a device (valid: 0..%d; ACL_EMU_DEVICE_COUNT=%d)",
-                      (int)id, g_ndev - 1, g_ndev);
+                      "deviceId %d is not a device (valid: 0..%d; ACL_EMU_DEVICE_COUNT%s%.40s%s)",
+                      (int)id, g_ndev - 1,
+                      g_visible[0] ? " and ASCEND_RT_VISIBLE_DEVICES=\"" : "",
+                      g_visible[0] ? g_visible : "", g_visible[0] ? "\"" : "");
     return ACL_SUCCESS;
 }
 
@@ -312,6 +377,10 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
         return rc;
     if (count == NULL)
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "count (output pointer) is NULL");
+    else if (g_visible_bad)
+        rc = RT_ERR(ACL_ERROR_RT_NO_DEVICE, __func__,
+                    "ASCEND_RT_VISIBLE_DEVICES (\"%.40s\") is refused: %s (a comma-separated "
+                    "list of the machine's device ids, e.g. 0,3,5)", g_visible, g_visible_why);
     else
         *count = (uint32_t)g_ndev;
     rt_leave();
