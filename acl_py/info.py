@@ -1,5 +1,8 @@
 """What ``acl-py info`` reports: the backend and why it was chosen, the libraries actually
-opened, the part (SoC), the devices and their memory.
+opened (and the NPU driver's, named when it is the toolkit's stub), the variables the loader
+set, the part (SoC), the devices and their memory (a device that cannot be opened with its
+error, the others still probed), and which machine device each device id is when
+``ASCEND_RT_VISIBLE_DEVICES`` is set.
 
 :func:`collect` returns a plain dict (the ``--json`` form); :func:`format_text` renders it for a
 person. Collecting initializes the runtime only if nobody has, and then finalizes it again, so
