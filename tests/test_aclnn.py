@@ -555,6 +555,30 @@ aclnnStatus aclnnIncrement(void *w, uint64_t n, aclOpExecutor *ex, void *stream)
 """
 
 
+def test_custom_packages_of_opp_vendors_follow_config_ini(tmp_path, monkeypatch):
+    """Without ASCEND_CUSTOM_OPP_PATH, the packages of <opp>/vendors are the ones its
+    config.ini lists, in its load_priority order, as the vendor's operator library loads
+    them (hicann/opbase op_kernel_lib.cpp GetVendorNames); <opp> is $ASCEND_OPP_PATH, else
+    <root>/opp. They used to be every directory there, in name order."""
+    from acl_py.aclnn._catalog import custom_operator_packages
+    monkeypatch.delenv("ASCEND_CUSTOM_OPP_PATH", raising=False)
+    monkeypatch.delenv("ASCEND_OPP_PATH", raising=False)
+    vendors = tmp_path / "opp" / "vendors"
+    for name in ("alpha", "beta", "gamma"):
+        (vendors / name).mkdir(parents=True)
+    assert custom_operator_packages(tmp_path) == []      # no config.ini: none loaded
+    (vendors / "config.ini").write_text("# packages\r\nload_priority=gamma,alpha,absent\r\n"
+                                        "other_priority=beta\n")
+    assert custom_operator_packages(tmp_path) == [vendors / "gamma", vendors / "alpha"]
+    other = tmp_path / "elsewhere"
+    (other / "vendors" / "beta").mkdir(parents=True)
+    (other / "vendors" / "config.ini").write_text("load_priority=beta\n")
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(other))
+    assert custom_operator_packages(tmp_path) == [other / "vendors" / "beta"]
+    monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", f"{vendors / 'beta'}:relative/ignored")
+    assert custom_operator_packages(tmp_path) == [vendors / "beta"]
+
+
 @needs_emulator
 def test_custom_operator_package(tmp_path):
     """A custom operator package laid out as the vendor's tools install one

@@ -13,8 +13,12 @@ function pointers typed from the header's prototypes (ABI mode: nothing is compi
 
 Custom operator packages, where the vendor's tools put them (hicann/ops-math
 scripts/build_example.sh): each directory of ``$ASCEND_CUSTOM_OPP_PATH`` (colon-separated),
-else each ``<root>/opp/vendors/<name>``, adds its ``op_api/include/aclnn_*.h`` headers (after
-the install's) and its ``op_api/lib/libcust_opapi.so`` (after the install's libraries)."""
+else the packages of ``<opp>/vendors`` that its ``config.ini`` lists, in its
+``load_priority`` order (``<opp>``: ``$ASCEND_OPP_PATH``, else ``<root>/opp``; a package the
+file does not list, or no file, is not loaded, as the vendor's operator library does:
+hicann/opbase src/nnopbase/composite_op/aclnn_engine/op_kernel_lib.cpp, GetVendorNames),
+adds its ``op_api/include/aclnn_*.h`` headers (after the install's) and its
+``op_api/lib/libcust_opapi.so`` (after the install's libraries)."""
 from __future__ import annotations
 
 import ctypes
@@ -46,8 +50,28 @@ def custom_operator_packages(root: str | os.PathLike[str]) -> list[Path]:
     value = os.environ.get("ASCEND_CUSTOM_OPP_PATH")
     if value:
         return [Path(p) for p in value.split(":") if p and os.path.isabs(p)]
-    vendors = Path(root) / "opp" / "vendors"
-    return sorted(p for p in vendors.iterdir() if p.is_dir()) if vendors.is_dir() else []
+    vendors = Path(os.environ.get("ASCEND_OPP_PATH") or Path(root) / "opp") / "vendors"
+    return [p for p in (vendors / name for name in vendor_priority(vendors / "config.ini"))
+            if p.is_dir()]
+
+
+def vendor_priority(config: Path) -> list[str]:
+    """The package names of a vendors ``config.ini``, in load order: the value of its first
+    line naming a priority (``load_priority=customize,mdc``), split at commas; [] without the
+    file. Read as the vendor's GetVendorNames reads it: comment lines start with ``#``, only
+    line ends are trimmed."""
+    try:
+        text = config.read_text(errors="replace")
+    except OSError:
+        return []
+    for line in text.split("\n"):
+        line = line.strip("\r\n")
+        if not line or line.startswith("#") or "priority" not in line:
+            continue
+        if "=" not in line:
+            break
+        return [n for n in line.split("=", 1)[1].split(",") if n]
+    return []
 
 
 def _snake(name: str) -> str:
