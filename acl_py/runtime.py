@@ -273,6 +273,14 @@ class Releaser:
         self.key = key = next(_keys)
         self.wr = None if owner is None else weakref.ref(owner, self._on_gc)
         _live[key] = self
+        if not ready:   # checked after the insert: see the end of the teardown
+            _drop_outlived(self)
+            if owner is not None:
+                raise FinalizedError(
+                    "object", "acl_py",
+                    "acl_py.finalize() (another thread's, or the exit's) released the "
+                    "runtime while this object was being made; call acl_py.init() to start "
+                    "a new session")
 
     def _on_gc(self, _ref):
         self.wr = None          # breaks the releaser <-> weakref cycle
@@ -311,6 +319,23 @@ class Releaser:
     @property
     def alive(self):
         return self.key in _live
+
+
+def _drop_outlived(r):
+    """A resource registered after its session's teardown released everything (made by
+    another thread while finalize() ran): never kept for a later session, whose teardown
+    would release a stale handle (a device address the new session may have handed out
+    again). The runtime's resources went with the devices' reset and aclFinalize; the
+    operator library's host objects (tensors, arrays, executors) need no runtime and are
+    destroyed now."""
+    if _live.pop(r.key, None) is None:
+        return
+    r.wr = None
+    if r.order in (ORDER_EXECUTOR, ORDER_HANDLE):
+        try:
+            r.fn(*r.args)
+        except Exception:   # nothing to report it to: its session is over
+            pass
 
 
 def live_count(order=None):
@@ -359,8 +384,35 @@ def _teardown():
 def _teardown_steps():
     global _state, gen, ready
     errs = _run_step("synchronize", True)
+    errs += _release_registered()
+    if _live:
+        # Registered meanwhile by another thread, after the pass over its order: a
+        # second pass, while the runtime is still up.
+        errs += _release_registered(hooks=False)
+    errs += _run_step("forget")
+    errs += _run_step("devices")
+    if _owns_acl:
+        st = lib.aclFinalize()
+        if st:
+            errs.append(make_error(st, "aclFinalize"))
+    gen += 1
+    ready = False
+    _state = _FINALIZED
+    # Registered by another thread after the second pass: its check of ``ready`` came
+    # before the line above, so it is listed now; one that registers later sees ``ready``
+    # false and drops itself (Releaser).
+    for r in list(_live.values()):
+        _drop_outlived(r)
+    last_teardown_errors[:] = errs
+    return errs
+
+
+def _release_registered(hooks=True):
+    """The teardown's pass over the registry, by order (``hooks``: with the steps that run
+    between orders). Returns the errors."""
+    errs = []
     for order in _ORDERS:
-        if order == ORDER_STREAM:
+        if order == ORDER_STREAM and hooks:
             errs += _run_step("before_streams")
         batch = sorted((r for r in list(_live.values()) if r.order == order),
                        key=lambda r: r.key, reverse=True)
@@ -373,16 +425,6 @@ def _teardown_steps():
                     if _attempt:
                         errs.append(e)
             _live.pop(r.key, None)  # never retried past teardown
-    errs += _run_step("forget")
-    errs += _run_step("devices")
-    if _owns_acl:
-        st = lib.aclFinalize()
-        if st:
-            errs.append(make_error(st, "aclFinalize"))
-    gen += 1
-    ready = False
-    _state = _FINALIZED
-    last_teardown_errors[:] = errs
     return errs
 
 

@@ -620,3 +620,104 @@ def test_release_of_another_devices_object_inside_a_launch_keeps_its_device(run_
         env={"ACL_EMU_DEVICE_COUNT": "2"})
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "OK" and r.stderr == ""
+
+
+def test_objects_made_while_another_thread_finalizes_are_not_kept_for_the_next_session(
+        run_python, emulator):
+    """finalize() racing another thread's creations. (1) The object's C resource made before
+    the teardown, its registration after: before, it stayed registered into the next session,
+    whose teardown freed the stale address (107000 on the emulator; on a device an address
+    that session may have handed out again); now the constructor raises FinalizedError, the
+    operator library's host objects are destroyed, nothing stays registered. (2) Registered
+    during the teardown, after the pass over its order: before, likewise kept; now released
+    by the teardown's second pass (creates and releases balance)."""
+    r = run_python(script('''
+        import threading
+        import acl_py
+        from acl_py import emulator as emu, runtime as rt
+
+        class FinalizeAfter:        # the bound library, with finalize() run by another
+            def __init__(self, real, call):   # thread right after one call returned
+                self.real, self.call = real, call
+            def __getattr__(self, name):
+                fn = getattr(self.real, name)
+                if name != self.call:
+                    return fn
+                def wrapped(*args):
+                    status = fn(*args)
+                    t = threading.Thread(target=acl_py.finalize)
+                    t.start()
+                    t.join()
+                    return status
+                return wrapped
+
+        makers = {"aclrtMalloc": lambda: acl_py.DeviceBuffer(64),
+                  "aclrtCreateStream": acl_py.Stream, "aclrtCreateEvent": acl_py.Event,
+                  "aclCreateIntArray": lambda: acl_py.IntArray([1, 2]),
+                  "aclCreateBoolArray": lambda: acl_py.BoolArray([True])}
+        for call, make in makers.items():
+            acl_py.init()
+            acl_py.Device(0).use()
+            real = rt.lib
+            rt.lib = FinalizeAfter(real, call)
+            try:
+                make()
+                print(call, "made", flush=True)
+            except acl_py.FinalizedError:
+                print(call, "FinalizedError", flush=True)
+            finally:
+                if isinstance(rt.lib, FinalizeAfter):
+                    rt.lib = real
+            print(call, "registered after", rt.live_count(), flush=True)
+            emu.reset_call_counts()
+            acl_py.init()
+            acl_py.finalize()       # the next session: nothing stale released
+            print(call, "next session", rt.last_teardown_errors, emu.call_counts().get(
+                "aclrtFree", 0), flush=True)
+
+        # (2) made by another thread while the teardown runs, after its order's pass
+        acl_py.init()
+        made, ready, go, done = [], threading.Event(), threading.Event(), threading.Event()
+        def maker():
+            acl_py.Device(0).use()            # the device set before: no session lock needed
+            ready.set()
+            go.wait()
+            made.append(acl_py.DeviceBuffer(64))
+            made.append(acl_py.IntArray([3]))
+            done.set()
+        th = threading.Thread(target=maker)
+        th.start()
+        assert ready.wait(30)
+        class Hook: pass
+        hook = Hook()
+        def during_teardown():
+            go.set()
+            assert done.wait(30)
+        rt.Releaser(hook, during_teardown, (), rt.ORDER_STREAM)   # the last order
+        emu.reset_call_counts()
+        acl_py.finalize()
+        th.join()
+        print("during registered after", rt.live_count(), flush=True)
+        c = emu.call_counts()
+        print("during made/released", [c.get(k, 0) for k in ("aclrtMalloc", "aclrtFree",
+              "aclCreateIntArray", "aclDestroyIntArray")], flush=True)
+        try:
+            made[0].copy_to_host(bytearray(64))
+            print("during buffer usable", flush=True)
+        except acl_py.FinalizedError:
+            print("during buffer FinalizedError", flush=True)
+        acl_py.init()
+        acl_py.finalize()
+        print("during next session", rt.last_teardown_errors, flush=True)
+    '''), timeout=120)
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    for call in ("aclrtMalloc", "aclrtCreateStream", "aclrtCreateEvent", "aclCreateIntArray",
+                 "aclCreateBoolArray"):
+        assert f"{call} FinalizedError" in out, out
+        assert f"{call} registered after 0" in out, out
+        assert f"{call} next session [] 0" in out, out
+    assert "during registered after 0" in out, out
+    assert "during made/released [1, 1, 1, 1]" in out, out
+    assert "during buffer FinalizedError" in out, out
+    assert "during next session []" in out, out
