@@ -80,7 +80,10 @@ class Case:
     gradOut are transposed views of [N, M] storage); ``strided`` (inputs take every other row of
     a larger buffer); ``offset`` (inputs start one row into their buffer); ``inner-strided``
     (every other element of the last dim); ``strided-out`` (outputs are strided views of larger
-    buffers). ``data="sample"`` uses the vendor sample's values instead of random ones.
+    buffers); ``other-stream`` (inputs copied asynchronously on a second stream, the launch's
+    stream ordered after them by ``Stream.wait``, an event wait on the device, with no host
+    synchronization in between: a device that does not honour the wait computes on partly
+    copied inputs). ``data="sample"`` uses the vendor sample's values instead of random ones.
     ``operator`` names the row of :data:`OPERATORS` that runs the case. ``unsupported``: the
     vendor documents this input as unsupported (why, and where it says so); a failure on an
     NPU is then reported as such, not as a failure. ``reference_hook`` (for tests of the smoke
@@ -251,6 +254,7 @@ def layer_norm_backward_cases(quick: bool = False) -> list[Case]:
         Case("rank4-norm2", (2, 3, 8, 16), normalized_ndim=2),
         Case("transposed-input", (48, 96), layout="transposed"),
         Case("strided-output", (40, 64), layout="strided-out"),
+        Case("inputs-from-another-stream", (256, 1024), layout="other-stream"),
         Case("empty-M0", (0, 64), unsupported=EMPTY),
     ]
     if quick:
@@ -424,14 +428,24 @@ def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> Ca
         ns = case.normalized_shape
         layout_in = case.layout if case.layout in ("transposed", "strided", "offset",
                                                    "inner-strided") else "contiguous"
+        upload = stream
+        if case.layout == "other-stream":
+            from .stream import Stream
+            upload = Stream(stream.state.device if stream is not None else None)
+            made.append(upload)
         dev = {k: (_place(v, layout_in if k in ("grad_out", "input") else "contiguous",
-                          stream, made) if v is not None else None)
+                          upload, made) if v is not None else None)
                for k, v in host.items()}
         kwargs = {}
         if case.layout == "strided-out" or case.out_dtypes is not None:
             kwargs["out"] = _preallocated_outputs(case, stream, made,
                                                   strided=case.layout == "strided-out")
-        if stream is not None:
+        if upload is not None and upload is not stream:
+            # The device orders the launch after the copies; the host does not wait (the
+            # time below includes the copies).
+            from .stream import as_stream
+            as_stream(stream, upload.state.device).wait(upload)
+        elif stream is not None:
             stream.synchronize()  # uploads done before the clock starts
         grad_out, input_, mean, rstd = (dev[k] for k in ("grad_out", "input", "mean", "rstd"))
         assert grad_out is not None and input_ is not None and mean is not None \
@@ -518,7 +532,7 @@ def _release(made: list, result: CaseResult) -> CaseResult:
             t.close()
         except Exception as e:  # noqa: BLE001
             result.passed = False
-            note = f"releasing a tensor failed: {type(e).__name__}: {e}"
+            note = f"releasing a {type(t).__name__} failed: {type(e).__name__}: {e}"
             result.error = f"{result.error}; {note}" if result.error else note
     return result
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import acl_py
 from acl_py import smoke
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,6 +194,7 @@ def test_listed_devices_and_bad_lists(tmp_path):
 # runs at the same time; each records the device and stream it ran on.
 BARRIER_OPERATOR = '''
 import threading
+import acl_py
 import acl_py
 from acl_py import smoke
 from acl_py.raw import ffi
@@ -447,10 +449,49 @@ def test_case_matrix_covers_the_feature_list():
         assert any(0 in c.shape for c in cases)
         assert any(c.layout == "transposed" for c in cases)
         assert any(c.layout == "strided-out" for c in cases)
+        assert any(c.layout == "other-stream" for c in cases)
     assert {c.mask for c in full} == {(a, b, c) for a in (True, False) for b in (True, False)
                                       for c in (True, False)}
     assert max(math.prod(c.shape) for c in full) >= 4096 * 4096
     assert min(math.prod(c.shape) for c in full if 0 not in c.shape) == 1
+
+
+@pytest.mark.parametrize("on_default_stream", [False, True])
+def test_other_stream_case_orders_the_launch_by_an_event_wait(monkeypatch, on_default_stream):
+    """The ``other-stream`` layout copies the inputs on a second stream and orders the launch
+    after them on the device (Stream.wait), with no host synchronization in between; the
+    second stream is closed with the case."""
+    calls = []
+    real = acl_py.Stream.wait
+
+    def spy(self, other):
+        calls.append((self, other))
+        return real(self, other)
+    monkeypatch.setattr(acl_py.Stream, "wait", spy)
+    monkeypatch.setattr(acl_py.Stream, "synchronize", _no_sync_of(acl_py.Stream.synchronize,
+                                                                   calls))
+    case = next(c for c in smoke.build_cases(quick=True) if c.layout == "other-stream")
+    s = None if on_default_stream else acl_py.Stream()
+    try:
+        result = smoke.run_case(case, s)
+    finally:
+        if s is not None:
+            s.close()
+    assert result.passed, result.error
+    waits = [c for c in calls if c[0] != "sync" and isinstance(c[1], acl_py.Stream)]
+    assert len(waits) == 1
+    launch, upload = waits[0]
+    assert launch == (acl_py.default_stream() if s is None else s)
+    assert upload != launch and upload.closed
+    # nothing synchronized the upload stream before the wait was queued
+    assert ("sync", upload) not in calls[:calls.index(waits[0])]
+
+
+def _no_sync_of(real, calls):
+    def sync(self):
+        calls.append(("sync", self))
+        return real(self)
+    return sync
 
 
 def test_progress_on_a_terminal_with_several_devices():
