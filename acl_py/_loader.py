@@ -381,6 +381,16 @@ class Library:
 
 
 _lock = threading.Lock()
+
+
+def _new_lock_in_forked_child() -> None:
+    # Another thread of the parent may have held the lock when this one forked (opening the
+    # libraries): the child's only thread would wait for it for ever.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_forked_child)
 _library: Library | None = None
 
 

@@ -225,3 +225,40 @@ def test_child_forked_after_finalize_runs_its_own_session(run_python):
     ''')), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "CHILD-OK" in r.stdout and "PARENT-OK" in r.stdout, r.stdout + r.stderr
+
+
+def test_child_forked_while_another_thread_holds_a_module_lock_does_not_hang(run_python):
+    """The locks of the library loader and of acl_py.aclnn's catalog are new in a forked
+    child: a parent's thread holding one at the fork (opening the libraries, reading the
+    headers) left it held for ever in the child, whose first use then hung."""
+    r = run_python(script(textwrap.dedent('''
+        import os
+        import threading
+        import numpy as np
+        import acl_py
+        from acl_py import _loader, aclnn
+        held, release = threading.Event(), threading.Event()
+
+        def hold():
+            with _loader._lock, aclnn._lock:
+                held.set()
+                release.wait()
+        t = threading.Thread(target=hold, daemon=True)
+        t.start()
+        held.wait()
+        pid = os.fork()     # before the parent's first init: the child runs its own session
+        if pid == 0:
+            a = np.arange(4, dtype=np.float32)
+            out = np.zeros(4, np.float32)
+            aclnn.Add(a, a, 1.0, out)
+            assert (out == 2 * a).all(), out
+            print("CHILD-OK", flush=True)
+            os._exit(0)
+        release.set()
+        t.join()
+        _, status = os.waitpid(pid, 0)
+        assert status == 0, status
+        print("PARENT-OK", flush=True)
+    ''')), timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "CHILD-OK" in r.stdout and "PARENT-OK" in r.stdout, r.stdout + r.stderr

@@ -26,6 +26,7 @@ symbol and the libraries searched.
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,16 @@ __all__ = ["operator", "operators", "catalog", "AclnnOperator", "OperatorNotFoun
            "SymbolNotExportedError"]
 
 _lock = threading.Lock()
+
+
+def _new_lock_in_forked_child() -> None:
+    # Another thread of the parent may have held the lock when this one forked: the child's
+    # only thread would wait for it for ever.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_forked_child)
 _catalogs: dict[str, Catalog] = {}                    # backend root -> Catalog
 _operators: dict[tuple[str, str], AclnnOperator] = {}  # (root, name) -> AclnnOperator
 
