@@ -73,11 +73,8 @@ class StreamState(_ordering.Timeline):
             _rt.ensure()
             _device.activate(self.device)
         target = self.seq
-        status = ffi.new("aclrtStreamStatus *")
-        st = _rt.lib.aclrtStreamQuery(self.handle, status)
-        if st:
-            raise make_error(st, "aclrtStreamQuery")
-        if status[0] != _rt.lib.ACL_STREAM_STATUS_COMPLETE:
+        if not _query("aclrtStreamQuery", self.handle, "aclrtStreamStatus *",
+                      _rt.lib.ACL_STREAM_STATUS_COMPLETE):
             return False
         errs = self.complete(target)
         if errs:
@@ -122,6 +119,16 @@ class StreamState(_ordering.Timeline):
 
     def closed_error(self, what):
         return _rt.closed_error(self.gen, what)
+
+
+def _query(call, handle, ctype, complete):
+    """``call(handle, status)``, the runtime query named ``call`` with an enum out-parameter
+    of type ``ctype``: whether it answered ``complete``. Raises the call's typed error."""
+    status = ffi.new(ctype)
+    r = getattr(_rt.lib, call)(handle, status)
+    if r:
+        raise make_error(r, call)
+    return status[0] == complete
 
 
 def _create(dev, ctype, create):
@@ -494,11 +501,8 @@ class Event:
         releases that waited for that work then run."""
         st = self._live()
         rec = st.recorded
-        status = ffi.new("aclrtEventRecordedStatus *")
-        r = _rt.lib.aclrtQueryEventStatus(st.handle, status)
-        if r:
-            raise make_error(r, "aclrtQueryEventStatus")
-        if status[0] != _rt.lib.ACL_EVENT_RECORDED_STATUS_COMPLETE:
+        if not _query("aclrtQueryEventStatus", st.handle, "aclrtEventRecordedStatus *",
+                      _rt.lib.ACL_EVENT_RECORDED_STATUS_COMPLETE):
             return False
         self._completed(rec)
         return True
