@@ -322,9 +322,9 @@ class DeviceTensor:
 
     def copy_from_numpy(self, arr: ArrayLike, stream: Stream | None = None) -> None:
         """Writes ``arr`` (same shape; cast-free: same dtype, in either byte order) into
-        this tensor. Contiguous
-        tensors take the bytes directly; other views are written through a gather of the
-        span (read-modify-write of the bytes between the view's elements)."""
+        this tensor. Contiguous tensors take the bytes directly; other views are written
+        through a gather of the span (read-modify-write of the bytes between the view's
+        elements)."""
         bst = self._live()
         arr = _dt.native(np.asarray(arr))
         if arr.dtype != self._dtype:
