@@ -349,6 +349,27 @@ out:
     return rc;
 }
 
+/* The stream a synchronize or query names, with a reference, whatever its device: NULL is
+ * `dev`'s default stream, *out NULL if it does not exist yet (nothing was queued on it). */
+static aclError stream_of_any_device(aclrtStream stream, int dev, const char *fn,
+                                     rt_stream **out) {
+    if (stream == NULL) {
+        pthread_mutex_lock(&g_dev_mu);
+        rt_stream *s = g_sd[dev].default_stream;
+        if (s != NULL)
+            atomic_fetch_add(&s->hdr.refs, 1);
+        pthread_mutex_unlock(&g_dev_mu);
+        *out = s;
+        return ACL_SUCCESS;
+    }
+    if (!rt_handle_acquire(stream, ACLEMU_KIND_STREAM))
+        return RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, fn,
+                      "stream %p is not a live stream (never created or already destroyed)",
+                      stream);
+    *out = stream;
+    return ACL_SUCCESS;
+}
+
 aclError aclrtSynchronizeStream(aclrtStream stream) {
     char fault_msg[256];
     bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
@@ -356,24 +377,11 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
     if (rc == ACL_SUCCESS) {
         int dev;
         rt_stream *s = NULL;
-        if ((rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS) {
-            if (stream == NULL) {
-                pthread_mutex_lock(&g_dev_mu);
-                s = g_sd[dev].default_stream; /* none yet: nothing to wait for */
-                if (s != NULL)
-                    atomic_fetch_add(&s->hdr.refs, 1);
-                pthread_mutex_unlock(&g_dev_mu);
-            } else if (rt_handle_acquire(stream, ACLEMU_KIND_STREAM)) {
-                /* a stream of another device is waited for too: CANN switches to the
-                 * stream's context for the wait and back (hicann/runtime src/runtime/api/impl/
-                 * api_impl.cc StreamSynchronize) */
-                s = stream;
-            } else {
-                rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
-                            "stream %p is not a live stream (never created or already "
-                            "destroyed)", stream);
-            }
-        }
+        /* a stream of another device is waited for too: CANN switches to the stream's
+         * context for the wait and back (hicann/runtime src/runtime/api/impl/api_impl.cc
+         * StreamSynchronize) */
+        if ((rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS)
+            rc = stream_of_any_device(stream, dev, __func__, &s);
         if (s != NULL) {
             stream_sync(s);
             rt_stream_put(s);
@@ -402,20 +410,8 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status) {
     if ((rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
         (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
         goto out;
-    if (stream == NULL) {
-        pthread_mutex_lock(&g_dev_mu);
-        s = g_sd[dev].default_stream; /* none yet: nothing queued */
-        if (s != NULL)
-            atomic_fetch_add(&s->hdr.refs, 1);
-        pthread_mutex_unlock(&g_dev_mu);
-    } else if (rt_handle_acquire(stream, ACLEMU_KIND_STREAM)) {
-        s = stream;
-    } else {
-        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
-                    "stream %p is not a live stream (never created or already destroyed)",
-                    stream);
+    if ((rc = stream_of_any_device(stream, dev, __func__, &s)) != ACL_SUCCESS)
         goto out;
-    }
     *status = s == NULL || atomic_load(&s->completed) >= atomic_load(&s->submitted)
                   ? ACL_STREAM_STATUS_COMPLETE
                   : ACL_STREAM_STATUS_NOT_READY;
