@@ -89,6 +89,13 @@ ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t *deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t *count);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId,
+                                                      int32_t peerDeviceId);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId);
+/* peerDeviceId is a physical device id (the vendor's header says so). */
+ACL_FUNC_VISIBILITY aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId,
+                                                         int32_t *status);
 
 ACL_FUNC_VISIBILITY aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyContext(aclrtContext context);

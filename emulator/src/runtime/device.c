@@ -27,6 +27,17 @@ static bool g_visible_bad;
 static char g_visible_why[96];
 static uint64_t g_mem_cap = 16ull << 30;
 static int g_max_streams = RT_DEFAULT_MAX_STREAMS;
+/* The machine's device count (ACL_EMU_DEVICE_COUNT) and the machine (physical) id of each of
+ * the process's devices: ASCEND_RT_VISIBLE_DEVICES' i-th listed id, else i. */
+static int g_machine_ndev = 1;
+static int g_phys[RT_MAX_DEVICES];
+/* Peer access, kept as the vendor's runtime hands it to the driver (hicann/runtime
+ * src/acl/aclrt_impl/memory.cpp aclrtDeviceEnablePeerAccessImpl: the current device and the
+ * peer's physical id): g_peer[process device][physical peer]. Per process: set by
+ * aclrtDeviceEnablePeerAccess, cleared by aclrtDeviceDisablePeerAccess and at aclInit. */
+static _Atomic bool g_peer[RT_MAX_DEVICES][RT_MAX_DEVICES];
+/* Pairs of machine devices that cannot reach each other (ACL_EMU_NO_PEER), both ways. */
+static bool g_no_peer[RT_MAX_DEVICES][RT_MAX_DEVICES];
 
 typedef struct {
     int set_count;          /* aclrtSetDevice references not yet reset (g_dev_mu) */
@@ -177,6 +188,7 @@ static int visible_devices(const char *s, int ndev) {
             return -1;
         }
         prev = v;
+        g_phys[count] = (int)v;
         if (++count >= ndev || *p != ',')
             break;
         p++;
@@ -186,6 +198,33 @@ static int visible_devices(const char *s, int ndev) {
         return -1;
     }
     return count;
+}
+
+/* ACL_EMU_NO_PEER: pairs "a:b" of machine device ids separated by commas, each id below
+ * ndev and a != b. Fills g_no_peer; false if malformed. */
+static bool parse_no_peer(const char *s, int ndev) {
+    memset(g_no_peer, 0, sizeof g_no_peer);
+    const char *p = s;
+    if (*p == '\0')
+        return true;
+    for (;;) {
+        char *end;
+        if (!isdigit((unsigned char)*p))
+            return false;
+        long a = strtol(p, &end, 10);
+        if (*end != ':' || !isdigit((unsigned char)end[1]))
+            return false;
+        long b = strtol(end + 1, &end, 10);
+        if (a >= ndev || b >= ndev || a == b)
+            return false;
+        g_no_peer[a][b] = g_no_peer[b][a] = true;
+        if (*end == '\0')
+            break;
+        if (*end != ',')
+            return false;
+        p = end + 1;
+    }
+    return true;
 }
 
 static aclError read_environment(void) {
@@ -221,6 +260,14 @@ static aclError read_environment(void) {
                           "ACL_EMU_MAX_STREAMS (\"%.40s\") must be an integer in 3..65536", s);
         max_streams = (int)v;
     }
+    s = getenv("ACL_EMU_NO_PEER");
+    if (!parse_no_peer(s != NULL ? s : "", ndev))
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
+                      "ACL_EMU_NO_PEER (\"%.40s\") must be comma-separated pairs a:b of two "
+                      "different machine device ids below ACL_EMU_DEVICE_COUNT (%d)", s, ndev);
+    g_machine_ndev = ndev;
+    for (int d = 0; d < RT_MAX_DEVICES; d++)
+        g_phys[d] = d;
     g_visible_bad = false;
     g_visible[0] = '\0';
     s = getenv("ASCEND_RT_VISIBLE_DEVICES");
@@ -257,6 +304,8 @@ aclError aclInit(const char *configPath) {
         g_dev[d].set_count = 0;
         g_dev[d].ctx_count = 0;
         atomic_fetch_add(&g_dev[d].gen, 1); /* no thread keeps a device across init cycles */
+        for (int p = 0; p < RT_MAX_DEVICES; p++)
+            atomic_store(&g_peer[d][p], false);
     }
     g_finalized = false;
     atomic_store(&g_initialized, true);
@@ -400,6 +449,114 @@ aclError aclrtSynchronizeDevice(void) {
     }
     if (fault)
         rc = rt_fault_report(fault_msg);
+    return rc;
+}
+
+/* ---- peer access ----------------------------------------------------------------------- */
+/* As the vendor's ACL layer and runtime check them (hicann/runtime src/acl/aclrt_impl/
+ * memory.cpp aclrtDeviceCanAccessPeerImpl, aclrtDeviceEnablePeerAccessImpl,
+ * aclrtDeviceDisablePeerAccessImpl, aclrtDevicePeerAccessStatusImpl; src/runtime/api/impl/
+ * api_error.cc DeviceCanAccessPeer, EnableP2P, DisableP2P, GetP2PStatus; codes from
+ * src/runtime/core/src/common/errcode_manage.cc). Emulated devices all reach each other but
+ * the pairs ACL_EMU_NO_PEER names. */
+
+/* A device id the runtime layer converts (ChgUserDevIdToDeviceId) and then bounds by
+ * RT_MAX_DEV_NUM: without ASCEND_RT_VISIBLE_DEVICES the conversion keeps the id, so an id
+ * from 64 up (a negative one too, as unsigned) fails the bound (107000); any other id that is
+ * not a device is the driver's (or the conversion's) 107001. */
+static aclError check_runtime_id(const char *fn, const char *arg, int32_t id) {
+    if (!g_visible[0] && !g_visible_bad && (uint32_t)id >= RT_MAX_DEVICES)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "%s %d is out of range [0, %d)", arg,
+                      (int)id, RT_MAX_DEVICES);
+    return check_id(fn, id);
+}
+
+static aclError check_not_same(const char *fn, int32_t dev, int32_t peer) {
+    if (dev == peer)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
+                      "peerDeviceId %d is the device itself (deviceId %d): a device is not its "
+                      "own peer", (int)peer, (int)dev);
+    return ACL_SUCCESS;
+}
+
+static bool pair_can_reach(int dev, int peer) {
+    return !g_no_peer[g_phys[dev]][g_phys[peer]];
+}
+
+bool rt_peer_enabled(int dev, int peer) {
+    return atomic_load_explicit(&g_peer[dev][g_phys[peer]], memory_order_relaxed);
+}
+
+aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    /* the ACL layer's check first, then the peer's physical id, then the runtime's checks of
+     * deviceId and the output pointer */
+    if ((rc = check_not_same(__func__, deviceId, peerDeviceId)) == ACL_SUCCESS &&
+        (rc = check_id(__func__, peerDeviceId)) == ACL_SUCCESS &&
+        (rc = check_runtime_id(__func__, "deviceId", deviceId)) == ACL_SUCCESS) {
+        if (canAccessPeer == NULL)
+            rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                        "canAccessPeer (output pointer) is NULL");
+        else
+            *canAccessPeer = pair_can_reach(deviceId, peerDeviceId) ? 1 : 0;
+    }
+    rt_leave();
+    return rc;
+}
+
+/* aclrtDeviceEnablePeerAccess (enable) and aclrtDeviceDisablePeerAccess: the current device's
+ * access to peerDeviceId. */
+static aclError set_peer_access(const char *fn, int32_t peerDeviceId, uint32_t flags,
+                                bool enable) {
+    aclError rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if (enable && flags != 0)
+        rc = RT_ERR(ACL_ERROR_FEATURE_UNSUPPORTED, fn,
+                    "flags (%u) is reserved and must be 0", (unsigned)flags);
+    else if ((rc = rt_need_device(fn, &dev)) == ACL_SUCCESS &&
+             (rc = check_not_same(fn, dev, peerDeviceId)) == ACL_SUCCESS &&
+             (rc = check_id(fn, peerDeviceId)) == ACL_SUCCESS) {
+        if (enable && !pair_can_reach(dev, peerDeviceId))
+            rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
+                        "device %d cannot access peerDeviceId %d (no P2P link between them: "
+                        "ACL_EMU_NO_PEER; aclrtDeviceCanAccessPeer reports 0)", dev,
+                        (int)peerDeviceId);
+        else
+            atomic_store(&g_peer[dev][g_phys[peerDeviceId]], enable);
+    }
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags) {
+    return set_peer_access(__func__, peerDeviceId, flags, true);
+}
+
+aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId) {
+    return set_peer_access(__func__, peerDeviceId, 0, false);
+}
+
+aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int32_t *status) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if (status == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "status (output pointer) is NULL");
+    else if ((rc = check_runtime_id(__func__, "deviceId", deviceId)) != ACL_SUCCESS)
+        ;
+    else if ((uint32_t)peerDeviceId >= (uint32_t)g_machine_ndev)
+        /* peerDeviceId is a physical id: the runtime bounds it by RT_MAX_DEV_NUM, the API
+         * reference allows 107000 for any id outside the machine's devices */
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                    "peerDeviceId %d is not a physical device id of this machine (valid: "
+                    "0..%d)", (int)peerDeviceId, g_machine_ndev - 1);
+    else
+        *status = atomic_load(&g_peer[deviceId][peerDeviceId]) ? 1 : 0;
+    rt_leave();
     return rc;
 }
 

@@ -43,6 +43,8 @@ RT_HIDDEN int rt_device_count(void);
 RT_HIDDEN uint64_t rt_device_memory_cap(void);
 RT_HIDDEN int rt_max_streams(void);                /* streams per device (ACL_EMU_MAX_STREAMS) */
 RT_HIDDEN extern pthread_mutex_t g_dev_mu;
+/* Whether device dev has enabled its access to device peer (process ids): see device.c. */
+RT_HIDDEN bool rt_peer_enabled(int dev, int peer);
 
 /* ---- reference-counted runtime objects (streams, events, contexts) ---- */
 typedef struct rt_obj {
