@@ -34,9 +34,14 @@ DEFAULT_ROOTS = ("~/Ascend/cann", "~/Ascend/ascend-toolkit/latest", "/usr/local/
                  "/usr/local/Ascend/ascend-toolkit/latest", "/opt/Ascend/cann")
 
 # Library role -> file names, tried in order. The operator library is found by
-# operator_libraries() (libopapi_nn.so, or libopapi.so in releases before the split).
+# operator_libraries() (libopapi_nn.so, or libopapi.so in releases before the split). The
+# runtime's API (acl_rt.h: aclInit, aclrt*, aclGetRecentErrMsg) is libacl_rt.so's, which the
+# vendor's docs and samples link; libascendcl.so is its compatibility library, kept first for
+# the installs acl-py has always loaded, and optional in the runtime package (hicann/runtime
+# scripts/package/module/ascend/RuntimeSo.xml: libacl_rt.so required, libascendcl.so
+# optional="true"; docs/zh/api_ref/01_overview.md), so an install may have libacl_rt.so only.
 LIBRARY_FILES = {
-    "ascendcl": ("libascendcl.so",),
+    "ascendcl": ("libascendcl.so", "libacl_rt.so"),
     "nnopbase": ("libnnopbase.so",),
     "opapi": ("libopapi_nn.so", "libopapi.so"),
 }
@@ -183,8 +188,9 @@ def choose_backend() -> Backend:
     if choice == "cann":
         listing = "\n  ".join(searched)
         raise LibraryNotFoundError(
-            "ACL_PY_BACKEND=cann but the CANN libraries (libascendcl.so, libnnopbase.so, and "
-            "libopapi_nn.so, another libopapi_<domain>.so or libopapi.so) were not found. "
+            "ACL_PY_BACKEND=cann but the CANN libraries (libascendcl.so or libacl_rt.so, "
+            "libnnopbase.so, and libopapi_nn.so, another libopapi_<domain>.so or libopapi.so) "
+            "were not found. "
             "Searched:\n  " + listing +
             "\nSource the toolkit's set_env.sh or set ASCEND_HOME_PATH to the install root.")
     return _emulator_backend("ACL_PY_BACKEND=auto: no CANN install found, using the emulator",

@@ -211,6 +211,27 @@ def test_arch_layout_and_split_operator_library(no_cann, monkeypatch):
                            "opapi": lib_dir / "libopapi_nn.so"}
 
 
+def test_install_with_libacl_rt_only_is_found(no_cann, monkeypatch):
+    """The runtime package installs libacl_rt.so and, optionally, libascendcl.so, its
+    compatibility library (hicann/runtime scripts/package/module/ascend/RuntimeSo.xml). An
+    install without libascendcl.so was not found before ("CANN libraries ... not found");
+    libascendcl.so stays first where both are installed."""
+    root = fake_root(no_cann / "cann", ("libacl_rt.so", "libnnopbase.so", "libopapi_nn.so"))
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(root))
+    monkeypatch.setenv("ACL_PY_BACKEND", "cann")
+    b = _loader.choose_backend()
+    assert b.name == "cann" and b.root == root
+    assert b.libraries["ascendcl"] == root / "lib64" / "libacl_rt.so"
+    fake_root(root, ("libascendcl.so",))
+    assert _loader.choose_backend().libraries["ascendcl"] == root / "lib64" / "libascendcl.so"
+    for name in ("libascendcl.so", "libacl_rt.so"):
+        (root / "lib64" / name).unlink()
+    with pytest.raises(_loader.LibraryNotFoundError) as e:
+        _loader.choose_backend()
+    for name in ("libascendcl.so", "libacl_rt.so"):
+        assert str(root / "lib64" / name) in str(e.value)
+
+
 def test_relative_root_is_ignored_and_reported(no_cann, monkeypatch, emu_prefix):
     # A complete (fake) install on a relative path from the current directory.
     fake_root(no_cann / "rel" / "cann")
