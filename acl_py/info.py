@@ -20,6 +20,7 @@ from pathlib import Path
 from . import _loader
 from ._ffi import LIBRARY_OF, ffi
 from . import errors
+from . import runtime as _rt
 from ._units import human_size
 from .soc import soc_name, supports_bfloat16
 
@@ -177,6 +178,8 @@ def collect() -> dict:
                             if k.startswith("ACL_EMU_")},
         }
     try:
+        # A forked child's runtime is its parent's copy: reported as the error, not probed
+        _rt.refuse_if_forked("acl-py info (the runtime probe)")
         # aclrtGetSocName needs no aclInit (as the vendor's runtime): asked first, it still
         # answers when the runtime below cannot start
         if "aclrtGetSocName" not in info["missing_symbols"]:

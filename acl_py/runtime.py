@@ -23,7 +23,11 @@ Life cycle
   in the child the session is ``"forked"``: the parent's objects are dropped from the
   registry without a C call (closing one, or its garbage collection, releases nothing; the
   exit tears nothing down), and any runtime call, through a parent's object or a new one,
-  ``init()`` included, raises :class:`ForkedError`, which names the 'spawn' start method.
+  ``init()`` included, raises :class:`ForkedError`, which names the 'spawn' start method;
+  so do ``soc_name()`` and ``supports_bfloat16()`` without a part name, which need no
+  session but call the parent's copied runtime. ``backend()`` still answers (it reports
+  which libraries are loaded, calling none), and ``acl_py.raw.lib`` stays the loaded
+  library, unchecked like everything in ``acl_py.raw``: a raw call there is the caller's.
   A process forked before the parent's first initialization, or after its final
   ``finalize()``, runs its own session as usual.
 
@@ -247,9 +251,18 @@ def finalize() -> None:
 
 def backend() -> Backend:
     """The active backend (name, root, libraries, reason); opens the libraries, does not
-    initialize the runtime."""
+    initialize the runtime. Answers in a forked child too: it reports which files are
+    loaded (the record the loader kept) and calls nothing in them."""
     from ._loader import library
     return library().backend
+
+
+def refuse_if_forked(what):
+    """Raises ForkedError for ``what`` in a forked child (see the module doc). For the calls
+    that reach the library without initializing the runtime (``aclrtGetSocName``, ``acl-py
+    info``'s probe): in a forked child they would read the parent's copied runtime."""
+    if _state == _FORKED:
+        raise ForkedError(what)
 
 
 # ---- registry -----------------------------------------------------------------------------
@@ -481,7 +494,8 @@ def _at_exit():
         lock.release()
 
 
-__all__ = ["init", "finalize", "ensure", "is_initialized", "state", "backend", "Releaser",
+__all__ = ["init", "finalize", "ensure", "is_initialized", "state", "backend",
+           "refuse_if_forked", "Releaser",
            "release_unused", "register_cache", "register_step", "FinalizedError", "ForkedError",
            "ORDER_EXECUTOR", "ORDER_HANDLE", "ORDER_EVENT", "ORDER_MEMORY", "ORDER_POOL",
            "ORDER_STREAM"]

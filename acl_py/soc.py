@@ -16,6 +16,7 @@ their dtype lists by it (e.g. hicann/ops-nn norm/layer_norm_grad_v3's docs).
 from __future__ import annotations
 
 from . import errors
+from . import runtime as _rt
 
 __all__ = ["soc_name", "supports_bfloat16"]
 
@@ -31,7 +32,9 @@ _NO_BF16_PREFIXES = ("Ascend310P", "Ascend310B")
 def soc_name() -> str:
     """``aclrtGetSocName()``: the name of the part the backend runs on. Raises
     :class:`acl_py.errors.InternalError` (the call has no status code: it returns NULL) with
-    the runtime's message when the name cannot be read."""
+    the runtime's message when the name cannot be read, and :class:`acl_py.ForkedError` in
+    a process forked from an initialized one (the runtime there is the parent's copy)."""
+    _rt.refuse_if_forked("acl_py.soc_name()")
     from ._loader import library
     from ._ffi import ffi
     p = library().aclrtGetSocName()

@@ -262,3 +262,55 @@ def test_child_forked_while_another_thread_holds_a_module_lock_does_not_hang(run
     ''')), timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "CHILD-OK" in r.stdout and "PARENT-OK" in r.stdout, r.stdout + r.stderr
+
+
+def test_forked_child_answers_what_needs_no_runtime_and_refuses_the_rest(run_python):
+    """What reaches the library without a session, in a forked child. ``soc_name()`` (and
+    ``supports_bfloat16()`` without a part) called ``aclrtGetSocName`` on the parent's copied
+    runtime before, and ``acl-py info``'s probe called ``aclInit``, ``aclrtGetDeviceCount``
+    and each device's set, memory query and reset on that copy; now they raise ForkedError, info reports it as its error. What only
+    reports stays: ``backend()`` (which files are loaded), a part's BFLOAT16 support by name,
+    and ``acl_py.raw.lib``, the unchecked escape hatch."""
+    r = run_python(script(CHILD_CALLS + textwrap.dedent('''
+        import json
+        import acl_py
+        from acl_py import _loader, emulator as emu, info, raw, runtime
+
+        acl_py.init()
+        parent_backend = acl_py.backend()
+        parent_soc = acl_py.soc_name()
+        pid = os.fork()
+        if pid == 0:
+            emu.reset_call_counts()
+            for name, fn in (("soc_name", acl_py.soc_name),
+                             ("supports_bfloat16", acl_py.supports_bfloat16)):
+                try:
+                    print("CHILD", name, "answered", fn(), flush=True)
+                except acl_py.ForkedError as e:
+                    print("CHILD", name, "ForkedError", "spawn" in str(e), flush=True)
+            b = acl_py.backend()
+            print("CHILD backend", b is parent_backend, b.name, flush=True)
+            print("CHILD bf16 by name", acl_py.supports_bfloat16(parent_soc), flush=True)
+            print("CHILD raw.lib", raw.lib is _loader.library(), flush=True)
+            report = info.collect()
+            print("CHILD info", report["backend"], report["device_count"],
+                  "was forked from process" in str(report["error"]) or report["error"],
+                  flush=True)
+            sys.exit(0)
+        _, status = os.waitpid(pid, 0)
+        print("CHILD-STATUS", status, flush=True)
+        assert acl_py.soc_name() == parent_soc
+        acl_py.finalize()
+        assert unbalanced() == {}, unbalanced()
+        print("PARENT-OK", flush=True)
+    ''')), timeout=120)
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    assert "CHILD-STATUS 0" in out and "PARENT-OK" in out, out + r.stderr
+    assert "CHILD soc_name ForkedError True" in out, out
+    assert "CHILD supports_bfloat16 ForkedError True" in out, out
+    assert "CHILD backend True emulator" in out, out
+    assert "CHILD bf16 by name True" in out, out
+    assert "CHILD raw.lib True" in out, out
+    assert "CHILD info emulator None True" in out, out
+    assert "CHILD-CALLS {}" in out, out + r.stderr
