@@ -10,6 +10,15 @@ destroys a device's streams under live objects; the teardown resets each as many
 acl-py set it. Code mixing raw ``aclrtSetDevice`` calls with acl-py on one thread should know
 that acl-py may change the thread's current device.
 
+Peer access (P2P) between devices: ``Device(a).can_access_peer(b)`` asks the runtime whether
+device ``a`` can reach device ``b``'s memory; ``Device(a).enable_peer_access(b)`` enables it,
+one way, as CANN keeps it (per current device and peer); ``disable_peer_access`` undoes it.
+acl-py keeps a record of what it enabled: enabling twice or disabling what it did not enable
+does nothing, and the teardown disables what is still enabled before it resets the devices
+(the vendor's sample disables before its resets). A device-to-device copy between two devices
+(``DeviceBuffer.copy_from``, ``DeviceTensor.copy_to``) needs peer access between them; the
+vendor's data-copy guide enables it on the destination for the source, the smoke enables both.
+
 ``Device.default_stream`` and ``Device.memory_pool`` are provided by the stream and memory
 modules (:func:`provide`), which sit above this one.
 """
@@ -34,6 +43,8 @@ DeviceLike = Union[int, "Device", None]
 
 _set_counts: dict = {}  # device id -> aclrtSetDevice calls acl-py made this session
 _device_count = None
+# (device, peer) pairs whose peer access acl-py enabled this session, in order.
+_peers_enabled: dict = {}
 
 
 class _TLS(threading.local):
@@ -214,6 +225,66 @@ class Device:
         """The device's default :class:`MemoryPool` (tensor storage, workspaces)."""
         return _providers["memory_pool"](self.id)
 
+    # ---- peer access ----
+
+    def _peer(self, peer):
+        """The id of a ``peer`` argument: another device."""
+        p = _as_device_id(peer, "peer")
+        if p == self.id:
+            raise AclArgumentError("peer", f"device {p} is this device: a device is not its "
+                                   f"own peer")
+        return p
+
+    def can_access_peer(self, peer: DeviceLike) -> bool:
+        """Whether this device can access ``peer``'s memory (``aclrtDeviceCanAccessPeer``):
+        the server's links decide; on some servers only devices of one PCIe switch can."""
+        p = self._peer(peer)
+        L = _rt.ensure()
+        out = ffi.new("int32_t *")
+        st = L.aclrtDeviceCanAccessPeer(out, self.id, p)
+        if st:
+            raise make_error(st, "aclrtDeviceCanAccessPeer")
+        return bool(out[0])
+
+    def enable_peer_access(self, peer: DeviceLike) -> None:
+        """Enables this device's access to ``peer`` (``aclrtDeviceEnablePeerAccess`` with
+        this device current), one way; for copies both ways enable it on each device. Does
+        nothing if acl-py enabled it already. A pair without a link raises the runtime's
+        error (:class:`NotSupportedError` on the emulator)."""
+        p = self._peer(peer)
+        key = (self.id, p)
+        if key in _peers_enabled:
+            return
+        L = _rt.ensure()
+        with restoring(self.id):
+            st = L.aclrtDeviceEnablePeerAccess(p, 0)
+            if st:
+                raise make_error(st, "aclrtDeviceEnablePeerAccess")
+        with _rt.lock:
+            _peers_enabled[key] = True
+
+    def disable_peer_access(self, peer: DeviceLike) -> None:
+        """Disables what :meth:`enable_peer_access` enabled (``aclrtDeviceDisablePeerAccess``
+        with this device current); does nothing if acl-py has not enabled it. Copies already
+        queued on a stream are not affected; later copies between the two devices need
+        access the other way, or enabling again."""
+        p = self._peer(peer)
+        key = (self.id, p)
+        if key not in _peers_enabled:
+            return
+        L = _rt.ensure()
+        with restoring(self.id):
+            st = L.aclrtDeviceDisablePeerAccess(p)
+            if st:
+                raise make_error(st, "aclrtDeviceDisablePeerAccess")
+        with _rt.lock:
+            _peers_enabled.pop(key, None)
+
+    def peer_access_enabled(self, peer: DeviceLike) -> bool:
+        """Whether acl-py has enabled this device's access to ``peer`` (its own record: access
+        enabled through raw C calls is not seen)."""
+        return (self.id, self._peer(peer)) in _peers_enabled
+
     def mem_info(self) -> MemInfo:
         """``MemInfo(free, total)`` in bytes (``aclrtGetMemInfo(ACL_HBM_MEM)``)."""
         return mem_info(self.id)
@@ -257,10 +328,41 @@ def synchronize(device: DeviceLike = None) -> None:
     Device(resolve_device(device)).synchronize()
 
 
-def _reset_devices():
-    """Teardown: each device reset as many times as acl-py set it; threads forget theirs."""
-    global _set_counts, _device_count, thread_state
+def peer_access_hint(dst, src):
+    """For a failed copy from device ``src`` to device ``dst``: what to call, when acl-py has
+    enabled peer access between them neither way; else None."""
+    if (dst, src) in _peers_enabled or (src, dst) in _peers_enabled:
+        return None
+    return (f"peer access between device {src} and device {dst} is not enabled: call "
+            f"acl_py.Device({dst}).enable_peer_access({src}) first (and "
+            f"Device({dst}).can_access_peer({src}) to see whether the server links them)")
+
+
+def _disable_peers():
+    """Teardown: what acl-py enabled is disabled, each on its device, before the resets."""
+    global _peers_enabled
     errs = []
+    lib = _rt.lib
+    for dev, peer in list(_peers_enabled):
+        st = lib.aclrtSetDevice(dev)
+        if st:
+            errs.append(make_error(st, "aclrtSetDevice"))
+            continue
+        st = lib.aclrtDeviceDisablePeerAccess(peer)
+        if st:
+            errs.append(make_error(st, "aclrtDeviceDisablePeerAccess"))
+        st = lib.aclrtResetDevice(dev)
+        if st:
+            errs.append(make_error(st, "aclrtResetDevice"))
+    _peers_enabled = {}
+    return errs
+
+
+def _reset_devices():
+    """Teardown: peer access acl-py enabled is disabled; each device is reset as many times
+    as acl-py set it; threads forget theirs."""
+    global _set_counts, _device_count, thread_state
+    errs = _disable_peers()
     for dev, n in sorted(_set_counts.items()):
         for _ in range(n):
             st = _rt.lib.aclrtResetDevice(dev)
@@ -275,8 +377,9 @@ def _reset_devices():
 
 def _drop_after_fork():
     """Forked child: the devices were set by the parent's threads, not this process's."""
-    global _set_counts, _device_count, thread_state
+    global _set_counts, _device_count, thread_state, _peers_enabled
     _set_counts = {}
+    _peers_enabled = {}
     _device_count = None
     thread_state = _TLS()
 

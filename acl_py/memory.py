@@ -11,6 +11,12 @@ asynchronous copy may still write or read it): ``aclrtMemcpy`` is not ordered af
 work, and reading a result before its kernel ran is the commonest mistake in this kind of
 code.
 
+``copy_from`` also takes a buffer of another device once peer access is enabled between the
+two (``Device.enable_peer_access``). Queued on a stream (of either device), the copy is
+recorded as a use of both buffers on that stream: each is freed, or its pooled block reused
+by another stream, only once that stream has passed the copy, whichever device the stream
+belongs to.
+
 ``MemoryPool`` (per device, stream-ordered like PyTorch's caching allocator and CuPy's pool):
 allocations are rounded up to 512 bytes and blocks of the same size are reused. A block
 released while work on ONE stream may still use it goes back at once to that stream's list:
@@ -289,11 +295,13 @@ def _give_back_held(dev):
     the next allocation of their size. So the streams of ``dev`` with deferred work are
     synchronized (their stream-ordered frees run), then every pool of ``dev`` empties its
     cache (synchronizing the streams its blocks wait for), as PyTorch's caching allocator
-    does on out-of-memory. Returns True if memory may have been freed. Failures are
-    ignored: the allocation's error matters more, and each failed free is retried later."""
+    does on out-of-memory. Streams of other devices with deferred work are synchronized
+    too: a copy between devices queued there may hold a free of memory of ``dev``. Returns
+    True if memory may have been freed. Failures are ignored: the allocation's error matters
+    more, and each failed free is retried later. Leaves ``dev`` current."""
     freed = False
     for tl in _ordering.timelines():
-        if (tl.device == dev and tl.deferred and not tl.closed and tl.gen == _rt.gen
+        if (tl.deferred and not tl.closed and tl.gen == _rt.gen
                 and isinstance(tl, _stream.StreamState)):
             try:
                 freed = tl.wait_if_open() or freed
@@ -307,6 +315,7 @@ def _give_back_held(dev):
             except Exception:   # a block that failed to free stays cached
                 pass
             freed = freed or pst.held < held
+    _device.activate(dev)   # a synchronize above made the stream's device current
     return freed
 
 
@@ -316,6 +325,20 @@ def _allocation_error(status, call, nbytes):
     err = make_error(status, call)
     err.message = "; ".join(filter(None, (err.message, f"requested {size_text(nbytes)}")))
     return err
+
+
+def _copy_error(status, call, dst, src):
+    """The error of a failed device-to-device copy into device ``dst`` from ``src``: between
+    two devices without the peer access acl-py enabled, an :class:`AclArgumentError` naming
+    ``src`` that says what to call (the runtime's error its cause, its status attached)."""
+    err = make_error(status, call)
+    hint = _device.peer_access_hint(dst, src) if dst != src else None
+    if hint is None:
+        return err
+    arg = AclArgumentError("src", f"a buffer of device {src}, copied to device {dst}: {hint}")
+    arg.refused(err)
+    arg.__cause__ = err
+    return arg
 
 
 class _Buffer:
@@ -537,14 +560,14 @@ class DeviceBuffer(_Buffer):
     def copy_from(self, src: DeviceBuffer, nbytes: int | None = None, *,
                   stream: Stream | None = None, src_offset: int = 0, offset: int = 0) -> None:
         """Device-to-device copy of ``nbytes`` (default: all of ``src`` from ``src_offset``)
-        from another DeviceBuffer of the same device; synchronous unless ``stream`` is given."""
+        from another DeviceBuffer; synchronous unless ``stream`` is given. ``src`` may be on
+        another device once peer access is enabled between the two
+        (``Device(self.device).enable_peer_access(src.device)``); ``stream`` may then be a
+        stream of either device (default: this buffer's device's default stream)."""
         if not isinstance(src, DeviceBuffer):
             raise AclTypeError("src", f"expected a DeviceBuffer, got {type(src).__name__}")
         st = self._live()
         sst_src = src._live()
-        if sst_src.device != st.device:
-            raise AclArgumentError("src", f"buffer of device {sst_src.device}, this one is on "
-                                   f"device {st.device}")
         src_offset = _check_range(src_offset, 0, sst_src.nbytes, "src_offset")
         n = sst_src.nbytes - src_offset if nbytes is None else as_size(nbytes, "nbytes")
         _check_range(src_offset, n, sst_src.nbytes, "nbytes")
@@ -558,14 +581,17 @@ class DeviceBuffer(_Buffer):
             r = _rt.lib.aclrtMemcpy(st.ptr + offset, st.nbytes - offset,
                                     sst_src.ptr + src_offset, n, _D2D)
             if r:
-                raise make_error(r, "aclrtMemcpy")
+                raise _copy_error(r, "aclrtMemcpy", st.device, sst_src.device)
             return
-        tl = _stream.state_for(stream, st.device)
-        _device.activate(st.device)
+        dev = st.device
+        if (sst_src.device != dev and isinstance(stream, _stream.Stream)
+                and stream.state.device == sst_src.device):
+            dev = sst_src.device    # a stream of the source's device runs it
+        tl = _stream.state_for(stream, dev)
         r = tl.enqueue(_rt.lib.aclrtMemcpyAsync, st.ptr + offset, st.nbytes - offset,
                        sst_src.ptr + src_offset, n, _D2D)
         if r:
-            raise make_error(r, "aclrtMemcpyAsync")
+            raise _copy_error(r, "aclrtMemcpyAsync", st.device, sst_src.device)
         _record(tl, st, sst_src)
 
     def memset(self, value: int = 0, nbytes: int | None = None, *,

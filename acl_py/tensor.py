@@ -355,6 +355,33 @@ class DeviceTensor:
             self.buffer.copy_from_host_async(host, _stream.as_stream(stream, bst.device),
                                              lo * item)
 
+    def copy_to(self, device: DeviceLike, stream: Stream | None = None, *,
+                pool: MemoryPool | bool | None = True) -> DeviceTensor:
+        """A new tensor on ``device`` (another device, or this tensor's own) holding a copy of
+        this one: the same shape, dtype and strides, over a copy of the storage the view
+        spans. Between two devices, peer access must be enabled between them
+        (``Device(device).enable_peer_access(self.device)``; else an AclArgumentError naming
+        ``src`` says so). Synchronous unless ``stream``, a stream of either device, is given:
+        the copy is then queued there, and both storages are kept until that stream has
+        passed it. ``pool`` as for :meth:`empty`."""
+        self._live()
+        dev = _device.resolve_device(device)
+        shape, strides, dt = self._shape, self._strides, self._dtype
+        lo = self._offset
+        span = _extent(shape, strides, lo) - lo if _size(shape) else 0
+        # The new storage is for work on `stream` only if the stream is of its device.
+        for_stream = (stream if isinstance(stream, _stream.Stream)
+                      and stream.state.device == dev else None)
+        buf = _mem.DeviceBuffer(span * dt.itemsize, dev, pool=pool, stream=for_stream)
+        try:
+            if span:
+                buf.copy_from(self.buffer, span * dt.itemsize, stream=stream,
+                              src_offset=lo * dt.itemsize)
+        except BaseException:
+            buf.close()
+            raise
+        return type(self)._new(buf, shape, dt, strides, 0, True)
+
     # ---- properties ----
 
     def _live(self):
