@@ -1,8 +1,9 @@
 """What ``acl-py info`` reports: the backend and why it was chosen, the libraries actually
 opened (and the NPU driver's, named when it is the toolkit's stub), the variables the loader
 set, the part (SoC), the devices and their memory (a device that cannot be opened with its
-error, the others still probed), and which machine device each device id is when
-``ASCEND_RT_VISIBLE_DEVICES`` is set.
+error, the others still probed), with two devices or more which can access which
+(``aclrtDeviceCanAccessPeer``: the P2P links), and which machine device each device id is
+when ``ASCEND_RT_VISIBLE_DEVICES`` is set.
 
 :func:`collect` returns a plain dict (the ``--json`` form); :func:`format_text` renders it for a
 person. Collecting initializes the runtime only if nobody has, and then finalizes it again, so
@@ -126,7 +127,33 @@ def _probe_or_report(lib, device: int) -> dict:
         return {"id": device, "memory": None, "error": str(e)}
 
 
-def _probe_runtime(lib) -> tuple[int, list[dict]]:
+def _peer_matrix(lib, count: int) -> dict | None:
+    """``{"matrix": rows, "error": first failure or None}``: ``rows[i][j]`` is whether device
+    ``i`` can access device ``j`` (``aclrtDeviceCanAccessPeer``; None on the diagonal and
+    where the call failed). None with fewer than two devices."""
+    if count < 2:
+        return None
+    out = ffi.new("int32_t *")
+    rows: list[list[bool | None]] = []
+    first_error = None
+    for i in range(count):
+        row: list[bool | None] = []
+        for j in range(count):
+            if i == j:
+                row.append(None)
+                continue
+            status = lib.aclrtDeviceCanAccessPeer(out, i, j)
+            if status:
+                first_error = first_error or str(
+                    errors.make_error(status, "aclrtDeviceCanAccessPeer"))
+                row.append(None)
+            else:
+                row.append(bool(out[0]))
+        rows.append(row)
+    return {"matrix": rows, "error": first_error}
+
+
+def _probe_runtime(lib, peers: bool = True) -> tuple[int, list[dict], dict | None]:
     status = lib.aclInit(ffi.NULL)
     # Already initialized (by acl_py's object layer or the caller): use it and leave it be.
     owned = status == 0
@@ -136,7 +163,7 @@ def _probe_runtime(lib) -> tuple[int, list[dict]]:
         count = ffi.new("uint32_t *")
         errors.check(lib.aclrtGetDeviceCount(count), "aclrtGetDeviceCount")
         devices = [_probe_or_report(lib, d) for d in range(count[0])]
-        return int(count[0]), devices
+        return int(count[0]), devices, _peer_matrix(lib, count[0]) if peers else None
     finally:
         if owned:
             errors.check(lib.aclFinalize(), "aclFinalize")
@@ -168,6 +195,7 @@ def collect() -> dict:
         "bfloat16": None,
         "device_count": None,
         "devices": [],
+        "peer_access": None,
         "error": None,
     }
     if backend.is_emulator:
@@ -185,7 +213,8 @@ def collect() -> dict:
         if "aclrtGetSocName" not in info["missing_symbols"]:
             info["soc"] = soc_name()
             info["bfloat16"] = supports_bfloat16(info["soc"])
-        info["device_count"], info["devices"] = _probe_runtime(lib)
+        info["device_count"], info["devices"], info["peer_access"] = _probe_runtime(
+            lib, "aclrtDeviceCanAccessPeer" not in info["missing_symbols"])
     except errors.AclError as e:
         info["error"] = str(e)
     info["visible_devices"] = visible_note(info["device_count"])
@@ -233,11 +262,30 @@ def format_text(info: dict) -> str:
                     f"{human_size(mem['total'])} {mem['kind']} total, "
                     f"{human_size(mem['free'])} free ({mem['free']} / {mem['total']} bytes)")
             lines.append(f"  device {dev['id']}  {text}")
+    peer = info.get("peer_access")
+    if peer is not None:
+        lines += format_peer_matrix(peer["matrix"])
+        if peer["error"]:
+            lines.append(f"  peer     ERROR {peer['error']}")
     if info.get("visible_devices"):
         lines.append(f"visible    {info['visible_devices']}")
     if info["error"]:
         lines.append(f"error      {info['error']}")
     return "\n".join(lines)
+
+
+def format_peer_matrix(matrix: list) -> list[str]:
+    """The P2P matrix as text lines: row device can access column device (``y``/``n``,
+    ``?`` where the query failed)."""
+    n = len(matrix)
+    w = max(2, len(str(n - 1)) + 1)
+    lines = ["peer       row can access column (aclrtDeviceCanAccessPeer)",
+             "  " + " " * 9 + "".join(f"{j:>{w}}" for j in range(n))]
+    for i, row in enumerate(matrix):
+        cells = "".join(f"{'-' if i == j else '?' if v is None else 'y' if v else 'n':>{w}}"
+                        for j, v in enumerate(row))
+        lines.append(f"  device {i:<2}{cells}")
+    return lines
 
 
 def ok(info: dict) -> bool:

@@ -10,7 +10,10 @@ the NumPy float64 reference (:mod:`acl_py.reference`) with the reference's per-d
 bound, and prints a table per device and an overall verdict.
 
 * ``--devices all`` or ``--devices 0,3,5``: the listed devices are tested concurrently, a
-  thread per device, each with its own stream (``--device N`` is ``--devices N``).
+  thread per device, each with its own stream (``--device N`` is ``--devices N``). With two
+  devices or more, the copies between them are checked too, pair by pair
+  (:mod:`acl_py.smoke_peer`: peer access, a pattern copied both ways and compared); a pair
+  the server does not link is reported, not failed.
 * Default dtypes follow the part: no bf16 cases on a part without BFLOAT16.
 * A case the vendor documents as unsupported (``Case.unsupported``: empty tensors for
   LayerNormBackward) that fails on an NPU is reported as ``unsupported``, not as a failure.
@@ -57,6 +60,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Sequence
 import numpy as np
 
 from . import reference
+from .smoke_peer import PairResult, check_pairs, format_pairs
 
 if TYPE_CHECKING:
     from ._loader import Backend
@@ -781,13 +785,18 @@ def npu_missing(env: dict) -> str | None:
 
 
 def report(env: dict, runs: Sequence[DeviceRun], mode: str, seconds: float,
-           dtypes: Sequence[str] = (), error: str | None = None) -> dict:
-    """The JSON report: the environment, then per device its own ``summary`` and cases, and
-    an overall ``summary`` (``ok`` only when every device passed every case)."""
+           dtypes: Sequence[str] = (), error: str | None = None,
+           pairs: Sequence[PairResult] | None = None) -> dict:
+    """The JSON report: the environment, then per device its own ``summary`` and cases, the
+    device pairs' peer copies (``peer``: None with fewer than two devices), and an overall
+    ``summary`` (``ok`` only when every device passed every case and no pair failed)."""
     results = [r for run in runs for r in run.results]
     failed = [r for r in results if r.failed]
     unsupported = [r for r in results if r.unsupported is not None]
-    ok = error is None and bool(runs) and all(run.ok for run in runs)
+    pairs = list(pairs or ())
+    failed_pairs = [[p.a, p.b] for p in pairs if p.failed]
+    ok = (error is None and bool(runs) and all(run.ok for run in runs)
+          and not failed_pairs)
     return {
         "tool": "acl-py smoke", "version": _version(), "mode": mode,
         "backend": env.get("backend"), "npu_tested": bool(env.get("npu")) and ok,
@@ -795,10 +804,14 @@ def report(env: dict, runs: Sequence[DeviceRun], mode: str, seconds: float,
         "tolerance": {"rule": TOLERANCE_RULE, "rtol": dict(reference.RTOL)},
         "devices": [{"id": run.device, "summary": run.summary(),
                      "cases": [r.to_json() for r in run.results]} for run in runs],
+        "peer": None if len(runs) < 2 and not pairs else {
+            "pairs": [p.to_json() for p in pairs], "failed_pairs": failed_pairs,
+            "unlinked_pairs": [[p.a, p.b] for p in pairs if p.status == "no-link"]},
         "summary": {"devices": len(runs), "total": len(results),
                     "passed": sum(r.passed for r in results), "failed": len(failed),
                     "unsupported": len(unsupported),
                     "failed_devices": [run.device for run in runs if not run.ok],
+                    "failed_pairs": failed_pairs,
                     "seconds": seconds, "error": error, "ok": ok},
     }
 
@@ -894,7 +907,8 @@ def _tested_on(env: dict, runs: Sequence[DeviceRun]) -> str:
     return f"on {len(runs)} {soc}NPUs ({', '.join(str(r.device) for r in runs)})"
 
 
-def format_summary(env: dict, runs: Sequence[DeviceRun], seconds: float) -> str:
+def format_summary(env: dict, runs: Sequence[DeviceRun], seconds: float,
+                   pairs: Sequence[PairResult] = ()) -> str:
     """The failures spelled out, then the verdict, last (the line a person reads)."""
     where = _tested_on(env, runs)
     results = [r for run in runs for r in run.results]
@@ -902,15 +916,32 @@ def format_summary(env: dict, runs: Sequence[DeviceRun], seconds: float) -> str:
     broken = [run for run in runs if run.error is not None]
     unsupported = [r for r in results if r.unsupported is not None]
     per_device = len(runs[0].results) if runs else 0
+    bad_pairs = [p for p in pairs if p.failed]
     lines = []
     for r in unsupported:
         lines.append(f"unsupported: {r.case.name}: {r.unsupported}; the device answered: "
                      f"{r.error}")
+    for p in pairs:
+        if p.status == "no-link":
+            lines.append(f"note: devices {p.a} and {p.b} are not linked (peer access "
+                         f"{p.a}->{p.b}: {_yes_no(p.can_access[0])}, {p.b}->{p.a}: "
+                         f"{_yes_no(p.can_access[1])}): copies between them must go through "
+                         f"the host")
     if not results and not broken:
         return "\n".join(lines + [f"FAILED: no cases ran {where}"])
+    if bad_pairs and not failed and not broken:
+        lines += ["", "!" * 72,
+                  f"FAILED: peer copies between {len(bad_pairs)} of {len(pairs)} device pairs "
+                  f"{where} (every case passed)", "!" * 72]
+        for p in bad_pairs:
+            lines.append(f"  devices {p.a}-{p.b}: {_pair_error(p)}")
+        return "\n".join(lines)
     if not failed and not broken:
         note = (f" ({len(unsupported)} documented unsupported, listed above)"
                 if unsupported else "")
+        if pairs:
+            linked = sum(p.status == "pass" for p in pairs)
+            note += f"; peer copies both ways between {linked} of {len(pairs)} device pairs"
         passed = len(results) - len(unsupported)
         if len(runs) == 1:
             what = (f"all {passed} cases" if not unsupported
@@ -929,6 +960,8 @@ def format_summary(env: dict, runs: Sequence[DeviceRun], seconds: float) -> str:
     lines.append("!" * 72)
     for run in broken:
         lines.append(f"  device {run.device}: could not be tested: {run.error}")
+    for p in bad_pairs:
+        lines.append(f"  devices {p.a}-{p.b}: peer copies failed: {_pair_error(p)}")
     for run, r in failed:
         at = f"device {run.device}: " if len(runs) > 1 else ""
         lines.append(f"  {at}{r.case.name} [{r.case.dtype_label()}, shape {list(r.case.shape)}, "
@@ -938,6 +971,20 @@ def format_summary(env: dict, runs: Sequence[DeviceRun], seconds: float) -> str:
             lines.append(f"    {o.name:<12} {o.dtype:<9} max|err| {o.max_abs_error:.3e}  "
                          f"err/tol {o.error_ratio:.3g}  {'ok' if o.passed else 'OUT OF TOLERANCE'}")
     return "\n".join(lines)
+
+
+def _yes_no(v: bool | None) -> str:
+    return "unknown" if v is None else ("yes" if v else "no")
+
+
+def _pair_error(p: PairResult) -> str:
+    """The first thing that went wrong for a failed pair."""
+    if p.error:
+        return p.error
+    for c in p.copies:
+        if c.error:
+            return f"{c.src}->{c.dst} ({c.mode}, {c.nbytes} bytes): {c.error}"
+    return "no copy was made"
 
 
 class Progress:
@@ -1140,6 +1187,7 @@ def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
             return fail(f"FAILED: --require-npu: {missing}; no NPU was tested", env)
     progress = Progress(err, devices=devices)
     runs = run_devices(case_list, devices, progress=progress.device, npu=env["npu"])
+    pairs = check_pairs(devices, quick=args.quick) if len(devices) > 1 else []
     seconds = time.perf_counter() - t0
     for run in runs:
         title = f"device {run.device}" + (f" ({env['soc']})" if env.get("soc") else "")
@@ -1149,8 +1197,12 @@ def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
         print(title, file=out)
         print(format_table(run.results), file=out)
         print(file=out)
-    print(format_summary(env, runs, seconds), file=out)
-    rep = report(env, runs, mode, seconds, dtypes)
+    if pairs:
+        print("peer copies between devices (P2P)", file=out)
+        print(format_pairs(pairs), file=out)
+        print(file=out)
+    print(format_summary(env, runs, seconds, pairs), file=out)
+    rep = report(env, runs, mode, seconds, dtypes, pairs=pairs)
     if args.json:
         _write_json(args.json, rep, json_out)
     return 0 if rep["summary"]["ok"] else 1

@@ -348,3 +348,22 @@ def test_a_bug_keeps_its_traceback(monkeypatch, tmp_path):
         cli.Command("buggy", "test", "acl_py_buggy_cmd:add", "acl_py_buggy_cmd:run"),))
     with pytest.raises(ZeroDivisionError):
         cli.main(["buggy"])
+
+
+def test_info_prints_the_peer_access_matrix(emu_prefix):
+    env = env_for(ACL_EMU_DEVICE_COUNT="3", ACL_EMU_NO_PEER="1:2")
+    proc = acl_py_cmd("info", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    peer = json.loads(proc.stdout)["peer_access"]
+    assert peer == {"matrix": [[None, True, True], [True, None, False], [True, False, None]],
+                    "error": None}
+    proc = acl_py_cmd("info", env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    i = next(i for i, l in enumerate(lines) if l.startswith("peer "))
+    assert [l.split() for l in lines[i + 1:i + 5]] == [
+        ["0", "1", "2"], ["device", "0", "-", "y", "y"], ["device", "1", "y", "-", "n"],
+        ["device", "2", "y", "n", "-"]]
+    one = json.loads(acl_py_cmd("info", "--json").stdout)
+    assert one["peer_access"] is None
+    assert "peer " not in acl_py_cmd("info").stdout

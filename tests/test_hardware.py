@@ -5,9 +5,10 @@ reason naming what is missing (also when the "CANN" found is the emulator's pref
 device they check what the emulator cannot prove: the vendor's libraries and headers agree
 with our declarations, the samples print the vendor's eight lines on the device, a bf16
 transformer-sized call matches the NumPy reference, memory info is sane, the quick smoke run
-passes on one device and on every device, `acl-py info` opens every device, the operator
-libraries are of one kind (split or all-in-one), operators find their kernels without the
-variables set_env.sh exports, and without LD_LIBRARY_PATH the error says what to source.
+passes on one device and on every device, copies between devices (P2P) match, `acl-py info`
+opens every device, the operator libraries are of one kind (split or all-in-one), operators
+find their kernels without the variables set_env.sh exports, and without LD_LIBRARY_PATH the
+error says what to source.
 """
 from __future__ import annotations
 
@@ -227,3 +228,32 @@ def test_without_ld_library_path_the_error_says_what_to_source(cann):
     if proc.returncode != 0:
         text = proc.stdout + proc.stderr
         assert "cannot open" in text and "source" in text and "LD_LIBRARY_PATH" in text, text
+
+
+def test_peer_copies_between_devices():
+    """Two devices or more: every pair's links, and each linked pair's pattern copied both
+    ways (synchronously and on a stream) and compared (the smoke's check); then a tensor
+    copied from device 0 to device 1 with DeviceTensor.copy_to."""
+    import acl_py
+    from acl_py import smoke_peer
+    n = acl_py.device_count()
+    if n < 2:
+        pytest.skip(f"needs two devices; the server shows {n}")
+    pairs = smoke_peer.check_pairs(list(range(n)), quick=True)
+    assert not [p for p in pairs if p.failed], smoke_peer.format_pairs(pairs)
+    d0, d1 = acl_py.Device(0), acl_py.Device(1)
+    if not d1.can_access_peer(0):
+        pytest.skip("devices 0 and 1 are not linked (aclrtDeviceCanAccessPeer reports 0)")
+    d1.enable_peer_access(0)
+    d0.enable_peer_access(1)
+    try:
+        x = np.random.default_rng(0).standard_normal((64, 257)).astype(np.float32)
+        with acl_py.DeviceTensor.from_numpy(x, device=0) as t:
+            with t.copy_to(1) as u:
+                assert u.device.id == 1
+                np.testing.assert_array_equal(u.to_numpy(), x)
+            with t[:, ::2].copy_to(1, acl_py.default_stream(1)) as v:
+                np.testing.assert_array_equal(v.to_numpy(acl_py.default_stream(1)), x[:, ::2])
+    finally:
+        d1.disable_peer_access(0)
+        d0.disable_peer_access(1)

@@ -23,6 +23,8 @@ def test_readme_example_runs(index, tmp_path):
     example.write_text(BLOCKS[index])
     env = dict(os.environ)
     env["PYTHONPATH"] = str(README.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    # Two emulated devices: the examples of copies between devices then copy something.
+    env.setdefault("ACL_EMU_DEVICE_COUNT", "2")
     r = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
                        timeout=300, env=env, cwd=str(README.parent))
     assert r.returncode == 0, r.stderr[-3000:]

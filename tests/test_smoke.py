@@ -587,3 +587,60 @@ def test_visible_devices_are_shown_as_the_machines_ids(tmp_path):
 def test_visible_devices_read_as_the_vendor_runtime_does(value, ids):
     from acl_py.info import visible_devices
     assert visible_devices(value) == ids
+
+
+# ---- copies between devices (P2P) ------------------------------------------------------------
+
+def test_peer_copies_are_checked_per_pair(tmp_path):
+    path = tmp_path / "r.json"
+    proc = run_cli(["--quick", "--devices", "all", "--dtypes", "fp32", "--json", str(path)],
+                   ACL_EMU_DEVICE_COUNT="3", ACL_EMU_NO_PEER="2:0")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    table = out.split("peer copies between devices (P2P)\n", 1)[1].split("\n\n", 1)[0]
+    rows = {line.split()[0]: line.split() for line in table.splitlines()[2:]}
+    for pair in ("0-1", "1-2"):
+        assert rows[pair][1:8] == ["yes", "yes", "2/2", "ok", "2/2", "ok", "pass"], table
+    assert rows["0-2"][1:] == ["no", "no", "-", "-", "no-link", "-"], table
+    assert "note: devices 0 and 2 are not linked" in out
+    verdict = out.rstrip().splitlines()[-1]
+    assert verdict.startswith("PASSED: all ") and \
+        "peer copies both ways between 2 of 3 device pairs" in verdict, verdict
+    data = json.loads(path.read_text())
+    pairs = {tuple(p["devices"]): p for p in data["peer"]["pairs"]}
+    assert list(pairs) == [(0, 1), (0, 2), (1, 2)]
+    assert pairs[(0, 2)]["status"] == "no-link" and pairs[(0, 2)]["copies"] == []
+    assert pairs[(0, 2)]["can_access"] == [False, False]
+    for key in ((0, 1), (1, 2)):
+        p = pairs[key]
+        assert p["status"] == "pass" and p["can_access"] == [True, True] and p["error"] is None
+        ways = sorted((c["src"], c["dst"], c["mode"]) for c in p["copies"])
+        a, b = key
+        assert ways == sorted([(a, b, "stream"), (a, b, "sync"), (b, a, "stream"),
+                               (b, a, "sync")])
+        assert all(c["ok"] and c["bytes"] == 1 << 20 for c in p["copies"])
+    assert data["peer"]["unlinked_pairs"] == [[0, 2]] and data["peer"]["failed_pairs"] == []
+    assert data["summary"]["ok"] is True and data["summary"]["failed_pairs"] == []
+
+
+def test_a_failed_peer_copy_fails_the_run(tmp_path):
+    path = tmp_path / "r.json"
+    proc = run_cli(["--quick", "--devices", "0,1", "--dtypes", "fp32", "--json", str(path)],
+                   ACL_EMU_DEVICE_COUNT="2", ACL_EMU_FAIL="aclrtDeviceEnablePeerAccess:2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stdout.rstrip().splitlines()
+    assert any(l.startswith("FAILED: peer copies between 1 of 1 device pairs") for l in lines)
+    assert lines[-1].startswith("  devices 0-1: ") and "aclrtDeviceEnablePeerAccess" in lines[-1]
+    data = json.loads(path.read_text())
+    assert data["peer"]["failed_pairs"] == [[0, 1]]
+    assert data["peer"]["pairs"][0]["status"] == "fail"
+    assert data["summary"]["ok"] is False and data["summary"]["failed_pairs"] == [[0, 1]]
+    # the cases themselves passed
+    assert data["summary"]["failed"] == 0
+
+
+def test_one_device_has_no_peer_section(quick_run):
+    proc, path = quick_run
+    assert "peer copies" not in proc.stdout
+    assert json.loads(path.read_text())["peer"] is None
