@@ -433,6 +433,68 @@ def test_reset_device_teardown_and_refcount():
     assert r["reset_again"][0] == 507007
 
 
+def test_reset_device_force_releases_every_set_of_the_device():
+    """aclrtResetDeviceForce (hicann/runtime docs/zh/api_ref/04_device_management.md): one
+    call releases the device however many aclrtSetDevice calls preceded it; it also pairs
+    with single ones. Like aclrtResetDevice, a device with no set left has no primary context
+    to release (507007), and a context of its own keeps the device alive."""
+    r = run_raw("""
+        lib.aclInit(NULL)
+        out["unset"] = lib.aclrtResetDeviceForce(1), errmsg()
+        out["bad_id"] = lib.aclrtResetDeviceForce(7), errmsg()
+        # the documented unpaired pattern: set, set, one forced reset
+        lib.aclrtSetDevice(1); lib.aclrtSetDevice(1); lib.aclrtSetDevice(1)
+        s = ffi.new("aclrtStream *"); lib.aclrtCreateStream(s)
+        p = ffi.new("void **"); lib.aclrtMalloc(p, 64, 0)
+        lib.aclrtMemsetAsync(p[0], 64, 7, 64, s[0])
+        out["forced"] = lib.aclrtResetDeviceForce(1)
+        out["live_after"] = live()
+        out["plain_after"] = lib.aclrtResetDevice(1), errmsg()
+        out["stale_stream"] = lib.aclrtSetDevice(1), lib.aclrtSynchronizeStream(s[0])
+        # paired: set -> forced reset -> set -> forced reset
+        out["paired"] = lib.aclrtResetDeviceForce(1), lib.aclrtSetDevice(1), \
+            lib.aclrtResetDeviceForce(1), lib.aclrtResetDeviceForce(1)
+        # a context of the device's own holds it past the forced reset
+        lib.aclrtSetDevice(1)
+        c = ffi.new("aclrtContext *"); lib.aclrtCreateContext(c, 1)
+        s2 = ffi.new("aclrtStream *"); lib.aclrtCreateStream(s2)
+        out["forced_with_context"] = lib.aclrtResetDeviceForce(1)
+        out["stream_kept"] = lib.aclrtSynchronizeStream(s2[0])
+        out["context_end"] = lib.aclrtDestroyStream(s2[0]), lib.aclrtDestroyContext(c[0])
+        out["live_end"] = live()
+        lib.aclFinalize()
+    """, env={"ACL_EMU_DEVICE_COUNT": "2"})
+    assert r["unset"][0] == 507007 and r["unset"][1].startswith("aclrtResetDeviceForce:"), r
+    assert r["bad_id"][0] == 107001 and r["bad_id"][1].startswith("aclrtResetDeviceForce:")
+    assert r["forced"] == 0
+    # everything of the device is gone: its stream, and its memory with the device's teardown
+    assert (r["live_after"]["streams"], r["live_after"]["events"]) == (0, 0)
+    assert r["plain_after"][0] == 507007, r["plain_after"]
+    assert r["stale_stream"] == [0, 107017]
+    assert r["paired"] == [0, 0, 0, 507007]
+    assert r["forced_with_context"] == 0 and r["stream_kept"] == 0
+    assert r["context_end"] == [0, 0]
+    assert (r["live_end"]["streams"], r["live_end"]["contexts"]) == (0, 0)
+
+
+def test_destroy_stream_force(dev):
+    """aclrtDestroyStreamForce: the checks of aclrtDestroyStream under its own name (NULL is
+    not the default stream to destroy, a stale handle, another device's stream), and a
+    stream destroyed with work queued leaves nothing holding the memory that work used."""
+    p, q = malloc(1 << 20), malloc(1 << 20)
+    s = new_stream()
+    ok(lib.aclrtMemsetAsync(p, 1 << 20, 1, 1 << 20, s), "aclrtMemsetAsync")
+    ok(lib.aclrtMemcpyAsync(q, 1 << 20, p, 1 << 20, D2D, s), "aclrtMemcpyAsync")
+    ok(lib.aclrtDestroyStreamForce(s), "aclrtDestroyStreamForce")
+    expect(lib.aclrtDestroyStreamForce(s), 107017, "aclrtDestroyStreamForce", "not a live stream")
+    expect(lib.aclrtSynchronizeStream(s), 107017, "aclrtSynchronizeStream")
+    expect(lib.aclrtDestroyStreamForce(ffi.NULL), 100000, "aclrtDestroyStreamForce",
+           "default stream")
+    ok(lib.aclrtFree(p), "aclrtFree")
+    ok(lib.aclrtFree(q), "aclrtFree")
+    assert live()["streams"] == 0 and live()["device_allocations"] == 0
+
+
 def test_two_devices_streams_and_memory():
     r = run_raw("""
         lib.aclInit(NULL)

@@ -386,25 +386,38 @@ aclError aclrtSetDevice(int32_t deviceId) {
     return rc;
 }
 
-aclError aclrtResetDevice(int32_t deviceId) {
-    aclError rc = begin_write(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+/* Drops one aclrtSetDevice reference of the device, or with `force` all of them (CANN's
+ * aclrtResetDeviceForce drains the primary context's retain count: hicann/runtime
+ * src/runtime/core/src/runtime.cc DecideForcePrimaryReleaseAction); the device is torn down
+ * once no reference and no context of its own is left. */
+static aclError reset_device(const char *fn, int32_t deviceId, bool force) {
+    aclError rc = begin_write(fn, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
-    rc = check_id(__func__, deviceId);
+    rc = check_id(fn, deviceId);
     if (rc == ACL_SUCCESS) {
         rt_device *d = &g_dev[deviceId];
         if (d->set_count == 0) {
             /* CANN finds no primary context to release (hicann/runtime
              * src/runtime/core/src/runtime.cc PrimaryContextRelease): 507007. */
-            rc = RT_ERR(ACL_ERROR_RT_CONTEXT_RELEASE_ERROR, __func__,
-                        "deviceId %d has not been set by this process (aclrtSetDevice and "
-                        "aclrtResetDevice calls must pair)", (int)deviceId);
-        } else if (--d->set_count == 0 && d->ctx_count == 0) {
-            teardown(deviceId);
+            rc = RT_ERR(ACL_ERROR_RT_CONTEXT_RELEASE_ERROR, fn,
+                        "deviceId %d has not been set by this process (%s)", (int)deviceId,
+                        force ? "aclrtSetDevice first"
+                              : "aclrtSetDevice and aclrtResetDevice calls must pair");
+        } else {
+            d->set_count = force ? 0 : d->set_count - 1;
+            if (d->set_count == 0 && d->ctx_count == 0)
+                teardown(deviceId);
         }
     }
     pthread_rwlock_unlock(&g_life);
     return rc;
+}
+
+aclError aclrtResetDevice(int32_t deviceId) { return reset_device(__func__, deviceId, false); }
+
+aclError aclrtResetDeviceForce(int32_t deviceId) {
+    return reset_device(__func__, deviceId, true);
 }
 
 aclError aclrtGetDevice(int32_t *deviceId) {

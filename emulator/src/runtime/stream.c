@@ -318,23 +318,28 @@ static void unlink_stream(rt_stream *s) { /* g_dev_mu held */
     s->prev = s->next = NULL;
 }
 
-aclError aclrtDestroyStream(aclrtStream stream) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+/* aclrtDestroyStream and aclrtDestroyStreamForce. The forced one does not wait on a device
+ * for the stream's unfinished tasks (hicann/runtime docs/zh/api_ref/06_stream_management.md);
+ * a CPU cannot abort a task midway nor prove a queued one unneeded (an event it records may
+ * be waited for), so here both drain: a run where the tasks finished first, which a device
+ * may also give. */
+static aclError destroy_stream(aclrtStream stream, const char *fn) {
+    aclError rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
     rt_stream *s = NULL;
     if (stream == NULL) {
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
                     "stream is NULL (the default stream cannot be destroyed)");
         goto out;
     }
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+    if ((rc = rt_need_device(fn, &dev)) != ACL_SUCCESS)
         goto out;
-    if ((rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
+    if ((rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS)
         goto out;
     if (!aclemu_handle_unregister(s, ACLEMU_KIND_STREAM)) { /* another thread won the race */
-        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, fn,
                     "stream %p is not a live stream (already destroyed)", stream);
         goto out;
     }
@@ -347,6 +352,12 @@ out:
         rt_stream_put(s);
     rt_leave();
     return rc;
+}
+
+aclError aclrtDestroyStream(aclrtStream stream) { return destroy_stream(stream, __func__); }
+
+aclError aclrtDestroyStreamForce(aclrtStream stream) {
+    return destroy_stream(stream, __func__);
 }
 
 /* The stream a synchronize or query names, with a reference, whatever its device: NULL is
