@@ -1,6 +1,8 @@
-"""A C++ program written for CANN (tests/c/runtime_smoke.cpp, public headers only) builds
-against the emulator's prefix with the documented command line and runs: allocations, copies
-there and back, asynchronous copies on two streams with events, error codes."""
+"""C++ programs written for CANN (public headers only) build against the emulator's prefix
+with the documented command line and run: tests/c/runtime_smoke.cpp (allocations, copies
+there and back, asynchronous copies on two streams with events, error codes) and
+tests/c/forced_teardown.cpp (the forced teardown CANN programs end with: threads that set the
+device, aclrtDestroyStreamForce with work queued, one aclrtResetDeviceForce)."""
 from __future__ import annotations
 
 import os
@@ -12,7 +14,6 @@ import pytest
 from acl_py import _loader
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.join(HERE, "c", "runtime_smoke.cpp")
 BUILD = os.path.join(HERE, ".build")
 
 EXPECTED = """\
@@ -38,8 +39,8 @@ def _env():
     return env
 
 
-@pytest.fixture(scope="module")
-def program():
+def build(name):
+    """Builds tests/c/<name>.cpp against the emulator's prefix; returns the executable."""
     gxx = shutil.which("g++")
     if gxx is None:
         pytest.skip("g++ is not installed: cannot build the C++ program")
@@ -47,14 +48,20 @@ def program():
     if not os.path.exists(os.path.join(prefix, "lib64", "libascendcl.so")):
         pytest.fail(f"the emulator is not built under {prefix}")
     os.makedirs(BUILD, exist_ok=True)
-    exe = os.path.join(BUILD, "runtime_smoke")
+    exe = os.path.join(BUILD, name)
     # The documented command line, plus warnings as errors: the headers must be clean C++.
-    cmd = [gxx, "-std=c++17", "-Wall", "-Wextra", "-Werror", SOURCE, f"-I{prefix}/include",
+    cmd = [gxx, "-std=c++17", "-Wall", "-Wextra", "-Werror",
+           os.path.join(HERE, "c", name + ".cpp"), f"-I{prefix}/include",
            f"-L{prefix}/lib64", f"-Wl,-rpath,{prefix}/lib64", "-lascendcl", "-lnnopbase",
-           "-lopapi", "-o", exe]
+           "-lopapi", "-pthread", "-o", exe]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr}"
     return exe
+
+
+@pytest.fixture(scope="module")
+def program():
+    return build("runtime_smoke")
 
 
 def test_cpp_program_runs_against_the_emulator(program):
@@ -89,3 +96,24 @@ def test_cpp_program_is_clean_under_valgrind(program):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env())
     assert r.returncode == 0, r.stderr[-4000:]
     assert r.stdout == EXPECTED
+
+
+FORCED_TEARDOWN_EXPECTED = """\
+workers queued their copies
+destroy a destroyed stream: 107017
+plain reset after the forced one: 507007
+malloc with the device released: 107002
+device set again: byte 7
+done
+"""
+
+
+def test_cpp_forced_teardown():
+    """The vendor's examples end with aclrtDestroyStreamForce and aclrtResetDeviceForce: a
+    forced reset releases the sets of every thread at once (a plain reset after it finds no
+    primary context, 507007, and the device is no thread's current one), and the device can
+    be set again."""
+    r = subprocess.run([build("forced_teardown")], capture_output=True, text=True, timeout=60,
+                       env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == FORCED_TEARDOWN_EXPECTED
