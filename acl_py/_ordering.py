@@ -235,7 +235,7 @@ class Lifetime:
 class _Waiter:
     """Runs ``fn(arg)`` once a Uses record has nothing pending (see release_after)."""
 
-    __slots__ = ("uses", "fn", "arg", "order", "left", "lock")
+    __slots__ = ("uses", "fn", "arg", "order", "left", "lock", "made_in")
 
     def __init__(self, uses, fn, arg, order):
         self.uses = uses
@@ -243,6 +243,7 @@ class _Waiter:
         self.arg = arg
         self.order = order
         self.lock = threading.Lock()
+        self.made_in = _rt.gen      # the released resource's session, for a retry's Releaser
 
     def wait(self, pending):
         with self.lock:
@@ -269,7 +270,7 @@ class _Waiter:
         try:
             self.fn(self.arg)
         except Exception:
-            _rt.Releaser(None, self.fn, (self.arg,), self.order)   # retried later
+            _rt.Releaser(None, self.fn, (self.arg,), self.order, self.made_in)  # retried later
             raise
 
 

@@ -63,9 +63,10 @@ class ArgumentObject:
     _rel: _rt.Releaser | None
     _gen: int
 
-    def _adopt(self, h: Handle, destroy: Callable[[Handle], None]) -> None:
-        self._rel = _rt.Releaser(self, destroy, (h,), _rt.ORDER_HANDLE)
-        self._gen = _rt.gen
+    def _adopt(self, h: Handle, destroy: Callable[[Handle], None], made_in: int) -> None:
+        """Owns ``h``, made in session ``made_in`` (read before the C call: see Releaser)."""
+        self._rel = _rt.Releaser(self, destroy, (h,), _rt.ORDER_HANDLE, made_in)
+        self._gen = made_in
         self._handle = h
 
     @property
@@ -144,10 +145,11 @@ class IntArray(_OwnedSequence):
             items.append(d)
         self._items = tuple(items)
         L = _rt.ensure()
+        made_in = _rt.gen   # before the C call: see Releaser
         # Never NULL, even for 0 values: some releases reject NULL whatever the size.
         arr = ffi.new("int64_t[]", self._items or (0,))
         self._adopt(check_create(L.aclCreateIntArray(arr, len(items)), "aclCreateIntArray"),
-                    _destroy_int_array)
+                    _destroy_int_array, made_in)
 
     @property
     def values(self) -> tuple[int, ...]:
@@ -169,9 +171,10 @@ class BoolArray(_OwnedSequence):
                                    f"{type(v).__name__} {v!r}")
         self._items = tuple(bool(v) for v in vals)
         L = _rt.ensure()
+        made_in = _rt.gen   # before the C call: see Releaser
         arr = ffi.new("bool[]", self._items or (False,))
         self._adopt(check_create(L.aclCreateBoolArray(arr, len(vals)), "aclCreateBoolArray"),
-                    _destroy_bool_array)
+                    _destroy_bool_array, made_in)
 
     @property
     def values(self) -> tuple[bool, ...]:
@@ -290,9 +293,10 @@ class Scalar(ArgumentObject):
         self._value = value.item() if isinstance(value, np.generic) else value
         self._dtype = dt
         L = _rt.ensure()
+        made_in = _rt.gen   # before the C call: see Releaser
         buf = ffi.new("char[]", raw)
         self._adopt(check_create(L.aclCreateScalar(buf, _dt.to_acl(dt)), "aclCreateScalar"),
-                    _destroy_scalar)
+                    _destroy_scalar, made_in)
 
     @property
     def value(self) -> Number:
@@ -326,9 +330,10 @@ class FloatArray(_OwnedSequence):
             arr32 = np.asarray(vals, dtype=np.float32).reshape(-1)
         self._items = tuple(float(v) for v in arr32)
         L = _rt.ensure()
+        made_in = _rt.gen   # before the C call: see Releaser
         arr = ffi.new("float[]", self._items or (0.0,))  # never NULL, even for 0 values
         self._adopt(check_create(L.aclCreateFloatArray(arr, len(vals)), "aclCreateFloatArray"),
-                    _destroy_float_array)
+                    _destroy_float_array, made_in)
 
     @property
     def values(self) -> tuple[float, ...]:
@@ -381,6 +386,7 @@ class TensorList(_OwnedSequence):
                 raise AclTypeError(f"tensors[{i}]", f"expected a DeviceTensor or None, got "
                                    f"{type(t).__name__}")
         _rt.ensure()
+        made_in = _rt.gen   # before the C call: see Releaser
         handles: list[Handle] = []
         try:
             for t in tensors:
@@ -392,7 +398,7 @@ class TensorList(_OwnedSequence):
             raise
         self._items = tensors
         self._adopt(_make_list(handles, "aclCreateTensorList", "aclTensor", _destroy_tensor),
-                    _destroy_tensor_list)
+                    _destroy_tensor_list, made_in)
 
     @property
     def handle(self) -> Handle:
@@ -432,6 +438,7 @@ class ScalarList(_OwnedSequence):
                 specs.append((v, dt))
         raws = [scalar_bytes(v, dt, f"values[{i}]") for i, (v, dt) in enumerate(specs)]
         L = _rt.ensure()
+        made_in = _rt.gen   # before the C call: see Releaser
         handles: list[Handle] = []
         try:
             for raw, (_v, dt) in zip(raws, specs):
@@ -445,7 +452,7 @@ class ScalarList(_OwnedSequence):
         self._items = tuple(v for v, _dt_ in specs)
         self._dtypes = tuple(dt for _v, dt in specs)
         self._adopt(_make_list(handles, "aclCreateScalarList", "aclScalar", _destroy_scalar),
-                    _destroy_scalar_list)
+                    _destroy_scalar_list, made_in)
 
     @property
     def values(self) -> tuple[Number, ...]:

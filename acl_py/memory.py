@@ -96,7 +96,7 @@ class Allocation:
     host = False
     exports = 0
 
-    def __init__(self, ptr, nbytes, device, pool=None, block=0, uses=None, desc=None):
+    def __init__(self, ptr, nbytes, device, gen, pool=None, block=0, uses=None, desc=None):
         self.ptr = ptr
         self.nbytes = nbytes
         self.device = device
@@ -104,7 +104,7 @@ class Allocation:
         self.closed = False     # wrapper closed (memory may still wait for a stream)
         self.pool = pool        # _PoolState or None
         self.block = block      # pooled block size
-        self.gen = _rt.gen
+        self.gen = gen          # the session of the memory: see Releaser's made_in
         self.desc = desc
 
     def closed_error(self, what):
@@ -117,8 +117,8 @@ class HostAllocation(Allocation):
     __slots__ = ("exports",)
     host = True
 
-    def __init__(self, ptr, nbytes, device):
-        super().__init__(ptr, nbytes, device)
+    def __init__(self, ptr, nbytes, device, gen):
+        super().__init__(ptr, nbytes, device, gen)
         self.exports = 0        # live NumPy views of a HostBuffer
 
 
@@ -349,7 +349,7 @@ class _Buffer:
 
     def _own(self, st):
         self.allocation = st
-        self._rel = _rt.Releaser(self, release, (st,), _rt.ORDER_MEMORY)
+        self._rel = _rt.Releaser(self, release, (st,), _rt.ORDER_MEMORY, st.gen)
         return self
 
     def _live(self):
@@ -421,8 +421,9 @@ class DeviceBuffer(_Buffer):
             if stream is not None:
                 _stream.as_stream(stream, dev)   # checked all the same
             _rt.ensure()    # also for 0 bytes: raises after the final finalize()
+            made_in = _rt.gen   # before the allocation: see Releaser
             self._own(Allocation(_malloc(dev, nbytes, False) if nbytes else ffi.NULL, nbytes,
-                                 dev))
+                                 dev, made_in))
             return
         tl = None if stream is None else _stream.state_for(stream, pst.device)
         self._own(pst.allocate(nbytes, tl))
@@ -637,7 +638,7 @@ def _export_done(st):
     except Exception:
         # Its owner closed it: it stays closed, and the retry owns the free.
         st.closed = True
-        _rt.Releaser(None, _free_now, (st,), _rt.ORDER_MEMORY)
+        _rt.Releaser(None, _free_now, (st,), _rt.ORDER_MEMORY, st.gen)
 
 
 def _free_viewed():
@@ -669,8 +670,9 @@ class HostBuffer(_Buffer):
         nbytes = as_size(nbytes, "nbytes")
         dev = _device.resolve_device(device)
         _rt.ensure()
+        made_in = _rt.gen   # before the allocation: see Releaser
         self._own(HostAllocation(_malloc(dev, nbytes, True) if nbytes else ffi.NULL, nbytes,
-                                 dev))
+                                 dev, made_in))
 
     def buffer(self) -> Any:
         """A writable ``ffi.buffer`` over the memory (keeps it allocated while alive)."""
@@ -767,12 +769,12 @@ class _PoolState:
         if nbytes == 0:
             if self.dead:
                 self._check_serving()
-            return Allocation(ffi.NULL, 0, self.device)
+            return Allocation(ffi.NULL, 0, self.device, self.gen)
         ptr, size, seq = self.take(nbytes, tl)
         uses = _ordering.Uses()
         if seq:
             uses[tl] = seq
-        return Allocation(ptr, nbytes, self.device, self, size, uses,
+        return Allocation(ptr, nbytes, self.device, self.gen, self, size, uses,
                           self.descs.pop(ptr, None) if self.descs else None)
 
     def take(self, nbytes, tl=None):
@@ -950,7 +952,7 @@ class _PoolState:
                 # (see _pool_release). The block is listed, so this call has succeeded;
                 # what fails to free now is retried by release_unused / teardown.
                 if self._free_listed() is not None:
-                    _rt.Releaser(None, _pool_release, (self,), _rt.ORDER_POOL)
+                    _rt.Releaser(None, _pool_release, (self,), _rt.ORDER_POOL, self.gen)
             return
         # acquire/release, not `with`: half the cost on this hot path (CPython 3.11).
         self.acquire()
@@ -989,7 +991,7 @@ class _PoolState:
             try:
                 destroy_desc(desc)
             except Exception:   # the memory is gone: the descriptor is retried later
-                _rt.Releaser(None, destroy_desc, (desc,), _rt.ORDER_HANDLE)
+                _rt.Releaser(None, destroy_desc, (desc,), _rt.ORDER_HANDLE, self.gen)
 
     def free_all(self):
         """Frees every cached block, first synchronizing the streams whose work may still use
@@ -1071,7 +1073,7 @@ class MemoryPool:
         dev = _device.resolve_device(device)
         _rt.ensure()
         pst = self._pst = _PoolState(dev)
-        self._rel = _rt.Releaser(self, _pool_release, (pst,), _rt.ORDER_POOL)
+        self._rel = _rt.Releaser(self, _pool_release, (pst,), _rt.ORDER_POOL, pst.gen)
 
     @property
     def device(self) -> Device:

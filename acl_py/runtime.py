@@ -45,7 +45,9 @@ session sits below all of them and imports none.
 Registry
 --------
 Every wrapper owning a C resource registers a :class:`Releaser`: a weak reference to the
-wrapper plus the release function and its arguments (which must not reference the wrapper).
+wrapper plus the release function and its arguments (which must not reference the wrapper),
+and the session the resource was made in, so that a resource registered across a teardown is
+never kept for the next session.
 Exactly one of ``close()``, garbage collection and teardown runs it. A release that fails in
 ``close()`` raises and stays registered (``close()`` may be retried; teardown retries); one
 that fails during garbage collection is retried by :func:`release_unused` and at teardown.
@@ -275,25 +277,41 @@ class Releaser:
     """Runs ``fn(*args)`` exactly once: from :meth:`release` (explicit close), when ``owner``
     is garbage collected, or at teardown (by ``order``). ``args`` must not reference
     ``owner``. ``owner=None`` registers an orphan, released by :func:`release_unused` or at
-    teardown."""
+    teardown.
 
-    __slots__ = ("fn", "args", "order", "key", "wr")
+    ``made_in`` is the session (:data:`gen`) the resource belongs to: read before the C call
+    that made it (a resource taken from another's, a pool's block, is that one's, the pool's
+    session). Registered in another session (a teardown ran meanwhile, maybe followed by a
+    new ``init()``, in another thread), the resource went with its session: it is dropped,
+    never kept for the next one (see :func:`_drop_outlived`)."""
 
-    def __init__(self, owner, fn, args, order):
+    __slots__ = ("fn", "args", "order", "key", "wr", "made_in")
+
+    def __init__(self, owner, fn, args, order, made_in):
         self.fn = fn
         self.args = args
         self.order = order
+        self.made_in = made_in
         self.key = key = next(_keys)
         self.wr = None if owner is None else weakref.ref(owner, self._on_gc)
         _live[key] = self
-        if not ready:   # checked after the insert: see the end of the teardown
+        if made_in != gen:   # checked after the insert: see the end of the teardown
             _drop_outlived(self)
             if owner is not None:
                 raise FinalizedError(
                     "object", "acl_py",
                     "acl_py.finalize() (another thread's, or the exit's) released the "
-                    "runtime while this object was being made; call acl_py.init() to start "
-                    "a new session")
+                    "runtime while this object was being made, and its resource with it; "
+                    "make it again (after acl_py.init() if no session has started since)")
+
+    def _rearm(self):
+        """After a failed release: registered again, retried later, in its own session only.
+        A teardown that ran meanwhile (it never saw this releaser) took the resource with
+        the session: then it is dropped, never retried in the next session on a stale
+        handle."""
+        _live[self.key] = self
+        if self.made_in != gen:     # checked after the insert: see the end of the teardown
+            _drop_outlived(self)
 
     def _on_gc(self, _ref):
         self.wr = None          # breaks the releaser <-> weakref cycle
@@ -304,7 +322,7 @@ class Releaser:
                 self.fn(*self.args)
             except BaseException:
                 self.wr = None
-                _live[self.key] = self   # retried by release_unused() or at teardown
+                self._rearm()   # retried by release_unused() or at teardown
         except BaseException:           # interpreter shutdown: module globals may be gone
             pass
 
@@ -316,7 +334,7 @@ class Releaser:
         try:
             self.fn(*self.args)
         except BaseException:
-            _live[self.key] = self
+            self._rearm()
             raise
         self.wr = None          # the owner lives on; drop the callback (and the cycle)
         return True
@@ -335,12 +353,12 @@ class Releaser:
 
 
 def _drop_outlived(r):
-    """A resource registered after its session's teardown released everything (made by
-    another thread while finalize() ran): never kept for a later session, whose teardown
-    would release a stale handle (a device address the new session may have handed out
-    again). The runtime's resources went with the devices' reset and aclFinalize; the
-    operator library's host objects (tensors, arrays, executors) need no runtime and are
-    destroyed now."""
+    """A resource registered, or re-armed after a failed release, once its session's
+    teardown had released everything (another thread's finalize(), maybe followed by its
+    init()): never kept for a later session, whose teardown would release a stale handle (a
+    device address the new session may have handed out again). The runtime's resources went
+    with the devices' reset and aclFinalize; the operator library's host objects (tensors,
+    arrays, executors) need no runtime and are destroyed now."""
     if _live.pop(r.key, None) is None:
         return
     r.wr = None

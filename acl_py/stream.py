@@ -182,9 +182,10 @@ class Stream:
 
     def __init__(self, device: DeviceLike = None) -> None:
         dev = _device.resolve_device(device)
+        made_in = _rt.gen   # before the C call: see Releaser
         st = self.state = StreamState(_create(dev, "aclrtStream *", "aclrtCreateStream"), dev,
                                       False)
-        self._rel = _rt.Releaser(self, _destroy_stream, (st,), _rt.ORDER_STREAM)
+        self._rel = _rt.Releaser(self, _destroy_stream, (st,), _rt.ORDER_STREAM, made_in)
 
     @classmethod
     def _wrap_default(cls, dev):
@@ -451,8 +452,9 @@ class Event:
 
     def __init__(self, device: DeviceLike = None) -> None:
         dev = _device.resolve_device(device)
+        made_in = _rt.gen   # before the C call: see Releaser
         st = self._st = _EventState(_create(dev, "aclrtEvent *", "aclrtCreateEvent"), dev)
-        self._rel = _rt.Releaser(self, _release_event, (st,), _rt.ORDER_EVENT)
+        self._rel = _rt.Releaser(self, _release_event, (st,), _rt.ORDER_EVENT, made_in)
 
     def _live(self):
         st = self._st

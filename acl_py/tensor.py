@@ -239,7 +239,7 @@ class DeviceTensor:
         st = _mem.default_pool_state(dev).allocate(_size(shape) * dt.itemsize, stream_state)
         t = object.__new__(cls)
         t._init(None, st, shape, dt, _contiguous_strides(shape), 0, True,
-                _rt.Releaser(t, _mem.release, (st,), _rt.ORDER_MEMORY))
+                _rt.Releaser(t, _mem.release, (st,), _rt.ORDER_MEMORY, st.gen))
         t._describe()       # no lock: no other thread knows the tensor yet
         return t
 
@@ -434,10 +434,12 @@ class DeviceTensor:
                         _mem.destroy_desc(desc)
                     except Exception:
                         # Not this tensor's failure: retried by release_unused / teardown.
-                        _rt.Releaser(None, _destroy_tensor, (desc[1],), _rt.ORDER_HANDLE)
+                        _rt.Releaser(None, _destroy_tensor, (desc[1],), _rt.ORDER_HANDLE,
+                                     bst.gen)
         else:
             h = self._create_handle(bst, self._layout_key(bst))
-            self._rel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE)
+            # Its session is its storage's, checked live above (see Releaser's made_in).
+            self._rel = _rt.Releaser(self, _destroy_tensor, (h,), _rt.ORDER_HANDLE, bst.gen)
         self.cached_handle = h
         return h
 

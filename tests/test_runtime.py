@@ -107,7 +107,7 @@ def test_releaser_runs_exactly_once():
         pass
 
     o = Owner()
-    r = runtime.Releaser(o, calls.append, ("x",), runtime.ORDER_HANDLE)
+    r = runtime.Releaser(o, calls.append, ("x",), runtime.ORDER_HANDLE, runtime.gen)
     assert r.alive
     assert r.release() is True
     assert r.release() is False
@@ -116,7 +116,7 @@ def test_releaser_runs_exactly_once():
     assert calls == ["x"] and not r.alive
 
     o2 = Owner()
-    r2 = runtime.Releaser(o2, calls.append, ("gc",), runtime.ORDER_HANDLE)
+    r2 = runtime.Releaser(o2, calls.append, ("gc",), runtime.ORDER_HANDLE, runtime.gen)
     del o2
     gc.collect()
     assert calls == ["x", "gc"] and not r2.alive and r2.release() is False
@@ -134,7 +134,7 @@ def test_releaser_failure_keeps_it_armed():
         pass
 
     o = Owner()
-    r = runtime.Releaser(o, flaky, ("t",), runtime.ORDER_HANDLE)
+    r = runtime.Releaser(o, flaky, ("t",), runtime.ORDER_HANDLE, runtime.gen)
     with pytest.raises(RuntimeError):
         r.release()
     assert r.alive                       # still owned, not lost
@@ -693,7 +693,7 @@ def test_objects_made_while_another_thread_finalizes_are_not_kept_for_the_next_s
         def during_teardown():
             go.set()
             assert done.wait(30)
-        rt.Releaser(hook, during_teardown, (), rt.ORDER_STREAM)   # the last order
+        rt.Releaser(hook, during_teardown, (), rt.ORDER_STREAM, rt.gen)   # the last order
         emu.reset_call_counts()
         acl_py.finalize()
         th.join()
@@ -721,3 +721,129 @@ def test_objects_made_while_another_thread_finalizes_are_not_kept_for_the_next_s
     assert "during made/released [1, 1, 1, 1]" in out, out
     assert "during buffer FinalizedError" in out, out
     assert "during next session []" in out, out
+
+
+def test_objects_made_across_a_finalize_and_a_new_init_are_not_kept_for_the_new_session(
+        run_python, emulator):
+    """Another thread runs ``finalize()`` and then ``init()`` (a new session) between an
+    object's C call and its registration. Before, the registration's check (``ready``) found
+    the runtime up again and the object was kept into the new session, whose teardown then
+    released the stale handle (``aclrtFree`` of an address of the old session: 107000 on the
+    emulator; on a device an address the new session may have handed out again). A pooled
+    block taken from a pool of the old session (no C call) likewise. Now a resource carries
+    the session it was made in (read before its C call, or its pool's) and the registration
+    compares it: the constructor raises FinalizedError and nothing stale is registered.
+    Also a release that fails after such a teardown (its resource went with the session) is
+    no longer re-armed into the new session (it was, and the new session's teardown retried
+    ``aclrtFree`` of the stale address)."""
+    r = run_python(script('''
+        import gc
+        import threading
+        import numpy as np
+        import acl_py
+        from acl_py import emulator as emu, memory, runtime as rt
+
+        def new_session():          # another thread's finalize() and init()
+            def run():
+                acl_py.finalize()
+                acl_py.init()
+            t = threading.Thread(target=run)
+            t.start()
+            t.join()
+
+        class NewSessionAfter:      # the bound library, a new session started by another
+            def __init__(self, real, call):   # thread right after one call returned
+                self.real, self.call = real, call
+            def __getattr__(self, name):
+                fn = getattr(self.real, name)
+                if name != self.call:
+                    return fn
+                def wrapped(*args):
+                    status = fn(*args)
+                    new_session()
+                    return status
+                return wrapped
+
+        def end_session(case):
+            try:
+                acl_py.finalize()
+            except acl_py.errors.AclError:
+                pass                # listed in last_teardown_errors
+            print(case, "new session", rt.last_teardown_errors, flush=True)
+
+        acl_py.init()
+        x = np.arange(16, dtype=np.float32).reshape(4, 4)
+        makers = {"aclrtMalloc": lambda: acl_py.DeviceBuffer(64, pool=None),
+                  "aclrtMallocHost": lambda: acl_py.HostBuffer(64),
+                  "aclrtCreateStream": acl_py.Stream, "aclrtCreateEvent": acl_py.Event,
+                  "aclCreateIntArray": lambda: acl_py.IntArray([1, 2]),
+                  "aclCreateBoolArray": lambda: acl_py.BoolArray([True]),
+                  "aclCreateTensor": lambda: t[1:].handle}
+        for call, make in makers.items():
+            acl_py.Device(0).use()
+            t = acl_py.DeviceTensor.from_numpy(x)
+            real = rt.lib
+            rt.lib = NewSessionAfter(real, call)
+            try:
+                make()
+                print(call, "made", flush=True)
+            except acl_py.FinalizedError:
+                print(call, "FinalizedError", flush=True)
+            finally:
+                if isinstance(rt.lib, NewSessionAfter):
+                    rt.lib = real
+            del t
+            gc.collect()
+            print(call, "registered after", rt.live_count(), flush=True)
+            end_session(call)       # the new session's teardown: nothing stale released
+            acl_py.init()
+
+        # A pooled block taken (no C call) from a pool of the old session.
+        acl_py.DeviceBuffer(64, pool=True).close()       # cached in the default pool
+        take = memory._PoolState.take
+        def take_then_new_session(self, *args):
+            block = take(self, *args)
+            memory._PoolState.take = take
+            new_session()
+            return block
+        memory._PoolState.take = take_then_new_session
+        try:
+            acl_py.DeviceBuffer(64, pool=True)
+            print("pooled made", flush=True)
+        except acl_py.FinalizedError:
+            print("pooled FinalizedError", flush=True)
+        memory._PoolState.take = take
+        print("pooled registered after", rt.live_count(), flush=True)
+        end_session("pooled")
+
+        # A garbage-collected buffer whose free fails after another thread's teardown (which
+        # never saw its popped releaser) and init.
+        acl_py.init()
+        b = acl_py.DeviceBuffer(64, pool=None)
+        real = rt.lib
+        class FreeAfterNewSession:
+            def __getattr__(self, name):
+                fn = getattr(real, name)
+                if name != "aclrtFree":
+                    return fn
+                def wrapped(ptr):
+                    new_session()
+                    return fn(ptr)      # the old session's address: refused
+                return wrapped
+        rt.lib = FreeAfterNewSession()
+        del b
+        gc.collect()
+        if isinstance(rt.lib, FreeAfterNewSession):
+            rt.lib = real
+        print("gc registered after", rt.live_count(), flush=True)
+        end_session("gc")
+    '''), timeout=120)
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    for call in ("aclrtMalloc", "aclrtMallocHost", "aclrtCreateStream", "aclrtCreateEvent",
+                 "aclCreateIntArray", "aclCreateBoolArray", "aclCreateTensor", "pooled"):
+        assert f"{call} FinalizedError" in out, out
+        assert f"{call} registered after 0" in out, out
+        assert f"{call} new session []" in out, out
+    assert "gc registered after 0" in out, out
+    assert "gc new session []" in out, out

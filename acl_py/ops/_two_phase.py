@@ -462,11 +462,12 @@ class Executor:
 
     def __init__(self, op, cargs, allocs, keep, device, allocator=None):
         _device.activate(device)
+        made_in = _rt.gen   # before phase one: see Releaser
         size, ex = op._phase_one(cargs)
         fns = op._fns
         es = self._es = _ExecState(ex, device, fns[3])
         es.keep = keep
-        self._rel = _rt.Releaser(self, _release_executor, (es,), _rt.ORDER_EXECUTOR)
+        self._rel = _rt.Releaser(self, _release_executor, (es,), _rt.ORDER_EXECUTOR, made_in)
         self.op = op
         self.workspace_size = size
         self.outputs = None
