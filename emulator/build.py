@@ -1,6 +1,7 @@
 """Builds the CPU emulator of CANN into a prefix laid out like a CANN install.
 
     <prefix>/lib64/libascendcl.so     runtime        (emulator/src/runtime/*.c)
+    <prefix>/lib64/libacl_rt.so       the same runtime under CANN's newer name (a link)
     <prefix>/lib64/libnnopbase.so     acl_meta.h     (emulator/src/meta/*.c)
     <prefix>/lib64/libopapi.so        every operator (emulator/src/ops/*.c, ops_math/*.c)
     <prefix>/lib64/libopapi_nn.so     the nn operators (ops/), as newer releases split them
@@ -62,6 +63,14 @@ LIBRARIES = [
 ]
 
 
+# Other names of a library, as links to it. CANN's runtime package ships the runtime as
+# libacl_rt.so, libascendcl.so being optional (hicann/runtime
+# scripts/package/module/ascend/RuntimeSo.xml), and the vendor's runtime examples link
+# libacl_rt.so; acl-py and the other emulator libraries use libascendcl.so. One file under both
+# names, SONAME libascendcl.so: a program linked with either loads one runtime.
+ALIASES = [("libacl_rt.so", "libascendcl.so")]
+
+
 def _inputs() -> list[Path]:
     files = [Path(__file__)]
     for d in [SRC, *INCLUDES]:
@@ -72,6 +81,8 @@ def _inputs() -> list[Path]:
 def _up_to_date(prefix: Path) -> bool:
     outs = [prefix / "lib64" / name for name, _, _ in LIBRARIES]
     if not all(p.exists() for p in outs):
+        return False
+    if not all((prefix / "lib64" / alias).exists() for alias, _ in ALIASES):
         return False
     newest_in = max(p.stat().st_mtime for p in _inputs())
     return min(p.stat().st_mtime for p in outs) >= newest_in
@@ -247,6 +258,11 @@ def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = F
             subprocess.run(cmd, check=True)
             os.replace(tmp, lib64 / name)  # atomic: a running process keeps the old inode
             progress.finished(f"link {name}")
+        for alias, target in ALIASES:
+            tmp = lib64 / (alias + ".tmp")
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(target)
+            os.replace(tmp, lib64 / alias)
         progress.message(f"emulator: built in {time.monotonic() - t0:.0f} s")
     _install_headers(prefix)
     return prefix

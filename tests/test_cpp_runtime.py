@@ -39,8 +39,9 @@ def _env():
     return env
 
 
-def build(name):
-    """Builds tests/c/<name>.cpp against the emulator's prefix; returns the executable."""
+def build(name, runtime="ascendcl"):
+    """Builds tests/c/<name>.cpp against the emulator's prefix, linking the runtime library
+    by the name given; returns the executable."""
     gxx = shutil.which("g++")
     if gxx is None:
         pytest.skip("g++ is not installed: cannot build the C++ program")
@@ -52,7 +53,7 @@ def build(name):
     # The documented command line, plus warnings as errors: the headers must be clean C++.
     cmd = [gxx, "-std=c++17", "-Wall", "-Wextra", "-Werror",
            os.path.join(HERE, "c", name + ".cpp"), f"-I{prefix}/include",
-           f"-L{prefix}/lib64", f"-Wl,-rpath,{prefix}/lib64", "-lascendcl", "-lnnopbase",
+           f"-L{prefix}/lib64", f"-Wl,-rpath,{prefix}/lib64", f"-l{runtime}", "-lnnopbase",
            "-lopapi", "-pthread", "-o", exe]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr}"
@@ -112,8 +113,11 @@ def test_cpp_forced_teardown():
     """The vendor's examples end with aclrtDestroyStreamForce and aclrtResetDeviceForce: a
     forced reset releases the sets of every thread at once (a plain reset after it finds no
     primary context, 507007, and the device is no thread's current one), and the device can
-    be set again."""
-    r = subprocess.run([build("forced_teardown")], capture_output=True, text=True, timeout=60,
-                       env=_env())
+    be set again. Linked as the examples link (their CMakeLists.txt): libacl_rt.so,
+    libnnopbase.so, libopapi.so; the program loads one runtime, the one acl-py loads."""
+    exe = build("forced_teardown", runtime="acl_rt")
+    needed = subprocess.run(["readelf", "-d", exe], capture_output=True, text=True).stdout
+    assert "[libascendcl.so]" in needed and "libacl_rt" not in needed, needed
+    r = subprocess.run([exe], capture_output=True, text=True, timeout=60, env=_env())
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout == FORCED_TEARDOWN_EXPECTED

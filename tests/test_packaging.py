@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-EMULATOR_FILES = ("lib64/libascendcl.so", "lib64/libnnopbase.so", "lib64/libopapi.so",
-                  "lib64/libopapi_nn.so", "lib64/libopapi_math.so", "include/acl/acl.h",
+EMULATOR_FILES = ("lib64/libascendcl.so", "lib64/libacl_rt.so", "lib64/libnnopbase.so",
+                  "lib64/libopapi.so", "lib64/libopapi_nn.so", "lib64/libopapi_math.so",
+                  "include/acl/acl.h",
                   "include/aclnn/acl_meta.h", "include/aclnnop/aclnn_layer_norm_backward.h",
                   "include/aclnnop/aclnn_add.h", "include/aclemu/aclemu.h")
 
