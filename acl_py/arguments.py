@@ -91,7 +91,13 @@ class ArgumentObject:
     def close(self) -> None:
         """Destroys the handle. Safe to repeat."""
         if self._rel is not None:
-            self._rel.release()
+            try:
+                self._rel.release()
+            except Exception:
+                raise           # still owned: close() may be retried
+            except BaseException:
+                self._handle = None     # interrupted: maybe destroyed (Releaser.release)
+                raise
         self._handle = None
 
     def __enter__(self: _Self) -> _Self:

@@ -178,7 +178,7 @@ def release(st):
         # A pooled block keeps it (give_back).
         try:
             destroy_desc(st.desc)
-        except BaseException:
+        except Exception:
             st.closed = _rt.tearing_down    # still owned: close() may be retried (see below)
             raise
         st.desc = None
@@ -208,9 +208,10 @@ def release(st):
                 tl, seq = pending[0]
     try:
         _free_now(st, tl, seq)
-    except BaseException:
+    except Exception:
         # Still owned: close() may be retried. Not after the teardown, which gives up after
-        # its retry: every object of the session stays closed.
+        # its retry: every object of the session stays closed. (An interrupt is no failure:
+        # the memory may be freed already, and stays closed: see Releaser.release.)
         st.closed = _rt.tearing_down
         raise
 
@@ -522,6 +523,13 @@ class DeviceBuffer(_Buffer):
             if r:
                 raise make_error(r, "aclrtMemcpyAsync")
             _record(sst, st, hst)
+        except Exception:
+            raise
+        except BaseException:
+            # Interrupted (KeyboardInterrupt), maybe as the enqueue returned: the copy may
+            # be queued, so both sides wait for the stream as if it were.
+            _record(sst, st, hst)
+            raise
         finally:
             if staging is not None:
                 staging.close()          # freed once the stream is past the copy
@@ -549,7 +557,11 @@ class DeviceBuffer(_Buffer):
                             n, st.ptr + offset, n, _D2H)
             if r:
                 raise make_error(r, "aclrtMemcpyAsync")
-        except BaseException:
+        except BaseException as e:
+            if not isinstance(e, Exception):
+                # Interrupted (KeyboardInterrupt), maybe as the enqueue returned: the copy
+                # may be queued, so both sides wait for the stream as if it were.
+                _record(sst, st, hst)
             if staging is not None:
                 staging.close()
             raise

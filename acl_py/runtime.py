@@ -320,7 +320,7 @@ class Releaser:
                 return
             try:
                 self.fn(*self.args)
-            except BaseException:
+            except Exception:
                 self.wr = None
                 self._rearm()   # retried by release_unused() or at teardown
         except BaseException:           # interpreter shutdown: module globals may be gone
@@ -328,12 +328,17 @@ class Releaser:
 
     def release(self):
         """Runs the release now; False if it already ran. A failure raises and leaves the
-        releaser armed, so the resource is not lost."""
+        releaser armed, so the resource is not lost. An interrupt (KeyboardInterrupt, or
+        another BaseException that is no Exception) is not a failure of the release: Python
+        raises it where the signal is handled, often as the release's C call returns, after
+        the resource was freed. So the releaser is not armed again: the resource is never
+        released twice (a double free may free another allocation at the same address); an
+        interrupt before the C call leaves it held until the session ends."""
         if _live.pop(self.key, None) is None:
             return False
         try:
             self.fn(*self.args)
-        except BaseException:
+        except Exception:
             self._rearm()
             raise
         self.wr = None          # the owner lives on; drop the callback (and the cycle)

@@ -158,7 +158,15 @@ def _destroy_stream(st):
             s = L.aclrtSynchronizeStream(st.handle)
             if s:
                 sync_err = make_error(s, "aclrtSynchronizeStream")
-            s = L.aclrtDestroyStream(st.handle)
+            try:
+                s = L.aclrtDestroyStream(st.handle)
+            except BaseException:
+                # Interrupted (KeyboardInterrupt) as the destroy returned, or just before:
+                # taken as destroyed. An open stream over a destroyed handle would be used
+                # again; one never destroyed is held until the session ends.
+                st.close()
+                st.handle = None
+                raise
             if s:
                 raise make_error(s, "aclrtDestroyStream")
         # Destroy drains the stream: everything submitted is complete now.
@@ -439,7 +447,7 @@ def _release_event(st):
     st.closed = True
     try:
         _ordering.release_after(st.uses, _destroy_event, st, _rt.ORDER_EVENT)
-    except BaseException:
+    except Exception:   # an interrupt is no failure: see Releaser.release
         st.closed = _rt.tearing_down    # still owned: close() may be retried
         raise
 

@@ -677,7 +677,15 @@ class DeviceTensor:
         if rel is not None:
             # A view's handle; or the storage of an owning tensor made without a buffer
             # (the Releaser it shares with its buffer if one was made since).
-            rel.release()
+            try:
+                rel.release()
+            except Exception:
+                raise           # still owned: close() may be retried
+            except BaseException:
+                # Interrupted: maybe destroyed, never retried (Releaser.release): closed.
+                self.cached_handle = None
+                self._closed = True
+                raise
         if self._owner and self._buf is not None:
             self._buf.close()   # the storage, and with it this tensor's handle
         self.cached_handle = None

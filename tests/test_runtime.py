@@ -847,3 +847,125 @@ def test_objects_made_across_a_finalize_and_a_new_init_are_not_kept_for_the_new_
         assert f"{call} new session []" in out, out
     assert "gc registered after 0" in out, out
     assert "gc new session []" in out, out
+
+
+def test_interrupt_as_a_release_returns_never_releases_twice(run_python, emulator):
+    """A KeyboardInterrupt (Ctrl-C) that arrives during a release's C call is raised as the
+    call returns, after the resource was freed. Before, the releaser took it for a failed
+    release and armed itself again, so the next ``release_unused()``, close or teardown
+    released it a second time (``aclrtFree``/``aclrtFreeHost`` 107000, a destroyed stream
+    synchronized and destroyed again 107017, an event, array and tensor descriptor destroyed
+    twice; on a device a double free may free another allocation at the same address), and a
+    stream, array or tensor view stayed open over its destroyed handle. Now an interrupt is
+    not a failure: the object is closed and its release never runs again. Likewise an
+    asynchronous copy's pinned staging buffer is no longer freed under its queued copy when
+    the interrupt comes as the enqueue returns."""
+    r = run_python(script('''
+        import gc
+        import numpy as np
+        import acl_py
+        from acl_py import runtime as rt
+
+        class InterruptAfter:       # the bound library: one call runs, then KeyboardInterrupt
+            def __init__(self, real, call):   # is raised where Python raises it for a signal
+                self.real, self.call = real, call   # that arrived during the call
+            def __getattr__(self, name):
+                fn = getattr(self.real, name)
+                if name != self.call:
+                    return fn
+                def wrapped(*args):
+                    fn(*args)
+                    rt.lib = self.real
+                    raise KeyboardInterrupt
+                return wrapped
+
+        acl_py.init()
+        t = acl_py.DeviceTensor.from_numpy(np.arange(16, dtype=np.float32))
+        cases = {
+            "aclrtFree": (lambda: acl_py.DeviceBuffer(64, pool=None), lambda o: o.ptr),
+            "aclrtFreeHost": (lambda: acl_py.HostBuffer(64), lambda o: o.ptr),
+            "aclrtDestroyStream": (acl_py.Stream, lambda o: o.synchronize()),
+            "aclrtDestroyEvent": (acl_py.Event, lambda o: o.synchronize()),
+            "aclDestroyIntArray": (lambda: acl_py.IntArray([1, 2]), lambda o: o.handle),
+            "aclDestroyTensor": (lambda: t[1:], lambda o: o.handle),
+        }
+        for call, (make, use) in cases.items():
+            obj = make()
+            if call == "aclDestroyTensor":
+                obj.handle
+            real = rt.lib
+            rt.lib = InterruptAfter(real, call)
+            try:
+                obj.close()
+                print(call, "not interrupted", flush=True)
+            except KeyboardInterrupt:
+                pass
+            finally:
+                rt.lib = real
+            try:
+                use(obj)
+                print(call, "still usable", flush=True)
+            except acl_py.ClosedError:
+                print(call, "closed", flush=True)
+            except acl_py.errors.AclError as e:
+                print(call, "used its destroyed handle", e, flush=True)
+            try:
+                obj.close()         # again: nothing to do
+            except acl_py.errors.AclError as e:
+                print(call, "released twice", e, flush=True)
+            del obj
+            gc.collect()
+            try:
+                acl_py.release_unused()
+                print(call, "released once", flush=True)
+            except acl_py.errors.AclError as e:
+                print(call, "released twice", e, flush=True)
+        t.close()
+
+        # An asynchronous copy through a pinned staging buffer, interrupted as its enqueue
+        # returned: the staging buffer is freed once the stream is past the copy (before, at
+        # once, under the queued copy: refused with 107000 on the emulator).
+        s = acl_py.Stream()
+        big, dbig = acl_py.HostBuffer(1 << 24), acl_py.DeviceBuffer(1 << 24, pool=None)
+        b = acl_py.DeviceBuffer(64, pool=None)
+        out = np.zeros(16, np.float32)
+        copies = {"copy_to_host_async": lambda: b.copy_to_host_async(out, s),
+                  "copy_from_host_async": lambda: b.copy_from_host_async(out + 1, s)}
+        for name, copy in copies.items():
+            dbig.copy_from_host_async(big, s)   # the stream is busy: the copy stays queued
+            real = rt.lib
+            rt.lib = InterruptAfter(real, "aclrtMemcpyAsync")
+            try:
+                copy()
+                print(name, "not interrupted", flush=True)
+            except KeyboardInterrupt:
+                print(name, "interrupted", flush=True)
+            except acl_py.errors.AclError as e:
+                print(name, "freed under the queued copy", e, flush=True)
+            finally:
+                rt.lib = real
+            s.synchronize()
+            gc.collect()
+            try:
+                acl_py.release_unused()
+                print(name, "released once", flush=True)
+            except acl_py.errors.AclError as e:
+                print(name, "released twice", e, flush=True)
+        for o in (b, dbig, big, s):
+            o.close()
+        try:
+            acl_py.finalize()
+        except acl_py.errors.AclError:
+            pass
+        print("teardown", rt.last_teardown_errors, unbalanced(), flush=True)
+    '''), timeout=120)
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    for call in ("aclrtFree", "aclrtFreeHost", "aclrtDestroyStream", "aclrtDestroyEvent",
+                 "aclDestroyIntArray", "aclDestroyTensor"):
+        assert f"{call} closed" in out, out
+        assert f"{call} released once" in out, out
+    for name in ("copy_to_host_async", "copy_from_host_async"):
+        assert f"{name} interrupted" in out, out
+        assert f"{name} released once" in out, out
+    assert "teardown [] {}" in out, out
