@@ -574,13 +574,15 @@ class Event:
 def _synchronize_all(force):
     """Synchronizes every live stream (acl-py's and the default ones) and runs their deferred
     work. Returns the errors. ``force``: run deferred work even if a synchronize failed (at
-    teardown, where nothing else will run it)."""
+    teardown, where nothing else will run it). Each stream may be another thread's, closed
+    (or collected) meanwhile: synchronized under its destroy lock, skipped once closed
+    (wait_if_open), never through a destroyed handle."""
     errs = []
     for s in _ordering.timelines():
         if s.closed or s.gen != _rt.gen or not isinstance(s, StreamState):
             continue
         try:
-            s.synchronize()
+            s.wait_if_open()
         except Exception as e:
             errs.append(e)
             if force:

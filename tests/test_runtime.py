@@ -969,3 +969,59 @@ def test_interrupt_as_a_release_returns_never_releases_twice(run_python, emulato
         assert f"{name} interrupted" in out, out
         assert f"{name} released once" in out, out
     assert "teardown [] {}" in out, out
+
+
+def test_teardown_never_synchronizes_a_stream_another_thread_is_destroying(run_python,
+                                                                          emulator):
+    """finalize() while another thread closes (or its garbage collection releases) a stream.
+    The teardown's first step synchronizes every open stream; it did so without the stream's
+    destroy lock, so a stream whose destroy had returned but which was not yet marked closed
+    was synchronized through its destroyed handle (107017 on the emulator, raised by
+    finalize(); on a device a dangling pointer). Found by a script dropping streams in two
+    threads while the main thread finalized (12 of 15 rounds failed). Now the teardown
+    synchronizes under the lock, as acl-py's other synchronizations of streams it does not
+    own do (StreamState.wait_if_open), and skips a stream closed meanwhile."""
+    r = run_python(script('''
+        import threading
+        import acl_py
+        from acl_py import runtime as rt
+
+        destroyed, resume = threading.Event(), threading.Event()
+
+        class PauseAfterDestroy:    # the bound library: the closing thread is held right
+            def __init__(self, real):     # after aclrtDestroyStream returned
+                self.real = real
+            def __getattr__(self, name):
+                fn = getattr(self.real, name)
+                if name != "aclrtDestroyStream":
+                    return fn
+                def wrapped(handle):
+                    status = fn(handle)
+                    destroyed.set()
+                    resume.wait(2)          # bounded: with the fix, finalize() waits for it
+                    return status
+                return wrapped
+
+        acl_py.init()
+        s = acl_py.Stream()
+        real = rt.lib
+        rt.lib = PauseAfterDestroy(real)
+        closer = threading.Thread(target=s.close)
+        closer.start()
+        assert destroyed.wait(30)
+        rt.lib = real
+        threading.Timer(0.5, resume.set).start()
+        try:
+            acl_py.finalize()
+            print("finalize ok", rt.last_teardown_errors, flush=True)
+        except acl_py.errors.AclError as e:
+            print("finalize raised", e, flush=True)
+        closer.join(30)
+        acl_py.init()
+        acl_py.finalize()
+        print("balance", unbalanced(), flush=True)
+    '''), timeout=120)
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    assert "finalize ok []" in out, out
+    assert "balance {}" in out, out
