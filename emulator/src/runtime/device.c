@@ -357,18 +357,24 @@ aclError aclFinalize(void) {
 
 /* ---- devices ------------------------------------------------------------------------- */
 
-static aclError check_id(const char *fn, int32_t id) {
+/* 107001 unless id, the argument named arg, is a device of the process. */
+static aclError check_device_arg(const char *fn, const char *arg, int32_t id) {
     if (g_visible_bad)
         return RT_ERR(ACL_ERROR_RT_INVALID_DEVICEID, fn,
-                      "deviceId %d is not a device: ASCEND_RT_VISIBLE_DEVICES (\"%.40s\") is "
-                      "refused (%s), so the process has none", (int)id, g_visible, g_visible_why);
+                      "%s %d is not a device: ASCEND_RT_VISIBLE_DEVICES (\"%.40s\") is "
+                      "refused (%s), so the process has none", arg, (int)id, g_visible,
+                      g_visible_why);
     if (id < 0 || id >= g_ndev)
         return RT_ERR(ACL_ERROR_RT_INVALID_DEVICEID, fn,
-                      "deviceId %d is not a device (valid: 0..%d; ACL_EMU_DEVICE_COUNT%s%.40s%s)",
-                      (int)id, g_ndev - 1,
+                      "%s %d is not a device (valid: 0..%d; ACL_EMU_DEVICE_COUNT%s%.40s%s)",
+                      arg, (int)id, g_ndev - 1,
                       g_visible[0] ? " and ASCEND_RT_VISIBLE_DEVICES=\"" : "",
                       g_visible[0] ? g_visible : "", g_visible[0] ? "\"" : "");
     return ACL_SUCCESS;
+}
+
+static aclError check_id(const char *fn, int32_t id) {
+    return check_device_arg(fn, "deviceId", id);
 }
 
 aclError aclrtSetDevice(int32_t deviceId) {
@@ -481,7 +487,7 @@ static aclError check_runtime_id(const char *fn, const char *arg, int32_t id) {
     if (!g_visible[0] && !g_visible_bad && (uint32_t)id >= RT_MAX_DEVICES)
         return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "%s %d is out of range [0, %d)", arg,
                       (int)id, RT_MAX_DEVICES);
-    return check_id(fn, id);
+    return check_device_arg(fn, arg, id);
 }
 
 static aclError check_not_same(const char *fn, int32_t dev, int32_t peer) {
@@ -507,7 +513,7 @@ aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int3
     /* the ACL layer's check first, then the peer's physical id, then the runtime's checks of
      * deviceId and the output pointer */
     if ((rc = check_not_same(__func__, deviceId, peerDeviceId)) == ACL_SUCCESS &&
-        (rc = check_id(__func__, peerDeviceId)) == ACL_SUCCESS &&
+        (rc = check_device_arg(__func__, "peerDeviceId", peerDeviceId)) == ACL_SUCCESS &&
         (rc = check_runtime_id(__func__, "deviceId", deviceId)) == ACL_SUCCESS) {
         if (canAccessPeer == NULL)
             rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
@@ -532,7 +538,7 @@ static aclError set_peer_access(const char *fn, int32_t peerDeviceId, uint32_t f
                     "flags (%u) is reserved and must be 0", (unsigned)flags);
     else if ((rc = rt_need_device(fn, &dev)) == ACL_SUCCESS &&
              (rc = check_not_same(fn, dev, peerDeviceId)) == ACL_SUCCESS &&
-             (rc = check_id(fn, peerDeviceId)) == ACL_SUCCESS) {
+             (rc = check_device_arg(fn, "peerDeviceId", peerDeviceId)) == ACL_SUCCESS) {
         if (enable && !pair_can_reach(dev, peerDeviceId))
             rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
                         "device %d cannot access peerDeviceId %d (no P2P link between them: "
