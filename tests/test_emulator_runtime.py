@@ -832,7 +832,19 @@ def test_memset_rules(dev):
     expect(lib.aclrtMemset(p, 200, 0, 101), 107000, "aclrtMemset", "runs past the end")
     host = np.zeros(8, np.uint8)
     expect(lib.aclrtMemset(ffi.from_buffer(host), 8, 1, 8), 107000, "aclrtMemset",
-           "not device memory")
+           "not device memory", "aclrtMallocHost")
+    # host memory from aclrtMallocHost: set, synchronously or on a stream (the API reference
+    # takes either side, judged by the address)
+    pinned = malloc_host(64)
+    ok(lib.aclrtMemset(pinned, 64, 0x21, 64))
+    assert (host_view(pinned, 64) == 0x21).all()
+    ok(lib.aclrtMemsetAsync(ffi.cast("char *", pinned) + 8, 56, 0x42, 16, ffi.NULL))
+    ok(lib.aclrtSynchronizeStream(ffi.NULL))
+    v = host_view(pinned, 64)
+    assert (v[8:24] == 0x42).all() and (v[:8] == 0x21).all() and (v[24:] == 0x21).all()
+    expect(lib.aclrtMemset(ffi.cast("char *", pinned) + 60, 8, 0, 8), 107000, "aclrtMemset",
+           "runs past the end of its aclrtMallocHost block")
+    ok(lib.aclrtFreeHost(pinned))
     ok(lib.aclrtMemset(p, 100, 0x1FF, 100))  # value is taken as a byte
     ok(lib.aclrtMemset(p, 100, 3, 0))
     back = np.zeros(100, np.uint8)

@@ -5,8 +5,10 @@ device. The files are read from vendor checkouts, never copied into this reposit
 variable for every opt-in vendor test (see tests/test_vendor_headers.py):
 
     ACL_PY_VENDOR_SOURCES=/path/to/dir   with ops-math/ (hicann/ops-math: math/add/examples,
-                                         aclnnAdd) and ops-nn/ (hicann/ops-nn:
-                                         norm/layer_norm_v4/examples)
+                                         aclnnAdd), ops-nn/ (hicann/ops-nn:
+                                         norm/layer_norm_v4/examples) and runtime/
+                                         (hicann/runtime: example/1_basic_features/device/
+                                         2_device_P2P, run on two emulated devices)
 """
 from __future__ import annotations
 
@@ -31,11 +33,14 @@ def _checkout(name):
 
 OPS_MATH = _checkout("ops-math")
 OPS_NN = _checkout("ops-nn")
+RUNTIME = _checkout("runtime")
 BUILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".build")
 
 
-def build_and_run(checkout, relpath, libraries):
-    """Builds checkout/relpath against the emulator prefix, runs it; returns its stdout."""
+def build_and_run(checkout, relpath, libraries, includes=(), env=None):
+    """Builds checkout/relpath against the emulator prefix (and the vendor's own ``includes``,
+    relative to the checkout), runs it with ``env`` added to an environment free of
+    ``ACL_EMU_*``; returns its stdout."""
     source = os.path.join(checkout, relpath)
     if not os.path.exists(source):
         pytest.fail(f"{source} does not exist: {VARIABLE}={VENDOR!r} does not hold the "
@@ -47,13 +52,15 @@ def build_and_run(checkout, relpath, libraries):
     os.makedirs(BUILD, exist_ok=True)
     exe = os.path.join(BUILD, "vendor_" + os.path.basename(relpath)[:-4] + "_" +
                        "_".join(libraries))
-    cmd = [gxx, source, f"-I{prefix}/include", f"-L{prefix}/lib64",
+    cmd = [gxx, source, f"-I{prefix}/include",
+           *(f"-I{os.path.join(checkout, d)}" for d in includes), f"-L{prefix}/lib64",
            *(f"-l{lib}" for lib in libraries), "-lascendcl", "-lnnopbase",
            f"-Wl,-rpath,{prefix}/lib64", "-o", exe]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
-    run = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=120)
+    run_env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
+    run_env.update(env or {})
+    run = subprocess.run([exe], capture_output=True, text=True, env=run_env, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     return run.stdout
 
@@ -96,6 +103,31 @@ def test_vendor_layer_norm_example(example, library):
     out = build_and_run(OPS_NN, os.path.join("norm", "layer_norm_v4", "examples", example),
                         [library])
     assert out == layer_norm_example_output()
+
+
+# What the vendor's P2P example prints on two linked devices (its README's sample output: the
+# pattern value is glibc's first rand() % 256), and on a pair without a link.
+P2P_LINKED = ["[INFO]  Start to run device_P2P sample.",
+              "[INFO]  Device 0 to device 1 memcpy success.",
+              "[INFO]  Device 1 to host memcpy success.",
+              "[INFO]  The data read from the memory is 103, verify success!",
+              "[INFO]  Run the device_P2P sample successfully."]
+P2P_UNLINKED = ["[INFO]  Start to run device_P2P sample.",
+                "[ERROR]  The device does not support peer access feature.",
+                "[INFO]  Run the device_P2P sample successfully."]
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/runtime checkout (runtime/) to build its device P2P example "
+                    "against the emulator")
+@pytest.mark.parametrize("env,expected", [({"ACL_EMU_DEVICE_COUNT": "2"}, P2P_LINKED),
+                                          ({"ACL_EMU_DEVICE_COUNT": "2",
+                                            "ACL_EMU_NO_PEER": "0:1"}, P2P_UNLINKED)])
+def test_vendor_p2p_example(env, expected):
+    out = build_and_run(RUNTIME, os.path.join("example", "1_basic_features", "device",
+                                              "2_device_P2P", "main.cpp"), [],
+                        includes=["example"], env=env)
+    assert out.splitlines() == expected, out
 
 
 @pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "

@@ -503,6 +503,28 @@ static aclError check_copy(const char *fn, void *dst, const void *src, size_t co
     return rc;
 }
 
+/* What a memset may set (g_mem read-locked): device memory, or host memory from
+ * aclrtMallocHost. The API reference takes both, judged by the address, and calls other
+ * host memory undefined behaviour (hicann/runtime docs/zh/api_ref/11-03_memory_copy_and_set.md
+ * aclrtMemset, aclrtMemsetAsync). */
+static aclError check_memset_target(const char *fn, uintptr_t p, size_t count, rt_alloc **blk) {
+    if (find(&g_devv, p, false) != NULL || arena_of(p) >= 0)
+        return check_side(fn, "devPtr", p, count, true, -1, false, blk);
+    rt_alloc *h = find(&g_hostv, p, false);
+    *blk = NULL;
+    if (h == NULL)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "devPtr %p is not device memory (no live aclrtMalloc block holds it) nor "
+                      "host memory from aclrtMallocHost (other host memory is undefined for "
+                      "this call)", (void *)p);
+    if (count > h->size - (p - h->base))
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "devPtr range [%p, +%zu) runs past the end of its aclrtMallocHost block "
+                      "(%zu bytes at %p)", (void *)p, count, h->size, (void *)h->base);
+    *blk = h;
+    return ACL_SUCCESS;
+}
+
 /* The ACL layer's checks of a copy (hicann/runtime src/acl/aclrt_impl/memory.cpp: NULL
  * pointers, then MemcpyKindTranslate; 100000). */
 static aclError check_args(const char *fn, void *dst, const void *src, int kind) {
@@ -604,8 +626,7 @@ static aclError transfer(const char *fn, copy_task op, size_t max, int kind, boo
     t->blk[0] = t->blk[1] = NULL;
     pthread_rwlock_rdlock(&g_mem);
     if (set)
-        rc = check_side(fn, "devPtr", (uintptr_t)t->dst, t->count, true, -1, false,
-                        &t->blk[0]);
+        rc = check_memset_target(fn, (uintptr_t)t->dst, t->count, &t->blk[0]);
     else
         rc = check_copy(fn, t->dst, t->src, t->count, kind, async, t->blk);
     if (rc == ACL_SUCCESS) {
