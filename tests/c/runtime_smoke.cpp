@@ -9,16 +9,7 @@
 #include <vector>
 
 #include "acl/acl.h"
-
-#define CHECK(call)                                                                      \
-    do {                                                                                 \
-        aclError rc_ = (call);                                                           \
-        if (rc_ != ACL_SUCCESS) {                                                        \
-            const char *m_ = aclGetRecentErrMsg();                                       \
-            std::printf("FAILED %s -> %d: %s\n", #call, rc_, m_ ? m_ : "(no message)");  \
-            std::exit(1);                                                                \
-        }                                                                                \
-    } while (0)
+#include "check.h"
 
 int main() {
     CHECK(aclInit(nullptr));
