@@ -31,7 +31,8 @@ Low level: ``acl_py.raw.ffi`` / ``acl_py.raw.lib`` and each wrapper's ``.handle`
 """
 from . import errors
 from .errors import (AclError, AclArgumentError, AclTypeError, ClosedError, DeviceError,
-                     DeviceMemoryError, NotInitializedError, OperatorParameterError)
+                     DeviceMemoryError, HostFunctionError, NotInitializedError,
+                     OperatorParameterError)
 from .runtime import FinalizedError, ForkedError, backend, finalize, init, release_unused
 from .device import Device, current_device, device_count, mem_info, set_device, synchronize
 from .stream import Event, Stream, default_stream
@@ -63,7 +64,8 @@ __all__ = [
     "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",
     "reference", "AclError", "AclArgumentError", "AclTypeError",
-    "ClosedError", "DeviceError", "DeviceMemoryError", "NotInitializedError",
+    "ClosedError", "DeviceError", "DeviceMemoryError", "HostFunctionError",
+    "NotInitializedError",
     "OperatorParameterError", "FinalizedError", "ForkedError", "layer_norm", "LayerNorm",
     "layer_norm_backward", "LayerNormBackward",
 ]

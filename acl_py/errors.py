@@ -47,7 +47,8 @@ Mistakes caught in Python are not ``AclError``\\ s: they are :class:`AclArgument
 ``ValueError``) or :class:`AclTypeError` (a ``TypeError``), naming the argument; when an
 operator's phase one refused first, they carry its ``code``, ``call`` and ``message`` too.
 Using an object after ``close()`` raises :class:`ClosedError` (a ``ValueError``, like I/O on a
-closed file).
+closed file). An exception raised inside a host function (``Stream.launch_host_func``) comes
+back as :class:`HostFunctionError` from the next synchronize of that stream.
 """
 from __future__ import annotations
 
@@ -193,6 +194,17 @@ class AclTypeError(AclArgumentError, TypeError):
 
 class ClosedError(ValueError):
     """An acl-py object was used after ``close()`` (or after ``acl_py.finalize()``)."""
+
+
+class HostFunctionError(RuntimeError):
+    """A Python function queued with :meth:`acl_py.Stream.launch_host_func` raised; raised by
+    the first synchronize that learns the stream ran it. The exception the function raised is
+    ``__cause__`` (and ``error``)."""
+
+    def __init__(self, function: object, error: BaseException) -> None:
+        self.function = function
+        self.error = error
+        super().__init__(f"host function {function!r} raised {type(error).__name__}: {error}")
 
 
 class EmulatorOnlyError(RuntimeError):

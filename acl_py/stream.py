@@ -18,6 +18,7 @@ import threading
 from typing import Any, Callable, Literal
 
 from ._ffi import ffi
+from . import _host_func
 from . import _ordering
 from . import device as _device
 from . import runtime as _rt
@@ -48,6 +49,7 @@ class StreamState(_ordering.Timeline):
     def synchronize(self):
         """aclrtSynchronizeStream, then the deferred work it made due. Raises the sync failure
         (deferred work then stays queued) or the first deferred failure."""
+        _host_func.check_not_inside("Stream.synchronize")
         if _device.thread_state.dev != self.device or not _rt.ready:
             _rt.ensure()
             _device.activate(self.device)
@@ -106,7 +108,11 @@ class StreamState(_ordering.Timeline):
         (hicann/runtime include/external/acl/acl_rt.h). Returns the call's status. One call
         for both: the launch path is timed, and a call costs more than the lock."""
         lock = self.destroy_lock
-        lock.acquire()      # not `with`: half the cost (CPython 3.11)
+        if not lock.acquire(False):     # not `with`: half the cost (CPython 3.11)
+            # Held by another thread (closing the stream, which waits for its host
+            # functions): a host function must not wait for it.
+            _host_func.check_not_inside("a launch on a stream")
+            lock.acquire()
         try:
             if self.closed:
                 raise self.closed_error(f"stream on device {self.device}")
@@ -295,6 +301,23 @@ class Stream:
                 raise e from err
             raise err
         est.uses[sst] = sst.seq     # numbered by enqueue: the destroy waits for the wait
+
+    def launch_host_func(self, fn: Callable[[], object]) -> None:
+        """Queues ``fn()`` on the stream: it runs after the work queued before it and the work
+        queued after it waits until it returns (``aclrtLaunchHostFunc``). It runs on a thread
+        the runtime owns, not this one, holding the GIL meanwhile; it must not launch work,
+        synchronize, allocate or free (CANN forbids it; acl-py and the emulator refuse it).
+        ``fn`` is kept alive until it has run and released then. An exception it raises is
+        raised, as :class:`~acl_py.errors.HostFunctionError` (the original its
+        ``__cause__``), by the first synchronize that learns the stream ran it."""
+        if not callable(fn):
+            raise AclTypeError("fn", f"expected a callable taking no arguments, got "
+                               f"{type(fn).__name__}")
+        _host_func.check_not_inside("Stream.launch_host_func")
+        st = state_for(self, self.state.device)
+        status = _host_func.launch(st, fn)
+        if status:
+            raise make_error(status, "aclrtLaunchHostFunc")
 
     def keep_alive(self, obj: object) -> int:
         """Keeps ``obj`` alive until the work queued so far has completed."""

@@ -121,3 +121,43 @@ def test_cpp_forced_teardown():
     r = subprocess.run([exe], capture_output=True, text=True, timeout=60, env=_env())
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout == FORCED_TEARDOWN_EXPECTED
+
+
+HOST_FUNCTIONS = """\
+host function saw 7, later copy 9, runs 1
+host function thread is the caller: no
+aclrtMalloc inside a host function: 107000
+two streams, one host-function thread: yes
+default stream: 1
+NULL fn: 107000
+not a stream: 107017
+callback on a host-function stream: 107011
+subscribe a host-function stream: 107011
+callback, no thread subscribed: 107015
+bad block type: 100000
+process, not subscribed: 107012
+process, timeout 0: 100000
+process, timeout -2: 100000
+subscribe twice: 107011
+host function on a subscribed stream: 107011
+callback saw 3 on the subscribed thread: yes; callbacks run 6
+aclrtMalloc inside a callback: 107000
+unsubscribe, wrong thread: 107012
+timeouts while idle: yes
+unsubscribe twice: 107011
+blocked stream complete: no
+unsubscribe with a callback pending: 107011
+after processing: callbacks run 1
+process after the stream's destroy: 107012
+pending at finalize ran: 1
+done
+"""
+
+
+def test_host_functions_and_callbacks():
+    """Host functions run in stream order on the runtime's thread, callbacks on the subscribed
+    thread inside aclrtProcessReport; misuse gets CANN's statuses (see the program)."""
+    exe = build("host_functions")
+    r = subprocess.run([exe], capture_output=True, text=True, timeout=60, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == HOST_FUNCTIONS

@@ -1,6 +1,6 @@
 /*
  * acl-py declarations: the CANN runtime calls exported by libascendcl.so (process set-up,
- * devices, contexts, streams, events, memory), where a CANN install has them:
+ * devices, contexts, streams, events, host functions, memory), where a CANN install has them:
  * include/acl/acl_rt.h. aclInit, aclFinalize and aclGetRecentErrMsg are declared here, as in
  * the vendor's header.
  * The text between the cdef markers is read by cffi (bindings/build_ffi.py).
@@ -73,6 +73,15 @@ typedef enum aclrtEventRecordedStatus {
     ACL_EVENT_RECORDED_STATUS_COMPLETE = 1,
 } aclrtEventRecordedStatus;
 
+typedef enum aclrtCallbackBlockType {
+    ACL_CALLBACK_NO_BLOCK,
+    ACL_CALLBACK_BLOCK,
+} aclrtCallbackBlockType;
+
+/* Host functions queued on a stream (aclrtLaunchCallback, aclrtLaunchHostFunc). */
+typedef void (*aclrtCallback)(void *userData);
+typedef void (*aclrtHostFunc)(void *args);
+
 typedef enum aclrtStreamStatus {
     ACL_STREAM_STATUS_COMPLETE = 0,
     ACL_STREAM_STATUS_NOT_READY = 1,
@@ -108,6 +117,18 @@ ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyStreamForce(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status);
+
+/* A host function run in stream order by a thread the runtime creates; it blocks the stream's
+ * later work until it returns. */
+ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
+/* The callback model: a thread of the program, subscribed to the stream, runs the stream's
+ * callbacks inside aclrtProcessReport (timeout in ms, -1 for ever). */
+ACL_FUNC_VISIBILITY aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchCallback(aclrtCallback fn, void *userData,
+                                                 aclrtCallbackBlockType blockType,
+                                                 aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtProcessReport(int32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream);
 
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
 ACL_FUNC_VISIBILITY aclError aclrtFree(void *devPtr);

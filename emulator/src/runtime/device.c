@@ -61,7 +61,16 @@ static _Thread_local rt_context *tl_ctx; /* NULL: the device's default context *
 /* ---- life ---------------------------------------------------------------------------- */
 
 aclError rt_enter(const char *fn) {
-    pthread_rwlock_rdlock(&g_life);
+    if (rt_in_host_function()) {
+        /* A teardown (write lock) may be draining the very stream whose host function
+         * calls: waiting for the lock would deadlock, so the call is refused instead. */
+        if (pthread_rwlock_tryrdlock(&g_life) != 0)
+            return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                          "called from inside a host function while aclFinalize, "
+                          "aclrtResetDevice or aclrtDestroyContext tears the runtime down");
+    } else {
+        pthread_rwlock_rdlock(&g_life);
+    }
     if (!atomic_load_explicit(&g_initialized, memory_order_relaxed)) {
         pthread_rwlock_unlock(&g_life);
         return RT_ERR(ACL_ERROR_UNINITIALIZE, fn, "the runtime is not initialized (call aclInit first)");
@@ -78,6 +87,9 @@ aclError rt_begin(const char *fn, aclError fault_rc) {
 }
 
 static aclError enter_write(const char *fn) {
+    aclError rc = rt_refuse_in_host_function(fn); /* it would drain the caller's own stream */
+    if (rc != ACL_SUCCESS)
+        return rc;
     pthread_rwlock_wrlock(&g_life);
     if (!atomic_load(&g_initialized)) {
         pthread_rwlock_unlock(&g_life);
@@ -317,9 +329,14 @@ out:
 /* As CANN's aclFinalizeImpl (hicann/runtime src/acl/aclrt_impl/acl.cpp): a second call after a
  * successful one is ACL_ERROR_REPEAT_FINALIZE; a call before any aclInit finalizes nothing and
  * succeeds. */
+bool rt_initialized(void) { return atomic_load(&g_initialized); }
+
 aclError aclFinalize(void) {
     if (aclemu_fault(__func__))
         return ACL_ERROR_INTERNAL_ERROR;
+    aclError refused = rt_refuse_in_host_function(__func__);
+    if (refused != ACL_SUCCESS)
+        return refused;
     pthread_rwlock_wrlock(&g_life);
     if (g_finalized) {
         pthread_rwlock_unlock(&g_life);
@@ -458,7 +475,10 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
 aclError aclrtSynchronizeDevice(void) {
     char fault_msg[256];
     bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_refuse_in_host_function(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = rt_enter(__func__);
     if (rc == ACL_SUCCESS) {
         int dev;
         rc = rt_need_device(__func__, &dev);

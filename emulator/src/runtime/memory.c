@@ -220,7 +220,10 @@ static size_t malloc_append(aclrtMemMallocPolicy policy) {
 }
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
+    aclError rc = rt_refuse_in_host_function(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -314,7 +317,10 @@ static aclError explain_not_base(const char *fn, const char *what, const void *p
  * thread has no context (hicann/runtime src/runtime/api/impl/api_impl.cc, DevFreeStatic and
  * HostFree). */
 static aclError free_allocation(const char *fn, const char *what, void *p, bool device) {
-    aclError rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
+    aclError rc = rt_refuse_in_host_function(fn);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     if (p == NULL) {
@@ -356,7 +362,10 @@ aclError aclrtFree(void *devPtr) { return free_allocation(__func__, "devPtr", de
 /* ---- public: host memory --------------------------------------------------------------- */
 
 aclError aclrtMallocHost(void **hostPtr, size_t size) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
+    aclError rc = rt_refuse_in_host_function(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;

@@ -33,6 +33,7 @@
 
 /* ---- process life (device.c) ---- */
 RT_HIDDEN aclError rt_enter(const char *fn);       /* read lock + initialized, else 100001 */
+RT_HIDDEN bool rt_initialized(void);
 RT_HIDDEN void rt_leave(void);
 /* A public call's first step: fault_rc when ACL_EMU_FAIL injects a failure into fn (nothing
  * taken), else rt_enter(fn). */
@@ -70,6 +71,17 @@ RT_HIDDEN aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_
 /* Drains and destroys every stream and event of dev, default stream included (write lock). */
 RT_HIDDEN void rt_streams_teardown(int dev);
 RT_HIDDEN void rt_streams_sync_device(int dev);
+RT_HIDDEN int rt_stream_device(const rt_stream *s);
+
+/* ---- host functions and callbacks (callback.c) ---- */
+/* True while the calling thread runs a host function (aclrtLaunchHostFunc) or a callback
+ * (aclrtProcessReport). */
+RT_HIDDEN bool rt_in_host_function(void);
+/* ACL_SUCCESS, or 107000 naming fn when called from inside a host function: the calls the
+ * vendor forbids there (allocate, free, synchronize, launch) begin with it. */
+RT_HIDDEN aclError rt_refuse_in_host_function(const char *fn);
+RT_HIDDEN void rt_callback_stream_gone(const void *stream); /* drained, being destroyed */
+RT_HIDDEN void rt_callback_device_gone(int dev);  /* after its streams (write lock) */
 
 /* ---- aclInit's configuration file (config.c) ---- */
 /* ACL_SUCCESS, or 100003 / 100006 with the message set, as CANN checks the file. */

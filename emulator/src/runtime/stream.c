@@ -170,6 +170,7 @@ static void stream_shutdown(rt_stream *s) {
     s->dead = true;
     pthread_mutex_unlock(&s->mu);
     stream_sync(s);
+    rt_callback_stream_gone(s);
     pthread_mutex_lock(&s->mu);
     s->stop = true;
     pthread_cond_signal(&s->work_cv);
@@ -184,6 +185,9 @@ static void stream_shutdown(rt_stream *s) {
 
 aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release, void *arg,
                         const char *fn) {
+    aclError refused = rt_refuse_in_host_function(fn); /* no launch from a host function */
+    if (refused != ACL_SUCCESS)
+        return refused;
     pthread_mutex_lock(&s->mu);
     if (s->dead) {
         pthread_mutex_unlock(&s->mu);
@@ -258,7 +262,10 @@ aclError rt_stream_valid(aclrtStream stream, const char *fn) {
 /* ---- public: streams ------------------------------------------------------------------- */
 
 aclError aclrtCreateStream(aclrtStream *stream) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
+    aclError rc = rt_refuse_in_host_function(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -324,7 +331,10 @@ static void unlink_stream(rt_stream *s) { /* g_dev_mu held */
  * be waited for), so here both drain: a run where the tasks finished first, which a device
  * may also give. */
 static aclError destroy_stream(aclrtStream stream, const char *fn) {
-    aclError rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
+    aclError rc = rt_refuse_in_host_function(fn);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -384,7 +394,10 @@ static aclError stream_of_any_device(aclrtStream stream, int dev, const char *fn
 aclError aclrtSynchronizeStream(aclrtStream stream) {
     char fault_msg[256];
     bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_refuse_in_host_function(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = rt_enter(__func__);
     if (rc == ACL_SUCCESS) {
         int dev;
         rt_stream *s = NULL;
@@ -491,7 +504,10 @@ void rt_streams_teardown(int dev) { /* life write lock held: no other call runs 
             rt_obj_put(&events->hdr);
         events = next;
     }
+    rt_callback_device_gone(dev);
 }
+
+int rt_stream_device(const rt_stream *s) { return s->device; }
 
 /* ---- public: events ------------------------------------------------------------------- */
 
@@ -504,7 +520,10 @@ static void event_free(rt_obj *o) {
 }
 
 aclError aclrtCreateEvent(aclrtEvent *event) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
+    aclError rc = rt_refuse_in_host_function(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
@@ -549,7 +568,10 @@ static aclError get_event(const char *fn, const char *arg, aclrtEvent event, rt_
 }
 
 aclError aclrtDestroyEvent(aclrtEvent event) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    aclError rc = rt_refuse_in_host_function(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     rt_event *e = NULL;
@@ -780,7 +802,10 @@ out:
 aclError aclrtSynchronizeEvent(aclrtEvent event) {
     char fault_msg[256];
     bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
-    aclError rc = rt_enter(__func__);
+    aclError rc = rt_refuse_in_host_function(__func__);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = rt_enter(__func__);
     if (rc == ACL_SUCCESS) {
         /* No current device needed (api_impl.cc EventSynchronize uses the event's own
          * context) */
