@@ -149,6 +149,8 @@ blocked stream complete: no
 unsubscribe with a callback pending: 107011
 after processing: callbacks run 1
 process after the stream's destroy: 107012
+failure mode stop -> continue: 207000
+failure mode, not a stream: 107017
 pending at finalize ran: 1
 done
 """

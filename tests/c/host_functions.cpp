@@ -183,6 +183,17 @@ int main() {
     CHECK(aclrtDestroyStream(cb));
     std::printf("process after the stream's destroy: %d\n", Code(aclrtProcessReport(10)));
 
+    // aclrtSetStreamFailureMode (the vendor's callback examples set it): the same mode again
+    // succeeds, stop back to continue does not.
+    CHECK(aclrtSetStreamFailureMode(other, ACL_STOP_ON_FAILURE));
+    CHECK(aclrtSetStreamFailureMode(other, ACL_STOP_ON_FAILURE));
+    CHECK(aclrtSetStreamFailureMode(nullptr, ACL_CONTINUE_ON_FAILURE));
+    std::printf("failure mode stop -> continue: %d\n",
+                Code(aclrtSetStreamFailureMode(other, ACL_CONTINUE_ON_FAILURE)));
+    std::printf("failure mode, not a stream: %d\n",
+                Code(aclrtSetStreamFailureMode(reinterpret_cast<aclrtStream>(&count),
+                                               ACL_STOP_ON_FAILURE)));
+
     // A host function pending at aclFinalize runs before the runtime goes.
     Probe last;
     last.sleep_ms = 30;

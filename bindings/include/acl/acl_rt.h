@@ -20,6 +20,10 @@
 extern "C" {
 #endif
 
+/* aclrtSetStreamFailureMode's modes (outside the cdef: cffi reads no U suffix). */
+#define ACL_CONTINUE_ON_FAILURE 0x00000000U
+#define ACL_STOP_ON_FAILURE 0x00000001U
+
 /* acl-py:cdef-begin */
 typedef enum aclrtMemcpyKind {
     ACL_MEMCPY_HOST_TO_HOST = 0,
@@ -117,6 +121,9 @@ ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyStreamForce(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status);
+/* ACL_CONTINUE_ON_FAILURE (default) or ACL_STOP_ON_FAILURE: whether a stream goes on after a
+ * failed task. */
+ACL_FUNC_VISIBILITY aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode);
 
 /* A host function run in stream order by a thread the runtime creates; it blocks the stream's
  * later work until it returns. */

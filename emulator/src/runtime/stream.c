@@ -38,6 +38,7 @@ struct rt_stream {
     bool stop, dead;         /* mu */
     bool has_thread;
     pthread_t thread;
+    uint64_t fail_mode;      /* aclrtSetStreamFailureMode's, bit 0 (mu) */
     rt_stream *prev, *next;  /* the device's stream list (g_dev_mu) */
 };
 
@@ -368,6 +369,58 @@ aclError aclrtDestroyStream(aclrtStream stream) { return destroy_stream(stream, 
 
 aclError aclrtDestroyStreamForce(aclrtStream stream) {
     return destroy_stream(stream, __func__);
+}
+
+/* CANN (hicann/runtime src/runtime/api/api_c_stream.cc rtStreamSetMode, api_error.cc and
+ * api_impl.cc StreamSetMode): the handle (107017), the current context (107002), bit 0 of
+ * mode; the mode already set: success; stop back to continue: RT_ERROR_FEATURE_NOT_SUPPORT,
+ * 207000; then the stream's context (107003). The emulator's tasks do not fail, so the mode
+ * changes nothing they do. */
+aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s = NULL;
+    if ((rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
+        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (stream == NULL) {
+        if ((rc = rt_stream_get(NULL, dev, __func__, &s)) != ACL_SUCCESS)
+            goto out;
+    } else if (!rt_handle_acquire(stream, ACLEMU_KIND_STREAM)) {
+        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+                    "stream %p is not a live stream (never created or already destroyed)", stream);
+        goto out;
+    } else {
+        s = stream;
+    }
+    uint64_t want = mode & 1u;
+    pthread_mutex_lock(&s->mu);
+    uint64_t have = s->fail_mode;
+    pthread_mutex_unlock(&s->mu);
+    if (have == want)
+        goto out;
+    if (have == ACL_STOP_ON_FAILURE) {
+        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
+                    "stream %p is in ACL_STOP_ON_FAILURE mode: it cannot go back to "
+                    "ACL_CONTINUE_ON_FAILURE", stream);
+        goto out;
+    }
+    if (s->device != dev) {
+        rc = RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, __func__,
+                    "stream %p belongs to device %d but the calling thread's device is %d",
+                    stream, s->device, dev);
+        goto out;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->fail_mode = want;
+    pthread_mutex_unlock(&s->mu);
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
+    return rc;
 }
 
 /* The stream a synchronize or query names, with a reference, whatever its device: NULL is
