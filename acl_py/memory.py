@@ -500,7 +500,8 @@ class DeviceBuffer(_Buffer):
     def copy_from_host_async(self, src: Any, stream: Stream | None = None,
                              offset: int = 0) -> None:
         """Queues a copy of ``src`` into this buffer on ``stream`` (default: the device's
-        default stream). The device copies asynchronously only from pinned memory: a
+        default stream). Only a copy from pinned memory is queued: from pageable memory
+        ``aclrtMemcpyAsync`` waits for the stream and returns once it has copied. So a
         HostBuffer is used as is (zero-copy; it is not freed before the stream has
         synchronized), any other buffer is first copied into a pinned staging buffer
         (released in stream order), so ``src`` may be reused as soon as this returns."""
@@ -540,7 +541,8 @@ class DeviceBuffer(_Buffer):
         has been synchronized through acl-py (``Stream.synchronize``, ``Event.synchronize``,
         ``Device.synchronize``, ``Stream.close``). A HostBuffer ``out`` is written by the
         device directly; any other buffer through a pinned staging buffer that is copied
-        into ``out`` (kept alive until then) when that synchronize runs."""
+        into ``out`` (kept alive until then) when that synchronize runs: into pageable
+        memory ``aclrtMemcpyAsync`` would wait for the stream instead of queuing."""
         st = self._live()
         sst = _stream.state_for(stream, st.device)
         p, n, keep, hst = _host_dest(out, "out")

@@ -1,8 +1,8 @@
 """C++ programs written for CANN (public headers only) build against the emulator's prefix
 with the documented command line and run: tests/c/runtime_smoke.cpp (allocations, copies
-there and back, asynchronous copies on two streams with events, error codes) and
-tests/c/forced_teardown.cpp (the forced teardown CANN programs end with: threads that set the
-device, aclrtDestroyStreamForce with work queued, one aclrtResetDeviceForce)."""
+there and back, asynchronous copies on two streams with events and of pageable memory, error
+codes) and tests/c/forced_teardown.cpp (the forced teardown CANN programs end with: threads
+that set the device, aclrtDestroyStreamForce with work queued, one aclrtResetDeviceForce)."""
 from __future__ import annotations
 
 import os
@@ -22,9 +22,9 @@ device bytes in use: 32768
 sync round trip: ok
 stream 0: ok, elapsed non-negative
 stream 1: ok, elapsed non-negative
+pageable async round trip: ok
 count > destMax: 107000 (aclrtMemcpy: count (32) exceeds destMax (16))
-device pointer as host source: 107000
-pageable async source: 107000
+pageable source, kind device to host: 107000
 free interior pointer: 107000
 double free: 107000
 device bytes in use at the end: 0

@@ -746,14 +746,13 @@ def test_memcpy_rules_copy_nothing(dev):
         ((p, n, hp, n, ffi.cast("aclrtMemcpyKind", -1)), 100000, ["kind -1"]),
         ((p, n - 1, hp, n, H2D), 107000, ["count (256) exceeds destMax (255)"]),
         ((p, 0, hp, n, H2D), 107000, ["exceeds destMax (0)"]),
-        ((hp2, n, hp, n, 5), 107000, ["dst", "not device memory"]),
+        # a side the kind calls device memory that is host memory not from aclrtMallocHost
+        ((hp2, n, hp, n, 5), 107000, ["dst", "not device memory", "HOST_TO_BUF_TO_DEVICE"]),
         ((hp2, n, hp, n, H2D), 107000, ["dst", "not device memory", "ACL_MEMCPY_HOST_TO_DEVICE"]),
-        ((p, n, q, n, H2D), 107000, ["src", "is device memory", "host memory"]),
         ((hp2, n, hp, n, D2H), 107000, ["src", "not device memory"]),
-        ((p, n, q, n, D2H), 107000, ["dst", "is device memory"]),
+        ((hp2, n, p, n, D2D), 107000, ["dst", "not device memory"]),
         ((p, n, hp, n, D2D), 107000, ["src", "not device memory"]),
-        ((hp, n, p, n, D2D), 107000, ["dst", "not device memory"]),
-        ((p, n, hp, n, H2H), 107000, ["dst", "is device memory"]),
+        ((hp, n, p, n, H2D), 107000, ["dst", "not device memory"]),
         ((p, 2 * n, hp, n + 1, H2D), 107000, ["runs past the end", "256 bytes"]),
         ((dptr + 200, n, hp, 57, H2D), 107000, ["runs past the end"]),
         ((hp, 2 * n, dptr + 1, n, D2H), 107000, ["src range"]),
@@ -771,15 +770,57 @@ def test_memcpy_rules_copy_nothing(dev):
     # a freed device address is never taken for host memory
     expect(lib.aclrtMemcpy(ffi.from_buffer(check), n, p, n, D2H), 107000, "aclrtMemcpy",
            "not allocated")
-    expect(lib.aclrtMemcpy(p, n, hp, n, D2H), 107000, "aclrtMemcpy", "dst", "device memory")
-    expect(lib.aclrtMemcpy(p, n, hp, n, H2H), 107000, "aclrtMemcpy", "dst")
+    for kind in (H2D, H2H, DEFAULT):  # whatever the kind says
+        expect(lib.aclrtMemcpy(p, n, hp, n, kind), 107000, "aclrtMemcpy", "dst",
+               "device memory that is not allocated")
+
+
+def test_memcpy_direction_comes_from_the_addresses(dev):
+    """aclrtMemcpy's kind is a reserved parameter: the direction is judged by the addresses
+    (hicann/runtime docs/zh/api_ref/11-03_memory_copy_and_set.md aclrtMemcpy; the runtime's
+    synchronous copy hands the driver the addresses without the kind,
+    src/runtime/driver/npu_driver_mem.cc MemCopySync). Between device memory and
+    aclrtMallocHost memory every kind 0..5 copies each way; pageable host memory is taken as
+    host memory by every kind that does not call it device memory (one that does: refused,
+    test_memcpy_rules_copy_nothing)."""
+    n = 128
+    p, q = malloc(n), malloc(n)
+    h, h2 = malloc_host(n), malloc_host(n)
+    for kind in (H2H, H2D, D2H, D2D, DEFAULT, 5):
+        want = (np.arange(n) * (kind + 3) % 251).astype(np.uint8)
+        host_view(h, n)[:] = want
+        host_view(h2, n)[:] = 0
+        ok(lib.aclrtMemcpy(p, n, h, n, kind), f"H2D as kind {kind}")
+        ok(lib.aclrtMemcpy(q, n, p, n, kind), f"D2D as kind {kind}")
+        ok(lib.aclrtMemcpy(h2, n, q, n, kind), f"D2H as kind {kind}")
+        assert (host_view(h2, n) == want).all(), kind
+        host_view(h, n)[:] = 0
+        ok(lib.aclrtMemcpy(h, n, h2, n, kind), f"H2H as kind {kind}")
+        assert (host_view(h, n) == want).all(), kind
+    page, back = np.arange(n, dtype=np.uint8), np.zeros(n, np.uint8)
+    for kind in (H2H, H2D, DEFAULT, 5):  # a pageable source the kind does not call device
+        ok(lib.aclrtMemset(p, n, 0, n))
+        ok(lib.aclrtMemcpy(p, n, ffi.from_buffer(page), n, kind), f"H2D as kind {kind}")
+        ok(lib.aclrtMemcpy(h2, n, p, n, D2H))
+        assert (host_view(h2, n) == page).all(), kind
+    for kind in (H2H, D2H, DEFAULT):  # a pageable destination likewise
+        back[:] = 0
+        ok(lib.aclrtMemcpy(ffi.from_buffer(back), n, p, n, kind), f"D2H as kind {kind}")
+        assert (back == page).all(), kind
+        back[:] = 0
+        ok(lib.aclrtMemcpy(ffi.from_buffer(back), n, h2, n, kind), f"H2H as kind {kind}")
+        assert (back == page).all(), kind
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtFree(q))
+    ok(lib.aclrtFreeHost(h))
+    ok(lib.aclrtFreeHost(h2))
 
 
 def test_memcpy_onto_itself_is_done_before_any_other_check(dev):
     """A synchronous copy whose dst is its src: after the NULL, kind and count checks the
     runtime returns success without a device or a look at the pointers (hicann/runtime
-    src/runtime/api/impl/api_error.cc MemCopySync). The asynchronous copy has no such
-    shortcut."""
+    src/runtime/api/impl/api_error.cc MemCopySync). The asynchronous copy's shortcut comes
+    after the pointers' places and its kind (api_error.cc MemcpyAsync)."""
     n = 64
     host = np.arange(n, dtype=np.uint8)
     hp = ffi.from_buffer(host)
@@ -792,8 +833,12 @@ def test_memcpy_onto_itself_is_done_before_any_other_check(dev):
     assert (host == np.arange(n, dtype=np.uint8)).all()
     expect(lib.aclrtMemcpy(hp, n - 1, hp, n, H2H), 107000, "aclrtMemcpy", "exceeds destMax")
     expect(lib.aclrtMemcpy(hp, n, hp, n, 6), 100000, "aclrtMemcpy", "kind 6")
-    expect(lib.aclrtMemcpyAsync(p, n, p, n, H2D, s), 107000, "aclrtMemcpyAsync",
-           "src", "is device memory")
+    ok(lib.aclrtMemcpyAsync(p, n, p, n, H2D, s))  # device memory both sides: D2D, done
+    ok(lib.aclrtMemcpyAsync(hp, n, hp, n, H2D, s))  # pageable both sides: H2D allowed, done
+    expect(lib.aclrtMemcpyAsync(hp, n, hp, n, DEFAULT, s), 207000, "aclrtMemcpyAsync",
+           "host-to-host")  # the pair's default kind is host-to-host, refused first
+    expect(lib.aclrtMemcpyAsync(p, n, p, n, H2D, ffi.cast("void *", 0xdead0)), 107017,
+           "aclrtMemcpyAsync", "stream")
     ok(lib.aclrtFree(p))
     ok(lib.aclrtDestroyStream(s))
 
@@ -853,19 +898,16 @@ def test_memset_rules(dev):
     ok(lib.aclrtFree(p))
 
 
-def test_async_copies_need_pinned_host_memory(dev):
+def test_async_copy_rules(dev):
     s = new_stream()
     n = 4096
     p = malloc(n)
-    pageable = np.arange(n, dtype=np.uint8)
-    expect(lib.aclrtMemcpyAsync(p, n, ffi.from_buffer(pageable), n, H2D, s), 107000,
-           "aclrtMemcpyAsync", "aclrtMallocHost")
-    expect(lib.aclrtMemcpyAsync(ffi.from_buffer(pageable), n, p, n, D2H, s), 107000,
-           "aclrtMemcpyAsync", "aclrtMallocHost")
     h1, h2 = malloc_host(n), malloc_host(n)
-    expect(lib.aclrtMemcpyAsync(h2, n, h1, n, H2H, s), 207000, "aclrtMemcpyAsync",
-           "HOST_TO_HOST")
-    expect(lib.aclrtMemcpyAsync(h2, n, h1, n, DEFAULT, s), 207000, "aclrtMemcpyAsync")
+    # host to host: 207000 (hicann/runtime src/runtime/api/impl/api_error.cc MemcpyAsync), the
+    # places deciding the direction whatever the kind
+    for kind in (H2H, H2D, D2H, D2D, DEFAULT):
+        expect(lib.aclrtMemcpyAsync(h2, n, h1, n, kind, s), 207000, "aclrtMemcpyAsync",
+               "host-to-host", "aclrtMemcpy")
     expect(lib.aclrtMemcpyAsync(p, n, h1, n + 1, H2D, s), 107000, "aclrtMemcpyAsync",
            "destMax")
     expect(lib.aclrtMemcpyAsync(p, n, h1, n, 6, s), 100000, "aclrtMemcpyAsync", "kind 6")
@@ -887,6 +929,154 @@ def test_async_copies_need_pinned_host_memory(dev):
         ok(lib.aclrtFree(x))
     for x in (h1, h2):
         ok(lib.aclrtFreeHost(x))
+    ok(lib.aclrtDestroyStream(s))
+
+
+def test_async_copy_kind_is_settled_by_where_the_pointers_lie(dev):
+    """CANN's MemcpyKindAutoCorrect (hicann/runtime src/runtime/api/impl/api_error.cc): between
+    device memory and aclrtMallocHost memory the places decide, whatever the kind; with
+    pageable memory on a side the kind must be one the runtime allows for the pair (107000
+    otherwise) and ACL_MEMCPY_DEFAULT takes the pair's default."""
+    s = new_stream()
+    n = 256
+    p, q = malloc(n), malloc(n)
+    h, h2 = malloc_host(n), malloc_host(n)
+    want = (np.arange(n) % 199).astype(np.uint8)
+    host_view(h, n)[:] = want
+    for kind in (H2H, H2D, D2H, D2D, DEFAULT):
+        ok(lib.aclrtMemsetAsync(q, n, 0, n, s))
+        host_view(h2, n)[:] = 0
+        ok(lib.aclrtMemcpyAsync(p, n, h, n, kind, s), f"H2D as kind {kind}")
+        ok(lib.aclrtMemcpyAsync(q, n, p, n, kind, s), f"D2D as kind {kind}")
+        ok(lib.aclrtMemcpyAsync(h2, n, q, n, kind, s), f"D2H as kind {kind}")
+        ok(lib.aclrtSynchronizeStream(s))
+        assert (host_view(h2, n) == want).all(), kind
+    page = np.zeros(n, np.uint8)
+    pp = ffi.from_buffer(page)
+    refused = [  # (dst, src, kind): kinds the runtime's map does not allow for the pair
+        (p, pp, D2H), (p, pp, H2H), (pp, p, H2D), (pp, p, H2H), (pp, h, D2H), (h, pp, H2D),
+    ]
+    for dst, src, kind in refused:
+        expect(lib.aclrtMemcpyAsync(dst, n, src, n, kind, s), 107000, "aclrtMemcpyAsync",
+               "does not copy", "pageable host memory")
+    # allowed by the map, but a device-to-device task on pageable memory: refused
+    for dst, src in ((p, pp), (pp, p)):
+        expect(lib.aclrtMemcpyAsync(dst, n, src, n, D2D, s), 107000, "aclrtMemcpyAsync",
+               "ACL_MEMCPY_DEVICE_TO_DEVICE", "pageable")
+    # pinned to pageable: the default is host-to-host (207000); H2D is allowed, a host copy
+    expect(lib.aclrtMemcpyAsync(pp, n, h, n, DEFAULT, s), 207000, "aclrtMemcpyAsync",
+           "host-to-host")
+    ok(lib.aclrtMemcpyAsync(pp, n, h, n, H2D, s))
+    assert (page == want).all()  # done when the call returned
+    page2 = np.zeros(n, np.uint8)
+    ok(lib.aclrtMemcpyAsync(ffi.from_buffer(page2), n, pp, n, D2H, s))  # pageable both sides
+    assert (page2 == want).all()
+    assert (page == want).all() and (host_view(h, n) == want).all()  # nothing else written
+    ok(lib.aclrtSynchronizeStream(s))
+    for x in (p, q):
+        ok(lib.aclrtFree(x))
+    for x in (h, h2):
+        ok(lib.aclrtFreeHost(x))
+    ok(lib.aclrtDestroyStream(s))
+
+
+def test_async_copy_of_pageable_memory_is_ordered_and_done_on_return(dev):
+    """With pageable host memory (NumPy here) aclrtMemcpyAsync waits for the work queued before
+    it on the stream, copies, and returns once the copy is done (hicann/runtime
+    docs/zh/api_ref/11-03_memory_copy_and_set.md aclrtMemcpyAsync, docs/zh/dev_guide/
+    02-01_data_copy.md; src/runtime/api/impl/api_error.cc MemcpyAsync: StreamSynchronize,
+    then MemCopySync): no synchronize is needed, and the buffer may be reused at once."""
+    s = new_stream()
+    big = 32 << 20
+    p = malloc(big)
+    out = np.zeros(big, np.uint8)
+    # D2H: slow queued work writes the source, read with no synchronize
+    _slow_then_mark(p, big, s, 0x5C)
+    ok(lib.aclrtMemcpyAsync(ffi.from_buffer(out), big, p, big, D2H, s))
+    assert (out[::4096] == 0x5C).all() and out[-1] == 0x5C
+    # an earlier asynchronous copy (pinned, queued behind slow work) writes the source
+    h = malloc_host(big)
+    host_view(h, big)[:] = 0x33
+    _slow_then_mark(p, big, s, 0x11)
+    ok(lib.aclrtMemcpyAsync(p, big, h, big, H2D, s))
+    ok(lib.aclrtMemcpyAsync(ffi.from_buffer(out), big, p, big, DEFAULT, s))
+    assert (out[::4096] == 0x33).all() and out[-1] == 0x33
+    # H2D: after the slow work queued before it (which writes the destination), and done on
+    # return, so the source is overwritten at once
+    src = np.full(big, 0x77, np.uint8)
+    _slow_then_mark(p, big, s, 0x22)
+    ok(lib.aclrtMemcpyAsync(p, big, ffi.from_buffer(src), big, H2D, s))
+    src[:] = 0
+    ok(lib.aclrtMemcpyAsync(h, big, p, big, D2H, s))
+    ok(lib.aclrtSynchronizeStream(s))
+    assert (host_view(h, big)[::4096] == 0x77).all() and host_view(h, big)[-1] == 0x77
+    # the default stream likewise
+    _slow_then_mark(p, big, ffi.NULL, 0x66)
+    ok(lib.aclrtMemcpyAsync(ffi.from_buffer(out), big, p, big, D2H, ffi.NULL))
+    assert (out[::4096] == 0x66).all()
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtFreeHost(h))
+    ok(lib.aclrtDestroyStream(s))
+
+
+def test_pageable_async_copy_waits_for_a_stream_of_another_device():
+    """The runtime's pageable path synchronizes the stream (switching to its context, as
+    aclrtSynchronizeStream does) and copies as aclrtMemcpy does, before it compares the
+    stream's context with the current one (hicann/runtime src/runtime/api/impl/api_error.cc
+    MemcpyAsync, api_impl.cc StreamSynchronize and MemcpyAsync): a stream of another device
+    is waited for; a copy that is queued still needs the current device's stream (107003)."""
+    r = run_raw("""
+        import numpy as np
+        lib.aclInit(NULL); lib.aclrtSetDevice(1)
+        s = ffi.new("aclrtStream *"); lib.aclrtCreateStream(s)
+        p = ffi.new("void **"); n = 16 << 20; lib.aclrtMalloc(p, n, 0)
+        for k in range(12): lib.aclrtMemsetAsync(p[0], n, 7 if k == 11 else 0, n, s[0])
+        lib.aclrtSetDevice(0)
+        out_buf = np.zeros(n, np.uint8)
+        out["pageable"] = lib.aclrtMemcpyAsync(ffi.from_buffer(out_buf), n, p[0], n, 2, s[0])
+        out["bytes"] = int(out_buf[::4096].min()), int(out_buf.max())
+        h = ffi.new("void **"); lib.aclrtMallocHost(h, n)
+        out["pinned"] = lib.aclrtMemcpyAsync(h[0], n, p[0], n, 2, s[0]), errmsg()
+        lib.aclrtFreeHost(h[0])
+        lib.aclrtSetDevice(1); lib.aclrtFree(p[0]); lib.aclrtDestroyStream(s[0])
+        lib.aclrtResetDevice(1); lib.aclrtResetDevice(0); lib.aclrtResetDevice(0)
+        lib.aclFinalize()
+    """, env={"ACL_EMU_DEVICE_COUNT": "2"})
+    assert r["pageable"] == 0
+    assert r["bytes"] == [7, 7]
+    assert r["pinned"][0] == 107003 and "aclrtMemcpyAsync" in r["pinned"][1]
+
+
+def test_host_to_buf_to_device_stages_the_source(dev):
+    """ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE: the runtime copies the source into a buffer of its own
+    when the call is made, and the caller may reuse it at once (hicann/runtime
+    docs/zh/api_ref/25-02_Enumerations.md aclrtMemcpyKind; src/runtime/core/src/task/
+    task_info/memory/memory_memcpy_async_task.cc AllocCpyTmpMem); the source is host memory,
+    pinned or pageable, the destination device memory (api_error.cc
+    MemcpyAsyncCheckExLocation)."""
+    s = new_stream()
+    n = 16 << 20
+    p, q = malloc(n), malloc(n)
+    h = malloc_host(n)
+    host_view(h, n)[:] = 0x41
+    _slow_then_mark(p, n, s, 0)
+    ok(lib.aclrtMemcpyAsync(p, n, h, n, 5, s))
+    host_view(h, n)[:] = 0x42  # the queued copy reads the staged bytes
+    page = np.full(n, 0x43, np.uint8)
+    ok(lib.aclrtMemcpyAsync(q, n, ffi.from_buffer(page), n, 5, s))
+    page[:] = 0
+    ok(lib.aclrtSynchronizeStream(s))
+    out = np.zeros(n, np.uint8)
+    ok(lib.aclrtMemcpy(ffi.from_buffer(out), n, p, n, D2H))
+    assert (out[::4096] == 0x41).all() and out[-1] == 0x41
+    ok(lib.aclrtMemcpy(ffi.from_buffer(out), n, q, n, D2H))
+    assert (out[::4096] == 0x43).all() and out[-1] == 0x43
+    for dst, src in ((h, p), (p, q), (ffi.from_buffer(page), h)):
+        expect(lib.aclrtMemcpyAsync(dst, n, src, n, 5, s), 107000, "aclrtMemcpyAsync",
+               "ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE")
+    for x in (p, q):
+        ok(lib.aclrtFree(x))
+    ok(lib.aclrtFreeHost(h))
     ok(lib.aclrtDestroyStream(s))
 
 

@@ -158,8 +158,9 @@ def test_event_synchronize_releases_work_before_its_record(emulator):
 
 
 def test_async_copy_from_pageable_memory_is_staged():
-    """The device copies asynchronously only from pinned memory: a NumPy source is staged, so
-    it may be changed as soon as the call returns."""
+    """Only a copy from pinned memory is queued (from pageable memory aclrtMemcpyAsync waits
+    for the stream): a NumPy source is staged through pinned memory, so it may be changed as
+    soon as the call returns."""
     s = acl_py.Stream()
     b = acl_py.DeviceBuffer(1 << 16)
     x = np.arange(1 << 14, dtype=np.float32)

@@ -155,8 +155,9 @@ def _staged(value: Any, call: Call, copy_back: bool, pname: str) -> DeviceTensor
                            f"{type(value).__name__}")
     if copy_back and not value.flags.writeable:
         raise AclArgumentError(pname, "the array receives the result but is read-only")
-    # A synchronous copy: an asynchronous one needs pinned memory, and staging through it
-    # would copy every input once more on the host.
+    # A synchronous copy: from pageable memory aclrtMemcpyAsync waits for the stream too,
+    # and staging through pinned memory to queue it would copy every input once more on the
+    # host.
     t = DeviceTensor.from_numpy(value, device=call.device)
     call.staged.append(t)
     if copy_back:

@@ -609,8 +609,9 @@ class Declared(Operator):
                 if arg.kind is TENSOR:
                     v = a[arg.py]
                     if v is not None:
-                        # Synchronous copies: asynchronous ones need pinned memory, and a
-                        # staging copy through it would add a host copy of every input.
+                        # Synchronous copies: from pageable memory aclrtMemcpyAsync waits
+                        # for the stream too, and staging through pinned memory to queue
+                        # it would add a host copy of every input.
                         v = DeviceTensor.from_numpy(v, device=dev)
                         made.append(v)
                 staged.append(v)

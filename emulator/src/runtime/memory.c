@@ -423,23 +423,73 @@ static void unpin(rt_alloc *a) {
         atomic_fetch_sub(&a->pins, 1);
 }
 
-/* Checks one side of a copy (g_mem read-locked). want_device: the kind puts it in device
- * memory. Sets *blk to the block it lies in (device or aclrtMallocHost), if any. */
+/* Where a copy's pointer lies: the runtime's location types (hicann/runtime
+ * src/runtime/driver/npu_driver_mem.cc PtrGetRealLocation): device memory, host memory it
+ * knows (aclrtMallocHost), and host memory it does not know, "unregistered": pageable memory
+ * from malloc, the stack, NumPy. */
+typedef enum { LOC_DEVICE, LOC_PINNED, LOC_PAGEABLE } mem_loc;
+
+static const char *loc_name(mem_loc l) {
+    return l == LOC_DEVICE   ? "device memory"
+           : l == LOC_PINNED ? "host memory from aclrtMallocHost"
+                             : "pageable host memory (not from aclrtMallocHost)";
+}
+
+/* Where p lies (g_mem read-locked). Any address in a device's arena is device memory, freed
+ * or not, so a freed device address is never taken for host memory. */
+static mem_loc locate(uintptr_t p) {
+    if (find(&g_devv, p, false) != NULL || arena_of(p) >= 0)
+        return LOC_DEVICE;
+    return find(&g_hostv, p, false) != NULL ? LOC_PINNED : LOC_PAGEABLE;
+}
+
+/* The direction of a copy from src's place to dst's. */
+static int direction(mem_loc src, mem_loc dst) {
+    bool s = src == LOC_DEVICE, d = dst == LOC_DEVICE;
+    return d ? (s ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_HOST_TO_DEVICE)
+             : (s ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_HOST);
+}
+
+/* An asynchronous copy's kind as the runtime settles it from where its pointers lie, or -1
+ * if it refuses the pair (hicann/runtime src/runtime/api/impl/api_error.cc
+ * MemcpyKindAutoCorrect and its MemcpyKindReviseMap): between places it knows (device
+ * memory, aclrtMallocHost) the places decide, whatever the kind; with pageable memory on a
+ * side the kind must be one of those the map allows for the pair, and ACL_MEMCPY_DEFAULT
+ * takes the pair's default. */
+static int async_kind(mem_loc src, mem_loc dst, int kind) {
+    if (src != LOC_PAGEABLE && dst != LOC_PAGEABLE)
+        return direction(src, dst);
+    const unsigned h2h = 1u << ACL_MEMCPY_HOST_TO_HOST, h2d = 1u << ACL_MEMCPY_HOST_TO_DEVICE,
+                   d2h = 1u << ACL_MEMCPY_DEVICE_TO_HOST, d2d = 1u << ACL_MEMCPY_DEVICE_TO_DEVICE;
+    unsigned allowed;
+    int dflt;
+    if (dst == LOC_DEVICE) {
+        allowed = h2d | d2d, dflt = ACL_MEMCPY_HOST_TO_DEVICE;
+    } else if (src == LOC_DEVICE) {
+        allowed = d2h | d2d, dflt = ACL_MEMCPY_DEVICE_TO_HOST;
+    } else if (src == LOC_PINNED) {
+        allowed = h2h | h2d, dflt = ACL_MEMCPY_HOST_TO_HOST;
+    } else if (dst == LOC_PINNED) {
+        allowed = h2h | d2h, dflt = ACL_MEMCPY_HOST_TO_HOST;
+    } else {
+        allowed = h2h | h2d | d2h | d2d, dflt = ACL_MEMCPY_HOST_TO_HOST;
+    }
+    if (kind == ACL_MEMCPY_DEFAULT)
+        return dflt;
+    return (allowed >> kind) & 1u ? kind : -1;
+}
+
+/* Checks one side of a copy or memset (g_mem read-locked). device: it lies in device memory.
+ * Sets *blk to the block it lies in (device or aclrtMallocHost), if any. */
 static aclError check_side(const char *fn, const char *arg, uintptr_t p, size_t count,
-                           bool want_device, int kind, bool async, rt_alloc **blk) {
-    rt_alloc *d = find(&g_devv, p, false);
-    int in_arena = d ? d->device : arena_of(p);
+                           bool device, rt_alloc **blk) {
     *blk = NULL;
-    if (want_device) {
-        if (in_arena < 0 && kind < 0)
+    if (device) {
+        rt_alloc *d = find(&g_devv, p, false);
+        if (d == NULL && arena_of(p) < 0)
             return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
                           "%s %p is not device memory (no live aclrtMalloc block holds it)", arg,
                           (void *)p);
-        if (in_arena < 0)
-            return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
-                          "%s %p is not device memory (no live aclrtMalloc block holds it) but "
-                          "kind %s needs a device %s",
-                          arg, (void *)p, kind_name(kind), arg);
         if (d == NULL)
             return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
                           "%s %p is device memory that is not allocated (freed or never "
@@ -451,10 +501,6 @@ static aclError check_side(const char *fn, const char *arg, uintptr_t p, size_t 
         *blk = d;
         return ACL_SUCCESS;
     }
-    if (in_arena >= 0)
-        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
-                      "%s %p is device memory but kind %s needs host memory there", arg,
-                      (void *)p, kind_name(kind));
     if (p < MIN_HOST_ADDR || count > UINTPTR_MAX - p)
         return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "%s %p (+%zu bytes) is not a valid host "
                       "address range", arg, (void *)p, count);
@@ -466,42 +512,101 @@ static aclError check_side(const char *fn, const char *arg, uintptr_t p, size_t 
         return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
                       "%s range [%p, +%zu) runs past the end of its aclrtMallocHost block "
                       "(%zu bytes at %p)", arg, (void *)p, count, h->size, (void *)h->base);
-    if (async && h == NULL)
-        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
-                      "%s %p is host memory not allocated with aclrtMallocHost; asynchronous "
-                      "copies need page-locked host memory from aclrtMallocHost (use aclrtMemcpy "
-                      "for pageable memory)", arg, (void *)p);
     *blk = h;
     return ACL_SUCCESS;
 }
 
-/* Validates a copy and returns the blocks it touches (g_mem read-locked). count > 0. */
+/* How a valid asynchronous copy is carried out. */
+typedef enum {
+    COPY_QUEUED,   /* a task on the stream */
+    COPY_NOOP,     /* dst is src: nothing to do */
+    COPY_PAGEABLE, /* pageable host memory: wait for the stream, then copy, then return */
+    COPY_STAGED,   /* ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE: the source copied now, queued from that */
+} copy_path;
+
+/* A synchronous copy's side that the kind calls device memory and that is host memory the
+ * emulator does not know (not from aclrtMallocHost): refused. The runtime copies by address,
+ * but such an address cannot be told from garbage (a stale handle, a freed pointer), and a
+ * host copy there would crash or corrupt the process; a side the kind calls host memory is
+ * taken as it lies, and known memory (device, aclrtMallocHost) whatever the kind says. */
+static aclError check_named_device(const char *fn, const char *arg, const void *p, int kind,
+                                   bool named_device, mem_loc loc) {
+    if (!named_device || loc != LOC_PAGEABLE)
+        return ACL_SUCCESS;
+    return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                  "%s %p is not device memory (no live aclrtMalloc block holds it) nor host "
+                  "memory from aclrtMallocHost, but kind %s calls it device memory", arg, p,
+                  kind_name(kind));
+}
+
+/* Validates a copy and returns the blocks it touches (g_mem read-locked). count > 0.
+ * Synchronous: the direction comes from the addresses, not from the kind (the API reference
+ * calls aclrtMemcpy's kind a reserved parameter, the direction judged by the addresses:
+ * hicann/runtime docs/zh/api_ref/11-03_memory_copy_and_set.md; the runtime passes the
+ * addresses to the driver's copy without it: src/runtime/driver/npu_driver_mem.cc
+ * MemCopySync), but for check_named_device. Asynchronous:
+ * the runtime's order (src/runtime/api/impl/api_error.cc MemcpyAsync): where the pointers lie
+ * and the kind that gives (async_kind; ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE needs a host src and
+ * a device dst, MemcpyAsyncCheckExLocation), host-to-host 207000, dst == src done, pageable
+ * memory copied synchronously. */
 static aclError check_copy(const char *fn, void *dst, const void *src, size_t count, int kind,
-                           bool async, rt_alloc *blk[2]) {
+                           bool async, rt_alloc *blk[2], copy_path *path) {
     uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
-    if (kind == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE)
-        kind = ACL_MEMCPY_HOST_TO_DEVICE; /* staged through a device buffer on the device */
-    if (kind == ACL_MEMCPY_DEFAULT) {
-        bool dd = find(&g_devv, d, false) != NULL || arena_of(d) >= 0;
-        bool sd = find(&g_devv, s, false) != NULL || arena_of(s) >= 0;
-        kind = dd ? (sd ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_HOST_TO_DEVICE)
-                  : (sd ? ACL_MEMCPY_DEVICE_TO_HOST : ACL_MEMCPY_HOST_TO_HOST);
+    mem_loc ld = locate(d), ls = locate(s);
+    int k;
+    *path = COPY_QUEUED;
+    if (!async) {
+        bool to_dev = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE ||
+                      kind == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE;
+        bool from_dev = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+        aclError rc = check_named_device(fn, "dst", dst, kind, to_dev, ld);
+        if (rc == ACL_SUCCESS)
+            rc = check_named_device(fn, "src", src, kind, from_dev, ls);
+        if (rc != ACL_SUCCESS)
+            return rc;
+        k = direction(ls, ld);
+    } else if (kind == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+        if (ls == LOC_DEVICE || ld != LOC_DEVICE)
+            return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                          "kind ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE copies host memory to device "
+                          "memory, but src %p is %s and dst %p is %s", src, loc_name(ls), dst,
+                          loc_name(ld));
+        k = ACL_MEMCPY_HOST_TO_DEVICE;
+        *path = COPY_STAGED;
+    } else if ((k = async_kind(ls, ld, kind)) < 0) {
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "kind %s does not copy from src %p, %s, to dst %p, %s", kind_name(kind),
+                      src, loc_name(ls), dst, loc_name(ld));
     }
-    if (async && kind == ACL_MEMCPY_HOST_TO_HOST)
+    if (async && k == ACL_MEMCPY_HOST_TO_HOST)
         return RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
-                      "kind ACL_MEMCPY_HOST_TO_HOST is not supported asynchronously (both "
-                      "pointers are host memory); use aclrtMemcpy");
-    bool dst_dev = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
-    bool src_dev = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
-    aclError rc = check_side(fn, "dst", d, count, dst_dev, kind, async, &blk[0]);
+                      "a host-to-host copy (src %s, dst %s) is not supported asynchronously; "
+                      "use aclrtMemcpy", loc_name(ls), loc_name(ld));
+    if (async && d == s) {
+        *path = COPY_NOOP;
+        return ACL_SUCCESS;
+    }
+    /* The runtime lets ACL_MEMCPY_DEVICE_TO_DEVICE through with pageable memory on a side (for
+     * device buffers its driver reports as host memory, JudgeIsInvolvePageableMemory) and
+     * queues a device-to-device task on a host address. */
+    if (async && k == ACL_MEMCPY_DEVICE_TO_DEVICE && (ls == LOC_PAGEABLE || ld == LOC_PAGEABLE))
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "kind ACL_MEMCPY_DEVICE_TO_DEVICE with %s %p, %s: a device-to-device task "
+                      "cannot read or write pageable host memory", ls == LOC_PAGEABLE ? "src"
+                      : "dst", ls == LOC_PAGEABLE ? src : (const void *)dst,
+                      loc_name(LOC_PAGEABLE));
+    if (async && *path == COPY_QUEUED && (ls == LOC_PAGEABLE || ld == LOC_PAGEABLE))
+        *path = COPY_PAGEABLE;
+    aclError rc = check_side(fn, "dst", d, count, ld == LOC_DEVICE, &blk[0]);
     if (rc == ACL_SUCCESS)
-        rc = check_side(fn, "src", s, count, src_dev, kind, async, &blk[1]);
+        rc = check_side(fn, "src", s, count, ls == LOC_DEVICE, &blk[1]);
     /* Between two devices: peer access enabled between them, one way or the other. The
      * vendor's runtime leaves the check to the driver, and its docs disagree on the way:
      * the data-copy guide enables it on the destination for the source (hicann/runtime
      * docs/zh/dev_guide/02-01_data_copy.md), the API reference calls (current 0, peer 1) the
      * "0 to 1" way (docs/zh/api_ref/04_device_management.md). Either is taken. */
-    if (rc == ACL_SUCCESS && dst_dev && src_dev && blk[0]->device != blk[1]->device &&
+    if (rc == ACL_SUCCESS && ld == LOC_DEVICE && ls == LOC_DEVICE &&
+        blk[0]->device != blk[1]->device &&
         !rt_peer_enabled(blk[0]->device, blk[1]->device) &&
         !rt_peer_enabled(blk[1]->device, blk[0]->device))
         rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
@@ -517,8 +622,8 @@ static aclError check_copy(const char *fn, void *dst, const void *src, size_t co
  * host memory undefined behaviour (hicann/runtime docs/zh/api_ref/11-03_memory_copy_and_set.md
  * aclrtMemset, aclrtMemsetAsync). */
 static aclError check_memset_target(const char *fn, uintptr_t p, size_t count, rt_alloc **blk) {
-    if (find(&g_devv, p, false) != NULL || arena_of(p) >= 0)
-        return check_side(fn, "devPtr", p, count, true, -1, false, blk);
+    if (locate(p) == LOC_DEVICE)
+        return check_side(fn, "devPtr", p, count, true, blk);
     rt_alloc *h = find(&g_hostv, p, false);
     *blk = NULL;
     if (h == NULL)
@@ -568,6 +673,7 @@ typedef struct {
     size_t count;
     int value;
     rt_alloc *blk[2];
+    void *staged;    /* the copy of the source a staged copy reads, freed with the task */
 } copy_task;
 
 static void copy_run(void *arg) {
@@ -582,9 +688,24 @@ static void copy_release(void *arg) {
     copy_task *t = arg;
     unpin(t->blk[0]);
     unpin(t->blk[1]);
+    free(t->staged);
     free(t);
 }
 
+/* ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE: the runtime copies the source into a buffer of its own
+ * when the call is made, so the caller may reuse or free it once the call returns
+ * (hicann/runtime docs/zh/api_ref/25-02_Enumerations.md aclrtMemcpyKind;
+ * src/runtime/core/src/task/task_info/memory/memory_memcpy_async_task.cc AllocCpyTmpMem). */
+static aclError stage_source(const char *fn, copy_task *t) {
+    if ((t->staged = malloc(t->count)) == NULL)
+        return RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, fn,
+                      "cannot allocate %zu bytes to stage the source", t->count);
+    memcpy(t->staged, t->src, t->count);
+    t->src = t->staged;
+    unpin(t->blk[1]);
+    t->blk[1] = NULL;
+    return ACL_SUCCESS;
+}
 
 /* aclrtMemcpy, aclrtMemcpyAsync, aclrtMemset and aclrtMemsetAsync: `op` is the copy (`kind`
  * its aclrtMemcpyKind as given, `max` its destMax) or, `set`, the memset of op.value (`max` its
@@ -592,11 +713,15 @@ static void copy_release(void *arg) {
  * src/runtime/api/api_c.cc, api_error.cc, api_impl.cc): count 0 is success before any check,
  * of the pointers, the kind and the stream included; the NULL and kind checks; the stream's
  * handle; count against destMax/maxCount (a synchronous memset's is the driver's, after the
- * device); a synchronous copy onto itself is done; the device; the stream's device. The
- * blocks it touches
- * are validated and pinned under g_mem, so no free can slip in between; they stay pinned, not
- * locked, while the bytes move (a free meanwhile fails). Synchronous: runs now. Asynchronous:
- * queued on `stream`, unpinned when the stream releases the task. */
+ * device); a synchronous copy onto itself is done; the device; then a memset's stream device,
+ * the pointers (check_copy, check_memset_target), and a queued copy's stream device. The
+ * blocks it touches are validated and pinned under g_mem, so no free can slip in between;
+ * they stay pinned, not locked, while the bytes move (a free meanwhile fails). Synchronous:
+ * runs now. Asynchronous: queued on `stream`, unpinned when the stream releases the task;
+ * with pageable host memory, as the runtime does (api_error.cc MemcpyAsync: StreamSynchronize,
+ * then MemCopySync), the stream's queued work is waited for, then the copy is made and the
+ * call returns (the API reference: hicann/runtime docs/zh/api_ref/
+ * 11-03_memory_copy_and_set.md aclrtMemcpyAsync; docs/zh/dev_guide/02-01_data_copy.md). */
 static aclError transfer(const char *fn, copy_task op, size_t max, int kind, bool set,
                          bool async, aclrtStream stream) {
     if (aclemu_fault(fn))
@@ -609,6 +734,7 @@ static aclError transfer(const char *fn, copy_task op, size_t max, int kind, boo
     int dev;
     rt_stream *s = NULL;
     copy_task *t = NULL;
+    copy_path path = COPY_QUEUED;
     if (!set)
         rc = check_args(fn, op.dst, op.src, kind);
     else if (op.dst == NULL)
@@ -618,12 +744,12 @@ static aclError transfer(const char *fn, copy_task op, size_t max, int kind, boo
         goto out;
     /* A synchronous copy onto itself is done: the runtime returns success before it looks for
      * a device or at the pointers (hicann/runtime src/runtime/api/impl/api_error.cc
-     * MemCopySync; the asynchronous copy has no such shortcut). */
+     * MemCopySync; the asynchronous copy's shortcut comes after the pointers' places). */
     if (!set && !async && op.dst == op.src)
         goto out;
     if ((rc = rt_need_device(fn, &dev)) != ACL_SUCCESS ||
         (set && !async && (rc = check_count(fn, set, op.count, max)) != ACL_SUCCESS) ||
-        (async && (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS))
+        (set && async && (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS))
         goto out;
     t = async ? malloc(sizeof *t) : &op;
     if (t == NULL) {
@@ -633,11 +759,12 @@ static aclError transfer(const char *fn, copy_task op, size_t max, int kind, boo
     if (t != &op)
         *t = op;
     t->blk[0] = t->blk[1] = NULL;
+    t->staged = NULL;
     pthread_rwlock_rdlock(&g_mem);
     if (set)
         rc = check_memset_target(fn, (uintptr_t)t->dst, t->count, &t->blk[0]);
     else
-        rc = check_copy(fn, t->dst, t->src, t->count, kind, async, t->blk);
+        rc = check_copy(fn, t->dst, t->src, t->count, kind, async, t->blk, &path);
     if (rc == ACL_SUCCESS) {
         pin(t->blk[0]);
         pin(t->blk[1]);
@@ -650,7 +777,17 @@ static aclError transfer(const char *fn, copy_task op, size_t max, int kind, boo
         copy_run(t);
         unpin(t->blk[0]);
         unpin(t->blk[1]);
-    } else if ((rc = rt_stream_push(s, copy_run, copy_release, t, fn)) != ACL_SUCCESS) {
+    } else if (path == COPY_NOOP) {
+        copy_release(t);
+    } else if (path == COPY_PAGEABLE) {
+        /* The stream of any device (the runtime's StreamSynchronize switches to its context);
+         * the copy itself, like aclrtMemcpy, from any current device. */
+        if ((rc = rt_stream_drain(stream, dev, fn)) == ACL_SUCCESS)
+            copy_run(t);
+        copy_release(t);
+    } else if ((s == NULL && (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS) ||
+               (path == COPY_STAGED && (rc = stage_source(fn, t)) != ACL_SUCCESS) ||
+               (rc = rt_stream_push(s, copy_run, copy_release, t, fn)) != ACL_SUCCESS) {
         copy_release(t);
     }
 out:

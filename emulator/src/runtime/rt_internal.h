@@ -68,6 +68,10 @@ RT_HIDDEN void rt_stream_put(rt_stream *s);
 RT_HIDDEN aclError rt_stream_valid(aclrtStream stream, const char *fn);
 RT_HIDDEN aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release,
                                   void *arg, const char *fn);
+/* Waits until everything queued on `stream` so far has run, as aclrtSynchronizeStream waits
+ * (a stream of any device; NULL is dev's default stream): 107017 for a stream that is not
+ * live. */
+RT_HIDDEN aclError rt_stream_drain(aclrtStream stream, int dev, const char *fn);
 /* Drains and destroys every stream and event of dev, default stream included (write lock). */
 RT_HIDDEN void rt_streams_teardown(int dev);
 RT_HIDDEN void rt_streams_sync_device(int dev);

@@ -444,6 +444,16 @@ static aclError stream_of_any_device(aclrtStream stream, int dev, const char *fn
     return ACL_SUCCESS;
 }
 
+aclError rt_stream_drain(aclrtStream stream, int dev, const char *fn) {
+    rt_stream *s = NULL;
+    aclError rc = stream_of_any_device(stream, dev, fn, &s);
+    if (s != NULL) {
+        stream_sync(s);
+        rt_stream_put(s);
+    }
+    return rc;
+}
+
 aclError aclrtSynchronizeStream(aclrtStream stream) {
     char fault_msg[256];
     bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
@@ -453,16 +463,11 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
     rc = rt_enter(__func__);
     if (rc == ACL_SUCCESS) {
         int dev;
-        rt_stream *s = NULL;
         /* a stream of another device is waited for too: CANN switches to the stream's
          * context for the wait and back (hicann/runtime src/runtime/api/impl/api_impl.cc
          * StreamSynchronize) */
         if ((rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS)
-            rc = stream_of_any_device(stream, dev, __func__, &s);
-        if (s != NULL) {
-            stream_sync(s);
-            rt_stream_put(s);
-        }
+            rc = rt_stream_drain(stream, dev, __func__);
         rt_leave();
     }
     if (fault)
