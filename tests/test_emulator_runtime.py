@@ -595,14 +595,17 @@ def test_malloc_arguments(dev):
     p = ffi.new("void **")
     expect(lib.aclrtMalloc(ffi.NULL, 8, 0), 100000, "aclrtMalloc", "devPtr")
     expect(lib.aclrtMalloc(p, 0, 0), 100000, "aclrtMalloc", "size")
-    # every documented policy: a placement 0..7, optionally with the type/access flags
+    # every policy value: a placement 0..7, optionally with the type/access flags, and any
+    # other value, which CANN maps to its default (hicann/runtime src/acl/aclrt_impl/memory.cpp
+    # aclMallocMemInner; the API reference: outside aclrtMemMallocPolicy, huge pages from
+    # 2 MiB, normal pages below)
     flags = (0, 0x100, 0x1000, 0x100000, 0x1000 | 0x100000)
-    for policy in [pl | f for pl in range(8) for f in flags]:
-        ok(lib.aclrtMalloc(p, 8, policy), f"aclrtMalloc policy {policy:#x}")
-        ok(lib.aclrtFree(p[0]))
-    expect(lib.aclrtMalloc(p, 8, 8), 100000, "aclrtMalloc", "policy 0x8")
-    expect(lib.aclrtMalloc(p, 8, 1000), 100000, "aclrtMalloc", "policy 0x3e8")
-    expect(lib.aclrtMalloc(p, 8, 0x200), 100000, "aclrtMalloc", "policy 0x200")
+    others = (8, 1000, 0x200, 0x7FFFFFFF, -1)
+    for policy in [pl | f for pl in range(8) for f in flags] + list(others):
+        for size in (8, 2 << 20):
+            ok(lib.aclrtMalloc(p, size, ffi.cast("aclrtMemMallocPolicy", policy)),
+               f"aclrtMalloc policy {policy:#x}")
+            ok(lib.aclrtFree(p[0]))
     # argument errors come before the device check, as in CANN's ACL layer
     assert in_thread(lambda: lib.aclrtMalloc(ffi.NULL, 8, 0)) == 100000
     before = live()

@@ -197,16 +197,6 @@ static void arena_release_gap(int dev, size_t at) {
 
 /* ---- public: device memory ------------------------------------------------------------- */
 
-/* CANN maps any policy it does not recognise to its default (hicann/runtime
- * src/acl/aclrt_impl/memory.cpp); the emulator accepts every documented value -- one placement
- * plus any of the flags -- and refuses other bits, which no documented policy has. All
- * placements give the same memory here. */
-static bool policy_documented(unsigned policy) {
-    const unsigned flags = ACL_MEM_TYPE_LOW_BAND_WIDTH | ACL_MEM_TYPE_HIGH_BAND_WIDTH |
-                           ACL_MEM_ACCESS_USER_SPACE_READONLY;
-    return (policy & ~flags) <= ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
-}
-
 /* The bytes CANN adds to a request before rounding it to 32 (hicann/runtime
  * src/acl/aclrt_impl/memory.cpp GetAlignedAndPaddingSize): 32, plus the part's padding
  * (padding_size of its platform file: 32, 0 on Ascend 950) unless the policy is exactly one of
@@ -219,6 +209,11 @@ static size_t malloc_append(aclrtMemMallocPolicy policy) {
     return 32 + (huge1g ? 0 : padding);
 }
 
+/* Every policy value is taken: CANN maps one that is no single aclrtMemMallocPolicy to its
+ * default (hicann/runtime src/acl/aclrt_impl/memory.cpp aclMallocMemInner), and the API
+ * reference says such a policy allocates huge pages from 2 MiB, normal pages below
+ * (docs/zh/api_ref/11-01_device_memory_malloc_and_free.md aclrtMalloc). All placements give
+ * the same memory here. */
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
     aclError rc = rt_refuse_in_host_function(__func__);
     if (rc != ACL_SUCCESS)
@@ -240,14 +235,6 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
                     "size %zu is too large: with the %zu bytes the runtime adds (32-byte "
                     "rounding and the part's padding) it overflows size_t", size,
                     malloc_append(policy));
-        goto out;
-    }
-    if (!policy_documented((unsigned)policy)) {
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
-                    "policy 0x%x is not an aclrtMemMallocPolicy: a placement "
-                    "(ACL_MEM_MALLOC_HUGE_FIRST..ACL_MEM_MALLOC_HUGE1G_ONLY_P2P, 0..7) optionally "
-                    "OR-ed with ACL_MEM_TYPE_LOW_BAND_WIDTH, ACL_MEM_TYPE_HIGH_BAND_WIDTH, "
-                    "ACL_MEM_ACCESS_USER_SPACE_READONLY", (unsigned)policy);
         goto out;
     }
     if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
