@@ -106,8 +106,12 @@ def test_float_array_copies_and_allows_empty():
     empty = lib.aclCreateFloatArray(ffi.NULL, 0)
     assert empty != ffi.NULL
     assert delta(before) == {"float_arrays": 2}
-    expect_null(lib.aclCreateFloatArray(ffi.NULL, 2), "aclCreateFloatArray",
-                "value is NULL but size is 2")
+    # NULL value with a size: an empty array, as CANN's constructor makes (hicann/opbase
+    # src/nnopbase/common/utils/common_types.cpp aclArray<T>::aclArray)
+    null_valued = lib.aclCreateFloatArray(ffi.NULL, 2)
+    assert null_valued != ffi.NULL
+    assert CFloatArray.from_address(int(ffi.cast("uintptr_t", null_valued))).size == 0
+    assert lib.aclDestroyFloatArray(null_valued) == OK
     assert lib.aclDestroyFloatArray(a) == OK
     assert lib.aclDestroyFloatArray(empty) == OK
     assert lib.aclDestroyFloatArray(ffi.NULL) == OK
@@ -144,8 +148,14 @@ def test_tensor_list_refusals_change_nothing():
                 "aclCreateTensorList", "value[1]", "not live")
     expect_null(lib.aclCreateTensorList(ffi.new("aclTensor *[]", [a, b, a]), 3),
                 "aclCreateTensorList", "value[2]", "twice")
-    expect_null(lib.aclCreateTensorList(ffi.NULL, 1), "aclCreateTensorList",
-                "value is NULL but size is 1")
+    # NULL value with a size: an empty list, taking nothing (common_types.cpp
+    # aclTensorList::aclTensorList; aclScalarList likewise)
+    for create, destroy in ((lib.aclCreateTensorList, lib.aclDestroyTensorList),
+                            (lib.aclCreateScalarList, lib.aclDestroyScalarList)):
+        null_valued = create(ffi.NULL, 1)
+        assert null_valued != ffi.NULL
+        assert ctypes.c_uint64.from_address(int(ffi.cast("uintptr_t", null_valued))).value == 0
+        assert destroy(null_valued) == OK
     # a scalar handle is not a tensor
     s = scalar(1, INT64, "int64_t")
     expect_null(lib.aclCreateTensorList(ffi.new("aclTensor *[]", [ffi.cast("aclTensor *", s)]),

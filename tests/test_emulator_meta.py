@@ -199,9 +199,13 @@ def test_int_array():
     assert live()["int_arrays"] == before["int_arrays"] + 1
     empty = lib.aclCreateIntArray(ffi.NULL, 0)
     assert empty != ffi.NULL
-    expect_null(lib.aclCreateIntArray(ffi.NULL, 2), "aclCreateIntArray", "value is NULL")
+    # NULL value with a size: an empty array, as CANN's constructor makes (hicann/opbase
+    # src/nnopbase/common/utils/common_types.cpp aclArray<T>::aclArray)
+    null_valued = lib.aclCreateIntArray(ffi.NULL, 2)
+    assert null_valued != ffi.NULL, errmsg()
+    assert CIntArray.from_address(int(ffi.cast("uintptr_t", null_valued))).size == 0
     assert lib.aclDestroyIntArray(ffi.NULL) == 0
-    for x in (a, empty):
+    for x in (a, empty, null_valued):
         assert lib.aclDestroyIntArray(x) == 0
     expect(lib.aclDestroyIntArray(a), 161002, "aclDestroyIntArray", "not a live")
     assert live() == before
@@ -214,7 +218,10 @@ def test_bool_array():
     assert b != ffi.NULL
     c = CBoolArray.from_address(int(ffi.cast("uintptr_t", b)))
     assert c.size == 3 and [c.values[i] for i in range(3)] == [1, 0, 1]
-    expect_null(lib.aclCreateBoolArray(ffi.NULL, 1), "aclCreateBoolArray", "value is NULL")
+    null_valued = lib.aclCreateBoolArray(ffi.NULL, 1)  # an empty array, as CANN's
+    assert null_valued != ffi.NULL, errmsg()
+    assert CBoolArray.from_address(int(ffi.cast("uintptr_t", null_valued))).size == 0
+    assert lib.aclDestroyBoolArray(null_valued) == 0
     assert lib.aclDestroyBoolArray(ffi.NULL) == 0
     expect(lib.aclDestroyBoolArray(ffi.cast("aclBoolArray *", 0x5550)), 161002,
            "aclDestroyBoolArray")

@@ -5,6 +5,8 @@
  * - aclCreateScalar copies the value (as many bytes as its dtype has); NULL value or a dtype
  *   the vendor's aclScalar does not take gives NULL.
  * - aclCreateFloatArray copies the floats.
+ * - A NULL value makes an empty array or list whatever the size, as the vendor's
+ *   constructors do.
  * - aclCreateTensorList / aclCreateScalarList copy the POINTER array and take ownership of
  *   the elements: the vendor's aclDestroyTensorList calls aclDestroyTensor on every element
  *   (aclDestroyScalarList likewise), and its add_n example says the list takes them over.
@@ -176,10 +178,8 @@ bool meta_tensor_listed(const char *fn, const aclTensor *tensor) {
 aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size) {
     if (aclemu_fault(__func__))
         return NULL;
-    if (size > 0 && value == NULL) {
-        ERRV("value is NULL but size is %llu", (unsigned long long)size);
-        return NULL;
-    }
+    if (value == NULL)
+        size = 0; /* CANN makes an empty array (common_types.cpp aclArray<T>::aclArray) */
     if (size > SIZE_MAX / sizeof(float)) {
         ERRV("size %llu is too large", (unsigned long long)size);
         return NULL;
@@ -242,10 +242,9 @@ typedef struct {
 
 static list_t *list_create(const char *fn, const list_kind_t *k, const void *const *value,
                            uint64_t size) {
-    if (size > 0 && value == NULL) {
-        aclemu_set_error("%s: value is NULL but size is %llu", fn, (unsigned long long)size);
-        return NULL;
-    }
+    if (value == NULL)
+        size = 0; /* CANN makes an empty list (common_types.cpp aclTensorList::aclTensorList,
+                   * aclScalarList::aclScalarList) */
     if (size > SIZE_MAX / sizeof(void *)) {
         aclemu_set_error("%s: size %llu is too large", fn, (unsigned long long)size);
         return NULL;

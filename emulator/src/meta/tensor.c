@@ -223,10 +223,6 @@ aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
 static void *copy_values(const char *fn, const void *value, uint64_t size, size_t elem,
                          bool *ok) {
     *ok = false;
-    if (size > 0 && value == NULL) {
-        aclemu_set_error("%s: value is NULL but size is %llu", fn, (unsigned long long)size);
-        return NULL;
-    }
     if (size > SIZE_MAX / elem) {
         aclemu_set_error("%s: size %llu is too large", fn, (unsigned long long)size);
         return NULL;
@@ -249,6 +245,8 @@ aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size) {
     if (aclemu_fault(__func__))
         return NULL;
     bool ok;
+    if (value == NULL)
+        size = 0; /* CANN makes an empty array (common_types.cpp aclArray<T>::aclArray) */
     int64_t *v = copy_values(__func__, value, size, sizeof(int64_t), &ok);
     if (!ok)
         return NULL;
@@ -274,6 +272,8 @@ aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size) {
     if (aclemu_fault(__func__))
         return NULL;
     bool ok;
+    if (value == NULL)
+        size = 0; /* as aclCreateIntArray */
     bool *v = copy_values(__func__, value, size, sizeof(bool), &ok);
     if (!ok)
         return NULL;
