@@ -1050,6 +1050,31 @@ def test_pageable_async_copy_waits_for_a_stream_of_another_device():
     assert r["pinned"][0] == 107003 and "aclrtMemcpyAsync" in r["pinned"][1]
 
 
+def test_pageable_async_copy_inside_a_host_function_is_refused(dev):
+    """A copy of pageable memory waits for the stream, which a host function must not do
+    (hicann/runtime docs/zh/api_ref/12_execution_control.md, aclrtLaunchHostFunc: no
+    synchronize inside): 107000, not a deadlock on the stream that runs the function."""
+    s = new_stream()
+    n = 64
+    p = malloc(n)
+    page = np.zeros(n, np.uint8)
+    got = []
+    ctx = ffi.new("aclrtContext *")
+    ok(lib.aclrtGetCurrentContext(ctx))
+
+    @ffi.callback("void(void *)")
+    def inside(_args):
+        got.append(lib.aclrtSetCurrentContext(ctx[0]))  # the device, on the runtime's thread
+        got.append(lib.aclrtMemcpyAsync(ffi.from_buffer(page), n, p, n, D2H, s))
+        got.append(errmsg())
+
+    ok(lib.aclrtLaunchHostFunc(s, inside, ffi.NULL))
+    ok(lib.aclrtSynchronizeStream(s))
+    assert got[0] == 0 and got[1] == 107000 and "inside a host function" in got[2], got
+    ok(lib.aclrtFree(p))
+    ok(lib.aclrtDestroyStream(s))
+
+
 def test_host_to_buf_to_device_stages_the_source(dev):
     """ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE: the runtime copies the source into a buffer of its own
     when the call is made, and the caller may reuse it at once (hicann/runtime

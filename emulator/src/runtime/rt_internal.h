@@ -70,7 +70,7 @@ RT_HIDDEN aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_
                                   void *arg, const char *fn);
 /* Waits until everything queued on `stream` so far has run, as aclrtSynchronizeStream waits
  * (a stream of any device; NULL is dev's default stream): 107017 for a stream that is not
- * live. */
+ * live, 107000 from inside a host function (rt_refuse_in_host_function). */
 RT_HIDDEN aclError rt_stream_drain(aclrtStream stream, int dev, const char *fn);
 /* Drains and destroys every stream and event of dev, default stream included (write lock). */
 RT_HIDDEN void rt_streams_teardown(int dev);

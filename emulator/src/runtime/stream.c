@@ -446,7 +446,9 @@ static aclError stream_of_any_device(aclrtStream stream, int dev, const char *fn
 
 aclError rt_stream_drain(aclrtStream stream, int dev, const char *fn) {
     rt_stream *s = NULL;
-    aclError rc = stream_of_any_device(stream, dev, fn, &s);
+    aclError rc = rt_refuse_in_host_function(fn); /* it may be this very stream's */
+    if (rc == ACL_SUCCESS)
+        rc = stream_of_any_device(stream, dev, fn, &s);
     if (s != NULL) {
         stream_sync(s);
         rt_stream_put(s);
