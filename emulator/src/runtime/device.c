@@ -472,23 +472,42 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
     return rc;
 }
 
-aclError aclrtSynchronizeDevice(void) {
+aclError rt_check_timeout(const char *fn, int32_t timeout, bool acl_layer) {
+    if (timeout < -1 || (!acl_layer && timeout == 0))
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "timeout %d is invalid: -1 (wait without a limit) or a number of "
+                      "milliseconds from 1 up%s", (int)timeout,
+                      timeout == 0 ? " (0 is refused by CANN's runtime, whatever the header's "
+                                     "comment says)" : "");
+    return ACL_SUCCESS;
+}
+
+/* aclrtSynchronizeDevice (timeout_ms -1, no check) and aclrtSynchronizeDeviceWithTimeout. */
+static aclError synchronize_device(int32_t timeout_ms, bool timed, const char *fn) {
     char fault_msg[256];
-    bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
-    aclError rc = rt_refuse_in_host_function(__func__);
+    bool fault = rt_fault_deferred(fn, fault_msg, sizeof fault_msg); /* after the wait */
+    aclError rc = rt_refuse_in_host_function(fn);
     if (rc != ACL_SUCCESS)
         return rc;
-    rc = rt_enter(__func__);
+    rc = rt_enter(fn);
     if (rc == ACL_SUCCESS) {
         int dev;
-        rc = rt_need_device(__func__, &dev);
-        if (rc == ACL_SUCCESS)
-            rt_streams_sync_device(dev);
+        /* CANN's order (hicann/runtime src/acl/aclrt_impl/device.cpp, src/runtime/api/impl/
+         * api_error.cc and api_impl.cc DeviceSynchronize): the timeout, then the context. */
+        if ((!timed || (rc = rt_check_timeout(fn, timeout_ms, false)) == ACL_SUCCESS) &&
+            (rc = rt_need_device(fn, &dev)) == ACL_SUCCESS)
+            rc = rt_streams_sync_device(dev, timeout_ms, fn);
         rt_leave();
     }
     if (fault)
         rc = rt_fault_report(fault_msg);
     return rc;
+}
+
+aclError aclrtSynchronizeDevice(void) { return synchronize_device(-1, false, __func__); }
+
+aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout) {
+    return synchronize_device(timeout, true, __func__);
 }
 
 /* ---- peer access ----------------------------------------------------------------------- */

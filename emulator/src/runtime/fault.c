@@ -55,6 +55,9 @@ typedef struct slot {
     struct slot *canon;          /* slot holding the counter for this name (maybe itself) */
     _Atomic int64_t count;       /* calls since the last reset (canonical slots only) */
     _Atomic int64_t fail_at;     /* call number that fails; 0 = none (canonical slots only) */
+    _Atomic int task_kind;       /* RT_TASK_FAULT_*: the call's task fails or hangs instead */
+    _Atomic int64_t task_arg;    /* its status code, or the hang's milliseconds (-1: until
+                                  * released) */
     _Atomic uint64_t first_seq;  /* order of the first call since the last reset */
 } slot;
 
@@ -65,6 +68,8 @@ static _Atomic uint64_t g_seq = 1;
 typedef struct {
     char name[NAME_MAX_LEN];
     int64_t n;
+    int task_kind;    /* RT_TASK_FAULT_NONE: the call itself fails */
+    int64_t task_arg;
 } spec_entry;
 static spec_entry g_spec[SPEC_MAX];
 static int g_nspec; /* guarded by g_fault_mu */
@@ -76,11 +81,20 @@ static inline size_t hash_ptr(const void *p) {
     return (size_t)(x >> 40) & (SLOTS - 1);
 }
 
-static int64_t spec_lookup(const char *name) { /* g_fault_mu held */
+/* The spec's entry for name, or NULL (g_fault_mu held). */
+static const spec_entry *spec_lookup(const char *name) {
     for (int i = 0; i < g_nspec; i++)
         if (strcmp(g_spec[i].name, name) == 0)
-            return g_spec[i].n;
-    return 0;
+            return &g_spec[i];
+    return NULL;
+}
+
+/* Copies name's entry of the spec into its canonical slot (g_fault_mu held). */
+static void arm_slot(slot *s, const char *name) {
+    const spec_entry *e = spec_lookup(name);
+    atomic_store(&s->task_kind, e != NULL ? e->task_kind : RT_TASK_FAULT_NONE);
+    atomic_store(&s->task_arg, e != NULL ? e->task_arg : 0);
+    atomic_store(&s->fail_at, e != NULL ? e->n : 0);
 }
 
 /* First call through a new name address: find the canonical slot for the name. */
@@ -98,7 +112,7 @@ static void resolve(slot *s, const char *name) {
     }
     s->canon = canon;
     if (canon == s)
-        atomic_store(&s->fail_at, spec_lookup(name));
+        arm_slot(s, name);
     atomic_store_explicit(&s->ready, 1, memory_order_release);
     pthread_mutex_unlock(&g_fault_mu);
 }
@@ -126,11 +140,27 @@ static slot *find_slot(const char *name) {
 }
 
 static _Thread_local const char *tl_call;
+/* The task fault of the public call in progress on this thread, for the task it queues. */
+static _Thread_local int tl_task_kind;
+static _Thread_local int64_t tl_task_arg;
 
 const char *aclemu_current_call(void) { return tl_call; }
 
+int rt_take_task_fault(int64_t *arg) {
+    int kind = tl_task_kind;
+    *arg = tl_task_arg;
+    tl_task_kind = RT_TASK_FAULT_NONE;
+    return kind;
+}
+
+/* Bumped by every aclemuSetFaults: a hung task is released when it changes. */
+static _Atomic uint64_t g_fault_generation;
+
+uint64_t rt_fault_generation(void) { return atomic_load(&g_fault_generation); }
+
 bool aclemu_fault(const char *func) {
     tl_call = func;
+    tl_task_kind = RT_TASK_FAULT_NONE;
     slot *s = find_slot(func);
     if (s == NULL)
         return false;
@@ -140,6 +170,12 @@ bool aclemu_fault(const char *func) {
         atomic_store_explicit(&c->first_seq, atomic_fetch_add(&g_seq, 1), memory_order_relaxed);
     int64_t at = atomic_load_explicit(&c->fail_at, memory_order_relaxed);
     if (at != 0 && n == at) {
+        int kind = atomic_load_explicit(&c->task_kind, memory_order_relaxed);
+        if (kind != RT_TASK_FAULT_NONE) { /* the call succeeds; the task it queues does not */
+            tl_task_kind = kind;
+            tl_task_arg = atomic_load_explicit(&c->task_arg, memory_order_relaxed);
+            return false;
+        }
         aclemu_set_error("%s: injected fault (call %lld)", func, (long long)n);
         return true;
     }
@@ -201,6 +237,46 @@ static bool parse_spec(const char *spec, spec_entry *out, int *nout, char *why, 
         p = end;
         while (isspace((unsigned char)*p))
             p++;
+        int kind = RT_TASK_FAULT_NONE;
+        int64_t arg = 0;
+        if (*p == ':') { /* the task the call queues fails or hangs: fail[=code], hang[=ms] */
+            p++;
+            while (isspace((unsigned char)*p))
+                p++;
+            if (strncmp(p, "fail", 4) == 0 && !isalnum((unsigned char)p[4])) {
+                kind = RT_TASK_FAULT_FAIL;
+                arg = RT_TASK_FAULT_DEFAULT_CODE;
+                p += 4;
+            } else if (strncmp(p, "hang", 4) == 0 && !isalnum((unsigned char)p[4])) {
+                kind = RT_TASK_FAULT_HANG;
+                arg = -1;
+                p += 4;
+            } else {
+                snprintf(why, whycap, "expected fail or hang after \"%.*s:%lld:\"", (int)len,
+                         name, v);
+                return false;
+            }
+            if (*p == '=') {
+                p++;
+                if (!isdigit((unsigned char)*p)) {
+                    snprintf(why, whycap, "expected a number after %.*s:%lld:%s=", (int)len, name,
+                             v, kind == RT_TASK_FAULT_FAIL ? "fail" : "hang");
+                    return false;
+                }
+                long long a = strtoll(p, &end, 10);
+                p = end;
+                if (kind == RT_TASK_FAULT_FAIL ? (a < 1 || a > INT32_MAX) : a > INT32_MAX) {
+                    snprintf(why, whycap, "%s value %lld out of range (%s)",
+                             kind == RT_TASK_FAULT_FAIL ? "fail" : "hang", a,
+                             kind == RT_TASK_FAULT_FAIL ? "a status code, 1..2147483647"
+                                                        : "milliseconds, 0..2147483647");
+                    return false;
+                }
+                arg = a;
+            }
+            while (isspace((unsigned char)*p))
+                p++;
+        }
         if (*p && *p != ',') {
             snprintf(why, whycap, "unexpected \"%.20s\" after %.*s:%lld", p, (int)len, name, v);
             return false;
@@ -218,6 +294,8 @@ static bool parse_spec(const char *spec, spec_entry *out, int *nout, char *why, 
         memcpy(out[n].name, name, len);
         out[n].name[len] = '\0';
         out[n].n = v;
+        out[n].task_kind = kind;
+        out[n].task_arg = arg;
         n++;
     }
     *nout = n;
@@ -239,9 +317,10 @@ int aclemuSetFaults(const char *spec) {
     for (size_t i = 0; i < SLOTS; i++) {
         slot *s = &g_slots[i];
         if (atomic_load(&s->ready) && s->canon == s)
-            atomic_store(&s->fail_at, spec_lookup(atomic_load(&s->key)));
+            arm_slot(s, atomic_load(&s->key));
     }
     reset_counts_locked();
+    atomic_fetch_add(&g_fault_generation, 1);
     pthread_mutex_unlock(&g_fault_mu);
     return ACL_SUCCESS;
 }

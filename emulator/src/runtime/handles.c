@@ -192,6 +192,18 @@ uint64_t rt_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void rt_cond_init_monotonic(pthread_cond_t *cv) {
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+}
+
+struct timespec rt_timespec(uint64_t ns) {
+    return (struct timespec){(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+}
+
 void rt_spin_step(unsigned i) {
     /* Pause first; past a few hundred rounds yield instead, so that on an oversubscribed
      * machine the thread being waited for gets the core. */

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "emu_internal.h"
 
@@ -74,7 +75,13 @@ RT_HIDDEN aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_
 RT_HIDDEN aclError rt_stream_drain(aclrtStream stream, int dev, const char *fn);
 /* Drains and destroys every stream and event of dev, default stream included (write lock). */
 RT_HIDDEN void rt_streams_teardown(int dev);
-RT_HIDDEN void rt_streams_sync_device(int dev);
+/* Waits for every stream of dev, all within timeout_ms (-1: no limit): ACL_SUCCESS, the first
+ * stream's task failure, or 507046 when the time ran out (the message set, naming fn). */
+RT_HIDDEN aclError rt_streams_sync_device(int dev, int32_t timeout_ms, const char *fn);
+/* The argument checks every *WithTimeout synchronize shares (hicann/runtime src/acl/
+ * aclrt_impl: -1 or more; src/runtime/api/impl/api_error.cc: not 0): 107000 or ACL_SUCCESS.
+ * acl_layer: only the ACL layer's check (timeout < -1), made before the handles. */
+RT_HIDDEN aclError rt_check_timeout(const char *fn, int32_t timeout, bool acl_layer);
 RT_HIDDEN int rt_stream_device(const rt_stream *s);
 
 /* ---- host functions and callbacks (callback.c) ---- */
@@ -101,6 +108,19 @@ RT_HIDDEN void rt_memory_stats(int64_t *dev_allocs, int64_t *host_allocs, int64_
  * rt_fault_report to set once the wait is over. */
 RT_HIDDEN bool rt_fault_deferred(const char *fn, char *buf, size_t cap);
 RT_HIDDEN aclError rt_fault_report(const char *buf);
+/* Task faults (aclemuSetFaults "name:n:fail[=code]" / "name:n:hang[=ms]"): the n-th call of
+ * name succeeds, and the task it queues fails when it runs, or hangs. */
+#define RT_TASK_FAULT_NONE 0
+#define RT_TASK_FAULT_FAIL 1
+#define RT_TASK_FAULT_HANG 2
+/* A kernel's exception as the vendor's stream example reports it on an Atlas A2 part
+ * (hicann/runtime example/1_basic_features/stream/1_stream_with_failure_mode/README.md). */
+#define RT_TASK_FAULT_DEFAULT_CODE ACL_ERROR_RT_VECTOR_CORE_EXCEPTION
+/* The task fault the public call in progress on this thread carries (RT_TASK_FAULT_*, *arg
+ * its code or milliseconds), cleared: taken by the call's enqueue. */
+RT_HIDDEN int rt_take_task_fault(int64_t *arg);
+/* Changes at every aclemuSetFaults, which releases the hung tasks. */
+RT_HIDDEN uint64_t rt_fault_generation(void);
 
 /* ---- misc ---- */
 RT_HIDDEN uint64_t rt_now_ns(void);                 /* CLOCK_MONOTONIC */
@@ -109,5 +129,9 @@ RT_HIDDEN uint64_t rt_now_ns(void);                 /* CLOCK_MONOTONIC */
 RT_HIDDEN void rt_cpu_relax(void);
 RT_HIDDEN void rt_spin_step(unsigned iteration); /* pause, then sched_yield when it drags on */
 #define RT_SPIN_NS 30000 /* bounded: 30 us, then sleep */
+/* Condition variables that timed waits use run on CLOCK_MONOTONIC (a wall-clock step must not
+ * stretch or cut a timeout); rt_timespec converts an rt_now_ns() deadline for them. */
+RT_HIDDEN void rt_cond_init_monotonic(pthread_cond_t *cv);
+RT_HIDDEN struct timespec rt_timespec(uint64_t ns);
 
 #endif /* ACLEMU_RT_INTERNAL_H_ */

@@ -12,15 +12,28 @@
  * destroy cannot free it underneath); an event's pending records hold one each. Destroying a
  * stream unregisters it, marks it dead (no more submits), drains it and joins the worker;
  * the memory goes when the last reference does.
+ *
+ * Failed tasks (only injected ones: aclemuSetFaults "name:n:fail") follow the stream's failure
+ * mode (aclrtSetStreamFailureMode, hicann/runtime docs/zh/api_ref/06_stream_management.md and
+ * src/runtime/core/src/stream/stream.cc): ACL_CONTINUE_ON_FAILURE runs the later tasks and the
+ * next synchronize reports the failure once (Stream::GetError clears it); ACL_STOP_ON_FAILURE
+ * puts the stream in its abort state: later tasks do not run, event records still complete
+ * (the runtime triggers them when the stream enters abort), and every synchronize reports
+ * the failure.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rt_internal.h"
 
 typedef struct {
     aclemu_task_fn run, release;
     void *arg;
+    int fault;          /* RT_TASK_FAULT_*: injected through the call that queued it */
+    int64_t fault_arg;  /* the failure's status, or the hang's milliseconds (-1: no limit) */
+    const char *call;   /* the public call that queued it (a static name) */
 } rt_task;
 
 struct rt_stream {
@@ -36,9 +49,12 @@ struct rt_stream {
     _Atomic int waiters;     /* synchronizers asleep or about to be */
     bool worker_asleep;      /* mu */
     bool stop, dead;         /* mu */
+    bool stop_on_failure;    /* ACL_STOP_ON_FAILURE set (mu) */
+    bool aborted;            /* a task failed in that mode: later tasks do not run (mu) */
+    aclError task_error;     /* a failed task's status, not yet reported (mu) */
+    char task_error_msg[200];/* its message (mu) */
     bool has_thread;
     pthread_t thread;
-    uint64_t fail_mode;      /* aclrtSetStreamFailureMode's, bit 0 (mu) */
     rt_stream *prev, *next;  /* the device's stream list (g_dev_mu) */
 };
 
@@ -55,6 +71,7 @@ typedef struct rt_event {
     uint64_t *inflight;
     size_t n_inflight, cap_inflight;
     uint64_t waits;      /* aclrtStreamWaitEvent tasks queued and not yet run (mu) */
+    aclError done_error; /* record `done` completed on a stream aborted by this status (mu) */
     struct rt_event *prev, *next; /* the device's event list (g_dev_mu) */
 } rt_event;
 
@@ -66,6 +83,51 @@ static struct {
 } g_sd[RT_MAX_DEVICES]; /* g_dev_mu */
 
 /* ---- the worker ------------------------------------------------------------------------- */
+
+static void record_run(void *arg);
+static void record_note_abort(void *arg, aclError code);
+
+/* An injected hang: until ms milliseconds have passed (ms < 0: no limit), the stream is being
+ * destroyed (destroy, reset, finalize: nothing else would end it) or aclemuSetFaults is called
+ * again. Polls: hangs only happen in tests. */
+static void hang(rt_stream *s, int64_t ms) {
+    uint64_t gen = rt_fault_generation();
+    uint64_t end = ms < 0 ? UINT64_MAX : rt_now_ns() + (uint64_t)ms * 1000000ull;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        bool dead = s->dead;
+        pthread_mutex_unlock(&s->mu);
+        if (dead || rt_fault_generation() != gen || rt_now_ns() >= end)
+            return;
+        struct timespec nap = {0, 2000000}; /* 2 ms */
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* Runs one task as the stream's failure mode says (see the top of the file). */
+static void run_task(rt_stream *s, const rt_task *t) {
+    if (t->fault == RT_TASK_FAULT_HANG)
+        hang(s, t->fault_arg);
+    pthread_mutex_lock(&s->mu);
+    if (t->fault == RT_TASK_FAULT_FAIL) {
+        if (s->task_error == ACL_SUCCESS) { /* the first failure is the one reported */
+            s->task_error = (aclError)t->fault_arg;
+            snprintf(s->task_error_msg, sizeof s->task_error_msg,
+                     "a task queued by %s failed on the stream (injected fault, status %d)",
+                     t->call, (int)t->fault_arg);
+        }
+        if (s->stop_on_failure)
+            s->aborted = true;
+    }
+    bool skip = t->fault == RT_TASK_FAULT_FAIL || (s->aborted && t->run != record_run);
+    aclError abort_code = s->aborted ? s->task_error : ACL_SUCCESS;
+    pthread_mutex_unlock(&s->mu);
+    if (skip)
+        return;
+    if (t->run == record_run)
+        record_note_abort(t->arg, abort_code);
+    t->run(t->arg);
+}
 
 static void *worker_main(void *arg) {
     rt_stream *s = arg;
@@ -96,7 +158,7 @@ static void *worker_main(void *arg) {
         s->len--;
         pthread_mutex_unlock(&s->mu);
 
-        t.run(t.arg);
+        run_task(s, &t);
         if (t.release != NULL)
             t.release(t.arg);
         ran++;
@@ -135,7 +197,7 @@ static rt_stream *stream_new(int dev, bool is_default) {
     s->is_default = is_default;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work_cv, NULL);
-    pthread_cond_init(&s->done_cv, NULL);
+    rt_cond_init_monotonic(&s->done_cv); /* timed synchronizes wait on it */
     if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
         stream_free(&s->hdr);
         return NULL;
@@ -144,9 +206,11 @@ static rt_stream *stream_new(int dev, bool is_default) {
     return s;
 }
 
-static void stream_wait(rt_stream *s, uint64_t target) {
+/* Waits until task `target` has completed, or past deadline_ns (CLOCK_MONOTONIC; UINT64_MAX:
+ * no limit). Returns whether it completed. */
+static bool stream_wait(rt_stream *s, uint64_t target, uint64_t deadline_ns) {
     if (atomic_load(&s->completed) >= target)
-        return;
+        return true;
     uint64_t t0 = rt_now_ns();
     for (unsigned i = 1; atomic_load_explicit(&s->completed, memory_order_acquire) < target; i++) {
         rt_spin_step(i);
@@ -154,16 +218,51 @@ static void stream_wait(rt_stream *s, uint64_t target) {
             break;
     }
     if (atomic_load(&s->completed) >= target)
-        return;
+        return true;
     atomic_fetch_add(&s->waiters, 1);
     pthread_mutex_lock(&s->mu);
-    while (atomic_load(&s->completed) < target)
-        pthread_cond_wait(&s->done_cv, &s->mu);
+    bool done;
+    while (!(done = atomic_load(&s->completed) >= target)) {
+        if (deadline_ns == UINT64_MAX) {
+            pthread_cond_wait(&s->done_cv, &s->mu);
+            continue;
+        }
+        if (rt_now_ns() >= deadline_ns)
+            break;
+        struct timespec until = rt_timespec(deadline_ns);
+        pthread_cond_timedwait(&s->done_cv, &s->mu, &until);
+    }
     pthread_mutex_unlock(&s->mu);
     atomic_fetch_sub(&s->waiters, 1);
+    return done;
 }
 
-static void stream_sync(rt_stream *s) { stream_wait(s, atomic_load(&s->submitted)); }
+static void stream_sync(rt_stream *s) {
+    stream_wait(s, atomic_load(&s->submitted), UINT64_MAX);
+}
+
+/* The status a synchronize of s reports once its tasks are done: a failed task's, with its
+ * message set naming fn; in ACL_CONTINUE_ON_FAILURE mode reported once, in the abort state
+ * of ACL_STOP_ON_FAILURE every time (hicann/runtime src/runtime/core/src/stream/stream.cc
+ * Stream::GetError keeps the code only in abort). */
+static aclError stream_take_error(rt_stream *s, const char *fn) {
+    pthread_mutex_lock(&s->mu);
+    aclError rc = s->task_error;
+    if (rc != ACL_SUCCESS)
+        RT_ERR(rc, fn, "stream %p: %s%s", s->is_default ? NULL : (void *)s, s->task_error_msg,
+               s->aborted ? "; the stream stopped there (ACL_STOP_ON_FAILURE): later tasks did "
+                            "not run"
+                          : "");
+    if (!s->aborted)
+        s->task_error = ACL_SUCCESS;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* The deadline of a wait of timeout_ms from now (-1: none). */
+static uint64_t deadline_after(int32_t timeout_ms) {
+    return timeout_ms < 0 ? UINT64_MAX : rt_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
 
 /* Refuses new work, drains, stops and joins the worker, drops the caller's reference. */
 static void stream_shutdown(rt_stream *s) {
@@ -207,7 +306,9 @@ aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release
         s->head = 0;
         s->cap *= 2;
     }
-    s->ring[(s->head + s->len) & (s->cap - 1)] = (rt_task){run, release, arg};
+    int64_t fault_arg;
+    int fault = rt_take_task_fault(&fault_arg);
+    s->ring[(s->head + s->len) & (s->cap - 1)] = (rt_task){run, release, arg, fault, fault_arg, fn};
     s->len++;
     atomic_fetch_add(&s->submitted, 1);
     if (s->worker_asleep)
@@ -371,58 +472,6 @@ aclError aclrtDestroyStreamForce(aclrtStream stream) {
     return destroy_stream(stream, __func__);
 }
 
-/* CANN (hicann/runtime src/runtime/api/api_c_stream.cc rtStreamSetMode, api_error.cc and
- * api_impl.cc StreamSetMode): the handle (107017), the current context (107002), bit 0 of
- * mode; the mode already set: success; stop back to continue: RT_ERROR_FEATURE_NOT_SUPPORT,
- * 207000; then the stream's context (107003). The emulator's tasks do not fail, so the mode
- * changes nothing they do. */
-aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    int dev;
-    rt_stream *s = NULL;
-    if ((rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
-        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
-        goto out;
-    if (stream == NULL) {
-        if ((rc = rt_stream_get(NULL, dev, __func__, &s)) != ACL_SUCCESS)
-            goto out;
-    } else if (!rt_handle_acquire(stream, ACLEMU_KIND_STREAM)) {
-        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
-                    "stream %p is not a live stream (never created or already destroyed)", stream);
-        goto out;
-    } else {
-        s = stream;
-    }
-    uint64_t want = mode & 1u;
-    pthread_mutex_lock(&s->mu);
-    uint64_t have = s->fail_mode;
-    pthread_mutex_unlock(&s->mu);
-    if (have == want)
-        goto out;
-    if (have == ACL_STOP_ON_FAILURE) {
-        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
-                    "stream %p is in ACL_STOP_ON_FAILURE mode: it cannot go back to "
-                    "ACL_CONTINUE_ON_FAILURE", stream);
-        goto out;
-    }
-    if (s->device != dev) {
-        rc = RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, __func__,
-                    "stream %p belongs to device %d but the calling thread's device is %d",
-                    stream, s->device, dev);
-        goto out;
-    }
-    pthread_mutex_lock(&s->mu);
-    s->fail_mode = want;
-    pthread_mutex_unlock(&s->mu);
-out:
-    if (s != NULL)
-        rt_stream_put(s);
-    rt_leave();
-    return rc;
-}
-
 /* The stream a synchronize or query names, with a reference, whatever its device: NULL is
  * `dev`'s default stream, *out NULL if it does not exist yet (nothing was queued on it). */
 static aclError stream_of_any_device(aclrtStream stream, int dev, const char *fn,
@@ -456,24 +505,97 @@ aclError rt_stream_drain(aclrtStream stream, int dev, const char *fn) {
     return rc;
 }
 
-aclError aclrtSynchronizeStream(aclrtStream stream) {
+/* aclrtSynchronizeStream (timeout_ms -1, no check) and aclrtSynchronizeStreamWithTimeout. */
+static aclError synchronize_stream(aclrtStream stream, int32_t timeout_ms, bool timed,
+                                   const char *fn) {
     char fault_msg[256];
-    bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
-    aclError rc = rt_refuse_in_host_function(__func__);
+    bool fault = rt_fault_deferred(fn, fault_msg, sizeof fault_msg); /* after the wait */
+    aclError rc = rt_refuse_in_host_function(fn);
     if (rc != ACL_SUCCESS)
         return rc;
-    rc = rt_enter(__func__);
+    rc = rt_enter(fn);
     if (rc == ACL_SUCCESS) {
         int dev;
-        /* a stream of another device is waited for too: CANN switches to the stream's
-         * context for the wait and back (hicann/runtime src/runtime/api/impl/api_impl.cc
-         * StreamSynchronize) */
-        if ((rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS)
-            rc = rt_stream_drain(stream, dev, __func__);
+        rt_stream *s = NULL;
+        /* In CANN's order (hicann/runtime src/acl/aclrt_impl/stream.cpp, src/runtime/api/
+         * api_c_stream.cc, api_error.cc and api_impl.cc StreamSynchronize): the ACL layer's
+         * timeout check, the handle, the runtime's timeout check, the context. A stream of
+         * another device is waited for too: CANN switches to the stream's context for the
+         * wait and back (api_impl.cc StreamSynchronize). */
+        if ((!timed || (rc = rt_check_timeout(fn, timeout_ms, true)) == ACL_SUCCESS) &&
+            (rc = rt_stream_valid(stream, fn)) == ACL_SUCCESS &&
+            (!timed || (rc = rt_check_timeout(fn, timeout_ms, false)) == ACL_SUCCESS) &&
+            (rc = rt_need_device(fn, &dev)) == ACL_SUCCESS)
+            rc = stream_of_any_device(stream, dev, fn, &s);
+        if (s != NULL) {
+            if (stream_wait(s, atomic_load(&s->submitted), deadline_after(timeout_ms)))
+                rc = stream_take_error(s, fn);
+            else
+                rc = RT_ERR(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, fn,
+                            "stream %p: its tasks did not complete within %d ms (they stay "
+                            "queued and still run)", stream, (int)timeout_ms);
+            rt_stream_put(s);
+        }
         rt_leave();
     }
     if (fault)
         rc = rt_fault_report(fault_msg);
+    return rc;
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream) {
+    return synchronize_stream(stream, -1, false, __func__);
+}
+
+aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) {
+    return synchronize_stream(stream, timeout, true, __func__);
+}
+
+aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s = NULL;
+    /* CANN (hicann/runtime src/acl/aclrt_impl/stream.cpp, src/runtime/api/api_c_stream.cc
+     * rtStreamSetMode, api_error.cc and api_impl.cc StreamSetMode): no ACL-layer check; the
+     * handle (NULL: the default stream); the context; only bit 0 of mode counts (any other
+     * value is taken); the same mode again succeeds; stop -> continue is refused
+     * (RT_ERROR_FEATURE_NOT_SUPPORT, 207000); then a stream of another device (107003). */
+    if ((rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
+        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (stream == NULL)
+        rc = rt_stream_get(NULL, dev, __func__, &s);
+    else
+        rc = stream_of_any_device(stream, dev, __func__, &s);
+    if (rc != ACL_SUCCESS)
+        goto out;
+    bool stop = (mode & ACL_STOP_ON_FAILURE) != 0;
+    pthread_mutex_lock(&s->mu);
+    bool was_stop = s->stop_on_failure;
+    pthread_mutex_unlock(&s->mu);
+    if (stop == was_stop)
+        goto out;
+    if (was_stop) {
+        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
+                    "mode %llu: stream %p is in ACL_STOP_ON_FAILURE mode, which cannot be changed "
+                    "back to ACL_CONTINUE_ON_FAILURE", (unsigned long long)mode, stream);
+        goto out;
+    }
+    if (s->device != dev) {
+        rc = RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, __func__,
+                    "stream %p belongs to device %d but the calling thread's device is %d",
+                    stream, s->device, dev);
+        goto out;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->stop_on_failure = true;
+    pthread_mutex_unlock(&s->mu);
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
     return rc;
 }
 
@@ -527,16 +649,41 @@ static size_t collect(int dev, rt_stream ***out) {
     return k;
 }
 
-void rt_streams_sync_device(int dev) {
+aclError rt_streams_sync_device(int dev, int32_t timeout_ms, const char *fn) {
     rt_stream **v = NULL;
     pthread_mutex_lock(&g_dev_mu);
     size_t n = collect(dev, &v);
     pthread_mutex_unlock(&g_dev_mu);
-    for (size_t i = 0; i < n; i++) {
-        stream_sync(v[i]);
-        rt_stream_put(v[i]);
+    /* One time limit for all the streams, and the first failure reported after every stream
+     * was waited for (hicann/runtime src/runtime/core/src/context/context.cc
+     * SyncStreamsWithTimeout, continue-on-failure). */
+    uint64_t deadline = deadline_after(timeout_ms);
+    aclError rc = ACL_SUCCESS;
+    size_t i = 0;
+    for (; i < n; i++) {
+        if (!stream_wait(v[i], atomic_load(&v[i]->submitted), deadline)) {
+            rc = RT_ERR(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, fn,
+                        "device %d: the tasks of stream %p did not complete within %d ms (they "
+                        "stay queued and still run)", dev, v[i]->is_default ? NULL : (void *)v[i],
+                        (int)timeout_ms);
+            break;
+        }
+        char keep[1024];
+        const char *prev = NULL;
+        if (rc != ACL_SUCCESS) { /* keep the first failure's message */
+            prev = aclGetRecentErrMsg();
+            snprintf(keep, sizeof keep, "%s", prev != NULL ? prev : "");
+        }
+        aclError e = stream_take_error(v[i], fn);
+        if (rc == ACL_SUCCESS)
+            rc = e;
+        else
+            aclemu_set_error("%s", keep);
     }
+    for (size_t k = 0; k < n; k++)
+        rt_stream_put(v[k]);
     free(v);
+    return rc;
 }
 
 void rt_streams_teardown(int dev) { /* life write lock held: no other call runs */
@@ -602,7 +749,7 @@ aclError aclrtCreateEvent(aclrtEvent *event) {
     e->hdr.free_fn = event_free;
     e->device = dev;
     pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->cv, NULL);
+    rt_cond_init_monotonic(&e->cv); /* timed synchronizes wait on it */
     pthread_mutex_lock(&g_dev_mu);
     e->next = g_sd[dev].events;
     if (e->next)
@@ -677,7 +824,10 @@ out:
 typedef struct {
     rt_event *e;
     uint64_t seq;
+    aclError abort_code; /* set by the worker: the stream was aborted by this status */
 } record_task;
+
+static void record_note_abort(void *arg, aclError code) { ((record_task *)arg)->abort_code = code; }
 
 /* Whether record `seq` of the event is queued and has not run (e->mu held). */
 static bool record_pending(const rt_event *e, uint64_t seq) {
@@ -694,6 +844,7 @@ static void record_run(void *arg) {
     if (t->seq > t->e->done) { /* records on different streams may finish out of order */
         t->e->done = t->seq;
         t->e->stamp_ns = now;
+        t->e->done_error = t->abort_code;
     }
     for (size_t i = 0; i < t->e->n_inflight; i++) {
         if (t->e->inflight[i] == t->seq) {
@@ -752,6 +903,7 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
     }
     t->e = e;
     t->seq = e->issued + 1;
+    t->abort_code = ACL_SUCCESS;
     atomic_fetch_add(&e->hdr.refs, 1);
     rc = rt_stream_push(s, record_run, record_release, t, __func__);
     if (rc == ACL_SUCCESS) {
@@ -859,32 +1011,68 @@ out:
     return rc;
 }
 
-aclError aclrtSynchronizeEvent(aclrtEvent event) {
+/* aclrtSynchronizeEvent (timeout_ms -1, no check) and aclrtSynchronizeEventWithTimeout. */
+static aclError synchronize_event(aclrtEvent event, int32_t timeout_ms, bool timed,
+                                  const char *fn) {
     char fault_msg[256];
-    bool fault = rt_fault_deferred(__func__, fault_msg, sizeof fault_msg); /* after the wait */
-    aclError rc = rt_refuse_in_host_function(__func__);
+    bool fault = rt_fault_deferred(fn, fault_msg, sizeof fault_msg); /* after the wait */
+    aclError rc = rt_refuse_in_host_function(fn);
     if (rc != ACL_SUCCESS)
         return rc;
-    rc = rt_enter(__func__);
+    rc = rt_enter(fn);
     if (rc == ACL_SUCCESS) {
         /* No current device needed (api_impl.cc EventSynchronize uses the event's own
-         * context) */
+         * context). CANN's order (hicann/runtime src/acl/aclrt_impl/event.cpp, src/runtime/
+         * api/api_c.cc, api_error.cc EventSynchronize): the ACL layer's timeout check, the
+         * NULL event, the handle, the runtime's timeout check. */
         rt_event *e = NULL;
-        if ((rc = get_event(__func__, "event", event, &e)) == ACL_SUCCESS) {
+        if ((!timed || (rc = rt_check_timeout(fn, timeout_ms, true)) == ACL_SUCCESS) &&
+            (rc = get_event(fn, "event", event, &e)) == ACL_SUCCESS &&
+            (!timed || (rc = rt_check_timeout(fn, timeout_ms, false)) == ACL_SUCCESS)) {
+            uint64_t deadline = deadline_after(timeout_ms);
             pthread_mutex_lock(&e->mu);
             /* The last record when called (never recorded: 0, done at once); a record made
              * later, even one that finishes first, is not waited for nor taken for it. */
             uint64_t target = e->issued;
-            while (target != 0 && record_pending(e, target))
-                pthread_cond_wait(&e->cv, &e->mu);
+            while (target != 0 && record_pending(e, target)) {
+                if (deadline == UINT64_MAX) {
+                    pthread_cond_wait(&e->cv, &e->mu);
+                    continue;
+                }
+                if (rt_now_ns() >= deadline)
+                    break;
+                struct timespec until = rt_timespec(deadline);
+                pthread_cond_timedwait(&e->cv, &e->mu, &until);
+            }
+            if (target != 0 && record_pending(e, target))
+                rc = RT_ERR(ACL_ERROR_RT_EVENT_SYNC_TIMEOUT, fn,
+                            "event %p: its last record did not complete within %d ms (it stays "
+                            "queued and still runs)", event, (int)timeout_ms);
+            else if (target != 0 && e->done == target && e->done_error != ACL_SUCCESS)
+                /* recorded on a stream a failed task stopped (ACL_STOP_ON_FAILURE): CANN
+                 * returns that stream's error (src/runtime/core/src/event/event.cc
+                 * GetFailureStatus) */
+                rc = RT_ERR(e->done_error, fn,
+                            "event %p was recorded on a stream that a failed task stopped "
+                            "(ACL_STOP_ON_FAILURE): the work before the record did not all run",
+                            event);
             pthread_mutex_unlock(&e->mu);
-            rt_obj_put(&e->hdr);
         }
+        if (e != NULL)
+            rt_obj_put(&e->hdr);
         rt_leave();
     }
     if (fault)
         rc = rt_fault_report(fault_msg);
     return rc;
+}
+
+aclError aclrtSynchronizeEvent(aclrtEvent event) {
+    return synchronize_event(event, -1, false, __func__);
+}
+
+aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout) {
+    return synchronize_event(event, timeout, true, __func__);
 }
 
 aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status) {
