@@ -30,8 +30,8 @@ Checking results: ``acl_py.reference`` (NumPy float64 reference and per-dtype to
 Low level: ``acl_py.raw.ffi`` / ``acl_py.raw.lib`` and each wrapper's ``.handle``.
 """
 from . import errors
-from .errors import (AclError, AclArgumentError, AclTypeError, ClosedError, DeviceError,
-                     DeviceMemoryError, HostFunctionError, NotInitializedError,
+from .errors import (AclError, AclArgumentError, AclTimeoutError, AclTypeError, ClosedError,
+                     DeviceError, DeviceMemoryError, HostFunctionError, NotInitializedError,
                      OperatorParameterError)
 from .runtime import FinalizedError, ForkedError, backend, finalize, init, release_unused
 from .device import Device, current_device, device_count, mem_info, set_device, synchronize
@@ -63,7 +63,7 @@ __all__ = [
     "Event", "default_stream",
     "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",
-    "reference", "AclError", "AclArgumentError", "AclTypeError",
+    "reference", "AclError", "AclArgumentError", "AclTimeoutError", "AclTypeError",
     "ClosedError", "DeviceError", "DeviceMemoryError", "HostFunctionError",
     "NotInitializedError",
     "OperatorParameterError", "FinalizedError", "ForkedError", "layer_norm", "LayerNorm",

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, Union
 from ._ffi import ffi
 from . import _ordering
 from . import runtime as _rt
+from ._timeout import to_milliseconds
 from .errors import AclArgumentError, AclTypeError, make_error
 
 if TYPE_CHECKING:
@@ -202,15 +203,23 @@ class Device:
             activate(prev)
         return False
 
-    def synchronize(self) -> None:
+    def synchronize(self, timeout: float | None = None) -> None:
         """Waits for all work on every stream of this device (``aclrtSynchronizeDevice``) and
-        runs the streams' deferred releases."""
+        runs the streams' deferred releases. ``timeout``: at most that many seconds for all
+        the streams together (None: no limit); past it
+        :class:`~acl_py.errors.AclTimeoutError` is raised and nothing is released."""
+        ms = to_milliseconds(timeout)
         L = _rt.ensure()
         activate(self.id)
         marks = _ordering.marks_of_device(self.id)
-        st = L.aclrtSynchronizeDevice()
-        if st:
-            raise make_error(st, "aclrtSynchronizeDevice")
+        if ms < 0:
+            st = L.aclrtSynchronizeDevice()
+            if st:
+                raise make_error(st, "aclrtSynchronizeDevice")
+        else:
+            st = L.aclrtSynchronizeDeviceWithTimeout(ms)
+            if st:
+                raise make_error(st, "aclrtSynchronizeDeviceWithTimeout")
         errs = _ordering.complete_marks(marks)
         if errs:
             raise errs[0]
@@ -323,9 +332,10 @@ def mem_info(device: DeviceLike = None) -> MemInfo:
     return MemInfo(int(f[0]), int(f[1]))
 
 
-def synchronize(device: DeviceLike = None) -> None:
-    """Waits for all work on a device (default: current) and runs deferred releases."""
-    Device(resolve_device(device)).synchronize()
+def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None:
+    """Waits for all work on a device (default: current) and runs deferred releases; see
+    :meth:`Device.synchronize` for ``timeout``."""
+    Device(resolve_device(device)).synchronize(timeout)
 
 
 def peer_access_hint(dst, src):

@@ -32,6 +32,9 @@ OperatorParameterError          161001 / 161002 (subclasses below)
   OperatorNullPointerError      161001 ACLNN_ERR_PARAM_NULLPTR
   OperatorInvalidParameterError 161002 ACLNN_ERR_PARAM_INVALID
 RuntimeFailure                  361001 ACLNN_ERR_RUNTIME_ERROR, 500001 FAILURE
+AclTimeoutError (TimeoutError)  507046 RT_STREAM_SYNC_TIMEOUT, 507047 RT_EVENT_SYNC_TIMEOUT
+                                (a bounded synchronize ran out of time; the work stays
+                                queued)
 InternalError                   500000 INTERNAL_ERROR, 507000 RT_INTERNAL_ERROR,
                                 561000 ACLNN_ERR_INNER, 561101 .._CREATE_EXECUTOR,
                                 561103 .._INNER_NULLPTR; an install without the operators'
@@ -131,6 +134,13 @@ class OperatorInvalidParameterError(OperatorParameterError):
 
 class RuntimeFailure(AclError):
     """Work could not be run: stream/launch problems (361001, 500001)."""
+
+
+class AclTimeoutError(AclError, TimeoutError):
+    """A bounded wait (``synchronize(timeout=...)``) ran out of time (507046 stream or device,
+    507047 event). The work is still queued and may still run: the objects stay usable, and
+    memory the work uses is not released until a later synchronize gets past it. Also a
+    ``TimeoutError``, so ``except TimeoutError`` catches it."""
 
 
 class InternalError(AclError):
@@ -246,6 +256,8 @@ STATUS = {
     507033: ("ACL_ERROR_RT_DEV_SETUP_ERROR", DeviceError),
     507899: ("ACL_ERROR_RT_DRV_INTERNAL_ERROR", DeviceError),
     507000: ("ACL_ERROR_RT_INTERNAL_ERROR", InternalError),
+    507046: ("ACL_ERROR_RT_STREAM_SYNC_TIMEOUT", AclTimeoutError),
+    507047: ("ACL_ERROR_RT_EVENT_SYNC_TIMEOUT", AclTimeoutError),
     507007: ("ACL_ERROR_RT_CONTEXT_RELEASE_ERROR", DeviceError),
     161001: ("ACLNN_ERR_PARAM_NULLPTR", OperatorNullPointerError),
     161002: ("ACLNN_ERR_PARAM_INVALID", OperatorInvalidParameterError),
@@ -340,7 +352,7 @@ __all__ = [
     "AclError", "InvalidParameterError", "InvalidHandleError", "NotInitializedError",
     "AlreadyInitializedError", "DeviceError", "DeviceMemoryError", "NotSupportedError",
     "OperatorParameterError", "OperatorNullPointerError", "OperatorInvalidParameterError",
-    "RuntimeFailure", "InternalError", "CreateFailedError", "AclArgumentError", "AclTypeError",
+    "RuntimeFailure", "AclTimeoutError", "InternalError", "CreateFailedError", "AclArgumentError", "AclTypeError",
     "ClosedError", "EmulatorOnlyError", "STATUS", "CODES", "code_name", "error_class",
     "check", "check_create", "make_error", "raise_error", "recent_message",
 ]

@@ -20,9 +20,14 @@ bound, and prints a table per device and an overall verdict.
   On the emulator every case must pass.
 * ``--require-npu``: exit status 1 with the reason, and no case run, unless the backend is
   real CANN with a device; for acceptance scripts.
+* ``--timeout SECONDS`` (default 60): every wait for a device's work is bounded
+  (``aclrtSynchronizeStreamWithTimeout``). A device whose work does not complete in time is
+  reported as hung (table, verdict, JSON ``hung``), its remaining cases are not run, and the
+  process exits with status 3 without the runtime's teardown, which would wait for the hung
+  work forever.
 
 Exit status: 0 when every case passed on every device; 1 when a case failed, a device could
-not be tested or ``--require-npu`` was not met; 2 for a usage error.
+not be tested or ``--require-npu`` was not met; 2 for a usage error; 3 when a device hung.
 
 Operators are rows of :data:`OPERATORS` (a name, the function giving its matrix, the
 function running one case, as ``"module:function"`` strings): adding an operator's smoke cases
@@ -162,6 +167,7 @@ class CaseResult:
     error: str | None = None    # an exception, or a missing/unexpected output
     # The case failed on an NPU and the vendor documents its input as unsupported: why.
     unsupported: str | None = None
+    hung: bool = False          # a wait for the device's work ran out of time (--timeout)
 
     @property
     def failed(self) -> bool:
@@ -182,7 +188,7 @@ class CaseResult:
     def to_json(self) -> dict:
         d = self.case.describe()
         d.update(passed=self.passed, status=self.status.lower(), seconds=self.seconds,
-                 error=self.error, unsupported=self.unsupported,
+                 error=self.error, unsupported=self.unsupported, hung=self.hung,
                  outputs=[asdict(o) for o in self.outputs])
         w = self.worst
         d["max_abs_error"] = w.max_abs_error if w else None
@@ -407,6 +413,28 @@ def _preallocated_outputs(case: Case, stream: Stream | None, made: list[DeviceTe
     return tuple(outs)
 
 
+# Seconds every wait of a case may take (--timeout); None: no limit.
+DEFAULT_TIMEOUT = 60.0
+wait_timeout: float | None = DEFAULT_TIMEOUT
+
+
+# Streams of a hung device: never closed nor collected (their release would wait for the hung
+# work); the process exits without the runtime's teardown (see run_smoke).
+_abandoned: list[Stream] = []
+
+
+def _synchronize(stream: Stream) -> None:
+    """The case runners' one way to wait for their stream: bounded by :data:`wait_timeout`
+    (an AclTimeoutError makes the case hung)."""
+    stream.synchronize(timeout=wait_timeout)
+
+
+def _failure(case: Case, seconds: float, e: Exception) -> CaseResult:
+    """A case that raised: failed, and hung if a wait ran out of time."""
+    return CaseResult(case, False, seconds, error=f"{type(e).__name__}: {e}".strip() + _where(e),
+                      hung=isinstance(e, TimeoutError))
+
+
 def run_case(case: Case, stream: Stream | None = None, npu: bool | None = None) -> CaseResult:
     """Runs one case on the calling thread's device with its operator's runner and checks it;
     never raises for a failing case (the exception becomes the result's ``error``). On an NPU
@@ -450,7 +478,7 @@ def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> Ca
             from .stream import as_stream
             as_stream(stream, upload.state.device).wait(upload)
         elif stream is not None:
-            stream.synchronize()  # uploads done before the clock starts
+            _synchronize(stream)  # uploads done before the clock starts
         grad_out, input_, mean, rstd = (dev[k] for k in ("grad_out", "input", "mean", "rstd"))
         assert grad_out is not None and input_ is not None and mean is not None \
             and rstd is not None  # make_inputs always makes them
@@ -460,7 +488,7 @@ def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> Ca
                                       **kwargs)
         made.extend(r for r in results if r is not None)
         if stream is not None:
-            stream.synchronize()
+            _synchronize(stream)
         seconds = time.perf_counter() - t0
         got = [r.to_numpy() if r is not None else None for r in results]
         expected = reference.layer_norm_backward(host["grad_out"], host["input"], ns,
@@ -472,8 +500,7 @@ def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> Ca
             expected = tuple(case.reference_hook(tuple(expected)))
         result = _compare(case, got, expected, magnitude, seconds)
     except Exception as e:  # noqa: BLE001 - a smoke test reports every failure, of any kind
-        result = CaseResult(case, False, seconds,
-                            error=f"{type(e).__name__}: {e}".strip() + _where(e))
+        result = _failure(case, seconds, e)
     return _release(made, result)
 
 
@@ -498,12 +525,12 @@ def run_layer_norm_case(case: Case, stream: Stream | None = None) -> CaseResult:
         w_t, b_t = (None if a is None else DeviceTensor.from_numpy(a, stream) for a in (w, b))
         made.extend(t for t in (x_t, w_t, b_t) if t is not None)
         if stream is not None:
-            stream.synchronize()  # uploads done before the clock starts
+            _synchronize(stream)  # uploads done before the clock starts
         t0 = time.perf_counter()
         outs = layer_norm(x_t, ns, w_t, b_t, 1e-5, stream=stream)
         made.extend(outs)
         if stream is not None:
-            stream.synchronize()
+            _synchronize(stream)
         seconds = time.perf_counter() - t0
         got = tuple(o.to_numpy(stream) for o in outs)
         values = (x, ns, w, b, 1e-5)
@@ -523,15 +550,18 @@ def run_layer_norm_case(case: Case, stream: Stream | None = None) -> CaseResult:
             result.passed = False
             result.error = "; ".join(problems)
     except Exception as e:  # noqa: BLE001 - a smoke test reports every failure, of any kind
-        result = CaseResult(case, False, seconds,
-                            error=f"{type(e).__name__}: {e}".strip() + _where(e))
+        result = _failure(case, seconds, e)
     return _release(made, result)
 
 
 def _release(made: list, result: CaseResult) -> CaseResult:
     """Closes every device tensor a case made. Releasing is part of the check: a failure here
     would leak device memory in a real job, so it fails the case."""
+    from .stream import Stream
     for t in made:
+        if result.hung and isinstance(t, Stream):
+            _abandoned.append(t)    # closing waits for its work: kept until the process ends
+            continue
         try:
             t.close()
         except Exception as e:  # noqa: BLE001
@@ -605,6 +635,8 @@ def run_cases(cases: Sequence[Case], progress: ProgressFn | None = None,
         results.append(r)
         if progress:
             progress(i + 1, len(cases), case, r)
+        if r.hung:
+            break       # the device's work is stuck: later cases would queue behind it
     return results
 
 
@@ -628,13 +660,18 @@ class DeviceRun:
     def ok(self) -> bool:
         return self.error is None and bool(self.results) and not self.failed
 
+    @property
+    def hung(self) -> bool:
+        return any(r.hung for r in self.results)
+
     def summary(self) -> dict:
         return {"total": len(self.results),
                 "passed": sum(r.passed for r in self.results),
                 "failed": len(self.failed), "unsupported": len(self.unsupported),
                 "failed_cases": [r.case.name for r in self.failed],
                 "unsupported_cases": [r.case.name for r in self.unsupported],
-                "error": self.error, "seconds": self.seconds, "ok": self.ok}
+                "error": self.error, "seconds": self.seconds, "ok": self.ok,
+                "hung": self.hung}
 
 
 def run_devices(cases: Sequence[Case], devices: Sequence[int],
@@ -659,9 +696,14 @@ def run_devices(cases: Sequence[Case], devices: Sequence[int],
                             _d: int = run.device) -> None:
                 progress(_d, i, total, case, result)
         try:
-            with Device(run.device), Stream() as stream:
+            with Device(run.device):
+                stream = Stream()
                 run.results = run_cases(cases, progress=report_case, stream=stream, npu=npu,
                                         cancel=cancel)
+                if run.hung:    # closing waits for its work: kept until the process ends
+                    _abandoned.append(stream)
+                else:
+                    stream.close()
         except Exception as e:  # noqa: BLE001 - a device that cannot be tested is a finding
             run.error = f"{type(e).__name__}: {e}"
         run.seconds = time.perf_counter() - t0
@@ -811,6 +853,7 @@ def report(env: dict, runs: Sequence[DeviceRun], mode: str, seconds: float,
                     "passed": sum(r.passed for r in results), "failed": len(failed),
                     "unsupported": len(unsupported),
                     "failed_devices": [run.device for run in runs if not run.ok],
+                    "hung_devices": [run.device for run in runs if run.hung],
                     "failed_pairs": failed_pairs,
                     "seconds": seconds, "error": error, "ok": ok},
     }
@@ -1058,6 +1101,9 @@ def add_smoke_arguments(p: argparse.ArgumentParser) -> None:
                    help="devices to test concurrently (a thread and a stream each): 'all', or "
                         "ids such as 0,3,5 (default 0)")
     p.add_argument("--device", type=int, metavar="N", help="one device id (--devices N)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", default=DEFAULT_TIMEOUT,
+                   help=f"longest wait for a device's work (default {DEFAULT_TIMEOUT:g}); a "
+                        f"device that takes longer is reported as hung (exit status 3)")
     p.add_argument("--require-npu", action="store_true",
                    help="fail (exit status 1, no case run) unless the backend is real CANN "
                         "with a device: for acceptance scripts, so that an emulator run can "
@@ -1174,9 +1220,14 @@ def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
             dtype_spec, note = default_dtypes(env)
         case_list = select_dtypes(list(cases) if cases is not None
                                   else build_cases(args.quick), dtype_spec)
+        timeout = getattr(args, "timeout", DEFAULT_TIMEOUT)
+        if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"--timeout {timeout}: a number of seconds > 0")
     except ValueError as e:
         print(f"acl-py smoke: {e}", file=err)
         return 2
+    global wait_timeout
+    wait_timeout = timeout
     env = environment(devices)
     print(format_header(env, mode, len(case_list), note), file=out)
     print(file=out, flush=True)
@@ -1187,7 +1238,8 @@ def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
             return fail(f"FAILED: --require-npu: {missing}; no NPU was tested", env)
     progress = Progress(err, devices=devices)
     runs = run_devices(case_list, devices, progress=progress.device, npu=env["npu"])
-    pairs = check_pairs(devices, quick=args.quick) if len(devices) > 1 else []
+    pairs = (check_pairs(devices, quick=args.quick)
+             if len(devices) > 1 and not any(run.hung for run in runs) else [])
     seconds = time.perf_counter() - t0
     for run in runs:
         title = f"device {run.device}" + (f" ({env['soc']})" if env.get("soc") else "")
@@ -1203,9 +1255,21 @@ def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
         print(file=out)
     print(format_summary(env, runs, seconds, pairs), file=out)
     rep = report(env, runs, mode, seconds, dtypes, pairs=pairs)
+    hung = rep["summary"]["hung_devices"]
+    if hung:
+        print(f"HUNG: device(s) {', '.join(map(str, hung))}: work did not complete within "
+              f"--timeout {timeout:g} s; the device needs attention (npu-smi info)", file=out)
     if args.json:
         _write_json(args.json, rep, json_out)
+    if hung:
+        # The runtime's teardown (aclFinalize) would wait for the hung work forever.
+        for stream_ in (out, err, json_out, sys.stdout, sys.stderr):
+            stream_.flush()
+        os._exit(HUNG_STATUS)
     return 0 if rep["summary"]["ok"] else 1
+
+
+HUNG_STATUS = 3
 
 
 # The names acl_py.cli's command table refers to.

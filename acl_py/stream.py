@@ -21,6 +21,7 @@ from ._ffi import ffi
 from . import _host_func
 from . import _ordering
 from . import device as _device
+from ._timeout import to_milliseconds
 from . import runtime as _rt
 from .errors import AclArgumentError, AclTypeError, make_error
 from .device import Device, DeviceLike
@@ -46,17 +47,24 @@ class StreamState(_ordering.Timeline):
         # stream's last wrapper.
         self.destroy_lock = threading.RLock()
 
-    def synchronize(self):
-        """aclrtSynchronizeStream, then the deferred work it made due. Raises the sync failure
-        (deferred work then stays queued) or the first deferred failure."""
+    def synchronize(self, timeout_ms=-1):
+        """aclrtSynchronizeStream (``timeout_ms`` -1) or aclrtSynchronizeStreamWithTimeout,
+        then the deferred work it made due. Raises the sync failure (deferred work then stays
+        queued: after a timeout the stream may still use that memory) or the first deferred
+        failure."""
         _host_func.check_not_inside("Stream.synchronize")
         if _device.thread_state.dev != self.device or not _rt.ready:
             _rt.ensure()
             _device.activate(self.device)
         target = self.seq
-        st = _rt.lib.aclrtSynchronizeStream(self.handle)
-        if st:
-            raise make_error(st, "aclrtSynchronizeStream")
+        if timeout_ms < 0:
+            st = _rt.lib.aclrtSynchronizeStream(self.handle)
+            if st:
+                raise make_error(st, "aclrtSynchronizeStream")
+        else:
+            st = _rt.lib.aclrtSynchronizeStreamWithTimeout(self.handle, timeout_ms)
+            if st:
+                raise make_error(st, "aclrtSynchronizeStreamWithTimeout")
         if not (self.deferred or self.kept or self.running):
             # Nothing waits on it: the counter is all (see complete), unless another
             # thread deferred work meanwhile.
@@ -194,12 +202,35 @@ class Stream:
 
     __slots__ = ("state", "_rel", "__weakref__")
 
-    def __init__(self, device: DeviceLike = None) -> None:
+    def __init__(self, device: DeviceLike = None, *, stop_on_failure: bool = False) -> None:
         dev = _device.resolve_device(device)
+        if not isinstance(stop_on_failure, bool):
+            raise AclTypeError("stop_on_failure", f"expected a bool, got "
+                               f"{type(stop_on_failure).__name__}")
         made_in = _rt.gen   # before the C call: see Releaser
         st = self.state = StreamState(_create(dev, "aclrtStream *", "aclrtCreateStream"), dev,
                                       False)
         self._rel = _rt.Releaser(self, _destroy_stream, (st,), _rt.ORDER_STREAM, made_in)
+        if stop_on_failure:
+            try:
+                self.stop_on_failure()
+            except BaseException:
+                self.close()
+                raise
+
+    def stop_on_failure(self) -> None:
+        """Makes the stream stop at its first failed task (``aclrtSetStreamFailureMode``,
+        ``ACL_STOP_ON_FAILURE``): the work queued after it does not run, and every later
+        synchronize raises that task's error; closing the stream still works. The default
+        (``ACL_CONTINUE_ON_FAILURE``) runs the later work and reports the failure at the next
+        synchronize only. CANN cannot switch a stream back."""
+        st = self.state
+        if st.closed:
+            raise st.closed_error(repr(self))
+        _device.activate(st.device)
+        r = _rt.lib.aclrtSetStreamFailureMode(st.handle, _rt.lib.ACL_STOP_ON_FAILURE)
+        if r:
+            raise make_error(r, "aclrtSetStreamFailureMode")
 
     @classmethod
     def _wrap_default(cls, dev):
@@ -228,13 +259,16 @@ class Stream:
     def is_default(self) -> bool:
         return self.state.is_default
 
-    def synchronize(self) -> None:
+    def synchronize(self, timeout: float | None = None) -> None:
         """Waits until everything queued on the stream has run, then runs the releases that
-        waited for it."""
+        waited for it. ``timeout``: at most that many seconds (None: no limit); past it
+        :class:`~acl_py.errors.AclTimeoutError` (a ``TimeoutError``) is raised, the work stays
+        queued and the stream usable, and nothing it may still use is released."""
+        ms = to_milliseconds(timeout)
         st = self.state
         if st.closed:   # teardown too: it closes every stream of the session
             raise st.closed_error(repr(self))
-        st.synchronize()
+        st.synchronize(ms)
 
     def query(self) -> bool:
         """True if all the work queued on the stream so far has run; never blocks. The
@@ -517,15 +551,23 @@ class Event:
         st.recorded = (sst, target)
         return self
 
-    def synchronize(self) -> None:
+    def synchronize(self, timeout: float | None = None) -> None:
         """Waits for the last record; the work queued on its stream before the record is then
-        complete, and the releases that waited for it run."""
+        complete, and the releases that waited for it run. ``timeout``: at most that many
+        seconds (None: no limit); past it :class:`~acl_py.errors.AclTimeoutError` is raised
+        and nothing is released."""
+        ms = to_milliseconds(timeout)
         st = self._live()
         _device.activate(st.device)
         rec = st.recorded
-        r = _rt.lib.aclrtSynchronizeEvent(st.handle)
-        if r:
-            raise make_error(r, "aclrtSynchronizeEvent")
+        if ms < 0:
+            r = _rt.lib.aclrtSynchronizeEvent(st.handle)
+            if r:
+                raise make_error(r, "aclrtSynchronizeEvent")
+        else:
+            r = _rt.lib.aclrtSynchronizeEventWithTimeout(st.handle, ms)
+            if r:
+                raise make_error(r, "aclrtSynchronizeEventWithTimeout")
         self._completed(rec)
 
     def query(self) -> bool:

@@ -35,6 +35,9 @@ EXPECTED = {
     "ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID": errors.InvalidParameterError,
     "ACL_ERROR_RT_RESOURCE_ALLOC_FAIL": errors.DeviceError,
     "ACL_ERROR_RT_CONTEXT_RELEASE_ERROR": errors.DeviceError,
+    # a bounded synchronize ran out of time (aclrtSynchronize*WithTimeout)
+    "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT": errors.AclTimeoutError,
+    "ACL_ERROR_RT_EVENT_SYNC_TIMEOUT": errors.AclTimeoutError,
     "ACLNN_ERR_PARAM_NULLPTR": errors.OperatorNullPointerError,
     "ACLNN_ERR_PARAM_INVALID": errors.OperatorInvalidParameterError,
     "ACLNN_ERR_RUNTIME_ERROR": errors.RuntimeFailure,
@@ -85,6 +88,8 @@ def test_family_relations():
     assert issubclass(errors.OperatorNullPointerError, errors.OperatorParameterError)
     assert issubclass(errors.OperatorInvalidParameterError, errors.OperatorParameterError)
     assert issubclass(errors.InvalidHandleError, errors.InvalidParameterError)
+    assert issubclass(errors.AclTimeoutError, TimeoutError)
+    assert issubclass(errors.AclTimeoutError, errors.AclError)
     assert issubclass(errors.AclArgumentError, ValueError)
     assert issubclass(errors.AclTypeError, TypeError)
     assert issubclass(errors.AclTypeError, ValueError)
@@ -102,7 +107,7 @@ def test_unknown_code_is_plain_aclerror():
 
 @pytest.mark.parametrize("code,name", [
     (507011, "ACL_ERROR_RT_MODEL_EXECUTE"),
-    (507046, "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT"),
+    (507048, "ACL_ERROR_RT_FFTS_PLUS_TIMEOUT"),
     (561105, "ACLNN_ERR_INNER_KEY_CONFLICT"),   # not the deprecated misspelled alias
 ])
 def test_other_declared_codes_keep_the_vendors_name(code, name):

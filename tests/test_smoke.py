@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import textwrap
 from pathlib import Path
 
@@ -488,9 +489,9 @@ def test_other_stream_case_orders_the_launch_by_an_event_wait(monkeypatch, on_de
 
 
 def _no_sync_of(real, calls):
-    def sync(self):
+    def sync(self, timeout=None):
         calls.append(("sync", self))
-        return real(self)
+        return real(self, timeout)
     return sync
 
 
@@ -644,3 +645,26 @@ def test_one_device_has_no_peer_section(quick_run):
     proc, path = quick_run
     assert "peer copies" not in proc.stdout
     assert json.loads(path.read_text())["peer"] is None
+
+
+def test_a_hung_device_is_reported_as_hung_not_waited_for(tmp_path):
+    """A stream task that never completes (the emulator's task fault): the run ends after
+    --timeout, the device is reported hung (verdict, JSON), exit status 3."""
+    path = tmp_path / "report.json"
+    t0 = time.monotonic()
+    proc = run_cli(["--quick", "--timeout", "1", "--json", str(path)],
+                   ACL_EMU_FAIL="aclrtMemcpyAsync:3:hang")
+    assert time.monotonic() - t0 < 120
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "HUNG: device(s) 0" in proc.stdout
+    rep = json.loads(path.read_text())
+    assert rep["summary"]["hung_devices"] == [0] and not rep["summary"]["ok"]
+    dev = rep["devices"][0]
+    assert dev["summary"]["hung"] and dev["cases"][-1]["hung"]
+    assert "AclTimeoutError" in dev["cases"][-1]["error"]
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "nan", "inf"])
+def test_timeout_option_is_checked(bad):
+    proc = run_cli(["--quick", "--timeout", bad])
+    assert proc.returncode == 2 and "--timeout" in proc.stderr
