@@ -36,7 +36,16 @@ from .errors import HostFunctionError
 
 _pending: dict = {}         # key -> _Call, launched and not yet run
 _keys = itertools.count(1)
-_inside = threading.local()  # .call: the _Call this thread is running
+
+
+class _Running(threading.local):
+    """Per thread: ``call``, the _Call this thread is running, or None. A class default, not
+    ``getattr(local, "call", None)``: on a thread that never set it, getattr would build and
+    drop an AttributeError (its message formatted) on every synchronize."""
+    call: _Call | None = None
+
+
+_inside = _Running()
 
 
 class _Call:
@@ -86,13 +95,13 @@ _TRAMPOLINE = ffi.callback("aclrtHostFunc", _run, onerror=_on_error)
 
 def inside():
     """True while the calling thread runs a host function."""
-    return getattr(_inside, "call", None) is not None
+    return _inside.call is not None
 
 
 def check_not_inside(what):
     """Raises RuntimeError for a launch or synchronize made from inside a host function (see
     the module doc)."""
-    if getattr(_inside, "call", None) is not None:
+    if _inside.call is not None:
         raise RuntimeError(f"{what} called from inside a host function: a host function must "
                            f"not launch work or synchronize (CANN forbids it; it would wait "
                            f"for itself)")
