@@ -264,7 +264,8 @@ class Stream:
         waited for it. ``timeout``: at most that many seconds (None: no limit); past it
         :class:`~acl_py.errors.AclTimeoutError` (a ``TimeoutError``) is raised, the work stays
         queued and the stream usable, and nothing it may still use is released."""
-        ms = to_milliseconds(timeout)
+        # The common case without a call: this synchronize is on the per-call path.
+        ms = -1 if timeout is None else to_milliseconds(timeout)
         st = self.state
         if st.closed:   # teardown too: it closes every stream of the session
             raise st.closed_error(repr(self))
