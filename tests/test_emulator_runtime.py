@@ -21,6 +21,8 @@ import pytest
 
 from acl_py.raw import ffi, lib
 
+from _emu_status import errmsg, expect, ok  # noqa: F401
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
@@ -30,25 +32,6 @@ H2H, H2D, D2H, D2D, DEFAULT = 0, 1, 2, 3, 4
 
 
 # ---- helpers ----------------------------------------------------------------------------
-
-def errmsg():
-    p = lib.aclGetRecentErrMsg()
-    return None if p == ffi.NULL else ffi.string(p).decode()
-
-
-def expect(rc, code, call, *words):
-    """rc must be `code`, and the thread's message must name `call` and contain `words`."""
-    msg = errmsg()
-    assert rc == code, f"{call}: expected {code}, got {rc} ({msg})"
-    assert msg is not None and msg.startswith(call + ":"), msg
-    for w in words:
-        assert w in msg, (w, msg)
-    return msg
-
-
-def ok(rc, call="call"):
-    assert rc == 0, f"{call} returned {rc}: {errmsg()}"
-
 
 def live():
     out = ffi.new("aclemuLiveObjects *")

@@ -17,6 +17,8 @@ import pytest
 
 from acl_py.raw import ffi, lib
 
+from _emu_status import errmsg, expect, ok  # noqa: F401
+
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
                                 reason="emulator-only: task faults are the emulator's")
 
@@ -25,24 +27,6 @@ STREAM_SYNC_TIMEOUT, EVENT_SYNC_TIMEOUT = 507046, 507047
 PARAM_INVALID, INVALID_PARAM, INVALID_HANDLE = 107000, 100000, 107017
 FEATURE_NOT_SUPPORT, VECTOR_CORE_EXCEPTION = 207000, 507035
 CONTINUE, STOP = lib.ACL_CONTINUE_ON_FAILURE, lib.ACL_STOP_ON_FAILURE
-
-
-def errmsg():
-    p = lib.aclGetRecentErrMsg()
-    return None if p == ffi.NULL else ffi.string(p).decode()
-
-
-def expect(rc, code, call, *words):
-    msg = errmsg()
-    assert rc == code, f"{call}: expected {code}, got {rc} ({msg})"
-    assert msg is not None and msg.startswith(call + ":"), msg
-    for w in words:
-        assert w in msg, (w, msg)
-    return msg
-
-
-def ok(rc, call="call"):
-    assert rc == 0, f"{call} returned {rc}: {errmsg()}"
 
 
 def live():
