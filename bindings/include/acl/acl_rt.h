@@ -93,6 +93,16 @@ typedef enum aclrtStreamStatus {
     ACL_STREAM_STATUS_RESERVED = 0xFFFF,
 } aclrtStreamStatus;
 
+/* ---- devices: run mode, information, limits, status ---- */
+/* Where the program runs: on the device's own CPU (ACL_DEVICE) or on a host driving it. */
+typedef enum aclrtRunMode {
+    ACL_DEVICE,
+    ACL_HOST,
+} aclrtRunMode;
+
+ACL_FUNC_VISIBILITY aclError aclrtGetRunMode(aclrtRunMode *runMode);
+/* ---- end of devices: run mode, information, limits, status ---- */
+
 ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
 ACL_FUNC_VISIBILITY aclError aclFinalize(void);
 /* The last error text of this thread, or NULL. */
