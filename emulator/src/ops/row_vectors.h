@@ -182,14 +182,20 @@ INLINE void RK(st)(void *p, int64_t i, VF v, const int kind, uint32_t away, cons
     }
 #elif RK_W == 8
     if (kind == LD_BF16) { /* half.h's aclemu_f32_to_bf16_ties on every lane */
-        VU u;
-        memcpy(&u, &v, sizeof u);
-        VU nan = (u >> 16) | 0x0040u;
-        VU rounded = (u + 0x7fffu + (((u >> 16) & 1u) | away)) >> 16;
-        VU is_nan = (VU)((u & 0x7fffffffu) > 0x7f800000u);
-        VU r = (nan & is_nan) | (rounded & ~is_nan); /* < 2^16: narrowing keeps the value */
-        __m128i h = _mm_packus_epi32(_mm256_castsi256_si128((__m256i)r),
-                                     _mm256_extracti128_si256((__m256i)r, 1));
+        const __m256i u = _mm256_castps_si256((__m256)v);
+        const __m256i hi = _mm256_srli_epi32(u, 16);
+        /* + just under half an ulp, + 1 for a tie that goes up: always (away) or when the
+         * lowest kept bit is set (to even) */
+        const __m256i up = away ? _mm256_set1_epi32(1)
+                                : _mm256_and_si256(hi, _mm256_set1_epi32(1));
+        __m256i r = _mm256_srli_epi32(
+            _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), up), 16);
+        /* NaN lanes (unordered with themselves): sign and upper payload, quiet bit set */
+        r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x0040)),
+                               _mm256_castps_si256(_mm256_cmp_ps((__m256)v, (__m256)v,
+                                                                 _CMP_UNORD_Q)));
+        /* every lane < 2^16: the unsigned saturating pack keeps each value */
+        __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
         if (nt)
             _mm_stream_si128(d16, h);
         else
