@@ -34,7 +34,8 @@ from .errors import (AclError, AclArgumentError, AclTimeoutError, AclTypeError, 
                      DeviceError, DeviceMemoryError, HostFunctionError, NotInitializedError,
                      OperatorParameterError)
 from .runtime import FinalizedError, ForkedError, backend, finalize, init, release_unused
-from .device import Device, current_device, device_count, mem_info, set_device, synchronize
+from .device import (CoreLimits, Device, DeviceAttributes, StreamPriorityRange, Utilization,
+                     current_device, device_count, mem_info, run_mode, set_device, synchronize)
 from .stream import Event, Stream, default_stream
 from .memory import DeviceBuffer, HostBuffer, MemoryPool, get_pool
 from .soc import soc_name, supports_bfloat16
@@ -59,7 +60,8 @@ def __getattr__(name):
 
 __all__ = [
     "init", "finalize", "backend", "Device", "current_device", "set_device", "device_count",
-    "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "Stream",
+    "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "run_mode",
+    "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits", "Stream",
     "Event", "default_stream",
     "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",

@@ -146,6 +146,44 @@ class MemInfo(NamedTuple):
     free: int
     total: int
 
+
+class DeviceAttributes(NamedTuple):
+    """What a device is (``aclrtGetDeviceInfo``): core counts, memory and L2 cache in bytes,
+    NPU architecture (e.g. 2201: Atlas A2/A3)."""
+    ai_cpu_cores: int
+    ai_cores: int
+    cube_cores: int
+    vector_cores: int
+    total_memory: int
+    l2_cache_size: int
+    npu_arch: int
+
+
+# aclrtDevAttr of each DeviceAttributes field, in order (the vendor's acl_rt.h).
+_ATTRIBUTE_CODES = (1, 101, 102, 201, 301, 302, 601)
+_PARAM_INVALID = 107000   # ACL_ERROR_RT_PARAM_INVALID: the runtime refused an argument
+
+
+class StreamPriorityRange(NamedTuple):
+    """Stream priorities a device takes: ``greatest`` (the highest priority) is the smaller
+    number."""
+    least: int
+    greatest: int
+
+
+class Utilization(NamedTuple):
+    """How busy a device is, in percent; None where the device does not measure it."""
+    cube: int | None
+    vector: int | None
+    aicpu: int | None
+    memory: int | None
+
+
+class CoreLimits(NamedTuple):
+    """The cube (AI) and vector cores this process's work on a device may use."""
+    cube: int
+    vector: int
+
 _device_objects: dict = {}
 _providers: dict = {}
 
@@ -294,6 +332,120 @@ class Device:
         enabled through raw C calls is not seen)."""
         return (self.id, self._peer(peer)) in _peers_enabled
 
+    # ---- what the device is (aclrtGetDeviceInfo and friends) ----
+
+    @property
+    def attributes(self) -> DeviceAttributes:
+        """The device's figures (``aclrtGetDeviceInfo``): core counts, memory, L2 cache, NPU
+        architecture. A real device reports its own; the emulator, its part's
+        (``ACL_EMU_SOC``), from the vendor's platform configuration (docs/emulator.md)."""
+        L = _rt.ensure()
+        out = ffi.new("int64_t *")
+
+        def get(attr):
+            st = L.aclrtGetDeviceInfo(self.id, attr, out)
+            if st:
+                raise make_error(st, "aclrtGetDeviceInfo")
+            return int(out[0])
+        return DeviceAttributes(*(get(a) for a in _ATTRIBUTE_CODES))
+
+    @property
+    def status(self) -> Literal["normal", "abnormal"]:
+        """``"normal"``, or ``"abnormal"`` once the runtime's watchdog saw the device fail
+        (``aclrtQueryDeviceStatus``)."""
+        L = _rt.ensure()
+        out = ffi.new("aclrtDeviceStatus *")
+        st = L.aclrtQueryDeviceStatus(self.id, out)
+        if st:
+            raise make_error(st, "aclrtQueryDeviceStatus")
+        return "normal" if out[0] == 0 else "abnormal"
+
+    @property
+    def stream_priority_range(self) -> StreamPriorityRange:
+        """``StreamPriorityRange(least, greatest)`` (``aclrtDeviceGetStreamPriorityRange``):
+        a smaller number is a higher priority (CANN: 7 and 0)."""
+        L = _rt.ensure()
+        out = ffi.new("int32_t[2]")
+        st = L.aclrtDeviceGetStreamPriorityRange(out, out + 1)
+        if st:
+            raise make_error(st, "aclrtDeviceGetStreamPriorityRange")
+        return StreamPriorityRange(int(out[0]), int(out[1]))
+
+    def utilization(self) -> Utilization:
+        """How busy the device is now, in percent (``aclrtGetDeviceUtilizationRate``, asked
+        with this device current); None for what the device does not measure (memory, on
+        every CANN release so far)."""
+        L = _rt.ensure()
+        info = ffi.new("aclrtUtilizationInfo *")
+        with restoring(self.id):
+            st = L.aclrtGetDeviceUtilizationRate(self.id, info)
+        if st:
+            raise make_error(st, "aclrtGetDeviceUtilizationRate")
+        return Utilization(*(None if v < 0 else int(v) for v in
+                             (info.cubeUtilization, info.vectorUtilization,
+                              info.aicpuUtilization, info.memoryUtilization)))
+
+    # ---- the process's core limits ----
+
+    @property
+    def core_limits(self) -> CoreLimits:
+        """``CoreLimits(cube, vector)``: the cores this process's work on the device may use
+        (``aclrtGetDeviceResLimit``); the device's totals unless :meth:`limit_cores` set
+        less."""
+        L = _rt.ensure()
+        out = ffi.new("uint32_t *")
+        activate(self.id)  # the limits belong to a device the process holds
+
+        def get(kind):
+            st = L.aclrtGetDeviceResLimit(self.id, kind, out)
+            if st:
+                raise make_error(st, "aclrtGetDeviceResLimit")
+            return int(out[0])
+        return CoreLimits(get(0), get(1))
+
+    def limit_cores(self, cube: int | None = None, vector: int | None = None) -> None:
+        """Lets this process's work on the device use at most ``cube`` cube (AI) cores and
+        ``vector`` vector cores (``aclrtSetDeviceResLimit``; None leaves a limit as it is).
+        A count the device refuses (above its total) raises :class:`AclArgumentError`
+        naming it, with the runtime's status, and changes nothing. The limits last until
+        :meth:`reset_core_limits` or the device's reset at teardown."""
+        wanted = []
+        for name, kind, value in (("cube", 0, cube), ("vector", 1, vector)):
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                raise AclTypeError(name, f"expected a core count (int), got {value!r}")
+            try:
+                n = operator.index(value)
+            except TypeError:
+                raise AclTypeError(name, f"expected a core count (int), got "
+                                   f"{type(value).__name__}") from None
+            if not 0 <= n < 2 ** 32:
+                raise AclArgumentError(name, f"a core count is >= 0, got {n}")
+            wanted.append((name, kind, n))
+        L = _rt.ensure()
+        before = self.core_limits   # also makes the device current: the limits are its
+        for name, kind, n in wanted:
+            st = L.aclrtSetDeviceResLimit(self.id, kind, n)
+            if st:
+                err = make_error(st, "aclrtSetDeviceResLimit")
+                for k, v in enumerate(before):   # changes nothing: the first one undone
+                    L.aclrtSetDeviceResLimit(self.id, k, v)
+                if st != _PARAM_INVALID:
+                    raise err
+                arg = AclArgumentError(name, f"{n} {name} cores: the device refuses more than "
+                                       f"it has")
+                arg.refused(err)
+                raise arg from err
+
+    def reset_core_limits(self) -> None:
+        """Back to the device's totals (``aclrtResetDeviceResLimit``)."""
+        L = _rt.ensure()
+        activate(self.id)
+        st = L.aclrtResetDeviceResLimit(self.id)
+        if st:
+            raise make_error(st, "aclrtResetDeviceResLimit")
+
     def mem_info(self) -> MemInfo:
         """``MemInfo(free, total)`` in bytes (``aclrtGetMemInfo(ACL_HBM_MEM)``)."""
         return mem_info(self.id)
@@ -330,6 +482,18 @@ def mem_info(device: DeviceLike = None) -> MemInfo:
     if st:
         raise make_error(st, "aclrtGetMemInfo")
     return MemInfo(int(f[0]), int(f[1]))
+
+
+def run_mode() -> Literal["host", "device"]:
+    """``"host"`` for a program on a server driving its devices, ``"device"`` for one running
+    on the device's own CPU (``aclrtGetRunMode``; no initialization needed)."""
+    _rt.refuse_if_forked("acl_py.run_mode()")
+    from ._loader import library
+    out = ffi.new("aclrtRunMode *")
+    st = library().aclrtGetRunMode(out)
+    if st:
+        raise make_error(st, "aclrtGetRunMode")
+    return "device" if out[0] == 0 else "host"
 
 
 def synchronize(device: DeviceLike = None, timeout: float | None = None) -> None:
@@ -398,4 +562,5 @@ _rt.register_step("devices", _reset_devices)
 _rt.register_step("fork", _drop_after_fork)
 
 __all__ = ["Device", "current_device", "set_device", "device_count", "mem_info",
-           "synchronize", "MemInfo", "activate", "restoring", "resolve_device", "provide"]
+           "synchronize", "MemInfo", "activate", "restoring", "resolve_device", "provide",
+           "run_mode", "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits"]

@@ -156,6 +156,11 @@ MUTATIONS = [
                  id="enum-signedness"),
     pytest.param("aclnn/acl_meta.h", r"typedef struct aclTensor aclTensor;",
                  "typedef struct aclTensorImpl aclTensor;", "aclTensor", id="struct-tag"),
+    pytest.param("acl/acl_rt.h", r"int32_t vectorUtilization;\s+int32_t aicpuUtilization;",
+                 "int32_t aicpuUtilization;\n    int32_t vectorUtilization;",
+                 "aclrtUtilizationInfo", id="struct-fields-swapped"),
+    pytest.param("acl/acl_rt.h", r"int32_t memoryUtilization;",
+                 "int64_t memoryUtilization;", "aclrtUtilizationInfo", id="struct-field-width"),
 ]
 
 

@@ -13,7 +13,8 @@ the compiler checks against the headers in CANN_INCLUDE_DIR:
 - every integer constant (status codes): its value (``static const int`` is not a constant
   expression in C, so C checks it through a call the optimizer must remove, C++ with
   ``static_assert``);
-- every typedef: the same type; every opaque struct: its typedef names ``struct <name>``.
+- every typedef: the same type; every struct: its typedef names ``struct <name>``, and a
+  struct with fields (passed by pointer) has the same size, field offsets and field types.
 
 Header by header, as a program includes them: each of acl-py's headers is compiled alone, in
 its own translation unit, and everything acl-py declares in it or in the headers it includes
@@ -199,6 +200,20 @@ def generate(decls: Declarations, header: str,
             body.append("#endif")
             counts["enum values"] += 1
 
+    def check_layout(name, tp) -> None:
+        # A struct passed by pointer to CANN (aclrtUtilizationInfo): its size, and each
+        # field's offset and type, as cffi lays it out.
+        size = ffi.sizeof(name)
+        body.append(f"static_assert(sizeof({name}) == {size}, "
+                    f"{_c_string(f'{name}: acl-py assumes {size} bytes')});")
+        for field, ftype in zip(tp.fldnames, tp.fldtypes):
+            offset = ffi.offsetof(name, field)
+            spelled = _spell(ftype.get_c_name())
+            body.append(f"static_assert(offsetof({name}, {field}) == {offset}, "
+                        f"{_c_string(f'{name}.{field}: acl-py assumes offset {offset}')});")
+            body.append(f"static_assert(ACL_PY_SAME(ACL_PY_TYPEOF((({name} *)0)->{field}), "
+                        f"{spelled}), {_c_string(f'{name}.{field}: acl-py declares {spelled}')});")
+
     for key in decls.visible(header):
         tp, _quals = parsed[key]
         kind, _, name = key.partition(" ")
@@ -232,11 +247,10 @@ def generate(decls: Declarations, header: str,
                     counts["typedefs"] += 1
             elif isinstance(tp, model.StructOrUnion):
                 if kind == "typedef":
-                    if tp.fldtypes is not None:
-                        raise SystemExit(f"abi-check: {name}: struct layouts are not checked "
-                                         "(acl-py's CANN declarations only use opaque structs)")
                     body.append(f"static_assert(ACL_PY_SAME({name}, struct {tp.name}), "
                                 f"{_c_string(f'{name} is not a typedef of struct {tp.name}')});")
+                    if tp.fldtypes is not None:
+                        check_layout(name, tp)
                     counts["structs"] += 1
             elif kind == "typedef":
                 alias = f"acl_py_abi_td_{name}"

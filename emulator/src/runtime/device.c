@@ -106,6 +106,14 @@ static aclError begin_write(const char *fn, aclError fault_rc) {
 }
 
 int rt_device_count(void) { return g_ndev; }
+int rt_physical_device(int dev) { return g_phys[dev]; }
+
+bool rt_device_open(int dev) {
+    pthread_mutex_lock(&g_dev_mu);
+    bool open = g_dev[dev].set_count > 0 || g_dev[dev].ctx_count > 0;
+    pthread_mutex_unlock(&g_dev_mu);
+    return open;
+}
 uint64_t rt_device_memory_cap(void) { return g_mem_cap; }
 int rt_max_streams(void) { return g_max_streams; }
 
@@ -135,6 +143,7 @@ static void set_current(int dev, rt_context *ctx) {
  * and invalidates every thread's "current device" on it. Write lock held. */
 static void teardown(int dev) {
     rt_streams_teardown(dev);
+    rt_devinfo_device_gone(dev);
     atomic_fetch_add(&g_dev[dev].gen, 1);
 }
 

@@ -1,14 +1,26 @@
 /*
- * What a program asks about its devices: the run mode (aclrtGetRunMode).
+ * What a program asks about its devices (aclrtGetRunMode, aclrtGetDeviceInfo,
+ * aclrtDeviceGetStreamPriorityRange, aclrtQueryDeviceStatus, aclrtGetDeviceUtilizationRate),
+ * the process's core limits (aclrtSetDeviceResLimit, aclrtGetDeviceResLimit,
+ * aclrtResetDeviceResLimit, aclrtGetResInCurrentThread) and the current context's default
+ * stream (aclrtCtxGetCurrentDefaultStream).
  *
- * The emulator is a host program driving its devices, the way a server with Ascend cards
- * runs: the run mode is ACL_HOST.
+ * The checks, their order and codes are CANN's: the ACL layer (hicann/runtime
+ * src/acl/aclrt_impl/device.cpp and context.cpp, the *Impl functions: NULL outputs first,
+ * 100000), then the runtime's (src/runtime/api/api_c_device.cc, api/impl/api_error.cc and
+ * api_impl.cc; codes mapped in src/runtime/core/src/common/errcode_manage.cc). A device's
+ * figures are its part's (ACL_EMU_SOC): the core counts and L2 size of the vendor's platform
+ * configuration for that part (src/platform/platform_config/cann and cann-dev, one .ini file per part); see
+ * docs/emulator.md, "Device information".
  */
+#include <stdatomic.h>
+#include <string.h>
+
 #include "rt_internal.h"
 
-/* hicann/runtime src/acl/aclrt_impl/device.cpp aclrtGetRunModeImpl: the output pointer is
- * checked by the ACL layer (100000); src/runtime/api/impl/api_impl.cc GetRunMode asks the
- * driver and needs no context. Neither needs aclInit. */
+/* The emulator is a host program driving its devices, as on a server with Ascend cards.
+ * CANN's ACL layer checks the pointer (100000); the runtime asks the driver and needs no
+ * context (api_impl.cc GetRunMode). Neither needs aclInit. */
 aclError aclrtGetRunMode(aclrtRunMode *runMode) {
     if (aclemu_fault(__func__))
         return ACL_ERROR_RT_INTERNAL_ERROR;
@@ -16,4 +28,348 @@ aclError aclrtGetRunMode(aclrtRunMode *runMode) {
         return RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "runMode (output pointer) is NULL");
     *runMode = ACL_HOST;
     return ACL_SUCCESS;
+}
+
+/* ---- a part's figures ------------------------------------------------------------------ */
+
+typedef struct {
+    const char *name;
+    int ai_cores, cube_cores, vector_cores, ai_cpus;
+    int64_t l2_bytes;
+} part_figures;
+
+/* ai_core_cnt, cube_core_cnt (ai_core_cnt where the file has none: the Atlas training and
+ * inference parts' AI cores are cube units), vector_core_cnt (0 where none), ai_cpu_cnt,
+ * l2_size of each part's platform configuration file. */
+static const part_figures PARTS[] = {
+    {"Ascend910A", 32, 32, 0, 4, 33554432},
+    {"Ascend910B", 30, 30, 0, 6, 33554432},
+    {"Ascend910ProA", 32, 32, 0, 4, 33554432},
+    {"Ascend910ProB", 30, 30, 0, 4, 33554432},
+    {"Ascend910PremiumA", 32, 32, 0, 4, 33554432},
+    {"Ascend310P1", 10, 10, 8, 8, 16777216},
+    {"Ascend310P3", 8, 8, 7, 7, 16777216},
+    {"Ascend310P5", 8, 8, 7, 8, 16777216},
+    {"Ascend310P7", 8, 8, 7, 8, 16777216},
+    {"Ascend910B1", 24, 24, 48, 6, 201326592},
+    {"Ascend910B2", 24, 24, 48, 6, 201326592},
+    {"Ascend910B2C", 24, 24, 48, 6, 201326592},
+    {"Ascend910B3", 20, 20, 40, 6, 201326592},
+    {"Ascend910B4", 20, 20, 40, 6, 100663296},
+    {"Ascend910B4-1", 20, 20, 40, 6, 176160768},
+    {"Ascend910_9362", 20, 20, 40, 6, 176160768},
+    {"Ascend910_9363", 20, 20, 40, 6, 176160768},
+    {"Ascend910_9372", 20, 20, 40, 6, 201326592},
+    {"Ascend910_9381", 24, 24, 48, 6, 201326592},
+    {"Ascend910_9382", 24, 24, 48, 6, 201326592},
+    {"Ascend910_9391", 24, 24, 48, 6, 201326592},
+    {"Ascend910_9392", 24, 24, 48, 6, 201326592},
+    {"Ascend950DT_950x", 8, 8, 16, 5, 33554432},
+    {"Ascend950DT_950y", 8, 8, 16, 5, 33554432},
+    {"Ascend950DT_9571", 28, 28, 56, 7, 134217728},
+    {"Ascend950DT_9572", 28, 28, 56, 7, 134217728},
+    {"Ascend950DT_9573", 28, 28, 56, 5, 117440512},
+    {"Ascend950DT_9574", 28, 28, 56, 5, 117440512},
+    {"Ascend950DT_9575", 28, 28, 56, 7, 134217728},
+    {"Ascend950DT_9576", 28, 28, 56, 7, 134217728},
+    {"Ascend950DT_9577", 28, 28, 56, 5, 117440512},
+    {"Ascend950DT_9578", 28, 28, 56, 5, 117440512},
+    {"Ascend950DT_9581", 32, 32, 64, 6, 134217728},
+    {"Ascend950DT_9581x", 32, 32, 64, 6, 134217728},
+    {"Ascend950DT_9582", 32, 32, 64, 6, 134217728},
+    {"Ascend950DT_9582x", 32, 32, 64, 6, 134217728},
+    {"Ascend950DT_9583", 32, 32, 64, 7, 117440512},
+    {"Ascend950DT_9584", 32, 32, 64, 7, 117440512},
+    {"Ascend950DT_9585", 32, 32, 64, 6, 134217728},
+    {"Ascend950DT_9586", 32, 32, 64, 6, 134217728},
+    {"Ascend950DT_9587", 32, 32, 64, 7, 117440512},
+    {"Ascend950DT_9588", 32, 32, 64, 7, 117440512},
+    {"Ascend950DT_9591", 36, 36, 72, 6, 134217728},
+    {"Ascend950DT_9592", 36, 36, 72, 6, 134217728},
+    {"Ascend950DT_9595", 36, 36, 72, 6, 134217728},
+    {"Ascend950DT_9596", 36, 36, 72, 6, 134217728},
+    {"Ascend950DT_95A1", 36, 36, 72, 6, 134217728},
+    {"Ascend950DT_95A2", 36, 36, 72, 6, 134217728},
+    {"Ascend950PR_950z", 4, 4, 8, 5, 16777216},
+    {"Ascend950PR_9579", 28, 28, 56, 7, 134217728},
+    {"Ascend950PR_957b", 28, 28, 56, 5, 117440512},
+    {"Ascend950PR_957bx", 28, 28, 56, 5, 117440512},
+    {"Ascend950PR_957c", 28, 28, 56, 5, 117440512},
+    {"Ascend950PR_957d", 28, 28, 56, 5, 100663296},
+    {"Ascend950PR_9589", 32, 32, 64, 6, 134217728},
+    {"Ascend950PR_958b", 32, 32, 64, 7, 117440512},
+    {"Ascend950PR_9599", 36, 36, 72, 6, 134217728},
+};
+
+static const part_figures *figures(void) {
+    const aclemu_soc *soc = aclemu_soc_info("the runtime");
+    if (soc != NULL)
+        for (size_t i = 0; i < sizeof PARTS / sizeof PARTS[0]; i++)
+            if (strcmp(PARTS[i].name, soc->name) == 0)
+                return &PARTS[i];
+    return &PARTS[0]; /* not reached: aclInit refuses a part the emulator does not know */
+}
+
+static bool is_950(void) {
+    const aclemu_soc *soc = aclemu_soc_info("the runtime");
+    return soc != NULL && soc->npu_arch == 3510;
+}
+
+/* ---- aclrtGetDeviceInfo ------------------------------------------------------------------ */
+
+/* The SIMT figures of the parts that have SIMT units (Ascend 950: src/runtime/config/950/
+ * dev_info_reg.cc with core/inc/base_david.hpp and device/device_properties.h); other parts'
+ * configurations give 0 (config/910_B_93, cloud, mini_v3, ...). */
+static int64_t simt_figure(aclrtDevAttr attr) {
+    if (!is_950())
+        return 0;
+    switch (attr) {
+    case ACL_DEV_ATTR_WARP_SIZE: return 32;
+    case ACL_DEV_ATTR_MAX_THREAD_PER_VECTOR_CORE: return 32 * 64;
+    case ACL_DEV_ATTR_UBUF_PER_VECTOR_CORE: return (256 - 32 - 8) * 1024;
+    case ACL_DEV_ATTR_MAX_GRID_DIM_X:
+    case ACL_DEV_ATTR_MAX_GRID_DIM_Y:
+    case ACL_DEV_ATTR_MAX_GRID_DIM_Z:
+    case ACL_DEV_ATTR_MAX_BLOCK_PER_GRID: return 65535;
+    default: return 2048; /* threads per block, block dimensions */
+    }
+}
+
+aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr, int64_t *value) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    const part_figures *p = figures();
+    if (value == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "value (output pointer) is NULL");
+    } else if (deviceId >= (uint32_t)rt_device_count()) {
+        /* the runtime converts the id, then bounds it by the driver's count: 107000 */
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                    "deviceId %u is not a device of this process (valid: 0..%d)",
+                    (unsigned)deviceId, rt_device_count() - 1);
+    } else {
+        int dev = (int)deviceId;
+        int64_t v = 0;
+        switch ((int)attr) {
+        case ACL_DEV_ATTR_AICPU_CORE_NUM: v = p->ai_cpus; break;
+        case ACL_DEV_ATTR_AICORE_CORE_NUM: v = p->ai_cores; break;
+        case ACL_DEV_ATTR_CUBE_CORE_NUM: v = p->cube_cores; break;
+        case ACL_DEV_ATTR_VECTOR_CORE_NUM: v = p->vector_cores; break;
+        case ACL_DEV_ATTR_WARP_SIZE: case ACL_DEV_ATTR_MAX_THREAD_PER_VECTOR_CORE:
+        case ACL_DEV_ATTR_UBUF_PER_VECTOR_CORE: case ACL_DEV_ATTR_MAX_GRID_DIM_X:
+        case ACL_DEV_ATTR_MAX_GRID_DIM_Y: case ACL_DEV_ATTR_MAX_GRID_DIM_Z:
+        case ACL_DEV_ATTR_MAX_BLOCK_PER_GRID: case ACL_DEV_ATTR_MAX_THREADS_PER_BLOCK:
+        case ACL_DEV_ATTR_MAX_BLOCK_DIM_X: case ACL_DEV_ATTR_MAX_BLOCK_DIM_Y:
+        case ACL_DEV_ATTR_MAX_BLOCK_DIM_Z: v = simt_figure(attr); break;
+        case ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE: v = (int64_t)rt_device_memory_cap(); break;
+        case ACL_DEV_ATTR_L2_CACHE_SIZE: v = p->l2_bytes; break;
+        /* one server, one operating system, no super pod: the physical id is the chip's */
+        case ACL_DEV_ATTR_SMP_ID: v = 0; break;
+        case ACL_DEV_ATTR_PHY_CHIP_ID: v = rt_physical_device(dev); break;
+        case ACL_DEV_ATTR_SUPER_POD_DEVICE_ID: v = rt_physical_device(dev); break;
+        case ACL_DEV_ATTR_SUPER_POD_SERVER_ID: v = 0; break;
+        case ACL_DEV_ATTR_SUPER_POD_ID: v = 0; break;
+        case ACL_DEV_ATTR_CUST_OP_PRIVILEGE: v = 0; break;
+        case ACL_DEV_ATTR_MAINBOARD_ID: v = 0; break;
+        case ACL_DEV_ATTR_HD_CONNECT_TYPE: v = ACL_HOST_DEVICE_CONNECT_TYPE_PCIE; break;
+        case ACL_DEV_ATTR_DEVICE_FORM_FACTOR: v = ACL_DEVICE_FORM_FACTOR_PCIE_CARD; break;
+        case ACL_DEV_ATTR_IS_VIRTUAL: v = 0; break;
+        case ACL_DEV_ATTR_NPU_ARCH: v = aclemu_soc_info(__func__)->npu_arch; break;
+        default:
+            rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                        "attr %d is not an aclrtDevAttr (ACL_DEV_ATTR_*)", (int)attr);
+        }
+        if (rc == ACL_SUCCESS)
+            *value = v;
+    }
+    rt_leave();
+    return rc;
+}
+
+/* ---- stream priorities, status, utilization -------------------------------------------- */
+
+/* CANN's runtime (src/runtime/core/inc/spec/base_info.hpp): 7 is the least priority, 0 the
+ * greatest; either pointer may be NULL; no device needed. */
+aclError aclrtDeviceGetStreamPriorityRange(int32_t *leastPriority, int32_t *greatestPriority) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if (leastPriority != NULL)
+        *leastPriority = 7;
+    if (greatestPriority != NULL)
+        *greatestPriority = 0;
+    rt_leave();
+    return ACL_SUCCESS;
+}
+
+/* Any id that is no device of the process: 107001 (the runtime's conversion and
+ * CheckDeviceIdIsValid). An emulated device never fails: always normal. */
+aclError aclrtQueryDeviceStatus(int32_t deviceId, aclrtDeviceStatus *deviceStatus) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if (deviceStatus == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "deviceStatus (output pointer) is NULL");
+    else if (deviceId < 0 || deviceId >= rt_device_count())
+        rc = RT_ERR(ACL_ERROR_RT_INVALID_DEVICEID, __func__,
+                    "deviceId %d is not a device of this process (valid: 0..%d)", (int)deviceId,
+                    rt_device_count() - 1);
+    else
+        *deviceStatus = ACL_RT_DEVICE_STATUS_NORMAL;
+    rt_leave();
+    return rc;
+}
+
+/* CANN's ACL layer asks the runtime for each figure and puts -1 where it fails, returning
+ * success (device.cpp GetAllUtilizations): the runtime fails unless the calling thread's
+ * context is on deviceId (api_impl.cc GetAllUtilizations, CheckCurCtxValid); memory is never
+ * measured (-1). An emulated device is measured idle at the instant of the query: 0. */
+aclError aclrtGetDeviceUtilizationRate(int32_t deviceId, aclrtUtilizationInfo *utilizationInfo) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if (utilizationInfo == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "utilizationInfo (output pointer) is NULL");
+    } else if (utilizationInfo->utilizationExtend != NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+                    "utilizationInfo->utilizationExtend is reserved and must be NULL");
+    } else {
+        int32_t measured = rt_current_device() == deviceId && deviceId >= 0 ? 0 : -1;
+        utilizationInfo->cubeUtilization = measured;
+        utilizationInfo->vectorUtilization = measured;
+        utilizationInfo->aicpuUtilization = measured;
+        utilizationInfo->memoryUtilization = -1;
+    }
+    rt_leave();
+    return rc;
+}
+
+/* ---- core limits ------------------------------------------------------------------------ */
+
+/* Per device, as CANN keeps them on its device object (src/runtime/core/src/device/
+ * raw_device_res.cc): 0 means "the total" (not limited); gone with the device. */
+static _Atomic uint32_t g_limit[RT_MAX_DEVICES][2];
+
+static uint32_t core_total(aclrtDevResLimitType type) {
+    const part_figures *p = figures();
+    return (uint32_t)(type == ACL_RT_DEV_RES_CUBE_CORE ? p->ai_cores : p->vector_cores);
+}
+
+static uint32_t core_limit(int dev, aclrtDevResLimitType type) {
+    uint32_t v = atomic_load(&g_limit[dev][type]);
+    return v ? v - 1 : core_total(type);
+}
+
+void rt_devinfo_device_gone(int dev) {
+    atomic_store(&g_limit[dev][0], 0);
+    atomic_store(&g_limit[dev][1], 0);
+}
+
+static bool bad_type(aclrtDevResLimitType type) { return (uint32_t)type >= 2; }
+
+static aclError bad_type_error(const char *fn, aclrtDevResLimitType type) {
+    return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                  "type %d is not an aclrtDevResLimitType (ACL_RT_DEV_RES_CUBE_CORE 0 or "
+                  "ACL_RT_DEV_RES_VECTOR_CORE 1)", (int)type);
+}
+
+/* The runtime's device checks of the three calls (api_c_device.cc: a negative id; then
+ * api_error.cc: the conversion and CheckDeviceIdIsValid, both 107001; then api_impl.cc: no
+ * device object unless the process holds the device, RT_ERROR_DEVICE_NULL = 507033). */
+static aclError check_limit_device(const char *fn, int32_t deviceId, bool negative_only) {
+    if (deviceId < 0 || (!negative_only && deviceId >= rt_device_count()))
+        return RT_ERR(ACL_ERROR_RT_INVALID_DEVICEID, fn,
+                      "deviceId %d is not a device of this process (valid: 0..%d)",
+                      (int)deviceId, rt_device_count() - 1);
+    if (!negative_only && !rt_device_open(deviceId))
+        return RT_ERR(ACL_ERROR_RT_DEV_SETUP_ERROR, fn,
+                      "deviceId %d is not set by this process (call aclrtSetDevice first: the "
+                      "limits belong to a device in use)", (int)deviceId);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uint32_t *value) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if (value == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "value (output pointer) is NULL");
+    else if ((rc = check_limit_device(__func__, deviceId, true)) != ACL_SUCCESS)
+        ;
+    else if (bad_type(type))
+        rc = bad_type_error(__func__, type);
+    else if ((rc = check_limit_device(__func__, deviceId, false)) == ACL_SUCCESS)
+        *value = core_limit(deviceId, type);
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtSetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uint32_t value) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if ((rc = check_limit_device(__func__, deviceId, true)) != ACL_SUCCESS)
+        ;
+    else if (bad_type(type))
+        rc = bad_type_error(__func__, type);
+    else if ((rc = check_limit_device(__func__, deviceId, false)) != ACL_SUCCESS)
+        ;
+    else if (value > core_total(type))
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                    "value %u exceeds the device's %u %s cores (%s)", (unsigned)value,
+                    (unsigned)core_total(type), type == ACL_RT_DEV_RES_CUBE_CORE ? "cube" : "vector",
+                    aclemu_soc_info(__func__)->name);
+    else
+        atomic_store(&g_limit[deviceId][type], value + 1);
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtResetDeviceResLimit(int32_t deviceId) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if ((rc = check_limit_device(__func__, deviceId, false)) == ACL_SUCCESS)
+        rt_devinfo_device_gone(deviceId);
+    rt_leave();
+    return rc;
+}
+
+/* No stream limits are emulated (aclrtSetStreamResLimit is not declared), so a thread may use
+ * its device's limit (api_impl.cc GetResInCurrentThread); no device: 107002. */
+aclError aclrtGetResInCurrentThread(aclrtDevResLimitType type, uint32_t *value) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if (value == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "value (output pointer) is NULL");
+    else if (bad_type(type))
+        rc = bad_type_error(__func__, type);
+    else if ((rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS)
+        *value = core_limit(dev, type);
+    rt_leave();
+    return rc;
+}
+
+/* ---- the default stream --------------------------------------------------------------- */
+
+/* The calling thread's device's default stream as a handle (context.cpp, api_impl.cc
+ * CtxGetCurrentDefaultStream: no context 107002). Emulated contexts of a device share its
+ * default stream. */
+aclError aclrtCtxGetCurrentDefaultStream(aclrtStream *stream) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s;
+    if (stream == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "stream (output pointer) is NULL");
+    else if ((rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS &&
+             (rc = rt_stream_get(NULL, dev, __func__, &s)) == ACL_SUCCESS) {
+        *stream = s; /* the device's until it is reset: the caller holds no reference */
+        rt_stream_put(s);
+    }
+    rt_leave();
+    return rc;
 }

@@ -174,7 +174,7 @@ int aclemuGetLiveObjects(aclemuLiveObjects *out) {
     out->int_arrays = rt_handle_count(ACLEMU_KIND_INT_ARRAY);
     out->bool_arrays = rt_handle_count(ACLEMU_KIND_BOOL_ARRAY);
     out->executors = rt_handle_count(ACLEMU_KIND_EXECUTOR);
-    out->streams = rt_handle_count(ACLEMU_KIND_STREAM);
+    out->streams = rt_handle_count(ACLEMU_KIND_STREAM) - rt_live_default_streams();
     out->events = rt_handle_count(ACLEMU_KIND_EVENT);
     out->contexts = rt_handle_count(ACLEMU_KIND_CONTEXT);
     out->scalars = rt_handle_count(ACLEMU_KIND_SCALAR);

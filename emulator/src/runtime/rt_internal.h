@@ -42,6 +42,12 @@ RT_HIDDEN aclError rt_begin(const char *fn, aclError fault_rc);
 RT_HIDDEN int rt_current_device(void);             /* -1 when the thread has none */
 RT_HIDDEN aclError rt_need_device(const char *fn, int *dev); /* 107002 when none */
 RT_HIDDEN int rt_device_count(void);
+RT_HIDDEN int rt_physical_device(int dev);         /* its machine id (ASCEND_RT_VISIBLE_DEVICES) */
+/* Whether this process holds dev (an aclrtSetDevice not yet reset, or a context of its own):
+ * CANN's runtime has a device object for it. */
+RT_HIDDEN bool rt_device_open(int dev);
+/* ---- device information and resource limits (devinfo.c) ---- */
+RT_HIDDEN void rt_devinfo_device_gone(int dev);    /* teardown: its limits back to the totals */
 RT_HIDDEN uint64_t rt_device_memory_cap(void);
 RT_HIDDEN int rt_max_streams(void);                /* streams per device (ACL_EMU_MAX_STREAMS) */
 RT_HIDDEN extern pthread_mutex_t g_dev_mu;
@@ -83,6 +89,8 @@ RT_HIDDEN aclError rt_streams_sync_device(int dev, int32_t timeout_ms, const cha
  * acl_layer: only the ACL layer's check (timeout < -1), made before the handles. */
 RT_HIDDEN aclError rt_check_timeout(const char *fn, int32_t timeout, bool acl_layer);
 RT_HIDDEN int rt_stream_device(const rt_stream *s);
+/* Default streams alive: live stream handles that are no created stream. */
+RT_HIDDEN int64_t rt_live_default_streams(void);
 
 /* ---- host functions and callbacks (callback.c) ---- */
 /* True while the calling thread runs a host function (aclrtLaunchHostFunc) or a callback

@@ -81,6 +81,10 @@ static struct {
     int n_created;      /* streams in that list, and ones being created */
     rt_event *events;
 } g_sd[RT_MAX_DEVICES]; /* g_dev_mu */
+/* Default streams alive, whose handles aclemuGetLiveObjects does not count as streams. */
+static _Atomic int64_t g_live_default_streams;
+
+int64_t rt_live_default_streams(void) { return atomic_load(&g_live_default_streams); }
 
 /* ---- the worker ------------------------------------------------------------------------- */
 
@@ -323,8 +327,12 @@ aclError rt_stream_get(aclrtStream stream, int dev, const char *fn, rt_stream **
          * holds the read lock the pointer stays valid; the reference keeps it uniform. */
         pthread_mutex_lock(&g_dev_mu);
         rt_stream *s = g_sd[dev].default_stream;
-        if (s == NULL)
-            s = g_sd[dev].default_stream = stream_new(dev, true);
+        if (s == NULL && (s = g_sd[dev].default_stream = stream_new(dev, true)) != NULL) {
+            /* A live handle, as CANN's default stream is a stream like the others
+             * (aclrtCtxGetCurrentDefaultStream hands it out); not counted as created. */
+            aclemu_handle_register(s, ACLEMU_KIND_STREAM);
+            atomic_fetch_add(&g_live_default_streams, 1);
+        }
         if (s != NULL)
             atomic_fetch_add(&s->hdr.refs, 1);
         pthread_mutex_unlock(&g_dev_mu);
@@ -450,6 +458,12 @@ static aclError destroy_stream(aclrtStream stream, const char *fn) {
         goto out;
     if ((rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS)
         goto out;
+    if (s->is_default) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
+                    "stream %p is device %d's default stream (aclrtCtxGetCurrentDefaultStream), "
+                    "which cannot be destroyed: aclrtResetDevice releases it", stream, dev);
+        goto out;
+    }
     if (!aclemu_handle_unregister(s, ACLEMU_KIND_STREAM)) { /* another thread won the race */
         rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, fn,
                     "stream %p is not a live stream (already destroyed)", stream);
@@ -695,8 +709,11 @@ void rt_streams_teardown(int dev) { /* life write lock held: no other call runs 
     g_sd[dev].n_created = 0;
     g_sd[dev].events = NULL;
     pthread_mutex_unlock(&g_dev_mu);
-    if (def != NULL)
+    if (def != NULL) {
+        aclemu_handle_unregister(def, ACLEMU_KIND_STREAM);
+        atomic_fetch_sub(&g_live_default_streams, 1);
         stream_shutdown(def);
+    }
     while (list != NULL) {
         rt_stream *next = list->next;
         list->prev = list->next = NULL;
