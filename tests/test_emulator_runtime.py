@@ -713,6 +713,44 @@ def test_memcpy_round_trip_and_kinds(dev):
     ok(lib.aclrtFree(q))
 
 
+@pytest.mark.parametrize("n", [1000, (9 << 20) + 37])
+def test_copies_land_exactly_at_every_relative_offset(dev, n):
+    """A large copy is made with a loop of its own (emulator/src/runtime/copy.c: non-temporal
+    stores, the destination aligned first): every byte lands, none around it moves, whatever
+    the offsets of source and destination, and an overlapping copy is still a memmove."""
+    rng = np.random.default_rng(n)
+    pad = 128
+    src = rng.integers(0, 256, n + pad, dtype=np.uint8)
+    p, q = malloc(n + pad), malloc(n + pad)
+    try:
+        for so, do in ((0, 0), (0, 16), (16, 0), (1, 63), (63, 1), (8, 40)):
+            host = np.full(n + pad, 0xA5, np.uint8)
+            ok(lib.aclrtMemset(p, n + pad, 0x5A, n + pad))
+            ok(lib.aclrtMemset(q, n + pad, 0x3C, n + pad))
+            ok(lib.aclrtMemcpy(ffi.cast("char *", p) + do, n, ffi.from_buffer(src[so:]), n, H2D))
+            ok(lib.aclrtMemcpy(ffi.cast("char *", q) + so, n, ffi.cast("char *", p) + do, n, D2D))
+            ok(lib.aclrtMemcpy(ffi.from_buffer(host[do:]), n, ffi.cast("char *", q) + so, n,
+                               D2H))
+            assert (host[do:do + n] == src[so:so + n]).all(), (so, do)
+            assert (host[:do] == 0xA5).all() and (host[do + n:] == 0xA5).all(), (so, do)
+            whole = np.empty(n + pad, np.uint8)
+            ok(lib.aclrtMemcpy(ffi.from_buffer(whole), n + pad, q, n + pad, D2H))
+            assert (whole[:so] == 0x3C).all() and (whole[so + n:] == 0x3C).all(), (so, do)
+        # overlapping, forwards and backwards by 16 bytes: memmove's result
+        for shift in (16, -16):
+            ok(lib.aclrtMemcpy(p, n + pad, ffi.from_buffer(src), n + pad, H2D))
+            a, b = (16, 16 + shift)
+            ok(lib.aclrtMemcpy(ffi.cast("char *", p) + b, n, ffi.cast("char *", p) + a, n, D2D))
+            want = src.copy()
+            want[b:b + n] = src[a:a + n]
+            got = np.empty(n + pad, np.uint8)
+            ok(lib.aclrtMemcpy(ffi.from_buffer(got), n + pad, p, n + pad, D2H))
+            assert (got == want).all(), shift
+    finally:
+        ok(lib.aclrtFree(p))
+        ok(lib.aclrtFree(q))
+
+
 def test_memcpy_rules_copy_nothing(dev):
     n = 256
     p, q = malloc(n), malloc(n)

@@ -666,7 +666,7 @@ typedef struct {
 static void copy_run(void *arg) {
     copy_task *t = arg;
     if (t->src != NULL)
-        memmove(t->dst, t->src, t->count);
+        rt_copy_bytes(t->dst, t->src, t->count);
     else
         memset(t->dst, t->value, t->count);
 }

@@ -109,6 +109,8 @@ RT_HIDDEN aclError rt_check_config(const char *fn, const char *path);
 /* ---- memory (memory.c) ---- */
 RT_HIDDEN void rt_memory_release_all(void);       /* aclFinalize (write lock, streams drained) */
 RT_HIDDEN void rt_memory_stats(int64_t *dev_allocs, int64_t *host_allocs, int64_t *dev_bytes);
+/* The bytes of a copy task, overlapping or not (copy.c). */
+RT_HIDDEN void rt_copy_bytes(void *dst, const void *src, size_t n);
 
 /* ---- faults ---- */
 /* For the synchronize calls, whose injected failure comes after the wait: counts the call
