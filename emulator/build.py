@@ -8,6 +8,7 @@
     <prefix>/lib64/libopapi_math.so   the math operators (ops_math/)
     <prefix>/include/                 bindings/include + emulator/include (aclemu/), and
                                       aclnnop/level2/: a copy of each aclnnop/ header
+    <prefix>/share/info/<package>/version.info   each package's version (VERSION_INFO)
 
 The sources are compiled against bindings/include, the same headers cffi reads, so the C
 compiler proves the emulator implements exactly what acl-py declares. Pure Python on purpose:
@@ -71,6 +72,24 @@ LIBRARIES = [
 ALIASES = [("libacl_rt.so", "libascendcl.so")]
 
 
+# The packages whose versions the prefix records, as a CANN install does: each package writes
+# share/info/<name>/version.info with a "Version=" line (hicann/runtime cmake/package.cmake),
+# which aclsysGetVersionStr reads. The versions are the ones the emulator follows (the
+# checkouts' version.cmake: runtime 9.1.0, opbase 9.0.0, ops-nn and ops_math 9.1.0).
+VERSION_INFO = {"runtime": "9.1.0", "opbase": "9.0.0", "ops-nn": "9.1.0", "ops_math": "9.1.0"}
+
+
+def _version_file(prefix: Path, package: str) -> Path:
+    return prefix / "share" / "info" / package / "version.info"
+
+
+def _install_version_info(prefix: Path) -> None:
+    for package, version in VERSION_INFO.items():
+        path = _version_file(prefix, package)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"Version={version}\n")
+
+
 def _inputs() -> list[Path]:
     files = [Path(__file__)]
     for d in [SRC, *INCLUDES]:
@@ -83,6 +102,8 @@ def _up_to_date(prefix: Path) -> bool:
     if not all(p.exists() for p in outs):
         return False
     if not all((prefix / "lib64" / alias).exists() for alias, _ in ALIASES):
+        return False
+    if not all(_version_file(prefix, p).exists() for p in VERSION_INFO):
         return False
     newest_in = max(p.stat().st_mtime for p in _inputs())
     return min(p.stat().st_mtime for p in outs) >= newest_in
@@ -265,6 +286,7 @@ def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = F
             os.replace(tmp, lib64 / alias)
         progress.message(f"emulator: built in {time.monotonic() - t0:.0f} s")
     _install_headers(prefix)
+    _install_version_info(prefix)
     return prefix
 
 

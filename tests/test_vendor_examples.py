@@ -340,3 +340,45 @@ def test_vendor_memory_copy_example(folder):
         kernel[1] = "Destination data: 123"
     assert (host, kernel) == (want_host, want_kernel), lines
     assert len(lines) == len(host) + len(kernel), lines
+
+# ---- the quick-start, error, version, event-timestamp and exception examples ----------------
+
+QUICKSTART = os.path.join("example", "0_quickstart")
+
+
+def readme_sample_output(example_dir):
+    """The lines of the "Sample Output" block of the example's README_en.md, each as a regular
+    expression: the README's "..." stands for the values a device prints (addresses, sizes,
+    times, ids)."""
+    path = os.path.join(RUNTIME, example_dir, "README_en.md")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    block = re.search(r"## Sample Output\s*```text\n(.*?)```", text, re.S)
+    assert block, f"{path} has no Sample Output block"
+    return [re.compile(".+".join(re.escape(part) for part in line.split("...")) + r"\Z")
+            for line in block.group(1).splitlines()]
+
+
+def assert_prints_readme(out, patterns):
+    """Every README line is printed, in the README's order (the README leaves some of the
+    program's lines out, so the others may come between)."""
+    lines = out.splitlines()
+    at = 0
+    for pattern in patterns:
+        while at < len(lines) and not pattern.match(lines[at]):
+            at += 1
+        assert at < len(lines), f"no line matching {pattern.pattern!r} in order in:\n{out}"
+        at += 1
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/runtime checkout (runtime/) to build its quick-start examples "
+                    "against the emulator")
+def test_vendor_hello_cann_example():
+    """0_hello_cann: aclnnAdd through an aclDataBuffer-described output, every line of its
+    README's sample output, with the sums it prints."""
+    example = os.path.join(QUICKSTART, "0_hello_cann")
+    out = build_and_run(RUNTIME, os.path.join(example, "main.cpp"), ["opapi"],
+                        includes=["example"], name="vendor_hello_cann")
+    assert_prints_readme(out, readme_sample_output(example))
+    assert out.rstrip().endswith("Sample run successfully!"), out

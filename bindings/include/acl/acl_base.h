@@ -164,7 +164,35 @@ typedef enum {
 /* The SoC (part) name, e.g. "Ascend910B2"; NULL on failure. Here as in the vendor's headers
  * (acl/acl_base_rt.h, which acl/acl_base.h includes). */
 ACL_FUNC_VISIBILITY const char *aclrtGetSocName(void);
+
+/* ---- data buffers, element sizes and float16 (acl/acl_base_rt.h) ---- */
+typedef uint16_t aclFloat16;
+/* An address and a size in bytes, described; the memory stays the caller's (destroying the
+ * buffer frees nothing else). */
+typedef struct aclDataBuffer aclDataBuffer;
+
+/* float16 <-> float, saturating: float NaN and +-Inf give +-65504 (0x7BFF / 0xFBFF), and
+ * float16 Inf and NaN read as ordinary numbers (+-65536, 98304 for 0x7E00). */
+ACL_FUNC_VISIBILITY float aclFloat16ToFloat(aclFloat16 value);
+ACL_FUNC_VISIBILITY aclFloat16 aclFloatToFloat16(float value);
+/* NULL only when out of memory (no argument is checked). */
+ACL_FUNC_VISIBILITY aclDataBuffer *aclCreateDataBuffer(void *data, size_t size);
+ACL_FUNC_VISIBILITY aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer);
+ACL_FUNC_VISIBILITY aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer, void *data,
+                                                 size_t size);
+/* NULL / 0 for a NULL dataBuffer. */
+ACL_FUNC_VISIBILITY void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);
+ACL_FUNC_VISIBILITY size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);
+/* Bytes per element (0 for ACL_STRING and ACL_DT_UNDEFINED). */
+ACL_FUNC_VISIBILITY size_t aclDataTypeSize(aclDataType dataType);
 /* acl-py:cdef-end */
+
+/* Deprecated by CANN for aclGetDataBufferSizeV2 (its size is truncated to 32 bits); outside the
+ * cdef section because cffi cannot read the attribute. */
+#if defined(__GNUC__) && (__GNUC__ >= 6)
+__attribute__((deprecated("aclGetDataBufferSize is deprecated, use aclGetDataBufferSizeV2 instead")))
+#endif
+ACL_FUNC_VISIBILITY uint32_t aclGetDataBufferSize(const aclDataBuffer *dataBuffer);
 
 #ifdef __cplusplus
 }

@@ -267,6 +267,17 @@ ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEvent(aclrtEvent event);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout);
 ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent,
                                                    aclrtEvent endEvent);
+
+/* ---- installed package versions ---- */
+#define ACL_PKG_VERSION_MAX_SIZE 128
+#define ACL_PKG_VERSION_PARTS_MAX_SIZE 64
+/* A package's version as its install records it ($ASCEND_HOME_PATH/share/info/<pkgName>/
+ * version.info, "Version=" line; a name with '-' is also tried with '_' and the reverse):
+ * versionStr receives up to ACL_PKG_VERSION_MAX_SIZE bytes; 100003 when there is none. */
+ACL_FUNC_VISIBILITY aclError aclsysGetVersionStr(char *pkgName, char *versionStr);
+/* The same version as one number: major * 10000000 + minor * 100000 + patch * 1000, less 300,
+ * 200 or 100 for an alpha, beta or rc release plus its number. */
+ACL_FUNC_VISIBILITY aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);
 /* acl-py:cdef-end */
 
 #ifdef __cplusplus

@@ -30,6 +30,7 @@ typedef struct {
     int64_t float_arrays;
     int64_t tensor_lists;
     int64_t scalar_lists;
+    int64_t data_buffers;       /* aclCreateDataBuffer */
 } aclemuLiveObjects;
 
 /* Version string of the emulator build. */

@@ -181,6 +181,7 @@ int aclemuGetLiveObjects(aclemuLiveObjects *out) {
     out->float_arrays = rt_handle_count(ACLEMU_KIND_FLOAT_ARRAY);
     out->tensor_lists = rt_handle_count(ACLEMU_KIND_TENSOR_LIST);
     out->scalar_lists = rt_handle_count(ACLEMU_KIND_SCALAR_LIST);
+    out->data_buffers = rt_handle_count(ACLEMU_KIND_DATA_BUFFER);
     return ACL_SUCCESS;
 }
 
