@@ -11,7 +11,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
                                          example/1_basic_features/device, context and
-                                         memory/0..6)
+                                         memory/0..6;
+                                         example/0_quickstart)
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -382,3 +383,26 @@ def test_vendor_hello_cann_example():
                         includes=["example"], name="vendor_hello_cann")
     assert_prints_readme(out, readme_sample_output(example))
     assert out.rstrip().endswith("Sample run successfully!"), out
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/runtime checkout (runtime/) to build its quick-start examples "
+                    "against the emulator")
+def test_vendor_system_info_example():
+    """2_system_info, run as set_env.sh sets an install up (ASCEND_HOME_PATH at the install,
+    here the prefix): its README's lines with the prefix's runtime version (9.1.0; the README
+    shows an 8.x placeholder) and number, the float16 round trip and the element sizes."""
+    example = os.path.join(QUICKSTART, "2_system_info")
+    prefix = str(_loader.emulator_prefix().resolve())
+    out = build_and_run(RUNTIME, os.path.join(example, "main.cpp"), [], includes=["example"],
+                        env={"ASCEND_HOME_PATH": prefix}, name="vendor_system_info")
+    assert out.splitlines() == [
+        "[INFO]  ACL init successfully",
+        "[INFO]  CANN package [runtime] version string: 9.1.0",
+        "[INFO]  CANN package [runtime] version number: 90100000",
+        "[INFO]  Current run mode: ACL_HOST",
+        "[INFO]  Float conversion: 1.625000 -> 0x3e80 -> 1.625000",
+        "[INFO]  Data type size: ACL_FLOAT=4, ACL_FLOAT16=2, ACL_INT64=8",
+        "[INFO]  ACL finalize successfully"], out
+    assert_prints_readme(out, [p for p in readme_sample_output(example)
+                               if "version" not in p.pattern])
