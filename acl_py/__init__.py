@@ -39,6 +39,7 @@ from .device import (CoreLimits, Device, DeviceAttributes, StreamPriorityRange, 
 from .stream import Event, Stream, default_stream
 from .memory import DeviceBuffer, HostBuffer, MemoryPool, get_pool
 from .soc import soc_name, supports_bfloat16
+from .install import cann_version
 from .tensor import DeviceTensor
 from .arguments import BoolArray, FloatArray, IntArray, Scalar, ScalarList, TensorList
 from . import dtypes
@@ -61,7 +62,8 @@ def __getattr__(name):
 __all__ = [
     "init", "finalize", "backend", "Device", "current_device", "set_device", "device_count",
     "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "run_mode",
-    "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits", "Stream",
+    "cann_version", "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits",
+    "Stream",
     "Event", "default_stream",
     "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",

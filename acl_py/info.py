@@ -1,6 +1,7 @@
 """What ``acl-py info`` reports: the backend and why it was chosen, the libraries actually
 opened (and the NPU driver's, named when it is the toolkit's stub), the variables the loader
-set, the part (SoC), the devices and their memory (a device that cannot be opened with its
+set, the runtime package's version (``aclsysGetVersionStr``, or why it is unknown), the part
+(SoC), the devices and their memory (a device that cannot be opened with its
 error, the others still probed), with two devices or more which can access which
 (``aclrtDeviceCanAccessPeer``: the P2P links), and which machine device each device id is
 when ``ASCEND_RT_VISIBLE_DEVICES`` is set.
@@ -24,6 +25,7 @@ from . import errors
 from . import runtime as _rt
 from ._units import human_size
 from .soc import soc_name, supports_bfloat16
+from .install import cann_version
 
 # aclrtGetMemInfo attributes tried per device: HBM (Atlas training parts) first, then DDR
 # (inference parts, which have no HBM and report a zero total for it).
@@ -169,6 +171,14 @@ def _probe_runtime(lib, peers: bool = True) -> tuple[int, list[dict], dict | Non
             errors.check(lib.aclFinalize(), "aclFinalize")
 
 
+def _runtime_version() -> dict:
+    """The runtime package's version (aclsysGetVersionStr, no aclInit needed), or why not."""
+    try:
+        return {"runtime": cann_version("runtime"), "error": None}
+    except errors.AclError as e:
+        return {"runtime": None, "error": str(e)}
+
+
 def collect() -> dict:
     """Everything ``info`` reports, as JSON-ready data. Raises
     :class:`acl_py._loader.LibraryNotFoundError` when no backend can be loaded; a runtime
@@ -191,6 +201,7 @@ def collect() -> dict:
         "functions": sum(1 for role in LIBRARY_OF.values() if role != "emulator"),
         "missing_symbols": lib.check_symbols(),
         "emulator": None,
+        "cann_version": None,
         "soc": None,
         "bfloat16": None,
         "device_count": None,
@@ -210,6 +221,8 @@ def collect() -> dict:
         _rt.refuse_if_forked("acl-py info (the runtime probe)")
         # aclrtGetSocName needs no aclInit (as the vendor's runtime): asked first, it still
         # answers when the runtime below cannot start
+        if "aclsysGetVersionStr" not in info["missing_symbols"]:
+            info["cann_version"] = _runtime_version()
         if "aclrtGetSocName" not in info["missing_symbols"]:
             info["soc"] = soc_name()
             info["bfloat16"] = supports_bfloat16(info["soc"])
@@ -250,6 +263,10 @@ def format_text(info: dict) -> str:
         env = " ".join(f"{k}={v}" for k, v in emu["environment"].items())
         lines.append(f"emulator   {emu['version']}, {emu['threads']} kernel threads"
                      + (f" ({env})" if env else ""))
+    cann = info.get("cann_version")
+    if cann is not None:
+        lines.append(f"cann       runtime {cann['runtime']}" if cann["runtime"] else
+                     f"cann       runtime version unknown: {cann['error']}")
     if info["soc"] is not None:
         lines.append(f"soc        {info['soc']} (BFLOAT16 "
                      f"{'supported' if info['bfloat16'] else 'not supported'})")

@@ -512,7 +512,7 @@ def _release_event(st):
 
 class Event:
     """An ``aclrtEvent``: ``record(stream)``, ``synchronize()``, ``query()``,
-    ``elapsed_ms(end)``; a stream waits for it with :meth:`Stream.wait`."""
+    ``elapsed_ms(end)``, ``timestamp_us()``; a stream waits for it with :meth:`Stream.wait`."""
 
     __slots__ = ("_st", "_rel", "__weakref__")
 
@@ -617,6 +617,24 @@ class Event:
                 raise e from err
             raise err
         return float(ms[0])
+
+    def timestamp_us(self) -> int:
+        """When the last record completed, in microseconds since the device started
+        (``aclrtEventGetTimestamp``; the emulator counts from the host's start). The record
+        must be complete: synchronize the event or its stream first."""
+        st = self._live()
+        _device.activate(st.device)
+        out = ffi.new("uint64_t *")
+        r = _rt.lib.aclrtEventGetTimestamp(st.handle, out)
+        if r:
+            err = make_error(r, "aclrtEventGetTimestamp")
+            if r == _NEVER_RECORDED and st.recorded is None:  # as elapsed_ms names it
+                e = AclArgumentError("self", "event never recorded: call record(stream) "
+                                     "before timestamp_us")
+                e.refused(err)
+                raise e from err
+            raise err
+        return int(out[0])
 
     def close(self) -> None:
         """Destroys the event. Safe to repeat."""

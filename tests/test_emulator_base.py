@@ -191,3 +191,24 @@ def test_version_errors(install, monkeypatch, tmp_path):
     expect(version_str("runtime")[0], 100003, "aclsysGetVersionStr", "ASCEND_HOME_PATH")
     monkeypatch.setenv("ASCEND_HOME_PATH", str(tmp_path / "gone"))
     expect(version_num("runtime")[0], 100003, "aclsysGetVersionNum", "does not exist")
+
+
+# ---- the Python surface: acl_py.cann_version, acl-py info -------------------------------------
+
+def test_cann_version(monkeypatch):
+    import acl_py
+    from acl_py import errors, info
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(_loader.emulator_prefix()))
+    assert acl_py.cann_version() == "9.1.0"
+    assert acl_py.cann_version("opbase") == "9.0.0"
+    assert info.collect()["cann_version"] == {"runtime": "9.1.0", "error": None}
+    assert "cann       runtime 9.1.0" in info.format_text(info.collect())
+    with pytest.raises(errors.InvalidParameterError) as e:
+        acl_py.cann_version("no-such-package")
+    assert e.value.code == 100003 and "no_such_package" in e.value.message  # the 2nd try
+    with pytest.raises(errors.AclTypeError):
+        acl_py.cann_version(b"runtime")
+    monkeypatch.delenv("ASCEND_HOME_PATH")
+    got = info.collect()["cann_version"]
+    assert got["runtime"] is None and "ASCEND_HOME_PATH" in got["error"]
+    assert "runtime version unknown" in info.format_text(info.collect())

@@ -406,3 +406,28 @@ def test_vendor_system_info_example():
         "[INFO]  ACL finalize successfully"], out
     assert_prints_readme(out, [p for p in readme_sample_output(example)
                                if "version" not in p.pattern])
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/runtime checkout (runtime/) to build its quick-start examples "
+                    "against the emulator")
+def test_vendor_error_handling_example():
+    """1_error_handling: aclrtGetRunMode(nullptr) is refused by CANN's ACL layer (100000)
+    before its runtime, so the thread's last error stays 0 (peek and get); the message is read
+    once (then NULL); the device has no fault. The README's lines with those values (its
+    "[ERROR] " has one space where the example's ERROR_LOG prints two)."""
+    example = os.path.join(QUICKSTART, "1_error_handling")
+    out = build_and_run(RUNTIME, os.path.join(example, "main.cpp"), [], includes=["example"],
+                        name="vendor_error_handling")
+    lines = out.splitlines()
+    assert lines[:3] == ["[INFO]  ACL init and set device successfully",
+                         "[INFO]  Current run mode: ACL_HOST",
+                         "[INFO]  Triggering an expected invalid-parameter error with "
+                         "aclrtGetRunMode(nullptr)"], out
+    assert re.fullmatch(r"\[ERROR\]  Diagnostics: ret=100000, peekErr=0, lastErr=0, "
+                        r"recentErrMsg=aclrtGetRunMode: .*runMode.*", lines[3]), out
+    assert lines[4:] == [
+        "[INFO]  Verbose error info: errorType=0, tryRepair=0, hasDetail=0",
+        "[INFO]  After diagnostics are consumed once: peekErr=0, lastErr=0, recentErrMsg=<null>",
+        "[INFO]  ACL finalize successfully"], out
+    assert_prints_readme(out.replace("[ERROR]  ", "[ERROR] "), readme_sample_output(example))

@@ -278,7 +278,72 @@ ACL_FUNC_VISIBILITY aclError aclsysGetVersionStr(char *pkgName, char *versionStr
 /* The same version as one number: major * 10000000 + minor * 100000 + patch * 1000, less 300,
  * 200 or 100 for an alpha, beta or rc release plus its number. */
 ACL_FUNC_VISIBILITY aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);
+/* ---- error reports: the thread's last error and a device's fault summary ---- */
+typedef enum aclrtLastErrLevel {
+    ACL_RT_THREAD_LEVEL = 0,
+} aclrtLastErrLevel;
+
+typedef enum {
+    ACL_RT_NO_ERROR = 0,
+    ACL_RT_ERROR_MEMORY = 1,
+    ACL_RT_ERROR_L2 = 2,
+    ACL_RT_ERROR_AICORE = 3,
+    ACL_RT_ERROR_LINK = 4,
+    ACL_RT_ERROR_L3_PORT = 5,
+    ACL_RT_ERROR_OTHERS = 0xFFFF,
+} aclrtErrorType;
+
+typedef enum aclrtAicoreErrorType {
+    ACL_RT_AICORE_ERROR_UNKNOWN,
+    ACL_RT_AICORE_ERROR_SW,
+    ACL_RT_AICORE_ERROR_HW_LOCAL,
+} aclrtAicoreErrorType;
+
+/* A device's fault summary: defined after this section (cffi reads it as opaque). */
+typedef struct aclrtErrorInfo aclrtErrorInfo;
+
+/* The status of the calling thread's last failed runtime call (0 when none since it was last
+ * read): aclrtGetLastError clears it, aclrtPeekAtLastError does not. A runtime failure
+ * (ACL_ERROR_RT_*) sets it, replacing the one before; the ACL layer's own argument checks
+ * (100000, ...) do not. level: ACL_RT_THREAD_LEVEL only (else 100000). */
+ACL_FUNC_VISIBILITY aclError aclrtPeekAtLastError(aclrtLastErrLevel level);
+ACL_FUNC_VISIBILITY aclError aclrtGetLastError(aclrtLastErrLevel level);
+/* A device's fault summary (memory and link faults; a failed task is none): errorType
+ * ACL_RT_NO_ERROR when it has none. 207000 on parts that do not report faults. */
+ACL_FUNC_VISIBILITY aclError aclrtGetErrorVerbose(int32_t deviceId, aclrtErrorInfo *errorInfo);
+/* When the event's last record completed, in microseconds since the device started. */
+ACL_FUNC_VISIBILITY aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp);
 /* acl-py:cdef-end */
+
+/* aclrtGetErrorVerbose's summary, laid out as CANN's (the abi check compares opaque structs
+ * only, so the layout is outside the cdef section; errors.c asserts CANN's LP64 sizes). */
+#define MAX_MEM_UCE_INFO_ARRAY_SIZE 128
+#define UCE_INFO_RESERVED_SIZE 14
+#define ACL_RT_MEM_UCE_INFO_MAX_NUM 20
+
+typedef struct aclrtMemUceInfo {
+    void *addr;
+    size_t len;
+    size_t reserved[UCE_INFO_RESERVED_SIZE];
+} aclrtMemUceInfo;
+
+typedef struct {
+    size_t arraySize;
+    aclrtMemUceInfo memUceInfoArray[ACL_RT_MEM_UCE_INFO_MAX_NUM];
+} aclrtMemUceInfoArray;
+
+typedef union aclrtErrorInfoDetail {
+    aclrtMemUceInfoArray uceInfo;
+    aclrtAicoreErrorType aicoreErrType;
+} aclrtErrorInfoDetail;
+
+struct aclrtErrorInfo {
+    uint8_t tryRepair;
+    uint8_t hasDetail;
+    uint8_t reserved[2];
+    aclrtErrorType errorType;
+    aclrtErrorInfoDetail detail;
+};
 
 #ifdef __cplusplus
 }

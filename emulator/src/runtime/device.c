@@ -82,7 +82,7 @@ void rt_leave(void) { pthread_rwlock_unlock(&g_life); }
 
 aclError rt_begin(const char *fn, aclError fault_rc) {
     if (aclemu_fault(fn))
-        return fault_rc;
+        return rt_fail(fault_rc);
     return rt_enter(fn);
 }
 
@@ -101,7 +101,7 @@ static aclError enter_write(const char *fn) {
 /* enter_write after the fault hook (see rt_begin). */
 static aclError begin_write(const char *fn, aclError fault_rc) {
     if (aclemu_fault(fn))
-        return fault_rc;
+        return rt_fail(fault_rc);
     return enter_write(fn);
 }
 
@@ -482,12 +482,16 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
 }
 
 aclError rt_check_timeout(const char *fn, int32_t timeout, bool acl_layer) {
-    if (timeout < -1 || (!acl_layer && timeout == 0))
+    /* Below -1 is the ACL layer's check in all three calls (no last error); 0 the runtime's. */
+    if (timeout < -1)
+        return ACL_LAYER_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                             "timeout %d is invalid: -1 (wait without a limit) or a number of "
+                             "milliseconds from 1 up", (int)timeout);
+    if (!acl_layer && timeout == 0)
         return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
-                      "timeout %d is invalid: -1 (wait without a limit) or a number of "
-                      "milliseconds from 1 up%s", (int)timeout,
-                      timeout == 0 ? " (0 is refused by CANN's runtime, whatever the header's "
-                                     "comment says)" : "");
+                      "timeout 0 is invalid: -1 (wait without a limit) or a number of "
+                      "milliseconds from 1 up (0 is refused by CANN's runtime, whatever the "
+                      "header's comment says)");
     return ACL_SUCCESS;
 }
 

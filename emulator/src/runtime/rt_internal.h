@@ -28,8 +28,14 @@
  * maximum CANN documents (Atlas 200I/500 A2 inference products, aclrtCreateStream). */
 #define RT_DEFAULT_MAX_STREAMS 512
 
-/* Sets "<fn>: <message>" and evaluates to code. */
+/* Sets "<fn>: <message>" and evaluates to code: a failure of the runtime layer, whose status
+ * becomes the thread's last error when it is a runtime status (rt_fail, errors.c). */
 #define RT_ERR(code, fn, fmt, ...) \
+    (aclemu_set_error("%s: " fmt, (fn), ##__VA_ARGS__), rt_fail((aclError)(code)))
+/* The same for a check CANN's ACL layer makes before calling its runtime: the message only,
+ * the thread's last error untouched, whatever the code (the ACL layer returns a few runtime
+ * codes itself, e.g. 107000 for a timeout below -1). */
+#define ACL_LAYER_ERR(code, fn, fmt, ...) \
     (aclemu_set_error("%s: " fmt, (fn), ##__VA_ARGS__), (aclError)(code))
 
 /* ---- process life (device.c) ---- */
@@ -131,6 +137,18 @@ RT_HIDDEN aclError rt_fault_report(const char *buf);
 RT_HIDDEN int rt_take_task_fault(int64_t *arg);
 /* Changes at every aclemuSetFaults, which releases the hung tasks. */
 RT_HIDDEN uint64_t rt_fault_generation(void);
+
+/* ---- error reports (errors.c) ---- */
+/* Evaluates to code, recording it as the calling thread's last error (aclrtGetLastError) when
+ * it is a runtime status (ACL_ERROR_RT_*: families 107, 207 and 507). Inline, so the compiler
+ * sees a failure stay a failure. */
+RT_HIDDEN extern _Thread_local aclError rt_tl_last_error;
+static inline aclError rt_fail(aclError code) {
+    int family = code / 1000;
+    if (family == 107 || family == 207 || family == 507)
+        rt_tl_last_error = code;
+    return code;
+}
 
 /* ---- misc ---- */
 RT_HIDDEN uint64_t rt_now_ns(void);                 /* CLOCK_MONOTONIC */

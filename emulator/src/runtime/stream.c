@@ -1181,6 +1181,36 @@ out:
     return rc;
 }
 
+/* When the event's last record completed, in microseconds of CLOCK_MONOTONIC (the device
+ * counts from its start, the emulated one from the host's). CANN's order and codes
+ * (src/acl/aclrt_impl/event.cpp: timestamp, then event, NULL: 100000; then
+ * src/runtime/core/src/event/event.cc Event::GetTimeStamp: never recorded 507000, a record
+ * not complete 107006), as aclrtEventElapsedTime. */
+aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rt_event *e = NULL;
+    uint64_t ns = 0;
+    if (timestamp == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "timestamp (output pointer) is NULL");
+    else if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
+        ;
+    else if (!event_stamp(e, &ns))
+        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "event %p has never been recorded "
+                    "(aclrtRecordEvent it first)", event);
+    else if (ns == UINT64_MAX)
+        rc = RT_ERR(ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID, __func__, "event %p: its last record "
+                    "has not completed, so it has no timestamp yet (synchronize the event or "
+                    "its stream first)", event);
+    else
+        *timestamp = ns / 1000;
+    if (e != NULL)
+        rt_obj_put(&e->hdr);
+    rt_leave();
+    return rc;
+}
+
 /* ---- internal API --------------------------------------------------------------------- */
 
 aclError aclemu_stream_submit(aclrtStream stream, aclemu_task_fn run, aclemu_task_fn release,
