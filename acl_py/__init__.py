@@ -37,6 +37,7 @@ from .runtime import FinalizedError, ForkedError, backend, finalize, init, relea
 from .device import (CoreLimits, Device, DeviceAttributes, StreamPriorityRange, Utilization,
                      current_device, device_count, mem_info, run_mode, set_device, synchronize)
 from .stream import Event, Stream, default_stream
+from .context import Context
 from .memory import DeviceBuffer, HostBuffer, MemoryPool, get_pool
 from .soc import soc_name, supports_bfloat16
 from .install import cann_version
@@ -63,8 +64,7 @@ __all__ = [
     "init", "finalize", "backend", "Device", "current_device", "set_device", "device_count",
     "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "run_mode",
     "cann_version", "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits",
-    "Stream",
-    "Event", "default_stream",
+    "Stream", "Event", "default_stream", "Context",
     "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",
     "reference", "AclError", "AclArgumentError", "AclTimeoutError", "AclTypeError",

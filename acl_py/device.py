@@ -149,10 +149,13 @@ class MemInfo(NamedTuple):
 
 class DeviceAttributes(NamedTuple):
     """What a device is (``aclrtGetDeviceInfo``): core counts, memory and L2 cache in bytes,
-    NPU architecture (e.g. 2201: Atlas A2/A3)."""
+    NPU architecture (e.g. 2201: Atlas A2/A3). ``cube_cores`` is what the runtime's platform
+    configuration says, which a cube limit (:meth:`Device.limit_cores`) rewrites; None on
+    parts whose configuration has no count (Atlas training and inference series: their AI
+    cores are their cube units)."""
     ai_cpu_cores: int
     ai_cores: int
-    cube_cores: int
+    cube_cores: int | None
     vector_cores: int
     total_memory: int
     l2_cache_size: int
@@ -162,6 +165,7 @@ class DeviceAttributes(NamedTuple):
 # aclrtDevAttr of each DeviceAttributes field, in order (the vendor's acl_rt.h).
 _ATTRIBUTE_CODES = (1, 101, 102, 201, 301, 302, 601)
 _PARAM_INVALID = 107000   # ACL_ERROR_RT_PARAM_INVALID: the runtime refused an argument
+_CUBE_CORE_NUM = 102      # ACL_DEV_ATTR_CUBE_CORE_NUM
 
 
 class StreamPriorityRange(NamedTuple):
@@ -344,6 +348,8 @@ class Device:
 
         def get(attr):
             st = L.aclrtGetDeviceInfo(self.id, attr, out)
+            if st == _PARAM_INVALID and attr == _CUBE_CORE_NUM:
+                return None     # the part's configuration has no cube core count
             if st:
                 raise make_error(st, "aclrtGetDeviceInfo")
             return int(out[0])

@@ -75,7 +75,9 @@ ORDER_EVENT = 2
 ORDER_MEMORY = 3      # device and pinned host buffers
 ORDER_POOL = 4        # memory pools' cached blocks
 ORDER_STREAM = 5
-_ORDERS = (ORDER_EXECUTOR, ORDER_HANDLE, ORDER_EVENT, ORDER_MEMORY, ORDER_POOL, ORDER_STREAM)
+ORDER_CONTEXT = 6     # explicit contexts: after their streams, before the devices' reset
+_ORDERS = (ORDER_EXECUTOR, ORDER_HANDLE, ORDER_EVENT, ORDER_MEMORY, ORDER_POOL, ORDER_STREAM,
+           ORDER_CONTEXT)
 
 _UNINIT, _INIT, _FINALIZED, _FORKED = "uninitialized", "initialized", "finalized", "forked"
 
@@ -521,4 +523,4 @@ __all__ = ["init", "finalize", "ensure", "is_initialized", "state", "backend",
            "refuse_if_forked", "Releaser",
            "release_unused", "register_cache", "register_step", "FinalizedError", "ForkedError",
            "ORDER_EXECUTOR", "ORDER_HANDLE", "ORDER_EVENT", "ORDER_MEMORY", "ORDER_POOL",
-           "ORDER_STREAM"]
+           "ORDER_STREAM", "ORDER_CONTEXT"]

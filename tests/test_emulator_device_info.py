@@ -163,6 +163,41 @@ def test_core_limits_default_set_reset(dev):
     assert (limit(CUBE), limit(VECTOR)) == (cube, vector)
 
 
+def test_a_cube_limit_rewrites_the_cube_core_count(dev):
+    """CANN reads ACL_DEV_ATTR_CUBE_CORE_NUM from the platform configuration, which
+    aclrtSetDeviceResLimit(CUBE) rewrites; the AI core count comes from the driver."""
+    ai, cube = info(lib.ACL_DEV_ATTR_AICORE_CORE_NUM), info(lib.ACL_DEV_ATTR_CUBE_CORE_NUM)
+    ok(lib.aclrtSetDeviceResLimit(0, CUBE, 3))
+    assert (info(lib.ACL_DEV_ATTR_AICORE_CORE_NUM), info(lib.ACL_DEV_ATTR_CUBE_CORE_NUM)) == (ai, 3)
+    ok(lib.aclrtResetDeviceResLimit(0))
+    assert info(lib.ACL_DEV_ATTR_CUBE_CORE_NUM) == cube
+
+
+def test_parts_without_a_cube_core_count(run_python):
+    """Ascend910A's platform configuration has no cube_core_cnt: 107000, until a cube limit
+    writes one; 32 AI cores, no vector cores (so no vector limit above 0)."""
+    r = run_python("""
+        from acl_py.raw import ffi, lib
+        v = ffi.new("int64_t *")
+        lib.aclInit(ffi.NULL)
+        lib.aclrtSetDevice(0)
+        out = [lib.aclrtGetDeviceInfo(0, lib.ACL_DEV_ATTR_CUBE_CORE_NUM, v)]
+        lib.aclrtGetDeviceInfo(0, lib.ACL_DEV_ATTR_AICORE_CORE_NUM, v)
+        out.append(v[0])
+        lib.aclrtGetDeviceInfo(0, lib.ACL_DEV_ATTR_VECTOR_CORE_NUM, v)
+        out.append(v[0])
+        out.append(lib.aclrtSetDeviceResLimit(0, 1, 1))
+        out.append(lib.aclrtSetDeviceResLimit(0, 0, 30))
+        out.append(lib.aclrtGetDeviceInfo(0, lib.ACL_DEV_ATTR_CUBE_CORE_NUM, v))
+        out.append(v[0])
+        print(*out)
+        lib.aclrtResetDevice(0)
+        lib.aclFinalize()
+    """, env={"ACL_EMU_SOC": "Ascend910A"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["107000", "32", "0", "107000", "0", "0", "30"]
+
+
 def test_core_limit_rules(dev):
     v = ffi.new("uint32_t *", 5)
     vector = info(lib.ACL_DEV_ATTR_VECTOR_CORE_NUM)

@@ -21,6 +21,7 @@ if not lib.backend.is_emulator:
 
 # Codes (CANN_ABI.md "Return codes").
 INVALID_PARAM, RT_PARAM_INVALID, RT_INVALID_HANDLE = 100000, 107000, 107017
+RT_CONTEXT_NULL = 107002
 NULLPTR, PARAM_INVALID = 161001, 161002
 INNER, INNER_NULLPTR = 561000, 561103
 
@@ -264,8 +265,10 @@ EXPECTED = {
     "aclrtDestroyEvent": {RT_INVALID_HANDLE},
     "aclrtRecordEvent.event": {RT_INVALID_HANDLE},
     "aclrtEventElapsedTime": {RT_INVALID_HANDLE},
-    "aclrtDestroyContext": {RT_INVALID_HANDLE},
-    "aclrtSetCurrentContext": {RT_INVALID_HANDLE},
+    # CANN's runtime: no live context is RT_ERROR_CONTEXT_NULL to destroy
+    # (api_impl.cc ContextDestroy), RT_ERROR_INVALID_VALUE to set (api_error.cc)
+    "aclrtDestroyContext": {RT_CONTEXT_NULL},
+    "aclrtSetCurrentContext": {RT_PARAM_INVALID},
     "aclrtFree": {RT_PARAM_INVALID},
     "aclrtFreeHost": {RT_PARAM_INVALID},
     "aclrtMemset": {RT_PARAM_INVALID},

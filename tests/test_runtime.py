@@ -693,7 +693,7 @@ def test_objects_made_while_another_thread_finalizes_are_not_kept_for_the_next_s
         def during_teardown():
             go.set()
             assert done.wait(30)
-        rt.Releaser(hook, during_teardown, (), rt.ORDER_STREAM, rt.gen)   # the last order
+        rt.Releaser(hook, during_teardown, (), rt.ORDER_CONTEXT, rt.gen)  # the last order
         emu.reset_call_counts()
         acl_py.finalize()
         th.join()

@@ -678,15 +678,18 @@ aclError aclrtDestroyContext(aclrtContext context) {
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
+    /* CANN's runtime (hicann/runtime src/runtime/api/impl/api_impl.cc ContextDestroy): a
+     * handle that is no live context, or the primary (default) one, is RT_ERROR_CONTEXT_NULL
+     * (107002). */
     if (context == NULL) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "context is NULL");
     } else if (is_default_context(context, &dev)) {
-        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+        rc = RT_ERR(ACL_ERROR_RT_CONTEXT_NULL, __func__,
                     "context %p is device %d's default context, which aclrtResetDevice "
                     "releases; only contexts from aclrtCreateContext can be destroyed",
                     context, dev);
     } else if (!aclemu_handle_unregister(context, ACLEMU_KIND_CONTEXT)) {
-        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+        rc = RT_ERR(ACL_ERROR_RT_CONTEXT_NULL, __func__,
                     "context %p is not a live context (never created or already destroyed)",
                     context);
     } else {
@@ -715,6 +718,8 @@ aclError aclrtSetCurrentContext(aclrtContext context) {
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
+    /* CANN's runtime (api_error.cc ContextSetCurrent: CHECK_CONTEXT_VALID_WITH_RETURN): a
+     * handle that is no live context is RT_ERROR_INVALID_VALUE (107000). */
     if (context == NULL) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "context is NULL");
     } else if (is_default_context(context, &dev)) {
@@ -722,7 +727,7 @@ aclError aclrtSetCurrentContext(aclrtContext context) {
         if (dev < g_ndev && (g_dev[dev].set_count > 0 || g_dev[dev].ctx_count > 0))
             set_current(dev, NULL);
         else
-            rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+            rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
                         "context %p is the default context of device %d, which is not set",
                         context, dev);
         pthread_mutex_unlock(&g_dev_mu);
@@ -731,7 +736,7 @@ aclError aclrtSetCurrentContext(aclrtContext context) {
         set_current(c->device, c);
         rt_obj_put(&c->hdr);
     } else {
-        rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, __func__,
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
                     "context %p is not a live context (never created or already destroyed)",
                     context);
     }

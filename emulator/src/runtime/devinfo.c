@@ -36,69 +36,70 @@ typedef struct {
     const char *name;
     int ai_cores, cube_cores, vector_cores, ai_cpus;
     int64_t l2_bytes;
+    bool has_cube_count;
 } part_figures;
 
-/* ai_core_cnt, cube_core_cnt (ai_core_cnt where the file has none: the Atlas training and
- * inference parts' AI cores are cube units), vector_core_cnt (0 where none), ai_cpu_cnt,
- * l2_size of each part's platform configuration file. */
+/* ai_core_cnt, cube_core_cnt (ai_core_cnt where the file has none, has_cube_count false: the
+ * Atlas training and inference parts' AI cores are their cube units), vector_core_cnt (0
+ * where none), ai_cpu_cnt, l2_size of each part's platform configuration file. */
 static const part_figures PARTS[] = {
-    {"Ascend910A", 32, 32, 0, 4, 33554432},
-    {"Ascend910B", 30, 30, 0, 6, 33554432},
-    {"Ascend910ProA", 32, 32, 0, 4, 33554432},
-    {"Ascend910ProB", 30, 30, 0, 4, 33554432},
-    {"Ascend910PremiumA", 32, 32, 0, 4, 33554432},
-    {"Ascend310P1", 10, 10, 8, 8, 16777216},
-    {"Ascend310P3", 8, 8, 7, 7, 16777216},
-    {"Ascend310P5", 8, 8, 7, 8, 16777216},
-    {"Ascend310P7", 8, 8, 7, 8, 16777216},
-    {"Ascend910B1", 24, 24, 48, 6, 201326592},
-    {"Ascend910B2", 24, 24, 48, 6, 201326592},
-    {"Ascend910B2C", 24, 24, 48, 6, 201326592},
-    {"Ascend910B3", 20, 20, 40, 6, 201326592},
-    {"Ascend910B4", 20, 20, 40, 6, 100663296},
-    {"Ascend910B4-1", 20, 20, 40, 6, 176160768},
-    {"Ascend910_9362", 20, 20, 40, 6, 176160768},
-    {"Ascend910_9363", 20, 20, 40, 6, 176160768},
-    {"Ascend910_9372", 20, 20, 40, 6, 201326592},
-    {"Ascend910_9381", 24, 24, 48, 6, 201326592},
-    {"Ascend910_9382", 24, 24, 48, 6, 201326592},
-    {"Ascend910_9391", 24, 24, 48, 6, 201326592},
-    {"Ascend910_9392", 24, 24, 48, 6, 201326592},
-    {"Ascend950DT_950x", 8, 8, 16, 5, 33554432},
-    {"Ascend950DT_950y", 8, 8, 16, 5, 33554432},
-    {"Ascend950DT_9571", 28, 28, 56, 7, 134217728},
-    {"Ascend950DT_9572", 28, 28, 56, 7, 134217728},
-    {"Ascend950DT_9573", 28, 28, 56, 5, 117440512},
-    {"Ascend950DT_9574", 28, 28, 56, 5, 117440512},
-    {"Ascend950DT_9575", 28, 28, 56, 7, 134217728},
-    {"Ascend950DT_9576", 28, 28, 56, 7, 134217728},
-    {"Ascend950DT_9577", 28, 28, 56, 5, 117440512},
-    {"Ascend950DT_9578", 28, 28, 56, 5, 117440512},
-    {"Ascend950DT_9581", 32, 32, 64, 6, 134217728},
-    {"Ascend950DT_9581x", 32, 32, 64, 6, 134217728},
-    {"Ascend950DT_9582", 32, 32, 64, 6, 134217728},
-    {"Ascend950DT_9582x", 32, 32, 64, 6, 134217728},
-    {"Ascend950DT_9583", 32, 32, 64, 7, 117440512},
-    {"Ascend950DT_9584", 32, 32, 64, 7, 117440512},
-    {"Ascend950DT_9585", 32, 32, 64, 6, 134217728},
-    {"Ascend950DT_9586", 32, 32, 64, 6, 134217728},
-    {"Ascend950DT_9587", 32, 32, 64, 7, 117440512},
-    {"Ascend950DT_9588", 32, 32, 64, 7, 117440512},
-    {"Ascend950DT_9591", 36, 36, 72, 6, 134217728},
-    {"Ascend950DT_9592", 36, 36, 72, 6, 134217728},
-    {"Ascend950DT_9595", 36, 36, 72, 6, 134217728},
-    {"Ascend950DT_9596", 36, 36, 72, 6, 134217728},
-    {"Ascend950DT_95A1", 36, 36, 72, 6, 134217728},
-    {"Ascend950DT_95A2", 36, 36, 72, 6, 134217728},
-    {"Ascend950PR_950z", 4, 4, 8, 5, 16777216},
-    {"Ascend950PR_9579", 28, 28, 56, 7, 134217728},
-    {"Ascend950PR_957b", 28, 28, 56, 5, 117440512},
-    {"Ascend950PR_957bx", 28, 28, 56, 5, 117440512},
-    {"Ascend950PR_957c", 28, 28, 56, 5, 117440512},
-    {"Ascend950PR_957d", 28, 28, 56, 5, 100663296},
-    {"Ascend950PR_9589", 32, 32, 64, 6, 134217728},
-    {"Ascend950PR_958b", 32, 32, 64, 7, 117440512},
-    {"Ascend950PR_9599", 36, 36, 72, 6, 134217728},
+    {"Ascend910A", 32, 32, 0, 4, 33554432, false},
+    {"Ascend910B", 30, 30, 0, 6, 33554432, false},
+    {"Ascend910ProA", 32, 32, 0, 4, 33554432, false},
+    {"Ascend910ProB", 30, 30, 0, 4, 33554432, false},
+    {"Ascend910PremiumA", 32, 32, 0, 4, 33554432, false},
+    {"Ascend310P1", 10, 10, 8, 8, 16777216, false},
+    {"Ascend310P3", 8, 8, 7, 7, 16777216, false},
+    {"Ascend310P5", 8, 8, 7, 8, 16777216, false},
+    {"Ascend310P7", 8, 8, 7, 8, 16777216, false},
+    {"Ascend910B1", 24, 24, 48, 6, 201326592, true},
+    {"Ascend910B2", 24, 24, 48, 6, 201326592, true},
+    {"Ascend910B2C", 24, 24, 48, 6, 201326592, true},
+    {"Ascend910B3", 20, 20, 40, 6, 201326592, true},
+    {"Ascend910B4", 20, 20, 40, 6, 100663296, true},
+    {"Ascend910B4-1", 20, 20, 40, 6, 176160768, true},
+    {"Ascend910_9362", 20, 20, 40, 6, 176160768, true},
+    {"Ascend910_9363", 20, 20, 40, 6, 176160768, true},
+    {"Ascend910_9372", 20, 20, 40, 6, 201326592, true},
+    {"Ascend910_9381", 24, 24, 48, 6, 201326592, true},
+    {"Ascend910_9382", 24, 24, 48, 6, 201326592, true},
+    {"Ascend910_9391", 24, 24, 48, 6, 201326592, true},
+    {"Ascend910_9392", 24, 24, 48, 6, 201326592, true},
+    {"Ascend950DT_950x", 8, 8, 16, 5, 33554432, true},
+    {"Ascend950DT_950y", 8, 8, 16, 5, 33554432, true},
+    {"Ascend950DT_9571", 28, 28, 56, 7, 134217728, true},
+    {"Ascend950DT_9572", 28, 28, 56, 7, 134217728, true},
+    {"Ascend950DT_9573", 28, 28, 56, 5, 117440512, true},
+    {"Ascend950DT_9574", 28, 28, 56, 5, 117440512, true},
+    {"Ascend950DT_9575", 28, 28, 56, 7, 134217728, true},
+    {"Ascend950DT_9576", 28, 28, 56, 7, 134217728, true},
+    {"Ascend950DT_9577", 28, 28, 56, 5, 117440512, true},
+    {"Ascend950DT_9578", 28, 28, 56, 5, 117440512, true},
+    {"Ascend950DT_9581", 32, 32, 64, 6, 134217728, true},
+    {"Ascend950DT_9581x", 32, 32, 64, 6, 134217728, true},
+    {"Ascend950DT_9582", 32, 32, 64, 6, 134217728, true},
+    {"Ascend950DT_9582x", 32, 32, 64, 6, 134217728, true},
+    {"Ascend950DT_9583", 32, 32, 64, 7, 117440512, true},
+    {"Ascend950DT_9584", 32, 32, 64, 7, 117440512, true},
+    {"Ascend950DT_9585", 32, 32, 64, 6, 134217728, true},
+    {"Ascend950DT_9586", 32, 32, 64, 6, 134217728, true},
+    {"Ascend950DT_9587", 32, 32, 64, 7, 117440512, true},
+    {"Ascend950DT_9588", 32, 32, 64, 7, 117440512, true},
+    {"Ascend950DT_9591", 36, 36, 72, 6, 134217728, true},
+    {"Ascend950DT_9592", 36, 36, 72, 6, 134217728, true},
+    {"Ascend950DT_9595", 36, 36, 72, 6, 134217728, true},
+    {"Ascend950DT_9596", 36, 36, 72, 6, 134217728, true},
+    {"Ascend950DT_95A1", 36, 36, 72, 6, 134217728, true},
+    {"Ascend950DT_95A2", 36, 36, 72, 6, 134217728, true},
+    {"Ascend950PR_950z", 4, 4, 8, 5, 16777216, true},
+    {"Ascend950PR_9579", 28, 28, 56, 7, 134217728, true},
+    {"Ascend950PR_957b", 28, 28, 56, 5, 117440512, true},
+    {"Ascend950PR_957bx", 28, 28, 56, 5, 117440512, true},
+    {"Ascend950PR_957c", 28, 28, 56, 5, 117440512, true},
+    {"Ascend950PR_957d", 28, 28, 56, 5, 100663296, true},
+    {"Ascend950PR_9589", 32, 32, 64, 6, 134217728, true},
+    {"Ascend950PR_958b", 32, 32, 64, 7, 117440512, true},
+    {"Ascend950PR_9599", 36, 36, 72, 6, 134217728, true},
 };
 
 static const part_figures *figures(void) {
@@ -114,6 +115,10 @@ static bool is_950(void) {
     const aclemu_soc *soc = aclemu_soc_info("the runtime");
     return soc != NULL && soc->npu_arch == 3510;
 }
+
+/* The process's core limits (below): 0 means "the total" (not limited), else limit + 1. */
+static _Atomic uint32_t g_limit[RT_MAX_DEVICES][2];
+static uint32_t core_limit(int dev, aclrtDevResLimitType type);
 
 /* ---- aclrtGetDeviceInfo ------------------------------------------------------------------ */
 
@@ -153,7 +158,20 @@ aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr, int64_t *value
         switch ((int)attr) {
         case ACL_DEV_ATTR_AICPU_CORE_NUM: v = p->ai_cpus; break;
         case ACL_DEV_ATTR_AICORE_CORE_NUM: v = p->ai_cores; break;
-        case ACL_DEV_ATTR_CUBE_CORE_NUM: v = p->cube_cores; break;
+        case ACL_DEV_ATTR_CUBE_CORE_NUM:
+            /* read from the platform configuration, which a cube limit rewrites (api_impl.cc
+             * GetDeviceInfoByAttrMisc, UpdatePlatformRes); a part whose file has no
+             * cube_core_cnt has none to read until a limit writes one (107000) */
+            if (atomic_load(&g_limit[dev][ACL_RT_DEV_RES_CUBE_CORE]) != 0)
+                v = core_limit(dev, ACL_RT_DEV_RES_CUBE_CORE);
+            else if (p->has_cube_count)
+                v = p->cube_cores;
+            else
+                rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                            "attr ACL_DEV_ATTR_CUBE_CORE_NUM: %s's platform configuration has "
+                            "no cube core count (its AI cores: ACL_DEV_ATTR_AICORE_CORE_NUM)",
+                            p->name);
+            break;
         case ACL_DEV_ATTR_VECTOR_CORE_NUM: v = p->vector_cores; break;
         case ACL_DEV_ATTR_WARP_SIZE: case ACL_DEV_ATTR_MAX_THREAD_PER_VECTOR_CORE:
         case ACL_DEV_ATTR_UBUF_PER_VECTOR_CORE: case ACL_DEV_ATTR_MAX_GRID_DIM_X:
@@ -246,9 +264,8 @@ aclError aclrtGetDeviceUtilizationRate(int32_t deviceId, aclrtUtilizationInfo *u
 
 /* ---- core limits ------------------------------------------------------------------------ */
 
-/* Per device, as CANN keeps them on its device object (src/runtime/core/src/device/
- * raw_device_res.cc): 0 means "the total" (not limited); gone with the device. */
-static _Atomic uint32_t g_limit[RT_MAX_DEVICES][2];
+/* g_limit: per device, as CANN keeps them on its device object (src/runtime/core/src/device/
+ * raw_device_res.cc); gone with the device. */
 
 static uint32_t core_total(aclrtDevResLimitType type) {
     const part_figures *p = figures();
