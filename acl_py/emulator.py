@@ -9,7 +9,8 @@ from .errors import AclArgumentError, AclTypeError, EmulatorOnlyError, check
 
 LIVE_KEYS = ("device_allocations", "host_allocations", "tensors", "int_arrays", "bool_arrays",
              "executors", "streams", "events", "contexts", "device_bytes", "scalars",
-             "float_arrays", "tensor_lists", "scalar_lists", "data_buffers")
+             "float_arrays", "tensor_lists", "scalar_lists", "data_buffers",
+             "notifies")
 
 
 def _lib():
@@ -40,7 +41,7 @@ def version():
 def live_objects():
     """Live counts by kind: device_allocations, host_allocations, tensors, int_arrays,
     bool_arrays, executors, streams, events, contexts, device_bytes, scalars, float_arrays,
-    tensor_lists, scalar_lists (a list's elements count as tensors/scalars), data_buffers."""
+    tensor_lists, scalar_lists (a list's elements count as tensors/scalars), data_buffers, notifies."""
     L = _lib()
     out = ffi.new("aclemuLiveObjects *")
     check(L.aclemuGetLiveObjects(out), "aclemuGetLiveObjects")

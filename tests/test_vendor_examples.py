@@ -14,6 +14,11 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          memory/0..6;
                                          example/0_quickstart)
 
+
+                                         example/1_basic_features/device, context,
+                                         memory/0..6 and 9, stream, event/
+                                         0_event_status)
+
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
 in for that library, queuing each kernel's effect on the stream; the examples' own sources are
@@ -71,14 +76,16 @@ def compile_example(checkout, relpath, libraries, includes=(), sources=(), name=
     return exe, subprocess.run(cmd, capture_output=True, text=True)
 
 
-def build_and_run(checkout, relpath, libraries, includes=(), env=None, sources=(), name=None):
-    """Builds checkout/relpath (see compile_example), runs it with ``env`` added to an
-    environment free of ``ACL_EMU_*``; returns its stdout."""
+def build_and_run(checkout, relpath, libraries, includes=(), env=None, sources=(), name=None,
+                  cwd=None):
+    """Builds checkout/relpath (see compile_example), runs it (in ``cwd``, if given) with
+    ``env`` added to an environment free of ``ACL_EMU_*``; returns its stdout."""
     exe, r = compile_example(checkout, relpath, libraries, includes, sources, name)
     assert r.returncode == 0, f"{' '.join(r.args)}\n{r.stderr}"
     run_env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
     run_env.update(env or {})
-    run = subprocess.run([exe], capture_output=True, text=True, env=run_env, timeout=120)
+    run = subprocess.run([exe], capture_output=True, text=True, env=run_env, timeout=120,
+                         cwd=cwd)
     assert run.returncode == 0, run.stdout + run.stderr
     return run.stdout
 
@@ -431,3 +438,192 @@ def test_vendor_error_handling_example():
         "[INFO]  After diagnostics are consumed once: peekErr=0, lastErr=0, recentErrMsg=<null>",
         "[INFO]  ACL finalize successfully"], out
     assert_prints_readme(out.replace("[ERROR]  ", "[ERROR] "), readme_sample_output(example))
+
+
+
+# ---- example/1_basic_features: stream/, event/0_event_status, memory/9_multistream_sync_memory
+# (their kernels are tests/c/vendor_kernels.cpp's stand-ins; LongOP takes 2 s there; BASIC and
+# NEEDS_RUNTIME as above).
+
+
+def run_basic(relpath, name, sources=(KERNELS,), includes=("example",), cwd=None):
+    return build_and_run(RUNTIME, os.path.join(BASIC, relpath, "main.cpp"), [],
+                         includes=list(includes), sources=list(sources), name=name,
+                         cwd=cwd).splitlines()
+
+
+@NEEDS_RUNTIME
+def test_vendor_simple_stream_example():
+    """stream/0_simple_stream: EasyOP on the default stream, on a created stream, then 3000
+    times in a row; its README's output."""
+    assert run_basic(os.path.join("stream", "0_simple_stream"), "vendor_simple_stream") == [
+        "[INFO]  Use default stream assigning task.",
+        "[INFO]  Applied resource successfully, begin assigning task.",
+        "[INFO]  After assigning the task through the default stream, the current result is: 1.",
+        "[INFO]  Use created stream assigning task.",
+        "[INFO]  After assigning the task through the created stream, the current result is: 2.",
+        "[INFO]  Begin 3000 task.",
+        "[INFO]  After synchronize, stream status is: 0.",
+        "[INFO]  After loop, the current result is: 3002.",
+        "[INFO]  Resource cleanup completed."]
+
+
+@NEEDS_RUNTIME
+def test_vendor_event_status_example():
+    """event/0_event_status: an event recorded after LongOP is not complete until the stream
+    is synchronized; its README's output."""
+    assert run_basic(os.path.join("event", "0_event_status"), "vendor_event_status") == [
+        "[INFO]  After create event, current event status is 0.",
+        "[INFO]  Applied resource successfully, begin assigning task.",
+        "[INFO]  Begin a long task.",
+        "[INFO]  0 is incompleted, 1 is completed.",
+        "[INFO]  After record but before synchronize, current event status is 0.",
+        "[INFO]  After synchronize, current event status is 1.",
+        "[INFO]  The answer is 1.",
+        "[INFO]  Resource cleanup completed."]
+
+
+def _multi_stream_part(method, wait_line, timeout_line):
+    head = [f"[INFO]  Use {method} synchronize.",
+            "[INFO]  Applied resource successfully, begin assigning task.",
+            "[INFO]  Begin a long task, num += 1.",
+            f"[INFO]  {wait_line}",
+            "[INFO]  Begin a short task, num *= 2.",
+            "[INFO]  The answer is 2."]
+    if timeout_line:
+        head += ["[INFO]  Simulate timeout, wait 1000ms, the task will fail.", timeout_line]
+    return head + ["[INFO]  Resource cleanup completed."]
+
+
+@NEEDS_RUNTIME
+def test_vendor_multi_stream_example():
+    """stream/2_multi_stream: stream 2's ShortOP waits for stream 1's LongOP through a stream
+    synchronize, an event (aclrtStreamWaitEvent, aclrtResetEvent) and a notify
+    (aclrtRecordNotify, aclrtWaitAndResetNotify), so 0 + 1 then * 2 is 2 each time; a second
+    LongOP outlasts the 1000 ms synchronizes (507046, 507047). Its README elides the event part
+    ("..."): that part prints what the other two do, with its own names and codes."""
+    assert run_basic(os.path.join("stream", "2_multi_stream"), "vendor_multi_stream") == (
+        _multi_stream_part("stream", "Stream synchronize.",
+                           "[ERROR]  Operation failed: aclrtSynchronizeStreamWithTimeout(stream1, "
+                           "kWaitTimeMs) returned error code 507046")
+        + _multi_stream_part("event", "Event synchronize.",
+                             "[ERROR]  Operation failed: aclrtSynchronizeEventWithTimeout(event, "
+                             "kWaitTimeMs) returned error code 507047")
+        + _multi_stream_part("notify", "Stream synchronize.", None))
+
+
+@NEEDS_RUNTIME
+def test_vendor_stream_config_query_example():
+    """stream/3_stream_config_query looks its configuration calls up with dlsym:
+    aclrtCreateStreamConfigHandle, aclrtDestroyStreamConfigHandle, aclrtSetStreamConfigOpt and
+    aclrtCreateStreamV2 exist only in CANN's compact runtime (hicann/runtime
+    src/acl/aclrt_c/runtime/stream.c; their API reference lists IPV350 only), so a full
+    install, which the emulator is, prints the skip its README documents for a runtime without
+    them, after one warning per missing name (the README shows the first)."""
+    assert run_basic(os.path.join("stream", "3_stream_config_query"), "vendor_stream_config",
+                     sources=()) == [
+        *(f"[WARN]  Symbol {name} is not exported by the current Runtime library."
+          for name in ("aclrtCreateStreamConfigHandle", "aclrtDestroyStreamConfigHandle",
+                       "aclrtSetStreamConfigOpt", "aclrtCreateStreamV2")),
+        "[INFO]  [SKIP] Stream config query sample skipped because the current Runtime library "
+        "does not export all stream config APIs."]
+
+
+@NEEDS_RUNTIME
+def test_vendor_multistream_sync_memory_example(tmp_path):
+    """memory/9_multistream_sync_memory: stream A's aclrtValueWait (EQ 100) holds it until
+    stream B's aclrtValueWrite of 100, written a second after the wait was queued; the waiting
+    thread reads the flag file the writing thread wrote meanwhile. The two threads print
+    concurrently: the lines are those of its README (plus file_ops.cpp's reading lines, which
+    the README leaves out), in an order the example makes certain."""
+    (tmp_path / "file").mkdir()  # run.sh makes it: the flag file is file/flag.txt
+    out = run_basic(os.path.join("memory", "9_multistream_sync_memory"), "vendor_value_wait",
+                    sources=[os.path.join(BASIC, "memory", "9_multistream_sync_memory",
+                                          "file_ops.cpp")],
+                    includes=["example", os.path.join(BASIC, "memory")], cwd=tmp_path)
+    addresses = set(re.findall(r"virtual memory = (0x[0-9a-f]+)", "\n".join(out)))
+    assert len(addresses) == 1, out
+    text = [re.sub(r"0x[0-9a-f]+", "0x...", line) for line in out]
+    assert sorted(text) == sorted([
+        "[INFO]  Allocate memory on the device successfully",
+        "[INFO]  Create Stream A successfully",
+        "[INFO]  Create Stream B successfully",
+        "[INFO]  Stream A: wait for data at virtual memory = 0x... to meet the condition",
+        "[INFO]  Start writing to file/flag.txt",
+        "[INFO]  Flag value after the writing thread starts: 123",
+        "[INFO]  Stream B: write data at virtual memory = 0x...",
+        "[INFO]  Stream B: the data in the specified memory has met the condition, all tasks "
+        "are complete",
+        "[INFO]  Stream A: the data in the specified memory has met the condition, all tasks "
+        "are complete",
+        "[INFO]  Start reading from file/flag.txt",
+        "[INFO]  Read data successfully",
+        "[INFO]  Flag value read by the waiting thread: 123"]), out
+    at = {line: i for i, line in enumerate(text)}
+    assert text[:4] == ["[INFO]  Allocate memory on the device successfully",
+                        "[INFO]  Create Stream A successfully",
+                        "[INFO]  Create Stream B successfully",
+                        "[INFO]  Stream A: wait for data at virtual memory = 0x... to meet the "
+                        "condition"], out
+    stream_a_done = at["[INFO]  Stream A: the data in the specified memory has met the "
+                       "condition, all tasks are complete"]
+    assert at["[INFO]  Stream B: write data at virtual memory = 0x..."] < stream_a_done
+    assert stream_a_done < at["[INFO]  Flag value read by the waiting thread: 123"]
+
+
+# What stream/1_stream_with_failure_mode's README shows, with what it leaves out: the program's
+# "Launching a long task ..." lines, its aclrtFree and aclrtDestroyStreamForce results, and the
+# stream state callback's lines (see the test).
+FAILURE_MODE = [
+    "[INFO]  Assigning task without failure mode.",
+    "[ERROR]  Operation failed: aclrtSynchronizeStream(stream) returned error code 507035",
+    "[INFO]  Without failure mode, the result is 2.",
+    "[INFO]  Assigning task with failure mode.",
+    "[ERROR]  Operation failed: aclrtSynchronizeStream(stream) returned error code 507035",
+    "[INFO]  After set failure mode, the current result is: 1.",
+    "[INFO]  Launching a long task on the device-use-only stream before aclrtStreamStop.",
+    "[INFO]  aclrtStreamStop returned 0.",
+    "[INFO]  aclrtSynchronizeStream(after stop) returned 0.",
+    "[INFO]  aclrtFree(stopScratch) returned 0.",
+    "[INFO]  aclrtDestroyStreamForce(stopStream) returned 0.",
+    "[INFO]  Launching a long task on the regular stream before aclrtStreamAbort.",
+    "[INFO]  aclrtStreamAbort returned 0.",
+    "[INFO]  aclrtSynchronizeStream(after abort) returned 507035 after stream abort, which is "
+    "expected.",
+    "[INFO]  aclrtFree(abortScratch) returned 0.",
+    "[INFO]  aclrtDestroyStreamForce(abortStream) returned 0.",
+    "[INFO]  Resource cleanup completed.",
+    "[INFO]  Run the stream_with_failure_mode sample successfully."]
+
+
+@NEEDS_RUNTIME
+def test_vendor_stream_failure_mode_example():
+    """stream/1_stream_with_failure_mode: ErrorOP between two EasyOPs fails the stream with
+    507035 (continue: both EasyOPs ran, 2; stop on failure: the second did not, 1); a
+    device-use-only stream (aclrtCreateStreamWithConfig) takes no task from the host
+    (LongOP's launch is refused), aclrtStreamStop succeeds and its synchronize returns at once
+    with 0; aclrtStreamAbort kills the running LongOP, whose stream then reports 507035.
+
+    Where the emulator's output differs from the README's: the README leaves out lines the
+    program prints (above), and shows 507000 (a WARN line) for the synchronize after the stop,
+    where CANN's runtime returns 0 for any stream of that flag (hicann/runtime src/runtime/api/
+    impl/api_error.cc StreamSynchronize, and aclrtSynchronizeStream's API reference). The
+    stream state callback prints a line after each stream is created and before it is
+    destroyed: here the three created streams (the device's default stream is never used, so
+    never started)."""
+    out = run_basic(os.path.join("stream", "1_stream_with_failure_mode"), "vendor_failure_mode")
+    callback = re.compile(r"\[INFO\]  Stream state callback from stream_failure_mode_sample: "
+                          r"stream=(0x[0-9a-f]+) state=([12])$")
+    states = [(m.group(1), m.group(2)) for m in map(callback.match, out) if m]
+    assert [line for line in out if not callback.match(line)] == FAILURE_MODE, out
+    created = [s for s, state in states if state == "1"]
+    destroyed = [s for s, state in states if state == "2"]
+    assert len(created) == 3 and sorted(created) == sorted(destroyed), out
+    # each stream's creation is reported before its first use, its destruction before its
+    # destroy call's result
+    assert out.index(f"[INFO]  Stream state callback from stream_failure_mode_sample: "
+                     f"stream={created[0]} state=1") < out.index(FAILURE_MODE[0]), out
+    for stream, name in zip(created[1:], ("stopStream", "abortStream")):
+        assert out.index(f"[INFO]  Stream state callback from stream_failure_mode_sample: "
+                         f"stream={stream} state=2") == \
+            out.index(f"[INFO]  aclrtDestroyStreamForce({name}) returned 0.") - 1, out

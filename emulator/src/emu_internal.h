@@ -51,6 +51,7 @@ typedef enum {
     ACLEMU_KIND_TENSOR_LIST,
     ACLEMU_KIND_SCALAR_LIST,
     ACLEMU_KIND_DATA_BUFFER,
+    ACLEMU_KIND_NOTIFY,
     ACLEMU_KIND_COUNT
 } aclemu_kind;
 
@@ -93,6 +94,15 @@ typedef void (*aclemu_task_fn)(void *arg);
 ACLEMU_EXPORT aclError aclemu_stream_submit(aclrtStream stream, aclemu_task_fn run,
                                             aclemu_task_fn release, void *arg,
                                             const char *caller);
+
+/* For a task's run function, on the stream's worker thread. aclemu_task_cancelled: whether
+ * aclrtStreamStop or aclrtStreamAbort came since the task started; a long task (a kernel
+ * stand-in) polls it and returns early when true, and the stream reports the task stopped
+ * midway at the next synchronize. aclemu_task_fail: the task failed with status (what: a
+ * message); the stream records it as its failure mode says (aclrtSetStreamFailureMode).
+ * Outside a task both do nothing (cancelled is false). */
+ACLEMU_EXPORT bool aclemu_task_cancelled(void);
+ACLEMU_EXPORT void aclemu_task_fail(aclError status, const char *what);
 
 /* ---- the emulated part (runtime/soc.c) ------------------------------------------------------ */
 

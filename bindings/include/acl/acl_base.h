@@ -33,6 +33,7 @@ typedef int aclError;
 typedef void *aclrtStream;
 typedef void *aclrtContext;
 typedef void *aclrtEvent;
+typedef void *aclrtNotify;
 
 /* aclError values of the ACL layer (the runtime's own are in rt_error_codes.h). */
 static const int ACL_ERROR_NONE = 0;

@@ -31,6 +31,7 @@ typedef struct {
     int64_t tensor_lists;
     int64_t scalar_lists;
     int64_t data_buffers;       /* aclCreateDataBuffer */
+    int64_t notifies;           /* aclrtCreateNotify */
 } aclemuLiveObjects;
 
 /* Version string of the emulator build. */

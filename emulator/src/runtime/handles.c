@@ -182,6 +182,7 @@ int aclemuGetLiveObjects(aclemuLiveObjects *out) {
     out->tensor_lists = rt_handle_count(ACLEMU_KIND_TENSOR_LIST);
     out->scalar_lists = rt_handle_count(ACLEMU_KIND_SCALAR_LIST);
     out->data_buffers = rt_handle_count(ACLEMU_KIND_DATA_BUFFER);
+    out->notifies = rt_handle_count(ACLEMU_KIND_NOTIFY);
     return ACL_SUCCESS;
 }
 

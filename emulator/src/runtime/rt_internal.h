@@ -97,6 +97,14 @@ RT_HIDDEN aclError rt_check_timeout(const char *fn, int32_t timeout, bool acl_la
 RT_HIDDEN int rt_stream_device(const rt_stream *s);
 /* Default streams alive: live stream handles that are no created stream. */
 RT_HIDDEN int64_t rt_live_default_streams(void);
+/* Stream priorities: 0 is the highest; CANN's runtime has one range for every SoC
+ * (hicann/runtime src/runtime/core/inc/spec/base_info.hpp). */
+#define RT_STREAM_LEAST_PRIORITY 7
+/* Runs the stream state callbacks (aclrtRegStreamStateCallback, stream_state.c) for stream;
+ * called with no runtime lock held. */
+RT_HIDDEN void rt_stream_state_notify(void *stream, aclrtStreamState state);
+/* Destroys the notifies of dev (notify.c; from rt_streams_teardown, streams drained). */
+RT_HIDDEN void rt_notifies_teardown(int dev);
 
 /* ---- host functions and callbacks (callback.c) ---- */
 /* True while the calling thread runs a host function (aclrtLaunchHostFunc) or a callback

@@ -34,6 +34,8 @@ typedef struct {
     int fault;          /* RT_TASK_FAULT_*: injected through the call that queued it */
     int64_t fault_arg;  /* the failure's status, or the hang's milliseconds (-1: no limit) */
     const char *call;   /* the public call that queued it (a static name) */
+    uint64_t fault_gen; /* rt_fault_generation() when it was queued: a hang lasts until it
+                         * changes, even if that happens before the task starts */
 } rt_task;
 
 struct rt_stream {
@@ -56,6 +58,12 @@ struct rt_stream {
     bool has_thread;
     pthread_t thread;
     rt_stream *prev, *next;  /* the device's stream list (g_dev_mu) */
+    /* Configuration (aclrtCreateStreamWithConfig) and control (aclrtStreamStop/Abort). */
+    uint32_t flags;          /* the ACL_STREAM_* bits it was created with */
+    int32_t priority;        /* 0 (highest) .. RT_STREAM_LEAST_PRIORITY */
+    int32_t id;              /* aclrtStreamGetId: 0 for a default stream, else the lowest free */
+    _Atomic uint64_t cancels;/* bumped by stop and abort: the running task is to end */
+    uint64_t discard_upto;   /* abort: the tasks numbered up to this are dropped (mu) */
 };
 
 typedef struct rt_event {
@@ -72,6 +80,7 @@ typedef struct rt_event {
     size_t n_inflight, cap_inflight;
     uint64_t waits;      /* aclrtStreamWaitEvent tasks queued and not yet run (mu) */
     aclError done_error; /* record `done` completed on a stream aborted by this status (mu) */
+    uint64_t reset_at;   /* `done` when an aclrtResetEvent task last ran: not recorded since (mu) */
     struct rt_event *prev, *next; /* the device's event list (g_dev_mu) */
 } rt_event;
 
@@ -92,10 +101,11 @@ static void record_run(void *arg);
 static void record_note_abort(void *arg, aclError code);
 
 /* An injected hang: until ms milliseconds have passed (ms < 0: no limit), the stream is being
- * destroyed (destroy, reset, finalize: nothing else would end it) or aclemuSetFaults is called
- * again. Polls: hangs only happen in tests. */
-static void hang(rt_stream *s, int64_t ms) {
-    uint64_t gen = rt_fault_generation();
+ * destroyed (destroy, reset, finalize: nothing else would end it), stopped or aborted, or
+ * aclemuSetFaults has been called since the task was queued (generation gen then). Polls:
+ * hangs only happen in tests. */
+static void hang(rt_stream *s, int64_t ms, uint64_t gen) {
+    uint64_t cancels = atomic_load(&s->cancels);
     uint64_t end = ms < 0 ? UINT64_MAX : rt_now_ns() + (uint64_t)ms * 1000000ull;
     for (;;) {
         pthread_mutex_lock(&s->mu);
@@ -103,34 +113,95 @@ static void hang(rt_stream *s, int64_t ms) {
         pthread_mutex_unlock(&s->mu);
         if (dead || rt_fault_generation() != gen || rt_now_ns() >= end)
             return;
+        if (atomic_load(&s->cancels) != cancels) { /* aclrtStreamStop/Abort ends it */
+            aclemu_task_cancelled();
+            return;
+        }
         struct timespec nap = {0, 2000000}; /* 2 ms */
         nanosleep(&nap, NULL);
     }
 }
 
-/* Runs one task as the stream's failure mode says (see the top of the file). */
-static void run_task(rt_stream *s, const rt_task *t) {
+/* The task the calling thread runs, for aclemu_task_cancelled and aclemu_task_fail (the
+ * stream's worker sets it around each task). */
+static _Thread_local rt_stream *tl_task_stream;
+static _Thread_local uint64_t tl_task_cancels; /* s->cancels when the task started */
+static _Thread_local bool tl_task_stopped;      /* the task saw a stop or abort and ended */
+static _Thread_local aclError tl_task_status;   /* aclemu_task_fail's status */
+static _Thread_local char tl_task_msg[160];
+
+bool aclemu_task_cancelled(void) {
+    rt_stream *s = tl_task_stream;
+    if (s == NULL)
+        return false;
+    pthread_mutex_lock(&s->mu);
+    bool dead = s->dead; /* being destroyed (destroy, reset, finalize): nothing else ends it */
+    pthread_mutex_unlock(&s->mu);
+    if (!dead && atomic_load(&s->cancels) == tl_task_cancels)
+        return false;
+    tl_task_stopped = true;
+    return true;
+}
+
+void aclemu_task_fail(aclError status, const char *what) {
+    if (tl_task_stream == NULL || status == ACL_SUCCESS)
+        return;
+    tl_task_status = status;
+    snprintf(tl_task_msg, sizeof tl_task_msg, "%s", what != NULL ? what : "a task failed");
+}
+
+/* Records a failed task's status and message (the first one is reported), and the stop the
+ * failure mode asks for (mu held). */
+static void note_failure(rt_stream *s, aclError status, const char *msg) {
+    if (s->task_error == ACL_SUCCESS) {
+        s->task_error = status;
+        snprintf(s->task_error_msg, sizeof s->task_error_msg, "%s", msg);
+    }
+    if (s->stop_on_failure)
+        s->aborted = true;
+}
+
+/* Runs task number seq as the stream's failure mode and an abort say (see the top of the
+ * file). */
+static void run_task(rt_stream *s, const rt_task *t, uint64_t seq) {
+    tl_task_stream = s;
+    tl_task_cancels = atomic_load(&s->cancels);
+    tl_task_stopped = false;
+    tl_task_status = ACL_SUCCESS;
     if (t->fault == RT_TASK_FAULT_HANG)
-        hang(s, t->fault_arg);
+        hang(s, t->fault_arg, t->fault_gen);
     pthread_mutex_lock(&s->mu);
     if (t->fault == RT_TASK_FAULT_FAIL) {
-        if (s->task_error == ACL_SUCCESS) { /* the first failure is the one reported */
-            s->task_error = (aclError)t->fault_arg;
-            snprintf(s->task_error_msg, sizeof s->task_error_msg,
-                     "a task queued by %s failed on the stream (injected fault, status %d)",
-                     t->call, (int)t->fault_arg);
-        }
-        if (s->stop_on_failure)
-            s->aborted = true;
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "a task queued by %s failed on the stream (injected fault, status %d)", t->call,
+                 (int)t->fault_arg);
+        note_failure(s, (aclError)t->fault_arg, msg);
     }
-    bool skip = t->fault == RT_TASK_FAULT_FAIL || (s->aborted && t->run != record_run);
+    bool discarded = seq <= s->discard_upto; /* queued before an aclrtStreamAbort */
+    bool skip = t->fault == RT_TASK_FAULT_FAIL || tl_task_stopped ||
+                ((s->aborted || discarded) && t->run != record_run);
     aclError abort_code = s->aborted ? s->task_error : ACL_SUCCESS;
     pthread_mutex_unlock(&s->mu);
-    if (skip)
-        return;
-    if (t->run == record_run)
-        record_note_abort(t->arg, abort_code);
-    t->run(t->arg);
+    if (!skip) {
+        if (t->run == record_run)
+            record_note_abort(t->arg, abort_code);
+        t->run(t->arg);
+    }
+    if (tl_task_stopped || tl_task_status != ACL_SUCCESS) {
+        char msg[200];
+        if (tl_task_stopped) /* the vendor's stream example reports such a kernel so */
+            snprintf(msg, sizeof msg, "the task queued by %s was stopped midway by "
+                     "aclrtStreamStop or aclrtStreamAbort (status %d)", t->call,
+                     (int)RT_TASK_FAULT_DEFAULT_CODE);
+        else
+            snprintf(msg, sizeof msg, "the task queued by %s failed: %s (status %d)", t->call,
+                     tl_task_msg, (int)tl_task_status);
+        pthread_mutex_lock(&s->mu);
+        note_failure(s, tl_task_stopped ? RT_TASK_FAULT_DEFAULT_CODE : tl_task_status, msg);
+        pthread_mutex_unlock(&s->mu);
+    }
+    tl_task_stream = NULL;
 }
 
 static void *worker_main(void *arg) {
@@ -162,7 +233,7 @@ static void *worker_main(void *arg) {
         s->len--;
         pthread_mutex_unlock(&s->mu);
 
-        run_task(s, &t);
+        run_task(s, &t, ran + 1);
         if (t.release != NULL)
             t.release(t.arg);
         ran++;
@@ -292,6 +363,12 @@ aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release
     aclError refused = rt_refuse_in_host_function(fn); /* no launch from a host function */
     if (refused != ACL_SUCCESS)
         return refused;
+    if ((s->flags & ACL_STREAM_DEVICE_USE_ONLY) != 0)
+        /* CANN sends no task to such a stream from the host (RT_ERROR_STREAM_INVALID, 507000:
+         * hicann/runtime src/runtime/core/src/engine/engine.cc Engine::SendTask) */
+        return RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn,
+                      "stream %p was created with ACL_STREAM_DEVICE_USE_ONLY: no task is queued "
+                      "on it from the host", (void *)s);
     pthread_mutex_lock(&s->mu);
     if (s->dead) {
         pthread_mutex_unlock(&s->mu);
@@ -312,7 +389,8 @@ aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release
     }
     int64_t fault_arg;
     int fault = rt_take_task_fault(&fault_arg);
-    s->ring[(s->head + s->len) & (s->cap - 1)] = (rt_task){run, release, arg, fault, fault_arg, fn};
+    s->ring[(s->head + s->len) & (s->cap - 1)] = (rt_task){run, release, arg, fault, fault_arg, fn,
+                                                               rt_fault_generation()};
     s->len++;
     atomic_fetch_add(&s->submitted, 1);
     if (s->worker_asleep)
@@ -327,6 +405,7 @@ aclError rt_stream_get(aclrtStream stream, int dev, const char *fn, rt_stream **
          * holds the read lock the pointer stays valid; the reference keeps it uniform. */
         pthread_mutex_lock(&g_dev_mu);
         rt_stream *s = g_sd[dev].default_stream;
+        bool created = s == NULL;
         if (s == NULL && (s = g_sd[dev].default_stream = stream_new(dev, true)) != NULL) {
             /* A live handle, as CANN's default stream is a stream like the others
              * (aclrtCtxGetCurrentDefaultStream hands it out); not counted as created. */
@@ -339,6 +418,8 @@ aclError rt_stream_get(aclrtStream stream, int dev, const char *fn, rt_stream **
         if (s == NULL)
             return RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn,
                           "cannot start device %d's default stream (out of threads or memory)", dev);
+        if (created)
+            rt_stream_state_notify(s, ACL_RT_STREAM_STATE_CREATE_POST);
         *out = s;
         return ACL_SUCCESS;
     }
@@ -371,19 +452,33 @@ aclError rt_stream_valid(aclrtStream stream, const char *fn) {
 
 /* ---- public: streams ------------------------------------------------------------------- */
 
-aclError aclrtCreateStream(aclrtStream *stream) {
-    aclError rc = rt_refuse_in_host_function(__func__);
+/* The lowest stream id no live created stream of dev has, from 1 (0 is the default
+ * stream's); g_dev_mu held. */
+static int32_t free_stream_id(int dev) {
+    for (int32_t id = 1;; id++) {
+        bool used = false;
+        for (rt_stream *o = g_sd[dev].streams; o != NULL && !used; o = o->next)
+            used = o->id == id;
+        if (!used)
+            return id;
+    }
+}
+
+/* aclrtCreateStream (priority 0, no flags) and aclrtCreateStreamWithConfig. */
+static aclError create_stream(aclrtStream *stream, int32_t priority, uint32_t flags,
+                              const char *fn) {
+    aclError rc = rt_refuse_in_host_function(fn);
     if (rc != ACL_SUCCESS)
         return rc;
-    rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
+    rc = rt_begin(fn, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
     if (stream == NULL) { /* CANN's ACL layer checks it before the runtime needs a device */
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "stream (output pointer) is NULL");
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "stream (output pointer) is NULL");
         goto out;
     }
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+    if ((rc = rt_need_device(fn, &dev)) != ACL_SUCCESS)
         goto out;
     /* A device runs a limited number of streams, the default stream and one the runtime keeps
      * for itself included (aclrtCreateStream's documentation); past it CANN fails with
@@ -395,7 +490,7 @@ aclError aclrtCreateStream(aclrtStream *stream) {
         g_sd[dev].n_created++;
     pthread_mutex_unlock(&g_dev_mu);
     if (full) {
-        rc = RT_ERR(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, __func__,
+        rc = RT_ERR(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, fn,
                     "too many streams on device %d: %d created, the most a device allows besides "
                     "its default stream and the runtime's own (%d streams in all; "
                     "ACL_EMU_MAX_STREAMS sets it, default %d, the lowest documented maximum)",
@@ -407,11 +502,14 @@ aclError aclrtCreateStream(aclrtStream *stream) {
         pthread_mutex_lock(&g_dev_mu);
         g_sd[dev].n_created--;
         pthread_mutex_unlock(&g_dev_mu);
-        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
+        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, fn,
                     "cannot create a stream (out of threads or memory)");
         goto out;
     }
+    s->priority = priority;
+    s->flags = flags;
     pthread_mutex_lock(&g_dev_mu);
+    s->id = free_stream_id(dev);
     s->next = g_sd[dev].streams;
     if (s->next)
         s->next->prev = s;
@@ -419,9 +517,31 @@ aclError aclrtCreateStream(aclrtStream *stream) {
     pthread_mutex_unlock(&g_dev_mu);
     aclemu_handle_register(s, ACLEMU_KIND_STREAM);
     *stream = s;
+    rt_stream_state_notify(s, ACL_RT_STREAM_STATE_CREATE_POST);
 out:
     rt_leave();
     return rc;
+}
+
+aclError aclrtCreateStream(aclrtStream *stream) { return create_stream(stream, 0, 0, __func__); }
+
+/* Streams whose synchronize and query CANN answers at once, without waiting. */
+#define STREAM_FLAGS_NO_HOST_WAIT \
+    (ACL_STREAM_PERSISTENT | ACL_STREAM_CPU_SCHEDULE | ACL_STREAM_DEVICE_USE_ONLY)
+
+/* The flags CANN's ACL layer passes on (hicann/runtime src/acl/aclrt_impl/stream.cpp
+ * aclrtCreateStreamWithConfigImpl maps each to the runtime's flag; other bits are dropped). */
+#define STREAM_FLAGS_KNOWN                                                                     \
+    (ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC | ACL_STREAM_PERSISTENT | ACL_STREAM_HUGE | \
+     ACL_STREAM_CPU_SCHEDULE | ACL_STREAM_DEVICE_USE_ONLY)
+
+aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag) {
+    /* CANN's runtime takes the priority as an int32_t and clamps it into [0, 7] (src/runtime/
+     * api/impl/api_error.cc StreamCreate; base_info.hpp RT_STREAM_GREATEST/LEAST_PRIORITY):
+     * nothing is refused. */
+    int32_t p = (int32_t)priority;
+    p = p < 0 ? 0 : p > RT_STREAM_LEAST_PRIORITY ? RT_STREAM_LEAST_PRIORITY : p;
+    return create_stream(stream, p, flag & STREAM_FLAGS_KNOWN, __func__);
 }
 
 static void unlink_stream(rt_stream *s) { /* g_dev_mu held */
@@ -464,6 +584,7 @@ static aclError destroy_stream(aclrtStream stream, const char *fn) {
                     "which cannot be destroyed: aclrtResetDevice releases it", stream, dev);
         goto out;
     }
+    rt_stream_state_notify(s, ACL_RT_STREAM_STATE_DESTROY_PRE);
     if (!aclemu_handle_unregister(s, ACLEMU_KIND_STREAM)) { /* another thread won the race */
         rc = RT_ERR(ACL_ERROR_RT_INVALID_HANDLE, fn,
                     "stream %p is not a live stream (already destroyed)", stream);
@@ -541,7 +662,11 @@ static aclError synchronize_stream(aclrtStream stream, int32_t timeout_ms, bool 
             (!timed || (rc = rt_check_timeout(fn, timeout_ms, false)) == ACL_SUCCESS) &&
             (rc = rt_need_device(fn, &dev)) == ACL_SUCCESS)
             rc = stream_of_any_device(stream, dev, fn, &s);
-        if (s != NULL) {
+        if (s != NULL && (s->flags & STREAM_FLAGS_NO_HOST_WAIT) != 0) {
+            /* CANN returns at once for these streams (hicann/runtime src/runtime/api/impl/
+             * api_error.cc StreamSynchronize; 06_stream_management.md says so too) */
+            rc = ACL_SUCCESS;
+        } else if (s != NULL) {
             if (stream_wait(s, atomic_load(&s->submitted), deadline_after(timeout_ms)))
                 rc = stream_take_error(s, fn);
             else
@@ -585,6 +710,13 @@ aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode) {
         rc = stream_of_any_device(stream, dev, __func__, &s);
     if (rc != ACL_SUCCESS)
         goto out;
+    if ((s->flags & ACL_STREAM_DEVICE_USE_ONLY) != 0) {
+        /* api_error.cc StreamSetMode: not for a coprocessor (device-use-only) stream */
+        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
+                    "stream %p was created with ACL_STREAM_DEVICE_USE_ONLY, whose failure mode "
+                    "cannot be set", stream);
+        goto out;
+    }
     bool stop = (mode & ACL_STOP_ON_FAILURE) != 0;
     pthread_mutex_lock(&s->mu);
     bool was_stop = s->stop_on_failure;
@@ -632,7 +764,8 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status) {
         goto out;
     if ((rc = stream_of_any_device(stream, dev, __func__, &s)) != ACL_SUCCESS)
         goto out;
-    *status = s == NULL || atomic_load(&s->completed) >= atomic_load(&s->submitted)
+    *status = s == NULL || (s->flags & STREAM_FLAGS_NO_HOST_WAIT) != 0 || /* api_error.cc */
+                      atomic_load(&s->completed) >= atomic_load(&s->submitted)
                   ? ACL_STREAM_STATUS_COMPLETE
                   : ACL_STREAM_STATUS_NOT_READY;
 out:
@@ -728,6 +861,7 @@ void rt_streams_teardown(int dev) { /* life write lock held: no other call runs 
             rt_obj_put(&events->hdr);
         events = next;
     }
+    rt_notifies_teardown(dev);
     rt_callback_device_gone(dev);
 }
 
@@ -939,6 +1073,48 @@ out:
     return rc;
 }
 
+static void reset_run(void *arg) {
+    rt_event *e = arg;
+    pthread_mutex_lock(&e->mu);
+    e->reset_at = e->done; /* back to its initial state: not recorded (query: not ready) */
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void reset_release(void *arg) { rt_obj_put(&((rt_event *)arg)->hdr); }
+
+aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_event *e = NULL;
+    rt_stream *s = NULL;
+    /* CANN's order (hicann/runtime src/acl/aclrt_impl/event.cpp aclrtResetEventImpl, src/
+     * runtime/api/api_c.cc rtEventReset, api_impl.cc EventReset): the NULL event, the two
+     * handles, the context, the stream's context. */
+    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
+        (rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
+        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
+        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
+        goto out;
+    if (e->device != dev) {
+        rc = RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, __func__,
+                    "event %p belongs to device %d but the calling thread's device is %d", event,
+                    e->device, dev);
+        goto out;
+    }
+    atomic_fetch_add(&e->hdr.refs, 1);
+    if ((rc = rt_stream_push(s, reset_run, reset_release, e, __func__)) != ACL_SUCCESS)
+        rt_obj_put(&e->hdr);
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    if (e != NULL)
+        rt_obj_put(&e->hdr);
+    rt_leave();
+    return rc;
+}
+
 typedef struct {
     rt_event *e;
     uint64_t seq; /* the record waited for */
@@ -1112,7 +1288,7 @@ aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *statu
     if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
         goto out;
     pthread_mutex_lock(&e->mu);
-    bool ready = e->issued != 0 && !record_pending(e, e->issued);
+    bool ready = e->issued != 0 && !record_pending(e, e->issued) && e->done > e->reset_at;
     pthread_mutex_unlock(&e->mu);
     *status = ready ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
 out:
@@ -1210,6 +1386,133 @@ aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp) {
     rt_leave();
     return rc;
 }
+
+/* ---- public: stream identity, stop and abort ---------------------------------------------- */
+
+/* stream (NULL: the current device's default stream) with a reference, for the queries
+ * (hicann/runtime src/runtime/api/impl/api_impl.cc GetStreamId, StreamGetPriority,
+ * StreamGetFlags: the handle, then a current context, which only the default stream needs
+ * for GetStreamId; a stream of another device is answered). *out NULL: the default stream,
+ * which has id 0, priority 0 and no flags whether or not it was started yet. */
+static aclError stream_for_query(aclrtStream stream, bool need_context, const char *fn,
+                                 rt_stream **out) {
+    aclError rc = rt_stream_valid(stream, fn);
+    int dev;
+    if (rc == ACL_SUCCESS && (need_context || stream == NULL))
+        rc = rt_need_device(fn, &dev);
+    *out = NULL;
+    if (rc == ACL_SUCCESS && stream != NULL)
+        rc = stream_of_any_device(stream, 0, fn, out);
+    return rc;
+}
+
+aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rt_stream *s = NULL;
+    if (streamId == NULL) /* the ACL layer's check, first (src/acl/aclrt_impl/stream.cpp) */
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "streamId (output pointer) is NULL");
+    else if ((rc = stream_for_query(stream, false, __func__, &s)) == ACL_SUCCESS)
+        *streamId = s != NULL ? s->id : 0;
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rt_stream *s = NULL;
+    if (priority == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "priority (output pointer) is NULL");
+    else if ((rc = stream_for_query(stream, true, __func__, &s)) == ACL_SUCCESS)
+        *priority = s != NULL ? (uint32_t)s->priority : 0; /* the default stream: highest */
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtStreamGetFlags(aclrtStream stream, uint32_t *flags) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rt_stream *s = NULL;
+    if (flags == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "flags (output pointer) is NULL");
+    else if ((rc = stream_for_query(stream, true, __func__, &s)) == ACL_SUCCESS)
+        *flags = s != NULL ? s->flags : 0;
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
+    return rc;
+}
+
+/* Whether the SoC has the task scheduler's stream stop and abort (Atlas A2/A3 and Ascend 950;
+ * aclrtStreamAbort's and aclrtStreamStop's product tables in 06_stream_management.md), else
+ * 207000 as CANN's runtime returns (api_impl.cc StreamClear, context.cc StreamAbort). */
+static aclError need_stream_control(const char *fn) {
+    const aclemu_soc *soc = aclemu_soc_info(fn);
+    if (soc == NULL)
+        return ACL_ERROR_RT_INTERNAL_ERROR; /* the message names ACL_EMU_SOC */
+    if (soc->npu_arch != 2201 && soc->npu_arch != 3510)
+        return RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
+                      "%s (%s) has no stream stop or abort (Atlas A2/A3 and Ascend 950 only)",
+                      soc->name, soc->series);
+    return ACL_SUCCESS;
+}
+
+/* aclrtStreamAbort (discard: the queued tasks too) and aclrtStreamStop. */
+static aclError stop_stream(aclrtStream stream, bool discard, const char *fn) {
+    aclError rc = rt_refuse_in_host_function(fn);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s = NULL;
+    /* CANN's order: the handle (api_c_stream.cc), NULL (aclrtStreamStop only: api_error.cc
+     * StreamStop; aclrtStreamAbort takes the default stream), the context and the SoC
+     * (api_impl.cc StreamClear / StreamAbort), then the stream's context. */
+    if ((rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS)
+        goto out;
+    if (stream == NULL && !discard) {
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "stream is NULL (the default stream cannot "
+                    "be stopped)");
+        goto out;
+    }
+    if ((rc = rt_need_device(fn, &dev)) != ACL_SUCCESS || (rc = need_stream_control(fn)) !=
+        ACL_SUCCESS || (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS)
+        goto out;
+    if (discard) {
+        /* As CANN's Context::StreamAbort: 10 ms for the sends in flight, during which the
+         * stream's tasks go on running; then the running task is killed and every task
+         * queued by then is dropped (those queued during the call too). */
+        struct timespec grace = {0, 10000000};
+        nanosleep(&grace, NULL);
+    }
+    pthread_mutex_lock(&s->mu);
+    uint64_t upto = atomic_load(&s->submitted);
+    if (discard)
+        s->discard_upto = upto;
+    atomic_fetch_add(&s->cancels, 1);
+    pthread_mutex_unlock(&s->mu);
+    if (discard) /* the dropped tasks and the stopped one are gone when abort returns */
+        stream_wait(s, upto, UINT64_MAX);
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtStreamAbort(aclrtStream stream) { return stop_stream(stream, true, __func__); }
+
+aclError aclrtStreamStop(aclrtStream stream) { return stop_stream(stream, false, __func__); }
 
 /* ---- internal API --------------------------------------------------------------------- */
 
