@@ -14,6 +14,7 @@ the runtime queues work in the order the calls return.
 """
 from __future__ import annotations
 
+import enum
 import threading
 from typing import Any, Callable, Literal
 
@@ -27,6 +28,26 @@ from .errors import AclArgumentError, AclTypeError, make_error
 from .device import Device, DeviceLike
 
 _defaults: dict = {}           # device id -> Stream wrapping the NULL stream
+
+# Stream priorities (aclrtCreateStreamWithConfig): 0 is the highest, every part has 0..7.
+HIGHEST_PRIORITY, LOWEST_PRIORITY = 0, 7
+
+
+class StreamFlag(enum.IntFlag):
+    """What a stream is for (``Stream(flags=...)``, ``Stream.flags``; CANN's
+    ``ACL_STREAM_*``, docs/zh/api_ref/06_stream_management.md). ``FAST_LAUNCH``: the
+    runtime's resources are taken at creation, so launches cost less. ``FAST_SYNC``: a
+    synchronize polls instead of sleeping. ``PERSISTENT``: for building a model (its tasks
+    run when the model does). ``HUGE``: room for more tasks. ``CPU_SCHEDULE``: reserved.
+    ``DEVICE_USE_ONLY``: used by the device only: the host queues no work on it. The last
+    three streams' synchronize returns at once."""
+
+    FAST_LAUNCH = 0x01
+    FAST_SYNC = 0x02
+    PERSISTENT = 0x04
+    HUGE = 0x08
+    CPU_SCHEDULE = 0x10
+    DEVICE_USE_ONLY = 0x20
 
 
 class StreamState(_ordering.Timeline):
@@ -145,16 +166,36 @@ def _query(call, handle, ctype, complete):
     return status[0] == complete
 
 
-def _create(dev, ctype, create):
+def _create(dev, ctype, create, *args):
     """A new ``ctype`` object made by the runtime function ``create`` (aclrtCreateStream,
-    aclrtCreateEvent) on device ``dev``."""
+    aclrtCreateEvent, aclrtCreateStreamWithConfig with ``args``) on device ``dev``."""
     L = _rt.ensure()
     _device.activate(dev)
     p = ffi.new(ctype)
-    s = getattr(L, create)(p)
+    s = getattr(L, create)(p, *args)
     if s:
         raise make_error(s, create)
     return p[0]
+
+
+def _check_config(priority, flags):
+    """``Stream``'s priority and flags, checked: (priority, flags) as ints."""
+    if priority is not None:
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise AclTypeError("priority", f"expected an int or None, got "
+                               f"{type(priority).__name__}")
+        if not HIGHEST_PRIORITY <= priority <= LOWEST_PRIORITY:
+            # CANN would clamp it: a value out of range is a mistake to name, not to round
+            raise AclArgumentError("priority", f"{priority} is outside {HIGHEST_PRIORITY} "
+                                   f"(highest) .. {LOWEST_PRIORITY} (lowest)")
+    if not isinstance(flags, int) or isinstance(flags, bool):
+        raise AclTypeError("flags", f"expected acl_py.StreamFlag bits, got "
+                           f"{type(flags).__name__}")
+    unknown = int(flags) & ~int(sum(StreamFlag))
+    if unknown or flags < 0:
+        raise AclArgumentError("flags", f"{flags:#x} has bits that are no StreamFlag "
+                               f"({unknown:#x})")
+    return priority, int(flags)
 
 
 def _destroy_stream(st):
@@ -202,14 +243,22 @@ class Stream:
 
     __slots__ = ("state", "_rel", "__weakref__")
 
-    def __init__(self, device: DeviceLike = None, *, stop_on_failure: bool = False) -> None:
+    def __init__(self, device: DeviceLike = None, *, stop_on_failure: bool = False,
+                 priority: int | None = None, flags: int = 0) -> None:
+        """``priority``: 0 (highest, also a stream's default) to 7; ``flags``:
+        :class:`StreamFlag` bits (``aclrtCreateStreamWithConfig``)."""
         dev = _device.resolve_device(device)
         if not isinstance(stop_on_failure, bool):
             raise AclTypeError("stop_on_failure", f"expected a bool, got "
                                f"{type(stop_on_failure).__name__}")
+        priority, flags = _check_config(priority, flags)
         made_in = _rt.gen   # before the C call: see Releaser
-        st = self.state = StreamState(_create(dev, "aclrtStream *", "aclrtCreateStream"), dev,
-                                      False)
+        if priority is None and not flags:
+            handle = _create(dev, "aclrtStream *", "aclrtCreateStream")
+        else:
+            handle = _create(dev, "aclrtStream *", "aclrtCreateStreamWithConfig",
+                             priority or HIGHEST_PRIORITY, flags)
+        st = self.state = StreamState(handle, dev, False)
         self._rel = _rt.Releaser(self, _destroy_stream, (st,), _rt.ORDER_STREAM, made_in)
         if stop_on_failure:
             try:
@@ -254,6 +303,34 @@ class Stream:
     @property
     def closed(self) -> bool:
         return self.state.closed
+
+    def _get(self, call, ctype):
+        """``call(handle, out)``, a stream query with the stream's device current."""
+        st = self.state
+        if st.closed:
+            raise st.closed_error(repr(self))
+        _rt.ensure()
+        _device.activate(st.device)
+        out = ffi.new(ctype)
+        r = getattr(_rt.lib, call)(st.handle, out)
+        if r:
+            raise make_error(r, call)
+        return out[0]
+
+    @property
+    def priority(self) -> int:
+        """0 (highest) to 7 (``aclrtStreamGetPriority``); a default stream's is 0."""
+        return int(self._get("aclrtStreamGetPriority", "uint32_t *"))
+
+    @property
+    def flags(self) -> StreamFlag:
+        """The :class:`StreamFlag` bits the stream was created with (``aclrtStreamGetFlags``)."""
+        return StreamFlag(self._get("aclrtStreamGetFlags", "uint32_t *"))
+
+    @property
+    def id(self) -> int:
+        """The runtime's number for the stream on its device (``aclrtStreamGetId``)."""
+        return int(self._get("aclrtStreamGetId", "int32_t *"))
 
     @property
     def is_default(self) -> bool:
@@ -353,6 +430,27 @@ class Stream:
         status = _host_func.launch(st, fn)
         if status:
             raise make_error(status, "aclrtLaunchHostFunc")
+
+    def abort(self) -> None:
+        """Stops the stream's work (``aclrtStreamAbort``): the task running is ended and the
+        work queued and not started is dropped; when it returns the stream is empty and
+        usable. The releases that waited for that work then run. The next synchronize raises
+        the ended task's error, if a task was running (a kernel ended so: 507035). Atlas
+        A2/A3 and Ascend 950 only (:class:`~acl_py.errors.NotSupportedError` elsewhere)."""
+        _host_func.check_not_inside("Stream.abort")
+        st = self.state
+        if st.closed:
+            raise st.closed_error(repr(self))
+        _rt.ensure()
+        _device.activate(st.device)
+        with st.destroy_lock:
+            target = st.seq
+            r = _rt.lib.aclrtStreamAbort(st.handle)
+        if r:
+            raise make_error(r, "aclrtStreamAbort")
+        errs = st.complete(target)   # nothing queued before the abort runs any more
+        if errs:
+            raise errs[0]
 
     def keep_alive(self, obj: object) -> int:
         """Keeps ``obj`` alive until the work queued so far has completed."""
