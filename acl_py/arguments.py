@@ -25,7 +25,8 @@ from ._ffi import ffi
 from . import dtypes as _dt
 from . import runtime as _rt
 from .errors import AclArgumentError, AclTypeError, ClosedError, check_create, make_error
-from .tensor import DeviceTensor, as_int
+from ._integers import as_int
+from .tensor import DeviceTensor
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike

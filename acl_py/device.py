@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal, NamedTuple, Union
 
 from ._ffi import ffi
+from ._integers import as_int
 from . import _ordering
 from . import runtime as _rt
 from ._timeout import to_milliseconds
@@ -419,13 +420,7 @@ class Device:
         for name, kind, value in (("cube", 0, cube), ("vector", 1, vector)):
             if value is None:
                 continue
-            if isinstance(value, bool):
-                raise AclTypeError(name, f"expected a core count (int), got {value!r}")
-            try:
-                n = operator.index(value)
-            except TypeError:
-                raise AclTypeError(name, f"expected a core count (int), got "
-                                   f"{type(value).__name__}") from None
+            n = as_int(value, name, "a core count (int)")
             if not 0 <= n < 2 ** 32:
                 raise AclArgumentError(name, f"a core count is >= 0, got {n}")
             wanted.append((name, kind, n))

@@ -38,7 +38,6 @@ device's default pool (``Device.memory_pool``); plain ``DeviceBuffer(n)`` is a d
 """
 from __future__ import annotations
 
-import operator
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Literal, Sequence, TypeVar
@@ -49,6 +48,7 @@ from . import device as _device
 from . import runtime as _rt
 from . import stream as _stream
 from .errors import AclArgumentError, AclTypeError, make_error
+from ._integers import as_size
 from ._units import size_text
 
 if TYPE_CHECKING:
@@ -64,20 +64,6 @@ _H2D, _D2H, _D2D = 1, 2, 3          # aclrtMemcpyKind
 _POLICY = 0                          # ACL_MEM_MALLOC_HUGE_FIRST, as the vendor sample
 _OOM = (207001, 200000, 300000)      # out-of-memory statuses: the pool retries after emptying
 ROUND = 512
-
-
-def as_size(value, argument):
-    """A non-negative int from ``value`` (ints and NumPy ints; not bool or float)."""
-    if isinstance(value, bool):
-        raise AclTypeError(argument, f"expected an int, got {value!r}")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise AclTypeError(argument, f"expected an int, got {type(value).__name__} "
-                           f"{value!r}") from None
-    if v < 0:
-        raise AclArgumentError(argument, f"must be >= 0, got {v}")
-    return v
 
 
 class Allocation:

@@ -34,6 +34,7 @@ from . import device as _device
 from . import memory as _mem
 from . import runtime as _rt
 from . import stream as _stream
+from ._integers import as_int
 from ._units import size_text
 from .errors import AclArgumentError, AclTypeError, ClosedError, check_create
 
@@ -49,17 +50,6 @@ ShapeLike = Union[int, Sequence[int]]
 _ND = 2            # ACL_FORMAT_ND
 _MAX_RANK = 25     # what aclCreateTensor accepts: CANN's MAX_DIM_NUM (operators check theirs)
 _INT64_MAX = 2 ** 63 - 1
-
-
-def as_int(v, argument):
-    """An int from ``v`` (ints, NumPy ints; not bools or floats), else AclTypeError naming
-    ``argument``."""
-    if isinstance(v, (bool, np.bool_)):
-        raise AclTypeError(argument, f"expected an int, got {v!r}")
-    try:
-        return operator.index(v)
-    except TypeError:
-        raise AclTypeError(argument, f"expected an int, got {type(v).__name__} {v!r}") from None
 
 
 def as_dim(v, argument):

@@ -1406,49 +1406,42 @@ static aclError stream_for_query(aclrtStream stream, bool need_context, const ch
     return rc;
 }
 
-aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+/* What aclrtStreamGetId/GetPriority/GetFlags read. */
+typedef enum { STREAM_ID, STREAM_PRIORITY, STREAM_FLAGS } stream_field;
+
+/* The three queries: the ACL layer's NULL check of the output first
+ * (src/acl/aclrt_impl/stream.cpp), then the stream (stream_for_query; GetStreamId alone needs
+ * no current context for a stream it is given). */
+static aclError stream_get(const char *fn, aclrtStream stream, stream_field field,
+                           const char *arg, uint32_t *out) {
+    aclError rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     rt_stream *s = NULL;
-    if (streamId == NULL) /* the ACL layer's check, first (src/acl/aclrt_impl/stream.cpp) */
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "streamId (output pointer) is NULL");
-    else if ((rc = stream_for_query(stream, false, __func__, &s)) == ACL_SUCCESS)
-        *streamId = s != NULL ? s->id : 0;
+    if (out == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "%s (output pointer) is NULL", arg);
+    else if ((rc = stream_for_query(stream, field != STREAM_ID, fn, &s)) == ACL_SUCCESS)
+        *out = s == NULL                 ? 0 /* the default stream: id 0, highest priority */
+               : field == STREAM_ID      ? (uint32_t)s->id
+               : field == STREAM_PRIORITY ? (uint32_t)s->priority
+                                          : s->flags;
     if (s != NULL)
         rt_stream_put(s);
     rt_leave();
     return rc;
+}
+
+aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId) {
+    /* an int32_t may be written through its unsigned type (C11 6.5p7) */
+    return stream_get(__func__, stream, STREAM_ID, "streamId", (uint32_t *)streamId);
 }
 
 aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    rt_stream *s = NULL;
-    if (priority == NULL)
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "priority (output pointer) is NULL");
-    else if ((rc = stream_for_query(stream, true, __func__, &s)) == ACL_SUCCESS)
-        *priority = s != NULL ? (uint32_t)s->priority : 0; /* the default stream: highest */
-    if (s != NULL)
-        rt_stream_put(s);
-    rt_leave();
-    return rc;
+    return stream_get(__func__, stream, STREAM_PRIORITY, "priority", priority);
 }
 
 aclError aclrtStreamGetFlags(aclrtStream stream, uint32_t *flags) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    rt_stream *s = NULL;
-    if (flags == NULL)
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "flags (output pointer) is NULL");
-    else if ((rc = stream_for_query(stream, true, __func__, &s)) == ACL_SUCCESS)
-        *flags = s != NULL ? s->flags : 0;
-    if (s != NULL)
-        rt_stream_put(s);
-    rt_leave();
-    return rc;
+    return stream_get(__func__, stream, STREAM_FLAGS, "flags", flags);
 }
 
 /* Whether the SoC has the task scheduler's stream stop and abort (Atlas A2/A3 and Ascend 950;
