@@ -666,6 +666,7 @@ static aclError synchronize_stream(aclrtStream stream, int32_t timeout_ms, bool 
             /* CANN returns at once for these streams (hicann/runtime src/runtime/api/impl/
              * api_error.cc StreamSynchronize; 06_stream_management.md says so too) */
             rc = ACL_SUCCESS;
+            rt_stream_put(s);
         } else if (s != NULL) {
             if (stream_wait(s, atomic_load(&s->submitted), deadline_after(timeout_ms)))
                 rc = stream_take_error(s, fn);
