@@ -19,6 +19,7 @@ import threading
 from typing import Any, Callable, Literal
 
 from ._ffi import ffi
+from ._integers import as_int
 from . import _host_func
 from . import _ordering
 from . import device as _device
@@ -181,16 +182,12 @@ def _create(dev, ctype, create, *args):
 def _check_config(priority, flags):
     """``Stream``'s priority and flags, checked: (priority, flags) as ints."""
     if priority is not None:
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise AclTypeError("priority", f"expected an int or None, got "
-                               f"{type(priority).__name__}")
+        priority = as_int(priority, "priority", "an int or None")
         if not HIGHEST_PRIORITY <= priority <= LOWEST_PRIORITY:
             # CANN would clamp it: a value out of range is a mistake to name, not to round
             raise AclArgumentError("priority", f"{priority} is outside {HIGHEST_PRIORITY} "
                                    f"(highest) .. {LOWEST_PRIORITY} (lowest)")
-    if not isinstance(flags, int) or isinstance(flags, bool):
-        raise AclTypeError("flags", f"expected acl_py.StreamFlag bits, got "
-                           f"{type(flags).__name__}")
+    flags = as_int(flags, "flags", "acl_py.StreamFlag bits")
     unknown = int(flags) & ~int(sum(StreamFlag))
     if unknown or flags < 0:
         raise AclArgumentError("flags", f"{flags:#x} has bits that are no StreamFlag "

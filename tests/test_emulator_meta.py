@@ -12,24 +12,12 @@ import pytest
 
 from acl_py.raw import ffi, lib
 
+from _emu_status import errmsg, expect  # noqa: F401
+
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
                                 reason="emulator-only: rules and introspection of the emulator")
 
 F32, F16, BF16, ND = 0, 1, 27, 2
-
-
-def errmsg():
-    p = lib.aclGetRecentErrMsg()
-    return None if p == ffi.NULL else ffi.string(p).decode()
-
-
-def expect(rc, code, call, *words):
-    msg = errmsg()
-    assert rc == code, f"{call}: expected {code}, got {rc} ({msg})"
-    assert msg is not None and msg.startswith(call + ":"), msg
-    for w in words:
-        assert w in msg, (w, msg)
-    return msg
 
 
 def expect_null(h, call, *words):
