@@ -311,6 +311,33 @@ ACL_FUNC_VISIBILITY aclError aclrtGetLastError(aclrtLastErrLevel level);
 /* A device's fault summary (memory and link faults; a failed task is none): errorType
  * ACL_RT_NO_ERROR when it has none. 207000 on parts that do not report faults. */
 ACL_FUNC_VISIBILITY aclError aclrtGetErrorVerbose(int32_t deviceId, aclrtErrorInfo *errorInfo);
+/* ---- a failed task's description, for exception callbacks ---- */
+typedef struct rtExceptionInfo aclrtExceptionInfo;
+typedef void (*aclrtExceptionInfoCallback)(aclrtExceptionInfo *exceptionInfo);
+typedef void *aclrtFuncHandle;
+
+/* Called by the runtime, once per callback, when a task fails on a device (from a runtime
+ * thread, before a synchronize reports the failure; the description is valid during the call
+ * only). Register adds a callback (twice: once), Unregister removes it (not waiting for a call
+ * under way); NULL: 107000. Neither needs aclInit. */
+ACL_FUNC_VISIBILITY aclError aclrtExceptionInfoCallbackRegister(aclrtExceptionInfoCallback callback);
+ACL_FUNC_VISIBILITY aclError aclrtExceptionInfoCallbackUnregister(aclrtExceptionInfoCallback callback);
+/* The failed task's id, its stream's id, the id of the thread that queued it, its device and
+ * its status; 0xFFFFFFFF for a NULL info. */
+ACL_FUNC_VISIBILITY uint32_t aclrtGetTaskIdFromExceptionInfo(const aclrtExceptionInfo *info);
+ACL_FUNC_VISIBILITY uint32_t aclrtGetStreamIdFromExceptionInfo(const aclrtExceptionInfo *info);
+ACL_FUNC_VISIBILITY uint32_t aclrtGetThreadIdFromExceptionInfo(const aclrtExceptionInfo *info);
+ACL_FUNC_VISIBILITY uint32_t aclrtGetDeviceIdFromExceptionInfo(const aclrtExceptionInfo *info);
+ACL_FUNC_VISIBILITY uint32_t aclrtGetErrorCodeFromExceptionInfo(const aclrtExceptionInfo *info);
+/* A failed kernel's arguments and function: for AI Core / AI CPU kernels only (other tasks:
+ * 0xFFFFFFFF and 107000). */
+ACL_FUNC_VISIBILITY aclError aclrtGetArgsFromExceptionInfo(const aclrtExceptionInfo *info,
+                                                           void **devArgsPtr,
+                                                           uint32_t *devArgsLen);
+ACL_FUNC_VISIBILITY aclError aclrtGetFuncHandleFromExceptionInfo(const aclrtExceptionInfo *info,
+                                                                 aclrtFuncHandle *func);
+/* The id of the last task the calling thread queued, on any stream. */
+ACL_FUNC_VISIBILITY aclError aclrtGetThreadLastTaskId(uint32_t *taskId);
 /* When the event's last record completed, in microseconds since the device started. */
 ACL_FUNC_VISIBILITY aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp);
 /* ---- Stream configuration, identity, stop/abort and state callbacks; notifies; stream
@@ -423,6 +450,16 @@ struct aclrtErrorInfo {
     aclrtErrorType errorType;
     aclrtErrorInfoDetail detail;
 };
+
+/* The exception callback of CANN's ACL module: one, replaced by each call (NULL removes it),
+ * besides the registered ones. Deprecated by CANN for the Register / Unregister pair; outside
+ * the cdef section because cffi cannot read the attribute. */
+#if defined(__GNUC__) && (__GNUC__ >= 6)
+__attribute__((deprecated("aclrtSetExceptionInfoCallback is deprecated, use "
+                          "aclrtExceptionInfoCallbackRegister and "
+                          "aclrtExceptionInfoCallbackUnregister instead")))
+#endif
+ACL_FUNC_VISIBILITY aclError aclrtSetExceptionInfoCallback(aclrtExceptionInfoCallback callback);
 
 #ifdef __cplusplus
 }

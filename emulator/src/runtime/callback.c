@@ -89,6 +89,14 @@ aclError rt_refuse_in_host_function(const char *fn) {
                   tl_running);
 }
 
+const char *rt_host_function_begin(const char *runner) {
+    const char *outer = tl_running;
+    tl_running = runner;
+    return outer;
+}
+
+void rt_host_function_end(const char *outer) { tl_running = outer; }
+
 /* ---- lookups (g_cb_mu) ---------------------------------------------------------------- */
 
 static rt_sub *find_sub(const void *stream) {
@@ -182,8 +190,19 @@ static void run_queued(rt_cb_thread *t, const char *who) {
 
 /* The stream task of a report: hands it to the stream's processing thread when the stream
  * reaches it; a blocking one waits until it has run. */
+/* A callback's stream task. It owns the report until the stream reaches it (ran); a report
+ * the stream drops instead (a failed task stopped it: ACL_STOP_ON_FAILURE) never reaches the
+ * thread, and is released here, no longer pending (else aclrtUnSubscribeReport would wait
+ * for a callback that will never run). */
+typedef struct {
+    rt_report *r;
+    bool ran;
+} rt_report_task;
+
 static void report_task(void *arg) {
-    rt_report *r = arg;
+    rt_report_task *w = arg;
+    rt_report *r = w->r;
+    w->ran = true;
     pthread_mutex_lock(&g_cb_mu);
     rt_sub *sub = find_sub(r->stream);
     rt_cb_thread *t = sub != NULL ? sub->thread : NULL;
@@ -212,9 +231,19 @@ static void report_task(void *arg) {
 }
 
 static void report_release(void *arg) {
-    rt_report *r = arg;
-    if (r->block)
+    rt_report_task *w = arg;
+    rt_report *r = w->r;
+    if (!w->ran) {
+        pthread_mutex_lock(&g_cb_mu);
+        rt_sub *sub = find_sub(r->stream);
+        if (sub != NULL && sub->pending > 0)
+            sub->pending--;
+        pthread_mutex_unlock(&g_cb_mu);
         free(r);
+    } else if (r->block) {
+        free(r);
+    }
+    free(w);
 }
 
 static void *runner_main(void *arg) {
@@ -384,8 +413,13 @@ static aclError launch(const char *fn, aclrtStream stream, aclrtCallback func, v
     }
     sub->pending++;
     pthread_mutex_unlock(&g_cb_mu);
-    rc = rt_stream_push(s, report_task, report_release, r, fn);
+    rt_report_task *w = malloc(sizeof *w);
+    if (w != NULL)
+        *w = (rt_report_task){r, false};
+    rc = w != NULL ? rt_stream_push(s, report_task, report_release, w, fn)
+                   : RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
     if (rc != ACL_SUCCESS) {
+        free(w);
         pthread_mutex_lock(&g_cb_mu);
         sub = find_sub(s);
         if (sub != NULL && sub->pending > 0)

@@ -146,7 +146,7 @@ RT_HIDDEN int rt_take_task_fault(int64_t *arg);
 /* Changes at every aclemuSetFaults, which releases the hung tasks. */
 RT_HIDDEN uint64_t rt_fault_generation(void);
 
-/* ---- error reports (errors.c) ---- */
+/* ---- error reports (errors.c, exception.c) ---- */
 /* Evaluates to code, recording it as the calling thread's last error (aclrtGetLastError) when
  * it is a runtime status (ACL_ERROR_RT_*: families 107, 207 and 507). Inline, so the compiler
  * sees a failure stay a failure. */
@@ -157,6 +157,18 @@ static inline aclError rt_fail(aclError code) {
         rt_tl_last_error = code;
     return code;
 }
+
+/* A task failed (status code) on stream stream_id of device, queued as task task_id of that
+ * stream by OS thread tid: calls the exception callbacks (aclrtSetExceptionInfoCallback,
+ * aclrtExceptionInfoCallbackRegister) on the calling thread, as host functions (see
+ * rt_refuse_in_host_function). */
+RT_HIDDEN void rt_task_failed(uint32_t task_id, uint32_t stream_id, uint32_t tid, int device,
+                              aclError code);
+RT_HIDDEN uint32_t rt_os_thread_id(void);
+/* Marks the calling thread as running a host function for `runner` (the calls CANN forbids
+ * there refused, naming it) until rt_host_function_end(the returned value). */
+RT_HIDDEN const char *rt_host_function_begin(const char *runner);
+RT_HIDDEN void rt_host_function_end(const char *outer);
 
 /* ---- misc ---- */
 RT_HIDDEN uint64_t rt_now_ns(void);                 /* CLOCK_MONOTONIC */

@@ -36,6 +36,7 @@ typedef struct {
     const char *call;   /* the public call that queued it (a static name) */
     uint64_t fault_gen; /* rt_fault_generation() when it was queued: a hang lasts until it
                          * changes, even if that happens before the task starts */
+    uint32_t tid;       /* the OS thread that queued it (the exception callbacks') */
 } rt_task;
 
 struct rt_stream {
@@ -90,6 +91,13 @@ static struct {
     int n_created;      /* streams in that list, and ones being created */
     rt_event *events;
 } g_sd[RT_MAX_DEVICES]; /* g_dev_mu */
+
+/* Each task queued on a stream is numbered by the stream, from 0 in the order queued (its
+ * place in `submitted`), and the thread that queued it remembers the number
+ * (aclrtGetThreadLastTaskId; CANN's runtime numbers each stream's tasks and keeps the last per
+ * thread, src/runtime/core/src/common/inner_thread_local.cpp; a device's runtime also queues
+ * tasks of its own, so its numbers start elsewhere). */
+static _Thread_local uint32_t tl_last_task_id;
 /* Default streams alive, whose handles aclemuGetLiveObjects does not count as streams. */
 static _Atomic int64_t g_live_default_streams;
 
@@ -171,18 +179,26 @@ static void run_task(rt_stream *s, const rt_task *t, uint64_t seq) {
     if (t->fault == RT_TASK_FAULT_HANG)
         hang(s, t->fault_arg, t->fault_gen);
     pthread_mutex_lock(&s->mu);
-    if (t->fault == RT_TASK_FAULT_FAIL) {
+    /* A stream stopped by a failure (ACL_STOP_ON_FAILURE) or an aclrtStreamAbort drops the
+     * task: it does not run, so it cannot fail (an injected failure is not reported). */
+    bool dropped = s->aborted || seq <= s->discard_upto;
+    bool injected_failure = t->fault == RT_TASK_FAULT_FAIL && !dropped;
+    if (injected_failure) {
         char msg[200];
         snprintf(msg, sizeof msg,
                  "a task queued by %s failed on the stream (injected fault, status %d)", t->call,
                  (int)t->fault_arg);
         note_failure(s, (aclError)t->fault_arg, msg);
     }
-    bool discarded = seq <= s->discard_upto; /* queued before an aclrtStreamAbort */
     bool skip = t->fault == RT_TASK_FAULT_FAIL || tl_task_stopped ||
-                ((s->aborted || discarded) && t->run != record_run);
+                (dropped && t->run != record_run);
     aclError abort_code = s->aborted ? s->task_error : ACL_SUCCESS;
     pthread_mutex_unlock(&s->mu);
+    /* The exception callbacks run before the task counts as done (exception.c), outside the
+     * stream's lock (a callback may query the stream). */
+    if (injected_failure)
+        rt_task_failed((uint32_t)(seq - 1), (uint32_t)s->id, t->tid, s->device,
+                       (aclError)t->fault_arg);
     if (!skip) {
         if (t->run == record_run)
             record_note_abort(t->arg, abort_code);
@@ -200,6 +216,13 @@ static void run_task(rt_stream *s, const rt_task *t, uint64_t seq) {
         pthread_mutex_lock(&s->mu);
         note_failure(s, tl_task_stopped ? RT_TASK_FAULT_DEFAULT_CODE : tl_task_status, msg);
         pthread_mutex_unlock(&s->mu);
+        /* A task a stop or an abort ended did not fail: no exception callback. CANN's abort
+         * reclaims the stream's tasks without reading their completions
+         * (src/runtime/core/src/stream/stream.cc Stream::ResClear); its code shows nothing
+         * for a stop, which the emulator treats alike (docs/emulator.md). */
+        if (!tl_task_stopped)
+            rt_task_failed((uint32_t)(seq - 1), (uint32_t)s->id, t->tid, s->device,
+                           tl_task_status);
     }
     tl_task_stream = NULL;
 }
@@ -389,8 +412,11 @@ aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release
     }
     int64_t fault_arg;
     int fault = rt_take_task_fault(&fault_arg);
+    uint32_t task_id = (uint32_t)atomic_load_explicit(&s->submitted, memory_order_relaxed);
     s->ring[(s->head + s->len) & (s->cap - 1)] = (rt_task){run, release, arg, fault, fault_arg, fn,
-                                                               rt_fault_generation()};
+                                                               rt_fault_generation(),
+                                                               rt_os_thread_id()};
+    tl_last_task_id = task_id;
     s->len++;
     atomic_fetch_add(&s->submitted, 1);
     if (s->worker_asleep)
@@ -1507,6 +1533,17 @@ out:
 aclError aclrtStreamAbort(aclrtStream stream) { return stop_stream(stream, true, __func__); }
 
 aclError aclrtStreamStop(aclrtStream stream) { return stop_stream(stream, false, __func__); }
+
+/* The last task the calling thread queued, on any stream; 0 before any (CANN's needs no
+ * aclInit either). */
+aclError aclrtGetThreadLastTaskId(uint32_t *taskId) {
+    if (aclemu_fault(__func__))
+        return rt_fail(ACL_ERROR_RT_INTERNAL_ERROR);
+    if (taskId == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "taskId (output pointer) is NULL");
+    *taskId = tl_last_task_id;
+    return ACL_SUCCESS;
+}
 
 /* ---- internal API --------------------------------------------------------------------- */
 
