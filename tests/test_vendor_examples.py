@@ -627,3 +627,93 @@ def test_vendor_stream_failure_mode_example():
         assert out.index(f"[INFO]  Stream state callback from stream_failure_mode_sample: "
                          f"stream={stream} state=2") == \
             out.index(f"[INFO]  aclrtDestroyStreamForce({name}) returned 0.") - 1, out
+
+
+@NEEDS_RUNTIME
+def test_vendor_event_timestamp_example():
+    """1_event_timestamp: ShortOP doubles 0, LongOP adds 1; each task's events give
+    timestamps (microseconds) whose difference is the elapsed time it prints. Its README
+    says "Begin a short task." twice; the program prints "Begin a long task." the second
+    time."""
+    lines = run_basic(os.path.join("event", "1_event_timestamp"), "vendor_event_timestamp")
+    out = "\n".join(lines)
+    number = r"(\d+)"
+    expected = [r"Begin a short task\.", r"After completing the short task, the answer is 0\.",
+                r"After synchronize, check the time\.", rf"Start event timestamp: {number}\.",
+                rf"End event timestamp: {number}\.",
+                r"The short task consume time (\d+\.\d{6}) ms\.",
+                r"Begin a long task\.", r"After completing the long task, the answer is 1\.",
+                r"After synchronize, check the time\.", rf"Start event timestamp: {number}\.",
+                rf"End event timestamp: {number}\.",
+                r"The short task consume time (\d+\.\d{6}) ms\.",
+                r"Resource cleanup completed\."]
+    assert len(lines) == len(expected), out
+    values = []
+    for line, pattern in zip(lines, expected):
+        m = re.fullmatch(r"\[INFO\]  " + pattern, line)
+        assert m, (pattern, line)
+        values += m.groups()
+    s1, e1, ms1, s2, e2, ms2 = values
+    for start, end, ms in ((s1, e1, ms1), (s2, e2, ms2)):
+        assert int(start) <= int(end)
+        # the timestamps (whole microseconds) and the elapsed time measure one interval
+        assert abs((int(end) - int(start)) - float(ms) * 1000) <= 2, out
+    assert int(e1) <= int(s2)
+
+
+EXCEPTION_OCCURRED = "[INFO]  Exception occurred, callback function."
+EXCEPTION_CALLBACK = [
+    re.escape(EXCEPTION_OCCURRED),
+    r"\[INFO\]  The error task id is (\d+)\.",
+    r"\[INFO\]  The error stream id is (\d+)\.",
+    r"\[INFO\]  The error thread id is (\d+)\.",
+    r"\[INFO\]  The error device id is 0\.",
+    r"\[INFO\]  The error code id is 507035\.",
+    # no kernel arguments or function on an emulated task: CANN's answers for a task that is
+    # not a kernel (0xFFFFFFFF, printed as -1; 107000)
+    r"\[INFO\]  Exception args query ret=-1, devArgsPtr=\(nil\), devArgsLen=0",
+    r"\[INFO\]  Exception func handle query ret=107000, funcHandle=\(nil\)"]
+
+
+@NEEDS_RUNTIME
+def test_vendor_callback_exception_example():
+    """2_callback_exception: EasyOP, then ErrorOP (a trap: 507035, as the vendor's stream
+    example reports it) on a stream in ACL_STOP_ON_FAILURE mode. The exception callback runs
+    once, with the failed task's ids, before the synchronize reports 507035; the callback
+    queued after the failure never runs (the stream stopped), and unsubscribing still works.
+    The callback runs on the runtime's thread, so its lines may come before or after the main
+    thread's "The last task id" line; everything else is in the README's order."""
+    example = os.path.join(CALLBACK, "2_callback_exception")
+    out = build_and_run(RUNTIME, os.path.join(example, "main.cpp"), [],
+                        includes=["example", CALLBACK, example],
+                        sources=[os.path.join(example, "exception_callback_sample.cpp"),
+                                 os.path.join(CALLBACK, "callback_utils.cpp"), KERNELS],
+                        name="vendor_callback_exception")
+    lines = out.splitlines()
+    at = lines.index(EXCEPTION_OCCURRED)
+    n = len(EXCEPTION_CALLBACK)
+    block, rest = lines[at:at + n], lines[:at] + lines[at + n:]
+    ids = []
+    for line, pattern in zip(block, EXCEPTION_CALLBACK):
+        m = re.fullmatch(pattern, line)
+        assert m, (pattern, line)
+        ids += m.groups()
+    task_id, _stream_id, _thread_id = ids
+    assert rest[0] == ("[INFO]  Begin an easy task and an error task. The error task will "
+                       "trigger the exception callback.")
+    assert rest[1] == f"[INFO]  The last task id is: {task_id}.", out  # ErrorOP's, the last
+    sync = rest.index("[ERROR]  aclrtSynchronizeStream(stream_) returned error code 507035")
+    assert at < lines.index(rest[sync]), out  # the callback ran before the report
+    assert rest[sync + 1:] == [
+        "[INFO]  Post synchronize diagnostics verbose error info: errorType=0, tryRepair=0, "
+        "hasDetail=0",
+        rest[sync + 2],  # the diagnostics line, checked below
+        "[INFO]  After assigning the task, the current num is: 1.",
+        "[INFO]  Thread exit",
+        "[INFO]  Run the callback_exception sample successfully."], out
+    assert re.fullmatch(r"\[ERROR\]  Post synchronize diagnostics runtime diagnostics: "
+                        r"peekErr=507035, lastErr=507035, recentErrMsg=aclrtSynchronizeStream: "
+                        r".*ErrorOP.*", rest[sync + 2]), out
+    assert "After error still callback" not in out
+    readme = readme_sample_output(example)
+    assert_prints_readme("\n".join(rest[:2] + block + rest[2:]), readme)
