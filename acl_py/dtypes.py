@@ -6,6 +6,8 @@ are the ABI's; ``tests/test_tensor.py`` checks them against the declarations.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .errors import AclTypeError
@@ -48,26 +50,35 @@ _TABLE = [
 
 _to_acl: dict | None = None      # np.dtype -> aclDataType
 _from_acl: dict | None = None    # aclDataType -> np.dtype
+_with_bfloat16 = False           # whether the tables hold ml_dtypes' bfloat16 yet
 _names: dict = {code: name for code, name, _t in _TABLE}
 
 
-def _tables():
-    global _to_acl, _from_acl
-    if _to_acl is None:
-        import ml_dtypes  # imported on first use: keeps `import acl_py` cheap
+def _tables(bfloat16: bool = False):
+    """``(to_acl, from_acl)``. bfloat16 is in them once it was asked for or ``ml_dtypes`` is
+    already imported (an array of bfloat16 cannot exist before): importing ml_dtypes costs
+    over a second (0.7.0, registering its casts), which a process that never meets a
+    bfloat16 (``acl-py info``, a float32 script) should not pay."""
+    global _to_acl, _from_acl, _with_bfloat16
+    if _to_acl is None or (not _with_bfloat16 and (bfloat16 or "ml_dtypes" in sys.modules)):
+        bf16 = None
+        if bfloat16 or "ml_dtypes" in sys.modules:
+            import ml_dtypes
+            bf16 = np.dtype(ml_dtypes.bfloat16)
         to, frm = {}, {}
         for code, _name, t in _TABLE:
-            dt = np.dtype(ml_dtypes.bfloat16 if code == ACL_BF16 else t)
-            to[dt] = code
-            frm[code] = dt
-        _from_acl = frm
-        _to_acl = to
+            dt = bf16 if code == ACL_BF16 else np.dtype(t)
+            if dt is not None:
+                to[dt] = code
+                frm[code] = dt
+        # Whole tables replace the old ones: a thread reading them sees one or the other.
+        _from_acl, _to_acl, _with_bfloat16 = frm, to, bf16 is not None
     return _to_acl, _from_acl
 
 
 def bfloat16():
     """``np.dtype(ml_dtypes.bfloat16)``."""
-    return _tables()[1][ACL_BF16]
+    return _tables(bfloat16=True)[1][ACL_BF16]
 
 
 def as_dtype(dtype, argument="dtype"):
@@ -83,7 +94,14 @@ def as_dtype(dtype, argument="dtype"):
     try:
         dt = np.dtype(dtype)
     except TypeError:
-        raise AclTypeError(argument, f"{dtype!r} is not a dtype") from None
+        # "bfloat16" names a dtype only once ml_dtypes is imported.
+        to, _ = _tables(bfloat16=True)
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            raise AclTypeError(argument, f"{dtype!r} is not a dtype") from None
+    if dt not in to:
+        to, _ = _tables(bfloat16=True)
     if dt not in to:
         if not dt.isnative and dt.newbyteorder("=") in to:
             # Device memory holds the host's byte order: ">f4" is float32 the other way round.
@@ -116,10 +134,10 @@ def to_acl(dtype, argument="dtype"):
 
 def from_acl(code):
     """NumPy dtype of an aclDataType value."""
-    _, frm = _tables()
+    _, frm = _tables(bfloat16=code == ACL_BF16)
     try:
         return frm[code]
-    except KeyError:
+    except (KeyError, TypeError):
         raise AclTypeError("dtype", f"aclDataType {code!r} ({name(code)}) has no NumPy "
                            f"equivalent here") from None
 
@@ -138,7 +156,7 @@ def itemsize(dtype):
 
 def supported():
     """The supported NumPy dtypes, in table order."""
-    return list(_tables()[0])
+    return list(_tables(bfloat16=True)[0])
 
 
 __all__ = ["as_dtype", "to_acl", "from_acl", "name", "itemsize", "supported", "bfloat16",

@@ -50,10 +50,6 @@ from typing import Sequence
 
 import numpy as np
 
-try:  # bfloat16 comes from ml_dtypes (a dependency of acl-py); the reference works without it
-    from ml_dtypes import bfloat16 as _bfloat16
-except ImportError:  # pragma: no cover
-    _bfloat16 = None
 
 __all__ = [
     "RTOL", "OUTPUTS", "layer_norm", "layer_norm_error_scale", "layer_norm_backward",
@@ -199,8 +195,8 @@ def layer_norm_error_scale(input, normalized_shape, weight=None, bias=None, eps:
 
 
 def _dtype_name(dtype) -> str:
-    if _bfloat16 is not None and np.dtype(dtype) == np.dtype(_bfloat16):
-        return "bfloat16"
+    # By name: bfloat16 is ml_dtypes' ("bfloat16" too), which this module does not import
+    # (it takes over a second; an array of bfloat16 exists only once its importer did).
     name = np.dtype(dtype).name
     if name not in _FLOAT_FORMAT:
         raise ValueError(f"no tolerance for dtype {name}")

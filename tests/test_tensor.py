@@ -58,6 +58,30 @@ def test_dtype_errors():
     assert len(dtypes.supported()) == len(ALL_DTYPES)
 
 
+def test_bfloat16_is_loaded_only_when_met(run_python):
+    """ml_dtypes takes over a second to import (0.7.0): `import acl_py`, a float32 round trip
+    and the reference of a float32 problem do without it; a bfloat16 met by name, by
+    aclDataType or as an array's dtype loads it, and the tables then hold it in their order."""
+    proc = run_python("""
+        import sys
+        import numpy as np
+        import acl_py
+        from acl_py import dtypes, reference
+        x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        with acl_py.DeviceTensor.from_numpy(x) as t:
+            assert (t.to_numpy() == x).all()
+        reference.assert_close(x, x.astype(np.float64), np.ones_like(x), np.float32)
+        print("before", "ml_dtypes" in sys.modules)
+        print("by name", dtypes.as_dtype("bfloat16"), "ml_dtypes" in sys.modules)
+        print("code", dtypes.to_acl(dtypes.from_acl(27)))
+        print("order", [d.name for d in dtypes.supported()][:4])
+    """, env={"ACL_PY_BACKEND": "emulator"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[:4] == [
+        "before False", "by name bfloat16 True", "code 27",
+        "order ['float32', 'float16', 'bfloat16', 'float64']"], proc.stdout
+
+
 # ---- round trips ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
