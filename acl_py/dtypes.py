@@ -6,8 +6,6 @@ are the ABI's; ``tests/test_tensor.py`` checks them against the declarations.
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from .errors import AclTypeError
@@ -55,14 +53,14 @@ _names: dict = {code: name for code, name, _t in _TABLE}
 
 
 def _tables(bfloat16: bool = False):
-    """``(to_acl, from_acl)``. bfloat16 is in them once it was asked for or ``ml_dtypes`` is
-    already imported (an array of bfloat16 cannot exist before): importing ml_dtypes costs
-    over a second (0.7.0, registering its casts), which a process that never meets a
-    bfloat16 (``acl-py info``, a float32 script) should not pay."""
+    """``(to_acl, from_acl)``, with bfloat16 once it was asked for: a lookup that misses asks
+    (a bfloat16 array, its name, ACL_BF16). Importing ml_dtypes takes over a second (0.7.0,
+    registering its casts), which a process that never meets a bfloat16 (``acl-py info``, a
+    float32 script) should not pay."""
     global _to_acl, _from_acl, _with_bfloat16
-    if _to_acl is None or (not _with_bfloat16 and (bfloat16 or "ml_dtypes" in sys.modules)):
+    if _to_acl is None or (bfloat16 and not _with_bfloat16):
         bf16 = None
-        if bfloat16 or "ml_dtypes" in sys.modules:
+        if bfloat16:
             import ml_dtypes
             bf16 = np.dtype(ml_dtypes.bfloat16)
         to, frm = {}, {}
@@ -72,7 +70,7 @@ def _tables(bfloat16: bool = False):
                 to[dt] = code
                 frm[code] = dt
         # Whole tables replace the old ones: a thread reading them sees one or the other.
-        _from_acl, _to_acl, _with_bfloat16 = frm, to, bf16 is not None
+        _from_acl, _to_acl, _with_bfloat16 = frm, to, bfloat16
     return _to_acl, _from_acl
 
 
@@ -128,7 +126,8 @@ def to_acl(dtype, argument="dtype"):
     to, _ = _tables()
     code = to.get(dtype) if isinstance(dtype, np.dtype) else None
     if code is None:
-        code = to[as_dtype(dtype, argument)]
+        dt = as_dtype(dtype, argument)      # may take bfloat16 into the tables
+        code = _tables()[0][dt]
     return code
 
 
