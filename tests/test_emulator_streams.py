@@ -308,6 +308,57 @@ def test_reset_event_returns_it_to_not_recorded_in_stream_order(streams):
         ok(lib.aclrtDestroyEvent(e[0]))
 
 
+def test_a_wait_queued_after_a_reset_waits_for_the_next_record(streams, word):
+    """CANN's wait task waits for the event's flag, which a reset task clears (hicann/runtime
+    src/runtime/core/src/event/event.cc Event::WaitSendCheck sends the wait when a reset
+    followed the completed record): the record made before the reset no longer satisfies it.
+    A wait nothing will satisfy ends as the running task with a stop."""
+    s1, s2 = streams(), streams()
+    e = ffi.new("aclrtEvent *")
+    ok(lib.aclrtCreateEvent(e))
+    try:
+        ok(lib.aclrtRecordEvent(e[0], s1))
+        ok(lib.aclrtSynchronizeStream(s1))
+        ok(lib.aclrtResetEvent(e[0], s2))
+        ok(lib.aclrtStreamWaitEvent(s2, e[0]))      # accepted: the event has been recorded
+        ok(lib.aclrtValueWrite(word, 1, 0, s2))     # queued behind the wait
+        time.sleep(0.1)
+        assert query(s2) == lib.ACL_STREAM_STATUS_NOT_READY
+        assert read_u64(word) == 0
+        ok(lib.aclrtRecordEvent(e[0], s1))          # the next record releases it
+        ok(lib.aclrtSynchronizeStream(s2))
+        assert read_u64(word) == 1
+        ok(lib.aclrtResetEvent(e[0], s2))
+        ok(lib.aclrtStreamWaitEvent(s2, e[0]))      # nothing records it again
+        time.sleep(0.05)
+        ok(lib.aclrtStreamStop(s2))
+        expect(lib.aclrtSynchronizeStream(s2), VECTOR_CORE_EXCEPTION, "aclrtSynchronizeStream",
+               "aclrtStreamWaitEvent")
+        ok(lib.aclrtResetEvent(e[0], s2))           # a wait queued before the reset passes
+        ok(lib.aclrtRecordEvent(e[0], s1))
+        ok(lib.aclrtStreamWaitEvent(s2, e[0]))
+        ok(lib.aclrtResetEvent(e[0], s2))
+        ok(lib.aclrtSynchronizeStream(s2))
+    finally:
+        ok(lib.aclrtDestroyEvent(e[0]))
+
+
+def test_a_stop_before_the_hang_s_release_still_stops_the_task(streams, word):
+    """aclrtStreamStop does not wait for the task it stops; a hang released right after (the
+    end of an inject_faults block) must not end the task normally first: the stop came
+    first, so the next synchronize reports the stopped task (507035) every time."""
+    s = streams()
+    for _ in range(3):
+        hang_next("aclrtMemsetAsync")
+        ok(lib.aclrtMemsetAsync(word, 8, 1, 8, s))  # runs and hangs
+        time.sleep(0.05)
+        ok(lib.aclrtStreamStop(s))
+        ok(lib.aclemuSetFaults(ffi.NULL))           # releases the hang at once
+        expect(lib.aclrtSynchronizeStream(s), VECTOR_CORE_EXCEPTION, "aclrtSynchronizeStream",
+               "stopped midway")
+        assert read_u64(word) == 0                  # the stopped memset did not take effect
+
+
 # ---- notifies ---------------------------------------------------------------------------------
 
 @pytest.fixture

@@ -81,7 +81,9 @@ typedef struct rt_event {
     size_t n_inflight, cap_inflight;
     uint64_t waits;      /* aclrtStreamWaitEvent tasks queued and not yet run (mu) */
     aclError done_error; /* record `done` completed on a stream aborted by this status (mu) */
-    uint64_t reset_at;   /* `done` when an aclrtResetEvent task last ran: not recorded since (mu) */
+    /* The device's event flag (mu): a record task sets it when it runs, an aclrtResetEvent
+     * task clears it; an aclrtStreamWaitEvent task passes only while it is set. */
+    bool signaled;
     struct rt_event *prev, *next; /* the device's event list (g_dev_mu) */
 } rt_event;
 
@@ -119,12 +121,14 @@ static void hang(rt_stream *s, int64_t ms, uint64_t gen) {
         pthread_mutex_lock(&s->mu);
         bool dead = s->dead;
         pthread_mutex_unlock(&s->mu);
-        if (dead || rt_fault_generation() != gen || rt_now_ns() >= end)
-            return;
-        if (atomic_load(&s->cancels) != cancels) { /* aclrtStreamStop/Abort ends it */
+        /* A stop or an abort first: one that came before the hang's release (aclemuSetFaults
+         * or its time) ends the task as stopped, whichever this poll sees first. */
+        if (!dead && atomic_load(&s->cancels) != cancels) { /* aclrtStreamStop/Abort ends it */
             aclemu_task_cancelled();
             return;
         }
+        if (dead || rt_fault_generation() != gen || rt_now_ns() >= end)
+            return;
         struct timespec nap = {0, 2000000}; /* 2 ms */
         nanosleep(&nap, NULL);
     }
@@ -1024,6 +1028,7 @@ static void record_run(void *arg) {
         t->e->stamp_ns = now;
         t->e->done_error = t->abort_code;
     }
+    t->e->signaled = true;
     for (size_t i = 0; i < t->e->n_inflight; i++) {
         if (t->e->inflight[i] == t->seq) {
             t->e->inflight[i] = t->e->inflight[--t->e->n_inflight];
@@ -1103,7 +1108,7 @@ out:
 static void reset_run(void *arg) {
     rt_event *e = arg;
     pthread_mutex_lock(&e->mu);
-    e->reset_at = e->done; /* back to its initial state: not recorded (query: not ready) */
+    e->signaled = false; /* back to its initial state: not recorded (query: not ready) */
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -1147,12 +1152,32 @@ typedef struct {
     uint64_t seq; /* the record waited for */
 } wait_task;
 
+/* Whether a wait for record seq may pass (mu held): that record has run and no reset has run
+ * since the last record did. On the device a wait task waits for the event's flag, which a
+ * reset clears (hicann/runtime src/runtime/core/src/event/event.cc Event::WaitSendCheck sends
+ * the wait when the last record completed but a reset followed it); so a wait that runs after
+ * a reset waits for the next record, even for one made before the reset (the stream3 case of
+ * aclrtResetEvent's note in docs/zh/api_ref/07_event_management.md). */
+static bool wait_met(const rt_event *e, uint64_t seq) {
+    return !record_pending(e, seq) && e->signaled;
+}
+
 static void wait_run(void *arg) {
     wait_task *t = arg;
-    pthread_mutex_lock(&t->e->mu);
-    while (record_pending(t->e, t->seq))
-        pthread_cond_wait(&t->e->cv, &t->e->mu);
-    pthread_mutex_unlock(&t->e->mu);
+    rt_event *e = t->e;
+    pthread_mutex_lock(&e->mu);
+    while (!wait_met(e, t->seq)) {
+        pthread_mutex_unlock(&e->mu);
+        /* a wait nothing may end (a reset, then no record) ends with a stop, an abort or the
+         * stream's destruction, as the device's running task does */
+        if (aclemu_task_cancelled())
+            return;
+        pthread_mutex_lock(&e->mu);
+        struct timespec ts = rt_timespec(rt_now_ns() + 2000000ull); /* short slices */
+        if (!wait_met(e, t->seq))
+            pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+    }
+    pthread_mutex_unlock(&e->mu);
 }
 
 static void wait_release(void *arg) {
@@ -1315,7 +1340,7 @@ aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *statu
     if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
         goto out;
     pthread_mutex_lock(&e->mu);
-    bool ready = e->issued != 0 && !record_pending(e, e->issued) && e->done > e->reset_at;
+    bool ready = e->issued != 0 && !record_pending(e, e->issued) && e->signaled;
     pthread_mutex_unlock(&e->mu);
     *status = ready ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
 out:
