@@ -7,7 +7,8 @@ to leak), with an integer key as its ``args``. The key names a :class:`_Call` in
 :data:`_pending`; the trampoline pops it and runs it, so the Python function is released
 right after it ran, on the runtime's thread, and a key the runtime would call after a
 teardown forgot it finds nothing (the runtime drains every stream before it goes, so that is
-only a safety net).
+only a safety net). A launch the runtime drops unrun (``aclrtStreamAbort``, a stream a failed
+task stopped) is popped by its deferred check, once the stream is known to have passed it.
 
 The function runs on the runtime's host-function thread, not the launching one: cffi takes
 the GIL for it (the launching thread's C calls, a synchronize included, release it). An
@@ -51,9 +52,10 @@ _inside = _Running()
 class _Call:
     """One launch: the function until it has run, then the exception it raised, if any."""
 
-    __slots__ = ("fn", "name", "error", "reported")
+    __slots__ = ("key", "fn", "name", "error", "reported")
 
-    def __init__(self, fn):
+    def __init__(self, key, fn):
+        self.key = key          # its entry in _pending until it runs
         self.fn = fn
         self.name = getattr(fn, "__qualname__", None) or repr(fn)
         self.error = None
@@ -109,6 +111,12 @@ def check_not_inside(what):
 
 def _surface(call):
     call.reported = True
+    # The stream is known to have passed the launch, and a host function holds its stream
+    # until it has run (aclrtLaunchHostFunc blocks): one still pending was dropped, by
+    # aclrtStreamAbort or a stream a failed task stopped (ACL_STOP_ON_FAILURE), and will never
+    # run. The runtime freed its task; its record and function go now, not at the teardown.
+    if _pending.pop(call.key, None) is not None:
+        call.fn = None
     if call.error is not None:
         err = HostFunctionError(call.name, call.error)
         err.__cause__ = call.error
@@ -124,8 +132,8 @@ def launch(state, fn):
     """Queues ``fn()`` on the stream of ``state`` (an open StreamState, its device current).
     Returns the aclError status; on success the launch is numbered on the timeline and its
     exception check deferred to that number."""
-    call = _Call(fn)
     key = next(_keys)
+    call = _Call(key, fn)
     _pending[key] = call
     status = state.enqueue(_launch_c, ffi.cast("void *", key))
     if status:

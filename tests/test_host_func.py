@@ -182,6 +182,35 @@ def test_function_is_released_after_it_ran_and_nothing_leaks(emulator):
     assert emulator.live_objects() == before
 
 
+def test_a_function_an_abort_drops_is_released_at_the_abort(emulator):
+    """aclrtStreamAbort drops the work queued behind the running task, a host function
+    included: it never runs, and acl-py releases its record and the function when the abort
+    returns (the runtime frees the tasks it drops), not at the session's end."""
+    ran = []
+
+    class Fn:
+        def __call__(self):
+            ran.append(1)
+
+    with acl_py.Stream() as s:
+        dev = acl_py.DeviceBuffer(64)
+        s.synchronize()
+        fn = Fn()
+        ref = weakref.ref(fn)
+        with emulator.inject_faults("aclrtMemcpyAsync:1:hang"):
+            dev.copy_from_host_async(np.zeros(64, np.uint8), stream=s)  # runs and hangs
+            s.launch_host_func(fn)                                     # queued behind it
+            del fn
+            time.sleep(0.05)
+            s.abort()
+        with pytest.raises(errors.AclError) as info:   # the ended copy's failure
+            s.synchronize()
+        assert info.value.code == 507035
+        gc.collect()
+        assert ran == [] and ref() is None and not _host_func._pending
+        dev.close()
+
+
 def test_function_outlives_a_stream_closed_first():
     """close() drains the stream, so the function has run and is released after it."""
     ran = []
