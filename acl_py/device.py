@@ -249,7 +249,8 @@ class Device:
     def synchronize(self, timeout: float | None = None) -> None:
         """Waits for all work on every stream of this device (``aclrtSynchronizeDevice``) and
         runs the streams' deferred releases. ``timeout``: at most that many seconds for all
-        the streams together (None: no limit); past it
+        the streams together (None: no limit, unless one is set for the process:
+        ``acl_py._timeout.wait_limit``); past it
         :class:`~acl_py.errors.AclTimeoutError` is raised and nothing is released."""
         ms = to_milliseconds(timeout)
         L = _rt.ensure()

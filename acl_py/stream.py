@@ -23,6 +23,7 @@ from ._integers import as_int
 from . import _host_func
 from . import _ordering
 from . import device as _device
+from . import _timeout
 from ._timeout import to_milliseconds
 from . import runtime as _rt
 from .errors import AclArgumentError, AclTypeError, make_error
@@ -69,16 +70,19 @@ class StreamState(_ordering.Timeline):
         # stream's last wrapper.
         self.destroy_lock = threading.RLock()
 
-    def synchronize(self, timeout_ms=-1):
+    def synchronize(self, timeout_ms=None):
         """aclrtSynchronizeStream (``timeout_ms`` -1) or aclrtSynchronizeStreamWithTimeout,
-        then the deferred work it made due. Raises the sync failure (deferred work then stays
-        queued: after a timeout the stream may still use that memory) or the first deferred
-        failure."""
+        then the deferred work it made due; ``timeout_ms`` None: the limit of waits made
+        without a timeout (``_timeout.limit_ms``). Raises the sync failure (deferred work
+        then stays queued: after a timeout the stream may still use that memory) or the
+        first deferred failure."""
         _host_func.check_not_inside("Stream.synchronize")
         if _device.thread_state.dev != self.device or not _rt.ready:
             _rt.ensure()
             _device.activate(self.device)
         target = self.seq
+        if timeout_ms is None:
+            timeout_ms = _timeout.limit_ms
         if timeout_ms < 0:
             st = _rt.lib.aclrtSynchronizeStream(self.handle)
             if st:
@@ -207,9 +211,19 @@ def _destroy_stream(st):
         with _device.restoring(st.device):
             target = st.seq
             sync_err = None
-            s = L.aclrtSynchronizeStream(st.handle)
-            if s:
-                sync_err = make_error(s, "aclrtSynchronizeStream")
+            ms = _timeout.limit_ms
+            if ms < 0:
+                s = L.aclrtSynchronizeStream(st.handle)
+                if s:
+                    sync_err = make_error(s, "aclrtSynchronizeStream")
+            else:
+                s = L.aclrtSynchronizeStreamWithTimeout(st.handle, ms)
+                if s:
+                    sync_err = make_error(s, "aclrtSynchronizeStreamWithTimeout")
+                    if isinstance(sync_err, TimeoutError):
+                        # Its work is still queued: CANN destroys only an idle stream
+                        # (acl_rt.h, aclrtDestroyStream). Not destroyed, still owned.
+                        raise sync_err
             try:
                 s = L.aclrtDestroyStream(st.handle)
             except BaseException:
@@ -335,11 +349,12 @@ class Stream:
 
     def synchronize(self, timeout: float | None = None) -> None:
         """Waits until everything queued on the stream has run, then runs the releases that
-        waited for it. ``timeout``: at most that many seconds (None: no limit); past it
+        waited for it. ``timeout``: at most that many seconds (None: no limit, unless a limit is set
+        for the process: ``acl_py._timeout.wait_limit``); past it
         :class:`~acl_py.errors.AclTimeoutError` (a ``TimeoutError``) is raised, the work stays
         queued and the stream usable, and nothing it may still use is released."""
         # The common case without a call: this synchronize is on the per-call path.
-        ms = -1 if timeout is None else to_milliseconds(timeout)
+        ms = _timeout.limit_ms if timeout is None else to_milliseconds(timeout)
         st = self.state
         if st.closed:   # teardown too: it closes every stream of the session
             raise st.closed_error(repr(self))
@@ -463,7 +478,9 @@ class Stream:
 
     def close(self) -> None:
         """Synchronizes and destroys the stream (a default stream is only synchronized).
-        Safe to repeat."""
+        Safe to repeat. Under a wait limit (``acl_py._timeout.wait_limit``) a synchronize
+        that runs out of time raises :class:`~acl_py.errors.AclTimeoutError` and leaves the
+        stream open (its work still queued): close it again later."""
         st = self.state
         if st.is_default:
             if not st.closed and st.gen == _rt.gen and _rt.ready:
@@ -650,8 +667,9 @@ class Event:
     def synchronize(self, timeout: float | None = None) -> None:
         """Waits for the last record; the work queued on its stream before the record is then
         complete, and the releases that waited for it run. ``timeout``: at most that many
-        seconds (None: no limit); past it :class:`~acl_py.errors.AclTimeoutError` is raised
-        and nothing is released."""
+        seconds (None: no limit, unless one is set for the process:
+        ``acl_py._timeout.wait_limit``); past it :class:`~acl_py.errors.AclTimeoutError` is
+        raised and nothing is released."""
         ms = to_milliseconds(timeout)
         st = self._live()
         _device.activate(st.device)
