@@ -21,10 +21,13 @@ bound, and prints a table per device and an overall verdict.
 * ``--require-npu``: exit status 1 with the reason, and no case run, unless the backend is
   real CANN with a device; for acceptance scripts.
 * ``--timeout SECONDS`` (default 60): every wait for a device's work is bounded
-  (``aclrtSynchronizeStreamWithTimeout``). A device whose work does not complete in time is
-  reported as hung (table, verdict, JSON ``hung``), its remaining cases are not run, and the
-  process exits with status 3 without the runtime's teardown, which would wait for the hung
-  work forever.
+  (``aclrtSynchronizeStreamWithTimeout``; :mod:`acl_py.smoke_wait`): the cases' and the peer
+  copies' own, and those acl-py makes on its own during the run (a stream's close, the
+  allocator giving memory back, a pool's cache). No copy is synchronous (``aclrtMemcpy`` has
+  no timeout): outputs are read back and peer copies made on streams. A device whose work
+  does not complete in time is reported as hung (table, verdict, JSON ``hung``), its
+  remaining cases (or peer copies) are not run, and the process exits with status 3 without
+  the runtime's teardown, which would wait for the hung work forever.
 
 Exit status: 0 when every case passed on every device; 1 when a case failed, a device could
 not be tested or ``--require-npu`` was not met; 2 for a usage error; 3 when a device hung.
@@ -64,8 +67,9 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import reference
+from . import reference, smoke_wait
 from .smoke_peer import PairResult, check_pairs, format_pairs
+from .smoke_wait import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from ._loader import Backend
@@ -413,22 +417,6 @@ def _preallocated_outputs(case: Case, stream: Stream | None, made: list[DeviceTe
     return tuple(outs)
 
 
-# Seconds every wait of a case may take (--timeout); None: no limit.
-DEFAULT_TIMEOUT = 60.0
-wait_timeout: float | None = DEFAULT_TIMEOUT
-
-
-# Streams of a hung device: never closed nor collected (their release would wait for the hung
-# work); the process exits without the runtime's teardown (see run_smoke).
-_abandoned: list[Stream] = []
-
-
-def _synchronize(stream: Stream) -> None:
-    """The case runners' one way to wait for their stream: bounded by :data:`wait_timeout`
-    (an AclTimeoutError makes the case hung)."""
-    stream.synchronize(timeout=wait_timeout)
-
-
 def _failure(case: Case, seconds: float, e: Exception) -> CaseResult:
     """A case that raised: failed, and hung if a wait ran out of time."""
     return CaseResult(case, False, seconds, error=f"{type(e).__name__}: {e}".strip() + _where(e),
@@ -478,7 +466,7 @@ def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> Ca
             from .stream import as_stream
             as_stream(stream, upload.state.device).wait(upload)
         elif stream is not None:
-            _synchronize(stream)  # uploads done before the clock starts
+            smoke_wait.synchronize(stream)  # uploads done before the clock starts
         grad_out, input_, mean, rstd = (dev[k] for k in ("grad_out", "input", "mean", "rstd"))
         assert grad_out is not None and input_ is not None and mean is not None \
             and rstd is not None  # make_inputs always makes them
@@ -488,9 +476,11 @@ def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> Ca
                                       **kwargs)
         made.extend(r for r in results if r is not None)
         if stream is not None:
-            _synchronize(stream)
+            smoke_wait.synchronize(stream)
         seconds = time.perf_counter() - t0
-        got = [r.to_numpy() if r is not None else None for r in results]
+        # Queued on the stream and waited for within --timeout (a synchronous copy has no
+        # timeout in CANN).
+        got = [r.to_numpy(stream) if r is not None else None for r in results]
         expected = reference.layer_norm_backward(host["grad_out"], host["input"], ns,
                                                  host["mean"], host["rstd"], host["weight"],
                                                  output_mask=case.mask)
@@ -525,12 +515,12 @@ def run_layer_norm_case(case: Case, stream: Stream | None = None) -> CaseResult:
         w_t, b_t = (None if a is None else DeviceTensor.from_numpy(a, stream) for a in (w, b))
         made.extend(t for t in (x_t, w_t, b_t) if t is not None)
         if stream is not None:
-            _synchronize(stream)  # uploads done before the clock starts
+            smoke_wait.synchronize(stream)  # uploads done before the clock starts
         t0 = time.perf_counter()
         outs = layer_norm(x_t, ns, w_t, b_t, 1e-5, stream=stream)
         made.extend(outs)
         if stream is not None:
-            _synchronize(stream)
+            smoke_wait.synchronize(stream)
         seconds = time.perf_counter() - t0
         got = tuple(o.to_numpy(stream) for o in outs)
         values = (x, ns, w, b, 1e-5)
@@ -555,17 +545,21 @@ def run_layer_norm_case(case: Case, stream: Stream | None = None) -> CaseResult:
 
 
 def _release(made: list, result: CaseResult) -> CaseResult:
-    """Closes every device tensor a case made. Releasing is part of the check: a failure here
-    would leak device memory in a real job, so it fails the case."""
+    """Closes every device tensor and stream a case made. Releasing is part of the check: a
+    failure here would leak device memory in a real job, so it fails the case; a stream whose
+    close runs out of time (its work hung) makes the case hung."""
     from .stream import Stream
     for t in made:
         if result.hung and isinstance(t, Stream):
-            _abandoned.append(t)    # closing waits for its work: kept until the process ends
+            smoke_wait.abandon(t)   # closing waits for its work: kept until the process ends
             continue
         try:
             t.close()
         except Exception as e:  # noqa: BLE001
             result.passed = False
+            if isinstance(e, TimeoutError):
+                result.hung = True
+                smoke_wait.abandon(t)
             note = f"releasing a {type(t).__name__} failed: {type(e).__name__}: {e}"
             result.error = f"{result.error}; {note}" if result.error else note
     return result
@@ -701,7 +695,11 @@ def run_devices(cases: Sequence[Case], devices: Sequence[int],
                 run.results = run_cases(cases, progress=report_case, stream=stream, npu=npu,
                                         cancel=cancel)
                 if run.hung:    # closing waits for its work: kept until the process ends
-                    _abandoned.append(stream)
+                    smoke_wait.abandon(stream)
+                elif run.results:
+                    # A failure to close it, or a close that ran out of time, is the last
+                    # case's: its work ran last on the stream.
+                    _release([stream], run.results[-1])
                 else:
                     stream.close()
         except Exception as e:  # noqa: BLE001 - a device that cannot be tested is a finding
@@ -853,7 +851,8 @@ def report(env: dict, runs: Sequence[DeviceRun], mode: str, seconds: float,
                     "passed": sum(r.passed for r in results), "failed": len(failed),
                     "unsupported": len(unsupported),
                     "failed_devices": [run.device for run in runs if not run.ok],
-                    "hung_devices": [run.device for run in runs if run.hung],
+                    "hung_devices": sorted({run.device for run in runs if run.hung}
+                                           | {d for p in pairs for d in p.hung_devices}),
                     "failed_pairs": failed_pairs,
                     "seconds": seconds, "error": error, "ok": ok},
     }
@@ -1226,8 +1225,6 @@ def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
     except ValueError as e:
         print(f"acl-py smoke: {e}", file=err)
         return 2
-    global wait_timeout
-    wait_timeout = timeout
     env = environment(devices)
     print(format_header(env, mode, len(case_list), note), file=out)
     print(file=out, flush=True)
@@ -1237,9 +1234,10 @@ def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
         if missing:
             return fail(f"FAILED: --require-npu: {missing}; no NPU was tested", env)
     progress = Progress(err, devices=devices)
-    runs = run_devices(case_list, devices, progress=progress.device, npu=env["npu"])
-    pairs = (check_pairs(devices, quick=args.quick)
-             if len(devices) > 1 and not any(run.hung for run in runs) else [])
+    with smoke_wait.bounded(timeout):   # every wait of the run, not only the cases' own
+        runs = run_devices(case_list, devices, progress=progress.device, npu=env["npu"])
+        pairs = (check_pairs(devices, quick=args.quick)
+                 if len(devices) > 1 and not any(run.hung for run in runs) else [])
     seconds = time.perf_counter() - t0
     for run in runs:
         title = f"device {run.device}" + (f" ({env['soc']})" if env.get("soc") else "")

@@ -2,10 +2,19 @@
 of the tested devices, whether each can access the other (``aclrtDeviceCanAccessPeer``),
 then, where both can, peer access enabled both ways (as the vendor's sample,
 hicann/runtime example/1_basic_features/device/2_device_P2P, does), a byte pattern copied
-each way, synchronously and queued on a stream of the destination's device, read back and
-compared, and peer access disabled again. A pair the server does not link is reported as such
-(``no-link``), not as a failure: some servers link only the devices of one PCIe switch. A
+each way, queued on a stream of the source's device and on one of the destination's, read back
+and compared, and peer access disabled again. A pair the server does not link is reported as
+such (``no-link``), not as a failure: some servers link only the devices of one PCIe switch. A
 pair whose enable, copy or comparison fails is a failure.
+
+Every wait is bounded (:mod:`acl_py.smoke_wait`): the pattern's upload, the copy and the
+read-back are queued on streams (``aclrtMemcpyAsync`` between two devices is a
+``ACL_MEMCPY_DEVICE_TO_DEVICE`` copy like any other once peer access is enabled, on a stream of
+the device current for the call: hicann/runtime docs/zh/dev_guide/02-01_data_copy.md and
+05_multi_device_programming.md), never made by the synchronous ``aclrtMemcpy``, which CANN
+cannot bound. A copy whose stream does not finish within ``--timeout`` is ``hung``: the device
+of that stream is reported hung, its streams are left open (see ``smoke_wait.abandon``), and
+the pairs with a hung device are not checked (``not-run``).
 
 :func:`check_pairs` gives one :class:`PairResult` per pair; :func:`format_pairs` renders them,
 ``PairResult.to_json`` is the report's form.
@@ -19,8 +28,12 @@ from typing import Sequence
 
 import numpy as np
 
+from . import smoke_wait
+
 QUICK_SIZES = (1 << 20,)                 # bytes copied each way
 FULL_SIZES = (1 << 20, 16 << 20)
+# The device whose stream runs the copy: the source's, the destination's.
+MODES = ("src-stream", "dst-stream")
 
 
 @dataclass
@@ -29,14 +42,20 @@ class PeerCopy:
     src: int
     dst: int
     nbytes: int
-    mode: str               # "sync" or "stream"
+    mode: str               # "src-stream" or "dst-stream": the device whose stream copies
     ok: bool = False
     seconds: float = 0.0
     error: str | None = None
+    hung_device: int | None = None  # a wait for this device's stream ran out of time
+
+    @property
+    def hung(self) -> bool:
+        return self.hung_device is not None
 
     def to_json(self) -> dict:
         return {"src": self.src, "dst": self.dst, "bytes": self.nbytes, "mode": self.mode,
-                "ok": self.ok, "seconds": self.seconds, "error": self.error}
+                "ok": self.ok, "seconds": self.seconds, "error": self.error,
+                "hung": self.hung, "hung_device": self.hung_device}
 
 
 @dataclass
@@ -47,11 +66,20 @@ class PairResult:
     can_access: tuple[bool | None, bool | None] = (None, None)   # a -> b, b -> a
     copies: list[PeerCopy] = field(default_factory=list)
     error: str | None = None     # the check could not run to its end
+    not_run: str | None = None   # why the pair was not checked (a device hung before)
+
+    @property
+    def hung_devices(self) -> list[int]:
+        return sorted({c.hung_device for c in self.copies if c.hung_device is not None})
 
     @property
     def status(self) -> str:
-        """``pass``, ``no-link`` (the server does not link them: reported, not a failure) or
-        ``fail``."""
+        """``pass``, ``no-link`` (the server does not link them: reported, not a failure),
+        ``fail``, ``hung`` (a copy did not finish within --timeout) or ``not-run``."""
+        if self.not_run is not None:
+            return "not-run"
+        if self.hung_devices:
+            return "hung"
         if self.error is not None or any(not c.ok for c in self.copies):
             return "fail"
         if not all(self.can_access):
@@ -60,7 +88,7 @@ class PairResult:
 
     @property
     def failed(self) -> bool:
-        return self.status == "fail"
+        return self.status in ("fail", "hung")
 
     @property
     def seconds(self) -> float:
@@ -69,7 +97,8 @@ class PairResult:
     def to_json(self) -> dict:
         return {"devices": [self.a, self.b], "can_access": list(self.can_access),
                 "status": self.status, "copies": [c.to_json() for c in self.copies],
-                "error": self.error, "seconds": self.seconds}
+                "error": self.error or self.not_run, "seconds": self.seconds,
+                "hung_devices": self.hung_devices}
 
 
 def _pattern(nbytes: int, seed: int) -> np.ndarray:
@@ -77,33 +106,63 @@ def _pattern(nbytes: int, seed: int) -> np.ndarray:
 
 
 def _copy_once(src: int, dst: int, nbytes: int, mode: str, seed: int) -> PeerCopy:
-    """Copies a pattern from a buffer of ``src`` into one of ``dst`` and compares."""
+    """Copies a pattern from a buffer of ``src`` into one of ``dst`` on the stream ``mode``
+    names and compares; every step queued on a stream and waited for within --timeout."""
     from .memory import DeviceBuffer
     from .stream import Stream
     rec = PeerCopy(src, dst, nbytes, mode)
     expected = _pattern(nbytes, seed)
+    got = np.empty(nbytes, dtype=np.uint8)
+    streams: dict[int, Stream] = {}
+    buffers: list[DeviceBuffer] = []
+
+    def wait(device: int) -> None:
+        try:
+            smoke_wait.synchronize(streams[device])
+        except TimeoutError:
+            rec.hung_device = device
+            raise
+
     try:
-        with DeviceBuffer(nbytes, src) as a, DeviceBuffer(nbytes, dst) as b:
-            a.copy_from_host(expected)
-            b.memset(0)
-            t0 = time.perf_counter()
-            if mode == "sync":
-                b.copy_from(a)
-            else:
-                with Stream(dst) as s:
-                    b.copy_from(a, stream=s)
-                    s.synchronize()
-            rec.seconds = time.perf_counter() - t0
-            got = np.frombuffer(b.copy_to_host(), dtype=np.uint8)
-            bad = np.flatnonzero(got != expected)
-            if bad.size:
-                rec.error = (f"{bad.size} of {nbytes} bytes differ after the copy (first at "
-                             f"byte {int(bad[0])}: {int(got[bad[0]])}, expected "
-                             f"{int(expected[bad[0]])})")
-            else:
-                rec.ok = True
+        for device in (src, dst):
+            streams[device] = Stream(device)
+            buffers.append(DeviceBuffer(nbytes, device))
+        a, b = buffers
+        a.copy_from_host_async(expected, streams[src])
+        b.memset(0, stream=streams[dst])
+        wait(src)
+        wait(dst)
+        copier = src if mode == "src-stream" else dst
+        t0 = time.perf_counter()
+        b.copy_from(a, stream=streams[copier])
+        wait(copier)
+        rec.seconds = time.perf_counter() - t0
+        b.copy_to_host_async(got, streams[dst])
+        wait(dst)
+        bad = np.flatnonzero(got != expected)
+        if bad.size:
+            rec.error = (f"{bad.size} of {nbytes} bytes differ after the copy (first at "
+                         f"byte {int(bad[0])}: {int(got[bad[0]])}, expected "
+                         f"{int(expected[bad[0]])})")
+        else:
+            rec.ok = True
     except Exception as e:  # noqa: BLE001 - a copy that fails is a finding
         rec.error = f"{type(e).__name__}: {e}"
+    # Buffers a hung stream may still use are freed once it passes that work (never here);
+    # its streams stay open: closing one waits for its work.
+    owned: list[DeviceBuffer | Stream] = [*buffers, *streams.values()]
+    for obj in owned:
+        if rec.hung and isinstance(obj, Stream):
+            smoke_wait.abandon(obj)
+            continue
+        try:
+            obj.close()
+        except Exception as e:  # noqa: BLE001 - a release that fails is a finding too
+            rec.ok = False
+            if isinstance(e, TimeoutError) and isinstance(obj, Stream):
+                rec.hung_device = obj.state.device
+                smoke_wait.abandon(obj)
+            rec.error = rec.error or f"releasing a {type(obj).__name__}: {type(e).__name__}: {e}"
     return rec
 
 
@@ -125,9 +184,11 @@ def check_pair(a: int, b: int, sizes: Sequence[int] = QUICK_SIZES) -> PairResult
         seed = a * 1000 + b
         for nbytes in sizes:
             for src, dst in ((a, b), (b, a)):
-                for mode in ("sync", "stream"):
+                for mode in MODES:
                     seed += 1
                     res.copies.append(_copy_once(src, dst, nbytes, mode, seed))
+                    if res.copies[-1].hung:
+                        return res  # later copies would queue behind the hung work
     except Exception as e:  # noqa: BLE001 - reported per pair
         res.error = f"{type(e).__name__}: {e}"
     finally:
@@ -140,9 +201,20 @@ def check_pair(a: int, b: int, sizes: Sequence[int] = QUICK_SIZES) -> PairResult
 
 
 def check_pairs(devices: Sequence[int], quick: bool = False) -> list[PairResult]:
-    """:func:`check_pair` for every pair of ``devices`` (in order), on the calling thread."""
+    """:func:`check_pair` for every pair of ``devices`` (in order), on the calling thread; a
+    pair with a device that hung in an earlier pair is not checked (``not-run``)."""
     sizes = QUICK_SIZES if quick else FULL_SIZES
-    return [check_pair(a, b, sizes) for a, b in itertools.combinations(sorted(devices), 2)]
+    results: list[PairResult] = []
+    hung: set[int] = set()
+    for a, b in itertools.combinations(sorted(devices), 2):
+        stuck = sorted(hung & {a, b})
+        if stuck:
+            results.append(PairResult(a, b, not_run=f"not checked: device "
+                                      f"{stuck[0]} hung in an earlier peer copy"))
+            continue
+        results.append(check_pair(a, b, sizes))
+        hung.update(results[-1].hung_devices)
+    return results
 
 
 def _yes(v: bool | None) -> str:
@@ -171,8 +243,8 @@ def format_pairs(results: Sequence[PairResult]) -> str:
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
     out = [line(head), line(["-" * w for w in widths])] + [line(row) for row in rows]
     for r in results:
-        if r.error:
-            out.append(f"  {r.a}-{r.b}: {r.error}")
+        if r.error or r.not_run:
+            out.append(f"  {r.a}-{r.b}: {r.error or r.not_run}")
         for c in r.copies:
             if c.error:
                 out.append(f"  {c.src}->{c.dst} {c.mode} {c.nbytes} bytes: {c.error}")

@@ -617,8 +617,8 @@ def test_peer_copies_are_checked_per_pair(tmp_path):
         assert p["status"] == "pass" and p["can_access"] == [True, True] and p["error"] is None
         ways = sorted((c["src"], c["dst"], c["mode"]) for c in p["copies"])
         a, b = key
-        assert ways == sorted([(a, b, "stream"), (a, b, "sync"), (b, a, "stream"),
-                               (b, a, "sync")])
+        assert ways == sorted([(a, b, "dst-stream"), (a, b, "src-stream"),
+                               (b, a, "dst-stream"), (b, a, "src-stream")])
         assert all(c["ok"] and c["bytes"] == 1 << 20 for c in p["copies"])
     assert data["peer"]["unlinked_pairs"] == [[0, 2]] and data["peer"]["failed_pairs"] == []
     assert data["summary"]["ok"] is True and data["summary"]["failed_pairs"] == []
