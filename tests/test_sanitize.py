@@ -36,6 +36,8 @@ int clean(int n) { char *p = malloc(n); memset(p, 1, n); int v = p[n - 1]; free(
 int leak(int n) { char *p = malloc(n); memset(p, 1, n); return p[0]; }
 int overflow(int n) { char *p = malloc(n); memset(p, 0, n); int v = p[n]; free(p); return v; }
 int shift(int n) { return 1 << n; }
+static _Thread_local int calls;
+int count(void) { return ++calls; }
 """
 
 
@@ -109,6 +111,30 @@ def test_leak_in_the_library_is_reported(prefix, tmp_path):
     assert len(failures) == 1, failures
     assert "Direct leak of 40 byte(s)" in failures[0] and "libbuggy.so" in failures[0]
     assert "in leak" in failures[0]
+
+
+def test_a_library_with_tls_loaded_late_leaves_the_leak_check_working(prefix, tmp_path):
+    # A library with thread-local storage loaded after the emulator's (libstdc++, by a C++
+    # extension such as ml_dtypes') was seen to crash LeakSanitizer's exit-time check (see
+    # sitecustomize.py): the leak must still be found and the exit status kept.
+    proc = run_under_sanitizers(prefix, tmp_path / "logs", "lib.count() + lib.leak(24)",
+                                "ctypes.CDLL('libstdc++.so.6'); import sys; sys.exit(5)")
+    assert proc.returncode == 5, proc.stderr
+    failures, _ = sanitize.classify(tmp_path / "logs", prefix)
+    assert len(failures) == 1 and "Direct leak of 24 byte(s)" in failures[0], failures
+
+
+def test_a_crashed_leak_check_fails_the_run(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "asan.123").write_text(
+        "Tracer caught signal 11: addr=0x2fb8 pc=0x7f18316e80f0 sp=0x7f1827030d10\n"
+        "==123==LeakSanitizer has encountered a fatal error.\n"
+        "==123==HINT: For debugging, try setting environment variable "
+        "LSAN_OPTIONS=verbosity=1:log_threads=1\n")
+    failures, ignored = sanitize.classify(logs, tmp_path)
+    assert ignored == 0 and len(failures) == 1
+    assert failures[0].startswith("asan.123: the leak check crashed"), failures
 
 
 def test_heap_overflow_is_reported(prefix, tmp_path):

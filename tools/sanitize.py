@@ -136,6 +136,11 @@ def classify(logs: Path, prefix: Path) -> tuple[list[str], int]:
                         ignored += 1
             elif re.search(r"ERROR: \w+Sanitizer|runtime error:", chunk):
                 failures.append(f"{path.name}:\n{chunk}")
+            elif "LeakSanitizer has encountered a fatal error" in chunk:
+                # The leak check itself crashed: that process's leaks went unchecked and its
+                # exit status became ASan's exitcode (0).
+                failures.append(f"{path.name}: the leak check crashed, its leaks unchecked:\n"
+                                f"{chunk}")
     return failures, ignored
 
 
