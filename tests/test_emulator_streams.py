@@ -312,7 +312,7 @@ def test_a_wait_queued_after_a_reset_waits_for_the_next_record(streams, word):
     """CANN's wait task waits for the event's flag, which a reset task clears (hicann/runtime
     src/runtime/core/src/event/event.cc Event::WaitSendCheck sends the wait when a reset
     followed the completed record): the record made before the reset no longer satisfies it.
-    A wait nothing will satisfy ends as the running task with a stop."""
+    A wait nothing will satisfy ends with its stream's destruction (or a stop or an abort)."""
     s1, s2 = streams(), streams()
     e = ffi.new("aclrtEvent *")
     ok(lib.aclrtCreateEvent(e))
@@ -328,17 +328,17 @@ def test_a_wait_queued_after_a_reset_waits_for_the_next_record(streams, word):
         ok(lib.aclrtRecordEvent(e[0], s1))          # the next record releases it
         ok(lib.aclrtSynchronizeStream(s2))
         assert read_u64(word) == 1
-        ok(lib.aclrtResetEvent(e[0], s2))
-        ok(lib.aclrtStreamWaitEvent(s2, e[0]))      # nothing records it again
-        time.sleep(0.05)
-        ok(lib.aclrtStreamStop(s2))
-        expect(lib.aclrtSynchronizeStream(s2), VECTOR_CORE_EXCEPTION, "aclrtSynchronizeStream",
-               "aclrtStreamWaitEvent")
         ok(lib.aclrtResetEvent(e[0], s2))           # a wait queued before the reset passes
+        ok(lib.aclrtSynchronizeStream(s2))
         ok(lib.aclrtRecordEvent(e[0], s1))
         ok(lib.aclrtStreamWaitEvent(s2, e[0]))
         ok(lib.aclrtResetEvent(e[0], s2))
         ok(lib.aclrtSynchronizeStream(s2))
+        p = ffi.new("aclrtStream *")                # a wait nothing records again
+        ok(lib.aclrtCreateStream(p))
+        ok(lib.aclrtResetEvent(e[0], p[0]))
+        ok(lib.aclrtStreamWaitEvent(p[0], e[0]))
+        ok(lib.aclrtDestroyStream(p[0]))            # ends it (it waited for ever before)
     finally:
         ok(lib.aclrtDestroyEvent(e[0]))
 
@@ -434,6 +434,48 @@ def test_reset_device_destroys_its_notifies(run_python):
     r = run_python(RESET_SCRIPT)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["1", "0", str(INVALID_HANDLE)]
+
+
+DEFAULT_STREAM_STATE_SCRIPT = """
+from acl_py.raw import ffi, lib
+seen = []
+CREATE, DESTROY = lib.ACL_RT_STREAM_STATE_CREATE_POST, lib.ACL_RT_STREAM_STATE_DESTROY_PRE
+
+@ffi.callback("aclrtStreamStateCallback")
+def cb(stream, state, args):
+    seen.append((int(ffi.cast("uintptr_t", stream)), int(state)))
+
+lib.aclInit(ffi.NULL)
+assert lib.aclrtRegStreamStateCallback(b"watch", cb, ffi.NULL) == 0
+assert lib.aclrtSetDevice(0) == 0
+at_set = list(seen)                     # the default stream is created now, not at first use
+d, p = ffi.new("aclrtStream *"), ffi.new("aclrtStream *")
+assert lib.aclrtCtxGetCurrentDefaultStream(d) == 0
+print(at_set == [(int(ffi.cast("uintptr_t", d[0])), CREATE)])
+assert lib.aclrtSetDevice(0) == 0       # a second reference: no stream is created
+assert lib.aclrtCreateStream(p) == 0
+assert lib.aclrtResetDevice(0) == 0     # not the last reference: nothing destroyed
+print(seen == [(int(ffi.cast("uintptr_t", d[0])), CREATE), (int(ffi.cast("uintptr_t", p[0])), CREATE)])
+del seen[:]
+assert lib.aclrtResetDevice(0) == 0     # the last: the default stream, then the one left
+print(seen == [(int(ffi.cast("uintptr_t", d[0])), DESTROY), (int(ffi.cast("uintptr_t", p[0])), DESTROY)])
+del seen[:]
+assert lib.aclrtSetDevice(0) == 0
+print(len(seen) == 1 and seen[0][1] == CREATE)
+assert lib.aclFinalize() == 0           # aclFinalize resets the device too
+print(seen[1:] == [(seen[0][0], DESTROY)])
+"""
+
+
+def test_the_default_stream_s_state_callbacks_run_at_set_device_and_reset(run_python):
+    """CANN creates a device's default (primary) stream when the device opens
+    (src/runtime/core/src/device/raw_device.cc RawDevice::Start -> Stream::Setup, which
+    calls the stream state callbacks with CREATE_POST) and calls them with DESTROY_PRE for it
+    when the primary context goes (runtime.cc PrimaryContextCallBack), before the context's
+    teardown does so for every stream still alive (context.cc TearDownStreamAndFinalize)."""
+    r = run_python(DEFAULT_STREAM_STATE_SCRIPT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True"] * 5
 
 
 # ---- aclrtValueWrite / aclrtValueWait ---------------------------------------------------------

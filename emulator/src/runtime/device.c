@@ -139,6 +139,22 @@ static void set_current(int dev, rt_context *ctx) {
     tl_ctx = ctx;
 }
 
+/* CANN calls the stream state callbacks' DESTROY_PRE for the default stream when the primary
+ * context goes (hicann/runtime src/runtime/core/src/runtime.cc PrimaryContextCallBack), then
+ * for each stream the context's teardown destroys (context/context.cc
+ * TearDownStreamAndFinalize). Here before the runtime's write lock, which a callback's runtime
+ * call would wait for: for a reset (force: of all its references) that will tear dev down. */
+static void notify_streams_before_teardown(int dev, bool force) {
+    if (dev < 0 || dev >= g_ndev || rt_in_host_function()) /* refused later */
+        return;
+    pthread_mutex_lock(&g_dev_mu);
+    const rt_device *d = &g_dev[dev];
+    bool last = d->set_count > 0 && (force || d->set_count == 1) && d->ctx_count == 0;
+    pthread_mutex_unlock(&g_dev_mu);
+    if (last)
+        rt_streams_notify_destroy(dev);
+}
+
 /* Tears a device down once nothing references it: drains and destroys its streams and events
  * and invalidates every thread's "current device" on it. Write lock held. */
 static void teardown(int dev) {
@@ -346,6 +362,9 @@ aclError aclFinalize(void) {
     aclError refused = rt_refuse_in_host_function(__func__);
     if (refused != ACL_SUCCESS)
         return refused;
+    for (int d = 0; d < g_ndev; d++) /* as a reset of every open device */
+        if (rt_device_open(d))
+            rt_streams_notify_destroy(d);
     pthread_rwlock_wrlock(&g_life);
     if (g_finalized) {
         pthread_rwlock_unlock(&g_life);
@@ -413,6 +432,7 @@ aclError aclrtSetDevice(int32_t deviceId) {
         g_dev[deviceId].set_count++;
         set_current(deviceId, NULL);
         pthread_mutex_unlock(&g_dev_mu);
+        rt_default_stream_start(deviceId); /* CANN's RawDevice::Start creates it */
     }
     rt_leave();
     return rc;
@@ -423,7 +443,10 @@ aclError aclrtSetDevice(int32_t deviceId) {
  * src/runtime/core/src/runtime.cc DecideForcePrimaryReleaseAction); the device is torn down
  * once no reference and no context of its own is left. */
 static aclError reset_device(const char *fn, int32_t deviceId, bool force) {
-    aclError rc = begin_write(fn, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (aclemu_fault(fn))
+        return rt_fail(ACL_ERROR_RT_INTERNAL_ERROR);
+    notify_streams_before_teardown(deviceId, force);
+    aclError rc = enter_write(fn);
     if (rc != ACL_SUCCESS)
         return rc;
     rc = check_id(fn, deviceId);
@@ -665,6 +688,7 @@ aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
             g_contexts = c;
             set_current(deviceId, c);
             pthread_mutex_unlock(&g_dev_mu);
+            rt_default_stream_start(deviceId);
             aclemu_handle_register(c, ACLEMU_KIND_CONTEXT);
             *context = c;
         }

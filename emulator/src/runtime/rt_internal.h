@@ -87,6 +87,14 @@ RT_HIDDEN aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_
 RT_HIDDEN aclError rt_stream_drain(aclrtStream stream, int dev, const char *fn);
 /* Drains and destroys every stream and event of dev, default stream included (write lock). */
 RT_HIDDEN void rt_streams_teardown(int dev);
+/* Starts dev's default stream if it is not running (aclrtSetDevice, aclrtCreateContext: CANN
+ * creates it when the device opens), which runs the stream state callbacks' CREATE_POST.
+ * Runtime read lock held. */
+RT_HIDDEN void rt_default_stream_start(int dev);
+/* Runs the stream state callbacks' DESTROY_PRE for dev's default stream, then for each stream
+ * still alive, before a teardown destroys them; no runtime lock held (a callback may call the
+ * runtime). */
+RT_HIDDEN void rt_streams_notify_destroy(int dev);
 /* Waits for every stream of dev, all within timeout_ms (-1: no limit): ACL_SUCCESS, the first
  * stream's task failure, or 507046 when the time ran out (the message set, naming fn). */
 RT_HIDDEN aclError rt_streams_sync_device(int dev, int32_t timeout_ms, const char *fn);

@@ -864,6 +864,25 @@ aclError rt_streams_sync_device(int dev, int32_t timeout_ms, const char *fn) {
     return rc;
 }
 
+void rt_default_stream_start(int dev) {
+    rt_stream *s;
+    /* A failure (out of threads) leaves it to the first use, which reports it. */
+    if (rt_stream_get(NULL, dev, "aclrtSetDevice", &s) == ACL_SUCCESS)
+        rt_stream_put(s);
+}
+
+void rt_streams_notify_destroy(int dev) {
+    rt_stream **v = NULL;
+    pthread_mutex_lock(&g_dev_mu);
+    size_t n = collect(dev, &v); /* the default stream first, as CANN's primary context */
+    pthread_mutex_unlock(&g_dev_mu);
+    for (size_t i = 0; i < n; i++)
+        rt_stream_state_notify(v[i], ACL_RT_STREAM_STATE_DESTROY_PRE);
+    for (size_t i = 0; i < n; i++)
+        rt_stream_put(v[i]);
+    free(v);
+}
+
 void rt_streams_teardown(int dev) { /* life write lock held: no other call runs */
     pthread_mutex_lock(&g_dev_mu);
     rt_stream *def = g_sd[dev].default_stream, *list = g_sd[dev].streams;
