@@ -114,9 +114,9 @@ def test_leak_in_the_library_is_reported(prefix, tmp_path):
 
 
 def test_a_library_with_tls_loaded_late_leaves_the_leak_check_working(prefix, tmp_path):
-    # A library with thread-local storage loaded after the emulator's (libstdc++, by a C++
-    # extension such as ml_dtypes') was seen to crash LeakSanitizer's exit-time check (see
-    # sitecustomize.py): the leak must still be found and the exit status kept.
+    # GCC 12's LeakSanitizer crashed reading dynamic TLS when libraries with thread-local
+    # storage were loaded late (see tools/sanitize.py, LSAN_OPTIONS): with a thread-local of
+    # the library and libstdc++ loaded after it, the leak is found and the exit status kept.
     proc = run_under_sanitizers(prefix, tmp_path / "logs", "lib.count() + lib.leak(24)",
                                 "ctypes.CDLL('libstdc++.so.6'); import sys; sys.exit(5)")
     assert proc.returncode == 5, proc.stderr

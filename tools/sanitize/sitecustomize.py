@@ -12,18 +12,6 @@ emulator's objects. (Run later, from a library destructor, LeakSanitizer's trace
 import atexit
 import ctypes
 
-# GCC 12's LeakSanitizer was seen to crash in its exit-time check ("Tracer caught signal 11"
-# reading a bogus dynamic-TLS range of the main thread, then "LeakSanitizer has encountered a
-# fatal error"; the process exits with ASan's exitcode, 0, its leaks unchecked) in `acl-py
-# smoke` runs once ml_dtypes was imported late (acl-py imports it only when a bfloat16 is
-# met): its extension loads libstdc++, a library with thread-local storage, after the
-# emulator's. Importing ml_dtypes first, or loading libstdc++ first as here, made it go away;
-# tools/sanitize.py fails the run on such a crash wherever it still happens.
-try:
-    ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
-except OSError:
-    pass
-
 
 def _leak_check() -> None:
     try:

@@ -197,6 +197,8 @@ static void run_queued(rt_cb_thread *t, const char *who) {
 typedef struct {
     rt_report *r;
     bool ran;
+    bool block; /* r->block, kept here: once a non-blocking report ran, its processing
+                 * thread has freed it (run_queued), maybe before this task's release */
 } rt_report_task;
 
 static void report_task(void *arg) {
@@ -240,7 +242,7 @@ static void report_release(void *arg) {
             sub->pending--;
         pthread_mutex_unlock(&g_cb_mu);
         free(r);
-    } else if (r->block) {
+    } else if (w->block) {
         free(r);
     }
     free(w);
@@ -415,7 +417,7 @@ static aclError launch(const char *fn, aclrtStream stream, aclrtCallback func, v
     pthread_mutex_unlock(&g_cb_mu);
     rt_report_task *w = malloc(sizeof *w);
     if (w != NULL)
-        *w = (rt_report_task){r, false};
+        *w = (rt_report_task){r, false, r->block};
     rc = w != NULL ? rt_stream_push(s, report_task, report_release, w, fn)
                    : RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
     if (rc != ACL_SUCCESS) {
