@@ -545,23 +545,13 @@ def run_layer_norm_case(case: Case, stream: Stream | None = None) -> CaseResult:
 
 
 def _release(made: list, result: CaseResult) -> CaseResult:
-    """Closes every device tensor and stream a case made. Releasing is part of the check: a
-    failure here would leak device memory in a real job, so it fails the case; a stream whose
-    close runs out of time (its work hung) makes the case hung."""
-    from .stream import Stream
-    for t in made:
-        if result.hung and isinstance(t, Stream):
-            smoke_wait.abandon(t)   # closing waits for its work: kept until the process ends
-            continue
-        try:
-            t.close()
-        except Exception as e:  # noqa: BLE001
-            result.passed = False
-            if isinstance(e, TimeoutError):
-                result.hung = True
-                smoke_wait.abandon(t)
-            note = f"releasing a {type(t).__name__} failed: {type(e).__name__}: {e}"
-            result.error = f"{result.error}; {note}" if result.error else note
+    """Closes every device tensor and stream a case made (:func:`smoke_wait.release`): a
+    close that fails fails the case; one that runs out of time (its work hung) makes it hung."""
+    notes, timed_out = smoke_wait.release(made, result.hung)
+    if notes:
+        result.passed = False
+        result.hung = result.hung or bool(timed_out)
+        result.error = "; ".join(([result.error] if result.error else []) + notes)
     return result
 
 

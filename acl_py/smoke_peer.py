@@ -150,19 +150,13 @@ def _copy_once(src: int, dst: int, nbytes: int, mode: str, seed: int) -> PeerCop
         rec.error = f"{type(e).__name__}: {e}"
     # Buffers a hung stream may still use are freed once it passes that work (never here);
     # its streams stay open: closing one waits for its work.
-    owned: list[DeviceBuffer | Stream] = [*buffers, *streams.values()]
-    for obj in owned:
-        if rec.hung and isinstance(obj, Stream):
-            smoke_wait.abandon(obj)
-            continue
-        try:
-            obj.close()
-        except Exception as e:  # noqa: BLE001 - a release that fails is a finding too
-            rec.ok = False
-            if isinstance(e, TimeoutError) and isinstance(obj, Stream):
-                rec.hung_device = obj.state.device
-                smoke_wait.abandon(obj)
-            rec.error = rec.error or f"releasing a {type(obj).__name__}: {type(e).__name__}: {e}"
+    notes, timed_out = smoke_wait.release([*buffers, *streams.values()], rec.hung)
+    if notes:
+        rec.ok = False
+        rec.error = rec.error or notes[0]
+    for obj in timed_out:
+        if isinstance(obj, Stream):
+            rec.hung_device = obj.state.device
     return rec
 
 

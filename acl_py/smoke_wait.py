@@ -12,7 +12,8 @@ device is reported, not waited for.
   makes none: every copy is queued on a stream and waited for with :func:`synchronize`.
 * :func:`abandon` keeps what a hung device still uses (its streams) alive and unclosed: their
   release would wait for the hung work. The process then exits without the runtime's teardown
-  (``acl_py.smoke.run_smoke``).
+  (``acl_py.smoke.run_smoke``). :func:`release` closes what a case or a peer copy made, and
+  abandons its streams instead when their work hung.
 """
 from __future__ import annotations
 
@@ -54,3 +55,25 @@ def bounded(timeout: float | None) -> Iterator[None]:
 def abandon(obj: object) -> None:
     """Keeps ``obj`` (a stream whose work hung) open until the process ends."""
     _abandoned.append(obj)
+
+
+def release(objects: list, hung: bool) -> tuple[list[str], list]:
+    """Closes ``objects`` (tensors, buffers, streams) in order; a stream is abandoned instead
+    when ``hung`` (its work hung). Returns a note per close that failed, and the objects whose
+    close ran out of time (their work hung; abandoned too). Releasing is part of a smoke
+    check: a failure here would leak device memory in a real job."""
+    from .stream import Stream
+    notes: list[str] = []
+    timed_out: list = []
+    for obj in objects:
+        if hung and isinstance(obj, Stream):
+            abandon(obj)
+            continue
+        try:
+            obj.close()
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            if isinstance(e, TimeoutError):
+                timed_out.append(obj)
+                abandon(obj)
+            notes.append(f"releasing a {type(obj).__name__} failed: {type(e).__name__}: {e}")
+    return notes, timed_out

@@ -81,16 +81,9 @@ class StreamState(_ordering.Timeline):
             _rt.ensure()
             _device.activate(self.device)
         target = self.seq
-        if timeout_ms is None:
-            timeout_ms = _timeout.limit_ms
-        if timeout_ms < 0:
-            st = _rt.lib.aclrtSynchronizeStream(self.handle)
-            if st:
-                raise make_error(st, "aclrtSynchronizeStream")
-        else:
-            st = _rt.lib.aclrtSynchronizeStreamWithTimeout(self.handle, timeout_ms)
-            if st:
-                raise make_error(st, "aclrtSynchronizeStreamWithTimeout")
+        err = _wait(self.handle, _timeout.limit_ms if timeout_ms is None else timeout_ms)
+        if err is not None:
+            raise err
         if not (self.deferred or self.kept or self.running):
             # Nothing waits on it: the counter is all (see complete), unless another
             # thread deferred work meanwhile.
@@ -183,6 +176,16 @@ def _create(dev, ctype, create, *args):
     return p[0]
 
 
+def _wait(handle, ms):
+    """Waits for the stream's work: ``aclrtSynchronizeStream`` (``ms`` < 0: no limit) or
+    ``aclrtSynchronizeStreamWithTimeout``. Returns the failure as an AclError, or None."""
+    if ms < 0:
+        st = _rt.lib.aclrtSynchronizeStream(handle)
+        return make_error(st, "aclrtSynchronizeStream") if st else None
+    st = _rt.lib.aclrtSynchronizeStreamWithTimeout(handle, ms)
+    return make_error(st, "aclrtSynchronizeStreamWithTimeout") if st else None
+
+
 def _check_config(priority, flags):
     """``Stream``'s priority and flags, checked: (priority, flags) as ints."""
     if priority is not None:
@@ -210,20 +213,11 @@ def _destroy_stream(st):
         # this release inside another operation of the thread, on another device.
         with _device.restoring(st.device):
             target = st.seq
-            sync_err = None
-            ms = _timeout.limit_ms
-            if ms < 0:
-                s = L.aclrtSynchronizeStream(st.handle)
-                if s:
-                    sync_err = make_error(s, "aclrtSynchronizeStream")
-            else:
-                s = L.aclrtSynchronizeStreamWithTimeout(st.handle, ms)
-                if s:
-                    sync_err = make_error(s, "aclrtSynchronizeStreamWithTimeout")
-                    if isinstance(sync_err, TimeoutError):
-                        # Its work is still queued: CANN destroys only an idle stream
-                        # (acl_rt.h, aclrtDestroyStream). Not destroyed, still owned.
-                        raise sync_err
+            sync_err = _wait(st.handle, _timeout.limit_ms)
+            if isinstance(sync_err, TimeoutError):
+                # Its work is still queued: CANN destroys only an idle stream (acl_rt.h,
+                # aclrtDestroyStream). Not destroyed, still owned.
+                raise sync_err
             try:
                 s = L.aclrtDestroyStream(st.handle)
             except BaseException:
@@ -349,8 +343,8 @@ class Stream:
 
     def synchronize(self, timeout: float | None = None) -> None:
         """Waits until everything queued on the stream has run, then runs the releases that
-        waited for it. ``timeout``: at most that many seconds (None: no limit, unless a limit is set
-        for the process: ``acl_py._timeout.wait_limit``); past it
+        waited for it. ``timeout``: at most that many seconds (None: no limit, unless a limit
+        is set for the process: ``acl_py._timeout.wait_limit``); past it
         :class:`~acl_py.errors.AclTimeoutError` (a ``TimeoutError``) is raised, the work stays
         queued and the stream usable, and nothing it may still use is released."""
         # The common case without a call: this synchronize is on the per-call path.

@@ -171,10 +171,9 @@ static void run_queued(rt_cb_thread *t, const char *who) {
         if (t->head == NULL)
             t->tail = NULL;
         pthread_mutex_unlock(&g_cb_mu);
-        const char *outer = tl_running;
-        tl_running = who;
+        const char *outer = rt_host_function_begin(who);
         r->fn(r->arg);
-        tl_running = outer;
+        rt_host_function_end(outer);
         pthread_mutex_lock(&g_cb_mu);
         rt_sub *sub = find_sub(r->stream);
         if (sub != NULL && sub->pending > 0)
