@@ -39,9 +39,9 @@ def _env():
     return env
 
 
-def build(name, runtime="ascendcl"):
+def build(name, runtime="ascendcl", defines=()):
     """Builds tests/c/<name>.cpp against the emulator's prefix, linking the runtime library
-    by the name given; returns the executable."""
+    by the name given (``defines``: extra ``-D`` macros); returns the executable."""
     gxx = shutil.which("g++")
     if gxx is None:
         pytest.skip("g++ is not installed: cannot build the C++ program")
@@ -51,7 +51,7 @@ def build(name, runtime="ascendcl"):
     os.makedirs(BUILD, exist_ok=True)
     exe = os.path.join(BUILD, name)
     # The documented command line, plus warnings as errors: the headers must be clean C++.
-    cmd = [gxx, "-std=c++17", "-Wall", "-Wextra", "-Werror",
+    cmd = [gxx, "-std=c++17", "-Wall", "-Wextra", "-Werror", *(f"-D{d}" for d in defines),
            os.path.join(HERE, "c", name + ".cpp"), f"-I{prefix}/include",
            f"-L{prefix}/lib64", f"-Wl,-rpath,{prefix}/lib64", f"-l{runtime}", "-lnnopbase",
            "-lopapi", "-pthread", "-o", exe]

@@ -265,8 +265,8 @@ def test_dtype_helpers():
 
 # ---- executors (the internal executor API, driven through ctypes) -------------------------------
 
-LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64,
-                          ctypes.c_void_p)
+LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                          ctypes.c_uint64, ctypes.c_void_p)
 DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
@@ -299,13 +299,14 @@ class FakeOp:
         self.so.aclemu_executor_new.restype = ctypes.c_void_p
         self.so.aclemu_executor_new.argtypes = [ctypes.POINTER(Ops), ctypes.c_void_p,
                                                 ctypes.c_uint64, ctypes.c_void_p,
-                                                ctypes.c_void_p, ctypes.c_uint64]
+                                                ctypes.c_void_p, ctypes.c_uint64,
+                                                ctypes.c_uint64]
         self.so.aclemu_executor_run.restype = ctypes.c_int32
         self.so.aclemu_executor_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
                                                 ctypes.c_void_p, ctypes.c_uint64,
                                                 ctypes.c_void_p]
 
-    def on_launch(self, payload, ws, size, stream):
+    def on_launch(self, payload, addrs, ws, size, stream):
         self.launches.append((payload, ws, size))
         return self.status
 
@@ -321,7 +322,7 @@ class FakeOp:
         names = (ctypes.c_void_p * max(n, 1))(
             *[ctypes.addressof(_static_name(name)) for _, name in tensors])
         h = self.so.aclemu_executor_new(ctypes.byref(self.ops), payload, self.workspace,
-                                        handles, names, n)
+                                        handles, names, n, n)
         assert h
         return ffi.cast("aclOpExecutor *", h)
 

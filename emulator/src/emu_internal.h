@@ -198,19 +198,28 @@ ACLEMU_EXPORT const char *aclemu_dtype_name(aclDataType dtype);
 
 /* ---- executor object model (meta/) ----------------------------------------------------------- */
 
+/* The most tensor parameters an executor records (aclemu_executor_new refuses more). */
+#define ACLEMU_EXECUTOR_MAX_TENSORS 16
+
 typedef struct {
     const char *op_name; /* e.g. "aclnnLayerNormBackward": used in messages */
     /* Validates the launch-time arguments (tensor memory), then enqueues the work on stream
-     * via aclemu_stream_submit. Returns ACLNN_SUCCESS or a status, having set the message. */
-    aclnnStatus (*launch)(void *payload, void *workspace, uint64_t workspace_size,
-                          aclrtStream stream);
+     * via aclemu_stream_submit. Returns ACLNN_SUCCESS or a status, having set the message.
+     * addrs[i]: the storage address tensor i of aclemu_executor_new's list records NOW (NULL
+     * for one not given): CANN's executor reads the caller's aclTensors at every run, so an
+     * address changed since phase one (aclSetTensorAddr and its kin, aclSetRawTensorAddr) is
+     * the one this run uses; everything else about the tensor is phase one's. */
+    aclnnStatus (*launch)(void *payload, void *const *addrs, void *workspace,
+                          uint64_t workspace_size, aclrtStream stream);
     void (*destroy)(void *payload); /* frees the payload; the executor calls it exactly once */
 } aclemu_executor_ops;
 
 /* Creates a live executor owning payload; its phase-one workspace size is recorded so that
- * phase two can check the workspace it is given. tensors[0..ntensors) are EVERY aclTensor
- * phase one was given (NULL entries, optional tensors not given, are skipped; the elements of
- * a tensor list each on its own), used or not, names[i] the parameter's name in the
+ * phase two can check the workspace it is given. tensors[0..ntensors) are the operator's
+ * tensor parameters in its prototype's order, the ninputs inputs first, then the outputs (a
+ * NULL entry: an optional tensor not given, which keeps its place in the order the
+ * aclSet*TensorAddr calls index; a parameter that is not a tensor, such as aclnnAdds'
+ * scalar `other`, is not listed), names[i] the parameter's name in the
  * operator's header (e.g. "gradOut", a string that lives as long as the library): CANN's executor
  * keeps pointers to the caller's tensors and reads them at every phase two (hicann/opbase
  * src/nnopbase/common/utils/op_cache.cpp AddParamToBuf keeps each one's aclStorage;
@@ -221,7 +230,8 @@ typedef struct {
 ACLEMU_EXPORT aclOpExecutor *aclemu_executor_new(const aclemu_executor_ops *ops, void *payload,
                                                  uint64_t workspace_size,
                                                  const aclTensor *const *tensors,
-                                                 const char *const *names, uint64_t ntensors);
+                                                 const char *const *names, uint64_t ntensors,
+                                                 uint64_t ninputs);
 
 /* Phase two, shared by every operator: the whole body of aclnnFoo(workspace, workspaceSize,
  * executor, stream), called with fn = "aclnnFoo" (it counts the call and injects its fault:

@@ -68,6 +68,53 @@ ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalarList(const aclScalarList *array)
 
 ACL_FUNC_VISIBILITY aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor);
+
+/* Re-pointing a repeatable executor's tensor at new device memory (hicann/opbase docs/en/api/
+ * nnopbase/aclnn/aclSet*TensorAddr.md): `tensor` (or tensors[relativeIndex]) is the aclTensor
+ * phase one was given at `index`, counted over the operator's inputs, its outputs, or both
+ * (inputs first), in its prototype's order; `irIndex` counts parameters (a tensor list is
+ * one). The new address is recorded in that aclTensor, which the executor reads at its next
+ * run; `addr` must be 32-byte aligned. The Acl-prefixed spellings are the vendor's reserved
+ * twins of the lower-case ones (docs/en/api/nnopbase/aclnn/reserved_apis.md: same function,
+ * not for new code). */
+ACL_FUNC_VISIBILITY aclnnStatus AclSetInputTensorAddr(aclOpExecutor *executor, const size_t index,
+                                                      aclTensor *tensor, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetOutputTensorAddr(aclOpExecutor *executor,
+                                                       const size_t index, aclTensor *tensor,
+                                                       void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetDynamicInputTensorAddr(aclOpExecutor *executor,
+                                                             size_t irIndex,
+                                                             const size_t relativeIndex,
+                                                             aclTensorList *tensors, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetDynamicOutputTensorAddr(aclOpExecutor *executor,
+                                                              size_t irIndex,
+                                                              const size_t relativeIndex,
+                                                              aclTensorList *tensors,
+                                                              void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetTensorAddr(aclOpExecutor *executor, const size_t index,
+                                                 aclTensor *tensor, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex,
+                                                        const size_t relativeIndex,
+                                                        aclTensorList *tensors, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index,
+                                                      aclTensor *tensor, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor,
+                                                       const size_t index, aclTensor *tensor,
+                                                       void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetDynamicInputTensorAddr(aclOpExecutor *executor,
+                                                             size_t irIndex,
+                                                             const size_t relativeIndex,
+                                                             aclTensorList *tensors, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetDynamicOutputTensorAddr(aclOpExecutor *executor,
+                                                              size_t irIndex,
+                                                              const size_t relativeIndex,
+                                                              aclTensorList *tensors,
+                                                              void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index,
+                                                 aclTensor *tensor, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex,
+                                                        const size_t relativeIndex,
+                                                        aclTensorList *tensors, void *addr);
 /* acl-py:cdef-end */
 
 #ifdef __cplusplus

@@ -176,20 +176,22 @@ static bool needs_buffer(const tdesc *d)
     return d->present && !(d->dtype == ACL_FLOAT && lay_unit(&d->inner));
 }
 
-static aclnnStatus ln_launch(void *payload, void *workspace, uint64_t workspace_size,
-                             aclrtStream stream)
+static aclnnStatus ln_launch(void *payload, void *const *addrs, void *workspace,
+                             uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    const ln_payload *P = payload;
-    const tdesc *views[T_COUNT];
-    for (int i = 0; i < T_COUNT; i++)
-        views[i] = &P->t[i];
     ln_task *T = calloc(1, sizeof *T);
     if (!T) {
-        aclemu_set_error("%s: out of host memory for the launch", P->call);
+        aclemu_set_error("%s: out of host memory for the launch", ((ln_payload *)payload)->call);
         return ACLNN_ERR_INNER;
     }
-    T->p = *P;
+    T->p = *(const ln_payload *)payload;
+    const ln_payload *P = &T->p; /* the tensors at the addresses they record now */
+    const tdesc *views[T_COUNT];
+    for (int i = 0; i < T_COUNT; i++) {
+        T->p.t[i].data = addrs[i];
+        views[i] = &P->t[i];
+    }
     const tdesc *x = &P->t[T_X], *y = &P->t[T_Y];
     const int64_t M = P->M, N = P->N;
     if (M > 0 && N > 0) {
@@ -470,7 +472,7 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
     P->y_round = out->dtype != in_dt && in_dt != ACL_FLOAT;
     P->y_ties = out->dtype == in_dt ? P->ties : ACLEMU_TIES_EVEN;
     /* owns P from here; keeps every tensor, as CANN's does */
-    aclOpExecutor *ex = aclemu_executor_new(ops, P, 0, ts, TNAME, T_COUNT);
+    aclOpExecutor *ex = aclemu_executor_new(ops, P, 0, ts, TNAME, T_COUNT, T_Y);
     if (!ex)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", call);
     *workspaceSize = 0;

@@ -243,8 +243,8 @@ static bool touched(const lnb_payload *P, int i)
     return true;                  /* inputs (bias included: strict, see docs) */
 }
 
-static aclnnStatus lnb_launch(void *payload, void *workspace, uint64_t workspace_size,
-                              aclrtStream stream)
+static aclnnStatus lnb_launch(void *payload, void *const *addrs, void *workspace,
+                              uint64_t workspace_size, aclrtStream stream)
 {
     const lnb_payload *P = payload;
     if (P->ws_size > 0 && (workspace == NULL || workspace_size < P->ws_size)) {
@@ -260,6 +260,9 @@ static aclnnStatus lnb_launch(void *payload, void *workspace, uint64_t workspace
         return ACLNN_ERR_INNER;
     }
     T->p = *P;
+    for (int i = 0; i < T_COUNT; i++) /* the tensors at the addresses they record now */
+        T->p.t[i].data = addrs[i];
+    P = &T->p;
     T->ws = P->ws_size > 0 ? workspace : NULL;
     const tdesc *w = &P->t[T_W];
     bool need_row = P->M > 0 && P->N > 0 && P->mask[0];
@@ -268,9 +271,9 @@ static aclnnStatus lnb_launch(void *payload, void *workspace, uint64_t workspace
     } else if (need_row) { /* only gradInput reads the weight */
         T->wbuf = malloc((size_t)P->N * sizeof(float));
         if (!T->wbuf) {
-            free(T);
             aclemu_set_error("%s: out of host memory for the weight row (%lld floats)", P2,
                              (long long)P->N);
+            free(T);
             return ACLNN_ERR_INNER;
         }
         T->w = T->wbuf;
@@ -521,7 +524,7 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     P->ws_size = P->parts ? (uint64_t)P->nblocks * 2u * (uint64_t)N * sizeof(float) : 0;
     const uint64_t ws = P->ws_size;
     /* owns P from here; keeps every tensor, used or not, as CANN's does */
-    aclOpExecutor *ex = aclemu_executor_new(&LNB_OPS, P, ws, ts, TNAME, T_COUNT);
+    aclOpExecutor *ex = aclemu_executor_new(&LNB_OPS, P, ws, ts, TNAME, T_COUNT, T_DX);
     if (!ex)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
     *workspaceSize = ws;

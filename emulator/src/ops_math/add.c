@@ -442,17 +442,23 @@ static void task_release(void *arg) {
     free(T);
 }
 
-static aclnnStatus add_launch(void *payload, void *workspace, uint64_t workspace_size,
-                              aclrtStream stream) {
+static aclnnStatus add_launch(void *payload, void *const *addrs, void *workspace,
+                              uint64_t workspace_size, aclrtStream stream) {
     (void)workspace;
     (void)workspace_size;
-    const add_payload *P = payload;
     add_task *T = calloc(1, sizeof *T);
     if (!T) {
-        aclemu_set_error("%s: out of host memory for the launch", P->p2);
+        aclemu_set_error("%s: out of host memory for the launch", ((add_payload *)payload)->p2);
         return ACLNN_ERR_INNER;
     }
-    T->p = *P;
+    T->p = *(const add_payload *)payload;
+    const add_payload *P = &T->p;
+    /* the tensors at the addresses they record now: the executor lists self, other, out, or
+     * self, out when other is a scalar (aclnnAdds) */
+    int k = 0;
+    for (int i = 0; i < A_COUNT; i++)
+        if (!(i == A_OTHER && P->other_is_scalar))
+            T->p.t[i].data = addrs[k++];
     vm_view mem[A_COUNT];
     bool present[A_COUNT];
     for (int i = 0; i < A_COUNT; i++) {
@@ -716,7 +722,13 @@ static aclnnStatus add_phase1(const add_names *N, const aclTensor *self, const a
     /* owns P from here; keeps every tensor, as CANN's does (the in-place ones give selfRef
      * twice, as self and out: the same tensor recorded twice) */
     const aclTensor *ts[A_COUNT] = {self, other, out};
-    aclOpExecutor *ex = aclemu_executor_new(N->ops, P, 0, ts, P->names, A_COUNT);
+    const char *names[A_COUNT] = {P->names[A_SELF], P->names[A_OTHER], P->names[A_OUT]};
+    if (adds) { /* other is a scalar, not a tensor parameter */
+        ts[A_OTHER] = out;
+        names[A_OTHER] = P->names[A_OUT];
+    }
+    const uint64_t ntensors = adds ? 2 : 3;
+    aclOpExecutor *ex = aclemu_executor_new(N->ops, P, 0, ts, names, ntensors, ntensors - 1);
     if (!ex)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
     *workspaceSize = 0;
