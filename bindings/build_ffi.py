@@ -30,14 +30,14 @@ INCLUDE = HERE / "include"
 EMULATOR_INCLUDE = ROOT / "emulator" / "include"
 
 # (header, library that exports its functions), in dependency order. Headers without a cdef
-# section (acl/acl.h, aclnn/aclnn_base.h, aclnnop/aclnn_util.h: includes and macros only) are
-# not listed.
+# section (acl/acl.h, aclnnop/aclnn_util.h: includes and macros only) are not listed.
 HEADERS = [
     (INCLUDE / "acl" / "error_codes" / "rt_error_codes.h", "ascendcl"),
     (INCLUDE / "acl" / "acl_base.h", "ascendcl"),
     (INCLUDE / "acl" / "acl_rt.h", "ascendcl"),
     (INCLUDE / "aclnn" / "opdev" / "op_errno.h", "nnopbase"),
     (INCLUDE / "aclnn" / "acl_meta.h", "nnopbase"),
+    (INCLUDE / "aclnn" / "aclnn_base.h", "nnopbase"),
     (INCLUDE / "aclnnop" / "aclnn_layer_norm_backward.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_add.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_layer_norm.h", "opapi"),

@@ -55,9 +55,12 @@ SANITIZE_FLAGS = ["-O1", "-fsanitize=address,undefined", "-fno-omit-frame-pointe
 
 # (library file, source folders, libraries it links against). Newer CANN releases split the
 # operators by domain (libopapi_nn.so, libopapi_math.so, ...); libopapi.so has them all.
+# libnnopbase.so links libstdc++ (its runtime file, present without g++) for operator new[]:
+# the arrays aclGetViewShape & co. hand out are released with delete[], as CANN's docs say
+# (meta/accessors.c); CANN's libnnopbase.so, C++, links it too.
 LIBRARIES = [
     ("libascendcl.so", ("runtime",), ["-lm"]),
-    ("libnnopbase.so", ("meta",), ["-lascendcl"]),
+    ("libnnopbase.so", ("meta",), ["-lascendcl", "-l:libstdc++.so.6"]),
     ("libopapi.so", ("ops", "ops_math"), ["-lnnopbase", "-lascendcl", "-lm"]),
     ("libopapi_nn.so", ("ops",), ["-lnnopbase", "-lascendcl", "-lm"]),
     ("libopapi_math.so", ("ops_math",), ["-lnnopbase", "-lascendcl", "-lm"]),

@@ -166,6 +166,24 @@ for g, h in handles("void *"):
             ffi.cast("aclTensor *", g), tensor, ia, tensor, tensor, ffi.NULL, ffi.NULL, ba,
             tensor, ffi.NULL, ffi.NULL, ws, exo)
         rec("aclnnLayerNormBackwardGetWorkspaceSize.gradOut", rc)
+    if k != "tensor":
+        # the nnopbase accessors: a registry check before anything is read or written
+        i64p = ffi.new("int64_t **"); u64 = ffi.new("uint64_t *"); i64 = ffi.new("int64_t *")
+        th = ffi.cast("aclTensor *", g)
+        rec("accessor.aclGetViewShape", lib.aclGetViewShape(th, i64p, u64))
+        rec("accessor.aclGetViewStrides", lib.aclGetViewStrides(th, i64p, u64))
+        rec("accessor.aclGetViewOffset", lib.aclGetViewOffset(th, i64))
+        rec("accessor.aclSetRawTensorAddr", lib.aclSetRawTensorAddr(th, dev))
+        rec("accessor.aclInitTensor", lib.aclInitTensor(th, dims, 2, lib.ACL_FLOAT, strides, 0,
+                                                        lib.ACL_FORMAT_ND, st, 1, dev))
+    u64 = ffi.new("uint64_t *")
+    if k != "ia":
+        rec("accessor.aclGetIntArraySize",
+            lib.aclGetIntArraySize(ffi.cast("aclIntArray *", g), u64))
+    rec("accessor.aclGetTensorListSize",
+        lib.aclGetTensorListSize(ffi.cast("aclTensorList *", g), u64))
+    rec("accessor.aclGetScalarListSize",
+        lib.aclGetScalarListSize(ffi.cast("aclScalarList *", g), u64))
     if k != "ia":
         rec("aclDestroyIntArray", lib.aclDestroyIntArray(ffi.cast("aclIntArray *", g)))
     if k != "ba":
@@ -276,6 +294,14 @@ EXPECTED = {
     "aclrtMemcpy.D2H": {RT_PARAM_INVALID},
     "aclrtMemcpy.D2D": {RT_PARAM_INVALID},
     "aclDestroyTensor": {PARAM_INVALID},
+    "accessor.aclGetViewShape": {PARAM_INVALID},
+    "accessor.aclGetViewStrides": {PARAM_INVALID},
+    "accessor.aclGetViewOffset": {PARAM_INVALID},
+    "accessor.aclSetRawTensorAddr": {PARAM_INVALID},
+    "accessor.aclInitTensor": {PARAM_INVALID},
+    "accessor.aclGetIntArraySize": {PARAM_INVALID},
+    "accessor.aclGetTensorListSize": {PARAM_INVALID},
+    "accessor.aclGetScalarListSize": {PARAM_INVALID},
     "aclDestroyIntArray": {PARAM_INVALID},
     "aclDestroyBoolArray": {PARAM_INVALID},
     "aclDestroyAclOpExecutor": {INNER},

@@ -76,43 +76,33 @@ static bool format_known(aclFormat f) {
     }
 }
 
-aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
-                           const int64_t *stride, int64_t offset, aclFormat format,
-                           const int64_t *storageDims, uint64_t storageDimsNum,
-                           void *tensorData) {
-    if (aclemu_fault(__func__))
-        return NULL;
-    if (viewDimsNum > ACLEMU_MAX_DIMS) {
-        ERRV("viewDimsNum (%llu) exceeds the maximum rank %d", (unsigned long long)viewDimsNum,
-             ACLEMU_MAX_DIMS);
-        return NULL;
-    }
-    if (storageDimsNum > ACLEMU_MAX_DIMS) {
-        ERRV("storageDimsNum (%llu) exceeds the maximum rank %d",
-             (unsigned long long)storageDimsNum, ACLEMU_MAX_DIMS);
-        return NULL;
-    }
-    if (viewDimsNum > 0 && viewDims == NULL) {
-        ERRV("viewDims is NULL but viewDimsNum is %llu", (unsigned long long)viewDimsNum);
-        return NULL;
-    }
-    if (storageDimsNum > 0 && storageDims == NULL) {
-        ERRV("storageDims is NULL but storageDimsNum is %llu", (unsigned long long)storageDimsNum);
-        return NULL;
-    }
-    if (!dtype_known(dataType)) {
-        ERRV("dataType %d is not a known aclDataType", (int)dataType);
-        return NULL;
-    }
-    if (!format_known(format)) {
-        ERRV("format %d is not a known aclFormat", (int)format);
-        return NULL;
-    }
-    if ((uintptr_t)tensorData % ACLEMU_TENSOR_ALIGN != 0) {
-        ERRV("tensorData %p is not %d-byte aligned (the device address of a tensor must be)",
-             tensorData, ACLEMU_TENSOR_ALIGN);
-        return NULL;
-    }
+/* Checks a tensor description as aclCreateTensor and aclInitTensor take it and fills *t with
+ * it (dtype, format, dims, strides, offset, storage dims, data; t->list untouched). False, the
+ * message set naming fn, when the description is refused. */
+static bool describe(const char *fn, aclTensor *t, const int64_t *viewDims, uint64_t viewDimsNum,
+                     aclDataType dataType, const int64_t *stride, int64_t offset,
+                     aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum,
+                     void *tensorData) {
+#define REFUSE(...) do { aclemu_set_error(__VA_ARGS__); return false; } while (0)
+    if (viewDimsNum > ACLEMU_MAX_DIMS)
+        REFUSE("%s: viewDimsNum (%llu) exceeds the maximum rank %d", fn,
+               (unsigned long long)viewDimsNum, ACLEMU_MAX_DIMS);
+    if (storageDimsNum > ACLEMU_MAX_DIMS)
+        REFUSE("%s: storageDimsNum (%llu) exceeds the maximum rank %d", fn,
+               (unsigned long long)storageDimsNum, ACLEMU_MAX_DIMS);
+    if (viewDimsNum > 0 && viewDims == NULL)
+        REFUSE("%s: viewDims is NULL but viewDimsNum is %llu", fn,
+               (unsigned long long)viewDimsNum);
+    if (storageDimsNum > 0 && storageDims == NULL)
+        REFUSE("%s: storageDims is NULL but storageDimsNum is %llu", fn,
+               (unsigned long long)storageDimsNum);
+    if (!dtype_known(dataType))
+        REFUSE("%s: dataType %d is not a known aclDataType", fn, (int)dataType);
+    if (!format_known(format))
+        REFUSE("%s: format %d is not a known aclFormat", fn, (int)format);
+    if ((uintptr_t)tensorData % ACLEMU_TENSOR_ALIGN != 0)
+        REFUSE("%s: tensorData %p is not %d-byte aligned (the device address of a tensor "
+               "must be)", fn, tensorData, ACLEMU_TENSOR_ALIGN);
     /* A NULL stride means contiguous, as in CANN (aclTensor's constructor). */
     int64_t contiguous[ACLEMU_MAX_DIMS];
     if (stride == NULL && viewDimsNum > 0) {
@@ -125,34 +115,24 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
         stride = contiguous;
     }
     for (uint64_t i = 0; i < viewDimsNum; i++) {
-        if (viewDims[i] < 0) {
-            ERRV("viewDims[%llu] is %lld (dims must be >= 0)", (unsigned long long)i,
-                 (long long)viewDims[i]);
-            return NULL;
-        }
-        if (stride[i] < 0) {
-            ERRV("stride[%llu] is %lld (strides must be >= 0)", (unsigned long long)i,
-                 (long long)stride[i]);
-            return NULL;
-        }
+        if (viewDims[i] < 0)
+            REFUSE("%s: viewDims[%llu] is %lld (dims must be >= 0)", fn, (unsigned long long)i,
+                   (long long)viewDims[i]);
+        if (stride[i] < 0)
+            REFUSE("%s: stride[%llu] is %lld (strides must be >= 0)", fn,
+                   (unsigned long long)i, (long long)stride[i]);
     }
-    if (offset < 0) {
-        ERRV("offset is %lld (must be >= 0)", (long long)offset);
-        return NULL;
-    }
+    if (offset < 0)
+        REFUSE("%s: offset is %lld (must be >= 0)", fn, (long long)offset);
     /* Storage size in elements, and the view's largest element index, without overflow. */
     __int128 storage = 1;
     for (uint64_t i = 0; i < storageDimsNum; i++) {
-        if (storageDims[i] < 0) {
-            ERRV("storageDims[%llu] is %lld (dims must be >= 0)", (unsigned long long)i,
-                 (long long)storageDims[i]);
-            return NULL;
-        }
+        if (storageDims[i] < 0)
+            REFUSE("%s: storageDims[%llu] is %lld (dims must be >= 0)", fn,
+                   (unsigned long long)i, (long long)storageDims[i]);
         storage *= storageDims[i];
-        if (storage > INT64_MAX) {
-            ERRV("storageDims describe more than 2^63 elements");
-            return NULL;
-        }
+        if (storage > INT64_MAX)
+            REFUSE("%s: storageDims describe more than 2^63 elements", fn);
     }
     bool empty = false;
     __int128 last = offset;
@@ -162,19 +142,11 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
         else
             last += (__int128)(viewDims[i] - 1) * stride[i];
     }
-    if (empty ? offset > storage : last >= storage) {
-        ERRV("the view (offset %lld, largest element index %lld) does not fit in the storage "
-             "of %lld elements", (long long)offset, (long long)(empty ? offset : last),
-             (long long)storage);
-        return NULL;
-    }
-    /* NULL tensorData is accepted (CANN's own example creates tensors without an address, to
-     * be set later): phase two refuses a tensor whose view is not in device memory. */
-    aclTensor *t = calloc(1, sizeof *t);
-    if (t == NULL) {
-        ERRV("out of host memory");
-        return NULL;
-    }
+    if (empty ? offset > storage : last >= storage)
+        REFUSE("%s: the view (offset %lld, largest element index %lld) does not fit in the "
+               "storage of %lld elements", fn, (long long)offset,
+               (long long)(empty ? offset : last), (long long)storage);
+#undef REFUSE
     t->dtype = dataType;
     t->format = format;
     t->ndim = viewDimsNum;
@@ -187,8 +159,86 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
     if (storageDimsNum > 0)
         memcpy(t->storage_dims, storageDims, storageDimsNum * sizeof(int64_t));
     t->data = tensorData;
+    return true;
+}
+
+aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
+                           const int64_t *stride, int64_t offset, aclFormat format,
+                           const int64_t *storageDims, uint64_t storageDimsNum,
+                           void *tensorData) {
+    if (aclemu_fault(__func__))
+        return NULL;
+    /* NULL tensorData is accepted (CANN's own example creates tensors without an address, to
+     * be set later): phase two refuses a tensor whose view is not in device memory. */
+    aclTensor desc = {0};
+    if (!describe(__func__, &desc, viewDims, viewDimsNum, dataType, stride, offset, format,
+                  storageDims, storageDimsNum, tensorData))
+        return NULL;
+    aclTensor *t = malloc(sizeof *t);
+    if (t == NULL) {
+        ERRV("out of host memory");
+        return NULL;
+    }
+    *t = desc;
     aclemu_handle_register(t, ACLEMU_KIND_TENSOR);
     return t;
+}
+
+/* As CANN's aclTensor::InitTensor (hicann/opbase src/nnopbase/common/utils/common_types.cpp),
+ * which keeps part of the old description when an argument is left out: the view shape when
+ * viewDims is NULL or viewDimsNum 0 (stride NULL then makes the KEPT shape's contiguous
+ * strides, a given stride replaces the strides), the storage shape when storageDims is NULL or
+ * storageDimsNum 0, the address when tensorDataAddr is NULL; dtype, format and offset are
+ * always replaced. The result is then checked as aclCreateTensor checks its arguments, and a
+ * refused one leaves the tensor as it was. */
+aclnnStatus aclInitTensor(aclTensor *tensor, const int64_t *viewDims, uint64_t viewDimsNum,
+                          aclDataType dataType, const int64_t *stride, int64_t offset,
+                          aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum,
+                          void *tensorDataAddr) {
+    if (aclemu_fault(__func__))
+        return ACLNN_ERR_INNER;
+    if (tensor == NULL) {
+        ERRV("tensor is NULL");
+        return ACLNN_ERR_PARAM_NULLPTR;
+    }
+    if (!aclemu_handle_check(tensor, ACLEMU_KIND_TENSOR)) {
+        ERRV("tensor %p is not a live aclTensor (never created or already destroyed)",
+             (void *)tensor);
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    aclTensor desc = *tensor;
+    if (viewDims == NULL || viewDimsNum == 0) {
+        /* the shape is kept; given strides are the kept shape's, as many as it has */
+        if (stride != NULL && viewDimsNum != tensor->ndim) {
+            ERRV("viewDims is %s, so the tensor keeps its rank-%llu shape, but stride has "
+                 "viewDimsNum (%llu) values: CANN would leave the tensor with strides of "
+                 "another rank than its shape", viewDims == NULL ? "NULL" : "empty",
+                 (unsigned long long)tensor->ndim, (unsigned long long)viewDimsNum);
+            return ACLNN_ERR_PARAM_INVALID;
+        }
+        viewDims = tensor->dims;
+        viewDimsNum = tensor->ndim;
+    }
+    if (storageDims == NULL || storageDimsNum == 0) {
+        storageDims = tensor->storage_dims;
+        storageDimsNum = tensor->storage_ndim;
+    }
+    if (tensorDataAddr == NULL)
+        tensorDataAddr = tensor->data;
+    if (!describe(__func__, &desc, viewDims, viewDimsNum, dataType, stride, offset, format,
+                  storageDims, storageDimsNum, tensorDataAddr))
+        return ACLNN_ERR_PARAM_INVALID;
+    /* Field by field: `list` is the list membership, guarded by arguments.c's mutex. */
+    tensor->dtype = desc.dtype;
+    tensor->format = desc.format;
+    tensor->ndim = desc.ndim;
+    memcpy(tensor->dims, desc.dims, sizeof desc.dims);
+    memcpy(tensor->strides, desc.strides, sizeof desc.strides);
+    tensor->offset = desc.offset;
+    tensor->storage_ndim = desc.storage_ndim;
+    memcpy(tensor->storage_dims, desc.storage_dims, sizeof desc.storage_dims);
+    tensor->data = desc.data;
+    return ACLNN_SUCCESS;
 }
 
 static aclnnStatus destroy(const char *fn, const void *h, aclemu_kind kind, const char *what) {

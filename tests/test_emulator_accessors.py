@@ -1,0 +1,225 @@
+"""The acl_meta.h accessors, aclInitTensor, aclGet/SetRawTensorAddr and aclnnInit/aclnnFinalize
+as a C++ program calls them (tests/c/meta_accessors.cpp, built against the emulator's prefix
+with the documented command line): each call's success, each NULL or invalid argument's status
+and message, ownership as the vendor's docs say (the shape and stride arrays released with
+delete[]: under `make test-sanitize` AddressSanitizer checks the release matches the
+allocation, under valgrind memcheck does; every object destroyed, the emulator's live counts
+zero at the end). Rules: hicann/opbase src/nnopbase/common/api/acl_op_api.cpp, aclnn_init.cpp,
+common/utils/common_types.cpp (aclTensor::InitTensor)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from acl_py import raw
+from acl_py.raw import ffi, lib
+
+from _emu_status import expect, ok
+from test_cpp_runtime import build
+
+pytestmark = pytest.mark.usefixtures("emulator")
+
+EXPECTED = """\
+aclnnInit(NULL): 0
+aclInit(NULL): 0
+aclrtSetDevice(0): 0
+strided view:
+  view shape: [2, 3]
+  strides: [4, 1]
+  storage shape: [16]
+  offset 5, dtype 1, format 47, addr set, arrays non-NULL: yes
+rank 0, no address:
+  view shape: []
+  strides: []
+  storage shape: []
+  offset 0, dtype 9, format 2, addr NULL, arrays non-NULL: yes
+aclGetViewShape(NULL tensor): 161001 (aclGetViewShape: tensor is NULL)
+aclGetViewShape(NULL viewDims): 161001 (aclGetViewShape: viewDims is NULL)
+aclGetViewShape(NULL viewDimsNum): 161001 (aclGetViewShape: viewDimsNum is NULL)
+aclGetStorageShape(NULL storageDims): 161001 (aclGetStorageShape: storageDims is NULL)
+aclGetStorageShape(NULL storageDimsNum): 161001 (aclGetStorageShape: storageDimsNum is NULL)
+aclGetViewStrides(NULL stridesValue): 161001 (aclGetViewStrides: stridesValue is NULL)
+aclGetViewStrides(NULL stridesNum): 161001 (aclGetViewStrides: stridesNum is NULL)
+aclGetViewOffset(NULL offset): 161001 (aclGetViewOffset: offset is NULL)
+aclGetFormat(NULL format): 161001 (aclGetFormat: format is NULL)
+aclGetDataType(NULL tensor): 161001 (aclGetDataType: tensor is NULL)
+aclGetDataType(NULL dataType): 161001 (aclGetDataType: dataType is NULL)
+aclGetRawTensorAddr(NULL addr): 161001 (aclGetRawTensorAddr: addr is NULL)
+aclSetRawTensorAddr(NULL tensor): 161001 (aclSetRawTensorAddr: tensor is NULL)
+aclInitTensor(NULL tensor): 161001 (aclInitTensor: tensor is NULL)
+raw address is the storage base: yes
+aclSetRawTensorAddr(base + 64): 0
+raw address moved by 64: yes
+aclSetRawTensorAddr(base + 8): 161002 (aclSetRawTensorAddr: addr 0x? is not 32-byte aligned \
+(the device address of a tensor must be))
+unchanged after the refusal: yes
+aclSetRawTensorAddr(NULL): 0
+raw address now NULL: yes
+aclInitTensor(all): 0
+re-initialized:
+  view shape: [3, 2]
+  strides: [2, 1]
+  storage shape: [3, 2]
+  offset 0, dtype 0, format 2, addr set, arrays non-NULL: yes
+aclInitTensor(NULL dims, storage, address): 0
+kept shape, storage and address:
+  view shape: [2, 2]
+  strides: [2, 1]
+  storage shape: [3, 2]
+  offset 2, dtype 3, format 0, addr set, arrays non-NULL: yes
+aclInitTensor(kept rank-2 shape, 1 stride): 161002 (aclInitTensor: viewDims is NULL, so the \
+tensor keeps its rank-2 shape, but stride has viewDimsNum (1) values: CANN would leave the \
+tensor with strides of another rank than its shape)
+aclInitTensor(negative dim): 161002 (aclInitTensor: viewDims[1] is -1 (dims must be >= 0))
+aclInitTensor(view outside the storage): 161002 (aclInitTensor: the view (offset 0, largest \
+element index 6) does not fit in the storage of 6 elements)
+aclInitTensor(unaligned address): 161002 (aclInitTensor: tensorData 0x? is not 32-byte aligned \
+(the device address of a tensor must be))
+unchanged after the refusals:
+  view shape: [2, 2]
+  strides: [2, 1]
+  storage shape: [3, 2]
+  offset 2, dtype 3, format 0, addr set, arrays non-NULL: yes
+sizes: int 3, float 2, bool 4, empty int 0, scalar list 3, tensor list 1
+aclGetIntArraySize(NULL array): 161001 (aclGetIntArraySize: array is NULL)
+aclGetFloatArraySize(NULL size): 161001 (aclGetFloatArraySize: size is NULL)
+aclGetBoolArraySize(NULL array): 161001 (aclGetBoolArraySize: array is NULL)
+aclGetTensorListSize(NULL tensorList): 161001 (aclGetTensorListSize: tensorList is NULL)
+aclGetScalarListSize(NULL size): 161001 (aclGetScalarListSize: size is NULL)
+aclGetIntArraySize(a bool array): 161002 (aclGetIntArraySize: array 0x? is not a live \
+aclIntArray (never created or already destroyed))
+aclGetViewShape(destroyed tensor): 161002 (aclGetViewShape: tensor 0x? is not a live aclTensor \
+(never created or already destroyed))
+aclGetViewOffset(destroyed tensor): 161002 (aclGetViewOffset: tensor 0x? is not a live \
+aclTensor (never created or already destroyed))
+aclGetFormat(destroyed tensor): 161002 (aclGetFormat: tensor 0x? is not a live aclTensor \
+(never created or already destroyed))
+aclSetRawTensorAddr(destroyed tensor): 161002 (aclSetRawTensorAddr: tensor 0x? is not a live \
+aclTensor (never created or already destroyed))
+aclInitTensor(destroyed tensor): 161002 (aclInitTensor: tensor 0x? is not a live aclTensor \
+(never created or already destroyed))
+live at the end: tensors 0, int arrays 0, float arrays 0, bool arrays 0, scalars 0, tensor \
+lists 0, scalar lists 0, device allocations 0
+aclrtResetDevice(0): 0
+aclFinalize: 0
+aclnnFinalize: 0
+"""
+
+INIT_TWICE = """\
+aclnnInit(missing file): 0
+aclnnInit again: 161002 (aclnnInit: aclnnInit was already called in this process (it may be \
+called once per process; aclInit may be called besides it))
+aclnnFinalize: 0
+aclnnInit after aclnnFinalize: 161002 (aclnnInit: aclnnInit was already called in this \
+process (it may be called once per process; aclInit may be called besides it))
+aclnnFinalize again: 161002 (aclnnFinalize: aclnnFinalize was already called in this process \
+(it may be called once per process, after aclnnInit))
+"""
+
+FINALIZE_FIRST = """\
+aclnnFinalize before aclnnInit: 0
+aclnnInit: 0
+aclnnFinalize: 0
+"""
+
+
+def _env():
+    env = dict(os.environ)
+    for k in ("ACL_EMU_FAIL", "ACL_EMU_DEVICE_COUNT", "ACL_EMU_DEVICE_MEMORY"):
+        env.pop(k, None)
+    return env
+
+
+def _run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env())
+    return r, re.sub(r"0x[0-9a-f]+", "0x?", r.stdout)
+
+
+@pytest.fixture(scope="module")
+def program():
+    return build("meta_accessors")
+
+
+@pytest.mark.parametrize("mode,expected", [(None, EXPECTED), ("init-twice", INIT_TWICE),
+                                           ("finalize-first", FINALIZE_FIRST)])
+def test_cpp_program_output(program, mode, expected):
+    r, out = _run([program] + ([mode] if mode else []))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert out == expected.replace("\\\n", "")
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.skipif(bool(os.environ.get("ACL_PY_SANITIZER")),
+                    reason="valgrind cannot run an AddressSanitizer build; ASan checks it instead")
+def test_cpp_program_releases_the_arrays_as_allocated(program):
+    """memcheck: every delete[] of an accessor's array matches its allocation (a malloc'd
+    array would be a "Mismatched free() / delete / delete []"), and nothing leaks."""
+    cmd = ["valgrind", "--quiet", "--error-exitcode=99", "--leak-check=full",
+           "--errors-for-leak-kinds=definite,indirect", "--show-leak-kinds=definite,indirect",
+           program]
+    r, out = _run(cmd)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert out == EXPECTED.replace("\\\n", "")
+
+
+# ---- from Python, in process ------------------------------------------------------------------
+
+def _tensor(dims=(2, 3)):
+    d = ffi.new("int64_t[]", list(dims))
+    t = lib.aclCreateTensor(d, len(dims), lib.ACL_FLOAT, ffi.NULL, 0, lib.ACL_FORMAT_ND, d,
+                            len(dims), ffi.NULL)
+    assert t != ffi.NULL
+    return t
+
+
+@pytest.mark.parametrize("getter", ["aclGetViewShape", "aclGetStorageShape",
+                                    "aclGetViewStrides"])
+def test_an_injected_fault_of_a_shape_getter_is_its_allocation_failure(emulator, getter):
+    t = _tensor()
+    try:
+        out = ffi.new("int64_t **")
+        n = ffi.new("uint64_t *")
+        emulator.set_faults(f"{getter}:1")
+        expect(getattr(lib, getter)(t, out, n), 561103, getter, "injected fault")
+        assert out[0] == ffi.NULL
+        ok(getattr(lib, getter)(t, out, n), getter)
+        raw.delete_array(out[0])
+    finally:
+        ok(lib.aclDestroyTensor(t))
+
+
+@pytest.mark.parametrize("call,args", [
+    ("aclGetViewOffset", ("int64_t *",)), ("aclGetFormat", ("aclFormat *",)),
+    ("aclGetDataType", ("aclDataType *",)), ("aclGetRawTensorAddr", ("void **",)),
+    ("aclSetRawTensorAddr", (None,)),
+    ("aclInitTensor", (None, 0, 0, None, 0, 2, None, 0, None))])
+def test_an_injected_fault_of_the_other_tensor_calls_is_561000(emulator, call, args):
+    t = _tensor()
+    try:
+        emulator.set_faults(f"{call}:1")
+        values = [ffi.new(a) if isinstance(a, str) else (ffi.NULL if a is None else a)
+                  for a in args]
+        expect(getattr(lib, call)(t, *values), 561000, call, "injected fault")
+    finally:
+        ok(lib.aclDestroyTensor(t))
+
+
+def test_a_tensor_a_list_owns_can_be_read_and_reinitialized():
+    """aclInitTensor and the accessors take a tensor a list owns (only its destroy is the
+    list's); the list then destroys the re-initialized tensor."""
+    t = _tensor()
+    items = ffi.new("aclTensor *[]", [t])
+    tl = lib.aclCreateTensorList(items, 1)
+    try:
+        d = ffi.new("int64_t[]", [6])
+        ok(lib.aclInitTensor(t, d, 1, lib.ACL_INT8, ffi.NULL, 0, lib.ACL_FORMAT_ND, d, 1,
+                             ffi.NULL), "aclInitTensor")
+        dt = ffi.new("aclDataType *")
+        ok(lib.aclGetDataType(t, dt), "aclGetDataType")
+        assert dt[0] == lib.ACL_INT8
+    finally:
+        ok(lib.aclDestroyTensorList(tl))
