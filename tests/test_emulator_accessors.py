@@ -223,3 +223,19 @@ def test_a_tensor_a_list_owns_can_be_read_and_reinitialized():
         assert dt[0] == lib.ACL_INT8
     finally:
         ok(lib.aclDestroyTensorList(tl))
+
+
+@pytest.mark.parametrize("dims,strides", [((2, 3, 4), (12, 4, 1)), ((2, 0, 3), (0, 3, 1)),
+                                          ((0, 5), (5, 1)), ((4, 1, 2), (2, 2, 1)), ((7,), (1,))])
+def test_a_null_stride_reads_back_as_cann_computes_it(dims, strides):
+    """ToContiguousStrides (hicann/opbase src/nnopbase/common/utils/shape_utils.cpp): each
+    stride the product of the dims after it, 0 before an empty dim."""
+    t = _tensor(dims)
+    try:
+        out = ffi.new("int64_t **")
+        n = ffi.new("uint64_t *")
+        ok(lib.aclGetViewStrides(t, out, n), "aclGetViewStrides")
+        assert tuple(out[0][i] for i in range(n[0])) == strides
+        raw.delete_array(out[0])
+    finally:
+        ok(lib.aclDestroyTensor(t))

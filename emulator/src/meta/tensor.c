@@ -103,13 +103,18 @@ static bool describe(const char *fn, aclTensor *t, const int64_t *viewDims, uint
     if ((uintptr_t)tensorData % ACLEMU_TENSOR_ALIGN != 0)
         REFUSE("%s: tensorData %p is not %d-byte aligned (the device address of a tensor "
                "must be)", fn, tensorData, ACLEMU_TENSOR_ALIGN);
-    /* A NULL stride means contiguous, as in CANN (aclTensor's constructor). */
+    /* A NULL stride means contiguous, as CANN computes it (aclTensor's constructor,
+     * src/nnopbase/common/utils/shape_utils.cpp ToContiguousStrides): each stride the product
+     * of the dims after it, so the dims before a 0 get stride 0 (aclGetViewStrides shows
+     * them). Saturated instead of overflowing: such a view does not fit any storage. */
     int64_t contiguous[ACLEMU_MAX_DIMS];
     if (stride == NULL && viewDimsNum > 0) {
         int64_t step = 1;
         for (uint64_t i = viewDimsNum; i-- > 0;) {
             contiguous[i] = step;
-            if (viewDims[i] > 1)
+            if (viewDims[i] <= 0)
+                step = 0; /* a negative dim is refused below */
+            else if (step > 0)
                 step = viewDims[i] > INT64_MAX / step ? INT64_MAX : step * viewDims[i];
         }
         stride = contiguous;
