@@ -13,8 +13,10 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
+import acl_py
 from acl_py import raw
 from acl_py.raw import ffi, lib
 
@@ -239,3 +241,47 @@ def test_a_null_stride_reads_back_as_cann_computes_it(dims, strides):
         raw.delete_array(out[0])
     finally:
         ok(lib.aclDestroyTensor(t))
+
+
+def test_a_repeatable_executor_runs_on_the_raw_address_set_after_its_last_run():
+    """aclSetRawTensorAddr between two runs of a repeatable executor (the docs allow it after
+    phase two): the next run reads and writes the new memory, the old stays as the first run
+    left it, and aclGetRawTensorAddr reads the address back."""
+    n = 8
+    x1, x2 = np.arange(n, dtype=np.float32), np.full(n, 100, np.float32)
+    y = np.ones(n, np.float32)
+    with acl_py.DeviceTensor.from_numpy(x1) as dx1, acl_py.DeviceTensor.from_numpy(x2) as dx2, \
+            acl_py.DeviceTensor.from_numpy(y) as dy, \
+            acl_py.DeviceTensor.zeros(n) as out1, acl_py.DeviceTensor.zeros(n) as out2:
+        dims = ffi.new("int64_t[]", [n])
+
+        def tensor(t):
+            h = lib.aclCreateTensor(dims, 1, lib.ACL_FLOAT, ffi.NULL, 0, lib.ACL_FORMAT_ND, dims,
+                                    1, ffi.cast("void *", t.data_ptr))
+            assert h != ffi.NULL
+            return h
+
+        tx, ty, tout = tensor(dx1), tensor(dy), tensor(out1)
+        one = ffi.new("float *", 1.0)
+        alpha = lib.aclCreateScalar(one, lib.ACL_FLOAT)
+        ws = ffi.new("uint64_t *")
+        ex = ffi.new("aclOpExecutor **")
+        try:
+            ok(lib.aclnnAddGetWorkspaceSize(tx, ty, alpha, tout, ws, ex), "phase one")
+            assert ws[0] == 0
+            ok(lib.aclSetAclOpExecutorRepeatable(ex[0]), "aclSetAclOpExecutorRepeatable")
+            ok(lib.aclnnAdd(ffi.NULL, 0, ex[0], ffi.NULL), "aclnnAdd")
+            ok(lib.aclSetRawTensorAddr(tx, ffi.cast("void *", dx2.data_ptr)), "set x")
+            ok(lib.aclSetRawTensorAddr(tout, ffi.cast("void *", out2.data_ptr)), "set out")
+            addr = ffi.new("void **")
+            ok(lib.aclGetRawTensorAddr(tout, addr), "aclGetRawTensorAddr")
+            assert int(ffi.cast("uintptr_t", addr[0])) == out2.data_ptr
+            ok(lib.aclnnAdd(ffi.NULL, 0, ex[0], ffi.NULL), "aclnnAdd again")
+            ok(lib.aclrtSynchronizeDevice(), "aclrtSynchronizeDevice")
+            np.testing.assert_array_equal(out1.to_numpy(), x1 + y)
+            np.testing.assert_array_equal(out2.to_numpy(), x2 + y)
+        finally:
+            ok(lib.aclDestroyAclOpExecutor(ex[0]))
+            for h in (tx, ty, tout):
+                ok(lib.aclDestroyTensor(h))
+            ok(lib.aclDestroyScalar(alpha))
