@@ -191,6 +191,25 @@ class Uses(dict):
                     pass
         links.append(weakref.ref(other))
 
+    def unlink(self, other):
+        """Undoes one :meth:`link` to ``other`` (an executor no longer runs on this memory),
+        keeping what ``other`` has recorded so far: its pending stream submissions become
+        this record's own, so the work already queued is still waited for, and its future
+        work, its :class:`Lifetime` included, no longer is. Copied before the link goes, so
+        a release checking meanwhile sees one or the other."""
+        for tl, seq in other.pending():
+            if not isinstance(tl, Lifetime) and self.get(tl, 0) < seq:
+                self[tl] = seq
+        links = self.links
+        if links:
+            for ref in list(links):
+                if ref() is other:
+                    try:
+                        links.remove(ref)
+                    except ValueError:      # removed meanwhile by another thread
+                        continue
+                    return
+
 
 class Lifetime:
     """A point reached once, when its owner ends (a repeatable executor's close): a Uses

@@ -449,6 +449,21 @@ class DeviceTensor:
             check_create(h, "aclCreateTensor")
         return h
 
+    def repoint(self, target: DeviceTensor) -> None:
+        """For an executor whose library was just told to read this view's aclTensor at
+        ``target``'s storage (``aclSetTensorAddr``): the view now describes ``target``'s memory
+        and holds its buffer instead of the old one; its aclTensor stays the same. ``target``
+        must have this view's dtype, shape, strides and offset (the aclTensor's description);
+        an owning tensor (its handle is its storage's) cannot be re-pointed."""
+        if self._owner:
+            raise AclArgumentError("tensor", "owns its storage: only a view can be re-pointed")
+        if (target._dtype, target._shape, target._strides, target._offset) != \
+                (self._dtype, self._shape, self._strides, self._offset):
+            raise AclArgumentError("target", f"{target!r} is not described as {self!r}")
+        buf = target.buffer
+        self._buf = buf
+        self.allocation = buf.allocation
+
     def new_handle(self) -> Any:
         """A NEW ``aclTensor *`` describing this view, owned by the caller (not cached, not
         destroyed by this tensor): for APIs that take ownership of tensors, such as

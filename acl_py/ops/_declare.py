@@ -288,6 +288,11 @@ class Declared(Operator):
     def __repr__(self):
         return f"<acl_py.ops.Declared {self.name}>"
 
+    def argument_name(self, param):
+        """The name :meth:`Plan.rebind` takes for ``param``: its Python name (``weight``,
+        ``out``, ``grad_input``)."""
+        return param.py
+
     # ---- checks ----
 
     def bind(self, values, kind):
@@ -702,6 +707,9 @@ class Plan(Executor):
     between runs freely (same tensors); results are valid once the stream has synchronized.
     Outputs (allocated here unless given in ``out=``) are ``outputs`` and attributes named as
     the operator's outputs (None where not requested); they outlive the plan.
+    ``rebind(input=x2, out=y2, ...)`` (Python names, inputs and outputs alike) runs the plan
+    on other tensors of the same dtypes, shapes and layouts from its next run on, without a
+    new phase one (:meth:`~acl_py.ops.Executor.rebind`); ``outputs`` follows.
 
     A subclass names its operator (``declared``) and its outputs become its attributes."""
 
@@ -728,6 +736,12 @@ class Plan(Executor):
         # Own arrays, not the shared cache: the executor keeps them for its whole life.
         super().__init__(d, *d.own_arguments(d._c_args(a, outs), dev), dev)
         self.outputs = outs
+
+    def _rebound(self, name, t):
+        outs = self.outputs
+        for k, spec in enumerate(self.declared.outputs):
+            if spec.py == name:
+                self.outputs = outs[:k] + (t,) + outs[k + 1:]
 
     @property
     def executor(self) -> "Plan":

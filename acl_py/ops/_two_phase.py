@@ -165,6 +165,10 @@ class Operator:
                                L.aclDestroyAclOpExecutor)
         return fns
 
+    def argument_name(self, param):
+        """The name :meth:`Executor.rebind` takes for ``param``: its C name."""
+        return param.name
+
     def signature(self):
         return f"{self.phase_one_name}({', '.join(map(repr, self.params))}, " \
                f"uint64_t *workspaceSize, aclOpExecutor **executor)"
@@ -440,6 +444,20 @@ def own_copy(arg):
     return arg
 
 
+def _by_parameter(op, cargs, keep):
+    """Per parameter of ``op``, the executor's own object phase one was given there (found
+    in ``keep`` by its C value): its own DeviceTensor or TensorList, else None."""
+    own = {}
+    for k in keep:
+        if type(k) is DeviceTensor or isinstance(k, DeviceTensor):
+            if k.cached_handle is not None:
+                own[k.cached_handle] = k
+        elif type(k) is TensorList:
+            own[k.handle] = k
+    return tuple(own.get(c) if p.kind is TENSOR or p.kind is ARGUMENT else None
+                 for p, c in zip(op.params, cargs))
+
+
 class Executor:
     """A repeatable ``aclOpExecutor`` with its workspace (made by :meth:`Operator.prepare`),
     over converted arguments: ``cargs`` phase one's C values, ``allocs`` the memory they use
@@ -458,7 +476,7 @@ class Executor:
     which stay valid, as in a repeatable executor, until it is closed."""
 
     __slots__ = ("op", "workspace_size", "outputs", "_es", "_rel", "_per_run", "_allocator",
-                 "_device", "_phase_two", "_ws_ptr", "__weakref__")
+                 "_device", "_phase_two", "_ws_ptr", "_bound", "__weakref__")
 
     def __init__(self, op, cargs, allocs, keep, device, allocator=None):
         _device.activate(device)
@@ -476,6 +494,7 @@ class Executor:
         self._allocator = allocator
         self._phase_two = fns[1]
         self._ws_ptr = _NULL
+        self._bound = _by_parameter(op, cargs, keep)
         st = fns[2](ex)
         if st:
             err = make_error(st, "aclSetAclOpExecutorRepeatable")
@@ -550,6 +569,116 @@ class Executor:
         es.uses[sst] = sst.seq      # numbered by enqueue
         return self.outputs
 
+    def rebind(self, /, **tensors: DeviceTensor) -> None:
+        """Runs the executor on other tensors from its next run on, without a new phase one:
+        each keyword names a tensor parameter (as :meth:`Operator.argument_name` does: the C
+        name here, the Python one for a plan) and gives a :class:`~acl_py.DeviceTensor` of the
+        tensor it replaces' dtype, shape, strides and offset, on the executor's device.
+        ``aclSetTensorAddr`` re-points the executor's own descriptor of that parameter at the
+        new memory (in ``per-run`` mode the next phase one is simply given the new tensor).
+
+        Memory: the new tensor's is kept until the executor is closed and its last run done,
+        as the first one's was; the replaced one's only until the stream has passed the runs
+        already queued on it. Queued runs keep the memory they were launched on: rebind
+        between runs as you would change the inputs' contents (order runs on other streams
+        first). Wrong arguments raise before anything changes (AclTypeError for an unknown
+        name, a dtype or a kind, AclArgumentError for the rest, ClosedError for a closed
+        tensor, each naming the argument); a refusal of the library raises its typed error,
+        the arguments before it rebound."""
+        if self.closed or self._es.gen != _rt.gen:
+            raise self._closed_error()
+        op = self.op
+        bound = self._bound
+        names = [op.argument_name(p) for p in op.params]
+        checked = []
+        for name, t in tensors.items():
+            if name not in names:
+                tensor_names = [n for n, p in zip(names, op.params) if p.kind is TENSOR]
+                raise AclTypeError(name, f"{op.name} has no parameter of that name (its "
+                                   f"tensors: {', '.join(tensor_names)})")
+            pos = names.index(name)
+            if op.params[pos].kind is not TENSOR:
+                raise AclArgumentError(name, f"{op.name}: only tensors can be rebound; this "
+                                       f"argument is read by phase one: prepare a new executor")
+            checked.append((pos, name, self._rebinding(name, bound[pos], t)))
+        for pos, name, t in checked:
+            if self._per_run is None:
+                self._repoint(pos, t)
+            else:
+                self._replace(pos, t)
+            self._rebound(name, t)
+
+    def _rebinding(self, name, own, t):
+        """``t`` checked against the executor's tensor ``own`` for parameter ``name``."""
+        if not isinstance(own, DeviceTensor):
+            raise AclArgumentError(name, f"{self.op.name}: was None (or a raw pointer) when the "
+                                   f"executor was prepared: there is no tensor to replace")
+        if not isinstance(t, DeviceTensor):
+            raise AclTypeError(name, f"expected an acl_py.DeviceTensor, got "
+                               f"{type(t).__name__}")
+        if t.closed:
+            raise ClosedError(f"{name}: DeviceTensor is closed")
+        if t.allocation.device != self._device:
+            raise AclArgumentError(name, f"tensor is on device {t.allocation.device}, the "
+                                   f"executor on device {self._device}")
+        if t.dtype != own.dtype:
+            raise AclTypeError(name, f"dtype {t.dtype} != {own.dtype}, the dtype the executor "
+                               f"was prepared for")
+        if t.shape != own.shape:
+            raise AclArgumentError(name, f"shape {t.shape} != {own.shape}, the shape the "
+                                   f"executor was prepared for")
+        if t.strides != own.strides or t.offset != own.offset:
+            raise AclArgumentError(name, f"layout (strides {t.strides}, offset {t.offset}, in "
+                                   f"elements) != (strides {own.strides}, offset {own.offset}), "
+                                   f"the layout the executor was prepared for")
+        return t
+
+    def _flat_index(self, pos):
+        """aclSetTensorAddr's index of parameter ``pos``: the tensors before it in phase
+        one's order (a tensor list counts its tensors; a None tensor keeps its place)."""
+        n = 0
+        for p, own in zip(self.op.params[:pos], self._bound):
+            if p.kind is TENSOR:
+                n += 1
+            elif type(own) is TensorList:
+                n += len(own.tensors)
+        return n
+
+    def _repoint(self, pos, t):
+        """Re-points the repeatable executor's own descriptor of parameter ``pos`` at ``t``'s
+        memory, and moves the memory's bookkeeping (see rebind)."""
+        es = self._es
+        own = self._bound[pos]
+        L = _rt.lib if _rt.ready else _rt.ensure()
+        new = t.allocation
+        # The descriptor phase one was given (cached_handle: its first buffer may be closed).
+        st = L.aclSetTensorAddr(es.handle, self._flat_index(pos), own.cached_handle, new.ptr)
+        if st:
+            raise make_error(st, "aclSetTensorAddr")
+        old = own.allocation
+        own.repoint(t)
+        new.uses.link(es.uses)
+        old.uses.unlink(es.uses)
+
+    def _replace(self, pos, t):
+        """``per-run`` mode: the next phase one is given the executor's own copy of ``t``."""
+        cargs, allocs, keep = self._per_run
+        es = self._es
+        old = self._bound[pos]
+        own = own_copy(t)
+        cargs = list(cargs)
+        cargs[pos] = own.handle
+        allocs = list(allocs)
+        allocs[next(i for i, a in enumerate(allocs) if a is old.allocation)] = own.allocation
+        self._per_run = (cargs, allocs, [own if k is old else k for k in keep])
+        self._bound = self._bound[:pos] + (own,) + self._bound[pos + 1:]
+        t.allocation.uses.link(es.uses)
+        old.allocation.uses.unlink(es.uses)
+        old.close()     # its aclTensor: the runs queued on it hold device addresses only
+
+    def _rebound(self, name, t):
+        """After parameter ``name`` was rebound to ``t`` (a plan updates its outputs)."""
+
     def _run_per_launch(self, stream):
         es = self._es
         if es.closed or self._per_run is None or es.gen != _rt.gen:
@@ -566,6 +695,7 @@ class Executor:
         repeat."""
         self._rel.release()
         self._per_run = None
+        self._bound = ()
         self._es.closed = True
 
     def __enter__(self: _ExecutorSelf) -> _ExecutorSelf:
