@@ -36,7 +36,7 @@ from .errors import (AclError, AclArgumentError, AclTimeoutError, AclTypeError, 
 from .runtime import FinalizedError, ForkedError, backend, finalize, init, release_unused
 from .device import (CoreLimits, Device, DeviceAttributes, StreamPriorityRange, Utilization,
                      current_device, device_count, mem_info, run_mode, set_device, synchronize)
-from .stream import Event, Stream, StreamFlag, default_stream
+from .stream import Event, EventFlag, Stream, StreamFlag, default_stream
 from .context import Context
 from .memory import DeviceBuffer, HostBuffer, MemoryPool, get_pool
 from .soc import soc_name, supports_bfloat16
@@ -64,7 +64,7 @@ __all__ = [
     "init", "finalize", "backend", "Device", "current_device", "set_device", "device_count",
     "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "run_mode",
     "cann_version", "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits",
-    "Stream", "StreamFlag", "Event", "default_stream", "Context",
+    "Stream", "StreamFlag", "Event", "EventFlag", "default_stream", "Context",
     "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",
     "reference", "AclError", "AclArgumentError", "AclTimeoutError", "AclTypeError",

@@ -52,6 +52,21 @@ class StreamFlag(enum.IntFlag):
     DEVICE_USE_ONLY = 0x20
 
 
+class EventFlag(enum.IntFlag):
+    """What an event is for (``Event(flags=...)``, ``Event.flags``; CANN's ``ACL_EVENT_*`` of
+    ``aclrtCreateEventWithFlag``, docs/zh/api_ref/07_event_management.md). ``SYNC``: a stream
+    can wait for it (:meth:`Stream.wait`). ``TIME_LINE``: its records carry a timestamp
+    (:meth:`Event.elapsed_ms`, :meth:`Event.timestamp_us`; it costs the runtime some work).
+    ``CAPTURE_STREAM_PROGRESS``: it tracks a stream's progress (query and synchronize only).
+    CANN's device-only, graph-capture (``EXTERNAL``) and IPC flags are not offered: the host
+    could neither record nor wait for such an event here. ``Event()`` without flags is
+    ``aclrtCreateEvent``'s event, which does all three."""
+
+    SYNC = 0x01
+    CAPTURE_STREAM_PROGRESS = 0x02
+    TIME_LINE = 0x08
+
+
 class StreamState(_ordering.Timeline):
     """A stream's C handle and timeline, shared by its wrapper, the records of the work
     enqueued on it and its releaser (never references the wrapper). For acl-py's modules:
@@ -184,6 +199,16 @@ def _wait(handle, ms):
         return make_error(st, "aclrtSynchronizeStream") if st else None
     st = _rt.lib.aclrtSynchronizeStreamWithTimeout(handle, ms)
     return make_error(st, "aclrtSynchronizeStreamWithTimeout") if st else None
+
+
+def _check_event_flags(flags):
+    """``Event``'s flags, checked: an EventFlag of at least one known bit."""
+    flags = as_int(flags, "flags", "acl_py.EventFlag bits")
+    unknown = int(flags) & ~int(sum(EventFlag))
+    if unknown or flags <= 0:
+        raise AclArgumentError("flags", f"{flags:#x} is not a non-empty OR of EventFlag bits "
+                               f"(SYNC, CAPTURE_STREAM_PROGRESS, TIME_LINE)")
+    return EventFlag(flags)
 
 
 def _check_config(priority, flags):
@@ -417,6 +442,11 @@ class Stream:
                                      "a stream waits for it")
                 e.refused(err)
                 raise e from err
+            if r == _NO_WAIT and est.flags is not None and not est.flags & EventFlag.SYNC:
+                e = AclArgumentError("other", f"event created with flags {est.flags!r}, "
+                                     f"without EventFlag.SYNC: a stream cannot wait for it")
+                e.refused(err)
+                raise e from err
             raise err
         est.uses[sst] = sst.seq     # numbered by enqueue: the destroy waits for the wait
 
@@ -569,6 +599,7 @@ def state_for(stream, device, argument="stream"):
 
 _NEVER_RECORDED = 507000   # aclrtEventElapsedTime of an event never recorded (hicann/runtime)
 _NOT_RECORDED = 107000     # aclrtStreamWaitEvent of an event never recorded (event.cc Wait)
+_NO_WAIT = 207000          # aclrtStreamWaitEvent of an event without SYNC (api_error.cc)
 
 
 def _wait_event(event, stream):
@@ -577,11 +608,12 @@ def _wait_event(event, stream):
 
 
 class _EventState:
-    __slots__ = ("handle", "device", "recorded", "closed", "gen", "uses")
+    __slots__ = ("handle", "device", "flags", "recorded", "closed", "gen", "uses")
 
-    def __init__(self, handle, device):
+    def __init__(self, handle, device, flags):
         self.handle = handle    # None once destroyed
         self.device = device
+        self.flags = flags      # EventFlag bits, or None: aclrtCreateEvent's event
         self.recorded = None    # (stream state, seq) of the last record
         self.closed = False     # the wrapper's state: the destroy may wait for streams
         self.gen = _rt.gen
@@ -622,11 +654,32 @@ class Event:
 
     __slots__ = ("_st", "_rel", "__weakref__")
 
-    def __init__(self, device: DeviceLike = None) -> None:
+    def __init__(self, device: DeviceLike = None, flags: int | None = None) -> None:
+        """``flags``: :class:`EventFlag` bits (``aclrtCreateEventWithFlag``), or None for
+        ``aclrtCreateEvent``'s event (waits and timestamps both)."""
+        if flags is not None:
+            flags = _check_event_flags(flags)
         dev = _device.resolve_device(device)
         made_in = _rt.gen   # before the C call: see Releaser
-        st = self._st = _EventState(_create(dev, "aclrtEvent *", "aclrtCreateEvent"), dev)
+        if flags is None:
+            handle = _create(dev, "aclrtEvent *", "aclrtCreateEvent")
+        else:
+            handle = _create(dev, "aclrtEvent *", "aclrtCreateEventWithFlag", int(flags))
+        st = self._st = _EventState(handle, dev, flags)
         self._rel = _rt.Releaser(self, _release_event, (st,), _rt.ORDER_EVENT, made_in)
+
+    @property
+    def flags(self) -> EventFlag | None:
+        """The :class:`EventFlag` bits it was created with; None for ``Event()`` without."""
+        return self._st.flags
+
+    def _check_timed(self, st, argument, call):
+        """An event created without TIME_LINE has no timestamps: CANN's runtime answers 0 on
+        Atlas A2/A3 (the record's completion report is asked for only with TIME_LINE); a
+        meaningless number is refused here instead."""
+        if st.flags is not None and not st.flags & EventFlag.TIME_LINE:
+            raise AclArgumentError(argument, f"event created with flags {st.flags!r}, without "
+                                   f"EventFlag.TIME_LINE: it has no timestamp for {call}")
 
     def _live(self):
         st = self._st
@@ -705,6 +758,8 @@ class Event:
             raise AclTypeError("end", f"expected an acl_py.Event, got {type(end).__name__}")
         st = self._live()
         est = end._live()
+        self._check_timed(st, "self", "elapsed_ms")
+        self._check_timed(est, "end", "elapsed_ms")
         if est.device != st.device:
             raise AclArgumentError("end", f"event of device {est.device}, this one is on "
                                    f"device {st.device}")
@@ -730,6 +785,7 @@ class Event:
         (``aclrtEventGetTimestamp``; the emulator counts from the host's start). The record
         must be complete: synchronize the event or its stream first."""
         st = self._live()
+        self._check_timed(st, "self", "timestamp_us")
         _device.activate(st.device)
         out = ffi.new("uint64_t *")
         r = _rt.lib.aclrtEventGetTimestamp(st.handle, out)

@@ -1,8 +1,9 @@
 """C++ programs written for CANN (public headers only) build against the emulator's prefix
 with the documented command line and run: tests/c/runtime_smoke.cpp (allocations, copies
 there and back, asynchronous copies on two streams with events and of pageable memory, error
-codes) and tests/c/forced_teardown.cpp (the forced teardown CANN programs end with: threads
-that set the device, aclrtDestroyStreamForce with work queued, one aclrtResetDeviceForce)."""
+codes), tests/c/forced_teardown.cpp (the forced teardown CANN programs end with: threads
+that set the device, aclrtDestroyStreamForce with work queued, one aclrtResetDeviceForce) and
+tests/c/event_flags.cpp (the event flag calls)."""
 from __future__ import annotations
 
 import os
@@ -163,3 +164,28 @@ def test_host_functions_and_callbacks():
     r = subprocess.run([exe], capture_output=True, text=True, timeout=60, env=_env())
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout == HOST_FUNCTIONS
+
+
+EVENT_FLAGS_EXPECTED = """\
+end recorded before b passed its wait: yes
+elapsed >= 15 ms: yes
+ex event before a record: complete
+wait for a TIME_LINE-only event: 207000
+reset an Ex event: 207000
+record EXTERNAL after DEFAULT records: 107000
+record EXTERNAL outside a capture: 107029
+create with EXTERNAL | SYNC: 107000
+wait flag 2: 100000
+sync event after its reset: not ready
+done
+"""
+
+
+def test_cpp_event_flags_program():
+    """tests/c/event_flags.cpp: aclrtCreateEventWithFlag / ExWithFlag, aclrtRecordEventWithFlag
+    and aclrtStreamWaitEventWithFlag from C++, with the codes of docs/emulator.md "Event
+    flags"."""
+    exe = build("event_flags")
+    r = subprocess.run([exe], capture_output=True, text=True, timeout=60, env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == EVENT_FLAGS_EXPECTED

@@ -268,6 +268,32 @@ ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, 
 ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent,
                                                    aclrtEvent endEvent);
 
+/* ---- event flags (include/acl/acl_rt.h of CANN) ---- */
+/* aclrtCreateEventWithFlag's and aclrtCreateEventExWithFlag's flags (bits). */
+#define ACL_EVENT_SYNC 0x00000001U
+#define ACL_EVENT_CAPTURE_STREAM_PROGRESS 0x00000002U
+#define ACL_EVENT_TIME_LINE 0x00000008U
+#define ACL_EVENT_DEVICE_USE_ONLY 0x00000010U
+#define ACL_EVENT_EXTERNAL 0x00000020U
+#define ACL_EVENT_IPC 0x00000040U
+/* aclrtRecordEventWithFlag's and aclrtStreamWaitEventWithFlag's flags: EXTERNAL is for a
+ * stream being captured into a graph. */
+#define ACL_EVENT_RECORD_DEFAULT 0x0U
+#define ACL_EVENT_RECORD_EXTERNAL 0x01U
+#define ACL_EVENT_WAIT_DEFAULT 0x0U
+#define ACL_EVENT_WAIT_EXTERNAL 0x01U
+
+/* An event with the features its flag bits name (aclrtCreateEvent's: timestamps and waits). */
+ACL_FUNC_VISIBILITY aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag);
+/* The same, an event that needs no reset to be recorded again (no aclrtResetEvent). */
+ACL_FUNC_VISIBILITY aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream,
+                                                      uint32_t flag);
+/* timeout: seconds (0: no limit) for ACL_EVENT_WAIT_DEFAULT; 0 for ACL_EVENT_WAIT_EXTERNAL. */
+ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event,
+                                                          uint32_t timeout, uint32_t flag);
+/* ---- end of event flags ---- */
+
 /* ---- installed package versions ---- */
 #define ACL_PKG_VERSION_MAX_SIZE 128
 #define ACL_PKG_VERSION_PARTS_MAX_SIZE 64

@@ -85,7 +85,30 @@ typedef struct rt_event {
      * task clears it; an aclrtStreamWaitEvent task passes only while it is set. */
     bool signaled;
     struct rt_event *prev, *next; /* the device's event list (g_dev_mu) */
+    /* Its creation (event flags, below): the runtime's flag bits, whether it is an event of
+     * aclrtCreateEventExWithFlag (the runtime's "new mode"), whether its records carry a
+     * timestamp. */
+    uint32_t flag;
+    bool ex;
+    bool stamps;
+    /* The flag of its first record and first wait, UINT32_MAX before (mu): later ones must
+     * match (hicann/runtime src/runtime/api/impl/api_error.cc EventRecord, StreamWaitEvent). */
+    uint32_t record_flag, wait_flag;
+    const rt_stream *last_record_stream; /* the stream of the last record (mu; identity only) */
 } rt_event;
+
+/* The runtime's event flag bits (hicann/runtime pkg_inc/runtime/runtime/event.h): the ACL
+ * names ACL_EVENT_SYNC (DDSYNC_NS), ACL_EVENT_CAPTURE_STREAM_PROGRESS (STREAM_MARK),
+ * ACL_EVENT_TIME_LINE, ACL_EVENT_DEVICE_USE_ONLY (MC2), ACL_EVENT_EXTERNAL, ACL_EVENT_IPC;
+ * DDSYNC has no ACL name. aclrtCreateEvent's events have RT_EVENT_DEFAULT. */
+#define EV_DDSYNC_NS 0x01u
+#define EV_STREAM_MARK 0x02u
+#define EV_DDSYNC 0x04u
+#define EV_TIME_LINE 0x08u
+#define EV_MC2 0x10u
+#define EV_EXTERNAL 0x20u
+#define EV_IPC 0x40u
+#define EV_DEFAULT (EV_DDSYNC | EV_TIME_LINE | EV_STREAM_MARK)
 
 static struct {
     rt_stream *default_stream;
@@ -927,28 +950,87 @@ static void event_free(rt_obj *o) {
     free(e);
 }
 
-aclError aclrtCreateEvent(aclrtEvent *event) {
-    aclError rc = rt_refuse_in_host_function(__func__);
+/* Whether the emulated part has the STARS task scheduler (Atlas A2/A3, Ascend 950): there an
+ * event record's timestamp comes from the task's completion report, which the runtime asks
+ * for only for ACL_EVENT_TIME_LINE events (hicann/runtime src/runtime/core/src/task/
+ * task_info/event/event_task.cc EventRecordTaskInit: isCqeNeedConcern; the timestamp stays
+ * 0 otherwise); the older parts report every record's time (event_task_v100.cc). Ascend
+ * 950's IPC events and the device-only events of the A2/A3 come with the same parts
+ * (src/runtime/config/910_B_93 and 950 dev_info_reg.cc: RT_FEATURE_IPC_EVENT). */
+static bool part_has_stars(void) { return aclemu_soc_info("the runtime")->npu_arch >= 2201; }
+
+/* The argument rules of aclrtCreateEventWithFlag (ex false) and aclrtCreateEventExWithFlag
+ * (hicann/runtime src/runtime/api/impl/api_error.cc EventCreate, EventCreateEx), checked
+ * before the runtime needs a device. */
+static aclError check_event_flag(const char *fn, uint32_t flag, bool ex) {
+    static const struct { uint32_t bit; const char *name; } solely[] = {
+        {EV_MC2, "ACL_EVENT_DEVICE_USE_ONLY (0x10)"},
+        {EV_EXTERNAL, "ACL_EVENT_EXTERNAL (0x20)"},
+        {EV_IPC, "ACL_EVENT_IPC (0x40)"},
+    };
+    for (size_t i = 0; i < (ex ? 3u : 2u); i++)
+        if ((flag & solely[i].bit) != 0 && (flag & ~solely[i].bit) != 0)
+            return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                          "flag %#x: %s is not combined with other flags", (unsigned)flag,
+                          solely[i].name);
+    if (ex && flag == EV_IPC && !part_has_stars())
+        return RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
+                      "flag ACL_EVENT_IPC: %s does not support IPC events",
+                      aclemu_soc_info(fn)->name);
+    uint32_t all = ex ? (EV_DDSYNC_NS | EV_STREAM_MARK | EV_DDSYNC | EV_TIME_LINE | EV_IPC)
+                      : (EV_DDSYNC_NS | EV_STREAM_MARK | EV_DDSYNC | EV_TIME_LINE | EV_MC2 |
+                         EV_EXTERNAL);
+    if ((flag & all) == 0 || flag > all)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "flag %#x is not an OR of ACL_EVENT_SYNC (0x1), "
+                      "ACL_EVENT_CAPTURE_STREAM_PROGRESS (0x2), 0x4 and ACL_EVENT_TIME_LINE "
+                      "(0x8), nor %s alone", (unsigned)flag,
+                      ex ? "ACL_EVENT_IPC (0x40)"
+                         : "ACL_EVENT_DEVICE_USE_ONLY (0x10) or ACL_EVENT_EXTERNAL (0x20)");
+    return ACL_SUCCESS;
+}
+
+/* aclrtCreateEvent (flag EV_DEFAULT, not checked), aclrtCreateEventWithFlag and
+ * aclrtCreateEventExWithFlag (ex). CANN's order: the NULL event (ACL layer, hicann/runtime
+ * src/acl/aclrt_impl/event.cpp), the flag (api_error.cc), the context, then whether the part
+ * has device-only events (api_impl.cc EventCreate: CheckSupportMC2Feature). */
+static aclError create_event(const char *fn, aclrtEvent *event, uint32_t flag, bool ex,
+                             bool check) {
+    aclError rc = rt_refuse_in_host_function(fn);
     if (rc != ACL_SUCCESS)
         return rc;
-    rc = rt_begin(__func__, ACL_ERROR_RT_MEMORY_ALLOCATION);
+    rc = rt_begin(fn, ACL_ERROR_RT_MEMORY_ALLOCATION);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
     if (event == NULL) { /* CANN's ACL layer checks it before the runtime needs a device */
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "event (output pointer) is NULL");
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "event (output pointer) is NULL");
         goto out;
     }
-    if ((rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+    if (check && (rc = check_event_flag(fn, flag, ex)) != ACL_SUCCESS)
         goto out;
+    if ((rc = rt_need_device(fn, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (flag == EV_MC2 && aclemu_soc_info(fn)->npu_arch < 2002) {
+        /* the API reference: Atlas training series parts have no device-only events
+         * (07_event_management.md, aclrtCreateEventWithFlag) */
+        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
+                    "flag ACL_EVENT_DEVICE_USE_ONLY: %s does not support device-only events",
+                    aclemu_soc_info(fn)->name);
+        goto out;
+    }
     rt_event *e = calloc(1, sizeof *e);
     if (e == NULL) {
-        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__, "out of host memory");
+        rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, fn, "out of host memory");
         goto out;
     }
     atomic_init(&e->hdr.refs, 1);
     e->hdr.free_fn = event_free;
     e->device = dev;
+    e->flag = flag;
+    e->ex = ex;
+    e->stamps = (flag & EV_TIME_LINE) != 0 || !part_has_stars();
+    e->record_flag = e->wait_flag = UINT32_MAX;
     pthread_mutex_init(&e->mu, NULL);
     rt_cond_init_monotonic(&e->cv); /* timed synchronizes wait on it */
     pthread_mutex_lock(&g_dev_mu);
@@ -962,6 +1044,61 @@ aclError aclrtCreateEvent(aclrtEvent *event) {
 out:
     rt_leave();
     return rc;
+}
+
+aclError aclrtCreateEvent(aclrtEvent *event) {
+    return create_event(__func__, event, EV_DEFAULT, false, false);
+}
+
+aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag) {
+    return create_event(__func__, event, flag, false, true);
+}
+
+aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag) {
+    return create_event(__func__, event, flag, true, true);
+}
+
+/* The refusals of the runtime's API layer that depend on how the event was made (hicann/
+ * runtime src/runtime/api/impl/api_error.cc EventRecord, StreamWaitEvent, EventReset):
+ * what = "record", "wait" or "reset"; op_flag the record's or wait's flag (reset: 0). */
+static aclError check_event_use(const char *fn, rt_event *e, const char *what,
+                                uint32_t op_flag) {
+    bool record = strcmp(what, "record") == 0, reset = strcmp(what, "reset") == 0;
+    if ((e->flag & EV_MC2) != 0)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "event %p was created with ACL_EVENT_DEVICE_USE_ONLY: only the device "
+                      "records, waits for or resets it", (void *)e);
+    if (reset && e->flag == EV_IPC)
+        return RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
+                      "event %p is an IPC event (ACL_EVENT_IPC), which cannot be reset",
+                      (void *)e);
+    if (!record && (e->flag & (EV_DDSYNC | EV_DDSYNC_NS | EV_EXTERNAL | EV_IPC)) == 0)
+        return RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
+                      "event %p (flag %#x) was created without ACL_EVENT_SYNC: a stream cannot "
+                      "%s it", (void *)e, (unsigned)e->flag, reset ? "reset" : "wait for");
+    if (reset)
+        return ACL_SUCCESS;
+    if (op_flag == 1u && !(e->ex && e->flag == EV_DDSYNC_NS))
+        return RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
+                      "ACL_EVENT_%s_EXTERNAL takes only an event of aclrtCreateEventExWithFlag "
+                      "with ACL_EVENT_SYNC alone (event %p: flag %#x%s)",
+                      record ? "RECORD" : "WAIT", (void *)e, (unsigned)e->flag,
+                      e->ex ? "" : ", not of aclrtCreateEventExWithFlag");
+    /* The first record (wait) fixes the flag, whatever the call then returns (the API
+     * reference, aclrtRecordEventWithFlag and aclrtStreamWaitEventWithFlag). */
+    pthread_mutex_lock(&e->mu);
+    uint32_t *first = record ? &e->record_flag : &e->wait_flag;
+    uint32_t was = *first;
+    if (was == UINT32_MAX)
+        *first = op_flag;
+    pthread_mutex_unlock(&e->mu);
+    if (was != UINT32_MAX && was != op_flag)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "event %p: its %ss use ACL_EVENT_%s_%s and cannot switch to ACL_EVENT_%s_%s",
+                      (void *)e, what, record ? "RECORD" : "WAIT",
+                      was ? "EXTERNAL" : "DEFAULT", record ? "RECORD" : "WAIT",
+                      op_flag ? "EXTERNAL" : "DEFAULT");
+    return ACL_SUCCESS;
 }
 
 static aclError get_event(const char *fn, const char *arg, aclrtEvent event, rt_event **out) {
@@ -1044,7 +1181,7 @@ static void record_run(void *arg) {
     pthread_mutex_lock(&t->e->mu);
     if (t->seq > t->e->done) { /* records on different streams may finish out of order */
         t->e->done = t->seq;
-        t->e->stamp_ns = now;
+        t->e->stamp_ns = t->e->stamps ? now : 0;
         t->e->done_error = t->abort_code;
     }
     t->e->signaled = true;
@@ -1064,28 +1201,49 @@ static void record_release(void *arg) {
     free(t);
 }
 
-aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+/* aclrtRecordEvent (flag ACL_EVENT_RECORD_DEFAULT) and aclrtRecordEventWithFlag. */
+static aclError record_event(const char *fn, aclrtEvent event, aclrtStream stream,
+                             uint32_t flag) {
+    aclError rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
     rt_event *e = NULL;
     rt_stream *s = NULL;
-    /* CANN: the NULL check (ACL layer), the handle's validation (runtime API), then the
-     * context (api_impl.cc EventRecord) */
-    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
-        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
-        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
+    /* CANN: the NULL check (ACL layer), the handles' validation (runtime API), the event's
+     * flags (api_error.cc EventRecord), then the context (api_impl.cc EventRecord) */
+    if (event == NULL) { /* the ACL layer's checks: the NULL event, then the flag */
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "event is NULL");
+        goto out;
+    }
+    if (flag != ACL_EVENT_RECORD_DEFAULT && flag != ACL_EVENT_RECORD_EXTERNAL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
+                    "flag %u is neither ACL_EVENT_RECORD_DEFAULT (0) nor "
+                    "ACL_EVENT_RECORD_EXTERNAL (1)", (unsigned)flag);
+        goto out;
+    }
+    if ((rc = get_event(fn, "event", event, &e)) != ACL_SUCCESS ||
+        (rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS ||
+        (rc = check_event_use(fn, e, "record", flag)) != ACL_SUCCESS ||
+        (rc = rt_need_device(fn, &dev)) != ACL_SUCCESS ||
+        (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS)
         goto out;
     if (e->device != dev) {
-        rc = RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, __func__,
+        rc = RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, fn,
                     "event %p belongs to device %d but the calling thread's device is %d", event,
                     e->device, dev);
         goto out;
     }
+    if (flag == ACL_EVENT_RECORD_EXTERNAL) {
+        /* api_impl.cc EventRecord: only on a stream being captured into a graph */
+        rc = RT_ERR(ACL_ERROR_RT_STREAM_NOT_CAPTURED, fn,
+                    "ACL_EVENT_RECORD_EXTERNAL: stream %p is not being captured (the emulator "
+                    "provides no graph capture)", stream);
+        goto out;
+    }
     record_task *t = malloc(sizeof *t);
     if (t == NULL) {
-        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "out of host memory");
+        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
         goto out;
     }
     /* Issue and enqueue under the event lock, so the sequence numbers of concurrent records
@@ -1097,7 +1255,7 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
         if (v == NULL) {
             pthread_mutex_unlock(&e->mu);
             free(t);
-            rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "out of host memory");
+            rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
             goto out;
         }
         e->inflight = v;
@@ -1107,10 +1265,11 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
     t->seq = e->issued + 1;
     t->abort_code = ACL_SUCCESS;
     atomic_fetch_add(&e->hdr.refs, 1);
-    rc = rt_stream_push(s, record_run, record_release, t, __func__);
+    rc = rt_stream_push(s, record_run, record_release, t, fn);
     if (rc == ACL_SUCCESS) {
         e->issued = t->seq;
         e->inflight[e->n_inflight++] = t->seq;
+        e->last_record_stream = s;
     }
     pthread_mutex_unlock(&e->mu);
     if (rc != ACL_SUCCESS)
@@ -1122,6 +1281,15 @@ out:
         rt_obj_put(&e->hdr);
     rt_leave();
     return rc;
+}
+
+aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
+    return record_event(__func__, event, stream, ACL_EVENT_RECORD_DEFAULT);
+}
+
+/* ACL_EVENT_RECORD_DEFAULT is aclrtRecordEvent (hicann/runtime src/acl/aclrt_impl/event.cpp). */
+aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t flag) {
+    return record_event(__func__, event, stream, flag);
 }
 
 static void reset_run(void *arg) {
@@ -1141,12 +1309,23 @@ aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream) {
     rt_event *e = NULL;
     rt_stream *s = NULL;
     /* CANN's order (hicann/runtime src/acl/aclrt_impl/event.cpp aclrtResetEventImpl, src/
-     * runtime/api/api_c.cc rtEventReset, api_impl.cc EventReset): the NULL event, the two
-     * handles, the context, the stream's context. */
+     * runtime/api/api_c.cc rtEventReset, api_error.cc and api_impl.cc EventReset): the NULL
+     * event, the two handles, the event's flags, the context, an event of
+     * aclrtCreateEventExWithFlag, the stream's context. The events of aclrtCreateEvent are
+     * reset as the runtime's code resets them (their flag has RT_EVENT_DDSYNC), though the API
+     * reference names only aclrtCreateEventWithFlag's with ACL_EVENT_SYNC. */
     if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
         (rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
-        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
-        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
+        (rc = check_event_use(__func__, e, "reset", 0)) != ACL_SUCCESS ||
+        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (e->ex) {
+        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
+                    "event %p was created by aclrtCreateEventExWithFlag, whose events need no "
+                    "reset (a record replaces the last)", event);
+        goto out;
+    }
+    if ((rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
         goto out;
     if (e->device != dev) {
         rc = RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, __func__,
@@ -1169,6 +1348,7 @@ out:
 typedef struct {
     rt_event *e;
     uint64_t seq; /* the record waited for */
+    uint32_t timeout_s; /* aclrtStreamWaitEventWithFlag's: 0 for ever */
 } wait_task;
 
 /* Whether a wait for record seq may pass (mu held): that record has run and no reset has run
@@ -1184,6 +1364,8 @@ static bool wait_met(const rt_event *e, uint64_t seq) {
 static void wait_run(void *arg) {
     wait_task *t = arg;
     rt_event *e = t->e;
+    uint64_t deadline = t->timeout_s == 0 ? UINT64_MAX
+                                          : rt_now_ns() + (uint64_t)t->timeout_s * 1000000000ull;
     pthread_mutex_lock(&e->mu);
     while (!wait_met(e, t->seq)) {
         pthread_mutex_unlock(&e->mu);
@@ -1191,6 +1373,11 @@ static void wait_run(void *arg) {
          * stream's destruction, as the device's running task does */
         if (aclemu_task_cancelled())
             return;
+        if (rt_now_ns() >= deadline) {
+            aclemu_task_fail(ACL_ERROR_RT_TASK_TIMEOUT,
+                             "the event was not recorded within the wait's timeout");
+            return;
+        }
         pthread_mutex_lock(&e->mu);
         struct timespec ts = rt_timespec(rt_now_ns() + 2000000ull); /* short slices */
         if (!wait_met(e, t->seq))
@@ -1208,56 +1395,88 @@ static void wait_release(void *arg) {
     free(t);
 }
 
-aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+/* aclrtStreamWaitEvent (timeout 0, flag ACL_EVENT_WAIT_DEFAULT) and
+ * aclrtStreamWaitEventWithFlag. */
+static aclError wait_event(const char *fn, aclrtStream stream, aclrtEvent event,
+                           uint32_t timeout, uint32_t flag) {
+    aclError rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
     int dev;
     rt_event *e = NULL;
     rt_stream *s = NULL;
-    /* CANN's order: the NULL event (ACL layer, hicann/runtime src/acl/aclrt_impl/stream.cpp),
-     * the handles (src/runtime/api/api_c_stream.cc rtStreamWaitEvent), the context and the
-     * stream's (api_impl.cc StreamWaitEvent), then the event's record (src/runtime/core/src/
-     * event/event.cc Event::Wait). */
+    /* CANN's order: the NULL event, then the flag and the timeout (ACL layer, hicann/runtime
+     * src/acl/aclrt_impl/stream.cpp), the handles (src/runtime/api/api_c_stream.cc
+     * rtStreamWaitEvent), the event's flags (api_error.cc StreamWaitEvent), the context and
+     * the stream's (api_impl.cc StreamWaitEvent), then the event's record (src/runtime/core/
+     * src/event/event.cc Event::WaitSendCheck, Event::Wait). */
     if (event == NULL) {
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "event is NULL");
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "event is NULL");
         goto out;
     }
-    if ((rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
-        (rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
-        (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS ||
-        (rc = rt_stream_get(stream, dev, __func__, &s)) != ACL_SUCCESS)
+    if (flag != ACL_EVENT_WAIT_DEFAULT && flag != ACL_EVENT_WAIT_EXTERNAL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
+                    "flag %u is neither ACL_EVENT_WAIT_DEFAULT (0) nor ACL_EVENT_WAIT_EXTERNAL "
+                    "(1)", (unsigned)flag);
         goto out;
+    }
+    if (flag == ACL_EVENT_WAIT_EXTERNAL && timeout != 0) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
+                    "timeout %u: ACL_EVENT_WAIT_EXTERNAL takes only 0", (unsigned)timeout);
+        goto out;
+    }
+    if ((rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS ||
+        (rc = get_event(fn, "event", event, &e)) != ACL_SUCCESS ||
+        (rc = check_event_use(fn, e, "wait", flag)) != ACL_SUCCESS ||
+        (rc = rt_need_device(fn, &dev)) != ACL_SUCCESS ||
+        (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS)
+        goto out;
+    if (flag == ACL_EVENT_WAIT_EXTERNAL) {
+        rc = RT_ERR(ACL_ERROR_RT_STREAM_NOT_CAPTURED, fn,
+                    "ACL_EVENT_WAIT_EXTERNAL: stream %p is not being captured (the emulator "
+                    "provides no graph capture)", stream);
+        goto out;
+    }
     if (e->device != dev) {
         /* The vendor's multi-device guide: waiting for an event of another device fails
          * (hicann/runtime docs/zh/dev_guide/05_multi_device_programming.md); the status is
          * the emulator's choice, as for aclrtRecordEvent. */
-        rc = RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, __func__,
+        rc = RT_ERR(ACL_ERROR_RT_STREAM_CONTEXT, fn,
                     "event %p belongs to device %d, the stream to device %d: a stream waits "
                     "only for events of its own device", event, e->device, dev);
         goto out;
     }
     wait_task *t = malloc(sizeof *t);
     if (t == NULL) {
-        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "out of host memory");
+        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
         goto out;
     }
     pthread_mutex_lock(&e->mu);
-    if (e->issued == 0) {
-        /* RT_ERROR_INVALID_VALUE -> 107000 (errcode_manage.cc): "The event has not been
-         * recorded" */
+    if (e->ex && (e->issued == 0 || e->last_record_stream == s ||
+                  !record_pending(e, e->issued))) {
+        /* Event::WaitSendCheck, new mode: nothing to wait for when the event was never
+         * recorded, its last record is on this stream (stream order) or has completed */
         pthread_mutex_unlock(&e->mu);
         free(t);
-        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+        goto out;
+    }
+    if (e->issued == 0 && (e->flag & (EV_DDSYNC_NS | EV_EXTERNAL | EV_IPC)) == 0) {
+        /* RT_ERROR_INVALID_VALUE -> 107000 (errcode_manage.cc): "The event has not been
+         * recorded". An ACL_EVENT_SYNC event's wait waits for its flag, so for the first
+         * record (Event::Wait). */
+        pthread_mutex_unlock(&e->mu);
+        free(t);
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
                     "event %p has never been recorded (aclrtRecordEvent it on a stream first)",
                     event);
         goto out;
     }
     t->e = e;
+    t->timeout_s = timeout == UINT32_MAX ? 0 : timeout;
     t->seq = e->issued; /* the last record now: later records do not change what is waited for */
     atomic_fetch_add(&e->hdr.refs, 1);
     e->waits++;
-    rc = rt_stream_push(s, wait_run, wait_release, t, __func__);
+    rc = rt_stream_push(s, wait_run, wait_release, t, fn);
     if (rc != ACL_SUCCESS) {
         e->waits--;
         pthread_mutex_unlock(&e->mu);
@@ -1272,6 +1491,37 @@ out:
     if (e != NULL)
         rt_obj_put(&e->hdr);
     rt_leave();
+    return rc;
+}
+
+aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
+    return wait_event(__func__, stream, event, 0, ACL_EVENT_WAIT_DEFAULT);
+}
+
+/* timeout in seconds (0 or UINT32_MAX: no limit): a wait that runs out of time fails its
+ * task with 107020, reported at the stream's next synchronize, as a notify's wait. */
+aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint32_t timeout,
+                                      uint32_t flag) {
+    return wait_event(__func__, stream, event, timeout, flag);
+}
+
+/* ACL_EVENT_EXTERNAL events are for graphs: the host does not synchronize, query or time them;
+ * nor does it time IPC events (hicann/runtime src/runtime/api/impl/api_error.cc
+ * EventSynchronize, EventQueryStatus, EventElapsedTime, EventGetTimeStamp). */
+static aclError check_event_external(const char *fn, const rt_event *e, const char *what) {
+    if (e->flag == EV_EXTERNAL)
+        return RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
+                      "event %p was created with ACL_EVENT_EXTERNAL, which cannot be %s",
+                      (const void *)e, what);
+    return ACL_SUCCESS;
+}
+
+static aclError check_event_timed(const char *fn, const rt_event *e, const char *what) {
+    aclError rc = check_event_external(fn, e, what);
+    if (rc == ACL_SUCCESS && e->flag == EV_IPC)
+        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
+                    "event %p was created with ACL_EVENT_IPC, which cannot be %s",
+                    (const void *)e, what);
     return rc;
 }
 
@@ -1292,7 +1542,8 @@ static aclError synchronize_event(aclrtEvent event, int32_t timeout_ms, bool tim
         rt_event *e = NULL;
         if ((!timed || (rc = rt_check_timeout(fn, timeout_ms, true)) == ACL_SUCCESS) &&
             (rc = get_event(fn, "event", event, &e)) == ACL_SUCCESS &&
-            (!timed || (rc = rt_check_timeout(fn, timeout_ms, false)) == ACL_SUCCESS)) {
+            (!timed || (rc = rt_check_timeout(fn, timeout_ms, false)) == ACL_SUCCESS) &&
+            (rc = check_event_external(fn, e, "synchronized")) == ACL_SUCCESS) {
             uint64_t deadline = deadline_after(timeout_ms);
             pthread_mutex_lock(&e->mu);
             /* The last record when called (never recorded: 0, done at once); a record made
@@ -1356,10 +1607,13 @@ aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *statu
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "status (output pointer) is NULL");
         goto out;
     }
-    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
+    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
+        (rc = check_event_external(__func__, e, "queried")) != ACL_SUCCESS)
         goto out;
     pthread_mutex_lock(&e->mu);
-    bool ready = e->issued != 0 && !record_pending(e, e->issued) && e->signaled;
+    /* never recorded: ready for an event of aclrtCreateEventExWithFlag (event.cc
+     * QueryEventStatus, new mode), not ready for the others */
+    bool ready = e->issued == 0 ? e->ex : !record_pending(e, e->issued) && e->signaled;
     pthread_mutex_unlock(&e->mu);
     *status = ready ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
 out:
@@ -1401,7 +1655,9 @@ aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endE
         goto out;
     }
     if ((rc = get_event(__func__, "startEvent", startEvent, &a)) != ACL_SUCCESS ||
-        (rc = get_event(__func__, "endEvent", endEvent, &b)) != ACL_SUCCESS)
+        (rc = get_event(__func__, "endEvent", endEvent, &b)) != ACL_SUCCESS ||
+        (rc = check_event_timed(__func__, a, "timed")) != ACL_SUCCESS ||
+        (rc = check_event_timed(__func__, b, "timed")) != ACL_SUCCESS)
         goto out;
     bool rec_a = event_stamp(a, &ta), rec_b = event_stamp(b, &tb);
     if (!rec_a || !rec_b) {
@@ -1441,7 +1697,8 @@ aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp) {
     uint64_t ns = 0;
     if (timestamp == NULL)
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "timestamp (output pointer) is NULL");
-    else if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
+    else if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
+             (rc = check_event_timed(__func__, e, "timed")) != ACL_SUCCESS)
         ;
     else if (!event_stamp(e, &ns))
         rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__, "event %p has never been recorded "
