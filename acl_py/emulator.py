@@ -10,7 +10,7 @@ from .errors import AclArgumentError, AclTypeError, EmulatorOnlyError, check
 LIVE_KEYS = ("device_allocations", "host_allocations", "tensors", "int_arrays", "bool_arrays",
              "executors", "streams", "events", "contexts", "device_bytes", "scalars",
              "float_arrays", "tensor_lists", "scalar_lists", "data_buffers",
-             "notifies")
+             "notifies", "host_registrations")
 
 
 def _lib():
@@ -41,7 +41,8 @@ def version():
 def live_objects():
     """Live counts by kind: device_allocations, host_allocations, tensors, int_arrays,
     bool_arrays, executors, streams, events, contexts, device_bytes, scalars, float_arrays,
-    tensor_lists, scalar_lists (a list's elements count as tensors/scalars), data_buffers, notifies."""
+    tensor_lists, scalar_lists (a list's elements count as tensors/scalars), data_buffers, notifies,
+    host_registrations (aclrtHostRegister / V2 ranges not unregistered)."""
     L = _lib()
     out = ffi.new("aclemuLiveObjects *")
     check(L.aclemuGetLiveObjects(out), "aclemuGetLiveObjects")

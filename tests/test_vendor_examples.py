@@ -17,12 +17,14 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
 
                                          example/1_basic_features/device, context,
                                          memory/0..6 and 9, stream, event/
-                                         0_event_status)
+                                         0_event_status; example/3_memory_advanced/
+                                         host_register/0_simple_zero_copy)
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
-in for that library, queuing each kernel's effect on the stream; the examples' own sources are
-compiled as they are.
+in for that library, queuing each kernel's effect on the stream; tests/c/vendor_binary_kernels.cpp
+stands in for the kernel binary calls and file of host_register/0_simple_zero_copy. The
+examples' own sources are compiled as they are.
 """
 from __future__ import annotations
 
@@ -54,10 +56,12 @@ BUILD = os.path.join(HERE, ".build")
 KERNELS = os.path.join(HERE, "c", "vendor_kernels.cpp")
 
 
-def compile_example(checkout, relpath, libraries, includes=(), sources=(), name=None):
+def compile_example(checkout, relpath, libraries, includes=(), sources=(), name=None,
+                    flags=()):
     """g++ checkout/relpath (plus ``sources``: the vendor's, relative to the checkout, or
     absolute) against the emulator prefix and the vendor's own ``includes`` (relative to the
-    checkout); returns (the executable's path, the finished compiler run)."""
+    checkout), with the compiler ``flags`` added; returns (the executable's path, the finished
+    compiler run)."""
     source = os.path.join(checkout, relpath)
     if not os.path.exists(source):
         pytest.fail(f"{source} does not exist: {VARIABLE}={VENDOR!r} does not hold the "
@@ -69,7 +73,8 @@ def compile_example(checkout, relpath, libraries, includes=(), sources=(), name=
     os.makedirs(BUILD, exist_ok=True)
     exe = os.path.join(BUILD, name or ("vendor_" + os.path.basename(relpath)[:-4] + "_" +
                                        "_".join(libraries)))
-    cmd = [gxx, source, *(os.path.join(checkout, f) for f in sources), f"-I{prefix}/include",
+    cmd = [gxx, *flags, source, *(os.path.join(checkout, f) for f in sources),
+           f"-I{prefix}/include",
            *(f"-I{os.path.join(checkout, d)}" for d in includes), f"-L{prefix}/lib64",
            *(f"-l{lib}" for lib in libraries), "-lascendcl", "-lnnopbase", "-pthread",
            f"-Wl,-rpath,{prefix}/lib64", "-o", exe]
@@ -77,10 +82,10 @@ def compile_example(checkout, relpath, libraries, includes=(), sources=(), name=
 
 
 def build_and_run(checkout, relpath, libraries, includes=(), env=None, sources=(), name=None,
-                  cwd=None):
+                  cwd=None, flags=()):
     """Builds checkout/relpath (see compile_example), runs it (in ``cwd``, if given) with
     ``env`` added to an environment free of ``ACL_EMU_*``; returns its stdout."""
-    exe, r = compile_example(checkout, relpath, libraries, includes, sources, name)
+    exe, r = compile_example(checkout, relpath, libraries, includes, sources, name, flags)
     assert r.returncode == 0, f"{' '.join(r.args)}\n{r.stderr}"
     run_env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
     run_env.update(env or {})
@@ -719,3 +724,36 @@ def test_vendor_callback_exception_example():
     assert "After error still callback" not in out
     readme = readme_sample_output(example)
     assert_prints_readme("\n".join(rest[:2] + block + rest[2:]), readme)
+
+
+# ---- example/3_memory_advanced/host_register/0_simple_zero_copy ----------------------------
+
+ZERO_COPY = os.path.join("example", "3_memory_advanced", "host_register", "0_simple_zero_copy")
+BINARY_KERNELS = os.path.join(HERE, "c", "vendor_binary_kernels.cpp")
+KERNEL_API = os.path.join(HERE, "c", "vendor_kernel_api.h")
+
+
+@NEEDS_RUNTIME
+def test_vendor_simple_zero_copy_example(tmp_path):
+    """host_register/0_simple_zero_copy: three aclrtMallocHost buffers registered with
+    aclrtHostRegisterV2(ACL_HOST_REG_MAPPED), their device addresses from
+    aclrtHostGetDevicePointer given to the add_custom kernel, the result read on the host, then
+    aclrtHostUnregister; its README's output. The registration calls are the emulator's; the
+    kernel binary calls it loads and launches add_custom with (aclrtBinaryLoadFromFile ...
+    aclrtLaunchKernelWithConfig), which the emulator does not provide, and the kernel file are
+    tests/c/vendor_binary_kernels.cpp's stand-ins, declared by tests/c/vendor_kernel_api.h,
+    force-included: the example's sources compile as they are."""
+    kernel = tmp_path / "out" / "fatbin" / "simple_zero_copy_kernel"
+    kernel.mkdir(parents=True)
+    (kernel / "simple_zero_copy_kernel.o").write_bytes(b"stand-in for the Ascend C kernel file")
+    out = build_and_run(RUNTIME, os.path.join(ZERO_COPY, "main.cpp"), [],
+                        includes=["example", ZERO_COPY],
+                        sources=[os.path.join(ZERO_COPY, "simple_zero_copy.cpp"), BINARY_KERNELS],
+                        name="vendor_simple_zero_copy", cwd=tmp_path,
+                        flags=["-std=c++17", "-Wall", "-Werror", "-include", KERNEL_API,
+                               f"-I{os.path.dirname(KERNEL_API)}"])
+    assert out.splitlines() == [
+        "[INFO]  Start to run simple_zero_copy sample.",
+        "[INFO]  Registered three Host buffers and obtained their Device mapping addresses.",
+        "[INFO]  Verified 16384 FP16 additions through mapped Host memory.",
+        "[INFO]  Run the simple_zero_copy sample successfully."]

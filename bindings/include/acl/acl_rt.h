@@ -294,6 +294,32 @@ ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, ac
                                                           uint32_t timeout, uint32_t flag);
 /* ---- end of event flags ---- */
 
+/* ---- host memory registration (include/acl/acl_rt.h of CANN) ---- */
+/* aclrtHostRegisterV2's flags (bits): MAPPED maps the range for the device
+ * (aclrtHostGetDevicePointer), PINNED page-locks pageable memory; IOMEMORY and READONLY are
+ * reserved. */
+#define ACL_HOST_REG_MAPPED 0x2UL
+#define ACL_HOST_REG_IOMEMORY 0x4UL
+#define ACL_HOST_REG_READONLY 0x8UL
+#define ACL_HOST_REG_PINNED 0x10000000UL
+
+typedef enum {
+    ACL_HOST_REGISTER_MAPPED = 0,
+    ACL_HOST_REGISTER_IOMEMORY = 0x04,
+    ACL_HOST_REGISTER_READONLY = 0x08
+} aclrtHostRegisterType;
+
+/* ptr: 4 KB aligned host memory; *devPtr receives the address the device uses for it. */
+ACL_FUNC_VISIBILITY aclError aclrtHostRegister(void *ptr, uint64_t size,
+                                               aclrtHostRegisterType type, void **devPtr);
+ACL_FUNC_VISIBILITY aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag);
+/* pHost: the base address of a mapped registration; flag: reserved, 0. */
+ACL_FUNC_VISIBILITY aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice,
+                                                       uint32_t flag);
+/* ptr: the base address of a registration. */
+ACL_FUNC_VISIBILITY aclError aclrtHostUnregister(void *ptr);
+/* ---- end of host memory registration ---- */
+
 /* ---- installed package versions ---- */
 #define ACL_PKG_VERSION_MAX_SIZE 128
 #define ACL_PKG_VERSION_PARTS_MAX_SIZE 64

@@ -32,6 +32,7 @@ typedef struct {
     int64_t scalar_lists;
     int64_t data_buffers;       /* aclCreateDataBuffer */
     int64_t notifies;           /* aclrtCreateNotify */
+    int64_t host_registrations; /* aclrtHostRegister / aclrtHostRegisterV2, not unregistered */
 } aclemuLiveObjects;
 
 /* Version string of the emulator build. */

@@ -394,6 +394,7 @@ aclError aclFinalize(void) {
         c = next;
     }
     rt_memory_release_all();
+    rt_host_registrations_release();
     g_finalized = true;
     atomic_store(&g_initialized, false);
     pthread_rwlock_unlock(&g_life);

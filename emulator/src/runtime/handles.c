@@ -183,6 +183,7 @@ int aclemuGetLiveObjects(aclemuLiveObjects *out) {
     out->scalar_lists = rt_handle_count(ACLEMU_KIND_SCALAR_LIST);
     out->data_buffers = rt_handle_count(ACLEMU_KIND_DATA_BUFFER);
     out->notifies = rt_handle_count(ACLEMU_KIND_NOTIFY);
+    out->host_registrations = rt_host_registrations();
     return ACL_SUCCESS;
 }
 

@@ -369,7 +369,12 @@ aclError aclrtMallocHost(void **hostPtr, size_t size) {
         goto out;
     void *p = NULL;
     rt_alloc *a = calloc(1, sizeof *a);
-    if (a == NULL || posix_memalign(&p, ALIGN, size) != 0) {
+    /* Page aligned: CANN's driver hands out host memory by pages (hicann/runtime
+     * src/runtime/driver/npu_driver_mem.cc HostMemAlloc, halMemAlloc with an alignment flag),
+     * and its zero-copy example registers aclrtMallocHost buffers, which aclrtHostRegister*
+     * takes only 4 KB aligned (docs/zh/api_ref/11-02_host_memory_management.md; the API
+     * reference promises 64 bytes for aclrtMallocHost itself). */
+    if (a == NULL || posix_memalign(&p, 4096, size) != 0) {
         free(a);
         rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
                     "cannot allocate %zu bytes of host memory", size);
@@ -870,6 +875,20 @@ void *aclemu_device_pin(const void *p, uint64_t nbytes) {
 }
 
 void aclemu_device_unpin(void *token) { unpin(token); }
+
+int rt_memory_place(const void *p, uint64_t n) {
+    uintptr_t u = (uintptr_t)p;
+    pthread_rwlock_rdlock(&g_mem);
+    int place = RT_PLACE_PAGEABLE;
+    rt_alloc *h = find(&g_hostv, u, false);
+    if (locate(u) == LOC_DEVICE || overlaps_arena(u, (size_t)n) ||
+        (n > 0 && find(&g_devv, u + n - 1, false) != NULL))
+        place = RT_PLACE_DEVICE;
+    else if (h != NULL && n <= h->size - (u - h->base))
+        place = RT_PLACE_PINNED;
+    pthread_rwlock_unlock(&g_mem);
+    return place;
+}
 
 void rt_memory_stats(int64_t *dev_allocs, int64_t *host_allocs, int64_t *dev_bytes) {
     *dev_allocs = atomic_load(&g_n_dev);

@@ -131,6 +131,14 @@ RT_HIDDEN aclError rt_check_config(const char *fn, const char *path);
 /* ---- memory (memory.c) ---- */
 RT_HIDDEN void rt_memory_release_all(void);       /* aclFinalize (write lock, streams drained) */
 RT_HIDDEN void rt_memory_stats(int64_t *dev_allocs, int64_t *host_allocs, int64_t *dev_bytes);
+/* Where the host range [p, p + n) lies, for aclrtHostRegister*: RT_PLACE_DEVICE when it
+ * touches device memory, RT_PLACE_PINNED inside one aclrtMallocHost block, else
+ * RT_PLACE_PAGEABLE. */
+enum { RT_PLACE_PAGEABLE, RT_PLACE_PINNED, RT_PLACE_DEVICE };
+RT_HIDDEN int rt_memory_place(const void *p, uint64_t n);
+/* ---- host memory registration (host_register.c) ---- */
+RT_HIDDEN int64_t rt_host_registrations(void);      /* live ones */
+RT_HIDDEN void rt_host_registrations_release(void); /* aclFinalize */
 /* The bytes of a copy task, overlapping or not (copy.c). */
 RT_HIDDEN void rt_copy_bytes(void *dst, const void *src, size_t n);
 
