@@ -39,7 +39,7 @@ from .device import (CoreLimits, Device, DeviceAttributes, StreamPriorityRange, 
 from .stream import Event, EventFlag, Stream, StreamFlag, default_stream
 from .context import Context
 from .memory import DeviceBuffer, HostBuffer, MemoryPool, get_pool
-from .soc import soc_name, supports_bfloat16
+from .soc import cann_attributes, soc_name, supports_bfloat16
 from .install import cann_version
 from .tensor import DeviceTensor
 from .arguments import BoolArray, FloatArray, IntArray, Scalar, ScalarList, TensorList
@@ -62,7 +62,7 @@ def __getattr__(name):
 
 __all__ = [
     "init", "finalize", "backend", "Device", "current_device", "set_device", "device_count",
-    "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "run_mode",
+    "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "cann_attributes", "run_mode",
     "cann_version", "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits",
     "Stream", "StreamFlag", "Event", "EventFlag", "default_stream", "Context",
     "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",

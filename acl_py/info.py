@@ -24,7 +24,7 @@ from ._ffi import LIBRARY_OF, ffi
 from . import errors
 from . import runtime as _rt
 from ._units import human_size
-from .soc import soc_name, supports_bfloat16
+from .soc import cann_attributes, soc_name, supports_bfloat16
 from .install import cann_version
 
 # aclrtGetMemInfo attributes tried per device: HBM (Atlas training parts) first, then DDR
@@ -179,6 +179,15 @@ def _runtime_version() -> dict:
         return {"runtime": None, "error": str(e)}
 
 
+def _cann_attributes() -> dict:
+    """The install's CANN attributes (aclGetCannAttributeList, no aclInit needed), or why
+    not."""
+    try:
+        return {"available": list(cann_attributes()), "error": None}
+    except errors.AclError as e:
+        return {"available": None, "error": str(e)}
+
+
 def collect() -> dict:
     """Everything ``info`` reports, as JSON-ready data. Raises
     :class:`acl_py._loader.LibraryNotFoundError` when no backend can be loaded; a runtime
@@ -204,6 +213,7 @@ def collect() -> dict:
         "cann_version": None,
         "soc": None,
         "bfloat16": None,
+        "cann_attributes": None,
         "device_count": None,
         "devices": [],
         "peer_access": None,
@@ -226,6 +236,8 @@ def collect() -> dict:
         if "aclrtGetSocName" not in info["missing_symbols"]:
             info["soc"] = soc_name()
             info["bfloat16"] = supports_bfloat16(info["soc"])
+        if "aclGetCannAttributeList" not in info["missing_symbols"]:
+            info["cann_attributes"] = _cann_attributes()
         info["device_count"], info["devices"], info["peer_access"] = _probe_runtime(
             lib, "aclrtDeviceCanAccessPeer" not in info["missing_symbols"])
     except errors.AclError as e:
@@ -270,6 +282,11 @@ def format_text(info: dict) -> str:
     if info["soc"] is not None:
         lines.append(f"soc        {info['soc']} (BFLOAT16 "
                      f"{'supported' if info['bfloat16'] else 'not supported'})")
+    attrs = info.get("cann_attributes")
+    if attrs is not None:
+        lines.append(f"attributes {', '.join(attrs['available']) or 'none'}"
+                     if attrs["available"] is not None else
+                     f"attributes unknown: {attrs['error']}")
     if info["device_count"] is not None:
         lines.append(f"devices    {info['device_count']}")
         for dev in info["devices"]:

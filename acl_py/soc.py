@@ -12,13 +12,19 @@ Atlas A2/A3 (Ascend910B1-4, Ascend910_93xx), Ascend950 and Ascend350 parts do. T
 the vendor's platform configuration's: only the latter's files set ``support_bf16=1``
 (hicann/runtime src/platform/platform_config/cann*/<part>.ini), and the operators choose
 their dtype lists by it (e.g. hicann/ops-nn norm/layer_norm_grad_v3's docs).
+
+``cann_attributes()`` is ``aclGetCannAttributeList()`` by name: what the install's runtime
+and the part offer of ``INF_NAN``, ``BF16`` and ``JIT_COMPILE``.
 """
 from __future__ import annotations
 
 from . import errors
 from . import runtime as _rt
 
-__all__ = ["soc_name", "supports_bfloat16"]
+__all__ = ["soc_name", "supports_bfloat16", "cann_attributes"]
+
+# aclCannAttr's names, by value (acl/acl_base_rt.h)
+_CANN_ATTRIBUTES = ("INF_NAN", "BF16", "JIT_COMPILE")
 
 # Parts without BFLOAT16 (no support_bf16=1 in their platform configuration), by exact name
 # ("Ascend910B" is a first-generation Atlas training part; the Atlas A2 parts are
@@ -51,3 +57,21 @@ def supports_bfloat16(soc: str | None = None) -> bool:
     if soc is None:
         soc = soc_name()
     return not (soc in _NO_BF16_NAMES or soc.startswith(_NO_BF16_PREFIXES))
+
+
+def cann_attributes() -> tuple[str, ...]:
+    """The CANN attributes available with this install and part (``aclGetCannAttributeList``),
+    by name, in the runtime's order: of ``"INF_NAN"``, ``"BF16"``, ``"JIT_COMPILE"`` (a value
+    this list does not know is given as its number). Needs no ``aclInit``. Raises the
+    runtime's typed error when it cannot tell (500000 when the install records no runtime
+    version)."""
+    _rt.refuse_if_forked("acl_py.cann_attributes()")
+    from ._loader import library
+    from ._ffi import ffi
+    listed, count = ffi.new("aclCannAttr **"), ffi.new("size_t *")
+    status = library().aclGetCannAttributeList(listed, count)
+    if status:
+        raise errors.make_error(status, "aclGetCannAttributeList")
+    values = [int(listed[0][i]) for i in range(count[0])]
+    return tuple(_CANN_ATTRIBUTES[v] if 0 <= v < len(_CANN_ATTRIBUTES) else str(v)
+                 for v in values)

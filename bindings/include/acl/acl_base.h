@@ -186,6 +186,22 @@ ACL_FUNC_VISIBILITY void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);
 ACL_FUNC_VISIBILITY size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);
 /* Bytes per element (0 for ACL_STRING and ACL_DT_UNDEFINED). */
 ACL_FUNC_VISIBILITY size_t aclDataTypeSize(aclDataType dataType);
+
+/* ---- CANN attributes (acl/acl_base_rt.h) ---- */
+typedef enum {
+    ACL_CANN_ATTR_UNDEFINED = -1,
+    ACL_CANN_ATTR_INF_NAN = 0,
+    ACL_CANN_ATTR_BF16 = 1,
+    ACL_CANN_ATTR_JIT_COMPILE = 2
+} aclCannAttr;
+
+/* The attributes the install and the part have: *cannAttrList points at the library's own
+ * array of *num of them (not to be freed). */
+ACL_FUNC_VISIBILITY aclError aclGetCannAttributeList(const aclCannAttr **cannAttrList,
+                                                     size_t *num);
+/* *value: 1 when cannAttr is available, else 0. */
+ACL_FUNC_VISIBILITY aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value);
+/* ---- end of CANN attributes ---- */
 /* acl-py:cdef-end */
 
 /* Deprecated by CANN for aclGetDataBufferSizeV2 (its size is truncated to 32 bits); outside the
