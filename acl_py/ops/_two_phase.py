@@ -598,8 +598,9 @@ class Executor:
                                    f"tensors: {', '.join(tensor_names)})")
             pos = names.index(name)
             if op.params[pos].kind is not TENSOR:
-                raise AclArgumentError(name, f"{op.name}: only tensors can be rebound; this "
-                                       f"argument is read by phase one: prepare a new executor")
+                raise AclArgumentError(name, f"{op.name}: only tensor parameters can be "
+                                       f"rebound (not a value, an array or a tensor list): "
+                                       f"prepare a new executor")
             checked.append((pos, name, self._rebinding(name, bound[pos], t)))
         for pos, name, t in checked:
             if self._per_run is None:
