@@ -390,3 +390,43 @@ aclError aclrtCtxGetCurrentDefaultStream(aclrtStream *stream) {
     rt_leave();
     return rc;
 }
+
+/* ---- device capabilities (aclrtGetDeviceCapability) ------------------------------------- */
+
+/* hicann/runtime src/acl/aclrt_impl/device.cpp, src/runtime/api/api_c_device.cc
+ * rtsDeviceGetCapability, api/impl/api_error.cc and api_impl.cc GetDeviceCapability: NULL
+ * value 100000; a type outside the runtime's [0, RT_DEV_FEATURE_MAX) or none it answers
+ * 107000; a device id outside 0..count-1 107001 (CheckDeviceIdIsValid). The answers:
+ * ACL_FEATURE_TSCPU_TASK_UPDATE_SUPPORT_AIC_AIV where the part has the kernel tiling-key sink
+ * (src/runtime/config/910_B_93, 950, dc dev_info_reg.cc RT_FEATURE_KERNEL_TILING_KEY_SINK:
+ * Atlas A2/A3, Ascend 950, the Atlas inference series; its task scheduler firmware taken to
+ * have it too, api_impl.cc GetModelTaskUpdateIsSupport); ACL_FEATURE_SYSTEM_MEMQ_EVENT_CROSS_DEV
+ * 0: the driver's queue events (npu_driver_queue.cc MemQEventCrossDevSupported), which the
+ * emulator has no driver nor queue calls for. The runtime's own types (10001 AICPU schedule
+ * type, 20001 task id width: not in aclrtDevFeatureType) are refused, 107000. */
+aclError aclrtGetDeviceCapability(int32_t deviceId, aclrtDevFeatureType devFeatureType,
+                                  int32_t *value) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int type = (int)devFeatureType;
+    if (value == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "value (output pointer) is NULL");
+    } else if (type != ACL_FEATURE_TSCPU_TASK_UPDATE_SUPPORT_AIC_AIV &&
+               type != ACL_FEATURE_SYSTEM_MEMQ_EVENT_CROSS_DEV) {
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                    "devFeatureType %d is not ACL_FEATURE_TSCPU_TASK_UPDATE_SUPPORT_AIC_AIV (1) "
+                    "or ACL_FEATURE_SYSTEM_MEMQ_EVENT_CROSS_DEV (21)", type);
+    } else if (deviceId < 0 || deviceId >= rt_device_count()) {
+        rc = RT_ERR(ACL_ERROR_RT_INVALID_DEVICEID, __func__,
+                    "deviceId %d is not a device of this process (valid: 0..%d)", (int)deviceId,
+                    rt_device_count() - 1);
+    } else if (type == ACL_FEATURE_TSCPU_TASK_UPDATE_SUPPORT_AIC_AIV) {
+        *value = aclemu_soc_info(__func__)->npu_arch >= 2002 ? ACL_DEV_FEATURE_SUPPORT
+                                                              : ACL_DEV_FEATURE_NOT_SUPPORT;
+    } else {
+        *value = ACL_DEV_FEATURE_NOT_SUPPORT;
+    }
+    rt_leave();
+    return rc;
+}
