@@ -8,7 +8,11 @@ aclSet*TensorAddr.md) and change nothing, except a NULL executor, after which CA
 already updated the tensor; nothing is left alive."""
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+
+import pytest
 
 from test_cpp_runtime import _env, build
 
@@ -43,8 +47,25 @@ done
 """
 
 
-def test_repointed_executors_run_on_the_new_buffers_and_refusals_have_canns_codes():
-    exe = build("tensor_addr", defines=("ACL_PY_EMULATOR",))
-    r = subprocess.run([exe], capture_output=True, text=True, timeout=120, env=_env())
+@pytest.fixture(scope="module")
+def program():
+    return build("tensor_addr", defines=("ACL_PY_EMULATOR",))
+
+
+def test_repointed_executors_run_on_the_new_buffers_and_refusals_have_canns_codes(program):
+    r = subprocess.run([program], capture_output=True, text=True, timeout=120, env=_env())
     assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == EXPECTED
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.skipif(bool(os.environ.get("ACL_PY_SANITIZER")),
+                    reason="valgrind cannot run an AddressSanitizer build; ASan checks it instead")
+def test_repointing_is_clean_under_valgrind(program):
+    """No invalid access and no leak in the executors' address paths, as memcheck sees it."""
+    cmd = ["valgrind", "--quiet", "--error-exitcode=99", "--leak-check=full",
+           "--errors-for-leak-kinds=definite,indirect", "--show-leak-kinds=definite,indirect",
+           program]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env())
+    assert r.returncode == 0, r.stderr[-4000:]
     assert r.stdout == EXPECTED
