@@ -590,8 +590,6 @@ aclError aclrtProcessReport(int32_t timeout) {
         return RT_ERR(ACL_ERROR_INVALID_PARAM, __func__,
                       "timeout %d: -1 waits for ever, a value > 0 that many milliseconds",
                       (int)timeout);
-    if (!rt_initialized())
-        return RT_ERR(ACL_ERROR_UNINITIALIZE, __func__, "aclInit has not been called");
     uint64_t me = (uint64_t)pthread_self();
     struct timespec deadline;
     if (timeout > 0)

@@ -14,7 +14,15 @@
 #include "rt_internal.h"
 
 static pthread_rwlock_t g_life = PTHREAD_RWLOCK_INITIALIZER;
-static _Atomic bool g_initialized;
+/* Two states, as in CANN, where the ACL layer's aclInit reference count
+ * (hicann/runtime src/acl/aclrt_impl/acl_rt_impl_base.cpp GetAclInitFlag) and the runtime are
+ * separate: no aclrt* call checks the former (only the dump calls do,
+ * src/acl/aclrt_impl/toolchain/dump.cpp), and the runtime comes up at its first use.
+ * g_acl_initialized: aclInit succeeded and no aclFinalize followed (a second aclInit: 100002).
+ * g_runtime_up: the runtime's state exists (environment read, devices numbered); brought up
+ * by aclInit or lazily by the first runtime call, torn down by aclFinalize. */
+static _Atomic bool g_acl_initialized;
+static _Atomic bool g_runtime_up;
 /* Set by a successful aclFinalize, cleared by aclInit: a second aclFinalize is 100037. */
 static bool g_finalized;
 pthread_mutex_t g_dev_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -60,22 +68,35 @@ static _Thread_local rt_context *tl_ctx; /* NULL: the device's default context *
 
 /* ---- life ---------------------------------------------------------------------------- */
 
+static aclError bring_up(const char *fn);
+
 aclError rt_enter(const char *fn) {
-    if (rt_in_host_function()) {
-        /* A teardown (write lock) may be draining the very stream whose host function
-         * calls: waiting for the lock would deadlock, so the call is refused instead. */
-        if (pthread_rwlock_tryrdlock(&g_life) != 0)
-            return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
-                          "called from inside a host function while aclFinalize, "
-                          "aclrtResetDevice or aclrtDestroyContext tears the runtime down");
-    } else {
-        pthread_rwlock_rdlock(&g_life);
-    }
-    if (!atomic_load_explicit(&g_initialized, memory_order_relaxed)) {
+    for (;;) {
+        if (rt_in_host_function()) {
+            /* A teardown (write lock) may be draining the very stream whose host function
+             * calls: waiting for the lock would deadlock, so the call is refused instead. */
+            if (pthread_rwlock_tryrdlock(&g_life) != 0)
+                return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                              "called from inside a host function while aclFinalize, "
+                              "aclrtResetDevice or aclrtDestroyContext tears the runtime down");
+        } else {
+            pthread_rwlock_rdlock(&g_life);
+        }
+        if (atomic_load_explicit(&g_runtime_up, memory_order_acquire))
+            return ACL_SUCCESS;
+        /* The first runtime call (before any aclInit, or after aclFinalize) brings the
+         * runtime up, as CANN's comes up at its first use; then enter as usual (an
+         * aclFinalize may come in between: the loop brings it up again). */
         pthread_rwlock_unlock(&g_life);
-        return RT_ERR(ACL_ERROR_UNINITIALIZE, fn, "the runtime is not initialized (call aclInit first)");
+        if (rt_in_host_function()) /* no host function runs while the runtime is down */
+            return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                          "called from inside a host function after aclFinalize");
+        pthread_rwlock_wrlock(&g_life);
+        aclError rc = bring_up(fn);
+        pthread_rwlock_unlock(&g_life);
+        if (rc != ACL_SUCCESS)
+            return rc;
     }
-    return ACL_SUCCESS;
 }
 
 void rt_leave(void) { pthread_rwlock_unlock(&g_life); }
@@ -91,11 +112,10 @@ static aclError enter_write(const char *fn) {
     if (rc != ACL_SUCCESS)
         return rc;
     pthread_rwlock_wrlock(&g_life);
-    if (!atomic_load(&g_initialized)) {
+    rc = bring_up(fn);
+    if (rc != ACL_SUCCESS)
         pthread_rwlock_unlock(&g_life);
-        return RT_ERR(ACL_ERROR_UNINITIALIZE, fn, "the runtime is not initialized (call aclInit first)");
-    }
-    return ACL_SUCCESS;
+    return rc;
 }
 
 /* enter_write after the fault hook (see rt_begin). */
@@ -264,14 +284,16 @@ static bool parse_no_peer(const char *s, int ndev) {
     return true;
 }
 
-static aclError read_environment(void) {
+/* Reads the emulator's environment for the runtime that fn brings up (aclInit, or the first
+ * runtime call without it): a malformed value fails fn with 100000, naming the variable. */
+static aclError read_environment(const char *fn) {
     const char *s = getenv("ACL_EMU_DEVICE_COUNT");
     int ndev = 1;
     if (s != NULL && *s) {
         char *end;
         long v = strtol(s, &end, 10);
         if (*end != '\0' || v < 1 || v > RT_MAX_DEVICES)
-            return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
+            return RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
                           "ACL_EMU_DEVICE_COUNT (\"%.40s\") must be an integer in 1..%d", s,
                           RT_MAX_DEVICES);
         ndev = (int)v;
@@ -279,13 +301,13 @@ static aclError read_environment(void) {
     uint64_t cap = 16ull << 30;
     s = getenv("ACL_EMU_DEVICE_MEMORY");
     if (s != NULL && *s && !parse_bytes(s, &cap))
-        return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
                       "ACL_EMU_DEVICE_MEMORY (\"%.40s\") must be a positive byte count, "
                       "optionally with a K/M/G/T suffix", s);
     if (cap > (1ull << 46)) /* the arena reserves address space for it */
-        return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
                       "ACL_EMU_DEVICE_MEMORY (\"%.40s\") exceeds the emulator's 64 TiB limit", s);
-    if (aclemu_soc_info("aclInit") == NULL) /* message set */
+    if (aclemu_soc_info(fn) == NULL) /* message set */
         return ACL_ERROR_INVALID_PARAM;
     int max_streams = RT_DEFAULT_MAX_STREAMS;
     s = getenv("ACL_EMU_MAX_STREAMS");
@@ -293,13 +315,13 @@ static aclError read_environment(void) {
         char *end;
         long v = strtol(s, &end, 10);
         if (*end != '\0' || v < 3 || v > 65536)
-            return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
+            return RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
                           "ACL_EMU_MAX_STREAMS (\"%.40s\") must be an integer in 3..65536", s);
         max_streams = (int)v;
     }
     s = getenv("ACL_EMU_NO_PEER");
     if (!parse_no_peer(s != NULL ? s : "", ndev))
-        return RT_ERR(ACL_ERROR_INVALID_PARAM, "aclInit",
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
                       "ACL_EMU_NO_PEER (\"%.40s\") must be comma-separated pairs a:b of two "
                       "different machine device ids below ACL_EMU_DEVICE_COUNT (%d)", s, ndev);
     g_machine_ndev = ndev;
@@ -320,12 +342,31 @@ static aclError read_environment(void) {
     return ACL_SUCCESS;
 }
 
+/* Brings the runtime up unless it is (g_life write-locked): the environment read, no device
+ * set, no peer access enabled. */
+static aclError bring_up(const char *fn) {
+    if (atomic_load(&g_runtime_up))
+        return ACL_SUCCESS;
+    aclError rc = read_environment(fn);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    for (int d = 0; d < RT_MAX_DEVICES; d++) {
+        g_dev[d].set_count = 0;
+        g_dev[d].ctx_count = 0;
+        atomic_fetch_add(&g_dev[d].gen, 1); /* no thread keeps a device across runtimes */
+        for (int p = 0; p < RT_MAX_DEVICES; p++)
+            atomic_store(&g_peer[d][p], false);
+    }
+    atomic_store_explicit(&g_runtime_up, true, memory_order_release);
+    return ACL_SUCCESS;
+}
+
 aclError aclInit(const char *configPath) {
     if (aclemu_fault(__func__))
         return ACL_ERROR_INTERNAL_ERROR;
     pthread_rwlock_wrlock(&g_life);
     aclError rc = ACL_SUCCESS;
-    if (atomic_load(&g_initialized)) {
+    if (atomic_load(&g_acl_initialized)) {
         rc = RT_ERR(ACL_ERROR_REPEAT_INITIALIZE, __func__,
                     "the runtime is already initialized (aclInit may be called once; "
                     "call aclFinalize first)");
@@ -334,27 +375,21 @@ aclError aclInit(const char *configPath) {
     if (configPath != NULL && *configPath != '\0' &&
         (rc = rt_check_config(__func__, configPath)) != ACL_SUCCESS)
         goto out;
-    rc = read_environment();
+    /* A runtime already brought up by earlier calls keeps its devices, streams and memory:
+     * CANN's aclInit does not touch the runtime (src/acl/aclrt_impl/acl.cpp aclInitImpl). */
+    rc = bring_up(__func__);
     if (rc != ACL_SUCCESS)
         goto out;
-    for (int d = 0; d < RT_MAX_DEVICES; d++) {
-        g_dev[d].set_count = 0;
-        g_dev[d].ctx_count = 0;
-        atomic_fetch_add(&g_dev[d].gen, 1); /* no thread keeps a device across init cycles */
-        for (int p = 0; p < RT_MAX_DEVICES; p++)
-            atomic_store(&g_peer[d][p], false);
-    }
     g_finalized = false;
-    atomic_store(&g_initialized, true);
+    atomic_store(&g_acl_initialized, true);
 out:
     pthread_rwlock_unlock(&g_life);
     return rc;
 }
 
 /* As CANN's aclFinalizeImpl (hicann/runtime src/acl/aclrt_impl/acl.cpp): a second call after a
- * successful one is ACL_ERROR_REPEAT_FINALIZE; a call before any aclInit finalizes nothing and
- * succeeds. */
-bool rt_initialized(void) { return atomic_load(&g_initialized); }
+ * successful one is ACL_ERROR_REPEAT_FINALIZE; a call before any aclInit succeeds. CANN's
+ * leaves the runtime as it is; the emulator's tears it down (docs/emulator.md). */
 
 aclError aclFinalize(void) {
     if (aclemu_fault(__func__))
@@ -372,8 +407,9 @@ aclError aclFinalize(void) {
                       "the runtime is already finalized (aclFinalize was called; call aclInit "
                       "first to use it again)");
     }
-    if (!atomic_load(&g_initialized)) {
-        g_finalized = true;
+    g_finalized = true;
+    atomic_store(&g_acl_initialized, false);
+    if (!atomic_load(&g_runtime_up)) { /* nothing was brought up: nothing to release */
         pthread_rwlock_unlock(&g_life);
         return ACL_SUCCESS;
     }
@@ -395,8 +431,7 @@ aclError aclFinalize(void) {
     }
     rt_memory_release_all();
     rt_host_registrations_release();
-    g_finalized = true;
-    atomic_store(&g_initialized, false);
+    atomic_store(&g_runtime_up, false);
     pthread_rwlock_unlock(&g_life);
     return ACL_SUCCESS;
 }

@@ -39,8 +39,9 @@
     (aclemu_set_error("%s: " fmt, (fn), ##__VA_ARGS__), (aclError)(code))
 
 /* ---- process life (device.c) ---- */
-RT_HIDDEN aclError rt_enter(const char *fn);       /* read lock + initialized, else 100001 */
-RT_HIDDEN bool rt_initialized(void);
+/* Read lock, the runtime brought up first if it is not (its environment read: 100000 when
+ * malformed). No call needs aclInit, as in CANN. */
+RT_HIDDEN aclError rt_enter(const char *fn);
 RT_HIDDEN void rt_leave(void);
 /* A public call's first step: fault_rc when ACL_EMU_FAIL injects a failure into fn (nothing
  * taken), else rt_enter(fn). */
