@@ -88,3 +88,37 @@ def test_calls_that_needed_aclinit_before_answer_as_the_runtime_does():
     assert r["report"] == 107012
     assert r["finalize"] == 0 and r["finalize_again"] == 100037
     assert r["set_after"] == [0, 0]
+
+
+def test_acl_py_runs_after_raw_calls_made_without_aclinit():
+    """acl_py.raw users may call the runtime before acl-py's session: acl-py's aclInit then
+    finds the runtime up and keeps what the raw calls hold; its session works and its
+    teardown leaves nothing alive."""
+    r = run_raw("""
+        import numpy as np
+        import acl_py
+        out["set"] = lib.aclrtSetDevice(0)
+        p = ffi.new("void **"); out["malloc"] = lib.aclrtMalloc(p, 64, 0)
+        lib.aclrtMemcpy(p[0], 16, ffi.new("char[16]", b"raw, before init"), 16, 1)
+        acl_py.init()
+        with acl_py.Device(0), acl_py.Stream() as stream:
+            a = np.arange(6, dtype=np.float32)
+            b = np.full(6, 0.25, dtype=np.float32)
+            ta, tb = acl_py.DeviceTensor.from_numpy(a), acl_py.DeviceTensor.from_numpy(b)
+            to = acl_py.DeviceTensor.from_numpy(np.zeros(6, dtype=np.float32))
+            acl_py.aclnn.Add(ta, tb, acl_py.Scalar(2.0, np.float32), to, stream=stream)
+            stream.synchronize()
+            out["sum"] = to.to_numpy().tolist()
+            for t in (ta, tb, to):
+                t.close()
+        back = ffi.new("char[17]")
+        out["raw_buffer_kept"] = lib.aclrtMemcpy(back, 16, p[0], 16, 2), ffi.string(back).decode()
+        out["raw_release"] = lib.aclrtFree(p[0]), lib.aclrtResetDevice(0)
+        acl_py.finalize()
+        out["live"] = live()
+    """)
+    assert [r["set"], r["malloc"]] == [0, 0]
+    assert r["sum"] == [x + 0.5 for x in range(6)]
+    assert r["raw_buffer_kept"] == [0, "raw, before init"]
+    assert r["raw_release"] == [0, 0]
+    assert all(v == 0 for v in r["live"].values()), r["live"]
