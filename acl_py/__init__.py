@@ -48,6 +48,7 @@ from . import reference   # the NumPy float64 reference results are checked agai
 
 # ---- operators (acl_py/ops, issue 4): the operator engineer adds the re-exports here ----
 from .ops import layer_norm, LayerNorm, layer_norm_backward, LayerNormBackward
+from .ops import rms_norm, RmsNorm
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -71,5 +72,5 @@ __all__ = [
     "ClosedError", "DeviceError", "DeviceMemoryError", "HostFunctionError",
     "NotInitializedError",
     "OperatorParameterError", "FinalizedError", "ForkedError", "layer_norm", "LayerNorm",
-    "layer_norm_backward", "LayerNormBackward",
+    "layer_norm_backward", "LayerNormBackward", "rms_norm", "RmsNorm",
 ]

@@ -1,13 +1,17 @@
-"""NumPy float64 references of LayerNorm (forward) and LayerNormBackward, and the tolerances
-results are judged by.
+"""NumPy float64 references of LayerNorm (forward), LayerNormBackward and RmsNorm, and the
+tolerances results are judged by.
 
 Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
 
     mean = mean_R(input),  rstd = 1 / sqrt(mean_R((input - mean)^2) + eps)
     out  = (input - mean) * rstd * weight + bias
 
-and its error scale (:func:`layer_norm_error_scale`): ``(|input| + |mean| + mean_R(|input|)) *
-rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's own errors, carried through),
+RmsNorm (:func:`rms_norm`, over gamma's dims): ``rstd = 1 / sqrt(mean_R(x^2) + epsilon)``,
+``y = x * rstd * gamma``; its error scale (:func:`rms_norm_error_scale`) is ``|y|``'s own
+magnitude (the sum of squares has no cancellation) and ``rstd``.
+
+LayerNorm's error scale (:func:`layer_norm_error_scale`): ``(|input| + |mean| +
+mean_R(|input|)) * rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's own errors, carried through),
 ``mean_R(|input|)`` for ``mean`` and ``rstd`` for ``rstd``.
 
 Backward:
@@ -54,7 +58,7 @@ import numpy as np
 __all__ = [
     "RTOL", "OUTPUTS", "layer_norm", "layer_norm_error_scale", "layer_norm_backward",
     "layer_norm_stats", "error_scale", "error_bound", "max_error_ratio", "assert_close",
-    "rounding_dtype", "device_rounding", "half_ulp",
+    "rounding_dtype", "device_rounding", "half_ulp", "rms_norm", "rms_norm_error_scale",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -192,6 +196,38 @@ def layer_norm_error_scale(input, normalized_shape, weight=None, bias=None, eps:
     rs = np.abs(rstd)
     out = (ax + np.abs(mean) + amean) * rs * np.abs(w) + np.abs(b)
     return out.reshape(x.shape), amean.reshape(stat_shape), rs.reshape(stat_shape)
+
+
+def _rms_split(x, gamma):
+    """x as float64 ``(M, N)`` rows over gamma's dims (its trailing dims), gamma as ``N``
+    values, and rstd's shape (x's batch dims, then ones)."""
+    xf = _f64(x)
+    g = _f64(gamma)
+    ns, m, n = _split(xf, g.shape)
+    return xf, xf.reshape(m, n), g.reshape(n), xf.shape[:xf.ndim - len(ns)] + (1,) * len(ns)
+
+
+def _rstd(x2, epsilon):
+    with np.errstate(divide="ignore"):
+        return 1.0 / np.sqrt((x2 * x2).mean(axis=1, keepdims=True) + epsilon)
+
+
+def rms_norm(x, gamma, epsilon: float = 1e-6):
+    """``(y, rstd)`` of RmsNorm in float64 over gamma's dims (the trailing dims of ``x``):
+    ``rstd = 1 / sqrt(mean_R(x^2) + epsilon)``, ``y = x * rstd * gamma``; ``rstd`` shaped x's
+    batch dims followed by ones, as CANN writes it."""
+    xf, x2, g, rstd_shape = _rms_split(x, gamma)
+    rstd = _rstd(x2, epsilon)
+    return (x2 * rstd * g).reshape(xf.shape), rstd.reshape(rstd_shape)
+
+
+def rms_norm_error_scale(x, gamma, epsilon: float = 1e-6):
+    """Per element of ``(y, rstd)``, the magnitude a float32-accumulated result's rounding
+    error is proportional to: every term of the sum of squares is non-negative, so the error
+    is relative: ``y``'s own magnitude ``|x| * rstd * |gamma|``, and ``rstd``."""
+    xf, x2, g, rstd_shape = _rms_split(x, gamma)
+    rstd = _rstd(x2, epsilon)
+    return (np.abs(x2) * rstd * np.abs(g)).reshape(xf.shape), rstd.reshape(rstd_shape)
 
 
 def _dtype_name(dtype) -> str:

@@ -6,7 +6,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
 
     ACL_PY_VENDOR_SOURCES=/path/to/dir   with ops-math/ (hicann/ops-math: math/add/examples,
                                          aclnnAdd), ops-nn/ (hicann/ops-nn:
-                                         norm/layer_norm_v4/examples) and runtime/
+                                         norm/layer_norm_v4/examples,
+                                         norm/rms_norm/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -133,6 +134,28 @@ def test_vendor_layer_norm_example(example, library):
     out = build_and_run(OPS_NN, os.path.join("norm", "layer_norm_v4", "examples", example),
                         [library])
     assert out == layer_norm_example_output()
+
+
+def rms_norm_example_output() -> str:
+    """The rms_norm example's inputs (x = gamma = 0..7 twice, x [2, 16], epsilon 1e-6)
+    through the kernel's float32 chain (op_kernel/rms_norm.h): rstd = 1 / sqrt(sum(x^2) *
+    (1/16) + eps), y = (x * rstd) * gamma; every step is exact or one IEEE rounding here, so
+    the printed values are the device's. The example prints y with %f."""
+    f = np.float32
+    v = np.tile(np.arange(8, dtype=f), 2)
+    rstd = f(1) / np.sqrt(f(np.sum(v * v)) * (f(1) / f(16)) + f(1e-6))
+    y = np.concatenate([(v * rstd) * v] * 2)
+    return "".join(f"result[{i}] is: {float(y[i]):f}\n" for i in range(32))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnRmsNorm example "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_rms_norm_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "rms_norm", "examples",
+                                             "test_aclnn_rms_norm.cpp"), [library])
+    assert out == rms_norm_example_output()
 
 
 # What the vendor's P2P example prints on two linked devices (its README's sample output: the

@@ -1,0 +1,125 @@
+"""``aclnnRmsNorm``: RmsNorm, :func:`rms_norm` and the plan :class:`RmsNorm`.
+
+Python-level checks (see :mod:`._declare`: NumPy calls make them before any C call,
+DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes (``x``
+float32/float16/bfloat16; ``gamma`` x's or float32); ``gamma`` non-empty and equal to the
+trailing dims of ``x``; ``epsilon >= 0``; ``out=`` entries of x's shape (y) and of rstd's
+documented shape, x's batch dims then ones (rstd: float32). The operator's own rules (ranks
+1..8, the part's dtype table: no bfloat16 and no float32 gamma beside a float16 x on Atlas
+inference and training parts) are phase one's.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union, overload
+
+import numpy as np
+
+from .. import reference
+from ..errors import AclArgumentError
+from ._declare import Declared, Plan, double, output, tensor
+
+if TYPE_CHECKING:
+    from ..stream import Stream
+    from ..tensor import DeviceTensor
+
+__all__ = ["rms_norm", "RmsNorm", "RMS_NORM"]
+
+# Operator functions take NumPy arrays or DeviceTensors (one kind a call) and give the same kind.
+Operand = Union[np.ndarray, "DeviceTensor"]
+OutArg = Optional[Sequence[Optional[Operand]]]
+
+
+def rms_norm_check(a):
+    """Checks that ``a.gamma`` is non-empty, of rank 1..rank(x), and equal to the trailing
+    dims of ``a.x`` (the dims normalized over), and that ``a.epsilon`` is not negative."""
+    if a.epsilon < 0:
+        raise AclArgumentError("epsilon", f"{a.epsilon!r} is negative (must be >= 0)")
+    shape, gs = a.x.shape, a.gamma.shape
+    if not gs or 0 in gs:
+        raise AclArgumentError("gamma", f"shape {gs} must have at least one dim and no zero "
+                               f"dim")
+    if len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
+        raise AclArgumentError("gamma", f"shape {gs} must equal the trailing dims of x's "
+                               f"shape {shape}")
+
+
+def rstd_shape(a):
+    """rstd as CANN writes it: x's batch dims, then a 1 per dim of gamma."""
+    nd = len(a.gamma.shape)
+    return a.x.shape[:len(a.x.shape) - nd] + (1,) * nd
+
+
+_F32 = np.dtype(np.float32)
+
+
+def _float32(a):
+    return _F32
+
+
+def _smoke(shape, nrank, dtype, gamma_dtype, epsilon=1e-6):
+    def make():
+        from ..dtypes import bfloat16
+        dt = {"bf16": bfloat16()}.get(dtype, dtype)
+        gdt = {"bf16": bfloat16()}.get(gamma_dtype, gamma_dtype) or dt
+        rng = np.random.default_rng(len(shape) + shape[-1])
+        x = (rng.standard_normal(shape, dtype=np.float32) * 2 + 0.5).astype(dt)
+        g = (1 + 0.25 * rng.standard_normal(shape[len(shape) - nrank:],
+                                             dtype=np.float32)).astype(gdt)
+        return x, g, epsilon
+    return (f"{dtype if isinstance(dtype, str) else np.dtype(dtype).name}"
+            f"{list(shape)}", make)
+
+
+RMS_NORM = Declared("aclnnRmsNorm", (
+    tensor("x"),
+    tensor("gamma", like="x", or_float32=True),
+    double("epsilon", default=1e-6),
+    output("yOut", shape=lambda a: a.x.shape, dtype=lambda a: a.x.dtype),
+    output("rstdOut", shape=rstd_shape, dtype=_float32, dtypes=("float32",)),
+), check=rms_norm_check, reference=reference.rms_norm,
+    error_scale=reference.rms_norm_error_scale,
+    rule_codes=(561002,),   # ACLNN_ERR_INNER_TILING_ERROR: docs/aclnnRmsNorm.md's shape rules
+    smoke_cases=(_smoke((8, 1024), 1, np.float32, None),
+                 _smoke((4, 128, 768), 1, np.float16, np.float16),
+                 _smoke((2, 3, 4, 5), 2, np.float32, None, epsilon=1e-3)))
+
+
+@overload
+def rms_norm(x: np.ndarray, gamma: np.ndarray, epsilon: float = ..., *,
+             stream: Optional["Stream"] = ..., out: OutArg = ...
+             ) -> Tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def rms_norm(x: "DeviceTensor", gamma: "DeviceTensor", epsilon: float = ..., *,
+             stream: Optional["Stream"] = ..., out: OutArg = ...
+             ) -> Tuple["DeviceTensor", "DeviceTensor"]: ...
+
+
+def rms_norm(x: Operand, gamma: Operand, epsilon: float = 1e-6, *,
+             stream: Optional["Stream"] = None, out: OutArg = None) -> Any:
+    """RmsNorm over the trailing dims of ``x`` that ``gamma`` has: ``(y, rstd)`` with
+    ``y = x * rstd * gamma``, ``rstd = 1 / sqrt(mean(x^2) + epsilon)`` (``epsilon`` reaches the
+    device as a float32; the device computes in float32 and rounds ``y`` to x's dtype).
+
+    * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
+    * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
+      valid once it has synchronized).
+
+    ``y`` has x's shape and dtype; ``rstd`` is float32 shaped x's batch dims then ones.
+    ``out=(y, rstd)`` gives preallocated outputs of the same kind as the inputs (of those
+    shapes; y's dtype is x's); a ``None`` entry is allocated as by default.
+    """
+    return RMS_NORM.call((x, gamma, epsilon), out=out, stream=stream)
+
+
+class RmsNorm(Plan):
+    """A :func:`rms_norm` plan over fixed device tensors (see :class:`~acl_py.ops.Plan`):
+    outputs ``y``, ``rstd``; ``run(stream)`` enqueues phase two only."""
+
+    declared = RMS_NORM
+    __slots__ = ()
+
+    def __init__(self, x: "DeviceTensor", gamma: "DeviceTensor", epsilon: float = 1e-6, *,
+                 out: OutArg = None) -> None:
+        self._prepare((x, gamma, epsilon), out)

@@ -1,0 +1,32 @@
+/*
+ * acl-py declarations: the two-phase RmsNorm operator (ops-nn norm/rms_norm), exported by
+ * libopapi.so (older releases) or libopapi_nn.so (newer), where a CANN install has it:
+ * include/aclnnop/aclnn_rms_norm.h (and, deprecated, include/aclnnop/level2/). The prototype
+ * is the one of hicann/ops-nn norm/rms_norm/docs/aclnnRmsNorm.md. The text between the cdef
+ * markers is read by cffi (bindings/build_ffi.py), which removes the export macro first.
+ */
+#ifndef ACL_PY_ACLNNOP_ACLNN_RMS_NORM_H_
+#define ACL_PY_ACLNNOP_ACLNN_RMS_NORM_H_
+
+#include "aclnn/aclnn_base.h"
+#include "aclnn_util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* acl-py:cdef-begin */
+ACLNN_API aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma,
+                                                   double epsilon, const aclTensor *yOut,
+                                                   const aclTensor *rstdOut,
+                                                   uint64_t *workspaceSize,
+                                                   aclOpExecutor **executor);
+ACLNN_API aclnnStatus aclnnRmsNorm(void *workspace, uint64_t workspaceSize,
+                                   aclOpExecutor *executor, aclrtStream stream);
+/* acl-py:cdef-end */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACL_PY_ACLNNOP_ACLNN_RMS_NORM_H_ */

@@ -1,0 +1,306 @@
+/*
+ * aclnnRmsNorm for the CPU emulator: phase one (checks, executor), the launch and the kernel.
+ *
+ * Facts, hicann/ops-nn norm/rms_norm (that tree carries no op_api source for this operator, so
+ * phase one follows the documented contract and the op_host rules that run in it):
+ * - docs/aclnnRmsNorm.md: the prototype; codes 161001 (a required argument NULL), 161002 (a
+ *   dtype outside the part's table), 561002 (the other parameter rules); x/yOut/rstdOut may be
+ *   empty, gamma may not; rstdOut FLOAT, shaped x's batch dims then ones; per-part dtype
+ *   tables (Atlas A2/A3, Ascend 950: (x, gamma) in {(F16, F32), (BF16, F32), (F16, F16),
+ *   (BF16, BF16), (F32, F32)}, yOut = x; Atlas inference: F16/F16 or F32/F32, no BF16);
+ * - op_host/rms_norm_def.cpp: the same dtype combinations per part (Atlas training parts:
+ *   the table without BF16);
+ * - op_host/rms_norm_tiling.cpp CheckInputShape4RmsNorm and the epsilon check: the shape
+ *   rules (ranks 1..8, gamma no wider than x and equal to x's trailing dims, y = x, each rstd
+ *   dim 1 or x's), epsilon >= 0; a tiling failure is 561002.
+ *
+ * The device's numbers (op_kernel/rms_norm.h Compute, ComputeMulGammaCast; op_host tiling):
+ * x cast to float, squares summed in float, rstd = 1 / sqrt(sum * avg + eps) with
+ * avg = 1.0f / N and eps as floats; y = (x * rstd) * gamma in float (gamma cast to float),
+ * then cast to y's dtype rounding to nearest, ties to even (FLOAT16 CAST_NONE, BF16
+ * CAST_RINT); rstd written as FLOAT.
+ *
+ * Kernel: rows are independent and each row's sum has a fixed order (LANES accumulators over
+ * the row, folded by a fixed tree), so the split of rows over threads never changes a bit.
+ * Rows are read as floats through get_tile (any dtype, any strides) into a per-chunk buffer.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "convert.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_rms_norm.h"
+
+#define P1 "aclnnRmsNormGetWorkspaceSize"
+#define P2 "aclnnRmsNorm"
+
+#define LANES 16      /* independent accumulators of a row's sum of squares */
+#define MAX_CHUNKS 16 /* row chunks per run (each has its own row buffer) */
+
+enum { T_X, T_GAMMA, T_Y, T_RSTD, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"x", "gamma", "yOut", "rstdOut"};
+
+typedef struct {
+    tdesc t[T_COUNT];
+    int64_t M, N;
+    float eps, avg; /* as the kernel receives them */
+} rms_payload;
+
+typedef struct {
+    rms_payload p;
+    const float *gamma; /* gamma as float (in place or in gamma_buf) */
+    float *gamma_buf;
+    float *row_buf;     /* nchunks * 2 * N floats: a row as float, and its y */
+    int64_t nchunks;
+    void *pins[T_COUNT + 1];
+    int npins;
+} rms_task;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+/* Sum of squares of x[0..n) in a fixed order: lane l takes x[l], x[l + LANES], ...; the lanes
+ * fold by a pairwise tree. */
+static float sum_squares(const float *x, int64_t n)
+{
+    float acc[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] += x[i + l] * x[i + l];
+    for (int l = 0; i + l < n; l++)
+        acc[l] += x[i + l] * x[i + l];
+    for (int s = LANES / 2; s > 0; s /= 2)
+        for (int l = 0; l < s; l++)
+            acc[l] += acc[l + s];
+    return acc[0];
+}
+
+static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const rms_task *T = ctx;
+    const rms_payload *P = &T->p;
+    const tdesc *x = &P->t[T_X], *y = &P->t[T_Y], *r = &P->t[T_RSTD];
+    const int64_t N = P->N;
+    float *xbuf = T->row_buf + chunk * 2 * N, *ybuf = xbuf + N;
+    for (int64_t m = begin; m < end; m++) {
+        const float *xr = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, xbuf);
+        float rstd = 1.0f / sqrtf(sum_squares(xr, N) * P->avg + P->eps);
+        for (int64_t i = 0; i < N; i++)
+            ybuf[i] = xr[i] * rstd * T->gamma[i];
+        put_tile(row_base(y, m), y->dtype, ACLEMU_TIES_EVEN, &y->inner, 0, N, ybuf);
+        put_tile(view_base(r), ACL_FLOAT, ACLEMU_TIES_EVEN, &r->inner, m, 1, &rstd);
+    }
+}
+
+static void task_run(void *arg)
+{
+    rms_task *T = arg;
+    const rms_payload *P = &T->p;
+    if (P->M == 0) /* an empty x: nothing to write (gamma is never empty) */
+        return;
+    const tdesc *g = &P->t[T_GAMMA];
+    T->gamma = get_tile(view_base(g), g->dtype, &g->inner, 0, P->N, T->gamma_buf);
+    aclemu_parallel_for(P->M, T->nchunks, rows_body, T);
+}
+
+static void task_release(void *arg)
+{
+    rms_task *T = arg;
+    for (int i = 0; i < T->npins; i++)
+        aclemu_device_unpin(T->pins[i]);
+    free(T->gamma_buf);
+    free(T->row_buf);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+static aclnnStatus rms_launch(void *payload, void *const *addrs, void *workspace,
+                              uint64_t workspace_size, aclrtStream stream)
+{
+    (void)workspace_size;
+    rms_task *T = calloc(1, sizeof *T);
+    if (!T) {
+        aclemu_set_error("%s: out of host memory for the launch", P2);
+        return ACLNN_ERR_INNER;
+    }
+    T->p = *(const rms_payload *)payload;
+    const tdesc *views[T_COUNT];
+    for (int i = 0; i < T_COUNT; i++) {
+        T->p.t[i].data = addrs[i];
+        views[i] = &T->p.t[i];
+    }
+    const int64_t M = T->p.M, N = T->p.N;
+    if (M > 0) {
+        T->nchunks = M < MAX_CHUNKS ? M : MAX_CHUNKS;
+        T->row_buf = malloc((size_t)(T->nchunks * 2 * N) * sizeof(float));
+        T->gamma_buf = malloc((size_t)N * sizeof(float));
+        if (!T->row_buf || !T->gamma_buf) {
+            aclemu_set_error("%s: out of host memory for the row buffers (%lld floats)", P2,
+                             (long long)((T->nchunks * 2 + 1) * N));
+            task_release(T);
+            return ACLNN_ERR_INNER;
+        }
+    }
+    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
+                        task_run, task_release, T);
+}
+
+static const aclemu_executor_ops RMS_OPS = {
+    .op_name = P2,
+    .launch = rms_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+#define FAIL(code, ...)                \
+    do {                               \
+        aclemu_set_error(__VA_ARGS__); \
+        return (code);                 \
+    } while (0)
+
+/* The part's dtype table (docs/aclnnRmsNorm.md, op_host/rms_norm_def.cpp): yOut is x's dtype;
+ * gamma is x's, or FLOAT beside a FLOAT16/BF16 x on parts with BF16 (Atlas A2/A3, Ascend 950;
+ * the other parts list only matching pairs). */
+static bool gamma_dtype_ok(aclDataType x, aclDataType gamma, bool bf16_part)
+{
+    return gamma == x || (bf16_part && gamma == ACL_FLOAT);
+}
+
+static aclnnStatus check_rank(const char *name, const aclTensor *t)
+{
+    if (t->ndim < 1 || t->ndim > TV_MAX_RANK)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: %s rank %llu is not in [1, %d]", P1, name,
+             (unsigned long long)t->ndim, TV_MAX_RANK);
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma,
+                                                       double epsilon, const aclTensor *yOut,
+                                                       const aclTensor *rstdOut,
+                                                       uint64_t *workspaceSize,
+                                                       aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {x, gamma, yOut, rstdOut};
+
+    /* 0. the out-pointers first, as the vendor's L2_DFX_PHASE_1 checks them (hicann/opbase
+     * src/nnopbase/composite_op/aclnn_engine/op_dfx.cpp CheckPhase1Params: 161001) */
+    if (!workspaceSize)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
+    if (!executor)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", P1);
+    /* 1. every tensor is required (161001), then must be a live aclTensor */
+    for (int i = 0; i < T_COUNT; i++)
+        if (!ts[i])
+            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", P1, TNAME[i]);
+    for (int i = 0; i < T_COUNT; i++)
+        if (!aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", P1, TNAME[i],
+                 (const void *)ts[i]);
+
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    const bool bf16 = soc->bf16;
+
+    /* 2. dtypes (161002): each in the part's list, then the table's combinations */
+    for (int i = 0; i < T_COUNT; i++) {
+        const aclDataType dt = ts[i]->dtype;
+        if (i == T_RSTD ? dt != ACL_FLOAT : !(dtype_ok(dt) && (dt != ACL_BF16 || bf16)))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
+                 TNAME[i], dname(dt), soc->name, soc->series,
+                 i == T_RSTD ? "FLOAT" : bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
+    }
+    if (yOut->dtype != x->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: yOut dtype %s must be x's dtype %s", P1,
+             dname(yOut->dtype), dname(x->dtype));
+    if (!gamma_dtype_ok(x->dtype, gamma->dtype, bf16))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gamma dtype %s must be x's dtype %s%s on %s", P1,
+             dname(gamma->dtype), dname(x->dtype),
+             bf16 && x->dtype != ACL_FLOAT ? " or FLOAT" : "", soc->name);
+
+    /* 3. ranks and shapes (561002), in CheckInputShape4RmsNorm's order */
+    aclnnStatus st;
+    if ((st = check_rank("x", x)) || (st = check_rank("gamma", gamma)))
+        return st;
+    char s1[256], s2[256];
+    fmt_dims(s2, sizeof s2, x->dims, x->ndim);
+    if (gamma->ndim > x->ndim)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: gamma rank %llu > x rank %llu", P1,
+             (unsigned long long)gamma->ndim, (unsigned long long)x->ndim);
+    if (yOut->ndim != x->ndim)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: yOut rank %llu != x rank %llu", P1,
+             (unsigned long long)yOut->ndim, (unsigned long long)x->ndim);
+    const uint64_t split = x->ndim - gamma->ndim;
+    fmt_dims(s1, sizeof s1, gamma->dims, gamma->ndim);
+    for (uint64_t i = 0; i < gamma->ndim; i++) {
+        if (gamma->dims[i] == 0)
+            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: gamma shape %s is empty (gamma cannot be "
+                 "an empty tensor)", P1, s1);
+        if (gamma->dims[i] != x->dims[split + i])
+            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: gamma shape %s must equal the last %llu "
+                 "dims of x %s", P1, s1, (unsigned long long)gamma->ndim, s2);
+    }
+    if (!same_dims(yOut->dims, yOut->ndim, x->dims, x->ndim)) {
+        fmt_dims(s1, sizeof s1, yOut->dims, yOut->ndim);
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: yOut shape %s != x shape %s", P1, s1, s2);
+    }
+    int64_t M = 0, N = 0, R = 0;
+    if (!numel(x->dims, split, &M) || !numel(gamma->dims, gamma->ndim, &N) ||
+        !numel(rstdOut->dims, rstdOut->ndim, &R))
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: an element count overflows int64", P1);
+    /* rstdOut: the vendor compares each of its dims with x's (1 or equal). Stricter
+     * (docs/emulator.md): no wider than x, and one value per row (the documented shape is
+     * x's batch dims then ones), so no row's rstd is dropped and no write lands outside it. */
+    fmt_dims(s1, sizeof s1, rstdOut->dims, rstdOut->ndim);
+    if (rstdOut->ndim > x->ndim)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: rstdOut rank %llu > x rank %llu (rstdOut %s, "
+             "x %s: expected x's batch dims then ones)", P1, (unsigned long long)rstdOut->ndim,
+             (unsigned long long)x->ndim, s1, s2);
+    for (uint64_t i = 0; i < rstdOut->ndim; i++)
+        if (rstdOut->dims[i] != 1 && rstdOut->dims[i] != x->dims[i])
+            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: rstdOut shape %s: dim %llu is %lld, must "
+                 "be 1 or x's %lld (x %s)", P1, s1, (unsigned long long)i,
+                 (long long)rstdOut->dims[i], (long long)x->dims[i], s2);
+    if (R != M)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: rstdOut shape %s has %lld elements != %lld "
+             "rows of x %s (expected x's batch dims then ones)", P1, s1, (long long)R,
+             (long long)M, s2);
+    /* 4. epsilon (rms_norm_tiling.cpp: refused when negative); NaN is not less than 0 */
+    if (epsilon < 0)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: epsilon %g is negative (must be >= 0)", P1,
+             epsilon);
+
+    rms_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    P->M = M;
+    P->N = N;
+    P->eps = (float)epsilon;
+    P->avg = 1.0f / (float)N;
+    snapshot(&P->t[T_X], x, (int)split);
+    snapshot(&P->t[T_GAMMA], gamma, -1);
+    snapshot(&P->t[T_Y], yOut, (int)split);
+    snapshot(&P->t[T_RSTD], rstdOut, -1);
+    /* owns P from here; keeps every tensor, as CANN's does */
+    aclOpExecutor *ex = aclemu_executor_new(&RMS_OPS, P, 0, ts, TNAME, T_COUNT, T_Y);
+    if (!ex)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
+    *workspaceSize = 0;
+    *executor = ex;
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnRmsNorm(void *workspace, uint64_t workspaceSize,
+                                       aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}

@@ -1,0 +1,266 @@
+"""The emulator's aclnnRmsNorm through raw calls: phase one's checks, codes and messages
+(hicann/ops-nn norm/rms_norm: docs/aclnnRmsNorm.md, op_host/rms_norm_def.cpp,
+op_host/rms_norm_tiling.cpp; the stricter choices in docs/emulator.md), the per-part dtype
+tables, the device's numbers (float32 compute, y rounded once to x's dtype, ties to even)
+against the float64 reference for every dtype pair and layout, and bits independent of the
+thread count.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from acl_py import reference
+from acl_py.raw import ffi, lib
+
+from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
+                              DevView, arena, last_msg, no_leaks, stream)
+
+P1 = lib.aclnnRmsNormGetWorkspaceSize
+P2 = lib.aclnnRmsNorm
+TILING = 561002
+SOC = ffi.string(lib.aclrtGetSocName()).decode()
+BF16_PART = not SOC.startswith(("Ascend310P", "Ascend910A", "Ascend910Pro", "Ascend910Prem")) \
+    and SOC != "Ascend910B"
+# (x, gamma) dtype pairs of the vendor's table on parts with BF16 (Atlas A2/A3, Ascend 950)
+PAIRS = [(F32, F32), (F16, F16), (F16, F32), (BF16, BF16), (BF16, F32)]
+
+
+def phase_one(x, gamma, y, rstd, eps=1e-6, ws=True, ex=True):
+    h = lambda v: ffi.NULL if v is None else v.handle  # noqa: E731
+    wsp = ffi.new("uint64_t *", 99) if ws else ffi.NULL
+    exp = ffi.new("aclOpExecutor **") if ex else ffi.NULL
+    rc = P1(h(x), h(gamma), eps, h(y), h(rstd), wsp, exp)
+    return rc, (wsp[0] if ws else None), (exp[0] if ex else None)
+
+
+def run(arena, x, gamma, y, rstd, eps=1e-6):
+    rc, ws, ex = phase_one(x, gamma, y, rstd, eps)
+    assert rc == OK, (rc, last_msg())
+    assert ws == 0
+    assert P2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+
+
+def rstd_shape(shape, gdims):
+    return tuple(shape[:len(shape) - gdims]) + (1,) * gdims
+
+
+def call(arena, x, g, kinds=("contig",) * 4, eps=1e-6):
+    vx, vg = DevView(arena, x, kind=kinds[0]), DevView(arena, g, kind=kinds[1])
+    vy = DevView(arena, shape=x.shape, dtype=x.dtype, kind=kinds[2], sentinel=-77.0)
+    vr = DevView(arena, shape=rstd_shape(x.shape, g.ndim), dtype=F32, kind=kinds[3],
+                 sentinel=-77.0)
+    run(arena, vx, vg, vy, vr, eps)
+    return vy.read(), vr.read()
+
+
+def rand(rng, shape, dt, scale=1.5, shift=0.25):
+    return (rng.standard_normal(shape) * scale + shift).astype(dt)
+
+
+def needs_bf16(*dts):
+    if BF16 in dts and not BF16_PART:
+        pytest.skip(f"{SOC} has no BF16 (the part's table)")
+    if dts[:2] == (F16, F32) and not BF16_PART:
+        pytest.skip(f"{SOC}: the table pairs FLOAT16 x with FLOAT16 gamma only")
+
+
+# ---- numbers ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("xdt,gdt", PAIRS, ids=[f"{x}-{g}" for x, g in PAIRS])
+@pytest.mark.parametrize("shape,gdims", [((7, 3, 181), 1), ((5, 6, 40), 2), ((3, 4096), 1),
+                                         ((33,), 1)], ids=["181", "6x40", "4096", "1-D"])
+def test_numbers_against_float64_reference(arena, xdt, gdt, shape, gdims):
+    needs_bf16(xdt, gdt)
+    rng = np.random.default_rng(sum(shape) + gdims)
+    x = rand(rng, shape, xdt)
+    g = rand(rng, shape[len(shape) - gdims:], gdt, 0.5, 1.0)
+    y, rstd = call(arena, x, g)
+    exp, mag = reference.rms_norm(x, g), reference.rms_norm_error_scale(x, g)
+    assert y.dtype == xdt and rstd.dtype == F32
+    reference.assert_close(y, exp[0], mag[0], xdt, "y", rtol=1e-5)
+    reference.assert_close(rstd, exp[1], mag[1], F32, "rstd", rtol=1e-5)
+
+
+@pytest.mark.parametrize("xdt,gdt", PAIRS, ids=[f"{x}-{g}" for x, g in PAIRS])
+def test_y_is_float32_chain_rounded_once(arena, xdt, gdt):
+    """The kernel's chain (op_kernel/rms_norm.h): (x * rstd) * gamma in float32, then one
+    rounding to x's dtype, to nearest with ties to even; checked bit for bit with the rstd
+    the call wrote."""
+    needs_bf16(xdt, gdt)
+    rng = np.random.default_rng(3)
+    x, g = rand(rng, (16, 300), xdt), rand(rng, (300,), gdt, 0.5, 1.0)
+    y, rstd = call(arena, x, g)
+    want = ((x.astype(F32) * rstd.reshape(16, 1)) * g.astype(F32)).astype(xdt)
+    assert np.array_equal(y.view(np.uint8), want.view(np.uint8))
+
+
+def test_epsilon_reaches_the_kernel_as_float32(arena):
+    """x = 0: rstd = 1 / sqrtf((float)epsilon) exactly, y = 0 (the vendor's example's eps)."""
+    y, rstd = call(arena, np.zeros((2, 16), F32), np.ones(16, F32), eps=1e-6)
+    assert (y == 0).all()
+    assert (rstd == np.float32(1) / np.sqrt(np.float32(1e-6))).all()
+
+
+def test_vendor_example_values(arena):
+    """examples/test_aclnn_rms_norm.cpp: x = gamma = 0..7 twice, rows [2, 16]."""
+    v = np.tile(np.arange(8, dtype=F32), 2)
+    y, rstd = call(arena, np.stack([v, v]), v.copy())
+    exp = reference.rms_norm(np.stack([v, v]), v)
+    assert np.allclose(y, exp[0], rtol=1e-6) and np.allclose(rstd, exp[1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("kinds", [(k,) * 4 for k in LAYOUTS[1:]] +
+                         [("stepped", "contig", "padded", "transposed")],
+                         ids=lambda k: "-".join(k))
+def test_strided_views_give_the_contiguous_bits(arena, kinds):
+    rng = np.random.default_rng(5)
+    x, g = rand(rng, (6, 4, 37), F16), rand(rng, (4, 37), F16, 0.5, 1.0)
+    base = call(arena, x, g)
+    got = call(arena, x, g, kinds)
+    for a, b in zip(base, got):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def test_bits_do_not_depend_on_the_thread_count(arena):
+    rng = np.random.default_rng(7)
+    x, g = rand(rng, (61, 1000), F32), rand(rng, (1000,), F32, 0.5, 1.0)
+    runs = []
+    for n in (1, 2, 5):
+        lib.aclemuSetNumThreads(n)
+        runs.append(call(arena, x, g))
+    for r in runs[1:]:
+        for a, b in zip(runs[0], r):
+            assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def test_empty_x_succeeds_and_writes_nothing(arena):
+    """docs/aclnnRmsNorm.md: x, yOut and rstdOut may be empty (gamma may not)."""
+    y, rstd = call(arena, np.zeros((0, 8), F32), np.ones(8, F32))
+    assert y.shape == (0, 8) and rstd.shape == (0, 1)
+
+
+def test_nan_propagates_to_its_row(arena):
+    """Atlas A2/A3, Ascend 950 (docs/aclnnRmsNorm.md): a NaN input gives NaN outputs (its
+    row's sum, so its row's rstd and y); other rows are untouched by it."""
+    x = np.ones((2, 8), F32)
+    x[1, 5] = np.nan
+    y, rstd = call(arena, x, np.ones(8, F32))
+    assert np.isfinite(y[0]).all() and np.isnan(rstd[1, 0]) and np.isnan(y[1]).all()
+
+
+# ---- phase one -------------------------------------------------------------------------------
+
+def views(arena, shape=(4, 16), gshape=(16,), xdt=F32, gdt=F32, ydt=None, rdt=F32,
+          yshape=None, rshape=None, xacl=None):
+    x = DevView(arena, np.ones(shape, xdt), acl_dtype=xacl)
+    g = DevView(arena, np.ones(gshape, gdt))
+    y = DevView(arena, shape=yshape or shape, dtype=ydt or xdt)
+    r = DevView(arena, shape=rshape if rshape is not None else
+                rstd_shape(shape, len(gshape)), dtype=rdt)
+    return x, g, y, r
+
+
+def refused(args, code, *words, eps=1e-6):
+    rc, _, _ = phase_one(*args, eps=eps)
+    msg = last_msg()
+    assert rc == code, (rc, msg)
+    assert msg.startswith("aclnnRmsNormGetWorkspaceSize: "), msg
+    for w in words:
+        assert w in msg, msg
+    return msg
+
+
+def test_out_pointers_first(arena):
+    x, g, y, r = views(arena)
+    assert phase_one(None, g, y, r, ws=False)[0] == NULLPTR
+    assert "workspaceSize" in last_msg()
+    assert phase_one(None, g, y, r, ex=False)[0] == NULLPTR
+    assert "executor" in last_msg()
+
+
+@pytest.mark.parametrize("k,name", list(enumerate(["x", "gamma", "yOut", "rstdOut"])))
+def test_each_tensor_is_required(arena, k, name):
+    args = list(views(arena))
+    args[k] = None
+    refused(args, NULLPTR, f"{name} is NULL")
+
+
+@pytest.mark.parametrize("case,code,words", [
+    (dict(xacl=lib.ACL_INT32), INVALID, ("x dtype ACL_INT32",)),
+    (dict(gdt=F16), INVALID, ("gamma dtype FLOAT16", "x's dtype FLOAT")),
+    (dict(xdt=F16, gdt=F16, ydt=F32), INVALID, ("yOut dtype FLOAT", "x's dtype FLOAT16")),
+    (dict(rdt=F16), INVALID, ("rstdOut dtype FLOAT16", "FLOAT")),
+    (dict(shape=(2, 3, 4), gshape=(5,)), TILING, ("gamma shape [5]", "last 1 dims of x")),
+    (dict(shape=(4,), gshape=(2, 4)), TILING, ("gamma rank 2 > x rank 1",)),
+    (dict(shape=(4, 16), gshape=(0,), rshape=(4, 1)), TILING, ("gamma", "empty")),
+    (dict(yshape=(4, 17)), TILING, ("yOut shape [4,17] != x shape [4,16]",)),
+    (dict(yshape=(4, 16, 1)), TILING, ("yOut rank 3 != x rank 2",)),
+    (dict(rshape=(4, 2)), TILING, ("rstdOut shape [4,2]", "1 or x's 16")),
+    (dict(rshape=(1, 1)), TILING, ("rstdOut", "1 elements != 4 rows")),
+    (dict(rshape=(4, 1, 1)), TILING, ("rstdOut rank 3 > x rank 2",)),
+    (dict(shape=(1,) * 9, gshape=(1,), rshape=(1,)), TILING, ("x rank 9",)),
+], ids=["x-int32", "gamma-dtype", "y-dtype", "rstd-dtype", "gamma-shape", "gamma-rank",
+        "gamma-empty", "y-shape", "y-rank", "rstd-dim", "rstd-numel", "rstd-rank", "x-rank9"])
+def test_refusals_name_the_argument_and_rule(arena, case, code, words):
+    refused(views(arena, **case), code, *words)
+
+
+def test_rstd_of_other_accepted_shapes(arena):
+    """The vendor checks each rstdOut dim against x's (1 or equal): a rank-1 rstd of M values
+    is accepted, and filled row by row."""
+    x, g, y, _ = views(arena)
+    r = DevView(arena, shape=(4,), dtype=F32, sentinel=-77.0)
+    run(arena, x, g, y, r)
+    assert np.allclose(r.read(), 1 / np.sqrt(1 + 1e-6))
+
+
+def test_negative_epsilon_is_refused(arena):
+    refused(views(arena), TILING, "epsilon -1e-06 is negative", eps=-1e-6)
+    run(arena, *views(arena), eps=0.0)
+
+
+def test_dead_tensor_is_refused(arena):
+    x, g, y, r = views(arena)
+    arena.destroy_tensor(g.handle)
+    try:
+        refused((x, g, y, r), INVALID, "gamma", "not a live aclTensor")
+    finally:
+        g.handle = arena.tensor(g.shape, g.dtype, g.strides, g.offset, g.n, g.ptr)
+
+
+# ---- the part's dtype table -------------------------------------------------------------------
+
+def test_part_dtype_table(arena):
+    for xdt, gdt in PAIRS + [(F32, F16), (F32, BF16), (F16, BF16), (BF16, F16)]:
+        in_table = (xdt, gdt) in PAIRS and (BF16_PART or (BF16 not in (xdt, gdt) and
+                                                          (xdt, gdt) != (F16, F32)))
+        rc, _, ex = phase_one(*views(arena, xdt=xdt, gdt=gdt))
+        assert (rc == OK) == in_table, (SOC, xdt, gdt, rc, last_msg())
+        if rc == OK:
+            assert lib.aclDestroyAclOpExecutor(ex) == OK
+        else:
+            msg = last_msg()
+            assert rc == INVALID and ("not supported on" in msg or "gamma dtype" in msg), msg
+
+
+OTHER_PARTS = sorted({"Ascend910A", "Ascend310P3", "Ascend950PR_9599", "Ascend910_9391",
+                      "Ascend910B2"} - {SOC})
+
+
+@pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
+@pytest.mark.parametrize("part", OTHER_PARTS)
+def test_other_parts_in_their_own_process(part):
+    env = dict(os.environ, ACL_EMU_SOC=part)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        os.path.abspath(__file__), "-k",
+                        "part_dtype_table or float32_chain or strided"],
+                       capture_output=True, text=True, timeout=600, env=env,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout, r.stdout[-2000:]
