@@ -1,9 +1,12 @@
 /*
  * acl-py declarations: the two-phase RmsNorm operator (ops-nn norm/rms_norm), exported by
  * libopapi.so (older releases) or libopapi_nn.so (newer), where a CANN install has it:
- * include/aclnnop/aclnn_rms_norm.h (and, deprecated, include/aclnnop/level2/). The prototype
- * is the one of hicann/ops-nn norm/rms_norm/docs/aclnnRmsNorm.md. The text between the cdef
- * markers is read by cffi (bindings/build_ffi.py), which removes the export macro first.
+ * include/aclnnop/aclnn_rms_norm.h (and, deprecated, include/aclnnop/level2/). The vendor's
+ * build generates that header from the operator's definition (hicann/ops-nn
+ * norm/rms_norm/op_host, ACLNNTYPE aclnn), so it is in no checkout: the prototype is the one
+ * of norm/rms_norm/docs/aclnnRmsNorm.md (tests/test_vendor_headers.py compares them). The
+ * text between the cdef markers is read by cffi (bindings/build_ffi.py), which removes the
+ * export macro first.
  */
 #ifndef ACL_PY_ACLNNOP_ACLNN_RMS_NORM_H_
 #define ACL_PY_ACLNNOP_ACLNN_RMS_NORM_H_

@@ -1,8 +1,10 @@
 /*
  * aclnnRmsNorm for the CPU emulator: phase one (checks, executor), the launch and the kernel.
  *
- * Facts, hicann/ops-nn norm/rms_norm (that tree carries no op_api source for this operator, so
- * phase one follows the documented contract and the op_host rules that run in it):
+ * Facts, hicann/ops-nn norm/rms_norm. Its aclnn interface has no op_api source: the build's
+ * opbuild tool generates it from op_host/rms_norm_def.cpp (ACLNNTYPE aclnn in
+ * op_host/CMakeLists.txt; cmake/opbuild.cmake), so phase one follows the documented contract,
+ * the def's dtype combinations and the op_host rules that run in it:
  * - docs/aclnnRmsNorm.md: the prototype; codes 161001 (a required argument NULL), 161002 (a
  *   dtype outside the part's table), 561002 (the other parameter rules); x/yOut/rstdOut may be
  *   empty, gamma may not; rstdOut FLOAT, shaped x's batch dims then ones; per-part dtype
