@@ -10,7 +10,8 @@ import numpy as np
 
 from .errors import AclTypeError
 
-# aclDataType values (CANN_ABI.md). Plain ints so that importing this module opens nothing.
+# aclDataType values (bindings/include/acl/acl_base.h). Plain ints so that importing this
+# module opens nothing.
 ACL_FLOAT = 0
 ACL_FLOAT16 = 1
 ACL_INT8 = 2

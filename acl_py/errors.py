@@ -223,7 +223,8 @@ class EmulatorOnlyError(RuntimeError):
 
 # ---- the table ----------------------------------------------------------------------------
 
-# code -> (name, class). Values are the ABI's (CANN_ABI.md, "Return codes").
+# code -> (name, class). Values are the ABI's (bindings/include: acl/acl_base.h,
+# acl/error_codes/rt_error_codes.h, aclnn/opdev/op_errno.h).
 STATUS = {
     0: ("ACL_SUCCESS", None),
     100000: ("ACL_ERROR_INVALID_PARAM", InvalidParameterError),

@@ -16,7 +16,8 @@ mean_R(|input|)) * rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's
 
 Backward:
 
-Written from the formulas of CANN_ABI.md ("LayerNormBackward semantics"), independently of
+Written from the operator's documented formulas (hicann/ops-nn norm/layer_norm_grad_v3 docs;
+docs/emulator.md, "aclnnLayerNormBackward"), independently of
 the emulator's C kernel: tests, samples and ``acl-py smoke`` compare the operator's outputs
 with it. With ``input`` of shape ``[A1..Ai, R1..Rj]`` and ``normalized_shape = [R1..Rj]``,
 ``M = A1*..*Ai``, ``N = R1*..*Rj``, ``x_hat = (input - mean) * rstd``, ``g = grad_out * weight``::
@@ -123,7 +124,7 @@ def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight=No
         else:
             grad_input = g
         grad_input = grad_input.reshape(shape)
-    # M == 0: the sums over A are empty, hence zeros (what CANN_ABI.md documents).
+    # M == 0: the sums over A are empty, hence zeros (as the vendor's op_api fills them).
     if output_mask[1]:
         grad_weight = (dy * xhat).sum(axis=0).reshape(ns)
     if output_mask[2]:

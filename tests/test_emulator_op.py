@@ -1,6 +1,6 @@
 """The emulator's aclnnLayerNormBackward, through the raw cffi calls (acl_py.raw).
 
-Numbers are checked against an independent NumPy float64 statement of CANN_ABI.md's formulas
+Numbers are checked against an independent NumPy float64 statement of the operator's formulas
 (`reference` below), on the very values the device holds (inputs quantized to their dtype
 first). Tolerances, per element:
 
@@ -225,7 +225,7 @@ class DevView:
 # ---- the NumPy float64 reference ------------------------------------------------------------
 
 def reference(dy, x, nlen, mean, rstd, w):
-    """CANN_ABI.md's formulas in float64 on [M, N]; returns (dx, dw, db) and, for each, the
+    """The operator's formulas in float64 on [M, N]; returns (dx, dw, db) and, for each, the
     same expression on absolute values (the scale its float32 rounding error is bounded by)."""
     shape = x.shape
     N = int(np.prod(shape[len(shape) - nlen:], dtype=np.int64))

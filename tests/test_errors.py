@@ -8,7 +8,7 @@ import acl_py
 from acl_py import errors
 from acl_py._ffi import ffi
 
-# Every status code of CANN_ABI.md, with the family it must raise.
+# Every status code the bindings declare, with the family it must raise.
 EXPECTED = {
     "ACL_ERROR_INVALID_PARAM": errors.InvalidParameterError,
     "ACL_ERROR_UNINITIALIZE": errors.NotInitializedError,

@@ -37,7 +37,7 @@ NAMES = ("grad_out", "input", "mean", "rstd", "weight", "bias", "grad_input", "g
 
 
 def expected_status(t, ns, mask, bf16=True):
-    """The vendor's phase-one checks (CANN_ABI.md, docs/emulator.md "aclnnLayerNormBackward"),
+    """The vendor's phase-one checks (docs/emulator.md "aclnnLayerNormBackward"),
     in order. ``t``: name -> (shape, dtype) or None (NULL); ``ns``: the normalizedShape values
     or None; ``mask``: tuple of bools or None; ``bf16``: whether the part has BFLOAT16."""
     # 1. required arguments

@@ -19,7 +19,7 @@ Covered: every allowed dtype combination (input fp32/fp16/bf16; mean/rstd fp32 o
 weight/bias input's or fp32; each output fp32/fp16/bf16), all 8 masks with weight and bias
 present/absent, ranks 1..8 with every split, non-contiguous inputs and outputs, empty tensors,
 1 element to 2M elements, NumPy and DeviceTensor paths, out=, determinism across runs and
-thread counts, and every row of the phase-one check list (CANN_ABI.md) through the Python call
+thread counts, and every row of the phase-one check list (docs/emulator.md) through the Python call
 and, where Python rejects first, through the two-phase wrapper with raw arguments.
 """
 from __future__ import annotations
@@ -375,7 +375,7 @@ def test_bit_identical_across_runs_and_thread_counts(emulator, shape):
     check(res, case)
 
 
-# ---- the phase-one check list (CANN_ABI.md), through Python and through the raw wrapper ----
+# ---- the phase-one check list (docs/emulator.md), through Python and through the raw wrapper ----
 
 def _raw(**over):
     """Valid raw arguments of the two-phase wrapper (declaration order), with overrides."""

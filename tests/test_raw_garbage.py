@@ -19,7 +19,7 @@ if not lib.backend.is_emulator:
     pytest.skip("garbage-handle behaviour is the emulator's documented contract; on a device "
                 "a garbage handle is undefined behaviour", allow_module_level=True)
 
-# Codes (CANN_ABI.md "Return codes").
+# Codes (bindings/include/acl/error_codes/rt_error_codes.h, acl/acl_base.h).
 INVALID_PARAM, RT_PARAM_INVALID, RT_INVALID_HANDLE = 100000, 107000, 107017
 RT_CONTEXT_NULL = 107002
 NULLPTR, PARAM_INVALID = 161001, 161002

@@ -24,7 +24,7 @@ SAMPLES = ROOT / "samples"
 CPP_SOURCE = ROOT / "tests" / "c" / "layer_norm_backward_sample.cpp"
 BUILD_DIR = ROOT / "tests" / ".build"
 
-# What the vendor's C++ sample prints (shared/CANN_ABI.md, last section), verbatim.
+# What the vendor's C++ sample prints (hicann/ops-nn norm/layer_norm_grad_v3/examples), verbatim.
 EXPECTED = (
     "out result[0] is: -2.000000\n"
     "out result[1] is: -94.000000\n"

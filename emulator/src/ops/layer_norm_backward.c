@@ -1,6 +1,7 @@
 /*
- * aclnnLayerNormBackward for the CPU emulator: phase-one validation (CANN_ABI.md order and
- * codes), the executor's launch (memory checks, pins, stream submit) and the kernel.
+ * aclnnLayerNormBackward for the CPU emulator: phase-one validation (the vendor's order and
+ * codes: docs/emulator.md, "Phase-one checks"), the executor's launch (memory checks, pins,
+ * stream submit) and the kernel.
  *
  * Kernel design, and why:
  * - Rows are split into NB fixed blocks (NB depends only on M: lnb_blocks()). Each block
