@@ -285,3 +285,139 @@ def test_a_repeatable_executor_runs_on_the_raw_address_set_after_its_last_run():
             for h in (tx, ty, tout):
                 ok(lib.aclDestroyTensor(h))
             ok(lib.aclDestroyScalar(alpha))
+
+
+class _AddCall:
+    """aclnnAdd's phase one over raw handles (x + y -> out, alpha 1), the executors it makes,
+    and the release of everything at the end, for the between-the-phases tests."""
+
+    def __init__(self, n=8):
+        self.n = n
+        self.x = np.arange(n, dtype=np.float32)
+        self.y = np.ones(n, np.float32)
+        self.dx = acl_py.DeviceTensor.from_numpy(self.x)
+        self.dy = acl_py.DeviceTensor.from_numpy(self.y)
+        self.dout = acl_py.DeviceTensor.zeros(n)
+        self.other = acl_py.DeviceTensor.zeros(n)
+        dims = ffi.new("int64_t[]", [n])
+        self.tx, self.ty, self.tout = (
+            lib.aclCreateTensor(dims, 1, lib.ACL_FLOAT, ffi.NULL, 0, lib.ACL_FORMAT_ND, dims, 1,
+                                ffi.cast("void *", t.data_ptr))
+            for t in (self.dx, self.dy, self.dout))
+        self.alpha = lib.aclCreateScalar(ffi.new("float *", 1.0), lib.ACL_FLOAT)
+        self.executors = []
+
+    def phase_one(self, repeatable=False):
+        ws = ffi.new("uint64_t *")
+        ex = ffi.new("aclOpExecutor **")
+        ok(lib.aclnnAddGetWorkspaceSize(self.tx, self.ty, self.alpha, self.tout, ws, ex),
+           "aclnnAddGetWorkspaceSize")
+        if repeatable:
+            ok(lib.aclSetAclOpExecutorRepeatable(ex[0]), "aclSetAclOpExecutorRepeatable")
+            self.executors.append(ex[0])
+        return ex[0]
+
+    def set_addr(self, t, dev):
+        return lib.aclSetRawTensorAddr(t, ffi.cast("void *", dev.data_ptr))
+
+    def get_addr(self, t):
+        addr = ffi.new("void **")
+        st = lib.aclGetRawTensorAddr(t, addr)
+        return st, int(ffi.cast("uintptr_t", addr[0]))
+
+    def close(self):
+        for e in self.executors:
+            ok(lib.aclDestroyAclOpExecutor(e))
+        for h in (self.tx, self.ty, self.tout):
+            ok(lib.aclDestroyTensor(h))
+        ok(lib.aclDestroyScalar(self.alpha))
+        for t in (self.dx, self.dy, self.dout, self.other):
+            t.close()
+
+
+@pytest.fixture
+def add_call():
+    c = _AddCall()
+    yield c
+    c.close()
+
+
+def test_the_raw_address_calls_are_refused_between_phase_one_and_phase_two(add_call):
+    """hicann/opbase docs/en/api/nnopbase/aclnn/aclSetRawTensorAddr.md and
+    aclGetRawTensorAddr.md: "before the first-phase API ... or after the second-phase API",
+    never between. Refused with 161002 naming the call and the rule, the address unchanged;
+    the run then reads and writes phase one's memory, and after it both calls work again."""
+    c = add_call
+    ex = c.phase_one()
+    for t in (c.tx, c.tout):
+        expect(c.set_addr(t, c.other), 161002, "aclSetRawTensorAddr",
+               "phase two has not been called yet")
+        st, _ = c.get_addr(t)
+        expect(st, 161002, "aclGetRawTensorAddr", "only before phase one or after phase two")
+    ok(lib.aclnnAdd(ffi.NULL, 0, ex, ffi.NULL), "aclnnAdd")
+    ok(lib.aclrtSynchronizeDevice(), "aclrtSynchronizeDevice")
+    np.testing.assert_array_equal(c.dout.to_numpy(), c.x + c.y)
+    np.testing.assert_array_equal(c.other.to_numpy(), np.zeros(c.n, np.float32))
+    st, addr = c.get_addr(c.tout)
+    ok(st, "aclGetRawTensorAddr after phase two")
+    assert addr == c.dout.data_ptr
+    ok(c.set_addr(c.tout, c.other), "aclSetRawTensorAddr after phase two")
+
+
+def test_a_failed_phase_two_ends_the_window_too(emulator, add_call):
+    """"After the second-phase API is called": a phase two that fails (an injected fault)
+    was called all the same; the library releases the single-use executor and the tensors
+    are free to re-point."""
+    c = add_call
+    ex = c.phase_one()
+    emulator.set_faults("aclnnAdd:1")
+    expect(lib.aclnnAdd(ffi.NULL, 0, ex, ffi.NULL), 361001, "aclnnAdd", "injected fault")
+    emulator.set_faults(None)
+    ok(c.set_addr(c.tx, c.other), "aclSetRawTensorAddr after a failed phase two")
+
+
+def test_a_repeatable_executor_holds_its_tensors_until_its_first_run_only(add_call):
+    """A repeatable executor's window closes at its first phase two (the existing test above
+    re-points between runs); aclSetTensorAddr re-points it before that, as the docs allow."""
+    c = add_call
+    ex = c.phase_one(repeatable=True)
+    expect(c.set_addr(c.tout, c.other), 161002, "aclSetRawTensorAddr", "aclSetTensorAddr")
+    ok(lib.aclSetTensorAddr(ex, 2, c.tout, ffi.cast("void *", c.other.data_ptr)),
+       "aclSetTensorAddr before the first run")
+    ok(lib.aclnnAdd(ffi.NULL, 0, ex, ffi.NULL), "aclnnAdd")
+    ok(lib.aclrtSynchronizeDevice(), "aclrtSynchronizeDevice")
+    np.testing.assert_array_equal(c.other.to_numpy(), c.x + c.y)
+    ok(c.set_addr(c.tout, c.dout), "aclSetRawTensorAddr after the first run")
+
+
+def test_every_pending_executor_counts_and_a_destroyed_one_releases_its_tensors(add_call):
+    """Two phase ones over the same tensors: the calls stay refused until both executors'
+    phase twos were called, or the executor destroyed without running."""
+    c = add_call
+    first = c.phase_one(repeatable=True)
+    second = c.phase_one()
+    expect(c.set_addr(c.tx, c.other), 161002, "aclSetRawTensorAddr", "2 executors")
+    ok(lib.aclnnAdd(ffi.NULL, 0, second, ffi.NULL), "aclnnAdd (the single-use one)")
+    ok(lib.aclrtSynchronizeDevice(), "aclrtSynchronizeDevice")
+    expect(c.set_addr(c.tx, c.other), 161002, "aclSetRawTensorAddr", "1 executor ")
+    c.executors.remove(first)
+    ok(lib.aclDestroyAclOpExecutor(first), "aclDestroyAclOpExecutor, never run")
+    ok(c.set_addr(c.tx, c.dx), "aclSetRawTensorAddr once no executor awaits phase two")
+
+
+def test_a_tensor_destroyed_before_phase_two_leaves_no_count_behind():
+    """The executor counts the tensor's generation: one destroyed after phase one (and
+    another created, perhaps at its address) is not held by the pending executor."""
+    c = _AddCall()
+    try:
+        ex = c.phase_one()
+        ok(lib.aclDestroyTensor(c.tx))
+        dims = ffi.new("int64_t[]", [c.n])
+        c.tx = lib.aclCreateTensor(dims, 1, lib.ACL_FLOAT, ffi.NULL, 0, lib.ACL_FORMAT_ND, dims,
+                                   1, ffi.cast("void *", c.dx.data_ptr))
+        ok(c.set_addr(c.tx, c.other), "aclSetRawTensorAddr on a new tensor")
+        # the executor refuses to run on a destroyed tensor (and is released: single-use)
+        expect(lib.aclnnAdd(ffi.NULL, 0, ex, ffi.NULL), 161002, "aclnnAdd", "destroyed")
+        ok(c.set_addr(c.tout, c.other), "aclSetRawTensorAddr after phase two was called")
+    finally:
+        c.close()

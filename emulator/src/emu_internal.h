@@ -147,6 +147,10 @@ struct aclTensor {
     int64_t storage_dims[ACLEMU_MAX_DIMS];
     void *data;                       /* device address of the storage */
     const aclTensorList *list;        /* the live list that owns it, or NULL (meta/) */
+    /* Executors made by a phase one given this tensor whose phase two has not been called yet
+     * (meta/executor.c, under its mutex): the docs forbid aclSetRawTensorAddr and
+     * aclGetRawTensorAddr on the tensor meanwhile. */
+    uint32_t awaiting_phase_two;
 };
 
 struct aclIntArray {

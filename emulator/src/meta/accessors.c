@@ -152,6 +152,24 @@ SIZE_GETTER(aclGetTensorListSize, aclTensorList, tensorList, ACLEMU_KIND_TENSOR_
 SIZE_GETTER(aclGetScalarListSize, aclScalarList, scalarList, ACLEMU_KIND_SCALAR_LIST,
             "aclScalarList")
 
+/* Stricter than CANN, which does not look: both address calls are documented as allowed
+ * "before the first-phase API ... or after the second-phase API", never between
+ * (hicann/opbase docs/en/api/nnopbase/aclnn/aclSetRawTensorAddr.md and aclGetRawTensorAddr.md,
+ * Restrictions). Between them a device may run the executor on phase one's address (one
+ * served from the operator cache) or on the new one, so a program that does it works by
+ * chance. 161002 while an executor given the tensor at phase one awaits its phase two;
+ * re-pointing a repeatable executor's tensor is aclSetTensorAddr's job. */
+static aclnnStatus not_between_phases(const char *fn, const aclTensor *tensor) {
+    uint32_t n = meta_tensor_awaiting_phase_two(tensor);
+    if (n == 0)
+        return ACLNN_SUCCESS;
+    aclemu_set_error("%s: tensor %p was given to the phase one of %u executor%s whose phase two "
+                     "has not been called yet: the docs allow this call only before phase one "
+                     "or after phase two (to re-point a repeatable executor's tensor use "
+                     "aclSetTensorAddr)", fn, (const void *)tensor, n, n == 1 ? "" : "s");
+    return ACLNN_ERR_PARAM_INVALID;
+}
+
 /* The storage's base address, as aclCreateTensor (or aclInitTensor, aclSetRawTensorAddr) last
  * set it: CANN's aclTensor::GetStorageAddr/SetStorageAddr. NULL is a valid address to set (a
  * tensor may be created without one); one that is not 32-byte aligned is refused as
@@ -162,6 +180,8 @@ aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
         return ACLNN_ERR_INNER;
     aclnnStatus s = check(__func__, tensor, ACLEMU_KIND_TENSOR, "aclTensor", "tensor",
                            NO_OUTPUT, NO_OUTPUT);
+    if (s == ACLNN_SUCCESS)
+        s = not_between_phases(__func__, tensor);
     if (s != ACLNN_SUCCESS)
         return s;
     if ((uintptr_t)addr % ACLEMU_TENSOR_ALIGN != 0) {
@@ -178,6 +198,8 @@ aclnnStatus aclGetRawTensorAddr(const aclTensor *tensor, void **addr) {
         return ACLNN_ERR_INNER;
     aclnnStatus s = check(__func__, tensor, ACLEMU_KIND_TENSOR, "aclTensor", "tensor", addr,
                            "addr", NO_OUTPUT);
+    if (s == ACLNN_SUCCESS)
+        s = not_between_phases(__func__, tensor);
     if (s == ACLNN_SUCCESS)
         *addr = tensor->data;
     return s;

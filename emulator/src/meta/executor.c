@@ -36,6 +36,7 @@ struct aclOpExecutor {
     void *payload;
     uint64_t workspace_size; /* what phase one asked for */
     bool repeatable;
+    bool phase_two_called;   /* once: its tensors' awaiting_phase_two counts are released */
     int running;             /* phase twos in progress (g_exec_mu) */
     bool retired;            /* out of the registry, released when `running` drops to 0 */
     meta_q_reason retired_why;
@@ -82,6 +83,32 @@ static aclnnStatus not_live(const char *fn, const aclOpExecutor *executor, aclnn
         aclemu_set_error("%s: executor %p is not a live executor (never created, already run, "
                          "or destroyed)", fn, (const void *)executor);
     return code;
+}
+
+/* The docs of aclSetRawTensorAddr and aclGetRawTensorAddr (hicann/opbase docs/en/api/
+ * nnopbase/aclnn/) allow them on a tensor before phase one or after phase two, never between:
+ * each tensor counts the executors holding it whose phase two has not been called. Called
+ * once per executor, when its phase two is first called or it is destroyed unrun; a tensor
+ * destroyed meanwhile (another generation, or another object at its address) is not
+ * touched. g_exec_mu held. */
+static void phase_two_called_locked(aclOpExecutor *e) {
+    if (e->phase_two_called)
+        return;
+    e->phase_two_called = true;
+    for (uint64_t i = 0; i < e->ntensors; i++) {
+        aclTensor *t = e->tensors[i].tensor;
+        if (t != NULL && e->tensors[i].gen != 0 &&
+            aclemu_handle_generation(t, ACLEMU_KIND_TENSOR) == e->tensors[i].gen &&
+            t->awaiting_phase_two > 0)
+            t->awaiting_phase_two--;
+    }
+}
+
+uint32_t meta_tensor_awaiting_phase_two(const aclTensor *t) {
+    pthread_mutex_lock(&g_exec_mu);
+    uint32_t n = t->awaiting_phase_two;
+    pthread_mutex_unlock(&g_exec_mu);
+    return n;
 }
 
 static void release(aclOpExecutor *e, meta_q_reason why) {
@@ -131,6 +158,7 @@ aclOpExecutor *aclemu_executor_new(const aclemu_executor_ops *ops, void *payload
     e->workspace_size = workspace_size;
     e->ntensors = ntensors;
     e->ninputs = ninputs;
+    pthread_mutex_lock(&g_exec_mu);
     for (uint64_t i = 0; i < ntensors; i++) {
         /* CANN's executor keeps the caller's pointer and writes through it: the address
          * calls update the caller's tensor (the const is the phase-one prototype's) */
@@ -139,8 +167,11 @@ aclOpExecutor *aclemu_executor_new(const aclemu_executor_ops *ops, void *payload
         /* 0 (never a live generation) if the caller destroyed it already: phase two refuses */
         e->tensors[i].gen = tensors[i] != NULL
                                 ? aclemu_handle_generation(tensors[i], ACLEMU_KIND_TENSOR) : 0;
+        if (e->tensors[i].gen != 0)
+            e->tensors[i].tensor->awaiting_phase_two++;
     }
     aclemu_handle_register(e, ACLEMU_KIND_EXECUTOR);
+    pthread_mutex_unlock(&g_exec_mu);
     return e;
 }
 
@@ -185,6 +216,7 @@ aclnnStatus aclemu_executor_run(const char *fn, aclOpExecutor *executor, void *w
         return not_live(fn, executor, ACLNN_ERR_PARAM_INVALID);
     }
     aclOpExecutor *e = executor;
+    phase_two_called_locked(e);
     aclnnStatus rc = ACLNN_SUCCESS;
     bool release_now = false;
     void *addrs[ACLEMU_EXECUTOR_MAX_TENSORS];
@@ -277,6 +309,7 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
                          (void *)executor);
         return ACLNN_ERR_PARAM_INVALID;
     }
+    phase_two_called_locked(executor);
     aclemu_handle_unregister(executor, ACLEMU_KIND_EXECUTOR);
     pthread_mutex_unlock(&g_exec_mu);
     release(executor, Q_EXECUTOR_DESTROYED);

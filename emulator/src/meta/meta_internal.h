@@ -25,4 +25,8 @@ META_HIDDEN bool meta_quarantined_executor(const void *p, char *op, size_t cap,
  * aclDestroyTensor refuses it, the list destroys it. */
 META_HIDDEN bool meta_tensor_listed(const char *fn, const aclTensor *tensor);
 
+/* How many executors given `t` at phase one have not had their phase two called yet (0 for
+ * a tensor no pending executor holds). Takes the executors' mutex. */
+META_HIDDEN uint32_t meta_tensor_awaiting_phase_two(const aclTensor *t);
+
 #endif
