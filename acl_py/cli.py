@@ -34,7 +34,7 @@ COMMANDS: tuple[Command, ...] = (
             "acl_py.cli:add_prefix_arguments", "acl_py.cli:run_prefix"),
     Command("sample", "run the vendor's LayerNormBackward sample, ported to acl-py",
             "acl_py.smoke:add_sample_arguments", "acl_py.smoke:run_sample"),
-    Command("smoke", "hardware smoke test: LayerNormBackward cases checked against NumPy",
+    Command("smoke", "hardware smoke test: every operator's cases checked against NumPy",
             "acl_py.smoke:add_arguments", "acl_py.smoke:run"),
     Command("ops", "list the aclnn operators the active backend offers (acl_py.aclnn)",
             "acl_py.aclnn:add_ops_arguments", "acl_py.aclnn:run_ops"),

@@ -58,7 +58,8 @@ import numpy as np
 
 __all__ = [
     "RTOL", "OUTPUTS", "layer_norm", "layer_norm_error_scale", "layer_norm_backward",
-    "layer_norm_stats", "error_scale", "error_bound", "max_error_ratio", "assert_close",
+    "layer_norm_stats", "error_scale", "error_bound", "max_error_ratio", "max_abs_error",
+    "assert_close",
     "rounding_dtype", "device_rounding", "half_ulp", "rms_norm", "rms_norm_error_scale",
 ]
 
@@ -325,6 +326,16 @@ def max_error_ratio(actual, expected, magnitude, input_dtype, rtol=None,
         return math.inf
     bound = error_bound(e, magnitude, input_dtype, act.dtype, a, rtol, output)
     return float(np.max(np.abs(a - e) / bound))
+
+
+def max_abs_error(actual, expected) -> float:
+    """max |actual - expected| over the elements (float64): inf when any is NaN, 0 when there
+    are none. The number a report prints beside :func:`max_error_ratio`."""
+    a, e = _f64(np.asarray(actual)), _f64(expected)
+    if a.size == 0:
+        return 0.0
+    diff = np.abs(a - e)
+    return math.inf if np.isnan(diff).any() else float(diff.max())
 
 
 def assert_close(actual, expected, magnitude, input_dtype, name: str = "output",

@@ -2,12 +2,14 @@
 machine (or, without CANN, on the emulator, which it then says in its verdict).
 
 It first prints what it is about to test (backend and libraries, the part from
-``aclrtGetSocName``, the devices and their memory, the dtypes), then runs a matrix of operator
-cases on each selected device with device tensors (for LayerNormBackward: every supported
-dtype and the allowed mixes, output masks, weight absent, shapes from one element to tens of
-millions, non-contiguous input and output views, empty tensors), checks each output against
-the NumPy float64 reference (:mod:`acl_py.reference`) with the reference's per-dtype error
-bound, and prints a table per device and an overall verdict.
+``aclrtGetSocName``, the devices and their memory, the dtypes, the operators), then runs a
+matrix of operator cases on each selected device with device tensors, checks each output
+against the NumPy float64 reference (:mod:`acl_py.reference`) with the reference's per-dtype
+error bound, and prints a table per device and an overall verdict. The cases: the
+LayerNormBackward matrix (every supported dtype and the allowed mixes, output masks, weight
+absent, shapes from one element to tens of millions, non-contiguous input and output views,
+inputs copied on another stream, empty tensors), then the smoke cases of every declared
+operator (:data:`acl_py.ops.DECLARED`: LayerNorm, RmsNorm, ...).
 
 * ``--devices all`` or ``--devices 0,3,5``: the listed devices are tested concurrently, a
   thread per device, each with its own stream (``--device N`` is ``--devices N``). With two
@@ -32,14 +34,21 @@ bound, and prints a table per device and an overall verdict.
 Exit status: 0 when every case passed on every device; 1 when a case failed, a device could
 not be tested or ``--require-npu`` was not met; 2 for a usage error; 3 when a device hung.
 
-Operators are rows of :data:`OPERATORS` (a name, the function giving its matrix, the
-function running one case, as ``"module:function"`` strings): adding an operator's smoke cases
-is one row and a module, like a command of :mod:`acl_py.cli`. The pieces are reusable:
-:func:`build_cases` gives the matrix, :func:`run_cases` runs any list of :class:`Case` and
-returns :class:`CaseResult`\\ s, :func:`run_devices` does so on several devices at once,
-:func:`report` builds the JSON-ready report, and :func:`main` is the command (``cases=`` lets
-tests inject a deliberately broken case, e.g. one with a ``reference_hook`` that perturbs the
-expected values).
+Operators come from their declarations: a :class:`~acl_py.ops.Declared` operator's
+``smoke_cases`` (every run) and ``smoke_full_cases`` (full runs) are run by one generic runner,
+:func:`run_declared_case` (inputs uploaded on the device's stream, the declaration called on
+device tensors, outputs read back and judged by the declaration's own
+:meth:`~acl_py.ops.Declared.check_outputs`); declaring an operator with smoke cases is all it
+takes to smoke-test it. A case is named ``<operator>/<its name>`` (``RmsNorm/float32[8,1024]``);
+its dtypes are its values'. Matrices a declaration cannot express (LayerNormBackward's
+layouts, masks and streams) are rows of :data:`OPERATORS` (a name, the function giving the
+matrix, the function running one case, as ``"module:function"`` strings). The pieces are
+reusable: :func:`build_cases` gives the matrix, :func:`run_cases` runs any list of
+:class:`Case` and returns :class:`CaseResult`\\ s, :func:`run_devices` does so on several
+devices at once, :func:`report` builds the JSON-ready report, and :func:`main` is the command
+(``cases=`` lets tests inject a deliberately broken case, e.g. one with a ``reference_hook``
+that perturbs the expected values, or :func:`declared_cases` of a declaration whose reference
+is perturbed).
 
 Tolerance (see :mod:`acl_py.reference`): each element may differ from the float64 reference by
 ``RTOL[input dtype] * magnitude + the device's rounding``, where ``magnitude`` is the size of
@@ -73,6 +82,7 @@ from .smoke_wait import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from ._loader import Backend
+    from .ops import Declared
     from .stream import Stream
     from .tensor import DeviceTensor
 
@@ -84,7 +94,8 @@ SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 @dataclass(frozen=True)
 class Case:
-    """One LayerNormBackward call to check.
+    """One operator call to check: a case of the LayerNormBackward matrix (the fields below),
+    or a declared operator's smoke case (``declared``).
 
     ``dtype`` is gradOut's and input's; ``stats_dtype`` mean's and rstd's and ``weight_dtype``
     weight's and bias's (``None``: the input's); ``weight=False`` passes no weight (and no bias);
@@ -101,6 +112,12 @@ class Case:
     vendor documents this input as unsupported (why, and where it says so); a failure on an
     NPU is then reported as such, not as a failure. ``reference_hook`` (for tests of the smoke
     test itself) maps the reference's three outputs to what the case will expect instead.
+
+    A declared operator's case (:func:`declared_case`) has ``declared`` (the
+    :class:`~acl_py.ops.Declared` it calls) and ``make_values`` (its smoke case's maker, NumPy
+    inputs in declaration order); ``shape`` and ``dtype`` are its first tensor's, and
+    ``input_dtypes`` every input tensor's (Python name, dtype; None: an optional input left
+    out), read from the values. The LayerNormBackward fields keep their defaults.
     """
     name: str
     shape: tuple[int, ...]
@@ -117,13 +134,22 @@ class Case:
     operator: str = "LayerNormBackward"
     unsupported: str | None = None
     reference_hook: Callable | None = field(default=None, compare=False, repr=False)
+    declared: Declared | None = field(default=None, compare=False, repr=False)
+    make_values: Callable[[], Sequence[Any]] | None = field(default=None, compare=False,
+                                                            repr=False)
+    input_dtypes: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def normalized_shape(self) -> tuple[int, ...]:
         return self.shape[len(self.shape) - self.normalized_ndim:]
 
     def dtype_label(self) -> str:
-        """``bf16``, or ``bf16 s:fp32 w:fp32 o:fp32`` for mixes (stats, weight, outputs)."""
+        """``bf16``, or ``bf16 s:fp32 w:fp32 o:fp32`` for mixes (stats, weight, outputs); a
+        declared case's inputs of another dtype by name: ``fp16 gamma:fp32 bias:none``."""
+        if self.declared is not None:
+            return SHORT.get(self.dtype, self.dtype) + "".join(
+                f" {name}:{'none' if dt is None else SHORT.get(dt, dt)}"
+                for name, dt in self.input_dtypes if dt != self.dtype)
         label = SHORT[self.dtype]
         if self.stats_dtype and self.stats_dtype != self.dtype:
             label += f" s:{SHORT[self.stats_dtype]}"
@@ -138,9 +164,26 @@ class Case:
         return label
 
     def mask_label(self) -> str:
+        if self.declared is not None:
+            return "-"
         return "".join("1" if m else "0" for m in self.mask)
 
+    def norm_label(self) -> str:
+        return "-" if self.declared is not None else str(self.normalized_ndim)
+
     def describe(self) -> dict:
+        """The JSON report's fields of the case: the same keys for every operator, None where
+        one does not apply (a declared case has no mask, stats or normalized shape of its
+        own; LayerNormBackward's cases list no ``input_dtypes``)."""
+        if self.declared is not None:
+            return {
+                "name": self.name, "shape": list(self.shape), "normalized_shape": None,
+                "dtype": self.dtype, "stats_dtype": None, "weight_dtype": None,
+                "out_dtypes": None, "output_mask": None, "layout": self.layout, "data": None,
+                "seed": None, "operator": self.operator,
+                "documented_unsupported": self.unsupported,
+                "input_dtypes": dict(self.input_dtypes),
+            }
         return {
             "name": self.name, "shape": list(self.shape),
             "normalized_shape": list(self.normalized_shape), "dtype": self.dtype,
@@ -150,6 +193,7 @@ class Case:
             "output_mask": list(self.mask), "layout": self.layout, "data": self.data,
             "seed": self.seed, "operator": self.operator,
             "documented_unsupported": self.unsupported,
+            "input_dtypes": None,
         }
 
 
@@ -206,7 +250,8 @@ class CaseResult:
 
 @dataclass(frozen=True)
 class SmokeOperator:
-    """One operator of the smoke test, declared as data: its name, ``"module:function"`` of
+    """An operator with a hand-written matrix (declared operators need none: their smoke
+    cases are their declaration's): its name, ``"module:function"`` of
     ``cases(quick: bool) -> list[Case]`` (its matrix; ``quick``: a seconds-long subset), and
     of ``run(case: Case, stream) -> CaseResult`` (runs and checks one case on the calling
     thread's device; never raises for a failing case), and the names of the outputs it checks
@@ -220,8 +265,6 @@ class SmokeOperator:
 OPERATORS: tuple[SmokeOperator, ...] = (
     SmokeOperator("LayerNormBackward", "acl_py.smoke:layer_norm_backward_cases",
                   "acl_py.smoke:run_layer_norm_backward_case"),
-    SmokeOperator("LayerNorm", "acl_py.smoke:layer_norm_cases",
-                  "acl_py.smoke:run_layer_norm_case", outputs=("out", "mean", "rstd")),
 )
 
 
@@ -238,8 +281,52 @@ def _operator(name: str) -> SmokeOperator:
 
 
 def build_cases(quick: bool = False) -> list[Case]:
-    """Every operator's matrix, in :data:`OPERATORS` order."""
-    return [case for op in OPERATORS for case in _resolve(op.cases)(quick)]
+    """Every operator's matrix: the :data:`OPERATORS` rows', then each declared operator's
+    smoke cases in :data:`acl_py.ops.DECLARED` order (``quick``: without
+    ``smoke_full_cases``). Raises ValueError when two cases share a name."""
+    from .ops import DECLARED
+    cases = [case for op in OPERATORS for case in _resolve(op.cases)(quick)]
+    for name, declared in DECLARED.items():
+        cases += declared_cases(declared, quick, operator=name)
+    seen: set[str] = set()
+    for case in cases:
+        if case.name in seen:
+            raise ValueError(f"two smoke cases are named {case.name!r}")
+        seen.add(case.name)
+    return cases
+
+
+def declared_cases(declared: Declared, quick: bool = False,
+                   operator: str | None = None) -> list[Case]:
+    """A declared operator's smoke cases as :class:`Case` s (:func:`declared_case`): its
+    ``smoke_cases``, and unless ``quick`` its ``smoke_full_cases``."""
+    found = declared.smoke_cases + (() if quick else declared.smoke_full_cases)
+    return [declared_case(declared, c, operator) for c in found]
+
+
+def declared_case(declared: Declared, smoke_case: tuple[str, Callable[[], Sequence[Any]]],
+                  operator: str | None = None) -> Case:
+    """The :class:`Case` of one of ``declared``'s smoke cases (``(name, make)``), named
+    ``<operator>/<name>`` (``operator``: default the declaration's short name; whitespace
+    dropped from the name). Its shape and dtypes are read from ``make()``'s values; values
+    that cannot be made leave them unknown (the case then fails when it runs, with the
+    reason)."""
+    name, make = smoke_case
+    operator = operator or declared.short_name
+    described: dict[str, Any] = {"shape": ()}
+    try:
+        values = make()
+        inputs = [(arg.py, v) for arg, v in zip(declared.inputs, values)
+                  if isinstance(v, np.ndarray) or (v is None and arg.optional)]
+        first = next(v for _, v in inputs if v is not None)
+        described = {
+            "shape": tuple(first.shape), "dtype": _dtype_name(first.dtype),
+            "input_dtypes": tuple((n, None if v is None else _dtype_name(v.dtype))
+                                  for n, v in inputs)}
+    except Exception:  # noqa: BLE001 - reported by the case's run, which makes them again
+        pass
+    return Case(f"{operator}/{''.join(name.split())}", operator=operator, declared=declared,
+                make_values=make, **described)
 
 
 # The vendor's docs list, for every tensor of aclnnLayerNormBackward, "empty tensors are not
@@ -304,29 +391,6 @@ def layer_norm_backward_cases(quick: bool = False) -> list[Case]:
         Case("fp32-wide", (64, 65536)),
     ]
     return full
-
-
-def layer_norm_cases(quick: bool = False) -> list[Case]:
-    """The LayerNorm forward's matrix (outputs out, mean, rstd; ``mask`` is all true).
-    ``weight_dtype`` is weight's and bias's; ``weight=False`` passes neither."""
-    F32, F16, BF16 = "float32", "float16", "bfloat16"
-    q = [
-        Case("forward-fp32", (8, 1024), operator="LayerNorm"),
-        Case("forward-bf16-fp32-weight", (4, 128, 768), dtype=BF16, weight_dtype=F32,
-             operator="LayerNorm"),
-        Case("forward-fp16", (64, 40), dtype=F16, operator="LayerNorm"),
-        Case("forward-rank4-norm3", (2, 3, 4, 5), normalized_ndim=3, dtype=F16,
-             weight_dtype=F32, operator="LayerNorm"),
-    ]
-    if quick:
-        return q
-    return q + [
-        Case("forward-no-weight", (32, 256), weight=False, operator="LayerNorm"),
-        Case("forward-bf16", (64, 512), dtype=BF16, operator="LayerNorm"),
-        Case("forward-fp16-large", (8192, 1024), dtype=F16, weight_dtype=F32,
-             operator="LayerNorm"),
-        Case("forward-fp32-wide", (64, 65536), operator="LayerNorm"),
-    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -428,7 +492,10 @@ def run_case(case: Case, stream: Stream | None = None, npu: bool | None = None) 
     never raises for a failing case (the exception becomes the result's ``error``). On an NPU
     (``npu``; default: the backend is real CANN), a failing case whose input the vendor
     documents as unsupported is marked so (``result.unsupported``) instead of failed."""
-    result = _resolve(_operator(case.operator).run)(case, stream)
+    if case.declared is not None:
+        result = run_declared_case(case, stream)
+    else:
+        result = _resolve(_operator(case.operator).run)(case, stream)
     if npu is None:
         npu = on_npu()
     if not result.passed and npu and case.unsupported:
@@ -494,48 +561,53 @@ def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> Ca
     return _release(made, result)
 
 
-def run_layer_norm_case(case: Case, stream: Stream | None = None) -> CaseResult:
-    """Runs one LayerNorm forward case on device tensors and checks out, mean and rstd
-    against the declaration's float64 reference; never raises for a failing case."""
-    from .ops import LAYER_NORM, layer_norm
+def run_declared_case(case: Case, stream: Stream | None = None) -> CaseResult:
+    """Runs a declared operator's case (:func:`declared_case`) on the calling thread's
+    device: its values uploaded to device tensors on ``stream``, the declaration called on
+    them, outputs read back and judged by the declaration's
+    :meth:`~acl_py.ops.Declared.check_outputs` (its float64 reference and tolerance). Never
+    raises for a failing case: an exception becomes the result's ``error``, an output out of
+    tolerance, missing or unexpected a failure naming it. ``seconds`` is the operator call
+    (phase one, workspace, phase two) through the stream's synchronization."""
     from .tensor import DeviceTensor
     seconds = 0.0
-    made: list = []
+    made: list = []   # every device tensor made here, closed before returning
     try:
-        rng = np.random.default_rng(case.seed + case.shape[-1])
-        dt = _np_dtype(case.dtype)
-        wdt = _np_dtype(case.weight_dtype or case.dtype)
-        ns = case.normalized_shape
-        x = (rng.standard_normal(case.shape, dtype=np.float32) * 2 + 0.5).astype(dt)
-        w = b = None
-        if case.weight:
-            w = (1 + 0.25 * rng.standard_normal(ns, dtype=np.float32)).astype(wdt)
-            b = (0.1 * rng.standard_normal(ns, dtype=np.float32)).astype(wdt)
-        x_t = DeviceTensor.from_numpy(x, stream)
-        w_t, b_t = (None if a is None else DeviceTensor.from_numpy(a, stream) for a in (w, b))
-        made.extend(t for t in (x_t, w_t, b_t) if t is not None)
+        declared, make = case.declared, case.make_values
+        if declared is None or make is None:
+            raise ValueError(f"case {case.name!r} is not a declared operator's "
+                             f"(declared_case makes those)")
+        values = tuple(make())
+        args = []
+        for v in values:
+            if isinstance(v, np.ndarray):
+                v = DeviceTensor.from_numpy(v, stream=stream)
+                made.append(v)
+            args.append(v)
         if stream is not None:
             smoke_wait.synchronize(stream)  # uploads done before the clock starts
         t0 = time.perf_counter()
-        outs = layer_norm(x_t, ns, w_t, b_t, 1e-5, stream=stream)
-        made.extend(outs)
+        outs = declared.call(tuple(args), stream=stream)
+        made.extend(o for o in outs if o is not None)
         if stream is not None:
             smoke_wait.synchronize(stream)
         seconds = time.perf_counter() - t0
-        got = tuple(o.to_numpy(stream) for o in outs)
-        values = (x, ns, w, b, 1e-5)
-        expected, _scale = LAYER_NORM.expected(values)
-        ratios = LAYER_NORM.check_result(values, got)
+        # Queued on the stream and waited for within --timeout (a synchronous copy has no
+        # timeout in CANN).
+        got = tuple(None if o is None else o.to_numpy(stream) for o in outs)
+        dtypes = {spec.py: g.dtype for spec, g in zip(declared.outputs, got) if g is not None}
         result = CaseResult(case, True, seconds)
         problems = []
-        for spec, g, e, r in zip(LAYER_NORM.outputs, got, expected, ratios):
-            diff = np.abs(g.astype(np.float64).reshape(np.shape(e)) - e) if g.size \
-                else np.zeros(1)
-            max_abs = math.inf if np.isnan(diff).any() else float(diff.max())
-            ok = r <= 1.0
-            result.outputs.append(OutputCheck(spec.py, _dtype_name(g.dtype), max_abs, r, ok))
+        for o in declared.check_outputs(values, got):
+            if o.problem is not None:
+                problems.append(f"{o.name} {o.problem}")
+                continue
+            ok = o.error_ratio <= 1.0
+            result.outputs.append(OutputCheck(o.name, _dtype_name(dtypes[o.name]),
+                                              o.max_abs_error, o.error_ratio, ok))
             if not ok:
-                problems.append(f"{spec.py}: max |err| {max_abs:.3g} is {r:.3g}x the tolerance")
+                problems.append(f"{o.name}: max |err| {o.max_abs_error:.3g} is "
+                                f"{o.error_ratio:.3g}x the tolerance")
         if problems:
             result.passed = False
             result.error = "; ".join(problems)
@@ -579,8 +651,7 @@ def _compare(case: Case, got: Sequence[np.ndarray | None], expected: Sequence[np
             problems.append(f"{name} has shape {g.shape}, expected {e.shape}")
             continue
         ratio = reference.max_error_ratio(g, e, m, _np_dtype(case.dtype), output=name)
-        diff = np.abs(g.astype(np.float64) - e) if g.size else np.zeros(1)
-        max_abs = math.inf if np.isnan(diff).any() else float(diff.max())  # NaN: worst
+        max_abs = reference.max_abs_error(g, e)
         ok = ratio <= 1.0
         result.outputs.append(OutputCheck(name, _dtype_name(g.dtype), max_abs, ratio, ok))
         if not ok:
@@ -844,8 +915,31 @@ def report(env: dict, runs: Sequence[DeviceRun], mode: str, seconds: float,
                     "hung_devices": sorted({run.device for run in runs if run.hung}
                                            | {d for p in pairs for d in p.hung_devices}),
                     "failed_pairs": failed_pairs,
+                    "operators": operator_summary(results),
                     "seconds": seconds, "error": error, "ok": ok},
     }
+
+
+def count_operators(cases: Iterable[Case]) -> dict[str, int]:
+    """Each operator's number of cases, in the order they first appear."""
+    counts: dict[str, int] = {}
+    for case in cases:
+        counts[case.operator] = counts.get(case.operator, 0) + 1
+    return counts
+
+
+def operator_summary(results: Iterable[CaseResult]) -> dict[str, dict[str, int]]:
+    """Per operator, in the order they first appear: its case runs ``total``, ``passed``,
+    ``failed`` and ``unsupported`` (the JSON summary's ``operators``)."""
+    found: dict[str, dict[str, int]] = {}
+    for r in results:
+        c = found.setdefault(r.case.operator,
+                             {"total": 0, "passed": 0, "failed": 0, "unsupported": 0})
+        c["total"] += 1
+        c["passed"] += r.passed
+        c["failed"] += r.failed
+        c["unsupported"] += r.unsupported is not None
+    return found
 
 
 def _version() -> str:
@@ -853,8 +947,10 @@ def _version() -> str:
     return __version__
 
 
-def format_header(env: dict, mode: str, ncases: int, dtypes_note: str = "") -> str:
-    """What is about to be tested: printed before any case runs."""
+def format_header(env: dict, mode: str, ncases: int, dtypes_note: str = "",
+                  operators: dict[str, int] | None = None) -> str:
+    """What is about to be tested: printed before any case runs. ``operators``: each
+    operator's number of cases (:func:`count_operators`), in run order."""
     from ._units import human_size
     ndev = len(env["devices"])
     per = " per device" if ndev > 1 else ""
@@ -886,6 +982,9 @@ def format_header(env: dict, mode: str, ncases: int, dtypes_note: str = "") -> s
     for var, value in env.get("set_variables", {}).items():
         lines.append(f"  note      set {var}={value} (unset; set_env.sh's value)")
     lines.append(f"  dtypes    {dtypes_note}")
+    if operators:
+        lines.append("  operators " + ", ".join(
+            f"{op} ({n} case{'s' if n != 1 else ''})" for op, n in operators.items()))
     h = env["host"]
     host = f"  host      {h['machine']}, {h['cpus']} cpus, Python {h['python']}, NumPy {h['numpy']}"
     if "emulator_threads" in env:
@@ -913,7 +1012,7 @@ def format_table(results: Sequence[CaseResult]) -> str:
         c = r.case
         w = r.worst
         rows.append((c.name, c.dtype_label(), "x".join(map(str, c.shape)),
-                     str(c.normalized_ndim), c.mask_label(), c.layout, r.status,
+                     c.norm_label(), c.mask_label(), c.layout, r.status,
                      f"{w.max_abs_error:.2e}" if w else "-",
                      _fmt_ratio(w.error_ratio) if w else "-",
                      _fmt_time(r.seconds) if r.seconds else "-"))
@@ -950,6 +1049,11 @@ def format_summary(env: dict, runs: Sequence[DeviceRun], seconds: float,
     per_device = len(runs[0].results) if runs else 0
     bad_pairs = [p for p in pairs if p.failed]
     lines = []
+    if results:
+        lines.append("operators: " + ", ".join(
+            f"{op} {c['passed']}/{c['total']} passed" + (
+                f" ({c['unsupported']} unsupported)" if c["unsupported"] else "")
+            for op, c in operator_summary(results).items()))
     for r in unsupported:
         lines.append(f"unsupported: {r.case.name}: {r.unsupported}; the device answered: "
                      f"{r.error}")
@@ -1136,7 +1240,12 @@ def default_dtypes(env: dict) -> tuple[str, str]:
 
 
 def case_dtypes(case: Case) -> set[str]:
-    """Every dtype a case's tensors use."""
+    """Every dtype a case's tensors use. A declared case's: its inputs' of the floating
+    dtypes ``--dtypes`` chooses among (an integer index tensor selects nothing); its outputs'
+    follow from them, as LayerNormBackward's default outputs do, and are not counted."""
+    if case.declared is not None:
+        found = {dt for _, dt in case.input_dtypes if dt in SHORT}
+        return found or {case.dtype}
     used = {case.dtype, case.stats_dtype or case.dtype}
     if case.weight:
         used.add(case.weight_dtype or case.dtype)
@@ -1216,7 +1325,7 @@ def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
         print(f"acl-py smoke: {e}", file=err)
         return 2
     env = environment(devices)
-    print(format_header(env, mode, len(case_list), note), file=out)
+    print(format_header(env, mode, len(case_list), note, count_operators(case_list)), file=out)
     print(file=out, flush=True)
     dtypes = sorted(parse_dtypes(dtype_spec), key=list(SHORT).index)
     if getattr(args, "require_npu", False):
@@ -1350,6 +1459,7 @@ def _json_default(o: Any) -> Any:
 
 
 __all__ = ["Case", "CaseResult", "OutputCheck", "DeviceRun", "SmokeOperator", "OPERATORS",
-           "build_cases", "layer_norm_backward_cases", "run_case", "run_cases", "run_devices",
-           "environment", "report", "format_table", "main", "run_smoke",
-           "add_smoke_arguments", "run_sample", "add_sample_arguments"]
+           "build_cases", "declared_cases", "declared_case", "layer_norm_backward_cases",
+           "run_case", "run_declared_case", "run_cases", "run_devices", "environment",
+           "report", "count_operators", "operator_summary", "format_table", "main",
+           "run_smoke", "add_smoke_arguments", "run_sample", "add_sample_arguments"]

@@ -80,6 +80,33 @@ def test_quick_run_report_is_readable(quick_run):
         assert " pass " in row, row
 
 
+def test_quick_run_runs_every_declared_operator(quick_run):
+    """Every declaration with smoke cases is in the quick run (RmsNorm's among them), its
+    cases named after it and passing; the header says which operators run, the summary how
+    each did."""
+    from acl_py.ops import DECLARED
+    proc, path = quick_run
+    declared = [name for name, d in DECLARED.items() if d.smoke_cases]
+    assert "RmsNorm" in declared and "LayerNorm" in declared
+    counts = smoke.count_operators(smoke.build_cases(quick=True))
+    assert list(counts) == ["LayerNormBackward"] + declared
+    header = next(l for l in proc.stdout.splitlines() if l.startswith("  operators "))
+    assert header == "  operators " + ", ".join(f"{op} ({n} case{'s' if n != 1 else ''})"
+                                                for op, n in counts.items())
+    summary = next(l for l in proc.stdout.splitlines() if l.startswith("operators: "))
+    assert summary == "operators: " + ", ".join(f"{op} {n}/{n} passed"
+                                                 for op, n in counts.items())
+    cases = json.loads(path.read_text())["devices"][0]["cases"]
+    rms = [c for c in cases if c["operator"] == "RmsNorm"]
+    assert [c["name"] for c in rms] == [f"RmsNorm/{''.join(name.split())}"
+                                        for name, _ in DECLARED["RmsNorm"].smoke_cases]
+    for c in rms:
+        assert c["status"] == "pass" and [o["name"] for o in c["outputs"]] == ["y", "rstd"]
+        assert c["dtype"] == c["input_dtypes"]["x"]
+        assert all(0 <= o["error_ratio"] <= 1 for o in c["outputs"])
+    assert {c["dtype"] for c in rms} == {"float32", "float16"}
+
+
 def test_quick_run_progress_is_one_line_per_case_without_a_tty(quick_run):
     proc, _ = quick_run
     cases = smoke.build_cases(quick=True)
@@ -129,11 +156,16 @@ def test_quick_run_json_is_well_formed(quick_run):
     for c, case in zip(dev["cases"], cases):
         assert c["passed"] is True and c["status"] == "pass" and c["error"] is None
         assert c["shape"] == list(case.shape)
-        assert c["output_mask"] == list(case.mask)
         assert c["documented_unsupported"] == case.unsupported
         assert c["seconds"] >= 0
-        names = next(op.outputs for op in smoke.OPERATORS if op.name == case.operator)
-        requested = [n for n, m in zip(names, case.mask) if m]
+        if case.declared is not None:   # every output of a declared operator's call
+            assert c["output_mask"] is None
+            assert c["input_dtypes"] == dict(case.input_dtypes)
+            requested = [o.py for o in case.declared.outputs]
+        else:
+            assert c["output_mask"] == list(case.mask)
+            names = next(op.outputs for op in smoke.OPERATORS if op.name == case.operator)
+            requested = [n for n, m in zip(names, case.mask) if m]
         empty = 0 in case.shape
         assert [o["name"] for o in c["outputs"]] == requested
         for o in c["outputs"]:
@@ -149,6 +181,10 @@ def test_quick_run_json_is_well_formed(quick_run):
     s = data["summary"]
     assert s == {**s, "devices": 1, "total": n, "passed": n, "failed": 0,
                  "failed_devices": [], "ok": True}
+    ops = smoke.count_operators(cases)
+    assert s["operators"] == {op: {"total": k, "passed": k, "failed": 0, "unsupported": 0}
+                              for op, k in ops.items()}
+    assert s["seconds"] < 60        # the quick run stays seconds-long
     assert set(data["tolerance"]["rtol"]) == {"float32", "float16", "bfloat16"}
 
 
@@ -173,6 +209,8 @@ def test_all_devices_are_tested_each_with_a_table(tmp_path):
     for d in data["devices"]:
         assert d["summary"]["ok"] is True and d["summary"]["total"] == n
         assert len(d["cases"]) == n
+        # declared operators' cases run on every device too
+        assert {"LayerNorm", "RmsNorm"} <= {c["operator"] for c in d["cases"]}
     assert data["summary"]["total"] == 3 * n and data["summary"]["ok"] is True
 
 
@@ -226,7 +264,7 @@ def test_devices_run_concurrently_each_on_its_own_stream(tmp_path):
         smoke.OPERATORS = (smoke.SmokeOperator("Barrier", "acl_py_smoke_barrier:cases",
                                                "acl_py_smoke_barrier:run"),)
         op.barrier = threading.Barrier(3)
-        runs = smoke.run_devices(smoke.build_cases(), [0, 1, 2])
+        runs = smoke.run_devices(op.cases(), [0, 1, 2])
         print(json.dumps({"errors": [r.error for r in runs],
                           "passed": [[c.passed for c in r.results] for r in runs],
                           "seen": op.seen}))

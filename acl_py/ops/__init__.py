@@ -1,8 +1,11 @@
 """Operators: the two-phase wrapper (:mod:`acl_py.ops._two_phase`), operators as declarations
 (:mod:`acl_py.ops._declare`) and the operators declared on them. ``acl_py.layer_norm``,
 ``acl_py.LayerNorm``, ``acl_py.layer_norm_backward``, ``acl_py.LayerNormBackward``,
-``acl_py.rms_norm`` and ``acl_py.RmsNorm`` are re-exported at the package top level."""
-from ._declare import Arg, Declared, Plan, bool_array, double, int_array, output, tensor
+``acl_py.rms_norm`` and ``acl_py.RmsNorm`` are re-exported at the package top level.
+:data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
+cases); importing this package fills it."""
+from ._declare import (DECLARED, Arg, Declared, OutputError, Plan, bool_array, double, int_array,
+                       output, tensor)
 from ._two_phase import Executor, Operator, Param, value
 from .layer_norm import LAYER_NORM, LayerNorm, layer_norm
 from .layer_norm_backward import LAYER_NORM_BACKWARD, LayerNormBackward, layer_norm_backward
@@ -10,4 +13,5 @@ from .rms_norm import RMS_NORM, RmsNorm, rms_norm
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "Operator", "Executor", "Param", "Declared", "Plan", "Arg",
+           "DECLARED", "OutputError",
            "tensor", "output", "int_array", "bool_array", "double", "value"]

@@ -34,7 +34,11 @@ the argument. Everything else is generic:
   surfaces as phase one's typed error (``acl_py.errors``);
 * :class:`Plan`: phase one once with a repeatable executor, then ``run(stream)``;
 * ``reference`` / ``error_scale`` (float64, :mod:`acl_py.reference`) and
-  :meth:`Declared.check_result` to judge outputs against them.
+  :meth:`Declared.check_outputs` to judge outputs against them;
+* ``smoke_cases`` (and ``smoke_full_cases``, for full runs only): ``(name, make)`` pairs,
+  ``make()`` giving NumPy inputs in declaration order. Every declaration enters
+  :data:`DECLARED`, and ``acl-py smoke`` (:mod:`acl_py.smoke`) runs the smoke cases of every
+  entry on device tensors: declaring an operator is all it takes to smoke-test it.
 
 An operator module is then the declaration, its ``check``, and a two-line public function
 (for its signature and docstring). The parameter list could as well come from a parsed C
@@ -60,7 +64,7 @@ from ..tensor import DeviceTensor, as_dims
 from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
 
 __all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "Declared", "Plan",
-           "FLOATS", "REQUIRED"]
+           "DECLARED", "OutputError", "FLOATS", "REQUIRED"]
 
 REQUIRED = object()   # default of a parameter the caller must give
 IN, OUT = "in", "out"
@@ -245,18 +249,36 @@ def _kind_name(kind):
 
 # ---- the declared operator -------------------------------------------------------------------
 
+# Every declared operator by its name without the "aclnn" prefix ("RmsNorm"), in the order the
+# operator modules declared them (importing acl_py.ops imports them all). A Declared enters
+# itself when made; a variant made for a test passes register=False and may replace or add
+# an entry for the test's duration (monkeypatch.setitem). acl-py smoke runs every entry's
+# smoke cases.
+DECLARED: "dict[str, Declared]" = {}
+
+# One output judged against the reference (Declared.check_outputs): the largest absolute error
+# and the worst error ratio (<= 1 passes; inf for a NaN, or when ``problem`` says why the
+# output could not be compared: missing, not requested, of another size).
+OutputError = namedtuple("OutputError", "name max_abs_error error_ratio problem")
+
+
 class Declared(Operator):
     """An operator as declared (see the module doc): a two-phase
     :class:`~acl_py.ops.Operator` (``launch``, ``prepare`` on C-level arguments) whose
     parameters are :class:`Arg` s, plus the Python-level call, plan and reference built from
-    them. ``inputs`` / ``outputs``: the Python-side parameters and the outputs, in order."""
+    them. ``inputs`` / ``outputs``: the Python-side parameters and the outputs, in order.
+    ``smoke_cases``: the cases every ``acl-py smoke`` run checks, ``(name, make)`` pairs with
+    ``make()`` giving NumPy inputs in declaration order (small: the quick run takes seconds);
+    ``smoke_full_cases``: more (large shapes), for the full run only. Names are unique within
+    the declaration. ``register``: enter :data:`DECLARED` under :attr:`short_name` (a
+    second declaration of that name raises ValueError; a test's variant passes False)."""
 
     __slots__ = ("args", "inputs", "outputs", "check", "reference", "error_scale",
-                 "smoke_cases", "rule_codes", "_first", "_first_index", "_dtype_order", "_out_names",
-                 "_c_order", "_bound", "_in_steps", "_out_steps")
+                 "smoke_cases", "smoke_full_cases", "rule_codes", "_first", "_first_index",
+                 "_dtype_order", "_out_names", "_c_order", "_bound", "_in_steps", "_out_steps")
 
     def __init__(self, name, args, *, check=None, reference=None, error_scale=None,
-                 smoke_cases=(), rule_codes=()):
+                 smoke_cases=(), smoke_full_cases=(), rule_codes=(), register=True):
         self.args = tuple(args)
         # status codes besides 161001/161002 the operator's phase one refuses its arguments
         # with (its vendor docs; e.g. aclnnRmsNorm's shape rules: 561002): such a refusal of a
@@ -269,6 +291,10 @@ class Declared(Operator):
         self.reference = reference
         self.error_scale = error_scale
         self.smoke_cases = tuple(smoke_cases)
+        self.smoke_full_cases = tuple(smoke_full_cases)
+        names = [c[0] for c in self.smoke_cases + self.smoke_full_cases]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{name}: smoke case names must be unique, got {names}")
         # the tensor whose kind (NumPy or device) and device every other one must share:
         # "input" if there is one, else the first required tensor
         required = [a for a in self.inputs if a.kind is TENSOR and not a.optional]
@@ -288,9 +314,20 @@ class Declared(Operator):
         self._in_steps = tuple((i, a, a.kind) for i, a in enumerate(self.inputs))
         self._out_steps = tuple((k, o, o.when, self._out_names[k])
                                 for k, o in enumerate(self.outputs))
+        if register:
+            if self.short_name in DECLARED:
+                raise ValueError(f"{name}: {self.short_name!r} is declared already "
+                                 f"({DECLARED[self.short_name]!r}); a variant passes "
+                                 f"register=False")
+            DECLARED[self.short_name] = self
 
     def __repr__(self):
         return f"<acl_py.ops.Declared {self.name}>"
+
+    @property
+    def short_name(self):
+        """The C name without its ``aclnn`` prefix: ``RmsNorm``."""
+        return self.name[5:] if self.name.startswith("aclnn") else self.name
 
     def argument_name(self, param):
         """The name :meth:`Plan.rebind` takes for ``param``: its Python name (``weight``,
@@ -666,37 +703,51 @@ class Declared(Operator):
         return (tuple(r if q else None for r, q in zip(ref, req)),
                 tuple(s if q else None for s, q in zip(scale, req)))
 
-    def run_smoke_case(self, case, stream=None):
-        """Runs a smoke case (``(name, make)``, ``make()`` giving NumPy inputs in
-        declaration order) on device tensors and returns the error ratio of each output
-        against the reference (:meth:`check_result`)."""
-        _name, make = case
-        values = make()
-        made = []
-        try:
-            dev = []
-            for arg, v in zip(self.inputs, values):
-                if arg.kind is TENSOR and v is not None:
-                    v = DeviceTensor.from_numpy(v)
-                    made.append(v)
-                dev.append(v)
-            outs = self.call(tuple(dev), stream=stream)
-            got = tuple(None if o is None else o.to_numpy(stream) for o in outs)
-            made += [o for o in outs if o is not None]
-            return self.check_result(values, got)
-        finally:
-            for t in made:
-                t.close()
-
-    def check_result(self, values, got):
-        """The worst error ratio of outputs ``got`` (NumPy) against the reference (<= 1
-        passes, :func:`acl_py.reference.max_error_ratio`), per output (None if absent)."""
+    def check_outputs(self, values, got):
+        """Judges outputs ``got`` (NumPy, declaration order, None where absent) of a call on
+        NumPy ``values`` against the float64 reference with the tolerance of
+        :func:`acl_py.reference.max_error_ratio` (the first input's dtype): an
+        :class:`OutputError` per output requested or returned. An output compares as its
+        reference's shape when it holds as many elements (mean/rstd: [M] or [M, 1])."""
         from .. import reference
         ref, scale = self.expected(values)
         in_dt = values[self._first_index].dtype
-        return tuple(None if g is None or r is None else
-                     reference.max_error_ratio(np.asarray(g).reshape(np.shape(r)), r, s, in_dt)
-                     for g, r, s in zip(got, ref, scale))
+        res = []
+        for spec, g, r, s in zip(self.outputs, got, ref, scale):
+            if g is None and r is None:
+                continue
+            problem = None
+            if r is None:
+                problem = "returned although not requested"
+            elif g is None:
+                problem = "missing although requested"
+            elif np.size(g) != np.size(r):
+                problem = f"has shape {np.shape(g)}, expected {np.shape(r)}"
+            if problem is not None:
+                res.append(OutputError(spec.py, math.inf, math.inf, problem))
+                continue
+            g = np.asarray(g).reshape(np.shape(r))
+            res.append(OutputError(spec.py, reference.max_abs_error(g, r),
+                                   reference.max_error_ratio(g, r, s, in_dt), None))
+        return tuple(res)
+
+    def check_result(self, values, got):
+        """The worst error ratio of each output of ``got`` (<= 1 passes; None where neither
+        requested nor returned): :meth:`check_outputs` in short."""
+        ratios = {o.name: o.error_ratio for o in self.check_outputs(values, got)}
+        return tuple(ratios.get(spec.py) for spec in self.outputs)
+
+    def run_smoke_case(self, case, stream=None):
+        """Runs one of this declaration's smoke cases (``(name, make)``) as ``acl-py smoke``
+        does (:func:`acl_py.smoke.run_declared_case`: device tensors, ``stream``) and returns
+        :meth:`check_result`'s ratios (each <= 1); raises AssertionError with the smoke's
+        finding (the outputs out of tolerance, or the error) when the case failed."""
+        from .. import smoke   # the smoke test builds on the operators, not the reverse
+        result = smoke.run_declared_case(smoke.declared_case(self, case), stream)
+        if not result.passed:
+            raise AssertionError(f"{self.short_name} smoke case {case[0]!r}: {result.error}")
+        ratios = {o.name: o.error_ratio for o in result.outputs}
+        return tuple(ratios.get(spec.py) for spec in self.outputs)
 
 
 def _output_getter(k: int) -> Callable[[Plan], DeviceTensor | None]:

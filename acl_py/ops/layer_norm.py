@@ -58,7 +58,9 @@ def _float32(a):
     return _F32
 
 
-def _smoke(shape, nrank, dtype, param_dtype, eps=1e-5):
+def _smoke(name, shape, nrank, dtype, param_dtype=None, eps=1e-5, weight=True):
+    """A smoke case: random input of ``dtype`` (``"bf16"`` for bfloat16) normalized over its
+    last ``nrank`` dims; weight and bias of ``param_dtype`` (None: input's), or neither."""
     def make():
         from ..dtypes import bfloat16
         dt = {"bf16": bfloat16()}.get(dtype, dtype)
@@ -68,9 +70,8 @@ def _smoke(shape, nrank, dtype, param_dtype, eps=1e-5):
         x = (rng.standard_normal(shape, dtype=np.float32) * 2 + 0.5).astype(dt)
         w = (1 + 0.25 * rng.standard_normal(ns, dtype=np.float32)).astype(pdt)
         b = (0.1 * rng.standard_normal(ns, dtype=np.float32)).astype(pdt)
-        return x, ns, w, b, eps
-    return (f"{dtype if isinstance(dtype, str) else np.dtype(dtype).name}"
-            f"{list(shape)}", make)
+        return (x, ns, w, b, eps) if weight else (x, ns, None, None, eps)
+    return name, make
 
 
 LAYER_NORM = Declared("aclnnLayerNorm", (
@@ -84,10 +85,14 @@ LAYER_NORM = Declared("aclnnLayerNorm", (
     output("rstdOutOptional", shape=stats_shape, dtype=_float32, numel_ok=True),
 ), check=normalized_split, reference=reference.layer_norm,
     error_scale=reference.layer_norm_error_scale,
-    smoke_cases=(_smoke((8, 1024), 1, np.float32, None),
-                 _smoke((4, 128, 768), 1, "bf16", np.float32),
-                 _smoke((64, 40), 1, np.float16, np.float16),   # LayerNormV4 on Atlas A2
-                 _smoke((2, 3, 4, 5), 3, np.float16, np.float32, eps=1e-3)))
+    smoke_cases=(_smoke("fp32", (8, 1024), 1, np.float32),
+                 _smoke("bf16-fp32-weight", (4, 128, 768), 1, "bf16", np.float32),
+                 _smoke("fp16", (64, 40), 1, np.float16),   # LayerNormV4 on Atlas A2
+                 _smoke("rank4-norm3", (2, 3, 4, 5), 3, np.float16, np.float32, eps=1e-3)),
+    smoke_full_cases=(_smoke("no-weight", (32, 256), 1, np.float32, weight=False),
+                      _smoke("bf16", (64, 512), 1, "bf16"),
+                      _smoke("fp16-large", (8192, 1024), 1, np.float16, np.float32),
+                      _smoke("fp32-wide", (64, 65536), 1, np.float32)))
 
 
 @overload
