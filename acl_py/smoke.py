@@ -108,9 +108,10 @@ class Case:
     stream ordered after them by ``Stream.wait``, an event wait on the device, with no host
     synchronization in between: a device that does not honour the wait computes on partly
     copied inputs). ``data="sample"`` uses the vendor sample's values instead of random ones.
-    ``operator`` names the row of :data:`OPERATORS` that runs the case. ``unsupported``: the
-    vendor documents this input as unsupported (why, and where it says so); a failure on an
-    NPU is then reported as such, not as a failure. ``reference_hook`` (for tests of the smoke
+    ``operator`` names the operator: the row of :data:`OPERATORS` that runs the case, or for a
+    declared case its :data:`acl_py.ops.DECLARED` name. ``unsupported``: the vendor documents
+    this input as unsupported (why, and where it says so); a failure on an NPU is then
+    reported as such, not as a failure. ``reference_hook`` (for tests of the smoke
     test itself) maps the reference's three outputs to what the case will expect instead.
 
     A declared operator's case (:func:`declared_case`) has ``declared`` (the
