@@ -780,3 +780,30 @@ def test_vendor_simple_zero_copy_example(tmp_path):
         "[INFO]  Registered three Host buffers and obtained their Device mapping addresses.",
         "[INFO]  Verified 16384 FP16 additions through mapped Host memory.",
         "[INFO]  Run the simple_zero_copy sample successfully."]
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/runtime checkout (runtime/) to build its quick-start examples "
+                    "against the emulator")
+def test_vendor_runtime_compatibility_example():
+    """3_cross_version/0_runtime_compatibility, run as set_env.sh sets an install up: the
+    runtime version, the CANN attributes, aclrtCheckArchCompatibility of the device's own part
+    (1) and the task-update capability; its README's lines with the emulated part's name
+    (Ascend910B2; the README's run was on an Ascend910B3)."""
+    example = os.path.join(QUICKSTART, "3_cross_version", "0_runtime_compatibility")
+    prefix = str(_loader.emulator_prefix().resolve())
+    out = build_and_run(RUNTIME, os.path.join(example, "main.cpp"), [], includes=["example"],
+                        env={"ASCEND_HOME_PATH": prefix}, name="vendor_runtime_compatibility")
+    assert out.splitlines() == [
+        "[INFO]  CANN package [runtime] version string: 9.1.0",
+        "[INFO]  CANN package [runtime] version number: 90100000",
+        "[INFO]  CANN attribute count: 3",
+        "[INFO]  CANN attribute ACL_CANN_ATTR_INF_NAN support value: 1",
+        "[INFO]  CANN attribute ACL_CANN_ATTR_BF16 support value: 1",
+        "[INFO]  CANN attribute ACL_CANN_ATTR_JIT_COMPILE support value: 1",
+        "[INFO]  Architecture compatibility for Ascend910B2: 1",
+        "[INFO]  Device capability ACL_FEATURE_TSCPU_TASK_UPDATE_SUPPORT_AIC_AIV: 1",
+        "[INFO]  [SUCCESS] Runtime compatibility sample completed successfully"], out
+    assert_prints_readme(out.replace("Ascend910B2", "Ascend910B3"),
+                         [p for p in readme_sample_output(example)
+                          if not p.pattern.startswith(r"\[SUCCESS\]")])

@@ -309,6 +309,33 @@ ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, ac
                                                           uint32_t timeout, uint32_t flag);
 /* ---- end of event flags ---- */
 
+/* ---- event waits with a timeout, wait status and ids; operator timeouts (include/acl/
+ * acl_rt.h of CANN) ---- */
+typedef enum aclrtEventWaitStatus {
+    ACL_EVENT_WAIT_STATUS_COMPLETE = 0,
+    ACL_EVENT_WAIT_STATUS_NOT_READY = 1,
+    ACL_EVENT_WAIT_STATUS_RESERVED = 0xFFFF,
+} aclrtEventWaitStatus;
+
+/* aclrtStreamWaitEvent with a limit: timeout >= 0, in seconds as the runtime hands it to the
+ * device (0: no limit); a wait that runs out of time fails its task. */
+ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithTimeout(aclrtStream stream, aclrtEvent event,
+                                                             int32_t timeout);
+/* Whether every wait task queued for the event (aclrtStreamWaitEvent*) has run. */
+ACL_FUNC_VISIBILITY aclError aclrtQueryEventWaitStatus(aclrtEvent event,
+                                                      aclrtEventWaitStatus *status);
+/* The device's id of the event (aclrtCreateEvent's events get one at their first record). */
+ACL_FUNC_VISIBILITY aclError aclrtGetEventId(aclrtEvent event, uint32_t *eventId);
+/* Process-wide, the last call wins: seconds the stream waits of later aclrtStreamWaitEvent
+ * calls may last (0: no limit), and seconds a kernel may run (0: the part's maximum). */
+ACL_FUNC_VISIBILITY aclError aclrtSetOpWaitTimeout(uint32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtSetOpExecuteTimeOut(uint32_t timeout);
+/* Whether kernels built for the part named socVersion run on this device's part (the same NPU
+ * architecture): *canCompatible 1 or 0. */
+ACL_FUNC_VISIBILITY aclError aclrtCheckArchCompatibility(const char *socVersion,
+                                                         int32_t *canCompatible);
+/* ---- end of event waits with a timeout and operator timeouts ---- */
+
 /* ---- host memory registration (include/acl/acl_rt.h of CANN) ---- */
 /* aclrtHostRegisterV2's flags (bits): MAPPED maps the range for the device
  * (aclrtHostGetDevicePointer), PINNED page-locks pageable memory; IOMEMORY and READONLY are

@@ -157,6 +157,9 @@ RT_HIDDEN aclError rt_fault_report(const char *buf);
 /* A kernel's exception as the vendor's stream example reports it on an Atlas A2 part
  * (hicann/runtime example/1_basic_features/stream/1_stream_with_failure_mode/README.md). */
 #define RT_TASK_FAULT_DEFAULT_CODE ACL_ERROR_RT_VECTOR_CORE_EXCEPTION
+/* A kernel that outlasts the op execute timeout (aclrtSetOpExecuteTimeOut): the timeout of the
+ * same cores as the exception above (the device's report names the core that ran it). */
+#define RT_TASK_TIMEOUT_CODE ACL_ERROR_RT_VECTOR_CORE_TIMEOUT
 /* The task fault the public call in progress on this thread carries (RT_TASK_FAULT_*, *arg
  * its code or milliseconds), cleared: taken by the call's enqueue. */
 RT_HIDDEN int rt_take_task_fault(int64_t *arg);
@@ -186,6 +189,15 @@ RT_HIDDEN uint32_t rt_os_thread_id(void);
  * there refused, naming it) until rt_host_function_end(the returned value). */
 RT_HIDDEN const char *rt_host_function_begin(const char *runner);
 RT_HIDDEN void rt_host_function_end(const char *outer);
+
+/* ---- the part and operator timeouts (soc.c, op_timeout.c) ---- */
+/* The NPU architecture of a part the emulator emulates, by name; -1 for other names. */
+RT_HIDDEN int rt_soc_arch(const char *name);
+/* aclrtSetOpWaitTimeout's seconds (0: no limit): the limit of the wait tasks queued by
+ * aclrtStreamWaitEvent from then on. */
+RT_HIDDEN uint32_t rt_op_wait_timeout_s(void);
+/* How long a kernel task may run: aclrtSetOpExecuteTimeOut's time, or the part's default. */
+RT_HIDDEN uint64_t rt_op_execute_timeout_ms(void);
 
 /* ---- misc ---- */
 RT_HIDDEN uint64_t rt_now_ns(void);                 /* CLOCK_MONOTONIC */

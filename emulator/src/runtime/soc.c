@@ -117,3 +117,11 @@ const char *aclrtGetSocName(void)
     const aclemu_soc *soc = aclemu_soc_info(__func__);
     return soc ? soc->name : NULL; /* a string literal: valid for the life of the process */
 }
+
+int rt_soc_arch(const char *name)
+{
+    for (size_t i = 0; i < sizeof SOCS / sizeof SOCS[0]; i++)
+        if (strcmp(name, SOCS[i].name) == 0)
+            return SOCS[i].npu_arch;
+    return -1;
+}

@@ -37,6 +37,8 @@ typedef struct {
     uint64_t fault_gen; /* rt_fault_generation() when it was queued: a hang lasts until it
                          * changes, even if that happens before the task starts */
     uint32_t tid;       /* the OS thread that queued it (the exception callbacks') */
+    bool kernel;        /* an operator's kernel (aclemu_stream_submit): the op execute
+                         * timeout (aclrtSetOpExecuteTimeOut) bounds it */
 } rt_task;
 
 struct rt_stream {
@@ -95,6 +97,8 @@ typedef struct rt_event {
      * match (hicann/runtime src/runtime/api/impl/api_error.cc EventRecord, StreamWaitEvent). */
     uint32_t record_flag, wait_flag;
     const rt_stream *last_record_stream; /* the stream of the last record (mu; identity only) */
+    int32_t id;          /* aclrtGetEventId's: the device's lowest free id, -1 before one is
+                          * given (g_dev_mu) */
 } rt_event;
 
 /* The runtime's event flag bits (hicann/runtime pkg_inc/runtime/runtime/event.h): the ACL
@@ -137,6 +141,8 @@ static void record_note_abort(void *arg, aclError code);
  * destroyed (destroy, reset, finalize: nothing else would end it), stopped or aborted, or
  * aclemuSetFaults has been called since the task was queued (generation gen then). Polls:
  * hangs only happen in tests. */
+static bool task_out_of_time(void);
+
 static void hang(rt_stream *s, int64_t ms, uint64_t gen) {
     uint64_t cancels = atomic_load(&s->cancels);
     uint64_t end = ms < 0 ? UINT64_MAX : rt_now_ns() + (uint64_t)ms * 1000000ull;
@@ -150,7 +156,7 @@ static void hang(rt_stream *s, int64_t ms, uint64_t gen) {
             aclemu_task_cancelled();
             return;
         }
-        if (dead || rt_fault_generation() != gen || rt_now_ns() >= end)
+        if (dead || rt_fault_generation() != gen || rt_now_ns() >= end || task_out_of_time())
             return;
         struct timespec nap = {0, 2000000}; /* 2 ms */
         nanosleep(&nap, NULL);
@@ -162,13 +168,28 @@ static void hang(rt_stream *s, int64_t ms, uint64_t gen) {
 static _Thread_local rt_stream *tl_task_stream;
 static _Thread_local uint64_t tl_task_cancels; /* s->cancels when the task started */
 static _Thread_local bool tl_task_stopped;      /* the task saw a stop or abort and ended */
+/* A kernel task's deadline (rt_now_ns(); UINT64_MAX for other tasks) and whether it passed
+ * while the task ran: the device ends a kernel that outlasts the op execute timeout. */
+static _Thread_local uint64_t tl_task_deadline = UINT64_MAX;
+static _Thread_local bool tl_task_timed_out;
 static _Thread_local aclError tl_task_status;   /* aclemu_task_fail's status */
 static _Thread_local char tl_task_msg[160];
+
+/* Whether the running kernel task has outlasted the op execute timeout (then it is to end,
+ * and fails with RT_TASK_TIMEOUT_CODE). */
+static bool task_out_of_time(void) {
+    if (tl_task_deadline == UINT64_MAX || rt_now_ns() < tl_task_deadline)
+        return false;
+    tl_task_timed_out = true;
+    return true;
+}
 
 bool aclemu_task_cancelled(void) {
     rt_stream *s = tl_task_stream;
     if (s == NULL)
         return false;
+    if (task_out_of_time())
+        return true;
     pthread_mutex_lock(&s->mu);
     bool dead = s->dead; /* being destroyed (destroy, reset, finalize): nothing else ends it */
     pthread_mutex_unlock(&s->mu);
@@ -203,6 +224,9 @@ static void run_task(rt_stream *s, const rt_task *t, uint64_t seq) {
     tl_task_cancels = atomic_load(&s->cancels);
     tl_task_stopped = false;
     tl_task_status = ACL_SUCCESS;
+    tl_task_timed_out = false;
+    tl_task_deadline = t->kernel ? rt_now_ns() + rt_op_execute_timeout_ms() * 1000000ull
+                                 : UINT64_MAX;
     if (t->fault == RT_TASK_FAULT_HANG)
         hang(s, t->fault_arg, t->fault_gen);
     pthread_mutex_lock(&s->mu);
@@ -217,7 +241,7 @@ static void run_task(rt_stream *s, const rt_task *t, uint64_t seq) {
                  (int)t->fault_arg);
         note_failure(s, (aclError)t->fault_arg, msg);
     }
-    bool skip = t->fault == RT_TASK_FAULT_FAIL || tl_task_stopped ||
+    bool skip = t->fault == RT_TASK_FAULT_FAIL || tl_task_stopped || tl_task_timed_out ||
                 (dropped && t->run != record_run);
     aclError abort_code = s->aborted ? s->task_error : ACL_SUCCESS;
     pthread_mutex_unlock(&s->mu);
@@ -231,6 +255,14 @@ static void run_task(rt_stream *s, const rt_task *t, uint64_t seq) {
             record_note_abort(t->arg, abort_code);
         t->run(t->arg);
     }
+    if (tl_task_timed_out && !tl_task_stopped && !dropped) {
+        tl_task_status = RT_TASK_TIMEOUT_CODE;
+        snprintf(tl_task_msg, sizeof tl_task_msg,
+                 "the kernel ran longer than the operator execute timeout (%llu s: "
+                 "aclrtSetOpExecuteTimeOut, or the part's default) and was ended",
+                 (unsigned long long)(rt_op_execute_timeout_ms() / 1000u));
+    }
+    tl_task_deadline = UINT64_MAX;
     if (tl_task_stopped || tl_task_status != ACL_SUCCESS) {
         char msg[200];
         if (tl_task_stopped) /* the vendor's stream example reports such a kernel so */
@@ -408,8 +440,8 @@ static void stream_shutdown(rt_stream *s) {
     rt_obj_put(&s->hdr);
 }
 
-aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release, void *arg,
-                        const char *fn) {
+static aclError stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release,
+                            void *arg, const char *fn, bool kernel) {
     aclError refused = rt_refuse_in_host_function(fn); /* no launch from a host function */
     if (refused != ACL_SUCCESS)
         return refused;
@@ -442,7 +474,7 @@ aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release
     uint32_t task_id = (uint32_t)atomic_load_explicit(&s->submitted, memory_order_relaxed);
     s->ring[(s->head + s->len) & (s->cap - 1)] = (rt_task){run, release, arg, fault, fault_arg, fn,
                                                                rt_fault_generation(),
-                                                               rt_os_thread_id()};
+                                                               rt_os_thread_id(), kernel};
     tl_last_task_id = task_id;
     s->len++;
     atomic_fetch_add(&s->submitted, 1);
@@ -450,6 +482,11 @@ aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release
         pthread_cond_signal(&s->work_cv);
     pthread_mutex_unlock(&s->mu);
     return ACL_SUCCESS;
+}
+
+aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release, void *arg,
+                        const char *fn) {
+    return stream_push(s, run, release, arg, fn, false);
 }
 
 aclError rt_stream_get(aclrtStream stream, int dev, const char *fn, rt_stream **out) {
@@ -959,6 +996,33 @@ static void event_free(rt_obj *o) {
  * (src/runtime/config/910_B_93 and 950 dev_info_reg.cc: RT_FEATURE_IPC_EVENT). */
 static bool part_has_stars(void) { return aclemu_soc_info("the runtime")->npu_arch >= 2201; }
 
+/* Event ids (aclrtGetEventId). CANN's runtime takes one from the driver when it creates an
+ * event with a flag of aclrtCreateEventWithFlag, and at the first record for the events of
+ * aclrtCreateEvent and aclrtCreateEventExWithFlag (src/runtime/api/impl/api_impl.cc
+ * EventCreate -> Event::GenEventId; src/runtime/core/src/event/event.cc Event::Record ->
+ * AllocEventIdResource); an event no stream can wait for (ACL_EVENT_TIME_LINE or
+ * ACL_EVENT_CAPTURE_STREAM_PROGRESS alone) gets none on the parts with the STARS scheduler
+ * (InitEventAllocFlag). The emulator numbers them per device, the lowest id no live event of
+ * the device has (the driver's numbers are its own). */
+static bool event_gets_id(const rt_event *e) {
+    bool waitable = (e->flag & (EV_DDSYNC | EV_DDSYNC_NS | EV_EXTERNAL | EV_IPC)) != 0;
+    return waitable || !part_has_stars();
+}
+
+static void event_give_id(rt_event *e) { /* g_dev_mu held */
+    if (e->id >= 0 || !event_gets_id(e))
+        return;
+    for (int32_t id = 0;; id++) {
+        bool used = false;
+        for (const rt_event *o = g_sd[e->device].events; o != NULL && !used; o = o->next)
+            used = o->id == id;
+        if (!used) {
+            e->id = id;
+            return;
+        }
+    }
+}
+
 /* The argument rules of aclrtCreateEventWithFlag (ex false) and aclrtCreateEventExWithFlag
  * (hicann/runtime src/runtime/api/impl/api_error.cc EventCreate, EventCreateEx), checked
  * before the runtime needs a device. */
@@ -1031,9 +1095,12 @@ static aclError create_event(const char *fn, aclrtEvent *event, uint32_t flag, b
     e->ex = ex;
     e->stamps = (flag & EV_TIME_LINE) != 0 || !part_has_stars();
     e->record_flag = e->wait_flag = UINT32_MAX;
+    e->id = -1;
     pthread_mutex_init(&e->mu, NULL);
     rt_cond_init_monotonic(&e->cv); /* timed synchronizes wait on it */
     pthread_mutex_lock(&g_dev_mu);
+    if (!ex && flag != EV_DEFAULT)
+        event_give_id(e);
     e->next = g_sd[dev].events;
     if (e->next)
         e->next->prev = e;
@@ -1246,6 +1313,9 @@ static aclError record_event(const char *fn, aclrtEvent event, aclrtStream strea
         rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
         goto out;
     }
+    pthread_mutex_lock(&g_dev_mu);
+    event_give_id(e);
+    pthread_mutex_unlock(&g_dev_mu);
     /* Issue and enqueue under the event lock, so the sequence numbers of concurrent records
      * on one stream follow the queue order. */
     pthread_mutex_lock(&e->mu);
@@ -1395,10 +1465,26 @@ static void wait_release(void *arg) {
     free(t);
 }
 
-/* aclrtStreamWaitEvent (timeout 0, flag ACL_EVENT_WAIT_DEFAULT) and
- * aclrtStreamWaitEventWithFlag. */
+/* How long a wait task may wait, in seconds (0: no limit). CANN's runtime hands the wait's
+ * own timeout to the device only on the parts whose waits take one (src/runtime/api/
+ * api_c_stream.cc rtStreamWaitEventWithTimeout: StreamWaitEventTimeout::CUSTOM, Atlas A2/A3
+ * and Ascend 950, src/runtime/config/910_B_93 and 950 dev_info_reg.cc); UINT32_MAX there, and
+ * every wait elsewhere and every aclrtStreamWaitEvent (rtStreamWaitEvent), wait as long as
+ * aclrtSetOpWaitTimeout says (Runtime::GetWaitTimeout, or the task scheduler's own
+ * configuration of it: api_impl.cc SetOpWaitTimeOut). The unit is the second of
+ * aclrtSetOpWaitTimeout, whose value goes into the same field of the wait task
+ * (src/runtime/core/src/task/task_info/event/event_task.cc EventWaitTaskInit). */
+static uint32_t wait_timeout_s(bool given, uint32_t timeout) {
+    if (!given || timeout == UINT32_MAX || !part_has_stars())
+        return rt_op_wait_timeout_s();
+    return timeout;
+}
+
+/* aclrtStreamWaitEvent (given false, flag ACL_EVENT_WAIT_DEFAULT), aclrtStreamWaitEventWithFlag
+ * and aclrtStreamWaitEventWithTimeout (given true; rt_null_event: a NULL event is the
+ * runtime's 107000, after the stream's handle, not the ACL layer's 100000). */
 static aclError wait_event(const char *fn, aclrtStream stream, aclrtEvent event,
-                           uint32_t timeout, uint32_t flag) {
+                           uint32_t timeout, uint32_t flag, bool given, bool rt_null_event) {
     aclError rc = rt_begin(fn, ACL_ERROR_RT_INTERNAL_ERROR);
     if (rc != ACL_SUCCESS)
         return rc;
@@ -1410,7 +1496,7 @@ static aclError wait_event(const char *fn, aclrtStream stream, aclrtEvent event,
      * rtStreamWaitEvent), the event's flags (api_error.cc StreamWaitEvent), the context and
      * the stream's (api_impl.cc StreamWaitEvent), then the event's record (src/runtime/core/
      * src/event/event.cc Event::WaitSendCheck, Event::Wait). */
-    if (event == NULL) {
+    if (event == NULL && !rt_null_event) {
         rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "event is NULL");
         goto out;
     }
@@ -1425,8 +1511,13 @@ static aclError wait_event(const char *fn, aclrtStream stream, aclrtEvent event,
                     "timeout %u: ACL_EVENT_WAIT_EXTERNAL takes only 0", (unsigned)timeout);
         goto out;
     }
-    if ((rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS ||
-        (rc = get_event(fn, "event", event, &e)) != ACL_SUCCESS ||
+    if ((rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS)
+        goto out;
+    if (event == NULL) { /* rt_null_event: the runtime's API layer (api_error.cc) */
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "event is NULL");
+        goto out;
+    }
+    if ((rc = get_event(fn, "event", event, &e)) != ACL_SUCCESS ||
         (rc = check_event_use(fn, e, "wait", flag)) != ACL_SUCCESS ||
         (rc = rt_need_device(fn, &dev)) != ACL_SUCCESS ||
         (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS)
@@ -1472,7 +1563,7 @@ static aclError wait_event(const char *fn, aclrtStream stream, aclrtEvent event,
         goto out;
     }
     t->e = e;
-    t->timeout_s = timeout == UINT32_MAX ? 0 : timeout;
+    t->timeout_s = wait_timeout_s(given, timeout);
     t->seq = e->issued; /* the last record now: later records do not change what is waited for */
     atomic_fetch_add(&e->hdr.refs, 1);
     e->waits++;
@@ -1495,14 +1586,107 @@ out:
 }
 
 aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
-    return wait_event(__func__, stream, event, 0, ACL_EVENT_WAIT_DEFAULT);
+    return wait_event(__func__, stream, event, 0, ACL_EVENT_WAIT_DEFAULT, false, false);
 }
 
-/* timeout in seconds (0 or UINT32_MAX: no limit): a wait that runs out of time fails its
- * task with 107020, reported at the stream's next synchronize, as a notify's wait. */
+/* timeout in seconds (0: no limit; UINT32_MAX: aclrtSetOpWaitTimeout's): a wait that runs out
+ * of time fails its task with 107020, reported at the stream's next synchronize, as a
+ * notify's wait. */
 aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint32_t timeout,
                                       uint32_t flag) {
-    return wait_event(__func__, stream, event, timeout, flag);
+    return wait_event(__func__, stream, event, timeout, flag, true, false);
+}
+
+/* CANN (src/acl/aclrt_impl/event.cpp aclrtStreamWaitEventWithTimeoutImpl): the ACL layer
+ * refuses a negative timeout (107000) and checks no NULL; then rtsEventWait ->
+ * rtStreamWaitEventWithTimeout, aclrtStreamWaitEventWithFlag's path with flag DEFAULT. */
+aclError aclrtStreamWaitEventWithTimeout(aclrtStream stream, aclrtEvent event, int32_t timeout) {
+    if (timeout < 0) {
+        if (aclemu_fault(__func__))
+            return rt_fail(ACL_ERROR_RT_INTERNAL_ERROR);
+        return ACL_LAYER_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                             "timeout %d: must be 0 (no limit) or more seconds", (int)timeout);
+    }
+    return wait_event(__func__, stream, event, (uint32_t)timeout, ACL_EVENT_WAIT_DEFAULT, true,
+                      true);
+}
+
+/* CANN (src/acl/aclrt_impl/event.cpp aclrtQueryEventWaitStatusImpl; src/runtime/api/impl/
+ * api_error.cc and api_impl_event_common.cc EventQueryWaitStatus; src/runtime/core/src/event/
+ * event.cc Event::QueryEventWaitStatus): NULL event, then NULL status, 100000; the handle,
+ * 107017; an event of aclrtCreateEventExWithFlag, ACL_EVENT_EXTERNAL or ACL_EVENT_IPC, 207000.
+ * Complete when no wait task queued for the event is left (the runtime keeps each until it
+ * has run and is reclaimed) or when no stream can wait for the event; no device needed. */
+aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *status) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rt_event *e = NULL;
+    if (event == NULL || status == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "%s is NULL",
+                    event == NULL ? "event" : "status (output pointer)");
+        goto out;
+    }
+    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
+        goto out;
+    if (e->ex || e->flag == EV_EXTERNAL || e->flag == EV_IPC) {
+        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
+                    "event %p %s: its waits have no status to query", event,
+                    e->ex ? "was created by aclrtCreateEventExWithFlag"
+                          : e->flag == EV_EXTERNAL ? "is an ACL_EVENT_EXTERNAL event"
+                                                   : "is an ACL_EVENT_IPC event");
+        goto out;
+    }
+    pthread_mutex_lock(&e->mu);
+    bool done = e->waits == 0;
+    pthread_mutex_unlock(&e->mu);
+    *status = done ? ACL_EVENT_WAIT_STATUS_COMPLETE : ACL_EVENT_WAIT_STATUS_NOT_READY;
+out:
+    if (e != NULL)
+        rt_obj_put(&e->hdr);
+    rt_leave();
+    return rc;
+}
+
+/* CANN (src/acl/aclrt_impl/event.cpp aclrtGetEventIdImpl; src/runtime/api/impl/
+ * api_error.cc GetEventID; src/runtime/core/src/event/event.cc Event::GetEventID): NULL
+ * event, then NULL eventId, 100000; the handle, 107017; an ACL_EVENT_IPC event, 207000; an
+ * event that has no id (see event_gets_id: aclrtCreateEvent's and aclrtCreateEventExWithFlag's
+ * before their first record), 507000 (RT_ERROR_EVENT_RECORDER_NULL). No device needed. */
+aclError aclrtGetEventId(aclrtEvent event, uint32_t *eventId) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    rt_event *e = NULL;
+    if (event == NULL || eventId == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "%s is NULL",
+                    event == NULL ? "event" : "eventId (output pointer)");
+        goto out;
+    }
+    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
+        goto out;
+    if (e->flag == EV_IPC) {
+        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
+                    "event %p is an ACL_EVENT_IPC event, which has no id to give", event);
+        goto out;
+    }
+    pthread_mutex_lock(&g_dev_mu);
+    int32_t id = e->id;
+    pthread_mutex_unlock(&g_dev_mu);
+    if (id < 0)
+        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, __func__,
+                    "event %p has no id: %s", event,
+                    event_gets_id(e) ? "an event of aclrtCreateEvent or "
+                                       "aclrtCreateEventExWithFlag gets one at its first record"
+                                     : "an event no stream can wait for (no ACL_EVENT_SYNC) gets "
+                                       "none on this part");
+    else
+        *eventId = (uint32_t)id;
+out:
+    if (e != NULL)
+        rt_obj_put(&e->hdr);
+    rt_leave();
+    return rc;
 }
 
 /* ACL_EVENT_EXTERNAL events are for graphs: the host does not synchronize, query or time them;
@@ -1860,7 +2044,7 @@ aclError aclemu_stream_submit(aclrtStream stream, aclemu_task_fn run, aclemu_tas
     rt_stream *s = NULL;
     if ((rc = rt_need_device(fn, &dev)) == ACL_SUCCESS &&
         (rc = rt_stream_get(stream, dev, fn, &s)) == ACL_SUCCESS) {
-        rc = rt_stream_push(s, run, release, arg, fn);
+        rc = stream_push(s, run, release, arg, fn, true);
         rt_stream_put(s);
     }
     rt_leave();

@@ -1,0 +1,138 @@
+/*
+ * Operator timeouts: aclrtSetOpWaitTimeout (how long a stream's wait for an event may last)
+ * and aclrtSetOpExecuteTimeOut (how long a kernel may run), and aclrtCheckArchCompatibility.
+ *
+ * Judged against hicann/runtime src/acl/aclrt_impl/event.cpp (the ACL layer passes both
+ * values on unchecked), src/runtime/api/api_c.cc rtSetOpWaitTimeOut, api_c_standard_soc.cc
+ * rtSetOpExecuteTimeOut, src/runtime/api/impl/api_impl.cc SetOpWaitTimeOut /
+ * SetOpExecuteTimeOut, src/runtime/core/src/runtime.cc SetTimeoutConfig and
+ * docs/zh/api_ref/07_event_management.md, 12_execution_control.md. Both settings belong to
+ * the process's runtime object, which CANN keeps up across aclFinalize: so does the emulator.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+static _Atomic uint32_t g_op_wait_s;     /* 0: no limit (the default: never set) */
+static _Atomic uint64_t g_op_execute_s;  /* UINT64_MAX: never set (the part's default) */
+static _Atomic bool g_op_execute_set;
+
+uint32_t rt_op_wait_timeout_s(void) { return atomic_load(&g_op_wait_s); }
+
+/* The part's default and maximum for AI Core kernels, in seconds (12_execution_control.md,
+ * aclrtSetOpExecuteTimeOut's constraints: Atlas training series 68 and 2176; Atlas inference
+ * series 547 and 547; Atlas A2/A3 and Ascend 950 1091, which is also their maximum: 254
+ * intervals of 2^32 cycles of the 1 GHz task scheduler clock, src/runtime/core/inc/
+ * runtime.hpp RT_STARS_TASK_KERNEL_CREDIT_SCALE_US). */
+static void part_limits(uint64_t *def, uint64_t *max) {
+    const aclemu_soc *soc = aclemu_soc_info("aclrtSetOpExecuteTimeOut");
+    int arch = soc != NULL ? soc->npu_arch : 2201;
+    if (arch == 1001) {
+        *def = 68;
+        *max = 2176;
+    } else if (arch == 2002) {
+        *def = *max = 547;
+    } else {
+        *def = *max = 1091;
+    }
+}
+
+uint64_t rt_op_execute_timeout_ms(void) {
+    uint64_t def, max;
+    part_limits(&def, &max);
+    if (!atomic_load(&g_op_execute_set))
+        return def * 1000u;
+    uint64_t s = atomic_load(&g_op_execute_s);
+    return (s == 0 || s > max ? max : s) * 1000u; /* 0: the maximum */
+}
+
+aclError aclrtSetOpWaitTimeout(uint32_t timeout) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    const aclemu_soc *soc = aclemu_soc_info(__func__);
+    if (soc == NULL) {
+        rc = rt_fail(ACL_ERROR_RT_PARAM_INVALID);
+    } else if (soc->npu_arch == 2002) {
+        /* The inference series' parts take it only from a task scheduler version the
+         * emulator cannot claim (api_impl.cc SetOpWaitTimeOut: SET_OP_WAIT_TIMEOUT_NEED_TS_
+         * VERSION, src/runtime/config/dc/dev_info_reg.cc); the API reference lists them as
+         * not supported. */
+        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
+                    "%s (%s) does not support an operator wait timeout", soc->name,
+                    soc->series);
+    } else {
+        atomic_store(&g_op_wait_s, timeout);
+    }
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtSetOpExecuteTimeOut(uint32_t timeout) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    /* Every value is taken on every part the emulator knows (rtSetOpExecuteTimeOut refuses
+     * only parts with RT_FEATURE_TASK_OP_EXE_TIMEOUT_CONFIG or an AI CPU-less
+     * RT_FEATURE_TASK_TIMEOUT_CONFIG, which none of them has); one above the part's maximum
+     * is the maximum. */
+    if (aclemu_soc_info(__func__) == NULL) {
+        rc = rt_fail(ACL_ERROR_RT_PARAM_INVALID);
+    } else {
+        atomic_store(&g_op_execute_s, timeout);
+        atomic_store(&g_op_execute_set, true);
+    }
+    rt_leave();
+    return rc;
+}
+
+/* ---- aclrtCheckArchCompatibility ---------------------------------------------------------- */
+
+/* Parts the vendor's platform configuration knows that the emulator does not emulate, with
+ * their NPU architecture (hicann/runtime src/platform/platform_config/cann and cann-dev, the
+ * NpuArch line of each part's file): CheckArchCompatibility answers for them too. */
+static const struct { const char *name; int npu_arch; } OTHER_PARTS[] = {
+    {"Ascend031", 3004},    {"Ascend035", 3505},    {"Ascend035A", 3505},
+    {"Ascend035B", 3505},   {"Ascend310B1", 3002},  {"Ascend310B2", 3002},
+    {"Ascend310B3", 3002},  {"Ascend310B4", 3002},  {"Ascend350_354f", 3510},
+    {"Ascend350_355e", 3510},
+};
+
+static int npu_arch_of(const char *name) {
+    int arch = rt_soc_arch(name);
+    if (arch >= 0)
+        return arch;
+    for (size_t i = 0; i < sizeof OTHER_PARTS / sizeof OTHER_PARTS[0]; i++)
+        if (strcmp(name, OTHER_PARTS[i].name) == 0)
+            return OTHER_PARTS[i].npu_arch;
+    return -1;
+}
+
+/* CANN (src/acl/aclrt_impl/device.cpp; src/runtime/api/api_c.cc rtCheckArchCompatibility,
+ * api_error.cc and api_impl.cc CheckArchCompatibility, src/runtime/core/src/common/
+ * soc_info.cc GetNpuArchByName): NULL socVersion or canCompatible, an empty name, or a name
+ * no platform configuration has: 107000 (RT_ERROR_INVALID_VALUE); then 1 when the named
+ * part's NPU architecture is the device's, else 0. No device needed. */
+aclError aclrtCheckArchCompatibility(const char *socVersion, int32_t *canCompatible) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    const aclemu_soc *soc = NULL;
+    int arch;
+    if (socVersion == NULL || canCompatible == NULL)
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__, "%s is NULL",
+                    socVersion == NULL ? "socVersion" : "canCompatible (output pointer)");
+    else if (socVersion[0] == '\0')
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__, "socVersion is an empty string");
+    else if ((arch = npu_arch_of(socVersion)) < 0)
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                    "socVersion \"%.64s\" is not a part name of CANN's platform configuration "
+                    "(e.g. Ascend910B2, Ascend310P3)", socVersion);
+    else if ((soc = aclemu_soc_info(__func__)) == NULL)
+        rc = rt_fail(ACL_ERROR_RT_PARAM_INVALID);
+    else
+        *canCompatible = arch == soc->npu_arch ? 1 : 0;
+    rt_leave();
+    return rc;
+}
