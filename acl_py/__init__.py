@@ -38,7 +38,8 @@ from .device import (CoreLimits, Device, DeviceAttributes, StreamPriorityRange, 
                      current_device, device_count, mem_info, run_mode, set_device, synchronize)
 from .stream import Event, EventFlag, Stream, StreamFlag, default_stream
 from .context import Context
-from .memory import DeviceBuffer, HostBuffer, MemoryPool, get_pool
+from .memory import (DeviceBuffer, HostBuffer, HostRegisterFlag, HostRegistration, MemoryPool,
+                     get_pool)
 from .soc import cann_attributes, soc_name, supports_bfloat16
 from .install import cann_version
 from .tensor import DeviceTensor
@@ -66,7 +67,7 @@ __all__ = [
     "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "cann_attributes", "run_mode",
     "cann_version", "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits",
     "Stream", "StreamFlag", "Event", "EventFlag", "default_stream", "Context",
-    "DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
+    "DeviceBuffer", "HostBuffer", "HostRegistration", "HostRegisterFlag", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",
     "reference", "AclError", "AclArgumentError", "AclTimeoutError", "AclTypeError",
     "ClosedError", "DeviceError", "DeviceMemoryError", "HostFunctionError",

@@ -38,6 +38,7 @@ device's default pool (``Device.memory_pool``); plain ``DeviceBuffer(n)`` is a d
 """
 from __future__ import annotations
 
+import enum
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Literal, Sequence, TypeVar
@@ -713,6 +714,226 @@ class HostBuffer(_Buffer):
         return f"<acl_py.HostBuffer {state}>"
 
 
+# ---- host memory registration ---------------------------------------------------------------
+
+PAGE = 4096     # registrations start on a page (the API reference: 4 KB aligned memory)
+_ALREADY_REGISTERED = 507910    # ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+
+
+class HostRegisterFlag(enum.IntFlag):
+    """How :class:`HostRegistration` registers host memory (CANN's ``ACL_HOST_REG_*`` of
+    ``aclrtHostRegisterV2``, docs/zh/api_ref/11-02_host_memory_management.md). ``MAPPED``: the
+    device gets an address for the memory (:attr:`HostRegistration.device_ptr`), which its
+    kernels read and write directly (zero copy). ``PINNED``: the pages are locked for fast
+    copies (not for memory that is pinned already: a :class:`HostBuffer`'s). CANN's
+    ``IOMEMORY`` and ``READONLY`` are reserved there and not offered."""
+
+    MAPPED = 0x2
+    PINNED = 0x10000000
+
+
+class _RegistrationState:
+    """A live registration, shared by its wrapper and releaser (never references the
+    wrapper). ``uses``: stream work on the device address (``Stream.mark_used``), which the
+    unregistration waits for."""
+
+    __slots__ = ("host", "nbytes", "device", "flags", "device_ptr", "keep", "registered",
+                 "closed", "gen", "uses")
+
+    def __init__(self, host, nbytes, device, flags, keep, gen):
+        self.host = host            # void *: the registration's base address
+        self.nbytes = nbytes
+        self.device = device        # the device that was current for the registration
+        self.flags = flags
+        self.device_ptr = None      # void *, MAPPED only
+        self.keep = keep            # the memory's owner, alive while registered
+        self.registered = True
+        self.closed = False
+        self.gen = gen
+        self.uses = _ordering.Uses()
+
+
+def _unregister(st):
+    """``aclrtHostUnregister`` once; then the memory's owner is let go."""
+    if not st.registered:
+        return
+    # CANN needs a current device for the call (hicann/runtime api_impl.cc HostUnregister:
+    # the current context); a release the garbage collector runs inside another operation
+    # gets its device back afterwards.
+    with _device.restoring(st.device):
+        s = _rt.lib.aclrtHostUnregister(st.host)
+    if s:
+        raise make_error(s, "aclrtHostUnregister")
+    st.registered = False
+    st.device_ptr = None
+    st.keep = None      # a HostBuffer's export ends with its ffi buffer: see HostBuffer.buffer
+
+
+def _release_registration(st):
+    """Releaser of a registration: closed now, unregistered once the streams whose work used
+    its device address (``Stream.mark_used``) have passed that work (at once when none)."""
+    if not st.registered:
+        return
+    st.closed = True
+    try:
+        _ordering.release_after(st.uses, _unregister, st, _rt.ORDER_HOST_REGISTRATION)
+    except Exception:   # an interrupt is no failure: see Releaser.release
+        st.closed = _rt.tearing_down    # still registered: close() may be retried
+        raise
+
+
+class HostRegistration:
+    """Host memory registered with the runtime (``aclrtHostRegisterV2``): ``memory`` is a
+    writable C-contiguous buffer (a NumPy array, ``bytearray``, ``mmap``, or a
+    :class:`HostBuffer`) starting on a 4 KB page (``mmap.mmap(-1, n)`` and ``HostBuffer``
+    memory do), registered for ``device`` (default: the current device), as ``flags`` say
+    (:class:`HostRegisterFlag`, default ``MAPPED``). ``device_ptr`` / ``device_address`` is
+    the address the device's kernels use for it (``aclrtHostGetDevicePointer``; MAPPED only).
+
+    The registration keeps ``memory`` alive (a HostBuffer is not freed before it ends) and
+    ends exactly once (``aclrtHostUnregister``): on ``close()``, at the end of a ``with``
+    block, when garbage collected, or at ``acl_py.finalize()``/exit, before the memory is
+    freed. Work queued on a stream that uses the device address: pass the registration to
+    ``Stream.mark_used`` and the unregistration waits until the stream has passed that work.
+    One range is registered once: overlapping a live registration raises
+    :class:`AclArgumentError` naming ``memory`` (CANN's 507910)."""
+
+    __slots__ = ("_st", "_rel", "__weakref__")
+
+    def __init__(self, memory: Any, device: DeviceLike = None, *,
+                 flags: HostRegisterFlag | int = HostRegisterFlag.MAPPED) -> None:
+        flags = _check_register_flags(flags)
+        if isinstance(memory, HostBuffer):
+            memory._live()
+            if flags & HostRegisterFlag.PINNED:
+                raise AclArgumentError("flags", "HostRegisterFlag.PINNED: a HostBuffer's memory "
+                                       "is pinned already (aclrtMallocHost)")
+            owner = memory.buffer()     # an export: the HostBuffer's memory outlives us
+        else:
+            owner = memory
+        try:
+            buf = ffi.from_buffer(owner, require_writable=True)
+        except (TypeError, ValueError, BufferError) as e:
+            raise AclTypeError("memory", f"expected a writable C-contiguous buffer (NumPy "
+                               f"array, bytearray, mmap, HostBuffer), got "
+                               f"{type(memory).__name__}: {e}") from None
+        nbytes = len(buf)
+        address = int(ffi.cast("uintptr_t", buf))
+        if nbytes == 0:
+            raise AclArgumentError("memory", "is empty: a registration covers at least one byte")
+        if address % PAGE:
+            raise AclArgumentError("memory", f"starts at {address:#x}, not on a 4 KB page: "
+                                   f"register page-aligned memory (mmap.mmap(-1, nbytes), a "
+                                   f"HostBuffer)")
+        dev = _device.resolve_device(device)
+        L = _rt.ensure()
+        made_in = _rt.gen   # before the C call: see Releaser
+        _device.activate(dev)
+        host = ffi.cast("void *", buf)
+        s = L.aclrtHostRegisterV2(host, nbytes, int(flags))
+        if s == _ALREADY_REGISTERED:
+            err = make_error(s, "aclrtHostRegisterV2")
+            arg = AclArgumentError("memory", f"[{address:#x}, {address + nbytes:#x}) overlaps "
+                                   f"host memory registered already (one range is registered "
+                                   f"once)")
+            arg.refused(err)
+            raise arg from err
+        if s:
+            raise make_error(s, "aclrtHostRegisterV2")
+        st = _RegistrationState(host, nbytes, dev, flags, (owner, buf), made_in)
+        self._st = st
+        self._rel = _rt.Releaser(self, _release_registration, (st,),
+                                 _rt.ORDER_HOST_REGISTRATION, made_in)
+        if flags & HostRegisterFlag.MAPPED:
+            p = ffi.new("void **")
+            s = L.aclrtHostGetDevicePointer(host, p, 0)
+            if s:
+                err = make_error(s, "aclrtHostGetDevicePointer")
+                try:
+                    self._rel.release()
+                except Exception:   # the registration's own error matters more
+                    pass
+                raise err
+            st.device_ptr = p[0]
+
+    def _live(self):
+        st = self._st
+        if st.closed:
+            raise _rt.closed_error(st.gen, repr(self))
+        return st
+
+    @property
+    def allocation(self) -> _RegistrationState:
+        """For ``Stream.mark_used``: the stream work on the device address is recorded
+        there."""
+        return self._live()
+
+    @property
+    def host_ptr(self) -> Any:
+        """The registered memory's address (a cffi ``void *``)."""
+        return self._live().host
+
+    @property
+    def device_ptr(self) -> Any:
+        """The address the device uses for the memory (a cffi ``void *``): MAPPED only."""
+        st = self._live()
+        if st.device_ptr is None:
+            raise AclArgumentError("flags", f"registered with {st.flags!r}, without "
+                                   f"HostRegisterFlag.MAPPED: the device has no address "
+                                   f"for it")
+        return st.device_ptr
+
+    @property
+    def device_address(self) -> int:
+        return int(ffi.cast("uintptr_t", self.device_ptr))
+
+    @property
+    def nbytes(self) -> int:
+        return self._st.nbytes
+
+    @property
+    def flags(self) -> HostRegisterFlag:
+        return self._st.flags
+
+    @property
+    def device(self) -> Device:
+        return _device.Device(self._st.device)
+
+    @property
+    def closed(self) -> bool:
+        return self._st.closed
+
+    def close(self) -> None:
+        """Ends the registration (once the streams whose work used its device address have
+        passed that work); the memory is the caller's again."""
+        self._rel.release()
+
+    def __enter__(self) -> HostRegistration:
+        self._live()
+        return self
+
+    def __exit__(self, *exc: object) -> Literal[False]:
+        self.close()
+        return False
+
+    def __repr__(self):
+        st = self._st
+        if st.closed:
+            return f"<acl_py.HostRegistration closed {st.flags!r}>"
+        address = int(ffi.cast("uintptr_t", st.host))
+        return f"<acl_py.HostRegistration {st.nbytes} bytes at {address:#x} {st.flags!r}>"
+
+
+def _check_register_flags(flags):
+    if isinstance(flags, bool) or not isinstance(flags, int):
+        raise AclTypeError("flags", f"expected HostRegisterFlag bits, got {type(flags).__name__}")
+    every = HostRegisterFlag.MAPPED | HostRegisterFlag.PINNED
+    if flags == 0 or flags & ~every:
+        raise AclArgumentError("flags", f"{flags:#x} is not a non-empty OR of "
+                               f"HostRegisterFlag.MAPPED and HostRegisterFlag.PINNED")
+    return HostRegisterFlag(flags)
+
+
 # ---- memory pool --------------------------------------------------------------------------
 
 _pools = weakref.WeakSet()    # live _PoolState objects
@@ -1202,4 +1423,5 @@ _rt.register_step("before_streams", _free_viewed)
 _rt.register_step("forget", _forget)
 _rt.register_step("fork", _drop_after_fork)
 
-__all__ = ["DeviceBuffer", "HostBuffer", "MemoryPool", "get_pool"]
+__all__ = ["DeviceBuffer", "HostBuffer", "HostRegistration", "HostRegisterFlag", "MemoryPool",
+           "get_pool"]

@@ -72,12 +72,13 @@ if TYPE_CHECKING:
 ORDER_EXECUTOR = 0
 ORDER_HANDLE = 1      # aclTensor, aclIntArray, aclBoolArray
 ORDER_EVENT = 2
-ORDER_MEMORY = 3      # device and pinned host buffers
-ORDER_POOL = 4        # memory pools' cached blocks
-ORDER_STREAM = 5
-ORDER_CONTEXT = 6     # explicit contexts: after their streams, before the devices' reset
-_ORDERS = (ORDER_EXECUTOR, ORDER_HANDLE, ORDER_EVENT, ORDER_MEMORY, ORDER_POOL, ORDER_STREAM,
-           ORDER_CONTEXT)
+ORDER_HOST_REGISTRATION = 3   # host memory registrations: before the memory they register
+ORDER_MEMORY = 4      # device and pinned host buffers
+ORDER_POOL = 5        # memory pools' cached blocks
+ORDER_STREAM = 6
+ORDER_CONTEXT = 7     # explicit contexts: after their streams, before the devices' reset
+_ORDERS = (ORDER_EXECUTOR, ORDER_HANDLE, ORDER_EVENT, ORDER_HOST_REGISTRATION, ORDER_MEMORY,
+           ORDER_POOL, ORDER_STREAM, ORDER_CONTEXT)
 
 _UNINIT, _INIT, _FINALIZED, _FORKED = "uninitialized", "initialized", "finalized", "forked"
 
@@ -522,5 +523,6 @@ def _at_exit():
 __all__ = ["init", "finalize", "ensure", "is_initialized", "state", "backend",
            "refuse_if_forked", "Releaser",
            "release_unused", "register_cache", "register_step", "FinalizedError", "ForkedError",
-           "ORDER_EXECUTOR", "ORDER_HANDLE", "ORDER_EVENT", "ORDER_MEMORY", "ORDER_POOL",
+           "ORDER_EXECUTOR", "ORDER_HANDLE", "ORDER_EVENT", "ORDER_HOST_REGISTRATION",
+           "ORDER_MEMORY", "ORDER_POOL",
            "ORDER_STREAM", "ORDER_CONTEXT"]

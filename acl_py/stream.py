@@ -390,7 +390,8 @@ class Stream:
     def mark_used(self, *objects: Any, keep: object = None) -> int:
         """Call right after enqueuing work on this stream: the memory of ``objects``
         (DeviceBuffer, HostBuffer, DeviceTensor: anything with an ``allocation``) is not
-        freed, and ``keep`` is kept alive, until the stream has synchronized past this point.
+        freed, a HostRegistration not ended, and ``keep`` is kept alive, until the stream has
+        synchronized past this point.
         Returns the submission number."""
         st = self.state
         if st.closed:
@@ -487,6 +488,25 @@ class Stream:
         errs = st.complete(target)   # nothing queued before the abort runs any more
         if errs:
             raise errs[0]
+
+    def stop(self) -> None:
+        """Ends the task running on the stream (``aclrtStreamStop``); the work queued behind
+        it stays queued and runs. The next synchronize raises the ended task's error, if a
+        task was running (a kernel ended so: 507035). Atlas A2/A3 and Ascend 950 only
+        (:class:`~acl_py.errors.NotSupportedError` elsewhere); not a default stream (CANN
+        refuses it): :class:`AclArgumentError` naming ``stream``."""
+        _host_func.check_not_inside("Stream.stop")
+        st = self.state
+        if st.closed:
+            raise st.closed_error(repr(self))
+        if st.is_default:
+            raise AclArgumentError("stream", f"{self!r} is a default stream: aclrtStreamStop "
+                                   f"takes a created stream only")
+        _rt.ensure()
+        _device.activate(st.device)
+        r = _rt.lib.aclrtStreamStop(st.handle)
+        if r:
+            raise make_error(r, "aclrtStreamStop")
 
     def keep_alive(self, obj: object) -> int:
         """Keeps ``obj`` alive until the work queued so far has completed."""

@@ -1,7 +1,10 @@
-"""Stream priority, flags, id and abort (``Stream(priority=, flags=)``, ``Stream.priority``,
-``.flags``, ``.id``, ``Stream.abort()``): aclrtCreateStreamWithConfig, aclrtStreamGetPriority,
-aclrtStreamGetFlags, aclrtStreamGetId, aclrtStreamAbort."""
+"""Stream priority, flags, id, abort and stop (``Stream(priority=, flags=)``,
+``Stream.priority``, ``.flags``, ``.id``, ``Stream.abort()``, ``Stream.stop()``):
+aclrtCreateStreamWithConfig, aclrtStreamGetPriority, aclrtStreamGetFlags, aclrtStreamGetId,
+aclrtStreamAbort, aclrtStreamStop."""
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import pytest
@@ -119,3 +122,40 @@ def test_stream_flag_bits_are_cann_s():
     assert [int(f) for f in StreamFlag] == [
         lib.ACL_STREAM_FAST_LAUNCH, lib.ACL_STREAM_FAST_SYNC, lib.ACL_STREAM_PERSISTENT,
         lib.ACL_STREAM_HUGE, lib.ACL_STREAM_CPU_SCHEDULE, lib.ACL_STREAM_DEVICE_USE_ONLY]
+
+
+def test_stop_ends_the_running_task_and_the_queued_work_runs(emulator):
+    x = np.arange(16, dtype=np.float32)
+    with Stream() as s, DeviceTensor.from_numpy(np.zeros(16, dtype=np.float32), s) as d:
+        s.synchronize()
+        emulator.set_faults("aclrtMemcpyAsync:1:hang")
+        d.copy_from_numpy(x, s)               # hangs on the stream: ended by the stop
+        d.copy_from_numpy(x + 1, s)           # queued behind it: runs
+        time.sleep(0.2)                       # the hang has started: a stop ends a running task
+        s.stop()
+        emulator.set_faults(None)
+        with pytest.raises(AclError) as info:  # the ended copy's failure, once
+            s.synchronize()
+        assert info.value.code == 507035
+        assert np.array_equal(d.to_numpy(s), x + 1)
+        s.stop()                               # an idle stream: nothing to end
+        s.synchronize()
+
+
+def test_stop_refuses_a_default_stream_and_a_closed_one():
+    with pytest.raises(acl_py.AclArgumentError, match="default stream") as e:
+        acl_py.default_stream().stop()
+    assert e.value.argument == "stream"
+    s = Stream()
+    s.close()
+    with pytest.raises(acl_py.ClosedError):
+        s.stop()
+
+
+STOP_SCRIPT = ABORT_SCRIPT.replace("abort", "stop")
+
+
+def test_stop_is_not_supported_on_an_atlas_inference_part(run_python, emulator):
+    r = run_python(STOP_SCRIPT, env={"ACL_EMU_SOC": "Ascend310P3"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["refused", "207000"]
