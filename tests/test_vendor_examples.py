@@ -19,7 +19,11 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          example/1_basic_features/device, context,
                                          memory/0..6 and 9, stream, event/
                                          0_event_status; example/3_memory_advanced/
-                                         host_register/0_simple_zero_copy)
+                                         host_register/0_simple_zero_copy;
+                                         example/0_quickstart/3_cross_version/
+                                         0_runtime_compatibility; example/
+                                         2_advanced_features/kernel/
+                                         1_launch_kernel_with_reslimit)
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -807,3 +811,20 @@ def test_vendor_runtime_compatibility_example():
     assert_prints_readme(out.replace("Ascend910B2", "Ascend910B3"),
                          [p for p in readme_sample_output(example)
                           if not p.pattern.startswith(r"\[SUCCESS\]")])
+
+
+@NEEDS_RUNTIME
+def test_vendor_launch_kernel_with_reslimit_example():
+    """2_advanced_features/kernel/1_launch_kernel_with_reslimit: the process's cube core limit
+    set to 8 and read back, then the print kernel launched on that many blocks (its
+    AscendC::printf lines from tests/c/vendor_kernels.cpp's stand-in): its README's lines."""
+    example = os.path.join("example", "2_advanced_features", "kernel",
+                           "1_launch_kernel_with_reslimit")
+    out = build_and_run(RUNTIME, os.path.join(example, "main.cpp"), [], includes=["example"],
+                        sources=[KERNELS], name="vendor_launch_kernel_with_reslimit")
+    assert out.splitlines() == [
+        "[INFO]  ACL initialized.", "[INFO]  Device 0 selected.", "[INFO]  Stream created.",
+        "[INFO]  Device resource limit type 0 set to 8.",
+        "[INFO]  Current device resource limit type 0 is 8.", *["Hello World"] * 8,
+        "[INFO]  Run the launch_kernel_with_reslimit sample successfully."], out
+    assert_prints_readme(out, readme_sample_output(example)[3:-1])  # run.sh's lines aside

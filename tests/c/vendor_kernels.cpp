@@ -1,7 +1,8 @@
 // Stand-ins for the vendor runtime examples' kernels (hicann/runtime example/kernel_func:
 // kernel_ops.h declares them; easy_OP.cpp, long_OP.cpp, short_OP.cpp and error_OP.cpp are
 // Ascend C compiled by the CANN toolchain into the examples' `kernels` library, which cannot
-// exist on the emulator; kernel_add.h declares AddDo, whose kernel is kernel_add.cpp).
+// exist on the emulator; kernel_add.h declares AddDo, whose kernel is kernel_add.cpp;
+// kernel_print.cpp is PrintDo's).
 // Each queues the kernel's effect on the stream as one task, through the emulator's internal
 // submit entry point, so the examples' own sources build unchanged and see their kernels run
 // in stream order. Test code only: tests/test_vendor_examples.py links it in.
@@ -134,6 +135,13 @@ void RunAdd(void *arg) {
 
 void ReleaseAdd(void *arg) { delete static_cast<Add *>(arg); }
 
+// kernel_print.cpp: each block prints "Hello World" with AscendC::printf.
+void RunPrint(void *arg) {
+    auto *l = static_cast<Launch *>(arg);
+    for (uint32_t i = 0; i < l->blocks; i++)
+        std::printf("Hello World\n");
+}
+
 void Submit(void (*run)(void *), uint32_t blockDim, void *stream, uint32_t *x,
             const char *name) {
     auto *l = new Launch{blockDim, x};
@@ -176,4 +184,8 @@ void ShortOP(uint32_t blockDim, void *stream, uint32_t *x) {
 
 void ErrorOP(uint32_t blockDim, void *stream) {
     Submit(RunError, blockDim, stream, nullptr, "ErrorOP");
+}
+
+void PrintDo(uint32_t blockDim, void *stream) {
+    Submit(RunPrint, blockDim, stream, nullptr, "KernelPrint");
 }
