@@ -50,6 +50,7 @@ from . import reference   # the NumPy float64 reference results are checked agai
 # ---- operators (acl_py/ops, issue 4): the operator engineer adds the re-exports here ----
 from .ops import layer_norm, LayerNorm, layer_norm_backward, LayerNormBackward
 from .ops import rms_norm, RmsNorm
+from .ops import add_rms_norm, AddRmsNorm
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -74,4 +75,5 @@ __all__ = [
     "NotInitializedError",
     "OperatorParameterError", "FinalizedError", "ForkedError", "layer_norm", "LayerNorm",
     "layer_norm_backward", "LayerNormBackward", "rms_norm", "RmsNorm",
+    "add_rms_norm", "AddRmsNorm",
 ]

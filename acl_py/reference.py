@@ -1,5 +1,5 @@
-"""NumPy float64 references of LayerNorm (forward), LayerNormBackward and RmsNorm, and the
-tolerances results are judged by.
+"""NumPy float64 references of LayerNorm (forward), LayerNormBackward, RmsNorm and AddRmsNorm,
+and the tolerances results are judged by.
 
 Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
 
@@ -8,7 +8,8 @@ Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
 
 RmsNorm (:func:`rms_norm`, over gamma's dims): ``rstd = 1 / sqrt(mean_R(x^2) + epsilon)``,
 ``y = x * rstd * gamma``; its error scale (:func:`rms_norm_error_scale`) is ``|y|``'s own
-magnitude (the sum of squares has no cancellation) and ``rstd``.
+magnitude (the sum of squares has no cancellation) and ``rstd``. AddRmsNorm
+(:func:`add_rms_norm`): RmsNorm of ``x = x1 + x2``, returned with ``x``.
 
 LayerNorm's error scale (:func:`layer_norm_error_scale`): ``(|input| + |mean| +
 mean_R(|input|)) * rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's own errors, carried through),
@@ -61,6 +62,7 @@ __all__ = [
     "layer_norm_stats", "error_scale", "error_bound", "max_error_ratio", "max_abs_error",
     "assert_close",
     "rounding_dtype", "device_rounding", "half_ulp", "rms_norm", "rms_norm_error_scale",
+    "add_rms_norm", "add_rms_norm_error_scale",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -230,6 +232,30 @@ def rms_norm_error_scale(x, gamma, epsilon: float = 1e-6):
     xf, x2, g, rstd_shape = _rms_split(x, gamma)
     rstd = _rstd(x2, epsilon)
     return (np.abs(x2) * rstd * np.abs(g)).reshape(xf.shape), rstd.reshape(rstd_shape)
+
+
+def add_rms_norm(x1, x2, gamma, epsilon: float = 1e-6):
+    """``(y, rstd, x)`` of AddRmsNorm in float64: ``x = x1 + x2``, then :func:`rms_norm` of
+    ``x`` over gamma's dims (``rstd`` shaped x's batch dims followed by ones)."""
+    x = _f64(x1) + _f64(x2)
+    y, rstd = rms_norm(x, gamma, epsilon)
+    return y, rstd, x
+
+
+def add_rms_norm_error_scale(x1, x2, gamma, epsilon: float = 1e-6):
+    """Per element of ``(y, rstd, x)``, the magnitude the device's error is proportional to:
+    :func:`rms_norm_error_scale` of ``x1 + x2``, and ``|x1| + |x2|`` for ``x``. For 16-bit
+    inputs the device rounds ``x1 + x2`` (the x its norm is taken over, on Atlas A2/A3) and
+    ``x * rstd`` to that dtype before the final rounding: up to ``2^-p`` more relative error
+    in ``y`` (p the dtype's mantissa bits) and ``2^-(p+1)`` in ``rstd``, carried here as
+    magnitude (``RTOL`` times it is that error)."""
+    f1, f2 = _f64(x1), _f64(x2)
+    ys, rs = rms_norm_error_scale(f1 + f2, gamma, epsilon)
+    name = _dtype_name(np.asarray(x1).dtype)
+    if name != "float32":
+        unit = 2.0 ** -_FLOAT_FORMAT[name][0] / RTOL[name]
+        ys, rs = ys * (1 + 2 * unit), rs * (1 + unit)
+    return ys, rs, np.abs(f1) + np.abs(f2)
 
 
 def _dtype_name(dtype) -> str:

@@ -119,6 +119,10 @@ typedef struct {
  * ACL_EMU_SOC names no known part; then the message is set, naming `caller`. */
 ACLEMU_EXPORT const aclemu_soc *aclemu_soc_info(const char *caller);
 
+/* The part's vector (AIV) core count from its platform configuration (AI cores where the file
+ * lists no vector cores): what the vendor's tilings read as GetCoreNumAiv. */
+ACLEMU_EXPORT int aclemu_soc_vector_cores(void);
+
 /* ---- kernel thread pool (runtime/) --------------------------------------------------------- */
 
 /* Runs body(ctx, begin, end) over [0, n) split into `chunks` contiguous chunks (chunk c is

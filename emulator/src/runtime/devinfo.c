@@ -111,6 +111,13 @@ static const part_figures *figures(void) {
     return &PARTS[0]; /* not reached: aclInit refuses a part the emulator does not know */
 }
 
+/* The part's vector core count (GetCoreNumAiv in the operators' tiling: how many rows a kernel
+ * spreads over before a row block holds more than one row). */
+ACLEMU_EXPORT int aclemu_soc_vector_cores(void) {
+    const part_figures *p = figures();
+    return p->vector_cores > 0 ? p->vector_cores : p->ai_cores;
+}
+
 static bool is_950(void) {
     const aclemu_soc *soc = aclemu_soc_info("the runtime");
     return soc != NULL && soc->npu_arch == 3510;

@@ -1,0 +1,142 @@
+"""``aclnnAddRmsNorm``: the residual add fused with RmsNorm, :func:`add_rms_norm` and the plan
+:class:`AddRmsNorm`.
+
+Python-level checks (see :mod:`._declare`: NumPy calls make them before any C call,
+DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes
+(``x1`` float32/float16/bfloat16; ``x2`` and ``gamma`` x1's); ``x2`` of x1's shape;
+``gamma`` equal to the trailing dims of ``x1``; ``epsilon >= 0``; ``out=`` entries of x1's
+shape and dtype (y, x) and of rstd's shape, x1's batch dims then ones (float32). The
+operator's own rules (ranks 1..8, the part's dtype list) are phase one's. acl-py always asks
+for all three outputs (the vendor's full mode; its pre/post-RmsNorm modes, without rstdOut,
+are reachable through the raw calls).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union, overload
+
+import numpy as np
+
+from .. import reference
+from ..errors import AclArgumentError
+from ._declare import Declared, Plan, double, output, tensor
+
+if TYPE_CHECKING:
+    from ..stream import Stream
+    from ..tensor import DeviceTensor
+
+__all__ = ["add_rms_norm", "AddRmsNorm", "ADD_RMS_NORM"]
+
+# Operator functions take NumPy arrays or DeviceTensors (one kind a call) and give the same kind.
+Operand = Union[np.ndarray, "DeviceTensor"]
+OutArg = Optional[Sequence[Optional[Operand]]]
+
+
+def add_rms_norm_check(a):
+    """Checks that ``a.x2`` has x1's shape, that ``a.gamma`` has rank 1..rank(x1) and equals
+    the trailing dims of ``a.x1`` (the dims normalized over), and that ``a.epsilon`` is not
+    negative."""
+    if a.epsilon < 0:
+        raise AclArgumentError("epsilon", f"{a.epsilon!r} is negative (must be >= 0)")
+    shape, gs = a.x1.shape, a.gamma.shape
+    if a.x2.shape != shape:
+        raise AclArgumentError("x2", f"shape {a.x2.shape} must equal x1's shape {shape}")
+    if not gs or len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
+        raise AclArgumentError("gamma", f"shape {gs} must equal the trailing dims of x1's "
+                               f"shape {shape}")
+
+
+def rstd_shape(a):
+    """rstd as CANN writes it: x1's batch dims, then a 1 per dim of gamma."""
+    nd = len(a.gamma.shape)
+    return a.x1.shape[:len(a.x1.shape) - nd] + (1,) * nd
+
+
+def _x1_shape(a):
+    return a.x1.shape
+
+
+def _x1_dtype(a):
+    return a.x1.dtype
+
+
+_F32 = np.dtype(np.float32)
+
+
+def _float32(a):
+    return _F32
+
+
+def _smoke(shape, nrank, dtype, epsilon=1e-6):
+    def make():
+        from ..dtypes import bfloat16
+        dt = bfloat16() if dtype == "bf16" else dtype
+        rng = np.random.default_rng(len(shape) + shape[-1])
+        x1 = (rng.standard_normal(shape, dtype=np.float32) * 2 + 0.5).astype(dt)
+        x2 = rng.standard_normal(shape, dtype=np.float32).astype(dt)
+        g = (1 + 0.25 * rng.standard_normal(shape[len(shape) - nrank:],
+                                             dtype=np.float32)).astype(dt)
+        return x1, x2, g, epsilon
+    return (f"{dtype if isinstance(dtype, str) else np.dtype(dtype).name}"
+            f"{list(shape)}", make)
+
+
+ADD_RMS_NORM = Declared("aclnnAddRmsNorm", (
+    tensor("x1"),
+    tensor("x2", like="x1"),
+    tensor("gamma", like="x1"),
+    double("epsilon", default=1e-6),
+    output("yOut", shape=_x1_shape, dtype=_x1_dtype),
+    output("rstdOut", shape=rstd_shape, dtype=_float32, dtypes=("float32",)),
+    output("xOut", shape=_x1_shape, dtype=_x1_dtype),
+), check=add_rms_norm_check, reference=reference.add_rms_norm,
+    error_scale=reference.add_rms_norm_error_scale,
+    # ACLNN_ERR_INNER_NULLPTR: the vendor's op_api returns it when the tiling (gamma's shape,
+    # epsilon) or the copy into rstdOut (its shape) refuses
+    rule_codes=(561103,),
+    smoke_cases=(_smoke((8, 1024), 1, np.float32),
+                 _smoke((4, 64, 768), 1, np.float16),
+                 _smoke((2, 3, 4, 5), 2, np.float32, epsilon=1e-3)))
+
+
+@overload
+def add_rms_norm(x1: np.ndarray, x2: np.ndarray, gamma: np.ndarray, epsilon: float = ..., *,
+                 stream: Optional["Stream"] = ..., out: OutArg = ...
+                 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+@overload
+def add_rms_norm(x1: "DeviceTensor", x2: "DeviceTensor", gamma: "DeviceTensor",
+                 epsilon: float = ..., *, stream: Optional["Stream"] = ..., out: OutArg = ...
+                 ) -> Tuple["DeviceTensor", "DeviceTensor", "DeviceTensor"]: ...
+
+
+def add_rms_norm(x1: Operand, x2: Operand, gamma: Operand, epsilon: float = 1e-6, *,
+                 stream: Optional["Stream"] = None, out: OutArg = None) -> Any:
+    """The residual add fused with RmsNorm over the trailing dims of ``x1`` that ``gamma``
+    has: ``(y, rstd, x)`` with ``x = x1 + x2``, ``rstd = 1 / sqrt(mean(x^2) + epsilon)`` and
+    ``y = x * rstd * gamma`` (``epsilon`` reaches the device as a float32; the device
+    computes in float32, with the intermediate roundings to x1's dtype of
+    docs/emulator.md, and rounds ``y`` and ``x`` to x1's dtype).
+
+    * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
+    * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
+      valid once it has synchronized).
+
+    ``y`` and ``x`` have x1's shape and dtype; ``rstd`` is float32 shaped x1's batch dims then
+    ones (on Atlas inference parts the device does not write it). ``out=(y, rstd, x)`` gives
+    preallocated outputs of the same kind as the inputs; a ``None`` entry is allocated as by
+    default.
+    """
+    return ADD_RMS_NORM.call((x1, x2, gamma, epsilon), out=out, stream=stream)
+
+
+class AddRmsNorm(Plan):
+    """An :func:`add_rms_norm` plan over fixed device tensors (see :class:`~acl_py.ops.Plan`):
+    outputs ``y``, ``rstd``, ``x``; ``run(stream)`` enqueues phase two only."""
+
+    declared = ADD_RMS_NORM
+    __slots__ = ()
+
+    def __init__(self, x1: "DeviceTensor", x2: "DeviceTensor", gamma: "DeviceTensor",
+                 epsilon: float = 1e-6, *, out: OutArg = None) -> None:
+        self._prepare((x1, x2, gamma, epsilon), out)

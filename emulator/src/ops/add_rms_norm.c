@@ -1,0 +1,451 @@
+/*
+ * aclnnAddRmsNorm for the CPU emulator: phase one (checks, executor), the launch and the kernel.
+ *
+ * Facts, hicann/ops-nn norm/add_rms_norm:
+ * - op_host/op_api/aclnn_add_rms_norm.cpp (the hand-written phase one, followed here in its
+ *   order and codes): the out-pointers (L2_DFX_PHASE_1, 161001); the mode the optional
+ *   outputs choose (rstdOut and xOut given: the full AddRmsNorm; xOut only: "pre" RmsNorm;
+ *   neither: "post" RmsNorm; rstdOut without xOut: xOut is required, 161001); NULL tensors
+ *   (161001); dtypes (161002: the part's list, then equal dtypes: x2 and gamma x1's, yOut
+ *   x1's, xOut yOut's, rstdOut FLOAT; pre/post take FLOAT16/BF16 only, FLOAT16 on Ascend310P);
+ *   ranks 1..8 and equal shapes (161002; pre/post: gamma rank <= 2); an empty x1 or gamma:
+ *   success, nothing computed; then the L0 op (op_api/add_rms_norm.cpp), whose tiling runs in
+ *   phase one (hicann/opbase composite_op/aclnn_engine/op_executor.cpp
+ *   CreatAiCoreKernelLauncher -> kernel_workspace.cpp GetWorkspace) and whose failure the op_api
+ *   returns as ACLNN_ERR_INNER_NULLPTR (561103), as it does a failed ViewCopy of an output
+ *   (hicann/ops-math conversion/contiguous/op_host/op_api/contiguous.cpp CheckViewCopyParams:
+ *   rstdOut's shape must be the L0 op's, x1's batch dims then ones);
+ * - op_host/add_rms_norm_tiling.cpp (Tiling4AddRmsNorm, on the L0 op's own outputs): gamma no
+ *   wider than x1 and equal to its trailing dims (full); gamma [1, x1's last dim] (pre/post);
+ *   epsilon >= 0 (arch35's tiling likewise); the kernel variant (normal, split-D, single-N,
+ *   merge-N, multi-N) from the row length, the row count and the vector core count;
+ * - op_host/add_rms_norm_def.cpp: no kernel for the Atlas training parts (ascend910).
+ *
+ * The device's numbers (op_kernel/add_rms_norm*.h; arch35/add_rms_norm_regbase.h for Ascend
+ * 950), per row of N elements, avg = 1.0f / N and eps as floats:
+ * - FLOAT: x = x1 + x2; rstd = 1 / sqrt(sum(x * x * avg) + eps); y = (x * rstd) * gamma;
+ * - FLOAT16 (Atlas A2/A3, Atlas inference): x = x1 + x2 added in FLOAT16 (one rounding), the
+ *   norm over that x; y = half(half(x * rstd) * gamma): rounded to FLOAT16, multiplied by gamma
+ *   in FLOAT16;
+ * - BF16 (Atlas A2/A3): x1 + x2 in float, xOut = that rounded to BF16 (ties to even); the
+ *   normal kernel takes its norm over the float sum, every other variant over the rounded sum
+ *   (see norm_on_rounded_sum); y = bf16(float(bf16(x * rstd)) * gamma), both ties to even;
+ * - Ascend 950: everything in float, x = x1 + x2 kept in float for the norm, xOut and y rounded
+ *   once to their dtype.
+ * Atlas inference parts do not write rstd (the kernels' CopyOutRstd is compiled for
+ * __CCE_AICORE__ 220 only; the docs: rstdOut is "invalid" there).
+ *
+ * Kernel: rows are independent; each row's sum has a fixed order (LANES accumulators folded
+ * by a fixed tree), so the split of rows over threads never changes a bit.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "convert.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_add_rms_norm.h"
+
+#define P1 "aclnnAddRmsNormGetWorkspaceSize"
+#define P2 "aclnnAddRmsNorm"
+
+#define LANES 16      /* independent accumulators of a row's sum of squares */
+#define MAX_CHUNKS 16 /* row chunks per run (each has its own row buffer) */
+
+enum { T_X1, T_X2, T_GAMMA, T_Y, T_RSTD, T_X, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"x1", "x2", "gamma", "yOut", "rstdOut", "xOut"};
+
+/* The vendor's modes (aclnn_add_rms_norm.cpp): which of rstdOut and xOut are given. */
+typedef enum { MODE_FULL, MODE_PRE, MODE_POST } arn_mode;
+static const char *const MODE_NAME[] = {"rstdOut and xOut given",
+                                        "xOut given without rstdOut (pre-RmsNorm)",
+                                        "neither rstdOut nor xOut given (post-RmsNorm)"};
+
+typedef struct {
+    tdesc t[T_COUNT];
+    int64_t M, N;
+    float eps, avg;            /* as the kernel receives them */
+    aclDataType dtype;         /* x1's: every tensor but rstd has it */
+    bool regbase;              /* Ascend 950's kernel: float throughout, one rounding */
+    bool norm_on_rounded_sum;  /* BF16: the norm over bf16(x1 + x2), not the float sum */
+    bool write_rstd;
+} arn_payload;
+
+typedef struct {
+    arn_payload p;
+    const float *gamma; /* gamma as float (in place or in gamma_buf) */
+    float *gamma_buf;
+    float *row_buf;     /* nchunks * 3 * N floats: x1 (then x), x2 (then y), x to norm */
+    int64_t nchunks;
+    void *pins[T_COUNT + 1];
+    int npins;
+} arn_task;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+/* sum(x[i] * x[i] * avg) in a fixed order: each square rounded, scaled by avg and rounded (the
+ * kernels' Mul then Muls), lane l taking x[l], x[l + LANES], ...; the lanes fold by a pairwise
+ * tree. */
+static float scaled_sum_squares(const float *x, int64_t n, float avg)
+{
+    float acc[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) {
+            float q = x[i + l] * x[i + l];
+            acc[l] += q * avg;
+        }
+    for (int l = 0; i + l < n; l++) {
+        float q = x[i + l] * x[i + l];
+        acc[l] += q * avg;
+    }
+    for (int s = LANES / 2; s > 0; s /= 2)
+        for (int l = 0; l < s; l++)
+            acc[l] += acc[l + s];
+    return acc[0];
+}
+
+static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const arn_task *T = ctx;
+    const arn_payload *P = &T->p;
+    const tdesc *x1 = &P->t[T_X1], *x2 = &P->t[T_X2], *y = &P->t[T_Y];
+    const tdesc *r = &P->t[T_RSTD], *xo = &P->t[T_X];
+    const int64_t N = P->N;
+    const aclDataType dt = P->dtype;
+    /* the device's intermediate roundings (DAV_2201 / DAV_2002 kernels); none on Ascend 950 */
+    const bool half_steps = !P->regbase && dt != ACL_FLOAT;
+    float *abuf = T->row_buf + chunk * 3 * N, *bbuf = abuf + N, *nbuf = bbuf + N;
+    for (int64_t m = begin; m < end; m++) {
+        const float *a = get_tile(row_base(x1, m), dt, &x1->inner, 0, N, abuf);
+        const float *b = get_tile(row_base(x2, m), dt, &x2->inner, 0, N, bbuf);
+        float *x = abuf; /* a is abuf unless FLOAT in place: the sum goes to abuf either way */
+        for (int64_t i = 0; i < N; i++)
+            x[i] = a[i] + b[i];
+        const float *xn = x; /* the x the norm is taken over */
+        if (half_steps && dt == ACL_FLOAT16) {
+            aclemu_round_floats(dt, ACLEMU_TIES_EVEN, x, N); /* the FLOAT16 Add */
+        } else if (half_steps && P->norm_on_rounded_sum) {
+            memcpy(nbuf, x, (size_t)N * sizeof(float));
+            aclemu_round_floats(dt, ACLEMU_TIES_EVEN, nbuf, N);
+            xn = nbuf;
+        }
+        if (xo->present)
+            put_tile(row_base(xo, m), dt, ACLEMU_TIES_EVEN, &xo->inner, 0, N, x);
+        float rstd = 1.0f / sqrtf(scaled_sum_squares(xn, N, P->avg) + P->eps);
+        float *yb = bbuf;
+        for (int64_t i = 0; i < N; i++)
+            yb[i] = xn[i] * rstd;
+        if (half_steps) /* rounded to x's dtype before gamma (CAST_NONE / CAST_RINT) */
+            aclemu_round_floats(dt, ACLEMU_TIES_EVEN, yb, N);
+        for (int64_t i = 0; i < N; i++)
+            yb[i] *= T->gamma[i];
+        put_tile(row_base(y, m), dt, ACLEMU_TIES_EVEN, &y->inner, 0, N, yb);
+        if (P->write_rstd && r->present)
+            put_tile(view_base(r), ACL_FLOAT, ACLEMU_TIES_EVEN, &r->inner, m, 1, &rstd);
+    }
+}
+
+static void task_run(void *arg)
+{
+    arn_task *T = arg;
+    const arn_payload *P = &T->p;
+    if (P->M == 0 || P->N == 0) /* an empty x1 or gamma: phase one's "nothing to compute" */
+        return;
+    const tdesc *g = &P->t[T_GAMMA];
+    T->gamma = get_tile(view_base(g), g->dtype, &g->inner, 0, P->N, T->gamma_buf);
+    aclemu_parallel_for(P->M, T->nchunks, rows_body, T);
+}
+
+static void task_release(void *arg)
+{
+    arn_task *T = arg;
+    for (int i = 0; i < T->npins; i++)
+        aclemu_device_unpin(T->pins[i]);
+    free(T->gamma_buf);
+    free(T->row_buf);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+static aclnnStatus arn_launch(void *payload, void *const *addrs, void *workspace,
+                              uint64_t workspace_size, aclrtStream stream)
+{
+    (void)workspace_size;
+    arn_task *T = calloc(1, sizeof *T);
+    if (!T) {
+        aclemu_set_error("%s: out of host memory for the launch", P2);
+        return ACLNN_ERR_INNER;
+    }
+    T->p = *(const arn_payload *)payload;
+    const tdesc *views[T_COUNT];
+    for (int i = 0; i < T_COUNT; i++) {
+        T->p.t[i].data = addrs[i];
+        views[i] = &T->p.t[i];
+    }
+    const int64_t M = T->p.M, N = T->p.N;
+    if (M > 0 && N > 0) {
+        T->nchunks = M < MAX_CHUNKS ? M : MAX_CHUNKS;
+        T->row_buf = malloc((size_t)(T->nchunks * 3 * N) * sizeof(float));
+        T->gamma_buf = malloc((size_t)N * sizeof(float));
+        if (!T->row_buf || !T->gamma_buf) {
+            aclemu_set_error("%s: out of host memory for the row buffers (%lld floats)", P2,
+                             (long long)((T->nchunks * 3 + 1) * N));
+            task_release(T);
+            return ACLNN_ERR_INNER;
+        }
+    }
+    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
+                        task_run, task_release, T);
+}
+
+static const aclemu_executor_ops ARN_OPS = {
+    .op_name = P2,
+    .launch = arn_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+#define FAIL(code, ...)                \
+    do {                               \
+        aclemu_set_error(__VA_ARGS__); \
+        return (code);                 \
+    } while (0)
+
+/* The tiling's kernel variant decides, for BF16 on Atlas A2/A3, which sum the norm is taken
+ * over (add_rms_norm_tiling.cpp DetermineModeParameters): the normal kernel
+ * (op_kernel/add_rms_norm.h) keeps the float sum; split-D (a row longer than 12288), single-N
+ * (no more rows than vector cores) and merge-N (a row of at most 2000 elements, 16-aligned)
+ * norm the BF16-rounded sum. */
+static bool norm_on_rounded_sum(int64_t M, int64_t N)
+{
+    const int64_t aligned = (N + 15) / 16 * 16;
+    const bool normal = N <= 12288 && M > aclemu_soc_vector_cores() && aligned > 2000;
+    return !normal;
+}
+
+static aclnnStatus check_dtype(const aclTensor *t, const char *name, const aclDataType *list,
+                               int n, const char *list_text, const aclemu_soc *soc,
+                               arn_mode mode)
+{
+    for (int i = 0; i < n; i++)
+        if (t->dtype == list[i])
+            return ACLNN_SUCCESS;
+    FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s) with %s: %s", P1,
+         name, dname(t->dtype), soc->name, soc->series, MODE_NAME[mode], list_text);
+}
+
+static aclnnStatus check_same_dtype(const aclTensor *t, const char *name, const aclTensor *ref,
+                                    const char *ref_name)
+{
+    if (t->dtype != ref->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be %s's dtype %s", P1, name,
+             dname(t->dtype), ref_name, dname(ref->dtype));
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_rank(const aclTensor *t, const char *name, uint64_t lo, uint64_t hi)
+{
+    if (t->ndim < lo || t->ndim > hi)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is not in [%llu, %llu]", P1, name,
+             (unsigned long long)t->ndim, (unsigned long long)lo, (unsigned long long)hi);
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_same_shape(const aclTensor *t, const char *name, const aclTensor *x1)
+{
+    if (!same_dims(t->dims, t->ndim, x1->dims, x1->ndim))
+        return shape_error(P1, name, t->dims, t->ndim, "must equal x1's shape", x1->dims,
+                           x1->ndim);
+    return ACLNN_SUCCESS;
+}
+
+/* Steps 1-3 of the vendor's CheckParams: NULLs (161001), dtypes and ranks/shapes (161002). */
+static aclnnStatus check_params(const aclTensor *const *ts, arn_mode mode,
+                                const aclemu_soc *soc)
+{
+    const aclTensor *x1 = ts[T_X1], *x2 = ts[T_X2], *gamma = ts[T_GAMMA], *y = ts[T_Y];
+    const aclTensor *rstd = ts[T_RSTD], *xo = ts[T_X];
+    for (int i = T_X1; i <= T_Y; i++)
+        if (!ts[i])
+            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", P1, TNAME[i]);
+    if (mode == MODE_FULL && !xo)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: xOut is NULL while rstdOut is given (rstdOut "
+             "requires xOut)", P1);
+    for (int i = 0; i < T_COUNT; i++)
+        if (ts[i] && !aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", P1, TNAME[i],
+                 (const void *)ts[i]);
+
+    /* dtypes, in the vendor's order */
+    const bool p310 = soc->npu_arch == 2002;
+    static const aclDataType ALL[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
+    static const aclDataType HALVES[] = {ACL_FLOAT16, ACL_BF16};
+    const aclDataType *list = mode == MODE_FULL ? ALL : HALVES;
+    int n = mode == MODE_FULL ? (p310 ? 2 : 3) : (p310 ? 1 : 2);
+    const char *text = mode == MODE_FULL ? (p310 ? "FLOAT, FLOAT16" : "FLOAT, FLOAT16, BF16")
+                                         : (p310 ? "FLOAT16" : "FLOAT16, BF16");
+    aclnnStatus st;
+    if ((st = check_dtype(x1, "x1", list, n, text, soc, mode)) ||
+        (st = check_dtype(x2, "x2", list, n, text, soc, mode)) ||
+        (st = check_dtype(gamma, "gamma", list, n, text, soc, mode)) ||
+        (st = check_same_dtype(x2, "x2", x1, "x1")) ||
+        (st = check_same_dtype(gamma, "gamma", x1, "x1")) ||
+        (st = check_dtype(y, "yOut", list, n, text, soc, mode)) ||
+        (st = check_same_dtype(y, "yOut", x1, "x1")))
+        return st;
+    if (xo && ((st = check_dtype(xo, "xOut", list, n, text, soc, mode)) ||
+               (st = check_same_dtype(xo, "xOut", y, "yOut"))))
+        return st;
+    if (mode == MODE_FULL && rstd->dtype != ACL_FLOAT)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: rstdOut dtype %s must be FLOAT", P1,
+             dname(rstd->dtype));
+
+    /* ranks and shapes, in the vendor's order */
+    if ((st = check_rank(x1, "x1", 1, TV_MAX_RANK)) ||
+        (st = check_rank(x2, "x2", 1, TV_MAX_RANK)) ||
+        (st = check_rank(gamma, "gamma", 1, TV_MAX_RANK)) ||
+        (st = check_same_shape(x2, "x2", x1)) ||
+        (st = check_rank(y, "yOut", 0, TV_MAX_RANK)) ||
+        (st = check_same_shape(y, "yOut", x1)))
+        return st;
+    if (mode == MODE_FULL && (st = check_rank(rstd, "rstdOut", 0, TV_MAX_RANK)))
+        return st;
+    if (mode != MODE_FULL && (st = check_rank(gamma, "gamma", 1, 2)))
+        return st;
+    if (xo && ((st = check_rank(xo, "xOut", 0, TV_MAX_RANK)) ||
+               (st = check_same_shape(xo, "xOut", x1))))
+        return st;
+    return ACLNN_SUCCESS;
+}
+
+/* The L0 op's tiling rules (add_rms_norm_tiling.cpp CheckInputOutputShape, then the epsilon
+ * check): refused there, the op_api returns 561103. */
+static aclnnStatus check_tiling(const aclTensor *x1, const aclTensor *gamma, double epsilon,
+                                arn_mode mode)
+{
+    char s1[256], s2[256];
+    fmt_dims(s1, sizeof s1, gamma->dims, gamma->ndim);
+    fmt_dims(s2, sizeof s2, x1->dims, x1->ndim);
+    if (mode == MODE_FULL) {
+        if (gamma->ndim > x1->ndim)
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: gamma rank %llu > x1 rank %llu (the tiling's "
+                 "rule)", P1, (unsigned long long)gamma->ndim, (unsigned long long)x1->ndim);
+        const uint64_t split = x1->ndim - gamma->ndim;
+        for (uint64_t i = 0; i < gamma->ndim; i++)
+            if (gamma->dims[i] != x1->dims[split + i])
+                FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: gamma shape %s must equal the last %llu dims "
+                     "of x1 %s (the tiling's rule)", P1, s1, (unsigned long long)gamma->ndim,
+                     s2);
+    } else if (gamma->ndim != 2 || gamma->dims[0] != 1 ||
+               gamma->dims[1] != x1->dims[x1->ndim - 1]) {
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: gamma shape %s must be [1, %lld] (x1 %s, %s; the "
+             "tiling's rule)", P1, s1, (long long)x1->dims[x1->ndim - 1], s2, MODE_NAME[mode]);
+    }
+    if (epsilon < 0) /* NaN is not less than 0 */
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: epsilon %g is negative (must be >= 0; the tiling's "
+             "rule)", P1, epsilon);
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
+                                                          const aclTensor *x2,
+                                                          const aclTensor *gamma,
+                                                          double epsilon, aclTensor *yOut,
+                                                          aclTensor *rstdOut, aclTensor *xOut,
+                                                          uint64_t *workspaceSize,
+                                                          aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {x1, x2, gamma, yOut, rstdOut, xOut};
+
+    /* 0. the out-pointers first, as the vendor's L2_DFX_PHASE_1 checks them (hicann/opbase
+     * src/nnopbase/composite_op/aclnn_engine/op_dfx.cpp CheckPhase1Params: 161001) */
+    if (!workspaceSize)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
+    if (!executor)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", P1);
+    const arn_mode mode = rstdOut ? MODE_FULL : xOut ? MODE_PRE : MODE_POST;
+
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    aclnnStatus st = check_params(ts, mode, soc);
+    if (st)
+        return st;
+    /* Stricter (docs/emulator.md): the Atlas training parts have no kernel (the def registers
+     * none for ascend910; the docs: not supported), refused once the arguments are checked. */
+    if (soc->npu_arch == 1001)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: not supported on %s (%s): the operator has no "
+             "kernel for that series", P1, soc->name, soc->series);
+
+    /* an empty x1 or gamma: success, nothing to compute (the vendor returns before the L0 op,
+     * so neither the tiling's rules nor rstdOut's shape are checked) */
+    const uint64_t gdims = mode == MODE_FULL ? gamma->ndim : 1;
+    int64_t M = 0, N = 0, X = 0;
+    if (!numel(x1->dims, x1->ndim, &X) || !numel(gamma->dims, gamma->ndim, &N))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", P1);
+    const bool empty = X == 0 || N == 0;
+    if (!empty) {
+        if ((st = check_tiling(x1, gamma, epsilon, mode)))
+            return st;
+        if (!numel(x1->dims, x1->ndim - gdims, &M))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", P1);
+        /* the ViewCopy of the L0 op's rstd (x1's batch dims then ones) into rstdOut */
+        if (mode == MODE_FULL) {
+            int64_t want[TV_MAX_RANK], R = 0;
+            for (uint64_t i = 0; i < x1->ndim; i++)
+                want[i] = i < x1->ndim - gdims ? x1->dims[i] : 1;
+            const bool ones = numel(rstdOut->dims, rstdOut->ndim, &R) && R == 1 && M == 1;
+            if (!ones && !same_dims(rstdOut->dims, rstdOut->ndim, want, x1->ndim)) {
+                shape_error(P1, "rstdOut", rstdOut->dims, rstdOut->ndim,
+                            "must be x1's batch dims then ones (the ViewCopy's rule):", want,
+                            x1->ndim);
+                return ACLNN_ERR_INNER_NULLPTR;
+            }
+        }
+    } else {
+        M = 0;
+    }
+
+    arn_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    P->M = M;
+    P->N = empty ? 0 : N;
+    P->eps = (float)epsilon;
+    P->avg = empty ? 0.0f : 1.0f / (float)N;
+    P->dtype = x1->dtype;
+    P->regbase = soc->npu_arch == 3510;
+    P->norm_on_rounded_sum = x1->dtype == ACL_BF16 && norm_on_rounded_sum(M, N);
+    P->write_rstd = mode == MODE_FULL && soc->npu_arch != 2002;
+    if (!empty) {
+        const int split = (int)(x1->ndim - gdims);
+        snapshot(&P->t[T_X1], x1, split);
+        snapshot(&P->t[T_X2], x2, split);
+        snapshot(&P->t[T_GAMMA], gamma, -1);
+        snapshot(&P->t[T_Y], yOut, split);
+        snapshot(&P->t[T_RSTD], rstdOut, -1);
+        snapshot(&P->t[T_X], xOut, split);
+    }
+    /* owns P from here; keeps every tensor given, as CANN's does */
+    aclOpExecutor *ex = aclemu_executor_new(&ARN_OPS, P, 0, ts, TNAME, T_COUNT, T_Y);
+    if (!ex)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
+    *workspaceSize = 0;
+    *executor = ex;
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnAddRmsNorm(void *workspace, uint64_t workspaceSize,
+                                          aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}
