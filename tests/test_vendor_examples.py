@@ -7,7 +7,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
     ACL_PY_VENDOR_SOURCES=/path/to/dir   with ops-math/ (hicann/ops-math: math/add/examples,
                                          aclnnAdd), ops-nn/ (hicann/ops-nn:
                                          norm/layer_norm_v4/examples,
-                                         norm/rms_norm/examples) and runtime/
+                                         norm/rms_norm/examples,
+                                         norm/add_rms_norm/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -160,6 +161,30 @@ def test_vendor_rms_norm_example(library):
     out = build_and_run(OPS_NN, os.path.join("norm", "rms_norm", "examples",
                                              "test_aclnn_rms_norm.cpp"), [library])
     assert out == rms_norm_example_output()
+
+
+def add_rms_norm_example_output() -> str:
+    """The add_rms_norm example's inputs (x1 = x2 = gamma = 0..7 twice, x1 [2, 16], epsilon
+    1e-6, FLOAT) through the kernel's float32 chain (op_kernel/add_rms_norm.h): x = x1 + x2,
+    rstd = 1 / sqrt(sum(x * x * (1/16)) + eps), y = (x * rstd) * gamma; the squares, their
+    scaling by 1/16 and their sum are exact here and the rest are single IEEE roundings, so
+    the printed values are the device's. The example prints y with %f."""
+    f = np.float32
+    v = np.tile(np.arange(8, dtype=f), 2)
+    x = v + v
+    rstd = f(1) / np.sqrt(f(np.sum((x * x) * (f(1) / f(16)))) + f(1e-6))
+    y = np.concatenate([(x * rstd) * v] * 2)
+    return "".join(f"y result[{i}] is: {float(y[i]):f}\n" for i in range(32))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnAddRmsNorm example "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_add_rms_norm_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "add_rms_norm", "examples",
+                                             "test_aclnn_add_rms_norm.cpp"), [library])
+    assert out == add_rms_norm_example_output()
 
 
 # What the vendor's P2P example prints on two linked devices (its README's sample output: the
