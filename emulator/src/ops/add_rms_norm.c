@@ -35,8 +35,8 @@
  * Atlas inference parts do not write rstd (the kernels' CopyOutRstd is compiled for
  * __CCE_AICORE__ 220 only; the docs: rstdOut is "invalid" there).
  *
- * Kernel: rows are independent; each row's sum has a fixed order (LANES accumulators folded
- * by a fixed tree), so the split of rows over threads never changes a bit.
+ * Kernel: rows are independent; each row's sum has a fixed order (norm_rows.h's lanes and
+ * fold), so the split of rows over threads never changes a bit.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -46,15 +46,13 @@
 
 #include "emu_internal.h"
 #include "convert.h"
+#include "norm_rows.h"
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_add_rms_norm.h"
 
 #define P1 "aclnnAddRmsNormGetWorkspaceSize"
 #define P2 "aclnnAddRmsNorm"
-
-#define LANES 16      /* independent accumulators of a row's sum of squares */
-#define MAX_CHUNKS 16 /* row chunks per run (each has its own row buffer) */
 
 enum { T_X1, T_X2, T_GAMMA, T_Y, T_RSTD, T_X, T_COUNT };
 static const char *const TNAME[T_COUNT] = {"x1", "x2", "gamma", "yOut", "rstdOut", "xOut"};
@@ -77,25 +75,20 @@ typedef struct {
 
 typedef struct {
     arn_payload p;
-    const float *gamma; /* gamma as float (in place or in gamma_buf) */
-    float *gamma_buf;
-    float *row_buf;     /* nchunks * 3 * N floats: x1 (then x), x2 (then y), x to norm */
-    int64_t nchunks;
-    void *pins[T_COUNT + 1];
-    int npins;
+    norm_rows rows; /* per chunk 3 * N floats: x1 (then x), x2 (then y), the x normed */
 } arn_task;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
 /* sum(x[i] * x[i] * avg) in a fixed order: each square rounded, scaled by avg and rounded (the
- * kernels' Mul then Muls), lane l taking x[l], x[l + LANES], ...; the lanes fold by a pairwise
- * tree. */
+ * kernels' Mul then Muls), lane l taking x[l], x[l + NR_LANES], ...; the lanes fold by
+ * nr_fold's tree. */
 static float scaled_sum_squares(const float *x, int64_t n, float avg)
 {
-    float acc[LANES] = {0};
+    float acc[NR_LANES] = {0};
     int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) {
+    for (; i + NR_LANES <= n; i += NR_LANES)
+        for (int l = 0; l < NR_LANES; l++) {
             float q = x[i + l] * x[i + l];
             acc[l] += q * avg;
         }
@@ -103,10 +96,7 @@ static float scaled_sum_squares(const float *x, int64_t n, float avg)
         float q = x[i + l] * x[i + l];
         acc[l] += q * avg;
     }
-    for (int s = LANES / 2; s > 0; s /= 2)
-        for (int l = 0; l < s; l++)
-            acc[l] += acc[l + s];
-    return acc[0];
+    return nr_fold(acc);
 }
 
 static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
@@ -119,7 +109,7 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
     const aclDataType dt = P->dtype;
     /* the device's intermediate roundings (DAV_2201 / DAV_2002 kernels); none on Ascend 950 */
     const bool half_steps = !P->regbase && dt != ACL_FLOAT;
-    float *abuf = T->row_buf + chunk * 3 * N, *bbuf = abuf + N, *nbuf = bbuf + N;
+    float *abuf = nr_chunk_buf(&T->rows, chunk), *bbuf = abuf + N, *nbuf = bbuf + N;
     for (int64_t m = begin; m < end; m++) {
         const float *a = get_tile(row_base(x1, m), dt, &x1->inner, 0, N, abuf);
         const float *b = get_tile(row_base(x2, m), dt, &x2->inner, 0, N, bbuf);
@@ -143,7 +133,7 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
         if (half_steps) /* rounded to x's dtype before gamma (CAST_NONE / CAST_RINT) */
             aclemu_round_floats(dt, ACLEMU_TIES_EVEN, yb, N);
         for (int64_t i = 0; i < N; i++)
-            yb[i] *= T->gamma[i];
+            yb[i] *= T->rows.gamma[i];
         put_tile(row_base(y, m), dt, ACLEMU_TIES_EVEN, &y->inner, 0, N, yb);
         if (P->write_rstd && r->present)
             put_tile(view_base(r), ACL_FLOAT, ACLEMU_TIES_EVEN, &r->inner, m, 1, &rstd);
@@ -156,18 +146,14 @@ static void task_run(void *arg)
     const arn_payload *P = &T->p;
     if (P->M == 0 || P->N == 0) /* an empty x1 or gamma: phase one's "nothing to compute" */
         return;
-    const tdesc *g = &P->t[T_GAMMA];
-    T->gamma = get_tile(view_base(g), g->dtype, &g->inner, 0, P->N, T->gamma_buf);
-    aclemu_parallel_for(P->M, T->nchunks, rows_body, T);
+    nr_load_gamma(&T->rows, &P->t[T_GAMMA], P->N);
+    aclemu_parallel_for(P->M, T->rows.nchunks, rows_body, T);
 }
 
 static void task_release(void *arg)
 {
     arn_task *T = arg;
-    for (int i = 0; i < T->npins; i++)
-        aclemu_device_unpin(T->pins[i]);
-    free(T->gamma_buf);
-    free(T->row_buf);
+    nr_release(&T->rows);
     free(T);
 }
 
@@ -183,25 +169,8 @@ static aclnnStatus arn_launch(void *payload, void *const *addrs, void *workspace
         return ACLNN_ERR_INNER;
     }
     T->p = *(const arn_payload *)payload;
-    const tdesc *views[T_COUNT];
-    for (int i = 0; i < T_COUNT; i++) {
-        T->p.t[i].data = addrs[i];
-        views[i] = &T->p.t[i];
-    }
-    const int64_t M = T->p.M, N = T->p.N;
-    if (M > 0 && N > 0) {
-        T->nchunks = M < MAX_CHUNKS ? M : MAX_CHUNKS;
-        T->row_buf = malloc((size_t)(T->nchunks * 3 * N) * sizeof(float));
-        T->gamma_buf = malloc((size_t)N * sizeof(float));
-        if (!T->row_buf || !T->gamma_buf) {
-            aclemu_set_error("%s: out of host memory for the row buffers (%lld floats)", P2,
-                             (long long)((T->nchunks * 3 + 1) * N));
-            task_release(T);
-            return ACLNN_ERR_INNER;
-        }
-    }
-    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
-                        task_run, task_release, T);
+    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows, T->p.M,
+                     T->p.N, 3 * T->p.N, task_run, task_release, T);
 }
 
 static const aclemu_executor_ops ARN_OPS = {

@@ -22,7 +22,7 @@
  * then cast to y's dtype rounding to nearest, ties to even (FLOAT16 CAST_NONE, BF16
  * CAST_RINT); rstd written as FLOAT.
  *
- * Kernel: rows are independent and each row's sum has a fixed order (LANES accumulators over
+ * Kernel: rows are independent and each row's sum has a fixed order (norm_rows.h: lane sums over
  * the row, folded by a fixed tree), so the split of rows over threads never changes a bit.
  * Rows are read as floats through get_tile (any dtype, any strides) into a per-chunk buffer.
  */
@@ -34,15 +34,13 @@
 
 #include "emu_internal.h"
 #include "convert.h"
+#include "norm_rows.h"
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_rms_norm.h"
 
 #define P1 "aclnnRmsNormGetWorkspaceSize"
 #define P2 "aclnnRmsNorm"
-
-#define LANES 16      /* independent accumulators of a row's sum of squares */
-#define MAX_CHUNKS 16 /* row chunks per run (each has its own row buffer) */
 
 enum { T_X, T_GAMMA, T_Y, T_RSTD, T_COUNT };
 static const char *const TNAME[T_COUNT] = {"x", "gamma", "yOut", "rstdOut"};
@@ -55,31 +53,23 @@ typedef struct {
 
 typedef struct {
     rms_payload p;
-    const float *gamma; /* gamma as float (in place or in gamma_buf) */
-    float *gamma_buf;
-    float *row_buf;     /* nchunks * 2 * N floats: a row as float, and its y */
-    int64_t nchunks;
-    void *pins[T_COUNT + 1];
-    int npins;
+    norm_rows rows; /* per chunk 2 * N floats: a row as float, and its y */
 } rms_task;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-/* Sum of squares of x[0..n) in a fixed order: lane l takes x[l], x[l + LANES], ...; the lanes
- * fold by a pairwise tree. */
+/* Sum of squares of x[0..n) in a fixed order: lane l takes x[l], x[l + NR_LANES], ...; the
+ * lanes fold by nr_fold's tree. */
 static float sum_squares(const float *x, int64_t n)
 {
-    float acc[LANES] = {0};
+    float acc[NR_LANES] = {0};
     int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++)
+    for (; i + NR_LANES <= n; i += NR_LANES)
+        for (int l = 0; l < NR_LANES; l++)
             acc[l] += x[i + l] * x[i + l];
     for (int l = 0; i + l < n; l++)
         acc[l] += x[i + l] * x[i + l];
-    for (int s = LANES / 2; s > 0; s /= 2)
-        for (int l = 0; l < s; l++)
-            acc[l] += acc[l + s];
-    return acc[0];
+    return nr_fold(acc);
 }
 
 static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
@@ -88,12 +78,12 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
     const rms_payload *P = &T->p;
     const tdesc *x = &P->t[T_X], *y = &P->t[T_Y], *r = &P->t[T_RSTD];
     const int64_t N = P->N;
-    float *xbuf = T->row_buf + chunk * 2 * N, *ybuf = xbuf + N;
+    float *xbuf = nr_chunk_buf(&T->rows, chunk), *ybuf = xbuf + N;
     for (int64_t m = begin; m < end; m++) {
         const float *xr = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, xbuf);
         float rstd = 1.0f / sqrtf(sum_squares(xr, N) * P->avg + P->eps);
         for (int64_t i = 0; i < N; i++)
-            ybuf[i] = xr[i] * rstd * T->gamma[i];
+            ybuf[i] = xr[i] * rstd * T->rows.gamma[i];
         put_tile(row_base(y, m), y->dtype, ACLEMU_TIES_EVEN, &y->inner, 0, N, ybuf);
         put_tile(view_base(r), ACL_FLOAT, ACLEMU_TIES_EVEN, &r->inner, m, 1, &rstd);
     }
@@ -105,18 +95,14 @@ static void task_run(void *arg)
     const rms_payload *P = &T->p;
     if (P->M == 0) /* an empty x: nothing to write (gamma is never empty) */
         return;
-    const tdesc *g = &P->t[T_GAMMA];
-    T->gamma = get_tile(view_base(g), g->dtype, &g->inner, 0, P->N, T->gamma_buf);
-    aclemu_parallel_for(P->M, T->nchunks, rows_body, T);
+    nr_load_gamma(&T->rows, &P->t[T_GAMMA], P->N);
+    aclemu_parallel_for(P->M, T->rows.nchunks, rows_body, T);
 }
 
 static void task_release(void *arg)
 {
     rms_task *T = arg;
-    for (int i = 0; i < T->npins; i++)
-        aclemu_device_unpin(T->pins[i]);
-    free(T->gamma_buf);
-    free(T->row_buf);
+    nr_release(&T->rows);
     free(T);
 }
 
@@ -132,25 +118,8 @@ static aclnnStatus rms_launch(void *payload, void *const *addrs, void *workspace
         return ACLNN_ERR_INNER;
     }
     T->p = *(const rms_payload *)payload;
-    const tdesc *views[T_COUNT];
-    for (int i = 0; i < T_COUNT; i++) {
-        T->p.t[i].data = addrs[i];
-        views[i] = &T->p.t[i];
-    }
-    const int64_t M = T->p.M, N = T->p.N;
-    if (M > 0) {
-        T->nchunks = M < MAX_CHUNKS ? M : MAX_CHUNKS;
-        T->row_buf = malloc((size_t)(T->nchunks * 2 * N) * sizeof(float));
-        T->gamma_buf = malloc((size_t)N * sizeof(float));
-        if (!T->row_buf || !T->gamma_buf) {
-            aclemu_set_error("%s: out of host memory for the row buffers (%lld floats)", P2,
-                             (long long)((T->nchunks * 2 + 1) * N));
-            task_release(T);
-            return ACLNN_ERR_INNER;
-        }
-    }
-    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
-                        task_run, task_release, T);
+    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows, T->p.M,
+                     T->p.N, 2 * T->p.N, task_run, task_release, T);
 }
 
 static const aclemu_executor_ops RMS_OPS = {
