@@ -19,7 +19,8 @@
  *   wider than x1 and equal to its trailing dims (full); gamma [1, x1's last dim] (pre/post);
  *   epsilon >= 0 (arch35's tiling likewise); the kernel variant (normal, split-D, single-N,
  *   merge-N, multi-N) from the row length, the row count and the vector core count;
- * - op_host/add_rms_norm_def.cpp: no kernel for the Atlas training parts (ascend910).
+ * - op_host/add_rms_norm_def.cpp: no kernel for the Atlas training parts (ascend910): the L0
+ *   op's kernel lookup fails in phase one, 561103 as above.
  *
  * The device's numbers (op_kernel/add_rms_norm*.h; arch35/add_rms_norm_regbase.h for Ascend
  * 950), per row of N elements, avg = 1.0f / N and eps as floats:
@@ -349,11 +350,10 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
     aclnnStatus st = check_params(ts, mode, soc);
     if (st)
         return st;
-    /* Stricter (docs/emulator.md): the Atlas training parts have no kernel (the def registers
-     * none for ascend910; the docs: not supported), refused once the arguments are checked. */
-    if (soc->npu_arch == 1001)
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: not supported on %s (%s): the operator has no "
-             "kernel for that series", P1, soc->name, soc->series);
+    /* The Atlas training parts have no kernel (the def registers none for ascend910; the
+     * docs: not supported): there the L0 op finds none for its tiling, which the op_api
+     * returns as 561103 (docs/emulator.md). An empty input returns before the L0 op. */
+    const bool no_kernel = soc->npu_arch == 1001;
 
     /* an empty x1 or gamma: success, nothing to compute (the vendor returns before the L0 op,
      * so neither the tiling's rules nor rstdOut's shape are checked) */
@@ -362,6 +362,9 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
     if (!numel(x1->dims, x1->ndim, &X) || !numel(gamma->dims, gamma->ndim, &N))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", P1);
     const bool empty = X == 0 || N == 0;
+    if (!empty && no_kernel)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not supported on %s (%s): the operator has no "
+             "kernel for that series", P1, soc->name, soc->series);
     if (!empty) {
         if ((st = check_tiling(x1, gamma, epsilon, mode)))
             return st;
