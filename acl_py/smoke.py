@@ -16,7 +16,9 @@ operator (:data:`acl_py.ops.DECLARED`: LayerNorm, RmsNorm, ...).
   devices or more, the copies between them are checked too, pair by pair
   (:mod:`acl_py.smoke_peer`: peer access, a pattern copied both ways and compared); a pair
   the server does not link is reported, not failed.
-* Default dtypes follow the part: no bf16 cases on a part without BFLOAT16.
+* Default dtypes follow the part: no bf16 cases on a part without BFLOAT16; no cases of a
+  declared operator the part has no kernel for (``Declared.runs_on``: AddRmsNorm on the
+  Atlas training series), named in the header.
 * A case the vendor documents as unsupported (``Case.unsupported``: empty tensors for
   LayerNormBackward) that fails on an NPU is reported as ``unsupported``, not as a failure.
   On the emulator every case must pass.
@@ -949,9 +951,11 @@ def _version() -> str:
 
 
 def format_header(env: dict, mode: str, ncases: int, dtypes_note: str = "",
-                  operators: dict[str, int] | None = None) -> str:
+                  operators: dict[str, int] | None = None,
+                  no_kernel: Sequence[str] = ()) -> str:
     """What is about to be tested: printed before any case runs. ``operators``: each
-    operator's number of cases (:func:`count_operators`), in run order."""
+    operator's number of cases (:func:`count_operators`), in run order; ``no_kernel``: the
+    operators left out because the part has no kernel for them (:func:`select_parts`)."""
     from ._units import human_size
     ndev = len(env["devices"])
     per = " per device" if ndev > 1 else ""
@@ -986,6 +990,9 @@ def format_header(env: dict, mode: str, ncases: int, dtypes_note: str = "",
     if operators:
         lines.append("  operators " + ", ".join(
             f"{op} ({n} case{'s' if n != 1 else ''})" for op, n in operators.items()))
+    if no_kernel:
+        lines.append(f"  note      left out: {', '.join(no_kernel)} (no kernel on {env['soc']}: "
+                     f"the operator's vendor definition)")
     h = env["host"]
     host = f"  host      {h['machine']}, {h['cpus']} cpus, Python {h['python']}, NumPy {h['numpy']}"
     if "emulator_threads" in env:
@@ -1215,6 +1222,18 @@ def select_dtypes(cases: Iterable[Case], spec: str) -> list[Case]:
     return [c for c in cases if case_dtypes(c) <= wanted]
 
 
+def select_parts(cases: Iterable[Case], soc: str | None) -> tuple[list[Case], list[str]]:
+    """The cases whose operator has a kernel on the part ``soc`` (a declared case's
+    ``Declared.runs_on``; every other case's), and the operators left out, in order."""
+    kept, left = [], []
+    for c in cases:
+        if c.declared is None or c.declared.runs_on(soc):
+            kept.append(c)
+        elif c.operator not in left:
+            left.append(c.operator)
+    return kept, left
+
+
 def parse_dtypes(spec: str) -> set[str]:
     names = {v: k for k, v in SHORT.items()}
     wanted = set()
@@ -1317,8 +1336,9 @@ def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
                 SHORT[d] for d in SHORT if d in parse_dtypes(args.dtypes)) + " (--dtypes)"
         else:
             dtype_spec, note = default_dtypes(env)
-        case_list = select_dtypes(list(cases) if cases is not None
-                                  else build_cases(args.quick), dtype_spec)
+        case_list, no_kernel = select_parts(
+            select_dtypes(list(cases) if cases is not None else build_cases(args.quick),
+                          dtype_spec), env["soc"])
         timeout = getattr(args, "timeout", DEFAULT_TIMEOUT)
         if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
             raise ValueError(f"--timeout {timeout}: a number of seconds > 0")
@@ -1326,7 +1346,8 @@ def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
         print(f"acl-py smoke: {e}", file=err)
         return 2
     env = environment(devices)
-    print(format_header(env, mode, len(case_list), note, count_operators(case_list)), file=out)
+    print(format_header(env, mode, len(case_list), note, count_operators(case_list),
+                        no_kernel), file=out)
     print(file=out, flush=True)
     dtypes = sorted(parse_dtypes(dtype_spec), key=list(SHORT).index)
     if getattr(args, "require_npu", False):

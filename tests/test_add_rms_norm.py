@@ -193,6 +193,15 @@ def test_declaration_describes_the_c_prototype():
         assert len(ratios) == 3 and all(r <= 1 for r in ratios), (case[0], ratios)
 
 
+def test_parts_with_a_kernel():
+    """The vendor's definition registers no kernel for the Atlas training series nor Atlas
+    200I/500 A2: acl-py smoke leaves the operator out there."""
+    assert not ADD_RMS_NORM.runs_on("Ascend910A") and not ADD_RMS_NORM.runs_on("Ascend910B")
+    assert not ADD_RMS_NORM.runs_on("Ascend310B1")
+    for soc in ("Ascend910B2", "Ascend910_9391", "Ascend310P3", "Ascend950PR_9599", None):
+        assert ADD_RMS_NORM.runs_on(soc)
+
+
 @pytest.mark.no_leak_check  # runs in a child process
 def test_cann_path_on_the_emulator_prefix(emulator):
     """ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann: bound like any CANN install, no aclemu

@@ -271,15 +271,21 @@ class Declared(Operator):
     ``make()`` giving NumPy inputs in declaration order (small: the quick run takes seconds);
     ``smoke_full_cases``: more (large shapes), for the full run only. Names are unique within
     the declaration. ``register``: enter :data:`DECLARED` under :attr:`short_name` (a
-    second declaration of that name raises ValueError; a test's variant passes False)."""
+    second declaration of that name raises ValueError; a test's variant passes False).
+    ``parts``: a predicate of the part's name (``aclrtGetSocName``), false where the vendor has
+    no kernel for the operator (:meth:`runs_on`; ``acl-py smoke`` leaves its cases out
+    there); None: every part."""
 
     __slots__ = ("args", "inputs", "outputs", "check", "reference", "error_scale",
-                 "smoke_cases", "smoke_full_cases", "rule_codes", "_first", "_first_index",
+                 "smoke_cases", "smoke_full_cases", "rule_codes", "parts", "_first",
+                 "_first_index",
                  "_dtype_order", "_out_names", "_c_order", "_bound", "_in_steps", "_out_steps")
 
     def __init__(self, name, args, *, check=None, reference=None, error_scale=None,
-                 smoke_cases=(), smoke_full_cases=(), rule_codes=(), register=True):
+                 smoke_cases=(), smoke_full_cases=(), rule_codes=(), parts=None,
+                 register=True):
         self.args = tuple(args)
+        self.parts = parts
         # status codes besides 161001/161002 the operator's phase one refuses its arguments
         # with (its vendor docs; e.g. aclnnRmsNorm's shape rules: 561002): such a refusal of a
         # DeviceTensor call also runs the Python checks that name the argument
@@ -323,6 +329,11 @@ class Declared(Operator):
 
     def __repr__(self):
         return f"<acl_py.ops.Declared {self.name}>"
+
+    def runs_on(self, soc):
+        """Whether the part named ``soc`` has a kernel for the operator (``parts``); an
+        unknown part (None) is taken to have one."""
+        return self.parts is None or soc is None or bool(self.parts(soc))
 
     @property
     def short_name(self):

@@ -61,6 +61,18 @@ def _x1_dtype(a):
 
 _F32 = np.dtype(np.float32)
 
+# Parts with no AddRmsNorm kernel: hicann/ops-nn norm/add_rms_norm/op_host/add_rms_norm_def.cpp
+# registers ascend910b, ascend910_93, ascend310p, ascend950 and the kirin parts, none for the
+# Atlas training series (ascend910: the first generation) nor Atlas 200I/500 A2 (ascend310b);
+# the docs list both as unsupported.
+_NO_KERNEL = frozenset({"Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB",
+                        "Ascend910PremiumA"})
+
+
+def has_kernel(soc):
+    """Whether the part named ``soc`` has an AddRmsNorm kernel."""
+    return not (soc in _NO_KERNEL or soc.startswith("Ascend310B"))
+
 
 def _float32(a):
     return _F32
@@ -93,6 +105,7 @@ ADD_RMS_NORM = Declared("aclnnAddRmsNorm", (
     # ACLNN_ERR_INNER_NULLPTR: the vendor's op_api returns it when the tiling (gamma's shape,
     # epsilon) or the copy into rstdOut (its shape) refuses
     rule_codes=(561103,),
+    parts=has_kernel,
     smoke_cases=(_smoke((8, 1024), 1, np.float32),
                  _smoke((4, 64, 768), 1, np.float16),
                  _smoke((2, 3, 4, 5), 2, np.float32, epsilon=1e-3)))
