@@ -362,10 +362,10 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
     if (!numel(x1->dims, x1->ndim, &X) || !numel(gamma->dims, gamma->ndim, &N))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", P1);
     const bool empty = X == 0 || N == 0;
-    if (!empty && no_kernel)
-        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not supported on %s (%s): the operator has no "
-             "kernel for that series", P1, soc->name, soc->series);
     if (!empty) {
+        if (no_kernel)
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not supported on %s (%s): the operator has no "
+                 "kernel for that series", P1, soc->name, soc->series);
         if ((st = check_tiling(x1, gamma, epsilon, mode)))
             return st;
         if (!numel(x1->dims, x1->ndim - gdims, &M))
@@ -383,8 +383,6 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
                 return ACLNN_ERR_INNER_NULLPTR;
             }
         }
-    } else {
-        M = 0;
     }
 
     arn_payload *P = calloc(1, sizeof *P);
