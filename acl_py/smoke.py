@@ -1433,15 +1433,17 @@ def run_sample(args: argparse.Namespace) -> int:
     return subprocess.call([sys.executable, "-c", _SAMPLE_RUNNER, str(path)])
 
 
-# Runs a sample file as __main__ in the fresh interpreter; the failures a user can meet (no
-# CANN where ACL_PY_BACKEND=cann asks for it, a device refusing a call) end in one message and
-# exit status 1, not a traceback. Anything else is a bug and keeps its traceback.
+# Runs a sample file as __main__ in the fresh interpreter, its directory first on sys.path as
+# `python <file>` has it (the ports import samples/example_helpers.py); the failures a user
+# can meet (no CANN where ACL_PY_BACKEND=cann asks for it, a device refusing a call) end in one
+# message and exit status 1, not a traceback. Anything else is a bug and keeps its traceback.
 _SAMPLE_RUNNER = """
-import runpy, sys
+import os, runpy, sys
 from acl_py._loader import LibraryNotFoundError
 from acl_py.errors import AclError
 path = sys.argv[1]
 sys.argv = [path]
+sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
 try:
     runpy.run_path(path, run_name="__main__")
 except (LibraryNotFoundError, AclError) as e:

@@ -2,9 +2,11 @@
 
 Same data, same steps in the same order as the C++ program (tests/c/layer_norm_backward_sample.cpp
 follows the vendor's call sequence; samples/layer_norm_backward_raw.py is the line-by-line cffi
-port). Each step's comment names the C++ calls it ports. acl-py checks every status for you: a
-failure raises a typed ``acl_py.AclError`` carrying the call, the code and the runtime's
-message, and objects left open are still released in a valid order at exit.
+port). Each step's comment names the C++ calls it ports; the C++ helpers every port shares
+(CreateAclTensor, the workspace's aclrtMalloc, the result loop) are in samples/example_helpers.py.
+acl-py checks every status for you: a failure raises a typed ``acl_py.AclError`` carrying the
+call, the code and the runtime's message, and objects left open are still released in a valid
+order at exit.
 
 Runs on the emulator by default, on the device where CANN is installed
 (``ACL_PY_BACKEND=auto|cann|emulator``). Prints exactly the sample's eight lines::
@@ -15,28 +17,10 @@ Runs on the emulator by default, on the device where CANN is installed
 """
 from __future__ import annotations
 
-import numpy as np
-
 import acl_py
 from acl_py.ops import LAYER_NORM_BACKWARD
 
-
-def create_acl_tensor(host_data, shape, dtype=np.float32):
-    """The sample's CreateAclTensor: aclrtMalloc(ACL_MEM_MALLOC_HUGE_FIRST) of the tensor's
-    bytes (``pool=None``: a direct allocation, not acl-py's memory pool), aclrtMemcpy host to
-    device, then aclCreateTensor (contiguous strides in elements, offset 0, ACL_FORMAT_ND,
-    storage dims = view dims). acl-py creates the aclTensor on first use; reading ``.handle``
-    creates it here, in the C++ order."""
-    tensor = acl_py.DeviceTensor.from_numpy(np.array(host_data, dtype=dtype).reshape(shape),
-                                            pool=None)
-    tensor.handle  # aclCreateTensor
-    return tensor
-
-
-def print_result(label, tensor):
-    """aclrtMemcpy device to host, then the sample's LOG_PRINT("... result[%ld] is: %f")."""
-    for i, value in enumerate(tensor.to_numpy().ravel()):
-        print("%s result[%d] is: %f" % (label, i, value))
+from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result
 
 
 def main():
@@ -65,27 +49,22 @@ def main():
 
         # 5. aclnnLayerNormBackwardGetWorkspaceSize (phase one) -> workspace size, executor;
         # 6. aclrtMalloc(workspace) only when the size is > 0: the two-phase wrapper calls
-        #    `workspace_malloc` only then (a direct aclrtMalloc, HUGE_FIRST, like the sample);
+        #    `workspace` only then (a direct aclrtMalloc, HUGE_FIRST, like the sample);
         # 7. aclnnLayerNormBackward (phase two) on the stream; the library releases the
         #    single-use executor; acl-py frees the workspace once the stream is past it.
-        workspaces = []
-
-        def workspace_malloc(nbytes, device_id):
-            workspaces.append(acl_py.DeviceBuffer(nbytes, device_id))
-            return workspaces[-1]
-
+        workspace = WorkspaceMalloc()
         LAYER_NORM_BACKWARD.launch(
             (grad_out, x, normalized_shape, mean, rstd, weight, bias, output_mask,
              grad_input, grad_weight, grad_bias),
-            device=device.id, stream=stream, allocator=workspace_malloc)
+            device=device.id, stream=stream, allocator=workspace)
 
         # 8. aclrtSynchronizeStream.
         stream.synchronize()
 
         # 9. aclrtMemcpy D2H of each output, and print.
-        print_result("out", grad_input)
-        print_result("dw", grad_weight)
-        print_result("db", grad_bias)
+        print_result("out result[%d] is: %f", grad_input)
+        print_result("dw result[%d] is: %f", grad_weight)
+        print_result("db result[%d] is: %f", grad_bias)
 
         # 10. aclDestroyTensor + aclrtFree of every tensor, aclDestroyIntArray,
         # aclDestroyBoolArray, aclrtFree(workspace), aclrtDestroyStream.
@@ -94,8 +73,7 @@ def main():
             tensor.close()
         normalized_shape.close()
         output_mask.close()
-        for workspace in workspaces:
-            workspace.close()
+        workspace.close()
         stream.close()
     # 10. aclrtResetDevice(0) and aclFinalize(): acl-py resets every device it set, then
     # finalizes, when the last init() is matched by finalize().

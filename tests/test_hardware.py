@@ -3,12 +3,13 @@
 Everywhere else they are skipped by the ``hardware`` marker hook in tests/conftest.py, with a
 reason naming what is missing (also when the "CANN" found is the emulator's prefix). On a
 device they check what the emulator cannot prove: the vendor's libraries and headers agree
-with our declarations, the samples print the vendor's eight lines on the device, a bf16
-transformer-sized call matches the NumPy reference, memory info is sane, the quick smoke run
-passes on one device and on every device, copies between devices (P2P) match, `acl-py info`
-opens every device, the operator libraries are of one kind (split or all-in-one), operators
-find their kernels without the variables set_env.sh exports, and without LD_LIBRARY_PATH the
-error says what to source.
+with our declarations, the samples print the vendor's eight lines on the device (and the
+ports of the vendor's operator examples what those examples print), a bf16 transformer-sized
+call matches the NumPy reference, memory info is sane, the quick smoke run passes on one
+device and on every device, copies between devices (P2P) match, `acl-py info` opens every
+device, the operator libraries are of one kind (split or all-in-one), operators find their
+kernels without the variables set_env.sh exports, and without LD_LIBRARY_PATH the error says
+what to source.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import pytest
 
 from acl_py import reference, smoke
 
+from test_example_ports import PORTS
 from test_samples import CPP_SOURCE, EXPECTED, SAMPLES, build_cpp_sample
 
 pytestmark = pytest.mark.hardware
@@ -81,6 +83,13 @@ def test_abi_check_against_vendor_headers(cann):
 @pytest.mark.parametrize("script", ["layer_norm_backward.py", "layer_norm_backward_raw.py"])
 def test_python_samples_print_the_vendor_lines_on_the_device(script):
     assert run([sys.executable, SAMPLES / script]).stdout == EXPECTED
+
+
+@pytest.mark.parametrize("port", PORTS, ids=repr)
+def test_example_ports_print_the_examples_lines_on_the_device(port):
+    """The ports of the vendor's operator examples print the text their C++ examples print
+    (derived from the kernels' float32 chains; tests/test_example_ports.py)."""
+    assert run([sys.executable, SAMPLES / port.script]).stdout == port.expected()
 
 
 def test_cpp_sample_against_vendor_install_prints_the_same(cann, tmp_path):

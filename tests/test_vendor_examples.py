@@ -26,6 +26,9 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          2_advanced_features/kernel/
                                          1_launch_kernel_with_reslimit)
 
+The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py, ...)
+print byte for byte what the C++ examples print, both on the emulator.
+
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
 in for that library, queuing each kernel's effect on the stream; tests/c/vendor_binary_kernels.cpp
@@ -38,6 +41,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -104,6 +108,11 @@ def build_and_run(checkout, relpath, libraries, includes=(), env=None, sources=(
 # out = self + 1.2f * other on the examples' float32 inputs, printed with "%lf".
 ADD_RESULTS = ["1.200000", "2.200000", "3.200000", "5.400000", "6.400000", "7.400000",
                "9.600000", "10.600000"]
+
+
+def add_example_output() -> str:
+    """What test_aclnn_add.cpp prints: ADD_RESULTS, one "result[%ld] is: %lf" line each."""
+    return "".join(f"result[{i}] is: {v}\n" for i, v in enumerate(ADD_RESULTS))
 
 
 @pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
@@ -853,3 +862,36 @@ def test_vendor_launch_kernel_with_reslimit_example():
         "[INFO]  Current device resource limit type 0 is 8.", *["Hello World"] * 8,
         "[INFO]  Run the launch_kernel_with_reslimit sample successfully."], out
     assert_prints_readme(out, readme_sample_output(example)[3:-1])  # run.sh's lines aside
+
+
+# ---- the Python ports of the operator examples (samples/) ----------------------------------
+
+SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
+
+# (port under samples/, checkout, the C++ example it ports, its operator library)
+EXAMPLE_PORTS = [
+    ("layer_norm.py", "ops-nn",
+     os.path.join("norm", "layer_norm_v4", "examples", "test_aclnn_layer_norm_v4.cpp"),
+     "opapi_nn"),
+    ("rms_norm.py", "ops-nn", os.path.join("norm", "rms_norm", "examples",
+                                           "test_aclnn_rms_norm.cpp"), "opapi_nn"),
+    ("add.py", "ops-math", os.path.join("math", "add", "examples", "test_aclnn_add.cpp"),
+     "opapi_math"),
+]
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn and hicann/ops-math checkouts to compare the Python ports "
+                    "with the C++ examples built against the emulator")
+@pytest.mark.parametrize("port,checkout,example,library", EXAMPLE_PORTS,
+                         ids=[p[0] for p in EXAMPLE_PORTS])
+def test_python_port_prints_what_the_cpp_example_prints(port, checkout, example, library):
+    """The port and the C++ example it ports, both on the emulator: byte for byte the same."""
+    cpp = build_and_run(_checkout(checkout), example, [library])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
+    env["ACL_PY_BACKEND"] = "emulator"
+    run = subprocess.run([sys.executable, os.path.join(SAMPLES, port)], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout == cpp
+    assert run.stderr == ""

@@ -1,0 +1,119 @@
+"""The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
+add.py, ...) print exactly what the examples print on a device.
+
+The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
+data through the kernels' float32 chains (the device's numbers); here it is also checked
+against the float64 references, so that a slip there cannot make a port and its expectation
+agree on a wrong text. Each port runs in a subprocess (it owns the runtime, aclInit to
+aclFinalize): on the emulator backend, and on the CANN path with the emulator's prefix as the
+install. The opt-in vendor test compares each port with the C++ example itself built against
+the emulator; tests/test_hardware.py runs the ports on a device.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from acl_py import reference
+from acl_py._loader import emulator_prefix
+
+from test_samples import ROOT, SAMPLES, TIMEOUT, emulator_env, run
+from test_vendor_examples import (add_example_output, layer_norm_example_output,
+                                  rms_norm_example_output)
+
+
+def layer_norm_reference():
+    """out, mean, rstd of the layer_norm_v4 example's data in float64, in printed order."""
+    out, mean, rstd = reference.layer_norm(np.full((1, 2, 32), 2.0), [32], np.ones(32),
+                                           np.zeros(32), 1e-5)
+    return [out, mean, rstd]
+
+
+def rms_norm_reference():
+    """y of the rms_norm example's data in float64 (rstd is not printed)."""
+    row = np.tile(np.arange(8.0), 2)
+    y, _rstd = reference.rms_norm(np.stack([row, row]), row, 1e-6)
+    return [y]
+
+
+def add_reference():
+    """out = self + 1.2 * other of the add example's data in float64."""
+    return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
+
+
+class Port:
+    """A port: its script under samples/, the expected text, the float64 values it prints (in
+    order), and the phase-one call an injected fault makes fail."""
+
+    def __init__(self, script, expected, reference_values, phase_one):
+        self.script = script
+        self.expected = expected
+        self.reference_values = reference_values
+        self.phase_one = phase_one
+
+    def __repr__(self):
+        return self.script
+
+
+PORTS = [
+    Port("layer_norm.py", layer_norm_example_output, layer_norm_reference,
+         "aclnnLayerNormGetWorkspaceSize"),
+    Port("rms_norm.py", rms_norm_example_output, rms_norm_reference,
+         "aclnnRmsNormGetWorkspaceSize"),
+    Port("add.py", add_example_output, add_reference, "aclnnAddGetWorkspaceSize"),
+]
+ports = pytest.mark.parametrize("port", PORTS, ids=repr)
+
+LINE = re.compile(r"(?:\w+ )?result\[(\d+)\] is: (-?\d+\.\d{6})")
+
+
+@ports
+def test_expected_lines_agree_with_the_float64_reference(port):
+    """The float32 chain's text is the float64 reference's values within float32 rounding
+    (a few ulps) and printf's 6 decimals; the indices count up per printed tensor."""
+    lines = port.expected().splitlines()
+    expected = np.concatenate([np.ravel(v) for v in port.reference_values()])
+    assert len(lines) == expected.size
+    values, indices = [], []
+    for line in lines:
+        m = LINE.fullmatch(line)
+        assert m, line
+        indices.append(int(m.group(1)))
+        values.append(float(m.group(2)))
+    starts = [i for i, k in enumerate(indices) if k == 0]
+    for a, b in zip(starts, starts[1:] + [len(indices)]):
+        assert indices[a:b] == list(range(b - a))
+    np.testing.assert_allclose(values, expected, rtol=1e-6, atol=1e-6)
+
+
+@ports
+def test_port_prints_what_the_example_prints(port):
+    proc = run([sys.executable, str(SAMPLES / port.script)])
+    assert proc.stdout == port.expected()
+    assert proc.stderr == ""
+
+
+@ports
+def test_port_runs_on_the_cann_path(port):
+    """The emulator's prefix as a CANN install (ASCEND_HOME_PATH, ACL_PY_BACKEND=cann): the
+    port uses nothing emulator-only and prints the same text."""
+    env = emulator_env(ACL_PY_BACKEND="cann", ASCEND_HOME_PATH=str(emulator_prefix()))
+    proc = run([sys.executable, str(SAMPLES / port.script)], env=env)
+    assert proc.stdout == port.expected()
+    assert proc.stderr == ""
+
+
+@ports
+def test_port_stops_on_a_failing_call(port):
+    """acl-py checks every status for the port: an injected phase-one failure stops it with
+    the call and its code named, before anything is printed."""
+    proc = subprocess.run([sys.executable, str(SAMPLES / port.script)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=TIMEOUT,
+                          env=emulator_env(ACL_EMU_FAIL=f"{port.phase_one}:1"))
+    assert proc.returncode == 1, proc
+    assert port.phase_one in proc.stderr and "561000" in proc.stderr, proc.stderr
+    assert proc.stdout == ""
