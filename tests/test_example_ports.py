@@ -1,5 +1,5 @@
 """The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
-add.py, ...) print exactly what the examples print on a device.
+add.py, add_rms_norm.py, ...) print exactly what the examples print on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -22,8 +22,8 @@ from acl_py import reference
 from acl_py._loader import emulator_prefix
 
 from test_samples import ROOT, SAMPLES, TIMEOUT, emulator_env, run
-from test_vendor_examples import (add_example_output, layer_norm_example_output,
-                                  rms_norm_example_output)
+from test_vendor_examples import (add_example_output, add_rms_norm_example_output,
+                                  layer_norm_example_output, rms_norm_example_output)
 
 
 def layer_norm_reference():
@@ -37,6 +37,14 @@ def rms_norm_reference():
     """y of the rms_norm example's data in float64 (rstd is not printed)."""
     row = np.tile(np.arange(8.0), 2)
     y, _rstd = reference.rms_norm(np.stack([row, row]), row, 1e-6)
+    return [y]
+
+
+def add_rms_norm_reference():
+    """y of the add_rms_norm example's data in float64 (its epsilon is float(1e-6))."""
+    row = np.tile(np.arange(8.0), 2)
+    x = np.stack([row, row])
+    y, _rstd, _x = reference.add_rms_norm(x, x, row, float(np.float32(1e-6)))
     return [y]
 
 
@@ -65,6 +73,8 @@ PORTS = [
     Port("rms_norm.py", rms_norm_example_output, rms_norm_reference,
          "aclnnRmsNormGetWorkspaceSize"),
     Port("add.py", add_example_output, add_reference, "aclnnAddGetWorkspaceSize"),
+    Port("add_rms_norm.py", add_rms_norm_example_output, add_rms_norm_reference,
+         "aclnnAddRmsNormGetWorkspaceSize"),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 

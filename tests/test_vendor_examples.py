@@ -26,8 +26,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          2_advanced_features/kernel/
                                          1_launch_kernel_with_reslimit)
 
-The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py, ...)
-print byte for byte what the C++ examples print, both on the emulator.
+The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py,
+add_rms_norm.py, ...) print byte for byte what the C++ examples print, both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -877,6 +877,8 @@ EXAMPLE_PORTS = [
                                            "test_aclnn_rms_norm.cpp"), "opapi_nn"),
     ("add.py", "ops-math", os.path.join("math", "add", "examples", "test_aclnn_add.cpp"),
      "opapi_math"),
+    ("add_rms_norm.py", "ops-nn", os.path.join("norm", "add_rms_norm", "examples",
+                                               "test_aclnn_add_rms_norm.cpp"), "opapi_nn"),
 ]
 
 
