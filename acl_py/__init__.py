@@ -36,7 +36,7 @@ from .errors import (AclError, AclArgumentError, AclTimeoutError, AclTypeError, 
 from .runtime import FinalizedError, ForkedError, backend, finalize, init, release_unused
 from .device import (CoreLimits, Device, DeviceAttributes, StreamPriorityRange, Utilization,
                      current_device, device_count, mem_info, run_mode, set_device, synchronize)
-from .stream import Event, EventFlag, Stream, StreamFlag, default_stream
+from .stream import Event, EventFlag, Notify, Stream, StreamFlag, default_stream
 from .context import Context
 from .memory import (DeviceBuffer, HostBuffer, HostRegisterFlag, HostRegistration, MemoryPool,
                      get_pool)
@@ -67,7 +67,7 @@ __all__ = [
     "init", "finalize", "backend", "Device", "current_device", "set_device", "device_count",
     "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "cann_attributes", "run_mode",
     "cann_version", "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits",
-    "Stream", "StreamFlag", "Event", "EventFlag", "default_stream", "Context",
+    "Stream", "StreamFlag", "Event", "EventFlag", "Notify", "default_stream", "Context",
     "DeviceBuffer", "HostBuffer", "HostRegistration", "HostRegisterFlag", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",
     "reference", "AclError", "AclArgumentError", "AclTimeoutError", "AclTypeError",

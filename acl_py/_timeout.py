@@ -62,3 +62,29 @@ def to_milliseconds(timeout: float | None, argument: str = "timeout") -> int:
         raise AclArgumentError(argument, f"{timeout!r} seconds is longer than the runtime's "
                                f"longest timeout, {MAX_SECONDS} s (None waits without a limit)")
     return max(1, math.ceil(seconds * 1000))
+
+
+# A device-side wait's timeout (the task fails when it runs out): whole seconds, as CANN's
+# aclrtStreamWaitEventWithTimeout (int32_t) and aclrtWaitAndResetNotify take them.
+MAX_DEVICE_SECONDS = 2**31 - 1
+
+
+def to_device_seconds(timeout: float | None, argument: str = "timeout") -> int:
+    """CANN's device-side wait timeout for ``timeout`` seconds: 0 (no limit) for None; else
+    rounded up to whole seconds, at least 1, so the wait never ends before the time asked.
+    Negative, non-finite or too long values raise AclArgumentError naming ``argument``;
+    anything but a real number AclTypeError."""
+    if timeout is None:
+        return 0
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise AclTypeError(argument, f"expected seconds as a float (or None for no limit), got "
+                           f"{type(timeout).__name__}")
+    seconds = float(timeout)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise AclArgumentError(argument, f"{timeout!r} seconds: a timeout is a finite number "
+                               f"of seconds >= 0 (None waits without a limit)")
+    if seconds > MAX_DEVICE_SECONDS:
+        raise AclArgumentError(argument, f"{timeout!r} seconds is longer than the runtime's "
+                               f"longest wait timeout, {MAX_DEVICE_SECONDS} s (None waits "
+                               f"without a limit)")
+    return max(1, math.ceil(seconds))

@@ -401,16 +401,37 @@ class Stream:
             o.allocation.uses[st] = st.seq    # the newest number: see Timeline.submit
         return seq
 
-    def wait(self, other: Event | Stream) -> None:
+    def wait(self, other: Event | Stream | Notify, timeout: float | None = None) -> None:
         """Makes the work queued on this stream from now on wait, on the device, for
-        ``other``: an :class:`Event` (its last record so far) or another :class:`Stream`
-        (everything queued on it so far, through an event recorded there). The host does not
+        ``other``: an :class:`Event` (its last record so far), another :class:`Stream`
+        (everything queued on it so far, through an event recorded there) or a
+        :class:`Notify` (until it is recorded; the wait then clears it). The host does not
         block. Both must be on this stream's device (CANN refuses a wait across devices). An
-        event a stream waits for is destroyed, once closed, only after that stream has
-        synchronized past the wait (CANN requires it)."""
+        event or notify a stream waits for is destroyed, once closed, only after that stream
+        has synchronized past the wait (CANN requires it for events).
+
+        ``timeout``: seconds the wait may last on the device (rounded up to whole seconds, as
+        CANN takes them; None: no limit of its own). A wait that runs out of time fails its
+        task: the stream's next synchronize raises its error (107020 on the emulator). For an
+        event or a stream this is ``aclrtStreamWaitEventWithTimeout``, whose timeout CANN's
+        runtime hands to the device on Atlas A2/A3 and Ascend 950 only: on the other parts
+        the wait lasts as ``aclrtSetOpWaitTimeout`` says."""
         st = self.state
         if st.closed:
             raise st.closed_error(repr(self))
+        seconds = _timeout.to_device_seconds(timeout)
+        if isinstance(other, Notify):
+            nst = other._live()
+            if nst.device != st.device:
+                raise AclArgumentError("other", f"notify of device {nst.device}, this stream is "
+                                       f"on device {st.device}: a stream waits only for "
+                                       f"notifies of its own device")
+            sst = state_for(self, st.device)
+            r = sst.enqueue(_wait_notify, nst.handle, seconds)
+            if r:
+                raise make_error(r, "aclrtWaitAndResetNotify")
+            nst.uses[sst] = sst.seq     # numbered by enqueue: the destroy waits for it
+            return
         if isinstance(other, Stream):
             ost = other.state
             if ost is st:
@@ -421,20 +442,25 @@ class Stream:
                                        f"only for work of its own device")
             with Event(st.device) as ev:    # destroyed once this stream is past the wait
                 ev.record(other)
-                self.wait(ev)
+                self.wait(ev, timeout)
             return
         if not isinstance(other, Event):
-            raise AclTypeError("other", f"expected an acl_py.Event or acl_py.Stream, got "
-                               f"{type(other).__name__}")
+            raise AclTypeError("other", f"expected an acl_py.Event, acl_py.Stream or "
+                               f"acl_py.Notify, got {type(other).__name__}")
         est = other._live()
         if est.device != st.device:
             raise AclArgumentError("other", f"event of device {est.device}, this stream is on "
                                    f"device {st.device}: a stream waits only for events of its "
                                    f"own device")
         sst = state_for(self, st.device)
-        r = sst.enqueue(_wait_event, est.handle)
+        if seconds:
+            call = "aclrtStreamWaitEventWithTimeout"
+            r = sst.enqueue(_wait_event_with_timeout, est.handle, seconds)
+        else:
+            call = "aclrtStreamWaitEvent"
+            r = sst.enqueue(_wait_event, est.handle)
         if r:
-            err = make_error(r, "aclrtStreamWaitEvent")
+            err = make_error(r, call)
             # CANN refuses an event never recorded with a bare "invalid value" (107000): name
             # the argument if acl-py never recorded it (recorded through its handle
             # elsewhere, the library decides).
@@ -625,6 +651,14 @@ _NO_WAIT = 207000          # aclrtStreamWaitEvent of an event without SYNC (api_
 def _wait_event(event, stream):
     """aclrtStreamWaitEvent with the stream last (StreamState.enqueue passes it so)."""
     return _rt.lib.aclrtStreamWaitEvent(stream, event)
+
+
+def _wait_event_with_timeout(event, seconds, stream):
+    return _rt.lib.aclrtStreamWaitEventWithTimeout(stream, event, seconds)
+
+
+def _wait_notify(notify, seconds, stream):
+    return _rt.lib.aclrtWaitAndResetNotify(notify, stream, seconds)
 
 
 class _EventState:
@@ -836,6 +870,109 @@ class Event:
         return f"<acl_py.Event {state} on device {self._st.device}>"
 
 
+# ---- notifies --------------------------------------------------------------------------------
+
+class _NotifyState:
+    __slots__ = ("handle", "device", "closed", "gen", "uses")
+
+    def __init__(self, handle, device):
+        self.handle = handle    # None once destroyed
+        self.device = device
+        self.closed = False     # the wrapper's state: the destroy may wait for streams
+        self.gen = _rt.gen
+        self.uses = _ordering.Uses()    # the streams' records of it and waits for it
+
+
+def _destroy_notify(st):
+    if st.handle is None:
+        return
+    # No device made current: the runtime destroys a notify in its own context, and a
+    # release the garbage collector runs inside another operation must not switch that
+    # operation's device.
+    s = _rt.lib.aclrtDestroyNotify(st.handle)
+    if s:
+        raise make_error(s, "aclrtDestroyNotify")
+    st.closed = True
+    st.handle = None
+
+
+def _release_notify(st):
+    """Releaser of a notify: closed now, destroyed once the streams that record it or wait
+    for it have passed that work (at once when none has)."""
+    if st.handle is None:
+        return
+    st.closed = True
+    try:
+        _ordering.release_after(st.uses, _destroy_notify, st, _rt.ORDER_EVENT)
+    except Exception:   # an interrupt is no failure: see Releaser.release
+        st.closed = _rt.tearing_down    # still owned: close() may be retried
+        raise
+
+
+class Notify:
+    """An ``aclrtNotify``: a flag on the device that :meth:`record` sets, in the order of the
+    stream it is recorded on, and that a stream waiting for it (:meth:`Stream.wait`, CANN's
+    ``aclrtWaitAndResetNotify``) waits for and then clears, so each record lets one wait
+    pass. A lighter signal between two streams of one device than an event, with no host
+    synchronize, query or timing (docs/zh/api_ref/08_notify_management.md)."""
+
+    __slots__ = ("_st", "_rel", "__weakref__")
+
+    def __init__(self, device: DeviceLike = None) -> None:
+        dev = _device.resolve_device(device)
+        made_in = _rt.gen   # before the C call: see Releaser
+        handle = _create(dev, "aclrtNotify *", "aclrtCreateNotify", 0)  # ACL_NOTIFY_DEFAULT
+        st = self._st = _NotifyState(handle, dev)
+        self._rel = _rt.Releaser(self, _release_notify, (st,), _rt.ORDER_EVENT, made_in)
+
+    def _live(self):
+        st = self._st
+        if st.closed:
+            raise _rt.closed_error(st.gen, repr(self))
+        return st
+
+    def record(self, stream: Stream | None = None) -> Notify:
+        """Sets the notify once the work queued on ``stream`` so far (default: the device's
+        default stream) has run."""
+        st = self._live()
+        sst = state_for(stream, st.device)
+        _device.activate(st.device)
+        r = sst.enqueue(_rt.lib.aclrtRecordNotify, st.handle)
+        if r:
+            raise make_error(r, "aclrtRecordNotify")
+        st.uses[sst] = sst.seq
+        return self
+
+    @property
+    def handle(self) -> Any:
+        return self._live().handle
+
+    @property
+    def device(self) -> Device:
+        return _device.Device(self._st.device)
+
+    @property
+    def closed(self) -> bool:
+        return self._st.closed
+
+    def close(self) -> None:
+        """Destroys the notify (once the streams recording it or waiting for it have passed
+        that work). Safe to repeat."""
+        self._rel.release()
+
+    def __enter__(self) -> Notify:
+        self._live()
+        return self
+
+    def __exit__(self, *exc: object) -> Literal[False]:
+        self.close()
+        return False
+
+    def __repr__(self):
+        state = "closed" if self._st.closed else "live"
+        return f"<acl_py.Notify {state} on device {self._st.device}>"
+
+
 # ---- the session's steps ------------------------------------------------------------------
 
 def _synchronize_all(force):
@@ -875,4 +1012,4 @@ _rt.register_step("synchronize", _synchronize_all)
 _rt.register_step("forget", _forget)
 _rt.register_step("fork", _drop_after_fork)
 
-__all__ = ["Stream", "Event", "default_stream"]
+__all__ = ["Stream", "Event", "Notify", "default_stream"]
