@@ -38,13 +38,30 @@ static void part_limits(uint64_t *def, uint64_t *max) {
     }
 }
 
+/* The STARS task scheduler (Atlas A2/A3, Ascend 950) times a kernel in whole intervals of
+ * 2^32 cycles of its 1 GHz clock, at most 254 of them: the runtime rounds the time asked up
+ * to whole intervals (src/runtime/core/src/task/task_execute_time.cc
+ * TransExeTimeoutCfgToKernelCredit: ceil(timeout / interval), RT_STARS_MAX_KERNEL_CREDIT), so
+ * 1 s there is one interval, 4294.967296 ms. */
+#define STARS_INTERVAL_NS 4294967296ull
+#define STARS_MAX_INTERVALS 254ull
+
 uint64_t rt_op_execute_timeout_ms(void) {
     uint64_t def, max;
     part_limits(&def, &max);
-    if (!atomic_load(&g_op_execute_set))
-        return def * 1000u;
+    const aclemu_soc *soc = aclemu_soc_info("aclrtSetOpExecuteTimeOut");
+    bool stars = soc == NULL || soc->npu_arch >= 2201;
     uint64_t s = atomic_load(&g_op_execute_s);
-    return (s == 0 || s > max ? max : s) * 1000u; /* 0: the maximum */
+    if (!atomic_load(&g_op_execute_set))
+        s = def;
+    else if (s == 0 || s > max)
+        s = max; /* 0: the maximum */
+    if (!stars)
+        return s * 1000u;
+    uint64_t intervals = (s * 1000000000ull + STARS_INTERVAL_NS - 1) / STARS_INTERVAL_NS;
+    if (intervals > STARS_MAX_INTERVALS)
+        intervals = STARS_MAX_INTERVALS;
+    return intervals * STARS_INTERVAL_NS / 1000000u;
 }
 
 aclError aclrtSetOpWaitTimeout(uint32_t timeout) {

@@ -258,9 +258,9 @@ static void run_task(rt_stream *s, const rt_task *t, uint64_t seq) {
     if (tl_task_timed_out && !tl_task_stopped && !dropped) {
         tl_task_status = RT_TASK_TIMEOUT_CODE;
         snprintf(tl_task_msg, sizeof tl_task_msg,
-                 "the kernel ran longer than the operator execute timeout (%llu s: "
+                 "the kernel ran longer than the operator execute timeout (%llu ms: "
                  "aclrtSetOpExecuteTimeOut, or the part's default) and was ended",
-                 (unsigned long long)(rt_op_execute_timeout_ms() / 1000u));
+                 (unsigned long long)rt_op_execute_timeout_ms());
     }
     tl_task_deadline = UINT64_MAX;
     if (tl_task_stopped || tl_task_status != ACL_SUCCESS) {
