@@ -442,7 +442,7 @@ class Stream:
                                        f"only for work of its own device")
             with Event(st.device) as ev:    # destroyed once this stream is past the wait
                 ev.record(other)
-                self.wait(ev, timeout)
+                self._wait_event(ev._live(), seconds)
             return
         if not isinstance(other, Event):
             raise AclTypeError("other", f"expected an acl_py.Event, acl_py.Stream or "
@@ -452,7 +452,12 @@ class Stream:
             raise AclArgumentError("other", f"event of device {est.device}, this stream is on "
                                    f"device {st.device}: a stream waits only for events of its "
                                    f"own device")
-        sst = state_for(self, st.device)
+        self._wait_event(est, seconds)
+
+    def _wait_event(self, est, seconds):
+        """Queues this stream's wait for the event of state ``est`` (of its device), with a
+        device-side limit of ``seconds`` (0: none)."""
+        sst = state_for(self, est.device)
         if seconds:
             call = "aclrtStreamWaitEventWithTimeout"
             r = sst.enqueue(_wait_event_with_timeout, est.handle, seconds)
