@@ -51,6 +51,7 @@ from . import reference   # the NumPy float64 reference results are checked agai
 from .ops import layer_norm, LayerNorm, layer_norm_backward, LayerNormBackward
 from .ops import rms_norm, RmsNorm
 from .ops import add_rms_norm, AddRmsNorm
+from .ops import rms_norm_grad, RmsNormGrad
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -76,4 +77,5 @@ __all__ = [
     "OperatorParameterError", "FinalizedError", "ForkedError", "layer_norm", "LayerNorm",
     "layer_norm_backward", "LayerNormBackward", "rms_norm", "RmsNorm",
     "add_rms_norm", "AddRmsNorm",
+    "rms_norm_grad", "RmsNormGrad",
 ]

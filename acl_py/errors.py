@@ -28,9 +28,12 @@ DeviceError                     107001 RT_INVALID_DEVICEID, 107002 RT_CONTEXT_NU
 DeviceMemoryError (MemoryError) 200000 BAD_ALLOC, 207001 RT_MEMORY_ALLOCATION,
                                 207018 RT_DEVICE_OOM, 300000 STORAGE_OVER_LIMIT
 NotSupportedError               200001 API_NOT_SUPPORT, 207000 RT_FEATURE_NOT_SUPPORT
-OperatorParameterError          161001 / 161002 (subclasses below)
+OperatorParameterError          161001 / 161002 / 561002 (subclasses below)
   OperatorNullPointerError      161001 ACLNN_ERR_PARAM_NULLPTR
   OperatorInvalidParameterError 161002 ACLNN_ERR_PARAM_INVALID
+  OperatorTilingError           561002 ACLNN_ERR_INNER_TILING_ERROR (an operator's tiling
+                                refused its shapes or attributes: the vendor's docs give it
+                                for arguments that break their rules, e.g. aclnnRmsNorm's)
 RuntimeFailure                  361001 ACLNN_ERR_RUNTIME_ERROR, 500001 FAILURE
 AclTimeoutError (TimeoutError)  507046 RT_STREAM_SYNC_TIMEOUT, 507047 RT_EVENT_SYNC_TIMEOUT
                                 (a bounded synchronize ran out of time; the work stays
@@ -121,7 +124,7 @@ class NotSupportedError(AclError):
 
 
 class OperatorParameterError(AclError):
-    """An aclnn operator rejected its arguments (161001, 161002)."""
+    """An aclnn operator rejected its arguments (161001, 161002, 561002)."""
 
 
 class OperatorNullPointerError(OperatorParameterError):
@@ -130,6 +133,12 @@ class OperatorNullPointerError(OperatorParameterError):
 
 class OperatorInvalidParameterError(OperatorParameterError):
     """An operator argument broke a rule: dtype, shape, length (161002 ACLNN_ERR_PARAM_INVALID)."""
+
+
+class OperatorTilingError(OperatorParameterError):
+    """An operator's tiling refused its arguments (561002 ACLNN_ERR_INNER_TILING_ERROR): the
+    code generated operators (aclnnRmsNorm, aclnnRmsNormGrad, ...) return when their shapes
+    or attributes break the rules of their docs, which run in the tiling there."""
 
 
 class RuntimeFailure(AclError):
@@ -262,6 +271,7 @@ STATUS = {
     507007: ("ACL_ERROR_RT_CONTEXT_RELEASE_ERROR", DeviceError),
     161001: ("ACLNN_ERR_PARAM_NULLPTR", OperatorNullPointerError),
     161002: ("ACLNN_ERR_PARAM_INVALID", OperatorInvalidParameterError),
+    561002: ("ACLNN_ERR_INNER_TILING_ERROR", OperatorTilingError),
     361001: ("ACLNN_ERR_RUNTIME_ERROR", RuntimeFailure),
     561000: ("ACLNN_ERR_INNER", InternalError),
     561101: ("ACLNN_ERR_INNER_CREATE_EXECUTOR", InternalError),
@@ -353,6 +363,7 @@ __all__ = [
     "AclError", "InvalidParameterError", "InvalidHandleError", "NotInitializedError",
     "AlreadyInitializedError", "DeviceError", "DeviceMemoryError", "NotSupportedError",
     "OperatorParameterError", "OperatorNullPointerError", "OperatorInvalidParameterError",
+    "OperatorTilingError",
     "RuntimeFailure", "AclTimeoutError", "InternalError", "CreateFailedError", "AclArgumentError", "AclTypeError",
     "ClosedError", "EmulatorOnlyError", "STATUS", "CODES", "code_name", "error_class",
     "check", "check_create", "make_error", "raise_error", "recent_message",

@@ -1,5 +1,5 @@
-"""NumPy float64 references of LayerNorm (forward), LayerNormBackward, RmsNorm and AddRmsNorm,
-and the tolerances results are judged by.
+"""NumPy float64 references of LayerNorm (forward), LayerNormBackward, RmsNorm, its
+backward (RmsNormGrad) and AddRmsNorm, and the tolerances results are judged by.
 
 Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
 
@@ -8,8 +8,11 @@ Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
 
 RmsNorm (:func:`rms_norm`, over gamma's dims): ``rstd = 1 / sqrt(mean_R(x^2) + epsilon)``,
 ``y = x * rstd * gamma``; its error scale (:func:`rms_norm_error_scale`) is ``|y|``'s own
-magnitude (the sum of squares has no cancellation) and ``rstd``. AddRmsNorm
-(:func:`add_rms_norm`): RmsNorm of ``x = x1 + x2``, returned with ``x``.
+magnitude (the sum of squares has no cancellation) and ``rstd``. Its backward
+(:func:`rms_norm_grad`, with the saved ``rstd``): ``xr = x * rstd``,
+``dx = (dy * gamma - xr * mean_R(dy * gamma * xr)) * rstd``, ``dgamma = sum_A(dy * xr)``; its
+error scale (:func:`rms_norm_grad_error_scale`) is the same with every term made non-negative.
+AddRmsNorm (:func:`add_rms_norm`): RmsNorm of ``x = x1 + x2``, returned with ``x``.
 
 LayerNorm's error scale (:func:`layer_norm_error_scale`): ``(|input| + |mean| +
 mean_R(|input|)) * rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's own errors, carried through),
@@ -63,6 +66,7 @@ __all__ = [
     "assert_close",
     "rounding_dtype", "device_rounding", "half_ulp", "rms_norm", "rms_norm_error_scale",
     "add_rms_norm", "add_rms_norm_error_scale",
+    "rms_norm_grad", "rms_norm_grad_error_scale",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -256,6 +260,40 @@ def add_rms_norm_error_scale(x1, x2, gamma, epsilon: float = 1e-6):
         unit = 2.0 ** -_FLOAT_FORMAT[name][0] / RTOL[name]
         ys, rs = ys * (1 + 2 * unit), rs * (1 + unit)
     return ys, rs, np.abs(f1) + np.abs(f2)
+def _rms_grad_split(dy, x, rstd, gamma):
+    """dy, x as float64 ``(M, N)`` rows over gamma's dims, rstd as ``(M, 1)``, gamma as ``N``
+    values, and the shapes of dx (x's) and dgamma (gamma's)."""
+    xf, x2, g, _ = _rms_split(x, gamma)
+    dy2 = _f64(dy).reshape(x2.shape)
+    return dy2, x2, _f64(rstd).reshape(x2.shape[0], 1), g, xf.shape, np.shape(gamma)
+
+
+def rms_norm_grad(dy, x, rstd, gamma):
+    """``(dx, dgamma)`` of RmsNorm's backward in float64 over gamma's dims (the trailing dims
+    of ``x``), with the forward's saved ``rstd`` (one value per row) as given, the formulas
+    of the vendor's docs (docs/aclnnRmsNormGrad.md): ``xr = x * rstd``,
+    ``dx = (dy * gamma - xr * mean_R(dy * gamma * xr)) * rstd``, ``dgamma = sum_A(dy * xr)``;
+    dx shaped x, dgamma shaped gamma."""
+    dy2, x2, rs, g, xshape, gshape = _rms_grad_split(dy, x, rstd, gamma)
+    xr = x2 * rs
+    dyg = dy2 * g
+    mean = (dyg * xr).mean(axis=1, keepdims=True) if x2.shape[1] else np.zeros_like(rs)
+    dx = (dyg - xr * mean) * rs
+    return dx.reshape(xshape), (dy2 * xr).sum(axis=0).reshape(gshape)
+
+
+def rms_norm_grad_error_scale(dy, x, rstd, gamma):
+    """Per element of ``(dx, dgamma)``, the magnitude a float32-accumulated result's rounding
+    error is proportional to: :func:`rms_norm_grad`'s formulas with every term made
+    non-negative (``dy * gamma - xr * mean`` cancels; the row sum and dgamma's sum over the
+    rows are sums of terms of either sign)."""
+    dy2, x2, rs, g, xshape, gshape = _rms_grad_split(dy, x, rstd, gamma)
+    ars = np.abs(rs)
+    axr = np.abs(x2) * ars
+    adyg = np.abs(dy2 * g)
+    amean = (adyg * axr).mean(axis=1, keepdims=True) if x2.shape[1] else np.zeros_like(rs)
+    dx = (adyg + axr * amean) * ars
+    return dx.reshape(xshape), (np.abs(dy2) * axr).sum(axis=0).reshape(gshape)
 
 
 def _dtype_name(dtype) -> str:

@@ -40,6 +40,7 @@ EXPECTED = {
     "ACL_ERROR_RT_EVENT_SYNC_TIMEOUT": errors.AclTimeoutError,
     "ACLNN_ERR_PARAM_NULLPTR": errors.OperatorNullPointerError,
     "ACLNN_ERR_PARAM_INVALID": errors.OperatorInvalidParameterError,
+    "ACLNN_ERR_INNER_TILING_ERROR": errors.OperatorTilingError,
     "ACLNN_ERR_RUNTIME_ERROR": errors.RuntimeFailure,
     "ACLNN_ERR_INNER": errors.InternalError,
     "ACLNN_ERR_INNER_CREATE_EXECUTOR": errors.InternalError,
@@ -87,6 +88,7 @@ def test_family_relations():
     assert issubclass(errors.DeviceMemoryError, errors.AclError)
     assert issubclass(errors.OperatorNullPointerError, errors.OperatorParameterError)
     assert issubclass(errors.OperatorInvalidParameterError, errors.OperatorParameterError)
+    assert issubclass(errors.OperatorTilingError, errors.OperatorParameterError)
     assert issubclass(errors.InvalidHandleError, errors.InvalidParameterError)
     assert issubclass(errors.AclTimeoutError, TimeoutError)
     assert issubclass(errors.AclTimeoutError, errors.AclError)

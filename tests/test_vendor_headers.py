@@ -78,7 +78,10 @@ def vendor_include(tmp_path_factory) -> Path:
 # aclnn_*.h and phase one from the opbuild tool, from its op_host/*_def.cpp): not in the
 # checkouts, so checked against the prototype of the operator's docs instead
 # (test_generated_operator_headers_match_their_docs). header -> (operator dir, docs page)
-GENERATED = {"aclnnop/aclnn_rms_norm.h": ("ops-nn/norm/rms_norm", "aclnnRmsNorm.md")}
+GENERATED = {
+    "aclnnop/aclnn_rms_norm.h": ("ops-nn/norm/rms_norm", "aclnnRmsNorm.md"),
+    "aclnnop/aclnn_rms_norm_grad.h": ("ops-nn/norm/rms_norm_grad", "aclnnRmsNormGrad.md"),
+}
 
 
 def test_abi_check_passes_against_the_vendor_headers(vendor_include):

@@ -286,9 +286,9 @@ class Declared(Operator):
                  register=True):
         self.args = tuple(args)
         self.parts = parts
-        # status codes besides 161001/161002 the operator's phase one refuses its arguments
-        # with (its vendor docs; e.g. aclnnRmsNorm's shape rules: 561002): such a refusal of a
-        # DeviceTensor call also runs the Python checks that name the argument
+        # status codes outside OperatorParameterError's (161001, 161002, 561002) the
+        # operator's phase one refuses its arguments with (its vendor docs): such a refusal of
+        # a DeviceTensor call also runs the Python checks that name the argument
         self.rule_codes = frozenset(rule_codes)
         super().__init__(name, self.args)
         self.inputs = tuple(a for a in self.args if a.role is IN)
