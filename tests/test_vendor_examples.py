@@ -8,7 +8,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          aclnnAdd), ops-nn/ (hicann/ops-nn:
                                          norm/layer_norm_v4/examples,
                                          norm/rms_norm/examples,
-                                         norm/add_rms_norm/examples) and runtime/
+                                         norm/add_rms_norm/examples,
+                                         norm/rms_norm_grad/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -194,6 +195,36 @@ def test_vendor_add_rms_norm_example(library):
     out = build_and_run(OPS_NN, os.path.join("norm", "add_rms_norm", "examples",
                                              "test_aclnn_add_rms_norm.cpp"), [library])
     assert out == add_rms_norm_example_output()
+
+
+def rms_norm_grad_example_output() -> str:
+    """The rms_norm_grad example's inputs (dy = x = 1..32 as [2, 1, 16], rstd [2] = 1, 2,
+    gamma = 1..16) through the kernel's float32 chain (op_kernel/
+    rms_norm_grad_split_n_high_precision.h): xr = x * rstd, dyg = dy * gamma,
+    mean = sum(dyg * xr) * (1/16), dx = (dyg - xr * mean) * rstd, dgamma = sum over the rows
+    of dy * xr. Every product and sum here is an integer below 2^24 (so exact whatever the
+    order of the sums) and the rest one IEEE rounding each: the printed values are the
+    device's. The example prints dx's 32 values, then dgamma's 16, with %f (the docs show no
+    output to compare with)."""
+    f = np.float32
+    v = np.arange(1, 33, dtype=f).reshape(2, 16)
+    g, rstd = np.arange(1, 17, dtype=f), np.array([[1], [2]], f)
+    xr, dyg = v * rstd, v * g
+    mean = (dyg * xr).sum(axis=1, keepdims=True, dtype=f) * (f(1) / f(16))
+    dx = ((dyg - xr * mean) * rstd).reshape(-1)
+    dgamma = (v * xr).sum(axis=0, dtype=f)
+    return "".join(f"result[{i}] is: {float(val):f}\n" for vals in (dx, dgamma)
+                   for i, val in enumerate(vals))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnRmsNormGrad example "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_rms_norm_grad_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "rms_norm_grad", "examples",
+                                             "test_aclnn_rms_norm_grad.cpp"), [library])
+    assert out == rms_norm_grad_example_output()
 
 
 # What the vendor's P2P example prints on two linked devices (its README's sample output: the
