@@ -81,9 +81,11 @@ RMS_NORM_GRAD = Declared("aclnnRmsNormGrad", (
     output("dgammaOut", shape=lambda a: a.gamma.shape, dtype=_f32, dtypes=("float32",)),
 ), check=rms_norm_grad_check, reference=reference.rms_norm_grad,
     error_scale=reference.rms_norm_grad_error_scale,
+    # gamma's sizes are multiples of 64, so every part runs them (the Atlas training parts'
+    # tiling refuses others)
     smoke_cases=(_smoke((8, 1024), 1, np.float32),
                  _smoke((4, 64, 768), 1, np.float16),
-                 _smoke((2, 3, 4, 5), 2, np.float32)))
+                 _smoke((2, 3, 8, 8), 2, np.float32)))
 
 
 @overload
