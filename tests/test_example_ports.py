@@ -1,5 +1,5 @@
 """The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
-add.py, add_rms_norm.py, ...) print exactly what the examples print on a device.
+add.py, add_rms_norm.py, rms_norm_grad.py) print exactly what the examples print on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -23,7 +23,8 @@ from acl_py._loader import emulator_prefix
 
 from test_samples import ROOT, SAMPLES, TIMEOUT, emulator_env, run
 from test_vendor_examples import (add_example_output, add_rms_norm_example_output,
-                                  layer_norm_example_output, rms_norm_example_output)
+                                  layer_norm_example_output, rms_norm_example_output,
+                                  rms_norm_grad_example_output)
 
 
 def layer_norm_reference():
@@ -38,6 +39,13 @@ def rms_norm_reference():
     row = np.tile(np.arange(8.0), 2)
     y, _rstd = reference.rms_norm(np.stack([row, row]), row, 1e-6)
     return [y]
+
+
+def rms_norm_grad_reference():
+    """dx, then dgamma, of the rms_norm_grad example's data in float64."""
+    v = np.arange(1.0, 33.0).reshape(2, 1, 16)
+    dx, dgamma = reference.rms_norm_grad(v, v, np.array([1.0, 2.0]), np.arange(1.0, 17.0))
+    return [dx, dgamma]
 
 
 def add_rms_norm_reference():
@@ -75,6 +83,8 @@ PORTS = [
     Port("add.py", add_example_output, add_reference, "aclnnAddGetWorkspaceSize"),
     Port("add_rms_norm.py", add_rms_norm_example_output, add_rms_norm_reference,
          "aclnnAddRmsNormGetWorkspaceSize"),
+    Port("rms_norm_grad.py", rms_norm_grad_example_output, rms_norm_grad_reference,
+         "aclnnRmsNormGradGetWorkspaceSize"),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 

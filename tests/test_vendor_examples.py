@@ -28,7 +28,7 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          1_launch_kernel_with_reslimit)
 
 The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py,
-add_rms_norm.py, ...) print byte for byte what the C++ examples print, both on the emulator.
+add_rms_norm.py, rms_norm_grad.py) print byte for byte what the C++ examples print, both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -910,6 +910,8 @@ EXAMPLE_PORTS = [
      "opapi_math"),
     ("add_rms_norm.py", "ops-nn", os.path.join("norm", "add_rms_norm", "examples",
                                                "test_aclnn_add_rms_norm.cpp"), "opapi_nn"),
+    ("rms_norm_grad.py", "ops-nn", os.path.join("norm", "rms_norm_grad", "examples",
+                                                "test_aclnn_rms_norm_grad.cpp"), "opapi_nn"),
 ]
 
 
