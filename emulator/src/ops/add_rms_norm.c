@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "phase_one.h"
 #include "convert.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
@@ -164,11 +165,9 @@ static aclnnStatus arn_launch(void *payload, void *const *addrs, void *workspace
                               uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    arn_task *T = calloc(1, sizeof *T);
-    if (!T) {
-        aclemu_set_error("%s: out of host memory for the launch", P2);
+    arn_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
         return ACLNN_ERR_INNER;
-    }
     T->p = *(const arn_payload *)payload;
     return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows, T->p.M,
                      T->p.N, 3 * T->p.N, task_run, task_release, T);
@@ -182,11 +181,6 @@ static const aclemu_executor_ops ARN_OPS = {
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-#define FAIL(code, ...)                \
-    do {                               \
-        aclemu_set_error(__VA_ARGS__); \
-        return (code);                 \
-    } while (0)
 
 /* The tiling's kernel variant decides, for BF16 on Atlas A2/A3, which sum the norm is taken
  * over (add_rms_norm_tiling.cpp DetermineModeParameters): the normal kernel
@@ -242,16 +236,14 @@ static aclnnStatus check_params(const aclTensor *const *ts, arn_mode mode,
 {
     const aclTensor *x1 = ts[T_X1], *x2 = ts[T_X2], *gamma = ts[T_GAMMA], *y = ts[T_Y];
     const aclTensor *rstd = ts[T_RSTD], *xo = ts[T_X];
-    for (int i = T_X1; i <= T_Y; i++)
-        if (!ts[i])
-            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", P1, TNAME[i]);
+    aclnnStatus st;
+    if ((st = p1_required(P1, ts, TNAME, T_X1, T_Y + 1)))
+        return st;
     if (mode == MODE_FULL && !xo)
         FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: xOut is NULL while rstdOut is given (rstdOut "
              "requires xOut)", P1);
-    for (int i = 0; i < T_COUNT; i++)
-        if (ts[i] && !aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))
-            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", P1, TNAME[i],
-                 (const void *)ts[i]);
+    if ((st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
 
     /* dtypes, in the vendor's order */
     const bool p310 = soc->npu_arch == 2002;
@@ -261,7 +253,6 @@ static aclnnStatus check_params(const aclTensor *const *ts, arn_mode mode,
     int n = mode == MODE_FULL ? (p310 ? 2 : 3) : (p310 ? 1 : 2);
     const char *text = mode == MODE_FULL ? (p310 ? "FLOAT, FLOAT16" : "FLOAT, FLOAT16, BF16")
                                          : (p310 ? "FLOAT16" : "FLOAT16, BF16");
-    aclnnStatus st;
     if ((st = check_dtype(x1, "x1", list, n, text, soc, mode)) ||
         (st = check_dtype(x2, "x2", list, n, text, soc, mode)) ||
         (st = check_dtype(gamma, "gamma", list, n, text, soc, mode)) ||
@@ -336,19 +327,16 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
         return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {x1, x2, gamma, yOut, rstdOut, xOut};
 
-    /* 0. the out-pointers first, as the vendor's L2_DFX_PHASE_1 checks them (hicann/opbase
-     * src/nnopbase/composite_op/aclnn_engine/op_dfx.cpp CheckPhase1Params: 161001) */
-    if (!workspaceSize)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
-    if (!executor)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", P1);
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
     const arn_mode mode = rstdOut ? MODE_FULL : xOut ? MODE_PRE : MODE_POST;
 
     const aclemu_soc *soc = aclemu_soc_info(P1);
     if (!soc)
         return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
-    aclnnStatus st = check_params(ts, mode, soc);
-    if (st)
+    if ((st = check_params(ts, mode, soc)))
         return st;
     /* The Atlas training parts have no kernel (the def registers none for ascend910; the
      * docs: not supported): there the L0 op finds none for its tiling, which the op_api
@@ -405,13 +393,8 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
         snapshot(&P->t[T_RSTD], rstdOut, -1);
         snapshot(&P->t[T_X], xOut, split);
     }
-    /* owns P from here; keeps every tensor given, as CANN's does */
-    aclOpExecutor *ex = aclemu_executor_new(&ARN_OPS, P, 0, ts, TNAME, T_COUNT, T_Y);
-    if (!ex)
-        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
-    *workspaceSize = 0;
-    *executor = ex;
-    return ACLNN_SUCCESS;
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &ARN_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNorm(void *workspace, uint64_t workspaceSize,

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "phase_one.h"
 #include "convert.h"
 #include "tensor_view.h"
 
@@ -180,11 +181,9 @@ static aclnnStatus ln_launch(void *payload, void *const *addrs, void *workspace,
                              uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    ln_task *T = calloc(1, sizeof *T);
-    if (!T) {
-        aclemu_set_error("%s: out of host memory for the launch", ((ln_payload *)payload)->call);
+    ln_task *T = p2_task_new(((ln_payload *)payload)->call, sizeof *T);
+    if (!T)
         return ACLNN_ERR_INNER;
-    }
     T->p = *(const ln_payload *)payload;
     const ln_payload *P = &T->p; /* the tensors at the addresses they record now */
     const tdesc *views[T_COUNT];
@@ -264,11 +263,6 @@ static bool takes_v4(int arch, aclDataType in_dt, aclDataType param_dt, int64_t 
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-#define FAIL(code, ...)                       \
-    do {                                      \
-        aclemu_set_error(__VA_ARGS__);        \
-        return (code);                        \
-    } while (0)
 
 /* meanOut/rstdOut on a regbase part: input's rank, input's batch dims, then ones (the
  * vendor checks this on DAV_3510 only; an empty tensor is not checked). */
@@ -306,13 +300,10 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
     const aclTensor *ts[T_COUNT] = {input, weightOptional, biasOptional, out, meanOutOptional,
                                     rstdOutOptional};
 
-    /* 0. the out-pointers, before anything else: the vendor's L2_DFX_PHASE_1 opens phase one
-     * with them (hicann/opbase include/nnopbase/opdev/op_dfx.h -> src/nnopbase/composite_op/
-     * aclnn_engine/op_dfx.cpp CheckPhase1Params: 161001) */
-    if (!workspaceSize)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", call);
-    if (!executor)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", call);
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(call, workspaceSize, executor)))
+        return st;
     /* 1. required arguments (the vendor's CheckNotNull: input, normalizedShape, out) */
     if (!input)
         FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: input is NULL", call);
@@ -321,10 +312,8 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
     if (!out)
         FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: out is NULL", call);
     /* handles are checked in the registry before anything is dereferenced */
-    for (int i = 0; i < T_COUNT; i++)
-        if (ts[i] && !aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))
-            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", call,
-                 TNAME[i], (const void *)ts[i]);
+    if ((st = p1_live(call, ts, TNAME, T_COUNT)))
+        return st;
     if (!aclemu_handle_check(normalizedShape, ACLEMU_KIND_INT_ARRAY))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape (%p) is not a live aclIntArray",
              call, (const void *)normalizedShape);
@@ -409,7 +398,6 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
 
     /* 5. regbase parts: meanOut/rstdOut shapes, and equal to each other */
     if (arch == DAV_3510) {
-        aclnnStatus st;
         if ((st = check_stat_shape_3510(call, input, len, meanOutOptional, TNAME[T_MEAN])) ||
             (st = check_stat_shape_3510(call, input, len, rstdOutOptional, TNAME[T_RSTD])))
             return st;
@@ -471,13 +459,8 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
     /* out = input's dtype: one rounding, the kernel's; else the kernel's, then the cast */
     P->y_round = out->dtype != in_dt && in_dt != ACL_FLOAT;
     P->y_ties = out->dtype == in_dt ? P->ties : ACLEMU_TIES_EVEN;
-    /* owns P from here; keeps every tensor, as CANN's does */
-    aclOpExecutor *ex = aclemu_executor_new(ops, P, 0, ts, TNAME, T_COUNT, T_Y);
-    if (!ex)
-        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", call);
-    *workspaceSize = 0;
-    *executor = ex;
-    return ACLNN_SUCCESS;
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(call, ops, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnLayerNormGetWorkspaceSize(

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "phase_one.h"
 #include "convert.h"
 #include "half.h"
 #include "tensor_view.h"
@@ -255,11 +256,9 @@ static aclnnStatus lnb_launch(void *payload, void *const *addrs, void *workspace
                          (unsigned long long)P->ws_size);
         return workspace ? ACLNN_ERR_PARAM_INVALID : ACLNN_ERR_PARAM_NULLPTR;
     }
-    lnb_task *T = calloc(1, sizeof *T);
-    if (!T) {
-        aclemu_set_error("%s: out of host memory for the launch", P2);
+    lnb_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
         return ACLNN_ERR_INNER;
-    }
     T->p = *P;
     for (int i = 0; i < T_COUNT; i++) /* the tensors at the addresses they record now */
         T->p.t[i].data = addrs[i];
@@ -313,11 +312,6 @@ static int64_t lnb_blocks(int64_t M)
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-#define FAIL(code, ...)                       \
-    do {                                      \
-        aclemu_set_error(__VA_ARGS__);        \
-        return (code);                        \
-    } while (0)
 
 ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     const aclTensor *gradOut, const aclTensor *input, const aclIntArray *normalizedShape,
@@ -336,13 +330,10 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
      * op_api/aclnn_layer_norm_backward.cpp: CheckNotNull, the mask length, the requested
      * outputs, CheckDtype, CheckShape), so the first problem reported is the device's. */
 
-    /* 0. the out-pointers, before anything else: the vendor's L2_DFX_PHASE_1 opens phase one
-     * with them (hicann/opbase include/nnopbase/opdev/op_dfx.h -> src/nnopbase/composite_op/
-     * aclnn_engine/op_dfx.cpp CheckPhase1Params: 161001) */
-    if (!workspaceSize)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
-    if (!executor)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", P1);
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
 
     /* 1. required arguments, in the vendor's order */
     static const struct { int t; const char *name; } REQUIRED[] = {
@@ -357,10 +348,8 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
             FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", P1, REQUIRED[i].name);
     }
     /* handles are checked in the registry before anything is dereferenced */
-    for (int i = 0; i < T_COUNT; i++)
-        if (ts[i] && !aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))
-            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", P1, TNAME[i],
-                 (const void *)ts[i]);
+    if ((st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
     if (!aclemu_handle_check(normalizedShape, ACLEMU_KIND_INT_ARRAY))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape (%p) is not a live aclIntArray", P1,
              (const void *)normalizedShape);
@@ -524,13 +513,8 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     P->nblocks = M > 0 ? lnb_blocks(M) : 0;
     P->ws_size = P->parts ? (uint64_t)P->nblocks * 2u * (uint64_t)N * sizeof(float) : 0;
     const uint64_t ws = P->ws_size;
-    /* owns P from here; keeps every tensor, used or not, as CANN's does */
-    aclOpExecutor *ex = aclemu_executor_new(&LNB_OPS, P, ws, ts, TNAME, T_COUNT, T_DX);
-    if (!ex)
-        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
-    *workspaceSize = ws;
-    *executor = ex;
-    return ACLNN_SUCCESS;
+    /* the executor owns P from here and keeps every tensor, used or not, as CANN's does */
+    return p1_finish(P1, &LNB_OPS, P, ws, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackward(void *workspace, uint64_t workspaceSize,

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "phase_one.h"
 #include "convert.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
@@ -112,11 +113,9 @@ static aclnnStatus rms_launch(void *payload, void *const *addrs, void *workspace
                               uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    rms_task *T = calloc(1, sizeof *T);
-    if (!T) {
-        aclemu_set_error("%s: out of host memory for the launch", P2);
+    rms_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
         return ACLNN_ERR_INNER;
-    }
     T->p = *(const rms_payload *)payload;
     return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows, T->p.M,
                      T->p.N, 2 * T->p.N, task_run, task_release, T);
@@ -130,11 +129,6 @@ static const aclemu_executor_ops RMS_OPS = {
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-#define FAIL(code, ...)                \
-    do {                               \
-        aclemu_set_error(__VA_ARGS__); \
-        return (code);                 \
-    } while (0)
 
 /* The part's dtype table (docs/aclnnRmsNorm.md, op_host/rms_norm_def.cpp): yOut is x's dtype;
  * gamma is x's, or FLOAT beside a FLOAT16/BF16 x on parts with BF16 (Atlas A2/A3, Ascend 950;
@@ -162,20 +156,13 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const
         return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {x, gamma, yOut, rstdOut};
 
-    /* 0. the out-pointers first, as the vendor's L2_DFX_PHASE_1 checks them (hicann/opbase
-     * src/nnopbase/composite_op/aclnn_engine/op_dfx.cpp CheckPhase1Params: 161001) */
-    if (!workspaceSize)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
-    if (!executor)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", P1);
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
     /* 1. every tensor is required (161001), then must be a live aclTensor */
-    for (int i = 0; i < T_COUNT; i++)
-        if (!ts[i])
-            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", P1, TNAME[i]);
-    for (int i = 0; i < T_COUNT; i++)
-        if (!aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))
-            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", P1, TNAME[i],
-                 (const void *)ts[i]);
+    if ((st = p1_required(P1, ts, TNAME, 0, T_COUNT)) || (st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
 
     const aclemu_soc *soc = aclemu_soc_info(P1);
     if (!soc)
@@ -199,7 +186,6 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const
              bf16 && x->dtype != ACL_FLOAT ? " or FLOAT" : "", soc->name);
 
     /* 3. ranks and shapes (561002), in CheckInputShape4RmsNorm's order */
-    aclnnStatus st;
     if ((st = check_rank("x", x)) || (st = check_rank("gamma", gamma)))
         return st;
     char s1[256], s2[256];
@@ -261,13 +247,8 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const
     snapshot(&P->t[T_GAMMA], gamma, -1);
     snapshot(&P->t[T_Y], yOut, (int)split);
     snapshot(&P->t[T_RSTD], rstdOut, -1);
-    /* owns P from here; keeps every tensor, as CANN's does */
-    aclOpExecutor *ex = aclemu_executor_new(&RMS_OPS, P, 0, ts, TNAME, T_COUNT, T_Y);
-    if (!ex)
-        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
-    *workspaceSize = 0;
-    *executor = ex;
-    return ACLNN_SUCCESS;
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &RMS_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnRmsNorm(void *workspace, uint64_t workspaceSize,

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "phase_one.h"
 #include "convert.h"
 #include "tensor_view.h"
 
@@ -239,11 +240,9 @@ static aclnnStatus grad_launch(void *payload, void *const *addrs, void *workspac
                                uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    grad_task *T = calloc(1, sizeof *T);
-    if (!T) {
-        aclemu_set_error("%s: out of host memory for the launch", P2);
+    grad_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
         return ACLNN_ERR_INNER;
-    }
     T->p = *(const grad_payload *)payload;
     const tdesc *views[T_COUNT];
     for (int i = 0; i < T_COUNT; i++) {
@@ -277,11 +276,6 @@ static const aclemu_executor_ops GRAD_OPS = {
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-#define FAIL(code, ...)                \
-    do {                               \
-        aclemu_set_error(__VA_ARGS__); \
-        return (code);                 \
-    } while (0)
 #define TILING(...) FAIL(ACLNN_ERR_INNER_TILING_ERROR, __VA_ARGS__)
 
 /* The part's dtype table (docs/aclnnRmsNormGrad.md, op_host/rms_norm_grad_def.cpp): dy, x
@@ -394,28 +388,20 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy,
         return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {dy, x, rstd, gamma, dxOut, dgammaOut};
 
-    /* 0. the out-pointers first, as the vendor's L2_DFX_PHASE_1 checks them (hicann/opbase
-     * src/nnopbase/composite_op/aclnn_engine/op_dfx.cpp CheckPhase1Params: 161001) */
-    if (!workspaceSize)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", P1);
-    if (!executor)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", P1);
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
     /* 1. every tensor is required (161001), then must be a live aclTensor */
-    for (int i = 0; i < T_COUNT; i++)
-        if (!ts[i])
-            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", P1, TNAME[i]);
-    for (int i = 0; i < T_COUNT; i++)
-        if (!aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))
-            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", P1, TNAME[i],
-                 (const void *)ts[i]);
+    if ((st = p1_required(P1, ts, TNAME, 0, T_COUNT)) || (st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
 
     const aclemu_soc *soc = aclemu_soc_info(P1);
     if (!soc)
         return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
 
     /* 2. dtypes (161002) */
-    aclnnStatus st = check_dtypes(ts, soc);
-    if (st)
+    if ((st = check_dtypes(ts, soc)))
         return st;
     int64_t M = 0, N = 0, R = 0, DX = 0, DG = 0;
     const uint64_t split = gamma->ndim <= x->ndim ? x->ndim - gamma->ndim : 0;
@@ -472,13 +458,8 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy,
     snapshot(&P->t[T_GAMMA], gamma, -1);
     snapshot(&P->t[T_DX], dxOut, (int)split);
     snapshot(&P->t[T_DGAMMA], dgammaOut, -1);
-    /* owns P from here; keeps every tensor, as CANN's does */
-    aclOpExecutor *ex = aclemu_executor_new(&GRAD_OPS, P, 0, ts, TNAME, T_COUNT, T_DX);
-    if (!ex)
-        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
-    *workspaceSize = 0;
-    *executor = ex;
-    return ACLNN_SUCCESS;
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &GRAD_OPS, P, 0, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnRmsNormGrad(void *workspace, uint64_t workspaceSize,

@@ -1,0 +1,84 @@
+/*
+ * The steps every aclnn operator's phase one (…GetWorkspaceSize) shares, each with its one
+ * message and status code: the out-pointers, the NULL and live checks of its tensors, the
+ * executor made at the end; and the task allocation opening its launch (phase two). Each
+ * operator calls them where the vendor's code does its own checks, so its order stays its own.
+ */
+#ifndef ACLEMU_OPS_PHASE_ONE_H_
+#define ACLEMU_OPS_PHASE_ONE_H_
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "emu_internal.h"
+
+/* Sets the message and returns the status code from the enclosing function. */
+#define FAIL(code, ...)                \
+    do {                               \
+        aclemu_set_error(__VA_ARGS__); \
+        return (code);                 \
+    } while (0)
+
+/* The out-pointers, before anything else: the vendor's L2_DFX_PHASE_1 opens phase one with
+ * them (hicann/opbase src/nnopbase/composite_op/aclnn_engine/op_dfx.cpp CheckPhase1Params:
+ * 161001). */
+static inline aclnnStatus p1_out_pointers(const char *call, const uint64_t *workspaceSize,
+                                          aclOpExecutor *const *executor)
+{
+    if (!workspaceSize)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: workspaceSize (out pointer) is NULL", call);
+    if (!executor)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", call);
+    return ACLNN_SUCCESS;
+}
+
+/* Tensors ts[from..to) are required (161001), the first NULL one named. */
+static inline aclnnStatus p1_required(const char *call, const aclTensor *const *ts,
+                                      const char *const *names, int from, int to)
+{
+    for (int i = from; i < to; i++)
+        if (!ts[i])
+            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL", call, names[i]);
+    return ACLNN_SUCCESS;
+}
+
+/* Every non-NULL one of the n tensors is a live aclTensor (checked in the registry before
+ * anything is dereferenced). */
+static inline aclnnStatus p1_live(const char *call, const aclTensor *const *ts,
+                                  const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ts[i] && !aclemu_handle_check(ts[i], ACLEMU_KIND_TENSOR))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s (%p) is not a live aclTensor", call, names[i],
+                 (const void *)ts[i]);
+    return ACLNN_SUCCESS;
+}
+
+/* The end of phase one: the executor owns payload from here (destroyed on failure) and keeps
+ * every tensor given, as CANN's does; the out-pointers are written only on success. */
+static inline aclnnStatus p1_finish(const char *call, const aclemu_executor_ops *ops,
+                                    void *payload, uint64_t workspace_size,
+                                    const aclTensor *const *ts, const char *const *names, int n,
+                                    int ninputs, uint64_t *workspaceSize,
+                                    aclOpExecutor **executor)
+{
+    aclOpExecutor *ex = aclemu_executor_new(ops, payload, workspace_size, ts, names,
+                                            (uint64_t)n, (uint64_t)ninputs);
+    if (!ex)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", call);
+    *workspaceSize = workspace_size;
+    *executor = ex;
+    return ACLNN_SUCCESS;
+}
+
+/* A launch's task: size zeroed bytes, or NULL with the message set (the launch returns
+ * ACLNN_ERR_INNER). */
+static inline void *p2_task_new(const char *call, size_t size)
+{
+    void *task = calloc(1, size);
+    if (!task)
+        aclemu_set_error("%s: out of host memory for the launch", call);
+    return task;
+}
+
+#endif /* ACLEMU_OPS_PHASE_ONE_H_ */
