@@ -1179,6 +1179,29 @@ static aclError get_event(const char *fn, const char *arg, aclrtEvent event, rt_
     return ACL_SUCCESS;
 }
 
+/* The opening checks of an event query that needs no device, in CANN's ACL layer's order
+ * (src/acl/aclrt_impl/event.cpp): a NULL event, then a NULL output pointer, 100000; then
+ * the handle (get_event). */
+static aclError get_event_to_query(const char *fn, aclrtEvent event, const void *out,
+                                   const char *out_name, rt_event **e) {
+    if (event == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "event is NULL");
+    if (out == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "%s (output pointer) is NULL", out_name);
+    return get_event(fn, "event", event, e);
+}
+
+/* The end of an event call: the references it took on its stream and event (either NULL if
+ * none) dropped, then rt_leave; returns rc. */
+static aclError event_call_end(rt_stream *s, rt_event *e, aclError rc) {
+    if (s != NULL)
+        rt_stream_put(s);
+    if (e != NULL)
+        rt_obj_put(&e->hdr);
+    rt_leave();
+    return rc;
+}
+
 aclError aclrtDestroyEvent(aclrtEvent event) {
     aclError rc = rt_refuse_in_host_function(__func__);
     if (rc != ACL_SUCCESS)
@@ -1220,10 +1243,7 @@ aclError aclrtDestroyEvent(aclrtEvent event) {
     pthread_mutex_unlock(&g_dev_mu);
     rt_obj_put(&e->hdr); /* the registry's; pending records keep it alive until they run */
 out:
-    if (e != NULL)
-        rt_obj_put(&e->hdr);
-    rt_leave();
-    return rc;
+    return event_call_end(NULL, e, rc);
 }
 
 typedef struct {
@@ -1345,12 +1365,7 @@ static aclError record_event(const char *fn, aclrtEvent event, aclrtStream strea
     if (rc != ACL_SUCCESS)
         record_release(t);
 out:
-    if (s != NULL)
-        rt_stream_put(s);
-    if (e != NULL)
-        rt_obj_put(&e->hdr);
-    rt_leave();
-    return rc;
+    return event_call_end(s, e, rc);
 }
 
 aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
@@ -1407,12 +1422,7 @@ aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream) {
     if ((rc = rt_stream_push(s, reset_run, reset_release, e, __func__)) != ACL_SUCCESS)
         rt_obj_put(&e->hdr);
 out:
-    if (s != NULL)
-        rt_stream_put(s);
-    if (e != NULL)
-        rt_obj_put(&e->hdr);
-    rt_leave();
-    return rc;
+    return event_call_end(s, e, rc);
 }
 
 typedef struct {
@@ -1577,12 +1587,7 @@ static aclError wait_event(const char *fn, aclrtStream stream, aclrtEvent event,
     }
     pthread_mutex_unlock(&e->mu);
 out:
-    if (s != NULL)
-        rt_stream_put(s);
-    if (e != NULL)
-        rt_obj_put(&e->hdr);
-    rt_leave();
-    return rc;
+    return event_call_end(s, e, rc);
 }
 
 aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
@@ -1622,12 +1627,7 @@ aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *statu
     if (rc != ACL_SUCCESS)
         return rc;
     rt_event *e = NULL;
-    if (event == NULL || status == NULL) {
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "%s is NULL",
-                    event == NULL ? "event" : "status (output pointer)");
-        goto out;
-    }
-    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
+    if ((rc = get_event_to_query(__func__, event, status, "status", &e)) != ACL_SUCCESS)
         goto out;
     if (e->ex || e->flag == EV_EXTERNAL || e->flag == EV_IPC) {
         rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
@@ -1642,10 +1642,7 @@ aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *statu
     pthread_mutex_unlock(&e->mu);
     *status = done ? ACL_EVENT_WAIT_STATUS_COMPLETE : ACL_EVENT_WAIT_STATUS_NOT_READY;
 out:
-    if (e != NULL)
-        rt_obj_put(&e->hdr);
-    rt_leave();
-    return rc;
+    return event_call_end(NULL, e, rc);
 }
 
 /* CANN (src/acl/aclrt_impl/event.cpp aclrtGetEventIdImpl; src/runtime/api/impl/
@@ -1658,12 +1655,7 @@ aclError aclrtGetEventId(aclrtEvent event, uint32_t *eventId) {
     if (rc != ACL_SUCCESS)
         return rc;
     rt_event *e = NULL;
-    if (event == NULL || eventId == NULL) {
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "%s is NULL",
-                    event == NULL ? "event" : "eventId (output pointer)");
-        goto out;
-    }
-    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS)
+    if ((rc = get_event_to_query(__func__, event, eventId, "eventId", &e)) != ACL_SUCCESS)
         goto out;
     if (e->flag == EV_IPC) {
         rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
@@ -1683,10 +1675,7 @@ aclError aclrtGetEventId(aclrtEvent event, uint32_t *eventId) {
     else
         *eventId = (uint32_t)id;
 out:
-    if (e != NULL)
-        rt_obj_put(&e->hdr);
-    rt_leave();
-    return rc;
+    return event_call_end(NULL, e, rc);
 }
 
 /* ACL_EVENT_EXTERNAL events are for graphs: the host does not synchronize, query or time them;
@@ -1783,15 +1772,7 @@ aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *statu
      * then NULL status, 100000; the handle; no current device needed (api_impl.cc
      * EventQueryStatus uses the event's context). An event never recorded is not ready
      * (event.cc Event::QueryEventStatus: RT_EVENT_INIT for events of aclrtCreateEvent). */
-    if (event == NULL) {
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "event is NULL");
-        goto out;
-    }
-    if (status == NULL) {
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "status (output pointer) is NULL");
-        goto out;
-    }
-    if ((rc = get_event(__func__, "event", event, &e)) != ACL_SUCCESS ||
+    if ((rc = get_event_to_query(__func__, event, status, "status", &e)) != ACL_SUCCESS ||
         (rc = check_event_external(__func__, e, "queried")) != ACL_SUCCESS)
         goto out;
     pthread_mutex_lock(&e->mu);
@@ -1801,10 +1782,7 @@ aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *statu
     pthread_mutex_unlock(&e->mu);
     *status = ready ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
 out:
-    if (e != NULL)
-        rt_obj_put(&e->hdr);
-    rt_leave();
-    return rc;
+    return event_call_end(NULL, e, rc);
 }
 
 /* An event's record state: issued (recorded at least once) and, if its last record has run,
@@ -1893,10 +1871,7 @@ aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp) {
                     "its stream first)", event);
     else
         *timestamp = ns / 1000;
-    if (e != NULL)
-        rt_obj_put(&e->hdr);
-    rt_leave();
-    return rc;
+    return event_call_end(NULL, e, rc);
 }
 
 /* ---- public: stream identity, stop and abort ---------------------------------------------- */
