@@ -309,6 +309,19 @@ def release_after(uses, fn, arg, order):
     return False
 
 
+
+def close_then_release(st, fn, order):
+    """A stream-ordered releaser's step: ``st`` (with ``closed`` and ``uses``) is closed now
+    and ``fn(st)`` runs once the timelines that used it have passed that work (at once when
+    none has: :func:`release_after`). A failure (an interrupt is none: see Releaser.release)
+    leaves it owned, open again unless the teardown runs, so close() may be retried."""
+    st.closed = True
+    try:
+        release_after(st.uses, fn, st, order)
+    except Exception:
+        st.closed = _rt.tearing_down
+        raise
+
 # ---- every timeline ------------------------------------------------------------------------
 
 def timelines():

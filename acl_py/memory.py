@@ -41,7 +41,7 @@ from __future__ import annotations
 import enum
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Literal, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ._ffi import ffi
 from . import _ordering
@@ -58,8 +58,6 @@ if TYPE_CHECKING:
 
     from .device import Device, DeviceLike
     from .stream import Stream
-
-_Self = TypeVar("_Self", bound="_Buffer")
 
 _H2D, _D2H, _D2D = 1, 2, 3          # aclrtMemcpyKind
 _POLICY = 0                          # ACL_MEM_MALLOC_HUGE_FIRST, as the vendor sample
@@ -329,7 +327,7 @@ def _copy_error(status, call, dst, src):
     return arg
 
 
-class _Buffer:
+class _Buffer(_rt.ClosedByReleaser):
     """What DeviceBuffer and HostBuffer share: an Allocation freed by a Releaser.
     ``allocation`` is for acl-py's modules (stream-ordered use records)."""
 
@@ -363,17 +361,6 @@ class _Buffer:
     @property
     def closed(self) -> bool:
         return self.allocation.closed
-
-    def close(self) -> None:
-        raise NotImplementedError   # DeviceBuffer and HostBuffer free their own kind
-
-    def __enter__(self: _Self) -> _Self:
-        self._live()
-        return self
-
-    def __exit__(self, *exc: object) -> Literal[False]:
-        self.close()
-        return False
 
     def __len__(self):
         return self.allocation.nbytes
@@ -774,15 +761,10 @@ def _release_registration(st):
     its device address (``Stream.mark_used``) have passed that work (at once when none)."""
     if not st.registered:
         return
-    st.closed = True
-    try:
-        _ordering.release_after(st.uses, _unregister, st, _rt.ORDER_HOST_REGISTRATION)
-    except Exception:   # an interrupt is no failure: see Releaser.release
-        st.closed = _rt.tearing_down    # still registered: close() may be retried
-        raise
+    _ordering.close_then_release(st, _unregister, _rt.ORDER_HOST_REGISTRATION)
 
 
-class HostRegistration:
+class HostRegistration(_rt.ClosedByReleaser):
     """Host memory registered with the runtime (``aclrtHostRegisterV2``): ``memory`` is a
     writable C-contiguous buffer (a NumPy array, ``bytearray``, ``mmap``, or a
     :class:`HostBuffer`) starting on a 4 KB page (``mmap.mmap(-1, n)`` and ``HostBuffer``
@@ -902,19 +884,6 @@ class HostRegistration:
     @property
     def closed(self) -> bool:
         return self._st.closed
-
-    def close(self) -> None:
-        """Ends the registration (once the streams whose work used its device address have
-        passed that work); the memory is the caller's again."""
-        self._rel.release()
-
-    def __enter__(self) -> HostRegistration:
-        self._live()
-        return self
-
-    def __exit__(self, *exc: object) -> Literal[False]:
-        self.close()
-        return False
 
     def __repr__(self):
         st = self._st

@@ -60,7 +60,7 @@ import os
 import itertools
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._ffi import ffi
 from .errors import AclTypeError, ClosedError, NotInitializedError, make_error
@@ -274,6 +274,33 @@ def refuse_if_forked(what):
 
 _live: dict = {}          # key -> Releaser, in creation order
 _keys = itertools.count(1)
+
+
+_Closable = TypeVar("_Closable", bound="ClosedByReleaser")
+
+
+class ClosedByReleaser:
+    """close() and the context manager of an object whose resource its Releaser (``_rel``)
+    releases: ``with`` enters only while it is live (``_live()`` raises ClosedError once
+    closed) and closes it on exit; close() is safe to repeat."""
+
+    __slots__ = ()
+    _rel: Releaser
+
+    def _live(self) -> Any:
+        raise NotImplementedError   # the object's state, or ClosedError once closed
+
+    def close(self) -> None:
+        """Releases the object's resource (see the class for when). Safe to repeat."""
+        self._rel.release()
+
+    def __enter__(self: _Closable) -> _Closable:
+        self._live()
+        return self
+
+    def __exit__(self, *exc: object) -> Literal[False]:
+        self.close()
+        return False
 
 
 class Releaser:

@@ -666,79 +666,67 @@ def _wait_notify(notify, seconds, stream):
     return _rt.lib.aclrtWaitAndResetNotify(notify, stream, seconds)
 
 
-class _EventState:
-    __slots__ = ("handle", "device", "flags", "recorded", "closed", "gen", "uses")
+class _HandleState:
+    """A runtime handle of one device that streams record or wait for (an event, a notify):
+    ``destroy_call`` destroys it once the streams have passed that work (``uses``)."""
 
-    def __init__(self, handle, device, flags):
+    __slots__ = ("handle", "device", "closed", "gen", "uses")
+    destroy_call = ""
+
+    def __init__(self, handle, device):
         self.handle = handle    # None once destroyed
         self.device = device
-        self.flags = flags      # EventFlag bits, or None: aclrtCreateEvent's event
-        self.recorded = None    # (stream state, seq) of the last record
         self.closed = False     # the wrapper's state: the destroy may wait for streams
         self.gen = _rt.gen
-        # The streams' waits for this event (Stream.wait): CANN asks that they have run
-        # before the event is destroyed (include/external/acl/acl_rt.h, aclrtDestroyEvent).
         self.uses = _ordering.Uses()
 
 
-def _destroy_event(st):
+class _EventState(_HandleState):
+    # The streams' waits for the event (Stream.wait) are its uses: CANN asks that they have
+    # run before the event is destroyed (include/external/acl/acl_rt.h, aclrtDestroyEvent).
+    __slots__ = ("flags", "recorded")
+    destroy_call = "aclrtDestroyEvent"
+
+    def __init__(self, handle, device, flags):
+        super().__init__(handle, device)
+        self.flags = flags      # EventFlag bits, or None: aclrtCreateEvent's event
+        self.recorded = None    # (stream state, seq) of the last record
+
+
+class _NotifyState(_HandleState):
+    # The streams' records of the notify and waits for it are its uses.
+    __slots__ = ()
+    destroy_call = "aclrtDestroyNotify"
+
+
+def _destroy_handle(st):
     if st.handle is None:
         return
-    # No device made current: CANN destroys an event in its own context (hicann/runtime
-    # api_impl.cc, EventDestroy), and a release the garbage collector runs inside another
-    # operation must not switch that operation's device.
-    s = _rt.lib.aclrtDestroyEvent(st.handle)
+    # No device made current: CANN destroys an event or a notify in its own context
+    # (hicann/runtime api_impl.cc, EventDestroy), and a release the garbage collector runs
+    # inside another operation must not switch that operation's device.
+    s = getattr(_rt.lib, st.destroy_call)(st.handle)
     if s:
-        raise make_error(s, "aclrtDestroyEvent")
+        raise make_error(s, st.destroy_call)
     st.closed = True
     st.handle = None
 
 
-def _release_event(st):
-    """Releaser of an event: closed now, destroyed once the streams waiting for it have
-    passed their waits (at once when none has)."""
+def _release_handle(st):
+    """Releaser of an event or a notify: closed now, destroyed once the streams that used it
+    have passed that work (at once when none has)."""
     if st.handle is None:
         return
-    st.closed = True
-    try:
-        _ordering.release_after(st.uses, _destroy_event, st, _rt.ORDER_EVENT)
-    except Exception:   # an interrupt is no failure: see Releaser.release
-        st.closed = _rt.tearing_down    # still owned: close() may be retried
-        raise
+    _ordering.close_then_release(st, _destroy_handle, _rt.ORDER_EVENT)
 
 
-class Event:
-    """An ``aclrtEvent``: ``record(stream)``, ``synchronize()``, ``query()``,
-    ``elapsed_ms(end)``, ``timestamp_us()``; a stream waits for it with :meth:`Stream.wait`."""
+class _StreamOrderedHandle(_rt.ClosedByReleaser):
+    """What Event and Notify share: the state (``_st``), its releaser (``_rel``) and the
+    properties of a handle of one device."""
 
     __slots__ = ("_st", "_rel", "__weakref__")
-
-    def __init__(self, device: DeviceLike = None, flags: int | None = None) -> None:
-        """``flags``: :class:`EventFlag` bits (``aclrtCreateEventWithFlag``), or None for
-        ``aclrtCreateEvent``'s event (waits and timestamps both)."""
-        if flags is not None:
-            flags = _check_event_flags(flags)
-        dev = _device.resolve_device(device)
-        made_in = _rt.gen   # before the C call: see Releaser
-        if flags is None:
-            handle = _create(dev, "aclrtEvent *", "aclrtCreateEvent")
-        else:
-            handle = _create(dev, "aclrtEvent *", "aclrtCreateEventWithFlag", int(flags))
-        st = self._st = _EventState(handle, dev, flags)
-        self._rel = _rt.Releaser(self, _release_event, (st,), _rt.ORDER_EVENT, made_in)
-
-    @property
-    def flags(self) -> EventFlag | None:
-        """The :class:`EventFlag` bits it was created with; None for ``Event()`` without."""
-        return self._st.flags
-
-    def _check_timed(self, st, argument, call):
-        """An event created without TIME_LINE has no timestamps: CANN's runtime answers 0 on
-        Atlas A2/A3 (the record's completion report is asked for only with TIME_LINE); a
-        meaningless number is refused here instead."""
-        if st.flags is not None and not st.flags & EventFlag.TIME_LINE:
-            raise AclArgumentError(argument, f"event created with flags {st.flags!r}, without "
-                                   f"EventFlag.TIME_LINE: it has no timestamp for {call}")
+    _st: _HandleState
+    _kind = ""      # the class's name in its repr
 
     def _live(self):
         st = self._st
@@ -757,6 +745,47 @@ class Event:
     @property
     def closed(self) -> bool:
         return self._st.closed
+
+    def __repr__(self):
+        state = "closed" if self._st.closed else "live"
+        return f"<acl_py.{self._kind} {state} on device {self._st.device}>"
+
+
+class Event(_StreamOrderedHandle):
+    """An ``aclrtEvent``: ``record(stream)``, ``synchronize()``, ``query()``,
+    ``elapsed_ms(end)``, ``timestamp_us()``; a stream waits for it with :meth:`Stream.wait`.
+    ``close()`` destroys it (safe to repeat)."""
+
+    __slots__ = ()
+    _st: _EventState
+    _kind = "Event"
+
+    def __init__(self, device: DeviceLike = None, flags: int | None = None) -> None:
+        """``flags``: :class:`EventFlag` bits (``aclrtCreateEventWithFlag``), or None for
+        ``aclrtCreateEvent``'s event (waits and timestamps both)."""
+        if flags is not None:
+            flags = _check_event_flags(flags)
+        dev = _device.resolve_device(device)
+        made_in = _rt.gen   # before the C call: see Releaser
+        if flags is None:
+            handle = _create(dev, "aclrtEvent *", "aclrtCreateEvent")
+        else:
+            handle = _create(dev, "aclrtEvent *", "aclrtCreateEventWithFlag", int(flags))
+        st = self._st = _EventState(handle, dev, flags)
+        self._rel = _rt.Releaser(self, _release_handle, (st,), _rt.ORDER_EVENT, made_in)
+
+    @property
+    def flags(self) -> EventFlag | None:
+        """The :class:`EventFlag` bits it was created with; None for ``Event()`` without."""
+        return self._st.flags
+
+    def _check_timed(self, st, argument, call):
+        """An event created without TIME_LINE has no timestamps: CANN's runtime answers 0 on
+        Atlas A2/A3 (the record's completion report is asked for only with TIME_LINE); a
+        meaningless number is refused here instead."""
+        if st.flags is not None and not st.flags & EventFlag.TIME_LINE:
+            raise AclArgumentError(argument, f"event created with flags {st.flags!r}, without "
+                                   f"EventFlag.TIME_LINE: it has no timestamp for {call}")
 
     def record(self, stream: Stream | None = None) -> Event:
         """Records the event on ``stream`` (default: the device's default stream)."""
@@ -858,83 +887,28 @@ class Event:
             raise err
         return int(out[0])
 
-    def close(self) -> None:
-        """Destroys the event. Safe to repeat."""
-        self._rel.release()
-
-    def __enter__(self) -> Event:
-        self._live()
-        return self
-
-    def __exit__(self, *exc: object) -> Literal[False]:
-        self.close()
-        return False
-
-    def __repr__(self):
-        state = "closed" if self._st.closed else "live"
-        return f"<acl_py.Event {state} on device {self._st.device}>"
 
 
 # ---- notifies --------------------------------------------------------------------------------
 
-class _NotifyState:
-    __slots__ = ("handle", "device", "closed", "gen", "uses")
-
-    def __init__(self, handle, device):
-        self.handle = handle    # None once destroyed
-        self.device = device
-        self.closed = False     # the wrapper's state: the destroy may wait for streams
-        self.gen = _rt.gen
-        self.uses = _ordering.Uses()    # the streams' records of it and waits for it
-
-
-def _destroy_notify(st):
-    if st.handle is None:
-        return
-    # No device made current: the runtime destroys a notify in its own context, and a
-    # release the garbage collector runs inside another operation must not switch that
-    # operation's device.
-    s = _rt.lib.aclrtDestroyNotify(st.handle)
-    if s:
-        raise make_error(s, "aclrtDestroyNotify")
-    st.closed = True
-    st.handle = None
-
-
-def _release_notify(st):
-    """Releaser of a notify: closed now, destroyed once the streams that record it or wait
-    for it have passed that work (at once when none has)."""
-    if st.handle is None:
-        return
-    st.closed = True
-    try:
-        _ordering.release_after(st.uses, _destroy_notify, st, _rt.ORDER_EVENT)
-    except Exception:   # an interrupt is no failure: see Releaser.release
-        st.closed = _rt.tearing_down    # still owned: close() may be retried
-        raise
-
-
-class Notify:
+class Notify(_StreamOrderedHandle):
     """An ``aclrtNotify``: a flag on the device that :meth:`record` sets, in the order of the
     stream it is recorded on, and that a stream waiting for it (:meth:`Stream.wait`, CANN's
     ``aclrtWaitAndResetNotify``) waits for and then clears, so each record lets one wait
     pass. A lighter signal between two streams of one device than an event, with no host
-    synchronize, query or timing (docs/zh/api_ref/08_notify_management.md)."""
+    synchronize, query or timing (docs/zh/api_ref/08_notify_management.md). ``close()``
+    destroys it once the streams recording it or waiting for it have passed that work (safe
+    to repeat)."""
 
-    __slots__ = ("_st", "_rel", "__weakref__")
+    __slots__ = ()
+    _kind = "Notify"
 
     def __init__(self, device: DeviceLike = None) -> None:
         dev = _device.resolve_device(device)
         made_in = _rt.gen   # before the C call: see Releaser
         handle = _create(dev, "aclrtNotify *", "aclrtCreateNotify", 0)  # ACL_NOTIFY_DEFAULT
         st = self._st = _NotifyState(handle, dev)
-        self._rel = _rt.Releaser(self, _release_notify, (st,), _rt.ORDER_EVENT, made_in)
-
-    def _live(self):
-        st = self._st
-        if st.closed:
-            raise _rt.closed_error(st.gen, repr(self))
-        return st
+        self._rel = _rt.Releaser(self, _release_handle, (st,), _rt.ORDER_EVENT, made_in)
 
     def record(self, stream: Stream | None = None) -> Notify:
         """Sets the notify once the work queued on ``stream`` so far (default: the device's
@@ -947,35 +921,6 @@ class Notify:
             raise make_error(r, "aclrtRecordNotify")
         st.uses[sst] = sst.seq
         return self
-
-    @property
-    def handle(self) -> Any:
-        return self._live().handle
-
-    @property
-    def device(self) -> Device:
-        return _device.Device(self._st.device)
-
-    @property
-    def closed(self) -> bool:
-        return self._st.closed
-
-    def close(self) -> None:
-        """Destroys the notify (once the streams recording it or waiting for it have passed
-        that work). Safe to repeat."""
-        self._rel.release()
-
-    def __enter__(self) -> Notify:
-        self._live()
-        return self
-
-    def __exit__(self, *exc: object) -> Literal[False]:
-        self.close()
-        return False
-
-    def __repr__(self):
-        state = "closed" if self._st.closed else "live"
-        return f"<acl_py.Notify {state} on device {self._st.device}>"
 
 
 # ---- the session's steps ------------------------------------------------------------------
