@@ -14,6 +14,7 @@ import pytest
 
 from acl_py.raw import ffi, lib
 
+from _emu_objects import device_zero, live_objects, made_events, made_streams
 from _emu_status import expect, ok
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
@@ -27,56 +28,23 @@ BOGUS = ffi.cast("void *", 0x1234)
 
 
 def live():
-    out = ffi.new("aclemuLiveObjects *")
-    ok(lib.aclemuGetLiveObjects(out))
-    return (out.device_allocations, out.streams, out.events, out.notifies)
+    return live_objects("device_allocations", "streams", "events", "notifies")
 
 
 @pytest.fixture
 def dev():
-    ok(lib.aclrtSetDevice(0), "aclrtSetDevice")
-    before = live()
-    yield 0
-    lib.aclrtSynchronizeDevice()
-    assert live() == before, "runtime objects leaked by the test"
-    ok(lib.aclrtResetDevice(0), "aclrtResetDevice")
+    yield from device_zero(live, "runtime objects leaked by the test")
 
 
 @pytest.fixture
 def events(dev):
-    """events(flag, ex=False) -> a new event of aclrtCreateEventWithFlag (ex: ...Ex...), or
-    of aclrtCreateEvent for flag None; destroyed after the test."""
-    made = []
-
-    def make(flag=None, ex=False):
-        p = ffi.new("aclrtEvent *")
-        if flag is None:
-            ok(lib.aclrtCreateEvent(p), "aclrtCreateEvent")
-        elif ex:
-            ok(lib.aclrtCreateEventExWithFlag(p, flag), "aclrtCreateEventExWithFlag")
-        else:
-            ok(lib.aclrtCreateEventWithFlag(p, flag), "aclrtCreateEventWithFlag")
-        made.append(p[0])
-        return p[0]
-    yield make
-    lib.aclrtSynchronizeDevice()
-    for e in made:
-        ok(lib.aclrtDestroyEvent(e), "aclrtDestroyEvent")
+    """events(flag=None, ex=False) -> a new event, destroyed after the test."""
+    yield from made_events()
 
 
 @pytest.fixture
 def streams(dev):
-    made = []
-
-    def make():
-        p = ffi.new("aclrtStream *")
-        ok(lib.aclrtCreateStream(p))
-        made.append(p[0])
-        return p[0]
-    yield make
-    for s in made:
-        lib.aclrtSynchronizeStream(s)   # a failed wait's status is the test's
-        ok(lib.aclrtDestroyStream(s), "aclrtDestroyStream")
+    yield from made_streams()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 
 from acl_py.raw import ffi, lib
 
+from _emu_objects import device_zero, live_objects
 from _emu_status import expect, ok
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
@@ -23,18 +24,13 @@ PAGE = 4096
 
 
 def live():
-    out = ffi.new("aclemuLiveObjects *")
-    ok(lib.aclemuGetLiveObjects(out))
-    return (out.host_registrations, out.host_allocations, out.device_allocations)
+    return live_objects("host_registrations", "host_allocations", "device_allocations")
 
 
 @pytest.fixture
 def dev():
-    ok(lib.aclrtSetDevice(0), "aclrtSetDevice")
-    before = live()
-    yield 0
-    assert live() == before, "registrations or allocations leaked by the test"
-    ok(lib.aclrtResetDevice(0), "aclrtResetDevice")
+    yield from device_zero(live, "registrations or allocations leaked by the test",
+                           synchronize=False)
 
 
 @pytest.fixture

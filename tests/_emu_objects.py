@@ -1,0 +1,67 @@
+"""Raw runtime objects for the emulator's tests: the live counts (aclemuGetLiveObjects) and
+the bodies of the fixtures that set device 0 and make events and streams, each checked and
+released after the test. A test module keeps its own fixtures (``yield from`` these), so the
+counts it compares are its own."""
+from __future__ import annotations
+
+from acl_py.raw import ffi, lib
+
+from _emu_status import ok
+
+
+def live_objects(*kinds):
+    """The emulator's live counts of ``kinds`` (aclemuLiveObjects fields), as a tuple."""
+    out = ffi.new("aclemuLiveObjects *")
+    ok(lib.aclemuGetLiveObjects(out))
+    return tuple(getattr(out, k) for k in kinds)
+
+
+def device_zero(live, leaked, synchronize=True):
+    """A fixture's body: device 0 set for the test and reset after it; ``live()`` (the counts
+    the test must leave as it found them) is the same after as before (``leaked`` says
+    otherwise), once the device has synchronized if ``synchronize``."""
+    ok(lib.aclrtSetDevice(0), "aclrtSetDevice")
+    before = live()
+    yield 0
+    if synchronize:
+        lib.aclrtSynchronizeDevice()
+    assert live() == before, leaked
+    ok(lib.aclrtResetDevice(0), "aclrtResetDevice")
+
+
+def made_events():
+    """A fixture's body: make(flag=None, ex=False) -> a new event of aclrtCreateEventWithFlag
+    (ex: aclrtCreateEventExWithFlag), or of aclrtCreateEvent for flag None; destroyed after
+    the test, once the device has synchronized."""
+    made = []
+
+    def make(flag=None, ex=False):
+        p = ffi.new("aclrtEvent *")
+        if flag is None:
+            ok(lib.aclrtCreateEvent(p), "aclrtCreateEvent")
+        elif ex:
+            ok(lib.aclrtCreateEventExWithFlag(p, flag), "aclrtCreateEventExWithFlag")
+        else:
+            ok(lib.aclrtCreateEventWithFlag(p, flag), "aclrtCreateEventWithFlag")
+        made.append(p[0])
+        return p[0]
+    yield make
+    lib.aclrtSynchronizeDevice()
+    for e in made:
+        ok(lib.aclrtDestroyEvent(e), "aclrtDestroyEvent")
+
+
+def made_streams():
+    """A fixture's body: make() -> a new stream, synchronized and destroyed after the test
+    (a failed wait's status is the test's, not the synchronize's)."""
+    made = []
+
+    def make():
+        p = ffi.new("aclrtStream *")
+        ok(lib.aclrtCreateStream(p))
+        made.append(p[0])
+        return p[0]
+    yield make
+    for s in made:
+        lib.aclrtSynchronizeStream(s)
+        ok(lib.aclrtDestroyStream(s), "aclrtDestroyStream")
