@@ -10,10 +10,6 @@ and Atlas inference parts in their own processes.
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -22,11 +18,12 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
+from _emu_aclnn import OTHER_PARTS, SOC, rstd_shape, run_on_part, run_phase_two
+from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnAddRmsNormGetWorkspaceSize
 P2 = lib.aclnnAddRmsNorm
 INNER_NULLPTR = 561103   # the op_api's code when its tiling or the copy into rstdOut refuses
-SOC = ffi.string(lib.aclrtGetSocName()).decode()
 ARCH = (3510 if SOC.startswith("Ascend950") else 2002 if SOC.startswith("Ascend310P")
         else 1001 if SOC.startswith(("Ascend910A", "Ascend910Pro", "Ascend910Prem"))
         or SOC == "Ascend910B" else 2201)
@@ -35,27 +32,12 @@ DTYPES = [F32, F16, BF16]
 VECTOR_CORES = {"Ascend910B2": 48, "Ascend910_9391": 48, "Ascend910B3": 40}.get(SOC, 48)
 
 
-def h(v):
-    return ffi.NULL if v is None else v.handle
-
-
 def phase_one(x1, x2, g, y, r, xo, eps=1e-6, ws=True, ex=True):
-    wsp = ffi.new("uint64_t *", 99) if ws else ffi.NULL
-    exp = ffi.new("aclOpExecutor **") if ex else ffi.NULL
-    rc = P1(h(x1), h(x2), h(g), eps, h(y), h(r), h(xo), wsp, exp)
-    return rc, (wsp[0] if ws else None), (exp[0] if ex else None)
+    return aclnn_phase_one(P1, x1, x2, g, eps, y, r, xo, ws=ws, ex=ex)
 
 
 def run(arena, *views, eps=1e-6):
-    rc, ws, ex = phase_one(*views, eps=eps)
-    assert rc == OK, (rc, last_msg())
-    assert ws == 0
-    assert P2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
-    assert lib.aclrtSynchronizeStream(arena.stream) == 0
-
-
-def rstd_shape(shape, gdims):
-    return tuple(shape[:len(shape) - gdims]) + (1,) * gdims
+    run_phase_two(arena, P2, phase_one(*views, eps=eps))
 
 
 def call(arena, x1, x2, g, kinds=("contig",) * 6, eps=1e-6, mode="full"):
@@ -421,22 +403,12 @@ def test_rstd_not_written_on_atlas_inference_parts(arena):
     assert (rstd == -77.0).all()
 
 
-OTHER_PARTS = sorted({"Ascend910A", "Ascend310P3", "Ascend950PR_9599", "Ascend910_9391",
-                      "Ascend910B2"} - {SOC})
-
-
 @pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
 @pytest.mark.parametrize("part", OTHER_PARTS)
 def test_other_parts_in_their_own_process(part):
-    env = dict(os.environ, ACL_EMU_SOC=part)
     # Atlas training parts have no kernel: every non-empty call is refused (the dtype-list
     # test), an empty one succeeds
     select = "part_dtype_list or empty_input" if part == "Ascend910A" else (
         "part_dtype_list or chain_bit or reference and 181 or atlas_inference or variant or "
         "pre_and_post")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        os.path.abspath(__file__), "-k", select],
-                       capture_output=True, text=True, timeout=600, env=env,
-                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-    assert " passed" in r.stdout, r.stdout[-2000:]
+    run_on_part(__file__, part, select)

@@ -7,10 +7,6 @@ thread count.
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -19,11 +15,12 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
+from _emu_aclnn import OTHER_PARTS, SOC, rstd_shape, run_on_part, run_phase_two
+from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnRmsNormGetWorkspaceSize
 P2 = lib.aclnnRmsNorm
 TILING = 561002
-SOC = ffi.string(lib.aclrtGetSocName()).decode()
 BF16_PART = not SOC.startswith(("Ascend310P", "Ascend910A", "Ascend910Pro", "Ascend910Prem")) \
     and SOC != "Ascend910B"
 # (x, gamma) dtype pairs of the vendor's table on parts with BF16 (Atlas A2/A3, Ascend 950)
@@ -31,23 +28,11 @@ PAIRS = [(F32, F32), (F16, F16), (F16, F32), (BF16, BF16), (BF16, F32)]
 
 
 def phase_one(x, gamma, y, rstd, eps=1e-6, ws=True, ex=True):
-    h = lambda v: ffi.NULL if v is None else v.handle  # noqa: E731
-    wsp = ffi.new("uint64_t *", 99) if ws else ffi.NULL
-    exp = ffi.new("aclOpExecutor **") if ex else ffi.NULL
-    rc = P1(h(x), h(gamma), eps, h(y), h(rstd), wsp, exp)
-    return rc, (wsp[0] if ws else None), (exp[0] if ex else None)
+    return aclnn_phase_one(P1, x, gamma, eps, y, rstd, ws=ws, ex=ex)
 
 
 def run(arena, x, gamma, y, rstd, eps=1e-6):
-    rc, ws, ex = phase_one(x, gamma, y, rstd, eps)
-    assert rc == OK, (rc, last_msg())
-    assert ws == 0
-    assert P2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
-    assert lib.aclrtSynchronizeStream(arena.stream) == 0
-
-
-def rstd_shape(shape, gdims):
-    return tuple(shape[:len(shape) - gdims]) + (1,) * gdims
+    run_phase_two(arena, P2, phase_one(x, gamma, y, rstd, eps))
 
 
 def call(arena, x, g, kinds=("contig",) * 4, eps=1e-6):
@@ -249,18 +234,7 @@ def test_part_dtype_table(arena):
             assert rc == INVALID and ("not supported on" in msg or "gamma dtype" in msg), msg
 
 
-OTHER_PARTS = sorted({"Ascend910A", "Ascend310P3", "Ascend950PR_9599", "Ascend910_9391",
-                      "Ascend910B2"} - {SOC})
-
-
 @pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
 @pytest.mark.parametrize("part", OTHER_PARTS)
 def test_other_parts_in_their_own_process(part):
-    env = dict(os.environ, ACL_EMU_SOC=part)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        os.path.abspath(__file__), "-k",
-                        "part_dtype_table or float32_chain or strided"],
-                       capture_output=True, text=True, timeout=600, env=env,
-                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-    assert " passed" in r.stdout, r.stdout[-2000:]
+    run_on_part(__file__, part, "part_dtype_table or float32_chain or strided")

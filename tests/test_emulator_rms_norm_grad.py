@@ -8,10 +8,6 @@ core order; bits independent of the thread count and of the views' strides.
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -20,11 +16,12 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
+from _emu_aclnn import OTHER_PARTS, SOC, rstd_shape, run_on_part, run_phase_two
+from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnRmsNormGradGetWorkspaceSize
 P2 = lib.aclnnRmsNormGrad
 TILING = 561002
-SOC = ffi.string(lib.aclrtGetSocName()).decode()
 A2A3 = SOC.startswith(("Ascend910B", "Ascend910_93")) and SOC != "Ascend910B"
 IS_950 = SOC.startswith("Ascend950")
 TRAINING = SOC.startswith(("Ascend910A", "Ascend910Pro", "Ascend910Prem")) or SOC == "Ascend910B"
@@ -46,23 +43,11 @@ def vector_cores():
 
 
 def phase_one(dy, x, rstd, gamma, dx, dgamma, ws=True, ex=True):
-    h = lambda v: ffi.NULL if v is None else v.handle  # noqa: E731
-    wsp = ffi.new("uint64_t *", 99) if ws else ffi.NULL
-    exp = ffi.new("aclOpExecutor **") if ex else ffi.NULL
-    rc = P1(h(dy), h(x), h(rstd), h(gamma), h(dx), h(dgamma), wsp, exp)
-    return rc, (wsp[0] if ws else None), (exp[0] if ex else None)
+    return aclnn_phase_one(P1, dy, x, rstd, gamma, dx, dgamma, ws=ws, ex=ex)
 
 
 def run(arena, *views):
-    rc, ws, ex = phase_one(*views)
-    assert rc == OK, (rc, last_msg())
-    assert ws == 0
-    assert P2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
-    assert lib.aclrtSynchronizeStream(arena.stream) == 0
-
-
-def rstd_shape(shape, gdims):
-    return tuple(shape[:len(shape) - gdims]) + (1,) * gdims
+    run_phase_two(arena, P2, phase_one(*views))
 
 
 def call(arena, dy, x, rstd, g, kinds=("contig",) * 6):
@@ -418,19 +403,8 @@ def test_part_dtype_table(arena):
             assert rc == INVALID and ("not supported on" in msg or "gamma dtype" in msg), msg
 
 
-OTHER_PARTS = sorted({"Ascend910A", "Ascend310P3", "Ascend950PR_9599", "Ascend910_9391",
-                      "Ascend910B2"} - {SOC})
-
-
 @pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
 @pytest.mark.parametrize("part", OTHER_PARTS)
 def test_other_parts_in_their_own_process(part):
-    env = dict(os.environ, ACL_EMU_SOC=part)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        os.path.abspath(__file__), "-k",
-                        "part_dtype_table or float32_chain or split_d or rows_empty or "
-                        "multiple_of_64"],
-                       capture_output=True, text=True, timeout=600, env=env,
-                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-    assert " passed" in r.stdout, r.stdout[-2000:]
+    run_on_part(__file__, part, "part_dtype_table or float32_chain or split_d or rows_empty or "
+                "multiple_of_64")

@@ -7,10 +7,6 @@ carrying the status code, nothing leaked: the autouse leak check), its plan, and
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -21,9 +17,10 @@ from acl_py.errors import (AclArgumentError, AclTypeError, OperatorInvalidParame
                            OperatorTilingError)
 from acl_py.ops import RMS_NORM_GRAD
 
+from _cann_path import run_on_cann_path
+
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 PAIRS = [(F32, F32), (F16, F16), (F16, F32), (BF16, BF16), (BF16, F32)]
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def make(shape, gdims, dt=F32, gdt=None, seed=0):
@@ -239,22 +236,11 @@ def test_declaration_describes_the_c_prototype():
 def test_cann_path_on_the_emulator_prefix(emulator):
     """ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann: bound like any CANN install, no aclemu
     symbol touched."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACL_EMU_", "ASCEND_"))}
-    env.update(ACL_PY_BACKEND="cann", ASCEND_HOME_PATH=str(emulator.prefix()),
-               PYTHONPATH=ROOT + os.pathsep + env.get("PYTHONPATH", ""))
-    src = """
-import numpy as np, acl_py
-from acl_py import reference
-from acl_py._loader import library
-assert not library().backend.is_emulator
+    run_on_cann_path(emulator, """
 x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(4, 16); g = np.full(16, 0.5, np.float32)
 dy = np.cos(x)
 y, rstd = acl_py.rms_norm(x, g)
 dx, dg = acl_py.rms_norm_grad(dy, x, rstd, g)
 e = reference.rms_norm_grad(dy, x, rstd, g)
 assert np.allclose(dx, e[0], rtol=1e-5, atol=1e-6) and np.allclose(dg, e[1], rtol=1e-5)
-print("ok")
-"""
-    r = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, env=env,
-                       timeout=120, cwd=ROOT)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+""")
