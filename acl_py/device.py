@@ -27,7 +27,7 @@ from __future__ import annotations
 import operator
 import threading
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Literal, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Union
 
 from ._ffi import ffi
 from ._integers import as_int
@@ -562,6 +562,29 @@ def _drop_after_fork():
 
 _rt.register_step("devices", _reset_devices)
 _rt.register_step("fork", _drop_after_fork)
+
+class DeviceObject(_rt.ClosedByReleaser):
+    """An object of one device whose state ``_st`` (its ``device``, ``closed`` and ``gen``)
+    its Releaser ``_rel`` releases: closed, it raises ClosedError on use (the
+    ClosedByReleaser's close() and context manager)."""
+
+    __slots__ = ()
+    _st: Any
+
+    def _live(self) -> Any:
+        st = self._st
+        if st.closed:
+            raise _rt.closed_error(st.gen, repr(self))
+        return st
+
+    @property
+    def device(self) -> Device:
+        return Device(self._st.device)
+
+    @property
+    def closed(self) -> bool:
+        return self._st.closed
+
 
 __all__ = ["Device", "current_device", "set_device", "device_count", "mem_info",
            "synchronize", "MemInfo", "activate", "restoring", "resolve_device", "provide",

@@ -764,7 +764,7 @@ def _release_registration(st):
     _ordering.close_then_release(st, _unregister, _rt.ORDER_HOST_REGISTRATION)
 
 
-class HostRegistration(_rt.ClosedByReleaser):
+class HostRegistration(_device.DeviceObject):
     """Host memory registered with the runtime (``aclrtHostRegisterV2``): ``memory`` is a
     writable C-contiguous buffer (a NumPy array, ``bytearray``, ``mmap``, or a
     :class:`HostBuffer`) starting on a 4 KB page (``mmap.mmap(-1, n)`` and ``HostBuffer``
@@ -838,12 +838,6 @@ class HostRegistration(_rt.ClosedByReleaser):
                 raise err
             st.device_ptr = p[0]
 
-    def _live(self):
-        st = self._st
-        if st.closed:
-            raise _rt.closed_error(st.gen, repr(self))
-        return st
-
     @property
     def allocation(self) -> _RegistrationState:
         """For ``Stream.mark_used``: the stream work on the device address is recorded
@@ -876,14 +870,6 @@ class HostRegistration(_rt.ClosedByReleaser):
     @property
     def flags(self) -> HostRegisterFlag:
         return self._st.flags
-
-    @property
-    def device(self) -> Device:
-        return _device.Device(self._st.device)
-
-    @property
-    def closed(self) -> bool:
-        return self._st.closed
 
     def __repr__(self):
         st = self._st

@@ -720,31 +720,17 @@ def _release_handle(st):
     _ordering.close_then_release(st, _destroy_handle, _rt.ORDER_EVENT)
 
 
-class _StreamOrderedHandle(_rt.ClosedByReleaser):
-    """What Event and Notify share: the state (``_st``), its releaser (``_rel``) and the
-    properties of a handle of one device."""
+class _StreamOrderedHandle(_device.DeviceObject):
+    """What Event and Notify share: a handle of one device (the state ``_st``) that streams
+    record or wait for."""
 
     __slots__ = ("_st", "_rel", "__weakref__")
     _st: _HandleState
     _kind = ""      # the class's name in its repr
 
-    def _live(self):
-        st = self._st
-        if st.closed:
-            raise _rt.closed_error(st.gen, repr(self))
-        return st
-
     @property
     def handle(self) -> Any:
         return self._live().handle
-
-    @property
-    def device(self) -> Device:
-        return _device.Device(self._st.device)
-
-    @property
-    def closed(self) -> bool:
-        return self._st.closed
 
     def __repr__(self):
         state = "closed" if self._st.closed else "live"

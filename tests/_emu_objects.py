@@ -1,8 +1,9 @@
-"""Raw runtime objects for the emulator's tests: the live counts (aclemuGetLiveObjects) and
-the bodies of the fixtures that set device 0 and make events and streams, each checked and
-released after the test. A test module keeps its own fixtures (``yield from`` these), so the
-counts it compares are its own."""
+"""Raw runtime objects for the emulator's tests: the live counts (aclemuGetLiveObjects), the
+body of a fixture that sets device 0 and checks the counts after the test, and the fixtures
+``dev``, ``events`` and ``streams`` of the raw event tests (a module imports them)."""
 from __future__ import annotations
+
+import pytest
 
 from acl_py.raw import ffi, lib
 
@@ -29,10 +30,21 @@ def device_zero(live, leaked, synchronize=True):
     ok(lib.aclrtResetDevice(0), "aclrtResetDevice")
 
 
-def made_events():
-    """A fixture's body: make(flag=None, ex=False) -> a new event of aclrtCreateEventWithFlag
-    (ex: aclrtCreateEventExWithFlag), or of aclrtCreateEvent for flag None; destroyed after
-    the test, once the device has synchronized."""
+RUNTIME_OBJECTS = ("device_allocations", "streams", "events", "notifies")
+
+
+@pytest.fixture
+def dev():
+    """Device 0 for the test; the RUNTIME_OBJECTS it made must be gone after it."""
+    yield from device_zero(lambda: live_objects(*RUNTIME_OBJECTS),
+                           "runtime objects leaked by the test")
+
+
+@pytest.fixture
+def events(dev):
+    """events(flag=None, ex=False) -> a new event of aclrtCreateEventWithFlag (ex:
+    aclrtCreateEventExWithFlag), or of aclrtCreateEvent for flag None; destroyed after the
+    test, once the device has synchronized."""
     made = []
 
     def make(flag=None, ex=False):
@@ -51,9 +63,10 @@ def made_events():
         ok(lib.aclrtDestroyEvent(e), "aclrtDestroyEvent")
 
 
-def made_streams():
-    """A fixture's body: make() -> a new stream, synchronized and destroyed after the test
-    (a failed wait's status is the test's, not the synchronize's)."""
+@pytest.fixture
+def streams(dev):
+    """streams() -> a new stream, synchronized and destroyed after the test (a failed wait's
+    status is the test's, not the synchronize's)."""
     made = []
 
     def make():

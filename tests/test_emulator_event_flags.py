@@ -14,7 +14,7 @@ import pytest
 
 from acl_py.raw import ffi, lib
 
-from _emu_objects import device_zero, live_objects, made_events, made_streams
+from _emu_objects import RUNTIME_OBJECTS, dev, events, live_objects, streams  # noqa: F401
 from _emu_status import expect, ok
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
@@ -28,23 +28,7 @@ BOGUS = ffi.cast("void *", 0x1234)
 
 
 def live():
-    return live_objects("device_allocations", "streams", "events", "notifies")
-
-
-@pytest.fixture
-def dev():
-    yield from device_zero(live, "runtime objects leaked by the test")
-
-
-@pytest.fixture
-def events(dev):
-    """events(flag=None, ex=False) -> a new event, destroyed after the test."""
-    yield from made_events()
-
-
-@pytest.fixture
-def streams(dev):
-    yield from made_streams()
+    return live_objects(*RUNTIME_OBJECTS)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 
 from acl_py.raw import ffi, lib
 
-from _emu_objects import device_zero, live_objects, made_events, made_streams
+from _emu_objects import dev, events, streams  # noqa: F401 (fixtures)
 from _emu_status import expect, ok
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
@@ -25,26 +25,6 @@ PARAM_INVALID, INVALID_PARAM, INVALID_HANDLE = 107000, 100000, 107017
 FEATURE_NOT_SUPPORT, TASK_TIMEOUT, INTERNAL_ERROR = 207000, 107020, 507000
 SYNC, PROGRESS, TIME_LINE, EXTERNAL, IPC = 1, 2, 8, 0x20, 0x40
 BOGUS = ffi.cast("void *", 0x1234)
-
-
-def live():
-    return live_objects("device_allocations", "streams", "events")
-
-
-@pytest.fixture
-def dev():
-    yield from device_zero(live, "runtime objects leaked by the test")
-
-
-@pytest.fixture
-def events(dev):
-    """events(flag=None, ex=False) -> a new event, destroyed after the test."""
-    yield from made_events()
-
-
-@pytest.fixture
-def streams(dev):
-    yield from made_streams()
 
 
 def wait_status(e):
