@@ -23,7 +23,7 @@ import numpy as np
 import acl_py
 from acl_py.ops import ADD_RMS_NORM
 
-from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result
+from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result, release
 
 ROW = [0, 1, 2, 3, 4, 5, 6, 7] * 2
 
@@ -64,10 +64,7 @@ def main():
 
         # 6. aclDestroyTensor and 7. aclrtFree of every tensor (a tensor's close() does
         # both), aclrtFree of the workspace, aclrtDestroyStream.
-        for tensor in (x1, x2, gamma, y, rstd, x):
-            tensor.close()
-        workspace.close()
-        stream.close()
+        release(x1, x2, gamma, y, rstd, x, workspace, stream)
     # 7. aclrtResetDevice(0) and aclFinalize(): acl-py resets every device it set, then
     # finalizes, when the last init() is matched by finalize().
     acl_py.finalize()

@@ -12,7 +12,8 @@ import numpy as np
 
 import acl_py
 
-__all__ = ["copy_to_device", "create_acl_tensor", "WorkspaceMalloc", "print_result"]
+__all__ = ["copy_to_device", "create_acl_tensor", "WorkspaceMalloc", "print_result",
+           "release"]
 
 
 def copy_to_device(host_data, shape, dtype=np.float32):
@@ -59,3 +60,12 @@ def print_result(line_format, tensor):
     promoted to, so the text is the C++ program's)."""
     for i, value in enumerate(tensor.to_numpy().ravel()):
         print(line_format % (i, value))
+
+
+def release(*objects):
+    """The examples' closing steps, in the order given: aclDestroyTensor and aclrtFree of each
+    tensor (a tensor's close() does both), aclDestroyIntArray of an int array, aclrtFree of
+    the workspace (:class:`WorkspaceMalloc`), aclrtDestroyStream of the stream: each object's
+    close()."""
+    for obj in objects:
+        obj.close()

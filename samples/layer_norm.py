@@ -19,7 +19,7 @@ from __future__ import annotations
 import acl_py
 from acl_py.ops import LAYER_NORM
 
-from example_helpers import WorkspaceMalloc, copy_to_device, print_result
+from example_helpers import WorkspaceMalloc, copy_to_device, print_result, release
 
 
 def main():
@@ -67,12 +67,7 @@ def main():
         # 6. aclDestroyTensor / aclDestroyIntArray in the example's order, and 7. aclrtFree
         # of every tensor's memory (a tensor's close() does both), aclrtFree of the
         # workspace, aclrtDestroyStream.
-        x.close()
-        normalized_shape.close()
-        for tensor in (weight, bias, out, mean, rstd):
-            tensor.close()
-        workspace.close()
-        stream.close()
+        release(x, normalized_shape, weight, bias, out, mean, rstd, workspace, stream)
     # 7. aclrtResetDevice(0) and aclFinalize(): acl-py resets every device it set, then
     # finalizes, when the last init() is matched by finalize().
     acl_py.finalize()

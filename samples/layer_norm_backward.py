@@ -20,7 +20,7 @@ from __future__ import annotations
 import acl_py
 from acl_py.ops import LAYER_NORM_BACKWARD
 
-from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result
+from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result, release
 
 
 def main():
@@ -68,13 +68,8 @@ def main():
 
         # 10. aclDestroyTensor + aclrtFree of every tensor, aclDestroyIntArray,
         # aclDestroyBoolArray, aclrtFree(workspace), aclrtDestroyStream.
-        for tensor in (grad_out, x, mean, rstd, weight, bias, grad_input, grad_weight,
-                       grad_bias):
-            tensor.close()
-        normalized_shape.close()
-        output_mask.close()
-        workspace.close()
-        stream.close()
+        release(grad_out, x, mean, rstd, weight, bias, grad_input, grad_weight, grad_bias,
+                normalized_shape, output_mask, workspace, stream)
     # 10. aclrtResetDevice(0) and aclFinalize(): acl-py resets every device it set, then
     # finalizes, when the last init() is matched by finalize().
     acl_py.finalize()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import acl_py
 from acl_py.ops import RMS_NORM
 
-from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result
+from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result, release
 
 ROW = [0, 1, 2, 3, 4, 5, 6, 7] * 2
 
@@ -57,10 +57,7 @@ def main():
 
         # 6. aclDestroyTensor and 7. aclrtFree of every tensor (a tensor's close() does
         # both), aclrtFree of the workspace, aclrtDestroyStream.
-        for tensor in (x, gamma, y, rstd):
-            tensor.close()
-        workspace.close()
-        stream.close()
+        release(x, gamma, y, rstd, workspace, stream)
     # 7. aclrtResetDevice(0) and aclFinalize(): acl-py resets every device it set, then
     # finalizes, when the last init() is matched by finalize().
     acl_py.finalize()

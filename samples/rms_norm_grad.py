@@ -22,7 +22,7 @@ from __future__ import annotations
 import acl_py
 from acl_py.ops import RMS_NORM_GRAD
 
-from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result
+from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result, release
 
 ONE_TO_32 = list(range(1, 33))
 ONE_TO_16 = list(range(1, 17))
@@ -64,10 +64,7 @@ def main():
 
         # 6. aclDestroyTensor and 7. aclrtFree of every tensor (a tensor's close() does
         # both), aclrtFree of the workspace, aclrtDestroyStream.
-        for tensor in (dy, x, rstd, gamma, dx, dgamma):
-            tensor.close()
-        workspace.close()
-        stream.close()
+        release(dy, x, rstd, gamma, dx, dgamma, workspace, stream)
     # 7. aclrtResetDevice(0) and aclFinalize(): acl-py resets every device it set, then
     # finalizes, when the last init() is matched by finalize().
     acl_py.finalize()
