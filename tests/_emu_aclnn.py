@@ -10,7 +10,7 @@ import sys
 
 from acl_py.raw import ffi, lib
 
-from test_emulator_op import OK, last_msg
+from test_emulator_op import BF16, F16, F32, INVALID, OK, last_msg
 
 SOC = ffi.string(lib.aclrtGetSocName()).decode()
 # the parts whose tests run in a child process of their own (besides the part chosen here)
@@ -37,6 +37,23 @@ def run_phase_two(arena, p2, phase_one_result):
     assert ws == 0
     assert p2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
+
+
+def check_part_dtype_table(pairs, bf16_part, phase_one_of):
+    """Phase one (``phase_one_of(x dtype, gamma dtype)`` -> its result) for the vendor's
+    (x, gamma) ``pairs`` and four pairs outside them: it passes (the executor destroyed) for
+    exactly the part's table (a part without BF16 has no BF16 pair, nor FLOAT16 x with float32
+    gamma), else returns INVALID naming the part or gamma's dtype."""
+    for xdt, gdt in pairs + [(F32, F16), (F32, BF16), (F16, BF16), (BF16, F16)]:
+        in_table = (xdt, gdt) in pairs and (bf16_part or (BF16 not in (xdt, gdt) and
+                                                          (xdt, gdt) != (F16, F32)))
+        rc, _, ex = phase_one_of(xdt, gdt)
+        assert (rc == OK) == in_table, (SOC, xdt, gdt, rc, last_msg())
+        if rc == OK:
+            assert lib.aclDestroyAclOpExecutor(ex) == OK
+        else:
+            msg = last_msg()
+            assert rc == INVALID and ("not supported on" in msg or "gamma dtype" in msg), msg
 
 
 def rstd_shape(shape, gdims):
