@@ -874,7 +874,6 @@ class Event(_StreamOrderedHandle):
         return int(out[0])
 
 
-
 # ---- notifies --------------------------------------------------------------------------------
 
 class Notify(_StreamOrderedHandle):
