@@ -51,6 +51,14 @@ def to_milliseconds(timeout: float | None, argument: str = "timeout") -> int:
     AclArgumentError naming ``argument``; anything but a real number AclTypeError."""
     if timeout is None:
         return limit_ms
+    seconds = _seconds(timeout, argument, MAX_SECONDS, "longest timeout")
+    return max(1, math.ceil(seconds * 1000))
+
+
+def _seconds(timeout: float, argument: str, maximum: float, longest: str) -> float:
+    """``timeout`` as float seconds, checked: a real number (else AclTypeError), finite, >= 0
+    and at most ``maximum`` (the runtime's ``longest``; else AclArgumentError), each naming
+    ``argument``."""
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise AclTypeError(argument, f"expected seconds as a float (or None for no limit), got "
                            f"{type(timeout).__name__}")
@@ -58,10 +66,10 @@ def to_milliseconds(timeout: float | None, argument: str = "timeout") -> int:
     if not math.isfinite(seconds) or seconds < 0:
         raise AclArgumentError(argument, f"{timeout!r} seconds: a timeout is a finite number "
                                f"of seconds >= 0 (None waits without a limit)")
-    if seconds > MAX_SECONDS:
+    if seconds > maximum:
         raise AclArgumentError(argument, f"{timeout!r} seconds is longer than the runtime's "
-                               f"longest timeout, {MAX_SECONDS} s (None waits without a limit)")
-    return max(1, math.ceil(seconds * 1000))
+                               f"{longest}, {maximum} s (None waits without a limit)")
+    return seconds
 
 
 # A device-side wait's timeout (the task fails when it runs out): whole seconds, as CANN's
@@ -76,15 +84,5 @@ def to_device_seconds(timeout: float | None, argument: str = "timeout") -> int:
     anything but a real number AclTypeError."""
     if timeout is None:
         return 0
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise AclTypeError(argument, f"expected seconds as a float (or None for no limit), got "
-                           f"{type(timeout).__name__}")
-    seconds = float(timeout)
-    if not math.isfinite(seconds) or seconds < 0:
-        raise AclArgumentError(argument, f"{timeout!r} seconds: a timeout is a finite number "
-                               f"of seconds >= 0 (None waits without a limit)")
-    if seconds > MAX_DEVICE_SECONDS:
-        raise AclArgumentError(argument, f"{timeout!r} seconds is longer than the runtime's "
-                               f"longest wait timeout, {MAX_DEVICE_SECONDS} s (None waits "
-                               f"without a limit)")
+    seconds = _seconds(timeout, argument, MAX_DEVICE_SECONDS, "longest wait timeout")
     return max(1, math.ceil(seconds))
