@@ -3,8 +3,8 @@
 Subcommands are registered from :data:`COMMANDS`: each names a function that adds its
 arguments to its subparser and a function that runs it and returns the exit status, as
 ``"module:function"`` strings. Only the chosen command's module is imported, and a command
-living in another module (``sample`` and ``smoke`` in :mod:`acl_py.smoke`) needs no code here,
-only its table row.
+living in another module (``sample`` in :mod:`acl_py.sample`, ``smoke`` in :mod:`acl_py.smoke`)
+needs no code here, only its table row.
 A command whose module is not part of this installation is still listed, and running it says
 so (exit status 2) instead of pretending to work.
 """
@@ -32,8 +32,8 @@ COMMANDS: tuple[Command, ...] = (
             "acl_py.cli:add_info_arguments", "acl_py.cli:run_info"),
     Command("emulator-prefix", "print the emulator's install prefix (include/, lib64/)",
             "acl_py.cli:add_prefix_arguments", "acl_py.cli:run_prefix"),
-    Command("sample", "run the vendor's LayerNormBackward sample, ported to acl-py",
-            "acl_py.smoke:add_sample_arguments", "acl_py.smoke:run_sample"),
+    Command("sample", "run the ports of the vendor's C++ examples (default: LayerNormBackward's)",
+            "acl_py.sample:add_sample_arguments", "acl_py.sample:run_sample"),
     Command("smoke", "hardware smoke test: every operator's cases checked against NumPy",
             "acl_py.smoke:add_arguments", "acl_py.smoke:run"),
     Command("ops", "list the aclnn operators the active backend offers (acl_py.aclnn)",

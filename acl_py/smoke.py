@@ -1396,63 +1396,6 @@ add_arguments = add_smoke_arguments
 run = run_smoke
 
 
-# --------------------------------------------------------------------------------------------
-# acl-py sample
-# --------------------------------------------------------------------------------------------
-
-SAMPLE_FILES = {"objects": "layer_norm_backward.py", "raw": "layer_norm_backward_raw.py"}
-
-
-def sample_path(kind: str = "objects") -> Path:
-    """The sample's file: ``samples/`` of the source tree acl_py was imported from, else the
-    copy an installed wheel carries in ``acl_py/_samples``."""
-    here = Path(__file__).resolve().parent
-    source = here.parent / "samples" / SAMPLE_FILES[kind]
-    return source if source.is_file() else here / "_samples" / SAMPLE_FILES[kind]
-
-
-def add_sample_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--raw", action="store_true",
-                   help="run the raw cffi port (samples/layer_norm_backward_raw.py) instead")
-    p.add_argument("--show", action="store_true", help="print the sample's path and exit")
-
-
-def run_sample(args: argparse.Namespace) -> int:
-    """The ``sample`` command: runs the port of the vendor's C++ sample in a fresh interpreter
-    (it owns the runtime from aclInit to aclFinalize) and returns its exit status."""
-    import subprocess
-    path = sample_path("raw" if args.raw else "objects")
-    if not path.is_file():
-        print(f"acl-py sample: {path} not found; the samples ship with the source tree "
-              f"(git clone, then `make sample`)", file=sys.stderr)
-        return 2
-    if args.show:
-        print(path)
-        return 0
-    sys.stdout.flush()
-    return subprocess.call([sys.executable, "-c", _SAMPLE_RUNNER, str(path)])
-
-
-# Runs a sample file as __main__ in the fresh interpreter, its directory first on sys.path as
-# `python <file>` has it (the ports import samples/example_helpers.py); the failures a user
-# can meet (no CANN where ACL_PY_BACKEND=cann asks for it, a device refusing a call) end in one
-# message and exit status 1, not a traceback. Anything else is a bug and keeps its traceback.
-_SAMPLE_RUNNER = """
-import os, runpy, sys
-from acl_py._loader import LibraryNotFoundError
-from acl_py.errors import AclError
-path = sys.argv[1]
-sys.argv = [path]
-sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-try:
-    runpy.run_path(path, run_name="__main__")
-except (LibraryNotFoundError, AclError) as e:
-    sys.stdout.flush()
-    print(f"acl-py sample: {e}", file=sys.stderr)
-    sys.exit(1)
-"""
-
-
 def _finite(o: Any) -> Any:
     """JSON has no inf/NaN: a non-finite error (a NaN output) is written as the string."""
     if isinstance(o, float) and not math.isfinite(o):
@@ -1486,4 +1429,4 @@ __all__ = ["Case", "CaseResult", "OutputCheck", "DeviceRun", "SmokeOperator", "O
            "build_cases", "declared_cases", "declared_case", "layer_norm_backward_cases",
            "run_case", "run_declared_case", "run_cases", "run_devices", "environment",
            "report", "count_operators", "operator_summary", "format_table", "main",
-           "run_smoke", "add_smoke_arguments", "run_sample", "add_sample_arguments"]
+           "run_smoke", "add_smoke_arguments"]

@@ -27,6 +27,12 @@ from acl_py import aclnn
 
 from example_helpers import create_acl_tensor, print_result
 
+# The C++ example this file ports (`acl-py sample --list`; read, not imported).
+VENDOR_EXAMPLE = {
+    "operator": "aclnnAdd",
+    "example": "hicann/ops-math math/add/examples/test_aclnn_add.cpp",
+}
+
 
 def main():
     # 1. Init: aclInit(nullptr), aclrtSetDevice(0) (acl-py resets it in finalize()),

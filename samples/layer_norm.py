@@ -21,6 +21,12 @@ from acl_py.ops import LAYER_NORM
 
 from example_helpers import WorkspaceMalloc, copy_to_device, print_result, release
 
+# The C++ example this file ports (`acl-py sample --list`; read, not imported).
+VENDOR_EXAMPLE = {
+    "operator": "aclnnLayerNorm",
+    "example": "hicann/ops-nn norm/layer_norm_v4/examples/test_aclnn_layer_norm_v4.cpp",
+}
+
 
 def main():
     # 1. Init: aclInit(nullptr), aclrtSetDevice(0) (acl-py resets it in finalize()),

@@ -22,6 +22,12 @@ from acl_py.ops import LAYER_NORM_BACKWARD
 
 from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result, release
 
+# The C++ example this file ports (`acl-py sample --list`; read, not imported).
+VENDOR_EXAMPLE = {
+    "operator": "aclnnLayerNormBackward",
+    "example": "hicann/ops-nn norm/layer_norm_grad_v3/examples/test_aclnn_layer_norm_grad_v3.cpp",
+}
+
 
 def main():
     # 1. aclInit(NULL).

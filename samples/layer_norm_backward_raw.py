@@ -16,6 +16,13 @@ import sys
 
 from acl_py.raw import ffi, lib
 
+# The C++ example this file ports (`acl-py sample --list`; read, not imported).
+VENDOR_EXAMPLE = {
+    "operator": "aclnnLayerNormBackward",
+    "example": "hicann/ops-nn norm/layer_norm_grad_v3/examples/test_aclnn_layer_norm_grad_v3.cpp",
+    "via": "raw cffi calls, one for one",
+}
+
 
 class SampleError(RuntimeError):
     pass

@@ -27,6 +27,12 @@ from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result, re
 ONE_TO_32 = list(range(1, 33))
 ONE_TO_16 = list(range(1, 17))
 
+# The C++ example this file ports (`acl-py sample --list`; read, not imported).
+VENDOR_EXAMPLE = {
+    "operator": "aclnnRmsNormGrad",
+    "example": "hicann/ops-nn norm/rms_norm_grad/examples/test_aclnn_rms_norm_grad.cpp",
+}
+
 
 def main():
     # 1. Init: aclInit(nullptr), aclrtSetDevice(0) (acl-py resets it in finalize()),

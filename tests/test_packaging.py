@@ -168,6 +168,19 @@ def test_wheel_works_from_its_own_location(wheel, tmp_path):
     assert data["missing_symbols"] == []
     assert all(p.startswith(here) for p in data["libraries"].values())
     assert data["device_count"] >= 1
+    # `acl-py sample` finds the ports the wheel carries in acl_py/_samples, by their
+    # declarations, and runs them from there.
+    def sample(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-S", "-m", "acl_py", "sample", *args], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    listed = sample("--list")
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == sorted(
+        p.stem for p in (ROOT / "samples").glob("*.py") if "VENDOR_EXAMPLE" in p.read_text())
+    shown = sample("rms_norm", "--show")
+    assert shown.stdout.strip() == str(site / "acl_py" / "_samples" / "rms_norm.py")
+    ran = sample("rms_norm")
+    assert ran.returncode == 0 and ran.stdout.startswith("result[0] is: 0.000000\n"), ran
 
 
 def test_install_without_a_c_compiler_says_how_to_proceed(tmp_path):
