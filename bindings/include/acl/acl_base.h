@@ -202,6 +202,20 @@ ACL_FUNC_VISIBILITY aclError aclGetCannAttributeList(const aclCannAttr **cannAtt
 /* *value: 1 when cannAttr is available, else 0. */
 ACL_FUNC_VISIBILITY aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value);
 /* ---- end of CANN attributes ---- */
+
+/* ---- a part's figures from its platform configuration (acl/acl_base_rt.h) ---- */
+typedef enum {
+    ACL_DEVICE_INFO_UNDEFINED = -1,
+    ACL_DEVICE_INFO_AI_CORE_NUM = 0,
+    ACL_DEVICE_INFO_VECTOR_CORE_NUM = 1,
+    ACL_DEVICE_INFO_L2_SIZE = 2
+} aclDeviceInfo;
+
+/* *value: the configuration's ai_core_cnt, vector_core_cnt or l2_size (bytes) of the part;
+ * deviceId only checked against the device count. */
+ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo,
+                                                    int64_t *value);
+/* ---- end of the part's figures ---- */
 /* acl-py:cdef-end */
 
 /* Deprecated by CANN for aclGetDataBufferSizeV2 (its size is truncated to 32 bits); outside the

@@ -208,6 +208,54 @@ ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCapability(int32_t deviceId,
                                                       int32_t *value);
 /* ---- end of device capabilities ---- */
 
+/* ---- device identity, topology and id mappings ---- */
+/* The interface version aclrtGetVersion reports (CANN's header's). */
+#define ACL_MAJOR_VERSION 1
+#define ACL_MINOR_VERSION 17
+#define ACL_PATCH_VERSION 0
+
+typedef struct aclrtUuid {
+    char bytes[16];
+} aclrtUuid;
+
+/* aclrtGetDevicesTopo's answers: how two devices are linked (one bit). */
+#define ACL_RT_DEVS_TOPOLOGY_HCCS 0x01ULL
+#define ACL_RT_DEVS_TOPOLOGY_PIX 0x02ULL
+#define ACL_RT_DEVS_TOPOLOGY_PIB 0x04ULL
+#define ACL_RT_DEVS_TOPOLOGY_PHB 0x08ULL
+#define ACL_RT_DEVS_TOPOLOGY_SYS 0x10ULL
+#define ACL_RT_DEVS_TOPOLOGY_SIO 0x20ULL
+#define ACL_RT_DEVS_TOPOLOGY_HCCS_SW 0x40ULL
+
+/* The device's 16-byte unique id; 207000 on parts without one (Atlas training and inference
+ * series). */
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid *uuid);
+/* "dddd:bb:dd.f" (lowercase hex) into pciBusId, len >= 13; 207000 where aclrtDeviceGetUuid
+ * has none. */
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetPCIBusId(int32_t deviceId, char *pciBusId,
+                                                    int32_t len);
+/* The device id of the device with that PCI bus id (exactly as aclrtDeviceGetPCIBusId
+ * writes it). */
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId);
+ACL_FUNC_VISIBILITY aclError aclrtGetDevicesTopo(uint32_t deviceId, uint32_t otherDeviceId,
+                                                 uint64_t *value);
+/* Device ids: the user's (aclrtSetDevice's), the logical (the driver's: the machine's, before
+ * ASCEND_RT_VISIBLE_DEVICES) and the physical. The *PhyDevId calls' "logic" id is a user id
+ * (as CANN's runtime implements them). */
+ACL_FUNC_VISIBILITY aclError aclrtGetLogicDevIdByUserDevId(const int32_t userDevid,
+                                                           int32_t *const logicDevId);
+ACL_FUNC_VISIBILITY aclError aclrtGetUserDevIdByLogicDevId(const int32_t logicDevId,
+                                                           int32_t *const userDevid);
+ACL_FUNC_VISIBILITY aclError aclrtGetLogicDevIdByPhyDevId(const int32_t phyDevId,
+                                                          int32_t *const logicDevId);
+ACL_FUNC_VISIBILITY aclError aclrtGetPhyDevIdByLogicDevId(const int32_t logicDevId,
+                                                          int32_t *const phyDevId);
+ACL_FUNC_VISIBILITY aclError aclrtGetUserDevIdByPhyDevId(const int32_t phyDevId,
+                                                         int32_t *const userDevId);
+ACL_FUNC_VISIBILITY aclError aclrtGetPhyDevIdByUserDevId(const int32_t userDevId,
+                                                         int32_t *const phyDevId);
+/* ---- end of device identity, topology and id mappings ---- */
+
 ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
 ACL_FUNC_VISIBILITY aclError aclFinalize(void);
 /* The last error text of this thread, or NULL. */
@@ -554,6 +602,41 @@ __attribute__((deprecated("aclrtSetExceptionInfoCallback is deprecated, use "
                           "aclrtExceptionInfoCallbackUnregister instead")))
 #endif
 ACL_FUNC_VISIBILITY aclError aclrtSetExceptionInfoCallback(aclrtExceptionInfoCallback callback);
+
+/* Deprecated by CANN (outside the cdef section for the attribute, as above): the interface
+ * version (ACL_MAJOR_VERSION.ACL_MINOR_VERSION.ACL_PATCH_VERSION of the runtime's build), and
+ * a package's version split in parts (aclsysGetVersionStr / aclsysGetVersionNum replace it). */
+typedef enum aclCANNPackageName {
+    ACL_PKG_NAME_CANN,
+    ACL_PKG_NAME_RUNTIME,
+    ACL_PKG_NAME_COMPILER,
+    ACL_PKG_NAME_HCCL,
+    ACL_PKG_NAME_TOOLKIT,
+    ACL_PKG_NAME_OPP,
+    ACL_PKG_NAME_OPP_KERNEL,
+    ACL_PKG_NAME_DRIVER
+} aclCANNPackageName;
+
+typedef struct aclCANNPackageVersion {
+    char version[ACL_PKG_VERSION_MAX_SIZE];
+    char majorVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE];
+    char minorVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE];
+    char releaseVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE];
+    char patchVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE];
+    char reserved[ACL_PKG_VERSION_MAX_SIZE];
+} aclCANNPackageVersion;
+
+#if defined(__GNUC__) && (__GNUC__ >= 6)
+__attribute__((deprecated("aclsysGetCANNVersion is deprecated, use aclsysGetVersionStr and "
+                          "aclsysGetVersionNum instead")))
+#endif
+ACL_FUNC_VISIBILITY aclError aclsysGetCANNVersion(aclCANNPackageName name,
+                                                  aclCANNPackageVersion *version);
+#if defined(__GNUC__) && (__GNUC__ >= 6)
+__attribute__((deprecated("aclrtGetVersion is deprecated, use aclSysGetVersion instead")))
+#endif
+ACL_FUNC_VISIBILITY aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion,
+                                             int32_t *patchVersion);
 
 #ifdef __cplusplus
 }

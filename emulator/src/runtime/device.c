@@ -127,6 +127,14 @@ static aclError begin_write(const char *fn, aclError fault_rc) {
 
 int rt_device_count(void) { return g_ndev; }
 int rt_physical_device(int dev) { return g_phys[dev]; }
+int rt_machine_device_count(void) { return g_machine_ndev; }
+
+int rt_device_of_machine(int phys) {
+    for (int d = 0; d < g_ndev; d++)
+        if (g_phys[d] == phys)
+            return d;
+    return -1;
+}
 
 bool rt_device_open(int dev) {
     pthread_mutex_lock(&g_dev_mu);
@@ -439,7 +447,7 @@ aclError aclFinalize(void) {
 /* ---- devices ------------------------------------------------------------------------- */
 
 /* 107001 unless id, the argument named arg, is a device of the process. */
-static aclError check_device_arg(const char *fn, const char *arg, int32_t id) {
+aclError rt_check_device_arg(const char *fn, const char *arg, int32_t id) {
     if (g_visible_bad)
         return RT_ERR(ACL_ERROR_RT_INVALID_DEVICEID, fn,
                       "%s %d is not a device: ASCEND_RT_VISIBLE_DEVICES (\"%.40s\") is "
@@ -455,7 +463,7 @@ static aclError check_device_arg(const char *fn, const char *arg, int32_t id) {
 }
 
 static aclError check_id(const char *fn, int32_t id) {
-    return check_device_arg(fn, "deviceId", id);
+    return rt_check_device_arg(fn, "deviceId", id);
 }
 
 aclError aclrtSetDevice(int32_t deviceId) {
@@ -598,7 +606,7 @@ static aclError check_runtime_id(const char *fn, const char *arg, int32_t id) {
     if (!g_visible[0] && !g_visible_bad && (uint32_t)id >= RT_MAX_DEVICES)
         return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "%s %d is out of range [0, %d)", arg,
                       (int)id, RT_MAX_DEVICES);
-    return check_device_arg(fn, arg, id);
+    return rt_check_device_arg(fn, arg, id);
 }
 
 static aclError check_not_same(const char *fn, int32_t dev, int32_t peer) {
@@ -624,7 +632,7 @@ aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int3
     /* the ACL layer's check first, then the peer's physical id, then the runtime's checks of
      * deviceId and the output pointer */
     if ((rc = check_not_same(__func__, deviceId, peerDeviceId)) == ACL_SUCCESS &&
-        (rc = check_device_arg(__func__, "peerDeviceId", peerDeviceId)) == ACL_SUCCESS &&
+        (rc = rt_check_device_arg(__func__, "peerDeviceId", peerDeviceId)) == ACL_SUCCESS &&
         (rc = check_runtime_id(__func__, "deviceId", deviceId)) == ACL_SUCCESS) {
         if (canAccessPeer == NULL)
             rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
@@ -649,7 +657,7 @@ static aclError set_peer_access(const char *fn, int32_t peerDeviceId, uint32_t f
                     "flags (%u) is reserved and must be 0", (unsigned)flags);
     else if ((rc = rt_need_device(fn, &dev)) == ACL_SUCCESS &&
              (rc = check_not_same(fn, dev, peerDeviceId)) == ACL_SUCCESS &&
-             (rc = check_device_arg(fn, "peerDeviceId", peerDeviceId)) == ACL_SUCCESS) {
+             (rc = rt_check_device_arg(fn, "peerDeviceId", peerDeviceId)) == ACL_SUCCESS) {
         if (enable && !pair_can_reach(dev, peerDeviceId))
             rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
                         "device %d cannot access peerDeviceId %d (no P2P link between them: "

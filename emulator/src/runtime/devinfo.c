@@ -437,3 +437,36 @@ aclError aclrtGetDeviceCapability(int32_t deviceId, aclrtDevFeatureType devFeatu
     rt_leave();
     return rc;
 }
+
+/* ---- the part's figures (aclGetDeviceCapability) ---------------------------------------- */
+
+/* hicann/runtime src/acl/aclrt_impl/acl.cpp aclGetDeviceCapabilityImpl: NULL value 100000; the
+ * device count (rtGetDeviceCount: 207004 when ASCEND_RT_VISIBLE_DEVICES is refused); a
+ * deviceId above count - 1, 100000 (the id is only checked, the part is the process's); an
+ * aclDeviceInfo other than the three, 100000; then the key of the part's platform
+ * configuration (GetPlatformInfoWithKey: ai_core_cnt, vector_core_cnt, l2_size). */
+aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_INTERNAL_ERROR;
+    if (value == NULL)
+        return ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, __func__, "value (output pointer) is NULL");
+    uint32_t count;
+    aclError rc = aclrtGetDeviceCount(&count); /* brings the runtime up; its message if not */
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if (deviceId > count - 1)
+        return ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+                             "deviceId %u is greater than the last device id (%u devices)",
+                             (unsigned)deviceId, (unsigned)count);
+    const part_figures *p = figures();
+    switch ((int)deviceInfo) {
+    case ACL_DEVICE_INFO_AI_CORE_NUM: *value = p->ai_cores; return ACL_SUCCESS;
+    case ACL_DEVICE_INFO_VECTOR_CORE_NUM: *value = p->vector_cores; return ACL_SUCCESS;
+    case ACL_DEVICE_INFO_L2_SIZE: *value = p->l2_bytes; return ACL_SUCCESS;
+    default:
+        return ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+                             "deviceInfo %d is not ACL_DEVICE_INFO_AI_CORE_NUM (0), "
+                             "ACL_DEVICE_INFO_VECTOR_CORE_NUM (1) or ACL_DEVICE_INFO_L2_SIZE (2)",
+                             (int)deviceInfo);
+    }
+}

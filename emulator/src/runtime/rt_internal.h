@@ -50,6 +50,13 @@ RT_HIDDEN int rt_current_device(void);             /* -1 when the thread has non
 RT_HIDDEN aclError rt_need_device(const char *fn, int *dev); /* 107002 when none */
 RT_HIDDEN int rt_device_count(void);
 RT_HIDDEN int rt_physical_device(int dev);         /* its machine id (ASCEND_RT_VISIBLE_DEVICES) */
+RT_HIDDEN int rt_machine_device_count(void);       /* ACL_EMU_DEVICE_COUNT */
+/* The process's device id of machine device phys, -1 when ASCEND_RT_VISIBLE_DEVICES leaves it
+ * out (or phys is no machine device). */
+RT_HIDDEN int rt_device_of_machine(int phys);
+/* 107001 naming fn and arg unless id is a device of the process (the message says why:
+ * ACL_EMU_DEVICE_COUNT, ASCEND_RT_VISIBLE_DEVICES). */
+RT_HIDDEN aclError rt_check_device_arg(const char *fn, const char *arg, int32_t id);
 /* Whether this process holds dev (an aclrtSetDevice not yet reset, or a context of its own):
  * CANN's runtime has a device object for it. */
 RT_HIDDEN bool rt_device_open(int dev);

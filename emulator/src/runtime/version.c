@@ -204,3 +204,143 @@ aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum) {
     aclError rc = package_version(__func__, pkgName, v, sizeof v);
     return rc != ACL_SUCCESS ? rc : version_number(__func__, v, versionNum);
 }
+
+/* ---- the deprecated forms: aclrtGetVersion, aclsysGetCANNVersion ---- */
+
+/* The interface version the runtime was built with: ACL_MAJOR_VERSION, ACL_MINOR_VERSION,
+ * ACL_PATCH_VERSION of its acl_rt.h (hicann/runtime src/acl/aclrt_impl/acl_rt_impl_base.cpp
+ * aclrtGetVersionImpl), each output checked for NULL in that order. */
+aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion) {
+    if (aclemu_fault(__func__))
+        return ACL_ERROR_INVALID_PARAM;
+    if (majorVersion == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "majorVersion (output pointer) is NULL");
+    if (minorVersion == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "minorVersion (output pointer) is NULL");
+    if (patchVersion == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "patchVersion (output pointer) is NULL");
+    *majorVersion = ACL_MAJOR_VERSION;
+    *minorVersion = ACL_MINOR_VERSION;
+    *patchVersion = ACL_PATCH_VERSION;
+    return ACL_SUCCESS;
+}
+
+/* The package each aclCANNPackageName reads (acl.cpp kMapToPkgName); NULL: the driver's. */
+static const char *cann_package(aclCANNPackageName name) {
+    switch (name) {
+    case ACL_PKG_NAME_CANN:
+    case ACL_PKG_NAME_RUNTIME: return "runtime";
+    case ACL_PKG_NAME_COMPILER: return "bisheng-compiler";
+    case ACL_PKG_NAME_HCCL: return "hccl";
+    case ACL_PKG_NAME_TOOLKIT: return "oam-tools";
+    case ACL_PKG_NAME_OPP:
+    case ACL_PKG_NAME_OPP_KERNEL: return "ops-legacy";
+    default: return NULL;
+    }
+}
+
+/* *version from the package's version text as acl.cpp FillinPackageVersion splits it: the
+ * first '-' becomes '.' with the dots after it dropped ("8.5.0-beta.1" -> "8.5.0.beta1"), then
+ * at least two '.'-separated parts, missing ones "0", none of the first four empty; each
+ * copied truncated to its field. false when the text does not split so. */
+static bool split_version(const char *text, aclCANNPackageVersion *version) {
+    char v[LINE_CAP];
+    const char *dash = strchr(text, '-');
+    size_t n = 0;
+    for (const char *p = text; *p != '\0' && n + 1 < sizeof v; p++) {
+        if (p == dash)
+            v[n++] = '.';
+        else if (!(dash != NULL && p > dash && *p == '.'))
+            v[n++] = *p;
+    }
+    v[n] = '\0';
+    /* the parts: every '.' separates two (acl StringUtils::Split keeps empty ones, a
+     * trailing '.' included) */
+    const char *parts[4] = {"0", "0", "0", "0"};
+    size_t lens[4] = {1, 1, 1, 1};
+    int count = 0;
+    for (const char *b = v;;) {
+        const char *e = strchr(b, '.');
+        if (count < 4) {
+            parts[count] = b;
+            lens[count] = e != NULL ? (size_t)(e - b) : strlen(b);
+        }
+        count++;
+        if (e == NULL)
+            break;
+        b = e + 1;
+    }
+    memset(version, 0, sizeof *version); /* cleared whether or not the text splits */
+    if (count < 2)
+        return false;
+    for (int i = 0; i < 4; i++)
+        if (lens[i] == 0)
+            return false;
+    memcpy(version->version, v, n < ACL_PKG_VERSION_MAX_SIZE ? n : ACL_PKG_VERSION_MAX_SIZE - 1);
+    char *fields[4] = {version->majorVersion, version->minorVersion, version->releaseVersion,
+                       version->patchVersion};
+    for (int i = 0; i < 4; i++)
+        memcpy(fields[i], parts[i],
+               lens[i] < ACL_PKG_VERSION_PARTS_MAX_SIZE ? lens[i]
+                                                        : ACL_PKG_VERSION_PARTS_MAX_SIZE - 1);
+    return true;
+}
+
+/* acl.cpp aclsysGetCANNVersionImpl: NULL version 100000; a name outside the enum 100000;
+ * the driver's version: 100003 (no driver install, see the top); otherwise
+ * $ASCEND_HOME_PATH/share/info/<package>/version.info (a '-' in the package name tried as '_'
+ * when the file is missing), its first line holding "Version=", the rest of that line as it
+ * is (not trimmed, unlike aclsysGetVersionStr's): 100003 when any of it is missing or the text
+ * does not split into parts. */
+aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *version) {
+    static const char *const fn = "aclsysGetCANNVersion";
+    if (aclemu_fault(fn))
+        return ACL_ERROR_INVALID_FILE;
+    if (version == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "version (output pointer) is NULL");
+    if ((int)name < (int)ACL_PKG_NAME_CANN || (int)name > (int)ACL_PKG_NAME_DRIVER)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "name %d is not an aclCANNPackageName "
+                      "(ACL_PKG_NAME_CANN 0 .. ACL_PKG_NAME_DRIVER 7)", (int)name);
+    const char *pkg = cann_package(name);
+    if (pkg == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_FILE, fn, "ACL_PKG_NAME_DRIVER: the emulator has no NPU "
+                      "driver install (no /etc/ascend_install.info) to read its version from");
+    const char *home = getenv("ASCEND_HOME_PATH");
+    if (home == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_FILE, fn, "ASCEND_HOME_PATH is not set: it names the "
+                      "install whose share/info/<package>/version.info holds the version");
+    char path[PATH_MAX], real[PATH_MAX];
+    snprintf(path, sizeof path, "%s/share/info/%s/version.info", home, pkg);
+    if (realpath(path, real) == NULL && strchr(pkg, '-') != NULL) {
+        char alt[64];
+        snprintf(alt, sizeof alt, "%s", pkg);
+        for (char *c = alt; *c != '\0'; c++)
+            if (*c == '-')
+                *c = '_';
+        snprintf(path, sizeof path, "%s/share/info/%s/version.info", home, alt);
+    }
+    FILE *f = realpath(path, real) != NULL ? fopen(path, "r") : NULL;
+    if (f == NULL)
+        return RT_ERR(ACL_ERROR_INVALID_FILE, fn, "package \"%s\" (name %d): no version file "
+                      "%.300s (no such package installed?)", pkg, (int)name, path);
+    char line[LINE_CAP];
+    const char *text = NULL;
+    while (fgets(line, sizeof line, f) != NULL) {
+        char *at = strstr(line, VERSION_KEY);
+        if (at == NULL)
+            continue;
+        at += strlen(VERSION_KEY);
+        at[strcspn(at, "\n")] = '\0'; /* the line as std::getline gives it */
+        text = at;
+        break;
+    }
+    fclose(f);
+    if (text == NULL || *text == '\0')
+        return RT_ERR(ACL_ERROR_INVALID_FILE, fn, "%.300s has no \"" VERSION_KEY "\" line with "
+                      "a version", path);
+    if (!split_version(text, version))
+        return RT_ERR(ACL_ERROR_INVALID_FILE, fn, "version \"%.100s\" in %.300s does not split "
+                      "into at least two '.'-separated parts, none of the first four empty",
+                      text, path);
+    return ACL_SUCCESS;
+}
