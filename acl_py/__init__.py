@@ -34,8 +34,9 @@ from .errors import (AclError, AclArgumentError, AclTimeoutError, AclTypeError, 
                      DeviceError, DeviceMemoryError, HostFunctionError, NotInitializedError,
                      OperatorParameterError)
 from .runtime import FinalizedError, ForkedError, backend, finalize, init, release_unused
-from .device import (CoreLimits, Device, DeviceAttributes, StreamPriorityRange, Utilization,
-                     current_device, device_count, mem_info, run_mode, set_device, synchronize)
+from .device import (CoreLimits, Device, DeviceAttributes, StreamPriorityRange, Topology,
+                     Utilization, current_device, device_count, mem_info, run_mode, set_device,
+                     synchronize)
 from .stream import Event, EventFlag, Notify, Stream, StreamFlag, default_stream
 from .context import Context
 from .memory import (DeviceBuffer, HostBuffer, HostRegisterFlag, HostRegistration, MemoryPool,
@@ -68,6 +69,7 @@ __all__ = [
     "init", "finalize", "backend", "Device", "current_device", "set_device", "device_count",
     "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "cann_attributes", "run_mode",
     "cann_version", "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits",
+    "Topology",
     "Stream", "StreamFlag", "Event", "EventFlag", "Notify", "default_stream", "Context",
     "DeviceBuffer", "HostBuffer", "HostRegistration", "HostRegisterFlag", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",

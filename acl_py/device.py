@@ -24,8 +24,10 @@ modules (:func:`provide`), which sit above this one.
 """
 from __future__ import annotations
 
+import enum
 import operator
 import threading
+import uuid as _uuid
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Union
 
@@ -182,6 +184,72 @@ class Utilization(NamedTuple):
     vector: int | None
     aicpu: int | None
     memory: int | None
+
+
+class Topology(enum.IntFlag):
+    """How two devices are linked (``aclrtGetDevicesTopo``, one bit): ``HCCS`` (Huawei's
+    chip-to-chip links), ``PIX`` (one PCIe switch), ``PIB`` (reserved), ``PHB`` (through a
+    CPU's PCIe host bridge), ``SYS`` (across NUMA nodes), ``SIO`` (the two dies of one chip),
+    ``HCCS_SW`` (through an HCCS switch). A bit a newer driver adds keeps its value."""
+    HCCS = 0x01
+    PIX = 0x02
+    PIB = 0x04
+    PHB = 0x08
+    SYS = 0x10
+    SIO = 0x20
+    HCCS_SW = 0x40
+
+
+_NOT_SUPPORTED = 207000   # ACL_ERROR_RT_FEATURE_NOT_SUPPORT: the part has no such thing
+_INVALID_DEVICE = 107001  # ACL_ERROR_RT_INVALID_DEVICEID
+
+
+# The readers of what a device is, shared by Device's properties and ``acl-py info`` (which
+# probes through the library without starting acl-py's runtime): ``lib`` is the loaded
+# library, ``device`` a device id of the process. None where the part has no such id.
+
+def read_uuid(lib, device: int) -> _uuid.UUID | None:
+    """The device's UUID (``aclrtDeviceGetUuid``); None on parts without one (the Atlas
+    training and inference series)."""
+    out = ffi.new("aclrtUuid *")
+    st = lib.aclrtDeviceGetUuid(device, out)
+    if st == _NOT_SUPPORTED:
+        return None
+    if st:
+        raise make_error(st, "aclrtDeviceGetUuid")
+    return _uuid.UUID(bytes=bytes(ffi.buffer(out.bytes)))
+
+
+def read_pci_bus_id(lib, device: int) -> str | None:
+    """The device's PCI bus id, ``"dddd:bb:dd.f"`` (``aclrtDeviceGetPCIBusId``); None on parts
+    without one (as for :func:`read_uuid`)."""
+    out = ffi.new("char[16]")
+    st = lib.aclrtDeviceGetPCIBusId(device, out, 16)
+    if st == _NOT_SUPPORTED:
+        return None
+    if st:
+        raise make_error(st, "aclrtDeviceGetPCIBusId")
+    return ffi.string(out).decode("ascii", "replace")
+
+
+def read_physical_id(lib, device: int) -> int:
+    """The machine's (physical) id of the process's device ``device``
+    (``aclrtGetPhyDevIdByUserDevId``): the same unless ``ASCEND_RT_VISIBLE_DEVICES``
+    renumbers."""
+    out = ffi.new("int32_t *")
+    st = lib.aclrtGetPhyDevIdByUserDevId(device, out)
+    if st:
+        raise make_error(st, "aclrtGetPhyDevIdByUserDevId")
+    return int(out[0])
+
+
+def read_topology(lib, device: int, other: int) -> Topology:
+    """How ``device`` and ``other`` are linked (``aclrtGetDevicesTopo``)."""
+    out = ffi.new("uint64_t *")
+    st = lib.aclrtGetDevicesTopo(device, other, out)
+    if st:
+        raise make_error(st, "aclrtGetDevicesTopo")
+    return Topology(int(out[0]))
 
 
 class CoreLimits(NamedTuple):
@@ -451,6 +519,84 @@ class Device:
     def mem_info(self) -> MemInfo:
         """``MemInfo(free, total)`` in bytes (``aclrtGetMemInfo(ACL_HBM_MEM)``)."""
         return mem_info(self.id)
+
+    # ---- which device it is ----
+
+    @property
+    def uuid(self) -> _uuid.UUID | None:
+        """The device's unique id (``aclrtDeviceGetUuid``) as a :class:`uuid.UUID`; None on
+        parts without one (the Atlas training and inference series). The emulator's are
+        ``41434c45-4d55-4000-8000-0000000000mm`` (``mm``: the machine's device id)."""
+        return read_uuid(_rt.ensure(), self.id)
+
+    @property
+    def pci_bus_id(self) -> str | None:
+        """The device's PCI bus id, ``"dddd:bb:dd.f"`` in lowercase hex
+        (``aclrtDeviceGetPCIBusId``); None where :attr:`uuid` is."""
+        return read_pci_bus_id(_rt.ensure(), self.id)
+
+    @property
+    def physical_id(self) -> int:
+        """The machine's id of this device (``aclrtGetPhyDevIdByUserDevId``): ``id`` itself
+        unless ``ASCEND_RT_VISIBLE_DEVICES`` renumbers the process's devices (or a container
+        maps them)."""
+        return read_physical_id(_rt.ensure(), self.id)
+
+    def topology(self, other: DeviceLike) -> Topology:
+        """How this device and ``other`` are linked (``aclrtGetDevicesTopo``): a
+        :class:`Topology` bit, e.g. ``Topology.HCCS`` between the NPUs of an Atlas A2
+        server."""
+        o = _as_device_id(other, "other")
+        return read_topology(_rt.ensure(), self.id, o)
+
+    @classmethod
+    def from_pci_bus_id(cls, bus_id: str) -> Device:
+        """The device with PCI bus id ``bus_id`` (``aclrtDeviceGetByPCIBusId``), written as
+        :attr:`pci_bus_id` gives it (the runtime compares the text exactly). No such device,
+        or one ``ASCEND_RT_VISIBLE_DEVICES`` hides: :class:`AclArgumentError` naming
+        ``bus_id``, with the runtime's status."""
+        if not isinstance(bus_id, str):
+            raise AclTypeError("bus_id", f"expected a PCI bus id such as '0000:c1:00.0' (str), "
+                                         f"got {type(bus_id).__name__}")
+        if "\0" in bus_id or not bus_id.isascii():
+            raise AclArgumentError("bus_id", f"{bus_id!r} is no PCI bus id (ASCII "
+                                             f"'dddd:bb:dd.f')")
+        L = _rt.ensure()
+        out = ffi.new("int32_t *")
+        st = L.aclrtDeviceGetByPCIBusId(bus_id.encode("ascii"), out)
+        if st in (_PARAM_INVALID, _INVALID_DEVICE):
+            err = make_error(st, "aclrtDeviceGetByPCIBusId")
+            arg = AclArgumentError("bus_id", f"{bus_id!r}: " + (
+                "no device has this PCI bus id" if st == _PARAM_INVALID else
+                "the device with this PCI bus id is not one of this process's "
+                "(ASCEND_RT_VISIBLE_DEVICES)"))
+            arg.refused(err)
+            raise arg from err
+        if st:
+            raise make_error(st, "aclrtDeviceGetByPCIBusId")
+        return cls(int(out[0]))
+
+    @classmethod
+    def from_physical_id(cls, physical_id: int) -> Device:
+        """The process's device that is the machine's device ``physical_id``
+        (``aclrtGetUserDevIdByPhyDevId``). A machine device the process does not have (hidden
+        by ``ASCEND_RT_VISIBLE_DEVICES``, or none): :class:`AclArgumentError` naming
+        ``physical_id``, with the runtime's status."""
+        phy = as_int(physical_id, "physical_id", "a device id (int)")
+        if not 0 <= phy < 2 ** 31:
+            raise AclArgumentError("physical_id", f"a device id is >= 0, got {phy}")
+        L = _rt.ensure()
+        out = ffi.new("int32_t *")
+        st = L.aclrtGetUserDevIdByPhyDevId(phy, out)
+        if st == _INVALID_DEVICE:
+            err = make_error(st, "aclrtGetUserDevIdByPhyDevId")
+            arg = AclArgumentError("physical_id", f"machine device {phy} is not one of this "
+                                   f"process's devices")
+            arg.refused(err)
+            raise arg from err
+        if st:
+            raise make_error(st, "aclrtGetUserDevIdByPhyDevId")
+        return cls(int(out[0]))
 
     def __index__(self) -> int:
         return self.id

@@ -3,8 +3,10 @@ opened (and the NPU driver's, named when it is the toolkit's stub), the variable
 set, the runtime package's version (``aclsysGetVersionStr``, or why it is unknown), the part
 (SoC), the devices and their memory (a device that cannot be opened with its
 error, the others still probed), with two devices or more which can access which
-(``aclrtDeviceCanAccessPeer``: the P2P links), and which machine device each device id is
-when ``ASCEND_RT_VISIBLE_DEVICES`` is set.
+(``aclrtDeviceCanAccessPeer``: the P2P links) and how they are linked
+(``aclrtGetDevicesTopo``), which device each is (its machine id, PCI bus id and UUID, where
+the part has them), and which machine device each device id is when
+``ASCEND_RT_VISIBLE_DEVICES`` is set.
 
 :func:`collect` returns a plain dict (the ``--json`` form); :func:`format_text` renders it for a
 person. Collecting initializes the runtime only if nobody has, and then finalizes it again, so
@@ -23,6 +25,7 @@ from . import _loader
 from ._ffi import LIBRARY_OF, ffi
 from . import errors
 from . import runtime as _rt
+from .device import read_pci_bus_id, read_physical_id, read_topology, read_uuid
 from ._units import human_size
 from .soc import cann_attributes, soc_name, supports_bfloat16
 from .install import cann_version
@@ -120,13 +123,63 @@ def _on_own_thread(fn, *args):
     return result["value"]
 
 
-def _probe_or_report(lib, device: int) -> dict:
+# Which device it is: (field, the C function it needs, its reader). None where the part has
+# no such id; not asked when the library lacks the function (an older CANN).
+_IDENTITY = (("physical_id", "aclrtGetPhyDevIdByUserDevId", read_physical_id),
+             ("pci_bus_id", "aclrtDeviceGetPCIBusId", read_pci_bus_id),
+             ("uuid", "aclrtDeviceGetUuid", read_uuid))
+
+
+def _identity(lib, device: int, missing) -> dict:
+    """The device's ids (no device needs to be set for them); the first failure in
+    ``identity_error`` (None when all answered)."""
+    out: dict = {"identity_error": None}
+    for field, function, read in _IDENTITY:
+        out[field] = None
+        if function in missing:
+            continue
+        try:
+            value = read(lib, device)
+        except errors.AclError as e:
+            out["identity_error"] = out["identity_error"] or str(e)
+            continue
+        out[field] = None if value is None else value if isinstance(value, int) else str(value)
+    return out
+
+
+def _probe_or_report(lib, device: int, missing=()) -> dict:
     """One device's entry: its memory, or the error that kept it from being probed (a device
-    another process holds, a failed one), so that the other devices are still reported."""
+    another process holds, a failed one), so that the other devices are still reported; and
+    its ids."""
     try:
-        return _on_own_thread(_probe_device, lib, device)
+        entry = _on_own_thread(_probe_device, lib, device)
     except errors.AclError as e:
-        return {"id": device, "memory": None, "error": str(e)}
+        entry = {"id": device, "memory": None, "error": str(e)}
+    entry.update(_identity(lib, device, missing))
+    return entry
+
+
+def _topology_matrix(lib, count: int) -> dict | None:
+    """``{"matrix": rows, "error": first failure or None}``: ``rows[i][j]`` names how devices
+    ``i`` and ``j`` are linked (``aclrtGetDevicesTopo``: ``"HCCS"``, ``"PIX"``, ...; the hex
+    value for a bit acl-py does not name; None where the call failed). None with fewer than
+    two devices."""
+    if count < 2:
+        return None
+    rows: list[list[str | None]] = []
+    first_error = None
+    for i in range(count):
+        row: list[str | None] = []
+        for j in range(count):
+            try:
+                link = read_topology(lib, i, j)
+            except errors.AclError as e:
+                first_error = first_error or str(e)
+                row.append(None)
+                continue
+            row.append(link.name if link.name else hex(int(link)))
+        rows.append(row)
+    return {"matrix": rows, "error": first_error}
 
 
 def _peer_matrix(lib, count: int) -> dict | None:
@@ -155,7 +208,7 @@ def _peer_matrix(lib, count: int) -> dict | None:
     return {"matrix": rows, "error": first_error}
 
 
-def _probe_runtime(lib, peers: bool = True) -> tuple[int, list[dict], dict | None]:
+def _probe_runtime(lib, missing) -> tuple[int, list[dict], dict | None, dict | None]:
     status = lib.aclInit(ffi.NULL)
     # Already initialized (by acl_py's object layer or the caller): use it and leave it be.
     owned = status == 0
@@ -164,8 +217,12 @@ def _probe_runtime(lib, peers: bool = True) -> tuple[int, list[dict], dict | Non
     try:
         count = ffi.new("uint32_t *")
         errors.check(lib.aclrtGetDeviceCount(count), "aclrtGetDeviceCount")
-        devices = [_probe_or_report(lib, d) for d in range(count[0])]
-        return int(count[0]), devices, _peer_matrix(lib, count[0]) if peers else None
+        devices = [_probe_or_report(lib, d, missing) for d in range(count[0])]
+        peers = (_peer_matrix(lib, count[0]) if "aclrtDeviceCanAccessPeer" not in missing
+                 else None)
+        topology = (_topology_matrix(lib, count[0]) if "aclrtGetDevicesTopo" not in missing
+                    else None)
+        return int(count[0]), devices, peers, topology
     finally:
         if owned:
             errors.check(lib.aclFinalize(), "aclFinalize")
@@ -217,6 +274,7 @@ def collect() -> dict:
         "device_count": None,
         "devices": [],
         "peer_access": None,
+        "topology": None,
         "error": None,
     }
     if backend.is_emulator:
@@ -238,8 +296,8 @@ def collect() -> dict:
             info["bfloat16"] = supports_bfloat16(info["soc"])
         if "aclGetCannAttributeList" not in info["missing_symbols"]:
             info["cann_attributes"] = _cann_attributes()
-        info["device_count"], info["devices"], info["peer_access"] = _probe_runtime(
-            lib, "aclrtDeviceCanAccessPeer" not in info["missing_symbols"])
+        (info["device_count"], info["devices"], info["peer_access"],
+         info["topology"]) = _probe_runtime(lib, set(info["missing_symbols"]))
     except errors.AclError as e:
         info["error"] = str(e)
     info["visible_devices"] = visible_note(info["device_count"])
@@ -296,16 +354,52 @@ def format_text(info: dict) -> str:
                     f"{human_size(mem['total'])} {mem['kind']} total, "
                     f"{human_size(mem['free'])} free ({mem['free']} / {mem['total']} bytes)")
             lines.append(f"  device {dev['id']}  {text}")
+            ids = format_identity(dev)
+            if ids:
+                lines.append(f"            {ids}")
     peer = info.get("peer_access")
     if peer is not None:
         lines += format_peer_matrix(peer["matrix"])
         if peer["error"]:
             lines.append(f"  peer     ERROR {peer['error']}")
+    topology = info.get("topology")
+    if topology is not None:
+        lines += format_topology(topology["matrix"])
+        if topology["error"]:
+            lines.append(f"  topology ERROR {topology['error']}")
     if info.get("visible_devices"):
         lines.append(f"visible    {info['visible_devices']}")
     if info["error"]:
         lines.append(f"error      {info['error']}")
     return "\n".join(lines)
+
+
+def format_identity(dev: dict) -> str:
+    """A device's ids on one line: machine id, PCI bus id, UUID (each where known), or why
+    not."""
+    parts = []
+    if dev.get("physical_id") is not None:
+        parts.append(f"machine device {dev['physical_id']}")
+    if dev.get("pci_bus_id") is not None:
+        parts.append(f"PCI {dev['pci_bus_id']}")
+    if dev.get("uuid") is not None:
+        parts.append(f"UUID {dev['uuid']}")
+    if dev.get("identity_error"):
+        parts.append(f"ERROR {dev['identity_error']}")
+    return ", ".join(parts)
+
+
+def format_topology(matrix: list) -> list[str]:
+    """The topology matrix as text lines: how the row and column devices are linked
+    (``?`` where the query failed)."""
+    n = len(matrix)
+    w = max(len(str(n - 1)), *(len(v) for row in matrix for v in row if v)) + 1
+    lines = ["topology   how row and column are linked (aclrtGetDevicesTopo)",
+             "  " + " " * 9 + "".join(f"{j:>{w}}" for j in range(n))]
+    for i, row in enumerate(matrix):
+        cells = "".join(f"{'?' if v is None else v:>{w}}" for v in row)
+        lines.append(f"  device {i:<2}{cells}")
+    return lines
 
 
 def format_peer_matrix(matrix: list) -> list[str]:

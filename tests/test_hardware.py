@@ -173,7 +173,11 @@ def test_info_probes_every_device_of_the_part(cann):
     for dev in data["devices"]:
         assert not dev.get("error"), dev
         assert dev["memory"]["total"] > 0 and 0 < dev["memory"]["free"] <= dev["memory"]["total"]
+        assert dev["identity_error"] is None and dev["physical_id"] is not None, dev
     assert data["soc"].startswith("Ascend"), data["soc"]
+    if data["device_count"] > 1:
+        assert data["topology"]["error"] is None
+        assert all(None not in row for row in data["topology"]["matrix"])
 
 
 def test_smoke_quick_passes_on_every_device(tmp_path):
