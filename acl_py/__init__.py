@@ -34,13 +34,13 @@ from .errors import (AclError, AclArgumentError, AclTimeoutError, AclTypeError, 
                      DeviceError, DeviceMemoryError, HostFunctionError, NotInitializedError,
                      OperatorParameterError)
 from .runtime import FinalizedError, ForkedError, backend, finalize, init, release_unused
-from .device import (CoreLimits, Device, DeviceAttributes, StreamPriorityRange, Topology,
-                     Utilization, current_device, device_count, mem_info, run_mode, set_device,
+from .device import (CoreLimits, Device, DeviceAttributes, MemoryUsage, StreamPriorityRange,
+                     Topology, Utilization, current_device, device_count, mem_info, run_mode, set_device,
                      synchronize)
 from .stream import Event, EventFlag, Notify, Stream, StreamFlag, default_stream
 from .context import Context
-from .memory import (DeviceBuffer, HostBuffer, HostRegisterFlag, HostRegistration, MemoryPool,
-                     get_pool)
+from .memory import (DeviceBuffer, HostBuffer, HostRegisterFlag, HostRegistration,
+                     MemoryLocation, MemoryPool, get_pool, memory_location)
 from .soc import cann_attributes, soc_name, supports_bfloat16
 from .install import cann_version
 from .tensor import DeviceTensor
@@ -69,7 +69,7 @@ __all__ = [
     "init", "finalize", "backend", "Device", "current_device", "set_device", "device_count",
     "mem_info", "synchronize", "release_unused", "soc_name", "supports_bfloat16", "cann_attributes", "run_mode",
     "cann_version", "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits",
-    "Topology",
+    "Topology", "MemoryUsage", "MemoryLocation", "memory_location",
     "Stream", "StreamFlag", "Event", "EventFlag", "Notify", "default_stream", "Context",
     "DeviceBuffer", "HostBuffer", "HostRegistration", "HostRegisterFlag", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",

@@ -252,6 +252,34 @@ def read_topology(lib, device: int, other: int) -> Topology:
     return Topology(int(out[0]))
 
 
+class MemoryUsage(NamedTuple):
+    """One module's device memory (``aclrtGetMemUsageInfo``), in bytes: ``module`` is the
+    driver's name for who allocated it (``"APP"``: the program's ``aclrtMalloc``)."""
+    module: str
+    current: int
+    peak: int
+
+
+# The driver's table holds this many modules (its header: the array passed must hold 128).
+_MEMORY_MODULES = 128
+
+
+def read_memory_usage(lib, device: int) -> list[MemoryUsage] | None:
+    """Device ``device``'s memory per module, the largest first (``aclrtGetMemUsageInfo``:
+    modules using none left out); None on parts that do not report it (Ascend 950). Needs a
+    current device on the calling thread."""
+    out = ffi.new("aclrtMemUsageInfo[]", _MEMORY_MODULES)
+    n = ffi.new("size_t *")
+    st = lib.aclrtGetMemUsageInfo(device, out, _MEMORY_MODULES, n)
+    if st == _NOT_SUPPORTED:
+        return None
+    if st:
+        raise make_error(st, "aclrtGetMemUsageInfo")
+    return [MemoryUsage(ffi.string(out[i].name).decode("utf-8", "replace"),
+                        int(out[i].curMemSize), int(out[i].memPeakSize))
+            for i in range(min(int(n[0]), _MEMORY_MODULES))]
+
+
 class CoreLimits(NamedTuple):
     """The cube (AI) and vector cores this process's work on a device may use."""
     cube: int
@@ -519,6 +547,14 @@ class Device:
     def mem_info(self) -> MemInfo:
         """``MemInfo(free, total)`` in bytes (``aclrtGetMemInfo(ACL_HBM_MEM)``)."""
         return mem_info(self.id)
+
+    def memory_usage(self) -> list[MemoryUsage] | None:
+        """Who uses the device's memory: a :class:`MemoryUsage` (module, current and peak
+        bytes) per module using any, the largest first (``aclrtGetMemUsageInfo``); None on
+        parts that do not report it (Ascend 950)."""
+        L = _rt.ensure()
+        activate(self.id)  # the runtime needs a current device for it
+        return read_memory_usage(L, self.id)
 
     # ---- which device it is ----
 

@@ -1,11 +1,11 @@
 """What ``acl-py info`` reports: the backend and why it was chosen, the libraries actually
 opened (and the NPU driver's, named when it is the toolkit's stub), the variables the loader
 set, the runtime package's version (``aclsysGetVersionStr``, or why it is unknown), the part
-(SoC), the devices and their memory (a device that cannot be opened with its
-error, the others still probed), with two devices or more which can access which
-(``aclrtDeviceCanAccessPeer``: the P2P links) and how they are linked
-(``aclrtGetDevicesTopo``), which device each is (its machine id, PCI bus id and UUID, where
-the part has them), and which machine device each device id is when
+(SoC), the devices, their memory and who uses it (``aclrtGetMemUsageInfo``; a device that
+cannot be opened with its error, the others still probed), which device each is (its machine
+id, PCI bus id and UUID, where the part has them), with two devices or more which can access
+which (``aclrtDeviceCanAccessPeer``: the P2P links) and how they are linked
+(``aclrtGetDevicesTopo``), and which machine device each device id is when
 ``ASCEND_RT_VISIBLE_DEVICES`` is set.
 
 :func:`collect` returns a plain dict (the ``--json`` form); :func:`format_text` renders it for a
@@ -25,7 +25,8 @@ from . import _loader
 from ._ffi import LIBRARY_OF, ffi
 from . import errors
 from . import runtime as _rt
-from .device import read_pci_bus_id, read_physical_id, read_topology, read_uuid
+from .device import (read_memory_usage, read_pci_bus_id, read_physical_id, read_topology,
+                     read_uuid)
 from ._units import human_size
 from .soc import cann_attributes, soc_name, supports_bfloat16
 from .install import cann_version
@@ -86,24 +87,33 @@ def _version() -> str:
         return "unknown"
 
 
-def _probe_device(lib, device: int) -> dict:
-    """Memory of one device, measured on the calling thread (set, query, reset)."""
+def _probe_device(lib, device: int, missing=()) -> dict:
+    """Memory of one device and who uses it, measured on the calling thread (set, query,
+    reset)."""
     errors.check(lib.aclrtSetDevice(device), "aclrtSetDevice")
     try:
-        free = ffi.new("size_t *")
-        total = ffi.new("size_t *")
-        last = None
-        for label, attr in _MEMORY_ATTRS:
-            status = lib.aclrtGetMemInfo(getattr(lib, attr), free, total)
-            if status == 0 and total[0] > 0:
-                return {"id": device, "memory": {"kind": label, "free": int(free[0]),
-                                                 "total": int(total[0])}}
-            last = errors.make_error(status, "aclrtGetMemInfo") if status else None
-        if last is not None:
-            raise last
-        return {"id": device, "memory": None}
+        entry: dict = {"id": device, "memory": _memory(lib)}
+        usage = (None if "aclrtGetMemUsageInfo" in missing else
+                 read_memory_usage(lib, device))
+        entry["memory_usage"] = None if usage is None else [u._asdict() for u in usage]
+        return entry
     finally:
         errors.check(lib.aclrtResetDevice(device), "aclrtResetDevice")
+
+
+def _memory(lib) -> dict | None:
+    """The current device's memory: the first kind with a total (see _MEMORY_ATTRS)."""
+    free = ffi.new("size_t *")
+    total = ffi.new("size_t *")
+    last = None
+    for label, attr in _MEMORY_ATTRS:
+        status = lib.aclrtGetMemInfo(getattr(lib, attr), free, total)
+        if status == 0 and total[0] > 0:
+            return {"kind": label, "free": int(free[0]), "total": int(total[0])}
+        last = errors.make_error(status, "aclrtGetMemInfo") if status else None
+    if last is not None:
+        raise last
+    return None
 
 
 def _on_own_thread(fn, *args):
@@ -152,9 +162,9 @@ def _probe_or_report(lib, device: int, missing=()) -> dict:
     another process holds, a failed one), so that the other devices are still reported; and
     its ids."""
     try:
-        entry = _on_own_thread(_probe_device, lib, device)
+        entry = _on_own_thread(_probe_device, lib, device, missing)
     except errors.AclError as e:
-        entry = {"id": device, "memory": None, "error": str(e)}
+        entry = {"id": device, "memory": None, "memory_usage": None, "error": str(e)}
     entry.update(_identity(lib, device, missing))
     return entry
 
@@ -357,6 +367,10 @@ def format_text(info: dict) -> str:
             ids = format_identity(dev)
             if ids:
                 lines.append(f"            {ids}")
+            if dev.get("memory_usage"):
+                lines.append("            in use: " + ", ".join(
+                    f"{u['module']} {human_size(u['current'])} (peak {human_size(u['peak'])})"
+                    for u in dev["memory_usage"]))
     peer = info.get("peer_access")
     if peer is not None:
         lines += format_peer_matrix(peer["matrix"])

@@ -41,7 +41,7 @@ from __future__ import annotations
 import enum
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Sequence
 
 from ._ffi import ffi
 from . import _ordering
@@ -327,6 +327,44 @@ def _copy_error(status, call, dst, src):
     return arg
 
 
+class MemoryLocation(NamedTuple):
+    """Where memory lies (``aclrtPointerGetAttributes``): ``kind`` ``"device"`` (``device``:
+    its device id), ``"host"`` (host memory the runtime knows: ``HostBuffer``, a
+    ``HostRegistration``), ``"unregistered"`` (other host memory: NumPy arrays, ``malloc``),
+    ``"managed"`` or ``"host_numa"``; ``page_size`` in bytes."""
+    kind: Literal["host", "device", "unregistered", "managed", "host_numa"]
+    device: int | None
+    page_size: int
+
+
+_LOCATION_KINDS = ("host", "device", "unregistered", "managed", "host_numa")
+
+
+def memory_location(address: int | _Buffer) -> MemoryLocation:
+    """Where the memory at ``address`` (an address, or a buffer: its start) lies, as the
+    runtime sees it (``aclrtPointerGetAttributes``). An address the runtime refuses (0; on the
+    emulator, freed device memory) raises :class:`AclArgumentError` naming ``address``, with
+    the runtime's status."""
+    if isinstance(address, _Buffer):
+        address = address.address
+    a = as_size(address, "address")
+    if a == 0:
+        raise AclArgumentError("address", "is 0 (NULL): no memory there")
+    L = _rt.ensure()
+    out = ffi.new("aclrtPtrAttributes *")
+    st = L.aclrtPointerGetAttributes(ffi.cast("void *", a), out)
+    if st:
+        err = make_error(st, "aclrtPointerGetAttributes")
+        arg = AclArgumentError("address", f"{a:#x}: the runtime knows no memory there")
+        arg.refused(err)
+        raise arg from err
+    t = int(out.location.type)
+    # a kind a newer runtime adds is named by its number
+    kind: Any = _LOCATION_KINDS[t] if 0 <= t < len(_LOCATION_KINDS) else f"unknown ({t})"
+    device = int(out.location.id) if kind == "device" else None
+    return MemoryLocation(kind, device, int(out.pageSize))
+
+
 class _Buffer(_rt.ClosedByReleaser):
     """What DeviceBuffer and HostBuffer share: an Allocation freed by a Releaser.
     ``allocation`` is for acl-py's modules (stream-ordered use records)."""
@@ -357,6 +395,11 @@ class _Buffer(_rt.ClosedByReleaser):
     @property
     def nbytes(self) -> int:
         return self.allocation.nbytes
+
+    @property
+    def location(self) -> MemoryLocation:
+        """Where the buffer lies, as the runtime sees it (:func:`memory_location`)."""
+        return memory_location(self.address)
 
     @property
     def closed(self) -> bool:
@@ -1379,4 +1422,4 @@ _rt.register_step("forget", _forget)
 _rt.register_step("fork", _drop_after_fork)
 
 __all__ = ["DeviceBuffer", "HostBuffer", "HostRegistration", "HostRegisterFlag", "MemoryPool",
-           "get_pool"]
+           "get_pool", "MemoryLocation", "memory_location"]

@@ -217,6 +217,14 @@ out:
     return rc;
 }
 
+bool rt_host_registered(const void *p) {
+    uintptr_t u = (uintptr_t)p;
+    pthread_mutex_lock(&g_reg_mu);
+    bool in = overlaps(u, u);
+    pthread_mutex_unlock(&g_reg_mu);
+    return in;
+}
+
 int64_t rt_host_registrations(void) {
     pthread_mutex_lock(&g_reg_mu);
     int64_t n = (int64_t)g_n_regs;

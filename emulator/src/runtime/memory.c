@@ -30,6 +30,7 @@ typedef struct rt_alloc {
     size_t size;     /* requested bytes: the valid range is [base, base + size) */
     size_t span;     /* bytes reserved in the arena (size rounded up, plus the guard gap) */
     int device;      /* -1 for host blocks */
+    uint32_t page;   /* the page size the driver would back it with (aclrtPointerGetAttributes) */
     _Atomic int pins; /* pending tasks using it: aclrtFree refuses while > 0 */
 } rt_alloc;
 
@@ -41,6 +42,7 @@ typedef struct {
 typedef struct {
     uintptr_t base, end, commit_end;
     uint64_t live_bytes;
+    uint64_t peak_bytes; /* the most live_bytes has been since the runtime came up */
 } arena;
 
 static pthread_rwlock_t g_mem = PTHREAD_RWLOCK_INITIALIZER;
@@ -202,6 +204,25 @@ static void arena_release_gap(int dev, size_t at) {
  * (padding_size of its platform file: 32, 0 on Ascend 950) unless the policy is exactly one of
  * the 1 GiB huge-page ones. A size this addition overflows is refused with 100000 before any
  * device is needed. */
+#define PAGE_4K 4096u
+#define PAGE_2M (2u << 20)
+#define PAGE_1G (1u << 30)
+
+/* The pages a device allocation gets: the policy's (the API reference, docs/zh/api_ref/
+ * 11-01_device_memory_malloc_and_free.md aclrtMalloc: "huge first" takes huge pages from
+ * 2 MiB, normal pages below; a policy value that is no single policy is the default). */
+static uint32_t device_page(aclrtMemMallocPolicy policy, size_t size) {
+    switch (policy) {
+    case ACL_MEM_MALLOC_HUGE_ONLY:
+    case ACL_MEM_MALLOC_HUGE_ONLY_P2P: return PAGE_2M;
+    case ACL_MEM_MALLOC_NORMAL_ONLY:
+    case ACL_MEM_MALLOC_NORMAL_ONLY_P2P: return PAGE_4K;
+    case ACL_MEM_MALLOC_HUGE1G_ONLY:
+    case ACL_MEM_MALLOC_HUGE1G_ONLY_P2P: return PAGE_1G;
+    default: return size >= PAGE_2M ? PAGE_2M : PAGE_4K;
+    }
+}
+
 static size_t malloc_append(aclrtMemMallocPolicy policy) {
     const aclemu_soc *soc = aclemu_soc_info("aclrtMalloc");
     size_t padding = soc != NULL && soc->npu_arch == 3510 ? 0 : 32;
@@ -267,7 +288,10 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
         a->size = size;
         a->span = (size + ALIGN - 1) / ALIGN * ALIGN + GUARD;
         a->device = dev;
+        a->page = device_page(policy, size);
         ar->live_bytes += size;
+        if (ar->live_bytes > ar->peak_bytes)
+            ar->peak_bytes = ar->live_bytes;
         atomic_fetch_add(&g_n_dev, 1);
         atomic_fetch_add(&g_dev_bytes, (int64_t)size);
         *devPtr = (void *)addr;
@@ -847,6 +871,106 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free_, size_t *total) {
         *total = *free_ = 0;
     }
 out:
+    rt_leave();
+    return rc;
+}
+
+/* ---- what memory is and who uses it --------------------------------------------------- */
+
+/* hicann/runtime src/acl/aclrt_impl/memory.cpp aclrtPointerGetAttributesImpl (ptr, then
+ * attributes NULL: 100000), src/runtime/api/impl/api_impl.cc PtrGetAttributes and
+ * driver/npu_driver_mem.cc PtrGetAttributes: device memory (a live aclrtMalloc block,
+ * anywhere inside it) is ACL_MEM_LOCATION_TYPE_DEVICE with the process's device id and its
+ * pages; aclrtMallocHost memory and registered host memory (aclrtHostRegister*) HOST, id 0;
+ * any other host address UNREGISTERED, id 0. The driver is not in the sources: an address in
+ * device address space that no live allocation holds (freed) is refused here, 107000. */
+aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if (ptr == NULL) {
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, __func__, "ptr is NULL");
+        goto out;
+    }
+    if (attributes == NULL) {
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+                           "attributes (output pointer) is NULL");
+        goto out;
+    }
+    uintptr_t u = (uintptr_t)ptr;
+    aclrtPtrAttributes a;
+    memset(&a, 0, sizeof a);
+    pthread_rwlock_rdlock(&g_mem);
+    rt_alloc *dev = find(&g_devv, u, false);
+    bool in_arena = arena_of(u) >= 0;
+    bool pinned = find(&g_hostv, u, false) != NULL;
+    if (dev != NULL) {
+        a.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+        a.location.id = (uint32_t)dev->device;
+        a.pageSize = dev->page;
+    }
+    pthread_rwlock_unlock(&g_mem);
+    if (dev == NULL && in_arena) {
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                    "ptr %p is device address space no live aclrtMalloc block holds (freed, "
+                    "or never allocated)", ptr);
+        goto out;
+    }
+    if (dev == NULL) {
+        a.location.type = pinned || rt_host_registered(ptr) ? ACL_MEM_LOCATION_TYPE_HOST
+                                                            : ACL_MEM_LOCATION_TYPE_UNREGISTERED;
+        a.location.id = 0;
+        a.pageSize = (uint32_t)page_size();
+    }
+    *attributes = a;
+out:
+    rt_leave();
+    return rc;
+}
+
+/* hicann/runtime src/acl/aclrt_impl/memory.cpp aclrtGetMemUsageInfoImpl (memUsageInfo, then
+ * outputNum NULL: 100000), src/runtime/api/impl/api_error.cc GetMemUsageInfo (*outputNum
+ * cleared; inputNum 0: 107000; deviceId converted and checked: 107001), api_impl.cc (a
+ * current context: 107002) and the driver's per-module counts (halGetMemUsageInfo, not in the
+ * sources; "not supported" on Ascend 950 per the API reference: 207000). The emulator's only
+ * module is APP (pkg_inc/driver/hal_pkg/common_pkg.h: the module id aclrtMalloc passes,
+ * APP_MODE_ID): the bytes aclrtMalloc gave on deviceId (as aclrtGetMemInfo counts them) and
+ * their peak since the runtime came up; listed while the current size is not 0. */
+aclError aclrtGetMemUsageInfo(int32_t deviceId, aclrtMemUsageInfo *memUsageInfo,
+                              size_t inputNum, size_t *outputNum) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int cur;
+    const aclemu_soc *soc = aclemu_soc_info(__func__);
+    if (memUsageInfo == NULL)
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+                           "memUsageInfo (output array) is NULL");
+    else if (outputNum == NULL)
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, __func__, "outputNum (output pointer) is NULL");
+    else if ((*outputNum = 0, inputNum == 0))
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
+                    "inputNum is 0: memUsageInfo must hold at least one entry");
+    else if ((rc = rt_check_device_arg(__func__, "deviceId", deviceId)) != ACL_SUCCESS)
+        ;
+    else if ((rc = rt_need_device(__func__, &cur)) != ACL_SUCCESS)
+        ;
+    else if (soc->npu_arch == 3510)
+        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, __func__,
+                    "the %s (%s) do not report memory usage per module", soc->series,
+                    soc->name);
+    else {
+        pthread_rwlock_rdlock(&g_mem);
+        uint64_t live = g_arena[deviceId].live_bytes, peak = g_arena[deviceId].peak_bytes;
+        pthread_rwlock_unlock(&g_mem);
+        if (live > 0) {
+            memset(&memUsageInfo[0], 0, sizeof memUsageInfo[0]);
+            snprintf(memUsageInfo[0].name, sizeof memUsageInfo[0].name, "APP");
+            memUsageInfo[0].curMemSize = live;
+            memUsageInfo[0].memPeakSize = peak;
+            *outputNum = 1;
+        }
+    }
     rt_leave();
     return rc;
 }

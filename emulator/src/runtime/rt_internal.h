@@ -146,6 +146,7 @@ enum { RT_PLACE_PAGEABLE, RT_PLACE_PINNED, RT_PLACE_DEVICE };
 RT_HIDDEN int rt_memory_place(const void *p, uint64_t n);
 /* ---- host memory registration (host_register.c) ---- */
 RT_HIDDEN int64_t rt_host_registrations(void);      /* live ones */
+RT_HIDDEN bool rt_host_registered(const void *p);   /* inside a live registration */
 RT_HIDDEN void rt_host_registrations_release(void); /* aclFinalize */
 /* The bytes of a copy task, overlapping or not (copy.c). */
 RT_HIDDEN void rt_copy_bytes(void *dst, const void *src, size_t n);
