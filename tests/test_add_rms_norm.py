@@ -116,6 +116,7 @@ ERRORS = [
     (dict(out=(np.empty((2, 5), F32), None, None)), AclArgumentError, "out[0] (y)"),
     (dict(out=(None, np.empty(2, F32), None)), AclArgumentError, "out[1] (rstd)"),
     (dict(out=(None, np.empty((2, 1), F16), None)), AclTypeError, "out[1] (rstd)"),
+    (dict(out=(np.empty((2, 4), F16), None, None)), AclTypeError, "out[0] (y)"),
 ]
 
 
@@ -132,12 +133,21 @@ def test_argument_errors(emulator, change, exc, argument):
     assert "aclnnAddRmsNormGetWorkspaceSize" not in emulator.call_counts()
 
 
-def test_out_of_another_dtype_is_phase_ones_refusal():
-    """An out= entry of an allowed dtype other than x1's: the operator's dtype rule, refused
-    by phase one (161002) with the C argument named."""
+def test_out_of_another_dtype_is_refused_naming_it(emulator):
+    """An out= entry of an allowed dtype other than x1's (the operator's dtype rule): the
+    NumPy call refuses it before any C call, naming the entry; on device tensors phase one
+    refuses it (161002) and the error names the entry too."""
     x1, x2, g = make((2, 4), 1)
-    with pytest.raises(AclError) as ei:
+    emulator.reset_call_counts()
+    with pytest.raises(AclTypeError) as ei:
         acl_py.add_rms_norm(x1, x2, g, out=(None, None, np.empty((2, 4), F16)))
+    assert ei.value.argument == "out[2] (x)" and ei.value.code is None
+    assert "aclnnAddRmsNormGetWorkspaceSize" not in emulator.call_counts()
+    X1, X2, G = (acl_py.DeviceTensor.from_numpy(v) for v in (x1, x2, g))
+    with acl_py.DeviceTensor.empty((2, 4), F16) as X:
+        with pytest.raises(AclTypeError) as ei:
+            acl_py.add_rms_norm(X1, X2, G, out=(None, None, X))
+    assert ei.value.argument == "out[2] (x)"
     assert ei.value.code == 161002 and ei.value.call == "aclnnAddRmsNormGetWorkspaceSize"
     assert "xOut dtype FLOAT16 must be yOut's dtype FLOAT" in ei.value.message
 

@@ -96,6 +96,7 @@ ERRORS = [
     (dict(out=(None, np.empty(3, F32))), AclArgumentError, "out[1] (rstd)"),
     (dict(out=(None, np.empty(2, F32))), AclArgumentError, "out[1] (rstd)"),
     (dict(out=(None, np.empty(2, F16))), AclTypeError, "out[1] (rstd)"),
+    (dict(out=(np.empty((2, 4), F16), None)), AclTypeError, "out[0] (y)"),
 ]
 
 

@@ -155,6 +155,7 @@ ERRORS = [
     (dict(out=(np.empty((2, 5), F32), None)), AclArgumentError, "out[0] (dx)"),
     (dict(out=(None, np.empty(3, F32))), AclArgumentError, "out[1] (dgamma)"),
     (dict(out=(None, np.empty(4, F16))), AclTypeError, "out[1] (dgamma)"),
+    (dict(out=(np.empty((2, 4), F16), None)), AclTypeError, "out[0] (dx)"),
 ]
 
 
@@ -189,16 +190,19 @@ def test_device_refusal_names_the_argument_and_carries_the_code(which, exc, code
 
 
 def test_operator_rules_surface_as_their_typed_errors():
-    """Rules only phase one knows: x rank 9 (561002, the tiling's), dx of another dtype than
-    x's and a bfloat16 pair on a part without BF16 (161002)."""
+    """Rules only phase one knows: x rank 9 (561002, the tiling's) and a bfloat16 pair on a
+    part without BF16 (161002). dx of another dtype than x's, on device tensors, is phase
+    one's refusal too (161002), named as the out= entry."""
     dy, x, rstd, g = make((1,) * 8 + (2,), 1)
     with pytest.raises(OperatorTilingError) as ei:
         acl_py.rms_norm_grad(dy, x, rstd, g)
     assert ei.value.code == 561002 and ei.value.call == "aclnnRmsNormGradGetWorkspaceSize"
     assert "x rank 9" in ei.value.message
-    out = (np.empty((2, 64), F16), None)   # dx must be x's dtype: the part's table
-    with pytest.raises(OperatorInvalidParameterError) as ei:
-        acl_py.rms_norm_grad(*make((2, 64), 1), out=out)
+    dev = [acl_py.DeviceTensor.from_numpy(v) for v in make((2, 64), 1)]
+    with acl_py.DeviceTensor.empty((2, 64), F16) as dx:   # dx must be x's dtype
+        with pytest.raises(AclTypeError) as ei:
+            acl_py.rms_norm_grad(*dev, out=(dx, None))
+    assert ei.value.argument == "out[0] (dx)"
     assert ei.value.code == 161002 and "dxOut dtype FLOAT16 must be x's dtype FLOAT" in \
         ei.value.message
     if not acl_py.supports_bfloat16():

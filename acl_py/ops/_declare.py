@@ -12,9 +12,10 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
   (``or_float32=True``: or float32; ``or_wider=True``: or any of the operator's dtypes at
   least as wide, e.g. statistics "not narrower than input");
 * for outputs, how a **default output** is made: ``shape(a)``, ``dtype(a)`` over the bound
-  arguments ``a`` (``a.input``, ``a.normalized_shape``...), whether a given ``out=`` entry may
-  have another shape holding as many elements (``numel_ok``), and whether it is requested at
-  all (``when(a)``, e.g. an output mask).
+  arguments ``a`` (``a.input``, ``a.normalized_shape``...), what a given ``out=`` entry may be:
+  that dtype, or any of ``dtypes`` where the device casts its result to the output's dtype;
+  that shape, or (``numel_ok``) another holding as many elements; and whether it is requested
+  at all (``when(a)``, e.g. an output mask).
 
 Relations between arguments that are the operator's own (trailing dims, matching shapes) are
 one ``check(a)`` function of the declaration, raising :class:`~acl_py.AclArgumentError` naming
@@ -113,10 +114,12 @@ def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_fl
                or_float32=or_float32, or_wider=or_wider)
 
 
-def output(c_name, *, name=None, shape, dtype, dtypes=FLOATS, numel_ok=False, when=None):
+def output(c_name, *, name=None, shape, dtype, dtypes=None, numel_ok=False, when=None):
     """An output ``aclTensor *``: a default one has ``shape(a)`` and ``dtype(a)``; a given one
-    any of ``dtypes`` and that shape (``numel_ok``: or any shape of as many elements);
-    ``when(a)`` false: not requested (NULL, returned as None)."""
+    that shape (``numel_ok``: or any shape of as many elements) and that dtype, or any of
+    ``dtypes`` (the dtypes phase one accepts for it whatever the inputs, where the device
+    casts its result: LayerNorm's); ``when(a)`` false: not requested (NULL, returned as
+    None)."""
     return Arg(c_name, TENSOR, OUT, name=name, shape=shape, dtype=dtype, dtypes=dtypes,
                numel_ok=numel_ok, when=when)
 
@@ -434,9 +437,14 @@ class Declared(Operator):
                                    f"{self._first.py}), got {type(o).__name__}")
             # A byte-swapped NumPy output is written in its own order (see _host_call).
             dt = o.dtype if o.dtype.isnative else o.dtype.newbyteorder("=")
-            if dt not in _dtype_set(spec.dtypes):
-                raise AclTypeError(name, f"dtype {_dtype_name(dt)} is not supported by "
-                                   f"{self.name} ({', '.join(spec.dtypes)})")
+            if spec.dtypes is not None:
+                if dt not in _dtype_set(spec.dtypes):
+                    raise AclTypeError(name, f"dtype {_dtype_name(dt)} is not supported by "
+                                       f"{self.name} ({', '.join(spec.dtypes)})")
+            elif dt != spec.dtype(a):
+                raise AclTypeError(name, f"dtype {_dtype_name(dt)} != "
+                                   f"{_dtype_name(spec.dtype(a))} (the dtype {spec.py} has "
+                                   f"for these arguments)")
             want = spec.shape(a)
             if o.shape != want:
                 if not spec.numel_ok:

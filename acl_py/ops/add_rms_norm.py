@@ -98,7 +98,7 @@ ADD_RMS_NORM = Declared("aclnnAddRmsNorm", (
     tensor("gamma", like="x1"),
     double("epsilon", default=1e-6),
     output("yOut", shape=_x1_shape, dtype=_x1_dtype),
-    output("rstdOut", shape=rstd_shape, dtype=_float32, dtypes=("float32",)),
+    output("rstdOut", shape=rstd_shape, dtype=_float32),
     output("xOut", shape=_x1_shape, dtype=_x1_dtype),
 ), check=add_rms_norm_check, reference=reference.add_rms_norm,
     error_scale=reference.add_rms_norm_error_scale,

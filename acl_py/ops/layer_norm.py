@@ -5,7 +5,8 @@ Python-level checks (see :mod:`._declare`: NumPy calls make them before any C ca
 DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes (each
 float32/float16/bfloat16; ``weight``/``bias`` input's or float32); ``normalized_shape`` the
 trailing dims of ``input``; ``weight``/``bias`` shaped ``normalized_shape``; ``out=`` entries
-of input's shape (out) and of M elements (mean, rstd). The operator's own rules (ranks <= 8,
+of input's shape (out) and of M elements (mean, rstd), each of any of the three dtypes (the
+device casts to it). The operator's own rules (ranks <= 8,
 ``normalized_shape`` length 1..8, weight and bias of one dtype, the part's dtype list) are
 phase one's.
 """
@@ -17,7 +18,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Plan, double, int_array, output, tensor
+from ._declare import FLOATS, Declared, Plan, double, int_array, output, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -80,9 +81,10 @@ LAYER_NORM = Declared("aclnnLayerNorm", (
     tensor("weightOptional", optional=True, like="input", or_float32=True),
     tensor("biasOptional", optional=True, like="input", or_float32=True),
     double("eps", default=1e-5),
-    output("out", shape=lambda a: a.input.shape, dtype=lambda a: a.input.dtype),
-    output("meanOutOptional", shape=stats_shape, dtype=_float32, numel_ok=True),
-    output("rstdOutOptional", shape=stats_shape, dtype=_float32, numel_ok=True),
+    # Phase one takes any supported dtype for each output: results are cast to it.
+    output("out", shape=lambda a: a.input.shape, dtype=lambda a: a.input.dtype, dtypes=FLOATS),
+    output("meanOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS, numel_ok=True),
+    output("rstdOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS, numel_ok=True),
 ), check=normalized_split, reference=reference.layer_norm,
     error_scale=reference.layer_norm_error_scale,
     smoke_cases=(_smoke("fp32", (8, 1024), 1, np.float32),

@@ -8,7 +8,7 @@ naming the Python argument: argument kinds, ``output_mask`` (3 bools), ``normali
 ``input``'s or float32; ``mean``, ``rstd`` not narrower than ``input``), shapes (``input``
 ends with ``normalized_shape``, ``grad_out`` = ``input``'s, ``weight``/``bias`` =
 ``normalized_shape``, ``mean`` holds M elements with ``rstd``'s shape, outputs: ``input``'s
-shape / N elements), one device. NumPy calls make them all before any C call; DeviceTensor
+shape / N elements, each of any of the three dtypes: the device casts to it), one device. NumPy calls make them all before any C call; DeviceTensor
 calls leave the dtype and shape rules to phase one and name the argument when it refuses
 (the error then carries its status code and message). Limits that are the operator's own
 (rank <= 8, ``normalized_shape`` length 1..8) are phase one's, whose failures surface as its
@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Plan, bool_array, int_array, output, tensor
+from ._declare import FLOATS, Declared, Plan, bool_array, int_array, output, tensor
 from .layer_norm import Operand, OutArg, normalized_split
 
 if TYPE_CHECKING:
@@ -70,12 +70,13 @@ LAYER_NORM_BACKWARD = Declared("aclnnLayerNormBackward", (
     tensor("biasOptional", optional=True, like="input", or_float32=True),
     bool_array("outputMask", default=_ALL, length=3,
                items=("grad_input", "grad_weight", "grad_bias")),
+    # Phase one takes any supported dtype for each output (out_dtypes): results are cast to it.
     output("gradInputOut", shape=lambda a: a.input.shape, dtype=lambda a: a.input.dtype,
-           when=lambda a: a.output_mask[0]),
+           dtypes=FLOATS, when=lambda a: a.output_mask[0]),
     output("gradWeightOut", shape=lambda a: a.normalized_shape, dtype=_param_dtype,
-           numel_ok=True, when=lambda a: a.output_mask[1]),
+           dtypes=FLOATS, numel_ok=True, when=lambda a: a.output_mask[1]),
     output("gradBiasOut", shape=lambda a: a.normalized_shape, dtype=_param_dtype,
-           numel_ok=True, when=lambda a: a.output_mask[2]),
+           dtypes=FLOATS, numel_ok=True, when=lambda a: a.output_mask[2]),
 ), check=_check, reference=reference.layer_norm_backward, error_scale=_error_scale)
 
 

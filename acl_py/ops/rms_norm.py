@@ -3,8 +3,8 @@
 Python-level checks (see :mod:`._declare`: NumPy calls make them before any C call,
 DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes (``x``
 float32/float16/bfloat16; ``gamma`` x's or float32); ``gamma`` non-empty and equal to the
-trailing dims of ``x``; ``epsilon >= 0``; ``out=`` entries of x's shape (y) and of rstd's
-documented shape, x's batch dims then ones (rstd: float32). The operator's own rules (ranks
+trailing dims of ``x``; ``epsilon >= 0``; ``out=`` entries of x's shape and dtype (y) and of
+rstd's documented shape, x's batch dims then ones (rstd: float32). The operator's own rules (ranks
 1..8, the part's dtype table: no bfloat16 and no float32 gamma beside a float16 x on Atlas
 inference and training parts) are phase one's.
 """
@@ -75,7 +75,7 @@ RMS_NORM = Declared("aclnnRmsNorm", (
     tensor("gamma", like="x", or_float32=True),
     double("epsilon", default=1e-6),
     output("yOut", shape=lambda a: a.x.shape, dtype=lambda a: a.x.dtype),
-    output("rstdOut", shape=rstd_shape, dtype=_float32, dtypes=("float32",)),
+    output("rstdOut", shape=rstd_shape, dtype=_float32),
 ), check=rms_norm_check, reference=reference.rms_norm,
     error_scale=reference.rms_norm_error_scale,
     smoke_cases=(_smoke((8, 1024), 1, np.float32, None),

@@ -78,7 +78,7 @@ RMS_NORM_GRAD = Declared("aclnnRmsNormGrad", (
     tensor("rstd", dtypes=("float32",)),
     tensor("gamma", like="x", or_float32=True),
     output("dxOut", shape=lambda a: a.x.shape, dtype=lambda a: a.x.dtype),
-    output("dgammaOut", shape=lambda a: a.gamma.shape, dtype=_f32, dtypes=("float32",)),
+    output("dgammaOut", shape=lambda a: a.gamma.shape, dtype=_f32),
 ), check=rms_norm_grad_check, reference=reference.rms_norm_grad,
     error_scale=reference.rms_norm_grad_error_scale,
     # gamma's sizes are multiples of 64, so every part runs them (the Atlas training parts'

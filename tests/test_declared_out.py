@@ -1,0 +1,152 @@
+"""``out=`` entries of every declared operator (:data:`acl_py.ops.DECLARED`, so an operator
+declared later is covered with no change here) are checked against what its declaration says
+each output is, and agree with phase one, output by output and dtype by dtype:
+
+* an entry of a dtype phase one refuses (on device tensors, where phase one decides) is
+  refused by the NumPy call before any C call, as an AclTypeError naming ``out[k] (name)``;
+  on device tensors the refusal names it too and carries phase one's code;
+* an entry of a dtype phase one accepts is accepted by the NumPy call (no false refusal:
+  LayerNorm's and LayerNormBackward's outputs take any of the three, the device casts);
+* an entry of the wrong shape is refused the same ways, as an AclArgumentError;
+* entries of the declared dtypes and shapes are filled with the operator's results.
+
+Every test runs under the suite's leak check (conftest ``no_leaks``): nothing is left alive
+after a refusal.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py import smoke
+from acl_py.errors import AclArgumentError, AclTypeError
+from acl_py.ops import DECLARED
+
+FLOATS = ("float32", "float16", "bfloat16")
+REFUSED_EVERYWHERE = "float64"    # no aclnn norm operator takes a DOUBLE tensor
+
+
+def _np_dtype(name):
+    return acl_py.dtypes.bfloat16() if name == "bfloat16" else np.dtype(name)
+
+
+def _values(declared):
+    """Small NumPy inputs of the operator, in declaration order: its first smoke case's, and
+    LayerNormBackward's (whose matrix lives in acl_py.smoke) from a case of that matrix."""
+    if declared.smoke_cases:
+        return tuple(declared.smoke_cases[0][1]())
+    assert declared.short_name == "LayerNormBackward", \
+        f"{declared.short_name} has no smoke case to take its inputs from"
+    v = smoke.make_inputs(smoke.Case("out-check", (4, 64)))
+    return (v["grad_out"], v["input"], (64,), v["mean"], v["rstd"], v["weight"], v["bias"],
+            (True, True, True))
+
+
+def _outputs():
+    for name, declared in DECLARED.items():
+        for k, spec in enumerate(declared.outputs):
+            yield pytest.param(name, k, id=f"{name}-out[{k}]-{spec.py}")
+
+
+def _with(declared, k, entry):
+    return tuple(entry if j == k else None for j in range(len(declared.outputs)))
+
+
+def _device_call(declared, values, k, entry):
+    """The call on device tensors with ``entry`` (NumPy) as out[k] on the device: None when
+    phase one took it, else the refusal (checked to name out[k] and carry phase one's code)."""
+    made = []
+
+    def device(v):
+        if not isinstance(v, np.ndarray):
+            return v
+        made.append(acl_py.DeviceTensor.from_numpy(v))
+        return made[-1]
+    try:
+        args = tuple(device(v) for v in values)
+        out = device(entry)
+        try:
+            results = declared.call(args, out=_with(declared, k, out))
+        except (AclTypeError, AclArgumentError) as e:
+            assert e.code is not None and e.call == f"{declared.name}GetWorkspaceSize", e
+            return e
+        made.extend(r for r in results if r is not None and r is not out)
+        return None
+    finally:
+        for t in made:
+            t.close()
+
+
+def _host_call(emulator, declared, values, k, entry):
+    """The NumPy call with ``entry`` as out[k]: None when it ran, else its refusal, which no C
+    call preceded."""
+    emulator.reset_call_counts()
+    try:
+        declared.call(values, out=_with(declared, k, entry))
+    except (AclTypeError, AclArgumentError) as e:
+        assert f"{declared.name}GetWorkspaceSize" not in emulator.call_counts(), e
+        assert e.code is None, e     # Python's own finding, not phase one's
+        return e
+    return None
+
+
+@pytest.mark.parametrize("name,k", list(_outputs()))
+def test_out_dtypes_agree_with_phase_one(emulator, name, k):
+    declared = DECLARED[name]
+    spec = declared.outputs[k]
+    values = _values(declared)
+    a = declared.bind(values, np.ndarray)
+    shape = spec.shape(a)
+    accepted = []
+    for dtype in FLOATS + (REFUSED_EVERYWHERE,):
+        entry = np.zeros(shape, _np_dtype(dtype))
+        on_device = _device_call(declared, values, k, entry)
+        on_host = _host_call(emulator, declared, values, k, entry)
+        assert (on_device is None) == (on_host is None), (dtype, on_device, on_host)
+        for refusal in (on_device, on_host):
+            if refusal is not None:
+                assert type(refusal) is AclTypeError, refusal
+                assert refusal.argument == f"out[{k}] ({spec.py})", refusal
+                assert dtype in str(refusal), refusal
+        if on_host is None:
+            accepted.append(dtype)
+    assert REFUSED_EVERYWHERE not in accepted
+    default = spec.dtype(a)
+    assert any(_np_dtype(d) == default for d in accepted)
+    # What the declaration says: any of its dtypes where the device casts, else exactly one.
+    assert accepted == list(spec.dtypes or [d for d in FLOATS if _np_dtype(d) == default])
+
+
+@pytest.mark.parametrize("name,k", list(_outputs()))
+def test_out_of_the_wrong_shape_is_refused_naming_it(emulator, name, k):
+    declared = DECLARED[name]
+    spec = declared.outputs[k]
+    values = _values(declared)
+    a = declared.bind(values, np.ndarray)
+    shape = spec.shape(a)
+    entry = np.zeros(shape[:-1] + (shape[-1] + 1,), spec.dtype(a))   # one element more a row
+    for refusal in (_device_call(declared, values, k, entry),
+                    _host_call(emulator, declared, values, k, entry)):
+        assert type(refusal) is AclArgumentError, refusal
+        assert refusal.argument == f"out[{k}] ({spec.py})", refusal
+
+
+@pytest.mark.parametrize("name", list(DECLARED))
+def test_out_entries_of_the_declared_dtypes_and_shapes_receive_the_results(name):
+    declared = DECLARED[name]
+    values = _values(declared)
+    a = declared.bind(values, np.ndarray)
+    out = tuple(np.full(spec.shape(a), np.nan, spec.dtype(a)) for spec in declared.outputs)
+    results = declared.call(values, out=out)
+    assert all(r is o for r, o in zip(results, out))
+    for check in declared.check_outputs(values, results):
+        assert check.problem is None and check.error_ratio <= 1, check
+
+
+def test_a_refused_out_entry_names_the_output_and_the_dtype_it_must_have():
+    x = np.ones((2, 4), np.float32)
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.rms_norm(x, np.ones(4, np.float32), out=(np.empty((2, 4), np.float16), None))
+    assert ei.value.argument == "out[0] (y)"
+    assert "dtype float16 != float32 (the dtype y has for these arguments)" in str(ei.value)
