@@ -19,7 +19,7 @@ operator (:data:`acl_py.ops.DECLARED`: LayerNorm, RmsNorm, ...).
 * Default dtypes follow the part: no bf16 cases on a part without BFLOAT16; no cases of a
   declared operator the part has no kernel for (``Declared.runs_on``: AddRmsNorm on the
   Atlas training series), named in the header.
-* A case the vendor documents as unsupported (``Case.unsupported``: empty tensors for
+* A case the vendor documents as unsupported (``SmokeCase.unsupported``: empty tensors for
   LayerNormBackward) that fails on an NPU is reported as ``unsupported``, not as a failure.
   On the emulator every case must pass.
 * ``--require-npu``: exit status 1 with the reason, and no case run, unless the backend is
@@ -41,16 +41,17 @@ Operators come from their declarations: a :class:`~acl_py.ops.Declared` operator
 :func:`run_declared_case` (inputs uploaded on the device's stream, the declaration called on
 device tensors, outputs read back and judged by the declaration's own
 :meth:`~acl_py.ops.Declared.check_outputs`); declaring an operator with smoke cases is all it
-takes to smoke-test it. A case is named ``<operator>/<its name>`` (``RmsNorm/float32[8,1024]``);
-its dtypes are its values'. Matrices a declaration cannot express (LayerNormBackward's
-layouts, masks and streams) are rows of :data:`OPERATORS` (a name, the function giving the
-matrix, the function running one case, as ``"module:function"`` strings). The pieces are
-reusable: :func:`build_cases` gives the matrix, :func:`run_cases` runs any list of
-:class:`Case` and returns :class:`CaseResult`\\ s, :func:`run_devices` does so on several
-devices at once, :func:`report` builds the JSON-ready report, and :func:`main` is the command
-(``cases=`` lets tests inject a deliberately broken case, e.g. one with a ``reference_hook``
-that perturbs the expected values, or :func:`declared_cases` of a declaration whose reference
-is perturbed).
+takes to smoke-test it. Such a case (a :class:`DeclaredCase`) is named
+``<operator>/<its name>`` (``RmsNorm/float32[8,1024]``); its dtypes are its values'. Matrices
+a declaration cannot express (LayerNormBackward's layouts, masks and streams) are rows of
+:data:`OPERATORS` (a name, the function giving the matrix of :class:`Case` s, the function
+running one case, as ``"module:function"`` strings). The pieces are reusable:
+:func:`build_cases` gives the matrix, :func:`run_cases` runs any list of cases
+(:class:`SmokeCase`: either kind) and returns :class:`CaseResult`\\ s, :func:`run_devices`
+does so on several devices at once, :func:`report` builds the JSON-ready report, and
+:func:`main` is the command (``cases=`` lets tests inject a deliberately broken case, e.g. one
+with a ``reference_hook`` that perturbs the expected values, or :func:`declared_cases` of a
+declaration whose reference is perturbed).
 
 Tolerance (see :mod:`acl_py.reference`): each element may differ from the float64 reference by
 ``RTOL[input dtype] * magnitude + the device's rounding``, where ``magnitude`` is the size of
@@ -94,10 +95,64 @@ TOLERANCE_RULE = ("|out - ref| <= RTOL[input dtype] * magnitude + half ulp(grad_
 SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 
+class SmokeCase:
+    """One operator call to check, as the runner, the tables and the JSON report see it. Two
+    kinds: :class:`Case` (a case of a hand-written matrix, a row of :data:`OPERATORS`:
+    LayerNormBackward's) and :class:`DeclaredCase` (a declared operator's smoke case,
+    :func:`declared_case`). Each has ``name``, ``shape`` and ``dtype`` (its first tensor's),
+    ``layout`` (how its tensors lie in device memory), ``operator`` (the name the report
+    counts it under) and ``unsupported`` (the vendor documents this input as unsupported: why,
+    and where it says so; a failure on an NPU is then reported as such, not as a failure);
+    what differs between the kinds is in their methods."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    layout: str
+    operator: str
+    unsupported: str | None
+
+    def dtype_label(self) -> str:
+        """The table's dtype column."""
+        raise NotImplementedError
+
+    def mask_label(self) -> str:
+        """The table's output-mask column (``-``: the kind has none)."""
+        return "-"
+
+    def norm_label(self) -> str:
+        """The table's normalized-dims column (``-``: the kind has none)."""
+        return "-"
+
+    def describe(self) -> dict:
+        """The JSON report's fields of the case: the same keys for every kind, None where one
+        does not apply (a kind fills its own)."""
+        return {
+            "name": self.name, "shape": list(self.shape), "normalized_shape": None,
+            "dtype": self.dtype, "stats_dtype": None, "weight_dtype": None,
+            "out_dtypes": None, "output_mask": None, "layout": self.layout, "data": None,
+            "seed": None, "operator": self.operator,
+            "documented_unsupported": self.unsupported, "input_dtypes": None,
+        }
+
+    def tensor_dtypes(self) -> set[str]:
+        """Every dtype the case's tensors use (what ``--dtypes`` selects by)."""
+        raise NotImplementedError
+
+    def runs_on(self, soc: str | None) -> bool:
+        """Whether the part named ``soc`` has a kernel for the case's operator."""
+        return True
+
+    def run(self, stream: Stream | None = None) -> CaseResult:
+        """Runs and checks the case on the calling thread's device; never raises for a
+        failing case."""
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class Case:
-    """One operator call to check: a case of the LayerNormBackward matrix (the fields below),
-    or a declared operator's smoke case (``declared``).
+class Case(SmokeCase):
+    """A case of a hand-written matrix (:data:`OPERATORS`; the fields are the
+    LayerNormBackward matrix's).
 
     ``dtype`` is gradOut's and input's; ``stats_dtype`` mean's and rstd's and ``weight_dtype``
     weight's and bias's (``None``: the input's); ``weight=False`` passes no weight (and no bias);
@@ -110,17 +165,9 @@ class Case:
     stream ordered after them by ``Stream.wait``, an event wait on the device, with no host
     synchronization in between: a device that does not honour the wait computes on partly
     copied inputs). ``data="sample"`` uses the vendor sample's values instead of random ones.
-    ``operator`` names the operator: the row of :data:`OPERATORS` that runs the case, or for a
-    declared case its :data:`acl_py.ops.DECLARED` name. ``unsupported``: the vendor documents
-    this input as unsupported (why, and where it says so); a failure on an NPU is then
-    reported as such, not as a failure. ``reference_hook`` (for tests of the smoke
-    test itself) maps the reference's three outputs to what the case will expect instead.
-
-    A declared operator's case (:func:`declared_case`) has ``declared`` (the
-    :class:`~acl_py.ops.Declared` it calls) and ``make_values`` (its smoke case's maker, NumPy
-    inputs in declaration order); ``shape`` and ``dtype`` are its first tensor's, and
-    ``input_dtypes`` every input tensor's (Python name, dtype; None: an optional input left
-    out), read from the values. The LayerNormBackward fields keep their defaults.
+    ``operator`` names the row of :data:`OPERATORS` that runs the case. ``unsupported``: see
+    :class:`SmokeCase`. ``reference_hook`` (for tests of the smoke test itself) maps the
+    reference's three outputs to what the case will expect instead.
     """
     name: str
     shape: tuple[int, ...]
@@ -137,22 +184,13 @@ class Case:
     operator: str = "LayerNormBackward"
     unsupported: str | None = None
     reference_hook: Callable | None = field(default=None, compare=False, repr=False)
-    declared: Declared | None = field(default=None, compare=False, repr=False)
-    make_values: Callable[[], Sequence[Any]] | None = field(default=None, compare=False,
-                                                            repr=False)
-    input_dtypes: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def normalized_shape(self) -> tuple[int, ...]:
         return self.shape[len(self.shape) - self.normalized_ndim:]
 
     def dtype_label(self) -> str:
-        """``bf16``, or ``bf16 s:fp32 w:fp32 o:fp32`` for mixes (stats, weight, outputs); a
-        declared case's inputs of another dtype by name: ``fp16 gamma:fp32 bias:none``."""
-        if self.declared is not None:
-            return SHORT.get(self.dtype, self.dtype) + "".join(
-                f" {name}:{'none' if dt is None else SHORT.get(dt, dt)}"
-                for name, dt in self.input_dtypes if dt != self.dtype)
+        """``bf16``, or ``bf16 s:fp32 w:fp32 o:fp32`` for mixes (stats, weight, outputs)."""
         label = SHORT[self.dtype]
         if self.stats_dtype and self.stats_dtype != self.dtype:
             label += f" s:{SHORT[self.stats_dtype]}"
@@ -167,37 +205,77 @@ class Case:
         return label
 
     def mask_label(self) -> str:
-        if self.declared is not None:
-            return "-"
         return "".join("1" if m else "0" for m in self.mask)
 
     def norm_label(self) -> str:
-        return "-" if self.declared is not None else str(self.normalized_ndim)
+        return str(self.normalized_ndim)
 
     def describe(self) -> dict:
-        """The JSON report's fields of the case: the same keys for every operator, None where
-        one does not apply (a declared case has no mask, stats or normalized shape of its
-        own; LayerNormBackward's cases list no ``input_dtypes``)."""
-        if self.declared is not None:
-            return {
-                "name": self.name, "shape": list(self.shape), "normalized_shape": None,
-                "dtype": self.dtype, "stats_dtype": None, "weight_dtype": None,
-                "out_dtypes": None, "output_mask": None, "layout": self.layout, "data": None,
-                "seed": None, "operator": self.operator,
-                "documented_unsupported": self.unsupported,
-                "input_dtypes": dict(self.input_dtypes),
-            }
-        return {
-            "name": self.name, "shape": list(self.shape),
-            "normalized_shape": list(self.normalized_shape), "dtype": self.dtype,
+        d = super().describe()
+        d.update({
+            "normalized_shape": list(self.normalized_shape),
             "stats_dtype": self.stats_dtype or self.dtype,
             "weight_dtype": (self.weight_dtype or self.dtype) if self.weight else None,
             "out_dtypes": list(self.out_dtypes) if self.out_dtypes else None,
-            "output_mask": list(self.mask), "layout": self.layout, "data": self.data,
-            "seed": self.seed, "operator": self.operator,
-            "documented_unsupported": self.unsupported,
-            "input_dtypes": None,
-        }
+            "output_mask": list(self.mask), "data": self.data, "seed": self.seed,
+        })
+        return d
+
+    def tensor_dtypes(self) -> set[str]:
+        used = {self.dtype, self.stats_dtype or self.dtype}
+        if self.weight:
+            used.add(self.weight_dtype or self.dtype)
+        if self.out_dtypes:
+            used |= {d for d in self.out_dtypes if d}
+        return used
+
+    def run(self, stream: Stream | None = None) -> CaseResult:
+        """Runs the case with its operator's runner (the :data:`OPERATORS` row's)."""
+        return _resolve(_operator(self.operator).run)(self, stream)
+
+
+@dataclass(frozen=True)
+class DeclaredCase(SmokeCase):
+    """A declared operator's smoke case (:func:`declared_case`): ``declared`` is the
+    :class:`~acl_py.ops.Declared` it calls and ``make_values`` its smoke case's maker (NumPy
+    inputs in declaration order); ``operator`` its :data:`acl_py.ops.DECLARED` name;
+    ``shape`` and ``dtype`` are its first tensor's, and ``input_dtypes`` every input tensor's
+    (Python name, dtype; None: an optional input left out), read from the values."""
+    name: str
+    operator: str
+    declared: Declared = field(compare=False, repr=False)
+    make_values: Callable[[], Sequence[Any]] = field(compare=False, repr=False)
+    shape: tuple[int, ...] = ()
+    dtype: str = "float32"
+    input_dtypes: tuple[tuple[str, str | None], ...] = ()
+    layout: str = "contiguous"
+    unsupported: str | None = None
+
+    def dtype_label(self) -> str:
+        """The first tensor's dtype, then the inputs of another dtype by name:
+        ``fp16 gamma:fp32 bias:none``."""
+        return SHORT.get(self.dtype, self.dtype) + "".join(
+            f" {name}:{'none' if dt is None else SHORT.get(dt, dt)}"
+            for name, dt in self.input_dtypes if dt != self.dtype)
+
+    def describe(self) -> dict:
+        d = super().describe()
+        d["input_dtypes"] = dict(self.input_dtypes)
+        return d
+
+    def tensor_dtypes(self) -> set[str]:
+        """Its inputs' dtypes of the floating dtypes ``--dtypes`` chooses among (an integer
+        index tensor selects nothing); its outputs' follow from them, as LayerNormBackward's
+        default outputs do, and are not counted."""
+        found = {dt for _, dt in self.input_dtypes if dt in SHORT}
+        return found or {self.dtype}
+
+    def runs_on(self, soc: str | None) -> bool:
+        """``Declared.runs_on``: AddRmsNorm has no kernel on the Atlas training series."""
+        return self.declared.runs_on(soc)
+
+    def run(self, stream: Stream | None = None) -> CaseResult:
+        return run_declared_case(self, stream)
 
 
 @dataclass
@@ -211,7 +289,7 @@ class OutputCheck:
 
 @dataclass
 class CaseResult:
-    case: Case
+    case: SmokeCase
     passed: bool
     seconds: float              # the operator call on device tensors, through synchronize
     outputs: list[OutputCheck] = field(default_factory=list)
@@ -283,12 +361,12 @@ def _operator(name: str) -> SmokeOperator:
     raise ValueError(f"no smoke operator {name!r} (known: {', '.join(o.name for o in OPERATORS)})")
 
 
-def build_cases(quick: bool = False) -> list[Case]:
+def build_cases(quick: bool = False) -> list[SmokeCase]:
     """Every operator's matrix: the :data:`OPERATORS` rows', then each declared operator's
     smoke cases in :data:`acl_py.ops.DECLARED` order (``quick``: without
     ``smoke_full_cases``). Raises ValueError when two cases share a name."""
     from .ops import DECLARED
-    cases = [case for op in OPERATORS for case in _resolve(op.cases)(quick)]
+    cases: list[SmokeCase] = [case for op in OPERATORS for case in _resolve(op.cases)(quick)]
     for name, declared in DECLARED.items():
         cases += declared_cases(declared, quick, operator=name)
     seen: set[str] = set()
@@ -300,16 +378,16 @@ def build_cases(quick: bool = False) -> list[Case]:
 
 
 def declared_cases(declared: Declared, quick: bool = False,
-                   operator: str | None = None) -> list[Case]:
-    """A declared operator's smoke cases as :class:`Case` s (:func:`declared_case`): its
+                   operator: str | None = None) -> list[DeclaredCase]:
+    """A declared operator's smoke cases as :class:`DeclaredCase` s (:func:`declared_case`): its
     ``smoke_cases``, and unless ``quick`` its ``smoke_full_cases``."""
     found = declared.smoke_cases + (() if quick else declared.smoke_full_cases)
     return [declared_case(declared, c, operator) for c in found]
 
 
 def declared_case(declared: Declared, smoke_case: tuple[str, Callable[[], Sequence[Any]]],
-                  operator: str | None = None) -> Case:
-    """The :class:`Case` of one of ``declared``'s smoke cases (``(name, make)``), named
+                  operator: str | None = None) -> DeclaredCase:
+    """The :class:`DeclaredCase` of one of ``declared``'s smoke cases (``(name, make)``), named
     ``<operator>/<name>`` (``operator``: default the declaration's short name; whitespace
     dropped from the name). Its shape and dtypes are read from ``make()``'s values; values
     that cannot be made leave them unknown (the case then fails when it runs, with the
@@ -328,8 +406,8 @@ def declared_case(declared: Declared, smoke_case: tuple[str, Callable[[], Sequen
                                   for n, v in inputs)}
     except Exception:  # noqa: BLE001 - reported by the case's run, which makes them again
         pass
-    return Case(f"{operator}/{''.join(name.split())}", operator=operator, declared=declared,
-                make_values=make, **described)
+    return DeclaredCase(f"{operator}/{''.join(name.split())}", operator=operator,
+                        declared=declared, make_values=make, **described)
 
 
 # The vendor's docs list, for every tensor of aclnnLayerNormBackward, "empty tensors are not
@@ -484,21 +562,18 @@ def _preallocated_outputs(case: Case, stream: Stream | None, made: list[DeviceTe
     return tuple(outs)
 
 
-def _failure(case: Case, seconds: float, e: Exception) -> CaseResult:
+def _failure(case: SmokeCase, seconds: float, e: Exception) -> CaseResult:
     """A case that raised: failed, and hung if a wait ran out of time."""
     return CaseResult(case, False, seconds, error=f"{type(e).__name__}: {e}".strip() + _where(e),
                       hung=isinstance(e, TimeoutError))
 
 
-def run_case(case: Case, stream: Stream | None = None, npu: bool | None = None) -> CaseResult:
+def run_case(case: SmokeCase, stream: Stream | None = None, npu: bool | None = None) -> CaseResult:
     """Runs one case on the calling thread's device with its operator's runner and checks it;
     never raises for a failing case (the exception becomes the result's ``error``). On an NPU
     (``npu``; default: the backend is real CANN), a failing case whose input the vendor
     documents as unsupported is marked so (``result.unsupported``) instead of failed."""
-    if case.declared is not None:
-        result = run_declared_case(case, stream)
-    else:
-        result = _resolve(_operator(case.operator).run)(case, stream)
+    result = case.run(stream)
     if npu is None:
         npu = on_npu()
     if not result.passed and npu and case.unsupported:
@@ -564,7 +639,7 @@ def run_layer_norm_backward_case(case: Case, stream: Stream | None = None) -> Ca
     return _release(made, result)
 
 
-def run_declared_case(case: Case, stream: Stream | None = None) -> CaseResult:
+def run_declared_case(case: DeclaredCase, stream: Stream | None = None) -> CaseResult:
     """Runs a declared operator's case (:func:`declared_case`) on the calling thread's
     device: its values uploaded to device tensors on ``stream``, the declaration called on
     them, outputs read back and judged by the declaration's
@@ -576,10 +651,10 @@ def run_declared_case(case: Case, stream: Stream | None = None) -> CaseResult:
     seconds = 0.0
     made: list = []   # every device tensor made here, closed before returning
     try:
-        declared, make = case.declared, case.make_values
-        if declared is None or make is None:
+        if not isinstance(case, DeclaredCase):
             raise ValueError(f"case {case.name!r} is not a declared operator's "
                              f"(declared_case makes those)")
+        declared, make = case.declared, case.make_values
         values = tuple(make())
         args = []
         for v in values:
@@ -670,11 +745,11 @@ def _dtype_name(dt: Any) -> str:
     return "bfloat16" if dt == _np_dtype("bfloat16") else dt.name
 
 
-ProgressFn = Callable[[int, int, Case, "CaseResult | None"], None]
-DeviceProgressFn = Callable[[int, int, int, Case, "CaseResult | None"], None]
+ProgressFn = Callable[[int, int, SmokeCase, "CaseResult | None"], None]
+DeviceProgressFn = Callable[[int, int, int, SmokeCase, "CaseResult | None"], None]
 
 
-def run_cases(cases: Sequence[Case], progress: ProgressFn | None = None,
+def run_cases(cases: Sequence[SmokeCase], progress: ProgressFn | None = None,
               stream: Stream | None = None,
               npu: bool | None = None, cancel: threading.Event | None = None
               ) -> list[CaseResult]:
@@ -732,7 +807,7 @@ class DeviceRun:
                 "hung": self.hung}
 
 
-def run_devices(cases: Sequence[Case], devices: Sequence[int],
+def run_devices(cases: Sequence[SmokeCase], devices: Sequence[int],
                 progress: DeviceProgressFn | None = None,
                 npu: bool | None = None) -> list[DeviceRun]:
     """Runs ``cases`` on every device of ``devices`` at once: a thread per device, each with
@@ -750,7 +825,7 @@ def run_devices(cases: Sequence[Case], devices: Sequence[int],
         t0 = time.perf_counter()
         report_case = None
         if progress is not None:
-            def report_case(i: int, total: int, case: Case, result: CaseResult | None,
+            def report_case(i: int, total: int, case: SmokeCase, result: CaseResult | None,
                             _d: int = run.device) -> None:
                 progress(_d, i, total, case, result)
         try:
@@ -923,7 +998,7 @@ def report(env: dict, runs: Sequence[DeviceRun], mode: str, seconds: float,
     }
 
 
-def count_operators(cases: Iterable[Case]) -> dict[str, int]:
+def count_operators(cases: Iterable[SmokeCase]) -> dict[str, int]:
     """Each operator's number of cases, in the order they first appear."""
     counts: dict[str, int] = {}
     for case in cases:
@@ -1146,11 +1221,11 @@ class Progress:
         self.total = {d: 0 for d in self.devices}
         self.lock = threading.Lock()
 
-    def __call__(self, done: int, total: int, case: Case, result: CaseResult | None) -> None:
+    def __call__(self, done: int, total: int, case: SmokeCase, result: CaseResult | None) -> None:
         """Single-device form (device ``devices[0]``)."""
         self.device(self.devices[0], done, total, case, result)
 
-    def device(self, device: int, done: int, total: int, case: Case,
+    def device(self, device: int, done: int, total: int, case: SmokeCase,
                result: CaseResult | None) -> None:
         with self.lock:
             self.done[device], self.total[device] = done, total
@@ -1163,7 +1238,7 @@ class Progress:
                                   f"({_fmt_time(result.seconds)})\n")
                 self.stream.flush()
 
-    def _draw(self, case: Case, result: CaseResult | None) -> None:
+    def _draw(self, case: SmokeCase, result: CaseResult | None) -> None:
         done, total = sum(self.done.values()), sum(self.total.values())
         fill = self.width * done // max(total, 1)
         bar = "#" * fill + "-" * (self.width - fill)
@@ -1182,7 +1257,7 @@ class Progress:
         self.stream.flush()
 
 
-def main(argv: Sequence[str] | None = None, cases: Iterable[Case] | None = None,
+def main(argv: Sequence[str] | None = None, cases: Iterable[SmokeCase] | None = None,
          out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """``acl-py smoke [--quick] [--json FILE] [--devices LIST] [--require-npu] ...`` as a
     function; returns the exit status. ``cases`` replaces the matrix (tests inject broken
@@ -1216,18 +1291,19 @@ def add_smoke_arguments(p: argparse.ArgumentParser) -> None:
                         "BFLOAT16 (Atlas training and inference series)")
 
 
-def select_dtypes(cases: Iterable[Case], spec: str) -> list[Case]:
+def select_dtypes(cases: Iterable[SmokeCase], spec: str) -> list[SmokeCase]:
     """The cases whose every tensor dtype is in ``spec`` ("fp32,fp16", names or short names)."""
     wanted = parse_dtypes(spec)
     return [c for c in cases if case_dtypes(c) <= wanted]
 
 
-def select_parts(cases: Iterable[Case], soc: str | None) -> tuple[list[Case], list[str]]:
+def select_parts(cases: Iterable[SmokeCase], soc: str | None
+                 ) -> tuple[list[SmokeCase], list[str]]:
     """The cases whose operator has a kernel on the part ``soc`` (a declared case's
     ``Declared.runs_on``; every other case's), and the operators left out, in order."""
     kept, left = [], []
     for c in cases:
-        if c.declared is None or c.declared.runs_on(soc):
+        if c.runs_on(soc):
             kept.append(c)
         elif c.operator not in left:
             left.append(c.operator)
@@ -1259,19 +1335,9 @@ def default_dtypes(env: dict) -> tuple[str, str]:
                          f"hicann/ops-nn norm/layer_norm_grad_v3/docs/aclnnLayerNormBackward.md)")
 
 
-def case_dtypes(case: Case) -> set[str]:
-    """Every dtype a case's tensors use. A declared case's: its inputs' of the floating
-    dtypes ``--dtypes`` chooses among (an integer index tensor selects nothing); its outputs'
-    follow from them, as LayerNormBackward's default outputs do, and are not counted."""
-    if case.declared is not None:
-        found = {dt for _, dt in case.input_dtypes if dt in SHORT}
-        return found or {case.dtype}
-    used = {case.dtype, case.stats_dtype or case.dtype}
-    if case.weight:
-        used.add(case.weight_dtype or case.dtype)
-    if case.out_dtypes:
-        used |= {d for d in case.out_dtypes if d}
-    return used
+def case_dtypes(case: SmokeCase) -> set[str]:
+    """Every dtype a case's tensors use (:meth:`SmokeCase.tensor_dtypes`)."""
+    return case.tensor_dtypes()
 
 
 def parse_devices(spec: str, count: int | None) -> list[int]:
@@ -1301,7 +1367,7 @@ def parse_devices(spec: str, count: int | None) -> list[int]:
     return sorted(set(ids))
 
 
-def run_smoke(args: argparse.Namespace, cases: Iterable[Case] | None = None,
+def run_smoke(args: argparse.Namespace, cases: Iterable[SmokeCase] | None = None,
               out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """The ``smoke`` command for parsed ``args``: header (before any case), tables, verdict on
     ``out``, progress on ``err``; returns the exit status (see the module doc)."""
@@ -1425,8 +1491,8 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
-__all__ = ["Case", "CaseResult", "OutputCheck", "DeviceRun", "SmokeOperator", "OPERATORS",
-           "build_cases", "declared_cases", "declared_case", "layer_norm_backward_cases",
-           "run_case", "run_declared_case", "run_cases", "run_devices", "environment",
-           "report", "count_operators", "operator_summary", "format_table", "main",
-           "run_smoke", "add_smoke_arguments"]
+__all__ = ["SmokeCase", "Case", "DeclaredCase", "CaseResult", "OutputCheck", "DeviceRun",
+           "SmokeOperator", "OPERATORS", "build_cases", "declared_cases", "declared_case",
+           "layer_norm_backward_cases", "run_case", "run_declared_case", "run_cases",
+           "run_devices", "environment", "report", "count_operators", "operator_summary",
+           "format_table", "main", "run_smoke", "add_smoke_arguments"]

@@ -158,7 +158,7 @@ def test_quick_run_json_is_well_formed(quick_run):
         assert c["shape"] == list(case.shape)
         assert c["documented_unsupported"] == case.unsupported
         assert c["seconds"] >= 0
-        if case.declared is not None:   # every output of a declared operator's call
+        if isinstance(case, smoke.DeclaredCase):   # every output of a declared operator's call
             assert c["output_mask"] is None
             assert c["input_dtypes"] == dict(case.input_dtypes)
             requested = [o.py for o in case.declared.outputs]
@@ -172,7 +172,7 @@ def test_quick_run_json_is_well_formed(quick_run):
             assert o["passed"] is True
             assert 0 <= o["error_ratio"] <= 1
             assert o["max_abs_error"] >= 0
-            if not empty and case.data != "sample":
+            if not empty and getattr(case, "data", None) != "sample":
                 # random data: float rounding leaves some error on low-precision outputs
                 assert math.isfinite(o["max_abs_error"])
     n = len(cases)
@@ -480,7 +480,8 @@ def test_case_matrix_covers_the_feature_list():
     quick = smoke.build_cases(quick=True)
     assert {c.name for c in quick} <= {c.name for c in full}
     assert len({c.name for c in full}) == len(full), "case names must be unique"
-    for cases in (quick, full):
+    for every in (quick, full):
+        cases = [c for c in every if isinstance(c, smoke.Case)]   # LayerNormBackward's matrix
         assert {c.dtype for c in cases} == {"float32", "float16", "bfloat16"}
         assert any(c.stats_dtype == "float32" and c.dtype != "float32" for c in cases)
         assert any(not c.weight for c in cases)
@@ -489,8 +490,8 @@ def test_case_matrix_covers_the_feature_list():
         assert any(c.layout == "transposed" for c in cases)
         assert any(c.layout == "strided-out" for c in cases)
         assert any(c.layout == "other-stream" for c in cases)
-    assert {c.mask for c in full} == {(a, b, c) for a in (True, False) for b in (True, False)
-                                      for c in (True, False)}
+    assert {c.mask for c in full if isinstance(c, smoke.Case)} == {
+        (a, b, c) for a in (True, False) for b in (True, False) for c in (True, False)}
     assert max(math.prod(c.shape) for c in full) >= 4096 * 4096
     assert min(math.prod(c.shape) for c in full if 0 not in c.shape) == 1
 
@@ -573,7 +574,7 @@ def test_default_dtypes_follow_the_part(tmp_path):
     names = [c["name"] for c in data["devices"][0]["cases"]]
     expected = [c.name for c in smoke.build_cases(quick=True)
                 if "bfloat16" not in smoke.case_dtypes(c)
-                and (c.declared is None or c.declared.runs_on("Ascend910A"))]
+                and c.runs_on("Ascend910A")]
     assert names == expected and len(names) < len(smoke.build_cases(quick=True))
     # ... and no case of an operator the part has no kernel for (AddRmsNorm's definition
     # registers none for the Atlas training series), named in the header
