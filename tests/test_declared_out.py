@@ -150,3 +150,16 @@ def test_a_refused_out_entry_names_the_output_and_the_dtype_it_must_have():
         acl_py.rms_norm(x, np.ones(4, np.float32), out=(np.empty((2, 4), np.float16), None))
     assert ei.value.argument == "out[0] (y)"
     assert "dtype float16 != float32 (the dtype y has for these arguments)" in str(ei.value)
+
+
+def test_a_plan_refuses_an_out_entry_of_another_dtype_before_any_c_call(emulator):
+    x = acl_py.DeviceTensor.from_numpy(np.ones((2, 4), np.float32))
+    gamma = acl_py.DeviceTensor.from_numpy(np.ones(4, np.float32))
+    with acl_py.DeviceTensor.empty((2, 4), np.float16) as y:
+        emulator.reset_call_counts()
+        with pytest.raises(AclTypeError) as ei:
+            acl_py.RmsNorm(x, gamma, out=(y, None))
+    assert ei.value.argument == "out[0] (y)" and ei.value.code is None
+    assert "aclnnRmsNormGetWorkspaceSize" not in emulator.call_counts()
+    x.close()
+    gamma.close()
