@@ -53,6 +53,7 @@ from .ops import layer_norm, LayerNorm, layer_norm_backward, LayerNormBackward
 from .ops import rms_norm, RmsNorm
 from .ops import add_rms_norm, AddRmsNorm
 from .ops import rms_norm_grad, RmsNormGrad
+from .ops import group_norm, GroupNorm
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -80,4 +81,5 @@ __all__ = [
     "layer_norm_backward", "LayerNormBackward", "rms_norm", "RmsNorm",
     "add_rms_norm", "AddRmsNorm",
     "rms_norm_grad", "RmsNormGrad",
+    "group_norm", "GroupNorm",
 ]

@@ -1,5 +1,5 @@
 """NumPy float64 references of LayerNorm (forward), LayerNormBackward, RmsNorm, its
-backward (RmsNormGrad) and AddRmsNorm, and the tolerances results are judged by.
+backward (RmsNormGrad), AddRmsNorm and GroupNorm, and the tolerances results are judged by.
 
 Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
 
@@ -13,6 +13,9 @@ magnitude (the sum of squares has no cancellation) and ``rstd``. Its backward
 ``dx = (dy * gamma - xr * mean_R(dy * gamma * xr)) * rstd``, ``dgamma = sum_A(dy * xr)``; its
 error scale (:func:`rms_norm_grad_error_scale`) is the same with every term made non-negative.
 AddRmsNorm (:func:`add_rms_norm`): RmsNorm of ``x = x1 + x2``, returned with ``x``.
+GroupNorm (:func:`group_norm`): LayerNorm's formulas over each sample's groups of channels,
+``mean``/``rstd`` shaped ``(N, group)``; its error scale (:func:`group_norm_error_scale`)
+carries the cancellation of the device's one-pass variance.
 
 LayerNorm's error scale (:func:`layer_norm_error_scale`): ``(|input| + |mean| +
 mean_R(|input|)) * rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's own errors, carried through),
@@ -66,7 +69,7 @@ __all__ = [
     "assert_close",
     "rounding_dtype", "device_rounding", "half_ulp", "rms_norm", "rms_norm_error_scale",
     "add_rms_norm", "add_rms_norm_error_scale",
-    "rms_norm_grad", "rms_norm_grad_error_scale",
+    "rms_norm_grad", "rms_norm_grad_error_scale", "group_norm", "group_norm_error_scale",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -294,6 +297,70 @@ def rms_norm_grad_error_scale(dy, x, rstd, gamma):
     amean = (adyg * axr).mean(axis=1, keepdims=True) if x2.shape[1] else np.zeros_like(rs)
     dx = (adyg + axr * amean) * ars
     return dx.reshape(xshape), (np.abs(dy2) * axr).sum(axis=0).reshape(gshape)
+
+
+def _group_rows(input, n, c, hxw, group):
+    """input as float64 ``(n, group, c / group * hxw)`` rows (one per sample and group)."""
+    return _f64(input).reshape(n, group, (c // group) * hxw)
+
+
+def _group_stats(rows, eps):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if rows.shape[2]:
+            mean = rows.mean(axis=2, keepdims=True)
+            var = ((rows - mean) ** 2).mean(axis=2, keepdims=True)
+        else:   # no values: mean 0, rstd NaN, as CANN fills them
+            mean = np.zeros(rows.shape[:2] + (1,))
+            var = np.full(rows.shape[:2] + (1,), np.nan)
+        return mean, var, 1.0 / np.sqrt(var + eps)
+
+
+def _per_channel(v, n, c, hxw, default):
+    """gamma/beta (or ``default`` when None) broadcast over ``(n, c, hxw)``."""
+    return np.broadcast_to((np.full(c, default) if v is None else _f64(v)).reshape(1, c, 1),
+                           (n, c, hxw))
+
+
+def group_norm(input, gamma, beta, n, c, hxw, group, eps: float = 1e-5):
+    """``(out, mean, rstd)`` of GroupNorm in float64 (the vendor's docs/aclnnGroupNorm.md):
+    per sample and group of ``c / group`` channels, ``mean`` and the biased variance ``var``
+    of its values, ``rstd = 1 / sqrt(var + eps)``, ``out = (input - mean) * rstd * gamma +
+    beta`` (absent gamma/beta: ones/zeros); out shaped input, mean/rstd ``(n, group)``. A group
+    without values has mean 0 and rstd NaN, as CANN fills them."""
+    rows = _group_rows(input, n, c, hxw, group)
+    mean, _, rstd = _group_stats(rows, eps)
+    xhat = ((rows - mean) * rstd).reshape(n, c, hxw)
+    out = xhat * _per_channel(gamma, n, c, hxw, 1.0) + _per_channel(beta, n, c, hxw, 0.0)
+    return out.reshape(np.shape(input)), mean.reshape(n, group), rstd.reshape(n, group)
+
+
+def group_norm_error_scale(input, gamma, beta, n, c, hxw, group, eps: float = 1e-5):
+    """Per element of ``(out, mean, rstd)``, the magnitude the device's float32 error is
+    proportional to. Atlas A2/A3 and inference parts take the variance as
+    ``mean(x^2) - mean^2``, which cancels: its error scales with ``mean(x^2) + mean^2``, so
+    rstd's relative error with ``k = (mean(x^2) + mean^2) / (var + eps)``. ``out`` is made as
+    ``x * scale + bias`` with ``bias = -scale * mean + beta`` (``scale = rstd * gamma``):
+    ``(|x| + |mean| + |x - mean| * k) * rstd * |gamma| + |beta|``; ``mean``: ``mean(|x|)``;
+    ``rstd``: ``rstd * (1 + k)``. For 16-bit inputs the Atlas training parts round the
+    variance, eps and their sum to input's dtype before the square root: up to ``2^-p`` more
+    relative error in rstd (p the dtype's mantissa bits), carried as magnitude."""
+    rows = _group_rows(input, n, c, hxw, group)
+    mean, var, rstd = _group_stats(rows, eps)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        k = ((rows * rows).mean(axis=2, keepdims=True) + mean * mean) / (var + eps) \
+            if rows.shape[2] else np.zeros_like(mean)
+    rs = np.abs(rstd)
+    name = _dtype_name(np.asarray(input).dtype)
+    if name != "float32":
+        rs_stat = rs * (1 + k + 2.0 ** -_FLOAT_FORMAT[name][0] / RTOL[name])
+    else:
+        rs_stat = rs * (1 + k)
+    term = (np.abs(rows) + np.abs(mean) + np.abs(rows - mean) * k) * rs
+    g = np.abs(_per_channel(gamma, n, c, hxw, 1.0))
+    out = term.reshape(n, c, hxw) * g + np.abs(_per_channel(beta, n, c, hxw, 0.0))
+    amean = np.abs(rows).mean(axis=2) if rows.shape[2] else np.zeros((n, group))
+    return (out.reshape(np.shape(input)), amean.reshape(n, group),
+            rs_stat.reshape(n, group))
 
 
 def _dtype_name(dtype) -> str:

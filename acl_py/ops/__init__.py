@@ -2,20 +2,23 @@
 (:mod:`acl_py.ops._declare`) and the operators declared on them. ``acl_py.layer_norm``,
 ``acl_py.LayerNorm``, ``acl_py.layer_norm_backward``, ``acl_py.LayerNormBackward``,
 ``acl_py.rms_norm``, ``acl_py.RmsNorm``, ``acl_py.add_rms_norm``, ``acl_py.AddRmsNorm``,
-``acl_py.rms_norm_grad`` and ``acl_py.RmsNormGrad`` are re-exported at the package top level.
+``acl_py.rms_norm_grad``, ``acl_py.RmsNormGrad``, ``acl_py.group_norm`` and
+``acl_py.GroupNorm`` are re-exported at the package top level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
 from ._declare import (DECLARED, Arg, Declared, OutputError, Plan, bool_array, double, int_array,
-                       output, tensor)
+                       integer, output, tensor)
 from ._two_phase import Executor, Operator, Param, value
 from .layer_norm import LAYER_NORM, LayerNorm, layer_norm
 from .layer_norm_backward import LAYER_NORM_BACKWARD, LayerNormBackward, layer_norm_backward
 from .rms_norm import RMS_NORM, RmsNorm, rms_norm
 from .add_rms_norm import ADD_RMS_NORM, AddRmsNorm, add_rms_norm
 from .rms_norm_grad import RMS_NORM_GRAD, RmsNormGrad, rms_norm_grad
+from .group_norm import GROUP_NORM, GroupNorm, group_norm
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
-           "ADD_RMS_NORM", "rms_norm_grad", "RmsNormGrad", "RMS_NORM_GRAD", "Operator",
+           "ADD_RMS_NORM", "rms_norm_grad", "RmsNormGrad", "RMS_NORM_GRAD", "group_norm",
+           "GroupNorm", "GROUP_NORM", "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
-           "tensor", "output", "int_array", "bool_array", "double", "value"]
+           "tensor", "output", "int_array", "bool_array", "double", "integer", "value"]

@@ -64,7 +64,8 @@ from ..errors import AclArgumentError, AclError, AclTypeError, OperatorParameter
 from ..tensor import DeviceTensor, as_dims
 from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
 
-__all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "Declared", "Plan",
+__all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "integer", "Declared",
+           "Plan",
            "DECLARED", "OutputError", "FLOATS", "REQUIRED"]
 
 REQUIRED = object()   # default of a parameter the caller must give
@@ -84,12 +85,16 @@ class Arg(Param):
     """One phase-one parameter with its Python-side description (see the module doc)."""
 
     __slots__ = ("py", "role", "optional", "default", "dtypes", "like", "or_float32", "or_wider",
-                 "shape", "dtype", "numel_ok", "when", "length", "items")
+                 "shape", "dtype", "numel_ok", "when", "length", "items", "convert", "value_type")
 
     def __init__(self, c_name, kind, role=IN, *, name=None, optional=False, default=REQUIRED,
                  dtypes=None, like=None, or_float32=False, or_wider=False, shape=None, dtype=None,
-                 numel_ok=False, when=None, length=None, items=None):
+                 numel_ok=False, when=None, length=None, items=None, convert=None):
         super().__init__(c_name, kind)
+        # a plain C value's conversion (double: _double, int64_t: _integer) and the Python
+        # type it gives, which a call's value is taken as without converting
+        self.convert = convert or _double
+        self.value_type = int if self.convert is _integer else float
         self.py = name or python_name(c_name, role is OUT)
         self.role = role
         self.optional = optional
@@ -138,6 +143,11 @@ def bool_array(c_name, *, name=None, default=REQUIRED, length=None, items=None):
 def double(c_name, *, name=None, default=REQUIRED):
     """A ``double`` given as a real number."""
     return Arg(c_name, VALUE, IN, name=name, default=default)
+
+
+def integer(c_name, *, name=None, default=REQUIRED):
+    """An ``int64_t`` given as an int (a NumPy integer too; not a bool)."""
+    return Arg(c_name, VALUE, IN, name=name, default=default, convert=_integer)
 
 
 # ---- dtypes --------------------------------------------------------------------------------
@@ -219,6 +229,18 @@ def _double(v, name):
             v, (bool, np.bool_)):
         return float(v)
     raise AclTypeError(name, f"expected a real number, got {type(v).__name__}")
+
+
+_INT64 = (-2 ** 63, 2 ** 63 - 1)
+
+
+def _integer(v, name):
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        v = int(v)
+        if _INT64[0] <= v <= _INT64[1]:
+            return v
+        raise AclArgumentError(name, f"{v} does not fit an int64")
+    raise AclTypeError(name, f"expected an int, got {type(v).__name__}")
 
 
 class Bound:
@@ -374,7 +396,7 @@ class Declared(Operator):
             elif k is BOOL_ARRAY:
                 v = _bool_values(v, arg)
             else:
-                v = _double(v, name)
+                v = arg.convert(v, name)
             py[i] = v
         a = _new_tuple(self._bound, py)
         for arg in self._dtype_order:
@@ -546,8 +568,8 @@ class Declared(Operator):
                 else:
                     raise self._kind_error(arg, v, DeviceTensor)
             elif k is VALUE:
-                if type(v) is not float:
-                    py[i] = cvals[i] = _double(self._given(v, arg), arg.py)
+                if type(v) is not arg.value_type:
+                    py[i] = cvals[i] = arg.convert(self._given(v, arg), arg.py)
             else:
                 e = self._array(arg, v)
                 held.append(e)

@@ -123,6 +123,9 @@ ACLEMU_EXPORT const aclemu_soc *aclemu_soc_info(const char *caller);
  * lists no vector cores): what the vendor's tilings read as GetCoreNumAiv. */
 ACLEMU_EXPORT int aclemu_soc_vector_cores(void);
 
+/* The part's AI core count (its platform configuration's ai_core_cnt). */
+ACLEMU_EXPORT int aclemu_soc_ai_cores(void);
+
 /* ---- kernel thread pool (runtime/) --------------------------------------------------------- */
 
 /* Runs body(ctx, begin, end) over [0, n) split into `chunks` contiguous chunks (chunk c is

@@ -118,6 +118,11 @@ ACLEMU_EXPORT int aclemu_soc_vector_cores(void) {
     return p->vector_cores > 0 ? p->vector_cores : p->ai_cores;
 }
 
+/* The part's AI core count (ai_core_cnt of its platform configuration). */
+ACLEMU_EXPORT int aclemu_soc_ai_cores(void) {
+    return figures()->ai_cores;
+}
+
 static bool is_950(void) {
     const aclemu_soc *soc = aclemu_soc_info("the runtime");
     return soc != NULL && soc->npu_arch == 3510;

@@ -1,0 +1,158 @@
+"""``aclnnGroupNorm``: GroupNorm, :func:`group_norm` and the plan :class:`GroupNorm`.
+
+Python-level checks (see :mod:`._declare`: NumPy calls make them before any C call,
+DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes
+(``input`` float32/float16/bfloat16; ``gamma``, ``beta`` input's); ``input`` of rank >= 2 whose
+dim 0 is ``n``, dim 1 ``c`` and other dims hold ``hxw`` elements; ``group > 0`` dividing ``c``;
+``eps > 0``; ``gamma``/``beta`` vectors of ``c`` elements; ``out=`` entries of input's shape
+(out) and ``[n, group]`` (mean, rstd), all of input's dtype. The operator's own rules (rank at
+most 8, the part's dtype list: no bfloat16 on Atlas training and inference parts, formats)
+are phase one's.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
+
+import numpy as np
+
+from .. import reference
+from ..errors import AclArgumentError
+from ._declare import Declared, Plan, double, integer, output, tensor
+from .rms_norm import Operand, OutArg
+
+if TYPE_CHECKING:
+    from ..stream import Stream
+    from ..tensor import DeviceTensor
+
+__all__ = ["group_norm", "GroupNorm", "GROUP_NORM"]
+
+
+def group_norm_check(a):
+    """The vendor's attribute and shape rules (aclnn_group_norm.cpp CheckAttr, CheckShape)
+    that name a Python argument: n, c, hxw describe input; group > 0 divides c; eps > 0;
+    gamma and beta hold c values."""
+    shape = a.input.shape
+    if len(shape) < 2:
+        raise AclArgumentError("input", f"shape {shape} must have at least 2 dims (N, C, ...)")
+    if a.n != shape[0]:
+        raise AclArgumentError("n", f"{a.n} must equal input's dim 0 ({shape[0]})")
+    if a.c != shape[1]:
+        raise AclArgumentError("c", f"{a.c} must equal input's dim 1 ({shape[1]})")
+    hw = math.prod(shape[2:])
+    if a.hxw != hw:
+        raise AclArgumentError("hxw", f"{a.hxw} must equal the product of input's dims after "
+                               f"N and C ({hw})")
+    if a.group <= 0:
+        raise AclArgumentError("group", f"{a.group} must be greater than 0")
+    if a.c % a.group:
+        raise AclArgumentError("group", f"{a.group} must divide the channel count c = {a.c}")
+    if not a.eps > 0:
+        raise AclArgumentError("eps", f"{a.eps!r} must be greater than 0")
+    for name in ("gamma", "beta"):
+        t = a[name]
+        if t is not None and t.shape != (a.c,):
+            raise AclArgumentError(name, f"shape {t.shape} must be ({a.c},): one value per "
+                                   f"channel of input {shape}")
+
+
+def _input_shape(a):
+    return a.input.shape
+
+
+def _input_dtype(a):
+    return a.input.dtype
+
+
+def _stats_shape(a):
+    return (a.n, a.group)
+
+
+def _smoke(shape, group, dtype, affine=True, eps=1e-5):
+    def make():
+        from ..dtypes import bfloat16
+        dt = bfloat16() if dtype == "bf16" else dtype
+        rng = np.random.default_rng(sum(shape) + group)
+        x = (rng.standard_normal(shape, dtype=np.float32) * 2 + 0.5).astype(dt)
+        c = shape[1]
+        g = (1 + 0.25 * rng.standard_normal(c, dtype=np.float32)).astype(dt) if affine else None
+        b = (0.5 * rng.standard_normal(c, dtype=np.float32)).astype(dt) if affine else None
+        return x, g, b, shape[0], c, math.prod(shape[2:]), group, eps
+    name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    return f"{name}{list(shape)}/{group}{'' if affine else '-no-affine'}", make
+
+
+GROUP_NORM = Declared("aclnnGroupNorm", (
+    tensor("self", name="input"),
+    tensor("gamma", optional=True, like="input"),
+    tensor("beta", optional=True, like="input"),
+    integer("N", name="n"),
+    integer("C", name="c"),
+    integer("HxW", name="hxw"),
+    integer("group"),
+    double("eps", default=1e-5),
+    output("out", shape=_input_shape, dtype=_input_dtype),
+    output("meanOut", shape=_stats_shape, dtype=_input_dtype),
+    output("rstdOut", shape=_stats_shape, dtype=_input_dtype),
+), check=group_norm_check, reference=reference.group_norm,
+    error_scale=reference.group_norm_error_scale,
+    smoke_cases=(_smoke((2, 64, 8, 8), 32, np.float32),
+                 _smoke((4, 32, 16, 16), 8, np.float16),
+                 _smoke((3, 6, 5), 3, np.float32, affine=False)))
+
+
+@overload
+def group_norm(input: np.ndarray, group: int, gamma: Optional[np.ndarray] = ...,
+               beta: Optional[np.ndarray] = ..., eps: float = ..., *,
+               stream: Optional["Stream"] = ..., out: OutArg = ...
+               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+@overload
+def group_norm(input: "DeviceTensor", group: int, gamma: Optional["DeviceTensor"] = ...,
+               beta: Optional["DeviceTensor"] = ..., eps: float = ..., *,
+               stream: Optional["Stream"] = ..., out: OutArg = ...
+               ) -> Tuple["DeviceTensor", "DeviceTensor", "DeviceTensor"]: ...
+
+
+def group_norm(input: Operand, group: int, gamma: Optional[Operand] = None,
+               beta: Optional[Operand] = None, eps: float = 1e-5, *,
+               stream: Optional["Stream"] = None, out: OutArg = None) -> Any:
+    """GroupNorm of ``input`` ``[N, C, ...]`` over ``group`` groups of ``C / group`` channels:
+    ``(out, mean, rstd)`` with, per sample and group, ``mean`` and the biased variance ``var``
+    of its ``C / group * HxW`` values, ``rstd = 1 / sqrt(var + eps)`` and
+    ``out = (input - mean) * rstd * gamma + beta`` (``gamma``/``beta``: one value per channel;
+    None: ones/zeros). N, C and HxW (the product of input's dims after the first two) are
+    taken from input's shape. The device computes in float32 (its chain by part:
+    docs/emulator.md) and writes all three outputs in input's dtype; ``mean`` and ``rstd``
+    are ``[N, group]`` (on Atlas inference parts the device writes them for some shapes only).
+
+    * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
+    * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
+      valid once it has synchronized).
+
+    ``out=(out, mean, rstd)`` gives preallocated outputs of the same kind as the inputs; a
+    ``None`` entry is allocated as by default.
+    """
+    return GROUP_NORM.call(_values(input, gamma, beta, group, eps), out=out, stream=stream)
+
+
+def _values(input, gamma, beta, group, eps):
+    """The declaration's inputs, N, C and HxW read from input's shape (an input without one
+    is passed on for the declaration's checks to name)."""
+    shape = tuple(getattr(input, "shape", ()))
+    n, c = (shape + (0, 0))[:2]
+    return (input, gamma, beta, n, c, math.prod(shape[2:]), group, eps)
+
+
+class GroupNorm(Plan):
+    """A :func:`group_norm` plan over fixed device tensors (see :class:`~acl_py.ops.Plan`):
+    outputs ``out``, ``mean``, ``rstd``; ``run(stream)`` enqueues phase two only."""
+
+    declared = GROUP_NORM
+    __slots__ = ()
+
+    def __init__(self, input: "DeviceTensor", group: int, gamma: Optional["DeviceTensor"] = None,
+                 beta: Optional["DeviceTensor"] = None, eps: float = 1e-5, *,
+                 out: OutArg = None) -> None:
+        self._prepare(_values(input, gamma, beta, group, eps), out)

@@ -1,0 +1,536 @@
+/*
+ * aclnnGroupNorm for the CPU emulator: phase one (checks, executor), the launch and the kernel.
+ *
+ * Facts, hicann/ops-nn norm/group_norm and norm/group_norm_silu:
+ * - group_norm/op_host/op_api/aclnn_group_norm.cpp (the hand-written phase one, followed here
+ *   in its order and codes): the out-pointers (L2_DFX_PHASE_1, 161001); self, out, meanOut,
+ *   rstdOut NULL (CheckNotNull4Tensor, 161001); dtypes (161002: self in the part's list, FLOAT
+ *   and FLOAT16 plus BF16 on DAV_2201 and the regbase parts; gamma, beta, out, meanOut, rstdOut
+ *   self's); the attributes (161002: group > 0, C % group == 0, eps > 0); shapes (161002:
+ *   self rank 2..8, out self's shape, meanOut and rstdOut [N, group], self's dim 0 N and dim 1
+ *   C, the product of its other dims HxW, its element count N * C * HxW, gamma and beta rank 1
+ *   of C elements); formats (161002: out's format self's, self's neither private nor NHWC,
+ *   HWCN, NDHWC); an empty self: meanOut filled with 0 and rstdOut with NaN, nothing else;
+ *   then the kernel by part: GroupNormSilu without the activation on Atlas A2/A3 (DAV_2201),
+ *   Atlas inference (DAV_2002) and Ascend 950 (regbase), the L0 GroupNorm elsewhere (the Atlas
+ *   training series, DAV_1001) with FLOAT16 cast to FLOAT around it and rstd computed by the
+ *   op_api from the kernel's variance: Rsqrt(Add(variance, eps)) in the variance's dtype;
+ *   an absent gamma/beta: ones/zeros;
+ * - group_norm_silu/op_host/group_norm_silu_tiling.cpp (Atlas A2/A3, inference): the tiling
+ *   key (which kernel runs) from HxW, the channel count and the per-core group count
+ *   (totalCoreNum: the vector cores; on DAV_2002 AIV plus vector cores); its own checks repeat
+ *   the op_api's;
+ * - group_norm_silu/op_kernel/group_norm_silu_*.h (Atlas A2/A3, inference): per group of E =
+ *   C / group * HxW elements, x cast to float; s1 = sum(x), s2 = sum(x * x);
+ *   mean = s1 * numRec, rstd = 1 / sqrt(s2 * numRec - mean * mean + eps) (numRec = 1.0f / E);
+ *   per channel scale = rstd * gamma, bias = -scale * mean + beta; y = x * scale + bias (Muls,
+ *   Adds); y, mean and rstd written in x's dtype, rounded by GetRoundMode: CAST_ROUND (ties
+ *   away from zero, FLOAT16 and BF16) where __CCE_AICORE__ is 220, CAST_NONE (to even)
+ *   elsewhere. On DAV_2002 only the kernels that copy out without DataCopyPad write mean and
+ *   rstd (g16/g32 and hw1: CopyOutMeanAndRstd's #else); the small, b16, b32 and SD kernels
+ *   write them only under __CCE_AICORE__ 220;
+ * - group_norm_silu/op_kernel/arch35/group_norm_silu_regbase_base.h (Ascend 950, the R axis
+ *   full-load two-pass kernels): with p = the power of two above E, n = 1.0f / p and
+ *   corr = (float)p / E: mean = sum(x * n) * corr; var = sum((x - mean)^2 * n) * corr;
+ *   rstd = 1 / sqrt(var + eps) refined to about a correctly rounded float
+ *   (CalRstdByHighPrecision); y = ((x - mean) * rstd) * gamma + beta; y, mean, rstd rounded
+ *   to x's dtype with CAST_RINT.
+ *
+ * Kernel: rows are the (n, group) pairs; each row's sums have a fixed order (norm_rows.h's
+ * lanes and fold), so the split of rows over threads never changes a bit.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "phase_one.h"
+#include "convert.h"
+#include "norm_rows.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_group_norm.h"
+
+#define P1 "aclnnGroupNormGetWorkspaceSize"
+#define P2 "aclnnGroupNorm"
+
+enum { T_SELF, T_GAMMA, T_BETA, T_OUT, T_MEAN, T_RSTD, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"self", "gamma", "beta", "out", "meanOut", "rstdOut"};
+
+/* The arithmetic each kind of part runs (the module doc). */
+typedef enum {
+    CHAIN_ONE_PASS, /* GroupNormSilu on Atlas A2/A3 and inference parts: E[x^2] - mean^2 */
+    CHAIN_TWO_PASS, /* GroupNormSilu's regbase kernel on Ascend 950 */
+    CHAIN_TRAINING, /* the L0 GroupNorm, then the op_api's Rsqrt(Add(variance, eps)) */
+} gn_chain;
+
+typedef struct {
+    tdesc t[T_COUNT];
+    int64_t N, C, HW, G, D, E; /* E = D * HW elements per (n, group) row */
+    float eps;                 /* as the kernel receives it */
+    aclDataType dtype;         /* self's: every tensor has it */
+    gn_chain chain;
+    aclemu_ties ties;          /* the kernel's rounding to a 16-bit dtype */
+    bool write_stats;          /* whether the kernel writes mean and rstd */
+    bool empty;                /* self empty: meanOut 0, rstdOut NaN, nothing else */
+} gn_payload;
+
+typedef struct {
+    gn_payload p;
+    norm_rows rows; /* gamma as float (C values); per chunk E floats: the row, then y */
+    float *beta;    /* C floats */
+} gn_task;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+/* Rounds each value to FLOAT16 to nearest with ties away from zero (the CAST_ROUND of the
+ * Atlas A2/A3 kernels) and widens it back. A value halfway between two FLOAT16 neighbours w
+ * (its round to even) and 2v - w (exact in double) takes the one of larger magnitude. */
+static void round_half_ties_away(float *buf, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v = buf[i], w = v;
+        aclemu_round_floats(ACL_FLOAT16, ACLEMU_TIES_EVEN, &w, 1);
+        if (w == v || !isfinite(w))
+            { buf[i] = w; continue; }
+        double other = 2.0 * (double)v - (double)w;
+        float o = (float)other, ro = o;
+        aclemu_round_floats(ACL_FLOAT16, ACLEMU_TIES_EVEN, &ro, 1);
+        buf[i] = ((double)o == other && ro == o && fabsf(o) > fabsf(w)) ? o : w;
+    }
+}
+
+/* Rounds buf to the payload's dtype as its kernel does, in place (FLOAT: nothing). */
+static void round_to_dtype(const gn_payload *P, float *buf, int64_t n)
+{
+    if (P->dtype == ACL_FLOAT16 && P->ties == ACLEMU_TIES_AWAY)
+        round_half_ties_away(buf, n);
+    else
+        aclemu_round_floats(P->dtype, P->ties, buf, n);
+}
+
+/* sum(x[i] * scale) (scale 1: the plain sum) in norm_rows' fixed lane order. */
+static float lane_sum(const float *x, int64_t n, float scale)
+{
+    float acc[NR_LANES] = {0};
+    int64_t i = 0;
+    for (; i + NR_LANES <= n; i += NR_LANES)
+        for (int l = 0; l < NR_LANES; l++)
+            acc[l] += x[i + l] * scale;
+    for (int l = 0; i + l < n; l++)
+        acc[l] += x[i + l] * scale;
+    return nr_fold(acc);
+}
+
+/* sum((x[i] - c)^2 * scale) (c 0: the sum of squares) in the same order. */
+static float lane_sum_squares(const float *x, int64_t n, float c, float scale)
+{
+    float acc[NR_LANES] = {0};
+    int64_t i = 0;
+    for (; i + NR_LANES <= n; i += NR_LANES)
+        for (int l = 0; l < NR_LANES; l++) {
+            float d = x[i + l] - c;
+            float q = d * d;
+            acc[l] += q * scale;
+        }
+    for (int l = 0; i + l < n; l++) {
+        float d = x[i + l] - c;
+        float q = d * d;
+        acc[l] += q * scale;
+    }
+    return nr_fold(acc);
+}
+
+/* The group's statistics and y (in place over x), as the part's kernel makes them; mean and
+ * rstd are the values written (before their rounding to the dtype). */
+static void normalize_row(const gn_task *T, float *x, int64_t g, float *mean_out,
+                          float *rstd_out)
+{
+    const gn_payload *P = &T->p;
+    const int64_t E = P->E, HW = P->HW, c0 = g * P->D;
+    const float *gamma = T->rows.gamma, *beta = T->beta;
+    if (P->chain == CHAIN_ONE_PASS) {
+        const float num_rec = 1.0f / (float)E;
+        const float mean = lane_sum(x, E, 1.0f) * num_rec;
+        const float sq = lane_sum_squares(x, E, 0.0f, 1.0f);
+        const float rstd = 1.0f / sqrtf(sq * num_rec - mean * mean + P->eps);
+        for (int64_t d = 0; d < P->D; d++) {
+            const float scale = rstd * gamma[c0 + d];
+            const float bias = -scale * mean + beta[c0 + d];
+            float *xs = x + d * HW;
+            for (int64_t i = 0; i < HW; i++) {
+                float t = xs[i] * scale; /* Muls, then Adds: two roundings */
+                xs[i] = t + bias;
+            }
+        }
+        *mean_out = mean;
+        *rstd_out = rstd;
+        return;
+    }
+    float mean, var;
+    if (P->chain == CHAIN_TWO_PASS) {
+        const int64_t p = (int64_t)1 << (64 - __builtin_clzll((unsigned long long)E));
+        const float n = 1.0f / (float)p, corr = (float)p / (float)E;
+        mean = lane_sum(x, E, n) * corr;
+        var = lane_sum_squares(x, E, mean, n) * corr;
+    } else {
+        const float inv = 1.0f / (float)E;
+        mean = lane_sum(x, E, inv);
+        var = lane_sum_squares(x, E, mean, inv);
+    }
+    const float var_eps = var + P->eps;
+    /* Ascend 950 refines its reciprocal square root to about the correctly rounded float */
+    const float rstd = P->chain == CHAIN_TWO_PASS ? (float)(1.0 / sqrt((double)var_eps))
+                                                  : 1.0f / sqrtf(var_eps);
+    for (int64_t d = 0; d < P->D; d++) {
+        const float gm = gamma[c0 + d], bt = beta[c0 + d];
+        float *xs = x + d * HW;
+        for (int64_t i = 0; i < HW; i++) {
+            float t = (xs[i] - mean) * rstd;
+            t = t * gm;
+            xs[i] = t + bt;
+        }
+    }
+    *mean_out = mean;
+    if (P->chain == CHAIN_TWO_PASS) {
+        *rstd_out = rstd;
+        return;
+    }
+    /* The Atlas training parts: the kernel writes the variance (FLOAT16 input: cast back to
+     * FLOAT16 by the op_api), which the op_api turns into rstd with Add and Rsqrt in that
+     * dtype, eps converted to it. */
+    float v = var, e = P->eps;
+    aclemu_round_floats(P->dtype, ACLEMU_TIES_EVEN, &v, 1);
+    aclemu_round_floats(P->dtype, ACLEMU_TIES_EVEN, &e, 1);
+    float sum = v + e;
+    aclemu_round_floats(P->dtype, ACLEMU_TIES_EVEN, &sum, 1);
+    *rstd_out = 1.0f / sqrtf(sum);
+}
+
+static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const gn_task *T = ctx;
+    const gn_payload *P = &T->p;
+    const tdesc *x = &P->t[T_SELF], *y = &P->t[T_OUT];
+    const tdesc *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
+    float *buf = nr_chunk_buf(&T->rows, chunk);
+    for (int64_t m = begin; m < end; m++) {
+        const int64_t n = m / P->G, g = m % P->G;
+        const float *src = get_tile(row_base(x, n), P->dtype, &x->inner, g * P->E, P->E, buf);
+        if (src != buf)
+            memcpy(buf, src, (size_t)P->E * sizeof(float));
+        float mean, rstd;
+        normalize_row(T, buf, g, &mean, &rstd);
+        round_to_dtype(P, buf, P->E);
+        put_tile(row_base(y, n), P->dtype, ACLEMU_TIES_EVEN, &y->inner, g * P->E, P->E, buf);
+        if (P->write_stats) {
+            round_to_dtype(P, &mean, 1);
+            round_to_dtype(P, &rstd, 1);
+            put_tile(view_base(mo), P->dtype, ACLEMU_TIES_EVEN, &mo->inner, m, 1, &mean);
+            put_tile(view_base(ro), P->dtype, ACLEMU_TIES_EVEN, &ro->inner, m, 1, &rstd);
+        }
+    }
+}
+
+/* An empty self: meanOut 0 and rstdOut NaN (the op_api's FillScalar), in their dtype. */
+static void fill_stats(const gn_payload *P)
+{
+    const tdesc *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
+    const float zero = 0.0f, nan = NAN;
+    for (int64_t i = 0; i < P->N * P->G; i++) {
+        put_tile(view_base(mo), P->dtype, ACLEMU_TIES_EVEN, &mo->inner, i, 1, &zero);
+        put_tile(view_base(ro), P->dtype, ACLEMU_TIES_EVEN, &ro->inner, i, 1, &nan);
+    }
+}
+
+static void task_run(void *arg)
+{
+    gn_task *T = arg;
+    const gn_payload *P = &T->p;
+    if (P->empty) {
+        fill_stats(P);
+        return;
+    }
+    norm_rows *R = &T->rows;
+    if (P->t[T_GAMMA].present) {
+        nr_load_gamma(R, &P->t[T_GAMMA], P->C);
+    } else {
+        for (int64_t c = 0; c < P->C; c++)
+            R->gamma_buf[c] = 1.0f;
+        R->gamma = R->gamma_buf;
+    }
+    const tdesc *b = &P->t[T_BETA];
+    if (b->present) {
+        const float *src = get_tile(view_base(b), b->dtype, &b->inner, 0, P->C, T->beta);
+        if (src != T->beta)
+            memcpy(T->beta, src, (size_t)P->C * sizeof(float));
+    } else {
+        memset(T->beta, 0, (size_t)P->C * sizeof(float));
+    }
+    aclemu_parallel_for(P->N * P->G, R->nchunks, rows_body, T);
+}
+
+static void task_release(void *arg)
+{
+    gn_task *T = arg;
+    nr_release(&T->rows);
+    free(T->beta);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+static aclnnStatus gn_launch(void *payload, void *const *addrs, void *workspace,
+                             uint64_t workspace_size, aclrtStream stream)
+{
+    (void)workspace_size;
+    gn_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
+        return ACLNN_ERR_INNER;
+    T->p = *(const gn_payload *)payload;
+    const gn_payload *P = &T->p;
+    if (!P->empty) {
+        T->beta = malloc((size_t)P->C * sizeof(float));
+        if (!T->beta) {
+            aclemu_set_error("%s: out of host memory for beta (%lld floats)", P2,
+                             (long long)P->C);
+            task_release(T);
+            return ACLNN_ERR_INNER;
+        }
+    }
+    /* rows: the (n, group) pairs; the row buffers hold one group (E floats) */
+    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows,
+                     P->empty ? 0 : P->N * P->G, P->empty ? 0 : P->C, P->E, task_run,
+                     task_release, T);
+}
+
+static const aclemu_executor_ops GN_OPS = {
+    .op_name = P2,
+    .launch = gn_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+static aclnnStatus check_dtype_match(const aclTensor *t, const char *name, const aclTensor *self)
+{
+    if (t->dtype != self->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be self's dtype %s", P1, name,
+             dname(t->dtype), dname(self->dtype));
+    return ACLNN_SUCCESS;
+}
+
+/* Step 2 of the vendor's CheckParams (CheckDtypeValid). */
+static aclnnStatus check_dtypes(const aclTensor *const *ts, const aclemu_soc *soc)
+{
+    const aclTensor *self = ts[T_SELF];
+    const bool bf16 = soc->npu_arch == 2201 || soc->npu_arch == 3510;
+    if (!(self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 ||
+          (bf16 && self->dtype == ACL_BF16)))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self dtype %s is not supported on %s (%s): %s", P1,
+             dname(self->dtype), soc->name, soc->series,
+             bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
+    aclnnStatus st;
+    for (int i = T_GAMMA; i < T_COUNT; i++)
+        if (ts[i] && (st = check_dtype_match(ts[i], TNAME[i], self)))
+            return st;
+    return ACLNN_SUCCESS;
+}
+
+/* Step 3 (CheckAttr). */
+static aclnnStatus check_attrs(const aclTensor *self, int64_t C, int64_t group, double eps)
+{
+    char s[256];
+    if (group <= 0)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: group %lld must be greater than 0", P1,
+             (long long)group);
+    if (C % group != 0) {
+        fmt_dims(s, sizeof s, self->dims, self->ndim);
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: C %lld must be divisible by group %lld (self %s)",
+             P1, (long long)C, (long long)group, s);
+    }
+    if (!(eps > 0.0)) /* NaN too: the vendor's eps > 0 is false for it */
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: eps %g must be greater than 0", P1, eps);
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_channel_vector(const aclTensor *t, const char *name, int64_t C,
+                                        const aclTensor *self)
+{
+    if (t && (t->ndim != 1 || t->dims[0] != C)) {
+        char s1[256], s2[256];
+        fmt_dims(s1, sizeof s1, t->dims, t->ndim);
+        fmt_dims(s2, sizeof s2, self->dims, self->ndim);
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s shape %s must be a vector of C = %lld elements "
+             "(self %s)", P1, name, s1, (long long)C, s2);
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* Step 4 (CheckShape). */
+static aclnnStatus check_shapes(const aclTensor *const *ts, int64_t N, int64_t C, int64_t HxW,
+                                int64_t group)
+{
+    const aclTensor *self = ts[T_SELF];
+    if (self->ndim < 2 || self->ndim > TV_MAX_RANK)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self rank %llu is not in [2, 8]", P1,
+             (unsigned long long)self->ndim);
+    if (!same_dims(ts[T_OUT]->dims, ts[T_OUT]->ndim, self->dims, self->ndim))
+        return shape_error(P1, "out", ts[T_OUT]->dims, ts[T_OUT]->ndim, "must equal self's shape",
+                           self->dims, self->ndim);
+    const int64_t stats[2] = {N, group};
+    for (int i = T_MEAN; i <= T_RSTD; i++)
+        if (!same_dims(ts[i]->dims, ts[i]->ndim, stats, 2))
+            return shape_error(P1, TNAME[i], ts[i]->dims, ts[i]->ndim, "must be [N, group] =",
+                               stats, 2);
+    if (self->dims[0] != N)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self's dim 0 (%lld) must equal N (%lld)", P1,
+             (long long)self->dims[0], (long long)N);
+    if (self->dims[1] != C)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self's dim 1 (%lld) must equal C (%lld)", P1,
+             (long long)self->dims[1], (long long)C);
+    int64_t hw = 0, total = 0, want = 0;
+    if (!numel(self->dims + 2, self->ndim - 2, &hw) || hw != HxW)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: the product of self's dims after N and C (%lld) must "
+             "equal HxW (%lld)", P1, (long long)hw, (long long)HxW);
+    if (!numel(self->dims, self->ndim, &total) || __builtin_mul_overflow(N, C, &want) ||
+        __builtin_mul_overflow(want, HxW, &want) || total != want)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self's element count must equal N * C * HxW", P1);
+    aclnnStatus st;
+    if ((st = check_channel_vector(ts[T_GAMMA], "gamma", C, self)) ||
+        (st = check_channel_vector(ts[T_BETA], "beta", C, self)))
+        return st;
+    return ACLNN_SUCCESS;
+}
+
+static bool private_format(aclFormat f)
+{
+    switch ((int)f) {
+    case ACL_FORMAT_NC1HWC0: case ACL_FORMAT_FRACTAL_Z: case ACL_FORMAT_NDC1HWC0:
+    case ACL_FRACTAL_Z_3D: case ACL_FORMAT_FRACTAL_NZ: case ACL_FORMAT_NC1HWC0_C04:
+    case ACL_FORMAT_FRACTAL_NZ_C0_16: case ACL_FORMAT_FRACTAL_NZ_C0_32:
+    case ACL_FORMAT_FRACTAL_NZ_C0_2: case ACL_FORMAT_FRACTAL_NZ_C0_4:
+    case ACL_FORMAT_FRACTAL_NZ_C0_8:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Step 5 (CheckFormat). */
+static aclnnStatus check_formats(const aclTensor *self, const aclTensor *out)
+{
+    if (self->format != out->format)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: out's format (aclFormat %d) must be self's format "
+             "(aclFormat %d)", P1, (int)out->format, (int)self->format);
+    const aclFormat f = self->format;
+    if (private_format(f) || f == ACL_FORMAT_NHWC || f == ACL_FORMAT_HWCN ||
+        f == ACL_FORMAT_NDHWC)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self's format (aclFormat %d) is not supported: "
+             "private formats, NHWC, HWCN and NDHWC are refused (ND, NCL, NCHW, NCDHW are "
+             "taken)", P1, (int)f);
+    return ACLNN_SUCCESS;
+}
+
+/* Whether the Atlas inference parts' kernel for this shape writes mean and rstd: the tiling key
+ * of group_norm_silu_tiling.cpp (SetTiling, then SetTilingSD), and whether that kernel's
+ * CopyOutMeanAndRstd has a path without DataCopyPad (the g16/g32 and hw1 kernels do; small,
+ * b16, b32 and SD do not). */
+static bool inference_writes_stats(int64_t N, int64_t C, int64_t HW, int64_t G, aclDataType dt)
+{
+    const int64_t size = dt == ACL_FLOAT ? 4 : 2, per_block = 32 / size;
+    if (size == 2 && N == 1 && G == 32 && HW > 1)
+        return false; /* SetTilingSD's special kernel, whatever SetTiling chose */
+    const int64_t cores = aclemu_soc_ai_cores() + aclemu_soc_vector_cores();
+    const int64_t groups = N * G, per_core = (groups + cores - 1) / cores;
+    if (HW < per_block)
+        return true; /* hw1 (HxW 1) or the basic template */
+    const int64_t limit = size == 4 ? 4000 : 2700;
+    if (C + per_core > limit)
+        return true; /* the basic template (g16/g32) */
+    /* the small or high-performance kernels: no mean/rstd */
+    return false;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor *self,
+                                                         const aclTensor *gamma,
+                                                         const aclTensor *beta, int64_t N,
+                                                         int64_t C, int64_t HxW, int64_t group,
+                                                         double eps, aclTensor *out,
+                                                         aclTensor *meanOut, aclTensor *rstdOut,
+                                                         uint64_t *workspaceSize,
+                                                         aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {self, gamma, beta, out, meanOut, rstdOut};
+
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+
+    /* 1. self, out, meanOut, rstdOut NULL (161001); then every handle live */
+    if ((st = p1_required(P1, ts, TNAME, T_SELF, T_SELF + 1)) ||
+        (st = p1_required(P1, ts, TNAME, T_OUT, T_COUNT)) ||
+        (st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
+    /* 2. dtypes, 3. attributes, 4. shapes, 5. formats (161002), in the vendor's order */
+    if ((st = check_dtypes(ts, soc)) || (st = check_attrs(self, C, group, eps)) ||
+        (st = check_shapes(ts, N, C, HxW, group)) || (st = check_formats(self, out)))
+        return st;
+
+    gn_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    P->N = N;
+    P->C = C;
+    P->HW = HxW;
+    P->G = group;
+    P->D = C / group;
+    P->E = P->D * HxW;
+    P->eps = (float)eps;
+    P->dtype = self->dtype;
+    P->empty = N * C * HxW == 0;
+    switch (soc->npu_arch) {
+    case 3510:
+        P->chain = CHAIN_TWO_PASS;
+        P->ties = ACLEMU_TIES_EVEN;
+        P->write_stats = true;
+        break;
+    case 1001:
+        P->chain = CHAIN_TRAINING;
+        P->ties = ACLEMU_TIES_EVEN;
+        P->write_stats = true;
+        break;
+    case 2002:
+        P->chain = CHAIN_ONE_PASS;
+        P->ties = ACLEMU_TIES_EVEN; /* CAST_NONE */
+        P->write_stats = !P->empty && inference_writes_stats(N, C, HxW, group, self->dtype);
+        break;
+    default:
+        P->chain = CHAIN_ONE_PASS;
+        P->ties = ACLEMU_TIES_AWAY; /* CAST_ROUND */
+        P->write_stats = true;
+        break;
+    }
+    snapshot(&P->t[T_SELF], self, 1);
+    snapshot(&P->t[T_GAMMA], gamma, -1);
+    snapshot(&P->t[T_BETA], beta, -1);
+    snapshot(&P->t[T_OUT], out, 1);
+    snapshot(&P->t[T_MEAN], meanOut, -1);
+    snapshot(&P->t[T_RSTD], rstdOut, -1);
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &GN_OPS, P, 0, ts, TNAME, T_COUNT, T_OUT, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnGroupNorm(void *workspace, uint64_t workspaceSize,
+                                         aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}
