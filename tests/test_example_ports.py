@@ -1,5 +1,5 @@
 """The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
-add.py, add_rms_norm.py, rms_norm_grad.py) print exactly what the examples print on a device.
+add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py) print exactly what the examples print on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -23,8 +23,8 @@ from acl_py._loader import emulator_prefix
 
 from test_samples import ROOT, SAMPLES, TIMEOUT, emulator_env, run
 from test_vendor_examples import (add_example_output, add_rms_norm_example_output,
-                                  layer_norm_example_output, rms_norm_example_output,
-                                  rms_norm_grad_example_output)
+                                  group_norm_example_output, layer_norm_example_output,
+                                  rms_norm_example_output, rms_norm_grad_example_output)
 
 
 def layer_norm_reference():
@@ -56,6 +56,13 @@ def add_rms_norm_reference():
     return [y]
 
 
+def group_norm_reference():
+    """out, then mean and rstd, of the group_norm example's data in float64."""
+    out, mean, rstd = reference.group_norm(np.arange(1.0, 25.0).reshape(2, 3, 4),
+                                           np.full(3, 2.0), np.full(3, 2.0), 2, 3, 4, 1, 1e-5)
+    return [out, mean, rstd]
+
+
 def add_reference():
     """out = self + 1.2 * other of the add example's data in float64."""
     return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
@@ -63,13 +70,15 @@ def add_reference():
 
 class Port:
     """A port: its script under samples/, the expected text, the float64 values it prints (in
-    order), and the phase-one call an injected fault makes fail."""
+    order), the phase-one call an injected fault makes fail, and the relative tolerance of
+    the device's float32 chain against the float64 values."""
 
-    def __init__(self, script, expected, reference_values, phase_one):
+    def __init__(self, script, expected, reference_values, phase_one, rtol=1e-6):
         self.script = script
         self.expected = expected
         self.reference_values = reference_values
         self.phase_one = phase_one
+        self.rtol = rtol
 
     def __repr__(self):
         return self.script
@@ -85,16 +94,21 @@ PORTS = [
          "aclnnAddRmsNormGetWorkspaceSize"),
     Port("rms_norm_grad.py", rms_norm_grad_example_output, rms_norm_grad_reference,
          "aclnnRmsNormGradGetWorkspaceSize"),
+    # The device's one-pass variance, mean(x^2) - mean^2, cancels: for the second group
+    # (13..24) mean(x^2) is 30 times the variance, so rstd and out carry 30 float32 ulps.
+    Port("group_norm.py", group_norm_example_output, group_norm_reference,
+         "aclnnGroupNormGetWorkspaceSize", rtol=1e-5),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 
-LINE = re.compile(r"(?:\w+ )?result\[(\d+)\] is: (-?\d+\.\d{6})")
+# "result[i] is: v", "y result[i] is: v" or "outResultData[i] is: v" (the GroupNorm example's)
+LINE = re.compile(r"(?:\w+ )?(?:result|[a-z]+ResultData)\[(\d+)\] is: (-?\d+\.\d{6})")
 
 
 @ports
 def test_expected_lines_agree_with_the_float64_reference(port):
     """The float32 chain's text is the float64 reference's values within float32 rounding
-    (a few ulps) and printf's 6 decimals; the indices count up per printed tensor."""
+    (a few ulps, the port's rtol) and printf's 6 decimals; the indices count up per printed tensor."""
     lines = port.expected().splitlines()
     expected = np.concatenate([np.ravel(v) for v in port.reference_values()])
     assert len(lines) == expected.size
@@ -107,7 +121,7 @@ def test_expected_lines_agree_with_the_float64_reference(port):
     starts = [i for i, k in enumerate(indices) if k == 0]
     for a, b in zip(starts, starts[1:] + [len(indices)]):
         assert indices[a:b] == list(range(b - a))
-    np.testing.assert_allclose(values, expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(values, expected, rtol=port.rtol, atol=1e-6)
 
 
 @ports

@@ -9,7 +9,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/layer_norm_v4/examples,
                                          norm/rms_norm/examples,
                                          norm/add_rms_norm/examples,
-                                         norm/rms_norm_grad/examples) and runtime/
+                                         norm/rms_norm_grad/examples,
+                                         norm/group_norm/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -28,7 +29,7 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          1_launch_kernel_with_reslimit)
 
 The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py,
-add_rms_norm.py, rms_norm_grad.py) print byte for byte what the C++ examples print, both on the emulator.
+add_rms_norm.py, rms_norm_grad.py, group_norm.py) print byte for byte what the C++ examples print, both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -225,6 +226,39 @@ def test_vendor_rms_norm_grad_example(library):
     out = build_and_run(OPS_NN, os.path.join("norm", "rms_norm_grad", "examples",
                                              "test_aclnn_rms_norm_grad.cpp"), [library])
     assert out == rms_norm_grad_example_output()
+
+
+def group_norm_example_output() -> str:
+    """The GroupNorm example's inputs (self [2, 3, 4] = 1..24, gamma = beta = 2, group 1, eps
+    1e-5, FLOAT) through the Atlas A2 kernel's float32 chain (ops-nn norm/group_norm_silu
+    op_kernel, which aclnnGroupNorm runs there): per group mean = sum(x) * (1/12),
+    rstd = 1 / sqrt(sum(x^2) * (1/12) - mean^2 + eps), out = x * scale + bias with
+    scale = rstd * gamma, bias = -scale * mean + beta; the sums of these integers are exact in
+    any order and the rest are single IEEE roundings, so the printed values are the device's
+    (Atlas A2/A3). The example prints out, meanOut and rstdOut with %f."""
+    f = np.float32
+    x = np.arange(1, 25, dtype=f).reshape(2, 12)
+    num_rec = f(1) / f(12)
+    mean = np.sum(x, axis=1, dtype=f) * num_rec
+    sq = np.sum(x * x, axis=1, dtype=f)
+    rstd = f(1) / np.sqrt(sq * num_rec - mean * mean + f(1e-5))
+    scale = rstd * f(2)
+    bias = -scale * mean + f(2)
+    out = (x * scale[:, None]) + bias[:, None]
+    return "".join(
+        [f"outResultData[{i}] is: {float(v):f}\n" for i, v in enumerate(out.ravel())] +
+        [f"meanResultData[{i}] is: {float(v):f}\n" for i, v in enumerate(mean)] +
+        [f"rstdResultData[{i}] is: {float(v):f}\n" for i, v in enumerate(rstd)])
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnGroupNorm example "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_group_norm_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "group_norm", "examples",
+                                             "test_aclnn_GroupNorm.cpp"), [library])
+    assert out == group_norm_example_output()
 
 
 # What the vendor's P2P example prints on two linked devices (its README's sample output: the
@@ -912,6 +946,8 @@ EXAMPLE_PORTS = [
                                                "test_aclnn_add_rms_norm.cpp"), "opapi_nn"),
     ("rms_norm_grad.py", "ops-nn", os.path.join("norm", "rms_norm_grad", "examples",
                                                 "test_aclnn_rms_norm_grad.cpp"), "opapi_nn"),
+    ("group_norm.py", "ops-nn", os.path.join("norm", "group_norm", "examples",
+                                             "test_aclnn_GroupNorm.cpp"), "opapi_nn"),
 ]
 
 
