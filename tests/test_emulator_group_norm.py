@@ -117,7 +117,11 @@ def device_chain(x, group, g, b, eps):
     bt = (np.zeros(c, f) if b is None else b.astype(f)).reshape(1, group, d, 1)
     eps32 = f(eps)
     with np.errstate(all="ignore"):
-        if ARCH in (2201, 2002):
+        if ARCH in (2201, 2002) and hw == 1 and d == 1:   # hw1, one channel per group
+            mean = rows[:, 0].copy()
+            rstd = np.full(n * group, f(1) / np.sqrt(eps32), f)
+            y = np.broadcast_to(bt.reshape(1, c), (n, c)).astype(f)
+        elif ARCH in (2201, 2002):
             num_rec = f(1) / f(e)
             mean = (lane_sum(rows) * num_rec).astype(f)
             sq = lane_sum((rows * rows).astype(f))
@@ -125,6 +129,9 @@ def device_chain(x, group, g, b, eps):
             scale = (rstd.reshape(n, group, 1, 1) * gm).astype(f)
             bias = (-scale * mean.reshape(n, group, 1, 1) + bt).astype(f)
             y = ((rows.reshape(n, group, d, hw) * scale).astype(f) + bias).astype(f)
+            if hw == 1:   # the hw1 kernels: ((x - mean) * rstd) * gamma + beta
+                t = ((rows - mean[:, None]).astype(f) * rstd[:, None]).astype(f)
+                y = ((t.reshape(n, group, d, 1) * gm).astype(f) + bt).astype(f)
         else:
             if ARCH == 3510:
                 p = 1 << e.bit_length()
@@ -191,16 +198,19 @@ def test_numbers_against_float64_reference(arena, dt, shape, group):
 
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("affine", [True, False], ids=["affine", "no-affine"])
-def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, dt, affine):
+@pytest.mark.parametrize("shape,group", [((3, 16, 7, 9), 4), ((4, 24, 1), 6), ((3, 10, 1), 10)],
+                         ids=["7x9", "hw1", "hw1-one-channel"])
+def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, dt, affine, shape, group):
     needs(dt)
     rng = np.random.default_rng(11)
-    x = rand(rng, (3, 16, 7, 9), dt, 2.0, 0.75)
-    g = rand(rng, 16, dt, 0.5, 1.0) if affine else None
-    b = rand(rng, 16, dt, 0.5, 0.0) if affine else None
-    got = call(arena, x, 4, g, b, eps=1e-5)
-    want = device_chain(x, 4, g, b, 1e-5)
+    x = rand(rng, shape, dt, 2.0, 0.75)
+    c = shape[1]
+    g = rand(rng, c, dt, 0.5, 1.0) if affine else None
+    b = rand(rng, c, dt, 0.5, 0.0) if affine else None
+    got = call(arena, x, group, g, b, eps=1e-5)
+    want = device_chain(x, group, g, b, 1e-5)
     assert np.array_equal(bits(got[0]), bits(want[0]))
-    if writes_stats(x, 4):
+    if writes_stats(x, group):
         assert np.array_equal(bits(got[1]), bits(want[1]))
         assert np.array_equal(bits(got[2]), bits(want[2]))
 
@@ -216,6 +226,19 @@ def test_the_one_pass_variance_cancels_as_the_device_does(arena):
     assert np.array_equal(bits(rstd), bits(want[2]))
     exact = reference.group_norm(x, None, None, 2, 4, 64, 2)[2].astype(F32)
     assert not np.array_equal(bits(rstd), bits(exact))
+
+
+@pytest.mark.skipif(ARCH not in (2201, 2002), reason="the hw1 kernels of Atlas A2/A3 and "
+                    "inference parts")
+def test_one_channel_groups_of_one_value_write_beta_as_out(arena):
+    """HxW 1 and group == C: the kernel copies beta to out and x to mean, whatever x is (a
+    NaN or a large value too): nothing of x's enters out."""
+    x = np.array([[1e30, np.nan, -2.0, 7.0]], F32).reshape(1, 4, 1)
+    b = np.array([0.1, 0.2, 0.3, 0.4], F32)
+    out, mean, rstd = call(arena, x, 4, np.full(4, 3.0, F32), b)
+    assert np.array_equal(out.ravel(), b)
+    assert np.array_equal(mean.ravel(), x.ravel(), equal_nan=True)
+    assert (rstd == np.float32(1) / np.sqrt(np.float32(1e-5))).all()
 
 
 def test_eps_reaches_the_kernel_as_float32(arena):

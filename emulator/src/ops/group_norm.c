@@ -24,7 +24,9 @@
  *   C / group * HxW elements, x cast to float; s1 = sum(x), s2 = sum(x * x);
  *   mean = s1 * numRec, rstd = 1 / sqrt(s2 * numRec - mean * mean + eps) (numRec = 1.0f / E);
  *   per channel scale = rstd * gamma, bias = -scale * mean + beta; y = x * scale + bias (Muls,
- *   Adds); y, mean and rstd written in x's dtype, rounded by GetRoundMode: CAST_ROUND (ties
+ *   Adds); the hw1 kernels (HxW 1) instead y = ((x - mean) * rstd) * gamma + beta, and with one
+ *   channel per group (group == C) y = beta, mean = x, rstd = 1 / sqrt(eps) without reading x
+ *   into any arithmetic; y, mean and rstd written in x's dtype, rounded by GetRoundMode: CAST_ROUND (ties
  *   away from zero, FLOAT16 and BF16) where __CCE_AICORE__ is 220, CAST_NONE (to even)
  *   elsewhere. On DAV_2002 only the kernels that copy out without DataCopyPad write mean and
  *   rstd (g16/g32 and hw1: CopyOutMeanAndRstd's #else); the small, b16, b32 and SD kernels
@@ -151,11 +153,29 @@ static void normalize_row(const gn_task *T, float *x, int64_t g, float *mean_out
     const gn_payload *P = &T->p;
     const int64_t E = P->E, HW = P->HW, c0 = g * P->D;
     const float *gamma = T->rows.gamma, *beta = T->beta;
+    if (P->chain == CHAIN_ONE_PASS && HW == 1 && P->D == 1) {
+        /* the hw1 kernels with one channel per group (ProcessYWithEqualC and friends): y is
+         * beta, mean is x, rstd is 1 / sqrt(eps), nothing computed from x */
+        *mean_out = x[0];
+        *rstd_out = 1.0f / sqrtf(P->eps);
+        x[0] = beta[c0];
+        return;
+    }
     if (P->chain == CHAIN_ONE_PASS) {
         const float num_rec = 1.0f / (float)E;
         const float mean = lane_sum(x, E, 1.0f) * num_rec;
         const float sq = lane_sum_squares(x, E, 0.0f, 1.0f);
         const float rstd = 1.0f / sqrtf(sq * num_rec - mean * mean + P->eps);
+        if (HW == 1) { /* the hw1 kernels: y = ((x - mean) * rstd) * gamma + beta */
+            for (int64_t d = 0; d < P->D; d++) {
+                float t = (x[d] - mean) * rstd;
+                t = t * gamma[c0 + d];
+                x[d] = t + beta[c0 + d];
+            }
+            *mean_out = mean;
+            *rstd_out = rstd;
+            return;
+        }
         for (int64_t d = 0; d < P->D; d++) {
             const float scale = rstd * gamma[c0 + d];
             const float bias = -scale * mean + beta[c0 + d];
