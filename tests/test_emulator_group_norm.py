@@ -165,7 +165,7 @@ def writes_stats(x, group):
         return False
     if hw < 32 // size:
         return True
-    cores = {"Ascend310P3": 15}.get(SOC, 15)
+    cores = 15   # Ascend310P3 (the part OTHER_PARTS runs): 8 AI cores + 7 vector cores
     per_core = -(-n * group // cores)
     return c + per_core > (4000 if size == 4 else 2700)
 

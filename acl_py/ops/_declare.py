@@ -5,7 +5,8 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
 :class:`Arg` carrying what the Python side needs beyond the C kind (:mod:`._two_phase`):
 
 * its **role**: an input tensor (``tensor``, optional with ``optional=True``), an output
-  tensor (``output``), an int array, a bool array (``length=`` entries), a double;
+  tensor (``output``), an int array, a bool array (``length=`` entries), a double, an
+  ``int64_t`` (``integer``);
 * its **Python name** (argument errors name it; default: the C name in snake case without
   ``Optional``/``Out``) and default;
 * **dtype rules** for inputs: the operator's dtypes, ``like=`` another tensor's dtype
@@ -44,7 +45,7 @@ the argument. Everything else is generic:
 An operator module is then the declaration, its ``check``, and a two-line public function
 (for its signature and docstring). The parameter list could as well come from a parsed C
 prototype: ``const aclTensor *`` is an input, ``aclTensor *`` an output, ``...Optional``
-optional, ``double`` a double.
+optional, ``double`` a double, ``int64_t`` an integer.
 """
 from __future__ import annotations
 

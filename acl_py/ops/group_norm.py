@@ -96,8 +96,11 @@ GROUP_NORM = Declared("aclnnGroupNorm", (
     output("rstdOut", shape=_stats_shape, dtype=_input_dtype),
 ), check=group_norm_check, reference=reference.group_norm,
     error_scale=reference.group_norm_error_scale,
-    smoke_cases=(_smoke((2, 64, 8, 8), 32, np.float32),
-                 _smoke((4, 32, 16, 16), 8, np.float16),
+    # HxW below a 32-byte block, or 1: shapes whose kernels write mean and rstd on every part
+    # (the Atlas inference parts' other kernels do not: docs/emulator.md)
+    smoke_cases=(_smoke((2, 64, 7), 32, np.float32),
+                 _smoke((4, 32, 3, 5), 8, np.float16),
+                 _smoke((8, 48), 12, np.float16),
                  _smoke((3, 6, 5), 3, np.float32, affine=False)))
 
 
