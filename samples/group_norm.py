@@ -23,6 +23,12 @@ from acl_py.ops import GROUP_NORM
 
 from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result, release
 
+# The C++ example this file ports (`acl-py sample --list`; read, not imported).
+VENDOR_EXAMPLE = {
+    "operator": "aclnnGroupNorm",
+    "example": "hicann/ops-nn norm/group_norm/examples/test_aclnn_GroupNorm.cpp",
+}
+
 DATA = [float(v) for v in range(1, 25)]
 
 
