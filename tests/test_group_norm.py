@@ -175,11 +175,17 @@ def test_operator_rules_surface_as_its_typed_error():
     assert "self rank 10 is not in [2, 8]" in ei.value.message
 
 
-def test_out_of_another_dtype_is_phase_ones_refusal():
+def test_out_of_another_dtype_is_refused_naming_the_entry():
+    """An out= entry of another dtype than input's: refused before any C call on NumPy
+    calls; on device tensors by phase one (161002), the entry then named."""
     x, g, b = make((2, 4))
-    with pytest.raises(AclError) as ei:
+    with pytest.raises(AclTypeError) as ei:
         acl_py.group_norm(x, 2, g, b, out=(None, np.empty((2, 2), F16), None))
-    assert ei.value.code == 161002
+    assert ei.value.argument == "out[1] (mean)"
+    X = acl_py.DeviceTensor.from_numpy(x)
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.group_norm(X, 2, out=(None, acl_py.DeviceTensor.empty((2, 2), F16), None))
+    assert ei.value.argument == "out[1] (mean)" and ei.value.code == 161002
     assert "meanOut dtype FLOAT16 must be self's dtype FLOAT" in ei.value.message
 
 
