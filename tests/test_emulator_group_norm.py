@@ -1,6 +1,7 @@
 """The emulator's aclnnGroupNorm through raw calls: phase one's checks, their order, codes and
 messages (hicann/ops-nn norm/group_norm/op_host/op_api/aclnn_group_norm.cpp; the stricter
-choices in docs/emulator.md), the empty input's fill, and the device's numbers: against the
+choices in docs/emulator.md), the vendor's own op_api unit test cases replayed with their
+expected status, the empty input's fill, and the device's numbers: against the
 float64 reference for every dtype, and bit for bit against each part's chain written in NumPy
 (group_norm_silu's kernels on Atlas A2/A3 and inference parts: the one-pass variance,
 y = x * scale + bias, CAST_ROUND on A2/A3; Ascend 950's two-pass regbase kernel; the Atlas
@@ -488,3 +489,74 @@ def test_mean_and_rstd_written_by_kernel_on_atlas_inference_parts(arena, shape, 
 def test_other_parts_in_their_own_process(part):
     run_on_part(__file__, part, "part_dtype_list or chain_bit or reference and 6x5 or "
                 "atlas_inference or one_pass or empty_input")
+
+
+# ---- the vendor's op_api unit test, replayed ------------------------------------------------
+
+# hicann/ops-nn norm/group_norm/tests/ut/op_host/op_api/test_aclnn_group_norm.cpp: its 24
+# active cases as (name, changes to the base call, expected status). The base: self [2, 3, 4],
+# gamma and beta [3], N 2, C 3, HxW 4, group 1, eps 1e-5, out [2, 3, 4], meanOut and rstdOut
+# [2, 1], every tensor FLOAT in format ND. "null": the tensor passed as NULL.
+VENDOR_UT_BASE = dict(self=(2, 3, 4), gamma=(3,), beta=(3,), N=2, C=3, HxW=4, group=1,
+                      out=(2, 3, 4), mean=(2, 1), rstd=(2, 1))
+VENDOR_UT = [
+    ("case_gamma_not_1d_abnormal", dict(gamma=(3, 1)), INVALID),
+    ("case_beta_not_1d_abnormal", dict(beta=(3, 1)), INVALID),
+    ("case_1d_abnormal", dict(self=(2,), gamma=(1,), beta=(1,), C=1, HxW=1, out=(2,)),
+     INVALID),
+    ("case_9d_abnormal", dict(self=(2, 3, 4, 1, 1, 1, 1, 1, 1), out=(2, 3, 4, 1, 1, 1, 1, 1, 1)),
+     INVALID),
+    ("case_self_nullptr_abnormal", dict(null="self"), NULLPTR),
+    ("case_out_nullptr_abnormal", dict(null="out"), NULLPTR),
+    ("case_mean_out_nullptr_abnormal", dict(null="mean"), NULLPTR),
+    ("case_rstd_out_nullptr_abnormal", dict(null="rstd"), NULLPTR),
+    ("case_diff_dtype_abnormal", dict(beta_dtype=lib.ACL_FLOAT16), INVALID),
+    ("case_group_not_gt0_abnormal", dict(group=0), INVALID),
+    ("case_self_numel_ne_abnormal", dict(HxW=5), INVALID),
+    ("case_gamma_ne_C_abnormal", dict(gamma=(2,)), INVALID),
+    ("case_beta_ne_C_abnormal", dict(beta=(2,)), INVALID),
+    ("case_self_shpe_ne_gn_out_abnormal", dict(beta=(2,), out=(2, 3, 5)), INVALID),
+    ("case_mean_shpe_ne_abnormal", dict(beta=(2,), mean=(2, 2)), INVALID),
+    ("case_rstd_shpe_ne_abnormal", dict(beta=(2,), rstd=(2, 2)), INVALID),
+    ("case_empty_normal", dict(self=(2, 3, 0), HxW=0, out=(2, 3, 0)), OK),
+    ("case_C_not_div_group_abnormal", dict(group=2, mean=(2, 2), rstd=(2, 2)), INVALID),
+    ("case_self_ne_N_abnormal", dict(self=(3, 3, 4), out=(3, 3, 4)), INVALID),
+    ("case_self_ne_C_abnormal", dict(C=4), INVALID),
+    ("case_self_ne_HxW_abnormal", dict(HxW=2), INVALID),
+    ("case_self_format_ne_out_abnormal", dict(self_format=lib.ACL_FORMAT_NCL), INVALID),
+    ("case_self_private_format_abnormal", dict(self_format=lib.ACL_FORMAT_NC1HWC0), INVALID),
+] + [(f"case_invalid_dtype_abnormal[{name}]", dict(dtype=getattr(lib, name)), INVALID)
+     for name in ("ACL_DOUBLE", "ACL_UINT8", "ACL_INT8", "ACL_INT16", "ACL_INT32", "ACL_INT64",
+                  "ACL_BOOL", "ACL_STRING", "ACL_COMPLEX64", "ACL_COMPLEX128")]
+
+
+def vendor_ut_tensor(arena, shape, acl_dtype, fmt=None):
+    """A FLOAT-sized device tensor of the case's shape, dtype and format (ND by default)."""
+    n = max(math.prod(shape), 1)
+    ptr = arena.malloc(n * 16)
+    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    t = lib.aclCreateTensor(ffi.new("int64_t[]", list(shape) or [0]), len(shape), acl_dtype,
+                            ffi.new("int64_t[]", strides or [0]), 0,
+                            lib.ACL_FORMAT_ND if fmt is None else fmt,
+                            ffi.new("int64_t[]", [n]), 1, ptr)
+    assert t != ffi.NULL, last_msg()
+    arena.tensors.append(t)
+    return t
+
+
+@pytest.mark.parametrize("name,change,code", VENDOR_UT, ids=[c[0] for c in VENDOR_UT])
+def test_vendor_op_api_unit_test_cases(arena, name, change, code):
+    case = dict(VENDOR_UT_BASE, **change)
+    dt = case.get("dtype", lib.ACL_FLOAT)
+    ts = {k: vendor_ut_tensor(arena, case[k], case.get(f"{k}_dtype", dt),
+                              case.get(f"{k}_format"))
+          for k in ("self", "gamma", "beta", "out", "mean", "rstd")}
+    if "null" in case:
+        ts[case["null"]] = None
+    rc, _, ex = phase_one(ts["self"], ts["gamma"], ts["beta"], case["N"], case["C"],
+                          case["HxW"], case["group"], 1e-5, ts["out"], ts["mean"], ts["rstd"])
+    assert rc == code, (name, rc, last_msg())
+    if rc == OK:
+        assert lib.aclDestroyAclOpExecutor(ex) == OK
+    else:
+        assert ex == ffi.NULL and last_msg().startswith("aclnnGroupNormGetWorkspaceSize: ")
