@@ -653,6 +653,38 @@ class DeviceBuffer(_Buffer):
             raise make_error(r, "aclrtMemsetAsync")
         _record(tl, st)
 
+    def memset32(self, value: int, count: int | None = None, *,
+                 stream: Stream | None = None, offset: int = 0) -> None:
+        """Sets ``count`` 32-bit words (default: as many as fit in the rest of the buffer)
+        from byte ``offset`` (a multiple of 4) to ``value`` (0..2**32-1, in the device's
+        byte order) (``aclrtMemsetD32``); synchronous unless ``stream`` is given
+        (``aclrtMemsetD32Async``)."""
+        st = self._live()
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2 ** 32:
+            raise AclArgumentError("value", f"expected a 32-bit word 0..2**32-1, got {value!r}")
+        offset = _check_range(offset, 0, st.nbytes, "offset")
+        if offset % 4:
+            raise AclArgumentError("offset", f"words start on a multiple of 4 bytes, got "
+                                             f"{offset}")
+        n = (st.nbytes - offset) // 4 if count is None else as_size(count, "count")
+        _check_range(offset, 4 * n, st.nbytes, "count")
+        if n == 0:
+            return
+        if stream is None:
+            _wait_pending(st)
+            _device.activate(st.device)
+            r = _rt.lib.aclrtMemsetD32(st.ptr + offset, st.nbytes - offset, value, n)
+            if r:
+                raise make_error(r, "aclrtMemsetD32")
+            return
+        tl = _stream.state_for(stream, st.device)
+        _device.activate(st.device)
+        r = tl.enqueue(_rt.lib.aclrtMemsetD32Async, st.ptr + offset, st.nbytes - offset,
+                       value, n)
+        if r:
+            raise make_error(r, "aclrtMemsetD32Async")
+        _record(tl, st)
+
 
 # Host allocations released (closed or collected) while NumPy views of them exist: freed by
 # the last view's finalizer, or by the teardown if the session ends first.

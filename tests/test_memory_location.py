@@ -87,3 +87,30 @@ def test_locations_and_usage_on_the_device():
         if usage is not None:
             assert usage == sorted(usage, key=lambda u: -u.current)
             assert all(u.peak >= u.current > 0 for u in usage)
+
+
+# ---- 32-bit fills (aclrtMemsetD32) ----
+
+def test_memset32_sync_and_on_a_stream():
+    with acl_py.DeviceBuffer(64) as buf, acl_py.Stream() as s:
+        buf.memset(0)
+        buf.memset32(0xDEADBEEF, 3)
+        want = np.zeros(16, dtype=np.uint32)
+        want[:3] = 0xDEADBEEF
+        np.testing.assert_array_equal(np.frombuffer(buf.copy_to_host(), dtype=np.uint32), want)
+        buf.memset32(7, offset=8, stream=s)          # the rest: 14 words
+        s.synchronize()
+        want[2:] = 7
+        np.testing.assert_array_equal(np.frombuffer(buf.copy_to_host(), dtype=np.uint32), want)
+
+
+def test_memset32_argument_checks():
+    with acl_py.DeviceBuffer(16) as buf:
+        for bad in (-1, 2 ** 32, True, 1.0):
+            with pytest.raises(AclArgumentError, match="value"):
+                buf.memset32(bad)
+        with pytest.raises(AclArgumentError, match="offset: words start on a multiple of 4"):
+            buf.memset32(1, offset=2)
+        with pytest.raises(AclArgumentError, match="count"):
+            buf.memset32(1, 5)
+        buf.memset32(1, 0)                            # nothing to do

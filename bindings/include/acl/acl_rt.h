@@ -355,6 +355,11 @@ ACL_FUNC_VISIBILITY aclError aclrtPointerGetAttributes(const void *ptr,
 /* Device memory per module on deviceId, the largest first: up to inputNum entries into
  * memUsageInfo, *outputNum of them filled (modules using none are left out). Needs a current
  * device. */
+/* N 32-bit words of value at ptr (4-byte aligned; N * 4 <= memSize): aclrtMalloc or
+ * aclrtMallocHost memory. Host memory is set at once, even by the Async form. */
+ACL_FUNC_VISIBILITY aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N);
+ACL_FUNC_VISIBILITY aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value,
+                                                 size_t N, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtGetMemUsageInfo(int32_t deviceId,
                                                   aclrtMemUsageInfo *memUsageInfo,
                                                   size_t inputNum, size_t *outputNum);

@@ -686,16 +686,25 @@ static aclError check_count(const char *fn, bool set, size_t count, size_t max) 
 typedef struct {
     void *dst;
     const void *src; /* NULL: memset */
-    size_t count;
+    size_t count;    /* bytes */
     int value;
+    bool words;      /* a memset of 32-bit words (aclrtMemsetD32*): value's bits, count / 4 */
     rt_alloc *blk[2];
     void *staged;    /* the copy of the source a staged copy reads, freed with the task */
 } copy_task;
+
+static void fill_words(void *dst, uint32_t word, size_t n) {
+    unsigned char *p = dst;
+    for (size_t i = 0; i < n; i++)
+        memcpy(p + 4 * i, &word, 4);
+}
 
 static void copy_run(void *arg) {
     copy_task *t = arg;
     if (t->src != NULL)
         rt_copy_bytes(t->dst, t->src, t->count);
+    else if (t->words)
+        fill_words(t->dst, (uint32_t)t->value, t->count / 4);
     else
         memset(t->dst, t->value, t->count);
 }
@@ -836,6 +845,101 @@ aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t c
                     maxCount, 0, true, true, stream);
 }
 
+/* aclrtMemsetD32 and aclrtMemsetD32Async: N 32-bit words of value at ptr. In CANN's order
+ * (hicann/runtime src/acl/aclrt_impl/memory.cpp aclrtMemsetD32Impl / AsyncImpl: N 0 is
+ * success before anything; NULL ptr, a ptr not 4-byte aligned, N * 4 above memSize: 100000;
+ * then the memory must be the runtime's, device or host (aclrtPointerGetAttributes: its
+ * refusal passed on; unregistered host memory 100000); then the runtime (api_c_standard_soc.cc:
+ * the stream's handle; api_impl_standard_soc.cc MemsetD32*: a current device, 107002). Host
+ * memory is set at once, by the calling thread, asynchronous or not
+ * (core/src/memory/common_memset_d32.cpp MemsetD32OnHost); device memory synchronously, or
+ * queued on the stream (the current device's default stream for NULL; another device's
+ * stream 107003). The words must lie inside one live block (107000, as aclrtMemset's
+ * target). */
+static aclError locate_pointer(const char *fn, const void *ptr, aclrtPtrAttributes *out);
+
+static aclError memset_words(const char *fn, void *ptr, size_t memSize, uint32_t value,
+                             size_t N, bool async, aclrtStream stream) {
+    if (aclemu_fault(fn))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (N == 0)
+        return ACL_SUCCESS;
+    aclError rc = rt_enter(fn);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s = NULL;
+    copy_task *t = NULL;
+    aclrtPtrAttributes where;
+    if (ptr == NULL) {
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, fn, "ptr is NULL");
+        goto out;
+    }
+    if (((uintptr_t)ptr & 3u) != 0) {
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, fn, "ptr %p is not 4-byte aligned", ptr);
+        goto out;
+    }
+    if (N > memSize / 4) {
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, fn,
+                           "N (%zu) words of 4 bytes exceed memSize (%zu bytes)", N, memSize);
+        goto out;
+    }
+    if ((rc = locate_pointer(fn, ptr, &where)) != ACL_SUCCESS)
+        goto out;
+    if (where.location.type != ACL_MEM_LOCATION_TYPE_DEVICE &&
+        where.location.type != ACL_MEM_LOCATION_TYPE_HOST) {
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, fn,
+                           "ptr %p is not memory of the runtime: only aclrtMalloc and "
+                           "aclrtMallocHost memory (or registered host memory) is set", ptr);
+        goto out;
+    }
+    if ((async && (rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS) ||
+        (rc = rt_need_device(fn, &dev)) != ACL_SUCCESS)
+        goto out;
+    if (where.location.type == ACL_MEM_LOCATION_TYPE_HOST) {
+        fill_words(ptr, value, N);
+        goto out;
+    }
+    if (async && (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS)
+        goto out;
+    copy_task op = {.dst = ptr, .count = N * 4, .value = (int)value, .words = true};
+    t = async ? malloc(sizeof *t) : &op;
+    if (t == NULL) {
+        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
+        goto out;
+    }
+    if (t != &op)
+        *t = op;
+    pthread_rwlock_rdlock(&g_mem);
+    rc = check_memset_target(fn, (uintptr_t)ptr, N * 4, &t->blk[0]);
+    if (rc == ACL_SUCCESS)
+        pin(t->blk[0]);
+    pthread_rwlock_unlock(&g_mem);
+    if (rc != ACL_SUCCESS) {
+        if (async)
+            free(t);
+    } else if (!async) {
+        copy_run(t);
+        unpin(t->blk[0]);
+    } else if ((rc = rt_stream_push(s, copy_run, copy_release, t, fn)) != ACL_SUCCESS) {
+        copy_release(t);
+    }
+out:
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N) {
+    return memset_words(__func__, ptr, memSize, value, N, false, NULL);
+}
+
+aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value, size_t N,
+                             aclrtStream stream) {
+    return memset_words(__func__, ptr, memSize, value, N, true, stream);
+}
+
 /* ---- info ------------------------------------------------------------------------------ */
 
 aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free_, size_t *total) {
@@ -884,19 +988,9 @@ out:
  * pages; aclrtMallocHost memory and registered host memory (aclrtHostRegister*) HOST, id 0;
  * any other host address UNREGISTERED, id 0. The driver is not in the sources: an address in
  * device address space that no live allocation holds (freed) is refused here, 107000. */
-aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes) {
-    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    if (ptr == NULL) {
-        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, __func__, "ptr is NULL");
-        goto out;
-    }
-    if (attributes == NULL) {
-        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, __func__,
-                           "attributes (output pointer) is NULL");
-        goto out;
-    }
+/* Where ptr lies, as the driver classifies it (see aclrtPointerGetAttributes below): 107000
+ * naming fn for device address space no live block holds. Runtime entered. */
+static aclError locate_pointer(const char *fn, const void *ptr, aclrtPtrAttributes *out) {
     uintptr_t u = (uintptr_t)ptr;
     aclrtPtrAttributes a;
     memset(&a, 0, sizeof a);
@@ -910,20 +1004,31 @@ aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attribut
         a.pageSize = dev->page;
     }
     pthread_rwlock_unlock(&g_mem);
-    if (dev == NULL && in_arena) {
-        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, __func__,
-                    "ptr %p is device address space no live aclrtMalloc block holds (freed, "
-                    "or never allocated)", ptr);
-        goto out;
-    }
+    if (dev == NULL && in_arena)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "ptr %p is device address space no live aclrtMalloc block holds (freed, "
+                      "or never allocated)", ptr);
     if (dev == NULL) {
         a.location.type = pinned || rt_host_registered(ptr) ? ACL_MEM_LOCATION_TYPE_HOST
                                                             : ACL_MEM_LOCATION_TYPE_UNREGISTERED;
         a.location.id = 0;
         a.pageSize = (uint32_t)page_size();
     }
-    *attributes = a;
-out:
+    *out = a;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if (ptr == NULL)
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, __func__, "ptr is NULL");
+    else if (attributes == NULL)
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, __func__,
+                           "attributes (output pointer) is NULL");
+    else
+        rc = locate_pointer(__func__, ptr, attributes);
     rt_leave();
     return rc;
 }
