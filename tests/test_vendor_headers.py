@@ -81,6 +81,9 @@ def vendor_include(tmp_path_factory) -> Path:
 GENERATED = {
     "aclnnop/aclnn_rms_norm.h": ("ops-nn/norm/rms_norm", "aclnnRmsNorm.md"),
     "aclnnop/aclnn_rms_norm_grad.h": ("ops-nn/norm/rms_norm_grad", "aclnnRmsNormGrad.md"),
+    "aclnnop/aclnn_gemma_rms_norm.h": ("ops-nn/norm/gemma_rms_norm", "aclnnGemmaRmsNorm.md"),
+    "aclnnop/aclnn_inplace_add_rms_norm.h": ("ops-nn/norm/inplace_add_rms_norm",
+                                             "aclnnInplaceAddRmsNorm.md"),
 }
 
 

@@ -52,12 +52,21 @@
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_add_rms_norm.h"
+#include "aclnnop/aclnn_inplace_add_rms_norm.h"
 
 #define P1 "aclnnAddRmsNormGetWorkspaceSize"
-#define P2 "aclnnAddRmsNorm"
 
+/* The kernel's tensors, as the vendor's kernels take them (x1, x2, gamma, y, rstd, x). */
 enum { T_X1, T_X2, T_GAMMA, T_Y, T_RSTD, T_X, T_COUNT };
 static const char *const TNAME[T_COUNT] = {"x1", "x2", "gamma", "yOut", "rstdOut", "xOut"};
+
+/* Which operator an executor runs: its phase two's name, its tensors' names in the kernel's
+ * order and its executor ops. */
+typedef struct {
+    const char *p2;
+    const char *const *names;
+    const aclemu_executor_ops *ops;
+} arn_variant;
 
 /* The vendor's modes (aclnn_add_rms_norm.cpp): which of rstdOut and xOut are given. */
 typedef enum { MODE_FULL, MODE_PRE, MODE_POST } arn_mode;
@@ -73,6 +82,7 @@ typedef struct {
     bool regbase;              /* Ascend 950's kernel: float throughout, one rounding */
     bool norm_on_rounded_sum;  /* BF16: the norm over bf16(x1 + x2), not the float sum */
     bool write_rstd;
+    const arn_variant *v;
 } arn_payload;
 
 typedef struct {
@@ -165,19 +175,35 @@ static aclnnStatus arn_launch(void *payload, void *const *addrs, void *workspace
                               uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    arn_task *T = p2_task_new(P2, sizeof *T);
+    const arn_variant *V = ((const arn_payload *)payload)->v;
+    arn_task *T = p2_task_new(V->p2, sizeof *T);
     if (!T)
         return ACLNN_ERR_INNER;
     T->p = *(const arn_payload *)payload;
-    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows, T->p.M,
+    return nr_launch(V->p2, stream, T->p.t, V->names, T_COUNT, addrs, workspace, &T->rows, T->p.M,
                      T->p.N, 3 * T->p.N, task_run, task_release, T);
 }
 
 static const aclemu_executor_ops ARN_OPS = {
-    .op_name = P2,
+    .op_name = "aclnnAddRmsNorm",
     .launch = arn_launch,
     .destroy = free, /* the payload is one flat allocation */
 };
+static const aclemu_executor_ops IARN_OPS = {
+    .op_name = "aclnnInplaceAddRmsNorm",
+    .launch = arn_launch,
+    .destroy = free,
+};
+static const arn_variant ARN = {"aclnnAddRmsNorm", TNAME, &ARN_OPS};
+/* In place: y is written into x1Ref and x into x2Ref, each the same aclTensor as the input
+ * (the definition's outputs "x1" and "x2" share their inputs' names: opbuild makes them Ref
+ * parameters, one tensor each). The kernel is AddRmsNorm's (op_kernel/inplace_add_rms_norm.cpp
+ * includes add_rms_norm's kernels): every variant reads a row's x1 and x2 (split-D: a chunk of
+ * them; its second pass reads x back from x's memory) before writing that row's x and y, so an
+ * output over its input gives the separate-output bits. */
+static const char *const INAME[T_COUNT] = {"x1Ref", "x2Ref", "gamma", "x1Ref", "rstdOut",
+                                           "x2Ref"};
+static const arn_variant IARN = {"aclnnInplaceAddRmsNorm", INAME, &IARN_OPS};
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
@@ -315,6 +341,36 @@ static aclnnStatus check_tiling(const aclTensor *x1, const aclTensor *gamma, dou
     return ACLNN_SUCCESS;
 }
 
+/* The end of both phase ones: the payload over ts (the kernel's order) for M rows of N (N 0:
+ * nothing to compute), the executor made. */
+static aclnnStatus make_executor(const char *call, const arn_variant *V,
+                                 const aclTensor *const *ts, arn_mode mode,
+                                 const aclemu_soc *soc, double epsilon, int64_t M, int64_t N,
+                                 uint64_t gdims, uint64_t *workspaceSize,
+                                 aclOpExecutor **executor)
+{
+    const aclTensor *x1 = ts[T_X1];
+    arn_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", call);
+    P->M = N == 0 ? 0 : M;
+    P->N = N;
+    P->eps = (float)epsilon;
+    P->avg = N == 0 ? 0.0f : 1.0f / (float)N;
+    P->dtype = x1->dtype;
+    P->regbase = soc->npu_arch == 3510;
+    P->norm_on_rounded_sum = x1->dtype == ACL_BF16 && norm_on_rounded_sum(M, N);
+    P->write_rstd = mode == MODE_FULL && soc->npu_arch != 2002;
+    P->v = V;
+    if (N != 0) {
+        const int split = (int)(x1->ndim - gdims);
+        for (int i = 0; i < T_COUNT; i++)
+            snapshot(&P->t[i], ts[i], i == T_GAMMA || i == T_RSTD ? -1 : split);
+    }
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(call, V->ops, P, 0, ts, V->names, T_COUNT, T_Y, workspaceSize, executor);
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
                                                           const aclTensor *x2,
                                                           const aclTensor *gamma,
@@ -373,32 +429,175 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
         }
     }
 
-    arn_payload *P = calloc(1, sizeof *P);
-    if (!P)
-        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
-    P->M = M;
-    P->N = empty ? 0 : N;
-    P->eps = (float)epsilon;
-    P->avg = empty ? 0.0f : 1.0f / (float)N;
-    P->dtype = x1->dtype;
-    P->regbase = soc->npu_arch == 3510;
-    P->norm_on_rounded_sum = x1->dtype == ACL_BF16 && norm_on_rounded_sum(M, N);
-    P->write_rstd = mode == MODE_FULL && soc->npu_arch != 2002;
-    if (!empty) {
-        const int split = (int)(x1->ndim - gdims);
-        snapshot(&P->t[T_X1], x1, split);
-        snapshot(&P->t[T_X2], x2, split);
-        snapshot(&P->t[T_GAMMA], gamma, -1);
-        snapshot(&P->t[T_Y], yOut, split);
-        snapshot(&P->t[T_RSTD], rstdOut, -1);
-        snapshot(&P->t[T_X], xOut, split);
-    }
-    /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &ARN_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
+    return make_executor(P1, &ARN, ts, mode, soc, epsilon, M, empty ? 0 : N, gdims,
+                         workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNorm(void *workspace, uint64_t workspaceSize,
                                           aclOpExecutor *executor, aclrtStream stream)
 {
-    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+    return aclemu_executor_run(ARN.p2, executor, workspace, workspaceSize, stream);
+}
+
+/* ---- aclnnInplaceAddRmsNorm ---------------------------------------------------------------- */
+
+/*
+ * Facts, hicann/ops-nn norm/inplace_add_rms_norm (its aclnn interface has no op_api source: the
+ * build's opbuild tool generates it from op_host/inplace_add_rms_norm_def.cpp, ACLNNTYPE aclnn
+ * in op_host/CMakeLists.txt), so phase one is the framework's steps over the definition and
+ * the tiling it shares with AddRmsNorm:
+ * - docs/aclnnInplaceAddRmsNorm.md: the prototype; x1Ref receives y, x2Ref x1 + x2; 161001 for
+ *   a NULL, 161002 for a dtype outside the part's list; no empty tensors; rstdOut FLOAT, of
+ *   x1Ref's rank, x1Ref's batch dims then ones;
+ * - op_host/inplace_add_rms_norm_def.cpp: x1, x2, gamma of one dtype (FLOAT16, FLOAT, BF16;
+ *   Atlas inference parts without BF16), rstd FLOAT; kernels for Atlas A2/A3, Atlas
+ *   inference and Ascend 950, none for the Atlas training parts: there the framework's kernel
+ *   lookup fails before any dtype is compared (hicann/opbase
+ *   src/nnopbase/individual_op/executor/indv_executor.cpp CheckSocVersionAndParam: 561003);
+ * - norm/add_rms_norm/op_host/add_rms_norm_tiling.cpp (IMPL_OP_OPTILING(InplaceAddRmsNorm) is
+ *   Tiling4AddRmsNorm over y = x1Ref, x = x2Ref): CheckInputOutputDim, CheckInputOutputShape,
+ *   then the epsilon check; a tiling failure is 561002 (indv_executor.cpp);
+ * - hicann/opbase indv_executor.cpp NnopbaseExecutorMatchCache: a call whose outputs are all
+ *   empty launches nothing and skips the tiling.
+ */
+#define IP1 "aclnnInplaceAddRmsNormGetWorkspaceSize"
+
+enum { R_X1, R_X2, R_GAMMA, R_RSTD, R_COUNT };
+static const char *const RNAME[R_COUNT] = {"x1Ref", "x2Ref", "gamma", "rstdOut"};
+
+/* The definition's dtypes (161002): x1Ref, x2Ref, gamma in the part's list, one dtype;
+ * rstdOut FLOAT. */
+static aclnnStatus check_inplace_dtypes(const aclTensor *const *ts, const aclemu_soc *soc)
+{
+    const bool p310 = soc->npu_arch == 2002;
+    for (int i = R_X1; i <= R_GAMMA; i++) {
+        const aclDataType dt = ts[i]->dtype;
+        if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || (dt == ACL_BF16 && !p310)))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s",
+                 IP1, RNAME[i], dname(dt), soc->name, soc->series,
+                 p310 ? "FLOAT, FLOAT16" : "FLOAT, FLOAT16, BF16");
+        if (i != R_X1 && dt != ts[R_X1]->dtype)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be x1Ref's dtype %s", IP1,
+                 RNAME[i], dname(dt), dname(ts[R_X1]->dtype));
+    }
+    if (ts[R_RSTD]->dtype != ACL_FLOAT)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: rstdOut dtype %s must be FLOAT", IP1,
+             dname(ts[R_RSTD]->dtype));
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus inplace_rank(const aclTensor *t, const char *name)
+{
+    if (t->ndim < 1 || t->ndim > TV_MAX_RANK)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: %s rank %llu is not in [1, 8]", IP1, name,
+             (unsigned long long)t->ndim);
+    return ACLNN_SUCCESS;
+}
+
+/* The tiling's shape rules (561002) in its order, for rstdOut not empty (checked before). */
+static aclnnStatus check_inplace_shapes(const aclTensor *x1, const aclTensor *x2,
+                                        const aclTensor *gamma, const aclTensor *rstd)
+{
+    aclnnStatus st;
+    char sx[256], so[256];
+    fmt_dims(sx, sizeof sx, x1->dims, x1->ndim);
+    if ((st = inplace_rank(x1, "x1Ref")) || (st = inplace_rank(gamma, "gamma")))
+        return st;
+    if (x1->ndim < gamma->ndim)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: gamma rank %llu > x1Ref rank %llu", IP1,
+             (unsigned long long)gamma->ndim, (unsigned long long)x1->ndim);
+    if (x2->ndim != x1->ndim)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: x2Ref rank %llu != x1Ref rank %llu", IP1,
+             (unsigned long long)x2->ndim, (unsigned long long)x1->ndim);
+    if (rstd->ndim != x1->ndim)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: rstdOut rank %llu != x1Ref rank %llu (rstdOut "
+             "is x1Ref's batch dims then ones)", IP1, (unsigned long long)rstd->ndim,
+             (unsigned long long)x1->ndim);
+    for (uint64_t i = 0; i < x1->ndim; i++) {
+        if (x1->dims[i] == 0)
+            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: x1Ref shape %s is empty (x1Ref cannot be an "
+                 "empty tensor)", IP1, sx);
+        if (x2->dims[i] != x1->dims[i]) {
+            shape_error(IP1, "x2Ref", x2->dims, x2->ndim, "must equal x1Ref's shape", x1->dims,
+                        x1->ndim);
+            return ACLNN_ERR_INNER_TILING_ERROR;
+        }
+    }
+    const uint64_t split = x1->ndim - gamma->ndim;
+    int64_t want[TV_MAX_RANK];
+    for (uint64_t i = 0; i < x1->ndim; i++)
+        want[i] = i < split ? x1->dims[i] : 1;
+    fmt_dims(so, sizeof so, gamma->dims, gamma->ndim);
+    for (uint64_t i = 0; i < gamma->ndim; i++)
+        if (gamma->dims[i] != x1->dims[split + i])
+            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: gamma shape %s must equal the last %llu "
+                 "dims of x1Ref %s", IP1, so, (unsigned long long)gamma->ndim, sx);
+    if (!same_dims(rstd->dims, rstd->ndim, want, x1->ndim)) {
+        shape_error(IP1, "rstdOut", rstd->dims, rstd->ndim,
+                    "must be x1Ref's batch dims then ones:", want, x1->ndim);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnInplaceAddRmsNormGetWorkspaceSize(aclTensor *x1Ref,
+                                                                 aclTensor *x2Ref,
+                                                                 const aclTensor *gamma,
+                                                                 double epsilon,
+                                                                 const aclTensor *rstdOut,
+                                                                 uint64_t *workspaceSize,
+                                                                 aclOpExecutor **executor)
+{
+    if (aclemu_fault(IP1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *rs[R_COUNT] = {x1Ref, x2Ref, gamma, rstdOut};
+
+    /* 0. the out-pointers first, 1. every tensor required and live (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(IP1, workspaceSize, executor)) ||
+        (st = p1_required(IP1, rs, RNAME, 0, R_COUNT)) || (st = p1_live(IP1, rs, RNAME, R_COUNT)))
+        return st;
+    const aclemu_soc *soc = aclemu_soc_info(IP1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    /* 2. a part without a kernel (the Atlas training series), before any dtype */
+    if (soc->npu_arch == 1001)
+        FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the operator's "
+             "definition registers no kernel for that series", IP1, soc->name, soc->series);
+    /* 3. dtypes (161002) */
+    if ((st = check_inplace_dtypes(rs, soc)))
+        return st;
+
+    /* 4. every output (x1Ref, rstdOut, x2Ref) empty: nothing launched, no tiling */
+    int64_t X1 = 0, X2 = 0, R = 0, N = 0, M = 0;
+    if (!numel(x1Ref->dims, x1Ref->ndim, &X1) || !numel(x2Ref->dims, x2Ref->ndim, &X2) ||
+        !numel(rstdOut->dims, rstdOut->ndim, &R) || !numel(gamma->dims, gamma->ndim, &N))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", IP1);
+    const bool all_empty = X1 == 0 && X2 == 0 && R == 0;
+    if (!all_empty) {
+        /* Stricter (docs/emulator.md): an empty rstdOut beside a non-empty x2Ref puts the
+         * vendor's tiling in AddRmsNorm's "pre" mode, whose kernels the in-place operator does
+         * not have (nothing would be written); the docs allow no empty tensor. */
+        if (R == 0)
+            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: rstdOut is empty while x2Ref is not "
+                 "(rstdOut cannot be an empty tensor)", IP1);
+        /* 5. the tiling's rules (561002), then epsilon */
+        if ((st = check_inplace_shapes(x1Ref, x2Ref, gamma, rstdOut)))
+            return st;
+        if (epsilon < 0) /* NaN is not less than 0 */
+            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: epsilon %g is negative (must be >= 0)",
+                 IP1, epsilon);
+        if (!numel(x1Ref->dims, x1Ref->ndim - gamma->ndim, &M))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", IP1);
+    }
+    /* AddRmsNorm's full mode with y over x1Ref and x over x2Ref */
+    const aclTensor *ts[T_COUNT] = {x1Ref, x2Ref, gamma, x1Ref, rstdOut, x2Ref};
+    return make_executor(IP1, &IARN, ts, MODE_FULL, soc, epsilon, M, all_empty ? 0 : N,
+                         gamma->ndim, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnInplaceAddRmsNorm(void *workspace, uint64_t workspaceSize,
+                                                 aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(IARN.p2, executor, workspace, workspaceSize, stream);
 }

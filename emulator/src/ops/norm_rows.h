@@ -1,8 +1,8 @@
 /*
- * The run of a row-wise norm kernel over gamma (RmsNorm, AddRmsNorm): its launch (the
- * operator's tensor descriptors given the run's addresses, gamma read as float once per run,
- * one row buffer per chunk of rows, the memory pinned until the task is released) and the
- * fixed-order fold of a row's lane sums, so the split of rows over threads never changes a bit.
+ * The run of a row-wise norm kernel over gamma (RmsNorm, GemmaRmsNorm, AddRmsNorm,
+ * InplaceAddRmsNorm): its launch (the operator's tensor descriptors given the run's addresses,
+ * gamma read as float once per run, one row buffer per chunk of rows, the memory pinned until
+ * the task is released) and the fixed-order fold of a row's lane sums, so the split of rows over threads never changes a bit.
  *
  * An operator's task is a calloc'ed struct holding its payload (with the descriptors) and a
  * norm_rows; its release function calls nr_release, then frees the struct.
@@ -48,6 +48,15 @@ static inline float *nr_chunk_buf(const norm_rows *R, int64_t chunk)
 static inline void nr_load_gamma(norm_rows *R, const tdesc *g, int64_t N)
 {
     R->gamma = get_tile(view_base(g), g->dtype, &g->inner, 0, N, R->gamma_buf);
+}
+
+/* Adds offset to each of gamma's N floats (in float, one rounding each), in gamma_buf (gamma
+ * may be the tensor's own memory): GemmaRmsNorm's (1 + gamma). */
+static inline void nr_offset_gamma(norm_rows *R, int64_t N, float offset)
+{
+    for (int64_t i = 0; i < N; i++)
+        R->gamma_buf[i] = R->gamma[i] + offset;
+    R->gamma = R->gamma_buf;
 }
 
 /* Unpins the run's memory and frees the buffers (not the task). */

@@ -1,5 +1,7 @@
 /*
- * aclnnRmsNorm for the CPU emulator: phase one (checks, executor), the launch and the kernel.
+ * aclnnRmsNorm and aclnnGemmaRmsNorm for the CPU emulator: phase one (checks, executor), the
+ * launch and the kernel, one of each for both (GemmaRmsNorm is RmsNorm's kernel with 1 added
+ * to gamma: see GEMMA below).
  *
  * Facts, hicann/ops-nn norm/rms_norm. Its aclnn interface has no op_api source: the build's
  * opbuild tool generates it from op_host/rms_norm_def.cpp (ACLNNTYPE aclnn in
@@ -38,10 +40,28 @@
 #include "norm_rows.h"
 #include "tensor_view.h"
 
+#include "aclnnop/aclnn_gemma_rms_norm.h"
 #include "aclnnop/aclnn_rms_norm.h"
 
-#define P1 "aclnnRmsNormGetWorkspaceSize"
-#define P2 "aclnnRmsNorm"
+/*
+ * GemmaRmsNorm (hicann/ops-nn norm/gemma_rms_norm), generated like RmsNorm (op_host/CMakeLists.txt
+ * ACLNNTYPE aclnn, DEPENDENCIES rms_norm):
+ * - op_host/gemma_rms_norm_def.cpp: kernels for Atlas A2/A3 (x, gamma, y of one dtype: BF16,
+ *   FLOAT16, FLOAT) and Ascend 950 (RmsNorm's table: FLOAT gamma beside FLOAT16/BF16 x too);
+ *   none for the Atlas training and inference parts (the docs: not supported), where the
+ *   framework's kernel lookup fails before any dtype is compared (hicann/opbase
+ *   src/nnopbase/individual_op/executor/indv_executor.cpp CheckSocVersionAndParam: 561003);
+ * - norm/rms_norm/op_host/rms_norm_tiling.cpp Tiling4GemmaRmsNorm: RmsNorm's shape rules
+ *   (CheckInputShape4RmsNorm) and epsilon check, is_gemma = 1;
+ * - the kernels (norm/rms_norm/op_kernel/rms_norm.h ComputeMulGammaCast, rms_norm_split_d.h,
+ *   arch35/rms_norm_regbase_common.h): gamma cast to float, 1.0f added in float, then
+ *   y = (x * rstd) * (gamma + 1) in float, rounded once: RmsNorm's chain on gamma + 1.
+ */
+typedef struct {
+    const char *p1, *p2;
+    const aclemu_executor_ops *ops;
+    float gamma_offset; /* added to gamma (as float) before the kernel uses it */
+} rms_variant;
 
 enum { T_X, T_GAMMA, T_Y, T_RSTD, T_COUNT };
 static const char *const TNAME[T_COUNT] = {"x", "gamma", "yOut", "rstdOut"};
@@ -50,6 +70,7 @@ typedef struct {
     tdesc t[T_COUNT];
     int64_t M, N;
     float eps, avg; /* as the kernel receives them */
+    const rms_variant *v;
 } rms_payload;
 
 typedef struct {
@@ -97,6 +118,8 @@ static void task_run(void *arg)
     if (P->M == 0) /* an empty x: nothing to write (gamma is never empty) */
         return;
     nr_load_gamma(&T->rows, &P->t[T_GAMMA], P->N);
+    if (P->v->gamma_offset != 0.0f)
+        nr_offset_gamma(&T->rows, P->N, P->v->gamma_offset);
     aclemu_parallel_for(P->M, T->rows.nchunks, rows_body, T);
 }
 
@@ -113,45 +136,62 @@ static aclnnStatus rms_launch(void *payload, void *const *addrs, void *workspace
                               uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    rms_task *T = p2_task_new(P2, sizeof *T);
+    const char *p2 = ((const rms_payload *)payload)->v->p2;
+    rms_task *T = p2_task_new(p2, sizeof *T);
     if (!T)
         return ACLNN_ERR_INNER;
     T->p = *(const rms_payload *)payload;
-    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows, T->p.M,
+    return nr_launch(p2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows, T->p.M,
                      T->p.N, 2 * T->p.N, task_run, task_release, T);
 }
 
 static const aclemu_executor_ops RMS_OPS = {
-    .op_name = P2,
+    .op_name = "aclnnRmsNorm",
     .launch = rms_launch,
     .destroy = free, /* the payload is one flat allocation */
 };
+static const aclemu_executor_ops GEMMA_OPS = {
+    .op_name = "aclnnGemmaRmsNorm",
+    .launch = rms_launch,
+    .destroy = free,
+};
+static const rms_variant RMS = {"aclnnRmsNormGetWorkspaceSize", "aclnnRmsNorm", &RMS_OPS, 0.0f};
+static const rms_variant GEMMA = {"aclnnGemmaRmsNormGetWorkspaceSize", "aclnnGemmaRmsNorm",
+                                  &GEMMA_OPS, 1.0f};
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
 
-/* The part's dtype table (docs/aclnnRmsNorm.md, op_host/rms_norm_def.cpp): yOut is x's dtype;
- * gamma is x's, or FLOAT beside a FLOAT16/BF16 x on parts with BF16 (Atlas A2/A3, Ascend 950;
- * the other parts list only matching pairs). */
-static bool gamma_dtype_ok(aclDataType x, aclDataType gamma, bool bf16_part)
+/* The part's dtype table: yOut is x's dtype; gamma is x's, or FLOAT beside a FLOAT16/BF16 x
+ * where the part's table has those pairs (RmsNorm: parts with BF16, Atlas A2/A3 and Ascend 950,
+ * docs/aclnnRmsNorm.md, op_host/rms_norm_def.cpp; GemmaRmsNorm: Ascend 950 only,
+ * gemma_rms_norm_def.cpp's regbase config). */
+static bool gamma_dtype_ok(aclDataType x, aclDataType gamma, bool or_float32)
 {
-    return gamma == x || (bf16_part && gamma == ACL_FLOAT);
+    return gamma == x || (or_float32 && gamma == ACL_FLOAT);
 }
 
-static aclnnStatus check_rank(const char *name, const aclTensor *t)
+static aclnnStatus check_rank(const char *call, const char *name, const aclTensor *t)
 {
     if (t->ndim < 1 || t->ndim > TV_MAX_RANK)
-        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: %s rank %llu is not in [1, %d]", P1, name,
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: %s rank %llu is not in [1, %d]", call, name,
              (unsigned long long)t->ndim, TV_MAX_RANK);
     return ACLNN_SUCCESS;
 }
 
-ACLEMU_EXPORT aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma,
-                                                       double epsilon, const aclTensor *yOut,
-                                                       const aclTensor *rstdOut,
-                                                       uint64_t *workspaceSize,
-                                                       aclOpExecutor **executor)
+/* Whether the part has a kernel: GemmaRmsNorm's definition registers none for the Atlas
+ * training (NPU architecture 1001) and inference (2002) parts; RmsNorm's registers every
+ * part the emulator knows. */
+static bool has_kernel(const rms_variant *V, const aclemu_soc *soc)
 {
+    return V != &GEMMA || (soc->npu_arch != 1001 && soc->npu_arch != 2002);
+}
+
+static aclnnStatus phase_one(const rms_variant *V, const aclTensor *x, const aclTensor *gamma,
+                             double epsilon, const aclTensor *yOut, const aclTensor *rstdOut,
+                             uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    const char *P1 = V->p1;
     if (aclemu_fault(P1))
         return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {x, gamma, yOut, rstdOut};
@@ -168,6 +208,11 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const
     if (!soc)
         return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
     const bool bf16 = soc->bf16;
+    /* 1b. a part without a kernel: the framework's lookup fails before any dtype check */
+    if (!has_kernel(V, soc))
+        FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the operator's "
+             "definition registers no kernel for that series", P1, soc->name, soc->series);
+    const bool or_float32 = V == &GEMMA ? soc->npu_arch == 3510 : bf16;
 
     /* 2. dtypes (161002): each in the part's list, then the table's combinations */
     for (int i = 0; i < T_COUNT; i++) {
@@ -180,13 +225,13 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const
     if (yOut->dtype != x->dtype)
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: yOut dtype %s must be x's dtype %s", P1,
              dname(yOut->dtype), dname(x->dtype));
-    if (!gamma_dtype_ok(x->dtype, gamma->dtype, bf16))
+    if (!gamma_dtype_ok(x->dtype, gamma->dtype, or_float32))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gamma dtype %s must be x's dtype %s%s on %s", P1,
              dname(gamma->dtype), dname(x->dtype),
-             bf16 && x->dtype != ACL_FLOAT ? " or FLOAT" : "", soc->name);
+             or_float32 && x->dtype != ACL_FLOAT ? " or FLOAT" : "", soc->name);
 
     /* 3. ranks and shapes (561002), in CheckInputShape4RmsNorm's order */
-    if ((st = check_rank("x", x)) || (st = check_rank("gamma", gamma)))
+    if ((st = check_rank(P1, "x", x)) || (st = check_rank(P1, "gamma", gamma)))
         return st;
     char s1[256], s2[256];
     fmt_dims(s2, sizeof s2, x->dims, x->ndim);
@@ -243,16 +288,42 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const
     P->N = N;
     P->eps = (float)epsilon;
     P->avg = 1.0f / (float)N;
+    P->v = V;
     snapshot(&P->t[T_X], x, (int)split);
     snapshot(&P->t[T_GAMMA], gamma, -1);
     snapshot(&P->t[T_Y], yOut, (int)split);
     snapshot(&P->t[T_RSTD], rstdOut, -1);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &RMS_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
+    return p1_finish(P1, V->ops, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma,
+                                                       double epsilon, const aclTensor *yOut,
+                                                       const aclTensor *rstdOut,
+                                                       uint64_t *workspaceSize,
+                                                       aclOpExecutor **executor)
+{
+    return phase_one(&RMS, x, gamma, epsilon, yOut, rstdOut, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnRmsNorm(void *workspace, uint64_t workspaceSize,
                                        aclOpExecutor *executor, aclrtStream stream)
 {
-    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+    return aclemu_executor_run(RMS.p2, executor, workspace, workspaceSize, stream);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnGemmaRmsNormGetWorkspaceSize(const aclTensor *x,
+                                                            const aclTensor *gamma,
+                                                            double epsilon, const aclTensor *yOut,
+                                                            const aclTensor *rstdOut,
+                                                            uint64_t *workspaceSize,
+                                                            aclOpExecutor **executor)
+{
+    return phase_one(&GEMMA, x, gamma, epsilon, yOut, rstdOut, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnGemmaRmsNorm(void *workspace, uint64_t workspaceSize,
+                                            aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(GEMMA.p2, executor, workspace, workspaceSize, stream);
 }
