@@ -54,6 +54,8 @@ from .ops import rms_norm, RmsNorm
 from .ops import add_rms_norm, AddRmsNorm
 from .ops import rms_norm_grad, RmsNormGrad
 from .ops import group_norm, GroupNorm
+from .ops import gemma_rms_norm, GemmaRmsNorm
+from .ops import inplace_add_rms_norm, InplaceAddRmsNorm
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -82,4 +84,5 @@ __all__ = [
     "add_rms_norm", "AddRmsNorm",
     "rms_norm_grad", "RmsNormGrad",
     "group_norm", "GroupNorm",
+    "gemma_rms_norm", "GemmaRmsNorm", "inplace_add_rms_norm", "InplaceAddRmsNorm",
 ]

@@ -68,7 +68,7 @@ __all__ = [
     "layer_norm_stats", "error_scale", "error_bound", "max_error_ratio", "max_abs_error",
     "assert_close",
     "rounding_dtype", "device_rounding", "half_ulp", "rms_norm", "rms_norm_error_scale",
-    "add_rms_norm", "add_rms_norm_error_scale",
+    "add_rms_norm", "add_rms_norm_error_scale", "gemma_rms_norm", "gemma_rms_norm_error_scale",
     "rms_norm_grad", "rms_norm_grad_error_scale", "group_norm", "group_norm_error_scale",
 ]
 
@@ -239,6 +239,18 @@ def rms_norm_error_scale(x, gamma, epsilon: float = 1e-6):
     xf, x2, g, rstd_shape = _rms_split(x, gamma)
     rstd = _rstd(x2, epsilon)
     return (np.abs(x2) * rstd * np.abs(g)).reshape(xf.shape), rstd.reshape(rstd_shape)
+
+
+def gemma_rms_norm(x, gamma, epsilon: float = 1e-6):
+    """``(y, rstd)`` of Gemma's RmsNorm in float64: :func:`rms_norm` with ``1 + gamma`` as the
+    scale, ``y = x * rstd * (1 + gamma)``."""
+    return rms_norm(x, _f64(gamma) + 1, epsilon)
+
+
+def gemma_rms_norm_error_scale(x, gamma, epsilon: float = 1e-6):
+    """:func:`rms_norm_error_scale` with ``1 + gamma`` as the scale (the device rounds
+    ``1 + gamma`` to float32: one more float32 rounding, within ``RTOL``)."""
+    return rms_norm_error_scale(x, _f64(gamma) + 1, epsilon)
 
 
 def add_rms_norm(x1, x2, gamma, epsilon: float = 1e-6):

@@ -2,8 +2,10 @@
 (:mod:`acl_py.ops._declare`) and the operators declared on them. ``acl_py.layer_norm``,
 ``acl_py.LayerNorm``, ``acl_py.layer_norm_backward``, ``acl_py.LayerNormBackward``,
 ``acl_py.rms_norm``, ``acl_py.RmsNorm``, ``acl_py.add_rms_norm``, ``acl_py.AddRmsNorm``,
-``acl_py.rms_norm_grad``, ``acl_py.RmsNormGrad``, ``acl_py.group_norm`` and
-``acl_py.GroupNorm`` are re-exported at the package top level.
+``acl_py.rms_norm_grad``, ``acl_py.RmsNormGrad``, ``acl_py.group_norm``,
+``acl_py.GroupNorm``, ``acl_py.gemma_rms_norm``, ``acl_py.GemmaRmsNorm``,
+``acl_py.inplace_add_rms_norm`` and ``acl_py.InplaceAddRmsNorm`` are re-exported at the
+package top level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
 from ._declare import (DECLARED, Arg, Declared, OutputError, Plan, bool_array, double, int_array,
@@ -15,10 +17,13 @@ from .rms_norm import RMS_NORM, RmsNorm, rms_norm
 from .add_rms_norm import ADD_RMS_NORM, AddRmsNorm, add_rms_norm
 from .rms_norm_grad import RMS_NORM_GRAD, RmsNormGrad, rms_norm_grad
 from .group_norm import GROUP_NORM, GroupNorm, group_norm
+from .gemma_rms_norm import GEMMA_RMS_NORM, GemmaRmsNorm, gemma_rms_norm
+from .inplace_add_rms_norm import INPLACE_ADD_RMS_NORM, InplaceAddRmsNorm, inplace_add_rms_norm
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
            "ADD_RMS_NORM", "rms_norm_grad", "RmsNormGrad", "RMS_NORM_GRAD", "group_norm",
-           "GroupNorm", "GROUP_NORM", "Operator",
+           "GroupNorm", "GROUP_NORM", "gemma_rms_norm", "GemmaRmsNorm", "GEMMA_RMS_NORM",
+           "inplace_add_rms_norm", "InplaceAddRmsNorm", "INPLACE_ADD_RMS_NORM", "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "tensor", "output", "int_array", "bool_array", "double", "integer", "value"]

@@ -16,7 +16,12 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
   arguments ``a`` (``a.input``, ``a.normalized_shape``...), what a given ``out=`` entry may be:
   that dtype, or any of ``dtypes`` where the device casts its result to the output's dtype;
   that shape, or (``numel_ok``) another holding as many elements; and whether it is requested
-  at all (``when(a)``, e.g. an output mask).
+  at all (``when(a)``, e.g. an output mask);
+* an output written **in place** (``output(name, into="x1")``): the operator writes it into
+  that input (a C ``aclTensor *...Ref`` parameter, declared as ``tensor(..., written=True)``),
+  so it has no C parameter of its own. A DeviceTensor call returns the input tensor itself
+  there; a NumPy call writes the result back into the caller's array (which must be writable)
+  and returns that array; its ``out=`` entry must be None.
 
 Relations between arguments that are the operator's own (trailing dims, matching shapes) are
 one ``check(a)`` function of the declaration, raising :class:`~acl_py.AclArgumentError` naming
@@ -86,11 +91,13 @@ class Arg(Param):
     """One phase-one parameter with its Python-side description (see the module doc)."""
 
     __slots__ = ("py", "role", "optional", "default", "dtypes", "like", "or_float32", "or_wider",
-                 "shape", "dtype", "numel_ok", "when", "length", "items", "convert", "value_type")
+                 "shape", "dtype", "numel_ok", "when", "length", "items", "convert", "value_type",
+                 "written", "into")
 
     def __init__(self, c_name, kind, role=IN, *, name=None, optional=False, default=REQUIRED,
                  dtypes=None, like=None, or_float32=False, or_wider=False, shape=None, dtype=None,
-                 numel_ok=False, when=None, length=None, items=None, convert=None):
+                 numel_ok=False, when=None, length=None, items=None, convert=None,
+                 written=False, into=None):
         super().__init__(c_name, kind)
         # a plain C value's conversion (double: _double, int64_t: _integer) and the Python
         # type it gives, which a call's value is taken as without converting
@@ -110,24 +117,43 @@ class Arg(Param):
         self.when = when
         self.length = length
         self.items = items
+        self.written = written    # an input the operator writes a result into
+        self.into = into          # an output written into that input (no C parameter)
 
 
 def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_float32=False,
-           or_wider=False):
+           or_wider=False, written=False):
     """An input ``const aclTensor *``; ``like``: its dtype must be that argument's
-    (``or_float32``: or float32; ``or_wider``: or any of ``dtypes`` at least as wide)."""
+    (``or_float32``: or float32; ``or_wider``: or any of ``dtypes`` at least as wide).
+    ``written``: an ``aclTensor *...Ref`` the operator also writes a result into (named by an
+    ``output(..., into=name)``)."""
     return Arg(c_name, TENSOR, IN, name=name, optional=optional, dtypes=dtypes, like=like,
-               or_float32=or_float32, or_wider=or_wider)
+               or_float32=or_float32, or_wider=or_wider, written=written)
 
 
-def output(c_name, *, name=None, shape, dtype, dtypes=None, numel_ok=False, when=None):
+def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, numel_ok=False,
+           when=None, into=None):
     """An output ``aclTensor *``: a default one has ``shape(a)`` and ``dtype(a)``; a given one
     that shape (``numel_ok``: or any shape of as many elements) and that dtype, or any of
     ``dtypes`` (the dtypes phase one accepts for it whatever the inputs, where the device
     casts its result: LayerNorm's); ``when(a)`` false: not requested (NULL, returned as
-    None)."""
+    None). ``into``: the Python name of the written input this output is written into (no C
+    parameter of its own: ``c_name`` is only its name, and its shape and dtype are that
+    input's)."""
+    if into is not None:
+        shape, dtype = _input_shape(into), _input_dtype(into)
+    elif shape is None or dtype is None:
+        raise TypeError(f"output {c_name!r}: shape and dtype are required (or into=)")
     return Arg(c_name, TENSOR, OUT, name=name, shape=shape, dtype=dtype, dtypes=dtypes,
-               numel_ok=numel_ok, when=when)
+               numel_ok=numel_ok, when=when, into=into)
+
+
+def _input_shape(name):
+    return lambda a: a[name].shape
+
+
+def _input_dtype(name):
+    return lambda a: a[name].dtype
 
 
 def int_array(c_name, *, name=None, default=REQUIRED):
@@ -304,7 +330,7 @@ class Declared(Operator):
 
     __slots__ = ("args", "inputs", "outputs", "check", "reference", "error_scale",
                  "smoke_cases", "smoke_full_cases", "rule_codes", "parts", "_first",
-                 "_first_index",
+                 "_first_index", "_into",
                  "_dtype_order", "_out_names", "_c_order", "_bound", "_in_steps", "_out_steps")
 
     def __init__(self, name, args, *, check=None, reference=None, error_scale=None,
@@ -316,9 +342,19 @@ class Declared(Operator):
         # operator's phase one refuses its arguments with (its vendor docs): such a refusal of
         # a DeviceTensor call also runs the Python checks that name the argument
         self.rule_codes = frozenset(rule_codes)
-        super().__init__(name, self.args)
+        # phase one's parameters: every argument but the outputs written into an input
+        super().__init__(name, [a for a in self.args if a.into is None])
         self.inputs = tuple(a for a in self.args if a.role is IN)
         self.outputs = tuple(a for a in self.args if a.role is OUT)
+        for o in self.outputs:
+            if o.into is not None and not any(a.py == o.into and a.written
+                                              for a in self.inputs):
+                raise ValueError(f"{name}: output {o.py!r} is written into {o.into!r}, which "
+                                 f"is not an input declared written=True")
+        # per output, the index of the input it is written into (None: an output of its own)
+        self._into = tuple(None if o.into is None else
+                           next(i for i, a in enumerate(self.inputs) if a.py == o.into)
+                           for o in self.outputs)
         self.check = check
         self.reference = reference
         self.error_scale = error_scale
@@ -339,12 +375,13 @@ class Declared(Operator):
         self._out_names = tuple(f"out[{k}] ({o.py})" for k, o in enumerate(self.outputs))
         # Phase one's order as indexes into (inputs' C values + outputs'), None when the
         # outputs come last (the usual layout: no reordering per call).
-        where = {id(a): i for i, a in enumerate(self.inputs + self.outputs)}
-        order = tuple(where[id(a)] for a in self.args)
+        own_outputs = tuple(o for o in self.outputs if o.into is None)
+        where = {id(a): i for i, a in enumerate(self.inputs + own_outputs)}
+        order = tuple(where[id(a)] for a in self.params)
         self._c_order = None if order == tuple(range(len(order))) else order
         self._bound = _bound_type([a.py for a in self.inputs])
         self._in_steps = tuple((i, a, a.kind) for i, a in enumerate(self.inputs))
-        self._out_steps = tuple((k, o, o.when, self._out_names[k])
+        self._out_steps = tuple((k, o, o.when, self._out_names[k], self._into[k])
                                 for k, o in enumerate(self.outputs))
         if register:
             if self.short_name in DECLARED:
@@ -455,6 +492,9 @@ class Declared(Operator):
                 res.append(None)
                 continue
             name = self._out_names[k]
+            if spec.into is not None:
+                raise AclArgumentError(name, f"must be None: {spec.py} is written in place "
+                                       f"into {spec.into}")
             if type(o) is not kind and not isinstance(o, kind):
                 raise AclTypeError(name, f"expected None or {_kind_name(kind)} (like "
                                    f"{self._first.py}), got {type(o).__name__}")
@@ -506,7 +546,8 @@ class Declared(Operator):
         k = 0
         for arg in self.args:
             if arg.role is OUT:
-                args.append(outs[k])
+                if arg.into is None:
+                    args.append(outs[k])
                 k += 1
             elif arg.kind is INT_ARRAY:
                 args.append(IntArray(a[arg.py]))
@@ -521,6 +562,8 @@ class Declared(Operator):
         for k, spec in enumerate(self.outputs):
             if spec.when is not None and not spec.when(a):
                 outs.append(None)
+            elif spec.into is not None:
+                outs.append(a[spec.into])
             elif out is not None and out[k] is not None:
                 outs.append(out[k])
             else:
@@ -598,12 +641,18 @@ class Declared(Operator):
         if out is not None and (type(out) is not tuple or len(out) != n):
             out = self._out_entries(out)
         outs = []
-        for k, spec, when, name in self._out_steps:
+        for k, spec, when, name, into in self._out_steps:
             if when is not None and not when(a):
                 outs.append(None)
                 cvals.append(_NULL)
                 continue
             o = None if out is None else out[k]
+            if into is not None:    # the input itself (its C value is the input's)
+                if o is not None:
+                    raise AclArgumentError(name, f"must be None: {spec.py} is written in "
+                                           f"place into {spec.into}")
+                outs.append(values[into])
+                continue
             if o is None:
                 try:
                     o = DeviceTensor.new_output(spec.shape(a), spec.dtype(a), dev, sst)
@@ -684,6 +733,10 @@ class Declared(Operator):
         # NumPy in, NumPy out: every Python check first, before any copy to the device.
         a = self.bind(values, np.ndarray)
         outs_given = self._check_out(out, a, np.ndarray) if out is not None else None
+        for i in self._into:    # results written back into the caller's arrays
+            if i is not None and not values[i].flags.writeable:
+                raise AclArgumentError(self.inputs[i].py, "array is read-only (the operator "
+                                       "writes its result into it)")
         if stream is None:
             dev = _device.current_device_id()
         elif isinstance(stream, _stream.Stream):
@@ -713,11 +766,14 @@ class Declared(Operator):
             outs = self._run(tuple(staged), staged_out, dev,
                              _stream.state_for(s, dev))
             made += [t for k, t in enumerate(outs)   # the new ones
-                     if t is not None and (staged_out is None or staged_out[k] is None)]
+                     if t is not None and self._into[k] is None and
+                     (staged_out is None or staged_out[k] is None)]
             s.synchronize()
             results = []
             for k, t in enumerate(outs):
                 o = outs_given[k] if outs_given is not None else None
+                if self._into[k] is not None:   # the caller's input array receives it
+                    o = values[self._into[k]]
                 if t is None:
                     results.append(None)
                 elif o is None:
@@ -839,7 +895,7 @@ class Plan(Executor):
     def _rebound(self, name, t):
         outs = self.outputs
         for k, spec in enumerate(self.declared.outputs):
-            if spec.py == name:
+            if spec.py == name or spec.into == name:    # an input rebound: its results too
                 self.outputs = outs[:k] + (t,) + outs[k + 1:]
 
     @property

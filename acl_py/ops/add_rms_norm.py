@@ -78,7 +78,10 @@ def _float32(a):
     return _F32
 
 
-def _smoke(shape, nrank, dtype, epsilon=1e-6):
+def smoke_case(shape, nrank, dtype, epsilon=1e-6):
+    """A smoke case ``(name, make)`` of an AddRmsNorm-like operator: ``make()`` gives
+    ``(x1, x2, gamma, epsilon)`` of ``shape``, gamma over its last ``nrank`` dims; "bf16"
+    names bfloat16."""
     def make():
         from ..dtypes import bfloat16
         dt = bfloat16() if dtype == "bf16" else dtype
@@ -106,9 +109,9 @@ ADD_RMS_NORM = Declared("aclnnAddRmsNorm", (
     # epsilon) or the copy into rstdOut (its shape) refuses
     rule_codes=(561103,),
     parts=has_kernel,
-    smoke_cases=(_smoke((8, 1024), 1, np.float32),
-                 _smoke((4, 64, 768), 1, np.float16),
-                 _smoke((2, 3, 4, 5), 2, np.float32, epsilon=1e-3)))
+    smoke_cases=(smoke_case((8, 1024), 1, np.float32),
+                 smoke_case((4, 64, 768), 1, np.float16),
+                 smoke_case((2, 3, 4, 5), 2, np.float32, epsilon=1e-3)))
 
 
 @overload

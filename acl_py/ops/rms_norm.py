@@ -29,13 +29,14 @@ Operand = Union[np.ndarray, "DeviceTensor"]
 OutArg = Optional[Sequence[Optional[Operand]]]
 
 
-def rms_norm_check(a):
-    """Checks that ``a.gamma`` is non-empty, of rank 1..rank(x), and equal to the trailing
-    dims of ``a.x`` (the dims normalized over), and that ``a.epsilon`` is not negative."""
+def rms_norm_check(a, empty_gamma_ok=False):
+    """Checks that ``a.gamma`` is non-empty (unless ``empty_gamma_ok``), of rank 1..rank(x),
+    and equal to the trailing dims of ``a.x`` (the dims normalized over), and that
+    ``a.epsilon`` is not negative."""
     if a.epsilon < 0:
         raise AclArgumentError("epsilon", f"{a.epsilon!r} is negative (must be >= 0)")
     shape, gs = a.x.shape, a.gamma.shape
-    if not gs or 0 in gs:
+    if not gs or (0 in gs and not empty_gamma_ok):
         raise AclArgumentError("gamma", f"shape {gs} must have at least one dim and no zero "
                                f"dim")
     if len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
@@ -52,19 +53,23 @@ def rstd_shape(a):
 _F32 = np.dtype(np.float32)
 
 
-def _float32(a):
+def rstd_dtype(a):
+    """rstd's dtype: float32 whatever the arguments."""
     return _F32
 
 
-def _smoke(shape, nrank, dtype, gamma_dtype, epsilon=1e-6):
+def smoke_case(shape, nrank, dtype, gamma_dtype, epsilon=1e-6, gamma_center=1.0):
+    """A smoke case ``(name, make)`` of an RmsNorm-like operator: ``make()`` gives
+    ``(x, gamma, epsilon)`` of ``shape``, gamma over its last ``nrank`` dims, around
+    ``gamma_center``; "bf16" names bfloat16, a None ``gamma_dtype`` is x's."""
     def make():
         from ..dtypes import bfloat16
         dt = {"bf16": bfloat16()}.get(dtype, dtype)
         gdt = {"bf16": bfloat16()}.get(gamma_dtype, gamma_dtype) or dt
         rng = np.random.default_rng(len(shape) + shape[-1])
         x = (rng.standard_normal(shape, dtype=np.float32) * 2 + 0.5).astype(dt)
-        g = (1 + 0.25 * rng.standard_normal(shape[len(shape) - nrank:],
-                                             dtype=np.float32)).astype(gdt)
+        g = (gamma_center + 0.25 * rng.standard_normal(shape[len(shape) - nrank:],
+                                                        dtype=np.float32)).astype(gdt)
         return x, g, epsilon
     return (f"{dtype if isinstance(dtype, str) else np.dtype(dtype).name}"
             f"{list(shape)}", make)
@@ -75,12 +80,12 @@ RMS_NORM = Declared("aclnnRmsNorm", (
     tensor("gamma", like="x", or_float32=True),
     double("epsilon", default=1e-6),
     output("yOut", shape=lambda a: a.x.shape, dtype=lambda a: a.x.dtype),
-    output("rstdOut", shape=rstd_shape, dtype=_float32),
+    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype),
 ), check=rms_norm_check, reference=reference.rms_norm,
     error_scale=reference.rms_norm_error_scale,
-    smoke_cases=(_smoke((8, 1024), 1, np.float32, None),
-                 _smoke((4, 128, 768), 1, np.float16, np.float16),
-                 _smoke((2, 3, 4, 5), 2, np.float32, None, epsilon=1e-3)))
+    smoke_cases=(smoke_case((8, 1024), 1, np.float32, None),
+                 smoke_case((4, 128, 768), 1, np.float16, np.float16),
+                 smoke_case((2, 3, 4, 5), 2, np.float32, None, epsilon=1e-3)))
 
 
 @overload
