@@ -1,5 +1,6 @@
 """The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
-add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py) print exactly what the examples print on a device.
+add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, gemma_rms_norm.py,
+inplace_add_rms_norm.py) print exactly what the examples print on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -23,8 +24,10 @@ from acl_py._loader import emulator_prefix
 
 from test_samples import ROOT, SAMPLES, TIMEOUT, emulator_env, run
 from test_vendor_examples import (add_example_output, add_rms_norm_example_output,
-                                  group_norm_example_output, layer_norm_example_output,
-                                  rms_norm_example_output, rms_norm_grad_example_output)
+                                  gemma_rms_norm_example_output, group_norm_example_output,
+                                  inplace_add_rms_norm_example_output,
+                                  layer_norm_example_output, rms_norm_example_output,
+                                  rms_norm_grad_example_output)
 
 
 def layer_norm_reference():
@@ -63,6 +66,21 @@ def group_norm_reference():
     return [out, mean, rstd]
 
 
+def gemma_rms_norm_reference():
+    """y of the gemma_rms_norm example's data in float64 (rstd is not printed)."""
+    row = np.tile(np.arange(8.0), 2)
+    y, _rstd = reference.gemma_rms_norm(np.stack([row, row]), row, float(np.float32(1e-6)))
+    return [y]
+
+
+def inplace_add_rms_norm_reference():
+    """x1Ref (y), then x2Ref (x1 + x2), of the inplace_add_rms_norm example's data."""
+    row = np.tile(np.arange(8.0), 2)
+    x = np.stack([row, row])
+    y, _rstd, s = reference.add_rms_norm(x, x, row, float(np.float32(1e-6)))
+    return [y, s]
+
+
 def add_reference():
     """out = self + 1.2 * other of the add example's data in float64."""
     return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
@@ -98,6 +116,10 @@ PORTS = [
     # (13..24) mean(x^2) is 30 times the variance, so rstd and out carry 30 float32 ulps.
     Port("group_norm.py", group_norm_example_output, group_norm_reference,
          "aclnnGroupNormGetWorkspaceSize", rtol=1e-5),
+    Port("gemma_rms_norm.py", gemma_rms_norm_example_output, gemma_rms_norm_reference,
+         "aclnnGemmaRmsNormGetWorkspaceSize"),
+    Port("inplace_add_rms_norm.py", inplace_add_rms_norm_example_output,
+         inplace_add_rms_norm_reference, "aclnnInplaceAddRmsNormGetWorkspaceSize"),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 

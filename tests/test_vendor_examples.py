@@ -198,6 +198,54 @@ def test_vendor_add_rms_norm_example(library):
     assert out == add_rms_norm_example_output()
 
 
+def gemma_rms_norm_example_output() -> str:
+    """The gemma_rms_norm example's inputs (x = gamma = 0..7 twice, x [2, 16], epsilon 1e-6 as
+    a float) through the kernel's float32 chain (norm/rms_norm/op_kernel/rms_norm.h with
+    is_gemma): rstd = 1 / sqrt(sum(x^2) * (1/16) + eps), y = (x * rstd) * (gamma + 1); the
+    squares, their sum and gamma + 1 are exact here and the rest single IEEE roundings, so the
+    printed values are the device's. The example prints y with %f."""
+    f = np.float32
+    v = np.tile(np.arange(8, dtype=f), 2)
+    rstd = f(1) / np.sqrt(f(np.sum(v * v)) * (f(1) / f(16)) + f(1e-6))
+    y = np.concatenate([(v * rstd) * (v + f(1))] * 2)
+    return "".join(f"result[{i}] is: {float(y[i]):f}\n" for i in range(32))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnGemmaRmsNorm example "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_gemma_rms_norm_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "gemma_rms_norm", "examples",
+                                             "test_aclnn_gemma_rms_norm.cpp"), [library])
+    assert out == gemma_rms_norm_example_output()
+
+
+def inplace_add_rms_norm_example_output() -> str:
+    """The inplace_add_rms_norm example's inputs (x1Ref = x2Ref = gamma = 0..7 twice, [2, 16],
+    epsilon 1e-6 as a float) through AddRmsNorm's float32 chain
+    (:func:`add_rms_norm_example_output`: the same kernel), y written into x1Ref and x1 + x2
+    into x2Ref. The example prints x1Ref's 32 values, then x2Ref's, with %f."""
+    f = np.float32
+    v = np.tile(np.arange(8, dtype=f), 2)
+    x = v + v
+    rstd = f(1) / np.sqrt(f(np.sum((x * x) * (f(1) / f(16)))) + f(1e-6))
+    y = np.concatenate([(x * rstd) * v] * 2)
+    return "".join(f"{name} result[{i}] is: {float(val):f}\n"
+                   for name, vals in (("x1Ref", y), ("x2Ref", np.concatenate([x] * 2)))
+                   for i, val in enumerate(vals))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnInplaceAddRmsNorm "
+                    "example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_inplace_add_rms_norm_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "inplace_add_rms_norm", "examples",
+                                             "test_aclnn_inplace_add_rms_norm.cpp"), [library])
+    assert out == inplace_add_rms_norm_example_output()
+
+
 def rms_norm_grad_example_output() -> str:
     """The rms_norm_grad example's inputs (dy = x = 1..32 as [2, 1, 16], rstd [2] = 1, 2,
     gamma = 1..16) through the kernel's float32 chain (op_kernel/
@@ -948,6 +996,11 @@ EXAMPLE_PORTS = [
                                                 "test_aclnn_rms_norm_grad.cpp"), "opapi_nn"),
     ("group_norm.py", "ops-nn", os.path.join("norm", "group_norm", "examples",
                                              "test_aclnn_GroupNorm.cpp"), "opapi_nn"),
+    ("gemma_rms_norm.py", "ops-nn", os.path.join("norm", "gemma_rms_norm", "examples",
+                                                 "test_aclnn_gemma_rms_norm.cpp"), "opapi_nn"),
+    ("inplace_add_rms_norm.py", "ops-nn",
+     os.path.join("norm", "inplace_add_rms_norm", "examples",
+                  "test_aclnn_inplace_add_rms_norm.cpp"), "opapi_nn"),
 ]
 
 
