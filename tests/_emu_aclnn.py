@@ -29,6 +29,19 @@ def phase_one(p1, *args, ws=True, ex=True):
     return rc, (wsp[0] if ws else None), (exp[0] if ex else None)
 
 
+def refused_by(phase_one, call, args, code, *words, **kw):
+    """``phase_one(*args, **kw)`` refuses with status ``code``, no executor, and a message
+    that starts with ``call`` and holds every one of ``words``; returns the message."""
+    rc, _, ex = phase_one(*args, **kw)
+    msg = last_msg()
+    assert rc == code, (rc, msg)
+    assert ex == ffi.NULL
+    assert msg.startswith(call + ": "), msg
+    for w in words:
+        assert w in msg, msg
+    return msg
+
+
 def run_phase_two(arena, p2, phase_one_result):
     """Phase one must have passed with no workspace; phase two runs on the arena's stream,
     synchronized."""

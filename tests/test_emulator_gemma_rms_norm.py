@@ -15,8 +15,10 @@ from acl_py.raw import lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _emu_aclnn import OTHER_PARTS, SOC, rstd_shape, run_on_part, run_phase_two
+from _emu_aclnn import (OTHER_PARTS, SOC, refused_by, rstd_shape, run_on_part,
+                        run_phase_two)
 from _emu_aclnn import phase_one as aclnn_phase_one
+from test_emulator_rms_norm import views   # the same four tensors as RmsNorm's
 
 P1 = lib.aclnnGemmaRmsNormGetWorkspaceSize
 P2 = lib.aclnnGemmaRmsNorm
@@ -99,23 +101,9 @@ def test_vendor_example_values(arena):
 
 # ---- phase one -------------------------------------------------------------------------------
 
-def views(arena, shape=(4, 16), gshape=(16,), xdt=F32, gdt=F32, ydt=None, rdt=F32,
-          yshape=None, rshape=None, xacl=None):
-    x = DevView(arena, np.ones(shape, xdt), acl_dtype=xacl)
-    g = DevView(arena, np.ones(gshape, gdt))
-    y = DevView(arena, shape=yshape or shape, dtype=ydt or xdt)
-    r = DevView(arena, shape=rshape if rshape is not None else
-                rstd_shape(shape, len(gshape)), dtype=rdt)
-    return x, g, y, r
-
-
 def refused(args, code, *words, eps=1e-6):
-    rc, _, _ = phase_one(*args, eps=eps)
-    msg = last_msg()
-    assert rc == code, (rc, msg)
-    assert msg.startswith("aclnnGemmaRmsNormGetWorkspaceSize: "), msg
-    for w in words:
-        assert w in msg, msg
+    return refused_by(phase_one, "aclnnGemmaRmsNormGetWorkspaceSize", args, code, *words,
+                      eps=eps)
 
 
 def test_out_pointers_first(arena):

@@ -2,7 +2,8 @@
  * The run of a row-wise norm kernel over gamma (RmsNorm, GemmaRmsNorm, AddRmsNorm,
  * InplaceAddRmsNorm): its launch (the operator's tensor descriptors given the run's addresses,
  * gamma read as float once per run, one row buffer per chunk of rows, the memory pinned until
- * the task is released) and the fixed-order fold of a row's lane sums, so the split of rows over threads never changes a bit.
+ * the task is released) and the fixed-order fold of a row's lane sums, so the split of rows
+ * over threads never changes a bit.
  *
  * An operator's task is a calloc'ed struct holding its payload (with the descriptors) and a
  * norm_rows; its release function calls nr_release, then frees the struct.
