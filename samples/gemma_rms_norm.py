@@ -26,6 +26,12 @@ from acl_py.ops import GEMMA_RMS_NORM
 
 from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result, release
 
+# The C++ example this file ports (`acl-py sample --list`; read, not imported).
+VENDOR_EXAMPLE = {
+    "operator": "aclnnGemmaRmsNorm",
+    "example": "hicann/ops-nn norm/gemma_rms_norm/examples/test_aclnn_gemma_rms_norm.cpp",
+}
+
 ROW = [0, 1, 2, 3, 4, 5, 6, 7] * 2
 
 

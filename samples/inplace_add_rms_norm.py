@@ -30,6 +30,13 @@ from acl_py.ops import INPLACE_ADD_RMS_NORM
 
 from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result, release
 
+# The C++ example this file ports (`acl-py sample --list`; read, not imported).
+VENDOR_EXAMPLE = {
+    "operator": "aclnnInplaceAddRmsNorm",
+    "example": ("hicann/ops-nn norm/inplace_add_rms_norm/examples/"
+                "test_aclnn_inplace_add_rms_norm.cpp"),
+}
+
 ROW = [0, 1, 2, 3, 4, 5, 6, 7] * 2
 
 
