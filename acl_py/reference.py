@@ -1,5 +1,6 @@
 """NumPy float64 references of LayerNorm (forward), LayerNormBackward, RmsNorm, its
-backward (RmsNormGrad), AddRmsNorm and GroupNorm, and the tolerances results are judged by.
+backward (RmsNormGrad), AddRmsNorm, GroupNorm and AddLayerNorm, and the tolerances results are
+judged by.
 
 Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
 
@@ -16,6 +17,8 @@ AddRmsNorm (:func:`add_rms_norm`): RmsNorm of ``x = x1 + x2``, returned with ``x
 GroupNorm (:func:`group_norm`): LayerNorm's formulas over each sample's groups of channels,
 ``mean``/``rstd`` shaped ``(N, group)``; its error scale (:func:`group_norm_error_scale`)
 carries the cancellation of the device's one-pass variance.
+AddLayerNorm (:func:`add_layer_norm`): the forward LayerNorm over gamma's dims of
+``x = x1 + x2 (+ bias)``, returned with ``x``.
 
 LayerNorm's error scale (:func:`layer_norm_error_scale`): ``(|input| + |mean| +
 mean_R(|input|)) * rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's own errors, carried through),
@@ -69,6 +72,7 @@ __all__ = [
     "assert_close",
     "rounding_dtype", "device_rounding", "half_ulp", "rms_norm", "rms_norm_error_scale",
     "add_rms_norm", "add_rms_norm_error_scale", "gemma_rms_norm", "gemma_rms_norm_error_scale",
+    "add_layer_norm", "add_layer_norm_error_scale",
     "rms_norm_grad", "rms_norm_grad_error_scale", "group_norm", "group_norm_error_scale",
 ]
 
@@ -275,6 +279,36 @@ def add_rms_norm_error_scale(x1, x2, gamma, epsilon: float = 1e-6):
         unit = 2.0 ** -_FLOAT_FORMAT[name][0] / RTOL[name]
         ys, rs = ys * (1 + 2 * unit), rs * (1 + unit)
     return ys, rs, np.abs(f1) + np.abs(f2)
+def _add_ln_sum(x1, x2, bias):
+    """``x1 + x2 (+ bias)`` in float64; a bias of gamma's shape applies to every row."""
+    x = _f64(x1) + _f64(x2)
+    return x if bias is None else x + _f64(bias)
+
+
+def add_layer_norm(x1, x2, gamma, beta, bias=None, epsilon: float = 1e-5,
+                   additional_output: bool = True):
+    """``(y, mean, rstd, x)`` of AddLayerNorm in float64: ``x = x1 + x2 (+ bias)`` (``bias``
+    of gamma's or x1's shape), then :func:`layer_norm` of ``x`` over gamma's dims with weight
+    ``gamma`` and bias ``beta`` (``mean``/``rstd`` shaped x1's batch dims followed by ones).
+    ``additional_output`` (whether the device writes ``x``) changes no value."""
+    del additional_output
+    x = _add_ln_sum(x1, x2, bias)
+    y, mean, rstd = layer_norm(x, np.shape(gamma), gamma, beta, epsilon)
+    return y, mean, rstd, x
+
+
+def add_layer_norm_error_scale(x1, x2, gamma, beta, bias=None, epsilon: float = 1e-5,
+                               additional_output: bool = True):
+    """Per element of ``(y, mean, rstd, x)``, the magnitude the device's error is proportional
+    to: :func:`layer_norm_error_scale` of ``x1 + x2 (+ bias)`` (the device adds in float32 and
+    rounds once at the end), and ``|x1| + |x2| (+ |bias|)`` for ``x``."""
+    del additional_output
+    x = _add_ln_sum(x1, x2, bias)
+    ys, ms, rs = layer_norm_error_scale(x, np.shape(gamma), gamma, beta, epsilon)
+    xs = np.abs(_f64(x1)) + np.abs(_f64(x2))
+    return ys, ms, rs, xs if bias is None else xs + np.abs(_f64(bias))
+
+
 def _rms_grad_split(dy, x, rstd, gamma):
     """dy, x as float64 ``(M, N)`` rows over gamma's dims, rstd as ``(M, 1)``, gamma as ``N``
     values, and the shapes of dx (x's) and dgamma (gamma's)."""

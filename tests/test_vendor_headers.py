@@ -84,6 +84,7 @@ GENERATED = {
     "aclnnop/aclnn_gemma_rms_norm.h": ("ops-nn/norm/gemma_rms_norm", "aclnnGemmaRmsNorm.md"),
     "aclnnop/aclnn_inplace_add_rms_norm.h": ("ops-nn/norm/inplace_add_rms_norm",
                                              "aclnnInplaceAddRmsNorm.md"),
+    "aclnnop/aclnn_add_layer_norm.h": ("ops-nn/norm/add_layer_norm", "aclnnAddLayerNorm.md"),
 }
 
 

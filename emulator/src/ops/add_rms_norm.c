@@ -92,25 +92,6 @@ typedef struct {
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-/* sum(x[i] * x[i] * avg) in a fixed order: each square rounded, scaled by avg and rounded (the
- * kernels' Mul then Muls), lane l taking x[l], x[l + NR_LANES], ...; the lanes fold by
- * nr_fold's tree. */
-static float scaled_sum_squares(const float *x, int64_t n, float avg)
-{
-    float acc[NR_LANES] = {0};
-    int64_t i = 0;
-    for (; i + NR_LANES <= n; i += NR_LANES)
-        for (int l = 0; l < NR_LANES; l++) {
-            float q = x[i + l] * x[i + l];
-            acc[l] += q * avg;
-        }
-    for (int l = 0; i + l < n; l++) {
-        float q = x[i + l] * x[i + l];
-        acc[l] += q * avg;
-    }
-    return nr_fold(acc);
-}
-
 static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
     const arn_task *T = ctx;
@@ -138,7 +119,7 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
         }
         if (xo->present)
             put_tile(row_base(xo, m), dt, ACLEMU_TIES_EVEN, &xo->inner, 0, N, x);
-        float rstd = 1.0f / sqrtf(scaled_sum_squares(xn, N, P->avg) + P->eps);
+        float rstd = 1.0f / sqrtf(nr_scaled_sum_squares(xn, N, P->avg) + P->eps);
         float *yb = bbuf;
         for (int64_t i = 0; i < N; i++)
             yb[i] = xn[i] * rstd;

@@ -1,9 +1,10 @@
 /*
  * The run of a row-wise norm kernel over gamma (RmsNorm, GemmaRmsNorm, AddRmsNorm,
- * InplaceAddRmsNorm): its launch (the operator's tensor descriptors given the run's addresses,
- * gamma read as float once per run, one row buffer per chunk of rows, the memory pinned until
- * the task is released) and the fixed-order fold of a row's lane sums, so the split of rows
- * over threads never changes a bit.
+ * InplaceAddRmsNorm, AddLayerNorm): its launch (the operator's tensor descriptors given the
+ * run's addresses, gamma and beta read as float once per run, one row buffer per chunk of
+ * rows, the memory pinned until the task is released), the fixed-order lane sums of a row
+ * (the kernels' Muls-then-ReduceSum steps) and their fold, so the split of rows over threads
+ * never changes a bit.
  *
  * An operator's task is a calloc'ed struct holding its payload (with the descriptors) and a
  * norm_rows; its release function calls nr_release, then frees the struct.
@@ -23,7 +24,8 @@
 
 typedef struct {
     const float *gamma; /* gamma as float (in place or in gamma_buf) */
-    float *gamma_buf;
+    const float *beta;  /* beta as float (in place or in gamma_buf + N), for norms with one */
+    float *gamma_buf;   /* 2 * N floats: gamma's, then beta's */
     float *row_buf;     /* nchunks * row_floats */
     int64_t nchunks, row_floats;
     void *pins[TV_MAX_VIEWS + 1];
@@ -37,6 +39,38 @@ static inline float nr_fold(float acc[NR_LANES])
         for (int l = 0; l < s; l++)
             acc[l] += acc[l + s];
     return acc[0];
+}
+
+/* sum(x[i] * avg) in a fixed order: each term rounded (the kernels' Muls before their
+ * ReduceSum), lane l taking x[l], x[l + NR_LANES], ...; the lanes fold by nr_fold's tree. */
+static inline float nr_scaled_sum(const float *x, int64_t n, float avg)
+{
+    float acc[NR_LANES] = {0};
+    int64_t i = 0;
+    for (; i + NR_LANES <= n; i += NR_LANES)
+        for (int l = 0; l < NR_LANES; l++)
+            acc[l] += x[i + l] * avg;
+    for (int l = 0; i + l < n; l++)
+        acc[l] += x[i + l] * avg;
+    return nr_fold(acc);
+}
+
+/* sum(x[i] * x[i] * avg) in nr_scaled_sum's order: each square rounded, scaled by avg and
+ * rounded (the kernels' Mul then Muls). */
+static inline float nr_scaled_sum_squares(const float *x, int64_t n, float avg)
+{
+    float acc[NR_LANES] = {0};
+    int64_t i = 0;
+    for (; i + NR_LANES <= n; i += NR_LANES)
+        for (int l = 0; l < NR_LANES; l++) {
+            float q = x[i + l] * x[i + l];
+            acc[l] += q * avg;
+        }
+    for (int l = 0; i + l < n; l++) {
+        float q = x[i + l] * x[i + l];
+        acc[l] += q * avg;
+    }
+    return nr_fold(acc);
 }
 
 /* The row buffer of chunk `chunk` (row_floats floats). */
@@ -58,6 +92,12 @@ static inline void nr_offset_gamma(norm_rows *R, int64_t N, float offset)
     for (int64_t i = 0; i < N; i++)
         R->gamma_buf[i] = R->gamma[i] + offset;
     R->gamma = R->gamma_buf;
+}
+
+/* Reads beta (N elements of any dtype and layout) as floats, for the whole run. */
+static inline void nr_load_beta(norm_rows *R, const tdesc *b, int64_t N)
+{
+    R->beta = get_tile(view_base(b), b->dtype, &b->inner, 0, N, R->gamma_buf + N);
 }
 
 /* Unpins the run's memory and frees the buffers (not the task). */
@@ -87,10 +127,10 @@ static inline aclnnStatus nr_launch(const char *call, aclrtStream stream, tdesc 
         R->nchunks = M < NR_MAX_CHUNKS ? M : NR_MAX_CHUNKS;
         R->row_floats = row_floats;
         R->row_buf = malloc((size_t)(R->nchunks * row_floats) * sizeof(float));
-        R->gamma_buf = malloc((size_t)N * sizeof(float));
+        R->gamma_buf = malloc((size_t)(2 * N) * sizeof(float));
         if (!R->row_buf || !R->gamma_buf) {
             aclemu_set_error("%s: out of host memory for the row buffers (%lld floats)", call,
-                             (long long)(R->nchunks * row_floats + N));
+                             (long long)(R->nchunks * row_floats + 2 * N));
             release(task);
             return ACLNN_ERR_INNER;
         }
