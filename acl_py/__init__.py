@@ -56,6 +56,7 @@ from .ops import rms_norm_grad, RmsNormGrad
 from .ops import group_norm, GroupNorm
 from .ops import gemma_rms_norm, GemmaRmsNorm
 from .ops import inplace_add_rms_norm, InplaceAddRmsNorm
+from .ops import add_layer_norm, AddLayerNorm
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -85,4 +86,5 @@ __all__ = [
     "rms_norm_grad", "RmsNormGrad",
     "group_norm", "GroupNorm",
     "gemma_rms_norm", "GemmaRmsNorm", "inplace_add_rms_norm", "InplaceAddRmsNorm",
+    "add_layer_norm", "AddLayerNorm",
 ]

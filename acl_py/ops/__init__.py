@@ -4,12 +4,12 @@
 ``acl_py.rms_norm``, ``acl_py.RmsNorm``, ``acl_py.add_rms_norm``, ``acl_py.AddRmsNorm``,
 ``acl_py.rms_norm_grad``, ``acl_py.RmsNormGrad``, ``acl_py.group_norm``,
 ``acl_py.GroupNorm``, ``acl_py.gemma_rms_norm``, ``acl_py.GemmaRmsNorm``,
-``acl_py.inplace_add_rms_norm`` and ``acl_py.InplaceAddRmsNorm`` are re-exported at the
-package top level.
+``acl_py.inplace_add_rms_norm``, ``acl_py.InplaceAddRmsNorm``, ``acl_py.add_layer_norm`` and
+``acl_py.AddLayerNorm`` are re-exported at the package top level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
-from ._declare import (DECLARED, Arg, Declared, OutputError, Plan, bool_array, double, int_array,
-                       integer, output, tensor)
+from ._declare import (DECLARED, Arg, Declared, OutputError, Plan, bool_array, double, flag,
+                       int_array, integer, output, tensor)
 from ._two_phase import Executor, Operator, Param, value
 from .layer_norm import LAYER_NORM, LayerNorm, layer_norm
 from .layer_norm_backward import LAYER_NORM_BACKWARD, LayerNormBackward, layer_norm_backward
@@ -19,11 +19,13 @@ from .rms_norm_grad import RMS_NORM_GRAD, RmsNormGrad, rms_norm_grad
 from .group_norm import GROUP_NORM, GroupNorm, group_norm
 from .gemma_rms_norm import GEMMA_RMS_NORM, GemmaRmsNorm, gemma_rms_norm
 from .inplace_add_rms_norm import INPLACE_ADD_RMS_NORM, InplaceAddRmsNorm, inplace_add_rms_norm
+from .add_layer_norm import ADD_LAYER_NORM, AddLayerNorm, add_layer_norm
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
            "ADD_RMS_NORM", "rms_norm_grad", "RmsNormGrad", "RMS_NORM_GRAD", "group_norm",
            "GroupNorm", "GROUP_NORM", "gemma_rms_norm", "GemmaRmsNorm", "GEMMA_RMS_NORM",
-           "inplace_add_rms_norm", "InplaceAddRmsNorm", "INPLACE_ADD_RMS_NORM", "Operator",
+           "inplace_add_rms_norm", "InplaceAddRmsNorm", "INPLACE_ADD_RMS_NORM", "add_layer_norm",
+           "AddLayerNorm", "ADD_LAYER_NORM", "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
-           "tensor", "output", "int_array", "bool_array", "double", "integer", "value"]
+           "tensor", "output", "int_array", "bool_array", "double", "integer", "flag", "value"]

@@ -6,7 +6,7 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
 
 * its **role**: an input tensor (``tensor``, optional with ``optional=True``), an output
   tensor (``output``), an int array, a bool array (``length=`` entries), a double, an
-  ``int64_t`` (``integer``);
+  ``int64_t`` (``integer``), a C ``bool`` (``flag``);
 * its **Python name** (argument errors name it; default: the C name in snake case without
   ``Optional``/``Out``) and default;
 * **dtype rules** for inputs: the operator's dtypes, ``like=`` another tensor's dtype
@@ -50,7 +50,7 @@ the argument. Everything else is generic:
 An operator module is then the declaration, its ``check``, and a two-line public function
 (for its signature and docstring). The parameter list could as well come from a parsed C
 prototype: ``const aclTensor *`` is an input, ``aclTensor *`` an output, ``...Optional``
-optional, ``double`` a double, ``int64_t`` an integer.
+optional, ``double`` a double, ``int64_t`` an integer, ``bool`` a flag.
 """
 from __future__ import annotations
 
@@ -70,9 +70,8 @@ from ..errors import AclArgumentError, AclError, AclTypeError, OperatorParameter
 from ..tensor import DeviceTensor, as_dims
 from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
 
-__all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "integer", "Declared",
-           "Plan",
-           "DECLARED", "OutputError", "FLOATS", "REQUIRED"]
+__all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "integer", "flag",
+           "Declared", "Plan", "DECLARED", "OutputError", "FLOATS", "REQUIRED"]
 
 REQUIRED = object()   # default of a parameter the caller must give
 IN, OUT = "in", "out"
@@ -99,10 +98,10 @@ class Arg(Param):
                  numel_ok=False, when=None, length=None, items=None, convert=None,
                  written=False, into=None):
         super().__init__(c_name, kind)
-        # a plain C value's conversion (double: _double, int64_t: _integer) and the Python
-        # type it gives, which a call's value is taken as without converting
+        # a plain C value's conversion (double: _double, int64_t: _integer, bool: _flag) and
+        # the Python type it gives, which a call's value is taken as without converting
         self.convert = convert or _double
-        self.value_type = int if self.convert is _integer else float
+        self.value_type = {_integer: int, _flag: bool}.get(self.convert, float)
         self.py = name or python_name(c_name, role is OUT)
         self.role = role
         self.optional = optional
@@ -177,6 +176,11 @@ def integer(c_name, *, name=None, default=REQUIRED):
     return Arg(c_name, VALUE, IN, name=name, default=default, convert=_integer)
 
 
+def flag(c_name, *, name=None, default=REQUIRED):
+    """A C ``bool`` given as a bool (``numpy.bool_`` too)."""
+    return Arg(c_name, VALUE, IN, name=name, default=default, convert=_flag)
+
+
 # ---- dtypes --------------------------------------------------------------------------------
 
 _NAMED = {}   # dtype name -> np.dtype (bfloat16 from ml_dtypes, loaded on first use)
@@ -247,6 +251,12 @@ def _bool_values(v, arg):
         if not isinstance(b, (bool, np.bool_)):
             raise AclTypeError(f"{name}[{i}]", f"expected a bool, got {type(b).__name__} {b!r}")
     return tuple(bool(b) for b in items)
+
+
+def _flag(v, name):
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    raise AclTypeError(name, f"expected a bool, got {type(v).__name__}")
 
 
 def _double(v, name):

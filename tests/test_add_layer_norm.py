@@ -1,0 +1,248 @@
+"""acl_py.add_layer_norm / acl_py.AddLayerNorm (aclnnAddLayerNorm through the declarative
+operator layer) against the float64 reference for the vendor's dtype combinations, with and
+without a bias of either shape, its argument errors (typed, naming the argument, nothing
+leaked: the autouse leak check), the additional-output flag, its plan, and the CANN path
+(ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann).
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py import reference
+from acl_py.errors import AclArgumentError, AclError, AclTypeError
+from acl_py.ops import ADD_LAYER_NORM
+
+from _cann_path import run_on_cann_path
+
+F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
+# (x1, x2, gamma = beta): the Atlas A2/A3 combinations of the vendor's docs; bias and y are
+# x1's dtype when x2 has it, else float32
+COMBOS = [(F32, F32, F32), (F16, F16, F16), (BF16, BF16, BF16), (F16, F16, F32),
+          (BF16, BF16, F32), (F32, F16, F32), (F32, BF16, F32), (F16, F32, F32),
+          (BF16, F32, F32)]
+
+
+def make(shape, gdims, combo=(F32, F32, F32), bias=None, seed=0):
+    rng = np.random.default_rng(seed)
+    x1dt, x2dt, gdt = combo
+    out = x1dt if x1dt == x2dt else F32
+    x1 = (rng.standard_normal(shape) * 2 + 0.5).astype(x1dt)
+    x2 = rng.standard_normal(shape).astype(x2dt)
+    gs = shape[len(shape) - gdims:]
+    g = (rng.standard_normal(gs) * 0.5 + 1).astype(gdt)
+    b = (rng.standard_normal(gs) * 0.2).astype(gdt)
+    bi = None if bias is None else rng.standard_normal(gs if bias == "gamma" else shape
+                                                       ).astype(out)
+    return x1, x2, g, b, bi
+
+
+def host(t):
+    return t.to_numpy() if isinstance(t, acl_py.DeviceTensor) else t
+
+
+def stats_written():
+    return not acl_py.soc_name().startswith("Ascend310P")
+
+
+def check(results, x1, x2, g, b, bias=None, eps=1e-5):
+    exp = reference.add_layer_norm(x1, x2, g, b, bias, eps)
+    mag = reference.add_layer_norm_error_scale(x1, x2, g, b, bias, eps)
+    out = x1.dtype if x1.dtype == x2.dtype else F32
+    for got, e, m, dt, name in zip(results, exp, mag, (out, F32, F32, out),
+                                   ("y", "mean", "rstd", "x")):
+        got = host(got)
+        assert got.dtype == dt, (name, got.dtype)
+        assert got.shape == e.shape, (name, got.shape, e.shape)
+        if name in ("mean", "rstd") and not stats_written():
+            continue   # the device does not write them on Atlas inference parts
+        reference.assert_close(got, e, m, x1.dtype, name)
+
+
+def skip_unless_part_has(combo):
+    if BF16 in combo and not acl_py.supports_bfloat16():
+        pytest.skip(f"{acl_py.soc_name()}: no BF16")
+    if not stats_written() and (len(set(combo)) > 1):
+        pytest.skip(f"{acl_py.soc_name()}: one dtype for every tensor")
+
+
+@pytest.mark.parametrize("path", ["numpy", "device"])
+@pytest.mark.parametrize("bias", [None, "gamma", "x1"])
+@pytest.mark.parametrize("combo", COMBOS, ids=lambda c: "-".join(d.name for d in c))
+def test_against_reference(path, bias, combo):
+    skip_unless_part_has(combo)
+    vals = make((3, 5, 67), 1, combo, bias)
+    args = vals if path == "numpy" else tuple(
+        None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in vals)
+    res = acl_py.add_layer_norm(*args, 1e-4)
+    assert len(res) == 4
+    assert all(isinstance(r, np.ndarray if path == "numpy" else acl_py.DeviceTensor)
+               for r in res)
+    check(res, *vals, 1e-4)
+    assert host(res[1]).shape == (3, 5, 1)   # mean as CANN writes it: batch dims, then ones
+
+
+@pytest.mark.parametrize("shape,gdims", [((7,), 1), ((2, 3, 4, 5), 2), ((2, 3, 4, 5), 4),
+                                         ((1, 2, 1, 2, 1, 2, 1, 2), 3), ((256, 4096), 1)])
+def test_ranks_and_splits(shape, gdims):
+    vals = make(shape, gdims, bias="gamma")
+    check(acl_py.add_layer_norm(*vals), *vals)
+
+
+def test_x_is_the_rounded_sum_and_only_with_additional_output():
+    x1, x2, g, b, bias = make((8, 256), 1, (F16, F16, F16), "x1", seed=4)
+    y, mean, rstd, x = acl_py.add_layer_norm(x1, x2, g, b, bias)
+    want = (x1.astype(F32) + x2.astype(F32) + bias.astype(F32)).astype(F16)
+    assert np.array_equal(x.view(np.uint16), want.view(np.uint16))
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in (x1, x2, g, b, bias)]
+    X = acl_py.DeviceTensor.from_numpy(np.full((8, 256), 7.0, F16))
+    y2, mean2, rstd2, x2out = acl_py.add_layer_norm(*dev, 1e-5, False,
+                                                    out=(None, None, None, X))
+    assert x2out is X and (X.to_numpy() == 7.0).all()   # not written
+    assert np.array_equal(host(y2).view(np.uint16), y.view(np.uint16))
+
+
+def test_out_given_and_strided_views():
+    x1, x2, g, b, bias = make((4, 6, 32), 1, (F16, F16, F32), "gamma")
+    out = (np.empty((4, 6, 32), F16), np.empty((4, 6, 1), F32), np.empty((4, 6, 1), F32),
+           np.empty((4, 6, 32), F16))
+    res = acl_py.add_layer_norm(x1, x2, g, b, bias, out=out)
+    assert all(r is o for r, o in zip(res, out))
+    check(res, x1, x2, g, b, bias)
+    big1 = acl_py.DeviceTensor.from_numpy(np.repeat(x1, 2, axis=2))
+    big2 = acl_py.DeviceTensor.from_numpy(np.repeat(x2, 2, axis=2))
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in (g, b, bias)]
+    res = acl_py.add_layer_norm(big1[:, :, ::2], big2[:, :, 1::2], *dev)
+    check(res, x1, x2, g, b, bias)
+
+
+def test_empty_rows():
+    y, mean, rstd, x = acl_py.add_layer_norm(np.zeros((0, 4), F32), np.zeros((0, 4), F32),
+                                             np.ones(4, F32), np.zeros(4, F32))
+    assert y.shape == x.shape == (0, 4) and mean.shape == rstd.shape == (0, 1)
+
+
+ERRORS = [
+    (dict(x1=[[1.0, 2.0]]), AclTypeError, "x1"),
+    (dict(x1=np.ones((2, 4), np.float64)), AclTypeError, "x1"),
+    (dict(x1=np.ones((2, 4), F16), gamma=np.ones(4, F16), beta=np.ones(4, F16)),
+     AclTypeError, "gamma"),   # x1 and x2 of different dtypes: gamma must be float32
+    (dict(x1=np.ones((2, 4), F16), x2=np.ones((2, 4), BF16)), AclTypeError, "x2"),
+    (dict(x2=np.ones((2, 5), F32)), AclArgumentError, "x2"),
+    (dict(x2=None), AclTypeError, "x2"),
+    (dict(gamma=np.ones(5, F32), beta=np.ones(5, F32)), AclArgumentError, "gamma"),
+    (dict(gamma=np.ones((3, 4), F32), beta=np.ones((3, 4), F32)), AclArgumentError, "gamma"),
+    (dict(gamma=np.ones(4, F16)), AclTypeError, "gamma"),
+    (dict(beta=np.ones(4, F16)), AclTypeError, "beta"),
+    (dict(beta=np.ones((1, 4), F32)), AclArgumentError, "beta"),
+    (dict(bias=np.ones(3, F32)), AclArgumentError, "bias"),
+    (dict(bias=np.ones((1, 4), F32)), AclArgumentError, "bias"),
+    (dict(bias=np.ones(4, F16)), AclTypeError, "bias"),
+    (dict(bias=[1.0, 2.0, 3.0, 4.0]), AclTypeError, "bias"),
+    (dict(epsilon="small"), AclTypeError, "epsilon"),
+    (dict(additional_output=1), AclTypeError, "additional_output"),
+    (dict(out=(None, None)), AclArgumentError, "out"),
+    (dict(out=(np.empty((2, 5), F32), None, None, None)), AclArgumentError, "out[0] (y)"),
+    (dict(out=(None, np.empty(2, F32), None, None)), AclArgumentError, "out[1] (mean)"),
+    (dict(out=(None, None, np.empty((2, 1), F16), None)), AclTypeError, "out[2] (rstd)"),
+]
+
+
+@pytest.mark.parametrize("change,exc,argument", ERRORS,
+                         ids=[f"{a}-{e.__name__}-{k}" for k, (_c, e, a) in enumerate(ERRORS)])
+def test_argument_errors(emulator, change, exc, argument):
+    x1, x2, g, b, _ = make((2, 4), 1)
+    case = dict(dict(x1=x1, x2=x2, gamma=g, beta=b), **change)
+    emulator.reset_call_counts()
+    with pytest.raises(exc) as ei:
+        acl_py.add_layer_norm(**case)
+    assert ei.value.argument == argument, ei.value
+    assert type(ei.value) is exc
+    assert "aclnnAddLayerNormGetWorkspaceSize" not in emulator.call_counts()
+
+
+def test_out_of_another_dtype_is_phase_ones_refusal():
+    """An out= entry of an allowed dtype outside the combination: the operator's dtype rule,
+    refused by phase one (161002) with the C argument named."""
+    x1, x2, g, b, _ = make((2, 4), 1)
+    with pytest.raises(AclError) as ei:
+        acl_py.add_layer_norm(x1, x2, g, b, out=(None, None, None, np.empty((2, 4), F16)))
+    assert ei.value.code == 161002 and ei.value.call == "aclnnAddLayerNormGetWorkspaceSize"
+    assert "xOut dtype FLOAT16 must be the output dtype FLOAT" in ei.value.message
+
+
+@pytest.mark.parametrize("what", ["gamma", "bias", "mean"])
+def test_device_refusal_names_the_argument_and_carries_the_code(what):
+    """Phase one's 561002 (the tiling's shape rules, the docs' bias shapes) on a DeviceTensor
+    call: the Python checks then name the argument."""
+    x1, x2, g, b, _ = make((2, 4), 1)
+    D = acl_py.DeviceTensor.from_numpy
+    G, B = (D(g[:3].copy()), D(b[:3].copy())) if what == "gamma" else (D(g), D(b))
+    bias = D(np.ones(3, F32)) if what == "bias" else None
+    out = (None, acl_py.DeviceTensor.empty((2,), F32), None, None) if what == "mean" else None
+    with pytest.raises(AclArgumentError) as ei:
+        acl_py.add_layer_norm(D(x1), D(x2), G, B, bias, out=out)
+    assert ei.value.argument == {"mean": "out[1] (mean)"}.get(what, what)
+    assert ei.value.code == 561002 and ei.value.call == "aclnnAddLayerNormGetWorkspaceSize"
+
+
+def test_operator_rules_surface_as_its_typed_error():
+    vals = make((1,) * 9 + (2,), 1)
+    with pytest.raises(AclError) as ei:
+        acl_py.add_layer_norm(*vals)
+    assert ei.value.code == 561002 and ei.value.call == "aclnnAddLayerNormGetWorkspaceSize"
+    assert "x1 rank 10" in ei.value.message
+
+
+def test_plan_runs_repeatedly_on_changing_contents():
+    x1, x2, g, b, bias = make((8, 96), 1, (F16, F16, F32), "gamma")
+    X1, X2, G, B, BI = (acl_py.DeviceTensor.from_numpy(a) for a in (x1, x2, g, b, bias))
+    with acl_py.Stream() as s, acl_py.AddLayerNorm(X1, X2, G, B, BI, 1e-5) as plan:
+        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        for k in range(3):
+            xk = (x1.astype(F32) * (k + 1)).astype(F16)
+            X1.buffer.copy_from_host(xk)
+            assert plan.run(s) == (plan.y, plan.mean, plan.rstd, plan.x)
+            s.synchronize()
+            check(plan.outputs, xk, x2, g, b, bias, 1e-5)
+    assert plan.closed
+    assert plan.x.to_numpy().shape == (8, 96)
+
+
+def test_declaration_describes_the_c_prototype():
+    assert [p.name for p in ADD_LAYER_NORM.params] == [
+        "x1", "x2", "gamma", "beta", "biasOptional", "epsilon", "additionalOutput", "yOut",
+        "meanOut", "rstdOut", "xOut"]
+    assert [a.py for a in ADD_LAYER_NORM.inputs] == [
+        "x1", "x2", "gamma", "beta", "bias", "epsilon", "additional_output"]
+    assert [o.py for o in ADD_LAYER_NORM.outputs] == ["y", "mean", "rstd", "x"]
+    assert ADD_LAYER_NORM.smoke_cases
+    for case in ADD_LAYER_NORM.smoke_cases:
+        ratios = ADD_LAYER_NORM.run_smoke_case(case)
+        assert len(ratios) == 4 and all(r <= 1 for r in ratios), (case[0], ratios)
+
+
+def test_parts_with_a_kernel():
+    """The vendor's definition configures no kernel for the Atlas training series nor Atlas
+    200I/500 A2: acl-py smoke leaves the operator out there."""
+    assert not ADD_LAYER_NORM.runs_on("Ascend910A") and not ADD_LAYER_NORM.runs_on("Ascend910B")
+    assert not ADD_LAYER_NORM.runs_on("Ascend310B1")
+    for soc in ("Ascend910B2", "Ascend910_9391", "Ascend310P3", "Ascend950PR_9599", None):
+        assert ADD_LAYER_NORM.runs_on(soc)
+
+
+@pytest.mark.no_leak_check  # runs in a child process
+def test_cann_path_on_the_emulator_prefix(emulator):
+    """ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann: bound like any CANN install, no aclemu
+    symbol touched."""
+    run_on_cann_path(emulator, """
+x1 = np.linspace(-3, 3, 64, dtype=np.float32).reshape(4, 16); x2 = np.cos(x1)
+g = np.full(16, 0.5, np.float32); b = np.full(16, 0.25, np.float32)
+bias = np.linspace(0, 1, 16, dtype=np.float32)
+y, mean, rstd, x = acl_py.add_layer_norm(x1, x2, g, b, bias)
+e = reference.add_layer_norm(x1, x2, g, b, bias)
+assert np.allclose(y, e[0], rtol=1e-5, atol=1e-6) and np.allclose(mean, e[1], atol=1e-6)
+assert np.allclose(rstd, e[2], rtol=1e-5) and np.array_equal(x, x1 + x2 + bias)
+""")
