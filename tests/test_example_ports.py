@@ -1,6 +1,6 @@
 """The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
 add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, gemma_rms_norm.py,
-inplace_add_rms_norm.py) print exactly what the examples print on a device.
+inplace_add_rms_norm.py, add_layer_norm.py) print exactly what the examples print on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -23,7 +23,8 @@ from acl_py import reference
 from acl_py._loader import emulator_prefix
 
 from test_samples import ROOT, SAMPLES, TIMEOUT, emulator_env, run
-from test_vendor_examples import (add_example_output, add_rms_norm_example_output,
+from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
+                                  add_layer_norm_example_output, add_rms_norm_example_output,
                                   gemma_rms_norm_example_output, group_norm_example_output,
                                   inplace_add_rms_norm_example_output,
                                   layer_norm_example_output, rms_norm_example_output,
@@ -81,6 +82,16 @@ def inplace_add_rms_norm_reference():
     return [y, s]
 
 
+def add_layer_norm_reference():
+    """y, mean, rstd and x of the add_layer_norm example's data in float64, without the bias,
+    then with it (its epsilon is float(1e-6))."""
+    x1 = np.repeat([[1.0], [2.0]], 8, axis=1).reshape(1, 2, 8)
+    x2 = np.repeat([[4.0], [-3.0]], 8, axis=1).reshape(1, 2, 8)
+    g, b, eps = np.full(8, 2.0), np.full(8, 0.1), float(np.float32(1e-6))
+    return [v for bias in (None, np.full(8, 0.5))
+            for v in reference.add_layer_norm(x1, x2, g, b, bias, eps)]
+
+
 def add_reference():
     """out = self + 1.2 * other of the add example's data in float64."""
     return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
@@ -91,12 +102,23 @@ class Port:
     order), the phase-one call an injected fault makes fail, and the relative tolerance of
     the device's float32 chain against the float64 values."""
 
-    def __init__(self, script, expected, reference_values, phase_one, rtol=1e-6):
+    def __init__(self, script, expected, reference_values, phase_one, rtol=1e-6, headers=(),
+                 prelude=""):
         self.script = script
         self.expected = expected
         self.reference_values = reference_values
         self.phase_one = phase_one
         self.rtol = rtol
+        self.headers = headers   # text the example prints beside its result lines
+        self.prelude = prelude   # what it prints before its first phase one
+
+    def result_lines(self):
+        """The expected text's result lines, the headers taken out."""
+        text = self.expected()
+        for h in self.headers:
+            assert h in text, h
+            text = text.replace(h, "")
+        return text.splitlines()
 
     def __repr__(self):
         return self.script
@@ -120,6 +142,14 @@ PORTS = [
          "aclnnGemmaRmsNormGetWorkspaceSize"),
     Port("inplace_add_rms_norm.py", inplace_add_rms_norm_example_output,
          inplace_add_rms_norm_reference, "aclnnInplaceAddRmsNormGetWorkspaceSize"),
+    Port("add_layer_norm.py", add_layer_norm_example_output, add_layer_norm_reference,
+         "aclnnAddLayerNormGetWorkspaceSize",
+         headers=("\nUse aclnnAddLayerNorm Non-biasOptional Port.",
+                  "\nUse aclnnAddLayerNorm biasOptional Port.") +
+         tuple(f"==== AddLayerNorm {call}: {name} output"
+               for call in ("non-biasOptional", "biasOptional")
+               for name in ADD_LAYER_NORM_HEADERS),
+         prelude="\nUse aclnnAddLayerNorm Non-biasOptional Port."),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 
@@ -131,7 +161,7 @@ LINE = re.compile(r"(?:\w+ )?(?:result|[a-z]+ResultData)\[(\d+)\] is: (-?\d+\.\d
 def test_expected_lines_agree_with_the_float64_reference(port):
     """The float32 chain's text is the float64 reference's values within float32 rounding
     (a few ulps, the port's rtol) and printf's 6 decimals; the indices count up per printed tensor."""
-    lines = port.expected().splitlines()
+    lines = port.result_lines()
     expected = np.concatenate([np.ravel(v) for v in port.reference_values()])
     assert len(lines) == expected.size
     values, indices = [], []
@@ -166,10 +196,10 @@ def test_port_runs_on_the_cann_path(port):
 @ports
 def test_port_stops_on_a_failing_call(port):
     """acl-py checks every status for the port: an injected phase-one failure stops it with
-    the call and its code named, before anything is printed."""
+    the call and its code named, before any result is printed."""
     proc = subprocess.run([sys.executable, str(SAMPLES / port.script)], cwd=ROOT,
                           capture_output=True, text=True, timeout=TIMEOUT,
                           env=emulator_env(ACL_EMU_FAIL=f"{port.phase_one}:1"))
     assert proc.returncode == 1, proc
     assert port.phase_one in proc.stderr and "561000" in proc.stderr, proc.stderr
-    assert proc.stdout == ""
+    assert proc.stdout == port.prelude

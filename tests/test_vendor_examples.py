@@ -10,7 +10,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/rms_norm/examples,
                                          norm/add_rms_norm/examples,
                                          norm/rms_norm_grad/examples,
-                                         norm/group_norm/examples) and runtime/
+                                         norm/group_norm/examples,
+                                         norm/add_layer_norm/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -29,7 +30,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          1_launch_kernel_with_reslimit)
 
 The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py,
-add_rms_norm.py, rms_norm_grad.py, group_norm.py) print byte for byte what the C++ examples print, both on the emulator.
+add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py) print byte for byte what the
+C++ examples print, both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -307,6 +309,43 @@ def test_vendor_group_norm_example(library):
     out = build_and_run(OPS_NN, os.path.join("norm", "group_norm", "examples",
                                              "test_aclnn_GroupNorm.cpp"), [library])
     assert out == group_norm_example_output()
+
+
+ADD_LAYER_NORM_HEADERS = ("y", "mean", "rstd", "x")
+
+
+def add_layer_norm_example_output() -> str:
+    """The add_layer_norm example's inputs (x1 = rows of 1 and 2, x2 = rows of 4 and -3, as
+    [1, 2, 8]; gamma 2, beta 0.1, biasOptional 0.5, epsilon float(1e-6), FLOAT) through the
+    kernel's float32 chain (op_kernel/add_layer_norm_kernel.h): x = x1 + x2 (+ bias),
+    mean = sum(x * (1/8)), d = x - mean, rstd = 1 / sqrt(sum(d * d * (1/8)) + eps),
+    y = (d * rstd) * gamma + beta. Every row is constant, so the sums are exact (d = 0) and
+    the rest single IEEE roundings: the printed values are the device's. The example prints
+    two progress lines with no newline, then per call (without, then with the bias) y, mean,
+    rstd and x, each after a header that ends with no newline."""
+    f = np.float32
+    eps = f(1e-6)
+    text = "\nUse aclnnAddLayerNorm Non-biasOptional Port.\nUse aclnnAddLayerNorm biasOptional Port."
+    for title, bias in (("non-biasOptional", f(0)), ("biasOptional", f(0.5))):
+        x = np.repeat(np.array([1 + 4, 2 - 3], f) + bias, 8).reshape(2, 8)
+        mean = (x * (f(1) / f(8))).sum(axis=1, dtype=f)
+        d = x - mean[:, None]
+        rstd = f(1) / np.sqrt((d * d * (f(1) / f(8))).sum(axis=1, dtype=f) + eps)
+        y = (d * rstd[:, None]) * f(2) + f(0.1)
+        for name, vals in zip(ADD_LAYER_NORM_HEADERS, (y, mean, rstd, x)):
+            text += f"==== AddLayerNorm {title}: {name} output"
+            text += "".join(f"result[{i}] is: {float(v):f}\n" for i, v in enumerate(vals.ravel()))
+    return text
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnAddLayerNorm example "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_add_layer_norm_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "add_layer_norm", "examples",
+                                             "test_aclnn_add_layer_norm.cpp"), [library])
+    assert out == add_layer_norm_example_output()
 
 
 # What the vendor's P2P example prints on two linked devices (its README's sample output: the
@@ -1001,6 +1040,8 @@ EXAMPLE_PORTS = [
     ("inplace_add_rms_norm.py", "ops-nn",
      os.path.join("norm", "inplace_add_rms_norm", "examples",
                   "test_aclnn_inplace_add_rms_norm.cpp"), "opapi_nn"),
+    ("add_layer_norm.py", "ops-nn", os.path.join("norm", "add_layer_norm", "examples",
+                                                 "test_aclnn_add_layer_norm.cpp"), "opapi_nn"),
 ]
 
 
