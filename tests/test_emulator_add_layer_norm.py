@@ -86,17 +86,28 @@ def lane_sum(v):
     return acc[:, 0]
 
 
-def device_chain(x1, x2, g, b, bias, ydt, eps=1e-5):
+def stats_factors(n, arch=ARCH):
+    """(scale, corr): a row's mean is sum(x * scale) * corr. Atlas A2/A3 and inference parts:
+    the tiling's float(1.0 / N), corr 1; Ascend 950: 1 / P (P the smallest power of two >= N)
+    and float(P) / float(N)."""
+    f = np.float32
+    if arch != 3510:
+        return f(1.0 / n), f(1)
+    p = 1 << (n - 1).bit_length()
+    return f(1) / f(p), f(p) / f(n)
+
+
+def device_chain(x1, x2, g, b, bias, ydt, eps=1e-5, arch=ARCH):
     """(y, mean, rstd, x) as the kernels make them (see the module doc), in float32."""
     f = np.float32
     n = g.size
     x = x1.astype(f).reshape(-1, n) + x2.astype(f).reshape(-1, n)
     if bias is not None:
         x = x + bias.astype(f).reshape(-1, n)
-    avg = f(1) / f(n)
-    mean = lane_sum(x * avg)
+    scale, corr = stats_factors(n, arch)
+    mean = lane_sum(x * scale) * corr
     d = x - mean[:, None]
-    rstd = f(1) / np.sqrt(lane_sum((d * d) * avg) + f(eps))
+    rstd = f(1) / np.sqrt(lane_sum((d * d) * scale) * corr + f(eps))
     y = (d * rstd[:, None]) * g.astype(f).reshape(n) + b.astype(f).reshape(n)
     st = rstd_shape(x1.shape, g.ndim)
     return (y.astype(ydt).reshape(x1.shape), mean.reshape(st), rstd.reshape(st),
@@ -148,6 +159,22 @@ def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, row, shape, gdims, b
             assert (a == -77.0).all()
             continue
         assert np.array_equal(bits(a), bits(w)), name
+
+
+def test_mean_and_variance_scaling_follows_the_part(arena):
+    """Ascend 950 scales a row's terms by 1/P and the sum by P/N (P = 256 for N = 181), the
+    other parts by 1/N: the statistics follow the part's chain, and the data tell the two
+    apart."""
+    if not STATS:
+        pytest.skip("mean and rstd are not written on Atlas inference parts")
+    rng = np.random.default_rng(9)
+    x1, x2, g, b, _ = inputs(rng, (64, 181), 1, (F32,) * 5, "none")
+    y, mean, rstd, x = call(arena, x1, x2, g, b)
+    want = device_chain(x1, x2, g, b, None, F32)
+    other = device_chain(x1, x2, g, b, None, F32, arch=2201 if ARCH == 3510 else 3510)
+    assert np.array_equal(bits(mean), bits(want[1])) and np.array_equal(bits(rstd), bits(want[2]))
+    assert not (np.array_equal(bits(mean), bits(other[1])) and
+                np.array_equal(bits(rstd), bits(other[2])))
 
 
 def test_xout_written_only_with_additional_output(arena):
@@ -308,14 +335,14 @@ DTYPE_CASES = [
 @pytest.mark.parametrize("case,words", DTYPE_CASES,
                          ids=["x1-int32", "mean", "rstd", "gamma", "y", "bias"])
 def test_dtype_refusals(arena, case, words):
-    if ARCH == 1001:
-        pytest.skip("no kernel: every call is refused before the dtypes")
+    if ARCH not in (2201, 3510):
+        pytest.skip("the cases are the Atlas A2/A3 table's (test_part_dtype_table: any part)")
     refused(views(arena, **case), INVALID, *words)
 
 
 def test_beta_and_xout_dtypes_follow_their_row(arena):
-    if ARCH == 1001:
-        pytest.skip("no kernel: every call is refused before the dtypes")
+    if ARCH not in (2201, 3510):
+        pytest.skip("the cases are the Atlas A2/A3 table's (test_part_dtype_table: any part)")
     args = views(arena, row=(F16,) * 5)
     args[3] = DevView(arena, np.ones(16, F32))
     refused(args, INVALID, "beta dtype FLOAT must be gamma's dtype FLOAT16")
@@ -344,7 +371,6 @@ SHAPE_CASES = [
     (dict(mshape=(4, 16)), ("meanOut shape [4,16]",)),
     (dict(bias=(8,)), ("biasOptional shape [8] must be gamma's shape [16] or x1's shape [4,16]",)),
     (dict(bias=(1, 16)), ("biasOptional shape [1,16]",)),
-    (dict(shape=(4, 0), gshape=(0,)), ("x1 [4,0] is empty while meanOut [4,1] is not",)),
 ]
 
 
@@ -352,7 +378,7 @@ SHAPE_CASES = [
                          ids=["x1-rank9", "gamma-rank10", "x2-rank", "mean-rank", "rstd-rank",
                               "gamma-rank", "x2-shape", "y-shape", "xout-shape", "beta-shape",
                               "rstd-shape", "gamma-dims", "mean-dims", "mean-ones",
-                              "bias-shape", "bias-rank", "empty-cols"])
+                              "bias-shape", "bias-rank"])
 def test_shape_refusals(arena, case, words):
     """The tiling's rules (CheckInputShape4AddLayerNorm, in its order) and the docs' bias
     shapes: 561002, naming the argument and the rule."""
@@ -370,6 +396,23 @@ def test_no_rows_succeeds_and_writes_nothing(arena):
     assert rc == OK and ws == 0, last_msg()
     assert P2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
+
+
+def test_no_columns(arena):
+    """x1 empty in gamma's dims only (gamma empty), rows left: meanOut is not empty, so the
+    tiling runs. Atlas A2/A3 and inference parts refuse it (an empty x1 needs an empty
+    meanOut); Ascend 950 accepts it and fills mean and rstd with NaN (its reduce-empty
+    kernel)."""
+    if ARCH == 1001:
+        pytest.skip("no kernel: every call is refused")
+    args = views(arena, shape=(4, 0), gshape=(0,))
+    if ARCH != 3510:
+        refused(args, TILING, "x1 [4,0] is empty while meanOut [4,1] is not")
+        return
+    args[6] = DevView(arena, shape=(4, 1), dtype=F32, sentinel=-77.0)
+    args[7] = DevView(arena, shape=(4, 1), dtype=F32, sentinel=-77.0)
+    run_phase_two(arena, P2, phase_one(*args))
+    assert np.isnan(args[6].read()).all() and np.isnan(args[7].read()).all()
 
 
 def test_no_rows_still_takes_the_shape_rules(arena):
@@ -442,5 +485,5 @@ def test_stats_not_written_on_atlas_inference_parts(arena):
 def test_other_parts_in_their_own_process(part):
     select = ("no_kernel or part_dtype_table or dead_tensor" if part == "Ascend910A" else
               "part_dtype_table or bit_for_bit and 181 or reference and none or "
-              "atlas_inference or shape_refusals and bias")
+              "atlas_inference or shape_refusals and bias or no_columns or scaling")
     run_on_part(__file__, part, select)

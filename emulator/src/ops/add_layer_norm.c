@@ -20,14 +20,15 @@
  *
  * The device's numbers (op_kernel/add_layer_norm_kernel.h, _special_kernel.h,
  * _normal_special_reduce.h, _single_row_less_tensor.h: every variant of Atlas A2/A3 and Atlas
- * inference parts), per row of N elements, avg = 1.0f / N (the tiling's aveFactor) and eps as
- * floats:
+ * inference parts; arch35/ for Ascend 950), per row of N elements, eps as a float:
  *   x = float(x1) + float(x2) (+ float(bias)), in float; xOut = x rounded to its dtype;
- *   mean = sum(x * avg); d = x - mean; var = sum(d * d * avg); rstd = 1 / sqrt(var + eps);
+ *   mean = sum(x * scale) * corr; d = x - mean; var = sum(d * d * scale) * corr;
+ *   rstd = 1 / sqrt(var + eps);
  *   y = (d * rstd) * float(gamma) + float(beta), rounded once to y's dtype (FLOAT16
- *   CAST_NONE, BF16 CAST_RINT: ties to even).
- * mean and rstd are written as FLOAT, on Atlas A2/A3 only (the kernels' OUTPUT_MEAN_RSTD is
- * __CCE_AICORE__ 220's; the docs call meanOut/rstdOut invalid on Atlas inference parts).
+ *   CAST_NONE, BF16 CAST_RINT: ties to even);
+ * scale and corr: stats_factors. mean and rstd are written as FLOAT, but not on Atlas
+ * inference parts (the kernels' OUTPUT_MEAN_RSTD is __CCE_AICORE__ 220's; the docs call
+ * meanOut/rstdOut invalid there).
  * xOut is written only when additionalOutput is true (the tiling key's additional-output
  * digit).
  *
@@ -58,8 +59,10 @@ static const char *const TNAME[T_COUNT] = {"x1",   "x2",      "gamma",   "beta",
 typedef struct {
     tdesc t[T_COUNT];
     int64_t M, N;
-    float eps, avg;   /* as the kernel receives them */
+    float eps;        /* as the kernel receives it */
+    float scale, corr; /* a row's mean is sum(x * scale) * corr (see stats_factors) */
     bool launch;      /* false: every output empty, nothing runs */
+    bool nan_stats;   /* Ascend 950, N == 0 < M: meanOut and rstdOut filled with NaN */
     bool bias_rows;   /* bias shaped like x1 (one row per row); else one row for all */
     bool write_stats; /* meanOut/rstdOut written (Atlas A2/A3, Ascend 950) */
     bool write_x;     /* additionalOutput */
@@ -95,11 +98,12 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
         }
         if (P->write_x)
             put_tile(row_base(xo, m), xo->dtype, ACLEMU_TIES_EVEN, &xo->inner, 0, N, x);
-        const float mean = nr_scaled_sum(x, N, P->avg);
+        const float mean = nr_scaled_sum(x, N, P->scale) * P->corr;
         float *d = bbuf;
         for (int64_t i = 0; i < N; i++)
             d[i] = x[i] - mean;
-        const float rstd = 1.0f / sqrtf(nr_scaled_sum_squares(d, N, P->avg) + P->eps);
+        const float var = nr_scaled_sum_squares(d, N, P->scale) * P->corr;
+        const float rstd = 1.0f / sqrtf(var + P->eps);
         float *yb = abuf;
         for (int64_t i = 0; i < N; i++) {
             float t = d[i] * rstd;
@@ -120,6 +124,16 @@ static void task_run(void *arg)
     const aln_payload *P = &T->p;
     if (!P->launch)
         return;
+    if (P->nan_stats) { /* the reduce-empty kernel (arch35/add_layer_norm_regbase_reduce_empty.h) */
+        const float nan = NAN;
+        for (int64_t m = 0; m < P->M; m++) {
+            put_tile(view_base(&P->t[T_MEAN]), ACL_FLOAT, ACLEMU_TIES_EVEN, &P->t[T_MEAN].inner,
+                     m, 1, &nan);
+            put_tile(view_base(&P->t[T_RSTD]), ACL_FLOAT, ACLEMU_TIES_EVEN, &P->t[T_RSTD].inner,
+                     m, 1, &nan);
+        }
+        return;
+    }
     nr_load_gamma(&T->rows, &P->t[T_GAMMA], P->N);
     nr_load_beta(&T->rows, &P->t[T_BETA], P->N);
     aclemu_parallel_for(P->M, T->rows.nchunks, rows_body, T);
@@ -142,7 +156,8 @@ static aclnnStatus aln_launch(void *payload, void *const *addrs, void *workspace
     if (!T)
         return ACLNN_ERR_INNER;
     T->p = *(const aln_payload *)payload;
-    /* M or N zero (every output empty): nr_launch allocates nothing, the run does nothing */
+    /* M or N zero (every output empty, or Ascend 950's NaN statistics): nr_launch allocates
+     * no row buffers */
     return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows,
                      T->p.launch ? T->p.M : 0, T->p.N, 2 * T->p.N, task_run, task_release, T);
 }
@@ -156,6 +171,27 @@ static const aclemu_executor_ops ALN_OPS = {
 /* ---- phase one -------------------------------------------------------------------------------- */
 
 #define TILING(...) FAIL(ACLNN_ERR_INNER_TILING_ERROR, __VA_ARGS__)
+
+/* How a row's sums become its mean and variance: sum(t * scale) * corr. Atlas A2/A3 and
+ * inference parts scale each term by the tiling's aveFactor, float(1.0 / N), and stop there
+ * (corr 1: exact). Ascend 950's regbase kernels (arch35/add_layer_norm_regbase_full_load.h
+ * CalculateMeanVar*) scale each term by 1 / P, P the smallest power of two >= N (exact), and
+ * the sum by float(P) / float(N). */
+static void stats_factors(const aclemu_soc *soc, int64_t N, float *scale, float *corr)
+{
+    if (N == 0) {
+        *scale = *corr = 0.0f;
+    } else if (soc->npu_arch == 3510) {
+        int64_t p = 1;
+        while (p < N)
+            p *= 2;
+        *scale = 1.0f / (float)p;
+        *corr = (float)p / (float)N;
+    } else {
+        *scale = (float)(1.0 / (double)N);
+        *corr = 1.0f;
+    }
+}
 
 #define F32 ACL_FLOAT
 #define F16 ACL_FLOAT16
@@ -344,8 +380,11 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGetWorkspaceSize(
     const bool launch = X != 0 || S != 0;
     /* The tiling's empty-tensor rules: an empty x1 beside a non-empty meanOut (x1 empty in
      * gamma's dims only: gamma empty too) is refused; its later ones (x1, gamma, meanOut
-     * empty) cannot fail once the shapes above hold and some output is not empty. */
-    if (launch && X == 0) {
+     * empty) cannot fail once the shapes above hold and some output is not empty. Ascend
+     * 950's tiling (add_layer_norm_tiling_arch35.cpp CheckInputsShape) accepts that case
+     * instead (no columns, some rows: "reduce empty") and fills mean and rstd with NaN. */
+    const bool nan_stats = launch && X == 0 && soc->npu_arch == 3510;
+    if (launch && X == 0 && !nan_stats) {
         char s1[256], s2[256];
         fmt_dims(s1, sizeof s1, x1->dims, x1->ndim);
         fmt_dims(s2, sizeof s2, meanOut->dims, meanOut->ndim);
@@ -359,8 +398,9 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGetWorkspaceSize(
     P->M = M;
     P->N = N;
     P->launch = launch;
+    P->nan_stats = nan_stats;
     P->eps = (float)epsilon;
-    P->avg = N > 0 ? 1.0f / (float)N : 0.0f;
+    stats_factors(soc, N, &P->scale, &P->corr);
     P->bias_rows = biasOptional && M > 1 &&
                    same_dims(biasOptional->dims, biasOptional->ndim, x1->dims, x1->ndim);
     P->write_stats = soc->npu_arch != 2002;
