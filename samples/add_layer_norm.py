@@ -32,6 +32,12 @@ from example_helpers import WorkspaceMalloc, create_acl_tensor, print_result, re
 
 SHAPE, STAT_SHAPE = (1, 2, 8), (1, 2, 1)
 
+# The C++ example this file ports (`acl-py sample --list`; read, not imported).
+VENDOR_EXAMPLE = {
+    "operator": "aclnnAddLayerNorm",
+    "example": "hicann/ops-nn norm/add_layer_norm/examples/test_aclnn_add_layer_norm.cpp",
+}
+
 
 def say(text):
     """LOG_PRINT (printf) of a line the example ends with no newline."""
