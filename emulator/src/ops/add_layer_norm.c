@@ -59,13 +59,13 @@ static const char *const TNAME[T_COUNT] = {"x1",   "x2",      "gamma",   "beta",
 typedef struct {
     tdesc t[T_COUNT];
     int64_t M, N;
-    float eps;        /* as the kernel receives it */
+    float eps;         /* as the kernel receives it */
     float scale, corr; /* a row's mean is sum(x * scale) * corr (see stats_factors) */
-    bool launch;      /* false: every output empty, nothing runs */
-    bool nan_stats;   /* Ascend 950, N == 0 < M: meanOut and rstdOut filled with NaN */
-    bool bias_rows;   /* bias shaped like x1 (one row per row); else one row for all */
-    bool write_stats; /* meanOut/rstdOut written (Atlas A2/A3, Ascend 950) */
-    bool write_x;     /* additionalOutput */
+    bool launch;       /* false: every output empty, nothing runs */
+    bool nan_stats;    /* Ascend 950, N == 0 < M: meanOut and rstdOut filled with NaN */
+    bool bias_rows;    /* bias shaped like x1 (one row per row); else one row for all */
+    bool write_stats;  /* meanOut/rstdOut written (Atlas A2/A3, Ascend 950) */
+    bool write_x;      /* additionalOutput */
 } aln_payload;
 
 typedef struct {
@@ -240,12 +240,11 @@ static aclnnStatus check_dtypes(const aclTensor *const *ts, const aclemu_soc *so
              "%s", P1, dname(x2), dname(x1), soc->name, soc->series,
              p310 ? "x1 and x2 of one dtype" : "x1 and x2 of one dtype, or FLOAT beside a "
              "FLOAT16 or BF16 one");
-    const char *with = x1 == x2 ? "x1 and x2" : "x1 and x2 of different dtypes";
     if (g != row->gamma) {
         const bool two = !p310 && x1 == x2 && x1 != F32; /* x's dtype or FLOAT */
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gamma dtype %s must be %s%s with %s %s on %s", P1,
-             dname(g), dname(x1 == x2 ? x1 : F32), two ? " or FLOAT" : "", with, dname(x1),
-             soc->name);
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gamma dtype %s must be %s%s (x1 %s, x2 %s) on %s",
+             P1, dname(g), dname(x1 == x2 ? x1 : F32), two ? " or FLOAT" : "", dname(x1),
+             dname(x2), soc->name);
     }
     const struct {
         int i;
