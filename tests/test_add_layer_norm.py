@@ -147,6 +147,7 @@ ERRORS = [
     (dict(out=(np.empty((2, 5), F32), None, None, None)), AclArgumentError, "out[0] (y)"),
     (dict(out=(None, np.empty(2, F32), None, None)), AclArgumentError, "out[1] (mean)"),
     (dict(out=(None, None, np.empty((2, 1), F16), None)), AclTypeError, "out[2] (rstd)"),
+    (dict(out=(np.empty((2, 4), F16), None, None, None)), AclTypeError, "out[0] (y)"),
 ]
 
 
@@ -163,12 +164,21 @@ def test_argument_errors(emulator, change, exc, argument):
     assert "aclnnAddLayerNormGetWorkspaceSize" not in emulator.call_counts()
 
 
-def test_out_of_another_dtype_is_phase_ones_refusal():
-    """An out= entry of an allowed dtype outside the combination: the operator's dtype rule,
-    refused by phase one (161002) with the C argument named."""
+def test_out_of_another_dtype_is_refused_naming_it(emulator):
+    """An out= entry of an allowed dtype outside the combination (the operator's dtype rule):
+    the NumPy call refuses it before any C call, naming the entry; on device tensors phase
+    one refuses it (161002) and the error names the entry too."""
     x1, x2, g, b, _ = make((2, 4), 1)
-    with pytest.raises(AclError) as ei:
+    emulator.reset_call_counts()
+    with pytest.raises(AclTypeError) as ei:
         acl_py.add_layer_norm(x1, x2, g, b, out=(None, None, None, np.empty((2, 4), F16)))
+    assert ei.value.argument == "out[3] (x)" and ei.value.code is None
+    assert "aclnnAddLayerNormGetWorkspaceSize" not in emulator.call_counts()
+    dev = [acl_py.DeviceTensor.from_numpy(v) for v in (x1, x2, g, b)]
+    with acl_py.DeviceTensor.empty((2, 4), F16) as X:
+        with pytest.raises(AclTypeError) as ei:
+            acl_py.add_layer_norm(*dev, out=(None, None, None, X))
+    assert ei.value.argument == "out[3] (x)"
     assert ei.value.code == 161002 and ei.value.call == "aclnnAddLayerNormGetWorkspaceSize"
     assert "xOut dtype FLOAT16 must be the output dtype FLOAT" in ei.value.message
 
