@@ -37,11 +37,12 @@ def check(results, x1, x2, g, eps=1e-6):
     mag = reference.add_rms_norm_error_scale(x1, x2, g, eps)
     for got, e, m, dt, name in zip(results, exp, mag, (x1.dtype, F32, x1.dtype),
                                    ("y", "rstd", "x")):
+        if name == "rstd" and acl_py.soc_name().startswith("Ascend310P"):
+            assert got is None   # the device does not write rstd on Atlas inference parts
+            continue
         got = host(got)
         assert got.dtype == dt, (name, got.dtype)
         assert got.shape == e.shape, (name, got.shape, e.shape)
-        if name == "rstd" and acl_py.soc_name().startswith("Ascend310P"):
-            continue   # the device does not write rstd on Atlas inference parts
         reference.assert_close(got, e, m, x1.dtype, name)
 
 

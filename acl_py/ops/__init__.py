@@ -8,8 +8,8 @@
 ``acl_py.AddLayerNorm`` are re-exported at the package top level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
-from ._declare import (DECLARED, Arg, Declared, OutputError, Plan, bool_array, double, flag,
-                       int_array, integer, output, tensor)
+from ._declare import (DECLARED, Arg, Declared, OutputError, OutputNotWritten, Part, Plan,
+                       bool_array, double, flag, int_array, integer, output, part_of, tensor)
 from ._two_phase import Executor, Operator, Param, value
 from .layer_norm import LAYER_NORM, LayerNorm, layer_norm
 from .layer_norm_backward import LAYER_NORM_BACKWARD, LayerNormBackward, layer_norm_backward
@@ -28,4 +28,5 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "inplace_add_rms_norm", "InplaceAddRmsNorm", "INPLACE_ADD_RMS_NORM", "add_layer_norm",
            "AddLayerNorm", "ADD_LAYER_NORM", "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
+           "OutputNotWritten", "Part", "part_of",
            "tensor", "output", "int_array", "bool_array", "double", "integer", "flag", "value"]

@@ -21,7 +21,9 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
   that input (a C ``aclTensor *...Ref`` parameter, declared as ``tensor(..., written=True)``),
   so it has no C parameter of its own. A DeviceTensor call returns the input tensor itself
   there; a NumPy call writes the result back into the caller's array (which must be writable)
-  and returns that array; its ``out=`` entry must be None.
+  and returns that array; its ``out=`` entry must be None;
+* whether the part writes an output (``unwritten(a, part)``: why not, e.g. AddRmsNorm's rstd
+  on Atlas inference parts).
 
 Relations between arguments that are the operator's own (trailing dims, matching shapes) are
 one ``check(a)`` function of the declaration, raising :class:`~acl_py.AclArgumentError` naming
@@ -71,7 +73,8 @@ from ..tensor import DeviceTensor, as_dims
 from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
 
 __all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "integer", "flag",
-           "Declared", "Plan", "DECLARED", "OutputError", "FLOATS", "REQUIRED"]
+           "Declared", "Plan", "Part", "part_of", "DECLARED", "OutputError", "OutputNotWritten",
+           "FLOATS", "REQUIRED"]
 
 REQUIRED = object()   # default of a parameter the caller must give
 IN, OUT = "in", "out"
@@ -91,13 +94,14 @@ class Arg(Param):
 
     __slots__ = ("py", "role", "optional", "default", "dtypes", "like", "or_float32", "or_wider",
                  "shape", "dtype", "numel_ok", "when", "length", "items", "convert", "value_type",
-                 "written", "into")
+                 "written", "into", "unwritten")
 
     def __init__(self, c_name, kind, role=IN, *, name=None, optional=False, default=REQUIRED,
                  dtypes=None, like=None, or_float32=False, or_wider=False, shape=None, dtype=None,
                  numel_ok=False, when=None, length=None, items=None, convert=None,
-                 written=False, into=None):
+                 written=False, into=None, unwritten=None):
         super().__init__(c_name, kind)
+        self.unwritten = unwritten
         # a plain C value's conversion (double: _double, int64_t: _integer, bool: _flag) and
         # the Python type it gives, which a call's value is taken as without converting
         self.convert = convert or _double
@@ -131,20 +135,26 @@ def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_fl
 
 
 def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, numel_ok=False,
-           when=None, into=None):
+           when=None, into=None, unwritten=None):
     """An output ``aclTensor *``: a default one has ``shape(a)`` and ``dtype(a)``; a given one
     that shape (``numel_ok``: or any shape of as many elements) and that dtype, or any of
     ``dtypes`` (the dtypes phase one accepts for it whatever the inputs, where the device
     casts its result: LayerNorm's); ``when(a)`` false: not requested (NULL, returned as
     None). ``into``: the Python name of the written input this output is written into (no C
     parameter of its own: ``c_name`` is only its name, and its shape and dtype are that
-    input's)."""
+    input's). ``unwritten(a, part)`` (``part`` a :class:`Part`): None where the part's kernel
+    writes the output for these arguments, else why it does not, naming the vendor file (the
+    emulator's rule, docs/emulator.md). An output the part does not write is still handed to
+    phase one (the operator requires it) but as a scratch tensor of the call's own: the
+    result holds None in its place and a caller's ``out=`` entry is left as it was."""
+    if into is not None and unwritten is not None:
+        raise TypeError(f"output {c_name!r}: an output written in place has no unwritten=")
     if into is not None:
         shape, dtype = _input_shape(into), _input_dtype(into)
     elif shape is None or dtype is None:
         raise TypeError(f"output {c_name!r}: shape and dtype are required (or into=)")
     return Arg(c_name, TENSOR, OUT, name=name, shape=shape, dtype=dtype, dtypes=dtypes,
-               numel_ok=numel_ok, when=when, into=into)
+               numel_ok=numel_ok, when=when, into=into, unwritten=unwritten)
 
 
 def _input_shape(name):
@@ -323,6 +333,40 @@ DECLARED: "dict[str, Declared]" = {}
 # output could not be compared: missing, not requested, of another size).
 OutputError = namedtuple("OutputError", "name max_abs_error error_ratio problem")
 
+# An output the part does not write (Declared.check_outputs): not compared, ``reason`` says why.
+OutputNotWritten = namedtuple("OutputNotWritten", "name reason")
+
+
+class Part(namedtuple("Part", "name npu_arch cores")):
+    """The part a device is, as an output's ``unwritten`` predicate reads it: its name
+    (``aclrtGetSocName``), NPU architecture (``aclrtGetDeviceInfo``: 2002 the Atlas inference
+    series, 2201 Atlas A2/A3, 1001 the Atlas training series, 3510 Ascend 950) and ``cores``,
+    its AI cores plus its vector cores (a vector core count of 0 counts the AI cores again):
+    the core count the vendor's tilings divide work over (``totalCoreNum``)."""
+
+    __slots__ = ()
+
+    @property
+    def inference(self) -> bool:
+        """An Atlas inference part (DAV_2002, ``__CCE_AICORE__`` 200)."""
+        return self.npu_arch == 2002
+
+
+_PARTS: "dict[int, Part]" = {}   # device id -> its Part (a device's part never changes)
+
+
+def part_of(device=None) -> Part:
+    """The :class:`Part` device ``device`` (default: the current one) is; read once per
+    device."""
+    dev = _device.current_device_id() if device is None else _device.resolve_device(device)
+    p = _PARTS.get(dev)
+    if p is None:
+        from ..soc import soc_name
+        at = _device.Device(dev).attributes
+        p = _PARTS[dev] = Part(soc_name(), at.npu_arch,
+                               at.ai_cores + (at.vector_cores or at.ai_cores))
+    return p
+
 
 class Declared(Operator):
     """An operator as declared (see the module doc): a two-phase
@@ -341,7 +385,8 @@ class Declared(Operator):
     __slots__ = ("args", "inputs", "outputs", "check", "reference", "error_scale",
                  "smoke_cases", "smoke_full_cases", "rule_codes", "parts", "_first",
                  "_first_index", "_into",
-                 "_dtype_order", "_out_names", "_c_order", "_bound", "_in_steps", "_out_steps")
+                 "_dtype_order", "_out_names", "_c_order", "_bound", "_in_steps", "_out_steps",
+                 "_unwritten")
 
     def __init__(self, name, args, *, check=None, reference=None, error_scale=None,
                  smoke_cases=(), smoke_full_cases=(), rule_codes=(), parts=None,
@@ -393,6 +438,9 @@ class Declared(Operator):
         self._in_steps = tuple((i, a, a.kind) for i, a in enumerate(self.inputs))
         self._out_steps = tuple((k, o, o.when, self._out_names[k], self._into[k])
                                 for k, o in enumerate(self.outputs))
+        # the outputs a part may leave unwritten: (index, predicate); most operators have none
+        self._unwritten = tuple((k, o.unwritten) for k, o in enumerate(self.outputs)
+                                if o.unwritten is not None)
         if register:
             if self.short_name in DECLARED:
                 raise ValueError(f"{name}: {self.short_name!r} is declared already "
@@ -417,6 +465,27 @@ class Declared(Operator):
         """The name :meth:`Plan.rebind` takes for ``param``: its Python name (``weight``,
         ``out``, ``grad_input``)."""
         return param.py
+
+    def not_written(self, a, part):
+        """Per output, why ``part`` (a :class:`Part`) does not write it for checked
+        arguments ``a`` (a :class:`Bound`), None where it does (or is not requested); None
+        when every output is written."""
+        if not self._unwritten:
+            return None
+        why = [None] * len(self.outputs)
+        for k, unwritten in self._unwritten:
+            when = self.outputs[k].when
+            if when is None or when(a):
+                why[k] = unwritten(a, part)
+        return tuple(why) if any(w is not None for w in why) else None
+
+    def unwritten_outputs(self, values, part=None):
+        """Per output, why the part does not write it for NumPy ``values`` (declaration
+        order), None where it does: the outputs a call returns as None for that reason.
+        ``part``: a :class:`Part` (default: the current device's, :func:`part_of`)."""
+        a = self.bind(values, np.ndarray)
+        why = self.not_written(a, part_of() if part is None else part)
+        return why or (None,) * len(self.outputs)
 
     # ---- checks ----
 
@@ -501,35 +570,41 @@ class Declared(Operator):
             if o is None or (spec.when is not None and not spec.when(a)):
                 res.append(None)
                 continue
-            name = self._out_names[k]
-            if spec.into is not None:
-                raise AclArgumentError(name, f"must be None: {spec.py} is written in place "
-                                       f"into {spec.into}")
-            if type(o) is not kind and not isinstance(o, kind):
-                raise AclTypeError(name, f"expected None or {_kind_name(kind)} (like "
-                                   f"{self._first.py}), got {type(o).__name__}")
-            # A byte-swapped NumPy output is written in its own order (see _host_call).
-            dt = o.dtype if o.dtype.isnative else o.dtype.newbyteorder("=")
-            if spec.dtypes is not None:
-                if dt not in _dtype_set(spec.dtypes):
-                    raise AclTypeError(name, f"dtype {_dtype_name(dt)} is not supported by "
-                                       f"{self.name} ({', '.join(spec.dtypes)})")
-            elif dt != spec.dtype(a):
-                raise AclTypeError(name, f"dtype {_dtype_name(dt)} != "
-                                   f"{_dtype_name(spec.dtype(a))} (the dtype {spec.py} has "
-                                   f"for these arguments)")
-            want = spec.shape(a)
-            if o.shape != want:
-                if not spec.numel_ok:
-                    raise AclArgumentError(name, f"shape {o.shape} != {want} (the shape "
-                                           f"{spec.py} has for these arguments)")
-                if math.prod(o.shape) != math.prod(want):
-                    raise AclArgumentError(name, f"shape {o.shape} must hold "
-                                           f"{math.prod(want)} elements (as {want})")
-            if kind is np.ndarray and not o.flags.writeable:
-                raise AclArgumentError(name, "array is read-only")
-            res.append(o)
+            res.append(self._check_out_entry(k, o, a, kind))
         return res
+
+    def _check_out_entry(self, k, o, a, kind):
+        """``out[k]``, a given entry of a requested output, checked: not an output written
+        in place, its kind, dtype, shape and (NumPy) writability."""
+        spec = self.outputs[k]
+        name = self._out_names[k]
+        if spec.into is not None:
+            raise AclArgumentError(name, f"must be None: {spec.py} is written in place "
+                                   f"into {spec.into}")
+        if type(o) is not kind and not isinstance(o, kind):
+            raise AclTypeError(name, f"expected None or {_kind_name(kind)} (like "
+                               f"{self._first.py}), got {type(o).__name__}")
+        # A byte-swapped NumPy output is written in its own order (see _host_call).
+        dt = o.dtype if o.dtype.isnative else o.dtype.newbyteorder("=")
+        if spec.dtypes is not None:
+            if dt not in _dtype_set(spec.dtypes):
+                raise AclTypeError(name, f"dtype {_dtype_name(dt)} is not supported by "
+                                   f"{self.name} ({', '.join(spec.dtypes)})")
+        elif dt != spec.dtype(a):
+            raise AclTypeError(name, f"dtype {_dtype_name(dt)} != "
+                               f"{_dtype_name(spec.dtype(a))} (the dtype {spec.py} has "
+                               f"for these arguments)")
+        want = spec.shape(a)
+        if o.shape != want:
+            if not spec.numel_ok:
+                raise AclArgumentError(name, f"shape {o.shape} != {want} (the shape "
+                                       f"{spec.py} has for these arguments)")
+            if math.prod(o.shape) != math.prod(want):
+                raise AclArgumentError(name, f"shape {o.shape} must hold "
+                                       f"{math.prod(want)} elements (as {want})")
+        if kind is np.ndarray and not o.flags.writeable:
+            raise AclArgumentError(name, "array is read-only")
+        return o
 
     def _check_device(self, a, outs, dev):
         for arg in self.inputs:
@@ -567,14 +642,14 @@ class Declared(Operator):
                 args.append(a[arg.py])
         return tuple(args)
 
-    def _device_outputs(self, a, out, dev, sst):
+    def _device_outputs(self, a, out, dev, sst, why=None):
         outs = []
         for k, spec in enumerate(self.outputs):
             if spec.when is not None and not spec.when(a):
                 outs.append(None)
             elif spec.into is not None:
                 outs.append(a[spec.into])
-            elif out is not None and out[k] is not None:
+            elif out is not None and out[k] is not None and (why is None or why[k] is None):
                 outs.append(out[k])
             else:
                 outs.append(DeviceTensor.new_output(spec.shape(a), spec.dtype(a), dev, sst))
@@ -585,7 +660,7 @@ class Declared(Operator):
     def call(self, values, *, out=None, stream=None):
         """The operator on NumPy arrays or DeviceTensors (see the module doc). ``values``:
         the Python inputs in declaration order. Returns the outputs (None where not
-        requested)."""
+        requested, or not written by the device's part: ``output(unwritten=...)``)."""
         if len(values) != len(self.inputs):
             raise self._count_error(values)
         first = values[self._first_index]
@@ -630,10 +705,13 @@ class Declared(Operator):
                 py[i] = e[0].values
                 cvals[i] = e[1]
         a = _new_tuple(self._bound, py)
-        outs = self._outputs(a, values, out, dev, sst, cvals, allocs)
+        why = self.not_written(a, part_of(dev)) if self._unwritten else None
+        outs = self._outputs(a, values, out, dev, sst, cvals, allocs, why)
         try:
             self.enqueue(cvals if self._c_order is None else [cvals[i] for i in self._c_order],
                          allocs, dev, sst)
+            if why is not None:
+                outs = self._drop_unwritten(outs, why)
         except AclError as e:
             if not (isinstance(e, OperatorParameterError) or e.code in self.rule_codes):
                 raise
@@ -644,9 +722,23 @@ class Declared(Operator):
             raise
         return outs
 
-    def _outputs(self, a, values, out, dev, sst, cvals, allocs):
+    @staticmethod
+    def _drop_unwritten(outs, why):
+        """``outs`` with None for the outputs the part does not write (``why``), whose
+        scratch tensors are closed (stream-ordered: after the launch that uses them)."""
+        res = []
+        for t, w in zip(outs, why):
+            if w is not None and t is not None:
+                t.close()
+                t = None
+            res.append(t)
+        return tuple(res)
+
+    def _outputs(self, a, values, out, dev, sst, cvals, allocs, why=None):
         """The outputs of a DeviceTensor call (given in ``out=`` or new), their C values
-        appended to ``cvals`` and their memory to ``allocs``."""
+        appended to ``cvals`` and their memory to ``allocs``. An output the part does not
+        write (``why[k]`` not None) is a new scratch tensor whatever ``out=`` gives: the
+        caller's tensor is left as it was (a device may copy undefined contents out)."""
         n = len(self.outputs)
         if out is not None and (type(out) is not tuple or len(out) != n):
             out = self._out_entries(out)
@@ -663,6 +755,14 @@ class Declared(Operator):
                                            f"place into {spec.into}")
                 outs.append(values[into])
                 continue
+            if why is not None and why[k] is not None:
+                # Phase one will not see the caller's entry: checked here as a NumPy
+                # call's are, then left as it was.
+                if o is not None:
+                    self._check_out_entry(k, o, a, DeviceTensor)
+                    if o.allocation.device != dev:
+                        raise self._device_error(name, o.allocation.device, dev)
+                o = None
             if o is None:
                 try:
                     o = DeviceTensor.new_output(spec.shape(a), spec.dtype(a), dev, sst)
@@ -811,21 +911,33 @@ class Declared(Operator):
         return (tuple(r if q else None for r, q in zip(ref, req)),
                 tuple(s if q else None for s, q in zip(scale, req)))
 
-    def check_outputs(self, values, got):
+    def check_outputs(self, values, got, part=None):
         """Judges outputs ``got`` (NumPy, declaration order, None where absent) of a call on
         NumPy ``values`` against the float64 reference with the tolerance of
         :func:`acl_py.reference.max_error_ratio` (the first input's dtype): an
-        :class:`OutputError` per output requested or returned. An output compares as its
-        reference's shape when it holds as many elements (mean/rstd: [M] or [M, 1])."""
+        :class:`OutputError` per output requested or returned, an :class:`OutputNotWritten`
+        per output the part (``part``, default the current device's: :func:`part_of`) does
+        not write for these values (not compared; returned anyway is a problem). An output
+        compares as its reference's shape when it holds as many elements (mean/rstd: [M] or
+        [M, 1])."""
         from .. import reference
         ref, scale = self.expected(values)
+        why = None
+        if self._unwritten:
+            why = self.not_written(self.bind(values, np.ndarray),
+                                   part_of() if part is None else part)
         in_dt = values[self._first_index].dtype
         res = []
-        for spec, g, r, s in zip(self.outputs, got, ref, scale):
+        for k, (spec, g, r, s) in enumerate(zip(self.outputs, got, ref, scale)):
             if g is None and r is None:
                 continue
             problem = None
-            if r is None:
+            if why is not None and why[k] is not None:
+                if g is None:
+                    res.append(OutputNotWritten(spec.py, why[k]))
+                    continue
+                problem = f"returned although not written on this part ({why[k]})"
+            elif r is None:
                 problem = "returned although not requested"
             elif g is None:
                 problem = "missing although requested"
@@ -841,8 +953,10 @@ class Declared(Operator):
 
     def check_result(self, values, got):
         """The worst error ratio of each output of ``got`` (<= 1 passes; None where neither
-        requested nor returned): :meth:`check_outputs` in short."""
-        ratios = {o.name: o.error_ratio for o in self.check_outputs(values, got)}
+        requested nor returned, or not written on the current device's part):
+        :meth:`check_outputs` in short."""
+        ratios = {o.name: o.error_ratio for o in self.check_outputs(values, got)
+                  if isinstance(o, OutputError)}
         return tuple(ratios.get(spec.py) for spec in self.outputs)
 
     def run_smoke_case(self, case, stream=None):
@@ -871,7 +985,8 @@ class Plan(Executor):
     outputs; ``mode``, ``workspace_size``, ``close()``, ``with``). Change the inputs' contents
     between runs freely (same tensors); results are valid once the stream has synchronized.
     Outputs (allocated here unless given in ``out=``) are ``outputs`` and attributes named as
-    the operator's outputs (None where not requested); they outlive the plan.
+    the operator's outputs (None where not requested or not written by the part); they
+    outlive the plan.
     ``rebind(input=x2, out=y2, ...)`` (Python names, inputs and outputs alike) runs the plan
     on other tensors of the same dtypes, shapes and layouts from its next run on, without a
     new phase one (:meth:`~acl_py.ops.Executor.rebind`); ``outputs`` follows.
@@ -897,14 +1012,19 @@ class Plan(Executor):
         outs = d._check_out(out, a, DeviceTensor) if out is not None else None
         dev = first.allocation.device
         d._check_device(a, outs or (), dev)
-        outs = d._device_outputs(a, outs, dev, None)
-        # Own arrays, not the shared cache: the executor keeps them for its whole life.
+        why = d.not_written(a, part_of(dev)) if d._unwritten else None
+        outs = d._device_outputs(a, outs, dev, None, why)
+        # Own arrays, not the shared cache: the executor keeps them for its whole life (an
+        # unwritten output's scratch tensor too: the plan's outputs hold None for it).
         super().__init__(d, *d.own_arguments(d._c_args(a, outs), dev), dev)
-        self.outputs = outs
+        self.outputs = outs if why is None else tuple(
+            None if w is not None else t for t, w in zip(outs, why))
 
     def _rebound(self, name, t):
         outs = self.outputs
         for k, spec in enumerate(self.declared.outputs):
+            if outs[k] is None and spec.into is None:
+                continue    # not requested, or not written by the part: stays None
             if spec.py == name or spec.into == name:    # an input rebound: its results too
                 self.outputs = outs[:k] + (t,) + outs[k + 1:]
 

@@ -78,6 +78,17 @@ def _float32(a):
     return _F32
 
 
+def rstd_unwritten(a, part):
+    """Why ``part`` does not write rstd (None where it does): on Atlas inference parts no
+    kernel does (the emulator's rule, docs/emulator.md). InplaceAddRmsNorm's kernels are
+    these too."""
+    if part.inference:
+        return ("not written on Atlas inference parts (hicann/ops-nn "
+                "norm/add_rms_norm/op_kernel/add_rms_norm*.h: CopyOutRstd is compiled for "
+                "__CCE_AICORE__ 220 only)")
+    return None
+
+
 def smoke_case(shape, nrank, dtype, epsilon=1e-6):
     """A smoke case ``(name, make)`` of an AddRmsNorm-like operator: ``make()`` gives
     ``(x1, x2, gamma, epsilon)`` of ``shape``, gamma over its last ``nrank`` dims; "bf16"
@@ -101,7 +112,7 @@ ADD_RMS_NORM = Declared("aclnnAddRmsNorm", (
     tensor("gamma", like="x1"),
     double("epsilon", default=1e-6),
     output("yOut", shape=_x1_shape, dtype=_x1_dtype),
-    output("rstdOut", shape=rstd_shape, dtype=_float32),
+    output("rstdOut", shape=rstd_shape, dtype=_float32, unwritten=rstd_unwritten),
     output("xOut", shape=_x1_shape, dtype=_x1_dtype),
 ), check=add_rms_norm_check, reference=reference.add_rms_norm,
     error_scale=reference.add_rms_norm_error_scale,
@@ -139,7 +150,9 @@ def add_rms_norm(x1: Operand, x2: Operand, gamma: Operand, epsilon: float = 1e-6
       valid once it has synchronized).
 
     ``y`` and ``x`` have x1's shape and dtype; ``rstd`` is float32 shaped x1's batch dims then
-    ones (on Atlas inference parts the device does not write it). ``out=(y, rstd, x)`` gives
+    ones. On Atlas inference parts the device does not write rstd: the result's ``rstd`` is
+    then None (a NumPy ``out=`` array or a DeviceTensor given for it is left as it was; the
+    call hands the device a scratch tensor of its own). ``out=(y, rstd, x)`` gives
     preallocated outputs of the same kind as the inputs; a ``None`` entry is allocated as by
     default.
     """
@@ -148,7 +161,8 @@ def add_rms_norm(x1: Operand, x2: Operand, gamma: Operand, epsilon: float = 1e-6
 
 class AddRmsNorm(Plan):
     """An :func:`add_rms_norm` plan over fixed device tensors (see :class:`~acl_py.ops.Plan`):
-    outputs ``y``, ``rstd``, ``x``; ``run(stream)`` enqueues phase two only."""
+    outputs ``y``, ``rstd`` (None on Atlas inference parts, which do not write it), ``x``;
+    ``run(stream)`` enqueues phase two only."""
 
     declared = ADD_RMS_NORM
     __slots__ = ()

@@ -68,6 +68,31 @@ def _stats_shape(a):
     return (a.n, a.group)
 
 
+def stats_unwritten(a, part):
+    """Why ``part`` does not write mean and rstd for checked arguments ``a`` (None where it
+    does): the emulator's rule (emulator/src/ops/group_norm.c ``inference_writes_stats``,
+    docs/emulator.md). On Atlas inference parts the tiling (group_norm_silu_tiling.cpp
+    SetTiling, then SetTilingSD) picks a kernel, and only the hw1 and basic-template (g16/g32)
+    kernels have a CopyOutMeanAndRstd path without DataCopyPad (compiled for
+    ``__CCE_AICORE__`` 220 only): the small, b16/b32 and SD kernels write neither. An empty
+    input's statistics are filled by the op_api (0 and NaN) on every part."""
+    if not part.inference or a.n * a.c * a.hxw == 0:
+        return None
+    size = a.input.dtype.itemsize
+    if size == 2 and a.n == 1 and a.group == 32 and a.hxw > 1:
+        kernel = "SD"   # SetTilingSD's kernel, whatever SetTiling chose
+    else:
+        if a.hxw < 32 // size:
+            return None     # hw1 (HxW 1) or the basic template
+        per_core = -(-(a.n * a.group) // part.cores)
+        if a.c + per_core > (4000 if size == 4 else 2700):
+            return None     # the basic template (g16/g32)
+        kernel = "small or b16/b32"
+    return (f"not written on Atlas inference parts for these arguments (hicann/ops-nn "
+            f"norm/group_norm_silu: the tiling picks the {kernel} kernel, whose "
+            f"CopyOutMeanAndRstd is compiled for __CCE_AICORE__ 220 only)")
+
+
 def _smoke(shape, group, dtype, affine=True, eps=1e-5):
     def make():
         from ..dtypes import bfloat16
@@ -92,16 +117,17 @@ GROUP_NORM = Declared("aclnnGroupNorm", (
     integer("group"),
     double("eps", default=1e-5),
     output("out", shape=_input_shape, dtype=_input_dtype),
-    output("meanOut", shape=_stats_shape, dtype=_input_dtype),
-    output("rstdOut", shape=_stats_shape, dtype=_input_dtype),
+    output("meanOut", shape=_stats_shape, dtype=_input_dtype, unwritten=stats_unwritten),
+    output("rstdOut", shape=_stats_shape, dtype=_input_dtype, unwritten=stats_unwritten),
 ), check=group_norm_check, reference=reference.group_norm,
     error_scale=reference.group_norm_error_scale,
-    # HxW below a 32-byte block, or 1: shapes whose kernels write mean and rstd on every part
-    # (the Atlas inference parts' other kernels do not: docs/emulator.md)
+    # HxW below a 32-byte block, or 1: shapes whose kernels write mean and rstd on every part;
+    # the last, HxW 64: the Atlas inference parts' small kernel, which writes out only
     smoke_cases=(_smoke((2, 64, 7), 32, np.float32),
                  _smoke((4, 32, 3, 5), 8, np.float16),
                  _smoke((8, 48), 12, np.float16),
-                 _smoke((3, 6, 5), 3, np.float32, affine=False)))
+                 _smoke((3, 6, 5), 3, np.float32, affine=False),
+                 _smoke((2, 8, 8, 8), 4, np.float32)))
 
 
 @overload
@@ -128,7 +154,10 @@ def group_norm(input: Operand, group: int, gamma: Optional[Operand] = None,
     None: ones/zeros). N, C and HxW (the product of input's dims after the first two) are
     taken from input's shape. The device computes in float32 (its chain by part:
     docs/emulator.md) and writes all three outputs in input's dtype; ``mean`` and ``rstd``
-    are ``[N, group]`` (on Atlas inference parts the device writes them for some shapes only).
+    are ``[N, group]``. On Atlas inference parts the device writes mean and rstd for some
+    shapes only (HxW below a 32-byte block, or C large: :func:`stats_unwritten`); for the
+    others the result holds None for both (a NumPy ``out=`` array or a DeviceTensor given for
+    them is left as it was).
 
     * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
     * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
@@ -150,7 +179,8 @@ def _values(input, gamma, beta, group, eps):
 
 class GroupNorm(Plan):
     """A :func:`group_norm` plan over fixed device tensors (see :class:`~acl_py.ops.Plan`):
-    outputs ``out``, ``mean``, ``rstd``; ``run(stream)`` enqueues phase two only."""
+    outputs ``out``, ``mean``, ``rstd`` (None where the part does not write them:
+    :func:`stats_unwritten`); ``run(stream)`` enqueues phase two only."""
 
     declared = GROUP_NORM
     __slots__ = ()

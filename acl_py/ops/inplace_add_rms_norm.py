@@ -26,7 +26,7 @@ import numpy as np
 from .. import reference
 from ..errors import AclArgumentError
 from ._declare import Declared, Plan, double, output, tensor
-from .add_rms_norm import add_rms_norm_check, has_kernel, rstd_shape, smoke_case
+from .add_rms_norm import add_rms_norm_check, has_kernel, rstd_shape, rstd_unwritten, smoke_case
 from .rms_norm import rstd_dtype
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ INPLACE_ADD_RMS_NORM = Declared("aclnnInplaceAddRmsNorm", (
     tensor("gamma", like="x1"),
     double("epsilon", default=1e-6),
     output("y", into="x1"),
-    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype),
+    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, unwritten=rstd_unwritten),
     output("x", into="x2"),
 ), check=inplace_add_rms_norm_check, reference=reference.add_rms_norm,
     error_scale=reference.add_rms_norm_error_scale,
@@ -84,7 +84,8 @@ def inplace_add_rms_norm(x1: Operand, x2: Operand, gamma: Operand, epsilon: floa
     of docs/emulator.md), with ``y`` written into ``x1`` and ``x`` into ``x2``. Returns
     ``(x1, rstd, x2)``: the given ``x1`` and ``x2`` objects, now holding ``y`` and ``x``, and
     a new float32 ``rstd`` shaped x1's batch dims then ones (on Atlas inference parts the
-    device does not write it).
+    device does not write it: ``rstd`` is then None, and an ``out=`` entry for it is left as
+    it was).
 
     * DeviceTensors: overwritten on the device, queued on ``stream`` (valid once it has
       synchronized);
