@@ -117,6 +117,23 @@ def _smoke(shape, nrank, dtype, gamma_dtype=None, bias=None, epsilon=1e-5):
     return f"{name}{list(shape)}{extra}", make
 
 
+def stats_unwritten(a, part):
+    """Why ``part`` does not write mean and rstd (None where it does): on Atlas inference
+    parts no kernel does (the emulator's rule, docs/emulator.md)."""
+    if part.inference:
+        return ("not written on Atlas inference parts (hicann/ops-nn "
+                "norm/add_layer_norm/op_kernel: OUTPUT_MEAN_RSTD is __CCE_AICORE__ 220's)")
+    return None
+
+
+def x_unwritten(a, part):
+    """Why x is not written (None where it is): only with ``additional_output`` (the
+    tiling key's additional-output flag), on every part."""
+    if not a.additional_output:
+        return "not written: additional_output is False (the kernels' additional output)"
+    return None
+
+
 ADD_LAYER_NORM = Declared("aclnnAddLayerNorm", (
     tensor("x1"),
     tensor("x2"),
@@ -126,9 +143,9 @@ ADD_LAYER_NORM = Declared("aclnnAddLayerNorm", (
     double("epsilon", default=1e-5),
     flag("additionalOutput", default=True),
     output("yOut", shape=_x1_shape, dtype=_out_dtype),
-    output("meanOut", shape=stat_shape, dtype=_float32),
-    output("rstdOut", shape=stat_shape, dtype=_float32),
-    output("xOut", shape=_x1_shape, dtype=_out_dtype),
+    output("meanOut", shape=stat_shape, dtype=_float32, unwritten=stats_unwritten),
+    output("rstdOut", shape=stat_shape, dtype=_float32, unwritten=stats_unwritten),
+    output("xOut", shape=_x1_shape, dtype=_out_dtype, unwritten=x_unwritten),
 ), check=add_layer_norm_check, reference=reference.add_layer_norm,
     error_scale=reference.add_layer_norm_error_scale,
     parts=has_kernel,
@@ -171,8 +188,10 @@ def add_layer_norm(x1: Operand, x2: Operand, gamma: Operand, beta: Operand,
       valid once it has synchronized).
 
     ``mean`` and ``rstd`` are float32 shaped x1's batch dims then ones (on Atlas inference
-    parts the device does not write them). ``x`` is written only when ``additional_output``
-    is true (the operator still takes the tensor). ``out=(y, mean, rstd, x)`` gives
+    parts the device does not write them: both are then None). ``x`` is written only when
+    ``additional_output`` is true (the operator still takes a tensor: a scratch one of the
+    call's own; ``x`` is then None). An ``out=`` entry given for an output not written is
+    left as it was. ``out=(y, mean, rstd, x)`` gives
     preallocated outputs of the same kind as the inputs; a ``None`` entry is allocated as by
     default.
     """

@@ -1,0 +1,251 @@
+"""Outputs a part does not write (``output(unwritten=...)``): the declaration's predicate is
+the emulator's rule, found by running the operator with its outputs filled with a sentinel
+and seeing which the emulator changed, per operator, shape and part (the other parts in
+child processes); the result holds None for such an output and a caller's ``out=`` entry is
+left as it was (NumPy, DeviceTensor, plan); ``acl-py smoke`` passes on Atlas inference parts
+and names what it did not check; a declaration made in a test with an unwritten output runs
+through the smoke unchanged."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py import smoke
+from acl_py.ops import (ADD_LAYER_NORM, ADD_RMS_NORM, DECLARED, GROUP_NORM, INPLACE_ADD_RMS_NORM, RMS_NORM,
+                        Declared, OutputNotWritten, Part, part_of)
+
+from _emu_aclnn import SOC, run_on_part
+
+F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
+SENTINEL = -4321.0      # no output of these inputs has it (rstd > 0, means within the data)
+INFERENCE = SOC.startswith("Ascend310P")
+
+
+def _add_rms_norm_values(shape, dt):
+    rng = np.random.default_rng(1)
+    x1 = rng.standard_normal(shape).astype(dt)
+    x2 = rng.standard_normal(shape).astype(dt)
+    g = (1 + 0.25 * rng.standard_normal(shape[-1:])).astype(dt)
+    return (x1, x2, g, 1e-6)
+
+
+def _add_layer_norm_values(shape, dt, additional_output=True):
+    rng = np.random.default_rng(3)
+    x1 = rng.standard_normal(shape).astype(dt)
+    x2 = rng.standard_normal(shape).astype(dt)
+    g = (1 + 0.25 * rng.standard_normal(shape[-1:])).astype(dt)
+    b = (0.5 * rng.standard_normal(shape[-1:])).astype(dt)
+    return (x1, x2, g, b, None, 1e-5, additional_output)
+
+
+def _group_norm_values(shape, group, dt):
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal(shape) + 0.5).astype(dt)
+    c = shape[1]
+    hw = int(np.prod(shape[2:]))
+    return (x, np.ones(c, dt), np.zeros(c, dt), shape[0], c, hw, group, 1e-5)
+
+
+# (operator, values): shapes reaching each branch of the rule on Atlas inference parts
+# (15 cores on Ascend310P3: its 8 AI cores and 7 vector cores)
+CASES = [
+    (ADD_RMS_NORM, _add_rms_norm_values((4, 64), F32)),
+    (ADD_RMS_NORM, _add_rms_norm_values((2, 3, 16), F16)),
+    (INPLACE_ADD_RMS_NORM, _add_rms_norm_values((4, 64), F32)),
+    (GROUP_NORM, _group_norm_values((2, 64, 7), 32, F32)),        # HxW below a block
+    (GROUP_NORM, _group_norm_values((2, 8, 1), 4, F16)),          # hw1
+    (GROUP_NORM, _group_norm_values((2, 8, 8, 8), 4, F32)),       # small: unwritten
+    (GROUP_NORM, _group_norm_values((3, 16, 40), 8, F16)),        # b16: unwritten
+    (GROUP_NORM, _group_norm_values((1, 64, 4, 4), 32, F16)),     # SD: unwritten
+    (GROUP_NORM, _group_norm_values((1, 64, 1), 32, F16)),        # N 1, 32 groups, HxW 1
+    (GROUP_NORM, _group_norm_values((1, 4000, 8), 1, F32)),       # C + 1 > 4000: written
+    (GROUP_NORM, _group_norm_values((1, 3999, 8), 1, F32)),       # C + 1 = 4000: unwritten
+    (GROUP_NORM, _group_norm_values((15, 3960, 8), 40, F32)),     # 40 groups a core: 4000
+    (GROUP_NORM, _group_norm_values((16, 3960, 8), 40, F32)),     # 43 a core: written
+    (GROUP_NORM, _group_norm_values((2, 8, 0), 4, F32)),          # empty: the op_api's fill
+    (ADD_LAYER_NORM, _add_layer_norm_values((4, 64), F32)),
+    (ADD_LAYER_NORM, _add_layer_norm_values((2, 3, 16), F16, additional_output=False)),
+]
+
+
+def _ids():
+    return [f"{d.short_name}-{v[0].dtype.name}{list(v[0].shape)}" for d, v in CASES]
+
+
+def _without_predicates(declared):
+    """The declaration with every output written (no ``unwritten``), not registered: its calls
+    hand the caller's tensors to the device, which shows what the emulator writes."""
+    args = []
+    for a in declared.args:
+        if getattr(a, "unwritten", None) is not None:
+            a = acl_py.ops.output(a.name, name=a.py, shape=a.shape, dtype=a.dtype,
+                                  dtypes=a.dtypes, numel_ok=a.numel_ok, when=a.when)
+        args.append(a)
+    return Declared(declared.name, args, check=declared.check, reference=declared.reference,
+                    error_scale=declared.error_scale, register=False)
+
+
+def _written_by_emulator(declared, values):
+    """Per output, whether the emulator changed a sentinel-filled output."""
+    raw = _without_predicates(declared)
+    a = declared.bind(values, np.ndarray)
+    ins = [acl_py.DeviceTensor.from_numpy(v) if isinstance(v, np.ndarray) else v
+           for v in values]
+    outs = [None if o.into is not None else   # written into an input: not a sentinel's
+            acl_py.DeviceTensor.from_numpy(np.full(o.shape(a), SENTINEL, o.dtype(a)))
+            for o in declared.outputs]
+    try:
+        raw.call(tuple(ins), out=tuple(outs))
+        acl_py.synchronize()
+        return tuple(t is None or not np.array_equal(t.to_numpy(), np.full(
+            o.shape(a), SENTINEL, o.dtype(a))) for o, t in zip(declared.outputs, outs))
+    finally:
+        for t in ins + outs:
+            if isinstance(t, acl_py.DeviceTensor):
+                t.close()
+
+
+@pytest.mark.parametrize("declared, values", CASES, ids=_ids())
+def test_predicate_is_the_emulators_rule(declared, values):
+    if not declared.runs_on(SOC):
+        pytest.skip(f"{SOC}: no {declared.short_name} kernel")
+    why = declared.unwritten_outputs(values)
+    written = _written_by_emulator(declared, values)
+    for o, w, reason in zip(declared.outputs, written, why):
+        if values[0].size == 0 and o.py != "out":
+            assert reason is None   # filled by the op_api on every part
+            continue
+        if values[0].size == 0:
+            continue
+        assert w == (reason is None), (o.py, w, reason)
+        if reason is not None and o.py != "x":
+            assert INFERENCE and "Atlas inference parts" in reason and "hicann/ops-nn" in reason
+
+
+def test_the_unwritten_cases_are_unwritten_on_inference_parts():
+    """The shapes above reach both answers of the rule on Ascend310P3 (a rule that always or
+    never answers 'written' would pass the comparison only on one side)."""
+    p310 = Part("Ascend310P3", 2002, 15)
+    answers = [d.unwritten_outputs(v, p310)[1] is None for d, v in CASES]
+    assert answers == [False, False, False, True, True, False, False, False, True, True,
+                       False, False, True, True, False, False]
+    p8 = Part("Ascend310P3", 2002, 8)   # the core count matters: 75 groups a core
+    assert GROUP_NORM.unwritten_outputs(CASES[11][1], p8)[1] is None
+    for p in (Part("Ascend910B2", 2201, 48), Part("Ascend910A", 1001, 32),
+              Part("Ascend950PR_9599", 3510, 64)):
+        assert all(w is None for d, v in CASES[:-1] for w in d.unwritten_outputs(v, p))
+        assert ADD_LAYER_NORM.unwritten_outputs(CASES[-1][1], p)[:3] == (None,) * 3
+        assert "additional_output is False" in ADD_LAYER_NORM.unwritten_outputs(
+            CASES[-1][1], p)[3]
+
+
+def test_part_of_the_device():
+    p = part_of()
+    assert p.name == SOC == acl_py.soc_name() and p.inference == INFERENCE
+    at = acl_py.Device(0).attributes
+    assert p.npu_arch == at.npu_arch and p.cores == at.ai_cores + (at.vector_cores or
+                                                                   at.ai_cores)
+
+
+@pytest.mark.skipif(not INFERENCE, reason="the results of a part that leaves outputs unwritten")
+def test_results_hold_none_and_out_entries_are_left_as_they_were():
+    x1, x2, g, eps = _add_rms_norm_values((4, 64), F32)
+    y, rstd, x = acl_py.add_rms_norm(x1, x2, g, eps)
+    assert rstd is None and y.shape == x.shape == (4, 64)
+    keep = np.full((4, 1), SENTINEL, F32)
+    res = acl_py.add_rms_norm(x1, x2, g, eps, out=(None, keep, None))
+    assert res[1] is None and (keep == SENTINEL).all()
+    with pytest.raises(acl_py.AclTypeError) as ei:   # still checked, as on every part
+        acl_py.add_rms_norm(x1, x2, g, eps, out=(None, np.empty((4, 1), F16), None))
+    assert ei.value.argument == "out[1] (rstd)"
+    X1, X2, G = (acl_py.DeviceTensor.from_numpy(v) for v in (x1, x2, g))
+    R = acl_py.DeviceTensor.from_numpy(keep)
+    with pytest.raises(acl_py.AclArgumentError) as ei:
+        acl_py.add_rms_norm(X1, X2, G, eps, out=(None, acl_py.DeviceTensor.empty((2,), F32),
+                                                 None))
+    assert ei.value.argument == "out[1] (rstd)"
+    Y, Rg, X = acl_py.add_rms_norm(X1, X2, G, eps, out=(None, R, None))
+    acl_py.synchronize()
+    assert Rg is None and (R.to_numpy() == SENTINEL).all()
+    assert np.array_equal(Y.to_numpy(), y)
+    with acl_py.AddRmsNorm(X1, X2, G, eps) as plan, acl_py.Stream() as s:
+        assert plan.rstd is None and plan.outputs[1] is None
+        plan.run(s)
+        s.synchronize()
+        assert np.array_equal(plan.y.to_numpy(), y)
+    a1, a2 = x1.copy(), x2.copy()
+    r1, r_none, r2 = acl_py.inplace_add_rms_norm(a1, a2, g, eps)
+    assert r_none is None and r1 is a1 and np.array_equal(a1, y)
+    gv = _group_norm_values((2, 8, 8, 8), 4, F32)
+    out, mean, rstd = acl_py.group_norm(gv[0], 4, gv[1], gv[2])
+    assert mean is None and rstd is None and out.shape == (2, 8, 8, 8)
+    for t in (X1, X2, G, R, Y, X):
+        t.close()
+
+
+@pytest.mark.no_leak_check  # runs in a child process
+@pytest.mark.parametrize("part", sorted({"Ascend310P3", "Ascend910A", "Ascend950PR_9599"} -
+                                        {SOC}))
+def test_other_parts_in_their_own_process(part):
+    run_on_part(__file__, part, "predicate or unwritten_cases or part_of or results_hold")
+
+
+@pytest.mark.no_leak_check  # runs in a child process
+def test_smoke_passes_on_an_inference_part_naming_what_it_did_not_check(tmp_path):
+    path = tmp_path / "r.json"
+    env = dict(os.environ, ACL_EMU_SOC="Ascend310P3")
+    r = subprocess.run([sys.executable, "-m", "acl_py", "smoke", "--quick", "--json",
+                        str(path)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "AddRmsNorm 3/3 passed" in r.stdout and "PASSED: all" in r.stdout
+    line = next(l for l in r.stdout.splitlines() if l.startswith("not written: AddRmsNorm rstd"))
+    assert "3 cases" in line and "not written on Atlas inference parts" in line
+    assert "not written: GroupNorm mean (1 case: GroupNorm/float32[2,8,8,8]/4" in r.stdout
+    cases = json.loads(path.read_text())["devices"][0]["cases"]
+    add = [c for c in cases if c["operator"] == "AddRmsNorm"]
+    assert len(add) == 3 and all(c["passed"] and list(c["not_written"]) == ["rstd"] and
+                                 [o["name"] for o in c["outputs"]] == ["y", "x"] for c in add)
+    gn = {c["name"]: c for c in cases if c["operator"] == "GroupNorm"}
+    assert all(c["passed"] for c in gn.values())
+    assert sorted(gn["GroupNorm/float32[2,8,8,8]/4"]["not_written"]) == ["mean", "rstd"]
+    assert sum(bool(c["not_written"]) for c in gn.values()) == 1
+
+
+def test_a_test_declaration_with_an_unwritten_output_runs_through_the_smoke(monkeypatch,
+                                                                              tmp_path):
+    """RmsNorm declared again with rstd 'not written' on every part: its result holds None,
+    its smoke case passes on y alone and the report says why, with no smoke change."""
+    args = [acl_py.ops.output("rstdOut", shape=a.shape, dtype=a.dtype,
+                              unwritten=lambda a, part: f"a test's rule on {part.name}")
+            if a.py == "rstd" else a for a in RMS_NORM.args]
+    twin = Declared("aclnnRmsNorm", args, check=RMS_NORM.check, reference=RMS_NORM.reference,
+                    error_scale=RMS_NORM.error_scale, smoke_cases=RMS_NORM.smoke_cases[:1],
+                    register=False)
+    x = np.linspace(-2, 2, 64, dtype=np.float32).reshape(4, 16)
+    g = np.ones(16, np.float32)
+    y, rstd = twin.call((x, g, 1e-6))
+    assert rstd is None
+    assert twin.check_outputs((x, g, 1e-6), (y, None)) == (
+        twin.check_outputs((x, g, 1e-6), (y, None))[0],
+        OutputNotWritten("rstd", f"a test's rule on {SOC}"))
+    assert twin.run_smoke_case(twin.smoke_cases[0])[1] is None
+    monkeypatch.setitem(DECLARED, "RmsNormUnwritten", twin)
+    path = tmp_path / "r.json"
+    out, err = io.StringIO(), io.StringIO()
+    status = smoke.main(["--quick", "--json", str(path)], out=out, err=err)
+    assert status == 0, out.getvalue() + err.getvalue()
+    assert "RmsNormUnwritten 1/1 passed" in out.getvalue()
+    assert (f"not written: RmsNormUnwritten rstd (1 case: "
+            f"RmsNormUnwritten/{RMS_NORM.smoke_cases[0][0].replace(' ', '')}; not checked): a test's rule on "
+            f"{SOC}") in out.getvalue()
+    case = next(c for c in json.loads(path.read_text())["devices"][0]["cases"]
+                if c["operator"] == "RmsNormUnwritten")
+    assert case["not_written"] == {"rstd": f"a test's rule on {SOC}"}
+    assert [o["name"] for o in case["outputs"]] == ["y"]
