@@ -249,6 +249,27 @@ def _wait_pending(st):
         tl.wait_if_open()
 
 
+def _fill(st, offset, value, count, stream, sync_call, async_call):
+    """Fills ``count`` units (bytes or words: the call's) of allocation ``st`` from ``offset``
+    with ``value`` through the runtime's ``sync_call``, after the allocation's pending stream
+    work, or ``async_call`` queued on ``stream`` (and recorded as a use of ``st``). Both take
+    (dst, bytes left from dst, value, count)."""
+    if stream is None:
+        _wait_pending(st)
+        _device.activate(st.device)
+        r = getattr(_rt.lib, sync_call)(st.ptr + offset, st.nbytes - offset, value, count)
+        if r:
+            raise make_error(r, sync_call)
+        return
+    tl = _stream.state_for(stream, st.device)
+    _device.activate(st.device)
+    r = tl.enqueue(getattr(_rt.lib, async_call), st.ptr + offset, st.nbytes - offset, value,
+                   count)
+    if r:
+        raise make_error(r, async_call)
+    _record(tl, st)
+
+
 def _record(tl, *allocs):
     """Records that a submission just enqueued on ``tl`` (``StreamState.enqueue``, which
     numbered it) uses ``allocs``; returns a number at least its own. Each record is the
@@ -636,22 +657,8 @@ class DeviceBuffer(_Buffer):
         offset = _check_range(offset, 0, st.nbytes, "offset")
         n = st.nbytes - offset if nbytes is None else as_size(nbytes, "nbytes")
         _check_range(offset, n, st.nbytes, "nbytes")
-        if n == 0:
-            return
-        if stream is None:
-            _wait_pending(st)
-            _device.activate(st.device)
-            r = _rt.lib.aclrtMemset(st.ptr + offset, st.nbytes - offset, value, n)
-            if r:
-                raise make_error(r, "aclrtMemset")
-            return
-        tl = _stream.state_for(stream, st.device)
-        _device.activate(st.device)
-        r = tl.enqueue(_rt.lib.aclrtMemsetAsync, st.ptr + offset, st.nbytes - offset, value,
-                       n)
-        if r:
-            raise make_error(r, "aclrtMemsetAsync")
-        _record(tl, st)
+        if n:
+            _fill(st, offset, value, n, stream, "aclrtMemset", "aclrtMemsetAsync")
 
     def memset32(self, value: int, count: int | None = None, *,
                  stream: Stream | None = None, offset: int = 0) -> None:
@@ -668,22 +675,8 @@ class DeviceBuffer(_Buffer):
                                              f"{offset}")
         n = (st.nbytes - offset) // 4 if count is None else as_size(count, "count")
         _check_range(offset, 4 * n, st.nbytes, "count")
-        if n == 0:
-            return
-        if stream is None:
-            _wait_pending(st)
-            _device.activate(st.device)
-            r = _rt.lib.aclrtMemsetD32(st.ptr + offset, st.nbytes - offset, value, n)
-            if r:
-                raise make_error(r, "aclrtMemsetD32")
-            return
-        tl = _stream.state_for(stream, st.device)
-        _device.activate(st.device)
-        r = tl.enqueue(_rt.lib.aclrtMemsetD32Async, st.ptr + offset, st.nbytes - offset,
-                       value, n)
-        if r:
-            raise make_error(r, "aclrtMemsetD32Async")
-        _record(tl, st)
+        if n:
+            _fill(st, offset, value, n, stream, "aclrtMemsetD32", "aclrtMemsetD32Async")
 
 
 # Host allocations released (closed or collected) while NumPy views of them exist: freed by
