@@ -59,7 +59,7 @@ from __future__ import annotations
 import math
 import re
 from collections import namedtuple
-from typing import Callable
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -75,6 +75,11 @@ from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator
 __all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "integer", "flag",
            "Declared", "Plan", "Part", "part_of", "DECLARED", "OutputError", "OutputNotWritten",
            "FLOATS", "REQUIRED"]
+
+# What operator functions take and give: NumPy arrays or DeviceTensors, one kind a call
+# (the same kind out as in), and their out= sequences.
+Operand = Union[np.ndarray, DeviceTensor]
+OutArg = Optional[Sequence[Optional[Operand]]]
 
 REQUIRED = object()   # default of a parameter the caller must give
 IN, OUT = "in", "out"

@@ -15,13 +15,13 @@ on the Atlas training parts, which have no kernel for it, it raises
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union, overload
+from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 
 import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import Declared, Plan, double, flag, output, tensor
+from ._declare import Declared, Operand, OutArg, Plan, double, flag, output, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_layer_norm", "AddLayerNorm", "ADD_LAYER_NORM"]
 
-# Operator functions take NumPy arrays or DeviceTensors (one kind a call) and give the same kind.
-Operand = Union[np.ndarray, "DeviceTensor"]
-OutArg = Optional[Sequence[Optional[Operand]]]
 
 _F32 = np.dtype(np.float32)
 

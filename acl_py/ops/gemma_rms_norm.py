@@ -12,12 +12,12 @@ there).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union, overload
+from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 
 import numpy as np
 
 from .. import reference
-from ._declare import Declared, Plan, double, output, tensor
+from ._declare import Declared, Operand, OutArg, Plan, double, output, tensor
 from .rms_norm import rms_norm_check, rstd_dtype, rstd_shape, smoke_case
 
 if TYPE_CHECKING:
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["gemma_rms_norm", "GemmaRmsNorm", "GEMMA_RMS_NORM"]
 
-Operand = Union[np.ndarray, "DeviceTensor"]
-OutArg = Optional[Sequence[Optional[Operand]]]
 
 
 def gemma_rms_norm_check(a):

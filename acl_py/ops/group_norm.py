@@ -18,8 +18,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Plan, double, integer, output, tensor
-from .rms_norm import Operand, OutArg
+from ._declare import Declared, Operand, OutArg, Plan, double, integer, output, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream

@@ -19,13 +19,13 @@ every part AddRmsNorm has one on (none on the Atlas training parts:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union, overload
+from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 
 import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Plan, double, output, tensor
+from ._declare import Declared, Operand, OutArg, Plan, double, output, tensor
 from .add_rms_norm import add_rms_norm_check, has_kernel, rstd_shape, rstd_unwritten, smoke_case
 from .rms_norm import rstd_dtype
 
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["inplace_add_rms_norm", "InplaceAddRmsNorm", "INPLACE_ADD_RMS_NORM"]
 
-Operand = Union[np.ndarray, "DeviceTensor"]
-OutArg = Optional[Sequence[Optional[Operand]]]
 
 
 def inplace_add_rms_norm_check(a):

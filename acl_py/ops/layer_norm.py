@@ -12,13 +12,13 @@ phase one's.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union, overload
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, overload
 
 import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import FLOATS, Declared, Plan, double, int_array, output, tensor
+from ._declare import FLOATS, Declared, Operand, OutArg, Plan, double, int_array, output, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -26,9 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM"]
 
-# Operator functions take NumPy arrays or DeviceTensors (one kind a call) and give the same kind.
-Operand = Union[np.ndarray, "DeviceTensor"]
-OutArg = Optional[Sequence[Optional[Operand]]]
 
 
 def normalized_split(a):

@@ -24,8 +24,9 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import FLOATS, Declared, Plan, bool_array, int_array, output, tensor
-from .layer_norm import Operand, OutArg, normalized_split
+from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, bool_array, int_array, output,
+                       tensor)
+from .layer_norm import normalized_split
 
 if TYPE_CHECKING:
     from ..stream import Stream

@@ -10,13 +10,13 @@ inference and training parts) are phase one's.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union, overload
+from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 
 import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Plan, double, output, tensor
+from ._declare import Declared, Operand, OutArg, Plan, double, output, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -24,9 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["rms_norm", "RmsNorm", "RMS_NORM"]
 
-# Operator functions take NumPy arrays or DeviceTensors (one kind a call) and give the same kind.
-Operand = Union[np.ndarray, "DeviceTensor"]
-OutArg = Optional[Sequence[Optional[Operand]]]
 
 
 def rms_norm_check(a, empty_gamma_ok=False):

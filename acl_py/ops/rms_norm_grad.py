@@ -22,8 +22,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Plan, output, tensor
-from .rms_norm import Operand, OutArg
+from ._declare import Declared, Operand, OutArg, Plan, output, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
