@@ -318,6 +318,15 @@ ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t 
                                          size_t count);
 ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value,
                                               size_t count, aclrtStream stream);
+/* A matrix of height rows of width bytes, the rows spitch bytes apart in src and dpitch
+ * bytes apart in dst (width <= both pitches). The synchronous form copies host-to-device or
+ * device-to-host; the asynchronous one device-to-device too (on the parts that support it). */
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src,
+                                           size_t spitch, size_t width, size_t height,
+                                           aclrtMemcpyKind kind);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src,
+                                                size_t spitch, size_t width, size_t height,
+                                                aclrtMemcpyKind kind, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
 
 /* Where memory is: aclrtPointerGetAttributes. */
@@ -352,14 +361,14 @@ typedef struct aclrtMemUsageInfo {
  * registered; id 0) or other host memory (UNREGISTERED), and its page size in bytes. */
 ACL_FUNC_VISIBILITY aclError aclrtPointerGetAttributes(const void *ptr,
                                                        aclrtPtrAttributes *attributes);
-/* Device memory per module on deviceId, the largest first: up to inputNum entries into
- * memUsageInfo, *outputNum of them filled (modules using none are left out). Needs a current
- * device. */
 /* N 32-bit words of value at ptr (4-byte aligned; N * 4 <= memSize): aclrtMalloc or
  * aclrtMallocHost memory. Host memory is set at once, even by the Async form. */
 ACL_FUNC_VISIBILITY aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N);
 ACL_FUNC_VISIBILITY aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value,
                                                  size_t N, aclrtStream stream);
+/* Device memory per module on deviceId, the largest first: up to inputNum entries into
+ * memUsageInfo, *outputNum of them filled (modules using none are left out). Needs a current
+ * device. */
 ACL_FUNC_VISIBILITY aclError aclrtGetMemUsageInfo(int32_t deviceId,
                                                   aclrtMemUsageInfo *memUsageInfo,
                                                   size_t inputNum, size_t *outputNum);

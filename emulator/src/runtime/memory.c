@@ -53,8 +53,10 @@ static _Atomic int64_t g_n_dev, g_n_host, g_dev_bytes;
 static const char *kind_name(int kind) {
     static const char *names[] = {"ACL_MEMCPY_HOST_TO_HOST", "ACL_MEMCPY_HOST_TO_DEVICE",
                                   "ACL_MEMCPY_DEVICE_TO_HOST", "ACL_MEMCPY_DEVICE_TO_DEVICE",
-                                  "ACL_MEMCPY_DEFAULT", "ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE"};
-    return kind >= 0 && kind <= 5 ? names[kind] : "?";
+                                  "ACL_MEMCPY_DEFAULT", "ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE",
+                                  "ACL_MEMCPY_INNER_DEVICE_TO_DEVICE",
+                                  "ACL_MEMCPY_INTER_DEVICE_TO_DEVICE"};
+    return kind >= 0 && kind <= 7 ? names[kind] : "no aclrtMemcpyKind value";
 }
 
 /* ---- sorted arrays ------------------------------------------------------------------- */
@@ -555,6 +557,37 @@ static aclError check_named_device(const char *fn, const char *arg, const void *
                   kind_name(kind));
 }
 
+/* An asynchronous copy settled as device-to-device (k) with pageable memory on a side: the
+ * runtime lets it through (for device buffers its driver reports as host memory,
+ * JudgeIsInvolvePageableMemory) and queues a device-to-device task on a host address;
+ * refused here. */
+static aclError check_queued_d2d(const char *fn, int k, const void *dst, const void *src,
+                                 mem_loc ld, mem_loc ls) {
+    if (k != ACL_MEMCPY_DEVICE_TO_DEVICE || (ls != LOC_PAGEABLE && ld != LOC_PAGEABLE))
+        return ACL_SUCCESS;
+    return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                  "kind ACL_MEMCPY_DEVICE_TO_DEVICE with %s %p, %s: a device-to-device task "
+                  "cannot read or write pageable host memory", ls == LOC_PAGEABLE ? "src"
+                  : "dst", ls == LOC_PAGEABLE ? src : dst, loc_name(LOC_PAGEABLE));
+}
+
+/* Between two devices (blk: dst's and src's blocks): peer access enabled between them, one
+ * way or the other. The vendor's runtime leaves the check to the driver, and its docs
+ * disagree on the way: the data-copy guide enables it on the destination for the source
+ * (hicann/runtime docs/zh/dev_guide/02-01_data_copy.md), the API reference calls (current 0,
+ * peer 1) the "0 to 1" way (docs/zh/api_ref/04_device_management.md). Either is taken. */
+static aclError check_peer(const char *fn, mem_loc ld, mem_loc ls, rt_alloc *blk[2]) {
+    if (ld != LOC_DEVICE || ls != LOC_DEVICE || blk[0]->device == blk[1]->device ||
+        rt_peer_enabled(blk[0]->device, blk[1]->device) ||
+        rt_peer_enabled(blk[1]->device, blk[0]->device))
+        return ACL_SUCCESS;
+    return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                  "dst is on device %d and src on device %d: a copy between devices needs "
+                  "peer access between them (aclrtSetDevice(%d); "
+                  "aclrtDeviceEnablePeerAccess(%d, 0)), which is not enabled",
+                  blk[0]->device, blk[1]->device, blk[0]->device, blk[1]->device);
+}
+
 /* Validates a copy and returns the blocks it touches (g_mem read-locked). count > 0.
  * Synchronous: the direction comes from the addresses, not from the kind (the API reference
  * calls aclrtMemcpy's kind a reserved parameter, the direction judged by the addresses:
@@ -602,35 +635,15 @@ static aclError check_copy(const char *fn, void *dst, const void *src, size_t co
         *path = COPY_NOOP;
         return ACL_SUCCESS;
     }
-    /* The runtime lets ACL_MEMCPY_DEVICE_TO_DEVICE through with pageable memory on a side (for
-     * device buffers its driver reports as host memory, JudgeIsInvolvePageableMemory) and
-     * queues a device-to-device task on a host address. */
-    if (async && k == ACL_MEMCPY_DEVICE_TO_DEVICE && (ls == LOC_PAGEABLE || ld == LOC_PAGEABLE))
-        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
-                      "kind ACL_MEMCPY_DEVICE_TO_DEVICE with %s %p, %s: a device-to-device task "
-                      "cannot read or write pageable host memory", ls == LOC_PAGEABLE ? "src"
-                      : "dst", ls == LOC_PAGEABLE ? src : (const void *)dst,
-                      loc_name(LOC_PAGEABLE));
+    aclError rc = async ? check_queued_d2d(fn, k, dst, src, ld, ls) : ACL_SUCCESS;
+    if (rc != ACL_SUCCESS)
+        return rc;
     if (async && *path == COPY_QUEUED && (ls == LOC_PAGEABLE || ld == LOC_PAGEABLE))
         *path = COPY_PAGEABLE;
-    aclError rc = check_side(fn, "dst", d, count, ld == LOC_DEVICE, &blk[0]);
+    rc = check_side(fn, "dst", d, count, ld == LOC_DEVICE, &blk[0]);
     if (rc == ACL_SUCCESS)
         rc = check_side(fn, "src", s, count, ls == LOC_DEVICE, &blk[1]);
-    /* Between two devices: peer access enabled between them, one way or the other. The
-     * vendor's runtime leaves the check to the driver, and its docs disagree on the way:
-     * the data-copy guide enables it on the destination for the source (hicann/runtime
-     * docs/zh/dev_guide/02-01_data_copy.md), the API reference calls (current 0, peer 1) the
-     * "0 to 1" way (docs/zh/api_ref/04_device_management.md). Either is taken. */
-    if (rc == ACL_SUCCESS && ld == LOC_DEVICE && ls == LOC_DEVICE &&
-        blk[0]->device != blk[1]->device &&
-        !rt_peer_enabled(blk[0]->device, blk[1]->device) &&
-        !rt_peer_enabled(blk[1]->device, blk[0]->device))
-        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
-                    "dst is on device %d and src on device %d: a copy between devices needs "
-                    "peer access between them (aclrtSetDevice(%d); "
-                    "aclrtDeviceEnablePeerAccess(%d, 0)), which is not enabled",
-                    blk[0]->device, blk[1]->device, blk[0]->device, blk[1]->device);
-    return rc;
+    return rc == ACL_SUCCESS ? check_peer(fn, ld, ls, blk) : rc;
 }
 
 /* What a memset may set (g_mem read-locked): device memory, or host memory from
@@ -686,7 +699,10 @@ static aclError check_count(const char *fn, bool set, size_t count, size_t max) 
 typedef struct {
     void *dst;
     const void *src; /* NULL: memset */
-    size_t count;    /* bytes */
+    size_t count;    /* bytes (of each row of a 2D copy) */
+    size_t rows;     /* a 2D copy's rows, dpitch and spitch bytes apart; 0 or 1: one */
+    size_t dpitch, spitch;
+    int kind;        /* a copy's aclrtMemcpyKind: as given, or as settled (2D copies) */
     int value;
     bool words;      /* a memset of 32-bit words (aclrtMemsetD32*): value's bits, count / 4 */
     rt_alloc *blk[2];
@@ -701,9 +717,12 @@ static void fill_words(void *dst, uint32_t word, size_t n) {
 
 static void copy_run(void *arg) {
     copy_task *t = arg;
-    if (t->src != NULL)
-        rt_copy_bytes(t->dst, t->src, t->count);
-    else if (t->words)
+    if (t->src != NULL) {
+        size_t rows = t->rows > 1 ? t->rows : 1;
+        for (size_t r = 0; r < rows; r++)
+            rt_copy_bytes((char *)t->dst + r * t->dpitch, (const char *)t->src + r * t->spitch,
+                          t->count);
+    } else if (t->words)
         fill_words(t->dst, (uint32_t)t->value, t->count / 4);
     else
         memset(t->dst, t->value, t->count);
@@ -732,69 +751,34 @@ static aclError stage_source(const char *fn, copy_task *t) {
     return ACL_SUCCESS;
 }
 
-/* aclrtMemcpy, aclrtMemcpyAsync, aclrtMemset and aclrtMemsetAsync: `op` is the copy (`kind`
- * its aclrtMemcpyKind as given, `max` its destMax) or, `set`, the memset of op.value (`max` its
- * maxCount). In CANN's order (hicann/runtime src/acl/aclrt_impl/memory.cpp, then
- * src/runtime/api/api_c.cc, api_error.cc, api_impl.cc): count 0 is success before any check,
- * of the pointers, the kind and the stream included; the NULL and kind checks; the stream's
- * handle; count against destMax/maxCount (a synchronous memset's is the driver's, after the
- * device); a synchronous copy onto itself is done; the device; then a memset's stream device,
- * the pointers (check_copy, check_memset_target), and a queued copy's stream device. The
- * blocks it touches are validated and pinned under g_mem, so no free can slip in between;
- * they stay pinned, not locked, while the bytes move (a free meanwhile fails). Synchronous:
- * runs now. Asynchronous: queued on `stream`, unpinned when the stream releases the task;
- * with pageable host memory, as the runtime does (api_error.cc MemcpyAsync: StreamSynchronize,
- * then MemCopySync), the stream's queued work is waited for, then the copy is made and the
- * call returns (the API reference: hicann/runtime docs/zh/api_ref/
- * 11-03_memory_copy_and_set.md aclrtMemcpyAsync; docs/zh/dev_guide/02-01_data_copy.md). */
-static aclError transfer(const char *fn, copy_task op, size_t max, int kind, bool set,
-                         bool async, aclrtStream stream) {
-    if (aclemu_fault(fn))
-        return ACL_ERROR_RT_INTERNAL_ERROR;
-    if (op.count == 0)
-        return ACL_SUCCESS;
-    aclError rc = rt_enter(fn);
-    if (rc != ACL_SUCCESS)
-        return rc;
-    int dev;
-    rt_stream *s = NULL;
-    copy_task *t = NULL;
-    copy_path path = COPY_QUEUED;
-    if (!set)
-        rc = check_args(fn, op.dst, op.src, kind);
-    else if (op.dst == NULL)
-        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "devPtr is NULL");
-    if (rc != ACL_SUCCESS || (async && (rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS) ||
-        ((!set || async) && (rc = check_count(fn, set, op.count, max)) != ACL_SUCCESS))
-        goto out;
-    /* A synchronous copy onto itself is done: the runtime returns success before it looks for
-     * a device or at the pointers (hicann/runtime src/runtime/api/impl/api_error.cc
-     * MemCopySync; the asynchronous copy's shortcut comes after the pointers' places). */
-    if (!set && !async && op.dst == op.src)
-        goto out;
-    if ((rc = rt_need_device(fn, &dev)) != ACL_SUCCESS ||
-        (set && !async && (rc = check_count(fn, set, op.count, max)) != ACL_SUCCESS) ||
-        (set && async && (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS))
-        goto out;
-    t = async ? malloc(sizeof *t) : &op;
-    if (t == NULL) {
-        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
-        goto out;
-    }
+/* A call's check of the memory a task touches, made under g_mem (read-locked): sets t->blk to
+ * the blocks it lies in and, for an asynchronous copy, *path to how it is carried out. */
+typedef aclError (*task_check)(const char *fn, copy_task *t, bool async, copy_path *path);
+
+/* The step every copy and memset ends with, its arguments checked: `op` is validated by
+ * `check` and its blocks pinned under g_mem, so no free can slip in between; they stay pinned,
+ * not locked, while the bytes move (a free meanwhile fails). Synchronous: runs now.
+ * Asynchronous, as `check` sets the path: queued on `s` (NULL: `stream` is taken now, its
+ * device checked against `dev`), unpinned when the stream releases the task; done already
+ * (COPY_NOOP); with pageable host memory, the stream's queued work waited for, then run
+ * (COPY_PAGEABLE); or the source staged first (COPY_STAGED). */
+static aclError submit(const char *fn, copy_task op, bool async, aclrtStream stream, int dev,
+                       rt_stream *s, task_check check, copy_path path) {
+    copy_task *t = async ? malloc(sizeof *t) : &op;
+    if (t == NULL)
+        return RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
     if (t != &op)
         *t = op;
     t->blk[0] = t->blk[1] = NULL;
     t->staged = NULL;
     pthread_rwlock_rdlock(&g_mem);
-    if (set)
-        rc = check_memset_target(fn, (uintptr_t)t->dst, t->count, &t->blk[0]);
-    else
-        rc = check_copy(fn, t->dst, t->src, t->count, kind, async, t->blk, &path);
+    aclError rc = check(fn, t, async, &path);
     if (rc == ACL_SUCCESS) {
         pin(t->blk[0]);
         pin(t->blk[1]);
     }
     pthread_rwlock_unlock(&g_mem);
+    rt_stream *taken = NULL;
     if (rc != ACL_SUCCESS) {
         if (async)
             free(t);
@@ -810,11 +794,68 @@ static aclError transfer(const char *fn, copy_task op, size_t max, int kind, boo
         if ((rc = rt_stream_drain(stream, dev, fn)) == ACL_SUCCESS)
             copy_run(t);
         copy_release(t);
-    } else if ((s == NULL && (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS) ||
+    } else if ((s == NULL && (rc = rt_stream_get(stream, dev, fn, &taken)) != ACL_SUCCESS) ||
                (path == COPY_STAGED && (rc = stage_source(fn, t)) != ACL_SUCCESS) ||
-               (rc = rt_stream_push(s, copy_run, copy_release, t, fn)) != ACL_SUCCESS) {
+               (rc = rt_stream_push(s != NULL ? s : taken, copy_run, copy_release, t, fn)) !=
+                   ACL_SUCCESS) {
         copy_release(t);
     }
+    if (taken != NULL)
+        rt_stream_put(taken);
+    return rc;
+}
+
+static aclError check_memset_task(const char *fn, copy_task *t, bool async, copy_path *path) {
+    (void)async;
+    (void)path;
+    return check_memset_target(fn, (uintptr_t)t->dst, t->count, &t->blk[0]);
+}
+
+static aclError check_copy_task(const char *fn, copy_task *t, bool async, copy_path *path) {
+    return check_copy(fn, t->dst, t->src, t->count, t->kind, async, t->blk, path);
+}
+
+/* aclrtMemcpy, aclrtMemcpyAsync, aclrtMemset and aclrtMemsetAsync: `op` is the copy (`max`
+ * its destMax) or, `set`, the memset of op.value (`max` its maxCount). In CANN's order
+ * (hicann/runtime src/acl/aclrt_impl/memory.cpp, then src/runtime/api/api_c.cc,
+ * api_error.cc, api_impl.cc): count 0 is success before any check, of the pointers, the kind
+ * and the stream included; the NULL and kind checks; the stream's handle; count against destMax/maxCount (a synchronous memset's is the driver's, after the
+ * device); a synchronous copy onto itself is done; the device; then a memset's stream device,
+ * the pointers (check_copy, check_memset_target), and a queued copy's stream device; then
+ * submit. With pageable host memory an asynchronous copy is made as the runtime makes it
+ * (api_error.cc MemcpyAsync: StreamSynchronize, then MemCopySync): the stream's queued work
+ * is waited for, then the copy is made and the call returns (the API reference:
+ * hicann/runtime docs/zh/api_ref/11-03_memory_copy_and_set.md aclrtMemcpyAsync;
+ * docs/zh/dev_guide/02-01_data_copy.md). */
+static aclError transfer(const char *fn, copy_task op, size_t max, bool set, bool async,
+                         aclrtStream stream) {
+    if (aclemu_fault(fn))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (op.count == 0)
+        return ACL_SUCCESS;
+    aclError rc = rt_enter(fn);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s = NULL;
+    if (!set)
+        rc = check_args(fn, op.dst, op.src, op.kind);
+    else if (op.dst == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "devPtr is NULL");
+    if (rc != ACL_SUCCESS || (async && (rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS) ||
+        ((!set || async) && (rc = check_count(fn, set, op.count, max)) != ACL_SUCCESS))
+        goto out;
+    /* A synchronous copy onto itself is done: the runtime returns success before it looks for
+     * a device or at the pointers (hicann/runtime src/runtime/api/impl/api_error.cc
+     * MemCopySync; the asynchronous copy's shortcut comes after the pointers' places). */
+    if (!set && !async && op.dst == op.src)
+        goto out;
+    if ((rc = rt_need_device(fn, &dev)) != ACL_SUCCESS ||
+        (set && !async && (rc = check_count(fn, set, op.count, max)) != ACL_SUCCESS) ||
+        (set && async && (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS))
+        goto out;
+    rc = submit(fn, op, async, stream, dev, s, set ? check_memset_task : check_copy_task,
+                COPY_QUEUED);
 out:
     if (s != NULL)
         rt_stream_put(s);
@@ -824,25 +865,25 @@ out:
 
 aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
                      aclrtMemcpyKind kind) {
-    return transfer(__func__, (copy_task){.dst = dst, .src = src, .count = count}, destMax,
-                    (int)kind, false, false, NULL);
+    return transfer(__func__, (copy_task){.dst = dst, .src = src, .count = count,
+                                          .kind = (int)kind}, destMax, false, false, NULL);
 }
 
 aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
                           aclrtMemcpyKind kind, aclrtStream stream) {
-    return transfer(__func__, (copy_task){.dst = dst, .src = src, .count = count}, destMax,
-                    (int)kind, false, true, stream);
+    return transfer(__func__, (copy_task){.dst = dst, .src = src, .count = count,
+                                          .kind = (int)kind}, destMax, false, true, stream);
 }
 
 aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
     return transfer(__func__, (copy_task){.dst = devPtr, .count = count, .value = value},
-                    maxCount, 0, true, false, NULL);
+                    maxCount, true, false, NULL);
 }
 
 aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
                           aclrtStream stream) {
     return transfer(__func__, (copy_task){.dst = devPtr, .count = count, .value = value},
-                    maxCount, 0, true, true, stream);
+                    maxCount, true, true, stream);
 }
 
 /* aclrtMemsetD32 and aclrtMemsetD32Async: N 32-bit words of value at ptr. In CANN's order
@@ -869,7 +910,6 @@ static aclError memset_words(const char *fn, void *ptr, size_t memSize, uint32_t
         return rc;
     int dev;
     rt_stream *s = NULL;
-    copy_task *t = NULL;
     aclrtPtrAttributes where;
     if (ptr == NULL) {
         rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, fn, "ptr is NULL");
@@ -902,28 +942,8 @@ static aclError memset_words(const char *fn, void *ptr, size_t memSize, uint32_t
     }
     if (async && (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS)
         goto out;
-    copy_task op = {.dst = ptr, .count = N * 4, .value = (int)value, .words = true};
-    t = async ? malloc(sizeof *t) : &op;
-    if (t == NULL) {
-        rc = RT_ERR(ACL_ERROR_RT_INTERNAL_ERROR, fn, "out of host memory");
-        goto out;
-    }
-    if (t != &op)
-        *t = op;
-    pthread_rwlock_rdlock(&g_mem);
-    rc = check_memset_target(fn, (uintptr_t)ptr, N * 4, &t->blk[0]);
-    if (rc == ACL_SUCCESS)
-        pin(t->blk[0]);
-    pthread_rwlock_unlock(&g_mem);
-    if (rc != ACL_SUCCESS) {
-        if (async)
-            free(t);
-    } else if (!async) {
-        copy_run(t);
-        unpin(t->blk[0]);
-    } else if ((rc = rt_stream_push(s, copy_run, copy_release, t, fn)) != ACL_SUCCESS) {
-        copy_release(t);
-    }
+    rc = submit(fn, (copy_task){.dst = ptr, .count = N * 4, .value = (int)value, .words = true},
+                async, stream, dev, s, check_memset_task, COPY_QUEUED);
 out:
     if (s != NULL)
         rt_stream_put(s);
@@ -938,6 +958,180 @@ aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N) {
 aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value, size_t N,
                              aclrtStream stream) {
     return memset_words(__func__, ptr, memSize, value, N, true, stream);
+}
+
+/* aclrtMemcpy2d and aclrtMemcpy2dAsync: op.rows rows of op.count (width) bytes, op.spitch
+ * bytes apart at src, op.dpitch apart at dst. In CANN's order (hicann/runtime
+ * src/acl/aclrt_impl/memory.cpp CheckMemcpy2dParam; src/runtime/api/api_c.cc rtMemcpy2d*;
+ * api/impl/api_error.cc MemCopy2DCheckParam, MemCopy2DSync, MemCopy2DAsync; api_impl.cc):
+ * width or height 0 is success before anything; NULL dst, NULL src, width above either pitch,
+ * a kind other than HOST_TO_DEVICE, DEVICE_TO_HOST, DEVICE_TO_DEVICE, DEFAULT: 100000 (the
+ * ACL layer). Then the runtime: the stream's handle (107017) and a NULL stream (null_stream_2d);
+ * height above 5242880 rows, width above 5000000 bytes (RT_MAX_MEMCPY2D_*: 107000); the
+ * synchronous copy's DEVICE_TO_DEVICE kind 207000; a current device (107002: the locations are
+ * asked in its context); the kind settled from where the pointers lie (settle_2d); a queued
+ * copy's stream of another device (107003); then what the driver's copy touches
+ * (check_2d_task: every row inside one live block, peer access between devices: 107000). */
+#define MEMCPY2D_MAX_HEIGHT ((size_t)5242880)
+#define MEMCPY2D_MAX_WIDTH ((size_t)5000000)
+
+/* aclrtMemcpy2dAsync's NULL stream: the runtime takes the current device's default stream for
+ * it only on the parts whose devices control their streams' queues (RT_FEATURE_DEVICE_CTRL_SQ:
+ * src/runtime/config/910_B_93 and 950 dev_info_reg.cc; core/src/runtime.cc GetCurStream), and
+ * only with a current device; otherwise it stays NULL and MemCopy2DAsync refuses it, 107000. */
+static aclError null_stream_2d(const char *fn) {
+    const aclemu_soc *soc = aclemu_soc_info(fn);
+    if (soc != NULL && soc->npu_arch != 2201 && soc->npu_arch != 3510)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "stream is NULL: on the %s (%s) the runtime takes no default stream for "
+                      "this call; pass a stream", soc->series, soc->name);
+    if (rt_current_device() < 0)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "stream is NULL and the thread has no current device whose default "
+                      "stream it would be (aclrtSetDevice first, or pass a stream)");
+    return ACL_SUCCESS;
+}
+
+/* The 2D copy's direction, settled as the runtime settles it (MemcpyKindAutoCorrect, as for
+ * aclrtMemcpyAsync: async_kind), into t->kind: 107000 for a kind the pair of places does not
+ * take, and for a settled direction the call does not copy (synchronous: host-to-device and
+ * device-to-host only, MemCopy2DSync; asynchronous: device-to-device too, MemCopy2DAsync).
+ * Device-to-device with pageable memory: check_queued_d2d. On the Atlas training and
+ * inference series an asynchronous device-to-device copy is 100000 (the API reference:
+ * docs/zh/api_ref/11-03_memory_copy_and_set.md aclrtMemcpy2dAsync, Atlas A2/A3 and Ascend 950
+ * only; the driver that would refuse it is not in the sources). A side the settled direction
+ * calls device memory that is pageable host memory: 107000 (check_named_device; the driver is
+ * handed that direction). Pageable memory on a side makes an asynchronous copy synchronous
+ * (MemCopy2DAsync: StreamSynchronize, then MemCopy2DSync). */
+static aclError settle_2d(const char *fn, copy_task *t, bool async, copy_path *path) {
+    pthread_rwlock_rdlock(&g_mem);
+    mem_loc ld = locate((uintptr_t)t->dst), ls = locate((uintptr_t)t->src);
+    pthread_rwlock_unlock(&g_mem);
+    int k = async_kind(ls, ld, t->kind);
+    if (k < 0)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "kind %s does not copy from src %p, %s, to dst %p, %s",
+                      kind_name(t->kind), t->src, loc_name(ls), t->dst, loc_name(ld));
+    if (k == ACL_MEMCPY_HOST_TO_HOST || (!async && k == ACL_MEMCPY_DEVICE_TO_DEVICE))
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "src %p is %s and dst %p is %s: a %s copy (kind %s), but this call "
+                      "copies only host-to-device%s or device-to-host", t->src, loc_name(ls),
+                      t->dst, loc_name(ld), k == ACL_MEMCPY_HOST_TO_HOST ? "host-to-host"
+                      : "device-to-device", kind_name(t->kind),
+                      async ? ", device-to-device" : "");
+    aclError rc = async ? check_queued_d2d(fn, k, t->dst, t->src, ld, ls) : ACL_SUCCESS;
+    if (rc != ACL_SUCCESS)
+        return rc;
+    const aclemu_soc *soc = aclemu_soc_info(fn);
+    if (k == ACL_MEMCPY_DEVICE_TO_DEVICE && soc != NULL && soc->npu_arch != 2201 &&
+        soc->npu_arch != 3510)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn,
+                      "src %p and dst %p are device memory: a device-to-device 2D copy, which "
+                      "the %s (%s) do not support (Atlas A2/A3 and Ascend 950 only)", t->src,
+                      t->dst, soc->series, soc->name);
+    bool to_dev = k != ACL_MEMCPY_DEVICE_TO_HOST, from_dev = k != ACL_MEMCPY_HOST_TO_DEVICE;
+    if ((rc = check_named_device(fn, "dst", t->dst, k, to_dev, ld)) != ACL_SUCCESS ||
+        (rc = check_named_device(fn, "src", t->src, k, from_dev, ls)) != ACL_SUCCESS)
+        return rc;
+    if (async && (ls == LOC_PAGEABLE || ld == LOC_PAGEABLE))
+        *path = COPY_PAGEABLE;
+    t->kind = k;
+    return ACL_SUCCESS;
+}
+
+/* The bytes from a side's first row to the end of its last: (rows - 1) * pitch + width,
+ * SIZE_MAX when that overflows (no block or host range holds it). rows >= 1. */
+static size_t extent_2d(size_t pitch, size_t width, size_t rows) {
+    if (rows > 1 && pitch > (SIZE_MAX - width) / (rows - 1))
+        return SIZE_MAX;
+    return (rows - 1) * pitch + width;
+}
+
+/* What the driver's 2D copy touches (g_mem read-locked; the direction settled): each side's
+ * rows inside one live block (device memory, or an aclrtMallocHost block it starts in), and
+ * peer access between two devices. */
+static aclError check_2d_task(const char *fn, copy_task *t, bool async, copy_path *path) {
+    (void)async;
+    (void)path;
+    uintptr_t d = (uintptr_t)t->dst, s = (uintptr_t)t->src;
+    mem_loc ld = locate(d), ls = locate(s);
+    aclError rc = check_side(fn, "dst", d, extent_2d(t->dpitch, t->count, t->rows),
+                             ld == LOC_DEVICE, &t->blk[0]);
+    if (rc == ACL_SUCCESS)
+        rc = check_side(fn, "src", s, extent_2d(t->spitch, t->count, t->rows),
+                        ls == LOC_DEVICE, &t->blk[1]);
+    return rc == ACL_SUCCESS ? check_peer(fn, ld, ls, t->blk) : rc;
+}
+
+static aclError copy_2d(const char *fn, copy_task op, bool async, aclrtStream stream) {
+    if (aclemu_fault(fn))
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    if (op.count == 0 || op.rows == 0)
+        return ACL_SUCCESS;
+    aclError rc = rt_enter(fn);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    rt_stream *s = NULL;
+    copy_path path = COPY_QUEUED;
+    if (op.dst == NULL)
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, fn, "dst is NULL");
+    else if (op.src == NULL)
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, fn, "src is NULL");
+    else if (op.count > op.spitch || op.count > op.dpitch)
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, fn,
+                           "width (%zu bytes) exceeds %s (%zu): a row must fit in the pitch "
+                           "of both sides (spitch %zu, dpitch %zu)", op.count,
+                           op.count > op.spitch ? "spitch" : "dpitch",
+                           op.count > op.spitch ? op.spitch : op.dpitch, op.spitch, op.dpitch);
+    else if (op.kind != ACL_MEMCPY_HOST_TO_DEVICE && op.kind != ACL_MEMCPY_DEVICE_TO_HOST &&
+             op.kind != ACL_MEMCPY_DEVICE_TO_DEVICE && op.kind != ACL_MEMCPY_DEFAULT)
+        rc = ACL_LAYER_ERR(ACL_ERROR_INVALID_PARAM, fn,
+                           "kind %d (%s) is not one this call takes (ACL_MEMCPY_HOST_TO_DEVICE, "
+                           "ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_DEVICE_TO_DEVICE or "
+                           "ACL_MEMCPY_DEFAULT)", op.kind, kind_name(op.kind));
+    else if (async && ((rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS ||
+                       (stream == NULL && (rc = null_stream_2d(fn)) != ACL_SUCCESS)))
+        ;
+    else if (op.rows > MEMCPY2D_MAX_HEIGHT)
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                    "height (%zu rows) exceeds the runtime's maximum, %zu", op.rows,
+                    MEMCPY2D_MAX_HEIGHT);
+    else if (op.count > MEMCPY2D_MAX_WIDTH)
+        rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                    "width (%zu bytes) exceeds the runtime's maximum, %zu", op.count,
+                    MEMCPY2D_MAX_WIDTH);
+    else if (!async && op.kind == ACL_MEMCPY_DEVICE_TO_DEVICE)
+        rc = RT_ERR(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, fn,
+                    "kind ACL_MEMCPY_DEVICE_TO_DEVICE is not supported: the synchronous 2D "
+                    "copy is host-to-device or device-to-host (aclrtMemcpy2dAsync copies "
+                    "device-to-device)");
+    else if ((rc = rt_need_device(fn, &dev)) != ACL_SUCCESS ||
+             (rc = settle_2d(fn, &op, async, &path)) != ACL_SUCCESS ||
+             (async && path == COPY_QUEUED &&
+              (rc = rt_stream_get(stream, dev, fn, &s)) != ACL_SUCCESS))
+        ;
+    else
+        rc = submit(fn, op, async, stream, dev, s, check_2d_task, path);
+    if (s != NULL)
+        rt_stream_put(s);
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                       size_t height, aclrtMemcpyKind kind) {
+    return copy_2d(__func__, (copy_task){.dst = dst, .src = src, .count = width, .rows = height,
+                                         .dpitch = dpitch, .spitch = spitch, .kind = (int)kind},
+                   false, NULL);
+}
+
+aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                            size_t width, size_t height, aclrtMemcpyKind kind,
+                            aclrtStream stream) {
+    return copy_2d(__func__, (copy_task){.dst = dst, .src = src, .count = width, .rows = height,
+                                         .dpitch = dpitch, .spitch = spitch, .kind = (int)kind},
+                   true, stream);
 }
 
 /* ---- info ------------------------------------------------------------------------------ */
