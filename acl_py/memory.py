@@ -227,12 +227,54 @@ def _host_dest(obj, argument):
 
 
 def _copy_back(job):
-    """Deferred part of a staged device-to-host copy: staging -> the user's buffer."""
-    staging, dst, n, _keep = job
+    """Deferred part of a staged device-to-host copy: staging -> the user's buffer, ``height``
+    rows of ``width`` bytes ``pitch`` apart in both (a plain copy: one row)."""
+    staging, dst, width, height, pitch, _keep = job
     try:
-        ffi.memmove(dst, staging.allocation.ptr, n)
+        _copy_rows(dst, staging.allocation.ptr, width, height, pitch)
     finally:
         staging.close()
+
+
+def _copy_rows(dst, src, width, height, pitch):
+    """Host memory to host memory: ``height`` rows of ``width`` bytes, ``pitch`` apart at both
+    addresses; the bytes between the rows are left as they are."""
+    if height == 1 or pitch == width:
+        ffi.memmove(dst, src, _extent(width, height, pitch))
+        return
+    import numpy as np
+    n = _extent(width, height, pitch)
+
+    def rows(p):
+        flat = np.frombuffer(ffi.buffer(p, n), dtype=np.uint8)
+        return np.lib.stride_tricks.as_strided(flat, (height, width), (pitch, 1))
+    rows(dst)[...] = rows(src)
+
+
+def _extent(width, height, pitch):
+    """The bytes from a matrix's first row to the end of its last (0 for an empty one)."""
+    return 0 if width == 0 or height == 0 else (height - 1) * pitch + width
+
+
+def _check_rows(offset, width, height, pitch, nbytes, what):
+    """AclArgumentError naming ``what`` unless the matrix of ``height`` rows of ``width`` bytes
+    ``pitch`` apart from ``offset`` lies in ``nbytes``."""
+    n = _extent(width, height, pitch)
+    if offset + n > nbytes:
+        raise AclArgumentError(what, f"{height} rows of {width} bytes, {pitch} bytes apart, "
+                               f"take {size_text(n)} from offset {offset}: more than the "
+                               f"buffer's {size_text(nbytes)}")
+
+
+def _pitch(pitch, width, argument):
+    """A row pitch: ``width`` by default (rows back to back), never less than it."""
+    if pitch is None:
+        return width
+    pitch = as_size(pitch, argument)
+    if pitch < width:
+        raise AclArgumentError(argument, f"{pitch} bytes is less than the width ({width} "
+                               f"bytes): each row must fit in its pitch")
+    return pitch
 
 
 def _check_range(offset, count, nbytes, what):
@@ -268,6 +310,80 @@ def _fill(st, offset, value, count, stream, sync_call, async_call):
     if r:
         raise make_error(r, async_call)
     _record(tl, st)
+
+
+def _copy_now(st, hst, call, *args):
+    """A synchronous copy between allocation ``st`` and host memory (``hst``: its HostBuffer's
+    allocation, or None) by the runtime's ``call``, after the streams with pending work on
+    either: an asynchronous copy may still be reading or writing them."""
+    _wait_pending(st)
+    if hst is not None:
+        _wait_pending(hst)
+    _device.activate(st.device)
+    r = getattr(_rt.lib, call)(*args)
+    if r:
+        raise make_error(r, call)
+
+
+def _upload(st, sst, p, n, hst, call, submit):
+    """Queues on ``sst`` a copy from host memory into allocation ``st``: ``submit(src)``
+    enqueues the runtime's ``call`` reading from ``src`` and returns its status. A HostBuffer
+    (``hst``: its allocation) is read by the device directly; other memory, the ``n`` bytes
+    at ``p``, is first copied into a pinned staging buffer, released in stream order, so it
+    may be reused once this returns (from pageable memory the runtime would wait for the
+    stream instead of queuing). Both sides are recorded as used by the copy."""
+    staging = None
+    if hst is None:
+        staging = HostBuffer(n, st.device)
+        hst = staging.allocation
+        ffi.memmove(hst.ptr, p, n)
+        p = hst.ptr
+    try:
+        _device.activate(st.device)
+        r = submit(p)
+        if r:
+            raise make_error(r, call)
+        _record(sst, st, hst)
+    except Exception:
+        raise
+    except BaseException:
+        # Interrupted (KeyboardInterrupt), maybe as the enqueue returned: the copy may
+        # be queued, so both sides wait for the stream as if it were.
+        _record(sst, st, hst)
+        raise
+    finally:
+        if staging is not None:
+            staging.close()          # freed once the stream is past the copy
+
+
+def _download(st, sst, p, keep, hst, rows, call, submit):
+    """Queues on ``sst`` a copy from allocation ``st`` into host memory at ``p``: ``rows``,
+    (width, height, pitch), what it writes there (a plain copy: one row); ``submit(dst)``
+    enqueues the runtime's ``call`` writing to ``dst`` and returns its status. A HostBuffer
+    (``hst``) is written by the device directly; other memory through a pinned staging buffer
+    whose rows are copied into it (``keep`` kept alive until then) when the stream is
+    synchronized through acl-py: into pageable memory the runtime would wait for the stream
+    instead of queuing."""
+    staging = None
+    if hst is None:
+        staging = HostBuffer(_extent(*rows), st.device)
+        hst = staging.allocation
+    try:
+        _device.activate(st.device)
+        r = submit(hst.ptr if staging is not None else p)
+        if r:
+            raise make_error(r, call)
+    except BaseException as e:
+        if not isinstance(e, Exception):
+            # Interrupted (KeyboardInterrupt), maybe as the enqueue returned: the copy
+            # may be queued, so both sides wait for the stream as if it were.
+            _record(sst, st, hst)
+        if staging is not None:
+            staging.close()
+        raise
+    seq = _record(sst, st, hst)
+    if staging is not None:
+        sst.defer(seq, _copy_back, (staging, p, *rows, keep))
 
 
 def _record(tl, *allocs):
@@ -346,6 +462,68 @@ def _copy_error(status, call, dst, src):
     arg.refused(err)
     arg.__cause__ = err
     return arg
+
+
+class _Matrix(NamedTuple):
+    """A 2D copy's checked arguments (see ``_matrix``)."""
+    width: int
+    height: int
+    here: Any           # this buffer's address at its offset
+    pitch: int
+    other: Any          # the other side's address at its offset
+    other_pitch: int
+    other_alloc: Any    # the other side's Allocation (a DeviceBuffer's, a HostBuffer's) or None
+    keep: Any           # what keeps other host memory alive
+
+
+def _matrix(st, other, side, width, height, other_pitch, pitch, other_offset, offset, stream):
+    """The arguments of a 2D copy between allocation ``st`` and ``other`` (``side``: "src" or
+    "dst", the argument's name; host memory, writable for "dst", or a DeviceBuffer), checked
+    in the order of the signature, each error naming its argument: the sizes, the other
+    side, the pitches (``width`` by default, never less), the offsets, the rows inside
+    each buffer (this one's named ``height``), a stream for two DeviceBuffers. None when there
+    is nothing to copy."""
+    width, height = as_size(width, "width"), as_size(height, "height")
+    if isinstance(other, DeviceBuffer):
+        alloc = other._live()
+        p, n, keep = alloc.ptr, alloc.nbytes, None
+    else:
+        p, n, keep, alloc = (_host_dest if side == "dst" else _host_source)(other, side)
+    other_pitch = _pitch(other_pitch, width, f"{side}_pitch")
+    pitch = _pitch(pitch, width, "pitch")
+    other_offset = as_size(other_offset, f"{side}_offset")
+    offset = as_size(offset, "offset")
+    _check_rows(other_offset, width, height, other_pitch, n, side)
+    _check_rows(offset, width, height, pitch, st.nbytes, "height")
+    if isinstance(other, DeviceBuffer) and stream is None:
+        raise AclArgumentError("stream", "a 2D copy between device buffers is queued on a "
+                               "stream: aclrtMemcpy2d copies only host-to-device or "
+                               "device-to-host")
+    if width == 0 or height == 0:
+        return None
+    return _Matrix(width, height, st.ptr + offset, pitch, p + other_offset, other_pitch, alloc,
+                   keep)
+
+
+def _stream_between(dst_device, src_device, stream):
+    """The StreamState of ``stream`` for a copy between two devices' buffers: a stream of
+    either device runs it (None: the destination device's default stream)."""
+    dev = dst_device
+    if (src_device != dev and isinstance(stream, _stream.Stream)
+            and stream.state.device == src_device):
+        dev = src_device    # a stream of the source's device runs it
+    return _stream.state_for(stream, dev)
+
+
+def _queue_2d_between(dst, dst_ptr, dst_pitch, src, src_ptr, src_pitch, width, height, stream):
+    """A 2D copy between the allocations of two DeviceBuffers, queued on ``stream`` (of either
+    device, ``_stream_between``); recorded as a use of both."""
+    tl = _stream_between(dst.device, src.device, stream)
+    r = tl.enqueue(_rt.lib.aclrtMemcpy2dAsync, dst_ptr, dst_pitch, src_ptr, src_pitch, width,
+                   height, _D2D)
+    if r:
+        raise _copy_error(r, "aclrtMemcpy2dAsync", dst.device, src.device)
+    _record(tl, dst, src)
 
 
 class MemoryLocation(NamedTuple):
@@ -504,15 +682,8 @@ class DeviceBuffer(_Buffer):
         st = self._live()
         p, n, _keep, hst = _host_source(src, "src")
         offset = _check_range(offset, n, st.nbytes, "src")
-        if n == 0:
-            return
-        _wait_pending(st)
-        if hst is not None:
-            _wait_pending(hst)      # an asynchronous copy may still be writing it
-        _device.activate(st.device)
-        s = _rt.lib.aclrtMemcpy(st.ptr + offset, st.nbytes - offset, p, n, _H2D)
-        if s:
-            raise make_error(s, "aclrtMemcpy")
+        if n:
+            _copy_now(st, hst, "aclrtMemcpy", st.ptr + offset, st.nbytes - offset, p, n, _H2D)
 
     def copy_to_host(self, out: Any = None, offset: int = 0) -> Any:
         """Copies ``len(out)`` bytes from ``offset`` into ``out`` (a writable C-contiguous
@@ -524,15 +695,8 @@ class DeviceBuffer(_Buffer):
             out = bytearray(st.nbytes - _check_range(offset, 0, st.nbytes, "offset"))
         p, n, _keep, hst = _host_dest(out, "out")
         offset = _check_range(offset, n, st.nbytes, "out")
-        if n == 0:
-            return out
-        _wait_pending(st)
-        if hst is not None:
-            _wait_pending(hst)      # an asynchronous copy may still be reading or writing it
-        _device.activate(st.device)
-        s = _rt.lib.aclrtMemcpy(p, n, st.ptr + offset, n, _D2H)
-        if s:
-            raise make_error(s, "aclrtMemcpy")
+        if n:
+            _copy_now(st, hst, "aclrtMemcpy", p, n, st.ptr + offset, n, _D2H)
         return out
 
     def copy_from_host_async(self, src: Any, stream: Stream | None = None,
@@ -547,31 +711,10 @@ class DeviceBuffer(_Buffer):
         sst = _stream.state_for(stream, st.device)
         p, n, _keep, hst = _host_source(src, "src")
         offset = _check_range(offset, n, st.nbytes, "src")
-        if n == 0:
-            return
-        staging = None
-        if hst is None:
-            staging = HostBuffer(n, st.device)
-            hst = staging.allocation
-            ffi.memmove(hst.ptr, p, n)
-            p = hst.ptr
-        try:
-            _device.activate(st.device)
-            r = sst.enqueue(_rt.lib.aclrtMemcpyAsync, st.ptr + offset, st.nbytes - offset,
-                            p, n, _H2D)
-            if r:
-                raise make_error(r, "aclrtMemcpyAsync")
-            _record(sst, st, hst)
-        except Exception:
-            raise
-        except BaseException:
-            # Interrupted (KeyboardInterrupt), maybe as the enqueue returned: the copy may
-            # be queued, so both sides wait for the stream as if it were.
-            _record(sst, st, hst)
-            raise
-        finally:
-            if staging is not None:
-                staging.close()          # freed once the stream is past the copy
+        if n:
+            _upload(st, sst, p, n, hst, "aclrtMemcpyAsync",
+                    lambda src: sst.enqueue(_rt.lib.aclrtMemcpyAsync, st.ptr + offset,
+                                            st.nbytes - offset, src, n, _H2D))
 
     def copy_to_host_async(self, out: Any, stream: Stream | None = None,
                            offset: int = 0) -> Any:
@@ -585,29 +728,10 @@ class DeviceBuffer(_Buffer):
         sst = _stream.state_for(stream, st.device)
         p, n, keep, hst = _host_dest(out, "out")
         offset = _check_range(offset, n, st.nbytes, "out")
-        if n == 0:
-            return out
-        staging = None
-        if hst is None:
-            staging = HostBuffer(n, st.device)
-            hst = staging.allocation
-        try:
-            _device.activate(st.device)
-            r = sst.enqueue(_rt.lib.aclrtMemcpyAsync, hst.ptr if staging is not None else p,
-                            n, st.ptr + offset, n, _D2H)
-            if r:
-                raise make_error(r, "aclrtMemcpyAsync")
-        except BaseException as e:
-            if not isinstance(e, Exception):
-                # Interrupted (KeyboardInterrupt), maybe as the enqueue returned: the copy
-                # may be queued, so both sides wait for the stream as if it were.
-                _record(sst, st, hst)
-            if staging is not None:
-                staging.close()
-            raise
-        seq = _record(sst, st, hst)
-        if staging is not None:
-            sst.defer(seq, _copy_back, (staging, p, n, keep))
+        if n:
+            _download(st, sst, p, keep, hst, (n, 1, n), "aclrtMemcpyAsync",
+                      lambda dst: sst.enqueue(_rt.lib.aclrtMemcpyAsync, dst, n,
+                                              st.ptr + offset, n, _D2H))
         return out
 
     def copy_from(self, src: DeviceBuffer, nbytes: int | None = None, *,
@@ -636,16 +760,75 @@ class DeviceBuffer(_Buffer):
             if r:
                 raise _copy_error(r, "aclrtMemcpy", st.device, sst_src.device)
             return
-        dev = st.device
-        if (sst_src.device != dev and isinstance(stream, _stream.Stream)
-                and stream.state.device == sst_src.device):
-            dev = sst_src.device    # a stream of the source's device runs it
-        tl = _stream.state_for(stream, dev)
+        tl = _stream_between(st.device, sst_src.device, stream)
         r = tl.enqueue(_rt.lib.aclrtMemcpyAsync, st.ptr + offset, st.nbytes - offset,
                        sst_src.ptr + src_offset, n, _D2D)
         if r:
             raise _copy_error(r, "aclrtMemcpyAsync", st.device, sst_src.device)
         _record(tl, st, sst_src)
+
+    def copy_from_2d(self, src: Any, width: int, height: int, *,
+                     src_pitch: int | None = None, pitch: int | None = None,
+                     src_offset: int = 0, offset: int = 0,
+                     stream: Stream | None = None) -> None:
+        """Copies a matrix of ``height`` rows of ``width`` bytes from ``src``, its rows
+        ``src_pitch`` bytes apart from byte ``src_offset``, into this buffer, its rows
+        ``pitch`` bytes apart from byte ``offset`` (a pitch defaults to ``width``: rows back to
+        back); the bytes between the rows are not touched (``aclrtMemcpy2d``). ``src`` is host
+        memory (any C-contiguous buffer, or a HostBuffer) or a DeviceBuffer. Synchronous, after
+        the streams using either side have finished, unless ``stream`` is given
+        (``aclrtMemcpy2dAsync``): then, as ``copy_from_host_async``, a HostBuffer is read by
+        the device directly and other host memory is staged through a pinned buffer, so
+        ``src`` may be reused at once. A DeviceBuffer ``src`` needs ``stream`` (the runtime's
+        synchronous 2D copy is host-to-device or device-to-host only) and, on another device,
+        peer access, as ``copy_from`` (``stream`` may be a stream of either device)."""
+        st = self._live()
+        c = _matrix(st, src, "src", width, height, src_pitch, pitch, src_offset, offset, stream)
+        if c is None:
+            return
+        if isinstance(src, DeviceBuffer):
+            _queue_2d_between(st, c.here, c.pitch, c.other_alloc, c.other, c.other_pitch,
+                              c.width, c.height, stream)
+        elif stream is None:
+            _copy_now(st, c.other_alloc, "aclrtMemcpy2d", c.here, c.pitch, c.other,
+                      c.other_pitch, c.width, c.height, _H2D)
+        else:
+            sst = _stream.state_for(stream, st.device)
+            _upload(st, sst, c.other, _extent(c.width, c.height, c.other_pitch), c.other_alloc,
+                    "aclrtMemcpy2dAsync",
+                    lambda src: sst.enqueue(_rt.lib.aclrtMemcpy2dAsync, c.here, c.pitch, src,
+                                            c.other_pitch, c.width, c.height, _H2D))
+
+    def copy_to_2d(self, dst: Any, width: int, height: int, *, dst_pitch: int | None = None,
+                   pitch: int | None = None, dst_offset: int = 0, offset: int = 0,
+                   stream: Stream | None = None) -> Any:
+        """Copies a matrix of ``height`` rows of ``width`` bytes from this buffer, its rows
+        ``pitch`` bytes apart from byte ``offset``, into ``dst``, its rows ``dst_pitch`` bytes
+        apart from byte ``dst_offset`` (pitches default to ``width``); the bytes between the
+        rows are not touched. ``dst`` is writable host memory (a C-contiguous buffer, or a
+        HostBuffer) or a DeviceBuffer (as ``dst.copy_from_2d(self, ...)``). Synchronous,
+        after the streams using either side have finished, unless ``stream`` is given: then,
+        as ``copy_to_host_async``, ``dst`` holds the rows once the stream has been
+        synchronized through acl-py (a HostBuffer is written by the device directly, other
+        memory through a pinned staging buffer copied into it then). Returns ``dst``."""
+        st = self._live()
+        c = _matrix(st, dst, "dst", width, height, dst_pitch, pitch, dst_offset, offset, stream)
+        if c is None:
+            return dst
+        if isinstance(dst, DeviceBuffer):
+            _queue_2d_between(c.other_alloc, c.other, c.other_pitch, st, c.here, c.pitch,
+                              c.width, c.height, stream)
+        elif stream is None:
+            _copy_now(st, c.other_alloc, "aclrtMemcpy2d", c.other, c.other_pitch, c.here,
+                      c.pitch, c.width, c.height, _D2H)
+        else:
+            sst = _stream.state_for(stream, st.device)
+            _download(st, sst, c.other, c.keep, c.other_alloc,
+                      (c.width, c.height, c.other_pitch), "aclrtMemcpy2dAsync",
+                      lambda target: sst.enqueue(_rt.lib.aclrtMemcpy2dAsync, target,
+                                                 c.other_pitch, c.here, c.pitch, c.width,
+                                                 c.height, _D2H))
+        return dst
 
     def memset(self, value: int = 0, nbytes: int | None = None, *,
                stream: Stream | None = None, offset: int = 0) -> None:
