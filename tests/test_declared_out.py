@@ -7,7 +7,11 @@ each output is, and agree with phase one, output by output and dtype by dtype:
   on device tensors the refusal names it too and carries phase one's code;
 * an entry of a dtype phase one accepts is accepted by the NumPy call (no false refusal:
   LayerNorm's and LayerNormBackward's outputs take any of the three, the device casts);
-* an entry of the wrong shape is refused the same ways, as an AclArgumentError;
+* an entry of the wrong shape is refused the same ways, as an AclArgumentError, and shape by
+  shape (the declared one and its neighbours: dims dropped, added, merged, set to 1 or
+  doubled, the whole flattened), for the first smoke case's inputs and for one row and no rows
+  of them, the NumPy call accepts exactly the shapes phase one accepts (no false refusal:
+  RmsNorm's rstd ``[2]`` for x ``[2, 16]``; a refusal of its own names ``out[k]``);
 * entries of the declared dtypes and shapes are filled with the operator's results.
 
 Every test runs under the suite's leak check (conftest ``no_leaks``): nothing is left alive
@@ -15,13 +19,17 @@ after a refusal.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 import acl_py
 from acl_py import smoke
-from acl_py.errors import AclArgumentError, AclTypeError
+from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import DECLARED
+
+from _emu_aclnn import run_on_part
 
 FLOATS = ("float32", "float16", "bfloat16")
 REFUSED_EVERYWHERE = "float64"    # no aclnn norm operator takes a DOUBLE tensor
@@ -59,6 +67,17 @@ def _with(declared, k, entry):
 def _device_call(declared, values, k, entry):
     """The call on device tensors with ``entry`` (NumPy) as out[k] on the device: None when
     phase one took it, else the refusal (checked to name out[k] and carry phase one's code)."""
+    try:
+        _device_run(declared, values, k, entry)
+    except (AclTypeError, AclArgumentError) as e:
+        assert e.code is not None and e.call == f"{declared.name}GetWorkspaceSize", e
+        return e
+    return None
+
+
+def _device_run(declared, values, k, entry):
+    """The call on device tensors with ``entry`` (NumPy, or None) as out[k] on the device;
+    every tensor made here closed again, whatever the call raised."""
     made = []
 
     def device(v):
@@ -69,13 +88,8 @@ def _device_call(declared, values, k, entry):
     try:
         args = tuple(device(v) for v in values)
         out = device(entry)
-        try:
-            results = declared.call(args, out=_with(declared, k, out))
-        except (AclTypeError, AclArgumentError) as e:
-            assert e.code is not None and e.call == f"{declared.name}GetWorkspaceSize", e
-            return e
+        results = declared.call(args, out=_with(declared, k, out))
         made.extend(r for r in results if r is not None and r is not out)
-        return None
     finally:
         for t in made:
             t.close()
@@ -150,6 +164,118 @@ def test_out_entries_of_the_declared_dtypes_and_shapes_receive_the_results(name)
     values = _values(declared)   # the inputs as they were (an in-place call wrote into them)
     for check in declared.check_outputs(values, results):
         assert check.problem is None and check.error_ratio <= 1, check
+
+
+def _neighbour_shapes(shape):
+    """``shape`` and shapes near it: each dim dropped, set to 1 or doubled; a 1 inserted
+    anywhere; adjacent dims merged; reversed; flattened ([n], [n, 1], [1, n]); rank 0."""
+    n = math.prod(shape)
+    found = {shape, (n,), (n, 1), (1, n), shape[::-1], ()}
+    for i in range(len(shape)):
+        found |= {shape[:i] + shape[i + 1:], shape[:i] + (1,) + shape[i + 1:],
+                  shape[:i] + (2 * shape[i],) + shape[i + 1:]}
+    for i in range(len(shape) + 1):
+        found.add(shape[:i] + (1,) + shape[i:])
+    for i in range(len(shape) - 1):
+        found.add(shape[:i] + (shape[i] * shape[i + 1],) + shape[i + 2:])
+    return sorted(found, key=lambda s: (len(s), s))
+
+
+def _refusal(call):
+    """None when ``call()`` ran, else its refusal as ``(type, argument, code)``: an argument
+    error of Python's or a phase-one refusal it explained (argument named), or phase one's
+    typed error (argument None)."""
+    try:
+        call()
+    except (AclTypeError, AclArgumentError) as e:
+        return type(e).__name__, e.argument, e.code
+    except AclError as e:
+        return type(e).__name__, None, e.code
+    return None
+
+
+def _rows(declared, values, n):
+    """``values`` with their first ``n`` rows: every array input sharing the first input's
+    leading dim cut to ``n`` (GroupNorm's ``n`` argument too)."""
+    lead = values[declared._first_index].shape[0]
+    cut = [v[:n] if isinstance(v, np.ndarray) and v.ndim >= 2 and v.shape[0] == lead else v
+           for v in values]
+    names = [a.py for a in declared.inputs]
+    if "n" in names:
+        cut[names.index("n")] = n
+    return tuple(cut)
+
+
+@pytest.mark.parametrize("name,k", list(_outputs()))
+def test_out_shapes_agree_with_phase_one(emulator, name, k):
+    """Shape by shape, the NumPy call refuses exactly what phase one refuses on device
+    tensors. Python's refusal comes first, naming out[k], with no C call; phase one's names it
+    too (its code carried; none where the part does not write the output: phase one never
+    sees the entry). A shape Python lets through and phase one refuses (a rule Python leaves
+    to it: LayerNorm's statistics on Ascend 950) is phase one's typed error on both paths."""
+    declared = DECLARED[name]
+    if not declared.runs_on(acl_py.soc_name()):
+        pytest.skip(f"no {name} kernel on {acl_py.soc_name()}")
+    spec = declared.outputs[k]
+    first = _values(declared)
+    tried = 0
+    for values in (first, _rows(declared, first, 1), _rows(declared, first, 0)):
+        a = declared.bind(values, np.ndarray)
+        if spec.when is not None and not spec.when(a) or \
+                _refusal(lambda: _device_run(declared, values, k, None)) is not None:
+            continue    # not requested, or inputs this part refuses (RmsNormGrad: no rows)
+        unwritten = declared.unwritten_outputs(values)[k] is not None
+        for shape in _neighbour_shapes(spec.shape(a)):
+            entry = np.zeros(shape, spec.dtype(a))
+            on_device = _refusal(lambda: _device_run(declared, values, k, entry))
+            emulator.reset_call_counts()
+            on_host = _refusal(lambda: declared.call(values, out=_with(declared, k, entry)))
+            where = (values[declared._first_index].shape, shape, on_device, on_host)
+            assert (on_device is None) == (on_host is None), where
+            if on_host is None:
+                tried += 1
+                continue
+            if on_host[2] is None:     # Python's own refusal, before any C call
+                assert f"{declared.name}GetWorkspaceSize" not in emulator.call_counts(), where
+                assert on_host[:2] == on_device[:2] == ("AclArgumentError",
+                                                        f"out[{k}] ({spec.py})"), where
+                assert (on_device[2] is None) == unwritten, where
+            else:
+                assert on_host == on_device and on_host[1] is None, where
+            tried += 1
+    assert tried >= 10
+
+
+@pytest.mark.no_leak_check  # runs in a child process
+@pytest.mark.parametrize("part", sorted({"Ascend310P3", "Ascend950PR_9599"} -
+                                        {acl_py.soc_name()}))
+def test_out_shapes_on_parts_with_their_own_rules(part):
+    """Ascend310P3 (outputs it does not write: Python checks their entries) and Ascend 950
+    (stricter statistics shapes in LayerNorm's phase one), each in a child process."""
+    run_on_part(__file__, part, "out_shapes_agree")
+
+
+def test_rms_norm_takes_an_rstd_of_x_rank_less_the_normalized_dims():
+    """The docs' rank rule (x's rank) is not phase one's: any rank up to x's with each dim 1
+    or x's passes the tiling, holding a value per row; the device writes the same values."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 16)).astype(np.float32)
+    g = rng.standard_normal(16).astype(np.float32)
+    y, rstd = acl_py.rms_norm(x, g)
+    for shape in ((2,), (2, 1)):
+        r = np.full(shape, np.nan, np.float32)
+        assert acl_py.rms_norm(x, g, out=(None, r))[1] is r
+        assert np.array_equal(r.reshape(2, 1), rstd)
+    x3 = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    g3 = np.ones((4, 5), np.float32)
+    want = acl_py.rms_norm(x3, g3)[1]
+    for shape in ((2, 3), (2, 3, 1), (2, 3, 1, 1)):
+        r = np.full(shape, np.nan, np.float32)
+        acl_py.rms_norm(x3, g3, out=(None, r))
+        assert np.array_equal(r.reshape(want.shape), want)
+    with pytest.raises(AclArgumentError) as ei:    # a dim that is neither 1 nor x's
+        acl_py.rms_norm(x3, g3, out=(None, np.empty((6,), np.float32)))
+    assert ei.value.argument == "out[1] (rstd)" and "each dim 1 or x's" in str(ei.value)
 
 
 def test_a_refused_out_entry_names_the_output_and_the_dtype_it_must_have():

@@ -94,7 +94,7 @@ ERRORS = [
     (dict(out=(None,)), AclArgumentError, "out"),
     (dict(out=(np.empty((2, 5), F32), None)), AclArgumentError, "out[0] (y)"),
     (dict(out=(None, np.empty(3, F32))), AclArgumentError, "out[1] (rstd)"),
-    (dict(out=(None, np.empty(2, F32))), AclArgumentError, "out[1] (rstd)"),
+    (dict(out=(None, np.empty((1, 2), F32))), AclArgumentError, "out[1] (rstd)"),  # 2 != 4
     (dict(out=(None, np.empty(2, F16))), AclTypeError, "out[1] (rstd)"),
     (dict(out=(np.empty((2, 4), F16), None)), AclTypeError, "out[0] (y)"),
 ]

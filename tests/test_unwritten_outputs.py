@@ -86,7 +86,7 @@ def _without_predicates(declared):
     for a in declared.args:
         if getattr(a, "unwritten", None) is not None:
             a = acl_py.ops.output(a.name, name=a.py, shape=a.shape, dtype=a.dtype,
-                                  dtypes=a.dtypes, numel_ok=a.numel_ok, when=a.when)
+                                  dtypes=a.dtypes, fits=a.fits, when=a.when)
         args.append(a)
     return Declared(declared.name, args, check=declared.check, reference=declared.reference,
                     error_scale=declared.error_scale, register=False)

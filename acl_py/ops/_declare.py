@@ -15,8 +15,9 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
 * for outputs, how a **default output** is made: ``shape(a)``, ``dtype(a)`` over the bound
   arguments ``a`` (``a.input``, ``a.normalized_shape``...), what a given ``out=`` entry may be:
   that dtype, or any of ``dtypes`` where the device casts its result to the output's dtype;
-  that shape, or (``numel_ok``) another holding as many elements; and whether it is requested
-  at all (``when(a)``, e.g. an output mask);
+  that shape, or another that ``fits(a, shape)`` accepts (phase one's rule, e.g.
+  :func:`as_many_elements`); and whether it is requested at all (``when(a)``, e.g. an output
+  mask);
 * an output written **in place** (``output(name, into="x1")``): the operator writes it into
   that input (a C ``aclTensor *...Ref`` parameter, declared as ``tensor(..., written=True)``),
   so it has no C parameter of its own. A DeviceTensor call returns the input tensor itself
@@ -72,9 +73,9 @@ from ..errors import AclArgumentError, AclError, AclTypeError, OperatorParameter
 from ..tensor import DeviceTensor, as_dims
 from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
 
-__all__ = ["Arg", "tensor", "output", "int_array", "bool_array", "double", "integer", "flag",
-           "Declared", "Plan", "Part", "part_of", "DECLARED", "OutputError", "OutputNotWritten",
-           "FLOATS", "REQUIRED"]
+__all__ = ["Arg", "tensor", "output", "as_many_elements", "int_array", "bool_array", "double",
+           "integer", "flag", "Declared", "Plan", "Part", "part_of", "DECLARED", "OutputError",
+           "OutputNotWritten", "FLOATS", "REQUIRED"]
 
 # What operator functions take and give: NumPy arrays or DeviceTensors, one kind a call
 # (the same kind out as in), and their out= sequences.
@@ -98,12 +99,12 @@ class Arg(Param):
     """One phase-one parameter with its Python-side description (see the module doc)."""
 
     __slots__ = ("py", "role", "optional", "default", "dtypes", "like", "or_float32", "or_wider",
-                 "shape", "dtype", "numel_ok", "when", "length", "items", "convert", "value_type",
+                 "shape", "dtype", "fits", "when", "length", "items", "convert", "value_type",
                  "written", "into", "unwritten")
 
     def __init__(self, c_name, kind, role=IN, *, name=None, optional=False, default=REQUIRED,
                  dtypes=None, like=None, or_float32=False, or_wider=False, shape=None, dtype=None,
-                 numel_ok=False, when=None, length=None, items=None, convert=None,
+                 fits=None, when=None, length=None, items=None, convert=None,
                  written=False, into=None, unwritten=None):
         super().__init__(c_name, kind)
         self.unwritten = unwritten
@@ -121,7 +122,7 @@ class Arg(Param):
         self.or_wider = or_wider
         self.shape = shape
         self.dtype = dtype
-        self.numel_ok = numel_ok
+        self.fits = fits
         self.when = when
         self.length = length
         self.items = items
@@ -139,10 +140,11 @@ def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_fl
                or_float32=or_float32, or_wider=or_wider, written=written)
 
 
-def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, numel_ok=False,
+def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
            when=None, into=None, unwritten=None):
     """An output ``aclTensor *``: a default one has ``shape(a)`` and ``dtype(a)``; a given one
-    that shape (``numel_ok``: or any shape of as many elements) and that dtype, or any of
+    that shape (or another where ``fits(a, shape)``, phase one's rule for it, returns None
+    rather than the rule the shape breaks: :func:`as_many_elements`) and that dtype, or any of
     ``dtypes`` (the dtypes phase one accepts for it whatever the inputs, where the device
     casts its result: LayerNorm's); ``when(a)`` false: not requested (NULL, returned as
     None). ``into``: the Python name of the written input this output is written into (no C
@@ -159,7 +161,7 @@ def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, numel_ok=F
     elif shape is None or dtype is None:
         raise TypeError(f"output {c_name!r}: shape and dtype are required (or into=)")
     return Arg(c_name, TENSOR, OUT, name=name, shape=shape, dtype=dtype, dtypes=dtypes,
-               numel_ok=numel_ok, when=when, into=into, unwritten=unwritten)
+               fits=fits, when=when, into=into, unwritten=unwritten)
 
 
 def _input_shape(name):
@@ -168,6 +170,17 @@ def _input_shape(name):
 
 def _input_dtype(name):
     return lambda a: a[name].dtype
+
+
+def as_many_elements(shape):
+    """An output's ``fits`` (:func:`output`) accepting any shape of as many elements as
+    ``shape(a)`` (LayerNorm's mean and rstd: phase one compares element counts only)."""
+    def fits(a, given):
+        want = shape(a)
+        if math.prod(given) == math.prod(want):
+            return None
+        return f"must hold {math.prod(want)} elements (as {want})"
+    return fits
 
 
 def int_array(c_name, *, name=None, default=REQUIRED):
@@ -599,14 +612,11 @@ class Declared(Operator):
             raise AclTypeError(name, f"dtype {_dtype_name(dt)} != "
                                f"{_dtype_name(spec.dtype(a))} (the dtype {spec.py} has "
                                f"for these arguments)")
-        want = spec.shape(a)
-        if o.shape != want:
-            if not spec.numel_ok:
-                raise AclArgumentError(name, f"shape {o.shape} != {want} (the shape "
-                                       f"{spec.py} has for these arguments)")
-            if math.prod(o.shape) != math.prod(want):
-                raise AclArgumentError(name, f"shape {o.shape} must hold "
-                                       f"{math.prod(want)} elements (as {want})")
+        if o.shape != spec.shape(a):
+            rule = (f"!= {spec.shape(a)} (the shape {spec.py} has for these arguments)"
+                    if spec.fits is None else spec.fits(a, o.shape))
+            if rule is not None:
+                raise AclArgumentError(name, f"shape {o.shape} {rule}")
         if kind is np.ndarray and not o.flags.writeable:
             raise AclArgumentError(name, "array is read-only")
         return o

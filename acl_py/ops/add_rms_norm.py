@@ -5,13 +5,15 @@ Python-level checks (see :mod:`._declare`: NumPy calls make them before any C ca
 DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes
 (``x1`` float32/float16/bfloat16; ``x2`` and ``gamma`` x1's); ``x2`` of x1's shape;
 ``gamma`` equal to the trailing dims of ``x1``; ``epsilon >= 0``; ``out=`` entries of x1's
-shape and dtype (y, x) and of rstd's shape, x1's batch dims then ones (float32). The
+shape and dtype (y, x) and of rstd's shape, x1's batch dims then ones (float32; any shape of
+one element for one row, any shape for an empty x1: :func:`rstd_fits`). The
 operator's own rules (ranks 1..8, the part's dtype list) are phase one's. acl-py always asks
 for all three outputs (the vendor's full mode; its pre/post-RmsNorm modes, without rstdOut,
 are reachable through the raw calls).
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 
 import numpy as np
@@ -46,6 +48,21 @@ def rstd_shape(a):
     """rstd as CANN writes it: x1's batch dims, then a 1 per dim of gamma."""
     nd = len(a.gamma.shape)
     return a.x1.shape[:len(a.x1.shape) - nd] + (1,) * nd
+
+
+def rstd_fits(a, shape):
+    """Phase one's rule for an rstd ``out=`` entry of another shape than :func:`rstd_shape`
+    (None where ``shape`` passes, else the rule): the op_api copies the L0 op's rstd into it
+    with ViewCopy, which takes equal shapes or one element each (hicann/ops-math
+    conversion/contiguous/op_host/op_api/contiguous.cpp CheckViewCopyParams), so any shape of
+    one element for one row; and with x1 or gamma empty it returns before the L0 op, checking
+    no shape."""
+    if 0 in a.x1.shape or 0 in a.gamma.shape:
+        return None
+    if math.prod(shape) == 1 and math.prod(rstd_shape(a)) == 1:
+        return None
+    return (f"!= {rstd_shape(a)} (x1's batch dims then ones; another shape only of one "
+            f"element for one row)")
 
 
 def _x1_shape(a):
@@ -109,7 +126,8 @@ ADD_RMS_NORM = Declared("aclnnAddRmsNorm", (
     tensor("gamma", like="x1"),
     double("epsilon", default=1e-6),
     output("yOut", shape=_x1_shape, dtype=_x1_dtype),
-    output("rstdOut", shape=rstd_shape, dtype=_float32, unwritten=rstd_unwritten),
+    output("rstdOut", shape=rstd_shape, dtype=_float32, fits=rstd_fits,
+           unwritten=rstd_unwritten),
     output("xOut", shape=_x1_shape, dtype=_x1_dtype),
 ), check=add_rms_norm_check, reference=reference.add_rms_norm,
     error_scale=reference.add_rms_norm_error_scale,

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import reference
 from ._declare import Declared, Operand, OutArg, Plan, double, output, tensor
-from .rms_norm import rms_norm_check, rstd_dtype, rstd_shape, smoke_case
+from .rms_norm import rms_norm_check, rstd_dtype, rstd_fits, rstd_shape, smoke_case
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -53,7 +53,7 @@ GEMMA_RMS_NORM = Declared("aclnnGemmaRmsNorm", (
     tensor("gamma", like="x", or_float32=True),
     double("epsilon", default=1e-6),
     output("yOut", shape=lambda a: a.x.shape, dtype=lambda a: a.x.dtype),
-    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype),
+    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits),
 ), check=gemma_rms_norm_check, reference=reference.gemma_rms_norm,
     error_scale=reference.gemma_rms_norm_error_scale,
     parts=has_kernel,

@@ -19,6 +19,7 @@ every part AddRmsNorm has one on (none on the Atlas training parts:
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 
 import numpy as np
@@ -46,13 +47,25 @@ def inplace_add_rms_norm_check(a):
                                "(y into x1, x1 + x2 into x2)")
 
 
+def rstd_fits(a, shape):
+    """Phase one's rule for an rstd ``out=`` entry of another shape than
+    :func:`.add_rms_norm.rstd_shape` (None where ``shape`` passes, else the rule): with x1 and
+    x2 empty, any empty rstd (every output empty: the framework launches nothing and runs no
+    tiling, hicann/opbase indv_executor.cpp NnopbaseExecutorMatchCache)."""
+    if 0 in a.x1.shape and math.prod(shape) == 0:
+        return None
+    return (f"!= {rstd_shape(a)} (x1's batch dims then ones; another shape only an empty one "
+            f"for an empty x1)")
+
+
 INPLACE_ADD_RMS_NORM = Declared("aclnnInplaceAddRmsNorm", (
     tensor("x1Ref", name="x1", written=True),
     tensor("x2Ref", name="x2", like="x1", written=True),
     tensor("gamma", like="x1"),
     double("epsilon", default=1e-6),
     output("y", into="x1"),
-    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, unwritten=rstd_unwritten),
+    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits,
+           unwritten=rstd_unwritten),
     output("x", into="x2"),
 ), check=inplace_add_rms_norm_check, reference=reference.add_rms_norm,
     error_scale=reference.add_rms_norm_error_scale,

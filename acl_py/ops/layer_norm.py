@@ -18,7 +18,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import FLOATS, Declared, Operand, OutArg, Plan, double, int_array, output, tensor
+from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, as_many_elements, double,
+                       int_array, output, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -80,8 +81,10 @@ LAYER_NORM = Declared("aclnnLayerNorm", (
     double("eps", default=1e-5),
     # Phase one takes any supported dtype for each output: results are cast to it.
     output("out", shape=lambda a: a.input.shape, dtype=lambda a: a.input.dtype, dtypes=FLOATS),
-    output("meanOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS, numel_ok=True),
-    output("rstdOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS, numel_ok=True),
+    output("meanOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS,
+           fits=as_many_elements(stats_shape)),
+    output("rstdOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS,
+           fits=as_many_elements(stats_shape)),
 ), check=normalized_split, reference=reference.layer_norm,
     error_scale=reference.layer_norm_error_scale,
     smoke_cases=(_smoke("fp32", (8, 1024), 1, np.float32),

@@ -24,8 +24,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, bool_array, int_array, output,
-                       tensor)
+from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, as_many_elements, bool_array,
+                       int_array, output, tensor)
 from .layer_norm import normalized_split
 
 if TYPE_CHECKING:
@@ -51,6 +51,10 @@ def _check(a):
         raise AclArgumentError("rstd", f"shape {a.rstd.shape} != mean's shape {mshape}")
 
 
+def _normalized_shape(a):
+    return a.normalized_shape
+
+
 def _param_dtype(a):
     return a.weight.dtype if a.weight is not None else a.input.dtype
 
@@ -74,10 +78,10 @@ LAYER_NORM_BACKWARD = Declared("aclnnLayerNormBackward", (
     # Phase one takes any supported dtype for each output (out_dtypes): results are cast to it.
     output("gradInputOut", shape=lambda a: a.input.shape, dtype=lambda a: a.input.dtype,
            dtypes=FLOATS, when=lambda a: a.output_mask[0]),
-    output("gradWeightOut", shape=lambda a: a.normalized_shape, dtype=_param_dtype,
-           dtypes=FLOATS, numel_ok=True, when=lambda a: a.output_mask[1]),
-    output("gradBiasOut", shape=lambda a: a.normalized_shape, dtype=_param_dtype,
-           dtypes=FLOATS, numel_ok=True, when=lambda a: a.output_mask[2]),
+    output("gradWeightOut", shape=_normalized_shape, dtype=_param_dtype, dtypes=FLOATS,
+           fits=as_many_elements(_normalized_shape), when=lambda a: a.output_mask[1]),
+    output("gradBiasOut", shape=_normalized_shape, dtype=_param_dtype, dtypes=FLOATS,
+           fits=as_many_elements(_normalized_shape), when=lambda a: a.output_mask[2]),
 ), check=_check, reference=reference.layer_norm_backward, error_scale=_error_scale)
 
 

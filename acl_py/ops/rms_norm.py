@@ -3,13 +3,15 @@
 Python-level checks (see :mod:`._declare`: NumPy calls make them before any C call,
 DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes (``x``
 float32/float16/bfloat16; ``gamma`` x's or float32); ``gamma`` non-empty and equal to the
-trailing dims of ``x``; ``epsilon >= 0``; ``out=`` entries of x's shape and dtype (y) and of
-rstd's documented shape, x's batch dims then ones (rstd: float32). The operator's own rules (ranks
-1..8, the part's dtype table: no bfloat16 and no float32 gamma beside a float16 x on Atlas
-inference and training parts) are phase one's.
+trailing dims of ``x``; ``epsilon >= 0``; ``out=`` entries of x's shape and dtype (y) and
+rstd's as phase one takes it (:func:`rstd_fits`: the documented x's batch dims then ones, or
+another of rank <= x's with each dim 1 or x's, one value per row; float32). The operator's
+own rules (ranks 1..8, the part's dtype table: no bfloat16 and no float32 gamma beside a
+float16 x on Atlas inference and training parts) are phase one's.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 
 import numpy as np
@@ -47,6 +49,21 @@ def rstd_shape(a):
     return a.x.shape[:len(a.x.shape) - nd] + (1,) * nd
 
 
+def rstd_fits(a, shape):
+    """Phase one's rule for an rstd ``out=`` entry (None where ``shape`` passes, else the
+    rule): each dim 1 or x's dim of that index (hicann/ops-nn norm/rms_norm/op_host/
+    rms_norm_tiling.cpp CheckInputShape4RmsNorm), a rank no greater than x's and one value per
+    row of x (the emulator's stricter rule, docs/emulator.md). So ``[2]`` passes for x
+    ``[2, 16]``, as ``[2, 1]`` does."""
+    xs = a.x.shape
+    rows = math.prod(xs[:len(xs) - len(a.gamma.shape)])
+    if len(shape) <= len(xs) and all(d == 1 or d == x for d, x in zip(shape, xs)) and \
+            math.prod(shape) == rows:
+        return None
+    return (f"must be x's batch dims then ones {rstd_shape(a)}, or another of rank <= x's "
+            f"with each dim 1 or x's dim of that index, holding one value per row ({rows})")
+
+
 _F32 = np.dtype(np.float32)
 
 
@@ -77,7 +94,7 @@ RMS_NORM = Declared("aclnnRmsNorm", (
     tensor("gamma", like="x", or_float32=True),
     double("epsilon", default=1e-6),
     output("yOut", shape=lambda a: a.x.shape, dtype=lambda a: a.x.dtype),
-    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype),
+    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits),
 ), check=rms_norm_check, reference=reference.rms_norm,
     error_scale=reference.rms_norm_error_scale,
     smoke_cases=(smoke_case((8, 1024), 1, np.float32, None),
