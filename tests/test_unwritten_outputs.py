@@ -190,11 +190,101 @@ def test_results_hold_none_and_out_entries_are_left_as_they_were():
         t.close()
 
 
+def _check_rebinding_an_unwritten_output(plan, name, k, like, emulator):
+    """``plan`` (prepared, its output ``name`` = outputs[k] not written by the part, the
+    written outputs ``like`` it has on device tensors of the same shapes): rebinding that
+    output takes a tensor as out= does. Checked as an out= entry (errors name it, raised
+    before anything changes); an accepted one is left as it was, re-points nothing (no
+    aclSetTensorAddr for it) and the output stays None; the written outputs rebind as ever.
+    Returns what the run wrote into them (NumPy, by name)."""
+    keep = acl_py.DeviceTensor.from_numpy(np.full(like[k], SENTINEL, F32))
+    written = [j for j, o in enumerate(plan.outputs) if o is not None]
+    fresh = {plan.declared.outputs[j].py: acl_py.DeviceTensor.empty(plan.outputs[j].shape,
+                                                                    plan.outputs[j].dtype)
+             for j in written}
+    before = plan.outputs
+    bad = [(acl_py.DeviceTensor.empty(like[k], F16), acl_py.AclTypeError),
+           (acl_py.DeviceTensor.empty(like[k][:-1] + (like[k][-1] + 1,), F32),
+            acl_py.AclArgumentError),
+           (np.full(like[k], SENTINEL, F32), acl_py.AclTypeError)]
+    try:
+        for t, error in bad:
+            with pytest.raises(error) as ei:
+                plan.rebind(**fresh, **{name: t})
+            assert ei.value.argument == name, ei.value
+            assert plan.outputs == before     # nothing rebound, the written ones neither
+        closed = acl_py.DeviceTensor.empty(like[k], F32)
+        closed.close()
+        with pytest.raises(acl_py.ClosedError):
+            plan.rebind(**{name: closed})
+        emulator.reset_call_counts()
+        plan.rebind(**fresh, **{name: keep})
+        assert emulator.call_counts().get("aclSetTensorAddr", 0) == len(fresh)
+        assert plan.outputs[k] is None and getattr(plan, name) is None
+        assert all(plan.outputs[j] is fresh[plan.declared.outputs[j].py] for j in written)
+        with acl_py.Stream() as s:
+            plan.run(s)
+            s.synchronize()
+        assert (keep.to_numpy() == SENTINEL).all()
+        return {n: t.to_numpy() for n, t in fresh.items()}
+    finally:
+        for t in [keep] + list(fresh.values()) + [t for t, _ in bad]:
+            if isinstance(t, acl_py.DeviceTensor):
+                t.close()
+
+
+def test_rebinding_an_output_the_part_does_not_write_leaves_the_tensor(emulator):
+    """A plan of a test's declaration whose rstd no part writes (in process, every part):
+    rebind(rstd=t) takes t as out= would and leaves it as it was."""
+    args = [acl_py.ops.output("rstdOut", shape=a.shape, dtype=a.dtype, fits=a.fits,
+                              unwritten=lambda a, part: f"a test's rule on {part.name}")
+            if a.py == "rstd" else a for a in RMS_NORM.args]
+    twin = Declared("aclnnRmsNorm", args, check=RMS_NORM.check, register=False)
+
+    class TwinPlan(acl_py.ops.Plan):
+        declared = twin
+        __slots__ = ()
+
+        def __init__(self, x, gamma, epsilon=1e-6, *, out=None):
+            self._prepare((x, gamma, epsilon), out)
+
+    x = acl_py.DeviceTensor.from_numpy(np.linspace(-2, 2, 64, dtype=F32).reshape(4, 16))
+    g = acl_py.DeviceTensor.from_numpy(np.ones(16, F32))
+    given = acl_py.DeviceTensor.from_numpy(np.full((4,), SENTINEL, F32))  # a fitting shape
+    try:
+        with TwinPlan(x, g, out=(None, given)) as plan:
+            assert plan.rstd is None
+            got = _check_rebinding_an_unwritten_output(plan, "rstd", 1, ((4, 16), (4, 1)),
+                                                       emulator)
+            assert np.array_equal(got["y"], acl_py.rms_norm(x.to_numpy(), g.to_numpy())[0])
+            plan.rebind(rstd=acl_py.DeviceTensor.empty((4,), F32))   # fits: taken, left
+        assert (given.to_numpy() == SENTINEL).all()
+    finally:
+        for t in (x, g, given):
+            t.close()
+
+
+@pytest.mark.skipif(not INFERENCE, reason="a plan of a part that leaves outputs unwritten")
+def test_rebinding_add_rms_norm_rstd_on_an_inference_part(emulator):
+    x1, x2, g, eps = _add_rms_norm_values((4, 64), F32)
+    X1, X2, G = (acl_py.DeviceTensor.from_numpy(v) for v in (x1, x2, g))
+    try:
+        with acl_py.AddRmsNorm(X1, X2, G, eps) as plan:
+            got = _check_rebinding_an_unwritten_output(plan, "rstd", 1,
+                                                       ((4, 64), (4, 1), (4, 64)), emulator)
+            y, _, x = acl_py.add_rms_norm(x1, x2, g, eps)
+            assert np.array_equal(got["y"], y) and np.array_equal(got["x"], x)
+    finally:
+        for t in (X1, X2, G):
+            t.close()
+
+
 @pytest.mark.no_leak_check  # runs in a child process
 @pytest.mark.parametrize("part", sorted({"Ascend310P3", "Ascend910A", "Ascend950PR_9599"} -
                                         {SOC}))
 def test_other_parts_in_their_own_process(part):
-    run_on_part(__file__, part, "predicate or unwritten_cases or part_of or results_hold")
+    run_on_part(__file__, part, "predicate or unwritten_cases or part_of or results_hold or "
+                "rebinding")
 
 
 @pytest.mark.no_leak_check  # runs in a child process

@@ -69,7 +69,8 @@ from .. import dtypes as _dt
 from .. import stream as _stream
 from .._ffi import ffi
 from ..arguments import BoolArray, IntArray, shared_array
-from ..errors import AclArgumentError, AclError, AclTypeError, OperatorParameterError
+from ..errors import (AclArgumentError, AclError, AclTypeError, ClosedError,
+                      OperatorParameterError)
 from ..tensor import DeviceTensor, as_dims
 from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
 
@@ -591,11 +592,12 @@ class Declared(Operator):
             res.append(self._check_out_entry(k, o, a, kind))
         return res
 
-    def _check_out_entry(self, k, o, a, kind):
+    def _check_out_entry(self, k, o, a, kind, name=None):
         """``out[k]``, a given entry of a requested output, checked: not an output written
-        in place, its kind, dtype, shape and (NumPy) writability."""
+        in place, its kind, dtype, shape and (NumPy) writability. Errors name ``name``
+        (default ``out[k] (its name)``)."""
         spec = self.outputs[k]
-        name = self._out_names[k]
+        name = name or self._out_names[k]
         if spec.into is not None:
             raise AclArgumentError(name, f"must be None: {spec.py} is written in place "
                                    f"into {spec.into}")
@@ -1004,12 +1006,16 @@ class Plan(Executor):
     outlive the plan.
     ``rebind(input=x2, out=y2, ...)`` (Python names, inputs and outputs alike) runs the plan
     on other tensors of the same dtypes, shapes and layouts from its next run on, without a
-    new phase one (:meth:`~acl_py.ops.Executor.rebind`); ``outputs`` follows.
+    new phase one (:meth:`~acl_py.ops.Executor.rebind`); ``outputs`` follows. An output the
+    part does not write takes a tensor as ``out=`` does: checked as an ``out=`` entry (kind,
+    open, device, dtype, shape), then left as it was; the device goes on writing the plan's
+    scratch tensor and the output stays None.
 
     A subclass names its operator (``declared``) and its outputs become its attributes."""
 
     declared: "Declared | None" = None
-    __slots__ = ()
+    # (the checked arguments, why per output) when the part leaves outputs unwritten, else None
+    __slots__ = ("_not_written",)
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -1034,6 +1040,31 @@ class Plan(Executor):
         super().__init__(d, *d.own_arguments(d._c_args(a, outs), dev), dev)
         self.outputs = outs if why is None else tuple(
             None if w is not None else t for t, w in zip(outs, why))
+        self._not_written = None if why is None else (a, why)
+
+    def _rebinding(self, name, own, t):
+        """An output the part does not write: ``t`` checked as the plan's ``out=`` entry
+        would be, and None (nothing re-pointed: ``t`` is left as it was, as that entry is).
+        Re-pointing the scratch tensor at ``t`` would hand the caller's memory to a device
+        that may copy undefined contents into it."""
+        nw = self._not_written
+        if nw is not None:
+            a, why = nw
+            for k, spec in enumerate(self.declared.outputs):
+                if why[k] is not None and spec.py == name:
+                    if not isinstance(t, DeviceTensor):
+                        raise AclTypeError(name, f"expected an acl_py.DeviceTensor, got "
+                                           f"{type(t).__name__}")
+                    if t.closed:
+                        raise ClosedError(f"{name}: DeviceTensor is closed")
+                    dev = own.allocation.device     # the scratch tensor's: the plan's
+                    if t.allocation.device != dev:
+                        raise AclArgumentError(name, f"tensor is on device "
+                                               f"{t.allocation.device}, the executor on "
+                                               f"device {dev}")
+                    self.declared._check_out_entry(k, t, a, DeviceTensor, name)
+                    return None
+        return super()._rebinding(name, own, t)
 
     def _rebound(self, name, t):
         outs = self.outputs

@@ -603,6 +603,8 @@ class Executor:
                                        f"prepare a new executor")
             checked.append((pos, name, self._rebinding(name, bound[pos], t)))
         for pos, name, t in checked:
+            if t is None:
+                continue    # accepted with nothing to re-point (see _rebinding)
             if self._per_run is None:
                 self._repoint(pos, t)
             else:
@@ -610,7 +612,9 @@ class Executor:
             self._rebound(name, t)
 
     def _rebinding(self, name, own, t):
-        """``t`` checked against the executor's tensor ``own`` for parameter ``name``."""
+        """``t`` checked against the executor's tensor ``own`` for parameter ``name``; or None
+        where ``t`` is accepted but nothing is re-pointed (a plan's output the part does not
+        write: :meth:`acl_py.ops.Plan._rebinding`)."""
         if not isinstance(own, DeviceTensor):
             raise AclArgumentError(name, f"{self.op.name}: was None (or a raw pointer) when the "
                                    f"executor was prepared: there is no tensor to replace")
