@@ -290,10 +290,14 @@ def add_layer_norm(x1, x2, gamma, beta, bias=None, epsilon: float = 1e-5,
     """``(y, mean, rstd, x)`` of AddLayerNorm in float64: ``x = x1 + x2 (+ bias)`` (``bias``
     of gamma's or x1's shape), then :func:`layer_norm` of ``x`` over gamma's dims with weight
     ``gamma`` and bias ``beta`` (``mean``/``rstd`` shaped x1's batch dims followed by ones).
-    ``additional_output`` (whether the device writes ``x``) changes no value."""
+    ``additional_output`` (whether the device writes ``x``) changes no value. Rows of no
+    columns (gamma empty, which only Ascend 950 accepts) have mean and rstd NaN, as its
+    reduce-empty kernel fills them (LayerNorm's fill, mean 0, is not AddLayerNorm's)."""
     del additional_output
     x = _add_ln_sum(x1, x2, bias)
     y, mean, rstd = layer_norm(x, np.shape(gamma), gamma, beta, epsilon)
+    if np.size(gamma) == 0:
+        mean = np.full_like(mean, np.nan)
     return y, mean, rstd, x
 
 

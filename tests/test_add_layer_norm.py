@@ -16,6 +16,7 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import ADD_LAYER_NORM
 
 from _cann_path import run_on_cann_path
+from _emu_aclnn import run_on_part
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 # (x1, x2, gamma = beta): the Atlas A2/A3 combinations of the vendor's docs; bias and y are
@@ -122,6 +123,43 @@ def test_empty_rows():
     y, mean, rstd, x = acl_py.add_layer_norm(np.zeros((0, 4), F32), np.zeros((0, 4), F32),
                                              np.ones(4, F32), np.zeros(4, F32))
     assert y.shape == x.shape == (0, 4) and mean.shape == rstd.shape == (0, 1)
+
+
+def test_no_columns_the_reference_is_the_devices():
+    """Rows of no columns (x1 [4, 0], gamma []): Ascend 950 runs them (its reduce-empty
+    kernel: mean and rstd NaN) and the float64 reference agrees; every other part with a
+    kernel refuses them (561002), the reference still giving the statistics 950 writes."""
+    z, g = np.zeros((4, 0), F32), np.zeros(0, F32)
+    want = reference.add_layer_norm(z, z, g, g)
+    assert [w.shape for w in want] == [(4, 0), (4, 1), (4, 1), (4, 0)]
+    assert np.isnan(want[1]).all() and np.isnan(want[2]).all()
+    soc = acl_py.soc_name()
+    if not ADD_LAYER_NORM.runs_on(soc):
+        return
+    if not soc.startswith("Ascend950"):
+        with pytest.raises(AclError) as ei:
+            acl_py.add_layer_norm(z, z, g, g)
+        assert ei.value.code == 561002
+        return
+    got = acl_py.add_layer_norm(z, z, g, g)
+    for r, w in zip(got, want):
+        assert r.shape == w.shape and np.array_equal(r, w, equal_nan=True)
+    Z, G = acl_py.DeviceTensor.from_numpy(z), acl_py.DeviceTensor.from_numpy(g)
+    try:
+        got = acl_py.add_layer_norm(Z, Z, G, G)
+        for r, w in zip(got, want):
+            assert np.array_equal(r.to_numpy(), w, equal_nan=True)
+            r.close()
+    finally:
+        Z.close()
+        G.close()
+
+
+@pytest.mark.no_leak_check  # runs in a child process
+def test_no_columns_on_ascend950():
+    if acl_py.soc_name().startswith("Ascend950"):
+        pytest.skip("run in this process")
+    run_on_part(__file__, "Ascend950PR_9599", "the_reference_is_the_devices")
 
 
 ERRORS = [
