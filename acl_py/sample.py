@@ -16,7 +16,11 @@ with no change here.
 * ``acl-py sample NAME``: that port; ``--raw`` is ``layer_norm_backward_raw``.
 * ``acl-py sample --list``: every port, the operator and the C++ example it ports.
 * ``acl-py sample --all``: every port in turn, then one line per port (pass, or the failing
-  call and its code); exit status 1 when any failed.
+  call and its code); exit status 1 when any failed. A port still running after
+  ``--timeout SECONDS`` (default :data:`DEFAULT_TIMEOUT`) is killed and fails ("timed out
+  after N s"), and the run goes on with the next: one hung port does not hang the run.
+* ``--timeout SECONDS`` with a single port: the same limit for it (none by default: its
+  output streams to the terminal as it runs).
 * ``--show``: the chosen ports' paths instead of running them.
 
 Each port runs in a fresh interpreter (it owns the runtime from aclInit to aclFinalize). The
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import math
 import re
 import subprocess
 import sys
@@ -37,6 +42,9 @@ from pathlib import Path
 
 DEFAULT = "layer_norm_backward"
 DECLARATION = "VENDOR_EXAMPLE"
+# Seconds a port of --all may run (each takes seconds on the emulator; a device's first
+# kernel launches add their compilation and loading).
+DEFAULT_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,19 @@ def add_sample_arguments(p: argparse.ArgumentParser) -> None:
                        help=f"run the raw cffi port ({DEFAULT}_raw) instead")
     p.add_argument("--show", action="store_true",
                    help="print the chosen port's path (every port's with --all) and exit")
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help=f"kill a port still running after SECONDS and count it failed "
+                        f"(--all: default {DEFAULT_TIMEOUT:g}; one port: no limit)")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def run_sample(args: argparse.Namespace, directory: Path | None = None) -> int:
@@ -146,8 +167,13 @@ def run_sample(args: argparse.Namespace, directory: Path | None = None) -> int:
         return 0
     if not args.all:
         sys.stdout.flush()
-        return subprocess.call(_command(chosen[0]))
-    return _run_all(chosen)
+        try:
+            return subprocess.call(_command(chosen[0]), timeout=args.timeout)
+        except subprocess.TimeoutExpired:   # the port is killed and waited for
+            print(f"acl-py sample: {chosen[0].name} {_timed_out(args.timeout)}",
+                  file=sys.stderr)
+            return 1
+    return _run_all(chosen, DEFAULT_TIMEOUT if args.timeout is None else args.timeout)
 
 
 def _usage(msg: str) -> int:
@@ -159,19 +185,40 @@ def _command(port: Port) -> list[str]:
     return [sys.executable, "-c", _SAMPLE_RUNNER, str(port.path)]
 
 
-def _run_all(chosen: list[Port]) -> int:
+def _timed_out(timeout: float) -> str:
+    return f"timed out after {timeout:g} s"
+
+
+def _text(output: str | bytes | None) -> str:
+    # TimeoutExpired carries what the port wrote before it was killed, as bytes
+    if isinstance(output, bytes):
+        return output.decode(errors="replace")
+    return output or ""
+
+
+def _run_all(chosen: list[Port], timeout: float) -> int:
     """Runs each port, its output passed on as it ends (stdout to stdout, stderr to stderr)
-    under a heading, then one line per port: ``pass``, or ``FAIL`` and why (:func:`why`)."""
+    under a heading, then one line per port: ``pass``, or ``FAIL`` and why (:func:`why`; a
+    port killed after ``timeout`` seconds: "timed out after N s", with what it wrote)."""
     failures: dict[str, str] = {}
     for port in chosen:
         print(f"== {port.name} ({port.describe()})", flush=True)
-        proc = subprocess.run(_command(port), capture_output=True, text=True)
-        sys.stdout.write(proc.stdout)
+        try:
+            proc = subprocess.run(_command(port), capture_output=True, text=True,
+                                  timeout=timeout)
+            returncode, out, err = proc.returncode, proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as e:   # killed and waited for by subprocess.run
+            returncode, out, err = None, _text(e.stdout), _text(e.stderr)
+            failures[port.name] = _timed_out(timeout)
+        sys.stdout.write(out)
         sys.stdout.flush()
-        sys.stderr.write(proc.stderr)
+        sys.stderr.write(err)
+        if returncode is None:
+            print(f"acl-py sample: {port.name} {failures[port.name]} (killed)",
+                  file=sys.stderr)
         sys.stderr.flush()
-        if proc.returncode != 0:
-            failures[port.name] = why(proc.returncode, proc.stderr)
+        if returncode:
+            failures[port.name] = why(returncode, err)
     width = max(len(p.name) for p in chosen)
     print(f"\n{len(chosen)} ports: {len(chosen) - len(failures)} passed, "
           f"{len(failures)} failed")
@@ -223,5 +270,5 @@ except (LibraryNotFoundError, AclError) as e:
 add_arguments = add_sample_arguments
 run = run_sample
 
-__all__ = ["DEFAULT", "DECLARATION", "Port", "samples_dir", "read_port", "ports",
+__all__ = ["DEFAULT", "DECLARATION", "DEFAULT_TIMEOUT", "Port", "samples_dir", "read_port", "ports",
            "add_sample_arguments", "run_sample", "why"]

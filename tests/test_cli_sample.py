@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -181,6 +182,40 @@ def test_all_reports_each_failure_kind_in_one_line(stand_ins, capfd):
     assert "acl-py sample: aclnnRefusedGetWorkspaceSize failed" in captured.err
     # one port run alone: its own exit status
     assert run(stand_ins, "quiet") == 3 and run(stand_ins, "refused") == 1
+
+
+def test_a_hung_port_times_out_and_the_run_goes_on(stand_ins, capfd):
+    """A port still running after --timeout is killed and fails naming the time, with what it
+    wrote before; the ports after it still run, and the exit status is 1."""
+    write_port(stand_ins, "hung", """
+        import sys, time
+        print("hung started", flush=True)
+        print("hung on stderr", file=sys.stderr, flush=True)
+        time.sleep(600)
+    """)
+    start = time.monotonic()
+    assert run(stand_ins, "--all", "--timeout", "4") == 1
+    assert time.monotonic() - start < 60
+    captured = capfd.readouterr()
+    assert "== hung (" in captured.out and "hung started\n" in captured.out
+    rows = dict(line.strip().split(None, 1) for line in
+                captured.out.split("\n\n")[-1].splitlines()[1:])
+    assert rows == {"good": "pass", "hung": "FAIL  timed out after 4 s", sample.DEFAULT: "pass"}
+    assert "3 ports: 2 passed, 1 failed" in captured.out
+    assert "hung on stderr" in captured.err
+    assert "acl-py sample: hung timed out after 4 s (killed)" in captured.err
+    # one port alone: killed after its --timeout, exit status 1; without one, no limit
+    assert run(stand_ins, "hung", "--timeout", "0.5") == 1
+    assert "acl-py sample: hung timed out after 0.5 s" in capfd.readouterr().err
+    assert sample.DEFAULT_TIMEOUT > 0
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "nan", "inf"])
+def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(stand_ins, capfd, value):
+    with pytest.raises(SystemExit) as ei:
+        run(stand_ins, "--all", "--timeout", value)
+    assert ei.value.code == 2
+    assert "expected a positive number of seconds" in capfd.readouterr().err
 
 
 def test_a_malformed_declaration_or_no_port_is_a_usage_error(tmp_path, capfd):
