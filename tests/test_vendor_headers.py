@@ -85,6 +85,7 @@ GENERATED = {
     "aclnnop/aclnn_inplace_add_rms_norm.h": ("ops-nn/norm/inplace_add_rms_norm",
                                              "aclnnInplaceAddRmsNorm.md"),
     "aclnnop/aclnn_add_layer_norm.h": ("ops-nn/norm/add_layer_norm", "aclnnAddLayerNorm.md"),
+    "aclnnop/aclnn_deep_norm.h": ("ops-nn/norm/deep_norm", "aclnnDeepNorm.md"),
 }
 
 

@@ -100,16 +100,11 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
             put_tile(row_base(xo, m), xo->dtype, ACLEMU_TIES_EVEN, &xo->inner, 0, N, x);
         const float mean = nr_scaled_sum(x, N, P->scale) * P->corr;
         float *d = bbuf;
-        for (int64_t i = 0; i < N; i++)
-            d[i] = x[i] - mean;
+        nr_center(d, x, N, mean);
         const float var = nr_scaled_sum_squares(d, N, P->scale) * P->corr;
         const float rstd = 1.0f / sqrtf(var + P->eps);
         float *yb = abuf;
-        for (int64_t i = 0; i < N; i++) {
-            float t = d[i] * rstd;
-            t *= gamma[i];
-            yb[i] = t + beta[i];
-        }
+        nr_scale_shift(yb, d, N, rstd, gamma, beta);
         put_tile(row_base(y, m), y->dtype, ACLEMU_TIES_EVEN, &y->inner, 0, N, yb);
         if (P->write_stats) {
             put_tile(view_base(mo), ACL_FLOAT, ACLEMU_TIES_EVEN, &mo->inner, m, 1, &mean);

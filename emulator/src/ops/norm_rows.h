@@ -1,10 +1,10 @@
 /*
  * The run of a row-wise norm kernel over gamma (RmsNorm, GemmaRmsNorm, AddRmsNorm,
- * InplaceAddRmsNorm, AddLayerNorm): its launch (the operator's tensor descriptors given the
- * run's addresses, gamma and beta read as float once per run, one row buffer per chunk of
- * rows, the memory pinned until the task is released), the fixed-order lane sums of a row
- * (the kernels' Muls-then-ReduceSum steps) and their fold, so the split of rows over threads
- * never changes a bit.
+ * InplaceAddRmsNorm, AddLayerNorm, DeepNorm): its launch (the operator's tensor descriptors
+ * given the run's addresses, gamma and beta read as float once per run, one row buffer per
+ * chunk of rows, the memory pinned until the task is released), the fixed-order lane sums of
+ * a row (the kernels' Muls-then-ReduceSum steps) and their fold, so the split of rows over
+ * threads never changes a bit; the centring and the scale-and-shift of a LayerNorm row.
  *
  * An operator's task is a calloc'ed struct holding its payload (with the descriptors) and a
  * norm_rows; its release function calls nr_release, then frees the struct.
@@ -71,6 +71,25 @@ static inline float nr_scaled_sum_squares(const float *x, int64_t n, float avg)
         acc[l] += q * avg;
     }
     return nr_fold(acc);
+}
+
+/* d[i] = x[i] - mean (d may be x): a row centred on its mean. */
+static inline void nr_center(float *d, const float *x, int64_t n, float mean)
+{
+    for (int64_t i = 0; i < n; i++)
+        d[i] = x[i] - mean;
+}
+
+/* y[i] = (d[i] * rstd) * gamma[i] + beta[i], each step rounded to float (y may be d): the
+ * LayerNorm-style kernels' Muls, Mul, Add after the statistics (AddLayerNorm, DeepNorm). */
+static inline void nr_scale_shift(float *y, const float *d, int64_t n, float rstd,
+                                  const float *gamma, const float *beta)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float t = d[i] * rstd;
+        t *= gamma[i];
+        y[i] = t + beta[i];
+    }
 }
 
 /* The row buffer of chunk `chunk` (row_floats floats). */
