@@ -57,6 +57,7 @@ from .ops import group_norm, GroupNorm
 from .ops import gemma_rms_norm, GemmaRmsNorm
 from .ops import inplace_add_rms_norm, InplaceAddRmsNorm
 from .ops import add_layer_norm, AddLayerNorm
+from .ops import deep_norm, DeepNorm
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -86,5 +87,5 @@ __all__ = [
     "rms_norm_grad", "RmsNormGrad",
     "group_norm", "GroupNorm",
     "gemma_rms_norm", "GemmaRmsNorm", "inplace_add_rms_norm", "InplaceAddRmsNorm",
-    "add_layer_norm", "AddLayerNorm",
+    "add_layer_norm", "AddLayerNorm", "deep_norm", "DeepNorm",
 ]

@@ -1,6 +1,6 @@
 """NumPy float64 references of LayerNorm (forward), LayerNormBackward, RmsNorm, its
-backward (RmsNormGrad), AddRmsNorm, GroupNorm and AddLayerNorm, and the tolerances results are
-judged by.
+backward (RmsNormGrad), AddRmsNorm, GroupNorm, AddLayerNorm and DeepNorm, and the tolerances
+results are judged by.
 
 Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
 
@@ -18,7 +18,8 @@ GroupNorm (:func:`group_norm`): LayerNorm's formulas over each sample's groups o
 ``mean``/``rstd`` shaped ``(N, group)``; its error scale (:func:`group_norm_error_scale`)
 carries the cancellation of the device's one-pass variance.
 AddLayerNorm (:func:`add_layer_norm`): the forward LayerNorm over gamma's dims of
-``x = x1 + x2 (+ bias)``, returned with ``x``.
+``x = x1 + x2 (+ bias)``, returned with ``x``. DeepNorm (:func:`deep_norm`): the forward
+LayerNorm over gamma's dims of ``x * alpha + gx``.
 
 LayerNorm's error scale (:func:`layer_norm_error_scale`): ``(|input| + |mean| +
 mean_R(|input|)) * rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's own errors, carried through),
@@ -72,7 +73,7 @@ __all__ = [
     "assert_close",
     "rounding_dtype", "device_rounding", "half_ulp", "rms_norm", "rms_norm_error_scale",
     "add_rms_norm", "add_rms_norm_error_scale", "gemma_rms_norm", "gemma_rms_norm_error_scale",
-    "add_layer_norm", "add_layer_norm_error_scale",
+    "add_layer_norm", "add_layer_norm_error_scale", "deep_norm", "deep_norm_error_scale",
     "rms_norm_grad", "rms_norm_grad_error_scale", "group_norm", "group_norm_error_scale",
 ]
 
@@ -311,6 +312,29 @@ def add_layer_norm_error_scale(x1, x2, gamma, beta, bias=None, epsilon: float = 
     ys, ms, rs = layer_norm_error_scale(x, np.shape(gamma), gamma, beta, epsilon)
     xs = np.abs(_f64(x1)) + np.abs(_f64(x2))
     return ys, ms, rs, xs if bias is None else xs + np.abs(_f64(bias))
+
+
+def deep_norm(x, gx, beta, gamma, alpha: float = 0.3, epsilon: float = 1e-6):
+    """``(mean, rstd, y)`` of DeepNorm in float64: :func:`layer_norm` over gamma's dims (the
+    trailing dims of ``x``) of ``h = x * alpha + gx`` (the DeepNet residual) with weight
+    ``gamma`` and bias ``beta``; ``mean``/``rstd`` shaped x's batch dims followed by ones."""
+    h = _f64(x) * alpha + _f64(gx)
+    y, mean, rstd = layer_norm(h, np.shape(gamma), gamma, beta, epsilon)
+    return mean, rstd, y
+
+
+def deep_norm_error_scale(x, gx, beta, gamma, alpha: float = 0.3, epsilon: float = 1e-6):
+    """Per element of ``(mean, rstd, y)``, the magnitude the device's error is proportional
+    to: :func:`layer_norm_error_scale`'s formulas with ``|x * alpha| + |gx|`` in place of the
+    normalized input's magnitude (the device rounds the product and the sum in float32, so
+    ``h`` carries an error of that scale however much the two cancel)."""
+    h, h2, w, b, mean, rstd, stat_shape = _forward(_f64(x) * alpha + _f64(gx), np.shape(gamma),
+                                                   gamma, beta, epsilon)
+    a = (np.abs(_f64(x) * alpha) + np.abs(_f64(gx))).reshape(h2.shape)
+    amean = a.mean(axis=1, keepdims=True) if h2.shape[1] else np.zeros_like(mean)
+    rs = np.abs(rstd)
+    y = (a + np.abs(mean) + amean) * rs * np.abs(w) + np.abs(b)
+    return amean.reshape(stat_shape), rs.reshape(stat_shape), y.reshape(h.shape)
 
 
 def _rms_grad_split(dy, x, rstd, gamma):

@@ -18,8 +18,8 @@ import pytest
 
 import acl_py
 from acl_py import smoke
-from acl_py.ops import (ADD_LAYER_NORM, ADD_RMS_NORM, DECLARED, GROUP_NORM, INPLACE_ADD_RMS_NORM, RMS_NORM,
-                        Declared, OutputNotWritten, Part, part_of)
+from acl_py.ops import (ADD_LAYER_NORM, ADD_RMS_NORM, DECLARED, DEEP_NORM, GROUP_NORM,
+                        INPLACE_ADD_RMS_NORM, RMS_NORM, Declared, OutputNotWritten, Part, part_of)
 
 from _emu_aclnn import SOC, run_on_part
 
@@ -43,6 +43,15 @@ def _add_layer_norm_values(shape, dt, additional_output=True):
     g = (1 + 0.25 * rng.standard_normal(shape[-1:])).astype(dt)
     b = (0.5 * rng.standard_normal(shape[-1:])).astype(dt)
     return (x1, x2, g, b, None, 1e-5, additional_output)
+
+
+def _deep_norm_values(shape, dt):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape).astype(dt)
+    gx = rng.standard_normal(shape).astype(dt)
+    b = (0.5 * rng.standard_normal(shape[-1:])).astype(dt)
+    g = (1 + 0.25 * rng.standard_normal(shape[-1:])).astype(dt)
+    return (x, gx, b, g, 0.5, 1e-6)
 
 
 def _group_norm_values(shape, group, dt):
@@ -71,6 +80,8 @@ CASES = [
     (GROUP_NORM, _group_norm_values((16, 3960, 8), 40, F32)),     # 43 a core: written
     (GROUP_NORM, _group_norm_values((2, 8, 0), 4, F32)),          # empty: the op_api's fill
     (ADD_LAYER_NORM, _add_layer_norm_values((4, 64), F32)),
+    (DEEP_NORM, _deep_norm_values((3, 7), F32)),                  # y: a row under 32 bytes
+    (DEEP_NORM, _deep_norm_values((2, 3, 16), F16)),              # y: one 32-byte block
     (ADD_LAYER_NORM, _add_layer_norm_values((2, 3, 16), F16, additional_output=False)),
 ]
 
@@ -135,7 +146,10 @@ def test_the_unwritten_cases_are_unwritten_on_inference_parts():
     p310 = Part("Ascend310P3", 2002, 15)
     answers = [d.unwritten_outputs(v, p310)[1] is None for d, v in CASES]
     assert answers == [False, False, False, True, True, False, False, False, True, True,
-                       False, False, True, True, False, False]
+                       False, False, True, True, False, False, False, False]
+    # DeepNorm's y: a row under 32 bytes is not written, one of 32 bytes is
+    assert [DEEP_NORM.unwritten_outputs(v, p310)[2] is None
+            for d, v in CASES if d is DEEP_NORM] == [False, True]
     p8 = Part("Ascend310P3", 2002, 8)   # the core count matters: 75 groups a core
     assert GROUP_NORM.unwritten_outputs(CASES[11][1], p8)[1] is None
     for p in (Part("Ascend910B2", 2201, 48), Part("Ascend910A", 1001, 32),

@@ -4,8 +4,9 @@
 ``acl_py.rms_norm``, ``acl_py.RmsNorm``, ``acl_py.add_rms_norm``, ``acl_py.AddRmsNorm``,
 ``acl_py.rms_norm_grad``, ``acl_py.RmsNormGrad``, ``acl_py.group_norm``,
 ``acl_py.GroupNorm``, ``acl_py.gemma_rms_norm``, ``acl_py.GemmaRmsNorm``,
-``acl_py.inplace_add_rms_norm``, ``acl_py.InplaceAddRmsNorm``, ``acl_py.add_layer_norm`` and
-``acl_py.AddLayerNorm`` are re-exported at the package top level.
+``acl_py.inplace_add_rms_norm``, ``acl_py.InplaceAddRmsNorm``, ``acl_py.add_layer_norm``,
+``acl_py.AddLayerNorm``, ``acl_py.deep_norm`` and ``acl_py.DeepNorm`` are re-exported at the
+package top level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
 from ._declare import (DECLARED, Arg, Declared, OutputError, OutputNotWritten, Part, Plan,
@@ -21,13 +22,14 @@ from .group_norm import GROUP_NORM, GroupNorm, group_norm
 from .gemma_rms_norm import GEMMA_RMS_NORM, GemmaRmsNorm, gemma_rms_norm
 from .inplace_add_rms_norm import INPLACE_ADD_RMS_NORM, InplaceAddRmsNorm, inplace_add_rms_norm
 from .add_layer_norm import ADD_LAYER_NORM, AddLayerNorm, add_layer_norm
+from .deep_norm import DEEP_NORM, DeepNorm, deep_norm
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
            "ADD_RMS_NORM", "rms_norm_grad", "RmsNormGrad", "RMS_NORM_GRAD", "group_norm",
            "GroupNorm", "GROUP_NORM", "gemma_rms_norm", "GemmaRmsNorm", "GEMMA_RMS_NORM",
            "inplace_add_rms_norm", "InplaceAddRmsNorm", "INPLACE_ADD_RMS_NORM", "add_layer_norm",
-           "AddLayerNorm", "ADD_LAYER_NORM", "Operator",
+           "AddLayerNorm", "ADD_LAYER_NORM", "deep_norm", "DeepNorm", "DEEP_NORM", "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
            "tensor", "output", "as_many_elements", "int_array", "bool_array", "double",
