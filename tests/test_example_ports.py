@@ -1,6 +1,7 @@
 """The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
 add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, gemma_rms_norm.py,
-inplace_add_rms_norm.py, add_layer_norm.py) print exactly what the examples print on a device.
+inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py) print exactly what the examples print
+on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -25,6 +26,7 @@ from acl_py._loader import emulator_prefix
 from test_samples import ROOT, SAMPLES, TIMEOUT, emulator_env, run
 from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   add_layer_norm_example_output, add_rms_norm_example_output,
+                                  deep_norm_example_output,
                                   gemma_rms_norm_example_output, group_norm_example_output,
                                   inplace_add_rms_norm_example_output,
                                   layer_norm_example_output, rms_norm_example_output,
@@ -92,6 +94,16 @@ def add_layer_norm_reference():
             for v in reference.add_layer_norm(x1, x2, g, b, bias, eps)]
 
 
+def deep_norm_reference():
+    """mean, rstd and y of the deep_norm example's data in float64 (its alpha and epsilon
+    are float(0.3) and float(1e-6))."""
+    x = np.arange(1.0, 13.0).reshape(3, 1, 4)
+    gx = np.array([2, 2, 2, 4, 4, 4, 6, 6, 6, 8, 8, 8.0]).reshape(3, 1, 4)
+    p = np.arange(4.0)
+    return list(reference.deep_norm(x, gx, p, p, float(np.float32(0.3)),
+                                    float(np.float32(1e-6))))
+
+
 def add_reference():
     """out = self + 1.2 * other of the add example's data in float64."""
     return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
@@ -150,6 +162,10 @@ PORTS = [
                for call in ("non-biasOptional", "biasOptional")
                for name in ADD_LAYER_NORM_HEADERS),
          prelude="\nUse aclnnAddLayerNorm Non-biasOptional Port."),
+    Port("deep_norm.py", deep_norm_example_output, deep_norm_reference,
+         "aclnnDeepNormGetWorkspaceSize",
+         headers=("\nUse aclnnDeepNorm Port.", "== pdx output"),   # the header, three times
+         prelude="\nUse aclnnDeepNorm Port."),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 

@@ -11,7 +11,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/add_rms_norm/examples,
                                          norm/rms_norm_grad/examples,
                                          norm/group_norm/examples,
-                                         norm/add_layer_norm/examples) and runtime/
+                                         norm/add_layer_norm/examples,
+                                         norm/deep_norm/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -30,8 +31,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          1_launch_kernel_with_reslimit)
 
 The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py,
-add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py) print byte for byte what the
-C++ examples print, both on the emulator.
+add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py, deep_norm.py) print byte
+for byte what the C++ examples print, both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -1018,6 +1019,44 @@ def test_vendor_launch_kernel_with_reslimit_example():
 
 # ---- the Python ports of the operator examples (samples/) ----------------------------------
 
+def deep_norm_example_output() -> str:
+    """The deep_norm example's inputs (x = 1..12 and gx as [3, 1, 4], beta = gamma =
+    [0, 1, 2, 3], alpha float(0.3), epsilon float(1e-6), FLOAT) through the kernel's float32
+    chain (op_kernel/deep_norm.cpp): h = x * alpha (rounded) + gx, mean = sum(h) * (1/4),
+    d = h - mean, rstd = 1 / sqrt(sum(d * d) * (1/4) + eps), y = (d * rstd) * gamma + beta,
+    the sums of four terms in the emulator's order (tests/test_emulator_add_layer_norm.py
+    lane_sum; the device's order may differ in a last bit, which six printed decimals do not
+    show here). On an Atlas A2/A3 or 950 part: the device writes all three (an Atlas inference
+    part would leave them as the example's host data: rows of 16 bytes). The example prints a
+    progress line, then mean, rstd and y, each after a header that ends with no newline."""
+    from test_emulator_add_layer_norm import lane_sum
+    f = np.float32
+    x = np.arange(1, 13, dtype=f).reshape(3, 4)
+    gx = np.array([2, 2, 2, 4, 4, 4, 6, 6, 6, 8, 8, 8], f).reshape(3, 4)
+    p = np.arange(4, dtype=f)
+    h = x * f(0.3) + gx
+    avg = f(1.0 / 4)
+    mean = lane_sum(h) * avg
+    d = h - mean[:, None]
+    rstd = f(1) / np.sqrt(lane_sum(d * d) * avg + f(1e-6))
+    y = (d * rstd[:, None]) * p + p
+    text = "\nUse aclnnDeepNorm Port."
+    for vals in (mean, rstd, y):
+        text += "== pdx output"
+        text += "".join(f"result[{i}] is: {float(v):f}\n" for i, v in enumerate(vals.ravel()))
+    return text
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnDeepNorm example "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_deep_norm_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "deep_norm", "examples",
+                                             "test_aclnn_deep_norm.cpp"), [library])
+    assert out == deep_norm_example_output()
+
+
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 
 # (port under samples/, checkout, the C++ example it ports, its operator library)
@@ -1042,6 +1081,8 @@ EXAMPLE_PORTS = [
                   "test_aclnn_inplace_add_rms_norm.cpp"), "opapi_nn"),
     ("add_layer_norm.py", "ops-nn", os.path.join("norm", "add_layer_norm", "examples",
                                                  "test_aclnn_add_layer_norm.cpp"), "opapi_nn"),
+    ("deep_norm.py", "ops-nn", os.path.join("norm", "deep_norm", "examples",
+                                            "test_aclnn_deep_norm.cpp"), "opapi_nn"),
 ]
 
 
