@@ -5,9 +5,9 @@ op_host/deep_norm_shape_check.h; the stricter choices in docs/emulator.md), and 
 numbers: against the float64 reference for every dtype, and bit for bit against the kernels'
 chain (op_kernel/deep_norm.cpp, op_kernel/arch35/deep_norm.h: everything in float32,
 h = x * alpha + gx with the product rounded, mean and variance as plain sums times the
-tiling's 1/N, y rounded once) written in NumPy with the emulator's fixed order of a row's
-sums; bits independent of layout and thread count; what the Atlas inference parts leave
-unwritten; the other parts in their own processes.
+tiling's 1/N, y rounded once, +0 added in one variant) written in NumPy with the emulator's
+fixed order of a row's sums; bits independent of layout and thread count; what the Atlas
+inference parts leave unwritten; the other parts in their own processes.
 """
 from __future__ import annotations
 
@@ -73,6 +73,8 @@ def device_chain(x, gx, beta, gamma, alpha=0.3, eps=1e-6, arch=ARCH):
     d = h - mean[:, None]
     rstd = f(1) / np.sqrt(lane_sum(d * d) * avg + f(eps))
     y = (d * rstd[:, None]) * gamma.astype(f).reshape(n) + beta.astype(f).reshape(n)
+    if arch != 3510 and x.dtype == F32 and 4096 < n <= 8192:
+        y = y + f(0)   # ExtraProcessFp32's Adds(y, 0): -0 becomes +0
     st = rstd_shape(x.shape, gamma.ndim)
     return mean.reshape(st), rstd.reshape(st), y.astype(x.dtype).reshape(x.shape)
 
@@ -127,6 +129,20 @@ def test_product_rounded_before_gx_is_added(arena):
     mean, rstd, y = call(arena, x, -np.ones_like(x), b, np.ones(16, F32), alpha=1 / 3)
     assert (mean == 0).all() and np.array_equal(y, np.broadcast_to(b, y.shape))
     assert (rstd == np.float32(1) / np.sqrt(np.float32(1e-6))).all()
+
+
+@pytest.mark.parametrize("n", [4096, 4097, 8192, 8193])
+def test_minus_zero_y_where_the_kernel_adds_zero(arena, n):
+    """gamma -0 and beta -0: y = (d * rstd) * -0 + -0 is -0 where d > 0, but the Atlas A2/A3
+    and inference kernel for FLOAT rows of 4097..8192 (ExtraProcessFp32) copies y out with
+    Adds(y, 0), which makes it +0; Ascend 950 and the other variants keep -0."""
+    x = np.tile(np.arange(n, dtype=F32), (2, 1))
+    g = b = np.full(n, -0.0, F32)
+    y = call(arena, x, np.zeros_like(x), b, g)[2]
+    assert (y == 0).all()
+    pos = np.signbit(y[:, n // 2 + 1:])        # d > 0 there
+    plus_zero = ARCH != 3510 and 4096 < n <= 8192
+    assert (~pos).all() if plus_zero else pos.all()
 
 
 def test_alpha_and_epsilon_reach_the_kernel_as_float32(arena):
@@ -405,5 +421,5 @@ def test_no_kernel_on_atlas_training_parts(arena):
 def test_other_parts_in_their_own_process(part):
     select = ("no_kernel or part_dtype_table or dead_tensor" if part == "Ascend910A" else
               "part_dtype_table or bit_for_bit and 181 or reference or bf16_only or "
-              "atlas_inference or no_columns or mean-ones or product_rounded")
+              "atlas_inference or no_columns or mean-ones or product_rounded or minus_zero")
     run_on_part(__file__, part, select)

@@ -26,7 +26,8 @@
  *     GTLimit/Common variants' Muls then Add; the others' Axpy, taken the same way);
  *   mean = sum(h) * avg; d = h - mean; var = sum(d * d) * avg; rstd = 1 / sqrt(var + eps);
  *   y = (d * rstd) * float(gamma) + float(beta), rounded once to y's dtype (FLOAT16
- *   CAST_NONE, BF16 CAST_RINT: ties to even);
+ *   CAST_NONE, BF16 CAST_RINT: ties to even); FLOAT rows of 4097..8192 on Atlas A2/A3 and
+ *   inference parts (ExtraProcessFp32) add 0 to y before the store: -0 becomes +0;
  * avg is the tiling's float(1.0 / N) (op_host/arch22) or 1.0f / (float)N (arch35): the same
  * float for every N below 2^24. The sums are plain (not scaled per term, unlike
  * AddLayerNorm's): norm_rows.h's lane sums with a scale of 1, which is exact.
@@ -66,6 +67,7 @@ typedef struct {
     bool launch;      /* false: every output empty, nothing runs */
     bool write_stats; /* meanOut/rstdOut written (not on Atlas inference parts) */
     bool write_y;     /* yOut written (not on Atlas inference parts for rows under 32 bytes) */
+    bool plus_zero;   /* y + 0.0f before the store: a -0 becomes +0 (ExtraProcessFp32) */
 } dn_payload;
 
 typedef struct {
@@ -99,6 +101,9 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
         if (P->write_y) {
             float *yb = abuf;
             nr_scale_shift(yb, d, N, rstd, T->rows.gamma, T->rows.beta);
+            if (P->plus_zero)
+                for (int64_t i = 0; i < N; i++)
+                    yb[i] += 0.0f;
             put_tile(row_base(y, m), y->dtype, ACLEMU_TIES_EVEN, &y->inner, 0, N, yb);
         }
         if (P->write_stats) {
@@ -302,6 +307,9 @@ ACLEMU_EXPORT aclnnStatus aclnnDeepNormGetWorkspaceSize(
     const bool inference = soc->npu_arch == 2002;
     P->write_stats = !inference;
     P->write_y = !inference || N * (int64_t)aclemu_dtype_size(x->dtype) >= 32;
+    /* Tiling4DeepNorm's key 6 (FLOAT, 4096 < N <= 8192) runs ExtraProcessFp32, which moves y
+     * to the output queue with Adds(y, 0) */
+    P->plus_zero = soc->npu_arch != 3510 && x->dtype == ACL_FLOAT && N > 4096 && N <= 8192;
     const int s = (int)split;
     snapshot(&P->t[T_X], x, s);
     snapshot(&P->t[T_GX], gx, s);
