@@ -50,10 +50,12 @@
 #include "emu_internal.h"
 #include "phase_one.h"
 #include "convert.h"
+#include "half.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_group_norm.h"
+#include "aclnnop/aclnn_group_norm_silu.h"
 
 #define P1 "aclnnGroupNormGetWorkspaceSize"
 #define P2 "aclnnGroupNorm"
@@ -70,13 +72,19 @@ typedef enum {
 
 typedef struct {
     tdesc t[T_COUNT];
+    const char *p2;            /* the operator's phase two, for messages */
     int64_t N, C, HW, G, D, E; /* E = D * HW elements per (n, group) row */
     float eps;                 /* as the kernel receives it */
-    aclDataType dtype;         /* self's: every tensor has it */
+    aclDataType dtype;         /* self's and out's */
+    aclDataType stats_dtype;   /* meanOut's and rstdOut's: self's, on Ascend 950 gamma's */
     gn_chain chain;
     aclemu_ties ties;          /* the kernel's rounding to a 16-bit dtype */
+    bool silu;                 /* GroupNormSilu's activation on y, in float, before rounding */
+    bool add_beta;             /* false: Ascend 950 without beta, whose kernel adds nothing */
+    bool affine_as_x_dtype;    /* the SD kernel's reading of FLOAT gamma/beta as FLOAT16 */
     bool write_stats;          /* whether the kernel writes mean and rstd */
-    bool empty;                /* self empty: meanOut 0, rstdOut NaN, nothing else */
+    bool empty;                /* self empty: meanOut empty_mean, rstdOut NaN, nothing else */
+    float empty_mean;          /* 0 (the op_api's FillScalar) or NaN (Ascend 950's kernel) */
 } gn_payload;
 
 typedef struct {
@@ -104,13 +112,25 @@ static void round_half_ties_away(float *buf, int64_t n)
     }
 }
 
-/* Rounds buf to the payload's dtype as its kernel does, in place (FLOAT: nothing). */
-static void round_to_dtype(const gn_payload *P, float *buf, int64_t n)
+/* Rounds buf to dt as the payload's kernel does, in place (FLOAT: nothing). */
+static void round_to_dtype(const gn_payload *P, aclDataType dt, float *buf, int64_t n)
 {
-    if (P->dtype == ACL_FLOAT16 && P->ties == ACLEMU_TIES_AWAY)
+    if (dt == ACL_FLOAT16 && P->ties == ACLEMU_TIES_AWAY)
         round_half_ties_away(buf, n);
     else
-        aclemu_round_floats(P->dtype, P->ties, buf, n);
+        aclemu_round_floats(dt, P->ties, buf, n);
+}
+
+/* Silu as every GroupNormSilu kernel applies it to y, in float: y / (1 + exp(-y)) (Muls by
+ * -1, Exp, Adds 1, Div). The device's Exp is taken as the correctly rounded float (its error
+ * is not in the sources; docs/emulator.md). */
+static void silu_row(float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float t = (float)exp(-(double)y[i]);
+        t = t + 1.0f;
+        y[i] = y[i] / t;
+    }
 }
 
 /* sum(x[i] * scale) (scale 1: the plain sum) in norm_rows' fixed lane order. */
@@ -210,7 +230,7 @@ static void normalize_row(const gn_task *T, float *x, int64_t g, float *mean_out
         for (int64_t i = 0; i < HW; i++) {
             float t = (xs[i] - mean) * rstd;
             t = t * gm;
-            xs[i] = t + bt;
+            xs[i] = P->add_beta ? t + bt : t;
         }
     }
     *mean_out = mean;
@@ -243,25 +263,45 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
             memcpy(buf, src, (size_t)P->E * sizeof(float));
         float mean, rstd;
         normalize_row(T, buf, g, &mean, &rstd);
-        round_to_dtype(P, buf, P->E);
+        if (P->silu)
+            silu_row(buf, P->E);
+        round_to_dtype(P, P->dtype, buf, P->E);
         put_tile(row_base(y, n), P->dtype, ACLEMU_TIES_EVEN, &y->inner, g * P->E, P->E, buf);
         if (P->write_stats) {
-            round_to_dtype(P, &mean, 1);
-            round_to_dtype(P, &rstd, 1);
-            put_tile(view_base(mo), P->dtype, ACLEMU_TIES_EVEN, &mo->inner, m, 1, &mean);
-            put_tile(view_base(ro), P->dtype, ACLEMU_TIES_EVEN, &ro->inner, m, 1, &rstd);
+            round_to_dtype(P, P->stats_dtype, &mean, 1);
+            round_to_dtype(P, P->stats_dtype, &rstd, 1);
+            put_tile(view_base(mo), P->stats_dtype, ACLEMU_TIES_EVEN, &mo->inner, m, 1, &mean);
+            put_tile(view_base(ro), P->stats_dtype, ACLEMU_TIES_EVEN, &ro->inner, m, 1, &rstd);
         }
     }
 }
 
-/* An empty self: meanOut 0 and rstdOut NaN (the op_api's FillScalar), in their dtype. */
+/* An empty self: meanOut empty_mean and rstdOut NaN (the op_api's FillScalar: 0 and NaN;
+ * Ascend 950's empty-tensor kernel for GroupNormSilu: NaN for both), in their dtype. */
 static void fill_stats(const gn_payload *P)
 {
     const tdesc *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
-    const float zero = 0.0f, nan = NAN;
+    const float nan = NAN;
     for (int64_t i = 0; i < P->N * P->G; i++) {
-        put_tile(view_base(mo), P->dtype, ACLEMU_TIES_EVEN, &mo->inner, i, 1, &zero);
-        put_tile(view_base(ro), P->dtype, ACLEMU_TIES_EVEN, &ro->inner, i, 1, &nan);
+        put_tile(view_base(mo), P->stats_dtype, ACLEMU_TIES_EVEN, &mo->inner, i, 1,
+                 &P->empty_mean);
+        put_tile(view_base(ro), P->stats_dtype, ACLEMU_TIES_EVEN, &ro->inner, i, 1, &nan);
+    }
+}
+
+/* The Atlas inference parts' SD kernel instantiated for FLOAT16 gamma and beta
+ * (group_norm_silu.cpp: GroupNormSiluSD<DTYPE_X, DTYPE_X> under tiling key 109, which
+ * SetTilingSD picks whatever gamma's dtype): given FLOAT gamma/beta it reads their first C
+ * FLOAT16 values out of the float bytes. v holds the C floats; replaced in place by those
+ * values. Float c is written after FLOAT16 values c..2c+1, the ones its bytes hold, were
+ * read (c from the last down). */
+static void reread_as_half(float *v, int64_t C)
+{
+    unsigned char *bytes = (unsigned char *)v;
+    for (int64_t c = C - 1; c >= 0; c--) {
+        uint16_t h;
+        memcpy(&h, bytes + 2 * c, sizeof h);
+        v[c] = aclemu_f16_to_f32(h);
     }
 }
 
@@ -289,6 +329,13 @@ static void task_run(void *arg)
     } else {
         memset(T->beta, 0, (size_t)P->C * sizeof(float));
     }
+    if (P->affine_as_x_dtype) { /* gamma and beta both given, FLOAT */
+        if (R->gamma != R->gamma_buf)
+            memcpy(R->gamma_buf, R->gamma, (size_t)P->C * sizeof(float));
+        R->gamma = R->gamma_buf;
+        reread_as_half(R->gamma_buf, P->C);
+        reread_as_half(T->beta, P->C);
+    }
     aclemu_parallel_for(P->N * P->G, R->nchunks, rows_body, T);
 }
 
@@ -306,7 +353,8 @@ static aclnnStatus gn_launch(void *payload, void *const *addrs, void *workspace,
                              uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    gn_task *T = p2_task_new(P2, sizeof *T);
+    const char *p2 = ((const gn_payload *)payload)->p2;
+    gn_task *T = p2_task_new(p2, sizeof *T);
     if (!T)
         return ACLNN_ERR_INNER;
     T->p = *(const gn_payload *)payload;
@@ -314,14 +362,14 @@ static aclnnStatus gn_launch(void *payload, void *const *addrs, void *workspace,
     if (!P->empty) {
         T->beta = malloc((size_t)P->C * sizeof(float));
         if (!T->beta) {
-            aclemu_set_error("%s: out of host memory for beta (%lld floats)", P2,
+            aclemu_set_error("%s: out of host memory for beta (%lld floats)", p2,
                              (long long)P->C);
             task_release(T);
             return ACLNN_ERR_INNER;
         }
     }
     /* rows: the (n, group) pairs; the row buffers hold one group (E floats) */
-    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows,
+    return nr_launch(p2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows,
                      P->empty ? 0 : P->N * P->G, P->empty ? 0 : P->C, P->E, task_run,
                      task_release, T);
 }
@@ -334,10 +382,11 @@ static const aclemu_executor_ops GN_OPS = {
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-static aclnnStatus check_dtype_match(const aclTensor *t, const char *name, const aclTensor *self)
+static aclnnStatus check_dtype_match(const char *fn, const aclTensor *t, const char *name,
+                                     const aclTensor *self)
 {
     if (t->dtype != self->dtype)
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be self's dtype %s", P1, name,
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be self's dtype %s", fn, name,
              dname(t->dtype), dname(self->dtype));
     return ACLNN_SUCCESS;
 }
@@ -354,7 +403,7 @@ static aclnnStatus check_dtypes(const aclTensor *const *ts, const aclemu_soc *so
              bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
     aclnnStatus st;
     for (int i = T_GAMMA; i < T_COUNT; i++)
-        if (ts[i] && (st = check_dtype_match(ts[i], TNAME[i], self)))
+        if (ts[i] && (st = check_dtype_match(P1, ts[i], TNAME[i], self)))
             return st;
     return ACLNN_SUCCESS;
 }
@@ -376,15 +425,15 @@ static aclnnStatus check_attrs(const aclTensor *self, int64_t C, int64_t group, 
     return ACLNN_SUCCESS;
 }
 
-static aclnnStatus check_channel_vector(const aclTensor *t, const char *name, int64_t C,
-                                        const aclTensor *self)
+static aclnnStatus check_channel_vector(const char *fn, const aclTensor *t, const char *name,
+                                        int64_t C, const aclTensor *self)
 {
     if (t && (t->ndim != 1 || t->dims[0] != C)) {
         char s1[256], s2[256];
         fmt_dims(s1, sizeof s1, t->dims, t->ndim);
         fmt_dims(s2, sizeof s2, self->dims, self->ndim);
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s shape %s must be a vector of C = %lld elements "
-             "(self %s)", P1, name, s1, (long long)C, s2);
+             "(self %s)", fn, name, s1, (long long)C, s2);
     }
     return ACLNN_SUCCESS;
 }
@@ -419,8 +468,8 @@ static aclnnStatus check_shapes(const aclTensor *const *ts, int64_t N, int64_t C
         __builtin_mul_overflow(want, HxW, &want) || total != want)
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self's element count must equal N * C * HxW", P1);
     aclnnStatus st;
-    if ((st = check_channel_vector(ts[T_GAMMA], "gamma", C, self)) ||
-        (st = check_channel_vector(ts[T_BETA], "beta", C, self)))
+    if ((st = check_channel_vector(P1, ts[T_GAMMA], "gamma", C, self)) ||
+        (st = check_channel_vector(P1, ts[T_BETA], "beta", C, self)))
         return st;
     return ACLNN_SUCCESS;
 }
@@ -458,10 +507,15 @@ static aclnnStatus check_formats(const aclTensor *self, const aclTensor *out)
  * of group_norm_silu_tiling.cpp (SetTiling, then SetTilingSD), and whether that kernel's
  * CopyOutMeanAndRstd has a path without DataCopyPad (the g16/g32 and hw1 kernels do; small,
  * b16, b32 and SD do not). */
+static bool inference_sd_kernel(int64_t N, int64_t HW, int64_t G, aclDataType dt)
+{
+    return dt != ACL_FLOAT && N == 1 && G == 32 && HW > 1;
+}
+
 static bool inference_writes_stats(int64_t N, int64_t C, int64_t HW, int64_t G, aclDataType dt)
 {
     const int64_t size = dt == ACL_FLOAT ? 4 : 2, per_block = 32 / size;
-    if (size == 2 && N == 1 && G == 32 && HW > 1)
+    if (inference_sd_kernel(N, HW, G, dt))
         return false; /* SetTilingSD's special kernel, whatever SetTiling chose */
     const int64_t cores = aclemu_soc_ai_cores() + aclemu_soc_vector_cores();
     const int64_t groups = N * G, per_core = (groups + cores - 1) / cores;
@@ -508,6 +562,7 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor *self,
     gn_payload *P = calloc(1, sizeof *P);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    P->p2 = P2;
     P->N = N;
     P->C = C;
     P->HW = HxW;
@@ -515,7 +570,8 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor *self,
     P->D = C / group;
     P->E = P->D * HxW;
     P->eps = (float)eps;
-    P->dtype = self->dtype;
+    P->dtype = P->stats_dtype = self->dtype;
+    P->add_beta = true;
     P->empty = N * C * HxW == 0;
     switch (soc->npu_arch) {
     case 3510:
@@ -553,4 +609,319 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNorm(void *workspace, uint64_t workspaceSize
                                          aclOpExecutor *executor, aclrtStream stream)
 {
     return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}
+
+/* ---- aclnnGroupNormSilu and aclnnGroupNormSiluV2 ------------------------------------------- */
+
+/*
+ * Facts, hicann/ops-nn norm/group_norm_silu:
+ * - op_host/op_api/aclnn_group_norm_silu.cpp (the hand-written phase one of both; V1 is V2
+ *   with activateSilu true), followed here in its order and codes: the out-pointers
+ *   (L2_DFX_PHASE_1, 161001); self, out, meanOut, rstdOut NULL (161001); CheckDtypeValid
+ *   (161002): self, gamma, beta in the part's list (FLOAT16, FLOAT; BF16 too on DAV_2201 and the
+ *   regbase parts), gamma and beta of one dtype when both are given, that dtype self's or
+ *   FLOAT, out self's; then off regbase meanOut and rstdOut self's, gamma and beta FLOAT for a
+ *   FLOAT self; on regbase a gamma (beta) not of self's dtype FLOAT with meanOut and rstdOut
+ *   FLOAT, and nothing else; CheckShape (161002): self rank 2..8, out self's shape, meanOut
+ *   and rstdOut [N, group], gamma and beta rank 1 of C elements; CheckAttr (161002): group > 0,
+ *   N > 0 and C > 0 off regbase, eps > 0, C % group == 0; no format rule (FRACTAL_NZ only
+ *   warned about); an empty self: off regbase meanOut 0 and rstdOut NaN (FillScalar), nothing
+ *   else; on regbase N 0: nothing at all, else on to the kernel; absent gamma/beta: ones/zeros
+ *   of self's dtype off regbase, passed absent on regbase; then the L0 op
+ *   (op_api/group_norm_silu.cpp: mean and rstd of self's dtype, on regbase gamma's, else
+ *   beta's) and the ViewCopy of each output (hicann/ops-math conversion/contiguous
+ *   contiguous.cpp CheckViewCopyParams: equal dtypes; equal formats unless the L0 output's is
+ *   ND), whose failures the op_api returns as ACLNN_ERR_INNER_NULLPTR (561103);
+ * - op_host/group_norm_silu_def.cpp and config/<part>/group_norm_silu_binary.json: kernels
+ *   for ascend310p, ascend910b, ascend910_93 and ascend950, none for the Atlas training
+ *   series (ascend910); (x, gamma, beta) of one dtype or FLOAT16/BF16 x with FLOAT gamma and
+ *   beta; the L0 op's kernel lookup fails in phase one for anything else (561103);
+ * - op_host/group_norm_silu_tiling.cpp (Atlas A2/A3, inference): gamma and beta of one dtype
+ *   size (an absent one is made of self's dtype), FLOAT for a FLOAT x; op_host/
+ *   group_norm_silu_tiling_arch35.cpp (Ascend 950): an empty x takes the empty-tensor kernel;
+ * - op_kernel: GroupNorm's arithmetic (above), then, with the activation, y / (1 + exp(-y))
+ *   in float (Muls -1, Exp, Adds 1, Div) before the one rounding to x's dtype; a FLOAT gamma
+ *   or beta is read as float (the MIXTYPE keys), a 16-bit one widened exactly; the hw1 kernel
+ *   with one channel per group takes silu(beta); the SD kernel (Atlas inference parts,
+ *   FLOAT16 x, N 1, group 32, HxW > 1) is instantiated for gamma of x's dtype only
+ *   (group_norm_silu.cpp, key 109), so it reads FLOAT gamma/beta as FLOAT16 values;
+ *   arch35/group_norm_silu_regbase_base.h (Ascend 950): no multiply without gamma, no add
+ *   without beta, mean and rstd rounded to their dtype (FLOAT for FLOAT gamma/beta);
+ *   arch35/group_norm_silu_regbase_empty_tensor.h: mean and rstd filled with NaN.
+ */
+
+#define SILU_P1 "aclnnGroupNormSiluGetWorkspaceSize"
+#define SILU_P2 "aclnnGroupNormSilu"
+#define SILU_V2_P1 "aclnnGroupNormSiluV2GetWorkspaceSize"
+#define SILU_V2_P2 "aclnnGroupNormSiluV2"
+
+static const aclemu_executor_ops GNS_OPS = {
+    .op_name = SILU_P2,
+    .launch = gn_launch,
+    .destroy = free,
+};
+static const aclemu_executor_ops GNS_V2_OPS = {
+    .op_name = SILU_V2_P2,
+    .launch = gn_launch,
+    .destroy = free,
+};
+
+static bool silu_dtype_listed(aclDataType d, bool bf16)
+{
+    return d == ACL_FLOAT || d == ACL_FLOAT16 || (bf16 && d == ACL_BF16);
+}
+
+static aclnnStatus silu_need_dtype(const char *fn, const aclTensor *t, const char *name,
+                                   aclDataType want, const char *whose)
+{
+    if (t->dtype != want)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be %s (%s)", fn, name,
+             dname(t->dtype), dname(want), whose);
+    return ACLNN_SUCCESS;
+}
+
+/* Step 2 (CheckDtypeValid). */
+static aclnnStatus silu_check_dtypes(const char *fn, const aclTensor *const *ts,
+                                     const aclemu_soc *soc)
+{
+    const aclTensor *self = ts[T_SELF], *g = ts[T_GAMMA], *b = ts[T_BETA];
+    const bool regbase = soc->npu_arch == 3510;
+    const bool bf16 = soc->npu_arch == 2201 || regbase;
+    for (int i = T_SELF; i <= T_BETA; i++)
+        if (ts[i] && !silu_dtype_listed(ts[i]->dtype, bf16))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", fn,
+                 TNAME[i], dname(ts[i]->dtype), soc->name, soc->series,
+                 bf16 ? "FLOAT16, BF16, FLOAT" : "FLOAT16, FLOAT");
+    aclnnStatus st;
+    if (g && b) {
+        if ((st = silu_need_dtype(fn, g, "gamma", b->dtype, "beta's dtype")))
+            return st;
+        if (g->dtype != self->dtype && g->dtype != ACL_FLOAT)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gamma dtype %s must be self's dtype %s or FLOAT",
+                 fn, dname(g->dtype), dname(self->dtype));
+    }
+    if ((st = silu_need_dtype(fn, ts[T_OUT], "out", self->dtype, "self's dtype")))
+        return st;
+    if (!regbase) {
+        if ((st = silu_need_dtype(fn, ts[T_MEAN], "meanOut", self->dtype, "self's dtype")) ||
+            (st = silu_need_dtype(fn, ts[T_RSTD], "rstdOut", self->dtype, "self's dtype")))
+            return st;
+        if (self->dtype == ACL_FLOAT &&
+            ((g && (st = silu_need_dtype(fn, g, "gamma", ACL_FLOAT, "self is FLOAT"))) ||
+             (b && (st = silu_need_dtype(fn, b, "beta", ACL_FLOAT, "self is FLOAT")))))
+            return st;
+        return ACLNN_SUCCESS;
+    }
+    /* regbase: mixed precision, statistics in FLOAT */
+    for (int i = T_GAMMA; i <= T_BETA; i++) {
+        const aclTensor *t = ts[i];
+        if (t && t->dtype != self->dtype &&
+            ((st = silu_need_dtype(fn, t, TNAME[i], ACL_FLOAT, "not self's dtype")) ||
+             (st = silu_need_dtype(fn, ts[T_MEAN], "meanOut", ACL_FLOAT, "FLOAT gamma/beta")) ||
+             (st = silu_need_dtype(fn, ts[T_RSTD], "rstdOut", ACL_FLOAT, "FLOAT gamma/beta"))))
+            return st;
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* Step 3 (CheckShape). */
+static aclnnStatus silu_check_shapes(const char *fn, const aclTensor *const *ts, int64_t group)
+{
+    const aclTensor *self = ts[T_SELF];
+    if (self->ndim < 2 || self->ndim > TV_MAX_RANK)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self rank %llu is not in [2, 8]", fn,
+             (unsigned long long)self->ndim);
+    if (!same_dims(ts[T_OUT]->dims, ts[T_OUT]->ndim, self->dims, self->ndim))
+        return shape_error(fn, "out", ts[T_OUT]->dims, ts[T_OUT]->ndim, "must equal self's shape",
+                           self->dims, self->ndim);
+    const int64_t stats[2] = {self->dims[0], group};
+    for (int i = T_MEAN; i <= T_RSTD; i++)
+        if (!same_dims(ts[i]->dims, ts[i]->ndim, stats, 2))
+            return shape_error(fn, TNAME[i], ts[i]->dims, ts[i]->ndim, "must be [N, group] =",
+                               stats, 2);
+    aclnnStatus st;
+    if ((st = check_channel_vector(fn, ts[T_GAMMA], "gamma", self->dims[1], self)) ||
+        (st = check_channel_vector(fn, ts[T_BETA], "beta", self->dims[1], self)))
+        return st;
+    return ACLNN_SUCCESS;
+}
+
+/* Step 4 (CheckAttr). */
+static aclnnStatus silu_check_attrs(const char *fn, const aclTensor *self, int64_t group,
+                                    double eps, bool regbase)
+{
+    const int64_t N = self->dims[0], C = self->dims[1];
+    if (group <= 0)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: group %lld must be greater than 0", fn,
+             (long long)group);
+    if (!regbase && N <= 0)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: N (self's dim 0) %lld must be greater than 0 on "
+             "this part", fn, (long long)N);
+    if (!regbase && C <= 0)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: C (self's dim 1) %lld must be greater than 0 on "
+             "this part", fn, (long long)C);
+    if (!(eps > 0.0)) /* NaN too */
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: eps %g must be greater than 0", fn, eps);
+    if (C % group != 0) {
+        char s[256];
+        fmt_dims(s, sizeof s, self->dims, self->ndim);
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: C %lld must be divisible by group %lld (self %s)",
+             fn, (long long)C, (long long)group, s);
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* The L0 op and the outputs' ViewCopy (561103): no kernel on the Atlas training parts; off
+ * regbase the (x, gamma, beta) dtypes the op_api hands the kernel (absent: self's) must be a
+ * tiling-accepted, registered combination; each output's ViewCopy needs its L0 result's dtype
+ * and, unless that result is ND, its format. */
+static aclnnStatus silu_check_l0(const char *fn, const aclTensor *const *ts,
+                                 const aclemu_soc *soc, aclDataType stats_dtype)
+{
+    const aclTensor *self = ts[T_SELF], *g = ts[T_GAMMA], *b = ts[T_BETA];
+    if (soc->npu_arch == 1001)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: no GroupNormSilu kernel on %s (%s): the operator's "
+             "definition registers none for the Atlas training series", fn, soc->name,
+             soc->series);
+    if (soc->npu_arch != 3510) {
+        const aclDataType x = self->dtype, gd = g ? g->dtype : x, bd = b ? b->dtype : x;
+        if ((gd == ACL_FLOAT) != (bd == ACL_FLOAT)) /* sizes: FLOAT 4, FLOAT16/BF16 2 */
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: the kernel's gamma (%s) and beta (%s) must have "
+                 "one dtype size (the tiling's rule; an absent one is made of self's dtype)",
+                 fn, dname(gd), dname(bd));
+        if (!((gd == x && bd == x) || (gd == ACL_FLOAT && bd == ACL_FLOAT)))
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: no kernel for self %s with gamma %s and beta %s "
+                 "on %s (%s): the kernels take one dtype or FLOAT gamma and beta", fn, dname(x),
+                 dname(gd), dname(bd), soc->name, soc->series);
+    }
+    if (self->format != ACL_FORMAT_ND && ts[T_OUT]->format != self->format)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: out's format (aclFormat %d) must be self's format "
+             "(aclFormat %d) for the copy of the result", fn, (int)ts[T_OUT]->format,
+             (int)self->format);
+    for (int i = T_MEAN; i <= T_RSTD; i++)
+        if (ts[i]->dtype != stats_dtype)
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: %s dtype %s must be %s, the kernel's %s dtype "
+                 "(gamma's, else beta's, else self's) for the copy of the result", fn,
+                 TNAME[i], dname(ts[i]->dtype), dname(stats_dtype), i == T_MEAN ? "mean" : "rstd");
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus silu_phase_one(const char *fn, const char *p2, const aclemu_executor_ops *ops,
+                                  const aclTensor *self, const aclTensor *gamma,
+                                  const aclTensor *beta, int64_t group, double eps, bool silu,
+                                  aclTensor *out, aclTensor *meanOut, aclTensor *rstdOut,
+                                  uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    if (aclemu_fault(fn))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {self, gamma, beta, out, meanOut, rstdOut};
+
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(fn, workspaceSize, executor)))
+        return st;
+    const aclemu_soc *soc = aclemu_soc_info(fn);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    const bool regbase = soc->npu_arch == 3510;
+
+    /* 1. self, out, meanOut, rstdOut NULL (161001); then every handle live */
+    if ((st = p1_required(fn, ts, TNAME, T_SELF, T_SELF + 1)) ||
+        (st = p1_required(fn, ts, TNAME, T_OUT, T_COUNT)) ||
+        (st = p1_live(fn, ts, TNAME, T_COUNT)))
+        return st;
+    /* 2. dtypes, 3. shapes, 4. attributes (161002), in the vendor's order */
+    if ((st = silu_check_dtypes(fn, ts, soc)) || (st = silu_check_shapes(fn, ts, group)) ||
+        (st = silu_check_attrs(fn, self, group, eps, regbase)))
+        return st;
+
+    const int64_t N = self->dims[0], C = self->dims[1];
+    int64_t HW = 0;
+    if (!numel(self->dims + 2, self->ndim - 2, &HW))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self's element count overflows int64", fn);
+    const bool empty = N == 0 || C == 0 || HW == 0;
+    const aclDataType stats_dtype = !regbase ? self->dtype : gamma ? gamma->dtype
+                                    : beta ? beta->dtype : self->dtype;
+    /* an empty self returns before the L0 op, except on regbase with N > 0 */
+    if (!(empty && (!regbase || N == 0)) && (st = silu_check_l0(fn, ts, soc, stats_dtype)))
+        return st;
+
+    gn_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", fn);
+    P->p2 = p2;
+    P->N = N;
+    P->C = C;
+    P->HW = HW;
+    P->G = group;
+    P->D = C / group;
+    P->E = P->D * HW;
+    P->eps = (float)eps;
+    P->dtype = self->dtype;
+    P->stats_dtype = stats_dtype;
+    P->silu = silu;
+    P->add_beta = !regbase || beta;
+    P->empty = empty;
+    P->empty_mean = regbase ? NAN : 0.0f;
+    switch (soc->npu_arch) {
+    case 3510:
+        P->chain = CHAIN_TWO_PASS;
+        P->ties = ACLEMU_TIES_EVEN;
+        P->write_stats = true;
+        break;
+    case 2002:
+        P->chain = CHAIN_ONE_PASS;
+        P->ties = ACLEMU_TIES_EVEN; /* CAST_NONE */
+        P->write_stats = !empty && inference_writes_stats(N, C, HW, group, self->dtype);
+        P->affine_as_x_dtype = !empty && gamma && gamma->dtype == ACL_FLOAT &&
+                               self->dtype != ACL_FLOAT &&
+                               inference_sd_kernel(N, HW, group, self->dtype);
+        break;
+    default: /* Atlas A2/A3; the training parts stop before (or fill the empty statistics) */
+        P->chain = CHAIN_ONE_PASS;
+        P->ties = ACLEMU_TIES_AWAY; /* CAST_ROUND */
+        P->write_stats = true;
+        break;
+    }
+    snapshot(&P->t[T_SELF], self, 1);
+    snapshot(&P->t[T_GAMMA], gamma, -1);
+    snapshot(&P->t[T_BETA], beta, -1);
+    snapshot(&P->t[T_OUT], out, 1);
+    snapshot(&P->t[T_MEAN], meanOut, -1);
+    snapshot(&P->t[T_RSTD], rstdOut, -1);
+    return p1_finish(fn, ops, P, 0, ts, TNAME, T_COUNT, T_OUT, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnGroupNormSiluGetWorkspaceSize(const aclTensor *self,
+                                                             const aclTensor *gamma,
+                                                             const aclTensor *beta, int64_t group,
+                                                             double eps, aclTensor *out,
+                                                             aclTensor *meanOut,
+                                                             aclTensor *rstdOut,
+                                                             uint64_t *workspaceSize,
+                                                             aclOpExecutor **executor)
+{
+    return silu_phase_one(SILU_P1, SILU_P2, &GNS_OPS, self, gamma, beta, group, eps, true, out,
+                          meanOut, rstdOut, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnGroupNormSilu(void *workspace, uint64_t workspaceSize,
+                                             aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(SILU_P2, executor, workspace, workspaceSize, stream);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnGroupNormSiluV2GetWorkspaceSize(
+    const aclTensor *self, const aclTensor *gamma, const aclTensor *beta, int64_t group,
+    double eps, bool activateSilu, aclTensor *out, aclTensor *meanOut, aclTensor *rstdOut,
+    uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    return silu_phase_one(SILU_V2_P1, SILU_V2_P2, &GNS_V2_OPS, self, gamma, beta, group, eps,
+                          activateSilu, out, meanOut, rstdOut, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnGroupNormSiluV2(void *workspace, uint64_t workspaceSize,
+                                               aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(SILU_V2_P2, executor, workspace, workspaceSize, stream);
 }
