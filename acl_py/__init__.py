@@ -58,6 +58,7 @@ from .ops import gemma_rms_norm, GemmaRmsNorm
 from .ops import inplace_add_rms_norm, InplaceAddRmsNorm
 from .ops import add_layer_norm, AddLayerNorm
 from .ops import deep_norm, DeepNorm
+from .ops import group_norm_silu, GroupNormSilu, group_norm_silu_v2, GroupNormSiluV2
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -88,4 +89,5 @@ __all__ = [
     "group_norm", "GroupNorm",
     "gemma_rms_norm", "GemmaRmsNorm", "inplace_add_rms_norm", "InplaceAddRmsNorm",
     "add_layer_norm", "AddLayerNorm", "deep_norm", "DeepNorm",
+    "group_norm_silu", "GroupNormSilu", "group_norm_silu_v2", "GroupNormSiluV2",
 ]

@@ -1,6 +1,6 @@
 """NumPy float64 references of LayerNorm (forward), LayerNormBackward, RmsNorm, its
-backward (RmsNormGrad), AddRmsNorm, GroupNorm, AddLayerNorm and DeepNorm, and the tolerances
-results are judged by.
+backward (RmsNormGrad), AddRmsNorm, GroupNorm, GroupNormSilu, AddLayerNorm and DeepNorm, and
+the tolerances results are judged by.
 
 Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
 
@@ -16,7 +16,8 @@ error scale (:func:`rms_norm_grad_error_scale`) is the same with every term made
 AddRmsNorm (:func:`add_rms_norm`): RmsNorm of ``x = x1 + x2``, returned with ``x``.
 GroupNorm (:func:`group_norm`): LayerNorm's formulas over each sample's groups of channels,
 ``mean``/``rstd`` shaped ``(N, group)``; its error scale (:func:`group_norm_error_scale`)
-carries the cancellation of the device's one-pass variance.
+carries the cancellation of the device's one-pass variance. GroupNormSilu
+(:func:`group_norm_silu`): GroupNorm's ``out`` through ``silu(y) = y / (1 + exp(-y))``.
 AddLayerNorm (:func:`add_layer_norm`): the forward LayerNorm over gamma's dims of
 ``x = x1 + x2 (+ bias)``, returned with ``x``. DeepNorm (:func:`deep_norm`): the forward
 LayerNorm over gamma's dims of ``x * alpha + gx``.
@@ -75,6 +76,7 @@ __all__ = [
     "add_rms_norm", "add_rms_norm_error_scale", "gemma_rms_norm", "gemma_rms_norm_error_scale",
     "add_layer_norm", "add_layer_norm_error_scale", "deep_norm", "deep_norm_error_scale",
     "rms_norm_grad", "rms_norm_grad_error_scale", "group_norm", "group_norm_error_scale",
+    "group_norm_silu", "group_norm_silu_error_scale",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -435,6 +437,37 @@ def group_norm_error_scale(input, gamma, beta, n, c, hxw, group, eps: float = 1e
     amean = np.abs(rows).mean(axis=2) if rows.shape[2] else np.zeros((n, group))
     return (out.reshape(np.shape(input)), amean.reshape(n, group),
             rs_stat.reshape(n, group))
+
+
+def group_norm_silu(input, gamma, beta, group, eps: float = 1e-5, activate_silu=True):
+    """``(out, mean, rstd)`` of GroupNormSilu in float64 (the vendor's
+    docs/aclnnGroupNormSilu.md, aclnnGroupNormSiluV2.md): :func:`group_norm` over input
+    ``[N, C, ...]``, then, with ``activate_silu``, ``out = y / (1 + exp(-y))`` of its ``y``,
+    unrounded, as the device's kernels apply it before their one rounding."""
+    n, c, hxw = _nchw(input)
+    out, mean, rstd = group_norm(input, gamma, beta, n, c, hxw, group, eps)
+    if activate_silu:
+        with np.errstate(over="ignore"):
+            out = out / (1 + np.exp(-out))
+    return out, mean, rstd
+
+
+def group_norm_silu_error_scale(input, gamma, beta, group, eps: float = 1e-5,
+                                activate_silu=True):
+    """:func:`group_norm_error_scale`'s magnitudes, out's carried through Silu: its slope is
+    at most 1.1 in magnitude, and its own float32 steps (Exp, Add, Div) err relative to
+    ``|silu(y)|``, which ``|y|`` bounds."""
+    n, c, hxw = _nchw(input)
+    out, mean, rstd = group_norm_error_scale(input, gamma, beta, n, c, hxw, group, eps)
+    if activate_silu:
+        y = group_norm(input, gamma, beta, n, c, hxw, group, eps)[0]
+        out = 1.1 * out + np.abs(y)
+    return out, mean, rstd
+
+
+def _nchw(input):
+    shape = np.shape(input)
+    return shape[0], shape[1], math.prod(shape[2:])
 
 
 def _dtype_name(dtype) -> str:

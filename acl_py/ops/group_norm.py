@@ -74,17 +74,21 @@ def stats_unwritten(a, part):
     SetTiling, then SetTilingSD) picks a kernel, and only the hw1 and basic-template (g16/g32)
     kernels have a CopyOutMeanAndRstd path without DataCopyPad (compiled for
     ``__CCE_AICORE__`` 220 only): the small, b16/b32 and SD kernels write neither. An empty
-    input's statistics are filled by the op_api (0 and NaN) on every part."""
-    if not part.inference or a.n * a.c * a.hxw == 0:
+    input's statistics are filled by the op_api (0 and NaN) on every part. N, C and HxW are
+    read from input's shape, so GroupNormSilu's declarations (no such arguments: the same
+    kernels) take this rule too."""
+    shape = a.input.shape
+    n, c, hxw = shape[0], shape[1], math.prod(shape[2:])
+    if not part.inference or n * c * hxw == 0:
         return None
     size = a.input.dtype.itemsize
-    if size == 2 and a.n == 1 and a.group == 32 and a.hxw > 1:
+    if size == 2 and n == 1 and a.group == 32 and hxw > 1:
         kernel = "SD"   # SetTilingSD's kernel, whatever SetTiling chose
     else:
-        if a.hxw < 32 // size:
+        if hxw < 32 // size:
             return None     # hw1 (HxW 1) or the basic template
-        per_core = -(-(a.n * a.group) // part.cores)
-        if a.c + per_core > (4000 if size == 4 else 2700):
+        per_core = -(-(n * a.group) // part.cores)
+        if c + per_core > (4000 if size == 4 else 2700):
             return None     # the basic template (g16/g32)
         kernel = "small or b16/b32"
     return (f"not written on Atlas inference parts for these arguments (hicann/ops-nn "
