@@ -12,7 +12,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/rms_norm_grad/examples,
                                          norm/group_norm/examples,
                                          norm/add_layer_norm/examples,
-                                         norm/deep_norm/examples) and runtime/
+                                         norm/deep_norm/examples,
+                                         norm/group_norm_silu/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -31,8 +32,9 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          1_launch_kernel_with_reslimit)
 
 The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py,
-add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py, deep_norm.py) print byte
-for byte what the C++ examples print, both on the emulator.
+add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py, deep_norm.py,
+group_norm_silu.py, group_norm_silu_v2.py) print byte for byte what the C++ examples print,
+both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -310,6 +312,40 @@ def test_vendor_group_norm_example(library):
     out = build_and_run(OPS_NN, os.path.join("norm", "group_norm", "examples",
                                              "test_aclnn_GroupNorm.cpp"), [library])
     assert out == group_norm_example_output()
+
+
+def group_norm_silu_example_output() -> str:
+    """The GroupNormSilu examples' inputs (V1, and V2 with activateSilu true: GroupNorm's
+    example's data and group, no N/C/HxW) through the Atlas A2 kernel's float32 chain:
+    GroupNorm's (:func:`group_norm_example_output`), then Silu on the unrounded out,
+    out / (1 + exp(-out)) (op_kernel/group_norm_silu_*.h: Muls -1, Exp, Adds 1, Div), exp
+    taken correctly rounded to float32."""
+    f = np.float32
+    x = np.arange(1, 25, dtype=f).reshape(2, 12)
+    num_rec = f(1) / f(12)
+    mean = np.sum(x, axis=1, dtype=f) * num_rec
+    sq = np.sum(x * x, axis=1, dtype=f)
+    rstd = f(1) / np.sqrt(sq * num_rec - mean * mean + f(1e-5))
+    scale = rstd * f(2)
+    bias = -scale * mean + f(2)
+    y = (x * scale[:, None]) + bias[:, None]
+    out = y / (np.exp(-y.astype(np.float64)).astype(f) + f(1))
+    return "".join(
+        [f"outResultData[{i}] is: {float(v):f}\n" for i, v in enumerate(out.ravel())] +
+        [f"meanResultData[{i}] is: {float(v):f}\n" for i, v in enumerate(mean)] +
+        [f"rstdResultData[{i}] is: {float(v):f}\n" for i, v in enumerate(rstd)])
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnGroupNormSilu examples "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+@pytest.mark.parametrize("example", ["test_aclnn_group_norm_silu.cpp",
+                                     "test_aclnn_group_norm_silu_v2.cpp"])
+def test_vendor_group_norm_silu_examples(library, example):
+    out = build_and_run(OPS_NN, os.path.join("norm", "group_norm_silu", "examples", example),
+                        [library])
+    assert out == group_norm_silu_example_output()
 
 
 ADD_LAYER_NORM_HEADERS = ("y", "mean", "rstd", "x")
@@ -1083,6 +1119,11 @@ EXAMPLE_PORTS = [
                                                  "test_aclnn_add_layer_norm.cpp"), "opapi_nn"),
     ("deep_norm.py", "ops-nn", os.path.join("norm", "deep_norm", "examples",
                                             "test_aclnn_deep_norm.cpp"), "opapi_nn"),
+    ("group_norm_silu.py", "ops-nn", os.path.join("norm", "group_norm_silu", "examples",
+                                                  "test_aclnn_group_norm_silu.cpp"), "opapi_nn"),
+    ("group_norm_silu_v2.py", "ops-nn",
+     os.path.join("norm", "group_norm_silu", "examples", "test_aclnn_group_norm_silu_v2.cpp"),
+     "opapi_nn"),
 ]
 
 
