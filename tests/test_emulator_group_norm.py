@@ -107,8 +107,20 @@ def lane_sum(t):
     return acc[:, 0]
 
 
-def device_chain(x, group, g, b, eps):
-    """(out, mean, rstd) as this part's kernel makes them (the module doc), in x's dtype."""
+def silu(y):
+    """GroupNormSilu's activation on float32 y as its kernels compute it: y / (1 + exp(-y))
+    (Muls -1, Exp, Adds 1, Div), exp correctly rounded to float32."""
+    f = np.float32
+    with np.errstate(over="ignore"):
+        t = np.exp(-y.astype(np.float64)).astype(f)
+    return (y / (t + f(1)).astype(f)).astype(f)
+
+
+def device_chain(x, group, g, b, eps, *, activate=False, add_beta=True, stats_dtype=None):
+    """(out, mean, rstd) as this part's kernel makes them (the module doc), out in x's dtype,
+    mean and rstd in ``stats_dtype`` (default x's). GroupNormSilu's: ``activate`` applies
+    :func:`silu` to the float32 out before its rounding; ``add_beta`` False: Ascend 950's
+    kernel without beta, which adds nothing (not even +0)."""
     f = np.float32
     n, c, hw = dims(x.shape)
     d = c // group
@@ -146,13 +158,16 @@ def device_chain(x, group, g, b, eps):
             rstd = (1 / np.sqrt(ve.astype(np.float64))).astype(f) if ARCH == 3510 \
                 else (f(1) / np.sqrt(ve)).astype(f)
             t = (dev.reshape(n, group, d, hw) * rstd.reshape(n, group, 1, 1)).astype(f)
-            y = ((t * gm).astype(f) + bt).astype(f)
+            y = ((t * gm).astype(f) + bt).astype(f) if add_beta else (t * gm).astype(f)
             if ARCH == 1001:   # Rsqrt(Add(variance, eps)) in x's dtype
                 vh = var.astype(x.dtype).astype(f)
                 s = (vh + f(eps32).astype(x.dtype).astype(f)).astype(x.dtype).astype(f)
                 rstd = (f(1) / np.sqrt(s)).astype(f)
-    return (to_dtype(y.reshape(x.shape), x.dtype), to_dtype(mean.reshape(n, group), x.dtype),
-            to_dtype(rstd.reshape(n, group), x.dtype))
+    if activate:
+        y = silu(y.astype(f))
+    sdt = x.dtype if stats_dtype is None else stats_dtype
+    return (to_dtype(y.reshape(x.shape), x.dtype), to_dtype(mean.reshape(n, group), sdt),
+            to_dtype(rstd.reshape(n, group), sdt))
 
 
 def writes_stats(x, group):

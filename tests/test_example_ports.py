@@ -28,6 +28,7 @@ from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   add_layer_norm_example_output, add_rms_norm_example_output,
                                   deep_norm_example_output,
                                   gemma_rms_norm_example_output, group_norm_example_output,
+                                  group_norm_silu_example_output,
                                   inplace_add_rms_norm_example_output,
                                   layer_norm_example_output, rms_norm_example_output,
                                   rms_norm_grad_example_output)
@@ -67,6 +68,13 @@ def group_norm_reference():
     out, mean, rstd = reference.group_norm(np.arange(1.0, 25.0).reshape(2, 3, 4),
                                            np.full(3, 2.0), np.full(3, 2.0), 2, 3, 4, 1, 1e-5)
     return [out, mean, rstd]
+
+
+def group_norm_silu_reference():
+    """out, then mean and rstd, of the group_norm_silu examples' data in float64 (GroupNorm's
+    example's data, Silu applied)."""
+    return list(reference.group_norm_silu(np.arange(1.0, 25.0).reshape(2, 3, 4),
+                                          np.full(3, 2.0), np.full(3, 2.0), 1, 1e-5))
 
 
 def gemma_rms_norm_reference():
@@ -112,11 +120,13 @@ def add_reference():
 class Port:
     """A port: its script under samples/, the expected text, the float64 values it prints (in
     order), the phase-one call an injected fault makes fail, and the relative tolerance of
-    the device's float32 chain against the float64 values."""
+    the device's float32 chain against the float64 values (``atol``: beside printf's 6
+    decimals, where a result near 0 carries the absolute error of the terms it came from)."""
 
     def __init__(self, script, expected, reference_values, phase_one, rtol=1e-6, headers=(),
-                 prelude=""):
+                 prelude="", atol=1e-6):
         self.script = script
+        self.atol = atol
         self.expected = expected
         self.reference_values = reference_values
         self.phase_one = phase_one
@@ -150,6 +160,12 @@ PORTS = [
     # (13..24) mean(x^2) is 30 times the variance, so rstd and out carry 30 float32 ulps.
     Port("group_norm.py", group_norm_example_output, group_norm_reference,
          "aclnnGroupNormGetWorkspaceSize", rtol=1e-5),
+    # GroupNorm's chain, then Silu (slope below 1.1): out near 0 (silu(-0.027) = -0.0137)
+    # keeps GroupNorm's absolute error, 30 ulps of the O(1) terms it is made of
+    Port("group_norm_silu.py", group_norm_silu_example_output, group_norm_silu_reference,
+         "aclnnGroupNormSiluGetWorkspaceSize", rtol=1e-5, atol=5e-6),
+    Port("group_norm_silu_v2.py", group_norm_silu_example_output, group_norm_silu_reference,
+         "aclnnGroupNormSiluV2GetWorkspaceSize", rtol=1e-5, atol=5e-6),
     Port("gemma_rms_norm.py", gemma_rms_norm_example_output, gemma_rms_norm_reference,
          "aclnnGemmaRmsNormGetWorkspaceSize"),
     Port("inplace_add_rms_norm.py", inplace_add_rms_norm_example_output,
@@ -189,7 +205,7 @@ def test_expected_lines_agree_with_the_float64_reference(port):
     starts = [i for i, k in enumerate(indices) if k == 0]
     for a, b in zip(starts, starts[1:] + [len(indices)]):
         assert indices[a:b] == list(range(b - a))
-    np.testing.assert_allclose(values, expected, rtol=port.rtol, atol=1e-6)
+    np.testing.assert_allclose(values, expected, rtol=port.rtol, atol=port.atol)
 
 
 @ports

@@ -19,7 +19,8 @@ import pytest
 import acl_py
 from acl_py import smoke
 from acl_py.ops import (ADD_LAYER_NORM, ADD_RMS_NORM, DECLARED, DEEP_NORM, GROUP_NORM,
-                        INPLACE_ADD_RMS_NORM, RMS_NORM, Declared, OutputNotWritten, Part, part_of)
+                        GROUP_NORM_SILU, GROUP_NORM_SILU_V2, INPLACE_ADD_RMS_NORM, RMS_NORM,
+                        Declared, OutputNotWritten, Part, part_of)
 
 from _emu_aclnn import SOC, run_on_part
 
@@ -62,6 +63,12 @@ def _group_norm_values(shape, group, dt):
     return (x, np.ones(c, dt), np.zeros(c, dt), shape[0], c, hw, group, 1e-5)
 
 
+def _group_norm_silu_values(shape, group, dt, affine_dt=None, *v2):
+    x, g, b = _group_norm_values(shape, group, dt)[:3]
+    adt = affine_dt or dt
+    return (x, g.astype(adt), b.astype(adt), group, 1e-5) + v2
+
+
 # (operator, values): shapes reaching each branch of the rule on Atlas inference parts
 # (15 cores on Ascend310P3: its 8 AI cores and 7 vector cores)
 CASES = [
@@ -79,6 +86,11 @@ CASES = [
     (GROUP_NORM, _group_norm_values((15, 3960, 8), 40, F32)),     # 40 groups a core: 4000
     (GROUP_NORM, _group_norm_values((16, 3960, 8), 40, F32)),     # 43 a core: written
     (GROUP_NORM, _group_norm_values((2, 8, 0), 4, F32)),          # empty: the op_api's fill
+    # GroupNormSilu: GroupNorm's kernels and rule (float32 gamma/beta: the MIXTYPE keys)
+    (GROUP_NORM_SILU, _group_norm_silu_values((2, 8, 1), 4, F16, F32)),        # hw1
+    (GROUP_NORM_SILU, _group_norm_silu_values((3, 16, 40), 8, F16, F32)),      # b16
+    (GROUP_NORM_SILU, _group_norm_silu_values((1, 64, 4, 4), 32, F16, F32)),   # SD
+    (GROUP_NORM_SILU_V2, _group_norm_silu_values((2, 8, 8, 8), 4, F32, None, False)),  # small
     (ADD_LAYER_NORM, _add_layer_norm_values((4, 64), F32)),
     (DEEP_NORM, _deep_norm_values((3, 7), F32)),                  # y: a row under 32 bytes
     (DEEP_NORM, _deep_norm_values((2, 3, 16), F16)),              # y: one 32-byte block
@@ -146,7 +158,8 @@ def test_the_unwritten_cases_are_unwritten_on_inference_parts():
     p310 = Part("Ascend310P3", 2002, 15)
     answers = [d.unwritten_outputs(v, p310)[1] is None for d, v in CASES]
     assert answers == [False, False, False, True, True, False, False, False, True, True,
-                       False, False, True, True, False, False, False, False]
+                       False, False, True, True, True, False, False, False, False, False,
+                       False, False]
     # DeepNorm's y: a row under 32 bytes is not written, one of 32 bytes is
     assert [DEEP_NORM.unwritten_outputs(v, p310)[2] is None
             for d, v in CASES if d is DEEP_NORM] == [False, True]
