@@ -1,5 +1,7 @@
 /*
- * aclnnGroupNorm for the CPU emulator: phase one (checks, executor), the launch and the kernel.
+ * aclnnGroupNorm for the CPU emulator: phase one (checks, executor), the launch and the kernel,
+ * which aclnnGroupNormSilu and aclnnGroupNormSiluV2 (their phase one at the end of this file)
+ * share: the same vendor kernels, with the activation on.
  *
  * Facts, hicann/ops-nn norm/group_norm and norm/group_norm_silu:
  * - group_norm/op_host/op_api/aclnn_group_norm.cpp (the hand-written phase one, followed here
