@@ -78,7 +78,7 @@ typedef struct {
     int64_t N, C, HW, G, D, E; /* E = D * HW elements per (n, group) row */
     float eps;                 /* as the kernel receives it */
     aclDataType dtype;         /* self's and out's */
-    aclDataType stats_dtype;   /* meanOut's and rstdOut's: self's, on Ascend 950 gamma's */
+    aclDataType stats_dtype;   /* meanOut's, rstdOut's: self's; Ascend 950 gamma's/beta's */
     gn_chain chain;
     aclemu_ties ties;          /* the kernel's rounding to a 16-bit dtype */
     bool silu;                 /* GroupNormSilu's activation on y, in float, before rounding */
@@ -384,11 +384,10 @@ static const aclemu_executor_ops GN_OPS = {
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-static aclnnStatus check_dtype_match(const char *fn, const aclTensor *t, const char *name,
-                                     const aclTensor *self)
+static aclnnStatus check_dtype_match(const aclTensor *t, const char *name, const aclTensor *self)
 {
     if (t->dtype != self->dtype)
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be self's dtype %s", fn, name,
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be self's dtype %s", P1, name,
              dname(t->dtype), dname(self->dtype));
     return ACLNN_SUCCESS;
 }
@@ -405,7 +404,7 @@ static aclnnStatus check_dtypes(const aclTensor *const *ts, const aclemu_soc *so
              bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
     aclnnStatus st;
     for (int i = T_GAMMA; i < T_COUNT; i++)
-        if (ts[i] && (st = check_dtype_match(P1, ts[i], TNAME[i], self)))
+        if (ts[i] && (st = check_dtype_match(ts[i], TNAME[i], self)))
             return st;
     return ACLNN_SUCCESS;
 }
