@@ -1,7 +1,7 @@
 """The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
 add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, gemma_rms_norm.py,
-inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py) print exactly what the examples print
-on a device.
+inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py, group_norm_silu.py,
+group_norm_silu_v2.py) print exactly what the examples print on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
