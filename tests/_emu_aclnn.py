@@ -1,21 +1,13 @@
 """Raw two-phase aclnn calls for the emulator's operator tests (the norm family's): phase one
 with its workspace size and executor out-pointers, phase two on the arena's stream, the rstd
-shape, and the run of a test file's selection on another part (ACL_EMU_SOC) in a child
-process."""
+shape. (A file's tests on other parts: tests/_part_runs.py.)"""
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
 
 from acl_py.raw import ffi, lib
 
 from test_emulator_op import BF16, F16, F32, INVALID, OK, last_msg
 
 SOC = ffi.string(lib.aclrtGetSocName()).decode()
-# the parts whose tests run in a child process of their own (besides the part chosen here)
-OTHER_PARTS = sorted({"Ascend910A", "Ascend310P3", "Ascend950PR_9599", "Ascend910_9391",
-                      "Ascend910B2"} - {SOC})
 
 
 def phase_one(p1, *args, ws=True, ex=True):
@@ -73,14 +65,3 @@ def rstd_shape(shape, gdims):
     """rstd's shape: x's with its last ``gdims`` (gamma's) dimensions 1."""
     return tuple(shape[:len(shape) - gdims]) + (1,) * gdims
 
-
-def run_on_part(test_file, part, select):
-    """Runs ``test_file``'s tests matching ``select`` (pytest -k) with ACL_EMU_SOC=part in a
-    child process; they must pass, at least one."""
-    env = dict(os.environ, ACL_EMU_SOC=part)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        os.path.abspath(test_file), "-k", select],
-                       capture_output=True, text=True, timeout=600, env=env,
-                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(test_file))))
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-    assert " passed" in r.stdout, r.stdout[-2000:]

@@ -9,6 +9,8 @@
 * ``emulator``: the ``acl_py.emulator`` module; skips the test on real CANN.
 * ``run_python``: runs Python source in a fresh interpreter (same environment plus extras)
   and returns the CompletedProcess; for exit-time and finalize tests.
+* the tests a file runs on other parts (``_part_runs.run_on_parts``): one child process per
+  part runs every file's selection (plugin ``_part_runs.PartRuns``).
 * ``hardware`` marker: skipped, with what is missing, unless the backend is real CANN with a
   device. ``slow`` marker: skipped unless ``--soak`` is given.
 """
@@ -24,6 +26,8 @@ import pytest
 
 import acl_py
 from acl_py import _loader
+
+from _part_runs import PLUGIN_NAME, PartRuns
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -54,6 +58,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "no_leak_check: skip the live-object leak check for this test (say why)")
+    config.pluginmanager.register(PartRuns(config), PLUGIN_NAME)
 
 
 def _backend_or_reason():

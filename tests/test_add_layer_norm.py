@@ -16,7 +16,7 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import ADD_LAYER_NORM
 
 from _cann_path import run_on_cann_path
-from _emu_aclnn import run_on_part
+from _part_runs import other_parts, run_on_parts
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 # (x1, x2, gamma = beta): the Atlas A2/A3 combinations of the vendor's docs; bias and y are
@@ -155,11 +155,8 @@ def test_no_columns_the_reference_is_the_devices():
         G.close()
 
 
-@pytest.mark.no_leak_check  # runs in a child process
-def test_no_columns_on_ascend950():
-    if acl_py.soc_name().startswith("Ascend950"):
-        pytest.skip("run in this process")
-    run_on_part(__file__, "Ascend950PR_9599", "the_reference_is_the_devices")
+test_no_columns_on_ascend950 = run_on_parts(other_parts(("Ascend950PR_9599",)),
+                                            "the_reference_is_the_devices")
 
 
 ERRORS = [

@@ -29,7 +29,7 @@ from acl_py import smoke
 from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import DECLARED
 
-from _emu_aclnn import run_on_part
+from _part_runs import other_parts, run_on_parts
 
 FLOATS = ("float32", "float16", "bfloat16")
 REFUSED_EVERYWHERE = "float64"    # no aclnn norm operator takes a DOUBLE tensor
@@ -246,13 +246,10 @@ def test_out_shapes_agree_with_phase_one(emulator, name, k):
     assert tried >= 10
 
 
-@pytest.mark.no_leak_check  # runs in a child process
-@pytest.mark.parametrize("part", sorted({"Ascend310P3", "Ascend950PR_9599"} -
-                                        {acl_py.soc_name()}))
-def test_out_shapes_on_parts_with_their_own_rules(part):
-    """Ascend310P3 (outputs it does not write: Python checks their entries) and Ascend 950
-    (stricter statistics shapes in LayerNorm's phase one), each in a child process."""
-    run_on_part(__file__, part, "out_shapes_agree")
+# Ascend310P3 (outputs it does not write: Python checks their entries) and Ascend 950
+# (stricter statistics shapes in LayerNorm's phase one)
+test_out_shapes_on_parts_with_their_own_rules = run_on_parts(
+    other_parts(("Ascend310P3", "Ascend950PR_9599")), "out_shapes_agree")
 
 
 def test_rms_norm_takes_an_rstd_of_x_rank_less_the_normalized_dims():

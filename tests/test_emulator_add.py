@@ -4,9 +4,6 @@ NumPy: broadcasting, strided views, alpha, the vendor's dtype promotion
 status codes (hicann/ops-math math/add/op_api/aclnn_add.cpp)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections import namedtuple
 
 import ml_dtypes
@@ -17,6 +14,8 @@ from acl_py.raw import ffi, lib
 from acl_py.soc import supports_bfloat16
 
 from test_emulator_op import Arena, last_msg, no_leaks, stream  # noqa: F401  (fixtures)
+
+from _part_runs import run_on_parts
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
                                 reason="emulator-only: raw calls against the emulator's rules")
@@ -637,16 +636,9 @@ def test_vendor_unit_test_cases(arena, case):
                                    rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("part", ["Ascend910A", "Ascend950PR_9599", "Ascend310P3"])
-def test_vendor_unit_tests_on_other_parts(part):
-    """The same calls on a part of each other kind (the part is read once per process)."""
-    env = dict(os.environ, ACL_EMU_SOC=part)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        os.path.abspath(__file__), "-k", "test_vendor_unit_test_cases"],
-                       capture_output=True, text=True, timeout=600, env=env,
-                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-    assert f"{len(VENDOR_UT)} passed" in r.stdout, r.stdout[-2000:]
+# The same calls on a part of each other kind (the part is read once per process), all passing.
+test_on_other_parts = run_on_parts(["Ascend910A", "Ascend950PR_9599", "Ascend310P3"],
+                                   "test_vendor_unit_test_cases", min_passed=len(VENDOR_UT))
 
 
 @pytest.mark.parametrize("value,expect", [

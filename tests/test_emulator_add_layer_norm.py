@@ -18,7 +18,8 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _emu_aclnn import OTHER_PARTS, SOC, rstd_shape, run_on_part, run_phase_two
+from _emu_aclnn import SOC, rstd_shape, run_phase_two
+from _part_runs import PARTS, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnAddLayerNormGetWorkspaceSize
@@ -480,10 +481,8 @@ def test_stats_not_written_on_atlas_inference_parts(arena):
     assert (mean == -77.0).all() and (rstd == -77.0).all()
 
 
-@pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
-@pytest.mark.parametrize("part", [p for p in OTHER_PARTS if p != "Ascend910_9391"])
-def test_other_parts_in_their_own_process(part):
-    select = ("no_kernel or part_dtype_table or dead_tensor" if part == "Ascend910A" else
-              "part_dtype_table or bit_for_bit and 181 or reference and none or "
-              "atlas_inference or shape_refusals and bias or no_columns or scaling")
-    run_on_part(__file__, part, select)
+test_on_other_parts = run_on_parts(
+    other_parts(set(PARTS) - {"Ascend910_9391"}), lambda part: (
+        "no_kernel or part_dtype_table or dead_tensor" if part == "Ascend910A" else
+        "part_dtype_table or bit_for_bit and 181 or reference and none or "
+        "atlas_inference or shape_refusals and bias or no_columns or scaling"))

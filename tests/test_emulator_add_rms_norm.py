@@ -18,8 +18,8 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _emu_aclnn import (OTHER_PARTS, SOC, refused_by, rstd_shape, run_on_part,
-                        run_phase_two)
+from _emu_aclnn import SOC, refused_by, rstd_shape, run_phase_two
+from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnAddRmsNormGetWorkspaceSize
@@ -398,12 +398,9 @@ def test_rstd_not_written_on_atlas_inference_parts(arena):
     assert (rstd == -77.0).all()
 
 
-@pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
-@pytest.mark.parametrize("part", OTHER_PARTS)
-def test_other_parts_in_their_own_process(part):
-    # Atlas training parts have no kernel: every non-empty call is refused (the dtype-list
-    # test), an empty one succeeds
-    select = "part_dtype_list or empty_input" if part == "Ascend910A" else (
-        "part_dtype_list or chain_bit or reference and 181 or atlas_inference or variant or "
-        "pre_and_post")
-    run_on_part(__file__, part, select)
+# Atlas training parts have no kernel: every non-empty call is refused (the dtype-list test),
+# an empty one succeeds
+test_on_other_parts = run_on_parts(other_parts(), lambda part: (
+    "part_dtype_list or empty_input" if part == "Ascend910A" else
+    "part_dtype_list or chain_bit or reference and 181 or atlas_inference or variant or "
+    "pre_and_post"))

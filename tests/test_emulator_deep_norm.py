@@ -20,8 +20,9 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
 from test_emulator_add_layer_norm import lane_sum
-from _emu_aclnn import OTHER_PARTS, SOC, refused_by, rstd_shape, run_on_part, run_phase_two
+from _emu_aclnn import SOC, refused_by, rstd_shape, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
+from _part_runs import PARTS, other_parts, run_on_parts
 
 P1 = lib.aclnnDeepNormGetWorkspaceSize
 P2 = lib.aclnnDeepNorm
@@ -416,10 +417,8 @@ def test_no_kernel_on_atlas_training_parts(arena):
     refused(views(arena, xacl=lib.ACL_INT32), NO_KERNEL)
 
 
-@pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
-@pytest.mark.parametrize("part", [p for p in OTHER_PARTS if p != "Ascend910_9391"])
-def test_other_parts_in_their_own_process(part):
-    select = ("no_kernel or part_dtype_table or dead_tensor" if part == "Ascend910A" else
-              "part_dtype_table or bit_for_bit and 181 or reference or bf16_only or "
-              "atlas_inference or no_columns or mean-ones or product_rounded or minus_zero")
-    run_on_part(__file__, part, select)
+test_on_other_parts = run_on_parts(
+    other_parts(set(PARTS) - {"Ascend910_9391"}), lambda part: (
+        "no_kernel or part_dtype_table or dead_tensor" if part == "Ascend910A" else
+        "part_dtype_table or bit_for_bit and 181 or reference or bf16_only or "
+        "atlas_inference or no_columns or mean-ones or product_rounded or minus_zero"))

@@ -15,8 +15,8 @@ from acl_py.raw import lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _emu_aclnn import (OTHER_PARTS, SOC, refused_by, rstd_shape, run_on_part,
-                        run_phase_two)
+from _emu_aclnn import SOC, refused_by, rstd_shape, run_phase_two
+from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 from test_emulator_rms_norm import views   # the same four tensors as RmsNorm's
 
@@ -172,7 +172,4 @@ def test_part_dtype_table_or_no_kernel(arena):
         assert phase_one(None, *views(arena)[1:])[0] == NULLPTR   # NULL comes first
 
 
-@pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
-@pytest.mark.parametrize("part", OTHER_PARTS)
-def test_other_parts_in_their_own_process(part):
-    run_on_part(__file__, part, "dtype_table or gemma_chain or all_empty")
+test_on_other_parts = run_on_parts(other_parts(), "dtype_table or gemma_chain or all_empty")

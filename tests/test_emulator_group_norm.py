@@ -20,7 +20,8 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _emu_aclnn import OTHER_PARTS, SOC, run_on_part, run_phase_two
+from _emu_aclnn import SOC, run_phase_two
+from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnGroupNormGetWorkspaceSize
@@ -181,7 +182,7 @@ def writes_stats(x, group):
         return False
     if hw < 32 // size:
         return True
-    cores = 15   # Ascend310P3 (the part OTHER_PARTS runs): 8 AI cores + 7 vector cores
+    cores = 15   # Ascend310P3 (one of test_on_other_parts's parts): 8 AI cores + 7 vector cores
     per_core = -(-n * group // cores)
     return c + per_core > (4000 if size == 4 else 2700)
 
@@ -499,11 +500,8 @@ def test_mean_and_rstd_written_by_kernel_on_atlas_inference_parts(arena, shape, 
     assert np.array_equal(bits(out), bits(want[0]))
 
 
-@pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
-@pytest.mark.parametrize("part", OTHER_PARTS)
-def test_other_parts_in_their_own_process(part):
-    run_on_part(__file__, part, "part_dtype_list or chain_bit or reference and 6x5 or "
-                "atlas_inference or one_pass or empty_input")
+test_on_other_parts = run_on_parts(other_parts(), "part_dtype_list or chain_bit or reference and "
+                                   "6x5 or atlas_inference or one_pass or empty_input")
 
 
 # ---- the vendor's op_api unit test, replayed ------------------------------------------------

@@ -23,8 +23,9 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from test_emulator_group_norm import (ARCH, BF16_PART, SENTINEL, bits, device_chain, rand,
                                       writes_stats)
 from test_emulator_group_norm import call as group_norm_call
-from _emu_aclnn import SOC, run_on_part, run_phase_two
+from _emu_aclnn import SOC, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
+from _part_runs import run_on_parts
 
 P1 = lib.aclnnGroupNormSiluGetWorkspaceSize
 P2 = lib.aclnnGroupNormSilu
@@ -392,12 +393,11 @@ def test_refusals_leak_nothing(arena):
         assert rc == INVALID and ex == ffi.NULL
 
 
-@pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
-@pytest.mark.parametrize("part", ["Ascend910A", "Ascend310P3", "Ascend950PR_9599"])
-def test_other_parts_in_their_own_process(part):
-    run_on_part(__file__, part, "dtypes_by_part or alone or formats or dtype_list or empty or "
-                "sd_kernel or no_beta or v2_without or bit_for_bit and 7x9 and v1 or "
-                "bit_for_bit and hw1 and v2-silu or reference and float32-affine or vendor")
+test_on_other_parts = run_on_parts(
+    ["Ascend910A", "Ascend310P3", "Ascend950PR_9599"],
+    "dtypes_by_part or alone or formats or dtype_list or empty or sd_kernel or no_beta or "
+    "v2_without or bit_for_bit and 7x9 and v1 or bit_for_bit and hw1 and v2-silu or "
+    "reference and float32-affine or vendor")
 
 
 # ---- the vendor's op_api unit test, replayed ------------------------------------------------

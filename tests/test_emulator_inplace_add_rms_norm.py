@@ -19,8 +19,8 @@ from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK,  # 
                               Arena, DevView, arena, last_msg, no_leaks, stream)
 from test_emulator_add_rms_norm import ARCH, bits, device_chain, rand
 from test_emulator_add_rms_norm import call as add_rms_norm_call
-from _emu_aclnn import (OTHER_PARTS, SOC, refused_by, rstd_shape, run_on_part,
-                        run_phase_two)
+from _emu_aclnn import SOC, refused_by, rstd_shape, run_phase_two
+from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnInplaceAddRmsNormGetWorkspaceSize
@@ -229,7 +229,5 @@ def test_part_dtype_list_or_no_kernel(arena):
         assert phase_one(None, *views(arena)[1:])[0] == NULLPTR
 
 
-@pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
-@pytest.mark.parametrize("part", OTHER_PARTS)
-def test_other_parts_in_their_own_process(part):
-    run_on_part(__file__, part, "dtype_list or land_in_the_inputs and 181 or all_empty")
+test_on_other_parts = run_on_parts(other_parts(),
+                                   "dtype_list or land_in_the_inputs and 181 or all_empty")

@@ -10,8 +10,6 @@ strided view against a contiguous one, thread counts) the test compares bits.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -25,6 +23,8 @@ from test_emulator_op import (BF16, DTYPES, F16, F32, INVALID, NULLPTR, OK, Aren
                               DevView, arena, last_msg, no_leaks, stream)
 from test_kernel_clones import variant_prefixes  # noqa: F401  (the clone-free builds)
 
+from _part_runs import PARTS, other_parts, run_on_parts
+
 P1 = lib.aclnnLayerNormGetWorkspaceSize
 P2 = lib.aclnnLayerNorm
 P1_MODE = lib.aclnnLayerNormWithImplModeGetWorkspaceSize
@@ -35,13 +35,13 @@ NAMES = ("input", "weightOptional", "biasOptional", "out", "meanOutOptional",
 
 # The part is fixed for a process (read once, as the vendor's runtime caches it): a test about
 # another part than this process's runs in a child process emulating it
-# (test_other_parts_in_their_own_process).
+# (test_on_other_parts).
 SOC = ffi.string(lib.aclrtGetSocName()).decode()
 
 
 def on_part(part):
     if SOC != part:
-        pytest.skip(f"runs in a process emulating {part} (test_other_parts_in_their_own_process)")
+        pytest.skip(f"runs in a process emulating {part} (test_on_other_parts)")
 
 
 def phase_one(arena, x, ns, w, b, y, mean, rstd, eps=1e-5, mode=None):
@@ -344,20 +344,9 @@ def test_impl_mode_checks(arena):
     assert "normalizedShape" in last_msg()
 
 
-OTHER_PARTS = sorted({"Ascend910A", "Ascend910ProB", "Ascend310P3", "Ascend950PR_9599",
-                      "Ascend910_9391", "Ascend910B2"} - {SOC})
-
-
-@pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
-@pytest.mark.parametrize("part", OTHER_PARTS)
-def test_other_parts_in_their_own_process(part):
-    env = dict(os.environ, ACL_EMU_SOC=part)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        os.path.abspath(__file__), "-k", f"{part} and not own_process"],
-                       capture_output=True, text=True, timeout=600, env=env,
-                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-    assert " passed" in r.stdout and "skipped" not in r.stdout.splitlines()[-1], r.stdout[-2000:]
+# each part's tests (those parametrized with its name), none skipped
+test_on_other_parts = run_on_parts(other_parts(PARTS + ("Ascend910ProB",)), lambda part: part,
+                                   skips=False)
 
 
 # ---- numbers -----------------------------------------------------------------------------------

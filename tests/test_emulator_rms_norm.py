@@ -15,8 +15,9 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _emu_aclnn import (OTHER_PARTS, SOC, check_part_dtype_table, refused_by, rstd_shape,
-                        run_on_part, run_phase_two)
+from _emu_aclnn import (SOC, check_part_dtype_table, refused_by, rstd_shape,
+                        run_phase_two)
+from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnRmsNormGetWorkspaceSize
@@ -222,7 +223,5 @@ def test_part_dtype_table(arena):
                            lambda xdt, gdt: phase_one(*views(arena, xdt=xdt, gdt=gdt)))
 
 
-@pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
-@pytest.mark.parametrize("part", OTHER_PARTS)
-def test_other_parts_in_their_own_process(part):
-    run_on_part(__file__, part, "part_dtype_table or float32_chain or strided")
+test_on_other_parts = run_on_parts(other_parts(),
+                                   "part_dtype_table or float32_chain or strided")

@@ -16,8 +16,8 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _emu_aclnn import (OTHER_PARTS, SOC, check_part_dtype_table, rstd_shape, run_on_part,
-                        run_phase_two)
+from _emu_aclnn import SOC, check_part_dtype_table, rstd_shape, run_phase_two
+from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnRmsNormGradGetWorkspaceSize
@@ -396,8 +396,5 @@ def test_part_dtype_table(arena):
         *views(arena, shape=(2, 64), gshape=(64,), xdt=xdt, gdt=gdt)))
 
 
-@pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
-@pytest.mark.parametrize("part", OTHER_PARTS)
-def test_other_parts_in_their_own_process(part):
-    run_on_part(__file__, part, "part_dtype_table or float32_chain or split_d or rows_empty or "
-                "multiple_of_64")
+test_on_other_parts = run_on_parts(other_parts(), "part_dtype_table or float32_chain or split_d "
+                                   "or rows_empty or multiple_of_64")

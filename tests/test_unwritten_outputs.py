@@ -22,7 +22,8 @@ from acl_py.ops import (ADD_LAYER_NORM, ADD_RMS_NORM, DECLARED, DEEP_NORM, GROUP
                         GROUP_NORM_SILU, GROUP_NORM_SILU_V2, INPLACE_ADD_RMS_NORM, RMS_NORM,
                         Declared, OutputNotWritten, Part, part_of)
 
-from _emu_aclnn import SOC, run_on_part
+from _emu_aclnn import SOC
+from _part_runs import other_parts, run_on_parts
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 SENTINEL = -4321.0      # no output of these inputs has it (rstd > 0, means within the data)
@@ -306,12 +307,9 @@ def test_rebinding_add_rms_norm_rstd_on_an_inference_part(emulator):
             t.close()
 
 
-@pytest.mark.no_leak_check  # runs in a child process
-@pytest.mark.parametrize("part", sorted({"Ascend310P3", "Ascend910A", "Ascend950PR_9599"} -
-                                        {SOC}))
-def test_other_parts_in_their_own_process(part):
-    run_on_part(__file__, part, "predicate or unwritten_cases or part_of or results_hold or "
-                "rebinding")
+test_on_other_parts = run_on_parts(other_parts(("Ascend310P3", "Ascend910A", "Ascend950PR_9599")),
+                                   "predicate or unwritten_cases or part_of or results_hold or "
+                                   "rebinding")
 
 
 @pytest.mark.no_leak_check  # runs in a child process

@@ -1,0 +1,330 @@
+"""Tests run on other parts than this process's.
+
+The emulated part (``ACL_EMU_SOC``) is read once per process, as the vendor's runtime caches
+it, so a test file's tests about another part run in a child pytest process with
+``ACL_EMU_SOC`` set. A file declares which of its tests run on which parts in one line::
+
+    test_on_other_parts = run_on_parts(other_parts(), "part_dtype_table or float32_chain")
+
+(``select``: a ``pytest -k`` expression over the file's tests, or a function of the part
+giving one). That makes ``test_on_other_parts[<part>]``, one test per part. The session runs
+**one child per part** for every file's selection together (``-k`` with each selection
+joined to its file's name), not one per file and part: a child's start-up (the interpreter,
+pytest, NumPy, the emulator) costs about 3 s of CPU, and the suite has dozens of such
+selections. The children start in the background once collection is done (as many at once
+as there are spare cores; more while the session waits for one), and each
+``test_on_other_parts[<part>]`` waits for its part's child and judges its own file's tests
+from the child's report (:data:`REPORT_ENV`: the tests the child selected, then each test's
+outcome and failure text). It fails, naming the part and each failing test with its failure
+and captured output, when one of them failed, when a selected test did not report (the
+child crashed or was stopped), when fewer than ``min_passed`` passed, or (``skips=False``)
+when one was skipped; the command line repeating the file's run is in the message. The
+terminal summary shows each part's counts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from functools import cache
+from dataclasses import dataclass, field
+
+import pytest
+
+from acl_py.soc import soc_name
+
+ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+# Set in a part child: the file it appends its report to (one JSON object a line).
+REPORT_ENV = "ACL_PY_TEST_PART_REPORT"
+MARKER = "run_on_parts"
+PLUGIN_NAME = "acl_py_part_runs"
+TIMEOUT = 1800       # seconds a child may run (its tests' own timeouts come first)
+
+# The parts the operator tests also run on: one of each kind the emulator models (the
+# Atlas training, inference, A2 and A3 series, Ascend 950).
+PARTS = ("Ascend910A", "Ascend310P3", "Ascend910B2", "Ascend910_9391", "Ascend950PR_9599")
+
+
+@cache
+def _this_part():
+    return soc_name()
+
+
+def other_parts(parts=PARTS):
+    """``parts`` without the one this process emulates (its tests run here), sorted."""
+    return sorted(set(parts) - {_this_part()})
+
+
+def run_on_parts(parts, select, *, min_passed=1, skips=True):
+    """The test, parametrized over ``parts``, that runs this file's tests matching
+    ``select`` (a ``-k`` expression, or a function of the part giving one) on each part and
+    passes when they all did: none failed, every selected test reported, at least
+    ``min_passed`` passed, and (``skips=False``) none was skipped. Bind it to a ``test_``
+    name in the file."""
+    @pytest.mark.no_leak_check  # the tests run in a child process, with their own leak check
+    @pytest.mark.parametrize("part", list(parts))
+    def test_on_other_parts(part, request):
+        runs = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
+        assert runs is not None and not runs.child, "a part child runs no part checks"
+        runs.check(os.path.realpath(request.node.path), part)
+
+    return getattr(pytest.mark, MARKER)(select=select, min_passed=min_passed,
+                                        skips=skips)(test_on_other_parts)
+
+
+@dataclass
+class _Selection:
+    """One file's tests on one part."""
+    file: str
+    select: str
+    min_passed: int
+    skips: bool
+
+    def command(self, part):
+        return (f"ACL_EMU_SOC={part} {os.path.relpath(sys.executable, ROOT)} -m pytest "
+                f"{os.path.relpath(self.file, ROOT)} -k {shlex.quote(self.select)}")
+
+
+@dataclass
+class _Child:
+    """One part's child process and what it reported."""
+    part: str
+    selections: "dict[str, _Selection]"     # file -> its selection
+    dir: str
+    proc: "subprocess.Popen | None" = None
+    started: float = 0.0
+    seconds: float = 0.0
+    returncode: "int | None" = None
+    selected: "set[str]" = field(default_factory=set)       # node ids
+    outcomes: "dict[str, str]" = field(default_factory=dict)   # node id -> outcome
+    texts: "dict[str, list[str]]" = field(default_factory=dict)  # node id -> failure/skip text
+
+    @property
+    def report(self):
+        return os.path.join(self.dir, "report.jsonl")
+
+    @property
+    def log(self):
+        return os.path.join(self.dir, "output.txt")
+
+    def start(self):
+        # each selection joined to its file's name: -k matches a test's module by its file
+        # name, and no test file's name is part of another's
+        expr = " or ".join(f"({os.path.basename(f)} and ({s.select}))"
+                           for f, s in self.selections.items())
+        env = dict(os.environ, ACL_EMU_SOC=self.part)
+        env[REPORT_ENV] = self.report
+        with open(self.log, "w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                 "--basetemp", os.path.join(self.dir, "tmp"), "-k", expr,
+                 *self.selections], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        self.started = time.monotonic()
+
+    def poll(self):
+        """True once the child has ended (its report read)."""
+        if self.returncode is not None:
+            return True
+        if self.proc is None:
+            return False
+        rc = self.proc.poll()
+        if rc is None and time.monotonic() - self.started > TIMEOUT:
+            self.proc.kill()
+            rc = self.proc.wait()
+        if rc is None:
+            return False
+        self.seconds = time.monotonic() - self.started
+        self.returncode = rc
+        self._read_report()
+        return True
+
+    def _read_report(self):
+        if not os.path.exists(self.report):
+            return
+        with open(self.report) as f:
+            for line in f:
+                r = json.loads(line)
+                if "selected" in r:
+                    self.selected.update(r["selected"])
+                    continue
+                node, outcome = r["nodeid"], r["outcome"]
+                if outcome == "failed":
+                    self.outcomes[node] = "failed"
+                elif outcome == "skipped":
+                    self.outcomes[node] = "skipped"
+                elif r["when"] == "call" and self.outcomes.get(node) != "failed":
+                    self.outcomes[node] = "passed"
+                if r.get("text"):
+                    self.texts.setdefault(node, []).append(f"[{r['when']}] {r['text']}")
+
+    def output_tail(self, n=4000):
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()[-n:]
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _file_of(nodeid):
+    return os.path.realpath(os.path.join(ROOT, nodeid.split("::", 1)[0]))
+
+
+class PartRuns:
+    """The pytest plugin: in the session, plans and runs one child per part and judges each
+    file's tests; in a child (:data:`REPORT_ENV` set), leaves the checks out and reports."""
+
+    def __init__(self, config):
+        self.config = config
+        self.report = os.environ.get(REPORT_ENV)
+        self.child = self.report is not None
+        self.children: "dict[str, _Child]" = {}     # part -> its child, in the order needed
+        self.dir = None
+        config.addinivalue_line(
+            "markers", f"{MARKER}(select, min_passed, skips): the test made by "
+            "tests/_part_runs.py run_on_parts (runs the file's selection on another part)")
+
+    # ---- the session ----
+
+    def pytest_collection_finish(self, session):
+        if self.child:
+            self._write({"selected": [it.nodeid for it in session.items]})
+            return
+        if session.config.option.collectonly:
+            return
+        for it in session.items:
+            mark = it.get_closest_marker(MARKER)
+            if mark is None:
+                continue
+            part = it.callspec.params.get("part")
+            if not isinstance(part, str):
+                continue    # an empty parameter set (no other part): pytest skips the test
+            select = mark.kwargs["select"]
+            if callable(select):
+                select = select(part)
+            if self.dir is None:
+                self.dir = tempfile.mkdtemp(prefix="acl-py-parts-")
+            child = self.children.get(part)
+            if child is None:
+                child = self.children[part] = _Child(part, {},
+                                                     os.path.join(self.dir, part))
+                os.mkdir(child.dir)
+            file = os.path.realpath(it.path)
+            child.selections[file] = _Selection(
+                file, select, mark.kwargs["min_passed"], mark.kwargs["skips"])
+        self._pump(self._spare_cores())
+
+    @staticmethod
+    def _spare_cores():
+        """Children at once while the session runs tests: the cores it does not use."""
+        return max(1, (os.cpu_count() or 1) - 1)
+
+    def _pump(self, at_once):
+        """Reaps ended children and starts waiting ones, up to ``at_once`` running."""
+        running = sum(1 for c in self.children.values()
+                      if c.proc is not None and not c.poll())
+        for c in self.children.values():
+            if running >= at_once:
+                break
+            if c.proc is None:
+                c.start()
+                running += 1
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if self.children:
+            self._pump(self._spare_cores())
+
+    def check(self, file, part):
+        """The part's child's verdict on ``file``'s selection (waits for the child)."""
+        child = self.children.get(part)
+        sel = child and child.selections.get(file)
+        assert sel is not None, f"{file} declares no selection for {part}"
+        if child.proc is None:
+            child.start()
+        while not child.poll():
+            # this process only waits: every core may run a child
+            self._pump(os.cpu_count() or 1)
+            time.sleep(0.05)
+        tests = sorted(n for n in child.selected if _file_of(n) == file)
+        outcomes = {n: child.outcomes.get(n, "did not report") for n in tests}
+        count = Counter(outcomes.values())
+        where = (f"{part}, {os.path.basename(file)} (selection {sel.select!r}: "
+                 f"{len(tests)} tests; child exit status {child.returncode})")
+        failed = [n for n, o in outcomes.items() if o in ("failed", "did not report")]
+        if failed or child.returncode not in (0, 1) or (child.returncode == 1 and not any(
+                o == "failed" for o in child.outcomes.values())):
+            details = "\n\n".join(
+                f"{n} on {part}: {outcomes[n]}\n" + "\n".join(child.texts.get(n, []))[-6000:]
+                for n in failed)
+            if not failed or any(n not in child.texts for n in failed):
+                # a crash, a collection error: what the child printed says what happened
+                details += f"\n\nthe child's output (end):\n{child.output_tail()}"
+            what = (f"{len(failed)} failed or did not report: "
+                    f"{[n.split('::', 1)[1] for n in failed]}" if failed else
+                    "the child ended without a test failing (a collection error, a crash)")
+            pytest.fail(f"on {where}: {what}\n\n{details}\n\n"
+                        f"to repeat the file's run: {sel.command(part)}", pytrace=False)
+        if count["passed"] < sel.min_passed:
+            pytest.fail(f"on {where}: {count['passed']} passed, at least {sel.min_passed} "
+                        f"expected\n{child.output_tail()}\nto repeat: {sel.command(part)}",
+                        pytrace=False)
+        if count["skipped"] and not sel.skips:
+            skipped = {n: child.texts.get(n) for n, o in outcomes.items() if o == "skipped"}
+            pytest.fail(f"on {where}: {count['skipped']} skipped, none expected: {skipped}\n"
+                        f"to repeat: {sel.command(part)}", pytrace=False)
+
+    def pytest_terminal_summary(self, terminalreporter):
+        ran = [c for c in self.children.values() if c.returncode is not None]
+        if not ran:
+            return
+        terminalreporter.section("tests on other parts (one child process per part)")
+        for c in ran:
+            count = Counter(c.outcomes.values())
+            terminalreporter.write_line(
+                f"{c.part}: {count['passed']} passed, {count['skipped']} skipped, "
+                f"{count['failed']} failed of {len(c.selected)} selected in "
+                f"{len(c.selections)} files, {c.seconds:.1f} s (exit status {c.returncode})")
+
+    def pytest_sessionfinish(self, session):
+        for c in self.children.values():
+            c.stop()
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ---- a child ----
+
+    def pytest_collection_modifyitems(self, config, items):
+        if not self.child:
+            return
+        checks = [it for it in items if it.get_closest_marker(MARKER)]
+        if checks:
+            items[:] = [it for it in items if not it.get_closest_marker(MARKER)]
+            config.hook.pytest_deselected(items=checks)
+
+    def pytest_runtest_logreport(self, report):
+        if not self.child:
+            return
+        text = ""
+        if report.failed:
+            text = report.longreprtext + "".join(
+                f"\n--- {name} ---\n{content}" for name, content in report.sections)
+        elif report.skipped:
+            text = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(
+                report.longrepr)
+        self._write({"nodeid": report.nodeid, "when": report.when,
+                     "outcome": report.outcome, "text": text})
+
+    def _write(self, record):
+        with open(self.report, "a") as f:
+            f.write(json.dumps(record) + "\n")
