@@ -20,6 +20,11 @@ and captured output, when one of them failed, when a selected test did not repor
 child crashed or was stopped), when fewer than ``min_passed`` passed, or (``skips=False``)
 when one was skipped; the command line repeating the file's run is in the message. The
 terminal summary shows each part's counts.
+
+A test file run as a whole on any part (``ACL_EMU_SOC=<part> pytest tests/test_<op>.py``)
+passes: what the part lacks is asked, not assumed: :func:`needs_kernel` (the operator),
+:func:`skip_without_bf16` (the dtype), the declaration's ``unwritten_outputs`` (an output the
+part does not write).
 """
 from __future__ import annotations
 
@@ -59,6 +64,24 @@ def _this_part():
 def other_parts(parts=PARTS):
     """``parts`` without the one this process emulates (its tests run here), sorted."""
     return sorted(set(parts) - {_this_part()})
+
+
+def needs_kernel(op):
+    """A mark skipping a test (or, as ``pytestmark``, a file) of operator ``op`` (a
+    ``Declared``) on a part the vendor has no kernel for it on (``op.runs_on``): its calls are
+    refused there, as the emulator's own tests of the operator check."""
+    part = _this_part()
+    return pytest.mark.skipif(not op.runs_on(part),
+                              reason=f"{part}: no {op.short_name} kernel (the refusal: the "
+                              f"emulator's tests of the operator)")
+
+
+def skip_without_bf16(*dtypes):
+    """Skips the calling test where one of ``dtypes`` is BFLOAT16 and this process's part has
+    none (such calls are refused there, as the emulator's operator tests check)."""
+    from acl_py.soc import supports_bfloat16
+    if any(getattr(d, "name", d) == "bfloat16" for d in dtypes) and not supports_bfloat16():
+        pytest.skip(f"{_this_part()}: no BF16")
 
 
 def run_on_parts(parts, select, *, min_passed=1, skips=True):

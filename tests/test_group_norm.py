@@ -18,6 +18,7 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import GROUP_NORM
 
 from _cann_path import run_on_cann_path
+from _part_runs import skip_without_bf16
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 DTYPES = [F32, F16, BF16]
@@ -63,11 +64,6 @@ def check(results, x, g, b, group, eps=1e-5, stats=True):
         reference.assert_close(got, e, m, x.dtype, name)
 
 
-def skip_without_bf16(dt):
-    if dt == BF16 and not acl_py.supports_bfloat16():
-        pytest.skip(f"{acl_py.soc_name()}: no BF16")
-
-
 @pytest.mark.parametrize("path", ["numpy", "device"])
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
 def test_against_reference(path, dt):
@@ -81,7 +77,8 @@ def test_against_reference(path, dt):
     assert all(isinstance(r, np.ndarray if path == "numpy" else acl_py.DeviceTensor)
                if w is None else r is None for r, w in zip(res, why))
     check(res, x, g, b, 4, 1e-4)
-    assert host(res[1]).shape == (3, 4)   # mean/rstd as CANN writes them: [N, group]
+    if why[1] is None:
+        assert host(res[1]).shape == (3, 4)   # mean/rstd as CANN writes them: [N, group]
 
 
 @pytest.mark.parametrize("shape,group", [((4, 6), 3), ((2, 32, 16, 16), 32),
@@ -104,7 +101,8 @@ def test_out_given_and_strided_views():
     x, g, b = make((4, 6, 32), F16)
     out = (np.empty((4, 6, 32), F16), np.empty((4, 3), F16), np.empty((4, 3), F16))
     res = acl_py.group_norm(x, 3, g, b, out=out)
-    assert all(r is o for r, o in zip(res, out))
+    why = GROUP_NORM.unwritten_outputs((x, g, b, 4, 6, 32, 3, 1e-5))
+    assert all(r is o if w is None else r is None for r, o, w in zip(res, out, why))
     check(res, x, g, b, 3)
     big = acl_py.DeviceTensor.from_numpy(np.repeat(x, 2, axis=2))
     res = acl_py.group_norm(big[:, :, ::2], 3, acl_py.DeviceTensor.from_numpy(g),
@@ -209,7 +207,8 @@ def test_plan_runs_repeatedly_on_changing_contents():
             s.synchronize()
             check(plan.outputs, xk, g, b, 4, 1e-5)
     assert plan.closed
-    assert plan.mean.to_numpy().shape == (4, 4)
+    if stats_written(x, 4):
+        assert plan.mean.to_numpy().shape == (4, 4)
 
 
 def test_declaration_describes_the_c_prototype():

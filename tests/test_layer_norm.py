@@ -16,10 +16,14 @@ import pytest
 import acl_py
 from acl_py import reference
 from acl_py.errors import AclArgumentError, AclTypeError, OperatorInvalidParameterError
-from acl_py.ops import LAYER_NORM, LAYER_NORM_BACKWARD
+from acl_py.ops import LAYER_NORM, LAYER_NORM_BACKWARD, part_of
 from acl_py.ops._declare import python_name
 
+from _part_runs import skip_without_bf16
+
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
+# the half dtype of the tests that mix one in: BF16, FLOAT16 on parts without BF16
+HALF = BF16 if acl_py.supports_bfloat16() else F16
 
 
 def _rtol():
@@ -68,6 +72,7 @@ COMBOS = [(dt, p, w, b) for dt in (F32, F16, BF16) for p in (None, F32)
 @pytest.mark.parametrize("dt,pdt,weight,bias", COMBOS,
                          ids=[f"{d}-p{p}-w{int(w)}-b{int(b)}" for d, p, w, b in COMBOS])
 def test_against_reference(path, dt, pdt, weight, bias):
+    skip_without_bf16(dt)
     case = make((3, 5, 67), 1, dt, pdt, weight, bias)
     args = case if path == "numpy" else dev(case)
     res = acl_py.layer_norm(**args, eps=1e-4)
@@ -87,16 +92,19 @@ def test_ranks_and_splits(shape, nrank):
 
 def test_out_given_numpy_and_device():
     case = make((4, 6, 32), 1)
-    out = (np.empty((4, 6, 32), F16), np.empty(24, F32), np.empty((24, 1), F32))
+    # statistics of another shape holding as many elements; Ascend 950 takes input's rank only
+    regbase = part_of().npu_arch == 3510
+    flat, column = ((4, 6, 1), (4, 6, 1)) if regbase else ((24,), (24, 1))
+    out = (np.empty((4, 6, 32), F16), np.empty(flat, F32), np.empty(column, F32))
     res = acl_py.layer_norm(**case, out=out)
     assert all(r is o for r, o in zip(res, out))   # written in place
     check((res[0], res[1].reshape(4, 6, 1), res[2].reshape(4, 6, 1)), case,
           dtypes=(F16, F32, F32))
     d = dev(case)
-    o = (acl_py.DeviceTensor.empty((4, 6, 32), BF16), None, acl_py.DeviceTensor.empty(24))
+    o = (acl_py.DeviceTensor.empty((4, 6, 32), HALF), None, acl_py.DeviceTensor.empty(flat))
     res = acl_py.layer_norm(**d, out=o)
     assert res[0] is o[0] and res[2] is o[2] and res[1].shape == (4, 6, 1)
-    check((res[0], res[1], res[2].to_numpy().reshape(4, 6, 1)), case, dtypes=(BF16, F32, F32))
+    check((res[0], res[1], res[2].to_numpy().reshape(4, 6, 1)), case, dtypes=(HALF, F32, F32))
 
 
 def test_strided_device_views():
@@ -178,12 +186,12 @@ def test_operator_limits_surface_as_its_typed_error():
 # ---- the plan ----------------------------------------------------------------------------------
 
 def test_plan_runs_repeatedly_on_changing_contents():
-    case = make((8, 96), 1, BF16, F32)
+    case = make((8, 96), 1, HALF, F32)
     d = dev(case)
     with acl_py.Stream() as s, acl_py.LayerNorm(**d, eps=1e-3) as plan:
         assert plan.mode == "repeatable" and plan.workspace_size == 0
         for k in range(3):
-            x = (case["input"].astype(F32) * (k + 1)).astype(BF16)
+            x = (case["input"].astype(F32) * (k + 1)).astype(HALF)
             d["input"].copy_from_numpy(x) if hasattr(d["input"], "copy_from_numpy") else \
                 d["input"].buffer.copy_from_host(x)
             assert plan.run(s) == (plan.out, plan.mean, plan.rstd)
@@ -206,6 +214,7 @@ def test_forward_statistics_feed_the_backward_unchanged(dt):
     """mean/rstd as the forward writes them go straight into layer_norm_backward, on one
     stream, never leaving the device; the chain is judged against the reference chain
     (reference forward, its float64 statistics into the reference backward)."""
+    skip_without_bf16(dt)
     case = make((4, 16, 256), 1, dt, F32)
     x, ns, w, b = case["input"], case["normalized_shape"], case["weight"], case["bias"]
     dy = np.random.default_rng(1).standard_normal(x.shape).astype(dt)
@@ -239,7 +248,7 @@ def test_declaration_describes_the_c_prototype():
 
 
 def test_reference_and_check_result():
-    case = make((5, 64), 1, BF16, F32)
+    case = make((5, 64), 1, HALF, F32)
     values = (case["input"], (64,), case["weight"], case["bias"], 1e-5)
     got = acl_py.layer_norm(*values)
     assert all(r <= 1 for r in LAYER_NORM.check_result(values, got))
@@ -250,5 +259,8 @@ def test_reference_and_check_result():
 def test_smoke_cases_pass():
     assert len(LAYER_NORM.smoke_cases) >= 4
     for case in LAYER_NORM.smoke_cases:
+        if not acl_py.supports_bfloat16() and any(
+                getattr(v, "dtype", None) == BF16 for v in case[1]()):
+            continue    # refused on this part (as acl-py smoke leaves such cases out)
         ratios = LAYER_NORM.run_smoke_case(case)
         assert len(ratios) == 3 and all(r <= 1 for r in ratios), (case[0], ratios)

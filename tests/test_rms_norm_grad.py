@@ -15,7 +15,7 @@ import acl_py
 from acl_py import reference
 from acl_py.errors import (AclArgumentError, AclTypeError, OperatorInvalidParameterError,
                            OperatorTilingError)
-from acl_py.ops import RMS_NORM_GRAD
+from acl_py.ops import RMS_NORM_GRAD, part_of
 
 from _cann_path import run_on_cann_path
 
@@ -45,6 +45,13 @@ def check(results, dy, x, rstd, g):
         reference.assert_close(got, e, m, dt, name)
 
 
+def gamma_size(n):
+    """``n``, or on Atlas training parts the next multiple of 64: their tiling takes gamma of
+    a multiple of 64 elements only (tests/test_emulator_rms_norm_grad.py checks the
+    refusal)."""
+    return -(-n // 64) * 64 if part_of().npu_arch == 1001 else n
+
+
 def skip_without_bf16(dt, gdt):
     if (BF16 in (dt, gdt) or (dt, gdt) == (F16, F32)) and not acl_py.supports_bfloat16():
         pytest.skip(f"{acl_py.soc_name()}: not in the part's dtype table")
@@ -54,7 +61,7 @@ def skip_without_bf16(dt, gdt):
 @pytest.mark.parametrize("dt,gdt", PAIRS, ids=[f"{d}-{g}" for d, g in PAIRS])
 def test_against_reference(path, dt, gdt):
     skip_without_bf16(dt, gdt)
-    args = make((3, 5, 67), 1, dt, gdt)
+    args = make((3, 5, gamma_size(67)), 1, dt, gdt)
     call = args if path == "numpy" else tuple(acl_py.DeviceTensor.from_numpy(a) for a in args)
     res = acl_py.rms_norm_grad(*call)
     assert all(isinstance(r, np.ndarray if path == "numpy" else acl_py.DeviceTensor)
@@ -66,6 +73,8 @@ def test_against_reference(path, dt, gdt):
                                          ((1, 2, 1, 2, 1, 2, 1, 2), 3), ((512, 4096), 1),
                                          ((3, 7000), 1)])
 def test_ranks_and_splits(shape, gdims):
+    if gamma_size(np.prod(shape[len(shape) - gdims:])) != np.prod(shape[len(shape) - gdims:]):
+        pytest.skip(f"{acl_py.soc_name()}: gamma's size must be a multiple of 64 there")
     args = make(shape, gdims)
     check(acl_py.rms_norm_grad(*args), *args)
 
@@ -77,8 +86,9 @@ def test_forward_then_backward(dt, gdt):
     reference (float64) through a random projection."""
     skip_without_bf16(dt, gdt)
     rng = np.random.default_rng(1)
-    x = (rng.standard_normal((4, 3, 32)) + 0.5).astype(dt)
-    g = (rng.standard_normal(32) * 0.5 + 1).astype(gdt)
+    n = gamma_size(32)
+    x = (rng.standard_normal((4, 3, n)) + 0.5).astype(dt)
+    g = (rng.standard_normal(n) * 0.5 + 1).astype(gdt)
     dy = rng.standard_normal(x.shape).astype(dt)
     X, G, DY = (acl_py.DeviceTensor.from_numpy(a) for a in (x, g, dy))
     with acl_py.Stream() as s:
@@ -101,8 +111,9 @@ def test_forward_then_backward(dt, gdt):
 
 
 def test_out_given_and_strided_views():
-    dy, x, rstd, g = make((4, 6, 32), 1, F16)
-    out = (np.empty((4, 6, 32), F16), np.empty(32, F32))
+    n = gamma_size(32)
+    dy, x, rstd, g = make((4, 6, n), 1, F16)
+    out = (np.empty((4, 6, n), F16), np.empty(n, F32))
     res = acl_py.rms_norm_grad(dy, x, rstd, g, out=out)
     assert all(r is o for r, o in zip(res, out))
     check(res, dy, x, rstd, g)
@@ -212,7 +223,8 @@ def test_operator_rules_surface_as_their_typed_errors():
 
 def test_plan_runs_repeatedly_on_changing_contents():
     gdt = F32 if acl_py.supports_bfloat16() else F16
-    dy, x, rstd, g = make((8, 96), 1, F16, gdt)
+    n = gamma_size(96)
+    dy, x, rstd, g = make((8, n), 1, F16, gdt)
     DY, X, R, G = (acl_py.DeviceTensor.from_numpy(a) for a in (dy, x, rstd, g))
     with acl_py.Stream() as s, acl_py.RmsNormGrad(DY, X, R, G) as plan:
         assert plan.mode == "repeatable" and plan.workspace_size == 0
@@ -223,7 +235,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
             s.synchronize()
             check(plan.outputs, dyk, x, rstd, g)
     assert plan.closed
-    assert plan.dx.to_numpy().shape == (8, 96) and plan.dgamma.to_numpy().shape == (96,)
+    assert plan.dx.to_numpy().shape == (8, n) and plan.dgamma.to_numpy().shape == (n,)
 
 
 def test_declaration_describes_the_c_prototype():
