@@ -515,11 +515,18 @@ def _stream_between(dst_device, src_device, stream):
     return _stream.state_for(stream, dev)
 
 
+def _memcpy_2d_async(*args):
+    """``aclrtMemcpy2dAsync`` with its stream (the last argument, as StreamState.enqueue
+    passes it) made explicit: the runtime of the Atlas training and inference parts takes no
+    NULL stream for it (stream.explicit_handle)."""
+    return _rt.lib.aclrtMemcpy2dAsync(*args[:-1], _stream.explicit_handle(args[-1]))
+
+
 def _queue_2d_between(dst, dst_ptr, dst_pitch, src, src_ptr, src_pitch, width, height, stream):
     """A 2D copy between the allocations of two DeviceBuffers, queued on ``stream`` (of either
     device, ``_stream_between``); recorded as a use of both."""
     tl = _stream_between(dst.device, src.device, stream)
-    r = tl.enqueue(_rt.lib.aclrtMemcpy2dAsync, dst_ptr, dst_pitch, src_ptr, src_pitch, width,
+    r = tl.enqueue(_memcpy_2d_async, dst_ptr, dst_pitch, src_ptr, src_pitch, width,
                    height, _D2D)
     if r:
         raise _copy_error(r, "aclrtMemcpy2dAsync", dst.device, src.device)
@@ -796,7 +803,7 @@ class DeviceBuffer(_Buffer):
             sst = _stream.state_for(stream, st.device)
             _upload(st, sst, c.other, _extent(c.width, c.height, c.other_pitch), c.other_alloc,
                     "aclrtMemcpy2dAsync",
-                    lambda src: sst.enqueue(_rt.lib.aclrtMemcpy2dAsync, c.here, c.pitch, src,
+                    lambda src: sst.enqueue(_memcpy_2d_async, c.here, c.pitch, src,
                                             c.other_pitch, c.width, c.height, _H2D))
 
     def copy_to_2d(self, dst: Any, width: int, height: int, *, dst_pitch: int | None = None,
@@ -825,7 +832,7 @@ class DeviceBuffer(_Buffer):
             sst = _stream.state_for(stream, st.device)
             _download(st, sst, c.other, c.keep, c.other_alloc,
                       (c.width, c.height, c.other_pitch), "aclrtMemcpy2dAsync",
-                      lambda target: sst.enqueue(_rt.lib.aclrtMemcpy2dAsync, target,
+                      lambda target: sst.enqueue(_memcpy_2d_async, target,
                                                  c.other_pitch, c.here, c.pitch, c.width,
                                                  c.height, _D2H))
         return dst

@@ -307,7 +307,8 @@ class Stream:
         if st.closed:
             raise st.closed_error(repr(self))
         _device.activate(st.device)
-        r = _rt.lib.aclrtSetStreamFailureMode(st.handle, _rt.lib.ACL_STOP_ON_FAILURE)
+        r = _rt.lib.aclrtSetStreamFailureMode(explicit_handle(st.handle),
+                                              _rt.lib.ACL_STOP_ON_FAILURE)
         if r:
             raise make_error(r, "aclrtSetStreamFailureMode")
 
@@ -513,7 +514,7 @@ class Stream:
         _device.activate(st.device)
         with st.destroy_lock:
             target = st.seq
-            r = _rt.lib.aclrtStreamAbort(st.handle)
+            r = _rt.lib.aclrtStreamAbort(explicit_handle(st.handle))
         if r:
             raise make_error(r, "aclrtStreamAbort")
         errs = st.complete(target)   # nothing queued before the abort runs any more
@@ -589,6 +590,24 @@ class Stream:
 
 def _call(fn):
     fn()
+
+
+def explicit_handle(handle):
+    """``handle``, or for NULL (a default stream) the current context's default stream as
+    ``aclrtCtxGetCurrentDefaultStream`` hands it; the caller has made the stream's device
+    current. For the runtime calls that take NULL as the default stream on Atlas A2/A3 and
+    Ascend 950 only and refuse it elsewhere (107000: their runtime resolves it through
+    GetCurStream, hicann/runtime src/runtime/core/src/runtime.cc): ``aclrtMemcpy2dAsync``,
+    ``aclrtSetStreamFailureMode``, ``aclrtStreamAbort``. The handle named is the stream NULL
+    stands for where it is taken, so such a call does the same on every part."""
+    if handle != ffi.NULL:
+        return handle
+    out = ffi.new("aclrtStream *")
+    r = _rt.lib.aclrtCtxGetCurrentDefaultStream(out)
+    if r:
+        raise make_error(r, "aclrtCtxGetCurrentDefaultStream")
+    return out[0]
+
 
 
 def default_stream(device: DeviceLike = None) -> Stream:

@@ -966,31 +966,15 @@ aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value, size_t N
  * api/impl/api_error.cc MemCopy2DCheckParam, MemCopy2DSync, MemCopy2DAsync; api_impl.cc):
  * width or height 0 is success before anything; NULL dst, NULL src, width above either pitch,
  * a kind other than HOST_TO_DEVICE, DEVICE_TO_HOST, DEVICE_TO_DEVICE, DEFAULT: 100000 (the
- * ACL layer). Then the runtime: the stream's handle (107017) and a NULL stream (null_stream_2d);
- * height above 5242880 rows, width above 5000000 bytes (RT_MAX_MEMCPY2D_*: 107000); the
+ * ACL layer). Then the runtime: the stream's handle (107017) and a NULL stream
+ * (rt_check_null_stream); height above 5242880 rows, width above 5000000 bytes
+ * (RT_MAX_MEMCPY2D_*: 107000); the
  * synchronous copy's DEVICE_TO_DEVICE kind 207000; a current device (107002: the locations are
  * asked in its context); the kind settled from where the pointers lie (settle_2d); a queued
  * copy's stream of another device (107003); then what the driver's copy touches
  * (check_2d_task: every row inside one live block, peer access between devices: 107000). */
 #define MEMCPY2D_MAX_HEIGHT ((size_t)5242880)
 #define MEMCPY2D_MAX_WIDTH ((size_t)5000000)
-
-/* aclrtMemcpy2dAsync's NULL stream: the runtime takes the current device's default stream for
- * it only on the parts whose devices control their streams' queues (RT_FEATURE_DEVICE_CTRL_SQ:
- * src/runtime/config/910_B_93 and 950 dev_info_reg.cc; core/src/runtime.cc GetCurStream), and
- * only with a current device; otherwise it stays NULL and MemCopy2DAsync refuses it, 107000. */
-static aclError null_stream_2d(const char *fn) {
-    const aclemu_soc *soc = aclemu_soc_info(fn);
-    if (soc != NULL && soc->npu_arch != 2201 && soc->npu_arch != 3510)
-        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
-                      "stream is NULL: on the %s (%s) the runtime takes no default stream for "
-                      "this call; pass a stream", soc->series, soc->name);
-    if (rt_current_device() < 0)
-        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
-                      "stream is NULL and the thread has no current device whose default "
-                      "stream it would be (aclrtSetDevice first, or pass a stream)");
-    return ACL_SUCCESS;
-}
 
 /* The 2D copy's direction, settled as the runtime settles it (MemcpyKindAutoCorrect, as for
  * aclrtMemcpyAsync: async_kind), into t->kind: 107000 for a kind the pair of places does not
@@ -1091,7 +1075,7 @@ static aclError copy_2d(const char *fn, copy_task op, bool async, aclrtStream st
                            "ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_DEVICE_TO_DEVICE or "
                            "ACL_MEMCPY_DEFAULT)", op.kind, kind_name(op.kind));
     else if (async && ((rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS ||
-                       (stream == NULL && (rc = null_stream_2d(fn)) != ACL_SUCCESS)))
+                       (rc = rt_check_null_stream(stream, fn)) != ACL_SUCCESS))
         ;
     else if (op.rows > MEMCPY2D_MAX_HEIGHT)
         rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,

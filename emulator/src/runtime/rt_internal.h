@@ -87,6 +87,15 @@ RT_HIDDEN void rt_stream_put(rt_stream *s);
 /* The runtime API's handle check (hicann/runtime src/runtime/api/api_c.cc), before it needs a
  * device: ACL_SUCCESS for NULL (the default stream) or a live stream, else 107017. */
 RT_HIDDEN aclError rt_stream_valid(aclrtStream stream, const char *fn);
+/* For the calls whose runtime takes their stream through Runtime::GetCurStream (hicann/runtime
+ * src/runtime/core/src/runtime.cc; the callers in api/impl/api_error.cc refuse what it leaves
+ * NULL): aclrtMemcpy2dAsync, aclrtSetStreamFailureMode, aclrtStreamAbort. A NULL stream is the
+ * current device's default stream only on the parts whose devices control their streams'
+ * queues (RT_FEATURE_DEVICE_CTRL_SQ: config/910_B_93, 950 dev_info_reg.cc, that is Atlas A2/A3
+ * and Ascend 950) and only with a current device; otherwise 107000, the message naming fn.
+ * ACL_SUCCESS for any non-NULL stream (its handle is checked by the caller). Every other call
+ * taking a stream takes NULL as the default stream on every part (api_impl.cc). */
+RT_HIDDEN aclError rt_check_null_stream(aclrtStream stream, const char *fn);
 RT_HIDDEN aclError rt_stream_push(rt_stream *s, aclemu_task_fn run, aclemu_task_fn release,
                                   void *arg, const char *fn);
 /* Waits until everything queued on `stream` so far has run, as aclrtSynchronizeStream waits

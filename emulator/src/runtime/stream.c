@@ -540,6 +540,24 @@ aclError rt_stream_valid(aclrtStream stream, const char *fn) {
     return ACL_SUCCESS;
 }
 
+aclError rt_check_null_stream(aclrtStream stream, const char *fn) {
+    if (stream != NULL)
+        return ACL_SUCCESS;
+    const aclemu_soc *soc = aclemu_soc_info(fn);
+    if (soc == NULL)
+        return ACL_ERROR_RT_INTERNAL_ERROR; /* the message names ACL_EMU_SOC */
+    if (soc->npu_arch != 2201 && soc->npu_arch != 3510)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "stream is NULL: on the %s (%s) the runtime takes no default stream for "
+                      "this call (only Atlas A2/A3 and Ascend 950 do); pass a created stream or "
+                      "the one aclrtCtxGetCurrentDefaultStream gives", soc->series, soc->name);
+    if (rt_current_device() < 0)
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                      "stream is NULL and the thread has no current device whose default "
+                      "stream it would be (aclrtSetDevice first, or pass a stream)");
+    return ACL_SUCCESS;
+}
+
 /* ---- public: streams ------------------------------------------------------------------- */
 
 /* The lowest stream id no live created stream of dev has, from 1 (0 is the default
@@ -789,10 +807,12 @@ aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode) {
     rt_stream *s = NULL;
     /* CANN (hicann/runtime src/acl/aclrt_impl/stream.cpp, src/runtime/api/api_c_stream.cc
      * rtStreamSetMode, api_error.cc and api_impl.cc StreamSetMode): no ACL-layer check; the
-     * handle (NULL: the default stream); the context; only bit 0 of mode counts (any other
-     * value is taken); the same mode again succeeds; stop -> continue is refused
-     * (RT_ERROR_FEATURE_NOT_SUPPORT, 207000); then a stream of another device (107003). */
+     * handle; NULL as GetCurStream takes it (rt_check_null_stream); the context; only bit 0
+     * of mode counts (any other value is taken); the same mode again succeeds; stop ->
+     * continue is refused (RT_ERROR_FEATURE_NOT_SUPPORT, 207000); then a stream of another
+     * device (107003). */
     if ((rc = rt_stream_valid(stream, __func__)) != ACL_SUCCESS ||
+        (rc = rt_check_null_stream(stream, __func__)) != ACL_SUCCESS ||
         (rc = rt_need_device(__func__, &dev)) != ACL_SUCCESS)
         goto out;
     if (stream == NULL)
@@ -1955,10 +1975,12 @@ static aclError stop_stream(aclrtStream stream, bool discard, const char *fn) {
         return rc;
     int dev;
     rt_stream *s = NULL;
-    /* CANN's order: the handle (api_c_stream.cc), NULL (aclrtStreamStop only: api_error.cc
-     * StreamStop; aclrtStreamAbort takes the default stream), the context and the SoC
-     * (api_impl.cc StreamClear / StreamAbort), then the stream's context. */
-    if ((rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS)
+    /* CANN's order: the handle (api_c_stream.cc), NULL (aclrtStreamStop: refused, api_error.cc
+     * StreamStop; aclrtStreamAbort: as GetCurStream takes it, api_error.cc StreamAbort and
+     * rt_check_null_stream), the context and the SoC (api_impl.cc StreamClear / StreamAbort),
+     * then the stream's context. */
+    if ((rc = rt_stream_valid(stream, fn)) != ACL_SUCCESS ||
+        (discard && (rc = rt_check_null_stream(stream, fn)) != ACL_SUCCESS))
         goto out;
     if (stream == NULL && !discard) {
         rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "stream is NULL (the default stream cannot "
