@@ -59,6 +59,7 @@ from .ops import inplace_add_rms_norm, InplaceAddRmsNorm
 from .ops import add_layer_norm, AddLayerNorm
 from .ops import deep_norm, DeepNorm
 from .ops import group_norm_silu, GroupNormSilu, group_norm_silu_v2, GroupNormSiluV2
+from .ops import add_layer_norm_grad, AddLayerNormGrad
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -90,4 +91,5 @@ __all__ = [
     "gemma_rms_norm", "GemmaRmsNorm", "inplace_add_rms_norm", "InplaceAddRmsNorm",
     "add_layer_norm", "AddLayerNorm", "deep_norm", "DeepNorm",
     "group_norm_silu", "GroupNormSilu", "group_norm_silu_v2", "GroupNormSiluV2",
+    "add_layer_norm_grad", "AddLayerNormGrad",
 ]

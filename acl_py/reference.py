@@ -19,8 +19,10 @@ GroupNorm (:func:`group_norm`): LayerNorm's formulas over each sample's groups o
 carries the cancellation of the device's one-pass variance. GroupNormSilu
 (:func:`group_norm_silu`): GroupNorm's ``out`` through ``silu(y) = y / (1 + exp(-y))``.
 AddLayerNorm (:func:`add_layer_norm`): the forward LayerNorm over gamma's dims of
-``x = x1 + x2 (+ bias)``, returned with ``x``. DeepNorm (:func:`deep_norm`): the forward
-LayerNorm over gamma's dims of ``x * alpha + gx``.
+``x = x1 + x2 (+ bias)``, returned with ``x``. Its backward (:func:`add_layer_norm_grad`):
+LayerNorm's backward below of ``x = x1 + x2`` with weight ``gamma``, ``dsum`` (optional) added
+to ``dx``. DeepNorm (:func:`deep_norm`): the forward LayerNorm over gamma's dims of
+``x * alpha + gx``.
 
 LayerNorm's error scale (:func:`layer_norm_error_scale`): ``(|input| + |mean| +
 mean_R(|input|)) * rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's own errors, carried through),
@@ -75,6 +77,7 @@ __all__ = [
     "rounding_dtype", "device_rounding", "half_ulp", "rms_norm", "rms_norm_error_scale",
     "add_rms_norm", "add_rms_norm_error_scale", "gemma_rms_norm", "gemma_rms_norm_error_scale",
     "add_layer_norm", "add_layer_norm_error_scale", "deep_norm", "deep_norm_error_scale",
+    "add_layer_norm_grad", "add_layer_norm_grad_error_scale",
     "rms_norm_grad", "rms_norm_grad_error_scale", "group_norm", "group_norm_error_scale",
     "group_norm_silu", "group_norm_silu_error_scale",
 ]
@@ -337,6 +340,25 @@ def deep_norm_error_scale(x, gx, beta, gamma, alpha: float = 0.3, epsilon: float
     rs = np.abs(rstd)
     y = (a + np.abs(mean) + amean) * rs * np.abs(w) + np.abs(b)
     return amean.reshape(stat_shape), rs.reshape(stat_shape), y.reshape(h.shape)
+
+
+def add_layer_norm_grad(dy, x1, x2, rstd, mean, gamma, dsum=None):
+    """``(dx, dgamma, dbeta)`` of AddLayerNormGrad in float64 (the vendor's docs,
+    docs/aclnnAddLayerNormGrad.md): :func:`layer_norm_backward` of ``x = x1 + x2`` over
+    gamma's dims with weight ``gamma`` and the saved ``mean``/``rstd`` as given, ``dsum``
+    (x1's shape) added to ``dx``; dx shaped x1, dgamma and dbeta shaped gamma."""
+    x = _f64(x1) + _f64(x2)
+    dx, dgamma, dbeta = layer_norm_backward(dy, x, np.shape(gamma), mean, rstd, gamma)
+    return (dx if dsum is None else dx + _f64(dsum)), dgamma, dbeta
+
+
+def add_layer_norm_grad_error_scale(dy, x1, x2, rstd, mean, gamma, dsum=None):
+    """Per element of ``(dx, dgamma, dbeta)``, the magnitude the device's error is
+    proportional to: :func:`error_scale` of ``x = x1 + x2`` (``|x1| + |x2|``: the device adds
+    in float32), plus ``|dsum|`` for dx."""
+    x = np.abs(_f64(x1)) + np.abs(_f64(x2))
+    dx, dgamma, dbeta = error_scale(dy, x, np.shape(gamma), mean, rstd, gamma)
+    return (dx if dsum is None else dx + np.abs(_f64(dsum))), dgamma, dbeta
 
 
 def _rms_grad_split(dy, x, rstd, gamma):

@@ -13,7 +13,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/group_norm/examples,
                                          norm/add_layer_norm/examples,
                                          norm/deep_norm/examples,
-                                         norm/group_norm_silu/examples) and runtime/
+                                         norm/group_norm_silu/examples,
+                                         norm/add_layer_norm_grad/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -33,8 +34,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
 
 The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py,
 add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py, deep_norm.py,
-group_norm_silu.py, group_norm_silu_v2.py) print byte for byte what the C++ examples print,
-both on the emulator.
+group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py) print byte for byte what
+the C++ examples print, both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -1093,6 +1094,48 @@ def test_vendor_deep_norm_example(library):
     assert out == deep_norm_example_output()
 
 
+def add_layer_norm_grad_example_output() -> str:
+    """The add_layer_norm_grad example's inputs: dy 1..12 as floats, and x1, x2, rstd, mean,
+    gamma and dsumOptional int32 vectors copied into FLOAT tensors (their bit patterns read as
+    float32: subnormals, or 0), shapes [3, 1, 4] / [3, 1, 1] / [4], through the kernel's
+    float32 chain (op_kernel/add_layer_norm_grad_cut_n.h MainCompute): x = x1 + x2,
+    g = dy * gamma, xc = x + (-mean), pdVar = sum(g * (xc * r^3)) * -(1/4),
+    pdMean = sum(-(g * r)) * (1/4), dx = (xc * pdVar + g * r) + pdMean + dsum,
+    dgamma = sum over rows of dy * (xc * r), dbeta = sum over rows of dy. Every product with
+    a subnormal is 0 or subnormal, so dx and dgamma print as 0.000000 and dbeta holds the
+    column sums of dy, exact: the printed values are the device's."""
+    f = np.float32
+    bits = lambda v: np.array(v, np.int32).view(f)  # noqa: E731
+    dy = np.arange(1, 13, dtype=f).reshape(3, 4)
+    x = bits(range(1, 13)).reshape(3, 4) + bits([2, 2, 2, 4, 4, 4, 6, 6, 6, 8, 8, 8]
+                                                 ).reshape(3, 4)
+    r, mean = bits([0, 1, 2]).reshape(3, 1), bits([0, 1, 2]).reshape(3, 1)
+    gamma, dsum = bits([0, 1, 2, 3]), bits(range(1, 13)).reshape(3, 4)
+    ras = f(1) / f(4)
+    g = dy * gamma
+    xc = x + mean * f(-1)
+    pd_var = (g * (xc * (r * r * r))).sum(axis=1, dtype=f, keepdims=True) * -ras
+    pd_mean = ((g * r) * f(-1)).sum(axis=1, dtype=f, keepdims=True) * ras
+    dx = ((xc * pd_var + g * r) + pd_mean) + dsum
+    dgamma = (dy * (xc * r)).sum(axis=0, dtype=f)
+    dbeta = dy.sum(axis=0, dtype=f)
+    text = "\nUse aclnnAddLayerNormGrad Port."
+    for name, vals in (("pdx", dx), ("pdgamma", dgamma), ("pdbeta", dbeta)):
+        text += f"== {name} output"
+        text += "".join(f"result[{i}] is: {float(v):f}\n" for i, v in enumerate(vals.ravel()))
+    return text
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnAddLayerNormGrad "
+                    "example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_add_layer_norm_grad_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "add_layer_norm_grad", "examples",
+                                             "test_aclnn_add_layer_norm_grad.cpp"), [library])
+    assert out == add_layer_norm_grad_example_output()
+
+
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 
 # (port under samples/, checkout, the C++ example it ports, its operator library)
@@ -1124,6 +1167,9 @@ EXAMPLE_PORTS = [
     ("group_norm_silu_v2.py", "ops-nn",
      os.path.join("norm", "group_norm_silu", "examples", "test_aclnn_group_norm_silu_v2.cpp"),
      "opapi_nn"),
+    ("add_layer_norm_grad.py", "ops-nn",
+     os.path.join("norm", "add_layer_norm_grad", "examples",
+                  "test_aclnn_add_layer_norm_grad.cpp"), "opapi_nn"),
 ]
 
 

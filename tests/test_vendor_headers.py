@@ -86,6 +86,10 @@ GENERATED = {
                                              "aclnnInplaceAddRmsNorm.md"),
     "aclnnop/aclnn_add_layer_norm.h": ("ops-nn/norm/add_layer_norm", "aclnnAddLayerNorm.md"),
     "aclnnop/aclnn_deep_norm.h": ("ops-nn/norm/deep_norm", "aclnnDeepNorm.md"),
+    "aclnnop/aclnn_add_layer_norm_grad.h": (
+        "ops-nn/norm/add_layer_norm_grad",
+        "aclnnAddLayerNormGrad.md",
+    ),
 }
 
 

@@ -6,8 +6,9 @@
 ``acl_py.GroupNorm``, ``acl_py.gemma_rms_norm``, ``acl_py.GemmaRmsNorm``,
 ``acl_py.inplace_add_rms_norm``, ``acl_py.InplaceAddRmsNorm``, ``acl_py.add_layer_norm``,
 ``acl_py.AddLayerNorm``, ``acl_py.deep_norm``, ``acl_py.DeepNorm``, ``acl_py.group_norm_silu``,
-``acl_py.GroupNormSilu``, ``acl_py.group_norm_silu_v2`` and ``acl_py.GroupNormSiluV2`` are
-re-exported at the package top level.
+``acl_py.GroupNormSilu``, ``acl_py.group_norm_silu_v2``, ``acl_py.GroupNormSiluV2``,
+``acl_py.add_layer_norm_grad`` and ``acl_py.AddLayerNormGrad`` are re-exported at the package
+top level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
 from ._declare import (DECLARED, Arg, Declared, OutputError, OutputNotWritten, Part, Plan,
@@ -26,6 +27,7 @@ from .add_layer_norm import ADD_LAYER_NORM, AddLayerNorm, add_layer_norm
 from .deep_norm import DEEP_NORM, DeepNorm, deep_norm
 from .group_norm_silu import (GROUP_NORM_SILU, GROUP_NORM_SILU_V2, GroupNormSilu,
                               GroupNormSiluV2, group_norm_silu, group_norm_silu_v2)
+from .add_layer_norm_grad import ADD_LAYER_NORM_GRAD, AddLayerNormGrad, add_layer_norm_grad
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
@@ -34,7 +36,8 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "inplace_add_rms_norm", "InplaceAddRmsNorm", "INPLACE_ADD_RMS_NORM", "add_layer_norm",
            "AddLayerNorm", "ADD_LAYER_NORM", "deep_norm", "DeepNorm", "DEEP_NORM",
            "group_norm_silu", "GroupNormSilu", "GROUP_NORM_SILU", "group_norm_silu_v2",
-           "GroupNormSiluV2", "GROUP_NORM_SILU_V2", "Operator",
+           "GroupNormSiluV2", "GROUP_NORM_SILU_V2", "add_layer_norm_grad", "AddLayerNormGrad",
+           "ADD_LAYER_NORM_GRAD", "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
            "tensor", "output", "as_many_elements", "int_array", "bool_array", "double",

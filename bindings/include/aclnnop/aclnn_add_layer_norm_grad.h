@@ -1,0 +1,43 @@
+/*
+ * acl-py declarations: the two-phase AddLayerNormGrad operator (ops-nn norm/add_layer_norm_grad,
+ * the backward of the residual add fused with LayerNorm), exported by libopapi.so (older
+ * releases) or libopapi_nn.so (newer), where a CANN install has it:
+ * include/aclnnop/aclnn_add_layer_norm_grad.h. The vendor's build generates that header from
+ * the operator's definition (hicann/ops-nn norm/add_layer_norm_grad/op_host, ACLNNTYPE aclnn),
+ * so it is in no checkout: the prototype is the one of
+ * norm/add_layer_norm_grad/docs/aclnnAddLayerNormGrad.md (tests/test_vendor_headers.py
+ * compares them). The text between the cdef markers is read by cffi (bindings/build_ffi.py),
+ * which removes the export macro first.
+ */
+#ifndef ACL_PY_ACLNNOP_ACLNN_ADD_LAYER_NORM_GRAD_H_
+#define ACL_PY_ACLNNOP_ACLNN_ADD_LAYER_NORM_GRAD_H_
+
+#include "aclnn/aclnn_base.h"
+#include "aclnn_util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* acl-py:cdef-begin */
+ACLNN_API aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(const aclTensor *dy,
+                                                            const aclTensor *x1,
+                                                            const aclTensor *x2,
+                                                            const aclTensor *rstd,
+                                                            const aclTensor *mean,
+                                                            const aclTensor *gamma,
+                                                            const aclTensor *dsumOptional,
+                                                            const aclTensor *dxOut,
+                                                            const aclTensor *dgammaOut,
+                                                            const aclTensor *dbetaOut,
+                                                            uint64_t *workspaceSize,
+                                                            aclOpExecutor **executor);
+ACLNN_API aclnnStatus aclnnAddLayerNormGrad(void *workspace, uint64_t workspaceSize,
+                                            aclOpExecutor *executor, aclrtStream stream);
+/* acl-py:cdef-end */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACL_PY_ACLNNOP_ACLNN_ADD_LAYER_NORM_GRAD_H_ */

@@ -1,0 +1,366 @@
+/*
+ * aclnnAddLayerNormGrad for the CPU emulator: phase one (checks, executor), the launch and the
+ * kernel.
+ *
+ * Facts, hicann/ops-nn norm/add_layer_norm_grad. Its aclnn interface has no op_api source: the
+ * build's opbuild tool generates it from op_host/add_layer_norm_grad_def.cpp, so phase one
+ * follows the documented contract, the def's dtype combinations and the tiling's rules, in the
+ * docs' code table's order:
+ * - docs/aclnnAddLayerNormGrad.md: the prototype; 161001 (a required argument NULL), 161002 (a
+ *   dtype outside the part's table); dsumOptional, x1, x2 and dxOut shaped and typed like dy;
+ *   rstd/mean FLOAT, dy's batch dims then ones; dgammaOut/dbetaOut FLOAT, gamma's shape;
+ * - op_host/add_layer_norm_grad_def.cpp: dy, x1, x2, gamma, dsum and dx of one dtype (FLOAT,
+ *   FLOAT16, BF16; no BF16 on ascend310p), rstd, mean, dgamma, dbeta FLOAT; no configuration
+ *   for the Atlas training parts (ascend910): the framework finds no kernel there (hicann/
+ *   opbase src/nnopbase/individual_op/executor/indv_executor.cpp NnopbaseGetSupportInfo,
+ *   ACLNN_ERR_INNER_FIND_KERNEL_ERROR);
+ * - op_host/add_layer_norm_grad_tiling.cpp (and _arch35.cpp, the same rules) BasicCheck and
+ *   CheckInputOutputShape: the shape rules, in their order (561002);
+ * - indv_executor.cpp NnopbaseExecutorMatchCache: every output empty, the tiling and the
+ *   kernel are skipped.
+ *
+ * The device's numbers (op_kernel/add_layer_norm_grad_cut_n.h MainCompute; arch35/'s
+ * add_layer_norm_grad_cut_n.h for Ascend 950 takes the same steps), per row of N elements in
+ * float (FLOAT16/BF16 inputs cast to float first), ras = 1.0f / (float)N, r = rstd of the row:
+ *   x = x1 + x2; g = dy * gamma; xc = x + (-mean);
+ *   pdVar = sum(g * (xc * (r * r * r))) * -ras;
+ *   pdMean = sum(-(g * r)) * ras;
+ *   dx = ((xc * pdVar + g * r) + pdMean) (+ dsum), rounded once to dx's dtype (FLOAT16
+ *   CAST_NONE, BF16 CAST_RINT: ties to even);
+ *   dgamma += dy * (xc * r), dbeta += dy: per core over its rows in float, the cores' sums
+ *   atomically added into outputs the kernel zeroes first (InitGmData).
+ * The emulator's sums: norm_rows.h's lanes and fold per row; dgamma/dbeta per chunk of rows
+ * (the chunks fixed by M), the chunks' sums added in chunk order, so the split of rows over
+ * threads never changes a bit.
+ *
+ * The arithmetic is not aclnnLayerNormBackward's (that kernel scales two row means and takes
+ * rstd * ((g - mg) - x_hat * mgx)), so its row kernel is not shared: this one runs on
+ * norm_rows.h, as AddLayerNorm's forward does.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "phase_one.h"
+#include "convert.h"
+#include "norm_rows.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_add_layer_norm_grad.h"
+
+#define P1 "aclnnAddLayerNormGradGetWorkspaceSize"
+#define P2 "aclnnAddLayerNormGrad"
+
+enum { T_DY, T_X1, T_X2, T_RSTD, T_MEAN, T_GAMMA, T_DSUM, T_DX, T_DGAMMA, T_DBETA, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"dy",    "x1",           "x2",    "rstd",
+                                           "mean",  "gamma",        "dsumOptional",
+                                           "dxOut", "dgammaOut",    "dbetaOut"};
+
+typedef struct {
+    tdesc t[T_COUNT];
+    int64_t M, N;
+    float ras;   /* the kernel's reduceAxisSize, 1.0f / (float)N */
+    bool launch; /* false: every output empty, nothing runs */
+} alng_payload;
+
+/* Row buffer floats per chunk: x, g, xc, dy, dx, dsum (N each), then the chunk's dgamma and
+ * dbeta sums (N each). */
+#define ROW_BUFS 8
+
+typedef struct {
+    alng_payload p;
+    norm_rows rows;
+} alng_task;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const alng_task *T = ctx;
+    const alng_payload *P = &T->p;
+    const tdesc *dyd = &P->t[T_DY], *x1 = &P->t[T_X1], *x2 = &P->t[T_X2];
+    const tdesc *rs = &P->t[T_RSTD], *mn = &P->t[T_MEAN], *ds = &P->t[T_DSUM];
+    const tdesc *dxd = &P->t[T_DX];
+    const int64_t N = P->N;
+    const float *gamma = T->rows.gamma;
+    float *x = nr_chunk_buf(&T->rows, chunk), *g = x + N, *xc = g + N, *dyb = xc + N;
+    float *dx = dyb + N, *dsb = dx + N, *pgamma = dsb + N, *pbeta = pgamma + N;
+    memset(pgamma, 0, (size_t)(2 * N) * sizeof(float));
+    for (int64_t m = begin; m < end; m++) {
+        const float *a = get_tile(row_base(x1, m), x1->dtype, &x1->inner, 0, N, x);
+        const float *b = get_tile(row_base(x2, m), x2->dtype, &x2->inner, 0, N, g);
+        for (int64_t i = 0; i < N; i++)
+            x[i] = a[i] + b[i]; /* a may be x itself: element-wise, in order */
+        const float *dy = get_tile(row_base(dyd, m), dyd->dtype, &dyd->inner, 0, N, dyb);
+        /* get_tile may return the tensor's own memory rather than fill the buffer */
+        float mbuf, rbuf;
+        const float mean = *get_tile(view_base(mn), ACL_FLOAT, &mn->inner, m, 1, &mbuf);
+        const float r = *get_tile(view_base(rs), ACL_FLOAT, &rs->inner, m, 1, &rbuf);
+        const float r3 = r * r * r, neg_mean = mean * -1.0f;
+        for (int64_t i = 0; i < N; i++) {
+            g[i] = dy[i] * gamma[i];
+            xc[i] = x[i] + neg_mean;
+        }
+        /* pdVar's terms, then pdMean's, each summed in norm_rows.h's order (x is free now) */
+        for (int64_t i = 0; i < N; i++)
+            x[i] = g[i] * (xc[i] * r3);
+        const float pd_var = nr_scaled_sum(x, N, 1.0f) * -P->ras;
+        for (int64_t i = 0; i < N; i++) {
+            pgamma[i] += dy[i] * (xc[i] * r);
+            pbeta[i] += dy[i];
+        }
+        for (int64_t i = 0; i < N; i++)
+            x[i] = (g[i] * r) * -1.0f;
+        const float pd_mean = nr_scaled_sum(x, N, 1.0f) * P->ras;
+        for (int64_t i = 0; i < N; i++)
+            dx[i] = (xc[i] * pd_var + g[i] * r) + pd_mean;
+        if (ds->present) {
+            const float *d = get_tile(row_base(ds, m), ds->dtype, &ds->inner, 0, N, dsb);
+            for (int64_t i = 0; i < N; i++)
+                dx[i] += d[i];
+        }
+        put_tile(row_base(dxd, m), dxd->dtype, ACLEMU_TIES_EVEN, &dxd->inner, 0, N, dx);
+    }
+}
+
+static void task_run(void *arg)
+{
+    alng_task *T = arg;
+    const alng_payload *P = &T->p;
+    if (!P->launch)
+        return;
+    const int64_t N = P->N;
+    nr_load_gamma(&T->rows, &P->t[T_GAMMA], N);
+    aclemu_parallel_for(P->M, T->rows.nchunks, rows_body, T);
+    /* the chunks' dgamma/dbeta sums, added in chunk order into zeroed outputs (the kernel's
+     * InitGmData, then one atomic add per core) */
+    float *sum = T->rows.gamma_buf; /* gamma is read: its buffer's 2 * N floats are free */
+    memset(sum, 0, (size_t)(2 * N) * sizeof(float));
+    for (int64_t c = 0; c < T->rows.nchunks; c++) {
+        const float *part = nr_chunk_buf(&T->rows, c) + 6 * N;
+        for (int64_t i = 0; i < 2 * N; i++)
+            sum[i] += part[i];
+    }
+    put_tile(view_base(&P->t[T_DGAMMA]), ACL_FLOAT, ACLEMU_TIES_EVEN, &P->t[T_DGAMMA].inner, 0,
+             N, sum);
+    put_tile(view_base(&P->t[T_DBETA]), ACL_FLOAT, ACLEMU_TIES_EVEN, &P->t[T_DBETA].inner, 0,
+             N, sum + N);
+}
+
+static void task_release(void *arg)
+{
+    alng_task *T = arg;
+    nr_release(&T->rows);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+static aclnnStatus alng_launch(void *payload, void *const *addrs, void *workspace,
+                               uint64_t workspace_size, aclrtStream stream)
+{
+    (void)workspace_size;
+    alng_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
+        return ACLNN_ERR_INNER;
+    T->p = *(const alng_payload *)payload;
+    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows,
+                     T->p.launch ? T->p.M : 0, T->p.N, ROW_BUFS * T->p.N, task_run,
+                     task_release, T);
+}
+
+static const aclemu_executor_ops ALNG_OPS = {
+    .op_name = P2,
+    .launch = alng_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+#define TILING(...) FAIL(ACLNN_ERR_INNER_TILING_ERROR, __VA_ARGS__)
+
+/* The def's dtypes: every tensor of its list, then the combination (dy's dtype for the data
+ * tensors; rstd, mean, dgammaOut and dbetaOut FLOAT). */
+static aclnnStatus check_dtypes(const aclTensor *const *ts, const aclemu_soc *soc)
+{
+    const bool bf16 = soc->bf16;
+    for (int i = 0; i < T_COUNT; i++) {
+        if (!ts[i])
+            continue;
+        const aclDataType dt = ts[i]->dtype;
+        const bool f32_only = i == T_RSTD || i == T_MEAN || i == T_DGAMMA || i == T_DBETA;
+        const bool ok = f32_only ? dt == ACL_FLOAT
+                                 : dt == ACL_FLOAT || dt == ACL_FLOAT16 || (bf16 && dt == ACL_BF16);
+        if (!ok)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
+                 TNAME[i], dname(dt), soc->name, soc->series,
+                 f32_only ? "FLOAT" : bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
+    }
+    static const int SAME_AS_DY[] = {T_X1, T_X2, T_GAMMA, T_DSUM, T_DX};
+    const aclDataType dy = ts[T_DY]->dtype;
+    for (size_t k = 0; k < sizeof SAME_AS_DY / sizeof SAME_AS_DY[0]; k++) {
+        const aclTensor *t = ts[SAME_AS_DY[k]];
+        if (t && t->dtype != dy)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be dy's dtype %s", P1,
+                 TNAME[SAME_AS_DY[k]], dname(t->dtype), dname(dy));
+    }
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus rank_equal(const aclTensor *const *ts, int a, int b)
+{
+    if (ts[a]->ndim != ts[b]->ndim)
+        TILING("%s: %s rank %llu != %s rank %llu", P1, TNAME[a], (unsigned long long)ts[a]->ndim,
+               TNAME[b], (unsigned long long)ts[b]->ndim);
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus shape_equal(const aclTensor *const *ts, int a, int b)
+{
+    const aclTensor *t = ts[a], *ref = ts[b];
+    if (!same_dims(t->dims, t->ndim, ref->dims, ref->ndim)) {
+        char s1[256], s2[256];
+        fmt_dims(s1, sizeof s1, t->dims, t->ndim);
+        fmt_dims(s2, sizeof s2, ref->dims, ref->ndim);
+        TILING("%s: %s shape %s != %s shape %s", P1, TNAME[a], s1, TNAME[b], s2);
+    }
+    return ACLNN_SUCCESS;
+}
+
+static bool has_zero_dim(const aclTensor *t)
+{
+    for (uint64_t i = 0; i < t->ndim; i++)
+        if (t->dims[i] == 0)
+            return true;
+    return false;
+}
+
+/* BasicCheck's and CheckInputOutputShape's rules in their order; the empty-tensor ones only
+ * when something runs (launch: the framework skips the tiling when every output is empty;
+ * stricter there, docs/emulator.md: the other rules hold too). */
+static aclnnStatus check_shapes(const aclTensor *const *ts, bool launch, int64_t N)
+{
+    const aclTensor *dy = ts[T_DY], *x1 = ts[T_X1], *gamma = ts[T_GAMMA], *mean = ts[T_MEAN];
+    aclnnStatus st;
+    if (launch && N == 0)
+        TILING("%s: gamma has no elements", P1);
+    if (x1->ndim < 1 || x1->ndim > TV_MAX_RANK)
+        TILING("%s: x1 rank %llu is not in [1, %d]", P1, (unsigned long long)x1->ndim,
+               TV_MAX_RANK);
+    if (gamma->ndim < 1 || gamma->ndim > TV_MAX_RANK)
+        TILING("%s: gamma rank %llu is not in [1, %d]", P1, (unsigned long long)gamma->ndim,
+               TV_MAX_RANK);
+    if ((st = rank_equal(ts, T_RSTD, T_DY)) || (st = rank_equal(ts, T_MEAN, T_DY)) ||
+        (st = rank_equal(ts, T_DGAMMA, T_GAMMA)) || (st = rank_equal(ts, T_DBETA, T_GAMMA)))
+        return st;
+    if (dy->ndim < gamma->ndim)
+        TILING("%s: dy rank %llu < gamma rank %llu", P1, (unsigned long long)dy->ndim,
+               (unsigned long long)gamma->ndim);
+    if (launch && (has_zero_dim(x1) || has_zero_dim(mean))) {
+        char s1[256], s2[256];
+        fmt_dims(s1, sizeof s1, x1->dims, x1->ndim);
+        fmt_dims(s2, sizeof s2, mean->dims, mean->ndim);
+        TILING("%s: x1 %s or mean %s has a zero dim", P1, s1, s2);
+    }
+    if ((st = shape_equal(ts, T_X1, T_DY)) || (st = shape_equal(ts, T_X2, T_DY)) ||
+        (st = shape_equal(ts, T_DX, T_DY)) || (st = shape_equal(ts, T_RSTD, T_MEAN)))
+        return st;
+    char s1[256], s2[256];
+    fmt_dims(s2, sizeof s2, dy->dims, dy->ndim);
+    const uint64_t split = dy->ndim - gamma->ndim;
+    fmt_dims(s1, sizeof s1, gamma->dims, gamma->ndim);
+    for (uint64_t i = 0; i < gamma->ndim; i++)
+        if (gamma->dims[i] != dy->dims[split + i])
+            TILING("%s: gamma shape %s must equal the last %llu dims of dy %s", P1, s1,
+                   (unsigned long long)gamma->ndim, s2);
+    fmt_dims(s1, sizeof s1, mean->dims, mean->ndim);
+    for (uint64_t i = 0; i < dy->ndim; i++)
+        if (mean->dims[i] != (i < split ? dy->dims[i] : 1))
+            TILING("%s: mean shape %s must be dy's batch dims then ones (dy %s, gamma of rank "
+                   "%llu)", P1, s1, s2, (unsigned long long)gamma->ndim);
+    if ((st = shape_equal(ts, T_DGAMMA, T_GAMMA)) || (st = shape_equal(ts, T_DBETA, T_GAMMA)))
+        return st;
+    /* Stricter (docs/emulator.md): the docs' shape for dsumOptional, dy's; the tiling does
+     * not look at it and the kernel reads it with dy's layout */
+    if (ts[T_DSUM] && (st = shape_equal(ts, T_DSUM, T_DY)))
+        return st;
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(
+    const aclTensor *dy, const aclTensor *x1, const aclTensor *x2, const aclTensor *rstd,
+    const aclTensor *mean, const aclTensor *gamma, const aclTensor *dsumOptional,
+    const aclTensor *dxOut, const aclTensor *dgammaOut, const aclTensor *dbetaOut,
+    uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {dy,           x1,    x2,        rstd,    mean,
+                                    gamma,        dsumOptional, dxOut, dgammaOut, dbetaOut};
+
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
+    /* 1. every tensor but dsumOptional is required (161001); all must be live aclTensors */
+    if ((st = p1_required(P1, ts, TNAME, T_DY, T_DSUM)) ||
+        (st = p1_required(P1, ts, TNAME, T_DX, T_COUNT)) ||
+        (st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
+
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    /* 2. the part: the def configures no Atlas training part (docs/emulator.md) */
+    if (soc->npu_arch == 1001)
+        FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the operator "
+             "has no kernel for that series", P1, soc->name, soc->series);
+    /* 3. dtypes (161002) */
+    if ((st = check_dtypes(ts, soc)))
+        return st;
+    /* 4. the tiling's shape rules (561002) */
+    int64_t X = 0, G = 0;
+    if (!numel(dxOut->dims, dxOut->ndim, &X) || !numel(gamma->dims, gamma->ndim, &G))
+        TILING("%s: an element count overflows int64", P1);
+    int64_t DG = 0, DB = 0;
+    if (!numel(dgammaOut->dims, dgammaOut->ndim, &DG) ||
+        !numel(dbetaOut->dims, dbetaOut->ndim, &DB))
+        TILING("%s: an element count overflows int64", P1);
+    const bool launch = X != 0 || DG != 0 || DB != 0;
+    if ((st = check_shapes(ts, launch, G)))
+        return st;
+    const uint64_t split = dy->ndim - gamma->ndim;
+    int64_t M = 0;
+    if (!numel(dy->dims, split, &M))
+        TILING("%s: an element count overflows int64", P1);
+
+    alng_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    P->M = M;
+    P->N = G;
+    P->launch = launch;
+    P->ras = G != 0 ? 1.0f / (float)G : 0.0f;
+    const int s = (int)split;
+    snapshot(&P->t[T_DY], dy, s);
+    snapshot(&P->t[T_X1], x1, s);
+    snapshot(&P->t[T_X2], x2, s);
+    snapshot(&P->t[T_RSTD], rstd, -1);
+    snapshot(&P->t[T_MEAN], mean, -1);
+    snapshot(&P->t[T_GAMMA], gamma, -1);
+    snapshot(&P->t[T_DSUM], dsumOptional, s);
+    snapshot(&P->t[T_DX], dxOut, s);
+    snapshot(&P->t[T_DGAMMA], dgammaOut, -1);
+    snapshot(&P->t[T_DBETA], dbetaOut, -1);
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &ALNG_OPS, P, 0, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGrad(void *workspace, uint64_t workspaceSize,
+                                                aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}
