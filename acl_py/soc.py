@@ -13,6 +13,11 @@ the vendor's platform configuration's: only the latter's files set ``support_bf1
 (hicann/runtime src/platform/platform_config/cann*/<part>.ini), and the operators choose
 their dtype lists by it (e.g. hicann/ops-nn norm/layer_norm_grad_v3's docs).
 
+``short_soc_version(soc)`` is the part's family as the vendor's platform configuration names it
+(its ``Short_SoC_version``: "Ascend910B" for every Atlas A2 part, "Ascend310P", ...); an
+operator's definition configures its kernels per family, lower-cased (the ``AddConfig`` lists
+of hicann/ops-nn's ``op_host/*_def.cpp``), which is what ``acl_py.ops.configured`` reads.
+
 ``cann_attributes()`` is ``aclGetCannAttributeList()`` by name: what the install's runtime
 and the part offer of ``INF_NAN``, ``BF16`` and ``JIT_COMPILE``.
 """
@@ -21,19 +26,24 @@ from __future__ import annotations
 from . import errors
 from . import runtime as _rt
 
-__all__ = ["soc_name", "supports_bfloat16", "cann_attributes"]
+__all__ = ["soc_name", "supports_bfloat16", "short_soc_version", "cann_attributes"]
 
 # aclCannAttr's names, by value (acl/acl_base_rt.h)
 _CANN_ATTRIBUTES = ("INF_NAN", "BF16", "JIT_COMPILE")
 
-# Parts without BFLOAT16 (no support_bf16=1 in their platform configuration), by exact name
-# ("Ascend910B" is a first-generation Atlas training part; the Atlas A2 parts are
-# Ascend910B1..B4), and by prefix (every Ascend310P and Ascend310B part).
-_NO_BF16_NAMES = frozenset({"Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB",
-                            "Ascend910PremiumA", "Ascend031", "Ascend035", "Ascend035A",
-                            "Ascend035B"})
-_NO_BF16_PREFIXES = ("Ascend310P", "Ascend310B")
+# The Atlas training series (Short_SoC_version Ascend910) by exact name: "Ascend910B" is one of
+# them, the Atlas A2 parts are Ascend910B1..B4 (family Ascend910B).
+_ATLAS_TRAINING = frozenset({"Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB",
+                             "Ascend910PremiumA"})
+# The other families: each is the prefix of its parts' names ("Ascend910_9391",
+# "Ascend310P3"; hicann/runtime src/platform/platform_config/cann*/<part>.ini,
+# Short_SoC_version), tried in this order.
+_FAMILIES = ("Ascend910_93", "Ascend910B", "Ascend310P", "Ascend310B", "Ascend950",
+             "Ascend350", "Ascend031", "Ascend035")
 
+# Parts without BFLOAT16 (no support_bf16=1 in their platform configuration), by family.
+_NO_BF16_FAMILIES = frozenset({"Ascend910", "Ascend310P", "Ascend310B", "Ascend031",
+                               "Ascend035"})
 
 def soc_name() -> str:
     """``aclrtGetSocName()``: the name of the part the backend runs on. Raises
@@ -56,7 +66,20 @@ def supports_bfloat16(soc: str | None = None) -> bool:
     to have it."""
     if soc is None:
         soc = soc_name()
-    return not (soc in _NO_BF16_NAMES or soc.startswith(_NO_BF16_PREFIXES))
+    return short_soc_version(soc) not in _NO_BF16_FAMILIES
+
+
+def short_soc_version(soc: str) -> str | None:
+    """The family of the part named ``soc`` as the vendor's platform configuration names it
+    (``Short_SoC_version``: "Ascend910" for the Atlas training series, "Ascend910B" for Atlas
+    A2, "Ascend910_93" for A3, "Ascend310P" for the Atlas inference series, "Ascend310B" for
+    Atlas 200I/500 A2, "Ascend950", ...); None for a name this table does not know."""
+    if soc in _ATLAS_TRAINING:
+        return "Ascend910"
+    for family in _FAMILIES:
+        if soc.startswith(family):
+            return family
+    return None
 
 
 def cann_attributes() -> tuple[str, ...]:

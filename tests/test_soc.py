@@ -50,6 +50,49 @@ def test_python_accessor_knows_which_parts_lack_bfloat16():
         assert acl_py.supports_bfloat16(name), name
 
 
+# The family of each part name the vendor's platform configurations hold (their
+# Short_SoC_version), which the operators' definitions configure kernels by.
+FAMILIES = {"Ascend910A": "Ascend910", "Ascend910B": "Ascend910", "Ascend910PremiumA": "Ascend910",
+            "Ascend910B1": "Ascend910B", "Ascend910B2C": "Ascend910B",
+            "Ascend910B4-1": "Ascend910B", "Ascend910_9391": "Ascend910_93",
+            "Ascend310P3": "Ascend310P", "Ascend310B4": "Ascend310B",
+            "Ascend950PR_9599": "Ascend950", "Ascend950DT_95A2": "Ascend950",
+            "Ascend350_354f": "Ascend350", "Ascend035A": "Ascend035", "Ascend031": "Ascend031"}
+
+
+def test_short_soc_version_names_the_family_of_a_part():
+    for name, family in FAMILIES.items():
+        assert acl_py.soc.short_soc_version(name) == family, name
+    assert acl_py.soc.short_soc_version("Kirin9030") is None     # not in the table
+
+
+def test_configured_parts_follow_the_definitions_families():
+    has_kernel = acl_py.ops.configured("ascend910b", "ascend910_93", "ascend950")
+    assert [n for n in FAMILIES if has_kernel(n)] == [
+        "Ascend910B1", "Ascend910B2C", "Ascend910B4-1", "Ascend910_9391", "Ascend950PR_9599",
+        "Ascend950DT_95A2"]
+    assert has_kernel("Kirin9030")      # an unknown family is taken to have a kernel
+
+
+@pytest.mark.skipif(not os.environ.get("ACL_PY_VENDOR_SOURCES"),
+                    reason="set ACL_PY_VENDOR_SOURCES to a directory with a hicann/runtime "
+                           "checkout (runtime/) to compare with its platform configurations")
+def test_short_soc_version_matches_every_platform_configuration():
+    import glob
+    root = os.path.join(os.environ["ACL_PY_VENDOR_SOURCES"], "runtime", "src", "platform",
+                        "platform_config")
+    seen = 0
+    for ini in glob.glob(os.path.join(root, "cann*", "*.ini")):
+        with open(ini, encoding="utf-8") as f:
+            short = [line.split("=", 1)[1].strip() for line in f
+                     if line.startswith("Short_SoC_version=")]
+        if short:
+            name = os.path.splitext(os.path.basename(ini))[0]
+            assert acl_py.soc.short_soc_version(name) == short[0], ini
+            seen += 1
+    assert seen > 30, root
+
+
 # One fresh process per part: what aclrtGetSocName says before aclInit, what aclInit returns,
 # and phase one with BF16 and FLOAT16 tensors (raw), then the Python call with BF16 arrays.
 PROBE = r"""

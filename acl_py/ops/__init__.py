@@ -12,8 +12,8 @@ top level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
 from ._declare import (DECLARED, Arg, Declared, OutputError, OutputNotWritten, Part, Plan,
-                       as_many_elements, bool_array, double, flag, int_array, integer, output,
-                       part_of, tensor)
+                       as_many_elements, bool_array, configured, double, flag, int_array,
+                       integer, output, part_of, tensor)
 from ._two_phase import Executor, Operator, Param, value
 from .layer_norm import LAYER_NORM, LayerNorm, layer_norm
 from .layer_norm_backward import LAYER_NORM_BACKWARD, LayerNormBackward, layer_norm_backward
@@ -40,5 +40,5 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "ADD_LAYER_NORM_GRAD", "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
-           "tensor", "output", "as_many_elements", "int_array", "bool_array", "double",
-           "integer", "flag", "value"]
+           "tensor", "output", "as_many_elements", "configured", "int_array", "bool_array",
+           "double", "integer", "flag", "value"]

@@ -66,6 +66,7 @@ import numpy as np
 
 from .. import device as _device
 from .. import dtypes as _dt
+from .. import soc as _soc
 from .. import stream as _stream
 from .._ffi import ffi
 from ..arguments import BoolArray, IntArray, shared_array
@@ -182,6 +183,19 @@ def as_many_elements(shape):
             return None
         return f"must hold {math.prod(want)} elements (as {want})"
     return fits
+
+
+def configured(*families):
+    """A declaration's ``parts`` from its operator definition's kernel configurations: the
+    lower-case families its ``op_host/*_def.cpp`` adds a config for ("ascend910b",
+    "ascend910_93", "ascend310p", "ascend950", ...). True for a part of those families
+    (:func:`acl_py.soc.short_soc_version`) and for a part whose family is not known."""
+    listed = frozenset(families)
+
+    def has_kernel(soc):
+        family = _soc.short_soc_version(soc)
+        return family is None or family.lower() in listed
+    return has_kernel
 
 
 def int_array(c_name, *, name=None, default=REQUIRED):

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import Declared, Operand, OutArg, Plan, double, flag, output, tensor
+from ._declare import Declared, Operand, OutArg, Plan, configured, double, flag, output, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -81,17 +81,11 @@ def _float32(a):
     return _F32
 
 
-# Parts with no AddLayerNorm kernel: hicann/ops-nn norm/add_layer_norm/op_host/
-# add_layer_norm_def.cpp configures ascend910b, ascend910_93, ascend310p, ascend950 and the
-# kirin parts, none of the Atlas training series (ascend910) nor Atlas 200I/500 A2
-# (ascend310b); the docs list both as unsupported.
-_NO_KERNEL = frozenset({"Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB",
-                        "Ascend910PremiumA"})
-
-
-def has_kernel(soc):
-    """Whether the part named ``soc`` has an AddLayerNorm kernel."""
-    return not (soc in _NO_KERNEL or soc.startswith("Ascend310B"))
+# hicann/ops-nn norm/add_layer_norm/op_host/add_layer_norm_def.cpp: none for the Atlas
+# training series (ascend910) nor Atlas 200I/500 A2 (ascend310b), which the docs list as
+# unsupported.
+_KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
+                          "kirinx90")
 
 
 def _smoke(shape, nrank, dtype, gamma_dtype=None, bias=None, epsilon=1e-5):
@@ -145,7 +139,7 @@ ADD_LAYER_NORM = Declared("aclnnAddLayerNorm", (
     output("xOut", shape=_x1_shape, dtype=_out_dtype, unwritten=x_unwritten),
 ), check=add_layer_norm_check, reference=reference.add_layer_norm,
     error_scale=reference.add_layer_norm_error_scale,
-    parts=has_kernel,
+    parts=_KERNEL_PARTS,
     # combinations every part with a kernel has (Atlas inference parts: no mixed dtypes)
     smoke_cases=(_smoke((8, 1024), 1, np.float32),
                  _smoke((4, 64, 768), 1, np.float16, bias="gamma"),

@@ -20,14 +20,18 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, output, tensor
-from .add_layer_norm import has_kernel
+from ._declare import Declared, Operand, OutArg, Plan, configured, output, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
     from ..tensor import DeviceTensor
 
 __all__ = ["add_layer_norm_grad", "AddLayerNormGrad", "ADD_LAYER_NORM_GRAD"]
+
+# hicann/ops-nn norm/add_layer_norm_grad/op_host/add_layer_norm_grad_def.cpp: none for the
+# Atlas training series (ascend910) nor Atlas 200I/500 A2 (ascend310b).
+_KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950")
+
 
 
 def add_layer_norm_grad_check(a):
@@ -85,7 +89,7 @@ ADD_LAYER_NORM_GRAD = Declared("aclnnAddLayerNormGrad", (
     error_scale=reference.add_layer_norm_grad_error_scale,
     # the vendor's def configures the same parts as AddLayerNorm's (none of the Atlas training
     # series nor Atlas 200I/500 A2)
-    parts=has_kernel,
+    parts=_KERNEL_PARTS,
     smoke_cases=(_smoke((8, 1024), 1, np.float32),
                  _smoke((4, 64, 768), 1, np.float16, dsum=True),
                  _smoke((2, 3, 4, 5), 2, np.float32, dsum=True)))

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, double, output, tensor
+from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -75,17 +75,11 @@ def _x1_dtype(a):
 
 _F32 = np.dtype(np.float32)
 
-# Parts with no AddRmsNorm kernel: hicann/ops-nn norm/add_rms_norm/op_host/add_rms_norm_def.cpp
-# registers ascend910b, ascend910_93, ascend310p, ascend950 and the kirin parts, none for the
-# Atlas training series (ascend910: the first generation) nor Atlas 200I/500 A2 (ascend310b);
-# the docs list both as unsupported.
-_NO_KERNEL = frozenset({"Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB",
-                        "Ascend910PremiumA"})
-
-
-def has_kernel(soc):
-    """Whether the part named ``soc`` has an AddRmsNorm kernel."""
-    return not (soc in _NO_KERNEL or soc.startswith("Ascend310B"))
+# hicann/ops-nn norm/add_rms_norm/op_host/add_rms_norm_def.cpp: none for the Atlas training
+# series (ascend910: the first generation) nor Atlas 200I/500 A2 (ascend310b), which the docs
+# list as unsupported.
+_KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
+                          "kirinx90")
 
 
 def _float32(a):
@@ -134,7 +128,7 @@ ADD_RMS_NORM = Declared("aclnnAddRmsNorm", (
     # ACLNN_ERR_INNER_NULLPTR: the vendor's op_api returns it when the tiling (gamma's shape,
     # epsilon) or the copy into rstdOut (its shape) refuses
     rule_codes=(561103,),
-    parts=has_kernel,
+    parts=_KERNEL_PARTS,
     smoke_cases=(smoke_case((8, 1024), 1, np.float32),
                  smoke_case((4, 64, 768), 1, np.float16),
                  smoke_case((2, 3, 4, 5), 2, np.float32, epsilon=1e-3)))

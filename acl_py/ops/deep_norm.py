@@ -20,10 +20,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, double, output, tensor
-# op_host/deep_norm_def.cpp configures the parts AddLayerNorm's definition does (ascend910b,
-# ascend910_93, ascend310p, ascend950 and the kirin parts): none of the Atlas training series
-from .add_layer_norm import has_kernel
+from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -31,6 +28,10 @@ if TYPE_CHECKING:
 
 __all__ = ["deep_norm", "DeepNorm", "DEEP_NORM"]
 
+# hicann/ops-nn norm/deep_norm/op_host/deep_norm_def.cpp: none for the Atlas training series
+# (ascend910) nor Atlas 200I/500 A2 (ascend310b).
+_KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
+                          "kirinx90")
 
 _F32 = np.dtype(np.float32)
 
@@ -115,7 +116,7 @@ DEEP_NORM = Declared("aclnnDeepNorm", (
     output("yOut", shape=_x_shape, dtype=_x_dtype, unwritten=y_unwritten),
 ), check=deep_norm_check, reference=reference.deep_norm,
     error_scale=reference.deep_norm_error_scale,
-    parts=has_kernel,
+    parts=_KERNEL_PARTS,
     smoke_cases=(_smoke((8, 1024), 1, np.float32),
                  _smoke((4, 64, 768), 1, np.float16, alpha=0.81),
                  _smoke((2, 3, 4, 5), 2, np.float32, alpha=2.0, epsilon=1e-3)))

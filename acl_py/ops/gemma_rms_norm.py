@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ._declare import Declared, Operand, OutArg, Plan, double, output, tensor
+from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
 from .rms_norm import rms_norm_check, rstd_dtype, rstd_fits, rstd_shape, smoke_case
 
 if TYPE_CHECKING:
@@ -34,18 +34,10 @@ def gemma_rms_norm_check(a):
     rms_norm_check(a, empty_gamma_ok=math.prod(rstd_shape(a)) == 0)
 
 
-# Parts with a GemmaRmsNorm kernel: hicann/ops-nn norm/gemma_rms_norm/op_host/
-# gemma_rms_norm_def.cpp registers ascend910b, ascend910_93 (Atlas A2/A3), ascend950 and the
-# kirin parts; none for the Atlas training (Ascend910A/Pro/Premium, the first Ascend910B) and
-# inference (Ascend310P) series nor Atlas 200I/500 A2 (Ascend310B), which the docs list as
-# unsupported.
-_NO_KERNEL = frozenset({"Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB",
-                        "Ascend910PremiumA"})
-
-
-def has_kernel(soc):
-    """Whether the part named ``soc`` has a GemmaRmsNorm kernel."""
-    return not (soc in _NO_KERNEL or soc.startswith(("Ascend310P", "Ascend310B")))
+# hicann/ops-nn norm/gemma_rms_norm/op_host/gemma_rms_norm_def.cpp: Atlas A2/A3, Ascend 950
+# and the kirin parts; none for the Atlas training and inference series nor Atlas 200I/500 A2,
+# which the docs list as unsupported.
+_KERNEL_PARTS = configured("ascend910_93", "ascend910b", "ascend950", "kirin9030", "kirinx90")
 
 
 GEMMA_RMS_NORM = Declared("aclnnGemmaRmsNorm", (
@@ -56,7 +48,7 @@ GEMMA_RMS_NORM = Declared("aclnnGemmaRmsNorm", (
     output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits),
 ), check=gemma_rms_norm_check, reference=reference.gemma_rms_norm,
     error_scale=reference.gemma_rms_norm_error_scale,
-    parts=has_kernel,
+    parts=_KERNEL_PARTS,
     # Gemma's gammas are learned offsets from 1: centered on 0 here
     smoke_cases=(smoke_case((8, 1024), 1, np.float32, None, gamma_center=0.0),
                  smoke_case((4, 128, 768), 1, np.float16, None, gamma_center=0.0),

@@ -20,8 +20,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, double, flag, integer, output, part_of,
-                       tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, flag, integer, output,
+                       part_of, tensor)
 from .group_norm import stats_unwritten
 
 if TYPE_CHECKING:
@@ -31,16 +31,10 @@ if TYPE_CHECKING:
 __all__ = ["group_norm_silu", "GroupNormSilu", "GROUP_NORM_SILU", "group_norm_silu_v2",
            "GroupNormSiluV2", "GROUP_NORM_SILU_V2"]
 
-# group_norm_silu_def.cpp configures ascend310p, ascend910b, ascend910_93, ascend950 and the
-# kirin parts, none of the Atlas training series (ascend910) nor Atlas 200I/500 A2
-# (ascend310b); the docs list both as unsupported.
-_NO_KERNEL = frozenset({"Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB",
-                        "Ascend910PremiumA"})
-
-
-def has_kernel(soc):
-    """Whether the part named ``soc`` has a GroupNormSilu kernel."""
-    return not (soc in _NO_KERNEL or soc.startswith("Ascend310B"))
+# group_norm_silu_def.cpp: none for the Atlas training series (ascend910) nor Atlas 200I/500
+# A2 (ascend310b), which the docs list as unsupported.
+_KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
+                          "kirinx90")
 
 
 def group_norm_silu_check(a):
@@ -141,7 +135,7 @@ def _args(*extra):
 GROUP_NORM_SILU = Declared(
     "aclnnGroupNormSilu", _args(), check=group_norm_silu_check,
     reference=reference.group_norm_silu, error_scale=reference.group_norm_silu_error_scale,
-    parts=has_kernel, rule_codes=_RULE_CODES,
+    parts=_KERNEL_PARTS, rule_codes=_RULE_CODES,
     # as GroupNorm's: HxW below a 32-byte block, or 1, then the inference parts' small kernel
     smoke_cases=(_smoke((2, 64, 7), 32, np.float32),
                  _smoke((4, 32, 3, 5), 8, np.float16),
@@ -152,7 +146,7 @@ GROUP_NORM_SILU = Declared(
 GROUP_NORM_SILU_V2 = Declared(
     "aclnnGroupNormSiluV2", _args(flag("activateSilu", default=True)),
     check=group_norm_silu_check, reference=reference.group_norm_silu,
-    error_scale=reference.group_norm_silu_error_scale, parts=has_kernel,
+    error_scale=reference.group_norm_silu_error_scale, parts=_KERNEL_PARTS,
     rule_codes=_RULE_CODES,
     smoke_cases=(_smoke((2, 16, 5), 4, np.float32, v2=True),
                  _smoke((2, 16, 5), 4, np.float16, v2=False),

@@ -26,8 +26,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, double, output, tensor
-from .add_rms_norm import add_rms_norm_check, has_kernel, rstd_shape, rstd_unwritten, smoke_case
+from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
+from .add_rms_norm import add_rms_norm_check, rstd_shape, rstd_unwritten, smoke_case
 from .rms_norm import rstd_dtype
 
 if TYPE_CHECKING:
@@ -35,6 +35,12 @@ if TYPE_CHECKING:
     from ..tensor import DeviceTensor
 
 __all__ = ["inplace_add_rms_norm", "InplaceAddRmsNorm", "INPLACE_ADD_RMS_NORM"]
+
+# hicann/ops-nn norm/inplace_add_rms_norm/op_host/inplace_add_rms_norm_def.cpp: none for the
+# Atlas training series (ascend910) nor Atlas 200I/500 A2 (ascend310b).
+_KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
+                          "kirinx90")
+
 
 
 
@@ -69,7 +75,7 @@ INPLACE_ADD_RMS_NORM = Declared("aclnnInplaceAddRmsNorm", (
     output("x", into="x2"),
 ), check=inplace_add_rms_norm_check, reference=reference.add_rms_norm,
     error_scale=reference.add_rms_norm_error_scale,
-    parts=has_kernel,
+    parts=_KERNEL_PARTS,
     smoke_cases=(smoke_case((8, 1024), 1, np.float32),
                  smoke_case((4, 64, 768), 1, np.float16),
                  smoke_case((2, 3, 4, 5), 2, np.float32, epsilon=1e-3)))
