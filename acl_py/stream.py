@@ -609,7 +609,6 @@ def explicit_handle(handle):
     return out[0]
 
 
-
 def default_stream(device: DeviceLike = None) -> Stream:
     """The default (NULL) stream of a device (default: the current one), as a Stream."""
     dev = _device.resolve_device(device)
