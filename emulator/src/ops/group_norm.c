@@ -529,6 +529,54 @@ static bool inference_writes_stats(int64_t N, int64_t C, int64_t HW, int64_t G, 
     return false;
 }
 
+/* GroupNorm's payload for self (ts[T_SELF]) of N x C x HW in `group` groups, run by the part's
+ * kernel chain with its rounding, writing the statistics where that kernel does, the tensors
+ * snapshotted; GroupNormSilu sets what its kernels do beyond that. NULL: out of host memory. */
+static gn_payload *gn_payload_new(const char *p2, const aclemu_soc *soc,
+                                  const aclTensor *const *ts, int64_t N, int64_t C, int64_t HW,
+                                  int64_t group, double eps)
+{
+    gn_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        return NULL;
+    P->p2 = p2;
+    P->N = N;
+    P->C = C;
+    P->HW = HW;
+    P->G = group;
+    P->D = C / group;
+    P->E = P->D * HW;
+    P->eps = (float)eps;
+    P->dtype = P->stats_dtype = ts[T_SELF]->dtype;
+    P->add_beta = true;
+    P->empty = N * C * HW == 0;
+    switch (soc->npu_arch) {
+    case 3510:
+        P->chain = CHAIN_TWO_PASS;
+        P->ties = ACLEMU_TIES_EVEN;
+        P->write_stats = true;
+        break;
+    case 1001: /* GroupNormSilu has no kernel here: only its empty self (no chain) comes */
+        P->chain = CHAIN_TRAINING;
+        P->ties = ACLEMU_TIES_EVEN;
+        P->write_stats = true;
+        break;
+    case 2002:
+        P->chain = CHAIN_ONE_PASS;
+        P->ties = ACLEMU_TIES_EVEN; /* CAST_NONE */
+        P->write_stats = !P->empty && inference_writes_stats(N, C, HW, group, P->dtype);
+        break;
+    default:
+        P->chain = CHAIN_ONE_PASS;
+        P->ties = ACLEMU_TIES_AWAY; /* CAST_ROUND */
+        P->write_stats = true;
+        break;
+    }
+    for (int k = 0; k < T_COUNT; k++)
+        snapshot(&P->t[k], ts[k], k == T_SELF || k == T_OUT ? 1 : -1);
+    return P;
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor *self,
                                                          const aclTensor *gamma,
                                                          const aclTensor *beta, int64_t N,
@@ -560,48 +608,9 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor *self,
         (st = check_shapes(ts, N, C, HxW, group)) || (st = check_formats(self, out)))
         return st;
 
-    gn_payload *P = calloc(1, sizeof *P);
+    gn_payload *P = gn_payload_new(P2, soc, ts, N, C, HxW, group, eps);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
-    P->p2 = P2;
-    P->N = N;
-    P->C = C;
-    P->HW = HxW;
-    P->G = group;
-    P->D = C / group;
-    P->E = P->D * HxW;
-    P->eps = (float)eps;
-    P->dtype = P->stats_dtype = self->dtype;
-    P->add_beta = true;
-    P->empty = N * C * HxW == 0;
-    switch (soc->npu_arch) {
-    case 3510:
-        P->chain = CHAIN_TWO_PASS;
-        P->ties = ACLEMU_TIES_EVEN;
-        P->write_stats = true;
-        break;
-    case 1001:
-        P->chain = CHAIN_TRAINING;
-        P->ties = ACLEMU_TIES_EVEN;
-        P->write_stats = true;
-        break;
-    case 2002:
-        P->chain = CHAIN_ONE_PASS;
-        P->ties = ACLEMU_TIES_EVEN; /* CAST_NONE */
-        P->write_stats = !P->empty && inference_writes_stats(N, C, HxW, group, self->dtype);
-        break;
-    default:
-        P->chain = CHAIN_ONE_PASS;
-        P->ties = ACLEMU_TIES_AWAY; /* CAST_ROUND */
-        P->write_stats = true;
-        break;
-    }
-    snapshot(&P->t[T_SELF], self, 1);
-    snapshot(&P->t[T_GAMMA], gamma, -1);
-    snapshot(&P->t[T_BETA], beta, -1);
-    snapshot(&P->t[T_OUT], out, 1);
-    snapshot(&P->t[T_MEAN], meanOut, -1);
-    snapshot(&P->t[T_RSTD], rstdOut, -1);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(P1, &GN_OPS, P, 0, ts, TNAME, T_COUNT, T_OUT, workspaceSize, executor);
 }
@@ -847,49 +856,17 @@ static aclnnStatus silu_phase_one(const char *fn, const char *p2, const aclemu_e
     if (!(empty && (!regbase || N == 0)) && (st = silu_check_l0(fn, ts, soc, stats_dtype)))
         return st;
 
-    gn_payload *P = calloc(1, sizeof *P);
+    gn_payload *P = gn_payload_new(p2, soc, ts, N, C, HW, group, eps);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", fn);
-    P->p2 = p2;
-    P->N = N;
-    P->C = C;
-    P->HW = HW;
-    P->G = group;
-    P->D = C / group;
-    P->E = P->D * HW;
-    P->eps = (float)eps;
-    P->dtype = self->dtype;
     P->stats_dtype = stats_dtype;
     P->silu = silu;
     P->add_beta = !regbase || beta;
-    P->empty = empty;
     P->empty_mean = regbase ? NAN : 0.0f;
-    switch (soc->npu_arch) {
-    case 3510:
-        P->chain = CHAIN_TWO_PASS;
-        P->ties = ACLEMU_TIES_EVEN;
-        P->write_stats = true;
-        break;
-    case 2002:
-        P->chain = CHAIN_ONE_PASS;
-        P->ties = ACLEMU_TIES_EVEN; /* CAST_NONE */
-        P->write_stats = !empty && inference_writes_stats(N, C, HW, group, self->dtype);
+    if (soc->npu_arch == 2002)
         P->affine_as_x_dtype = !empty && gamma && gamma->dtype == ACL_FLOAT &&
                                self->dtype != ACL_FLOAT &&
                                inference_sd_kernel(N, HW, group, self->dtype);
-        break;
-    default: /* Atlas A2/A3; the training parts stop before (or fill the empty statistics) */
-        P->chain = CHAIN_ONE_PASS;
-        P->ties = ACLEMU_TIES_AWAY; /* CAST_ROUND */
-        P->write_stats = true;
-        break;
-    }
-    snapshot(&P->t[T_SELF], self, 1);
-    snapshot(&P->t[T_GAMMA], gamma, -1);
-    snapshot(&P->t[T_BETA], beta, -1);
-    snapshot(&P->t[T_OUT], out, 1);
-    snapshot(&P->t[T_MEAN], meanOut, -1);
-    snapshot(&P->t[T_RSTD], rstdOut, -1);
     return p1_finish(fn, ops, P, 0, ts, TNAME, T_COUNT, T_OUT, workspaceSize, executor);
 }
 
