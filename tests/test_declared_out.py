@@ -11,7 +11,10 @@ each output is, and agree with phase one, output by output and dtype by dtype:
   shape (the declared one and its neighbours: dims dropped, added, merged, set to 1 or
   doubled, the whole flattened), for the first smoke case's inputs and for one row and no rows
   of them, the NumPy call accepts exactly the shapes phase one accepts (no false refusal:
-  RmsNorm's rstd ``[2]`` for x ``[2, 16]``; a refusal of its own names ``out[k]``);
+  RmsNorm's rstd ``[2]`` for x ``[2, 16]``; a refusal of its own names ``out[k]``; no shape
+  phase one refuses that Python lets through: LayerNorm's ``[M]`` statistics on Ascend 950),
+  for one output given and for two outputs of one shape given together (a rule relating
+  them: Ascend 950's mean = rstd), on every part the emulator models;
 * entries of the declared dtypes and shapes are filled with the operator's results.
 
 Every test runs under the suite's leak check (conftest ``no_leaks``): nothing is left alive
@@ -68,15 +71,15 @@ def _device_call(declared, values, k, entry):
     """The call on device tensors with ``entry`` (NumPy) as out[k] on the device: None when
     phase one took it, else the refusal (checked to name out[k] and carry phase one's code)."""
     try:
-        _device_run(declared, values, k, entry)
+        _device_run(declared, values, _with(declared, k, entry))
     except (AclTypeError, AclArgumentError) as e:
         assert e.code is not None and e.call == f"{declared.name}GetWorkspaceSize", e
         return e
     return None
 
 
-def _device_run(declared, values, k, entry):
-    """The call on device tensors with ``entry`` (NumPy, or None) as out[k] on the device;
+def _device_run(declared, values, out):
+    """The call on device tensors with the ``out`` entries (NumPy, or None) on the device;
     every tensor made here closed again, whatever the call raised."""
     made = []
 
@@ -87,9 +90,9 @@ def _device_run(declared, values, k, entry):
         return made[-1]
     try:
         args = tuple(device(v) for v in values)
-        out = device(entry)
-        results = declared.call(args, out=_with(declared, k, out))
-        made.extend(r for r in results if r is not None and r is not out)
+        given = tuple(device(o) for o in out)
+        results = declared.call(args, out=given)
+        made.extend(r for r in results if r is not None and r not in given)
     finally:
         for t in made:
             t.close()
@@ -206,50 +209,95 @@ def _rows(declared, values, n):
     return tuple(cut)
 
 
+def _shapes_agree(emulator, declared, values, ks, shape):
+    """With ``shape`` given for each output in ``ks`` (the others default), the NumPy call
+    refuses exactly what phase one refuses on device tensors: Python's refusal comes first,
+    naming one of them, with no C call; on device tensors Python names the same one after
+    phase one refused (its code carried; none where the part does not write the output:
+    phase one never sees the entry). A refusal of phase one's that Python does not explain
+    is a gap in the declaration's rule (``output(fits=...)``) and fails. True when the call
+    ran."""
+    a = declared.bind(values, np.ndarray)
+    out = tuple(np.zeros(shape, declared.outputs[k].dtype(a)) if k in ks else None
+                for k in range(len(declared.outputs)))
+    on_device = _refusal(lambda: _device_run(declared, values, out))
+    emulator.reset_call_counts()
+    on_host = _refusal(lambda: declared.call(values, out=out))
+    where = (declared.short_name, values[declared._first_index].shape, ks, shape, on_device,
+             on_host)
+    assert (on_device is None) == (on_host is None), where
+    if on_host is None:
+        return True
+    assert on_host[2] is None, ("phase one refused what Python let through",) + where
+    assert f"{declared.name}GetWorkspaceSize" not in emulator.call_counts(), where
+    assert on_host[:2] == on_device[:2], where
+    assert on_host[0] == "AclArgumentError", where
+    k = next(k for k in ks if on_host[1] == f"out[{k}] ({declared.outputs[k].py})")
+    unwritten = declared.unwritten_outputs(values)[k] is not None
+    assert (on_device[2] is None) == unwritten, where
+    return False
+
+
+def _inputs_taken(declared, ks):
+    """The first smoke case's inputs, one row of them and no rows, where every output of
+    ``ks`` is requested and the part's phase one takes them."""
+    first = _values(declared)
+    for values in (first, _rows(declared, first, 1), _rows(declared, first, 0)):
+        a = declared.bind(values, np.ndarray)
+        if any(declared.outputs[k].when is not None and not declared.outputs[k].when(a)
+               for k in ks):
+            continue    # not requested
+        if _refusal(lambda: _device_run(declared, values, (None,) * len(declared.outputs))):
+            continue    # inputs this part refuses (RmsNormGrad: no rows)
+        yield values, a
+
+
 @pytest.mark.parametrize("name,k", list(_outputs()))
 def test_out_shapes_agree_with_phase_one(emulator, name, k):
-    """Shape by shape, the NumPy call refuses exactly what phase one refuses on device
-    tensors. Python's refusal comes first, naming out[k], with no C call; phase one's names it
-    too (its code carried; none where the part does not write the output: phase one never
-    sees the entry). A shape Python lets through and phase one refuses (a rule Python leaves
-    to it: LayerNorm's statistics on Ascend 950) is phase one's typed error on both paths."""
+    """Shape by shape, for one output given (:func:`_shapes_agree`)."""
     declared = DECLARED[name]
     if not declared.runs_on(acl_py.soc_name()):
         pytest.skip(f"no {name} kernel on {acl_py.soc_name()}")
-    spec = declared.outputs[k]
-    first = _values(declared)
     tried = 0
-    for values in (first, _rows(declared, first, 1), _rows(declared, first, 0)):
-        a = declared.bind(values, np.ndarray)
-        if spec.when is not None and not spec.when(a) or \
-                _refusal(lambda: _device_run(declared, values, k, None)) is not None:
-            continue    # not requested, or inputs this part refuses (RmsNormGrad: no rows)
-        unwritten = declared.unwritten_outputs(values)[k] is not None
-        for shape in _neighbour_shapes(spec.shape(a)):
-            entry = np.zeros(shape, spec.dtype(a))
-            on_device = _refusal(lambda: _device_run(declared, values, k, entry))
-            emulator.reset_call_counts()
-            on_host = _refusal(lambda: declared.call(values, out=_with(declared, k, entry)))
-            where = (values[declared._first_index].shape, shape, on_device, on_host)
-            assert (on_device is None) == (on_host is None), where
-            if on_host is None:
-                tried += 1
-                continue
-            if on_host[2] is None:     # Python's own refusal, before any C call
-                assert f"{declared.name}GetWorkspaceSize" not in emulator.call_counts(), where
-                assert on_host[:2] == on_device[:2] == ("AclArgumentError",
-                                                        f"out[{k}] ({spec.py})"), where
-                assert (on_device[2] is None) == unwritten, where
-            else:
-                assert on_host == on_device and on_host[1] is None, where
+    for values, a in _inputs_taken(declared, (k,)):
+        for shape in _neighbour_shapes(declared.outputs[k].shape(a)):
+            _shapes_agree(emulator, declared, values, (k,), shape)
             tried += 1
     assert tried >= 10
 
 
-# Ascend310P3 (outputs it does not write: Python checks their entries) and Ascend 950
-# (stricter statistics shapes in LayerNorm's phase one)
+def _output_pairs():
+    """Every two outputs with an out= entry of their own and the same default shape for the
+    first smoke case (LayerNorm's mean and rstd: Ascend 950's phase one relates them)."""
+    for name, declared in DECLARED.items():
+        a = declared.bind(_values(declared), np.ndarray)
+        ks = [k for k, spec in enumerate(declared.outputs) if spec.into is None and
+              (spec.when is None or spec.when(a))]
+        for i, k1 in enumerate(ks):
+            for k2 in ks[i + 1:]:
+                if declared.outputs[k1].shape(a) == declared.outputs[k2].shape(a):
+                    yield pytest.param(name, k1, k2, id=f"{name}-out[{k1}]-out[{k2}]")
+
+
+@pytest.mark.parametrize("name,k1,k2", list(_output_pairs()))
+def test_out_shapes_given_together_agree_with_phase_one(emulator, name, k1, k2):
+    """Shape by shape, for two outputs of one default shape given the same shape together
+    (:func:`_shapes_agree`): a rule relating outputs is Python's too."""
+    declared = DECLARED[name]
+    if not declared.runs_on(acl_py.soc_name()):
+        pytest.skip(f"no {name} kernel on {acl_py.soc_name()}")
+    tried = 0
+    for values, a in _inputs_taken(declared, (k1, k2)):
+        for shape in _neighbour_shapes(declared.outputs[k1].shape(a)):
+            _shapes_agree(emulator, declared, values, (k1, k2), shape)
+            tried += 1
+    assert tried >= 10
+
+
+# Every part the emulator models: its phase ones differ (outputs Ascend310P3 does not write,
+# whose entries Python checks; Ascend 950's statistics shapes in LayerNorm's phase one).
 test_out_shapes_on_parts_with_their_own_rules = run_on_parts(
-    other_parts(("Ascend310P3", "Ascend950PR_9599")), "out_shapes_agree")
+    other_parts(), "out_shapes_agree or out_shapes_given")
 
 
 def test_rms_norm_takes_an_rstd_of_x_rank_less_the_normalized_dims():

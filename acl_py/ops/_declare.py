@@ -15,8 +15,8 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
 * for outputs, how a **default output** is made: ``shape(a)``, ``dtype(a)`` over the bound
   arguments ``a`` (``a.input``, ``a.normalized_shape``...), what a given ``out=`` entry may be:
   that dtype, or any of ``dtypes`` where the device casts its result to the output's dtype;
-  that shape, or another that ``fits(a, shape)`` accepts (phase one's rule, e.g.
-  :func:`as_many_elements`); and whether it is requested at all (``when(a)``, e.g. an output
+  that shape, or another that ``fits(a, shape, part, shapes)`` accepts (phase one's rule on
+  that part, e.g. :func:`as_many_elements`); and whether it is requested at all (``when(a)``, e.g. an output
   mask);
 * an output written **in place** (``output(name, into="x1")``): the operator writes it into
   that input (a C ``aclTensor *...Ref`` parameter, declared as ``tensor(..., written=True)``),
@@ -145,8 +145,11 @@ def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_fl
 def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
            when=None, into=None, unwritten=None):
     """An output ``aclTensor *``: a default one has ``shape(a)`` and ``dtype(a)``; a given one
-    that shape (or another where ``fits(a, shape)``, phase one's rule for it, returns None
-    rather than the rule the shape breaks: :func:`as_many_elements`) and that dtype, or any of
+    that shape (or another where ``fits(a, shape, part, shapes)``, phase one's rule for it on
+    ``part``, a :class:`Part`, returns None rather than the rule the shape breaks:
+    :func:`as_many_elements`; ``shapes`` maps each requested output's Python name to the shape
+    phase one receives for it, the caller's entry or the default, for a rule relating
+    outputs) and that dtype, or any of
     ``dtypes`` (the dtypes phase one accepts for it whatever the inputs, where the device
     casts its result: LayerNorm's); ``when(a)`` false: not requested (NULL, returned as
     None). ``into``: the Python name of the written input this output is written into (no C
@@ -176,8 +179,8 @@ def _input_dtype(name):
 
 def as_many_elements(shape):
     """An output's ``fits`` (:func:`output`) accepting any shape of as many elements as
-    ``shape(a)`` (LayerNorm's mean and rstd: phase one compares element counts only)."""
-    def fits(a, given):
+    ``shape(a)`` (LayerNormBackward's gradients: phase one compares element counts only)."""
+    def fits(a, given, part=None, shapes=None):
         want = shape(a)
         if math.prod(given) == math.prod(want):
             return None
@@ -383,6 +386,12 @@ class Part(namedtuple("Part", "name npu_arch cores")):
     def inference(self) -> bool:
         """An Atlas inference part (DAV_2002, ``__CCE_AICORE__`` 200)."""
         return self.npu_arch == 2002
+
+    @property
+    def arch3510(self) -> bool:
+        """Ascend 950 (DAV_3510), where some op_apis check more than elsewhere (the vendor's
+        ``IsArch3510``)."""
+        return self.npu_arch == 3510
 
 
 _PARTS: "dict[int, Part]" = {}   # device id -> its Part (a device's part never changes)
@@ -591,8 +600,9 @@ class Declared(Operator):
                     rule = f"{arg.like}'s dtype {wname} or float32"
                 raise AclTypeError(arg.py, f"dtype {name} must be {rule}")
 
-    def _check_out(self, out, a, kind):
-        """The ``out=`` tuple, each entry checked (None for unrequested outputs)."""
+    def _check_out(self, out, a, kind, dev):
+        """The ``out=`` tuple, each entry checked (None for unrequested outputs) for a call
+        on device ``dev``."""
         n = len(self.outputs)
         if isinstance(out, (str, bytes)) or not hasattr(out, "__len__") or len(out) != n:
             raise AclArgumentError("out", f"expected a tuple of {n} entries "
@@ -603,13 +613,24 @@ class Declared(Operator):
             if o is None or (spec.when is not None and not spec.when(a)):
                 res.append(None)
                 continue
-            res.append(self._check_out_entry(k, o, a, kind))
+            res.append(self._check_out_entry(k, o, a, kind, dev, out))
         return res
 
-    def _check_out_entry(self, k, o, a, kind, name=None):
-        """``out[k]``, a given entry of a requested output, checked: not an output written
-        in place, its kind, dtype, shape and (NumPy) writability. Errors name ``name``
-        (default ``out[k] (its name)``)."""
+    def _out_shapes(self, a, out):
+        """The shape phase one receives for each requested output, by Python name: the
+        given ``out=`` entry's (a tensor or array of the right kind), else the default."""
+        shapes = {}
+        for spec, o in zip(self.outputs, out):
+            if spec.when is None or spec.when(a):
+                shape = getattr(o, "shape", None)
+                shapes[spec.py] = shape if isinstance(shape, tuple) else spec.shape(a)
+        return shapes
+
+    def _check_out_entry(self, k, o, a, kind, dev, out, name=None):
+        """``out[k]``, a given entry of a requested output of a call on device ``dev``,
+        checked: not an output written in place, its kind, dtype, shape (against the other
+        entries of ``out``, the call's: see :meth:`_out_shapes`) and (NumPy) writability.
+        Errors name ``name`` (default ``out[k] (its name)``)."""
         spec = self.outputs[k]
         name = name or self._out_names[k]
         if spec.into is not None:
@@ -630,7 +651,8 @@ class Declared(Operator):
                                f"for these arguments)")
         if o.shape != spec.shape(a):
             rule = (f"!= {spec.shape(a)} (the shape {spec.py} has for these arguments)"
-                    if spec.fits is None else spec.fits(a, o.shape))
+                    if spec.fits is None else
+                    spec.fits(a, o.shape, part_of(dev), self._out_shapes(a, out)))
             if rule is not None:
                 raise AclArgumentError(name, f"shape {o.shape} {rule}")
         if kind is np.ndarray and not o.flags.writeable:
@@ -790,7 +812,7 @@ class Declared(Operator):
                 # Phase one will not see the caller's entry: checked here as a NumPy
                 # call's are, then left as it was.
                 if o is not None:
-                    self._check_out_entry(k, o, a, DeviceTensor)
+                    self._check_out_entry(k, o, a, DeviceTensor, dev, out)
                     if o.allocation.device != dev:
                         raise self._device_error(name, o.allocation.device, dev)
                 o = None
@@ -863,7 +885,7 @@ class Declared(Operator):
         refusal as it is (a rule only the library knows)."""
         try:
             a = self.bind(values, kind)
-            outs = self._check_out(out, a, kind) if out is not None else None
+            outs = self._check_out(out, a, kind, dev) if out is not None else None
             if kind is DeviceTensor:
                 self._check_device(a, outs or (), dev)
         except AclArgumentError as e:
@@ -873,11 +895,6 @@ class Declared(Operator):
     def _host_call(self, values, out, stream):
         # NumPy in, NumPy out: every Python check first, before any copy to the device.
         a = self.bind(values, np.ndarray)
-        outs_given = self._check_out(out, a, np.ndarray) if out is not None else None
-        for i in self._into:    # results written back into the caller's arrays
-            if i is not None and not values[i].flags.writeable:
-                raise AclArgumentError(self.inputs[i].py, "array is read-only (the operator "
-                                       "writes its result into it)")
         if stream is None:
             dev = _device.current_device_id()
         elif isinstance(stream, _stream.Stream):
@@ -885,6 +902,11 @@ class Declared(Operator):
         else:
             raise AclTypeError("stream", f"expected an acl_py.Stream or None, got "
                                f"{type(stream).__name__}")
+        outs_given = self._check_out(out, a, np.ndarray, dev) if out is not None else None
+        for i in self._into:    # results written back into the caller's arrays
+            if i is not None and not values[i].flags.writeable:
+                raise AclArgumentError(self.inputs[i].py, "array is read-only (the operator "
+                                       "writes its result into it)")
         s = _stream.as_stream(stream, dev)
         made = []   # every device tensor made here, closed on the way out (stream-ordered)
         try:
@@ -1044,8 +1066,8 @@ class Plan(Executor):
                                f"acl_py.DeviceTensor arguments, got {type(first).__name__} "
                                f"(the one-shot call takes NumPy arrays)")
         a = d.bind(values, DeviceTensor)
-        outs = d._check_out(out, a, DeviceTensor) if out is not None else None
         dev = first.allocation.device
+        outs = d._check_out(out, a, DeviceTensor, dev) if out is not None else None
         d._check_device(a, outs or (), dev)
         why = d.not_written(a, part_of(dev)) if d._unwritten else None
         outs = d._device_outputs(a, outs, dev, None, why)
@@ -1076,7 +1098,8 @@ class Plan(Executor):
                         raise AclArgumentError(name, f"tensor is on device "
                                                f"{t.allocation.device}, the executor on "
                                                f"device {dev}")
-                    self.declared._check_out_entry(k, t, a, DeviceTensor, name)
+                    self.declared._check_out_entry(k, t, a, DeviceTensor, dev,
+                                                   self.outputs, name)
                     return None
         return super()._rebinding(name, own, t)
 

@@ -50,7 +50,7 @@ def rstd_shape(a):
     return a.x1.shape[:len(a.x1.shape) - nd] + (1,) * nd
 
 
-def rstd_fits(a, shape):
+def rstd_fits(a, shape, part=None, shapes=None):
     """Phase one's rule for an rstd ``out=`` entry of another shape than :func:`rstd_shape`
     (None where ``shape`` passes, else the rule): the op_api copies the L0 op's rstd into it
     with ViewCopy, which takes equal shapes or one element each (hicann/ops-math

@@ -53,7 +53,7 @@ def inplace_add_rms_norm_check(a):
                                "(y into x1, x1 + x2 into x2)")
 
 
-def rstd_fits(a, shape):
+def rstd_fits(a, shape, part=None, shapes=None):
     """Phase one's rule for an rstd ``out=`` entry of another shape than
     :func:`.add_rms_norm.rstd_shape` (None where ``shape`` passes, else the rule): with x1 and
     x2 empty, any empty rstd (every output empty: the framework launches nothing and runs no

@@ -5,21 +5,22 @@ Python-level checks (see :mod:`._declare`: NumPy calls make them before any C ca
 DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes (each
 float32/float16/bfloat16; ``weight``/``bias`` input's or float32); ``normalized_shape`` the
 trailing dims of ``input``; ``weight``/``bias`` shaped ``normalized_shape``; ``out=`` entries
-of input's shape (out) and of M elements (mean, rstd), each of any of the three dtypes (the
-device casts to it). The operator's own rules (ranks <= 8,
+of input's shape (out) and, for mean and rstd, phase one's rule on the part
+(:func:`stats_fits`), each of any of the three dtypes (the device casts to it). The operator's own rules (ranks <= 8,
 ``normalized_shape`` length 1..8, weight and bias of one dtype, the part's dtype list) are
 phase one's.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, overload
 
 import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, as_many_elements, double,
-                       int_array, output, tensor)
+from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, double, int_array, output,
+                       tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -48,6 +49,27 @@ def stats_shape(a):
     """mean/rstd as CANN writes them: input's batch dims, then a 1 per normalized dim."""
     return a.input.shape[:len(a.input.shape) - len(a.normalized_shape)] + \
         (1,) * len(a.normalized_shape)
+
+
+def stats_fits(a, shape, part, shapes):
+    """Phase one's rule for a mean or rstd ``out=`` entry of another shape than
+    :func:`stats_shape` (None where ``shape`` passes, else the rule). On Ascend 950 the
+    op_api checks a non-empty one to be input's batch dims then ones, and mean's shape to
+    equal rstd's (hicann/ops-nn norm/layer_norm_v4/op_host/op_api/aclnn_layer_norm.cpp
+    CheckMeanRstdOutputShape, under IsArch3510); elsewhere it copies the M values into any
+    shape. Every part: M elements (the emulator's stricter rule, docs/emulator.md)."""
+    want = stats_shape(a)
+    rows = math.prod(want)
+    if math.prod(shape) != rows:
+        return f"must hold {rows} elements (as {want})"
+    if part.arch3510:
+        if rows:
+            return (f"!= {want} (input's batch dims then ones: on {part.name} the shape "
+                    f"itself, not only its element count)")
+        if shapes["mean"] != shapes["rstd"]:     # one of them is ``shape``
+            return (f"with mean {shapes['mean']} and rstd {shapes['rstd']}: on {part.name} "
+                    f"the two must have one shape")
+    return None
 
 
 _F32 = np.dtype(np.float32)
@@ -82,9 +104,9 @@ LAYER_NORM = Declared("aclnnLayerNorm", (
     # Phase one takes any supported dtype for each output: results are cast to it.
     output("out", shape=lambda a: a.input.shape, dtype=lambda a: a.input.dtype, dtypes=FLOATS),
     output("meanOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS,
-           fits=as_many_elements(stats_shape)),
+           fits=stats_fits),
     output("rstdOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS,
-           fits=as_many_elements(stats_shape)),
+           fits=stats_fits),
 ), check=normalized_split, reference=reference.layer_norm,
     error_scale=reference.layer_norm_error_scale,
     smoke_cases=(_smoke("fp32", (8, 1024), 1, np.float32),
@@ -127,7 +149,8 @@ def layer_norm(input: Operand, normalized_shape: Sequence[int],
     ``[A1..Ai, 1..1]`` (input's batch dims, then ones), ready for
     :func:`~acl_py.layer_norm_backward`. ``out=(out, mean, rstd)`` gives preallocated outputs
     of the same kind as the inputs (their dtypes choose the output dtypes; mean/rstd may have
-    any shape of M elements); a ``None`` entry is allocated as by default.
+    any shape of M elements, on Ascend 950 only the default one: :func:`stats_fits`); a
+    ``None`` entry is allocated as by default.
     """
     return LAYER_NORM.call((input, normalized_shape, weight, bias, eps), out=out,
                            stream=stream)

@@ -49,7 +49,7 @@ def rstd_shape(a):
     return a.x.shape[:len(a.x.shape) - nd] + (1,) * nd
 
 
-def rstd_fits(a, shape):
+def rstd_fits(a, shape, part=None, shapes=None):
     """Phase one's rule for an rstd ``out=`` entry (None where ``shape`` passes, else the
     rule): each dim 1 or x's dim of that index (hicann/ops-nn norm/rms_norm/op_host/
     rms_norm_tiling.cpp CheckInputShape4RmsNorm), a rank no greater than x's and one value per
