@@ -5,12 +5,14 @@ src/runtime/core/src/runtime.cc; api/impl/api_error.cc MemCopy2DAsync, StreamSet
 StreamAbort): NULL is the current device's default stream only on Atlas A2/A3 and Ascend 950
 (RT_FEATURE_DEVICE_CTRL_SQ) with a current device, else 107000. aclrtStreamStop (107000) and
 aclrtDestroyStream* (100000) refuse NULL on every part; every other call taking a stream takes
-NULL as the default stream on every part (api_impl.cc). Each part runs in its own process
-(ACL_EMU_SOC is read once)."""
+NULL as the default stream on every part (api_impl.cc), the operators' launches included
+(ApiImpl::LaunchKernelV2, below). Each part runs in its own process (ACL_EMU_SOC is read
+once)."""
 from __future__ import annotations
 
 import pytest
 
+from _part_runs import other_parts, run_on_parts
 from test_emulator_runtime import run_raw
 
 # One child per part: each call with a NULL stream, (status, message) per call.
@@ -129,3 +131,93 @@ def test_acl_pys_default_stream_on_every_part(part, abort):
     assert r["rows"] == list(range(64)), r["rows"]
     assert r["stop_on_failure"] == "ok"
     assert r["abort"] == abort, r["abort"]
+
+
+# ---- the operators' launches (aclnnXxx(workspace, size, executor, stream)) ----------------
+#
+# Both of the vendor's op-library paths hand the stream, NULL included, to
+# aclrtLaunchKernelWithHostArgs (hicann/opbase src/nnopbase/composite_op/aclnn_engine/
+# rts_arg.cpp; individual_op/executor/indv_executor.cpp NnopbaseExecutorLaunchKernel), whose
+# runtime takes NULL as the current context's default stream on every part (hicann/runtime
+# src/runtime/api/impl/api_impl.cc ApiImpl::LaunchKernelV2; v200/api_impl_v200.cc for Ascend
+# 950), not through GetCurStream. Without a current context the launch fails and the op
+# library answers 361001 (ACLNN_ERR_RUNTIME_ERROR).
+
+def _plan(declared, values):
+    """A plan of ``declared`` over device tensors ``values`` in declaration order (a public
+    plan's signature may differ: GroupNorm's takes no n, c, hxw)."""
+    from acl_py.ops import Plan
+    cls = type(f"{declared.short_name}Launch", (Plan,), {
+        "declared": declared, "__slots__": (),
+        "__init__": lambda self, v: self._prepare(v, None)})
+    return cls(values)
+
+
+def _launches():
+    from acl_py.ops import DECLARED
+    return [pytest.param(name, id=name) for name in DECLARED]
+
+
+@pytest.mark.parametrize("name", _launches())
+def test_operator_launches_take_a_null_stream_as_the_default_stream(emulator, name):
+    """acl-py's default stream is the NULL handle, which a plan's run passes to phase two
+    as it is: the launch is queued on the default stream (behind a host function holding
+    it) and gives the operator's results, on every part; on a thread with no current
+    device the same launch fails with 361001 naming the call, and the executor runs after."""
+    import threading
+
+    import numpy as np
+
+    import acl_py
+    from acl_py.ops import DECLARED
+    from acl_py.raw import ffi, lib
+    from test_declared_out import _values
+
+    declared = DECLARED[name]
+    if not declared.runs_on(acl_py.soc_name()):
+        pytest.skip(f"no {name} kernel on {acl_py.soc_name()}")
+    values = _values(declared)
+    default = acl_py.default_stream()
+    assert default.handle == ffi.NULL
+    made = [acl_py.DeviceTensor.from_numpy(v.copy()) if isinstance(v, np.ndarray) else v
+            for v in values]
+    try:
+        with _plan(declared, tuple(made)) as plan:
+            gate = threading.Event()
+            default.launch_host_func(lambda: gate.wait(10))
+            outputs = plan.run(None)
+            assert not default.query()      # queued behind the host function
+            gate.set()
+            default.synchronize()
+            got = tuple(None if t is None else t.to_numpy() for t in outputs)
+            for check in declared.check_outputs(values, got):
+                assert getattr(check, "problem", None) is None, check
+                assert getattr(check, "error_ratio", 0) <= 1, check
+
+            # The launch itself, on a thread that set no device: 361001.
+            ws = acl_py.DeviceBuffer(plan.workspace_size) if plan.workspace_size else None
+            status = {}
+
+            def launch():
+                ptr = ws.ptr if ws is not None else ffi.NULL
+                rc = getattr(lib, declared.name)(ptr, plan.workspace_size, plan.handle,
+                                                 ffi.NULL)
+                msg = lib.aclGetRecentErrMsg()
+                status["rc"] = rc
+                status["msg"] = None if msg == ffi.NULL else ffi.string(msg).decode()
+            t = threading.Thread(target=launch)
+            t.start()
+            t.join()
+            if ws is not None:
+                ws.close()
+            assert status["rc"] == 361001, status
+            assert declared.name in status["msg"] and "device" in status["msg"], status
+            plan.run(None)      # the executor is still the caller's, and runs
+            default.synchronize()
+    finally:
+        for t in made:
+            if isinstance(t, acl_py.DeviceTensor):
+                t.close()
+
+
+test_operator_launches_on_other_parts = run_on_parts(other_parts(), "operator_launches_take")
