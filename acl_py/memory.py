@@ -450,15 +450,32 @@ def _allocation_error(status, call, nbytes):
     return err
 
 
-def _copy_error(status, call, dst, src):
-    """The error of a failed device-to-device copy into device ``dst`` from ``src``: between
-    two devices without the peer access acl-py enabled, an :class:`AclArgumentError` naming
-    ``src`` that says what to call (the runtime's error its cause, its status attached)."""
+def _copy_error(status, call, dst, src, name="src"):
+    """The error of a failed device-to-device copy into device ``dst`` from ``src``: the
+    runtime's refusal of a copy between two devices without the peer access acl-py enabled
+    (107000) is an :class:`AclArgumentError` naming ``name`` (the caller's argument: ``src``,
+    or ``dst`` for ``copy_to_2d``) that says what to call (the runtime's error its cause, its
+    status attached). A 2D copy the part's runtime takes not at all between device buffers
+    (100000, the Atlas training and inference series) is an AclArgumentError naming ``name``
+    too, saying so: enabling peer access would not help. Another refusal is the runtime's
+    typed error."""
     err = make_error(status, call)
-    hint = _device.peer_access_hint(dst, src) if dst != src else None
+    if call == "aclrtMemcpy2dAsync" and status == _rt.lib.ACL_ERROR_INVALID_PARAM:
+        # acl-py checked the pointers, pitches and kind: the part copies no device memory
+        # to device memory in 2D (the runtime's message names it)
+        arg = AclArgumentError(name, "a DeviceBuffer: this part's runtime takes no "
+                               "device-to-device 2D copy (Atlas A2/A3 and Ascend 950 do); "
+                               "copy the rows through host memory")
+        arg.refused(err)
+        arg.__cause__ = err
+        return arg
+    hint = (_device.peer_access_hint(dst, src)
+            if dst != src and status == _rt.lib.ACL_ERROR_RT_PARAM_INVALID else None)
     if hint is None:
         return err
-    arg = AclArgumentError("src", f"a buffer of device {src}, copied to device {dst}: {hint}")
+    what = (f"a buffer of device {src}, copied to device {dst}" if name == "src" else
+            f"a buffer of device {dst}, copied into from device {src}")
+    arg = AclArgumentError(name, f"{what}: {hint}")
     arg.refused(err)
     arg.__cause__ = err
     return arg
@@ -522,14 +539,16 @@ def _memcpy_2d_async(*args):
     return _rt.lib.aclrtMemcpy2dAsync(*args[:-1], _stream.explicit_handle(args[-1]))
 
 
-def _queue_2d_between(dst, dst_ptr, dst_pitch, src, src_ptr, src_pitch, width, height, stream):
+def _queue_2d_between(dst, dst_ptr, dst_pitch, src, src_ptr, src_pitch, width, height, stream,
+                      name):
     """A 2D copy between the allocations of two DeviceBuffers, queued on ``stream`` (of either
-    device, ``_stream_between``); recorded as a use of both."""
+    device, ``_stream_between``); recorded as a use of both. ``name``: the caller's argument
+    that is the other buffer (errors name it)."""
     tl = _stream_between(dst.device, src.device, stream)
     r = tl.enqueue(_memcpy_2d_async, dst_ptr, dst_pitch, src_ptr, src_pitch, width,
                    height, _D2D)
     if r:
-        raise _copy_error(r, "aclrtMemcpy2dAsync", dst.device, src.device)
+        raise _copy_error(r, "aclrtMemcpy2dAsync", dst.device, src.device, name)
     _record(tl, dst, src)
 
 
@@ -787,15 +806,17 @@ class DeviceBuffer(_Buffer):
         (``aclrtMemcpy2dAsync``): then, as ``copy_from_host_async``, a HostBuffer is read by
         the device directly and other host memory is staged through a pinned buffer, so
         ``src`` may be reused at once. A DeviceBuffer ``src`` needs ``stream`` (the runtime's
-        synchronous 2D copy is host-to-device or device-to-host only) and, on another device,
-        peer access, as ``copy_from`` (``stream`` may be a stream of either device)."""
+        synchronous 2D copy is host-to-device or device-to-host only), a part whose runtime
+        copies device-to-device in 2D (Atlas A2/A3, Ascend 950; elsewhere AclArgumentError
+        naming ``src``, status 100000) and, on another device, peer access, as ``copy_from``
+        (``stream`` may be a stream of either device)."""
         st = self._live()
         c = _matrix(st, src, "src", width, height, src_pitch, pitch, src_offset, offset, stream)
         if c is None:
             return
         if isinstance(src, DeviceBuffer):
             _queue_2d_between(st, c.here, c.pitch, c.other_alloc, c.other, c.other_pitch,
-                              c.width, c.height, stream)
+                              c.width, c.height, stream, "src")
         elif stream is None:
             _copy_now(st, c.other_alloc, "aclrtMemcpy2d", c.here, c.pitch, c.other,
                       c.other_pitch, c.width, c.height, _H2D)
@@ -813,7 +834,8 @@ class DeviceBuffer(_Buffer):
         ``pitch`` bytes apart from byte ``offset``, into ``dst``, its rows ``dst_pitch`` bytes
         apart from byte ``dst_offset`` (pitches default to ``width``); the bytes between the
         rows are not touched. ``dst`` is writable host memory (a C-contiguous buffer, or a
-        HostBuffer) or a DeviceBuffer (as ``dst.copy_from_2d(self, ...)``). Synchronous,
+        HostBuffer) or a DeviceBuffer (as ``dst.copy_from_2d(self, ...)``, errors naming
+        ``dst``). Synchronous,
         after the streams using either side have finished, unless ``stream`` is given: then,
         as ``copy_to_host_async``, ``dst`` holds the rows once the stream has been
         synchronized through acl-py (a HostBuffer is written by the device directly, other
@@ -824,7 +846,7 @@ class DeviceBuffer(_Buffer):
             return dst
         if isinstance(dst, DeviceBuffer):
             _queue_2d_between(c.other_alloc, c.other, c.other_pitch, st, c.here, c.pitch,
-                              c.width, c.height, stream)
+                              c.width, c.height, stream, "dst")
         elif stream is None:
             _copy_now(st, c.other_alloc, "aclrtMemcpy2d", c.other, c.other_pitch, c.here,
                       c.pitch, c.width, c.height, _D2H)

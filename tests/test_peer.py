@@ -296,3 +296,149 @@ def test_tensor_copy_to_another_device(run_python):
         assert unbalanced() == {}, unbalanced()
         print("OK")
     ''')
+
+
+_COPY_2D_BETWEEN_DEVICES = '''
+    import numpy as np
+    import acl_py
+    from acl_py import emulator as emu
+    from acl_py.errors import AclArgumentError, InvalidParameterError
+    acl_py.init()
+    W, H, SP, DP = 5, 6, 9, 12          # rows of 5 bytes, 9 apart in a, 12 apart in b
+    a = acl_py.DeviceBuffer(SP * H, 0)
+    b = acl_py.DeviceBuffer(DP * H, 1)
+    pattern = (np.arange(SP * H) * 7 % 251).astype(np.uint8)
+    a.copy_from_host(pattern)
+    s0, s1 = acl_py.Stream(0), acl_py.Stream(1)
+    d0, d1 = acl_py.default_stream(0), acl_py.default_stream(1)
+
+    def rows(flat, pitch):
+        return np.lib.stride_tricks.as_strided(flat, (H, W), (pitch, 1))
+
+    def want_b(fill):
+        w = np.full(DP * H, fill, np.uint8)
+        rows(w, DP)[:] = rows(pattern, SP)
+        return w
+
+    def b_bytes():
+        return np.frombuffer(b.copy_to_host(), np.uint8)
+
+    # without peer access: refused naming the other buffer (src, or dst for copy_to_2d), on
+    # a stream of either device or a default one, memory untouched
+    b.memset(0xEE)
+    live = emu.live_objects()
+    copies = []
+    for stream in (s1, s0, d1, d0):
+        copies.append(("src", lambda stream=stream: b.copy_from_2d(
+            a, W, H, src_pitch=SP, pitch=DP, stream=stream)))
+        copies.append(("dst", lambda stream=stream: a.copy_to_2d(
+            b, W, H, dst_pitch=DP, pitch=SP, stream=stream)))
+    for name, copy in copies:
+        try:
+            copy()
+            raise SystemExit("copied without peer access")
+        except AclArgumentError as e:
+            assert e.argument == name and e.code == 107000, e
+            assert "acl_py.Device(1).enable_peer_access(0)" in str(e), e
+            assert isinstance(e.__cause__, InvalidParameterError), e.__cause__
+    now = emu.live_objects()
+    assert all(now[k] == live[k] for k in ("device_allocations", "device_bytes")), (live, now)
+    assert (b_bytes() == 0xEE).all()
+    # no stream: refused before any call (aclrtMemcpy2d is host-to-device or device-to-host)
+    try:
+        b.copy_from_2d(a, W, H, src_pitch=SP, pitch=DP)
+        raise SystemExit("a synchronous 2D copy between devices")
+    except AclArgumentError as e:
+        assert e.argument == "stream" and e.code is None, e
+
+    acl_py.Device(1).enable_peer_access(0)
+    for stream in (s1, s0, d1, d0):
+        b.memset(0xEE)
+        b.copy_from_2d(a, W, H, src_pitch=SP, pitch=DP, stream=stream)
+        stream.synchronize()
+        got = b_bytes()
+        assert (got == want_b(0xEE)).all(), (stream, got)     # the gaps untouched
+        b.memset(0x11)
+        assert a.copy_to_2d(b, W, H, dst_pitch=DP, pitch=SP, stream=stream) is b
+        stream.synchronize()
+        assert (b_bytes() == want_b(0x11)).all(), stream
+    # back from device 1 into device 0's buffer: rows land at a's pitch, the rest untouched
+    a.memset(0)
+    a.copy_from_2d(b, W, H, src_pitch=DP, pitch=SP, stream=s1)
+    s1.synchronize()
+    back = np.frombuffer(a.copy_to_host(), np.uint8)
+    want = np.zeros(SP * H, np.uint8)
+    rows(want, SP)[:] = rows(pattern, SP)
+    assert (back == want).all(), back
+    # stream-ordered: both buffers closed right after the copy is queued stay allocated
+    # until the stream has passed it
+    gate = __import__("threading").Event()
+    s1.launch_host_func(lambda: gate.wait(10))
+    c = acl_py.DeviceBuffer(DP * H, 1)
+    e = acl_py.DeviceBuffer(SP * H, 0)
+    e.copy_from_host(pattern)
+    c.copy_from_2d(e, W, H, src_pitch=SP, pitch=DP, stream=s1)
+    before = emu.live_objects()["device_allocations"]
+    e.close()
+    c.close()
+    assert emu.live_objects()["device_allocations"] == before
+    gate.set()
+    s1.synchronize()
+    assert emu.live_objects()["device_allocations"] == before - 2
+    for x in (s0, s1, a, b):
+        x.close()
+    acl_py.finalize()
+    assert unbalanced() == {}, unbalanced()
+    print("OK")
+'''
+
+
+def test_2d_copy_between_devices_needs_peer_access(run_python):
+    """DeviceBuffer.copy_from_2d / copy_to_2d with a DeviceBuffer of another device (the
+    runtime's rules: tests/test_emulator_memcpy_2d.py): refused naming ``src`` without peer
+    access, on a stream of either device or a default one; with it, the rows copied at each
+    side's pitch and the gaps untouched, both buffers kept until the stream has passed."""
+    ok_run(run_python, _COPY_2D_BETWEEN_DEVICES, env={**TWO, "ACL_EMU_SOC": "Ascend910B2"})
+
+
+_NO_2D_BETWEEN_DEVICE_BUFFERS = '''
+    import numpy as np
+    import acl_py
+    from acl_py import emulator as emu
+    from acl_py.errors import AclArgumentError, InvalidParameterError
+    acl_py.init()
+    a, c = acl_py.DeviceBuffer(64, 0), acl_py.DeviceBuffer(64, 0)
+    b = acl_py.DeviceBuffer(64, 1)
+    for x in (a, b, c):
+        x.memset(0x5A)
+    s0, s1 = acl_py.Stream(0), acl_py.Stream(1)
+    acl_py.Device(1).enable_peer_access(0)
+    for name, copy in (("src", lambda: b.copy_from_2d(a, 8, 4, stream=s1)),
+                       ("dst", lambda: a.copy_to_2d(b, 8, 4, stream=s0)),
+                       ("src", lambda: c.copy_from_2d(a, 8, 4, stream=s0)),
+                       ("dst", lambda: a.copy_to_2d(c, 8, 4, stream=acl_py.default_stream(0)))):
+        try:
+            copy()
+            raise SystemExit("a device-to-device 2D copy on this part")
+        except AclArgumentError as e:
+            # not a peer-access hint: enabling it does not help
+            assert e.argument == name and e.code == 100000, e
+            assert "device-to-device 2D" in str(e) and "peer" not in e.problem, e
+            assert isinstance(e.__cause__, InvalidParameterError), e.__cause__
+    for s in (s0, s1):
+        s.synchronize()
+    assert all(bytes(x.copy_to_host()) == bytes([0x5A]) * 64 for x in (a, b, c))
+    for x in (s0, s1, a, b, c):
+        x.close()
+    acl_py.finalize()
+    assert unbalanced() == {}, unbalanced()
+    print("OK")
+'''
+
+
+@pytest.mark.parametrize("part", ["Ascend910A", "Ascend310P3"])
+def test_no_2d_copy_between_device_buffers_on_atlas_training_and_inference(run_python, part):
+    """Their runtime takes no device-to-device aclrtMemcpy2dAsync (100000,
+    tests/test_emulator_memcpy_2d.py): refused naming the other buffer, between devices with
+    peer access or on one device, not blamed on peer access; memory untouched."""
+    ok_run(run_python, _NO_2D_BETWEEN_DEVICE_BUFFERS, env={**TWO, "ACL_EMU_SOC": part})
