@@ -11,6 +11,7 @@ import pytest
 
 from acl_py import _loader
 from acl_py.raw import ffi, lib
+from acl_py.soc import supports_bfloat16
 
 from _emu_status import expect, ok
 
@@ -31,13 +32,20 @@ def test_the_enum_is_the_vendors():
             lib.ACL_CANN_ATTR_JIT_COMPILE) == (-1, INF_NAN, BF16, JIT_COMPILE)
 
 
-def test_an_atlas_a2_part_has_all_three():
-    """The default part, Ascend910B2: support_inf_nan=1 and support_bf16=1 in its platform
-    configuration; the prefix's runtime (9.1) is past every requirement."""
+# This process's part: INF_NAN and BF16 where its platform configuration sets support_inf_nan
+# and support_bf16 (Atlas A2/A3, Ascend 950: the parts with BFLOAT16; the default part
+# Ascend910B2 is one), JIT_COMPILE everywhere: the prefix's runtime (9.1) is past every
+# requirement.
+PART_ATTRIBUTES = ((INF_NAN, BF16, JIT_COMPILE) if supports_bfloat16() else (JIT_COMPILE,))
+NAMES = {INF_NAN: "INF_NAN", BF16: "BF16", JIT_COMPILE: "JIT_COMPILE"}
+
+
+def test_the_part_has_what_its_platform_configuration_says():
     lst, n = ffi.new("aclCannAttr **"), ffi.new("size_t *")
     ok(lib.aclGetCannAttributeList(lst, n))
-    assert [lst[0][i] for i in range(n[0])] == [INF_NAN, BF16, JIT_COMPILE]
-    assert [attribute(a) for a in (INF_NAN, BF16, JIT_COMPILE)] == [1, 1, 1]
+    assert [lst[0][i] for i in range(n[0])] == list(PART_ATTRIBUTES)
+    assert [attribute(a) for a in (INF_NAN, BF16, JIT_COMPILE)] == [
+        int(a in PART_ATTRIBUTES) for a in (INF_NAN, BF16, JIT_COMPILE)]
 
 
 def test_argument_checks():
@@ -83,11 +91,11 @@ def test_other_parts_and_installs(run_python, tmp_path):
 def test_acl_py_names_them_and_info_prints_them(run_python):
     import acl_py
     from acl_py import info
-    assert acl_py.cann_attributes() == ("INF_NAN", "BF16", "JIT_COMPILE")
+    names = tuple(NAMES[a] for a in PART_ATTRIBUTES)
+    assert acl_py.cann_attributes() == names
     collected = info.collect()
-    assert collected["cann_attributes"] == {"available": ["INF_NAN", "BF16", "JIT_COMPILE"],
-                                            "error": None}
-    assert "attributes INF_NAN, BF16, JIT_COMPILE" in info.format_text(collected).splitlines()
+    assert collected["cann_attributes"] == {"available": list(names), "error": None}
+    assert f"attributes {', '.join(names)}" in info.format_text(collected).splitlines()
     r = run_python("""
         import acl_py
         print(acl_py.cann_attributes())
