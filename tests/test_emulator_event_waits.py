@@ -278,19 +278,97 @@ OP_EXECUTE_SCRIPT = """
 """
 
 
-@pytest.mark.parametrize("soc,hang,first", [
+@pytest.mark.parametrize("soc,hang,first,setter", [
     # the training series times kernels in seconds: a kernel made to hang is ended at 1 s
-    ("Ascend910A", b"aclnnLayerNorm:1:hang", "507034 True True"),
+    ("Ascend910A", b"aclnnLayerNorm:1:hang", "507034 True True", "aclrtSetOpExecuteTimeOut(1)"),
+    # ... set in milliseconds too
+    ("Ascend910A", b"aclnnLayerNorm:1:hang", "507034 True True",
+     "aclrtSetOpExecuteTimeOutWithMs(1000)"),
     # Atlas A2 rounds 1 s up to one scheduler interval, 4.29 s: a 1.5 s kernel runs
-    ("Ascend910B2", b"aclnnLayerNorm:1:hang=1500", "ran"),
+    ("Ascend910B2", b"aclnnLayerNorm:1:hang=1500", "ran", "aclrtSetOpExecuteTimeOut(1)"),
 ])
-def test_op_execute_timeout_ends_a_kernel_that_outlasts_it(run_python, soc, hang, first):
-    """A kernel made to hang (aclemuSetFaults) is ended at aclrtSetOpExecuteTimeOut's time,
-    as the part's scheduler counts it, and fails its stream with 507034; the stream and later
-    kernels work on. Any value is taken."""
-    r = run_python(OP_EXECUTE_SCRIPT.replace("HANG", repr(hang)), env={"ACL_EMU_SOC": soc})
+def test_op_execute_timeout_ends_a_kernel_that_outlasts_it(run_python, soc, hang, first,
+                                                            setter):
+    """A kernel made to hang (aclemuSetFaults) is ended at aclrtSetOpExecuteTimeOut's time
+    (or aclrtSetOpExecuteTimeOutWithMs's), as the part's scheduler counts it, and fails its
+    stream with 507034; the stream and later kernels work on. Any value is taken."""
+    script = OP_EXECUTE_SCRIPT.replace("HANG", repr(hang)).replace(
+        "lib.aclrtSetOpExecuteTimeOut(1))", f"lib.{setter})")
+    r = run_python(script, env={"ACL_EMU_SOC": soc})
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["0 0 0", first, "True"]
+
+
+# ---- the kernel time limit in milliseconds and microseconds, read back --------------------
+
+OP_EXECUTE_READ_SCRIPT = """
+    from acl_py.raw import ffi, lib
+    ms = ffi.new("uint32_t *"); us = ffi.new("uint64_t *")
+    def get():
+        rc = lib.aclrtGetOpExecuteTimeout(ms)
+        return ms[0] if rc == 0 else rc
+    def v2(t):
+        rc = lib.aclrtSetOpExecuteTimeOutV2(t, us)
+        return us[0] if rc == 0 else rc
+    out = {"default": get()}
+    out["null"] = [lib.aclrtGetOpExecuteTimeout(ffi.NULL),
+                   lib.aclrtGetOpTimeOutInterval(ffi.NULL),
+                   lib.aclrtSetOpExecuteTimeOutV2(1, ffi.NULL)]
+    # no current device: the runtime's context (107002); nothing set
+    out["no_device"] = [lib.aclrtGetOpTimeOutInterval(us), lib.aclrtSetOpExecuteTimeOutV2(1, us)]
+    out["still_default"] = get()
+    lib.aclrtSetOpExecuteTimeOut(1); out["1 s"] = get()
+    lib.aclrtSetOpExecuteTimeOutWithMs(5000); out["5000 ms"] = get()
+    lib.aclrtSetOpExecuteTimeOutWithMs(2000000); out["2000000 ms"] = get()
+    lib.aclrtSetOpExecuteTimeOutWithMs(0); out["0 ms"] = get()
+    lib.aclrtSetDevice(0)
+    lib.aclrtGetOpTimeOutInterval(us); out["interval"] = us[0]
+    out["v2 1000000"] = [v2(1000000), get()]
+    out["v2 0"] = [v2(0), get()]
+    out["v2 max"] = [v2(2 ** 64 - 1), get()]
+    lib.aclrtResetDevice(0)
+    print(out)
+"""
+
+TICK = {"Ascend910B2": 4294967.296, "Ascend950PR_9599": 4294967.296,
+        "Ascend310P3": 2147483.648, "Ascend910A": 68719476.736}
+
+
+@pytest.mark.parametrize("soc,default_ticks,max_ticks", [
+    ("Ascend910B2", 254, 254), ("Ascend950PR_9599", 254, 254), ("Ascend310P3", 255, 255),
+    ("Ascend910A", 1, 32)])
+def test_op_execute_timeout_in_ms_and_us_and_read_back(run_python, soc, default_ticks,
+                                                       max_ticks):
+    """aclrtGetOpExecuteTimeout answers the runtime's computation: whole ticks of the part's
+    scheduler (aclrtGetOpTimeOutInterval), its default or maximum count, in milliseconds
+    rounded up; aclrtSetOpExecuteTimeOutWithMs takes milliseconds (above 1000000: 1000000),
+    aclrtSetOpExecuteTimeOutV2 microseconds and answers the ticks it makes (at most 254) times
+    the tick; NULL outputs 100000, the interval and V2 without a device 107002."""
+    import math
+    r = run_python(OP_EXECUTE_READ_SCRIPT, env={"ACL_EMU_SOC": soc})
+    assert r.returncode == 0, r.stderr
+    got = eval(r.stdout)
+    tick = TICK[soc]
+
+    def ms(ticks):
+        return math.ceil(ticks * tick / 1000)
+
+    def ticks_of(us):
+        return int((us + tick - 1) // tick)
+
+    assert got["default"] == got["still_default"] == ms(default_ticks), got
+    assert got["null"] == [INVALID_PARAM] * 3
+    assert got["no_device"] == [107002, 107002]
+    assert got["1 s"] == ms(ticks_of(10 ** 6))
+    assert got["5000 ms"] == ms(ticks_of(5 * 10 ** 6))
+    # 2000000 ms is 1000000 ms: 10**9 us, above the maximum on the inference series
+    assert got["2000000 ms"] == (ms(ticks_of(10 ** 9)) if 10 ** 9 <= tick * max_ticks
+                                 else ms(max_ticks))
+    assert got["0 ms"] == ms(max_ticks)
+    assert got["interval"] == int(tick)
+    assert got["v2 1000000"] == [int(1 * tick), ms(ticks_of(10 ** 6))]
+    assert got["v2 0"] == [int(254 * tick), ms(max_ticks)]
+    assert got["v2 max"] == [int(254 * tick), ms(max_ticks)]
 
 
 # ---- aclrtCheckArchCompatibility --------------------------------------------------------------

@@ -431,6 +431,14 @@ ACL_FUNC_VISIBILITY aclError aclrtGetEventId(aclrtEvent event, uint32_t *eventId
  * calls may last (0: no limit), and seconds a kernel may run (0: the part's maximum). */
 ACL_FUNC_VISIBILITY aclError aclrtSetOpWaitTimeout(uint32_t timeout);
 ACL_FUNC_VISIBILITY aclError aclrtSetOpExecuteTimeOut(uint32_t timeout);
+/* The kernel time limit in milliseconds (1000000 and above: 1000000); in microseconds, with
+ * the time the scheduler will count (*actualTimeout, whole ticks of its clock); the limit in
+ * force in milliseconds; the scheduler's tick in microseconds. */
+ACL_FUNC_VISIBILITY aclError aclrtSetOpExecuteTimeOutWithMs(uint32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtSetOpExecuteTimeOutV2(uint64_t timeout,
+                                                        uint64_t *actualTimeout);
+ACL_FUNC_VISIBILITY aclError aclrtGetOpExecuteTimeout(uint32_t *const timeoutMs);
+ACL_FUNC_VISIBILITY aclError aclrtGetOpTimeOutInterval(uint64_t *interval);
 /* Whether kernels built for the part named socVersion run on this device's part (the same NPU
  * architecture): *canCompatible 1 or 0. */
 ACL_FUNC_VISIBILITY aclError aclrtCheckArchCompatibility(const char *socVersion,
