@@ -1,0 +1,587 @@
+/*
+ * aclnnBatchNorm for the CPU emulator: phase one (checks, executor), the launch and the kernel.
+ * BatchNorm normalizes each channel of input over every other dim (the batch and the spatial
+ * dims): in training with the batch's statistics, updating runningMean and runningVar in
+ * place; in inference with runningMean and runningVar.
+ *
+ * Facts, hicann/ops-nn norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp (the phase one,
+ * its order and codes, which L0 ops run per part and mode) and batch_norm.cpp (the L0 ops),
+ * norm/norm_common/op_host/op_api/norm_tensor_util.cpp (the casts to FLOAT of weight, bias and
+ * the running statistics, the empty input's fill), docs/aclnnBatchNorm.md:
+ * - phase one: workspaceSize/executor NULL (161001); input or output NULL, and in training
+ *   saveMean or saveInvstd NULL (161001); an empty input: success, saveMean filled with 0
+ *   and saveInvstd with NaN where given (in either mode), nothing else; then CheckParams:
+ *   input's and output's dtype, in training saveMean's and saveInvstd's, in the part's list
+ *   (FLOAT, FLOAT16, BF16 on DAV_2201 and DAV_3510; FLOAT, FLOAT16 on DAV_1001, DAV_2002);
+ *   weight's, bias's, runningMean's, runningVar's likewise; formats (input's == output's; a
+ *   rank-5 input or output NCDHW, on Ascend 950 NCDHW or NDHWC; input's not private); ranks
+ *   2..8 and output's shape input's; weight, bias, runningMean, runningVar of rank 1 with C
+ *   elements (C: dim 1, the last dim for NHWC/NDHWC on Ascend 950); in training saveMean and
+ *   saveInvstd [C] (all 161002); then the result's ViewCopy into output, which needs
+ *   output's dtype to be input's (561103).
+ * - which kernel: Ascend 950 (regbase), both modes: BatchNormV3 (op_kernel/arch35). Atlas
+ *   A2/A3 in training with C >= 64 and an NCHW/NCDHW input as the op_api hands it over (rank
+ *   2, 3 reshaped to NCHW, 6..8 to NCDHW; rank 4 and 5 the caller's format): BatchNormV3
+ *   (op_kernel/batch_norm_v3_full_reduce.h below 8192 values per channel). Otherwise
+ *   BNTrainingReduce + BNTrainingUpdate (or their 3D twins) in training, BNInfer in
+ *   inference: TBE kernels not in the public sources (see the chain below).
+ *
+ * The numbers, per channel of R values, momentum and eps as the op_api's floats, m' = 1 - m:
+ * - BatchNormV3, Atlas A2/A3: p = the power of two >= R, c0 = float(1 / p),
+ *   c1 = float(p / R): mean = sum(x * c0) * c1, d = x - mean, var = sum(d * d * c0) * c1
+ *   (biased); R0 > 1 (spatial dims): y = d * (w / sqrtf(var + eps)) + b; R0 == 1 (the
+ *   A-parallel kernel): y = ((d / sqrtf(var + eps)) * w) + b; y to FLOAT16 to even, to BF16
+ *   ties away (CAST_ROUND). runningMean' = rm * m' + mean * m, runningVar' = rv * m' +
+ *   var * float(s * m), s = float(R / (R - 1)) (NaN for R == 1: the kernel's 0 / 0).
+ *   saveMean = mean, saveInvstd = var (the variance, as the docs say for these parts).
+ * - Ascend 950 (training): n = 1.0f / p, corr = (float)p / R: mean = sum(x * n) * corr,
+ *   var = sum((x - mean)^2 * n) * corr, rstd = 1 / sqrt(var + eps) refined to about the
+ *   correctly rounded float (the emulator rounds the double result); y = ((d * rstd) * w) + b;
+ *   runningVar' = ((var * bessel) * m) + rv * m', bessel = (float)R / (float)(R - 1);
+ *   runningMean' = mean * m + rm * m'; saveMean = mean, saveInvstd = rstd. Inference:
+ *   y = (((x - rm) * w) * rstd) + b with rstd from rv. Everything to even (CAST_RINT).
+ * - TBE (not public; taken as the classic BNTrainingReduce/BNTrainingUpdate/BNInfer
+ *   arithmetic, in float32): sum and square sum per channel, mean = sum * (1 / R),
+ *   var = sumsq * (1 / R) - mean^2 (one pass: the L0 interface hands the update only the two
+ *   sums), k = w / sqrtf(var + eps), y = x * k + (b - k * mean); the running statistics as
+ *   above with (var * s) * m; inference the same y with rm, rv. y to even.
+ * Every result then goes through the op_api's Cast to its tensor's dtype (to even).
+ * Welford kernels for long channels (R >= 8192 on Atlas A2/A3; Ascend 950's when a channel
+ * does not fit its buffer) combine partial results in another order: not modeled.
+ *
+ * Kernel: channels are independent; each channel's sums have a fixed order (norm_rows.h's
+ * lanes and fold), so the split of channels over threads never changes a bit.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "phase_one.h"
+#include "convert.h"
+#include "norm_rows.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_batch_norm.h"
+
+#define P1 "aclnnBatchNormGetWorkspaceSize"
+#define P2 "aclnnBatchNorm"
+
+enum { T_INPUT, T_WEIGHT, T_BIAS, T_RMEAN, T_RVAR, T_OUTPUT, T_SMEAN, T_SINV, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"input",  "weight",   "bias",     "runningMean",
+                                           "runningVar", "output", "saveMean", "saveInvstd"};
+#define N_INPUTS 5 /* the vendor's DFX_IN: input .. runningVar (the running ones written too) */
+
+typedef enum {
+    CHAIN_V3,      /* BatchNormV3, Atlas A2/A3, spatial dims */
+    CHAIN_V3_APAR, /* BatchNormV3, Atlas A2/A3, no spatial dims (the A-parallel kernel) */
+    CHAIN_TBE,     /* BNTrainingReduce + BNTrainingUpdate, or BNInfer */
+    CHAIN_950,     /* BatchNormV3 on Ascend 950 (regbase) */
+} bn_chain;
+
+typedef struct {
+    tdesc t[T_COUNT];
+    bool empty;          /* an empty input: saveMean 0 and saveInvstd NaN where given */
+    bool training;
+    bn_chain chain;
+    int caxis;           /* the channel's dim of input and output */
+    int64_t C, R;        /* channels, values per channel */
+    float eps, momentum, momentum_rev;
+    float c0, c1;        /* the sums' scale and correction (1 / R for the TBE chain: c1 1) */
+    float var_factor;    /* the running variance's factor (see the chains) */
+    aclemu_ties y_ties;  /* y's narrowing to BF16 */
+} bn_payload;
+
+typedef struct {
+    bn_payload p;
+    float *buf;          /* nchunks * 2 * R floats: a channel's values, then d */
+    float *params;       /* 4 * C floats: weight, bias, running mean, running var */
+    int64_t nchunks;
+    void *pins[TV_MAX_VIEWS + 1];
+    int npins;
+} bn_task;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+/* The layouts of a tensor's dims before and after the channel's. */
+typedef struct {
+    lay_t pre, post;
+    int64_t cstride, inner;
+} chan_lay;
+
+static void chan_lay_build(chan_lay *L, const tdesc *d, int caxis)
+{
+    lay_build(&L->pre, d->dims, d->strides, caxis);
+    lay_build(&L->post, d->dims + caxis + 1, d->strides + caxis + 1, d->ndim - caxis - 1);
+    L->cstride = d->strides[caxis];
+    L->inner = 1;
+    for (int i = caxis + 1; i < d->ndim; i++)
+        L->inner *= d->dims[i];
+}
+
+static void load_channel(const tdesc *d, const chan_lay *L, int64_t c, int64_t outer, float *dst)
+{
+    for (int64_t o = 0; o < outer; o++) {
+        const char *base = view_base(d) + (lay_offset(&L->pre, o) + c * L->cstride) * d->es;
+        float *run = dst + o * L->inner;
+        const float *src = get_tile(base, d->dtype, &L->post, 0, L->inner, run);
+        if (src != run)
+            memcpy(run, src, (size_t)L->inner * sizeof(float));
+    }
+}
+
+static void store_channel(const tdesc *d, const chan_lay *L, int64_t c, int64_t outer,
+                          aclemu_ties ties, const float *src)
+{
+    for (int64_t o = 0; o < outer; o++) {
+        char *base = view_base(d) + (lay_offset(&L->pre, o) + c * L->cstride) * d->es;
+        put_tile(base, d->dtype, ties, &L->post, 0, L->inner, src + o * L->inner);
+    }
+}
+
+static void put_one(const tdesc *d, int64_t c, float v)
+{
+    put_tile(view_base(d), d->dtype, ACLEMU_TIES_EVEN, &d->inner, c, 1, &v);
+}
+
+static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const bn_task *T = ctx;
+    const bn_payload *P = &T->p;
+    const int64_t R = P->R, C = P->C;
+    const float *w = T->params, *b = w + C, *rm = b + C, *rv = rm + C;
+    float *x = T->buf + chunk * 2 * R, *d = x + R;
+    chan_lay in, out;
+    chan_lay_build(&in, &P->t[T_INPUT], P->caxis);
+    chan_lay_build(&out, &P->t[T_OUTPUT], P->caxis);
+    const int64_t outer = R / (in.inner ? in.inner : 1);
+    const float m = P->momentum, mr = P->momentum_rev, eps = P->eps;
+    for (int64_t c = begin; c < end; c++) {
+        load_channel(&P->t[T_INPUT], &in, c, outer, x);
+        float mean, var, saved_inv;
+        if (!P->training) {
+            mean = rm[c];
+            var = rv[c];
+            if (P->chain == CHAIN_950) {
+                const float rstd = (float)(1.0 / sqrt((double)(var + eps)));
+                for (int64_t i = 0; i < R; i++) {
+                    float t = x[i] - mean;
+                    t *= w[c];
+                    t *= rstd;
+                    x[i] = t + b[c];
+                }
+            } else {
+                const float k = w[c] / sqrtf(var + eps);
+                const float shift = b[c] - k * mean;
+                for (int64_t i = 0; i < R; i++) {
+                    const float t = x[i] * k;
+                    x[i] = t + shift;
+                }
+            }
+            store_channel(&P->t[T_OUTPUT], &out, c, outer, P->y_ties, x);
+            continue;
+        }
+        if (P->chain == CHAIN_TBE) {
+            const float sum = nr_scaled_sum(x, R, 1.0f);
+            const float sumsq = nr_scaled_sum_squares(x, R, 1.0f);
+            mean = sum * P->c0;
+            const float msq = sumsq * P->c0;
+            var = msq - mean * mean;
+            const float k = w[c] / sqrtf(var + eps);
+            const float shift = b[c] - k * mean;
+            for (int64_t i = 0; i < R; i++) {
+                const float t = x[i] * k;
+                x[i] = t + shift;
+            }
+            saved_inv = var;
+        } else {
+            mean = nr_scaled_sum(x, R, P->c0) * P->c1;
+            nr_center(d, x, R, mean);
+            var = nr_scaled_sum_squares(d, R, P->c0) * P->c1;
+            if (P->chain == CHAIN_950) {
+                const float rstd = (float)(1.0 / sqrt((double)(var + eps)));
+                for (int64_t i = 0; i < R; i++) {
+                    float t = d[i] * rstd;
+                    t *= w[c];
+                    x[i] = t + b[c];
+                }
+                saved_inv = rstd;
+            } else if (P->chain == CHAIN_V3) {
+                const float k = w[c] / sqrtf(var + eps);
+                for (int64_t i = 0; i < R; i++) {
+                    const float t = d[i] * k;
+                    x[i] = t + b[c];
+                }
+                saved_inv = var;
+            } else { /* CHAIN_V3_APAR */
+                const float sd = sqrtf(var + eps);
+                for (int64_t i = 0; i < R; i++) {
+                    float t = d[i] / sd;
+                    t *= w[c];
+                    x[i] = t + b[c];
+                }
+                saved_inv = var;
+            }
+        }
+        store_channel(&P->t[T_OUTPUT], &out, c, outer, P->y_ties, x);
+        put_one(&P->t[T_SMEAN], c, mean);
+        put_one(&P->t[T_SINV], c, saved_inv);
+        if (P->t[T_RMEAN].present) {
+            const float a = rm[c] * mr, e = mean * m;
+            put_one(&P->t[T_RMEAN], c, a + e);
+        }
+        if (P->t[T_RVAR].present) {
+            const float a = rv[c] * mr;
+            float e;
+            e = var * P->var_factor;
+            if (P->chain == CHAIN_TBE || P->chain == CHAIN_950)
+                e *= m; /* unbiased first, then the momentum (V3: one factor, s * m) */
+            put_one(&P->t[T_RVAR], c, a + e);
+        }
+    }
+}
+
+/* A per-channel vector as floats into dst (C values), or `fill` where not given. */
+static void load_param(const tdesc *d, int64_t C, float fill, float *dst)
+{
+    if (!d->present) {
+        for (int64_t c = 0; c < C; c++)
+            dst[c] = fill;
+        return;
+    }
+    const float *src = get_tile(view_base(d), d->dtype, &d->inner, 0, C, dst);
+    if (src != dst)
+        memcpy(dst, src, (size_t)C * sizeof(float));
+}
+
+/* An empty input: saveMean 0 and saveInvstd NaN, every element, in their dtypes (the op_api's
+ * ProcessEmptyTensorWithValue). */
+static void fill_saved(const bn_payload *P)
+{
+    const float values[2] = {0.0f, NAN};
+    for (int k = 0; k < 2; k++) {
+        const tdesc *d = &P->t[T_SMEAN + k];
+        if (!d->present)
+            continue;
+        int64_t n = 1;
+        for (int i = 0; i < d->ndim; i++)
+            n *= d->dims[i];
+        for (int64_t i = 0; i < n; i++)
+            put_tile(view_base(d), d->dtype, ACLEMU_TIES_EVEN, &d->inner, i, 1, &values[k]);
+    }
+}
+
+static void task_run(void *arg)
+{
+    bn_task *T = arg;
+    const bn_payload *P = &T->p;
+    if (P->empty) {
+        fill_saved(P);
+        return;
+    }
+    const int64_t C = P->C;
+    /* read before any is written: runningMean may be the very memory of another input */
+    load_param(&P->t[T_WEIGHT], C, 1.0f, T->params);
+    load_param(&P->t[T_BIAS], C, 0.0f, T->params + C);
+    load_param(&P->t[T_RMEAN], C, 0.0f, T->params + 2 * C);
+    load_param(&P->t[T_RVAR], C, 1.0f, T->params + 3 * C);
+    aclemu_parallel_for(C, T->nchunks, channels_body, T);
+}
+
+static void task_release(void *arg)
+{
+    bn_task *T = arg;
+    for (int i = 0; i < T->npins; i++)
+        aclemu_device_unpin(T->pins[i]);
+    free(T->buf);
+    free(T->params);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+static aclnnStatus bn_launch(void *payload, void *const *addrs, void *workspace,
+                             uint64_t workspace_size, aclrtStream stream)
+{
+    (void)workspace_size;
+    bn_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
+        return ACLNN_ERR_INNER;
+    T->p = *(const bn_payload *)payload;
+    bn_payload *P = &T->p;
+    const tdesc *views[T_COUNT];
+    for (int i = 0; i < T_COUNT; i++) {
+        P->t[i].data = addrs[i];
+        views[i] = &P->t[i];
+    }
+    if (!P->empty) {
+        T->nchunks = P->C < NR_MAX_CHUNKS ? P->C : NR_MAX_CHUNKS;
+        T->buf = malloc((size_t)(T->nchunks * 2 * P->R) * sizeof(float));
+        T->params = malloc((size_t)(4 * P->C) * sizeof(float));
+        if (!T->buf || !T->params) {
+            aclemu_set_error("%s: out of host memory for the channel buffers (%lld floats)", P2,
+                             (long long)(T->nchunks * 2 * P->R + 4 * P->C));
+            task_release(T);
+            return ACLNN_ERR_INNER;
+        }
+    }
+    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
+                        task_run, task_release, T);
+}
+
+static const aclemu_executor_ops BN_OPS = {
+    .op_name = P2,
+    .launch = bn_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+static bool part_dtype(aclDataType dt, const aclemu_soc *soc)
+{
+    return dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16);
+}
+
+static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
+{
+    if (t && !part_dtype(t->dtype, soc))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
+             TNAME[i], dname(t->dtype), soc->name, soc->series,
+             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
+    return ACLNN_SUCCESS;
+}
+
+static bool private_format(aclFormat f)
+{
+    switch ((int)f) {
+    case ACL_FORMAT_NC1HWC0: case ACL_FORMAT_FRACTAL_Z: case ACL_FORMAT_NDC1HWC0:
+    case ACL_FRACTAL_Z_3D: case ACL_FORMAT_FRACTAL_NZ: case ACL_FORMAT_NC1HWC0_C04:
+    case ACL_FORMAT_FRACTAL_NZ_C0_16: case ACL_FORMAT_FRACTAL_NZ_C0_32:
+    case ACL_FORMAT_FRACTAL_NZ_C0_2: case ACL_FORMAT_FRACTAL_NZ_C0_4:
+    case ACL_FORMAT_FRACTAL_NZ_C0_8:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* CheckFormat, in its order. */
+static aclnnStatus check_formats(const aclTensor *input, const aclTensor *output, bool regbase)
+{
+    if (input->format != output->format)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: output's format (aclFormat %d) must be input's "
+             "format (aclFormat %d)", P1, (int)output->format, (int)input->format);
+    const aclTensor *ts[2] = {input, output};
+    for (int k = 0; k < 2; k++) {
+        const aclFormat f = ts[k]->format;
+        if (ts[k]->ndim == 5 && f != ACL_FORMAT_NCDHW && !(regbase && f == ACL_FORMAT_NDHWC))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s of rank 5 has format aclFormat %d: it must "
+                 "be %s", P1, k ? "output" : "input", (int)f,
+                 regbase ? "NCDHW or NDHWC" : "NCDHW");
+    }
+    if (private_format(input->format))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input's format (aclFormat %d) is private: ND, NC, "
+             "NCL, NCHW, NCDHW are taken", P1, (int)input->format);
+    /* stricter (docs/aclnnBatchNorm.md: no NHWC, NDHWC but on Ascend 950) */
+    if (!regbase && (input->format == ACL_FORMAT_NHWC || input->format == ACL_FORMAT_NDHWC))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input's format NHWC/NDHWC (aclFormat %d) is "
+             "supported on Ascend 950 only (docs/aclnnBatchNorm.md)", P1, (int)input->format);
+    return ACLNN_SUCCESS;
+}
+
+/* CheckShape, CheckOtherShape and the training's saveMean/saveInvstd shapes. */
+static aclnnStatus check_shapes(const aclTensor *const *ts, int64_t C, bool training)
+{
+    const aclTensor *input = ts[T_INPUT], *output = ts[T_OUTPUT];
+    const aclTensor *ranked[2] = {input, output};
+    for (int k = 0; k < 2; k++)
+        if (ranked[k]->ndim < 2 || ranked[k]->ndim > 8)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is not in [2, 8]", P1,
+                 k ? "output" : "input", (unsigned long long)ranked[k]->ndim);
+    if (!same_dims(output->dims, output->ndim, input->dims, input->ndim))
+        return shape_error(P1, "output", output->dims, output->ndim, "must equal input's",
+                           input->dims, input->ndim);
+    for (int i = T_WEIGHT; i <= T_RVAR; i++) {
+        const aclTensor *t = ts[i];
+        if (t && (t->ndim != 1 || t->dims[0] != C))
+            return shape_error(P1, TNAME[i], t->dims, t->ndim,
+                               "must be [C], C the channel count of input", input->dims,
+                               input->ndim);
+    }
+    if (training)
+        for (int i = T_SMEAN; i <= T_SINV; i++) {
+            const aclTensor *t = ts[i];
+            if (t->ndim != 1 || t->dims[0] != C)
+                return shape_error(P1, TNAME[i], t->dims, t->ndim,
+                                   "must be [C], C the channel count of input", input->dims,
+                                   input->ndim);
+        }
+    return ACLNN_SUCCESS;
+}
+
+/* The smallest power of two >= n. */
+static int64_t pow2_at_least(int64_t n)
+{
+    int64_t p = 1;
+    while (p < n)
+        p *= 2;
+    return p;
+}
+
+/* An empty input's saveMean/saveInvstd fill: stricter than the device (which fills whatever
+ * it is given), the docs' dtypes and a rank the emulator's views hold. */
+static aclnnStatus check_fill(const aclTensor *t, int i)
+{
+    if (!t)
+        return ACLNN_SUCCESS;
+    if (!dtype_ok(t->dtype))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not FLOAT, FLOAT16 or BF16 "
+             "(docs/aclnnBatchNorm.md)", P1, TNAME[i], dname(t->dtype));
+    if (t->ndim > TV_MAX_RANK)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is above 8 (it is a [C] vector)", P1,
+             TNAME[i], (unsigned long long)t->ndim);
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnBatchNormGetWorkspaceSize(
+    const aclTensor *input, const aclTensor *weight, const aclTensor *bias,
+    aclTensor *runningMean, aclTensor *runningVar, bool training, double momentum, double eps,
+    aclTensor *output, aclTensor *saveMean, aclTensor *saveInvstd, uint64_t *workspaceSize,
+    aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {input,  weight,   bias,      runningMean,
+                                    runningVar, output, saveMean, saveInvstd};
+
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
+    /* 1. CheckNotNull (161001); every tensor given must be a live aclTensor */
+    if (!input)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: input is NULL", P1);
+    if (!output)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: output is NULL", P1);
+    if (training && (st = p1_required(P1, ts, TNAME, T_SMEAN, T_COUNT)))
+        return st;
+    if ((st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
+
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    const bool regbase = soc->npu_arch == 3510;
+
+    bn_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    int64_t X = 0;
+    const bool counted = input->ndim <= TV_MAX_RANK && numel(input->dims, input->ndim, &X);
+    /* 2. an empty input: saveMean 0, saveInvstd NaN where given, nothing checked */
+    bool empty = false;
+    for (uint64_t i = 0; i < input->ndim; i++)
+        empty = empty || input->dims[i] == 0;
+    if (empty) {
+        if ((st = check_fill(saveMean, T_SMEAN)) || (st = check_fill(saveInvstd, T_SINV))) {
+            free(P);
+            return st;
+        }
+        P->empty = true;
+        snapshot(&P->t[T_SMEAN], saveMean, -1);
+        snapshot(&P->t[T_SINV], saveInvstd, -1);
+        return p1_finish(P1, &BN_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
+                         executor);
+    }
+    /* 3. CheckParams: dtypes, formats, shapes (161002) */
+    int order[T_COUNT] = {T_INPUT, T_OUTPUT, T_SMEAN, T_SINV, T_WEIGHT, T_BIAS, T_RMEAN, T_RVAR};
+    for (int k = 0; k < T_COUNT; k++) {
+        const int i = order[k];
+        if ((i == T_SMEAN || i == T_SINV) && !training)
+            continue;
+        if ((st = check_dtype(ts[i], i, soc)))
+            goto fail;
+    }
+    if ((st = check_formats(input, output, regbase)))
+        goto fail;
+    const bool channel_last = regbase && (input->format == ACL_FORMAT_NHWC ||
+                                          input->format == ACL_FORMAT_NDHWC);
+    if (input->ndim < 2 || input->ndim > 8) {
+        st = check_shapes(ts, 0, training);
+        goto fail;
+    }
+    const int caxis = channel_last ? (int)input->ndim - 1 : 1;
+    const int64_t C = input->dims[caxis];
+    if ((st = check_shapes(ts, C, training)))
+        goto fail;
+    if (!counted) {
+        aclemu_set_error("%s: input's element count overflows int64", P1);
+        st = ACLNN_ERR_PARAM_INVALID;
+        goto fail;
+    }
+    /* 4. the result's ViewCopy into output (the op_api's CHECK_RET: 561103) */
+    if (output->dtype != input->dtype) {
+        aclemu_set_error("%s: output dtype %s must be input's dtype %s for the copy of the "
+                         "result (the op_api's ViewCopy)", P1, dname(output->dtype),
+                         dname(input->dtype));
+        st = ACLNN_ERR_INNER_NULLPTR;
+        goto fail;
+    }
+
+    const int64_t R = X / C;
+    int64_t spatial = 1; /* R0: the values per channel and sample */
+    for (int i = caxis + 1; i < (int)input->ndim; i++)
+        spatial *= input->dims[i];
+    P->training = training;
+    P->caxis = caxis;
+    P->C = C;
+    P->R = R;
+    P->eps = (float)eps;
+    P->momentum = (float)momentum;
+    P->momentum_rev = 1.0f - P->momentum;
+    P->y_ties = ACLEMU_TIES_EVEN;
+    const int64_t p = pow2_at_least(R);
+    const bool v3_format = input->ndim != 4 || input->format == ACL_FORMAT_NCHW;
+    if (regbase) {
+        P->chain = CHAIN_950;
+        P->c0 = 1.0f / (float)p;
+        P->c1 = (float)p / (float)R;
+        P->var_factor = (float)R / (float)(R - 1);
+    } else if (training && soc->npu_arch == 2201 && C >= 64 && v3_format) {
+        P->chain = spatial == 1 ? CHAIN_V3_APAR : CHAIN_V3;
+        P->c0 = (float)(1.0 / (double)p);
+        P->c1 = (float)((double)p / (double)R);
+        const float scale = R == 1 ? NAN : (float)((double)R / (double)(R - 1));
+        P->var_factor = scale * P->momentum;
+        P->y_ties = ACLEMU_TIES_AWAY; /* CAST_ROUND for BF16 (FLOAT16: CAST_NONE, to even) */
+    } else {
+        P->chain = CHAIN_TBE;
+        P->c0 = (float)(1.0 / (double)R);
+        P->c1 = 1.0f;
+        P->var_factor = R == 1 ? NAN : (float)((double)R / (double)(R - 1));
+    }
+    snapshot(&P->t[T_INPUT], input, -1);
+    snapshot(&P->t[T_OUTPUT], output, -1);
+    snapshot(&P->t[T_WEIGHT], weight, -1);
+    snapshot(&P->t[T_BIAS], bias, -1);
+    snapshot(&P->t[T_RMEAN], runningMean, -1);
+    snapshot(&P->t[T_RVAR], runningVar, -1);
+    /* inference reads the running statistics and writes neither them nor the saved ones */
+    if (training) {
+        snapshot(&P->t[T_SMEAN], saveMean, -1);
+        snapshot(&P->t[T_SINV], saveInvstd, -1);
+    }
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &BN_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+fail:
+    free(P);
+    return st;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnBatchNorm(void *workspace, uint64_t workspaceSize,
+                                         aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}

@@ -1,0 +1,520 @@
+"""The emulator's aclnnBatchNorm through raw calls: phase one's checks, their order, codes and
+messages (hicann/ops-nn norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp; the stricter
+choices in docs/emulator.md), the empty input's fill, what is written (the output, in training
+saveMean, saveInvstd and the caller's running statistics in place; nothing else), and the
+device's numbers: against the float64 reference, and bit for bit against each part's chain
+written in NumPy (Atlas A2/A3's BatchNormV3 kernel in training with C >= 64, Ascend 950's
+regbase kernel, the TBE BNTrainingReduce/BNTrainingUpdate/BNInfer chain elsewhere); the other
+parts in their own processes.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from acl_py import reference
+from acl_py.raw import ffi, lib
+
+from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
+                              DevView, arena, last_msg, no_leaks, stream)
+from test_emulator_group_norm import ARCH, BF16_PART, lane_sum
+from _emu_aclnn import SOC, refused_by, run_phase_two
+from _part_runs import other_parts, run_on_parts
+from _emu_aclnn import phase_one as aclnn_phase_one
+
+P1 = lib.aclnnBatchNormGetWorkspaceSize
+P2 = lib.aclnnBatchNorm
+CALL = "aclnnBatchNormGetWorkspaceSize"
+INNER_NULLPTR = 561103
+SENTINEL = -77.0
+f = np.float32
+
+
+def phase_one(x, w, b, rm, rv, training, momentum, eps, y, sm, si, ws=True, ex=True):
+    return aclnn_phase_one(P1, x, w, b, rm, rv, training, momentum, eps, y, sm, si, ws=ws,
+                           ex=ex)
+
+
+def needs(dt):
+    if dt == BF16 and not BF16_PART:
+        pytest.skip(f"{SOC} has no BF16")
+
+
+def call(arena, x, w=None, b=None, rm=None, rv=None, training=True, momentum=0.1, eps=1e-5,
+         stat_dt=F32, kind="contig"):
+    """Runs the operator on x [N, C, ...] (ND tensors); returns (y, saveMean, saveInvstd,
+    runningMean, runningVar) read back (the running ones None where not given; the saved
+    ones their sentinel-filled views in inference)."""
+    c = x.shape[1]
+    vx = DevView(arena, x, kind=kind)
+    vw = None if w is None else DevView(arena, w, kind=kind)
+    vb = None if b is None else DevView(arena, b, kind=kind)
+    vrm = None if rm is None else DevView(arena, rm, kind=kind)
+    vrv = None if rv is None else DevView(arena, rv, kind=kind)
+    vy = DevView(arena, shape=x.shape, dtype=x.dtype, kind=kind, sentinel=SENTINEL)
+    vsm = DevView(arena, shape=(c,), dtype=stat_dt, kind=kind, sentinel=SENTINEL)
+    vsi = DevView(arena, shape=(c,), dtype=stat_dt, kind=kind, sentinel=SENTINEL)
+    run_phase_two(arena, P2, phase_one(vx, vw, vb, vrm, vrv, training, momentum, eps, vy, vsm,
+                                       vsi))
+    # every view read back: nothing written outside the views, the inputs untouched
+    assert np.array_equal(vx.read(), x.astype(x.dtype)) or np.isnan(x).any()
+    for v, given in ((vw, w), (vb, b)):
+        if v is not None:
+            assert np.array_equal(v.read(), given)
+    return (vy.read(), vsm.read(), vsi.read(), None if vrm is None else vrm.read(),
+            None if vrv is None else vrv.read())
+
+
+def rand(rng, shape, dt, scale=1.5, shift=0.25):
+    return (rng.standard_normal(shape) * scale + shift).astype(dt)
+
+
+def inputs(shape, dt, seed=0, affine=True, running=True, rdt=F32):
+    rng = np.random.default_rng(seed + sum(shape))
+    c = shape[1]
+    x = rand(rng, shape, dt)
+    w = (1 + 0.25 * rng.standard_normal(c)).astype(dt) if affine else None
+    b = (0.5 * rng.standard_normal(c)).astype(dt) if affine else None
+    rm = (0.1 * rng.standard_normal(c)).astype(rdt) if running else None
+    rv = (1 + 0.5 * rng.random(c)).astype(rdt) if running else None
+    return x, w, b, rm, rv
+
+
+# ---- the chains, in NumPy -------------------------------------------------------------------
+
+def chain_of(shape, training):
+    """The kernel the op_api picks on this part for an ND input of ``shape``."""
+    if ARCH == 3510:
+        return "950"
+    ndim, c = len(shape), shape[1]
+    if training and ARCH == 2201 and c >= 64 and ndim != 4:   # rank 4 ND: not NCHW
+        return "v3-apar" if math.prod(shape[2:]) == 1 else "v3"
+    return "tbe"
+
+
+def pow2(n):
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def round_bf16_ties_away(v):
+    u = v.astype(f).view(np.uint32).astype(np.uint64)
+    keep = np.isnan(v)
+    r = ((u + 0x8000) & 0xFFFF0000).astype(np.uint32).view(f)
+    return np.where(keep, v, r).astype(BF16)
+
+
+def device_chain(x, w, b, rm, rv, training, momentum, eps):
+    """(y, saveMean, saveInvstd, runningMean, runningVar) as this part's kernel computes them,
+    float32 (y rounded to x's dtype as the kernel does; the others float32 before their
+    cast)."""
+    shape = x.shape
+    c = shape[1]
+    rows = np.moveaxis(x.astype(f), 1, 0).reshape(c, -1)
+    r = rows.shape[1]
+    wv = np.ones(c, f) if w is None else w.astype(f)
+    bv = np.zeros(c, f) if b is None else b.astype(f)
+    rmv = np.zeros(c, f) if rm is None else rm.astype(f)
+    rvv = np.ones(c, f) if rv is None else rv.astype(f)
+    m, e = f(momentum), f(eps)
+    mr = f(1) - m
+    kind = chain_of(shape, training)
+    out = {}
+    with np.errstate(all="ignore"):
+        if not training:
+            if kind == "950":
+                rstd = (1 / np.sqrt((rvv + e).astype(np.float64))).astype(f)
+                y = ((rows - rmv[:, None]) * wv[:, None]) * rstd[:, None] + bv[:, None]
+            else:
+                k = wv / np.sqrt(rvv + e)
+                shift = bv - k * rmv
+                y = rows * k[:, None] + shift[:, None]
+            return _shape_y(y.astype(f), shape, x.dtype, "even"), None, None, None, None
+        if kind == "tbe":
+            c0 = f(1.0 / r)
+            s = lane_sum(rows)
+            sq = lane_sum((rows * rows).astype(f))
+            mean = (s * c0).astype(f)
+            var = ((sq * c0).astype(f) - (mean * mean).astype(f)).astype(f)
+            k = (wv / np.sqrt((var + e).astype(f))).astype(f)
+            shift = (bv - (k * mean).astype(f)).astype(f)
+            y = ((rows * k[:, None]).astype(f) + shift[:, None]).astype(f)
+            saved = var
+            factor = f(np.nan) if r == 1 else f(r / (r - 1))
+            var_term = ((var * factor).astype(f) * m).astype(f)
+        else:
+            p = pow2(r)
+            if kind == "950":
+                c0, c1 = f(1) / f(p), f(p) / f(r)
+            else:
+                c0, c1 = f(1.0 / p), f(p / r)
+            mean = (lane_sum((rows * c0).astype(f)) * c1).astype(f)
+            d = (rows - mean[:, None]).astype(f)
+            var = (lane_sum(((d * d).astype(f) * c0).astype(f)) * c1).astype(f)
+            if kind == "950":
+                rstd = (1 / np.sqrt((var + e).astype(np.float64))).astype(f)
+                y = (((d * rstd[:, None]).astype(f) * wv[:, None]).astype(f) + bv[:, None])
+                saved = rstd
+                bessel = f(r) / f(r - 1)
+                var_term = ((var * bessel).astype(f) * m).astype(f)
+            else:
+                if kind == "v3":
+                    k = (wv / np.sqrt((var + e).astype(f))).astype(f)
+                    y = ((d * k[:, None]).astype(f) + bv[:, None]).astype(f)
+                else:
+                    sd = np.sqrt((var + e).astype(f)).astype(f)
+                    y = (((d / sd[:, None]).astype(f) * wv[:, None]).astype(f) + bv[:, None])
+                saved = var
+                scale = f(np.nan) if r == 1 else f(r / (r - 1))
+                var_term = (var * f(scale * m)).astype(f)
+        ties = "away" if kind.startswith("v3") else "even"
+        new_rm = ((rmv * mr).astype(f) + (mean * m).astype(f)).astype(f)
+        new_rv = ((rvv * mr).astype(f) + var_term).astype(f)
+    return (_shape_y(y.astype(f), shape, x.dtype, ties), mean, saved,
+            None if rm is None else new_rm, None if rv is None else new_rv)
+
+
+def _shape_y(rows, shape, dt, ties):
+    y = np.moveaxis(rows.reshape((shape[1], shape[0]) + tuple(shape[2:])), 0, 1)
+    if dt == BF16 and ties == "away":
+        return round_bf16_ties_away(y)
+    return y.astype(dt)
+
+
+def bits(a):
+    a = np.ascontiguousarray(a)
+    return a.view(np.uint16 if a.dtype.itemsize == 2 else np.uint32)
+
+
+def same_bits(got, want, dt):
+    assert np.array_equal(bits(np.asarray(got)), bits(np.asarray(want).astype(dt))), \
+        (got, want)
+
+
+# ---- numbers ---------------------------------------------------------------------------------
+
+SHAPES = [(4, 3, 5), (2, 6, 3, 4), (16, 64), (2, 96, 7), (3, 64, 2, 1, 3, 2), (5, 2),
+          (1, 70, 1)]
+
+
+@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_chain_bit_for_bit(arena, dt, shape, training):
+    """Every output is this part's chain, bit for bit; inference writes the output only."""
+    needs(dt)
+    x, w, b, rm, rv = inputs(shape, dt)
+    got = call(arena, x, w, b, rm, rv, training=training, momentum=0.3, eps=1e-3)
+    want = device_chain(x, w, b, rm, rv, training, 0.3, 1e-3)
+    same_bits(got[0], want[0], dt)
+    if training:
+        for g, v in zip(got[1:], want[1:]):
+            same_bits(g, v, F32)
+    else:
+        assert (got[1] == SENTINEL).all() and (got[2] == SENTINEL).all()
+        same_bits(got[3], rm, F32)
+        same_bits(got[4], rv, F32)
+
+
+@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@pytest.mark.parametrize("shape", SHAPES[:4], ids=str)
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_reference(arena, dt, shape, training):
+    """Against the float64 reference within its tolerance (saveInvstd as this part writes
+    it: the variance, or 1 / sqrt(var + eps) on Ascend 950)."""
+    needs(dt)
+    x, w, b, rm, rv = inputs(shape, dt, seed=3)
+    got = call(arena, x, w, b, rm, rv, training=training)
+    saved = "invstd" if ARCH == 3510 else "var"
+    ref = reference.batch_norm(x, w, b, rm, rv, training, 0.1, 1e-5, saved=saved)
+    scale = reference.batch_norm_error_scale(x, w, b, rm, rv, training, 0.1, 1e-5, saved=saved)
+    for k, (g, r_, s) in enumerate(zip(got, ref, scale)):
+        if r_ is None:
+            continue
+        ratio = reference.max_error_ratio(g, r_, s, dt)
+        assert ratio <= 1, (k, ratio)
+
+
+def test_without_weight_bias_and_running_statistics(arena):
+    """NULL weight, bias: ones, zeros; NULL running statistics: nothing written for them
+    (the op_api's filled stand-ins are not copied out), inference uses 0 and 1."""
+    x = inputs((3, 4, 5), F32)[0]
+    got = call(arena, x)
+    want = device_chain(x, None, None, None, None, True, 0.1, 1e-5)
+    for g, v in zip(got[:3], want[:3]):
+        same_bits(g, v, F32)
+    y = call(arena, x, training=False)[0]
+    same_bits(y, device_chain(x, None, None, None, None, False, 0.1, 1e-5)[0], F32)
+
+
+@pytest.mark.parametrize("rdt", [F16, BF16])
+def test_running_statistics_in_their_own_dtype(arena, rdt):
+    """runningMean/runningVar of another dtype than input: read widened, written rounded to
+    their dtype (the op_api's Cast), saveMean/saveInvstd in theirs."""
+    needs(rdt)
+    x, w, b, rm, rv = inputs((2, 5, 6), F32, rdt=rdt)
+    got = call(arena, x, w, b, rm, rv, stat_dt=rdt)
+    want = device_chain(x, w, b, rm, rv, True, 0.1, 1e-5)
+    same_bits(got[0], want[0], F32)
+    for g, v in zip(got[1:], want[1:]):
+        same_bits(g, v.astype(rdt), rdt)
+
+
+def test_one_value_per_channel_gives_a_nan_running_var(arena):
+    """R == 1: the unbiased variance divides by 0 (NaN), runningVar becomes NaN."""
+    x, w, b, rm, rv = inputs((1, 3), F32)
+    got = call(arena, x, w, b, rm, rv)
+    assert np.isnan(got[4]).all() and np.isfinite(got[3]).all()
+
+
+@pytest.mark.parametrize("kind", ["transposed", "padded", "stepped"])
+def test_strided_views_give_the_contiguous_bits(arena, kind):
+    x, w, b, rm, rv = inputs((2, 6, 3, 4), F16)
+    base = call(arena, x, w, b, rm, rv)
+    got = call(arena, x, w, b, rm, rv, kind=kind)
+    for g, v in zip(got, base):
+        assert np.array_equal(bits(g), bits(v))
+
+
+def test_bits_do_not_depend_on_the_thread_count(arena):
+    x, w, b, rm, rv = inputs((8, 40, 33), F32)
+    lib.aclemuSetNumThreads(1)
+    one = call(arena, x, w, b, rm, rv)
+    lib.aclemuSetNumThreads(4)
+    four = call(arena, x, w, b, rm, rv)
+    for g, v in zip(one, four):
+        assert np.array_equal(bits(g), bits(v))
+
+
+def test_running_statistics_may_alias_nothing_else_written(arena):
+    """The caller's running statistics are updated in place; a repeatable executor's second
+    run starts from the first one's values (the running average moves on)."""
+    x, w, b, rm, rv = inputs((4, 3, 5), F32)
+    vx, vrm, vrv = DevView(arena, x), DevView(arena, rm), DevView(arena, rv)
+    vy = DevView(arena, shape=x.shape, dtype=F32)
+    vsm, vsi = DevView(arena, shape=(3,), dtype=F32), DevView(arena, shape=(3,), dtype=F32)
+    rc, _, ex = phase_one(vx, None, None, vrm, vrv, True, 0.5, 1e-5, vy, vsm, vsi)
+    assert rc == OK and lib.aclSetAclOpExecutorRepeatable(ex) == OK
+    try:
+        cur_m, cur_v = rm, rv
+        for _ in range(2):
+            assert P2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
+            assert lib.aclrtSynchronizeStream(arena.stream) == 0
+            want = device_chain(x, None, None, cur_m, cur_v, True, 0.5, 1e-5)
+            same_bits(vrm.read(), want[3], F32)
+            same_bits(vrv.read(), want[4], F32)
+            cur_m, cur_v = want[3], want[4]
+    finally:
+        assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
+@pytest.mark.parametrize("shape", [(0, 4, 3), (2, 0), (2, 4, 0)], ids=["n0", "c0", "hw0"])
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_empty_input_fills_save_mean_with_0_and_save_invstd_with_nan(arena, shape, training):
+    """The op_api's ProcessEmptyTensorWithValue (in either mode, where given), nothing
+    else: output and the running statistics untouched, no other check made."""
+    x = np.ones(shape, F16)
+    rm, rv = np.full(4, 2, F32), np.full(4, 3, F32)
+    vx, vrm, vrv = DevView(arena, x), DevView(arena, rm), DevView(arena, rv)
+    vy = DevView(arena, shape=shape, dtype=F32, sentinel=SENTINEL)   # dtype not checked
+    vsm = DevView(arena, shape=(4,), dtype=F16, sentinel=SENTINEL)
+    vsi = DevView(arena, shape=(4, 2), dtype=F32, sentinel=SENTINEL)  # nor shape
+    run_phase_two(arena, P2, phase_one(vx, None, None, vrm, vrv, training, 0.1, 1e-5, vy, vsm,
+                                       vsi))
+    assert (vsm.read() == 0).all() and np.isnan(vsi.read()).all()
+    assert (vrm.read() == 2).all() and (vrv.read() == 3).all()
+
+
+# ---- phase one -------------------------------------------------------------------------------
+
+def views(arena, shape=(2, 4, 3), xdt=F32, ydt=None, sdt=F32, shapes=None, dts=None):
+    """input, weight, bias, runningMean, runningVar, output, saveMean, saveInvstd views
+    (``shapes``/``dts``: overrides by name)."""
+    c = shape[1] if len(shape) > 1 else 1
+    shapes = {"weight": (c,), "bias": (c,), "rm": (c,), "rv": (c,), "y": shape,
+              "sm": (c,), "si": (c,)} | (shapes or {})
+    dts = {"weight": xdt, "bias": xdt, "rm": F32, "rv": F32, "y": ydt or xdt, "sm": sdt,
+           "si": sdt} | (dts or {})
+    x = DevView(arena, np.ones(shape, xdt))
+    rest = [DevView(arena, shape=shapes[k], dtype=F32, acl_dtype=ACL_OTHER[dts[k]])
+            if dts[k] in ACL_OTHER else DevView(arena, shape=shapes[k], dtype=dts[k])
+            for k in ("weight", "bias", "rm", "rv", "y", "sm", "si")]
+    return [x] + rest
+
+
+# dtypes outside the operator's, as aclCreateTensor's dtype over float32 storage
+ACL_OTHER = {"int32": lib.ACL_INT32, "double": lib.ACL_DOUBLE}
+
+
+def args(vs, training=True):
+    x, w, b, rm, rv, y, sm, si = vs
+    return (x, w, b, rm, rv, training, 0.1, 1e-5, y, sm, si)
+
+
+def refused(vs, code, *words, training=True, **kw):
+    return refused_by(phase_one, CALL, args(vs, training), code, *words, **kw)
+
+
+def test_out_pointers_first(arena):
+    """L2_DFX_PHASE_1's out-pointers come before input's NULL check."""
+    vs = views(arena)
+    vs[0] = None
+    for kw, word in ((dict(ws=False), "workspaceSize"), (dict(ex=False), "executor")):
+        rc, _, _ = phase_one(*args(vs), **kw)
+        assert rc == NULLPTR and word in last_msg(), (rc, last_msg())
+
+
+@pytest.mark.parametrize("k,name", [(0, "input"), (5, "output"), (6, "saveMean"),
+                                    (7, "saveInvstd")])
+def test_required_tensors(arena, k, name):
+    vs = views(arena)
+    vs[k] = None
+    refused(vs, NULLPTR, f"{name} is NULL")
+
+
+def test_saved_statistics_are_optional_in_inference(arena):
+    vs = views(arena)
+    vs[6] = vs[7] = None
+    for k in (1, 2, 3, 4):
+        vs[k] = None
+    rc, _, ex = phase_one(*args(vs, training=False))
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
+PARAM_CASES = [
+    ("output shape", dict(shapes={"y": (2, 4, 4)}), ("output shape", "must equal input's")),
+    ("weight shape", dict(shapes={"weight": (3,)}), ("weight shape",)),
+    ("bias rank", dict(shapes={"bias": (4, 1)}), ("bias shape",)),
+    ("running mean", dict(shapes={"rm": (5,)}), ("runningMean shape",)),
+    ("running var", dict(shapes={"rv": (1,)}), ("runningVar shape",)),
+    ("save mean", dict(shapes={"sm": (4, 1)}), ("saveMean shape",)),
+    ("save invstd", dict(shapes={"si": (2,)}), ("saveInvstd shape",)),
+    ("rank 1", dict(shape=(4,), shapes={"weight": (1,), "bias": (1,), "rm": (1,), "rv": (1,),
+                                         "sm": (1,), "si": (1,)}), ("input rank 1",)),
+    ("rank 9", dict(shape=(2, 3) + (1,) * 7), ("input rank 9",)),
+    ("weight dtype", dict(dts={"weight": "int32"}), ("weight dtype",)),
+    ("running dtype", dict(dts={"rv": "double"}), ("runningVar dtype",)),
+    ("save dtype", dict(dts={"si": "int32"}), ("saveInvstd dtype",)),
+]
+
+
+@pytest.mark.parametrize("case,kw,words", PARAM_CASES, ids=[c[0] for c in PARAM_CASES])
+def test_parameter_refusals(arena, case, kw, words):
+    refused(views(arena, **kw), INVALID, *words)
+
+
+def test_saved_statistics_are_not_checked_in_inference(arena):
+    vs = views(arena, shapes={"sm": (7,)}, dts={"si": "int32"})
+    rc, _, ex = phase_one(*args(vs, training=False))
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
+def test_output_dtype_other_than_input_fails_the_result_copy(arena):
+    """No dtype rule ties output to input in CheckParams; the result's ViewCopy does
+    (561103)."""
+    refused(views(arena, ydt=F16), INNER_NULLPTR, "output dtype", "ViewCopy")
+
+
+def test_checks_run_in_the_vendor_order(arena):
+    """Dtypes (input, output, saved, then the others), then formats, then shapes."""
+    vs = views(arena, dts={"weight": "int32", "sm": "int32"}, shapes={"y": (9, 9)})
+    refused(vs, INVALID, "saveMean dtype")
+    vs = views(arena, dts={"weight": "int32"}, shapes={"y": (9, 9)})
+    refused(vs, INVALID, "weight dtype")
+
+
+def fmt_tensor(arena, view, fmt, shape=None):
+    shape = list(view.shape if shape is None else shape)
+    strides = [int(math.prod(shape[i + 1:])) for i in range(len(shape))]
+    t = lib.aclCreateTensor(ffi.new("int64_t[]", shape), len(shape), lib.ACL_FLOAT,
+                            ffi.new("int64_t[]", strides), 0, fmt,
+                            ffi.new("int64_t[]", [view.n]), 1, view.ptr)
+    assert t != ffi.NULL, last_msg()
+    arena.tensors.append(t)
+    return t
+
+
+def test_formats(arena):
+    """CheckFormat: output's format input's; rank 5 NCDHW (or NDHWC on Ascend 950); no
+    private format; NHWC/NDHWC only on Ascend 950 (docs)."""
+    vs = views(arena, shape=(2, 4, 3, 2, 2))
+    x, y = vs[0], vs[5]
+    nd_x, nd_y = fmt_tensor(arena, x, lib.ACL_FORMAT_ND), fmt_tensor(arena, y, lib.ACL_FORMAT_ND)
+    refused([nd_x] + vs[1:5] + [nd_y] + vs[6:], INVALID, "rank 5", "NCDHW")
+    cx = fmt_tensor(arena, x, lib.ACL_FORMAT_NCDHW)
+    cy = fmt_tensor(arena, y, lib.ACL_FORMAT_NCDHW)
+    refused([cx] + vs[1:5] + [nd_y] + vs[6:], INVALID, "output's format")
+    rc, _, ex = phase_one(*args([cx] + vs[1:5] + [cy] + vs[6:]))
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    shape4 = (2, 4, 3, 2)
+    v4 = views(arena, shape=shape4)
+    pz = fmt_tensor(arena, v4[0], lib.ACL_FORMAT_FRACTAL_NZ)
+    pzy = fmt_tensor(arena, v4[5], lib.ACL_FORMAT_FRACTAL_NZ)
+    refused([pz] + v4[1:5] + [pzy] + v4[6:], INVALID, "private")
+    hx = fmt_tensor(arena, v4[0], lib.ACL_FORMAT_NHWC)
+    hy = fmt_tensor(arena, v4[5], lib.ACL_FORMAT_NHWC)
+    if ARCH == 3510:   # channels last: C = 2, the last dim
+        refused([hx] + v4[1:5] + [hy] + v4[6:], INVALID, "weight shape")
+    else:
+        refused([hx] + v4[1:5] + [hy] + v4[6:], INVALID, "NHWC", "Ascend 950")
+
+
+def test_ascend_950_channels_last_matches_channels_first(arena):
+    """On Ascend 950 an NHWC input's channel is its last dim: the same numbers as the NCHW
+    input it transposes (each channel's values come in the same order)."""
+    if ARCH != 3510:
+        pytest.skip("NHWC is Ascend 950's")
+    x, w, b, rm, rv = inputs((2, 3, 4, 5), F32)
+    nhwc = np.ascontiguousarray(np.moveaxis(x, 1, 3))
+    vx = DevView(arena, nhwc)
+    vy = DevView(arena, shape=nhwc.shape, dtype=F32, sentinel=SENTINEL)
+    vw, vb, vrm, vrv = (DevView(arena, a) for a in (w, b, rm, rv))
+    vsm, vsi = DevView(arena, shape=(3,), dtype=F32), DevView(arena, shape=(3,), dtype=F32)
+    hx = fmt_tensor(arena, vx, lib.ACL_FORMAT_NHWC)
+    hy = fmt_tensor(arena, vy, lib.ACL_FORMAT_NHWC)
+    run_phase_two(arena, P2, phase_one(hx, vw, vb, vrm, vrv, True, 0.1, 1e-5, hy, vsm, vsi))
+    want = device_chain(x, w, b, rm, rv, True, 0.1, 1e-5)
+    same_bits(vy.read(), np.moveaxis(want[0], 1, 3), F32)
+    for v, wv in zip((vsm, vsi, vrm, vrv), want[1:]):
+        same_bits(v.read(), wv, F32)
+
+
+def test_refusals_leak_nothing(arena):
+    """Every refusal above returns before an executor exists (the autouse leak check)."""
+    for case, kw, _ in PARAM_CASES:
+        rc, _, ex = phase_one(*args(views(arena, **kw)))
+        assert rc == INVALID and ex == ffi.NULL
+
+
+def test_dead_tensor_is_refused(arena):
+    vs = views(arena)
+    arena.destroy_tensor(vs[3].handle)
+    try:
+        refused(vs, INVALID, "runningMean", "not a live aclTensor")
+    finally:
+        v = vs[3]
+        v.handle = arena.tensor(v.shape, v.dtype, v.strides, v.offset, v.n, v.ptr)
+
+
+# ---- the part -----------------------------------------------------------------------------------
+
+def test_part_dtype_list(arena):
+    for dt in (F32, F16, BF16):
+        rc, _, ex = phase_one(*args(views(arena, xdt=dt)))
+        ok = dt != BF16 or BF16_PART
+        assert (rc == OK) == ok, (SOC, dt, rc, last_msg())
+        if ok:
+            assert lib.aclDestroyAclOpExecutor(ex) == OK
+        else:
+            assert rc == INVALID and "not supported on" in last_msg(), last_msg()
+
+
+test_on_other_parts = run_on_parts(other_parts(), "part_dtype_list or chain_bit or reference "
+                                   "or formats or channels_last or empty_input")
