@@ -60,6 +60,7 @@ from .ops import add_layer_norm, AddLayerNorm
 from .ops import deep_norm, DeepNorm
 from .ops import group_norm_silu, GroupNormSilu, group_norm_silu_v2, GroupNormSiluV2
 from .ops import add_layer_norm_grad, AddLayerNormGrad
+from .ops import batch_norm, BatchNorm
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -92,4 +93,5 @@ __all__ = [
     "add_layer_norm", "AddLayerNorm", "deep_norm", "DeepNorm",
     "group_norm_silu", "GroupNormSilu", "group_norm_silu_v2", "GroupNormSiluV2",
     "add_layer_norm_grad", "AddLayerNormGrad",
+    "batch_norm", "BatchNorm",
 ]

@@ -1,6 +1,6 @@
 """NumPy float64 references of LayerNorm (forward), LayerNormBackward, RmsNorm, its
-backward (RmsNormGrad), AddRmsNorm, GroupNorm, GroupNormSilu, AddLayerNorm and DeepNorm, and
-the tolerances results are judged by.
+backward (RmsNormGrad), AddRmsNorm, GroupNorm, GroupNormSilu, AddLayerNorm, DeepNorm and
+BatchNorm, and the tolerances results are judged by.
 
 Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
 
@@ -22,7 +22,9 @@ AddLayerNorm (:func:`add_layer_norm`): the forward LayerNorm over gamma's dims o
 ``x = x1 + x2 (+ bias)``, returned with ``x``. Its backward (:func:`add_layer_norm_grad`):
 LayerNorm's backward below of ``x = x1 + x2`` with weight ``gamma``, ``dsum`` (optional) added
 to ``dx``. DeepNorm (:func:`deep_norm`): the forward LayerNorm over gamma's dims of
-``x * alpha + gx``.
+``x * alpha + gx``. BatchNorm (:func:`batch_norm`): per channel (dim 1) over every other
+dim, with the batch's statistics (training, the running ones updated) or the running ones
+(inference).
 
 LayerNorm's error scale (:func:`layer_norm_error_scale`): ``(|input| + |mean| +
 mean_R(|input|)) * rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's own errors, carried through),
@@ -485,6 +487,97 @@ def group_norm_silu_error_scale(input, gamma, beta, group, eps: float = 1e-5,
         y = group_norm(input, gamma, beta, n, c, hxw, group, eps)[0]
         out = 1.1 * out + np.abs(y)
     return out, mean, rstd
+
+
+def _channel_rows(input):
+    """input ``[N, C, ...]`` as float64 ``(C, R)`` rows: each channel's values over the batch
+    and spatial dims."""
+    x = _f64(input)
+    return np.moveaxis(x, 1, 0).reshape(x.shape[1], -1)
+
+
+def _from_rows(rows, shape):
+    return np.moveaxis(rows.reshape((shape[1], shape[0]) + tuple(shape[2:])), 0, 1)
+
+
+def _channel_vector(v, c, default):
+    return np.full(c, default) if v is None else _f64(v).reshape(c)
+
+
+def batch_norm(input, weight=None, bias=None, running_mean=None, running_var=None,
+               training=True, momentum: float = 0.1, eps: float = 1e-5, saved="invstd"):
+    """``(output, save_mean, save_invstd, running_mean, running_var)`` of BatchNorm in float64
+    (the vendor's docs/aclnnBatchNorm.md) over input ``[N, C, ...]``, per channel over its
+    ``R`` values (every dim but the channel's). Training: the batch's ``mean`` and biased
+    variance ``var``, ``output = (input - mean) / sqrt(var + eps) * weight + bias``,
+    ``save_mean = mean``, ``save_invstd = 1 / sqrt(var + eps)`` (``saved="var"``: ``var``
+    itself, what the Atlas A2/A3, training and inference parts write there), the running
+    statistics updated as ``(1 - momentum) * old + momentum * new`` with the unbiased variance
+    ``var * R / (R - 1)`` (None where not given). Inference: output from ``running_mean``
+    (zeros when None) and ``running_var`` (ones); the other four None."""
+    rows = _channel_rows(input)
+    c, r = rows.shape
+    w = _channel_vector(weight, c, 1.0)[:, None]
+    b = _channel_vector(bias, c, 0.0)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if not training:
+            mean = _channel_vector(running_mean, c, 0.0)[:, None]
+            var = _channel_vector(running_var, c, 1.0)[:, None]
+            out = (rows - mean) / np.sqrt(var + eps) * w + b
+            return _from_rows(out, np.shape(input)), None, None, None, None
+        mean = rows.mean(axis=1, keepdims=True)
+        var = ((rows - mean) ** 2).mean(axis=1, keepdims=True)
+        rstd = 1.0 / np.sqrt(var + eps)
+        out = (rows - mean) * rstd * w + b
+        unbiased = var * r / (r - 1) if r > 1 else np.full_like(var, np.nan)
+    rm = rv = None
+    if running_mean is not None:
+        rm = (1 - momentum) * _f64(running_mean) + momentum * mean[:, 0]
+    if running_var is not None:
+        rv = (1 - momentum) * _f64(running_var) + momentum * unbiased[:, 0]
+    second = var if saved == "var" else rstd
+    return _from_rows(out, np.shape(input)), mean[:, 0], second[:, 0], rm, rv
+
+
+def batch_norm_error_scale(input, weight=None, bias=None, running_mean=None,
+                           running_var=None, training=True, momentum: float = 0.1,
+                           eps: float = 1e-5, saved="invstd"):
+    """Per element of :func:`batch_norm`'s outputs, the magnitude the device's float32 error
+    is proportional to. The Atlas training and inference parts (and Atlas A2/A3 outside
+    BatchNormV3's cases) take the variance as ``mean(x^2) - mean^2``, which cancels:
+    :func:`group_norm_error_scale`'s ``k = (mean(x^2) + mean^2) / (var + eps)`` carries it
+    for every part. ``output``: ``(|x| + |mean| + |x - mean| * k) * rstd * |weight| + |bias|``;
+    ``save_mean``: ``mean(|x|)``; ``save_invstd``: ``rstd * (1 + k)``, or as the variance
+    ``mean(x^2) + mean^2 + var``; the running statistics: the same blend of their old values'
+    and the batch statistics' magnitudes. Inference: ``(|x| + |running_mean|) * rstd *
+    |weight| + |bias|``."""
+    rows = _channel_rows(input)
+    c, r = rows.shape
+    w = np.abs(_channel_vector(weight, c, 1.0))[:, None]
+    b = np.abs(_channel_vector(bias, c, 0.0))[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if not training:
+            mean = _channel_vector(running_mean, c, 0.0)[:, None]
+            var = _channel_vector(running_var, c, 1.0)[:, None]
+            rstd = 1.0 / np.sqrt(np.abs(var + eps))
+            out = (np.abs(rows) + np.abs(mean)) * rstd * w + b
+            return _from_rows(out, np.shape(input)), None, None, None, None
+        mean = rows.mean(axis=1, keepdims=True)
+        var = ((rows - mean) ** 2).mean(axis=1, keepdims=True)
+        sq = (rows * rows).mean(axis=1, keepdims=True) + mean * mean
+        k = sq / (var + eps)
+        rstd = np.abs(1.0 / np.sqrt(var + eps))
+        out = (np.abs(rows) + np.abs(mean) + np.abs(rows - mean) * k) * rstd * w + b
+        amean = np.abs(rows).mean(axis=1)
+        var_scale = (sq + var)[:, 0]
+        second = var_scale if saved == "var" else (rstd * (1 + k))[:, 0]
+        unbiased = var_scale * r / (r - 1) if r > 1 else np.zeros_like(var_scale)
+    rm = rv = None
+    if running_mean is not None:
+        rm = abs(1 - momentum) * np.abs(_f64(running_mean)) + abs(momentum) * amean
+    if running_var is not None:
+        rv = abs(1 - momentum) * np.abs(_f64(running_var)) + abs(momentum) * unbiased
+    return _from_rows(out, np.shape(input)), amean, second, rm, rv
 
 
 def _nchw(input):

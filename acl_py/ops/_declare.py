@@ -799,7 +799,8 @@ class Declared(Operator):
         for k, spec, when, name, into in self._out_steps:
             if when is not None and not when(a):
                 outs.append(None)
-                cvals.append(_NULL)
+                if into is None:    # an output written in place has no C value of its own
+                    cvals.append(_NULL)
                 continue
             o = None if out is None else out[k]
             if into is not None:    # the input itself (its C value is the input's)
@@ -903,8 +904,8 @@ class Declared(Operator):
             raise AclTypeError("stream", f"expected an acl_py.Stream or None, got "
                                f"{type(stream).__name__}")
         outs_given = self._check_out(out, a, np.ndarray, dev) if out is not None else None
-        for i in self._into:    # results written back into the caller's arrays
-            if i is not None and not values[i].flags.writeable:
+        for i in self._into:    # results written back into the caller's arrays (if given)
+            if i is not None and values[i] is not None and not values[i].flags.writeable:
                 raise AclArgumentError(self.inputs[i].py, "array is read-only (the operator "
                                        "writes its result into it)")
         s = _stream.as_stream(stream, dev)
