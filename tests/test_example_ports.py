@@ -1,7 +1,7 @@
 """The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
 add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, gemma_rms_norm.py,
 inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py, group_norm_silu.py,
-group_norm_silu_v2.py) print exactly what the examples print on a device.
+group_norm_silu_v2.py, batch_norm.py) print exactly what the examples print on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -26,6 +26,7 @@ from acl_py._loader import emulator_prefix
 from test_samples import ROOT, SAMPLES, TIMEOUT, emulator_env, run
 from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   add_layer_norm_example_output, add_rms_norm_example_output,
+                                  batch_norm_example_output,
                                   deep_norm_example_output,
                                   gemma_rms_norm_example_output, group_norm_example_output,
                                   group_norm_silu_example_output,
@@ -112,6 +113,13 @@ def deep_norm_reference():
                                     float(np.float32(1e-6))))
 
 
+def batch_norm_reference():
+    """out of the batch_norm_v3 example's data in float64 (training, weight 1, bias 0)."""
+    x = np.arange(8.0).reshape(1, 2, 4)
+    return [reference.batch_norm(x, np.ones(2), np.zeros(2), np.zeros(2), np.ones(2), True,
+                                 0.1, 1e-5)[0]]
+
+
 def add_reference():
     """out = self + 1.2 * other of the add example's data in float64."""
     return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
@@ -182,6 +190,9 @@ PORTS = [
          "aclnnDeepNormGetWorkspaceSize",
          headers=("\nUse aclnnDeepNorm Port.", "== pdx output"),   # the header, three times
          prelude="\nUse aclnnDeepNorm Port."),
+    # the one-pass variance of 4..7: mean(x^2) is 25 times the variance (25 float32 ulps)
+    Port("batch_norm.py", batch_norm_example_output, batch_norm_reference,
+         "aclnnBatchNormGetWorkspaceSize", rtol=1e-5),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 

@@ -14,7 +14,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/add_layer_norm/examples,
                                          norm/deep_norm/examples,
                                          norm/group_norm_silu/examples,
-                                         norm/add_layer_norm_grad/examples) and runtime/
+                                         norm/add_layer_norm_grad/examples,
+                                         norm/batch_norm_v3/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -34,8 +35,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
 
 The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py,
 add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py, deep_norm.py,
-group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py) print byte for byte what
-the C++ examples print, both on the emulator.
+group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py) print byte
+for byte what the C++ examples print, both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -1136,6 +1137,34 @@ def test_vendor_add_layer_norm_grad_example(library):
     assert out == add_layer_norm_grad_example_output()
 
 
+def batch_norm_example_output() -> str:
+    """The batch_norm_v3 example's inputs (self [1, 2, 4] = 0..7, weight 1, bias 0, runningMean
+    0, runningVar 1, training, momentum 0.1, eps 1e-5, FLOAT, ND) through the chain Atlas A2
+    runs for it (two channels, below BatchNormV3's 64: BNTrainingReduce + BNTrainingUpdate,
+    docs/emulator.md): per channel mean = sum(x) * (1/4), var = sum(x^2) * (1/4) - mean^2,
+    k = weight / sqrt(var + eps), out = x * k + (bias - k * mean); the sums of these integers
+    are exact in any order and the rest are single IEEE roundings. The example prints out
+    with %f."""
+    f = np.float32
+    x = np.arange(8, dtype=f).reshape(2, 4)
+    rec = f(1.0 / 4)
+    mean = np.sum(x, axis=1, dtype=f) * rec
+    var = np.sum(x * x, axis=1, dtype=f) * rec - mean * mean
+    k = f(1) / np.sqrt(var + f(1e-5))
+    out = x * k[:, None] + (f(0) - k * mean)[:, None]
+    return "".join(f"result[{i}] is: {float(v):f}\n" for i, v in enumerate(out.ravel()))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnBatchNorm example "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_batch_norm_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "batch_norm_v3", "examples",
+                                             "test_aclnn_batch_norm_v3.cpp"), [library])
+    assert out == batch_norm_example_output()
+
+
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 
 # (port under samples/, checkout, the C++ example it ports, its operator library)
@@ -1170,6 +1199,8 @@ EXAMPLE_PORTS = [
     ("add_layer_norm_grad.py", "ops-nn",
      os.path.join("norm", "add_layer_norm_grad", "examples",
                   "test_aclnn_add_layer_norm_grad.cpp"), "opapi_nn"),
+    ("batch_norm.py", "ops-nn", os.path.join("norm", "batch_norm_v3", "examples",
+                                             "test_aclnn_batch_norm_v3.cpp"), "opapi_nn"),
 ]
 
 
