@@ -516,5 +516,121 @@ def test_part_dtype_list(arena):
             assert rc == INVALID and "not supported on" in last_msg(), last_msg()
 
 
+
+# ---- the vendor's op_api unit test, replayed --------------------------------------------------
+
+# tests/ut/op_host/op_api/test_aclnn_batchnorm.cpp: (name, input, weight, bias, runningMean,
+# runningVar, training, output, saveMean, saveInvstd, expected status); a tensor is (shape,
+# dtype, format[, strides]) or None; the BF16 cases (named for Atlas A2 or Ascend 950 there)
+# are refused on parts without BF16. Its NHWC case has no expectation (commented out).
+V5 = ((5,), "f32", "ND")
+NCDHW = ((3, 5, 3, 8, 9), "f32", "NCDHW")
+NCHW32, NCHW16 = ((3, 5, 3, 8), "f32", "NCHW"), ((3, 5, 3, 8), "f16", "NCHW")
+V4, V6 = ((4,), "f32", "ND"), ((6,), "f32", "ND")
+X34 = ((3, 4), "f32", "ND")
+UT_CASES = [
+    ("5d_train", NCDHW, V5, V5, V5, V5, True, NCDHW, V5, V5, OK),
+    ("5d_infer", NCDHW, V5, V5, V5, V5, False, NCDHW, V5, V5, OK),
+    ("float32_infer", NCHW32, V5, V5, V5, V5, False, NCHW32, V5, V5, OK),
+    ("float16_infer", NCHW16, V5, V5, V5, V5, False, NCHW16, V5, V5, OK),
+    ("float16_4d", NCHW16, V5, V5, V5, V5, True, NCHW16, V5, V5, OK),
+    ("float32_4d", NCHW32, V5, V5, V5, V5, True, NCHW32, V5, V5, OK),
+    ("float16_3d", ((3, 5, 7), "f16", "ND"), V5, V5, V5, V5, True, ((3, 5, 7), "f16", "ND"),
+     V5, V5, OK),
+    ("float32_3d", ((3, 5, 7), "f32", "ND"), V5, V5, V5, V5, True, ((3, 5, 7), "f32", "ND"),
+     V5, V5, OK),
+    ("float16_2d", ((18, 6), "f16", "ND"), V6, V6, V6, V6, True, ((18, 6), "f16", "ND"), V6,
+     V6, OK),
+    ("float32_2d", ((18, 6), "f32", "ND"), V6, V6, V6, V6, True, ((18, 6), "f32", "ND"), V6,
+     V6, OK),
+    ("err_null_input", None, None, None, None, None, True, X34, V4, V4, NULLPTR),
+    ("err_null_out", X34, None, None, None, None, True, None, V4, V4, NULLPTR),
+    ("err_null_mean", X34, None, None, None, None, True, X34, None, V4, NULLPTR),
+    ("err_null_var", X34, None, None, None, None, True, X34, V4, None, NULLPTR),
+    ("err_int32", ((3, 4), "i32", "ND"), None, None, None, None, True, ((3, 4), "i32", "ND"),
+     V4, V4, INVALID),
+    ("err_int32_var", X34, None, None, V4, ((4,), "i32", "ND"), True, X34, V4,
+     ((4,), "i32", "ND"), INVALID),
+    ("err_int32_self", ((3, 4), "i32", "ND"), None, None, V4, V4, True, X34, V4, V4, INVALID),
+    ("err_int32_out", X34, None, None, V4, V4, True, ((3, 4), "i32", "ND"), V4, V4, INVALID),
+    ("err_int32_mean", X34, None, None, ((4,), "i32", "ND"), V4, True, X34,
+     ((4,), "i32", "ND"), V4, INVALID),
+    ("err_int32_weight", X34, ((4,), "i32", "ND"), None, None, None, True, X34, V4, V4,
+     INVALID),
+    ("err_int32_bias", X34, None, ((4,), "i32", "ND"), None, None, True, X34, V4, V4, INVALID),
+    ("err_shape", ((3, 4, 5, 6, 7, 8, 9, 10, 11), "f32", "ND"), None, None, None, None, True,
+     ((3, 4, 5, 6, 7, 8, 9, 10, 11), "f32", "ND"), V4, V4, INVALID),
+    ("float32_strided", ((3, 5, 3, 8), "f32", "NCHW", (120, 8, 24, 1)), V5, V5, V5, V5, True,
+     NCHW32, V5, V5, OK),
+    ("float32_7d", ((3, 5, 4, 6, 7, 2, 2), "f32", "NCHW"), V5, V5, V5, V5, True,
+     ((3, 5, 4, 6, 7, 2, 2), "f32", "NCHW"), V5, V5, OK),
+    ("err_dim", ((3, 5, 4, 6), "f32", "NCHW"), V5, V5, V5, V4, True,
+     ((3, 5, 4, 6), "f32", "NCHW"), V5, V5, INVALID),
+    ("err_format1", ((3, 5, 4, 6, 5), "f32", "NCDHW"), V5, V5, V5, V4, True,
+     ((3, 5, 4, 6, 5), "f32", "NCHW"), V5, V5, INVALID),
+    ("err_format2", ((3, 5, 4, 6, 5), "f32", "NCHW"), V5, V5, V5, V4, True,
+     ((3, 5, 4, 6, 5), "f32", "NCHW"), V5, V5, INVALID),
+    ("err_format3", ((3, 5, 4, 6), "f32", "NCHW"), V5, V5, V5, V4, True,
+     ((3, 5, 4, 6, 5), "f32", "NCHW"), V5, V5, INVALID),
+    ("error_mean_shape", ((3, 5, 3, 8), "bf16", "NCHW"), V5, V5, V5, V5, True,
+     ((3, 5, 3, 8), "bf16", "NCHW"), V6, V5, INVALID),
+    ("empty_tensor", ((3, 5, 4, 0), "f32", "NCHW"), V5, V5, V5, V5, True,
+     ((3, 5, 4, 0), "f32", "NCHW"), V5, V5, OK),
+    ("bfloat16_infer", ((3, 5, 3, 8), "bf16", "NCHW"), V5, V5, V5, V5, False,
+     ((3, 5, 3, 8), "bf16", "NCHW"), V5, V5, OK),
+    ("bfloat16_infer1", NCDHW, V5, V5, V5, V5, False, NCDHW, V5, V5, OK),
+    ("bnv3", ((1, 64, 1, 1, 8192), "f32", "NCDHW"), ((64,), "f32", "ND"), ((64,), "f32", "ND"),
+     ((64,), "f32", "ND"), ((64,), "f32", "ND"), True, ((1, 64, 1, 1, 8192), "f32", "NCDHW"),
+     ((64,), "f32", "ND"), ((64,), "f32", "ND"), OK),
+    ("mixDTypeInput_4d", NCHW16, V5, ((5,), "f16", "ND"), V5, V5, True, NCHW16, V5, V5, OK),
+    ("nullptr", NCHW16, None, None, None, None, True, NCHW16, V5, V5, OK),
+    ("fp32_input_fp16_weight_bias", NCHW32, ((5,), "f16", "ND"), ((5,), "f16", "ND"), V5, V5,
+     True, NCHW32, V5, V5, OK),
+    ("bf16_input_fp16_weight_bias", ((3, 5, 3, 8), "bf16", "NCHW"), ((5,), "f16", "ND"),
+     ((5,), "f16", "ND"), V5, V5, True, ((3, 5, 3, 8), "bf16", "NCHW"), V5, V5, OK),
+    ("infer_empty_input_null_save_mean_var", ((0, 2, 4), "f32", "ND"), ((2,), "f32", "ND"),
+     ((2,), "f32", "ND"), ((2,), "f32", "ND"), ((2,), "f32", "ND"), False,
+     ((0, 2, 4), "f32", "ND"), None, None, OK),
+    ("infer_empty_input_with_save_mean_var", ((0, 2, 4), "f32", "ND"), ((2,), "f32", "ND"),
+     ((2,), "f32", "ND"), ((2,), "f32", "ND"), ((2,), "f32", "ND"), False,
+     ((0, 2, 4), "f32", "ND"), ((2,), "f32", "ND"), ((2,), "f32", "ND"), OK),
+]
+UT_DTYPES = {"f32": lib.ACL_FLOAT, "f16": lib.ACL_FLOAT16, "bf16": lib.ACL_BF16,
+             "i32": lib.ACL_INT32}
+
+
+def ut_tensor(arena, spec):
+    if spec is None:
+        return None
+    shape, dt, fmt = spec[:3]
+    strides = spec[3] if len(spec) > 3 else [int(math.prod(shape[i + 1:]))
+                                              for i in range(len(shape))]
+    span = 1 + sum((d - 1) * s for d, s in zip(shape, strides)) if 0 not in shape else 1
+    ptr = arena.malloc(4 * span)
+    t = lib.aclCreateTensor(ffi.new("int64_t[]", list(shape)), len(shape), UT_DTYPES[dt],
+                            ffi.new("int64_t[]", list(strides)), 0,
+                            getattr(lib, f"ACL_FORMAT_{fmt}"), ffi.new("int64_t[]", [span]),
+                            1, ptr)
+    assert t != ffi.NULL, last_msg()
+    arena.tensors.append(t)
+    return t
+
+
+@pytest.mark.parametrize("case", UT_CASES, ids=[c[0] for c in UT_CASES])
+def test_vendor_op_api_unit_test_cases(arena, case):
+    name, *specs, code = case
+    training = specs.pop(5)
+    bf16 = any(s is not None and s[1] == "bf16" for s in specs)
+    want = INVALID if bf16 and not BF16_PART else code
+    ts = [ut_tensor(arena, s) for s in specs]
+    rc, _, ex = phase_one(*ts[:5], training, 0.1, 1e-5, *ts[5:])
+    assert rc == want, (name, rc, last_msg())
+    if rc == OK:
+        assert lib.aclDestroyAclOpExecutor(ex) == OK
+    else:
+        assert ex == ffi.NULL and last_msg().startswith(CALL + ": ")
+
+
 test_on_other_parts = run_on_parts(other_parts(), "part_dtype_list or chain_bit or reference "
-                                   "or formats or channels_last or empty_input")
+                                   "or formats or channels_last or empty_input or "
+                                   "vendor_op_api_unit_test")
