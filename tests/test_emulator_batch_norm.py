@@ -135,7 +135,7 @@ def device_chain(x, w, b, rm, rv, training, momentum, eps):
                 y = rows * k[:, None] + shift[:, None]
             return _shape_y(y.astype(f), shape, x.dtype, "even"), None, None, None, None
         if kind == "tbe":
-            c0 = f(1.0 / r)
+            c0 = f(1.0 / f(r))
             s = lane_sum(rows)
             sq = lane_sum((rows * rows).astype(f))
             mean = (s * c0).astype(f)
@@ -144,7 +144,7 @@ def device_chain(x, w, b, rm, rv, training, momentum, eps):
             shift = (bv - (k * mean).astype(f)).astype(f)
             y = ((rows * k[:, None]).astype(f) + shift[:, None]).astype(f)
             saved = var
-            factor = f(np.nan) if r == 1 else f(r / (r - 1))
+            factor = f(r) / f(r - 1)    # the dynamic tiling's float division (inf for 1)
             var_term = ((var * factor).astype(f) * m).astype(f)
         else:
             p = pow2(r)

@@ -40,11 +40,13 @@
  *   runningVar' = ((var * bessel) * m) + rv * m', bessel = (float)R / (float)(R - 1);
  *   runningMean' = mean * m + rm * m'; saveMean = mean, saveInvstd = rstd. Inference:
  *   y = (((x - rm) * w) * rstd) + b with rstd from rv. Everything to even (CAST_RINT).
- * - TBE (not public; taken as the classic BNTrainingReduce/BNTrainingUpdate/BNInfer
- *   arithmetic, in float32): sum and square sum per channel, mean = sum * (1 / R),
- *   var = sumsq * (1 / R) - mean^2 (one pass: the L0 interface hands the update only the two
- *   sums), k = w / sqrtf(var + eps), y = x * k + (b - k * mean); the running statistics as
- *   above with (var * s) * m; inference the same y with rm, rv. y to even.
+ * - TBE (BNTrainingReduce, BNTrainingUpdate, BNInfer: not in hicann's sources; their
+ *   published TBE Python sources compute, in float32): sum and square sum per channel,
+ *   mean = sum * num_rec, var = sumsq * num_rec - mean^2 (one pass: the L0 interface hands
+ *   the update only the two sums), k = w / sqrtf(var + eps), y = x * k + (b - k * mean);
+ *   runningMean' = mean * m + rm * m', runningVar' = (var * s) * m + rv * m' with the dynamic
+ *   tiling's num_rec = 1.0 / (float)R and s = (float)R / (float)(R - 1) (inf for R == 1: a
+ *   NaN runningVar); inference the same y with rm, rv. y to even.
  * Every result then goes through the op_api's Cast to its tensor's dtype (to even).
  * Welford kernels for long channels (R >= 8192 on Atlas A2/A3; Ascend 950's when a channel
  * does not fit its buffer) combine partial results in another order: not modeled.
@@ -558,9 +560,11 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGetWorkspaceSize(
         P->y_ties = ACLEMU_TIES_AWAY; /* CAST_ROUND for BF16 (FLOAT16: CAST_NONE, to even) */
     } else {
         P->chain = CHAIN_TBE;
-        P->c0 = (float)(1.0 / (double)R);
+        /* the dynamic TBE tiling's num_rec and batch_var_scalar: 1.0 / (float)num, and
+         * (float)num / (float)(num - 1), a float division (inf for R == 1: var * inf, NaN) */
+        P->c0 = (float)(1.0 / (double)(float)R);
         P->c1 = 1.0f;
-        P->var_factor = R == 1 ? NAN : (float)((double)R / (double)(R - 1));
+        P->var_factor = (float)R / (float)(R - 1);
     }
     snapshot(&P->t[T_INPUT], input, -1);
     snapshot(&P->t[T_OUTPUT], output, -1);
