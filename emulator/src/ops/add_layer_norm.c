@@ -57,6 +57,7 @@ static const char *const TNAME[T_COUNT] = {"x1",   "x2",      "gamma",   "beta",
                                            "yOut", "meanOut", "rstdOut", "xOut"};
 
 typedef struct {
+    nr_head h; /* per chunk 2 * N floats: x1 (then x, then y), x2 (then bias, then d) */
     tdesc t[T_COUNT];
     int64_t M, N;
     float eps;         /* as the kernel receives it */
@@ -68,22 +69,17 @@ typedef struct {
     bool write_x;      /* additionalOutput */
 } aln_payload;
 
-typedef struct {
-    aln_payload p;
-    norm_rows rows; /* per chunk 2 * N floats: x1 (then x, then y), x2 (then bias, then d) */
-} aln_task;
-
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                      int64_t end)
 {
-    const aln_task *T = ctx;
-    const aln_payload *P = &T->p;
+    const aln_payload *P = payload;
     const tdesc *x1 = &P->t[T_X1], *x2 = &P->t[T_X2], *bias = &P->t[T_BIAS];
     const tdesc *y = &P->t[T_Y], *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD], *xo = &P->t[T_X];
     const int64_t N = P->N;
-    const float *gamma = T->rows.gamma, *beta = T->rows.beta;
-    float *abuf = nr_chunk_buf(&T->rows, chunk), *bbuf = abuf + N;
+    const float *gamma = R->gamma, *beta = R->beta;
+    float *abuf = nr_chunk_buf(R, chunk), *bbuf = abuf + N;
     for (int64_t m = begin; m < end; m++) {
         const float *a = get_tile(row_base(x1, m), x1->dtype, &x1->inner, 0, N, abuf);
         const float *b = get_tile(row_base(x2, m), x2->dtype, &x2->inner, 0, N, bbuf);
@@ -113,12 +109,11 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
     }
 }
 
-static void task_run(void *arg)
+static bool before_rows(const void *payload, norm_rows *R)
 {
-    aln_task *T = arg;
-    const aln_payload *P = &T->p;
+    const aln_payload *P = payload;
     if (!P->launch)
-        return;
+        return false;
     if (P->nan_stats) { /* the reduce-empty kernel (arch35/add_layer_norm_regbase_reduce_empty.h) */
         const float nan = NAN;
         for (int64_t m = 0; m < P->M; m++) {
@@ -127,41 +122,15 @@ static void task_run(void *arg)
             put_tile(view_base(&P->t[T_RSTD]), ACL_FLOAT, ACLEMU_TIES_EVEN, &P->t[T_RSTD].inner,
                      m, 1, &nan);
         }
-        return;
+        return false;
     }
-    nr_load_gamma(&T->rows, &P->t[T_GAMMA], P->N);
-    nr_load_beta(&T->rows, &P->t[T_BETA], P->N);
-    aclemu_parallel_for(P->M, T->rows.nchunks, rows_body, T);
+    nr_load_gamma(R, &P->t[T_GAMMA], P->N);
+    nr_load_beta(R, &P->t[T_BETA], P->N);
+    return true;
 }
 
-static void task_release(void *arg)
-{
-    aln_task *T = arg;
-    nr_release(&T->rows);
-    free(T);
-}
-
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
-
-static aclnnStatus aln_launch(void *payload, void *const *addrs, void *workspace,
-                              uint64_t workspace_size, aclrtStream stream)
-{
-    (void)workspace_size;
-    aln_task *T = p2_task_new(P2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const aln_payload *)payload;
-    /* M or N zero (every output empty, or Ascend 950's NaN statistics): nr_launch allocates
-     * no row buffers */
-    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows,
-                     T->p.launch ? T->p.M : 0, T->p.N, 2 * T->p.N, task_run, task_release, T);
-}
-
-static const aclemu_executor_ops ALN_OPS = {
-    .op_name = P2,
-    .launch = aln_launch,
-    .destroy = free, /* the payload is one flat allocation */
-};
+static const nr_kernel ALN_KERNEL = NR_KERNEL(aln_payload, before_rows, rows_body, NULL);
+static const aclemu_executor_ops ALN_OPS = NR_EXECUTOR_OPS(P2);
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
@@ -389,6 +358,9 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGetWorkspaceSize(
     aln_payload *P = calloc(1, sizeof *P);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    /* M or N zero (every output empty, or Ascend 950's NaN statistics): no row buffers */
+    P->h = (nr_head){.kernel = &ALN_KERNEL, .call = P2, .names = TNAME, .rows = launch ? M : 0,
+                     .width = N, .row_floats = 2 * N};
     P->M = M;
     P->N = N;
     P->launch = launch;

@@ -60,6 +60,7 @@ static const char *const TNAME[T_COUNT] = {"dy",    "x1",           "x2",    "rs
                                            "dxOut", "dgammaOut",    "dbetaOut"};
 
 typedef struct {
+    nr_head h; /* per chunk ROW_BUFS * N floats */
     tdesc t[T_COUNT];
     int64_t M, N;
     float ras;   /* the kernel's reduceAxisSize, 1.0f / (float)N */
@@ -70,23 +71,18 @@ typedef struct {
  * dbeta sums (N each). */
 #define ROW_BUFS 8
 
-typedef struct {
-    alng_payload p;
-    norm_rows rows;
-} alng_task;
-
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                      int64_t end)
 {
-    const alng_task *T = ctx;
-    const alng_payload *P = &T->p;
+    const alng_payload *P = payload;
     const tdesc *dyd = &P->t[T_DY], *x1 = &P->t[T_X1], *x2 = &P->t[T_X2];
     const tdesc *rs = &P->t[T_RSTD], *mn = &P->t[T_MEAN], *ds = &P->t[T_DSUM];
     const tdesc *dxd = &P->t[T_DX];
     const int64_t N = P->N;
-    const float *gamma = T->rows.gamma;
-    float *x = nr_chunk_buf(&T->rows, chunk), *g = x + N, *xc = g + N, *dyb = xc + N;
+    const float *gamma = R->gamma;
+    float *x = nr_chunk_buf(R, chunk), *g = x + N, *xc = g + N, *dyb = xc + N;
     float *dx = dyb + N, *dsb = dx + N, *pgamma = dsb + N, *pbeta = pgamma + N;
     memset(pgamma, 0, (size_t)(2 * N) * sizeof(float));
     for (int64_t m = begin; m < end; m++) {
@@ -126,21 +122,25 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
     }
 }
 
-static void task_run(void *arg)
+static bool before_rows(const void *payload, norm_rows *R)
 {
-    alng_task *T = arg;
-    const alng_payload *P = &T->p;
+    const alng_payload *P = payload;
     if (!P->launch)
-        return;
+        return false;
+    nr_load_gamma(R, &P->t[T_GAMMA], P->N);
+    return true;
+}
+
+/* The chunks' dgamma/dbeta sums, added in chunk order into zeroed outputs (the kernel's
+ * InitGmData, then one atomic add per core). */
+static void after_rows(const void *payload, norm_rows *R)
+{
+    const alng_payload *P = payload;
     const int64_t N = P->N;
-    nr_load_gamma(&T->rows, &P->t[T_GAMMA], N);
-    aclemu_parallel_for(P->M, T->rows.nchunks, rows_body, T);
-    /* the chunks' dgamma/dbeta sums, added in chunk order into zeroed outputs (the kernel's
-     * InitGmData, then one atomic add per core) */
-    float *sum = T->rows.gamma_buf; /* gamma is read: its buffer's 2 * N floats are free */
+    float *sum = R->gamma_buf; /* gamma is read: its buffer's 2 * N floats are free */
     memset(sum, 0, (size_t)(2 * N) * sizeof(float));
-    for (int64_t c = 0; c < T->rows.nchunks; c++) {
-        const float *part = nr_chunk_buf(&T->rows, c) + 6 * N;
+    for (int64_t c = 0; c < R->nchunks; c++) {
+        const float *part = nr_chunk_buf(R, c) + 6 * N;
         for (int64_t i = 0; i < 2 * N; i++)
             sum[i] += part[i];
     }
@@ -150,33 +150,8 @@ static void task_run(void *arg)
              N, sum + N);
 }
 
-static void task_release(void *arg)
-{
-    alng_task *T = arg;
-    nr_release(&T->rows);
-    free(T);
-}
-
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
-
-static aclnnStatus alng_launch(void *payload, void *const *addrs, void *workspace,
-                               uint64_t workspace_size, aclrtStream stream)
-{
-    (void)workspace_size;
-    alng_task *T = p2_task_new(P2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const alng_payload *)payload;
-    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows,
-                     T->p.launch ? T->p.M : 0, T->p.N, ROW_BUFS * T->p.N, task_run,
-                     task_release, T);
-}
-
-static const aclemu_executor_ops ALNG_OPS = {
-    .op_name = P2,
-    .launch = alng_launch,
-    .destroy = free, /* the payload is one flat allocation */
-};
+static const nr_kernel ALNG_KERNEL = NR_KERNEL(alng_payload, before_rows, rows_body, after_rows);
+static const aclemu_executor_ops ALNG_OPS = NR_EXECUTOR_OPS(P2);
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
@@ -340,6 +315,8 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(
     alng_payload *P = calloc(1, sizeof *P);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    P->h = (nr_head){.kernel = &ALNG_KERNEL, .call = P2, .names = TNAME, .rows = launch ? M : 0,
+                     .width = G, .row_floats = ROW_BUFS * G};
     P->M = M;
     P->N = G;
     P->launch = launch;

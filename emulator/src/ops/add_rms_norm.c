@@ -75,6 +75,7 @@ static const char *const MODE_NAME[] = {"rstdOut and xOut given",
                                         "neither rstdOut nor xOut given (post-RmsNorm)"};
 
 typedef struct {
+    nr_head h; /* per chunk 3 * N floats: x1 (then x), x2 (then y), the x normed */
     tdesc t[T_COUNT];
     int64_t M, N;
     float eps, avg;            /* as the kernel receives them */
@@ -82,27 +83,21 @@ typedef struct {
     bool regbase;              /* Ascend 950's kernel: float throughout, one rounding */
     bool norm_on_rounded_sum;  /* BF16: the norm over bf16(x1 + x2), not the float sum */
     bool write_rstd;
-    const arn_variant *v;
 } arn_payload;
-
-typedef struct {
-    arn_payload p;
-    norm_rows rows; /* per chunk 3 * N floats: x1 (then x), x2 (then y), the x normed */
-} arn_task;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                      int64_t end)
 {
-    const arn_task *T = ctx;
-    const arn_payload *P = &T->p;
+    const arn_payload *P = payload;
     const tdesc *x1 = &P->t[T_X1], *x2 = &P->t[T_X2], *y = &P->t[T_Y];
     const tdesc *r = &P->t[T_RSTD], *xo = &P->t[T_X];
     const int64_t N = P->N;
     const aclDataType dt = P->dtype;
     /* the device's intermediate roundings (DAV_2201 / DAV_2002 kernels); none on Ascend 950 */
     const bool half_steps = !P->regbase && dt != ACL_FLOAT;
-    float *abuf = nr_chunk_buf(&T->rows, chunk), *bbuf = abuf + N, *nbuf = bbuf + N;
+    float *abuf = nr_chunk_buf(R, chunk), *bbuf = abuf + N, *nbuf = bbuf + N;
     for (int64_t m = begin; m < end; m++) {
         const float *a = get_tile(row_base(x1, m), dt, &x1->inner, 0, N, abuf);
         const float *b = get_tile(row_base(x2, m), dt, &x2->inner, 0, N, bbuf);
@@ -126,55 +121,25 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
         if (half_steps) /* rounded to x's dtype before gamma (CAST_NONE / CAST_RINT) */
             aclemu_round_floats(dt, ACLEMU_TIES_EVEN, yb, N);
         for (int64_t i = 0; i < N; i++)
-            yb[i] *= T->rows.gamma[i];
+            yb[i] *= R->gamma[i];
         put_tile(row_base(y, m), dt, ACLEMU_TIES_EVEN, &y->inner, 0, N, yb);
         if (P->write_rstd && r->present)
             put_tile(view_base(r), ACL_FLOAT, ACLEMU_TIES_EVEN, &r->inner, m, 1, &rstd);
     }
 }
 
-static void task_run(void *arg)
+static bool before_rows(const void *payload, norm_rows *R)
 {
-    arn_task *T = arg;
-    const arn_payload *P = &T->p;
+    const arn_payload *P = payload;
     if (P->M == 0 || P->N == 0) /* an empty x1 or gamma: phase one's "nothing to compute" */
-        return;
-    nr_load_gamma(&T->rows, &P->t[T_GAMMA], P->N);
-    aclemu_parallel_for(P->M, T->rows.nchunks, rows_body, T);
+        return false;
+    nr_load_gamma(R, &P->t[T_GAMMA], P->N);
+    return true;
 }
 
-static void task_release(void *arg)
-{
-    arn_task *T = arg;
-    nr_release(&T->rows);
-    free(T);
-}
-
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
-
-static aclnnStatus arn_launch(void *payload, void *const *addrs, void *workspace,
-                              uint64_t workspace_size, aclrtStream stream)
-{
-    (void)workspace_size;
-    const arn_variant *V = ((const arn_payload *)payload)->v;
-    arn_task *T = p2_task_new(V->p2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const arn_payload *)payload;
-    return nr_launch(V->p2, stream, T->p.t, V->names, T_COUNT, addrs, workspace, &T->rows, T->p.M,
-                     T->p.N, 3 * T->p.N, task_run, task_release, T);
-}
-
-static const aclemu_executor_ops ARN_OPS = {
-    .op_name = "aclnnAddRmsNorm",
-    .launch = arn_launch,
-    .destroy = free, /* the payload is one flat allocation */
-};
-static const aclemu_executor_ops IARN_OPS = {
-    .op_name = "aclnnInplaceAddRmsNorm",
-    .launch = arn_launch,
-    .destroy = free,
-};
+static const nr_kernel ARN_KERNEL = NR_KERNEL(arn_payload, before_rows, rows_body, NULL);
+static const aclemu_executor_ops ARN_OPS = NR_EXECUTOR_OPS("aclnnAddRmsNorm");
+static const aclemu_executor_ops IARN_OPS = NR_EXECUTOR_OPS("aclnnInplaceAddRmsNorm");
 static const arn_variant ARN = {"aclnnAddRmsNorm", TNAME, &ARN_OPS};
 /* In place: y is written into x1Ref and x into x2Ref, each the same aclTensor as the input
  * (the definition's outputs "x1" and "x2" share their inputs' names: opbuild makes them Ref
@@ -334,6 +299,8 @@ static aclnnStatus make_executor(const char *call, const arn_variant *V,
     arn_payload *P = calloc(1, sizeof *P);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", call);
+    P->h = (nr_head){.kernel = &ARN_KERNEL, .call = V->p2, .names = V->names,
+                     .rows = N == 0 ? 0 : M, .width = N, .row_floats = 3 * N};
     P->M = N == 0 ? 0 : M;
     P->N = N;
     P->eps = (float)epsilon;
@@ -342,7 +309,6 @@ static aclnnStatus make_executor(const char *call, const arn_variant *V,
     P->regbase = soc->npu_arch == 3510;
     P->norm_on_rounded_sum = x1->dtype == ACL_BF16 && norm_on_rounded_sum(M, N);
     P->write_rstd = mode == MODE_FULL && soc->npu_arch != 2002;
-    P->v = V;
     if (N != 0) {
         const int split = (int)(x1->ndim - gdims);
         for (int i = 0; i < T_COUNT; i++)

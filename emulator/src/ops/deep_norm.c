@@ -60,6 +60,7 @@ static const char *const TNAME[T_COUNT] = {"x",       "gx",      "beta", "gamma"
                                            "meanOut", "rstdOut", "yOut"};
 
 typedef struct {
+    nr_head h; /* per chunk 2 * N floats: x (then h, then y), gx (then d) */
     tdesc t[T_COUNT];
     int64_t M, N;
     float alpha, eps; /* as the kernel receives them */
@@ -70,21 +71,16 @@ typedef struct {
     bool plus_zero;   /* y + 0.0f before the store: a -0 becomes +0 (ExtraProcessFp32) */
 } dn_payload;
 
-typedef struct {
-    dn_payload p;
-    norm_rows rows; /* per chunk 2 * N floats: x (then h, then y), gx (then d) */
-} dn_task;
-
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                      int64_t end)
 {
-    const dn_task *T = ctx;
-    const dn_payload *P = &T->p;
+    const dn_payload *P = payload;
     const tdesc *x = &P->t[T_X], *gx = &P->t[T_GX];
     const tdesc *y = &P->t[T_Y], *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
     const int64_t N = P->N;
-    float *abuf = nr_chunk_buf(&T->rows, chunk), *bbuf = abuf + N;
+    float *abuf = nr_chunk_buf(R, chunk), *bbuf = abuf + N;
     for (int64_t m = begin; m < end; m++) {
         const float *a = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, abuf);
         const float *b = get_tile(row_base(gx, m), gx->dtype, &gx->inner, 0, N, bbuf);
@@ -100,7 +96,7 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
         const float rstd = 1.0f / sqrtf(var + P->eps);
         if (P->write_y) {
             float *yb = abuf;
-            nr_scale_shift(yb, d, N, rstd, T->rows.gamma, T->rows.beta);
+            nr_scale_shift(yb, d, N, rstd, R->gamma, R->beta);
             if (P->plus_zero)
                 for (int64_t i = 0; i < N; i++)
                     yb[i] += 0.0f;
@@ -113,44 +109,18 @@ static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
     }
 }
 
-static void task_run(void *arg)
+static bool before_rows(const void *payload, norm_rows *R)
 {
-    dn_task *T = arg;
-    const dn_payload *P = &T->p;
+    const dn_payload *P = payload;
     if (!P->launch || !(P->write_y || P->write_stats))
-        return;
-    nr_load_gamma(&T->rows, &P->t[T_GAMMA], P->N);
-    nr_load_beta(&T->rows, &P->t[T_BETA], P->N);
-    aclemu_parallel_for(P->M, T->rows.nchunks, rows_body, T);
+        return false;
+    nr_load_gamma(R, &P->t[T_GAMMA], P->N);
+    nr_load_beta(R, &P->t[T_BETA], P->N);
+    return true;
 }
 
-static void task_release(void *arg)
-{
-    dn_task *T = arg;
-    nr_release(&T->rows);
-    free(T);
-}
-
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
-
-static aclnnStatus dn_launch(void *payload, void *const *addrs, void *workspace,
-                             uint64_t workspace_size, aclrtStream stream)
-{
-    (void)workspace_size;
-    dn_task *T = p2_task_new(P2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const dn_payload *)payload;
-    /* every output empty: nr_launch allocates no row buffers */
-    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows,
-                     T->p.launch ? T->p.M : 0, T->p.N, 2 * T->p.N, task_run, task_release, T);
-}
-
-static const aclemu_executor_ops DN_OPS = {
-    .op_name = P2,
-    .launch = dn_launch,
-    .destroy = free, /* the payload is one flat allocation */
-};
+static const nr_kernel DN_KERNEL = NR_KERNEL(dn_payload, before_rows, rows_body, NULL);
+static const aclemu_executor_ops DN_OPS = NR_EXECUTOR_OPS(P2);
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
@@ -295,6 +265,9 @@ ACLEMU_EXPORT aclnnStatus aclnnDeepNormGetWorkspaceSize(
     dn_payload *P = calloc(1, sizeof *P);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    /* every output empty: no rows, no row buffers */
+    P->h = (nr_head){.kernel = &DN_KERNEL, .call = P2, .names = TNAME, .rows = launch ? M : 0,
+                     .width = N, .row_floats = 2 * N};
     P->M = M;
     P->N = N;
     P->launch = launch;

@@ -73,8 +73,8 @@ typedef enum {
 } gn_chain;
 
 typedef struct {
+    nr_head h; /* gamma and beta as float (C values each); per chunk E floats: the row, then y */
     tdesc t[T_COUNT];
-    const char *p2;            /* the operator's phase two, for messages */
     int64_t N, C, HW, G, D, E; /* E = D * HW elements per (n, group) row */
     float eps;                 /* as the kernel receives it */
     aclDataType dtype;         /* self's and out's */
@@ -88,12 +88,6 @@ typedef struct {
     bool empty;                /* self empty: meanOut empty_mean, rstdOut NaN, nothing else */
     float empty_mean;          /* 0 (the op_api's FillScalar) or NaN (Ascend 950's kernel) */
 } gn_payload;
-
-typedef struct {
-    gn_payload p;
-    norm_rows rows; /* gamma as float (C values); per chunk E floats: the row, then y */
-    float *beta;    /* C floats */
-} gn_task;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
@@ -169,12 +163,11 @@ static float lane_sum_squares(const float *x, int64_t n, float c, float scale)
 
 /* The group's statistics and y (in place over x), as the part's kernel makes them; mean and
  * rstd are the values written (before their rounding to the dtype). */
-static void normalize_row(const gn_task *T, float *x, int64_t g, float *mean_out,
-                          float *rstd_out)
+static void normalize_row(const gn_payload *P, const norm_rows *R, float *x, int64_t g,
+                          float *mean_out, float *rstd_out)
 {
-    const gn_payload *P = &T->p;
     const int64_t E = P->E, HW = P->HW, c0 = g * P->D;
-    const float *gamma = T->rows.gamma, *beta = T->beta;
+    const float *gamma = R->gamma, *beta = R->beta;
     if (P->chain == CHAIN_ONE_PASS && HW == 1 && P->D == 1) {
         /* the hw1 kernels with one channel per group (ProcessYWithEqualC and friends): y is
          * beta, mean is x, rstd is 1 / sqrt(eps), nothing computed from x */
@@ -251,20 +244,20 @@ static void normalize_row(const gn_task *T, float *x, int64_t g, float *mean_out
     *rstd_out = 1.0f / sqrtf(sum);
 }
 
-static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                      int64_t end)
 {
-    const gn_task *T = ctx;
-    const gn_payload *P = &T->p;
+    const gn_payload *P = payload;
     const tdesc *x = &P->t[T_SELF], *y = &P->t[T_OUT];
     const tdesc *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
-    float *buf = nr_chunk_buf(&T->rows, chunk);
+    float *buf = nr_chunk_buf(R, chunk);
     for (int64_t m = begin; m < end; m++) {
         const int64_t n = m / P->G, g = m % P->G;
         const float *src = get_tile(row_base(x, n), P->dtype, &x->inner, g * P->E, P->E, buf);
         if (src != buf)
             memcpy(buf, src, (size_t)P->E * sizeof(float));
         float mean, rstd;
-        normalize_row(T, buf, g, &mean, &rstd);
+        normalize_row(P, R, buf, g, &mean, &rstd);
         if (P->silu)
             silu_row(buf, P->E);
         round_to_dtype(P, P->dtype, buf, P->E);
@@ -307,15 +300,13 @@ static void reread_as_half(float *v, int64_t C)
     }
 }
 
-static void task_run(void *arg)
+static bool before_rows(const void *payload, norm_rows *R)
 {
-    gn_task *T = arg;
-    const gn_payload *P = &T->p;
+    const gn_payload *P = payload;
     if (P->empty) {
         fill_stats(P);
-        return;
+        return false;
     }
-    norm_rows *R = &T->rows;
     if (P->t[T_GAMMA].present) {
         nr_load_gamma(R, &P->t[T_GAMMA], P->C);
     } else {
@@ -323,64 +314,29 @@ static void task_run(void *arg)
             R->gamma_buf[c] = 1.0f;
         R->gamma = R->gamma_buf;
     }
+    /* beta into the buffer's second half (written: the SD kernel's reading rewrites it) */
+    float *beta = R->gamma_buf + P->C;
     const tdesc *b = &P->t[T_BETA];
     if (b->present) {
-        const float *src = get_tile(view_base(b), b->dtype, &b->inner, 0, P->C, T->beta);
-        if (src != T->beta)
-            memcpy(T->beta, src, (size_t)P->C * sizeof(float));
+        const float *src = get_tile(view_base(b), b->dtype, &b->inner, 0, P->C, beta);
+        if (src != beta)
+            memcpy(beta, src, (size_t)P->C * sizeof(float));
     } else {
-        memset(T->beta, 0, (size_t)P->C * sizeof(float));
+        memset(beta, 0, (size_t)P->C * sizeof(float));
     }
+    R->beta = beta;
     if (P->affine_as_x_dtype) { /* gamma and beta both given, FLOAT */
         if (R->gamma != R->gamma_buf)
             memcpy(R->gamma_buf, R->gamma, (size_t)P->C * sizeof(float));
         R->gamma = R->gamma_buf;
         reread_as_half(R->gamma_buf, P->C);
-        reread_as_half(T->beta, P->C);
+        reread_as_half(beta, P->C);
     }
-    aclemu_parallel_for(P->N * P->G, R->nchunks, rows_body, T);
+    return true;
 }
 
-static void task_release(void *arg)
-{
-    gn_task *T = arg;
-    nr_release(&T->rows);
-    free(T->beta);
-    free(T);
-}
-
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
-
-static aclnnStatus gn_launch(void *payload, void *const *addrs, void *workspace,
-                             uint64_t workspace_size, aclrtStream stream)
-{
-    (void)workspace_size;
-    const char *p2 = ((const gn_payload *)payload)->p2;
-    gn_task *T = p2_task_new(p2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const gn_payload *)payload;
-    const gn_payload *P = &T->p;
-    if (!P->empty) {
-        T->beta = malloc((size_t)P->C * sizeof(float));
-        if (!T->beta) {
-            aclemu_set_error("%s: out of host memory for beta (%lld floats)", p2,
-                             (long long)P->C);
-            task_release(T);
-            return ACLNN_ERR_INNER;
-        }
-    }
-    /* rows: the (n, group) pairs; the row buffers hold one group (E floats) */
-    return nr_launch(p2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows,
-                     P->empty ? 0 : P->N * P->G, P->empty ? 0 : P->C, P->E, task_run,
-                     task_release, T);
-}
-
-static const aclemu_executor_ops GN_OPS = {
-    .op_name = P2,
-    .launch = gn_launch,
-    .destroy = free, /* the payload is one flat allocation */
-};
+static const nr_kernel GN_KERNEL = NR_KERNEL(gn_payload, before_rows, rows_body, NULL);
+static const aclemu_executor_ops GN_OPS = NR_EXECUTOR_OPS(P2);
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
@@ -539,7 +495,6 @@ static gn_payload *gn_payload_new(const char *p2, const aclemu_soc *soc,
     gn_payload *P = calloc(1, sizeof *P);
     if (!P)
         return NULL;
-    P->p2 = p2;
     P->N = N;
     P->C = C;
     P->HW = HW;
@@ -550,6 +505,10 @@ static gn_payload *gn_payload_new(const char *p2, const aclemu_soc *soc,
     P->dtype = P->stats_dtype = ts[T_SELF]->dtype;
     P->add_beta = true;
     P->empty = N * C * HW == 0;
+    /* rows: the (n, group) pairs, a row buffer holding one group (E floats); empty: none */
+    P->h = (nr_head){.kernel = &GN_KERNEL, .call = p2, .names = TNAME,
+                     .rows = P->empty ? 0 : N * group, .width = P->empty ? 0 : C,
+                     .row_floats = P->E};
     switch (soc->npu_arch) {
     case 3510:
         P->chain = CHAIN_TWO_PASS;
@@ -665,16 +624,8 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNorm(void *workspace, uint64_t workspaceSize
 #define SILU_V2_P1 "aclnnGroupNormSiluV2GetWorkspaceSize"
 #define SILU_V2_P2 "aclnnGroupNormSiluV2"
 
-static const aclemu_executor_ops GNS_OPS = {
-    .op_name = SILU_P2,
-    .launch = gn_launch,
-    .destroy = free,
-};
-static const aclemu_executor_ops GNS_V2_OPS = {
-    .op_name = SILU_V2_P2,
-    .launch = gn_launch,
-    .destroy = free,
-};
+static const aclemu_executor_ops GNS_OPS = NR_EXECUTOR_OPS(SILU_P2);
+static const aclemu_executor_ops GNS_V2_OPS = NR_EXECUTOR_OPS(SILU_V2_P2);
 
 static bool silu_dtype_listed(aclDataType d, bool bf16)
 {

@@ -1,18 +1,18 @@
 /*
  * The run of a row-wise norm kernel over gamma (RmsNorm, GemmaRmsNorm, AddRmsNorm,
- * InplaceAddRmsNorm, AddLayerNorm, DeepNorm): its launch (the operator's tensor descriptors
- * given the run's addresses, gamma and beta read as float once per run, one row buffer per
- * chunk of rows, the memory pinned until the task is released), the fixed-order lane sums of
- * a row (the kernels' Muls-then-ReduceSum steps) and their fold, so the split of rows over
- * threads never changes a bit; the centring and the scale-and-shift of a LayerNorm row.
- *
- * An operator's task is a calloc'ed struct holding its payload (with the descriptors) and a
- * norm_rows; its release function calls nr_release, then frees the struct.
+ * InplaceAddRmsNorm, AddLayerNorm, AddLayerNormGrad, DeepNorm, GroupNorm, GroupNormSilu/V2):
+ * the task every such operator's launch queues (below; norm_rows.c), which
+ * gives the operator's tensor descriptors the run's addresses, reads gamma and beta as float
+ * once per run, holds one row buffer per chunk of rows and pins the memory until it is
+ * released; the fixed-order lane sums of a row (the kernels' Muls-then-ReduceSum steps) and
+ * their fold, so the split of rows over threads never changes a bit; the centring and the
+ * scale-and-shift of a LayerNorm row.
  */
 #ifndef ACLEMU_OPS_NORM_ROWS_H_
 #define ACLEMU_OPS_NORM_ROWS_H_
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -119,43 +119,59 @@ static inline void nr_load_beta(norm_rows *R, const tdesc *b, int64_t N)
     R->beta = get_tile(view_base(b), b->dtype, &b->inner, 0, N, R->gamma_buf + N);
 }
 
-/* Unpins the run's memory and frees the buffers (not the task). */
-static inline void nr_release(norm_rows *R)
-{
-    for (int i = 0; i < R->npins; i++)
-        aclemu_device_unpin(R->pins[i]);
-    free(R->gamma_buf);
-    free(R->row_buf);
-}
+/* ---- the task: one launch, run and release for every operator on norm_rows ---------------- */
 
-/* Phase two of a norm over M rows of N: t[0..n) take the run's addresses; for M, N > 0 the
- * buffers (row_floats per chunk) are allocated; then the views are checked, pinned and the
- * task queued (views_launch). On failure the message is set and release(task) has run. */
-static inline aclnnStatus nr_launch(const char *call, aclrtStream stream, tdesc *t,
-                                    const char *const *names, int n, void *const *addrs,
-                                    void *workspace, norm_rows *R, int64_t M, int64_t N,
-                                    int64_t row_floats, aclemu_task_fn run,
-                                    aclemu_task_fn release, void *task)
-{
-    const tdesc *views[TV_MAX_VIEWS];
-    for (int i = 0; i < n; i++) {
-        t[i].data = addrs[i];
-        views[i] = &t[i];
-    }
-    if (M > 0 && N > 0) {
-        R->nchunks = M < NR_MAX_CHUNKS ? M : NR_MAX_CHUNKS;
-        R->row_floats = row_floats;
-        R->row_buf = malloc((size_t)(R->nchunks * row_floats) * sizeof(float));
-        R->gamma_buf = malloc((size_t)(2 * N) * sizeof(float));
-        if (!R->row_buf || !R->gamma_buf) {
-            aclemu_set_error("%s: out of host memory for the row buffers (%lld floats)", call,
-                             (long long)(R->nchunks * row_floats + 2 * N));
-            release(task);
-            return ACLNN_ERR_INNER;
-        }
-    }
-    return views_launch(call, stream, views, names, n, workspace, 0, R->pins, &R->npins, run,
-                        release, task);
-}
+/*
+ * An operator supplies what is its own: a payload type whose first member is an nr_head (set
+ * by its phase one), an nr_kernel (its row kernel and the steps around it) and its executor
+ * ops, NR_EXECUTOR_OPS(its phase two's name). The launch (norm_rows.c) copies the payload into
+ * a task (a repeatable executor may be destroyed while the task is queued), gives its tensors
+ * the run's addresses, allocates the run's buffers (rows and width > 0 only), checks, pins and
+ * queues it; the task's run calls before_rows, then rows over the chunks (buffers allocated
+ * only), then after_rows; its release unpins, frees the buffers and the task. The executor's
+ * ownership is aclemu_executor_run's: the launch consumes nothing of the executor's payload,
+ * and the task is released exactly once, by the stream or, on a launch failure, at once.
+ */
+typedef struct nr_kernel nr_kernel;
+
+/* The first member of an operator's payload: how a launch of it runs. */
+typedef struct {
+    const nr_kernel *kernel;
+    const char *call;         /* phase two's name, for messages */
+    const char *const *names; /* the tensors' names, in the order of the kernel's tensors */
+    int64_t rows;             /* rows the kernel runs over (0: none) */
+    int64_t width;            /* gamma's length: 2 * width floats for gamma, then beta */
+    int64_t row_floats;       /* row buffer floats per chunk */
+} nr_head;
+
+struct nr_kernel {
+    size_t payload_size; /* sizeof the payload, nr_head first */
+    size_t tensors_at;   /* offsetof the payload's tdesc array */
+    int ntensors;
+    /* On the stream's thread, before any row: reads what every row needs (nr_load_gamma,
+     * nr_load_beta) and writes what needs no row; returns whether the rows run. R's buffers
+     * exist only when the head's rows and width are both > 0. */
+    bool (*before_rows)(const void *payload, norm_rows *R);
+    /* Rows [begin, end) of chunk `chunk` (its row buffer: nr_chunk_buf(R, chunk)). */
+    void (*rows)(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                 int64_t end);
+    /* After every row (NULL: nothing), e.g. the chunks' partial sums added in chunk order. */
+    void (*after_rows)(const void *payload, norm_rows *R);
+};
+
+/* An operator's nr_kernel: its payload type (nr_head first, its tensors in an array t) and
+ * its steps (after_rows may be NULL). */
+#define NR_KERNEL(payload_type, before_rows, rows, after_rows)                                 \
+    {sizeof(payload_type), offsetof(payload_type, t),                                       \
+     (int)(sizeof(((payload_type *)0)->t) / sizeof(tdesc)), (before_rows), (rows), (after_rows)}
+
+#define NR_API __attribute__((visibility("hidden")))
+
+/* The launch of every operator on norm_rows (aclemu_executor_ops.launch). */
+NR_API aclnnStatus nr_task_launch(void *payload, void *const *addrs, void *workspace,
+                                  uint64_t workspace_size, aclrtStream stream);
+
+/* The executor ops of an operator on norm_rows: its payload is one flat allocation. */
+#define NR_EXECUTOR_OPS(name) {.op_name = (name), .launch = nr_task_launch, .destroy = free}
 
 #endif /* ACLEMU_OPS_NORM_ROWS_H_ */

@@ -67,16 +67,12 @@ enum { T_X, T_GAMMA, T_Y, T_RSTD, T_COUNT };
 static const char *const TNAME[T_COUNT] = {"x", "gamma", "yOut", "rstdOut"};
 
 typedef struct {
+    nr_head h; /* per chunk 2 * N floats: a row as float, and its y */
     tdesc t[T_COUNT];
     int64_t M, N;
     float eps, avg; /* as the kernel receives them */
     const rms_variant *v;
 } rms_payload;
-
-typedef struct {
-    rms_payload p;
-    norm_rows rows; /* per chunk 2 * N floats: a row as float, and its y */
-} rms_task;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
@@ -94,67 +90,37 @@ static float sum_squares(const float *x, int64_t n)
     return nr_fold(acc);
 }
 
-static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                      int64_t end)
 {
-    const rms_task *T = ctx;
-    const rms_payload *P = &T->p;
+    const rms_payload *P = payload;
     const tdesc *x = &P->t[T_X], *y = &P->t[T_Y], *r = &P->t[T_RSTD];
     const int64_t N = P->N;
-    float *xbuf = nr_chunk_buf(&T->rows, chunk), *ybuf = xbuf + N;
+    float *xbuf = nr_chunk_buf(R, chunk), *ybuf = xbuf + N;
     for (int64_t m = begin; m < end; m++) {
         const float *xr = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, xbuf);
         float rstd = 1.0f / sqrtf(sum_squares(xr, N) * P->avg + P->eps);
         for (int64_t i = 0; i < N; i++)
-            ybuf[i] = xr[i] * rstd * T->rows.gamma[i];
+            ybuf[i] = xr[i] * rstd * R->gamma[i];
         put_tile(row_base(y, m), y->dtype, ACLEMU_TIES_EVEN, &y->inner, 0, N, ybuf);
         put_tile(view_base(r), ACL_FLOAT, ACLEMU_TIES_EVEN, &r->inner, m, 1, &rstd);
     }
 }
 
-static void task_run(void *arg)
+static bool before_rows(const void *payload, norm_rows *R)
 {
-    rms_task *T = arg;
-    const rms_payload *P = &T->p;
+    const rms_payload *P = payload;
     if (P->M == 0) /* an empty x: nothing to write (gamma is never empty) */
-        return;
-    nr_load_gamma(&T->rows, &P->t[T_GAMMA], P->N);
+        return false;
+    nr_load_gamma(R, &P->t[T_GAMMA], P->N);
     if (P->v->gamma_offset != 0.0f)
-        nr_offset_gamma(&T->rows, P->N, P->v->gamma_offset);
-    aclemu_parallel_for(P->M, T->rows.nchunks, rows_body, T);
+        nr_offset_gamma(R, P->N, P->v->gamma_offset);
+    return true;
 }
 
-static void task_release(void *arg)
-{
-    rms_task *T = arg;
-    nr_release(&T->rows);
-    free(T);
-}
-
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
-
-static aclnnStatus rms_launch(void *payload, void *const *addrs, void *workspace,
-                              uint64_t workspace_size, aclrtStream stream)
-{
-    (void)workspace_size;
-    const char *p2 = ((const rms_payload *)payload)->v->p2;
-    rms_task *T = p2_task_new(p2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const rms_payload *)payload;
-    return nr_launch(p2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows, T->p.M,
-                     T->p.N, 2 * T->p.N, task_run, task_release, T);
-}
-
-static const aclemu_executor_ops RMS_OPS = {
-    .op_name = "aclnnRmsNorm",
-    .launch = rms_launch,
-    .destroy = free, /* the payload is one flat allocation */
-};
-static const aclemu_executor_ops GEMMA_OPS = {
-    .op_name = "aclnnGemmaRmsNorm",
-    .launch = rms_launch,
-    .destroy = free,
-};
+static const nr_kernel RMS_KERNEL = NR_KERNEL(rms_payload, before_rows, rows_body, NULL);
+static const aclemu_executor_ops RMS_OPS = NR_EXECUTOR_OPS("aclnnRmsNorm");
+static const aclemu_executor_ops GEMMA_OPS = NR_EXECUTOR_OPS("aclnnGemmaRmsNorm");
 static const rms_variant RMS = {"aclnnRmsNormGetWorkspaceSize", "aclnnRmsNorm", &RMS_OPS, 0.0f};
 static const rms_variant GEMMA = {"aclnnGemmaRmsNormGetWorkspaceSize", "aclnnGemmaRmsNorm",
                                   &GEMMA_OPS, 1.0f};
@@ -291,6 +257,8 @@ static aclnnStatus phase_one(const rms_variant *V, const aclTensor *x, const acl
     rms_payload *P = calloc(1, sizeof *P);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    P->h = (nr_head){.kernel = &RMS_KERNEL, .call = V->p2, .names = TNAME, .rows = M, .width = N,
+                     .row_floats = 2 * N};
     P->M = M;
     P->N = N;
     P->eps = (float)epsilon;
