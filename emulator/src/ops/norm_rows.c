@@ -50,6 +50,7 @@ static void task_release(void *arg)
         aclemu_device_unpin(R->pins[i]);
     free(R->gamma_buf);
     free(R->row_buf);
+    free(R->run_buf);
     free(T);
 }
 
@@ -79,9 +80,12 @@ aclnnStatus nr_task_launch(void *payload, void *const *addrs, void *workspace,
         R->row_floats = H->row_floats;
         R->row_buf = malloc((size_t)(R->nchunks * H->row_floats) * sizeof(float));
         R->gamma_buf = malloc((size_t)(2 * H->width) * sizeof(float));
-        if (!R->row_buf || !R->gamma_buf) {
+        if (H->run_floats > 0)
+            R->run_buf = malloc((size_t)H->run_floats * sizeof(float));
+        if (!R->row_buf || !R->gamma_buf || (H->run_floats > 0 && !R->run_buf)) {
             aclemu_set_error("%s: out of host memory for the row buffers (%lld floats)",
-                             H->call, (long long)(R->nchunks * H->row_floats + 2 * H->width));
+                             H->call, (long long)(R->nchunks * H->row_floats + 2 * H->width +
+                                                  H->run_floats));
             task_release(T);
             return ACLNN_ERR_INNER;
         }

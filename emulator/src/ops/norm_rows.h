@@ -1,7 +1,7 @@
 /*
  * The run of a row-wise norm kernel over gamma (RmsNorm, GemmaRmsNorm, AddRmsNorm,
- * InplaceAddRmsNorm, AddLayerNorm, AddLayerNormGrad, DeepNorm, GroupNorm, GroupNormSilu/V2):
- * the task every such operator's launch queues (below; norm_rows.c), which
+ * InplaceAddRmsNorm, AddLayerNorm, AddLayerNormGrad, DeepNorm, GroupNorm, GroupNormSilu/V2,
+ * RmsNormGrad): the task every such operator's launch queues (below; norm_rows.c), which
  * gives the operator's tensor descriptors the run's addresses, reads gamma and beta as float
  * once per run, holds one row buffer per chunk of rows and pins the memory until it is
  * released; the fixed-order lane sums of a row (the kernels' Muls-then-ReduceSum steps) and
@@ -27,6 +27,7 @@ typedef struct {
     const float *beta;  /* beta as float (in place or in gamma_buf + N), for norms with one */
     float *gamma_buf;   /* 2 * N floats: gamma's, then beta's */
     float *row_buf;     /* nchunks * row_floats */
+    float *run_buf;     /* run_floats floats for the whole run (e.g. sums per core block) */
     int64_t nchunks, row_floats;
     void *pins[TV_MAX_VIEWS + 1];
     int npins;
@@ -142,6 +143,7 @@ typedef struct {
     int64_t rows;             /* rows the kernel runs over (0: none) */
     int64_t width;            /* gamma's length: 2 * width floats for gamma, then beta */
     int64_t row_floats;       /* row buffer floats per chunk */
+    int64_t run_floats;       /* floats of the run's own buffer (R->run_buf; 0: none) */
 } nr_head;
 
 struct nr_kernel {

@@ -49,6 +49,7 @@
 #include "emu_internal.h"
 #include "phase_one.h"
 #include "convert.h"
+#include "norm_rows.h"
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_rms_norm_grad.h"
@@ -56,7 +57,6 @@
 #define P1 "aclnnRmsNormGradGetWorkspaceSize"
 #define P2 "aclnnRmsNormGrad"
 
-#define MAX_CHUNKS 16        /* core blocks run at once (each chunk has its own row buffers) */
 #define LANES 64             /* a vector repeat of floats: the reductions' lane count */
 #define SPLIT_N_MAX 6080     /* longest row of the split-N kernels (the tiling's buffer size) */
 #define SPLIT_D_CHUNK 4096   /* the split-D kernel's column chunk */
@@ -68,7 +68,12 @@ static const char *const TNAME[T_COUNT] = {"dy", "x", "rstd", "gamma", "dxOut", 
 
 typedef enum { SUM_HALF_INTERVAL, SUM_LANE_BLOCKS } sum_order;
 
+/* Row buffer floats per chunk: x, dy (converted), xr, dyg, t, dx, then a split-D row group's
+ * dgamma sum (N each). */
+#define ROW_BUFS 7
+
 typedef struct {
+    nr_head h; /* rows: the core blocks; the run's buffer: each block's dgamma sum (N each) */
     tdesc t[T_COUNT];
     int64_t M, N;
     float avg;          /* 1.0f / N, as the tiling hands it over */
@@ -78,18 +83,6 @@ typedef struct {
     bool split_d;       /* rows longer than SPLIT_N_MAX on parts with the split-D kernel */
     bool launch;        /* false: every output empty, nothing runs (as the vendor's framework) */
 } grad_payload;
-
-typedef struct {
-    grad_payload p;
-    const float *gamma; /* gamma as float (in place or in gamma_buf) */
-    float *gamma_buf;
-    float *row_buf;     /* nchunks * 6 * N floats: per chunk x, dy (converted), xr, dyg, t, dx */
-    float *partials;    /* blocks * N floats: each core block's dgamma sum */
-    float *group;       /* nchunks * N floats: a split-D row group's dgamma sum */
-    int64_t nchunks;
-    void *pins[T_COUNT + 1];
-    int npins;
-} grad_task;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
@@ -135,12 +128,10 @@ static float sum_lane_blocks(const float *t, int64_t n)
 }
 
 /* One row: dx into dxr (as floats), dy * xr added to acc. */
-static void grad_row(const grad_task *T, const float *x, const float *dy, float rstd,
-                     float *xr, float *dyg, float *t, float *dxr, float *acc)
+static void grad_row(const grad_payload *P, const float *g, const float *x, const float *dy,
+                     float rstd, float *xr, float *dyg, float *t, float *dxr, float *acc)
 {
-    const grad_payload *P = &T->p;
     const int64_t N = P->N;
-    const float *g = T->gamma;
     float s = 0.0f;
     for (int64_t i = 0; i < N; i++) {
         xr[i] = x[i] * rstd;
@@ -160,19 +151,19 @@ static void grad_row(const grad_task *T, const float *x, const float *dy, float 
         dxr[i] = (dyg[i] - xr[i] * mean) * rstd;
 }
 
-/* Core blocks [begin, end): each block's rows in order, its dgamma sum into partials. */
-static void blocks_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+/* Core blocks [begin, end): each block's rows in order, its dgamma sum into the run's
+ * buffer. */
+static void blocks_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                        int64_t end)
 {
-    const grad_task *T = ctx;
-    const grad_payload *P = &T->p;
+    const grad_payload *P = payload;
     const tdesc *dy = &P->t[T_DY], *x = &P->t[T_X], *r = &P->t[T_RSTD], *dx = &P->t[T_DX];
     const int64_t N = P->N;
-    float *buf = T->row_buf + chunk * 6 * N;
+    float *buf = nr_chunk_buf(R, chunk);
     float *xbuf = buf, *dybuf = buf + N, *xr = buf + 2 * N, *dyg = buf + 3 * N,
-          *t = buf + 4 * N, *dxr = buf + 5 * N;
-    float *group = T->group + chunk * N;
+          *t = buf + 4 * N, *dxr = buf + 5 * N, *group = buf + 6 * N;
     for (int64_t b = begin; b < end; b++) {
-        float *acc = T->partials + b * N;
+        float *acc = R->run_buf + b * N;
         const int64_t m0 = b * P->block_rows;
         const int64_t m1 = m0 + P->block_rows < P->M ? m0 + P->block_rows : P->M;
         for (int64_t i = 0; i < N; i++)
@@ -188,7 +179,7 @@ static void blocks_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
                 const float *dyv = get_tile(row_base(dy, m), dy->dtype, &dy->inner, 0, N, dybuf);
                 float rstd;
                 const float *rv = get_tile(view_base(r), ACL_FLOAT, &r->inner, m, 1, &rstd);
-                grad_row(T, xv, dyv, *rv, xr, dyg, t, dxr, gacc);
+                grad_row(P, R->gamma, xv, dyv, *rv, xr, dyg, t, dxr, gacc);
                 put_tile(row_base(dx, m), dx->dtype, ACLEMU_TIES_EVEN, &dx->inner, 0, N, dxr);
             }
             if (P->split_d)
@@ -198,81 +189,37 @@ static void blocks_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
     }
 }
 
-static void task_run(void *arg)
+static bool before_rows(const void *payload, norm_rows *R)
 {
-    grad_task *T = arg;
-    const grad_payload *P = &T->p;
-    const tdesc *g = &P->t[T_GAMMA], *dg = &P->t[T_DGAMMA];
+    const grad_payload *P = payload;
+    if (!P->launch) /* every output empty: the vendor's framework launches nothing */
+        return false;
+    if (P->M == 0) { /* Ascend 950's empty-rows kernel: dgamma is zeros */
+        const tdesc *dg = &P->t[T_DGAMMA];
+        memset(R->run_buf, 0, (size_t)P->N * sizeof(float));
+        put_tile(view_base(dg), ACL_FLOAT, ACLEMU_TIES_EVEN, &dg->inner, 0, P->N, R->run_buf);
+        return false;
+    }
+    nr_load_gamma(R, &P->t[T_GAMMA], P->N);
+    return true;
+}
+
+/* The cores' sums in core order, each added onto the running total. */
+static void after_rows(const void *payload, norm_rows *R)
+{
+    const grad_payload *P = payload;
+    const tdesc *dg = &P->t[T_DGAMMA];
     const int64_t N = P->N;
-    if (P->M > 0) {
-        T->gamma = get_tile(view_base(g), g->dtype, &g->inner, 0, N, T->gamma_buf);
-        aclemu_parallel_for(P->blocks, T->nchunks, blocks_body, T);
-        /* the cores' sums in core order, each added onto the running total */
-        for (int64_t b = 1; b < P->blocks; b++)
-            for (int64_t i = 0; i < N; i++)
-                T->partials[i] = T->partials[i] + T->partials[b * N + i];
-    } else { /* Ascend 950's empty-rows kernel: dgamma is zeros */
-        memset(T->partials, 0, (size_t)N * sizeof(float));
-    }
-    put_tile(view_base(dg), ACL_FLOAT, ACLEMU_TIES_EVEN, &dg->inner, 0, N, T->partials);
+    float *partials = R->run_buf;
+    for (int64_t b = 1; b < P->blocks; b++)
+        for (int64_t i = 0; i < N; i++)
+            partials[i] = partials[i] + partials[b * N + i];
+    put_tile(view_base(dg), ACL_FLOAT, ACLEMU_TIES_EVEN, &dg->inner, 0, N, partials);
 }
 
-static void task_release(void *arg)
-{
-    grad_task *T = arg;
-    for (int i = 0; i < T->npins; i++)
-        aclemu_device_unpin(T->pins[i]);
-    free(T->gamma_buf);
-    free(T->row_buf);
-    free(T->partials);
-    free(T->group);
-    free(T);
-}
-
-static void task_nothing(void *arg)
-{
-    (void)arg;
-}
-
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
-
-static aclnnStatus grad_launch(void *payload, void *const *addrs, void *workspace,
-                               uint64_t workspace_size, aclrtStream stream)
-{
-    (void)workspace_size;
-    grad_task *T = p2_task_new(P2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const grad_payload *)payload;
-    const tdesc *views[T_COUNT];
-    for (int i = 0; i < T_COUNT; i++) {
-        T->p.t[i].data = addrs[i];
-        views[i] = &T->p.t[i];
-    }
-    if (!T->p.launch) /* every output empty: the vendor's framework launches nothing */
-        return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins,
-                            &T->npins, task_nothing, task_release, T);
-    const int64_t N = T->p.N, blocks = T->p.M > 0 ? T->p.blocks : 1;
-    T->nchunks = blocks < MAX_CHUNKS ? blocks : MAX_CHUNKS;
-    T->partials = malloc((size_t)(blocks * N) * sizeof(float));
-    T->row_buf = malloc((size_t)(T->nchunks * 6 * N) * sizeof(float));
-    T->group = malloc((size_t)(T->nchunks * N) * sizeof(float));
-    T->gamma_buf = malloc((size_t)N * sizeof(float));
-    if (!T->partials || !T->row_buf || !T->group || !T->gamma_buf) {
-        aclemu_set_error("%s: out of host memory for the row buffers (%lld floats)", P2,
-                         (long long)((blocks + T->nchunks * 7 + 1) * N));
-        task_release(T);
-        return ACLNN_ERR_INNER;
-    }
-    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
-                        task_run, task_release, T);
-}
-
-static const aclemu_executor_ops GRAD_OPS = {
-    .op_name = P2,
-    .launch = grad_launch,
-    .destroy = free, /* the payload is one flat allocation */
-};
+static const nr_kernel GRAD_KERNEL = NR_KERNEL(grad_payload, before_rows, blocks_body,
+                                               after_rows);
+static const aclemu_executor_ops GRAD_OPS = NR_EXECUTOR_OPS(P2);
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
@@ -447,6 +394,12 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy,
     const int64_t cores = aclemu_soc_vector_cores();
     P->block_rows = M > 0 ? (M + cores - 1) / cores : 0;
     P->blocks = M > 0 ? (M + P->block_rows - 1) / P->block_rows : 0;
+    /* rows: the core blocks (one for Ascend 950's empty rows, which writes dgamma's zeros
+     * from the run's buffer); every output empty: none, no buffers */
+    const int64_t blocks = M > 0 ? P->blocks : 1;
+    P->h = (nr_head){.kernel = &GRAD_KERNEL, .call = P2, .names = TNAME,
+                     .rows = launch ? blocks : 0, .width = N, .row_floats = ROW_BUFS * N,
+                     .run_floats = blocks * N};
     P->split_d = soc->npu_arch != 3510 && N > SPLIT_N_MAX;
     const int64_t align = x->dtype == ACL_FLOAT ? 8 : 16;
     P->order = soc->npu_arch == 2201 && (N + align - 1) / align * align <= SMALL_D_MAX
