@@ -79,7 +79,8 @@ __all__ = [
     "rounding_dtype", "device_rounding", "half_ulp", "rms_norm", "rms_norm_error_scale",
     "add_rms_norm", "add_rms_norm_error_scale", "gemma_rms_norm", "gemma_rms_norm_error_scale",
     "add_layer_norm", "add_layer_norm_error_scale", "deep_norm", "deep_norm_error_scale",
-    "add_layer_norm_grad", "add_layer_norm_grad_error_scale",
+    "add_layer_norm_grad", "add_layer_norm_grad_error_scale", "deep_norm_grad",
+    "deep_norm_grad_error_scale",
     "rms_norm_grad", "rms_norm_grad_error_scale", "group_norm", "group_norm_error_scale",
     "group_norm_silu", "group_norm_silu_error_scale",
 ]
@@ -361,6 +362,25 @@ def add_layer_norm_grad_error_scale(dy, x1, x2, rstd, mean, gamma, dsum=None):
     x = np.abs(_f64(x1)) + np.abs(_f64(x2))
     dx, dgamma, dbeta = error_scale(dy, x, np.shape(gamma), mean, rstd, gamma)
     return (dx if dsum is None else dx + np.abs(_f64(dsum))), dgamma, dbeta
+
+
+def deep_norm_grad(dy, x, gx, gamma, mean, rstd, alpha: float = 0.3):
+    """``(dx, dgx, dbeta, dgamma)`` of DeepNormGrad in float64 (the vendor's docs,
+    docs/aclnnDeepNormGrad.md): :func:`layer_norm_backward` of ``h = x * alpha + gx`` over
+    gamma's dims with weight ``gamma`` and the saved ``mean``/``rstd`` as given gives dgx,
+    dgamma and dbeta; ``dx = alpha * dgx``. dx and dgx shaped x, dbeta and dgamma gamma."""
+    h = _f64(x) * alpha + _f64(gx)
+    dgx, dgamma, dbeta = layer_norm_backward(dy, h, np.shape(gamma), mean, rstd, gamma)
+    return dgx * alpha, dgx, dbeta, dgamma
+
+
+def deep_norm_grad_error_scale(dy, x, gx, gamma, mean, rstd, alpha: float = 0.3):
+    """Per element of ``(dx, dgx, dbeta, dgamma)``, the magnitude the device's error is
+    proportional to: :func:`error_scale` with ``|x * alpha| + |gx|`` for the input (the device
+    rounds ``h`` in float32 however much the two cancel); dx's is ``|alpha|`` times dgx's."""
+    h = np.abs(_f64(x) * alpha) + np.abs(_f64(gx))
+    dgx, dgamma, dbeta = error_scale(dy, h, np.shape(gamma), mean, rstd, gamma)
+    return dgx * abs(alpha), dgx, dbeta, dgamma
 
 
 def _rms_grad_split(dy, x, rstd, gamma):

@@ -90,6 +90,7 @@ GENERATED = {
         "ops-nn/norm/add_layer_norm_grad",
         "aclnnAddLayerNormGrad.md",
     ),
+    "aclnnop/aclnn_deep_norm_grad.h": ("ops-nn/norm/deep_norm_grad", "aclnnDeepNormGrad.md"),
 }
 
 
