@@ -61,6 +61,7 @@ from .ops import deep_norm, DeepNorm
 from .ops import group_norm_silu, GroupNormSilu, group_norm_silu_v2, GroupNormSiluV2
 from .ops import add_layer_norm_grad, AddLayerNormGrad
 from .ops import batch_norm, BatchNorm
+from .ops import deep_norm_grad, DeepNormGrad
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -92,6 +93,6 @@ __all__ = [
     "gemma_rms_norm", "GemmaRmsNorm", "inplace_add_rms_norm", "InplaceAddRmsNorm",
     "add_layer_norm", "AddLayerNorm", "deep_norm", "DeepNorm",
     "group_norm_silu", "GroupNormSilu", "group_norm_silu_v2", "GroupNormSiluV2",
-    "add_layer_norm_grad", "AddLayerNormGrad",
+    "add_layer_norm_grad", "AddLayerNormGrad", "deep_norm_grad", "DeepNormGrad",
     "batch_norm", "BatchNorm",
 ]

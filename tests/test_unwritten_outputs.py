@@ -18,8 +18,8 @@ import pytest
 
 import acl_py
 from acl_py import smoke
-from acl_py.ops import (ADD_LAYER_NORM, ADD_RMS_NORM, DECLARED, DEEP_NORM, GROUP_NORM,
-                        GROUP_NORM_SILU, GROUP_NORM_SILU_V2, INPLACE_ADD_RMS_NORM, RMS_NORM,
+from acl_py.ops import (ADD_LAYER_NORM, ADD_RMS_NORM, DECLARED, DEEP_NORM, DEEP_NORM_GRAD,
+                        GROUP_NORM, GROUP_NORM_SILU, GROUP_NORM_SILU_V2, INPLACE_ADD_RMS_NORM, RMS_NORM,
                         Declared, OutputNotWritten, Part, part_of)
 
 from _emu_aclnn import SOC
@@ -54,6 +54,14 @@ def _deep_norm_values(shape, dt):
     b = (0.5 * rng.standard_normal(shape[-1:])).astype(dt)
     g = (1 + 0.25 * rng.standard_normal(shape[-1:])).astype(dt)
     return (x, gx, b, g, 0.5, 1e-6)
+
+
+def _deep_norm_grad_values(shape, dt):
+    rng = np.random.default_rng(5)
+    dy, x, gx = (rng.standard_normal(shape).astype(dt) for _ in range(3))
+    g = (1 + 0.25 * rng.standard_normal(shape[-1:])).astype(dt)
+    mean, rstd, _ = acl_py.reference.deep_norm(x, gx, np.zeros(shape[-1:]), g, 0.5)
+    return (dy, x, gx, g, mean.astype(F32), rstd.astype(F32), 0.5)
 
 
 def _group_norm_values(shape, group, dt):
@@ -95,6 +103,8 @@ CASES = [
     (ADD_LAYER_NORM, _add_layer_norm_values((4, 64), F32)),
     (DEEP_NORM, _deep_norm_values((3, 7), F32)),                  # y: a row under 32 bytes
     (DEEP_NORM, _deep_norm_values((2, 3, 16), F16)),              # y: one 32-byte block
+    (DEEP_NORM_GRAD, _deep_norm_grad_values((3, 7), F32)),        # dx, dgx: under 32 bytes
+    (DEEP_NORM_GRAD, _deep_norm_grad_values((2, 3, 16), F16)),    # dx, dgx: one block
     (ADD_LAYER_NORM, _add_layer_norm_values((2, 3, 16), F16, additional_output=False)),
 ]
 
@@ -160,10 +170,13 @@ def test_the_unwritten_cases_are_unwritten_on_inference_parts():
     answers = [d.unwritten_outputs(v, p310)[1] is None for d, v in CASES]
     assert answers == [False, False, False, True, True, False, False, False, True, True,
                        False, False, True, True, True, False, False, False, False, False,
-                       False, False]
+                       False, False, True, False]
     # DeepNorm's y: a row under 32 bytes is not written, one of 32 bytes is
     assert [DEEP_NORM.unwritten_outputs(v, p310)[2] is None
             for d, v in CASES if d is DEEP_NORM] == [False, True]
+    # DeepNormGrad's dx and dgx: the same rule
+    assert [DEEP_NORM_GRAD.unwritten_outputs(v, p310)[:2] == (None, None)
+            for d, v in CASES if d is DEEP_NORM_GRAD] == [False, True]
     p8 = Part("Ascend310P3", 2002, 8)   # the core count matters: 75 groups a core
     assert GROUP_NORM.unwritten_outputs(CASES[11][1], p8)[1] is None
     for p in (Part("Ascend910B2", 2201, 48), Part("Ascend910A", 1001, 32),
