@@ -1,7 +1,8 @@
 """The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
 add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, gemma_rms_norm.py,
 inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py, group_norm_silu.py,
-group_norm_silu_v2.py, batch_norm.py) print exactly what the examples print on a device.
+group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py) print exactly what the examples print on a
+device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -27,7 +28,7 @@ from test_samples import ROOT, SAMPLES, TIMEOUT, emulator_env, run
 from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   add_layer_norm_example_output, add_rms_norm_example_output,
                                   batch_norm_example_output,
-                                  deep_norm_example_output,
+                                  deep_norm_example_output, deep_norm_grad_example_output,
                                   gemma_rms_norm_example_output, group_norm_example_output,
                                   group_norm_silu_example_output,
                                   inplace_add_rms_norm_example_output,
@@ -118,6 +119,16 @@ def batch_norm_reference():
     x = np.arange(8.0).reshape(1, 2, 4)
     return [reference.batch_norm(x, np.ones(2), np.zeros(2), np.zeros(2), np.ones(2), True,
                                  0.1, 1e-5)[0]]
+
+
+def deep_norm_grad_reference():
+    """dx, dgx, dbeta and dgamma of the deep_norm_grad example's data in float64 (its alpha is
+    float(0.3); mean and rstd as given: [0, 1, 2])."""
+    dy = np.arange(1.0, 13.0).reshape(3, 1, 4)
+    gx = np.array([2, 2, 2, 4, 4, 4, 6, 6, 6, 8, 8, 8.0]).reshape(3, 1, 4)
+    stat = np.arange(3.0).reshape(3, 1, 1)
+    return list(reference.deep_norm_grad(dy, dy, gx, np.arange(4.0), stat, stat,
+                                         float(np.float32(0.3))))
 
 
 def add_reference():

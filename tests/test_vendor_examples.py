@@ -15,7 +15,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/deep_norm/examples,
                                          norm/group_norm_silu/examples,
                                          norm/add_layer_norm_grad/examples,
-                                         norm/batch_norm_v3/examples) and runtime/
+                                         norm/batch_norm_v3/examples,
+                                         norm/deep_norm_grad/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -35,8 +36,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
 
 The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py,
 add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py, deep_norm.py,
-group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py) print byte
-for byte what the C++ examples print, both on the emulator.
+group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py,
+deep_norm_grad.py) print byte for byte what the C++ examples print, both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -1165,6 +1166,51 @@ def test_vendor_batch_norm_example(library):
     assert out == batch_norm_example_output()
 
 
+def deep_norm_grad_example_output() -> str:
+    """The deep_norm_grad example's inputs (dy = x = 1..12 and gx as [3, 1, 4], gamma
+    [0, 1, 2, 3], mean = rstd = [0, 1, 2] as [3, 1, 1], alpha float(0.3), FLOAT) through the
+    kernel's float32 chain (op_kernel/deep_norm_grad_large_n_small_d.h MainCompute):
+    xc = (x * alpha (rounded) + gx) - mean, g = dy * gamma, dvar = sum((xc * r^3) * g) * k,
+    dmean = sum(g * r) * k with k = -1.0f / 4, dgx = (xc * dvar + dmean) + g * r,
+    dx = dgx * alpha, dbeta and dgamma the column sums of dy and (xc * r) * dy in row order
+    (one row a core). Any order of the rows' four-term sums, and Ascend 950's order of dgx's
+    adds ((g * r + xc * dvar) + dmean), give this text, so it is the device's on Atlas A2/A3
+    and Ascend 950 (an Atlas inference part leaves pdx and pdgx as the example's host data:
+    rows of 16 bytes). The example prints pdx, pdgx, pdbeta and pdgamma, each after a header
+    that ends with no newline."""
+    from test_emulator_add_layer_norm import lane_sum
+    f = np.float32
+    dy = np.arange(1, 13, dtype=f).reshape(3, 4)
+    gx = np.array([2, 2, 2, 4, 4, 4, 6, 6, 6, 8, 8, 8], f).reshape(3, 4)
+    gamma, r = np.arange(4, dtype=f), np.arange(3, dtype=f).reshape(3, 1)
+    alpha, k = f(0.3), f(-1) / f(4)
+    xc = (dy * alpha + gx) - r        # x is dy's data; mean's values are rstd's
+    g = dy * gamma
+    dvar = lane_sum((xc * (r * r * r)) * g) * k
+    dmean = lane_sum(g * r) * k
+    dgx = (xc * dvar[:, None] + dmean[:, None]) + g * r
+    dx = dgx * alpha
+    dbeta, dgamma = np.zeros(4, f), np.zeros(4, f)
+    for row in range(3):
+        dbeta += dy[row]
+        dgamma += (xc[row] * r[row]) * dy[row]
+    text = "\nUse aclnnDeepNormGrad Port."
+    for name, vals in (("pdx", dx), ("pdgx", dgx), ("pdbeta", dbeta), ("pdgamma", dgamma)):
+        text += f"== {name} output"
+        text += "".join(f"result[{i}] is: {float(v):f}\n" for i, v in enumerate(vals.ravel()))
+    return text
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnDeepNormGrad example "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_deep_norm_grad_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "deep_norm_grad", "examples",
+                                             "test_aclnn_deep_norm_grad.cpp"), [library])
+    assert out == deep_norm_grad_example_output()
+
+
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 
 # (port under samples/, checkout, the C++ example it ports, its operator library)
@@ -1201,6 +1247,8 @@ EXAMPLE_PORTS = [
                   "test_aclnn_add_layer_norm_grad.cpp"), "opapi_nn"),
     ("batch_norm.py", "ops-nn", os.path.join("norm", "batch_norm_v3", "examples",
                                              "test_aclnn_batch_norm_v3.cpp"), "opapi_nn"),
+    ("deep_norm_grad.py", "ops-nn", os.path.join("norm", "deep_norm_grad", "examples",
+                                                 "test_aclnn_deep_norm_grad.cpp"), "opapi_nn"),
 ]
 
 
