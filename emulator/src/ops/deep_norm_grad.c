@@ -36,7 +36,6 @@
  * shorter than one 32-byte block (deep_norm_grad_common.h DataCopyCustom stops at
  * blockNum == 0).
  */
-#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
