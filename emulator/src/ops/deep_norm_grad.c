@@ -58,6 +58,7 @@ static const char *const TNAME[T_COUNT] = {"dy",    "x",      "gx",       "gamma
                                            "dbetaOut", "dgammaOut"};
 
 typedef struct {
+    nr_head h; /* per chunk max(ROW_BUFS * N, COL_BUFS * the column chunk's width) floats */
     tdesc t[T_COUNT];
     int64_t M, N;
     float alpha;     /* the def's float attribute */
@@ -80,11 +81,6 @@ typedef struct {
 #define ROW_BUFS 6
 #define COL_BUFS 11
 
-typedef struct {
-    dng_payload p;
-    norm_rows rows;
-} dng_task;
-
 /* ---- the kernel -------------------------------------------------------------------------- */
 
 static inline float row_scalar(const tdesc *d, int64_t m)
@@ -94,16 +90,18 @@ static inline float row_scalar(const tdesc *d, int64_t m)
 }
 
 /* dx and dgx, row by row. */
-static void rows_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                      int64_t end)
 {
-    const dng_task *T = ctx;
-    const dng_payload *P = &T->p;
+    const dng_payload *P = payload;
+    if (!P->write_rows)
+        return;
     const tdesc *dyd = &P->t[T_DY], *xd = &P->t[T_X], *gxd = &P->t[T_GX];
     const tdesc *dxd = &P->t[T_DX], *dgxd = &P->t[T_DGX];
     const int64_t N = P->N;
     const float alpha = P->alpha, k = P->neg_inv_n;
-    const float *gamma = T->rows.gamma;
-    float *xb = nr_chunk_buf(&T->rows, chunk), *gxb = xb + N, *dyb = gxb + N;
+    const float *gamma = R->gamma;
+    float *xb = nr_chunk_buf(R, chunk), *gxb = xb + N, *dyb = gxb + N;
     float *xc = dyb + N, *g = xc + N, *dx = g + N;
     for (int64_t m = begin; m < end; m++) {
         /* get_tile may return the tensor's own memory rather than fill the buffer */
@@ -143,16 +141,22 @@ static inline void kahan_add(float *s, float *c, float v)
     *s = sum;
 }
 
+/* The column pass's context: the payload and the run's buffers. */
+typedef struct {
+    const dng_payload *P;
+    const norm_rows *R;
+} dng_cols;
+
 /* dgamma and dbeta over columns [c0, c1): every row in order, per block, then the blocks. */
 static void cols_body(void *ctx, int64_t chunk, int64_t c0, int64_t c1)
 {
-    const dng_task *T = ctx;
-    const dng_payload *P = &T->p;
+    const dng_cols *C = ctx;
+    const dng_payload *P = C->P;
     const tdesc *dyd = &P->t[T_DY], *xd = &P->t[T_X], *gxd = &P->t[T_GX];
     const int64_t w = c1 - c0;
     if (w <= 0)
         return;
-    float *dyb = nr_chunk_buf(&T->rows, chunk), *xb = dyb + w, *gxb = xb + w;
+    float *dyb = nr_chunk_buf(C->R, chunk), *xb = dyb + w, *gxb = xb + w;
     float *bg = gxb + w, *bb = bg + w, *cg = bb + w, *cb = cg + w;
     float *tg = cb + w, *tb = tg + w, *tcg = tb + w, *tcb = tcg + w;
     memset(tg, 0, (size_t)(4 * w) * sizeof(float));
@@ -192,51 +196,24 @@ static void cols_body(void *ctx, int64_t chunk, int64_t c0, int64_t c1)
     put_tile(view_base(db), ACL_FLOAT, ACLEMU_TIES_EVEN, &db->inner, c0, w, tb);
 }
 
-static void task_run(void *arg)
+static bool before_rows(const void *payload, norm_rows *R)
 {
-    dng_task *T = arg;
-    const dng_payload *P = &T->p;
+    const dng_payload *P = payload;
     if (!P->launch)
-        return;
-    if (P->write_rows) {
-        nr_load_gamma(&T->rows, &P->t[T_GAMMA], P->N);
-        aclemu_parallel_for(P->M, T->rows.nchunks, rows_body, T);
-    }
-    aclemu_parallel_for(P->N, T->rows.nchunks, cols_body, T);
+        return false;
+    nr_load_gamma(R, &P->t[T_GAMMA], P->N);
+    return true;
 }
 
-static void task_release(void *arg)
+/* After dx and dgx: dgamma and dbeta, the columns split over the chunks' row buffers. */
+static void after_rows(const void *payload, norm_rows *R)
 {
-    dng_task *T = arg;
-    nr_release(&T->rows);
-    free(T);
+    dng_cols C = {payload, R};
+    aclemu_parallel_for(C.P->N, R->nchunks, cols_body, &C);
 }
 
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
-
-static aclnnStatus dng_launch(void *payload, void *const *addrs, void *workspace,
-                              uint64_t workspace_size, aclrtStream stream)
-{
-    (void)workspace_size;
-    dng_task *T = p2_task_new(P2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const dng_payload *)payload;
-    const int64_t M = T->p.launch ? T->p.M : 0, N = T->p.N;
-    /* nr_launch's chunk count; the column pass splits N into as many chunks */
-    const int64_t chunks = M < NR_MAX_CHUNKS ? M : NR_MAX_CHUNKS;
-    const int64_t width = chunks > 0 ? (N + chunks - 1) / chunks : 0;
-    const int64_t row_floats =
-        ROW_BUFS * N > COL_BUFS * width ? ROW_BUFS * N : COL_BUFS * width;
-    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows, M, N,
-                     row_floats, task_run, task_release, T);
-}
-
-static const aclemu_executor_ops DNG_OPS = {
-    .op_name = P2,
-    .launch = dng_launch,
-    .destroy = free, /* the payload is one flat allocation */
-};
+static const nr_kernel DNG_KERNEL = NR_KERNEL(dng_payload, before_rows, rows_body, after_rows);
+static const aclemu_executor_ops DNG_OPS = NR_EXECUTOR_OPS(P2);
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
@@ -427,6 +404,14 @@ ACLEMU_EXPORT aclnnStatus aclnnDeepNormGradGetWorkspaceSize(
         P->block_rows = M;
     }
     P->write_rows = soc->npu_arch != 2002 || N * es >= 32;
+    /* the task's chunks (NR_MAX_CHUNKS at most); the column pass splits N into as many */
+    const int64_t rows = launch ? M : 0;
+    const int64_t chunks = rows < NR_MAX_CHUNKS ? rows : NR_MAX_CHUNKS;
+    const int64_t width = chunks > 0 ? (N + chunks - 1) / chunks : 0;
+    P->h = (nr_head){.kernel = &DNG_KERNEL, .call = P2, .names = TNAME, .rows = rows,
+                     .width = N,
+                     .row_floats = ROW_BUFS * N > COL_BUFS * width ? ROW_BUFS * N
+                                                                  : COL_BUFS * width};
     const int s = (int)split;
     snapshot(&P->t[T_DY], dy, s);
     snapshot(&P->t[T_X], x, s);
