@@ -231,8 +231,9 @@ DIGEST_FORWARD = textwrap.dedent("""
 
 
 def _digests(prefix: Path, script: str = DIGEST, soc: str | None = None) -> dict:
+    # the default digests are the A2 part's (every dtype: BF16 too), whatever this process's
     env = dict(os.environ, ACL_PY_BACKEND="emulator", ACL_PY_EMULATOR_PREFIX=str(prefix),
-               ACL_EMU_NUM_THREADS="2")
+               ACL_EMU_NUM_THREADS="2", ACL_EMU_SOC="Ascend910B2")
     if soc is not None:  # another part: only the BF16 cases, whose tie rule differs
         env.update(ACL_EMU_SOC=soc, DIGEST_ONLY="bf16")
     r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
