@@ -603,6 +603,23 @@ def test_argument_kinds():
     assert ei.value.argument == "stream"
 
 
+@pytest.mark.parametrize("cname,bad", [
+    ("normalizedShape", (4,)), ("outputMask", [True, True, True]), ("gradOut", "x"),
+    ("mean", np.zeros((2, 1), F32))])
+def test_raw_launch_argument_kinds(cname, bad, emulator):
+    """The operator's raw launch (C argument order, acl_py objects or cffi pointers) names
+    the parameter given a Python value of the wrong kind, before calling the operator."""
+    args = _raw(**{cname: bad})
+    emulator.reset_call_counts()
+    with pytest.raises(AclTypeError) as ei:
+        LAYER_NORM_BACKWARD.launch(args, device=0)
+    error = ei.value
+    del ei      # its traceback holds this frame, and the frame the arguments
+    assert error.argument == cname
+    assert type(bad).__name__ in error.problem
+    assert [k for k in emulator.call_counts() if k.startswith("aclnn")] == []
+
+
 def test_closed_tensor_is_refused_before_any_call(emulator):
     d = to_device(make_case((2, 4), 1, F32))
     d["rstd"].close()

@@ -545,9 +545,9 @@ class Declared(Operator):
             if k is TENSOR:
                 if v is None:
                     if not arg.optional:
-                        raise self._kind_error(arg, v, kind)
+                        raise self._value_kind_error(arg, v, kind)
                 elif type(v) is not kind and not isinstance(v, kind):
-                    raise self._kind_error(arg, v, kind)
+                    raise self._value_kind_error(arg, v, kind)
                 elif kind is np.ndarray:
                     v = _dt.native(v)   # copied to the device in its byte order anyway
             elif k is INT_ARRAY:
@@ -570,7 +570,7 @@ class Declared(Operator):
         return AclArgumentError("values", f"{self.name} takes {len(self.inputs)} inputs "
                                 f"({', '.join(a.py for a in self.inputs)}), got {len(values)}")
 
-    def _kind_error(self, arg, v, kind):
+    def _value_kind_error(self, arg, v, kind):
         if v is None:
             return AclTypeError(arg.py, f"expected {_kind_name(kind)}, got None")
         if arg is self._first:
@@ -722,7 +722,7 @@ class Declared(Operator):
             return self._run(values, out, dev, _stream.state_for(stream, dev))
         if isinstance(first, np.ndarray):
             return self._host_call(values, out, stream)
-        raise self._kind_error(self._first, first, DeviceTensor)
+        raise self._value_kind_error(self._first, first, DeviceTensor)
 
     def _run(self, values, out, dev, sst):
         """Converts the DeviceTensor call's arguments and launches it on ``sst``; returns the
@@ -748,7 +748,7 @@ class Declared(Operator):
                 elif v is None and arg.optional:
                     cvals[i] = _NULL
                 else:
-                    raise self._kind_error(arg, v, DeviceTensor)
+                    raise self._value_kind_error(arg, v, DeviceTensor)
             elif k is VALUE:
                 if type(v) is not arg.value_type:
                     py[i] = cvals[i] = arg.convert(self._given(v, arg), arg.py)
