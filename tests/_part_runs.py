@@ -23,9 +23,8 @@ terminal summary shows each part's counts.
 
 A test file run as a whole on any part (``ACL_EMU_SOC=<part> pytest tests/test_<op>.py``)
 passes: what the part lacks is asked, not assumed: :func:`needs_kernel` (the operator),
-:func:`skip_without_bf16` (the dtype), :func:`skip_without_add` (aclnnAdd, where a test uses
-it as the operator at hand), the declaration's ``unwritten_outputs`` (an output the part does
-not write). ``tools/run_per_part.py`` runs every file whole on every part.
+:func:`skip_without_bf16` (the dtype), the declaration's ``unwritten_outputs`` (an output the
+part does not write). ``tools/run_per_part.py`` runs every file whole on every part.
 """
 from __future__ import annotations
 
@@ -83,37 +82,6 @@ def skip_without_bf16(*dtypes):
     from acl_py.soc import supports_bfloat16
     if any(getattr(d, "name", d) == "bfloat16" for d in dtypes) and not supports_bfloat16():
         pytest.skip(f"{_this_part()}: no BF16")
-
-
-@cache
-def _add_refusal():
-    """aclnnAdd's refusal on this part (its message), None where it runs: asked by a call of
-    one element, whose device memory is released before the calling test goes on (a raw
-    test's leak check counts it)."""
-    import numpy as np
-    import acl_py
-    from acl_py import aclnn
-    from acl_py.errors import OperatorInvalidParameterError
-    x = np.ones(1, np.float32)
-    try:
-        aclnn.Add(x, x, 1.0, np.empty(1, np.float32))
-    except OperatorInvalidParameterError as e:
-        if "not supported on" not in str(e):
-            raise
-        return str(e)
-    finally:
-        acl_py.release_unused()
-    return None
-
-
-def skip_without_add():
-    """Skips the calling test where this part refuses aclnnAdd (and Adds, InplaceAdd(s)): the
-    emulator does on the Atlas inference series, whose lack of it the operator's docs state
-    (docs/emulator.md; tests/test_emulator_add.py checks the refusal). For the tests that use
-    aclnnAdd as the operator at hand."""
-    why = _add_refusal()
-    if why is not None:
-        pytest.skip(f"{_this_part()}: no aclnnAdd ({why})")
 
 
 def run_on_parts(parts, select, *, min_passed=1, skips=True):

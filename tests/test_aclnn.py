@@ -18,7 +18,7 @@ import acl_py
 from acl_py import aclnn, errors
 from acl_py._loader import library
 
-from _part_runs import skip_without_add, skip_without_bf16
+from _part_runs import skip_without_bf16
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMULATOR = library().backend.is_emulator
@@ -31,7 +31,6 @@ RNG = np.random.default_rng(5)
 @pytest.mark.parametrize("sa,sb", [((4, 2), (4, 2)), ((3, 1, 5), (4, 1)), ((), (2, 3)),
                                    ((2, 0, 3), (1, 3))])
 def test_add_broadcasts_like_numpy(sa, sb):
-    skip_without_add()
     a = RNG.standard_normal(sa).astype(np.float32)
     b = RNG.standard_normal(sb).astype(np.float32)
     out = np.empty(np.broadcast_shapes(sa, sb), np.float32)
@@ -49,7 +48,6 @@ def test_add_broadcasts_like_numpy(sa, sb):
 ])
 def test_add_dtypes_and_alpha(da, db, dout, alpha):
     skip_without_bf16(*map(np.dtype, (da, db, dout)))
-    skip_without_add()
     a = (RNG.standard_normal((3, 4)) * 10).astype(da)
     b = (RNG.standard_normal((4,)) * 10).astype(db)
     out = np.zeros((3, 4), dout)
@@ -64,7 +62,6 @@ def test_add_dtypes_and_alpha(da, db, dout, alpha):
 
 
 def test_add_device_tensors_stay_on_the_stream():
-    skip_without_add()
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     with acl_py.Stream() as s:
         x = acl_py.DeviceTensor.from_numpy(a, s)
@@ -85,7 +82,6 @@ def test_add_device_tensors_stay_on_the_stream():
 
 
 def test_inplace_numpy_array_receives_the_result():
-    skip_without_add()
     a = np.arange(4, dtype=np.float32)
     aclnn.InplaceAdds(a, 1.0, 1.0)
     np.testing.assert_array_equal(a, np.arange(4) + 1)
@@ -96,7 +92,6 @@ def test_inplace_numpy_array_receives_the_result():
 def test_byte_swapped_numpy_arrays_in_and_out():
     """NumPy arguments of another byte order are staged in the device's and the result is
     written back in the out array's own (raw bytes would read as other numbers)."""
-    skip_without_add()
     a = RNG.standard_normal((3, 5)).astype(">f4")
     b = RNG.standard_normal((3, 5)).astype("<f4")
     out = np.zeros((3, 5), ">f4")
@@ -153,7 +148,6 @@ def test_errors_name_the_parameter():
 
 
 def test_library_errors_carry_code_message_and_parameter():
-    skip_without_add()
     a = np.zeros((2, 3), np.float32)
     with pytest.raises(errors.OperatorParameterError) as ei:
         aclnn.Add(a, np.zeros((4,), np.float32), 1.0, a)
@@ -355,7 +349,6 @@ def test_conversion_by_c_type():
 
 
 def test_prepare_runs_a_repeatable_executor():
-    skip_without_add()
     a = np.arange(6, dtype=np.float32)
     with acl_py.Stream() as s:
         x = acl_py.DeviceTensor.from_numpy(a)
@@ -373,7 +366,6 @@ def test_prepared_executor_keeps_what_it_runs_on(emulator):
     """aclnn.X.prepare makes the executor's own copies: closing the caller's tensors, scalar
     and tensor list after it changes nothing for its runs, and its close gives everything
     back (the same rule as acl_py.ops.Operator.prepare's)."""
-    skip_without_add()
     a, b = np.arange(6, dtype=np.float32), np.full(6, 10, np.float32)
     x, y, out = (acl_py.DeviceTensor.from_numpy(v) for v in (a, b, np.zeros(6, np.float32)))
     alpha = acl_py.Scalar(2.0)
@@ -406,7 +398,6 @@ def test_prepared_per_run_executor_runs_on_its_converted_arguments(emulator):
     """Where the library refuses a repeatable executor, each run is phase one and two on the
     C values converted once by prepare (a sequence made into a TensorList, a number into a
     Scalar), still valid after the caller closed its tensors."""
-    skip_without_add()
     a = [np.full(4, k, np.float32) for k in (1, 2, 3)]
     xs = [acl_py.DeviceTensor.from_numpy(v) for v in a]
     out = acl_py.DeviceTensor.zeros(4)
@@ -466,7 +457,6 @@ def test_tensor_on_another_device_is_named(run_python):
 
 
 def test_failures_lose_nothing(emulator):
-    skip_without_add()
     a = np.ones((2, 3), np.float32)
     out = np.zeros((2, 3), np.float32)
     before = emulator.live_objects()
@@ -507,7 +497,6 @@ def test_layer_norm_equals_the_wrapper(dtype):
 def test_first_use_from_many_threads():
     """Threads racing to the first use of operators and calling them: one binding each,
     right results."""
-    skip_without_add()
     import threading
     from acl_py.aclnn import _operators
     _operators.clear()

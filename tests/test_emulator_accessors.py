@@ -21,7 +21,6 @@ from acl_py import raw
 from acl_py.raw import ffi, lib
 
 from _emu_status import expect, ok
-from _part_runs import skip_without_add
 from test_cpp_runtime import build
 
 pytestmark = pytest.mark.usefixtures("emulator")
@@ -248,7 +247,6 @@ def test_a_repeatable_executor_runs_on_the_raw_address_set_after_its_last_run():
     """aclSetRawTensorAddr between two runs of a repeatable executor (the docs allow it after
     phase two): the next run reads and writes the new memory, the old stays as the first run
     left it, and aclGetRawTensorAddr reads the address back."""
-    skip_without_add()
     n = 8
     x1, x2 = np.arange(n, dtype=np.float32), np.full(n, 100, np.float32)
     y = np.ones(n, np.float32)
@@ -294,7 +292,6 @@ class _AddCall:
     and the release of everything at the end, for the between-the-phases tests."""
 
     def __init__(self, n=8):
-        skip_without_add()
         self.n = n
         self.x = np.arange(n, dtype=np.float32)
         self.y = np.ones(n, np.float32)

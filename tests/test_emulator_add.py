@@ -15,7 +15,7 @@ from acl_py.soc import supports_bfloat16
 
 from test_emulator_op import Arena, last_msg, no_leaks, stream  # noqa: F401  (fixtures)
 
-from _part_runs import run_on_parts
+from _part_runs import run_on_parts, skip_without_bf16
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
                                 reason="emulator-only: raw calls against the emulator's rules")
@@ -157,6 +157,7 @@ def test_broadcast_float32(arena, sa, sb, strided):
 ])
 @pytest.mark.parametrize("alpha", [1, 3])
 def test_promotion_and_alpha(arena, da, db, calc, alpha):
+    skip_without_bf16(da, db)  # refused without BF16: test_dtype_list_follows_the_part
     a, b = rand((5, 6), da), rand((6,), db)
     A, B = put(arena, a), put(arena, b)
     out = out_tensor(arena, (5, 6), calc)
@@ -347,8 +348,11 @@ SOC_SCRIPT = """
 
 
 @pytest.mark.parametrize("soc,bf16_ok", [("Ascend910B2", True), ("Ascend910A", False),
-                                         ("Ascend950PR_9599", True)])
+                                         ("Ascend950PR_9599", True), ("Ascend310P3", False)])
 def test_dtype_list_follows_the_part(run_python, soc, bf16_ok):
+    """BF16 only on Atlas A2/A3 and 950 (aclnn_add.cpp GetDtypeSupportListBySocVersion: any
+    other architecture, the Atlas inference series' 2002 too, takes the Atlas training list);
+    the rest of the call is accepted on every part (the numbers: test_on_other_parts)."""
     import json
     r = run_python(SOC_SCRIPT, env={"ACL_EMU_SOC": soc})
     assert r.returncode == 0, r.stderr
@@ -356,16 +360,10 @@ def test_dtype_list_follows_the_part(run_python, soc, bf16_ok):
     if bf16_ok:
         assert res["bf16"] == ["ok"]
     else:
-        assert res["bf16"][0] == INVALID and "BF16" in res["bf16"][1] and soc in res["bf16"][1]
+        assert res["bf16"][0] == INVALID, res
+        assert res["bf16"][1].startswith("aclnnAddGetWorkspaceSize: self dtype BF16 is not "
+                                         f"supported on {soc}"), res
     assert res["adds_f32_out"] == ["ok"]
-
-
-def test_inference_series_is_refused(run_python):
-    import json
-    r = run_python(SOC_SCRIPT, env={"ACL_EMU_SOC": "Ascend310P3"})
-    assert r.returncode == 0, r.stderr
-    res = json.loads(r.stdout.strip().splitlines()[-1])
-    assert res["bf16"][0] == INVALID and "not supported on Ascend310P3" in res["bf16"][1]
 
 
 # ---- the vendor's unit tests ----------------------------------------------------------------
@@ -520,15 +518,13 @@ VENDOR_UT = [
 
 
 def _want(case, soc):
-    """The UT's expectation (Ascend910B) on the part `soc`: the emulator refuses aclnnAdd on
-    the Atlas inference series (docs/emulator.md), after the NULL checks; parts without
-    BFLOAT16 refuse it (aclnn_add.cpp's ASCEND910_DTYPE_SUPPORT_LIST). Nothing else in these
-    cases depends on the part (the 950's other promotion of aclnnAdds gives the same dtypes)."""
+    """The UT's expectation (Ascend910B) on the part `soc`: parts without BFLOAT16 (the
+    Atlas training and inference series) refuse it (aclnn_add.cpp's
+    ASCEND910_DTYPE_SUPPORT_LIST), after the NULL checks. Nothing else in these cases depends
+    on the part (the 950's other promotion of aclnnAdds gives the same dtypes)."""
     _, _, s, o, _, _, want = case
     if want == NULLPTR:
         return want
-    if soc.startswith("Ascend310P"):
-        return INVALID
     if not supports_bfloat16(soc) and any(isinstance(t, UT) and t.dtype == BF16 for t in (s, o)):
         return INVALID
     return want

@@ -27,7 +27,6 @@ from test_emulator_add import (arena, get, out_tensor, put, rand,  # noqa: F401 
                                typed_reference)
 from test_emulator_op import DevView, last_msg, no_leaks, stream  # noqa: F401  (fixtures)
 
-from _part_runs import skip_without_add
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
                                 reason="emulator-only: raw calls against the emulator's rules")
@@ -141,7 +140,6 @@ def step(a, b, alpha, dt):
 @pytest.mark.parametrize("alpha,code,ctype,dt", ALPHAS, ids=[f"{a[3].__name__}-alpha{a[0]}"
                                                              for a in ALPHAS])
 def test_add(arena, alpha, code, ctype, dt, runs):
-    skip_without_add()
     a, b = rand((4, 6), dt), rand((6,), dt)
     A, B, Y = put(arena, a), put(arena, b), out_tensor(arena, (4, 6), dt)
     s = new_scalar(alpha, code, ctype)
@@ -168,7 +166,6 @@ def test_add(arena, alpha, code, ctype, dt, runs):
 @pytest.mark.parametrize("alpha,code,ctype,dt", ALPHAS, ids=[f"{a[3].__name__}-alpha{a[0]}"
                                                              for a in ALPHAS])
 def test_adds(arena, alpha, code, ctype, dt, runs):
-    skip_without_add()
     a = rand((3, 5), dt)
     A, Y = put(arena, a), out_tensor(arena, (3, 5), dt)
     other = new_scalar(-0.75 if code != 9 else -2, code, ctype)
@@ -194,7 +191,6 @@ def test_adds(arena, alpha, code, ctype, dt, runs):
 def test_inplace_repeatable_accumulates(arena, alpha, code, ctype, dt, scalar_other):
     """selfRef += alpha * other, run three times by one repeatable executor whose alpha (and
     scalar other) were destroyed after phase one: each run adds once more."""
-    skip_without_add()
     a = rand((2, 7), dt)
     A = put(arena, a)
     s = new_scalar(alpha, code, ctype)

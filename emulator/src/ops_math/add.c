@@ -19,8 +19,9 @@
  * What depends on the part (ACL_EMU_SOC, aclemu_soc_info): the dtype list (BFLOAT16 only on
  * NPU architectures 2201 and 3510); on 3510 ("regbase", the vendor's IsRegBase) the extra
  * promotion checks, alpha == 1 judged in double for DOUBLE and never for complex, Axpy for
- * FLOAT/FLOAT16/BF16 only, and aclnnAdds' other promotion. The docs list aclnnAdd as not
- * supported on the Atlas inference series (architecture 2002): refused there.
+ * FLOAT/FLOAT16/BF16 only, and aclnnAdds' other promotion. The Atlas inference series
+ * (architecture 2002) takes the same path as the Atlas training series: the vendor's code has
+ * no check for it (its dtype lists' default branch is the ASCEND910 one, so no BF16).
  */
 #include <complex.h>
 #include <math.h>
@@ -597,10 +598,6 @@ static aclnnStatus add_phase1(const add_names *N, const aclTensor *self, const a
         return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
     int arch = soc->npu_arch;
     bool regbase = arch == 3510;
-    if (arch == 2002)
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: not supported on %s (%s): the operator's docs list "
-             "Atlas A2/A3, Ascend 950 and the Atlas training series", P1, soc->name,
-             soc->series);
     const char *list = arch == 2201 || arch == 3510
                            ? "FLOAT, INT32, INT64, FLOAT16, INT16, INT8, UINT8, DOUBLE, BOOL, "
                              "BF16, COMPLEX64, COMPLEX128"
