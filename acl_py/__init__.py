@@ -62,6 +62,7 @@ from .ops import group_norm_silu, GroupNormSilu, group_norm_silu_v2, GroupNormSi
 from .ops import add_layer_norm_grad, AddLayerNormGrad
 from .ops import batch_norm, BatchNorm
 from .ops import deep_norm_grad, DeepNormGrad
+from .ops import group_norm_backward, GroupNormBackward
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -94,5 +95,5 @@ __all__ = [
     "add_layer_norm", "AddLayerNorm", "deep_norm", "DeepNorm",
     "group_norm_silu", "GroupNormSilu", "group_norm_silu_v2", "GroupNormSiluV2",
     "add_layer_norm_grad", "AddLayerNormGrad", "deep_norm_grad", "DeepNormGrad",
-    "batch_norm", "BatchNorm",
+    "batch_norm", "BatchNorm", "group_norm_backward", "GroupNormBackward",
 ]

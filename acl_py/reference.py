@@ -82,7 +82,8 @@ __all__ = [
     "add_layer_norm_grad", "add_layer_norm_grad_error_scale", "deep_norm_grad",
     "deep_norm_grad_error_scale",
     "rms_norm_grad", "rms_norm_grad_error_scale", "group_norm", "group_norm_error_scale",
-    "group_norm_silu", "group_norm_silu_error_scale",
+    "group_norm_silu", "group_norm_silu_error_scale", "group_norm_backward",
+    "group_norm_backward_error_scale",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -598,6 +599,84 @@ def batch_norm_error_scale(input, weight=None, bias=None, running_mean=None,
     if running_var is not None:
         rv = abs(1 - momentum) * np.abs(_f64(running_var)) + abs(momentum) * unbiased
     return _from_rows(out, np.shape(input)), amean, second, rm, rv
+
+
+def _group_backward_terms(grad_out, input, mean, rstd, gamma, n, c, hxw, group):
+    """dy, x_hat, g = dy * gamma as float64 ``(n, group, c / group, hxw)`` and rstd as
+    ``(n, group, 1, 1)``."""
+    d = c // group if group else 0
+    shape = (n, group, d, hxw)
+    dy = _f64(grad_out).reshape(shape)
+    x = _f64(input).reshape(shape)
+    mu = _f64(mean).reshape(n, group, 1, 1)
+    rs = _f64(rstd).reshape(n, group, 1, 1)
+    gm = (np.ones(c) if gamma is None else _f64(gamma)).reshape(1, group, d, 1)
+    return dy, x, mu, rs, gm
+
+
+def group_norm_backward(grad_out, input, mean, rstd, gamma, n, c, hxw, group,
+                        output_mask: Sequence[bool] = (True, True, True)):
+    """``(grad_input, grad_gamma, grad_beta)`` of GroupNorm's backward in float64 (the vendor's
+    docs/aclnnGroupNormBackward.md, with gamma inside the group sums as the kernels take it),
+    the forward's saved ``mean``/``rstd`` (``n * group`` values) as given: per sample and group
+    of ``E = c / group * hxw`` values, ``x_hat = (x - mean) * rstd``, ``g = dy * gamma``,
+    ``grad_input = rstd * (g - mean_E(g) - x_hat * mean_E(g * x_hat))``; per channel
+    ``grad_gamma = sum(dy * x_hat)``, ``grad_beta = sum(dy)`` over samples and positions.
+    grad_input shaped input, the others ``(c,)`` (gamma's shape when given); None where
+    ``output_mask`` is false."""
+    dy, x, mu, rs, gm = _group_backward_terms(grad_out, input, mean, rstd, gamma, n, c, hxw,
+                                              group)
+    xhat = (x - mu) * rs
+    gshape = (c,) if gamma is None else np.shape(gamma)
+    out = [None, None, None]
+    if output_mask[0]:
+        g = dy * gm
+        e = x.shape[2] * x.shape[3]
+        if e:
+            mg = g.sum(axis=(2, 3), keepdims=True) / e
+            mgx = (g * xhat).sum(axis=(2, 3), keepdims=True) / e
+        else:
+            mg = mgx = np.zeros_like(rs)
+        out[0] = (rs * (g - mg - xhat * mgx)).reshape(np.shape(input))
+    if output_mask[1]:
+        out[1] = (dy * xhat).sum(axis=(0, 3)).reshape(gshape)
+    if output_mask[2]:
+        out[2] = dy.sum(axis=(0, 3)).reshape(gshape)
+    return tuple(out)
+
+
+def group_norm_backward_error_scale(grad_out, input, mean, rstd, gamma, n, c, hxw, group,
+                                    output_mask: Sequence[bool] = (True, True, True)):
+    """Per element of :func:`group_norm_backward`'s outputs, the magnitude the device's error
+    is proportional to: its formulas with every term made non-negative and ``x_hat`` taken
+    as ``(|x| + |mean|) * rstd``. For 16-bit data the Atlas training and inference parts
+    compose the result of L0 operators each rounding to the data's dtype (the variance
+    ``1 / (rstd * rstd) - eps``, ``dy * gamma``, ``x - mean``, ``* rstd``, ``* dy``, each
+    partial sum): up to ``4 * 2^-p`` relative error of these magnitudes (p the dtype's
+    mantissa bits), carried as magnitude."""
+    dy, x, mu, rs, gm = _group_backward_terms(grad_out, input, mean, rstd, gamma, n, c, hxw,
+                                              group)
+    rs = np.abs(rs)
+    xabs = (np.abs(x) + np.abs(mu)) * rs
+    ady = np.abs(dy)
+    name = _dtype_name(np.asarray(grad_out).dtype)
+    widen = 1.0 if name == "float32" else 1 + 4 * 2.0 ** -_FLOAT_FORMAT[name][0] / RTOL[name]
+    gshape = (c,) if gamma is None else np.shape(gamma)
+    out = [None, None, None]
+    if output_mask[0]:
+        g = ady * np.abs(gm)
+        e = x.shape[2] * x.shape[3]
+        if e:
+            mg = g.sum(axis=(2, 3), keepdims=True) / e
+            mgx = (g * xabs).sum(axis=(2, 3), keepdims=True) / e
+        else:
+            mg = mgx = np.zeros_like(rs)
+        out[0] = (widen * rs * (g + mg + xabs * mgx)).reshape(np.shape(input))
+    if output_mask[1]:
+        out[1] = widen * (ady * xabs).sum(axis=(0, 3)).reshape(gshape)
+    if output_mask[2]:
+        out[2] = widen * ady.sum(axis=(0, 3)).reshape(gshape)
+    return tuple(out)
 
 
 def _nchw(input):

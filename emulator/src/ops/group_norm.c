@@ -54,6 +54,7 @@
 #include "convert.h"
 #include "half.h"
 #include "norm_rows.h"
+#include "round_away.h"
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_group_norm.h"
@@ -90,23 +91,6 @@ typedef struct {
 } gn_payload;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
-
-/* Rounds each value to FLOAT16 to nearest with ties away from zero (the CAST_ROUND of the
- * Atlas A2/A3 kernels) and widens it back. A value halfway between two FLOAT16 neighbours w
- * (its round to even) and 2v - w (exact in double) takes the one of larger magnitude. */
-static void round_half_ties_away(float *buf, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        float v = buf[i], w = v;
-        aclemu_round_floats(ACL_FLOAT16, ACLEMU_TIES_EVEN, &w, 1);
-        if (w == v || !isfinite(w))
-            { buf[i] = w; continue; }
-        double other = 2.0 * (double)v - (double)w;
-        float o = (float)other, ro = o;
-        aclemu_round_floats(ACL_FLOAT16, ACLEMU_TIES_EVEN, &ro, 1);
-        buf[i] = ((double)o == other && ro == o && fabsf(o) > fabsf(w)) ? o : w;
-    }
-}
 
 /* Rounds buf to dt as the payload's kernel does, in place (FLOAT: nothing). */
 static void round_to_dtype(const gn_payload *P, aclDataType dt, float *buf, int64_t n)

@@ -1,0 +1,732 @@
+/*
+ * aclnnGroupNormBackward for the CPU emulator: phase one (checks, executor), the launch and the
+ * device's arithmetic on each kind of part.
+ *
+ * Facts, hicann/ops-nn norm/group_norm_grad:
+ * - op_host/op_api/aclnn_group_norm_backward.cpp (the hand-written phase one, followed here in
+ *   its order and codes): the out-pointers (OP_CHECK_COMM_INPUT, 161001); gradOut, input, mean,
+ *   rstd NULL (CheckNotNull, 161001); outputMask NULL, not of 3 entries, or a requested output
+ *   NULL (CheckMaskNotNull, all 161002); dtypes (CheckDtypeValid, 161002): gradOut FLOAT,
+ *   FLOAT16, plus BF16 on DAV_2201 and the regbase parts; off regbase input, mean, rstd, gamma
+ *   and each requested output gradOut's dtype; on regbase (CheckMixPrecisionDtype) mean in the
+ *   list, input and a requested gradInput gradOut's dtype, mean gradOut's dtype for FLOAT, FLOAT16
+ *   or FLOAT with FLOAT16, BF16 or FLOAT with BF16, rstd, gamma and the requested gradGammaOut
+ *   and gradBetaOut mean's dtype; the attributes (CheckAttr, 161002): group > 0, C % group 0,
+ *   on DAV_2201 C / group <= 8000 and C <= 240000; the shapes (CheckShape, 161002): gradOut rank
+ *   <= 8, gradOut and input of N * C * HxW elements, mean and rstd of N * group, gamma of C,
+ *   a requested gradInput of input's shape, gradGammaOut and gradBetaOut of gamma's shape
+ *   ([C] without gamma); then an empty gradOut or input off regbase: nothing runs (no output
+ *   written); on regbase an empty one with C > 0 runs the L0 op's empty kernel and copies its
+ *   dgamma and dbeta into gradGammaOut and gradBetaOut whatever the mask says (a NULL or
+ *   mistyped one fails its ViewCopy: 561103); C 0 on regbase: nothing runs;
+ * - the kernel by part: the L0 GroupNormGrad (op_api/group_norm_grad.cpp) on DAV_2201 (Atlas
+ *   A2/A3) and the regbase parts (Ascend 950): op_host/group_norm_grad_def.cpp configures
+ *   ascend910b, ascend910_93 and ascend950; elsewhere (the Atlas training series DAV_1001,
+ *   the Atlas inference series DAV_2002) a composite of L0 ops: gradInput through the
+ *   BatchNorm backward kernels (BNTrainingUpdateGrad, BNTrainingReduceGrad) on rows (n, group)
+ *   with dy * gamma (Mul), the variance 1 / (rstd * rstd) - eps (Mul, OnesLike, Div, Sub with
+ *   eps 1e-5 as a tensor of rstd's dtype) and the BN kernels' epsilon 1e-5; gradGammaOut as
+ *   ReduceSum(ReduceSum(dy * ((x - mean) * rstd), HxW), N) (Sub, Mul, Mul, two ReduceSums);
+ *   gradBetaOut as ReduceSum(ReduceSum(dy, HxW), N); each L0 op's result in the data's dtype;
+ * - op_host/group_norm_grad_tiling.cpp (Atlas A2/A3): the stage-one mode from the UB size
+ *   (196608 bytes on every A2/A3 platform configuration) and HxW: HxW 1 mode 5; a whole group
+ *   in UB mode 0; else one channel at a time (modes 1, 2, 3); the stage-two key: N > 2 takes
+ *   the workspace path (the kernel's isDeterministic; "no deterministic problem when N <= 2");
+ *   castEleNum and coreBatchParts from the vector core count and the UB size;
+ * - op_kernel/group_norm_grad.h (Atlas A2/A3), per task (n, g) of E = C / group * HxW elements,
+ *   x and dy widened to float (CAST_NONE, exact), m = mean, r = rstd as float:
+ *   x_hat = x * r + ((-1 * m) * r) (Muls, Adds); per channel dbeta_c = sum(dy), dgamma_c =
+ *   sum(x_hat * dy) (ReduceSum_template: above 64 elements halved into 64 by the kernel's
+ *   block adds, then ReduceSum); c1 = sum(dbeta_c * gamma) / E, c2 = sum(dgamma_c * gamma) / E;
+ *   mode 0: dx = dy * (r * gamma) - (x_hat * (r * c2) + r * c1) for a channel whose first
+ *   element is block-aligned in x's dtype, else dy * (r * gamma) - (x * ((r * r) * c2) +
+ *   (r * c1 - ((m * r) * r) * c2)); modes 1-3: dx = (dy * gamma - (x * (r * c2) + -1 * ((m *
+ *   r) * c2 - c1))) * r; mode 5: dx = (dy * gamma) * r - (x_hat * (r * c2) + r * c1); dx
+ *   rounded once with CAST_ROUND (ties away) for FLOAT16/BF16; the per-task dgamma_c and
+ *   dbeta_c combined over n: N <= 2 atomically added into zeroed outputs (FLOAT) or a zeroed
+ *   float workspace then cast with CAST_ROUND (N 1: cast directly); N > 2 into a workspace of
+ *   ceil(N / 2) rows (rows 2w and 2w + 1 atomically added into row w), the rows reduced in
+ *   batches of coreBatchParts (each batch by the kernel's halving adds, added to the running
+ *   sum), for FLOAT in two halves (ceil(rows / 2), the rest) atomically added into the zeroed
+ *   output, else in one range cast with CAST_ROUND.
+ *
+ * Cross-core order: every atomic add above adds at most two values into a zero, and float
+ * addition is commutative, so the device's results do not depend on the cores' timing; the
+ * emulator takes exactly that order.
+ *
+ * Modelling choices (docs/emulator.md): ReduceSum's own order is norm_rows.h's fixed lane order
+ * (as for every kernel here); mode 3's chunked, compensated per-channel sums (one channel beyond
+ * the UB, HxW above about 16000 elements) are taken as mode 1's plain sums; the regbase
+ * (Ascend 950) kernels (op_kernel/arch35) are taken as the Atlas A2/A3 arithmetic with ties-to-
+ * even rounding; the BatchNorm backward kernels of the composite path are not in the
+ * checkouts, so their arithmetic is the float32 formula dx = (g - (sum(g) + x_hat * sum(g *
+ * x_hat)) * (1 / E)) * invstd with invstd = 1 / sqrt(var + 1e-5), g = dy * gamma and x_hat =
+ * (x - mean) * invstd, rounded once.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "phase_one.h"
+#include "convert.h"
+#include "norm_rows.h"
+#include "round_away.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_group_norm_backward.h"
+
+#define P1 "aclnnGroupNormBackwardGetWorkspaceSize"
+#define P2 "aclnnGroupNormBackward"
+
+enum { T_DY, T_X, T_MEAN, T_RSTD, T_GAMMA, T_DX, T_DGAMMA, T_DBETA, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"gradOut", "input",     "mean",       "rstd",
+                                           "gamma",   "gradInput", "gradGammaOut",
+                                           "gradBetaOut"};
+
+typedef enum {
+    PATH_NONE,      /* nothing runs */
+    PATH_KERNEL,    /* the L0 GroupNormGrad kernel (Atlas A2/A3, Ascend 950) */
+    PATH_COMPOSITE, /* BatchNorm backward, Sub/Mul/ReduceSum (Atlas training, inference) */
+    PATH_ZEROS,     /* Ascend 950's empty-tensor kernel: dgamma and dbeta zeroed */
+} gnb_path;
+
+#define A2_UB_BYTES 196608 /* ub_size of every Atlas A2/A3 platform configuration */
+
+typedef struct {
+    tdesc t[T_COUNT];
+    int64_t N, C, HW, G, D, E;
+    bool mask[3];
+    gnb_path path;
+    int mode;             /* the kernel's stage-one mode: 0, 1 (modes 1-3) or 5 */
+    int64_t batch_parts;  /* the kernel's coreBatchParts (stage two, N > 2) */
+    aclemu_ties ties;     /* the kernel's narrowing: away (A2/A3) or even */
+    float eps_data;       /* the composite's eps 1e-5 as a tensor of rstd's dtype */
+} gnb_payload;
+
+typedef struct {
+    gnb_payload p;
+    norm_rows rows;  /* gamma as float (C values); per chunk the row buffers */
+    float *partials; /* per (n, channel): dgamma_c, then (N * C on) dbeta_c */
+} gnb_task;
+
+/* Row buffer floats per chunk: dy, x, x_hat, scratch (E each), the fold buffer (64 * 128),
+ * then the row's per-channel sums and products (4 * D). */
+#define FOLD_FLOATS (64 * 128)
+
+static int64_t row_floats(const gnb_payload *P)
+{
+    return 4 * P->E + FOLD_FLOATS + 4 * P->D;
+}
+
+/* ---- the kernel's sums ------------------------------------------------------------------- */
+
+static float reduce_sum(const float *x, int64_t n)
+{
+    return nr_scaled_sum(x, n, 1.0f);
+}
+
+/* ReduceSum_template with its fold on: above 64 elements the kernel adds the upper blocks onto
+ * the lower ones, halving down to 64 (at most 2 * 8192 elements, as its modes give it), then
+ * takes ReduceSum of 64. fold: FOLD_FLOATS floats of scratch. */
+static float reduce_sum_folded(const float *src, int64_t n, float *fold)
+{
+    if (n <= 64)
+        return reduce_sum(src, n);
+    bool first = true;
+    for (int64_t start = 128; start >= 1; start >>= 1) {
+        const int64_t off = start * 64;
+        if (n > off && first) {
+            memcpy(fold, src, (size_t)off * sizeof(float));
+            const int64_t rest = n - off < off ? n - off : off;
+            for (int64_t i = 0; i < rest; i++)
+                fold[i] = src[off + i] + fold[i];
+            n = off;
+            first = false;
+        } else if (n > off) {
+            for (int64_t i = 0; i < off; i++)
+                fold[i] = fold[off + i] + fold[i];
+            n = off;
+        }
+    }
+    return reduce_sum(fold, 64);
+}
+
+static float scalar_at(const tdesc *d, int64_t i)
+{
+    float buf;
+    return *get_tile(view_base(d), d->dtype, &d->inner, i, 1, &buf);
+}
+
+/* ---- the kernel: stage one, per task (n, g) --------------------------------------------- */
+
+static void kernel_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const gnb_task *T = ctx;
+    const gnb_payload *P = &T->p;
+    const tdesc *dyd = &P->t[T_DY], *xd = &P->t[T_X], *dxd = &P->t[T_DX];
+    const int64_t E = P->E, D = P->D, HW = P->HW, G = P->G, NC = P->N * P->C;
+    const float *gamma = T->rows.gamma;
+    float *dyb = nr_chunk_buf(&T->rows, chunk), *xb = dyb + E, *xhat = xb + E, *tmp = xhat + E;
+    float *fold = tmp + E, *db = fold + FOLD_FLOATS, *dg = db + D, *t1 = dg + D, *t2 = t1 + D;
+    /* the block of x's dtype the mode-0 alignment is counted in */
+    const int64_t per_block = 32 / (int64_t)aclemu_dtype_size(xd->dtype);
+    for (int64_t task = begin; task < end; task++) {
+        const int64_t n = task / G, g = task % G, c0 = g * D;
+        const float *dy = get_tile(view_base(dyd), dyd->dtype, &dyd->inner, task * E, E, dyb);
+        const float *x = get_tile(view_base(xd), xd->dtype, &xd->inner, task * E, E, xb);
+        const float m = scalar_at(&P->t[T_MEAN], task), r = scalar_at(&P->t[T_RSTD], task);
+        const float shift = (-1.0f * m) * r;
+        for (int64_t i = 0; i < E; i++) {
+            const float s = x[i] * r;
+            xhat[i] = s + shift;
+        }
+        for (int64_t j = 0; j < D; j++) {
+            const float *dyc = dy + j * HW, *xc = xhat + j * HW;
+            if (P->mode == 5) {
+                db[j] = dyc[0];
+                dg[j] = xc[0] * dyc[0];
+                continue;
+            }
+            db[j] = reduce_sum_folded(dyc, HW, fold);
+            for (int64_t i = 0; i < HW; i++)
+                tmp[i] = xc[i] * dyc[i];
+            dg[j] = reduce_sum_folded(tmp, HW, fold);
+        }
+        float *pg = T->partials + n * P->C + c0, *pb = T->partials + NC + n * P->C + c0;
+        memcpy(pg, dg, (size_t)D * sizeof(float));
+        memcpy(pb, db, (size_t)D * sizeof(float));
+        if (!P->mask[0])
+            continue;
+        for (int64_t j = 0; j < D; j++) {
+            t1[j] = db[j] * gamma[c0 + j];
+            t2[j] = dg[j] * gamma[c0 + j];
+        }
+        const float fe = (float)E;
+        const float c1 = reduce_sum(t1, D) / fe, c2 = reduce_sum(t2, D) / fe;
+        float *dx = tmp;
+        for (int64_t j = 0; j < D; j++) {
+            const float gm = gamma[c0 + j];
+            const float *dyc = dy + j * HW, *xc = x + j * HW, *xh = xhat + j * HW;
+            float *o = dx + j * HW;
+            if (P->mode == 0) {
+                const float dscale = r * gm;
+                if ((j * HW) % per_block == 0) {
+                    const float a = r * c2, b = r * c1;
+                    for (int64_t i = 0; i < HW; i++) {
+                        float xo = xh[i] * a;
+                        xo = xo + b;
+                        o[i] = dyc[i] * dscale - xo;
+                    }
+                } else {
+                    const float a = (r * r) * c2, b = r * c1 - ((m * r) * r) * c2;
+                    for (int64_t i = 0; i < HW; i++) {
+                        float xo = xc[i] * a;
+                        xo = xo + b;
+                        o[i] = dyc[i] * dscale - xo;
+                    }
+                }
+            } else if (P->mode == 1) {
+                const float a = r * c2, b = -1.0f * ((m * r) * c2 - c1);
+                for (int64_t i = 0; i < HW; i++) {
+                    const float d = dyc[i] * gm;
+                    float xo = xc[i] * a;
+                    xo = xo + b;
+                    o[i] = (d - xo) * r;
+                }
+            } else { /* mode 5: HxW 1 */
+                const float a = r * c2, b = r * c1;
+                float d = dyc[0] * gm;
+                d = d * r;
+                float xo = xh[0] * a;
+                xo = xo + b;
+                o[0] = d - xo;
+            }
+        }
+        if (dxd->dtype != ACL_FLOAT && P->ties == ACLEMU_TIES_AWAY)
+            round_ties_away(dxd->dtype, dx, E);
+        put_tile(view_base(dxd), dxd->dtype, ACLEMU_TIES_EVEN, &dxd->inner, task * E, E, dx);
+    }
+}
+
+/* The halving adds of reduce_axis_n_WSP2UB over rows v[0..k) (stride C) of one channel. */
+static float fold_rows(float *v, int64_t k)
+{
+    int64_t end = k, mid = k;
+    while (mid >= 2) {
+        mid >>= 1;
+        end -= mid;
+        for (int64_t i = 0; i < mid; i++)
+            v[i] = v[end + i] + v[i];
+        mid = end;
+    }
+    return v[0];
+}
+
+/* Workspace rows [from, to) of one channel reduced in batches of `parts` rows into a zeroed
+ * sum (reduce_dgamma_dbeta_WSP2GM's loop). rows: scratch. */
+static float reduce_rows(const float *ws, int64_t from, int64_t to, int64_t parts, float *rows)
+{
+    float acc = 0.0f;
+    for (int64_t b = from; b < to; b += parts) {
+        const int64_t k = to - b < parts ? to - b : parts;
+        memcpy(rows, ws + b, (size_t)k * sizeof(float));
+        acc = fold_rows(rows, k) + acc;
+    }
+    return acc;
+}
+
+/* Stage two: one output (dgamma or dbeta) from the per-(n, channel) partials p. */
+static void kernel_combine(const gnb_payload *P, const float *p, const tdesc *out, float *ws,
+                           float *rows, float *res)
+{
+    const int64_t N = P->N, C = P->C;
+    const bool f32 = P->t[T_DY].dtype == ACL_FLOAT;
+    for (int64_t c = 0; c < C; c++) {
+        float v;
+        if (N <= 2) {
+            v = 0.0f + p[c];
+            if (N == 2)
+                v = v + p[C + c];
+            if (N == 1 && !f32)
+                v = p[c]; /* cast straight from the task's sums */
+        } else {
+            const int64_t W = (N + 1) / 2;
+            for (int64_t w = 0; w < W; w++) {
+                ws[w] = 0.0f + p[2 * w * C + c];
+                if (2 * w + 1 < N)
+                    ws[w] = ws[w] + p[(2 * w + 1) * C + c];
+            }
+            if (f32) {
+                const int64_t h1 = (W + 1) / 2;
+                const float a = reduce_rows(ws, 0, h1, P->batch_parts, rows);
+                const float b = reduce_rows(ws, h1, W, P->batch_parts, rows);
+                v = (0.0f + a) + b;
+            } else {
+                v = reduce_rows(ws, 0, W, P->batch_parts, rows);
+            }
+        }
+        res[c] = v;
+    }
+    if (out->dtype != ACL_FLOAT && P->ties == ACLEMU_TIES_AWAY)
+        round_ties_away(out->dtype, res, C);
+    put_tile(view_base(out), out->dtype, ACLEMU_TIES_EVEN, &out->inner, 0, C, res);
+}
+
+/* ---- the composite path (Atlas training and inference parts) ------------------------------ */
+
+static void round_data(const gnb_payload *P, float *buf, int64_t n)
+{
+    aclemu_round_floats(P->t[T_DY].dtype, ACLEMU_TIES_EVEN, buf, n);
+}
+
+static float round_one(const gnb_payload *P, float v)
+{
+    round_data(P, &v, 1);
+    return v;
+}
+
+static void composite_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const gnb_task *T = ctx;
+    const gnb_payload *P = &T->p;
+    const tdesc *dyd = &P->t[T_DY], *xd = &P->t[T_X], *dxd = &P->t[T_DX];
+    const int64_t E = P->E, D = P->D, HW = P->HW, G = P->G, NC = P->N * P->C;
+    const float *gamma = T->rows.gamma;
+    float *dyb = nr_chunk_buf(&T->rows, chunk), *xb = dyb + E, *g = xb + E, *tmp = g + E;
+    for (int64_t task = begin; task < end; task++) {
+        const int64_t n = task / G, c0 = (task % G) * D;
+        const float *dy = get_tile(view_base(dyd), dyd->dtype, &dyd->inner, task * E, E, dyb);
+        const float *x = get_tile(view_base(xd), xd->dtype, &xd->inner, task * E, E, xb);
+        const float m = scalar_at(&P->t[T_MEAN], task), r = scalar_at(&P->t[T_RSTD], task);
+        /* gradGammaOut's and gradBetaOut's per-(n, channel) sums: Sub, Mul, Mul, ReduceSum */
+        for (int64_t j = 0; j < D; j++) {
+            const float *dyc = dy + j * HW, *xc = x + j * HW;
+            for (int64_t i = 0; i < HW; i++) {
+                const float xh = round_one(P, round_one(P, xc[i] - m) * r);
+                tmp[i] = dyc[i] * xh;
+            }
+            round_data(P, tmp, HW);
+            T->partials[n * P->C + c0 + j] = round_one(P, reduce_sum(tmp, HW));
+            T->partials[NC + n * P->C + c0 + j] = round_one(P, reduce_sum(dyc, HW));
+        }
+        if (!P->mask[0])
+            continue;
+        for (int64_t j = 0; j < D; j++)
+            for (int64_t i = 0; i < HW; i++)
+                g[j * HW + i] = dy[j * HW + i] * gamma[c0 + j];
+        round_data(P, g, E);
+        float var = round_one(P, r * r);
+        var = round_one(P, 1.0f / var);
+        var = round_one(P, var - P->eps_data);
+        const float invstd = 1.0f / sqrtf(var + 1e-5f);
+        for (int64_t i = 0; i < E; i++)
+            tmp[i] = g[i] * ((x[i] - m) * invstd);
+        const float dscale = reduce_sum(tmp, E), doffset = reduce_sum(g, E);
+        const float inv_e = 1.0f / (float)E;
+        for (int64_t i = 0; i < E; i++) {
+            const float xh = (x[i] - m) * invstd;
+            tmp[i] = (g[i] - (doffset + xh * dscale) * inv_e) * invstd;
+        }
+        put_tile(view_base(dxd), dxd->dtype, ACLEMU_TIES_EVEN, &dxd->inner, task * E, E, tmp);
+    }
+}
+
+/* The second ReduceSum (over N) of the composite path, rounded to the data's dtype. */
+static void composite_combine(const gnb_payload *P, const float *p, const tdesc *out,
+                              float *col, float *res)
+{
+    const int64_t N = P->N, C = P->C;
+    for (int64_t c = 0; c < C; c++) {
+        for (int64_t n = 0; n < N; n++)
+            col[n] = p[n * C + c];
+        res[c] = reduce_sum(col, N);
+    }
+    round_data(P, res, C);
+    put_tile(view_base(out), out->dtype, ACLEMU_TIES_EVEN, &out->inner, 0, C, res);
+}
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+static void task_run(void *arg)
+{
+    gnb_task *T = arg;
+    const gnb_payload *P = &T->p;
+    const int64_t C = P->C, N = P->N;
+    if (P->path == PATH_NONE)
+        return;
+    if (P->path == PATH_ZEROS) {
+        float *zeros = T->partials;
+        memset(zeros, 0, (size_t)C * sizeof(float));
+        for (int i = T_DGAMMA; i <= T_DBETA; i++)
+            put_tile(view_base(&P->t[i]), P->t[i].dtype, ACLEMU_TIES_EVEN, &P->t[i].inner, 0, C,
+                     zeros);
+        return;
+    }
+    if (P->t[T_GAMMA].present) {
+        nr_load_gamma(&T->rows, &P->t[T_GAMMA], C);
+    } else {
+        for (int64_t c = 0; c < C; c++)
+            T->rows.gamma_buf[c] = 1.0f;
+        T->rows.gamma = T->rows.gamma_buf;
+    }
+    const bool kernel = P->path == PATH_KERNEL;
+    aclemu_parallel_for(N * P->G, T->rows.nchunks, kernel ? kernel_rows : composite_rows, T);
+    /* stage two, over n: the row buffers are free now */
+    float *ws = T->rows.row_buf, *rows = ws + N, *res = rows + N;
+    for (int k = 1; k <= 2; k++) {
+        if (!P->mask[k])
+            continue;
+        const float *p = T->partials + (k == 1 ? 0 : N * C);
+        const tdesc *out = &P->t[k == 1 ? T_DGAMMA : T_DBETA];
+        if (kernel)
+            kernel_combine(P, p, out, ws, rows, res);
+        else
+            composite_combine(P, p, out, ws, res);
+    }
+}
+
+static void task_release(void *arg)
+{
+    gnb_task *T = arg;
+    nr_release(&T->rows);
+    free(T->partials);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+static aclnnStatus gnb_launch(void *payload, void *const *addrs, void *workspace,
+                              uint64_t workspace_size, aclrtStream stream)
+{
+    (void)workspace_size;
+    gnb_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
+        return ACLNN_ERR_INNER;
+    T->p = *(const gnb_payload *)payload;
+    const gnb_payload *P = &T->p;
+    const bool runs = P->path == PATH_KERNEL || P->path == PATH_COMPOSITE;
+    if (P->path != PATH_NONE) {
+        /* per (n, channel) partials; stage two's scratch needs 2 * N + C floats of a row
+         * buffer, the zeros C floats */
+        T->partials = malloc((size_t)(2 * P->N * P->C + P->C + 1) * sizeof(float));
+        if (!T->partials) {
+            free(T);
+            aclemu_set_error("%s: out of host memory for the run", P2);
+            return ACLNN_ERR_INNER;
+        }
+    }
+    int64_t rf = row_floats(P);
+    if (rf < 2 * P->N + P->C)
+        rf = 2 * P->N + P->C;
+    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows,
+                     runs ? P->N * P->G : 0, runs ? P->C : 0, rf, task_run, task_release, T);
+}
+
+static const aclemu_executor_ops GNB_OPS = {
+    .op_name = P2,
+    .launch = gnb_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+#define INVALID(...) FAIL(ACLNN_ERR_PARAM_INVALID, __VA_ARGS__)
+
+static aclnnStatus need_dtype(const aclTensor *t, int i, aclDataType want, const char *whose)
+{
+    if (t->dtype != want)
+        INVALID("%s: %s dtype %s must be %s (%s)", P1, TNAME[i], dname(t->dtype), dname(want),
+                whose);
+    return ACLNN_SUCCESS;
+}
+
+static bool listed(aclDataType d, bool bf16)
+{
+    return d == ACL_FLOAT || d == ACL_FLOAT16 || (bf16 && d == ACL_BF16);
+}
+
+/* Step 3 (CheckDtypeValid, CheckMixPrecisionDtype). */
+static aclnnStatus check_dtypes(const aclTensor *const *ts, const bool *mask,
+                                const aclemu_soc *soc, bool regbase)
+{
+    const bool bf16 = soc->npu_arch == 2201 || regbase;
+    const char *list = bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16";
+    const aclDataType dy = ts[T_DY]->dtype;
+    if (!listed(dy, bf16))
+        INVALID("%s: gradOut dtype %s is not supported on %s (%s): %s", P1, dname(dy), soc->name,
+                soc->series, list);
+    aclnnStatus st;
+    if (!regbase) {
+        for (int i = T_X; i < T_COUNT; i++) {
+            const bool needed = i < T_DX ? ts[i] != NULL : mask[i - T_DX];
+            if (needed && (st = need_dtype(ts[i], i, dy, "gradOut's dtype")))
+                return st;
+        }
+        return ACLNN_SUCCESS;
+    }
+    const aclDataType mean = ts[T_MEAN]->dtype;
+    if (!listed(mean, bf16))
+        INVALID("%s: mean dtype %s is not supported on %s (%s): %s", P1, dname(mean), soc->name,
+                soc->series, list);
+    if ((st = need_dtype(ts[T_X], T_X, dy, "gradOut's dtype")) ||
+        (mask[0] && (st = need_dtype(ts[T_DX], T_DX, dy, "gradOut's dtype"))))
+        return st;
+    if (mean != dy && mean != ACL_FLOAT)
+        INVALID("%s: mean dtype %s must be gradOut's dtype %s or FLOAT", P1, dname(mean),
+                dname(dy));
+    if ((st = need_dtype(ts[T_RSTD], T_RSTD, mean, "mean's dtype")) ||
+        (ts[T_GAMMA] && (st = need_dtype(ts[T_GAMMA], T_GAMMA, mean, "mean's dtype"))) ||
+        (mask[1] && (st = need_dtype(ts[T_DGAMMA], T_DGAMMA, mean, "mean's dtype"))) ||
+        (mask[2] && (st = need_dtype(ts[T_DBETA], T_DBETA, mean, "mean's dtype"))))
+        return st;
+    return ACLNN_SUCCESS;
+}
+
+/* Step 4 (CheckAttr). */
+static aclnnStatus check_attrs(int64_t C, int64_t group, const aclemu_soc *soc)
+{
+    if (group <= 0)
+        INVALID("%s: group %lld must be greater than 0", P1, (long long)group);
+    if (C % group != 0)
+        INVALID("%s: C %lld must be divisible by group %lld", P1, (long long)C,
+                (long long)group);
+    if (soc->npu_arch == 2201) {
+        if (C / group > 8000)
+            INVALID("%s: C / group = %lld must be at most 8000 on %s (%s)", P1,
+                    (long long)(C / group), soc->name, soc->series);
+        if (C > 240000)
+            INVALID("%s: C %lld must be at most 240000 on %s (%s)", P1, (long long)C, soc->name,
+                    soc->series);
+    }
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus need_count(const aclTensor *t, int i, int64_t want, const char *what)
+{
+    int64_t n = 0;
+    if (!numel(t->dims, t->ndim, &n) || n != want) {
+        char s[256];
+        fmt_dims(s, sizeof s, t->dims, t->ndim);
+        INVALID("%s: %s %s must hold %s = %lld elements", P1, TNAME[i], s, what, (long long)want);
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* Step 5 (CheckShape). */
+static aclnnStatus check_shapes(const aclTensor *const *ts, const bool *mask, int64_t N,
+                                int64_t C, int64_t HxW, int64_t group)
+{
+    const aclTensor *dy = ts[T_DY], *x = ts[T_X], *gamma = ts[T_GAMMA];
+    if (dy->ndim > TV_MAX_RANK)
+        INVALID("%s: gradOut rank %llu is above 8", P1, (unsigned long long)dy->ndim);
+    int64_t nchw = 0, ng = 0;
+    if (__builtin_mul_overflow(N, C, &nchw) || __builtin_mul_overflow(nchw, HxW, &nchw) ||
+        __builtin_mul_overflow(N, group, &ng))
+        INVALID("%s: N * C * HxW or N * group overflows int64", P1);
+    aclnnStatus st;
+    if ((st = need_count(dy, T_DY, nchw, "N * C * HxW")) ||
+        (st = need_count(x, T_X, nchw, "N * C * HxW")) ||
+        (st = need_count(ts[T_MEAN], T_MEAN, ng, "N * group")) ||
+        (st = need_count(ts[T_RSTD], T_RSTD, ng, "N * group")) ||
+        (gamma && (st = need_count(gamma, T_GAMMA, C, "C"))))
+        return st;
+    if (mask[0] && !same_dims(ts[T_DX]->dims, ts[T_DX]->ndim, x->dims, x->ndim))
+        return shape_error(P1, "gradInput", ts[T_DX]->dims, ts[T_DX]->ndim,
+                           "must equal input's shape", x->dims, x->ndim);
+    const int64_t cvec[1] = {C};
+    const int64_t *gdims = gamma ? gamma->dims : cvec;
+    const uint64_t gnd = gamma ? gamma->ndim : 1;
+    for (int k = 1; k <= 2; k++) {
+        const aclTensor *t = ts[T_DX + k];
+        if (mask[k] && !same_dims(t->dims, t->ndim, gdims, gnd))
+            return shape_error(P1, TNAME[T_DX + k], t->dims, t->ndim,
+                               gamma ? "must equal gamma's shape" : "must be [C] =", gdims, gnd);
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* The Atlas A2/A3 tiling's stage-one mode (CalStage1TilingInfo) and stage-two batch
+ * (CalStage2TilingInfo, ComputeAllocUBStage2), for the row order of the arithmetic. */
+static void a2_tiling(gnb_payload *P, aclDataType dt)
+{
+    const int64_t bytes = (int64_t)aclemu_dtype_size(dt), per_block = 32 / bytes;
+#define CEIL_TO(a, b) ((((a) + (b) - 1) / (b)) * (b))
+    const int64_t reserve = 1024 + CEIL_TO(P->D, per_block) * bytes * 3;
+    const int64_t extra = (P->HW % 8 == 0 || P->D == 1) ? 0 : 2 * CEIL_TO(P->HW, per_block) * 4;
+    const int64_t cap_groups = A2_UB_BYTES < reserve + extra ? 0
+        : (A2_UB_BYTES - reserve - extra) / (CEIL_TO(P->D * P->HW, per_block) * bytes * 3);
+    P->mode = P->HW == 1 ? 5 : cap_groups > 0 ? 0 : 1;
+    const int64_t tasks = P->N * P->G, cores = aclemu_soc_vector_cores();
+    const int64_t per_core = (tasks + cores - 1) / cores;
+    const int64_t used = per_core > 0 ? (tasks - 1) / per_core + 1 : 1;
+    int64_t avail = (A2_UB_BYTES - 1024) / 2, cast_num, counts;
+    const int64_t W = (P->N + 1) / 2;
+    if (dt == ACL_FLOAT) {
+        const int64_t half = used / 2 > 0 ? used / 2 : 1;
+        cast_num = CEIL_TO((P->C + half - 1) / half, 64);
+        avail = avail > cast_num * 4 ? avail - cast_num * 4 : 0;
+        counts = (W + 1) / 2;
+    } else {
+        cast_num = CEIL_TO((P->C + used - 1) / used, 64);
+        avail = avail - cast_num * 6;
+        counts = W;
+    }
+#undef CEIL_TO
+    const int64_t fit = cast_num > 0 ? avail / (cast_num * 4) : 0;
+    P->batch_parts = fit < counts ? fit : counts;
+    if (P->batch_parts < 1)
+        P->batch_parts = 1;
+}
+
+/* The ViewCopy of the empty-tensor kernel's dgamma or dbeta ([C]) into out (561103 when it
+ * fails: out NULL, not of the L0 result's dtype or not of C elements). */
+static aclnnStatus empty_copy(const aclTensor *out, int i, aclDataType dt, int64_t C)
+{
+    if (!out)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: %s is NULL, but on this part an empty input's "
+             "zeroed dgamma and dbeta are copied out whatever outputMask says", P1, TNAME[i]);
+    if (out->dtype != dt)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: %s dtype %s must be %s for the copy of the empty "
+             "kernel's result", P1, TNAME[i], dname(out->dtype), dname(dt));
+    int64_t n = 0;
+    if (!numel(out->dims, out->ndim, &n) || n != C)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: %s must hold C = %lld elements for the copy of the "
+             "empty kernel's result", P1, TNAME[i], (long long)C);
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclTensor *mean,
+    const aclTensor *rstd, const aclTensor *gamma, int64_t N, int64_t C, int64_t HxW,
+    int64_t group, const aclBoolArray *outputMask, aclTensor *gradInput,
+    aclTensor *gradGammaOut, aclTensor *gradBetaOut, uint64_t *workspaceSize,
+    aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {gradOut, input, mean, rstd, gamma,
+                                    gradInput, gradGammaOut, gradBetaOut};
+
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
+    /* 1. gradOut, input, mean, rstd (161001); every handle given must be live */
+    if ((st = p1_required(P1, ts, TNAME, T_DY, T_GAMMA)) ||
+        (st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
+    /* 2. the mask and the outputs it asks for (CheckMaskNotNull: 161002 for each) */
+    if (!outputMask)
+        INVALID("%s: outputMask is NULL", P1);
+    if (!aclemu_handle_check(outputMask, ACLEMU_KIND_BOOL_ARRAY))
+        INVALID("%s: outputMask (%p) is not a live aclBoolArray", P1, (const void *)outputMask);
+    if (outputMask->size != 3)
+        INVALID("%s: outputMask length %llu != 3", P1, (unsigned long long)outputMask->size);
+    const bool mask[3] = {outputMask->values[0], outputMask->values[1], outputMask->values[2]};
+    for (int k = 0; k < 3; k++)
+        if (mask[k] && !ts[T_DX + k])
+            INVALID("%s: outputMask[%d] is true but %s is NULL", P1, k, TNAME[T_DX + k]);
+
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    const bool regbase = soc->npu_arch == 3510;
+    /* 3. dtypes, 4. attributes, 5. shapes (161002), in the vendor's order */
+    if ((st = check_dtypes(ts, mask, soc, regbase)) || (st = check_attrs(C, group, soc)) ||
+        (st = check_shapes(ts, mask, N, C, HxW, group)))
+        return st;
+
+    gnb_path path;
+    const bool empty = N * C * HxW == 0;
+    if (empty && !regbase) {
+        path = PATH_NONE;
+    } else if (regbase && empty && C > 0) {
+        const aclDataType dt = gamma ? gamma->dtype : gradOut->dtype;
+        if ((st = empty_copy(gradGammaOut, T_DGAMMA, dt, C)) ||
+            (st = empty_copy(gradBetaOut, T_DBETA, dt, C)))
+            return st;
+        path = PATH_ZEROS;
+    } else if (empty) {
+        path = PATH_NONE; /* regbase, C 0: gamma empty */
+    } else {
+        path = soc->npu_arch == 2201 || regbase ? PATH_KERNEL : PATH_COMPOSITE;
+    }
+
+    gnb_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    P->N = N;
+    P->C = C;
+    P->HW = HxW;
+    P->G = group;
+    P->D = C / group;
+    P->E = P->D * HxW;
+    P->path = path;
+    for (int k = 0; k < 3; k++)
+        P->mask[k] = mask[k] && path != PATH_ZEROS;
+    if (path == PATH_ZEROS)
+        P->mask[1] = P->mask[2] = true;
+    P->ties = soc->npu_arch == 2201 ? ACLEMU_TIES_AWAY : ACLEMU_TIES_EVEN;
+    P->eps_data = 1e-5f;
+    aclemu_round_floats(rstd->dtype, ACLEMU_TIES_EVEN, &P->eps_data, 1);
+    if (path == PATH_KERNEL)
+        a2_tiling(P, gradOut->dtype);
+    for (int i = 0; i < T_COUNT; i++) {
+        const bool used = i < T_DX || (path == PATH_ZEROS ? i != T_DX : mask[i - T_DX]);
+        snapshot(&P->t[i], used ? ts[i] : NULL, -1);
+    }
+    if (path == PATH_NONE)
+        for (int i = 0; i < T_COUNT; i++)
+            P->t[i].present = false;
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &GNB_OPS, P, 0, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnGroupNormBackward(void *workspace, uint64_t workspaceSize,
+                                                 aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}
