@@ -1,8 +1,8 @@
 """The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
 add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, gemma_rms_norm.py,
 inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py, group_norm_silu.py,
-group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py) print exactly what the examples print on a
-device.
+group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py, group_norm_backward.py) print
+exactly what the examples print on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -29,6 +29,7 @@ from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   add_layer_norm_example_output, add_rms_norm_example_output,
                                   batch_norm_example_output,
                                   deep_norm_example_output, deep_norm_grad_example_output,
+                                  group_norm_backward_example_output,
                                   gemma_rms_norm_example_output, group_norm_example_output,
                                   group_norm_silu_example_output,
                                   inplace_add_rms_norm_example_output,
@@ -131,6 +132,15 @@ def deep_norm_grad_reference():
                                          float(np.float32(0.3))))
 
 
+def group_norm_backward_reference():
+    """gradInput, gradGammaOut and gradBetaOut of the group_norm_grad example's data in
+    float64 (its mean and rstd as the float32 values it passes)."""
+    x = np.arange(1.0, 25.0).reshape(2, 3, 4)
+    mean = np.float32([6.5, 18.5]).astype(np.float64)
+    rstd = np.float32([0.2896827] * 2).astype(np.float64)
+    return list(reference.group_norm_backward(x, x, mean, rstd, np.ones(3), 2, 3, 4, 1))
+
+
 def add_reference():
     """out = self + 1.2 * other of the add example's data in float64."""
     return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
@@ -204,11 +214,17 @@ PORTS = [
     # the one-pass variance of 4..7: mean(x^2) is 25 times the variance (25 float32 ulps)
     Port("batch_norm.py", batch_norm_example_output, batch_norm_reference,
          "aclnnBatchNormGetWorkspaceSize", rtol=1e-5),
+    # gradInput is 0 (gradOut equals input): the float32 chain leaves what its cancellations
+    # leave, up to 12 float32 ulps of the O(10) terms; gradGammaOut sums 24 such terms
+    Port("group_norm_backward.py", group_norm_backward_example_output,
+         group_norm_backward_reference, "aclnnGroupNormBackwardGetWorkspaceSize", rtol=1e-5,
+         atol=1e-5),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 
-# "result[i] is: v", "y result[i] is: v" or "outResultData[i] is: v" (the GroupNorm example's)
-LINE = re.compile(r"(?:\w+ )?(?:result|[a-z]+ResultData)\[(\d+)\] is: (-?\d+\.\d{6})")
+# "result[i] is: v", "y result[i] is: v" or "outResultData[i] is: v" (the GroupNorm example's;
+# "gradInputResultData[i] is: v" its backward's)
+LINE = re.compile(r"(?:\w+ )?(?:result|[a-z][A-Za-z]*ResultData)\[(\d+)\] is: (-?\d+\.\d{6})")
 
 
 @ports

@@ -16,7 +16,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/group_norm_silu/examples,
                                          norm/add_layer_norm_grad/examples,
                                          norm/batch_norm_v3/examples,
-                                         norm/deep_norm_grad/examples) and runtime/
+                                         norm/deep_norm_grad/examples,
+                                         norm/group_norm_grad/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -37,7 +38,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
 The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py,
 add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py, deep_norm.py,
 group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py,
-deep_norm_grad.py) print byte for byte what the C++ examples print, both on the emulator.
+deep_norm_grad.py, group_norm_backward.py) print byte for byte what the C++ examples print,
+both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -1211,6 +1213,62 @@ def test_vendor_deep_norm_grad_example(library):
     assert out == deep_norm_grad_example_output()
 
 
+def group_norm_backward_example_output() -> str:
+    """The group_norm_grad example's inputs (gradOut = input = 1..24 as [2, 3, 4], mean 6.5,
+    18.5, rstd 0.2896827 twice, gamma ones, N 2, C 3, HxW 4, group 1, FLOAT) through the
+    Atlas A2 kernel's float32 chain (op_kernel/group_norm_grad.h, mode 0: a whole group in
+    UB): x_hat = x * r + (-m * r); per channel dbeta_c = sum(dy), dgamma_c = sum(x_hat * dy);
+    c1 = sum(dbeta_c * gamma) / 12, c2 = sum(dgamma_c * gamma) / 12; for channels 0 and 2
+    (their first element block-aligned) dx = dy * (r * gamma) - (x_hat * (r * c2) + r * c1),
+    for channel 1 dx = dy * (r * gamma) - (x * ((r * r) * c2) + (r * c1 - ((m * r) * r) *
+    c2)); dgamma and dbeta (0 + sample 0) + sample 1. The sums of 4 and 3 values are taken
+    pairwise ((a + c) + (b + d), (a + c) + b): the emulator's order for ReduceSum (the
+    device's own is not in the sources), which the near-zero dx (dy equals x) and dgamma's
+    last digits rest on. The example prints gradInput's 24 values, then gradGammaOut's 3 and
+    gradBetaOut's 3, with %f."""
+    f = np.float32
+
+    def pairwise(v):
+        v = list(v)
+        return (v[0] + v[2]) + (v[1] + v[3]) if len(v) == 4 else (v[0] + v[2]) + v[1]
+
+    x = np.arange(1, 25, dtype=f).reshape(2, 3, 4)
+    dy = x.copy()
+    m, r = np.array([6.5, 18.5], f), np.array([0.2896827, 0.2896827], f)
+    gamma = np.ones(3, f)
+    dx = np.empty_like(x)
+    dgamma, dbeta = np.zeros((2, 3), f), np.zeros((2, 3), f)
+    for n in range(2):
+        xhat = x[n] * r[n] + (f(-1) * m[n]) * r[n]
+        db = np.array([pairwise(dy[n, j]) for j in range(3)], f)
+        dg = np.array([pairwise(xhat[j] * dy[n, j]) for j in range(3)], f)
+        dgamma[n], dbeta[n] = dg, db
+        c1, c2 = pairwise(db * gamma) / f(12), pairwise(dg * gamma) / f(12)
+        for j in range(3):
+            scale = r[n] * gamma[j]
+            if j * 4 % 8 == 0:
+                xo = xhat[j] * (r[n] * c2) + r[n] * c1
+            else:
+                xo = x[n, j] * ((r[n] * r[n]) * c2) + (r[n] * c1 - ((m[n] * r[n]) * r[n]) * c2)
+            dx[n, j] = dy[n, j] * scale - xo
+    zero = f(0)
+    sums = [(zero + a[0]) + a[1] for a in (dgamma, dbeta)]
+    return "".join(
+        [f"gradInputResultData[{i}] is: {float(v):f}\n" for i, v in enumerate(dx.ravel())] +
+        [f"gradGammaOutResultData[{i}] is: {float(v):f}\n" for i, v in enumerate(sums[0])] +
+        [f"gradBetaOutResultData[{i}] is: {float(v):f}\n" for i, v in enumerate(sums[1])])
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnGroupNormBackward "
+                    "example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_group_norm_backward_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "group_norm_grad", "examples",
+                                             "test_aclnn_group_norm_grad.cpp"), [library])
+    assert out == group_norm_backward_example_output()
+
+
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 
 # (port under samples/, checkout, the C++ example it ports, its operator library)
@@ -1249,6 +1307,9 @@ EXAMPLE_PORTS = [
                                              "test_aclnn_batch_norm_v3.cpp"), "opapi_nn"),
     ("deep_norm_grad.py", "ops-nn", os.path.join("norm", "deep_norm_grad", "examples",
                                                  "test_aclnn_deep_norm_grad.cpp"), "opapi_nn"),
+    ("group_norm_backward.py", "ops-nn",
+     os.path.join("norm", "group_norm_grad", "examples", "test_aclnn_group_norm_grad.cpp"),
+     "opapi_nn"),
 ]
 
 
