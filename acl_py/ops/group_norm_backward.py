@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..stream import Stream
     from ..tensor import DeviceTensor
 
-__all__ = ["group_norm_backward", "GroupNormBackward", "GROUP_NORM_BACKWARD"]
+__all__ = ["group_norm_backward", "GroupNormBackward", "GROUP_NORM_BACKWARD", "empty_unwritten"]
 
 _ALL = (True, True, True)
 
@@ -60,6 +60,17 @@ def _param_shape(a):
     return a.gamma.shape if a.gamma is not None else (a.c,)
 
 
+def empty_unwritten(a, part):
+    """Why ``part`` leaves grad_gamma and grad_beta unwritten for checked arguments ``a``
+    (None where it writes them): an empty input runs nothing off the regbase parts
+    (aclnn_group_norm_backward.cpp returns before any L0 operator), while Ascend 950's
+    empty-tensor kernel zeroes both (the emulator's rule, docs/emulator.md)."""
+    if a.n * a.c * a.hxw or part.npu_arch == 3510:
+        return None
+    return ("not written for an empty input off Ascend 950 (hicann/ops-nn norm/"
+            "group_norm_grad/op_host/op_api/aclnn_group_norm_backward.cpp: nothing runs)")
+
+
 def _smoke(shape, group, dtype, affine=True):
     def make():
         rng = np.random.default_rng(sum(shape) + group)
@@ -89,9 +100,11 @@ GROUP_NORM_BACKWARD = Declared("aclnnGroupNormBackward", (
     output("gradInput", name="grad_input", shape=lambda a: a.input.shape,
            dtype=lambda a: a.grad_out.dtype, when=lambda a: a.output_mask[0]),
     output("gradGammaOut", name="grad_gamma", shape=_param_shape,
-           dtype=lambda a: a.mean.dtype, when=lambda a: a.output_mask[1]),
+           dtype=lambda a: a.mean.dtype, when=lambda a: a.output_mask[1],
+           unwritten=empty_unwritten),
     output("gradBetaOut", name="grad_beta", shape=_param_shape,
-           dtype=lambda a: a.mean.dtype, when=lambda a: a.output_mask[2]),
+           dtype=lambda a: a.mean.dtype, when=lambda a: a.output_mask[2],
+           unwritten=empty_unwritten),
 ), check=_check, reference=reference.group_norm_backward,
     error_scale=reference.group_norm_backward_error_scale,
     # every part runs it: the L0 kernel on Atlas A2/A3 and Ascend 950, a composite of L0
@@ -147,8 +160,9 @@ def group_norm_backward(grad_out: Operand, input: Operand, mean: Operand, rstd: 
     (``(C,)`` without gamma) and mean's dtype. The device computes in float32: on Atlas A2/A3
     and Ascend 950 one kernel rounds each result once; on the Atlas training and inference
     parts L0 operators each round to the data's dtype (docs/emulator.md). An empty input
-    leaves the outputs as they were, except on Ascend 950, which zeroes grad_gamma and
-    grad_beta.
+    writes nothing (the result holds None for grad_gamma and grad_beta, a given ``out=``
+    entry is left as it was: :func:`empty_unwritten`), except on Ascend 950, which zeroes
+    grad_gamma and grad_beta.
 
     * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
     * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
