@@ -9,6 +9,11 @@
 #ifndef ACL_PY_ACLNNOP_ACLNN_GROUP_NORM_BACKWARD_H_
 #define ACL_PY_ACLNNOP_ACLNN_GROUP_NORM_BACKWARD_H_
 
+/* The vendor's header includes <array> (C++ only here, so C can include this one too); the
+ * vendor's example uses std::array through it. */
+#ifdef __cplusplus
+#include <array>
+#endif
 #include "aclnn/aclnn_base.h"
 #include "aclnn_util.h"
 
