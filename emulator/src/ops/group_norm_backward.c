@@ -57,11 +57,12 @@
  * Modelling choices (docs/emulator.md): ReduceSum's own order is norm_rows.h's fixed lane order
  * (as for every kernel here); mode 3's chunked, compensated per-channel sums (one channel beyond
  * the UB, HxW above about 16000 elements) are taken as mode 1's plain sums; the regbase
- * (Ascend 950) kernels (op_kernel/arch35) are taken as the Atlas A2/A3 arithmetic with ties-to-
- * even rounding; the BatchNorm backward kernels of the composite path are not in the
- * checkouts, so their arithmetic is the float32 formula dx = (g - (sum(g) + x_hat * sum(g *
- * x_hat)) * (1 / E)) * invstd with invstd = 1 / sqrt(var + 1e-5), g = dy * gamma and x_hat =
- * (x - mean) * invstd, rounded once.
+ * (Ascend 950) kernels (op_kernel/arch35: binary-fold sums, their own stage two) are taken as
+ * the Atlas A2/A3 arithmetic with their ties-to-even rounding (CAST_RINT); the BatchNorm
+ * backward kernels of the composite path are not in the checkouts, so their arithmetic is the
+ * float32 formula dx = (g - (sum(g) + x_hat * sum(g * x_hat)) * (1 / E)) * invstd with
+ * invstd = 1 / sqrt(var + 1e-5), g = dy * gamma and x_hat = (x - mean) * invstd, rounded
+ * once.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -471,7 +472,7 @@ static const aclemu_executor_ops GNB_OPS = {
     .destroy = free, /* the payload is one flat allocation */
 };
 
-/* ---- phase one -------------------------------------------------------------------------------- */
+/* ---- phase one ------------------------------------------------------------------------------ */
 
 #define INVALID(...) FAIL(ACLNN_ERR_PARAM_INVALID, __VA_ARGS__)
 
