@@ -97,6 +97,9 @@ typedef enum {
 #define A2_UB_BYTES 196608 /* ub_size of every Atlas A2/A3 platform configuration */
 
 typedef struct {
+    /* rows: the tasks (n, g), or one for Ascend 950's zeros (written from the run's buffer);
+     * width: C; the run's buffer: per (n, channel) dgamma_c, then (N * C on) dbeta_c */
+    nr_head h;
     tdesc t[T_COUNT];
     int64_t N, C, HW, G, D, E;
     bool mask[3];
@@ -107,19 +110,15 @@ typedef struct {
     float eps_data;       /* the composite's eps 1e-5 as a tensor of rstd's dtype */
 } gnb_payload;
 
-typedef struct {
-    gnb_payload p;
-    norm_rows rows;  /* gamma as float (C values); per chunk the row buffers */
-    float *partials; /* per (n, channel): dgamma_c, then (N * C on) dbeta_c */
-} gnb_task;
-
 /* Row buffer floats per chunk: dy, x, x_hat, scratch (E each), the fold buffer (64 * 128),
- * then the row's per-channel sums and products (4 * D). */
+ * then the row's per-channel sums and products (4 * D); stage two (after every row) takes
+ * 2 * N + C floats of chunk 0's. */
 #define FOLD_FLOATS (64 * 128)
 
 static int64_t row_floats(const gnb_payload *P)
 {
-    return 4 * P->E + FOLD_FLOATS + 4 * P->D;
+    const int64_t rows = 4 * P->E + FOLD_FLOATS + 4 * P->D, combine = 2 * P->N + P->C;
+    return rows > combine ? rows : combine;
 }
 
 /* ---- the kernel's sums ------------------------------------------------------------------- */
@@ -163,14 +162,13 @@ static float scalar_at(const tdesc *d, int64_t i)
 
 /* ---- the kernel: stage one, per task (n, g) --------------------------------------------- */
 
-static void kernel_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+static void kernel_rows(const gnb_payload *P, const norm_rows *R, int64_t chunk, int64_t begin,
+                        int64_t end)
 {
-    const gnb_task *T = ctx;
-    const gnb_payload *P = &T->p;
     const tdesc *dyd = &P->t[T_DY], *xd = &P->t[T_X], *dxd = &P->t[T_DX];
     const int64_t E = P->E, D = P->D, HW = P->HW, G = P->G, NC = P->N * P->C;
-    const float *gamma = T->rows.gamma;
-    float *dyb = nr_chunk_buf(&T->rows, chunk), *xb = dyb + E, *xhat = xb + E, *tmp = xhat + E;
+    const float *gamma = R->gamma;
+    float *dyb = nr_chunk_buf(R, chunk), *xb = dyb + E, *xhat = xb + E, *tmp = xhat + E;
     float *fold = tmp + E, *db = fold + FOLD_FLOATS, *dg = db + D, *t1 = dg + D, *t2 = t1 + D;
     /* the block of x's dtype the mode-0 alignment is counted in */
     const int64_t per_block = 32 / (int64_t)aclemu_dtype_size(xd->dtype);
@@ -196,7 +194,7 @@ static void kernel_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
                 tmp[i] = xc[i] * dyc[i];
             dg[j] = reduce_sum_folded(tmp, HW, fold);
         }
-        float *pg = T->partials + n * P->C + c0, *pb = T->partials + NC + n * P->C + c0;
+        float *pg = R->run_buf + n * P->C + c0, *pb = R->run_buf + NC + n * P->C + c0;
         memcpy(pg, dg, (size_t)D * sizeof(float));
         memcpy(pb, db, (size_t)D * sizeof(float));
         if (!P->mask[0])
@@ -329,14 +327,13 @@ static float round_one(const gnb_payload *P, float v)
     return v;
 }
 
-static void composite_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+static void composite_rows(const gnb_payload *P, const norm_rows *R, int64_t chunk,
+                           int64_t begin, int64_t end)
 {
-    const gnb_task *T = ctx;
-    const gnb_payload *P = &T->p;
     const tdesc *dyd = &P->t[T_DY], *xd = &P->t[T_X], *dxd = &P->t[T_DX];
     const int64_t E = P->E, D = P->D, HW = P->HW, G = P->G, NC = P->N * P->C;
-    const float *gamma = T->rows.gamma;
-    float *dyb = nr_chunk_buf(&T->rows, chunk), *xb = dyb + E, *g = xb + E, *tmp = g + E;
+    const float *gamma = R->gamma;
+    float *dyb = nr_chunk_buf(R, chunk), *xb = dyb + E, *g = xb + E, *tmp = g + E;
     for (int64_t task = begin; task < end; task++) {
         const int64_t n = task / G, c0 = (task % G) * D;
         const float *dy = get_tile(view_base(dyd), dyd->dtype, &dyd->inner, task * E, E, dyb);
@@ -350,8 +347,8 @@ static void composite_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
                 tmp[i] = dyc[i] * xh;
             }
             round_data(P, tmp, HW);
-            T->partials[n * P->C + c0 + j] = round_one(P, reduce_sum(tmp, HW));
-            T->partials[NC + n * P->C + c0 + j] = round_one(P, reduce_sum(dyc, HW));
+            R->run_buf[n * P->C + c0 + j] = round_one(P, reduce_sum(tmp, HW));
+            R->run_buf[NC + n * P->C + c0 + j] = round_one(P, reduce_sum(dyc, HW));
         }
         if (!P->mask[0])
             continue;
@@ -389,88 +386,65 @@ static void composite_combine(const gnb_payload *P, const float *p, const tdesc 
     put_tile(view_base(out), out->dtype, ACLEMU_TIES_EVEN, &out->inner, 0, C, res);
 }
 
-/* ---- the run ------------------------------------------------------------------------------- */
+/* ---- the run on norm_rows' task ------------------------------------------------------------ */
 
-static void task_run(void *arg)
+/* Gamma as float (ones without it); Ascend 950's empty-tensor kernel writes its zeros and no
+ * task runs; nothing runs for PATH_NONE (no buffers then). */
+static bool before_rows(const void *payload, norm_rows *R)
 {
-    gnb_task *T = arg;
-    const gnb_payload *P = &T->p;
-    const int64_t C = P->C, N = P->N;
+    const gnb_payload *P = payload;
+    const int64_t C = P->C;
     if (P->path == PATH_NONE)
-        return;
+        return false;
     if (P->path == PATH_ZEROS) {
-        float *zeros = T->partials;
+        float *zeros = R->run_buf;
         memset(zeros, 0, (size_t)C * sizeof(float));
         for (int i = T_DGAMMA; i <= T_DBETA; i++)
             put_tile(view_base(&P->t[i]), P->t[i].dtype, ACLEMU_TIES_EVEN, &P->t[i].inner, 0, C,
                      zeros);
-        return;
+        return false;
     }
     if (P->t[T_GAMMA].present) {
-        nr_load_gamma(&T->rows, &P->t[T_GAMMA], C);
+        nr_load_gamma(R, &P->t[T_GAMMA], C);
     } else {
         for (int64_t c = 0; c < C; c++)
-            T->rows.gamma_buf[c] = 1.0f;
-        T->rows.gamma = T->rows.gamma_buf;
+            R->gamma_buf[c] = 1.0f;
+        R->gamma = R->gamma_buf;
     }
-    const bool kernel = P->path == PATH_KERNEL;
-    aclemu_parallel_for(N * P->G, T->rows.nchunks, kernel ? kernel_rows : composite_rows, T);
-    /* stage two, over n: the row buffers are free now */
-    float *ws = T->rows.row_buf, *rows = ws + N, *res = rows + N;
+    return true;
+}
+
+/* Stage one, tasks [begin, end): the kernel's or the composite's per part. */
+static void tasks_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                       int64_t end)
+{
+    const gnb_payload *P = payload;
+    if (P->path == PATH_KERNEL)
+        kernel_rows(P, R, chunk, begin, end);
+    else
+        composite_rows(P, R, chunk, begin, end);
+}
+
+/* Stage two, over n, in chunk 0's row buffer (the rows are done with it). */
+static void after_rows(const void *payload, norm_rows *R)
+{
+    const gnb_payload *P = payload;
+    const int64_t N = P->N, C = P->C;
+    float *ws = nr_chunk_buf(R, 0), *rows = ws + N, *res = rows + N;
     for (int k = 1; k <= 2; k++) {
         if (!P->mask[k])
             continue;
-        const float *p = T->partials + (k == 1 ? 0 : N * C);
+        const float *p = R->run_buf + (k == 1 ? 0 : N * C);
         const tdesc *out = &P->t[k == 1 ? T_DGAMMA : T_DBETA];
-        if (kernel)
+        if (P->path == PATH_KERNEL)
             kernel_combine(P, p, out, ws, rows, res);
         else
             composite_combine(P, p, out, ws, res);
     }
 }
 
-static void task_release(void *arg)
-{
-    gnb_task *T = arg;
-    nr_release(&T->rows);
-    free(T->partials);
-    free(T);
-}
-
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
-
-static aclnnStatus gnb_launch(void *payload, void *const *addrs, void *workspace,
-                              uint64_t workspace_size, aclrtStream stream)
-{
-    (void)workspace_size;
-    gnb_task *T = p2_task_new(P2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const gnb_payload *)payload;
-    const gnb_payload *P = &T->p;
-    const bool runs = P->path == PATH_KERNEL || P->path == PATH_COMPOSITE;
-    if (P->path != PATH_NONE) {
-        /* per (n, channel) partials; stage two's scratch needs 2 * N + C floats of a row
-         * buffer, the zeros C floats */
-        T->partials = malloc((size_t)(2 * P->N * P->C + P->C + 1) * sizeof(float));
-        if (!T->partials) {
-            free(T);
-            aclemu_set_error("%s: out of host memory for the run", P2);
-            return ACLNN_ERR_INNER;
-        }
-    }
-    int64_t rf = row_floats(P);
-    if (rf < 2 * P->N + P->C)
-        rf = 2 * P->N + P->C;
-    return nr_launch(P2, stream, T->p.t, TNAME, T_COUNT, addrs, workspace, &T->rows,
-                     runs ? P->N * P->G : 0, runs ? P->C : 0, rf, task_run, task_release, T);
-}
-
-static const aclemu_executor_ops GNB_OPS = {
-    .op_name = P2,
-    .launch = gnb_launch,
-    .destroy = free, /* the payload is one flat allocation */
-};
+static const nr_kernel GNB_KERNEL = NR_KERNEL(gnb_payload, before_rows, tasks_body, after_rows);
+static const aclemu_executor_ops GNB_OPS = NR_EXECUTOR_OPS(P2);
 
 /* ---- phase one ------------------------------------------------------------------------------ */
 
@@ -715,6 +689,11 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
     aclemu_round_floats(rstd->dtype, ACLEMU_TIES_EVEN, &P->eps_data, 1);
     if (path == PATH_KERNEL)
         a2_tiling(P, gradOut->dtype);
+    const bool runs = path == PATH_KERNEL || path == PATH_COMPOSITE;
+    P->h = (nr_head){.kernel = &GNB_KERNEL, .call = P2, .names = TNAME,
+                     .rows = runs ? N * group : path == PATH_ZEROS ? 1 : 0, .width = C,
+                     .row_floats = runs ? row_floats(P) : 1,
+                     .run_floats = runs ? 2 * N * C : C};
     for (int i = 0; i < T_COUNT; i++) {
         const bool used = i < T_DX || (path == PATH_ZEROS ? i != T_DX : mask[i - T_DX]);
         snapshot(&P->t[i], used ? ts[i] : NULL, -1);

@@ -1,7 +1,7 @@
 /*
  * The run of a row-wise norm kernel over gamma (RmsNorm, GemmaRmsNorm, AddRmsNorm,
  * InplaceAddRmsNorm, AddLayerNorm, AddLayerNormGrad, DeepNorm, GroupNorm, GroupNormSilu/V2,
- * RmsNormGrad): the task every such operator's launch queues (below; norm_rows.c), which
+ * GroupNormBackward, RmsNormGrad): the task every such operator's launch queues (below; norm_rows.c), which
  * gives the operator's tensor descriptors the run's addresses, reads gamma and beta as float
  * once per run, holds one row buffer per chunk of rows and pins the memory until it is
  * released; the fixed-order lane sums of a row (the kernels' Muls-then-ReduceSum steps) and
