@@ -355,20 +355,6 @@ static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
     return ACLNN_SUCCESS;
 }
 
-static bool private_format(aclFormat f)
-{
-    switch ((int)f) {
-    case ACL_FORMAT_NC1HWC0: case ACL_FORMAT_FRACTAL_Z: case ACL_FORMAT_NDC1HWC0:
-    case ACL_FRACTAL_Z_3D: case ACL_FORMAT_FRACTAL_NZ: case ACL_FORMAT_NC1HWC0_C04:
-    case ACL_FORMAT_FRACTAL_NZ_C0_16: case ACL_FORMAT_FRACTAL_NZ_C0_32:
-    case ACL_FORMAT_FRACTAL_NZ_C0_2: case ACL_FORMAT_FRACTAL_NZ_C0_4:
-    case ACL_FORMAT_FRACTAL_NZ_C0_8:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* CheckFormat, in its order. */
 static aclnnStatus check_formats(const aclTensor *input, const aclTensor *output, bool regbase)
 {
@@ -383,7 +369,7 @@ static aclnnStatus check_formats(const aclTensor *input, const aclTensor *output
                  "be %s", P1, k ? "output" : "input", (int)f,
                  regbase ? "NCDHW or NDHWC" : "NCDHW");
     }
-    if (private_format(input->format))
+    if (p1_private_format(input->format))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input's format (aclFormat %d) is private: ND, NC, "
              "NCL, NCHW, NCDHW are taken", P1, (int)input->format);
     /* stricter (docs/aclnnBatchNorm.md: no NHWC, NDHWC but on Ascend 950) */

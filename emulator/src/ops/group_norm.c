@@ -415,20 +415,6 @@ static aclnnStatus check_shapes(const aclTensor *const *ts, int64_t N, int64_t C
     return ACLNN_SUCCESS;
 }
 
-static bool private_format(aclFormat f)
-{
-    switch ((int)f) {
-    case ACL_FORMAT_NC1HWC0: case ACL_FORMAT_FRACTAL_Z: case ACL_FORMAT_NDC1HWC0:
-    case ACL_FRACTAL_Z_3D: case ACL_FORMAT_FRACTAL_NZ: case ACL_FORMAT_NC1HWC0_C04:
-    case ACL_FORMAT_FRACTAL_NZ_C0_16: case ACL_FORMAT_FRACTAL_NZ_C0_32:
-    case ACL_FORMAT_FRACTAL_NZ_C0_2: case ACL_FORMAT_FRACTAL_NZ_C0_4:
-    case ACL_FORMAT_FRACTAL_NZ_C0_8:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* Step 5 (CheckFormat). */
 static aclnnStatus check_formats(const aclTensor *self, const aclTensor *out)
 {
@@ -436,7 +422,7 @@ static aclnnStatus check_formats(const aclTensor *self, const aclTensor *out)
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: out's format (aclFormat %d) must be self's format "
              "(aclFormat %d)", P1, (int)out->format, (int)self->format);
     const aclFormat f = self->format;
-    if (private_format(f) || f == ACL_FORMAT_NHWC || f == ACL_FORMAT_HWCN ||
+    if (p1_private_format(f) || f == ACL_FORMAT_NHWC || f == ACL_FORMAT_HWCN ||
         f == ACL_FORMAT_NDHWC)
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: self's format (aclFormat %d) is not supported: "
              "private formats, NHWC, HWCN and NDHWC are refused (ND, NCL, NCHW, NCDHW are "

@@ -7,6 +7,7 @@
 #ifndef ACLEMU_OPS_PHASE_ONE_H_
 #define ACLEMU_OPS_PHASE_ONE_H_
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -18,6 +19,23 @@
         aclemu_set_error(__VA_ARGS__); \
         return (code);                 \
     } while (0)
+
+/* A storage format private to the device (the fractal and C0-blocked layouts), which the
+ * operators' format checks refuse: the list of hicann/opbase
+ * src/nnopbase/common/utils/format_utils.cpp IsPrivateFormat. */
+static inline bool p1_private_format(aclFormat f)
+{
+    switch ((int)f) {
+    case ACL_FORMAT_NC1HWC0: case ACL_FORMAT_FRACTAL_Z: case ACL_FORMAT_NDC1HWC0:
+    case ACL_FRACTAL_Z_3D: case ACL_FORMAT_FRACTAL_NZ: case ACL_FORMAT_NC1HWC0_C04:
+    case ACL_FORMAT_FRACTAL_NZ_C0_16: case ACL_FORMAT_FRACTAL_NZ_C0_32:
+    case ACL_FORMAT_FRACTAL_NZ_C0_2: case ACL_FORMAT_FRACTAL_NZ_C0_4:
+    case ACL_FORMAT_FRACTAL_NZ_C0_8:
+        return true;
+    default:
+        return false;
+    }
+}
 
 /* The out-pointers, before anything else: the vendor's L2_DFX_PHASE_1 opens phase one with
  * them (hicann/opbase src/nnopbase/composite_op/aclnn_engine/op_dfx.cpp CheckPhase1Params:
