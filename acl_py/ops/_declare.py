@@ -16,8 +16,8 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
   arguments ``a`` (``a.input``, ``a.normalized_shape``...), what a given ``out=`` entry may be:
   that dtype, or any of ``dtypes`` where the device casts its result to the output's dtype;
   that shape, or another that ``fits(a, shape, part, shapes)`` accepts (phase one's rule on
-  that part, e.g. :func:`as_many_elements`); and whether it is requested at all (``when(a)``, e.g. an output
-  mask);
+  that part, e.g. :func:`as_many_elements`); and whether it is requested at all
+  (``when(a)``, e.g. an output mask);
 * an output written **in place** (``output(name, into="x1")``): the operator writes it into
   that input (a C ``aclTensor *...Ref`` parameter, declared as ``tensor(..., written=True)``),
   so it has no C parameter of its own. A DeviceTensor call returns the input tensor itself
@@ -149,10 +149,9 @@ def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
     ``part``, a :class:`Part`, returns None rather than the rule the shape breaks:
     :func:`as_many_elements`; ``shapes`` maps each requested output's Python name to the shape
     phase one receives for it, the caller's entry or the default, for a rule relating
-    outputs) and that dtype, or any of
-    ``dtypes`` (the dtypes phase one accepts for it whatever the inputs, where the device
-    casts its result: LayerNorm's); ``when(a)`` false: not requested (NULL, returned as
-    None). ``into``: the Python name of the written input this output is written into (no C
+    outputs) and that dtype, or any of ``dtypes`` (the dtypes phase one accepts for it
+    whatever the inputs, where the device casts its result: LayerNorm's); ``when(a)`` false:
+    not requested (NULL, returned as None). ``into``: the Python name of the written input this output is written into (no C
     parameter of its own: ``c_name`` is only its name, and its shape and dtype are that
     input's). ``unwritten(a, part)`` (``part`` a :class:`Part`): None where the part's kernel
     writes the output for these arguments, else why it does not, naming the vendor file (the
