@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +40,21 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from _part_runs import PARTS, REPORT_ENV  # noqa: E402  (the tests' own list and protocol)
 
 DEFAULT = "default"
+
+
+# The process groups of the runs under way: stopped with the tool (their sessions are their
+# own, so a Ctrl-C or a kill of the tool does not reach them).
+_RUNNING = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def _stop_running_runs():
+    with _RUNNING_LOCK:
+        for pgid in _RUNNING:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def run_file(part, file, timeout, python):
@@ -58,6 +74,8 @@ def run_file(part, file, timeout, python):
                  os.path.join(tmp, "basetemp"), file],
                 stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
                 start_new_session=True)
+            with _RUNNING_LOCK:
+                _RUNNING.add(proc.pid)
             try:
                 rc = proc.wait(timeout=timeout)
                 hung = False
@@ -65,6 +83,9 @@ def run_file(part, file, timeout, python):
                 os.killpg(proc.pid, signal.SIGKILL)
                 rc = proc.wait()
                 hung = True
+            finally:
+                with _RUNNING_LOCK:
+                    _RUNNING.discard(proc.pid)
             out.seek(0)
             output = out.read()
         seconds = time.monotonic() - started
@@ -121,7 +142,12 @@ def last_line(text):
     return lines[-1][:160] if lines else ""
 
 
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None):
+    signal.signal(signal.SIGTERM, _terminated)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="test files (default: every tests/test_*.py)")
     ap.add_argument("--parts", nargs="+", default=list(PARTS),
@@ -150,10 +176,15 @@ def main(argv=None):
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             futures = {f: pool.submit(run_file, part, f, args.timeout, python)
                        for f in files}
-            for f in files:
-                r = results[part][f] = futures[f].result()
-                print(f"{part:18} {f:45} {cell(r):14} {r['seconds']:7.1f} s",
-                      file=sys.stderr, flush=True)
+            try:
+                for f in files:
+                    r = results[part][f] = futures[f].result()
+                    print(f"{part:18} {f:45} {cell(r):14} {r['seconds']:7.1f} s",
+                          file=sys.stderr, flush=True)
+            except BaseException:   # Ctrl-C, a kill (SIGTERM, below): no run outlives us
+                pool.shutdown(wait=False, cancel_futures=True)
+                _stop_running_runs()
+                raise
         if args.json:       # written after each part: a long run keeps what it has
             with open(args.json, "w") as out:
                 json.dump(results, out, indent=1)
