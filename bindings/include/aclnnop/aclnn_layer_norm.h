@@ -6,9 +6,9 @@
  * export macro first.
  *
  * aclnnLayerNormWithImplMode is aclnnLayerNorm with an implementation mode (0 high
- * precision, the mode aclnnLayerNorm uses; 1 high performance; 2 keep FLOAT16). The vendor's
- * header also declares aclnnFastLayerNorm, a separate operator acl-py does not bind (the
- * emulator does not provide it), so it is not declared here.
+ * precision, the mode aclnnLayerNorm uses; 1 high performance; 2 keep FLOAT16).
+ * aclnnFastLayerNorm takes aclnnLayerNorm's arguments, checks them by its own op_api
+ * (aclnn_fast_layer_norm.cpp) and always runs the LayerNormV4 kernel.
  */
 #ifndef ACL_PY_ACLNNOP_ACLNN_LAYER_NORM_H_
 #define ACL_PY_ACLNNOP_ACLNN_LAYER_NORM_H_
@@ -34,6 +34,12 @@ ACLNN_API aclnnStatus aclnnLayerNormWithImplModeGetWorkspaceSize(
     aclOpExecutor **executor);
 ACLNN_API aclnnStatus aclnnLayerNormWithImplMode(void *workspace, uint64_t workspaceSize,
                                                  aclOpExecutor *executor, aclrtStream stream);
+ACLNN_API aclnnStatus aclnnFastLayerNormGetWorkspaceSize(
+    const aclTensor *input, const aclIntArray *normalizedShape, const aclTensor *weightOptional,
+    const aclTensor *biasOptional, double eps, aclTensor *out, aclTensor *meanOutOptional,
+    aclTensor *rstdOutOptional, uint64_t *workspaceSize, aclOpExecutor **executor);
+ACLNN_API aclnnStatus aclnnFastLayerNorm(void *workspace, uint64_t workspaceSize,
+                                         aclOpExecutor *executor, aclrtStream stream);
 /* acl-py:cdef-end */
 
 #ifdef __cplusplus

@@ -3,6 +3,13 @@
  * the vendor's order with its codes (hicann/ops-nn norm/layer_norm_v4/op_host/op_api/
  * aclnn_layer_norm.cpp), the launch (memory checks, pins, stream submit) and the kernel.
  *
+ * aclnnFastLayerNorm (same folder, aclnn_fast_layer_norm.cpp) is a route to the same L0
+ * kernel: its own phase one (its own order, a fixed dtype list, no part check), then always
+ * LayerNormV4 (FLOAT statistics), with an absent weight/bias filled with ones/zeros by the
+ * op_api (a zero bias is added: -0 becomes +0) and out copied without a cast (out must be of
+ * input's dtype, mean/rstd of the kernel's shape: the ViewCopy rule). It shares the payload,
+ * launch and row kernel below.
+ *
  * The device's numbers (same source and its L0 ops layer_norm_v3.cpp / layer_norm_v4.cpp):
  * - eps reaches the kernel as a float (static_cast<float>(eps) in both L0 ops);
  * - statistics are accumulated in float; out is computed in input's dtype, then cast to
@@ -53,6 +60,8 @@
 #define P2 "aclnnLayerNorm"
 #define P1_MODE "aclnnLayerNormWithImplModeGetWorkspaceSize"
 #define P2_MODE "aclnnLayerNormWithImplMode"
+#define P1_FAST "aclnnFastLayerNormGetWorkspaceSize"
+#define P2_FAST "aclnnFastLayerNorm"
 
 #define INLINE TV_INLINE
 #define LANES 16          /* independent accumulators per row sum */
@@ -84,6 +93,7 @@ typedef struct {
     aclemu_ties ties;     /* how the kernel rounds BF16 ties (away on Atlas A2/A3) */
     bool y_round;         /* out is rounded to input's dtype before its store */
     aclemu_ties y_ties;   /* how out's store breaks BF16 ties */
+    bool zero_bias;       /* an absent bias is a row of zeros the kernel adds (FastLayerNorm) */
 } ln_payload;
 
 /* One launch: owns a copy of the payload (a repeatable executor may be destroyed while the
@@ -157,6 +167,8 @@ static void task_run(void *arg)
     }
     T->w = param_row(&P->t[T_W], P->N, T->wb_buf);
     T->b = param_row(&P->t[T_B], P->N, T->wb_buf ? T->wb_buf + P->N : NULL);
+    if (!T->b && P->zero_bias)
+        T->b = T->wb_buf + P->N; /* zeroed by the launch */
     aclemu_parallel_for(P->M, T->nchunks, rows_kernel(), T);
 }
 
@@ -211,11 +223,13 @@ static aclnnStatus ln_launch(void *payload, void *const *addrs, void *workspace,
          * has) */
         const int64_t chunk_rows = (M + T->nchunks - 1) / T->nchunks;
         T->per_chunk = T->x_gather ? (chunk_rows < GROUP ? chunk_rows : GROUP) * N : 0;
-        bool wb = needs_buffer(&P->t[T_W]) || needs_buffer(&P->t[T_B]);
+        const bool zeros = P->zero_bias && !P->t[T_B].present;
+        bool wb = needs_buffer(&P->t[T_W]) || needs_buffer(&P->t[T_B]) || zeros;
         if (T->per_chunk > 0)
             T->row_buf = malloc((size_t)(T->nchunks * T->per_chunk) * sizeof(float));
         if (wb)
-            T->wb_buf = malloc((size_t)(2 * N) * sizeof(float));
+            T->wb_buf = zeros ? calloc((size_t)(2 * N), sizeof(float))
+                              : malloc((size_t)(2 * N) * sizeof(float));
         if ((T->per_chunk > 0 && !T->row_buf) || (wb && !T->wb_buf)) {
             aclemu_set_error("%s: out of host memory for the row buffers (%lld floats)",
                              P->call, (long long)(T->nchunks * T->per_chunk + 2 * N));
@@ -235,6 +249,12 @@ static const aclemu_executor_ops LN_OPS = {
 
 static const aclemu_executor_ops LN_MODE_OPS = {
     .op_name = P2_MODE,
+    .launch = ln_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+static const aclemu_executor_ops FAST_OPS = {
+    .op_name = P2_FAST,
     .launch = ln_launch,
     .destroy = free, /* the payload is one flat allocation */
 };
@@ -286,6 +306,27 @@ static aclnnStatus check_stat_shape_3510(const char *call, const aclTensor *inpu
                  "%s: %s shape %s must be input's batch dims then ones (input %s): dim %llu "
                  "is %lld, expected %lld", call, name, s1, s2, (unsigned long long)i,
                  (long long)t->dims[i], (long long)want);
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* meanOut/rstdOut (when given) hold M elements, one per row (the emulator's stricter rule,
+ * docs/emulator.md: the docs' shape [A1..Ai, 1..1], where the vendor's code copies or fills
+ * whatever it is given). */
+static aclnnStatus check_stat_rows(const char *call, const aclTensor *const *ts, int64_t M)
+{
+    const aclTensor *input = ts[T_X];
+    for (int i = T_MEAN; i <= T_RSTD; i++) {
+        int64_t n = -1;
+        if (ts[i] && (!numel(ts[i]->dims, ts[i]->ndim, &n) || n != M)) {
+            char s1[256], s2[256];
+            fmt_dims(s1, sizeof s1, ts[i]->dims, ts[i]->ndim);
+            fmt_dims(s2, sizeof s2, input->dims, input->ndim);
+            FAIL(ACLNN_ERR_PARAM_INVALID,
+                 "%s: %s shape %s has %lld elements != M = %lld (one per row of input %s "
+                 "over normalizedShape; expected shape [A1..Ai, 1..1])", call, TNAME[i], s1,
+                 (long long)n, (long long)M, s2);
+        }
     }
     return ACLNN_SUCCESS;
 }
@@ -428,17 +469,8 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
     /* 7. Stricter than the vendor (docs/emulator.md): meanOut/rstdOut must hold one element
      * per row. The docs give their shape as [A1..Ai, 1..1]; the vendor's code checks it on
      * regbase parts only and otherwise copies M values into whatever it is given. */
-    for (int i = T_MEAN; i <= T_RSTD; i++) {
-        int64_t n = -1;
-        if (ts[i] && (!numel(ts[i]->dims, ts[i]->ndim, &n) || n != M)) {
-            fmt_dims(s1, sizeof s1, ts[i]->dims, ts[i]->ndim);
-            fmt_dims(s2, sizeof s2, input->dims, input->ndim);
-            FAIL(ACLNN_ERR_PARAM_INVALID,
-                 "%s: %s shape %s has %lld elements != M = %lld (one per row of input %s "
-                 "over normalizedShape; expected shape [A1..Ai, 1..1])", call, TNAME[i], s1,
-                 (long long)n, (long long)M, s2);
-        }
-    }
+    if ((st = check_stat_rows(call, ts, M)))
+        return st;
 
     const aclDataType param_dt = weightOptional ? weightOptional->dtype
                                  : biasOptional ? biasOptional->dtype : in_dt;
@@ -498,4 +530,238 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormWithImplMode(void *workspace, uint64_t w
                                                      aclrtStream stream)
 {
     return aclemu_executor_run(P2_MODE, executor, workspace, workspaceSize, stream);
+}
+
+/* ---- aclnnFastLayerNorm ------------------------------------------------------------------ */
+
+/* The docs' limit on N (the product of normalizedShape), with the code they give for it. */
+#define FAST_MAX_N 583705600LL
+
+/* The ViewCopy of a kernel result into a caller's output (hicann/ops-math conversion/
+ * contiguous/op_host/op_api/contiguous.cpp CheckViewCopyParams): the same dtype, and the
+ * same shape or one element each; the op_api returns its failure as 561103. */
+static aclnnStatus fast_view_copy(const char *call, const char *name, const aclTensor *t,
+                                  aclDataType dt, const int64_t *dims, uint64_t ndim,
+                                  const char *what)
+{
+    if (t->dtype != dt)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: %s dtype %s != %s %s (the op_api copies the "
+             "kernel's result without a cast)", call, name, dname(t->dtype), what, dname(dt));
+    int64_t a = 0, b = 0;
+    if (!same_dims(t->dims, t->ndim, dims, ndim) &&
+        !(numel(t->dims, t->ndim, &a) && numel(dims, ndim, &b) && a == 1 && b == 1))
+    {
+        shape_error(call, name, t->dims, t->ndim, "!= the kernel's result (input's batch dims "
+                    "then ones; the copy takes one shape or one element each):", dims, ndim);
+        return ACLNN_ERR_INNER_NULLPTR;
+    }
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus fast_phase_one(const aclTensor *input, const aclIntArray *normalizedShape,
+                                  const aclTensor *weightOptional,
+                                  const aclTensor *biasOptional, double eps, aclTensor *out,
+                                  aclTensor *meanOutOptional, aclTensor *rstdOutOptional,
+                                  uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    const char *call = P1_FAST;
+    const aclTensor *ts[T_COUNT] = {input, weightOptional, biasOptional, out, meanOutOptional,
+                                    rstdOutOptional};
+    aclnnStatus st;
+    if ((st = p1_out_pointers(call, workspaceSize, executor)))
+        return st;
+    /* 1. required arguments (CheckFastNotNull: input, normalizedShape, out) */
+    if (!input)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: input is NULL", call);
+    if (!normalizedShape)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: normalizedShape is NULL", call);
+    if (!out)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: out is NULL", call);
+    if ((st = p1_live(call, ts, TNAME, T_COUNT)))
+        return st;
+    if (!aclemu_handle_check(normalizedShape, ACLEMU_KIND_INT_ARRAY))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape (%p) is not a live aclIntArray",
+             call, (const void *)normalizedShape);
+    const aclemu_soc *soc = aclemu_soc_info(call);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+
+    /* 2. input dtypes (CheckInputDtype): one list on every part (BF16 too); weight, then
+     * weight = bias, then bias */
+#define FAST_DTYPE(what, t)                                                                    \
+    do {                                                                                       \
+        if (!dtype_ok((t)->dtype))                                                             \
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported: FLOAT16, FLOAT, " \
+                 "BF16", call, what, dname((t)->dtype));                                       \
+    } while (0)
+    const aclDataType in_dt = input->dtype;
+    FAST_DTYPE("input", input);
+    if (weightOptional) {
+        FAST_DTYPE("weightOptional", weightOptional);
+        if (weightOptional->dtype != ACL_FLOAT && weightOptional->dtype != in_dt)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: weightOptional dtype %s must be FLOAT or "
+                 "input's dtype %s", call, dname(weightOptional->dtype), dname(in_dt));
+    }
+    if (weightOptional && biasOptional && weightOptional->dtype != biasOptional->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: weightOptional dtype %s != biasOptional dtype %s",
+             call, dname(weightOptional->dtype), dname(biasOptional->dtype));
+    if (biasOptional) {
+        FAST_DTYPE("biasOptional", biasOptional);
+        if (biasOptional->dtype != ACL_FLOAT && biasOptional->dtype != in_dt)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: biasOptional dtype %s must be FLOAT or "
+                 "input's dtype %s", call, dname(biasOptional->dtype), dname(in_dt));
+    }
+    /* 3. output dtypes (CheckFastOutputDtype): out, rstd, mean */
+    FAST_DTYPE("out", out);
+    if (rstdOutOptional)
+        FAST_DTYPE("rstdOutOptional", rstdOutOptional);
+    if (meanOutOptional)
+        FAST_DTYPE("meanOutOptional", meanOutOptional);
+#undef FAST_DTYPE
+
+    /* 4. shapes (CheckShape): normalizedShape not empty; ranks <= 8 (out, input, weight, rstd,
+     * mean, bias) and its length <= 8; weight's rank; input's rank; bias's rank; the dims */
+    const uint64_t len = normalizedShape->size;
+    if (len < 1)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape is empty (length must be >= 1)",
+             call);
+    static const int rank_order[T_COUNT] = {T_Y, T_X, T_W, T_RSTD, T_MEAN, T_B};
+    for (int j = 0; j < T_COUNT; j++) {
+        const aclTensor *t = ts[rank_order[j]];
+        if (t && t->ndim > TV_MAX_RANK)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu > %d", call, TNAME[rank_order[j]],
+                 (unsigned long long)t->ndim, TV_MAX_RANK);
+    }
+    if (len > TV_MAX_RANK)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape length %llu > %d", call,
+             (unsigned long long)len, TV_MAX_RANK);
+    if (weightOptional && weightOptional->ndim != len)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: weightOptional rank %llu != normalizedShape length "
+             "%llu", call, (unsigned long long)weightOptional->ndim, (unsigned long long)len);
+    if (input->ndim < len)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input rank %llu < normalizedShape length %llu", call,
+             (unsigned long long)input->ndim, (unsigned long long)len);
+    if (biasOptional && biasOptional->ndim != len)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: biasOptional rank %llu != normalizedShape length "
+             "%llu", call, (unsigned long long)biasOptional->ndim, (unsigned long long)len);
+    const int64_t *ns = normalizedShape->values;
+    const uint64_t split = input->ndim - len;
+    for (uint64_t k = 0; k < len; k++) {
+        if (input->dims[split + k] != ns[k]) {
+            char s1[256], s2[256];
+            fmt_dims(s1, sizeof s1, input->dims, input->ndim);
+            fmt_dims(s2, sizeof s2, ns, len);
+            FAIL(ACLNN_ERR_PARAM_INVALID,
+                 "%s: input shape %s does not end with normalizedShape %s (dim %llu)", call, s1,
+                 s2, (unsigned long long)(split + k));
+        }
+        for (int i = T_W; i <= T_B; i++)
+            if (ts[i] && ts[i]->dims[k] != ns[k])
+                return shape_error(call, TNAME[i], ts[i]->dims, ts[i]->ndim,
+                                   "!= normalizedShape", ns, len);
+    }
+    if (!same_dims(out->dims, out->ndim, input->dims, input->ndim))
+        return shape_error(call, "out", out->dims, out->ndim, "!= input shape", input->dims,
+                           input->ndim);
+
+    int64_t M = 0, N = 0;
+    if (!numel(input->dims, split, &M) || !numel(ns, len, &N))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input element count overflows int64", call);
+
+    ln_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", call);
+    P->call = FAST_OPS.op_name;
+    for (int i = 0; i < T_COUNT; i++)
+        snapshot(&P->t[i], ts[i], (i == T_X || i == T_Y) ? (int)split : -1);
+    P->M = M;
+    P->N = N;
+    P->eps = (float)eps;
+    P->stat_dt = ACL_FLOAT; /* LayerNormV4 */
+    const int arch = soc->npu_arch;
+    P->ties = arch == DAV_2201 ? ACLEMU_TIES_AWAY : ACLEMU_TIES_EVEN; /* as aclnnLayerNorm's */
+    P->y_round = false;  /* out is input's dtype (the copy below) */
+    P->y_ties = P->ties;
+    P->zero_bias = true; /* the op_api's Fill of an absent bias */
+#define REFUSE(code, ...)              \
+    do {                               \
+        free(P);                       \
+        FAIL(code, __VA_ARGS__);       \
+    } while (0)
+
+    /* 5. empty: N == 0 fills meanOut with 0 and rstdOut with NaN (the launch does), M == 0
+     * writes nothing; neither reaches the kernel. Stricter (docs/emulator.md): mean/rstd of
+     * M elements, as aclnnLayerNorm's, where nothing below compares their shape. */
+    if (M == 0 || N == 0) {
+        if ((st = check_stat_rows(call, ts, M))) {
+            free(P);
+            return st;
+        }
+        return p1_finish(call, &FAST_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize,
+                         executor);
+    }
+
+    /* 6. Stricter (docs/emulator.md): the parts the docs call unsupported where the L0 op
+     * finds no kernel (its status is discarded by l0op::LayerNormV4: the device's phase one
+     * succeeds and its launch fails). op_host/layer_norm_v4_def.cpp configures none for the
+     * Atlas training series; on Atlas inference parts FLOAT16 x only, whose one tiling
+     * template there (layer_norm_v4_transpose_tiling.cpp) takes rows of at most 64 elements
+     * that are not a whole number of 32-byte blocks. */
+    if (arch != DAV_2201 && arch != DAV_3510 && arch != DAV_2002)
+        REFUSE(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): no "
+               "LayerNormV4 kernel there", call, soc->name, soc->series);
+    if (arch == DAV_2002 && in_dt != ACL_FLOAT16)
+        REFUSE(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: input dtype %s is not supported on %s "
+               "(%s): its LayerNormV4 kernel takes FLOAT16 only", call, dname(in_dt),
+               soc->name, soc->series);
+    if (arch == DAV_2002 && (N > 64 || N % 16 == 0))
+        REFUSE(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: normalized size N = %lld is not "
+               "supported on %s (%s): its LayerNormV4 tiling takes N <= 64, not a multiple of "
+               "16", call, (long long)N, soc->name, soc->series);
+    /* 7. the docs' limit on N (their code for it) */
+    if (N > FAST_MAX_N)
+        REFUSE(ACLNN_ERR_INNER_NULLPTR, "%s: normalized size N = %lld > %lld (the documented "
+               "limit)", call, (long long)N, FAST_MAX_N);
+
+    /* 8. the copies of the kernel's results: out (no cast), then rstd, then mean (each cast
+     * to its dtype first) */
+    if ((st = fast_view_copy(call, "out", out, in_dt, input->dims, input->ndim,
+                             "input's dtype"))) {
+        free(P);
+        return st;
+    }
+    int64_t stat_dims[TV_MAX_RANK];
+    for (uint64_t i = 0; i < input->ndim; i++)
+        stat_dims[i] = i < split ? input->dims[i] : 1;
+    if (rstdOutOptional &&
+        (st = fast_view_copy(call, TNAME[T_RSTD], rstdOutOptional, rstdOutOptional->dtype,
+                             stat_dims, input->ndim, ""))) {
+        free(P);
+        return st;
+    }
+    if (meanOutOptional &&
+        (st = fast_view_copy(call, TNAME[T_MEAN], meanOutOptional, meanOutOptional->dtype,
+                             stat_dims, input->ndim, ""))) {
+        free(P);
+        return st;
+    }
+#undef REFUSE
+    return p1_finish(call, &FAST_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnFastLayerNormGetWorkspaceSize(
+    const aclTensor *input, const aclIntArray *normalizedShape, const aclTensor *weightOptional,
+    const aclTensor *biasOptional, double eps, aclTensor *out, aclTensor *meanOutOptional,
+    aclTensor *rstdOutOptional, uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1_FAST))
+        return ACLNN_ERR_INNER;
+    return fast_phase_one(input, normalizedShape, weightOptional, biasOptional, eps, out,
+                          meanOutOptional, rstdOutOptional, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnFastLayerNorm(void *workspace, uint64_t workspaceSize,
+                                             aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(P2_FAST, executor, workspace, workspaceSize, stream);
 }
