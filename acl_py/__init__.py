@@ -63,6 +63,7 @@ from .ops import add_layer_norm_grad, AddLayerNormGrad
 from .ops import batch_norm, BatchNorm
 from .ops import deep_norm_grad, DeepNormGrad
 from .ops import group_norm_backward, GroupNormBackward
+from .ops import fast_layer_norm, FastLayerNorm
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -95,5 +96,6 @@ __all__ = [
     "add_layer_norm", "AddLayerNorm", "deep_norm", "DeepNorm",
     "group_norm_silu", "GroupNormSilu", "group_norm_silu_v2", "GroupNormSiluV2",
     "add_layer_norm_grad", "AddLayerNormGrad", "deep_norm_grad", "DeepNormGrad",
-    "batch_norm", "BatchNorm", "group_norm_backward", "GroupNormBackward",
+    "batch_norm", "BatchNorm", "group_norm_backward", "GroupNormBackward", "fast_layer_norm",
+    "FastLayerNorm",
 ]

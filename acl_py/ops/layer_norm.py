@@ -79,7 +79,7 @@ def _float32(a):
     return _F32
 
 
-def _smoke(name, shape, nrank, dtype, param_dtype=None, eps=1e-5, weight=True):
+def smoke_case(name, shape, nrank, dtype, param_dtype=None, eps=1e-5, weight=True):
     """A smoke case: random input of ``dtype`` (``"bf16"`` for bfloat16) normalized over its
     last ``nrank`` dims; weight and bias of ``param_dtype`` (None: input's), or neither."""
     def make():
@@ -109,14 +109,14 @@ LAYER_NORM = Declared("aclnnLayerNorm", (
            fits=stats_fits),
 ), check=normalized_split, reference=reference.layer_norm,
     error_scale=reference.layer_norm_error_scale,
-    smoke_cases=(_smoke("fp32", (8, 1024), 1, np.float32),
-                 _smoke("bf16-fp32-weight", (4, 128, 768), 1, "bf16", np.float32),
-                 _smoke("fp16", (64, 40), 1, np.float16),   # LayerNormV4 on Atlas A2
-                 _smoke("rank4-norm3", (2, 3, 4, 5), 3, np.float16, np.float32, eps=1e-3)),
-    smoke_full_cases=(_smoke("no-weight", (32, 256), 1, np.float32, weight=False),
-                      _smoke("bf16", (64, 512), 1, "bf16"),
-                      _smoke("fp16-large", (8192, 1024), 1, np.float16, np.float32),
-                      _smoke("fp32-wide", (64, 65536), 1, np.float32)))
+    smoke_cases=(smoke_case("fp32", (8, 1024), 1, np.float32),
+                 smoke_case("bf16-fp32-weight", (4, 128, 768), 1, "bf16", np.float32),
+                 smoke_case("fp16", (64, 40), 1, np.float16),   # LayerNormV4 on Atlas A2
+                 smoke_case("rank4-norm3", (2, 3, 4, 5), 3, np.float16, np.float32, eps=1e-3)),
+    smoke_full_cases=(smoke_case("no-weight", (32, 256), 1, np.float32, weight=False),
+                      smoke_case("bf16", (64, 512), 1, "bf16"),
+                      smoke_case("fp16-large", (8192, 1024), 1, np.float16, np.float32),
+                      smoke_case("fp32-wide", (64, 65536), 1, np.float32)))
 
 
 @overload
