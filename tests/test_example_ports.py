@@ -1,8 +1,8 @@
-"""The Python ports of the vendor's C++ operator examples (samples/layer_norm.py, rms_norm.py,
-add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, gemma_rms_norm.py,
-inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py, group_norm_silu.py,
-group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py, group_norm_backward.py) print
-exactly what the examples print on a device.
+"""The Python ports of the vendor's C++ operator examples (samples/layer_norm.py,
+fast_layer_norm.py, rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py,
+gemma_rms_norm.py, inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py,
+group_norm_silu.py, group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py,
+group_norm_backward.py) print exactly what the examples print on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -178,6 +178,9 @@ class Port:
 PORTS = [
     Port("layer_norm.py", layer_norm_example_output, layer_norm_reference,
          "aclnnLayerNormGetWorkspaceSize"),
+    # the same example data and kernel as layer_norm.py's
+    Port("fast_layer_norm.py", layer_norm_example_output, layer_norm_reference,
+         "aclnnFastLayerNormGetWorkspaceSize"),
     Port("rms_norm.py", rms_norm_example_output, rms_norm_reference,
          "aclnnRmsNormGetWorkspaceSize"),
     Port("add.py", add_example_output, add_reference, "aclnnAddGetWorkspaceSize"),

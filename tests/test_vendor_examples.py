@@ -35,9 +35,9 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          2_advanced_features/kernel/
                                          1_launch_kernel_with_reslimit)
 
-The Python ports of the operator examples (samples/layer_norm.py, rms_norm.py, add.py,
-add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py, deep_norm.py,
-group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py,
+The Python ports of the operator examples (samples/layer_norm.py, fast_layer_norm.py,
+rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py,
+deep_norm.py, group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py,
 deep_norm_grad.py, group_norm_backward.py) print byte for byte what the C++ examples print,
 both on the emulator.
 
@@ -139,8 +139,9 @@ def test_vendor_add_example(example):
 
 
 def layer_norm_example_output() -> str:
-    """The layer_norm_v4 examples' inputs ([1, 2, 32] of 2.0 over [32], weight 1, bias 0,
-    eps 1e-5) through the documented formulas (docs/aclnnLayerNorm&aclnnLayerNormWithImplMode.md):
+    """The layer_norm_v4 examples' inputs (aclnnLayerNorm's, WithImplMode's and
+    aclnnFastLayerNorm's: [1, 2, 32] of 2.0 over [32], weight 1, bias 0, eps 1e-5) through
+    the documented formulas (docs/aclnnLayerNorm&aclnnLayerNormWithImplMode.md):
     out 0, mean 2, rstd = 1 / sqrt(eps) in float as the kernel computes it (eps cast to
     float), printed with %f."""
     rstd = np.float32(1) / np.sqrt(np.float32(1e-5))
@@ -155,7 +156,8 @@ def layer_norm_example_output() -> str:
                     "against the emulator")
 @pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
 @pytest.mark.parametrize("example", ["test_aclnn_layer_norm_v4.cpp",
-                                     "test_aclnn_layer_norm_with_impl_mode.cpp"])
+                                     "test_aclnn_layer_norm_with_impl_mode.cpp",
+                                     "test_aclnn_fast_layer_norm.cpp"])
 def test_vendor_layer_norm_example(example, library):
     out = build_and_run(OPS_NN, os.path.join("norm", "layer_norm_v4", "examples", example),
                         [library])
@@ -1275,6 +1277,9 @@ SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 EXAMPLE_PORTS = [
     ("layer_norm.py", "ops-nn",
      os.path.join("norm", "layer_norm_v4", "examples", "test_aclnn_layer_norm_v4.cpp"),
+     "opapi_nn"),
+    ("fast_layer_norm.py", "ops-nn",
+     os.path.join("norm", "layer_norm_v4", "examples", "test_aclnn_fast_layer_norm.cpp"),
      "opapi_nn"),
     ("rms_norm.py", "ops-nn", os.path.join("norm", "rms_norm", "examples",
                                            "test_aclnn_rms_norm.cpp"), "opapi_nn"),
