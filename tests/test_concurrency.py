@@ -65,7 +65,7 @@ def test_threads_each_with_own_stream():
         s = acl_py.Stream()
         try:
             # one plan per thread, rerun on fresh inputs written into the same tensors
-            pcase = make_case(rng, (6, 40), 1, DTYPES[i % 3])
+            pcase = make_case(rng, (6, 40), 1, DTYPES[i % len(DTYPES)])
             pdev = to_device(pcase)
             plan = plan_cls()(pdev["grad_out"], pdev["input"], pdev["normalized_shape"],
                               pdev["mean"], pdev["rstd"], pdev["weight"])
@@ -74,11 +74,11 @@ def test_threads_each_with_own_stream():
                 if kind == 0:        # NumPy in/out on this thread's stream
                     mask = MASKS[k % 8]
                     case = make_case(rng, (int(rng.integers(1, 9)), int(rng.integers(1, 65))),
-                                     1, DTYPES[(i + k) % 3], weight=bool(k % 2))
+                                     1, DTYPES[(i + k) % len(DTYPES)], weight=bool(k % 2))
                     outs = lnb()(*call_args(case), output_mask=mask, stream=s)
                     check(outs, case, mask, what=f"thread {i} call {k}")
                 elif kind == 1:      # DeviceTensors, asynchronous
-                    case = make_case(rng, (3, 4, 16), 2, DTYPES[k % 3])
+                    case = make_case(rng, (3, 4, 16), 2, DTYPES[k % len(DTYPES)])
                     dev = to_device(case)
                     outs = lnb()(dev["grad_out"], dev["input"], dev["normalized_shape"],
                                  dev["mean"], dev["rstd"], dev["weight"], stream=s)
@@ -88,7 +88,7 @@ def test_threads_each_with_own_stream():
                     for t in outs:
                         t.close()
                 else:                # the plan, with new contents in its input tensors
-                    new = make_case(rng, (6, 40), 1, DTYPES[i % 3])
+                    new = make_case(rng, (6, 40), 1, DTYPES[i % len(DTYPES)])
                     pdev["grad_out"].copy_from_numpy(new["grad_out"])
                     plan.run(s)
                     s.synchronize()
@@ -116,7 +116,7 @@ def test_threads_sharing_one_stream():
     def worker(i):
         rng = np.random.default_rng(200 + i)
         for k in range(n_calls):
-            case = make_case(rng, (4, 8 * (1 + (i + k) % 4)), 1, DTYPES[(i + k) % 3])
+            case = make_case(rng, (4, 8 * (1 + (i + k) % 4)), 1, DTYPES[(i + k) % len(DTYPES)])
             if k % 2:
                 outs = lnb()(*call_args(case), stream=shared)
                 check(outs, case, what=f"shared stream, thread {i} numpy call {k}")
@@ -176,7 +176,7 @@ def test_argument_array_cache_evicts_under_threads():
         try:
             rng = np.random.default_rng(300 + i)
             for k, n in enumerate(widths[i::2] + widths[::-1]):
-                case = make_case(rng, (2, n), 1, DTYPES[(i + k) % 3])
+                case = make_case(rng, (2, n), 1, DTYPES[(i + k) % len(DTYPES)])
                 outs = lnb()(*call_args(case), stream=s)
                 check(outs, case, what=f"thread {i} width {n}")
         finally:
