@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from acl_py.soc import soc_name
+from acl_py.soc import short_soc_version, soc_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 # Set in a part child: the file it appends its report to (one JSON object a line).
@@ -82,6 +82,25 @@ def skip_without_bf16(*dtypes):
     from acl_py.soc import supports_bfloat16
     if any(getattr(d, "name", d) == "bfloat16" for d in dtypes) and not supports_bfloat16():
         pytest.skip(f"{_this_part()}: no BF16")
+
+
+def event_waits_take_a_timeout():
+    """Whether an event wait's own timeout reaches the device on this process's part: CANN's
+    runtime hands it on where the part's waits take one (StreamWaitEventTimeout::CUSTOM: the
+    Atlas A2/A3 series and Ascend 950; hicann/runtime src/runtime/api/api_c_stream.cc
+    rtStreamWaitEventWithTimeout, src/runtime/config/*/dev_info_reg.cc). Elsewhere the wait
+    lasts as aclrtSetOpWaitTimeout says (no limit unless set): a wait nothing releases holds
+    for ever, so a test relying on the timeout releases it itself there."""
+    return short_soc_version(_this_part()) in ("Ascend910B", "Ascend910_93", "Ascend950")
+
+
+def has_stream_control():
+    """Whether this process's part stops and aborts streams and runs the stream value tasks
+    (aclrtStreamStop/aclrtStreamAbort, aclrtValueWrite/aclrtValueWait): the Atlas A2/A3
+    series and Ascend 950 (the task scheduler's stream control; RT_FEATURE_TASK_VALUE_WAIT in
+    hicann/runtime src/runtime/config/{910_B_93,950}/dev_info_reg.cc). Elsewhere each is
+    refused with 207000, as test_emulator_streams checks on each kind of part."""
+    return short_soc_version(_this_part()) in ("Ascend910B", "Ascend910_93", "Ascend950")
 
 
 def run_on_parts(parts, select, *, min_passed=1, skips=True):

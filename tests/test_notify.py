@@ -13,7 +13,8 @@ import pytest
 import acl_py
 from acl_py import AclArgumentError, AclError, AclTypeError, ClosedError, Event, EventFlag
 from acl_py import Notify, Stream
-from acl_py.soc import short_soc_version, soc_name
+
+from _part_runs import event_waits_take_a_timeout
 
 TASK_TIMEOUT = 107020
 
@@ -49,13 +50,10 @@ def test_a_wait_for_a_notify_holds_the_stream_until_the_record(emulator):
         dst.close()
 
 
-# Whether an event wait takes a timeout of its own: CANN's runtime hands it to the device on
-# the parts whose waits take one (StreamWaitEventTimeout::CUSTOM, Atlas A2/A3 and Ascend 950:
-# hicann/runtime src/runtime/api/api_c_stream.cc rtStreamWaitEventWithTimeout); elsewhere the
-# wait lasts as aclrtSetOpWaitTimeout says (never set here: no limit). A notify's wait takes
-# its timeout on every part the emulator models (RT_FEATURE_NOTIFY_WAIT_TIMEOUT).
-EVENT_WAITS_TAKE_A_TIMEOUT = short_soc_version(soc_name()) in ("Ascend910B", "Ascend910_93",
-                                                              "Ascend950")
+# Whether an event wait takes a timeout of its own (_part_runs.event_waits_take_a_timeout;
+# aclrtSetOpWaitTimeout is never set here: no limit elsewhere). A notify's wait takes its
+# timeout on every part the emulator models (RT_FEATURE_NOTIFY_WAIT_TIMEOUT).
+EVENT_WAITS_TAKE_A_TIMEOUT = event_waits_take_a_timeout()
 
 
 def test_timed_waits_fail_their_task_when_nothing_comes(emulator):
