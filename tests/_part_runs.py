@@ -95,11 +95,15 @@ def event_waits_take_a_timeout():
 
 
 def has_stream_control():
-    """Whether this process's part stops and aborts streams and runs the stream value tasks
-    (aclrtStreamStop/aclrtStreamAbort, aclrtValueWrite/aclrtValueWait): the Atlas A2/A3
-    series and Ascend 950 (the task scheduler's stream control; RT_FEATURE_TASK_VALUE_WAIT in
-    hicann/runtime src/runtime/config/{910_B_93,950}/dev_info_reg.cc). Elsewhere each is
-    refused with 207000, as test_emulator_streams checks on each kind of part."""
+    """Whether this process's part has the task scheduler's stream control: it stops and
+    aborts streams and runs the stream value tasks (aclrtStreamStop/aclrtStreamAbort,
+    aclrtValueWrite/aclrtValueWait; RT_FEATURE_TASK_VALUE_WAIT), and takes a NULL stream as
+    the default one where the runtime asks GetCurStream (aclrtStreamAbort,
+    aclrtSetStreamFailureMode, aclrtMemcpy2dAsync; RT_FEATURE_DEVICE_CTRL_SQ, runtime.cc
+    GetCurStream): the Atlas A2/A3 series and Ascend 950 (hicann/runtime
+    src/runtime/config/{910_B_93,950}/dev_info_reg.cc). Elsewhere the calls are refused
+    with 207000, the NULL stream with 107000 (test_emulator_streams and
+    test_emulator_memcpy_2d check the refusals on each kind of part)."""
     return short_soc_version(_this_part()) in ("Ascend910B", "Ascend910_93", "Ascend950")
 
 
