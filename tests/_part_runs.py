@@ -107,6 +107,14 @@ def has_stream_control():
     return short_soc_version(_this_part()) in ("Ascend910B", "Ascend910_93", "Ascend950")
 
 
+def copies_2d_device_to_device():
+    """Whether this process's part takes an asynchronous device-to-device 2D copy
+    (aclrtMemcpy2dAsync): the Atlas A2/A3 series and Ascend 950, as the API reference's
+    aclrtMemcpy2dAsync says; the Atlas training and inference series refuse it (100000:
+    test_emulator_memcpy_2d's test_atlas_training_and_inference_parts)."""
+    return short_soc_version(_this_part()) not in ("Ascend910", "Ascend310P")
+
+
 def run_on_parts(parts, select, *, min_passed=1, skips=True):
     """The test, parametrized over ``parts``, that runs this file's tests matching
     ``select`` (a ``-k`` expression, or a function of the part giving one) on each part and

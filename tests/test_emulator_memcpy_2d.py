@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from acl_py.raw import ffi, lib
-from acl_py.soc import short_soc_version, soc_name
+from acl_py.soc import soc_name
 
 from _emu_status import expect, ok
-from _part_runs import has_stream_control
+from _part_runs import copies_2d_device_to_device, has_stream_control
 from test_emulator_runtime import run_raw
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
@@ -23,9 +23,7 @@ pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
 
 H2H, H2D, D2H, D2D, DEFAULT = 0, 1, 2, 3, 4
 SYNC, ASYNC = "aclrtMemcpy2d", "aclrtMemcpy2dAsync"
-# An asynchronous device-to-device 2D copy: Atlas A2/A3 and Ascend 950 only (the API
-# reference's aclrtMemcpy2dAsync; the refusal elsewhere: test_atlas_training_and_inference_parts)
-D2D_ASYNC = short_soc_version(soc_name()) not in ("Ascend910", "Ascend310P")
+D2D_ASYNC = copies_2d_device_to_device()
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ import acl_py
 from acl_py import errors
 from acl_py.errors import AclArgumentError
 
+from _part_runs import copies_2d_device_to_device
+
 
 def rows(flat, pitch, width, height, offset=0):
     """The height x width byte matrix whose rows start pitch bytes apart from offset."""
@@ -93,6 +95,10 @@ def test_device_to_device_on_a_stream(rng):
         a.copy_from_host(data)
         b.memset(0)
         c.memset(0)
+        if not copies_2d_device_to_device():
+            with pytest.raises(AclArgumentError, match="takes no device-to-device 2D copy"):
+                b.copy_from_2d(a, 6, 8, src_pitch=10, pitch=12, src_offset=2, stream=s)
+            return
         b.copy_from_2d(a, 6, 8, src_pitch=10, pitch=12, src_offset=2, stream=s)
         b.copy_to_2d(c, 6, 8, pitch=12, dst_pitch=12, stream=s)
         s.synchronize()
