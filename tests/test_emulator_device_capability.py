@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from acl_py.raw import ffi, lib
+from acl_py.soc import short_soc_version, soc_name
 
 from _emu_status import expect, ok
 
@@ -28,8 +29,13 @@ def test_the_declarations_are_the_vendors():
     assert (lib.ACL_DEV_FEATURE_SUPPORT, lib.ACL_DEV_FEATURE_NOT_SUPPORT) == (1, 0)
 
 
-def test_an_atlas_a2_part_updates_tasks_and_has_no_queue_events():
-    assert capability(TASK_UPDATE) == lib.ACL_DEV_FEATURE_SUPPORT
+def test_the_part_s_task_update_and_no_queue_events():
+    """Task update where the part has the kernel tiling-key sink (RT_FEATURE_KERNEL_TILING_
+    KEY_SINK: src/runtime/config/{910_B_93,950,dc}/dev_info_reg.cc), not on the Atlas
+    training series; cross-device queue events nowhere (docs/emulator.md)."""
+    want = (lib.ACL_DEV_FEATURE_NOT_SUPPORT if short_soc_version(soc_name()) == "Ascend910"
+            else lib.ACL_DEV_FEATURE_SUPPORT)
+    assert capability(TASK_UPDATE) == want
     assert capability(MEMQ_EVENT_CROSS_DEV) == lib.ACL_DEV_FEATURE_NOT_SUPPORT
 
 
