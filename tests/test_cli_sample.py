@@ -22,7 +22,7 @@ import pytest
 
 from acl_py import sample
 
-from test_samples import EXPECTED, ROOT, SAMPLES, TIMEOUT, emulator_env
+from test_samples import EXAMPLE_PART, EXPECTED, ROOT, SAMPLES, TIMEOUT, emulator_env
 from test_vendor_examples import rms_norm_example_output
 
 
@@ -99,7 +99,7 @@ def test_all_runs_every_port_and_names_the_failing_call_and_code():
     """A phase-one fault injected in aclnnRmsNorm (each port is its own process: only the
     rms_norm port calls it): that port fails with the call and its code in the summary, every
     other port runs and passes, and the exit status is 1."""
-    proc = acl_py_sample("--all", ACL_EMU_FAIL="aclnnRmsNormGetWorkspaceSize:1")
+    proc = acl_py_sample("--all", ACL_EMU_FAIL="aclnnRmsNormGetWorkspaceSize:1", **EXAMPLE_PART)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     found = sample.ports()
     out = proc.stdout

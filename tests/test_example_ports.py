@@ -24,7 +24,7 @@ import pytest
 from acl_py import reference
 from acl_py._loader import emulator_prefix
 
-from test_samples import ROOT, SAMPLES, TIMEOUT, emulator_env, run
+from test_samples import EXAMPLE_PART, ROOT, SAMPLES, TIMEOUT, emulator_env, run
 from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   add_layer_norm_example_output, add_rms_norm_example_output,
                                   batch_norm_example_output,
@@ -251,7 +251,7 @@ def test_expected_lines_agree_with_the_float64_reference(port):
 
 @ports
 def test_port_prints_what_the_example_prints(port):
-    proc = run([sys.executable, str(SAMPLES / port.script)])
+    proc = run([sys.executable, str(SAMPLES / port.script)], env=emulator_env(**EXAMPLE_PART))
     assert proc.stdout == port.expected()
     assert proc.stderr == ""
 
@@ -260,7 +260,8 @@ def test_port_prints_what_the_example_prints(port):
 def test_port_runs_on_the_cann_path(port):
     """The emulator's prefix as a CANN install (ASCEND_HOME_PATH, ACL_PY_BACKEND=cann): the
     port uses nothing emulator-only and prints the same text."""
-    env = emulator_env(ACL_PY_BACKEND="cann", ASCEND_HOME_PATH=str(emulator_prefix()))
+    env = emulator_env(ACL_PY_BACKEND="cann", ASCEND_HOME_PATH=str(emulator_prefix()),
+                       **EXAMPLE_PART)
     proc = run([sys.executable, str(SAMPLES / port.script)], env=env)
     assert proc.stdout == port.expected()
     assert proc.stderr == ""
@@ -272,7 +273,7 @@ def test_port_stops_on_a_failing_call(port):
     the call and its code named, before any result is printed."""
     proc = subprocess.run([sys.executable, str(SAMPLES / port.script)], cwd=ROOT,
                           capture_output=True, text=True, timeout=TIMEOUT,
-                          env=emulator_env(ACL_EMU_FAIL=f"{port.phase_one}:1"))
+                          env=emulator_env(ACL_EMU_FAIL=f"{port.phase_one}:1", **EXAMPLE_PART))
     assert proc.returncode == 1, proc
     assert port.phase_one in proc.stderr and "561000" in proc.stderr, proc.stderr
     assert proc.stdout == port.prelude

@@ -37,6 +37,11 @@ EXPECTED = (
 )
 
 TIMEOUT = 120
+# The part the vendor examples' printed text is of: the expected texts follow the Atlas A2
+# kernels' float32 chains (tests/test_vendor_examples.py), so the ports run on an A2 part
+# whatever part the test process emulates (elsewhere an operator may have no kernel, another
+# dtype list, chain or unwritten output).
+EXAMPLE_PART = {"ACL_EMU_SOC": "Ascend910B2"}
 
 
 def emulator_env(**extra: str) -> dict[str, str]:
