@@ -200,6 +200,7 @@ def test_long_rows_take_the_split_d_chain(arena):
 def test_vendor_example_values(arena):
     """examples/test_aclnn_rms_norm_grad.cpp: dy = x = 1..32 as [2, 1, 16], rstd [2] = 1, 2,
     gamma = 1..16: the float32 chain's values."""
+    needs_part(F32, F32, n=16)
     v = np.arange(1, 33, dtype=F32).reshape(2, 1, 16)
     g = np.arange(1, 17, dtype=F32)
     rstd = np.array([1, 2], F32)
@@ -217,6 +218,7 @@ def test_vendor_example_values(arena):
                          [("stepped", "contig", "padded", "transposed", "padded", "stepped")],
                          ids=lambda k: "-".join(k))
 def test_strided_views_give_the_contiguous_bits(arena, kinds):
+    needs_part(F16, F16, n=4 * 37)
     dy, x, rstd, g = inputs(np.random.default_rng(5), (6, 4, 37), 2, F16, F16)
     base = call(arena, dy, x, rstd, g)
     got = call(arena, dy, x, rstd, g, kinds)
@@ -225,6 +227,7 @@ def test_strided_views_give_the_contiguous_bits(arena, kinds):
 
 
 def test_bits_do_not_depend_on_the_thread_count(arena):
+    needs_part(F32, F32, n=100)
     dy, x, rstd, g = inputs(np.random.default_rng(7), (613, 100), 1, F32, F32)
     runs = []
     for n in (1, 2, 5):
@@ -238,6 +241,7 @@ def test_bits_do_not_depend_on_the_thread_count(arena):
 def test_nan_stays_in_its_row_and_column(arena):
     """A NaN in x makes its row's dx NaN (the row's sum) and its column's dgamma NaN; the
     other rows' dx and the other columns' dgamma stay finite."""
+    needs_part(F32, F32, n=8)
     dy, x, rstd, g = inputs(np.random.default_rng(8), (4, 8), 1, F32, F32)
     x[1, 5] = np.nan
     dx, dg = call(arena, dy, x, rstd, g)
@@ -357,6 +361,7 @@ def test_rstd_of_other_accepted_shapes(arena):
     """The tiling compares rstd's leading dims with x's batch dims and its element count with
     the rows: [M] for x [M, 1, N] (the vendor's example), [A, B] or [A, B, 1, 1] for
     x [A, B, N]."""
+    needs_part(F32, F32, n=16)
     for shape, rshape in [((3, 1, 16), (3,)), ((2, 3, 16), (2, 3)), ((2, 3, 16), (2, 3, 1, 1))]:
         dy, x, rstd, g = inputs(np.random.default_rng(9), shape, 1, F32, F32)
         rstd = rstd.reshape(rshape)
