@@ -161,6 +161,17 @@ MUTATIONS = [
                  "aclrtUtilizationInfo", id="struct-fields-swapped"),
     pytest.param("acl/acl_rt.h", r"int32_t memoryUtilization;",
                  "int64_t memoryUtilization;", "aclrtUtilizationInfo", id="struct-field-width"),
+    # Structs CANN declares without a tag (typedef struct { ... } NAME;), and the nameless
+    # union inside one: layouts and member types all the same.
+    pytest.param("acl/acl_rt.h", r"uint8_t valueOrAddr\[8\];\s+uint8_t size;",
+                 "uint8_t size;\n    uint8_t valueOrAddr[8];", "aclrtRandomParaInfo",
+                 id="tagless-struct-fields-swapped"),
+    pytest.param("acl/acl_rt.h", r"aclrtNormalDisInfo normalDisInfo;",
+                 "aclrtNormalDisInfo normalDisInfo;\n        uint8_t wider[40];",
+                 "aclrtRandomNumFuncParaInfo", id="nameless-union-size"),
+    pytest.param("acl/acl_rt.h", r"aclrtUniformDisInfo uniformDisInfo;",
+                 "aclrtNormalDisInfo uniformDisInfo;", "aclrtRandomNumFuncParaInfo",
+                 id="nameless-union-member-type"),
 ]
 
 

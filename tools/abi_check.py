@@ -200,6 +200,14 @@ def generate(decls: Declarations, header: str,
             body.append("#endif")
             counts["enum values"] += 1
 
+    def type_spelling(ftype) -> str | None:
+        # A struct CANN declares as `typedef struct { ... } NAME;` is "$NAME" to cffi and is
+        # spelled by its typedef name; one with no name at all ("$1") has no spelling (None).
+        if isinstance(ftype, model.StructOrUnion) and ftype.name.startswith("$"):
+            tag = ftype.name[1:]
+            return tag if f"typedef {tag}" in parsed else None
+        return _spell(ftype.get_c_name())
+
     def check_layout(name, tp) -> None:
         # A struct passed by pointer to CANN (aclrtUtilizationInfo): its size, and each
         # field's offset and type, as cffi lays it out.
@@ -208,9 +216,22 @@ def generate(decls: Declarations, header: str,
                     f"{_c_string(f'{name}: acl-py assumes {size} bytes')});")
         for field, ftype in zip(tp.fldnames, tp.fldtypes):
             offset = ffi.offsetof(name, field)
-            spelled = _spell(ftype.get_c_name())
             body.append(f"static_assert(offsetof({name}, {field}) == {offset}, "
                         f"{_c_string(f'{name}.{field}: acl-py assumes offset {offset}')});")
+            spelled = type_spelling(ftype)
+            if spelled is None:
+                # A member of a nameless struct or union type (aclrtRandomNumFuncParaInfo's
+                # paramInfo): its size, and its own members' types.
+                size = ffi.sizeof(dict(ffi.typeof(name).fields)[field].type)
+                body.append(f"static_assert(sizeof((({name} *)0)->{field}) == {size}, "
+                            f"{_c_string(f'{name}.{field}: acl-py assumes {size} bytes')});")
+                for sub, subtype in zip(ftype.fldnames, ftype.fldtypes):
+                    sub_spelled = type_spelling(subtype)
+                    member = f"(({name} *)0)->{field}.{sub}"
+                    body.append(f"static_assert(ACL_PY_SAME(ACL_PY_TYPEOF({member}), "
+                                f"{sub_spelled}), "
+                                f"{_c_string(f'{name}.{field}.{sub}: acl-py declares {sub_spelled}')});")
+                continue
             body.append(f"static_assert(ACL_PY_SAME(ACL_PY_TYPEOF((({name} *)0)->{field}), "
                         f"{spelled}), {_c_string(f'{name}.{field}: acl-py declares {spelled}')});")
 
@@ -247,8 +268,11 @@ def generate(decls: Declarations, header: str,
                     counts["typedefs"] += 1
             elif isinstance(tp, model.StructOrUnion):
                 if kind == "typedef":
-                    body.append(f"static_assert(ACL_PY_SAME({name}, struct {tp.name}), "
-                                f"{_c_string(f'{name} is not a typedef of struct {tp.name}')});")
+                    # An anonymous struct (cffi names it "$NAME", as CANN declares
+                    # aclrtRandomNumTaskInfo) is known by its typedef name only.
+                    if not tp.name.startswith("$"):
+                        body.append(f"static_assert(ACL_PY_SAME({name}, struct {tp.name}), "
+                                    f"{_c_string(f'{name} is not a typedef of struct {tp.name}')});")
                     if tp.fldtypes is not None:
                         check_layout(name, tp)
                     counts["structs"] += 1
@@ -379,7 +403,7 @@ def check(include_dir: Path, declarations: Path | None = None, keep: Path | None
         elif kind == "typedef":
             counts["structs" if hasattr(tp, "fldtypes") and not hasattr(tp, "enumerators")
                    else "typedefs"] += 1
-        if kind in ("enum", "anonymous"):
+        if kind in ("enum", "anonymous") and hasattr(tp, "enumerators"):
             counts["enum values"] += len(tp.enumerators)
     summary = ", ".join(f"{n} {k}" for k, n in counts.items())
     c_units = sum(u.language == "C11" for u in units)

@@ -622,6 +622,77 @@ ACL_FUNC_VISIBILITY aclError aclrtValueWrite(void *devAddr, uint64_t value, uint
 /* Queued on stream: wait until the 64-bit value at devAddr meets flag's comparison. */
 ACL_FUNC_VISIBILITY aclError aclrtValueWait(void *devAddr, uint64_t value, uint32_t flag,
                                             aclrtStream stream);
+/* aclrtReduceAsync's operations: dst[i] = op(dst[i], src[i]) element by element. */
+typedef enum {
+    ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM = 10,
+    ACL_RT_MEMCPY_SDMA_AUTOMATIC_MAX = 11,
+    ACL_RT_MEMCPY_SDMA_AUTOMATIC_MIN = 12,
+    ACL_RT_MEMCPY_SDMA_AUTOMATIC_EQUAL = 13,
+} aclrtReduceKind;
+
+/* Queued on stream: reduces count bytes of src into dst, elements of type (reserve: NULL). */
+ACL_FUNC_VISIBILITY aclError aclrtReduceAsync(void *dst, const void *src, uint64_t count,
+                                              aclrtReduceKind kind, aclDataType type,
+                                              aclrtStream stream, void *reserve);
+
+/* One parameter of a random number task: its value (isAddr 0: size bytes of valueOrAddr, in
+ * the task's dataType; the seed and the count: a uint64_t) or the device address holding it
+ * (isAddr 1: valueOrAddr holds the 8-byte address). */
+typedef struct {
+    uint8_t isAddr;
+    uint8_t valueOrAddr[8];
+    uint8_t size;
+    uint8_t rsv[6];
+} aclrtRandomParaInfo;
+
+typedef struct {
+    aclrtRandomParaInfo dropoutRation; /* the share of the bits that drop their element */
+} aclrtDropoutBitmaskInfo;
+
+typedef struct {
+    aclrtRandomParaInfo min;
+    aclrtRandomParaInfo max;
+} aclrtUniformDisInfo;
+
+typedef struct {
+    aclrtRandomParaInfo mean;
+    aclrtRandomParaInfo stddev;
+} aclrtNormalDisInfo;
+
+typedef enum {
+    ACL_RT_RANDOM_NUM_FUNC_TYPE_DROPOUT_BITMASK = 0,
+    ACL_RT_RANDOM_NUM_FUNC_TYPE_UNIFORM_DIS,
+    ACL_RT_RANDOM_NUM_FUNC_TYPE_NORMAL_DIS,
+    ACL_RT_RANDOM_NUM_FUNC_TYPE_TRUNCATED_NORMAL_DIS,
+} aclrtRandomNumFuncType;
+
+typedef struct {
+    aclrtRandomNumFuncType funcType;
+    union {
+        aclrtDropoutBitmaskInfo dropoutBitmaskInfo;
+        aclrtUniformDisInfo uniformDisInfo;
+        aclrtNormalDisInfo normalDisInfo;
+    } paramInfo;
+} aclrtRandomNumFuncParaInfo;
+
+/* A random number task. randomParaAddr: NULL, or 16 bytes of device memory the call writes
+ * the distribution's two parameters into; randomCounterAddr: the generator's 16-byte counter
+ * in device memory. The call overwrites dataType with the runtime's own code for it, as
+ * CANN's does (the struct is const in the prototype only). */
+typedef struct {
+    aclDataType dataType;
+    aclrtRandomNumFuncParaInfo randomNumFuncParaInfo;
+    void *randomParaAddr;
+    void *randomResultAddr;
+    void *randomCounterAddr;
+    aclrtRandomParaInfo randomSeed;
+    aclrtRandomParaInfo randomNum;
+    uint8_t rsv[8];
+} aclrtRandomNumTaskInfo;
+
+/* Queued on stream: fills randomResultAddr with taskInfo's random numbers (reserve: NULL). */
+ACL_FUNC_VISIBILITY aclError aclrtRandomNumAsync(const aclrtRandomNumTaskInfo *taskInfo,
+                                                 const aclrtStream stream, void *reserve);
 /* acl-py:cdef-end */
 
 /* aclrtGetErrorVerbose's summary, laid out as CANN's (the abi check compares opaque structs
