@@ -1283,6 +1283,31 @@ void *aclemu_device_pin(const void *p, uint64_t nbytes) {
 
 void aclemu_device_unpin(void *token) { unpin(token); }
 
+void *rt_device_pin_on(const char *fn, const char *arg, const void *p, uint64_t nbytes, int dev,
+                       aclError *rc) {
+    uintptr_t u = (uintptr_t)p;
+    pthread_rwlock_rdlock(&g_mem);
+    rt_alloc *a = find(&g_devv, u, nbytes == 0);
+    bool inside = a != NULL && nbytes <= a->size - (u - a->base);
+    int owner = inside ? a->device : -1; /* read under the lock: a may go once it is released */
+    if (inside && owner == dev)
+        pin(a);
+    pthread_rwlock_unlock(&g_mem);
+    if (inside && owner == dev) {
+        *rc = ACL_SUCCESS;
+        return a;
+    }
+    if (inside)
+        *rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                     "%s %p is memory of device %d, not of the stream's device %d", arg, p,
+                     owner, dev);
+    else
+        *rc = RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
+                     "%s [%p, +%llu bytes) is not inside one live device allocation "
+                     "(aclrtMalloc)", arg, p, (unsigned long long)nbytes);
+    return NULL;
+}
+
 int rt_memory_place(const void *p, uint64_t n) {
     uintptr_t u = (uintptr_t)p;
     pthread_rwlock_rdlock(&g_mem);

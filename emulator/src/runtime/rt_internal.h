@@ -153,6 +153,12 @@ RT_HIDDEN void rt_memory_stats(int64_t *dev_allocs, int64_t *host_allocs, int64_
  * RT_PLACE_PAGEABLE. */
 enum { RT_PLACE_PAGEABLE, RT_PLACE_PINNED, RT_PLACE_DEVICE };
 RT_HIDDEN int rt_memory_place(const void *p, uint64_t n);
+/* Pins (as aclemu_device_pin) the allocation holding [p, p + nbytes), which must be memory of
+ * device dev: the token, or NULL with *rc 107000 and the message naming fn and arg (the
+ * stricter check of the calls whose runtime hands device addresses to the hardware unchecked:
+ * aclrtReduceAsync, aclrtRandomNumAsync). */
+RT_HIDDEN void *rt_device_pin_on(const char *fn, const char *arg, const void *p, uint64_t nbytes,
+                                 int dev, aclError *rc);
 /* ---- host memory registration (host_register.c) ---- */
 RT_HIDDEN int64_t rt_host_registrations(void);      /* live ones */
 RT_HIDDEN bool rt_host_registered(const void *p);   /* inside a live registration */
