@@ -40,7 +40,7 @@ from .device import (CoreLimits, Device, DeviceAttributes, MemoryUsage, StreamPr
 from .stream import Event, EventFlag, Notify, Stream, StreamFlag, default_stream
 from .context import Context
 from .memory import (DeviceBuffer, HostBuffer, HostRegisterFlag, HostRegistration,
-                     MemoryLocation, MemoryPool, get_pool, memory_location)
+                     MemoryLocation, MemoryPool, ReduceOp, get_pool, memory_location)
 from .soc import cann_attributes, soc_name, supports_bfloat16
 from .install import cann_version
 from .tensor import DeviceTensor
@@ -82,7 +82,7 @@ __all__ = [
     "cann_version", "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits",
     "Topology", "MemoryUsage", "MemoryLocation", "memory_location",
     "Stream", "StreamFlag", "Event", "EventFlag", "Notify", "default_stream", "Context",
-    "DeviceBuffer", "HostBuffer", "HostRegistration", "HostRegisterFlag", "MemoryPool", "get_pool", "DeviceTensor", "IntArray",
+    "DeviceBuffer", "HostBuffer", "HostRegistration", "HostRegisterFlag", "MemoryPool", "ReduceOp", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",
     "reference", "AclError", "AclArgumentError", "AclTimeoutError", "AclTypeError",
     "ClosedError", "DeviceError", "DeviceMemoryError", "HostFunctionError",

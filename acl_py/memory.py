@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Sequence
 from ._ffi import ffi
 from . import _ordering
 from . import device as _device
+from . import dtypes as _dtypes
 from . import runtime as _rt
 from . import stream as _stream
 from .errors import AclArgumentError, AclTypeError, make_error
@@ -552,6 +553,82 @@ def _queue_2d_between(dst, dst_ptr, dst_pitch, src, src_ptr, src_pitch, width, h
     _record(tl, dst, src)
 
 
+class ReduceOp(enum.IntEnum):
+    """The element operation of :meth:`DeviceBuffer.reduce_from` (``aclrtReduceKind``).
+    ``EQUAL`` exists in the vendor's header but no public source says what it computes: the
+    emulator refuses it (NotSupportedError, 207000)."""
+    SUM = 10
+    MAX = 11
+    MIN = 12
+    EQUAL = 13
+
+
+def _reduce_op(op):
+    if isinstance(op, ReduceOp):
+        return int(op)
+    if isinstance(op, str) and op.upper() in ReduceOp.__members__:
+        return int(ReduceOp[op.upper()])
+    raise AclArgumentError("op", f"expected a ReduceOp or one of 'sum', 'max', 'min', "
+                                 f"'equal', got {op!r}")
+
+
+# The dtypes some part's copy engine reduces (aclrtReduceAsync's API reference); each part
+# takes a subset, which its runtime checks.
+_REDUCE_DTYPES = (_dtypes.ACL_INT8, _dtypes.ACL_INT16, _dtypes.ACL_INT32, _dtypes.ACL_UINT32,
+                  _dtypes.ACL_FLOAT16, _dtypes.ACL_FLOAT, _dtypes.ACL_BF16)
+# aclrtRandomNumFuncType, and the dtypes the runtime takes per distribution
+# (hicann/runtime random_num_task.cc): floats for all, integers for the uniform one.
+_DROPOUT_BITMASK, _UNIFORM, _NORMAL, _TRUNCATED_NORMAL = 0, 1, 2, 3
+_RANDOM_FLOATS = (_dtypes.ACL_FLOAT, _dtypes.ACL_FLOAT16, _dtypes.ACL_BF16)
+_RANDOM_INTEGERS = (_dtypes.ACL_INT32, _dtypes.ACL_INT64, _dtypes.ACL_UINT32,
+                    _dtypes.ACL_UINT64)
+
+
+def _reduce_async(dst, src, count, kind, dtype, stream):
+    """``aclrtReduceAsync`` with the stream last (StreamState.enqueue passes it so)."""
+    return _rt.lib.aclrtReduceAsync(dst, src, count, kind, dtype, stream, ffi.NULL)
+
+
+def _random_num_async(info, stream):
+    return _rt.lib.aclrtRandomNumAsync(info, stream, ffi.NULL)
+
+
+def _element_bytes(value, dt, name):
+    """``value`` as one element of NumPy dtype ``dt``, its bytes; AclArgumentError naming
+    ``name`` when it is no number or out of the dtype's range."""
+    import numpy as np
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise AclTypeError(name, f"expected a number, got {type(value).__name__}")
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not isinstance(value, (int, np.integer)) or not info.min <= value <= info.max:
+            raise AclArgumentError(name, f"expected an integer {info.min}..{info.max} for "
+                                         f"{dt}, got {value!r}")
+    elif not np.isfinite(value) or abs(float(value)) > float(np.finfo(dt).max):
+        raise AclArgumentError(name, f"expected a finite {dt} value, got {value!r}")
+    return np.array([value], dtype=dt).tobytes()
+
+
+def _set_random_param(slot, data):
+    """An aclrtRandomParaInfo holding the value ``data`` (its bytes, at most 8)."""
+    slot.isAddr = 0
+    slot.size = len(data)
+    ffi.memmove(slot.valueOrAddr, data, len(data))
+
+
+def _queue_or_wait(stream, st, allocs, call, fn, *args):
+    """Queues ``fn(*args, handle)`` (the runtime's ``call``) on ``stream``, of allocation
+    ``st``'s device, recording it as a use of ``allocs``; without a stream, on the device's
+    default stream, then waits for that stream."""
+    tl = _stream.state_for(stream, st.device)
+    r = tl.enqueue(fn, *args)
+    if r:
+        raise make_error(r, call)
+    _record(tl, *allocs)
+    if stream is None:
+        tl.synchronize()
+
+
 class MemoryLocation(NamedTuple):
     """Where memory lies (``aclrtPointerGetAttributes``): ``kind`` ``"device"`` (``device``:
     its device id), ``"host"`` (host memory the runtime knows: ``HostBuffer``, a
@@ -889,6 +966,127 @@ class DeviceBuffer(_Buffer):
         _check_range(offset, 4 * n, st.nbytes, "count")
         if n:
             _fill(st, offset, value, n, stream, "aclrtMemsetD32", "aclrtMemsetD32Async")
+
+    def reduce_from(self, src: DeviceBuffer, op: ReduceOp | str = ReduceOp.SUM,
+                    dtype: DTypeLike = "float32", nbytes: int | None = None, *,
+                    stream: Stream | None = None, src_offset: int = 0,
+                    offset: int = 0) -> None:
+        """Reduces ``src`` into this buffer element by element, ``self[i] = op(self[i],
+        src[i])`` over ``nbytes`` bytes (default: all of ``src`` from ``src_offset``) of
+        ``dtype`` elements, on the device's copy engine (``aclrtReduceAsync``). ``op``: a
+        :class:`ReduceOp` or its name (``"sum"``, ``"max"``, ``"min"``). Both buffers must be
+        on the same device. Queued on ``stream``; without one, on the device's default stream,
+        and waited for. The part decides the dtypes and ops (the Atlas training series:
+        float32 sums only; see docs/emulator.md): a refusal raises the runtime's typed error
+        (e.g. NotSupportedError, status 207000)."""
+        if not isinstance(src, DeviceBuffer):
+            raise AclTypeError("src", f"expected a DeviceBuffer, got {type(src).__name__}")
+        kind = _reduce_op(op)
+        code = _dtypes.to_acl(_dtypes.as_dtype(dtype))
+        if code not in _REDUCE_DTYPES:
+            raise AclTypeError("dtype", f"{_dtypes.name(code)} is not reduced by any part "
+                               f"(int8, int16, int32, uint32, float16, float32, bfloat16)")
+        size = _dtypes.itemsize(code)
+        st = self._live()
+        sst = src._live()
+        if sst.device != st.device:
+            raise AclArgumentError("src", f"the buffer is on device {sst.device}, this one on "
+                                          f"device {st.device}: the reduce runs on one device")
+        src_offset = _check_range(src_offset, 0, sst.nbytes, "src_offset")
+        n = sst.nbytes - src_offset if nbytes is None else as_size(nbytes, "nbytes")
+        _check_range(src_offset, n, sst.nbytes, "nbytes")
+        offset = _check_range(offset, n, st.nbytes, "nbytes")
+        if n == 0:
+            return
+        if n % size:
+            raise AclArgumentError("nbytes", f"{n} bytes are not a whole number of "
+                                             f"{size}-byte {_dtypes.name(code)} elements")
+        for name, where in (("offset", st.ptr + offset), ("src_offset", sst.ptr + src_offset)):
+            if int(ffi.cast("uintptr_t", where)) % size:
+                raise AclArgumentError(name, f"the elements must be {size}-byte aligned")
+        _queue_or_wait(stream, st, (st, sst), "aclrtReduceAsync", _reduce_async,
+                       st.ptr + offset, sst.ptr + src_offset, n, kind, code)
+
+    def fill_uniform(self, low: float, high: float, dtype: DTypeLike = "float32",
+                     count: int | None = None, *, seed: int, counter: DeviceBuffer,
+                     stream: Stream | None = None, offset: int = 0) -> None:
+        """Fills ``count`` elements of ``dtype`` (default: as many as fit from ``offset``) with
+        uniform random numbers between ``low`` and ``high`` on the device's random number
+        engine (``aclrtRandomNumAsync``; Atlas A2/A3 parts only). ``dtype``: float32,
+        float16, bfloat16, int32, int64, uint32 or uint64. ``seed`` (0..2**64-1) keys the
+        generator and ``counter`` (a DeviceBuffer, its first 16 bytes) holds its 128-bit
+        counter, read when the task runs. Queued on ``stream``; without one, on the device's
+        default stream, and waited for. The emulator's numbers follow the distribution, not
+        the device's bit stream (docs/emulator.md)."""
+        self._fill_random(_UNIFORM, dtype, count, (("low", low), ("high", high)), seed,
+                          counter, stream, offset)
+
+    def fill_normal(self, mean: float = 0.0, std: float = 1.0, dtype: DTypeLike = "float32",
+                    count: int | None = None, *, truncated: bool = False, seed: int,
+                    counter: DeviceBuffer, stream: Stream | None = None,
+                    offset: int = 0) -> None:
+        """Fills ``count`` elements of ``dtype`` (float32, float16 or bfloat16) with normal
+        random numbers of ``mean`` and standard deviation ``std``; ``truncated``: within two
+        standard deviations of the mean (the emulator redraws beyond them). Otherwise as
+        :meth:`fill_uniform`."""
+        func = _TRUNCATED_NORMAL if truncated else _NORMAL
+        self._fill_random(func, dtype, count, (("mean", mean), ("std", std)), seed, counter,
+                          stream, offset)
+
+    def fill_dropout_mask(self, ratio: float, bits: int | None = None, *, seed: int,
+                          counter: DeviceBuffer, ratio_dtype: DTypeLike = "float32",
+                          stream: Stream | None = None, offset: int = 0) -> None:
+        """Fills ``bits`` bits (default: every bit from ``offset``) with a dropout bitmask: a
+        bit is 0 (its element dropped) with probability ``ratio`` (0..1, given to the engine
+        as ``ratio_dtype``: float32, float16 or bfloat16); ``(bits + 7) // 8`` bytes are
+        written. Otherwise as :meth:`fill_uniform`."""
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
+            raise AclArgumentError("ratio", f"expected a probability 0..1, got {ratio!r}")
+        self._fill_random(_DROPOUT_BITMASK, ratio_dtype, bits, (("ratio", ratio),), seed,
+                          counter, stream, offset)
+
+    def _fill_random(self, func, dtype, count, params, seed, counter, stream, offset):
+        dt = _dtypes.as_dtype(dtype, "ratio_dtype" if func == _DROPOUT_BITMASK else "dtype")
+        code = _dtypes.to_acl(dt)
+        allowed = _RANDOM_INTEGERS + _RANDOM_FLOATS if func == _UNIFORM else _RANDOM_FLOATS
+        if code not in allowed:
+            raise AclTypeError("ratio_dtype" if func == _DROPOUT_BITMASK else "dtype",
+                               f"{dt} is not one the distribution takes ("
+                               + ", ".join(str(_dtypes.from_acl(c)) for c in allowed) + ")")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 64:
+            raise AclArgumentError("seed", f"expected an int 0..2**64-1, got {seed!r}")
+        if not isinstance(counter, DeviceBuffer):
+            raise AclTypeError("counter", f"expected a DeviceBuffer, got "
+                               f"{type(counter).__name__}")
+        st = self._live()
+        cst = counter._live()
+        if cst.device != st.device:
+            raise AclArgumentError("counter", f"the counter is on device {cst.device}, the "
+                                              f"buffer on device {st.device}")
+        if cst.nbytes < 16:
+            raise AclArgumentError("counter", f"the generator's counter takes 16 bytes, the "
+                                              f"buffer has {cst.nbytes}")
+        offset = _check_range(offset, 0, st.nbytes, "offset")
+        bitmask = func == _DROPOUT_BITMASK
+        room = st.nbytes - offset
+        n = (8 * room if bitmask else room // dt.itemsize) if count is None \
+            else as_size(count, "bits" if bitmask else "count")
+        _check_range(offset, (n + 7) // 8 if bitmask else n * dt.itemsize, st.nbytes,
+                     "bits" if bitmask else "count")
+        info = ffi.new("aclrtRandomNumTaskInfo *")
+        info.dataType = code
+        info.randomNumFuncParaInfo.funcType = func
+        union = info.randomNumFuncParaInfo.paramInfo
+        slots = ((union.dropoutBitmaskInfo.dropoutRation,) if bitmask
+                 else (union.uniformDisInfo.min, union.uniformDisInfo.max) if func == _UNIFORM
+                 else (union.normalDisInfo.mean, union.normalDisInfo.stddev))
+        for slot, (name, value) in zip(slots, params):
+            _set_random_param(slot, _element_bytes(value, dt, name))
+        _set_random_param(info.randomSeed, seed.to_bytes(8, "little"))
+        _set_random_param(info.randomNum, n.to_bytes(8, "little"))
+        info.randomResultAddr = st.ptr + offset
+        info.randomCounterAddr = cst.ptr
+        _queue_or_wait(stream, st, (st, cst), "aclrtRandomNumAsync", _random_num_async, info)
 
 
 # Host allocations released (closed or collected) while NumPy views of them exist: freed by
