@@ -15,14 +15,9 @@ from _part_runs import other_parts, run_on_parts
 
 
 def series():
-    part = acl_py.soc_name()
-    if part.startswith("Ascend950"):
-        return "950"
-    if part.startswith("Ascend310P"):
-        return "inference"
-    if part.startswith("Ascend910_93") or part[len("Ascend910B"):][:1].isdigit():
-        return "A2/A3"
-    return "training"
+    family = acl_py.soc.short_soc_version(acl_py.soc_name())
+    return {"Ascend910": "training", "Ascend310P": "inference", "Ascend910B": "A2/A3",
+            "Ascend910_93": "A2/A3", "Ascend950": "950"}[family]
 
 
 def buffer(values):

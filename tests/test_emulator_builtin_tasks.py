@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from acl_py.raw import ffi, lib
-from acl_py.soc import soc_name
+from acl_py.soc import short_soc_version, soc_name
 
 from _emu_status import expect, ok
 from _part_runs import other_parts, run_on_parts
@@ -34,16 +34,9 @@ ACL = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int8): 2,
 
 def series(part=None):
     """The kind of part: "training", "inference", "A2", "A3" or "950"."""
-    part = part or soc_name()
-    if part.startswith("Ascend950"):
-        return "950"
-    if part.startswith("Ascend310P"):
-        return "inference"
-    if part.startswith("Ascend910_93"):
-        return "A3"
-    if part[len("Ascend910B"):][:1].isdigit():
-        return "A2"
-    return "training"
+    family = short_soc_version(part or soc_name())
+    return {"Ascend910": "training", "Ascend310P": "inference", "Ascend910B": "A2",
+            "Ascend910_93": "A3", "Ascend950": "950"}[family]
 
 
 # The dtypes each series' copy engine reduces (aclrtReduceAsync's API reference).
@@ -255,10 +248,32 @@ def test_reduce_checks_in_the_vendors_order(dev0, device):
                                 ffi.NULL, ffi.NULL), RT_PARAM, fn, "src")
 
 
+def on_a_new_thread(fn):
+    """fn() on a thread of its own: one without a current device, whatever this thread's
+    earlier tests set."""
+    import threading
+    errors = []
+
+    def run():
+        try:
+            fn()
+        except BaseException as e:      # reported on the test's thread
+            errors.append(e)
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if errors:
+        raise errors[0]
+
+
 def test_reduce_device_and_stream_checks_per_path():
     """Without a current device: the overflow-recording parts ask for the context before the
     stream's handle (107002 whatever the stream), the others check the handle first
     (107017) and the device after the request (107002)."""
+    on_a_new_thread(reduce_without_a_device)
+
+
+def reduce_without_a_device():
     fn = "aclrtReduceAsync"
     bogus = ffi.cast("aclrtStream", 0x1234)
     fake = ffi.cast("void *", 0x1000)
@@ -524,6 +539,10 @@ def test_random_checks_in_the_vendors_order(dev0, device):
 def test_random_device_and_stream_checks():
     """After the part's feature: the stream's handle (107017), reserve (107000), then the
     current device (107002)."""
+    on_a_new_thread(random_without_a_device)
+
+
+def random_without_a_device():
     fn = "aclrtRandomNumAsync"
     fake = ffi.cast("void *", 0x1000)
     ti = task(UNIFORM, np.float32, (0.0, 1.0), 8, fake, fake)
