@@ -33,7 +33,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          example/0_quickstart/3_cross_version/
                                          0_runtime_compatibility; example/
                                          2_advanced_features/kernel/
-                                         1_launch_kernel_with_reslimit)
+                                         1_launch_kernel_with_reslimit; example/
+                                         2_advanced_features/built_in_task)
 
 The Python ports of the operator examples (samples/layer_norm.py, fast_layer_norm.py,
 rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py,
@@ -1058,6 +1059,57 @@ def test_vendor_launch_kernel_with_reslimit_example():
         "[INFO]  Current device resource limit type 0 is 8.", *["Hello World"] * 8,
         "[INFO]  Run the launch_kernel_with_reslimit sample successfully."], out
     assert_prints_readme(out, readme_sample_output(example)[3:-1])  # run.sh's lines aside
+
+
+# ---- example/2_advanced_features/built_in_task: aclrtReduceAsync, aclrtRandomNumAsync -------
+
+BUILT_IN = os.path.join("example", "2_advanced_features", "built_in_task")
+
+
+@NEEDS_RUNTIME
+@pytest.mark.parametrize("part", ["Ascend910B2", "Ascend910A"])
+def test_vendor_reduce_task_example(part):
+    """0_reduce_task: a float32 sum of 1..4 into 1..4 on a stream, the lines its source and
+    README expect (2, 4, 6, 8), on a part of its README's list and on the Atlas training
+    series (float32 sums are the one reduce it has)."""
+    out = build_and_run(RUNTIME, os.path.join(BUILT_IN, "0_reduce_task", "main.cpp"), [],
+                        includes=["example"], env={"ACL_EMU_SOC": part},
+                        name="vendor_reduce_task_" + part)
+    assert out.splitlines() == [f"Reduce SUM result[{i}] = {2 * (i + 1)}.000000"
+                                for i in range(4)] + ["Sample Run Successfully."]
+
+
+@NEEDS_RUNTIME
+def test_vendor_random_num_task_example():
+    """1_random_num_task on Atlas A2 (its README's parts), unchanged (its uniform tasks pass
+    structs it leaves partly uninitialized, as the runtime allows): the five headings and
+    five numbers each, of the distribution asked (the values are the emulator's, not a
+    device's: its README shows none)."""
+    import ml_dtypes
+    out = build_and_run(RUNTIME, os.path.join(BUILT_IN, "1_random_num_task", "main.cpp"), [],
+                        includes=["example"], name="vendor_random_num_task")
+    lines = out.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("Gen ")]
+    assert [lines[i] for i in heads] == [
+        "Gen normal distribution random num, data type: float ",
+        "Gen truncated normal distribution random num, data type: BF16 ",
+        "Gen uniform distribution random num, data type: FP16 ",
+        "Gen uniform distribution random num, data type: INT32 ",
+        "Gen dropout bitmask, output data type: UINT8 "], out
+    assert lines[-1] == "Sample Run Successfully."
+
+    def values(k):
+        rows = lines[heads[k] + 1:heads[k] + 6]
+        assert [r.split(" = ")[0] for r in rows] == [f"Random result[{i}]" for i in range(5)]
+        return [r.split(" = ")[1] for r in rows]
+    normal = [float(v) for v in values(0)]
+    assert len(set(normal)) == 5 and all(-10 < v < 16 for v in normal)   # mean 3, stddev 2
+    bf16 = np.array([int(v, 16) for v in values(1)], np.uint16).view(ml_dtypes.bfloat16)
+    assert all(-3.0 <= float(v) <= 5.0 for v in bf16)   # mean 1, stddev 2, within 2 stddevs
+    fp16 = np.array([int(v, 16) for v in values(2)], np.uint16).view(np.float16)
+    assert all(1.0 <= float(v) <= 2.0 for v in fp16)
+    assert all(1 <= int(v) <= 100 for v in values(3))
+    assert all(0 <= int(v) <= 255 for v in values(4))
 
 
 # ---- the Python ports of the operator examples (samples/) ----------------------------------
