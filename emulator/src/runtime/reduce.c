@@ -230,7 +230,9 @@ static aclError check_capability(const char *fn, const aclemu_soc *soc, const vo
                       : soc->npu_arch == 2002 ? "float32, float16, int16"
                       : soc->npu_arch == 3510 ? "int8, int16, int32, uint32, float16, float32, bfloat16"
                                               : "int8, int16, int32, float16, float32, bfloat16");
-    size_t align = element_size(type) == 1 ? 1 : element_size(type);
+    /* CheckMemAlign: 2-byte and 4-byte types to their size; int8 (and what no part reduces)
+     * has none. */
+    size_t align = element_size(type) > 1 ? element_size(type) : 1;
     if ((uintptr_t)src % align != 0)
         return RT_ERR(ACL_ERROR_RT_ADDR_UNALIGNED, fn, "src %p is not %zu-byte aligned", src,
                       align);
