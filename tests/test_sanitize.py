@@ -165,3 +165,104 @@ def test_compiler_runs_under_the_sanitizer_environment(prefix, tmp_path):
     assert proc.returncode == 0, proc.stderr
     failures, _ = sanitize.classify(logs, prefix)
     assert failures == []
+
+
+# A thread that holds the ASan allocator's locks (through the runtime's own LockAllocator, as
+# LeakSanitizer and a fork handler take them) while the main thread forks; the child then
+# allocates more of one size class than a thread's cache holds, so from the class's region,
+# under its lock. The child's wait status, or -1 if it had not ended after wait_ms (killed).
+HOLDER = r"""
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef void (*runtime_fn)(void);
+static runtime_fn lock_allocator, unlock_allocator;
+static int held;
+
+static void *hold(void *arg) {
+    lock_allocator();
+    __atomic_store_n(&held, 1, __ATOMIC_SEQ_CST);
+    struct timespec pause = {0, 300 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    unlock_allocator();
+    return arg;
+}
+
+int fork_while_held(runtime_fn lock, runtime_fn unlock, int wait_ms) {
+    lock_allocator = lock;
+    unlock_allocator = unlock;
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, hold, NULL) != 0)
+        return -2;
+    while (!__atomic_load_n(&held, __ATOMIC_SEQ_CST))
+        sched_yield();
+    pid_t pid = fork();       /* no allocation between the lock and here */
+    if (pid == 0) {
+        static void *blocks[4096];
+        for (int i = 0; i < 4096; i++)
+            blocks[i] = malloc(48);
+        for (int i = 0; i < 4096; i++)
+            free(blocks[i]);
+        _exit(0);
+    }
+    pthread_join(thread, NULL);
+    int status;
+    for (int waited = 0; waited < wait_ms; waited += 10) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return status;
+        usleep(10 * 1000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+"""
+
+
+def test_a_child_forked_while_another_thread_allocates_can_allocate(prefix, tmp_path):
+    """GCC 12's ASan runtime has no fork handler: a child forked while another thread held an
+    allocator lock waits for it for ever (tests/test_processes.py's forked children hung now
+    and then). sanitize.py preloads tools/sanitize/fork_guard.c, which takes the locks around
+    fork() as compiler-rt 18's runtime does: the fork waits for the thread, the child allocates.
+    Without the guard, on a runtime that lacks its own handler, the child hangs: shown too."""
+    runtime = sanitize.runtime_library(CC, "libasan.so")
+    functions = sanitize.elf_functions(Path(runtime))
+    names = [sanitize.FORK_GUARD_ANCHOR, sanitize.FORK_GUARD_FUNCTIONS["LOCK_ALLOCATOR"],
+             sanitize.FORK_GUARD_FUNCTIONS["UNLOCK_ALLOCATOR"]]
+    if any(name not in functions for name in names):
+        pytest.skip(f"{runtime} has no symbol table entries for {names}: the guard is not "
+                    f"built for it (sanitize.py warns)")
+    anchor, lock, unlock = (functions[name] for name in names)
+    src = tmp_path / "holder.c"
+    src.write_text(HOLDER)
+    lib = tmp_path / "libholder.so"
+    subprocess.run([*CC, "-shared", "-fPIC", "-O1", "-pthread", "-o", str(lib), str(src)],
+                   check=True, capture_output=True)
+    code = textwrap.dedent(f"""
+        import ctypes
+        holder = ctypes.CDLL({str(lib)!r})
+        holder.fork_while_held.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+        anchor = ctypes.cast(ctypes.CDLL(None).__asan_init, ctypes.c_void_p).value
+        print(holder.fork_while_held(anchor + {lock - anchor}, anchor + {unlock - anchor},
+                                     int(__import__("sys").argv[1])))
+    """)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = sanitize.sanitizer_env(prefix, logs, CC)
+    guarded = env["LD_PRELOAD"].split()
+    assert any(Path(p).name.startswith("fork_guard-") for p in guarded) or \
+        sanitize.OWN_FORK_HANDLER in functions, guarded
+    proc = subprocess.run([sys.executable, "-c", code, "30000"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "0", proc.stdout + proc.stderr
+    if sanitize.OWN_FORK_HANDLER not in functions:
+        env["LD_PRELOAD"] = " ".join(p for p in guarded
+                                     if not Path(p).name.startswith("fork_guard-"))
+        proc = subprocess.run([sys.executable, "-c", code, "2000"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and proc.stdout.strip() == "-1", proc.stdout + proc.stderr

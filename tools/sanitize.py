@@ -7,7 +7,10 @@ test-sanitize`, run by CI). Fails on any sanitizer report that concerns the emul
    compiler's libasan (and libubsan when the libraries need it) in LD_PRELOAD (Python is not
    instrumented, so the ASan runtime must come first in every process that loads the emulator)
    and PYTHONMALLOC=malloc (so LeakSanitizer sees, and scans, Python's objects: a handle held by
-   a live Python object is reachable, not leaked).
+   a live Python object is reachable, not leaked). After the runtime, LD_PRELOAD holds the fork
+   handler it lacks before compiler-rt 18 (tools/sanitize/fork_guard.c, built here for that
+   runtime: see fork_guard), without which a child forked while another thread of its parent
+   was allocating could wait for ever on the allocator's lock.
 3. Reads the reports, which every process writes to build/sanitize-logs/ (tests spawn Python
    subprocesses, the compiler and C++ programs, all under LD_PRELOAD):
    - any AddressSanitizer error (overflow, use after free, double free, ...; undefined
@@ -30,7 +33,9 @@ from __future__ import annotations
 
 import os
 import re
+import hashlib
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -60,6 +65,78 @@ def runtime_library(cc: list[str], name: str) -> str:
     return os.path.realpath(out)
 
 
+# tools/sanitize/fork_guard.c calls these functions of the ASan runtime around fork(): its
+# macro suffix -> the runtime's (local) symbol. Their offsets come from the runtime's symbol
+# table, relative to ANCHOR; CHECK, a second exported symbol, tells the guard that the runtime
+# it runs with is the one read.
+FORK_GUARD_FUNCTIONS = {
+    "LOCK_THREADS": "_ZN6__lsan18LockThreadRegistryEv",
+    "UNLOCK_THREADS": "_ZN6__lsan20UnlockThreadRegistryEv",
+    "LOCK_ALLOCATOR": "_ZN6__lsan13LockAllocatorEv",
+    "UNLOCK_ALLOCATOR": "_ZN6__lsan15UnlockAllocatorEv",
+    "LOCK_DEPOT": "_ZN11__sanitizer17StackDepotLockAllEv",
+    "UNLOCK_DEPOT": "_ZN11__sanitizer19StackDepotUnlockAllEv",
+}
+FORK_GUARD_ANCHOR, FORK_GUARD_CHECK = "__asan_init", "__lsan_do_recoverable_leak_check"
+# A runtime that defines this installs the handler itself (compiler-rt 18 and later).
+OWN_FORK_HANDLER = "_ZN6__asan20InstallAtForkHandlerEv"
+
+
+def elf_functions(path: Path) -> dict[str, int]:
+    """{name: value} of the functions an ELF64 little-endian library defines, from its
+    .symtab (local symbols included) and .dynsym; {} for any other file."""
+    data = path.read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return {}
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    # (name, type, flags, addr, offset, size, link, info, addralign, entsize)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    out: dict[str, int] = {}
+    for _name, kind, _flags, _addr, offset, size, link, *_ in sections:
+        if kind not in (2, 11):                     # SHT_SYMTAB, SHT_DYNSYM
+            continue
+        strings = sections[link][4]
+        for at in range(offset, offset + size, 24):
+            name, info, _other, shndx, value, _size = struct.unpack_from("<IBBHQQ", data, at)
+            if info & 0xF != 2 or shndx == 0:       # STT_FUNC, defined here
+                continue
+            start = strings + name
+            out[data[start:data.index(b"\0", start)].decode()] = value
+    return out
+
+
+def fork_guard(cc: list[str], runtime: str, out_dir: Path) -> str | None:
+    """The fork guard's library for this ASan runtime (built into out_dir when missing), or
+    None when the runtime has its own fork handler or lacks the functions (said on stderr)."""
+    functions = elf_functions(Path(runtime))
+    if OWN_FORK_HANDLER in functions:
+        return None
+    wanted = [FORK_GUARD_ANCHOR, FORK_GUARD_CHECK, *FORK_GUARD_FUNCTIONS.values()]
+    missing = [name for name in wanted if name not in functions]
+    if missing:
+        print(f"sanitize: warning: {runtime} has neither a fork handler nor the functions "
+              f"tools/sanitize/fork_guard.c calls ({', '.join(missing)}): a child forked while "
+              f"another thread of its parent was allocating may hang", file=sys.stderr)
+        return None
+    anchor = functions[FORK_GUARD_ANCHOR]
+    defines = [f"-DRUNTIME_PATH=\"{runtime}\"",
+               f"-DANCHOR_TO_CHECK=({functions[FORK_GUARD_CHECK] - anchor}LL)",
+               *(f"-DANCHOR_TO_{key}=({functions[name] - anchor}LL)"
+                 for key, name in FORK_GUARD_FUNCTIONS.items())]
+    source = ROOT / "tools" / "sanitize" / "fork_guard.c"
+    key = hashlib.sha256("\0".join([*cc, *defines, source.read_text()]).encode()).hexdigest()
+    out = out_dir / f"fork_guard-{key[:16]}.so"
+    if not out.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        subprocess.run([*cc, "-shared", "-fPIC", "-O2", "-Wall", "-Werror", *defines, "-o",
+                        str(tmp), str(source), "-ldl", "-pthread"], check=True)
+        tmp.replace(out)
+    return str(out)
+
+
 def build(prefix: Path) -> None:
     subprocess.run([sys.executable, str(ROOT / "emulator" / "build.py"), "--sanitize",
                     "--prefix", str(prefix)], check=True)
@@ -75,9 +152,13 @@ def check_instrumented(prefix: Path) -> None:
 
 def sanitizer_env(prefix: Path, logs: Path, cc: list[str]) -> dict[str, str]:
     env = dict(os.environ)
-    preload = [runtime_library(cc, "libasan.so")]
+    asan = runtime_library(cc, "libasan.so")
+    preload = [asan]
     if any(b"libubsan.so" in p.read_bytes() for p in (prefix / "lib64").glob("*.so")):
         preload.append(runtime_library(cc, "libubsan.so"))
+    guard = fork_guard(cc, asan, logs.parent / "asan-fork-guard")
+    if guard is not None:
+        preload.append(guard)
     if env.get("LD_PRELOAD"):
         preload.append(env["LD_PRELOAD"])
     env.update({
