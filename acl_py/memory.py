@@ -456,20 +456,8 @@ def _copy_error(status, call, dst, src, name="src"):
     runtime's refusal of a copy between two devices without the peer access acl-py enabled
     (107000) is an :class:`AclArgumentError` naming ``name`` (the caller's argument: ``src``,
     or ``dst`` for ``copy_to_2d``) that says what to call (the runtime's error its cause, its
-    status attached). A 2D copy the part's runtime takes not at all between device buffers
-    (100000, the Atlas training and inference series) is an AclArgumentError naming ``name``
-    too, saying so: enabling peer access would not help. Another refusal is the runtime's
-    typed error."""
+    status attached). Another refusal is the runtime's typed error."""
     err = make_error(status, call)
-    if call == "aclrtMemcpy2dAsync" and status == _rt.lib.ACL_ERROR_INVALID_PARAM:
-        # acl-py checked the pointers, pitches and kind: the part copies no device memory
-        # to device memory in 2D (the runtime's message names it)
-        arg = AclArgumentError(name, "a DeviceBuffer: this part's runtime takes no "
-                               "device-to-device 2D copy (Atlas A2/A3 and Ascend 950 do); "
-                               "copy the rows through host memory")
-        arg.refused(err)
-        arg.__cause__ = err
-        return arg
     hint = (_device.peer_access_hint(dst, src)
             if dst != src and status == _rt.lib.ACL_ERROR_RT_PARAM_INVALID else None)
     if hint is None:
@@ -544,10 +532,22 @@ def _queue_2d_between(dst, dst_ptr, dst_pitch, src, src_ptr, src_pitch, width, h
                       name):
     """A 2D copy between the allocations of two DeviceBuffers, queued on ``stream`` (of either
     device, ``_stream_between``); recorded as a use of both. ``name``: the caller's argument
-    that is the other buffer (errors name it)."""
+    that is the other buffer (errors name it). The part's runtime may take no such copy at
+    all (100000, the Atlas training and inference series): an AclArgumentError naming
+    ``name`` that says so, not blamed on peer access (enabling it would not help), the
+    runtime's error its cause, its status attached."""
     tl = _stream_between(dst.device, src.device, stream)
     r = tl.enqueue(_memcpy_2d_async, dst_ptr, dst_pitch, src_ptr, src_pitch, width,
                    height, _D2D)
+    if r == _rt.lib.ACL_ERROR_INVALID_PARAM:
+        # acl-py checked the pointers, pitches and kind: the part copies no device memory
+        # to device memory in 2D (the runtime's message names it)
+        err = make_error(r, "aclrtMemcpy2dAsync")
+        arg = AclArgumentError(name, "a DeviceBuffer: this part's runtime takes no "
+                               "device-to-device 2D copy (Atlas A2/A3 and Ascend 950 do); "
+                               "copy the rows through host memory")
+        arg.refused(err)
+        raise arg from err
     if r:
         raise _copy_error(r, "aclrtMemcpy2dAsync", dst.device, src.device, name)
     _record(tl, dst, src)

@@ -402,10 +402,12 @@ def test_2d_copy_between_devices_needs_peer_access(run_python):
 
 
 _NO_2D_BETWEEN_DEVICE_BUFFERS = '''
+    import os
     import numpy as np
     import acl_py
     from acl_py import emulator as emu
     from acl_py.errors import AclArgumentError, InvalidParameterError
+    part = os.environ["ACL_EMU_SOC"]
     acl_py.init()
     a, c = acl_py.DeviceBuffer(64, 0), acl_py.DeviceBuffer(64, 0)
     b = acl_py.DeviceBuffer(64, 1)
@@ -423,8 +425,13 @@ _NO_2D_BETWEEN_DEVICE_BUFFERS = '''
         except AclArgumentError as e:
             # not a peer-access hint: enabling it does not help
             assert e.argument == name and e.code == 100000, e
+            assert e.call == "aclrtMemcpy2dAsync", e.call
             assert "device-to-device 2D" in str(e) and "peer" not in e.problem, e
             assert isinstance(e.__cause__, InvalidParameterError), e.__cause__
+            # the runtime's own message (aclGetRecentErrMsg) kept, in the text too
+            assert e.message == e.__cause__.message, (e.message, e.__cause__.message)
+            assert "device-to-device" in e.message and part in e.message, e.message
+            assert e.message in str(e), e
     for s in (s0, s1):
         s.synchronize()
     assert all(bytes(x.copy_to_host()) == bytes([0x5A]) * 64 for x in (a, b, c))
