@@ -44,6 +44,23 @@ def run_phase_two(arena, p2, phase_one_result):
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
 
 
+def both_phases_without_a_device(p1, p2, args, stream):
+    """Phase one of ``args`` (views) and its phase two on ``stream`` (a handle, or NULL), both
+    on a new thread that never set a device; returns (phase one's status, workspace size,
+    phase two's status or None when phase one failed, the thread's last message)."""
+    import threading
+    got = []
+
+    def body():
+        rc, ws, ex = phase_one(p1, *args)
+        rc2 = p2(ffi.NULL, 0, ex, stream) if rc == OK else None
+        got.append((rc, ws, rc2, last_msg()))
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    return got[0]
+
+
 def check_part_dtype_table(pairs, bf16_part, phase_one_of):
     """Phase one (``phase_one_of(x dtype, gamma dtype)`` -> its result) for the vendor's
     (x, gamma) ``pairs`` and four pairs outside them: it passes (the executor destroyed) for

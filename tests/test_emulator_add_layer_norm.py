@@ -18,7 +18,7 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _emu_aclnn import SOC, rstd_shape, run_phase_two
+from _emu_aclnn import SOC, both_phases_without_a_device, rstd_shape, run_phase_two
 from _part_runs import PARTS, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
@@ -410,6 +410,27 @@ def test_no_rows_succeeds_and_writes_nothing(arena):
 
 
 @needs_kernel
+@pytest.mark.parametrize("null_stream", [True, False], ids=["null-stream", "given-stream"])
+def test_no_rows_needs_no_current_device(arena, null_stream):
+    """Every output empty: the generated operator's phase two skips every runtime step
+    (indv_executor.cpp NnopbaseExecutorRunWithWorkspace, NnopbaseSkipKernelLaunch), so both
+    phases succeed on a thread that never set a device, with a NULL stream or a given one
+    (nothing queued on it). A call with rows launches its kernel, which needs the thread's
+    context: 361001 naming the call."""
+    stream = ffi.NULL if null_stream else arena.stream
+
+    def args(**shape):
+        v = views(arena, **shape)
+        return v[:5] + [1e-5, True] + v[5:]     # epsilon, additionalOutput
+    rc, ws, rc2, msg = both_phases_without_a_device(P1, P2, args(shape=(0, 16)), stream)
+    assert (rc, ws, rc2) == (OK, 0, OK), msg
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    rc, ws, rc2, msg = both_phases_without_a_device(P1, P2, args(), stream)
+    assert (rc, ws, rc2) == (OK, 0, 361001), msg
+    assert msg.startswith("aclnnAddLayerNorm: ") and "no device" in msg, msg
+
+
+@needs_kernel
 def test_no_columns(arena):
     """x1 empty in gamma's dims only (gamma empty), rows left: meanOut is not empty, so the
     tiling runs. Atlas A2/A3 and inference parts refuse it (an empty x1 needs an empty
@@ -491,4 +512,5 @@ test_on_other_parts = run_on_parts(
     other_parts(set(PARTS) - {"Ascend910_9391"}), lambda part: (
         "no_kernel or part_dtype_table or dead_tensor" if part == "Ascend910A" else
         "part_dtype_table or bit_for_bit and 181 or reference and none or "
-        "atlas_inference or shape_refusals and bias or no_columns or scaling"))
+        "atlas_inference or shape_refusals and bias or no_columns or scaling or "
+        "no_current_device"))

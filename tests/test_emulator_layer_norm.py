@@ -24,6 +24,7 @@ from test_emulator_op import (BF16, DTYPES, F16, F32, INVALID, NULLPTR, OK, Aren
                               DevView, arena, last_msg, no_leaks, stream)
 from test_kernel_clones import variant_prefixes  # noqa: F401  (the clone-free builds)
 
+from _emu_aclnn import both_phases_without_a_device
 from _part_runs import PARTS, other_parts, run_on_parts, skip_without_bf16
 
 P1 = lib.aclnnLayerNormGetWorkspaceSize
@@ -450,6 +451,31 @@ def test_empty_tensors(arena):
             continue
         y, mean, rstd = call(arena, x, 1, stat_dt=dt, kinds=("contig",) * 4 + (kind,) * 2)
         assert y.size == 0 and (mean == 0).all() and np.isnan(rstd.astype(F32)).all()
+
+
+@pytest.mark.parametrize("null_stream", [True, False], ids=["null-stream", "given-stream"])
+def test_no_rows_needs_no_current_device(arena, null_stream):
+    """M == 0: the op_api returns an executor with no kernel (aclnn_layer_norm.cpp), whose
+    run (CommonOpExecutorRun, an empty launcher list) touches no stream or context: both
+    phases succeed on a thread that never set a device, with a NULL stream or a given one
+    (nothing queued on it). N == 0 fills the statistics (a kernel) and a call with rows
+    launches one: both need the thread's context, 361001 naming the call."""
+    stream = ffi.NULL if null_stream else arena.stream
+
+    def args(shape):
+        n = shape[-1:]
+        return (DevView(arena, np.zeros(shape, F32)), arena.int_array(list(n)),
+                DevView(arena, np.ones(n, F32)), DevView(arena, np.zeros(n, F32)), 1e-5,
+                DevView(arena, shape=shape, dtype=F32),
+                DevView(arena, shape=stat_shape(shape, 1), dtype=F32),
+                DevView(arena, shape=stat_shape(shape, 1), dtype=F32))
+    rc, ws, rc2, msg = both_phases_without_a_device(P1, P2, args((0, 3, 8)), stream)
+    assert (rc, ws, rc2) == (OK, 0, OK), msg
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    for shape in ((4, 0), (2, 8)):
+        rc, ws, rc2, msg = both_phases_without_a_device(P1, P2, args(shape), stream)
+        assert (rc, ws, rc2) == (OK, 0, 361001), (shape, msg)
+        assert msg.startswith("aclnnLayerNorm: ") and "no device" in msg, msg
 
 
 LAYOUTS = ("transposed", "padded", "stepped")

@@ -221,3 +221,85 @@ def test_operator_launches_take_a_null_stream_as_the_default_stream(emulator, na
 
 
 test_operator_launches_on_other_parts = run_on_parts(other_parts(), "operator_launches_take")
+
+
+# ---- a launch with no kernel, on a thread that set no device -------------------------------
+#
+# A call the vendor launches no kernel for touches no stream and no context in phase two:
+# the generated operators' NnopbaseExecutorRunWithWorkspace skips every runtime step when
+# every output is empty (hicann/opbase src/nnopbase/individual_op/executor/indv_executor.cpp
+# NnopbaseSkipKernelLaunch), the hand-written op_apis' CommonOpExecutorRun runs an empty
+# launcher list (composite_op/aclnn_engine/op_executor.cpp aclOpExecutor::Run; its
+# aclrtGetStreamAttribute read ignores a failure, op_dfx.cpp GetCacheOpInfoSwitch). So it
+# succeeds with a NULL stream or a given one, where a launch with a kernel fails (361001).
+
+def _emptied(values):
+    """``values`` with the batch (first) dim of every array of rank >= 2 made 0."""
+    import numpy as np
+    return tuple(np.zeros((0,) + v.shape[1:], v.dtype)
+                 if isinstance(v, np.ndarray) and v.ndim >= 2 else v for v in values)
+
+
+# The operators whose zero-batch call has no kernel: every output of a generated operator
+# empty; LayerNorm's and FastLayerNorm's op_apis return at M == 0 (aclnn_layer_norm.cpp,
+# aclnn_fast_layer_norm.cpp), AddRmsNorm's at an empty x1 (aclnn_add_rms_norm.cpp). LayerNormBackward and BatchNorm fill their parameter
+# statistics there (ProcessEmptyTensorWithValue: a Fill kernel), so they still need a device.
+_NO_KERNEL = ("LayerNorm", "FastLayerNorm", "RmsNorm", "AddRmsNorm", "GemmaRmsNorm", "InplaceAddRmsNorm",
+              "AddLayerNorm", "DeepNorm")
+_FILLS = ("LayerNormBackward", "BatchNorm")
+
+
+@pytest.mark.parametrize("name", _NO_KERNEL + _FILLS)
+def test_a_launch_without_a_kernel_needs_no_current_device(emulator, name):
+    """A zero-batch plan's phase two on a thread that never set a device: with a NULL stream
+    and with a given one, success when the call has no kernel (nothing queued, the executor
+    still the caller's and running after), 361001 naming the call when it has one."""
+    import threading
+
+    import numpy as np
+
+    import acl_py
+    from acl_py.ops import DECLARED
+    from acl_py.raw import ffi, lib
+    from test_declared_out import _values
+
+    declared = DECLARED[name]
+    if not declared.runs_on(acl_py.soc_name()):
+        pytest.skip(f"no {name} kernel on {acl_py.soc_name()}")
+    values = _emptied(_values(declared))
+    made = [acl_py.DeviceTensor.from_numpy(v.copy()) if isinstance(v, np.ndarray) else v
+            for v in values]
+    stream = acl_py.Stream()
+    try:
+        with _plan(declared, tuple(made)) as plan:
+            assert plan.workspace_size == 0
+            status = {}
+
+            def launch(key, handle):
+                rc = getattr(lib, declared.name)(ffi.NULL, 0, plan.handle, handle)
+                msg = lib.aclGetRecentErrMsg()
+                status[key] = (rc, None if rc == 0 or msg == ffi.NULL
+                               else ffi.string(msg).decode())
+            for key, handle in (("null", ffi.NULL), ("given", stream.handle)):
+                t = threading.Thread(target=launch, args=(key, handle))
+                t.start()
+                t.join()
+            for key in ("null", "given"):
+                rc, msg = status[key]
+                if name in _NO_KERNEL:
+                    assert rc == 0, (key, status[key])
+                else:
+                    assert rc == 361001 and declared.name in msg and "device" in msg, \
+                        (key, status[key])
+            assert stream.query()       # nothing was queued on it
+            plan.run(stream)            # the executor is still the caller's, and runs
+            stream.synchronize()
+    finally:
+        stream.close()
+        for t in made:
+            if isinstance(t, acl_py.DeviceTensor):
+                t.close()
+
+
+test_launches_without_a_kernel_on_other_parts = run_on_parts(
+    other_parts(), "launch_without_a_kernel")

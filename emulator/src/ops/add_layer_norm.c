@@ -360,7 +360,7 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGetWorkspaceSize(
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
     /* M or N zero (every output empty, or Ascend 950's NaN statistics): no row buffers */
     P->h = (nr_head){.kernel = &ALN_KERNEL, .call = P2, .names = TNAME, .rows = launch ? M : 0,
-                     .width = N, .row_floats = 2 * N};
+                     .width = N, .row_floats = 2 * N, .no_kernel = !launch};
     P->M = M;
     P->N = N;
     P->launch = launch;

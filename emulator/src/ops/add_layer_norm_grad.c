@@ -316,7 +316,7 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
     P->h = (nr_head){.kernel = &ALNG_KERNEL, .call = P2, .names = TNAME, .rows = launch ? M : 0,
-                     .width = G, .row_floats = ROW_BUFS * G};
+                     .width = G, .row_floats = ROW_BUFS * G, .no_kernel = !launch};
     P->M = M;
     P->N = G;
     P->launch = launch;

@@ -300,7 +300,8 @@ static aclnnStatus make_executor(const char *call, const arn_variant *V,
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", call);
     P->h = (nr_head){.kernel = &ARN_KERNEL, .call = V->p2, .names = V->names,
-                     .rows = N == 0 ? 0 : M, .width = N, .row_floats = 3 * N};
+                     .rows = N == 0 ? 0 : M, .width = N, .row_floats = 3 * N,
+                     .no_kernel = N == 0};
     P->M = N == 0 ? 0 : M;
     P->N = N;
     P->eps = (float)epsilon;

@@ -267,7 +267,7 @@ ACLEMU_EXPORT aclnnStatus aclnnDeepNormGetWorkspaceSize(
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
     /* every output empty: no rows, no row buffers */
     P->h = (nr_head){.kernel = &DN_KERNEL, .call = P2, .names = TNAME, .rows = launch ? M : 0,
-                     .width = N, .row_floats = 2 * N};
+                     .width = N, .row_floats = 2 * N, .no_kernel = !launch};
     P->M = M;
     P->N = N;
     P->launch = launch;

@@ -411,7 +411,8 @@ ACLEMU_EXPORT aclnnStatus aclnnDeepNormGradGetWorkspaceSize(
     P->h = (nr_head){.kernel = &DNG_KERNEL, .call = P2, .names = TNAME, .rows = rows,
                      .width = N,
                      .row_floats = ROW_BUFS * N > COL_BUFS * width ? ROW_BUFS * N
-                                                                  : COL_BUFS * width};
+                                                                  : COL_BUFS * width,
+                     .no_kernel = !launch};
     const int s = (int)split;
     snapshot(&P->t[T_DY], dy, s);
     snapshot(&P->t[T_X], x, s);

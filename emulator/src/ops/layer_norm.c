@@ -94,6 +94,7 @@ typedef struct {
     bool y_round;         /* out is rounded to input's dtype before its store */
     aclemu_ties y_ties;   /* how out's store breaks BF16 ties */
     bool zero_bias;       /* an absent bias is a row of zeros the kernel adds (FastLayerNorm) */
+    bool no_kernel;       /* the op_api's early return with no kernel: nothing is queued */
 } ln_payload;
 
 /* One launch: owns a copy of the payload (a repeatable executor may be destroyed while the
@@ -238,7 +239,7 @@ static aclnnStatus ln_launch(void *payload, void *const *addrs, void *workspace,
         }
     }
     return views_launch(P->call, stream, views, TNAME, T_COUNT, workspace, 0, T->pins,
-                        &T->npins, task_run, task_release, T);
+                        &T->npins, P->no_kernel ? NULL : task_run, task_release, T);
 }
 
 static const aclemu_executor_ops LN_OPS = {
@@ -482,6 +483,9 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
         snapshot(&P->t[i], ts[i], (i == T_X || i == T_Y) ? (int)split : -1);
     P->M = M;
     P->N = N;
+    /* M == 0: the op_api returns an executor with no kernel (aclnn_layer_norm.cpp's empty
+     * tensor branch, before N's), so phase two queues nothing (vm_launch) */
+    P->no_kernel = M == 0;
     P->eps = (float)eps;
     P->stat_dt = M > 0 && N > 0 && takes_v4(arch, in_dt, param_dt, N) ? ACL_FLOAT : param_dt;
     /* BF16 results: CAST_ROUND (ties away) in the Atlas A2/A3 kernels (op_kernel/
@@ -676,6 +680,9 @@ static aclnnStatus fast_phase_one(const aclTensor *input, const aclIntArray *nor
         snapshot(&P->t[i], ts[i], (i == T_X || i == T_Y) ? (int)split : -1);
     P->M = M;
     P->N = N;
+    /* M == 0 with N > 0: an executor with no kernel (aclnn_fast_layer_norm.cpp: its N == 0
+     * branch, which fills the statistics, comes first), so phase two queues nothing */
+    P->no_kernel = M == 0 && N > 0;
     P->eps = (float)eps;
     P->stat_dt = ACL_FLOAT; /* LayerNormV4 */
     const int arch = soc->npu_arch;

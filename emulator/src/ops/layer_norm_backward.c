@@ -292,8 +292,14 @@ static aclnnStatus lnb_launch(void *payload, void *const *addrs, void *workspace
     const tdesc *views[T_COUNT];
     for (int i = 0; i < T_COUNT; i++)
         views[i] = touched(P, i) ? &P->t[i] : NULL;
+    /* The op_api's returns with no kernel (aclnn_layer_norm_backward.cpp): an all-false
+     * mask; an empty M or N that fills no requested gradWeight/gradBias (its M == 0 fill is
+     * a kernel). Nothing is queued then (vm_launch). */
+    const bool any = P->mask[0] || P->mask[1] || P->mask[2];
+    const bool no_kernel = !any || (P->N == 0 && P->M > 0) ||
+                           (P->M == 0 && !P->mask[1] && !P->mask[2]);
     return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, P->ws_size, T->pins,
-                        &T->npins, task_run, task_release, T);
+                        &T->npins, no_kernel ? NULL : task_run, task_release, T);
 }
 
 static const aclemu_executor_ops LNB_OPS = {

@@ -91,5 +91,5 @@ aclnnStatus nr_task_launch(void *payload, void *const *addrs, void *workspace,
         }
     }
     return views_launch(H->call, stream, views, H->names, K->ntensors, workspace, 0, R->pins,
-                        &R->npins, task_run, task_release, T);
+                        &R->npins, H->no_kernel ? NULL : task_run, task_release, T);
 }

@@ -144,6 +144,9 @@ typedef struct {
     int64_t width;            /* gamma's length: 2 * width floats for gamma, then beta */
     int64_t row_floats;       /* row buffer floats per chunk */
     int64_t run_floats;       /* floats of the run's own buffer (R->run_buf; 0: none) */
+    bool no_kernel;           /* the vendor launches nothing for this call (every output of a
+                               * generated operator empty, an op_api's early return): phase
+                               * two checks the memory and queues nothing (vm_launch) */
 } nr_head;
 
 struct nr_kernel {

@@ -258,7 +258,7 @@ static aclnnStatus phase_one(const rms_variant *V, const aclTensor *x, const acl
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
     P->h = (nr_head){.kernel = &RMS_KERNEL, .call = V->p2, .names = TNAME, .rows = M, .width = N,
-                     .row_floats = 2 * N};
+                     .row_floats = 2 * N, .no_kernel = M == 0 /* every output empty */};
     P->M = M;
     P->N = N;
     P->eps = (float)epsilon;

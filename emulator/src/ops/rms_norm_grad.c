@@ -399,7 +399,7 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy,
     const int64_t blocks = M > 0 ? P->blocks : 1;
     P->h = (nr_head){.kernel = &GRAD_KERNEL, .call = P2, .names = TNAME,
                      .rows = launch ? blocks : 0, .width = N, .row_floats = ROW_BUFS * N,
-                     .run_floats = blocks * N};
+                     .run_floats = blocks * N, .no_kernel = !launch};
     P->split_d = soc->npu_arch != 3510 && N > SPLIT_N_MAX;
     const int64_t align = x->dtype == ACL_FLOAT ? 8 : 16;
     P->order = soc->npu_arch == 2201 && (N + align - 1) / align * align <= SMALL_D_MAX

@@ -236,7 +236,7 @@ static inline vm_view view_memory(const tdesc *d)
 }
 
 /* An operator's launch after its own checks (vm_launch over the n descriptors; NULL or
- * absent ones are not touched by this run). */
+ * absent ones are not touched by this run; run NULL: no kernel, nothing queued). */
 static inline aclnnStatus views_launch(const char *call, aclrtStream stream,
                                        const tdesc *const *views, const char *const *names,
                                        int n, const void *workspace, uint64_t ws_size,

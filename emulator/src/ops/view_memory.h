@@ -112,7 +112,15 @@ static inline aclnnStatus vm_pin(const char *call, const vm_view *views, const b
 
 /* An operator's launch after its own checks: vm_pin, then run(task) enqueued on stream.
  * pins/npins are the task's (its release unpins them). On failure the task is released
- * (release(task)) and the status returned, the message set. */
+ * (release(task)) and the status returned, the message set.
+ * run NULL: a call the vendor launches no kernel for (phase one decided it: a generated
+ * operator whose outputs are all empty, a hand-written op_api's early return with no kernel).
+ * The memory is checked as for any run, then the task released and success returned with
+ * nothing queued: no stream is looked up, so neither the stream nor a current context is
+ * needed, as on the device (hicann/opbase src/nnopbase/individual_op/executor/
+ * indv_executor.cpp NnopbaseExecutorRunWithWorkspace: every step touching the runtime is
+ * skipped by NnopbaseSkipKernelLaunch or off by default; composite_op/aclnn_engine/
+ * op_executor.cpp CommonOpExecutorRun, aclOpExecutor::Run over an empty launcher list). */
 static inline aclnnStatus vm_launch(const char *call, aclrtStream stream, const vm_view *views,
                                     const bool *present, const char *const *names, int n,
                                     const void *workspace, uint64_t ws_size, void **pins,
@@ -120,7 +128,7 @@ static inline aclnnStatus vm_launch(const char *call, aclrtStream stream, const 
                                     void *task)
 {
     aclnnStatus st = vm_pin(call, views, present, names, n, workspace, ws_size, pins, npins);
-    if (st != ACLNN_SUCCESS) {
+    if (st != ACLNN_SUCCESS || run == NULL) {
         release(task);
         return st;
     }
