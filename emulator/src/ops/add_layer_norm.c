@@ -306,28 +306,16 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGetWorkspaceSize(
     const aclTensor *meanOut, const aclTensor *rstdOut, const aclTensor *xOut,
     uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    if (aclemu_fault(P1))
-        return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {x1, x2, gamma, beta, biasOptional,
                                     yOut, meanOut, rstdOut, xOut};
 
-    /* 0. the out-pointers first (161001) */
-    aclnnStatus st;
-    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+    /* 0. the out-pointers, 1. every tensor but biasOptional required (161001), all live,
+     * 2. no kernel on the Atlas training parts (561003; docs/emulator.md) */
+    const aclemu_soc *soc;
+    aclnnStatus st = p1_generated_opening(P1, ts, TNAME, T_COUNT, T_BIAS, workspaceSize,
+                                          executor, &soc);
+    if (st)
         return st;
-    /* 1. every tensor but biasOptional is required (161001); all must be live aclTensors */
-    if ((st = p1_required(P1, ts, TNAME, T_X1, T_BIAS)) ||
-        (st = p1_required(P1, ts, TNAME, T_Y, T_COUNT)) || (st = p1_live(P1, ts, TNAME, T_COUNT)))
-        return st;
-
-    const aclemu_soc *soc = aclemu_soc_info(P1);
-    if (!soc)
-        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
-    /* 2. the part: the def configures no Atlas training part, so the framework's kernel
-     * lookup fails before it compares dtypes (docs/emulator.md) */
-    if (soc->npu_arch == 1001)
-        FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the operator "
-             "has no kernel for that series", P1, soc->name, soc->series);
     /* 3. dtypes (161002) */
     if ((st = check_dtypes(ts, soc)))
         return st;

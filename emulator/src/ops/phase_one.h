@@ -72,6 +72,39 @@ static inline aclnnStatus p1_live(const char *call, const aclTensor *const *ts,
     return ACLNN_SUCCESS;
 }
 
+/* The opening every generated operator without a kernel on the Atlas training series shares
+ * (AddLayerNorm, AddLayerNormGrad, DeepNorm, DeepNormGrad: no op_api source, so phase one is
+ * opbuild's code and the framework's steps, in the docs' code-table order): the injected
+ * fault; the out-pointers (p1_out_pointers); every tensor of ts[0..n) but ts[optional]
+ * required (161001; optional -1: none); all live (p1_live); the part (*soc; an unknown one:
+ * 561000, its message set); then the Atlas training series (npu_arch 1001), whose definition
+ * configures no kernel, so the framework's kernel lookup (hicann/opbase individual_op/executor/
+ * indv_executor.cpp CheckSocVersionAndParam) fails before any dtype is compared: 561003. */
+static inline aclnnStatus p1_generated_opening(const char *call, const aclTensor *const *ts,
+                                               const char *const *names, int n, int optional,
+                                               const uint64_t *workspaceSize,
+                                               aclOpExecutor *const *executor,
+                                               const aclemu_soc **soc)
+{
+    if (aclemu_fault(call))
+        return ACLNN_ERR_INNER;
+    aclnnStatus st;
+    if ((st = p1_out_pointers(call, workspaceSize, executor)))
+        return st;
+    if (optional < 0 ? (st = p1_required(call, ts, names, 0, n))
+                     : ((st = p1_required(call, ts, names, 0, optional)) ||
+                        (st = p1_required(call, ts, names, optional + 1, n))))
+        return st;
+    if ((st = p1_live(call, ts, names, n)))
+        return st;
+    if (!(*soc = aclemu_soc_info(call)))
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    if ((*soc)->npu_arch == 1001)
+        FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the operator "
+             "has no kernel for that series", call, (*soc)->name, (*soc)->series);
+    return ACLNN_SUCCESS;
+}
+
 /* The end of phase one: the executor owns payload from here (destroyed on failure) and keeps
  * every tensor given, as CANN's does; the out-pointers are written only on success. */
 static inline aclnnStatus p1_finish(const char *call, const aclemu_executor_ops *ops,
