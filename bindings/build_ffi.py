@@ -52,6 +52,7 @@ HEADERS = [
     (INCLUDE / "aclnnop" / "aclnn_group_norm_silu.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_add_layer_norm_grad.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_batch_norm.h", "opapi"),
+    (INCLUDE / "aclnnop" / "aclnn_batch_norm_backward.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_deep_norm_grad.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_group_norm_backward.h", "opapi"),
     # Emulator-only introspection: exported by the emulator's libascendcl.so, bound only when

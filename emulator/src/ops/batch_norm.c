@@ -63,6 +63,7 @@
 #include "emu_internal.h"
 #include "phase_one.h"
 #include "convert.h"
+#include "bn_channels.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -106,47 +107,6 @@ typedef struct {
 } bn_task;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
-
-/* The layouts of a tensor's dims before and after the channel's. */
-typedef struct {
-    lay_t pre, post;
-    int64_t cstride, inner;
-} chan_lay;
-
-static void chan_lay_build(chan_lay *L, const tdesc *d, int caxis)
-{
-    lay_build(&L->pre, d->dims, d->strides, caxis);
-    lay_build(&L->post, d->dims + caxis + 1, d->strides + caxis + 1, d->ndim - caxis - 1);
-    L->cstride = d->strides[caxis];
-    L->inner = 1;
-    for (int i = caxis + 1; i < d->ndim; i++)
-        L->inner *= d->dims[i];
-}
-
-static void load_channel(const tdesc *d, const chan_lay *L, int64_t c, int64_t outer, float *dst)
-{
-    for (int64_t o = 0; o < outer; o++) {
-        const char *base = view_base(d) + (lay_offset(&L->pre, o) + c * L->cstride) * d->es;
-        float *run = dst + o * L->inner;
-        const float *src = get_tile(base, d->dtype, &L->post, 0, L->inner, run);
-        if (src != run)
-            memcpy(run, src, (size_t)L->inner * sizeof(float));
-    }
-}
-
-static void store_channel(const tdesc *d, const chan_lay *L, int64_t c, int64_t outer,
-                          aclemu_ties ties, const float *src)
-{
-    for (int64_t o = 0; o < outer; o++) {
-        char *base = view_base(d) + (lay_offset(&L->pre, o) + c * L->cstride) * d->es;
-        put_tile(base, d->dtype, ties, &L->post, 0, L->inner, src + o * L->inner);
-    }
-}
-
-static void put_one(const tdesc *d, int64_t c, float v)
-{
-    put_tile(view_base(d), d->dtype, ACLEMU_TIES_EVEN, &d->inner, c, 1, &v);
-}
 
 static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
@@ -243,19 +203,6 @@ static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
             put_one(&P->t[T_RVAR], c, a + e);
         }
     }
-}
-
-/* A per-channel vector as floats into dst (C values), or `fill` where not given. */
-static void load_param(const tdesc *d, int64_t C, float fill, float *dst)
-{
-    if (!d->present) {
-        for (int64_t c = 0; c < C; c++)
-            dst[c] = fill;
-        return;
-    }
-    const float *src = get_tile(view_base(d), d->dtype, &d->inner, 0, C, dst);
-    if (src != dst)
-        memcpy(dst, src, (size_t)C * sizeof(float));
 }
 
 /* An empty input: saveMean 0 and saveInvstd NaN, every element, in their dtypes (the op_api's

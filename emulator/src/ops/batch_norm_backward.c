@@ -1,0 +1,554 @@
+/*
+ * aclnnBatchNormBackward for the CPU emulator: phase one (checks, executor), the launch and the
+ * kernel. The gradients of aclnnBatchNorm: gradInput, gradWeight and gradBias, each computed and
+ * written only where outputMask asks for it, from gradOut, input and, per mode, the saved
+ * statistics (training) or the running ones (inference).
+ *
+ * Facts, hicann/ops-nn norm/batch_norm_grad_v3/op_host/op_api/aclnn_batch_norm_backward.cpp
+ * (phase one, its order and codes, which L0 ops run per part and mode) and batch_norm_backward.cpp
+ * (the L0 ops), norm/norm_common/op_host/op_api/norm_tensor_util.cpp (the FLOAT casts of the
+ * per-channel vectors, the fills of the missing ones, the result's cast and copy),
+ * op_kernel/arch35 (Ascend 950's kernels), docs/aclnnBatchNormBackward.md:
+ * - phase one: workspaceSize/executor NULL (161001); gradOut or input NULL (161001); gradOut or
+ *   input empty: success, nothing checked, nothing written; then CheckParams: outputMask NULL
+ *   or empty, on Ascend 950 of a length other than 3 (all 161001: the mask check's CHECK_RET
+ *   returns ACLNN_ERR_PARAM_NULLPTR), a requested output NULL (161001); gradOut's and input's
+ *   dtype in the part's list and equal, the requested outputs', weight's, the statistics' in
+ *   the list; on Ascend 950 the dtype relations (RegbaseCheckDtypeSame); formats; ranks 2..8
+ *   and shapes; weight and the running statistics [C]; on Ascend 950 the saved statistics [C]
+ *   (inference: [0] too) and the requested gradWeight/gradBias [C] (all 161002). Off Ascend
+ *   950 the results' copies into the outputs (ViewCopy: gradInput of gradOut's dtype, and
+ *   gradWeight/gradBias [C] or one element beside C == 1) fail with 561103.
+ * - which kernel: Ascend 950 (regbase): BatchNormGradV3 (op_kernel/arch35) for gradInput in
+ *   both modes and for gradWeight/gradBias in training; in inference those two are composed
+ *   (Add, Pow(-0.5), Sub, Mul, ReduceSum). Every other part: BNTrainingUpdateGrad (gradWeight,
+ *   gradBias) with BNTrainingReduceGrad (training) or BNInferGrad (inference) for gradInput,
+ *   TBE kernels (their published Python sources, not in hicann's: the chain below), or their
+ *   3D twins on rank 5 (the same compute).
+ *
+ * The numbers, per channel of R values, eps as the op_api's float, in float32:
+ * - TBE: rs = 1 / sqrtf(var + eps); ds = sum(dy * ((x - mean) * rs)), db = sum(dy); training
+ *   (mean, var = saveMean, saveInvstd: the variance on these parts, as aclnnBatchNorm writes it
+ *   there): q = sqrtf(var + eps), mult = (ds * -n) / q, add = (mean / q) * (ds * n) + db * -n,
+ *   dx = ((dy + mult * x) + add) * (w / q) with n = 1.0 / (float)R; inference (mean, var =
+ *   runningMean, runningVar): dx = (w * rs) * dy.
+ * - Ascend 950, training (mean, rstd = saveMean, saveInvstd: the rstd there): d = x - mean,
+ *   dg = sum((dy * d) * rstd), db = sum(dy), dx = rstd * (w * (dy - ((((d * rstd) * dg) + db) *
+ *   h))) with h = 1.0f / (float)R; dg and db rounded to weight's dtype when the kernel keeps
+ *   weight 16-bit (gradOut 16-bit, weight given and 16-bit). Inference: dx = (dy * w) * r with r
+ *   the kernel's Newton-refined 1 / sqrt(rv + eps) (the emulator rounds the double result);
+ *   gradWeight = sum(dy * ((x - rm) * (1 / sqrtf(rv + eps)))) (Pow's -0.5 is Sqrt then Div on
+ *   Ascend 950), gradBias = sum(dy).
+ * Missing vectors take the op_api's fills: weight 1, runningMean 0, runningVar 1, saveMean 0,
+ * saveInvstd 1. gradInput is rounded to its dtype to even; gradWeight/gradBias go through the
+ * op_api's Cast to theirs (to even).
+ *
+ * Kernel: channels are independent; each channel's sums have a fixed order (norm_rows.h's
+ * lanes and fold), so the split of channels over threads never changes a bit. Nothing is
+ * written but the requested outputs.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "phase_one.h"
+#include "convert.h"
+#include "bn_channels.h"
+#include "norm_rows.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_batch_norm_backward.h"
+
+#define P1 "aclnnBatchNormBackwardGetWorkspaceSize"
+#define P2 "aclnnBatchNormBackward"
+
+enum { T_DY, T_X, T_W, T_RMEAN, T_RVAR, T_SMEAN, T_SINV, T_DX, T_DW, T_DB, T_COUNT };
+static const char *const TNAME[T_COUNT] = {
+    "gradOut", "input", "weight", "runningMean", "runningVar", "saveMean", "saveInvstd",
+    "gradInput", "gradWeight", "gradBias"};
+#define N_INPUTS 7 /* the vendor's DFX_IN tensors: gradOut .. saveInvstd */
+#define N_PARAMS 5 /* weight, runningMean, runningVar, saveMean, saveInvstd */
+
+typedef struct {
+    tdesc t[T_COUNT];
+    bool work;           /* some output requested of a non-empty input */
+    bool mask[3];
+    bool training;
+    bool regbase;        /* Ascend 950's BatchNormGradV3 (else the TBE chain) */
+    int caxis;           /* the channel's dim of gradOut, input and gradInput */
+    int64_t C, R;        /* channels, values per channel */
+    float eps;
+    float n_rec;         /* TBE: the tiling's 1 / R; Ascend 950: the kernel's 1.0f / R */
+    aclDataType stat_dt; /* Ascend 950 training: the kernel's dg/db dtype (weight's) */
+} bnb_payload;
+
+typedef struct {
+    bnb_payload p;
+    float *buf;          /* nchunks * 3 * R floats: a channel's dy, x, then the terms */
+    float *params;       /* N_PARAMS * C floats, in the tensors' order */
+    int64_t nchunks;
+    void *pins[TV_MAX_VIEWS + 1];
+    int npins;
+} bnb_task;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+static float round_to(aclDataType dt, float v)
+{
+    aclemu_round_floats(dt, ACLEMU_TIES_EVEN, &v, 1);
+    return v;
+}
+
+static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const bnb_task *T = ctx;
+    const bnb_payload *P = &T->p;
+    const int64_t R = P->R, C = P->C;
+    const float *w = T->params, *rm = w + C, *rv = rm + C, *sm = rv + C, *si = sm + C;
+    float *dy = T->buf + chunk * 3 * R, *x = dy + R, *t = x + R;
+    chan_lay ldy, lx, ldx = {0};
+    chan_lay_build(&ldy, &P->t[T_DY], P->caxis);
+    chan_lay_build(&lx, &P->t[T_X], P->caxis);
+    if (P->mask[0])
+        chan_lay_build(&ldx, &P->t[T_DX], P->caxis);
+    const int64_t outer = R / (ldy.inner ? ldy.inner : 1);
+    const float eps = P->eps;
+    for (int64_t c = begin; c < end; c++) {
+        load_channel(&P->t[T_DY], &ldy, c, outer, dy);
+        load_channel(&P->t[T_X], &lx, c, outer, x);
+        const float db = nr_scaled_sum(dy, R, 1.0f);
+        float dg;
+        if (P->regbase && P->training) {
+            const float mean = sm[c], rstd = si[c];
+            for (int64_t i = 0; i < R; i++) {
+                x[i] -= mean; /* the kernel's xhat, in place */
+                const float p = dy[i] * x[i];
+                t[i] = p * rstd;
+            }
+            dg = nr_scaled_sum(t, R, 1.0f);
+            if (P->mask[0])
+                for (int64_t i = 0; i < R; i++) {
+                    float u = x[i] * rstd;
+                    u *= dg;
+                    u += db;
+                    u *= P->n_rec;
+                    const float s = dy[i] - u;
+                    const float g = w[c] * s;
+                    dy[i] = rstd * g;
+                }
+            dg = round_to(P->stat_dt, dg);
+        } else {
+            /* BNTrainingUpdateGrad (and Ascend 950's inference composite): x_norm and its sum */
+            const float mean = P->training ? sm[c] : rm[c];
+            const float var = P->training ? si[c] : rv[c];
+            const float q = sqrtf(var + eps);
+            const float rs = 1.0f / q;
+            if (P->mask[1])
+                for (int64_t i = 0; i < R; i++) {
+                    const float xn = (x[i] - mean) * rs;
+                    t[i] = dy[i] * xn;
+                }
+            dg = P->mask[1] ? nr_scaled_sum(t, R, 1.0f) : 0.0f;
+            if (P->mask[0] && P->training) {
+                /* BNTrainingReduceGrad (needs ds whatever the mask) */
+                if (!P->mask[1]) {
+                    for (int64_t i = 0; i < R; i++) {
+                        const float xn = (x[i] - mean) * rs;
+                        t[i] = dy[i] * xn;
+                    }
+                    dg = nr_scaled_sum(t, R, 1.0f);
+                }
+                const float n = P->n_rec, nn = -P->n_rec;
+                const float scale_inv = dg * n, scale_inv_rev = dg * nn;
+                const float offset_inv_rev = db * nn;
+                const float mult = scale_inv_rev / q;
+                const float add = (mean / q) * scale_inv + offset_inv_rev;
+                const float k = w[c] / q;
+                for (int64_t i = 0; i < R; i++) {
+                    const float m = mult * x[i];
+                    float u = dy[i] + m;
+                    u += add;
+                    dy[i] = u * k;
+                }
+            } else if (P->mask[0] && P->regbase) {
+                /* BatchNormGradV3's inference kernel: Newton-refined rstd of var + eps */
+                const float r = (float)(1.0 / sqrt((double)(var + eps)));
+                for (int64_t i = 0; i < R; i++) {
+                    const float g = dy[i] * w[c];
+                    dy[i] = g * r;
+                }
+            } else if (P->mask[0]) {
+                /* BNInferGrad */
+                const float k = w[c] * rs;
+                for (int64_t i = 0; i < R; i++)
+                    dy[i] = k * dy[i];
+            }
+        }
+        if (P->mask[0])
+            store_channel(&P->t[T_DX], &ldx, c, outer, ACLEMU_TIES_EVEN, dy);
+        if (P->mask[1])
+            put_one(&P->t[T_DW], c, dg);
+        if (P->mask[2])
+            put_one(&P->t[T_DB], c, round_to(P->stat_dt, db));
+    }
+}
+
+static void task_run(void *arg)
+{
+    bnb_task *T = arg;
+    const bnb_payload *P = &T->p;
+    if (!P->work)
+        return;
+    const int64_t C = P->C;
+    /* read before any is written: an output may be the very memory of a vector */
+    static const float FILL[N_PARAMS] = {1.0f, 0.0f, 1.0f, 0.0f, 1.0f};
+    for (int k = 0; k < N_PARAMS; k++)
+        load_param(&P->t[T_W + k], C, FILL[k], T->params + k * C);
+    aclemu_parallel_for(C, T->nchunks, channels_body, T);
+}
+
+static void task_release(void *arg)
+{
+    bnb_task *T = arg;
+    for (int i = 0; i < T->npins; i++)
+        aclemu_device_unpin(T->pins[i]);
+    free(T->buf);
+    free(T->params);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+static aclnnStatus bnb_launch(void *payload, void *const *addrs, void *workspace,
+                              uint64_t workspace_size, aclrtStream stream)
+{
+    (void)workspace_size;
+    bnb_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
+        return ACLNN_ERR_INNER;
+    T->p = *(const bnb_payload *)payload;
+    bnb_payload *P = &T->p;
+    const tdesc *views[T_COUNT];
+    for (int i = 0; i < T_COUNT; i++) {
+        P->t[i].data = addrs[i];
+        views[i] = &P->t[i];
+    }
+    if (P->work) {
+        T->nchunks = P->C < NR_MAX_CHUNKS ? P->C : NR_MAX_CHUNKS;
+        T->buf = malloc((size_t)(T->nchunks * 3 * P->R) * sizeof(float));
+        T->params = malloc((size_t)(N_PARAMS * P->C) * sizeof(float));
+        if (!T->buf || !T->params) {
+            aclemu_set_error("%s: out of host memory for the channel buffers (%lld floats)", P2,
+                             (long long)(T->nchunks * 3 * P->R + N_PARAMS * P->C));
+            task_release(T);
+            return ACLNN_ERR_INNER;
+        }
+    }
+    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
+                        task_run, task_release, T);
+}
+
+static const aclemu_executor_ops BNB_OPS = {
+    .op_name = P2,
+    .launch = bnb_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
+{
+    const aclDataType dt = t->dtype;
+    if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16)))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
+             TNAME[i], dname(dt), soc->name, soc->series,
+             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_same_dtype(const aclTensor *a, int ia, const aclTensor *b, int ib)
+{
+    if (a && b && a->dtype != b->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be %s's dtype %s", P1, TNAME[ia],
+             dname(a->dtype), TNAME[ib], dname(b->dtype));
+    return ACLNN_SUCCESS;
+}
+
+/* CheckDtypeMatchReferenceOrFloat: FLOAT or the reference's dtype, where both are given. */
+static aclnnStatus check_float_or(const aclTensor *t, int it, const aclTensor *ref, int iref)
+{
+    if (t && ref && t->dtype != ref->dtype && t->dtype != ACL_FLOAT)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be FLOAT or %s's dtype %s", P1,
+             TNAME[it], dname(t->dtype), TNAME[iref], dname(ref->dtype));
+    return ACLNN_SUCCESS;
+}
+
+/* Ascend 950's RegbaseCheckDtypeSame, in its order. */
+static aclnnStatus check_regbase_dtypes(const aclTensor *const *ts, const bool *mask)
+{
+    aclnnStatus st;
+    const aclTensor *dy = ts[T_DY], *w = ts[T_W];
+    if ((st = check_float_or(w, T_W, dy, T_DY)) || (st = check_float_or(ts[T_RMEAN], T_RMEAN, dy, T_DY)) ||
+        (st = check_float_or(ts[T_RVAR], T_RVAR, dy, T_DY)) ||
+        (st = check_same_dtype(ts[T_RVAR], T_RVAR, ts[T_RMEAN], T_RMEAN)) ||
+        (st = check_float_or(ts[T_SMEAN], T_SMEAN, dy, T_DY)) ||
+        (st = check_float_or(ts[T_SINV], T_SINV, dy, T_DY)) ||
+        (st = check_same_dtype(ts[T_SINV], T_SINV, ts[T_SMEAN], T_SMEAN)))
+        return st;
+    if (mask[0] && (st = check_same_dtype(ts[T_DX], T_DX, dy, T_DY)))
+        return st;
+    if (mask[1] && (st = check_float_or(ts[T_DW], T_DW, w, T_W)))
+        return st;
+    if (mask[2] && (st = check_float_or(ts[T_DB], T_DB, w, T_W)))
+        return st;
+    return check_same_dtype(ts[T_DB], T_DB, ts[T_DW], T_DW);
+}
+
+/* CheckFormat, in its order. */
+static aclnnStatus check_formats(const aclTensor *dy, const aclTensor *x, const aclTensor *dx,
+                                 bool regbase)
+{
+    if (dy->format != x->format)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradOut's format (aclFormat %d) must be input's "
+             "format (aclFormat %d)", P1, (int)dy->format, (int)x->format);
+    if (dx && dx->format != dy->format)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradInput's format (aclFormat %d) must be gradOut's "
+             "format (aclFormat %d)", P1, (int)dx->format, (int)dy->format);
+    if (regbase) {
+        const aclTensor *ts[2] = {x, dx};
+        for (int k = 0; k < 2; k++) {
+            if (!ts[k] || ts[k]->ndim != 5)
+                continue;
+            if (ts[k]->format != ACL_FORMAT_NCDHW && ts[k]->format != ACL_FORMAT_NDHWC)
+                FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s of rank 5 has format aclFormat %d: it "
+                     "must be NCDHW or NDHWC", P1, k ? "gradInput" : "input",
+                     (int)ts[k]->format);
+        }
+    }
+    if (p1_private_format(dy->format) || p1_private_format(x->format))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s's format (aclFormat %d) is private: ND, NC, NCL, "
+             "NCHW, NCDHW are taken", P1, p1_private_format(dy->format) ? "gradOut" : "input",
+             (int)(p1_private_format(dy->format) ? dy->format : x->format));
+    /* stricter (docs/aclnnBatchNormBackward.md: no NHWC, NDHWC but on Ascend 950) */
+    if (!regbase && (x->format == ACL_FORMAT_NHWC || x->format == ACL_FORMAT_NDHWC))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input's format NHWC/NDHWC (aclFormat %d) is "
+             "supported on Ascend 950 only (docs/aclnnBatchNormBackward.md)", P1,
+             (int)x->format);
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_rank(const aclTensor *t, int i)
+{
+    if (t->ndim < 2 || t->ndim > 8)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is not in [2, 8]", P1, TNAME[i],
+             (unsigned long long)t->ndim);
+    return ACLNN_SUCCESS;
+}
+
+/* A [C] vector (or [0] where `may_be_empty`). */
+static aclnnStatus check_vector(const aclTensor *t, int i, int64_t C, bool may_be_empty,
+                                const aclTensor *x)
+{
+    if (t && (t->ndim != 1 || (t->dims[0] != C && !(may_be_empty && t->dims[0] == 0))))
+        return shape_error(P1, TNAME[i], t->dims, t->ndim,
+                           may_be_empty ? "must be [C] or, in inference, [0], C the channel "
+                                          "count of input"
+                                        : "must be [C], C the channel count of input",
+                           x->dims, x->ndim);
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclTensor *weight,
+    const aclTensor *runningMean, const aclTensor *runningVar, const aclTensor *saveMean,
+    const aclTensor *saveInvstd, bool training, double eps, const aclBoolArray *outputMask,
+    aclTensor *gradInput, aclTensor *gradWeight, aclTensor *gradBias, uint64_t *workspaceSize,
+    aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {gradOut,    input,     weight,    runningMean, runningVar,
+                                    saveMean,   saveInvstd, gradInput, gradWeight,  gradBias};
+
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
+    /* 1. CheckInputNotNull (161001); every tensor given must be a live aclTensor */
+    if ((st = p1_required(P1, ts, TNAME, T_DY, T_W)))
+        return st;
+    if ((st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
+
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    const bool regbase = soc->npu_arch == 3510;
+
+    bnb_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    /* 2. an empty input or gradOut: success, nothing checked, nothing written */
+    bool empty = false;
+    for (uint64_t i = 0; i < input->ndim; i++)
+        empty = empty || input->dims[i] == 0;
+    for (uint64_t i = 0; i < gradOut->ndim; i++)
+        empty = empty || gradOut->dims[i] == 0;
+    if (empty)
+        return p1_finish(P1, &BNB_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
+                         executor);
+
+    /* 3. CheckMaskNotNull (161001 for all of it) */
+    bool mask[3];
+    if (!outputMask) {
+        aclemu_set_error("%s: outputMask is NULL", P1);
+        st = ACLNN_ERR_PARAM_NULLPTR;
+        goto fail;
+    }
+    if (!aclemu_handle_check(outputMask, ACLEMU_KIND_BOOL_ARRAY)) {
+        aclemu_set_error("%s: outputMask (%p) is not a live aclBoolArray", P1,
+                         (const void *)outputMask);
+        st = ACLNN_ERR_PARAM_INVALID;
+        goto fail;
+    }
+    /* length 3 on every part: the vendor's code checks it on Ascend 950 only (elsewhere it
+     * reads elements 1 and 2 of whatever it is given); the docs ask 3 everywhere */
+    if (outputMask->size != 3) {
+        aclemu_set_error("%s: outputMask length %llu != 3 (gradInput, gradWeight, gradBias)", P1,
+                         (unsigned long long)outputMask->size);
+        st = ACLNN_ERR_PARAM_NULLPTR;
+        goto fail;
+    }
+    for (int k = 0; k < 3; k++) {
+        mask[k] = outputMask->values[k];
+        if (mask[k] && !ts[T_DX + k]) {
+            aclemu_set_error("%s: outputMask[%d] is true but %s is NULL", P1, k, TNAME[T_DX + k]);
+            st = ACLNN_ERR_PARAM_NULLPTR;
+            goto fail;
+        }
+    }
+    /* 4. dtypes (161002): gradOut, input, their equality; the requested outputs; the vectors */
+    if ((st = check_dtype(gradOut, T_DY, soc)) || (st = check_dtype(input, T_X, soc)) ||
+        (st = check_same_dtype(input, T_X, gradOut, T_DY)))
+        goto fail;
+    for (int k = 0; k < 3; k++)
+        if (mask[k] && (st = check_dtype(ts[T_DX + k], T_DX + k, soc)))
+            goto fail;
+    for (int i = T_W; i <= T_SINV; i++)
+        if (ts[i] && (st = check_dtype(ts[i], i, soc)))
+            goto fail;
+    if (regbase && (st = check_regbase_dtypes(ts, mask)))
+        goto fail;
+    /* 5. formats, ranks and shapes (161002) */
+    if ((st = check_formats(gradOut, input, mask[0] ? gradInput : NULL, regbase)))
+        goto fail;
+    if ((st = check_rank(input, T_X)) || (st = check_rank(gradOut, T_DY)))
+        goto fail;
+    if (!same_dims(gradOut->dims, gradOut->ndim, input->dims, input->ndim)) {
+        st = shape_error(P1, "gradOut", gradOut->dims, gradOut->ndim, "must equal input's",
+                         input->dims, input->ndim);
+        goto fail;
+    }
+    if (mask[0]) {
+        if ((st = check_rank(gradInput, T_DX)))
+            goto fail;
+        if (!same_dims(gradInput->dims, gradInput->ndim, gradOut->dims, gradOut->ndim)) {
+            st = shape_error(P1, "gradInput", gradInput->dims, gradInput->ndim,
+                             "must equal gradOut's", gradOut->dims, gradOut->ndim);
+            goto fail;
+        }
+    }
+    const bool channel_last = regbase && (input->format == ACL_FORMAT_NHWC ||
+                                          input->format == ACL_FORMAT_NDHWC);
+    const int caxis = channel_last ? (int)input->ndim - 1 : 1;
+    const int64_t C = input->dims[caxis];
+    for (int i = T_W; i <= T_RVAR; i++)
+        if ((st = check_vector(ts[i], i, C, false, input)))
+            goto fail;
+    /* the saved statistics: checked on Ascend 950 only by the vendor's code; the docs' rule
+     * ([C], or [0] in inference) on every part (stricter elsewhere) */
+    for (int i = T_SMEAN; i <= T_SINV; i++)
+        if ((st = check_vector(ts[i], i, C, !training, input)))
+            goto fail;
+    if (regbase)
+        for (int k = 1; k < 3; k++)
+            if (mask[k] && (st = check_vector(ts[T_DX + k], T_DX + k, C, false, input)))
+                goto fail;
+    int64_t X = 0;
+    if (!numel(input->dims, input->ndim, &X)) {
+        aclemu_set_error("%s: input's element count overflows int64", P1);
+        st = ACLNN_ERR_PARAM_INVALID;
+        goto fail;
+    }
+    /* 6. off Ascend 950, the results' ViewCopy into the outputs (the op_api's CHECK_RET:
+     * 561103), in its order: gradWeight, gradBias (cast to their dtype first), gradInput */
+    if (!regbase) {
+        for (int k = 1; k < 3; k++) {
+            const aclTensor *t = ts[T_DX + k];
+            int64_t n = 0;
+            if (mask[k] && !(t->ndim == 1 && t->dims[0] == C) &&
+                !(C == 1 && numel(t->dims, t->ndim, &n) && n == 1)) {
+                shape_error(P1, TNAME[T_DX + k], t->dims, t->ndim,
+                            "must be [C] (or one element for C == 1) for the copy of the result "
+                            "(the op_api's ViewCopy), C the channel count of input",
+                            input->dims, input->ndim);
+                st = ACLNN_ERR_INNER_NULLPTR;
+                goto fail;
+            }
+        }
+        if (mask[0] && gradInput->dtype != gradOut->dtype) {
+            aclemu_set_error("%s: gradInput dtype %s must be gradOut's dtype %s for the copy of "
+                             "the result (the op_api's ViewCopy)", P1, dname(gradInput->dtype),
+                             dname(gradOut->dtype));
+            st = ACLNN_ERR_INNER_NULLPTR;
+            goto fail;
+        }
+    }
+
+    P->work = mask[0] || mask[1] || mask[2];
+    memcpy(P->mask, mask, sizeof mask);
+    P->training = training;
+    P->regbase = regbase;
+    P->caxis = caxis;
+    P->C = C;
+    P->R = X / C;
+    P->eps = (float)eps;
+    P->stat_dt = ACL_FLOAT;
+    if (regbase) {
+        P->n_rec = 1.0f / (float)P->R;
+        /* the kernel's dg/db are weight's dtype where the op_api keeps weight 16-bit */
+        if (training && weight && gradOut->dtype != ACL_FLOAT)
+            P->stat_dt = weight->dtype;
+    } else {
+        P->n_rec = (float)(1.0 / (double)(float)P->R); /* the dynamic tiling's num_rec */
+    }
+    if (P->work) {
+        snapshot(&P->t[T_DY], gradOut, -1);
+        snapshot(&P->t[T_X], input, -1);
+        snapshot(&P->t[T_W], weight, -1);
+        if (training) {
+            snapshot(&P->t[T_SMEAN], saveMean, -1);
+            snapshot(&P->t[T_SINV], saveInvstd, -1);
+        } else {
+            snapshot(&P->t[T_RMEAN], runningMean, -1);
+            snapshot(&P->t[T_RVAR], runningVar, -1);
+        }
+        for (int k = 0; k < 3; k++)
+            if (mask[k])
+                snapshot(&P->t[T_DX + k], ts[T_DX + k], -1);
+    }
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &BNB_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+fail:
+    free(P);
+    return st;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnBatchNormBackward(void *workspace, uint64_t workspaceSize,
+                                                 aclOpExecutor *executor, const aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}
