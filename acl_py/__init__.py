@@ -64,6 +64,7 @@ from .ops import batch_norm, BatchNorm
 from .ops import deep_norm_grad, DeepNormGrad
 from .ops import group_norm_backward, GroupNormBackward
 from .ops import fast_layer_norm, FastLayerNorm
+from .ops import batch_norm_backward, BatchNormBackward
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -97,5 +98,5 @@ __all__ = [
     "group_norm_silu", "GroupNormSilu", "group_norm_silu_v2", "GroupNormSiluV2",
     "add_layer_norm_grad", "AddLayerNormGrad", "deep_norm_grad", "DeepNormGrad",
     "batch_norm", "BatchNorm", "group_norm_backward", "GroupNormBackward", "fast_layer_norm",
-    "FastLayerNorm",
+    "FastLayerNorm", "batch_norm_backward", "BatchNormBackward",
 ]

@@ -601,6 +601,79 @@ def batch_norm_error_scale(input, weight=None, bias=None, running_mean=None,
     return _from_rows(out, np.shape(input)), amean, second, rm, rv
 
 
+def _batch_norm_backward_terms(grad_out, input, weight, running_mean, running_var, save_mean,
+                               save_invstd, training, eps, saved):
+    """dy, x as float64 ``(C, R)`` rows; the mean, rstd and weight each as ``(C, 1)``: the
+    saved statistics in training (``saved="var"``: save_invstd holds the variance), the
+    running ones in inference, the op_api's fills where None (means 0, variances and rstd 1,
+    weight 1)."""
+    dy, x = _channel_rows(grad_out), _channel_rows(input)
+    c = x.shape[0]
+    w = _channel_vector(weight, c, 1.0)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if training:
+            mean = _channel_vector(save_mean, c, 0.0)[:, None]
+            second = _channel_vector(save_invstd, c, 1.0)[:, None]
+            rstd = 1.0 / np.sqrt(second + eps) if saved == "var" else second
+        else:
+            mean = _channel_vector(running_mean, c, 0.0)[:, None]
+            rstd = 1.0 / np.sqrt(_channel_vector(running_var, c, 1.0)[:, None] + eps)
+    return dy, x, mean, rstd, w
+
+
+def batch_norm_backward(grad_out, input, weight=None, running_mean=None, running_var=None,
+                        save_mean=None, save_invstd=None, training=True, eps: float = 1e-5,
+                        output_mask: Sequence[bool] = (True, True, True), saved="invstd"):
+    """``(grad_input, grad_weight, grad_bias)`` of BatchNorm's backward in float64 (the
+    vendor's docs/aclnnBatchNormBackward.md) over input ``[N, C, ...]``, per channel over its
+    ``R`` values: ``x_hat = (x - mean) * rstd``; training (the forward's saved statistics,
+    ``rstd = save_invstd``, or ``1 / sqrt(save_invstd + eps)`` with ``saved="var"``):
+    ``grad_input = weight * rstd * (dy - sum(dy) / R - x_hat * sum(dy * x_hat) / R)``;
+    inference (``rstd = 1 / sqrt(running_var + eps)``, mean ``running_mean``):
+    ``grad_input = dy * rstd * weight``; both ``grad_weight = sum(dy * x_hat)``,
+    ``grad_bias = sum(dy)``. None where ``output_mask`` is false."""
+    dy, x, mean, rstd, w = _batch_norm_backward_terms(
+        grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, training,
+        eps, saved)
+    r = x.shape[1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        xhat = (x - mean) * rstd
+        gw = (dy * xhat).sum(axis=1, keepdims=True)
+        gb = dy.sum(axis=1, keepdims=True)
+        if training:
+            dx = w * rstd * (dy - gb / r - xhat * gw / r)
+        else:
+            dx = dy * rstd * w
+    out = (_from_rows(dx, np.shape(input)), gw[:, 0], gb[:, 0])
+    return tuple(o if m else None for o, m in zip(out, output_mask))
+
+
+def batch_norm_backward_error_scale(grad_out, input, weight=None, running_mean=None,
+                                    running_var=None, save_mean=None, save_invstd=None,
+                                    training=True, eps: float = 1e-5,
+                                    output_mask: Sequence[bool] = (True, True, True),
+                                    saved="invstd"):
+    """Per element of :func:`batch_norm_backward`'s outputs, the magnitude the device's
+    float32 error is proportional to: its formulas with every term made non-negative and
+    ``x_hat`` taken as ``(|x| + |mean|) * rstd`` (the TBE kernels of the parts other than
+    Ascend 950 form ``grad_input`` as ``dy + m * x + a``, from x itself, not x - mean)."""
+    dy, x, mean, rstd, w = _batch_norm_backward_terms(
+        grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, training,
+        eps, saved)
+    r = x.shape[1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rstd, w, ady = np.abs(rstd), np.abs(w), np.abs(dy)
+        xabs = (np.abs(x) + np.abs(mean)) * rstd
+        gw = (ady * xabs).sum(axis=1, keepdims=True)
+        gb = ady.sum(axis=1, keepdims=True)
+        if training:
+            dx = w * rstd * (ady + gb / r + xabs * gw / r)
+        else:
+            dx = ady * rstd * w
+    out = (_from_rows(dx, np.shape(input)), gw[:, 0], gb[:, 0])
+    return tuple(o if m else None for o, m in zip(out, output_mask))
+
+
 def _group_backward_terms(grad_out, input, mean, rstd, gamma, n, c, hxw, group):
     """dy, x_hat, g = dy * gamma as float64 ``(n, group, c / group, hxw)`` and rstd as
     ``(n, group, 1, 1)``."""

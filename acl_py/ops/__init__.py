@@ -9,8 +9,9 @@
 ``acl_py.GroupNormSilu``, ``acl_py.group_norm_silu_v2``, ``acl_py.GroupNormSiluV2``,
 ``acl_py.add_layer_norm_grad``, ``acl_py.AddLayerNormGrad``, ``acl_py.batch_norm``,
 ``acl_py.BatchNorm``, ``acl_py.deep_norm_grad``, ``acl_py.DeepNormGrad``,
-``acl_py.group_norm_backward``, ``acl_py.GroupNormBackward``, ``acl_py.fast_layer_norm`` and
-``acl_py.FastLayerNorm`` are re-exported at the package top level.
+``acl_py.group_norm_backward``, ``acl_py.GroupNormBackward``, ``acl_py.fast_layer_norm``,
+``acl_py.FastLayerNorm``, ``acl_py.batch_norm_backward`` and ``acl_py.BatchNormBackward`` are
+re-exported at the package top level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
 from ._declare import (DECLARED, Arg, Declared, OutputError, OutputNotWritten, Part, Plan,
@@ -34,6 +35,7 @@ from .batch_norm import BATCH_NORM, BatchNorm, batch_norm
 from .deep_norm_grad import DEEP_NORM_GRAD, DeepNormGrad, deep_norm_grad
 from .group_norm_backward import GROUP_NORM_BACKWARD, GroupNormBackward, group_norm_backward
 from .fast_layer_norm import FAST_LAYER_NORM, FastLayerNorm, fast_layer_norm
+from .batch_norm_backward import BATCH_NORM_BACKWARD, BatchNormBackward, batch_norm_backward
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
@@ -46,7 +48,7 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "ADD_LAYER_NORM_GRAD", "batch_norm", "BatchNorm", "BATCH_NORM", "deep_norm_grad",
            "DeepNormGrad", "DEEP_NORM_GRAD", "group_norm_backward", "GroupNormBackward",
            "GROUP_NORM_BACKWARD", "fast_layer_norm", "FastLayerNorm", "FAST_LAYER_NORM",
-           "Operator",
+           "batch_norm_backward", "BatchNormBackward", "BATCH_NORM_BACKWARD", "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
            "tensor", "output", "as_many_elements", "configured", "int_array", "bool_array",
