@@ -2,7 +2,8 @@
 fast_layer_norm.py, rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py,
 gemma_rms_norm.py, inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py,
 group_norm_silu.py, group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py,
-group_norm_backward.py) print exactly what the examples print on a device.
+group_norm_backward.py, batch_norm_backward.py) print exactly what the examples print on a
+device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -27,6 +28,7 @@ from acl_py._loader import emulator_prefix
 from test_samples import EXAMPLE_PART, ROOT, SAMPLES, TIMEOUT, emulator_env, run
 from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   add_layer_norm_example_output, add_rms_norm_example_output,
+                                  batch_norm_backward_example_output,
                                   batch_norm_example_output,
                                   deep_norm_example_output, deep_norm_grad_example_output,
                                   group_norm_backward_example_output,
@@ -141,6 +143,14 @@ def group_norm_backward_reference():
     return list(reference.group_norm_backward(x, x, mean, rstd, np.ones(3), 2, 3, 4, 1))
 
 
+def batch_norm_backward_reference():
+    """gradIn of the batch_norm_grad_v3 example's data in float64 (training; saveInvstd 1 as
+    the emulator's default part takes it: the variance)."""
+    x = np.arange(8.0).reshape(1, 2, 4)
+    return [reference.batch_norm_backward(x, x, np.ones(2), None, None, np.zeros(2),
+                                          np.ones(2), True, 1e-5, saved="var")[0]]
+
+
 def add_reference():
     """out = self + 1.2 * other of the add example's data in float64."""
     return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
@@ -221,6 +231,11 @@ PORTS = [
     # leave, up to 12 float32 ulps of the O(10) terms; gradGammaOut sums 24 such terms
     Port("group_norm_backward.py", group_norm_backward_example_output,
          group_norm_backward_reference, "aclnnGroupNormBackwardGetWorkspaceSize", rtol=1e-5,
+         atol=1e-5),
+    # gradIn sums terms of up to 31 times its size (channel 1: x * sum(dy * x) / 4 against
+    # dy): float32 ulps of those terms
+    Port("batch_norm_backward.py", batch_norm_backward_example_output,
+         batch_norm_backward_reference, "aclnnBatchNormBackwardGetWorkspaceSize", rtol=1e-5,
          atol=1e-5),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)

@@ -17,7 +17,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/add_layer_norm_grad/examples,
                                          norm/batch_norm_v3/examples,
                                          norm/deep_norm_grad/examples,
-                                         norm/group_norm_grad/examples) and runtime/
+                                         norm/group_norm_grad/examples,
+                                         norm/batch_norm_grad_v3/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -39,8 +40,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
 The Python ports of the operator examples (samples/layer_norm.py, fast_layer_norm.py,
 rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py,
 deep_norm.py, group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py,
-deep_norm_grad.py, group_norm_backward.py) print byte for byte what the C++ examples print,
-both on the emulator.
+deep_norm_grad.py, group_norm_backward.py, batch_norm_backward.py) print byte for byte what the
+C++ examples print, both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -1323,6 +1324,40 @@ def test_vendor_group_norm_backward_example(library):
     assert out == group_norm_backward_example_output()
 
 
+def batch_norm_backward_example_output() -> str:
+    """The batch_norm_grad_v3 example's inputs (gradOut = self = [1, 2, 4] = 0..7, weight 1,
+    runningMean 0, runningVar 1, saveMean 0, saveInvstd 1, training, eps 1e-5, outputMask all
+    true, FLOAT, ND) through the chain Atlas A2 runs for it (BNTrainingUpdateGrad +
+    BNTrainingReduceGrad, saveInvstd taken as the variance: docs/emulator.md): per channel
+    q = sqrt(var + eps), rs = 1 / q, ds = sum(dy * ((x - mean) * rs)), db = sum(dy) in the
+    emulator's ReduceSum order (four values: (a + c) + (b + d); the device's own is not in
+    the sources), n = 1/4, dx = ((dy + ((ds * -n) / q) * x) + ((mean / q) * (ds * n) +
+    db * -n)) * (weight / q). The example prints gradIn with %f."""
+    from test_emulator_group_norm import lane_sum
+    f = np.float32
+    x = np.arange(8, dtype=f).reshape(2, 4)
+    dy, mean, var, w, e = x, f(0), f(1), f(1), f(1e-5)
+    q = np.sqrt(var + e)
+    rs = f(1) / q
+    ds = lane_sum(dy * ((x - mean) * rs))
+    db = lane_sum(dy)
+    n = f(1.0 / 4)
+    mult = (ds * -n) / q
+    add = (mean / q) * (ds * n) + db * -n
+    dx = ((dy + mult[:, None] * x) + add[:, None]) * (w / q)
+    return "".join(f"result[{i}] is: {float(v):f}\n" for i, v in enumerate(dx.ravel()))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnBatchNormBackward "
+                    "example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_batch_norm_backward_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "batch_norm_grad_v3", "examples",
+                                             "test_aclnn_batch_norm_backward.cpp"), [library])
+    assert out == batch_norm_backward_example_output()
+
+
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 
 # (port under samples/, checkout, the C++ example it ports, its operator library)
@@ -1367,6 +1402,9 @@ EXAMPLE_PORTS = [
     ("group_norm_backward.py", "ops-nn",
      os.path.join("norm", "group_norm_grad", "examples", "test_aclnn_group_norm_grad.cpp"),
      "opapi_nn"),
+    ("batch_norm_backward.py", "ops-nn",
+     os.path.join("norm", "batch_norm_grad_v3", "examples",
+                  "test_aclnn_batch_norm_backward.cpp"), "opapi_nn"),
 ]
 
 
