@@ -618,8 +618,6 @@ def test_vendor_op_api_unit_test_cases(arena, case):
     name, dy, x, w, rm, rv, sm, si, training, mask, dx, dw, db, code = case
     if code == "copy":   # gradWeight/gradBias [4] for C = 5: CheckParams on Ascend 950,
         code = INVALID if ARCH == 3510 else INNER_NULLPTR   # the result's copy elsewhere
-    if ARCH == 3510 and name in ("train_5d", "infer_5d", "910B2_train_5d"):
-        pass   # NCDHW: accepted on Ascend 950 too
     ts = [ut_tensor(arena, s) for s in (dy, x, w, rm, rv, sm, si)]
     outs = [ut_tensor(arena, s) for s in (dx, dw, db)]
     rc, _, ex = phase_one(*ts, training, 1e-5, arena.bool_array(mask), *outs)

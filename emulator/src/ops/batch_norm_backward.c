@@ -291,7 +291,8 @@ static aclnnStatus check_regbase_dtypes(const aclTensor *const *ts, const bool *
 {
     aclnnStatus st;
     const aclTensor *dy = ts[T_DY], *w = ts[T_W];
-    if ((st = check_float_or(w, T_W, dy, T_DY)) || (st = check_float_or(ts[T_RMEAN], T_RMEAN, dy, T_DY)) ||
+    if ((st = check_float_or(w, T_W, dy, T_DY)) ||
+        (st = check_float_or(ts[T_RMEAN], T_RMEAN, dy, T_DY)) ||
         (st = check_float_or(ts[T_RVAR], T_RVAR, dy, T_DY)) ||
         (st = check_same_dtype(ts[T_RVAR], T_RVAR, ts[T_RMEAN], T_RMEAN)) ||
         (st = check_float_or(ts[T_SMEAN], T_SMEAN, dy, T_DY)) ||
