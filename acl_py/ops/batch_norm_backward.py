@@ -19,14 +19,15 @@ phase one's.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, overload
 
 import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, Operand, OutArg, Plan, bool_array, double, flag, output,
-                       part_of, tensor)
+from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, bool_array, double, flag,
+                       output, part_of, tensor)
 from .batch_norm import saved_statistic
 
 if TYPE_CHECKING:
@@ -64,9 +65,31 @@ def _channels(a):
     return (a.input.shape[1],)
 
 
+def _input_fits(a, given, part=None, shapes=None):
+    """grad_input's ``fits``: another shape than input's only beside an empty input or
+    grad_out, where phase one returns before any check."""
+    if 0 in a.input.shape:
+        return None
+    return f"!= {a.input.shape} (input's shape; another shape only beside an empty input)"
+
+
+def _vector_fits(a, given, part=None, shapes=None):
+    """grad_weight's and grad_bias's ``fits``: ``(C,)``, or any shape beside an empty input
+    (nothing checked); off Ascend 950 also one element beside C == 1 (the op_api's copy of the
+    result takes two one-element tensors: the CheckParams of Ascend 950 asks ``[C]``)."""
+    if 0 in a.input.shape:
+        return None
+    c = a.input.shape[1]
+    if c == 1 and math.prod(given) == 1 and (part is None or part.npu_arch != 3510):
+        return None
+    return f"!= ({c},) (one value per channel of input {a.input.shape})"
+
+
 def _param_dtype(a):
-    """weight's dtype (float32 without one): Ascend 950's kernel computes grad_weight and
-    grad_bias in it, and every part casts them to the output's."""
+    """weight's dtype (float32 without one), the default: Ascend 950's kernel computes
+    grad_weight and grad_bias in it. A given entry may be any float dtype the part has: every
+    part casts the results to the output's (Ascend 950's phase one takes float32 or weight's
+    dtype only: its own rule)."""
     return a.weight.dtype if a.weight is not None else np.dtype(np.float32)
 
 
@@ -122,11 +145,14 @@ BATCH_NORM_BACKWARD = Declared("aclnnBatchNormBackward", (
     bool_array("outputMask", default=_ALL, length=3,
                items=("grad_input", "grad_weight", "grad_bias")),
     output("gradInput", name="grad_input", shape=lambda a: a.input.shape,
-           dtype=lambda a: a.grad_out.dtype, when=lambda a: a.output_mask[0]),
+           dtype=lambda a: a.grad_out.dtype, when=lambda a: a.output_mask[0],
+           fits=_input_fits),
     output("gradWeight", name="grad_weight", shape=_channels, dtype=_param_dtype,
-           when=lambda a: a.output_mask[1], unwritten=empty_unwritten),
+           dtypes=FLOATS, fits=_vector_fits, when=lambda a: a.output_mask[1],
+           unwritten=empty_unwritten),
     output("gradBias", name="grad_bias", shape=_channels, dtype=_param_dtype,
-           when=lambda a: a.output_mask[2], unwritten=empty_unwritten),
+           dtypes=FLOATS, fits=_vector_fits, when=lambda a: a.output_mask[2],
+           unwritten=empty_unwritten),
 ), check=_check, reference=_reference, error_scale=_error_scale,
     # off Ascend 950, a grad_input of another dtype than grad_out's, or a grad_weight or
     # grad_bias of another shape than (C,), fails the op_api's copy of the result
@@ -195,8 +221,9 @@ def batch_norm_backward(grad_out: Operand, input: Operand, weight: Optional[Oper
     * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream``.
 
     ``out=(grad_input, grad_weight, grad_bias)`` gives preallocated outputs of the same kind
-    as the inputs; a ``None`` entry is allocated as by default, entries for masked outputs
-    are ignored.
+    as the inputs (grad_weight/grad_bias of any float dtype: the device casts to it; Ascend
+    950 takes float32 or weight's); a ``None`` entry is allocated as by default, entries for
+    masked outputs are ignored.
     """
     return BATCH_NORM_BACKWARD.call((grad_out, input, weight, running_mean, running_var,
                                      save_mean, save_invstd, training, eps, output_mask),
