@@ -305,6 +305,25 @@ def test_bf16_refused_on_parts_without_it(arena, part):
     call(arena, x.astype(F16), 1, stat_dt=F16)
 
 
+@pytest.mark.parametrize("part", ["Ascend950PR_9599", "Ascend910B2", "Ascend910A",
+                                  "Ascend310P3"])
+def test_absent_bias_is_added_as_zeros_off_regbase_parts(arena, part):
+    """Off a regbase part the op_api fills an absent bias with zeros (l0op::Fill) and the
+    kernel adds them, so a -0 result comes out +0; on Ascend950 the kernel is told there is
+    no bias and adds nothing: -0 stays. x constant at -0: (x - mean) * rstd is -0 in every
+    dtype. A present -0 bias keeps -0 everywhere; an absent weight is ones (no change)."""
+    on_part(part)
+    regbase = part.startswith("Ascend950")
+    for dt in (F32, F16):
+        x = np.full((3, 16), -0.0, dt)
+        for w in (None, np.ones(16, dt)):
+            y = call(arena, x, 1, w)[0]
+            assert (y == 0).all()
+            assert (np.signbit(y) == regbase).all(), (dt, w is None)
+        y = call(arena, x, 1, None, np.full(16, -0.0, dt))[0]
+        assert np.signbit(y).all()
+
+
 @pytest.mark.parametrize("part", ["Ascend950PR_9599", "Ascend910B2"])
 def test_regbase_part_checks_statistics_shapes(arena, part):
     """Ascend950 (DAV_3510): meanOut/rstdOut must be input's batch dims then ones, and equal

@@ -20,6 +20,9 @@
  *   LayerNormV3 (the rest) writes mean in weight's dtype and rstd in bias's dtype, where an
  *   absent weight/bias is made in the other one's dtype, else input's: one "parameter
  *   dtype" for both.
+ * - an absent weight/bias: off regbase parts the op_api fills them with ones/zeros, and the
+ *   kernel adds the zeros (a -0 result becomes +0); a regbase part's kernel runs without
+ *   them (-0 stays);
  * - empty: M == 0 does nothing; N == 0 fills meanOut with 0 and rstdOut with NaN.
  *
  * Kernel: rows are independent, so any split of rows over threads gives the same bits. Rows
@@ -93,7 +96,7 @@ typedef struct {
     aclemu_ties ties;     /* how the kernel rounds BF16 ties (away on Atlas A2/A3) */
     bool y_round;         /* out is rounded to input's dtype before its store */
     aclemu_ties y_ties;   /* how out's store breaks BF16 ties */
-    bool zero_bias;       /* an absent bias is a row of zeros the kernel adds (FastLayerNorm) */
+    bool zero_bias;       /* an absent bias is a row of zeros the kernel adds */
     bool no_kernel;       /* the op_api's early return with no kernel: nothing is queued */
 } ln_payload;
 
@@ -495,6 +498,9 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
     /* out = input's dtype: one rounding, the kernel's; else the kernel's, then the cast */
     P->y_round = out->dtype != in_dt && in_dt != ACL_FLOAT;
     P->y_ties = out->dtype == in_dt ? P->ties : ACLEMU_TIES_EVEN;
+    /* off regbase parts the op_api fills an absent bias with zeros, which the kernel adds (a
+     * -0 result becomes +0); a regbase part's kernel is told there is none and adds nothing */
+    P->zero_bias = arch != DAV_3510;
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(call, ops, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
 }
