@@ -286,6 +286,16 @@ def _check_range(offset, count, nbytes, what):
     return offset
 
 
+def _buffer_to_buffer(st, src_st, offset, src_offset, nbytes):
+    """``(offset, src_offset, n)`` of an operation reading ``n`` bytes of allocation ``src_st``
+    from ``src_offset`` into ``st`` at ``offset`` (``nbytes`` None: the rest of the source),
+    each checked to fit."""
+    src_offset = _check_range(src_offset, 0, src_st.nbytes, "src_offset")
+    n = src_st.nbytes - src_offset if nbytes is None else as_size(nbytes, "nbytes")
+    _check_range(src_offset, n, src_st.nbytes, "nbytes")
+    return _check_range(offset, n, st.nbytes, "nbytes"), src_offset, n
+
+
 def _wait_pending(st):
     """Synchronizes the streams that have pending work on this allocation."""
     for tl, _seq in st.uses.pending():
@@ -848,10 +858,7 @@ class DeviceBuffer(_Buffer):
             raise AclTypeError("src", f"expected a DeviceBuffer, got {type(src).__name__}")
         st = self._live()
         sst_src = src._live()
-        src_offset = _check_range(src_offset, 0, sst_src.nbytes, "src_offset")
-        n = sst_src.nbytes - src_offset if nbytes is None else as_size(nbytes, "nbytes")
-        _check_range(src_offset, n, sst_src.nbytes, "nbytes")
-        offset = _check_range(offset, n, st.nbytes, "nbytes")
+        offset, src_offset, n = _buffer_to_buffer(st, sst_src, offset, src_offset, nbytes)
         if n == 0:
             return
         if stream is None:
@@ -992,10 +999,7 @@ class DeviceBuffer(_Buffer):
         if sst.device != st.device:
             raise AclArgumentError("src", f"the buffer is on device {sst.device}, this one on "
                                           f"device {st.device}: the reduce runs on one device")
-        src_offset = _check_range(src_offset, 0, sst.nbytes, "src_offset")
-        n = sst.nbytes - src_offset if nbytes is None else as_size(nbytes, "nbytes")
-        _check_range(src_offset, n, sst.nbytes, "nbytes")
-        offset = _check_range(offset, n, st.nbytes, "nbytes")
+        offset, src_offset, n = _buffer_to_buffer(st, sst, offset, src_offset, nbytes)
         if n == 0:
             return
         if n % size:
