@@ -255,8 +255,8 @@ def test_a_child_forked_while_another_thread_allocates_can_allocate(prefix, tmp_
     logs.mkdir()
     env = sanitize.sanitizer_env(prefix, logs, CC)
     guarded = env["LD_PRELOAD"].split()
-    assert any(Path(p).name.startswith("fork_guard-") for p in guarded) or \
-        sanitize.OWN_FORK_HANDLER in functions, guarded
+    guards = [p for p in guarded if Path(p).name.startswith("fork_guard-")]
+    assert len(guards) == 1 or (not guards and sanitize.OWN_FORK_HANDLER in functions), guarded
     proc = subprocess.run([sys.executable, "-c", code, "30000"], env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "0", proc.stdout + proc.stderr
@@ -266,3 +266,21 @@ def test_a_child_forked_while_another_thread_allocates_can_allocate(prefix, tmp_
         proc = subprocess.run([sys.executable, "-c", code, "2000"], env=env,
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0 and proc.stdout.strip() == "-1", proc.stdout + proc.stderr
+
+
+def test_a_sanitized_process_gets_one_runtime_and_one_guard(prefix, tmp_path, monkeypatch):
+    """sanitizer_env in a process already under the sanitizer (this file's tests, run by `make
+    test-sanitize`) keeps the inherited list's other libraries and not a second runtime or
+    guard: two guards each lock the runtime before a fork(), and the second waits for ever on
+    the thread registry the first holds (the fork test above then hung)."""
+    first = sanitize.sanitizer_env(prefix, tmp_path / "a" / "logs", CC)
+    for name, value in first.items():      # as `make test-sanitize` runs this file
+        monkeypatch.setenv(name, value)
+    other = str(tmp_path / "libother.so")
+    monkeypatch.setenv("LD_PRELOAD", f"{first['LD_PRELOAD']}:{other}")
+    again = sanitize.sanitizer_env(prefix, tmp_path / "b" / "logs", CC)["LD_PRELOAD"].split()
+    names = [Path(p).name for p in again]
+    assert len(set(again)) == len(again), again
+    assert sum(n.startswith("fork_guard-") for n in names) <= 1, again
+    assert sum(n.startswith("libasan") for n in names) == 1, again
+    assert again[-1] == other, again

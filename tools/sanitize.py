@@ -159,8 +159,12 @@ def sanitizer_env(prefix: Path, logs: Path, cc: list[str]) -> dict[str, str]:
     guard = fork_guard(cc, asan, logs.parent / "asan-fork-guard")
     if guard is not None:
         preload.append(guard)
-    if env.get("LD_PRELOAD"):
-        preload.append(env["LD_PRELOAD"])
+    # A process already under the sanitizer (this tool's own tests, run by `make
+    # test-sanitize`) has the runtimes and a guard preloaded: keep the rest of its list, not a
+    # second copy of those. Two guards would each take the runtime's locks before a fork(),
+    # and the second would wait for ever on the thread registry the first holds.
+    preload += [p for p in re.split(r"[:\s]+", env.get("LD_PRELOAD", ""))
+                if p and p not in preload and not Path(p).name.startswith("fork_guard-")]
     env.update({
         "ACL_PY_BACKEND": "emulator",
         "ACL_PY_EMULATOR_PREFIX": str(prefix),
