@@ -335,6 +335,33 @@ static aclnnStatus check_stat_rows(const char *call, const aclTensor *const *ts,
     return ACLNN_SUCCESS;
 }
 
+/* The opening both op_apis share, in the same order and codes: the out-pointers (161001),
+ * the required arguments (CheckNotNull / CheckFastNotNull: input, normalizedShape, out:
+ * 161001), the handles checked in the registry before anything is dereferenced, then the
+ * part (*soc). */
+static aclnnStatus opening(const char *call, const aclTensor *const ts[T_COUNT],
+                           const aclIntArray *normalizedShape, uint64_t *workspaceSize,
+                           aclOpExecutor **executor, const aclemu_soc **soc)
+{
+    aclnnStatus st;
+    if ((st = p1_out_pointers(call, workspaceSize, executor)))
+        return st;
+    if (!ts[T_X])
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: input is NULL", call);
+    if (!normalizedShape)
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: normalizedShape is NULL", call);
+    if (!ts[T_Y])
+        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: out is NULL", call);
+    if ((st = p1_live(call, ts, TNAME, T_COUNT)))
+        return st;
+    if (!aclemu_handle_check(normalizedShape, ACLEMU_KIND_INT_ARRAY))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape (%p) is not a live aclIntArray",
+             call, (const void *)normalizedShape);
+    if (!(*soc = aclemu_soc_info(call)))
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    return ACLNN_SUCCESS;
+}
+
 static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
                              const aclTensor *input, const aclIntArray *normalizedShape,
                              const aclTensor *weightOptional, const aclTensor *biasOptional,
@@ -345,27 +372,10 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
     const aclTensor *ts[T_COUNT] = {input, weightOptional, biasOptional, out, meanOutOptional,
                                     rstdOutOptional};
 
-    /* 0. the out-pointers first (161001) */
-    aclnnStatus st;
-    if ((st = p1_out_pointers(call, workspaceSize, executor)))
+    const aclemu_soc *soc;
+    aclnnStatus st = opening(call, ts, normalizedShape, workspaceSize, executor, &soc);
+    if (st)
         return st;
-    /* 1. required arguments (the vendor's CheckNotNull: input, normalizedShape, out) */
-    if (!input)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: input is NULL", call);
-    if (!normalizedShape)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: normalizedShape is NULL", call);
-    if (!out)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: out is NULL", call);
-    /* handles are checked in the registry before anything is dereferenced */
-    if ((st = p1_live(call, ts, TNAME, T_COUNT)))
-        return st;
-    if (!aclemu_handle_check(normalizedShape, ACLEMU_KIND_INT_ARRAY))
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape (%p) is not a live aclIntArray",
-             call, (const void *)normalizedShape);
-
-    const aclemu_soc *soc = aclemu_soc_info(call);
-    if (!soc)
-        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
     const int arch = soc->npu_arch;
     const bool bf16 = soc->bf16; /* the vendor's list: BF16 on DAV_2201 and regbase parts */
 #define DTYPE_SUPPORTED(t) (dtype_ok((t)->dtype) && ((t)->dtype != ACL_BF16 || bf16))
@@ -577,24 +587,10 @@ static aclnnStatus fast_phase_one(const aclTensor *input, const aclIntArray *nor
     const char *call = P1_FAST;
     const aclTensor *ts[T_COUNT] = {input, weightOptional, biasOptional, out, meanOutOptional,
                                     rstdOutOptional};
-    aclnnStatus st;
-    if ((st = p1_out_pointers(call, workspaceSize, executor)))
+    const aclemu_soc *soc;
+    aclnnStatus st = opening(call, ts, normalizedShape, workspaceSize, executor, &soc);
+    if (st)
         return st;
-    /* 1. required arguments (CheckFastNotNull: input, normalizedShape, out) */
-    if (!input)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: input is NULL", call);
-    if (!normalizedShape)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: normalizedShape is NULL", call);
-    if (!out)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: out is NULL", call);
-    if ((st = p1_live(call, ts, TNAME, T_COUNT)))
-        return st;
-    if (!aclemu_handle_check(normalizedShape, ACLEMU_KIND_INT_ARRAY))
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: normalizedShape (%p) is not a live aclIntArray",
-             call, (const void *)normalizedShape);
-    const aclemu_soc *soc = aclemu_soc_info(call);
-    if (!soc)
-        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
 
     /* 2. input dtypes (CheckInputDtype): one list on every part (BF16 too); weight, then
      * weight = bias, then bias */
