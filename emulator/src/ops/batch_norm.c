@@ -56,6 +56,7 @@
  */
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,24 +98,17 @@ typedef struct {
     aclemu_ties y_ties;  /* y's narrowing to BF16 */
 } bn_payload;
 
-typedef struct {
-    bn_payload p;
-    float *buf;          /* nchunks * 2 * R floats: a channel's values, then d */
-    float *params;       /* 4 * C floats: weight, bias, running mean, running var */
-    int64_t nchunks;
-    void *pins[TV_MAX_VIEWS + 1];
-    int npins;
-} bn_task;
+#define CHUNK_VALUES 2 /* a chunk's floats per value of its channel: x, then d */
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
 static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
     const bn_task *T = ctx;
-    const bn_payload *P = &T->p;
+    const bn_payload *P = bn_task_payload(T);
     const int64_t R = P->R, C = P->C;
     const float *w = T->params, *b = w + C, *rm = b + C, *rv = rm + C;
-    float *x = T->buf + chunk * 2 * R, *d = x + R;
+    float *x = T->buf + chunk * CHUNK_VALUES * R, *d = x + R;
     chan_lay in, out;
     chan_lay_build(&in, &P->t[T_INPUT], P->caxis);
     chan_lay_build(&out, &P->t[T_OUTPUT], P->caxis);
@@ -225,7 +219,7 @@ static void fill_saved(const bn_payload *P)
 static void task_run(void *arg)
 {
     bn_task *T = arg;
-    const bn_payload *P = &T->p;
+    const bn_payload *P = bn_task_payload(T);
     if (P->empty) {
         fill_saved(P);
         return;
@@ -239,45 +233,26 @@ static void task_run(void *arg)
     aclemu_parallel_for(C, T->nchunks, channels_body, T);
 }
 
-static void task_release(void *arg)
-{
-    bn_task *T = arg;
-    for (int i = 0; i < T->npins; i++)
-        aclemu_device_unpin(T->pins[i]);
-    free(T->buf);
-    free(T->params);
-    free(T);
-}
+/* ---- launch ------------------------------------------------------------------------------- */
 
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+static const bn_kernel BN_KERNEL = {
+    .call = P2,
+    .names = TNAME,
+    .payload_size = sizeof(bn_payload),
+    .tensors_at = offsetof(bn_payload, t),
+    .ntensors = T_COUNT,
+    .chunk_values = CHUNK_VALUES,
+    .nparams = 4,      /* weight, bias, running mean, running var */
+    .run = task_run,
+};
 
 static aclnnStatus bn_launch(void *payload, void *const *addrs, void *workspace,
                              uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    bn_task *T = p2_task_new(P2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const bn_payload *)payload;
-    bn_payload *P = &T->p;
-    const tdesc *views[T_COUNT];
-    for (int i = 0; i < T_COUNT; i++) {
-        P->t[i].data = addrs[i];
-        views[i] = &P->t[i];
-    }
-    if (!P->empty) {
-        T->nchunks = P->C < NR_MAX_CHUNKS ? P->C : NR_MAX_CHUNKS;
-        T->buf = malloc((size_t)(T->nchunks * 2 * P->R) * sizeof(float));
-        T->params = malloc((size_t)(4 * P->C) * sizeof(float));
-        if (!T->buf || !T->params) {
-            aclemu_set_error("%s: out of host memory for the channel buffers (%lld floats)", P2,
-                             (long long)(T->nchunks * 2 * P->R + 4 * P->C));
-            task_release(T);
-            return ACLNN_ERR_INNER;
-        }
-    }
-    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
-                        task_run, task_release, T);
+    const bn_payload *P = payload;
+    return bn_task_launch(&BN_KERNEL, payload, addrs, workspace, stream, P->empty ? 0 : P->C,
+                          P->R);
 }
 
 static const aclemu_executor_ops BN_OPS = {

@@ -49,6 +49,7 @@
  */
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,14 +86,7 @@ typedef struct {
     aclDataType stat_dt; /* Ascend 950 training: the kernel's dg/db dtype (weight's) */
 } bnb_payload;
 
-typedef struct {
-    bnb_payload p;
-    float *buf;          /* nchunks * 3 * R floats: a channel's dy, x, then the terms */
-    float *params;       /* N_PARAMS * C floats, in the tensors' order */
-    int64_t nchunks;
-    void *pins[TV_MAX_VIEWS + 1];
-    int npins;
-} bnb_task;
+#define CHUNK_VALUES 3 /* a chunk's floats per value of its channel: dy, x, then the terms */
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
@@ -104,11 +98,11 @@ static float round_to(aclDataType dt, float v)
 
 static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
-    const bnb_task *T = ctx;
-    const bnb_payload *P = &T->p;
+    const bn_task *T = ctx;
+    const bnb_payload *P = bn_task_payload(T);
     const int64_t R = P->R, C = P->C;
     const float *w = T->params, *rm = w + C, *rv = rm + C, *sm = rv + C, *si = sm + C;
-    float *dy = T->buf + chunk * 3 * R, *x = dy + R, *t = x + R;
+    float *dy = T->buf + chunk * CHUNK_VALUES * R, *x = dy + R, *t = x + R;
     chan_lay ldy, lx, ldx = {0};
     chan_lay_build(&ldy, &P->t[T_DY], P->caxis);
     chan_lay_build(&lx, &P->t[T_X], P->caxis);
@@ -198,8 +192,8 @@ static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 
 static void task_run(void *arg)
 {
-    bnb_task *T = arg;
-    const bnb_payload *P = &T->p;
+    bn_task *T = arg;
+    const bnb_payload *P = bn_task_payload(T);
     if (!P->work)
         return;
     const int64_t C = P->C;
@@ -210,45 +204,26 @@ static void task_run(void *arg)
     aclemu_parallel_for(C, T->nchunks, channels_body, T);
 }
 
-static void task_release(void *arg)
-{
-    bnb_task *T = arg;
-    for (int i = 0; i < T->npins; i++)
-        aclemu_device_unpin(T->pins[i]);
-    free(T->buf);
-    free(T->params);
-    free(T);
-}
+/* ---- launch ------------------------------------------------------------------------------- */
 
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+static const bn_kernel BNB_KERNEL = {
+    .call = P2,
+    .names = TNAME,
+    .payload_size = sizeof(bnb_payload),
+    .tensors_at = offsetof(bnb_payload, t),
+    .ntensors = T_COUNT,
+    .chunk_values = CHUNK_VALUES,
+    .nparams = N_PARAMS,
+    .run = task_run,
+};
 
 static aclnnStatus bnb_launch(void *payload, void *const *addrs, void *workspace,
                               uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    bnb_task *T = p2_task_new(P2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const bnb_payload *)payload;
-    bnb_payload *P = &T->p;
-    const tdesc *views[T_COUNT];
-    for (int i = 0; i < T_COUNT; i++) {
-        P->t[i].data = addrs[i];
-        views[i] = &P->t[i];
-    }
-    if (P->work) {
-        T->nchunks = P->C < NR_MAX_CHUNKS ? P->C : NR_MAX_CHUNKS;
-        T->buf = malloc((size_t)(T->nchunks * 3 * P->R) * sizeof(float));
-        T->params = malloc((size_t)(N_PARAMS * P->C) * sizeof(float));
-        if (!T->buf || !T->params) {
-            aclemu_set_error("%s: out of host memory for the channel buffers (%lld floats)", P2,
-                             (long long)(T->nchunks * 3 * P->R + N_PARAMS * P->C));
-            task_release(T);
-            return ACLNN_ERR_INNER;
-        }
-    }
-    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
-                        task_run, task_release, T);
+    const bnb_payload *P = payload;
+    return bn_task_launch(&BNB_KERNEL, payload, addrs, workspace, stream, P->work ? P->C : 0,
+                          P->R);
 }
 
 static const aclemu_executor_ops BNB_OPS = {

@@ -3,14 +3,16 @@
  * tensor split around its channel's dim, one channel's values loaded as floats or stored,
  * one element of a [C] vector written, and a [C] vector read whole (or a fill where it is not
  * given). Channels are independent, so these keep each kernel's split of channels over
- * threads free of any effect on the bits.
+ * threads free of any effect on the bits. And the task their launches queue (bn_channels.c).
  */
 #ifndef ACLEMU_OPS_BN_CHANNELS_H_
 #define ACLEMU_OPS_BN_CHANNELS_H_
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "emu_internal.h"
 #include "tensor_view.h"
 
 /* The layouts of a tensor's dims before and after the channel's. */
@@ -69,5 +71,45 @@ static inline void load_param(const tdesc *d, int64_t C, float fill, float *dst)
     if (src != dst)
         memcpy(dst, src, (size_t)C * sizeof(float));
 }
+
+/*
+ * The task of a BatchNorm operator's launch (bn_channels.c): its own copy of the payload (a
+ * repeatable executor may be destroyed while the task is queued), the payload's tensors at
+ * the run's addresses, the run's channel buffers and its pins. The launch allocates the
+ * buffers (for channels > 0 only), checks, pins and queues the task; the operator's run
+ * follows; the release unpins, frees the buffers and the task, exactly once: by the stream
+ * or, on a launch failure, at once. The executor's payload is untouched either way.
+ */
+typedef struct {
+    float *buf;            /* nchunks * chunk_values * R floats: a chunk's channel values */
+    float *params;         /* nparams * C floats: the per-channel vectors */
+    int64_t nchunks;
+    void *pins[TV_MAX_VIEWS + 1];
+    int npins;
+    max_align_t payload[]; /* the operator's payload */
+} bn_task;
+
+/* What an operator's launch supplies. */
+typedef struct {
+    const char *call;         /* phase two's name, for messages */
+    const char *const *names; /* the tensors' names, in the payload's order */
+    size_t payload_size;      /* sizeof the payload */
+    size_t tensors_at;        /* offsetof the payload's tdesc array */
+    int ntensors;
+    int chunk_values;         /* floats a chunk's buffer holds per value of a channel */
+    int nparams;              /* the per-channel vectors params holds */
+    aclemu_task_fn run;       /* on the stream's thread, its argument the bn_task */
+} bn_kernel;
+
+/* The payload of a task. */
+static inline const void *bn_task_payload(const bn_task *T)
+{
+    return T->payload;
+}
+
+/* Queues a task over payload for C channels of R values (C == 0: no buffers). */
+__attribute__((visibility("hidden"))) aclnnStatus
+bn_task_launch(const bn_kernel *K, const void *payload, void *const *addrs, void *workspace,
+               aclrtStream stream, int64_t C, int64_t R);
 
 #endif /* ACLEMU_OPS_BN_CHANNELS_H_ */
