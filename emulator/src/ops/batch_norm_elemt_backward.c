@@ -1,0 +1,339 @@
+/*
+ * aclnnBatchNormElemtBackward for the CPU emulator: phase one (checks, executor), the launch and
+ * the kernel. SyncBatchNorm's backward, second half: gradInput from gradOut, input, the batch's
+ * mean and invstd, weight, and sumDy / sumDyXmu (aclnnBatchNormReduceBackward's sums, all-reduced
+ * over the ranks) divided by the total count, the sum of every element of counter (each rank's
+ * batch size).
+ *
+ * Facts, hicann/ops-nn norm/sync_batch_norm_backward_elemt: op_api/
+ * aclnn_batch_norm_elemt_backward.cpp (phase one, its order and codes; the casts and L0 ops),
+ * batch_norm_elemt_backward.cpp (the L0 SyncBatchNormBackwardElemt), op_kernel/arch35 (its DAG),
+ * docs/aclnnBatchNormElemtBackward.md, norm/norm_common/op_host/op_api/norm_tensor_util.cpp
+ * (FillScalar: a FLOAT weight of ones where none is given):
+ * - phase one: workspaceSize/executor NULL (161001); gradOut, input, mean, invstd, sumDy,
+ *   sumDyXmu, counter, gradInput NULL (161001); the dtypes in the part's list, in that order
+ *   with weight (when given) after invstd, counter FLOAT, FLOAT16 or INT32 (161002); gradOut's,
+ *   input's, gradInput's format not private (161002); input of rank 2..8, gradOut, gradInput,
+ *   counter of rank <= 8, C (input's dim 1) not 0, gradOut's and gradInput's shape input's,
+ *   mean, invstd, weight, sumDy, sumDyXmu [C] (161002). Then an empty input or gradOut:
+ *   success, nothing written (no kernel).
+ * - the numbers: the compute dtype is FLOAT16 when gradOut, input, mean, invstd, weight, sumDy
+ *   and sumDyXmu are all FLOAT16 (an absent weight is a FLOAT fill), FLOAT otherwise; every
+ *   input is cast to it. The count is the float32 ReduceSum of counter cast to FLOAT; meanDy =
+ *   sumDy / count and meanDyXmu = sumDyXmu / count in float32 (RealDiv's promotion), then cast
+ *   to the compute dtype. The kernel, in float32 from the compute dtype's values:
+ *   gradInput = ((dy - meanDy) - (x - mean) * (meanDyXmu * (invstd * invstd))) * (invstd * w),
+ *   rounded to the compute dtype (to even), then the op_api's Cast to gradInput's dtype (even).
+ *
+ * Kernel: every element is independent; the count is summed once in norm_rows.h's fixed order.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "phase_one.h"
+#include "convert.h"
+#include "bn_channels.h"
+#include "norm_rows.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_batch_norm_elemt_backward.h"
+
+#define P1 "aclnnBatchNormElemtBackwardGetWorkspaceSize"
+#define P2 "aclnnBatchNormElemtBackward"
+
+enum { T_DY, T_X, T_MEAN, T_INVSTD, T_W, T_SUM_DY, T_SUM_DY_XMU, T_COUNTER, T_DX, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"gradOut", "input", "mean",     "invstd",  "weight",
+                                           "sumDy",   "sumDyXmu", "counter", "gradInput"};
+#define N_INPUTS 8 /* the vendor's DFX_IN tensors: gradOut .. counter */
+#define N_VECS 5   /* mean, invstd, weight, sumDy, sumDyXmu */
+#define DAV_2002 2002 /* the Atlas inference series */
+
+typedef struct {
+    tdesc t[T_COUNT];
+    bool launch;         /* a non-empty input: the kernel runs */
+    aclDataType compute; /* the op_api's promoted dtype: FLOAT16 or FLOAT */
+    int64_t C, R, counter_n;
+} bneb_payload;
+
+typedef struct {
+    bneb_payload p;
+    float *buf;          /* nchunks * 2 * R floats: a channel's gradOut (then gradInput), input */
+    float *vecs;         /* N_VECS * C floats, then counter_n floats */
+    int64_t nchunks;
+    void *pins[TV_MAX_VIEWS + 1];
+    int npins;
+} bneb_task;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+static float round_to(aclDataType dt, float v)
+{
+    aclemu_round_floats(dt, ACLEMU_TIES_EVEN, &v, 1);
+    return v;
+}
+
+/* A run of INT32 counts as floats (the op_api's Cast to FLOAT: to nearest even). */
+static void load_int32_run(const char *src, int64_t stride, int64_t n, float *dst)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int32_t v;
+        memcpy(&v, src + i * stride * (int64_t)sizeof v, sizeof v);
+        dst[i] = (float)v;
+    }
+}
+
+/* counter's n elements as floats, in its logical order. */
+static void load_counter(const tdesc *d, int64_t n, float *dst)
+{
+    if (d->dtype != ACL_INT32) {
+        load_param(d, n, 0.0f, dst);
+        return;
+    }
+    const char *base = view_base(d);
+    LAY_WALK(&d->inner, 0, n, load_int32_run(base + off * 4, stride, run, dst + k));
+}
+
+static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const bneb_task *T = ctx;
+    const bneb_payload *P = &T->p;
+    const int64_t R = P->R, C = P->C;
+    const float *mean = T->vecs, *invstd = mean + C, *w = invstd + C, *mdy = w + C,
+                *mdyx = mdy + C;
+    float *dy = T->buf + chunk * 2 * R, *x = dy + R;
+    chan_lay ldy, lx, ldx;
+    chan_lay_build(&ldy, &P->t[T_DY], 1);
+    chan_lay_build(&lx, &P->t[T_X], 1);
+    chan_lay_build(&ldx, &P->t[T_DX], 1);
+    const int64_t outer = R / (ldy.inner ? ldy.inner : 1);
+    for (int64_t c = begin; c < end; c++) {
+        load_channel(&P->t[T_DY], &ldy, c, outer, dy);
+        load_channel(&P->t[T_X], &lx, c, outer, x);
+        const float sq = invstd[c] * invstd[c];
+        const float k = mdyx[c] * sq;
+        const float scale = invstd[c] * w[c];
+        for (int64_t i = 0; i < R; i++) {
+            const float a = dy[i] - mdy[c];
+            const float b = x[i] - mean[c];
+            const float bk = b * k;
+            const float d = a - bk;
+            dy[i] = d * scale;
+        }
+        /* the kernel's rounding to the compute dtype, then the op_api's Cast to gradInput's */
+        if (P->compute != ACL_FLOAT)
+            aclemu_round_floats(P->compute, ACLEMU_TIES_EVEN, dy, (size_t)R);
+        store_channel(&P->t[T_DX], &ldx, c, outer, ACLEMU_TIES_EVEN, dy);
+    }
+}
+
+static void task_run(void *arg)
+{
+    bneb_task *T = arg;
+    const bneb_payload *P = &T->p;
+    const int64_t C = P->C;
+    float *v = T->vecs, *counter = v + N_VECS * C;
+    /* read before gradInput is written: it may be the very memory of an input */
+    for (int k = 0; k < N_VECS; k++)
+        load_param(&P->t[T_MEAN + k], C, 1.0f, v + k * C); /* weight absent: ones */
+    load_counter(&P->t[T_COUNTER], P->counter_n, counter);
+    const float count = nr_scaled_sum(counter, P->counter_n, 1.0f);
+    for (int k = 3; k < 5; k++) /* meanDy, meanDyXmu: RealDiv in float32, then the cast */
+        for (int64_t c = 0; c < C; c++)
+            v[k * C + c] = round_to(P->compute, v[k * C + c] / count);
+    aclemu_parallel_for(C, T->nchunks, channels_body, T);
+}
+
+static void task_release(void *arg)
+{
+    bneb_task *T = arg;
+    for (int i = 0; i < T->npins; i++)
+        aclemu_device_unpin(T->pins[i]);
+    free(T->buf);
+    free(T->vecs);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+static aclnnStatus bneb_launch(void *payload, void *const *addrs, void *workspace,
+                               uint64_t workspace_size, aclrtStream stream)
+{
+    (void)workspace_size;
+    bneb_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
+        return ACLNN_ERR_INNER;
+    T->p = *(const bneb_payload *)payload;
+    bneb_payload *P = &T->p;
+    const tdesc *views[T_COUNT];
+    for (int i = 0; i < T_COUNT; i++) {
+        P->t[i].data = addrs[i];
+        views[i] = &P->t[i];
+    }
+    if (P->launch) {
+        T->nchunks = P->C < NR_MAX_CHUNKS ? P->C : NR_MAX_CHUNKS;
+        T->buf = malloc((size_t)(T->nchunks * 2 * P->R) * sizeof(float));
+        T->vecs = malloc((size_t)(N_VECS * P->C + P->counter_n + 1) * sizeof(float));
+        if (!T->buf || !T->vecs) {
+            aclemu_set_error("%s: out of host memory for the channel buffers (%lld floats)", P2,
+                             (long long)(T->nchunks * 2 * P->R + N_VECS * P->C + P->counter_n));
+            task_release(T);
+            return ACLNN_ERR_INNER;
+        }
+    }
+    /* an empty input returns before any L0 operator: no kernel, nothing queued */
+    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
+                        P->launch ? task_run : NULL, task_release, T);
+}
+
+static const aclemu_executor_ops BNEB_OPS = {
+    .op_name = P2,
+    .launch = bneb_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
+{
+    const aclDataType dt = t->dtype;
+    if (i == T_COUNTER) {
+        if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || dt == ACL_INT32))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: counter dtype %s is not supported: FLOAT, "
+                 "FLOAT16, INT32", P1, dname(dt));
+        return ACLNN_SUCCESS;
+    }
+    if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16)))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
+             TNAME[i], dname(dt), soc->name, soc->series,
+             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_max_rank(const aclTensor *t, int i, uint64_t min)
+{
+    if (t->ndim < min || t->ndim > 8)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is not in [%llu, 8]", P1, TNAME[i],
+             (unsigned long long)t->ndim, (unsigned long long)min);
+    return ACLNN_SUCCESS;
+}
+
+/* CheckParams after the NULL checks: dtypes, formats, shapes, in the op_api's order. */
+static aclnnStatus check_params(const aclTensor *const *ts, const aclemu_soc *soc)
+{
+    aclnnStatus st;
+    for (int i = 0; i < T_COUNT; i++)
+        if (ts[i] && (st = check_dtype(ts[i], i, soc)))
+            return st;
+    static const int FORMATTED[3] = {T_DY, T_X, T_DX};
+    for (int k = 0; k < 3; k++) {
+        const aclTensor *t = ts[FORMATTED[k]];
+        if (p1_private_format(t->format))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s's format (aclFormat %d) is private: ND, NCHW, "
+                 "NCL, NCDHW are taken", P1, TNAME[FORMATTED[k]], (int)t->format);
+    }
+    const aclTensor *x = ts[T_X];
+    if ((st = check_max_rank(x, T_X, 2)) || (st = check_max_rank(ts[T_DY], T_DY, 0)) ||
+        (st = check_max_rank(ts[T_DX], T_DX, 0)) ||
+        (st = check_max_rank(ts[T_COUNTER], T_COUNTER, 0)))
+        return st;
+    const int64_t C = x->dims[1];
+    if (C == 0)
+        return shape_error(P1, "input", x->dims, x->ndim, "has no channel: dim 1 must not be 0,",
+                           x->dims, x->ndim);
+    for (int i = T_DY; i <= T_DX; i += T_DX - T_DY)
+        if (!same_dims(ts[i]->dims, ts[i]->ndim, x->dims, x->ndim))
+            return shape_error(P1, TNAME[i], ts[i]->dims, ts[i]->ndim, "must equal input's",
+                               x->dims, x->ndim);
+    for (int i = T_MEAN; i <= T_SUM_DY_XMU; i++) {
+        const aclTensor *t = ts[i];
+        if (t && !(t->ndim == 1 && t->dims[0] == C))
+            return shape_error(P1, TNAME[i], t->dims, t->ndim,
+                               "must be [C], C the channel count of input", x->dims, x->ndim);
+    }
+    return ACLNN_SUCCESS;
+}
+
+static bool is_empty(const aclTensor *t)
+{
+    for (uint64_t i = 0; i < t->ndim; i++)
+        if (t->dims[i] == 0)
+            return true;
+    return false;
+}
+
+/* GetPromoteType: FLOAT16 only when every floating input is (an absent weight is FLOAT). */
+static aclDataType compute_dtype(const aclTensor *const *ts)
+{
+    for (int i = T_DY; i <= T_SUM_DY_XMU; i++)
+        if (!ts[i] || ts[i]->dtype != ACL_FLOAT16)
+            return ACL_FLOAT;
+    return ACL_FLOAT16;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemtBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclTensor *mean,
+    const aclTensor *invstd, const aclTensor *weight, const aclTensor *sumDy,
+    const aclTensor *sumDyXmu, aclTensor *counter, aclTensor *gradInput,
+    uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {gradOut, input,    mean,    invstd,   weight,
+                                    sumDy,   sumDyXmu, counter, gradInput};
+
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
+    /* 1. CheckNotNull: every tensor but weight (161001) */
+    if ((st = p1_required(P1, ts, TNAME, T_DY, T_W)) ||
+        (st = p1_required(P1, ts, TNAME, T_W + 1, T_COUNT)))
+        return st;
+    if ((st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    /* 2-4. dtypes, formats, shapes (161002) */
+    if ((st = check_params(ts, soc)))
+        return st;
+
+    bneb_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    /* 5. an empty input or gradOut: success, nothing written, no kernel */
+    if (!is_empty(input) && !is_empty(gradOut)) {
+        /* 6. Stricter (docs/emulator.md): the Atlas inference series, which the docs list as
+         * unsupported, where no kernel of the operator is known */
+        if (soc->npu_arch == DAV_2002) {
+            free(P);
+            FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s) "
+                 "(docs/aclnnBatchNormElemtBackward.md)", P1, soc->name, soc->series);
+        }
+        int64_t X = 0, n = 0;
+        if (!numel(input->dims, input->ndim, &X) || !numel(counter->dims, counter->ndim, &n)) {
+            free(P);
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input's or counter's element count overflows "
+                 "int64", P1);
+        }
+        P->launch = true;
+        P->compute = compute_dtype(ts);
+        P->C = input->dims[1];
+        P->R = X / P->C;
+        P->counter_n = n;
+        for (int i = 0; i < T_COUNT; i++)
+            snapshot(&P->t[i], ts[i], -1);
+    }
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &BNEB_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemtBackward(void *workspace, uint64_t workspaceSize,
+                                                      aclOpExecutor *executor,
+                                                      const aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}

@@ -1,0 +1,344 @@
+/*
+ * aclnnBatchNormReduceBackward for the CPU emulator: phase one (checks, executor), the launch and
+ * the kernel. SyncBatchNorm's backward, first half: per channel sumDy = sum(gradOut) and
+ * sumDyXmu = sum(gradOut * (input - mean)), the sums each rank contributes to the all-reduce
+ * before aclnnBatchNormElemtBackward, and from them gradWeight = sumDyXmu * invstd and
+ * gradBias = sumDy; each written only where its flag (inputG: sumDy and sumDyXmu, weightG,
+ * biasG) asks.
+ *
+ * Facts, hicann/ops-nn norm/sync_batch_norm_backward_reduce: op_api/
+ * aclnn_batch_norm_backward_reduce.cpp (phase one, its order and codes; the L0 ops),
+ * batch_norm_backward_reduce.cpp (the L0 SyncBatchNormBackwardReduce), op_kernel/arch35 (its
+ * DAG), docs/aclnnBatchNormReduceBackward.md, norm/norm_common/op_host/op_api/
+ * norm_tensor_util.cpp (FillScalar):
+ * - phase one: workspaceSize/executor NULL (161001); gradOut, input, mean, invstd NULL, then
+ *   the flagged outputs NULL (161001); the dtypes of gradOut, input, mean, invstd in the part's
+ *   list, gradOut's input's, the flagged outputs' in the list (161002); formats: gradOut's
+ *   input's, none of the inputs or flagged outputs private (161002); gradOut and input of rank
+ *   2..8, C (dim 1) not 0, the flagged outputs [C] (161002). Stricter (the docs' rules, which
+ *   the code does not check): weight's dtype in the list, gradOut's shape input's, mean,
+ *   invstd and weight [C] (161002). Then an empty gradOut, input, mean or invstd: success; on
+ *   Ascend 950 the flagged outputs are filled with zeros (a kernel runs), elsewhere nothing is
+ *   written (no kernel).
+ * - the numbers, in float32 (the op_api casts every input to FLOAT; weight is cast and never
+ *   used): sdx = ReduceSum(gradOut * input) and sdy = ReduceSum(gradOut) over every dim but the
+ *   channel's; the kernel then sumDyXmu = sdx - mean * sdy (not the sum of gradOut * (x -
+ *   mean) the docs write) and gradWeight = sumDyXmu * invstd; gradBias is sdy. Each result goes
+ *   through the op_api's Cast to its output's dtype (to even).
+ *
+ * Kernel: channels are independent; each channel's sums have norm_rows.h's fixed order, so the
+ * split of channels over threads never changes a bit. Nothing is written but the flagged
+ * outputs.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "phase_one.h"
+#include "convert.h"
+#include "bn_channels.h"
+#include "norm_rows.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_batch_norm_backward_reduce.h"
+
+#define P1 "aclnnBatchNormReduceBackwardGetWorkspaceSize"
+#define P2 "aclnnBatchNormReduceBackward"
+
+enum { T_DY, T_X, T_MEAN, T_INVSTD, T_W, T_SUM_DY, T_SUM_DY_XMU, T_DW, T_DB, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"gradOut", "input",    "mean",       "invstd",
+                                           "weight",  "sumDy",    "sumDyXmu",   "gradWeight",
+                                           "gradBias"};
+#define N_INPUTS 5 /* the vendor's DFX_IN tensors: gradOut .. weight */
+#define DAV_2002 2002 /* the Atlas inference series */
+#define DAV_3510 3510 /* Ascend 950 (regbase) */
+
+/* The flag that asks for output T_SUM_DY + k (the op_api's GetMaskIdx). */
+static int flag_of(int k)
+{
+    return k < 2 ? 0 : k - 1;
+}
+
+typedef struct {
+    tdesc t[T_COUNT];
+    bool flags[3];       /* inputG, weightG, biasG */
+    bool sums;           /* a non-empty input: the sums run (whatever the flags) */
+    bool zero_fill;      /* Ascend 950's empty case: the flagged outputs filled with zeros */
+    int64_t C, R;        /* channels, values per channel */
+} bnrb_payload;
+
+typedef struct {
+    bnrb_payload p;
+    float *buf;          /* nchunks * 2 * R floats: a channel's gradOut, then its products */
+    float *vecs;         /* 2 * C floats: mean, invstd */
+    int64_t nchunks;
+    void *pins[TV_MAX_VIEWS + 1];
+    int npins;
+} bnrb_task;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+static void write_flagged(const bnrb_payload *P, int64_t c, const float *vals)
+{
+    for (int k = 0; k < 4; k++)
+        if (P->flags[flag_of(k)])
+            put_one(&P->t[T_SUM_DY + k], c, vals[k]);
+}
+
+static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const bnrb_task *T = ctx;
+    const bnrb_payload *P = &T->p;
+    const int64_t R = P->R, C = P->C;
+    const float *mean = T->vecs, *invstd = mean + C;
+    float *dy = T->buf + chunk * 2 * R, *t = dy + R;
+    chan_lay ldy, lx;
+    chan_lay_build(&ldy, &P->t[T_DY], 1);
+    chan_lay_build(&lx, &P->t[T_X], 1);
+    const int64_t outer = R / (ldy.inner ? ldy.inner : 1);
+    for (int64_t c = begin; c < end; c++) {
+        load_channel(&P->t[T_DY], &ldy, c, outer, dy);
+        load_channel(&P->t[T_X], &lx, c, outer, t);
+        for (int64_t i = 0; i < R; i++)
+            t[i] = dy[i] * t[i]; /* the op_api's Mul */
+        const float sum_dy_x = nr_scaled_sum(t, R, 1.0f);
+        const float sum_dy = nr_scaled_sum(dy, R, 1.0f);
+        /* SyncBatchNormBackwardReduce: Mul, Sub, Mul */
+        const float shift = mean[c] * sum_dy;
+        const float sum_dy_xmu = sum_dy_x - shift;
+        const float grad_weight = sum_dy_xmu * invstd[c];
+        const float vals[4] = {sum_dy, sum_dy_xmu, grad_weight, sum_dy};
+        write_flagged(P, c, vals);
+    }
+}
+
+static void task_run(void *arg)
+{
+    bnrb_task *T = arg;
+    const bnrb_payload *P = &T->p;
+    if (P->zero_fill) {
+        static const float ZEROS[4] = {0};
+        for (int64_t c = 0; c < P->C; c++)
+            write_flagged(P, c, ZEROS);
+        return;
+    }
+    /* read before any is written: an output may be the very memory of a vector */
+    load_param(&P->t[T_MEAN], P->C, 0.0f, T->vecs);
+    load_param(&P->t[T_INVSTD], P->C, 0.0f, T->vecs + P->C);
+    aclemu_parallel_for(P->C, T->nchunks, channels_body, T);
+}
+
+static void task_release(void *arg)
+{
+    bnrb_task *T = arg;
+    for (int i = 0; i < T->npins; i++)
+        aclemu_device_unpin(T->pins[i]);
+    free(T->buf);
+    free(T->vecs);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+static aclnnStatus bnrb_launch(void *payload, void *const *addrs, void *workspace,
+                               uint64_t workspace_size, aclrtStream stream)
+{
+    (void)workspace_size;
+    bnrb_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
+        return ACLNN_ERR_INNER;
+    T->p = *(const bnrb_payload *)payload;
+    bnrb_payload *P = &T->p;
+    const tdesc *views[T_COUNT];
+    for (int i = 0; i < T_COUNT; i++) {
+        P->t[i].data = addrs[i];
+        views[i] = &P->t[i];
+    }
+    if (P->sums) {
+        T->nchunks = P->C < NR_MAX_CHUNKS ? P->C : NR_MAX_CHUNKS;
+        T->buf = malloc((size_t)(T->nchunks * 2 * P->R) * sizeof(float));
+        T->vecs = malloc((size_t)(2 * P->C) * sizeof(float));
+        if (!T->buf || !T->vecs) {
+            aclemu_set_error("%s: out of host memory for the channel buffers (%lld floats)", P2,
+                             (long long)(T->nchunks * 2 * P->R + 2 * P->C));
+            task_release(T);
+            return ACLNN_ERR_INNER;
+        }
+    }
+    /* the empty case off Ascend 950 returns before any L0 operator: no kernel, nothing queued */
+    const bool kernel = P->sums || P->zero_fill;
+    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
+                        kernel ? task_run : NULL, task_release, T);
+}
+
+static const aclemu_executor_ops BNRB_OPS = {
+    .op_name = P2,
+    .launch = bnrb_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
+{
+    const aclDataType dt = t->dtype;
+    if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16)))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
+             TNAME[i], dname(dt), soc->name, soc->series,
+             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_rank(const aclTensor *t, int i)
+{
+    if (t->ndim < 2 || t->ndim > 8)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is not in [2, 8]", P1, TNAME[i],
+             (unsigned long long)t->ndim);
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_vector(const aclTensor *t, int i, int64_t C, const aclTensor *x,
+                                const char *rule)
+{
+    if (t && !(t->ndim == 1 && t->dims[0] == C))
+        return shape_error(P1, TNAME[i], t->dims, t->ndim, rule, x->dims, x->ndim);
+    return ACLNN_SUCCESS;
+}
+
+static bool is_empty(const aclTensor *t)
+{
+    for (uint64_t i = 0; i < t->ndim; i++)
+        if (t->dims[i] == 0)
+            return true;
+    return false;
+}
+
+/* CheckParams after the NULL checks: dtypes, formats, shapes, in the op_api's order, with the
+ * docs' rules the code leaves out last in each group (stricter: docs/emulator.md). */
+static aclnnStatus check_params(const aclTensor *const *ts, const bool *flags,
+                                const aclemu_soc *soc)
+{
+    aclnnStatus st;
+    const aclTensor *dy = ts[T_DY], *x = ts[T_X];
+    for (int i = T_DY; i <= T_INVSTD; i++)
+        if ((st = check_dtype(ts[i], i, soc)))
+            return st;
+    if (dy->dtype != x->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradOut dtype %s must be input's dtype %s", P1,
+             dname(dy->dtype), dname(x->dtype));
+    for (int k = 0; k < 4; k++)
+        if (flags[flag_of(k)] && (st = check_dtype(ts[T_SUM_DY + k], T_SUM_DY + k, soc)))
+            return st;
+    if (ts[T_W] && (st = check_dtype(ts[T_W], T_W, soc)))
+        return st;
+    if (dy->format != x->format)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradOut's format (aclFormat %d) must be input's "
+             "format (aclFormat %d)", P1, (int)dy->format, (int)x->format);
+    for (int i = 0; i < T_COUNT; i++) {
+        const aclTensor *t = ts[i];
+        const bool checked = i <= T_INVSTD || (i >= T_SUM_DY && flags[flag_of(i - T_SUM_DY)]);
+        if (checked && p1_private_format(t->format))
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s's format (aclFormat %d) is private: ND, NCHW, "
+                 "NHWC, HWCN, NDHWC, NCDHW are taken", P1, TNAME[i], (int)t->format);
+    }
+    if ((st = check_rank(dy, T_DY)) || (st = check_rank(x, T_X)))
+        return st;
+    const int64_t C = x->dims[1];
+    if (C == 0)
+        return shape_error(P1, "input", x->dims, x->ndim, "has no channel: dim 1 must not be 0,",
+                           x->dims, x->ndim);
+    for (int k = 0; k < 4; k++)
+        if (flags[flag_of(k)] &&
+            (st = check_vector(ts[T_SUM_DY + k], T_SUM_DY + k, C, x,
+                               "must be [C], C the channel count of input")))
+            return st;
+    if (!same_dims(dy->dims, dy->ndim, x->dims, x->ndim))
+        return shape_error(P1, "gradOut", dy->dims, dy->ndim,
+                           "must equal input's (docs/aclnnBatchNormReduceBackward.md)", x->dims,
+                           x->ndim);
+    for (int i = T_MEAN; i <= T_W; i++)
+        if ((st = check_vector(ts[i], i, C, x, "must be [C], C the channel count of input "
+                               "(docs/aclnnBatchNormReduceBackward.md)")))
+            return st;
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnBatchNormReduceBackwardGetWorkspaceSize(
+    const aclTensor *gradOut, const aclTensor *input, const aclTensor *mean,
+    const aclTensor *invstd, const aclTensor *weight, const bool inputG, const bool weightG,
+    const bool biasG, aclTensor *sumDy, aclTensor *sumDyXmu, aclTensor *gradWeight,
+    aclTensor *gradBias, uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {gradOut, input,    mean,       invstd,  weight,
+                                    sumDy,   sumDyXmu, gradWeight, gradBias};
+    const bool flags[3] = {inputG, weightG, biasG};
+
+    /* 0. the out-pointers first (161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
+    /* 1. CheckInputNotNull, CheckOutputNotNull (the flagged outputs) (161001) */
+    if ((st = p1_required(P1, ts, TNAME, T_DY, T_W)))
+        return st;
+    for (int k = 0; k < 4; k++)
+        if (flags[flag_of(k)] && !ts[T_SUM_DY + k])
+            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL but %s is true", P1,
+                 TNAME[T_SUM_DY + k], (const char *[]){"inputG", "weightG", "biasG"}[flag_of(k)]);
+    if ((st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+
+    /* 2-4. dtypes, formats, shapes (161002) */
+    if ((st = check_params(ts, flags, soc)))
+        return st;
+
+    bnrb_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    memcpy(P->flags, flags, sizeof flags);
+    P->C = input->dims[1];
+    /* 5. an empty gradOut, input, mean or invstd: Ascend 950 fills the flagged outputs with
+     * zeros (FillScalar, then the outputs' Cast and ViewCopy); elsewhere nothing runs */
+    const bool empty = is_empty(gradOut) || is_empty(input) || is_empty(mean) || is_empty(invstd);
+    if (empty)
+        P->zero_fill = soc->npu_arch == DAV_3510;
+    else {
+        /* 6. Stricter (docs/emulator.md): the Atlas inference series, which the docs list as
+         * unsupported, where no kernel of the operator is known */
+        if (soc->npu_arch == DAV_2002) {
+            free(P);
+            FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s) "
+                 "(docs/aclnnBatchNormReduceBackward.md)", P1, soc->name, soc->series);
+        }
+        int64_t X = 0;
+        if (!numel(input->dims, input->ndim, &X)) {
+            free(P);
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input's element count overflows int64", P1);
+        }
+        P->sums = true;
+        P->R = X / P->C;
+        snapshot(&P->t[T_DY], gradOut, -1);
+        snapshot(&P->t[T_X], input, -1);
+        snapshot(&P->t[T_MEAN], mean, -1);
+        snapshot(&P->t[T_INVSTD], invstd, -1);
+    }
+    if (P->sums || P->zero_fill)
+        for (int k = 0; k < 4; k++)
+            if (flags[flag_of(k)])
+                snapshot(&P->t[T_SUM_DY + k], ts[T_SUM_DY + k], -1);
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &BNRB_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnBatchNormReduceBackward(void *workspace, uint64_t workspaceSize,
+                                                       aclOpExecutor *executor,
+                                                       const aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}
