@@ -194,7 +194,7 @@ static const aclemu_executor_ops BNEB_OPS = {
     .destroy = free, /* the payload is one flat allocation */
 };
 
-/* ---- phase one -------------------------------------------------------------------------------- */
+/* ---- phase one ------------------------------------------------------------------------------- */
 
 static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
 {

@@ -179,7 +179,7 @@ static const aclemu_executor_ops BNRB_OPS = {
     .destroy = free, /* the payload is one flat allocation */
 };
 
-/* ---- phase one -------------------------------------------------------------------------------- */
+/* ---- phase one ------------------------------------------------------------------------------- */
 
 static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
 {
