@@ -65,6 +65,8 @@ from .ops import deep_norm_grad, DeepNormGrad
 from .ops import group_norm_backward, GroupNormBackward
 from .ops import fast_layer_norm, FastLayerNorm
 from .ops import batch_norm_backward, BatchNormBackward
+from .ops import batch_norm_reduce_backward, BatchNormReduceBackward
+from .ops import batch_norm_elemt_backward, BatchNormElemtBackward
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -98,5 +100,6 @@ __all__ = [
     "group_norm_silu", "GroupNormSilu", "group_norm_silu_v2", "GroupNormSiluV2",
     "add_layer_norm_grad", "AddLayerNormGrad", "deep_norm_grad", "DeepNormGrad",
     "batch_norm", "BatchNorm", "group_norm_backward", "GroupNormBackward", "fast_layer_norm",
-    "FastLayerNorm", "batch_norm_backward", "BatchNormBackward",
+    "FastLayerNorm", "batch_norm_backward", "BatchNormBackward", "batch_norm_reduce_backward",
+    "BatchNormReduceBackward", "batch_norm_elemt_backward", "BatchNormElemtBackward",
 ]

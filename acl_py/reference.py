@@ -674,6 +674,82 @@ def batch_norm_backward_error_scale(grad_out, input, weight=None, running_mean=N
     return tuple(o if m else None for o, m in zip(out, output_mask))
 
 
+def _sync_batch_norm_terms(grad_out, input, mean, invstd, weight):
+    """dy, x as float64 ``(C, R)`` rows; mean, invstd and weight (None: ones) as ``(C, 1)``."""
+    dy, x = _channel_rows(grad_out), _channel_rows(input)
+    c = x.shape[0]
+    return (dy, x, _channel_vector(mean, c, 0.0)[:, None],
+            _channel_vector(invstd, c, 1.0)[:, None], _channel_vector(weight, c, 1.0)[:, None])
+
+
+def batch_norm_reduce_backward(grad_out, input, mean, invstd, weight=None, input_g=True,
+                               weight_g=True, bias_g=True):
+    """``(sum_dy, sum_dy_xmu, grad_weight, grad_bias)`` of SyncBatchNorm's backward reduce in
+    float64 (the vendor's docs/aclnnBatchNormReduceBackward.md) over input ``[N, C, ...]``, per
+    channel: ``sum_dy = sum(dy)``, ``sum_dy_xmu = sum(dy * (x - mean))``, ``grad_weight =
+    sum_dy_xmu * invstd``, ``grad_bias = sum_dy``; weight is not used. None where the flag
+    (input_g for the two sums) is false."""
+    dy, x, mu, rs, _ = _sync_batch_norm_terms(grad_out, input, mean, invstd, weight)
+    sum_dy = dy.sum(axis=1)
+    sum_dy_xmu = (dy * (x - mu)).sum(axis=1)
+    out = (sum_dy, sum_dy_xmu, sum_dy_xmu * rs[:, 0], sum_dy)
+    return tuple(o if f else None for o, f in zip(out, (input_g, input_g, weight_g, bias_g)))
+
+
+def batch_norm_reduce_backward_error_scale(grad_out, input, mean, invstd, weight=None,
+                                           input_g=True, weight_g=True, bias_g=True):
+    """Per element of :func:`batch_norm_reduce_backward`'s outputs, the magnitude the device's
+    float32 error is proportional to: the device forms sum_dy_xmu as ``sum(dy * x) - mean *
+    sum(dy)``, so its error scales with ``sum(|dy * x|) + |mean| * sum(|dy|)``."""
+    dy, x, mu, rs, _ = _sync_batch_norm_terms(grad_out, input, mean, invstd, weight)
+    ady = np.abs(dy)
+    sum_dy = ady.sum(axis=1)
+    sum_dy_xmu = (ady * np.abs(x)).sum(axis=1) + np.abs(mu[:, 0]) * sum_dy
+    out = (sum_dy, sum_dy_xmu, sum_dy_xmu * np.abs(rs[:, 0]), sum_dy)
+    return tuple(o if f else None for o, f in zip(out, (input_g, input_g, weight_g, bias_g)))
+
+
+def _elemt_backward_terms(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, counter):
+    dy, x, mu, rs, w = _sync_batch_norm_terms(grad_out, input, mean, invstd, weight)
+    c = x.shape[0]
+    n = _f64(counter).sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_dy = _channel_vector(sum_dy, c, 0.0)[:, None] / n
+        mean_dy_xmu = _channel_vector(sum_dy_xmu, c, 0.0)[:, None] / n
+    return dy, x, mu, rs, w, mean_dy, mean_dy_xmu
+
+
+def batch_norm_elemt_backward(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu,
+                              counter):
+    """``(grad_input,)`` of SyncBatchNorm's backward elemt in float64 (the vendor's
+    docs/aclnnBatchNormElemtBackward.md) over input ``[N, C, ...]``, with ``n = sum(counter)``:
+    ``((dy - sum_dy / n) - (x - mean) * invstd**2 * sum_dy_xmu / n) * invstd * weight``
+    (weight None: ones)."""
+    dy, x, mu, rs, w, mdy, mdyx = _elemt_backward_terms(grad_out, input, mean, invstd, weight,
+                                                        sum_dy, sum_dy_xmu, counter)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dx = ((dy - mdy) - (x - mu) * (mdyx * (rs * rs))) * (rs * w)
+    return (_from_rows(dx, np.shape(input)),)
+
+
+def batch_norm_elemt_backward_error_scale(grad_out, input, mean, invstd, weight, sum_dy,
+                                          sum_dy_xmu, counter):
+    """Per element of :func:`batch_norm_elemt_backward`'s output, the magnitude the device's
+    error is proportional to: its formula with every term made non-negative. Where every
+    floating input is float16 the device computes in float16 and rounds ``sum_dy / n`` and
+    ``sum_dy_xmu / n`` to it (half a float16 ulp: ``2**-11 / RTOL`` times the float32 error's
+    unit), so their terms weigh that much more."""
+    dy, x, mu, rs, w, mdy, mdyx = _elemt_backward_terms(grad_out, input, mean, invstd, weight,
+                                                        sum_dy, sum_dy_xmu, counter)
+    floats = (grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu)
+    half = all(t is not None and np.asarray(t).dtype == np.float16 for t in floats)
+    k = 1 + (2.0 ** -11 / RTOL["float16"] if half else 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dx = ((np.abs(dy) + k * np.abs(mdy))
+              + (np.abs(x) + np.abs(mu)) * k * np.abs(mdyx * rs * rs)) * np.abs(rs * w)
+    return (_from_rows(dx, np.shape(input)),)
+
+
 def _group_backward_terms(grad_out, input, mean, rstd, gamma, n, c, hxw, group):
     """dy, x_hat, g = dy * gamma as float64 ``(n, group, c / group, hxw)`` and rstd as
     ``(n, group, 1, 1)``."""

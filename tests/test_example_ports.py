@@ -2,8 +2,8 @@
 fast_layer_norm.py, rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py,
 gemma_rms_norm.py, inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py,
 group_norm_silu.py, group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py,
-group_norm_backward.py, batch_norm_backward.py) print exactly what the examples print on a
-device.
+group_norm_backward.py, batch_norm_backward.py, batch_norm_reduce_backward.py,
+batch_norm_elemt_backward.py) print exactly what the examples print on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -29,6 +29,8 @@ from test_samples import EXAMPLE_PART, ROOT, SAMPLES, TIMEOUT, emulator_env, run
 from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   add_layer_norm_example_output, add_rms_norm_example_output,
                                   batch_norm_backward_example_output,
+                                  batch_norm_elemt_backward_example_output,
+                                  batch_norm_reduce_backward_example_output,
                                   batch_norm_example_output,
                                   deep_norm_example_output, deep_norm_grad_example_output,
                                   group_norm_backward_example_output,
@@ -151,6 +153,21 @@ def batch_norm_backward_reference():
                                           np.ones(2), True, 1e-5, saved="var")[0]]
 
 
+def batch_norm_reduce_backward_reference():
+    """sumDy, sumDyXmu, gradWeight, gradBias of the sync_batch_norm_backward_reduce example's
+    data in float64."""
+    dy = np.array([1, 1, 1, 2, 2, 2, 3, 3.0]).reshape(4, 2)
+    return list(reference.batch_norm_reduce_backward(dy, np.arange(8.0).reshape(4, 2),
+                                                     np.ones(2), np.ones(2), np.ones(2)))
+
+
+def batch_norm_elemt_backward_reference():
+    """gradInput of the sync_batch_norm_backward_elemt example's data in float64."""
+    x = np.arange(8.0).reshape(1, 2, 4)
+    return list(reference.batch_norm_elemt_backward(x, x, np.zeros(2), np.ones(2), np.ones(2),
+                                                    np.zeros(2), np.ones(2), np.full(2, 5.0)))
+
+
 def add_reference():
     """out = self + 1.2 * other of the add example's data in float64."""
     return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
@@ -237,6 +254,10 @@ PORTS = [
     Port("batch_norm_backward.py", batch_norm_backward_example_output,
          batch_norm_backward_reference, "aclnnBatchNormBackwardGetWorkspaceSize", rtol=1e-5,
          atol=1e-5),
+    Port("batch_norm_reduce_backward.py", batch_norm_reduce_backward_example_output,
+         batch_norm_reduce_backward_reference, "aclnnBatchNormReduceBackwardGetWorkspaceSize"),
+    Port("batch_norm_elemt_backward.py", batch_norm_elemt_backward_example_output,
+         batch_norm_elemt_backward_reference, "aclnnBatchNormElemtBackwardGetWorkspaceSize"),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 

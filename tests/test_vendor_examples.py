@@ -40,7 +40,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
 The Python ports of the operator examples (samples/layer_norm.py, fast_layer_norm.py,
 rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py,
 deep_norm.py, group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py,
-deep_norm_grad.py, group_norm_backward.py, batch_norm_backward.py) print byte for byte what the
+deep_norm_grad.py, group_norm_backward.py, batch_norm_backward.py,
+batch_norm_reduce_backward.py, batch_norm_elemt_backward.py) print byte for byte what the
 C++ examples print, both on the emulator.
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
@@ -1358,6 +1359,61 @@ def test_vendor_batch_norm_backward_example(library):
     assert out == batch_norm_backward_example_output()
 
 
+def batch_norm_reduce_backward_example_output() -> str:
+    """The sync_batch_norm_backward_reduce example's inputs (gradOut [4, 2] = 1, 1, 1, 2, 2, 2,
+    3, 3, input [4, 2] = 0..7, mean 1, invstd 1, weight 1, every flag true, FLOAT, ND) through
+    the op_api's float32 chain (docs/emulator.md): per channel sdx = sum(dy * x), sdy =
+    sum(dy) in the emulator's ReduceSum order, sumDyXmu = sdx - mean * sdy, gradWeight =
+    sumDyXmu * invstd, gradBias = sdy. The example prints sumDy, sumDyXmu, gradWeight and
+    gradBias with %f, each indexed from 0."""
+    from test_emulator_group_norm import lane_sum
+    f = np.float32
+    dy = np.array([1, 1, 1, 2, 2, 2, 3, 3], f).reshape(4, 2).T
+    x = np.arange(8, dtype=f).reshape(4, 2).T
+    sdy = lane_sum(dy)
+    xmu = lane_sum(dy * x) - f(1) * sdy
+    outs = (sdy, xmu, xmu * f(1), sdy)
+    return "".join(f"result[{i}] is: {float(v):f}\n" for o in outs for i, v in enumerate(o))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its "
+                    "aclnnBatchNormReduceBackward example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_batch_norm_reduce_backward_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "sync_batch_norm_backward_reduce",
+                                             "examples",
+                                             "test_aclnn_batch_norm_reduce_backward.cpp"),
+                        [library])
+    assert out == batch_norm_reduce_backward_example_output()
+
+
+def batch_norm_elemt_backward_example_output() -> str:
+    """The sync_batch_norm_backward_elemt example's inputs (gradOut = input = [1, 2, 4] = 0..7,
+    weight 1, mean 0, invstd 1, sumDy 0, sumDyXmu 1, counter (5, 5), FLOAT, ND) through the
+    op_api's float32 chain (docs/emulator.md): count = 10, meanDy = 0 / 10, meanDyXmu =
+    1 / 10, gradInput = ((dy - meanDy) - (x - mean) * (meanDyXmu * (invstd * invstd))) *
+    (invstd * weight). The example prints gradInput with %f."""
+    f = np.float32
+    x = np.arange(8, dtype=f)
+    count = f(5) + f(5)
+    mdy, mdyx = f(0) / count, f(1) / count
+    gi = ((x - mdy) - (x - f(0)) * (mdyx * (f(1) * f(1)))) * (f(1) * f(1))
+    return "".join(f"result[{i}] is: {float(v):f}\n" for i, v in enumerate(gi))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its "
+                    "aclnnBatchNormElemtBackward example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_batch_norm_elemt_backward_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "sync_batch_norm_backward_elemt",
+                                             "examples",
+                                             "test_aclnn_batch_norm_elemt_backward.cpp"),
+                        [library])
+    assert out == batch_norm_elemt_backward_example_output()
+
+
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 
 # (port under samples/, checkout, the C++ example it ports, its operator library)
@@ -1405,6 +1461,12 @@ EXAMPLE_PORTS = [
     ("batch_norm_backward.py", "ops-nn",
      os.path.join("norm", "batch_norm_grad_v3", "examples",
                   "test_aclnn_batch_norm_backward.cpp"), "opapi_nn"),
+    ("batch_norm_reduce_backward.py", "ops-nn",
+     os.path.join("norm", "sync_batch_norm_backward_reduce", "examples",
+                  "test_aclnn_batch_norm_reduce_backward.cpp"), "opapi_nn"),
+    ("batch_norm_elemt_backward.py", "ops-nn",
+     os.path.join("norm", "sync_batch_norm_backward_elemt", "examples",
+                  "test_aclnn_batch_norm_elemt_backward.cpp"), "opapi_nn"),
 ]
 
 

@@ -10,8 +10,9 @@
 ``acl_py.add_layer_norm_grad``, ``acl_py.AddLayerNormGrad``, ``acl_py.batch_norm``,
 ``acl_py.BatchNorm``, ``acl_py.deep_norm_grad``, ``acl_py.DeepNormGrad``,
 ``acl_py.group_norm_backward``, ``acl_py.GroupNormBackward``, ``acl_py.fast_layer_norm``,
-``acl_py.FastLayerNorm``, ``acl_py.batch_norm_backward`` and ``acl_py.BatchNormBackward`` are
-re-exported at the package top level.
+``acl_py.FastLayerNorm``, ``acl_py.batch_norm_backward``, ``acl_py.BatchNormBackward``,
+``acl_py.batch_norm_reduce_backward``, ``acl_py.BatchNormReduceBackward``,
+``acl_py.batch_norm_elemt_backward`` and ``acl_py.BatchNormElemtBackward`` are re-exported at the package top level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
 from ._declare import (DECLARED, Arg, Declared, OutputError, OutputNotWritten, Part, Plan,
@@ -36,6 +37,10 @@ from .deep_norm_grad import DEEP_NORM_GRAD, DeepNormGrad, deep_norm_grad
 from .group_norm_backward import GROUP_NORM_BACKWARD, GroupNormBackward, group_norm_backward
 from .fast_layer_norm import FAST_LAYER_NORM, FastLayerNorm, fast_layer_norm
 from .batch_norm_backward import BATCH_NORM_BACKWARD, BatchNormBackward, batch_norm_backward
+from .batch_norm_reduce_backward import (BATCH_NORM_REDUCE_BACKWARD, BatchNormReduceBackward,
+                                         batch_norm_reduce_backward)
+from .batch_norm_elemt_backward import (BATCH_NORM_ELEMT_BACKWARD, BatchNormElemtBackward,
+                                        batch_norm_elemt_backward)
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
@@ -48,7 +53,10 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "ADD_LAYER_NORM_GRAD", "batch_norm", "BatchNorm", "BATCH_NORM", "deep_norm_grad",
            "DeepNormGrad", "DEEP_NORM_GRAD", "group_norm_backward", "GroupNormBackward",
            "GROUP_NORM_BACKWARD", "fast_layer_norm", "FastLayerNorm", "FAST_LAYER_NORM",
-           "batch_norm_backward", "BatchNormBackward", "BATCH_NORM_BACKWARD", "Operator",
+           "batch_norm_backward", "BatchNormBackward", "BATCH_NORM_BACKWARD",
+           "batch_norm_reduce_backward", "BatchNormReduceBackward", "BATCH_NORM_REDUCE_BACKWARD",
+           "batch_norm_elemt_backward", "BatchNormElemtBackward", "BATCH_NORM_ELEMT_BACKWARD",
+           "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
            "tensor", "output", "as_many_elements", "configured", "int_array", "bool_array",
