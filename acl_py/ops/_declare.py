@@ -14,7 +14,9 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
   least as wide, e.g. statistics "not narrower than input");
 * for outputs, how a **default output** is made: ``shape(a)``, ``dtype(a)`` over the bound
   arguments ``a`` (``a.input``, ``a.normalized_shape``...), what a given ``out=`` entry may be:
-  that dtype, or any of ``dtypes`` where the device casts its result to the output's dtype;
+  that dtype, or any of ``dtypes`` where the device casts its result to the output's dtype
+  (a tuple, or a function ``dtypes(a, part)`` giving one where phase one's rule depends on
+  the part or the arguments: BatchNormBackward's on Ascend 950);
   that shape, or another that ``fits(a, shape, part, shapes)`` accepts (phase one's rule on
   that part, e.g. :func:`as_many_elements`); and whether it is requested at all
   (``when(a)``, e.g. an output mask);
@@ -131,6 +133,11 @@ class Arg(Param):
         self.written = written    # an input the operator writes a result into
         self.into = into          # an output written into that input (no C parameter)
 
+    def out_dtypes(self, a, part):
+        """An output's ``dtypes`` for bound arguments ``a`` on ``part`` (a :class:`Part`):
+        the names of the dtypes a given entry may have, or None (only ``dtype(a)``)."""
+        return self.dtypes(a, part) if callable(self.dtypes) else self.dtypes
+
 
 def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_float32=False,
            or_wider=False, written=False):
@@ -149,8 +156,9 @@ def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
     ``part``, a :class:`Part`, returns None rather than the rule the shape breaks:
     :func:`as_many_elements`; ``shapes`` maps each requested output's Python name to the shape
     phase one receives for it, the caller's entry or the default, for a rule relating
-    outputs) and that dtype, or any of ``dtypes`` (the dtypes phase one accepts for it
-    whatever the inputs, where the device casts its result: LayerNorm's); ``when(a)`` false:
+    outputs) and that dtype, or any of ``dtypes`` (the dtypes phase one accepts for it, where
+    the device casts its result: LayerNorm's; a tuple, whatever the inputs, or a function
+    ``dtypes(a, part)`` giving them: :meth:`Arg.out_dtypes`); ``when(a)`` false:
     not requested (NULL, returned as None). ``into``: the Python name of the written input this output is written into (no C
     parameter of its own: ``c_name`` is only its name, and its shape and dtype are that
     input's). ``unwritten(a, part)`` (``part`` a :class:`Part`): None where the part's kernel
@@ -640,10 +648,11 @@ class Declared(Operator):
                                f"{self._first.py}), got {type(o).__name__}")
         # A byte-swapped NumPy output is written in its own order (see _host_call).
         dt = o.dtype if o.dtype.isnative else o.dtype.newbyteorder("=")
-        if spec.dtypes is not None:
-            if dt not in _dtype_set(spec.dtypes):
+        dtypes = spec.out_dtypes(a, part_of(dev)) if spec.dtypes is not None else None
+        if dtypes is not None:
+            if dt not in _dtype_set(dtypes):
                 raise AclTypeError(name, f"dtype {_dtype_name(dt)} is not supported by "
-                                   f"{self.name} ({', '.join(spec.dtypes)})")
+                                   f"{self.name} ({', '.join(dtypes)})")
         elif dt != spec.dtype(a):
             raise AclTypeError(name, f"dtype {_dtype_name(dt)} != "
                                f"{_dtype_name(spec.dtype(a))} (the dtype {spec.py} has "

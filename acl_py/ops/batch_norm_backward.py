@@ -14,8 +14,9 @@ DeviceTensor calls when phase one refuses, to name the argument): argument kinds
 ``running_var`` vectors of ``C`` elements, ``save_mean`` and ``save_invstd`` too (or, in
 inference, empty); ``output_mask`` three bools. The operator's own rules (the part's dtype
 list: no bfloat16 on Atlas training and inference parts; on Ascend 950 the vectors float32 or
-grad_out's dtype, grad_weight and grad_bias float32 or weight's, a rank-5 input NCDHW) are
-phase one's.
+grad_out's dtype, grad_weight and grad_bias of one dtype, a rank-5 input NCDHW) are phase
+one's. ``out=`` entries: grad_weight and grad_bias of any float dtype (the device casts), on
+Ascend 950 float32 or weight's dtype (a NumPy call refuses another before any C call).
 """
 from __future__ import annotations
 
@@ -87,10 +88,19 @@ def _vector_fits(a, given, part=None, shapes=None):
 
 def _param_dtype(a):
     """weight's dtype (float32 without one), the default: Ascend 950's kernel computes
-    grad_weight and grad_bias in it. A given entry may be any float dtype the part has: every
-    part casts the results to the output's (Ascend 950's phase one takes float32 or weight's
-    dtype only: its own rule)."""
+    grad_weight and grad_bias in it."""
     return a.weight.dtype if a.weight is not None else np.dtype(np.float32)
+
+
+def _param_dtypes(a, part):
+    """The dtypes a given grad_weight or grad_bias entry may have: any float dtype (the part
+    casts the results to the output's), but on Ascend 950 beside a weight float32 or
+    weight's dtype (RegbaseCheckDtypeSame, hicann/ops-nn norm/batch_norm_grad_v3/op_host/
+    op_api/aclnn_batch_norm_backward.cpp). That the two share a dtype there is phase one's
+    rule."""
+    if part.arch3510 and a.weight is not None:
+        return tuple(dict.fromkeys(("float32", a.weight.dtype.name)))
+    return FLOATS
 
 
 def empty_unwritten(a, part):
@@ -148,10 +158,10 @@ BATCH_NORM_BACKWARD = Declared("aclnnBatchNormBackward", (
            dtype=lambda a: a.grad_out.dtype, when=lambda a: a.output_mask[0],
            fits=_input_fits),
     output("gradWeight", name="grad_weight", shape=_channels, dtype=_param_dtype,
-           dtypes=FLOATS, fits=_vector_fits, when=lambda a: a.output_mask[1],
+           dtypes=_param_dtypes, fits=_vector_fits, when=lambda a: a.output_mask[1],
            unwritten=empty_unwritten),
     output("gradBias", name="grad_bias", shape=_channels, dtype=_param_dtype,
-           dtypes=FLOATS, fits=_vector_fits, when=lambda a: a.output_mask[2],
+           dtypes=_param_dtypes, fits=_vector_fits, when=lambda a: a.output_mask[2],
            unwritten=empty_unwritten),
 ), check=_check, reference=_reference, error_scale=_error_scale,
     # off Ascend 950, a grad_input of another dtype than grad_out's, or a grad_weight or
