@@ -115,6 +115,15 @@ def copies_2d_device_to_device():
     return short_soc_version(_this_part()) not in ("Ascend910", "Ascend310P")
 
 
+def reports_memory_usage():
+    """Whether this process's part reports device memory per module (aclrtGetMemUsageInfo):
+    every part but Ascend 950, which the API reference lists as not supported
+    (hicann/runtime docs/zh/api_ref/11-01_device_memory_malloc_and_free.md,
+    aclrtGetMemUsageInfo's product table); there the call is refused with 207000
+    (test_emulator_memory_usage checks the refusal)."""
+    return short_soc_version(_this_part()) != "Ascend950"
+
+
 def run_on_parts(parts, select, *, min_passed=1, skips=True):
     """The test, parametrized over ``parts``, that runs this file's tests matching
     ``select`` (a ``-k`` expression, or a function of the part giving one) on each part and

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from acl_py.raw import ffi, lib
-from acl_py.soc import supports_bfloat16
+from acl_py.soc import short_soc_version, soc_name, supports_bfloat16
 
 from test_emulator_op import Arena, last_msg, no_leaks, stream  # noqa: F401  (fixtures)
 
@@ -27,6 +27,12 @@ ACL = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int8): 2,
        np.dtype(np.uint16): 7, np.dtype(np.uint32): 8, np.dtype(np.int64): 9,
        np.dtype(np.float64): 11, np.dtype(np.bool_): 12, np.dtype(np.complex64): 16, np.dtype(np.complex128): 17,
        BF16: 27}
+# Ascend 950's op_api (IsRegBase) takes the Axpy kernel for FLOAT, FLOAT16 and BF16, the
+# other parts' for FLOAT, FLOAT16 and INT32 (hicann/ops-math math/add/op_api/aclnn_add.cpp,
+# ARCH_REGBASE_AXPY_DTYPE_SUPPORT_LIST, AXPY_DTYPE_SUPPORT_LIST)
+AXPY_DTYPES = ((np.dtype(np.float32), np.dtype(np.float16), BF16)
+               if short_soc_version(soc_name()) == "Ascend950" else
+               (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.int32)))
 CTYPE = {0: "float", 3: "int32_t", 9: "int64_t", 11: "double", 12: "bool", 2: "int8_t"}
 
 
@@ -102,13 +108,14 @@ def run_add(arena, a, b, alpha, out):
 
 
 def typed_reference(a, b, alpha, calc, out_dtype):
-    """self + alpha * other as the device computes it (see emulator/src/ops_math/add.c): in
-    NumPy's own arithmetic of the promoted dtype."""
+    """self + alpha * other as the device computes it on this part (see
+    emulator/src/ops_math/add.c): in NumPy's own arithmetic of the promoted dtype, or the
+    Axpy kernel's float32 where the part's op_api takes it (AXPY_DTYPES)."""
     a = a.astype(calc)
     b = b.astype(calc)
     if alpha == 1:
         r = a + b
-    elif calc in (np.float32, np.float16, np.int32):     # Axpy, in float32
+    elif np.dtype(calc) in AXPY_DTYPES:                   # Axpy, in float32
         r = (a.astype(np.float32) + b.astype(np.float32) * np.float32(alpha))
         r = np.rint(r).astype(calc) if calc == np.int32 else r.astype(calc)
     else:                                                 # Mul then Add in the promoted dtype
