@@ -67,6 +67,7 @@ from .ops import fast_layer_norm, FastLayerNorm
 from .ops import batch_norm_backward, BatchNormBackward
 from .ops import batch_norm_reduce_backward, BatchNormReduceBackward
 from .ops import batch_norm_elemt_backward, BatchNormElemtBackward
+from .ops import instance_norm, InstanceNorm
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -102,4 +103,5 @@ __all__ = [
     "batch_norm", "BatchNorm", "group_norm_backward", "GroupNormBackward", "fast_layer_norm",
     "FastLayerNorm", "batch_norm_backward", "BatchNormBackward", "batch_norm_reduce_backward",
     "BatchNormReduceBackward", "batch_norm_elemt_backward", "BatchNormElemtBackward",
+    "instance_norm", "InstanceNorm",
 ]

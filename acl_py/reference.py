@@ -24,7 +24,9 @@ LayerNorm's backward below of ``x = x1 + x2`` with weight ``gamma``, ``dsum`` (o
 to ``dx``. DeepNorm (:func:`deep_norm`): the forward LayerNorm over gamma's dims of
 ``x * alpha + gx``. BatchNorm (:func:`batch_norm`): per channel (dim 1) over every other
 dim, with the batch's statistics (training, the running ones updated) or the running ones
-(inference).
+(inference). InstanceNorm (:func:`instance_norm`): LayerNorm's formulas over each (sample,
+channel) pair's ``H * W`` values of a 4-D input (NCHW or NHWC), returning the biased variance
+rather than rstd.
 
 LayerNorm's error scale (:func:`layer_norm_error_scale`): ``(|input| + |mean| +
 mean_R(|input|)) * rstd * |weight| + |bias|`` for ``out`` (the mean's and rstd's own errors, carried through),
@@ -83,7 +85,7 @@ __all__ = [
     "deep_norm_grad_error_scale",
     "rms_norm_grad", "rms_norm_grad_error_scale", "group_norm", "group_norm_error_scale",
     "group_norm_silu", "group_norm_silu_error_scale", "group_norm_backward",
-    "group_norm_backward_error_scale",
+    "group_norm_backward_error_scale", "instance_norm", "instance_norm_error_scale",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -826,6 +828,68 @@ def group_norm_backward_error_scale(grad_out, input, mean, rstd, gamma, n, c, hx
     if output_mask[2]:
         out[2] = widen * ady.sum(axis=(0, 3)).reshape(gshape)
     return tuple(out)
+
+
+def _instance_rows(x, data_format):
+    """x as float64 ``(N, C, H * W)`` rows, its channel axis by ``data_format`` (the vendor's
+    rule: its first four characters, NHWC or else NCHW)."""
+    a = _f64(x)
+    if str(data_format).startswith("NHWC"):
+        a = np.moveaxis(a, 3, 1)
+    return a.reshape(a.shape[0], a.shape[1], -1), a.shape
+
+
+def _instance_back(v, nchw_shape, data_format):
+    """``(N, C, ...)`` values reshaped to ``nchw_shape`` and laid out as ``data_format``."""
+    v = v.reshape(nchw_shape)
+    return np.moveaxis(v, 1, 3) if str(data_format).startswith("NHWC") else v
+
+
+def _instance_forward(x, gamma, beta, data_format, eps):
+    rows, shape = _instance_rows(x, data_format)
+    n, c = shape[:2]
+    g, b = _f64(gamma).reshape(1, c, 1), _f64(beta).reshape(1, c, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if rows.shape[2]:
+            mean = rows.mean(axis=2, keepdims=True)
+            var = ((rows - mean) ** 2).mean(axis=2, keepdims=True)
+        else:
+            mean = var = np.full((n, c, 1), np.nan)
+        rstd = 1.0 / np.sqrt(var + eps)
+    return rows, shape, g, b, mean, var, rstd
+
+
+def instance_norm(x, gamma, beta, data_format: str = "NCHW", eps: float = 1e-5):
+    """``(y, mean, variance)`` of InstanceNorm in float64 (the vendor's
+    docs/aclnnInstanceNorm.md): per sample and channel of a 4-D ``x`` (``data_format`` NCHW or
+    NHWC), ``mean`` and the biased variance ``var`` of its ``H * W`` values,
+    ``y = (x - mean) / sqrt(var + eps) * gamma + beta``; y shaped x, mean/variance
+    ``(N, C, 1, 1)`` (NCHW) or ``(N, 1, 1, C)`` (NHWC). No values: NaN statistics (the device
+    writes nothing then)."""
+    rows, shape, g, b, mean, var, rstd = _instance_forward(x, gamma, beta, data_format, eps)
+    y = (rows - mean) * rstd * g + b
+    stats = (shape[0], shape[1], 1, 1)
+    return (_instance_back(y, shape, data_format), _instance_back(mean, stats, data_format),
+            _instance_back(var, stats, data_format))
+
+
+def instance_norm_error_scale(x, gamma, beta, data_format: str = "NCHW", eps: float = 1e-5):
+    """Per element of ``(y, mean, variance)``, the magnitude a float32-accumulated result's
+    rounding error is proportional to: y's as LayerNorm's (the mean's and rstd's errors
+    carried through), ``mean(|x|)`` for the mean, and for the two-pass variance, whose
+    centred terms carry the rounding of ``x - mean``: ``var + 2 * mean(|x - mean| * (|x| +
+    |mean|))``."""
+    rows, shape, g, b, mean, var, rstd = _instance_forward(x, gamma, beta, data_format, eps)
+    ax = np.abs(rows)
+    with np.errstate(invalid="ignore"):
+        amean = ax.mean(axis=2, keepdims=True) if rows.shape[2] else np.zeros_like(mean)
+        y = (ax + np.abs(mean) + amean) * np.abs(rstd) * np.abs(g) + np.abs(b)
+        d = np.abs(rows - mean)
+        vs = var + 2 * (d * (ax + np.abs(mean))).mean(axis=2, keepdims=True) \
+            if rows.shape[2] else np.zeros_like(mean)
+    stats = (shape[0], shape[1], 1, 1)
+    return (_instance_back(y, shape, data_format), _instance_back(amean, stats, data_format),
+            _instance_back(vs, stats, data_format))
 
 
 def _nchw(input):

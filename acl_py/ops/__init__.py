@@ -12,12 +12,13 @@
 ``acl_py.group_norm_backward``, ``acl_py.GroupNormBackward``, ``acl_py.fast_layer_norm``,
 ``acl_py.FastLayerNorm``, ``acl_py.batch_norm_backward``, ``acl_py.BatchNormBackward``,
 ``acl_py.batch_norm_reduce_backward``, ``acl_py.BatchNormReduceBackward``,
-``acl_py.batch_norm_elemt_backward`` and ``acl_py.BatchNormElemtBackward`` are re-exported at the package top level.
+``acl_py.batch_norm_elemt_backward``, ``acl_py.BatchNormElemtBackward``,
+``acl_py.instance_norm`` and ``acl_py.InstanceNorm`` are re-exported at the package top level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
 from ._declare import (DECLARED, Arg, Declared, OutputError, OutputNotWritten, Part, Plan,
                        as_many_elements, bool_array, configured, double, flag, int_array,
-                       integer, output, part_of, tensor)
+                       integer, output, part_of, string, tensor)
 from ._two_phase import Executor, Operator, Param, value
 from .layer_norm import LAYER_NORM, LayerNorm, layer_norm
 from .layer_norm_backward import LAYER_NORM_BACKWARD, LayerNormBackward, layer_norm_backward
@@ -41,6 +42,7 @@ from .batch_norm_reduce_backward import (BATCH_NORM_REDUCE_BACKWARD, BatchNormRe
                                          batch_norm_reduce_backward)
 from .batch_norm_elemt_backward import (BATCH_NORM_ELEMT_BACKWARD, BatchNormElemtBackward,
                                         batch_norm_elemt_backward)
+from .instance_norm import INSTANCE_NORM, InstanceNorm, instance_norm
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
@@ -56,8 +58,8 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "batch_norm_backward", "BatchNormBackward", "BATCH_NORM_BACKWARD",
            "batch_norm_reduce_backward", "BatchNormReduceBackward", "BATCH_NORM_REDUCE_BACKWARD",
            "batch_norm_elemt_backward", "BatchNormElemtBackward", "BATCH_NORM_ELEMT_BACKWARD",
-           "Operator",
+           "instance_norm", "InstanceNorm", "INSTANCE_NORM", "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
            "tensor", "output", "as_many_elements", "configured", "int_array", "bool_array",
-           "double", "integer", "flag", "value"]
+           "double", "integer", "flag", "string", "value"]

@@ -75,10 +75,11 @@ from ..arguments import BoolArray, IntArray, shared_array
 from ..errors import (AclArgumentError, AclError, AclTypeError, ClosedError,
                       OperatorParameterError)
 from ..tensor import DeviceTensor, as_dims
-from ._two_phase import BOOL_ARRAY, INT_ARRAY, TENSOR, VALUE, Executor, Operator, Param
+from ._two_phase import (BOOL_ARRAY, INT_ARRAY, STRING, TENSOR, VALUE, Executor, Operator,
+                         Param)
 
 __all__ = ["Arg", "tensor", "output", "as_many_elements", "int_array", "bool_array", "double",
-           "integer", "flag", "Declared", "Plan", "Part", "part_of", "DECLARED", "OutputError",
+           "integer", "flag", "string", "Declared", "Plan", "Part", "part_of", "DECLARED", "OutputError",
            "OutputNotWritten", "FLOATS", "REQUIRED"]
 
 # What operator functions take and give: NumPy arrays or DeviceTensors, one kind a call
@@ -115,7 +116,7 @@ class Arg(Param):
         # a plain C value's conversion (double: _double, int64_t: _integer, bool: _flag) and
         # the Python type it gives, which a call's value is taken as without converting
         self.convert = convert or _double
-        self.value_type = {_integer: int, _flag: bool}.get(self.convert, float)
+        self.value_type = {_integer: int, _flag: bool, _string: str}.get(self.convert, float)
         self.py = name or python_name(c_name, role is OUT)
         self.role = role
         self.optional = optional
@@ -234,6 +235,11 @@ def flag(c_name, *, name=None, default=REQUIRED):
     return Arg(c_name, VALUE, IN, name=name, default=default, convert=_flag)
 
 
+def string(c_name, *, name=None, default=REQUIRED):
+    """A ``const char *`` given as a ``str`` without NUL characters (passed UTF-8 encoded)."""
+    return Arg(c_name, STRING, IN, name=name, default=default, convert=_string)
+
+
 # ---- dtypes --------------------------------------------------------------------------------
 
 _NAMED = {}   # dtype name -> np.dtype (bfloat16 from ml_dtypes, loaded on first use)
@@ -331,6 +337,15 @@ def _integer(v, name):
             return v
         raise AclArgumentError(name, f"{v} does not fit an int64")
     raise AclTypeError(name, f"expected an int, got {type(v).__name__}")
+
+
+def _string(v, name):
+    if not isinstance(v, str):
+        raise AclTypeError(name, f"expected a str, got {type(v).__name__}")
+    if "\0" in v:
+        raise AclArgumentError(name, f"{v!r} holds a NUL character, which would end the C "
+                               f"string there")
+    return str(v)
 
 
 class Bound:
@@ -760,6 +775,9 @@ class Declared(Operator):
             elif k is VALUE:
                 if type(v) is not arg.value_type:
                     py[i] = cvals[i] = arg.convert(self._given(v, arg), arg.py)
+            elif k is STRING:
+                py[i] = v = arg.convert(self._given(v, arg), arg.py)
+                cvals[i] = v.encode()   # a NUL-terminated char * for phase one's call
             else:
                 e = self._array(arg, v)
                 held.append(e)

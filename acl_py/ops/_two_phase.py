@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 
 _ExecutorSelf = TypeVar("_ExecutorSelf", bound="Executor")
 
-__all__ = ["Param", "tensor", "int_array", "bool_array", "argument", "value", "Operator",
+__all__ = ["Param", "tensor", "int_array", "bool_array", "argument", "value", "string", "Operator",
            "Executor", "own_copy"]
 
 TENSOR = "aclTensor"
@@ -82,6 +82,7 @@ INT_ARRAY = "aclIntArray"
 BOOL_ARRAY = "aclBoolArray"
 ARGUMENT = "argument"
 VALUE = "value"
+STRING = "string"
 
 _NULL = ffi.NULL
 _CData = ffi.CData
@@ -125,6 +126,12 @@ def argument(name):
 def value(name):
     """A plain C value (``double``, ``int64_t``, ``bool``...) passed as given."""
     return Param(name, VALUE)
+
+
+def string(name):
+    """A ``const char *`` parameter given as a ``str`` (passed UTF-8 encoded, NUL-terminated)
+    or ``bytes``; the library reads it during phase one only."""
+    return Param(name, STRING)
 
 
 def default_allocator(nbytes, device):
@@ -211,6 +218,9 @@ class Operator:
                 add(_NULL)
             elif kind is VALUE or isinstance(a, _CData):
                 add(a)
+            elif kind is STRING and isinstance(a, (str, bytes)):
+                # cffi passes bytes as a NUL-terminated char * alive for the call
+                add(a.encode() if isinstance(a, str) else a)
             elif isinstance(a, ArgumentObject):
                 add(a.handle)
                 if kind is ARGUMENT and type(a) is TensorList:
@@ -221,7 +231,8 @@ class Operator:
                             allocs.append(t.allocation)
             else:
                 expected = {INT_ARRAY: "an acl_py IntArray", BOOL_ARRAY: "an acl_py BoolArray",
-                            ARGUMENT: "an acl_py argument object"}[kind]
+                            ARGUMENT: "an acl_py argument object",
+                            STRING: "a str or bytes"}[kind]
                 raise self._kind_error(args, a, f"{expected}, None or a cffi pointer")
         return cargs, allocs
 

@@ -1,0 +1,203 @@
+"""``aclnnInstanceNorm``: InstanceNorm of a 4-D input, :func:`instance_norm` and the plan
+:class:`InstanceNorm`.
+
+Each (sample, channel) pair of ``x`` is normalized over its ``H * W`` values; ``data_format``
+says where the channel is (``"NCHW"``: dim 1, ``"NHWC"``: dim 3; the vendor compares the
+first four characters only, so a longer string beginning with either is that format). The
+operator runs on the Atlas inference series only (Ascend 310P): its op_api refuses every
+other part in phase one (hicann/ops-nn norm/instance_norm_v3/op_host/op_api/
+aclnn_instance_norm.cpp CheckPlatform, 161002).
+
+Python-level checks (see :mod:`._declare`): argument kinds; dtypes (``x`` float32 or
+float16, ``gamma``/``beta`` x's); ``data_format`` beginning with NCHW or NHWC; ``x`` of rank
+4; ``gamma`` and ``beta`` vectors of ``C`` elements; for a non-empty ``x``, ``C`` and
+``H * W`` each at least 32 bytes of x's dtype (the docs' kernel limit, refused with 561103);
+``out=`` entries as below. The part is phase one's.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
+
+import numpy as np
+
+from .. import reference
+from ..errors import AclArgumentError
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, output, string,
+                       tensor)
+
+if TYPE_CHECKING:
+    from ..stream import Stream
+    from ..tensor import DeviceTensor
+
+__all__ = ["instance_norm", "InstanceNorm", "INSTANCE_NORM", "stats_shape"]
+
+_DTYPES = ("float32", "float16")
+_KERNEL_BYTES = 32   # docs/aclnnInstanceNorm.md: C and H * W each at least 32 bytes
+
+
+def _channels_last(a):
+    return a.data_format.startswith("NHWC")
+
+
+def _check(a):
+    """The vendor's rules that name a Python argument (aclnn_instance_norm.cpp
+    CheckParamValid, CheckInputAndWeightShape; beta's length and the 32-byte minimum are the
+    docs')."""
+    if not a.data_format.startswith(("NCHW", "NHWC")):
+        raise AclArgumentError("data_format", f"{a.data_format!r} must begin with 'NCHW' or "
+                               f"'NHWC'")
+    shape = a.x.shape
+    if len(shape) != 4:
+        raise AclArgumentError("x", f"shape {shape} must have 4 dims ({a.data_format[:4]})")
+    last = _channels_last(a)
+    c = shape[3] if last else shape[1]
+    for name in ("gamma", "beta"):
+        if a[name].shape != (c,):
+            raise AclArgumentError(name, f"shape {a[name].shape} must be ({c},): one value per "
+                                   f"channel of x {shape} ({a.data_format[:4]})")
+    if 0 in shape:
+        return
+    hw = shape[1] * shape[2] if last else shape[2] * shape[3]
+    size = a.x.dtype.itemsize
+    for what, n in (("C", c), ("H * W", hw)):
+        if n * size < _KERNEL_BYTES:
+            raise AclArgumentError("x", f"{what} = {n} is {n * size} bytes of {a.x.dtype}: "
+                                   f"the kernel takes at least {_KERNEL_BYTES} "
+                                   f"(docs/aclnnInstanceNorm.md)")
+
+
+def stats_shape(a):
+    """The shape of mean and variance: ``(N, C, 1, 1)`` for NCHW, ``(N, 1, 1, C)`` for
+    NHWC (the L0 op's statistics, reshaped by the op_api for NHWC)."""
+    n = a.x.shape[0]
+    if _channels_last(a):
+        return (n, 1, 1, a.x.shape[3])
+    return (n, a.x.shape[1], 1, 1)
+
+
+def _empty_call(a, shapes):
+    return 0 in a.x.shape or any(0 in s for s in (shapes or {}).values())
+
+
+def _fits(want):
+    """An output's ``fits``: phase one copies the kernel's result into it (hicann/ops-math
+    conversion/contiguous/op_host/op_api/contiguous.cpp CheckViewCopyParams: the same shape,
+    or one element each); a call with an empty tensor copies nothing and checks no output
+    shape."""
+    def fits(a, given, part=None, shapes=None):
+        if _empty_call(a, shapes):
+            return None
+        shape = want(a)
+        if math.prod(shape) == 1 and math.prod(given) == 1:
+            return None
+        return f"!= {shape} (the kernel's result is copied as it is)"
+    return fits
+
+
+def _x_dtype(a):
+    return a.x.dtype
+
+
+def _x_shape(a):
+    return a.x.shape
+
+
+def empty_unwritten(a, part):
+    """Why mean and variance are not written for checked arguments ``a`` (None where they
+    are): an empty x returns before the kernel (aclnn_instance_norm.cpp's empty-tensor
+    return), even where mean and variance hold values (H or W 0)."""
+    if 0 not in a.x.shape:
+        return None
+    return ("not written for an empty x (hicann/ops-nn norm/instance_norm_v3/op_host/op_api/"
+            "aclnn_instance_norm.cpp returns before the kernel)")
+
+
+def _smoke(shape, dtype, data_format="NCHW", eps=1e-5):
+    def make():
+        rng = np.random.default_rng(sum(shape) + len(data_format))
+        x = (rng.standard_normal(shape, dtype=np.float32) * 2 + 0.5).astype(dtype)
+        c = shape[3] if data_format.startswith("NHWC") else shape[1]
+        gamma = (1 + 0.25 * rng.standard_normal(c, dtype=np.float32)).astype(dtype)
+        beta = (0.1 * rng.standard_normal(c, dtype=np.float32)).astype(dtype)
+        return x, gamma, beta, data_format, eps
+    return f"{np.dtype(dtype).name}{list(shape)}-{data_format}", make
+
+
+INSTANCE_NORM = Declared("aclnnInstanceNorm", (
+    tensor("x", dtypes=_DTYPES),
+    tensor("gamma", like="x", dtypes=_DTYPES),
+    tensor("beta", like="x", dtypes=_DTYPES),
+    string("dataFormat", default="NCHW"),
+    double("eps", default=1e-5),
+    output("y", shape=_x_shape, dtype=_x_dtype, fits=_fits(_x_shape)),
+    output("mean", shape=stats_shape, dtype=_x_dtype, fits=_fits(stats_shape),
+           unwritten=empty_unwritten),
+    output("variance", shape=stats_shape, dtype=_x_dtype, fits=_fits(stats_shape),
+           unwritten=empty_unwritten),
+), check=_check, reference=reference.instance_norm,
+    error_scale=reference.instance_norm_error_scale,
+    # the op_api refuses every part but the Atlas inference series (CheckPlatform)
+    parts=configured("ascend310p"),
+    # the docs' 32-byte minimum of C and H * W, and the copies of the results into y, mean,
+    # variance (their shapes): phase one refuses them as 561103
+    rule_codes=(561103,),
+    smoke_cases=(_smoke((2, 8, 4, 5), np.float32),
+                 _smoke((2, 3, 8, 16), np.float16, "NHWC"),
+                 _smoke((1, 16, 6, 6), np.float16, eps=1e-3),
+                 _smoke((3, 4, 2, 8), np.float32, "NHWC", eps=0.0)))
+
+
+@overload
+def instance_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
+                  data_format: str = ..., eps: float = ..., *,
+                  stream: Optional["Stream"] = ...,
+                  out: OutArg = ...) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+@overload
+def instance_norm(x: "DeviceTensor", gamma: "DeviceTensor", beta: "DeviceTensor",
+                  data_format: str = ..., eps: float = ..., *,
+                  stream: Optional["Stream"] = ...,
+                  out: OutArg = ...) -> Tuple["DeviceTensor", "DeviceTensor",
+                                              "DeviceTensor"]: ...
+
+
+def instance_norm(x: Operand, gamma: Operand, beta: Operand, data_format: str = "NCHW",
+                  eps: float = 1e-5, *, stream: Optional["Stream"] = None,
+                  out: OutArg = None) -> Any:
+    """InstanceNorm of a 4-D ``x`` by ``aclnnInstanceNorm``: ``(y, mean, variance)``, per
+    sample and channel of its ``H * W`` values::
+
+        y = (x - mean) / sqrt(variance + eps) * gamma + beta
+
+    with ``variance`` the biased one (divided by ``H * W``) and ``eps`` a float32 on the
+    device. ``data_format`` ``"NCHW"`` or ``"NHWC"`` places the channel; ``gamma`` and
+    ``beta`` hold one value per channel. y has x's shape; mean and variance are
+    ``(N, C, 1, 1)`` (NCHW) or ``(N, 1, 1, C)`` (NHWC); all of x's dtype (float32 or
+    float16). The device computes in float32 (docs/emulator.md). Atlas inference parts
+    (Ascend 310P) only; C and H * W must each hold at least 32 bytes. An empty x writes
+    nothing (mean and variance are returned as None: :func:`empty_unwritten`).
+
+    * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
+    * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream``.
+
+    ``out=(y, mean, variance)`` gives preallocated outputs of the same kind as the inputs,
+    of those shapes (one element each also passes where the shape has one) and x's dtype; a
+    ``None`` entry is allocated as by default.
+    """
+    return INSTANCE_NORM.call((x, gamma, beta, data_format, eps), out=out, stream=stream)
+
+
+class InstanceNorm(Plan):
+    """An :func:`instance_norm` plan over fixed device tensors (see
+    :class:`~acl_py.ops.Plan`): outputs ``y``, ``mean``, ``variance``; ``run(stream)``
+    enqueues phase two only."""
+
+    declared = INSTANCE_NORM
+    __slots__ = ()
+
+    def __init__(self, x: "DeviceTensor", gamma: "DeviceTensor", beta: "DeviceTensor",
+                 data_format: str = "NCHW", eps: float = 1e-5, *,
+                 out: OutArg = None) -> None:
+        self._prepare((x, gamma, beta, data_format, eps), out)
