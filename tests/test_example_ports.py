@@ -3,7 +3,8 @@ fast_layer_norm.py, rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, grou
 gemma_rms_norm.py, inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py,
 group_norm_silu.py, group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py,
 group_norm_backward.py, batch_norm_backward.py, batch_norm_reduce_backward.py,
-batch_norm_elemt_backward.py) print exactly what the examples print on a device.
+batch_norm_elemt_backward.py, instance_norm.py) print exactly what the examples print on a
+device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -36,7 +37,8 @@ from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   group_norm_backward_example_output,
                                   gemma_rms_norm_example_output, group_norm_example_output,
                                   group_norm_silu_example_output,
-                                  inplace_add_rms_norm_example_output,
+                                  inplace_add_rms_norm_example_output, INSTANCE_NORM_PART,
+                                  instance_norm_example_output,
                                   layer_norm_example_output, rms_norm_example_output,
                                   rms_norm_grad_example_output)
 
@@ -168,6 +170,13 @@ def batch_norm_elemt_backward_reference():
                                                     np.zeros(2), np.ones(2), np.full(2, 5.0)))
 
 
+def instance_norm_reference():
+    """y, mean and variance of the instance_norm_v3 example's data in float64 (the variance
+    printed under the example's "rstd output")."""
+    x = np.full((1, 8, 4, 4), np.float32(0.77), np.float64)
+    return list(reference.instance_norm(x, np.full(8, 1.5), np.full(8, 0.5), "NCHW", 1e-5))
+
+
 def add_reference():
     """out = self + 1.2 * other of the add example's data in float64."""
     return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
@@ -180,8 +189,11 @@ class Port:
     decimals, where a result near 0 carries the absolute error of the terms it came from)."""
 
     def __init__(self, script, expected, reference_values, phase_one, rtol=1e-6, headers=(),
-                 prelude="", atol=1e-6):
+                 prelude="", atol=1e-6, part=None):
         self.script = script
+        # the part the port runs on: Atlas A2 (EXAMPLE_PART) unless the operator has no
+        # kernel there
+        self.part = EXAMPLE_PART if part is None else part
         self.atol = atol
         self.expected = expected
         self.reference_values = reference_values
@@ -258,6 +270,12 @@ PORTS = [
          batch_norm_reduce_backward_reference, "aclnnBatchNormReduceBackwardGetWorkspaceSize"),
     Port("batch_norm_elemt_backward.py", batch_norm_elemt_backward_example_output,
          batch_norm_elemt_backward_reference, "aclnnBatchNormElemtBackwardGetWorkspaceSize"),
+    # the Atlas inference series only; a constant input: y is beta, the variance 0
+    Port("instance_norm.py", instance_norm_example_output, instance_norm_reference,
+         "aclnnInstanceNormGetWorkspaceSize",
+         headers=("\nUse aclnnInstanceNorm Non-Bias Port.",) +
+         tuple(f"==== InstanceNorm non-bias: {name} output" for name in ("y", "mean", "rstd")),
+         prelude="\nUse aclnnInstanceNorm Non-Bias Port.", part=INSTANCE_NORM_PART),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 
@@ -287,7 +305,7 @@ def test_expected_lines_agree_with_the_float64_reference(port):
 
 @ports
 def test_port_prints_what_the_example_prints(port):
-    proc = run([sys.executable, str(SAMPLES / port.script)], env=emulator_env(**EXAMPLE_PART))
+    proc = run([sys.executable, str(SAMPLES / port.script)], env=emulator_env(**port.part))
     assert proc.stdout == port.expected()
     assert proc.stderr == ""
 
@@ -297,7 +315,7 @@ def test_port_runs_on_the_cann_path(port):
     """The emulator's prefix as a CANN install (ASCEND_HOME_PATH, ACL_PY_BACKEND=cann): the
     port uses nothing emulator-only and prints the same text."""
     env = emulator_env(ACL_PY_BACKEND="cann", ASCEND_HOME_PATH=str(emulator_prefix()),
-                       **EXAMPLE_PART)
+                       **port.part)
     proc = run([sys.executable, str(SAMPLES / port.script)], env=env)
     assert proc.stdout == port.expected()
     assert proc.stderr == ""
@@ -309,7 +327,7 @@ def test_port_stops_on_a_failing_call(port):
     the call and its code named, before any result is printed."""
     proc = subprocess.run([sys.executable, str(SAMPLES / port.script)], cwd=ROOT,
                           capture_output=True, text=True, timeout=TIMEOUT,
-                          env=emulator_env(ACL_EMU_FAIL=f"{port.phase_one}:1", **EXAMPLE_PART))
+                          env=emulator_env(ACL_EMU_FAIL=f"{port.phase_one}:1", **port.part))
     assert proc.returncode == 1, proc
     assert port.phase_one in proc.stderr and "561000" in proc.stderr, proc.stderr
     assert proc.stdout == port.prelude

@@ -18,7 +18,9 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/batch_norm_v3/examples,
                                          norm/deep_norm_grad/examples,
                                          norm/group_norm_grad/examples,
-                                         norm/batch_norm_grad_v3/examples) and runtime/
+                                         norm/batch_norm_grad_v3/examples,
+                                         norm/instance_norm_v3/examples/arch20, run on
+                                         an Atlas inference part) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -41,8 +43,9 @@ The Python ports of the operator examples (samples/layer_norm.py, fast_layer_nor
 rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py,
 deep_norm.py, group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py,
 deep_norm_grad.py, group_norm_backward.py, batch_norm_backward.py,
-batch_norm_reduce_backward.py, batch_norm_elemt_backward.py) print byte for byte what the
-C++ examples print, both on the emulator.
+batch_norm_reduce_backward.py, batch_norm_elemt_backward.py, instance_norm.py) print byte for
+byte what the C++ examples print, both on the emulator (instance_norm.py's on Ascend310P3,
+the operator's only part).
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -1414,6 +1417,45 @@ def test_vendor_batch_norm_elemt_backward_example(library):
     assert out == batch_norm_elemt_backward_example_output()
 
 
+# aclnnInstanceNorm runs on the Atlas inference series only (its op_api's CheckPlatform): its
+# example and port run on this part
+INSTANCE_NORM_PART = {"ACL_EMU_SOC": "Ascend310P3"}
+
+
+def instance_norm_example_output() -> str:
+    """The instance_norm_v3 arch20 example's inputs (x = [1, 8, 4, 4] of 0.77, gamma 1.5,
+    beta 0.5, NCHW, eps 1e-5, FLOAT) through the emulator's chain (the kernel is not public:
+    docs/emulator.md): each row's 16 values times 1/16 (exact: a power of two) summed in the
+    lanes' order give mean = 0.77f exactly, so x - mean, the variance and (x - mean) * rstd
+    are 0 and y = 0 * 1.5 + 0.5. Printed with %f after headers the example ends without a
+    newline (its variance under "rstd output")."""
+    from test_emulator_group_norm import lane_sum
+    f = np.float32
+    row = np.full((1, 16), 0.77, f)
+    inv = f(1) / f(16)
+    mean = lane_sum((row * inv).astype(f))[0]
+    d = (row[0] - mean).astype(f)
+    var = lane_sum(((d * d).astype(f) * inv).astype(f)[None])[0]
+    rstd = f(1) / np.sqrt(f(var + f(1e-5)))
+    y = (((d * rstd).astype(f) * f(1.5)).astype(f) + f(0.5)).astype(f)
+    lines = ["\nUse aclnnInstanceNorm Non-Bias Port."]
+    for name, values in (("y", np.tile(y, 8)), ("mean", [mean] * 8), ("rstd", [var] * 8)):
+        lines.append(f"==== InstanceNorm non-bias: {name} output")
+        lines += [f"result[{i}] is: {float(v):f}\n" for i, v in enumerate(values)]
+    return "".join(lines)
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnInstanceNorm example "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_instance_norm_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "instance_norm_v3", "examples", "arch20",
+                                             "test_aclnn_instance_norm.cpp"), [library],
+                        env=INSTANCE_NORM_PART)
+    assert out == instance_norm_example_output()
+
+
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 
 # (port under samples/, checkout, the C++ example it ports, its operator library)
@@ -1467,7 +1509,12 @@ EXAMPLE_PORTS = [
     ("batch_norm_elemt_backward.py", "ops-nn",
      os.path.join("norm", "sync_batch_norm_backward_elemt", "examples",
                   "test_aclnn_batch_norm_elemt_backward.cpp"), "opapi_nn"),
+    ("instance_norm.py", "ops-nn",
+     os.path.join("norm", "instance_norm_v3", "examples", "arch20",
+                  "test_aclnn_instance_norm.cpp"), "opapi_nn"),
 ]
+# the part a port and its example run on, where the default has no kernel for it
+PORT_PARTS = {"instance_norm.py": INSTANCE_NORM_PART}
 
 
 @pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
@@ -1477,9 +1524,11 @@ EXAMPLE_PORTS = [
                          ids=[p[0] for p in EXAMPLE_PORTS])
 def test_python_port_prints_what_the_cpp_example_prints(port, checkout, example, library):
     """The port and the C++ example it ports, both on the emulator: byte for byte the same."""
-    cpp = build_and_run(_checkout(checkout), example, [library])
+    part = PORT_PARTS.get(port, {})
+    cpp = build_and_run(_checkout(checkout), example, [library], env=part)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
     env["ACL_PY_BACKEND"] = "emulator"
+    env.update(part)
     run = subprocess.run([sys.executable, os.path.join(SAMPLES, port)], capture_output=True,
                          text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
