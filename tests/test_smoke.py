@@ -41,6 +41,16 @@ def run_cli(args: list[str], **env) -> subprocess.CompletedProcess:
                           env=emulator_env(**env), capture_output=True, text=True, timeout=300)
 
 
+# The part the CLI runs on here (emulator_env drops ACL_EMU_*: the emulator's default part).
+DEFAULT_PART = "Ascend910B2"
+
+
+def quick_cases(part=DEFAULT_PART):
+    """The quick run's cases on ``part``: every declared operator's but those the part has no
+    kernel for (InstanceNorm runs on the Atlas inference series only)."""
+    return smoke.select_parts(smoke.build_cases(quick=True), part)[0]
+
+
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     path = tmp_path_factory.mktemp("smoke") / "report.json"
@@ -51,7 +61,7 @@ def quick_run(tmp_path_factory):
 def test_quick_run_passes_and_says_no_npu_was_tested(quick_run):
     proc, _ = quick_run
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    n = len(smoke.build_cases(quick=True))
+    n = len(quick_cases())
     verdict = proc.stdout.rstrip().splitlines()[-1]
     assert verdict.startswith(f"PASSED: all {n} cases in ")
     assert verdict.endswith("on the CPU emulator: no NPU was tested")
@@ -74,8 +84,8 @@ def test_quick_run_report_is_readable(quick_run):
     assert lines[header - 1] .startswith("device 0")
     for col in ("dtypes", "shape", "mask", "layout", "result", "max|err|", "err/tol", "time"):
         assert col in lines[header]
-    rows = lines[header + 2:header + 2 + len(smoke.build_cases(quick=True))]
-    for case, row in zip(smoke.build_cases(quick=True), rows):
+    rows = lines[header + 2:header + 2 + len(quick_cases())]
+    for case, row in zip(quick_cases(), rows):
         assert row.startswith(case.name + " "), row
         assert " pass " in row, row
 
@@ -86,9 +96,10 @@ def test_quick_run_runs_every_declared_operator(quick_run):
     each did."""
     from acl_py.ops import DECLARED
     proc, path = quick_run
-    declared = [name for name, d in DECLARED.items() if d.smoke_cases]
+    declared = [name for name, d in DECLARED.items()
+                if d.smoke_cases and d.runs_on(DEFAULT_PART)]
     assert "RmsNorm" in declared and "LayerNorm" in declared
-    counts = smoke.count_operators(smoke.build_cases(quick=True))
+    counts = smoke.count_operators(quick_cases())
     assert list(counts) == ["LayerNormBackward"] + declared
     header = next(l for l in proc.stdout.splitlines() if l.startswith("  operators "))
     assert header == "  operators " + ", ".join(f"{op} ({n} case{'s' if n != 1 else ''})"
@@ -109,7 +120,7 @@ def test_quick_run_runs_every_declared_operator(quick_run):
 
 def test_quick_run_progress_is_one_line_per_case_without_a_tty(quick_run):
     proc, _ = quick_run
-    cases = smoke.build_cases(quick=True)
+    cases = quick_cases()
     lines = [l for l in proc.stderr.splitlines() if l.startswith("[")]
     assert len(lines) == len(cases), proc.stderr
     for i, (case, line) in enumerate(zip(cases, lines), 1):
@@ -139,7 +150,7 @@ def test_header_is_printed_before_any_case_runs():
 def test_quick_run_json_is_well_formed(quick_run):
     _, path = quick_run
     data = json.loads(path.read_text())
-    cases = smoke.build_cases(quick=True)
+    cases = quick_cases()
     assert data["backend"] == "emulator" and data["npu_tested"] is False
     assert data["mode"] == "quick"
     assert "soc" in data and data["soc"] == data["environment"]["soc"]
@@ -198,7 +209,7 @@ def test_all_devices_are_tested_each_with_a_table(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "devices   0, 1, 2 of 3 (3 tested, concurrently)" in out
-    n = len(smoke.select_dtypes(smoke.build_cases(quick=True), "fp32"))
+    n = len(smoke.select_dtypes(quick_cases(), "fp32"))
     for d in range(3):
         assert re.search(rf"^device {d}\b", out, re.M), out
         progress = [l for l in proc.stderr.splitlines() if l.startswith(f"device {d} [")]
@@ -423,7 +434,7 @@ def test_operator_failure_on_the_backend_fails_the_command(tmp_path):
     proc = run_cli(["--quick", "--json", str(path)],
                    ACL_EMU_FAIL="aclnnLayerNormBackward:3")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    cases = smoke.build_cases(quick=True)
+    cases = quick_cases()
     third = cases[2].name
     assert f"FAILED: 1 of {len(cases)} cases" in proc.stdout
     assert "361001" in proc.stdout
@@ -583,15 +594,17 @@ def test_default_dtypes_follow_the_part(tmp_path):
     # series, nor LayerNormV4's, which FastLayerNorm runs), named in the header
     gone = ("AddRmsNorm", "GemmaRmsNorm", "InplaceAddRmsNorm", "AddLayerNorm", "DeepNorm",
             "GroupNormSilu", "GroupNormSiluV2", "AddLayerNormGrad", "DeepNormGrad",
-            "FastLayerNorm")
+            "FastLayerNorm", "InstanceNorm")
     assert not any(n.startswith(tuple(g + "/" for g in gone)) for n in names)
     assert f"left out: {', '.join(gone)} (no kernel on Ascend910A" in proc.stdout
-    # An Atlas A2 part computes bf16: every case runs.
+    # An Atlas A2 part computes bf16: every case runs but InstanceNorm's (the Atlas inference
+    # series' only), named in the header.
     proc = run_cli(["--quick", "--json", str(path)], ACL_EMU_SOC="Ascend910B2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads(path.read_text())
     assert data["soc"] == "Ascend910B2" and "bfloat16" in data["dtypes"]
-    assert len(data["devices"][0]["cases"]) == len(smoke.build_cases(quick=True))
+    assert len(data["devices"][0]["cases"]) == len(quick_cases("Ascend910B2"))
+    assert "left out: InstanceNorm (no kernel on Ascend910B2" in proc.stdout
 
 
 # ---- the runtime offers no device -------------------------------------------------------------
@@ -718,3 +731,20 @@ def test_a_hung_device_is_reported_as_hung_not_waited_for(tmp_path):
 def test_timeout_option_is_checked(bad):
     proc = run_cli(["--quick", "--timeout", bad])
     assert proc.returncode == 2 and "--timeout" in proc.stderr
+
+
+def test_an_atlas_inference_part_runs_instance_norm(tmp_path):
+    """aclnnInstanceNorm exists on the Atlas inference series only: there its smoke cases
+    run and pass, beside every other operator the part has a kernel for."""
+    path = tmp_path / "r.json"
+    proc = run_cli(["--quick", "--dtypes", "fp32,fp16", "--json", str(path)],
+                   ACL_EMU_SOC="Ascend310P3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(path.read_text())
+    names = [c["name"] for c in data["devices"][0]["cases"]]
+    want = [c.name for c in quick_cases("Ascend310P3")
+            if smoke.case_dtypes(c) <= {"float32", "float16"}]
+    assert names == want
+    ours = [c for c in data["devices"][0]["cases"] if c["operator"] == "InstanceNorm"]
+    assert len(ours) == 4 and all(c["passed"] for c in ours)
+    assert [o["name"] for o in ours[0]["outputs"]] == ["y", "mean", "variance"]
