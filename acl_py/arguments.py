@@ -470,6 +470,18 @@ class ScalarList(_OwnedSequence):
         return self._dtypes
 
 
+def c_string(value: str | bytes, name: str) -> bytes:
+    """The bytes a ``const char *`` argument passes for ``value`` (a str, UTF-8 encoded, or
+    bytes; cffi adds the terminating NUL): AclTypeError naming ``name`` for anything else or
+    a NUL inside, which would end the C string there."""
+    if isinstance(value, str):
+        value = value.encode()
+    if not isinstance(value, bytes) or b"\0" in value:
+        raise AclTypeError(name, f"expected a str without NUL characters, got "
+                           f"{type(value).__name__}")
+    return value
+
+
 __all__ = ["ArgumentObject", "as_sequence", "IntArray", "BoolArray", "Scalar", "FloatArray",
            "TensorList", "ScalarList", "shared_array", "clear_shared_arrays", "SHARED_MAX",
-           "natural_dtype", "scalar_bytes"]
+           "natural_dtype", "scalar_bytes", "c_string"]

@@ -105,7 +105,7 @@ ERRORS = [
     (dict(beta=[0.0] * 8), AclTypeError, "beta"),
     (dict(data_format=b"NCHW"), AclTypeError, "data_format"),
     (dict(data_format="NCWH"), AclArgumentError, "data_format"),
-    (dict(data_format="NC\0HW"), AclArgumentError, "data_format"),
+    (dict(data_format="NC\0HW"), AclTypeError, "data_format"),
     (dict(x=np.ones((2, 8, 16), F32)), AclArgumentError, "x"),
     (dict(gamma=np.ones(4, F32)), AclArgumentError, "gamma"),
     (dict(beta=np.ones((8, 1), F32)), AclArgumentError, "beta"),
@@ -172,6 +172,24 @@ def test_other_parts_refuse_the_operator():
     assert ei.value.code == 161002
     assert ei.value.call == "aclnnInstanceNormGetWorkspaceSize"
     assert "Atlas inference series" in ei.value.message
+
+
+def test_the_two_phase_layer_passes_the_format_as_a_c_string():
+    """``Operator.launch`` (the samples' path) takes dataFormat as a str or bytes, which phase
+    one reads (its dataFormat check comes before the part's, so every part answers); any other
+    kind, or a NUL inside, is a typed error naming the C parameter, before any call."""
+    D = acl_py.DeviceTensor.from_numpy
+    x, g, b = (D(a) for a in make((2, 8, 4, 4)))
+    outs = (D(np.zeros((2, 8, 4, 4), F32)), D(np.zeros((2, 8, 1, 1), F32)),
+            D(np.zeros((2, 8, 1, 1), F32)))
+    for fmt in ("NCWH", b"NCWH"):
+        with pytest.raises(OperatorParameterError) as ei:
+            INSTANCE_NORM.launch((x, g, b, fmt, 1e-5, *outs), device=0)
+        assert ei.value.code == 161002 and 'dataFormat "NCWH"' in ei.value.message
+    for fmt in (5, "NC\0HW"):
+        with pytest.raises(AclTypeError) as ei:
+            INSTANCE_NORM.launch((x, g, b, fmt, 1e-5, *outs), device=0)
+        assert ei.value.argument == "dataFormat"
 
 
 @runs_here

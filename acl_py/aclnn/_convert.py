@@ -40,7 +40,7 @@ import numpy as np
 from .._ffi import ffi
 from .. import dtypes as _dt
 from ..arguments import (BoolArray, FloatArray, IntArray, Scalar, ScalarList, TensorList,
-                         as_sequence, shared_array)
+                         as_sequence, c_string, shared_array)
 from ..errors import AclArgumentError, AclTypeError
 from ..ops._two_phase import own_copy
 from ..tensor import DeviceTensor
@@ -316,12 +316,7 @@ def string_converter(param: CParam) -> Converter:
             return _NULL
         if isinstance(value, _CData):
             return value
-        if isinstance(value, str):
-            value = value.encode()
-        if not isinstance(value, bytes) or b"\0" in value:
-            raise AclTypeError(pname, f"expected a str without NUL characters, got "
-                               f"{type(value).__name__}")
-        text = ffi.new("char[]", value)
+        text = ffi.new("char[]", c_string(value, pname))
         call.keep.append(text)
         return text
     return convert

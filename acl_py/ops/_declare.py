@@ -71,7 +71,7 @@ from .. import dtypes as _dt
 from .. import soc as _soc
 from .. import stream as _stream
 from .._ffi import ffi
-from ..arguments import BoolArray, IntArray, shared_array
+from ..arguments import BoolArray, IntArray, c_string, shared_array
 from ..errors import (AclArgumentError, AclError, AclTypeError, ClosedError,
                       OperatorParameterError)
 from ..tensor import DeviceTensor, as_dims
@@ -342,9 +342,7 @@ def _integer(v, name):
 def _string(v, name):
     if not isinstance(v, str):
         raise AclTypeError(name, f"expected a str, got {type(v).__name__}")
-    if "\0" in v:
-        raise AclArgumentError(name, f"{v!r} holds a NUL character, which would end the C "
-                               f"string there")
+    c_string(v, name)   # no NUL inside
     return str(v)
 
 
@@ -777,7 +775,7 @@ class Declared(Operator):
                     py[i] = cvals[i] = arg.convert(self._given(v, arg), arg.py)
             elif k is STRING:
                 py[i] = v = arg.convert(self._given(v, arg), arg.py)
-                cvals[i] = v.encode()   # a NUL-terminated char * for phase one's call
+                cvals[i] = c_string(v, arg.py)   # cffi passes it NUL-terminated
             else:
                 e = self._array(arg, v)
                 held.append(e)

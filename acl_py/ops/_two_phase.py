@@ -66,7 +66,7 @@ from .. import runtime as _rt
 from .. import stream as _stream
 from .._ffi import ffi
 from ..errors import AclArgumentError, AclTypeError, ClosedError, make_error
-from ..arguments import ArgumentObject, TensorList
+from ..arguments import ArgumentObject, TensorList, c_string
 from ..tensor import DeviceTensor
 
 if TYPE_CHECKING:
@@ -219,8 +219,7 @@ class Operator:
             elif kind is VALUE or isinstance(a, _CData):
                 add(a)
             elif kind is STRING and isinstance(a, (str, bytes)):
-                # cffi passes bytes as a NUL-terminated char * alive for the call
-                add(a.encode() if isinstance(a, str) else a)
+                add(c_string(a, self.params[len(cargs)].name))   # NUL-terminated by cffi
             elif isinstance(a, ArgumentObject):
                 add(a.handle)
                 if kind is ARGUMENT and type(a) is TensorList:
