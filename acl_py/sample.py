@@ -7,7 +7,10 @@ which C++ example they port::
     VENDOR_EXAMPLE = {"operator": "aclnnRmsNorm",
                       "example": "hicann/ops-nn norm/rms_norm/examples/test_aclnn_rms_norm.cpp"}
 
-(``"via"``, optional: how the port differs from another port of the same example.) A port's
+(``"via"``, optional: how the port differs from another port of the same example; ``"soc"``,
+optional: the part the example is written for where the emulator's default part has no kernel
+for its operator, e.g. ``"Ascend310P3"`` for an ``examples/arch20`` example: the port's
+process then gets ``ACL_EMU_SOC`` set to it, which only the emulator reads.) A port's
 name is its file's stem (``rms_norm``). The declaration is read from the file's syntax tree,
 not by importing it, so listing runs no port. A port added to ``samples/`` is listed and run
 with no change here.
@@ -34,6 +37,7 @@ from __future__ import annotations
 import argparse
 import ast
 import math
+import os
 import re
 import subprocess
 import sys
@@ -57,11 +61,19 @@ class Port:
     operator: str
     example: str
     via: str | None = None
+    soc: str | None = None
 
     def describe(self) -> str:
         """``aclnnRmsNorm: hicann/ops-nn norm/rms_norm/examples/test_aclnn_rms_norm.cpp``."""
         via = f"; {self.via}" if self.via else ""
         return f"{self.operator}: {self.example}{via}"
+
+    def environment(self) -> dict[str, str] | None:
+        """The port's process environment: this one's, with ``ACL_EMU_SOC`` set to the
+        declared part (None: no part declared, this environment as it is)."""
+        if self.soc is None:
+            return None
+        return {**os.environ, "ACL_EMU_SOC": self.soc}
 
 
 def samples_dir() -> Path:
@@ -90,12 +102,14 @@ def read_port(path: Path) -> Port | None:
             found = ast.literal_eval(value) if value is not None else None
         except ValueError:
             found = None
-        if (not isinstance(found, dict) or not set(found) <= {"operator", "example", "via"}
+        if (not isinstance(found, dict)
+                or not set(found) <= {"operator", "example", "via", "soc"}
                 or not all(isinstance(found.get(k), str) for k in ("operator", "example"))
-                or not isinstance(found.get("via", ""), str)):
+                or not all(isinstance(found.get(k, ""), str) for k in ("via", "soc"))):
             raise ValueError(f"{path}: {DECLARATION} must be a literal dict of strings with "
-                             f"'operator' and 'example' (and optionally 'via')")
-        return Port(path.stem, path, found["operator"], found["example"], found.get("via"))
+                             f"'operator' and 'example' (and optionally 'via', 'soc')")
+        return Port(path.stem, path, found["operator"], found["example"], found.get("via"),
+                    found.get("soc"))
     return None
 
 
@@ -149,6 +163,7 @@ def run_sample(args: argparse.Namespace, directory: Path | None = None) -> int:
         op_width = max(len(p.operator) for p in found.values())
         for port in found.values():
             notes = ([port.via] if port.via else []) + (
+                [f"the emulator runs it as {port.soc}"] if port.soc else []) + (
                 ["the default"] if port.name == DEFAULT else [])
             note = f" ({'; '.join(notes)})" if notes else ""
             print(f"{port.name:<{width}}  {port.operator:<{op_width}}  {port.example}{note}")
@@ -168,7 +183,8 @@ def run_sample(args: argparse.Namespace, directory: Path | None = None) -> int:
     if not args.all:
         sys.stdout.flush()
         try:
-            return subprocess.call(_command(chosen[0]), timeout=args.timeout)
+            return subprocess.call(_command(chosen[0]), timeout=args.timeout,
+                                   env=chosen[0].environment())
         except subprocess.TimeoutExpired:   # the port is killed and waited for
             print(f"acl-py sample: {chosen[0].name} {_timed_out(args.timeout)}",
                   file=sys.stderr)
@@ -205,7 +221,7 @@ def _run_all(chosen: list[Port], timeout: float) -> int:
         print(f"== {port.name} ({port.describe()})", flush=True)
         try:
             proc = subprocess.run(_command(port), capture_output=True, text=True,
-                                  timeout=timeout)
+                                  timeout=timeout, env=port.environment())
             returncode, out, err = proc.returncode, proc.stdout, proc.stderr
         except subprocess.TimeoutExpired as e:   # killed and waited for by subprocess.run
             returncode, out, err = None, _text(e.stdout), _text(e.stderr)

@@ -9,9 +9,10 @@ example's own wording: the operator's third output is the variance). acl-py chec
 status: a failure raises a typed ``acl_py.AclError`` naming the call, its code and the
 runtime's message.
 
-The operator runs on the Atlas inference series only (arch20: Ascend 310P): run this with
-``ACL_EMU_SOC=Ascend310P3`` on the emulator (the default part refuses it in phase one, 161002,
-as the device's op_api does). Runs on the emulator by default, on the device where CANN is
+The operator runs on the Atlas inference series only (arch20: Ascend 310P): ``acl-py sample``
+runs this port as Ascend310P3 on the emulator (its declaration's "soc"); run directly, set
+``ACL_EMU_SOC=Ascend310P3`` (the default part refuses it in phase one, 161002, as the
+device's op_api does). Runs on the emulator by default, on the device where CANN is
 installed (``ACL_PY_BACKEND=auto|cann|emulator``). Prints exactly what the C++ example prints
 on the same part::
 
@@ -33,6 +34,7 @@ VENDOR_EXAMPLE = {
     "operator": "aclnnInstanceNorm",
     "example": "hicann/ops-nn norm/instance_norm_v3/examples/arch20/"
                "test_aclnn_instance_norm.cpp",
+    "soc": "Ascend310P3",
 }
 
 

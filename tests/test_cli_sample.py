@@ -49,7 +49,10 @@ def test_every_port_declares_its_example_and_nothing_else_does():
     for port in found.values():
         assert port.path == SAMPLES / f"{port.name}.py"
         assert re.fullmatch(r"aclnn\w+", port.operator), port
-        assert re.fullmatch(r"hicann/ops-\w+ \S+/examples/test_aclnn_\w+\.cpp", port.example), port
+        # examples/<arch>/ holds an example for one architecture (arch20: Atlas inference)
+        assert re.fullmatch(r"hicann/ops-\w+ \S+/examples/(arch\d+/)?test_aclnn_\w+\.cpp",
+                            port.example), port
+        assert port.soc is None or "/arch" in port.example, port
     assert found[sample.DEFAULT].operator == "aclnnLayerNormBackward"
 
 
@@ -225,6 +228,30 @@ def test_a_malformed_declaration_or_no_port_is_a_usage_error(tmp_path, capfd):
     assert run(tmp_path, "--list") == 2
     err = capfd.readouterr().err
     assert "bad.py: VENDOR_EXAMPLE must be a literal dict" in err
+
+
+def test_a_declared_part_is_the_ports_acl_emu_soc(tmp_path, capfd, monkeypatch):
+    """``"soc"`` in the declaration: the port's process runs with ACL_EMU_SOC set to it
+    (whatever this environment says), alone or in --all, and --list says so; a port without
+    one inherits the environment; a "soc" that is no string is a malformed declaration."""
+    monkeypatch.setenv("ACL_EMU_SOC", "Ascend910B2")
+    body = "import os\nprint(os.environ.get('ACL_EMU_SOC'))\n"
+    write_port(tmp_path, sample.DEFAULT, body)
+    write_port(tmp_path, "parted", body, declaration=(
+        'VENDOR_EXAMPLE = {"operator": "aclnnParted", "example": "hicann/ops-nn x/parted/'
+        'examples/arch20/test_aclnn_parted.cpp", "soc": "Ascend310P3"}'))
+    assert run(tmp_path, "parted") == 0
+    assert capfd.readouterr().out == "Ascend310P3\n"
+    assert run(tmp_path, "--all") == 0
+    out = capfd.readouterr().out
+    assert "== parted (aclnnParted" in out and "Ascend310P3\n" in out
+    assert "Ascend910B2\n" in out   # the default port: this environment's
+    assert run(tmp_path, "--list") == 0
+    assert "(the emulator runs it as Ascend310P3)" in capfd.readouterr().out
+    write_port(tmp_path, "parted", "", declaration=(
+        'VENDOR_EXAMPLE = {"operator": "aclnnParted", "example": "e", "soc": 310}'))
+    assert run(tmp_path, "--list") == 2
+    assert "optionally 'via', 'soc'" in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("stderr,status,expected", [

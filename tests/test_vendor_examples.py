@@ -65,6 +65,7 @@ import numpy as np
 import pytest
 
 from acl_py import _loader
+from acl_py import sample as _sample
 
 VARIABLE = "ACL_PY_VENDOR_SOURCES"
 VENDOR = os.environ.get(VARIABLE)
@@ -1418,8 +1419,8 @@ def test_vendor_batch_norm_elemt_backward_example(library):
 
 
 # aclnnInstanceNorm runs on the Atlas inference series only (its op_api's CheckPlatform): its
-# example and port run on this part
-INSTANCE_NORM_PART = {"ACL_EMU_SOC": "Ascend310P3"}
+# example and port run on the part its port declares (samples/instance_norm.py's "soc")
+INSTANCE_NORM_PART = {"ACL_EMU_SOC": _sample.ports()["instance_norm"].soc}
 
 
 def instance_norm_example_output() -> str:
