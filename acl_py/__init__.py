@@ -40,7 +40,8 @@ from .device import (CoreLimits, Device, DeviceAttributes, MemoryUsage, StreamPr
 from .stream import Event, EventFlag, Notify, Stream, StreamFlag, default_stream
 from .context import Context
 from .memory import (DeviceBuffer, HostBuffer, HostRegisterFlag, HostRegistration,
-                     MemoryLocation, MemoryPool, ReduceOp, get_pool, memory_location)
+                     MemoryLocation, MemoryPool, get_pool, memory_location)
+from .builtin_tasks import ReduceOp
 from .soc import cann_attributes, soc_name, supports_bfloat16
 from .install import cann_version
 from .tensor import DeviceTensor

@@ -155,6 +155,15 @@ class Timeline:
         _timelines.discard(self)
 
 
+def record_uses(timeline, *resources):
+    """Records that the submission just enqueued on ``timeline`` (numbered by its enqueue)
+    uses each of ``resources`` (their :class:`Uses`); returns a number at least its own. Each
+    record is the timeline's newest number: see :meth:`Timeline.submit`."""
+    for r in resources:
+        r.uses[timeline] = timeline.seq
+    return timeline.seq
+
+
 class Uses(dict):
     """What stream work a resource waits for: timeline -> number of the last submission
     using it. ``link(other)`` counts another record's work as this one's too (a repeatable

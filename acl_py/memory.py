@@ -49,6 +49,9 @@ from . import device as _device
 from . import dtypes as _dtypes
 from . import runtime as _rt
 from . import stream as _stream
+from ._buffer_ranges import buffer_to_buffer, check_range, check_rows, extent, row_pitch
+from .builtin_tasks import ReduceOp
+from . import builtin_tasks as _tasks
 from .errors import AclArgumentError, AclTypeError, make_error
 from ._integers import as_size
 from ._units import size_text
@@ -241,59 +244,15 @@ def _copy_rows(dst, src, width, height, pitch):
     """Host memory to host memory: ``height`` rows of ``width`` bytes, ``pitch`` apart at both
     addresses; the bytes between the rows are left as they are."""
     if height == 1 or pitch == width:
-        ffi.memmove(dst, src, _extent(width, height, pitch))
+        ffi.memmove(dst, src, extent(width, height, pitch))
         return
     import numpy as np
-    n = _extent(width, height, pitch)
+    n = extent(width, height, pitch)
 
     def rows(p):
         flat = np.frombuffer(ffi.buffer(p, n), dtype=np.uint8)
         return np.lib.stride_tricks.as_strided(flat, (height, width), (pitch, 1))
     rows(dst)[...] = rows(src)
-
-
-def _extent(width, height, pitch):
-    """The bytes from a matrix's first row to the end of its last (0 for an empty one)."""
-    return 0 if width == 0 or height == 0 else (height - 1) * pitch + width
-
-
-def _check_rows(offset, width, height, pitch, nbytes, what):
-    """AclArgumentError naming ``what`` unless the matrix of ``height`` rows of ``width`` bytes
-    ``pitch`` apart from ``offset`` lies in ``nbytes``."""
-    n = _extent(width, height, pitch)
-    if offset + n > nbytes:
-        raise AclArgumentError(what, f"{height} rows of {width} bytes, {pitch} bytes apart, "
-                               f"take {size_text(n)} from offset {offset}: more than the "
-                               f"buffer's {size_text(nbytes)}")
-
-
-def _pitch(pitch, width, argument):
-    """A row pitch: ``width`` by default (rows back to back), never less than it."""
-    if pitch is None:
-        return width
-    pitch = as_size(pitch, argument)
-    if pitch < width:
-        raise AclArgumentError(argument, f"{pitch} bytes is less than the width ({width} "
-                               f"bytes): each row must fit in its pitch")
-    return pitch
-
-
-def _check_range(offset, count, nbytes, what):
-    offset = as_size(offset, "offset")
-    if offset + count > nbytes:
-        raise AclArgumentError(what, f"{size_text(count)} at offset {offset} do not fit in "
-                               f"the buffer's {size_text(nbytes)}")
-    return offset
-
-
-def _buffer_to_buffer(st, src_st, offset, src_offset, nbytes):
-    """``(offset, src_offset, n)`` of an operation reading ``n`` bytes of allocation ``src_st``
-    from ``src_offset`` into ``st`` at ``offset`` (``nbytes`` None: the rest of the source),
-    each checked to fit."""
-    src_offset = _check_range(src_offset, 0, src_st.nbytes, "src_offset")
-    n = src_st.nbytes - src_offset if nbytes is None else as_size(nbytes, "nbytes")
-    _check_range(src_offset, n, src_st.nbytes, "nbytes")
-    return _check_range(offset, n, st.nbytes, "nbytes"), src_offset, n
 
 
 def _wait_pending(st):
@@ -320,7 +279,7 @@ def _fill(st, offset, value, count, stream, sync_call, async_call):
                    count)
     if r:
         raise make_error(r, async_call)
-    _record(tl, st)
+    _ordering.record_uses(tl, st)
 
 
 def _copy_now(st, hst, call, *args):
@@ -354,13 +313,13 @@ def _upload(st, sst, p, n, hst, call, submit):
         r = submit(p)
         if r:
             raise make_error(r, call)
-        _record(sst, st, hst)
+        _ordering.record_uses(sst, st, hst)
     except Exception:
         raise
     except BaseException:
         # Interrupted (KeyboardInterrupt), maybe as the enqueue returned: the copy may
         # be queued, so both sides wait for the stream as if it were.
-        _record(sst, st, hst)
+        _ordering.record_uses(sst, st, hst)
         raise
     finally:
         if staging is not None:
@@ -377,7 +336,7 @@ def _download(st, sst, p, keep, hst, rows, call, submit):
     instead of queuing."""
     staging = None
     if hst is None:
-        staging = HostBuffer(_extent(*rows), st.device)
+        staging = HostBuffer(extent(*rows), st.device)
         hst = staging.allocation
     try:
         _device.activate(st.device)
@@ -388,22 +347,13 @@ def _download(st, sst, p, keep, hst, rows, call, submit):
         if not isinstance(e, Exception):
             # Interrupted (KeyboardInterrupt), maybe as the enqueue returned: the copy
             # may be queued, so both sides wait for the stream as if it were.
-            _record(sst, st, hst)
+            _ordering.record_uses(sst, st, hst)
         if staging is not None:
             staging.close()
         raise
-    seq = _record(sst, st, hst)
+    seq = _ordering.record_uses(sst, st, hst)
     if staging is not None:
         sst.defer(seq, _copy_back, (staging, p, *rows, keep))
-
-
-def _record(tl, *allocs):
-    """Records that a submission just enqueued on ``tl`` (``StreamState.enqueue``, which
-    numbered it) uses ``allocs``; returns a number at least its own. Each record is the
-    stream's newest number: see ``_ordering.Timeline.submit``."""
-    for a in allocs:
-        a.uses[tl] = tl.seq
-    return tl.seq
 
 
 def _malloc(dev, nbytes, host, pooled=False):
@@ -505,12 +455,12 @@ def _matrix(st, other, side, width, height, other_pitch, pitch, other_offset, of
         p, n, keep = alloc.ptr, alloc.nbytes, None
     else:
         p, n, keep, alloc = (_host_dest if side == "dst" else _host_source)(other, side)
-    other_pitch = _pitch(other_pitch, width, f"{side}_pitch")
-    pitch = _pitch(pitch, width, "pitch")
+    other_pitch = row_pitch(other_pitch, width, f"{side}_pitch")
+    pitch = row_pitch(pitch, width, "pitch")
     other_offset = as_size(other_offset, f"{side}_offset")
     offset = as_size(offset, "offset")
-    _check_rows(other_offset, width, height, other_pitch, n, side)
-    _check_rows(offset, width, height, pitch, st.nbytes, "height")
+    check_rows(other_offset, width, height, other_pitch, n, side)
+    check_rows(offset, width, height, pitch, st.nbytes, "height")
     if isinstance(other, DeviceBuffer) and stream is None:
         raise AclArgumentError("stream", "a 2D copy between device buffers is queued on a "
                                "stream: aclrtMemcpy2d copies only host-to-device or "
@@ -560,83 +510,7 @@ def _queue_2d_between(dst, dst_ptr, dst_pitch, src, src_ptr, src_pitch, width, h
         raise arg from err
     if r:
         raise _copy_error(r, "aclrtMemcpy2dAsync", dst.device, src.device, name)
-    _record(tl, dst, src)
-
-
-class ReduceOp(enum.IntEnum):
-    """The element operation of :meth:`DeviceBuffer.reduce_from` (``aclrtReduceKind``).
-    ``EQUAL`` exists in the vendor's header but no public source says what it computes: the
-    emulator refuses it (NotSupportedError, 207000)."""
-    SUM = 10
-    MAX = 11
-    MIN = 12
-    EQUAL = 13
-
-
-def _reduce_op(op):
-    if isinstance(op, ReduceOp):
-        return int(op)
-    if isinstance(op, str) and op.upper() in ReduceOp.__members__:
-        return int(ReduceOp[op.upper()])
-    raise AclArgumentError("op", f"expected a ReduceOp or one of 'sum', 'max', 'min', "
-                                 f"'equal', got {op!r}")
-
-
-# The dtypes some part's copy engine reduces (aclrtReduceAsync's API reference); each part
-# takes a subset, which its runtime checks.
-_REDUCE_DTYPES = (_dtypes.ACL_INT8, _dtypes.ACL_INT16, _dtypes.ACL_INT32, _dtypes.ACL_UINT32,
-                  _dtypes.ACL_FLOAT16, _dtypes.ACL_FLOAT, _dtypes.ACL_BF16)
-# aclrtRandomNumFuncType, and the dtypes the runtime takes per distribution
-# (hicann/runtime random_num_task.cc): floats for all, integers for the uniform one.
-_DROPOUT_BITMASK, _UNIFORM, _NORMAL, _TRUNCATED_NORMAL = 0, 1, 2, 3
-_RANDOM_FLOATS = (_dtypes.ACL_FLOAT, _dtypes.ACL_FLOAT16, _dtypes.ACL_BF16)
-_RANDOM_INTEGERS = (_dtypes.ACL_INT32, _dtypes.ACL_INT64, _dtypes.ACL_UINT32,
-                    _dtypes.ACL_UINT64)
-
-
-def _reduce_async(dst, src, count, kind, dtype, stream):
-    """``aclrtReduceAsync`` with the stream last (StreamState.enqueue passes it so)."""
-    return _rt.lib.aclrtReduceAsync(dst, src, count, kind, dtype, stream, ffi.NULL)
-
-
-def _random_num_async(info, stream):
-    return _rt.lib.aclrtRandomNumAsync(info, stream, ffi.NULL)
-
-
-def _element_bytes(value, dt, name):
-    """``value`` as one element of NumPy dtype ``dt``, its bytes; AclArgumentError naming
-    ``name`` when it is no number or out of the dtype's range."""
-    import numpy as np
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise AclTypeError(name, f"expected a number, got {type(value).__name__}")
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        if not isinstance(value, (int, np.integer)) or not info.min <= value <= info.max:
-            raise AclArgumentError(name, f"expected an integer {info.min}..{info.max} for "
-                                         f"{dt}, got {value!r}")
-    elif not np.isfinite(value) or abs(float(value)) > float(np.finfo(dt).max):
-        raise AclArgumentError(name, f"expected a finite {dt} value, got {value!r}")
-    return np.array([value], dtype=dt).tobytes()
-
-
-def _set_random_param(slot, data):
-    """An aclrtRandomParaInfo holding the value ``data`` (its bytes, at most 8)."""
-    slot.isAddr = 0
-    slot.size = len(data)
-    ffi.memmove(slot.valueOrAddr, data, len(data))
-
-
-def _queue_or_wait(stream, st, allocs, call, fn, *args):
-    """Queues ``fn(*args, handle)`` (the runtime's ``call``) on ``stream``, of allocation
-    ``st``'s device, recording it as a use of ``allocs``; without a stream, on the device's
-    default stream, then waits for that stream."""
-    tl = _stream.state_for(stream, st.device)
-    r = tl.enqueue(fn, *args)
-    if r:
-        raise make_error(r, call)
-    _record(tl, *allocs)
-    if stream is None:
-        tl.synchronize()
+    _ordering.record_uses(tl, dst, src)
 
 
 class MemoryLocation(NamedTuple):
@@ -794,7 +668,7 @@ class DeviceBuffer(_Buffer):
         (or the HostBuffer) have finished."""
         st = self._live()
         p, n, _keep, hst = _host_source(src, "src")
-        offset = _check_range(offset, n, st.nbytes, "src")
+        offset = check_range(offset, n, st.nbytes, "src")
         if n:
             _copy_now(st, hst, "aclrtMemcpy", st.ptr + offset, st.nbytes - offset, p, n, _H2D)
 
@@ -805,9 +679,9 @@ class DeviceBuffer(_Buffer):
         Returns ``out``."""
         st = self._live()
         if out is None:
-            out = bytearray(st.nbytes - _check_range(offset, 0, st.nbytes, "offset"))
+            out = bytearray(st.nbytes - check_range(offset, 0, st.nbytes, "offset"))
         p, n, _keep, hst = _host_dest(out, "out")
-        offset = _check_range(offset, n, st.nbytes, "out")
+        offset = check_range(offset, n, st.nbytes, "out")
         if n:
             _copy_now(st, hst, "aclrtMemcpy", p, n, st.ptr + offset, n, _D2H)
         return out
@@ -823,7 +697,7 @@ class DeviceBuffer(_Buffer):
         st = self._live()
         sst = _stream.state_for(stream, st.device)
         p, n, _keep, hst = _host_source(src, "src")
-        offset = _check_range(offset, n, st.nbytes, "src")
+        offset = check_range(offset, n, st.nbytes, "src")
         if n:
             _upload(st, sst, p, n, hst, "aclrtMemcpyAsync",
                     lambda src: sst.enqueue(_rt.lib.aclrtMemcpyAsync, st.ptr + offset,
@@ -840,7 +714,7 @@ class DeviceBuffer(_Buffer):
         st = self._live()
         sst = _stream.state_for(stream, st.device)
         p, n, keep, hst = _host_dest(out, "out")
-        offset = _check_range(offset, n, st.nbytes, "out")
+        offset = check_range(offset, n, st.nbytes, "out")
         if n:
             _download(st, sst, p, keep, hst, (n, 1, n), "aclrtMemcpyAsync",
                       lambda dst: sst.enqueue(_rt.lib.aclrtMemcpyAsync, dst, n,
@@ -858,7 +732,7 @@ class DeviceBuffer(_Buffer):
             raise AclTypeError("src", f"expected a DeviceBuffer, got {type(src).__name__}")
         st = self._live()
         sst_src = src._live()
-        offset, src_offset, n = _buffer_to_buffer(st, sst_src, offset, src_offset, nbytes)
+        offset, src_offset, n = buffer_to_buffer(st, sst_src, offset, src_offset, nbytes)
         if n == 0:
             return
         if stream is None:
@@ -875,7 +749,7 @@ class DeviceBuffer(_Buffer):
                        sst_src.ptr + src_offset, n, _D2D)
         if r:
             raise _copy_error(r, "aclrtMemcpyAsync", st.device, sst_src.device)
-        _record(tl, st, sst_src)
+        _ordering.record_uses(tl, st, sst_src)
 
     def copy_from_2d(self, src: Any, width: int, height: int, *,
                      src_pitch: int | None = None, pitch: int | None = None,
@@ -906,7 +780,7 @@ class DeviceBuffer(_Buffer):
                       c.other_pitch, c.width, c.height, _H2D)
         else:
             sst = _stream.state_for(stream, st.device)
-            _upload(st, sst, c.other, _extent(c.width, c.height, c.other_pitch), c.other_alloc,
+            _upload(st, sst, c.other, extent(c.width, c.height, c.other_pitch), c.other_alloc,
                     "aclrtMemcpy2dAsync",
                     lambda src: sst.enqueue(_memcpy_2d_async, c.here, c.pitch, src,
                                             c.other_pitch, c.width, c.height, _H2D))
@@ -950,9 +824,9 @@ class DeviceBuffer(_Buffer):
         st = self._live()
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 255:
             raise AclArgumentError("value", f"expected a byte value 0..255, got {value!r}")
-        offset = _check_range(offset, 0, st.nbytes, "offset")
+        offset = check_range(offset, 0, st.nbytes, "offset")
         n = st.nbytes - offset if nbytes is None else as_size(nbytes, "nbytes")
-        _check_range(offset, n, st.nbytes, "nbytes")
+        check_range(offset, n, st.nbytes, "nbytes")
         if n:
             _fill(st, offset, value, n, stream, "aclrtMemset", "aclrtMemsetAsync")
 
@@ -965,12 +839,12 @@ class DeviceBuffer(_Buffer):
         st = self._live()
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2 ** 32:
             raise AclArgumentError("value", f"expected a 32-bit word 0..2**32-1, got {value!r}")
-        offset = _check_range(offset, 0, st.nbytes, "offset")
+        offset = check_range(offset, 0, st.nbytes, "offset")
         if offset % 4:
             raise AclArgumentError("offset", f"words start on a multiple of 4 bytes, got "
                                              f"{offset}")
         n = (st.nbytes - offset) // 4 if count is None else as_size(count, "count")
-        _check_range(offset, 4 * n, st.nbytes, "count")
+        check_range(offset, 4 * n, st.nbytes, "count")
         if n:
             _fill(st, offset, value, n, stream, "aclrtMemsetD32", "aclrtMemsetD32Async")
 
@@ -988,28 +862,7 @@ class DeviceBuffer(_Buffer):
         (e.g. NotSupportedError, status 207000)."""
         if not isinstance(src, DeviceBuffer):
             raise AclTypeError("src", f"expected a DeviceBuffer, got {type(src).__name__}")
-        kind = _reduce_op(op)
-        code = _dtypes.to_acl(_dtypes.as_dtype(dtype))
-        if code not in _REDUCE_DTYPES:
-            raise AclTypeError("dtype", f"{_dtypes.name(code)} is not reduced by any part "
-                               f"(int8, int16, int32, uint32, float16, float32, bfloat16)")
-        size = _dtypes.itemsize(code)
-        st = self._live()
-        sst = src._live()
-        if sst.device != st.device:
-            raise AclArgumentError("src", f"the buffer is on device {sst.device}, this one on "
-                                          f"device {st.device}: the reduce runs on one device")
-        offset, src_offset, n = _buffer_to_buffer(st, sst, offset, src_offset, nbytes)
-        if n == 0:
-            return
-        if n % size:
-            raise AclArgumentError("nbytes", f"{n} bytes are not a whole number of "
-                                             f"{size}-byte {_dtypes.name(code)} elements")
-        for name, where in (("offset", st.ptr + offset), ("src_offset", sst.ptr + src_offset)):
-            if int(ffi.cast("uintptr_t", where)) % size:
-                raise AclArgumentError(name, f"the elements must be {size}-byte aligned")
-        _queue_or_wait(stream, st, (st, sst), "aclrtReduceAsync", _reduce_async,
-                       st.ptr + offset, sst.ptr + src_offset, n, kind, code)
+        _tasks.reduce(self._live(), src._live(), op, dtype, nbytes, stream, src_offset, offset)
 
     def fill_uniform(self, low: float, high: float, dtype: DTypeLike = "float32",
                      count: int | None = None, *, seed: int, counter: DeviceBuffer,
@@ -1022,7 +875,7 @@ class DeviceBuffer(_Buffer):
         counter, read when the task runs. Queued on ``stream``; without one, on the device's
         default stream, and waited for. The emulator's numbers follow the distribution, not
         the device's bit stream (docs/emulator.md)."""
-        self._fill_random(_UNIFORM, dtype, count, (("low", low), ("high", high)), seed,
+        self._fill_random(_tasks.UNIFORM, dtype, count, (("low", low), ("high", high)), seed,
                           counter, stream, offset)
 
     def fill_normal(self, mean: float = 0.0, std: float = 1.0, dtype: DTypeLike = "float32",
@@ -1033,7 +886,7 @@ class DeviceBuffer(_Buffer):
         random numbers of ``mean`` and standard deviation ``std``; ``truncated``: within two
         standard deviations of the mean (the emulator redraws beyond them). Otherwise as
         :meth:`fill_uniform`."""
-        func = _TRUNCATED_NORMAL if truncated else _NORMAL
+        func = _tasks.TRUNCATED_NORMAL if truncated else _tasks.NORMAL
         self._fill_random(func, dtype, count, (("mean", mean), ("std", std)), seed, counter,
                           stream, offset)
 
@@ -1046,51 +899,15 @@ class DeviceBuffer(_Buffer):
         written. Otherwise as :meth:`fill_uniform`."""
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
             raise AclArgumentError("ratio", f"expected a probability 0..1, got {ratio!r}")
-        self._fill_random(_DROPOUT_BITMASK, ratio_dtype, bits, (("ratio", ratio),), seed,
+        self._fill_random(_tasks.DROPOUT_BITMASK, ratio_dtype, bits, (("ratio", ratio),), seed,
                           counter, stream, offset)
 
     def _fill_random(self, func, dtype, count, params, seed, counter, stream, offset):
-        dt = _dtypes.as_dtype(dtype, "ratio_dtype" if func == _DROPOUT_BITMASK else "dtype")
-        code = _dtypes.to_acl(dt)
-        allowed = _RANDOM_INTEGERS + _RANDOM_FLOATS if func == _UNIFORM else _RANDOM_FLOATS
-        if code not in allowed:
-            raise AclTypeError("ratio_dtype" if func == _DROPOUT_BITMASK else "dtype",
-                               f"{dt} is not one the distribution takes ("
-                               + ", ".join(str(_dtypes.from_acl(c)) for c in allowed) + ")")
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 64:
-            raise AclArgumentError("seed", f"expected an int 0..2**64-1, got {seed!r}")
         if not isinstance(counter, DeviceBuffer):
             raise AclTypeError("counter", f"expected a DeviceBuffer, got "
                                f"{type(counter).__name__}")
-        st = self._live()
-        cst = counter._live()
-        if cst.device != st.device:
-            raise AclArgumentError("counter", f"the counter is on device {cst.device}, the "
-                                              f"buffer on device {st.device}")
-        if cst.nbytes < 16:
-            raise AclArgumentError("counter", f"the generator's counter takes 16 bytes, the "
-                                              f"buffer has {cst.nbytes}")
-        offset = _check_range(offset, 0, st.nbytes, "offset")
-        bitmask = func == _DROPOUT_BITMASK
-        room = st.nbytes - offset
-        n = (8 * room if bitmask else room // dt.itemsize) if count is None \
-            else as_size(count, "bits" if bitmask else "count")
-        _check_range(offset, (n + 7) // 8 if bitmask else n * dt.itemsize, st.nbytes,
-                     "bits" if bitmask else "count")
-        info = ffi.new("aclrtRandomNumTaskInfo *")
-        info.dataType = code
-        info.randomNumFuncParaInfo.funcType = func
-        union = info.randomNumFuncParaInfo.paramInfo
-        slots = ((union.dropoutBitmaskInfo.dropoutRation,) if bitmask
-                 else (union.uniformDisInfo.min, union.uniformDisInfo.max) if func == _UNIFORM
-                 else (union.normalDisInfo.mean, union.normalDisInfo.stddev))
-        for slot, (name, value) in zip(slots, params):
-            _set_random_param(slot, _element_bytes(value, dt, name))
-        _set_random_param(info.randomSeed, seed.to_bytes(8, "little"))
-        _set_random_param(info.randomNum, n.to_bytes(8, "little"))
-        info.randomResultAddr = st.ptr + offset
-        info.randomCounterAddr = cst.ptr
-        _queue_or_wait(stream, st, (st, cst), "aclrtRandomNumAsync", _random_num_async, info)
+        _tasks.fill_random(self._live(), counter._live(), func, dtype, count, params, seed,
+                           stream, offset)
 
 
 # Host allocations released (closed or collected) while NumPy views of them exist: freed by
