@@ -28,6 +28,7 @@
  * Kernel: every element is independent; the count is summed once in norm_rows.h's fixed order.
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,15 +58,6 @@ typedef struct {
     aclDataType compute; /* the op_api's promoted dtype: FLOAT16 or FLOAT */
     int64_t C, R, counter_n;
 } bneb_payload;
-
-typedef struct {
-    bneb_payload p;
-    float *buf;          /* nchunks * 2 * R floats: a channel's gradOut (then gradInput), input */
-    float *vecs;         /* N_VECS * C floats, then counter_n floats */
-    int64_t nchunks;
-    void *pins[TV_MAX_VIEWS + 1];
-    int npins;
-} bneb_task;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
@@ -98,10 +90,10 @@ static void load_counter(const tdesc *d, int64_t n, float *dst)
 
 static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
-    const bneb_task *T = ctx;
-    const bneb_payload *P = &T->p;
+    const bn_task *T = ctx;
+    const bneb_payload *P = bn_task_payload(T);
     const int64_t R = P->R, C = P->C;
-    const float *mean = T->vecs, *invstd = mean + C, *w = invstd + C, *mdy = w + C,
+    const float *mean = T->params, *invstd = mean + C, *w = invstd + C, *mdy = w + C,
                 *mdyx = mdy + C;
     float *dy = T->buf + chunk * 2 * R, *x = dy + R;
     chan_lay ldy, lx, ldx;
@@ -131,10 +123,10 @@ static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 
 static void task_run(void *arg)
 {
-    bneb_task *T = arg;
-    const bneb_payload *P = &T->p;
+    bn_task *T = arg;
+    const bneb_payload *P = bn_task_payload(T);
     const int64_t C = P->C;
-    float *v = T->vecs, *counter = v + N_VECS * C;
+    float *v = T->params, *counter = v + N_VECS * C;
     /* read before gradInput is written: it may be the very memory of an input */
     for (int k = 0; k < N_VECS; k++)
         load_param(&P->t[T_MEAN + k], C, 1.0f, v + k * C); /* weight absent: ones */
@@ -146,46 +138,31 @@ static void task_run(void *arg)
     aclemu_parallel_for(C, T->nchunks, channels_body, T);
 }
 
-static void task_release(void *arg)
-{
-    bneb_task *T = arg;
-    for (int i = 0; i < T->npins; i++)
-        aclemu_device_unpin(T->pins[i]);
-    free(T->buf);
-    free(T->vecs);
-    free(T);
-}
+/* ---- launch ------------------------------------------------------------------------------- */
 
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+static const bn_kernel BNEB_KERNEL = {
+    .call = P2,
+    .names = TNAME,
+    .payload_size = sizeof(bneb_payload),
+    .tensors_at = offsetof(bneb_payload, t),
+    .ntensors = T_COUNT,
+    .chunk_values = 2, /* a channel's gradOut (then gradInput), input */
+    .nparams = N_VECS, /* and, per launch, as many [C] rows as counter's values fill */
+    .run = task_run,
+};
 
 static aclnnStatus bneb_launch(void *payload, void *const *addrs, void *workspace,
                                uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    bneb_task *T = p2_task_new(P2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const bneb_payload *)payload;
-    bneb_payload *P = &T->p;
-    const tdesc *views[T_COUNT];
-    for (int i = 0; i < T_COUNT; i++) {
-        P->t[i].data = addrs[i];
-        views[i] = &P->t[i];
-    }
-    if (P->launch) {
-        T->nchunks = P->C < NR_MAX_CHUNKS ? P->C : NR_MAX_CHUNKS;
-        T->buf = malloc((size_t)(T->nchunks * 2 * P->R) * sizeof(float));
-        T->vecs = malloc((size_t)(N_VECS * P->C + P->counter_n + 1) * sizeof(float));
-        if (!T->buf || !T->vecs) {
-            aclemu_set_error("%s: out of host memory for the channel buffers (%lld floats)", P2,
-                             (long long)(T->nchunks * 2 * P->R + N_VECS * P->C + P->counter_n));
-            task_release(T);
-            return ACLNN_ERR_INNER;
-        }
-    }
-    /* an empty input returns before any L0 operator: no kernel, nothing queued */
-    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
-                        P->launch ? task_run : NULL, task_release, T);
+    const bneb_payload *P = payload;
+    bn_kernel kernel = BNEB_KERNEL;
+    if (P->launch) /* params: the vectors, then counter's values */
+        kernel.nparams += (int)((P->counter_n + P->C - 1) / P->C);
+    else /* an empty input returns before any L0 operator: no kernel, nothing queued */
+        kernel.run = NULL;
+    return bn_task_launch(&kernel, payload, addrs, workspace, stream, P->launch ? P->C : 0,
+                          P->R);
 }
 
 static const aclemu_executor_ops BNEB_OPS = {

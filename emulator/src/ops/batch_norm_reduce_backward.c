@@ -31,6 +31,7 @@
  * outputs.
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,15 +70,6 @@ typedef struct {
     int64_t C, R;        /* channels, values per channel */
 } bnrb_payload;
 
-typedef struct {
-    bnrb_payload p;
-    float *buf;          /* nchunks * 2 * R floats: a channel's gradOut, then its products */
-    float *vecs;         /* 2 * C floats: mean, invstd */
-    int64_t nchunks;
-    void *pins[TV_MAX_VIEWS + 1];
-    int npins;
-} bnrb_task;
-
 /* ---- the kernel -------------------------------------------------------------------------- */
 
 static void write_flagged(const bnrb_payload *P, int64_t c, const float *vals)
@@ -89,10 +81,10 @@ static void write_flagged(const bnrb_payload *P, int64_t c, const float *vals)
 
 static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
-    const bnrb_task *T = ctx;
-    const bnrb_payload *P = &T->p;
+    const bn_task *T = ctx;
+    const bnrb_payload *P = bn_task_payload(T);
     const int64_t R = P->R, C = P->C;
-    const float *mean = T->vecs, *invstd = mean + C;
+    const float *mean = T->params, *invstd = mean + C;
     float *dy = T->buf + chunk * 2 * R, *t = dy + R;
     chan_lay ldy, lx;
     chan_lay_build(&ldy, &P->t[T_DY], 1);
@@ -116,8 +108,8 @@ static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 
 static void task_run(void *arg)
 {
-    bnrb_task *T = arg;
-    const bnrb_payload *P = &T->p;
+    bn_task *T = arg;
+    const bnrb_payload *P = bn_task_payload(T);
     if (P->zero_fill) {
         static const float ZEROS[4] = {0};
         for (int64_t c = 0; c < P->C; c++)
@@ -125,52 +117,34 @@ static void task_run(void *arg)
         return;
     }
     /* read before any is written: an output may be the very memory of a vector */
-    load_param(&P->t[T_MEAN], P->C, 0.0f, T->vecs);
-    load_param(&P->t[T_INVSTD], P->C, 0.0f, T->vecs + P->C);
+    load_param(&P->t[T_MEAN], P->C, 0.0f, T->params);
+    load_param(&P->t[T_INVSTD], P->C, 0.0f, T->params + P->C);
     aclemu_parallel_for(P->C, T->nchunks, channels_body, T);
 }
 
-static void task_release(void *arg)
-{
-    bnrb_task *T = arg;
-    for (int i = 0; i < T->npins; i++)
-        aclemu_device_unpin(T->pins[i]);
-    free(T->buf);
-    free(T->vecs);
-    free(T);
-}
+/* ---- launch ------------------------------------------------------------------------------- */
 
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+static const bn_kernel BNRB_KERNEL = {
+    .call = P2,
+    .names = TNAME,
+    .payload_size = sizeof(bnrb_payload),
+    .tensors_at = offsetof(bnrb_payload, t),
+    .ntensors = T_COUNT,
+    .chunk_values = 2, /* a channel's gradOut, then its products */
+    .nparams = 2,      /* mean, invstd */
+    .run = task_run,
+};
 
 static aclnnStatus bnrb_launch(void *payload, void *const *addrs, void *workspace,
                                uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    bnrb_task *T = p2_task_new(P2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const bnrb_payload *)payload;
-    bnrb_payload *P = &T->p;
-    const tdesc *views[T_COUNT];
-    for (int i = 0; i < T_COUNT; i++) {
-        P->t[i].data = addrs[i];
-        views[i] = &P->t[i];
-    }
-    if (P->sums) {
-        T->nchunks = P->C < NR_MAX_CHUNKS ? P->C : NR_MAX_CHUNKS;
-        T->buf = malloc((size_t)(T->nchunks * 2 * P->R) * sizeof(float));
-        T->vecs = malloc((size_t)(2 * P->C) * sizeof(float));
-        if (!T->buf || !T->vecs) {
-            aclemu_set_error("%s: out of host memory for the channel buffers (%lld floats)", P2,
-                             (long long)(T->nchunks * 2 * P->R + 2 * P->C));
-            task_release(T);
-            return ACLNN_ERR_INNER;
-        }
-    }
+    const bnrb_payload *P = payload;
+    bn_kernel kernel = BNRB_KERNEL;
     /* the empty case off Ascend 950 returns before any L0 operator: no kernel, nothing queued */
-    const bool kernel = P->sums || P->zero_fill;
-    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
-                        kernel ? task_run : NULL, task_release, T);
+    if (!P->sums && !P->zero_fill)
+        kernel.run = NULL;
+    return bn_task_launch(&kernel, payload, addrs, workspace, stream, P->sums ? P->C : 0, P->R);
 }
 
 static const aclemu_executor_ops BNRB_OPS = {
