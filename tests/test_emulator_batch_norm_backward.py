@@ -20,7 +20,7 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
 from test_emulator_group_norm import ARCH, BF16_PART, lane_sum
-from _emu_aclnn import SOC, refused_by, run_phase_two
+from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
@@ -313,6 +313,25 @@ def accepted(arena, vs, training=True, mask=ALL):
     rc, _, ex = phase_one(*args(arena, vs, training, mask))
     assert rc == OK, last_msg()
     assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
+@pytest.mark.parametrize("null_stream", [True, False], ids=["null-stream", "given-stream"])
+def test_a_call_without_a_kernel_needs_no_current_device(arena, null_stream):
+    """An empty input returns before any L0 op on every part, and on Ascend 950 so does a
+    call asking for no output (aclnn_batch_norm_backward.cpp): both phases succeed on a thread
+    that never set a device, with a NULL stream or a given one, nothing queued. Elsewhere an
+    all-false mask still runs the L0 ops (their results unused): 361001, as a launch with a
+    kernel."""
+    stream = ffi.NULL if null_stream else arena.stream
+    none = (False, False, False)
+    for shape, mask, kernel in (((0, 4, 3), ALL, False), ((2, 4, 0), ALL, False),
+                                ((2, 4, 3), none, ARCH != 3510)):
+        rc, ws, rc2, msg = both_phases_without_a_device(
+            P1, P2, args(arena, views(arena, shape), mask=mask), stream)
+        assert (rc, ws, rc2) == (OK, 0, 361001 if kernel else OK), (shape, mask, msg)
+        if kernel:
+            assert msg.startswith("aclnnBatchNormBackward: ") and "no device" in msg, msg
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
 
 
 def test_out_pointers_first(arena):

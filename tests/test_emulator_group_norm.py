@@ -20,7 +20,7 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _emu_aclnn import SOC, run_phase_two
+from _emu_aclnn import SOC, both_phases_without_a_device, run_phase_two
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
@@ -310,6 +310,27 @@ def test_empty_input_fills_mean_with_0_and_rstd_with_nan(arena, shape, group):
     out, mean, rstd = call(arena, x, group)
     assert (mean == 0).all() and np.isnan(rstd).all()
     assert mean.shape == (shape[0], group)
+
+
+@pytest.mark.parametrize("null_stream", [True, False], ids=["null-stream", "given-stream"])
+def test_an_empty_batch_needs_no_current_device(arena, null_stream):
+    """N == 0: meanOut and rstdOut are [0, group] too, so the op_api's FillScalar launches
+    nothing (l0op::Fill returns an empty output unlaunched; its ViewCopy copies no byte): both
+    phases succeed on a thread that never set a device, with a NULL stream or a given one
+    (nothing queued on it). HxW == 0 or C == 0 with N > 0 fills them (a Fill kernel) and a
+    call with values launches the kernel: both need the thread's context, 361001."""
+    stream = ffi.NULL if null_stream else arena.stream
+
+    def args(shape, group):
+        x, g, b, y, m, r = views(arena, shape, group)
+        return (x, g, b, *dims(shape), group, 1e-5, y, m, r)
+    rc, ws, rc2, msg = both_phases_without_a_device(P1, P2, args((0, 4, 3), 2), stream)
+    assert (rc, ws, rc2) == (OK, 0, OK), msg
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    for shape, group in (((2, 4, 0), 2), ((2, 0, 5), 1), ((2, 4, 3), 2)):
+        rc, _, rc2, msg = both_phases_without_a_device(P1, P2, args(shape, group), stream)
+        assert (rc, rc2) == (OK, 361001), (shape, msg)
+        assert msg.startswith("aclnnGroupNorm: ") and "no device" in msg, msg
 
 
 def test_executor_keeps_running_on_new_contents(arena):

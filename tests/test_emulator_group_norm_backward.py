@@ -20,7 +20,7 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
 from test_emulator_add_layer_norm import lane_sum
-from _emu_aclnn import SOC, refused_by, run_phase_two
+from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _part_runs import PARTS, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
@@ -488,3 +488,23 @@ def test_dead_tensor_is_refused(arena):
 test_on_other_parts = run_on_parts(
     other_parts(set(PARTS) - {"Ascend910_9391"}),
     "part_dtype_table or mixed_precision or bit_for_bit or reference or empty or limits")
+
+
+@pytest.mark.parametrize("null_stream", [True, False], ids=["null-stream", "given-stream"])
+def test_an_empty_input_without_a_kernel_needs_no_current_device(arena, null_stream):
+    """Off Ascend 950 an empty gradOut or input returns before any L0 op (nothing written,
+    gradGammaOut and gradBetaOut [C] included), and on Ascend 950 an empty gamma (C == 0):
+    both phases succeed on a thread that never set a device, with a NULL stream or a given
+    one. Ascend 950's empty input with C > 0 runs the empty-tensor kernel: 361001."""
+    stream = ffi.NULL if null_stream else arena.stream
+    cases = [((0, 4, 3), 2), ((2, 4, 0), 2), ((2, 0, 3), 1)]
+    for shape, group in cases:
+        kernel = ARCH == 3510 and shape[1] > 0
+        rc, ws, rc2, msg = both_phases_without_a_device(P1, P2, views(arena, shape, group),
+                                                        stream)
+        assert (rc, rc2) == (OK, 361001 if kernel else OK), (shape, msg)
+        if kernel:
+            assert msg.startswith("aclnnGroupNormBackward: ") and "no device" in msg, msg
+        else:
+            assert ws == 0
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0

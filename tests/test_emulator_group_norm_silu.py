@@ -23,7 +23,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from test_emulator_group_norm import (ARCH, BF16_PART, SENTINEL, bits, device_chain, rand,
                                       writes_stats)
 from test_emulator_group_norm import call as group_norm_call
-from _emu_aclnn import SOC, run_phase_two
+from _emu_aclnn import SOC, both_phases_without_a_device, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import run_on_parts
 
@@ -473,3 +473,28 @@ def test_vendor_op_api_unit_test_cases(arena, name, change, code):
         assert lib.aclDestroyAclOpExecutor(ex) == OK
     else:
         assert ex == ffi.NULL and last_msg().startswith("aclnnGroupNormSilu")
+
+
+@pytest.mark.parametrize("silu", [None, True], ids=["v1", "v2"])
+@pytest.mark.parametrize("null_stream", [True, False], ids=["null-stream", "given-stream"])
+def test_an_empty_batch_needs_no_current_device(arena, null_stream, silu):
+    """N == 0, which only Ascend 950 takes (CheckAttr refuses it elsewhere: 161002): the
+    op_api returns before the L0 op, so both phases succeed on a thread that never set a
+    device, with a NULL stream or a given one. HxW == 0 with N > 0 fills meanOut and rstdOut
+    (off Ascend 950 the op_api's FillScalar, a Fill kernel; on it the empty-tensor kernel):
+    361001, as on the device."""
+    stream = ffi.NULL if null_stream else arena.stream
+    p1, p2 = (P1, P2) if silu is None else (V2P1, V2P2)
+
+    def args(shape):
+        x, g, b, y, m, r = views(arena, shape, 2)
+        return (x, g, b, 2, 1e-5, y, m, r) if silu is None else (x, g, b, 2, 1e-5, silu, y,
+                                                                 m, r)
+    rc, ws, rc2, msg = both_phases_without_a_device(p1, p2, args((0, 4, 3)), stream)
+    assert ((rc, ws, rc2) if REGBASE else (rc, rc2)) == ((OK, 0, OK) if REGBASE
+                                                         else (INVALID, None)), msg
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    rc, _, rc2, msg = both_phases_without_a_device(p1, p2, args((2, 4, 0)), stream)
+    name = "aclnnGroupNormSilu" if silu is None else "aclnnGroupNormSiluV2"
+    assert (rc, rc2) == (OK, 361001), msg
+    assert msg.startswith(name + ": ") and "no device" in msg, msg

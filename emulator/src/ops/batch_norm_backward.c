@@ -76,6 +76,8 @@ static const char *const TNAME[T_COUNT] = {
 typedef struct {
     tdesc t[T_COUNT];
     bool work;           /* some output requested of a non-empty input */
+    bool no_kernel;      /* the op_api returns before any L0 op: an empty input, or on Ascend
+                          * 950 no output requested (phase two queues nothing) */
     bool mask[3];
     bool training;
     bool regbase;        /* Ascend 950's BatchNormGradV3 (else the TBE chain) */
@@ -222,8 +224,10 @@ static aclnnStatus bnb_launch(void *payload, void *const *addrs, void *workspace
 {
     (void)workspace_size;
     const bnb_payload *P = payload;
-    return bn_task_launch(&BNB_KERNEL, payload, addrs, workspace, stream, P->work ? P->C : 0,
-                          P->R);
+    bn_kernel K = BNB_KERNEL;
+    if (P->no_kernel)
+        K.run = NULL; /* the memory checked, nothing queued (vm_launch) */
+    return bn_task_launch(&K, payload, addrs, workspace, stream, P->work ? P->C : 0, P->R);
 }
 
 static const aclemu_executor_ops BNB_OPS = {
@@ -373,9 +377,11 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
         empty = empty || input->dims[i] == 0;
     for (uint64_t i = 0; i < gradOut->ndim; i++)
         empty = empty || gradOut->dims[i] == 0;
-    if (empty)
+    if (empty) {
+        P->no_kernel = true;
         return p1_finish(P1, &BNB_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
                          executor);
+    }
 
     /* 3. CheckMaskNotNull (161001 for all of it) */
     bool mask[3];
@@ -485,6 +491,8 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
     }
 
     P->work = mask[0] || mask[1] || mask[2];
+    /* Ascend 950 returns early when nothing is requested; elsewhere the L0 ops still run */
+    P->no_kernel = regbase && !P->work;
     memcpy(P->mask, mask, sizeof mask);
     P->training = training;
     P->regbase = regbase;

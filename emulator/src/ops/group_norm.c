@@ -476,9 +476,12 @@ static gn_payload *gn_payload_new(const char *p2, const aclemu_soc *soc,
     P->add_beta = true;
     P->empty = N * C * HW == 0;
     /* rows: the (n, group) pairs, a row buffer holding one group (E floats); empty: none */
+    /* N 0: meanOut and rstdOut [0, group] are empty too, so the op_api's FillScalar launches
+     * nothing (l0op::Fill returns an empty output unlaunched, its ViewCopy copies no byte) and
+     * GroupNormSilu's regbase return comes before its L0 op: no kernel (docs/emulator.md) */
     P->h = (nr_head){.kernel = &GN_KERNEL, .call = p2, .names = TNAME,
                      .rows = P->empty ? 0 : N * group, .width = P->empty ? 0 : C,
-                     .row_floats = P->E};
+                     .row_floats = P->E, .no_kernel = N == 0};
     switch (soc->npu_arch) {
     case 3510:
         P->chain = CHAIN_TWO_PASS;

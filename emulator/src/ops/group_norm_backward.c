@@ -693,7 +693,8 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
     P->h = (nr_head){.kernel = &GNB_KERNEL, .call = P2, .names = TNAME,
                      .rows = runs ? N * group : path == PATH_ZEROS ? 1 : 0, .width = C,
                      .row_floats = runs ? row_floats(P) : 1,
-                     .run_floats = runs ? 2 * N * C : C};
+                     .run_floats = runs ? 2 * N * C : C,
+                     .no_kernel = path == PATH_NONE}; /* the op_api's returns before any L0 op */
     for (int i = 0; i < T_COUNT; i++) {
         const bool used = i < T_DX || (path == PATH_ZEROS ? i != T_DX : mask[i - T_DX]);
         snapshot(&P->t[i], used ? ts[i] : NULL, -1);
