@@ -1,0 +1,523 @@
+/*
+ * aclnnRmsNormQuant for the CPU emulator: phase one (checks, executor), the launch and the
+ * kernel.
+ *
+ * Facts, hicann/ops-nn norm/rms_norm_quant:
+ * - op_host/op_api/aclnn_rms_norm_quant.cpp (the hand-written phase one, followed here in its
+ *   order and codes): the out-pointers (L2_DFX_PHASE_1, 161001); PreDealData: a rank-2 gamma,
+ *   then a rank-2 beta, made contiguous and reshaped to [dim 1] (l0op::Reshape, hicann/ops-math
+ *   conversion/reshape/op_api/reshape.cpp: a reshape to an empty shape or to another element
+ *   count fails, which the op_api returns as 561103); CheckParams: NULLs (161001), dtypes
+ *   (161002), ranks and shapes (161002, on the reshaped gamma/beta); then the L0 op
+ *   (op_api/rms_norm_quant.cpp) with dstType INT8, or INT4 for an INT32 y, whose result is
+ *   viewed as INT32 (eight INT4 to a word) when y is INT32, then ViewCopy'd into y (hicann/
+ *   ops-math conversion/contiguous/op_host/op_api/contiguous.cpp CheckViewCopyParams: equal
+ *   dtypes, equal shapes unless both hold one element);
+ * - the part: IsRegbase() (Ascend 950) takes other lists and the RmsNormQuantV2 kernel; the
+ *   Atlas A2/A3 lists (x FLOAT16/BF16; y INT8, INT4, INT32), the Atlas inference ones (x
+ *   FLOAT16; y INT8); any other part (the Atlas training series) gets empty lists, so x's
+ *   dtype check fails (161002, "support ... is not implemented");
+ * - op_host/rms_norm_quant_common_tiling.cpp (NormCommonTiling, run by phase one through the
+ *   L0 op's ADD_TO_LAUNCHER_LIST_AICORE): every dim of x > 0, y INT4 needs N % 8 == 0, the
+ *   float epsilon > 0; avgFactor = (float)(1.0 / N); quantMin -128 (-127 when the
+ *   environment's ASDOPS_QUANT_MIN_NEG_127 is "1"); rows longer than 8192 take the slice
+ *   kernel. A failed tiling makes l0op::RmsNormQuant return NULL, which this op_api does not
+ *   check: it dereferences it (ViewCopy's checks, or the INT32 view). Stricter (docs/
+ *   emulator.md): refused with 561103, the status the Ascend 950 branch returns for it.
+ *
+ * The device's numbers (op_kernel/rms_norm_quant.cpp, rms_norm_quant.h; DAV 2201 and 2002),
+ * per row of N elements, everything in float after x, gamma, beta are widened:
+ * - N <= 8192 ("fast"): s = sum(x * x * avg) (each square rounded, then scaled, then summed),
+ *   factor = 1 / sqrt(s + eps) (no zero guard);
+ * - N > 8192 ("slice"): ss = the slices' sums of x * x (8192 elements each) added in slice
+ *   order, rms = sqrt(ss * avg + eps), factor = rms != 0 ? 1 / rms : 1;
+ * - v = ((x * factor) * gamma + beta) * (1 / scale[0]) + offset[0]: the scale's reciprocal
+ *   taken once in float (a multiply, not a divide), offset[0] an INT8 widened; only the first
+ *   element of scale and offset is read;
+ * - v rounded to FLOAT16 (CAST_NONE: to nearest even), clamped in FLOAT16 to [quantMin, 127],
+ *   then to INT8 to nearest even (CAST_RINT on DAV 2201; CAST_NONE on DAV 2002, which the
+ *   AscendC docs define as CAST_RINT when the conversion is inexact); INT4 (y INT32): the
+ *   FLOAT16 v to INT4 with CAST_RINT, no clamp (taken to saturate to [-8, 7], docs/emulator.md),
+ *   packed two to a byte, the lower nibble first, four bytes to a little-endian INT32 word.
+ *
+ * Kernel: rows are independent; each row's sum has a fixed order (norm_rows.h's lanes and
+ * fold; the slices added in order), so the split of rows over threads never changes a bit.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "phase_one.h"
+#include "convert.h"
+#include "norm_rows.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_rms_norm_quant.h"
+
+#define P1 "aclnnRmsNormQuantGetWorkspaceSize"
+#define P2 "aclnnRmsNormQuant"
+
+enum { T_X, T_GAMMA, T_BETA, T_SCALE, T_OFFSET, T_Y, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"x", "gamma", "beta", "scale", "offset", "y"};
+
+#define SLICE 8192          /* the tiling's slice size (SLICE_SIZE) */
+#define INT4_PER_INT32 8
+
+typedef struct {
+    nr_head h; /* per chunk 2 * N floats (x as float, v) and N bytes of quantized values */
+    tdesc t[T_COUNT];
+    int64_t M, N;
+    float eps, avg;  /* as the kernel receives them */
+    float quant_min; /* -128, or -127 (ASDOPS_QUANT_MIN_NEG_127=1) */
+    bool int4;       /* y INT32: INT4 packed eight to a word */
+} rnq_payload;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+/* Round to nearest, ties to even, of a finite float of magnitude below 2^23, whatever the
+ * floating-point environment's rounding mode. */
+static float round_half_even(float v)
+{
+    float f = floorf(v), d = v - f;
+    if (d > 0.5f || (d == 0.5f && fmodf(f, 2.0f) != 0.0f))
+        f += 1.0f;
+    return f;
+}
+
+/* Sum of squares of x[0..n) (no scaling) in norm_rows' lane order. */
+static float sum_squares(const float *x, int64_t n)
+{
+    float acc[NR_LANES] = {0};
+    int64_t i = 0;
+    for (; i + NR_LANES <= n; i += NR_LANES)
+        for (int l = 0; l < NR_LANES; l++)
+            acc[l] += x[i + l] * x[i + l];
+    for (int l = 0; i + l < n; l++)
+        acc[l] += x[i + l] * x[i + l];
+    return nr_fold(acc);
+}
+
+/* The row's factor (1 / rms), per the kernel's two paths. */
+static float row_factor(const rnq_payload *P, const float *x)
+{
+    const int64_t N = P->N;
+    if (N <= SLICE) {
+        float s = nr_scaled_sum_squares(x, N, P->avg) + P->eps;
+        return 1.0f / sqrtf(s);
+    }
+    float ss = 0.0f;
+    for (int64_t c = 0; c < N; c += SLICE)
+        ss += sum_squares(x + c, N - c < SLICE ? N - c : SLICE);
+    float rms = sqrtf(ss * P->avg + P->eps);
+    return rms != 0.0f ? 1.0f / rms : 1.0f;
+}
+
+/* v (already rounded to FLOAT16) as the device's integer: INT8 clamped to [quant_min, 127]
+ * first; INT4 saturated to [-8, 7]. NaN is written as 0 (not modelled: docs/emulator.md). */
+static int8_t quantize(float h, float quant_min, bool int4)
+{
+    if (isnan(h))
+        return 0;
+    if (!int4) {
+        h = h < quant_min ? quant_min : h;
+        h = h > 127.0f ? 127.0f : h;
+        return (int8_t)round_half_even(h);
+    }
+    h = h < -8.0f ? -8.0f : h > 7.0f ? 7.0f : h;
+    return (int8_t)round_half_even(h);
+}
+
+static void store_int8_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n)
+{
+    char *base = row_base(y, m);
+    LAY_WALK(&y->inner, 0, n, {
+        for (int64_t j = 0; j < run; j++)
+            base[off + j * stride] = (char)q[k + j];
+    });
+}
+
+/* n / 8 INT32 words of q's INT4 values, the lower nibble first, little-endian. */
+static void store_int4_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n)
+{
+    char *base = row_base(y, m);
+    LAY_WALK(&y->inner, 0, n / INT4_PER_INT32, {
+        for (int64_t j = 0; j < run; j++) {
+            const int8_t *src = q + (k + j) * INT4_PER_INT32;
+            uint8_t bytes[4];
+            for (int b = 0; b < 4; b++)
+                bytes[b] = (uint8_t)((src[2 * b] & 0xF) | ((src[2 * b + 1] & 0xF) << 4));
+            memcpy(base + (off + j * stride) * 4, bytes, 4);
+        }
+    });
+}
+
+static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                      int64_t end)
+{
+    const rnq_payload *P = payload;
+    const tdesc *x = &P->t[T_X], *y = &P->t[T_Y];
+    const int64_t N = P->N;
+    float *xbuf = nr_chunk_buf(R, chunk), *vbuf = xbuf + N;
+    int8_t *q = (int8_t *)(void *)(vbuf + N);
+    const float scale_r = R->run_buf[0], offset = R->run_buf[1];
+    for (int64_t m = begin; m < end; m++) {
+        const float *xr = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, xbuf);
+        const float factor = row_factor(P, xr);
+        for (int64_t i = 0; i < N; i++) {
+            float v = xr[i] * factor;
+            v *= R->gamma[i];
+            v += R->beta[i];
+            v *= scale_r;
+            vbuf[i] = v + offset;
+        }
+        aclemu_round_floats(ACL_FLOAT16, ACLEMU_TIES_EVEN, vbuf, N);
+        for (int64_t i = 0; i < N; i++)
+            q[i] = quantize(vbuf[i], P->quant_min, P->int4);
+        if (P->int4)
+            store_int4_row(y, m, q, N);
+        else
+            store_int8_row(y, m, q, N);
+    }
+}
+
+static bool before_rows(const void *payload, norm_rows *R)
+{
+    const rnq_payload *P = payload;
+    nr_load_gamma(R, &P->t[T_GAMMA], P->N);
+    nr_load_beta(R, &P->t[T_BETA], P->N);
+    /* scale[0] widened to float and its reciprocal taken in float; offset[0] an INT8 */
+    const tdesc *s = &P->t[T_SCALE], *o = &P->t[T_OFFSET];
+    float sbuf[1];
+    const float *sv = get_tile(view_base(s), s->dtype, &s->inner, 0, 1, sbuf);
+    R->run_buf[0] = 1.0f / sv[0];
+    R->run_buf[1] = (float)*(const int8_t *)view_base(o);
+    return true;
+}
+
+static const nr_kernel RNQ_KERNEL = NR_KERNEL(rnq_payload, before_rows, rows_body, NULL);
+static const aclemu_executor_ops RNQ_OPS = NR_EXECUTOR_OPS(P2);
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+/* A dtype's name without the enum's ACL_ prefix, as the lists in the messages name them. */
+static const char *qname(aclDataType d)
+{
+    const char *n = dname(d);
+    return strncmp(n, "ACL_", 4) == 0 ? n + 4 : n;
+}
+
+static bool in_list(aclDataType dt, const aclDataType *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (dt == list[i])
+            return true;
+    return false;
+}
+
+static aclnnStatus check_dtype(const aclTensor *t, const char *name, const aclDataType *list,
+                               int n, const char *text, const aclemu_soc *soc)
+{
+    if (n == 0)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): the "
+             "operator supports no dtype there (its support for the part is not implemented)",
+             P1, name, qname(t->dtype), soc->name, soc->series);
+    if (!in_list(t->dtype, list, n))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
+             name, qname(t->dtype), soc->name, soc->series, text);
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_same_dtype(const aclTensor *t, const char *name, const aclTensor *ref,
+                                    const char *ref_name)
+{
+    if (t->dtype != ref->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be %s's dtype %s", P1, name,
+             qname(t->dtype), ref_name, qname(ref->dtype));
+    return ACLNN_SUCCESS;
+}
+
+/* Ascend 950's scale/offset dtype relations (the op_api's IsRegbase branch). */
+static aclnnStatus check_regbase_quant_dtypes(const aclTensor *x, const aclTensor *scale,
+                                              const aclTensor *offset, const aclemu_soc *soc)
+{
+    static const aclDataType ZP[] = {ACL_INT32, ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_INT8};
+    aclnnStatus st;
+    if ((st = check_dtype(offset, "offset", ZP, 5, "INT32, FLOAT, FLOAT16, BF16, INT8",
+                          soc)))
+        return st;
+    const aclDataType xd = x->dtype, sd = scale->dtype, od = offset->dtype;
+    if (xd == ACL_FLOAT && !(sd == ACL_FLOAT && od == ACL_FLOAT))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: scale dtype %s and offset dtype %s must both be "
+             "FLOAT beside a FLOAT x", P1, qname(sd), qname(od));
+    if (xd == ACL_FLOAT16 || xd == ACL_BF16) {
+        if (sd == ACL_FLOAT) {
+            if (od != ACL_FLOAT && od != ACL_INT32)
+                FAIL(ACLNN_ERR_PARAM_INVALID, "%s: offset dtype %s must be FLOAT or INT32 "
+                     "beside a FLOAT scale and a %s x", P1, qname(od), qname(xd));
+        } else {
+            if (sd != xd)
+                FAIL(ACLNN_ERR_PARAM_INVALID, "%s: scale dtype %s must be FLOAT or x's dtype "
+                     "%s", P1, qname(sd), qname(xd));
+            if (od != sd && od != ACL_INT8)
+                FAIL(ACLNN_ERR_PARAM_INVALID, "%s: offset dtype %s must be scale's dtype %s "
+                     "or INT8", P1, qname(od), qname(sd));
+        }
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* Step 2 of CheckParams: dtypes (161002), in the op_api's order. */
+static aclnnStatus check_dtypes(const aclTensor *const *ts, const aclemu_soc *soc,
+                                bool regbase)
+{
+    static const aclDataType IN_A2[] = {ACL_FLOAT16, ACL_BF16};
+    static const aclDataType IN_310P[] = {ACL_FLOAT16};
+    static const aclDataType IN_950[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
+    static const aclDataType OUT_A2[] = {ACL_INT8, ACL_INT4, ACL_INT32};
+    static const aclDataType OUT_310P[] = {ACL_INT8};
+    static const aclDataType OUT_950[] = {ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E5M2, ACL_HIFLOAT8,
+                                          ACL_INT8, ACL_INT4, ACL_INT32};
+    const aclDataType *in = NULL, *out = NULL;
+    int nin = 0, nout = 0;
+    const char *tin = "", *tout = "";
+    if (regbase) {
+        in = IN_950, nin = 3, tin = "FLOAT, FLOAT16, BF16";
+        out = OUT_950, nout = 6;
+        tout = "FLOAT8_E4M3FN, FLOAT8_E5M2, HIFLOAT8, INT8, INT4, INT32";
+    } else if (soc->npu_arch == 2201) {
+        in = IN_A2, nin = 2, tin = "FLOAT16, BF16";
+        out = OUT_A2, nout = 3, tout = "INT8, INT4, INT32";
+    } else if (soc->npu_arch == 2002) {
+        in = IN_310P, nin = 1, tin = "FLOAT16";
+        out = OUT_310P, nout = 1, tout = "INT8";
+    }
+    aclnnStatus st;
+    if ((st = check_dtype(ts[T_X], "x", in, nin, tin, soc)) ||
+        (st = check_same_dtype(ts[T_GAMMA], "gamma", ts[T_X], "x")) ||
+        (st = check_same_dtype(ts[T_BETA], "beta", ts[T_X], "x")) ||
+        (st = check_dtype(ts[T_Y], "y", out, nout, tout, soc)))
+        return st;
+    if (regbase)
+        return check_regbase_quant_dtypes(ts[T_X], ts[T_SCALE], ts[T_OFFSET], soc);
+    if ((st = check_same_dtype(ts[T_SCALE], "scale", ts[T_X], "x")))
+        return st;
+    if (ts[T_OFFSET]->dtype != ACL_INT8)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: offset dtype %s must be INT8", P1,
+             qname(ts[T_OFFSET]->dtype));
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_rank(const char *name, uint64_t lo, uint64_t hi, uint64_t rank)
+{
+    if (rank < lo || rank > hi)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is not in [%llu, %llu]", P1, name,
+             (unsigned long long)rank, (unsigned long long)lo, (unsigned long long)hi);
+    return ACLNN_SUCCESS;
+}
+
+/* Whether the first n dims of a and b agree and their ranks are equal (the op_api's
+ * CheckShapeDimWithFrontN). */
+static bool front_dims_equal(const aclTensor *a, const aclTensor *b, uint64_t n)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (uint64_t i = 0; i < a->ndim && i < n; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+/* Step 3 of CheckParams: ranks and shapes (161002), gamma and beta as PreDealData left them
+ * (rank gr, br; their last dim glast). */
+static aclnnStatus check_shapes(const aclTensor *const *ts, uint64_t gr, uint64_t br,
+                                int64_t glast, const int64_t *gdims, const int64_t *bdims,
+                                bool regbase)
+{
+    const aclTensor *x = ts[T_X], *y = ts[T_Y], *s = ts[T_SCALE], *o = ts[T_OFFSET];
+    aclnnStatus st;
+    /* every rank's maximum (x, gamma, beta, y), then every minimum */
+    if ((st = check_rank("x", 0, TV_MAX_RANK, x->ndim)) ||
+        (st = check_rank("gamma", 0, 2, gr)) || (st = check_rank("beta", 0, 2, br)) ||
+        (st = check_rank("y", 0, TV_MAX_RANK, y->ndim)) ||
+        (st = check_rank("x", 1, TV_MAX_RANK, x->ndim)) ||
+        (st = check_rank("gamma", 1, 2, gr)) || (st = check_rank("beta", 1, 2, br)) ||
+        (st = check_rank("y", 1, TV_MAX_RANK, y->ndim)))
+        return st;
+    /* scale's rank 1 is only logged by the vendor (no refusal) */
+    const int64_t xlast = x->dims[x->ndim - 1], ylast = y->dims[y->ndim - 1];
+    if (glast != xlast)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gamma's last dim %lld must be x's last dim %lld", P1,
+             (long long)glast, (long long)xlast);
+    if (y->dtype == ACL_INT32) {
+        if (regbase && !front_dims_equal(x, y, x->ndim - 1))
+            return shape_error(P1, "y", y->dims, y->ndim, "must have x's rank and batch dims "
+                               "(y INT32), x", x->dims, x->ndim);
+        if (xlast != ylast * INT4_PER_INT32)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: y's last dim %lld must be 1/8 of x's last dim "
+                 "%lld (y INT32 holds eight INT4)", P1, (long long)ylast, (long long)xlast);
+    } else if (regbase && y->dtype == ACL_INT4) {
+        if (!front_dims_equal(x, y, x->ndim))
+            return shape_error(P1, "y", y->dims, y->ndim, "must equal x's shape", x->dims,
+                               x->ndim);
+        if (xlast % 2 != 0)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: x's last dim %lld must be even (y INT4)", P1,
+                 (long long)xlast);
+    } else if (regbase) {
+        if (!front_dims_equal(x, y, x->ndim))
+            return shape_error(P1, "y", y->dims, y->ndim, "must equal x's shape", x->dims,
+                               x->ndim);
+    } else if (xlast != ylast) {
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: y's last dim %lld must be x's last dim %lld", P1,
+             (long long)ylast, (long long)xlast);
+    }
+    if (!same_dims(gdims, gr, bdims, br))
+        return shape_error(P1, "beta", bdims, br, "must equal gamma's shape", gdims, gr);
+    if (!same_dims(s->dims, s->ndim, o->dims, o->ndim))
+        return shape_error(P1, "offset", o->dims, o->ndim, "must equal scale's shape", s->dims,
+                           s->ndim);
+    return ACLNN_SUCCESS;
+}
+
+/* PreDealData for one of gamma/beta: a rank-2 tensor is reshaped to [dim 1], which
+ * l0op::Reshape refuses for an empty target or another element count (561103). Writes the
+ * rank and dims the checks then see. */
+static aclnnStatus reshape_rank2(const aclTensor *t, const char *name, uint64_t *rank,
+                                 int64_t *dims)
+{
+    if (!t) {
+        *rank = 0;
+        return ACLNN_SUCCESS;
+    }
+    if (t->ndim != 2) {
+        *rank = t->ndim;
+        for (uint64_t i = 0; i < t->ndim && i < TV_MAX_RANK; i++)
+            dims[i] = t->dims[i];
+        return ACLNN_SUCCESS;
+    }
+    char s[128];
+    fmt_dims(s, sizeof s, t->dims, t->ndim);
+    if (t->dims[1] == 0 || t->dims[0] != 1)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: %s shape %s cannot be reshaped to [%lld] (a rank-2 "
+             "%s is reshaped to its last dim: [1, N] only)", P1, name, s,
+             (long long)t->dims[1], name);
+    *rank = 1;
+    dims[0] = t->dims[1];
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnRmsNormQuantGetWorkspaceSize(const aclTensor *x,
+                                                            const aclTensor *gamma,
+                                                            const aclTensor *beta,
+                                                            const aclTensor *scale,
+                                                            const aclTensor *offset,
+                                                            double epsilon, aclTensor *y,
+                                                            uint64_t *workspaceSize,
+                                                            aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {x, gamma, beta, scale, offset, y};
+    /* 0. the out-pointers first (161001); handles are checked before anything reads them */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)) ||
+        (st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
+    /* 1. PreDealData: a rank-2 gamma, then beta, reshaped to [N] (561103 when it cannot be) */
+    uint64_t gr = 0, br = 0;
+    int64_t gdims[TV_MAX_RANK] = {0}, bdims[TV_MAX_RANK] = {0};
+    if ((st = reshape_rank2(gamma, "gamma", &gr, gdims)) ||
+        (st = reshape_rank2(beta, "beta", &br, bdims)))
+        return st;
+    /* 2. CheckParams: NULLs (161001), dtypes, ranks and shapes (161002) */
+    if ((st = p1_required(P1, ts, TNAME, 0, T_COUNT)))
+        return st;
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    const bool regbase = soc->npu_arch == 3510;
+    if ((st = check_dtypes(ts, soc, regbase)) ||
+        (st = check_shapes(ts, gr, br, gr ? gdims[gr - 1] : 0, gdims, bdims, regbase)))
+        return st;
+    if (regbase)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not modelled on %s (%s): the emulator does not "
+             "model Ascend 950's RmsNormQuantV2 kernel (docs/emulator.md)", P1, soc->name,
+             soc->series);
+
+    /* 3. the L0 op's tiling (561103: stricter, the vendor dereferences the NULL result) */
+    const bool int4 = y->dtype == ACL_INT32 || y->dtype == ACL_INT4;
+    char sx[256];
+    fmt_dims(sx, sizeof sx, x->dims, x->ndim);
+    for (uint64_t i = 0; i < x->ndim; i++)
+        if (x->dims[i] <= 0)
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: x shape %s is empty (the tiling refuses a zero "
+                 "dim)", P1, sx);
+    const int64_t N = gdims[0];
+    int64_t X = 0;
+    if (!numel(x->dims, x->ndim, &X) || X > (int64_t)UINT32_MAX)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: x shape %s has more than %u elements (the tiling's "
+             "row count)", P1, sx, UINT32_MAX);
+    if (int4 && N % INT4_PER_INT32 != 0)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: x's last dim %lld must be a multiple of 8 for an "
+             "INT4 result (the tiling's rule)", P1, (long long)N);
+    const float eps = (float)epsilon;
+    if (eps <= 0.0f) /* NaN is not refused */
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: epsilon %g is not positive as a float (the tiling "
+             "refuses epsilon <= 0)", P1, epsilon);
+    /* 4. the ViewCopy of the L0 op's result (INT8 of x's shape, or INT4 viewed as INT32 with
+     * the last dim / 8) into y: equal dtypes, equal shapes unless both hold one element */
+    if (y->dtype == ACL_INT4)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y dtype INT4 cannot receive the result, viewed as "
+             "INT32 off Ascend 950 (the ViewCopy's rule: equal dtypes)", P1);
+    if (y->format != x->format && x->format != ACL_FORMAT_ND)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y's format (aclFormat %d) must be x's (aclFormat %d) "
+             "when x's is not ND (the ViewCopy's rule)", P1, (int)y->format, (int)x->format);
+    int64_t want[TV_MAX_RANK], W = 0, Y = 0;
+    for (uint64_t i = 0; i < x->ndim; i++)
+        want[i] = x->dims[i];
+    if (int4)
+        want[x->ndim - 1] /= INT4_PER_INT32;
+    const bool ones = numel(want, x->ndim, &W) && W == 1 && numel(y->dims, y->ndim, &Y) &&
+                      Y == 1;
+    if (!ones && !same_dims(y->dims, y->ndim, want, x->ndim)) {
+        shape_error(P1, "y", y->dims, y->ndim, "must be the result's shape (the ViewCopy's "
+                    "rule):", want, x->ndim);
+        return ACLNN_ERR_INNER_NULLPTR;
+    }
+    /* Stricter (docs/emulator.md): the kernel reads scale's and offset's first element */
+    int64_t S = 0;
+    if (!numel(scale->dims, scale->ndim, &S) || S == 0)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: scale is empty (the kernel reads its first element "
+             "and offset's)", P1);
+
+    rnq_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    const int64_t M = X / N;
+    /* 2 * N floats and N bytes per chunk: 3 * N floats cover both */
+    P->h = (nr_head){.kernel = &RNQ_KERNEL, .call = P2, .names = TNAME, .rows = M, .width = N,
+                     .row_floats = 3 * N, .run_floats = 2};
+    P->M = M;
+    P->N = N;
+    P->eps = eps;
+    P->avg = (float)(1.0 / (double)N);
+    const char *neg127 = getenv("ASDOPS_QUANT_MIN_NEG_127");
+    P->quant_min = neg127 && strcmp(neg127, "1") == 0 ? -127.0f : -128.0f;
+    P->int4 = int4;
+    snapshot(&P->t[T_X], x, (int)x->ndim - 1);
+    snapshot(&P->t[T_GAMMA], gamma, -1);
+    snapshot(&P->t[T_BETA], beta, -1);
+    snapshot(&P->t[T_SCALE], scale, -1);
+    snapshot(&P->t[T_OFFSET], offset, -1);
+    snapshot(&P->t[T_Y], y, (int)y->ndim - 1);
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &RNQ_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnRmsNormQuant(void *workspace, uint64_t workspaceSize,
+                                            aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}
