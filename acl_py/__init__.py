@@ -69,6 +69,7 @@ from .ops import batch_norm_backward, BatchNormBackward
 from .ops import batch_norm_reduce_backward, BatchNormReduceBackward
 from .ops import batch_norm_elemt_backward, BatchNormElemtBackward
 from .ops import instance_norm, InstanceNorm
+from .ops import rms_norm_quant, RmsNormQuant
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -105,4 +106,5 @@ __all__ = [
     "FastLayerNorm", "batch_norm_backward", "BatchNormBackward", "batch_norm_reduce_backward",
     "BatchNormReduceBackward", "batch_norm_elemt_backward", "BatchNormElemtBackward",
     "instance_norm", "InstanceNorm",
+    "rms_norm_quant", "RmsNormQuant",
 ]

@@ -86,6 +86,8 @@ __all__ = [
     "rms_norm_grad", "rms_norm_grad_error_scale", "group_norm", "group_norm_error_scale",
     "group_norm_silu", "group_norm_silu_error_scale", "group_norm_backward",
     "group_norm_backward_error_scale", "instance_norm", "instance_norm_error_scale",
+    "group_norm_backward_error_scale", "rms_norm_quant", "rms_norm_quant_error_scale",
+    "round_half_even", "QUANT_STEP",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -255,6 +257,37 @@ def rms_norm_error_scale(x, gamma, epsilon: float = 1e-6):
     xf, x2, g, rstd_shape = _rms_split(x, gamma)
     rstd = _rstd(x2, epsilon)
     return (np.abs(x2) * rstd * np.abs(g)).reshape(xf.shape), rstd.reshape(rstd_shape)
+
+
+# A quantized (integer) output is held to one quantization step: the reference quantizes the
+# float64 value, the device its float32 chain (rounded to float16 on the way), and where that
+# chain lands near a half the two may round to neighbouring integers.
+QUANT_STEP = 1.0
+
+
+def round_half_even(v) -> np.ndarray:
+    """``v`` rounded to the nearest integer, ties to even (NumPy's ``rint``), as float64."""
+    return np.rint(_f64(v))
+
+
+def rms_norm_quant(x, gamma, beta, scale, offset, epsilon: float = 1e-6,
+                   quant_min: int = -128):
+    """``(y,)`` of RmsNormQuant in float64, y as int8 values held in float64:
+    ``n = x * rstd * gamma + beta`` (:func:`rms_norm`'s rstd over x's last dim, gamma and beta
+    flattened to it), ``y = clip(rint(n / scale[0] + offset[0]), quant_min, 127)``, ties to
+    even: the device reads the first element of ``scale`` and ``offset`` only."""
+    xf = _f64(x)
+    g = _f64(gamma).reshape(-1)
+    b = _f64(beta).reshape(-1)
+    y, _ = rms_norm(xf, g, epsilon)
+    v = (y + b) / _f64(scale).reshape(-1)[0] + _f64(offset).reshape(-1)[0]
+    return (np.clip(round_half_even(v), quant_min, 127),)
+
+
+def rms_norm_quant_error_scale(x, gamma, beta, scale, offset, epsilon: float = 1e-6):
+    """The magnitude of y's error: unused for a quantized output, which
+    :func:`error_bound` holds to :data:`QUANT_STEP`."""
+    return (np.ones(np.shape(x)),)
 
 
 def gemma_rms_norm(x, gamma, epsilon: float = 1e-6):
@@ -963,6 +996,8 @@ def error_bound(expected, magnitude, input_dtype, output_dtype, actual=None,
     overrides ``RTOL[input_dtype]``; ``output`` (one of :data:`OUTPUTS`) selects the device's
     rounding chain for it (None: the input's dtype as intermediate, which bounds every
     output)."""
+    if np.dtype(output_dtype).kind in "iu":  # a quantized output: one step either way
+        return np.full(np.shape(expected), QUANT_STEP)
     ref = np.abs(_f64(expected))
     if actual is not None:  # rounding happens at the computed value, which may sit one binade up
         ref = np.maximum(ref, np.abs(_f64(actual)))

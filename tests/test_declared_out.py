@@ -44,6 +44,10 @@ def _np_dtype(name):
     return acl_py.dtypes.bfloat16() if name == "bfloat16" else np.dtype(name)
 
 
+def _np_name(dtype):
+    return "bfloat16" if dtype == acl_py.dtypes.bfloat16() else np.dtype(dtype).name
+
+
 def _values(declared):
     """Small NumPy inputs of the operator, in declaration order: its first smoke case's, and
     LayerNormBackward's (whose matrix lives in acl_py.smoke) from a case of that matrix."""
@@ -127,7 +131,9 @@ def test_out_dtypes_agree_with_phase_one(emulator, name, k):
     a = declared.bind(values, np.ndarray)
     shape = spec.shape(a)
     accepted = []
-    for dtype in FLOATS + (REFUSED_EVERYWHERE,):
+    # an output of a dtype of its own (RmsNormQuant's int8 y) is tried beside the floats
+    own = (_np_name(spec.dtype(a)),) if _np_name(spec.dtype(a)) not in FLOATS else ()
+    for dtype in FLOATS + own + (REFUSED_EVERYWHERE,):
         entry = np.zeros(shape, _np_dtype(dtype))
         on_device = _device_call(declared, values, k, entry)
         on_host = _host_call(emulator, declared, values, k, entry)
@@ -143,10 +149,11 @@ def test_out_dtypes_agree_with_phase_one(emulator, name, k):
     default = spec.dtype(a)
     assert any(_np_dtype(d) == default for d in accepted)
     # What the declaration says: any of its dtypes for these arguments on this part (those
-    # the part has) where the device casts, else exactly one.
+    # the part has) where the device casts, else exactly one; an output of a dtype of its own
+    # is tried beside the floats.
     dtypes = spec.out_dtypes(a, part_of())
-    assert accepted == [d for d in FLOATS if (d in dtypes if dtypes is not None else
-                                              _np_dtype(d) == default)]
+    assert accepted == [d for d in FLOATS + own if (d in dtypes if dtypes is not None else
+                                                    _np_dtype(d) == default)]
 
 
 @pytest.mark.parametrize("name,k", list(_outputs()))
@@ -169,7 +176,9 @@ def test_out_entries_of_the_declared_dtypes_and_shapes_receive_the_results(name)
     declared = DECLARED[name]
     values = _values(declared)
     a = declared.bind(values, np.ndarray)
-    out = tuple(None if spec.into is not None else np.full(spec.shape(a), np.nan, spec.dtype(a))
+    # NaN where the entry can hold it (an integer one: its minimum), to see what is written
+    out = tuple(None if spec.into is not None else
+                np.full(spec.shape(a), _unwritten_fill(spec.dtype(a)), spec.dtype(a))
                 for spec in declared.outputs)
     values = tuple(v.copy() if isinstance(v, np.ndarray) else v for v in values)
     # in place: the input array itself; an output the part does not write: None, its entry
@@ -181,12 +190,16 @@ def test_out_entries_of_the_declared_dtypes_and_shapes_receive_the_results(name)
                   for spec, o, why in zip(declared.outputs, out, unwritten))
     results = declared.call(values, out=out)
     assert all(r is o for r, o in zip(results, given))
-    assert all(np.isnan(o).all() for o, why in zip(out, unwritten)
-               if why is not None and o is not None)
+    assert all((o == _unwritten_fill(o.dtype)).all() | np.isnan(o).all()
+               for o, why in zip(out, unwritten) if why is not None and o is not None)
     values = _values(declared)   # the inputs as they were (an in-place call wrote into them)
     for check in declared.check_outputs(values, results):
         if not isinstance(check, OutputNotWritten):
             assert check.problem is None and check.error_ratio <= 1, check
+
+
+def _unwritten_fill(dtype):
+    return np.iinfo(dtype).min if np.dtype(dtype).kind in "iu" else np.nan
 
 
 def _neighbour_shapes(shape):

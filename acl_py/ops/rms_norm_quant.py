@@ -1,0 +1,149 @@
+"""``aclnnRmsNormQuant``: RmsNorm with a bias, quantized to int8, :func:`rms_norm_quant` and the
+plan :class:`RmsNormQuant`.
+
+Python-level checks (see :mod:`._declare`: NumPy calls make them before any C call,
+DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes
+(``x`` float32/float16/bfloat16; ``gamma``, ``beta``, ``scale`` x's; ``offset`` int8);
+``gamma`` of ``[N]`` or ``[1, N]`` with N x's last dim, ``beta`` of gamma's shape; ``scale``
+non-empty and ``offset`` of its shape; ``epsilon > 0``; the ``out=`` entry of x's shape, int8.
+The operator's own rules (ranks, the part's dtype lists: float16/bfloat16 on Atlas A2/A3,
+float16 on Atlas inference parts, none on the Atlas training series) are phase one's. acl-py
+asks for int8 results; the int4 results (packed eight to an int32, Atlas A2/A3) are reachable
+through the raw calls.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
+
+import numpy as np
+
+from .. import reference
+from ..errors import AclArgumentError
+from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
+
+if TYPE_CHECKING:
+    from ..stream import Stream
+    from ..tensor import DeviceTensor
+
+__all__ = ["rms_norm_quant", "RmsNormQuant", "RMS_NORM_QUANT"]
+
+_INT8 = np.dtype(np.int8)
+
+# hicann/ops-nn norm/rms_norm_quant/op_host/rms_norm_quant_def.cpp: none for the Atlas training
+# series (whose op_api lists no dtype). Ascend 950's op_api branch runs RmsNormQuantV2
+# (norm/rms_norm_quant_v2, "ascend950"), which the emulator does not model: its phase one
+# refuses every call there (docs/emulator.md), so the declaration leaves Ascend 950 out and
+# `acl-py smoke` does not check the operator there (on a device, call it directly).
+_KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "ascend310b",
+                           "kirinx90", "kirin9030")
+
+
+def rms_norm_quant_check(a):
+    """Checks gamma (``[N]`` or ``[1, N]``, N x's last dim: the op_api reshapes a rank-2 gamma
+    to its last dim), beta (gamma's shape), scale (non-empty: the kernel reads its first
+    element) and offset (scale's shape), and that ``a.epsilon`` is positive (the tiling
+    refuses epsilon <= 0 as a float32)."""
+    n = a.x.shape[-1] if a.x.shape else None
+    gs = a.gamma.shape
+    if not (gs == (n,) or gs == (1, n)) or n == 0:
+        raise AclArgumentError("gamma", f"shape {gs} must be [N] or [1, N] with N x's last "
+                               f"dim (x {a.x.shape}, non-empty)")
+    if a.beta.shape != gs:
+        raise AclArgumentError("beta", f"shape {a.beta.shape} must equal gamma's shape {gs}")
+    if a.scale.size == 0:
+        raise AclArgumentError("scale", f"shape {a.scale.shape} is empty (the device reads "
+                               f"its first element)")
+    if a.offset.shape != a.scale.shape:
+        raise AclArgumentError("offset", f"shape {a.offset.shape} must equal scale's shape "
+                               f"{a.scale.shape}")
+    if not np.float32(a.epsilon) > 0:
+        raise AclArgumentError("epsilon", f"{a.epsilon!r} must be positive as a float32")
+
+
+def _x_shape(a):
+    return a.x.shape
+
+
+def _int8(a):
+    return _INT8
+
+
+def smoke_case(shape, dtype, scale=0.05, offset=3):
+    """A smoke case ``(name, make)``: ``make()`` gives ``(x, gamma, beta, scale, offset,
+    epsilon)`` of ``shape`` ("bf16" names bfloat16), scaled so that most results fall inside
+    int8 and some saturate."""
+    def make():
+        from ..dtypes import bfloat16
+        dt = {"bf16": bfloat16()}.get(dtype, dtype)
+        rng = np.random.default_rng(shape[-1] + len(shape))
+        n = shape[-1]
+        x = (rng.standard_normal(shape, dtype=np.float32) * 2 + 0.25).astype(dt)
+        g = (1.0 + 0.5 * rng.standard_normal(n, dtype=np.float32)).astype(dt)
+        b = (0.25 * rng.standard_normal(n, dtype=np.float32)).astype(dt)
+        return (x, g, b, np.array([scale], dt), np.array([offset], np.int8), 1e-6)
+    return f"{dtype if isinstance(dtype, str) else np.dtype(dtype).name}{list(shape)}", make
+
+
+RMS_NORM_QUANT = Declared("aclnnRmsNormQuant", (
+    tensor("x"),
+    tensor("gamma", like="x"),
+    tensor("beta", like="x"),
+    tensor("scale", like="x"),
+    tensor("offset", dtypes=("int8",)),
+    double("epsilon", default=1e-6),
+    output("y", shape=_x_shape, dtype=_int8),
+), check=rms_norm_quant_check, reference=reference.rms_norm_quant,
+    error_scale=reference.rms_norm_quant_error_scale,
+    smoke_cases=(smoke_case((8, 1024), np.float16),
+                 smoke_case((4, 3, 200), np.float16, scale=0.02, offset=-5)),
+    # 561103: the op_api's code for its rank-2 gamma/beta reshape, the tiling's rules
+    # (epsilon, empty x) and the result's ViewCopy into y (docs/emulator.md)
+    rule_codes=(561103,), parts=_KERNEL_PARTS)
+
+
+@overload
+def rms_norm_quant(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, scale: np.ndarray,
+                   offset: np.ndarray, epsilon: float = ..., *,
+                   stream: Optional["Stream"] = ..., out: OutArg = ...
+                   ) -> Tuple[np.ndarray]: ...
+
+
+@overload
+def rms_norm_quant(x: "DeviceTensor", gamma: "DeviceTensor", beta: "DeviceTensor",
+                   scale: "DeviceTensor", offset: "DeviceTensor", epsilon: float = ..., *,
+                   stream: Optional["Stream"] = ..., out: OutArg = ...
+                   ) -> Tuple["DeviceTensor"]: ...
+
+
+def rms_norm_quant(x: Operand, gamma: Operand, beta: Operand, scale: Operand, offset: Operand,
+                   epsilon: float = 1e-6, *, stream: Optional["Stream"] = None,
+                   out: OutArg = None) -> Any:
+    """RmsNorm over the last dim of ``x`` with a bias, then quantized: ``(y,)`` with
+    ``y = int8(clip(round(((x * rstd) * gamma + beta) * (1 / scale[0]) + offset[0])))``,
+    ``rstd = 1 / sqrt(mean(x^2) + epsilon)``. The device computes in float32, multiplies by
+    the reciprocal of the first element of ``scale`` (a per-tensor scale: only ``scale[0]`` and
+    ``offset[0]`` are read), rounds the result to float16, clamps it to [-128, 127] and rounds
+    to the nearest integer, ties to even.
+
+    * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
+    * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
+      valid once it has synchronized).
+
+    ``gamma`` and ``beta`` are ``[N]`` or ``[1, N]``, N x's last dim; ``scale`` has x's dtype,
+    ``offset`` is int8 of scale's shape; ``y`` is int8 of x's shape. ``out=(y,)`` gives a
+    preallocated output of the same kind as the inputs.
+    """
+    return RMS_NORM_QUANT.call((x, gamma, beta, scale, offset, epsilon), out=out, stream=stream)
+
+
+class RmsNormQuant(Plan):
+    """A :func:`rms_norm_quant` plan over fixed device tensors (see :class:`~acl_py.ops.Plan`):
+    output ``y``; ``run(stream)`` enqueues phase two only."""
+
+    declared = RMS_NORM_QUANT
+    __slots__ = ()
+
+    def __init__(self, x: "DeviceTensor", gamma: "DeviceTensor", beta: "DeviceTensor",
+                 scale: "DeviceTensor", offset: "DeviceTensor", epsilon: float = 1e-6, *,
+                 out: OutArg = None) -> None:
+        self._prepare((x, gamma, beta, scale, offset, epsilon), out)

@@ -1,0 +1,179 @@
+"""acl_py.rms_norm_quant / acl_py.RmsNormQuant (aclnnRmsNormQuant through the declarative
+operator layer) within one quantization step of the float64 reference, its argument errors
+(typed, naming the argument and carrying phase one's code, nothing leaked: the autouse leak
+check), its plan, and the CANN path (ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann).
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py import reference
+from acl_py.errors import AclArgumentError, AclError, AclTypeError
+from acl_py.ops import RMS_NORM_QUANT
+
+from _cann_path import run_on_cann_path
+from _part_runs import needs_kernel, other_parts, run_on_parts
+
+F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
+I8 = np.dtype(np.int8)
+# The emulator models the Atlas A2/A3 and inference kernels (Ascend 950's is not modelled:
+# docs/emulator.md); the Atlas training series has no dtype at all.
+MODELLED = acl_py.soc.short_soc_version(acl_py.soc_name()) in ("Ascend910B", "Ascend910_93",
+                                                                "Ascend310P")
+pytestmark = [needs_kernel(RMS_NORM_QUANT),
+              pytest.mark.skipif(not MODELLED, reason="the part's kernel is not modelled, or "
+                                 "it has none")]
+
+
+def make(shape, dt=F16, scale=0.05, offset=3, seed=0):
+    rng = np.random.default_rng(seed)
+    n = shape[-1]
+    x = (rng.standard_normal(shape) * 2 + 0.25).astype(dt)
+    g = (1.0 + 0.5 * rng.standard_normal(n)).astype(dt)
+    b = (0.25 * rng.standard_normal(n)).astype(dt)
+    return x, g, b, np.array([scale], dt), np.array([offset], I8)
+
+
+def host(t):
+    return t.to_numpy() if isinstance(t, acl_py.DeviceTensor) else t
+
+
+def check(y, args, eps=1e-6):
+    y = host(y)
+    assert y.dtype == I8 and y.shape == args[0].shape
+    exp = reference.rms_norm_quant(*args, eps)[0]
+    assert np.max(np.abs(y - exp)) <= reference.QUANT_STEP
+    reference.assert_close(y, exp, np.ones(exp.shape), args[0].dtype, "y")
+
+
+@pytest.mark.parametrize("path", ["numpy", "device"])
+@pytest.mark.parametrize("dt", [F16, BF16], ids=["f16", "bf16"])
+def test_against_reference(path, dt):
+    if dt == BF16 and not acl_py.supports_bfloat16():
+        pytest.skip(f"{acl_py.soc_name()}: no BF16 x")
+    args = make((3, 5, 67), dt)
+    call_args = args if path == "numpy" else tuple(acl_py.DeviceTensor.from_numpy(a)
+                                                   for a in args)
+    (y,) = acl_py.rms_norm_quant(*call_args, 1e-5)
+    assert isinstance(y, np.ndarray if path == "numpy" else acl_py.DeviceTensor)
+    check(y, args, 1e-5)
+
+
+def test_gamma_beta_of_1xN_out_given_and_strided_views():
+    x, g, b, s, o = make((4, 6, 32))
+    out = (np.empty((4, 6, 32), I8),)
+    res = acl_py.rms_norm_quant(x, g.reshape(1, 32), b.reshape(1, 32), s, o, out=out)
+    assert res[0] is out[0]
+    check(res[0], (x, g, b, s, o))
+    big = acl_py.DeviceTensor.from_numpy(np.repeat(x, 2, axis=2))
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in (g, b, s, o)]
+    (y,) = acl_py.rms_norm_quant(big[:, :, ::2], *dev)
+    check(y, (x, g, b, s, o))
+
+
+def test_saturates():
+    args = make((2, 64), scale=0.001, offset=0)
+    (y,) = acl_py.rms_norm_quant(*args)
+    assert y.min() == -128 and y.max() == 127
+    check(y, args)
+
+
+ERRORS = [
+    (dict(x=[[1.0, 2.0]]), AclTypeError, "x"),
+    (dict(x=np.ones((2, 4), np.float64)), AclTypeError, "x"),
+    (dict(gamma=np.ones(5, F16)), AclArgumentError, "gamma"),
+    (dict(gamma=np.ones((2, 4), F16)), AclArgumentError, "gamma"),
+    (dict(gamma=np.ones(4, F32)), AclTypeError, "gamma"),
+    (dict(beta=np.ones(3, F16)), AclArgumentError, "beta"),
+    (dict(scale=np.ones(1, F32)), AclTypeError, "scale"),
+    (dict(scale=np.ones(0, F16), offset=np.ones(0, I8)), AclArgumentError, "scale"),
+    (dict(offset=np.ones(1, np.int32)), AclTypeError, "offset"),
+    (dict(offset=np.ones(2, I8)), AclArgumentError, "offset"),
+    (dict(epsilon=0.0), AclArgumentError, "epsilon"),
+    (dict(epsilon="small"), AclTypeError, "epsilon"),
+    (dict(out=(np.empty((2, 4), F16),)), AclTypeError, "out[0] (y)"),
+    (dict(out=(np.empty((2, 5), I8),)), AclArgumentError, "out[0] (y)"),
+]
+
+
+@pytest.mark.parametrize("change,exc,argument", ERRORS,
+                         ids=[f"{a}-{e.__name__}" for _c, e, a in ERRORS])
+def test_argument_errors(emulator, change, exc, argument):
+    x, g, b, s, o = make((2, 4))
+    case = dict(dict(x=x, gamma=g, beta=b, scale=s, offset=o), **change)
+    emulator.reset_call_counts()
+    with pytest.raises(exc) as ei:
+        acl_py.rms_norm_quant(**case)
+    assert ei.value.argument == argument, ei.value
+    assert type(ei.value) is exc
+    assert "aclnnRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
+
+
+@pytest.mark.parametrize("name,value,code", [
+    ("gamma", np.ones((2, 4), F16), 561103),     # the rank-2 reshape
+    ("beta", np.ones(3, F16), 161002),
+    ("offset", np.ones(1, np.int32), 161002),
+    ("epsilon", 0.0, 561103),                     # the tiling's rule
+])
+def test_device_refusal_names_the_argument_and_carries_the_code(name, value, code):
+    args = dict(zip(("x", "gamma", "beta", "scale", "offset"), make((2, 4))))
+    dev = {k: acl_py.DeviceTensor.from_numpy(v) for k, v in args.items()}
+    eps = 1e-6
+    if name == "epsilon":
+        eps = value
+    else:
+        dev[name] = acl_py.DeviceTensor.from_numpy(value)
+    with pytest.raises((AclArgumentError, AclTypeError)) as ei:
+        acl_py.rms_norm_quant(**dev, epsilon=eps)
+    assert ei.value.argument == name
+    assert ei.value.code == code and ei.value.call == "aclnnRmsNormQuantGetWorkspaceSize"
+
+
+def test_operator_rules_surface_as_its_typed_error():
+    x, g, b, s, o = make((1,) * 8 + (4,))
+    with pytest.raises(AclError) as ei:
+        acl_py.rms_norm_quant(x, g, b, s, o)
+    assert ei.value.code == 161002 and ei.value.call == "aclnnRmsNormQuantGetWorkspaceSize"
+    assert "x rank 9" in ei.value.message
+
+
+def test_plan_runs_repeatedly_on_changing_contents():
+    args = make((8, 96))
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with acl_py.Stream() as st, acl_py.RmsNormQuant(*dev, 1e-5) as plan:
+        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        for k in range(3):
+            xk = (args[0].astype(F32) * (k + 1) - k).astype(F16)
+            dev[0].buffer.copy_from_host(xk)
+            assert plan.run(st) == (plan.y,)
+            st.synchronize()
+            check(plan.y, (xk,) + args[1:], 1e-5)
+    assert plan.closed
+
+
+def test_declaration_describes_the_c_prototype():
+    assert [p.name for p in RMS_NORM_QUANT.params] == ["x", "gamma", "beta", "scale",
+                                                        "offset", "epsilon", "y"]
+    assert [o.py for o in RMS_NORM_QUANT.outputs] == ["y"]
+    for case in RMS_NORM_QUANT.smoke_cases:
+        assert all(r <= 1 for r in RMS_NORM_QUANT.run_smoke_case(case)), case[0]
+
+
+@pytest.mark.no_leak_check  # runs in a child process
+def test_cann_path_on_the_emulator_prefix(emulator):
+    """ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann: bound like any CANN install, no aclemu
+    symbol touched."""
+    run_on_cann_path(emulator, """
+x = np.linspace(-3, 3, 64, dtype=np.float16).reshape(4, 16); g = np.full(16, 0.5, np.float16)
+b = np.zeros(16, np.float16); s = np.array([0.01], np.float16); o = np.array([1], np.int8)
+(y,) = acl_py.rms_norm_quant(x, g, b, s, o)
+e = reference.rms_norm_quant(x, g, b, s, o)[0]
+assert y.dtype == np.int8 and np.abs(y - e).max() <= 1
+""")
+
+
+test_on_other_parts = run_on_parts(other_parts(("Ascend310P3", "Ascend910_9391")),
+                                   "reference or saturates or argument_errors")
