@@ -3,8 +3,8 @@ fast_layer_norm.py, rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, grou
 gemma_rms_norm.py, inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py,
 group_norm_silu.py, group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py,
 group_norm_backward.py, batch_norm_backward.py, batch_norm_reduce_backward.py,
-batch_norm_elemt_backward.py, instance_norm.py) print exactly what the examples print on a
-device.
+batch_norm_elemt_backward.py, instance_norm.py, rms_norm_quant.py) print exactly what the
+examples print on a device.
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -40,7 +40,7 @@ from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   inplace_add_rms_norm_example_output, INSTANCE_NORM_PART,
                                   instance_norm_example_output,
                                   layer_norm_example_output, rms_norm_example_output,
-                                  rms_norm_grad_example_output)
+                                  rms_norm_grad_example_output, rms_norm_quant_example_output)
 
 
 def layer_norm_reference():
@@ -177,6 +177,13 @@ def instance_norm_reference():
     return list(reference.instance_norm(x, np.full(8, 1.5), np.full(8, 0.5), "NCHW", 1e-5))
 
 
+def rms_norm_quant_reference():
+    """y of the rms_norm_quant example's data in float64, quantized (int8 values)."""
+    x = np.arange(15.0).reshape(3, 5)
+    g = np.arange(5.0)
+    return [reference.rms_norm_quant(x, g, g, np.ones(1), np.ones(1), 1e-6)[0]]
+
+
 def add_reference():
     """out = self + 1.2 * other of the add example's data in float64."""
     return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
@@ -276,12 +283,16 @@ PORTS = [
          headers=("\nUse aclnnInstanceNorm Non-Bias Port.",) +
          tuple(f"==== InstanceNorm non-bias: {name} output" for name in ("y", "mean", "rstd")),
          prelude="\nUse aclnnInstanceNorm Non-Bias Port.", part=INSTANCE_NORM_PART),
+    # int8 values: none of the example's lands near a half, so the float64 ones are the same
+    Port("rms_norm_quant.py", rms_norm_quant_example_output, rms_norm_quant_reference,
+         "aclnnRmsNormQuantGetWorkspaceSize", rtol=0, atol=0),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 
 # "result[i] is: v", "y result[i] is: v" or "outResultData[i] is: v" (the GroupNorm example's;
 # "gradInputResultData[i] is: v" its backward's)
-LINE = re.compile(r"(?:\w+ )?(?:result|[a-z][A-Za-z]*ResultData)\[(\d+)\] is: (-?\d+\.\d{6})")
+LINE = re.compile(r"(?:\w+ )?(?:result|[a-z][A-Za-z]*ResultData)\[(\d+)\] is: "
+                  r"(-?\d+\.\d{6}|-?\d+)")
 
 
 @ports

@@ -20,7 +20,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/group_norm_grad/examples,
                                          norm/batch_norm_grad_v3/examples,
                                          norm/instance_norm_v3/examples/arch20, run on
-                                         an Atlas inference part) and runtime/
+                                         an Atlas inference part,
+                                         norm/rms_norm_quant/examples) and runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -43,9 +44,9 @@ The Python ports of the operator examples (samples/layer_norm.py, fast_layer_nor
 rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer_norm.py,
 deep_norm.py, group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py,
 deep_norm_grad.py, group_norm_backward.py, batch_norm_backward.py,
-batch_norm_reduce_backward.py, batch_norm_elemt_backward.py, instance_norm.py) print byte for
-byte what the C++ examples print, both on the emulator (instance_norm.py's on Ascend310P3,
-the operator's only part).
+batch_norm_reduce_backward.py, batch_norm_elemt_backward.py, instance_norm.py,
+rms_norm_quant.py) print byte for byte what the C++ examples print, both on the emulator
+(instance_norm.py's on Ascend310P3, the operator's only part).
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -1457,6 +1458,33 @@ def test_vendor_instance_norm_example(library):
     assert out == instance_norm_example_output()
 
 
+def rms_norm_quant_example_output() -> str:
+    """The rms_norm_quant example's inputs (x [3, 5] FLOAT16 0..14, gamma = beta = [1, 5]
+    0..4, scale 1, offset 1, epsilon 1e-6, y INT8) through the kernel's float32 chain
+    (op_kernel/rms_norm_quant.cpp, rows of at most 8192: docs/emulator.md): factor =
+    1 / sqrt(sum(x * x * (float)(1.0 / 5)) + eps), v = ((x * factor) * gamma + beta) * (1 / 1)
+    + 1, rounded to FLOAT16, clamped to [-128, 127], rounded to even. No value is near a half,
+    so the summation order does not matter: the printed values are the device's. The example
+    prints y with %d."""
+    f = np.float32
+    x = np.arange(15, dtype=f).reshape(3, 5)
+    g = np.arange(5, dtype=f)
+    factor = f(1) / np.sqrt(np.sum((x * x) * f(1.0 / 5), axis=1, dtype=f) + f(1e-6))
+    v = ((x * factor[:, None]) * g + g) * (f(1) / f(1)) + f(1)
+    y = np.rint(np.clip(v.astype(np.float16).astype(f), -128, 127)).astype(np.int8)
+    return "".join(f"result[{i}] is: {int(q)}\n" for i, q in enumerate(y.ravel()))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnRmsNormQuant example "
+                    "against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_rms_norm_quant_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "rms_norm_quant", "examples",
+                                             "test_aclnn_rms_norm_quant.cpp"), [library])
+    assert out == rms_norm_quant_example_output()
+
+
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 
 # (port under samples/, checkout, the C++ example it ports, its operator library)
@@ -1513,6 +1541,8 @@ EXAMPLE_PORTS = [
     ("instance_norm.py", "ops-nn",
      os.path.join("norm", "instance_norm_v3", "examples", "arch20",
                   "test_aclnn_instance_norm.cpp"), "opapi_nn"),
+    ("rms_norm_quant.py", "ops-nn", os.path.join("norm", "rms_norm_quant", "examples",
+                                                 "test_aclnn_rms_norm_quant.cpp"), "opapi_nn"),
 ]
 # the part a port and its example run on, where the default has no kernel for it
 PORT_PARTS = {"instance_norm.py": INSTANCE_NORM_PART}
