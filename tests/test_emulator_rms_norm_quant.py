@@ -179,6 +179,19 @@ def test_only_the_first_scale_and_offset_are_read(arena):
     assert np.array_equal(y1, y3)
 
 
+@needs_kernel
+def test_nan_is_written_as_zero(arena):
+    """The docs' constraint: a NaN scale, or a NaN RmsNorm result (a NaN in x's row), gives
+    0; the other rows are untouched by it."""
+    rng = np.random.default_rng(8)
+    x, g, b, s, o = inputs(rng, 3, 32, F16)
+    assert (call(arena, x, g, b, np.array([np.nan], F16), o) == 0).all()
+    x[1, 5] = np.nan
+    y = call(arena, x, g, b, s, o)
+    assert (y[1] == 0).all()
+    assert np.array_equal(y[[0, 2]], device_chain(x[[0, 2]], g, b, s, o))
+
+
 @pytest.mark.skipif(not A2, reason="INT4 results (y INT32) are Atlas A2/A3's")
 def test_int32_y_holds_eight_int4_values(arena):
     rng = np.random.default_rng(3)

@@ -116,7 +116,7 @@ static float row_factor(const rnq_payload *P, const float *x)
 }
 
 /* v (already rounded to FLOAT16) as the device's integer: INT8 clamped to [quant_min, 127]
- * first; INT4 saturated to [-8, 7]. NaN is written as 0 (not modelled: docs/emulator.md). */
+ * first; INT4 saturated to [-8, 7]. NaN is written as 0, as the docs' constraints say. */
 static int8_t quantize(float h, float quant_min, bool int4)
 {
     if (isnan(h))
