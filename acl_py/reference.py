@@ -783,6 +783,102 @@ def batch_norm_elemt_backward_error_scale(grad_out, input, mean, invstd, weight,
         dx = ((np.abs(dy) + k * np.abs(mdy))
               + (np.abs(x) + np.abs(mu)) * k * np.abs(mdyx * rs * rs)) * np.abs(rs * w)
     return (_from_rows(dx, np.shape(input)),)
+def _gather_terms(mean, invstd, counts, eps):
+    """The ranks' statistics as float64 ``(N, C)`` rows, their counts as ``(N, 1)``, the total
+    count ``S``, the global mean ``(1, C)`` and each rank's variance ``1 / invstd^2 - eps``."""
+    m, inv = _f64(mean), _f64(invstd)
+    k = _f64(counts).reshape(-1, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = k.sum()
+        mean_all = (m * k).sum(axis=0, keepdims=True) / total
+        var = 1.0 / (inv * inv) - eps
+    return m, inv, k, total, mean_all, var
+
+
+def batch_norm_gather_stats_with_counts(mean, invstd, counts, running_mean=None,
+                                        running_var=None, momentum: float = 0.1,
+                                        eps: float = 1e-5):
+    """``(mean_all, invstd_all, running_mean, running_var)`` of SyncBatchNorm's gathering step
+    in float64 (the vendor's docs/aclnnBatchNormGatherStatsWithCounts.md): the ``N`` ranks'
+    per-channel ``mean`` and ``invstd`` (``[N, C]``, ``invstd = 1 / sqrt(var + eps)`` of each
+    rank's biased variance) and element ``counts`` (``[N]``) combined into the statistics of
+    the whole batch of ``S = sum(counts)`` values per channel: ``mean_all = sum(mean * counts)
+    / S``, the biased variance ``var_all = sum((var + (mean - mean_all)^2) * counts) / S``,
+    ``invstd_all = 1 / sqrt(var_all + eps)``; the running statistics updated as
+    ``(1 - momentum) * old + momentum * new`` with the unbiased ``var_all * S / (S - 1)`` (None
+    where not given)."""
+    m, _, k, total, mean_all, var = _gather_terms(mean, invstd, counts, eps)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var_sum = ((var + (m - mean_all) ** 2) * k).sum(axis=0)
+        invstd_all = 1.0 / np.sqrt(var_sum / total + eps)
+        unbiased = var_sum / (total - 1)
+    rm = rv = None
+    if running_mean is not None:
+        rm = (1 - momentum) * _f64(running_mean) + momentum * mean_all[0]
+    if running_var is not None:
+        rv = (1 - momentum) * _f64(running_var) + momentum * unbiased
+    return mean_all[0], invstd_all, rm, rv
+
+
+def batch_norm_gather_stats_with_counts_error_scale(mean, invstd, counts, running_mean=None,
+                                                    running_var=None, momentum: float = 0.1,
+                                                    eps: float = 1e-5):
+    """Per element of :func:`batch_norm_gather_stats_with_counts`'s outputs, the magnitude the
+    device's float32 error is proportional to: ``mean_all``: ``sum(|mean| * counts) / S``;
+    the variance's terms made non-negative, ``(1 / invstd^2 + |eps| + d^2 + 2 |d| |mean|_all)
+    * counts`` with ``d = mean - mean_all`` (the subtraction of eps and of the global mean
+    cancel), ``invstd_all``: ``invstd_all * (1 + that / (var_all + eps))``; the running
+    statistics: the same blend of their old values' and the new statistics' magnitudes."""
+    m, inv, k, total, mean_all, _ = _gather_terms(mean, invstd, counts, eps)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        amean = (np.abs(m) * k).sum(axis=0) / total
+        d = np.abs(m - mean_all)
+        mag = ((1.0 / (inv * inv) + abs(eps) + d * d + 2 * d * amean) * k).sum(axis=0) / total
+        var_all = ((1.0 / (inv * inv) - eps + d * d) * k).sum(axis=0) / total
+        invstd_all = 1.0 / np.sqrt(np.abs(var_all + eps))
+        invstd_scale = invstd_all * (1 + mag / np.abs(var_all + eps))
+        unbiased = mag * total / np.abs(total - 1)
+    rm = rv = None
+    if running_mean is not None:
+        rm = abs(1 - momentum) * np.abs(_f64(running_mean)) + abs(momentum) * amean
+    if running_var is not None:
+        rv = abs(1 - momentum) * np.abs(_f64(running_var)) + abs(momentum) * unbiased
+    return amean, invstd_scale, rm, rv
+
+
+def batch_norm_elemt(input, weight, bias, mean, invstd, eps: float = 1e-5):
+    """``output`` of SyncBatchNorm's element-wise step in float64 (the vendor's
+    docs/aclnnBatchNormElemt.md) over input ``[N, C, ...]``: each channel normalized with the
+    given statistics, ``(input - mean) * invstd * weight + bias`` (``weight``/``bias`` None:
+    ones/zeros). ``eps`` is the device's detour only (it makes the variance
+    ``1 / invstd^2 - eps`` and adds eps back), so the exact result does not depend on it."""
+    rows = _channel_rows(input)
+    c = rows.shape[0]
+    w = _channel_vector(weight, c, 1.0)[:, None]
+    b = _channel_vector(bias, c, 0.0)[:, None]
+    mean_v = _channel_vector(mean, c, 0.0)[:, None]
+    inv = _channel_vector(invstd, c, 1.0)[:, None]
+    return _from_rows((rows - mean_v) * inv * w + b, np.shape(input))
+
+
+def batch_norm_elemt_error_scale(input, weight, bias, mean, invstd, eps: float = 1e-5):
+    """Per element of :func:`batch_norm_elemt`'s output, the magnitude the device's error is
+    proportional to: ``(|x| + |mean|) * invstd * |weight| + |bias|``, plus the rounding of the
+    variance the op_api makes in invstd's dtype (``1 / invstd^2 - eps``, three roundings there:
+    a relative error of the rstd of about ``u * (2 + eps * invstd^2)``, u that dtype's unit
+    roundoff) expressed in :data:`RTOL` units of ``|x - mean| * invstd * |weight|``."""
+    rows = _channel_rows(input)
+    c = rows.shape[0]
+    w = np.abs(_channel_vector(weight, c, 1.0))[:, None]
+    b = np.abs(_channel_vector(bias, c, 0.0))[:, None]
+    mean_v = _channel_vector(mean, c, 0.0)[:, None]
+    inv = np.abs(_channel_vector(invstd, c, 1.0))[:, None]
+    bits, _ = _FLOAT_FORMAT[_dtype_name(np.asarray(invstd).dtype)]
+    unit = 2.0 ** -(bits + 1)
+    drift = unit * (2 + abs(eps) * inv * inv) / RTOL["float32"]
+    out = ((np.abs(rows) + np.abs(mean_v)) * inv * w + b
+           + np.abs(rows - mean_v) * inv * w * drift)
+    return _from_rows(out, np.shape(input))
 
 
 def _group_backward_terms(grad_out, input, mean, rstd, gamma, n, c, hxw, group):

@@ -53,6 +53,8 @@ HEADERS = [
     (INCLUDE / "aclnnop" / "aclnn_add_layer_norm_grad.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_batch_norm.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_batch_norm_backward.h", "opapi"),
+    (INCLUDE / "aclnnop" / "aclnn_batch_norm_gather_stats_with_counts.h", "opapi"),
+    (INCLUDE / "aclnnop" / "aclnn_batch_norm_elemt.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_deep_norm_grad.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_group_norm_backward.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_batch_norm_backward_reduce.h", "opapi"),

@@ -118,24 +118,7 @@ static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
         load_channel(&P->t[T_INPUT], &in, c, outer, x);
         float mean, var, saved_inv;
         if (!P->training) {
-            mean = rm[c];
-            var = rv[c];
-            if (P->chain == CHAIN_950) {
-                const float rstd = (float)(1.0 / sqrt((double)(var + eps)));
-                for (int64_t i = 0; i < R; i++) {
-                    float t = x[i] - mean;
-                    t *= w[c];
-                    t *= rstd;
-                    x[i] = t + b[c];
-                }
-            } else {
-                const float k = w[c] / sqrtf(var + eps);
-                const float shift = b[c] - k * mean;
-                for (int64_t i = 0; i < R; i++) {
-                    const float t = x[i] * k;
-                    x[i] = t + shift;
-                }
-            }
+            bn_infer_channel(x, R, rm[c], rv[c], w[c], b[c], eps, P->chain == CHAIN_950);
             store_channel(&P->t[T_OUTPUT], &out, c, outer, P->y_ties, x);
             continue;
         }

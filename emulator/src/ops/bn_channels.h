@@ -1,13 +1,17 @@
 /*
- * The channel views of the BatchNorm operators (aclnnBatchNorm, aclnnBatchNormBackward): a
- * tensor split around its channel's dim, one channel's values loaded as floats or stored,
- * one element of a [C] vector written, and a [C] vector read whole (or a fill where it is not
- * given). Channels are independent, so these keep each kernel's split of channels over
+ * The channel views of the BatchNorm operators (aclnnBatchNorm, aclnnBatchNormBackward,
+ * aclnnBatchNormElemt): a tensor split around its channel's dim, one channel's values loaded
+ * as floats or stored, one element of a [C] vector written, and a [C] vector read whole (or a
+ * fill where it is not given); the inference normalization of one channel, which
+ * aclnnBatchNorm (training=false) and aclnnBatchNormElemt (through the op_api's BatchNorm)
+ * share. Channels are independent, so these keep each kernel's split of channels over
  * threads free of any effect on the bits. And the task their launches queue (bn_channels.c).
  */
 #ifndef ACLEMU_OPS_BN_CHANNELS_H_
 #define ACLEMU_OPS_BN_CHANNELS_H_
 
+#include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -111,5 +115,32 @@ static inline const void *bn_task_payload(const bn_task *T)
 __attribute__((visibility("hidden"))) aclnnStatus
 bn_task_launch(const bn_kernel *K, const void *payload, void *const *addrs, void *workspace,
                aclrtStream stream, int64_t C, int64_t R);
+
+/* One channel's R values x normalized in place with a given mean and variance (inference),
+ * in float32, as the op_api's BatchNorm runs it with training false (hicann/ops-nn
+ * norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp): on Ascend 950 (regbase) BatchNormV3's
+ * inference kernel, y = (((x - mean) * w) * rstd) + b with rstd its Newton-refined
+ * 1 / sqrt(var + eps) (the double result rounded); elsewhere BNInfer (TBE),
+ * k = w / sqrtf(var + eps), y = x * k + (b - k * mean). */
+static inline void bn_infer_channel(float *x, int64_t R, float mean, float var, float w, float b,
+                                    float eps, bool regbase)
+{
+    if (regbase) {
+        const float rstd = (float)(1.0 / sqrt((double)(var + eps)));
+        for (int64_t i = 0; i < R; i++) {
+            float t = x[i] - mean;
+            t *= w;
+            t *= rstd;
+            x[i] = t + b;
+        }
+        return;
+    }
+    const float k = w / sqrtf(var + eps);
+    const float shift = b - k * mean;
+    for (int64_t i = 0; i < R; i++) {
+        const float t = x[i] * k;
+        x[i] = t + shift;
+    }
+}
 
 #endif /* ACLEMU_OPS_BN_CHANNELS_H_ */

@@ -1,0 +1,290 @@
+/*
+ * aclnnBatchNormElemt for the CPU emulator: phase one (checks, executor), the launch and the
+ * kernel. SyncBatchNorm's element-wise step: each channel of input normalized with a given mean
+ * and invstd (the gathered ones), then scaled by weight and shifted by bias.
+ *
+ * Facts, hicann/ops-nn norm/batch_norm_elemt/op_host/op_api/aclnn_batch_norm_elemt.cpp (the
+ * phase one, its order and codes, the L0 ops), norm/batch_norm_v3/op_host/op_api/
+ * aclnn_batch_norm.cpp (`BatchNorm`, which it calls with training false: the kernels per part),
+ * norm/norm_common/op_host/op_api/norm_tensor_util.cpp (FillScalar: FLOAT ones and zeros for
+ * an absent weight and bias), docs/aclnnBatchNormElemt.md:
+ * - phase one: workspaceSize/executor NULL (161001); input, mean, invstd or output NULL (161002:
+ *   the op_api's CHECK_RET returns ACLNN_ERR_PARAM_INVALID for them); each tensor's dtype in
+ *   the part's list (no dtype need match another's); output's format input's, input's not
+ *   private; ranks 2..8, output's shape input's, C (dim 1) not 0, weight, bias, mean, invstd
+ *   [C] (all 161002); an empty input: success, no kernel; the result's copy into output needs
+ *   output's dtype to be input's (561103).
+ * - the numbers: the op_api makes the variance from invstd with L0 Mul, OnesLike, Div and Sub
+ *   in invstd's dtype, var = (1 / (invstd * invstd)) - eps, each step rounded to that dtype
+ *   (eps too), then runs BatchNorm's inference on it (bn_channels.h bn_infer_channel: BNInfer,
+ *   or Ascend 950's BatchNormV3), which adds eps back; y rounded to input's dtype (to even).
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "phase_one.h"
+#include "convert.h"
+#include "bn_channels.h"
+#include "norm_rows.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_batch_norm_elemt.h"
+
+#define P1 "aclnnBatchNormElemtGetWorkspaceSize"
+#define P2 "aclnnBatchNormElemt"
+
+/* the prototype's order */
+enum { T_INPUT, T_WEIGHT, T_BIAS, T_MEAN, T_INVSTD, T_OUTPUT, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"input", "weight", "bias", "mean", "invstd",
+                                           "output"};
+#define N_INPUTS 5 /* input .. invstd */
+
+typedef struct {
+    tdesc t[T_COUNT];
+    bool no_kernel;       /* an empty input: the op_api returns before any L0 op */
+    bool regbase;         /* Ascend 950's BatchNormV3 (else BNInfer) */
+    int64_t C, R;         /* channels, values per channel */
+    float eps;
+} be_payload;
+
+typedef struct {
+    be_payload p;
+    float *buf;           /* nchunks * R floats: a channel's values */
+    float *params;        /* 4 * C floats: weight, bias, mean, variance */
+    int64_t nchunks;
+    void *pins[TV_MAX_VIEWS + 1];
+    int npins;
+} be_task;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+static float round_to(aclDataType dt, float v)
+{
+    aclemu_round_floats(dt, ACLEMU_TIES_EVEN, &v, 1);
+    return v;
+}
+
+static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const be_task *T = ctx;
+    const be_payload *P = &T->p;
+    const int64_t R = P->R, C = P->C;
+    const float *w = T->params, *b = w + C, *mean = b + C, *var = mean + C;
+    float *x = T->buf + chunk * R;
+    chan_lay in, out;
+    chan_lay_build(&in, &P->t[T_INPUT], 1);
+    chan_lay_build(&out, &P->t[T_OUTPUT], 1);
+    const int64_t outer = R / (in.inner ? in.inner : 1);
+    for (int64_t c = begin; c < end; c++) {
+        load_channel(&P->t[T_INPUT], &in, c, outer, x);
+        bn_infer_channel(x, R, mean[c], var[c], w[c], b[c], P->eps, P->regbase);
+        store_channel(&P->t[T_OUTPUT], &out, c, outer, ACLEMU_TIES_EVEN, x);
+    }
+}
+
+static void task_run(void *arg)
+{
+    be_task *T = arg;
+    const be_payload *P = &T->p;
+    const int64_t C = P->C;
+    float *w = T->params, *b = w + C, *mean = b + C, *var = mean + C;
+    /* read before any is written: output may be the very memory of input or a vector */
+    load_param(&P->t[T_WEIGHT], C, 1.0f, w);
+    load_param(&P->t[T_BIAS], C, 0.0f, b);
+    load_param(&P->t[T_MEAN], C, 0.0f, mean);
+    load_param(&P->t[T_INVSTD], C, 1.0f, var);
+    /* the op_api's variance: Mul, OnesLike + Div, Sub of eps, in invstd's dtype */
+    const aclDataType dt = P->t[T_INVSTD].dtype;
+    const float eps = round_to(dt, P->eps);
+    for (int64_t c = 0; c < C; c++) {
+        const float sq = round_to(dt, var[c] * var[c]);
+        const float rec = round_to(dt, 1.0f / sq);
+        var[c] = round_to(dt, rec - eps);
+    }
+    aclemu_parallel_for(C, T->nchunks, channels_body, T);
+}
+
+static void task_release(void *arg)
+{
+    be_task *T = arg;
+    for (int i = 0; i < T->npins; i++)
+        aclemu_device_unpin(T->pins[i]);
+    free(T->buf);
+    free(T->params);
+    free(T);
+}
+
+/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+
+static aclnnStatus be_launch(void *payload, void *const *addrs, void *workspace,
+                             uint64_t workspace_size, aclrtStream stream)
+{
+    (void)workspace_size;
+    be_task *T = p2_task_new(P2, sizeof *T);
+    if (!T)
+        return ACLNN_ERR_INNER;
+    T->p = *(const be_payload *)payload;
+    be_payload *P = &T->p;
+    const tdesc *views[T_COUNT];
+    for (int i = 0; i < T_COUNT; i++) {
+        P->t[i].data = addrs[i];
+        views[i] = &P->t[i];
+    }
+    if (!P->no_kernel) {
+        T->nchunks = P->C < NR_MAX_CHUNKS ? P->C : NR_MAX_CHUNKS;
+        T->buf = malloc((size_t)(T->nchunks * P->R) * sizeof(float));
+        T->params = malloc((size_t)(4 * P->C) * sizeof(float));
+        if (!T->buf || !T->params) {
+            aclemu_set_error("%s: out of host memory for the channel buffers (%lld floats)", P2,
+                             (long long)(T->nchunks * P->R + 4 * P->C));
+            task_release(T);
+            return ACLNN_ERR_INNER;
+        }
+    }
+    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
+                        P->no_kernel ? NULL : task_run, task_release, T);
+}
+
+static const aclemu_executor_ops BE_OPS = {
+    .op_name = P2,
+    .launch = be_launch,
+    .destroy = free, /* the payload is one flat allocation */
+};
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
+{
+    const aclDataType dt = t->dtype;
+    if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16)))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
+             TNAME[i], dname(dt), soc->name, soc->series,
+             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_rank(const aclTensor *t, int i)
+{
+    if (t->ndim < 2 || t->ndim > 8)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is not in [2, 8]", P1, TNAME[i],
+             (unsigned long long)t->ndim);
+    return ACLNN_SUCCESS;
+}
+
+/* CheckShape, in its order. */
+static aclnnStatus check_shapes(const aclTensor *const *ts)
+{
+    const aclTensor *input = ts[T_INPUT], *output = ts[T_OUTPUT];
+    aclnnStatus st;
+    if ((st = check_rank(input, T_INPUT)) || (st = check_rank(output, T_OUTPUT)))
+        return st;
+    if (!same_dims(output->dims, output->ndim, input->dims, input->ndim))
+        return shape_error(P1, "output", output->dims, output->ndim, "must equal input's",
+                           input->dims, input->ndim);
+    const int64_t C = input->dims[1];
+    if (C == 0) {
+        char s[256];
+        fmt_dims(s, sizeof s, input->dims, input->ndim);
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input shape %s has no channel: dim 1 (C) must not "
+             "be 0", P1, s);
+    }
+    for (int i = T_WEIGHT; i <= T_INVSTD; i++)
+        if (ts[i] && ts[i]->ndim != 1)
+            return shape_error(P1, TNAME[i], ts[i]->dims, ts[i]->ndim,
+                               "must have rank 1 ([C], C the channel count of input)",
+                               input->dims, input->ndim);
+    for (int i = T_WEIGHT; i <= T_INVSTD; i++)
+        if (ts[i] && ts[i]->dims[0] != C)
+            return shape_error(P1, TNAME[i], ts[i]->dims, ts[i]->ndim,
+                               "must be [C], C the channel count (dim 1) of input",
+                               input->dims, input->ndim);
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemtGetWorkspaceSize(
+    const aclTensor *input, const aclTensor *weight, const aclTensor *bias, aclTensor *mean,
+    aclTensor *invstd, double eps, aclTensor *output, uint64_t *workspaceSize,
+    aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {input, weight, bias, mean, invstd, output};
+
+    /* 0. the out-pointers first (L2_DFX_PHASE_1: 161001) */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+        return st;
+    /* 1. CheckNotNull: the op_api returns ACLNN_ERR_PARAM_INVALID for it (161002) */
+    static const int REQUIRED[] = {T_INPUT, T_MEAN, T_INVSTD, T_OUTPUT};
+    for (size_t k = 0; k < sizeof REQUIRED / sizeof REQUIRED[0]; k++)
+        if (!ts[REQUIRED[k]])
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s is NULL", P1, TNAME[REQUIRED[k]]);
+    if ((st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
+
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+
+    /* 2. CheckDtypeValid (161002): each given tensor in the part's list, in its order */
+    for (int i = 0; i < T_COUNT; i++)
+        if (ts[i] && (st = check_dtype(ts[i], i, soc)))
+            return st;
+    /* 3. CheckFormat (161002) */
+    if (input->format != output->format)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: output's format (aclFormat %d) must be input's "
+             "format (aclFormat %d)", P1, (int)output->format, (int)input->format);
+    if (p1_private_format(input->format))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input's format (aclFormat %d) is private: ND, NC, "
+             "NCL, NCHW, NCDHW are taken", P1, (int)input->format);
+    /* stricter (docs/aclnnBatchNormElemt.md: NC, NCL, NCHW, NCDHW, ND; the channel is dim 1):
+     * a channels-last format would make Ascend 950's BatchNorm take the last dim as C */
+    if (input->format == ACL_FORMAT_NHWC || input->format == ACL_FORMAT_NDHWC)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input's format NHWC/NDHWC (aclFormat %d) is not "
+             "supported: the channel is dim 1 (docs/aclnnBatchNormElemt.md)", P1,
+             (int)input->format);
+    /* 4. CheckShape (161002) */
+    if ((st = check_shapes(ts)))
+        return st;
+    int64_t X = 0;
+    if (!numel(input->dims, input->ndim, &X))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input's element count overflows int64", P1);
+
+    be_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    /* 5. an empty input: success, workspace 0, no kernel */
+    if (X == 0) {
+        P->no_kernel = true;
+        return p1_finish(P1, &BE_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
+                         executor);
+    }
+    /* 6. the result's ViewCopy into output (the op_api's CHECK_RET: 561103) */
+    if (output->dtype != input->dtype) {
+        aclemu_set_error("%s: output dtype %s must be input's dtype %s for the copy of the "
+                         "result (the op_api's ViewCopy)", P1, dname(output->dtype),
+                         dname(input->dtype));
+        free(P);
+        return ACLNN_ERR_INNER_NULLPTR;
+    }
+
+    const int64_t C = input->dims[1];
+    P->regbase = soc->npu_arch == 3510;
+    P->C = C;
+    P->R = X / C;
+    P->eps = (float)eps;
+    for (int i = 0; i < T_COUNT; i++)
+        snapshot(&P->t[i], ts[i], -1);
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &BE_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemt(void *workspace, uint64_t workspaceSize,
+                                              aclOpExecutor *executor, const aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}
