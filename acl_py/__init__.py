@@ -70,6 +70,8 @@ from .ops import batch_norm_reduce_backward, BatchNormReduceBackward
 from .ops import batch_norm_elemt_backward, BatchNormElemtBackward
 from .ops import instance_norm, InstanceNorm
 from .ops import rms_norm_quant, RmsNormQuant
+from .ops import batch_norm_gather_stats_with_counts, BatchNormGatherStatsWithCounts
+from .ops import batch_norm_elemt, BatchNormElemt
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -107,4 +109,6 @@ __all__ = [
     "BatchNormReduceBackward", "batch_norm_elemt_backward", "BatchNormElemtBackward",
     "instance_norm", "InstanceNorm",
     "rms_norm_quant", "RmsNormQuant",
+    "batch_norm_gather_stats_with_counts", "BatchNormGatherStatsWithCounts", "batch_norm_elemt",
+    "BatchNormElemt",
 ]

@@ -783,6 +783,8 @@ def batch_norm_elemt_backward_error_scale(grad_out, input, mean, invstd, weight,
         dx = ((np.abs(dy) + k * np.abs(mdy))
               + (np.abs(x) + np.abs(mu)) * k * np.abs(mdyx * rs * rs)) * np.abs(rs * w)
     return (_from_rows(dx, np.shape(input)),)
+
+
 def _gather_terms(mean, invstd, counts, eps):
     """The ranks' statistics as float64 ``(N, C)`` rows, their counts as ``(N, 1)``, the total
     count ``S``, the global mean ``(1, C)`` and each rank's variance ``1 / invstd^2 - eps``."""

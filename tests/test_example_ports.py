@@ -3,8 +3,9 @@ fast_layer_norm.py, rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, grou
 gemma_rms_norm.py, inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py,
 group_norm_silu.py, group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py,
 group_norm_backward.py, batch_norm_backward.py, batch_norm_reduce_backward.py,
-batch_norm_elemt_backward.py, instance_norm.py, rms_norm_quant.py) print exactly what the
-examples print on a device.
+batch_norm_elemt_backward.py, instance_norm.py, rms_norm_quant.py, batch_norm_elemt.py,
+batch_norm_gather_stats_with_counts.py) print exactly what the examples print on a device
+(the last with the eight means its example reads past its host vector given).
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -31,6 +32,8 @@ from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   add_layer_norm_example_output, add_rms_norm_example_output,
                                   batch_norm_backward_example_output,
                                   batch_norm_elemt_backward_example_output,
+                                  batch_norm_elemt_example_output,
+                                  batch_norm_gather_stats_with_counts_port_output,
                                   batch_norm_reduce_backward_example_output,
                                   batch_norm_example_output,
                                   deep_norm_example_output, deep_norm_grad_example_output,
@@ -184,6 +187,19 @@ def rms_norm_quant_reference():
     return [reference.rms_norm_quant(x, g, g, np.ones(1), np.ones(1), 1e-6)[0]]
 
 
+def batch_norm_elemt_reference():
+    """out of the batch_norm_elemt example's data in float64."""
+    x = np.arange(16.0).reshape(2, 4, 2)
+    return [reference.batch_norm_elemt(x, None, None, np.arange(1.0, 5), np.arange(5.0, 9))]
+
+
+def batch_norm_gather_stats_with_counts_reference():
+    """meanAll of the gather example's data (the port's: the unread means 0) in float64."""
+    mean = np.array(list(range(8)) + [0] * 8, float).reshape(4, 4)
+    inv = np.repeat(np.arange(1.0, 5), 4).reshape(4, 4)
+    return [reference.batch_norm_gather_stats_with_counts(mean, inv, np.arange(1.0, 5))[0]]
+
+
 def add_reference():
     """out = self + 1.2 * other of the add example's data in float64."""
     return [np.arange(8.0) + 1.2 * np.array([1, 1, 1, 2, 2, 2, 3, 3.0])]
@@ -286,6 +302,13 @@ PORTS = [
     # int8 values: none of the example's lands near a half, so the float64 ones are the same
     Port("rms_norm_quant.py", rms_norm_quant_example_output, rms_norm_quant_reference,
          "aclnnRmsNormQuantGetWorkspaceSize", rtol=0, atol=0),
+    # the variance made from invstd (1 / 25 - 0.01) and added back: a few float32 ulps
+    Port("batch_norm_elemt.py", batch_norm_elemt_example_output, batch_norm_elemt_reference,
+         "aclnnBatchNormElemtGetWorkspaceSize", rtol=1e-5, atol=1e-5),
+    Port("batch_norm_gather_stats_with_counts.py",
+         batch_norm_gather_stats_with_counts_port_output,
+         batch_norm_gather_stats_with_counts_reference,
+         "aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize"),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 

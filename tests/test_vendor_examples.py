@@ -21,7 +21,10 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/batch_norm_grad_v3/examples,
                                          norm/instance_norm_v3/examples/arch20, run on
                                          an Atlas inference part,
-                                         norm/rms_norm_quant/examples) and runtime/
+                                         norm/rms_norm_quant/examples,
+                                         norm/sync_batch_norm_gather_stats_with_counts/
+                                         examples, norm/batch_norm_elemt/examples) and
+                                         runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
                                          example/2_advanced_features/callback;
@@ -45,8 +48,10 @@ rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer
 deep_norm.py, group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py,
 deep_norm_grad.py, group_norm_backward.py, batch_norm_backward.py,
 batch_norm_reduce_backward.py, batch_norm_elemt_backward.py, instance_norm.py,
-rms_norm_quant.py) print byte for byte what the C++ examples print, both on the emulator
-(instance_norm.py's on Ascend310P3, the operator's only part).
+rms_norm_quant.py, batch_norm_elemt.py) print byte for byte what the C++ examples print,
+both on the emulator (instance_norm.py's on Ascend310P3, the operator's only part;
+batch_norm_gather_stats_with_counts.py cannot: its example reads host data past its
+vectors).
 
 The runtime examples' Ascend C kernels (example/kernel_func, compiled by the CANN toolchain
 into their `kernels` library) cannot exist on the emulator: tests/c/vendor_kernels.cpp stands
@@ -1379,6 +1384,44 @@ def batch_norm_reduce_backward_example_output() -> str:
     xmu = lane_sum(dy * x) - f(1) * sdy
     outs = (sdy, xmu, xmu * f(1), sdy)
     return "".join(f"result[{i}] is: {float(v):f}\n" for o in outs for i, v in enumerate(o))
+def batch_norm_elemt_example_output() -> str:
+    """The batch_norm_elemt example's inputs (self [2, 4, 2] = 0..15, mean 1..4, invstd 5..8,
+    eps 1e-2, no weight or bias, FLOAT) through Atlas A2's chain (docs/emulator.md): the
+    op_api's variance var = (1 / (invstd * invstd)) - eps in FLOAT, then BNInfer,
+    k = 1 / sqrt(var + eps), out = x * k + (0 - k * mean); single IEEE roundings. Printed
+    with %f."""
+    f = np.float32
+    x = np.arange(16, dtype=f).reshape(2, 4, 2)
+    mean, inv, eps = np.arange(1, 5, dtype=f), np.arange(5, 9, dtype=f), f(1e-2)
+    var = (f(1) / (inv * inv)) - eps
+    k = f(1) / np.sqrt(var + eps)
+    shift = f(0) - k * mean
+    out = x * k[None, :, None] + shift[None, :, None]
+    return "".join(f"result[{i}] is: {float(v):f}\n" for i, v in enumerate(out.ravel()))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnBatchNormElemt "
+                    "example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_batch_norm_elemt_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "batch_norm_elemt", "examples",
+                                             "test_aclnn_batch_norm_elemt.cpp"), [library])
+    assert out == batch_norm_elemt_example_output()
+
+
+def batch_norm_gather_stats_with_counts_port_output() -> str:
+    """What samples/batch_norm_gather_stats_with_counts.py prints: its example's data (the
+    eight means the C++ example reads past its host vector given as 0) through Atlas A2's
+    chain: meanAll = sum over the ranks in order of (mean * count) / 10, in FLOAT."""
+    f = np.float32
+    mean = np.array(list(range(8)) + [0] * 8, f).reshape(4, 4)
+    counts = np.arange(1, 5, dtype=f)
+    total = f(counts.sum())
+    acc = (mean[0] * counts[0]) / total
+    for n in range(1, 4):
+        acc = acc + (mean[n] * counts[n]) / total
+    return "".join(f"result[{i}] is: {float(v):f}\n" for i, v in enumerate(acc))
 
 
 @pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
@@ -1417,6 +1460,20 @@ def test_vendor_batch_norm_elemt_backward_example(library):
                                              "test_aclnn_batch_norm_elemt_backward.cpp"),
                         [library])
     assert out == batch_norm_elemt_backward_example_output()
+                    "aclnnBatchNormGatherStatsWithCounts example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_batch_norm_gather_stats_with_counts_example(library):
+    """The example builds unchanged and runs; its 8 mean values for a [4, 4] tensor make the
+    host copy read past the vector (the last two ranks' means are the heap's), so only its
+    first two ranks are known: meanAll's four lines are printed, each a number."""
+    out = build_and_run(OPS_NN, os.path.join("norm", "sync_batch_norm_gather_stats_with_counts",
+                                             "examples",
+                                             "test_aclnn_BatchNormGatherStatsWithCounts.cpp"),
+                        [library])
+    lines = out.splitlines()
+    assert len(lines) == 4, out
+    for i, line in enumerate(lines):
+        assert re.fullmatch(rf"result\[{i}\] is: \S+", line), line
 
 
 # aclnnInstanceNorm runs on the Atlas inference series only (its op_api's CheckPlatform): its
@@ -1543,6 +1600,9 @@ EXAMPLE_PORTS = [
                   "test_aclnn_instance_norm.cpp"), "opapi_nn"),
     ("rms_norm_quant.py", "ops-nn", os.path.join("norm", "rms_norm_quant", "examples",
                                                  "test_aclnn_rms_norm_quant.cpp"), "opapi_nn"),
+    ("batch_norm_elemt.py", "ops-nn",
+     os.path.join("norm", "batch_norm_elemt", "examples", "test_aclnn_batch_norm_elemt.cpp"),
+     "opapi_nn"),
 ]
 # the part a port and its example run on, where the default has no kernel for it
 PORT_PARTS = {"instance_norm.py": INSTANCE_NORM_PART}

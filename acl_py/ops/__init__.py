@@ -13,8 +13,10 @@
 ``acl_py.FastLayerNorm``, ``acl_py.batch_norm_backward``, ``acl_py.BatchNormBackward``,
 ``acl_py.batch_norm_reduce_backward``, ``acl_py.BatchNormReduceBackward``,
 ``acl_py.batch_norm_elemt_backward``, ``acl_py.BatchNormElemtBackward``,
-``acl_py.instance_norm``, ``acl_py.InstanceNorm``,
-``acl_py.rms_norm_quant`` and ``acl_py.RmsNormQuant`` are re-exported at the package top level.
+``acl_py.instance_norm``, ``acl_py.InstanceNorm``, ``acl_py.rms_norm_quant``,
+``acl_py.RmsNormQuant``, ``acl_py.batch_norm_gather_stats_with_counts``, ``acl_py.BatchNormGatherStatsWithCounts``,
+``acl_py.batch_norm_elemt`` and ``acl_py.BatchNormElemt`` are re-exported at the package top
+level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
 from ._declare import (DECLARED, Arg, Declared, OutputError, OutputNotWritten, Part, Plan,
@@ -45,6 +47,10 @@ from .batch_norm_elemt_backward import (BATCH_NORM_ELEMT_BACKWARD, BatchNormElem
                                         batch_norm_elemt_backward)
 from .instance_norm import INSTANCE_NORM, InstanceNorm, instance_norm
 from .rms_norm_quant import RMS_NORM_QUANT, RmsNormQuant, rms_norm_quant
+from .batch_norm_gather_stats_with_counts import (BATCH_NORM_GATHER_STATS_WITH_COUNTS,
+                                                  BatchNormGatherStatsWithCounts,
+                                                  batch_norm_gather_stats_with_counts)
+from .batch_norm_elemt import BATCH_NORM_ELEMT, BatchNormElemt, batch_norm_elemt
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
@@ -61,7 +67,10 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "batch_norm_reduce_backward", "BatchNormReduceBackward", "BATCH_NORM_REDUCE_BACKWARD",
            "batch_norm_elemt_backward", "BatchNormElemtBackward", "BATCH_NORM_ELEMT_BACKWARD",
            "instance_norm", "InstanceNorm", "INSTANCE_NORM",
-           "rms_norm_quant", "RmsNormQuant", "RMS_NORM_QUANT", "Operator",
+           "rms_norm_quant", "RmsNormQuant", "RMS_NORM_QUANT",
+           "batch_norm_gather_stats_with_counts", "BatchNormGatherStatsWithCounts",
+           "BATCH_NORM_GATHER_STATS_WITH_COUNTS", "batch_norm_elemt", "BatchNormElemt",
+           "BATCH_NORM_ELEMT", "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
            "tensor", "output", "as_many_elements", "configured", "int_array", "bool_array",
