@@ -22,7 +22,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
                               DevView, arena, last_msg, no_leaks, stream)
 from test_emulator_group_norm import ARCH, BF16_PART
 from test_emulator_batch_norm_backward import bits, same_bits, ut_tensor
-from _emu_aclnn import SOC, refused_by, run_phase_two
+from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
@@ -231,6 +231,19 @@ def test_empty_mean_fills_mean_all_and_invstd_all(arena, shape):
     run_phase_two(arena, P2, phase_one(vx, vm, vi, vrm, None, 0.1, 1e-5, vc, vma, via))
     assert (vma.read() == 0).all() and np.isnan(via.read()).all()
     assert np.array_equal(vrm.read(), rm)
+
+
+def test_empty_mean_fills_need_a_device(arena):
+    """The empty case's fills are a Fill kernel (the op_api's ProcessEmptyTensorWithValue):
+    phase two on a thread that set no device fails with 361001 naming the call, as any
+    launch; phase one needs none."""
+    vx = DevView(arena, np.zeros((2, 3, 2), F32))
+    vm, vi = DevView(arena, np.zeros((0, 3), F32)), DevView(arena, np.zeros((0, 3), F32))
+    vc = DevView(arena, np.zeros(0, F32))
+    vma, via = (DevView(arena, shape=(3,), dtype=F32) for _ in range(2))
+    rc, ws, rc2, msg = both_phases_without_a_device(
+        P1, P2, (vx, vm, vi, None, None, 0.1, 1e-5, vc, vma, via), ffi.NULL)
+    assert (rc, ws, rc2) == (OK, 0, 361001) and "aclnnBatchNormGatherStatsWithCounts" in msg, msg
 
 
 def test_bits_do_not_depend_on_the_strides(arena):

@@ -243,11 +243,12 @@ def _emptied(values):
 # The operators whose zero-batch call has no kernel: every output of a generated operator
 # empty; LayerNorm's and FastLayerNorm's op_apis return at M == 0 (aclnn_layer_norm.cpp,
 # aclnn_fast_layer_norm.cpp), AddRmsNorm's at an empty x1 (aclnn_add_rms_norm.cpp),
-# BatchNormBackward's at an empty input (aclnn_batch_norm_backward.cpp). LayerNormBackward and
-# BatchNorm fill their parameter statistics there (ProcessEmptyTensorWithValue: a Fill
-# kernel), so they still need a device.
+# BatchNormBackward's at an empty input (aclnn_batch_norm_backward.cpp), BatchNormElemt's at an
+# empty input (aclnn_batch_norm_elemt.cpp). LayerNormBackward and BatchNorm fill their parameter
+# statistics there (ProcessEmptyTensorWithValue: a Fill kernel), so they still need a device (as
+# BatchNormGatherStatsWithCounts' fills of an empty mean do: its emulator test).
 _NO_KERNEL = ("LayerNorm", "FastLayerNorm", "RmsNorm", "AddRmsNorm", "GemmaRmsNorm", "InplaceAddRmsNorm",
-              "AddLayerNorm", "DeepNorm", "BatchNormBackward")
+              "AddLayerNorm", "DeepNorm", "BatchNormBackward", "BatchNormElemt")
 _FILLS = ("LayerNormBackward", "BatchNorm")
 
 
