@@ -21,6 +21,7 @@
  */
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,15 +52,6 @@ typedef struct {
     float eps;
 } be_payload;
 
-typedef struct {
-    be_payload p;
-    float *buf;           /* nchunks * R floats: a channel's values */
-    float *params;        /* 4 * C floats: weight, bias, mean, variance */
-    int64_t nchunks;
-    void *pins[TV_MAX_VIEWS + 1];
-    int npins;
-} be_task;
-
 /* ---- the kernel -------------------------------------------------------------------------- */
 
 static float round_to(aclDataType dt, float v)
@@ -70,8 +62,8 @@ static float round_to(aclDataType dt, float v)
 
 static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
-    const be_task *T = ctx;
-    const be_payload *P = &T->p;
+    const bn_task *T = ctx;
+    const be_payload *P = bn_task_payload(T);
     const int64_t R = P->R, C = P->C;
     const float *w = T->params, *b = w + C, *mean = b + C, *var = mean + C;
     float *x = T->buf + chunk * R;
@@ -88,8 +80,8 @@ static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 
 static void task_run(void *arg)
 {
-    be_task *T = arg;
-    const be_payload *P = &T->p;
+    bn_task *T = arg;
+    const be_payload *P = bn_task_payload(T);
     const int64_t C = P->C;
     float *w = T->params, *b = w + C, *mean = b + C, *var = mean + C;
     /* read before any is written: output may be the very memory of input or a vector */
@@ -108,45 +100,37 @@ static void task_run(void *arg)
     aclemu_parallel_for(C, T->nchunks, channels_body, T);
 }
 
-static void task_release(void *arg)
-{
-    be_task *T = arg;
-    for (int i = 0; i < T->npins; i++)
-        aclemu_device_unpin(T->pins[i]);
-    free(T->buf);
-    free(T->params);
-    free(T);
-}
+/* ---- launch ------------------------------------------------------------------------------- */
 
-/* ---- launch (phase two, after aclemu_executor_run's executor and workspace checks) --------- */
+static const bn_kernel BE_KERNEL = {
+    .call = P2,
+    .names = TNAME,
+    .payload_size = sizeof(be_payload),
+    .tensors_at = offsetof(be_payload, t),
+    .ntensors = T_COUNT,
+    .chunk_values = 1, /* a channel's values, normalized in place */
+    .nparams = 4,      /* weight, bias, mean, then the variance made from invstd */
+    .run = task_run,
+};
+
+/* An empty input: the memory checked as for any run, nothing queued (run NULL). */
+static const bn_kernel BE_NO_KERNEL = {
+    .call = P2,
+    .names = TNAME,
+    .payload_size = sizeof(be_payload),
+    .tensors_at = offsetof(be_payload, t),
+    .ntensors = T_COUNT,
+    .run = NULL,
+};
 
 static aclnnStatus be_launch(void *payload, void *const *addrs, void *workspace,
                              uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
-    be_task *T = p2_task_new(P2, sizeof *T);
-    if (!T)
-        return ACLNN_ERR_INNER;
-    T->p = *(const be_payload *)payload;
-    be_payload *P = &T->p;
-    const tdesc *views[T_COUNT];
-    for (int i = 0; i < T_COUNT; i++) {
-        P->t[i].data = addrs[i];
-        views[i] = &P->t[i];
-    }
-    if (!P->no_kernel) {
-        T->nchunks = P->C < NR_MAX_CHUNKS ? P->C : NR_MAX_CHUNKS;
-        T->buf = malloc((size_t)(T->nchunks * P->R) * sizeof(float));
-        T->params = malloc((size_t)(4 * P->C) * sizeof(float));
-        if (!T->buf || !T->params) {
-            aclemu_set_error("%s: out of host memory for the channel buffers (%lld floats)", P2,
-                             (long long)(T->nchunks * P->R + 4 * P->C));
-            task_release(T);
-            return ACLNN_ERR_INNER;
-        }
-    }
-    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
-                        P->no_kernel ? NULL : task_run, task_release, T);
+    const be_payload *P = payload;
+    return P->no_kernel ? bn_task_launch(&BE_NO_KERNEL, payload, addrs, workspace, stream, 0, 0)
+                        : bn_task_launch(&BE_KERNEL, payload, addrs, workspace, stream, P->C,
+                                         P->R);
 }
 
 static const aclemu_executor_ops BE_OPS = {
