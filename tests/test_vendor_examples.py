@@ -1460,6 +1460,10 @@ def test_vendor_batch_norm_elemt_backward_example(library):
                                              "test_aclnn_batch_norm_elemt_backward.cpp"),
                         [library])
     assert out == batch_norm_elemt_backward_example_output()
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its "
                     "aclnnBatchNormGatherStatsWithCounts example against the emulator")
 @pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
 def test_vendor_batch_norm_gather_stats_with_counts_example(library):
