@@ -18,7 +18,7 @@ from acl_py import reference
 from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
-                              DevView, arena, last_msg, no_leaks, stream)
+                              DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from test_emulator_group_norm import ARCH, BF16_PART, lane_sum
 from _emu_aclnn import SOC, refused_by, run_phase_two
 from _part_runs import other_parts, run_on_parts
@@ -595,27 +595,6 @@ UT_CASES = [
      ((2,), "f32", "ND"), ((2,), "f32", "ND"), ((2,), "f32", "ND"), False,
      ((0, 2, 4), "f32", "ND"), ((2,), "f32", "ND"), ((2,), "f32", "ND"), OK),
 ]
-UT_DTYPES = {"f32": lib.ACL_FLOAT, "f16": lib.ACL_FLOAT16, "bf16": lib.ACL_BF16,
-             "i32": lib.ACL_INT32}
-
-
-def ut_tensor(arena, spec):
-    if spec is None:
-        return None
-    shape, dt, fmt = spec[:3]
-    strides = spec[3] if len(spec) > 3 else [int(math.prod(shape[i + 1:]))
-                                              for i in range(len(shape))]
-    span = 1 + sum((d - 1) * s for d, s in zip(shape, strides)) if 0 not in shape else 1
-    ptr = arena.malloc(4 * span)
-    t = lib.aclCreateTensor(ffi.new("int64_t[]", list(shape)), len(shape), UT_DTYPES[dt],
-                            ffi.new("int64_t[]", list(strides)), 0,
-                            getattr(lib, f"ACL_FORMAT_{fmt}"), ffi.new("int64_t[]", [span]),
-                            1, ptr)
-    assert t != ffi.NULL, last_msg()
-    arena.tensors.append(t)
-    return t
-
-
 @pytest.mark.parametrize("case", UT_CASES, ids=[c[0] for c in UT_CASES])
 def test_vendor_op_api_unit_test_cases(arena, case):
     name, *specs, code = case

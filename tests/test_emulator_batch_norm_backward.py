@@ -18,7 +18,7 @@ from acl_py import reference
 from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
-                              DevView, arena, last_msg, no_leaks, stream)
+                              DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from test_emulator_group_norm import ARCH, BF16_PART, lane_sum
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _part_runs import other_parts, run_on_parts
@@ -618,26 +618,6 @@ UT_CASES = [
     ("950_shape_error_weight_out", X4, X4, *VEC, False, T3, X4, V4, V5, "copy"),
     ("950_shape_error_bias_out", X4, X4, *VEC, False, T3, X4, V5, V4, "copy"),
 ]
-UT_DTYPES = {"f32": lib.ACL_FLOAT, "f16": lib.ACL_FLOAT16, "bf16": lib.ACL_BF16,
-             "i32": lib.ACL_INT32}
-
-
-def ut_tensor(arena, spec):
-    if spec is None:
-        return None
-    shape, dt, fmt = spec
-    strides = [int(math.prod(shape[i + 1:])) for i in range(len(shape))]
-    span = max(1, math.prod(shape))
-    ptr = arena.malloc(4 * span)
-    t = lib.aclCreateTensor(ffi.new("int64_t[]", list(shape)), len(shape), UT_DTYPES[dt],
-                            ffi.new("int64_t[]", list(strides)), 0,
-                            getattr(lib, f"ACL_FORMAT_{fmt}"), ffi.new("int64_t[]", [span]),
-                            1, ptr)
-    assert t != ffi.NULL, last_msg()
-    arena.tensors.append(t)
-    return t
-
-
 @pytest.mark.parametrize("case", UT_CASES, ids=[c[0] for c in UT_CASES])
 def test_vendor_op_api_unit_test_cases(arena, case):
     name, dy, x, w, rm, rv, sm, si, training, mask, dx, dw, db, code = case

@@ -19,9 +19,9 @@ from acl_py import reference
 from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
-                              DevView, arena, last_msg, no_leaks, stream)
+                              DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from test_emulator_group_norm import ARCH, BF16_PART
-from test_emulator_batch_norm_backward import bits, same_bits, ut_tensor
+from test_emulator_batch_norm_backward import bits, same_bits
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one

@@ -8,7 +8,6 @@ vendor's op_api unit test cases replayed with their expected status.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from acl_py import reference
 from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
-                              DevView, arena, last_msg, no_leaks, stream)
+                              DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from test_emulator_group_norm import ARCH, lane_sum
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
@@ -393,7 +392,7 @@ def test_dead_tensor_is_refused(arena):
 # tiling is stubbed) where the emulator refuses C or H * W under 32 bytes with the docs'
 # 561103 (docs/emulator.md).
 def _t(shape, dt="f32", strides=None):
-    return (shape, dt, strides)
+    return (shape, dt, "ND", strides)
 
 
 X, G, Y, M = _t((2, 8, 8, 16)), _t((8,)), _t((2, 8, 8, 16)), _t((2, 8, 1, 1))
@@ -471,28 +470,6 @@ UT_CASES = [
      _t((8,), "f16"), _t((2, 0, 16, 8), "f16"), _t((2, 1, 1, 8), "f16"),
      _t((2, 1, 1, 8), "f16"), "NHWC", OK),
 ]
-UT_DTYPES = {"f32": lib.ACL_FLOAT, "f16": lib.ACL_FLOAT16, "double": lib.ACL_DOUBLE,
-             "u8": lib.ACL_UINT8, "i8": lib.ACL_INT8, "i16": lib.ACL_INT16,
-             "i32": lib.ACL_INT32, "i64": lib.ACL_INT64, "bool": lib.ACL_BOOL,
-             "string": lib.ACL_STRING, "c64": lib.ACL_COMPLEX64, "c128": lib.ACL_COMPLEX128}
-
-
-def ut_tensor(arena, spec):
-    if spec is None:
-        return None
-    shape, dt, strides = spec
-    strides = strides or [int(math.prod(shape[i + 1:])) for i in range(len(shape))]
-    span = max(1, sum((d - 1) * s for d, s in zip(shape, strides)) + 1 if 0 not in shape
-               else 1)
-    ptr = arena.malloc(16 * span)
-    t = lib.aclCreateTensor(ffi.new("int64_t[]", list(shape)), len(shape), UT_DTYPES[dt],
-                            ffi.new("int64_t[]", list(strides)), 0, lib.ACL_FORMAT_ND,
-                            ffi.new("int64_t[]", [span]), 1, ptr)
-    assert t != ffi.NULL, last_msg()
-    arena.tensors.append(t)
-    return t
-
-
 def ut_expected(case):
     """The case's status on this process's part: the UT's where the case's part is this
     one (or the case fails before CheckPlatform); else CheckPlatform's answer."""

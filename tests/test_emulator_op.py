@@ -146,6 +146,34 @@ class Arena:
             assert lib.aclrtFree(b) == 0
 
 
+# The dtypes of the vendor's op_api unit-test cases the replays name, with their element sizes
+UT_DTYPES = {"f32": (lib.ACL_FLOAT, 4), "f16": (lib.ACL_FLOAT16, 2), "bf16": (lib.ACL_BF16, 2),
+             "double": (lib.ACL_DOUBLE, 8), "u8": (lib.ACL_UINT8, 1), "i8": (lib.ACL_INT8, 1),
+             "i16": (lib.ACL_INT16, 2), "i32": (lib.ACL_INT32, 4), "i64": (lib.ACL_INT64, 8),
+             "bool": (lib.ACL_BOOL, 1), "string": (lib.ACL_STRING, 1),
+             "c64": (lib.ACL_COMPLEX64, 8), "c128": (lib.ACL_COMPLEX128, 16)}
+
+
+def ut_tensor(arena, spec):
+    """A tensor of a replayed vendor unit-test case: None for a NULL argument, else
+    ``(shape, dtype name, format name[, strides])`` (contiguous strides when absent) over
+    fresh device memory of the elements the view spans."""
+    if spec is None:
+        return None
+    shape, dt, fmt = spec[:3]
+    strides = spec[3] if len(spec) > 3 and spec[3] is not None else [
+        int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape))]
+    span = 1 + sum((d - 1) * s for d, s in zip(shape, strides)) if 0 not in shape else 1
+    acl_dtype, size = UT_DTYPES[dt]
+    t = lib.aclCreateTensor(ffi.new("int64_t[]", list(shape)), len(shape), acl_dtype,
+                            ffi.new("int64_t[]", list(strides)), 0,
+                            getattr(lib, f"ACL_FORMAT_{fmt}"), ffi.new("int64_t[]", [span]),
+                            1, arena.malloc(size * span))
+    assert t != ffi.NULL, last_msg()
+    arena.tensors.append(t)
+    return t
+
+
 @pytest.fixture
 def arena(stream):
     a = Arena(stream)
