@@ -246,20 +246,6 @@ static const aclemu_executor_ops BN_OPS = {
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-static bool part_dtype(aclDataType dt, const aclemu_soc *soc)
-{
-    return dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16);
-}
-
-static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
-{
-    if (t && !part_dtype(t->dtype, soc))
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
-             TNAME[i], dname(t->dtype), soc->name, soc->series,
-             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
-    return ACLNN_SUCCESS;
-}
-
 /* CheckFormat, in its order. */
 static aclnnStatus check_formats(const aclTensor *input, const aclTensor *output, bool regbase)
 {
@@ -394,7 +380,7 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGetWorkspaceSize(
         const int i = order[k];
         if ((i == T_SMEAN || i == T_SINV) && !training)
             continue;
-        if ((st = check_dtype(ts[i], i, soc)))
+        if (ts[i] && (st = bn_check_float_dtype(P1, TNAME[i], ts[i], soc)))
             goto fail;
     }
     if ((st = check_formats(input, output, regbase)))

@@ -238,16 +238,6 @@ static const aclemu_executor_ops BNB_OPS = {
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
-{
-    const aclDataType dt = t->dtype;
-    if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16)))
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
-             TNAME[i], dname(dt), soc->name, soc->series,
-             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
-    return ACLNN_SUCCESS;
-}
-
 static aclnnStatus check_same_dtype(const aclTensor *a, int ia, const aclTensor *b, int ib)
 {
     if (a && b && a->dtype != b->dtype)
@@ -317,14 +307,6 @@ static aclnnStatus check_formats(const aclTensor *dy, const aclTensor *x, const 
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: input's format NHWC/NDHWC (aclFormat %d) is "
              "supported on Ascend 950 only (docs/aclnnBatchNormBackward.md)", P1,
              (int)x->format);
-    return ACLNN_SUCCESS;
-}
-
-static aclnnStatus check_rank(const aclTensor *t, int i)
-{
-    if (t->ndim < 2 || t->ndim > 8)
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is not in [2, 8]", P1, TNAME[i],
-             (unsigned long long)t->ndim);
     return ACLNN_SUCCESS;
 }
 
@@ -413,21 +395,23 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
         }
     }
     /* 4. dtypes (161002): gradOut, input, their equality; the requested outputs; the vectors */
-    if ((st = check_dtype(gradOut, T_DY, soc)) || (st = check_dtype(input, T_X, soc)) ||
+    if ((st = bn_check_float_dtype(P1, TNAME[T_DY], gradOut, soc)) ||
+        (st = bn_check_float_dtype(P1, TNAME[T_X], input, soc)) ||
         (st = check_same_dtype(input, T_X, gradOut, T_DY)))
         goto fail;
     for (int k = 0; k < 3; k++)
-        if (mask[k] && (st = check_dtype(ts[T_DX + k], T_DX + k, soc)))
+        if (mask[k] && (st = bn_check_float_dtype(P1, TNAME[T_DX + k], ts[T_DX + k], soc)))
             goto fail;
     for (int i = T_W; i <= T_SINV; i++)
-        if (ts[i] && (st = check_dtype(ts[i], i, soc)))
+        if (ts[i] && (st = bn_check_float_dtype(P1, TNAME[i], ts[i], soc)))
             goto fail;
     if (regbase && (st = check_regbase_dtypes(ts, mask)))
         goto fail;
     /* 5. formats, ranks and shapes (161002) */
     if ((st = check_formats(gradOut, input, mask[0] ? gradInput : NULL, regbase)))
         goto fail;
-    if ((st = check_rank(input, T_X)) || (st = check_rank(gradOut, T_DY)))
+    if ((st = bn_check_rank(P1, TNAME[T_X], input)) ||
+        (st = bn_check_rank(P1, TNAME[T_DY], gradOut)))
         goto fail;
     if (!same_dims(gradOut->dims, gradOut->ndim, input->dims, input->ndim)) {
         st = shape_error(P1, "gradOut", gradOut->dims, gradOut->ndim, "must equal input's",
@@ -435,7 +419,7 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
         goto fail;
     }
     if (mask[0]) {
-        if ((st = check_rank(gradInput, T_DX)))
+        if ((st = bn_check_rank(P1, TNAME[T_DX], gradInput)))
             goto fail;
         if (!same_dims(gradInput->dims, gradInput->ndim, gradOut->dims, gradOut->ndim)) {
             st = shape_error(P1, "gradInput", gradInput->dims, gradInput->ndim,

@@ -141,30 +141,13 @@ static const aclemu_executor_ops BE_OPS = {
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
-{
-    const aclDataType dt = t->dtype;
-    if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16)))
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
-             TNAME[i], dname(dt), soc->name, soc->series,
-             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
-    return ACLNN_SUCCESS;
-}
-
-static aclnnStatus check_rank(const aclTensor *t, int i)
-{
-    if (t->ndim < 2 || t->ndim > 8)
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is not in [2, 8]", P1, TNAME[i],
-             (unsigned long long)t->ndim);
-    return ACLNN_SUCCESS;
-}
-
 /* CheckShape, in its order. */
 static aclnnStatus check_shapes(const aclTensor *const *ts)
 {
     const aclTensor *input = ts[T_INPUT], *output = ts[T_OUTPUT];
     aclnnStatus st;
-    if ((st = check_rank(input, T_INPUT)) || (st = check_rank(output, T_OUTPUT)))
+    if ((st = bn_check_rank(P1, TNAME[T_INPUT], input)) ||
+        (st = bn_check_rank(P1, TNAME[T_OUTPUT], output)))
         return st;
     if (!same_dims(output->dims, output->ndim, input->dims, input->ndim))
         return shape_error(P1, "output", output->dims, output->ndim, "must equal input's",
@@ -216,7 +199,7 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemtGetWorkspaceSize(
 
     /* 2. CheckDtypeValid (161002): each given tensor in the part's list, in its order */
     for (int i = 0; i < T_COUNT; i++)
-        if (ts[i] && (st = check_dtype(ts[i], i, soc)))
+        if (ts[i] && (st = bn_check_float_dtype(P1, TNAME[i], ts[i], soc)))
             return st;
     /* 3. CheckFormat (161002) */
     if (input->format != output->format)

@@ -182,11 +182,7 @@ static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
                  "FLOAT16, INT32", P1, dname(dt));
         return ACLNN_SUCCESS;
     }
-    if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16)))
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
-             TNAME[i], dname(dt), soc->name, soc->series,
-             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
-    return ACLNN_SUCCESS;
+    return bn_check_float_dtype(P1, TNAME[i], t, soc);
 }
 
 static aclnnStatus check_max_rank(const aclTensor *t, int i, uint64_t min)

@@ -220,16 +220,6 @@ static const aclemu_executor_ops GS_OPS = {
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
-{
-    const aclDataType dt = t->dtype;
-    if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16)))
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
-             TNAME[i], dname(dt), soc->name, soc->series,
-             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
-    return ACLNN_SUCCESS;
-}
-
 /* A [C] vector (OP_CHECK_SHAPE_NOT_EQUAL_WITH_EXPECTED_SIZE: rank 1 and C elements). */
 static aclnnStatus check_vector(const aclTensor *t, int i, int64_t C, const aclTensor *input)
 {
@@ -370,7 +360,7 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize(
     static const int DTYPED[] = {T_INPUT, T_MEAN,   T_INVSTD,   T_RMEAN,
                                  T_RVAR,  T_COUNTS, T_MEAN_ALL, T_INVSTD_ALL};
     for (size_t k = 0; k < sizeof DTYPED / sizeof DTYPED[0]; k++)
-        if (ts[DTYPED[k]] && (st = check_dtype(ts[DTYPED[k]], DTYPED[k], soc)))
+        if (ts[DTYPED[k]] && (st = bn_check_float_dtype(P1, TNAME[DTYPED[k]], ts[DTYPED[k]], soc)))
             return st;
     /* 3. CheckFormat (161002) */
     static const int FORMATTED[] = {T_INPUT, T_MEAN, T_INVSTD, T_COUNTS};

@@ -155,24 +155,6 @@ static const aclemu_executor_ops BNRB_OPS = {
 
 /* ---- phase one ------------------------------------------------------------------------------- */
 
-static aclnnStatus check_dtype(const aclTensor *t, int i, const aclemu_soc *soc)
-{
-    const aclDataType dt = t->dtype;
-    if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16)))
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", P1,
-             TNAME[i], dname(dt), soc->name, soc->series,
-             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
-    return ACLNN_SUCCESS;
-}
-
-static aclnnStatus check_rank(const aclTensor *t, int i)
-{
-    if (t->ndim < 2 || t->ndim > 8)
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is not in [2, 8]", P1, TNAME[i],
-             (unsigned long long)t->ndim);
-    return ACLNN_SUCCESS;
-}
-
 static aclnnStatus check_vector(const aclTensor *t, int i, int64_t C, const aclTensor *x,
                                 const char *rule)
 {
@@ -197,15 +179,16 @@ static aclnnStatus check_params(const aclTensor *const *ts, const bool *flags,
     aclnnStatus st;
     const aclTensor *dy = ts[T_DY], *x = ts[T_X];
     for (int i = T_DY; i <= T_INVSTD; i++)
-        if ((st = check_dtype(ts[i], i, soc)))
+        if ((st = bn_check_float_dtype(P1, TNAME[i], ts[i], soc)))
             return st;
     if (dy->dtype != x->dtype)
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradOut dtype %s must be input's dtype %s", P1,
              dname(dy->dtype), dname(x->dtype));
     for (int k = 0; k < 4; k++)
-        if (flags[flag_of(k)] && (st = check_dtype(ts[T_SUM_DY + k], T_SUM_DY + k, soc)))
+        if (flags[flag_of(k)] &&
+            (st = bn_check_float_dtype(P1, TNAME[T_SUM_DY + k], ts[T_SUM_DY + k], soc)))
             return st;
-    if (ts[T_W] && (st = check_dtype(ts[T_W], T_W, soc)))
+    if (ts[T_W] && (st = bn_check_float_dtype(P1, TNAME[T_W], ts[T_W], soc)))
         return st;
     if (dy->format != x->format)
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gradOut's format (aclFormat %d) must be input's "
@@ -217,7 +200,7 @@ static aclnnStatus check_params(const aclTensor *const *ts, const bool *flags,
             FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s's format (aclFormat %d) is private: ND, NCHW, "
                  "NHWC, HWCN, NDHWC, NCDHW are taken", P1, TNAME[i], (int)t->format);
     }
-    if ((st = check_rank(dy, T_DY)) || (st = check_rank(x, T_X)))
+    if ((st = bn_check_rank(P1, TNAME[T_DY], dy)) || (st = bn_check_rank(P1, TNAME[T_X], x)))
         return st;
     const int64_t C = x->dims[1];
     if (C == 0)

@@ -49,3 +49,22 @@ aclnnStatus bn_task_launch(const bn_kernel *K, const void *payload, void *const 
     return views_launch(K->call, stream, views, K->names, K->ntensors, workspace, 0, T->pins,
                         &T->npins, K->run, task_release, T);
 }
+
+aclnnStatus bn_check_float_dtype(const char *call, const char *name, const aclTensor *t,
+                                 const aclemu_soc *soc)
+{
+    const aclDataType dt = t->dtype;
+    if (!(dt == ACL_FLOAT || dt == ACL_FLOAT16 || (soc->bf16 && dt == ACL_BF16)))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported on %s (%s): %s", call,
+             name, dname(dt), soc->name, soc->series,
+             soc->bf16 ? "FLOAT, FLOAT16, BF16" : "FLOAT, FLOAT16");
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus bn_check_rank(const char *call, const char *name, const aclTensor *t)
+{
+    if (t->ndim < 2 || t->ndim > 8)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is not in [2, 8]", call, name,
+             (unsigned long long)t->ndim);
+    return ACLNN_SUCCESS;
+}
