@@ -30,7 +30,7 @@ import pytest
 import acl_py
 from acl_py import smoke
 from acl_py.errors import AclArgumentError, AclError, AclTypeError
-from acl_py.ops import DECLARED, OutputNotWritten, part_of
+from acl_py.ops import DECLARED, OutputNotWritten
 
 from _part_runs import needs_kernel, other_parts, run_on_parts
 
@@ -151,7 +151,7 @@ def test_out_dtypes_agree_with_phase_one(emulator, name, k):
     # What the declaration says: any of its dtypes for these arguments on this part (those
     # the part has) where the device casts, else exactly one; an output of a dtype of its own
     # is tried beside the floats.
-    dtypes = spec.out_dtypes(a, part_of())
+    dtypes = spec.out_dtypes(a)
     assert accepted == [d for d in FLOATS + own if (d in dtypes if dtypes is not None else
                                                     _np_dtype(d) == default)]
 

@@ -134,10 +134,12 @@ class Arg(Param):
         self.written = written    # an input the operator writes a result into
         self.into = into          # an output written into that input (no C parameter)
 
-    def out_dtypes(self, a, part):
-        """An output's ``dtypes`` for bound arguments ``a`` on ``part`` (a :class:`Part`):
-        the names of the dtypes a given entry may have, or None (only ``dtype(a)``)."""
-        return self.dtypes(a, part) if callable(self.dtypes) else self.dtypes
+    def out_dtypes(self, a, device=None):
+        """An output's ``dtypes`` for bound arguments ``a`` on ``device`` (default: the
+        current one): the names of the dtypes a given entry may have, or None (only
+        ``dtype(a)``). The part is looked up only for a ``dtypes`` that depends on it, so a
+        call's check of a tuple costs no device lookup."""
+        return self.dtypes(a, part_of(device)) if callable(self.dtypes) else self.dtypes
 
 
 def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_float32=False,
@@ -661,7 +663,7 @@ class Declared(Operator):
                                f"{self._first.py}), got {type(o).__name__}")
         # A byte-swapped NumPy output is written in its own order (see _host_call).
         dt = o.dtype if o.dtype.isnative else o.dtype.newbyteorder("=")
-        dtypes = spec.out_dtypes(a, part_of(dev)) if spec.dtypes is not None else None
+        dtypes = spec.out_dtypes(a, dev)
         if dtypes is not None:
             if dt not in _dtype_set(dtypes):
                 raise AclTypeError(name, f"dtype {_dtype_name(dt)} is not supported by "
