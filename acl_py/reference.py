@@ -271,16 +271,19 @@ def round_half_even(v) -> np.ndarray:
 
 
 def rms_norm_quant(x, gamma, beta, scale, offset, epsilon: float = 1e-6,
-                   quant_min: int = -128):
+                   quant_min: int = -128, per_column: bool = False):
     """``(y,)`` of RmsNormQuant in float64, y as int8 values held in float64:
     ``n = x * rstd * gamma + beta`` (:func:`rms_norm`'s rstd over x's last dim, gamma and beta
     flattened to it), ``y = clip(rint(n / scale[0] + offset[0]), quant_min, 127)``, ties to
-    even: the device reads the first element of ``scale`` and ``offset`` only."""
+    even: the device reads the first element of ``scale`` and ``offset`` only, except with
+    ``per_column`` (Ascend 950's kernel, for a scale of x's trailing dims), where column j
+    takes ``scale[j]`` and ``offset[j]`` of their first N elements."""
     xf = _f64(x)
     g = _f64(gamma).reshape(-1)
     b = _f64(beta).reshape(-1)
     y, _ = rms_norm(xf, g, epsilon)
-    v = (y + b) / _f64(scale).reshape(-1)[0] + _f64(offset).reshape(-1)[0]
+    count = g.size if per_column else 1
+    v = (y + b) / _f64(scale).reshape(-1)[:count] + _f64(offset).reshape(-1)[:count]
     return (np.clip(round_half_even(v), quant_min, 127),)
 
 

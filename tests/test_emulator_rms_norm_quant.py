@@ -4,7 +4,10 @@ the tiling, op_host/rms_norm_quant_common_tiling.cpp; the stricter choices in
 docs/emulator.md) per part, and the device's numbers (op_kernel/rms_norm_quant.cpp): bit for
 bit against a NumPy model of the kernel's float32 chain (both row paths, INT8 and INT4 packed
 in INT32), within one quantization step of the float64 reference, saturation at the INT8
-limits; the vendor's op_api UT cases replayed with their statuses.
+limits; the vendor's op_api UT cases replayed with their statuses. On Ascend 950 the same for
+RmsNormQuantV2 (norm/rms_norm_quant_v2: op_host tiling, op_kernel/arch35): its tiling's
+refusals, its per-tensor and per-column scale and offset, its Newton-Raphson rstd, the
+division by the scale and the float16 rounding to odd before the INT8/INT4 rounding.
 """
 from __future__ import annotations
 
@@ -111,6 +114,95 @@ def device_chain(x, g, b, s, o, eps=1e-6, int4=False, quant_min=-128):
     return np.rint(np.clip(h, lo, hi)).astype(I8)
 
 
+# ---- the NumPy model of RmsNormQuantV2's chain (Ascend 950) ---------------------------------
+
+def round_f32(exact):
+    """A Fraction rounded to the nearest float32, ties to even (one rounding: no detour
+    through float64's)."""
+    from fractions import Fraction
+    c = np.float32(float(exact))
+    best = None
+    for cand in (np.nextafter(c, np.float32(-np.inf)), c, np.nextafter(c, np.float32(np.inf))):
+        if not np.isfinite(cand):
+            continue
+        d = abs(Fraction(float(cand)) - exact)
+        odd = int(np.array(cand, F32).view(np.uint32)) & 1
+        key = (d, odd)
+        if best is None or key < best[0]:
+            best = (key, cand)
+    return best[1]
+
+
+def fma32(a, b, c):
+    """float32 a * b + c with one rounding (the vector unit's Mula)."""
+    from fractions import Fraction
+    a, b, c = np.float32(a), np.float32(b), np.float32(c)
+    if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
+        return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+    return round_f32(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
+
+
+def v2_rstd(var, eps, clamp):
+    """norm_common's ComputeRstdNewtonRaphsonReg on one row's float32 sum * avg."""
+    f = np.float32
+    with np.errstate(all="ignore"):
+        var = f(var + f(eps))
+        if clamp and var < f(-99.99):
+            var = f(-99.99)
+        r = f(1) / var
+        y = np.sqrt(r)
+        t = f(var * f(-0.5)) * y
+        rstd = f(y * fma32(t, y, 1.5))
+        s = fma32(f(var * f(-1)), r, 1.0)
+        r = fma32(f(rstd * f(-1)), rstd, r)
+        s = fma32(var, r, s)
+        s = f(s * rstd)
+        rstd = fma32(s, 0.5, rstd)
+    if var == np.finfo(F32).max:
+        rstd = f(0)
+    if var == 0:
+        rstd = np.finfo(F32).max
+    return f(rstd)
+
+
+def f16_round_odd(v):
+    """float32 v to float16 rounded to odd (CAST_ODD): toward zero, then the last bit set when
+    the conversion was inexact; finite values stop at 65504, NaN stays NaN."""
+    v = np.asarray(v, F32)
+    with np.errstate(all="ignore"):
+        t = v.astype(np.float16)
+        over = np.abs(t.astype(F32)) > np.abs(v)
+        t = np.where(over, np.nextafter(t, np.float16(0)), t)
+        inexact = t.astype(F32) != v
+    bits = t.view(np.uint16) | np.where(inexact & ~np.isnan(v), 1, 0).astype(np.uint16)
+    return np.where(np.isnan(v), np.float16(np.nan), bits.view(np.float16))
+
+
+def v2_chain(x, g, b, s, o, eps=1e-6, int4=False):
+    """RmsNormQuantV2's numbers: float32 throughout; sum(x * x) * avg (avg = 1.0f / N) and the
+    Newton-Raphson rstd; ((x * rstd) * gamma + beta) / scale + offset with scale and offset per
+    column (their first N elements) unless all their dims are 1 (element 0 for every column);
+    rounded to float16 to odd; to INT8 (INT4) to nearest even, saturated; NaN 0."""
+    f = np.float32
+    xf = x.astype(F32).reshape(-1, x.shape[-1])
+    gf, bf = g.astype(F32).reshape(-1), b.astype(F32).reshape(-1)
+    n = xf.shape[-1]
+    avg = f(1) / f(n)
+    sums = lane_sum(xf * xf)
+    rstd = np.array([v2_rstd(f(ss * avg), eps, n > 16384) for ss in sums], F32)
+    per_col = any(d != 1 for d in np.shape(s))
+    sf = np.asarray(s).reshape(-1).astype(F32)
+    of = np.asarray(o).reshape(-1).astype(F32)
+    sc, oc = (sf[:n], of[:n]) if per_col else (sf[:1], of[:1])
+    with np.errstate(all="ignore"):
+        v = gf * (xf * rstd[:, None])
+        v = (v + bf) / sc + oc
+        h = f16_round_odd(v).astype(F32)
+        lo, hi = (-8, 7) if int4 else (-128, 127)
+        q = np.rint(np.clip(np.nan_to_num(h, nan=0.0), lo, hi))
+    return q.astype(I8).reshape(x.shape)
+
+
 def pack_int4(q):
     """INT4 values [M, N] packed as the device does: two to a byte, lower nibble first, four
     bytes to a little-endian INT32."""
@@ -121,7 +213,10 @@ def pack_int4(q):
 
 # ---- numbers -----------------------------------------------------------------------------------
 
-needs_kernel = pytest.mark.skipif(REGBASE or TRAINING, reason=f"{SOC}: no modelled kernel")
+needs_kernel = pytest.mark.skipif(REGBASE or TRAINING, reason=f"{SOC}: RmsNormQuant's kernel "
+                                  "is not the part's")
+needs_any_kernel = pytest.mark.skipif(TRAINING, reason=f"{SOC}: no kernel")
+needs_v2 = pytest.mark.skipif(not REGBASE, reason="Ascend 950's RmsNormQuantV2")
 
 
 @needs_kernel
@@ -265,7 +360,7 @@ def passes(args):
     assert lib.aclDestroyAclOpExecutor(ex) == OK
 
 
-@needs_kernel
+@needs_any_kernel
 def test_valid_arguments_pass(arena):
     passes(Args(arena))
 
@@ -379,14 +474,198 @@ def test_int4_y_cannot_receive_the_int32_view_and_int32_y_is_eighth_wide(arena):
     expect(a, INVALID, "1/8")
 
 
-def test_ascend_950_is_not_modelled(arena):
-    if not REGBASE:
-        pytest.skip("Ascend 950's branch")
+@needs_v2
+def test_ascend_950_dtype_relations(arena):
+    """The op_api's Ascend 950 lists: FLOAT x with FLOAT scale and offset only; FLOAT16/BF16 x
+    with a FLOAT scale and FLOAT/INT32 offset, or x's dtype and x's or INT8; each passes."""
     a = Args(arena)
-    expect(a, INNER_NULLPTR, "not modelled")
     a.v["x"] = a.make((4, 32), F32)
     a.v["gamma"], a.v["beta"] = a.make((32,), F32), a.make((32,), F32)
     expect(a, INVALID, "scale dtype FLOAT16 and offset dtype INT8", "FLOAT x")
+    a.v["scale"], a.v["offset"] = a.make((1,), F32), a.make((1,), F32)
+    passes(a)
+    a = Args(arena)
+    for s_dt, o_dt in ((F32, F32), (F32, I32), (F16, F16), (F16, I8)):
+        a.v["scale"], a.v["offset"] = a.make((1,), s_dt), a.make((1,), o_dt)
+        passes(a)
+    a.v["scale"], a.v["offset"] = a.make((1,), F32), a.make((1,), I8)
+    expect(a, INVALID, "offset dtype INT8", "FLOAT or INT32")
+    a.v["scale"], a.v["offset"] = a.make((1,), BF16), a.make((1,), I8)
+    expect(a, INVALID, "scale dtype BF16", "x's dtype FLOAT16")
+
+
+@needs_v2
+@pytest.mark.parametrize("acl_name", ["ACL_FLOAT8_E4M3FN", "ACL_FLOAT8_E5M2", "ACL_HIFLOAT8",
+                                      "ACL_INT4"])
+def test_ascend_950_results_not_modelled(arena, acl_name):
+    """FLOAT8/HIFLOAT8 and INT4 y pass every device rule and are then refused "not modelled"
+    (docs/emulator.md); a device refusal (the tiling's empty x) still comes first."""
+    a = Args(arena)
+    a.v["y"] = a.make((4, 32), I8, acl_dtype=getattr(lib, acl_name))
+    expect(a, INNER_NULLPTR, "not modelled", acl_name[4:])
+    a.v["x"], a.v["y"] = a.make((0, 32), F16), a.make((0, 32), I8, getattr(lib, acl_name))
+    expect(a, INNER_NULLPTR, "x shape [0,32] is empty")
+
+
+@needs_v2
+@pytest.mark.parametrize("scale_shape,ok", [
+    ((1,), True), ((), True), ((1, 1), True), ((32,), True), ((4, 32), True),
+    ((2, 4, 32), False), ((16,), False), ((2, 32), False), ((0,), False), ((32, 1), False),
+])
+def test_ascend_950_tiling_scale_shapes(arena, scale_shape, ok):
+    """RmsNormQuantV2's tiling: scale all ones, or x's trailing dims (x [4, 32]); anything
+    else, an empty scale too, fails the tiling: 561103."""
+    a = Args(arena)
+    a.v["scale"], a.v["offset"] = a.make(scale_shape, F16), a.make(scale_shape, I8)
+    if ok:
+        passes(a)
+    else:
+        expect(a, INNER_NULLPTR, "scale shape", "all ones or x's trailing dims")
+
+
+@needs_v2
+def test_ascend_950_tiling_and_view_copy(arena):
+    """No epsilon rule (0, negative and NaN pass); an empty x fails the tiling (561103); y's
+    shape is the op_api's rule there (161002); an INT32 y is x's with the last dim / 8."""
+    a = Args(arena)
+    for eps in (0.0, -1.0, float("nan"), 1e-50):
+        a.eps = eps
+        passes(a)
+    a.eps = 1e-6
+    a.v["y"] = a.make((2, 32), I8)
+    expect(a, INVALID, "y", "x's shape")
+    a.v["y"] = a.make((4, 4), I32)
+    passes(a)
+    a.v.update(x=a.make((4, 0), F16), y=a.make((4, 0), I8), gamma=a.make((0,), F16),
+               beta=a.make((0,), F16))
+    expect(a, INNER_NULLPTR, "x shape [4,0] is empty", "RmsNormQuantV2")
+
+
+def v2_inputs(rng, m, n, dt, s_dt=None, o_dt=I8, per_column=True, spread=2.0):
+    """x [m, n] of dt; scale per column ([n], around 0.05) or [1]; offset of o_dt likewise."""
+    x, g, b, _, _ = inputs(rng, m, n, dt, spread=spread)
+    k = n if per_column else 1
+    s = (0.02 + 0.06 * rng.random(k)).astype(s_dt or dt)
+    o = rng.integers(-6, 7, k).astype(o_dt)
+    return x, g, b, s, o
+
+
+@needs_v2
+@pytest.mark.parametrize("dt,s_dt,o_dt", [(F16, F16, I8), (BF16, BF16, BF16), (F16, F32, I32),
+                                          (BF16, F32, F32), (F32, F32, F32), (F16, F16, F16)],
+                         ids=["f16-i8", "bf16-bf16", "f16-f32-i32", "bf16-f32-f32", "f32",
+                              "f16-f16"])
+@pytest.mark.parametrize("m,n,per_column", [(7, 181, True), (3, 1024, False), (1, 33, True),
+                                            (2, 16384 + 40, True)],
+                         ids=["181", "1024-tensor", "33", "recompute"])
+def test_v2_chain_bits_and_reference(arena, dt, s_dt, o_dt, m, n, per_column):
+    """Bit for bit RmsNormQuantV2's float32 chain, per-column and per-tensor scale/offset, each
+    dtype relation; within one quantization step of the float64 reference (per column)."""
+    rng = np.random.default_rng(m * n + len(s_dt.name))
+    args = v2_inputs(rng, m, n, dt, s_dt, o_dt, per_column)
+    y = call(arena, *args)
+    assert np.array_equal(y, v2_chain(*args))
+    exp = reference.rms_norm_quant(*args, per_column=per_column)[0]
+    assert np.max(np.abs(y.astype(np.float64) - exp)) <= reference.QUANT_STEP
+    assert len(np.unique(y)) > 20
+
+
+@needs_v2
+def test_v2_per_column_scale_and_offset_are_read(arena):
+    """Each column has its own scale and offset (not element 0's), and a scale of x's two
+    trailing dims gives its first row to every row; an all-ones [1, 1] scale is per-tensor."""
+    rng = np.random.default_rng(21)
+    x, g, b, s, o = v2_inputs(rng, 4, 48, F16)
+    y = call(arena, x, g, b, s, o)
+    y0 = call(arena, x, g, b, np.full(48, s[0], F16), np.full(48, o[0], I8))
+    assert (y != y0).any()
+    assert np.array_equal(y, v2_chain(x, g, b, s, o))
+    s2 = np.concatenate([s, np.full(3 * 48, 9.0, F16)]).reshape(4, 48)
+    o2 = np.concatenate([o, np.full(3 * 48, 50, I8)]).reshape(4, 48)
+    assert np.array_equal(call(arena, x, g, b, s2, o2), y)
+    y11 = call(arena, x, g, b, s[:1].reshape(1, 1), o[:1].reshape(1, 1))
+    assert np.array_equal(y11, y0)
+
+
+@needs_v2
+def test_v2_divides_by_the_scale(arena):
+    """1 / 3 in float32 times 3 is not 1: the device divides. x row of ones, gamma 3, scale 3:
+    (1 * rstd * 3) / 3 equals rstd exactly; with a reciprocal multiply it may not."""
+    x = np.full((1, 16), 1.0, F32)
+    g = np.full(16, 3.0, F32) * np.float32(40)     # v = 120 * rstd / scale
+    b = np.zeros(16, F32)
+    for sv in (3.0, 7.0, 0.1, 1e-3):
+        s, o = np.array([sv], F32), np.array([0.0], F32)
+        assert np.array_equal(call(arena, x, g, b, s, o), v2_chain(x, g, b, s, o))
+    # a value where division and the reciprocal's multiply differ in float32
+    vals = np.float32(np.arange(1, 2000)) * np.float32(0.37)
+    sv = np.float32(0.3)
+    assert (vals / sv != vals * (np.float32(1) / sv)).any()
+
+
+@needs_v2
+def test_v2_rounds_through_float16_to_odd(arena):
+    """Values between float16 neighbours where to-odd and to-even differ: 100.53 (float16
+    100.5 by ties-to-even, but 100.5625 to odd) gives 101, not 100; an exact 100.5 stays and
+    rounds to even (100)."""
+    x = np.full((1, 16), 1.0, F32)                   # rstd ~ 1: y ~ gamma (eps tiny)
+    b = np.zeros(16, F32)
+    s, o = np.array([1.0], F32), np.array([0.0], F32)
+    g = np.full(16, 100.53, F32)
+    y = call(arena, x, g, b, s, o, eps=1e-30)
+    assert np.array_equal(y, v2_chain(x, g, b, s, o, eps=1e-30))
+    assert (y == 101).all()
+    assert f16_round_odd(np.float32(100.53)) == np.float16(100.5625)
+    assert np.float16(np.float32(100.53)) == np.float16(100.5)
+    g = np.full(16, 100.5, F32)
+    y = call(arena, x, g, b, s, o, eps=1e-30)
+    assert (y == np.array(v2_chain(x, g, b, s, o, eps=1e-30))).all() and (y == 100).all()
+
+
+@needs_v2
+def test_v2_saturates_nan_inf_and_zero_rows(arena):
+    """No clamp precedes the conversion: -128 is reached (no ASDOPS_QUANT_MIN_NEG_127 on
+    Ascend 950), beyond the limits saturate; a NaN scale or x gives 0; a zero row with
+    epsilon 0 gives rstd FLT_MAX (the kernel's select), 0 * FLT_MAX = 0 then offset."""
+    rng = np.random.default_rng(31)
+    x, g, b, s, o = v2_inputs(rng, 4, 64, F16, per_column=False)
+    s[:] = 0.002
+    y = call(arena, x, g, b, s, o)
+    assert y.min() == -128 and y.max() == 127
+    assert np.array_equal(y, v2_chain(x, g, b, s, o))
+    assert (call(arena, x, g, b, np.array([np.nan], F16), o) == 0).all()
+    x[1, 3] = np.nan
+    y = call(arena, x, g, b, np.array([0.05], F16), o)
+    assert (y[1] == 0).all()
+    assert np.array_equal(y, v2_chain(x, g, b, np.array([0.05], F16), o))
+    z = np.zeros((2, 16), F32)
+    gz, bz = np.ones(16, F32), np.zeros(16, F32)
+    y = call(arena, z, gz, bz, np.array([1.0], F32), np.array([5.0], F32), eps=0.0)
+    assert (y == 5).all() and np.array_equal(y, v2_chain(z, gz, bz, np.array([1.0], F32),
+                                                          np.array([5.0], F32), eps=0.0))
+
+
+@needs_v2
+def test_v2_int32_y_holds_eight_int4_values(arena):
+    rng = np.random.default_rng(3)
+    x, g, b, s, o = v2_inputs(rng, 5, 64, F16)
+    s[:] = (s * 8).astype(F16)
+    y = call(arena, x, g, b, s, o, y_dtype=I32)
+    q = v2_chain(x, g, b, s, o, int4=True)
+    assert q.min() == -8 and q.max() == 7
+    assert y.shape == (5, 8) and np.array_equal(y, pack_int4(q))
+
+
+@needs_v2
+@pytest.mark.parametrize("kind", ["transposed", "padded", "stepped"])
+def test_v2_strided_views_and_thread_counts(arena, kind):
+    rng = np.random.default_rng(4)
+    args = v2_inputs(rng, 6, 40, F16)
+    base = call(arena, *args)
+    assert np.array_equal(base, call(arena, *args, kinds=(kind,) * 6))
+    for n in (1, 3):
+        lib.aclemuSetNumThreads(n)
+        assert np.array_equal(base, call(arena, *args))
 
 
 @pytest.mark.skipif(not P310, reason="Atlas inference parts' lists")
@@ -419,10 +698,43 @@ def test_vendor_op_api_unit_test_cases(arena, case):
         passes(a)
     elif TRAINING or (P310 and dt == BF16):
         expect(a, INVALID, "x dtype")
-    elif REGBASE:
-        expect(a, INNER_NULLPTR, "not modelled")
-    else:
+    else:  # Ascend 950's lists take a scale of x's dtype beside an INT8 offset
         passes(a)
+
+
+# The Ascend 950 op_api cases (hicann/ops-nn norm/rms_norm_quant_v2/tests/ut/op_host/
+# test_aclnn_rms_norm_quant_v2.cpp, DAV_3510): x [8, 64], gamma, beta, scale and offset [64]
+# of x's dtype, eps 1e-5; (name, x dtype, y shape, y dtype, expected status).
+V2_UT_CASES = [
+    ("ascend950PR_9589_case_001", F32, (8, 64), "ACL_INT8", OK),
+    ("ascend950PR_9589_case_002", F16, (8, 8), "ACL_INT32", OK),
+    ("ascend950PR_9589_case_003", BF16, (1, 8), "ACL_INT8", INVALID),
+    ("ascend950PR_9589_case_004", BF16, (8, 66), "ACL_INT4", INVALID),
+]
+
+
+@needs_v2
+@pytest.mark.parametrize("case", V2_UT_CASES, ids=[c[0] for c in V2_UT_CASES])
+def test_vendor_ascend_950_op_api_unit_test_cases(arena, case):
+    """Replayed with the UT's expectation (a failure: the op_api's y shape rule, 161002); the
+    passing ones also run, bit for bit to the model of RmsNormQuantV2's chain."""
+    _, dt, yshape, y_acl, status = case
+    a = Args(arena)
+    ydt = I32 if y_acl == "ACL_INT32" else I8
+    a.v = {"x": a.make((8, 64), dt), "gamma": a.make((64,), dt), "beta": a.make((64,), dt),
+           "scale": a.make((64,), dt), "offset": a.make((64,), dt),
+           "y": a.make(yshape, ydt, acl_dtype=getattr(lib, y_acl))}
+    a.eps = 1e-5
+    if status != OK:
+        expect(a, status, "y")
+        return
+    passes(a)
+    rng = np.random.default_rng(64)
+    x, g, b, s, _ = v2_inputs(rng, 8, 64, dt)
+    o = rng.integers(-4, 5, 64).astype(dt)
+    y = call(arena, x, g, b, s, o, eps=1e-5, y_dtype=ydt)
+    q = v2_chain(x, g, b, s, o, eps=1e-5, int4=ydt == I32)
+    assert np.array_equal(y, pack_int4(q) if ydt == I32 else q)
 
 
 test_on_other_parts = run_on_parts(other_parts(), "not on_other_parts")

@@ -19,10 +19,11 @@ from _part_runs import needs_kernel, other_parts, run_on_parts
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 I8 = np.dtype(np.int8)
-# The emulator models the Atlas A2/A3 and inference kernels (Ascend 950's is not modelled:
-# docs/emulator.md); the Atlas training series has no dtype at all.
-MODELLED = acl_py.soc.short_soc_version(acl_py.soc_name()) in ("Ascend910B", "Ascend910_93",
-                                                                "Ascend310P")
+# The emulator models the Atlas A2/A3, inference and Ascend 950 kernels; the Atlas training
+# series has no dtype at all.
+PART = acl_py.soc.short_soc_version(acl_py.soc_name())
+MODELLED = PART in ("Ascend910B", "Ascend910_93", "Ascend310P", "Ascend950")
+V2 = PART == "Ascend950"    # RmsNormQuantV2: per-column scale, no epsilon rule
 pytestmark = [needs_kernel(RMS_NORM_QUANT),
               pytest.mark.skipif(not MODELLED, reason="the part's kernel is not modelled, or "
                                  "it has none")]
@@ -92,15 +93,23 @@ ERRORS = [
     (dict(scale=np.ones(0, F16), offset=np.ones(0, I8)), AclArgumentError, "scale"),
     (dict(offset=np.ones(1, np.int32)), AclTypeError, "offset"),
     (dict(offset=np.ones(2, I8)), AclArgumentError, "offset"),
-    (dict(epsilon=0.0), AclArgumentError, "epsilon"),
+    pytest.param(dict(epsilon=0.0), AclArgumentError, "epsilon",
+                 marks=pytest.mark.skipif(V2, reason="Ascend 950 takes any epsilon")),
+    pytest.param(dict(scale=np.ones(3, F16), offset=np.ones(3, I8)), AclArgumentError,
+                 "scale", marks=pytest.mark.skipif(not V2, reason="Ascend 950's tiling"),
+                 id="scale-not-trailing-AclArgumentError"),
     (dict(epsilon="small"), AclTypeError, "epsilon"),
     (dict(out=(np.empty((2, 4), F16),)), AclTypeError, "out[0] (y)"),
     (dict(out=(np.empty((2, 5), I8),)), AclArgumentError, "out[0] (y)"),
 ]
 
 
-@pytest.mark.parametrize("change,exc,argument", ERRORS,
-                         ids=[f"{a}-{e.__name__}" for _c, e, a in ERRORS])
+def _error_id(case):
+    change, exc, argument = case.values if hasattr(case, "values") else case
+    return getattr(case, "id", None) or f"{argument}-{exc.__name__}"
+
+
+@pytest.mark.parametrize("change,exc,argument", ERRORS, ids=[_error_id(c) for c in ERRORS])
 def test_argument_errors(emulator, change, exc, argument):
     x, g, b, s, o = make((2, 4))
     case = dict(dict(x=x, gamma=g, beta=b, scale=s, offset=o), **change)
@@ -116,7 +125,10 @@ def test_argument_errors(emulator, change, exc, argument):
     ("gamma", np.ones((2, 4), F16), 561103),     # the rank-2 reshape
     ("beta", np.ones(3, F16), 161002),
     ("offset", np.ones(1, np.int32), 161002),
-    ("epsilon", 0.0, 561103),                     # the tiling's rule
+    pytest.param("epsilon", 0.0, 561103,        # the tiling's rule (not RmsNormQuantV2's)
+                 marks=pytest.mark.skipif(V2, reason="Ascend 950 takes any epsilon")),
+    pytest.param("scale", np.ones(2, F16), 561103,   # RmsNormQuantV2's tiling
+                 marks=pytest.mark.skipif(not V2, reason="Ascend 950's tiling")),
 ])
 def test_device_refusal_names_the_argument_and_carries_the_code(name, value, code):
     args = dict(zip(("x", "gamma", "beta", "scale", "offset"), make((2, 4))))
@@ -126,10 +138,28 @@ def test_device_refusal_names_the_argument_and_carries_the_code(name, value, cod
         eps = value
     else:
         dev[name] = acl_py.DeviceTensor.from_numpy(value)
+    if name == "scale":
+        dev["offset"] = acl_py.DeviceTensor.from_numpy(np.ones(value.shape, I8))
     with pytest.raises((AclArgumentError, AclTypeError)) as ei:
         acl_py.rms_norm_quant(**dev, epsilon=eps)
     assert ei.value.argument == name
     assert ei.value.code == code and ei.value.call == "aclnnRmsNormQuantGetWorkspaceSize"
+
+
+@pytest.mark.skipif(not V2, reason="Ascend 950's per-column scale and epsilon")
+def test_per_column_scale_and_any_epsilon_on_ascend_950():
+    """RmsNormQuantV2 reads scale and offset per column when scale has x's trailing dims; it
+    takes epsilon 0."""
+    x, g, b, _, _ = make((3, 5, 40))
+    rng = np.random.default_rng(9)
+    s = (0.02 + 0.05 * rng.random(40)).astype(F16)
+    o = rng.integers(-5, 6, 40).astype(I8)
+    (y,) = acl_py.rms_norm_quant(x, g, b, s, o)
+    exp = reference.rms_norm_quant(x, g, b, s, o, per_column=True)[0]
+    assert np.max(np.abs(y - exp)) <= reference.QUANT_STEP
+    assert np.max(np.abs(y - reference.rms_norm_quant(x, g, b, s, o)[0])) > 1
+    (y0,) = acl_py.rms_norm_quant(x, g, b, s[:1], o[:1], 0.0)
+    check(y0, (x, g, b, s[:1], o[:1]), 0.0)
 
 
 def test_operator_rules_surface_as_its_typed_error():
@@ -175,5 +205,7 @@ assert y.dtype == np.int8 and np.abs(y - e).max() <= 1
 """)
 
 
-test_on_other_parts = run_on_parts(other_parts(("Ascend310P3", "Ascend910_9391")),
-                                   "reference or saturates or argument_errors")
+test_on_other_parts = run_on_parts(other_parts(("Ascend310P3", "Ascend910_9391",
+                                                "Ascend950PR_9599")),
+                                   "reference or saturates or argument_errors or refusal or "
+                                   "ascend_950 or plan")

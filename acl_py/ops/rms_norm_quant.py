@@ -4,12 +4,14 @@ plan :class:`RmsNormQuant`.
 Python-level checks (see :mod:`._declare`: NumPy calls make them before any C call,
 DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes
 (``x`` float32/float16/bfloat16; ``gamma``, ``beta``, ``scale`` x's; ``offset`` int8);
-``gamma`` of ``[N]`` or ``[1, N]`` with N x's last dim, ``beta`` of gamma's shape; ``scale``
-non-empty and ``offset`` of its shape; ``epsilon > 0``; the ``out=`` entry of x's shape, int8.
-The operator's own rules (ranks, the part's dtype lists: float16/bfloat16 on Atlas A2/A3,
-float16 on Atlas inference parts, none on the Atlas training series) are phase one's. acl-py
-asks for int8 results; the int4 results (packed eight to an int32, Atlas A2/A3) are reachable
-through the raw calls.
+``gamma`` of ``[N]`` or ``[1, N]`` with N x's last dim, ``beta`` of gamma's shape; ``offset``
+of scale's shape; ``scale`` non-empty and ``epsilon > 0`` (on Ascend 950 instead: ``scale``
+of all-one dims or x's trailing dims, any epsilon: RmsNormQuantV2's tiling); the ``out=``
+entry of x's shape, int8. The operator's own rules (ranks, the part's dtype lists:
+float16/bfloat16 on Atlas A2/A3 and Ascend 950, float16 on Atlas inference parts, none on the
+Atlas training series) are phase one's. acl-py asks for int8 results; the int4 results
+(packed eight to an int32, Atlas A2/A3 and Ascend 950), Ascend 950's float32 x (with float32
+scale and offset) and its other scale/offset dtypes are reachable through the raw calls.
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, output, part_of,
+                       tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -30,19 +33,24 @@ __all__ = ["rms_norm_quant", "RmsNormQuant", "RMS_NORM_QUANT"]
 _INT8 = np.dtype(np.int8)
 
 # hicann/ops-nn norm/rms_norm_quant/op_host/rms_norm_quant_def.cpp: none for the Atlas training
-# series (whose op_api lists no dtype). Ascend 950's op_api branch runs RmsNormQuantV2
-# (norm/rms_norm_quant_v2, "ascend950"), which the emulator does not model: its phase one
-# refuses every call there (docs/emulator.md), so the declaration leaves Ascend 950 out and
-# `acl-py smoke` does not check the operator there (on a device, call it directly).
+# series (whose op_api lists no dtype); Ascend 950's op_api branch runs RmsNormQuantV2
+# (norm/rms_norm_quant_v2/op_host/rms_norm_quant_v2_def.cpp, "ascend950").
 _KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "ascend310b",
-                           "kirinx90", "kirin9030")
+                           "kirinx90", "kirin9030", "ascend950")
+
+
+def _per_column(scale_shape):
+    """Whether Ascend 950's kernel reads scale and offset per column: a scale whose dims are
+    not all 1 (RmsNormQuantV2's tiling then requires x's trailing dims)."""
+    return any(d != 1 for d in scale_shape)
 
 
 def rms_norm_quant_check(a):
     """Checks gamma (``[N]`` or ``[1, N]``, N x's last dim: the op_api reshapes a rank-2 gamma
-    to its last dim), beta (gamma's shape), scale (non-empty: the kernel reads its first
-    element) and offset (scale's shape), and that ``a.epsilon`` is positive (the tiling
-    refuses epsilon <= 0 as a float32)."""
+    to its last dim), beta (gamma's shape), offset (scale's shape), and per part: scale
+    non-empty (the kernel reads its first element) and ``a.epsilon`` positive (the tiling
+    refuses epsilon <= 0 as a float32); on Ascend 950 scale of all-one dims or x's trailing
+    dims, any epsilon (RmsNormQuantV2's tiling)."""
     n = a.x.shape[-1] if a.x.shape else None
     gs = a.gamma.shape
     if not (gs == (n,) or gs == (1, n)) or n == 0:
@@ -50,14 +58,28 @@ def rms_norm_quant_check(a):
                                f"dim (x {a.x.shape}, non-empty)")
     if a.beta.shape != gs:
         raise AclArgumentError("beta", f"shape {a.beta.shape} must equal gamma's shape {gs}")
-    if a.scale.size == 0:
-        raise AclArgumentError("scale", f"shape {a.scale.shape} is empty (the device reads "
-                               f"its first element)")
-    if a.offset.shape != a.scale.shape:
+    ss = a.scale.shape
+    if part_of().arch3510:
+        if _per_column(ss) and (len(ss) > len(a.x.shape) or a.x.shape[len(a.x.shape) - len(ss):]
+                                != ss):
+            raise AclArgumentError("scale", f"shape {ss} must be all ones or x's trailing dims "
+                                   f"(x {a.x.shape}; the kernel reads one per column)")
+    elif a.scale.size == 0:
+        raise AclArgumentError("scale", f"shape {ss} is empty (the device reads its first "
+                               f"element)")
+    if a.offset.shape != ss:
         raise AclArgumentError("offset", f"shape {a.offset.shape} must equal scale's shape "
-                               f"{a.scale.shape}")
-    if not np.float32(a.epsilon) > 0:
+                               f"{ss}")
+    if not part_of().arch3510 and not np.float32(a.epsilon) > 0:
         raise AclArgumentError("epsilon", f"{a.epsilon!r} must be positive as a float32")
+
+
+def _reference(x, gamma, beta, scale, offset, epsilon):
+    """The float64 reference as the part reads scale and offset: per column on Ascend 950 for
+    a scale of x's trailing dims, else their first element."""
+    per_column = part_of().arch3510 and _per_column(np.shape(scale))
+    return reference.rms_norm_quant(x, gamma, beta, scale, offset, epsilon,
+                                    per_column=per_column)
 
 
 def _x_shape(a):
@@ -92,12 +114,13 @@ RMS_NORM_QUANT = Declared("aclnnRmsNormQuant", (
     tensor("offset", dtypes=("int8",)),
     double("epsilon", default=1e-6),
     output("y", shape=_x_shape, dtype=_int8),
-), check=rms_norm_quant_check, reference=reference.rms_norm_quant,
+), check=rms_norm_quant_check, reference=_reference,
     error_scale=reference.rms_norm_quant_error_scale,
     smoke_cases=(smoke_case((8, 1024), np.float16),
                  smoke_case((4, 3, 200), np.float16, scale=0.02, offset=-5)),
     # 561103: the op_api's code for its rank-2 gamma/beta reshape, the tiling's rules
-    # (epsilon, empty x) and the result's ViewCopy into y (docs/emulator.md)
+    # (epsilon, empty x; on Ascend 950 scale's shape) and the result's ViewCopy into y
+    # (docs/emulator.md)
     rule_codes=(561103,), parts=_KERNEL_PARTS)
 
 
@@ -123,14 +146,17 @@ def rms_norm_quant(x: Operand, gamma: Operand, beta: Operand, scale: Operand, of
     ``rstd = 1 / sqrt(mean(x^2) + epsilon)``. The device computes in float32, multiplies by
     the reciprocal of the first element of ``scale`` (a per-tensor scale: only ``scale[0]`` and
     ``offset[0]`` are read), rounds the result to float16, clamps it to [-128, 127] and rounds
-    to the nearest integer, ties to even.
+    to the nearest integer, ties to even. On Ascend 950 (RmsNormQuantV2) it divides by the
+    scale instead, per column (``scale[j]``, ``offset[j]``) when scale has x's trailing dims
+    (per tensor when its dims are all 1), rounds to float16 to odd, then to the nearest
+    integer, ties to even, saturating.
 
     * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
     * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
       valid once it has synchronized).
 
-    ``gamma`` and ``beta`` are ``[N]`` or ``[1, N]``, N x's last dim; ``scale`` has x's dtype,
-    ``offset`` is int8 of scale's shape; ``y`` is int8 of x's shape. ``out=(y,)`` gives a
+    ``gamma`` and ``beta`` are ``[N]`` or ``[1, N]``, N x's last dim; ``scale`` has x's dtype
+    (on Ascend 950 all-one dims or x's trailing dims), ``offset`` is int8 of scale's shape; ``y`` is int8 of x's shape. ``out=(y,)`` gives a
     preallocated output of the same kind as the inputs.
     """
     return RMS_NORM_QUANT.call((x, gamma, beta, scale, offset, epsilon), out=out, stream=stream)

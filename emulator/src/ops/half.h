@@ -3,8 +3,8 @@
  * Written with integer bit operations only, so results do not depend on the FPU's
  * flush-to-zero / denormals-are-zero modes (which a host process such as PyTorch may set),
  * and the loops that call them can be vectorized (no table lookups, few branches).
- * Narrowing rounds to nearest, ties to even; NaN stays NaN (quieted), +-Inf stays Inf,
- * subnormals are produced and consumed exactly.
+ * Narrowing rounds to nearest, ties to even (binary16 also to odd: aclemu_f32_to_f16_odd);
+ * NaN stays NaN (quieted), +-Inf stays Inf, subnormals are produced and consumed exactly.
  */
 #ifndef ACLEMU_OPS_HALF_H_
 #define ACLEMU_OPS_HALF_H_
@@ -102,6 +102,40 @@ static inline uint16_t aclemu_f32_to_f16(float f)
                  : a >= 0x477ff000u ? 0x7c00u /* >= 65520 (Inf itself included) */
                  : a >= 0x38800000u ? normal
                  : q;
+    return (uint16_t)(sign | mag);
+}
+
+/* Rounded to odd (the device's CAST_ODD narrowing): the value truncated toward zero to
+ * binary16, with the lowest mantissa bit set when anything was dropped, so a later rounding
+ * to fewer bits is never a double rounding's tie. Finite values never become Inf (anything at
+ * or above 65504 truncates to 65504, whose last bit is already set); a nonzero value below the
+ * smallest subnormal becomes it; NaN stays NaN (quieted), +-Inf stays Inf. */
+static inline uint16_t aclemu_f32_to_f16_odd(float f)
+{
+    uint32_t u = aclemu_f32_bits(f);
+    uint32_t sign = (u >> 16) & 0x8000u;
+    uint32_t a = u & 0x7fffffffu;
+    uint32_t mag;
+    if (a > 0x7f800000u) {
+        mag = 0x7e00u | ((a >> 13) & 0x03ffu);
+    } else if (a == 0x7f800000u) {
+        mag = 0x7c00u;
+    } else if (a >= 0x38800000u) { /* >= 2^-14: a normal binary16 unless it overflows */
+        uint32_t r = a - (112u << 23);
+        mag = r >> 13;
+        uint32_t dropped = (r & 0x1fffu) != 0u;
+        if (mag >= 0x7c00u) {
+            mag = 0x7bffu;
+            dropped = 0u; /* already odd */
+        }
+        mag |= dropped;
+    } else if (a >= (101u << 23)) { /* [2^-26, 2^-14): subnormal, in units of 2^-24 */
+        uint32_t shift = 126u - (a >> 23);
+        uint32_t m = (a & 0x007fffffu) | 0x00800000u;
+        mag = (m >> shift) | (uint32_t)((m & ((1u << shift) - 1u)) != 0u);
+    } else {
+        mag = a != 0u; /* below 2^-26: 0, or the smallest subnormal */
+    }
     return (uint16_t)(sign | mag);
 }
 

@@ -40,6 +40,21 @@
  *   FLOAT16 v to INT4 with CAST_RINT, no clamp (taken to saturate to [-8, 7], docs/emulator.md),
  *   packed two to a byte, the lower nibble first, four bytes to a little-endian INT32 word.
  *
+ * Ascend 950 (hicann/ops-nn norm/rms_norm_quant_v2; the op_api calls l0op::RmsNormQuantV2
+ * with divMode true, scale as scales1, offset as zero_points1, beta, no scales2):
+ * - op_host/rms_norm_quant_v2_tiling_regbase_base.cpp: scale of rank <= 8, all ones (per
+ *   tensor) or x's trailing dims (per column); no zero dim in x; no epsilon rule; avgFactor
+ *   1.0f / (float)N. A failed tiling is 561103 (the op_api checks the NULL result). The
+ *   full-load kernel takes rows up to 16384 (rms_norm_quant_v2_tiling_regbase_full_load.cpp),
+ *   the recompute kernel longer ones;
+ * - op_kernel/arch35 (..._full_load.h, ..._recompute.h ComputeQuant, ..._common.h): var =
+ *   sum(x * x) * avg, rstd by norm_common's ComputeRstdNewtonRaphsonReg (var + eps, clamped at
+ *   -99.99 by the recompute kernel only, 1 / var, sqrt, one Newton-Raphson step; FLT_MAX ->
+ *   0, 0 -> FLT_MAX); v = ((x * rstd) * gamma + beta) / scale + offset, scale and offset per
+ *   column (element j < N) unless all their dims are 1; v to FLOAT16 with CAST_ODD, then to
+ *   INT8 (or INT4) with CAST_RINT, NO_SAT (taken to saturate; NaN 0), no quantMin clamp.
+ *   FLOAT8/HIFLOAT8 and INT4-typed y are refused "not modelled" (docs/emulator.md).
+ *
  * Kernel: rows are independent; each row's sum has a fixed order (norm_rows.h's lanes and
  * fold; the slices added in order), so the split of rows over threads never changes a bit.
  */
@@ -52,6 +67,7 @@
 #include "emu_internal.h"
 #include "phase_one.h"
 #include "convert.h"
+#include "half.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -65,6 +81,9 @@ static const char *const TNAME[T_COUNT] = {"x", "gamma", "beta", "scale", "offse
 
 #define SLICE 8192          /* the tiling's slice size (SLICE_SIZE) */
 #define INT4_PER_INT32 8
+/* Ascend 950: rows longer than this take RmsNormQuantV2's recompute kernel (the full-load
+ * tiling's limit VL_FP32 * VL_FP32 * 4, VL_FP32 = 64) */
+#define V2_FULL_LOAD_MAX 16384
 
 typedef struct {
     nr_head h; /* per chunk 2 * N floats (x as float, v) and N bytes of quantized values */
@@ -73,6 +92,9 @@ typedef struct {
     float eps, avg;  /* as the kernel receives them */
     float quant_min; /* -128, or -127 (ASDOPS_QUANT_MIN_NEG_127=1) */
     bool int4;       /* y INT32: INT4 packed eight to a word */
+    bool regbase;    /* Ascend 950: RmsNormQuantV2's numbers */
+    bool per_channel; /* Ascend 950: scale and offset read per column (not all-ones shapes) */
+    bool recompute;  /* Ascend 950: the recompute kernel (its rstd clamps var at -99.99) */
 } rnq_payload;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
@@ -154,6 +176,52 @@ static void store_int4_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n
     });
 }
 
+/* RmsNormQuantV2's rstd of var = sum(x * x) * avg (norm_common reduce_common_regbase.h
+ * ComputeRstdNewtonRaphsonReg): eps added, var clamped below at -99.99 by the recompute
+ * kernel only, then 1 / sqrt refined by one Newton-Raphson step, each Mula a fused
+ * multiply-add; var equal to FLT_MAX gives 0, var equal to 0 gives FLT_MAX. */
+static float v2_rstd(float var, float eps, bool clamp)
+{
+    var += eps;
+    if (clamp && var < -99.99f)
+        var = -99.99f;
+    float r = 1.0f / var;
+    const float y = sqrtf(r);
+    float t = var * -0.5f;
+    t = t * y;
+    const float t1 = fmaf(t, y, 1.5f);
+    float rstd = y * t1;
+    const float t3 = var * -1.0f;
+    float s = fmaf(t3, r, 1.0f);
+    const float t4 = rstd * -1.0f;
+    r = fmaf(t4, rstd, r);
+    s = fmaf(var, r, s);
+    s = s * rstd;
+    rstd = fmaf(s, 0.5f, rstd);
+    if (var == 3.40282347e+38f)
+        rstd = 0.0f;
+    if (var == 0.0f)
+        rstd = 3.40282347e+38f;
+    return rstd;
+}
+
+/* One row on Ascend 950 (RmsNormQuantV2, divMode true): q[i] from x's row xr. */
+static void v2_row(const rnq_payload *P, const norm_rows *R, const float *xr, int8_t *q)
+{
+    const int64_t N = P->N;
+    const float *scale = R->run_buf, *offset = R->run_buf + N;
+    const float rstd = v2_rstd(sum_squares(xr, N) * P->avg, P->eps, P->recompute);
+    for (int64_t i = 0; i < N; i++) {
+        float v = xr[i] * rstd;
+        v = R->gamma[i] * v;
+        v += R->beta[i];
+        v /= scale[i];
+        v += offset[i];
+        const float h = aclemu_f16_to_f32(aclemu_f32_to_f16_odd(v));
+        q[i] = quantize(h, -128.0f, P->int4);
+    }
+}
+
 static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
                       int64_t end)
 {
@@ -165,6 +233,14 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
     const float scale_r = R->run_buf[0], offset = R->run_buf[1];
     for (int64_t m = begin; m < end; m++) {
         const float *xr = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, xbuf);
+        if (P->regbase) {
+            v2_row(P, R, xr, q);
+            if (P->int4)
+                store_int4_row(y, m, q, N);
+            else
+                store_int8_row(y, m, q, N);
+            continue;
+        }
         const float factor = row_factor(P, xr);
         for (int64_t i = 0; i < N; i++) {
             float v = xr[i] * factor;
@@ -183,11 +259,48 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
     }
 }
 
+/* The first n elements of t (FLOAT, FLOAT16, BF16, INT8 or INT32) as floats in dst: INT8
+ * exactly (the kernel widens it through FLOAT16), INT32 to nearest even (CAST_RINT). */
+static void load_params(const tdesc *t, int64_t n, float *dst)
+{
+    const char *base = view_base(t);
+    const int64_t es = (int64_t)aclemu_dtype_size(t->dtype);
+    if (t->dtype == ACL_INT8 || t->dtype == ACL_INT32) {
+        LAY_WALK(&t->inner, 0, n, {
+            for (int64_t j = 0; j < run; j++) {
+                const char *e = base + (off + j * stride) * es;
+                int32_t v32;
+                if (t->dtype == ACL_INT8)
+                    v32 = *(const int8_t *)e;
+                else
+                    memcpy(&v32, e, sizeof v32);
+                dst[k + j] = (float)v32;
+            }
+        });
+        return;
+    }
+    LAY_WALK(&t->inner, 0, n, aclemu_load_floats(t->dtype, base + off * es, stride, run,
+                                                  dst + k));
+}
+
 static bool before_rows(const void *payload, norm_rows *R)
 {
     const rnq_payload *P = payload;
     nr_load_gamma(R, &P->t[T_GAMMA], P->N);
     nr_load_beta(R, &P->t[T_BETA], P->N);
+    if (P->regbase) {
+        /* scale and offset per column: their first N elements (the kernel's scales1Gm[j],
+         * zeroPoints1Gm[j]), or element 0 for every column when their dims are all 1 */
+        float *scale = R->run_buf, *offset = R->run_buf + P->N;
+        const int64_t n = P->per_channel ? P->N : 1;
+        load_params(&P->t[T_SCALE], n, scale);
+        load_params(&P->t[T_OFFSET], n, offset);
+        for (int64_t i = n; i < P->N; i++) {
+            scale[i] = scale[0];
+            offset[i] = offset[0];
+        }
+        return true;
+    }
     /* scale[0] widened to float and its reciprocal taken in float; offset[0] an INT8 */
     const tdesc *s = &P->t[T_SCALE], *o = &P->t[T_OFFSET];
     float sbuf[1];
@@ -381,6 +494,107 @@ static aclnnStatus check_shapes(const aclTensor *const *ts, uint64_t gr, uint64_
     return ACLNN_SUCCESS;
 }
 
+typedef struct {
+    int64_t N;        /* the normalized (last) dim */
+    bool int4;        /* y INT32 or INT4 */
+    bool per_channel; /* set by v2_tiling */
+} rnq_shape;
+
+/* RmsNormQuant's tiling (op_host/rms_norm_quant_common_tiling.cpp), run by phase one off
+ * Ascend 950: 561103, stricter (the vendor dereferences the NULL result). */
+static aclnnStatus v1_tiling(const aclTensor *x, double epsilon, const rnq_shape *sh)
+{
+    char sx[256];
+    fmt_dims(sx, sizeof sx, x->dims, x->ndim);
+    for (uint64_t i = 0; i < x->ndim; i++)
+        if (x->dims[i] <= 0)
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: x shape %s is empty (the tiling refuses a zero "
+                 "dim)", P1, sx);
+    int64_t X = 0;
+    if (!numel(x->dims, x->ndim, &X) || X > (int64_t)UINT32_MAX)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: x shape %s has more than %u elements (the tiling's "
+             "row count)", P1, sx, UINT32_MAX);
+    if (sh->int4 && sh->N % INT4_PER_INT32 != 0)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: x's last dim %lld must be a multiple of 8 for an "
+             "INT4 result (the tiling's rule)", P1, (long long)sh->N);
+    const float eps = (float)epsilon;
+    if (eps <= 0.0f) /* NaN is not refused */
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: epsilon %g is not positive as a float (the tiling "
+             "refuses epsilon <= 0)", P1, epsilon);
+    return ACLNN_SUCCESS;
+}
+
+/* RmsNormQuantV2's tiling on Ascend 950 (rms_norm_quant_v2 op_host/
+ * rms_norm_quant_v2_tiling_regbase_base.cpp), as the op_api calls it (gamma [N], beta,
+ * offset as zero_points1, no scales2): scale of rank at most 8; scale all ones (a per-tensor
+ * scale) or x's trailing dims (per column: the kernel reads its first N elements); no zero
+ * dim in x. No epsilon rule, no element limit. A failure makes l0op::RmsNormQuantV2 return
+ * NULL, which the op_api returns as 561103. */
+static aclnnStatus v2_tiling(const aclTensor *x, const aclTensor *scale, rnq_shape *sh)
+{
+    char sx[256], ss[256];
+    fmt_dims(sx, sizeof sx, x->dims, x->ndim);
+    fmt_dims(ss, sizeof ss, scale->dims, scale->ndim);
+    if (scale->ndim > TV_MAX_RANK)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: scale rank %llu exceeds 8 (RmsNormQuantV2's "
+             "tiling)", P1, (unsigned long long)scale->ndim);
+    bool ones = true;
+    for (uint64_t i = 0; i < scale->ndim; i++)
+        ones = ones && scale->dims[i] == 1;
+    if (!ones) {
+        bool trailing = scale->ndim <= x->ndim;
+        for (uint64_t i = 0; trailing && i < scale->ndim; i++)
+            trailing = scale->dims[i] == x->dims[x->ndim - scale->ndim + i];
+        if (!trailing)
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: scale shape %s must be all ones or x's trailing "
+                 "dims (x %s; RmsNormQuantV2's tiling)", P1, ss, sx);
+    }
+    for (uint64_t i = 0; i < x->ndim; i++)
+        if (x->dims[i] <= 0)
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: x shape %s is empty (RmsNormQuantV2's tiling "
+                 "refuses a zero dim)", P1, sx);
+    sh->per_channel = !ones;
+    return ACLNN_SUCCESS;
+}
+
+/* The ViewCopy of the L0 op's result (of x's shape: INT8, or INT4 viewed as INT32 with the
+ * last dim / 8 for an INT32 y; on Ascend 950 also INT4 itself) into y (hicann/ops-math
+ * contiguous.cpp CheckViewCopyParams): equal dtypes, equal shapes unless both hold one
+ * element, y's format x's unless x's is ND. */
+static aclnnStatus check_view_copy(const aclTensor *x, const aclTensor *y, bool regbase)
+{
+    if (y->dtype == ACL_INT4 && !regbase)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y dtype INT4 cannot receive the result, viewed as "
+             "INT32 off Ascend 950 (the ViewCopy's rule: equal dtypes)", P1);
+    if (y->format != x->format && x->format != ACL_FORMAT_ND)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y's format (aclFormat %d) must be x's (aclFormat %d) "
+             "when x's is not ND (the ViewCopy's rule)", P1, (int)y->format, (int)x->format);
+    int64_t want[TV_MAX_RANK], W = 0, Y = 0;
+    for (uint64_t i = 0; i < x->ndim; i++)
+        want[i] = x->dims[i];
+    if (y->dtype == ACL_INT32)
+        want[x->ndim - 1] /= INT4_PER_INT32;
+    const bool ones = numel(want, x->ndim, &W) && W == 1 && numel(y->dims, y->ndim, &Y) &&
+                      Y == 1;
+    if (!ones && !same_dims(y->dims, y->ndim, want, x->ndim)) {
+        shape_error(P1, "y", y->dims, y->ndim, "must be the result's shape (the ViewCopy's "
+                    "rule):", want, x->ndim);
+        return ACLNN_ERR_INNER_NULLPTR;
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* Ascend 950 results the emulator does not compute (docs/emulator.md): refused after every
+ * rule the device applies, with the code a failed L0 op gets. */
+static aclnnStatus v2_modelled(const aclTensor *y, const aclemu_soc *soc)
+{
+    if (y->dtype == ACL_INT8 || y->dtype == ACL_INT32)
+        return ACLNN_SUCCESS;
+    FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y dtype %s is not modelled on %s (%s): the emulator "
+         "computes RmsNormQuantV2's INT8 and INT32-packed INT4 results only "
+         "(docs/emulator.md)", P1, qname(y->dtype), soc->name, soc->series);
+}
+
 /* PreDealData for one of gamma/beta: a rank-2 tensor is reshaped to [dim 1], which
  * l0op::Reshape refuses for an empty target or another element count (561103). Writes the
  * rank and dims the checks then see. */
@@ -441,71 +655,45 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormQuantGetWorkspaceSize(const aclTensor *x,
     if ((st = check_dtypes(ts, soc, regbase)) ||
         (st = check_shapes(ts, gr, br, gr ? gdims[gr - 1] : 0, gdims, bdims, regbase)))
         return st;
-    if (regbase)
-        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not modelled on %s (%s): the emulator does not "
-             "model Ascend 950's RmsNormQuantV2 kernel (docs/emulator.md)", P1, soc->name,
-             soc->series);
 
-    /* 3. the L0 op's tiling (561103: stricter, the vendor dereferences the NULL result) */
-    const bool int4 = y->dtype == ACL_INT32 || y->dtype == ACL_INT4;
-    char sx[256];
-    fmt_dims(sx, sizeof sx, x->dims, x->ndim);
-    for (uint64_t i = 0; i < x->ndim; i++)
-        if (x->dims[i] <= 0)
-            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: x shape %s is empty (the tiling refuses a zero "
-                 "dim)", P1, sx);
+    /* 3. the L0 op's tiling; 4. the ViewCopy of its result into y */
     const int64_t N = gdims[0];
-    int64_t X = 0;
-    if (!numel(x->dims, x->ndim, &X) || X > (int64_t)UINT32_MAX)
-        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: x shape %s has more than %u elements (the tiling's "
-             "row count)", P1, sx, UINT32_MAX);
-    if (int4 && N % INT4_PER_INT32 != 0)
-        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: x's last dim %lld must be a multiple of 8 for an "
-             "INT4 result (the tiling's rule)", P1, (long long)N);
-    const float eps = (float)epsilon;
-    if (eps <= 0.0f) /* NaN is not refused */
-        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: epsilon %g is not positive as a float (the tiling "
-             "refuses epsilon <= 0)", P1, epsilon);
-    /* 4. the ViewCopy of the L0 op's result (INT8 of x's shape, or INT4 viewed as INT32 with
-     * the last dim / 8) into y: equal dtypes, equal shapes unless both hold one element */
-    if (y->dtype == ACL_INT4)
-        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y dtype INT4 cannot receive the result, viewed as "
-             "INT32 off Ascend 950 (the ViewCopy's rule: equal dtypes)", P1);
-    if (y->format != x->format && x->format != ACL_FORMAT_ND)
-        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y's format (aclFormat %d) must be x's (aclFormat %d) "
-             "when x's is not ND (the ViewCopy's rule)", P1, (int)y->format, (int)x->format);
-    int64_t want[TV_MAX_RANK], W = 0, Y = 0;
-    for (uint64_t i = 0; i < x->ndim; i++)
-        want[i] = x->dims[i];
-    if (int4)
-        want[x->ndim - 1] /= INT4_PER_INT32;
-    const bool ones = numel(want, x->ndim, &W) && W == 1 && numel(y->dims, y->ndim, &Y) &&
-                      Y == 1;
-    if (!ones && !same_dims(y->dims, y->ndim, want, x->ndim)) {
-        shape_error(P1, "y", y->dims, y->ndim, "must be the result's shape (the ViewCopy's "
-                    "rule):", want, x->ndim);
-        return ACLNN_ERR_INNER_NULLPTR;
-    }
-    /* Stricter (docs/emulator.md): the kernel reads scale's and offset's first element */
+    const rnq_shape sh = {.N = N, .int4 = y->dtype == ACL_INT32 || y->dtype == ACL_INT4};
+    rnq_shape got = sh;
+    if ((st = regbase ? v2_tiling(x, scale, &got) : v1_tiling(x, epsilon, &got)) ||
+        (st = check_view_copy(x, y, regbase)))
+        return st;
+    if (regbase && (st = v2_modelled(y, soc)))
+        return st;
+    /* Stricter off Ascend 950 (docs/emulator.md): the kernel reads scale's and offset's first
+     * element (on Ascend 950 the tiling refuses an empty scale) */
     int64_t S = 0;
-    if (!numel(scale->dims, scale->ndim, &S) || S == 0)
+    if (!regbase && (!numel(scale->dims, scale->ndim, &S) || S == 0))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: scale is empty (the kernel reads its first element "
              "and offset's)", P1);
 
     rnq_payload *P = calloc(1, sizeof *P);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    int64_t X = 0;
+    numel(x->dims, x->ndim, &X);
     const int64_t M = X / N;
-    /* 2 * N floats and N bytes per chunk: 3 * N floats cover both */
+    /* 2 * N floats and N bytes per chunk: 3 * N floats cover both; the run's scale and offset:
+     * their first elements, or (Ascend 950) one of each per column */
     P->h = (nr_head){.kernel = &RNQ_KERNEL, .call = P2, .names = TNAME, .rows = M, .width = N,
-                     .row_floats = 3 * N, .run_floats = 2};
+                     .row_floats = 3 * N, .run_floats = regbase ? 2 * N : 2};
     P->M = M;
     P->N = N;
-    P->eps = eps;
-    P->avg = (float)(1.0 / (double)N);
+    P->eps = (float)epsilon;
+    /* the avgFactor each tiling hands over: RmsNormQuant's in double, RmsNormQuantV2's in
+     * float */
+    P->avg = regbase ? 1.0f / (float)N : (float)(1.0 / (double)N);
     const char *neg127 = getenv("ASDOPS_QUANT_MIN_NEG_127");
     P->quant_min = neg127 && strcmp(neg127, "1") == 0 ? -127.0f : -128.0f;
-    P->int4 = int4;
+    P->int4 = sh.int4;
+    P->regbase = regbase;
+    P->per_channel = got.per_channel;
+    P->recompute = regbase && N > V2_FULL_LOAD_MAX;
     snapshot(&P->t[T_X], x, (int)x->ndim - 1);
     snapshot(&P->t[T_GAMMA], gamma, -1);
     snapshot(&P->t[T_BETA], beta, -1);
