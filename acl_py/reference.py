@@ -788,6 +788,41 @@ def batch_norm_elemt_backward_error_scale(grad_out, input, mean, invstd, weight,
     return (_from_rows(dx, np.shape(input)),)
 
 
+def batch_norm_stats(input, eps: float = 1e-5):
+    """``(mean, invstd)`` of SyncBatchNorm's first step in float64 (the vendor's
+    docs/aclnnBatchNormStats.md) over input ``[N, C, ...]``: per channel over its ``R`` values
+    (every dim but dim 1), the mean and ``1 / sqrt(var + eps)`` of the biased variance ``var``
+    (what :func:`batch_norm` saves in training). An empty input (``R`` 0) gives means of 0
+    and NaN invstds, as the operator writes them."""
+    rows = _channel_rows(input)
+    c, r = rows.shape
+    if r == 0:
+        return np.zeros(c), np.full(c, np.nan)
+    mean = rows.mean(axis=1, keepdims=True)
+    var = ((rows - mean) ** 2).mean(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return mean[:, 0], 1.0 / np.sqrt(var + eps)
+
+
+def batch_norm_stats_error_scale(input, eps: float = 1e-5):
+    """Per element of :func:`batch_norm_stats`'s outputs, the magnitude the device's float32
+    error is proportional to: ``mean``: ``mean(|x|)``; ``invstd``: ``invstd * (1 + k)`` with
+    ``k = (var + mean(|x - mean| * (|x| + |mean|))) / (var + eps)`` (every part's variance is
+    two-pass: each difference is rounded at the scale of ``|x| + |mean|``, not of itself)."""
+    rows = _channel_rows(input)
+    c, r = rows.shape
+    if r == 0:
+        return np.zeros(c), np.zeros(c)
+    mean = rows.mean(axis=1, keepdims=True)
+    d = np.abs(rows - mean)
+    var = (d * d).mean(axis=1)
+    spread = (d * (np.abs(rows) + np.abs(mean))).mean(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rstd = 1.0 / np.sqrt(np.abs(var + eps))
+        k = (var + spread) / np.abs(var + eps)
+    return np.abs(rows).mean(axis=1), rstd * (1 + k)
+
+
 def _gather_terms(mean, invstd, counts, eps):
     """The ranks' statistics as float64 ``(N, C)`` rows, their counts as ``(N, 1)``, the total
     count ``S``, the global mean ``(1, C)`` and each rank's variance ``1 / invstd^2 - eps``."""

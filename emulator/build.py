@@ -66,6 +66,11 @@ LIBRARIES = [
     ("libopapi_math.so", ("ops_math",), ["-lnnopbase", "-lascendcl", "-lm"]),
 ]
 
+# The operators' shared helpers in ops/ that an ops_math/ operator uses (the dtype conversions,
+# the BatchNorm channel tasks aclnnBatchNormStats launches): linked into libopapi_math.so too,
+# hidden, so that library stands alone as CANN's does (libopapi.so has them once, from ops/).
+MATH_HELPERS = ("ops/convert.c", "ops/bn_channels.c")
+
 
 # Other names of a library, as links to it. CANN's runtime package ships the runtime as
 # libacl_rt.so, libascendcl.so being optional (hicann/runtime
@@ -275,6 +280,8 @@ def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = F
             # without it they are searched for again, LD_LIBRARY_PATH first, where "." or an
             # empty element would load a libascendcl.so planted in the current directory.
             lib_objs = [objs[s] for f in lib_folders for s in sources[f]]
+            if name == "libopapi_math.so":
+                lib_objs += [objs[SRC / h] for h in MATH_HELPERS]
             cmd = [*cc, *flags, "-shared", "-o", str(tmp), *lib_objs,
                    f"-L{lib64}", f"-Wl,-soname,{name}", "-Wl,-rpath,$ORIGIN",
                    "-Wl,--no-undefined", *libs]

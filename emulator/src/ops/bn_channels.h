@@ -148,8 +148,11 @@ static inline void bn_infer_channel(float *x, int64_t R, float mean, float var, 
  * tensor: a floating dtype the part computes (FLOAT, FLOAT16, and BF16 where the part has it:
  * their CheckDtype lists), and a rank in [2, 8].
  */
-aclnnStatus bn_check_float_dtype(const char *call, const char *name, const aclTensor *t,
-                                 const aclemu_soc *soc);
-aclnnStatus bn_check_rank(const char *call, const char *name, const aclTensor *t);
+__attribute__((visibility("hidden"))) aclnnStatus
+bn_check_float_dtype(const char *call, const char *name, const aclTensor *t,
+                     const aclemu_soc *soc);
+__attribute__((visibility("hidden"))) aclnnStatus bn_check_rank(const char *call,
+                                                                const char *name,
+                                                                const aclTensor *t);
 
 #endif /* ACLEMU_OPS_BN_CHANNELS_H_ */
