@@ -72,6 +72,7 @@ from .ops import instance_norm, InstanceNorm
 from .ops import rms_norm_quant, RmsNormQuant
 from .ops import batch_norm_gather_stats_with_counts, BatchNormGatherStatsWithCounts
 from .ops import batch_norm_elemt, BatchNormElemt
+from .ops import batch_norm_stats, BatchNormStats
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -110,5 +111,5 @@ __all__ = [
     "instance_norm", "InstanceNorm",
     "rms_norm_quant", "RmsNormQuant",
     "batch_norm_gather_stats_with_counts", "BatchNormGatherStatsWithCounts", "batch_norm_elemt",
-    "BatchNormElemt",
+    "BatchNormElemt", "batch_norm_stats", "BatchNormStats",
 ]

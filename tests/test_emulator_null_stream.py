@@ -246,10 +246,11 @@ def _emptied(values):
 # BatchNormBackward's at an empty input (aclnn_batch_norm_backward.cpp), BatchNormElemt's at an
 # empty input (aclnn_batch_norm_elemt.cpp). LayerNormBackward and BatchNorm fill their parameter
 # statistics there (ProcessEmptyTensorWithValue: a Fill kernel), so they still need a device (as
-# BatchNormGatherStatsWithCounts' fills of an empty mean do: its emulator test).
+# BatchNormGatherStatsWithCounts' fills of an empty mean do: its emulator test); so does
+# BatchNormStats, whose [C] mean and invstd are filled (aclnn_batch_norm_stats.cpp).
 _NO_KERNEL = ("LayerNorm", "FastLayerNorm", "RmsNorm", "AddRmsNorm", "GemmaRmsNorm", "InplaceAddRmsNorm",
               "AddLayerNorm", "DeepNorm", "BatchNormBackward", "BatchNormElemt")
-_FILLS = ("LayerNormBackward", "BatchNorm")
+_FILLS = ("LayerNormBackward", "BatchNorm", "BatchNormStats")
 
 
 @pytest.mark.parametrize("name", _NO_KERNEL + _FILLS)

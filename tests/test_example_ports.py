@@ -4,7 +4,7 @@ gemma_rms_norm.py, inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py,
 group_norm_silu.py, group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py,
 group_norm_backward.py, batch_norm_backward.py, batch_norm_reduce_backward.py,
 batch_norm_elemt_backward.py, instance_norm.py, rms_norm_quant.py, batch_norm_elemt.py,
-batch_norm_gather_stats_with_counts.py) print exactly what the examples print on a device
+batch_norm_gather_stats_with_counts.py, batch_norm_stats.py) print exactly what the examples print on a device
 (the last with the eight means its example reads past its host vector given).
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
@@ -34,6 +34,7 @@ from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   batch_norm_elemt_backward_example_output,
                                   batch_norm_elemt_example_output,
                                   batch_norm_gather_stats_with_counts_port_output,
+                                  batch_norm_stats_example_output,
                                   batch_norm_reduce_backward_example_output,
                                   batch_norm_example_output,
                                   deep_norm_example_output, deep_norm_grad_example_output,
@@ -193,6 +194,11 @@ def batch_norm_elemt_reference():
     return [reference.batch_norm_elemt(x, None, None, np.arange(1.0, 5), np.arange(5.0, 9))]
 
 
+def batch_norm_stats_reference():
+    """mean and invstd of the batch_norm_stats example's data in float64, in printed order."""
+    return list(reference.batch_norm_stats(np.arange(1.0, 7).reshape(2, 3), 1e-5))
+
+
 def batch_norm_gather_stats_with_counts_reference():
     """meanAll of the gather example's data (the port's: the unread means 0) in float64."""
     mean = np.array(list(range(8)) + [0] * 8, float).reshape(4, 4)
@@ -309,6 +315,9 @@ PORTS = [
          batch_norm_gather_stats_with_counts_port_output,
          batch_norm_gather_stats_with_counts_reference,
          "aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize"),
+    # both printed as "mean result[i]": mean, then invstd = 1 / sqrt(2.25 + 1e-5)
+    Port("batch_norm_stats.py", batch_norm_stats_example_output, batch_norm_stats_reference,
+         "aclnnBatchNormStatsGetWorkspaceSize"),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 

@@ -1,6 +1,6 @@
 """SyncBatchNorm's forward as torch runs it, on one device standing for every rank: each rank's
-local per-channel mean and invstd (in NumPy, or from acl_py.batch_norm's saved statistics on
-this part), gathered with acl_py.batch_norm_gather_stats_with_counts, then each rank's input
+local per-channel mean and invstd (from acl_py.batch_norm_stats, as torch takes them; or in
+NumPy, or from acl_py.batch_norm's saved statistics on this part), gathered with acl_py.batch_norm_gather_stats_with_counts, then each rank's input
 normalized with acl_py.batch_norm_elemt. The ranks' outputs together are plain BatchNorm of
 the whole batch (the float64 reference of acl_py.reference.batch_norm), and so are the
 gathered statistics and the running statistics' update. Every part runs it.
@@ -37,6 +37,14 @@ def local_stats_numpy(xs):
     return mean, invstd, np.array([r.shape[1] for r in rows], F32)
 
 
+def local_stats_batch_norm_stats(xs):
+    """Each rank's statistics from acl_py.batch_norm_stats (aclnnBatchNormStats), its count
+    the values per channel."""
+    stats = [acl_py.batch_norm_stats(x, EPS) for x in xs]
+    counts = np.array([x.size // x.shape[1] for x in xs], F32)
+    return np.stack([m for m, _ in stats]), np.stack([i for _, i in stats]), counts
+
+
 def local_stats_batch_norm(xs):
     """Each rank's statistics from acl_py.batch_norm in training: save_mean, and save_invstd
     as this part writes it (the rstd on Ascend 950, the variance elsewhere: made an invstd)."""
@@ -60,7 +68,7 @@ def sync_batch_norm(xs, stats, w, b, rm, rv):
 
 
 @pytest.mark.parametrize("dt", [F32, F16], ids=lambda d: d.name)
-@pytest.mark.parametrize("source", ["numpy", "batch_norm"])
+@pytest.mark.parametrize("source", ["batch_norm_stats", "numpy", "batch_norm"])
 def test_ranks_together_are_batch_norm_of_the_whole_batch(dt, source):
     x, xs = batch(dt)
     c = x.shape[1]
@@ -70,7 +78,8 @@ def test_ranks_together_are_batch_norm_of_the_whole_batch(dt, source):
     rm0 = (0.1 * rng.standard_normal(c)).astype(F32)
     rv0 = (1 + rng.random(c)).astype(F32)
     rm, rv = rm0.copy(), rv0.copy()
-    stats = (local_stats_numpy if source == "numpy" else local_stats_batch_norm)(xs)
+    stats = {"batch_norm_stats": local_stats_batch_norm_stats, "numpy": local_stats_numpy,
+             "batch_norm": local_stats_batch_norm}[source](xs)
     y, mean_all, invstd_all = sync_batch_norm(xs, stats, w, b, rm, rv)
     args = (x, w, b, rm0, rv0, True, MOMENTUM, EPS)
     out, mean, rstd, rm_ref, rv_ref = reference.batch_norm(*args)
@@ -84,11 +93,19 @@ def test_ranks_together_are_batch_norm_of_the_whole_batch(dt, source):
 
 
 def test_on_device_tensors_queued_on_one_stream():
-    """The same chain on DeviceTensors, every call queued on one stream, synchronized once."""
+    """The same chain on DeviceTensors, every call queued on one stream, synchronized once: each
+    rank's aclnnBatchNormStats writes its row of the stacked statistics in place (out= views
+    of one [ranks, C] tensor each)."""
     x, xs = batch(F32, sizes=(2, 2, 4), c=5, spatial=(7,))
-    mean, invstd, counts = (acl_py.DeviceTensor.from_numpy(a) for a in local_stats_numpy(xs))
+    c = x.shape[1]
+    mean = acl_py.DeviceTensor.from_numpy(np.zeros((len(xs), c), F32))
+    invstd = acl_py.DeviceTensor.from_numpy(np.zeros((len(xs), c), F32))
+    counts = acl_py.DeviceTensor.from_numpy(
+        np.array([a.size // c for a in xs], F32))
     D = [acl_py.DeviceTensor.from_numpy(a) for a in xs]
     with acl_py.Stream() as s:
+        for k, d in enumerate(D):
+            acl_py.batch_norm_stats(d, EPS, stream=s, out=(mean[k], invstd[k]))
         mean_all, invstd_all, _, _ = acl_py.batch_norm_gather_stats_with_counts(
             D[0], mean, invstd, None, None, MOMENTUM, EPS, counts, stream=s)
         ys = [acl_py.batch_norm_elemt(d, None, None, mean_all, invstd_all, EPS, stream=s)
@@ -99,4 +116,4 @@ def test_on_device_tensors_queued_on_one_stream():
     reference.assert_close(y, out, reference.batch_norm_error_scale(x, eps=EPS)[0], F32)
 
 
-test_on_other_parts = run_on_parts(other_parts(), "ranks_together")
+test_on_other_parts = run_on_parts(other_parts(), "ranks_together or device_tensors")

@@ -23,7 +23,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          an Atlas inference part,
                                          norm/rms_norm_quant/examples,
                                          norm/sync_batch_norm_gather_stats_with_counts/
-                                         examples, norm/batch_norm_elemt/examples) and
+                                         examples, norm/batch_norm_elemt/examples;
+                                         ops-math math/reduce_std_with_mean/examples) and
                                          runtime/
                                          (hicann/runtime: example/1_basic_features/device/
                                          2_device_P2P, run on two emulated devices;
@@ -48,7 +49,7 @@ rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer
 deep_norm.py, group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py,
 deep_norm_grad.py, group_norm_backward.py, batch_norm_backward.py,
 batch_norm_reduce_backward.py, batch_norm_elemt_backward.py, instance_norm.py,
-rms_norm_quant.py, batch_norm_elemt.py) print byte for byte what the C++ examples print,
+rms_norm_quant.py, batch_norm_elemt.py, batch_norm_stats.py) print byte for byte what the C++ examples print,
 both on the emulator (instance_norm.py's on Ascend310P3, the operator's only part;
 batch_norm_gather_stats_with_counts.py cannot: its example reads host data past its
 vectors).
@@ -1410,6 +1411,32 @@ def test_vendor_batch_norm_elemt_example(library):
     assert out == batch_norm_elemt_example_output()
 
 
+def batch_norm_stats_example_output() -> str:
+    """The batch_norm_stats example's input ([2, 3] = 1..6, eps 1e-5, FLOAT) through Atlas
+    A2's chain (docs/emulator.md): per channel of 2 values, cof = 1 / 2, mean = sum(x) * cof,
+    invstd = sqrt(1 / (sum((x - mean)^2 * cof) + eps)), single float32 roundings. The example
+    prints mean, then invstd, both as "mean result[%ld] is: %f"."""
+    f = np.float32
+    rows = np.arange(1, 7, dtype=f).reshape(2, 3).T
+    cof = f(1) / f(2)
+    mean = (rows[:, 0] + rows[:, 1]) * cof
+    d = rows - mean[:, None]
+    sq = (d * d) * cof
+    inv = np.sqrt(f(1) / ((sq[:, 0] + sq[:, 1]) + f(1e-5)))
+    return "".join(f"mean result[{i}] is: {float(v):f}\n" for o in (mean, inv)
+                   for i, v in enumerate(o))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-math checkout (ops-math/) to build its aclnnBatchNormStats "
+                    "example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_math"])
+def test_vendor_batch_norm_stats_example(library):
+    out = build_and_run(OPS_MATH, os.path.join("math", "reduce_std_with_mean", "examples",
+                                               "test_aclnn_batch_norm_stats.cpp"), [library])
+    assert out == batch_norm_stats_example_output()
+
+
 def batch_norm_gather_stats_with_counts_port_output() -> str:
     """What samples/batch_norm_gather_stats_with_counts.py prints: its example's data (the
     eight means the C++ example reads past its host vector given as 0) through Atlas A2's
@@ -1607,6 +1634,9 @@ EXAMPLE_PORTS = [
     ("batch_norm_elemt.py", "ops-nn",
      os.path.join("norm", "batch_norm_elemt", "examples", "test_aclnn_batch_norm_elemt.cpp"),
      "opapi_nn"),
+    ("batch_norm_stats.py", "ops-math",
+     os.path.join("math", "reduce_std_with_mean", "examples",
+                  "test_aclnn_batch_norm_stats.cpp"), "opapi_math"),
 ]
 # the part a port and its example run on, where the default has no kernel for it
 PORT_PARTS = {"instance_norm.py": INSTANCE_NORM_PART}
