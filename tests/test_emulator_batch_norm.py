@@ -20,7 +20,7 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from test_emulator_group_norm import ARCH, BF16_PART, lane_sum
-from _emu_aclnn import SOC, refused_by, run_phase_two
+from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
@@ -327,6 +327,44 @@ def test_empty_input_fills_save_mean_with_0_and_save_invstd_with_nan(arena, shap
                                        vsi))
     assert (vsm.read() == 0).all() and np.isnan(vsi.read()).all()
     assert (vrm.read() == 2).all() and (vrv.read() == 3).all()
+
+
+# (input shape, training, saveMean shape or None, saveInvstd shape or None, a kernel launched)
+EMPTY_CALLS = [
+    ((0, 4, 3), False, None, None, False),     # inference, nothing to fill
+    ((2, 0), True, (0,), (0,), False),         # C == 0: both fills of empty tensors
+    ((0, 4, 3), False, (0,), (0,), False),     # given but empty
+    ((2, 4, 0), True, (4,), (0,), True),       # saveMean's Fill
+    ((0, 4, 3), False, None, (4,), True),      # saveInvstd's Fill
+    ((0, 4, 3), True, (4,), (4,), True),
+]
+
+
+@pytest.mark.parametrize("null_stream", [True, False], ids=["null-stream", "given-stream"])
+@pytest.mark.parametrize("call", EMPTY_CALLS, ids=[
+    f"{c[0]}-{'train' if c[1] else 'eval'}-sm{c[2]}-si{c[3]}" for c in EMPTY_CALLS])
+def test_empty_input_launches_a_kernel_only_to_fill(arena, call, null_stream):
+    """An empty input: the op_api fills a given saveMean and saveInvstd
+    (aclnn_batch_norm.cpp:288-301, ProcessEmptyTensorWithValue) and returns, on every part;
+    l0op::Fill of an empty tensor adds no kernel (ops-math fill.cpp:98-100). So a call with
+    nothing non-empty to fill has no kernel: both phases succeed on a thread that never set a
+    device, with a NULL stream or a given one, nothing queued or written; a fill is a kernel
+    (361001 there)."""
+    shape, training, sm_shape, si_shape, kernel = call
+    stream = ffi.NULL if null_stream else arena.stream
+    vx = DevView(arena, np.ones(shape, F32))
+    vy = DevView(arena, shape=shape, dtype=F32)
+    vsm, vsi = (None if s is None else DevView(arena, shape=s, dtype=F32, sentinel=SENTINEL)
+                for s in (sm_shape, si_shape))
+    rc, ws, rc2, msg = both_phases_without_a_device(
+        P1, P2, (vx, None, None, None, None, training, 0.1, 1e-5, vy, vsm, vsi), stream)
+    assert (rc, ws, rc2) == (OK, 0, 361001 if kernel else OK), (call, msg)
+    if kernel:
+        assert msg.startswith("aclnnBatchNorm: ") and "no device" in msg, msg
+    assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    for v in (vsm, vsi):
+        if v is not None and v.n:
+            assert (v.read() == SENTINEL).all()   # neither run wrote it
 
 
 # ---- phase one -------------------------------------------------------------------------------

@@ -10,7 +10,8 @@
  * the running statistics, the empty input's fill), docs/aclnnBatchNorm.md:
  * - phase one: workspaceSize/executor NULL (161001); input or output NULL, and in training
  *   saveMean or saveInvstd NULL (161001); an empty input: success, saveMean filled with 0
- *   and saveInvstd with NaN where given (in either mode), nothing else; then CheckParams:
+ *   and saveInvstd with NaN where given (in either mode), nothing else (no kernel at all when
+ *   neither is a non-empty tensor); then CheckParams:
  *   input's and output's dtype, in training saveMean's and saveInvstd's, in the part's list
  *   (FLOAT, FLOAT16, BF16 on DAV_2201 and DAV_3510; FLOAT, FLOAT16 on DAV_1001, DAV_2002);
  *   weight's, bias's, runningMean's, runningVar's likewise; formats (input's == output's; a
@@ -88,6 +89,7 @@ typedef enum {
 typedef struct {
     tdesc t[T_COUNT];
     bool empty;          /* an empty input: saveMean 0 and saveInvstd NaN where given */
+    bool no_kernel;      /* an empty input with no non-empty saveMean/saveInvstd to fill */
     bool training;
     bn_chain chain;
     int caxis;           /* the channel's dim of input and output */
@@ -229,11 +231,24 @@ static const bn_kernel BN_KERNEL = {
     .run = task_run,
 };
 
+/* An empty input with nothing to fill: the memory checked as for any run, nothing queued (run
+ * NULL), so phase two needs no context. */
+static const bn_kernel BN_NO_KERNEL = {
+    .call = P2,
+    .names = TNAME,
+    .payload_size = sizeof(bn_payload),
+    .tensors_at = offsetof(bn_payload, t),
+    .ntensors = T_COUNT,
+    .run = NULL,
+};
+
 static aclnnStatus bn_launch(void *payload, void *const *addrs, void *workspace,
                              uint64_t workspace_size, aclrtStream stream)
 {
     (void)workspace_size;
     const bn_payload *P = payload;
+    if (P->no_kernel)
+        return bn_task_launch(&BN_NO_KERNEL, payload, addrs, workspace, stream, 0, 0);
     return bn_task_launch(&BN_KERNEL, payload, addrs, workspace, stream, P->empty ? 0 : P->C,
                           P->R);
 }
@@ -309,6 +324,20 @@ static int64_t pow2_at_least(int64_t n)
     return p;
 }
 
+/* Whether an empty input's fill of t launches a kernel: t given (the op_api fills only a
+ * non-NULL one, aclnn_batch_norm.cpp:288-297) and not empty (ProcessEmptyTensorWithValue's
+ * l0op::Fill returns an empty output unlaunched, ops-math conversion/fill/op_api/fill.cpp:
+ * 98-100, and its ViewCopy into an empty tensor copies nothing). */
+static bool fill_launches(const aclTensor *t)
+{
+    if (!t)
+        return false;
+    for (uint64_t i = 0; i < t->ndim; i++)
+        if (t->dims[i] == 0)
+            return false;
+    return true;
+}
+
 /* An empty input's saveMean/saveInvstd fill: stricter than the device (which fills whatever
  * it is given), the docs' dtypes and a rank the emulator's views hold. */
 static aclnnStatus check_fill(const aclTensor *t, int i)
@@ -369,6 +398,9 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGetWorkspaceSize(
             return st;
         }
         P->empty = true;
+        /* no kernel unless a fill has elements: phase two then needs no context, on every
+         * part (the return precedes any choice of the part's kernels) */
+        P->no_kernel = !fill_launches(saveMean) && !fill_launches(saveInvstd);
         snapshot(&P->t[T_SMEAN], saveMean, -1);
         snapshot(&P->t[T_SINV], saveInvstd, -1);
         return p1_finish(P1, &BN_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
