@@ -11,6 +11,7 @@ division by the scale and the float16 rounding to odd before the INT8/INT4 round
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -179,10 +180,29 @@ def f16_round_odd(v):
 
 
 def v2_chain(x, g, b, s, o, eps=1e-6, int4=False):
-    """RmsNormQuantV2's numbers: float32 throughout; sum(x * x) * avg (avg = 1.0f / N) and the
-    Newton-Raphson rstd; ((x * rstd) * gamma + beta) / scale + offset with scale and offset per
-    column (their first N elements) unless all their dims are 1 (element 0 for every column);
-    rounded to float16 to odd; to INT8 (INT4) to nearest even, saturated; NaN 0."""
+    """RmsNormQuantV2's numbers (v2_values) rounded to float16 to odd; to INT8 (INT4) to
+    nearest even, saturated; NaN 0."""
+    v = v2_values(x, g, b, s, o, eps)
+    with np.errstate(all="ignore"):
+        h = f16_round_odd(v).astype(F32)
+        lo, hi = (-8, 7) if int4 else (-128, 127)
+        q = np.rint(np.clip(np.nan_to_num(h, nan=0.0), lo, hi))
+    return q.astype(I8).reshape(x.shape)
+
+
+def v2_float8(x, g, b, s, o, fdt, eps=1e-6):
+    """RmsNormQuantV2's FLOAT8 results as bytes: v2_values to fdt to nearest even, saturated
+    at the largest finite value (Inf included)."""
+    v = v2_values(x, g, b, s, o, eps)
+    big = float(ml_dtypes.finfo(fdt).max)
+    with np.errstate(all="ignore"):
+        return np.clip(v, -big, big).astype(fdt).view(np.uint8).reshape(x.shape)
+
+
+def v2_values(x, g, b, s, o, eps=1e-6):
+    """RmsNormQuantV2's float32 chain: sum(x * x) * avg (avg = 1.0f / N) and the Newton-Raphson
+    rstd; ((x * rstd) * gamma + beta) / scale + offset with scale and offset per column (their
+    first N elements) unless all their dims are 1 (element 0 for every column)."""
     f = np.float32
     xf = x.astype(F32).reshape(-1, x.shape[-1])
     gf, bf = g.astype(F32).reshape(-1), b.astype(F32).reshape(-1)
@@ -196,11 +216,7 @@ def v2_chain(x, g, b, s, o, eps=1e-6, int4=False):
     sc, oc = (sf[:n], of[:n]) if per_col else (sf[:1], of[:1])
     with np.errstate(all="ignore"):
         v = gf * (xf * rstd[:, None])
-        v = (v + bf) / sc + oc
-        h = f16_round_odd(v).astype(F32)
-        lo, hi = (-8, 7) if int4 else (-128, 127)
-        q = np.rint(np.clip(np.nan_to_num(h, nan=0.0), lo, hi))
-    return q.astype(I8).reshape(x.shape)
+        return (v + bf) / sc + oc
 
 
 def pack_int4(q):
@@ -495,10 +511,9 @@ def test_ascend_950_dtype_relations(arena):
 
 
 @needs_v2
-@pytest.mark.parametrize("acl_name", ["ACL_FLOAT8_E4M3FN", "ACL_FLOAT8_E5M2", "ACL_HIFLOAT8",
-                                      "ACL_INT4"])
+@pytest.mark.parametrize("acl_name", ["ACL_HIFLOAT8", "ACL_INT4"])
 def test_ascend_950_results_not_modelled(arena, acl_name):
-    """FLOAT8/HIFLOAT8 and INT4 y pass every device rule and are then refused "not modelled"
+    """HIFLOAT8 and INT4 y pass every device rule and are then refused "not modelled"
     (docs/emulator.md); a device refusal (the tiling's empty x) still comes first."""
     a = Args(arena)
     a.v["y"] = a.make((4, 32), I8, acl_dtype=getattr(lib, acl_name))
@@ -643,6 +658,34 @@ def test_v2_saturates_nan_inf_and_zero_rows(arena):
     y = call(arena, z, gz, bz, np.array([1.0], F32), np.array([5.0], F32), eps=0.0)
     assert (y == 5).all() and np.array_equal(y, v2_chain(z, gz, bz, np.array([1.0], F32),
                                                           np.array([5.0], F32), eps=0.0))
+
+
+@needs_v2
+@pytest.mark.parametrize("acl_name,fdt", [("ACL_FLOAT8_E4M3FN", ml_dtypes.float8_e4m3fn),
+                                          ("ACL_FLOAT8_E5M2", ml_dtypes.float8_e5m2)],
+                         ids=["e4m3fn", "e5m2"])
+def test_v2_float8_results(arena, acl_name, fdt):
+    """FLOAT8 y: the float32 v converted directly (no float16 step), to nearest even,
+    saturated at the largest finite value; subnormals; NaN stays NaN."""
+    fdt = np.dtype(fdt)
+    rng = np.random.default_rng(41)
+    x, g, b, s, o = v2_inputs(rng, 6, 96, F32, F32, F32)
+    s[:32] = 1e-6                    # beyond the largest finite value: saturates
+    e4m3 = fdt == np.dtype(ml_dtypes.float8_e4m3fn)
+    s[32:48] = 300 if e4m3 else 6e4  # tiny: subnormal FLOAT8 values
+    o[:] = 0
+    x[5, 7] = np.nan
+    views = [view(arena, a) for a in (x, g, b, s, o)]
+    vy = view(arena, shape=x.shape, dtype=I8, acl_dtype=getattr(lib, acl_name), sentinel=-77)
+    run_phase_two(arena, P2, phase_one(*views, vy))
+    got = read_int(vy).view(np.uint8)
+    exp = v2_float8(x, g, b, s, o, fdt)
+    assert np.array_equal(got[:5], exp[:5])
+    assert np.isnan(got[5].view(fdt).astype(F32)).all()
+    big = np.uint8(np.array(ml_dtypes.finfo(fdt).max, fdt).view(np.uint8))
+    assert ((got[:5, :32] & 0x7F) == big).any()
+    sub = got[:5, 32:48] & 0x7F
+    assert ((sub > 0) & (sub < (1 << (3 if e4m3 else 2)))).any()
 
 
 @needs_v2

@@ -139,4 +139,42 @@ static inline uint16_t aclemu_f32_to_f16_odd(float f)
     return (uint16_t)(sign | mag);
 }
 
+/* ---- 8-bit floats (FLOAT8_E4M3FN, FLOAT8_E5M2) -------------------------------------------- */
+
+/* float to an 8-bit float of mbits mantissa bits and exponent bias `bias` (E4M3FN: 3, 7; E5M2:
+ * 2, 15) to nearest, ties to even, saturating: a magnitude at or above the largest finite
+ * value max_code encodes (E4M3FN 0x7e = 448, E5M2 0x7b = 57344), +-Inf included, gives it;
+ * NaN gives nan_code; subnormals are produced exactly. Integer bit operations only. */
+static inline uint8_t aclemu_f32_to_fp8_sat(float f, uint32_t mbits, uint32_t bias,
+                                            uint32_t max_code, uint32_t nan_code)
+{
+    uint32_t u = aclemu_f32_bits(f);
+    uint32_t sign = (u >> 24) & 0x80u;
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint8_t)(sign | nan_code);
+    /* the largest finite value as binary32 bits: exponent field max_code >> mbits */
+    uint32_t max_bits = (((max_code >> mbits) + 127u - bias) << 23) |
+                        ((max_code & ((1u << mbits) - 1u)) << (23u - mbits));
+    if (a >= max_bits)
+        return (uint8_t)(sign | max_code);
+    uint32_t e = a >> 23;
+    uint32_t code;
+    if (e >= 128u - bias) { /* normal: rebias, round the dropped 23 - mbits bits to even */
+        uint32_t shift = 23u - mbits;
+        uint32_t r = a - ((127u - bias) << 23);
+        code = (r + (1u << (shift - 1u)) - 1u + ((r >> shift) & 1u)) >> shift;
+    } else { /* subnormal: the value in units of 2^(1 - bias - mbits), rounded to even */
+        uint32_t shift = 151u - bias - mbits - (e ? e : 1u);
+        uint32_t m = (a & 0x007fffffu) | (e ? 0x00800000u : 0u);
+        if (shift > 31u) {
+            code = 0u;
+        } else {
+            uint32_t q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+            code = q + (uint32_t)(rem > half || (rem == half && (q & 1u)));
+        }
+    }
+    return (uint8_t)(sign | (code > max_code ? max_code : code));
+}
+
 #endif /* ACLEMU_OPS_HALF_H_ */

@@ -52,8 +52,9 @@
  *   -99.99 by the recompute kernel only, 1 / var, sqrt, one Newton-Raphson step; FLT_MAX ->
  *   0, 0 -> FLT_MAX); v = ((x * rstd) * gamma + beta) / scale + offset, scale and offset per
  *   column (element j < N) unless all their dims are 1; v to FLOAT16 with CAST_ODD, then to
- *   INT8 (or INT4) with CAST_RINT, NO_SAT (taken to saturate; NaN 0), no quantMin clamp.
- *   FLOAT8/HIFLOAT8 and INT4-typed y are refused "not modelled" (docs/emulator.md).
+ *   INT8 (or INT4) with CAST_RINT, NO_SAT (taken to saturate; NaN 0), no quantMin clamp;
+ *   FLOAT8 y: v itself with castTraitFp322Fp8 (CAST_RINT, SAT, overflow mode 0: saturating).
+ *   HIFLOAT8 and INT4-typed y are refused "not modelled" (docs/emulator.md).
  *
  * Kernel: rows are independent; each row's sum has a fixed order (norm_rows.h's lanes and
  * fold; the slices added in order), so the split of rows over threads never changes a bit.
@@ -95,6 +96,7 @@ typedef struct {
     bool regbase;    /* Ascend 950: RmsNormQuantV2's numbers */
     bool per_channel; /* Ascend 950: scale and offset read per column (not all-ones shapes) */
     bool recompute;  /* Ascend 950: the recompute kernel (its rstd clamps var at -99.99) */
+    aclDataType ydt; /* y's dtype (Ascend 950: INT8 and INT32 through FLOAT16, FLOAT8 direct) */
 } rnq_payload;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
@@ -217,6 +219,13 @@ static void v2_row(const rnq_payload *P, const norm_rows *R, const float *xr, in
         v += R->beta[i];
         v /= scale[i];
         v += offset[i];
+        if (P->ydt == ACL_FLOAT8_E4M3FN || P->ydt == ACL_FLOAT8_E5M2) {
+            /* castTraitFp322Fp8: from float, CAST_RINT, saturating (the kernel sets the
+             * overflow mode bit CTRL[60] to 0 around it, the saturation the docs require) */
+            q[i] = (int8_t)(P->ydt == ACL_FLOAT8_E4M3FN ? aclemu_f32_to_fp8_sat(v, 3, 7, 0x7e, 0x7f)
+                                                        : aclemu_f32_to_fp8_sat(v, 2, 15, 0x7b, 0x7e));
+            continue;
+        }
         const float h = aclemu_f16_to_f32(aclemu_f32_to_f16_odd(v));
         q[i] = quantize(h, -128.0f, P->int4);
     }
@@ -588,10 +597,11 @@ static aclnnStatus check_view_copy(const aclTensor *x, const aclTensor *y, bool 
  * rule the device applies, with the code a failed L0 op gets. */
 static aclnnStatus v2_modelled(const aclTensor *y, const aclemu_soc *soc)
 {
-    if (y->dtype == ACL_INT8 || y->dtype == ACL_INT32)
+    if (y->dtype == ACL_INT8 || y->dtype == ACL_INT32 || y->dtype == ACL_FLOAT8_E4M3FN ||
+        y->dtype == ACL_FLOAT8_E5M2)
         return ACLNN_SUCCESS;
     FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y dtype %s is not modelled on %s (%s): the emulator "
-         "computes RmsNormQuantV2's INT8 and INT32-packed INT4 results only "
+         "computes RmsNormQuantV2's INT8, INT32-packed INT4 and FLOAT8 results only "
          "(docs/emulator.md)", P1, qname(y->dtype), soc->name, soc->series);
 }
 
@@ -694,6 +704,7 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormQuantGetWorkspaceSize(const aclTensor *x,
     P->regbase = regbase;
     P->per_channel = got.per_channel;
     P->recompute = regbase && N > V2_FULL_LOAD_MAX;
+    P->ydt = y->dtype;
     snapshot(&P->t[T_X], x, (int)x->ndim - 1);
     snapshot(&P->t[T_GAMMA], gamma, -1);
     snapshot(&P->t[T_BETA], beta, -1);
