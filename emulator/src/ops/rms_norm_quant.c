@@ -324,13 +324,6 @@ static const aclemu_executor_ops RNQ_OPS = NR_EXECUTOR_OPS(P2);
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
-/* A dtype's name without the enum's ACL_ prefix, as the lists in the messages name them. */
-static const char *qname(aclDataType d)
-{
-    const char *n = dname(d);
-    return strncmp(n, "ACL_", 4) == 0 ? n + 4 : n;
-}
-
 static bool in_list(aclDataType dt, const aclDataType *list, int n)
 {
     for (int i = 0; i < n; i++)

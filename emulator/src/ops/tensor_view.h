@@ -61,6 +61,14 @@ static inline const char *dname(aclDataType d)
     }
 }
 
+/* A dtype's name without the enum's ACL_ prefix, as the vendor's lists name them (INT8,
+ * HIFLOAT8; FLOAT, FLOAT16, BF16 as dname gives them). */
+static inline const char *qname(aclDataType d)
+{
+    const char *n = dname(d);
+    return strncmp(n, "ACL_", 4) == 0 ? n + 4 : n;
+}
+
 static inline bool same_dims(const int64_t *a, uint64_t na, const int64_t *b, uint64_t nb)
 {
     if (na != nb)

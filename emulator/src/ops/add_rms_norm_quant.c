@@ -1,0 +1,545 @@
+/*
+ * aclnnAddRmsNormQuant for the CPU emulator: phase one (checks, executor), the launch and the
+ * kernel.
+ *
+ * Facts, hicann/ops-nn norm/add_rms_norm_quant:
+ * - op_host/op_api/aclnn_add_rms_norm_quant.cpp (the hand-written phase one, followed here in
+ *   its order and codes): the out-pointers (L2_DFX_PHASE_1, 161001); CheckParams: NULLs of x1,
+ *   x2, gamma, scales1, y1Out, y2Out, xOut (161001); dtypes (161002), one list on every part:
+ *   x1, x2, gamma, scales1 (and scales2 when given) FLOAT/FLOAT16/BF16, the zero points INT32/
+ *   FLOAT/FLOAT16/BF16, y1Out and y2Out FLOAT8_E4M3FN/FLOAT8_E5M2/HIFLOAT8/INT8 and equal,
+ *   xOut FLOAT/FLOAT16/BF16; ranks 1..8 and every dim <= INT32_MAX (CheckDims), x1, x2, gamma,
+ *   scales1, then the given optionals, then the outputs (161002); an empty x1, gamma or y2Out:
+ *   success, nothing launched (stricter: an empty y2Out beside a non-empty x1 is refused, the
+ *   docs' y2Out of x1's shape; see check_docs_relations); then the L0 op (op_api/add_rms_norm_quant.cpp), whose results
+ *   are ViewCopy'd into y1Out, y2Out (only with scales2: "dual") and xOut (hicann/ops-math
+ *   conversion/contiguous/op_host/op_api/contiguous.cpp CheckViewCopyParams: equal dtypes,
+ *   equal shapes unless both hold one element; a failure is 561103);
+ * - the L0 op discards ADD_TO_LAUNCHER_LIST_AICORE's status (hicann/opbase
+ *   include/nnopbase/opdev/make_op_executor.h: the macro's value is unused there), so a part or
+ *   a dtype combination without a kernel still passes phase one on the device and the copies
+ *   then read results no kernel wrote. Stricter (docs/emulator.md): refused in phase one with
+ *   561003 (ACLNN_ERR_INNER_FIND_KERNEL_ERROR), as aclnnLayerNorm's V4 case;
+ * - op_host/add_rms_norm_quant_def.cpp: Atlas A2/A3 (ascend910b, ascend910_93): x FLOAT16 with
+ *   scales FLOAT and zero points INT32, x BF16 with scales BF16 and zero points BF16, x BF16
+ *   with scales FLOAT and zero points INT32, y INT8; Atlas inference (ascend310p): x FLOAT16,
+ *   scales FLOAT, zero points INT32, y INT8; Ascend 950 (add_rms_norm_quant_apt, arch35):
+ *   not modelled, refused after the checks; the Atlas training series: no kernel;
+ * - op_host/add_rms_norm_quant_tiling.cpp (not arch35): numCol = gamma's element count, numRow
+ *   the product of x1's leading (rank x1 - rank gamma) dims; rows over the vector cores
+ *   (blockFactor = ceil(numRow / cores)); the single-N kernel when blockFactor is 1 (not on
+ *   Atlas inference) and numCol <= its UB factor, else split-D when numCol exceeds the normal
+ *   UB factor, else normal; no refusal anywhere (epsilon is not checked).
+ *
+ * The device's numbers (op_kernel/add_rms_norm_quant.h, _single_n.h, _split_d.h,
+ * _base.h), per row of N elements, avg = 1.0f / N, eps as a float:
+ * - FLOAT16: x = x1 + x2 added in FLOAT16 (one rounding), written to xOut; xf = float(x);
+ *   rstd = 1 / sqrt(sum(xf * xf * avg) + eps); h = half(xf * rstd); h = half(h * gamma) (a
+ *   FLOAT16 multiply); v = float(h);
+ * - BF16: s = float(x1) + float(x2) in float, xOut = bf16(s) ties to even (CAST_RINT); the
+ *   normal and split-D kernels norm s, the single-N kernel bf16(s) (_single_n.h's BF16 path
+ *   casts the rounded sum back); v = (xn * rstd) * float(gamma) in float;
+ * - per output k (y2 first, then y1): t = v / scales_k (divMode) or v * scales_k, in float;
+ *   t += zero_points_k (as float) when given (y2's only with scales2); then RoundFloat2Int8:
+ *   to INT32 ties to even (CAST_RINT), to FLOAT16, to INT8 truncating: for finite t the
+ *   integer nearest t (ties to even) clamped to [-128, 127], the conversions taken to saturate
+ *   (the AscendC conversions are not public: docs/emulator.md); NaN written as 0 (assumed, as
+ *   aclnnRmsNormQuant's docs give it);
+ * - split-D: the row's sum of squares is the slices' sums (ubFactor elements each) added in
+ *   slice order.
+ *
+ * Kernel: rows are independent; each row's sum has a fixed order (norm_rows.h's lanes and
+ * fold; the slices added in order), so the split of rows over threads never changes a bit.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "phase_one.h"
+#include "convert.h"
+#include "norm_rows.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_add_rms_norm_quant.h"
+
+#define P1 "aclnnAddRmsNormQuantGetWorkspaceSize"
+#define P2 "aclnnAddRmsNormQuant"
+
+/* The kernel's tensors, in the op_api's argument order. */
+enum { T_X1, T_X2, T_GAMMA, T_S1, T_S2, T_Z1, T_Z2, T_Y1, T_Y2, T_X, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"x1", "x2", "gamma", "scales1", "scales2Optional",
+                                           "zeroPoints1Optional", "zeroPoints2Optional",
+                                           "y1Out", "y2Out", "xOut"};
+
+/* The tiling's constants (add_rms_norm_quant_tiling.cpp). */
+#define UB_SIZE 196608 /* SIZE_OF_UB, the Atlas A2/A3 UB */
+#define UB_FREE 1024   /* CUT_UB_FOR_FREE */
+
+typedef struct {
+    nr_head h; /* per chunk 4 * N floats (x1, x2, the norm's x, t) and 2 * N bytes */
+    tdesc t[T_COUNT];
+    int64_t M, N;
+    float eps, avg;     /* as the kernel receives them */
+    aclDataType dtype;  /* x1's */
+    bool div_mode;
+    bool dual;          /* scales2 given: y2 written */
+    bool zp2;           /* y2's zero points (zeroPoints2 and scales2 given) */
+    bool norm_rounded;  /* BF16 single-N: the norm over bf16(x1 + x2) */
+    int64_t slice;      /* split-D: the row's sum taken over slices of this many (0: whole) */
+} arq_payload;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+static float round_half_even(float v)
+{
+    float f = floorf(v), d = v - f;
+    if (d > 0.5f || (d == 0.5f && fmodf(f, 2.0f) != 0.0f))
+        f += 1.0f;
+    return f;
+}
+
+/* RoundFloat2Int8 (add_rms_norm_quant_base.h): to INT32 ties to even, to FLOAT16, to INT8
+ * truncating; every conversion taken to saturate, so a finite t gives its nearest integer
+ * clamped to [-128, 127]. NaN: 0. */
+static int8_t to_int8(float t)
+{
+    if (isnan(t))
+        return 0;
+    if (t <= -128.0f)
+        return -128;
+    if (t >= 127.0f)
+        return 127;
+    return (int8_t)round_half_even(t);
+}
+
+static void store_int8_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n)
+{
+    char *base = row_base(y, m);
+    LAY_WALK(&y->inner, 0, n, {
+        for (int64_t j = 0; j < run; j++)
+            base[off + j * stride] = (char)q[k + j];
+    });
+}
+
+static float row_sum(const arq_payload *P, const float *x)
+{
+    if (P->slice == 0)
+        return nr_scaled_sum_squares(x, P->N, P->avg);
+    float s = 0.0f;
+    for (int64_t c = 0; c < P->N; c += P->slice)
+        s += nr_scaled_sum_squares(x + c, P->N - c < P->slice ? P->N - c : P->slice, P->avg);
+    return s;
+}
+
+/* One quantized output of v: (v / scales or v * scales) [+ zero points], to INT8. */
+static void quantize_row(int8_t *q, const float *v, int64_t n, const float *scales,
+                         const float *zp, bool div_mode)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float t = div_mode ? v[i] / scales[i] : v[i] * scales[i];
+        if (zp)
+            t += zp[i];
+        q[i] = to_int8(t);
+    }
+}
+
+static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                      int64_t end)
+{
+    const arq_payload *P = payload;
+    const tdesc *x1 = &P->t[T_X1], *x2 = &P->t[T_X2], *xo = &P->t[T_X];
+    const int64_t N = P->N;
+    const aclDataType dt = P->dtype;
+    float *abuf = nr_chunk_buf(R, chunk), *bbuf = abuf + N, *nbuf = bbuf + N, *v = nbuf + N;
+    int8_t *q = (int8_t *)(void *)(v + N);
+    const float *s1 = R->run_buf, *s2 = s1 + N, *z1 = s2 + N, *z2 = z1 + N;
+    const bool has_z1 = P->t[T_Z1].present;
+    for (int64_t m = begin; m < end; m++) {
+        const float *a = get_tile(row_base(x1, m), dt, &x1->inner, 0, N, abuf);
+        const float *b = get_tile(row_base(x2, m), dt, &x2->inner, 0, N, bbuf);
+        float *x = abuf;
+        for (int64_t i = 0; i < N; i++)
+            x[i] = a[i] + b[i];
+        const float *xn = x;
+        if (dt == ACL_FLOAT16) {
+            aclemu_round_floats(dt, ACLEMU_TIES_EVEN, x, N); /* the FLOAT16 Add */
+        } else if (P->norm_rounded) {
+            memcpy(nbuf, x, (size_t)N * sizeof(float));
+            aclemu_round_floats(dt, ACLEMU_TIES_EVEN, nbuf, N);
+            xn = nbuf;
+        }
+        put_tile(row_base(xo, m), dt, ACLEMU_TIES_EVEN, &xo->inner, 0, N, x);
+        const float rstd = 1.0f / sqrtf(row_sum(P, xn) + P->eps);
+        for (int64_t i = 0; i < N; i++)
+            v[i] = xn[i] * rstd;
+        if (dt == ACL_FLOAT16) { /* half(half(x * rstd) * gamma) */
+            aclemu_round_floats(dt, ACLEMU_TIES_EVEN, v, N);
+            for (int64_t i = 0; i < N; i++)
+                v[i] *= R->gamma[i];
+            aclemu_round_floats(dt, ACLEMU_TIES_EVEN, v, N);
+        } else {
+            for (int64_t i = 0; i < N; i++)
+                v[i] *= R->gamma[i];
+        }
+        if (P->dual) {
+            quantize_row(q, v, N, s2, P->zp2 ? z2 : NULL, P->div_mode);
+            store_int8_row(&P->t[T_Y2], m, q, N);
+        }
+        quantize_row(q, v, N, s1, has_z1 ? z1 : NULL, P->div_mode);
+        store_int8_row(&P->t[T_Y1], m, q, N);
+    }
+}
+
+/* N values of a per-channel vector (FLOAT, FLOAT16, BF16 or INT32) as floats into dst. */
+static void load_channels(const tdesc *t, int64_t N, float *dst)
+{
+    if (t->dtype == ACL_INT32) {
+        const char *base = view_base(t);
+        LAY_WALK(&t->inner, 0, N, {
+            for (int64_t j = 0; j < run; j++) {
+                int32_t z;
+                memcpy(&z, base + (off + j * stride) * 4, 4);
+                dst[k + j] = (float)z; /* CAST_NONE: to nearest */
+            }
+        });
+        return;
+    }
+    const float *f = get_tile(view_base(t), t->dtype, &t->inner, 0, N, dst);
+    if (f != dst)
+        memcpy(dst, f, (size_t)N * sizeof(float));
+}
+
+static bool before_rows(const void *payload, norm_rows *R)
+{
+    const arq_payload *P = payload;
+    const int64_t N = P->N;
+    nr_load_gamma(R, &P->t[T_GAMMA], N);
+    load_channels(&P->t[T_S1], N, R->run_buf);
+    if (P->dual)
+        load_channels(&P->t[T_S2], N, R->run_buf + N);
+    if (P->t[T_Z1].present)
+        load_channels(&P->t[T_Z1], N, R->run_buf + 2 * N);
+    if (P->zp2)
+        load_channels(&P->t[T_Z2], N, R->run_buf + 3 * N);
+    return true;
+}
+
+static const nr_kernel ARQ_KERNEL = NR_KERNEL(arq_payload, before_rows, rows_body, NULL);
+static const aclemu_executor_ops ARQ_OPS = NR_EXECUTOR_OPS(P2);
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+static const aclDataType X_SCALE[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
+static const aclDataType ZERO_POINT[] = {ACL_INT32, ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
+static const aclDataType Y_LIST[] = {ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E5M2, ACL_HIFLOAT8,
+                                     ACL_INT8};
+
+static aclnnStatus check_dtype(const aclTensor *t, const char *name, const aclDataType *list,
+                               int n, const char *text)
+{
+    for (int i = 0; i < n; i++)
+        if (t->dtype == list[i])
+            return ACLNN_SUCCESS;
+    FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported: %s", P1, name,
+         qname(t->dtype), text);
+}
+
+/* CheckDtypeValid, in the op_api's order (161002). */
+static aclnnStatus check_dtypes(const aclTensor *const *ts)
+{
+    static const char *const XT = "FLOAT, FLOAT16, BF16";
+    static const char *const ZT = "INT32, FLOAT, FLOAT16, BF16";
+    static const char *const YT = "FLOAT8_E4M3FN, FLOAT8_E5M2, HIFLOAT8, INT8";
+    aclnnStatus st;
+    for (int i = T_X1; i <= T_S1; i++)
+        if ((st = check_dtype(ts[i], TNAME[i], X_SCALE, 3, XT)))
+            return st;
+    if (ts[T_S2] && (st = check_dtype(ts[T_S2], TNAME[T_S2], X_SCALE, 3, XT)))
+        return st;
+    for (int i = T_Z1; i <= T_Z2; i++)
+        if (ts[i] && (st = check_dtype(ts[i], TNAME[i], ZERO_POINT, 4, ZT)))
+            return st;
+    if ((st = check_dtype(ts[T_Y1], TNAME[T_Y1], Y_LIST, 4, YT)) ||
+        (st = check_dtype(ts[T_Y2], TNAME[T_Y2], Y_LIST, 4, YT)))
+        return st;
+    if (ts[T_Y2]->dtype != ts[T_Y1]->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: y2Out dtype %s must be y1Out's dtype %s", P1,
+             qname(ts[T_Y2]->dtype), qname(ts[T_Y1]->dtype));
+    return check_dtype(ts[T_X], TNAME[T_X], X_SCALE, 3, XT);
+}
+
+static aclnnStatus check_max_rank(const aclTensor *t, const char *name)
+{
+    if (t->ndim > 8)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is greater than 8", P1, name,
+             (unsigned long long)t->ndim);
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_min_rank(const aclTensor *t, const char *name)
+{
+    if (t->ndim < 1)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is less than 1", P1, name,
+             (unsigned long long)t->ndim);
+    return ACLNN_SUCCESS;
+}
+
+/* CheckDims: no dim above INT32_MAX. */
+static aclnnStatus check_dims(const aclTensor *t, const char *name)
+{
+    for (uint64_t i = 0; i < t->ndim; i++)
+        if (t->dims[i] > INT32_MAX)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dim %llu (%lld) is greater than %d", P1, name,
+                 (unsigned long long)i, (long long)t->dims[i], INT32_MAX);
+    return ACLNN_SUCCESS;
+}
+
+/* CheckShapeDim, in the op_api's order (161002). */
+static aclnnStatus check_ranks(const aclTensor *const *ts)
+{
+    aclnnStatus st;
+    for (int i = T_X1; i <= T_S1; i++)
+        if ((st = check_max_rank(ts[i], TNAME[i])))
+            return st;
+    for (int i = T_X1; i <= T_S1; i++)
+        if ((st = check_min_rank(ts[i], TNAME[i])))
+            return st;
+    for (int i = T_X1; i <= T_S1; i++)
+        if ((st = check_dims(ts[i], TNAME[i])))
+            return st;
+    for (int i = T_S2; i <= T_Z2; i++)
+        if (ts[i] && ((st = check_max_rank(ts[i], TNAME[i])) ||
+                      (st = check_min_rank(ts[i], TNAME[i])) ||
+                      (st = check_dims(ts[i], TNAME[i]))))
+            return st;
+    for (int i = T_Y1; i <= T_X; i++)
+        if ((st = check_max_rank(ts[i], TNAME[i])))
+            return st;
+    for (int i = T_Y1; i <= T_X; i++)
+        if ((st = check_min_rank(ts[i], TNAME[i])))
+            return st;
+    for (int i = T_Y1; i <= T_X; i++)
+        if ((st = check_dims(ts[i], TNAME[i])))
+            return st;
+    return ACLNN_SUCCESS;
+}
+
+/* Stricter than the code (161002; docs/emulator.md): the docs' relations, which nothing in
+ * the code checks (the kernel reads numCol values of every per-channel tensor and x1's
+ * layout for x2; an empty y2Out makes the op_api compute nothing). */
+static aclnnStatus check_docs_relations(const aclTensor *const *ts, bool div_mode,
+                                        const aclemu_soc *soc)
+{
+    const aclTensor *x1 = ts[T_X1], *g = ts[T_GAMMA], *s1 = ts[T_S1];
+    if (ts[T_X2]->dtype != x1->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: x2 dtype %s must be x1's dtype %s", P1,
+             qname(ts[T_X2]->dtype), qname(x1->dtype));
+    if (!same_dims(ts[T_X2]->dims, ts[T_X2]->ndim, x1->dims, x1->ndim))
+        return shape_error(P1, "x2", ts[T_X2]->dims, ts[T_X2]->ndim, "must equal x1's shape",
+                           x1->dims, x1->ndim);
+    if (g->dtype != x1->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: gamma dtype %s must be x1's dtype %s", P1,
+             qname(g->dtype), qname(x1->dtype));
+    if (g->ndim > x1->ndim ||
+        !same_dims(g->dims, g->ndim, x1->dims + (x1->ndim - g->ndim), g->ndim))
+        return shape_error(P1, "gamma", g->dims, g->ndim, "must equal the trailing dims of "
+                           "x1's shape", x1->dims, x1->ndim);
+    if (!same_dims(s1->dims, s1->ndim, g->dims, g->ndim))
+        return shape_error(P1, "scales1", s1->dims, s1->ndim, "must equal gamma's shape",
+                           g->dims, g->ndim);
+    const aclTensor *s2 = ts[T_S2], *z1 = ts[T_Z1], *z2 = ts[T_Z2];
+    if (s2 && s2->dtype != s1->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: scales2Optional dtype %s must be scales1's dtype %s",
+             P1, qname(s2->dtype), qname(s1->dtype));
+    for (int i = T_S2; i <= T_Z2; i++)
+        if (ts[i] && !same_dims(ts[i]->dims, ts[i]->ndim, s1->dims, s1->ndim))
+            return shape_error(P1, TNAME[i], ts[i]->dims, ts[i]->ndim, "must equal scales1's "
+                               "shape", s1->dims, s1->ndim);
+    if (z1 && z2 && z2->dtype != z1->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: zeroPoints2Optional dtype %s must be "
+             "zeroPoints1Optional's dtype %s", P1, qname(z2->dtype), qname(z1->dtype));
+    /* y2Out's shape where the code compares it with nothing: without scales2, or when the
+     * op_api returns before the copies (an empty x1, gamma or y2Out) */
+    const aclTensor *y2 = ts[T_Y2];
+    int64_t X = 0, N = 0, Y2 = 0;
+    const bool counted = numel(x1->dims, x1->ndim, &X) && numel(g->dims, g->ndim, &N) &&
+                         numel(y2->dims, y2->ndim, &Y2);
+    const bool compared = s2 && counted && X != 0 && N != 0 && Y2 != 0;
+    if (!compared && !(counted && Y2 == 1 && X == 1) &&
+        !same_dims(y2->dims, y2->ndim, x1->dims, x1->ndim))
+        return shape_error(P1, "y2Out", y2->dims, y2->ndim, "must equal x1's shape", x1->dims,
+                           x1->ndim);
+    if (!div_mode && (soc->npu_arch == 2201 || soc->npu_arch == 2002))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: divMode false is not supported on %s (%s): divMode "
+             "must be true there", P1, soc->name, soc->series);
+    return ACLNN_SUCCESS;
+}
+
+/* Whether the part's definition has a kernel for these dtypes (add_rms_norm_quant_def.cpp):
+ * x, scales, zero points (either one given decides its column), y. */
+static bool has_kernel(const aclTensor *const *ts, const aclemu_soc *soc)
+{
+    const aclDataType x = ts[T_X1]->dtype, s = ts[T_S1]->dtype, y = ts[T_Y1]->dtype;
+    const aclTensor *z = ts[T_Z1] ? ts[T_Z1] : ts[T_Z2];
+    if (y != ACL_INT8 || (ts[T_Z1] && ts[T_Z2] && ts[T_Z1]->dtype != ts[T_Z2]->dtype))
+        return false;
+    if (soc->npu_arch == 2201) {
+        if (x == ACL_FLOAT16 || (x == ACL_BF16 && s == ACL_FLOAT))
+            return s == ACL_FLOAT && (!z || z->dtype == ACL_INT32);
+        return x == ACL_BF16 && s == ACL_BF16 && (!z || z->dtype == ACL_BF16);
+    }
+    if (soc->npu_arch == 2002)
+        return x == ACL_FLOAT16 && s == ACL_FLOAT && (!z || z->dtype == ACL_INT32);
+    return false;
+}
+
+/* The ViewCopy of an L0 result (x1's shape, dtype dt) into out (561103). */
+static aclnnStatus check_view_copy(const aclTensor *out, const char *name, aclDataType dt,
+                                   const aclTensor *x1)
+{
+    if (out->dtype != dt)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: %s dtype %s must be the result's dtype %s (the "
+             "ViewCopy's rule)", P1, name, qname(out->dtype), qname(dt));
+    int64_t A = 0, B = 0;
+    const bool ones = numel(out->dims, out->ndim, &A) && A == 1 &&
+                      numel(x1->dims, x1->ndim, &B) && B == 1;
+    if (!ones && !same_dims(out->dims, out->ndim, x1->dims, x1->ndim)) {
+        shape_error(P1, name, out->dims, out->ndim, "must be x1's shape (the ViewCopy's rule):",
+                    x1->dims, x1->ndim);
+        return ACLNN_ERR_INNER_NULLPTR;
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* The tiling's kernel variant (CalcModeAndUbFactor): whether the single-N kernel runs, and
+ * split-D's slice (0: not split). */
+static void choose_variant(arq_payload *P, const aclemu_soc *soc, bool has_z1)
+{
+    const uint64_t avail = UB_SIZE - UB_FREE;
+    uint64_t opt0 = 0, opt1 = 0;
+    if (P->dual) { /* the optional inputs' UB shares (beta is never given by this op_api) */
+        opt0 = (has_z1 ? 4 : 0) + 4 + 4 + 2 + (P->zp2 ? 4 : 0);
+        opt1 = 4 + 4 + (P->zp2 ? 4 : 0);
+    }
+    const uint64_t N = (uint64_t)P->N, cores = (uint64_t)aclemu_soc_vector_cores();
+    const uint64_t block_factor = ((uint64_t)P->M + cores - 1) / cores;
+    uint64_t normal = 8192, single = 12224;
+    uint64_t col_tiles = (N + 7679) / 7680;
+    uint64_t split = (N + col_tiles * 16 - 1) / (col_tiles * 16) * 16;
+    if (opt0) {
+        normal = (avail - 256) / (20 + opt0) / 32 * 32;
+        split = (avail - 2560) / (22 + opt0) / 32 * 32;
+    }
+    if (opt1)
+        single = avail / (16 + opt1) / 32 * 32;
+    P->norm_rounded = false;
+    P->slice = 0;
+    if (block_factor == 1 && soc->npu_arch != 2002 && N <= single)
+        P->norm_rounded = P->dtype == ACL_BF16;
+    else if (N > normal)
+        P->slice = (int64_t)split;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormQuantGetWorkspaceSize(
+    const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma, const aclTensor *scales1,
+    const aclTensor *scales2Optional, const aclTensor *zeroPoints1Optional,
+    const aclTensor *zeroPoints2Optional, int64_t axis, double epsilon, bool divMode,
+    aclTensor *y1Out, aclTensor *y2Out, aclTensor *xOut, uint64_t *workspaceSize,
+    aclOpExecutor **executor)
+{
+    (void)axis; /* the docs: only -1 is supported, any other value has no effect */
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {x1, x2, gamma, scales1, scales2Optional,
+                                    zeroPoints1Optional, zeroPoints2Optional, y1Out, y2Out,
+                                    xOut};
+    /* 0. the out-pointers first (161001); handles are checked before anything reads them */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)) ||
+        (st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
+    /* 1. CheckParams: NULLs (161001), dtypes, ranks (161002) */
+    if ((st = p1_required(P1, ts, TNAME, T_X1, T_S2)) ||
+        (st = p1_required(P1, ts, TNAME, T_Y1, T_COUNT)) || (st = check_dtypes(ts)) ||
+        (st = check_ranks(ts)))
+        return st;
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    /* 2. stricter: the docs' relations (161002) */
+    if ((st = check_docs_relations(ts, divMode, soc)))
+        return st;
+    /* 3. an empty x1, gamma or y2Out: success, nothing launched (row 2 leaves an empty x1
+     * the only way) */
+    int64_t X = 0, N = 0, Y2 = 0;
+    if (!numel(x1->dims, x1->ndim, &X) || !numel(gamma->dims, gamma->ndim, &N) ||
+        !numel(y2Out->dims, y2Out->ndim, &Y2))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", P1);
+    const bool empty = X == 0 || N == 0 || Y2 == 0;
+    const bool dual = scales2Optional != NULL;
+    if (!empty) {
+        /* 4. the L0 op's kernel (stricter: 561003 where the device has none) */
+        if (soc->npu_arch == 3510)
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not modelled on %s (%s): the emulator does not "
+                 "model Ascend 950's AddRmsNormQuant kernel (docs/emulator.md)", P1, soc->name,
+                 soc->series);
+        if (!has_kernel(ts, soc))
+            FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): no kernel "
+                 "for x1 %s, scales1 %s, zero points %s, y %s there", P1, soc->name,
+                 soc->series, qname(x1->dtype), qname(scales1->dtype),
+                 zeroPoints1Optional   ? qname(zeroPoints1Optional->dtype)
+                 : zeroPoints2Optional ? qname(zeroPoints2Optional->dtype)
+                                       : "none",
+                 qname(y1Out->dtype));
+        /* stricter (the docs' constraint on Atlas inference parts): rows of 32 bytes at
+         * least, the int8 results' limiting */
+        if (soc->npu_arch == 2002 && N < 32)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: x1's norm length %lld is under 32 bytes of the "
+                 "INT8 results on %s (%s): at least 32 elements", P1, (long long)N, soc->name,
+                 soc->series);
+        /* 5. the ViewCopies of the results: y1, y2 (dual only), x */
+        if ((st = check_view_copy(y1Out, "y1Out", y1Out->dtype, x1)) ||
+            (dual && (st = check_view_copy(y2Out, "y2Out", y1Out->dtype, x1))) ||
+            (st = check_view_copy(xOut, "xOut", x1->dtype, x1)))
+            return st;
+    }
+
+    arq_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    const int64_t M = empty ? 0 : X / N;
+    if (empty)
+        N = 0;
+    /* 4 * N floats and 2 * N bytes per chunk: 5 * N floats cover them */
+    P->h = (nr_head){.kernel = &ARQ_KERNEL, .call = P2, .names = TNAME, .rows = M, .width = N,
+                     .row_floats = 5 * N, .run_floats = 4 * N, .no_kernel = empty};
+    P->M = M;
+    P->N = N;
+    P->eps = (float)epsilon;
+    P->avg = N == 0 ? 0.0f : 1.0f / (float)N;
+    P->dtype = x1->dtype;
+    P->div_mode = divMode;
+    P->dual = dual;
+    P->zp2 = dual && zeroPoints2Optional != NULL;
+    if (!empty) {
+        choose_variant(P, soc, zeroPoints1Optional != NULL);
+        const int split = (int)(x1->ndim - gamma->ndim);
+        for (int i = 0; i < T_COUNT; i++) {
+            const bool channel = i >= T_GAMMA && i <= T_Z2;
+            snapshot(&P->t[i], ts[i], channel ? -1 : split);
+        }
+        if (!dual) /* y2 is neither written nor copied */
+            P->t[T_Y2].present = false;
+    }
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &ARQ_OPS, P, 0, ts, TNAME, T_COUNT, T_Y1, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormQuant(void *workspace, uint64_t workspaceSize,
+                                               aclOpExecutor *executor, aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}

@@ -1,0 +1,482 @@
+"""The emulator's aclnnAddRmsNormQuant through raw calls: phase one's checks, codes and messages
+in the op_api's order (hicann/ops-nn norm/add_rms_norm_quant/op_host/op_api/
+aclnn_add_rms_norm_quant.cpp; the part's kernels, op_host/add_rms_norm_quant_def.cpp; the
+stricter choices in docs/emulator.md) per part, and the device's numbers (op_kernel/
+add_rms_norm_quant*.h): bit for bit against a NumPy model of the kernels' float32 chain
+(normal, single-N and split-D rows; FLOAT16 and BF16; one and two outputs, with and without
+zero points), within one quantization step of the float64 reference, xOut's value,
+saturation at the INT8 limits, y2 left unwritten without scales2.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acl_py import reference
+from acl_py.raw import lib
+
+from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
+                              DevView, arena, last_msg, no_leaks, stream)
+from _emu_aclnn import SOC, refused_by, run_phase_two
+from _emu_aclnn import phase_one as aclnn_phase_one
+from _part_runs import other_parts, run_on_parts
+
+P1 = lib.aclnnAddRmsNormQuantGetWorkspaceSize
+P2 = lib.aclnnAddRmsNormQuant
+CALL = "aclnnAddRmsNormQuantGetWorkspaceSize"
+INNER_NULLPTR = 561103
+FIND_KERNEL = 561003
+I8, I32 = np.dtype(np.int8), np.dtype(np.int32)
+A2 = SOC != "Ascend910B" and SOC.startswith(("Ascend910B", "Ascend910_93"))
+P310 = SOC.startswith("Ascend310P")
+REGBASE = SOC.startswith("Ascend950")
+TRAINING = not (A2 or P310 or REGBASE)   # the Atlas training series
+# (x dtype, scales dtype, zero points dtype) with a kernel on the part
+COMBOS = ([(F16, F32, I32), (BF16, BF16, BF16), (BF16, F32, I32)] if A2 else
+          [(F16, F32, I32)] if P310 else [])
+INT_DT = {I8: lib.ACL_INT8, I32: lib.ACL_INT32, np.dtype(np.int16): lib.ACL_INT16}
+SPLIT_N = 12300   # beyond the single-N UB factor (12224): split-D rows
+
+
+def view(arena, values=None, **kw):
+    dt = np.dtype(kw.get("dtype") if values is None else np.asarray(values).dtype)
+    if dt in INT_DT and kw.get("acl_dtype") is None:
+        kw["acl_dtype"] = INT_DT[dt]
+    return DevView(arena, values, **kw)
+
+
+def phase_one(ts, axis=-1, eps=1e-6, div_mode=True, ws=True, ex=True):
+    x1, x2, g, s1, s2, z1, z2, y1, y2, xo = ts
+    return aclnn_phase_one(P1, x1, x2, g, s1, s2, z1, z2, axis, eps, div_mode, y1, y2, xo,
+                           ws=ws, ex=ex)
+
+
+def read_int(v):
+    out = np.empty_like(v.storage)
+    v.arena.d2h(out, v.ptr)
+    inside = np.zeros(v.n, bool)
+    v.host_view(inside)[...] = True
+    assert np.array_equal(out[~inside], v.initial[~inside]), "written outside the view"
+    return v.host_view(out).copy()
+
+
+def inputs(rng, shape, dt, sdt, zdt, dual=True, zero_points=True, scale=40.0):
+    n = shape[-1]
+    x1 = (rng.standard_normal(shape) * 2 + 0.25).astype(dt)
+    x2 = rng.standard_normal(shape).astype(dt)
+    g = (1.0 + 0.5 * rng.standard_normal(n)).astype(dt)
+    s1 = (1.0 / scale * (1 + 0.25 * rng.random(n))).astype(sdt)
+    z1 = rng.integers(-3, 4, n).astype(zdt) if zero_points else None
+    s2 = (0.5 * s1.astype(F32)).astype(sdt) if dual else None
+    z2 = (-rng.integers(-3, 4, n)).astype(zdt) if dual and zero_points else None
+    return x1, x2, g, s1, s2, z1, z2
+
+
+def call(arena, args, kinds=("contig",) * 10, eps=1e-6):
+    """Runs the operator; returns (y1, y2 or None where not written, x)."""
+    x1 = args[0]
+    views = [None if a is None else view(arena, a, kind=k) for a, k in zip(args, kinds)]
+    vy1 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[7], sentinel=-77)
+    vy2 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[8], sentinel=-77)
+    vx = view(arena, shape=x1.shape, dtype=x1.dtype, kind=kinds[9], sentinel=-7)
+    run_phase_two(arena, P2, phase_one(views + [vy1, vy2, vx], eps=eps))
+    y2 = read_int(vy2)
+    return read_int(vy1), (None if args[4] is None else y2), vx.read(), y2
+
+
+# ---- the NumPy model of the kernels' float32 chain ------------------------------------------
+
+def lane_sum(t):
+    """Row sums of float32 t [M, n] in the emulator's fixed order (16 lanes, folded)."""
+    m, n = t.shape
+    acc = np.zeros((m, 16), F32)
+    full = n // 16 * 16
+    for i in range(0, full, 16):
+        acc += t[:, i:i + 16]
+    acc[:, :n - full] += t[:, full:]
+    for s in (8, 4, 2, 1):
+        acc[:, :s] += acc[:, s:2 * s]
+    return acc[:, 0]
+
+
+def to_int8(t):
+    """RoundFloat2Int8: the nearest integer, ties to even, clamped to [-128, 127]; NaN 0."""
+    return np.where(np.isnan(t), 0, np.clip(np.rint(np.nan_to_num(t)), -128, 127)).astype(I8)
+
+
+def device_chain(x1, x2, g, s1, s2, z1, z2, eps=1e-6, single_n=False, slice_len=0):
+    """The kernels' numbers on [M, N] rows: (y1, y2 or None, x)."""
+    f = np.float32
+    dt = x1.dtype
+    s = x1.astype(F32) + x2.astype(F32)
+    x = s.astype(dt)                      # xOut: FLOAT16 add, or BF16 CAST_RINT
+    xn = x.astype(F32) if dt == F16 or single_n else s
+    n = xn.shape[-1]
+    avg, e = f(1) / f(n), f(eps)
+    sq = (xn * xn) * avg
+    if slice_len:
+        ss = np.zeros(xn.shape[0], F32)
+        for c in range(0, n, slice_len):
+            ss += lane_sum(sq[:, c:c + slice_len])
+    else:
+        ss = lane_sum(sq)
+    rstd = f(1) / np.sqrt(ss + e)
+    v = xn * rstd[:, None]
+    if dt == F16:
+        v = (v.astype(F16) * g).astype(F32)
+    else:
+        v = v * g.astype(F32)
+
+    def quant(scales, zp):
+        t = v / scales.astype(F32)
+        if zp is not None:
+            t = t + zp.astype(F32)
+        return to_int8(t)
+
+    y2 = quant(s2, z2) if s2 is not None else None
+    return quant(s1, z1), y2, x
+
+
+def assert_matches(got, args, **variant):
+    y1, y2, x = device_chain(*args, **variant)
+    assert np.array_equal(got[0], y1)
+    assert np.array_equal(got[2].view(np.uint16), x.view(np.uint16))
+    if y2 is None:
+        assert got[1] is None and (got[3] == -77).all(), "y2 written without scales2"
+    else:
+        assert np.array_equal(got[1], y2)
+    exp = reference.add_rms_norm_quant(*args)
+    for k in (0, 1):
+        if exp[k] is not None:
+            assert np.max(np.abs(got[k].astype(np.float64) - exp[k])) <= reference.QUANT_STEP
+    return y1
+
+
+# ---- numbers -----------------------------------------------------------------------------------
+
+needs_kernel = pytest.mark.skipif(not COMBOS, reason=f"{SOC}: no modelled kernel")
+
+
+def combo_ids(c):
+    return "-".join({F16: "f16", BF16: "bf16", F32: "f32", I32: "i32"}[d] for d in c)
+
+
+@pytest.mark.parametrize("combo", [(F16, F32, I32), (BF16, BF16, BF16), (BF16, F32, I32)],
+                         ids=combo_ids)
+@pytest.mark.parametrize("m,n,variant", [
+    (7, 181, {"single_n": True}), (3, 1024, {"single_n": True}),
+    (200, 64, {}), (2, SPLIT_N, {"slice_len": 6160})], ids=["181", "1024", "normal", "splitd"])
+@pytest.mark.parametrize("dual", [True, False], ids=["dual", "single"])
+def test_chain_bits_and_reference(arena, combo, m, n, variant, dual):
+    """Bit for bit the kernels' chain (single-N, normal and split-D rows: BF16's norm over the
+    rounded sum in single-N only); xOut the sum in x1's dtype; y2 only with scales2; within
+    one quantization step of the float64 reference."""
+    if combo not in COMBOS:
+        pytest.skip(f"{SOC}: no kernel for {combo_ids(combo)}")
+    rng = np.random.default_rng(m * n)
+    args = inputs(rng, (m, n), *combo, dual=dual)
+    variant = dict(variant)
+    if variant.get("single_n"):
+        variant["single_n"] = not P310  # the single-N kernel is not built for Atlas inference
+    y1 = assert_matches(call(arena, args), args, **variant)
+    assert len(np.unique(y1)) > 20
+
+
+@needs_kernel
+def test_zero_points_are_optional_and_zero_points2_needs_scales2(arena):
+    rng = np.random.default_rng(3)
+    dt, sdt, zdt = COMBOS[0]
+    x1, x2, g, s1, s2, z1, z2 = inputs(rng, (4, 96), dt, sdt, zdt)
+    for args in ((x1, x2, g, s1, s2, None, None), (x1, x2, g, s1, s2, z1, None),
+                 (x1, x2, g, s1, s2, None, z2)):
+        assert_matches(call(arena, args), args)
+    # without scales2, zeroPoints2 has no effect and y2 is not written
+    got = call(arena, (x1, x2, g, s1, None, z1, z2))
+    assert_matches(got, (x1, x2, g, s1, None, z1, None))
+
+
+@needs_kernel
+def test_saturates_and_nan_is_zero(arena):
+    rng = np.random.default_rng(4)
+    args = list(inputs(rng, (3, 64), *COMBOS[0], scale=400.0))
+    got = call(arena, tuple(args))
+    assert got[0].min() == -128 and got[0].max() == 127
+    assert_matches(got, tuple(args))
+    args[0] = args[0].copy()
+    args[0][1, 7] = np.nan
+    got = call(arena, tuple(args))
+    assert (got[0][1] == 0).all() and (got[1][1] == 0).all()
+    y1, y2, _ = device_chain(*args)
+    assert np.array_equal(got[0], y1) and np.array_equal(got[1], y2)
+
+
+@needs_kernel
+def test_float16_rounds_before_and_after_gamma(arena):
+    """x1 + x2 = 1 in every column: rstd ~ 1, y = half(half(1 * rstd) * gamma); gamma 100.53
+    is 100.5 in float16, which the scale 1 and ties to even take to 100, where the float64
+    value (100.4997...) also rounds to 100 but 100.5 + zero point 1 goes to 102 (even)."""
+    if F16 not in [c[0] for c in COMBOS]:
+        pytest.skip("FLOAT16 x")
+    x1 = np.full((1, 32), 0.5, F16)
+    g = np.full(32, 100.53, F16)
+    s = np.ones(32, F32)
+    args = (x1, x1.copy(), g, s, s.copy(), None, np.ones(32, I32))
+    got = call(arena, args)
+    assert (got[0] == 100).all() and (got[1] == 102).all()
+    assert_matches(got, args)
+
+
+@needs_kernel
+@pytest.mark.parametrize("kind", ["transposed", "padded", "stepped"])
+def test_strided_views_give_the_contiguous_bits(arena, kind):
+    rng = np.random.default_rng(5)
+    args = inputs(rng, (6, 40), *COMBOS[0])
+    base = call(arena, args)
+    got = call(arena, args, kinds=(kind,) * 10)
+    for a, b in zip(base[:3], got[:3]):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+@needs_kernel
+def test_bits_do_not_depend_on_the_thread_count(arena):
+    rng = np.random.default_rng(6)
+    args = inputs(rng, (61, 300), *COMBOS[0])
+    runs = []
+    for n in (1, 3, 8):
+        lib.aclemuSetNumThreads(n)
+        runs.append(call(arena, args)[0])
+    assert all(np.array_equal(runs[0], r) for r in runs[1:])
+
+
+@needs_kernel
+def test_rank_2_gamma_over_a_rank_3_x(arena):
+    rng = np.random.default_rng(7)
+    dt, sdt, zdt = COMBOS[0]
+    x1, x2, g, s1, s2, z1, z2 = inputs(rng, (4, 48), dt, sdt, zdt)
+    shaped = (x1.reshape(4, 6, 8), x2.reshape(4, 6, 8), g.reshape(6, 8), s1.reshape(6, 8),
+              s2.reshape(6, 8), z1.reshape(6, 8), z2.reshape(6, 8))
+    got = call(arena, shaped)
+    y1, y2, x = device_chain(x1, x2, g, s1, s2, z1, z2, single_n=not P310)
+    assert np.array_equal(got[0].reshape(4, 48), y1)
+    assert np.array_equal(got[1].reshape(4, 48), y2)
+
+
+# ---- phase one ---------------------------------------------------------------------------------
+
+class Args:
+    """Valid views for phase one (FLOAT16 x [4, 32], FLOAT scales, INT32 zero points, INT8 y),
+    replaced one at a time."""
+
+    NAMES = ("x1", "x2", "gamma", "scales1", "scales2", "z1", "z2", "y1", "y2", "x")
+
+    def __init__(self, arena, n=32):
+        self.arena = arena
+        self.v = {"x1": self.make((4, n), F16), "x2": self.make((4, n), F16),
+                  "gamma": self.make((n,), F16), "scales1": self.make((n,), F32),
+                  "scales2": self.make((n,), F32), "z1": self.make((n,), I32),
+                  "z2": self.make((n,), I32), "y1": self.make((4, n), I8),
+                  "y2": self.make((4, n), I8), "x": self.make((4, n), F16)}
+        self.div_mode = True
+
+    def make(self, shape, dt, acl_dtype=None):
+        return view(self.arena, shape=shape, dtype=dt, acl_dtype=acl_dtype)
+
+    def call(self, ws=True, ex=True):
+        return phase_one([self.v[k] for k in self.NAMES], div_mode=self.div_mode, ws=ws,
+                         ex=ex)
+
+
+def expect(args, code, *words, **kw):
+    return refused_by(lambda: args.call(**kw), CALL, (), code, *words)
+
+
+def passes(args):
+    rc, ws, ex = args.call()
+    assert rc == OK, (rc, last_msg())
+    assert ws == 0
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
+@needs_kernel
+def test_valid_arguments_pass(arena):
+    passes(Args(arena))
+    a = Args(arena)
+    for k in ("scales2", "z1", "z2"):
+        a.v[k] = None
+    passes(a)
+
+
+def test_null_out_pointers_come_first(arena):
+    a = Args(arena)
+    a.v["x1"] = None
+    for kw, name in (({"ws": False}, "workspaceSize"), ({"ex": False}, "executor")):
+        rc, _, _ = a.call(**kw)
+        msg = last_msg()
+        assert rc == NULLPTR and msg.startswith(CALL + ": " + name), msg
+
+
+@pytest.mark.parametrize("name,c_name", [("x1", "x1"), ("x2", "x2"), ("gamma", "gamma"),
+                                         ("scales1", "scales1"), ("y1", "y1Out"),
+                                         ("y2", "y2Out"), ("x", "xOut")])
+def test_each_required_tensor(arena, name, c_name):
+    a = Args(arena)
+    a.v[name] = None
+    expect(a, NULLPTR, c_name, "NULL")
+
+
+def test_nulls_come_before_dtypes(arena):
+    a = Args(arena)
+    a.v["x1"] = a.make((4, 32), I8)
+    a.v["x"] = None
+    expect(a, NULLPTR, "xOut is NULL")
+
+
+@pytest.mark.parametrize("name,dt,words", [
+    ("x1", I8, ("x1 dtype INT8",)),
+    ("gamma", I32, ("gamma dtype INT32",)),
+    ("scales1", I8, ("scales1 dtype",)),
+    ("scales2", I32, ("scales2Optional dtype",)),
+    ("z1", I8, ("zeroPoints1Optional dtype INT8",)),
+    ("z2", I8, ("zeroPoints2Optional dtype INT8",)),
+    ("y1", I32, ("y1Out dtype INT32",)),
+    ("y2", np.dtype(np.int16), ("y2Out dtype",)),
+    ("x", I8, ("xOut dtype INT8",)),
+])
+def test_dtype_lists_every_part(arena, name, dt, words):
+    """One list on every part (CheckDtypeValid), in the op_api's order."""
+    a = Args(arena)
+    a.v[name] = a.make(a.v[name].shape, dt)
+    expect(a, INVALID, *words, "not supported")
+
+
+def test_y2_dtype_must_be_y1s(arena):
+    a = Args(arena)
+    a.v["y2"] = a.make((4, 32), I8, acl_dtype=lib.ACL_HIFLOAT8)
+    expect(a, INVALID, "y2Out dtype", "y1Out's dtype INT8")
+
+
+@pytest.mark.parametrize("name,shape,words", [
+    ("x1", (1,) * 9, ("x1 rank 9",)),
+    ("scales1", (), ("scales1 rank 0",)),
+    ("z2", (1,) * 9, ("zeroPoints2Optional rank 9",)),
+    ("y2", (), ("y2Out rank 0",)),
+])
+def test_ranks(arena, name, shape, words):
+    a = Args(arena)
+    a.v[name] = a.make(shape, a.v[name].dtype)
+    expect(a, INVALID, *words)
+
+
+def test_ranks_come_before_the_docs_relations(arena):
+    a = Args(arena)
+    a.v["x2"] = a.make((4, 16), F16)     # a docs relation
+    a.v["x"] = a.make((1,) * 9, F16)     # the code's rank check
+    expect(a, INVALID, "xOut rank 9")
+
+
+@pytest.mark.parametrize("name,shape,dt,words", [
+    ("x2", (4, 32), BF16, ("x2 dtype BF16", "x1's dtype")),
+    ("x2", (2, 32), F16, ("x2 shape [2,32]", "x1's shape")),
+    ("gamma", (32,), BF16, ("gamma dtype BF16",)),
+    ("gamma", (4, 4, 32), F16, ("gamma shape", "trailing dims")),
+    ("gamma", (16,), F16, ("gamma shape [16]", "trailing dims")),
+    ("scales1", (1,), F32, ("scales1 shape [1]", "gamma's shape")),
+    ("scales2", (32,), BF16, ("scales2Optional dtype BF16", "scales1's dtype")),
+    ("z1", (16,), I32, ("zeroPoints1Optional shape [16]", "scales1's shape")),
+    ("z2", (32,), F32, ("zeroPoints2Optional dtype FLOAT", "zeroPoints1Optional's")),
+])
+def test_stricter_docs_relations(arena, name, shape, dt, words):
+    """The docs' relations nothing in the code checks (the kernel reads numCol values of
+    every per-channel tensor): refused, 161002 (docs/emulator.md)."""
+    a = Args(arena)
+    a.v[name] = a.make(shape, dt)
+    expect(a, INVALID, *words)
+
+
+def test_div_mode_false_is_refused_where_the_docs_say_true_only(arena):
+    a = Args(arena)
+    a.div_mode = False
+    if A2 or P310:
+        expect(a, INVALID, "divMode false")
+    elif REGBASE:
+        expect(a, INNER_NULLPTR, "not modelled")
+    else:
+        expect(a, FIND_KERNEL, "not supported on")
+
+
+def test_empty_tensors_succeed_with_nothing_launched(arena):
+    """An empty x1 (and so x2, gamma's trailing view of it): success, the op_api returns
+    before the L0 op on every part, whatever its kernels; y1Out and xOut of any shape (no
+    copy compares them). An empty y2Out beside a non-empty x1, where the vendor returns as
+    well and computes nothing, is refused (stricter: the docs' y2Out of x1's shape)."""
+    a = Args(arena, n=0)
+    passes(a)
+    a.v["y1"], a.v["x"] = a.make((3,), I8), a.make((2, 2), F16)
+    passes(a)
+    a = Args(arena)
+    a.v["y2"] = a.make((4, 0), I8)
+    expect(a, INVALID, "y2Out shape [4,0]", "x1's shape")
+
+
+@pytest.mark.skipif(not A2, reason="Atlas A2/A3's combinations")
+@pytest.mark.parametrize("change,words", [
+    ({"x1": F32, "x2": F32, "gamma": F32, "x": F32}, ("x1 FLOAT",)),
+    ({"scales1": F16, "scales2": F16}, ("scales1 FLOAT16",)),
+    ({"z1": BF16, "z2": BF16}, ("zero points BF16",)),
+    ({"y1": "hif8", "y2": "hif8"}, ("y HIFLOAT8",)),
+])
+def test_no_kernel_for_the_combination(arena, change, words):
+    """The op_api's lists take these, the part's definition has no kernel: the device's
+    phase one passes (the L0 op discards the launcher's status), the emulator refuses
+    (561003, stricter)."""
+    a = Args(arena)
+    for k, dt in change.items():
+        if dt == "hif8":
+            a.v[k] = a.make(a.v[k].shape, I8, acl_dtype=lib.ACL_HIFLOAT8)
+        else:
+            a.v[k] = a.make(a.v[k].shape, dt)
+    expect(a, FIND_KERNEL, "not supported on", "no kernel", *words)
+
+
+@needs_kernel
+@pytest.mark.parametrize("name,shape,dt,words", [
+    ("y1", (2, 32), I8, ("y1Out shape [2,32]", "ViewCopy")),
+    ("y2", (4, 16), I8, ("y2Out shape [4,16]", "ViewCopy")),
+    ("x", (4, 32), F32, ("xOut dtype FLOAT", "ViewCopy")),
+    ("x", (32, 4), F16, ("xOut shape [32,4]", "ViewCopy")),
+])
+def test_view_copies_of_the_results(arena, name, shape, dt, words):
+    a = Args(arena)
+    a.v[name] = a.make(shape, dt)
+    expect(a, INNER_NULLPTR, *words)
+
+
+def test_y2_shape_without_scales2_is_the_docs_rule(arena):
+    """Without scales2 the op_api copies nothing into y2Out and compares its shape with
+    nothing: the docs' rule (x1's shape) refuses another one, 161002 (stricter)."""
+    a = Args(arena)
+    a.v["scales2"] = None
+    a.v["y2"] = a.make((1,), I8)
+    expect(a, INVALID, "y2Out shape [1]", "x1's shape")
+
+
+def test_parts_without_a_modelled_kernel(arena):
+    if REGBASE:
+        expect(Args(arena), INNER_NULLPTR, "not modelled")
+    elif TRAINING:
+        expect(Args(arena), FIND_KERNEL, "not supported on", "no kernel")
+    else:
+        pytest.skip("a part with a modelled kernel")
+
+
+@pytest.mark.skipif(not P310, reason="Atlas inference parts' 32-byte rows")
+def test_atlas_inference_rows_of_32_bytes(arena):
+    expect(Args(arena, n=16), INVALID, "under 32 bytes")
+    a = Args(arena)
+    a.v["x1"], a.v["x2"], a.v["gamma"], a.v["x"] = (a.make(a.v[k].shape, BF16)
+                                                    for k in ("x1", "x2", "gamma", "x"))
+    a.v["scales1"], a.v["scales2"] = a.make((32,), BF16), a.make((32,), BF16)
+    expect(a, FIND_KERNEL, "x1 BF16")
+
+
+test_on_other_parts = run_on_parts(other_parts(), "not on_other_parts")
