@@ -73,6 +73,7 @@ from .ops import rms_norm_quant, RmsNormQuant
 from .ops import batch_norm_gather_stats_with_counts, BatchNormGatherStatsWithCounts
 from .ops import batch_norm_elemt, BatchNormElemt
 from .ops import batch_norm_stats, BatchNormStats
+from .ops import add_rms_norm_quant, AddRmsNormQuant
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -111,5 +112,6 @@ __all__ = [
     "instance_norm", "InstanceNorm",
     "rms_norm_quant", "RmsNormQuant",
     "batch_norm_gather_stats_with_counts", "BatchNormGatherStatsWithCounts", "batch_norm_elemt",
-    "BatchNormElemt", "batch_norm_stats", "BatchNormStats",
+    "BatchNormElemt", "batch_norm_stats", "BatchNormStats", "add_rms_norm_quant",
+    "AddRmsNormQuant",
 ]

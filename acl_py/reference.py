@@ -87,7 +87,8 @@ __all__ = [
     "group_norm_silu", "group_norm_silu_error_scale", "group_norm_backward",
     "group_norm_backward_error_scale", "instance_norm", "instance_norm_error_scale",
     "group_norm_backward_error_scale", "rms_norm_quant", "rms_norm_quant_error_scale",
-    "round_half_even", "QUANT_STEP",
+    "round_half_even", "QUANT_STEP", "add_rms_norm_quant",
+    "add_rms_norm_quant_error_scale",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -291,6 +292,38 @@ def rms_norm_quant_error_scale(x, gamma, beta, scale, offset, epsilon: float = 1
     """The magnitude of y's error: unused for a quantized output, which
     :func:`error_bound` holds to :data:`QUANT_STEP`."""
     return (np.ones(np.shape(x)),)
+
+
+def add_rms_norm_quant(x1, x2, gamma, scales1, scales2=None, zero_points1=None,
+                       zero_points2=None, axis: int = -1, epsilon: float = 1e-6,
+                       div_mode: bool = True):
+    """``(y1, y2, x)`` of AddRmsNormQuant in float64, y1 and y2 as int8 values held in
+    float64 (y2 None without ``scales2``): ``x = x1 + x2``, ``y`` :func:`rms_norm` of ``x``
+    over gamma's dims, ``yk = clip(rint(y / scales_k + zero_points_k), -128, 127)`` (``y *
+    scales_k`` when ``div_mode`` is false; a missing zero point is 0), ties to even. ``axis``
+    has no effect (the vendor supports -1 only)."""
+    x = _f64(x1) + _f64(x2)
+    y, _ = rms_norm(x, gamma, epsilon)
+
+    def quantize(scales, zero_points):
+        s = _f64(scales)
+        v = y / s if div_mode else y * s
+        if zero_points is not None:
+            v = v + _f64(zero_points)
+        return np.clip(round_half_even(v), -128, 127)
+
+    y2 = None if scales2 is None else quantize(scales2, zero_points2)
+    return quantize(scales1, zero_points1), y2, x
+
+
+def add_rms_norm_quant_error_scale(x1, x2, gamma, scales1, scales2=None, zero_points1=None,
+                                   zero_points2=None, axis: int = -1, epsilon: float = 1e-6,
+                                   div_mode: bool = True):
+    """Per element of ``(y1, y2, x)``, the magnitude the device's error is proportional to:
+    unused for the quantized outputs (:func:`error_bound` holds them to :data:`QUANT_STEP`),
+    ``|x1| + |x2|`` for ``x``."""
+    ones = np.ones(np.shape(x1))
+    return ones, None if scales2 is None else ones, np.abs(_f64(x1)) + np.abs(_f64(x2))
 
 
 def gemma_rms_norm(x, gamma, epsilon: float = 1e-6):

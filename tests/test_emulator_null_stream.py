@@ -244,14 +244,16 @@ def _emptied(values):
 # empty; LayerNorm's and FastLayerNorm's op_apis return at M == 0 (aclnn_layer_norm.cpp,
 # aclnn_fast_layer_norm.cpp), AddRmsNorm's at an empty x1 (aclnn_add_rms_norm.cpp),
 # BatchNormBackward's at an empty input (aclnn_batch_norm_backward.cpp), BatchNormElemt's at an
-# empty input (aclnn_batch_norm_elemt.cpp). LayerNormBackward and BatchNorm fill their parameter
+# empty input (aclnn_batch_norm_elemt.cpp), AddRmsNormQuant's at an empty x1
+# (aclnn_add_rms_norm_quant.cpp). LayerNormBackward and BatchNorm fill their parameter
 # statistics there (ProcessEmptyTensorWithValue: a Fill kernel; BatchNorm's only for a non-empty
 # saveMean/saveInvstd, here [C]: its emulator test has the cases without), so they still need a
 # device (as
 # BatchNormGatherStatsWithCounts' fills of an empty mean do: its emulator test); so does
 # BatchNormStats, whose [C] mean and invstd are filled (aclnn_batch_norm_stats.cpp).
 _NO_KERNEL = ("LayerNorm", "FastLayerNorm", "RmsNorm", "AddRmsNorm", "GemmaRmsNorm", "InplaceAddRmsNorm",
-              "AddLayerNorm", "DeepNorm", "BatchNormBackward", "BatchNormElemt")
+              "AddLayerNorm", "DeepNorm", "BatchNormBackward", "BatchNormElemt",
+              "AddRmsNormQuant")
 _FILLS = ("LayerNormBackward", "BatchNorm", "BatchNormStats")
 
 

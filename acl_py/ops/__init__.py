@@ -15,8 +15,9 @@
 ``acl_py.batch_norm_elemt_backward``, ``acl_py.BatchNormElemtBackward``,
 ``acl_py.instance_norm``, ``acl_py.InstanceNorm``, ``acl_py.rms_norm_quant``,
 ``acl_py.RmsNormQuant``, ``acl_py.batch_norm_gather_stats_with_counts``, ``acl_py.BatchNormGatherStatsWithCounts``,
-``acl_py.batch_norm_elemt``, ``acl_py.BatchNormElemt``, ``acl_py.batch_norm_stats`` and
-``acl_py.BatchNormStats`` are re-exported at the package top
+``acl_py.batch_norm_elemt``, ``acl_py.BatchNormElemt``, ``acl_py.batch_norm_stats``,
+``acl_py.BatchNormStats``, ``acl_py.add_rms_norm_quant`` and ``acl_py.AddRmsNormQuant``
+are re-exported at the package top
 level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
@@ -53,6 +54,7 @@ from .batch_norm_gather_stats_with_counts import (BATCH_NORM_GATHER_STATS_WITH_C
                                                   batch_norm_gather_stats_with_counts)
 from .batch_norm_elemt import BATCH_NORM_ELEMT, BatchNormElemt, batch_norm_elemt
 from .batch_norm_stats import BATCH_NORM_STATS, BatchNormStats, batch_norm_stats
+from .add_rms_norm_quant import ADD_RMS_NORM_QUANT, AddRmsNormQuant, add_rms_norm_quant
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
@@ -73,7 +75,7 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "batch_norm_gather_stats_with_counts", "BatchNormGatherStatsWithCounts",
            "BATCH_NORM_GATHER_STATS_WITH_COUNTS", "batch_norm_elemt", "BatchNormElemt",
            "BATCH_NORM_ELEMT", "batch_norm_stats", "BatchNormStats", "BATCH_NORM_STATS",
-           "Operator",
+           "add_rms_norm_quant", "AddRmsNormQuant", "ADD_RMS_NORM_QUANT", "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
            "tensor", "output", "as_many_elements", "configured", "int_array", "bool_array",

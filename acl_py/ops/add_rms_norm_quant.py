@@ -1,0 +1,227 @@
+"""``aclnnAddRmsNormQuant``: the residual add fused with RmsNorm and one or two per-channel
+int8 quantizations, :func:`add_rms_norm_quant` and the plan :class:`AddRmsNormQuant`.
+
+Python-level checks (see :mod:`._declare`: NumPy calls make them before any C call,
+DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes
+(``x1`` float32/float16/bfloat16, ``x2`` and ``gamma`` x1's; the scales float32/float16/
+bfloat16, ``scales2`` scales1's; the zero points int32/float32/float16/bfloat16,
+``zero_points2`` zero_points1's); ``x2`` of x1's shape; ``gamma`` equal to x1's trailing
+dims; every scale and zero-point tensor of gamma's shape; the ``out=`` entries of x1's shape
+(y1, y2 int8; x x1's dtype). The operator's own rules (ranks, the part's kernels: float16
+with float32 scales and int32 zero points, or bfloat16 with bfloat16 or float32/int32 on Atlas
+A2/A3; float16 only on Atlas inference parts; ``div_mode`` true there) are phase one's.
+acl-py asks for int8 results. ``y2`` is written only with ``scales2`` given: without it the
+result's ``y2`` is None (the device still receives a tensor for it, a scratch one).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
+
+import numpy as np
+
+from .. import reference
+from ..errors import AclArgumentError
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, flag, integer,
+                       output, tensor)
+
+if TYPE_CHECKING:
+    from ..stream import Stream
+    from ..tensor import DeviceTensor
+
+__all__ = ["add_rms_norm_quant", "AddRmsNormQuant", "ADD_RMS_NORM_QUANT"]
+
+_INT8 = np.dtype(np.int8)
+_ZERO_POINTS = ("int32", "float32", "float16", "bfloat16")
+
+# hicann/ops-nn norm/add_rms_norm_quant/op_host/add_rms_norm_quant_def.cpp: none for the Atlas
+# training series. Ascend 950's kernel (add_rms_norm_quant_apt) is not modelled by the
+# emulator, whose phase one refuses every call there (docs/emulator.md), so the declaration
+# leaves Ascend 950 out and `acl-py smoke` does not check the operator there.
+_KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "kirinx90", "kirin9030")
+
+
+def add_rms_norm_quant_check(a):
+    """Checks the docs' relations the code leaves unchecked: ``a.x2`` of x1's shape,
+    ``a.gamma`` equal to x1's trailing dims, every scale and zero-point tensor of gamma's
+    shape (the kernel reads gamma's element count of each), ``zero_points2`` of
+    zero_points1's dtype."""
+    shape, gs = a.x1.shape, a.gamma.shape
+    if a.x2.shape != shape:
+        raise AclArgumentError("x2", f"shape {a.x2.shape} must equal x1's shape {shape}")
+    if not gs or len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
+        raise AclArgumentError("gamma", f"shape {gs} must equal the trailing dims of x1's "
+                               f"shape {shape}")
+    for name in ("scales1", "scales2", "zero_points1", "zero_points2"):
+        t = a[name]
+        if t is not None and t.shape != gs:
+            raise AclArgumentError(name, f"shape {t.shape} must equal gamma's shape {gs}")
+    z1, z2 = a.zero_points1, a.zero_points2
+    if z1 is not None and z2 is not None and z1.dtype != z2.dtype:
+        raise AclArgumentError("zero_points2", f"dtype {z2.dtype} must be zero_points1's "
+                               f"dtype {z1.dtype}")
+
+
+def _x1_shape(a):
+    return a.x1.shape
+
+
+def _x1_dtype(a):
+    return a.x1.dtype
+
+
+def _int8(a):
+    return _INT8
+
+
+def _one_element_each(a, given):
+    return math.prod(given) == 1 and math.prod(a.x1.shape) == 1
+
+
+def _rank_rule(given):
+    """The op_api's rank rule for every output (1..8), before any copy compares shapes."""
+    return None if 1 <= len(given) <= 8 else "has a rank outside 1..8"
+
+
+def copy_fits(a, given, part=None, shapes=None):
+    """Phase one's rule for a y1 or x ``out=`` entry of another shape than x1's (None where
+    ``given`` passes, else the rule): the op_api copies the L0 op's result into it with
+    ViewCopy, which takes equal shapes or one element each (hicann/ops-math
+    conversion/contiguous/op_host/op_api/contiguous.cpp CheckViewCopyParams); with x1 empty it
+    returns before the L0 op, checking no shape but the rank."""
+    if _rank_rule(given):
+        return _rank_rule(given)
+    if 0 in a.x1.shape or _one_element_each(a, given):
+        return None
+    return f"!= {a.x1.shape} (x1's shape; another only of one element for one element)"
+
+
+def y2_fits(a, given, part=None, shapes=None):
+    """The rule for a y2 ``out=`` entry of another shape than x1's: the ViewCopy's with
+    scales2 (:func:`copy_fits`), and the docs' (x1's shape) where the code compares it with
+    nothing (the emulator's stricter rule, docs/emulator.md)."""
+    if _rank_rule(given):
+        return _rank_rule(given)
+    if _one_element_each(a, given):
+        return None
+    return f"!= {a.x1.shape} (x1's shape; another only of one element for one element)"
+
+
+def y2_unwritten(a, part):
+    """Why y2 is not written (None where it is): only with scales2 given (the op_api copies
+    the kernel's y2 into y2Out only then: aclnn_add_rms_norm_quant.cpp, isDual)."""
+    if a.scales2 is None:
+        return ("written only with scales2 given (hicann/ops-nn norm/add_rms_norm_quant/"
+                "op_host/op_api/aclnn_add_rms_norm_quant.cpp: isDual)")
+    return None
+
+
+def smoke_case(shape, dtype, scale_dtype, zero_dtype, dual=True, scale=40.0, zero=3):
+    """A smoke case ``(name, make)``: ``make()`` gives the inputs in declaration order for
+    ``shape`` ("bf16" names bfloat16), gamma over the last dim, divisor scales near ``scale``
+    (most results inside int8, some saturating), ``scales2`` and ``zero_points2`` only when
+    ``dual``."""
+    def make():
+        from ..dtypes import bfloat16
+        named = {"bf16": bfloat16()}
+        dt, sdt, zdt = (named.get(d, d) for d in (dtype, scale_dtype, zero_dtype))
+        rng = np.random.default_rng(shape[-1] + len(shape))
+        n = shape[-1]
+        x1 = (rng.standard_normal(shape, dtype=np.float32) * 2 + 0.25).astype(dt)
+        x2 = rng.standard_normal(shape, dtype=np.float32).astype(dt)
+        g = (1.0 + 0.5 * rng.standard_normal(n, dtype=np.float32)).astype(dt)
+        s1 = (1.0 / scale * (1 + 0.25 * rng.random(n, dtype=np.float32))).astype(sdt)
+        z1 = rng.integers(-zero, zero + 1, n).astype(zdt)
+        s2 = (0.5 * s1.astype(np.float32)).astype(sdt) if dual else None
+        z2 = (-z1.astype(np.float32)).astype(zdt) if dual else None
+        return x1, x2, g, s1, s2, z1, z2, -1, 1e-6, True
+    name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    return f"{name}{list(shape)}{' dual' if dual else ''}", make
+
+
+ADD_RMS_NORM_QUANT = Declared("aclnnAddRmsNormQuant", (
+    tensor("x1"),
+    tensor("x2", like="x1"),
+    tensor("gamma", like="x1"),
+    tensor("scales1"),
+    tensor("scales2Optional", optional=True, like="scales1"),
+    tensor("zeroPoints1Optional", optional=True, dtypes=_ZERO_POINTS),
+    tensor("zeroPoints2Optional", optional=True, dtypes=_ZERO_POINTS),
+    integer("axis", default=-1),
+    double("epsilon", default=1e-6),
+    flag("divMode", default=True),
+    output("y1Out", shape=_x1_shape, dtype=_int8, fits=copy_fits),
+    output("y2Out", shape=_x1_shape, dtype=_int8, fits=y2_fits, unwritten=y2_unwritten),
+    output("xOut", shape=_x1_shape, dtype=_x1_dtype, fits=copy_fits),
+), check=add_rms_norm_quant_check, reference=reference.add_rms_norm_quant,
+    error_scale=reference.add_rms_norm_quant_error_scale,
+    smoke_cases=(smoke_case((8, 1024), np.float16, np.float32, np.int32),
+                 smoke_case((4, 3, 200), np.float16, np.float32, np.int32, dual=False)),
+    # 561103: the copies of the results into y1Out, y2Out and xOut (the ViewCopy's rules);
+    # 561003: a dtype combination the part has no kernel for (docs/emulator.md)
+    rule_codes=(561103, 561003), parts=_KERNEL_PARTS)
+
+
+@overload
+def add_rms_norm_quant(x1: np.ndarray, x2: np.ndarray, gamma: np.ndarray,
+                       scales1: np.ndarray, scales2: Optional[np.ndarray] = ...,
+                       zero_points1: Optional[np.ndarray] = ...,
+                       zero_points2: Optional[np.ndarray] = ..., axis: int = ...,
+                       epsilon: float = ..., div_mode: bool = ..., *,
+                       stream: Optional["Stream"] = ..., out: OutArg = ...
+                       ) -> Tuple[np.ndarray, Optional[np.ndarray], np.ndarray]: ...
+
+
+@overload
+def add_rms_norm_quant(x1: "DeviceTensor", x2: "DeviceTensor", gamma: "DeviceTensor",
+                       scales1: "DeviceTensor", scales2: Optional["DeviceTensor"] = ...,
+                       zero_points1: Optional["DeviceTensor"] = ...,
+                       zero_points2: Optional["DeviceTensor"] = ..., axis: int = ...,
+                       epsilon: float = ..., div_mode: bool = ..., *,
+                       stream: Optional["Stream"] = ..., out: OutArg = ...
+                       ) -> Tuple["DeviceTensor", Optional["DeviceTensor"], "DeviceTensor"]: ...
+
+
+def add_rms_norm_quant(x1: Operand, x2: Operand, gamma: Operand, scales1: Operand,
+                       scales2: Optional[Operand] = None,
+                       zero_points1: Optional[Operand] = None,
+                       zero_points2: Optional[Operand] = None, axis: int = -1,
+                       epsilon: float = 1e-6, div_mode: bool = True, *,
+                       stream: Optional["Stream"] = None, out: OutArg = None) -> Any:
+    """The residual add fused with RmsNorm over the trailing dims of ``x1`` that ``gamma``
+    has, then quantized per channel: ``(y1, y2, x)`` with ``x = x1 + x2``,
+    ``y = x * rstd * gamma`` (``rstd = 1 / sqrt(mean(x^2) + epsilon)``) and
+    ``yk = int8(clip(round(y / scales_k + zero_points_k), -128, 127))`` (``y * scales_k``
+    when ``div_mode`` is false), ties to even. The device computes in float32 with the
+    intermediate roundings of docs/emulator.md (float16: ``x1 + x2`` and ``y`` before and
+    after the multiply by gamma rounded to float16).
+
+    * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
+    * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
+      valid once it has synchronized).
+
+    The scales and zero points have gamma's shape; ``y2`` is None unless ``scales2`` is
+    given; ``axis`` is passed on (the vendor supports -1 only; others have no effect).
+    ``out=(y1, y2, x)`` gives preallocated outputs of the same kind as the inputs.
+    """
+    return ADD_RMS_NORM_QUANT.call((x1, x2, gamma, scales1, scales2, zero_points1,
+                                    zero_points2, axis, epsilon, div_mode),
+                                   out=out, stream=stream)
+
+
+class AddRmsNormQuant(Plan):
+    """An :func:`add_rms_norm_quant` plan over fixed device tensors (see
+    :class:`~acl_py.ops.Plan`): outputs ``y1``, ``y2`` (None without ``scales2``), ``x``;
+    ``run(stream)`` enqueues phase two only."""
+
+    declared = ADD_RMS_NORM_QUANT
+    __slots__ = ()
+
+    def __init__(self, x1: "DeviceTensor", x2: "DeviceTensor", gamma: "DeviceTensor",
+                 scales1: "DeviceTensor", scales2: Optional["DeviceTensor"] = None,
+                 zero_points1: Optional["DeviceTensor"] = None,
+                 zero_points2: Optional["DeviceTensor"] = None, axis: int = -1,
+                 epsilon: float = 1e-6, div_mode: bool = True, *,
+                 out: OutArg = None) -> None:
+        self._prepare((x1, x2, gamma, scales1, scales2, zero_points1, zero_points2, axis,
+                       epsilon, div_mode), out)

@@ -1,0 +1,202 @@
+"""acl_py.add_rms_norm_quant / acl_py.AddRmsNormQuant (aclnnAddRmsNormQuant through the
+declarative operator layer) within one quantization step of the float64 reference (xOut
+within its dtype's rounding), y2 returned only with scales2, its argument errors (typed,
+naming the argument and carrying phase one's code, nothing leaked: the autouse leak check),
+its plan, and the CANN path (ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann).
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py import reference
+from acl_py.errors import AclArgumentError, AclError, AclTypeError
+from acl_py.ops import ADD_RMS_NORM_QUANT
+
+from _cann_path import run_on_cann_path
+from _part_runs import needs_kernel, other_parts, run_on_parts
+
+F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
+I8, I32 = np.dtype(np.int8), np.dtype(np.int32)
+pytestmark = [needs_kernel(ADD_RMS_NORM_QUANT)]
+A2 = acl_py.soc.short_soc_version(acl_py.soc_name()) in ("Ascend910B", "Ascend910_93")
+
+
+def make(shape, dt=F16, sdt=F32, zdt=I32, dual=True, seed=0):
+    rng = np.random.default_rng(seed)
+    n = shape[-1]
+    x1 = (rng.standard_normal(shape) * 2 + 0.25).astype(dt)
+    x2 = rng.standard_normal(shape).astype(dt)
+    g = (1.0 + 0.5 * rng.standard_normal(n)).astype(dt)
+    s1 = (1 / 40 * (1 + 0.25 * rng.random(n))).astype(sdt)
+    z1 = rng.integers(-3, 4, n).astype(zdt)
+    s2 = (0.5 * s1.astype(F32)).astype(sdt) if dual else None
+    z2 = (-z1.astype(F32)).astype(zdt) if dual else None
+    return x1, x2, g, s1, s2, z1, z2
+
+
+def host(t):
+    return t.to_numpy() if isinstance(t, acl_py.DeviceTensor) else t
+
+
+def check(res, args, eps=1e-6):
+    y1, y2, x = (None if r is None else host(r) for r in res)
+    exp = reference.add_rms_norm_quant(*args, epsilon=eps)
+    assert y1.dtype == I8 and y1.shape == args[0].shape
+    assert np.max(np.abs(y1 - exp[0])) <= reference.QUANT_STEP
+    if args[4] is None:
+        assert y2 is None
+    else:
+        assert y2.dtype == I8 and np.max(np.abs(y2 - exp[1])) <= reference.QUANT_STEP
+        assert len(np.unique(y2)) > 10
+    # xOut: the sum rounded once to x1's dtype
+    assert x.dtype == args[0].dtype
+    assert np.array_equal(x.astype(np.float64), exp[2].astype(args[0].dtype).astype(np.float64))
+
+
+@pytest.mark.parametrize("path", ["numpy", "device"])
+@pytest.mark.parametrize("combo", [(F16, F32, I32), (BF16, BF16, BF16), (BF16, F32, I32)],
+                         ids=["f16", "bf16", "bf16-f32"])
+@pytest.mark.parametrize("dual", [True, False], ids=["dual", "single"])
+def test_against_reference(path, combo, dual):
+    if combo[0] == BF16 and not A2:
+        pytest.skip(f"{acl_py.soc_name()}: no BF16 kernel")
+    args = make((3, 5, 67), *combo, dual=dual)
+    call_args = args if path == "numpy" else tuple(
+        None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in args)
+    res = acl_py.add_rms_norm_quant(*call_args, epsilon=1e-5)
+    kind = np.ndarray if path == "numpy" else acl_py.DeviceTensor
+    assert isinstance(res[0], kind) and isinstance(res[2], kind)
+    check(res, args, 1e-5)
+
+
+def test_out_given_and_strided_views():
+    args = make((4, 6, 32))
+    out = (np.empty((4, 6, 32), I8), np.empty((4, 6, 32), I8), np.empty((4, 6, 32), F16))
+    res = acl_py.add_rms_norm_quant(*args, out=out)
+    assert all(r is o for r, o in zip(res, out))
+    check(res, args)
+    big = acl_py.DeviceTensor.from_numpy(np.repeat(args[0], 2, axis=2))
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args[1:]]
+    res = acl_py.add_rms_norm_quant(big[:, :, ::2], *dev)
+    check(res, args)
+
+
+def test_without_scales2_y2_is_none_and_an_out_entry_is_left_alone():
+    args = make((2, 64), dual=False)
+    y2 = np.full((2, 64), 55, I8)
+    res = acl_py.add_rms_norm_quant(*args, out=(None, y2, None))
+    assert res[1] is None and (y2 == 55).all()
+    check(res, args)
+
+
+def test_saturates():
+    x1, x2, g, s1, s2, z1, z2 = make((2, 64))
+    s1 = (s1 / 10).astype(F32)
+    res = acl_py.add_rms_norm_quant(x1, x2, g, s1, s2, z1, z2)
+    assert res[0].min() == -128 and res[0].max() == 127
+    check(res, (x1, x2, g, s1, s2, z1, z2))
+
+
+ERRORS = [
+    (dict(x1=[[1.0, 2.0]]), AclTypeError, "x1"),
+    (dict(x2=np.ones((2, 4), F32)), AclTypeError, "x2"),
+    (dict(x2=np.ones((2, 5), F16)), AclArgumentError, "x2"),
+    (dict(gamma=np.ones(5, F16)), AclArgumentError, "gamma"),
+    (dict(scales1=np.ones(1, F32)), AclArgumentError, "scales1"),
+    (dict(scales1=np.ones(4, I8)), AclTypeError, "scales1"),
+    (dict(scales2=np.ones(4, F16)), AclTypeError, "scales2"),
+    (dict(zero_points1=np.ones(3, I32)), AclArgumentError, "zero_points1"),
+    (dict(zero_points1=np.ones(4, I8)), AclTypeError, "zero_points1"),
+    (dict(zero_points2=np.ones(4, F32)), AclArgumentError, "zero_points2"),
+    (dict(epsilon="small"), AclTypeError, "epsilon"),
+    (dict(div_mode=1), AclTypeError, "div_mode"),
+    (dict(out=(np.empty((2, 4), F16), None, None)), AclTypeError, "out[0] (y1)"),
+    (dict(out=(None, None, np.empty((2, 5), F16))), AclArgumentError, "out[2] (x)"),
+]
+
+
+@pytest.mark.parametrize("change,exc,argument", ERRORS,
+                         ids=[f"{a}-{e.__name__}" for _c, e, a in ERRORS])
+def test_argument_errors(emulator, change, exc, argument):
+    names = ("x1", "x2", "gamma", "scales1", "scales2", "zero_points1", "zero_points2")
+    case = dict(dict(zip(names, make((2, 4)))), **change)
+    emulator.reset_call_counts()
+    with pytest.raises(exc) as ei:
+        acl_py.add_rms_norm_quant(**case)
+    assert ei.value.argument == argument, ei.value
+    assert type(ei.value) is exc
+    assert "aclnnAddRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
+
+
+@pytest.mark.parametrize("name,value,code", [
+    ("x2", np.ones((2, 5), F16), 161002),           # the docs' relation (stricter)
+    ("zero_points1", np.ones(3, I32), 161002),
+    ("scales1", np.ones(4, F16), 561003),           # no kernel for FLOAT16 scales
+])
+def test_device_refusal_names_the_argument_and_carries_the_code(name, value, code):
+    names = ("x1", "x2", "gamma", "scales1", "scales2", "zero_points1", "zero_points2")
+    dev = {k: acl_py.DeviceTensor.from_numpy(v) for k, v in zip(names, make((2, 4)))}
+    dev[name] = acl_py.DeviceTensor.from_numpy(value)
+    if name == "scales1":
+        dev["scales2"] = acl_py.DeviceTensor.from_numpy(value)
+    with pytest.raises((AclArgumentError, AclTypeError, AclError)) as ei:
+        acl_py.add_rms_norm_quant(**dev)
+    assert ei.value.code == code and ei.value.call == "aclnnAddRmsNormQuantGetWorkspaceSize"
+    if code != 561003:
+        assert ei.value.argument == name
+
+
+def test_operator_rules_surface_as_its_typed_error():
+    args = make((1,) * 8 + (4,))
+    with pytest.raises(AclError) as ei:
+        acl_py.add_rms_norm_quant(*args)
+    assert ei.value.code == 161002 and ei.value.call == "aclnnAddRmsNormQuantGetWorkspaceSize"
+    assert "x1 rank 9" in ei.value.message
+    with pytest.raises(AclError) as ei:
+        acl_py.add_rms_norm_quant(*make((2, 4)), div_mode=False)
+    assert ei.value.code == 161002 and "divMode false" in ei.value.message
+
+
+def test_plan_runs_repeatedly_on_changing_contents():
+    args = make((8, 96))
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with acl_py.Stream() as st, acl_py.AddRmsNormQuant(*dev, epsilon=1e-5) as plan:
+        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        for k in range(3):
+            xk = (args[0].astype(F32) * (k + 1) - k).astype(F16)
+            dev[0].buffer.copy_from_host(xk)
+            assert plan.run(st) == (plan.y1, plan.y2, plan.x)
+            st.synchronize()
+            check((plan.y1, plan.y2, plan.x), (xk,) + args[1:], 1e-5)
+    assert plan.closed
+
+
+def test_declaration_describes_the_c_prototype():
+    assert [p.name for p in ADD_RMS_NORM_QUANT.params] == [
+        "x1", "x2", "gamma", "scales1", "scales2Optional", "zeroPoints1Optional",
+        "zeroPoints2Optional", "axis", "epsilon", "divMode", "y1Out", "y2Out", "xOut"]
+    assert [o.py for o in ADD_RMS_NORM_QUANT.outputs] == ["y1", "y2", "x"]
+    for case in ADD_RMS_NORM_QUANT.smoke_cases:
+        assert all(r is None or r <= 1 for r in ADD_RMS_NORM_QUANT.run_smoke_case(case)), \
+            case[0]
+
+
+@pytest.mark.no_leak_check  # runs in a child process
+def test_cann_path_on_the_emulator_prefix(emulator):
+    """ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann: bound like any CANN install, no aclemu
+    symbol touched."""
+    run_on_cann_path(emulator, """
+x1 = np.linspace(-3, 3, 64, dtype=np.float16).reshape(4, 16); x2 = np.ones((4, 16), np.float16)
+g = np.full(16, 0.5, np.float16); s = np.full(16, 0.01, np.float32)
+z = np.ones(16, np.int32)
+y1, y2, x = acl_py.add_rms_norm_quant(x1, x2, g, s, s, z)
+e = reference.add_rms_norm_quant(x1, x2, g, s, s, z)
+assert y1.dtype == np.int8 and np.abs(y1 - e[0]).max() <= 1 and np.abs(y2 - e[1]).max() <= 1
+""")
+
+
+test_on_other_parts = run_on_parts(other_parts(("Ascend310P3", "Ascend910_9391")),
+                                   "reference or saturates or argument_errors")
