@@ -22,6 +22,7 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/instance_norm_v3/examples/arch20, run on
                                          an Atlas inference part,
                                          norm/rms_norm_quant/examples,
+                                         norm/add_rms_norm_quant/examples,
                                          norm/sync_batch_norm_gather_stats_with_counts/
                                          examples, norm/batch_norm_elemt/examples;
                                          ops-math math/reduce_std_with_mean/examples) and
@@ -49,7 +50,8 @@ rms_norm.py, add.py, add_rms_norm.py, rms_norm_grad.py, group_norm.py, add_layer
 deep_norm.py, group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py, batch_norm.py,
 deep_norm_grad.py, group_norm_backward.py, batch_norm_backward.py,
 batch_norm_reduce_backward.py, batch_norm_elemt_backward.py, instance_norm.py,
-rms_norm_quant.py, batch_norm_elemt.py, batch_norm_stats.py) print byte for byte what the C++ examples print,
+rms_norm_quant.py, batch_norm_elemt.py, batch_norm_stats.py,
+add_rms_norm_quant.py) print byte for byte what the C++ examples print,
 both on the emulator (instance_norm.py's on Ascend310P3, the operator's only part;
 batch_norm_gather_stats_with_counts.py cannot: its example reads host data past its
 vectors).
@@ -1573,6 +1575,30 @@ def test_vendor_rms_norm_quant_example(library):
     assert out == rms_norm_quant_example_output()
 
 
+def add_rms_norm_quant_example_output() -> str:
+    """The add_rms_norm_quant example's inputs (x1, x2 [64, 2] and gamma [2] FLOAT16 zeros,
+    scales1 [2] FLOAT 1, zeroPoints1 [2] INT32 100, no scales2, epsilon 1e-6, divMode true)
+    through the kernel's chain (op_kernel/add_rms_norm_quant*.h: docs/emulator.md): x = 0,
+    rstd = 1 / sqrt(0 + eps), y = half(half(0 * rstd) * 0) = 0, y1 = int8(rint(0 / 1 + 100)).
+    The example prints y1 with %d."""
+    f = np.float32
+    x = np.zeros((64, 2), np.float16).astype(f)
+    rstd = f(1) / np.sqrt(np.sum((x * x) * f(1 / 2), axis=1, dtype=f) + f(1e-6))
+    y = (x * rstd[:, None]).astype(np.float16) * np.zeros(2, np.float16)
+    q = np.clip(np.rint(y.astype(f) / f(1) + f(100)), -128, 127).astype(np.int8)
+    return "".join(f"result[{i}] is: {int(v)}\n" for i, v in enumerate(q.ravel()))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnAddRmsNormQuant "
+                    "example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_add_rms_norm_quant_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "add_rms_norm_quant", "examples",
+                                             "test_aclnn_add_rms_norm_quant.cpp"), [library])
+    assert out == add_rms_norm_quant_example_output()
+
+
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 
 # (port under samples/, checkout, the C++ example it ports, its operator library)
@@ -1637,6 +1663,9 @@ EXAMPLE_PORTS = [
     ("batch_norm_stats.py", "ops-math",
      os.path.join("math", "reduce_std_with_mean", "examples",
                   "test_aclnn_batch_norm_stats.cpp"), "opapi_math"),
+    ("add_rms_norm_quant.py", "ops-nn",
+     os.path.join("norm", "add_rms_norm_quant", "examples",
+                  "test_aclnn_add_rms_norm_quant.cpp"), "opapi_nn"),
 ]
 # the part a port and its example run on, where the default has no kernel for it
 PORT_PARTS = {"instance_norm.py": INSTANCE_NORM_PART}
