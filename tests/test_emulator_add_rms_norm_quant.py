@@ -5,7 +5,8 @@ stricter choices in docs/emulator.md) per part, and the device's numbers (op_ker
 add_rms_norm_quant*.h): bit for bit against a NumPy model of the kernels' float32 chain
 (normal, single-N and split-D rows; FLOAT16 and BF16; one and two outputs, with and without
 zero points), within one quantization step of the float64 reference, xOut's value,
-saturation at the INT8 limits, y2 left unwritten without scales2.
+saturation at the INT8 limits, y2 left unwritten without scales2; the vendor's op_api UT
+cases replayed (all Ascend 950's: their arguments pass every check on every part).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from acl_py import reference
 from acl_py.raw import lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
-                              DevView, arena, last_msg, no_leaks, stream)
+                              DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from _emu_aclnn import SOC, refused_by, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import other_parts, run_on_parts
@@ -477,6 +478,44 @@ def test_atlas_inference_rows_of_32_bytes(arena):
                                                     for k in ("x1", "x2", "gamma", "x"))
     a.v["scales1"], a.v["scales2"] = a.make((32,), BF16), a.make((32,), BF16)
     expect(a, FIND_KERNEL, "x1 BF16")
+
+
+# ---- the vendor's op_api UT cases (tests/ut/op_host/op_api/test_aclnn_add_rms_norm_quant.cpp) -
+
+def _ut(n, y, s2=True, z1=True, z2=True):
+    """A UT case's tensors (every one FLOAT16 but y): x1, x2 [8, n]; gamma, scales, zero
+    points [n] (scales2, zeroPoints1, zeroPoints2 NULL where false); y1, y2 [8, n] of dtype
+    y; x [8, n]."""
+    row, ch = ([8, n], "f16", "ND"), ([n], "f16", "ND")
+    return (row, row, ch, ch, ch if s2 else None, ch if z1 else None, ch if z2 else None,
+            ([8, n], y, "ND"), ([8, n], y, "ND"), row)
+
+
+UT_CASES = [  # (name, tensors); every case expects ACL_SUCCESS on the UT's part (Ascend 950)
+    ("ascend950PR_9589_case_dyn_001", _ut(64, "i8", z1=False, z2=False)),
+    ("ascend950PR_9589_case_stc_001", _ut(64, "i8")),
+    ("ascend950PR_9589_case_dyn_002", _ut(16, "f8e5m2")),
+    ("ascend950PR_9589_case_stc_002", _ut(64, "f8e5m2")),
+    ("ascend950PR_9589_case_dyn_003", _ut(16, "f8e4m3fn")),
+    ("ascend950PR_9589_case_stc_003", _ut(64, "f8e4m3fn")),
+    ("ascend950PR_9589_case_dyn_004", _ut(16, "hif8")),
+    ("ascend950PR_9589_case_stc_004", _ut(64, "hif8")),
+    ("ascend950PR_zeroPoints2_only_no_scales2", _ut(64, "i8", s2=False, z1=False)),
+]
+
+
+@pytest.mark.parametrize("case", UT_CASES, ids=[c[0] for c in UT_CASES])
+def test_vendor_op_api_unit_test_cases(arena, case):
+    """Every case passes the op_api's checks (and the docs' relations) on every part; then
+    the kernel step answers: Ascend 950 (the UT's part, ACL_SUCCESS there) is not modelled
+    (561103); every other part has no kernel for FLOAT16 scales and zero points (561003)."""
+    _, specs = case
+    ts = [ut_tensor(arena, s) for s in specs]
+    run = lambda: aclnn_phase_one(P1, *ts[:7], -1, 1e-5, True, *ts[7:])  # noqa: E731
+    if REGBASE:
+        refused_by(run, CALL, (), INNER_NULLPTR, "not modelled")
+    else:
+        refused_by(run, CALL, (), FIND_KERNEL, "not supported on", "no kernel")
 
 
 test_on_other_parts = run_on_parts(other_parts(), "not on_other_parts")

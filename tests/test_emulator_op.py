@@ -151,7 +151,9 @@ UT_DTYPES = {"f32": (lib.ACL_FLOAT, 4), "f16": (lib.ACL_FLOAT16, 2), "bf16": (li
              "double": (lib.ACL_DOUBLE, 8), "u8": (lib.ACL_UINT8, 1), "i8": (lib.ACL_INT8, 1),
              "i16": (lib.ACL_INT16, 2), "i32": (lib.ACL_INT32, 4), "i64": (lib.ACL_INT64, 8),
              "bool": (lib.ACL_BOOL, 1), "string": (lib.ACL_STRING, 1),
-             "c64": (lib.ACL_COMPLEX64, 8), "c128": (lib.ACL_COMPLEX128, 16)}
+             "c64": (lib.ACL_COMPLEX64, 8), "c128": (lib.ACL_COMPLEX128, 16),
+             "f8e5m2": (lib.ACL_FLOAT8_E5M2, 1), "f8e4m3fn": (lib.ACL_FLOAT8_E4M3FN, 1),
+             "hif8": (lib.ACL_HIFLOAT8, 1)}
 
 
 def ut_tensor(arena, spec):
