@@ -89,7 +89,10 @@ ERRORS = [
     (dict(gamma=np.ones((2, 4), F16)), AclArgumentError, "gamma"),
     (dict(gamma=np.ones(4, F32)), AclTypeError, "gamma"),
     (dict(beta=np.ones(3, F16)), AclArgumentError, "beta"),
-    (dict(scale=np.ones(1, F32)), AclTypeError, "scale"),
+    # a float32 scale beside x float16: Ascend 950 takes it with a float32 or int32 offset
+    (dict(scale=np.ones(1, F32)), AclTypeError, "offset" if V2 else "scale"),
+    (dict(scale=np.ones(1, BF16)), AclTypeError, "scale"),
+    (dict(offset=np.ones(1, F16)), AclTypeError, "offset" if not V2 else None),
     (dict(scale=np.ones(0, F16), offset=np.ones(0, I8)), AclArgumentError, "scale"),
     (dict(offset=np.ones(1, np.int32)), AclTypeError, "offset"),
     (dict(offset=np.ones(2, I8)), AclArgumentError, "offset"),
@@ -102,6 +105,9 @@ ERRORS = [
     (dict(out=(np.empty((2, 4), F16),)), AclTypeError, "out[0] (y)"),
     (dict(out=(np.empty((2, 5), I8),)), AclArgumentError, "out[0] (y)"),
 ]
+
+
+ERRORS = [c for c in ERRORS if (c.values if hasattr(c, "values") else c)[2] is not None]
 
 
 def _error_id(case):
@@ -160,6 +166,65 @@ def test_per_column_scale_and_any_epsilon_on_ascend_950():
     assert np.max(np.abs(y - reference.rms_norm_quant(x, g, b, s, o)[0])) > 1
     (y0,) = acl_py.rms_norm_quant(x, g, b, s[:1], o[:1], 0.0)
     check(y0, (x, g, b, s[:1], o[:1]), 0.0)
+
+
+# Ascend 950's scale/offset dtype relations (hicann/ops-nn norm/rms_norm_quant/op_host/op_api/
+# aclnn_rms_norm_quant.cpp, its register-based branch): (x, scale, offset)
+V2_DTYPES_TAKEN = [(F32, F32, F32), (F16, F32, np.int32), (BF16, F32, F32), (F16, F16, F16),
+                   (BF16, BF16, I8)]
+V2_DTYPES_REFUSED = [((F32, F16, F32), "scale"), ((F32, F32, I8), "offset"),
+                     ((F16, F32, I8), "offset"), ((F16, BF16, I8), "scale"),
+                     ((BF16, BF16, np.int32), "offset")]
+
+
+def _with_dtypes(x_dt, scale_dt, offset_dt, shape=(3, 5, 40)):
+    x, g, b, _, _ = make(shape, x_dt)
+    return x, g, b, np.array([0.03], scale_dt), np.array([2], offset_dt)
+
+
+@pytest.mark.skipif(not V2, reason="Ascend 950's scale/offset dtypes")
+@pytest.mark.parametrize("dts", V2_DTYPES_TAKEN,
+                         ids=lambda d: "-".join(np.dtype(t).name for t in d))
+def test_ascend_950_takes_its_scale_and_offset_dtypes(dts):
+    """Ascend 950 takes a float32 x (float32 scale and offset) and float or int32 offsets;
+    the result is y as the float64 reference quantizes it (the offset added as its value)."""
+    args = _with_dtypes(*dts)
+    (y,) = acl_py.rms_norm_quant(*args)
+    check(y, args)
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    (yd,) = acl_py.rms_norm_quant(*dev)
+    assert np.array_equal(yd.to_numpy(), y)
+
+
+@pytest.mark.parametrize("dts,argument", V2_DTYPES_REFUSED,
+                         ids=lambda d: "-".join(np.dtype(t).name for t in d)
+                         if isinstance(d, tuple) else d)
+def test_scale_and_offset_dtype_relations_are_checked_before_any_call(emulator, dts,
+                                                                       argument):
+    """A relation the part's op_api refuses is named in Python before phase one (off Ascend
+    950 scale of x's dtype and an int8 offset; a float32 x is phase one's to refuse there),
+    and phase one refuses it too (161002) when given DeviceTensors, naming the same
+    argument."""
+    args = _with_dtypes(*dts)
+    if not V2 and dts[0] == F32:
+        with pytest.raises(AclError) as ei:
+            acl_py.rms_norm_quant(*args)
+        assert ei.value.code == 161002 and "x dtype" in ei.value.message
+        return
+    if not V2 and dts[1] != dts[0]:
+        argument = "scale"
+    elif not V2:
+        argument = "offset"
+    emulator.reset_call_counts()
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.rms_norm_quant(*args)
+    assert ei.value.argument == argument, ei.value
+    assert "aclnnRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.rms_norm_quant(*dev)
+    assert ei.value.argument == argument
+    assert ei.value.code == 161002 and ei.value.call == "aclnnRmsNormQuantGetWorkspaceSize"
 
 
 def test_operator_rules_surface_as_its_typed_error():

@@ -3,15 +3,16 @@ plan :class:`RmsNormQuant`.
 
 Python-level checks (see :mod:`._declare`: NumPy calls make them before any C call,
 DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes
-(``x`` float32/float16/bfloat16; ``gamma``, ``beta``, ``scale`` x's; ``offset`` int8);
+(``x`` float32/float16/bfloat16; ``gamma``, ``beta`` x's; ``scale`` x's and ``offset`` int8,
+on Ascend 950 the relations its op_api lists instead: see :func:`scale_offset_dtype_rule`);
 ``gamma`` of ``[N]`` or ``[1, N]`` with N x's last dim, ``beta`` of gamma's shape; ``offset``
 of scale's shape; ``scale`` non-empty and ``epsilon > 0`` (on Ascend 950 instead: ``scale``
 of all-one dims or x's trailing dims, any epsilon: RmsNormQuantV2's tiling); the ``out=``
 entry of x's shape, int8. The operator's own rules (ranks, the part's dtype lists:
 float16/bfloat16 on Atlas A2/A3 and Ascend 950, float16 on Atlas inference parts, none on the
-Atlas training series) are phase one's. acl-py asks for int8 results; the int4 results
-(packed eight to an int32, Atlas A2/A3 and Ascend 950), Ascend 950's float32 x (with float32
-scale and offset) and its other scale/offset dtypes are reachable through the raw calls.
+Atlas training series; float32 x on Ascend 950 only) are phase one's. acl-py asks for int8
+results; the int4 results (packed eight to an int32, Atlas A2/A3 and Ascend 950) and Ascend
+950's float8 results are reachable through the raw calls.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ..errors import AclArgumentError
+from ..errors import AclArgumentError, AclTypeError
 from ._declare import (Declared, Operand, OutArg, Plan, configured, double, output, part_of,
                        tensor)
 
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
 __all__ = ["rms_norm_quant", "RmsNormQuant", "RMS_NORM_QUANT"]
 
 _INT8 = np.dtype(np.int8)
+_INT32 = np.dtype(np.int32)
+_F32 = np.dtype(np.float32)
+# Ascend 950's offset dtypes (hicann/ops-nn norm/rms_norm_quant/op_host/op_api/
+# aclnn_rms_norm_quant.cpp ZP_REG_BASE_DTYPE_SUPPORT_LIST); int8 elsewhere
+_OFFSETS = ("int8", "int32", "float32", "float16", "bfloat16")
 
 # hicann/ops-nn norm/rms_norm_quant/op_host/rms_norm_quant_def.cpp: none for the Atlas training
 # series (whose op_api lists no dtype); Ascend 950's op_api branch runs RmsNormQuantV2
@@ -45,12 +51,55 @@ def _per_column(scale_shape):
     return any(d != 1 for d in scale_shape)
 
 
+def _name(dt):
+    return np.dtype(dt).name
+
+
+def scale_offset_dtype_rule(x, scale, offset, ascend950):
+    """None where the dtypes ``scale`` and ``offset`` go with the dtype ``x``, else
+    ``(argument, rule)``: off Ascend 950 scale of x's dtype and an int8 offset (a float32 x is
+    phase one's to refuse there, naming x); on Ascend 950 (the op_api's register-based branch,
+    aclnn_rms_norm_quant.cpp) with a float32 x both float32, with a 16-bit x a float32 scale
+    beside a float32 or int32 offset, or a scale of x's dtype beside an offset of the scale's
+    dtype or int8."""
+    if not ascend950:
+        if x == _F32:
+            return None
+        if scale != x:
+            return "scale", f"dtype {_name(scale)} must be x's dtype {_name(x)}"
+        if offset != _INT8:
+            return "offset", f"dtype {_name(offset)} must be int8"
+        return None
+    if x == _F32:
+        for arg, dt in (("scale", scale), ("offset", offset)):
+            if dt != _F32:
+                return arg, f"dtype {_name(dt)} must be float32 with a float32 x (Ascend 950)"
+        return None
+    if scale == _F32:
+        if offset not in (_F32, _INT32):
+            return "offset", (f"dtype {_name(offset)} must be float32 or int32 with a float32 "
+                              f"scale (Ascend 950)")
+        return None
+    if scale != x:
+        return "scale", (f"dtype {_name(scale)} must be x's dtype {_name(x)} or float32 "
+                         f"(Ascend 950)")
+    if offset != scale and offset != _INT8:
+        return "offset", (f"dtype {_name(offset)} must be scale's dtype {_name(scale)} or int8 "
+                          f"(Ascend 950)")
+    return None
+
+
 def rms_norm_quant_check(a):
-    """Checks gamma (``[N]`` or ``[1, N]``, N x's last dim: the op_api reshapes a rank-2 gamma
+    """Checks the dtypes of scale and offset (:func:`scale_offset_dtype_rule`), gamma
+    (``[N]`` or ``[1, N]``, N x's last dim: the op_api reshapes a rank-2 gamma
     to its last dim), beta (gamma's shape), offset (scale's shape), and per part: scale
     non-empty (the kernel reads its first element) and ``a.epsilon`` positive (the tiling
     refuses epsilon <= 0 as a float32); on Ascend 950 scale of all-one dims or x's trailing
     dims, any epsilon (RmsNormQuantV2's tiling)."""
+    broken = scale_offset_dtype_rule(a.x.dtype, a.scale.dtype, a.offset.dtype,
+                                     part_of().arch3510)
+    if broken is not None:
+        raise AclTypeError(*broken)
     n = a.x.shape[-1] if a.x.shape else None
     gs = a.gamma.shape
     if not (gs == (n,) or gs == (1, n)) or n == 0:
@@ -110,8 +159,8 @@ RMS_NORM_QUANT = Declared("aclnnRmsNormQuant", (
     tensor("x"),
     tensor("gamma", like="x"),
     tensor("beta", like="x"),
-    tensor("scale", like="x"),
-    tensor("offset", dtypes=("int8",)),
+    tensor("scale"),
+    tensor("offset", dtypes=_OFFSETS),
     double("epsilon", default=1e-6),
     output("y", shape=_x_shape, dtype=_int8),
 ), check=rms_norm_quant_check, reference=_reference,
