@@ -375,3 +375,23 @@ def test_a_plan_refuses_an_out_entry_of_another_dtype_before_any_c_call(emulator
     assert "aclnnRmsNormGetWorkspaceSize" not in emulator.call_counts()
     x.close()
     gamma.close()
+
+
+def test_an_output_declared_with_one_dtype_or_an_inputs_has_it_whatever_the_arguments():
+    """``output(dtype=...)`` takes a NumPy type (itself callable: it must not be called with
+    the arguments), a dtype, a name or a rule; ``shape_of``/``dtype_of`` give an input's."""
+    from acl_py.ops._declare import dtype_of, output, shape_of
+
+    class Args(dict):
+        __getattr__ = dict.__getitem__
+
+    a = Args(x=np.empty((3, 5), np.float16))
+    for given in (np.int8, np.dtype(np.int8), "int8"):
+        arg = output("yOut", shape=shape_of("x"), dtype=given)
+        assert arg.dtype(a) == np.dtype(np.int8) and arg.shape(a) == (3, 5)
+    bf16 = output("yOut", shape=shape_of("x"), dtype=acl_py.dtypes.bfloat16())
+    assert bf16.dtype(a) == acl_py.dtypes.bfloat16()
+    like = output("yOut", shape=shape_of("x"), dtype=dtype_of("x"))
+    assert like.dtype(a) == np.dtype(np.float16)
+    rule = output("yOut", shape=shape_of("x"), dtype=lambda a: a.x.dtype.newbyteorder(">"))
+    assert rule.dtype(a) == np.dtype(">f2")

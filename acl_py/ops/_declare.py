@@ -78,7 +78,7 @@ from ..tensor import DeviceTensor, as_dims
 from ._two_phase import (BOOL_ARRAY, INT_ARRAY, STRING, TENSOR, VALUE, Executor, Operator,
                          Param)
 
-__all__ = ["Arg", "tensor", "output", "as_many_elements", "int_array", "bool_array", "double",
+__all__ = ["Arg", "tensor", "output", "shape_of", "dtype_of", "as_many_elements", "int_array", "bool_array", "double",
            "integer", "flag", "string", "Declared", "Plan", "Part", "part_of", "DECLARED", "OutputError",
            "OutputNotWritten", "FLOATS", "REQUIRED"]
 
@@ -154,7 +154,8 @@ def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_fl
 
 def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
            when=None, into=None, unwritten=None):
-    """An output ``aclTensor *``: a default one has ``shape(a)`` and ``dtype(a)``; a given one
+    """An output ``aclTensor *``: a default one has ``shape(a)`` and ``dtype(a)`` (an input's:
+    :func:`shape_of`, :func:`dtype_of`; ``dtype`` may also be one fixed dtype); a given one
     that shape (or another where ``fits(a, shape, part, shapes)``, phase one's rule for it on
     ``part``, a :class:`Part`, returns None rather than the rule the shape breaks:
     :func:`as_many_elements`; ``shapes`` maps each requested output's Python name to the shape
@@ -162,9 +163,9 @@ def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
     outputs) and that dtype, or any of ``dtypes`` (the dtypes phase one accepts for it, where
     the device casts its result: LayerNorm's; a tuple, whatever the inputs, or a function
     ``dtypes(a, part)`` giving them: :meth:`Arg.out_dtypes`); ``when(a)`` false:
-    not requested (NULL, returned as None). ``into``: the Python name of the written input this output is written into (no C
-    parameter of its own: ``c_name`` is only its name, and its shape and dtype are that
-    input's). ``unwritten(a, part)`` (``part`` a :class:`Part`): None where the part's kernel
+    not requested (NULL, returned as None). ``into``: the Python name of the written input
+    this output is written into (no C parameter of its own: ``c_name`` is only its name,
+    and its shape and dtype are that input's). ``unwritten(a, part)`` (``part`` a :class:`Part`): None where the part's kernel
     writes the output for these arguments, else why it does not, naming the vendor file (the
     emulator's rule, docs/emulator.md). An output the part does not write is still handed to
     phase one (the operator requires it) but as a scratch tensor of the call's own: the
@@ -172,19 +173,27 @@ def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
     if into is not None and unwritten is not None:
         raise TypeError(f"output {c_name!r}: an output written in place has no unwritten=")
     if into is not None:
-        shape, dtype = _input_shape(into), _input_dtype(into)
+        shape, dtype = shape_of(into), dtype_of(into)
     elif shape is None or dtype is None:
         raise TypeError(f"output {c_name!r}: shape and dtype are required (or into=)")
+    if isinstance(dtype, (type, np.dtype, str)):    # np.float32 is callable: a type, not a rule
+        dtype = _always(np.dtype(dtype))
     return Arg(c_name, TENSOR, OUT, name=name, shape=shape, dtype=dtype, dtypes=dtypes,
                fits=fits, when=when, into=into, unwritten=unwritten)
 
 
-def _input_shape(name):
+def shape_of(name):
+    """An output's ``shape``: the shape of the argument named ``name`` (its Python name)."""
     return lambda a: a[name].shape
 
 
-def _input_dtype(name):
+def dtype_of(name):
+    """An output's ``dtype``: the dtype of the argument named ``name`` (its Python name)."""
     return lambda a: a[name].dtype
+
+
+def _always(dt):
+    return lambda a: dt
 
 
 def as_many_elements(shape):

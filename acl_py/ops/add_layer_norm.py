@@ -21,7 +21,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import Declared, Operand, OutArg, Plan, configured, double, flag, output, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, flag, output, shape_of,
+                       tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -68,17 +69,9 @@ def stat_shape(a):
     return a.x1.shape[:len(a.x1.shape) - nd] + (1,) * nd
 
 
-def _x1_shape(a):
-    return a.x1.shape
-
-
 def _out_dtype(a):
     """y's and x's: x1's dtype when x2 has it, else float32 (the vendor's infershape)."""
     return a.x1.dtype if a.x1.dtype == a.x2.dtype else _F32
-
-
-def _float32(a):
-    return _F32
 
 
 # hicann/ops-nn norm/add_layer_norm/op_host/add_layer_norm_def.cpp: none for the Atlas
@@ -133,10 +126,10 @@ ADD_LAYER_NORM = Declared("aclnnAddLayerNorm", (
     tensor("biasOptional", optional=True),
     double("epsilon", default=1e-5),
     flag("additionalOutput", default=True),
-    output("yOut", shape=_x1_shape, dtype=_out_dtype),
-    output("meanOut", shape=stat_shape, dtype=_float32, unwritten=stats_unwritten),
-    output("rstdOut", shape=stat_shape, dtype=_float32, unwritten=stats_unwritten),
-    output("xOut", shape=_x1_shape, dtype=_out_dtype, unwritten=x_unwritten),
+    output("yOut", shape=shape_of("x1"), dtype=_out_dtype),
+    output("meanOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
+    output("rstdOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
+    output("xOut", shape=shape_of("x1"), dtype=_out_dtype, unwritten=x_unwritten),
 ), check=add_layer_norm_check, reference=reference.add_layer_norm,
     error_scale=reference.add_layer_norm_error_scale,
     parts=_KERNEL_PARTS,

@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, configured, output, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, configured, dtype_of, output, shape_of,
+                       tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -53,10 +54,6 @@ def add_layer_norm_grad_check(a):
         raise AclArgumentError("rstd", f"shape {a.rstd.shape} must be mean's shape {stat}")
 
 
-def _f32(a):
-    return np.dtype(np.float32)
-
-
 def _smoke(shape, nrank, dtype, dsum=False):
     def make():
         from ..dtypes import bfloat16
@@ -82,9 +79,9 @@ ADD_LAYER_NORM_GRAD = Declared("aclnnAddLayerNormGrad", (
     tensor("mean", dtypes=("float32",)),
     tensor("gamma", like="dy"),
     tensor("dsumOptional", optional=True, like="dy"),
-    output("dxOut", shape=lambda a: a.dy.shape, dtype=lambda a: a.dy.dtype),
-    output("dgammaOut", shape=lambda a: a.gamma.shape, dtype=_f32),
-    output("dbetaOut", shape=lambda a: a.gamma.shape, dtype=_f32),
+    output("dxOut", shape=shape_of("dy"), dtype=dtype_of("dy")),
+    output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32),
+    output("dbetaOut", shape=shape_of("gamma"), dtype=np.float32),
 ), check=add_layer_norm_grad_check, reference=reference.add_layer_norm_grad,
     error_scale=reference.add_layer_norm_grad_error_scale,
     # the vendor's def configures the same parts as AddLayerNorm's (none of the Atlas training

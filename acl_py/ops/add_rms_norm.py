@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
+                       shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -65,25 +66,11 @@ def rstd_fits(a, shape, part=None, shapes=None):
             f"element for one row)")
 
 
-def _x1_shape(a):
-    return a.x1.shape
-
-
-def _x1_dtype(a):
-    return a.x1.dtype
-
-
-_F32 = np.dtype(np.float32)
-
 # hicann/ops-nn norm/add_rms_norm/op_host/add_rms_norm_def.cpp: none for the Atlas training
 # series (ascend910: the first generation) nor Atlas 200I/500 A2 (ascend310b), which the docs
 # list as unsupported.
 _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
                           "kirinx90")
-
-
-def _float32(a):
-    return _F32
 
 
 def rstd_unwritten(a, part):
@@ -119,10 +106,10 @@ ADD_RMS_NORM = Declared("aclnnAddRmsNorm", (
     tensor("x2", like="x1"),
     tensor("gamma", like="x1"),
     double("epsilon", default=1e-6),
-    output("yOut", shape=_x1_shape, dtype=_x1_dtype),
-    output("rstdOut", shape=rstd_shape, dtype=_float32, fits=rstd_fits,
+    output("yOut", shape=shape_of("x1"), dtype=dtype_of("x1")),
+    output("rstdOut", shape=rstd_shape, dtype=np.float32, fits=rstd_fits,
            unwritten=rstd_unwritten),
-    output("xOut", shape=_x1_shape, dtype=_x1_dtype),
+    output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1")),
 ), check=add_rms_norm_check, reference=reference.add_rms_norm,
     error_scale=reference.add_rms_norm_error_scale,
     # ACLNN_ERR_INNER_NULLPTR: the vendor's op_api returns it when the tiling (gamma's shape,

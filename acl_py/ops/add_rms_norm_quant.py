@@ -22,8 +22,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, flag, integer,
-                       output, tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, flag,
+                       integer, output, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_rms_norm_quant", "AddRmsNormQuant", "ADD_RMS_NORM_QUANT"]
 
-_INT8 = np.dtype(np.int8)
 _ZERO_POINTS = ("int32", "float32", "float16", "bfloat16")
 
 # hicann/ops-nn norm/add_rms_norm_quant/op_host/add_rms_norm_quant_def.cpp: none for the Atlas
@@ -60,18 +59,6 @@ def add_rms_norm_quant_check(a):
     if z1 is not None and z2 is not None and z1.dtype != z2.dtype:
         raise AclArgumentError("zero_points2", f"dtype {z2.dtype} must be zero_points1's "
                                f"dtype {z1.dtype}")
-
-
-def _x1_shape(a):
-    return a.x1.shape
-
-
-def _x1_dtype(a):
-    return a.x1.dtype
-
-
-def _int8(a):
-    return _INT8
 
 
 def _one_element_each(a, given):
@@ -150,9 +137,9 @@ ADD_RMS_NORM_QUANT = Declared("aclnnAddRmsNormQuant", (
     integer("axis", default=-1),
     double("epsilon", default=1e-6),
     flag("divMode", default=True),
-    output("y1Out", shape=_x1_shape, dtype=_int8, fits=copy_fits),
-    output("y2Out", shape=_x1_shape, dtype=_int8, fits=y2_fits, unwritten=y2_unwritten),
-    output("xOut", shape=_x1_shape, dtype=_x1_dtype, fits=copy_fits),
+    output("y1Out", shape=shape_of("x1"), dtype=np.int8, fits=copy_fits),
+    output("y2Out", shape=shape_of("x1"), dtype=np.int8, fits=y2_fits, unwritten=y2_unwritten),
+    output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1"), fits=copy_fits),
 ), check=add_rms_norm_quant_check, reference=reference.add_rms_norm_quant,
     error_scale=reference.add_rms_norm_quant_error_scale,
     smoke_cases=(smoke_case((8, 1024), np.float16, np.float32, np.int32),

@@ -25,8 +25,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, double, flag, output, part_of,
-                       tensor)
+from ._declare import (Declared, FLOATS, Operand, OutArg, Plan, double, dtype_of, flag, output,
+                       part_of, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -66,14 +66,6 @@ def batch_norm_check(a):
                                "its own result")
 
 
-def _input_shape(a):
-    return a.input.shape
-
-
-def _input_dtype(a):
-    return a.input.dtype
-
-
 def _channels(a):
     return (a.input.shape[1],)
 
@@ -87,10 +79,6 @@ def _fits_when_empty(shape):
         return (f"!= {shape(a)} (the shape it has for these arguments; another shape only "
                 f"beside an empty input)")
     return fits
-
-
-def _float32(a):
-    return np.dtype(np.float32)
 
 
 def _training(a):
@@ -136,11 +124,11 @@ BATCH_NORM = Declared("aclnnBatchNorm", (
     flag("training", default=True),
     double("momentum", default=0.1),
     double("eps", default=1e-5),
-    output("output", shape=_input_shape, dtype=_input_dtype,
-           fits=_fits_when_empty(_input_shape)),
-    output("saveMean", shape=_channels, dtype=_float32, dtypes=FLOATS, when=_training,
+    output("output", shape=shape_of("input"), dtype=dtype_of("input"),
+           fits=_fits_when_empty(shape_of("input"))),
+    output("saveMean", shape=_channels, dtype=np.float32, dtypes=FLOATS, when=_training,
            fits=_fits_when_empty(_channels)),
-    output("saveInvstd", shape=_channels, dtype=_float32, dtypes=FLOATS, when=_training,
+    output("saveInvstd", shape=_channels, dtype=np.float32, dtypes=FLOATS, when=_training,
            fits=_fits_when_empty(_channels)),
     output("runningMeanOut", name="running_mean_out", into="running_mean",
            when=_updates("running_mean")),

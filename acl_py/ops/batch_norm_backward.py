@@ -27,8 +27,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, bool_array, double, flag,
-                       output, part_of, tensor)
+from ._declare import (Declared, FLOATS, Operand, OutArg, Plan, bool_array, double, dtype_of, flag,
+                       output, part_of, shape_of, tensor)
 from .batch_norm import saved_statistic
 
 if TYPE_CHECKING:
@@ -154,8 +154,8 @@ BATCH_NORM_BACKWARD = Declared("aclnnBatchNormBackward", (
     double("eps", default=1e-5),
     bool_array("outputMask", default=_ALL, length=3,
                items=("grad_input", "grad_weight", "grad_bias")),
-    output("gradInput", name="grad_input", shape=lambda a: a.input.shape,
-           dtype=lambda a: a.grad_out.dtype, when=lambda a: a.output_mask[0],
+    output("gradInput", name="grad_input", shape=shape_of("input"),
+           dtype=dtype_of("grad_out"), when=lambda a: a.output_mask[0],
            fits=_input_fits),
     output("gradWeight", name="grad_weight", shape=_channels, dtype=_param_dtype,
            dtypes=_param_dtypes, fits=_vector_fits, when=lambda a: a.output_mask[1],

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, double, output, tensor
+from ._declare import Declared, Operand, OutArg, Plan, double, dtype_of, output, shape_of, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -48,14 +48,6 @@ def _check(a):
         if t is not None and t.shape != (c,):
             raise AclArgumentError(name, f"shape {t.shape} must be ({c},): one value per "
                                    f"channel of input {shape}")
-
-
-def _input_shape(a):
-    return a.input.shape
-
-
-def _input_dtype(a):
-    return a.input.dtype
 
 
 def _reference(**a):
@@ -90,7 +82,7 @@ BATCH_NORM_ELEMT = Declared("aclnnBatchNormElemt", (
     tensor("mean"),
     tensor("invstd"),
     double("eps", default=1e-5),
-    output("output", shape=_input_shape, dtype=_input_dtype),
+    output("output", shape=shape_of("input"), dtype=dtype_of("input")),
 ), check=_check, reference=_reference, error_scale=_error_scale,
     # an output of another dtype than input's fails the op_api's copy of the result
     rule_codes=(561103,),

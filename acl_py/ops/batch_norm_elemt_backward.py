@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import FLOATS, Declared, Operand, OutArg, Plan, output, tensor
+from ._declare import Declared, FLOATS, Operand, OutArg, Plan, dtype_of, output, shape_of, tensor
 from .batch_norm_reduce_backward import KERNEL_PARTS, check_channel_vectors
 
 if TYPE_CHECKING:
@@ -66,8 +66,8 @@ BATCH_NORM_ELEMT_BACKWARD = Declared("aclnnBatchNormElemtBackward", (
     tensor("sumDy", name="sum_dy"),
     tensor("sumDyXmu", name="sum_dy_xmu"),
     tensor("counter", dtypes=("float32", "float16", "int32")),
-    output("gradInput", name="grad_input", shape=lambda a: a.input.shape,
-           dtype=lambda a: a.input.dtype, dtypes=FLOATS),
+    output("gradInput", name="grad_input", shape=shape_of("input"),
+           dtype=dtype_of("input"), dtypes=FLOATS),
 ), check=_check, reference=reference.batch_norm_elemt_backward,
     error_scale=reference.batch_norm_elemt_backward_error_scale, parts=KERNEL_PARTS,
     smoke_cases=(_smoke((4, 6, 5, 3), np.float32),

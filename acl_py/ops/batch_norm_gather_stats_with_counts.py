@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import FLOATS, Declared, Operand, OutArg, Plan, double, output, tensor
+from ._declare import Declared, FLOATS, Operand, OutArg, Plan, double, dtype_of, output, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -69,10 +69,6 @@ def _check(a):
 
 def _channels(a):
     return (a.input.shape[1],)
-
-
-def _mean_dtype(a):
-    return a.mean.dtype
 
 
 def _updates(a):
@@ -120,8 +116,8 @@ BATCH_NORM_GATHER_STATS_WITH_COUNTS = Declared("aclnnBatchNormGatherStatsWithCou
     double("momentum"),
     double("eps"),
     tensor("counts"),
-    output("meanAll", name="mean_all", shape=_channels, dtype=_mean_dtype, dtypes=FLOATS),
-    output("invstdAll", name="invstd_all", shape=_channels, dtype=_mean_dtype,
+    output("meanAll", name="mean_all", shape=_channels, dtype=dtype_of("mean"), dtypes=FLOATS),
+    output("invstdAll", name="invstd_all", shape=_channels, dtype=dtype_of("mean"),
            dtypes=FLOATS),
     output("runningMeanOut", name="running_mean_out", into="running_mean", when=_updates),
     output("runningVarOut", name="running_var_out", into="running_var", when=_updates),

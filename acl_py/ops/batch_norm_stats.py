@@ -44,10 +44,6 @@ def _channels(a):
     return (a.input.shape[1],)
 
 
-def _float32(a):
-    return np.dtype(np.float32)
-
-
 def _reference(input, eps):
     return reference.batch_norm_stats(input, eps)
 
@@ -68,8 +64,8 @@ def _smoke(shape, dtype, eps=1e-5, offset=0.5):
 BATCH_NORM_STATS = Declared("aclnnBatchNormStats", (
     tensor("input"),
     double("eps", default=1e-5),
-    output("mean", shape=_channels, dtype=_float32),
-    output("invstd", shape=_channels, dtype=_float32),
+    output("mean", shape=_channels, dtype=np.float32),
+    output("invstd", shape=_channels, dtype=np.float32),
 ), check=_check, reference=_reference, error_scale=_error_scale,
     smoke_cases=(_smoke((4, 6, 5, 3), np.float32),
                  _smoke((8, 16, 7), np.float16),

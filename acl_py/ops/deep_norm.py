@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
+                       shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -32,8 +33,6 @@ __all__ = ["deep_norm", "DeepNorm", "DEEP_NORM"]
 # (ascend910) nor Atlas 200I/500 A2 (ascend310b).
 _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
                           "kirinx90")
-
-_F32 = np.dtype(np.float32)
 
 
 def deep_norm_check(a):
@@ -52,18 +51,6 @@ def stat_shape(a):
     """mean and rstd as CANN writes them: x's batch dims, then a 1 per dim of gamma."""
     nd = len(a.gamma.shape)
     return a.x.shape[:len(a.x.shape) - nd] + (1,) * nd
-
-
-def _x_shape(a):
-    return a.x.shape
-
-
-def _x_dtype(a):
-    return a.x.dtype
-
-
-def _float32(a):
-    return _F32
 
 
 _KERNEL = "hicann/ops-nn norm/deep_norm/op_kernel/deep_norm.cpp"
@@ -111,9 +98,9 @@ DEEP_NORM = Declared("aclnnDeepNorm", (
     tensor("gamma", like="x"),
     double("alpha", default=0.3),
     double("epsilon", default=1e-6),
-    output("meanOut", shape=stat_shape, dtype=_float32, unwritten=stats_unwritten),
-    output("rstdOut", shape=stat_shape, dtype=_float32, unwritten=stats_unwritten),
-    output("yOut", shape=_x_shape, dtype=_x_dtype, unwritten=y_unwritten),
+    output("meanOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
+    output("rstdOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
+    output("yOut", shape=shape_of("x"), dtype=dtype_of("x"), unwritten=y_unwritten),
 ), check=deep_norm_check, reference=reference.deep_norm,
     error_scale=reference.deep_norm_error_scale,
     parts=_KERNEL_PARTS,

@@ -21,7 +21,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
+                       shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -33,7 +34,6 @@ __all__ = ["deep_norm_grad", "DeepNormGrad", "DEEP_NORM_GRAD"]
 # training series (ascend910) nor Atlas 200I/500 A2 (ascend310b).
 _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950")
 
-_F32 = np.dtype(np.float32)
 _KERNEL = "hicann/ops-nn norm/deep_norm_grad/op_kernel/deep_norm_grad_common.h"
 
 
@@ -54,22 +54,6 @@ def deep_norm_grad_check(a):
                                f"ones: {stat}")
     if a.rstd.shape != stat:
         raise AclArgumentError("rstd", f"shape {a.rstd.shape} must be mean's shape {stat}")
-
-
-def _dy_shape(a):
-    return a.dy.shape
-
-
-def _dy_dtype(a):
-    return a.dy.dtype
-
-
-def _gamma_shape(a):
-    return a.gamma.shape
-
-
-def _float32(a):
-    return _F32
 
 
 def rows_unwritten(a, part):
@@ -107,10 +91,10 @@ DEEP_NORM_GRAD = Declared("aclnnDeepNormGrad", (
     tensor("mean", dtypes=("float32",)),
     tensor("rstd", dtypes=("float32",)),
     double("alpha", default=0.3),
-    output("dxOut", shape=_dy_shape, dtype=_dy_dtype, unwritten=rows_unwritten),
-    output("dgxOut", shape=_dy_shape, dtype=_dy_dtype, unwritten=rows_unwritten),
-    output("dbetaOut", shape=_gamma_shape, dtype=_float32),
-    output("dgammaOut", shape=_gamma_shape, dtype=_float32),
+    output("dxOut", shape=shape_of("dy"), dtype=dtype_of("dy"), unwritten=rows_unwritten),
+    output("dgxOut", shape=shape_of("dy"), dtype=dtype_of("dy"), unwritten=rows_unwritten),
+    output("dbetaOut", shape=shape_of("gamma"), dtype=np.float32),
+    output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32),
 ), check=deep_norm_grad_check, reference=reference.deep_norm_grad,
     error_scale=reference.deep_norm_grad_error_scale,
     parts=_KERNEL_PARTS,

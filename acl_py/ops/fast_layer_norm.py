@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, configured, double,
-                       int_array, output, tensor)
+from ._declare import (Declared, FLOATS, Operand, OutArg, Plan, configured, double, dtype_of,
+                       int_array, output, shape_of, tensor)
 from .layer_norm import normalized_split, smoke_case, stats_shape
 
 if TYPE_CHECKING:
@@ -56,10 +56,6 @@ def stats_fits(a, shape, part=None, shapes=None):
     return f"!= {want} (input's batch dims then ones: the kernel's result is copied as it is)"
 
 
-def _float32(a):
-    return np.dtype(np.float32)
-
-
 # Atlas A2/A3 (the docs' parts) and Ascend 950 have a LayerNormV4 kernel for every dtype the
 # op_api takes (op_host/layer_norm_v4_def.cpp); Atlas inference parts for short float16 rows
 # only, which no smoke case is.
@@ -71,10 +67,10 @@ FAST_LAYER_NORM = Declared("aclnnFastLayerNorm", (
     tensor("weightOptional", optional=True, like="input", or_float32=True),
     tensor("biasOptional", optional=True, like="input", or_float32=True),
     double("eps", default=1e-5),
-    output("out", shape=lambda a: a.input.shape, dtype=lambda a: a.input.dtype),
-    output("meanOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS,
+    output("out", shape=shape_of("input"), dtype=dtype_of("input")),
+    output("meanOutOptional", shape=stats_shape, dtype=np.float32, dtypes=FLOATS,
            fits=stats_fits),
-    output("rstdOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS,
+    output("rstdOutOptional", shape=stats_shape, dtype=np.float32, dtypes=FLOATS,
            fits=stats_fits),
 ), check=normalized_split, reference=reference.layer_norm,
     error_scale=reference.layer_norm_error_scale, parts=_KERNEL_PARTS,

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
+                       shape_of, tensor)
 from .rms_norm import rms_norm_check, rstd_dtype, rstd_fits, rstd_shape, smoke_case
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ GEMMA_RMS_NORM = Declared("aclnnGemmaRmsNorm", (
     tensor("x"),
     tensor("gamma", like="x", or_float32=True),
     double("epsilon", default=1e-6),
-    output("yOut", shape=lambda a: a.x.shape, dtype=lambda a: a.x.dtype),
+    output("yOut", shape=shape_of("x"), dtype=dtype_of("x")),
     output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits),
 ), check=gemma_rms_norm_check, reference=reference.gemma_rms_norm,
     error_scale=reference.gemma_rms_norm_error_scale,

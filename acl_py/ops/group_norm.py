@@ -18,7 +18,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, double, integer, output, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, double, dtype_of, integer, output,
+                       shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -53,14 +54,6 @@ def group_norm_check(a):
         if t is not None and t.shape != (a.c,):
             raise AclArgumentError(name, f"shape {t.shape} must be ({a.c},): one value per "
                                    f"channel of input {shape}")
-
-
-def _input_shape(a):
-    return a.input.shape
-
-
-def _input_dtype(a):
-    return a.input.dtype
 
 
 def _stats_shape(a):
@@ -119,9 +112,9 @@ GROUP_NORM = Declared("aclnnGroupNorm", (
     integer("HxW", name="hxw"),
     integer("group"),
     double("eps", default=1e-5),
-    output("out", shape=_input_shape, dtype=_input_dtype),
-    output("meanOut", shape=_stats_shape, dtype=_input_dtype, unwritten=stats_unwritten),
-    output("rstdOut", shape=_stats_shape, dtype=_input_dtype, unwritten=stats_unwritten),
+    output("out", shape=shape_of("input"), dtype=dtype_of("input")),
+    output("meanOut", shape=_stats_shape, dtype=dtype_of("input"), unwritten=stats_unwritten),
+    output("rstdOut", shape=_stats_shape, dtype=dtype_of("input"), unwritten=stats_unwritten),
 ), check=group_norm_check, reference=reference.group_norm,
     error_scale=reference.group_norm_error_scale,
     # HxW below a 32-byte block, or 1: shapes whose kernels write mean and rstd on every part;

@@ -22,7 +22,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, bool_array, integer, output, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, bool_array, dtype_of, integer, output,
+                       shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -97,13 +98,13 @@ GROUP_NORM_BACKWARD = Declared("aclnnGroupNormBackward", (
     integer("group"),
     bool_array("outputMask", default=_ALL, length=3,
                items=("grad_input", "grad_gamma", "grad_beta")),
-    output("gradInput", name="grad_input", shape=lambda a: a.input.shape,
-           dtype=lambda a: a.grad_out.dtype, when=lambda a: a.output_mask[0]),
+    output("gradInput", name="grad_input", shape=shape_of("input"),
+           dtype=dtype_of("grad_out"), when=lambda a: a.output_mask[0]),
     output("gradGammaOut", name="grad_gamma", shape=_param_shape,
-           dtype=lambda a: a.mean.dtype, when=lambda a: a.output_mask[1],
+           dtype=dtype_of("mean"), when=lambda a: a.output_mask[1],
            unwritten=empty_unwritten),
     output("gradBetaOut", name="grad_beta", shape=_param_shape,
-           dtype=lambda a: a.mean.dtype, when=lambda a: a.output_mask[2],
+           dtype=dtype_of("mean"), when=lambda a: a.output_mask[2],
            unwritten=empty_unwritten),
 ), check=_check, reference=reference.group_norm_backward,
     error_scale=reference.group_norm_backward_error_scale,

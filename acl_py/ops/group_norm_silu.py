@@ -20,8 +20,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, flag, integer, output,
-                       part_of, tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, flag,
+                       integer, output, part_of, shape_of, tensor)
 from .group_norm import stats_unwritten
 
 if TYPE_CHECKING:
@@ -72,14 +72,6 @@ def group_norm_silu_check(a):
                                    f"both or neither")
 
 
-def _input_shape(a):
-    return a.input.shape
-
-
-def _input_dtype(a):
-    return a.input.dtype
-
-
 def _stats_shape(a):
     return (a.input.shape[0], a.group)
 
@@ -126,7 +118,7 @@ def _args(*extra):
         integer("group"),
         double("eps", default=1e-5),
     ) + extra + (
-        output("out", shape=_input_shape, dtype=_input_dtype),
+        output("out", shape=shape_of("input"), dtype=dtype_of("input")),
         output("meanOut", shape=_stats_shape, dtype=stats_dtype, unwritten=stats_unwritten),
         output("rstdOut", shape=_stats_shape, dtype=stats_dtype, unwritten=stats_unwritten),
     )

@@ -23,8 +23,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, output, string,
-                       tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
+                       shape_of, string, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -95,14 +95,6 @@ def _fits(want):
     return fits
 
 
-def _x_dtype(a):
-    return a.x.dtype
-
-
-def _x_shape(a):
-    return a.x.shape
-
-
 def empty_unwritten(a, part):
     """Why mean and variance are not written for checked arguments ``a`` (None where they
     are): an empty x returns before the kernel (aclnn_instance_norm.cpp's empty-tensor
@@ -130,10 +122,10 @@ INSTANCE_NORM = Declared("aclnnInstanceNorm", (
     tensor("beta", like="x", dtypes=_DTYPES),
     string("dataFormat", default="NCHW"),
     double("eps", default=1e-5),
-    output("y", shape=_x_shape, dtype=_x_dtype, fits=_fits(_x_shape)),
-    output("mean", shape=stats_shape, dtype=_x_dtype, fits=_fits(stats_shape),
+    output("y", shape=shape_of("x"), dtype=dtype_of("x"), fits=_fits(shape_of("x"))),
+    output("mean", shape=stats_shape, dtype=dtype_of("x"), fits=_fits(stats_shape),
            unwritten=empty_unwritten),
-    output("variance", shape=stats_shape, dtype=_x_dtype, fits=_fits(stats_shape),
+    output("variance", shape=stats_shape, dtype=dtype_of("x"), fits=_fits(stats_shape),
            unwritten=empty_unwritten),
 ), check=_check, reference=reference.instance_norm,
     error_scale=reference.instance_norm_error_scale,

@@ -19,8 +19,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, double, int_array, output,
-                       tensor)
+from ._declare import (Declared, FLOATS, Operand, OutArg, Plan, double, dtype_of, int_array,
+                       output, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -72,12 +72,6 @@ def stats_fits(a, shape, part, shapes):
     return None
 
 
-_F32 = np.dtype(np.float32)
-
-
-def _float32(a):
-    return _F32
-
 
 def smoke_case(name, shape, nrank, dtype, param_dtype=None, eps=1e-5, weight=True):
     """A smoke case: random input of ``dtype`` (``"bf16"`` for bfloat16) normalized over its
@@ -102,10 +96,10 @@ LAYER_NORM = Declared("aclnnLayerNorm", (
     tensor("biasOptional", optional=True, like="input", or_float32=True),
     double("eps", default=1e-5),
     # Phase one takes any supported dtype for each output: results are cast to it.
-    output("out", shape=lambda a: a.input.shape, dtype=lambda a: a.input.dtype, dtypes=FLOATS),
-    output("meanOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS,
+    output("out", shape=shape_of("input"), dtype=dtype_of("input"), dtypes=FLOATS),
+    output("meanOutOptional", shape=stats_shape, dtype=np.float32, dtypes=FLOATS,
            fits=stats_fits),
-    output("rstdOutOptional", shape=stats_shape, dtype=_float32, dtypes=FLOATS,
+    output("rstdOutOptional", shape=stats_shape, dtype=np.float32, dtypes=FLOATS,
            fits=stats_fits),
 ), check=normalized_split, reference=reference.layer_norm,
     error_scale=reference.layer_norm_error_scale,

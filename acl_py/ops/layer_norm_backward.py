@@ -24,8 +24,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (FLOATS, Declared, Operand, OutArg, Plan, as_many_elements, bool_array,
-                       int_array, output, tensor)
+from ._declare import (Declared, FLOATS, Operand, OutArg, Plan, as_many_elements, bool_array,
+                       dtype_of, int_array, output, shape_of, tensor)
 from .layer_norm import normalized_split
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ LAYER_NORM_BACKWARD = Declared("aclnnLayerNormBackward", (
     bool_array("outputMask", default=_ALL, length=3,
                items=("grad_input", "grad_weight", "grad_bias")),
     # Phase one takes any supported dtype for each output (out_dtypes): results are cast to it.
-    output("gradInputOut", shape=lambda a: a.input.shape, dtype=lambda a: a.input.dtype,
+    output("gradInputOut", shape=shape_of("input"), dtype=dtype_of("input"),
            dtypes=FLOATS, when=lambda a: a.output_mask[0]),
     output("gradWeightOut", shape=_normalized_shape, dtype=_param_dtype, dtypes=FLOATS,
            fits=as_many_elements(_normalized_shape), when=lambda a: a.output_mask[1]),

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, double, output, tensor
+from ._declare import Declared, Operand, OutArg, Plan, double, dtype_of, output, shape_of, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -93,7 +93,7 @@ RMS_NORM = Declared("aclnnRmsNorm", (
     tensor("x"),
     tensor("gamma", like="x", or_float32=True),
     double("epsilon", default=1e-6),
-    output("yOut", shape=lambda a: a.x.shape, dtype=lambda a: a.x.dtype),
+    output("yOut", shape=shape_of("x"), dtype=dtype_of("x")),
     output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits),
 ), check=rms_norm_check, reference=reference.rms_norm,
     error_scale=reference.rms_norm_error_scale,

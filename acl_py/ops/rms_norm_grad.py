@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, output, tensor
+from ._declare import Declared, Operand, OutArg, Plan, dtype_of, output, shape_of, tensor
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -51,10 +51,6 @@ def rms_norm_grad_check(a):
                                f"over gamma {gs}: x's batch dims {batch} (then ones)")
 
 
-def _f32(a):
-    return np.dtype(np.float32)
-
-
 def _smoke(shape, nrank, dtype, gamma_dtype=None):
     def make():
         from ..dtypes import bfloat16
@@ -76,8 +72,8 @@ RMS_NORM_GRAD = Declared("aclnnRmsNormGrad", (
     tensor("x"),
     tensor("rstd", dtypes=("float32",)),
     tensor("gamma", like="x", or_float32=True),
-    output("dxOut", shape=lambda a: a.x.shape, dtype=lambda a: a.x.dtype),
-    output("dgammaOut", shape=lambda a: a.gamma.shape, dtype=_f32),
+    output("dxOut", shape=shape_of("x"), dtype=dtype_of("x")),
+    output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32),
 ), check=rms_norm_grad_check, reference=reference.rms_norm_grad,
     error_scale=reference.rms_norm_grad_error_scale,
     # gamma's sizes are multiples of 64, so every part runs them (the Atlas training parts'

@@ -23,7 +23,7 @@ import numpy as np
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
 from ._declare import (Declared, Operand, OutArg, Plan, configured, double, output, part_of,
-                       tensor)
+                       shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -131,14 +131,6 @@ def _reference(x, gamma, beta, scale, offset, epsilon):
                                     per_column=per_column)
 
 
-def _x_shape(a):
-    return a.x.shape
-
-
-def _int8(a):
-    return _INT8
-
-
 def smoke_case(shape, dtype, scale=0.05, offset=3):
     """A smoke case ``(name, make)``: ``make()`` gives ``(x, gamma, beta, scale, offset,
     epsilon)`` of ``shape`` ("bf16" names bfloat16), scaled so that most results fall inside
@@ -162,7 +154,7 @@ RMS_NORM_QUANT = Declared("aclnnRmsNormQuant", (
     tensor("scale"),
     tensor("offset", dtypes=_OFFSETS),
     double("epsilon", default=1e-6),
-    output("y", shape=_x_shape, dtype=_int8),
+    output("y", shape=shape_of("x"), dtype=np.int8),
 ), check=rms_norm_quant_check, reference=_reference,
     error_scale=reference.rms_norm_quant_error_scale,
     smoke_cases=(smoke_case((8, 1024), np.float16),
