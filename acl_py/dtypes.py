@@ -2,7 +2,9 @@
 
 Every CANN dtype that NumPy (with ``ml_dtypes`` for bfloat16) can hold: float32, float16,
 bfloat16, float64, int8/16/32/64, uint8/16/32/64, bool, complex64, complex128. The enum values
-are the ABI's; ``tests/test_tensor.py`` checks them against the declarations.
+are the ABI's; ``tests/test_tensor.py`` checks them against the declarations. HIFLOAT8, which
+NumPy cannot hold, is read as uint8 codes: :func:`hifloat8_to_float32` decodes them,
+:func:`float32_to_hifloat8` is the device's conversion to it.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ ACL_BOOL = 12
 ACL_COMPLEX64 = 16
 ACL_COMPLEX128 = 17
 ACL_BF16 = 27
+ACL_HIFLOAT8 = 34   # no NumPy dtype: held as uint8 codes (hifloat8_to_float32)
 
 # (aclDataType value, enum name, numpy type); bfloat16 filled in from ml_dtypes.
 _TABLE = [
@@ -159,5 +162,76 @@ def supported():
     return list(_tables(bfloat16=True)[0])
 
 
+# ---- HIFLOAT8 ----------------------------------------------------------------------------------
+# HiF8 (Huawei's tapered 8-bit float) has no NumPy or ml_dtypes type: a HIFLOAT8 result is read as
+# its uint8 codes and decoded with hifloat8_to_float32. After the sign bit a prefix-coded "dot"
+# gives the exponent field's width D; the exponent is sign-magnitude with its leading magnitude
+# bit implicit; the mantissa takes the bits left (hicann/runtime src/dfx/adump/adump/printf/
+# hifloat.cpp decodes it so; the format's paper: arXiv 2409.16626). 0x00 is the only zero, 0x80
+# NaN, 0x6F/0xEF +-Inf; the largest finite value is 2^15.
+_HIF8_DOTS = (("11", 4), ("10", 3), ("01", 2), ("001", 1), ("0001", 0))
+_HIF8_DENORMAL_BIAS = 23     # dot 0000, mantissa M: 2^(M - 23)
+_hif8_table = None           # float64 value of each of the 256 codes
+
+
+def _hifloat8_value(code: int) -> float:
+    sign = -1.0 if code & 0x80 else 1.0
+    bits = format(code & 0x7F, "07b")
+    if bits == "0000000":
+        return float("nan") if code & 0x80 else 0.0
+    if bits == "1101111":
+        return sign * float("inf")
+    for dot, width in _HIF8_DOTS:
+        if bits.startswith(dot):
+            exp_bits, man_bits = bits[len(dot):len(dot) + width], bits[len(dot) + width:]
+            exponent = 0
+            if width:
+                magnitude = int("1" + exp_bits[1:], 2)
+                exponent = -magnitude if exp_bits[0] == "1" else magnitude
+            fraction = int(man_bits, 2) / (1 << len(man_bits))
+            return sign * 2.0 ** exponent * (1.0 + fraction)
+    return sign * 2.0 ** (int(bits[4:], 2) - _HIF8_DENORMAL_BIAS)
+
+
+def hifloat8_table() -> np.ndarray:
+    """float64 values of the 256 HIFLOAT8 codes, indexed by code (read-only)."""
+    global _hif8_table
+    if _hif8_table is None:
+        table = np.array([_hifloat8_value(c) for c in range(256)], np.float64)
+        table.flags.writeable = False
+        _hif8_table = table
+    return _hif8_table
+
+
+def hifloat8_to_float32(codes) -> np.ndarray:
+    """The values of HIFLOAT8 codes (a uint8/int8 array, e.g. a HIFLOAT8 result read as bytes)
+    as float32 (every HiF8 value is exact in float32)."""
+    codes = np.asarray(codes)
+    if codes.dtype not in (np.uint8, np.int8):
+        raise AclTypeError("codes", f"dtype {codes.dtype} must be uint8 or int8 (HIFLOAT8 codes)")
+    return hifloat8_table()[codes.view(np.uint8)].astype(np.float32)
+
+
+def float32_to_hifloat8(values) -> np.ndarray:
+    """uint8 HIFLOAT8 codes of float32 ``values`` as the device's saturating conversion gives
+    them (AscendC Cast with CAST_ROUND and SatMode::SAT, the overflow mode CTRL[60] 0): the
+    nearest HiF8 value, ties away from zero; magnitudes of 2^15 and above, +-Inf included,
+    give +-2^15; NaN gives NaN (0x80); a result of zero is 0x00."""
+    with np.errstate(invalid="ignore"):      # a signalling NaN's widening
+        v = np.asarray(values, np.float32).astype(np.float64)
+    table = hifloat8_table()
+    positive = np.arange(128)
+    finite = positive[np.isfinite(table[:128])]
+    order = finite[np.argsort(table[finite])]            # codes of 0 .. 2^15, ascending
+    grid = table[order]
+    mag = np.minimum(np.abs(v), grid[-1])
+    upper = np.clip(np.searchsorted(grid, mag, side="left"), 1, len(grid) - 1)
+    lower = upper - 1
+    take_upper = (grid[upper] - mag) <= (mag - grid[lower])   # a tie goes away from zero
+    code = np.where(take_upper, order[upper], order[lower]).astype(np.uint8)
+    code = np.where((v < 0) & (code != 0), code | 0x80, code)
+    return np.where(np.isnan(v), np.uint8(0x80), code).astype(np.uint8)
+
+
 __all__ = ["as_dtype", "to_acl", "from_acl", "name", "itemsize", "supported", "bfloat16",
-           "native"]
+           "native", "hifloat8_table", "hifloat8_to_float32", "float32_to_hifloat8"]

@@ -177,4 +177,68 @@ static inline uint8_t aclemu_f32_to_fp8_sat(float f, uint32_t mbits, uint32_t bi
     return (uint8_t)(sign | (code > max_code ? max_code : code));
 }
 
+/* ---- HIFLOAT8 (HiF8: tapered 8-bit float) -------------------------------------------------- */
+
+/* HiF8's fields after the sign bit: a prefix-coded "dot" giving the exponent's width D (11: 4,
+ * 10: 3, 01: 2, 001: 1, 0001: 0; 0000: denormal), then the exponent in sign-magnitude with its
+ * leading magnitude 1 implicit (exponents +-[2^(D-1), 2^D - 1], 0 for D = 0), then the mantissa
+ * in what is left: 3 bits for |e| <= 3, 2 for |e| <= 7, 1 for |e| <= 15. Denormals 0000 M are
+ * 2^(M - 23), M = 1..7. 0x00 is zero (the only one), 0x80 NaN, 0x6F / 0xEF +-Inf (where
+ * 1.5 * 2^15 would be), so the largest finite value is 2^15 = 32768 (0x6E). The tables this
+ * rests on: hicann/runtime src/dfx/adump/adump/printf/hifloat.cpp (the decoding) and
+ * hicann/ops-math math/cast/op_kernel_aicpu/cast_aicpu.cpp (the field layout per exponent). */
+
+/* The HiF8 code of exponent e (|e| <= 15) with its mantissa field f (already rounded to the
+ * width the exponent leaves). */
+static inline uint32_t aclemu_hif8_normal_code(int32_t e, uint32_t f)
+{
+    uint32_t ae = (uint32_t)(e < 0 ? -e : e), neg = e < 0;
+    if (ae == 0u)
+        return 0x08u | f;                                      /* 0 0001 fff */
+    if (ae == 1u)
+        return 0x10u | (neg << 3) | f;                         /* 0 001 s fff */
+    if (ae <= 3u)
+        return 0x20u | (neg << 4) | ((ae - 2u) << 3) | f;      /* 0 01 s e fff */
+    if (ae <= 7u)
+        return 0x40u | (neg << 4) | ((ae - 4u) << 2) | f;      /* 0 10 s ee ff */
+    return 0x60u | (neg << 4) | ((ae - 8u) << 1) | f;          /* 0 11 s eee f */
+}
+
+/* float to HiF8 as the device's Cast with CAST_ROUND and SatMode::SAT (overflow mode CTRL[60] 0)
+ * converts it: to nearest, ties away from zero, at the precision of the value's binade (the
+ * mantissa width its exponent leaves; a carry into the next binade is that binade's 1.0);
+ * denormals to the nearest power of two 2^-22..2^-16 (1.5 * 2^k, the midpoint, goes up), below
+ * 2^-23 to zero (2^-23 itself, the midpoint of 0 and 2^-22, up); magnitudes at or above 32768,
+ * +-Inf included, saturate to +-32768; NaN gives NaN (0x80); zero and negative results that
+ * round to zero give 0x00 (HiF8 has no negative zero). Integer bit operations only. */
+static inline uint8_t aclemu_f32_to_hif8_sat(float f)
+{
+    uint32_t u = aclemu_f32_bits(f);
+    uint32_t sign = (u >> 24) & 0x80u;
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return 0x80u;
+    if (a >= 0x47000000u) /* >= 2^15 */
+        return (uint8_t)(sign | 0x6eu);
+    if (a < 0x34000000u)  /* < 2^-23 */
+        return 0u;
+    int32_t e = (int32_t)(a >> 23) - 127;
+    if (e < -15) {
+        /* the nearest power of two: up when the mantissa is at least 1.5 */
+        int32_t k = e + (int32_t)((a >> 22) & 1u);
+        if (k < -22)
+            k = -22;
+        return (uint8_t)(sign | (k == -15 ? aclemu_hif8_normal_code(-15, 0u)
+                                          : (uint32_t)(k + 23)));
+    }
+    int32_t ae = e < 0 ? -e : e;
+    uint32_t mbits = ae <= 3 ? 3u : ae <= 7 ? 2u : 1u;
+    uint32_t shift = 23u - mbits;
+    /* half an ulp added to the magnitude, then truncated: ties go up, away from zero; a carry
+     * moves into the exponent and leaves a zero mantissa */
+    uint32_t r = (a + (1u << (shift - 1u))) >> shift;
+    int32_t e2 = (int32_t)(r >> mbits) - 127;
+    return (uint8_t)(sign | aclemu_hif8_normal_code(e2, r & ((1u << mbits) - 1u)));
+}
+
 #endif /* ACLEMU_OPS_HALF_H_ */
