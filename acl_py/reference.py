@@ -73,6 +73,8 @@ from typing import Sequence
 
 import numpy as np
 
+from . import dtypes
+
 
 __all__ = [
     "RTOL", "OUTPUTS", "layer_norm", "layer_norm_error_scale", "layer_norm_backward",
@@ -272,19 +274,27 @@ def round_half_even(v) -> np.ndarray:
 
 
 def rms_norm_quant(x, gamma, beta, scale, offset, epsilon: float = 1e-6,
-                   quant_min: int = -128, per_column: bool = False):
+                   quant_min: int = -128, per_column: bool = False, y_dtype: str = "int8"):
     """``(y,)`` of RmsNormQuant in float64, y as int8 values held in float64:
     ``n = x * rstd * gamma + beta`` (:func:`rms_norm`'s rstd over x's last dim, gamma and beta
     flattened to it), ``y = clip(rint(n / scale[0] + offset[0]), quant_min, 127)``, ties to
     even: the device reads the first element of ``scale`` and ``offset`` only, except with
     ``per_column`` (Ascend 950's kernel, for a scale of x's trailing dims), where column j
-    takes ``scale[j]`` and ``offset[j]`` of their first N elements."""
+    takes ``scale[j]`` and ``offset[j]`` of their first N elements. ``y_dtype="hifloat8"``
+    (Ascend 950's HIFLOAT8 result): y the HIFLOAT8 values nearest ``n / scale + offset``
+    (:func:`~acl_py.dtypes.float32_to_hifloat8`: ties away from zero, saturating at 2^15),
+    held in float64."""
     xf = _f64(x)
     g = _f64(gamma).reshape(-1)
     b = _f64(beta).reshape(-1)
     y, _ = rms_norm(xf, g, epsilon)
     count = g.size if per_column else 1
     v = (y + b) / _f64(scale).reshape(-1)[:count] + _f64(offset).reshape(-1)[:count]
+    if y_dtype == "hifloat8":
+        with np.errstate(over="ignore"):     # beyond float32: saturates all the same
+            return (dtypes.hifloat8_table()[dtypes.float32_to_hifloat8(v)],)
+    if y_dtype != "int8":
+        raise ValueError(f"y_dtype {y_dtype!r} must be 'int8' or 'hifloat8'")
     return (np.clip(round_half_even(v), quant_min, 127),)
 
 

@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from acl_py import reference
+from acl_py import dtypes, reference
 from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
@@ -511,9 +511,9 @@ def test_ascend_950_dtype_relations(arena):
 
 
 @needs_v2
-@pytest.mark.parametrize("acl_name", ["ACL_HIFLOAT8", "ACL_INT4"])
+@pytest.mark.parametrize("acl_name", ["ACL_INT4"])
 def test_ascend_950_results_not_modelled(arena, acl_name):
-    """HIFLOAT8 and INT4 y pass every device rule and are then refused "not modelled"
+    """An INT4 y passes every device rule and is then refused "not modelled"
     (docs/emulator.md); a device refusal (the tiling's empty x) still comes first."""
     a = Args(arena)
     a.v["y"] = a.make((4, 32), I8, acl_dtype=getattr(lib, acl_name))
@@ -686,6 +686,41 @@ def test_v2_float8_results(arena, acl_name, fdt):
     assert ((got[:5, :32] & 0x7F) == big).any()
     sub = got[:5, 32:48] & 0x7F
     assert ((sub > 0) & (sub < (1 << (3 if e4m3 else 2)))).any()
+
+
+def hif8_rank(vals):
+    """Each HIFLOAT8 value's position among the finite values in ascending order."""
+    t = dtypes.hifloat8_table()
+    return np.searchsorted(np.unique(t[np.isfinite(t)]), vals)
+
+
+@needs_v2
+@pytest.mark.parametrize("x_dt,s_dt,o_dt", [(F32, F32, F32), (F16, F16, I8),
+                                             (BF16, F32, I32)], ids=["f32", "f16-i8", "bf16"])
+def test_v2_hifloat8_results(arena, x_dt, s_dt, o_dt):
+    """HIFLOAT8 y: the float32 v converted directly (castTraitFp322Hifp8: CAST_ROUND, ties
+    away, saturating at 2^15), bit for bit the model's codes; tiny scales saturate, tiny gammas
+    give denormal codes; a NaN row gives NaN codes; within one HiF8 step of the float64
+    reference."""
+    rng = np.random.default_rng(43)
+    x, g, b, s, o = v2_inputs(rng, 6, 96, x_dt, s_dt, o_dt)
+    s[:16] = 1e-7                    # |v| far beyond 2^15: saturates
+    g[16:32], b[16:32], o[16:32] = 2e-7, 0, 0   # |v| ~ 1e-6: HiF8 denormals (below 2^-15)
+    x[5, 7] = np.nan
+    views = [view(arena, a) for a in (x, g, b, s, o)]
+    vy = view(arena, shape=x.shape, dtype=I8, acl_dtype=lib.ACL_HIFLOAT8, sentinel=-77)
+    run_phase_two(arena, P2, phase_one(*views, vy))
+    got = read_int(vy).view(np.uint8)
+    exp = dtypes.float32_to_hifloat8(v2_values(x, g, b, s, o)).reshape(x.shape)
+    assert np.array_equal(got, exp)
+    assert (got[5] == 0x80).all()
+    assert ((got[:5, :16] & 0x7F) == 0x6E).sum() > 40
+    den = got[:5, 16:32] & 0x7F
+    assert ((den >= 1) & (den <= 7)).any()
+    ref = reference.rms_norm_quant(x, g, b, s, o, per_column=True, y_dtype="hifloat8")[0]
+    vals = dtypes.hifloat8_to_float32(got[:5]).astype(np.float64)
+    assert np.abs(hif8_rank(vals) - hif8_rank(ref[:5])).max() <= 1
+    assert len(np.unique(got)) > 40
 
 
 @needs_v2

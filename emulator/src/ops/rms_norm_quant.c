@@ -53,8 +53,11 @@
  *   0, 0 -> FLT_MAX); v = ((x * rstd) * gamma + beta) / scale + offset, scale and offset per
  *   column (element j < N) unless all their dims are 1; v to FLOAT16 with CAST_ODD, then to
  *   INT8 (or INT4) with CAST_RINT, NO_SAT (taken to saturate; NaN 0), no quantMin clamp;
- *   FLOAT8 y: v itself with castTraitFp322Fp8 (CAST_RINT, SAT, overflow mode 0: saturating).
- *   HIFLOAT8 and INT4-typed y are refused "not modelled" (docs/emulator.md).
+ *   FLOAT8 y: v itself with castTraitFp322Fp8 (CAST_RINT, SAT, overflow mode 0: saturating);
+ *   HIFLOAT8 y: v itself with castTraitFp322Hifp8 (norm/rms_norm/op_kernel/arch35/
+ *   rms_norm_regbase_common.h: CAST_ROUND, SAT, overflow mode 0: ties away, saturating at
+ *   2^15; half.h aclemu_f32_to_hif8_sat). An INT4-typed y is refused "not modelled"
+ *   (docs/emulator.md).
  *
  * Kernel: rows are independent; each row's sum has a fixed order (norm_rows.h's lanes and
  * fold; the slices added in order), so the split of rows over threads never changes a bit.
@@ -96,7 +99,8 @@ typedef struct {
     bool regbase;    /* Ascend 950: RmsNormQuantV2's numbers */
     bool per_channel; /* Ascend 950: scale and offset read per column (not all-ones shapes) */
     bool recompute;  /* Ascend 950: the recompute kernel (its rstd clamps var at -99.99) */
-    aclDataType ydt; /* y's dtype (Ascend 950: INT8 and INT32 through FLOAT16, FLOAT8 direct) */
+    aclDataType ydt; /* y's dtype (Ascend 950: INT8 and INT32 through FLOAT16, FLOAT8 and
+                      * HIFLOAT8 direct) */
 } rnq_payload;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
@@ -224,6 +228,12 @@ static void v2_row(const rnq_payload *P, const norm_rows *R, const float *xr, in
              * overflow mode bit CTRL[60] to 0 around it, the saturation the docs require) */
             q[i] = (int8_t)(P->ydt == ACL_FLOAT8_E4M3FN ? aclemu_f32_to_fp8_sat(v, 3, 7, 0x7e, 0x7f)
                                                         : aclemu_f32_to_fp8_sat(v, 2, 15, 0x7b, 0x7e));
+            continue;
+        }
+        if (P->ydt == ACL_HIFLOAT8) {
+            /* castTraitFp322Hifp8: from float, CAST_ROUND (ties away), saturating (CTRL[60] 0
+             * around it, as for FLOAT8) */
+            q[i] = (int8_t)aclemu_f32_to_hif8_sat(v);
             continue;
         }
         const float h = aclemu_f16_to_f32(aclemu_f32_to_f16_odd(v));
@@ -591,10 +601,10 @@ static aclnnStatus check_view_copy(const aclTensor *x, const aclTensor *y, bool 
 static aclnnStatus v2_modelled(const aclTensor *y, const aclemu_soc *soc)
 {
     if (y->dtype == ACL_INT8 || y->dtype == ACL_INT32 || y->dtype == ACL_FLOAT8_E4M3FN ||
-        y->dtype == ACL_FLOAT8_E5M2)
+        y->dtype == ACL_FLOAT8_E5M2 || y->dtype == ACL_HIFLOAT8)
         return ACLNN_SUCCESS;
     FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y dtype %s is not modelled on %s (%s): the emulator "
-         "computes RmsNormQuantV2's INT8, INT32-packed INT4 and FLOAT8 results only "
+         "computes RmsNormQuantV2's INT8, INT32-packed INT4, FLOAT8 and HIFLOAT8 results only "
          "(docs/emulator.md)", P1, qname(y->dtype), soc->name, soc->series);
 }
 
