@@ -339,6 +339,34 @@ static aclnnStatus check_stat_rows(const char *call, const aclTensor *const *ts,
  * the required arguments (CheckNotNull / CheckFastNotNull: input, normalizedShape, out:
  * 161001), the handles checked in the registry before anything is dereferenced, then the
  * part (*soc). */
+/* CheckShape's dims, shared by LayerNorm and FastLayerNorm once the ranks have passed:
+ * input ends with normalizedShape, weight and bias are normalizedShape, out is input's shape;
+ * the first mismatch found, dim by dim, names its tensor. */
+static aclnnStatus check_normalized_dims(const char *call, const aclTensor *const ts[T_COUNT],
+                                         const int64_t *ns, uint64_t len)
+{
+    const aclTensor *input = ts[T_X], *out = ts[T_Y];
+    const uint64_t split = input->ndim - len;
+    for (uint64_t k = 0; k < len; k++) {
+        if (input->dims[split + k] != ns[k]) {
+            char s1[256], s2[256];
+            fmt_dims(s1, sizeof s1, input->dims, input->ndim);
+            fmt_dims(s2, sizeof s2, ns, len);
+            FAIL(ACLNN_ERR_PARAM_INVALID,
+                 "%s: input shape %s does not end with normalizedShape %s (dim %llu)", call, s1,
+                 s2, (unsigned long long)(split + k));
+        }
+        for (int i = T_W; i <= T_B; i++)
+            if (ts[i] && ts[i]->dims[k] != ns[k])
+                return shape_error(call, TNAME[i], ts[i]->dims, ts[i]->ndim,
+                                   "!= normalizedShape", ns, len);
+    }
+    if (!same_dims(out->dims, out->ndim, input->dims, input->ndim))
+        return shape_error(call, "out", out->dims, out->ndim, "!= input shape", input->dims,
+                           input->ndim);
+    return ACLNN_SUCCESS;
+}
+
 static aclnnStatus opening(const char *call, const aclTensor *const ts[T_COUNT],
                            const aclIntArray *normalizedShape, uint64_t *workspaceSize,
                            aclOpExecutor **executor, const aclemu_soc **soc)
@@ -433,23 +461,9 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
                  call, TNAME[i], (unsigned long long)ts[i]->ndim, (unsigned long long)len);
     const int64_t *ns = normalizedShape->values;
     const uint64_t split = input->ndim - len;
-    char s1[256], s2[256];
-    for (uint64_t k = 0; k < len; k++) {
-        if (input->dims[split + k] != ns[k]) {
-            fmt_dims(s1, sizeof s1, input->dims, input->ndim);
-            fmt_dims(s2, sizeof s2, ns, len);
-            FAIL(ACLNN_ERR_PARAM_INVALID,
-                 "%s: input shape %s does not end with normalizedShape %s (dim %llu)", call, s1,
-                 s2, (unsigned long long)(split + k));
-        }
-        for (int i = T_W; i <= T_B; i++)
-            if (ts[i] && ts[i]->dims[k] != ns[k])
-                return shape_error(call, TNAME[i], ts[i]->dims, ts[i]->ndim,
-                                   "!= normalizedShape", ns, len);
-    }
-    if (!same_dims(out->dims, out->ndim, input->dims, input->ndim))
-        return shape_error(call, "out", out->dims, out->ndim, "!= input shape", input->dims,
-                           input->ndim);
+    st = check_normalized_dims(call, ts, ns, len);
+    if (st)
+        return st;
 
     /* 5. regbase parts: meanOut/rstdOut shapes, and equal to each other */
     if (arch == DAV_3510) {
@@ -652,23 +666,9 @@ static aclnnStatus fast_phase_one(const aclTensor *input, const aclIntArray *nor
              "%llu", call, (unsigned long long)biasOptional->ndim, (unsigned long long)len);
     const int64_t *ns = normalizedShape->values;
     const uint64_t split = input->ndim - len;
-    for (uint64_t k = 0; k < len; k++) {
-        if (input->dims[split + k] != ns[k]) {
-            char s1[256], s2[256];
-            fmt_dims(s1, sizeof s1, input->dims, input->ndim);
-            fmt_dims(s2, sizeof s2, ns, len);
-            FAIL(ACLNN_ERR_PARAM_INVALID,
-                 "%s: input shape %s does not end with normalizedShape %s (dim %llu)", call, s1,
-                 s2, (unsigned long long)(split + k));
-        }
-        for (int i = T_W; i <= T_B; i++)
-            if (ts[i] && ts[i]->dims[k] != ns[k])
-                return shape_error(call, TNAME[i], ts[i]->dims, ts[i]->ndim,
-                                   "!= normalizedShape", ns, len);
-    }
-    if (!same_dims(out->dims, out->ndim, input->dims, input->ndim))
-        return shape_error(call, "out", out->dims, out->ndim, "!= input shape", input->dims,
-                           input->ndim);
+    st = check_normalized_dims(call, ts, ns, len);
+    if (st)
+        return st;
 
     int64_t M = 0, N = 0;
     if (!numel(input->dims, split, &M) || !numel(ns, len, &N))
