@@ -5,7 +5,8 @@
  * gives the operator's tensor descriptors the run's addresses, reads gamma and beta as float
  * once per run, holds one row buffer per chunk of rows and pins the memory until it is
  * released; the fixed-order lane sums of a row (the kernels' Muls-then-ReduceSum steps) and
- * their fold, so the split of rows over threads never changes a bit; the centring and the
+ * their fold, so the split of rows over threads never changes a bit; the AscendC vector
+ * reductions' half-interval sum (RmsNormGrad, AddRmsNormDynamicQuant); the centring and the
  * scale-and-shift of a LayerNorm row.
  */
 #ifndef ACLEMU_OPS_NORM_ROWS_H_
@@ -72,6 +73,45 @@ static inline float nr_scaled_sum_squares(const float *x, int64_t n, float avg)
         acc[l] += q * avg;
     }
     return nr_fold(acc);
+}
+
+/* The vector unit's lane count for floats (one repeat of 256 bytes): the AscendC reductions'
+ * (reduce_common.h ReduceSumHalfInterval, ReduceSumMultiN) last step is a WholeReduceSum over
+ * this many lanes. */
+#define NR_VECTOR_LANES 64
+
+/* WholeReduceSum over NR_VECTOR_LANES floats, which it overwrites (the sources give no order:
+ * a halving tree, lane l + s into lane l). */
+static inline float nr_fold_vector_lanes(float *v)
+{
+    for (int s = NR_VECTOR_LANES / 2; s > 0; s /= 2)
+        for (int l = 0; l < s; l++)
+            v[l] += v[l + s];
+    return v[0];
+}
+
+/* ReduceSumHalfInterval (ops-nn norm kernels' reduce_common.h) over t[0..n), which it
+ * overwrites: the part past the largest power of two added onto the front, then halved down
+ * to NR_VECTOR_LANES lanes, each step one float add per element, then the lanes' fold. */
+static inline float nr_sum_half_interval(float *t, int64_t n)
+{
+    float lanes[NR_VECTOR_LANES] = {0};
+    if (n > NR_VECTOR_LANES) {
+        int64_t body = 1;
+        while (body * 2 <= n)
+            body *= 2;
+        for (int64_t i = 0; i < n - body; i++)
+            t[i] += t[body + i];
+        while (body > NR_VECTOR_LANES) {
+            body /= 2;
+            for (int64_t i = 0; i < body; i++)
+                t[i] += t[i + body];
+        }
+        n = NR_VECTOR_LANES;
+    }
+    for (int64_t i = 0; i < n; i++)
+        lanes[i] = t[i];
+    return nr_fold_vector_lanes(lanes);
 }
 
 /* d[i] = x[i] - mean (d may be x): a row centred on its mean. */

@@ -57,7 +57,7 @@
 #define P1 "aclnnRmsNormGradGetWorkspaceSize"
 #define P2 "aclnnRmsNormGrad"
 
-#define LANES 64             /* a vector repeat of floats: the reductions' lane count */
+#define LANES NR_VECTOR_LANES /* a vector repeat of floats: the reductions' lane count */
 #define SPLIT_N_MAX 6080     /* longest row of the split-N kernels (the tiling's buffer size) */
 #define SPLIT_D_CHUNK 4096   /* the split-D kernel's column chunk */
 #define SPLIT_D_ROWS 32      /* the split-D kernel's row group (ROW_FACTOR_SPLIT_D) */
@@ -86,36 +86,6 @@ typedef struct {
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-/* WholeReduceSum over LANES floats (the sources give no order: a halving tree). */
-static float fold_lanes(float *v)
-{
-    for (int s = LANES / 2; s > 0; s /= 2)
-        for (int l = 0; l < s; l++)
-            v[l] += v[l + s];
-    return v[0];
-}
-
-/* ReduceSumHalfInterval (reduce_common.h) over t[0..n), which it overwrites. */
-static float sum_half_interval(float *t, int64_t n)
-{
-    float lanes[LANES] = {0};
-    if (n > LANES) {
-        int64_t body = 1;
-        while (body * 2 <= n)
-            body *= 2;
-        for (int64_t i = 0; i < n - body; i++)
-            t[i] += t[body + i];
-        while (body > LANES) {
-            body /= 2;
-            for (int64_t i = 0; i < body; i++)
-                t[i] += t[i + body];
-        }
-        n = LANES;
-    }
-    memcpy(lanes, t, (size_t)n * sizeof(float));
-    return fold_lanes(lanes);
-}
-
 /* ReduceSumMultiN (reduce_common.h) for one row: lane l accumulates t[l], t[l + 64], ...
  * in order, then the lanes' WholeReduceSum. */
 static float sum_lane_blocks(const float *t, int64_t n)
@@ -124,7 +94,7 @@ static float sum_lane_blocks(const float *t, int64_t n)
     for (int64_t b = 0; b < n; b += LANES)
         for (int64_t l = 0; l < LANES && b + l < n; l++)
             lanes[l] = t[b + l] + lanes[l];
-    return fold_lanes(lanes);
+    return nr_fold_vector_lanes(lanes);
 }
 
 /* One row: dx into dxr (as floats), dy * xr added to acc. */
@@ -142,9 +112,9 @@ static void grad_row(const grad_payload *P, const float *g, const float *x, cons
     }
     if (P->split_d) {
         for (int64_t c = 0; c < N; c += SPLIT_D_CHUNK)
-            s = s + sum_half_interval(t + c, N - c < SPLIT_D_CHUNK ? N - c : SPLIT_D_CHUNK);
+            s = s + nr_sum_half_interval(t + c, N - c < SPLIT_D_CHUNK ? N - c : SPLIT_D_CHUNK);
     } else {
-        s = P->order == SUM_LANE_BLOCKS ? sum_lane_blocks(t, N) : sum_half_interval(t, N);
+        s = P->order == SUM_LANE_BLOCKS ? sum_lane_blocks(t, N) : nr_sum_half_interval(t, N);
     }
     const float mean = s * P->avg;
     for (int64_t i = 0; i < N; i++)
