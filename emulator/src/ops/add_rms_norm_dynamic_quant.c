@@ -1,0 +1,422 @@
+/*
+ * aclnnAddRmsNormDynamicQuant for the CPU emulator: phase one (checks, executor), the launch
+ * and the kernel.
+ *
+ * Facts, hicann/ops-nn norm/add_rms_norm_dynamic_quant:
+ * - op_host/op_api/aclnn_add_rms_norm_dynamic_quant.cpp (the hand-written phase one, followed
+ *   here in its order and codes): the out-pointers (L2_DFX_PHASE_1, 161001); CheckParams:
+ *   NULLs of x1, x2, gamma, y1Out, y2Out, xOut, scale1Out, scale2Out (161001); dtypes
+ *   (161002), one list on every part: x1, x2, gamma (then each given smooth scale) FLOAT16 or
+ *   BF16, y1Out and y2Out FLOAT8_E4M3FN/FLOAT8_E5M2/HIFLOAT8/INT8 and equal, xOut FLOAT16 or
+ *   BF16, scale1Out and scale2Out FLOAT; shapes (561002, ACLNN_ERR_INNER_TILING_ERROR): x2
+ *   x1's shape, gamma of rank 1 and x1's last dim, each given smooth scale gamma's shape; an
+ *   empty x1, gamma or y2Out: success, nothing launched; then the L0 op
+ *   (op_api/add_rms_norm_dynamic_quant.cpp), whose results are ViewCopy'd into y1Out, xOut,
+ *   y2Out, scale1Out, scale2Out in that order (hicann/ops-math conversion/contiguous/op_host/
+ *   op_api/contiguous.cpp CheckViewCopyParams: equal dtypes, equal shapes unless both hold
+ *   one element; 561103). The L0 op allocates y1 of x1's shape, xOut and scale1 of the given
+ *   outputs' own shapes (so their copies compare nothing), and y2 of x1's shape and scale2 of
+ *   scale2Out's shape only with both smooth scales given ("dual"), else [1] each, which the
+ *   kernel never writes and the op_api still copies;
+ * - the L0 op discards ADD_TO_LAUNCHER_LIST_AICORE's status (hicann/opbase
+ *   include/nnopbase/opdev/make_op_executor.h), so neither a part without a kernel nor a
+ *   failed tiling fails phase one on the device; the copies would then read results no
+ *   kernel wrote. Stricter (docs/emulator.md): refused in phase one, 561003 for no kernel
+ *   (as aclnnAddRmsNormQuant) and 561002 for the tiling's refusals;
+ * - op_host/add_rms_norm_dynamic_quant_def.cpp: Atlas A2/A3 (ascend910b, ascend910_93): x,
+ *   gamma, smooth scales all FLOAT16 or all BF16, y INT8; Ascend 950 (arch35, its regbase
+ *   kernel): not modelled, refused after the checks; Atlas inference and training: no kernel;
+ * - op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp: numCol = gamma's element count,
+ *   numRow the product of x1's leading dims; avgFactor = 1.0 / (float)numCol; refused:
+ *   (float)epsilon <= 0, smoothScale2 without smoothScale1 (no outputMask: the V1 op_api
+ *   passes none); the normal kernel when 22 * aligned N + 776 bytes fit the UB, else single-
+ *   row when 16 * aligned N + 1024 do (both sum the whole row), else slice-D over slices of
+ *   8864 columns (SLICE_COL_LEN): with the 192 KiB UB of Atlas A2/A3, N > 12224.
+ *
+ * The device's numbers (op_kernel/add_rms_norm_dynamic_quant_normal_kernel.h,
+ * _single_row_kernel.h, _cut_d_kernel.h, _helper.h, reduce_common.h), per row of N elements,
+ * all in float: s = float(x1) + float(x2); xOut = s rounded to x1's dtype, ties to even; sq =
+ * s * s, summed by ReduceSumHalfInterval (slice-D: each slice's sum, added in slice order to
+ * 0); rstd = 1 / sqrt(sum * avg + eps); v = (s * rstd) * float(gamma); per output k (y1 with
+ * smoothScale1, y2 with smoothScale2, only when dual): t = v * float(smooth_k) (or v * 1), m =
+ * max |t| over the row, q = 127.0f / m, scale_k = 1 / q, y_k = RoundFloat2IntQuant(t * q): to
+ * INT32 ties to even (CAST_RINT), to FLOAT16, to INT8 truncating, i.e. the nearest integer,
+ * ties to even, clamped to [-128, 127] (the conversions taken to saturate, NaN written as 0,
+ * as aclnnAddRmsNormQuant; the public sources state neither).
+ *
+ * Kernel: rows are independent and each row's sum has a fixed order, so the split of rows
+ * over threads never changes a bit.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+#include "phase_one.h"
+#include "convert.h"
+#include "norm_rows.h"
+#include "tensor_view.h"
+
+#include "aclnnop/aclnn_add_rms_norm_dynamic_quant.h"
+
+#define P1 "aclnnAddRmsNormDynamicQuantGetWorkspaceSize"
+#define P2 "aclnnAddRmsNormDynamicQuant"
+
+/* The kernel's tensors, in the op_api's argument order. */
+enum { T_X1, T_X2, T_GAMMA, T_S1, T_S2, T_Y1, T_Y2, T_X, T_SC1, T_SC2, T_COUNT };
+static const char *const TNAME[T_COUNT] = {"x1", "x2", "gamma", "smoothScale1Optional",
+                                           "smoothScale2Optional", "y1Out", "y2Out", "xOut",
+                                           "scale1Out", "scale2Out"};
+
+#define QUANT_MAX 127.0f    /* DYNAMIC_QUANT_DIVIDEND, an INT8 result's */
+#define SLICE_COLS 8864     /* SLICE_COL_LEN: the slice-D kernel's slice (INT8 results) */
+#define WHOLE_ROW_MAX 12224 /* the longest row the single-row kernel takes on a 192 KiB UB */
+
+typedef struct {
+    nr_head h; /* per chunk 4 * N floats (x1 then the sum, x2 then the squares, v, t) + N bytes */
+    tdesc t[T_COUNT];
+    int64_t M, N;
+    float eps, avg;    /* as the kernel receives them */
+    aclDataType dtype; /* x1's */
+    bool dual;         /* both smooth scales given: y2 and scale2 written */
+    int64_t slice;     /* slice-D: the row's sum taken over slices of this many (0: whole) */
+} ardq_payload;
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+/* RoundFloat2IntQuant (add_rms_norm_dynamic_quant_helper.h): to INT32 ties to even, to
+ * FLOAT16, to INT8 truncating; every conversion taken to saturate. NaN: 0. */
+static int8_t to_int8(float t)
+{
+    if (isnan(t))
+        return 0;
+    if (t <= -128.0f)
+        return -128;
+    if (t >= 127.0f)
+        return 127;
+    return (int8_t)nearbyintf(t); /* the default rounding mode: to nearest, ties to even */
+}
+
+static float row_sum_squares(const ardq_payload *P, const float *x, float *sq)
+{
+    const int64_t N = P->N;
+    for (int64_t i = 0; i < N; i++)
+        sq[i] = x[i] * x[i];
+    if (P->slice == 0)
+        return nr_sum_half_interval(sq, N);
+    float s = 0.0f;
+    for (int64_t c = 0; c < N; c += P->slice)
+        s += nr_sum_half_interval(sq + c, N - c < P->slice ? N - c : P->slice);
+    return s;
+}
+
+/* One dynamic quantization of v (times smooth, when given) into y's row m and scale's
+ * element m. */
+static void quantize_row(const ardq_payload *P, const float *v, const float *smooth, float *t,
+                         int8_t *q, const tdesc *y, const tdesc *scale, int64_t m)
+{
+    const int64_t N = P->N;
+    float mx = 0.0f;
+    for (int64_t i = 0; i < N; i++) {
+        t[i] = smooth ? v[i] * smooth[i] : v[i];
+        const float a = fabsf(t[i]);
+        mx = a > mx ? a : mx;
+    }
+    const float mul = QUANT_MAX / mx;
+    const float s = 1.0f / mul;
+    memcpy(row_base(scale, m), &s, sizeof s);
+    for (int64_t i = 0; i < N; i++)
+        q[i] = to_int8(t[i] * mul);
+    char *base = row_base(y, m);
+    LAY_WALK(&y->inner, 0, N, {
+        for (int64_t j = 0; j < run; j++)
+            base[off + j * stride] = (char)q[k + j];
+    });
+}
+
+static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
+                      int64_t end)
+{
+    const ardq_payload *P = payload;
+    const tdesc *x1 = &P->t[T_X1], *x2 = &P->t[T_X2], *xo = &P->t[T_X];
+    const int64_t N = P->N;
+    const aclDataType dt = P->dtype;
+    float *abuf = nr_chunk_buf(R, chunk), *bbuf = abuf + N, *v = bbuf + N, *t = v + N;
+    int8_t *q = (int8_t *)(void *)(t + N);
+    const float *s1 = P->t[T_S1].present ? R->run_buf : NULL;
+    const float *s2 = R->run_buf + N;
+    for (int64_t m = begin; m < end; m++) {
+        const float *a = get_tile(row_base(x1, m), dt, &x1->inner, 0, N, abuf);
+        const float *b = get_tile(row_base(x2, m), dt, &x2->inner, 0, N, bbuf);
+        float *x = abuf;
+        for (int64_t i = 0; i < N; i++)
+            x[i] = a[i] + b[i];
+        put_tile(row_base(xo, m), dt, ACLEMU_TIES_EVEN, &xo->inner, 0, N, x);
+        const float rstd = 1.0f / sqrtf(row_sum_squares(P, x, bbuf) * P->avg + P->eps);
+        for (int64_t i = 0; i < N; i++) {
+            const float n = x[i] * rstd;
+            v[i] = n * R->gamma[i];
+        }
+        quantize_row(P, v, s1, t, q, &P->t[T_Y1], &P->t[T_SC1], m);
+        if (P->dual)
+            quantize_row(P, v, s2, t, q, &P->t[T_Y2], &P->t[T_SC2], m);
+    }
+}
+
+/* N values of a smooth scale as floats into dst. */
+static void load_channels(const tdesc *t, int64_t N, float *dst)
+{
+    const float *f = get_tile(view_base(t), t->dtype, &t->inner, 0, N, dst);
+    if (f != dst)
+        memcpy(dst, f, (size_t)N * sizeof(float));
+}
+
+static bool before_rows(const void *payload, norm_rows *R)
+{
+    const ardq_payload *P = payload;
+    nr_load_gamma(R, &P->t[T_GAMMA], P->N);
+    if (P->t[T_S1].present)
+        load_channels(&P->t[T_S1], P->N, R->run_buf);
+    if (P->dual)
+        load_channels(&P->t[T_S2], P->N, R->run_buf + P->N);
+    return true;
+}
+
+static const nr_kernel ARDQ_KERNEL = NR_KERNEL(ardq_payload, before_rows, rows_body, NULL);
+static const aclemu_executor_ops ARDQ_OPS = NR_EXECUTOR_OPS(P2);
+
+/* ---- phase one -------------------------------------------------------------------------------- */
+
+static const aclDataType X_LIST[] = {ACL_FLOAT16, ACL_BF16};
+static const aclDataType Y_LIST[] = {ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E5M2, ACL_HIFLOAT8,
+                                     ACL_INT8};
+
+static aclnnStatus check_dtype(const aclTensor *t, const char *name, const aclDataType *list,
+                               int n, const char *text)
+{
+    for (int i = 0; i < n; i++)
+        if (t->dtype == list[i])
+            return ACLNN_SUCCESS;
+    FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported: %s", P1, name,
+         qname(t->dtype), text);
+}
+
+/* CheckDtypeValid, in the op_api's order (161002). */
+static aclnnStatus check_dtypes(const aclTensor *const *ts)
+{
+    static const char *const XT = "FLOAT16, BF16";
+    static const char *const YT = "FLOAT8_E4M3FN, FLOAT8_E5M2, HIFLOAT8, INT8";
+    aclnnStatus st;
+    for (int i = T_X1; i <= T_S2; i++)
+        if (ts[i] && (st = check_dtype(ts[i], TNAME[i], X_LIST, 2, XT)))
+            return st;
+    if ((st = check_dtype(ts[T_Y1], TNAME[T_Y1], Y_LIST, 4, YT)) ||
+        (st = check_dtype(ts[T_Y2], TNAME[T_Y2], Y_LIST, 4, YT)))
+        return st;
+    if (ts[T_Y2]->dtype != ts[T_Y1]->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: y2Out dtype %s must be y1Out's dtype %s", P1,
+             qname(ts[T_Y2]->dtype), qname(ts[T_Y1]->dtype));
+    if ((st = check_dtype(ts[T_X], TNAME[T_X], X_LIST, 2, XT)))
+        return st;
+    for (int i = T_SC1; i <= T_SC2; i++)
+        if (ts[i]->dtype != ACL_FLOAT)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be FLOAT", P1, TNAME[i],
+                 qname(ts[i]->dtype));
+    return ACLNN_SUCCESS;
+}
+
+/* CheckShapeValid (561002). Stricter: a rank-0 x1, whose last dim the op_api reads past the
+ * end of its shape. */
+static aclnnStatus check_shapes(const aclTensor *const *ts)
+{
+    const aclTensor *x1 = ts[T_X1], *x2 = ts[T_X2], *g = ts[T_GAMMA];
+    if (!same_dims(x2->dims, x2->ndim, x1->dims, x1->ndim)) {
+        shape_error(P1, "x2", x2->dims, x2->ndim, "must equal x1's shape", x1->dims, x1->ndim);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    if (g->ndim != 1)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: gamma rank %llu must be 1", P1,
+             (unsigned long long)g->ndim);
+    if (x1->ndim == 0)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: x1 rank 0 has no last dim for gamma", P1);
+    if (x1->dims[x1->ndim - 1] != g->dims[0]) {
+        shape_error(P1, "gamma", g->dims, g->ndim, "must equal x1's last dim: x1 shape",
+                    x1->dims, x1->ndim);
+        return ACLNN_ERR_INNER_TILING_ERROR;
+    }
+    for (int i = T_S1; i <= T_S2; i++)
+        if (ts[i] && !same_dims(ts[i]->dims, ts[i]->ndim, g->dims, g->ndim)) {
+            shape_error(P1, TNAME[i], ts[i]->dims, ts[i]->ndim, "must equal gamma's shape",
+                        g->dims, g->ndim);
+            return ACLNN_ERR_INNER_TILING_ERROR;
+        }
+    return ACLNN_SUCCESS;
+}
+
+/* Stricter than the code (161002; docs/emulator.md): the docs' relations, which nothing in
+ * the code checks (the kernel reads every input as x1's dtype and writes xOut as x1's dtype
+ * and shape, and one scale per row), the docs' ranks, and an empty y2Out beside a non-empty
+ * x1 (the op_api would return before computing anything). */
+static aclnnStatus check_docs_relations(const aclTensor *const *ts)
+{
+    const aclTensor *x1 = ts[T_X1], *xo = ts[T_X], *sc1 = ts[T_SC1], *sc2 = ts[T_SC2];
+    for (int i = 0; i < T_COUNT; i++)
+        if (ts[i] && ts[i]->ndim > 8)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is greater than 8", P1, TNAME[i],
+                 (unsigned long long)ts[i]->ndim);
+    for (int i = T_X2; i <= T_S2; i++)
+        if (ts[i] && ts[i]->dtype != x1->dtype)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be x1's dtype %s", P1, TNAME[i],
+                 qname(ts[i]->dtype), qname(x1->dtype));
+    if (xo->dtype != x1->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: xOut dtype %s must be x1's dtype %s", P1,
+             qname(xo->dtype), qname(x1->dtype));
+    if (!same_dims(xo->dims, xo->ndim, x1->dims, x1->ndim))
+        return shape_error(P1, "xOut", xo->dims, xo->ndim, "must equal x1's shape", x1->dims,
+                           x1->ndim);
+    /* scale1Out: x1's shape without its last dim, or one dim of their product */
+    int64_t M = 1;
+    for (uint64_t i = 0; i + 1 < x1->ndim; i++)
+        M *= x1->dims[i]; /* no overflow: x1's element count was taken by aclCreateTensor */
+    const bool leading = sc1->ndim + 1 == x1->ndim && sc1->ndim > 0 &&
+                         same_dims(sc1->dims, sc1->ndim, x1->dims, sc1->ndim);
+    if (!leading && !(sc1->ndim == 1 && sc1->dims[0] == M))
+        return shape_error(P1, "scale1Out", sc1->dims, sc1->ndim, "must be x1's shape without "
+                           "its last dim, or their product as one dim: x1 shape", x1->dims,
+                           x1->ndim);
+    const bool dual = ts[T_S1] && ts[T_S2];
+    if (dual && !same_dims(sc2->dims, sc2->ndim, sc1->dims, sc1->ndim))
+        return shape_error(P1, "scale2Out", sc2->dims, sc2->ndim, "must equal scale1Out's "
+                           "shape", sc1->dims, sc1->ndim);
+    int64_t X = 0, Y2 = 0;
+    if (numel(x1->dims, x1->ndim, &X) && numel(ts[T_Y2]->dims, ts[T_Y2]->ndim, &Y2) &&
+        X != 0 && Y2 == 0)
+        return shape_error(P1, "y2Out", ts[T_Y2]->dims, ts[T_Y2]->ndim, "is empty beside a "
+                           "non-empty x1, shape", x1->dims, x1->ndim);
+    return ACLNN_SUCCESS;
+}
+
+/* The ViewCopy of an L0 result of shape want into out (561103): equal shapes, or one
+ * element each. */
+static aclnnStatus check_view_copy(const aclTensor *out, const char *name, const int64_t *want,
+                                   uint64_t nwant, const char *what)
+{
+    int64_t A = 0, B = 0;
+    const bool ones = numel(out->dims, out->ndim, &A) && A == 1 && numel(want, nwant, &B) &&
+                      B == 1;
+    if (!ones && !same_dims(out->dims, out->ndim, want, nwant)) {
+        shape_error(P1, name, out->dims, out->ndim, what, want, nwant);
+        return ACLNN_ERR_INNER_NULLPTR;
+    }
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantGetWorkspaceSize(
+    const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma,
+    const aclTensor *smoothScale1Optional, const aclTensor *smoothScale2Optional, double epsilon,
+    aclTensor *y1Out, aclTensor *y2Out, aclTensor *xOut, aclTensor *scale1Out,
+    aclTensor *scale2Out, uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {x1,    x2,    gamma, smoothScale1Optional,
+                                    smoothScale2Optional,  y1Out, y2Out, xOut,
+                                    scale1Out,             scale2Out};
+    /* 0. the out-pointers first (161001); handles are checked before anything reads them */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1, workspaceSize, executor)) ||
+        (st = p1_live(P1, ts, TNAME, T_COUNT)))
+        return st;
+    /* 1. CheckParams: NULLs (161001), dtypes (161002), shapes (561002) */
+    if ((st = p1_required(P1, ts, TNAME, T_X1, T_S1)) ||
+        (st = p1_required(P1, ts, TNAME, T_Y1, T_COUNT)) || (st = check_dtypes(ts)) ||
+        (st = check_shapes(ts)))
+        return st;
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    /* 2. stricter: the docs' relations (161002) */
+    if ((st = check_docs_relations(ts)))
+        return st;
+    /* 3. an empty x1, gamma or y2Out: success, nothing launched */
+    int64_t X = 0, Y2 = 0;
+    if (!numel(x1->dims, x1->ndim, &X) || !numel(y2Out->dims, y2Out->ndim, &Y2))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", P1);
+    const int64_t N = gamma->dims[0];
+    const bool empty = X == 0 || N == 0 || Y2 == 0;
+    const bool dual = smoothScale1Optional && smoothScale2Optional;
+    if (!empty) {
+        /* 4. the L0 op's kernel and tiling (stricter where the device's phase one passes) */
+        if (soc->npu_arch == 3510)
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not modelled on %s (%s): the emulator does not "
+                 "model Ascend 950's AddRmsNormDynamicQuant kernel (docs/emulator.md)", P1,
+                 soc->name, soc->series);
+        if (soc->npu_arch != 2201)
+            FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the "
+                 "operator has no kernel for that series", P1, soc->name, soc->series);
+        if (y1Out->dtype != ACL_INT8)
+            FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): no kernel "
+                 "for y1Out %s there (INT8 only)", P1, soc->name, soc->series,
+                 qname(y1Out->dtype));
+        if (!((float)epsilon > 0.0f))
+            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: epsilon %g must be greater than 0 as a "
+                 "float (the tiling's rule)", P1, epsilon);
+        if (smoothScale2Optional && !smoothScale1Optional)
+            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: smoothScale2Optional is given without "
+                 "smoothScale1Optional (the tiling's rule)", P1);
+        /* 5. the ViewCopies of the results: y1, x (its own shape), y2, scale1 (its own),
+         * scale2 */
+        static const int64_t ONE[1] = {1};
+        if ((st = check_view_copy(y1Out, "y1Out", x1->dims, x1->ndim,
+                                  "must be x1's shape (the ViewCopy's rule):")) ||
+            (st = dual ? check_view_copy(y2Out, "y2Out", x1->dims, x1->ndim,
+                                         "must be x1's shape (the ViewCopy's rule):")
+                       : check_view_copy(y2Out, "y2Out", ONE, 1,
+                                         "must hold one element without both smooth scales "
+                                         "(the ViewCopy's rule):")) ||
+            (!dual && (st = check_view_copy(scale2Out, "scale2Out", ONE, 1,
+                                            "must hold one element without both smooth "
+                                            "scales (the ViewCopy's rule):"))))
+            return st;
+    }
+
+    ardq_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    const int64_t M = empty ? 0 : X / N;
+    const int64_t W = empty ? 0 : N;
+    /* 4 * N floats and N bytes per chunk: 5 * N floats cover them */
+    P->h = (nr_head){.kernel = &ARDQ_KERNEL, .call = P2, .names = TNAME, .rows = M, .width = W,
+                     .row_floats = 5 * W, .run_floats = 2 * W, .no_kernel = empty};
+    P->M = M;
+    P->N = W;
+    P->eps = (float)epsilon;
+    P->avg = W == 0 ? 0.0f : (float)(1.0 / (double)(float)W);
+    P->dtype = x1->dtype;
+    P->dual = dual;
+    P->slice = W > WHOLE_ROW_MAX ? SLICE_COLS : 0;
+    if (!empty) {
+        const int split = (int)x1->ndim - 1;
+        for (int i = 0; i < T_COUNT; i++) {
+            const bool channel = i >= T_GAMMA && i <= T_S2;
+            const bool per_row = i == T_SC1 || i == T_SC2;
+            const int s = channel ? -1
+                          : per_row ? (int)ts[i]->ndim
+                                    : (split < (int)ts[i]->ndim ? split : (int)ts[i]->ndim);
+            snapshot(&P->t[i], ts[i], s);
+        }
+        if (!dual) /* y2 and scale2: the kernel writes nothing the op_api could copy */
+            P->t[T_Y2].present = P->t[T_SC2].present = false;
+    }
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(P1, &ARDQ_OPS, P, 0, ts, TNAME, T_COUNT, T_Y1, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuant(void *workspace, uint64_t workspaceSize,
+                                                      aclOpExecutor *executor,
+                                                      aclrtStream stream)
+{
+    return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}

@@ -1,0 +1,463 @@
+"""The emulator's aclnnAddRmsNormDynamicQuant through raw calls: phase one's checks, codes and
+messages in the op_api's order (hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/op_api/
+aclnn_add_rms_norm_dynamic_quant.cpp; the part's kernels, op_host/
+add_rms_norm_dynamic_quant_def.cpp; the tiling's refusals, op_host/arch22/
+add_rms_norm_dynamic_quant_tiling.cpp; the stricter choices in docs/emulator.md) per part, and
+the device's numbers (op_kernel/add_rms_norm_dynamic_quant_*_kernel.h, reduce_common.h): bit
+for bit against a NumPy model of the kernels' float32 chain (whole-row and slice-D sums; FLOAT16
+and BF16; no, one and two smooth scales), within one quantization step of the float64
+reference, xOut's value, the scales, y2 and scale2 left unwritten without both smooth scales.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acl_py import reference
+from acl_py.raw import lib
+
+from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
+                              DevView, arena, last_msg, no_leaks, stream)
+from _emu_aclnn import SOC, refused_by, run_phase_two
+from _emu_aclnn import phase_one as aclnn_phase_one
+from _part_runs import other_parts, run_on_parts
+
+P1 = lib.aclnnAddRmsNormDynamicQuantGetWorkspaceSize
+P2 = lib.aclnnAddRmsNormDynamicQuant
+CALL = "aclnnAddRmsNormDynamicQuantGetWorkspaceSize"
+TILING = 561002
+INNER_NULLPTR = 561103
+FIND_KERNEL = 561003
+I8 = np.dtype(np.int8)
+A2 = SOC != "Ascend910B" and SOC.startswith(("Ascend910B", "Ascend910_93"))
+REGBASE = SOC.startswith("Ascend950")
+SLICE = 8864        # SLICE_COL_LEN: the slice-D kernel's slice
+SLICE_D_N = 12300   # beyond the single-row kernel's 12224 columns: slice-D rows
+needs_kernel = pytest.mark.skipif(not A2, reason=f"{SOC}: no modelled kernel")
+
+
+INT_DT = {I8: lib.ACL_INT8, np.dtype(np.int32): lib.ACL_INT32}
+
+
+def view(arena, values=None, **kw):
+    dt = np.dtype(kw.get("dtype") if values is None else np.asarray(values).dtype)
+    if dt in INT_DT and kw.get("acl_dtype") is None:
+        kw["acl_dtype"] = INT_DT[dt]
+    return DevView(arena, values, **kw)
+
+
+def phase_one(ts, eps=1e-6, ws=True, ex=True):
+    x1, x2, g, s1, s2, y1, y2, xo, sc1, sc2 = ts
+    return aclnn_phase_one(P1, x1, x2, g, s1, s2, eps, y1, y2, xo, sc1, sc2, ws=ws, ex=ex)
+
+
+def read_raw(v):
+    """The view's values after the run (any dtype, compared as bytes outside it)."""
+    out = np.empty_like(v.storage)
+    v.arena.d2h(out, v.ptr)
+    inside = np.zeros(v.n, bool)
+    v.host_view(inside)[...] = True
+    assert np.array_equal(out[~inside].view(np.uint8), v.initial[~inside].view(np.uint8)), \
+        "written outside the view"
+    return v.host_view(out).copy()
+
+
+def inputs(rng, shape, dt, smooth=2):
+    n = shape[-1]
+    x1 = (rng.standard_normal(shape) * 2 + 0.25).astype(dt)
+    x2 = rng.standard_normal(shape).astype(dt)
+    g = (1.0 + 0.5 * rng.standard_normal(n)).astype(dt)
+    s1 = (0.5 + rng.random(n)).astype(dt) if smooth >= 1 else None
+    s2 = (0.5 + rng.random(n)).astype(dt) if smooth >= 2 else None
+    return x1, x2, g, s1, s2
+
+
+def call(arena, args, kinds=("contig",) * 10, eps=1e-6):
+    """Runs the operator on [M, N] x1; returns (y1, y2 or None, x, scale1, scale2 or None)
+    and the raw y2 and scale2 (their sentinels where not written)."""
+    x1 = args[0]
+    m = x1.shape[0] if x1.ndim > 1 else 1
+    dual = args[3] is not None and args[4] is not None
+    views = [None if a is None else view(arena, a, kind=k) for a, k in zip(args, kinds)]
+    y_shape = x1.shape if dual else (1,)
+    sc_shape = x1.shape[:-1] or (1,)
+    vy1 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[5], sentinel=-77)
+    vy2 = view(arena, shape=y_shape, dtype=I8, kind=kinds[6], sentinel=-77)
+    vx = view(arena, shape=x1.shape, dtype=x1.dtype, kind=kinds[7], sentinel=-7)
+    vs1 = view(arena, shape=sc_shape, dtype=F32, kind=kinds[8], sentinel=-5)
+    vs2 = view(arena, shape=sc_shape if dual else (1,), dtype=F32, kind=kinds[9], sentinel=-5)
+    run_phase_two(arena, P2, phase_one(views + [vy1, vy2, vx, vs1, vs2], eps=eps))
+    y2, s2 = read_raw(vy2), read_raw(vs2)
+    got = (read_raw(vy1), y2 if dual else None, vx.read(), read_raw(vs1).reshape(m),
+           s2.reshape(m) if dual else None)
+    return got, y2, s2
+
+
+# ---- the NumPy model of the kernels' float32 chain ------------------------------------------
+
+def half_interval_sum(t):
+    """ReduceSumHalfInterval over each row of float32 t [M, n]: the part past the largest
+    power of two added onto the front, halved down to 64 lanes, the lanes folded by halves."""
+    t = t.copy()
+    m, n = t.shape
+    if n > 64:
+        body = 1 << (n.bit_length() - 1)
+        t[:, :n - body] += t[:, body:n]
+        while body > 64:
+            body //= 2
+            t[:, :body] += t[:, body:2 * body]
+        lanes = t[:, :64].copy()
+    else:
+        lanes = np.zeros((m, 64), F32)
+        lanes[:, :n] = t
+    for s in (32, 16, 8, 4, 2, 1):
+        lanes[:, :s] += lanes[:, s:2 * s]
+    return lanes[:, 0]
+
+
+def to_int8(t):
+    """RoundFloat2IntQuant: the nearest integer, ties to even, clamped; NaN 0."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(t), 0, np.clip(np.rint(np.nan_to_num(t)), -128, 127)).astype(I8)
+
+
+def device_chain(x1, x2, g, s1, s2, eps=1e-6):
+    """The kernels' numbers on [M, N] rows: (y1, y2 or None, x, scale1, scale2 or None)."""
+    f = np.float32
+    s = x1.astype(F32) + x2.astype(F32)
+    x = s.astype(x1.dtype)              # xOut: to nearest even
+    n = s.shape[-1]
+    avg, e = f(1.0 / float(n)), f(eps)
+    sq = s * s
+    if n > 12224:                       # slice-D: each slice's sum, added in order to 0
+        ss = np.zeros(s.shape[0], F32)
+        for c in range(0, n, SLICE):
+            ss = ss + half_interval_sum(sq[:, c:c + SLICE])
+    else:
+        ss = half_interval_sum(sq)
+    rstd = f(1) / np.sqrt(ss * avg + e)
+    v = (s * rstd[:, None]) * g.astype(F32)
+
+    def quant(smooth):
+        t = v if smooth is None else v * smooth.astype(F32)
+        with np.errstate(divide="ignore"):
+            mul = f(127) / np.max(np.abs(t), axis=1)
+            scale = f(1) / mul
+        with np.errstate(invalid="ignore"):
+            return to_int8(t * mul[:, None]), scale
+
+    y1, sc1 = quant(s1)
+    y2, sc2 = quant(s2) if s1 is not None and s2 is not None else (None, None)
+    return y1, y2, x, sc1, sc2
+
+
+def assert_matches(got, args, raw_y2=None, raw_s2=None, eps=1e-6):
+    y1, y2, x, sc1, sc2 = device_chain(*args, eps=eps)
+    assert np.array_equal(got[0], y1)
+    assert np.array_equal(got[2].view(np.uint16), x.view(np.uint16))
+    assert np.array_equal(got[3].view(np.uint32), sc1.view(np.uint32))
+    if y2 is None:
+        assert got[1] is None and (raw_y2 == -77).all() and (raw_s2 == -5).all(), \
+            "y2 or scale2 written without both smooth scales"
+    else:
+        assert np.array_equal(got[1], y2)
+        assert np.array_equal(got[4].view(np.uint32), sc2.view(np.uint32))
+    exp = reference.add_rms_norm_dynamic_quant(*args, epsilon=eps)
+    for k in (0, 1):
+        if exp[k] is not None:
+            assert np.max(np.abs(got[k].astype(np.float64) - exp[k])) <= reference.QUANT_STEP
+    for k in (3, 4):
+        if exp[k] is not None:
+            assert np.allclose(got[k], exp[k], rtol=2e-3, atol=0)
+    return y1
+
+
+# ---- numbers -----------------------------------------------------------------------------------
+
+@needs_kernel
+@pytest.mark.parametrize("dt", [F16, BF16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("m,n", [(7, 33), (3, 181), (200, 64), (5, 1024), (2, SLICE_D_N)],
+                         ids=["33", "181", "64", "1024", "sliced"])
+@pytest.mark.parametrize("smooth", [0, 1, 2], ids=["plain", "smooth1", "dual"])
+def test_chain_bits_and_reference(arena, dt, m, n, smooth):
+    """Bit for bit the kernels' chain (the half-interval sums, slice-D's slices; 127 / max
+    once per row, its reciprocal the scale); xOut the sum in x1's dtype; y2 and scale2 only
+    with both smooth scales; within one quantization step of the float64 reference."""
+    rng = np.random.default_rng(m * n + smooth)
+    args = inputs(rng, (m, n), dt, smooth)
+    got, y2, s2 = call(arena, args)
+    y1 = assert_matches(got, args, y2, s2)
+    assert len(np.unique(y1)) > 20 and np.abs(y1).max() == 127
+
+
+@needs_kernel
+def test_a_zero_row_gives_a_zero_scale_and_zeros(arena):
+    """max |t| = 0: 127 / 0 is Inf, the scale its reciprocal 0, and 0 * Inf (NaN) written as
+    0 (the conversions' NaN taken as 0: docs/emulator.md)."""
+    x1 = np.zeros((2, 40), F16)
+    x1[1] = 1.0
+    args = (x1, np.zeros_like(x1), np.ones(40, F16), None, None)
+    got, y2, s2 = call(arena, args)
+    assert (got[0][0] == 0).all() and got[3][0] == 0.0
+    assert (got[0][1] == 127).all()
+    assert_matches(got, args, y2, s2)
+
+
+@needs_kernel
+@pytest.mark.parametrize("kind", ["transposed", "padded", "stepped"])
+def test_strided_views_give_the_contiguous_bits(arena, kind):
+    rng = np.random.default_rng(5)
+    args = inputs(rng, (6, 40), F16)
+    base, _, _ = call(arena, args)
+    got, _, _ = call(arena, args, kinds=(kind,) * 10)
+    for a, b in zip(base, got):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+@needs_kernel
+def test_bits_do_not_depend_on_the_thread_count(arena):
+    rng = np.random.default_rng(6)
+    args = inputs(rng, (61, 300), BF16)
+    runs = []
+    for n in (1, 3, 8):
+        lib.aclemuSetNumThreads(n)
+        runs.append(call(arena, args)[0])
+    assert all(np.array_equal(runs[0][k], r[k]) for r in runs[1:] for k in (0, 1, 3, 4))
+
+
+@needs_kernel
+def test_rank_3_x_takes_leading_dims_or_their_product_as_scales(arena):
+    rng = np.random.default_rng(7)
+    x1, x2, g, s1, s2 = inputs(rng, (12, 48), F16)
+    exp = device_chain(x1, x2, g, s1, s2)
+    for sc_shape in ((3, 4), (12,)):
+        views = [view(arena, a.reshape(3, 4, 48) if a.ndim == 2 else a)
+                 for a in (x1, x2, g, s1, s2)]
+        vy1, vy2 = (view(arena, shape=(3, 4, 48), dtype=I8) for _ in range(2))
+        vx = view(arena, shape=(3, 4, 48), dtype=F16)
+        vs1, vs2 = (view(arena, shape=sc_shape, dtype=F32) for _ in range(2))
+        run_phase_two(arena, P2, phase_one(views + [vy1, vy2, vx, vs1, vs2]))
+        assert np.array_equal(read_raw(vy1).reshape(12, 48), exp[0])
+        assert np.array_equal(read_raw(vy2).reshape(12, 48), exp[1])
+        assert np.array_equal(read_raw(vs2).reshape(12), exp[4])
+
+
+# ---- phase one ---------------------------------------------------------------------------------
+
+class Args:
+    """Valid views for phase one (FLOAT16 x [4, n], both smooth scales, INT8 y, FLOAT scales
+    [4]), replaced one at a time."""
+
+    NAMES = ("x1", "x2", "gamma", "s1", "s2", "y1", "y2", "x", "sc1", "sc2")
+
+    def __init__(self, arena, n=32, m=4):
+        self.arena = arena
+        self.v = {"x1": self.make((m, n), F16), "x2": self.make((m, n), F16),
+                  "gamma": self.make((n,), F16), "s1": self.make((n,), F16),
+                  "s2": self.make((n,), F16), "y1": self.make((m, n), I8),
+                  "y2": self.make((m, n), I8), "x": self.make((m, n), F16),
+                  "sc1": self.make((m,), F32), "sc2": self.make((m,), F32)}
+        self.eps = 1e-6
+
+    def make(self, shape, dt, acl_dtype=None):
+        return view(self.arena, shape=shape, dtype=dt, acl_dtype=acl_dtype)
+
+    def single(self):
+        """Without smooth scales: y2 and scale2 of one element."""
+        self.v["s1"] = self.v["s2"] = None
+        self.v["y2"], self.v["sc2"] = self.make((1,), I8), self.make((1,), F32)
+        return self
+
+    def call(self, ws=True, ex=True):
+        return phase_one([self.v[k] for k in self.NAMES], eps=self.eps, ws=ws, ex=ex)
+
+
+def expect(args, code, *words, **kw):
+    return refused_by(lambda: args.call(**kw), CALL, (), code, *words)
+
+
+def passes(args):
+    rc, ws, ex = args.call()
+    assert rc == OK, (rc, last_msg())
+    assert ws == 0
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
+@needs_kernel
+def test_valid_arguments_pass(arena):
+    passes(Args(arena))
+    passes(Args(arena).single())
+    a = Args(arena).single()
+    a.v["s1"] = a.make((32,), F16)
+    passes(a)
+
+
+def test_null_out_pointers_come_first(arena):
+    a = Args(arena)
+    a.v["x1"] = None
+    for kw, name in (({"ws": False}, "workspaceSize"), ({"ex": False}, "executor")):
+        rc, _, _ = a.call(**kw)
+        msg = last_msg()
+        assert rc == NULLPTR and msg.startswith(CALL + ": " + name), msg
+
+
+@pytest.mark.parametrize("name,c_name", [("x1", "x1"), ("x2", "x2"), ("gamma", "gamma"),
+                                         ("y1", "y1Out"), ("y2", "y2Out"), ("x", "xOut"),
+                                         ("sc1", "scale1Out"), ("sc2", "scale2Out")])
+def test_each_required_tensor(arena, name, c_name):
+    a = Args(arena)
+    a.v[name] = None
+    expect(a, NULLPTR, c_name, "NULL")
+
+
+def test_nulls_come_before_dtypes(arena):
+    a = Args(arena)
+    a.v["x1"] = a.make((4, 32), I8)
+    a.v["sc2"] = None
+    expect(a, NULLPTR, "scale2Out is NULL")
+
+
+@pytest.mark.parametrize("name,dt,words", [
+    ("x1", F32, ("x1 dtype FLOAT", "not supported")),
+    ("x2", I8, ("x2 dtype INT8", "not supported")),
+    ("gamma", F32, ("gamma dtype FLOAT", "not supported")),
+    ("s1", F32, ("smoothScale1Optional dtype FLOAT", "not supported")),
+    ("s2", I8, ("smoothScale2Optional dtype INT8", "not supported")),
+    ("y1", np.dtype(np.int32), ("y1Out dtype INT32", "not supported")),
+    ("y2", F16, ("y2Out dtype FLOAT16", "not supported")),
+    ("x", F32, ("xOut dtype FLOAT", "not supported")),
+    ("sc1", F16, ("scale1Out dtype FLOAT16", "must be FLOAT")),
+    ("sc2", BF16, ("scale2Out dtype BF16", "must be FLOAT")),
+])
+def test_dtype_lists_every_part(arena, name, dt, words):
+    """One list on every part (CheckDtypeValid), in the op_api's order."""
+    a = Args(arena)
+    a.v[name] = a.make(a.v[name].shape, dt)
+    expect(a, INVALID, *words)
+
+
+def test_y2_dtype_must_be_y1s(arena):
+    a = Args(arena)
+    a.v["y2"] = a.make((4, 32), I8, acl_dtype=lib.ACL_HIFLOAT8)
+    expect(a, INVALID, "y2Out dtype HIFLOAT8", "y1Out's dtype INT8")
+
+
+def test_dtypes_come_before_shapes(arena):
+    a = Args(arena)
+    a.v["x2"] = a.make((2, 32), F16)
+    a.v["sc2"] = a.make((4,), F16)
+    expect(a, INVALID, "scale2Out dtype FLOAT16")
+
+
+@pytest.mark.parametrize("name,shape,words", [
+    ("x2", (2, 32), ("x2 shape [2,32]", "x1's shape")),
+    ("gamma", (4, 32), ("gamma rank 2", "must be 1")),
+    ("gamma", (16,), ("gamma shape [16]", "x1's last dim")),
+    ("s1", (16,), ("smoothScale1Optional shape [16]", "gamma's shape")),
+    ("s2", (1, 32), ("smoothScale2Optional shape [1,32]", "gamma's shape")),
+    ("x1", (), ("x1 rank 0",)),
+])
+def test_shapes_are_the_tiling_error(arena, name, shape, words):
+    """CheckShapeValid's rules: 561002 (ACLNN_ERR_INNER_TILING_ERROR), as the op_api returns
+    them; a rank-0 x1 (whose last dim the op_api reads past its shape) with them."""
+    a = Args(arena)
+    if name == "x1":
+        a.v["x2"] = a.make(shape, F16)
+    a.v[name] = a.make(shape, a.v[name].dtype)
+    expect(a, TILING, *words)
+
+
+@pytest.mark.parametrize("name,shape,dt,words", [
+    ("x2", (4, 32), BF16, ("x2 dtype BF16", "x1's dtype")),
+    ("gamma", (32,), BF16, ("gamma dtype BF16", "x1's dtype")),
+    ("s2", (32,), BF16, ("smoothScale2Optional dtype BF16", "x1's dtype")),
+    ("x", (4, 32), BF16, ("xOut dtype BF16", "x1's dtype")),
+    ("x", (2, 64), F16, ("xOut shape [2,64]", "x1's shape")),
+    ("sc1", (2, 2), F32, ("scale1Out shape [2,2]", "without its last dim")),
+    ("sc1", (4, 1), F32, ("scale1Out shape [4,1]", "without its last dim")),
+    ("sc2", (2, 2), F32, ("scale2Out shape [2,2]", "scale1Out's shape")),
+    ("y2", (4, 0), I8, ("y2Out shape [4,0]", "non-empty x1")),
+    ("y1", (1,) * 9, I8, ("y1Out rank 9",)),
+])
+def test_stricter_docs_relations(arena, name, shape, dt, words):
+    """The docs' relations nothing in the code checks (the kernel reads every input as x1's
+    dtype, writes xOut as x1's and one scale per row): refused, 161002 (docs/emulator.md)."""
+    a = Args(arena)
+    a.v[name] = a.make(shape, dt)
+    expect(a, INVALID, *words)
+
+
+def test_empty_tensors_succeed_with_nothing_launched(arena):
+    """An empty x1 (so gamma, with x1's last dim): success on every part, the op_api returns
+    before the L0 op, whatever its kernels."""
+    a = Args(arena, n=0)
+    passes(a)
+    a = Args(arena, m=0)
+    passes(a)
+
+
+@pytest.mark.skipif(not A2, reason="Atlas A2/A3's INT8-only kernels")
+@pytest.mark.parametrize("acl", ["ACL_HIFLOAT8", "ACL_FLOAT8_E4M3FN", "ACL_FLOAT8_E5M2"])
+def test_no_kernel_for_a_float8_result(arena, acl):
+    """The op_api's list takes it, Atlas A2/A3's definition has INT8 only: the device's phase
+    one passes (the L0 op discards the launcher's status), the emulator refuses (561003)."""
+    a = Args(arena)
+    for k in ("y1", "y2"):
+        a.v[k] = a.make((4, 32), I8, acl_dtype=getattr(lib, acl))
+    expect(a, FIND_KERNEL, "not supported on", "INT8 only")
+
+
+@needs_kernel
+@pytest.mark.parametrize("eps", [0.0, -1e-6, 1e-60, float("nan")])
+def test_the_tilings_epsilon_rule(arena, eps):
+    """(float)epsilon <= 0 fails the tiling (NaN too: the emulator refuses what is not > 0;
+    stricter, the device's phase one passes it on): 561002."""
+    a = Args(arena)
+    a.eps = eps
+    expect(a, TILING, "epsilon", "greater than 0")
+
+
+@needs_kernel
+def test_smooth_scale2_without_smooth_scale1(arena):
+    a = Args(arena).single()
+    a.v["s2"] = a.make((32,), F16)
+    expect(a, TILING, "smoothScale2Optional is given without smoothScale1Optional")
+
+
+@needs_kernel
+@pytest.mark.parametrize("single,name,shape,words", [
+    (False, "y1", (2, 64), ("y1Out shape [2,64]", "ViewCopy")),
+    (False, "y2", (4, 16), ("y2Out shape [4,16]", "ViewCopy")),
+    (True, "y2", (4, 32), ("y2Out shape [4,32]", "one element")),
+    (True, "sc2", (4,), ("scale2Out shape [4]", "one element")),
+])
+def test_view_copies_of_the_results(arena, single, name, shape, words):
+    """The copies the op_api makes: y1 (x1's shape), y2 (x1's shape with both smooth
+    scales, else the L0 op's [1]), scale2 (one element without both): 561103."""
+    a = Args(arena)
+    if single:
+        a.single()
+    a.v[name] = a.make(shape, a.v[name].dtype)
+    expect(a, INNER_NULLPTR, *words)
+
+
+def test_parts_without_a_modelled_kernel(arena):
+    if REGBASE:
+        expect(Args(arena), INNER_NULLPTR, "not modelled")
+    elif not A2:
+        expect(Args(arena), FIND_KERNEL, "not supported on", "no kernel")
+    else:
+        pytest.skip("a part with a modelled kernel")
+
+
+def test_no_executor_is_left_behind_by_a_refusal(arena):
+    """Each step's refusal (the autouse no_leaks fixture counts the live objects)."""
+    a = Args(arena)
+    a.v["x2"] = a.make((2, 32), F16)
+    expect(a, TILING, "x2 shape")
+    a = Args(arena)
+    a.eps = 0.0
+    expect(a, TILING if A2 else INNER_NULLPTR if REGBASE else FIND_KERNEL)
+
+
+test_on_other_parts = run_on_parts(other_parts(), "not on_other_parts")
