@@ -74,6 +74,7 @@ from .ops import batch_norm_gather_stats_with_counts, BatchNormGatherStatsWithCo
 from .ops import batch_norm_elemt, BatchNormElemt
 from .ops import batch_norm_stats, BatchNormStats
 from .ops import add_rms_norm_quant, AddRmsNormQuant
+from .ops import add_rms_norm_dynamic_quant, AddRmsNormDynamicQuant
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -113,5 +114,5 @@ __all__ = [
     "rms_norm_quant", "RmsNormQuant",
     "batch_norm_gather_stats_with_counts", "BatchNormGatherStatsWithCounts", "batch_norm_elemt",
     "BatchNormElemt", "batch_norm_stats", "BatchNormStats", "add_rms_norm_quant",
-    "AddRmsNormQuant",
+    "AddRmsNormQuant", "add_rms_norm_dynamic_quant", "AddRmsNormDynamicQuant",
 ]

@@ -90,7 +90,8 @@ __all__ = [
     "group_norm_backward_error_scale", "instance_norm", "instance_norm_error_scale",
     "group_norm_backward_error_scale", "rms_norm_quant", "rms_norm_quant_error_scale",
     "round_half_even", "QUANT_STEP", "add_rms_norm_quant",
-    "add_rms_norm_quant_error_scale",
+    "add_rms_norm_quant_error_scale", "DYNAMIC_QUANT_MAX", "add_rms_norm_dynamic_quant",
+    "add_rms_norm_dynamic_quant_error_scale",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -334,6 +335,48 @@ def add_rms_norm_quant_error_scale(x1, x2, gamma, scales1, scales2=None, zero_po
     ``|x1| + |x2|`` for ``x``."""
     ones = np.ones(np.shape(x1))
     return ones, None if scales2 is None else ones, np.abs(_f64(x1)) + np.abs(_f64(x2))
+
+
+# The largest magnitude a per-row dynamic int8 quantization maps its row's largest value to.
+DYNAMIC_QUANT_MAX = 127.0
+
+
+def add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1=None, smooth_scale2=None,
+                               epsilon: float = 1e-6):
+    """``(y1, y2, x, scale1, scale2)`` of AddRmsNormDynamicQuant in float64, y1 and y2 as int8
+    values held in float64 (y2 and scale2 None unless both smooth scales are given): ``x =
+    x1 + x2``, ``y`` :func:`rms_norm` of ``x`` over its last dim, per output k ``t = y *
+    smooth_scale_k`` (``y`` without smooth_scale1), per row ``scale_k = max|t| / 127`` and
+    ``yk = rint(t / scale_k)``, ties to even (within [-127, 127] by construction)."""
+    x = _f64(x1) + _f64(x2)
+    y, _ = rms_norm(x, gamma, epsilon)
+
+    def quantize(smooth):
+        t = y if smooth is None else y * _f64(smooth)
+        scale = np.max(np.abs(t), axis=-1) / DYNAMIC_QUANT_MAX
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.where(scale[..., None] > 0, t / scale[..., None], 0.0)
+        return np.clip(round_half_even(q), -128, 127), scale
+
+    y1, s1 = quantize(smooth_scale1)
+    y2, s2 = (None, None)
+    if smooth_scale1 is not None and smooth_scale2 is not None:
+        y2, s2 = quantize(smooth_scale2)
+    return y1, y2, x, s1, s2
+
+
+def add_rms_norm_dynamic_quant_error_scale(x1, x2, gamma, smooth_scale1=None,
+                                           smooth_scale2=None, epsilon: float = 1e-6):
+    """Per element of ``(y1, y2, x, scale1, scale2)``, the magnitude the device's error is
+    proportional to: unused for the quantized outputs (:func:`error_bound` holds them to
+    :data:`QUANT_STEP`), ``|x1| + |x2|`` for ``x``, each scale's own value for the scales (a
+    float32 chain over 16-bit inputs: the input dtype's ``RTOL`` of it)."""
+    y1, y2, _, s1, s2 = add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1, smooth_scale2,
+                                                   epsilon)
+    ones = np.ones(np.shape(x1))
+    dual = y2 is not None
+    return (ones, ones if dual else None, np.abs(_f64(x1)) + np.abs(_f64(x2)), np.abs(s1),
+            np.abs(s2) if dual else None)
 
 
 def gemma_rms_norm(x, gamma, epsilon: float = 1e-6):

@@ -244,8 +244,8 @@ def _emptied(values):
 # empty; LayerNorm's and FastLayerNorm's op_apis return at M == 0 (aclnn_layer_norm.cpp,
 # aclnn_fast_layer_norm.cpp), AddRmsNorm's at an empty x1 (aclnn_add_rms_norm.cpp),
 # BatchNormBackward's at an empty input (aclnn_batch_norm_backward.cpp), BatchNormElemt's at an
-# empty input (aclnn_batch_norm_elemt.cpp), AddRmsNormQuant's at an empty x1
-# (aclnn_add_rms_norm_quant.cpp). LayerNormBackward and BatchNorm fill their parameter
+# empty input (aclnn_batch_norm_elemt.cpp), AddRmsNormQuant's and AddRmsNormDynamicQuant's at
+# an empty x1 (aclnn_add_rms_norm_quant.cpp, aclnn_add_rms_norm_dynamic_quant.cpp). LayerNormBackward and BatchNorm fill their parameter
 # statistics there (ProcessEmptyTensorWithValue: a Fill kernel; BatchNorm's only for a non-empty
 # saveMean/saveInvstd, here [C]: its emulator test has the cases without), so they still need a
 # device (as
@@ -253,7 +253,7 @@ def _emptied(values):
 # BatchNormStats, whose [C] mean and invstd are filled (aclnn_batch_norm_stats.cpp).
 _NO_KERNEL = ("LayerNorm", "FastLayerNorm", "RmsNorm", "AddRmsNorm", "GemmaRmsNorm", "InplaceAddRmsNorm",
               "AddLayerNorm", "DeepNorm", "BatchNormBackward", "BatchNormElemt",
-              "AddRmsNormQuant")
+              "AddRmsNormQuant", "AddRmsNormDynamicQuant")
 _FILLS = ("LayerNormBackward", "BatchNorm", "BatchNormStats")
 
 

@@ -16,8 +16,8 @@
 ``acl_py.instance_norm``, ``acl_py.InstanceNorm``, ``acl_py.rms_norm_quant``,
 ``acl_py.RmsNormQuant``, ``acl_py.batch_norm_gather_stats_with_counts``, ``acl_py.BatchNormGatherStatsWithCounts``,
 ``acl_py.batch_norm_elemt``, ``acl_py.BatchNormElemt``, ``acl_py.batch_norm_stats``,
-``acl_py.BatchNormStats``, ``acl_py.add_rms_norm_quant`` and ``acl_py.AddRmsNormQuant``
-are re-exported at the package top
+``acl_py.BatchNormStats``, ``acl_py.add_rms_norm_quant``, ``acl_py.AddRmsNormQuant``,
+``acl_py.add_rms_norm_dynamic_quant`` and ``acl_py.AddRmsNormDynamicQuant`` are re-exported at the package top
 level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
@@ -55,6 +55,8 @@ from .batch_norm_gather_stats_with_counts import (BATCH_NORM_GATHER_STATS_WITH_C
 from .batch_norm_elemt import BATCH_NORM_ELEMT, BatchNormElemt, batch_norm_elemt
 from .batch_norm_stats import BATCH_NORM_STATS, BatchNormStats, batch_norm_stats
 from .add_rms_norm_quant import ADD_RMS_NORM_QUANT, AddRmsNormQuant, add_rms_norm_quant
+from .add_rms_norm_dynamic_quant import (ADD_RMS_NORM_DYNAMIC_QUANT, AddRmsNormDynamicQuant,
+                                         add_rms_norm_dynamic_quant)
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
@@ -75,7 +77,9 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "batch_norm_gather_stats_with_counts", "BatchNormGatherStatsWithCounts",
            "BATCH_NORM_GATHER_STATS_WITH_COUNTS", "batch_norm_elemt", "BatchNormElemt",
            "BATCH_NORM_ELEMT", "batch_norm_stats", "BatchNormStats", "BATCH_NORM_STATS",
-           "add_rms_norm_quant", "AddRmsNormQuant", "ADD_RMS_NORM_QUANT", "Operator",
+           "add_rms_norm_quant", "AddRmsNormQuant", "ADD_RMS_NORM_QUANT",
+           "add_rms_norm_dynamic_quant", "AddRmsNormDynamicQuant", "ADD_RMS_NORM_DYNAMIC_QUANT",
+           "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
            "tensor", "output", "as_many_elements", "configured", "int_array", "bool_array",
