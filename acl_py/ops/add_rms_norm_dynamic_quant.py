@@ -15,15 +15,15 @@ for each, a scratch one).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
-
 import math
+from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 
 import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
+                       shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["add_rms_norm_dynamic_quant", "AddRmsNormDynamicQuant",
            "ADD_RMS_NORM_DYNAMIC_QUANT"]
 
-_INT8 = np.dtype(np.int8)
-_FLOAT32 = np.dtype(np.float32)
 _HALVES = ("float16", "bfloat16")
 _OP_API = ("hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/op_api/"
            "add_rms_norm_dynamic_quant.cpp: out2Flag")
@@ -67,32 +65,19 @@ def _dual(a):
     return a.smooth_scale1 is not None and a.smooth_scale2 is not None
 
 
-def _x1_shape(a):
-    return a.x1.shape
-
-
-def _x1_dtype(a):
-    return a.x1.dtype
-
-
-def _int8(a):
-    return _INT8
-
-
-def _float32(a):
-    return _FLOAT32
-
-
 def _scale_shape(a):
     """x1's leading dims (one element for a one-dimensional x1)."""
     return a.x1.shape[:-1] or (1,)
 
 
 def _y2_shape(a):
+    """x1's shape with both smooth scales; one element without (the L0 op's ``[1]`` y2, which
+    the op_api copies into y2Out: its ViewCopy takes one element only)."""
     return a.x1.shape if _dual(a) else (1,)
 
 
 def _scale2_shape(a):
+    """:func:`_scale_shape` with both smooth scales; one element without (as y2)."""
     return _scale_shape(a) if _dual(a) else (1,)
 
 
@@ -155,11 +140,11 @@ ADD_RMS_NORM_DYNAMIC_QUANT = Declared("aclnnAddRmsNormDynamicQuant", (
     tensor("smoothScale1Optional", optional=True, like="x1", dtypes=_HALVES),
     tensor("smoothScale2Optional", optional=True, like="x1", dtypes=_HALVES),
     double("epsilon", default=1e-6),
-    output("y1Out", shape=_x1_shape, dtype=_int8, fits=y1_fits),
-    output("y2Out", shape=_y2_shape, dtype=_int8, unwritten=y2_unwritten),
-    output("xOut", shape=_x1_shape, dtype=_x1_dtype),
-    output("scale1Out", shape=_scale_shape, dtype=_float32, fits=scale_fits),
-    output("scale2Out", shape=_scale2_shape, dtype=_float32, fits=scale2_fits,
+    output("y1Out", shape=shape_of("x1"), dtype=np.int8, fits=y1_fits),
+    output("y2Out", shape=_y2_shape, dtype=np.int8, unwritten=y2_unwritten),
+    output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1")),
+    output("scale1Out", shape=_scale_shape, dtype=np.float32, fits=scale_fits),
+    output("scale2Out", shape=_scale2_shape, dtype=np.float32, fits=scale2_fits,
            unwritten=y2_unwritten),
 ), check=add_rms_norm_dynamic_quant_check, reference=reference.add_rms_norm_dynamic_quant,
     error_scale=reference.add_rms_norm_dynamic_quant_error_scale,
