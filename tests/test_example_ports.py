@@ -4,9 +4,11 @@ gemma_rms_norm.py, inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py,
 group_norm_silu.py, group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py,
 group_norm_backward.py, batch_norm_backward.py, batch_norm_reduce_backward.py,
 batch_norm_elemt_backward.py, instance_norm.py, rms_norm_quant.py, batch_norm_elemt.py,
-batch_norm_gather_stats_with_counts.py, batch_norm_stats.py, add_rms_norm_quant.py) print
-exactly what the examples print on a device (batch_norm_gather_stats_with_counts.py with the
-eight means its example reads past its host vector given).
+batch_norm_gather_stats_with_counts.py, batch_norm_stats.py, add_rms_norm_quant.py,
+add_rms_norm_dynamic_quant.py) print exactly what the examples print on a device
+(batch_norm_gather_stats_with_counts.py with the eight means its example reads past its host
+vector given; add_rms_norm_dynamic_quant.py with the scales' whole 8 bytes allocated, where its
+example allocates 4).
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -46,7 +48,8 @@ from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   instance_norm_example_output,
                                   layer_norm_example_output, rms_norm_example_output,
                                   rms_norm_grad_example_output, rms_norm_quant_example_output,
-                                  add_rms_norm_quant_example_output)
+                                  add_rms_norm_quant_example_output,
+                                  add_rms_norm_dynamic_quant_example_output)
 
 
 def layer_norm_reference():
@@ -197,6 +200,14 @@ def add_rms_norm_quant_reference():
                                          np.full(2, 100.0))[0]]
 
 
+def add_rms_norm_dynamic_quant_reference():
+    """y1 of the add_rms_norm_dynamic_quant example's data in float64, quantized (int8
+    values)."""
+    half = np.full((2, 8), 0.5)
+    g = np.full(8, 1.5)
+    return [reference.add_rms_norm_dynamic_quant(half, half, g, g, g, 1e-6)[0]]
+
+
 def batch_norm_elemt_reference():
     """out of the batch_norm_elemt example's data in float64."""
     x = np.arange(16.0).reshape(2, 4, 2)
@@ -321,6 +332,10 @@ PORTS = [
     Port("add_rms_norm_quant.py", add_rms_norm_quant_example_output,
          add_rms_norm_quant_reference, "aclnnAddRmsNormQuantGetWorkspaceSize", rtol=0,
          atol=0),
+    # int8 values: every one is its row's maximum, 127
+    Port("add_rms_norm_dynamic_quant.py", add_rms_norm_dynamic_quant_example_output,
+         add_rms_norm_dynamic_quant_reference, "aclnnAddRmsNormDynamicQuantGetWorkspaceSize",
+         rtol=0, atol=0),
     # the variance made from invstd (1 / 25 - 0.01) and added back: a few float32 ulps
     Port("batch_norm_elemt.py", batch_norm_elemt_example_output, batch_norm_elemt_reference,
          "aclnnBatchNormElemtGetWorkspaceSize", rtol=1e-5, atol=1e-5),

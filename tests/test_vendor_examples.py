@@ -23,6 +23,8 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          an Atlas inference part,
                                          norm/rms_norm_quant/examples,
                                          norm/add_rms_norm_quant/examples,
+                                         norm/add_rms_norm_dynamic_quant/examples
+                                         (built; its run refused: below),
                                          norm/sync_batch_norm_gather_stats_with_counts/
                                          examples, norm/batch_norm_elemt/examples;
                                          ops-math math/reduce_std_with_mean/examples) and
@@ -1597,6 +1599,46 @@ def test_vendor_add_rms_norm_quant_example(library):
     out = build_and_run(OPS_NN, os.path.join("norm", "add_rms_norm_quant", "examples",
                                              "test_aclnn_add_rms_norm_quant.cpp"), [library])
     assert out == add_rms_norm_quant_example_output()
+
+
+def add_rms_norm_dynamic_quant_example_output() -> str:
+    """The add_rms_norm_dynamic_quant example's inputs (x1, x2 [2, 8] FLOAT16 0x3800 = 0.5,
+    gamma and both smooth scales [8] FLOAT16 0x3e00 = 1.5, epsilon 1e-6 as a float) through
+    Atlas A2's chain (op_kernel/add_rms_norm_dynamic_quant_*_kernel.h: docs/emulator.md):
+    s = 1 in float, rstd = 1 / sqrt(sum(s * s) * (1 / 8) + eps), t = ((s * rstd) * gamma) *
+    smooth1, y1 = rint(t * (127 / max|t|)) per row: every value its row's maximum, 127. What
+    the example prints on a device (y1 with %d)."""
+    f = np.float32
+    half = np.full((2, 8), 0x3800, np.uint16).view(np.float16)
+    g = np.full(8, 0x3e00, np.uint16).view(np.float16).astype(f)
+    s = half.astype(f) + half.astype(f)
+    rstd = f(1) / np.sqrt(np.sum(s * s, axis=1, dtype=f) * f(1.0 / 8.0) + f(1e-6))
+    t = ((s * rstd[:, None]) * g) * g
+    q = f(127) / np.max(np.abs(t), axis=1)
+    y1 = np.clip(np.rint(t * q[:, None]), -128, 127).astype(np.int8)
+    return "".join(f"result[{i}] is: {int(v)}\n" for i, v in enumerate(y1.ravel()))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its "
+                    "aclnnAddRmsNormDynamicQuant example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_add_rms_norm_dynamic_quant_example(library):
+    """The example builds unchanged against the emulator, and its run stops at phase two with
+    161002: it allocates every tensor's device memory from a vector of 16-bit words, so its
+    FLOAT scale1 and scale2 [2] get 4 bytes for their 8, which the emulator's phase-two memory
+    check refuses (a device rounds each allocation up to 32 bytes, so there it prints
+    add_rms_norm_dynamic_quant_example_output(): samples/add_rms_norm_dynamic_quant.py, which
+    allocates each tensor's own bytes, prints that on the emulator)."""
+    exe, r = compile_example(OPS_NN, os.path.join("norm", "add_rms_norm_dynamic_quant",
+                                                  "examples",
+                                                  "test_aclnn_add_rms_norm_dynamic_quant.cpp"),
+                             [library])
+    assert r.returncode == 0, f"{' '.join(r.args)}\n{r.stderr}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
+    run = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode != 0
+    assert run.stdout == "aclnnAddRmsNormDynamicQuant failed. ERROR: 161002\n", run.stdout
 
 
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
