@@ -81,14 +81,33 @@ def _scale2_shape(a):
     return _scale_shape(a) if _dual(a) else (1,)
 
 
-def y1_fits(a, given, part=None, shapes=None):
-    """Phase one's rule for a y1 ``out=`` entry of another shape than x1's (None where
-    ``given`` passes): the op_api copies the kernel's y1 (x1's shape) into it with ViewCopy,
-    which takes equal shapes or one element each (hicann/ops-math conversion/contiguous/
-    op_host/op_api/contiguous.cpp CheckViewCopyParams)."""
-    if math.prod(given) == 1 and math.prod(a.x1.shape) == 1:
+def _rank_rule(given):
+    """The docs' rank rule for every output (at most 8), the emulator's (stricter, 161002)."""
+    return None if len(given) <= 8 else "has a rank above 8"
+
+
+def _copied(a, given, want):
+    """Phase one's rule for an entry the op_api copies a result of shape ``want`` into (None
+    where ``given`` passes): ViewCopy takes equal shapes or one element each (hicann/ops-math
+    conversion/contiguous/op_host/op_api/contiguous.cpp CheckViewCopyParams); with x1 empty
+    the op_api returns before the copies, checking no shape but the rank."""
+    if _rank_rule(given) or 0 in a.x1.shape:
+        return _rank_rule(given)
+    if math.prod(given) == 1 and math.prod(want) == 1:
         return None
-    return f"!= {a.x1.shape} (x1's shape; another only of one element for one element)"
+    return f"!= {tuple(want)} (another only of one element for one element)"
+
+
+def y1_fits(a, given, part=None, shapes=None):
+    """The rule for a y1 ``out=`` entry of another shape than x1's: the copy of the kernel's
+    y1 (x1's shape)."""
+    return _copied(a, given, a.x1.shape)
+
+
+def y2_fits(a, given, part=None, shapes=None):
+    """The rule for a y2 ``out=`` entry: the copy of the kernel's y2, x1's shape with both
+    smooth scales, else the L0 op's one element."""
+    return _copied(a, given, _y2_shape(a))
 
 
 def scale_fits(a, given, part=None, shapes=None):
@@ -141,7 +160,7 @@ ADD_RMS_NORM_DYNAMIC_QUANT = Declared("aclnnAddRmsNormDynamicQuant", (
     tensor("smoothScale2Optional", optional=True, like="x1", dtypes=_HALVES),
     double("epsilon", default=1e-6),
     output("y1Out", shape=shape_of("x1"), dtype=np.int8, fits=y1_fits),
-    output("y2Out", shape=_y2_shape, dtype=np.int8, unwritten=y2_unwritten),
+    output("y2Out", shape=_y2_shape, dtype=np.int8, fits=y2_fits, unwritten=y2_unwritten),
     output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1")),
     output("scale1Out", shape=_scale_shape, dtype=np.float32, fits=scale_fits),
     output("scale2Out", shape=_scale2_shape, dtype=np.float32, fits=scale2_fits,
