@@ -18,8 +18,8 @@ import pytest
 
 import acl_py
 from acl_py import smoke
-from acl_py.ops import (ADD_LAYER_NORM, ADD_RMS_NORM, ADD_RMS_NORM_QUANT, DECLARED, DEEP_NORM,
-                        DEEP_NORM_GRAD,
+from acl_py.ops import (ADD_LAYER_NORM, ADD_RMS_NORM, ADD_RMS_NORM_DYNAMIC_QUANT,
+                        ADD_RMS_NORM_QUANT, DECLARED, DEEP_NORM, DEEP_NORM_GRAD,
                         GROUP_NORM, GROUP_NORM_SILU, GROUP_NORM_SILU_V2, INPLACE_ADD_RMS_NORM, RMS_NORM,
                         Declared, OutputNotWritten, Part, part_of)
 
@@ -109,6 +109,10 @@ CASES = [
     # AddRmsNormQuant: y2 written only with scales2 (every part)
     (ADD_RMS_NORM_QUANT, ADD_RMS_NORM_QUANT.smoke_cases[0][1]()),
     (ADD_RMS_NORM_QUANT, ADD_RMS_NORM_QUANT.smoke_cases[1][1]()),
+    # AddRmsNormDynamicQuant: y2 and scale2 written only with both smooth scales (every part
+    # with a kernel)
+    (ADD_RMS_NORM_DYNAMIC_QUANT, ADD_RMS_NORM_DYNAMIC_QUANT.smoke_cases[0][1]()),
+    (ADD_RMS_NORM_DYNAMIC_QUANT, ADD_RMS_NORM_DYNAMIC_QUANT.smoke_cases[1][1]()),
     (ADD_LAYER_NORM, _add_layer_norm_values((2, 3, 16), F16, additional_output=False)),
 ]
 
@@ -165,7 +169,9 @@ def test_predicate_is_the_emulators_rule(declared, values):
         assert w == (reason is None), (o.py, w, reason)
         if reason is not None and o.py != "x":
             assert "hicann/ops-nn" in reason
-            if declared is not ADD_RMS_NORM_QUANT:   # its y2: without scales2, every part
+            # AddRmsNormQuant's y2 without scales2, AddRmsNormDynamicQuant's y2 and scale2
+            # without both smooth scales: on every part
+            if declared not in (ADD_RMS_NORM_QUANT, ADD_RMS_NORM_DYNAMIC_QUANT):
                 assert INFERENCE and "Atlas inference parts" in reason
 
 
@@ -176,7 +182,7 @@ def test_the_unwritten_cases_are_unwritten_on_inference_parts():
     answers = [d.unwritten_outputs(v, p310)[1] is None for d, v in CASES]
     assert answers == [False, False, False, True, True, False, False, False, True, True,
                        False, False, True, True, True, False, False, False, False, False,
-                       False, False, True, True, False, False]
+                       False, False, True, True, False, True, False, False]
     # DeepNorm's y: a row under 32 bytes is not written, one of 32 bytes is
     assert [DEEP_NORM.unwritten_outputs(v, p310)[2] is None
             for d, v in CASES if d is DEEP_NORM] == [False, True]
@@ -187,11 +193,16 @@ def test_the_unwritten_cases_are_unwritten_on_inference_parts():
     assert GROUP_NORM.unwritten_outputs(CASES[11][1], p8)[1] is None
     for p in (Part("Ascend910B2", 2201, 48), Part("Ascend910A", 1001, 32),
               Part("Ascend950PR_9599", 3510, 64)):
-        assert all(w is None for d, v in CASES[:-1] if d is not ADD_RMS_NORM_QUANT
+        assert all(w is None for d, v in CASES[:-1]
+                   if d not in (ADD_RMS_NORM_QUANT, ADD_RMS_NORM_DYNAMIC_QUANT)
                    for w in d.unwritten_outputs(v, p))
         # AddRmsNormQuant's y2: written only with scales2, on every part
         assert [d.unwritten_outputs(v, p)[1] is None for d, v in CASES
                 if d is ADD_RMS_NORM_QUANT] == [True, False]
+        # AddRmsNormDynamicQuant's y2 and scale2: written only with both smooth scales
+        assert [tuple(w is None for w in d.unwritten_outputs(v, p)) for d, v in CASES
+                if d is ADD_RMS_NORM_DYNAMIC_QUANT] == [(True,) * 5,
+                                                        (True, False, True, True, False)]
         assert ADD_LAYER_NORM.unwritten_outputs(CASES[-1][1], p)[:3] == (None,) * 3
         assert "additional_output is False" in ADD_LAYER_NORM.unwritten_outputs(
             CASES[-1][1], p)[3]
