@@ -510,15 +510,31 @@ def test_ascend_950_dtype_relations(arena):
     expect(a, INVALID, "scale dtype BF16", "x's dtype FLOAT16")
 
 
+def int4_view(arena, shape, strides=None, offset=0):
+    """An INT4 device tensor of ``shape`` over sentinel bytes (-77): its host storage as
+    bytes, the device pointer and the handle (strides and offset in INT4 elements)."""
+    strides = strides or [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    span = sum((d - 1) * st for d, st in zip(shape, strides)) + 1
+    nbytes = (offset + span + 1) // 2 + 3
+    storage = np.full(nbytes, -77, I8)
+    ptr = arena.malloc(nbytes)
+    arena.h2d(ptr, storage)
+    return storage, ptr, arena.tensor(shape, I8, strides, offset, 2 * nbytes, ptr,
+                                      acl_dtype=lib.ACL_INT4)
+
+
 @needs_v2
-@pytest.mark.parametrize("acl_name", ["ACL_INT4"])
-def test_ascend_950_results_not_modelled(arena, acl_name):
-    """An INT4 y passes every device rule and is then refused "not modelled"
-    (docs/emulator.md); a device refusal (the tiling's empty x) still comes first."""
+def test_ascend_950_int4_views_not_modelled(arena):
+    """An INT4 y that is not contiguous from an even element offset passes every device rule
+    and is then refused "not modelled" (how the ViewCopy writes it is not in the sources); a
+    device refusal (the tiling's empty x) still comes first."""
     a = Args(arena)
-    a.v["y"] = a.make((4, 32), I8, acl_dtype=getattr(lib, acl_name))
-    expect(a, INNER_NULLPTR, "not modelled", acl_name[4:])
-    a.v["x"], a.v["y"] = a.make((0, 32), F16), a.make((0, 32), I8, getattr(lib, acl_name))
+    for strides, offset in (([1, 4], 0), ([32, 1], 1), ([64, 1], 0)):
+        a.v["y"] = int4_view(arena, (4, 32), strides, offset)[2]
+        expect(a, INNER_NULLPTR, "not modelled", "INT4 y", "not contiguous")
+    a.v["y"] = int4_view(arena, (4, 32))[2]
+    passes(a)
+    a.v["x"], a.v["y"] = a.make((0, 32), F16), a.make((0, 32), I8, lib.ACL_INT4)
     expect(a, INNER_NULLPTR, "x shape [0,32] is empty")
 
 
@@ -732,6 +748,33 @@ def test_v2_int32_y_holds_eight_int4_values(arena):
     q = v2_chain(x, g, b, s, o, int4=True)
     assert q.min() == -8 and q.max() == 7
     assert y.shape == (5, 8) and np.array_equal(y, pack_int4(q))
+
+
+@needs_v2
+@pytest.mark.parametrize("shape,offset", [((5, 64), 0), ((2, 3, 10), 4)], ids=["2d", "3d"])
+def test_v2_int4_y_holds_the_packed_bytes(arena, shape, offset):
+    """An INT4 y of x's shape: the INT32 y's INT4 values and bytes (two to a byte, the lower
+    nibble first), from its element offset / 2, nothing written outside; the same bits on one
+    thread."""
+    rng = np.random.default_rng(9)
+    x, g, b, s, o = v2_inputs(rng, int(np.prod(shape[:-1])), shape[-1], F16)
+    x = x.reshape(shape)
+    s[:] = (s * 8).astype(F16)
+    q = v2_chain(x, g, b, s, o, int4=True).reshape(-1, shape[-1])
+    assert q.min() == -8 and q.max() == 7
+    nib = (q.astype(np.int16) & 0xF).astype(np.uint8)
+    packed = (nib[:, 0::2] | (nib[:, 1::2] << 4)).reshape(-1)
+    for threads in (None, 1):
+        if threads:
+            lib.aclemuSetNumThreads(threads)
+        storage, ptr, handle = int4_view(arena, shape, offset=offset)
+        views = [view(arena, a) for a in (x, g, b, s, o)]
+        run_phase_two(arena, P2, phase_one(*views, handle))
+        out = np.empty_like(storage)
+        arena.d2h(out, ptr)
+        start = offset // 2
+        assert np.array_equal(out[start:start + packed.size].view(np.uint8), packed)
+        assert (out[:start] == -77).all() and (out[start + packed.size:] == -77).all()
 
 
 @needs_v2

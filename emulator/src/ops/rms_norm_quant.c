@@ -56,8 +56,10 @@
  *   FLOAT8 y: v itself with castTraitFp322Fp8 (CAST_RINT, SAT, overflow mode 0: saturating);
  *   HIFLOAT8 y: v itself with castTraitFp322Hifp8 (norm/rms_norm/op_kernel/arch35/
  *   rms_norm_regbase_common.h: CAST_ROUND, SAT, overflow mode 0: ties away, saturating at
- *   2^15; half.h aclemu_f32_to_hif8_sat). An INT4-typed y is refused "not modelled"
- *   (docs/emulator.md).
+ *   2^15; half.h aclemu_f32_to_hif8_sat). INT4 y: the INT32 y's INT4 values and bytes (the
+ *   op_api asks RmsNormQuantV2 for INT4 either way and views the result as INT32 for an INT32
+ *   y), over y's x-shaped dims, two to a byte; an INT4 y not contiguous from an even element
+ *   offset is refused "not modelled" (docs/emulator.md).
  *
  * Kernel: rows are independent; each row's sum has a fixed order (norm_rows.h's lanes and
  * fold; the slices added in order), so the split of rows over threads never changes a bit.
@@ -167,6 +169,12 @@ static void store_int8_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n
     });
 }
 
+/* Two INT4 values in one byte, the first in the lower nibble. */
+static inline uint8_t int4_pair(const int8_t *src)
+{
+    return (uint8_t)((src[0] & 0xF) | ((src[1] & 0xF) << 4));
+}
+
 /* n / 8 INT32 words of q's INT4 values, the lower nibble first, little-endian. */
 static void store_int4_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n)
 {
@@ -176,9 +184,20 @@ static void store_int4_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n
             const int8_t *src = q + (k + j) * INT4_PER_INT32;
             uint8_t bytes[4];
             for (int b = 0; b < 4; b++)
-                bytes[b] = (uint8_t)((src[2 * b] & 0xF) | ((src[2 * b + 1] & 0xF) << 4));
+                bytes[b] = int4_pair(src + 2 * b);
             memcpy(base + (off + j * stride) * 4, bytes, 4);
         }
+    });
+}
+
+/* n / 2 bytes of q's INT4 values, the lower nibble first: an INT4 y, whose snapshot describes
+ * its packed bytes (int4_bytes_view). */
+static void store_int4_bytes_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n)
+{
+    char *base = row_base(y, m);
+    LAY_WALK(&y->inner, 0, n / 2, {
+        for (int64_t j = 0; j < run; j++)
+            base[off + j * stride] = (char)int4_pair(q + 2 * (k + j));
     });
 }
 
@@ -254,7 +273,9 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
         const float *xr = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, xbuf);
         if (P->regbase) {
             v2_row(P, R, xr, q);
-            if (P->int4)
+            if (P->ydt == ACL_INT4)
+                store_int4_bytes_row(y, m, q, N);
+            else if (P->int4)
                 store_int4_row(y, m, q, N);
             else
                 store_int8_row(y, m, q, N);
@@ -596,16 +617,48 @@ static aclnnStatus check_view_copy(const aclTensor *x, const aclTensor *y, bool 
     return ACLNN_SUCCESS;
 }
 
+/* Whether an INT4 y is its elements' packed bytes: row-major contiguous (size-1 dims aside)
+ * from an even element offset, each pair of elements one byte. */
+static bool int4_packed(const aclTensor *y)
+{
+    if (y->offset % 2 != 0)
+        return false;
+    int64_t expect = 1;
+    for (int i = (int)y->ndim - 1; i >= 0; i--) {
+        if (y->dims[i] != 1 && y->strides[i] != expect)
+            return false;
+        expect *= y->dims[i];
+    }
+    return true;
+}
+
 /* Ascend 950 results the emulator does not compute (docs/emulator.md): refused after every
  * rule the device applies, with the code a failed L0 op gets. */
 static aclnnStatus v2_modelled(const aclTensor *y, const aclemu_soc *soc)
 {
-    if (y->dtype == ACL_INT8 || y->dtype == ACL_INT32 || y->dtype == ACL_FLOAT8_E4M3FN ||
-        y->dtype == ACL_FLOAT8_E5M2 || y->dtype == ACL_HIFLOAT8)
-        return ACLNN_SUCCESS;
-    FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y dtype %s is not modelled on %s (%s): the emulator "
-         "computes RmsNormQuantV2's INT8, INT32-packed INT4, FLOAT8 and HIFLOAT8 results only "
-         "(docs/emulator.md)", P1, qname(y->dtype), soc->name, soc->series);
+    if (y->dtype == ACL_INT4 && !int4_packed(y))
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: an INT4 y that is not contiguous from an even "
+             "element offset is not modelled on %s (%s): how the device's ViewCopy writes a "
+             "strided or half-byte-aligned INT4 view is not in the sources (docs/emulator.md)",
+             P1, soc->name, soc->series);
+    return ACLNN_SUCCESS;
+}
+
+/* The snapshot of an INT4 y (int4_packed): its bytes, [..., N / 2] of INT8 from byte
+ * offset / 2, which the kernel writes two values at a time and the launch checks and pins
+ * (the element size of INT4 is no whole byte). */
+static void int4_bytes_view(tdesc *d, const aclTensor *y)
+{
+    aclTensor bytes = *y;
+    bytes.dtype = ACL_INT8;
+    bytes.dims[y->ndim - 1] = y->dims[y->ndim - 1] / 2;
+    int64_t stride = 1;
+    for (int i = (int)y->ndim - 1; i >= 0; i--) {
+        bytes.strides[i] = stride;
+        stride *= bytes.dims[i];
+    }
+    bytes.offset = y->offset / 2;
+    snapshot(d, &bytes, (int)y->ndim - 1);
 }
 
 /* PreDealData for one of gamma/beta: a rank-2 tensor is reshaped to [dim 1], which
@@ -713,7 +766,10 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormQuantGetWorkspaceSize(const aclTensor *x,
     snapshot(&P->t[T_BETA], beta, -1);
     snapshot(&P->t[T_SCALE], scale, -1);
     snapshot(&P->t[T_OFFSET], offset, -1);
-    snapshot(&P->t[T_Y], y, (int)y->ndim - 1);
+    if (y->dtype == ACL_INT4)
+        int4_bytes_view(&P->t[T_Y], y);
+    else
+        snapshot(&P->t[T_Y], y, (int)y->ndim - 1);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(P1, &RNQ_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
 }
