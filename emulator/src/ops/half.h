@@ -241,4 +241,15 @@ static inline uint8_t aclemu_f32_to_hif8_sat(float f)
     return (uint8_t)(sign | aclemu_hif8_normal_code(e2, r & ((1u << mbits) - 1u)));
 }
 
+/* The two 8-bit floats the kernels write (castTraitFp322Fp8: to nearest even, saturating). */
+static inline uint8_t aclemu_f32_to_e4m3fn_sat(float f)
+{
+    return aclemu_f32_to_fp8_sat(f, 3, 7, 0x7e, 0x7f);
+}
+
+static inline uint8_t aclemu_f32_to_e5m2_sat(float f)
+{
+    return aclemu_f32_to_fp8_sat(f, 2, 15, 0x7b, 0x7e);
+}
+
 #endif /* ACLEMU_OPS_HALF_H_ */

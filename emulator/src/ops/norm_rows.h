@@ -5,13 +5,15 @@
  * gives the operator's tensor descriptors the run's addresses, reads gamma and beta as float
  * once per run, holds one row buffer per chunk of rows and pins the memory until it is
  * released; the fixed-order lane sums of a row (the kernels' Muls-then-ReduceSum steps) and
- * their fold, so the split of rows over threads never changes a bit; the AscendC vector
+ * their fold, Ascend 950's Newton-Raphson rstd, so the split of rows over threads never
+ * changes a bit; the AscendC vector
  * reductions' half-interval sum (RmsNormGrad, AddRmsNormDynamicQuant); the centring and the
  * scale-and-shift of a LayerNorm row.
  */
 #ifndef ACLEMU_OPS_NORM_ROWS_H_
 #define ACLEMU_OPS_NORM_ROWS_H_
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -112,6 +114,50 @@ static inline float nr_sum_half_interval(float *t, int64_t n)
     for (int64_t i = 0; i < n; i++)
         lanes[i] = t[i];
     return nr_fold_vector_lanes(lanes);
+}
+
+/* sum(x[i] * x[i]) in nr_scaled_sum's order, unscaled (the kernels that scale the row's sum
+ * once, after the reduction). */
+static inline float nr_sum_squares(const float *x, int64_t n)
+{
+    float acc[NR_LANES] = {0};
+    int64_t i = 0;
+    for (; i + NR_LANES <= n; i += NR_LANES)
+        for (int l = 0; l < NR_LANES; l++)
+            acc[l] += x[i + l] * x[i + l];
+    for (int l = 0; i + l < n; l++)
+        acc[l] += x[i + l] * x[i + l];
+    return nr_fold(acc);
+}
+
+/* Ascend 950's rstd of a row's var (hicann/ops-nn norm/norm_common/op_kernel/
+ * reduce_common_regbase.h ComputeRstdNewtonRaphsonReg): eps added, var clamped below at
+ * -99.99 when `clamp` (its NEED_MAX), then 1 / sqrt(1 / var) refined by one Newton-Raphson
+ * step, each Mula taken as a fused multiply-add; var equal to FLT_MAX gives 0, var equal to 0
+ * gives FLT_MAX (the constant the kernel names POS_INF, as a float). */
+static inline float nr_rstd_newton_raphson(float var, float eps, bool clamp)
+{
+    var += eps;
+    if (clamp && var < -99.99f)
+        var = -99.99f;
+    float r = 1.0f / var;
+    const float y = sqrtf(r);
+    float t = var * -0.5f;
+    t = t * y;
+    const float t1 = fmaf(t, y, 1.5f);
+    float rstd = y * t1;
+    const float t3 = var * -1.0f;
+    float s = fmaf(t3, r, 1.0f);
+    const float t4 = rstd * -1.0f;
+    r = fmaf(t4, rstd, r);
+    s = fmaf(var, r, s);
+    s = s * rstd;
+    rstd = fmaf(s, 0.5f, rstd);
+    if (var == 3.40282347e+38f)
+        rstd = 0.0f;
+    if (var == 0.0f)
+        rstd = 3.40282347e+38f;
+    return rstd;
 }
 
 /* d[i] = x[i] - mean (d may be x): a row centred on its mean. */

@@ -76,20 +76,6 @@ typedef struct {
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-/* Sum of squares of x[0..n) in a fixed order: lane l takes x[l], x[l + NR_LANES], ...; the
- * lanes fold by nr_fold's tree. */
-static float sum_squares(const float *x, int64_t n)
-{
-    float acc[NR_LANES] = {0};
-    int64_t i = 0;
-    for (; i + NR_LANES <= n; i += NR_LANES)
-        for (int l = 0; l < NR_LANES; l++)
-            acc[l] += x[i + l] * x[i + l];
-    for (int l = 0; i + l < n; l++)
-        acc[l] += x[i + l] * x[i + l];
-    return nr_fold(acc);
-}
-
 static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
                       int64_t end)
 {
@@ -99,7 +85,7 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
     float *xbuf = nr_chunk_buf(R, chunk), *ybuf = xbuf + N;
     for (int64_t m = begin; m < end; m++) {
         const float *xr = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, xbuf);
-        float rstd = 1.0f / sqrtf(sum_squares(xr, N) * P->avg + P->eps);
+        float rstd = 1.0f / sqrtf(nr_sum_squares(xr, N) * P->avg + P->eps);
         for (int64_t i = 0; i < N; i++)
             ybuf[i] = xr[i] * rstd * R->gamma[i];
         put_tile(row_base(y, m), y->dtype, ACLEMU_TIES_EVEN, &y->inner, 0, N, ybuf);

@@ -117,19 +117,6 @@ static float round_half_even(float v)
     return f;
 }
 
-/* Sum of squares of x[0..n) (no scaling) in norm_rows' lane order. */
-static float sum_squares(const float *x, int64_t n)
-{
-    float acc[NR_LANES] = {0};
-    int64_t i = 0;
-    for (; i + NR_LANES <= n; i += NR_LANES)
-        for (int l = 0; l < NR_LANES; l++)
-            acc[l] += x[i + l] * x[i + l];
-    for (int l = 0; i + l < n; l++)
-        acc[l] += x[i + l] * x[i + l];
-    return nr_fold(acc);
-}
-
 /* The row's factor (1 / rms), per the kernel's two paths. */
 static float row_factor(const rnq_payload *P, const float *x)
 {
@@ -140,7 +127,7 @@ static float row_factor(const rnq_payload *P, const float *x)
     }
     float ss = 0.0f;
     for (int64_t c = 0; c < N; c += SLICE)
-        ss += sum_squares(x + c, N - c < SLICE ? N - c : SLICE);
+        ss += nr_sum_squares(x + c, N - c < SLICE ? N - c : SLICE);
     float rms = sqrtf(ss * P->avg + P->eps);
     return rms != 0.0f ? 1.0f / rms : 1.0f;
 }
@@ -201,41 +188,13 @@ static void store_int4_bytes_row(const tdesc *y, int64_t m, const int8_t *q, int
     });
 }
 
-/* RmsNormQuantV2's rstd of var = sum(x * x) * avg (norm_common reduce_common_regbase.h
- * ComputeRstdNewtonRaphsonReg): eps added, var clamped below at -99.99 by the recompute
- * kernel only, then 1 / sqrt refined by one Newton-Raphson step, each Mula a fused
- * multiply-add; var equal to FLT_MAX gives 0, var equal to 0 gives FLT_MAX. */
-static float v2_rstd(float var, float eps, bool clamp)
-{
-    var += eps;
-    if (clamp && var < -99.99f)
-        var = -99.99f;
-    float r = 1.0f / var;
-    const float y = sqrtf(r);
-    float t = var * -0.5f;
-    t = t * y;
-    const float t1 = fmaf(t, y, 1.5f);
-    float rstd = y * t1;
-    const float t3 = var * -1.0f;
-    float s = fmaf(t3, r, 1.0f);
-    const float t4 = rstd * -1.0f;
-    r = fmaf(t4, rstd, r);
-    s = fmaf(var, r, s);
-    s = s * rstd;
-    rstd = fmaf(s, 0.5f, rstd);
-    if (var == 3.40282347e+38f)
-        rstd = 0.0f;
-    if (var == 0.0f)
-        rstd = 3.40282347e+38f;
-    return rstd;
-}
-
 /* One row on Ascend 950 (RmsNormQuantV2, divMode true): q[i] from x's row xr. */
 static void v2_row(const rnq_payload *P, const norm_rows *R, const float *xr, int8_t *q)
 {
     const int64_t N = P->N;
     const float *scale = R->run_buf, *offset = R->run_buf + N;
-    const float rstd = v2_rstd(sum_squares(xr, N) * P->avg, P->eps, P->recompute);
+    const float rstd = nr_rstd_newton_raphson(nr_sum_squares(xr, N) * P->avg, P->eps,
+                                              P->recompute);
     for (int64_t i = 0; i < N; i++) {
         float v = xr[i] * rstd;
         v = R->gamma[i] * v;
@@ -245,8 +204,8 @@ static void v2_row(const rnq_payload *P, const norm_rows *R, const float *xr, in
         if (P->ydt == ACL_FLOAT8_E4M3FN || P->ydt == ACL_FLOAT8_E5M2) {
             /* castTraitFp322Fp8: from float, CAST_RINT, saturating (the kernel sets the
              * overflow mode bit CTRL[60] to 0 around it, the saturation the docs require) */
-            q[i] = (int8_t)(P->ydt == ACL_FLOAT8_E4M3FN ? aclemu_f32_to_fp8_sat(v, 3, 7, 0x7e, 0x7f)
-                                                        : aclemu_f32_to_fp8_sat(v, 2, 15, 0x7b, 0x7e));
+            q[i] = (int8_t)(P->ydt == ACL_FLOAT8_E4M3FN ? aclemu_f32_to_e4m3fn_sat(v)
+                                                        : aclemu_f32_to_e5m2_sat(v));
             continue;
         }
         if (P->ydt == ACL_HIFLOAT8) {
