@@ -89,7 +89,7 @@ __all__ = [
     "group_norm_silu", "group_norm_silu_error_scale", "group_norm_backward",
     "group_norm_backward_error_scale", "instance_norm", "instance_norm_error_scale",
     "group_norm_backward_error_scale", "rms_norm_quant", "rms_norm_quant_error_scale",
-    "round_half_even", "QUANT_STEP", "add_rms_norm_quant",
+    "round_half_even", "QUANT_STEP", "add_rms_norm_quant", "float8_step",
     "add_rms_norm_quant_error_scale", "DYNAMIC_QUANT_MAX", "add_rms_norm_dynamic_quant",
     "add_rms_norm_dynamic_quant_error_scale",
 ]
@@ -307,24 +307,44 @@ def rms_norm_quant_error_scale(x, gamma, beta, scale, offset, epsilon: float = 1
 
 def add_rms_norm_quant(x1, x2, gamma, scales1, scales2=None, zero_points1=None,
                        zero_points2=None, axis: int = -1, epsilon: float = 1e-6,
-                       div_mode: bool = True):
-    """``(y1, y2, x)`` of AddRmsNormQuant in float64, y1 and y2 as int8 values held in
+                       div_mode: bool = True, y_dtype="int8"):
+    """``(y1, y2, x)`` of AddRmsNormQuant in float64, y1 and y2 as ``y_dtype`` values held in
     float64 (y2 None without ``scales2``): ``x = x1 + x2``, ``y`` :func:`rms_norm` of ``x``
-    over gamma's dims, ``yk = clip(rint(y / scales_k + zero_points_k), -128, 127)`` (``y *
-    scales_k`` when ``div_mode`` is false; a missing zero point is 0), ties to even. ``axis``
-    has no effect (the vendor supports -1 only)."""
+    over gamma's dims, ``vk = y / scales_k + zero_points_k`` (``y * scales_k`` when
+    ``div_mode`` is false; a missing zero point is 0); int8: ``clip(rint(vk), -128, 127)``,
+    ties to even; a float8 dtype (Ascend 950's FLOAT8_E4M3FN/E5M2 results): ``vk`` itself
+    clipped to the dtype's largest finite value, unrounded (the device's rounding to the
+    float8 grid is within :func:`float8_step` of it). ``axis`` has no effect (the vendor
+    supports -1 only)."""
     x = _f64(x1) + _f64(x2)
     y, _ = rms_norm(x, gamma, epsilon)
+    ydt = np.dtype(y_dtype)
 
     def quantize(scales, zero_points):
         s = _f64(scales)
         v = y / s if div_mode else y * s
         if zero_points is not None:
             v = v + _f64(zero_points)
+        if ydt != np.int8:
+            import ml_dtypes  # lazily: importing it takes a second (acl_py.dtypes)
+            big = float(ml_dtypes.finfo(ydt).max)
+            return np.clip(v, -big, big)
         return np.clip(round_half_even(v), -128, 127)
 
     y2 = None if scales2 is None else quantize(scales2, zero_points2)
     return quantize(scales1, zero_points1), y2, x
+
+
+def float8_step(v, dtype) -> np.ndarray:
+    """The spacing of the float8 ``dtype``'s grid at the magnitudes of ``v`` (float64): the
+    distance between the neighbours a rounding to it chooses from, so a result rounded from a
+    value within a few float32 ulps of ``v`` is within one step of it."""
+    import ml_dtypes  # lazily: importing it takes a second (acl_py.dtypes)
+    info = ml_dtypes.finfo(np.dtype(dtype))
+    a = np.abs(_f64(v))
+    with np.errstate(divide="ignore"):
+        binade = np.exp2(np.floor(np.log2(np.where(a > 0, a, 1.0))))
+    return np.maximum(binade * float(info.eps), float(info.smallest_subnormal))
 
 
 def add_rms_norm_quant_error_scale(x1, x2, gamma, scales1, scales2=None, zero_points1=None,

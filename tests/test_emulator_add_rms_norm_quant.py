@@ -6,10 +6,15 @@ add_rms_norm_quant*.h): bit for bit against a NumPy model of the kernels' float3
 (normal, single-N and split-D rows; FLOAT16 and BF16; one and two outputs, with and without
 zero points), within one quantization step of the float64 reference, xOut's value,
 saturation at the INT8 limits, y2 left unwritten without scales2; the vendor's op_api UT
-cases replayed (all Ascend 950's: their arguments pass every check on every part).
+cases replayed (all Ascend 950's: their arguments pass every check on every part). Ascend
+950 (op_kernel/arch35): the float sum normed unrounded, the full-load kernel's Newton-Raphson
+rstd beside the others' 1 / sqrt, every dtype combination of its definition, divMode false,
+INT8 and FLOAT8 results bit for bit and within a step of the float64 reference, HIFLOAT8
+refused "not modelled".
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -21,6 +26,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from _emu_aclnn import SOC, refused_by, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import other_parts, run_on_parts
+from test_emulator_rms_norm_quant import v2_rstd
 
 P1 = lib.aclnnAddRmsNormQuantGetWorkspaceSize
 P2 = lib.aclnnAddRmsNormQuant
@@ -33,8 +39,12 @@ P310 = SOC.startswith("Ascend310P")
 REGBASE = SOC.startswith("Ascend950")
 TRAINING = not (A2 or P310 or REGBASE)   # the Atlas training series
 # (x dtype, scales dtype, zero points dtype) with a kernel on the part
+REGBASE_COMBOS = [(F16, F32, I32), (BF16, BF16, BF16), (BF16, F32, I32), (F32, F32, F32),
+                  (F16, F16, F16), (F16, F32, F32), (BF16, F32, F32)]
 COMBOS = ([(F16, F32, I32), (BF16, BF16, BF16), (BF16, F32, I32)] if A2 else
-          [(F16, F32, I32)] if P310 else [])
+          [(F16, F32, I32)] if P310 else REGBASE_COMBOS if REGBASE else [])
+FP8 = {"e4m3fn": (lib.ACL_FLOAT8_E4M3FN, np.dtype(ml_dtypes.float8_e4m3fn)),
+       "e5m2": (lib.ACL_FLOAT8_E5M2, np.dtype(ml_dtypes.float8_e5m2))}
 INT_DT = {I8: lib.ACL_INT8, I32: lib.ACL_INT32, np.dtype(np.int16): lib.ACL_INT16}
 SPLIT_N = 12300   # beyond the single-N UB factor (12224): split-D rows
 
@@ -73,14 +83,15 @@ def inputs(rng, shape, dt, sdt, zdt, dual=True, zero_points=True, scale=40.0):
     return x1, x2, g, s1, s2, z1, z2
 
 
-def call(arena, args, kinds=("contig",) * 10, eps=1e-6):
-    """Runs the operator; returns (y1, y2 or None where not written, x)."""
+def call(arena, args, kinds=("contig",) * 10, eps=1e-6, div_mode=True, y_acl=None):
+    """Runs the operator (y of the ACL dtype y_acl, INT8 by default; its bytes read as int8);
+    returns (y1, y2 or None where not written, x, y2 as read)."""
     x1 = args[0]
     views = [None if a is None else view(arena, a, kind=k) for a, k in zip(args, kinds)]
-    vy1 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[7], sentinel=-77)
-    vy2 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[8], sentinel=-77)
+    vy1 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[7], sentinel=-77, acl_dtype=y_acl)
+    vy2 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[8], sentinel=-77, acl_dtype=y_acl)
     vx = view(arena, shape=x1.shape, dtype=x1.dtype, kind=kinds[9], sentinel=-7)
-    run_phase_two(arena, P2, phase_one(views + [vy1, vy2, vx], eps=eps))
+    run_phase_two(arena, P2, phase_one(views + [vy1, vy2, vx], eps=eps, div_mode=div_mode))
     y2 = read_int(vy2)
     return read_int(vy1), (None if args[4] is None else y2), vx.read(), y2
 
@@ -105,12 +116,67 @@ def to_int8(t):
     return np.where(np.isnan(t), 0, np.clip(np.rint(np.nan_to_num(t)), -128, 127)).astype(I8)
 
 
-def device_chain(x1, x2, g, s1, s2, z1, z2, eps=1e-6, single_n=False, slice_len=0):
+def full_load_950(n, xdt, sdt, zdt, s2, z1, z2):
+    """Ascend 950's tiling (add_rms_norm_quant_tiling_arch35.cpp CalFullLoadBaseM): whether
+    the full-load kernel takes rows of n elements (the UB of 253952 bytes, 32-byte blocks)."""
+    if n > 16384:
+        return False
+    xs, qs = np.dtype(xdt).itemsize, np.dtype(sdt).itemsize
+    zs = np.dtype(zdt).itemsize if zdt is not None else 0
+    al, b8 = -(-n // (32 // xs)) * (32 // xs), -(-n // 32) * 32
+    power = 1 << ((al - 1).bit_length() - 1)
+    vcadd = -(-(-(-power // 64)) // 32) * 32
+    nz = (z1 is not None) + (z2 is not None)
+    last = 253952 - al * xs - (2 if s2 is not None else 1) * al * qs - nz * al * zs - 256
+    ys = 2 if s2 is not None or z2 is not None else 1
+    per_row = 6 * al * xs + al * 4 + 2 * ys * b8 + 4 + vcadd * 4
+    return last // per_row >= 1
+
+
+def regbase_values(x1, x2, g, eps=1e-6, full_load=True):
+    """Ascend 950's float32 v on [M, N] rows: s = x1 + x2 in float32 (not rounded), var =
+    sum(s * s) * avg, rstd by the full-load kernel's Newton-Raphson or 1 / sqrt(var + eps),
+    v = (s * rstd) * gamma."""
+    f = np.float32
+    s = x1.astype(F32) + x2.astype(F32)
+    avg = f(1) / f(s.shape[-1])
+    with np.errstate(all="ignore"):   # a zero row: 1 / sqrt(0), 0 * inf
+        var = lane_sum(s * s) * avg
+        if full_load:
+            rstd = np.array([v2_rstd(v, eps, True) for v in var], F32)
+        else:
+            rstd = f(1) / np.sqrt(var + f(eps))
+        return (s * rstd[:, None]) * g.astype(F32)
+
+
+def regbase_quant(v, scales, zp, div_mode=True, fdt=None):
+    """Ascend 950's quantization of v: v / scales (v * scales) + zero points in float32; to
+    INT8 (nearest, ties to even, saturated; NaN 0), or to the FLOAT8 dtype fdt (nearest even,
+    saturated at its largest finite value) as bytes."""
+    with np.errstate(all="ignore"):
+        t = v / scales.astype(F32) if div_mode else v * scales.astype(F32)
+        if zp is not None:
+            t = t + zp.astype(F32)
+        if fdt is None:
+            return to_int8(t)
+        big = float(ml_dtypes.finfo(fdt).max)
+        return np.clip(t, -big, big).astype(fdt).view(I8)
+
+
+def device_chain(x1, x2, g, s1, s2, z1, z2, eps=1e-6, single_n=False, slice_len=0,
+                 div_mode=True, fdt=None):
     """The kernels' numbers on [M, N] rows: (y1, y2 or None, x)."""
     f = np.float32
     dt = x1.dtype
     s = x1.astype(F32) + x2.astype(F32)
     x = s.astype(dt)                      # xOut: FLOAT16 add, or BF16 CAST_RINT
+    if REGBASE:
+        z = z1 if z1 is not None else z2
+        full = full_load_950(x1.shape[-1], dt, s1.dtype, None if z is None else z.dtype,
+                             s2, z1, z2)
+        v = regbase_values(x1, x2, g, eps, full)
+        y2 = None if s2 is None else regbase_quant(v, s2, z2, div_mode, fdt)
+        return regbase_quant(v, s1, z1, div_mode, fdt), y2, x
     xn = x.astype(F32) if dt == F16 or single_n else s
     n = xn.shape[-1]
     avg, e = f(1) / f(n), f(eps)
@@ -141,7 +207,7 @@ def device_chain(x1, x2, g, s1, s2, z1, z2, eps=1e-6, single_n=False, slice_len=
 def assert_matches(got, args, **variant):
     y1, y2, x = device_chain(*args, **variant)
     assert np.array_equal(got[0], y1)
-    assert np.array_equal(got[2].view(np.uint16), x.view(np.uint16))
+    assert np.array_equal(got[2].view(np.uint8), x.view(np.uint8))
     if y2 is None:
         assert got[1] is None and (got[3] == -77).all(), "y2 written without scales2"
     else:
@@ -162,8 +228,7 @@ def combo_ids(c):
     return "-".join({F16: "f16", BF16: "bf16", F32: "f32", I32: "i32"}[d] for d in c)
 
 
-@pytest.mark.parametrize("combo", [(F16, F32, I32), (BF16, BF16, BF16), (BF16, F32, I32)],
-                         ids=combo_ids)
+@pytest.mark.parametrize("combo", REGBASE_COMBOS, ids=combo_ids)
 @pytest.mark.parametrize("m,n,variant", [
     (7, 181, {"single_n": True}), (3, 1024, {"single_n": True}),
     (200, 64, {}), (2, SPLIT_N, {"slice_len": 6160})], ids=["181", "1024", "normal", "splitd"])
@@ -216,8 +281,8 @@ def test_float16_rounds_before_and_after_gamma(arena):
     """x1 + x2 = 1 in every column: rstd ~ 1, y = half(half(1 * rstd) * gamma); gamma 100.53
     is 100.5 in float16, which the scale 1 and ties to even take to 100, where the float64
     value (100.4997...) also rounds to 100 but 100.5 + zero point 1 goes to 102 (even)."""
-    if F16 not in [c[0] for c in COMBOS]:
-        pytest.skip("FLOAT16 x")
+    if F16 not in [c[0] for c in COMBOS] or REGBASE:
+        pytest.skip("FLOAT16 x off Ascend 950 (no FLOAT16 rounding there)")
     x1 = np.full((1, 32), 0.5, F16)
     g = np.full(32, 100.53, F16)
     s = np.ones(32, F32)
@@ -259,6 +324,7 @@ def test_rank_2_gamma_over_a_rank_3_x(arena):
     got = call(arena, shaped)
     y1, y2, x = device_chain(x1, x2, g, s1, s2, z1, z2, single_n=not P310)
     assert np.array_equal(got[0].reshape(4, 48), y1)
+    assert np.array_equal(got[2].reshape(4, 48).view(np.uint8), x.view(np.uint8))
     assert np.array_equal(got[1].reshape(4, 48), y2)
 
 
@@ -400,7 +466,7 @@ def test_div_mode_false_is_refused_where_the_docs_say_true_only(arena):
     if A2 or P310:
         expect(a, INVALID, "divMode false")
     elif REGBASE:
-        expect(a, INNER_NULLPTR, "not modelled")
+        passes(a)  # the docs: true and false there
     else:
         expect(a, FIND_KERNEL, "not supported on")
 
@@ -462,9 +528,7 @@ def test_y2_shape_without_scales2_is_the_docs_rule(arena):
 
 
 def test_parts_without_a_modelled_kernel(arena):
-    if REGBASE:
-        expect(Args(arena), INNER_NULLPTR, "not modelled")
-    elif TRAINING:
+    if TRAINING:
         expect(Args(arena), FIND_KERNEL, "not supported on", "no kernel")
     else:
         pytest.skip("a part with a modelled kernel")
@@ -507,15 +571,132 @@ UT_CASES = [  # (name, tensors); every case expects ACL_SUCCESS on the UT's part
 @pytest.mark.parametrize("case", UT_CASES, ids=[c[0] for c in UT_CASES])
 def test_vendor_op_api_unit_test_cases(arena, case):
     """Every case passes the op_api's checks (and the docs' relations) on every part; then
-    the kernel step answers: Ascend 950 (the UT's part, ACL_SUCCESS there) is not modelled
-    (561103); every other part has no kernel for FLOAT16 scales and zero points (561003)."""
+    the kernel step answers: on Ascend 950 (the UT's part) ACL_SUCCESS, but HIFLOAT8 results
+    are not modelled (561103); every other part has no kernel for FLOAT16 scales and zero
+    points (561003)."""
     _, specs = case
     ts = [ut_tensor(arena, s) for s in specs]
     run = lambda: aclnn_phase_one(P1, *ts[:7], -1, 1e-5, True, *ts[7:])  # noqa: E731
-    if REGBASE:
-        refused_by(run, CALL, (), INNER_NULLPTR, "not modelled")
+    if REGBASE and specs[7][1] == "hif8":
+        refused_by(run, CALL, (), INNER_NULLPTR, "HIFLOAT8 is not modelled")
+    elif REGBASE:
+        rc, ws, ex = run()
+        assert rc == OK, (rc, last_msg())
+        assert ws == 0 and lib.aclDestroyAclOpExecutor(ex) == OK
     else:
         refused_by(run, CALL, (), FIND_KERNEL, "not supported on", "no kernel")
+
+
+# ---- Ascend 950 (op_kernel/arch35) ---------------------------------------------------------------
+
+needs_regbase = pytest.mark.skipif(not REGBASE, reason="Ascend 950's arch35 kernel")
+
+
+@needs_regbase
+@pytest.mark.parametrize("n,full", [(300, True), (12300, False), (16400, False)],
+                         ids=["full-load", "normal", "split"])
+def test_regbase_kernel_choice_and_its_rstd(arena, n, full):
+    """The tiling's kernel (full load: Newton-Raphson rstd; normal and split: 1 / sqrt) as
+    the model derives it; the bits of each. A zero row with epsilon 0 tells them apart: var
+    0 gives the full-load rstd FLT_MAX (its select) and so v = 0, the others 1 / sqrt(0) =
+    inf and v = 0 * inf = NaN (a NaN FLOAT8 result)."""
+    rng = np.random.default_rng(n)
+    args = inputs(rng, (3, n), F16, F32, I32)
+    assert full_load_950(n, F16, F32, I32, args[4], args[5], args[6]) == full
+    assert_matches(call(arena, args), args)
+    x1, x2 = args[0].copy(), args[1].copy()
+    x1[0], x2[0] = 0, 0
+    acl, fdt = FP8["e4m3fn"]
+    plain = (x1, x2) + args[2:5] + (None, None)   # no zero points: v / scales itself
+    got = call(arena, plain, eps=0.0, y_acl=acl)
+    zero_row = got[0][0].view(fdt).astype(F32)
+    assert (zero_row == 0).all() if full else np.isnan(zero_row).all()
+    y1, _, _ = device_chain(*plain, eps=0.0, fdt=fdt)
+    assert np.array_equal(got[0][1:], y1[1:])
+
+
+@needs_regbase
+def test_regbase_norms_the_unrounded_sum(arena):
+    """x1 + x2 is rounded for xOut only: v = (s * rstd) * gamma over the float32 sum, with no
+    FLOAT16 rounding before or after gamma (Atlas A2/A3 round both)."""
+    x1 = np.full((1, 32), 0.5, F16)
+    x2 = np.full((1, 32), np.float16(2.0 ** -12), F16)  # lost in a FLOAT16 sum
+    g = np.full(32, 100.53, F16)
+    s = np.ones(32, F32)
+    args = (x1, x2, g, s, None, None, None)
+    got = call(arena, args)
+    assert_matches(got, args)
+    assert (got[2] == np.float16(0.5)).all()
+
+
+@needs_regbase
+@pytest.mark.parametrize("combo", REGBASE_COMBOS, ids=combo_ids)
+def test_regbase_div_mode_false_multiplies(arena, combo):
+    rng = np.random.default_rng(9)
+    args = list(inputs(rng, (5, 128), *combo))
+    args[3] = (1.0 / args[3].astype(F32)).astype(combo[1])
+    args[4] = (1.0 / args[4].astype(F32)).astype(combo[1])
+    got = call(arena, tuple(args), div_mode=False)
+    y1, y2, _ = device_chain(*args, div_mode=False)
+    assert np.array_equal(got[0], y1) and np.array_equal(got[1], y2)
+    exp = reference.add_rms_norm_quant(*args, div_mode=False)
+    assert np.max(np.abs(got[0] - exp[0])) <= reference.QUANT_STEP
+
+
+@needs_regbase
+@pytest.mark.parametrize("fp8", ["e4m3fn", "e5m2"])
+@pytest.mark.parametrize("combo", [(F16, F32, I32), (BF16, BF16, BF16), (F32, F32, F32)],
+                         ids=combo_ids)
+def test_regbase_float8_results(arena, fp8, combo):
+    """FLOAT8 y1, y2: t converted directly from float32 to nearest even, saturated at the
+    largest finite value (beyond it and Inf), subnormals kept; within one FLOAT8 grid step
+    (the spacing at the reference's magnitude) of the float64 reference."""
+    acl, fdt = FP8[fp8]
+    rng = np.random.default_rng(11)
+    args = list(inputs(rng, (6, 96), *combo, scale=1.0))
+    s1 = args[3].astype(F32)
+    s1[:16] = 1e-6                                     # saturates
+    s1[16:32] = 300 if fp8 == "e4m3fn" else 6e4        # subnormal results
+    args[3] = s1.astype(combo[1])
+    got = call(arena, tuple(args), y_acl=acl)
+    y1, y2, _ = device_chain(*args, fdt=fdt)
+    assert np.array_equal(got[0], y1) and np.array_equal(got[1], y2)
+    codes = got[0].view(np.uint8)
+    big = np.array(ml_dtypes.finfo(fdt).max, fdt).view(np.uint8)
+    assert ((codes[:, :16] & 0x7F) == big).any()
+    sub = codes[:, 16:32] & 0x7F
+    assert ((sub > 0) & (sub < (8 if fp8 == "e4m3fn" else 4))).any()
+    exp = reference.add_rms_norm_quant(*args, y_dtype=fdt)
+    for k in (0, 1):
+        value = got[k].view(fdt).astype(np.float64)
+        assert np.all(np.abs(value - exp[k]) <= reference.float8_step(exp[k], fdt))
+
+
+@needs_regbase
+def test_regbase_hifloat8_is_not_modelled(arena):
+    a = Args(arena)
+    a.v["y1"] = a.make((4, 32), I8, acl_dtype=lib.ACL_HIFLOAT8)
+    a.v["y2"] = a.make((4, 32), I8, acl_dtype=lib.ACL_HIFLOAT8)
+    expect(a, INNER_NULLPTR, "y1Out dtype HIFLOAT8 is not modelled")
+    a.v["x"] = a.make((4, 32), F32)    # the ViewCopy's rule comes first
+    expect(a, INNER_NULLPTR, "xOut dtype FLOAT", "ViewCopy")
+
+
+@needs_regbase
+@pytest.mark.parametrize("change,words", [
+    ({"scales1": F16, "scales2": F16, "z1": None, "z2": None, "x1": F32, "x2": F32,
+      "gamma": F32, "x": F32}, ("x1 FLOAT", "scales1 FLOAT16")),
+    ({"z1": F16, "z2": F16}, ("zero points FLOAT16",)),
+    ({"scales1": BF16, "scales2": BF16}, ("scales1 BF16",)),
+    ({"scales1": F16, "scales2": F16}, ("scales1 FLOAT16", "zero points INT32")),
+])
+def test_regbase_no_kernel_for_the_combination(arena, change, words):
+    """Outside Ascend 950's definition (and its tiling's dtype relations): 561003, as the
+    other parts' (stricter: the L0 op discards the status)."""
+    a = Args(arena)
+    for k, dt in change.items():
+        a.v[k] = None if dt is None else a.make(a.v[k].shape, dt)
+    expect(a, FIND_KERNEL, "not supported on", "no kernel", *words)
 
 
 test_on_other_parts = run_on_parts(other_parts(), "not on_other_parts")

@@ -23,8 +23,12 @@
  * - op_host/add_rms_norm_quant_def.cpp: Atlas A2/A3 (ascend910b, ascend910_93): x FLOAT16 with
  *   scales FLOAT and zero points INT32, x BF16 with scales BF16 and zero points BF16, x BF16
  *   with scales FLOAT and zero points INT32, y INT8; Atlas inference (ascend310p): x FLOAT16,
- *   scales FLOAT, zero points INT32, y INT8; Ascend 950 (add_rms_norm_quant_apt, arch35):
- *   not modelled, refused after the checks; the Atlas training series: no kernel;
+ *   scales FLOAT, zero points INT32, y INT8; Ascend 950 (add_rms_norm_quant_apt, arch35): x
+ *   FLOAT16/BF16 with scales FLOAT and zero points INT32 or FLOAT, x FLOAT with FLOAT scales
+ *   and zero points, x FLOAT16/BF16 with scales and zero points of x's dtype, y INT8,
+ *   FLOAT8_E4M3FN, FLOAT8_E5M2 or HIFLOAT8 (the same relations its tiling,
+ *   add_rms_norm_quant_tiling_arch35.cpp CheckInputDtype, checks); the Atlas training series:
+ *   no kernel;
  * - op_host/add_rms_norm_quant_tiling.cpp (not arch35): numCol = gamma's element count, numRow
  *   the product of x1's leading (rank x1 - rank gamma) dims; rows over the vector cores
  *   (blockFactor = ceil(numRow / cores)); the single-N kernel when blockFactor is 1 (not on
@@ -48,6 +52,26 @@
  * - split-D: the row's sum of squares is the slices' sums (ubFactor elements each) added in
  *   slice order.
  *
+ * Ascend 950 (op_kernel/arch35: add_rms_norm_quant_regbase.h, _regbase_perf.h,
+ * _regbase_split_reduce.h, _regbase_common.h ComputeY; norm_common reduce_common_regbase.h),
+ * every dtype widened to float, every step a float operation:
+ * - s = float(x1) + float(x2); xOut = s rounded to x's dtype (CAST_RINT: ties to even); the
+ *   norm and the quantizations take s itself (unrounded) in every kernel;
+ * - var = sum(s * s) * avgFactor (1.0f / (float)N); the full-load ("perf") kernel, chosen by
+ *   the tiling for N <= 16384 when one row fits its UB (CalFullLoadBaseM), takes rstd by
+ *   ComputeRstdNewtonRaphson with NEED_MAX (var + eps clamped at -99.99; norm_rows.h
+ *   nr_rstd_newton_raphson); the normal and split kernels rstd = 1 / sqrt(var + eps);
+ * - v = (s * rstd) * gamma; per output k (y1, then y2 with scales2): t = v / scales_k
+ *   (divMode) or v * scales_k, t += zero_points_k (INT32 to float CAST_RINT, 16-bit widened);
+ * - INT8: float to INT32 (CAST_RINT), to float, to FLOAT16 (CAST_RINT), to INT8
+ *   (CAST_TRUNC), all NO_SAT: the nearest integer, ties to even, clamped to [-128, 127] (the
+ *   saturation taken, as above); FLOAT8_E4M3FN/E5M2: t directly with castTraitFp322Fp8
+ *   (CAST_RINT, saturating; the overflow mode bit set to 0 around it); HIFLOAT8
+ *   (castTraitFp322Hifp8) is not modelled: refused after every check (561103);
+ * - the L0 op allocates y2 (x1's shape) with scales2 or zeroPoints2 there, and the kernel
+ *   writes it (v + zeroPoints2 without scales2), but the op_api copies it into y2Out only
+ *   with scales2: without scales2 y2Out is left unwritten, as on the other parts.
+ *
  * Kernel: rows are independent; each row's sum has a fixed order (norm_rows.h's lanes and
  * fold; the slices added in order), so the split of rows over threads never changes a bit.
  */
@@ -60,6 +84,7 @@
 #include "emu_internal.h"
 #include "phase_one.h"
 #include "convert.h"
+#include "half.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -77,6 +102,13 @@ static const char *const TNAME[T_COUNT] = {"x1", "x2", "gamma", "scales1", "scal
 /* The tiling's constants (add_rms_norm_quant_tiling.cpp). */
 #define UB_SIZE 196608 /* SIZE_OF_UB, the Atlas A2/A3 UB */
 #define UB_FREE 1024   /* CUT_UB_FOR_FREE */
+/* Ascend 950 (add_rms_norm_quant_tiling_arch35.cpp): the UB (hicann/runtime platform_config
+ * cann-dev Ascend950*.ini ub_size), its 32-byte blocks, 64 floats to a vector register, and
+ * the full-load kernel's longest row (vecLengthFp32 * vecLengthFp32 * 2 * 2) */
+#define UB_950 253952
+#define UB_BLOCK_950 32
+#define VL_FP32_950 64
+#define FULL_LOAD_MAX_950 (VL_FP32_950 * VL_FP32_950 * 4)
 
 typedef struct {
     nr_head h; /* per chunk 4 * N floats (x1, x2, the norm's x, t) and 2 * N bytes */
@@ -89,6 +121,9 @@ typedef struct {
     bool zp2;           /* y2's zero points (zeroPoints2 and scales2 given) */
     bool norm_rounded;  /* BF16 single-N: the norm over bf16(x1 + x2) */
     int64_t slice;      /* split-D: the row's sum taken over slices of this many (0: whole) */
+    bool regbase;       /* Ascend 950: the arch35 kernels' numbers */
+    bool full_load;     /* Ascend 950: the full-load kernel (its Newton-Raphson rstd) */
+    aclDataType ydt;    /* y1Out's (and y2Out's) dtype */
 } arq_payload;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
@@ -134,16 +169,31 @@ static float row_sum(const arq_payload *P, const float *x)
     return s;
 }
 
-/* One quantized output of v: (v / scales or v * scales) [+ zero points], to INT8. */
+/* One quantized output of v: (v / scales or v * scales) [+ zero points], to y's dtype (INT8
+ * everywhere; Ascend 950 also the FLOAT8 codes). */
 static void quantize_row(int8_t *q, const float *v, int64_t n, const float *scales,
-                         const float *zp, bool div_mode)
+                         const float *zp, bool div_mode, aclDataType ydt)
 {
     for (int64_t i = 0; i < n; i++) {
         float t = div_mode ? v[i] / scales[i] : v[i] * scales[i];
         if (zp)
             t += zp[i];
-        q[i] = to_int8(t);
+        q[i] = ydt == ACL_FLOAT8_E4M3FN ? (int8_t)aclemu_f32_to_e4m3fn_sat(t)
+             : ydt == ACL_FLOAT8_E5M2   ? (int8_t)aclemu_f32_to_e5m2_sat(t)
+                                        : to_int8(t);
     }
+}
+
+/* One row's v on Ascend 950 from the float sum s: rstd of the kernel the tiling chose, then
+ * (s * rstd) * gamma. */
+static void regbase_row(const arq_payload *P, const norm_rows *R, const float *s, float *v)
+{
+    const int64_t N = P->N;
+    const float var = nr_sum_squares(s, N) * P->avg;
+    const float rstd = P->full_load ? nr_rstd_newton_raphson(var, P->eps, true)
+                                    : 1.0f / sqrtf(var + P->eps);
+    for (int64_t i = 0; i < N; i++)
+        v[i] = (s[i] * rstd) * R->gamma[i];
 }
 
 static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
@@ -164,6 +214,17 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
         for (int64_t i = 0; i < N; i++)
             x[i] = a[i] + b[i];
         const float *xn = x;
+        if (P->regbase) {
+            put_tile(row_base(xo, m), dt, ACLEMU_TIES_EVEN, &xo->inner, 0, N, x);
+            regbase_row(P, R, x, v);
+            quantize_row(q, v, N, s1, has_z1 ? z1 : NULL, P->div_mode, P->ydt);
+            store_int8_row(&P->t[T_Y1], m, q, N);
+            if (P->dual) {
+                quantize_row(q, v, N, s2, P->zp2 ? z2 : NULL, P->div_mode, P->ydt);
+                store_int8_row(&P->t[T_Y2], m, q, N);
+            }
+            continue;
+        }
         if (dt == ACL_FLOAT16) {
             aclemu_round_floats(dt, ACLEMU_TIES_EVEN, x, N); /* the FLOAT16 Add */
         } else if (P->norm_rounded) {
@@ -185,10 +246,10 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
                 v[i] *= R->gamma[i];
         }
         if (P->dual) {
-            quantize_row(q, v, N, s2, P->zp2 ? z2 : NULL, P->div_mode);
+            quantize_row(q, v, N, s2, P->zp2 ? z2 : NULL, P->div_mode, P->ydt);
             store_int8_row(&P->t[T_Y2], m, q, N);
         }
-        quantize_row(q, v, N, s1, has_z1 ? z1 : NULL, P->div_mode);
+        quantize_row(q, v, N, s1, has_z1 ? z1 : NULL, P->div_mode, P->ydt);
         store_int8_row(&P->t[T_Y1], m, q, N);
     }
 }
@@ -384,7 +445,16 @@ static bool has_kernel(const aclTensor *const *ts, const aclemu_soc *soc)
 {
     const aclDataType x = ts[T_X1]->dtype, s = ts[T_S1]->dtype, y = ts[T_Y1]->dtype;
     const aclTensor *z = ts[T_Z1] ? ts[T_Z1] : ts[T_Z2];
-    if (y != ACL_INT8 || (ts[T_Z1] && ts[T_Z2] && ts[T_Z1]->dtype != ts[T_Z2]->dtype))
+    if (ts[T_Z1] && ts[T_Z2] && ts[T_Z1]->dtype != ts[T_Z2]->dtype)
+        return false;
+    if (soc->npu_arch == 3510) { /* every y of the list; x FLOAT: all FLOAT */
+        if (x == ACL_FLOAT)
+            return s == ACL_FLOAT && (!z || z->dtype == ACL_FLOAT);
+        if (s == ACL_FLOAT)
+            return !z || z->dtype == ACL_INT32 || z->dtype == ACL_FLOAT;
+        return s == x && (!z || z->dtype == x);
+    }
+    if (y != ACL_INT8)
         return false;
     if (soc->npu_arch == 2201) {
         if (x == ACL_FLOAT16 || (x == ACL_BF16 && s == ACL_FLOAT))
@@ -412,6 +482,39 @@ static aclnnStatus check_view_copy(const aclTensor *out, const char *name, aclDa
         return ACLNN_ERR_INNER_NULLPTR;
     }
     return ACLNN_SUCCESS;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+/* Ascend 950's tiling (SetTilingParams, CalFullLoadBaseM): whether the full-load kernel runs,
+ * i.e. N <= 16384 and at least one row fits the UB beside gamma, the scales and zero points.
+ * The normal and split kernels compute the same rstd (they differ in the sum's order only). */
+static bool regbase_full_load(const aclTensor *const *ts, int64_t n)
+{
+    if (n > FULL_LOAD_MAX_950)
+        return false;
+    const uint64_t N = (uint64_t)n;
+    const uint64_t xs = aclemu_dtype_size(ts[T_X1]->dtype);
+    const uint64_t qs = aclemu_dtype_size(ts[T_S1]->dtype);
+    const aclTensor *z = ts[T_Z1] ? ts[T_Z1] : ts[T_Z2];
+    const uint64_t zs = z ? aclemu_dtype_size(z->dtype) : 0;
+    const uint64_t aligned = align_up(N, UB_BLOCK_950 / xs), b8 = align_up(N, UB_BLOCK_950);
+    uint64_t power = 1; /* the largest power of two <= aligned - 1 */
+    while (power * 2 <= aligned - 1)
+        power *= 2;
+    const uint64_t first_vcadd = align_up((power + VL_FP32_950 - 1) / VL_FP32_950, UB_BLOCK_950);
+    const uint64_t scales = ts[T_S2] ? 2 : 1;
+    const uint64_t zero_points = (ts[T_Z1] ? 1 : 0) + (ts[T_Z2] ? 1 : 0);
+    const uint64_t ys = ts[T_S2] || ts[T_Z2] ? 2 : 1;
+    const int64_t last = (int64_t)UB_950 - (int64_t)(aligned * xs + scales * aligned * qs +
+                                                       zero_points * aligned * zs +
+                                                       8 * UB_BLOCK_950);
+    const int64_t per_row = (int64_t)(2 * 3 * aligned * xs + aligned * 4 + 2 * ys * b8 + 4 +
+                                      first_vcadd * 4);
+    return last / per_row >= 1;
 }
 
 /* The tiling's kernel variant (CalcModeAndUbFactor): whether the single-N kernel runs, and
@@ -481,11 +584,8 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormQuantGetWorkspaceSize(
     const bool empty = X == 0 || N == 0 || Y2 == 0;
     const bool dual = scales2Optional != NULL;
     if (!empty) {
-        /* 4. the L0 op's kernel (stricter: 561003 where the device has none) */
-        if (soc->npu_arch == 3510)
-            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not modelled on %s (%s): the emulator does not "
-                 "model Ascend 950's AddRmsNormQuant kernel (docs/emulator.md)", P1, soc->name,
-                 soc->series);
+        /* 4. the L0 op's kernel (stricter: 561003 where the device has none; on Ascend 950
+         * also its tiling's dtype relations, which coincide with the def's combinations) */
         if (!has_kernel(ts, soc))
             FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): no kernel "
                  "for x1 %s, scales1 %s, zero points %s, y %s there", P1, soc->name,
@@ -505,6 +605,11 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormQuantGetWorkspaceSize(
             (dual && (st = check_view_copy(y2Out, "y2Out", y1Out->dtype, x1))) ||
             (st = check_view_copy(xOut, "xOut", x1->dtype, x1)))
             return st;
+        /* Ascend 950's HIFLOAT8 results, which the device writes, are not computed */
+        if (soc->npu_arch == 3510 && y1Out->dtype == ACL_HIFLOAT8)
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y1Out dtype %s is not modelled on %s (%s): the "
+                 "emulator computes the arch35 kernel's INT8 and FLOAT8 results only "
+                 "(docs/emulator.md)", P1, qname(y1Out->dtype), soc->name, soc->series);
     }
 
     arq_payload *P = calloc(1, sizeof *P);
@@ -524,8 +629,14 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormQuantGetWorkspaceSize(
     P->div_mode = divMode;
     P->dual = dual;
     P->zp2 = dual && zeroPoints2Optional != NULL;
-    if (!empty) {
+    P->regbase = soc->npu_arch == 3510;
+    P->ydt = y1Out->dtype;
+    if (!empty && P->regbase) {
+        P->full_load = regbase_full_load(ts, N);
+    } else if (!empty) {
         choose_variant(P, soc, zeroPoints1Optional != NULL);
+    }
+    if (!empty) {
         const int split = (int)(x1->ndim - gamma->ndim);
         for (int i = 0; i < T_COUNT; i++) {
             const bool channel = i >= T_GAMMA && i <= T_Z2;
