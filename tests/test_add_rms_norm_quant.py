@@ -2,7 +2,9 @@
 declarative operator layer) within one quantization step of the float64 reference (xOut
 within its dtype's rounding), y2 returned only with scales2, its argument errors (typed,
 naming the argument and carrying phase one's code, nothing leaked: the autouse leak check),
-its plan, and the CANN path (ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann).
+its plan, and the CANN path (ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann); per part the
+dtype combinations it has kernels for (Ascend 950's float32 x1, float16 scales, float32 zero
+points, divMode false) and the ones refused before any C call.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import acl_py
 from acl_py import reference
 from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import ADD_RMS_NORM_QUANT
+from acl_py.ops._declare import part_of
+from acl_py.ops.add_rms_norm_quant import scales_zero_points_dtype_rule
 
 from _cann_path import run_on_cann_path
 from _part_runs import needs_kernel, other_parts, run_on_parts
@@ -22,6 +26,13 @@ F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.
 I8, I32 = np.dtype(np.int8), np.dtype(np.int32)
 pytestmark = [needs_kernel(ADD_RMS_NORM_QUANT)]
 A2 = acl_py.soc.short_soc_version(acl_py.soc_name()) in ("Ascend910B", "Ascend910_93")
+A950 = acl_py.soc_name().startswith("Ascend950")
+COMBOS = [(F16, F32, I32), (BF16, BF16, BF16), (BF16, F32, I32), (F32, F32, F32),
+          (F16, F16, F16), (F16, F32, F32), (BF16, F32, F32)]
+
+
+def has_kernel(combo):
+    return scales_zero_points_dtype_rule(*combo, part_of()) is None
 
 
 def make(shape, dt=F16, sdt=F32, zdt=I32, dual=True, seed=0):
@@ -57,12 +68,12 @@ def check(res, args, eps=1e-6):
 
 
 @pytest.mark.parametrize("path", ["numpy", "device"])
-@pytest.mark.parametrize("combo", [(F16, F32, I32), (BF16, BF16, BF16), (BF16, F32, I32)],
-                         ids=["f16", "bf16", "bf16-f32"])
+@pytest.mark.parametrize("combo", COMBOS, ids=["f16", "bf16", "bf16-f32", "f32", "f16-f16",
+                                               "f16-f32-f32", "bf16-f32-f32"])
 @pytest.mark.parametrize("dual", [True, False], ids=["dual", "single"])
 def test_against_reference(path, combo, dual):
-    if combo[0] == BF16 and not A2:
-        pytest.skip(f"{acl_py.soc_name()}: no BF16 kernel")
+    if not has_kernel(combo):
+        pytest.skip(f"{acl_py.soc_name()}: no kernel for {combo}")
     args = make((3, 5, 67), *combo, dual=dual)
     call_args = args if path == "numpy" else tuple(
         None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in args)
@@ -134,7 +145,7 @@ def test_argument_errors(emulator, change, exc, argument):
 @pytest.mark.parametrize("name,value,code", [
     ("x2", np.ones((2, 5), F16), 161002),           # the docs' relation (stricter)
     ("zero_points1", np.ones(3, I32), 161002),
-    ("scales1", np.ones(4, F16), 561003),           # no kernel for FLOAT16 scales
+    ("scales1", np.ones(4, BF16), 561003),          # no kernel for BF16 scales beside x FLOAT16
 ])
 def test_device_refusal_names_the_argument_and_carries_the_code(name, value, code):
     names = ("x1", "x2", "gamma", "scales1", "scales2", "zero_points1", "zero_points2")
@@ -145,8 +156,7 @@ def test_device_refusal_names_the_argument_and_carries_the_code(name, value, cod
     with pytest.raises((AclArgumentError, AclTypeError, AclError)) as ei:
         acl_py.add_rms_norm_quant(**dev)
     assert ei.value.code == code and ei.value.call == "aclnnAddRmsNormQuantGetWorkspaceSize"
-    if code != 561003:
-        assert ei.value.argument == name
+    assert ei.value.argument == name
 
 
 def test_operator_rules_surface_as_its_typed_error():
@@ -155,9 +165,41 @@ def test_operator_rules_surface_as_its_typed_error():
         acl_py.add_rms_norm_quant(*args)
     assert ei.value.code == 161002 and ei.value.call == "aclnnAddRmsNormQuantGetWorkspaceSize"
     assert "x1 rank 9" in ei.value.message
+    if A950:  # the docs: true and false there (a multiply by the scales)
+        args = make((2, 64))
+        res = acl_py.add_rms_norm_quant(*args, div_mode=False)
+        exp = reference.add_rms_norm_quant(*args, div_mode=False)
+        assert np.max(np.abs(res[0] - exp[0])) <= reference.QUANT_STEP
+        return
     with pytest.raises(AclError) as ei:
         acl_py.add_rms_norm_quant(*make((2, 4)), div_mode=False)
     assert ei.value.code == 161002 and "divMode false" in ei.value.message
+
+
+@pytest.mark.parametrize("combo", [(F32, F16, None), (F32, F32, I32), (F16, BF16, None),
+                                   (F16, F16, I32), (BF16, F32, BF16), (F16, F32, F32),
+                                   (F16, F32, I32)], ids=str)
+def test_dtype_combinations_per_part(emulator, combo):
+    """The part's combinations (scales_zero_points_dtype_rule): refused before any C call for
+    NumPy arrays naming the argument, by phase one (561003, named) for DeviceTensors; the
+    others run."""
+    x, sdt, zdt = combo
+    args = list(make((2, 32), x, sdt, zdt or I32, dual=False))
+    if zdt is None:
+        args[5] = None
+    broken = scales_zero_points_dtype_rule(x, sdt, zdt, part_of())
+    if broken is None:
+        check(acl_py.add_rms_norm_quant(*args), tuple(args))
+        return
+    emulator.reset_call_counts()
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.add_rms_norm_quant(*args)
+    assert ei.value.argument == broken[0]
+    assert "aclnnAddRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
+    dev = [None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.add_rms_norm_quant(*dev)
+    assert ei.value.argument == broken[0] and ei.value.code == 561003
 
 
 def test_plan_runs_repeatedly_on_changing_contents():
@@ -198,5 +240,6 @@ assert y1.dtype == np.int8 and np.abs(y1 - e[0]).max() <= 1 and np.abs(y2 - e[1]
 """)
 
 
-test_on_other_parts = run_on_parts(other_parts(("Ascend310P3", "Ascend910_9391")),
-                                   "reference or saturates or argument_errors")
+test_on_other_parts = run_on_parts(
+    other_parts(("Ascend310P3", "Ascend910_9391", "Ascend950PR_9599")),
+    "reference or saturates or argument_errors or combinations or operator_rules")

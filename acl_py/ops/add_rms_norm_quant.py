@@ -5,13 +5,14 @@ Python-level checks (see :mod:`._declare`: NumPy calls make them before any C ca
 DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes
 (``x1`` float32/float16/bfloat16, ``x2`` and ``gamma`` x1's; the scales float32/float16/
 bfloat16, ``scales2`` scales1's; the zero points int32/float32/float16/bfloat16,
-``zero_points2`` zero_points1's); ``x2`` of x1's shape; ``gamma`` equal to x1's trailing
-dims; every scale and zero-point tensor of gamma's shape; the ``out=`` entries of x1's shape
-(y1, y2 int8; x x1's dtype). The operator's own rules (ranks, the part's kernels: float16
-with float32 scales and int32 zero points, or bfloat16 with bfloat16 or float32/int32 on Atlas
-A2/A3; float16 only on Atlas inference parts; ``div_mode`` true there) are phase one's.
-acl-py asks for int8 results. ``y2`` is written only with ``scales2`` given: without it the
-result's ``y2`` is None (the device still receives a tensor for it, a scratch one).
+``zero_points2`` zero_points1's; the part's relations of x1, scales1 and the zero points:
+see :func:`scales_zero_points_dtype_rule`); ``x2`` of x1's shape; ``gamma`` equal to x1's
+trailing dims; every scale and zero-point tensor of gamma's shape; the ``out=`` entries of
+x1's shape (y1, y2 int8; x x1's dtype). The operator's own rules (ranks; ``div_mode`` true on
+Atlas A2/A3 and Atlas inference parts) are phase one's. acl-py asks for int8 results; Ascend
+950's float8 results are reachable through the raw calls. ``y2`` is written only with
+``scales2`` given: without it the result's ``y2`` is None (the device still receives a tensor
+for it, a scratch one).
 """
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ..errors import AclArgumentError
+from ..errors import AclArgumentError, AclTypeError
 from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, flag,
-                       integer, output, shape_of, tensor)
+                       integer, output, part_of, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -31,20 +32,82 @@ if TYPE_CHECKING:
 
 __all__ = ["add_rms_norm_quant", "AddRmsNormQuant", "ADD_RMS_NORM_QUANT"]
 
+_INT32 = np.dtype(np.int32)
+_F32 = np.dtype(np.float32)
+_F16 = np.dtype(np.float16)
 _ZERO_POINTS = ("int32", "float32", "float16", "bfloat16")
 
 # hicann/ops-nn norm/add_rms_norm_quant/op_host/add_rms_norm_quant_def.cpp: none for the Atlas
-# training series. Ascend 950's kernel (add_rms_norm_quant_apt) is not modelled by the
-# emulator, whose phase one refuses every call there (docs/emulator.md), so the declaration
-# leaves Ascend 950 out and `acl-py smoke` does not check the operator there.
-_KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "kirinx90", "kirin9030")
+# training series; Ascend 950 runs add_rms_norm_quant_apt (op_kernel/arch35).
+_KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "kirinx90", "kirin9030",
+                           "ascend950")
+
+
+def _name(dt):
+    return np.dtype(dt).name
+
+
+def scales_zero_points_dtype_rule(x, scales, zero_points, part):
+    """None where the part has a kernel for x1's dtype ``x`` with scales of dtype ``scales``
+    and zero points of dtype ``zero_points`` (None: none given), else ``(argument, rule)``
+    (add_rms_norm_quant_def.cpp): on Ascend 950 a float32 x with float32 scales and zero
+    points, a 16-bit x with float32 scales beside float32 or int32 zero points or with scales
+    and zero points of x's dtype (its tiling's CheckInputDtype says the same); on Atlas A2/A3
+    float16 with float32 scales and int32 zero points, bfloat16 with float32 and int32 or with
+    bfloat16 and bfloat16; on Atlas inference parts float16, float32, int32."""
+    if part.arch3510:
+        if x == _F32:
+            for arg, dt in (("scales1", scales), ("zero_points1", zero_points)):
+                if dt is not None and dt != _F32:
+                    return arg, f"dtype {_name(dt)} must be float32 with a float32 x1 (Ascend 950)"
+            return None
+        if scales == _F32:
+            if zero_points not in (None, _F32, _INT32):
+                return "zero_points1", (f"dtype {_name(zero_points)} must be float32 or int32 "
+                                        f"with float32 scales (Ascend 950)")
+            return None
+        if scales != x:
+            return "scales1", (f"dtype {_name(scales)} must be x1's dtype {_name(x)} or "
+                               f"float32 (Ascend 950)")
+        if zero_points is not None and zero_points != x:
+            return "zero_points1", (f"dtype {_name(zero_points)} must be x1's dtype "
+                                    f"{_name(x)} with scales of it (Ascend 950)")
+        return None
+    inference = part.npu_arch == 2002
+    if x == _F32 or (inference and x != _F16):
+        return "x1", f"dtype {_name(x)} has no kernel on {part.name}"
+    if scales == _F32 or (x == _F16 and not inference):
+        if scales != _F32:
+            return "scales1", f"dtype {_name(scales)} must be float32 with x1 {_name(x)}"
+        if zero_points is not None and zero_points != _INT32:
+            return "zero_points1", (f"dtype {_name(zero_points)} must be int32 with float32 "
+                                    f"scales on {part.name}")
+        return None
+    if inference or scales != x:
+        return "scales1", f"dtype {_name(scales)} must be float32 or x1's dtype {_name(x)}"
+    if zero_points is not None and zero_points != x:
+        return "zero_points1", (f"dtype {_name(zero_points)} must be x1's dtype {_name(x)} "
+                                f"with scales of it on {part.name}")
+    return None
 
 
 def add_rms_norm_quant_check(a):
     """Checks the docs' relations the code leaves unchecked: ``a.x2`` of x1's shape,
     ``a.gamma`` equal to x1's trailing dims, every scale and zero-point tensor of gamma's
     shape (the kernel reads gamma's element count of each), ``zero_points2`` of
-    zero_points1's dtype."""
+    zero_points1's dtype; and the part's dtype combinations
+    (:func:`scales_zero_points_dtype_rule`, zero_points1's or else zero_points2's dtype)."""
+    z1, z2 = a.zero_points1, a.zero_points2
+    if z1 is not None and z2 is not None and z1.dtype != z2.dtype:
+        raise AclArgumentError("zero_points2", f"dtype {z2.dtype} must be zero_points1's "
+                               f"dtype {z1.dtype}")
+    z = z1 if z1 is not None else z2
+    broken = scales_zero_points_dtype_rule(a.x1.dtype, a.scales1.dtype,
+                                           None if z is None else z.dtype, part_of())
+    if broken is not None:
+        arg, rule = broken
+        raise AclTypeError("zero_points2" if arg == "zero_points1" and z1 is None else arg,
+                           rule)
     shape, gs = a.x1.shape, a.gamma.shape
     if a.x2.shape != shape:
         raise AclArgumentError("x2", f"shape {a.x2.shape} must equal x1's shape {shape}")
@@ -55,10 +118,6 @@ def add_rms_norm_quant_check(a):
         t = a[name]
         if t is not None and t.shape != gs:
             raise AclArgumentError(name, f"shape {t.shape} must equal gamma's shape {gs}")
-    z1, z2 = a.zero_points1, a.zero_points2
-    if z1 is not None and z2 is not None and z1.dtype != z2.dtype:
-        raise AclArgumentError("zero_points2", f"dtype {z2.dtype} must be zero_points1's "
-                               f"dtype {z1.dtype}")
 
 
 def _one_element_each(a, given):
