@@ -239,8 +239,9 @@ def add_rms_norm_quant(x1: Operand, x2: Operand, gamma: Operand, scales1: Operan
     ``y = x * rstd * gamma`` (``rstd = 1 / sqrt(mean(x^2) + epsilon)``) and
     ``yk = int8(clip(round(y / scales_k + zero_points_k), -128, 127))`` (``y * scales_k``
     when ``div_mode`` is false), ties to even. The device computes in float32 with the
-    intermediate roundings of docs/emulator.md (float16: ``x1 + x2`` and ``y`` before and
-    after the multiply by gamma rounded to float16).
+    intermediate roundings of docs/emulator.md (off Ascend 950, float16: ``x1 + x2`` and
+    ``y`` before and after the multiply by gamma rounded to float16; Ascend 950 norms the
+    float32 sum).
 
     * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
     * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
