@@ -314,17 +314,22 @@ def add_rms_norm_quant(x1, x2, gamma, scales1, scales2=None, zero_points1=None,
     ``div_mode`` is false; a missing zero point is 0); int8: ``clip(rint(vk), -128, 127)``,
     ties to even; a float8 dtype (Ascend 950's FLOAT8_E4M3FN/E5M2 results): ``vk`` itself
     clipped to the dtype's largest finite value, unrounded (the device's rounding to the
-    float8 grid is within :func:`float8_step` of it). ``axis`` has no effect (the vendor
-    supports -1 only)."""
+    float8 grid is within :func:`float8_step` of it); ``"hifloat8"`` (Ascend 950's HIFLOAT8
+    results): the HIFLOAT8 values nearest ``vk``, as :func:`rms_norm_quant`'s. ``axis`` has no
+    effect (the vendor supports -1 only)."""
     x = _f64(x1) + _f64(x2)
     y, _ = rms_norm(x, gamma, epsilon)
-    ydt = np.dtype(y_dtype)
+    hif8 = isinstance(y_dtype, str) and y_dtype == "hifloat8"
+    ydt = None if hif8 else np.dtype(y_dtype)
 
     def quantize(scales, zero_points):
         s = _f64(scales)
         v = y / s if div_mode else y * s
         if zero_points is not None:
             v = v + _f64(zero_points)
+        if hif8:
+            with np.errstate(over="ignore"):     # beyond float32: saturates all the same
+                return dtypes.hifloat8_table()[dtypes.float32_to_hifloat8(v)]
         if ydt != np.int8:
             import ml_dtypes  # lazily: importing it takes a second (acl_py.dtypes)
             big = float(ml_dtypes.finfo(ydt).max)

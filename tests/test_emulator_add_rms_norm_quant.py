@@ -9,8 +9,7 @@ saturation at the INT8 limits, y2 left unwritten without scales2; the vendor's o
 cases replayed (all Ascend 950's: their arguments pass every check on every part). Ascend
 950 (op_kernel/arch35): the float sum normed unrounded, the full-load kernel's Newton-Raphson
 rstd beside the others' 1 / sqrt, every dtype combination of its definition, divMode false,
-INT8 and FLOAT8 results bit for bit and within a step of the float64 reference, HIFLOAT8
-refused "not modelled".
+INT8, FLOAT8 and HIFLOAT8 results bit for bit and within a step of the float64 reference.
 """
 from __future__ import annotations
 
@@ -26,7 +25,8 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from _emu_aclnn import SOC, refused_by, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import other_parts, run_on_parts
-from test_emulator_rms_norm_quant import v2_rstd
+from test_emulator_rms_norm_quant import hif8_rank, v2_rstd
+from acl_py import dtypes
 
 P1 = lib.aclnnAddRmsNormQuantGetWorkspaceSize
 P2 = lib.aclnnAddRmsNormQuant
@@ -151,14 +151,17 @@ def regbase_values(x1, x2, g, eps=1e-6, full_load=True):
 
 def regbase_quant(v, scales, zp, div_mode=True, fdt=None):
     """Ascend 950's quantization of v: v / scales (v * scales) + zero points in float32; to
-    INT8 (nearest, ties to even, saturated; NaN 0), or to the FLOAT8 dtype fdt (nearest even,
-    saturated at its largest finite value) as bytes."""
+    INT8 (nearest, ties to even, saturated; NaN 0), to the FLOAT8 dtype fdt (nearest even,
+    saturated at its largest finite value) or, fdt "hifloat8", to HIFLOAT8
+    (dtypes.float32_to_hifloat8) as bytes."""
     with np.errstate(all="ignore"):
         t = v / scales.astype(F32) if div_mode else v * scales.astype(F32)
         if zp is not None:
             t = t + zp.astype(F32)
         if fdt is None:
             return to_int8(t)
+        if isinstance(fdt, str):
+            return dtypes.float32_to_hifloat8(t).view(I8)
         big = float(ml_dtypes.finfo(fdt).max)
         return np.clip(t, -big, big).astype(fdt).view(I8)
 
@@ -571,15 +574,12 @@ UT_CASES = [  # (name, tensors); every case expects ACL_SUCCESS on the UT's part
 @pytest.mark.parametrize("case", UT_CASES, ids=[c[0] for c in UT_CASES])
 def test_vendor_op_api_unit_test_cases(arena, case):
     """Every case passes the op_api's checks (and the docs' relations) on every part; then
-    the kernel step answers: on Ascend 950 (the UT's part) ACL_SUCCESS, but HIFLOAT8 results
-    are not modelled (561103); every other part has no kernel for FLOAT16 scales and zero
-    points (561003)."""
+    the kernel step answers: on Ascend 950 (the UT's part) ACL_SUCCESS; every other part has
+    no kernel for FLOAT16 scales and zero points (561003)."""
     _, specs = case
     ts = [ut_tensor(arena, s) for s in specs]
     run = lambda: aclnn_phase_one(P1, *ts[:7], -1, 1e-5, True, *ts[7:])  # noqa: E731
-    if REGBASE and specs[7][1] == "hif8":
-        refused_by(run, CALL, (), INNER_NULLPTR, "HIFLOAT8 is not modelled")
-    elif REGBASE:
+    if REGBASE:
         rc, ws, ex = run()
         assert rc == OK, (rc, last_msg())
         assert ws == 0 and lib.aclDestroyAclOpExecutor(ex) == OK
@@ -673,13 +673,35 @@ def test_regbase_float8_results(arena, fp8, combo):
 
 
 @needs_regbase
-def test_regbase_hifloat8_is_not_modelled(arena):
-    a = Args(arena)
-    a.v["y1"] = a.make((4, 32), I8, acl_dtype=lib.ACL_HIFLOAT8)
-    a.v["y2"] = a.make((4, 32), I8, acl_dtype=lib.ACL_HIFLOAT8)
-    expect(a, INNER_NULLPTR, "y1Out dtype HIFLOAT8 is not modelled")
-    a.v["x"] = a.make((4, 32), F32)    # the ViewCopy's rule comes first
-    expect(a, INNER_NULLPTR, "xOut dtype FLOAT", "ViewCopy")
+@pytest.mark.parametrize("combo", [(F16, F32, I32), (BF16, BF16, BF16), (F32, F32, F32)],
+                         ids=combo_ids)
+def test_regbase_hifloat8_results(arena, combo):
+    """HIFLOAT8 y1, y2: t converted directly (castTraitFp322Hifp8: ties away from zero,
+    saturating at 2^15), bit for bit the model's codes; tiny scales saturate, huge ones give
+    denormal codes; a NaN row gives NaN codes; within one HiF8 step of the float64
+    reference."""
+    rng = np.random.default_rng(13)
+    args = list(inputs(rng, (6, 96), *combo, scale=1.0))
+    s1 = args[3].astype(F32)
+    s1[:16] = 1e-7                   # |t| far beyond 2^15: saturates
+    s1[16:32] = 1e6                  # |t| ~ 1e-6: HiF8 denormals (below 2^-15)
+    args[3] = s1.astype(combo[1])
+    args[5] = None                   # no zero points: the tiny values stay tiny
+    x1 = args[0].copy()
+    x1[5, 7] = np.nan
+    args[0] = x1
+    got = call(arena, tuple(args), y_acl=lib.ACL_HIFLOAT8)
+    y1, y2, _ = device_chain(*args, fdt="hifloat8")
+    assert np.array_equal(got[0], y1) and np.array_equal(got[1], y2)
+    codes = got[0].view(np.uint8)
+    assert (codes[5] == 0x80).all()
+    assert ((codes[:5, :16] & 0x7F) == 0x6E).sum() > 40
+    den = codes[:5, 16:32] & 0x7F
+    assert ((den >= 1) & (den <= 7)).any()
+    exp = reference.add_rms_norm_quant(*args, y_dtype="hifloat8")
+    for k in (0, 1):
+        vals = dtypes.hifloat8_to_float32(got[k].view(np.uint8)[:5]).astype(np.float64)
+        assert np.abs(hif8_rank(vals) - hif8_rank(exp[k][:5])).max() <= 1
 
 
 @needs_regbase

@@ -10,7 +10,7 @@ see :func:`scales_zero_points_dtype_rule`); ``x2`` of x1's shape; ``gamma`` equa
 trailing dims; every scale and zero-point tensor of gamma's shape; the ``out=`` entries of
 x1's shape (y1, y2 int8; x x1's dtype). The operator's own rules (ranks; ``div_mode`` true on
 Atlas A2/A3 and Atlas inference parts) are phase one's. acl-py asks for int8 results; Ascend
-950's float8 results are reachable through the raw calls. ``y2`` is written only with
+950's float8 and hifloat8 results are reachable through the raw calls. ``y2`` is written only with
 ``scales2`` given: without it the result's ``y2`` is None (the device still receives a tensor
 for it, a scratch one).
 """

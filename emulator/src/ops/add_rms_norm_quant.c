@@ -66,8 +66,9 @@
  * - INT8: float to INT32 (CAST_RINT), to float, to FLOAT16 (CAST_RINT), to INT8
  *   (CAST_TRUNC), all NO_SAT: the nearest integer, ties to even, clamped to [-128, 127] (the
  *   saturation taken, as above); FLOAT8_E4M3FN/E5M2: t directly with castTraitFp322Fp8
- *   (CAST_RINT, saturating; the overflow mode bit set to 0 around it); HIFLOAT8
- *   (castTraitFp322Hifp8) is not modelled: refused after every check (561103);
+ *   (CAST_RINT, saturating; the overflow mode bit set to 0 around it); HIFLOAT8: t directly
+ *   with castTraitFp322Hifp8 (CAST_ROUND: ties away from zero, saturating at 2^15; half.h
+ *   aclemu_f32_to_hif8_sat);
  * - the L0 op allocates y2 (x1's shape) with scales2 or zeroPoints2 there, and the kernel
  *   writes it (v + zeroPoints2 without scales2), but the op_api copies it into y2Out only
  *   with scales2: without scales2 y2Out is left unwritten, as on the other parts.
@@ -170,7 +171,7 @@ static float row_sum(const arq_payload *P, const float *x)
 }
 
 /* One quantized output of v: (v / scales or v * scales) [+ zero points], to y's dtype (INT8
- * everywhere; Ascend 950 also the FLOAT8 codes). */
+ * everywhere; Ascend 950 also the FLOAT8 and HIFLOAT8 codes). */
 static void quantize_row(int8_t *q, const float *v, int64_t n, const float *scales,
                          const float *zp, bool div_mode, aclDataType ydt)
 {
@@ -180,6 +181,7 @@ static void quantize_row(int8_t *q, const float *v, int64_t n, const float *scal
             t += zp[i];
         q[i] = ydt == ACL_FLOAT8_E4M3FN ? (int8_t)aclemu_f32_to_e4m3fn_sat(t)
              : ydt == ACL_FLOAT8_E5M2   ? (int8_t)aclemu_f32_to_e5m2_sat(t)
+             : ydt == ACL_HIFLOAT8      ? (int8_t)aclemu_f32_to_hif8_sat(t)
                                         : to_int8(t);
     }
 }
@@ -605,11 +607,6 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormQuantGetWorkspaceSize(
             (dual && (st = check_view_copy(y2Out, "y2Out", y1Out->dtype, x1))) ||
             (st = check_view_copy(xOut, "xOut", x1->dtype, x1)))
             return st;
-        /* Ascend 950's HIFLOAT8 results, which the device writes, are not computed */
-        if (soc->npu_arch == 3510 && y1Out->dtype == ACL_HIFLOAT8)
-            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: y1Out dtype %s is not modelled on %s (%s): the "
-                 "emulator computes the arch35 kernel's INT8 and FLOAT8 results only "
-                 "(docs/emulator.md)", P1, qname(y1Out->dtype), soc->name, soc->series);
     }
 
     arq_payload *P = calloc(1, sizeof *P);
