@@ -300,38 +300,25 @@ static const aclDataType ZERO_POINT[] = {ACL_INT32, ACL_FLOAT, ACL_FLOAT16, ACL_
 static const aclDataType Y_LIST[] = {ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E5M2, ACL_HIFLOAT8,
                                      ACL_INT8};
 
-static aclnnStatus check_dtype(const aclTensor *t, const char *name, const aclDataType *list,
-                               int n, const char *text)
-{
-    for (int i = 0; i < n; i++)
-        if (t->dtype == list[i])
-            return ACLNN_SUCCESS;
-    FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported: %s", P1, name,
-         qname(t->dtype), text);
-}
-
 /* CheckDtypeValid, in the op_api's order (161002). */
 static aclnnStatus check_dtypes(const aclTensor *const *ts)
 {
-    static const char *const XT = "FLOAT, FLOAT16, BF16";
-    static const char *const ZT = "INT32, FLOAT, FLOAT16, BF16";
-    static const char *const YT = "FLOAT8_E4M3FN, FLOAT8_E5M2, HIFLOAT8, INT8";
     aclnnStatus st;
     for (int i = T_X1; i <= T_S1; i++)
-        if ((st = check_dtype(ts[i], TNAME[i], X_SCALE, 3, XT)))
+        if ((st = p1_dtype_in(P1, ts[i], TNAME[i], X_SCALE, 3)))
             return st;
-    if (ts[T_S2] && (st = check_dtype(ts[T_S2], TNAME[T_S2], X_SCALE, 3, XT)))
+    if (ts[T_S2] && (st = p1_dtype_in(P1, ts[T_S2], TNAME[T_S2], X_SCALE, 3)))
         return st;
     for (int i = T_Z1; i <= T_Z2; i++)
-        if (ts[i] && (st = check_dtype(ts[i], TNAME[i], ZERO_POINT, 4, ZT)))
+        if (ts[i] && (st = p1_dtype_in(P1, ts[i], TNAME[i], ZERO_POINT, 4)))
             return st;
-    if ((st = check_dtype(ts[T_Y1], TNAME[T_Y1], Y_LIST, 4, YT)) ||
-        (st = check_dtype(ts[T_Y2], TNAME[T_Y2], Y_LIST, 4, YT)))
+    if ((st = p1_dtype_in(P1, ts[T_Y1], TNAME[T_Y1], Y_LIST, 4)) ||
+        (st = p1_dtype_in(P1, ts[T_Y2], TNAME[T_Y2], Y_LIST, 4)))
         return st;
     if (ts[T_Y2]->dtype != ts[T_Y1]->dtype)
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: y2Out dtype %s must be y1Out's dtype %s", P1,
              qname(ts[T_Y2]->dtype), qname(ts[T_Y1]->dtype));
-    return check_dtype(ts[T_X], TNAME[T_X], X_SCALE, 3, XT);
+    return p1_dtype_in(P1, ts[T_X], TNAME[T_X], X_SCALE, 3);
 }
 
 static aclnnStatus check_max_rank(const aclTensor *t, const char *name)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "emu_internal.h"
+#include "tensor_view.h"
 
 /* Sets the message and returns the status code from the enclosing function. */
 #define FAIL(code, ...)                \
@@ -48,6 +49,23 @@ static inline aclnnStatus p1_out_pointers(const char *call, const uint64_t *work
     if (!executor)
         FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: executor (out pointer) is NULL", call);
     return ACLNN_SUCCESS;
+}
+
+/* t's dtype is one of list[0..n) (161002), else the message names t and the list as the
+ * vendor's lists name the dtypes (qname: FLOAT16, BF16, INT8, ...). */
+static inline aclnnStatus p1_dtype_in(const char *call, const aclTensor *t, const char *name,
+                                      const aclDataType *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (t->dtype == list[i])
+            return ACLNN_SUCCESS;
+    char text[256] = "";
+    size_t len = 0;
+    for (int i = 0; i < n && len < sizeof text; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s%s", i ? ", " : "",
+                                qname(list[i]));
+    FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s is not supported: %s", call, name,
+         qname(t->dtype), text);
 }
 
 /* Tensors ts[from..to) are required (161001), the first NULL one named. */
