@@ -56,6 +56,7 @@
 #include "emu_internal.h"
 #include "phase_one.h"
 #include "convert.h"
+#include "half.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -86,19 +87,6 @@ typedef struct {
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-/* RoundFloat2IntQuant (add_rms_norm_dynamic_quant_helper.h): to INT32 ties to even, to
- * FLOAT16, to INT8 truncating; every conversion taken to saturate. NaN: 0. */
-static int8_t to_int8(float t)
-{
-    if (isnan(t))
-        return 0;
-    if (t <= -128.0f)
-        return -128;
-    if (t >= 127.0f)
-        return 127;
-    return (int8_t)nearbyintf(t); /* the default rounding mode: to nearest, ties to even */
-}
-
 static float row_sum_squares(const ardq_payload *P, const float *x, float *sq)
 {
     const int64_t N = P->N;
@@ -128,12 +116,8 @@ static void quantize_row(const ardq_payload *P, const float *v, const float *smo
     const float s = 1.0f / mul;
     memcpy(row_base(scale, m), &s, sizeof s);
     for (int64_t i = 0; i < N; i++)
-        q[i] = to_int8(t[i] * mul);
-    char *base = row_base(y, m);
-    LAY_WALK(&y->inner, 0, N, {
-        for (int64_t j = 0; j < run; j++)
-            base[off + j * stride] = (char)q[k + j];
-    });
+        q[i] = aclemu_f32_to_int8_sat(t[i] * mul);
+    store_int8_row(y, m, q, N);
 }
 
 static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,

@@ -129,37 +129,6 @@ typedef struct {
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-static float round_half_even(float v)
-{
-    float f = floorf(v), d = v - f;
-    if (d > 0.5f || (d == 0.5f && fmodf(f, 2.0f) != 0.0f))
-        f += 1.0f;
-    return f;
-}
-
-/* RoundFloat2Int8 (add_rms_norm_quant_base.h): to INT32 ties to even, to FLOAT16, to INT8
- * truncating; every conversion taken to saturate, so a finite t gives its nearest integer
- * clamped to [-128, 127]. NaN: 0. */
-static int8_t to_int8(float t)
-{
-    if (isnan(t))
-        return 0;
-    if (t <= -128.0f)
-        return -128;
-    if (t >= 127.0f)
-        return 127;
-    return (int8_t)round_half_even(t);
-}
-
-static void store_int8_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n)
-{
-    char *base = row_base(y, m);
-    LAY_WALK(&y->inner, 0, n, {
-        for (int64_t j = 0; j < run; j++)
-            base[off + j * stride] = (char)q[k + j];
-    });
-}
-
 static float row_sum(const arq_payload *P, const float *x)
 {
     if (P->slice == 0)
@@ -182,7 +151,7 @@ static void quantize_row(int8_t *q, const float *v, int64_t n, const float *scal
         q[i] = ydt == ACL_FLOAT8_E4M3FN ? (int8_t)aclemu_f32_to_e4m3fn_sat(t)
              : ydt == ACL_FLOAT8_E5M2   ? (int8_t)aclemu_f32_to_e5m2_sat(t)
              : ydt == ACL_HIFLOAT8      ? (int8_t)aclemu_f32_to_hif8_sat(t)
-                                        : to_int8(t);
+                                        : aclemu_f32_to_int8_sat(t);
     }
 }
 

@@ -9,6 +9,7 @@
 #ifndef ACLEMU_OPS_HALF_H_
 #define ACLEMU_OPS_HALF_H_
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -250,6 +251,32 @@ static inline uint8_t aclemu_f32_to_e4m3fn_sat(float f)
 static inline uint8_t aclemu_f32_to_e5m2_sat(float f)
 {
     return aclemu_f32_to_fp8_sat(f, 2, 15, 0x7b, 0x7e);
+}
+
+/* ---- float -> integer ----------------------------------------------------------------- */
+
+/* To the nearest integer, ties to even, of a finite float of magnitude below 2^23, whatever
+ * the floating-point environment's rounding mode (the host process may have changed it). */
+static inline float aclemu_round_half_even(float v)
+{
+    float f = floorf(v), d = v - f;
+    if (d > 0.5f || (d == 0.5f && fmodf(f, 2.0f) != 0.0f))
+        f += 1.0f;
+    return f;
+}
+
+/* The AscendC quantizing kernels' float -> INT8 chain (to INT32 ties to even, to FLOAT16, to
+ * INT8), every conversion taken to saturate: the nearest integer, ties to even, clamped to
+ * [-128, 127]; NaN gives 0. */
+static inline int8_t aclemu_f32_to_int8_sat(float t)
+{
+    if (isnan(t))
+        return 0;
+    if (t <= -128.0f)
+        return -128;
+    if (t >= 127.0f)
+        return 127;
+    return (int8_t)aclemu_round_half_even(t);
 }
 
 #endif /* ACLEMU_OPS_HALF_H_ */

@@ -109,14 +109,6 @@ typedef struct {
 
 /* Round to nearest, ties to even, of a finite float of magnitude below 2^23, whatever the
  * floating-point environment's rounding mode. */
-static float round_half_even(float v)
-{
-    float f = floorf(v), d = v - f;
-    if (d > 0.5f || (d == 0.5f && fmodf(f, 2.0f) != 0.0f))
-        f += 1.0f;
-    return f;
-}
-
 /* The row's factor (1 / rms), per the kernel's two paths. */
 static float row_factor(const rnq_payload *P, const float *x)
 {
@@ -141,19 +133,10 @@ static int8_t quantize(float h, float quant_min, bool int4)
     if (!int4) {
         h = h < quant_min ? quant_min : h;
         h = h > 127.0f ? 127.0f : h;
-        return (int8_t)round_half_even(h);
+        return (int8_t)aclemu_round_half_even(h);
     }
     h = h < -8.0f ? -8.0f : h > 7.0f ? 7.0f : h;
-    return (int8_t)round_half_even(h);
-}
-
-static void store_int8_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n)
-{
-    char *base = row_base(y, m);
-    LAY_WALK(&y->inner, 0, n, {
-        for (int64_t j = 0; j < run; j++)
-            base[off + j * stride] = (char)q[k + j];
-    });
+    return (int8_t)aclemu_round_half_even(h);
 }
 
 /* Two INT4 values in one byte, the first in the lower nibble. */

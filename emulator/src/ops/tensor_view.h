@@ -216,6 +216,16 @@ static inline char *row_base(const tdesc *d, int64_t m)
         }                                                                                   \
     } while (0)
 
+/* Writes n int8 values q to row m of y (any layout of its last dim). */
+static inline void store_int8_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n)
+{
+    char *base = row_base(y, m);
+    LAY_WALK(&y->inner, 0, n, {
+        for (int64_t j = 0; j < run; j++)
+            base[off + j * stride] = (char)q[k + j];
+    });
+}
+
 /* Elements [c0, c0 + cnt) of a layout as floats: in place when FLOAT and unit-stride,
  * else converted into buf (convert.h). base points at the element with flat index 0. */
 static inline const float *get_tile(const char *base, aclDataType dt, const lay_t *L,
