@@ -367,20 +367,37 @@ DYNAMIC_QUANT_MAX = 127.0
 
 
 def add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1=None, smooth_scale2=None,
-                               epsilon: float = 1e-6):
-    """``(y1, y2, x, scale1, scale2)`` of AddRmsNormDynamicQuant in float64, y1 and y2 as int8
-    values held in float64 (y2 and scale2 None unless both smooth scales are given): ``x =
-    x1 + x2``, ``y`` :func:`rms_norm` of ``x`` over its last dim, per output k ``t = y *
-    smooth_scale_k`` (``y`` without smooth_scale1), per row ``scale_k = max|t| / 127`` and
-    ``yk = rint(t / scale_k)``, ties to even (within [-127, 127] by construction)."""
+                               epsilon: float = 1e-6, y_dtype="int8"):
+    """``(y1, y2, x, scale1, scale2)`` of AddRmsNormDynamicQuant in float64, y1 and y2 as
+    ``y_dtype`` values held in float64 (y2 and scale2 None unless both smooth scales are
+    given): ``x = x1 + x2``, ``y`` :func:`rms_norm` of ``x`` over its last dim, per output k
+    ``t = y * smooth_scale_k`` (``y`` without smooth_scale1), per row ``scale_k = max|t| / Q``
+    with Q the largest magnitude of ``y_dtype`` (:data:`DYNAMIC_QUANT_MAX` for int8; 448, 57344
+    and 32768 for Ascend 950's float8_e4m3fn, float8_e5m2 and ``"hifloat8"`` results) and ``q
+    = t / scale_k``; int8: ``rint(q)``, ties to even (within [-127, 127] by construction); a
+    float8 dtype: ``q`` itself, unrounded (the device's rounding to the grid is within
+    :func:`float8_step` of it); ``"hifloat8"``: the HIFLOAT8 values nearest ``q``."""
+    hif8 = isinstance(y_dtype, str) and y_dtype == "hifloat8"
+    ydt = None if hif8 else np.dtype(y_dtype)
+    if hif8:
+        quant_max = 32768.0
+    elif ydt == np.int8:
+        quant_max = DYNAMIC_QUANT_MAX
+    else:
+        import ml_dtypes  # lazily: importing it takes a second (acl_py.dtypes)
+        quant_max = float(ml_dtypes.finfo(ydt).max)
     x = _f64(x1) + _f64(x2)
     y, _ = rms_norm(x, gamma, epsilon)
 
     def quantize(smooth):
         t = y if smooth is None else y * _f64(smooth)
-        scale = np.max(np.abs(t), axis=-1) / DYNAMIC_QUANT_MAX
+        scale = np.max(np.abs(t), axis=-1) / quant_max
         with np.errstate(divide="ignore", invalid="ignore"):
             q = np.where(scale[..., None] > 0, t / scale[..., None], 0.0)
+        if hif8:
+            return dtypes.hifloat8_table()[dtypes.float32_to_hifloat8(q)], scale
+        if ydt != np.int8:
+            return q, scale
         return np.clip(round_half_even(q), -128, 127), scale
 
     y1, s1 = quantize(smooth_scale1)

@@ -3,13 +3,16 @@ messages in the op_api's order (hicann/ops-nn norm/add_rms_norm_dynamic_quant/op
 aclnn_add_rms_norm_dynamic_quant.cpp; the part's kernels, op_host/
 add_rms_norm_dynamic_quant_def.cpp; the tiling's refusals, op_host/arch22/
 add_rms_norm_dynamic_quant_tiling.cpp; the stricter choices in docs/emulator.md) per part, and
-the device's numbers (op_kernel/add_rms_norm_dynamic_quant_*_kernel.h, reduce_common.h): bit
-for bit against a NumPy model of the kernels' float32 chain (whole-row and slice-D sums; FLOAT16
-and BF16; no, one and two smooth scales), within one quantization step of the float64
-reference, xOut's value, the scales, y2 and scale2 left unwritten without both smooth scales.
+the device's numbers (op_kernel/add_rms_norm_dynamic_quant_*_kernel.h, reduce_common.h; on
+Ascend 950 op_kernel/arch35 and the kernel its tiling, op_host/arch35, chooses): bit for bit
+against a NumPy model of the kernels' float32 chain (whole-row and slice-D sums; FLOAT16 and
+BF16; no, one and two smooth scales; Ascend 950's four kernels and its INT8, FLOAT8 and
+HIFLOAT8 results), within one quantization step of the float64 reference, xOut's value, the
+scales, y2 and scale2 left unwritten without both smooth scales.
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -21,6 +24,9 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from _emu_aclnn import SOC, refused_by, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import other_parts, run_on_parts
+from acl_py import dtypes
+from test_emulator_add_rms_norm_quant import FP8, lane_sum, regbase_quant
+from test_emulator_rms_norm_quant import v2_rstd
 
 P1 = lib.aclnnAddRmsNormDynamicQuantGetWorkspaceSize
 P2 = lib.aclnnAddRmsNormDynamicQuant
@@ -33,7 +39,9 @@ A2 = SOC != "Ascend910B" and SOC.startswith(("Ascend910B", "Ascend910_93"))
 REGBASE = SOC.startswith("Ascend950")
 SLICE = 8864        # SLICE_COL_LEN: the slice-D kernel's slice
 SLICE_D_N = 12300   # beyond the single-row kernel's 12224 columns: slice-D rows
-needs_kernel = pytest.mark.skipif(not A2, reason=f"{SOC}: no modelled kernel")
+needs_kernel = pytest.mark.skipif(not (A2 or REGBASE), reason=f"{SOC}: no kernel")
+needs_a2 = pytest.mark.skipif(not A2, reason="Atlas A2/A3's kernels (op_host/arch22)")
+needs_regbase = pytest.mark.skipif(not REGBASE, reason="Ascend 950's arch35 kernels")
 
 
 INT_DT = {I8: lib.ACL_INT8, np.dtype(np.int32): lib.ACL_INT32}
@@ -72,17 +80,18 @@ def inputs(rng, shape, dt, smooth=2):
     return x1, x2, g, s1, s2
 
 
-def call(arena, args, kinds=("contig",) * 10, eps=1e-6):
-    """Runs the operator on [M, N] x1; returns (y1, y2 or None, x, scale1, scale2 or None)
-    and the raw y2 and scale2 (their sentinels where not written)."""
+def call(arena, args, kinds=("contig",) * 10, eps=1e-6, y_acl=lib.ACL_INT8):
+    """Runs the operator on [M, N] x1 (y1 and y2 of y_acl, as bytes); returns (y1, y2 or
+    None, x, scale1, scale2 or None) and the raw y2 and scale2 (their sentinels where not
+    written)."""
     x1 = args[0]
     m = x1.shape[0] if x1.ndim > 1 else 1
     dual = args[3] is not None and args[4] is not None
     views = [None if a is None else view(arena, a, kind=k) for a, k in zip(args, kinds)]
     y_shape = x1.shape if dual else (1,)
     sc_shape = x1.shape[:-1] or (1,)
-    vy1 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[5], sentinel=-77)
-    vy2 = view(arena, shape=y_shape, dtype=I8, kind=kinds[6], sentinel=-77)
+    vy1 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[5], sentinel=-77, acl_dtype=y_acl)
+    vy2 = view(arena, shape=y_shape, dtype=I8, kind=kinds[6], sentinel=-77, acl_dtype=y_acl)
     vx = view(arena, shape=x1.shape, dtype=x1.dtype, kind=kinds[7], sentinel=-7)
     vs1 = view(arena, shape=sc_shape, dtype=F32, kind=kinds[8], sentinel=-5)
     vs2 = view(arena, shape=sc_shape if dual else (1,), dtype=F32, kind=kinds[9], sentinel=-5)
@@ -122,7 +131,12 @@ def to_int8(t):
 
 
 def device_chain(x1, x2, g, s1, s2, eps=1e-6):
-    """The kernels' numbers on [M, N] rows: (y1, y2 or None, x, scale1, scale2 or None)."""
+    """The part's kernels' numbers on [M, N] rows: (y1, y2 or None, x, scale1, scale2 or
+    None), INT8 results."""
+    if REGBASE:
+        n, dual = x1.shape[-1], s1 is not None and s2 is not None
+        kernel = regbase_kernel(n, (s1 is not None) + (s2 is not None), dual)
+        return regbase_chain(x1, x2, g, s1, s2, eps, kernel)
     f = np.float32
     s = x1.astype(F32) + x2.astype(F32)
     x = s.astype(x1.dtype)              # xOut: to nearest even
@@ -145,6 +159,80 @@ def device_chain(x1, x2, g, s1, s2, eps=1e-6):
             scale = f(1) / mul
         with np.errstate(invalid="ignore"):
             return to_int8(t * mul[:, None]), scale
+
+    y1, sc1 = quant(s1)
+    y2, sc2 = quant(s2) if s1 is not None and s2 is not None else (None, None)
+    return y1, y2, x, sc1, sc2
+
+
+# Ascend 950 (op_host/arch35/add_rms_norm_dynamic_quant_tiling_arch35.cpp; op_kernel/arch35)
+
+UB_950 = 253952
+QUANT_MAX_950 = {None: 127, "e4m3fn": 448, "e5m2": 57344, "hifloat8": 32768}
+
+
+def _align(v, a):
+    return -(-v // a) * a
+
+
+def regbase_kernel(n, smooth, dual):
+    """The arch35 tiling's kernel for rows of n 16-bit elements with `smooth` smooth scales
+    (SetTilingParams: perf (CalFullLoadBaseM), normal (CalUBTotalSize), single row, split,
+    the first that fits the 253952-byte UB)."""
+    o2 = int(dual)
+    a, b8, b32 = _align(n, 16), _align(n, 32), _align(n, 8)
+    if n <= 16384:
+        power = 1 << ((a - 1).bit_length() - 1)
+        vcadd = _align(-(-power // 64), 32)
+        last = UB_950 - 2 * a - smooth * 2 * a - 1024
+        per_row = 6 * a + 4 * a + 8 + 4 * vcadd + 4 * b32 + (2 * b8 + 8) + o2 * (2 * b8 + 8)
+        rows = int(last / per_row)          # C++'s division, toward zero
+
+        def used(m):
+            r = _align(m, 8)
+            return (2 * a + smooth * 2 * a + 1024 + m * (10 * a) + m * vcadd * 4 +
+                    m * (2 * b8 + 4 * b32) + 16 * r + o2 * (2 * m * b8 + 8 * r))
+        while rows > 0 and used(rows) > UB_950:
+            rows -= 1
+        if rows >= 1:
+            return "perf"
+    r = _align(n, 256)
+    normal = (6 * r + 4 * r + 4 * _align(r // 128, 8) + 2 * a + smooth * 2 * a +
+              (1 + o2) * (b8 + 4 * b32) + 32 * (2 + o2))
+    if normal <= UB_950:
+        return "normal"
+    return "single_row" if 16 * b8 + 1024 <= UB_950 else "split"
+
+
+def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None):
+    """Ascend 950's numbers on [M, N] rows by `kernel`: s = x1 + x2 in float32 (xOut s
+    rounded), every kernel norms s; rstd: perf the Newton-Raphson of sum * avg, single row
+    1 / sqrt over the half-interval sum, normal and split 1 / sqrt (the sums in the
+    emulator's lane order); v = (s * rstd) * gamma; per output t = v (* smooth), scale = max
+    |t| * (1 / Q) (single row: max |t| / (1 / (1 / Q))), y = t / scale to INT8, the FLOAT8
+    dtype fdt or "hifloat8" (bytes)."""
+    f = np.float32
+    s = x1.astype(F32) + x2.astype(F32)
+    x = s.astype(x1.dtype)
+    avg = f(1) / f(s.shape[-1])
+    with np.errstate(all="ignore"):
+        if kernel == "single_row":
+            rstd = f(1) / np.sqrt(half_interval_sum(s * s) * avg + f(eps))
+        elif kernel == "perf":
+            rstd = np.array([v2_rstd(v, eps, True) for v in lane_sum(s * s) * avg], F32)
+        else:
+            rstd = f(1) / np.sqrt(lane_sum(s * s) * avg + f(eps))
+        v = (s * rstd[:, None]) * g.astype(F32)
+    name = fdt if isinstance(fdt, str) or fdt is None else \
+        {v[1]: k for k, v in FP8.items()}[np.dtype(fdt)]
+    div = f(1) / f(QUANT_MAX_950[name])
+
+    def quant(smooth):
+        t = v if smooth is None else v * smooth.astype(F32)
+        a = np.abs(t)
+        m = np.max(np.where(np.isnan(a), 0, a), axis=1)
+        scale = m / (f(1) / div) if kernel == "single_row" else m * div
+        return regbase_quant(t, scale[:, None], None, fdt=fdt), scale
 
     y1, sc1 = quant(s1)
     y2, sc2 = quant(s2) if s1 is not None and s2 is not None else (None, None)
@@ -407,7 +495,7 @@ def test_no_kernel_for_a_float8_result(arena, acl):
     expect(a, FIND_KERNEL, "not supported on", "INT8 only")
 
 
-@needs_kernel
+@needs_a2
 @pytest.mark.parametrize("eps", [0.0, -1e-6, 1e-60, float("nan")])
 def test_the_tilings_epsilon_rule(arena, eps):
     """(float)epsilon <= 0 fails the tiling (NaN too: the emulator refuses what is not > 0;
@@ -442,9 +530,7 @@ def test_view_copies_of_the_results(arena, single, name, shape, words):
 
 
 def test_parts_without_a_modelled_kernel(arena):
-    if REGBASE:
-        expect(Args(arena), INNER_NULLPTR, "not modelled")
-    elif not A2:
+    if not (A2 or REGBASE):
         expect(Args(arena), FIND_KERNEL, "not supported on", "no kernel")
     else:
         pytest.skip("a part with a modelled kernel")
@@ -455,9 +541,104 @@ def test_no_executor_is_left_behind_by_a_refusal(arena):
     a = Args(arena)
     a.v["x2"] = a.make((2, 32), F16)
     expect(a, TILING, "x2 shape")
-    a = Args(arena)
-    a.eps = 0.0
-    expect(a, TILING if A2 else INNER_NULLPTR if REGBASE else FIND_KERNEL)
+    a = Args(arena).single()
+    a.v["s2"] = a.make((32,), F16)
+    expect(a, TILING if A2 or REGBASE else FIND_KERNEL)
+
+
+# ---- Ascend 950 ----------------------------------------------------------------------------
+
+@needs_regbase
+@pytest.mark.parametrize("n,kernel,other", [
+    (14016, "perf", "normal"), (14017, "normal", "perf"),
+    (15808, "single_row", "split"), (15809, "split", "single_row")])
+def test_regbase_kernel_choice(arena, n, kernel, other):
+    """The tiling's kernel at its boundaries without smooth scales (perf up to 14016
+    columns, normal to 14848, single row to 15808, split beyond), each bit for bit its
+    model. The rows tell it from its neighbour's: the perf kernel's Newton-Raphson rstd and
+    the others' 1 / sqrt differ in the last bit for some rows, and so the scales; the single
+    row kernel's max / 127 and the others' max * (1 / 127) differ in the last bit of many
+    scales. (normal and split compute the same: their sum orders are not modelled.)"""
+    assert regbase_kernel(n, 0, False) == kernel
+    rng = np.random.default_rng(n)
+    args = inputs(rng, (12, n), F16, smooth=0)
+    got, y2, s2 = call(arena, args)
+    assert_matches(got, args, y2, s2)
+    mine = regbase_chain(*args, 1e-6, kernel)
+    theirs = regbase_chain(*args, 1e-6, other)
+    assert np.array_equal(got[3].view(np.uint32), mine[3].view(np.uint32))
+    assert not np.array_equal(got[3].view(np.uint32), theirs[3].view(np.uint32))
+
+
+@needs_regbase
+@pytest.mark.parametrize("smooth,n,kernel", [(1, 12609, "normal"), (1, 13313, "single_row"),
+                                             (2, 10496, "perf"), (2, 10497, "single_row")])
+def test_regbase_smooth_scales_move_the_boundaries(arena, smooth, n, kernel):
+    """The smooth scales' and y2's UB shares move the kernels' boundaries (the tiling's
+    quantBufCnt and outQuant2Flag): one smooth scale, normal from 12609 columns, single row
+    from 13313; both, single row from 10497 (no normal kernel)."""
+    assert regbase_kernel(n, smooth, smooth == 2) == kernel
+    rng = np.random.default_rng(n)
+    args = inputs(rng, (2, n), BF16, smooth=smooth)
+    got, y2, s2 = call(arena, args)
+    assert_matches(got, args, y2, s2)
+
+
+@needs_regbase
+@pytest.mark.parametrize("fdt", ["e4m3fn", "e5m2", "hifloat8"])
+@pytest.mark.parametrize("n", [96, 15000], ids=["perf", "single_row"])
+def test_regbase_float8_and_hifloat8_results(arena, fdt, n):
+    """FLOAT8_E4M3FN, FLOAT8_E5M2 and HIFLOAT8 y1 and y2 (the def's Ascend 950 results):
+    scale = max |t| / Q (448, 57344, 32768) by the kernel's rule, t / scale converted
+    directly (castTraitFp322Fp8: nearest even, saturating; castTraitFp322Hifp8: ties away,
+    saturating at 2^15), bit for bit the model's codes; each row's largest |t| the largest
+    code; within one grid step (one HIFLOAT8 value) of the float64 reference."""
+    from test_emulator_rms_norm_quant import hif8_rank
+    acl, np_dt = (lib.ACL_HIFLOAT8, "hifloat8") if fdt == "hifloat8" else FP8[fdt]
+    kernel = regbase_kernel(n, 2, True)
+    assert kernel == ("perf" if n == 96 else "single_row")
+    rng = np.random.default_rng(n + len(fdt))
+    args = inputs(rng, (5, n), F16)
+    got, _, _ = call(arena, args, y_acl=acl)
+    exp_bits = regbase_chain(*args, 1e-6, kernel, fdt=np_dt)
+    for k in (0, 1):
+        assert np.array_equal(got[k], exp_bits[k])
+    for k in (3, 4):
+        assert np.array_equal(got[k].view(np.uint32), exp_bits[k].view(np.uint32))
+    assert np.array_equal(got[2].view(np.uint16), exp_bits[2].view(np.uint16))
+    ref = reference.add_rms_norm_dynamic_quant(*args, y_dtype=np_dt)
+    for k in (0, 1):
+        if fdt == "hifloat8":
+            vals = dtypes.hifloat8_to_float32(got[k].view(np.uint8)).astype(np.float64)
+            assert np.abs(hif8_rank(vals) - hif8_rank(ref[k])).max() <= 1
+            assert (np.abs(vals).max(axis=1) == 32768).all()
+        else:
+            vals = got[k].view(np_dt).astype(np.float64)
+            assert np.all(np.abs(vals - ref[k]) <= reference.float8_step(ref[k], np_dt))
+            assert (np.abs(vals).max(axis=1) == float(ml_dtypes.finfo(np_dt).max)).all()
+        assert np.allclose(got[k + 3], ref[k + 3], rtol=2e-3, atol=0)
+
+
+@needs_regbase
+@pytest.mark.parametrize("eps", [0.0, -1e-7])
+def test_regbase_has_no_epsilon_rule(arena, eps):
+    """Ascend 950's tiling checks no epsilon (op_host/arch35): 0 and a negative one run,
+    the model's bits (the perf kernel's clamp of var + eps at -99.99 included)."""
+    rng = np.random.default_rng(3)
+    args = inputs(rng, (4, 40), F16)
+    got, y2, s2 = call(arena, args, eps=eps)
+    assert_matches(got, args, y2, s2, eps=eps)
+
+
+@needs_regbase
+def test_regbase_x1_of_rank_1_is_the_tilings_refusal(arena):
+    """CheckInputShapeDim: x1 of rank 2 to 8 (the Atlas kernels take rank 1); the L0 op
+    discards the tiling's status, so the device's phase one passes it: stricter, 561002."""
+    a = Args(arena, m=1).single()
+    for k in ("x1", "x2", "x", "y1"):
+        a.v[k] = a.make((32,), a.v[k].dtype)
+    a.v["sc1"] = a.make((1,), F32)
+    expect(a, TILING, "x1 rank 1", "at least 2")
 
 
 test_on_other_parts = run_on_parts(other_parts(), "not on_other_parts")

@@ -24,8 +24,15 @@
  *   kernel wrote. Stricter (docs/emulator.md): refused in phase one, 561003 for no kernel
  *   (as aclnnAddRmsNormQuant) and 561002 for the tiling's refusals;
  * - op_host/add_rms_norm_dynamic_quant_def.cpp: Atlas A2/A3 (ascend910b, ascend910_93): x,
- *   gamma, smooth scales all FLOAT16 or all BF16, y INT8; Ascend 950 (arch35, its regbase
- *   kernel): not modelled, refused after the checks; Atlas inference and training: no kernel;
+ *   gamma, smooth scales all FLOAT16 or all BF16, y INT8; Ascend 950 (its arch35 regbase
+ *   kernels): the same inputs, y INT8, FLOAT8_E4M3FN, FLOAT8_E5M2, HIFLOAT8 (and INT4, which
+ *   this op_api's list does not take); Atlas inference and training: no kernel;
+ * - op_host/arch35/add_rms_norm_dynamic_quant_tiling_base_arch35.cpp (Ascend 950's tiling,
+ *   whose status the L0 op discards as well): smoothScale2 without smoothScale1 and an x1 of
+ *   rank below 2 refused (the emulator: 561002, as the Atlas tiling's); no epsilon rule;
+ *   _tiling_arch35.cpp: the kernel, the first that fits the UB (253952 bytes, as
+ *   aclnnAddRmsNormQuant's): "perf" (N <= 16384 and CalFullLoadBaseM >= 1), "normal"
+ *   (CalUBTotalSize of one row), "single row" (16 * N aligned to 32 + 1024 bytes), "split";
  * - op_host/arch22/add_rms_norm_dynamic_quant_tiling.cpp: numCol = gamma's element count,
  *   numRow the product of x1's leading dims; avgFactor = 1.0 / (float)numCol; refused:
  *   (float)epsilon <= 0, smoothScale2 without smoothScale1 (no outputMask: the V1 op_api
@@ -43,6 +50,20 @@
  * INT32 ties to even (CAST_RINT), to FLOAT16, to INT8 truncating, i.e. the nearest integer,
  * ties to even, clamped to [-128, 127] (the conversions taken to saturate, NaN written as 0,
  * as aclnnAddRmsNormQuant; the public sources state neither).
+ *
+ * Ascend 950 (op_kernel/arch35: add_rms_norm_dynamic_quant_regbase_perf.h, _regbase.h,
+ * _regbase_single_row.h, _regbase_split_reduce.h, _regbase_common.h; norm_common
+ * reduce_common_regbase.h), per row, all in float: s and xOut as above, every kernel norms s;
+ * rstd: perf ComputeRstdNewtonRaphson<NEED_MAX> of sum * avg (norm_rows.h
+ * nr_rstd_newton_raphson), normal and split 1 / sqrt(sum * avg + eps) (vector Sqrt, Div),
+ * single row the same as a scalar over its ReduceSumHalfInterval sum; v = (s * rstd) * gamma;
+ * per output t = v * smooth (or v), m = max |t|; scale: perf, normal, split m * (1.0f / Q)
+ * (ComputeYScale's Muls by DIV_FACTOR), single row m / (1.0f / (1.0f / Q)) (ScaleTensor);
+ * y = t / scale (Div); Q = 127 (INT8), 448 (E4M3FN), 57344 (E5M2), 32768 (HIFLOAT8); y
+ * converted as aclnnAddRmsNormQuant's Ascend 950 results (half.h): INT8 rint, half, trunc
+ * (aclemu_f32_to_int8_sat), FLOAT8 castTraitFp322Fp8, HIFLOAT8 castTraitFp322Hifp8. The sums
+ * of the perf, normal and split kernels (their binary folds) are taken in norm_rows.h's fixed
+ * lane order, as aclnnAddRmsNormQuant's Ascend 950 ones (docs/emulator.md).
  *
  * Kernel: rows are independent and each row's sum has a fixed order, so the split of rows
  * over threads never changes a bit.
@@ -75,6 +96,20 @@ static const char *const TNAME[T_COUNT] = {"x1", "x2", "gamma", "smoothScale1Opt
 #define SLICE_COLS 8864     /* SLICE_COL_LEN: the slice-D kernel's slice (INT8 results) */
 #define WHOLE_ROW_MAX 12224 /* the longest row the single-row kernel takes on a 192 KiB UB */
 
+/* Ascend 950's tiling (add_rms_norm_dynamic_quant_tiling_arch35.cpp): the UB (as
+ * aclnnAddRmsNormQuant's: the platform files' ub_size), 32-byte blocks, 64 floats to a vector
+ * register, the perf kernel's longest row (2 * 64 * 64 * 2), the reduce alignment (512 bytes),
+ * the single-row kernel's bytes per element. */
+#define UB_950 253952
+#define UB_BLOCK_950 32
+#define VL_FP32_950 64
+#define PERF_MAX_950 16384
+#define REDUCE_ALIGN_950 512
+#define SINGLE_ROW_BYTES_950 16
+
+/* Ascend 950's kernels (the tiling's TILING_TYPE_*; ARDQ_A2: the Atlas A2/A3 kernels) */
+typedef enum { ARDQ_A2, ARDQ_PERF, ARDQ_NORMAL, ARDQ_SINGLE_ROW, ARDQ_SPLIT } ardq_kernel;
+
 typedef struct {
     nr_head h; /* per chunk 4 * N floats (x1 then the sum, x2 then the squares, v, t) + N bytes */
     tdesc t[T_COUNT];
@@ -83,6 +118,8 @@ typedef struct {
     aclDataType dtype; /* x1's */
     bool dual;         /* both smooth scales given: y2 and scale2 written */
     int64_t slice;     /* slice-D: the row's sum taken over slices of this many (0: whole) */
+    ardq_kernel kernel;
+    aclDataType ydt;   /* y1Out's (and y2Out's) */
 } ardq_payload;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
@@ -100,24 +137,77 @@ static float row_sum_squares(const ardq_payload *P, const float *x, float *sq)
     return s;
 }
 
-/* One dynamic quantization of v (times smooth, when given) into y's row m and scale's
- * element m. */
-static void quantize_row(const ardq_payload *P, const float *v, const float *smooth, float *t,
-                         int8_t *q, const tdesc *y, const tdesc *scale, int64_t m)
+/* t = v * smooth (v itself without smooth) over a row of N; returns max |t| (a NaN
+ * skipped). */
+static float smoothed_abs_max(const float *v, const float *smooth, float *t, int64_t N)
 {
-    const int64_t N = P->N;
     float mx = 0.0f;
     for (int64_t i = 0; i < N; i++) {
         t[i] = smooth ? v[i] * smooth[i] : v[i];
         const float a = fabsf(t[i]);
         mx = a > mx ? a : mx;
     }
+    return mx;
+}
+
+/* One dynamic quantization of v (times smooth, when given) into y's row m and scale's
+ * element m. */
+static void quantize_row(const ardq_payload *P, const float *v, const float *smooth, float *t,
+                         int8_t *q, const tdesc *y, const tdesc *scale, int64_t m)
+{
+    const int64_t N = P->N;
+    const float mx = smoothed_abs_max(v, smooth, t, N);
     const float mul = QUANT_MAX / mx;
     const float s = 1.0f / mul;
     memcpy(row_base(scale, m), &s, sizeof s);
     for (int64_t i = 0; i < N; i++)
         q[i] = aclemu_f32_to_int8_sat(t[i] * mul);
     store_int8_row(y, m, q, N);
+}
+
+/* Ascend 950: the largest |y| (Q) of y's dtype, as the kernels' DIV_FACTOR_* = 1.0f / Q. */
+static float regbase_div_factor(aclDataType ydt)
+{
+    const float q = ydt == ACL_FLOAT8_E4M3FN ? 448.0f
+                  : ydt == ACL_FLOAT8_E5M2   ? 57344.0f
+                  : ydt == ACL_HIFLOAT8      ? 32768.0f
+                                             : 127.0f;
+    return 1.0f / q;
+}
+
+/* Ascend 950's dynamic quantization of v (times smooth, when given) into y's row m and
+ * scale's element m: the scale from max |t| (the single-row kernel divides by its quantMax,
+ * the others multiply by DIV_FACTOR), then t / scale converted to y's dtype. */
+static void regbase_quantize_row(const ardq_payload *P, const float *v, const float *smooth,
+                                 float *t, int8_t *q, const tdesc *y, const tdesc *scale,
+                                 int64_t m)
+{
+    const int64_t N = P->N;
+    const float mx = smoothed_abs_max(v, smooth, t, N);
+    const float div = regbase_div_factor(P->ydt);
+    const float s = P->kernel == ARDQ_SINGLE_ROW ? mx / (1.0f / div) : mx * div;
+    memcpy(row_base(scale, m), &s, sizeof s);
+    for (int64_t i = 0; i < N; i++) {
+        const float u = t[i] / s;
+        q[i] = P->ydt == ACL_FLOAT8_E4M3FN ? (int8_t)aclemu_f32_to_e4m3fn_sat(u)
+             : P->ydt == ACL_FLOAT8_E5M2   ? (int8_t)aclemu_f32_to_e5m2_sat(u)
+             : P->ydt == ACL_HIFLOAT8      ? (int8_t)aclemu_f32_to_hif8_sat(u)
+                                           : aclemu_f32_to_int8_sat(u);
+    }
+    store_int8_row(y, m, q, N);
+}
+
+/* Ascend 950's rstd of the float sum x, by the tiling's kernel (sq: N floats of scratch). */
+static float regbase_rstd(const ardq_payload *P, const float *x, float *sq)
+{
+    if (P->kernel == ARDQ_SINGLE_ROW) {
+        for (int64_t i = 0; i < P->N; i++)
+            sq[i] = x[i] * x[i];
+        return 1.0f / sqrtf(nr_sum_half_interval(sq, P->N) * P->avg + P->eps);
+    }
+    const float var = nr_sum_squares(x, P->N) * P->avg;
+    return P->kernel == ARDQ_PERF ? nr_rstd_newton_raphson(var, P->eps, true)
+                                  : 1.0f / sqrtf(var + P->eps);
 }
 
 static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
@@ -138,10 +228,18 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
         for (int64_t i = 0; i < N; i++)
             x[i] = a[i] + b[i];
         put_tile(row_base(xo, m), dt, ACLEMU_TIES_EVEN, &xo->inner, 0, N, x);
-        const float rstd = 1.0f / sqrtf(row_sum_squares(P, x, bbuf) * P->avg + P->eps);
+        const bool regbase = P->kernel != ARDQ_A2;
+        const float rstd = regbase ? regbase_rstd(P, x, bbuf)
+                                   : 1.0f / sqrtf(row_sum_squares(P, x, bbuf) * P->avg + P->eps);
         for (int64_t i = 0; i < N; i++) {
             const float n = x[i] * rstd;
             v[i] = n * R->gamma[i];
+        }
+        if (regbase) {
+            regbase_quantize_row(P, v, s1, t, q, &P->t[T_Y1], &P->t[T_SC1], m);
+            if (P->dual)
+                regbase_quantize_row(P, v, s2, t, q, &P->t[T_Y2], &P->t[T_SC2], m);
+            continue;
         }
         quantize_row(P, v, s1, t, q, &P->t[T_Y1], &P->t[T_SC1], m);
         if (P->dual)
@@ -285,6 +383,58 @@ static aclnnStatus check_view_copy(const aclTensor *out, const char *name, const
     return ACLNN_SUCCESS;
 }
 
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+/* Ascend 950's perf kernel (TryPerfTiling, CalFullLoadBaseM, CalUsedSize): whether at least
+ * one row of N 16-bit elements fits the UB beside gamma and the smooth scales (`smooth` of
+ * them; `dual`: y2 and scale2 written). */
+static bool regbase_perf_fits(uint64_t N, int smooth, bool dual)
+{
+    if (N > PERF_MAX_950)
+        return false;
+    const int64_t xs = 2, q = smooth, o2 = dual;
+    const int64_t A = (int64_t)align_up(N, UB_BLOCK_950 / xs), b8 = (int64_t)align_up(N, 32),
+                  b32 = (int64_t)align_up(N, 8);
+    int64_t power = 1; /* the largest power of two <= A - 1 */
+    while (power * 2 <= A - 1)
+        power *= 2;
+    const int64_t vcadd = (int64_t)align_up((uint64_t)((power + VL_FP32_950 - 1) / VL_FP32_950),
+                                            UB_BLOCK_950);
+    const int64_t last = UB_950 - A * xs - q * A * xs - 1024;
+    const int64_t per_row = 3 * A * xs + A * 4 + 8 + vcadd * 4 + b32 * 4 + (2 * b8 + 8) +
+                            o2 * (2 * b8 + 8);
+    int64_t rows = last / per_row;
+    for (; rows > 0; rows--) {
+        const int64_t r = (int64_t)align_up((uint64_t)rows, 8);
+        const int64_t used = A * xs + q * A * xs + 1024 + rows * (3 * A * xs + A * 4) +
+                             rows * vcadd * 4 + rows * (b8 * 2 + b32 * 4) + 2 * r * 4 +
+                             2 * r * 4 + o2 * (rows * b8 * 2 + 2 * r * 4);
+        if (used <= UB_950)
+            break;
+    }
+    return rows >= 1;
+}
+
+/* Ascend 950's kernel for rows of N 16-bit elements (SetTilingParams: the first that fits). */
+static ardq_kernel regbase_kernel(uint64_t N, int smooth, bool dual)
+{
+    if (regbase_perf_fits(N, smooth, dual))
+        return ARDQ_PERF;
+    const uint64_t xs = 2, outs = dual ? 2 : 1;
+    const uint64_t R = align_up(N, REDUCE_ALIGN_950 / xs), A = align_up(N, UB_BLOCK_950 / xs);
+    const uint64_t reduce = align_up(R / (2 * VL_FP32_950), 8);
+    const uint64_t normal = 3 * R * xs + R * 4 + reduce * 4 + A * xs + (uint64_t)smooth * A * xs +
+                            outs * (align_up(N, 32) + align_up(N, 8) * 4) + 32 * (1 + outs);
+    if (normal <= UB_950)
+        return ARDQ_NORMAL;
+    if (SINGLE_ROW_BYTES_950 * align_up(N, 32) + 1024 <= UB_950)
+        return ARDQ_SINGLE_ROW;
+    return ARDQ_SPLIT;
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantGetWorkspaceSize(
     const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma,
     const aclTensor *smoothScale1Optional, const aclTensor *smoothScale2Optional, double epsilon,
@@ -320,24 +470,25 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantGetWorkspaceSize(
     const bool empty = X == 0 || N == 0 || Y2 == 0;
     const bool dual = smoothScale1Optional && smoothScale2Optional;
     if (!empty) {
-        /* 4. the L0 op's kernel and tiling (stricter where the device's phase one passes) */
-        if (soc->npu_arch == 3510)
-            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not modelled on %s (%s): the emulator does not "
-                 "model Ascend 950's AddRmsNormDynamicQuant kernel (docs/emulator.md)", P1,
-                 soc->name, soc->series);
-        if (soc->npu_arch != 2201)
+        /* 4. the L0 op's kernel and tiling (stricter where the device's phase one passes);
+         * Ascend 950 has a kernel for every y of the op_api's list */
+        const bool regbase = soc->npu_arch == 3510;
+        if (!regbase && soc->npu_arch != 2201)
             FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the "
                  "operator has no kernel for that series", P1, soc->name, soc->series);
-        if (y1Out->dtype != ACL_INT8)
+        if (!regbase && y1Out->dtype != ACL_INT8)
             FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): no kernel "
                  "for y1Out %s there (INT8 only)", P1, soc->name, soc->series,
                  qname(y1Out->dtype));
-        if (!((float)epsilon > 0.0f))
+        if (!regbase && !((float)epsilon > 0.0f))
             FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: epsilon %g must be greater than 0 as a "
                  "float (the tiling's rule)", P1, epsilon);
         if (smoothScale2Optional && !smoothScale1Optional)
             FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: smoothScale2Optional is given without "
                  "smoothScale1Optional (the tiling's rule)", P1);
+        if (regbase && x1->ndim < 2)
+            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: x1 rank %llu must be at least 2 on %s "
+                 "(Ascend 950's tiling's rule)", P1, (unsigned long long)x1->ndim, soc->name);
         /* 5. the ViewCopies of the results: y1, x (its own shape), y2, scale1 (its own),
          * scale2 */
         static const int64_t ONE[1] = {1};
@@ -365,10 +516,18 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantGetWorkspaceSize(
     P->M = M;
     P->N = W;
     P->eps = (float)epsilon;
-    P->avg = W == 0 ? 0.0f : (float)(1.0 / (double)(float)W);
+    /* the Atlas tiling's (float)(1.0 / numCol), Ascend 950's 1.0f / (float)numN */
+    P->avg = W == 0                   ? 0.0f
+             : soc->npu_arch == 3510 ? 1.0f / (float)W
+                                     : (float)(1.0 / (double)(float)W);
     P->dtype = x1->dtype;
     P->dual = dual;
     P->slice = W > WHOLE_ROW_MAX ? SLICE_COLS : 0;
+    P->ydt = y1Out->dtype;
+    P->kernel = empty || soc->npu_arch != 3510
+                    ? ARDQ_A2
+                    : regbase_kernel((uint64_t)W, (smoothScale1Optional != NULL) +
+                                                      (smoothScale2Optional != NULL), dual);
     if (!empty) {
         const int split = (int)x1->ndim - 1;
         for (int i = 0; i < T_COUNT; i++) {
