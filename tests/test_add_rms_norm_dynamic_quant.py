@@ -6,8 +6,9 @@ and carrying phase one's code, nothing leaked: the autouse leak check), its plan
 path (ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann).
 
 Why one step: the reference quantizes the float64 value t / scale; the device multiplies the
-float32 t by 127 / max (rounded) after a float32 norm over a sum of squares in its own order,
-so a value within a float32 rounding of a half may land on the other integer.
+float32 t by 127 / max (rounded; on Ascend 950 it divides t by its float32 scale) after a
+float32 norm over a sum of squares in its own order, so a value within a float32 rounding of
+a half may land on the other integer.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from _part_runs import needs_kernel, other_parts, run_on_parts
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 I8 = np.dtype(np.int8)
+A950 = acl_py.soc_name().startswith("Ascend950")
 pytestmark = [needs_kernel(ADD_RMS_NORM_DYNAMIC_QUANT)]
 CALL = "aclnnAddRmsNormDynamicQuantGetWorkspaceSize"
 # the scales: a float32 chain over 16-bit inputs and the float32 sum of squares; well within
@@ -158,10 +160,18 @@ def test_device_refusal_names_the_argument_and_carries_the_code(name, value, cod
 
 
 def test_operator_rules_surface_as_its_typed_error():
+    """The tilings' rules (docs/emulator.md): Atlas A2/A3's epsilon above 0 (Ascend 950's
+    tiling has none: 0 passes there), Ascend 950's x1 rank of at least 2."""
     with pytest.raises(AclError) as ei:
-        acl_py.add_rms_norm_dynamic_quant(*make((2, 4)), epsilon=0.0)
+        if A950:
+            acl_py.add_rms_norm_dynamic_quant(*make((4,)))
+        else:
+            acl_py.add_rms_norm_dynamic_quant(*make((2, 4)), epsilon=0.0)
     assert ei.value.code == 561002 and ei.value.call == CALL
-    assert "epsilon" in ei.value.message
+    assert ("x1 rank 1" if A950 else "epsilon") in ei.value.message
+    if A950:
+        args = make((2, 64))
+        check(acl_py.add_rms_norm_dynamic_quant(*args, epsilon=0.0), args, 0.0)
     with pytest.raises(AclError) as ei:
         acl_py.add_rms_norm_dynamic_quant(*make((1,) * 8 + (4,)))
     assert ei.value.code == 161002 and "rank 9" in ei.value.message
@@ -207,5 +217,5 @@ assert np.allclose(s1, e[3], rtol=2e-3)
 """)
 
 
-test_on_other_parts = run_on_parts(other_parts(("Ascend910_9391",)),
-                                   "reference or slice_d or argument_errors")
+test_on_other_parts = run_on_parts(other_parts(("Ascend910_9391", "Ascend950PR_9599")),
+                                   "reference or slice_d or argument_errors or operator_rules")

@@ -8,7 +8,8 @@ DeviceTensor calls when phase one refuses, to name the argument): argument kinds
 shape; ``gamma`` one-dimensional, x1's last dim; each smooth scale of gamma's shape;
 ``smooth_scale2`` only with ``smooth_scale1``; the ``out=`` entries (y1, y2 int8 of x1's
 shape; x x1's dtype and shape; scale1, scale2 float32 of x1's leading dims). The operator's
-own rules (the part's kernels: Atlas A2/A3 only; epsilon > 0) are phase one's. acl-py asks
+own rules (the part's kernels: Atlas A2/A3 and Ascend 950; epsilon > 0 off Ascend 950; x1
+of rank 2 or more on Ascend 950) are phase one's. acl-py asks
 for int8 results. ``y2`` and ``scale2`` are written only with both smooth scales given:
 otherwise the result holds None for them (the device still receives a one-element tensor
 for each, a scratch one).
@@ -37,10 +38,8 @@ _OP_API = ("hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/op_api/"
            "add_rms_norm_dynamic_quant.cpp: out2Flag")
 
 # hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/add_rms_norm_dynamic_quant_def.cpp: no
-# kernel for the Atlas inference and training series. Ascend 950's kernel (arch35) is not
-# modelled by the emulator, whose phase one refuses every call there (docs/emulator.md), so
-# the declaration leaves Ascend 950 out and `acl-py smoke` does not check the operator there.
-_KERNEL_PARTS = configured("ascend910b", "ascend910_93", "kirinx90", "kirin9030")
+# kernel for the Atlas inference and training series; Ascend 950 runs its arch35 kernels.
+_KERNEL_PARTS = configured("ascend910b", "ascend910_93", "kirinx90", "kirin9030", "ascend950")
 
 
 def add_rms_norm_dynamic_quant_check(a):
@@ -206,7 +205,9 @@ def add_rms_norm_dynamic_quant(x1: Operand, x2: Operand, gamma: Operand,
     (``rstd = 1 / sqrt(mean(x^2) + epsilon)``), per output k ``t = y * smooth_scale_k`` (``y``
     without smooth_scale1), ``scale_k = max|t| / 127`` over each row and ``yk =
     int8(round(t / scale_k))``, ties to even. The device computes in float32 (docs/
-    emulator.md: ``127 / max`` once per row, its reciprocal as the scale).
+    emulator.md: on Atlas A2/A3 ``127 / max`` once per row, its reciprocal as the scale; on
+    Ascend 950 the scale ``max * (1 / 127)`` or ``max / 127``, by the tiling's kernel, and
+    ``t / scale``).
 
     * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
     * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
