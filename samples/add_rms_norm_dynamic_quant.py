@@ -12,9 +12,10 @@ each is the row's maximum, 127. acl-py checks every status: a failure raises a t
 ``acl_py.AclError`` naming the call, its code and the runtime's message.
 
 One difference from the C++ program: it allocates each tensor's device memory from its host
-vector, which is of 16-bit words for every tensor, so its float32 scales [2] get 4 bytes for
-their 8 (the device's allocations are rounded up to 32 bytes, which hides it; the emulator
-refuses the run, docs/emulator.md). The port allocates each tensor's own bytes.
+vector, which is of 16-bit words for every tensor, so its float32 scales [2] ask for 4 bytes
+for their 8 (the runtime rounds each allocation up, to 64 bytes for those 4, which hides it,
+on a device as on the emulator: docs/emulator.md, "Memory"). The port allocates each tensor's
+own bytes.
 
 Runs on the emulator by default, on the device where CANN is installed
 (``ACL_PY_BACKEND=auto|cann|emulator``). Prints what the C++ example prints on a device::

@@ -17,6 +17,16 @@ def live_objects(*kinds):
     return tuple(getattr(out, k) for k in kinds)
 
 
+def allocated_bytes(size, exact_policy=False):
+    """The bytes an ``aclrtMalloc`` of ``size`` gives on this part: CANN's runtime adds 32 and
+    the part's padding (32; none on Ascend 950 or for the 1 GiB huge-page policies,
+    ``exact_policy``) and rounds down to 32 (hicann/runtime src/acl/aclrt_impl/memory.cpp
+    GetAlignedAndPaddingSize). A device's kernels and copies may use all of them."""
+    soc = ffi.string(lib.aclrtGetSocName()).decode()
+    padding = 0 if exact_policy or soc.startswith("Ascend950") else 32
+    return (size + 32 + padding - 1) // 32 * 32
+
+
 def device_zero(live, leaked, synchronize=True):
     """A fixture's body: device 0 set for the test and reset after it; ``live()`` (the counts
     the test must leave as it found them) is the same after as before (``leaked`` says

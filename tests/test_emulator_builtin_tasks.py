@@ -13,6 +13,7 @@ import pytest
 from acl_py.raw import ffi, lib
 from acl_py.soc import short_soc_version, soc_name
 
+from _emu_objects import allocated_bytes
 from _emu_status import expect, ok
 from _part_runs import other_parts, run_on_parts
 
@@ -241,7 +242,9 @@ def test_reduce_checks_in_the_vendors_order(dev0, device):
            "dst")
     expect(lib.aclrtReduceAsync(dst, src, 18, SUM, 0, ffi.NULL, ffi.NULL), RT_PARAM, fn,
            "whole number")
-    expect(lib.aclrtReduceAsync(dst, src, 68, SUM, 0, ffi.NULL, ffi.NULL), RT_PARAM, fn,
+    # past the end of what the runtime allocated for 64 bytes (64 rounded up)
+    past = allocated_bytes(64) + 4
+    expect(lib.aclrtReduceAsync(dst, src, past, SUM, 0, ffi.NULL, ffi.NULL), RT_PARAM, fn,
            "dst", "not inside one live device allocation")
     host = np.zeros(16, np.float32)
     expect(lib.aclrtReduceAsync(dst, ffi.cast("void *", host.ctypes.data), 16, SUM, 0,
@@ -519,20 +522,26 @@ def test_random_checks_in_the_vendors_order(dev0, device):
     expect(call(ti), RT_PARAM, fn, "dropoutRation.size 0")
     # an address parameter: 8 bytes of address allowed
     ok(call(task(NORMAL, np.float16, (("addr", out), 1.0), 8, out, counter)))
-    # the emulator's address checks
-    expect(call(task(UNIFORM, np.float32, (0.0, 1.0), 17, out, counter)), RT_PARAM, fn,
-           "randomResultAddr")
-    ok(call(task(DROPOUT, np.float32, (0.5,), 512, out, counter)))   # 64 bytes of bits
-    expect(call(task(DROPOUT, np.float32, (0.5,), 513, out, counter)), RT_PARAM, fn,
-           "randomResultAddr")
-    expect(call(task(UNIFORM, np.float32, (0.0, 1.0), 8, out, ffi.cast("char *", counter) + 8)),
+    # the emulator's address checks: each range inside the bytes the runtime allocated for
+    # the request (64 and 16 rounded up), not one byte more
+    out_end, counter_end = allocated_bytes(64), allocated_bytes(16)
+    expect(call(task(UNIFORM, np.float32, (0.0, 1.0), out_end // 4 + 1, out,
+                     counter)), RT_PARAM, fn, "randomResultAddr")
+    ok(call(task(DROPOUT, np.float32, (0.5,), 8 * out_end, out, counter)))   # bits
+    expect(call(task(DROPOUT, np.float32, (0.5,), 8 * out_end + 1, out, counter)), RT_PARAM,
+           fn, "randomResultAddr")
+    ok(call(task(UNIFORM, np.float32, (0.0, 1.0), 8, out,
+                 ffi.cast("char *", counter) + counter_end - 16)))        # its 16 bytes
+    expect(call(task(UNIFORM, np.float32, (0.0, 1.0), 8, out,
+                     ffi.cast("char *", counter) + counter_end - 8)),
            RT_PARAM, fn, "randomCounterAddr")
     host = np.zeros(4, np.float32)
     expect(call(task(UNIFORM, np.float32, (("addr", ffi.cast("void *", host.ctypes.data)),
                                            1.0), 8, out, counter)), RT_PARAM, fn,
            "min's address")
     expect(call(task(UNIFORM, np.float32, (0.0, 1.0), 8, out, counter,
-                     para=ffi.cast("char *", out) + 56)), RT_PARAM, fn, "randomParaAddr")
+                     para=ffi.cast("char *", out) + out_end - 8)), RT_PARAM, fn,
+           "randomParaAddr")
     ok(lib.aclrtSynchronizeStream(ffi.NULL))
 
 

@@ -13,6 +13,7 @@ import pytest
 from acl_py.raw import ffi, lib
 from acl_py.soc import soc_name
 
+from _emu_objects import allocated_bytes
 from _emu_status import expect, ok
 from _part_runs import copies_2d_device_to_device, has_stream_control
 from test_emulator_runtime import run_raw
@@ -287,15 +288,16 @@ def test_the_direction_settled_from_the_places(stream):
 
 
 def test_rows_past_a_block_leave_memory_untouched(stream):
-    dev = Device(60)                           # 8 rows 8 apart need 7 * 8 + 8 = 64 bytes
-    pin, short = Pinned(64), Pinned(60)
-    src = pattern(64, 6)
+    dev = Device(60)
+    rows = allocated_bytes(60) // 8 + 1       # rows 8 apart: 8 bytes past the runtime's block
+    pin, short = Pinned(8 * rows), Pinned(60)
+    src = pattern(8 * rows, 6)
     try:
         dev.write(np.zeros(60, dtype=np.uint8))
         pin.array[:] = short.array[:] = 0
-        expect(lib.aclrtMemcpy2d(dev.ptr, 8, addr(src), 8, 8, 8, H2D), 107000, SYNC,
+        expect(lib.aclrtMemcpy2d(dev.ptr, 8, addr(src), 8, 8, rows, H2D), 107000, SYNC,
                "dst range", "past the end of its device block")
-        expect(lib.aclrtMemcpy2dAsync(pin.ptr, 8, dev.ptr, 8, 8, 8, D2H, stream), 107000,
+        expect(lib.aclrtMemcpy2dAsync(pin.ptr, 8, dev.ptr, 8, 8, rows, D2H, stream), 107000,
                ASYNC, "src range", "past the end of its device block")
         expect(lib.aclrtMemcpy2d(short.ptr, 9, dev.ptr, 4, 4, 8, D2H), 107000, SYNC,
                "dst range", "past the end of its aclrtMallocHost block")

@@ -21,6 +21,7 @@ import pytest
 
 from acl_py.raw import ffi, lib
 
+from _emu_objects import allocated_bytes
 from _emu_status import errmsg, expect, ok  # noqa: F401
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -764,6 +765,7 @@ def test_copies_land_exactly_at_every_relative_offset(dev, n):
 
 def test_memcpy_rules_copy_nothing(dev):
     n = 256
+    usable = allocated_bytes(n)
     p, q = malloc(n), malloc(n)
     ok(lib.aclrtMemset(p, n, 0x5A, n))
     ok(lib.aclrtMemset(q, n, 0x5A, n))
@@ -788,9 +790,11 @@ def test_memcpy_rules_copy_nothing(dev):
         ((hp2, n, p, n, D2D), 107000, ["dst", "not device memory"]),
         ((p, n, hp, n, D2D), 107000, ["src", "not device memory"]),
         ((hp, n, p, n, H2D), 107000, ["dst", "not device memory"]),
-        ((p, 2 * n, hp, n + 1, H2D), 107000, ["runs past the end", "256 bytes"]),
-        ((dptr + 200, n, hp, 57, H2D), 107000, ["runs past the end"]),
-        ((hp, 2 * n, dptr + 1, n, D2H), 107000, ["src range"]),
+        # past the end of what the runtime allocated for n bytes (n rounded up)
+        ((p, 2 * n, hp, usable + 1, H2D), 107000,
+         ["runs past the end", f"{usable} bytes", f"{n} requested"]),
+        ((dptr + 200, n, hp, usable - 199, H2D), 107000, ["runs past the end"]),
+        ((hp, 2 * n, dptr + usable - n + 1, n, D2H), 107000, ["src range"]),
         ((ffi.cast("void *", 8), n, p, n, D2H), 107000, ["not a valid host address"]),
     ]
     for args, code, words in cases:
@@ -909,7 +913,10 @@ def test_memset_rules(dev):
     expect(lib.aclrtMemset(p, 10, 0, 11), 107000, "aclrtMemset", "count (11) exceeds maxCount")
     expect(lib.aclrtMemsetAsync(p, 10, 0, 11, ffi.NULL), 107000, "aclrtMemsetAsync",
            "count (11) exceeds maxCount")
-    expect(lib.aclrtMemset(p, 200, 0, 101), 107000, "aclrtMemset", "runs past the end")
+    usable = allocated_bytes(100)           # what the runtime allocates for 100 bytes
+    ok(lib.aclrtMemset(p, usable, 0, usable))
+    expect(lib.aclrtMemset(p, usable + 1, 0, usable + 1), 107000, "aclrtMemset",
+           "runs past the end")
     host = np.zeros(8, np.uint8)
     expect(lib.aclrtMemset(ffi.from_buffer(host), 8, 1, 8), 107000, "aclrtMemset",
            "not device memory", "aclrtMallocHost")

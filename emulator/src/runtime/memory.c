@@ -4,9 +4,11 @@
  * Each device's memory is an arena of its own: a range of address space reserved once
  * (PROT_NONE, twice the cap so fragmentation rarely matters) and committed as it is used.
  * A pointer inside an arena is device memory whatever it points at, so a freed or never
- * allocated device address is recognised as such and never taken for host memory. Blocks are
- * 64-byte aligned and separated by a 64-byte gap, so "one past the end" of a block is never
- * the start of the next. Live blocks (device and aclrtMallocHost) are kept in address-sorted
+ * allocated device address is recognised as such and never taken for host memory. A device
+ * block holds the bytes CANN's runtime asks its driver for (the request rounded up as
+ * GetAlignedAndPaddingSize rounds it), so a view or copy that a device's allocation covers is
+ * never refused; blocks are 64-byte aligned and separated by a 64-byte gap after those bytes,
+ * so "one past the end" of a block is never the start of the next. Live blocks (device and aclrtMallocHost) are kept in address-sorted
  * arrays, searched by bisection under a rwlock: lookups (every copy, every phase two) share
  * it; allocation and free take it exclusively.
  */
@@ -27,8 +29,11 @@
 
 typedef struct rt_alloc {
     uintptr_t base;
-    size_t size;     /* requested bytes: the valid range is [base, base + size) */
-    size_t span;     /* bytes reserved in the arena (size rounded up, plus the guard gap) */
+    size_t size;     /* requested bytes: what aclrtGetMemInfo and the live counts add up */
+    size_t usable;   /* the valid range is [base, base + usable): for a device block the bytes
+                        CANN's runtime allocates for the request (device_bytes_for), for a
+                        host block the request */
+    size_t span;     /* bytes reserved in the arena (usable rounded up, plus the guard gap) */
     int device;      /* -1 for host blocks */
     uint32_t page;   /* the page size the driver would back it with (aclrtPointerGetAttributes) */
     _Atomic int pins; /* pending tasks using it: aclrtFree refuses while > 0 */
@@ -74,13 +79,18 @@ static size_t upper(const alloc_vec *v, uintptr_t p) {
     return lo;
 }
 
-/* The block holding p (base <= p < base + size; with end_ok, p == base + size too). */
+/* The block holding p (base <= p < base + usable; with end_ok, p == base + usable too). */
 static rt_alloc *find(const alloc_vec *v, uintptr_t p, bool end_ok) {
     size_t i = upper(v, p);
     if (i == 0)
         return NULL;
     rt_alloc *a = v->v[i - 1];
-    return (p - a->base < a->size || (end_ok && p - a->base == a->size)) ? a : NULL;
+    return (p - a->base < a->usable || (end_ok && p - a->base == a->usable)) ? a : NULL;
+}
+
+/* True when [p, p + n) lies inside block a, which holds p. */
+static bool holds(const rt_alloc *a, uintptr_t p, uint64_t n) {
+    return n <= a->usable - (p - a->base);
 }
 
 static bool vec_insert(alloc_vec *v, size_t at, rt_alloc *a) {
@@ -232,6 +242,15 @@ static size_t malloc_append(aclrtMemMallocPolicy policy) {
     return 32 + (huge1g ? 0 : padding);
 }
 
+/* The bytes CANN's runtime asks its driver for (rtMalloc's size): the request plus the
+ * append, rounded down to 32 (GetAlignedAndPaddingSize; 1 byte gives 64, 32 gives 64, 33 gives
+ * 96 with the padding; 1 and 32 give 32 without). Kernels and copies on a device may use all
+ * of them: the vendor's own examples rely on it (hicann/ops-nn norm/add_rms_norm_dynamic_quant
+ * examples allocate a float32 [2] output of 4 bytes). size + append does not overflow. */
+static size_t device_bytes_for(size_t size, aclrtMemMallocPolicy policy) {
+    return (size + malloc_append(policy) - 1) / 32 * 32;
+}
+
 /* Every policy value is taken: CANN maps one that is no single aclrtMemMallocPolicy to its
  * default (hicann/runtime src/acl/aclrt_impl/memory.cpp aclMallocMemInner), and the API
  * reference says such a policy allocates huge pages from 2 MiB, normal pages below
@@ -268,6 +287,8 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
     size_t at = 0;
     uintptr_t addr = 0;
     rt_alloc *a = NULL;
+    size_t usable = device_bytes_for(size, policy);
+    size_t span = (usable + ALIGN - 1) / ALIGN * ALIGN + GUARD;
     if (size > cap - ar->live_bytes) {
         rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
                     "size %zu bytes exceeds the free memory of device %d (%" PRIu64 " of %" PRIu64
@@ -276,10 +297,10 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
     } else if (!arena_reserve(dev)) {
         rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
                     "cannot reserve address space for device %d's memory", dev);
-    } else if (!arena_place(dev, (size + ALIGN - 1) / ALIGN * ALIGN + GUARD, &at, &addr)) {
+    } else if (!arena_place(dev, span, &at, &addr)) {
         rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
                     "no contiguous free range of %zu bytes on device %d (fragmented)", size, dev);
-    } else if (!arena_commit(dev, addr + size)) {
+    } else if (!arena_commit(dev, addr + usable)) {
         rc = RT_ERR(ACL_ERROR_RT_MEMORY_ALLOCATION, __func__,
                     "the host cannot commit %zu bytes for device %d", size, dev);
     } else if ((a = calloc(1, sizeof *a)) == NULL || !vec_insert(&g_devv, at, a)) {
@@ -288,7 +309,8 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
     } else {
         a->base = addr;
         a->size = size;
-        a->span = (size + ALIGN - 1) / ALIGN * ALIGN + GUARD;
+        a->usable = usable;
+        a->span = span;
         a->device = dev;
         a->page = device_page(policy, size);
         ar->live_bytes += size;
@@ -407,7 +429,7 @@ aclError aclrtMallocHost(void **hostPtr, size_t size) {
         goto out;
     }
     a->base = (uintptr_t)p;
-    a->size = a->span = size;
+    a->size = a->usable = a->span = size;
     a->device = -1;
     pthread_rwlock_wrlock(&g_mem);
     bool ok = vec_insert(&g_hostv, upper(&g_hostv, a->base), a);
@@ -512,10 +534,11 @@ static aclError check_side(const char *fn, const char *arg, uintptr_t p, size_t 
             return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
                           "%s %p is device memory that is not allocated (freed or never "
                           "allocated)", arg, (void *)p);
-        if (count > d->size - (p - d->base))
+        if (!holds(d, p, count))
             return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
                           "%s range [%p, +%zu) runs past the end of its device block (%zu bytes "
-                          "at %p)", arg, (void *)p, count, d->size, (void *)d->base);
+                          "at %p: %zu requested, rounded up by the runtime)", arg, (void *)p,
+                          count, d->usable, (void *)d->base, d->size);
         *blk = d;
         return ACL_SUCCESS;
     }
@@ -526,7 +549,7 @@ static aclError check_side(const char *fn, const char *arg, uintptr_t p, size_t 
         return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
                       "%s host range [%p, +%zu) runs into device memory", arg, (void *)p, count);
     rt_alloc *h = find(&g_hostv, p, false);
-    if (h != NULL && count > h->size - (p - h->base))
+    if (h != NULL && !holds(h, p, count))
         return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
                       "%s range [%p, +%zu) runs past the end of its aclrtMallocHost block "
                       "(%zu bytes at %p)", arg, (void *)p, count, h->size, (void *)h->base);
@@ -660,7 +683,7 @@ static aclError check_memset_target(const char *fn, uintptr_t p, size_t count, r
                       "devPtr %p is not device memory (no live aclrtMalloc block holds it) nor "
                       "host memory from aclrtMallocHost (other host memory is undefined for "
                       "this call)", (void *)p);
-    if (count > h->size - (p - h->base))
+    if (!holds(h, p, count))
         return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn,
                       "devPtr range [%p, +%zu) runs past the end of its aclrtMallocHost block "
                       "(%zu bytes at %p)", (void *)p, count, h->size, (void *)h->base);
@@ -1264,7 +1287,7 @@ bool aclemu_device_range(const void *p, uint64_t nbytes) {
     uintptr_t u = (uintptr_t)p;
     pthread_rwlock_rdlock(&g_mem);
     rt_alloc *a = find(&g_devv, u, nbytes == 0);
-    bool ok = a != NULL && nbytes <= a->size - (u - a->base);
+    bool ok = a != NULL && holds(a, u, nbytes);
     pthread_rwlock_unlock(&g_mem);
     return ok;
 }
@@ -1273,7 +1296,7 @@ void *aclemu_device_pin(const void *p, uint64_t nbytes) {
     uintptr_t u = (uintptr_t)p;
     pthread_rwlock_rdlock(&g_mem);
     rt_alloc *a = find(&g_devv, u, nbytes == 0);
-    if (a != NULL && nbytes <= a->size - (u - a->base))
+    if (a != NULL && holds(a, u, nbytes))
         pin(a);
     else
         a = NULL;
@@ -1288,7 +1311,7 @@ void *rt_device_pin_on(const char *fn, const char *arg, const void *p, uint64_t 
     uintptr_t u = (uintptr_t)p;
     pthread_rwlock_rdlock(&g_mem);
     rt_alloc *a = find(&g_devv, u, nbytes == 0);
-    bool inside = a != NULL && nbytes <= a->size - (u - a->base);
+    bool inside = a != NULL && holds(a, u, nbytes);
     int owner = inside ? a->device : -1; /* read under the lock: a may go once it is released */
     if (inside && owner == dev)
         pin(a);
@@ -1316,7 +1339,7 @@ int rt_memory_place(const void *p, uint64_t n) {
     if (locate(u) == LOC_DEVICE || overlaps_arena(u, (size_t)n) ||
         (n > 0 && find(&g_devv, u + n - 1, false) != NULL))
         place = RT_PLACE_DEVICE;
-    else if (h != NULL && n <= h->size - (u - h->base))
+    else if (h != NULL && holds(h, u, n))
         place = RT_PLACE_PINNED;
     pthread_rwlock_unlock(&g_mem);
     return place;
