@@ -16,6 +16,7 @@ import pytest
 from acl_py.raw import ffi, lib
 from acl_py.soc import soc_name
 
+from _emu_objects import allocated_bytes
 from _emu_status import errmsg, expect, ok  # noqa: F401
 from _part_runs import has_stream_control
 
@@ -546,8 +547,9 @@ def test_value_arguments_give_cann_s_codes(streams, word):
             expect(fn(ffi.NULL, 1, 0, s), INVALID_PARAM, call, "devAddr is NULL")
             expect(fn(word, 1, 0, BOGUS), INVALID_HANDLE, call, "not a live stream")
             expect(fn(host[0], 1, 0, s), PARAM_INVALID, call, "device allocation")
-            expect(fn(ffi.cast("char *", word) + 4, 1, 0, s), PARAM_INVALID, call,
-                   "8 bytes are not inside")
+            # 4 bytes before the end of what the runtime allocated for the word's 8
+            expect(fn(ffi.cast("char *", word) + allocated_bytes(8) - 4, 1, 0, s),
+                   PARAM_INVALID, call, "8 bytes are not inside")
         expect(lib.aclrtValueWrite(word, 1, 1, s), PARAM_INVALID, "aclrtValueWrite", "flag 1")
         expect(lib.aclrtValueWait(word, 1, 4, s), PARAM_INVALID, "aclrtValueWait", "flag 4")
     finally:
