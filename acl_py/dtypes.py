@@ -1,12 +1,16 @@
 """NumPy dtypes <-> ``aclDataType``.
 
-Every CANN dtype that NumPy (with ``ml_dtypes`` for bfloat16) can hold: float32, float16,
-bfloat16, float64, int8/16/32/64, uint8/16/32/64, bool, complex64, complex128. The enum values
-are the ABI's; ``tests/test_tensor.py`` checks them against the declarations. HIFLOAT8, which
-NumPy cannot hold, is read as uint8 codes: :func:`hifloat8_to_float32` decodes them,
-:func:`float32_to_hifloat8` is the device's conversion to it.
+Every CANN dtype that NumPy (with ``ml_dtypes`` for bfloat16 and the two float8 formats) can
+hold: float32, float16, bfloat16, float64, int8/16/32/64, uint8/16/32/64, bool, complex64,
+complex128, float8_e4m3fn, float8_e5m2. The enum values are the ABI's;
+``tests/test_tensor.py`` checks them against the declarations. HIFLOAT8, which NumPy cannot
+hold, is read as uint8 codes: :func:`hifloat8_to_float32` decodes them,
+:func:`float32_to_hifloat8` is the device's conversion to it. INT4 (two values to a byte) has
+no NumPy dtype either: :data:`ACL_INT4` names it.
 """
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -29,13 +33,17 @@ ACL_BOOL = 12
 ACL_COMPLEX64 = 16
 ACL_COMPLEX128 = 17
 ACL_BF16 = 27
+ACL_INT4 = 29       # no NumPy dtype: two values to a byte, the first in the lower nibble
 ACL_HIFLOAT8 = 34   # no NumPy dtype: held as uint8 codes (hifloat8_to_float32)
+ACL_FLOAT8_E5M2 = 35
+ACL_FLOAT8_E4M3FN = 36
 
-# (aclDataType value, enum name, numpy type); bfloat16 filled in from ml_dtypes.
-_TABLE = [
+# (aclDataType value, enum name, numpy type); a str names an ml_dtypes type (loaded on first
+# use: see _tables).
+_TABLE: list[tuple[int, str, Any]] = [
     (ACL_FLOAT, "ACL_FLOAT", np.float32),
     (ACL_FLOAT16, "ACL_FLOAT16", np.float16),
-    (ACL_BF16, "ACL_BF16", None),
+    (ACL_BF16, "ACL_BF16", "bfloat16"),
     (ACL_DOUBLE, "ACL_DOUBLE", np.float64),
     (ACL_INT8, "ACL_INT8", np.int8),
     (ACL_INT16, "ACL_INT16", np.int16),
@@ -48,28 +56,36 @@ _TABLE = [
     (ACL_BOOL, "ACL_BOOL", np.bool_),
     (ACL_COMPLEX64, "ACL_COMPLEX64", np.complex64),
     (ACL_COMPLEX128, "ACL_COMPLEX128", np.complex128),
+    (ACL_FLOAT8_E4M3FN, "ACL_FLOAT8_E4M3FN", "float8_e4m3fn"),
+    (ACL_FLOAT8_E5M2, "ACL_FLOAT8_E5M2", "float8_e5m2"),
 ]
 
 _to_acl: dict | None = None      # np.dtype -> aclDataType
 _from_acl: dict | None = None    # aclDataType -> np.dtype
-_with_bfloat16 = False           # whether the tables hold ml_dtypes' bfloat16 yet
+_with_bfloat16 = False           # whether the tables hold ml_dtypes' types yet
 _names: dict = {code: name for code, name, _t in _TABLE}
+_names.update({ACL_INT4: "ACL_INT4", ACL_HIFLOAT8: "ACL_HIFLOAT8"})
+_ML_DTYPES = frozenset(code for code, _n, t in _TABLE if isinstance(t, str))
 
 
 def _tables(bfloat16: bool = False):
-    """``(to_acl, from_acl)``, with bfloat16 once it was asked for: a lookup that misses asks
-    (a bfloat16 array, its name, ACL_BF16). Importing ml_dtypes takes over a second (0.7.0,
-    registering its casts), which a process that never meets a bfloat16 (``acl-py info``, a
-    float32 script) should not pay."""
+    """``(to_acl, from_acl)``, with ml_dtypes' types (bfloat16, the float8 formats) once they
+    were asked for: a lookup that misses asks (a bfloat16 array, its name, ACL_BF16).
+    Importing ml_dtypes takes over a second (0.7.0, registering its casts), which a process
+    that never meets one of them (``acl-py info``, a float32 script) should not pay."""
     global _to_acl, _from_acl, _with_bfloat16
     if _to_acl is None or (bfloat16 and not _with_bfloat16):
-        bf16 = None
+        ml_types = None
         if bfloat16:
             import ml_dtypes
-            bf16 = np.dtype(ml_dtypes.bfloat16)
+            ml_types = ml_dtypes
         to, frm = {}, {}
         for code, _name, t in _TABLE:
-            dt = bf16 if code == ACL_BF16 else np.dtype(t)
+            dt: np.dtype | None
+            if isinstance(t, str):
+                dt = None if ml_types is None else np.dtype(getattr(ml_types, t))
+            else:
+                dt = np.dtype(t)
             if dt is not None:
                 to[dt] = code
                 frm[code] = dt
@@ -84,8 +100,8 @@ def bfloat16():
 
 
 def as_dtype(dtype, argument="dtype"):
-    """Normalizes ``dtype`` (anything ``np.dtype`` accepts, e.g. ``"float16"`` or
-    ``ml_dtypes.bfloat16``) to a supported NumPy dtype, or raises :class:`AclTypeError` naming
+    """Normalizes ``dtype`` (anything ``np.dtype`` accepts, e.g. ``"float16"``,
+    ``ml_dtypes.bfloat16`` or ``ml_dtypes.float8_e4m3fn``) to a supported NumPy dtype, or raises :class:`AclTypeError` naming
     ``argument``. Plain ints are refused: ``0`` could be ACL_FLOAT or a typo."""
     to, _ = _tables()
     if isinstance(dtype, np.dtype) and dtype in to:
@@ -96,7 +112,7 @@ def as_dtype(dtype, argument="dtype"):
     try:
         dt = np.dtype(dtype)
     except TypeError:
-        # "bfloat16" names a dtype only once ml_dtypes is imported.
+        # "bfloat16" (or "float8_e5m2") names a dtype only once ml_dtypes is imported.
         to, _ = _tables(bfloat16=True)
         try:
             dt = np.dtype(dtype)
@@ -137,7 +153,7 @@ def to_acl(dtype, argument="dtype"):
 
 def from_acl(code):
     """NumPy dtype of an aclDataType value."""
-    _, frm = _tables(bfloat16=code == ACL_BF16)
+    _, frm = _tables(bfloat16=code in _ML_DTYPES)
     try:
         return frm[code]
     except (KeyError, TypeError):

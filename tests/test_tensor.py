@@ -12,13 +12,14 @@ from acl_py.tensor import DeviceTensor
 
 ALL_DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int8, np.int16,
               np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_,
-              np.complex64, np.complex128]
+              np.complex64, np.complex128, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2]
 ACL_NAMES = {np.float32: "ACL_FLOAT", np.float16: "ACL_FLOAT16", ml_dtypes.bfloat16: "ACL_BF16",
              np.float64: "ACL_DOUBLE", np.int8: "ACL_INT8", np.int16: "ACL_INT16",
              np.int32: "ACL_INT32", np.int64: "ACL_INT64", np.uint8: "ACL_UINT8",
              np.uint16: "ACL_UINT16", np.uint32: "ACL_UINT32", np.uint64: "ACL_UINT64",
              np.bool_: "ACL_BOOL", np.complex64: "ACL_COMPLEX64",
-             np.complex128: "ACL_COMPLEX128"}
+             np.complex128: "ACL_COMPLEX128", ml_dtypes.float8_e4m3fn: "ACL_FLOAT8_E4M3FN",
+             ml_dtypes.float8_e5m2: "ACL_FLOAT8_E5M2"}
 
 
 def random_array(shape, dtype, seed=0):
