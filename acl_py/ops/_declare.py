@@ -6,7 +6,9 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
 
 * its **role**: an input tensor (``tensor``, optional with ``optional=True``), an output
   tensor (``output``), an int array, a bool array (``length=`` entries), a double, an
-  ``int64_t`` (``integer``), a C ``bool`` (``flag``);
+  ``int64_t`` (``integer``), a C ``bool`` (``flag``); or an **option** (``option``): a
+  Python-only argument that is no C parameter, read by the rules (an output's dtype: the
+  quantizing operators' ``y_dtype``);
 * its **Python name** (argument errors name it; default: the C name in snake case without
   ``Optional``/``Out``) and default;
 * **dtype rules** for inputs: the operator's dtypes, ``like=`` another tensor's dtype
@@ -79,7 +81,7 @@ from ._two_phase import (BOOL_ARRAY, INT_ARRAY, STRING, TENSOR, VALUE, Executor,
                          Param)
 
 __all__ = ["Arg", "tensor", "output", "shape_of", "dtype_of", "as_many_elements", "int_array", "bool_array", "double",
-           "integer", "flag", "string", "Declared", "Plan", "Part", "part_of", "DECLARED", "OutputError",
+           "integer", "flag", "string", "option", "dtype_option", "Declared", "Plan", "Part", "part_of", "DECLARED", "OutputError",
            "OutputNotWritten", "FLOATS", "REQUIRED"]
 
 # What operator functions take and give: NumPy arrays or DeviceTensors, one kind a call
@@ -89,6 +91,7 @@ OutArg = Optional[Sequence[Optional[Operand]]]
 
 REQUIRED = object()   # default of a parameter the caller must give
 IN, OUT = "in", "out"
+OPTION = "option"     # the kind of a Python-only argument (no C parameter: see option)
 FLOATS = ("float32", "float16", "bfloat16")
 
 
@@ -251,6 +254,43 @@ def string(c_name, *, name=None, default=REQUIRED):
     return Arg(c_name, STRING, IN, name=name, default=default, convert=_string)
 
 
+def option(name, convert, *, default=REQUIRED):
+    """A Python-only argument named ``name``: no C parameter, converted by
+    ``convert(value, name)`` (which raises AclTypeError/AclArgumentError naming it) and read
+    by the declaration's rules as ``a.<name>`` (an output's ``dtype(a)``, ``check(a)``, the
+    reference)."""
+    return Arg(name, OPTION, IN, name=name, default=default, convert=convert)
+
+
+def dtype_option(name, dtypes, *, default):
+    """An :func:`option` naming an output's dtype, one of ``dtypes`` (names), given as
+    anything :func:`acl_py.dtypes.as_dtype` takes (``np.int8``, ``ml_dtypes.float8_e4m3fn``,
+    ``"float8_e5m2"``); ``a.<name>`` is the NumPy dtype. Which of them the part computes is
+    the declaration's ``check``'s to say."""
+    seen = {}     # given value -> its dtype: an option is converted on every call
+
+    def convert(v, argument):
+        try:
+            dt = seen.get(v)
+        except TypeError:    # unhashable: not a dtype, as_dtype says why
+            dt = None
+        if dt is not None:
+            return dt
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and \
+                v in (_dt.ACL_HIFLOAT8, _dt.ACL_INT4):
+            raise AclTypeError(argument, f"{_dt.name(v)} has no NumPy dtype: acl-py's "
+                               f"operators do not take it yet (acl_py.raw calls reach its "
+                               f"results); one of {', '.join(dtypes)}")
+        dt = _dt.as_dtype(v, argument)
+        if dt not in _dtype_set(dtypes):
+            raise AclTypeError(argument, f"dtype {_dtype_name(dt)} must be one of "
+                               f"{', '.join(dtypes)}")
+        if len(seen) < 64:
+            seen[v] = dt
+        return dt
+    return option(name, convert, default=default)
+
+
 # ---- dtypes --------------------------------------------------------------------------------
 
 _NAMED = {}   # dtype name -> np.dtype (bfloat16 from ml_dtypes, loaded on first use)
@@ -261,12 +301,13 @@ _NULL = ffi.NULL
 def _np_dtype(name):
     dt = _NAMED.get(name)
     if dt is None:
-        dt = _NAMED[name] = _dt.bfloat16() if name == "bfloat16" else np.dtype(name)
+        # ml_dtypes' names (bfloat16, float8_e4m3fn) load it
+        dt = _NAMED[name] = _dt.as_dtype(name)
     return dt
 
 
 def _dtype_name(dt):
-    return "bfloat16" if dt == _np_dtype("bfloat16") else np.dtype(dt).name
+    return np.dtype(dt).name
 
 
 _SETS = {}   # tuple of dtype names -> frozenset of np.dtype (membership is a hash lookup)
@@ -470,8 +511,10 @@ class Declared(Operator):
         # operator's phase one refuses its arguments with (its vendor docs): such a refusal of
         # a DeviceTensor call also runs the Python checks that name the argument
         self.rule_codes = frozenset(rule_codes)
-        # phase one's parameters: every argument but the outputs written into an input
-        super().__init__(name, [a for a in self.args if a.into is None])
+        # phase one's parameters: every argument but the outputs written into an input and
+        # the options
+        super().__init__(name, [a for a in self.args
+                                if a.into is None and a.kind is not OPTION])
         self.inputs = tuple(a for a in self.args if a.role is IN)
         self.outputs = tuple(a for a in self.args if a.role is OUT)
         for o in self.outputs:
@@ -723,7 +766,7 @@ class Declared(Operator):
                 args.append(IntArray(a[arg.py]))
             elif arg.kind is BOOL_ARRAY:
                 args.append(BoolArray(a[arg.py]))
-            else:
+            elif arg.kind is not OPTION:
                 args.append(a[arg.py])
         return tuple(args)
 
@@ -784,6 +827,8 @@ class Declared(Operator):
             elif k is VALUE:
                 if type(v) is not arg.value_type:
                     py[i] = cvals[i] = arg.convert(self._given(v, arg), arg.py)
+            elif k is OPTION:   # no C value: phase one's order (_c_order) leaves it out
+                py[i] = arg.convert(self._given(v, arg), arg.py)
             elif k is STRING:
                 py[i] = v = arg.convert(self._given(v, arg), arg.py)
                 cvals[i] = c_string(v, arg.py)   # cffi passes it NUL-terminated
