@@ -89,7 +89,7 @@ __all__ = [
     "group_norm_silu", "group_norm_silu_error_scale", "group_norm_backward",
     "group_norm_backward_error_scale", "instance_norm", "instance_norm_error_scale",
     "group_norm_backward_error_scale", "rms_norm_quant", "rms_norm_quant_error_scale",
-    "round_half_even", "QUANT_STEP", "add_rms_norm_quant", "float8_step",
+    "round_half_even", "QUANT_STEP", "add_rms_norm_quant", "float8_step", "quantize",
     "add_rms_norm_quant_error_scale", "DYNAMIC_QUANT_MAX", "add_rms_norm_dynamic_quant",
     "add_rms_norm_dynamic_quant_error_scale",
 ]
@@ -105,7 +105,7 @@ RTOL = {"float32": 1e-5, "float16": 1e-5, "bfloat16": 1e-5}
 
 # (mantissa bits, smallest normal exponent) of the output dtypes, for half-ulp bounds.
 _FLOAT_FORMAT = {"float64": (52, -1022), "float32": (23, -126), "float16": (10, -14),
-                 "bfloat16": (7, -126)}
+                 "bfloat16": (7, -126), "float8_e4m3fn": (3, -6), "float8_e5m2": (2, -14)}
 
 
 def _f64(a) -> np.ndarray:
@@ -274,32 +274,46 @@ def round_half_even(v) -> np.ndarray:
     return np.rint(_f64(v))
 
 
+def quantize(v, y_dtype="int8", quant_min: int = -128) -> np.ndarray:
+    """The float64 values ``v`` as the quantizing operators' results of ``y_dtype`` hold them,
+    in float64: int8 ``clip(rint(v), quant_min, 127)``, ties to even; a float8 dtype
+    (``ml_dtypes.float8_e4m3fn`` / ``float8_e5m2``): ``v`` itself clipped to the dtype's
+    largest finite value, unrounded (the device's rounding to the float8 grid is within
+    :func:`float8_step` of it); ``"hifloat8"``: the HIFLOAT8 values nearest ``v``
+    (:func:`~acl_py.dtypes.float32_to_hifloat8`: ties away from zero, saturating at 2^15)."""
+    if isinstance(y_dtype, str) and y_dtype == "hifloat8":
+        with np.errstate(over="ignore"):     # beyond float32: saturates all the same
+            return dtypes.hifloat8_table()[dtypes.float32_to_hifloat8(v)]
+    ydt = dtypes.as_dtype(y_dtype, "y_dtype")
+    if ydt == np.int8:
+        return np.clip(round_half_even(v), quant_min, 127)
+    if ydt.name in ("float8_e4m3fn", "float8_e5m2"):
+        import ml_dtypes  # lazily: importing it takes a second (acl_py.dtypes)
+        big = float(ml_dtypes.finfo(ydt).max)
+        return np.clip(v, -big, big)
+    raise ValueError(f"y_dtype {y_dtype!r} must be int8, a float8 dtype or 'hifloat8'")
+
+
 def rms_norm_quant(x, gamma, beta, scale, offset, epsilon: float = 1e-6,
-                   quant_min: int = -128, per_column: bool = False, y_dtype: str = "int8"):
-    """``(y,)`` of RmsNormQuant in float64, y as int8 values held in float64:
-    ``n = x * rstd * gamma + beta`` (:func:`rms_norm`'s rstd over x's last dim, gamma and beta
-    flattened to it), ``y = clip(rint(n / scale[0] + offset[0]), quant_min, 127)``, ties to
-    even: the device reads the first element of ``scale`` and ``offset`` only, except with
-    ``per_column`` (Ascend 950's kernel, for a scale of x's trailing dims), where column j
-    takes ``scale[j]`` and ``offset[j]`` of their first N elements. ``y_dtype="hifloat8"``
-    (Ascend 950's HIFLOAT8 result): y the HIFLOAT8 values nearest ``n / scale + offset``
-    (:func:`~acl_py.dtypes.float32_to_hifloat8`: ties away from zero, saturating at 2^15),
-    held in float64."""
+                   quant_min: int = -128, per_column: bool = False, y_dtype="int8"):
+    """``(y,)`` of RmsNormQuant in float64, y as ``y_dtype`` values held in float64
+    (:func:`quantize`): ``n = x * rstd * gamma + beta`` (:func:`rms_norm`'s rstd over x's last
+    dim, gamma and beta flattened to it), ``v = n / scale[0] + offset[0]``, int8 ``y =
+    clip(rint(v), quant_min, 127)``, ties to even: the device reads the first element of
+    ``scale`` and ``offset`` only, except with ``per_column`` (Ascend 950's kernel, for a
+    scale of x's trailing dims), where column j takes ``scale[j]`` and ``offset[j]`` of their
+    first N elements. The float8 and ``"hifloat8"`` results are Ascend 950's."""
     xf = _f64(x)
     g = _f64(gamma).reshape(-1)
     b = _f64(beta).reshape(-1)
     y, _ = rms_norm(xf, g, epsilon)
     count = g.size if per_column else 1
     v = (y + b) / _f64(scale).reshape(-1)[:count] + _f64(offset).reshape(-1)[:count]
-    if y_dtype == "hifloat8":
-        with np.errstate(over="ignore"):     # beyond float32: saturates all the same
-            return (dtypes.hifloat8_table()[dtypes.float32_to_hifloat8(v)],)
-    if y_dtype != "int8":
-        raise ValueError(f"y_dtype {y_dtype!r} must be 'int8' or 'hifloat8'")
-    return (np.clip(round_half_even(v), quant_min, 127),)
+    return (quantize(v, y_dtype, quant_min),)
 
 
-def rms_norm_quant_error_scale(x, gamma, beta, scale, offset, epsilon: float = 1e-6):
+def rms_norm_quant_error_scale(x, gamma, beta, scale, offset, epsilon: float = 1e-6,
+                              y_dtype="int8"):
     """The magnitude of y's error: unused for a quantized output, which
     :func:`error_bound` holds to :data:`QUANT_STEP`."""
     return (np.ones(np.shape(x)),)
@@ -311,33 +325,21 @@ def add_rms_norm_quant(x1, x2, gamma, scales1, scales2=None, zero_points1=None,
     """``(y1, y2, x)`` of AddRmsNormQuant in float64, y1 and y2 as ``y_dtype`` values held in
     float64 (y2 None without ``scales2``): ``x = x1 + x2``, ``y`` :func:`rms_norm` of ``x``
     over gamma's dims, ``vk = y / scales_k + zero_points_k`` (``y * scales_k`` when
-    ``div_mode`` is false; a missing zero point is 0); int8: ``clip(rint(vk), -128, 127)``,
-    ties to even; a float8 dtype (Ascend 950's FLOAT8_E4M3FN/E5M2 results): ``vk`` itself
-    clipped to the dtype's largest finite value, unrounded (the device's rounding to the
-    float8 grid is within :func:`float8_step` of it); ``"hifloat8"`` (Ascend 950's HIFLOAT8
-    results): the HIFLOAT8 values nearest ``vk``, as :func:`rms_norm_quant`'s. ``axis`` has no
-    effect (the vendor supports -1 only)."""
+    ``div_mode`` is false; a missing zero point is 0), quantized by :func:`quantize` (int8:
+    ``clip(rint(vk), -128, 127)``, ties to even; the float8 and ``"hifloat8"`` results are
+    Ascend 950's). ``axis`` has no effect (the vendor supports -1 only)."""
     x = _f64(x1) + _f64(x2)
     y, _ = rms_norm(x, gamma, epsilon)
-    hif8 = isinstance(y_dtype, str) and y_dtype == "hifloat8"
-    ydt = None if hif8 else np.dtype(y_dtype)
 
-    def quantize(scales, zero_points):
+    def quantized(scales, zero_points):
         s = _f64(scales)
         v = y / s if div_mode else y * s
         if zero_points is not None:
             v = v + _f64(zero_points)
-        if hif8:
-            with np.errstate(over="ignore"):     # beyond float32: saturates all the same
-                return dtypes.hifloat8_table()[dtypes.float32_to_hifloat8(v)]
-        if ydt != np.int8:
-            import ml_dtypes  # lazily: importing it takes a second (acl_py.dtypes)
-            big = float(ml_dtypes.finfo(ydt).max)
-            return np.clip(v, -big, big)
-        return np.clip(round_half_even(v), -128, 127)
+        return quantize(v, y_dtype)
 
-    y2 = None if scales2 is None else quantize(scales2, zero_points2)
-    return quantize(scales1, zero_points1), y2, x
+    y2 = None if scales2 is None else quantized(scales2, zero_points2)
+    return quantized(scales1, zero_points1), y2, x
 
 
 def float8_step(v, dtype) -> np.ndarray:
@@ -354,7 +356,7 @@ def float8_step(v, dtype) -> np.ndarray:
 
 def add_rms_norm_quant_error_scale(x1, x2, gamma, scales1, scales2=None, zero_points1=None,
                                    zero_points2=None, axis: int = -1, epsilon: float = 1e-6,
-                                   div_mode: bool = True):
+                                   div_mode: bool = True, y_dtype="int8"):
     """Per element of ``(y1, y2, x)``, the magnitude the device's error is proportional to:
     unused for the quantized outputs (:func:`error_bound` holds them to :data:`QUANT_STEP`),
     ``|x1| + |x2|`` for ``x``."""
