@@ -21,9 +21,14 @@ from acl_py.ops.add_rms_norm_quant import scales_zero_points_dtype_rule
 
 from _cann_path import run_on_cann_path
 from _part_runs import needs_kernel, other_parts, run_on_parts
+from _raw_call import raw_call
+from acl_py.raw import lib
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 I8, I32 = np.dtype(np.int8), np.dtype(np.int32)
+E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
+ACL_Y = {I8: lib.ACL_INT8, E4M3: lib.ACL_FLOAT8_E4M3FN, E5M2: lib.ACL_FLOAT8_E5M2}
+ACL_X = {F16: lib.ACL_FLOAT16, F32: lib.ACL_FLOAT}
 pytestmark = [needs_kernel(ADD_RMS_NORM_QUANT)]
 A2 = acl_py.soc.short_soc_version(acl_py.soc_name()) in ("Ascend910B", "Ascend910_93")
 A950 = acl_py.soc_name().startswith("Ascend950")
@@ -216,6 +221,128 @@ def test_plan_runs_repeatedly_on_changing_contents():
     assert plan.closed
 
 
+# ---- y_dtype ---------------------------------------------------------------------------------
+
+# The y dtypes the part has a kernel for (add_rms_norm_quant_def.cpp: float8 on Ascend 950 only)
+Y_TAKEN = [I8, E4M3, E5M2] if A950 else [I8]
+
+
+def _y_inputs(combo):
+    """Inputs whose results spread over the float8 grids: some columns' scales tiny (beyond
+    e4m3fn's largest finite value), some big (subnormal values)."""
+    x1, x2, g, s1, s2, z1, z2 = make((3, 4, 48), *combo, seed=7)
+    s1 = s1.astype(F32)
+    s1[:8], s1[8:16] = 1e-4, 300.0
+    s1 = s1.astype(combo[1])
+    return x1, x2, g, s1, s2, z1, z2
+
+
+def _within_one_step(y, exp, y_dtype):
+    got = y.astype(np.float64)
+    if y_dtype == I8:
+        assert np.max(np.abs(got - exp)) <= reference.QUANT_STEP
+    else:
+        assert np.all(np.abs(got - exp) <= reference.float8_step(exp, y_dtype))
+
+
+@pytest.mark.parametrize("path", ["numpy", "device"])
+@pytest.mark.parametrize("combo", [(F16, F32, I32), (F32, F32, F32)], ids=["f16", "f32"])
+@pytest.mark.parametrize("y_dtype", Y_TAKEN, ids=lambda d: d.name)
+def test_y_dtype_results_are_the_raw_calls_bits(path, combo, y_dtype):
+    """Each y dtype the part has a kernel for: y1 and y2 (of y_dtype) are bit for bit what a
+    raw aclnnAddRmsNormQuant call with y1Out/y2Out of that aclDataType writes, x too, and
+    within one step of their grid of the float64 reference; out= gives the same."""
+    if not has_kernel(combo):
+        pytest.skip(f"{acl_py.soc_name()}: no kernel for {[d.name for d in combo]}")
+    args = _y_inputs(combo)
+    dev = [None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in args]
+    shape = args[0].shape
+    y1r, y2r, xr = raw_call("AddRmsNormQuant", dev + [-1, 1e-6, True],
+                            [(shape, ACL_Y[y_dtype]), (shape, ACL_Y[y_dtype]),
+                             (shape, ACL_X[combo[0]], combo[0].itemsize)])
+    call_args = args if path == "numpy" else dev
+    res = acl_py.add_rms_norm_quant(*call_args, y_dtype=y_dtype)
+    y1, y2, x = (host(r) for r in res)
+    assert y1.dtype == y2.dtype == y_dtype and y1.shape == shape
+    assert np.array_equal(y1.view(np.uint8), y1r) and np.array_equal(y2.view(np.uint8), y2r)
+    assert np.array_equal(x.view(np.uint8).reshape(xr.shape), xr)
+    exp = reference.add_rms_norm_quant(*args, y_dtype=y_dtype)
+    _within_one_step(y1, exp[0], y_dtype)
+    _within_one_step(y2, exp[1], y_dtype)
+    if y_dtype != I8:
+        assert len(np.unique(y1.view(np.uint8))) > 40
+        big = float(ml_dtypes.finfo(y_dtype).max)
+        assert y_dtype == E5M2 or np.any(np.abs(y1.astype(np.float64)) == big)
+    empty = np.empty if path == "numpy" else acl_py.DeviceTensor.empty
+    out = (empty(shape, y_dtype), empty(shape, y_dtype), None)
+    res = acl_py.add_rms_norm_quant(*call_args, y_dtype=y_dtype, out=out)
+    assert res[0] is out[0] and res[1] is out[1]
+    assert np.array_equal(host(res[0]).view(np.uint8), y1r)
+    assert np.array_equal(host(res[1]).view(np.uint8), y2r)
+
+
+@pytest.mark.skipif(A950, reason="Ascend 950 has float8 kernels")
+@pytest.mark.parametrize("y_dtype", [E4M3, E5M2], ids=lambda d: d.name)
+def test_a_y_dtype_the_part_lacks_is_named(emulator, y_dtype):
+    """A float8 y_dtype off Ascend 950, where phase one's list takes it but no kernel writes
+    it: AclTypeError naming y_dtype and the part before any C call on NumPy arrays; on
+    DeviceTensors after the emulator's phase one refused it (561003, docs/emulator.md),
+    carrying the code."""
+    args = make((2, 32))
+    emulator.reset_call_counts()
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.add_rms_norm_quant(*args, y_dtype=y_dtype)
+    assert ei.value.argument == "y_dtype" and acl_py.soc_name() in str(ei.value)
+    assert "aclnnAddRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.add_rms_norm_quant(*dev, y_dtype=y_dtype)
+    assert ei.value.argument == "y_dtype"
+    assert ei.value.code == 561003 and ei.value.call == "aclnnAddRmsNormQuantGetWorkspaceSize"
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.AddRmsNormQuant(*dev, y_dtype=y_dtype)
+    assert ei.value.argument == "y_dtype"
+
+
+@pytest.mark.parametrize("value,words", [
+    (np.int32, "int32 must be one of int8, float8_e4m3fn, float8_e5m2"),
+    (acl_py.dtypes.ACL_HIFLOAT8, "ACL_HIFLOAT8 has no NumPy dtype"),
+    ("float32", "float32 must be one of"),
+])
+def test_y_dtype_values_outside_the_list_are_named(emulator, value, words):
+    args = make((2, 32))
+    emulator.reset_call_counts()
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.add_rms_norm_quant(*args, y_dtype=value)
+    assert ei.value.argument == "y_dtype" and words in str(ei.value), ei.value
+    assert "aclnnAddRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
+
+
+def test_default_y_dtype_is_int8():
+    args = make((3, 40))
+    res = acl_py.add_rms_norm_quant(*args)
+    res8 = acl_py.add_rms_norm_quant(*args, y_dtype=np.int8)
+    assert all(np.array_equal(a, b) for a, b in zip(res, res8))
+    check(res, args)
+
+
+@pytest.mark.skipif(not A950, reason="float8 results are Ascend 950's")
+def test_plan_with_a_float8_y_dtype():
+    args = _y_inputs((F16, F32, I32))
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    shape = args[0].shape
+    y1r, y2r, _ = raw_call("AddRmsNormQuant", dev + [-1, 1e-6, True],
+                           [(shape, lib.ACL_FLOAT8_E5M2), (shape, lib.ACL_FLOAT8_E5M2),
+                            (shape, lib.ACL_FLOAT16, 2)])
+    with acl_py.Stream() as st, acl_py.AddRmsNormQuant(*dev, y_dtype=E5M2) as plan:
+        for _ in range(2):
+            plan.run(st)
+            st.synchronize()
+            assert plan.y1.dtype == plan.y2.dtype == E5M2
+            assert np.array_equal(plan.y1.to_numpy().view(np.uint8), y1r)
+            assert np.array_equal(plan.y2.to_numpy().view(np.uint8), y2r)
+
+
 def test_declaration_describes_the_c_prototype():
     assert [p.name for p in ADD_RMS_NORM_QUANT.params] == [
         "x1", "x2", "gamma", "scales1", "scales2Optional", "zeroPoints1Optional",
@@ -242,4 +369,4 @@ assert y1.dtype == np.int8 and np.abs(y1 - e[0]).max() <= 1 and np.abs(y2 - e[1]
 
 test_on_other_parts = run_on_parts(
     other_parts(("Ascend310P3", "Ascend910_9391", "Ascend950PR_9599")),
-    "reference or saturates or argument_errors or combinations or operator_rules")
+    "reference or saturates or argument_errors or combinations or operator_rules or y_dtype")

@@ -16,9 +16,13 @@ from acl_py.ops import RMS_NORM_QUANT
 
 from _cann_path import run_on_cann_path
 from _part_runs import needs_kernel, other_parts, run_on_parts
+from _raw_call import raw_call
+from acl_py.raw import lib
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 I8 = np.dtype(np.int8)
+E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
+ACL_Y = {I8: lib.ACL_INT8, E4M3: lib.ACL_FLOAT8_E4M3FN, E5M2: lib.ACL_FLOAT8_E5M2}
 # The emulator models the Atlas A2/A3, inference and Ascend 950 kernels; the Atlas training
 # series has no dtype at all.
 PART = acl_py.soc.short_soc_version(acl_py.soc_name())
@@ -226,6 +230,135 @@ def test_scale_and_offset_dtype_relations_are_checked_before_any_call(emulator, 
     assert ei.value.code == 161002 and ei.value.call == "aclnnRmsNormQuantGetWorkspaceSize"
 
 
+# ---- y_dtype ---------------------------------------------------------------------------------
+
+# The y dtypes the part computes (phase one's y list: aclnn_rms_norm_quant.cpp; float8 on
+# Ascend 950 only)
+Y_TAKEN = [I8, E4M3, E5M2] if V2 else [I8]
+
+
+def _y_inputs(x_dt=F16):
+    """Inputs whose results spread over the float8 grids: big and tiny (subnormal) values,
+    some beyond e4m3fn's largest finite value (448), a per-tensor scale."""
+    x, g, b, _, _ = make((3, 4, 48), x_dt, seed=5)
+    g = g.copy()
+    g[:8], g[8:16] = 40, 0.002
+    return x, g.astype(x_dt), b, np.array([0.01], x_dt), np.array([1], I8)
+
+
+def _within_one_step(y, exp, y_dtype):
+    if y_dtype == I8:
+        assert np.max(np.abs(y.astype(np.float64) - exp)) <= reference.QUANT_STEP
+        return
+    got = y.astype(np.float64)
+    assert np.all(np.abs(got - exp) <= reference.float8_step(exp, y_dtype))
+
+
+@pytest.mark.parametrize("path", ["numpy", "device"])
+@pytest.mark.parametrize("y_dtype", Y_TAKEN, ids=lambda d: d.name)
+def test_y_dtype_results_are_the_raw_calls_bits(path, y_dtype):
+    """Each y dtype the part computes: the function's y (of y_dtype, x's shape) is bit for
+    bit what a raw aclnnRmsNormQuant call with y of that aclDataType writes, and within one
+    step of its grid of the float64 reference; the DeviceTensor path and out= give the same;
+    the dtype may be named by its name too."""
+    args = _y_inputs()
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    (raw,) = raw_call("RmsNormQuant", dev + [1e-6], [(args[0].shape, ACL_Y[y_dtype])])
+    call_args = args if path == "numpy" else dev
+    (y,) = acl_py.rms_norm_quant(*call_args, y_dtype=y_dtype.name)
+    y = host(y)
+    assert y.dtype == y_dtype and y.shape == args[0].shape
+    assert np.array_equal(y.view(np.uint8), raw)
+    exp = reference.rms_norm_quant(*args, y_dtype=y_dtype)[0]
+    _within_one_step(y, exp, y_dtype)
+    if y_dtype != I8:
+        big = float(ml_dtypes.finfo(y_dtype).max)
+        assert np.any(np.abs(y.astype(np.float64)) == big) or y_dtype == E5M2
+        assert len(np.unique(y.view(np.uint8))) > 40
+    out = ((np.empty(args[0].shape, y_dtype),) if path == "numpy" else
+           (acl_py.DeviceTensor.empty(args[0].shape, y_dtype),))
+    (yo,) = acl_py.rms_norm_quant(*call_args, y_dtype=y_dtype, out=out)
+    assert yo is out[0]
+    assert np.array_equal(host(yo).view(np.uint8), raw)
+
+
+@pytest.mark.skipif(V2, reason="Ascend 950 computes float8 results")
+@pytest.mark.parametrize("y_dtype", [E4M3, E5M2], ids=lambda d: d.name)
+def test_a_y_dtype_the_part_lacks_is_named(emulator, y_dtype):
+    """A float8 y_dtype off Ascend 950: AclTypeError naming y_dtype and the part before any C
+    call on NumPy arrays; on DeviceTensors after phase one refused it (161002, its y list),
+    carrying the code; a raw call is refused the same."""
+    args = make((2, 16))
+    emulator.reset_call_counts()
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.rms_norm_quant(*args, y_dtype=y_dtype)
+    assert ei.value.argument == "y_dtype" and acl_py.soc_name() in str(ei.value)
+    assert ei.value.code is None
+    assert "aclnnRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.rms_norm_quant(*dev, y_dtype=y_dtype)
+    assert ei.value.argument == "y_dtype"
+    assert ei.value.code == 161002 and ei.value.call == "aclnnRmsNormQuantGetWorkspaceSize"
+    with pytest.raises(AclTypeError) as ei:     # a plan checks in Python first
+        acl_py.RmsNormQuant(*dev, y_dtype=y_dtype)
+    assert ei.value.argument == "y_dtype"
+
+
+@pytest.mark.parametrize("value,words", [
+    (np.int32, "int32 must be one of int8, float8_e4m3fn, float8_e5m2"),
+    (np.float16, "float16 must be one of"),
+    ("int4", "int4 has no aclDataType"),     # ml_dtypes' int4: one value a byte
+    (acl_py.dtypes.ACL_HIFLOAT8, "ACL_HIFLOAT8 has no NumPy dtype"),
+    (acl_py.dtypes.ACL_INT4, "ACL_INT4 has no NumPy dtype"),
+    (2, "is an int"),
+    ([np.int8], "not a dtype"),
+])
+def test_y_dtype_values_outside_the_list_are_named(emulator, value, words):
+    args = make((2, 16))
+    emulator.reset_call_counts()
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.rms_norm_quant(*args, y_dtype=value)
+    assert ei.value.argument == "y_dtype" and words in str(ei.value), ei.value
+    assert "aclnnRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.rms_norm_quant(*dev, y_dtype=value)
+    assert ei.value.argument == "y_dtype"
+
+
+def test_out_of_another_dtype_than_y_dtype_is_named():
+    args = make((2, 16))
+    want = Y_TAKEN[-1]
+    other = I8 if want != I8 else E4M3
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.rms_norm_quant(*args, y_dtype=want, out=(np.empty((2, 16), other),))
+    assert ei.value.argument == "out[0] (y)" and want.name in str(ei.value)
+
+
+def test_default_y_dtype_is_int8():
+    """No y_dtype: int8, as an explicit np.int8 gives, bit for bit."""
+    args = make((3, 40))
+    (y,) = acl_py.rms_norm_quant(*args)
+    (y8,) = acl_py.rms_norm_quant(*args, y_dtype=np.int8)
+    assert y.dtype == I8 and np.array_equal(y, y8)
+    check(y, args)
+
+
+@pytest.mark.skipif(not V2, reason="float8 results are Ascend 950's")
+@pytest.mark.parametrize("y_dtype", [E4M3, E5M2], ids=lambda d: d.name)
+def test_plan_with_a_float8_y_dtype(y_dtype):
+    args = _y_inputs()
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    (raw,) = raw_call("RmsNormQuant", dev + [1e-6], [(args[0].shape, ACL_Y[y_dtype])])
+    with acl_py.Stream() as st, acl_py.RmsNormQuant(*dev, y_dtype=y_dtype) as plan:
+        for _ in range(2):
+            plan.run(st)
+            st.synchronize()
+            assert plan.y.dtype == y_dtype
+            assert np.array_equal(plan.y.to_numpy().view(np.uint8), raw)
+
+
 def test_operator_rules_surface_as_its_typed_error():
     x, g, b, s, o = make((1,) * 8 + (4,))
     with pytest.raises(AclError) as ei:
@@ -251,6 +384,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
 def test_declaration_describes_the_c_prototype():
     assert [p.name for p in RMS_NORM_QUANT.params] == ["x", "gamma", "beta", "scale",
                                                         "offset", "epsilon", "y"]
+    assert [a.py for a in RMS_NORM_QUANT.inputs][-1] == "y_dtype"   # Python's only
     assert [o.py for o in RMS_NORM_QUANT.outputs] == ["y"]
     for case in RMS_NORM_QUANT.smoke_cases:
         assert all(r <= 1 for r in RMS_NORM_QUANT.run_smoke_case(case)), case[0]
@@ -272,4 +406,4 @@ assert y.dtype == np.int8 and np.abs(y - e).max() <= 1
 test_on_other_parts = run_on_parts(other_parts(("Ascend310P3", "Ascend910_9391",
                                                 "Ascend950PR_9599")),
                                    "reference or saturates or argument_errors or refusal or "
-                                   "ascend_950 or plan")
+                                   "ascend_950 or plan or y_dtype")

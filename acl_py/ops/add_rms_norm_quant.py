@@ -8,9 +8,11 @@ bfloat16, ``scales2`` scales1's; the zero points int32/float32/float16/bfloat16,
 ``zero_points2`` zero_points1's; the part's relations of x1, scales1 and the zero points:
 see :func:`scales_zero_points_dtype_rule`); ``x2`` of x1's shape; ``gamma`` equal to x1's
 trailing dims; every scale and zero-point tensor of gamma's shape; the ``out=`` entries of
-x1's shape (y1, y2 int8; x x1's dtype). The operator's own rules (ranks; ``div_mode`` true on
-Atlas A2/A3 and Atlas inference parts) are phase one's. acl-py asks for int8 results; Ascend
-950's float8 and hifloat8 results are reachable through the raw calls. ``y2`` is written only with
+x1's shape (y1, y2 of ``y_dtype``; x x1's dtype); ``y_dtype`` (int8; float8_e4m3fn and
+float8_e5m2 on Ascend 950 only: :data:`Y_DTYPES`). The operator's own rules (ranks;
+``div_mode`` true on Atlas A2/A3 and Atlas inference parts) are phase one's. Ascend 950's
+HIFLOAT8 results, which no NumPy dtype holds, are reachable through the raw calls. ``y2`` is
+written only with
 ``scales2`` given: without it the result's ``y2`` is None (the device still receives a tensor
 for it, a scratch one).
 """
@@ -23,8 +25,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, flag,
-                       integer, output, part_of, shape_of, tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of,
+                       dtype_option, flag, integer, output, part_of, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["add_rms_norm_quant", "AddRmsNormQuant", "ADD_RMS_NORM_QUANT"]
 
+_INT8 = np.dtype(np.int8)
 _INT32 = np.dtype(np.int32)
 _F32 = np.dtype(np.float32)
 _F16 = np.dtype(np.float16)
@@ -41,6 +44,12 @@ _ZERO_POINTS = ("int32", "float32", "float16", "bfloat16")
 # training series; Ascend 950 runs add_rms_norm_quant_apt (op_kernel/arch35).
 _KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "kirinx90", "kirin9030",
                            "ascend950")
+
+# y1's and y2's dtypes acl-py takes (y_dtype). Phase one's list takes them on every part
+# (aclnn_add_rms_norm_quant.cpp: FLOAT8_E4M3FN, FLOAT8_E5M2, HIFLOAT8, INT8), but only Ascend
+# 950's kernel writes float8 results (add_rms_norm_quant_def.cpp): the emulator refuses them
+# elsewhere with 561003 (docs/emulator.md).
+Y_DTYPES = ("int8", "float8_e4m3fn", "float8_e5m2")
 
 
 def _name(dt):
@@ -91,12 +100,29 @@ def scales_zero_points_dtype_rule(x, scales, zero_points, part):
     return None
 
 
+def y_dtype_rule(y_dtype, part):
+    """None where ``part`` (a :class:`~acl_py.ops.Part`) has a kernel writing y1 and y2 of
+    ``y_dtype``, else the rule: int8 everywhere, the float8 dtypes on Ascend 950 only
+    (add_rms_norm_quant_def.cpp)."""
+    if y_dtype == _INT8 or part.arch3510:
+        return None
+    return (f"{_name(y_dtype)} results are Ascend 950's (its kernel's y dtypes); {part.name} "
+            f"has a kernel for int8 only")
+
+
+def _y_dtype(a):
+    return a.y_dtype
+
+
 def add_rms_norm_quant_check(a):
-    """Checks the docs' relations the code leaves unchecked: ``a.x2`` of x1's shape,
-    ``a.gamma`` equal to x1's trailing dims, every scale and zero-point tensor of gamma's
+    """Checks ``a.y_dtype`` for the part (:func:`y_dtype_rule`); the docs' relations the code
+    leaves unchecked: ``a.x2`` of x1's shape, ``a.gamma`` equal to x1's trailing dims, every scale and zero-point tensor of gamma's
     shape (the kernel reads gamma's element count of each), ``zero_points2`` of
     zero_points1's dtype; and the part's dtype combinations
     (:func:`scales_zero_points_dtype_rule`, zero_points1's or else zero_points2's dtype)."""
+    rule = y_dtype_rule(a.y_dtype, part_of())
+    if rule is not None:
+        raise AclTypeError("y_dtype", rule)
     z1, z2 = a.zero_points1, a.zero_points2
     if z1 is not None and z2 is not None and z1.dtype != z2.dtype:
         raise AclArgumentError("zero_points2", f"dtype {z2.dtype} must be zero_points1's "
@@ -166,7 +192,7 @@ def smoke_case(shape, dtype, scale_dtype, zero_dtype, dual=True, scale=40.0, zer
     """A smoke case ``(name, make)``: ``make()`` gives the inputs in declaration order for
     ``shape`` ("bf16" names bfloat16), gamma over the last dim, divisor scales near ``scale``
     (most results inside int8, some saturating), ``scales2`` and ``zero_points2`` only when
-    ``dual``."""
+    ``dual``; int8 results."""
     def make():
         from ..dtypes import bfloat16
         named = {"bf16": bfloat16()}
@@ -180,7 +206,7 @@ def smoke_case(shape, dtype, scale_dtype, zero_dtype, dual=True, scale=40.0, zer
         z1 = rng.integers(-zero, zero + 1, n).astype(zdt)
         s2 = (0.5 * s1.astype(np.float32)).astype(sdt) if dual else None
         z2 = (-z1.astype(np.float32)).astype(zdt) if dual else None
-        return x1, x2, g, s1, s2, z1, z2, -1, 1e-6, True
+        return x1, x2, g, s1, s2, z1, z2, -1, 1e-6, True, _INT8
     name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
     return f"{name}{list(shape)}{' dual' if dual else ''}", make
 
@@ -196,8 +222,10 @@ ADD_RMS_NORM_QUANT = Declared("aclnnAddRmsNormQuant", (
     integer("axis", default=-1),
     double("epsilon", default=1e-6),
     flag("divMode", default=True),
-    output("y1Out", shape=shape_of("x1"), dtype=np.int8, fits=copy_fits),
-    output("y2Out", shape=shape_of("x1"), dtype=np.int8, fits=y2_fits, unwritten=y2_unwritten),
+    dtype_option("y_dtype", Y_DTYPES, default=_INT8),
+    output("y1Out", shape=shape_of("x1"), dtype=_y_dtype, fits=copy_fits),
+    output("y2Out", shape=shape_of("x1"), dtype=_y_dtype, fits=y2_fits,
+           unwritten=y2_unwritten),
     output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1"), fits=copy_fits),
 ), check=add_rms_norm_quant_check, reference=reference.add_rms_norm_quant,
     error_scale=reference.add_rms_norm_quant_error_scale,
@@ -213,7 +241,7 @@ def add_rms_norm_quant(x1: np.ndarray, x2: np.ndarray, gamma: np.ndarray,
                        scales1: np.ndarray, scales2: Optional[np.ndarray] = ...,
                        zero_points1: Optional[np.ndarray] = ...,
                        zero_points2: Optional[np.ndarray] = ..., axis: int = ...,
-                       epsilon: float = ..., div_mode: bool = ..., *,
+                       epsilon: float = ..., div_mode: bool = ..., *, y_dtype: Any = ...,
                        stream: Optional["Stream"] = ..., out: OutArg = ...
                        ) -> Tuple[np.ndarray, Optional[np.ndarray], np.ndarray]: ...
 
@@ -223,7 +251,7 @@ def add_rms_norm_quant(x1: "DeviceTensor", x2: "DeviceTensor", gamma: "DeviceTen
                        scales1: "DeviceTensor", scales2: Optional["DeviceTensor"] = ...,
                        zero_points1: Optional["DeviceTensor"] = ...,
                        zero_points2: Optional["DeviceTensor"] = ..., axis: int = ...,
-                       epsilon: float = ..., div_mode: bool = ..., *,
+                       epsilon: float = ..., div_mode: bool = ..., *, y_dtype: Any = ...,
                        stream: Optional["Stream"] = ..., out: OutArg = ...
                        ) -> Tuple["DeviceTensor", Optional["DeviceTensor"], "DeviceTensor"]: ...
 
@@ -233,7 +261,8 @@ def add_rms_norm_quant(x1: Operand, x2: Operand, gamma: Operand, scales1: Operan
                        zero_points1: Optional[Operand] = None,
                        zero_points2: Optional[Operand] = None, axis: int = -1,
                        epsilon: float = 1e-6, div_mode: bool = True, *,
-                       stream: Optional["Stream"] = None, out: OutArg = None) -> Any:
+                       y_dtype: Any = np.int8, stream: Optional["Stream"] = None,
+                       out: OutArg = None) -> Any:
     """The residual add fused with RmsNorm over the trailing dims of ``x1`` that ``gamma``
     has, then quantized per channel: ``(y1, y2, x)`` with ``x = x1 + x2``,
     ``y = x * rstd * gamma`` (``rstd = 1 / sqrt(mean(x^2) + epsilon)``) and
@@ -249,17 +278,23 @@ def add_rms_norm_quant(x1: Operand, x2: Operand, gamma: Operand, scales1: Operan
 
     The scales and zero points have gamma's shape; ``y2`` is None unless ``scales2`` is
     given; ``axis`` is passed on (the vendor supports -1 only; others have no effect).
+    ``y1`` and ``y2`` have ``y_dtype``: ``np.int8`` (the default), or on Ascend 950
+    ``ml_dtypes.float8_e4m3fn`` / ``ml_dtypes.float8_e5m2`` (or their names), arrays of that
+    ml_dtypes type: the float32 ``y / scales_k + zero_points_k`` converted to it directly, to
+    nearest even, saturating at its largest finite value (docs/emulator.md). Another part
+    refuses a float8 ``y_dtype`` (AclTypeError naming it; on DeviceTensors with the code the
+    emulator refuses the call with, 561003: the device has no kernel for it).
     ``out=(y1, y2, x)`` gives preallocated outputs of the same kind as the inputs.
     """
     return ADD_RMS_NORM_QUANT.call((x1, x2, gamma, scales1, scales2, zero_points1,
-                                    zero_points2, axis, epsilon, div_mode),
+                                    zero_points2, axis, epsilon, div_mode, y_dtype),
                                    out=out, stream=stream)
 
 
 class AddRmsNormQuant(Plan):
     """An :func:`add_rms_norm_quant` plan over fixed device tensors (see
-    :class:`~acl_py.ops.Plan`): outputs ``y1``, ``y2`` (None without ``scales2``), ``x``;
-    ``run(stream)`` enqueues phase two only."""
+    :class:`~acl_py.ops.Plan`): outputs ``y1``, ``y2`` (None without ``scales2``; both of
+    ``y_dtype``), ``x``; ``run(stream)`` enqueues phase two only."""
 
     declared = ADD_RMS_NORM_QUANT
     __slots__ = ()
@@ -269,6 +304,6 @@ class AddRmsNormQuant(Plan):
                  zero_points1: Optional["DeviceTensor"] = None,
                  zero_points2: Optional["DeviceTensor"] = None, axis: int = -1,
                  epsilon: float = 1e-6, div_mode: bool = True, *,
-                 out: OutArg = None) -> None:
+                 y_dtype: Any = np.int8, out: OutArg = None) -> None:
         self._prepare((x1, x2, gamma, scales1, scales2, zero_points1, zero_points2, axis,
-                       epsilon, div_mode), out)
+                       epsilon, div_mode, y_dtype), out)

@@ -7,12 +7,13 @@ DeviceTensor calls when phase one refuses, to name the argument): argument kinds
 on Ascend 950 the relations its op_api lists instead: see :func:`scale_offset_dtype_rule`);
 ``gamma`` of ``[N]`` or ``[1, N]`` with N x's last dim, ``beta`` of gamma's shape; ``offset``
 of scale's shape; ``scale`` non-empty and ``epsilon > 0`` (on Ascend 950 instead: ``scale``
-of all-one dims or x's trailing dims, any epsilon: RmsNormQuantV2's tiling); the ``out=``
-entry of x's shape, int8. The operator's own rules (ranks, the part's dtype lists:
+of all-one dims or x's trailing dims, any epsilon: RmsNormQuantV2's tiling); ``y_dtype``
+(int8; float8_e4m3fn and float8_e5m2 on Ascend 950 only: :data:`Y_DTYPES`); the ``out=``
+entry of x's shape and ``y_dtype``. The operator's own rules (ranks, the part's dtype lists:
 float16/bfloat16 on Atlas A2/A3 and Ascend 950, float16 on Atlas inference parts, none on the
-Atlas training series; float32 x on Ascend 950 only) are phase one's. acl-py asks for int8
-results; the int4 results (packed eight to an int32, Atlas A2/A3 and Ascend 950) and Ascend
-950's float8 results are reachable through the raw calls.
+Atlas training series; float32 x on Ascend 950 only) are phase one's. The int4 results
+(packed eight to an int32, Atlas A2/A3 and Ascend 950; INT4-typed on Ascend 950) and Ascend
+950's HIFLOAT8 results, which no NumPy dtype holds, are reachable through the raw calls.
 """
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, output, part_of,
-                       shape_of, tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_option,
+                       output, part_of, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -43,6 +44,12 @@ _OFFSETS = ("int8", "int32", "float32", "float16", "bfloat16")
 # (norm/rms_norm_quant_v2/op_host/rms_norm_quant_v2_def.cpp, "ascend950").
 _KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "ascend310b",
                            "kirinx90", "kirin9030", "ascend950")
+
+# y's dtypes acl-py takes (y_dtype), and those the part computes: phase one's y list
+# (aclnn_rms_norm_quant.cpp: INT8 everywhere, FLOAT8_E4M3FN/E5M2 (and HIFLOAT8) on Ascend 950;
+# another is refused 161002)
+Y_DTYPES = ("int8", "float8_e4m3fn", "float8_e5m2")
+_Y_ASCEND950 = ("float8_e4m3fn", "float8_e5m2")
 
 
 def _per_column(scale_shape):
@@ -89,13 +96,28 @@ def scale_offset_dtype_rule(x, scale, offset, ascend950):
     return None
 
 
+def y_dtype_rule(y_dtype, part):
+    """None where ``part`` (a :class:`~acl_py.ops.Part`) computes y of ``y_dtype``, else the
+    rule: int8 everywhere, the float8 dtypes on Ascend 950 only (phase one's y dtype list,
+    161002)."""
+    if y_dtype == _INT8 or part.arch3510:
+        return None
+    return (f"{_name(y_dtype)} results are Ascend 950's (phase one's y list); {part.name} "
+            f"computes int8")
+
+
 def rms_norm_quant_check(a):
-    """Checks the dtypes of scale and offset (:func:`scale_offset_dtype_rule`), gamma
+    """Checks ``a.y_dtype`` for the part (:func:`y_dtype_rule`, first: phase one checks y's
+    dtype before the scale's), the dtypes of scale and offset
+    (:func:`scale_offset_dtype_rule`), gamma
     (``[N]`` or ``[1, N]``, N x's last dim: the op_api reshapes a rank-2 gamma
     to its last dim), beta (gamma's shape), offset (scale's shape), and per part: scale
     non-empty (the kernel reads its first element) and ``a.epsilon`` positive (the tiling
     refuses epsilon <= 0 as a float32); on Ascend 950 scale of all-one dims or x's trailing
     dims, any epsilon (RmsNormQuantV2's tiling)."""
+    rule = y_dtype_rule(a.y_dtype, part_of())
+    if rule is not None:
+        raise AclTypeError("y_dtype", rule)
     broken = scale_offset_dtype_rule(a.x.dtype, a.scale.dtype, a.offset.dtype,
                                      part_of().arch3510)
     if broken is not None:
@@ -123,17 +145,17 @@ def rms_norm_quant_check(a):
         raise AclArgumentError("epsilon", f"{a.epsilon!r} must be positive as a float32")
 
 
-def _reference(x, gamma, beta, scale, offset, epsilon):
+def _reference(x, gamma, beta, scale, offset, epsilon, y_dtype=_INT8):
     """The float64 reference as the part reads scale and offset: per column on Ascend 950 for
     a scale of x's trailing dims, else their first element."""
     per_column = part_of().arch3510 and _per_column(np.shape(scale))
     return reference.rms_norm_quant(x, gamma, beta, scale, offset, epsilon,
-                                    per_column=per_column)
+                                    per_column=per_column, y_dtype=y_dtype)
 
 
 def smoke_case(shape, dtype, scale=0.05, offset=3):
     """A smoke case ``(name, make)``: ``make()`` gives ``(x, gamma, beta, scale, offset,
-    epsilon)`` of ``shape`` ("bf16" names bfloat16), scaled so that most results fall inside
+    epsilon, y_dtype)`` (int8 results) of ``shape`` ("bf16" names bfloat16), scaled so that most results fall inside
     int8 and some saturate."""
     def make():
         from ..dtypes import bfloat16
@@ -143,7 +165,7 @@ def smoke_case(shape, dtype, scale=0.05, offset=3):
         x = (rng.standard_normal(shape, dtype=np.float32) * 2 + 0.25).astype(dt)
         g = (1.0 + 0.5 * rng.standard_normal(n, dtype=np.float32)).astype(dt)
         b = (0.25 * rng.standard_normal(n, dtype=np.float32)).astype(dt)
-        return (x, g, b, np.array([scale], dt), np.array([offset], np.int8), 1e-6)
+        return (x, g, b, np.array([scale], dt), np.array([offset], np.int8), 1e-6, _INT8)
     return f"{dtype if isinstance(dtype, str) else np.dtype(dtype).name}{list(shape)}", make
 
 
@@ -154,7 +176,8 @@ RMS_NORM_QUANT = Declared("aclnnRmsNormQuant", (
     tensor("scale"),
     tensor("offset", dtypes=_OFFSETS),
     double("epsilon", default=1e-6),
-    output("y", shape=shape_of("x"), dtype=np.int8),
+    dtype_option("y_dtype", Y_DTYPES, default=_INT8),
+    output("y", shape=shape_of("x"), dtype=lambda a: a.y_dtype),
 ), check=rms_norm_quant_check, reference=_reference,
     error_scale=reference.rms_norm_quant_error_scale,
     smoke_cases=(smoke_case((8, 1024), np.float16),
@@ -167,7 +190,7 @@ RMS_NORM_QUANT = Declared("aclnnRmsNormQuant", (
 
 @overload
 def rms_norm_quant(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, scale: np.ndarray,
-                   offset: np.ndarray, epsilon: float = ..., *,
+                   offset: np.ndarray, epsilon: float = ..., *, y_dtype: Any = ...,
                    stream: Optional["Stream"] = ..., out: OutArg = ...
                    ) -> Tuple[np.ndarray]: ...
 
@@ -175,13 +198,13 @@ def rms_norm_quant(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, scale: np
 @overload
 def rms_norm_quant(x: "DeviceTensor", gamma: "DeviceTensor", beta: "DeviceTensor",
                    scale: "DeviceTensor", offset: "DeviceTensor", epsilon: float = ..., *,
-                   stream: Optional["Stream"] = ..., out: OutArg = ...
+                   y_dtype: Any = ..., stream: Optional["Stream"] = ..., out: OutArg = ...
                    ) -> Tuple["DeviceTensor"]: ...
 
 
 def rms_norm_quant(x: Operand, gamma: Operand, beta: Operand, scale: Operand, offset: Operand,
-                   epsilon: float = 1e-6, *, stream: Optional["Stream"] = None,
-                   out: OutArg = None) -> Any:
+                   epsilon: float = 1e-6, *, y_dtype: Any = np.int8,
+                   stream: Optional["Stream"] = None, out: OutArg = None) -> Any:
     """RmsNorm over the last dim of ``x`` with a bias, then quantized: ``(y,)`` with
     ``y = int8(clip(round(((x * rstd) * gamma + beta) * (1 / scale[0]) + offset[0])))``,
     ``rstd = 1 / sqrt(mean(x^2) + epsilon)``. The device computes in float32, multiplies by
@@ -197,20 +220,27 @@ def rms_norm_quant(x: Operand, gamma: Operand, beta: Operand, scale: Operand, of
       valid once it has synchronized).
 
     ``gamma`` and ``beta`` are ``[N]`` or ``[1, N]``, N x's last dim; ``scale`` has x's dtype
-    (on Ascend 950 all-one dims or x's trailing dims), ``offset`` is int8 of scale's shape; ``y`` is int8 of x's shape. ``out=(y,)`` gives a
-    preallocated output of the same kind as the inputs.
+    (on Ascend 950 all-one dims or x's trailing dims), ``offset`` is int8 of scale's shape.
+    ``y`` has x's shape and ``y_dtype``: ``np.int8`` (the default), or on Ascend 950
+    ``ml_dtypes.float8_e4m3fn`` / ``ml_dtypes.float8_e5m2`` (or their names), arrays of that
+    ml_dtypes type: the float32 quotient plus offset converted to it directly (no float16
+    step), to nearest even, saturating at its largest finite value, NaN kept
+    (docs/emulator.md). Another part refuses
+    a float8 ``y_dtype`` (AclTypeError naming it; phase one's code 161002 on DeviceTensors).
+    ``out=(y,)`` gives a preallocated output of the same kind as the inputs, of ``y_dtype``.
     """
-    return RMS_NORM_QUANT.call((x, gamma, beta, scale, offset, epsilon), out=out, stream=stream)
+    return RMS_NORM_QUANT.call((x, gamma, beta, scale, offset, epsilon, y_dtype), out=out,
+                               stream=stream)
 
 
 class RmsNormQuant(Plan):
     """A :func:`rms_norm_quant` plan over fixed device tensors (see :class:`~acl_py.ops.Plan`):
-    output ``y``; ``run(stream)`` enqueues phase two only."""
+    output ``y`` (of ``y_dtype``); ``run(stream)`` enqueues phase two only."""
 
     declared = RMS_NORM_QUANT
     __slots__ = ()
 
     def __init__(self, x: "DeviceTensor", gamma: "DeviceTensor", beta: "DeviceTensor",
                  scale: "DeviceTensor", offset: "DeviceTensor", epsilon: float = 1e-6, *,
-                 out: OutArg = None) -> None:
-        self._prepare((x, gamma, beta, scale, offset, epsilon), out)
+                 y_dtype: Any = np.int8, out: OutArg = None) -> None:
+        self._prepare((x, gamma, beta, scale, offset, epsilon, y_dtype), out)
