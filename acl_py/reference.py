@@ -369,7 +369,8 @@ DYNAMIC_QUANT_MAX = 127.0
 
 
 def add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1=None, smooth_scale2=None,
-                               epsilon: float = 1e-6, y_dtype="int8"):
+                               epsilon: float = 1e-6, y_dtype="int8", beta=None,
+                               output_mask=None):
     """``(y1, y2, x, scale1, scale2)`` of AddRmsNormDynamicQuant in float64, y1 and y2 as
     ``y_dtype`` values held in float64 (y2 and scale2 None unless both smooth scales are
     given): ``x = x1 + x2``, ``y`` :func:`rms_norm` of ``x`` over its last dim, per output k
@@ -378,7 +379,10 @@ def add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1=None, smooth_scale2=
     and 32768 for Ascend 950's float8_e4m3fn, float8_e5m2 and ``"hifloat8"`` results) and ``q
     = t / scale_k``; int8: ``rint(q)``, ties to even (within [-127, 127] by construction); a
     float8 dtype: ``q`` itself, unrounded (the device's rounding to the grid is within
-    :func:`float8_step` of it); ``"hifloat8"``: the HIFLOAT8 values nearest ``q``."""
+    :func:`float8_step` of it); ``"hifloat8"``: the HIFLOAT8 values nearest ``q``.
+    AddRmsNormDynamicQuantV2: ``beta`` (per channel) is added to ``y`` before the smooth
+    scales; ``output_mask`` ``(out1, out2)`` says which of y1/scale1 and y2/scale2 are
+    computed (the other None), y2 then ``y * smooth_scale2`` (``y`` without it)."""
     hif8 = isinstance(y_dtype, str) and y_dtype == "hifloat8"
     ydt = None if hif8 else np.dtype(y_dtype)
     if hif8:
@@ -390,6 +394,8 @@ def add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1=None, smooth_scale2=
         quant_max = float(ml_dtypes.finfo(ydt).max)
     x = _f64(x1) + _f64(x2)
     y, _ = rms_norm(x, gamma, epsilon)
+    if beta is not None:
+        y = y + _f64(beta)
 
     def quantize(smooth):
         t = y if smooth is None else y * _f64(smooth)
@@ -402,10 +408,10 @@ def add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1=None, smooth_scale2=
             return q, scale
         return np.clip(round_half_even(q), -128, 127), scale
 
-    y1, s1 = quantize(smooth_scale1)
-    y2, s2 = (None, None)
-    if smooth_scale1 is not None and smooth_scale2 is not None:
-        y2, s2 = quantize(smooth_scale2)
+    if output_mask is None:
+        output_mask = (True, smooth_scale1 is not None and smooth_scale2 is not None)
+    y1, s1 = quantize(smooth_scale1) if output_mask[0] else (None, None)
+    y2, s2 = quantize(smooth_scale2) if output_mask[1] else (None, None)
     return y1, y2, x, s1, s2
 
 

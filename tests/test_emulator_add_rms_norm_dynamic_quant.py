@@ -130,13 +130,20 @@ def to_int8(t):
         return np.where(np.isnan(t), 0, np.clip(np.rint(np.nan_to_num(t)), -128, 127)).astype(I8)
 
 
-def device_chain(x1, x2, g, s1, s2, eps=1e-6):
-    """The part's kernels' numbers on [M, N] rows: (y1, y2 or None, x, scale1, scale2 or
-    None), INT8 results."""
+def outputs(s1, s2, mask):
+    """(out1, out2): the outputs computed, by V2's outputMask or, without one, V1's rule."""
+    return tuple(mask) if mask is not None else (True, s1 is not None and s2 is not None)
+
+
+def device_chain(x1, x2, g, s1, s2, eps=1e-6, beta=None, mask=None):
+    """The part's kernels' numbers on [M, N] rows: (y1 or None, y2 or None, x, scale1 or
+    None, scale2 or None), INT8 results; V2's beta added to the normed row, its outputMask
+    choosing the outputs."""
+    out1, out2 = outputs(s1, s2, mask)
     if REGBASE:
-        n, dual = x1.shape[-1], s1 is not None and s2 is not None
-        kernel = regbase_kernel(n, (s1 is not None) + (s2 is not None), dual)
-        return regbase_chain(x1, x2, g, s1, s2, eps, kernel)
+        kernel = regbase_kernel(x1.shape[-1], (s1 is not None) + (s2 is not None), out2,
+                                beta is not None, out1)
+        return regbase_chain(x1, x2, g, s1, s2, eps, kernel, beta=beta, mask=mask)
     f = np.float32
     s = x1.astype(F32) + x2.astype(F32)
     x = s.astype(x1.dtype)              # xOut: to nearest even
@@ -151,6 +158,8 @@ def device_chain(x1, x2, g, s1, s2, eps=1e-6):
         ss = half_interval_sum(sq)
     rstd = f(1) / np.sqrt(ss * avg + e)
     v = (s * rstd[:, None]) * g.astype(F32)
+    if beta is not None:
+        v = v + beta.astype(F32)
 
     def quant(smooth):
         t = v if smooth is None else v * smooth.astype(F32)
@@ -160,8 +169,8 @@ def device_chain(x1, x2, g, s1, s2, eps=1e-6):
         with np.errstate(invalid="ignore"):
             return to_int8(t * mul[:, None]), scale
 
-    y1, sc1 = quant(s1)
-    y2, sc2 = quant(s2) if s1 is not None and s2 is not None else (None, None)
+    y1, sc1 = quant(s1) if out1 else (None, None)
+    y2, sc2 = quant(s2) if out2 else (None, None)
     return y1, y2, x, sc1, sc2
 
 
@@ -175,36 +184,38 @@ def _align(v, a):
     return -(-v // a) * a
 
 
-def regbase_kernel(n, smooth, dual):
+def regbase_kernel(n, smooth, dual, beta=False, out1=True):
     """The arch35 tiling's kernel for rows of n 16-bit elements with `smooth` smooth scales
     (SetTilingParams: perf (CalFullLoadBaseM), normal (CalUBTotalSize), single row, split,
-    the first that fits the 253952-byte UB)."""
-    o2 = int(dual)
+    the first that fits the 253952-byte UB); dual: y2 computed (outQuant2Flag), out1: y1
+    (outQuant1Flag), beta: V2's beta given (hasBeta)."""
+    o1, o2, b = int(out1), int(dual), 2 * _align(n, 16) * int(beta)
     a, b8, b32 = _align(n, 16), _align(n, 32), _align(n, 8)
     if n <= 16384:
         power = 1 << ((a - 1).bit_length() - 1)
         vcadd = _align(-(-power // 64), 32)
-        last = UB_950 - 2 * a - smooth * 2 * a - 1024
-        per_row = 6 * a + 4 * a + 8 + 4 * vcadd + 4 * b32 + (2 * b8 + 8) + o2 * (2 * b8 + 8)
+        last = UB_950 - 2 * a - smooth * 2 * a - 1024 - b
+        per_row = 6 * a + 4 * a + 8 + 4 * vcadd + 4 * b32 + o1 * (2 * b8 + 8) + o2 * (2 * b8 + 8)
         rows = int(last / per_row)          # C++'s division, toward zero
 
         def used(m):
             r = _align(m, 8)
             return (2 * a + smooth * 2 * a + 1024 + m * (10 * a) + m * vcadd * 4 +
-                    m * (2 * b8 + 4 * b32) + 16 * r + o2 * (2 * m * b8 + 8 * r))
+                    o1 * m * (2 * b8 + 4 * b32) + 8 * r + o1 * 8 * r +
+                    o2 * (2 * m * b8 + 8 * r) + b)
         while rows > 0 and used(rows) > UB_950:
             rows -= 1
         if rows >= 1:
             return "perf"
     r = _align(n, 256)
-    normal = (6 * r + 4 * r + 4 * _align(r // 128, 8) + 2 * a + smooth * 2 * a +
-              (1 + o2) * (b8 + 4 * b32) + 32 * (2 + o2))
+    normal = (6 * r + 4 * r + 4 * _align(r // 128, 8) + 2 * a + smooth * 2 * a + b +
+              (o1 + o2) * (b8 + 4 * b32) + 32 * (1 + o1 + o2))
     if normal <= UB_950:
         return "normal"
     return "single_row" if 16 * b8 + 1024 <= UB_950 else "split"
 
 
-def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None):
+def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None, beta=None, mask=None):
     """Ascend 950's numbers on [M, N] rows by `kernel`: s = x1 + x2 in float32 (xOut s
     rounded), every kernel norms s; rstd: perf the Newton-Raphson of sum * avg, single row
     1 / sqrt over the half-interval sum, normal and split 1 / sqrt (the sums in the
@@ -223,6 +234,8 @@ def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None):
         else:
             rstd = f(1) / np.sqrt(lane_sum(s * s) * avg + f(eps))
         v = (s * rstd[:, None]) * g.astype(F32)
+        if beta is not None:
+            v = v + beta.astype(F32)
     name = fdt if isinstance(fdt, str) or fdt is None else \
         {v[1]: k for k, v in FP8.items()}[np.dtype(fdt)]
     div = f(1) / f(QUANT_MAX_950[name])
@@ -234,8 +247,9 @@ def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None):
         scale = m / (f(1) / div) if kernel == "single_row" else m * div
         return regbase_quant(t, scale[:, None], None, fdt=fdt), scale
 
-    y1, sc1 = quant(s1)
-    y2, sc2 = quant(s2) if s1 is not None and s2 is not None else (None, None)
+    out1, out2 = outputs(s1, s2, mask)
+    y1, sc1 = quant(s1) if out1 else (None, None)
+    y2, sc2 = quant(s2) if out2 else (None, None)
     return y1, y2, x, sc1, sc2
 
 

@@ -65,6 +65,16 @@
  * of the perf, normal and split kernels (their binary folds) are taken in norm_rows.h's fixed
  * lane order, as aclnnAddRmsNormQuant's Ascend 950 ones (docs/emulator.md).
  *
+ * aclnnAddRmsNormDynamicQuantV2 (op_host/op_api/aclnn_add_rms_norm_dynamic_quant_v2.cpp,
+ * followed in its order and codes; docs/emulator.md): CheckFlag (161002), CheckNotNull
+ * (161001; stricter: every output, which the op_api reads whatever the mask), the empty
+ * tensors, the y dtypes (161002), INT4 (y INT32: the packing checked, then not modelled),
+ * CheckShapeValid (561002), then V1's stricter checks with the mask. The L0 op passes beta
+ * and outputMask to the same kernels: v = (s * rstd) * gamma + beta (op_kernel betaFlag,
+ * arch35 HAS_BETA), y1 and scale1 written when outputMask[0], y2 and scale2 when
+ * outputMask[1] (y2 from v without smoothScale2); Ascend 950's tiling sizes take beta and
+ * the output flags.
+ *
  * Kernel: rows are independent and each row's sum has a fixed order, so the split of rows
  * over threads never changes a bit.
  */
@@ -82,15 +92,18 @@
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_add_rms_norm_dynamic_quant.h"
+#include "aclnnop/aclnn_add_rms_norm_dynamic_quant_v2.h"
 
 #define P1 "aclnnAddRmsNormDynamicQuantGetWorkspaceSize"
 #define P2 "aclnnAddRmsNormDynamicQuant"
+#define P1_V2 "aclnnAddRmsNormDynamicQuantV2GetWorkspaceSize"
+#define P2_V2 "aclnnAddRmsNormDynamicQuantV2"
 
 /* The kernel's tensors, in the op_api's argument order. */
-enum { T_X1, T_X2, T_GAMMA, T_S1, T_S2, T_Y1, T_Y2, T_X, T_SC1, T_SC2, T_COUNT };
+enum { T_X1, T_X2, T_GAMMA, T_S1, T_S2, T_BETA, T_Y1, T_Y2, T_X, T_SC1, T_SC2, T_COUNT };
 static const char *const TNAME[T_COUNT] = {"x1", "x2", "gamma", "smoothScale1Optional",
-                                           "smoothScale2Optional", "y1Out", "y2Out", "xOut",
-                                           "scale1Out", "scale2Out"};
+                                           "smoothScale2Optional", "betaOptional", "y1Out",
+                                           "y2Out", "xOut", "scale1Out", "scale2Out"};
 
 #define QUANT_MAX 127.0f    /* DYNAMIC_QUANT_DIVIDEND, an INT8 result's */
 #define SLICE_COLS 8864     /* SLICE_COL_LEN: the slice-D kernel's slice (INT8 results) */
@@ -116,7 +129,7 @@ typedef struct {
     int64_t M, N;
     float eps, avg;    /* as the kernel receives them */
     aclDataType dtype; /* x1's */
-    bool dual;         /* both smooth scales given: y2 and scale2 written */
+    bool out1, out2;   /* y1 and scale1, y2 and scale2 written (the tiling's outQuant flags) */
     int64_t slice;     /* slice-D: the row's sum taken over slices of this many (0: whole) */
     ardq_kernel kernel;
     aclDataType ydt;   /* y1Out's (and y2Out's) */
@@ -220,7 +233,8 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
     float *abuf = nr_chunk_buf(R, chunk), *bbuf = abuf + N, *v = bbuf + N, *t = v + N;
     int8_t *q = (int8_t *)(void *)(t + N);
     const float *s1 = P->t[T_S1].present ? R->run_buf : NULL;
-    const float *s2 = R->run_buf + N;
+    const float *s2 = P->t[T_S2].present ? R->run_buf + N : NULL;
+    const float *beta = P->t[T_BETA].present ? R->run_buf + 2 * N : NULL;
     for (int64_t m = begin; m < end; m++) {
         const float *a = get_tile(row_base(x1, m), dt, &x1->inner, 0, N, abuf);
         const float *b = get_tile(row_base(x2, m), dt, &x2->inner, 0, N, bbuf);
@@ -235,19 +249,24 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
             const float n = x[i] * rstd;
             v[i] = n * R->gamma[i];
         }
+        if (beta) /* V2's beta: added to the normed row, before any smooth scale */
+            for (int64_t i = 0; i < N; i++)
+                v[i] += beta[i];
         if (regbase) {
-            regbase_quantize_row(P, v, s1, t, q, &P->t[T_Y1], &P->t[T_SC1], m);
-            if (P->dual)
+            if (P->out1)
+                regbase_quantize_row(P, v, s1, t, q, &P->t[T_Y1], &P->t[T_SC1], m);
+            if (P->out2)
                 regbase_quantize_row(P, v, s2, t, q, &P->t[T_Y2], &P->t[T_SC2], m);
             continue;
         }
-        quantize_row(P, v, s1, t, q, &P->t[T_Y1], &P->t[T_SC1], m);
-        if (P->dual)
+        if (P->out1)
+            quantize_row(P, v, s1, t, q, &P->t[T_Y1], &P->t[T_SC1], m);
+        if (P->out2)
             quantize_row(P, v, s2, t, q, &P->t[T_Y2], &P->t[T_SC2], m);
     }
 }
 
-/* N values of a smooth scale as floats into dst. */
+/* N values of a smooth scale (or beta) as floats into dst. */
 static void load_channels(const tdesc *t, int64_t N, float *dst)
 {
     const float *f = get_tile(view_base(t), t->dtype, &t->inner, 0, N, dst);
@@ -261,13 +280,16 @@ static bool before_rows(const void *payload, norm_rows *R)
     nr_load_gamma(R, &P->t[T_GAMMA], P->N);
     if (P->t[T_S1].present)
         load_channels(&P->t[T_S1], P->N, R->run_buf);
-    if (P->dual)
+    if (P->t[T_S2].present)
         load_channels(&P->t[T_S2], P->N, R->run_buf + P->N);
+    if (P->t[T_BETA].present)
+        load_channels(&P->t[T_BETA], P->N, R->run_buf + 2 * P->N);
     return true;
 }
 
 static const nr_kernel ARDQ_KERNEL = NR_KERNEL(ardq_payload, before_rows, rows_body, NULL);
 static const aclemu_executor_ops ARDQ_OPS = NR_EXECUTOR_OPS(P2);
+static const aclemu_executor_ops ARDQ_V2_OPS = NR_EXECUTOR_OPS(P2_V2);
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
@@ -275,109 +297,122 @@ static const aclDataType X_LIST[] = {ACL_FLOAT16, ACL_BF16};
 static const aclDataType Y_LIST[] = {ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E5M2, ACL_HIFLOAT8,
                                      ACL_INT8};
 
-/* CheckDtypeValid, in the op_api's order (161002). */
-static aclnnStatus check_dtypes(const aclTensor *const *ts)
+/* The dtypes, in V1's CheckDtypeValid order: inputs (each given optional one), the y of each
+ * computed output (and their equality), xOut, the scales. V1's op_api returns 161002; V2's
+ * has no dtype check (the tiling's, whose status the L0 op discards: `code`). */
+static aclnnStatus check_dtypes(const char *call, const aclTensor *const *ts, bool out1,
+                                bool out2, aclnnStatus code)
 {
-    aclnnStatus st;
-    for (int i = T_X1; i <= T_S2; i++)
-        if (ts[i] && (st = p1_dtype_in(P1, ts[i], TNAME[i], X_LIST, 2)))
-            return st;
-    if ((st = p1_dtype_in(P1, ts[T_Y1], TNAME[T_Y1], Y_LIST, 4)) ||
-        (st = p1_dtype_in(P1, ts[T_Y2], TNAME[T_Y2], Y_LIST, 4)))
-        return st;
-    if (ts[T_Y2]->dtype != ts[T_Y1]->dtype)
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: y2Out dtype %s must be y1Out's dtype %s", P1,
+    for (int i = T_X1; i <= T_BETA; i++)
+        if (ts[i] && p1_dtype_in(call, ts[i], TNAME[i], X_LIST, 2))
+            return code;
+    if ((out1 && p1_dtype_in(call, ts[T_Y1], TNAME[T_Y1], Y_LIST, 4)) ||
+        (out2 && p1_dtype_in(call, ts[T_Y2], TNAME[T_Y2], Y_LIST, 4)))
+        return code;
+    if (out1 && out2 && ts[T_Y2]->dtype != ts[T_Y1]->dtype)
+        FAIL(code, "%s: y2Out dtype %s must be y1Out's dtype %s", call,
              qname(ts[T_Y2]->dtype), qname(ts[T_Y1]->dtype));
-    if ((st = p1_dtype_in(P1, ts[T_X], TNAME[T_X], X_LIST, 2)))
-        return st;
+    if (p1_dtype_in(call, ts[T_X], TNAME[T_X], X_LIST, 2))
+        return code;
     for (int i = T_SC1; i <= T_SC2; i++)
         if (ts[i]->dtype != ACL_FLOAT)
-            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be FLOAT", P1, TNAME[i],
-                 qname(ts[i]->dtype));
+            FAIL(code, "%s: %s dtype %s must be FLOAT", call, TNAME[i], qname(ts[i]->dtype));
     return ACLNN_SUCCESS;
 }
 
-/* CheckShapeValid (561002). Stricter: a rank-0 x1, whose last dim the op_api reads past the
- * end of its shape. */
-static aclnnStatus check_shapes(const aclTensor *const *ts)
+/* CheckShapeValid (561002; V2: the tiling's, beta as the smooth scales). Stricter: a rank-0
+ * x1, whose last dim the op_api reads past the end of its shape. */
+static aclnnStatus check_shapes(const char *call, const aclTensor *const *ts)
 {
     const aclTensor *x1 = ts[T_X1], *x2 = ts[T_X2], *g = ts[T_GAMMA];
     if (!same_dims(x2->dims, x2->ndim, x1->dims, x1->ndim)) {
-        shape_error(P1, "x2", x2->dims, x2->ndim, "must equal x1's shape", x1->dims, x1->ndim);
+        shape_error(call, "x2", x2->dims, x2->ndim, "must equal x1's shape", x1->dims,
+                    x1->ndim);
         return ACLNN_ERR_INNER_TILING_ERROR;
     }
     if (g->ndim != 1)
-        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: gamma rank %llu must be 1", P1,
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: gamma rank %llu must be 1", call,
              (unsigned long long)g->ndim);
     if (x1->ndim == 0)
-        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: x1 rank 0 has no last dim for gamma", P1);
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: x1 rank 0 has no last dim for gamma", call);
     if (x1->dims[x1->ndim - 1] != g->dims[0]) {
-        shape_error(P1, "gamma", g->dims, g->ndim, "must equal x1's last dim: x1 shape",
+        shape_error(call, "gamma", g->dims, g->ndim, "must equal x1's last dim: x1 shape",
                     x1->dims, x1->ndim);
         return ACLNN_ERR_INNER_TILING_ERROR;
     }
-    for (int i = T_S1; i <= T_S2; i++)
+    for (int i = T_S1; i <= T_BETA; i++)
         if (ts[i] && !same_dims(ts[i]->dims, ts[i]->ndim, g->dims, g->ndim)) {
-            shape_error(P1, TNAME[i], ts[i]->dims, ts[i]->ndim, "must equal gamma's shape",
+            shape_error(call, TNAME[i], ts[i]->dims, ts[i]->ndim, "must equal gamma's shape",
                         g->dims, g->ndim);
             return ACLNN_ERR_INNER_TILING_ERROR;
         }
     return ACLNN_SUCCESS;
 }
 
+/* A computed scale's shape: x1's without its last dim, or one dim of their product. */
+static aclnnStatus check_scale_shape(const char *call, const aclTensor *sc, const char *name,
+                                     const aclTensor *x1)
+{
+    int64_t M = 1;
+    for (uint64_t i = 0; i + 1 < x1->ndim; i++)
+        M *= x1->dims[i]; /* no overflow: x1's element count was taken by aclCreateTensor */
+    const bool leading = sc->ndim + 1 == x1->ndim && sc->ndim > 0 &&
+                         same_dims(sc->dims, sc->ndim, x1->dims, sc->ndim);
+    if (!leading && !(sc->ndim == 1 && sc->dims[0] == M))
+        return shape_error(call, name, sc->dims, sc->ndim, "must be x1's shape without its "
+                           "last dim, or their product as one dim: x1 shape", x1->dims,
+                           x1->ndim);
+    return ACLNN_SUCCESS;
+}
+
 /* Stricter than the code (161002; docs/emulator.md): the docs' relations, which nothing in
  * the code checks (the kernel reads every input as x1's dtype and writes xOut as x1's dtype
- * and shape, and one scale per row), the docs' ranks, and an empty y2Out beside a non-empty
- * x1 (the op_api would return before computing anything). */
-static aclnnStatus check_docs_relations(const aclTensor *const *ts)
+ * and shape, and one scale per row of each computed output), the docs' ranks, and an empty
+ * y2Out beside a non-empty x1 (the op_api would return before computing anything). */
+static aclnnStatus check_docs_relations(const char *call, const aclTensor *const *ts,
+                                        bool out1, bool out2)
 {
     const aclTensor *x1 = ts[T_X1], *xo = ts[T_X], *sc1 = ts[T_SC1], *sc2 = ts[T_SC2];
     for (int i = 0; i < T_COUNT; i++)
         if (ts[i] && ts[i]->ndim > 8)
-            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is greater than 8", P1, TNAME[i],
-                 (unsigned long long)ts[i]->ndim);
-    for (int i = T_X2; i <= T_S2; i++)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s rank %llu is greater than 8", call,
+                 TNAME[i], (unsigned long long)ts[i]->ndim);
+    for (int i = T_X2; i <= T_BETA; i++)
         if (ts[i] && ts[i]->dtype != x1->dtype)
-            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be x1's dtype %s", P1, TNAME[i],
-                 qname(ts[i]->dtype), qname(x1->dtype));
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s dtype %s must be x1's dtype %s", call,
+                 TNAME[i], qname(ts[i]->dtype), qname(x1->dtype));
     if (xo->dtype != x1->dtype)
-        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: xOut dtype %s must be x1's dtype %s", P1,
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: xOut dtype %s must be x1's dtype %s", call,
              qname(xo->dtype), qname(x1->dtype));
     if (!same_dims(xo->dims, xo->ndim, x1->dims, x1->ndim))
-        return shape_error(P1, "xOut", xo->dims, xo->ndim, "must equal x1's shape", x1->dims,
+        return shape_error(call, "xOut", xo->dims, xo->ndim, "must equal x1's shape", x1->dims,
                            x1->ndim);
-    /* scale1Out: x1's shape without its last dim, or one dim of their product */
-    int64_t M = 1;
-    for (uint64_t i = 0; i + 1 < x1->ndim; i++)
-        M *= x1->dims[i]; /* no overflow: x1's element count was taken by aclCreateTensor */
-    const bool leading = sc1->ndim + 1 == x1->ndim && sc1->ndim > 0 &&
-                         same_dims(sc1->dims, sc1->ndim, x1->dims, sc1->ndim);
-    if (!leading && !(sc1->ndim == 1 && sc1->dims[0] == M))
-        return shape_error(P1, "scale1Out", sc1->dims, sc1->ndim, "must be x1's shape without "
-                           "its last dim, or their product as one dim: x1 shape", x1->dims,
-                           x1->ndim);
-    const bool dual = ts[T_S1] && ts[T_S2];
-    if (dual && !same_dims(sc2->dims, sc2->ndim, sc1->dims, sc1->ndim))
-        return shape_error(P1, "scale2Out", sc2->dims, sc2->ndim, "must equal scale1Out's "
+    aclnnStatus st;
+    if (out1 && (st = check_scale_shape(call, sc1, "scale1Out", x1)))
+        return st;
+    if (out1 && out2 && !same_dims(sc2->dims, sc2->ndim, sc1->dims, sc1->ndim))
+        return shape_error(call, "scale2Out", sc2->dims, sc2->ndim, "must equal scale1Out's "
                            "shape", sc1->dims, sc1->ndim);
+    if (!out1 && out2 && (st = check_scale_shape(call, sc2, "scale2Out", x1)))
+        return st;
     int64_t X = 0, Y2 = 0;
     if (numel(x1->dims, x1->ndim, &X) && numel(ts[T_Y2]->dims, ts[T_Y2]->ndim, &Y2) &&
         X != 0 && Y2 == 0)
-        return shape_error(P1, "y2Out", ts[T_Y2]->dims, ts[T_Y2]->ndim, "is empty beside a "
+        return shape_error(call, "y2Out", ts[T_Y2]->dims, ts[T_Y2]->ndim, "is empty beside a "
                            "non-empty x1, shape", x1->dims, x1->ndim);
     return ACLNN_SUCCESS;
 }
 
 /* The ViewCopy of an L0 result of shape want into out (561103): equal shapes, or one
  * element each. */
-static aclnnStatus check_view_copy(const aclTensor *out, const char *name, const int64_t *want,
-                                   uint64_t nwant, const char *what)
+static aclnnStatus check_view_copy(const char *call, const aclTensor *out, const char *name,
+                                   const int64_t *want, uint64_t nwant, const char *what)
 {
     int64_t A = 0, B = 0;
     const bool ones = numel(out->dims, out->ndim, &A) && A == 1 && numel(want, nwant, &B) &&
                       B == 1;
     if (!ones && !same_dims(out->dims, out->ndim, want, nwant)) {
-        shape_error(P1, name, out->dims, out->ndim, what, want, nwant);
+        shape_error(call, name, out->dims, out->ndim, what, want, nwant);
         return ACLNN_ERR_INNER_NULLPTR;
     }
     return ACLNN_SUCCESS;
@@ -389,13 +424,13 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 }
 
 /* Ascend 950's perf kernel (TryPerfTiling, CalFullLoadBaseM, CalUsedSize): whether at least
- * one row of N 16-bit elements fits the UB beside gamma and the smooth scales (`smooth` of
- * them; `dual`: y2 and scale2 written). */
-static bool regbase_perf_fits(uint64_t N, int smooth, bool dual)
+ * one row of N 16-bit elements fits the UB beside gamma, the smooth scales (`smooth` of
+ * them) and beta; o1, o2: y1 and scale1, y2 and scale2 written. */
+static bool regbase_perf_fits(uint64_t N, int smooth, bool beta, bool out1, bool out2)
 {
     if (N > PERF_MAX_950)
         return false;
-    const int64_t xs = 2, q = smooth, o2 = dual;
+    const int64_t xs = 2, q = smooth, o1 = out1, o2 = out2, b = beta;
     const int64_t A = (int64_t)align_up(N, UB_BLOCK_950 / xs), b8 = (int64_t)align_up(N, 32),
                   b32 = (int64_t)align_up(N, 8);
     int64_t power = 1; /* the largest power of two <= A - 1 */
@@ -403,15 +438,15 @@ static bool regbase_perf_fits(uint64_t N, int smooth, bool dual)
         power *= 2;
     const int64_t vcadd = (int64_t)align_up((uint64_t)((power + VL_FP32_950 - 1) / VL_FP32_950),
                                             UB_BLOCK_950);
-    const int64_t last = UB_950 - A * xs - q * A * xs - 1024;
-    const int64_t per_row = 3 * A * xs + A * 4 + 8 + vcadd * 4 + b32 * 4 + (2 * b8 + 8) +
+    const int64_t last = UB_950 - A * xs - q * A * xs - 1024 - b * A * xs;
+    const int64_t per_row = 3 * A * xs + A * 4 + 8 + vcadd * 4 + b32 * 4 + o1 * (2 * b8 + 8) +
                             o2 * (2 * b8 + 8);
     int64_t rows = last / per_row;
     for (; rows > 0; rows--) {
         const int64_t r = (int64_t)align_up((uint64_t)rows, 8);
         const int64_t used = A * xs + q * A * xs + 1024 + rows * (3 * A * xs + A * 4) +
-                             rows * vcadd * 4 + rows * (b8 * 2 + b32 * 4) + 2 * r * 4 +
-                             2 * r * 4 + o2 * (rows * b8 * 2 + 2 * r * 4);
+                             rows * vcadd * 4 + o1 * rows * (b8 * 2 + b32 * 4) + 2 * r * 4 +
+                             o1 * 2 * r * 4 + o2 * (rows * b8 * 2 + 2 * r * 4) + b * A * xs;
         if (used <= UB_950)
             break;
     }
@@ -419,20 +454,130 @@ static bool regbase_perf_fits(uint64_t N, int smooth, bool dual)
 }
 
 /* Ascend 950's kernel for rows of N 16-bit elements (SetTilingParams: the first that fits). */
-static ardq_kernel regbase_kernel(uint64_t N, int smooth, bool dual)
+static ardq_kernel regbase_kernel(uint64_t N, int smooth, bool beta, bool out1, bool out2)
 {
-    if (regbase_perf_fits(N, smooth, dual))
+    if (regbase_perf_fits(N, smooth, beta, out1, out2))
         return ARDQ_PERF;
-    const uint64_t xs = 2, outs = dual ? 2 : 1;
+    const uint64_t xs = 2, outs = (uint64_t)out1 + (uint64_t)out2;
     const uint64_t R = align_up(N, REDUCE_ALIGN_950 / xs), A = align_up(N, UB_BLOCK_950 / xs);
     const uint64_t reduce = align_up(R / (2 * VL_FP32_950), 8);
     const uint64_t normal = 3 * R * xs + R * 4 + reduce * 4 + A * xs + (uint64_t)smooth * A * xs +
-                            outs * (align_up(N, 32) + align_up(N, 8) * 4) + 32 * (1 + outs);
+                            (beta ? A * xs : 0) + outs * (align_up(N, 32) + align_up(N, 8) * 4) +
+                            32 * (1 + outs);
     if (normal <= UB_950)
         return ARDQ_NORMAL;
     if (SINGLE_ROW_BYTES_950 * align_up(N, 32) + 1024 <= UB_950)
         return ARDQ_SINGLE_ROW;
     return ARDQ_SPLIT;
+}
+
+/* One call of either version, past its op_api's own checks: which outputs are computed,
+ * whether an outputMask was given (the tiling's rules differ), the order of the ViewCopies. */
+typedef struct {
+    const char *p1, *p2;
+    const aclemu_executor_ops *ops;
+    bool out1, out2, masked;
+} ardq_call;
+
+/* The L0 op (stricter where the device's phase one passes: its kernel lookup and tiling,
+ * whose status it discards) and the ViewCopies of its results: y1, scale1, y2, scale2 (V1
+ * copies x between y1 and y2: its own shape, nothing to compare); an uncomputed output is an
+ * L0 tensor of shape [1] and the dtype of the computed one, copied all the same. */
+static aclnnStatus l0_checks(const ardq_call *c, const aclTensor *const *ts,
+                             const aclemu_soc *soc, double epsilon)
+{
+    const char *call = c->p1;
+    const aclTensor *x1 = ts[T_X1], *y1 = ts[T_Y1], *y2 = ts[T_Y2];
+    const aclDataType ydt = c->out1 ? y1->dtype : y2->dtype;
+    const bool regbase = soc->npu_arch == 3510;
+    if (!regbase && soc->npu_arch != 2201)
+        FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the operator "
+             "has no kernel for that series", call, soc->name, soc->series);
+    if (!regbase && ydt != ACL_INT8)
+        FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): no kernel for "
+             "%s %s there (INT8 only)", call, soc->name, soc->series,
+             c->out1 ? "y1Out" : "y2Out", qname(ydt));
+    if (!regbase && !((float)epsilon > 0.0f))
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: epsilon %g must be greater than 0 as a float "
+             "(the tiling's rule)", call, epsilon);
+    if (!c->masked && ts[T_S2] && !ts[T_S1])
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: smoothScale2Optional is given without "
+             "smoothScale1Optional (the tiling's rule)", call);
+    if (regbase && x1->ndim < 2)
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: x1 rank %llu must be at least 2 on %s (Ascend "
+             "950's tiling's rule)", call, (unsigned long long)x1->ndim, soc->name);
+    static const int64_t ONE[1] = {1};
+    static const char *const SAME = "must be x1's shape (the ViewCopy's rule):";
+    static const char *const UNUSED = "must hold one element, its output not computed (the "
+                                      "ViewCopy's rule):";
+    aclnnStatus st;
+    for (int k = 0; k < 2; k++) {
+        const int y = k ? T_Y2 : T_Y1, sc = k ? T_SC2 : T_SC1;
+        const bool out = k ? c->out2 : c->out1;
+        if (ts[y]->dtype != ydt)
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: %s dtype %s must be the computed y's %s (the "
+                 "ViewCopy's rule)", call, TNAME[y], qname(ts[y]->dtype), qname(ydt));
+        if ((st = out ? check_view_copy(call, ts[y], TNAME[y], x1->dims, x1->ndim, SAME)
+                      : check_view_copy(call, ts[y], TNAME[y], ONE, 1, UNUSED)) ||
+            (!out && (st = check_view_copy(call, ts[sc], TNAME[sc], ONE, 1, UNUSED))))
+            return st;
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* The executor of either version: the kernel's payload, past every check. */
+static aclnnStatus build_executor(const ardq_call *c, const aclTensor *const *ts,
+                                  const aclemu_soc *soc, double epsilon, bool empty,
+                                  uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    ardq_payload *P = calloc(1, sizeof *P);
+    if (!P)
+        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", c->p1);
+    const aclTensor *x1 = ts[T_X1];
+    int64_t X = 0;
+    numel(x1->dims, x1->ndim, &X); /* checked by the caller */
+    const int64_t N = empty ? 0 : ts[T_GAMMA]->dims[0];
+    const int64_t M = empty ? 0 : X / N;
+    /* 4 * N floats and N bytes per chunk: 5 * N floats cover them; the run's buffer holds
+     * the smooth scales and beta */
+    P->h = (nr_head){.kernel = &ARDQ_KERNEL, .call = c->p2, .names = TNAME, .rows = M,
+                     .width = N, .row_floats = 5 * N, .run_floats = 3 * N, .no_kernel = empty};
+    P->M = M;
+    P->N = N;
+    P->eps = (float)epsilon;
+    /* the Atlas tiling's (float)(1.0 / numCol), Ascend 950's 1.0f / (float)numN */
+    P->avg = N == 0                   ? 0.0f
+             : soc->npu_arch == 3510 ? 1.0f / (float)N
+                                     : (float)(1.0 / (double)(float)N);
+    P->dtype = x1->dtype;
+    P->out1 = c->out1;
+    P->out2 = c->out2;
+    P->slice = N > WHOLE_ROW_MAX ? SLICE_COLS : 0;
+    P->ydt = c->out1 ? ts[T_Y1]->dtype : ts[T_Y2]->dtype;
+    P->kernel = empty || soc->npu_arch != 3510
+                    ? ARDQ_A2
+                    : regbase_kernel((uint64_t)N, (ts[T_S1] != NULL) + (ts[T_S2] != NULL),
+                                     ts[T_BETA] != NULL, c->out1, c->out2);
+    if (!empty) {
+        const int split = (int)x1->ndim - 1;
+        for (int i = 0; i < T_COUNT; i++) {
+            if (!ts[i])
+                continue;
+            const bool channel = i >= T_GAMMA && i <= T_BETA;
+            const bool per_row = i == T_SC1 || i == T_SC2;
+            const int s = channel ? -1
+                          : per_row ? (int)ts[i]->ndim
+                                    : (split < (int)ts[i]->ndim ? split : (int)ts[i]->ndim);
+            snapshot(&P->t[i], ts[i], s);
+        }
+        /* an uncomputed y and scale: the kernel writes nothing the op_api could copy */
+        if (!c->out1)
+            P->t[T_Y1].present = P->t[T_SC1].present = false;
+        if (!c->out2)
+            P->t[T_Y2].present = P->t[T_SC2].present = false;
+    }
+    /* the executor owns P from here and keeps every tensor, as CANN's does */
+    return p1_finish(c->p1, c->ops, P, 0, ts, TNAME, T_COUNT, T_Y1, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantGetWorkspaceSize(
@@ -444,8 +589,8 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantGetWorkspaceSize(
     if (aclemu_fault(P1))
         return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {x1,    x2,    gamma, smoothScale1Optional,
-                                    smoothScale2Optional,  y1Out, y2Out, xOut,
-                                    scale1Out,             scale2Out};
+                                    smoothScale2Optional,  NULL,  y1Out, y2Out,
+                                    xOut,  scale1Out,      scale2Out};
     /* 0. the out-pointers first (161001); handles are checked before anything reads them */
     aclnnStatus st;
     if ((st = p1_out_pointers(P1, workspaceSize, executor)) ||
@@ -453,96 +598,28 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantGetWorkspaceSize(
         return st;
     /* 1. CheckParams: NULLs (161001), dtypes (161002), shapes (561002) */
     if ((st = p1_required(P1, ts, TNAME, T_X1, T_S1)) ||
-        (st = p1_required(P1, ts, TNAME, T_Y1, T_COUNT)) || (st = check_dtypes(ts)) ||
-        (st = check_shapes(ts)))
+        (st = p1_required(P1, ts, TNAME, T_Y1, T_COUNT)) ||
+        (st = check_dtypes(P1, ts, true, true, ACLNN_ERR_PARAM_INVALID)) ||
+        (st = check_shapes(P1, ts)))
         return st;
     const aclemu_soc *soc = aclemu_soc_info(P1);
     if (!soc)
         return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    /* no outputMask: y1 always, y2 with both smooth scales */
+    const ardq_call c = {P1, P2, &ARDQ_OPS, true, smoothScale1Optional && smoothScale2Optional,
+                         false};
     /* 2. stricter: the docs' relations (161002) */
-    if ((st = check_docs_relations(ts)))
+    if ((st = check_docs_relations(P1, ts, c.out1, c.out2)))
         return st;
     /* 3. an empty x1, gamma or y2Out: success, nothing launched */
     int64_t X = 0, Y2 = 0;
     if (!numel(x1->dims, x1->ndim, &X) || !numel(y2Out->dims, y2Out->ndim, &Y2))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", P1);
-    const int64_t N = gamma->dims[0];
-    const bool empty = X == 0 || N == 0 || Y2 == 0;
-    const bool dual = smoothScale1Optional && smoothScale2Optional;
-    if (!empty) {
-        /* 4. the L0 op's kernel and tiling (stricter where the device's phase one passes);
-         * Ascend 950 has a kernel for every y of the op_api's list */
-        const bool regbase = soc->npu_arch == 3510;
-        if (!regbase && soc->npu_arch != 2201)
-            FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the "
-                 "operator has no kernel for that series", P1, soc->name, soc->series);
-        if (!regbase && y1Out->dtype != ACL_INT8)
-            FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): no kernel "
-                 "for y1Out %s there (INT8 only)", P1, soc->name, soc->series,
-                 qname(y1Out->dtype));
-        if (!regbase && !((float)epsilon > 0.0f))
-            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: epsilon %g must be greater than 0 as a "
-                 "float (the tiling's rule)", P1, epsilon);
-        if (smoothScale2Optional && !smoothScale1Optional)
-            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: smoothScale2Optional is given without "
-                 "smoothScale1Optional (the tiling's rule)", P1);
-        if (regbase && x1->ndim < 2)
-            FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: x1 rank %llu must be at least 2 on %s "
-                 "(Ascend 950's tiling's rule)", P1, (unsigned long long)x1->ndim, soc->name);
-        /* 5. the ViewCopies of the results: y1, x (its own shape), y2, scale1 (its own),
-         * scale2 */
-        static const int64_t ONE[1] = {1};
-        if ((st = check_view_copy(y1Out, "y1Out", x1->dims, x1->ndim,
-                                  "must be x1's shape (the ViewCopy's rule):")) ||
-            (st = dual ? check_view_copy(y2Out, "y2Out", x1->dims, x1->ndim,
-                                         "must be x1's shape (the ViewCopy's rule):")
-                       : check_view_copy(y2Out, "y2Out", ONE, 1,
-                                         "must hold one element without both smooth scales "
-                                         "(the ViewCopy's rule):")) ||
-            (!dual && (st = check_view_copy(scale2Out, "scale2Out", ONE, 1,
-                                            "must hold one element without both smooth "
-                                            "scales (the ViewCopy's rule):"))))
-            return st;
-    }
-
-    ardq_payload *P = calloc(1, sizeof *P);
-    if (!P)
-        FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
-    const int64_t M = empty ? 0 : X / N;
-    const int64_t W = empty ? 0 : N;
-    /* 4 * N floats and N bytes per chunk: 5 * N floats cover them */
-    P->h = (nr_head){.kernel = &ARDQ_KERNEL, .call = P2, .names = TNAME, .rows = M, .width = W,
-                     .row_floats = 5 * W, .run_floats = 2 * W, .no_kernel = empty};
-    P->M = M;
-    P->N = W;
-    P->eps = (float)epsilon;
-    /* the Atlas tiling's (float)(1.0 / numCol), Ascend 950's 1.0f / (float)numN */
-    P->avg = W == 0                   ? 0.0f
-             : soc->npu_arch == 3510 ? 1.0f / (float)W
-                                     : (float)(1.0 / (double)(float)W);
-    P->dtype = x1->dtype;
-    P->dual = dual;
-    P->slice = W > WHOLE_ROW_MAX ? SLICE_COLS : 0;
-    P->ydt = y1Out->dtype;
-    P->kernel = empty || soc->npu_arch != 3510
-                    ? ARDQ_A2
-                    : regbase_kernel((uint64_t)W, (smoothScale1Optional != NULL) +
-                                                      (smoothScale2Optional != NULL), dual);
-    if (!empty) {
-        const int split = (int)x1->ndim - 1;
-        for (int i = 0; i < T_COUNT; i++) {
-            const bool channel = i >= T_GAMMA && i <= T_S2;
-            const bool per_row = i == T_SC1 || i == T_SC2;
-            const int s = channel ? -1
-                          : per_row ? (int)ts[i]->ndim
-                                    : (split < (int)ts[i]->ndim ? split : (int)ts[i]->ndim);
-            snapshot(&P->t[i], ts[i], s);
-        }
-        if (!dual) /* y2 and scale2: the kernel writes nothing the op_api could copy */
-            P->t[T_Y2].present = P->t[T_SC2].present = false;
-    }
-    /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &ARDQ_OPS, P, 0, ts, TNAME, T_COUNT, T_Y1, workspaceSize, executor);
+    const bool empty = X == 0 || gamma->dims[0] == 0 || Y2 == 0;
+    /* 4. the L0 op's kernel and tiling, 5. the ViewCopies of its results */
+    if (!empty && (st = l0_checks(&c, ts, soc, epsilon)))
+        return st;
+    return build_executor(&c, ts, soc, epsilon, empty, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuant(void *workspace, uint64_t workspaceSize,
@@ -550,4 +627,132 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuant(void *workspace, uint64_t 
                                                       aclrtStream stream)
 {
     return aclemu_executor_run(P2, executor, workspace, workspaceSize, stream);
+}
+
+/* V2's CheckFlag (161002): outputMask NULL or of length 2; with it, a given smooth scale
+ * needs its output and one output is computed; without it, smoothScale2 needs
+ * smoothScale1. */
+static aclnnStatus v2_check_flag(const aclTensor *s1, const aclTensor *s2,
+                                 const aclBoolArray *mask)
+{
+    if (!mask) {
+        if (s2 && !s1)
+            FAIL(ACLNN_ERR_PARAM_INVALID, "%s: smoothScale2Optional is given without "
+                 "smoothScale1Optional while outputMask is NULL", P1_V2);
+        return ACLNN_SUCCESS;
+    }
+    if (mask->size != 2)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: outputMask length %llu must be 2", P1_V2,
+             (unsigned long long)mask->size);
+    if (s1 && !mask->values[0])
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: smoothScale1Optional is given but outputMask[0] "
+             "is false", P1_V2);
+    if (s2 && !mask->values[1])
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: smoothScale2Optional is given but outputMask[1] "
+             "is false", P1_V2);
+    if (!mask->values[0] && !mask->values[1])
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: outputMask[0] and outputMask[1] are both false",
+             P1_V2);
+    return ACLNN_SUCCESS;
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantV2GetWorkspaceSize(
+    const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma,
+    const aclTensor *smoothScale1Optional, const aclTensor *smoothScale2Optional,
+    const aclTensor *betaOptional, double epsilon, const aclBoolArray *outputMask,
+    aclTensor *y1Out, aclTensor *y2Out, aclTensor *xOut, aclTensor *scale1Out,
+    aclTensor *scale2Out, uint64_t *workspaceSize, aclOpExecutor **executor)
+{
+    if (aclemu_fault(P1_V2))
+        return ACLNN_ERR_INNER;
+    const aclTensor *ts[T_COUNT] = {x1,    x2,    gamma, smoothScale1Optional,
+                                    smoothScale2Optional,  betaOptional, y1Out, y2Out,
+                                    xOut,  scale1Out,      scale2Out};
+    /* 0. the out-pointers first (161001); handles are checked before anything reads them */
+    aclnnStatus st;
+    if ((st = p1_out_pointers(P1_V2, workspaceSize, executor)) ||
+        (st = p1_live(P1_V2, ts, TNAME, T_COUNT)))
+        return st;
+    if (outputMask && !aclemu_handle_check(outputMask, ACLEMU_KIND_BOOL_ARRAY))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: outputMask (%p) is not a live aclBoolArray", P1_V2,
+             (const void *)outputMask);
+    /* 1. CheckFlag (161002), then the computed outputs */
+    if ((st = v2_check_flag(smoothScale1Optional, smoothScale2Optional, outputMask)))
+        return st;
+    const bool out1 = outputMask ? outputMask->values[0] : true;
+    const bool out2 = outputMask ? outputMask->values[1]
+                                 : smoothScale1Optional && smoothScale2Optional;
+    const ardq_call c = {P1_V2, P2_V2, &ARDQ_V2_OPS, out1, out2, outputMask != NULL};
+    /* 2. CheckNotNull (161001): x1, x2, gamma, xOut, each computed output's y and scale.
+     * Stricter: the others as well, which the op_api reads all the same (y2Out's emptiness,
+     * both y shapes, the scales' shapes and dtypes in the L0 op): NULL crashes the host. */
+    static const int REQUIRED[] = {T_X1, T_X2, T_GAMMA, T_X, T_Y1, T_SC1, T_Y2, T_SC2};
+    for (size_t i = 0; i < sizeof REQUIRED / sizeof REQUIRED[0]; i++)
+        if (!ts[REQUIRED[i]])
+            FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is NULL%s", P1_V2, TNAME[REQUIRED[i]],
+                 i < 4 || (i < 6 ? out1 : out2) ? ""
+                                                : " (its output is not computed, but the "
+                                                  "op_api reads it all the same)");
+    const aclemu_soc *soc = aclemu_soc_info(P1_V2);
+    if (!soc)
+        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    /* 3. empty tensors: on Atlas A2/A3 an empty x1, x2, gamma or y2Out, on Ascend 950 one of
+     * x1, x2, y2Out with gamma non-empty: success, nothing launched. Ascend 950 runs its
+     * empty kernel for an empty gamma (scales of -inf), not modelled */
+    int64_t X = 0, X2 = 0, Y2 = 0;
+    if (!numel(x1->dims, x1->ndim, &X) || !numel(x2->dims, x2->ndim, &X2) ||
+        !numel(y2Out->dims, y2Out->ndim, &Y2))
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", P1_V2);
+    int64_t G = 0;
+    numel(gamma->dims, gamma->ndim, &G);
+    if (soc->npu_arch == 3510 && G == 0)
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: an empty gamma on %s runs Ascend 950's empty "
+             "kernel, not modelled", P1_V2, soc->name);
+    const bool empty = X == 0 || X2 == 0 || G == 0 || Y2 == 0;
+    if (empty)
+        return build_executor(&c, ts, soc, epsilon, true, workspaceSize, executor);
+    /* 4. ComputeAddRmsNormDynamicQuantV2: y1Out's and y2Out's dtypes when both are computed
+     * (161002); INT32 (INT4 packed eight to an element): the last dims (161002), then not
+     * modelled; else the computed y's shapes (561002) */
+    if (out1 && out2 && y1Out->dtype != y2Out->dtype)
+        FAIL(ACLNN_ERR_PARAM_INVALID, "%s: y1Out dtype %s and y2Out dtype %s must be the same "
+             "when both are computed", P1_V2, qname(y1Out->dtype), qname(y2Out->dtype));
+    const aclTensor *ya = out1 ? y1Out : y2Out;
+    if (ya->dtype == ACL_INT32) {
+        for (int k = 0; k < 2; k++) {
+            const aclTensor *y = k ? y2Out : y1Out;
+            if (!(k ? out2 : out1))
+                continue;
+            const int64_t xl = x1->ndim ? x1->dims[x1->ndim - 1] : 1;
+            const int64_t yl = y->ndim ? y->dims[y->ndim - 1] : 1;
+            if (xl != yl * 8)
+                FAIL(ACLNN_ERR_PARAM_INVALID, "%s: %s last dim %lld must be 1/8 of x1's last "
+                     "dim %lld (INT32: packed INT4)", P1_V2, k ? "y2Out" : "y1Out",
+                     (long long)yl, (long long)xl);
+        }
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: INT4 results (y INT32, packed) are not modelled",
+             P1_V2);
+    }
+    for (int k = 0; k < 2; k++) {
+        const aclTensor *y = k ? y2Out : y1Out;
+        if ((k ? out2 : out1) && !same_dims(y->dims, y->ndim, x1->dims, x1->ndim)) {
+            shape_error(P1_V2, TNAME[k ? T_Y2 : T_Y1], y->dims, y->ndim,
+                        "must equal x1's shape", x1->dims, x1->ndim);
+            return ACLNN_ERR_INNER_TILING_ERROR;
+        }
+    }
+    /* 5. stricter: the tiling's dtypes and shapes (561002), the docs' relations (161002),
+     * the L0 op's kernel and tiling, the ViewCopies of its results */
+    if ((st = check_dtypes(P1_V2, ts, out1, out2, ACLNN_ERR_INNER_TILING_ERROR)) ||
+        (st = check_shapes(P1_V2, ts)) || (st = check_docs_relations(P1_V2, ts, out1, out2)) ||
+        (st = l0_checks(&c, ts, soc, epsilon)))
+        return st;
+    return build_executor(&c, ts, soc, epsilon, false, workspaceSize, executor);
+}
+
+ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantV2(void *workspace, uint64_t workspaceSize,
+                                                        aclOpExecutor *executor,
+                                                        aclrtStream stream)
+{
+    return aclemu_executor_run(P2_V2, executor, workspace, workspaceSize, stream);
 }

@@ -1,0 +1,330 @@
+"""The emulator's aclnnAddRmsNormDynamicQuantV2 through raw calls: phase one's checks, codes
+and messages in the V2 op_api's order (hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/
+op_api/aclnn_add_rms_norm_dynamic_quant_v2.cpp: CheckFlag, CheckNotNull, the empty tensors,
+the y dtypes, INT4, CheckShapeValid; then the L0 op, op_api/add_rms_norm_dynamic_quant.cpp,
+with V1's stricter checks) and the numbers with beta (added to the normed row before the
+smooth scales: op_kernel/add_rms_norm_dynamic_quant_normal_kernel.h, arch35
+add_rms_norm_dynamic_quant_regbase_common.h ComputeYAndAbsMaxVF) and outputMask (the
+outputs computed), bit for bit against test_emulator_add_rms_norm_dynamic_quant's NumPy
+model of the kernels and within one quantization step of the float64 reference.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acl_py import reference
+from acl_py.raw import ffi, lib
+
+from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, arena,  # noqa: F401
+                              last_msg, no_leaks, stream)
+from _emu_aclnn import refused_by, run_phase_two
+from _emu_aclnn import phase_one as aclnn_phase_one
+from _part_runs import other_parts, run_on_parts
+from test_emulator_add_rms_norm_dynamic_quant import (A2, FIND_KERNEL, I8, INNER_NULLPTR,
+                                                      REGBASE, SLICE_D_N, TILING, device_chain,
+                                                      inputs, needs_kernel, needs_regbase,
+                                                      read_raw, regbase_kernel, view)
+
+P1 = lib.aclnnAddRmsNormDynamicQuantV2GetWorkspaceSize
+P2 = lib.aclnnAddRmsNormDynamicQuantV2
+CALL = "aclnnAddRmsNormDynamicQuantV2GetWorkspaceSize"
+
+
+class Mask:
+    """An aclBoolArray outputMask (None: NULL), destroyed by close()."""
+
+    def __init__(self, values):
+        self.handle = ffi.NULL if values is None else \
+            lib.aclCreateBoolArray(ffi.new("bool[]", list(values)), len(values))
+
+    def close(self):
+        if self.handle != ffi.NULL:
+            assert lib.aclDestroyBoolArray(self.handle) == OK
+
+
+def phase_one(ts, mask, eps=1e-6, ws=True, ex=True):
+    x1, x2, g, s1, s2, beta, y1, y2, xo, sc1, sc2 = ts
+    m = Mask(mask)
+    try:
+        return aclnn_phase_one(P1, x1, x2, g, s1, s2, beta, eps, m.handle, y1, y2, xo, sc1,
+                               sc2, ws=ws, ex=ex)
+    finally:
+        m.close()
+
+
+def call(arena, args, beta, mask, eps=1e-6):
+    """Runs V2 on [M, N] rows; an uncomputed output is given as one element (the L0 op's
+    [1]) and must keep its sentinel. Returns (y1, y2, x, scale1, scale2), None for an
+    uncomputed one."""
+    x1 = args[0]
+    out1, out2 = (True, args[3] is not None and args[4] is not None) if mask is None \
+        else mask
+    views = [None if a is None else view(arena, a) for a in args]
+    vb = None if beta is None else view(arena, beta)
+    sc_shape = x1.shape[:-1]
+    vy1 = view(arena, shape=x1.shape if out1 else (1,), dtype=I8, sentinel=-77)
+    vy2 = view(arena, shape=x1.shape if out2 else (1,), dtype=I8, sentinel=-77)
+    vx = view(arena, shape=x1.shape, dtype=x1.dtype, sentinel=-7)
+    vs1 = view(arena, shape=sc_shape if out1 else (1,), dtype=F32, sentinel=-5)
+    vs2 = view(arena, shape=sc_shape if out2 else (1,), dtype=F32, sentinel=-5)
+    run_phase_two(arena, P2, phase_one(views + [vb, vy1, vy2, vx, vs1, vs2], mask, eps=eps))
+    got = [read_raw(v) for v in (vy1, vy2, vx, vs1, vs2)]
+    for k, out in ((0, out1), (1, out2)):
+        if not out:
+            assert (got[k] == -77).all() and (got[k + 3] == -5).all(), "uncomputed written"
+            got[k] = got[k + 3] = None
+    return got
+
+
+def assert_matches(got, args, beta, mask, eps=1e-6):
+    exp = device_chain(*args, eps=eps, beta=beta, mask=mask)
+    assert np.array_equal(got[2].view(np.uint16), exp[2].view(np.uint16))
+    ref = reference.add_rms_norm_dynamic_quant(*args, epsilon=eps, beta=beta,
+                                               output_mask=mask)
+    for k in (0, 1):
+        assert (got[k] is None) == (exp[k] is None) == (ref[k] is None)
+        if exp[k] is None:
+            continue
+        assert np.array_equal(got[k], exp[k])
+        assert np.array_equal(got[k + 3].view(np.uint32), exp[k + 3].view(np.uint32))
+        assert np.max(np.abs(got[k].astype(np.float64) - ref[k])) <= reference.QUANT_STEP
+        assert np.allclose(got[k + 3], ref[k + 3], rtol=2e-3, atol=0)
+
+
+# ---- numbers -----------------------------------------------------------------------------------
+
+MASKS = [None, (True, False), (False, True), (True, True)]
+
+
+@needs_kernel
+@pytest.mark.parametrize("dt", [F16, BF16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("m,n", [(7, 33), (3, 1024), (2, SLICE_D_N)],
+                         ids=["33", "1024", "sliced"])
+@pytest.mark.parametrize("smooth", [0, 1, 2], ids=["plain", "smooth1", "dual"])
+@pytest.mark.parametrize("mask", MASKS, ids=["nomask", "y1", "y2", "both"])
+def test_beta_and_mask_bits_and_reference(arena, dt, m, n, smooth, mask):
+    """beta added to (s * rstd) * gamma in float before the smooth scales; each computed
+    output quantized from it (y2 without smoothScale2: the row itself), the others left
+    unwritten; bit for bit the kernels' chain, within one step of the float64 reference."""
+    if mask is not None and ((smooth >= 1 and not mask[0]) or (smooth >= 2 and not mask[1])):
+        pytest.skip("CheckFlag refuses a smooth scale whose output is masked off")
+    rng = np.random.default_rng(m * n + smooth)
+    args = inputs(rng, (m, n), dt, smooth)
+    beta = (rng.standard_normal(n) * 0.5).astype(dt)
+    got = call(arena, args, beta, mask)
+    assert_matches(got, args, beta, mask)
+
+
+@needs_kernel
+def test_beta_changes_the_numbers_and_none_is_v1(arena):
+    """Without beta and outputMask, V2 computes V1's bits; a beta moves them."""
+    rng = np.random.default_rng(11)
+    args = inputs(rng, (4, 64), F16, 2)
+    plain = call(arena, args, None, None)
+    assert_matches(plain, args, None, None)
+    with_beta = call(arena, args, np.full(64, 0.75, F16), None)
+    assert not np.array_equal(plain[3], with_beta[3])
+
+
+@needs_kernel
+def test_smooth_scale2_alone_with_a_mask(arena):
+    """With outputMask, smoothScale2 without smoothScale1 is taken (the tiling's rule holds
+    only without one): y1 from the row, y2 from the row times smoothScale2."""
+    rng = np.random.default_rng(12)
+    x1, x2, g, _, s2 = inputs(rng, (5, 48), BF16, 2)
+    args = (x1, x2, g, None, s2)
+    got = call(arena, args, None, (True, True))
+    assert_matches(got, args, None, (True, True))
+
+
+@needs_regbase
+@pytest.mark.parametrize("n,beta,out1,kernel", [
+    (12608, True, True, "perf"), (12609, True, True, "normal"), (12609, False, True, "perf"),
+    (14016, False, False, "perf"), (14017, False, False, "normal")])
+def test_regbase_beta_and_mask_move_the_boundaries(arena, n, beta, out1, kernel):
+    """beta's UB share (hasBeta) and an uncomputed y1 (outQuant1Flag) enter the arch35
+    tiling's sizes: with beta the perf kernel ends at 12608 columns (14016 without), y2
+    alone moves nothing from V1's boundaries."""
+    mask = (out1, not out1)
+    assert regbase_kernel(n, 0, not out1, beta, out1) == kernel
+    rng = np.random.default_rng(n)
+    args = inputs(rng, (3, n), F16, smooth=0)
+    b = (rng.standard_normal(n) * 0.1).astype(F16) if beta else None
+    got = call(arena, args, b, mask)
+    assert_matches(got, args, b, mask)
+
+
+# ---- phase one ---------------------------------------------------------------------------------
+
+class Args:
+    """Valid views for phase one (FLOAT16 x [4, n], both smooth scales, beta, INT8 y, FLOAT
+    scales [4], outputMask [True, True]), replaced one at a time."""
+
+    NAMES = ("x1", "x2", "gamma", "s1", "s2", "beta", "y1", "y2", "x", "sc1", "sc2")
+
+    def __init__(self, arena, n=32, m=4):
+        self.arena = arena
+        mk = self.make
+        self.v = {"x1": mk((m, n), F16), "x2": mk((m, n), F16), "gamma": mk((n,), F16),
+                  "s1": mk((n,), F16), "s2": mk((n,), F16), "beta": mk((n,), F16),
+                  "y1": mk((m, n), I8), "y2": mk((m, n), I8), "x": mk((m, n), F16),
+                  "sc1": mk((m,), F32), "sc2": mk((m,), F32)}
+        self.mask = (True, True)
+        self.eps = 1e-6
+
+    def make(self, shape, dt, acl_dtype=None):
+        return view(self.arena, shape=shape, dtype=dt, acl_dtype=acl_dtype)
+
+    def call(self, ws=True, ex=True):
+        return phase_one([self.v[k] for k in self.NAMES], self.mask, eps=self.eps, ws=ws,
+                         ex=ex)
+
+
+def expect(args, code, *words, **kw):
+    return refused_by(lambda: args.call(**kw), CALL, (), code, *words)
+
+
+def passes(args):
+    rc, ws, ex = args.call()
+    assert rc == OK, (rc, last_msg())
+    assert ws == 0
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
+@needs_kernel
+def test_valid_arguments_pass(arena):
+    passes(Args(arena))
+    a = Args(arena)
+    a.mask = None
+    passes(a)
+    a = Args(arena)
+    a.v["s2"] = None
+    a.mask = (True, False)
+    a.v["y2"], a.v["sc2"] = a.make((1,), I8), a.make((1,), F32)
+    passes(a)
+
+
+def test_null_out_pointers_come_first(arena):
+    a = Args(arena)
+    a.mask = (False, False)
+    for kw, name in (({"ws": False}, "workspaceSize"), ({"ex": False}, "executor")):
+        rc, _, _ = a.call(**kw)
+        msg = last_msg()
+        assert rc == NULLPTR and msg.startswith(CALL + ": " + name), msg
+
+
+@pytest.mark.parametrize("mask,s1,s2,words", [
+    ((True, True, False), True, True, ("outputMask length 3", "must be 2")),
+    ((False, True), True, True, ("smoothScale1Optional is given", "outputMask[0]")),
+    ((True, False), True, True, ("smoothScale2Optional is given", "outputMask[1]")),
+    ((False, False), False, False, ("both false",)),
+    (None, False, True, ("smoothScale2Optional is given without smoothScale1Optional",)),
+])
+def test_check_flag(arena, mask, s1, s2, words):
+    """CheckFlag, first after the out-pointers (161002), before any NULL check."""
+    a = Args(arena)
+    a.mask = mask
+    a.v["s1"] = a.v["s1"] if s1 else None
+    a.v["s2"] = a.v["s2"] if s2 else None
+    a.v["x1"] = None
+    expect(a, INVALID, *words)
+
+
+@pytest.mark.parametrize("name,c_name", [("x1", "x1"), ("x2", "x2"), ("gamma", "gamma"),
+                                         ("x", "xOut"), ("y1", "y1Out"), ("sc1", "scale1Out"),
+                                         ("y2", "y2Out"), ("sc2", "scale2Out")])
+def test_each_required_tensor(arena, name, c_name):
+    a = Args(arena)
+    a.v[name] = None
+    expect(a, NULLPTR, c_name, "is NULL")
+
+
+def test_an_uncomputed_outputs_null_is_refused_too(arena):
+    """Stricter: the op_api reads y2Out (its emptiness, its shape) and the L0 op scale2Out
+    even when outputMask[1] is false; NULL would crash the host (161001)."""
+    a = Args(arena)
+    a.v["s2"] = None
+    a.mask = (True, False)
+    a.v["y2"] = None
+    expect(a, NULLPTR, "y2Out is NULL", "not computed")
+
+
+def test_empty_tensors_succeed_with_nothing_launched(arena):
+    if REGBASE:
+        expect(Args(arena, n=0), INNER_NULLPTR, "empty gamma", "not modelled")
+    else:
+        passes(Args(arena, n=0))
+    passes(Args(arena, m=0))
+
+
+def test_y_dtypes_must_match_when_both_are_computed(arena):
+    a = Args(arena)
+    a.v["y2"] = a.make((4, 32), I8, acl_dtype=lib.ACL_HIFLOAT8)
+    expect(a, INVALID, "y1Out dtype INT8", "y2Out dtype HIFLOAT8", "same")
+
+
+def test_int4_results_check_the_packing_then_are_not_modelled(arena):
+    """INT32 y (INT4 packed eight to an element): the last dims (161002), then refused as
+    not modelled (a known false refusal: docs/emulator.md)."""
+    a = Args(arena)
+    for k in ("y1", "y2"):
+        a.v[k] = a.make((4, 32), np.dtype(np.int32))
+    expect(a, INVALID, "y1Out last dim 32", "1/8")
+    for k in ("y1", "y2"):
+        a.v[k] = a.make((4, 4), np.dtype(np.int32))
+    expect(a, INNER_NULLPTR, "INT4", "not modelled")
+
+
+@pytest.mark.parametrize("name", ["y1", "y2"])
+def test_computed_y_shapes_are_the_tiling_error(arena, name):
+    a = Args(arena)
+    a.v[name] = a.make((2, 64), I8)
+    expect(a, TILING, f"{name}Out shape [2,64]", "x1's shape")
+
+
+@pytest.mark.parametrize("name,shape,dt,code,words", [
+    ("beta", (16,), F16, TILING, ("betaOptional shape [16]", "gamma's shape")),
+    ("beta", (32,), F32, TILING, ("betaOptional dtype FLOAT", "not supported")),
+    ("beta", (32,), BF16, INVALID, ("betaOptional dtype BF16", "x1's dtype")),
+    ("x1", (4, 32), F32, TILING, ("x1 dtype FLOAT", "not supported")),
+])
+def test_stricter_tiling_and_docs_rules_take_beta(arena, name, shape, dt, code, words):
+    a = Args(arena)
+    a.v[name] = a.make(shape, dt)
+    if name == "x1":
+        a.v["x2"] = a.make(shape, dt)
+    expect(a, code, *words)
+
+
+@needs_kernel
+@pytest.mark.parametrize("name,shape,words", [
+    ("y1", (4, 32), ("y1Out shape [4,32]", "one element")),
+    ("sc1", (4,), ("scale1Out shape [4]", "one element")),
+])
+def test_an_uncomputed_output_is_copied_from_one_element(arena, name, shape, words):
+    """outputMask[0] false: the L0 op's y1 and scale1 are [1], still copied: 561103."""
+    a = Args(arena)
+    a.v["s1"] = None
+    a.mask = (False, True)
+    a.v["y1"], a.v["sc1"] = a.make((1,), I8), a.make((1,), F32)
+    a.v[name] = a.make(shape, a.v[name].dtype)
+    expect(a, INNER_NULLPTR, *words)
+
+
+@pytest.mark.skipif(not A2, reason="Atlas A2/A3's INT8-only kernels")
+def test_no_kernel_for_a_float8_result(arena):
+    a = Args(arena)
+    for k in ("y1", "y2"):
+        a.v[k] = a.make((4, 32), I8, acl_dtype=lib.ACL_FLOAT8_E4M3FN)
+    expect(a, FIND_KERNEL, "not supported on", "INT8 only")
+
+
+def test_parts_without_a_modelled_kernel(arena):
+    if not (A2 or REGBASE):
+        expect(Args(arena), FIND_KERNEL, "not supported on", "no kernel")
+    else:
+        pytest.skip("a part with a modelled kernel")
+
+
+test_on_other_parts = run_on_parts(other_parts(), "not on_other_parts")
