@@ -91,7 +91,7 @@ __all__ = [
     "group_norm_backward_error_scale", "rms_norm_quant", "rms_norm_quant_error_scale",
     "round_half_even", "QUANT_STEP", "add_rms_norm_quant", "float8_step", "quantize",
     "add_rms_norm_quant_error_scale", "DYNAMIC_QUANT_MAX", "add_rms_norm_dynamic_quant",
-    "add_rms_norm_dynamic_quant_error_scale",
+    "add_rms_norm_dynamic_quant_error_scale", "add_layer_norm_quant",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -363,6 +363,31 @@ def add_rms_norm_quant_error_scale(x1, x2, gamma, scales1, scales2=None, zero_po
     ones = np.ones(np.shape(x1))
     return ones, None if scales2 is None else ones, np.abs(_f64(x1)) + np.abs(_f64(x2))
 
+
+
+def add_layer_norm_quant(x1, x2, gamma, beta, bias=None, scales1=None, scales2=None,
+                         zero_points1=None, zero_points2=None, epsilon: float = 1e-5,
+                         div_mode: bool = True):
+    """``(y1, y2, x)`` of AddLayerNormQuant's static mode in float64, y1 and y2 as int8 values
+    held in float64 (y2 None without ``scales2``): ``x = x1 + x2 (+ bias)`` (bias of gamma's
+    shape or of x1's), ``y`` :func:`layer_norm` of ``x`` over gamma's dims with gamma and beta,
+    ``vk = y / scales_k + zero_points_k`` (``y * scales_k`` when ``div_mode`` is false; a
+    missing zero point is 0), ``clip(rint(vk), -128, 127)``, ties to even."""
+    g = _f64(gamma)
+    x = _f64(x1) + _f64(x2)
+    if bias is not None:
+        x = x + _f64(bias)
+    y, _, _ = layer_norm(x, g.shape, g, _f64(beta), epsilon)
+
+    def quantize(scales, zero_points):
+        s = _f64(scales)
+        v = y / s if div_mode else y * s
+        if zero_points is not None:
+            v = v + _f64(zero_points)
+        return np.clip(round_half_even(v), -128, 127)
+
+    y2 = None if scales2 is None else quantize(scales2, zero_points2)
+    return quantize(scales1, zero_points1), y2, x
 
 # The largest magnitude a per-row dynamic int8 quantization maps its row's largest value to.
 DYNAMIC_QUANT_MAX = 127.0

@@ -65,6 +65,7 @@ HEADERS = [
     (INCLUDE / "aclnnop" / "aclnn_add_rms_norm_quant.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_add_rms_norm_dynamic_quant.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_add_rms_norm_dynamic_quant_v2.h", "opapi"),
+    (INCLUDE / "aclnnop" / "aclnn_add_layer_norm_quant.h", "opapi"),
     # Emulator-only introspection: exported by the emulator's libascendcl.so, bound only when
     # the emulator backend is active.
     (EMULATOR_INCLUDE / "aclemu" / "aclemu.h", "emulator"),

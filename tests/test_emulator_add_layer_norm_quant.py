@@ -1,0 +1,533 @@
+"""The emulator's aclnnAddLayerNormQuant through raw calls: phase one's checks, codes and
+messages in the op_api's order (hicann/ops-nn norm/add_layer_norm_quant/op_host/op_api/
+aclnn_add_layer_norm_quant.cpp: CheckPlatform refuses every part but Ascend 950 with 161002
+before anything else; the kernels of op_host/add_layer_norm_quant_def.cpp's config_950; the
+tiling's refusals and kernel choice, op_host/add_layer_norm_quant_tiling_arch35.cpp; the
+stricter choices in docs/emulator.md), and Ascend 950's static-mode numbers
+(op_kernel/arch35/add_layer_norm_static_quant_regbase_full_load_kernel.h): bit for bit
+against a NumPy model of the full-load kernel's float32 chain (its binary-add sums, the
+Newton-Raphson rstd, one and two outputs, with and without zero points and bias, divMode
+true and false) and within one quantization step of the float64 reference; the dynamic mode
+and the Welford kernel refused 'not modelled'. The file runs on every part (its numbers on
+Ascend 950, in a child process from the others).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acl_py import reference
+from acl_py.raw import ffi, lib
+
+from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
+                              DevView, arena, last_msg, no_leaks, stream)
+from _emu_aclnn import SOC, refused_by, run_phase_two
+from _emu_aclnn import phase_one as aclnn_phase_one
+from _part_runs import other_parts, run_on_parts
+from test_emulator_rms_norm_quant import v2_rstd
+
+P1 = lib.aclnnAddLayerNormQuantGetWorkspaceSize
+P2 = lib.aclnnAddLayerNormQuant
+CALL = "aclnnAddLayerNormQuantGetWorkspaceSize"
+INNER_NULLPTR = 561103
+TILING = 561002
+FIND_KERNEL = 561003
+I8 = np.dtype(np.int8)
+REGBASE = SOC.startswith("Ascend950")
+# (x dtype, scales dtype) of config_950
+COMBOS = [(F16, F16), (BF16, BF16), (F32, F32), (F16, F32), (BF16, F32)]
+NAMES = ("x1", "x2", "gamma", "beta", "bias", "s1", "s2", "z1", "z2", "y1", "y2", "x", "os1",
+         "os2")
+
+on_950 = pytest.mark.skipif(not REGBASE, reason=f"{SOC}: the op_api runs on Ascend 950 only")
+
+
+def view(arena, values=None, **kw):
+    """A DevView; an int8 one typed ACL_INT8."""
+    dt = np.dtype(kw.get("dtype") if values is None else np.asarray(values).dtype)
+    if dt == I8:
+        kw["acl_dtype"] = lib.ACL_INT8
+    return DevView(arena, values, **kw)
+
+
+def phase_one(views, mode="static", eps=1e-5, additional=True, div_mode=True, ws=True,
+              ex=True):
+    mode_arg = ffi.NULL if mode is None else ffi.new("char[]", mode.encode())
+    v = list(views)
+    return aclnn_phase_one(P1, *v[:9], mode_arg, eps, additional, div_mode, *v[9:],
+                           ws=ws, ex=ex)
+
+
+def read_int(v):
+    out = np.empty_like(v.storage)
+    v.arena.d2h(out, v.ptr)
+    inside = np.zeros(v.n, bool)
+    v.host_view(inside)[...] = True
+    assert np.array_equal(out[~inside], v.initial[~inside]), "written outside the view"
+    return v.host_view(out).copy()
+
+
+def inputs(rng, shape, dt, sdt, dual=True, zero_points=True, bias=None, scale=40.0):
+    """(x1, x2, gamma, beta, bias, s1, s2, z1, z2) over gamma = x's last dim; bias None,
+    "gamma" or "x1" (its shape)."""
+    n = shape[-1]
+    x1 = (rng.standard_normal(shape) * 2 + 0.25).astype(dt)
+    x2 = rng.standard_normal(shape).astype(dt)
+    g = (1.0 + 0.5 * rng.standard_normal(n)).astype(dt)
+    b = (0.25 * rng.standard_normal(n)).astype(dt)
+    c = None if bias is None else (0.5 * rng.standard_normal(shape if bias == "x1" else n)
+                                   ).astype(dt)
+    s1 = (1.0 / scale * (1 + 0.25 * rng.random(n))).astype(sdt)
+    z1 = rng.integers(-3, 4, n).astype(sdt) if zero_points else None
+    s2 = (0.5 * s1.astype(F32)).astype(sdt) if dual else None
+    z2 = (-rng.integers(-3, 4, n)).astype(sdt) if dual and zero_points else None
+    return x1, x2, g, b, c, s1, s2, z1, z2
+
+
+def call(arena, args, kinds=None, eps=1e-5, div_mode=True, additional=True):
+    """Runs the operator's static mode; returns (y1, y2 or None where not written, x or
+    None where not written, y2 as read)."""
+    x1 = args[0]
+    kinds = kinds or ("contig",) * 12
+    views = [None if a is None else view(arena, a, kind=k) for a, k in zip(args, kinds)]
+    vy1 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[9], sentinel=-77)
+    vy2 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[10], sentinel=-77)
+    vx = DevView(arena, shape=x1.shape, dtype=x1.dtype, kind=kinds[11], sentinel=-7)
+    os_shape = x1.shape[:-1] or (1,)
+    vo1 = DevView(arena, shape=os_shape, dtype=F32, sentinel=-5)
+    vo2 = DevView(arena, shape=os_shape, dtype=F32, sentinel=-5)
+    run_phase_two(arena, P2, phase_one(views + [vy1, vy2, vx, vo1, vo2], eps=eps,
+                                       div_mode=div_mode, additional=additional))
+    assert (vo1.read() == -5).all() and (vo2.read() == -5).all(), "outScales written"
+    y2 = read_int(vy2)
+    x = vx.read()
+    if not additional:
+        assert (x.astype(F32) == -7).all(), "xOut written without additionalOutput"
+    return read_int(vy1), (None if args[6] is None else y2), (x if additional else None), y2
+
+
+# ---- the NumPy model of the full-load kernel's float32 chain ----------------------------------
+
+def fold64(v):
+    """One register's Reduce of [M, 64] float32 lanes: the halving tree (lane l + s into l)."""
+    v = v.copy()
+    s = 32
+    while s:
+        v[:, :s] += v[:, s:2 * s]
+        s //= 2
+    return v[:, 0]
+
+
+def binary_sum(t):
+    """VFCalcMeanVar(Fast)'s row sums of float32 terms t [M, N]: up to 64 columns one Reduce;
+    else P the largest power of two below N, column P + j added onto column j, each register
+    of the first P columns reduced, the partials folded by halves to one register, reduced."""
+    m, n = t.shape
+    if n <= 64:
+        return fold64(np.pad(t, ((0, 0), (0, 64 - n))))
+    p = 1
+    while p * 2 < n:
+        p *= 2
+    head = t[:, :p].copy()
+    head[:, :n - p] += t[:, p:]
+    partial = np.stack([fold64(head[:, i:i + 64]) for i in range(0, p, 64)], axis=1)
+    count = p // 64
+    if count > 64:
+        cur = count // 64 // 2
+        while cur >= 1:
+            partial[:, :cur * 64] += partial[:, cur * 64:2 * cur * 64]
+            cur //= 2
+        count = 64
+    return fold64(np.pad(partial[:, :count], ((0, 0), (0, 64 - count))))
+
+
+def to_int8(t):
+    """Round2Int8: the nearest integer, ties to even, clamped to [-128, 127]; NaN 0."""
+    return np.where(np.isnan(t), 0, np.clip(np.rint(np.nan_to_num(t)), -128, 127)).astype(I8)
+
+
+def device_chain(x1, x2, g, b, c, s1, s2, z1, z2, eps=1e-5, div_mode=True):
+    """The full-load kernel's numbers on [M, N] rows: (y1, y2 or None, x)."""
+    f = np.float32
+    n = x1.shape[-1]
+    a, bb = x1.astype(F32).reshape(-1, n), x2.astype(F32).reshape(-1, n)
+    if c is None:
+        x = a + bb
+    else:
+        x = (bb + np.broadcast_to(c.astype(F32).reshape(-1, n), bb.shape)) + a
+    nf = f(n)
+    mean = binary_sum(x / nf)
+    d = x - mean[:, None]
+    var = binary_sum((d * d) / nf)
+    rstd = np.array([v2_rstd(v, eps, False) for v in var], F32)
+    v = ((d * rstd[:, None]) * g.astype(F32)) + b.astype(F32)
+
+    def quant(scales, zp):
+        with np.errstate(all="ignore"):
+            t = v / scales.astype(F32) if div_mode else v * scales.astype(F32)
+            if zp is not None:
+                t = t + zp.astype(F32)
+        return to_int8(t).reshape(x1.shape)
+
+    y2 = None if s2 is None else quant(s2, z2)
+    return quant(s1, z1), y2, x.astype(x1.dtype).reshape(x1.shape)
+
+
+def assert_matches(got, args, div_mode=True):
+    y1, y2, x = device_chain(*args, div_mode=div_mode)
+    assert np.array_equal(got[0], y1)
+    if got[2] is not None:
+        assert np.array_equal(got[2].view(np.uint8), x.view(np.uint8))
+    if y2 is None:
+        assert got[1] is None and (got[3] == -77).all(), "y2 written without scales2"
+    else:
+        assert np.array_equal(got[1], y2)
+    exp = reference.add_layer_norm_quant(*args, div_mode=div_mode)
+    for k in (0, 1):
+        if exp[k] is not None:
+            finite = np.isfinite(exp[k])
+            assert np.max(np.abs(got[k].astype(np.float64) - exp[k])[finite],
+                          initial=0.0) <= reference.QUANT_STEP
+    return y1
+
+
+# ---- numbers (Ascend 950) -----------------------------------------------------------------------
+
+def combo_ids(c):
+    return "-".join({F16: "f16", BF16: "bf16", F32: "f32"}[d] for d in c)
+
+
+@on_950
+@pytest.mark.parametrize("combo", COMBOS, ids=combo_ids)
+@pytest.mark.parametrize("m,n", [(5, 48), (3, 64), (4, 200), (2, 1000), (2, 4500)])
+@pytest.mark.parametrize("dual", [True, False], ids=["dual", "single"])
+def test_chain_bits_and_reference(arena, combo, m, n, dual):
+    """Bit for bit the full-load kernel's chain (one register; the binary add with one and
+    several folds); xOut the sum in x1's dtype; y2 only with scales2; within one step of the
+    float64 reference."""
+    rng = np.random.default_rng(m * n)
+    args = inputs(rng, (m, n), *combo, dual=dual)
+    y1 = assert_matches(call(arena, args), args)
+    assert len(np.unique(y1)) > 20
+
+
+@on_950
+@pytest.mark.parametrize("bias", ["gamma", "x1"])
+def test_bias_of_gammas_or_x1s_shape(arena, bias):
+    """(x2 + bias) + x1, the bias broadcast over the rows or one row per row."""
+    rng = np.random.default_rng(11)
+    args = inputs(rng, (6, 96), BF16, F32, bias=bias)
+    assert_matches(call(arena, args), args)
+
+
+@on_950
+def test_zero_point_combinations_and_div_mode_false(arena):
+    rng = np.random.default_rng(3)
+    x1, x2, g, b, c, s1, s2, z1, z2 = inputs(rng, (4, 96), F16, F16, scale=0.03)
+    for args in ((x1, x2, g, b, c, s1, s2, None, None), (x1, x2, g, b, c, s1, None, z1, None),
+                 (x1, x2, g, b, c, s1, None, None, None)):
+        assert_matches(call(arena, args, div_mode=False), args, div_mode=False)
+
+
+@on_950
+def test_additional_output_false_leaves_x_unwritten(arena):
+    rng = np.random.default_rng(5)
+    args = inputs(rng, (3, 80), F32, F32)
+    got = call(arena, args, additional=False)
+    assert got[2] is None
+    assert_matches(got, args)
+
+
+@on_950
+def test_saturates_and_nan_is_zero(arena):
+    rng = np.random.default_rng(9)
+    args = list(inputs(rng, (3, 64), F32, F32, dual=False, zero_points=False, scale=1e3))
+    args[0][2, 5] = np.nan
+    got = call(arena, tuple(args))
+    y1 = assert_matches(got, tuple(args))
+    assert y1[0].min() == -128 and y1[0].max() == 127
+    assert (y1[2] == 0).all()
+
+
+@on_950
+@pytest.mark.parametrize("kind", ["padded", "stepped"])
+def test_strided_views_give_the_contiguous_bits(arena, kind):
+    rng = np.random.default_rng(21)
+    args = inputs(rng, (5, 72), F16, F32, bias="x1")
+    want = call(arena, args)
+    got = call(arena, args, kinds=(kind,) * 12)
+    for k in range(3):
+        assert np.array_equal(got[k].view(np.uint8), want[k].view(np.uint8))
+
+
+@on_950
+def test_rank_2_gamma_over_a_rank_3_x(arena):
+    rng = np.random.default_rng(4)
+    x1, x2, g, b, c, s1, s2, z1, z2 = inputs(rng, (3, 4 * 24), F32, F32)
+    shape, gs = (3, 4, 24), (4, 24)
+    args = (x1.reshape(shape), x2.reshape(shape), g.reshape(gs), b.reshape(gs), None,
+            s1.reshape(gs), s2.reshape(gs), z1.reshape(gs), z2.reshape(gs))
+    got = call(arena, args)
+    y1, y2, x = device_chain(x1, x2, g, b, c, s1, s2, z1, z2)
+    assert np.array_equal(got[0], y1.reshape(shape)) and np.array_equal(got[1], y2.reshape(shape))
+
+
+# ---- phase one ---------------------------------------------------------------------------------
+
+class Args:
+    """Valid views for phase one (FLOAT16 x [4, 32], FLOAT16 scales and zero points, INT8 y,
+    FLOAT outScales [4]), replaced one at a time."""
+
+    def __init__(self, arena, n=32):
+        self.arena = arena
+        mk = self.make
+        self.v = {"x1": mk((4, n), F16), "x2": mk((4, n), F16), "gamma": mk((n,), F16),
+                  "beta": mk((n,), F16), "bias": None, "s1": mk((n,), F16),
+                  "s2": mk((n,), F16), "z1": mk((n,), F16), "z2": mk((n,), F16),
+                  "y1": mk((4, n), I8), "y2": mk((4, n), I8), "x": mk((4, n), F16),
+                  "os1": mk((4,), F32), "os2": mk((4,), F32)}
+        self.mode, self.eps, self.div_mode = "static", 1e-5, True
+
+    def make(self, shape, dt):
+        return view(self.arena, shape=shape, dtype=dt)
+
+    def call(self, ws=True, ex=True):
+        return phase_one([self.v[k] for k in NAMES], mode=self.mode, eps=self.eps,
+                         div_mode=self.div_mode, ws=ws, ex=ex)
+
+
+def expect(args, code, *words, **kw):
+    return refused_by(lambda: args.call(**kw), CALL, (), code, *words)
+
+
+def passes(args):
+    rc, ws, ex = args.call()
+    assert rc == OK, (rc, last_msg())
+    assert ws == 0
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
+def test_null_out_pointers_come_first(arena):
+    a = Args(arena)
+    a.v["x1"] = None
+    for kw, name in (({"ws": False}, "workspaceSize"), ({"ex": False}, "executor")):
+        rc, _, _ = a.call(**kw)
+        msg = last_msg()
+        assert rc == NULLPTR and msg.startswith(CALL + ": " + name), msg
+
+
+@pytest.mark.skipif(REGBASE, reason="Ascend 950 runs the op_api")
+def test_every_other_part_is_refused_before_the_arguments(arena):
+    """CheckPlatform comes first: 161002 even for a NULL x1."""
+    expect(Args(arena), INVALID, "not supported on", SOC, "Ascend 950 only")
+    a = Args(arena)
+    a.v["x1"] = None
+    expect(a, INVALID, "not supported on", "Ascend 950 only")
+
+
+@on_950
+def test_valid_arguments_pass(arena):
+    passes(Args(arena))
+    a = Args(arena)
+    for k in ("s2", "z1", "z2"):
+        a.v[k] = None
+    passes(a)
+
+
+@on_950
+@pytest.mark.parametrize("name,c_name", [
+    ("x1", "x1"), ("x2", "x2"), ("gamma", "gamma"), ("beta", "beta"), ("y1", "y1Out"),
+    ("y2", "y2Out"), ("x", "xOut"), ("os1", "outScales1Out"), ("os2", "outScales2Out")])
+def test_each_required_tensor(arena, name, c_name):
+    a = Args(arena)
+    a.v[name] = None
+    expect(a, NULLPTR, c_name + " is NULL")
+
+
+@on_950
+def test_quant_mode(arena):
+    a = Args(arena)
+    a.mode = None
+    expect(a, NULLPTR, "quantMode is NULL")
+    a.v["x1"] = None
+    expect(a, NULLPTR, "x1 is NULL")          # the tensors' NULLs first
+    a = Args(arena)
+    a.mode = "dyn"
+    expect(a, INVALID, 'quantMode "dyn"', "neither")
+    a.mode = "static_v2"                    # the op_api compares a prefix; the tiling does not
+    expect(a, TILING, 'quantMode "static_v2"', "exactly")
+
+
+@on_950
+@pytest.mark.parametrize("name,dt,words", [
+    ("x1", I8, ("x1 dtype INT8", "not supported")),
+    ("x2", F32, ("x2 dtype FLOAT", "x1's dtype")),
+    ("gamma", BF16, ("gamma dtype BF16",)),
+    ("beta", F32, ("beta dtype FLOAT",)),
+    ("bias", F32, ("biasOptional dtype FLOAT",)),
+    ("y1", F16, ("y1Out dtype FLOAT16",)),
+    ("y2", F16, ("y2Out dtype FLOAT16",)),
+    ("x", F32, ("xOut dtype FLOAT",)),
+    ("os1", F16, ("outScales1Out dtype FLOAT16",)),
+    ("os2", BF16, ("outScales2Out dtype BF16",)),
+    ("s1", I8, ("scales1Optional dtype INT8", "not supported")),
+    ("s2", F32, ("scales2Optional dtype FLOAT", "scales1Optional's dtype")),
+    ("z1", BF16, ("zeroPoints1Optional dtype BF16",)),
+    ("z2", F32, ("zeroPoints2Optional dtype FLOAT",)),
+])
+def test_dtypes_in_the_op_apis_order(arena, name, dt, words):
+    a = Args(arena)
+    shape = a.v[name].shape if a.v[name] is not None else a.v["gamma"].shape
+    a.v[name] = a.make(shape, dt)
+    expect(a, INVALID, *words)
+
+
+@on_950
+def test_dynamic_mode_dtypes(arena):
+    a = Args(arena)
+    a.mode = "dynamic"
+    for k in ("z1", "z2"):
+        a.v[k] = None
+    for k in ("x1", "x2", "gamma", "beta", "x"):
+        a.v[k] = a.make(a.v[k].shape, F32)
+    expect(a, INVALID, "x1 dtype FLOAT", "FLOAT16, BF16")
+    a = Args(arena)
+    a.mode = "dynamic"
+    a.v["s1"] = a.make((32,), BF16)
+    expect(a, INVALID, "scales1Optional dtype BF16", "x1's dtype")
+
+
+@on_950
+@pytest.mark.parametrize("name,shape,words", [
+    ("gamma", (16,), ("gamma shape [16]", "trailing dims")),
+    ("x2", (2, 64), ("x2 shape [2,64]", "x1's shape")),
+    ("x", (4, 1, 32), ("xOut shape",)),
+    ("y1", (32, 4), ("y1Out shape",)),
+    ("y2", (2, 32), ("y2Out shape",)),          # with scales2 (dual)
+    ("beta", (1, 32), ("beta shape [1,32]", "gamma's shape")),
+    ("s1", (31,), ("scales1Optional shape",)),
+    ("z2", (1, 32), ("zeroPoints2Optional shape",)),
+    ("bias", (4, 1), ("biasOptional shape [4,1]", "gamma's shape or x1's shape")),
+])
+def test_shapes(arena, name, shape, words):
+    a = Args(arena)
+    a.v[name] = a.make(shape, a.v[name].dtype if a.v[name] is not None else F16)
+    expect(a, INVALID, *words)
+
+
+@on_950
+def test_ranks_above_8(arena):
+    a = Args(arena)
+    shape = (1,) * 8 + (4, 32)
+    for k in ("x1", "x2", "y1", "y2", "x"):
+        a.v[k] = a.make(shape, a.v[k].dtype)
+    expect(a, INVALID, "x1 rank 10 is above 8")
+
+
+@on_950
+def test_dynamic_shape_rules(arena):
+    a = Args(arena)
+    a.mode = "dynamic"
+    for k in ("z1", "z2"):
+        a.v[k] = None
+    a.v["os1"] = a.make((4, 1), F32)
+    expect(a, INVALID, "outScales1Out shape [4,1]", "without its last dim")
+    a.v["os1"] = a.make((4,), F32)
+    a.v["os2"] = a.make((2,), F32)
+    expect(a, INVALID, "outScales2Out shape [2]", "outScales1Out's shape")
+
+
+@on_950
+@pytest.mark.parametrize("mode,given", [
+    ("static", ("s2", "z1")), ("static", ("s2", "z2")), ("static", ("z2",)),
+    ("static", ("z1", "z2")), ("dynamic", ("z1",)), ("dynamic", ("s2",))])
+def test_optional_input_combinations(arena, mode, given):
+    """CheckOptCombValid's table (static: scales1 always; dynamic: no zero points, scales2
+    only beside scales1)."""
+    a = Args(arena)
+    a.mode = mode
+    for k in ("s1", "s2", "z1", "z2"):
+        if k not in given and not (k == "s1" and mode == "static"):
+            a.v[k] = None
+    expect(a, INVALID, "not a valid combination", mode + " mode")
+
+
+@on_950
+def test_static_mode_needs_scales1(arena):
+    a = Args(arena)
+    for k in ("s1", "s2", "z1", "z2"):
+        a.v[k] = None
+    expect(a, INVALID, "not a valid combination", "scales1Optional always")
+
+
+@on_950
+def test_empty_tensors(arena):
+    """An empty outScales1Out: the op_api's own success with nothing launched; an empty x1 in
+    static mode: nothing visible is written; an empty y2Out or outScales beside a non-empty x1
+    (the op_api would compute nothing): refused, stricter."""
+    a = Args(arena)
+    for k in ("x1", "x2", "y1", "y2", "x"):
+        a.v[k] = a.make((0, 32), a.v[k].dtype)
+    passes(a)
+    a = Args(arena)
+    a.mode = "dynamic"
+    for k in ("z1", "z2"):
+        a.v[k] = None
+    for k in ("os1", "os2"):
+        a.v[k] = a.make((0,), F32)
+    for k in ("x1", "x2", "y1", "y2", "x"):
+        a.v[k] = a.make((0, 32), a.v[k].dtype)
+    passes(a)
+    for name, c_name in (("y2", "y2Out"), ("os1", "outScales1Out"), ("os2", "outScales2Out")):
+        a = Args(arena)
+        if name == "y2":
+            a.v["s2"] = a.v["z1"] = a.v["z2"] = None
+        a.v[name] = a.make((0,) + a.v[name].shape[1:], a.v[name].dtype)
+        expect(a, INVALID, c_name + " is empty while x1 is not")
+
+
+@on_950
+def test_the_tilings_refusals(arena):
+    a = Args(arena)
+    a.eps = 0.0
+    expect(a, TILING, "epsilon 0", "greater than 0")
+    a.eps = 1e-50                        # 0 as a float
+    expect(a, TILING, "greater than 0")
+
+
+@on_950
+@pytest.mark.parametrize("x_dt,s_dt", [(F16, BF16), (BF16, F16), (F32, F16), (F32, BF16)])
+def test_no_kernel_for_the_combination(arena, x_dt, s_dt):
+    a = Args(arena)
+    for k in ("x1", "x2", "gamma", "beta", "x"):
+        a.v[k] = a.make(a.v[k].shape, x_dt)
+    for k in ("s1", "s2", "z1", "z2"):
+        a.v[k] = a.make(a.v[k].shape, s_dt)
+    expect(a, FIND_KERNEL, "not supported on", "no kernel")
+
+
+@on_950
+def test_dynamic_mode_is_not_modelled(arena):
+    a = Args(arena)
+    a.mode = "dynamic"
+    for k in ("z1", "z2"):
+        a.v[k] = None
+    expect(a, INNER_NULLPTR, "not modelled", "dynamic")
+
+
+@on_950
+@pytest.mark.parametrize("n,full", [(4500, True), (6000, False)])
+def test_rows_past_the_full_load_kernel_are_not_modelled(arena, n, full):
+    """CheckStcQuantFullLoadTiling (FLOAT x and scales, both zero points): rows of 4500 fit
+    the UB, rows of 6000 take the Welford kernel."""
+    a = Args(arena, n=n)
+    for k in a.v:
+        if a.v[k] is not None and a.v[k].dtype == F16:
+            a.v[k] = a.make(a.v[k].shape, F32)
+    if full:
+        passes(a)
+    else:
+        expect(a, INNER_NULLPTR, "not modelled", "Welford")
+
+
+test_on_other_parts = run_on_parts(other_parts(), "not on_other_parts")
