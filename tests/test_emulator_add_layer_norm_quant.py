@@ -24,6 +24,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from _emu_aclnn import SOC, refused_by, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import other_parts, run_on_parts
+from test_emulator_add_rms_norm_quant import read_int, to_int8, view
 from test_emulator_rms_norm_quant import v2_rstd
 
 P1 = lib.aclnnAddLayerNormQuantGetWorkspaceSize
@@ -42,29 +43,12 @@ NAMES = ("x1", "x2", "gamma", "beta", "bias", "s1", "s2", "z1", "z2", "y1", "y2"
 on_950 = pytest.mark.skipif(not REGBASE, reason=f"{SOC}: the op_api runs on Ascend 950 only")
 
 
-def view(arena, values=None, **kw):
-    """A DevView; an int8 one typed ACL_INT8."""
-    dt = np.dtype(kw.get("dtype") if values is None else np.asarray(values).dtype)
-    if dt == I8:
-        kw["acl_dtype"] = lib.ACL_INT8
-    return DevView(arena, values, **kw)
-
-
 def phase_one(views, mode="static", eps=1e-5, additional=True, div_mode=True, ws=True,
               ex=True):
     mode_arg = ffi.NULL if mode is None else ffi.new("char[]", mode.encode())
     v = list(views)
     return aclnn_phase_one(P1, *v[:9], mode_arg, eps, additional, div_mode, *v[9:],
                            ws=ws, ex=ex)
-
-
-def read_int(v):
-    out = np.empty_like(v.storage)
-    v.arena.d2h(out, v.ptr)
-    inside = np.zeros(v.n, bool)
-    v.host_view(inside)[...] = True
-    assert np.array_equal(out[~inside], v.initial[~inside]), "written outside the view"
-    return v.host_view(out).copy()
 
 
 def inputs(rng, shape, dt, sdt, dual=True, zero_points=True, bias=None, scale=40.0):
@@ -139,11 +123,6 @@ def binary_sum(t):
             cur //= 2
         count = 64
     return fold64(np.pad(partial[:, :count], ((0, 0), (0, 64 - count))))
-
-
-def to_int8(t):
-    """Round2Int8: the nearest integer, ties to even, clamped to [-128, 127]; NaN 0."""
-    return np.where(np.isnan(t), 0, np.clip(np.rint(np.nan_to_num(t)), -128, 127)).astype(I8)
 
 
 def device_chain(x1, x2, g, b, c, s1, s2, z1, z2, eps=1e-5, div_mode=True):
