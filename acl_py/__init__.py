@@ -75,6 +75,7 @@ from .ops import batch_norm_elemt, BatchNormElemt
 from .ops import batch_norm_stats, BatchNormStats
 from .ops import add_rms_norm_quant, AddRmsNormQuant
 from .ops import add_rms_norm_dynamic_quant, AddRmsNormDynamicQuant
+from .ops import add_layer_norm_quant, AddLayerNormQuant
 # ------------------------------------------------------------------------------------------
 
 __version__ = "0.1.0"
@@ -115,4 +116,5 @@ __all__ = [
     "batch_norm_gather_stats_with_counts", "BatchNormGatherStatsWithCounts", "batch_norm_elemt",
     "BatchNormElemt", "batch_norm_stats", "BatchNormStats", "add_rms_norm_quant",
     "AddRmsNormQuant", "add_rms_norm_dynamic_quant", "AddRmsNormDynamicQuant",
+    "add_layer_norm_quant", "AddLayerNormQuant",
 ]

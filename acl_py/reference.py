@@ -92,6 +92,7 @@ __all__ = [
     "round_half_even", "QUANT_STEP", "add_rms_norm_quant", "float8_step", "quantize",
     "add_rms_norm_quant_error_scale", "DYNAMIC_QUANT_MAX", "add_rms_norm_dynamic_quant",
     "add_rms_norm_dynamic_quant_error_scale", "add_layer_norm_quant",
+    "add_layer_norm_quant_error_scale",
 ]
 
 OUTPUTS = ("grad_input", "grad_weight", "grad_bias")
@@ -366,18 +367,35 @@ def add_rms_norm_quant_error_scale(x1, x2, gamma, scales1, scales2=None, zero_po
 
 
 def add_layer_norm_quant(x1, x2, gamma, beta, bias=None, scales1=None, scales2=None,
-                         zero_points1=None, zero_points2=None, epsilon: float = 1e-5,
+                         zero_points1=None, zero_points2=None, quant_mode: str = "static",
+                         epsilon: float = 1e-5, additional_output: bool = True,
                          div_mode: bool = True):
-    """``(y1, y2, x)`` of AddLayerNormQuant's static mode in float64, y1 and y2 as int8 values
-    held in float64 (y2 None without ``scales2``): ``x = x1 + x2 (+ bias)`` (bias of gamma's
-    shape or of x1's), ``y`` :func:`layer_norm` of ``x`` over gamma's dims with gamma and beta,
-    ``vk = y / scales_k + zero_points_k`` (``y * scales_k`` when ``div_mode`` is false; a
-    missing zero point is 0), ``clip(rint(vk), -128, 127)``, ties to even."""
+    """``(y1, y2, x, out_scales1, out_scales2)`` of AddLayerNormQuant in float64, y1 and y2 as
+    int8 values held in float64: ``x = x1 + x2 (+ bias)`` (bias of gamma's shape or of x1's),
+    ``y`` :func:`layer_norm` of ``x`` over gamma's dims with gamma and beta. Static mode
+    (the out scales None): ``vk = y / scales_k + zero_points_k`` (``y * scales_k`` when
+    ``div_mode`` is false; a missing zero point is 0), ``clip(rint(vk), -128, 127)``, ties to
+    even; y2 None without ``scales2``. Dynamic mode: ``tk = y * scales_k`` (``y`` without
+    scales1), per row ``out_scales_k = max|tk| / 127`` and ``yk = rint(tk / out_scales_k)``;
+    y2 and out_scales2 None without ``scales2``. ``additional_output`` has no effect (x is
+    always given)."""
+    del additional_output
     g = _f64(gamma)
     x = _f64(x1) + _f64(x2)
     if bias is not None:
         x = x + _f64(bias)
     y, _, _ = layer_norm(x, g.shape, g, _f64(beta), epsilon)
+    if quant_mode == "dynamic":
+        def dynamic(scales):
+            t = y if scales is None else y * _f64(scales)
+            scale = np.max(np.abs(t), axis=-1) / DYNAMIC_QUANT_MAX
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.where(scale[..., None] > 0, t / scale[..., None], 0.0)
+            return np.clip(round_half_even(q), -128, 127), scale
+
+        y1, o1 = dynamic(scales1)
+        y2, o2 = (None, None) if scales2 is None else dynamic(scales2)
+        return y1, y2, x, o1, o2
 
     def quantize(scales, zero_points):
         s = _f64(scales)
@@ -387,7 +405,26 @@ def add_layer_norm_quant(x1, x2, gamma, beta, bias=None, scales1=None, scales2=N
         return np.clip(round_half_even(v), -128, 127)
 
     y2 = None if scales2 is None else quantize(scales2, zero_points2)
-    return quantize(scales1, zero_points1), y2, x
+    return quantize(scales1, zero_points1), y2, x, None, None
+
+
+def add_layer_norm_quant_error_scale(x1, x2, gamma, beta, bias=None, scales1=None,
+                                     scales2=None, zero_points1=None, zero_points2=None,
+                                     quant_mode: str = "static", epsilon: float = 1e-5,
+                                     additional_output: bool = True, div_mode: bool = True):
+    """Per element of ``(y1, y2, x, out_scales1, out_scales2)``, the magnitude the device's
+    error is proportional to: unused for the quantized outputs (:func:`error_bound` holds them
+    to :data:`QUANT_STEP`), ``|x1| + |x2| (+ |bias|)`` for ``x``, each out scale's own value
+    (dynamic mode)."""
+    ref = add_layer_norm_quant(x1, x2, gamma, beta, bias, scales1, scales2, zero_points1,
+                               zero_points2, quant_mode, epsilon, additional_output, div_mode)
+    ones = np.ones(np.shape(x1))
+    mag = np.abs(_f64(x1)) + np.abs(_f64(x2))
+    if bias is not None:
+        mag = mag + np.abs(_f64(bias))
+    return (ones, None if ref[1] is None else ones, mag,
+            None if ref[3] is None else np.abs(ref[3]),
+            None if ref[4] is None else np.abs(ref[4]))
 
 # The largest magnitude a per-row dynamic int8 quantization maps its row's largest value to.
 DYNAMIC_QUANT_MAX = 127.0

@@ -1073,7 +1073,7 @@ def format_header(env: dict, mode: str, ncases: int, dtypes_note: str = "",
             f"{op} ({n} case{'s' if n != 1 else ''})" for op, n in operators.items()))
     if no_kernel:
         lines.append(f"  note      left out: {', '.join(no_kernel)} (no kernel on {env['soc']}: "
-                     f"the operator's vendor definition)")
+                     f"the operator's vendor definition or op_api)")
     h = env["host"]
     host = f"  host      {h['machine']}, {h['cpus']} cpus, Python {h['python']}, NumPy {h['numpy']}"
     if "emulator_threads" in env:

@@ -47,7 +47,8 @@ DEFAULT_PART = "Ascend910B2"
 
 def quick_cases(part=DEFAULT_PART):
     """The quick run's cases on ``part``: every declared operator's but those the part has no
-    kernel for (InstanceNorm runs on the Atlas inference series only)."""
+    kernel for (InstanceNorm runs on the Atlas inference series only, AddLayerNormQuant on
+    Ascend 950 only)."""
     return smoke.select_parts(smoke.build_cases(quick=True), part)[0]
 
 
@@ -595,21 +596,22 @@ def test_default_dtypes_follow_the_part(tmp_path):
     # AddRmsNorm, GemmaRmsNorm, InplaceAddRmsNorm, AddLayerNorm, DeepNorm, GroupNormSilu,
     # GroupNormSiluV2, AddLayerNormGrad and DeepNormGrad register none for the Atlas training
     # series, nor LayerNormV4's, which FastLayerNorm runs, nor InstanceNorm's, nor
-    # RmsNormQuant's, nor AddRmsNormQuant's, nor AddRmsNormDynamicQuant's), named in the header
+    # RmsNormQuant's, nor AddRmsNormQuant's, nor AddRmsNormDynamicQuant's; AddLayerNormQuant's
+    # op_api runs on Ascend 950 only), named in the header
     gone = ("AddRmsNorm", "GemmaRmsNorm", "InplaceAddRmsNorm", "AddLayerNorm", "DeepNorm",
             "GroupNormSilu", "GroupNormSiluV2", "AddLayerNormGrad", "DeepNormGrad",
             "FastLayerNorm", "InstanceNorm", "RmsNormQuant", "AddRmsNormQuant",
-            "AddRmsNormDynamicQuant")
+            "AddRmsNormDynamicQuant", "AddLayerNormQuant")
     assert not any(n.startswith(tuple(g + "/" for g in gone)) for n in names)
     assert f"left out: {', '.join(gone)} (no kernel on Ascend910A" in proc.stdout
     # An Atlas A2 part computes bf16: every case runs but InstanceNorm's (the Atlas inference
-    # series' only), named in the header.
+    # series' only) and AddLayerNormQuant's (Ascend 950's only), named in the header.
     proc = run_cli(["--quick", "--json", str(path)], ACL_EMU_SOC="Ascend910B2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads(path.read_text())
     assert data["soc"] == "Ascend910B2" and "bfloat16" in data["dtypes"]
     assert len(data["devices"][0]["cases"]) == len(quick_cases("Ascend910B2"))
-    assert "left out: InstanceNorm (no kernel on Ascend910B2" in proc.stdout
+    assert "left out: InstanceNorm, AddLayerNormQuant (no kernel on Ascend910B2" in proc.stdout
 
 
 # ---- the runtime offers no device -------------------------------------------------------------

@@ -17,7 +17,8 @@
 ``acl_py.RmsNormQuant``, ``acl_py.batch_norm_gather_stats_with_counts``, ``acl_py.BatchNormGatherStatsWithCounts``,
 ``acl_py.batch_norm_elemt``, ``acl_py.BatchNormElemt``, ``acl_py.batch_norm_stats``,
 ``acl_py.BatchNormStats``, ``acl_py.add_rms_norm_quant``, ``acl_py.AddRmsNormQuant``,
-``acl_py.add_rms_norm_dynamic_quant`` and ``acl_py.AddRmsNormDynamicQuant`` are re-exported at the package top
+``acl_py.add_rms_norm_dynamic_quant``, ``acl_py.AddRmsNormDynamicQuant``,
+``acl_py.add_layer_norm_quant`` and ``acl_py.AddLayerNormQuant`` are re-exported at the package top
 level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
@@ -57,6 +58,8 @@ from .batch_norm_stats import BATCH_NORM_STATS, BatchNormStats, batch_norm_stats
 from .add_rms_norm_quant import ADD_RMS_NORM_QUANT, AddRmsNormQuant, add_rms_norm_quant
 from .add_rms_norm_dynamic_quant import (ADD_RMS_NORM_DYNAMIC_QUANT, AddRmsNormDynamicQuant,
                                          add_rms_norm_dynamic_quant)
+from .add_layer_norm_quant import (ADD_LAYER_NORM_QUANT, AddLayerNormQuant,
+                                   add_layer_norm_quant)
 
 __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "LayerNormBackward",
            "LAYER_NORM_BACKWARD", "rms_norm", "RmsNorm", "RMS_NORM", "add_rms_norm", "AddRmsNorm",
@@ -79,6 +82,7 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "BATCH_NORM_ELEMT", "batch_norm_stats", "BatchNormStats", "BATCH_NORM_STATS",
            "add_rms_norm_quant", "AddRmsNormQuant", "ADD_RMS_NORM_QUANT",
            "add_rms_norm_dynamic_quant", "AddRmsNormDynamicQuant", "ADD_RMS_NORM_DYNAMIC_QUANT",
+           "add_layer_norm_quant", "AddLayerNormQuant", "ADD_LAYER_NORM_QUANT",
            "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
