@@ -5,7 +5,7 @@ group_norm_silu.py, group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py,
 group_norm_backward.py, batch_norm_backward.py, batch_norm_reduce_backward.py,
 batch_norm_elemt_backward.py, instance_norm.py, rms_norm_quant.py, batch_norm_elemt.py,
 batch_norm_gather_stats_with_counts.py, batch_norm_stats.py, add_rms_norm_quant.py,
-add_rms_norm_dynamic_quant.py) print exactly what the examples print on a device
+add_rms_norm_dynamic_quant.py, add_layer_norm_quant.py) print exactly what the examples print on a device
 (batch_norm_gather_stats_with_counts.py with the eight means its example reads past its host
 vector given; add_rms_norm_dynamic_quant.py with the scales' whole 8 bytes allocated, where its
 example allocates 4).
@@ -49,7 +49,9 @@ from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   layer_norm_example_output, rms_norm_example_output,
                                   rms_norm_grad_example_output, rms_norm_quant_example_output,
                                   add_rms_norm_quant_example_output,
-                                  add_rms_norm_dynamic_quant_example_output)
+                                  add_rms_norm_dynamic_quant_example_output,
+                                  ADD_LAYER_NORM_QUANT_HEADERS, ADD_LAYER_NORM_QUANT_PART,
+                                  add_layer_norm_quant_example_output)
 
 
 def layer_norm_reference():
@@ -193,6 +195,15 @@ def rms_norm_quant_reference():
     return [reference.rms_norm_quant(x, g, g, np.ones(1), np.ones(1), 1e-6)[0]]
 
 
+def add_layer_norm_quant_reference():
+    """y1, y2, x of the add_layer_norm_quant example's data in float64 (int8 values), then
+    the two out scales it prints unwritten (zeros)."""
+    v = np.full(16, 58.0)
+    x = np.full((8, 16), 58.0)
+    y1, y2, xs, _, _ = reference.add_layer_norm_quant(x, x, v, v, v, v, v)
+    return [y1, y2, xs, np.zeros(8), np.zeros(8)]
+
+
 def add_rms_norm_quant_reference():
     """y1 of the add_rms_norm_quant example's data in float64, quantized (int8 values)."""
     z = np.zeros((64, 2))
@@ -332,6 +343,13 @@ PORTS = [
     Port("add_rms_norm_quant.py", add_rms_norm_quant_example_output,
          add_rms_norm_quant_reference, "aclnnAddRmsNormQuantGetWorkspaceSize", rtol=0,
          atol=0),
+    # Ascend 950 only; int8 values: every one is 1 (the normalized sum is 0: y = beta =
+    # scales); the out scales are not written in static mode
+    Port("add_layer_norm_quant.py", add_layer_norm_quant_example_output,
+         add_layer_norm_quant_reference, "aclnnAddLayerNormQuantGetWorkspaceSize", rtol=0,
+         atol=0, headers=(f"Current SOC: {ADD_LAYER_NORM_QUANT_PART['ACL_EMU_SOC']}\n",) +
+         ADD_LAYER_NORM_QUANT_HEADERS, part=ADD_LAYER_NORM_QUANT_PART,
+         prelude=f"Current SOC: {ADD_LAYER_NORM_QUANT_PART['ACL_EMU_SOC']}\n"),
     # int8 values: every one is its row's maximum, 127
     Port("add_rms_norm_dynamic_quant.py", add_rms_norm_dynamic_quant_example_output,
          add_rms_norm_dynamic_quant_reference, "aclnnAddRmsNormDynamicQuantGetWorkspaceSize",

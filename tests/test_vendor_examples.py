@@ -26,7 +26,9 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          norm/add_rms_norm_dynamic_quant/examples
                                          (built; its run refused: below),
                                          norm/sync_batch_norm_gather_stats_with_counts/
-                                         examples, norm/batch_norm_elemt/examples;
+                                         examples, norm/batch_norm_elemt/examples,
+                                         norm/add_layer_norm_quant/examples, run on
+                                         Ascend 950;
                                          ops-math math/reduce_std_with_mean/examples) and
                                          runtime/
                                          (hicann/runtime: example/1_basic_features/device/
@@ -53,8 +55,9 @@ deep_norm.py, group_norm_silu.py, group_norm_silu_v2.py, add_layer_norm_grad.py,
 deep_norm_grad.py, group_norm_backward.py, batch_norm_backward.py,
 batch_norm_reduce_backward.py, batch_norm_elemt_backward.py, instance_norm.py,
 rms_norm_quant.py, batch_norm_elemt.py, batch_norm_stats.py,
-add_rms_norm_quant.py) print byte for byte what the C++ examples print,
-both on the emulator (instance_norm.py's on Ascend310P3, the operator's only part;
+add_rms_norm_quant.py, add_layer_norm_quant.py) print byte for byte what the C++ examples
+print, both on the emulator (instance_norm.py's on Ascend310P3, add_layer_norm_quant.py's on
+Ascend950PR_9599, each the operator's only part;
 batch_norm_gather_stats_with_counts.py cannot: its example reads host data past its
 vectors).
 
@@ -1516,6 +1519,53 @@ def test_vendor_batch_norm_gather_stats_with_counts_example(library):
 INSTANCE_NORM_PART = {"ACL_EMU_SOC": _sample.ports()["instance_norm"].soc}
 
 
+# aclnnAddLayerNormQuant runs on Ascend 950 only (its op_api's CheckPlatform): its example
+# and port run on the part its port declares (samples/add_layer_norm_quant.py's "soc")
+ADD_LAYER_NORM_QUANT_PART = {"ACL_EMU_SOC": _sample.ports()["add_layer_norm_quant"].soc}
+ADD_LAYER_NORM_QUANT_HEADERS = tuple(f"==== AddLayerNormQuant {name} output\n"
+                                     for name in ("y1", "y2", "x", "outScale1", "outScale2"))
+
+
+def add_layer_norm_quant_example_output() -> str:
+    """The add_layer_norm_quant example on Ascend 950 (it prints the part's name first, and
+    skips any other part): its inputs (x1, x2 [8, 16], gamma, beta, bias, scales1, scales2
+    [16], all FLOAT 0x3A = 58; no zero points; static, epsilon 1e-6, additionalOutput and
+    divMode true) through the full-load kernel
+    (arch35/add_layer_norm_static_quant_regbase_full_load_kernel.h: docs/emulator.md): x =
+    (x2 + bias) + x1 = 174, every x / 16 = 10.875 and every partial sum exact, so mean = x,
+    d = 0, var = 0, v = (0 * rstd) * gamma + beta = 58, y1 = y2 = rint(v / 58) = 1; the out
+    scales are not written in static mode (the zeros the example copied in). y1, y2 printed
+    with %d, x and the scales with %f, each after its header line."""
+    f = np.float32
+    fill = f(0x3A)
+    x = (np.full((8, 16), fill, f) + fill) + fill
+    mean = np.sum(x / f(16), axis=1, dtype=f)
+    d = x - mean[:, None]
+    assert not d.any()
+    var = np.sum((d * d) / f(16), axis=1, dtype=f)
+    rstd = f(1) / np.sqrt(var + f(1e-6))
+    v = ((d * rstd[:, None]) * fill) + fill
+    y = np.clip(np.rint(v / fill), -128, 127).astype(np.int8)
+    parts = [f"Current SOC: {ADD_LAYER_NORM_QUANT_PART['ACL_EMU_SOC']}\n"]
+    for header, values, fmt in zip(ADD_LAYER_NORM_QUANT_HEADERS,
+                                   (y, y, x, np.zeros(8, f), np.zeros(8, f)),
+                                   ("%d", "%d", "%f", "%f", "%f")):
+        parts.append(header + "".join(f"result[{i}] is: {fmt % v}\n"
+                                      for i, v in enumerate(values.ravel())))
+    return "".join(parts)
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnAddLayerNormQuant "
+                    "example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_add_layer_norm_quant_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "add_layer_norm_quant", "examples",
+                                             "test_aclnn_add_layer_norm_quant.cpp"), [library],
+                        env=ADD_LAYER_NORM_QUANT_PART)
+    assert out == add_layer_norm_quant_example_output()
+
+
 def instance_norm_example_output() -> str:
     """The instance_norm_v3 arch20 example's inputs (x = [1, 8, 4, 4] of 0.77, gamma 1.5,
     beta 0.5, NCHW, eps 1e-5, FLOAT) through the emulator's chain (the kernel is not public:
@@ -1706,9 +1756,13 @@ EXAMPLE_PORTS = [
     ("add_rms_norm_quant.py", "ops-nn",
      os.path.join("norm", "add_rms_norm_quant", "examples",
                   "test_aclnn_add_rms_norm_quant.cpp"), "opapi_nn"),
+    ("add_layer_norm_quant.py", "ops-nn",
+     os.path.join("norm", "add_layer_norm_quant", "examples",
+                  "test_aclnn_add_layer_norm_quant.cpp"), "opapi_nn"),
 ]
 # the part a port and its example run on, where the default has no kernel for it
-PORT_PARTS = {"instance_norm.py": INSTANCE_NORM_PART}
+PORT_PARTS = {"instance_norm.py": INSTANCE_NORM_PART,
+              "add_layer_norm_quant.py": ADD_LAYER_NORM_QUANT_PART}
 
 
 @pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
