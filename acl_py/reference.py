@@ -375,8 +375,8 @@ def add_layer_norm_quant(x1, x2, gamma, beta, bias=None, scales1=None, scales2=N
     ``y`` :func:`layer_norm` of ``x`` over gamma's dims with gamma and beta. Static mode
     (the out scales None): ``vk = y / scales_k + zero_points_k`` (``y * scales_k`` when
     ``div_mode`` is false; a missing zero point is 0), ``clip(rint(vk), -128, 127)``, ties to
-    even; y2 None without ``scales2``. Dynamic mode: ``tk = y * scales_k`` (``y`` without
-    scales1), per row ``out_scales_k = max|tk| / 127`` and ``yk = rint(tk / out_scales_k)``;
+    even (:func:`quantize`); y2 None without ``scales2``. Dynamic mode: ``tk = y *
+    scales_k`` (``y`` without scales1), per row ``out_scales_k = max|tk| / 127`` and ``yk = rint(tk / out_scales_k)``;
     y2 and out_scales2 None without ``scales2``. ``additional_output`` has no effect (x is
     always given)."""
     del additional_output
@@ -391,21 +391,21 @@ def add_layer_norm_quant(x1, x2, gamma, beta, bias=None, scales1=None, scales2=N
             scale = np.max(np.abs(t), axis=-1) / DYNAMIC_QUANT_MAX
             with np.errstate(divide="ignore", invalid="ignore"):
                 q = np.where(scale[..., None] > 0, t / scale[..., None], 0.0)
-            return np.clip(round_half_even(q), -128, 127), scale
+            return quantize(q), scale
 
         y1, o1 = dynamic(scales1)
         y2, o2 = (None, None) if scales2 is None else dynamic(scales2)
         return y1, y2, x, o1, o2
 
-    def quantize(scales, zero_points):
+    def static(scales, zero_points):
         s = _f64(scales)
         v = y / s if div_mode else y * s
         if zero_points is not None:
             v = v + _f64(zero_points)
-        return np.clip(round_half_even(v), -128, 127)
+        return quantize(v)
 
-    y2 = None if scales2 is None else quantize(scales2, zero_points2)
-    return quantize(scales1, zero_points1), y2, x, None, None
+    y2 = None if scales2 is None else static(scales2, zero_points2)
+    return static(scales1, zero_points1), y2, x, None, None
 
 
 def add_layer_norm_quant_error_scale(x1, x2, gamma, beta, bias=None, scales1=None,
