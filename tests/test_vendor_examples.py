@@ -1689,6 +1689,41 @@ def test_vendor_add_rms_norm_dynamic_quant_example(library):
     assert run.stdout == add_rms_norm_dynamic_quant_example_output(), run.stdout
 
 
+def add_rms_norm_dynamic_quant_v2_example_output() -> str:
+    """The add_rms_norm_dynamic_quant V2 example's inputs (V1's, with beta [8] FLOAT16 0x3e00
+    = 1.5 and no outputMask) through Atlas A2's chain with beta added after gamma
+    (op_kernel/add_rms_norm_dynamic_quant_*_kernel.h betaFlag: docs/emulator.md): t = (((s *
+    rstd) * gamma) + beta) * smooth1, y1 = rint(t * (127 / max|t|)) per row: every value its
+    row's maximum, 127. What the example prints on a device (y1 with %d)."""
+    f = np.float32
+    half = np.full((2, 8), 0x3800, np.uint16).view(np.float16)
+    g = np.full(8, 0x3e00, np.uint16).view(np.float16).astype(f)
+    s = half.astype(f) + half.astype(f)
+    rstd = f(1) / np.sqrt(np.sum(s * s, axis=1, dtype=f) * f(1.0 / 8.0) + f(1e-6))
+    t = (((s * rstd[:, None]) * g) + g) * g
+    q = f(127) / np.max(np.abs(t), axis=1)
+    y1 = np.clip(np.rint(t * q[:, None]), -128, 127).astype(np.int8)
+    return "".join(f"result[{i}] is: {int(v)}\n" for i, v in enumerate(y1.ravel()))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its "
+                    "aclnnAddRmsNormDynamicQuantV2 example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_add_rms_norm_dynamic_quant_v2_example(library):
+    """The V2 example (beta, no outputMask) builds unchanged against the emulator and prints
+    what a device prints; its scales' [2] FLOAT from 4 bytes as V1's example."""
+    exe, r = compile_example(OPS_NN, os.path.join("norm", "add_rms_norm_dynamic_quant",
+                                                  "examples",
+                                                  "test_aclnn_add_rms_norm_dynamic_quant_v2.cpp"),
+                             [library])
+    assert r.returncode == 0, f"{' '.join(r.args)}\n{r.stderr}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
+    run = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout == add_rms_norm_dynamic_quant_v2_example_output(), run.stdout
+
+
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
 
 # (port under samples/, checkout, the C++ example it ports, its operator library)
