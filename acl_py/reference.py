@@ -459,21 +459,17 @@ def add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1=None, smooth_scale2=
     if beta is not None:
         y = y + _f64(beta)
 
-    def quantize(smooth):
+    def per_row(smooth):      # one output: its values as y_dtype holds them, its scales
         t = y if smooth is None else y * _f64(smooth)
         scale = np.max(np.abs(t), axis=-1) / quant_max
         with np.errstate(divide="ignore", invalid="ignore"):
             q = np.where(scale[..., None] > 0, t / scale[..., None], 0.0)
-        if hif8:
-            return dtypes.hifloat8_table()[dtypes.float32_to_hifloat8(q)], scale
-        if ydt != np.int8:
-            return q, scale
-        return np.clip(round_half_even(q), -128, 127), scale
+        return quantize(q, y_dtype), scale
 
     if output_mask is None:
         output_mask = (True, smooth_scale1 is not None and smooth_scale2 is not None)
-    y1, s1 = quantize(smooth_scale1) if output_mask[0] else (None, None)
-    y2, s2 = quantize(smooth_scale2) if output_mask[1] else (None, None)
+    y1, s1 = per_row(smooth_scale1) if output_mask[0] else (None, None)
+    y2, s2 = per_row(smooth_scale2) if output_mask[1] else (None, None)
     return y1, y2, x, s1, s2
 
 
