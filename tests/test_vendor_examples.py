@@ -1651,19 +1651,21 @@ def test_vendor_add_rms_norm_quant_example(library):
     assert out == add_rms_norm_quant_example_output()
 
 
-def add_rms_norm_dynamic_quant_example_output() -> str:
+def add_rms_norm_dynamic_quant_example_output(beta: bool = False) -> str:
     """The add_rms_norm_dynamic_quant example's inputs (x1, x2 [2, 8] FLOAT16 0x3800 = 0.5,
     gamma and both smooth scales [8] FLOAT16 0x3e00 = 1.5, epsilon 1e-6 as a float) through
     Atlas A2's chain (op_kernel/add_rms_norm_dynamic_quant_*_kernel.h: docs/emulator.md):
     s = 1 in float, rstd = 1 / sqrt(sum(s * s) * (1 / 8) + eps), t = ((s * rstd) * gamma) *
-    smooth1, y1 = rint(t * (127 / max|t|)) per row: every value its row's maximum, 127. What
-    the example prints on a device (y1 with %d)."""
+    smooth1 (the V2 example, ``beta``: beta [8] FLOAT16 1.5 added after gamma, betaFlag),
+    y1 = rint(t * (127 / max|t|)) per row: every value its row's maximum, 127. What the
+    example prints on a device (y1 with %d)."""
     f = np.float32
     half = np.full((2, 8), 0x3800, np.uint16).view(np.float16)
     g = np.full(8, 0x3e00, np.uint16).view(np.float16).astype(f)
     s = half.astype(f) + half.astype(f)
     rstd = f(1) / np.sqrt(np.sum(s * s, axis=1, dtype=f) * f(1.0 / 8.0) + f(1e-6))
-    t = ((s * rstd[:, None]) * g) * g
+    n = (s * rstd[:, None]) * g
+    t = ((n + g) if beta else n) * g
     q = f(127) / np.max(np.abs(t), axis=1)
     y1 = np.clip(np.rint(t * q[:, None]), -128, 127).astype(np.int8)
     return "".join(f"result[{i}] is: {int(v)}\n" for i, v in enumerate(y1.ravel()))
@@ -1671,57 +1673,23 @@ def add_rms_norm_dynamic_quant_example_output() -> str:
 
 @pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
                     "hicann/ops-nn checkout (ops-nn/) to build its "
-                    "aclnnAddRmsNormDynamicQuant example against the emulator")
+                    "aclnnAddRmsNormDynamicQuant and V2 examples against the emulator")
 @pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
-def test_vendor_add_rms_norm_dynamic_quant_example(library):
-    """The example builds unchanged against the emulator and prints what a device prints. It
-    allocates every tensor's device memory from a vector of 16-bit words, so its FLOAT scale1
-    and scale2 [2] ask for 4 bytes for their 8: the runtime's rounding of each allocation
-    (64 bytes for 4) holds them, as on a device."""
+@pytest.mark.parametrize("example,beta", [("test_aclnn_add_rms_norm_dynamic_quant.cpp", False),
+                                          ("test_aclnn_add_rms_norm_dynamic_quant_v2.cpp", True)],
+                         ids=["v1", "v2"])
+def test_vendor_add_rms_norm_dynamic_quant_examples(library, example, beta):
+    """The V1 example and the V2 one (beta, no outputMask) build unchanged against the
+    emulator and print what a device prints. Each allocates every tensor's device memory from
+    a vector of 16-bit words, so its FLOAT scale1 and scale2 [2] ask for 4 bytes for their 8:
+    the runtime's rounding of each allocation (64 bytes for 4) holds them, as on a device."""
     exe, r = compile_example(OPS_NN, os.path.join("norm", "add_rms_norm_dynamic_quant",
-                                                  "examples",
-                                                  "test_aclnn_add_rms_norm_dynamic_quant.cpp"),
-                             [library])
+                                                  "examples", example), [library])
     assert r.returncode == 0, f"{' '.join(r.args)}\n{r.stderr}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
     run = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout == add_rms_norm_dynamic_quant_example_output(), run.stdout
-
-
-def add_rms_norm_dynamic_quant_v2_example_output() -> str:
-    """The add_rms_norm_dynamic_quant V2 example's inputs (V1's, with beta [8] FLOAT16 0x3e00
-    = 1.5 and no outputMask) through Atlas A2's chain with beta added after gamma
-    (op_kernel/add_rms_norm_dynamic_quant_*_kernel.h betaFlag: docs/emulator.md): t = (((s *
-    rstd) * gamma) + beta) * smooth1, y1 = rint(t * (127 / max|t|)) per row: every value its
-    row's maximum, 127. What the example prints on a device (y1 with %d)."""
-    f = np.float32
-    half = np.full((2, 8), 0x3800, np.uint16).view(np.float16)
-    g = np.full(8, 0x3e00, np.uint16).view(np.float16).astype(f)
-    s = half.astype(f) + half.astype(f)
-    rstd = f(1) / np.sqrt(np.sum(s * s, axis=1, dtype=f) * f(1.0 / 8.0) + f(1e-6))
-    t = (((s * rstd[:, None]) * g) + g) * g
-    q = f(127) / np.max(np.abs(t), axis=1)
-    y1 = np.clip(np.rint(t * q[:, None]), -128, 127).astype(np.int8)
-    return "".join(f"result[{i}] is: {int(v)}\n" for i, v in enumerate(y1.ravel()))
-
-
-@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
-                    "hicann/ops-nn checkout (ops-nn/) to build its "
-                    "aclnnAddRmsNormDynamicQuantV2 example against the emulator")
-@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
-def test_vendor_add_rms_norm_dynamic_quant_v2_example(library):
-    """The V2 example (beta, no outputMask) builds unchanged against the emulator and prints
-    what a device prints; its scales' [2] FLOAT from 4 bytes as V1's example."""
-    exe, r = compile_example(OPS_NN, os.path.join("norm", "add_rms_norm_dynamic_quant",
-                                                  "examples",
-                                                  "test_aclnn_add_rms_norm_dynamic_quant_v2.cpp"),
-                             [library])
-    assert r.returncode == 0, f"{' '.join(r.args)}\n{r.stderr}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACL_EMU_")}
-    run = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout == add_rms_norm_dynamic_quant_v2_example_output(), run.stdout
+    assert run.stdout == add_rms_norm_dynamic_quant_example_output(beta), run.stdout
 
 
 SAMPLES = os.path.join(os.path.dirname(HERE), "samples")
