@@ -80,7 +80,8 @@ from ..tensor import DeviceTensor, as_dims
 from ._two_phase import (BOOL_ARRAY, INT_ARRAY, STRING, TENSOR, VALUE, Executor, Operator,
                          Param)
 
-__all__ = ["Arg", "tensor", "output", "shape_of", "dtype_of", "as_many_elements", "int_array", "bool_array", "double",
+__all__ = ["Arg", "tensor", "output", "shape_of", "dtype_of", "check_same_shape",
+           "check_trailing_dims", "as_many_elements", "int_array", "bool_array", "double",
            "integer", "flag", "string", "option", "dtype_option", "Declared", "Plan", "Part", "part_of", "DECLARED", "OutputError",
            "OutputNotWritten", "FLOATS", "REQUIRED"]
 
@@ -193,6 +194,21 @@ def shape_of(name):
 def dtype_of(name):
     """An output's ``dtype``: the dtype of the argument named ``name`` (its Python name)."""
     return lambda a: a[name].dtype
+
+
+def check_same_shape(arg, shape, of, of_shape):
+    """For a declaration's ``check``: ``arg``'s ``shape`` must be ``of``'s ``of_shape``
+    (AclArgumentError naming ``arg`` otherwise)."""
+    if shape != of_shape:
+        raise AclArgumentError(arg, f"shape {shape} must equal {of}'s shape {of_shape}")
+
+
+def check_trailing_dims(arg, shape, of, of_shape):
+    """For a declaration's ``check``: ``arg``'s ``shape`` must be the trailing dims of
+    ``of``'s ``of_shape``, at least one (a norm's gamma against its input)."""
+    if not shape or len(shape) > len(of_shape) or of_shape[len(of_shape) - len(shape):] != shape:
+        raise AclArgumentError(arg, f"shape {shape} must equal the trailing dims of {of}'s "
+                               f"shape {of_shape}")
 
 
 def _always(dt):

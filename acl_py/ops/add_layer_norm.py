@@ -21,8 +21,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, flag, output, shape_of,
-                       tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, check_trailing_dims,
+                       configured, double, flag, output, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -51,11 +51,8 @@ def add_layer_norm_check(a):
         why = "x1 and x2 of different dtypes" if mixed else "x1's dtype"
         if bias.dtype != want:
             raise AclTypeError("bias", f"dtype {bias.dtype.name} must be {want.name} ({why})")
-    if x2.shape != shape:
-        raise AclArgumentError("x2", f"shape {x2.shape} must equal x1's shape {shape}")
-    if not gs or len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
-        raise AclArgumentError("gamma", f"shape {gs} must equal the trailing dims of x1's "
-                               f"shape {shape}")
+    check_same_shape("x2", x2.shape, "x1", shape)
+    check_trailing_dims("gamma", gs, "x1", shape)
     if beta.shape != gs:
         raise AclArgumentError("beta", f"shape {beta.shape} must equal gamma's shape {gs}")
     if bias is not None and bias.shape not in (gs, shape):

@@ -20,8 +20,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, dtype_of, output, shape_of,
-                       tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, check_trailing_dims,
+                       configured, dtype_of, output, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -41,11 +41,9 @@ def add_layer_norm_grad_check(a):
     shape, gs = a.dy.shape, a.gamma.shape
     for name in ("x1", "x2", "dsum"):
         t = getattr(a, name)
-        if t is not None and t.shape != shape:
-            raise AclArgumentError(name, f"shape {t.shape} must equal dy's shape {shape}")
-    if not gs or len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
-        raise AclArgumentError("gamma", f"shape {gs} must equal the trailing dims of dy's "
-                               f"shape {shape}")
+        if t is not None:
+            check_same_shape(name, t.shape, "dy", shape)
+    check_trailing_dims("gamma", gs, "dy", shape)
     stat = shape[:len(shape) - len(gs)] + (1,) * len(gs)
     if a.mean.shape != stat:
         raise AclArgumentError("mean", f"shape {a.mean.shape} must be dy's batch dims then "

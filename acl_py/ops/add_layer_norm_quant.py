@@ -28,8 +28,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, flag,
-                       output, shape_of, string, tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, check_trailing_dims,
+                       configured, double, dtype_of, flag, output, shape_of, string, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -105,11 +105,8 @@ def add_layer_norm_quant_check(a):
             raise AclTypeError("scales1", f"dtype {_name(s)} has no kernel with x1 {_name(x)} "
                                f"(x1's dtype or float32 with a 16-bit x1; float32 with float32)")
     shape, gs = a.x1.shape, a.gamma.shape
-    if a.x2.shape != shape:
-        raise AclArgumentError("x2", f"shape {a.x2.shape} must equal x1's shape {shape}")
-    if not gs or len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
-        raise AclArgumentError("gamma", f"shape {gs} must equal the trailing dims of x1's "
-                               f"shape {shape}")
+    check_same_shape("x2", a.x2.shape, "x1", shape)
+    check_trailing_dims("gamma", gs, "x1", shape)
     if dyn and (len(shape) < 2 or len(gs) != 1):
         raise AclArgumentError("gamma" if len(gs) != 1 else "x1",
                                f"dynamic mode takes x1 of rank 2 at least and gamma of rank 1 "

@@ -20,8 +20,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
-                       shape_of, tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, check_trailing_dims,
+                       configured, double, dtype_of, output, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -38,11 +38,8 @@ def add_rms_norm_check(a):
     if a.epsilon < 0:
         raise AclArgumentError("epsilon", f"{a.epsilon!r} is negative (must be >= 0)")
     shape, gs = a.x1.shape, a.gamma.shape
-    if a.x2.shape != shape:
-        raise AclArgumentError("x2", f"shape {a.x2.shape} must equal x1's shape {shape}")
-    if not gs or len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
-        raise AclArgumentError("gamma", f"shape {gs} must equal the trailing dims of x1's "
-                               f"shape {shape}")
+    check_same_shape("x2", a.x2.shape, "x1", shape)
+    check_trailing_dims("gamma", gs, "x1", shape)
 
 
 def rstd_shape(a):

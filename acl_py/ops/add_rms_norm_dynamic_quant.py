@@ -23,8 +23,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
-                       shape_of, tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, configured, double,
+                       dtype_of, output, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -47,8 +47,7 @@ def add_rms_norm_dynamic_quant_check(a):
     x1's last dim, each smooth scale of gamma's shape, ``smooth_scale2`` only with
     ``smooth_scale1`` (the tiling refuses it alone)."""
     shape, gs = a.x1.shape, a.gamma.shape
-    if a.x2.shape != shape:
-        raise AclArgumentError("x2", f"shape {a.x2.shape} must equal x1's shape {shape}")
+    check_same_shape("x2", a.x2.shape, "x1", shape)
     if len(gs) != 1 or not shape or shape[-1] != gs[0]:
         raise AclArgumentError("gamma", f"shape {gs} must be one dim equal to x1's last dim "
                                f"(x1's shape {shape})")

@@ -25,8 +25,9 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of,
-                       dtype_option, flag, integer, output, part_of, shape_of, tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, check_trailing_dims,
+                       configured, double, dtype_of, dtype_option, flag, integer, output, part_of,
+                       shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -135,11 +136,8 @@ def add_rms_norm_quant_check(a):
         raise AclTypeError("zero_points2" if arg == "zero_points1" and z1 is None else arg,
                            rule)
     shape, gs = a.x1.shape, a.gamma.shape
-    if a.x2.shape != shape:
-        raise AclArgumentError("x2", f"shape {a.x2.shape} must equal x1's shape {shape}")
-    if not gs or len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
-        raise AclArgumentError("gamma", f"shape {gs} must equal the trailing dims of x1's "
-                               f"shape {shape}")
+    check_same_shape("x2", a.x2.shape, "x1", shape)
+    check_trailing_dims("gamma", gs, "x1", shape)
     for name in ("scales1", "scales2", "zero_points1", "zero_points2"):
         t = a[name]
         if t is not None and t.shape != gs:
