@@ -5,6 +5,7 @@ deferral; never a crash, never a leak (the emulator's live objects back to the b
 from __future__ import annotations
 
 import gc
+import threading
 
 import numpy as np
 import pytest
@@ -122,11 +123,15 @@ def test_close_inputs_while_kernel_pending():
 
 def test_raw_free_of_memory_a_pending_kernel_reads_is_refused():
     """At the C level the emulator refuses (107000) to free memory a queued kernel uses,
-    where a device would corrupt silently; after synchronizing the free works."""
+    where a device would corrupt silently; after synchronizing the free works. A host
+    function holds the stream until the free has been tried, so the kernel is still queued
+    then on any machine (a fast one used to finish it first, and the test skipped)."""
     case = make_case(np.random.default_rng(4), BIG, 1, F32)
     base = live()
     dev = to_device(case)
     s = acl_py.Stream()
+    release = threading.Event()
+    s.launch_host_func(lambda: release.wait(60))
     # A raw buffer (not acl-py owned) holding a copy of input, viewed as a tensor.
     p = ffi.new("void **")
     nbytes = case["input"].nbytes
@@ -146,11 +151,12 @@ def test_raw_free_of_memory_a_pending_kernel_reads_is_refused():
                                 dev["mean"], dev["rstd"], None, None,
                                 acl_py.BoolArray([True, False, False]), gi, None, None),
                                device=0, stream=s)
-    rc = lib.aclrtFree(raw_buf)
-    if rc == 0:   # the kernel had already run: nothing to prove on this machine, this time
-        pytest.skip("the kernel finished before aclrtFree ran (machine too fast)")
+    try:
+        rc = lib.aclrtFree(raw_buf)
+        msg = ffi.string(lib.aclGetRecentErrMsg()).decode()
+    finally:
+        release.set()
     assert rc == 107000
-    msg = ffi.string(lib.aclGetRecentErrMsg()).decode()
     assert "pending" in msg, msg
     s.synchronize()
     assert lib.aclrtFree(raw_buf) == 0
