@@ -3,10 +3,14 @@
 Every CANN dtype that NumPy (with ``ml_dtypes`` for bfloat16 and the two float8 formats) can
 hold: float32, float16, bfloat16, float64, int8/16/32/64, uint8/16/32/64, bool, complex64,
 complex128, float8_e4m3fn, float8_e5m2. The enum values are the ABI's;
-``tests/test_tensor.py`` checks them against the declarations. HIFLOAT8, which NumPy cannot
-hold, is read as uint8 codes: :func:`hifloat8_to_float32` decodes them,
-:func:`float32_to_hifloat8` is the device's conversion to it. INT4 (two values to a byte) has
-no NumPy dtype either: :data:`ACL_INT4` names it.
+``tests/test_tensor.py`` checks them against the declarations.
+
+Two device dtypes have no NumPy dtype: :data:`HIFLOAT8` and :data:`INT4` (:class:`AclDtype`).
+A DeviceTensor of one of them keeps its bytes in a NumPy storage dtype (uint8) and its
+aclDataType beside it. On the host a HIFLOAT8 tensor reads as its uint8 codes
+(:func:`hifloat8_to_float32` decodes them, :func:`float32_to_hifloat8` is the device's
+conversion to them); an INT4 tensor (two values to a byte, the first in the lower nibble)
+reads as its values unpacked to int8 (:func:`unpack_int4`, :func:`pack_int4`).
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AclTypeError
+from .errors import AclArgumentError, AclTypeError
 
 # aclDataType values (bindings/include/acl/acl_base.h). Plain ints so that importing this
 # module opens nothing.
@@ -33,8 +37,8 @@ ACL_BOOL = 12
 ACL_COMPLEX64 = 16
 ACL_COMPLEX128 = 17
 ACL_BF16 = 27
-ACL_INT4 = 29       # no NumPy dtype: two values to a byte, the first in the lower nibble
-ACL_HIFLOAT8 = 34   # no NumPy dtype: held as uint8 codes (hifloat8_to_float32)
+ACL_INT4 = 29       # no NumPy dtype: two values to a byte, the first in the lower nibble (INT4)
+ACL_HIFLOAT8 = 34   # no NumPy dtype: held as uint8 codes (HIFLOAT8, hifloat8_to_float32)
 ACL_FLOAT8_E5M2 = 35
 ACL_FLOAT8_E4M3FN = 36
 
@@ -94,6 +98,96 @@ def _tables(bfloat16: bool = False):
     return _to_acl, _from_acl
 
 
+class AclDtype:
+    """A device dtype no NumPy dtype holds (:data:`HIFLOAT8`, :data:`INT4`): its aclDataType
+    ``code``, ``name``, the NumPy ``storage`` dtype of its bytes, ``per_byte`` elements to a
+    byte, and ``host``, the NumPy dtype a tensor of it reads as (``to_numpy``): HIFLOAT8's
+    uint8 codes, INT4's values unpacked to int8. Compared by identity: there is one of each."""
+
+    __slots__ = ("code", "name", "storage", "per_byte", "host")
+
+    def __init__(self, code, name, storage, per_byte, host):
+        self.code, self.name = code, name
+        self.storage, self.per_byte, self.host = np.dtype(storage), per_byte, np.dtype(host)
+
+    def storage_bytes(self, elements: int) -> int:
+        """Bytes holding ``elements`` consecutive elements from a byte boundary."""
+        return -(-elements // self.per_byte)
+
+    def __repr__(self):
+        return f"acl_py.dtypes.{self.name.upper()}"
+
+    def __reduce__(self):
+        return self.name.upper()     # pickles as the module's constant
+
+
+HIFLOAT8 = AclDtype(ACL_HIFLOAT8, "hifloat8", np.uint8, 1, np.uint8)
+# INT4's layout: two values to a byte, the element of even index in the lower nibble (the
+# emulator's kernels: emulator/src/ops/rms_norm_quant.c int4_pair); n elements take ceil(n / 2)
+# bytes (hicann/opbase src/nnopbase/common/utils/data_type_utils.cpp CalcShapeBytes: a
+# sub-byte type's size in bits, rounded up to bytes), so an odd count is no error there.
+# ml_dtypes.int4 is not it: one byte per value.
+INT4 = AclDtype(ACL_INT4, "int4", np.uint8, 2, np.int8)
+_ACL_ONLY = {ACL_HIFLOAT8: HIFLOAT8, ACL_INT4: INT4, "hifloat8": HIFLOAT8, "int4": INT4}
+
+
+def element_type(dtype, argument="dtype"):
+    """:data:`HIFLOAT8` or :data:`INT4` for themselves, their aclDataType values
+    (:data:`ACL_HIFLOAT8`, :data:`ACL_INT4`) or names (``"hifloat8"``, ``"int4"``); otherwise
+    :func:`as_dtype`'s NumPy dtype (``ml_dtypes.int4``, one byte per value, is not INT4 and
+    is refused as a dtype without an aclDataType)."""
+    if type(dtype) is AclDtype:
+        return dtype
+    if isinstance(dtype, (str, int, np.integer)) and not isinstance(dtype, (bool, np.bool_)):
+        try:
+            found = _ACL_ONLY.get(dtype.lower() if isinstance(dtype, str) else int(dtype))
+        except TypeError:
+            found = None
+        if found is not None:
+            return found
+    return as_dtype(dtype, argument)
+
+
+def dtype_name(dtype) -> str:
+    """The name of a NumPy dtype (or anything ``np.dtype`` takes) or an :class:`AclDtype`:
+    ``"float16"``, ``"hifloat8"``."""
+    return dtype.name if type(dtype) is AclDtype else np.dtype(dtype).name
+
+
+def pack_int4(values) -> np.ndarray:
+    """INT4's bytes (uint8) of integer ``values`` in [-8, 7] (any shape, read in C order; an
+    odd count gets a zero upper nibble last): element 2k in byte k's lower nibble, element
+    2k + 1 in its upper one."""
+    v = np.asarray(values)
+    if v.dtype.kind not in "iu":
+        raise AclTypeError("values", f"dtype {v.dtype} must be an integer dtype (INT4 values)")
+    if v.size and (v.min() < -8 or v.max() > 7):
+        raise AclArgumentError("values", f"INT4 values lie in [-8, 7], got [{v.min()}, "
+                               f"{v.max()}]")
+    nib = (v.reshape(-1).astype(np.int16) & 0xF).astype(np.uint8)
+    if nib.size % 2:
+        nib = np.append(nib, np.uint8(0))
+    return nib[0::2] | (nib[1::2] << 4)
+
+
+def unpack_int4(packed, count: int | None = None) -> np.ndarray:
+    """The int8 values of INT4's bytes ``packed`` (uint8/int8, read in C order): the first
+    ``count`` (default: two per byte) of the lower, upper nibble of each byte, sign-extended."""
+    b = np.asarray(packed)
+    if b.dtype not in (np.uint8, np.int8):
+        raise AclTypeError("packed", f"dtype {b.dtype} must be uint8 or int8 (INT4 bytes)")
+    b = b.reshape(-1).view(np.uint8)
+    out = np.empty(2 * b.size, np.int8)
+    out[0::2] = (b << 4).view(np.int8) >> 4
+    out[1::2] = b.view(np.int8) >> 4
+    if count is not None:
+        if not 0 <= count <= out.size:
+            raise AclArgumentError("count", f"{count} is not in [0, {out.size}] (two values "
+                                   f"to each of {b.size} bytes)")
+        out = out[:count]
+    return out
+
+
 def bfloat16():
     """``np.dtype(ml_dtypes.bfloat16)``."""
     return _tables(bfloat16=True)[1][ACL_BF16]
@@ -142,10 +236,13 @@ def native(arr: np.ndarray) -> np.ndarray:
 
 
 def to_acl(dtype, argument="dtype"):
-    """aclDataType value of a NumPy dtype (raises AclTypeError for unsupported ones)."""
+    """aclDataType value of a NumPy dtype or an :class:`AclDtype` (raises AclTypeError for
+    unsupported ones)."""
     to, _ = _tables()
     code = to.get(dtype) if isinstance(dtype, np.dtype) else None
     if code is None:
+        if type(dtype) is AclDtype:
+            return dtype.code
         dt = as_dtype(dtype, argument)      # may take bfloat16 into the tables
         code = _tables()[0][dt]
     return code
@@ -249,5 +346,6 @@ def float32_to_hifloat8(values) -> np.ndarray:
     return np.where(np.isnan(v), np.uint8(0x80), code).astype(np.uint8)
 
 
-__all__ = ["as_dtype", "to_acl", "from_acl", "name", "itemsize", "supported", "bfloat16",
+__all__ = ["AclDtype", "HIFLOAT8", "INT4", "element_type", "dtype_name", "pack_int4", "unpack_int4",
+           "as_dtype", "to_acl", "from_acl", "name", "itemsize", "supported", "bfloat16",
            "native", "hifloat8_table", "hifloat8_to_float32", "float32_to_hifloat8"]

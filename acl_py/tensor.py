@@ -2,7 +2,12 @@
 ``IntArray`` and ``BoolArray``.
 
 A DeviceTensor is ``shape``, ``dtype`` (a NumPy dtype), ``strides`` and ``offset`` (both in
-ELEMENTS, as ``aclCreateTensor`` takes them) over a buffer. Tensors made by ``empty``,
+ELEMENTS, as ``aclCreateTensor`` takes them) over a buffer. A tensor of a device dtype NumPy
+has no dtype for (:data:`acl_py.dtypes.HIFLOAT8`, :data:`acl_py.dtypes.INT4`) keeps that
+``element_type`` beside ``dtype``, the NumPy dtype of its bytes (uint8); shape, strides and
+offset stay in elements (INT4: two to a byte, so its storage holds twice its bytes' count of
+elements), and ``to_numpy`` gives the element type's host form (HIFLOAT8's uint8 codes, INT4's
+values unpacked to int8). Tensors made by ``empty``,
 ``zeros`` and ``from_numpy``, and operators' new outputs, own their storage (from the device's
 memory pool; a new output makes its DeviceBuffer only when ``buffer`` is asked for); slicing,
 ``transpose``/``T``/``permute`` and ``reshape`` give views sharing it. Closing an owning
@@ -100,6 +105,7 @@ def _contiguous_strides(shape):
 
 
 _size = math.prod    # elements of a shape
+_INT4 = _dt.INT4     # the element type whose elements are not whole bytes
 
 
 def _extent(shape, strides, offset):
@@ -109,7 +115,7 @@ def _extent(shape, strides, offset):
     return offset + sum((d - 1) * s for d, s in zip(shape, strides)) + 1
 
 
-# (shape, strides, storage elements, dtype) -> the aclCreateTensor arguments describing it:
+# (shape, strides, storage elements, element type) -> the aclCreateTensor arguments describing it:
 # a few layouts recur in a loop, and aclCreateTensor copies the arrays it is given.
 _layouts: dict = {}
 
@@ -147,7 +153,7 @@ class DeviceTensor:
     :class:`DeviceBuffer` (the tensor keeps it alive but does not own it); use
     :meth:`empty`, :meth:`zeros` or :meth:`from_numpy` to make owning tensors."""
 
-    __slots__ = ("_buf", "allocation", "_shape", "_strides", "_offset", "_dtype",
+    __slots__ = ("_buf", "allocation", "_shape", "_strides", "_offset", "_dtype", "_acl",
                  "cached_handle", "_rel", "_owner", "_closed", "__weakref__")
 
     def __init__(self, buffer: DeviceBuffer, shape: Sequence[int], dtype: DTypeLike,
@@ -159,7 +165,8 @@ class DeviceTensor:
         if bst.closed:
             raise bst.closed_error(repr(buffer))
         shape = _as_shape(shape)
-        dt = _dt.as_dtype(dtype)
+        acl = _dt.element_type(dtype)
+        dt, acl = (acl.storage, acl) if type(acl) is _dt.AclDtype else (acl, None)
         if strides is None:
             strides = _contiguous_strides(shape)
         else:
@@ -168,14 +175,15 @@ class DeviceTensor:
                 raise AclArgumentError("strides", f"{len(strides)} strides for a rank-"
                                        f"{len(shape)} shape")
         offset = as_dim(offset, "offset")
-        storage = bst.nbytes // dt.itemsize
+        storage = bst.nbytes // dt.itemsize if acl is None else bst.nbytes * acl.per_byte
         end = _extent(shape, strides, offset)
         if end > storage:
             raise AclArgumentError(
                 "shape", f"a view of shape {shape}, strides {strides} (elements), offset "
-                f"{offset} needs {end} elements of {dt}, the buffer holds {storage} "
-                f"({size_text(bst.nbytes)})")
+                f"{offset} needs {end} elements of {acl.name if acl else dt}, the buffer "
+                f"holds {storage} ({size_text(bst.nbytes)})")
         self._init(buffer, bst, shape, dt, strides, offset, False, None)
+        self._acl = acl
 
     def _init(self, buf, st, shape, dt, strides, offset, owner, rel):
         # The DeviceBuffer of the storage: None for an owning tensor made without one
@@ -186,6 +194,9 @@ class DeviceTensor:
         self._strides = strides
         self._offset = offset
         self._dtype = dt
+        # The AclDtype of a HIFLOAT8 / INT4 tensor (its dtype then the storage's uint8): set
+        # by the few paths making one (_acl_tensor); None for every other tensor.
+        self._acl = None
         # The aclTensor once made (see handle); None before, and once this tensor is closed.
         # acl-py's launch path reads it directly after checking ``allocation.closed``.
         self.cached_handle = None
@@ -202,6 +213,14 @@ class DeviceTensor:
         return object.__new__(cls)._init(buf, buf.allocation, shape, dt, strides, offset,
                                          owner, None)
 
+    @classmethod
+    def _new_acl(cls, buf, shape, acl, strides, offset, owner):
+        """``_new`` for a tensor of the :class:`~acl_py.dtypes.AclDtype` ``acl``."""
+        t = object.__new__(cls)._init(buf, buf.allocation, shape, acl.storage, strides,
+                                      offset, owner, None)
+        t._acl = acl
+        return t
+
     # ---- construction ----
 
     @classmethod
@@ -213,23 +232,36 @@ class DeviceTensor:
         the tensor is for; the pool may then reuse memory freed on it whose work there is
         not done yet (see :class:`~acl_py.DeviceBuffer`)."""
         dims = _as_shape(shape)
-        dt = _dt.as_dtype(dtype)
+        dt = _dt.element_type(dtype)
+        if type(dt) is _dt.AclDtype:
+            buf = _mem.DeviceBuffer(dt.storage_bytes(_size(dims)), device, pool=pool,
+                                    stream=stream)
+            return cls._new_acl(buf, dims, dt, _contiguous_strides(dims), 0, True)
         buf = _mem.DeviceBuffer(_size(dims) * dt.itemsize, device, pool=pool, stream=stream)
         return cls._new(buf, dims, dt, _contiguous_strides(dims), 0, True)
 
     @classmethod
-    def new_output(cls, shape: tuple[int, ...], dt: np.dtype, dev: int,
+    def new_output(cls, shape: tuple[int, ...], dt: Any, dev: int,
                    stream_state: Any) -> DeviceTensor:
         """A contiguous tensor from ``dev``'s default pool for work on ``stream_state``, for
         checked arguments (``shape`` a tuple of dims, ``dt`` a NumPy dtype acl-py supports,
         ``dev`` a device id): the operators' outputs. Its ``cached_handle`` is made (or
-        taken from the block: see the module doc). It owns the storage without a
+        taken from the block: see the module doc); ``dt`` may be an AclDtype. It owns the
+        storage without a
         DeviceBuffer object until one is asked for (``buffer``): a call returning new outputs
         makes several per call, and most are never asked."""
-        st = _mem.default_pool_state(dev).allocate(_size(shape) * dt.itemsize, stream_state)
+        acl = None
+        try:
+            nbytes = _size(shape) * dt.itemsize
+        except AttributeError:      # an AclDtype (no try cost on the common path)
+            acl, dt = dt, dt.storage
+            nbytes = acl.storage_bytes(_size(shape))
+        st = _mem.default_pool_state(dev).allocate(nbytes, stream_state)
         t = object.__new__(cls)
         t._init(None, st, shape, dt, _contiguous_strides(shape), 0, True,
                 _rt.Releaser(t, _mem.release, (st,), _rt.ORDER_MEMORY, st.gen))
+        if acl is not None:
+            t._acl = acl
         t._describe()       # no lock: no other thread knows the tensor yet
         return t
 
@@ -281,13 +313,19 @@ class DeviceTensor:
             raise
         return cls._new(buf, shape, dt, strides, 0, True)
 
-    def to_numpy(self, stream: Stream | None = None) -> np.ndarray:
+    def to_numpy(self, stream: Stream | None = None, *, packed: bool = False) -> np.ndarray:
         """Copies the tensor to a new NumPy array (equal to NumPy's same view of the same
         data). With ``stream`` the copy is queued there and the stream synchronized;
         otherwise it is synchronous, after the streams using the storage have finished.
         A dense view (contiguous or a permutation of it) keeps its layout; a strided view
-        is gathered on the host into a C-contiguous array."""
+        is gathered on the host into a C-contiguous array. A HIFLOAT8 tensor gives its uint8
+        codes (:func:`acl_py.dtypes.hifloat8_to_float32` decodes them); an INT4 tensor its
+        values as int8, C-contiguous, or with ``packed`` its bytes as the device holds them
+        (uint8, the last dim halved: a contiguous view from an even element offset with an
+        even last dim only)."""
         bst = self._live()
+        if self._acl is _INT4:
+            return self._int4_to_numpy(bst, stream, packed)
         shape, strides, dt = self._shape, self._strides, self._dtype
         n = _size(shape)
         if n == 0:
@@ -310,13 +348,77 @@ class DeviceTensor:
         # gather the view's elements out of the span.
         return view if span == n else np.ascontiguousarray(view)
 
+    def _int4_bytes(self):
+        """``(first byte, byte count, element offset in the first byte)`` of the bytes an
+        INT4 view touches (its elements' span)."""
+        lo = self._offset
+        first = lo // 2
+        return first, -(-_extent(self._shape, self._strides, lo) // 2) - first, lo - 2 * first
+
+    def _int4_to_numpy(self, bst, stream, packed):
+        shape, strides = self._shape, self._strides
+        if packed:
+            if not (self.is_contiguous and self._offset % 2 == 0 and shape
+                    and shape[-1] % 2 == 0):
+                raise AclArgumentError("packed", f"an INT4 view's bytes are its own only when "
+                                       f"it is contiguous from an even element offset with "
+                                       f"an even last dim: {self!r}")
+            shape = shape[:-1] + (shape[-1] // 2,)
+        n = _size(shape)
+        if n == 0:
+            return np.empty(shape, np.uint8 if packed else np.int8)
+        first, count, skip = self._int4_bytes()
+        host = np.empty(count, np.uint8)
+        if stream is None:
+            self.buffer.copy_to_host(host, first)
+        else:
+            s = _stream.as_stream(stream, bst.device)
+            self.buffer.copy_to_host_async(host, s, first)
+            s.synchronize()
+        if packed:
+            return host.reshape(shape)
+        values = _dt.unpack_int4(host)[skip:]
+        return np.ascontiguousarray(np.lib.stride_tricks.as_strided(
+            values, shape=shape, strides=tuple(s * values.itemsize for s in strides)))
+
+    def _int4_from_numpy(self, bst, arr, stream):
+        """copy_from_numpy of an INT4 view: its bytes read, its elements replaced, the
+        bytes written back (the other nibbles unchanged)."""
+        if arr.dtype.kind not in "iu":
+            raise AclTypeError("arr", f"dtype {arr.dtype} must be an integer dtype (INT4 "
+                               f"values in [-8, 7])")
+        if arr.shape != self._shape:
+            raise AclArgumentError("arr", f"shape {arr.shape} != tensor shape {self._shape}")
+        if arr.size and (arr.min() < -8 or arr.max() > 7):
+            raise AclArgumentError("arr", f"INT4 values lie in [-8, 7], got [{arr.min()}, "
+                                   f"{arr.max()}]")
+        if arr.size == 0:
+            return
+        first, count, skip = self._int4_bytes()
+        host = np.empty(count, np.uint8)
+        self.buffer.copy_to_host(host, first)
+        values = _dt.unpack_int4(host)
+        view = np.lib.stride_tricks.as_strided(
+            values[skip:], shape=self._shape,
+            strides=tuple(s * values.itemsize for s in self._strides))
+        view[...] = arr
+        host = _dt.pack_int4(values)
+        if stream is None:
+            self.buffer.copy_from_host(host, first)
+        else:
+            self.buffer.copy_from_host_async(host, _stream.as_stream(stream, bst.device),
+                                             first)
+
     def copy_from_numpy(self, arr: ArrayLike, stream: Stream | None = None) -> None:
         """Writes ``arr`` (same shape; cast-free: same dtype, in either byte order) into
         this tensor. Contiguous tensors take the bytes directly; other views are written
         through a gather of the span (read-modify-write of the bytes between the view's
-        elements)."""
+        elements). A HIFLOAT8 tensor takes uint8 codes; an INT4 tensor integer values in
+        [-8, 7] (packed into its bytes; a view's neighbouring nibbles are kept)."""
         bst = self._live()
         arr = _dt.native(np.asarray(arr))
+        if self._acl is _INT4:
+            return self._int4_from_numpy(bst, arr, stream)
         if arr.dtype != self._dtype:
             raise AclTypeError("arr", f"dtype {arr.dtype} != tensor dtype {self._dtype}")
         if arr.shape != self._shape:
@@ -358,18 +460,23 @@ class DeviceTensor:
         dev = _device.resolve_device(device)
         shape, strides, dt = self._shape, self._strides, self._dtype
         lo = self._offset
-        span = _extent(shape, strides, lo) - lo if _size(shape) else 0
+        if self._acl is _INT4:      # whole bytes: the view keeps its place in the first
+            first, nbytes, lo = self._int4_bytes() if _size(shape) else (0, 0, 0)
+        else:
+            span = _extent(shape, strides, lo) - lo if _size(shape) else 0
+            first, nbytes, lo = lo * dt.itemsize, span * dt.itemsize, 0
         # The new storage is for work on `stream` only if the stream is of its device.
         for_stream = (stream if isinstance(stream, _stream.Stream)
                       and stream.state.device == dev else None)
-        buf = _mem.DeviceBuffer(span * dt.itemsize, dev, pool=pool, stream=for_stream)
+        buf = _mem.DeviceBuffer(nbytes, dev, pool=pool, stream=for_stream)
         try:
-            if span:
-                buf.copy_from(self.buffer, span * dt.itemsize, stream=stream,
-                              src_offset=lo * dt.itemsize)
+            if nbytes:
+                buf.copy_from(self.buffer, nbytes, stream=stream, src_offset=first)
         except BaseException:
             buf.close()
             raise
+        if self._acl is not None:
+            return type(self)._new_acl(buf, shape, self._acl, strides, lo, True)
         return type(self)._new(buf, shape, dt, strides, 0, True)
 
     # ---- properties ----
@@ -434,8 +541,13 @@ class DeviceTensor:
         return h
 
     def _layout_key(self, bst):
-        """What aclCreateTensor is told besides the data pointer and the offset."""
-        return (self._shape, self._strides, bst.nbytes // self._dtype.itemsize, self._dtype)
+        """What aclCreateTensor is told besides the data pointer and the offset: the
+        element type last (an AclDtype for HIFLOAT8 / INT4 tensors, else the dtype)."""
+        acl = self._acl
+        if acl is None:
+            return (self._shape, self._strides, bst.nbytes // self._dtype.itemsize,
+                    self._dtype)
+        return (self._shape, self._strides, bst.nbytes * acl.per_byte, acl)
 
     def _create_handle(self, bst, key):
         L = _rt.lib if _rt.ready else _rt.ensure()
@@ -453,12 +565,12 @@ class DeviceTensor:
         """For an executor whose library was just told to read this view's aclTensor at
         ``target``'s storage (``aclSetTensorAddr``): the view now describes ``target``'s memory
         and holds its buffer instead of the old one; its aclTensor stays the same. ``target``
-        must have this view's dtype, shape, strides and offset (the aclTensor's description);
+        must have this view's dtype (and element type), shape, strides and offset (the aclTensor's description);
         an owning tensor (its handle is its storage's) cannot be re-pointed."""
         if self._owner:
             raise AclArgumentError("tensor", "owns its storage: only a view can be re-pointed")
-        if (target._dtype, target._shape, target._strides, target._offset) != \
-                (self._dtype, self._shape, self._strides, self._offset):
+        if (target._dtype, target._acl, target._shape, target._strides, target._offset) != \
+                (self._dtype, self._acl, self._shape, self._strides, self._offset):
             raise AclArgumentError("target", f"{target!r} is not described as {self!r}")
         buf = target.buffer
         self._buf = buf
@@ -478,7 +590,15 @@ class DeviceTensor:
     @property
     def acl_dtype(self) -> int:
         """The aclDataType value."""
-        return _dt.to_acl(self._dtype)
+        acl = self._acl
+        return _dt.to_acl(self._dtype) if acl is None else acl.code
+
+    @property
+    def element_type(self) -> Any:
+        """What an element is: :data:`acl_py.dtypes.HIFLOAT8` or :data:`acl_py.dtypes.INT4`
+        for a tensor of theirs (``dtype`` is then its bytes' uint8), else ``dtype``."""
+        acl = self._acl
+        return self._dtype if acl is None else acl
 
     strides = property(operator.attrgetter("_strides"), doc="Strides in elements.")
     offset = property(operator.attrgetter("_offset"),
@@ -494,10 +614,14 @@ class DeviceTensor:
 
     @property
     def itemsize(self) -> int:
+        """Bytes of ``dtype`` (an INT4 tensor's: 1, a byte holding two elements)."""
         return self._dtype.itemsize
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the elements (INT4: half their count, rounded up)."""
+        if self._acl is _INT4:
+            return _INT4.storage_bytes(_size(self._shape))
         return _size(self._shape) * self._dtype.itemsize
 
     @property
@@ -526,12 +650,16 @@ class DeviceTensor:
     @property
     def storage_size(self) -> int:
         """Elements in the storage (what ``aclCreateTensor`` gets as storage dims)."""
+        if self._acl is _INT4:
+            return self.allocation.nbytes * 2
         return self.allocation.nbytes // self._dtype.itemsize
 
     @property
     def data_ptr(self) -> int:
-        """Device address of the first element of the view (an int)."""
-        return int(ffi.cast("uintptr_t", self._live().ptr)) + self._offset * self.itemsize
+        """Device address of the first element of the view (an int; INT4: of the byte holding
+        it)."""
+        off = self._offset // 2 if self._acl is _INT4 else self._offset * self.itemsize
+        return int(ffi.cast("uintptr_t", self._live().ptr)) + off
 
     @property
     def is_contiguous(self) -> bool:
@@ -567,6 +695,8 @@ class DeviceTensor:
     def _view(self, shape, strides, offset):
         if _size(shape) == 0:
             offset = 0   # an empty view touches nothing; keep aclCreateTensor's check trivial
+        if self._acl is not None:
+            return DeviceTensor._new_acl(self.buffer, shape, self._acl, strides, offset, False)
         return DeviceTensor._new(self.buffer, shape, self._dtype, strides, offset, False)
 
     def __getitem__(self, key: Any) -> DeviceTensor:
@@ -737,7 +867,8 @@ class DeviceTensor:
 
     def __repr__(self):
         state = " closed" if self.closed else ""
-        return (f"<acl_py.DeviceTensor{state} shape={self._shape} dtype={self._dtype} "
+        dtype = self._dtype if self._acl is None else self._acl.name
+        return (f"<acl_py.DeviceTensor{state} shape={self._shape} dtype={dtype} "
                 f"strides={self._strides} offset={self._offset} device={self.allocation.device}>")
 
 

@@ -1,6 +1,6 @@
-"""HIFLOAT8: acl_py.dtypes' decoding of the 256 codes against the format's published facts, and
-the emulator's float -> HIFLOAT8 conversion (emulator/src/ops/half.h aclemu_f32_to_hif8_sat,
-run through tests/c/hif8_convert.c) bit for bit against an independent implementation
+"""HIFLOAT8: acl_py.dtypes' decoding of the 256 codes against the format's published facts and
+the values built forward from its definition, and the emulator's float -> HIFLOAT8 conversion
+(emulator/src/ops/half.h aclemu_f32_to_hif8_sat, run through tests/c/hif8_convert.c) bit for bit against an independent implementation
 (acl_py.dtypes.float32_to_hifloat8: the nearest value of the decoded table, ties away from
 zero, saturating) on every code's value, every midpoint between neighbours and the floats
 beside it, the saturation and underflow boundaries, the special values, and ~1.4 M binary32
@@ -133,3 +133,41 @@ def test_binary32_sweep_matches_the_independent_model(convert):
     exp = dtypes.float32_to_hifloat8(vals)
     bad = np.flatnonzero(got != exp)
     assert bad.size == 0, [(hex(pats[i]), hex(got[i]), hex(exp[i])) for i in bad[:10]]
+
+
+def _hifloat8_values_by_construction():
+    """{code: value} built forward from the format's definition (arXiv 2409.16626), not by
+    parsing codes: for each dot (its prefix bits, then D exponent bits, the remaining bits
+    of the seven the mantissa), every exponent sign-magnitude with the implicit leading magnitude bit
+    (|e| in [2^(D-1), 2^D - 1]), every mantissa; the denormals 2^(m - 23); 0x00 zero, 0x80 NaN,
+    0x6F / 0xEF (what would be 1.5 * 2^15) +-Inf."""
+    values = {0x00: 0.0, 0x80: float("nan")}
+    dots = [("11", 4), ("10", 3), ("01", 2), ("001", 1), ("0001", 0)]
+    for prefix, width in dots:
+        mbits = 7 - len(prefix) - width
+        exps = [0] if width == 0 else [
+            s * m for s in (1, -1) for m in range(2 ** (width - 1), 2 ** width)]
+        for e in exps:
+            field = "" if width == 0 else (
+                ("1" if e < 0 else "0") + format(abs(e) - 2 ** (width - 1), f"0{width - 1}b")
+                if width > 1 else ("1" if e < 0 else "0"))
+            for m in range(2 ** mbits):
+                code = int(prefix + field + format(m, f"0{mbits}b"), 2)
+                v = 2.0 ** e * (1 + m / 2 ** mbits)
+                values[code], values[code | 0x80] = v, -v
+    for m in range(1, 8):
+        values[m], values[m | 0x80] = 2.0 ** (m - 23), -(2.0 ** (m - 23))
+    values[0x6F], values[0xEF] = float("inf"), float("-inf")
+    return values
+
+
+def test_every_code_decodes_as_the_format_constructs_it():
+    """acl_py.dtypes' decoder (parsing each code) against the values built forward from the
+    definition, on all 256 codes; the float32 decode is exact."""
+    built = _hifloat8_values_by_construction()
+    assert sorted(built) == list(range(256))
+    t = dtypes.hifloat8_table()
+    for code in range(256):
+        assert t[code] == built[code] or (np.isnan(t[code]) and np.isnan(built[code])), code
+    f32 = dtypes.hifloat8_to_float32(np.arange(256, dtype=np.uint8))
+    assert np.array_equal(f32.astype(np.float64), t, equal_nan=True)

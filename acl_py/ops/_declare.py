@@ -280,9 +280,11 @@ def option(name, convert, *, default=REQUIRED):
 
 def dtype_option(name, dtypes, *, default):
     """An :func:`option` naming an output's dtype, one of ``dtypes`` (names), given as
-    anything :func:`acl_py.dtypes.as_dtype` takes (``np.int8``, ``ml_dtypes.float8_e4m3fn``,
-    ``"float8_e5m2"``); ``a.<name>`` is the NumPy dtype. Which of them the part computes is
-    the declaration's ``check``'s to say."""
+    anything :func:`acl_py.dtypes.element_type` takes (``np.int8``,
+    ``ml_dtypes.float8_e4m3fn``, ``"float8_e5m2"``, ``acl_py.dtypes.HIFLOAT8``,
+    ``acl_py.dtypes.ACL_INT4``, ``"int4"``); ``a.<name>`` is the NumPy dtype, or the
+    :class:`~acl_py.dtypes.AclDtype` for ``"hifloat8"`` / ``"int4"``. Which of them the part
+    computes is the declaration's ``check``'s to say."""
     seen = {}     # given value -> its dtype: an option is converted on every call
 
     def convert(v, argument):
@@ -292,12 +294,7 @@ def dtype_option(name, dtypes, *, default):
             dt = None
         if dt is not None:
             return dt
-        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and \
-                v in (_dt.ACL_HIFLOAT8, _dt.ACL_INT4):
-            raise AclTypeError(argument, f"{_dt.name(v)} has no NumPy dtype: acl-py's "
-                               f"operators do not take it yet (acl_py.raw calls reach its "
-                               f"results); one of {', '.join(dtypes)}")
-        dt = _dt.as_dtype(v, argument)
+        dt = _dt.element_type(v, argument)
         if dt not in _dtype_set(dtypes):
             raise AclTypeError(argument, f"dtype {_dtype_name(dt)} must be one of "
                                f"{', '.join(dtypes)}")
@@ -317,13 +314,13 @@ _NULL = ffi.NULL
 def _np_dtype(name):
     dt = _NAMED.get(name)
     if dt is None:
-        # ml_dtypes' names (bfloat16, float8_e4m3fn) load it
-        dt = _NAMED[name] = _dt.as_dtype(name)
+        # ml_dtypes' names (bfloat16, float8_e4m3fn) load it; "hifloat8" and "int4" are
+        # acl_py.dtypes' AclDtypes
+        dt = _NAMED[name] = _dt.element_type(name)
     return dt
 
 
-def _dtype_name(dt):
-    return np.dtype(dt).name
+_dtype_name = _dt.dtype_name
 
 
 _SETS = {}   # tuple of dtype names -> frozenset of np.dtype (membership is a hash lookup)
@@ -334,6 +331,13 @@ def _dtype_set(names):
     if s is None:
         s = _SETS[names] = frozenset(_np_dtype(n) for n in names)
     return s
+
+
+def _host_form(dt, kind):
+    """For an output message: how a NumPy array holds a HIFLOAT8 / INT4 output."""
+    if kind is np.ndarray and type(dt) is _dt.AclDtype:
+        return f": {dt.name} held as {dt.host.name}"
+    return ""
 
 
 # ---- value conversion ----------------------------------------------------------------------
@@ -729,17 +733,24 @@ class Declared(Operator):
         if type(o) is not kind and not isinstance(o, kind):
             raise AclTypeError(name, f"expected None or {_kind_name(kind)} (like "
                                f"{self._first.py}), got {type(o).__name__}")
-        # A byte-swapped NumPy output is written in its own order (see _host_call).
-        dt = o.dtype if o.dtype.isnative else o.dtype.newbyteorder("=")
+        if kind is DeviceTensor:
+            dt = o.element_type     # a HIFLOAT8 / INT4 tensor's, not its bytes' uint8
+        else:
+            # A byte-swapped NumPy output is written in its own order (see _host_call).
+            dt = o.dtype if o.dtype.isnative else o.dtype.newbyteorder("=")
         dtypes = spec.out_dtypes(a, dev)
         if dtypes is not None:
             if dt not in _dtype_set(dtypes):
                 raise AclTypeError(name, f"dtype {_dtype_name(dt)} is not supported by "
                                    f"{self.name} ({', '.join(dtypes)})")
-        elif dt != spec.dtype(a):
-            raise AclTypeError(name, f"dtype {_dtype_name(dt)} != "
-                               f"{_dtype_name(spec.dtype(a))} (the dtype {spec.py} has "
-                               f"for these arguments)")
+        else:
+            want = spec.dtype(a)
+            if kind is np.ndarray and type(want) is _dt.AclDtype:
+                want = want.host    # an array holds the host form (HIFLOAT8 codes, INT4 int8)
+            if dt is not want and dt != want:
+                raise AclTypeError(name, f"dtype {_dtype_name(dt)} != {_dtype_name(want)} "
+                                   f"(the dtype {spec.py} has for these arguments"
+                                   f"{_host_form(spec.dtype(a), kind)})")
         if o.shape != spec.shape(a):
             rule = (f"!= {spec.shape(a)} (the shape {spec.py} has for these arguments)"
                     if spec.fits is None else
@@ -970,6 +981,13 @@ class Declared(Operator):
                                    f"a preallocated output")
         return tuple(out)
 
+    @staticmethod
+    def _staged_dtype(spec, o, a):
+        """The element type of the device tensor staging NumPy ``out=`` entry ``o``: the
+        output's HIFLOAT8 / INT4 (``o`` holds its host form), else ``o``'s dtype."""
+        want = spec.dtype(a) if spec.dtypes is None else None
+        return want if type(want) is _dt.AclDtype else o.dtype.newbyteorder("=")
+
     def _device_error(self, name, device, dev):
         return AclArgumentError(name, f"tensor is on device {device}, {self._first.py} on "
                                 f"device {dev}")
@@ -1021,7 +1039,8 @@ class Declared(Operator):
             staged_out = None
             if outs_given is not None:   # the caller's shapes and dtypes
                 staged_out = tuple(None if o is None else DeviceTensor.empty(
-                    o.shape, o.dtype.newbyteorder("="), dev) for o in outs_given)
+                    o.shape, self._staged_dtype(spec, o, a), dev)
+                    for spec, o in zip(self.outputs, outs_given))
                 made += [t for t in staged_out if t is not None]
             outs = self._run(tuple(staged), staged_out, dev,
                              _stream.state_for(s, dev))
@@ -1038,7 +1057,8 @@ class Declared(Operator):
                     results.append(None)
                 elif o is None:
                     results.append(t.to_numpy())
-                elif o.flags.c_contiguous and o.dtype.isnative:
+                elif o.flags.c_contiguous and o.dtype.isnative and t.element_type is t.dtype:
+                    # (not a HIFLOAT8 / INT4 tensor: the array holds their host form)
                     t.buffer.copy_to_host(o)   # straight into the caller's array
                     results.append(o)
                 else:
