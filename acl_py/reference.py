@@ -280,19 +280,24 @@ def quantize(v, y_dtype="int8", quant_min: int = -128) -> np.ndarray:
     in float64: int8 ``clip(rint(v), quant_min, 127)``, ties to even; a float8 dtype
     (``ml_dtypes.float8_e4m3fn`` / ``float8_e5m2``): ``v`` itself clipped to the dtype's
     largest finite value, unrounded (the device's rounding to the float8 grid is within
-    :func:`float8_step` of it); ``"hifloat8"``: the HIFLOAT8 values nearest ``v``
-    (:func:`~acl_py.dtypes.float32_to_hifloat8`: ties away from zero, saturating at 2^15)."""
-    if isinstance(y_dtype, str) and y_dtype == "hifloat8":
+    :func:`float8_step` of it); ``"hifloat8"`` (:data:`~acl_py.dtypes.HIFLOAT8`): the HIFLOAT8
+    values nearest ``v`` (:func:`~acl_py.dtypes.float32_to_hifloat8`: ties away from zero,
+    saturating at 2^15); ``"int4"`` (:data:`~acl_py.dtypes.INT4`): ``clip(rint(v), -8, 7)``,
+    ties to even."""
+    ydt = dtypes.element_type(y_dtype, "y_dtype")
+    if ydt is dtypes.HIFLOAT8:
         with np.errstate(over="ignore"):     # beyond float32: saturates all the same
             return dtypes.hifloat8_table()[dtypes.float32_to_hifloat8(v)]
-    ydt = dtypes.as_dtype(y_dtype, "y_dtype")
+    if ydt is dtypes.INT4:
+        return np.clip(round_half_even(v), -8, 7)
     if ydt == np.int8:
         return np.clip(round_half_even(v), quant_min, 127)
     if ydt.name in ("float8_e4m3fn", "float8_e5m2"):
         import ml_dtypes  # lazily: importing it takes a second (acl_py.dtypes)
         big = float(ml_dtypes.finfo(ydt).max)
         return np.clip(v, -big, big)
-    raise ValueError(f"y_dtype {y_dtype!r} must be int8, a float8 dtype or 'hifloat8'")
+    raise ValueError(f"y_dtype {y_dtype!r} must be int8, a float8 dtype, 'hifloat8' or "
+                     f"'int4'")
 
 
 def rms_norm_quant(x, gamma, beta, scale, offset, epsilon: float = 1e-6,
@@ -346,13 +351,26 @@ def add_rms_norm_quant(x1, x2, gamma, scales1, scales2=None, zero_points1=None,
 def float8_step(v, dtype) -> np.ndarray:
     """The spacing of the float8 ``dtype``'s grid at the magnitudes of ``v`` (float64): the
     distance between the neighbours a rounding to it chooses from, so a result rounded from a
-    value within a few float32 ulps of ``v`` is within one step of it."""
+    value within a few float32 ulps of ``v`` is within one step of it. ``"hifloat8"``
+    (:data:`~acl_py.dtypes.HIFLOAT8`): the wider of the two gaps of its value grid beside
+    ``|v|`` (the tapered format's spacing changes within a binade's neighbourhood)."""
+    if isinstance(dtype, (str, dtypes.AclDtype)) and \
+            dtypes.element_type(dtype) is dtypes.HIFLOAT8:
+        return _hifloat8_step(v)
     import ml_dtypes  # lazily: importing it takes a second (acl_py.dtypes)
     info = ml_dtypes.finfo(np.dtype(dtype))
     a = np.abs(_f64(v))
     with np.errstate(divide="ignore"):
         binade = np.exp2(np.floor(np.log2(np.where(a > 0, a, 1.0))))
     return np.maximum(binade * float(info.eps), float(info.smallest_subnormal))
+
+
+def _hifloat8_step(v):
+    table = dtypes.hifloat8_table()
+    grid = np.unique(np.abs(table[np.isfinite(table)]))      # 0 .. 2^15, ascending
+    gaps = np.diff(grid)
+    i = np.clip(np.searchsorted(grid, np.abs(_f64(v))), 1, len(grid) - 1)
+    return np.maximum(gaps[i - 1], gaps[np.minimum(i, len(gaps) - 1)])
 
 
 def add_rms_norm_quant_error_scale(x1, x2, gamma, scales1, scales2=None, zero_points1=None,

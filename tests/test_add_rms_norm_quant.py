@@ -27,6 +27,7 @@ from acl_py.raw import lib
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 I8, I32 = np.dtype(np.int8), np.dtype(np.int32)
 E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
+HIF8, INT4 = acl_py.dtypes.HIFLOAT8, acl_py.dtypes.INT4
 ACL_Y = {I8: lib.ACL_INT8, E4M3: lib.ACL_FLOAT8_E4M3FN, E5M2: lib.ACL_FLOAT8_E5M2}
 ACL_X = {F16: lib.ACL_FLOAT16, F32: lib.ACL_FLOAT}
 pytestmark = [needs_kernel(ADD_RMS_NORM_QUANT)]
@@ -281,13 +282,76 @@ def test_y_dtype_results_are_the_raw_calls_bits(path, combo, y_dtype):
     assert np.array_equal(host(res[1]).view(np.uint8), y2r)
 
 
-@pytest.mark.skipif(A950, reason="Ascend 950 has float8 kernels")
-@pytest.mark.parametrize("y_dtype", [E4M3, E5M2], ids=lambda d: d.name)
+@pytest.mark.skipif(not A950, reason="hifloat8 results are Ascend 950's")
+@pytest.mark.parametrize("path", ["numpy", "device"])
+def test_hifloat8_results_are_the_raw_calls_bits(path):
+    """Ascend 950's HIFLOAT8 y1 and y2: bit for bit what a raw call with y1Out/y2Out HIFLOAT8
+    writes, x too; uint8 codes for NumPy callers, HIFLOAT8 DeviceTensors otherwise; within
+    one step of the HiF8 grid of the float64 reference (decoded); out= and the plan the
+    same."""
+    combo = (F16, F32, I32)
+    args = _y_inputs(combo)
+    dev = [None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in args]
+    shape = args[0].shape
+    raws = raw_call("AddRmsNormQuant", dev + [-1, 1e-6, True],
+                    [(shape, lib.ACL_HIFLOAT8), (shape, lib.ACL_HIFLOAT8),
+                     (shape, ACL_X[combo[0]], combo[0].itemsize)])
+    call_args = args if path == "numpy" else dev
+
+    def codes(y):
+        if isinstance(y, acl_py.DeviceTensor):
+            assert y.element_type is HIF8 and y.dtype == np.uint8
+            y = y.to_numpy()
+        assert y.dtype == np.uint8 and y.shape == shape
+        return y
+
+    res = acl_py.add_rms_norm_quant(*call_args, y_dtype="hifloat8")
+    y1, y2 = codes(res[0]), codes(res[1])
+    assert np.array_equal(y1, raws[0]) and np.array_equal(y2, raws[1])
+    assert np.array_equal(host(res[2]).view(np.uint8).reshape(raws[2].shape), raws[2])
+    exp = reference.add_rms_norm_quant(*args, y_dtype=HIF8)
+    for y, e in ((y1, exp[0]), (y2, exp[1])):
+        got = acl_py.dtypes.hifloat8_to_float32(y).astype(np.float64)
+        assert np.all(np.abs(got - e) <= reference.float8_step(e, HIF8))
+    assert len(np.unique(y1)) > 40 and np.any(y1 == 0x6E)      # 2^15: saturated
+    out = ((np.empty(shape, np.uint8), np.empty(shape, np.uint8), None) if path == "numpy"
+           else (acl_py.DeviceTensor.empty(shape, HIF8), acl_py.DeviceTensor.empty(shape, HIF8),
+                 None))
+    res = acl_py.add_rms_norm_quant(*call_args, y_dtype=HIF8, out=out)
+    assert res[0] is out[0] and res[1] is out[1]
+    assert np.array_equal(codes(res[0]), raws[0]) and np.array_equal(codes(res[1]), raws[1])
+    if path == "device":
+        with acl_py.Stream() as st, acl_py.AddRmsNormQuant(*dev, y_dtype=HIF8) as plan:
+            for _ in range(2):
+                plan.run(st)
+                st.synchronize()
+                assert np.array_equal(codes(plan.y1), raws[0])
+                assert np.array_equal(codes(plan.y2), raws[1])
+
+
+def test_int4_is_in_no_parts_y_list(emulator):
+    """y_dtype int4: AclTypeError naming y_dtype before any C call on NumPy arrays; on
+    DeviceTensors after phase one refused the INT4 y1Out (its y list: 161002, on every
+    part), carrying the code."""
+    args = make((2, 32))
+    emulator.reset_call_counts()
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.add_rms_norm_quant(*args, y_dtype="int4")
+    assert ei.value.argument == "y_dtype" and "int4" in str(ei.value)
+    assert "aclnnAddRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.add_rms_norm_quant(*dev, y_dtype=INT4)
+    assert ei.value.argument == "y_dtype" and ei.value.code == 161002
+
+
+@pytest.mark.skipif(A950, reason="Ascend 950 has float8 and hifloat8 kernels")
+@pytest.mark.parametrize("y_dtype", [E4M3, E5M2, HIF8], ids=lambda d: d.name)
 def test_a_y_dtype_the_part_lacks_is_named(emulator, y_dtype):
-    """A float8 y_dtype off Ascend 950, where phase one's list takes it but no kernel writes
-    it: AclTypeError naming y_dtype and the part before any C call on NumPy arrays; on
-    DeviceTensors after the emulator's phase one refused it (561003, docs/emulator.md),
-    carrying the code."""
+    """A float8 or hifloat8 y_dtype off Ascend 950, where phase one's list takes it but no
+    kernel writes it: AclTypeError naming y_dtype and the part before any C call on NumPy
+    arrays; on DeviceTensors after the emulator's phase one refused it (561003,
+    docs/emulator.md), carrying the code."""
     args = make((2, 32))
     emulator.reset_call_counts()
     with pytest.raises(AclTypeError) as ei:
@@ -305,8 +369,8 @@ def test_a_y_dtype_the_part_lacks_is_named(emulator, y_dtype):
 
 
 @pytest.mark.parametrize("value,words", [
-    (np.int32, "int32 must be one of int8, float8_e4m3fn, float8_e5m2"),
-    (acl_py.dtypes.ACL_HIFLOAT8, "hifloat8 must be one of"),
+    (np.int32, "int32 must be one of int8, float8_e4m3fn, float8_e5m2, hifloat8, int4"),
+    (ml_dtypes.int4, "int4 has no aclDataType"),     # ml_dtypes' int4: one value a byte
     ("float32", "float32 must be one of"),
 ])
 def test_y_dtype_values_outside_the_list_are_named(emulator, value, words):

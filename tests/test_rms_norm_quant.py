@@ -22,6 +22,7 @@ from acl_py.raw import lib
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 I8 = np.dtype(np.int8)
 E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
+HIF8, INT4 = acl_py.dtypes.HIFLOAT8, acl_py.dtypes.INT4
 ACL_Y = {I8: lib.ACL_INT8, E4M3: lib.ACL_FLOAT8_E4M3FN, E5M2: lib.ACL_FLOAT8_E5M2}
 # The emulator models the Atlas A2/A3, inference and Ascend 950 kernels; the Atlas training
 # series has no dtype at all.
@@ -282,12 +283,90 @@ def test_y_dtype_results_are_the_raw_calls_bits(path, y_dtype):
     assert np.array_equal(host(yo).view(np.uint8), raw)
 
 
-@pytest.mark.skipif(V2, reason="Ascend 950 computes float8 results")
-@pytest.mark.parametrize("y_dtype", [E4M3, E5M2], ids=lambda d: d.name)
+def _int4_inputs():
+    """Inputs whose int4 results spread over [-8, 7] and saturate at both ends."""
+    x, g, b, _, _ = make((3, 4, 48), seed=9)
+    return x, g, b, np.array([0.25], F16), np.array([1], I8)
+
+
+@pytest.mark.skipif(not V2, reason="hifloat8 and int4 results are Ascend 950's")
+@pytest.mark.parametrize("path", ["numpy", "device"])
+@pytest.mark.parametrize("y_dtype", [HIF8, INT4], ids=lambda d: d.name)
+def test_hifloat8_and_int4_results_are_the_raw_calls_bits(path, y_dtype):
+    """Ascend 950's HIFLOAT8 and INT4 y: bit for bit what a raw call with y of that
+    aclDataType writes (INT4: its packed bytes, the raw y's first half), read as uint8 codes /
+    int8 values by NumPy callers and as HIFLOAT8 / INT4 DeviceTensors; within one step of
+    their grid of the float64 reference; out= (a NumPy array of the host form, a DeviceTensor
+    of the element type) gives the same; the plan too, run twice."""
+    args = _y_inputs() if y_dtype is HIF8 else _int4_inputs()
+    shape = args[0].shape
+    n = args[0].size
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    (raw,) = raw_call("RmsNormQuant", dev + [1e-6], [(shape, y_dtype.code)])
+    raw = raw.reshape(-1)[:n // y_dtype.per_byte]     # the elements' bytes
+    call_args = args if path == "numpy" else dev
+
+    def as_bytes(y):
+        if isinstance(y, acl_py.DeviceTensor):
+            assert y.element_type is y_dtype and y.dtype == np.uint8 and y.shape == shape
+            packed = y.to_numpy(packed=True) if y_dtype is INT4 else y.to_numpy()
+            y = y.to_numpy()
+            assert np.array_equal(packed.reshape(-1), acl_py.dtypes.pack_int4(y)
+                                  if y_dtype is INT4 else y.reshape(-1))
+        assert y.dtype == y_dtype.host and y.shape == shape
+        return acl_py.dtypes.pack_int4(y) if y_dtype is INT4 else y.reshape(-1)
+
+    (y,) = acl_py.rms_norm_quant(*call_args, y_dtype=y_dtype.name)
+    assert np.array_equal(as_bytes(y), raw)
+    values = host(y)
+    exp = reference.rms_norm_quant(*args, y_dtype=y_dtype)[0]
+    if y_dtype is HIF8:
+        got = acl_py.dtypes.hifloat8_to_float32(values).astype(np.float64)
+        assert np.all(np.abs(got - exp) <= reference.float8_step(exp, HIF8))
+        assert len(np.unique(values)) > 40
+    else:
+        assert np.max(np.abs(values - exp)) <= reference.QUANT_STEP
+        assert set(np.unique(values)) == set(range(-8, 8))
+    out = ((np.empty(shape, y_dtype.host),) if path == "numpy" else
+           (acl_py.DeviceTensor.empty(shape, y_dtype),))
+    (yo,) = acl_py.rms_norm_quant(*call_args, y_dtype=y_dtype, out=out)
+    assert yo is out[0] and np.array_equal(as_bytes(yo), raw)
+    if path == "numpy":     # an array of the other host form (DeviceTensors: phase one's)
+        with pytest.raises(AclTypeError) as ei:
+            acl_py.rms_norm_quant(*args, y_dtype=INT4 if y_dtype is HIF8 else HIF8, out=out)
+        assert ei.value.argument == "out[0] (y)" and "held as" in str(ei.value)
+    else:
+        with acl_py.Stream() as st, acl_py.RmsNormQuant(*dev, y_dtype=y_dtype) as plan:
+            for _ in range(2):
+                plan.run(st)
+                st.synchronize()
+                assert np.array_equal(as_bytes(plan.y), raw)
+
+
+@pytest.mark.skipif(not V2, reason="int4 results are Ascend 950's")
+def test_int4_needs_an_even_last_dim(emulator):
+    """INT4 y on Ascend 950: x's last dim even (aclnn_rms_norm_quant.cpp CheckParams: two
+    values to a byte), AclArgumentError naming x before any C call on NumPy arrays, with
+    phase one's 161002 on DeviceTensors."""
+    args = make((2, 15))
+    emulator.reset_call_counts()
+    with pytest.raises(AclArgumentError) as ei:
+        acl_py.rms_norm_quant(*args, y_dtype="int4")
+    assert ei.value.argument == "x" and "even" in str(ei.value)
+    assert "aclnnRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with pytest.raises(AclArgumentError) as ei:
+        acl_py.rms_norm_quant(*dev, y_dtype="int4")
+    assert ei.value.argument == "x" and ei.value.code == 161002
+
+
+@pytest.mark.skipif(V2, reason="Ascend 950 computes these results")
+@pytest.mark.parametrize("y_dtype", [E4M3, E5M2, HIF8, INT4], ids=lambda d: d.name)
 def test_a_y_dtype_the_part_lacks_is_named(emulator, y_dtype):
-    """A float8 y_dtype off Ascend 950: AclTypeError naming y_dtype and the part before any C
-    call on NumPy arrays; on DeviceTensors after phase one refused it (161002, its y list),
-    carrying the code; a raw call is refused the same."""
+    """A float8, hifloat8 or int4 y_dtype off Ascend 950: AclTypeError naming y_dtype and the
+    part before any C call on NumPy arrays; on DeviceTensors after phase one refused it,
+    carrying the code: 161002 (its y list), or for int4 on Atlas A2/A3, whose list has INT4,
+    561103 (the op_api's ViewCopy of the INT32 view of its INT4 result into an INT4 y)."""
     args = make((2, 16))
     emulator.reset_call_counts()
     with pytest.raises(AclTypeError) as ei:
@@ -299,18 +378,17 @@ def test_a_y_dtype_the_part_lacks_is_named(emulator, y_dtype):
     with pytest.raises(AclTypeError) as ei:
         acl_py.rms_norm_quant(*dev, y_dtype=y_dtype)
     assert ei.value.argument == "y_dtype"
-    assert ei.value.code == 161002 and ei.value.call == "aclnnRmsNormQuantGetWorkspaceSize"
+    code = 561103 if y_dtype is INT4 and PART in ("Ascend910B", "Ascend910_93") else 161002
+    assert ei.value.code == code and ei.value.call == "aclnnRmsNormQuantGetWorkspaceSize"
     with pytest.raises(AclTypeError) as ei:     # a plan checks in Python first
         acl_py.RmsNormQuant(*dev, y_dtype=y_dtype)
     assert ei.value.argument == "y_dtype"
 
 
 @pytest.mark.parametrize("value,words", [
-    (np.int32, "int32 must be one of int8, float8_e4m3fn, float8_e5m2"),
+    (np.int32, "int32 must be one of int8, float8_e4m3fn, float8_e5m2, hifloat8, int4"),
     (np.float16, "float16 must be one of"),
     (ml_dtypes.int4, "int4 has no aclDataType"),     # ml_dtypes' int4: one value a byte
-    (acl_py.dtypes.ACL_HIFLOAT8, "hifloat8 must be one of"),
-    ("int4", "int4 must be one of"),
     (2, "is an int"),
     ([np.int8], "not a dtype"),
 ])

@@ -8,11 +8,10 @@ bfloat16, ``scales2`` scales1's; the zero points int32/float32/float16/bfloat16,
 ``zero_points2`` zero_points1's; the part's relations of x1, scales1 and the zero points:
 see :func:`scales_zero_points_dtype_rule`); ``x2`` of x1's shape; ``gamma`` equal to x1's
 trailing dims; every scale and zero-point tensor of gamma's shape; the ``out=`` entries of
-x1's shape (y1, y2 of ``y_dtype``; x x1's dtype); ``y_dtype`` (int8; float8_e4m3fn and
-float8_e5m2 on Ascend 950 only: :data:`Y_DTYPES`). The operator's own rules (ranks;
-``div_mode`` true on Atlas A2/A3 and Atlas inference parts) are phase one's. Ascend 950's
-HIFLOAT8 results, which no NumPy dtype holds, are reachable through the raw calls. ``y2`` is
-written only with
+x1's shape (y1, y2 of ``y_dtype``; x x1's dtype); ``y_dtype`` (int8; float8_e4m3fn,
+float8_e5m2 and hifloat8 on Ascend 950 only; int4 nowhere: :data:`Y_DTYPES`). The operator's
+own rules (ranks; ``div_mode`` true on Atlas A2/A3 and Atlas inference parts) are phase
+one's. ``y2`` is written only with
 ``scales2`` given: without it the result's ``y2`` is None (the device still receives a tensor
 for it, a scratch one).
 """
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
+from ..dtypes import INT4, dtype_name
 from ..errors import AclArgumentError, AclTypeError
 from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, check_trailing_dims,
                        configured, double, dtype_of, dtype_option, flag, integer, output, part_of,
@@ -46,15 +46,13 @@ _ZERO_POINTS = ("int32", "float32", "float16", "bfloat16")
 _KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "kirinx90", "kirin9030",
                            "ascend950")
 
-# y1's and y2's dtypes acl-py takes (y_dtype). Phase one's list takes them on every part
-# (aclnn_add_rms_norm_quant.cpp: FLOAT8_E4M3FN, FLOAT8_E5M2, HIFLOAT8, INT8), but only Ascend
-# 950's kernel writes float8 results (add_rms_norm_quant_def.cpp): the emulator refuses them
-# elsewhere with 561003 (docs/emulator.md).
-Y_DTYPES = ("int8", "float8_e4m3fn", "float8_e5m2")
+# y1's and y2's dtypes acl-py takes (y_dtype). Phase one's list takes the first four on every
+# part (aclnn_add_rms_norm_quant.cpp: FLOAT8_E4M3FN, FLOAT8_E5M2, HIFLOAT8, INT8), but only
+# Ascend 950's kernel writes the 8-bit floats (add_rms_norm_quant_def.cpp): the emulator
+# refuses them elsewhere with 561003 (docs/emulator.md). INT4 is in no part's list (161002).
+Y_DTYPES = ("int8", "float8_e4m3fn", "float8_e5m2", "hifloat8", "int4")
 
-
-def _name(dt):
-    return np.dtype(dt).name
+_name = dtype_name
 
 
 def scales_zero_points_dtype_rule(x, scales, zero_points, part):
@@ -103,8 +101,11 @@ def scales_zero_points_dtype_rule(x, scales, zero_points, part):
 
 def y_dtype_rule(y_dtype, part):
     """None where ``part`` (a :class:`~acl_py.ops.Part`) has a kernel writing y1 and y2 of
-    ``y_dtype``, else the rule: int8 everywhere, the float8 dtypes on Ascend 950 only
-    (add_rms_norm_quant_def.cpp)."""
+    ``y_dtype``, else the rule: int8 everywhere, the float8 dtypes and hifloat8 on Ascend 950
+    only (add_rms_norm_quant_def.cpp), int4 nowhere (phase one's y list)."""
+    if y_dtype is INT4:
+        return (f"int4 is not in aclnnAddRmsNormQuant's y dtype list (int8, float8_e4m3fn, "
+                f"float8_e5m2, hifloat8) on any part")
     if y_dtype == _INT8 or part.arch3510:
         return None
     return (f"{_name(y_dtype)} results are Ascend 950's (its kernel's y dtypes); {part.name} "
@@ -279,10 +280,15 @@ def add_rms_norm_quant(x1: Operand, x2: Operand, gamma: Operand, scales1: Operan
     ``y1`` and ``y2`` have ``y_dtype``: ``np.int8`` (the default), or on Ascend 950
     ``ml_dtypes.float8_e4m3fn`` / ``ml_dtypes.float8_e5m2`` (or their names), arrays of that
     ml_dtypes type: the float32 ``y / scales_k + zero_points_k`` converted to it directly, to
-    nearest even, saturating at its largest finite value (docs/emulator.md). Another part
-    refuses a float8 ``y_dtype`` (AclTypeError naming it; on DeviceTensors with the code the
-    emulator refuses the call with, 561003: the device has no kernel for it).
-    ``out=(y1, y2, x)`` gives preallocated outputs of the same kind as the inputs.
+    nearest even, saturating at its largest finite value (docs/emulator.md);
+    :data:`acl_py.dtypes.HIFLOAT8` (or ``"hifloat8"``): that value to the nearest HiF8 value,
+    ties away from zero, saturating at 2^15, as uint8 codes (NumPy) or HIFLOAT8 DeviceTensors
+    (decode with :func:`acl_py.dtypes.hifloat8_to_float32`). Another part refuses these
+    ``y_dtype`` s (AclTypeError naming it; on DeviceTensors with the code the emulator refuses
+    the call with, 561003: the device has no kernel for it); ``"int4"`` is refused on every
+    part (phase one's y list: 161002 on DeviceTensors).
+    ``out=(y1, y2, x)`` gives preallocated outputs of the same kind as the inputs (NumPy:
+    uint8 for hifloat8).
     """
     return ADD_RMS_NORM_QUANT.call((x1, x2, gamma, scales1, scales2, zero_points1,
                                     zero_points2, axis, epsilon, div_mode, y_dtype),

@@ -8,12 +8,12 @@ on Ascend 950 the relations its op_api lists instead: see :func:`scale_offset_dt
 ``gamma`` of ``[N]`` or ``[1, N]`` with N x's last dim, ``beta`` of gamma's shape; ``offset``
 of scale's shape; ``scale`` non-empty and ``epsilon > 0`` (on Ascend 950 instead: ``scale``
 of all-one dims or x's trailing dims, any epsilon: RmsNormQuantV2's tiling); ``y_dtype``
-(int8; float8_e4m3fn and float8_e5m2 on Ascend 950 only: :data:`Y_DTYPES`); the ``out=``
-entry of x's shape and ``y_dtype``. The operator's own rules (ranks, the part's dtype lists:
-float16/bfloat16 on Atlas A2/A3 and Ascend 950, float16 on Atlas inference parts, none on the
-Atlas training series; float32 x on Ascend 950 only) are phase one's. The int4 results
-(packed eight to an int32, Atlas A2/A3 and Ascend 950; INT4-typed on Ascend 950) and Ascend
-950's HIFLOAT8 results, which no NumPy dtype holds, are reachable through the raw calls.
+(int8; float8_e4m3fn, float8_e5m2, hifloat8 and int4 on Ascend 950 only, int4 with an even
+last dim: :data:`Y_DTYPES`); the ``out=`` entry of x's shape and ``y_dtype``. The operator's
+own rules (ranks, the part's dtype lists: float16/bfloat16 on Atlas A2/A3 and Ascend 950,
+float16 on Atlas inference parts, none on the Atlas training series; float32 x on Ascend 950
+only) are phase one's. The int4 results Atlas A2/A3 write packed eight to an int32 are
+reachable through the raw calls.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
+from ..dtypes import INT4, dtype_name
 from ..errors import AclArgumentError, AclTypeError
 from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_option,
                        output, part_of, shape_of, tensor)
@@ -46,10 +47,10 @@ _KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "ascend31
                            "kirinx90", "kirin9030", "ascend950")
 
 # y's dtypes acl-py takes (y_dtype), and those the part computes: phase one's y list
-# (aclnn_rms_norm_quant.cpp: INT8 everywhere, FLOAT8_E4M3FN/E5M2 (and HIFLOAT8) on Ascend 950;
-# another is refused 161002)
-Y_DTYPES = ("int8", "float8_e4m3fn", "float8_e5m2")
-_Y_ASCEND950 = ("float8_e4m3fn", "float8_e5m2")
+# (aclnn_rms_norm_quant.cpp: INT8 everywhere, FLOAT8_E4M3FN/E5M2, HIFLOAT8 and INT4 on Ascend
+# 950; another is refused 161002). Atlas A2/A3's list has INT4, but the op_api views that
+# result as INT32 (Int42Int32PackedTensor) and its ViewCopy into an INT4 y fails (561103).
+Y_DTYPES = ("int8", "float8_e4m3fn", "float8_e5m2", "hifloat8", "int4")
 
 
 def _per_column(scale_shape):
@@ -58,8 +59,7 @@ def _per_column(scale_shape):
     return any(d != 1 for d in scale_shape)
 
 
-def _name(dt):
-    return np.dtype(dt).name
+_name = dtype_name
 
 
 def scale_offset_dtype_rule(x, scale, offset, ascend950):
@@ -98,10 +98,15 @@ def scale_offset_dtype_rule(x, scale, offset, ascend950):
 
 def y_dtype_rule(y_dtype, part):
     """None where ``part`` (a :class:`~acl_py.ops.Part`) computes y of ``y_dtype``, else the
-    rule: int8 everywhere, the float8 dtypes on Ascend 950 only (phase one's y dtype list,
-    161002)."""
+    rule: int8 everywhere, the others on Ascend 950 only (phase one's y dtype list, 161002;
+    on Atlas A2/A3 int4 is the ViewCopy's to refuse, 561103: the op_api hands it an INT32 view
+    of the INT4 result)."""
     if y_dtype == _INT8 or part.arch3510:
         return None
+    if y_dtype is INT4 and part.npu_arch == 2201:
+        return (f"int4 results are Ascend 950's; {part.name} computes int8, and int4 packed "
+                f"eight to an int32 y only (the op_api views its INT4 result as INT32: "
+                f"acl_py.raw calls reach it)")
     return (f"{_name(y_dtype)} results are Ascend 950's (phase one's y list); {part.name} "
             f"computes int8")
 
@@ -118,6 +123,9 @@ def rms_norm_quant_check(a):
     rule = y_dtype_rule(a.y_dtype, part_of())
     if rule is not None:
         raise AclTypeError("y_dtype", rule)
+    if a.y_dtype is INT4 and a.x.shape and a.x.shape[-1] % 2:
+        raise AclArgumentError("x", f"last dim {a.x.shape[-1]} must be even for int4 results "
+                               f"(two to a byte; phase one's rule on Ascend 950)")
     broken = scale_offset_dtype_rule(a.x.dtype, a.scale.dtype, a.offset.dtype,
                                      part_of().arch3510)
     if broken is not None:
@@ -225,9 +233,15 @@ def rms_norm_quant(x: Operand, gamma: Operand, beta: Operand, scale: Operand, of
     ``ml_dtypes.float8_e4m3fn`` / ``ml_dtypes.float8_e5m2`` (or their names), arrays of that
     ml_dtypes type: the float32 quotient plus offset converted to it directly (no float16
     step), to nearest even, saturating at its largest finite value, NaN kept
-    (docs/emulator.md). Another part refuses
-    a float8 ``y_dtype`` (AclTypeError naming it; phase one's code 161002 on DeviceTensors).
-    ``out=(y,)`` gives a preallocated output of the same kind as the inputs, of ``y_dtype``.
+    (docs/emulator.md); :data:`acl_py.dtypes.HIFLOAT8` (or ``"hifloat8"``): the quotient
+    plus offset to the nearest HiF8 value, ties away from zero, saturating at 2^15, given as
+    uint8 codes (NumPy) or a HIFLOAT8 DeviceTensor (decode with
+    :func:`acl_py.dtypes.hifloat8_to_float32`); :data:`acl_py.dtypes.INT4` (or ``"int4"``, x's
+    last dim even): the int8 path's float16 value to [-8, 7], given as int8 values (NumPy) or
+    an INT4 DeviceTensor (packed two to a byte). Another part refuses these ``y_dtype`` s
+    (AclTypeError naming it; phase one's code on DeviceTensors: 161002, or 561103 for int4 on
+    Atlas A2/A3). ``out=(y,)`` gives a preallocated output of the same kind as the inputs, of
+    ``y_dtype`` (NumPy: uint8 for hifloat8, int8 for int4).
     """
     return RMS_NORM_QUANT.call((x, gamma, beta, scale, offset, epsilon, y_dtype), out=out,
                                stream=stream)
