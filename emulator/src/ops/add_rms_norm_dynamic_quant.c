@@ -150,26 +150,13 @@ static float row_sum_squares(const ardq_payload *P, const float *x, float *sq)
     return s;
 }
 
-/* t = v * smooth (v itself without smooth) over a row of N; returns max |t| (a NaN
- * skipped). */
-static float smoothed_abs_max(const float *v, const float *smooth, float *t, int64_t N)
-{
-    float mx = 0.0f;
-    for (int64_t i = 0; i < N; i++) {
-        t[i] = smooth ? v[i] * smooth[i] : v[i];
-        const float a = fabsf(t[i]);
-        mx = a > mx ? a : mx;
-    }
-    return mx;
-}
-
 /* One dynamic quantization of v (times smooth, when given) into y's row m and scale's
  * element m. */
 static void quantize_row(const ardq_payload *P, const float *v, const float *smooth, float *t,
                          int8_t *q, const tdesc *y, const tdesc *scale, int64_t m)
 {
     const int64_t N = P->N;
-    const float mx = smoothed_abs_max(v, smooth, t, N);
+    const float mx = nr_smoothed_abs_max(v, smooth, t, N);
     const float mul = QUANT_MAX / mx;
     const float s = 1.0f / mul;
     memcpy(row_base(scale, m), &s, sizeof s);
@@ -196,7 +183,7 @@ static void regbase_quantize_row(const ardq_payload *P, const float *v, const fl
                                  int64_t m)
 {
     const int64_t N = P->N;
-    const float mx = smoothed_abs_max(v, smooth, t, N);
+    const float mx = nr_smoothed_abs_max(v, smooth, t, N);
     const float div = regbase_div_factor(P->ydt);
     const float s = P->kernel == ARDQ_SINGLE_ROW ? mx / (1.0f / div) : mx * div;
     memcpy(row_base(scale, m), &s, sizeof s);

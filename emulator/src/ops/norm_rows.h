@@ -179,6 +179,20 @@ static inline void nr_scale_shift(float *y, const float *d, int64_t n, float rst
     }
 }
 
+/* t[i] = v[i] * smooth[i] (v[i] without smooth) over a row of n; returns max |t[i]|, from 0,
+ * a NaN skipped: the dynamic-quant kernels' per-row abs max (their Mul, Abs, Max from a
+ * zeroed register; a max is exact, so the lane order does not matter). */
+static inline float nr_smoothed_abs_max(const float *v, const float *smooth, float *t, int64_t n)
+{
+    float mx = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        t[i] = smooth ? v[i] * smooth[i] : v[i];
+        const float a = fabsf(t[i]);
+        mx = a > mx ? a : mx;
+    }
+    return mx;
+}
+
 /* The row buffer of chunk `chunk` (row_floats floats). */
 static inline float *nr_chunk_buf(const norm_rows *R, int64_t chunk)
 {
