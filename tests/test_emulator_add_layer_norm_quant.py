@@ -3,13 +3,16 @@ messages in the op_api's order (hicann/ops-nn norm/add_layer_norm_quant/op_host/
 aclnn_add_layer_norm_quant.cpp: CheckPlatform refuses every part but Ascend 950 with 161002
 before anything else; the kernels of op_host/add_layer_norm_quant_def.cpp's config_950; the
 tiling's refusals and kernel choice, op_host/add_layer_norm_quant_tiling_arch35.cpp; the
-stricter choices in docs/emulator.md), and Ascend 950's static-mode numbers
-(op_kernel/arch35/add_layer_norm_static_quant_regbase_full_load_kernel.h): bit for bit
-against a NumPy model of the full-load kernel's float32 chain (its binary-add sums, the
-Newton-Raphson rstd, one and two outputs, with and without zero points and bias, divMode
-true and false) and within one quantization step of the float64 reference; the dynamic mode
-and the Welford kernel refused 'not modelled'. The file runs on every part (its numbers on
-Ascend 950, in a child process from the others).
+stricter choices in docs/emulator.md), and Ascend 950's numbers of the full-load kernels
+(op_kernel/arch35/add_layer_norm_static_quant_regbase_full_load_kernel.h,
+add_layer_norm_dynamic_quant_regbase_full_load_kernel.h): bit for bit against a NumPy model
+of their float32 chain (the binary-add sums, the Newton-Raphson rstd; static: one and two
+outputs, with and without zero points and bias, divMode true and false; dynamic: without
+scales, with scales1, with both, the per-row scale max|t| * (float)(1/127) and t / scale) and
+within one quantization step of the float64 reference (the dynamic out scales within float32
+rounding of it); the dynamic mode's empty-input kernel (-inf out scales); the Welford kernel
+(rows past the full-load kernel's UB, each mode's boundary) refused 'not modelled'. The file
+runs on every part (its numbers on Ascend 950, in a child process from the others).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from _emu_aclnn import SOC, refused_by, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import other_parts, run_on_parts
+from test_emulator_add_rms_norm_dynamic_quant import assert_near_dynamic_reference
 from test_emulator_add_rms_norm_quant import read_int, to_int8, view
 from test_emulator_rms_norm_quant import v2_rstd
 
@@ -68,20 +72,26 @@ def inputs(rng, shape, dt, sdt, dual=True, zero_points=True, bias=None, scale=40
     return x1, x2, g, b, c, s1, s2, z1, z2
 
 
-def call(arena, args, kinds=None, eps=1e-5, div_mode=True, additional=True):
-    """Runs the operator's static mode; returns (y1, y2 or None where not written, x or
-    None where not written, y2 as read)."""
+def run_views(arena, args, kinds=None, **kw):
+    """Runs both phases over views of args (y1, y2 of sentinel -77, x -7, the out scales of
+    x1's leading dims -5); returns the output views (y1, y2, x, outScales1, outScales2)."""
     x1 = args[0]
     kinds = kinds or ("contig",) * 12
     views = [None if a is None else view(arena, a, kind=k) for a, k in zip(args, kinds)]
-    vy1 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[9], sentinel=-77)
-    vy2 = view(arena, shape=x1.shape, dtype=I8, kind=kinds[10], sentinel=-77)
-    vx = DevView(arena, shape=x1.shape, dtype=x1.dtype, kind=kinds[11], sentinel=-7)
-    os_shape = x1.shape[:-1] or (1,)
-    vo1 = DevView(arena, shape=os_shape, dtype=F32, sentinel=-5)
-    vo2 = DevView(arena, shape=os_shape, dtype=F32, sentinel=-5)
-    run_phase_two(arena, P2, phase_one(views + [vy1, vy2, vx, vo1, vo2], eps=eps,
-                                       div_mode=div_mode, additional=additional))
+    outs = [view(arena, shape=x1.shape, dtype=I8, kind=kinds[9], sentinel=-77),
+            view(arena, shape=x1.shape, dtype=I8, kind=kinds[10], sentinel=-77),
+            DevView(arena, shape=x1.shape, dtype=x1.dtype, kind=kinds[11], sentinel=-7)]
+    outs += [DevView(arena, shape=x1.shape[:-1] or (1,), dtype=F32, sentinel=-5)
+             for _ in range(2)]
+    run_phase_two(arena, P2, phase_one(views + outs, **kw))
+    return outs
+
+
+def call(arena, args, kinds=None, eps=1e-5, div_mode=True, additional=True):
+    """Runs the operator's static mode; returns (y1, y2 or None where not written, x or
+    None where not written, y2 as read)."""
+    vy1, vy2, vx, vo1, vo2 = run_views(arena, args, kinds, eps=eps, div_mode=div_mode,
+                                       additional=additional)
     assert (vo1.read() == -5).all() and (vo2.read() == -5).all(), "outScales written"
     y2 = read_int(vy2)
     x = vx.read()
@@ -125,8 +135,9 @@ def binary_sum(t):
     return fold64(np.pad(partial[:, :count], ((0, 0), (0, 64 - count))))
 
 
-def device_chain(x1, x2, g, b, c, s1, s2, z1, z2, eps=1e-5, div_mode=True):
-    """The full-load kernel's numbers on [M, N] rows: (y1, y2 or None, x)."""
+def normed_rows(x1, x2, g, b, c, eps=1e-5):
+    """Both full-load kernels' float32 LayerNorm on [M, N] rows: (v, x): x = the sum,
+    v = ((x - mean) * rstd) * gamma + beta."""
     f = np.float32
     n = x1.shape[-1]
     a, bb = x1.astype(F32).reshape(-1, n), x2.astype(F32).reshape(-1, n)
@@ -140,6 +151,12 @@ def device_chain(x1, x2, g, b, c, s1, s2, z1, z2, eps=1e-5, div_mode=True):
     var = binary_sum((d * d) / nf)
     rstd = np.array([v2_rstd(v, eps, False) for v in var], F32)
     v = ((d * rstd[:, None]) * g.astype(F32)) + b.astype(F32)
+    return v, x
+
+
+def device_chain(x1, x2, g, b, c, s1, s2, z1, z2, eps=1e-5, div_mode=True):
+    """The static full-load kernel's numbers on [M, N] rows: (y1, y2 or None, x)."""
+    v, x = normed_rows(x1, x2, g, b, c, eps)
 
     def quant(scales, zp):
         with np.errstate(all="ignore"):
@@ -249,6 +266,154 @@ def test_rank_2_gamma_over_a_rank_3_x(arena):
     got = call(arena, args)
     y1, y2, x = device_chain(x1, x2, g, b, c, s1, s2, z1, z2)
     assert np.array_equal(got[0], y1.reshape(shape)) and np.array_equal(got[1], y2.reshape(shape))
+
+
+# ---- the dynamic mode (Ascend 950) -----------------------------------------------------------
+
+def dynamic_chain(x1, x2, g, b, c, s1, s2, eps=1e-5):
+    """The dynamic full-load kernel's numbers on [M, N] rows: (y1, y2 or None, x, os1, os2 or
+    None): per output t = v * scales (v without scales1), the row's scale max|t| (from 0, a NaN
+    skipped) times float32(1/127), y = Round2Int8(t / scale)."""
+    v, x = normed_rows(x1, x2, g, b, c, eps)
+
+    def quant(scales):
+        t = v if scales is None else v * scales.astype(F32)
+        a = np.abs(t)
+        scale = np.where(np.isnan(a), np.float32(0), a).max(axis=1) * np.float32(1.0 / 127.0)
+        with np.errstate(all="ignore"):
+            q = t / scale[:, None]
+        return to_int8(q).reshape(x1.shape), scale.reshape(x1.shape[:-1])
+
+    y1, o1 = quant(s1)
+    y2, o2 = (None, None) if s2 is None else quant(s2)
+    return y1, y2, x.astype(x1.dtype).reshape(x1.shape), o1, o2
+
+
+def dynamic_inputs(rng, shape, dt, scales=2, bias=None):
+    """(x1, x2, gamma, beta, bias, s1, s2, None, None) of the dynamic mode: smooth scales of
+    x1's dtype, `scales` of them (0, 1: scales1, 2: both)."""
+    args = list(inputs(rng, shape, dt, dt, dual=scales == 2, zero_points=False, bias=bias))
+    args[5] = (4 * args[5].astype(F32)).astype(dt) if scales else None
+    return tuple(args)
+
+
+def call_dynamic(arena, args, kinds=None, additional=True, eps=1e-5):
+    """Runs the dynamic mode; returns (y1, y2 as read, x, out scales 1, out scales 2 as
+    read)."""
+    vy1, vy2, vx, vo1, vo2 = run_views(arena, args, kinds, mode="dynamic", eps=eps,
+                                       additional=additional)
+    return read_int(vy1), read_int(vy2), vx.read(), vo1.read(), vo2.read()
+
+
+def assert_dynamic_matches(got, args):
+    y1, y2, x, o1, o2 = dynamic_chain(*args[:7])
+    assert np.array_equal(got[0], y1)
+    assert np.array_equal(got[2].view(np.uint8), x.view(np.uint8))
+    assert np.array_equal(got[3].view(np.uint32), o1.view(np.uint32))
+    if y2 is None:
+        assert (got[1] == -77).all() and (got[4] == -5).all(), "y2 or outScales2 written"
+    else:
+        assert np.array_equal(got[1], y2)
+        assert np.array_equal(got[4].view(np.uint32), o2.view(np.uint32))
+    assert_near_dynamic_reference(got, reference.add_layer_norm_quant(*args, quant_mode="dynamic"),
+                                  scale_rtol=1e-5)
+    return y1
+
+
+@on_950
+@pytest.mark.parametrize("dt", [F16, BF16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("m,n", [(5, 48), (3, 64), (4, 200), (2, 1000)])
+@pytest.mark.parametrize("scales", [0, 1, 2], ids=["no-scales", "scales1", "dual"])
+def test_dynamic_bits_and_reference(arena, dt, m, n, scales):
+    """Bit for bit the dynamic full-load kernel's chain (its out scales too); y2 and
+    outScales2 only with scales2; within one step (the out scales float32 rounding) of the
+    float64 reference."""
+    rng = np.random.default_rng(m * n + scales)
+    args = dynamic_inputs(rng, (m, n), dt, scales)
+    y1 = assert_dynamic_matches(call_dynamic(arena, args), args)
+    assert y1.min() == -127 or y1.max() == 127       # each row's largest |t| maps to 127
+    assert len(np.unique(y1)) > 20
+
+
+@on_950
+@pytest.mark.parametrize("bias", ["gamma", "x1"])
+def test_dynamic_bias_rank_3_and_strided_views(arena, bias):
+    rng = np.random.default_rng(12)
+    args = dynamic_inputs(rng, (2, 3, 72), BF16, 2, bias=bias)
+    got = call_dynamic(arena, args)
+    assert_dynamic_matches(got, args)
+    strided = call_dynamic(arena, args, kinds=("stepped",) * 12)
+    for k in range(5):
+        assert np.array_equal(strided[k].view(np.uint8), got[k].view(np.uint8))
+
+
+@on_950
+def test_dynamic_zero_row_and_no_additional_output(arena):
+    """A row of zeros: scale 0, its y 0 (0 / 0 written as 0); xOut left alone without
+    additionalOutput."""
+    rng = np.random.default_rng(8)
+    args = list(dynamic_inputs(rng, (3, 40), F16, 1))
+    args[0][1], args[1][1], args[3][:] = 0, 0, 0
+    got = call_dynamic(arena, tuple(args), additional=False)
+    assert (got[2].astype(F32) == -7).all(), "xOut written without additionalOutput"
+    assert got[3][1] == 0 and (got[0][1] == 0).all()
+    y1, _, _, o1, _ = dynamic_chain(*args[:7])
+    assert np.array_equal(got[0], y1) and np.array_equal(got[3], o1)
+
+
+@on_950
+@pytest.mark.parametrize("dual", [True, False], ids=["dual", "single"])
+def test_dynamic_rows_of_no_elements_get_minus_infinity(arena, dual):
+    """x1 [4, 0] (gamma [0]): the empty-input kernel writes -inf out scales (outScales2 with
+    scales2), nothing else; no epsilon rule there (its tiling checks none)."""
+    args = Args(arena, n=0)
+    args.mode, args.eps = "dynamic", 0.0
+    args.v["z1"] = args.v["z2"] = None
+    if not dual:
+        args.v["s2"] = None
+    for k in ("os1", "os2"):
+        args.v[k] = DevView(arena, shape=(4,), dtype=F32, sentinel=-5)
+    run_phase_two(arena, P2, args.call())
+    assert (args.v["os1"].read() == -np.inf).all()
+    assert (args.v["os2"].read() == (-np.inf if dual else -5)).all()
+
+
+def fits_dynamic_full_load(n, xs, scales, elewise_bias=False):
+    """CheckDynQuantFullLoadTiling (Ascend 950, UB 253952) for a row of n: no bias of rank 1,
+    `scales` smooth scales of xs bytes."""
+    cols = -(-n // 32) * 32
+    p = 64 if n <= 64 else 1 << (n - 1).bit_length() - 1
+    binary_ub = -(-(p // 64) // 8) * 8 * 4
+    outs = 2 if scales == 2 else 1
+    avail = 253952 - (binary_ub + cols * scales * (xs if scales else 4) + cols * 2 * xs + 256)
+    per_row = ((2 * xs + outs + xs + (xs if elewise_bias else 0)) * 2 * cols + 8 * outs
+               + 4 * cols * outs + 8)
+    return avail // per_row >= 1
+
+
+def dynamic_boundary(xs, scales):
+    n = 4096
+    while fits_dynamic_full_load(n + 1, xs, scales):
+        n += 1
+    return n
+
+
+@on_950
+@pytest.mark.parametrize("scales", [0, 2], ids=["no-scales", "dual"])
+def test_dynamic_full_load_boundary(arena, scales):
+    """The last row length CheckDynQuantFullLoadTiling keeps in the UB runs bit for bit;
+    one more takes the Welford kernel, refused 'not modelled'."""
+    n = dynamic_boundary(2, scales)
+    assert 4096 < n < 12000
+    rng = np.random.default_rng(n)
+    args = dynamic_inputs(rng, (2, n), F16, scales)
+    assert_dynamic_matches(call_dynamic(arena, args), args)
+    a = Args(arena, n=n + 1)
+    a.mode = "dynamic"
+    a.v["z1"] = a.v["z2"] = None
+    if scales == 0:
+        a.v["s1"] = a.v["s2"] = None
+    expect(a, INNER_NULLPTR, "not modelled", "Welford")
 
 
 # ---- phase one ---------------------------------------------------------------------------------
@@ -486,12 +651,25 @@ def test_no_kernel_for_the_combination(arena, x_dt, s_dt):
 
 
 @on_950
-def test_dynamic_mode_is_not_modelled(arena):
+def test_dynamic_mode_passes(arena):
     a = Args(arena)
     a.mode = "dynamic"
     for k in ("z1", "z2"):
         a.v[k] = None
-    expect(a, INNER_NULLPTR, "not modelled", "dynamic")
+    passes(a)
+
+
+@on_950
+@pytest.mark.parametrize("name,c_name", [("y2", "y2Out"), ("os2", "outScales2Out")])
+def test_dynamic_empty_second_output_is_refused(arena, name, c_name):
+    """Without scales2 an empty y2Out or outScales2Out beside a non-empty x1 sends the op_api
+    to the empty-input kernel (-inf out scales, no y1): refused as in static mode."""
+    a = Args(arena)
+    a.mode = "dynamic"
+    for k in ("s2", "z1", "z2"):
+        a.v[k] = None
+    a.v[name] = a.make((0,) + a.v[name].shape[1:], a.v[name].dtype)
+    expect(a, INVALID, c_name + " is empty while x1 is not")
 
 
 @on_950

@@ -13,7 +13,9 @@
  *   CheckDtypeValid, CheckShapeRel, CheckShapeEqs, CheckOptCombValid (161002, in that order);
  *   an empty outScales1Out: success, nothing launched; another empty x1, gamma, y2Out or
  *   outScales2Out: the L0 op with the empty-input kernel, whose results are copied only in
- *   dynamic mode (the static mode writes nothing visible); else the L0 op
+ *   dynamic mode (the static mode writes nothing visible; op_kernel/arch35/
+ *   add_layer_norm_quant_empty_input_kernel.h: each row's out scales -inf, and its tiling,
+ *   add_layer_norm_quant_empty_tiling.cpp, checks no epsilon); else the L0 op
  *   (op_api/add_layer_norm_quant.cpp), y1 and xOut copied, y2 with scales2 ("dual");
  * - the L0 op discards ADD_TO_LAUNCHER_LIST_AICORE's status (hicann/opbase make_op_executor.h),
  *   so what the tiling refuses (op_host/add_layer_norm_quant_tiling_arch35.cpp GetAttrs:
@@ -22,8 +24,9 @@
  *   (op_host/add_layer_norm_quant_def.cpp config_950: x FLOAT16 with scales FLOAT16 or FLOAT,
  *   BF16 with BF16 or FLOAT, FLOAT with FLOAT) passes phase one on the device and leaves the
  *   outputs unwritten. Stricter (docs/emulator.md): refused in phase one, 561002 and 561003;
- * - the tiling's kernel choice (DoUbTiling, CheckStcQuantFullLoadTiling): the full-load kernel
- *   when one row fits the UB beside gamma, beta, the scales and zero points, else Welford.
+ * - the tiling's kernel choice (DoUbTiling, CheckStcQuantFullLoadTiling,
+ *   CheckDynQuantFullLoadTiling): the full-load kernel when one row fits the UB beside gamma,
+ *   beta, the scales and zero points, else Welford.
  *
  * The device's numbers, static mode, the full-load kernel (op_kernel/arch35/
  * add_layer_norm_static_quant_regbase_full_load_kernel.h, add_layer_norm_quant_regbase_helper.h
@@ -37,8 +40,17 @@
  * - v = ((x - mean) * rstd) * gamma + beta; per output k (y1, then y2 with scales2): t = v /
  *   scales_k (divMode) or v * scales_k, t += zeroPoints_k when given; Round2Int8: to INT32
  *   (CAST_RINT), FLOAT16, INT8 (half.h aclemu_f32_to_int8_sat: ties to even, saturating).
+ *
+ * Dynamic mode, the full-load kernel (op_kernel/arch35/
+ * add_layer_norm_dynamic_quant_regbase_full_load_kernel.h VFCalcYNormlization, VFCalcYQuant;
+ * add_layer_norm_quant_regbase_helper.h ComputeDynamicQuantWith(Out)Smooth, Round2Int8): x,
+ * xOut, mean, rstd and v as above; per output k (y1 with scales1 or none, y2 with scales2):
+ * t = v * scales_k (v without scales1), scale_k = max |t| over the row (from a zeroed
+ * register) * (float)(1.0 / 127.0), written to outScales_k's row; y_k = Round2Int8(t /
+ * scale_k) (Div; a zero row: 0 / 0, written as 0 as a NaN is). The dual kernel keeps v and
+ * multiplies again by the scales, the same float product.
  * Not modelled (561103 after every check; docs/emulator.md's known false refusals): the
- * dynamic mode, and the static mode's Welford kernel (rows too long for the full-load one).
+ * Welford kernels of both modes (rows too long for the full-load ones).
  *
  * Kernel: rows are independent; each row's sums have a fixed order, so the split of rows over
  * threads never changes a bit.
@@ -84,6 +96,8 @@ typedef struct {
     int64_t M, N;
     float eps;        /* as the kernel receives it */
     bool div_mode;
+    bool dyn;         /* quantMode "dynamic": per-row scales, outScales written */
+    bool empty_rows;  /* dynamic mode, rows of 0 elements: the empty-input kernel */
     bool dual;        /* scales2 given: y2 written */
     bool bias_rows;   /* a bias of x1's rank above gamma's: one row per row */
     bool write_x;     /* additionalOutput */
@@ -152,6 +166,35 @@ static void quantize_row(int8_t *q, const float *v, int64_t n, const float *scal
     }
 }
 
+/* The dynamic kernels' scale from a row's max |t|: times the float nearest 1/127
+ * (VFCalcYNormlization's Muls by quantConst). */
+#define DYN_QUANT_FACTOR ((float)(1.0 / 127.0))
+
+/* One dynamic output: t = v * scales (v without scales), the row's scale max |t| * 1/127 into
+ * outScales' element m, y = Round2Int8(t / scale) into y's row m (t: N floats of scratch). */
+static void dynamic_quantize_row(const alq_payload *P, const float *v, const float *scales,
+                                 float *t, int8_t *q, int y, int out_scale, int64_t m)
+{
+    const int64_t N = P->N;
+    const float s = nr_smoothed_abs_max(v, scales, t, N) * DYN_QUANT_FACTOR;
+    memcpy(row_base(&P->t[out_scale], m), &s, sizeof s);
+    for (int64_t i = 0; i < N; i++)
+        q[i] = aclemu_f32_to_int8_sat(t[i] / s);
+    store_int8_row(&P->t[y], m, q, N);
+}
+
+/* The empty-input kernel (dynamic mode, rows of 0 elements): each row's out scales -inf
+ * (add_layer_norm_quant_empty_input_kernel.h: NegativeInfinity). */
+static void write_empty_rows(const alq_payload *P, int64_t begin, int64_t end)
+{
+    const float s = -INFINITY;
+    for (int64_t m = begin; m < end; m++) {
+        memcpy(row_base(&P->t[T_OS1], m), &s, sizeof s);
+        if (P->dual)
+            memcpy(row_base(&P->t[T_OS2], m), &s, sizeof s);
+    }
+}
+
 static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
                       int64_t end)
 {
@@ -185,6 +228,12 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
         float *d = bbuf, *v = cbuf;
         nr_center(d, x, N, mean);
         nr_scale_shift(v, d, N, rstd, R->gamma, R->beta);
+        if (P->dyn) { /* d is free from here: the scratch of t */
+            dynamic_quantize_row(P, v, P->t[T_S1].present ? s1 : NULL, d, q, T_Y1, T_OS1, m);
+            if (P->dual)
+                dynamic_quantize_row(P, v, s2, d, q, T_Y2, T_OS2, m);
+            continue;
+        }
         quantize_row(q, v, N, s1, has_z1 ? z1 : NULL, P->div_mode);
         store_int8_row(&P->t[T_Y1], m, q, N);
         if (P->dual) {
@@ -206,9 +255,14 @@ static bool before_rows(const void *payload, norm_rows *R)
 {
     const alq_payload *P = payload;
     const int64_t N = P->N;
+    if (P->empty_rows) { /* no row buffers (width 0): the rows run here */
+        write_empty_rows(P, 0, P->M);
+        return false;
+    }
     nr_load_gamma(R, &P->t[T_GAMMA], N);
     nr_load_beta(R, &P->t[T_BETA], N);
-    load_channels(&P->t[T_S1], N, R->run_buf);
+    if (P->t[T_S1].present)
+        load_channels(&P->t[T_S1], N, R->run_buf);
     if (P->dual)
         load_channels(&P->t[T_S2], N, R->run_buf + N);
     if (P->t[T_Z1].present)
@@ -348,16 +402,18 @@ static int64_t align_up(int64_t v, int64_t a)
     return (v + a - 1) / a * a;
 }
 
-/* CheckStcQuantFullLoadTiling: whether one row fits the UB beside the per-channel tensors
- * (else the tiling takes the Welford kernel). */
-static bool static_full_load(const aclTensor *const *ts, int64_t N)
+/* CheckStcQuantFullLoadTiling / CheckDynQuantFullLoadTiling: whether one row fits the UB
+ * beside the per-channel tensors (else the tiling takes the Welford kernel). */
+static bool full_load(const aclTensor *const *ts, int64_t N, bool dyn)
 {
     const int64_t xs = (int64_t)aclemu_dtype_size(ts[T_X1]->dtype);
-    const int64_t ss = (int64_t)aclemu_dtype_size(ts[T_S1]->dtype);
-    const aclTensor *bias = ts[T_BIAS], *g = ts[T_GAMMA];
+    const aclTensor *bias = ts[T_BIAS], *g = ts[T_GAMMA], *s1 = ts[T_S1];
+    const int64_t ss = s1 ? (int64_t)aclemu_dtype_size(s1->dtype) : 4; /* FLOAT without */
     const bool elewise = bias && bias->ndim != g->ndim;
     const int64_t weights = 2 + (bias && bias->ndim == 1 ? 1 : 0);
-    const int64_t quants = 1 + (ts[T_S2] ? 1 : 0) + (ts[T_Z1] ? 1 : 0) + (ts[T_Z2] ? 1 : 0);
+    const int64_t outs = ts[T_S2] ? 2 : 1;
+    const int64_t quants = dyn ? (s1 ? 1 : 0) + (ts[T_S2] ? 1 : 0)
+                               : 1 + (ts[T_S2] ? 1 : 0) + (ts[T_Z1] ? 1 : 0) + (ts[T_Z2] ? 1 : 0);
     const int64_t cols = align_up(N, UB_BLOCK);
     int64_t binary = VL_FP32;
     if (N > VL_FP32) {
@@ -368,8 +424,13 @@ static bool static_full_load(const aclTensor *const *ts, int64_t N)
     const int64_t binary_ub = align_up(binary / VL_FP32, UB_BLOCK / 4) * 4;
     const int64_t avail = UB_950 - (binary_ub + cols * quants * ss + cols * weights * xs +
                                     UB_RESERVED);
-    const int64_t in_out = (xs * 3 + 2) * 2 * cols + (elewise ? xs * 2 * cols : 0);
-    const int64_t per_row = in_out + 4 * cols + 8;
+    const int64_t elewise_in = elewise ? xs : 0;
+    int64_t per_row;
+    if (dyn) /* x1, x2, the y's, x, bias double-buffered; the out scales; x32 per output */
+        per_row = (2 * xs + outs + xs + elewise_in) * 2 * cols + 2 * 4 * outs +
+                  4 * cols * outs + 8;
+    else /* two y's counted whatever scales2 */
+        per_row = (xs * 3 + 2 + elewise_in) * 2 * cols + 4 * cols + 8;
     return avail / per_row >= 1;
 }
 
@@ -422,12 +483,13 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
         !numel(outScales2Out->dims, outScales2Out->ndim, &O2))
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", P1);
     /* 7. an empty outScales1Out: success, nothing launched (the op_api's own return); an empty
-     * x1 in static mode: the empty-input kernel, nothing copied out */
+     * x1: the empty-input kernel, which writes the dynamic mode's out scales only (-inf) */
     bool launch = O1 != 0 && !(X == 0 && !dyn);
+    const bool empty_rows = launch && X == 0;
     /* stricter (161002; docs/emulator.md): an empty y2Out or outScales beside a non-empty x1
      * makes the op_api compute nothing visible, where the docs give them x1's shape (y2Out)
      * and x1's shape without its last dim (the outScales) */
-    if (X != 0 && !dyn) {
+    if (X != 0) {
         static const int EMPTIED[] = {T_Y2, T_OS1, T_OS2};
         const int64_t counts[] = {Y2, O1, O2};
         for (int k = 0; k < 3; k++)
@@ -437,12 +499,13 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
                      k == 0 ? "x1's shape" : "x1's shape without its last dim");
     }
     if (launch) {
-        /* 8. the tiling's refusals (stricter: 561002) */
+        /* 8. the tiling's refusals (stricter: 561002); the empty-input tiling
+         * (add_layer_norm_quant_empty_tiling.cpp) checks no epsilon */
         if (strcmp(quantMode, "static") != 0 && strcmp(quantMode, "dynamic") != 0)
             FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: quantMode \"%s\" must be exactly "
                  "\"static\" or \"dynamic\" (the tiling's rule; the op_api compares a prefix)",
                  P1, quantMode);
-        if (!((float)epsilon > 0.0f))
+        if (!empty_rows && !((float)epsilon > 0.0f))
             FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: epsilon %g must be greater than 0 as a "
                  "float (the tiling's rule)", P1, epsilon);
         if (x1->ndim == 0 || gamma->ndim == 0)
@@ -455,11 +518,7 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
                  "or FLOAT; FLOAT x1 with FLOAT scales)", P1, soc->name, soc->series,
                  qname(x1->dtype), qname(scales1Optional->dtype));
         /* 10. what the emulator does not model (561103, after every check) */
-        if (dyn)
-            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not modelled on %s (%s): the emulator does not "
-                 "model the dynamic quantMode's kernels (docs/emulator.md)", P1, soc->name,
-                 soc->series);
-        if (!static_full_load(ts, N))
+        if (!empty_rows && !full_load(ts, N, dyn))
             FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not modelled on %s (%s): rows of %lld elements "
                  "take the Welford kernel, which the emulator does not model "
                  "(docs/emulator.md)", P1, soc->name, soc->series, (long long)N);
@@ -468,8 +527,8 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
     alq_payload *P = calloc(1, sizeof *P);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
-    const int64_t M = launch ? X / N : 0;
-    if (!launch)
+    const int64_t M = !launch ? 0 : empty_rows ? O1 : X / N;
+    if (!launch || empty_rows)
         N = 0;
     /* 3 * N floats, the partial sums (N / 64 + 1) and N bytes per chunk */
     P->h = (nr_head){.kernel = &ALQ_KERNEL, .call = P2, .names = TNAME, .rows = M, .width = N,
@@ -479,6 +538,8 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
     P->N = N;
     P->eps = (float)epsilon;
     P->div_mode = divMode;
+    P->dyn = dyn;
+    P->empty_rows = empty_rows;
     P->dual = scales2Optional != NULL;
     P->bias_rows = biasOptional && biasOptional->ndim != gamma->ndim;
     P->write_x = additionalOutput;
@@ -487,14 +548,18 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
         for (int i = 0; i < T_COUNT; i++) {
             const bool channel = (i >= T_GAMMA && i <= T_Z2 && i != T_BIAS) ||
                                  (i == T_BIAS && !P->bias_rows);
-            snapshot(&P->t[i], ts[i], channel ? -1 : split);
+            const bool per_row = i == T_OS1 || i == T_OS2; /* one element a row */
+            snapshot(&P->t[i], ts[i], channel ? -1 : per_row ? (int)ts[i]->ndim : split);
         }
-        if (!P->dual) /* y2 is neither written nor copied */
-            P->t[T_Y2].present = false;
+        if (!P->dual) /* y2 (and the dynamic mode's outScales2) neither written nor copied */
+            P->t[T_Y2].present = P->t[T_OS2].present = false;
         /* static mode: the outScales are the L0 op's own tensors, never copied out */
-        P->t[T_OS1].present = P->t[T_OS2].present = false;
-        if (!additionalOutput)
+        if (!dyn)
+            P->t[T_OS1].present = P->t[T_OS2].present = false;
+        if (!additionalOutput || empty_rows)
             P->t[T_X].present = false;
+        if (empty_rows) /* the empty-input kernel writes the out scales only */
+            P->t[T_Y1].present = P->t[T_Y2].present = false;
     }
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(P1, &ALQ_OPS, P, 0, ts, TNAME, T_COUNT, T_Y1, workspaceSize, executor);
