@@ -1,9 +1,10 @@
 """acl_py.add_layer_norm_quant / acl_py.AddLayerNormQuant (aclnnAddLayerNormQuant through the
-declarative operator layer): on Ascend 950 within one quantization step of the float64
-reference (xOut its dtype's rounding of the sum), y2, x and the out scales returned only where
-written, out= entries, its argument errors (typed, naming the argument and carrying phase
-one's code, nothing leaked: the autouse leak check), its plan, its smoke cases and the CANN
-path (ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann); on every other part the op_api's
+declarative operator layer): on Ascend 950, static and dynamic mode, within one quantization
+step of the float64 reference (xOut its dtype's rounding of the sum; the dynamic out scales
+within float32 rounding), y2, x and the out scales returned only where written, the Welford
+kernel's rows refused as not modelled (561103), out= entries, its argument errors (typed,
+naming the argument and carrying phase one's code, nothing leaked: the autouse leak check),
+its plan, its smoke cases and the CANN path (ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann); on every other part the op_api's
 refusal (161002) as an AclError.
 """
 from __future__ import annotations
@@ -185,12 +186,73 @@ def test_device_refusal_names_the_argument_and_carries_the_code(name, value, cod
     assert ei.value.argument == name
 
 
+def make_dynamic(shape, dt=F16, scales=2, seed=0):
+    """The dynamic mode's inputs: smooth scales near 1 of x1's dtype (`scales` of them: 0, 1
+    or 2), no zero points, no bias."""
+    args = make(shape, dt, dt, dual=scales == 2, zero_points=False, seed=seed)
+    s1 = (40 * args[5].astype(F32)).astype(dt) if scales else None
+    s2 = None if args[6] is None else (40 * args[6].astype(F32)).astype(dt)
+    return args[:5] + (s1, s2) + args[7:]
+
+
+def check_dynamic(res, args):
+    y1, y2, x, o1, o2 = (None if r is None else host(r) for r in res)
+    exp = reference.add_layer_norm_quant(*args, quant_mode="dynamic")
+    assert y1.dtype == I8 and np.max(np.abs(y1 - exp[0])) <= reference.QUANT_STEP
+    assert np.abs(y1).max(axis=-1).min() == 127        # each row's largest |t| maps to 127
+    assert o1.dtype == F32 and o1.shape == args[0].shape[:-1]
+    assert np.allclose(o1, exp[3], rtol=1e-5, atol=0)
+    if args[6] is None:
+        assert y2 is None and o2 is None
+    else:
+        assert np.max(np.abs(y2 - exp[1])) <= reference.QUANT_STEP
+        assert np.allclose(o2, exp[4], rtol=1e-5, atol=0)
+    assert x.dtype == args[0].dtype
+
+
 @on_950
-def test_dynamic_mode_is_refused_as_not_modelled():
-    args = make((2, 64), F16, F16, dual=False, zero_points=False)
+@pytest.mark.parametrize("path", ["numpy", "device"])
+@pytest.mark.parametrize("dt", [F16, BF16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("scales", [0, 1, 2], ids=["no-scales", "scales1", "dual"])
+def test_dynamic_mode_against_reference(path, dt, scales):
+    args = make_dynamic((3, 5, 67), dt, scales)
+    call_args = args if path == "numpy" else tuple(
+        None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in args)
+    res = acl_py.add_layer_norm_quant(*call_args, quant_mode="dynamic")
+    kind = np.ndarray if path == "numpy" else acl_py.DeviceTensor
+    assert isinstance(res[0], kind) and isinstance(res[3], kind)
+    check_dynamic(res, args)
+
+
+@on_950
+def test_dynamic_mode_out_and_plan():
+    args = make_dynamic((4, 96))
+    out = (np.empty((4, 96), I8), None, None, np.empty(4, F32), np.empty(4, F32))
+    res = acl_py.add_layer_norm_quant(*args, quant_mode="dynamic", out=out)
+    assert res[0] is out[0] and res[3] is out[3] and res[4] is out[4]
+    check_dynamic(res, args)
+    dev = [None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with acl_py.Stream() as st, acl_py.AddLayerNormQuant(*dev, quant_mode="dynamic") as plan:
+        plan.run(st)
+        st.synchronize()
+        check_dynamic((plan.y1, plan.y2, plan.x, plan.out_scales1, plan.out_scales2), args)
+
+
+@on_950
+def test_dynamic_empty_y2_beside_x1_is_refused_naming_it():
+    args = make_dynamic((2, 64), scales=1)
+    with pytest.raises(AclArgumentError) as ei:
+        acl_py.add_layer_norm_quant(*args, quant_mode="dynamic",
+                                    out=(None, np.empty((0, 64), I8), None, None, None))
+    assert ei.value.argument == "out[1] (y2)", ei.value
+
+
+@on_950
+def test_rows_for_the_welford_kernel_are_refused_as_not_modelled():
+    args = make_dynamic((2, 12000), scales=0)
     with pytest.raises(AclError) as ei:
         acl_py.add_layer_norm_quant(*args, quant_mode="dynamic")
-    assert ei.value.code == 561103 and "not modelled" in ei.value.message
+    assert ei.value.code == 561103 and "Welford" in ei.value.message
 
 
 @pytest.mark.skipif(A950, reason="Ascend 950 runs the op_api")

@@ -142,15 +142,20 @@ def x_shape_fits(a, given, part=None, shapes=None):
     return _same(a, given, a.x1.shape)
 
 
-def y2_fits(a, given, part=None, shapes=None):
-    """y2's rule: x1's shape with scales2 (CheckShapeEqs); without, any shape but an empty
-    one beside a non-empty x1 in static mode (the emulator's stricter rule: the op_api would
-    then write nothing; docs/emulator.md)."""
-    if a.scales2 is not None:
-        return _same(a, given, a.x1.shape)
-    if not _dynamic(a) and 0 not in a.x1.shape and 0 in tuple(given):
+def _empty_beside_x1(a, given):
+    """The emulator's stricter rule (docs/emulator.md): an empty output beside a non-empty x1
+    sends the op_api to its empty-input kernel, which writes no y1."""
+    if 0 not in a.x1.shape and 0 in tuple(given):
         return "is empty beside a non-empty x1 (the op_api would then write no result)"
     return None
+
+
+def y2_fits(a, given, part=None, shapes=None):
+    """y2's rule: x1's shape with scales2 (CheckShapeEqs); without, any shape but an empty
+    one beside a non-empty x1."""
+    if a.scales2 is not None:
+        return _same(a, given, a.x1.shape)
+    return _empty_beside_x1(a, given)
 
 
 def out_scales1_fits(a, given, part=None, shapes=None):
@@ -158,17 +163,15 @@ def out_scales1_fits(a, given, part=None, shapes=None):
     an empty one beside a non-empty x1 (as y2's)."""
     if _dynamic(a):
         return _same(a, given, a.x1.shape[:-1])
-    if 0 not in a.x1.shape and 0 in tuple(given):
-        return "is empty beside a non-empty x1 (the op_api would then write no result)"
-    return None
+    return _empty_beside_x1(a, given)
 
 
 def out_scales2_fits(a, given, part=None, shapes=None):
-    """Dynamic mode with scales2: out_scales1's shape (CheckShapeEqs); static: as
-    out_scales1's."""
+    """Dynamic mode with scales2: out_scales1's shape (CheckShapeEqs), without it any shape
+    but an empty one beside a non-empty x1; static: as out_scales1's."""
     if _dynamic(a):
         if a.scales2 is None:
-            return None
+            return _empty_beside_x1(a, given)
         want = (shapes or {}).get("out_scales1", a.x1.shape[:-1])
         return _same(a, given, want)
     return out_scales1_fits(a, given, part, shapes)
@@ -197,11 +200,13 @@ def out_scales2_unwritten(a, part):
     return out_scales1_unwritten(a, part) or y2_unwritten(a, part)
 
 
-def smoke_case(shape, dtype, scale_dtype, dual=True, bias=False, scale=40.0, zero=3):
+def smoke_case(shape, dtype, scale_dtype, dual=True, bias=False, scale=40.0, zero=3,
+               dynamic=False):
     """A smoke case ``(name, make)``: ``make()`` gives the inputs in declaration order for
-    ``shape`` ("bf16" names bfloat16), static mode, gamma over the last dim, divisor scales
-    near ``scale`` (most results inside int8, some saturating), ``scales2`` and both zero
-    points only when ``dual``, a bias of gamma's shape with ``bias``."""
+    ``shape`` ("bf16" names bfloat16), gamma over the last dim, ``scales2`` only when
+    ``dual``, a bias of gamma's shape with ``bias``. Static mode: divisor scales near
+    ``scale`` (most results inside int8, some saturating), both zero points with ``dual``;
+    ``dynamic``: smooth scales near 1 (``scale_dtype`` must be x1's), no zero points."""
     def make():
         from ..dtypes import bfloat16
         named = {"bf16": bfloat16()}
@@ -217,9 +222,14 @@ def smoke_case(shape, dtype, scale_dtype, dual=True, bias=False, scale=40.0, zer
         s2 = (0.5 * s1.astype(np.float32)).astype(sdt) if dual else None
         z1 = rng.integers(-zero, zero + 1, n).astype(sdt) if dual else None
         z2 = (-z1.astype(np.float32)).astype(sdt) if dual else None
+        if dynamic:
+            s1 = (scale * s1.astype(np.float32)).astype(sdt)
+            s2 = None if s2 is None else (scale * s2.astype(np.float32)).astype(sdt)
+            return x1, x2, g, b, c, s1, s2, None, None, "dynamic", 1e-5, True, True
         return x1, x2, g, b, c, s1, s2, z1, z2, "static", 1e-5, True, True
     name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
-    return f"{name}{list(shape)}{' dual' if dual else ''}{' bias' if bias else ''}", make
+    return (f"{name}{list(shape)}{' dynamic' if dynamic else ''}{' dual' if dual else ''}"
+            f"{' bias' if bias else ''}"), make
 
 
 ADD_LAYER_NORM_QUANT = Declared("aclnnAddLayerNormQuant", (
@@ -248,8 +258,11 @@ ADD_LAYER_NORM_QUANT = Declared("aclnnAddLayerNormQuant", (
     error_scale=reference.add_layer_norm_quant_error_scale,
     smoke_cases=(smoke_case((8, 1024), np.float16, np.float32),
                  smoke_case((4, 3, 200), "bf16", "bf16", dual=False, bias=True),
-                 smoke_case((6, 40), np.float32, np.float32)),
-    # 561103: the dynamic mode and the Welford kernel, not modelled by the emulator;
+                 smoke_case((6, 40), np.float32, np.float32),
+                 smoke_case((8, 512), np.float16, np.float16, dynamic=True),
+                 smoke_case((2, 3, 96), "bf16", "bf16", dual=False, bias=True, dynamic=True)),
+    # 561103: the Welford kernels (rows too long for the full-load ones), not modelled by
+    # the emulator;
     # 561003: an (x1, scales) pair without a kernel (docs/emulator.md)
     rule_codes=(561103, 561003), parts=_KERNEL_PARTS)
 
@@ -297,8 +310,8 @@ def add_layer_norm_quant(x1: Operand, x2: Operand, gamma: Operand, beta: Operand
     scales_k`` when ``div_mode`` is false), ties to even; dynamic mode ``tk = y * scales_k``
     (``y`` without scales1), ``out_scales_k = max|tk| / 127`` per row, ``yk =
     round(tk / out_scales_k)``. Ascend 950 only (the op_api's rule); the device computes in
-    float32 (docs/emulator.md: the emulator computes the static mode's full-load kernel and
-    refuses the dynamic mode as not modelled).
+    float32 (docs/emulator.md: the emulator computes both modes' full-load kernels and refuses
+    rows too long for them, the Welford kernels, as not modelled).
 
     * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
     * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream`` (results
