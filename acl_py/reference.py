@@ -444,8 +444,10 @@ def add_layer_norm_quant_error_scale(x1, x2, gamma, beta, bias=None, scales1=Non
             None if ref[3] is None else np.abs(ref[3]),
             None if ref[4] is None else np.abs(ref[4]))
 
-# The largest magnitude a per-row dynamic int8 quantization maps its row's largest value to.
+# The largest magnitude a per-row dynamic int8 (int4) quantization maps its row's largest
+# value to.
 DYNAMIC_QUANT_MAX = 127.0
+DYNAMIC_QUANT_MAX_INT4 = 7.0
 
 
 def add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1=None, smooth_scale2=None,
@@ -456,17 +458,19 @@ def add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1=None, smooth_scale2=
     given): ``x = x1 + x2``, ``y`` :func:`rms_norm` of ``x`` over its last dim, per output k
     ``t = y * smooth_scale_k`` (``y`` without smooth_scale1), per row ``scale_k = max|t| / Q``
     with Q the largest magnitude of ``y_dtype`` (:data:`DYNAMIC_QUANT_MAX` for int8; 448, 57344
-    and 32768 for Ascend 950's float8_e4m3fn, float8_e5m2 and ``"hifloat8"`` results) and ``q
-    = t / scale_k``; int8: ``rint(q)``, ties to even (within [-127, 127] by construction); a
-    float8 dtype: ``q`` itself, unrounded (the device's rounding to the grid is within
-    :func:`float8_step` of it); ``"hifloat8"``: the HIFLOAT8 values nearest ``q``.
+    and 32768 for Ascend 950's float8_e4m3fn, float8_e5m2 and ``"hifloat8"`` results, 7 for
+    V2's ``"int4"``) and ``q = t / scale_k``; int8 and int4: ``rint(q)``, ties to even (within
+    [-Q, Q] by construction); a float8 dtype: ``q`` itself, unrounded (the device's rounding
+    to the grid is within :func:`float8_step` of it); ``"hifloat8"``: the HIFLOAT8 values
+    nearest ``q``.
     AddRmsNormDynamicQuantV2: ``beta`` (per channel) is added to ``y`` before the smooth
     scales; ``output_mask`` ``(out1, out2)`` says which of y1/scale1 and y2/scale2 are
     computed (the other None), y2 then ``y * smooth_scale2`` (``y`` without it)."""
-    hif8 = isinstance(y_dtype, str) and y_dtype == "hifloat8"
-    ydt = None if hif8 else np.dtype(y_dtype)
-    if hif8:
+    ydt = dtypes.element_type(y_dtype, "y_dtype")
+    if ydt is dtypes.HIFLOAT8:
         quant_max = 32768.0
+    elif ydt is dtypes.INT4:
+        quant_max = DYNAMIC_QUANT_MAX_INT4
     elif ydt == np.int8:
         quant_max = DYNAMIC_QUANT_MAX
     else:
