@@ -74,6 +74,7 @@
 #include "phase_one.h"
 #include "convert.h"
 #include "half.h"
+#include "int4_pack.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -86,7 +87,6 @@ enum { T_X, T_GAMMA, T_BETA, T_SCALE, T_OFFSET, T_Y, T_COUNT };
 static const char *const TNAME[T_COUNT] = {"x", "gamma", "beta", "scale", "offset", "y"};
 
 #define SLICE 8192          /* the tiling's slice size (SLICE_SIZE) */
-#define INT4_PER_INT32 8
 /* Ascend 950: rows longer than this take RmsNormQuantV2's recompute kernel (the full-load
  * tiling's limit VL_FP32 * VL_FP32 * 4, VL_FP32 = 64) */
 #define V2_FULL_LOAD_MAX 16384
@@ -125,50 +125,17 @@ static float row_factor(const rnq_payload *P, const float *x)
 }
 
 /* v (already rounded to FLOAT16) as the device's integer: INT8 clamped to [quant_min, 127]
- * first; INT4 saturated to [-8, 7]. NaN is written as 0, as the docs' constraints say. */
+ * first; INT4 saturated to [-8, 7] (int4_pack.h). NaN is written as 0, as the docs'
+ * constraints say. */
 static int8_t quantize(float h, float quant_min, bool int4)
 {
+    if (int4)
+        return int4_from_float_sat(h);
     if (isnan(h))
         return 0;
-    if (!int4) {
-        h = h < quant_min ? quant_min : h;
-        h = h > 127.0f ? 127.0f : h;
-        return (int8_t)aclemu_round_half_even(h);
-    }
-    h = h < -8.0f ? -8.0f : h > 7.0f ? 7.0f : h;
+    h = h < quant_min ? quant_min : h;
+    h = h > 127.0f ? 127.0f : h;
     return (int8_t)aclemu_round_half_even(h);
-}
-
-/* Two INT4 values in one byte, the first in the lower nibble. */
-static inline uint8_t int4_pair(const int8_t *src)
-{
-    return (uint8_t)((src[0] & 0xF) | ((src[1] & 0xF) << 4));
-}
-
-/* n / 8 INT32 words of q's INT4 values, the lower nibble first, little-endian. */
-static void store_int4_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n)
-{
-    char *base = row_base(y, m);
-    LAY_WALK(&y->inner, 0, n / INT4_PER_INT32, {
-        for (int64_t j = 0; j < run; j++) {
-            const int8_t *src = q + (k + j) * INT4_PER_INT32;
-            uint8_t bytes[4];
-            for (int b = 0; b < 4; b++)
-                bytes[b] = int4_pair(src + 2 * b);
-            memcpy(base + (off + j * stride) * 4, bytes, 4);
-        }
-    });
-}
-
-/* n / 2 bytes of q's INT4 values, the lower nibble first: an INT4 y, whose snapshot describes
- * its packed bytes (int4_bytes_view). */
-static void store_int4_bytes_row(const tdesc *y, int64_t m, const int8_t *q, int64_t n)
-{
-    char *base = row_base(y, m);
-    LAY_WALK(&y->inner, 0, n / 2, {
-        for (int64_t j = 0; j < run; j++)
-            base[off + j * stride] = (char)int4_pair(q + 2 * (k + j));
-    });
 }
 
 /* One row on Ascend 950 (RmsNormQuantV2, divMode true): q[i] from x's row xr. */
@@ -218,7 +185,7 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
             if (P->ydt == ACL_INT4)
                 store_int4_bytes_row(y, m, q, N);
             else if (P->int4)
-                store_int4_row(y, m, q, N);
+                store_int4_words_row(y, m, q, N);
             else
                 store_int8_row(y, m, q, N);
             continue;
@@ -235,7 +202,7 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
         for (int64_t i = 0; i < N; i++)
             q[i] = quantize(vbuf[i], P->quant_min, P->int4);
         if (P->int4)
-            store_int4_row(y, m, q, N);
+            store_int4_words_row(y, m, q, N);
         else
             store_int8_row(y, m, q, N);
     }
@@ -559,21 +526,6 @@ static aclnnStatus check_view_copy(const aclTensor *x, const aclTensor *y, bool 
     return ACLNN_SUCCESS;
 }
 
-/* Whether an INT4 y is its elements' packed bytes: row-major contiguous (size-1 dims aside)
- * from an even element offset, each pair of elements one byte. */
-static bool int4_packed(const aclTensor *y)
-{
-    if (y->offset % 2 != 0)
-        return false;
-    int64_t expect = 1;
-    for (int i = (int)y->ndim - 1; i >= 0; i--) {
-        if (y->dims[i] != 1 && y->strides[i] != expect)
-            return false;
-        expect *= y->dims[i];
-    }
-    return true;
-}
-
 /* Ascend 950 results the emulator does not compute (docs/emulator.md): refused after every
  * rule the device applies, with the code a failed L0 op gets. */
 static aclnnStatus v2_modelled(const aclTensor *y, const aclemu_soc *soc)
@@ -584,23 +536,6 @@ static aclnnStatus v2_modelled(const aclTensor *y, const aclemu_soc *soc)
              "strided or half-byte-aligned INT4 view is not in the sources (docs/emulator.md)",
              P1, soc->name, soc->series);
     return ACLNN_SUCCESS;
-}
-
-/* The snapshot of an INT4 y (int4_packed): its bytes, [..., N / 2] of INT8 from byte
- * offset / 2, which the kernel writes two values at a time and the launch checks and pins
- * (the element size of INT4 is no whole byte). */
-static void int4_bytes_view(tdesc *d, const aclTensor *y)
-{
-    aclTensor bytes = *y;
-    bytes.dtype = ACL_INT8;
-    bytes.dims[y->ndim - 1] = y->dims[y->ndim - 1] / 2;
-    int64_t stride = 1;
-    for (int i = (int)y->ndim - 1; i >= 0; i--) {
-        bytes.strides[i] = stride;
-        stride *= bytes.dims[i];
-    }
-    bytes.offset = y->offset / 2;
-    snapshot(d, &bytes, (int)y->ndim - 1);
 }
 
 /* PreDealData for one of gamma/beta: a rank-2 tensor is reshaped to [dim 1], which
