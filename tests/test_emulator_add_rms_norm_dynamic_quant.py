@@ -38,6 +38,7 @@ I8 = np.dtype(np.int8)
 A2 = SOC != "Ascend910B" and SOC.startswith(("Ascend910B", "Ascend910_93"))
 REGBASE = SOC.startswith("Ascend950")
 SLICE = 8864        # SLICE_COL_LEN: the slice-D kernel's slice
+SLICE_INT4 = 8832   # SLICE_COL_LEN_INT4: its slice for INT4 results (V2)
 SLICE_D_N = 12300   # beyond the single-row kernel's 12224 columns: slice-D rows
 needs_kernel = pytest.mark.skipif(not (A2 or REGBASE), reason=f"{SOC}: no kernel")
 needs_a2 = pytest.mark.skipif(not A2, reason="Atlas A2/A3's kernels (op_host/arch22)")
@@ -124,10 +125,11 @@ def half_interval_sum(t):
     return lanes[:, 0]
 
 
-def to_int8(t):
-    """RoundFloat2IntQuant: the nearest integer, ties to even, clamped; NaN 0."""
+def to_int8(t, lo=-128, hi=127):
+    """RoundFloat2IntQuant: the nearest integer, ties to even, clamped to [lo, hi] (INT4:
+    [-8, 7]); NaN 0."""
     with np.errstate(invalid="ignore"):
-        return np.where(np.isnan(t), 0, np.clip(np.rint(np.nan_to_num(t)), -128, 127)).astype(I8)
+        return np.where(np.isnan(t), 0, np.clip(np.rint(np.nan_to_num(t)), lo, hi)).astype(I8)
 
 
 def outputs(s1, s2, mask):
@@ -135,15 +137,16 @@ def outputs(s1, s2, mask):
     return tuple(mask) if mask is not None else (True, s1 is not None and s2 is not None)
 
 
-def device_chain(x1, x2, g, s1, s2, eps=1e-6, beta=None, mask=None):
+def device_chain(x1, x2, g, s1, s2, eps=1e-6, beta=None, mask=None, int4=False):
     """The part's kernels' numbers on [M, N] rows: (y1 or None, y2 or None, x, scale1 or
-    None, scale2 or None), INT8 results; V2's beta added to the normed row, its outputMask
-    choosing the outputs."""
+    None, scale2 or None), INT8 results (V2's int4: INT4 values, Q = 7, the slice-D kernel's
+    INT4 slice); V2's beta added to the normed row, its outputMask choosing the outputs."""
     out1, out2 = outputs(s1, s2, mask)
     if REGBASE:
         kernel = regbase_kernel(x1.shape[-1], (s1 is not None) + (s2 is not None), out2,
                                 beta is not None, out1)
-        return regbase_chain(x1, x2, g, s1, s2, eps, kernel, beta=beta, mask=mask)
+        return regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt="int4" if int4 else None,
+                             beta=beta, mask=mask)
     f = np.float32
     s = x1.astype(F32) + x2.astype(F32)
     x = s.astype(x1.dtype)              # xOut: to nearest even
@@ -152,8 +155,9 @@ def device_chain(x1, x2, g, s1, s2, eps=1e-6, beta=None, mask=None):
     sq = s * s
     if n > 12224:                       # slice-D: each slice's sum, added in order to 0
         ss = np.zeros(s.shape[0], F32)
-        for c in range(0, n, SLICE):
-            ss = ss + half_interval_sum(sq[:, c:c + SLICE])
+        width = SLICE_INT4 if int4 else SLICE
+        for c in range(0, n, width):
+            ss = ss + half_interval_sum(sq[:, c:c + width])
     else:
         ss = half_interval_sum(sq)
     rstd = f(1) / np.sqrt(ss * avg + e)
@@ -164,10 +168,10 @@ def device_chain(x1, x2, g, s1, s2, eps=1e-6, beta=None, mask=None):
     def quant(smooth):
         t = v if smooth is None else v * smooth.astype(F32)
         with np.errstate(divide="ignore"):
-            mul = f(127) / np.max(np.abs(t), axis=1)
+            mul = f(7 if int4 else 127) / np.max(np.abs(t), axis=1)
             scale = f(1) / mul
         with np.errstate(invalid="ignore"):
-            return to_int8(t * mul[:, None]), scale
+            return to_int8(t * mul[:, None], *((-8, 7) if int4 else ())), scale
 
     y1, sc1 = quant(s1) if out1 else (None, None)
     y2, sc2 = quant(s2) if out2 else (None, None)
@@ -177,7 +181,7 @@ def device_chain(x1, x2, g, s1, s2, eps=1e-6, beta=None, mask=None):
 # Ascend 950 (op_host/arch35/add_rms_norm_dynamic_quant_tiling_arch35.cpp; op_kernel/arch35)
 
 UB_950 = 253952
-QUANT_MAX_950 = {None: 127, "e4m3fn": 448, "e5m2": 57344, "hifloat8": 32768}
+QUANT_MAX_950 = {None: 127, "e4m3fn": 448, "e5m2": 57344, "hifloat8": 32768, "int4": 7}
 
 
 def _align(v, a):
@@ -221,7 +225,8 @@ def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None, beta=None, mask=None
     1 / sqrt over the half-interval sum, normal and split 1 / sqrt (the sums in the
     emulator's lane order); v = (s * rstd) * gamma; per output t = v (* smooth), scale = max
     |t| * (1 / Q) (single row: max |t| / (1 / (1 / Q))), y = t / scale to INT8, the FLOAT8
-    dtype fdt or "hifloat8" (bytes)."""
+    dtype fdt, "hifloat8" (bytes) or "int4" (INT4 values: to INT16, FLOAT16, INT4, each to
+    nearest even)."""
     f = np.float32
     s = x1.astype(F32) + x2.astype(F32)
     x = s.astype(x1.dtype)
@@ -245,6 +250,8 @@ def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None, beta=None, mask=None
         a = np.abs(t)
         m = np.max(np.where(np.isnan(a), 0, a), axis=1)
         scale = m / (f(1) / div) if kernel == "single_row" else m * div
+        if name == "int4":
+            return np.clip(regbase_quant(t, scale[:, None], None), -8, 7), scale
         return regbase_quant(t, scale[:, None], None, fdt=fdt), scale
 
     out1, out2 = outputs(s1, s2, mask)
@@ -504,15 +511,16 @@ def test_empty_tensors_succeed_with_nothing_launched(arena):
     passes(a)
 
 
-@pytest.mark.skipif(not A2, reason="Atlas A2/A3's INT8-only kernels")
+@pytest.mark.skipif(not A2, reason="Atlas A2/A3's INT8 and INT4 kernels")
 @pytest.mark.parametrize("acl", ["ACL_HIFLOAT8", "ACL_FLOAT8_E4M3FN", "ACL_FLOAT8_E5M2"])
 def test_no_kernel_for_a_float8_result(arena, acl):
-    """The op_api's list takes it, Atlas A2/A3's definition has INT8 only: the device's phase
-    one passes (the L0 op discards the launcher's status), the emulator refuses (561003)."""
+    """The op_api's list takes it, Atlas A2/A3's definition has INT8 and INT4 only: the
+    device's phase one passes (the L0 op discards the launcher's status), the emulator
+    refuses (561003)."""
     a = Args(arena)
     for k in ("y1", "y2"):
         a.v[k] = a.make((4, 32), I8, acl_dtype=getattr(lib, acl))
-    expect(a, FIND_KERNEL, "not supported on", "INT8 only")
+    expect(a, FIND_KERNEL, "not supported on", "INT8 or INT4 only")
 
 
 @needs_a2

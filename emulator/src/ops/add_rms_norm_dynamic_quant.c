@@ -24,9 +24,10 @@
  *   kernel wrote. Stricter (docs/emulator.md): refused in phase one, 561003 for no kernel
  *   (as aclnnAddRmsNormQuant) and 561002 for the tiling's refusals;
  * - op_host/add_rms_norm_dynamic_quant_def.cpp: Atlas A2/A3 (ascend910b, ascend910_93): x,
- *   gamma, smooth scales all FLOAT16 or all BF16, y INT8; Ascend 950 (its arch35 regbase
- *   kernels): the same inputs, y INT8, FLOAT8_E4M3FN, FLOAT8_E5M2, HIFLOAT8 (and INT4, which
- *   this op_api's list does not take); Atlas inference and training: no kernel;
+ *   gamma, smooth scales all FLOAT16 or all BF16, y INT8 or INT4; Ascend 950 (its arch35
+ *   regbase kernels): the same inputs, y INT8, FLOAT8_E4M3FN, FLOAT8_E5M2, HIFLOAT8, INT4
+ *   (V1's op_api list takes no INT4; V2's op_api asks for it); Atlas inference and training:
+ *   no kernel;
  * - op_host/arch35/add_rms_norm_dynamic_quant_tiling_base_arch35.cpp (Ascend 950's tiling,
  *   whose status the L0 op discards as well): smoothScale2 without smoothScale1 and an x1 of
  *   rank below 2 refused (the emulator: 561002, as the Atlas tiling's); no epsilon rule;
@@ -68,12 +69,19 @@
  * aclnnAddRmsNormDynamicQuantV2 (op_host/op_api/aclnn_add_rms_norm_dynamic_quant_v2.cpp,
  * followed in its order and codes; docs/emulator.md): CheckFlag (161002), CheckNotNull
  * (161001; stricter: every output, which the op_api reads whatever the mask), the empty
- * tensors, the y dtypes (161002), INT4 (y INT32: the packing checked, then not modelled),
- * CheckShapeValid (561002), then V1's stricter checks with the mask. The L0 op passes beta
- * and outputMask to the same kernels: v = (s * rstd) * gamma + beta (op_kernel betaFlag,
- * arch35 HAS_BETA), y1 and scale1 written when outputMask[0], y2 and scale2 when
- * outputMask[1] (y2 from v without smoothScale2); Ascend 950's tiling sizes take beta and
- * the output flags.
+ * tensors (Ascend 950 with an empty gamma: no early return, its empty kernel), the y dtypes
+ * (161002), y INT32 (dstType INT4, the L0 result viewed as INT32 with the last dim / 8: the
+ * last dims, 161002), CheckShapeValid (561002), then V1's stricter checks with the mask. The
+ * L0 op passes beta, outputMask and dstType to the same kernels: v = (s * rstd) * gamma +
+ * beta (op_kernel betaFlag, arch35 HAS_BETA), y1 and scale1 written when outputMask[0], y2
+ * and scale2 when outputMask[1] (y2 from v without smoothScale2); Ascend 950's tiling sizes
+ * take beta and the output flags. INT4 results (an INT32 or INT4 y): Q = 7 (Atlas A2/A3's
+ * DYNAMIC_QUANT_DIVIDEND_INT4, Ascend 950's DIV_FACTOR_INT4 = 1.0f / 7), the same chain,
+ * values rounded ties to even (at most 7 in magnitude by construction), two to a byte, the
+ * lower nibble first (int4_pack.h); Atlas A2/A3's slice-D kernel slices 8832 columns
+ * (SLICE_COL_LEN_INT4). Ascend 950's empty-gamma kernel (op_host/arch35/
+ * add_rms_norm_dynamic_quant_tiling_empty.cpp after the same checks as the others,
+ * op_kernel/arch35/add_rms_norm_dynamic_quant_empty.h): each computed scale's rows -inf.
  *
  * Kernel: rows are independent and each row's sum has a fixed order, so the split of rows
  * over threads never changes a bit.
@@ -88,6 +96,7 @@
 #include "phase_one.h"
 #include "convert.h"
 #include "half.h"
+#include "int4_pack.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -106,7 +115,9 @@ static const char *const TNAME[T_COUNT] = {"x1", "x2", "gamma", "smoothScale1Opt
                                            "y2Out", "xOut", "scale1Out", "scale2Out"};
 
 #define QUANT_MAX 127.0f    /* DYNAMIC_QUANT_DIVIDEND, an INT8 result's */
+#define QUANT_MAX_INT4 7.0f /* DYNAMIC_QUANT_DIVIDEND_INT4 */
 #define SLICE_COLS 8864     /* SLICE_COL_LEN: the slice-D kernel's slice (INT8 results) */
+#define SLICE_COLS_INT4 8832 /* SLICE_COL_LEN_INT4: INT4 results' */
 #define WHOLE_ROW_MAX 12224 /* the longest row the single-row kernel takes on a 192 KiB UB */
 
 /* Ascend 950's tiling (add_rms_norm_dynamic_quant_tiling_arch35.cpp): the UB (as
@@ -120,8 +131,9 @@ static const char *const TNAME[T_COUNT] = {"x1", "x2", "gamma", "smoothScale1Opt
 #define REDUCE_ALIGN_950 512
 #define SINGLE_ROW_BYTES_950 16
 
-/* Ascend 950's kernels (the tiling's TILING_TYPE_*; ARDQ_A2: the Atlas A2/A3 kernels) */
-typedef enum { ARDQ_A2, ARDQ_PERF, ARDQ_NORMAL, ARDQ_SINGLE_ROW, ARDQ_SPLIT } ardq_kernel;
+/* Ascend 950's kernels (the tiling's TILING_TYPE_*; ARDQ_A2: the Atlas A2/A3 kernels;
+ * ARDQ_EMPTY: Ascend 950's kernel for an empty gamma, add_rms_norm_dynamic_quant_empty.h) */
+typedef enum { ARDQ_A2, ARDQ_PERF, ARDQ_NORMAL, ARDQ_SINGLE_ROW, ARDQ_SPLIT, ARDQ_EMPTY } ardq_kernel;
 
 typedef struct {
     nr_head h; /* per chunk 4 * N floats (x1 then the sum, x2 then the squares, v, t) + N bytes */
@@ -132,8 +144,22 @@ typedef struct {
     bool out1, out2;   /* y1 and scale1, y2 and scale2 written (the tiling's outQuant flags) */
     int64_t slice;     /* slice-D: the row's sum taken over slices of this many (0: whole) */
     ardq_kernel kernel;
-    aclDataType ydt;   /* y1Out's (and y2Out's) */
+    aclDataType ydt;   /* the kernel's y dtype (dstType): y1Out's (and y2Out's), INT4 for an
+                        * INT32 y (V2: eight INT4 packed to each) */
+    bool int4_words;   /* y INT32: the INT4 results viewed as INT32 words */
 } ardq_payload;
+
+/* Row m of y from q: INT8 (and the 8-bit floats) one to a byte; INT4 as INT32 words or as an
+ * INT4 y's packed bytes (int4_pack.h). */
+static void store_y_row(const ardq_payload *P, const tdesc *y, int64_t m, const int8_t *q)
+{
+    if (P->ydt != ACL_INT4)
+        store_int8_row(y, m, q, P->N);
+    else if (P->int4_words)
+        store_int4_words_row(y, m, q, P->N);
+    else
+        store_int4_bytes_row(y, m, q, P->N);
+}
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
@@ -157,12 +183,14 @@ static void quantize_row(const ardq_payload *P, const float *v, const float *smo
 {
     const int64_t N = P->N;
     const float mx = nr_smoothed_abs_max(v, smooth, t, N);
-    const float mul = QUANT_MAX / mx;
+    const float mul = (P->ydt == ACL_INT4 ? QUANT_MAX_INT4 : QUANT_MAX) / mx;
     const float s = 1.0f / mul;
     memcpy(row_base(scale, m), &s, sizeof s);
+    /* RoundFloat2IntQuant: to INT32 ties to even, to FLOAT16, then truncated to y's dtype */
     for (int64_t i = 0; i < N; i++)
-        q[i] = aclemu_f32_to_int8_sat(t[i] * mul);
-    store_int8_row(y, m, q, N);
+        q[i] = P->ydt == ACL_INT4 ? int4_from_float_sat(t[i] * mul)
+                                  : aclemu_f32_to_int8_sat(t[i] * mul);
+    store_y_row(P, y, m, q);
 }
 
 /* Ascend 950: the largest |y| (Q) of y's dtype, as the kernels' DIV_FACTOR_* = 1.0f / Q. */
@@ -171,6 +199,7 @@ static float regbase_div_factor(aclDataType ydt)
     const float q = ydt == ACL_FLOAT8_E4M3FN ? 448.0f
                   : ydt == ACL_FLOAT8_E5M2   ? 57344.0f
                   : ydt == ACL_HIFLOAT8      ? 32768.0f
+                  : ydt == ACL_INT4          ? 7.0f
                                              : 127.0f;
     return 1.0f / q;
 }
@@ -192,9 +221,11 @@ static void regbase_quantize_row(const ardq_payload *P, const float *v, const fl
         q[i] = P->ydt == ACL_FLOAT8_E4M3FN ? (int8_t)aclemu_f32_to_e4m3fn_sat(u)
              : P->ydt == ACL_FLOAT8_E5M2   ? (int8_t)aclemu_f32_to_e5m2_sat(u)
              : P->ydt == ACL_HIFLOAT8      ? (int8_t)aclemu_f32_to_hif8_sat(u)
+             /* INT4: to INT16 ties to even, to FLOAT16, to INT4 (castTraitFp322Int16, ...) */
+             : P->ydt == ACL_INT4          ? int4_from_float_sat(u)
                                            : aclemu_f32_to_int8_sat(u);
     }
-    store_int8_row(y, m, q, N);
+    store_y_row(P, y, m, q);
 }
 
 /* Ascend 950's rstd of the float sum x, by the tiling's kernel (sq: N floats of scratch). */
@@ -261,9 +292,27 @@ static void load_channels(const tdesc *t, int64_t N, float *dst)
         memcpy(dst, f, (size_t)N * sizeof(float));
 }
 
+/* Ascend 950's kernel for an empty gamma (arch35/add_rms_norm_dynamic_quant_empty.h): each
+ * computed scale's M rows -inf (the Duplicate of -infinity), nothing else written. */
+static void empty_gamma_scales(const ardq_payload *P)
+{
+    const float ninf = -INFINITY;
+    for (int k = 0; k < 2; k++) {
+        const tdesc *sc = &P->t[k ? T_SC2 : T_SC1];
+        if (!(k ? P->out2 : P->out1))
+            continue;
+        for (int64_t m = 0; m < P->M; m++)
+            memcpy(row_base(sc, m), &ninf, sizeof ninf);
+    }
+}
+
 static bool before_rows(const void *payload, norm_rows *R)
 {
     const ardq_payload *P = payload;
+    if (P->kernel == ARDQ_EMPTY) {
+        empty_gamma_scales(P);
+        return false;
+    }
     nr_load_gamma(R, &P->t[T_GAMMA], P->N);
     if (P->t[T_S1].present)
         load_channels(&P->t[T_S1], P->N, R->run_buf);
@@ -283,18 +332,23 @@ static const aclemu_executor_ops ARDQ_V2_OPS = NR_EXECUTOR_OPS(P2_V2);
 static const aclDataType X_LIST[] = {ACL_FLOAT16, ACL_BF16};
 static const aclDataType Y_LIST[] = {ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E5M2, ACL_HIFLOAT8,
                                      ACL_INT8};
+/* V2: the tiling's lists over the op_api's dstType (arch22 INT8, INT4; arch35 those and the
+ * 8-bit floats), INT32 being INT4 packed eight to an element */
+static const aclDataType Y_LIST_V2[] = {ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E5M2, ACL_HIFLOAT8,
+                                        ACL_INT8, ACL_INT4, ACL_INT32};
 
 /* The dtypes, in V1's CheckDtypeValid order: inputs (each given optional one), the y of each
  * computed output (and their equality), xOut, the scales. V1's op_api returns 161002; V2's
  * has no dtype check (the tiling's, whose status the L0 op discards: `code`). */
 static aclnnStatus check_dtypes(const char *call, const aclTensor *const *ts, bool out1,
-                                bool out2, aclnnStatus code)
+                                bool out2, aclnnStatus code, const aclDataType *ylist,
+                                size_t ny)
 {
     for (int i = T_X1; i <= T_BETA; i++)
         if (ts[i] && p1_dtype_in(call, ts[i], TNAME[i], X_LIST, 2))
             return code;
-    if ((out1 && p1_dtype_in(call, ts[T_Y1], TNAME[T_Y1], Y_LIST, 4)) ||
-        (out2 && p1_dtype_in(call, ts[T_Y2], TNAME[T_Y2], Y_LIST, 4)))
+    if ((out1 && p1_dtype_in(call, ts[T_Y1], TNAME[T_Y1], ylist, ny)) ||
+        (out2 && p1_dtype_in(call, ts[T_Y2], TNAME[T_Y2], ylist, ny)))
         return code;
     if (out1 && out2 && ts[T_Y2]->dtype != ts[T_Y1]->dtype)
         FAIL(code, "%s: y2Out dtype %s must be y1Out's dtype %s", call,
@@ -480,9 +534,10 @@ static aclnnStatus l0_checks(const ardq_call *c, const aclTensor *const *ts,
     if (!regbase && soc->npu_arch != 2201)
         FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the operator "
              "has no kernel for that series", call, soc->name, soc->series);
-    if (!regbase && ydt != ACL_INT8)
+    /* the Atlas A2/A3 kernels: INT8 and INT4 (an INT32 y: INT4 packed) */
+    if (!regbase && ydt != ACL_INT8 && ydt != ACL_INT4 && ydt != ACL_INT32)
         FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): no kernel for "
-             "%s %s there (INT8 only)", call, soc->name, soc->series,
+             "%s %s there (INT8 or INT4 only)", call, soc->name, soc->series,
              c->out1 ? "y1Out" : "y2Out", qname(ydt));
     if (!regbase && !((float)epsilon > 0.0f))
         FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: epsilon %g must be greater than 0 as a float "
@@ -493,8 +548,23 @@ static aclnnStatus l0_checks(const ardq_call *c, const aclTensor *const *ts,
     if (regbase && x1->ndim < 2)
         FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: x1 rank %llu must be at least 2 on %s (Ascend "
              "950's tiling's rule)", call, (unsigned long long)x1->ndim, soc->name);
+    /* INT4 results need an even N (Ascend 950's tiling; the docs' rule on every part,
+     * stricter there: the kernels write N / 2 bytes a row); an INT32 y has N = 8 * its last */
+    const int64_t N = x1->dims[x1->ndim - 1];
+    if (ydt == ACL_INT4 && N % 2 != 0)
+        FAIL(regbase ? ACLNN_ERR_INNER_TILING_ERROR : ACLNN_ERR_PARAM_INVALID, "%s: x1's last "
+             "dim %lld must be even for INT4 results (%s)", call, (long long)N,
+             regbase ? "Ascend 950's tiling's rule" : "the docs' rule");
+    /* the computed y's L0 result: x1's shape, viewed as INT32 with the last dim / 8 for an
+     * INT32 y */
+    int64_t want[TV_MAX_RANK];
+    for (uint64_t i = 0; i < x1->ndim; i++)
+        want[i] = x1->dims[i];
+    if (ydt == ACL_INT32)
+        want[x1->ndim - 1] /= INT4_PER_INT32;
     static const int64_t ONE[1] = {1};
-    static const char *const SAME = "must be x1's shape (the ViewCopy's rule):";
+    static const char *const SAME = "must be the result's shape, x1's (INT32: its last dim / 8; "
+                                   "the ViewCopy's rule):";
     static const char *const UNUSED = "must hold one element, its output not computed (the "
                                       "ViewCopy's rule):";
     aclnnStatus st;
@@ -504,7 +574,7 @@ static aclnnStatus l0_checks(const ardq_call *c, const aclTensor *const *ts,
         if (ts[y]->dtype != ydt)
             FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: %s dtype %s must be the computed y's %s (the "
                  "ViewCopy's rule)", call, TNAME[y], qname(ts[y]->dtype), qname(ydt));
-        if ((st = out ? check_view_copy(call, ts[y], TNAME[y], x1->dims, x1->ndim, SAME)
+        if ((st = out ? check_view_copy(call, ts[y], TNAME[y], want, x1->ndim, SAME)
                       : check_view_copy(call, ts[y], TNAME[y], ONE, 1, UNUSED)) ||
             (!out && (st = check_view_copy(call, ts[sc], TNAME[sc], ONE, 1, UNUSED))))
             return st;
@@ -521,10 +591,12 @@ static aclnnStatus build_executor(const ardq_call *c, const aclTensor *const *ts
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", c->p1);
     const aclTensor *x1 = ts[T_X1];
-    int64_t X = 0;
-    numel(x1->dims, x1->ndim, &X); /* checked by the caller */
+    /* N gamma's length, M the product of x1's leading dims (an empty gamma on Ascend 950:
+     * the empty kernel's numM rows of scales) */
     const int64_t N = empty ? 0 : ts[T_GAMMA]->dims[0];
-    const int64_t M = empty ? 0 : X / N;
+    int64_t M = empty ? 0 : 1;
+    for (uint64_t i = 0; !empty && i + 1 < x1->ndim; i++)
+        M *= x1->dims[i]; /* no overflow: x1's element count was taken by aclCreateTensor */
     /* 4 * N floats and N bytes per chunk: 5 * N floats cover them; the run's buffer holds
      * the smooth scales and beta */
     P->h = (nr_head){.kernel = &ARDQ_KERNEL, .call = c->p2, .names = TNAME, .rows = M,
@@ -539,12 +611,15 @@ static aclnnStatus build_executor(const ardq_call *c, const aclTensor *const *ts
     P->dtype = x1->dtype;
     P->out1 = c->out1;
     P->out2 = c->out2;
-    P->slice = N > WHOLE_ROW_MAX ? SLICE_COLS : 0;
-    P->ydt = c->out1 ? ts[T_Y1]->dtype : ts[T_Y2]->dtype;
-    P->kernel = empty || soc->npu_arch != 3510
-                    ? ARDQ_A2
-                    : regbase_kernel((uint64_t)N, (ts[T_S1] != NULL) + (ts[T_S2] != NULL),
-                                     ts[T_BETA] != NULL, c->out1, c->out2);
+    const aclDataType ydt = c->out1 ? ts[T_Y1]->dtype : ts[T_Y2]->dtype;
+    P->int4_words = ydt == ACL_INT32;
+    P->ydt = P->int4_words ? ACL_INT4 : ydt; /* the op_api's dstType */
+    P->slice = N <= WHOLE_ROW_MAX ? 0 : P->ydt == ACL_INT4 ? SLICE_COLS_INT4 : SLICE_COLS;
+    P->kernel = empty || soc->npu_arch != 3510 ? ARDQ_A2
+                : N == 0                       ? ARDQ_EMPTY
+                                               : regbase_kernel((uint64_t)N,
+                                                                (ts[T_S1] != NULL) + (ts[T_S2] != NULL),
+                                                                ts[T_BETA] != NULL, c->out1, c->out2);
     if (!empty) {
         const int split = (int)x1->ndim - 1;
         for (int i = 0; i < T_COUNT; i++) {
@@ -555,7 +630,10 @@ static aclnnStatus build_executor(const ardq_call *c, const aclTensor *const *ts
             const int s = channel ? -1
                           : per_row ? (int)ts[i]->ndim
                                     : (split < (int)ts[i]->ndim ? split : (int)ts[i]->ndim);
-            snapshot(&P->t[i], ts[i], s);
+            if (ts[i]->dtype == ACL_INT4 && (i == T_Y1 || i == T_Y2))
+                int4_bytes_view(&P->t[i], ts[i]); /* its packed bytes (int4_pack.h) */
+            else
+                snapshot(&P->t[i], ts[i], s);
         }
         /* an uncomputed y and scale: the kernel writes nothing the op_api could copy */
         if (!c->out1)
@@ -586,7 +664,7 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantGetWorkspaceSize(
     /* 1. CheckParams: NULLs (161001), dtypes (161002), shapes (561002) */
     if ((st = p1_required(P1, ts, TNAME, T_X1, T_S1)) ||
         (st = p1_required(P1, ts, TNAME, T_Y1, T_COUNT)) ||
-        (st = check_dtypes(P1, ts, true, true, ACLNN_ERR_PARAM_INVALID)) ||
+        (st = check_dtypes(P1, ts, true, true, ACLNN_ERR_PARAM_INVALID, Y_LIST, 4)) ||
         (st = check_shapes(P1, ts)))
         return st;
     const aclemu_soc *soc = aclemu_soc_info(P1);
@@ -643,6 +721,22 @@ static aclnnStatus v2_check_flag(const aclTensor *s1, const aclTensor *s2,
     return ACLNN_SUCCESS;
 }
 
+/* V2 results the emulator does not compute (docs/emulator.md): refused after every rule the
+ * device applies, with the code a failed L0 op's copy gets. */
+static aclnnStatus v2_modelled(const ardq_call *c, const aclTensor *const *ts,
+                               const aclemu_soc *soc)
+{
+    for (int k = 0; k < 2; k++) {
+        const aclTensor *y = ts[k ? T_Y2 : T_Y1];
+        if ((k ? c->out2 : c->out1) && y->dtype == ACL_INT4 && !int4_packed(y))
+            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: an INT4 %s that is not contiguous from an even "
+                 "element offset is not modelled on %s (%s): how the device's ViewCopy writes "
+                 "a strided or half-byte-aligned INT4 view is not in the sources "
+                 "(docs/emulator.md)", c->p1, TNAME[k ? T_Y2 : T_Y1], soc->name, soc->series);
+    }
+    return ACLNN_SUCCESS;
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantV2GetWorkspaceSize(
     const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma,
     const aclTensor *smoothScale1Optional, const aclTensor *smoothScale2Optional,
@@ -692,15 +786,12 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantV2GetWorkspaceSize(
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", P1_V2);
     int64_t G = 0;
     numel(gamma->dims, gamma->ndim, &G);
-    if (soc->npu_arch == 3510 && G == 0)
-        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: an empty gamma on %s runs Ascend 950's empty "
-             "kernel, not modelled", P1_V2, soc->name);
-    const bool empty = X == 0 || X2 == 0 || G == 0 || Y2 == 0;
-    if (empty)
+    const bool empty_kernel = soc->npu_arch == 3510 && G == 0;
+    if (!empty_kernel && (X == 0 || X2 == 0 || G == 0 || Y2 == 0))
         return build_executor(&c, ts, soc, epsilon, true, workspaceSize, executor);
     /* 4. ComputeAddRmsNormDynamicQuantV2: y1Out's and y2Out's dtypes when both are computed
-     * (161002); INT32 (INT4 packed eight to an element): the last dims (161002), then not
-     * modelled; else the computed y's shapes (561002) */
+     * (161002); INT32 (dstType INT4, packed eight to an element): the last dims (161002);
+     * else the computed y's shapes (561002) */
     if (out1 && out2 && y1Out->dtype != y2Out->dtype)
         FAIL(ACLNN_ERR_PARAM_INVALID, "%s: y1Out dtype %s and y2Out dtype %s must be the same "
              "when both are computed", P1_V2, qname(y1Out->dtype), qname(y2Out->dtype));
@@ -717,10 +808,8 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantV2GetWorkspaceSize(
                      "dim %lld (INT32: packed INT4)", P1_V2, k ? "y2Out" : "y1Out",
                      (long long)yl, (long long)xl);
         }
-        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: INT4 results (y INT32, packed) are not modelled",
-             P1_V2);
     }
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; ya->dtype != ACL_INT32 && k < 2; k++) {
         const aclTensor *y = k ? y2Out : y1Out;
         if ((k ? out2 : out1) && !same_dims(y->dims, y->ndim, x1->dims, x1->ndim)) {
             shape_error(P1_V2, TNAME[k ? T_Y2 : T_Y1], y->dims, y->ndim,
@@ -730,9 +819,10 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantV2GetWorkspaceSize(
     }
     /* 5. stricter: the tiling's dtypes and shapes (561002), the docs' relations (161002),
      * the L0 op's kernel and tiling, the ViewCopies of its results */
-    if ((st = check_dtypes(P1_V2, ts, out1, out2, ACLNN_ERR_INNER_TILING_ERROR)) ||
+    if ((st = check_dtypes(P1_V2, ts, out1, out2, ACLNN_ERR_INNER_TILING_ERROR, Y_LIST_V2,
+                           sizeof Y_LIST_V2 / sizeof Y_LIST_V2[0])) ||
         (st = check_shapes(P1_V2, ts)) || (st = check_docs_relations(P1_V2, ts, out1, out2)) ||
-        (st = l0_checks(&c, ts, soc, epsilon)))
+        (st = l0_checks(&c, ts, soc, epsilon)) || (st = v2_modelled(&c, ts, soc)))
         return st;
     return build_executor(&c, ts, soc, epsilon, false, workspaceSize, executor);
 }
