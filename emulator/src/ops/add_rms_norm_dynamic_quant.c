@@ -133,7 +133,14 @@ static const char *const TNAME[T_COUNT] = {"x1", "x2", "gamma", "smoothScale1Opt
 
 /* Ascend 950's kernels (the tiling's TILING_TYPE_*; ARDQ_A2: the Atlas A2/A3 kernels;
  * ARDQ_EMPTY: Ascend 950's kernel for an empty gamma, add_rms_norm_dynamic_quant_empty.h) */
-typedef enum { ARDQ_A2, ARDQ_PERF, ARDQ_NORMAL, ARDQ_SINGLE_ROW, ARDQ_SPLIT, ARDQ_EMPTY } ardq_kernel;
+typedef enum {
+    ARDQ_A2,
+    ARDQ_PERF,
+    ARDQ_NORMAL,
+    ARDQ_SINGLE_ROW,
+    ARDQ_SPLIT,
+    ARDQ_EMPTY
+} ardq_kernel;
 
 typedef struct {
     nr_head h; /* per chunk 4 * N floats (x1 then the sum, x2 then the squares, v, t) + N bytes */
@@ -548,8 +555,8 @@ static aclnnStatus l0_checks(const ardq_call *c, const aclTensor *const *ts,
     if (regbase && x1->ndim < 2)
         FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: x1 rank %llu must be at least 2 on %s (Ascend "
              "950's tiling's rule)", call, (unsigned long long)x1->ndim, soc->name);
-    /* INT4 results need an even N (Ascend 950's tiling; the docs' rule on every part,
-     * stricter there: the kernels write N / 2 bytes a row); an INT32 y has N = 8 * its last */
+    /* INT4 results need an even N: Ascend 950's tiling's rule; on Atlas A2/A3 the docs' only
+     * (stricter: its kernels write N / 2 bytes a row). An INT32 y has N = 8 * its last dim. */
     const int64_t N = x1->dims[x1->ndim - 1];
     if (ydt == ACL_INT4 && N % 2 != 0)
         FAIL(regbase ? ACLNN_ERR_INNER_TILING_ERROR : ACLNN_ERR_PARAM_INVALID, "%s: x1's last "
@@ -615,11 +622,10 @@ static aclnnStatus build_executor(const ardq_call *c, const aclTensor *const *ts
     P->int4_words = ydt == ACL_INT32;
     P->ydt = P->int4_words ? ACL_INT4 : ydt; /* the op_api's dstType */
     P->slice = N <= WHOLE_ROW_MAX ? 0 : P->ydt == ACL_INT4 ? SLICE_COLS_INT4 : SLICE_COLS;
+    const int smooth = (ts[T_S1] != NULL) + (ts[T_S2] != NULL);
     P->kernel = empty || soc->npu_arch != 3510 ? ARDQ_A2
                 : N == 0                       ? ARDQ_EMPTY
-                                               : regbase_kernel((uint64_t)N,
-                                                                (ts[T_S1] != NULL) + (ts[T_S2] != NULL),
-                                                                ts[T_BETA] != NULL, c->out1, c->out2);
+                : regbase_kernel((uint64_t)N, smooth, ts[T_BETA] != NULL, c->out1, c->out2);
     if (!empty) {
         const int split = (int)x1->ndim - 1;
         for (int i = 0; i < T_COUNT; i++) {
