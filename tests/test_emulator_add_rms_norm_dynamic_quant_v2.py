@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from acl_py import reference
+from acl_py import dtypes, reference
 from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, arena,  # noqa: F401
@@ -63,14 +63,6 @@ def phase_one(ts, mask, eps=1e-6, ws=True, ex=True):
         m.close()
 
 
-def unpack_int4(raw):
-    """INT4 values from their bytes (any integer array, little-endian): two to a byte, the
-    lower nibble first, sign-extended."""
-    b = np.ascontiguousarray(raw).reshape(-1).view(np.uint8)
-    nib = np.stack([b & 0xF, b >> 4], axis=-1).reshape(-1).astype(np.int16)
-    return ((nib ^ 8) - 8).astype(I8)
-
-
 class Int4Y:
     """An INT4 y of ``shape`` over sentinel bytes (-77; test_emulator_rms_norm_quant's
     int4_view): read() returns its values, asserting nothing past their bytes was written."""
@@ -103,7 +95,8 @@ def read_y(v, kind):
     raw = v.read() if kind == "int4" else read_raw(v)
     if kind == "int8":
         return raw, raw
-    return unpack_int4(raw).reshape(v.shape[:-1] + (-1,)), raw
+    packed = np.ascontiguousarray(raw).reshape(-1).view(np.uint8)   # INT32: little-endian
+    return dtypes.unpack_int4(packed).reshape(v.shape[:-1] + (-1,)), raw
 
 
 def call(arena, args, beta, mask, eps=1e-6, y_kind="int8"):
