@@ -5,8 +5,9 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
 :class:`Arg` carrying what the Python side needs beyond the C kind (:mod:`._two_phase`):
 
 * its **role**: an input tensor (``tensor``, optional with ``optional=True``), an output
-  tensor (``output``), an int array, a bool array (``length=`` entries), a double, an
-  ``int64_t`` (``integer``), a C ``bool`` (``flag``); or an **option** (``option``): a
+  tensor (``output``), an int array, a bool array (``length=`` entries; optional: None
+  passes NULL), a double, an ``int64_t`` (``integer``), a C ``bool`` (``flag``); or an
+  **option** (``option``): a
   Python-only argument that is no C parameter, read by the rules (an output's dtype: the
   quantizing operators' ``y_dtype``);
 * its **Python name** (argument errors name it; default: the C name in snake case without
@@ -244,10 +245,12 @@ def int_array(c_name, *, name=None, default=REQUIRED):
     return Arg(c_name, INT_ARRAY, IN, name=name, default=default)
 
 
-def bool_array(c_name, *, name=None, default=REQUIRED, length=None, items=None):
+def bool_array(c_name, *, name=None, default=REQUIRED, length=None, items=None,
+               optional=False):
     """An ``aclBoolArray *`` given as a sequence of ``length`` bools (``items``: what each
-    entry means, for messages)."""
-    return Arg(c_name, BOOL_ARRAY, IN, name=name, default=default, length=length, items=items)
+    entry means, for messages); ``optional``: None passes NULL (the default then)."""
+    return Arg(c_name, BOOL_ARRAY, IN, name=name, optional=optional, default=default,
+               length=length, items=items)
 
 
 def double(c_name, *, name=None, default=REQUIRED):
@@ -647,7 +650,7 @@ class Declared(Operator):
             elif k is INT_ARRAY:
                 v = _int_values(v, name)
             elif k is BOOL_ARRAY:
-                v = _bool_values(v, arg)
+                v = None if v is None and arg.optional else _bool_values(v, arg)
             else:
                 v = arg.convert(v, name)
             py[i] = v
@@ -792,7 +795,7 @@ class Declared(Operator):
             elif arg.kind is INT_ARRAY:
                 args.append(IntArray(a[arg.py]))
             elif arg.kind is BOOL_ARRAY:
-                args.append(BoolArray(a[arg.py]))
+                args.append(None if a[arg.py] is None else BoolArray(a[arg.py]))
             elif arg.kind is not OPTION:
                 args.append(a[arg.py])
         return tuple(args)
@@ -859,6 +862,8 @@ class Declared(Operator):
             elif k is STRING:
                 py[i] = v = arg.convert(self._given(v, arg), arg.py)
                 cvals[i] = c_string(v, arg.py)   # cffi passes it NUL-terminated
+            elif v is None and arg.optional:    # an optional array: NULL
+                cvals[i] = _NULL
             else:
                 e = self._array(arg, v)
                 held.append(e)
