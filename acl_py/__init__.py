@@ -75,6 +75,7 @@ from .ops import batch_norm_elemt, BatchNormElemt
 from .ops import batch_norm_stats, BatchNormStats
 from .ops import add_rms_norm_quant, AddRmsNormQuant
 from .ops import add_rms_norm_dynamic_quant, AddRmsNormDynamicQuant
+from .ops import add_rms_norm_dynamic_quant_v2, AddRmsNormDynamicQuantV2
 from .ops import add_layer_norm_quant, AddLayerNormQuant
 # ------------------------------------------------------------------------------------------
 
@@ -116,5 +117,6 @@ __all__ = [
     "batch_norm_gather_stats_with_counts", "BatchNormGatherStatsWithCounts", "batch_norm_elemt",
     "BatchNormElemt", "batch_norm_stats", "BatchNormStats", "add_rms_norm_quant",
     "AddRmsNormQuant", "add_rms_norm_dynamic_quant", "AddRmsNormDynamicQuant",
+    "add_rms_norm_dynamic_quant_v2", "AddRmsNormDynamicQuantV2",
     "add_layer_norm_quant", "AddLayerNormQuant",
 ]

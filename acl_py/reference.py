@@ -496,17 +496,19 @@ def add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1=None, smooth_scale2=
 
 
 def add_rms_norm_dynamic_quant_error_scale(x1, x2, gamma, smooth_scale1=None,
-                                           smooth_scale2=None, epsilon: float = 1e-6):
+                                           smooth_scale2=None, epsilon: float = 1e-6,
+                                           y_dtype="int8", beta=None, output_mask=None):
     """Per element of ``(y1, y2, x, scale1, scale2)``, the magnitude the device's error is
     proportional to: unused for the quantized outputs (:func:`error_bound` holds them to
     :data:`QUANT_STEP`), ``|x1| + |x2|`` for ``x``, each scale's own value for the scales (a
-    float32 chain over 16-bit inputs: the input dtype's ``RTOL`` of it)."""
+    float32 chain over 16-bit inputs: the input dtype's ``RTOL`` of it); None for an output
+    not computed (:func:`add_rms_norm_dynamic_quant`'s)."""
     y1, y2, _, s1, s2 = add_rms_norm_dynamic_quant(x1, x2, gamma, smooth_scale1, smooth_scale2,
-                                                   epsilon)
+                                                   epsilon, y_dtype, beta, output_mask)
     ones = np.ones(np.shape(x1))
-    dual = y2 is not None
-    return (ones, ones if dual else None, np.abs(_f64(x1)) + np.abs(_f64(x2)), np.abs(s1),
-            np.abs(s2) if dual else None)
+    return (None if y1 is None else ones, None if y2 is None else ones,
+            np.abs(_f64(x1)) + np.abs(_f64(x2)), None if s1 is None else np.abs(s1),
+            None if s2 is None else np.abs(s2))
 
 
 def gemma_rms_norm(x, gamma, epsilon: float = 1e-6):

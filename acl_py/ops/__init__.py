@@ -18,6 +18,7 @@
 ``acl_py.batch_norm_elemt``, ``acl_py.BatchNormElemt``, ``acl_py.batch_norm_stats``,
 ``acl_py.BatchNormStats``, ``acl_py.add_rms_norm_quant``, ``acl_py.AddRmsNormQuant``,
 ``acl_py.add_rms_norm_dynamic_quant``, ``acl_py.AddRmsNormDynamicQuant``,
+``acl_py.add_rms_norm_dynamic_quant_v2``, ``acl_py.AddRmsNormDynamicQuantV2``,
 ``acl_py.add_layer_norm_quant`` and ``acl_py.AddLayerNormQuant`` are re-exported at the package top
 level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
@@ -56,8 +57,11 @@ from .batch_norm_gather_stats_with_counts import (BATCH_NORM_GATHER_STATS_WITH_C
 from .batch_norm_elemt import BATCH_NORM_ELEMT, BatchNormElemt, batch_norm_elemt
 from .batch_norm_stats import BATCH_NORM_STATS, BatchNormStats, batch_norm_stats
 from .add_rms_norm_quant import ADD_RMS_NORM_QUANT, AddRmsNormQuant, add_rms_norm_quant
-from .add_rms_norm_dynamic_quant import (ADD_RMS_NORM_DYNAMIC_QUANT, AddRmsNormDynamicQuant,
-                                         add_rms_norm_dynamic_quant)
+from .add_rms_norm_dynamic_quant import (ADD_RMS_NORM_DYNAMIC_QUANT,
+                                         ADD_RMS_NORM_DYNAMIC_QUANT_V2,
+                                         AddRmsNormDynamicQuant, AddRmsNormDynamicQuantV2,
+                                         add_rms_norm_dynamic_quant,
+                                         add_rms_norm_dynamic_quant_v2)
 from .add_layer_norm_quant import (ADD_LAYER_NORM_QUANT, AddLayerNormQuant,
                                    add_layer_norm_quant)
 
@@ -82,6 +86,8 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "BATCH_NORM_ELEMT", "batch_norm_stats", "BatchNormStats", "BATCH_NORM_STATS",
            "add_rms_norm_quant", "AddRmsNormQuant", "ADD_RMS_NORM_QUANT",
            "add_rms_norm_dynamic_quant", "AddRmsNormDynamicQuant", "ADD_RMS_NORM_DYNAMIC_QUANT",
+           "add_rms_norm_dynamic_quant_v2", "AddRmsNormDynamicQuantV2",
+           "ADD_RMS_NORM_DYNAMIC_QUANT_V2",
            "add_layer_norm_quant", "AddLayerNormQuant", "ADD_LAYER_NORM_QUANT",
            "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
