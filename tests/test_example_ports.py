@@ -5,10 +5,10 @@ group_norm_silu.py, group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py,
 group_norm_backward.py, batch_norm_backward.py, batch_norm_reduce_backward.py,
 batch_norm_elemt_backward.py, instance_norm.py, rms_norm_quant.py, batch_norm_elemt.py,
 batch_norm_gather_stats_with_counts.py, batch_norm_stats.py, add_rms_norm_quant.py,
-add_rms_norm_dynamic_quant.py, add_layer_norm_quant.py) print exactly what the examples print on a device
-(batch_norm_gather_stats_with_counts.py with the eight means its example reads past its host
-vector given; add_rms_norm_dynamic_quant.py with the scales' whole 8 bytes allocated, where its
-example allocates 4).
+add_rms_norm_dynamic_quant.py, add_rms_norm_dynamic_quant_v2.py, add_layer_norm_quant.py) print
+exactly what the examples print on a device (batch_norm_gather_stats_with_counts.py with the
+eight means its example reads past its host vector given; add_rms_norm_dynamic_quant.py and its
+V2 with the scales' whole 8 bytes allocated, where their examples allocate 4).
 
 The expected text comes from tests/test_vendor_examples.py, which derives it from the examples'
 data through the kernels' float32 chains (the device's numbers); here it is also checked
@@ -211,12 +211,13 @@ def add_rms_norm_quant_reference():
                                          np.full(2, 100.0))[0]]
 
 
-def add_rms_norm_dynamic_quant_reference():
+def add_rms_norm_dynamic_quant_reference(beta=False):
     """y1 of the add_rms_norm_dynamic_quant example's data in float64, quantized (int8
-    values)."""
+    values); ``beta``: the V2 example's, beta [8] 1.5."""
     half = np.full((2, 8), 0.5)
     g = np.full(8, 1.5)
-    return [reference.add_rms_norm_dynamic_quant(half, half, g, g, g, 1e-6)[0]]
+    return [reference.add_rms_norm_dynamic_quant(half, half, g, g, g, 1e-6,
+                                                 beta=g if beta else None)[0]]
 
 
 def batch_norm_elemt_reference():
@@ -354,6 +355,11 @@ PORTS = [
     Port("add_rms_norm_dynamic_quant.py", add_rms_norm_dynamic_quant_example_output,
          add_rms_norm_dynamic_quant_reference, "aclnnAddRmsNormDynamicQuantGetWorkspaceSize",
          rtol=0, atol=0),
+    # V2: beta added after gamma, no outputMask; again every value its row's maximum, 127
+    Port("add_rms_norm_dynamic_quant_v2.py",
+         lambda: add_rms_norm_dynamic_quant_example_output(beta=True),
+         lambda: add_rms_norm_dynamic_quant_reference(beta=True),
+         "aclnnAddRmsNormDynamicQuantV2GetWorkspaceSize", rtol=0, atol=0),
     # the variance made from invstd (1 / 25 - 0.01) and added back: a few float32 ulps
     Port("batch_norm_elemt.py", batch_norm_elemt_example_output, batch_norm_elemt_reference,
          "aclnnBatchNormElemtGetWorkspaceSize", rtol=1e-5, atol=1e-5),

@@ -1762,6 +1762,9 @@ EXAMPLE_PORTS = [
     ("add_layer_norm_quant.py", "ops-nn",
      os.path.join("norm", "add_layer_norm_quant", "examples",
                   "test_aclnn_add_layer_norm_quant.cpp"), "opapi_nn"),
+    ("add_rms_norm_dynamic_quant_v2.py", "ops-nn",
+     os.path.join("norm", "add_rms_norm_dynamic_quant", "examples",
+                  "test_aclnn_add_rms_norm_dynamic_quant_v2.cpp"), "opapi_nn"),
 ]
 # the part a port and its example run on, where the default has no kernel for it
 PORT_PARTS = {"instance_norm.py": INSTANCE_NORM_PART,
