@@ -596,12 +596,12 @@ def test_default_dtypes_follow_the_part(tmp_path):
     # AddRmsNorm, GemmaRmsNorm, InplaceAddRmsNorm, AddLayerNorm, DeepNorm, GroupNormSilu,
     # GroupNormSiluV2, AddLayerNormGrad and DeepNormGrad register none for the Atlas training
     # series, nor LayerNormV4's, which FastLayerNorm runs, nor InstanceNorm's, nor
-    # RmsNormQuant's, nor AddRmsNormQuant's, nor AddRmsNormDynamicQuant's; AddLayerNormQuant's
-    # op_api runs on Ascend 950 only), named in the header
+    # RmsNormQuant's, nor AddRmsNormQuant's, nor AddRmsNormDynamicQuant's (V1 and V2);
+    # AddLayerNormQuant's op_api runs on Ascend 950 only), named in the header
     gone = ("AddRmsNorm", "GemmaRmsNorm", "InplaceAddRmsNorm", "AddLayerNorm", "DeepNorm",
             "GroupNormSilu", "GroupNormSiluV2", "AddLayerNormGrad", "DeepNormGrad",
             "FastLayerNorm", "InstanceNorm", "RmsNormQuant", "AddRmsNormQuant",
-            "AddRmsNormDynamicQuant", "AddLayerNormQuant")
+            "AddRmsNormDynamicQuant", "AddRmsNormDynamicQuantV2", "AddLayerNormQuant")
     assert not any(n.startswith(tuple(g + "/" for g in gone)) for n in names)
     assert f"left out: {', '.join(gone)} (no kernel on Ascend910A" in proc.stdout
     # An Atlas A2 part computes bf16: every case runs but InstanceNorm's (the Atlas inference

@@ -226,8 +226,8 @@ def smoke_case(shape, dtype, smooth=2, seed=0, beta=None, mask=None):
         b = (0.5 * rng.standard_normal(n, dtype=np.float32)).astype(dt) if beta else None
         return x1, x2, g, s1, s2, b, 1e-6, mask, _INT8
     name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
-    extra = "" if beta is None else (" beta" if beta else "") + (f" mask{list(mask)}"
-                                                                  if mask else "")
+    extra = "" if beta is None else ("-beta" if beta else "") + (
+        f"-mask{''.join('TF'[not b] for b in mask)}" if mask else "")
     smooth_name = "smooth2-only" if smooth == "2" else f"smooth{smooth}"
     return f"{name}{list(shape)} {smooth_name}{extra}", make
 
