@@ -192,6 +192,21 @@ def scale2_fits(a, given, part=None, shapes=None):
     return None if tuple(given) == want else f"!= {want} (scale1's shape)"
 
 
+def x_fits(a, given, part=None, shapes=None):
+    """The rule for an x ``out=`` entry of another shape than x1's: none (the docs' relation,
+    the emulator's stricter rule)."""
+    return f"!= {a.x1.shape} (x1's shape)"
+
+
+def _any_when_empty(fits):
+    """V2's rule for an ``out=`` entry: ``fits``'s, none with x1 empty (V2's op_api returns
+    success before it looks at any output but y2Out's emptiness: aclnn_add_rms_norm_dynamic_
+    quant_v2.cpp; V1's emulator checks the docs' relations first)."""
+    def any_when_empty(a, given, part=None, shapes=None):
+        return None if 0 in a.x1.shape else fits(a, given, part, shapes)
+    return any_when_empty
+
+
 def _not_computed(k, rule):
     """Output k's ``unwritten``: why its y and scale are not written (None where they are),
     naming the op_api's rule ``rule``."""
@@ -232,17 +247,18 @@ def smoke_case(shape, dtype, smooth=2, seed=0, beta=None, mask=None):
     return f"{name}{list(shape)} {smooth_name}{extra}", make
 
 
-def _outputs(rule):
+def _outputs(rule, v2):
+    shaped = _any_when_empty if v2 else (lambda fits: fits)
     return (
         output("y1Out", shape=_y_shape(0), dtype=_y_dtype, fits=_y_fits(0),
                unwritten=_not_computed(0, rule)),
         output("y2Out", shape=_y_shape(1), dtype=_y_dtype, fits=_y_fits(1),
                unwritten=_not_computed(1, rule)),
-        output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1")),
-        output("scale1Out", shape=_scale_out_shape(0), dtype=np.float32, fits=scale1_fits,
-               unwritten=_not_computed(0, rule)),
-        output("scale2Out", shape=_scale_out_shape(1), dtype=np.float32, fits=scale2_fits,
-               unwritten=_not_computed(1, rule)),
+        output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1"), fits=shaped(x_fits)),
+        output("scale1Out", shape=_scale_out_shape(0), dtype=np.float32,
+               fits=shaped(scale1_fits), unwritten=_not_computed(0, rule)),
+        output("scale2Out", shape=_scale_out_shape(1), dtype=np.float32,
+               fits=shaped(scale2_fits), unwritten=_not_computed(1, rule)),
     )
 
 
@@ -264,7 +280,7 @@ _RULE_CODES = (561103, 561003)
 
 ADD_RMS_NORM_DYNAMIC_QUANT = Declared(
     "aclnnAddRmsNormDynamicQuant",
-    _inputs() + (double("epsilon", default=1e-6), _Y_DTYPE) + _outputs(_V1_RULE),
+    _inputs() + (double("epsilon", default=1e-6), _Y_DTYPE) + _outputs(_V1_RULE, False),
     check=add_rms_norm_dynamic_quant_check, reference=reference.add_rms_norm_dynamic_quant,
     error_scale=reference.add_rms_norm_dynamic_quant_error_scale,
     smoke_cases=(smoke_case((8, 1024), np.float16),
@@ -278,7 +294,7 @@ ADD_RMS_NORM_DYNAMIC_QUANT_V2 = Declared(
                  double("epsilon", default=1e-6),
                  bool_array("outputMask", name="output_mask", optional=True, length=2,
                             items=("y1 and scale1", "y2 and scale2")),
-                 _Y_DTYPE) + _outputs(_V2_RULE),
+                 _Y_DTYPE) + _outputs(_V2_RULE, True),
     check=add_rms_norm_dynamic_quant_check, reference=reference.add_rms_norm_dynamic_quant,
     error_scale=reference.add_rms_norm_dynamic_quant_error_scale,
     smoke_cases=(smoke_case((8, 1024), np.float16, beta=True),
