@@ -28,7 +28,9 @@ from test_add_rms_norm_dynamic_quant import SCALE_RTOL, host
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 I8 = np.dtype(np.int8)
 E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
-ACL_Y = {I8: lib.ACL_INT8, E4M3: lib.ACL_FLOAT8_E4M3FN, E5M2: lib.ACL_FLOAT8_E5M2}
+HIF8 = acl_py.dtypes.HIFLOAT8
+ACL_Y = {I8: lib.ACL_INT8, E4M3: lib.ACL_FLOAT8_E4M3FN, E5M2: lib.ACL_FLOAT8_E5M2,
+         HIF8: lib.ACL_HIFLOAT8}
 ACL_X = {F16: lib.ACL_FLOAT16, BF16: lib.ACL_BF16}
 A950 = acl_py.soc_name().startswith("Ascend950")
 pytestmark = [needs_kernel(ADD_RMS_NORM_DYNAMIC_QUANT_V2)]
@@ -125,14 +127,20 @@ def check_reference(res, args, mask, eps=1e-6, y_dtype=I8):
         assert (y is None) == (ey is None) and (s is None) == (es is None)
         if y is None:
             continue
-        assert y.dtype == y_dtype and y.shape == x1.shape
-        got = y.astype(np.float64)
+        assert y.shape == x1.shape
+        if y_dtype is HIF8:       # its uint8 codes, decoded
+            assert y.dtype == np.uint8
+            got = acl_py.dtypes.hifloat8_to_float32(y).astype(np.float64)
+        else:
+            assert y.dtype == y_dtype
+            got = y.astype(np.float64)
         if y_dtype == I8:
             assert np.max(np.abs(got - ey)) <= reference.QUANT_STEP
         else:
             assert np.all(np.abs(got - ey) <= reference.float8_step(ey, y_dtype))
         # each row's largest magnitude maps to the format's largest value
-        big = 127.0 if y_dtype == I8 else float(ml_dtypes.finfo(y_dtype).max)
+        big = (127.0 if y_dtype == I8 else 32768.0 if y_dtype is HIF8
+               else float(ml_dtypes.finfo(y_dtype).max))
         assert np.all(np.max(np.abs(got), axis=-1) == big)
         assert s.dtype == F32 and s.shape == (x1.shape[:-1] or (1,))
         assert np.allclose(s, es, rtol=SCALE_RTOL[x1.dtype], atol=0)
@@ -202,7 +210,7 @@ ERRORS = [
     (dict(x2=np.ones((2, 5), F16)), AclArgumentError, "x2"),
     (dict(epsilon="small"), AclTypeError, "epsilon"),
     (dict(y_dtype=np.int32), AclTypeError, "y_dtype"),
-    (dict(y_dtype=acl_py.dtypes.ACL_HIFLOAT8), AclTypeError, "y_dtype"),
+    (dict(y_dtype=acl_py.dtypes.ACL_INT4), AclTypeError, "y_dtype"),
     (dict(out=(np.empty((2, 4), F16), None, None, None, None)), AclTypeError, "out[0] (y1)"),
     (dict(out=(None, None, None, None, np.empty((3,), F32))), AclArgumentError,
      "out[4] (scale2)"),
@@ -287,9 +295,9 @@ def test_declaration_describes_the_c_prototype():
 
 # ---- y_dtype (V1 and V2) -------------------------------------------------------------------
 
-# The y dtypes the part has a kernel for (add_rms_norm_dynamic_quant_def.cpp: float8 on Ascend
-# 950 only)
-Y_TAKEN = [I8, E4M3, E5M2] if A950 else [I8]
+# The y dtypes the part has a kernel for (add_rms_norm_dynamic_quant_def.cpp: float8 and
+# hifloat8 on Ascend 950 only)
+Y_TAKEN = [I8, E4M3, E5M2, HIF8] if A950 else [I8]
 VERSIONS = {"v1": (acl_py.add_rms_norm_dynamic_quant, acl_py.AddRmsNormDynamicQuant),
             "v2": (acl_py.add_rms_norm_dynamic_quant_v2, acl_py.AddRmsNormDynamicQuantV2)}
 
@@ -315,9 +323,13 @@ def test_y_dtype_results_are_the_raw_calls_bits(path, version, y_dtype):
     check_reference(res, args, None, y_dtype=y_dtype)
     if y_dtype != I8:
         assert len(np.unique(host(res[0]).view(np.uint8))) > 40
-    empty = np.empty if path == "numpy" else acl_py.DeviceTensor.empty
     shape = args[0].shape
-    out = (empty(shape, y_dtype), empty(shape, y_dtype), None, None, None)
+    if path == "numpy":     # a HIFLOAT8 result's host form: its uint8 codes
+        out_y = np.uint8 if y_dtype is HIF8 else y_dtype
+        out = (np.empty(shape, out_y), np.empty(shape, out_y), None, None, None)
+    else:
+        out = (acl_py.DeviceTensor.empty(shape, y_dtype),
+               acl_py.DeviceTensor.empty(shape, y_dtype), None, None, None)
     res = fn(*call_args, y_dtype=y_dtype, out=out)
     assert res[0] is out[0] and res[1] is out[1]
     assert_bits(res, expected)
@@ -337,9 +349,9 @@ def test_v2_float8_with_a_mask_and_a_plan():
             assert_bits(plan.outputs, expected)
 
 
-@pytest.mark.skipif(A950, reason="Ascend 950 has float8 kernels")
+@pytest.mark.skipif(A950, reason="Ascend 950 has float8 and hifloat8 kernels")
 @pytest.mark.parametrize("version", ["v1", "v2"])
-@pytest.mark.parametrize("y_dtype", [E4M3, E5M2], ids=lambda d: d.name)
+@pytest.mark.parametrize("y_dtype", [E4M3, E5M2, HIF8], ids=lambda d: d.name)
 def test_a_y_dtype_the_part_lacks_is_named(emulator, version, y_dtype):
     """A float8 y_dtype off Ascend 950, where phase one's list takes it but no kernel writes
     it: AclTypeError naming y_dtype and the part before any C call on NumPy arrays; on

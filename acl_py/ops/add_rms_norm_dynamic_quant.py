@@ -10,13 +10,13 @@ DeviceTensor calls when phase one refuses, to name the argument): argument kinds
 ``output_mask`` (None or two bools: a given smooth scale needs its output, one output at
 least; the op_api's CheckFlag); ``x2`` of x1's shape; ``gamma`` one-dimensional, x1's last
 dim; each smooth scale and ``beta`` of gamma's shape; ``smooth_scale2`` only with
-``smooth_scale1`` (V2: only without ``output_mask``); ``y_dtype`` (int8, the float8 dtypes on
-Ascend 950 only: the part's kernels, :func:`~acl_py.ops.add_rms_norm_quant.y_dtype_rule`); the
-``out=`` entries (y1, y2 of ``y_dtype`` and x1's shape; x x1's dtype and shape; scale1, scale2
-float32 of x1's leading dims; an output not computed one element, see below). The operator's
-own rules (the part's kernels: Atlas A2/A3 and Ascend 950; epsilon > 0 off Ascend 950; x1 of
-rank 2 or more on Ascend 950; V2 on Ascend 950 with an empty gamma, not modelled) are phase
-one's.
+``smooth_scale1`` (V2: only without ``output_mask``); ``y_dtype`` (int8, the float8 dtypes
+and hifloat8 on Ascend 950 only: the part's kernels,
+:func:`~acl_py.ops.add_rms_norm_quant.y_dtype_rule`); the ``out=`` entries (y1, y2 of
+``y_dtype`` and x1's shape; x x1's dtype and shape; scale1, scale2 float32 of x1's leading
+dims; an output not computed one element, see below). The operator's own rules (the part's
+kernels: Atlas A2/A3 and Ascend 950; epsilon > 0 off Ascend 950; x1 of rank 2 or more on
+Ascend 950) are phase one's.
 
 The outputs computed: y1 and scale1 always (V2: with ``output_mask[0]``), y2 and scale2 with
 both smooth scales given (V2: with ``output_mask[1]`` when a mask is given). The op_api still
@@ -57,10 +57,10 @@ _V2_RULE = _OP_API + "aclnn_add_rms_norm_dynamic_quant_v2.cpp: processOut1, proc
 # kernel for the Atlas inference and training series; Ascend 950 runs its arch35 kernels.
 _KERNEL_PARTS = configured("ascend910b", "ascend910_93", "kirinx90", "kirin9030", "ascend950")
 
-# y1's and y2's dtypes acl-py takes (y_dtype): int8 everywhere, the float8 dtypes on Ascend 950
-# (the kernels' rule, AddRmsNormQuant's: y_dtype_rule). Not yet HIFLOAT8 (Ascend 950's kernels
-# write it; the reference's and tests' HiF8 path is still to come) nor V2's INT4 (not modelled).
-Y_DTYPES = ("int8", "float8_e4m3fn", "float8_e5m2")
+# y1's and y2's dtypes acl-py takes (y_dtype): int8 everywhere, the float8 dtypes and hifloat8
+# on Ascend 950 (the kernels' rule, AddRmsNormQuant's: y_dtype_rule). Not yet V2's INT4 (the
+# emulator computes it; its INT32-packed form on Atlas A2/A3 needs an INT32 view of the output).
+Y_DTYPES = ("int8", "float8_e4m3fn", "float8_e5m2", "hifloat8")
 
 
 def computed(a):
@@ -282,9 +282,8 @@ def _inputs():
 
 
 _Y_DTYPE = dtype_option("y_dtype", Y_DTYPES, default=_INT8)
-# 561103: the copies of the results into y1Out, y2Out and scale2Out (the ViewCopy's rules),
-# V2's empty gamma on Ascend 950 (not modelled); 561003: a part or y dtype without a kernel
-# (docs/emulator.md)
+# 561103: the copies of the results into y1Out, y2Out and scale2Out (the ViewCopy's rules);
+# 561003: a part or y dtype without a kernel (docs/emulator.md)
 _RULE_CODES = (561103, 561003)
 
 ADD_RMS_NORM_DYNAMIC_QUANT = Declared(
@@ -357,7 +356,10 @@ def add_rms_norm_dynamic_quant(x1: Operand, x2: Operand, gamma: Operand,
     ``np.int8`` (the default), or on Ascend 950 ``ml_dtypes.float8_e4m3fn`` /
     ``ml_dtypes.float8_e5m2`` (or their names), arrays of that ml_dtypes type, 127 above
     replaced by the format's largest value (448, 57344) and ``t / scale_k`` converted to it
-    directly, to nearest even (docs/emulator.md). Another part refuses a float8 ``y_dtype``
+    directly, to nearest even (docs/emulator.md); or :data:`acl_py.dtypes.HIFLOAT8` (or
+    ``"hifloat8"``), 127 replaced by 32768 and ``t / scale_k`` rounded to the nearest HiF8
+    value, ties away from zero, as uint8 codes (NumPy) or HIFLOAT8 DeviceTensors (decode with
+    :func:`acl_py.dtypes.hifloat8_to_float32`). Another part refuses these ``y_dtype`` s
     (AclTypeError naming it; on DeviceTensors with the code the emulator refuses the call
     with, 561003: the device has no kernel for it). ``out=(y1, y2, x, scale1, scale2)``
     gives preallocated outputs of the same kind as the inputs.
