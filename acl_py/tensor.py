@@ -565,8 +565,9 @@ class DeviceTensor:
         """For an executor whose library was just told to read this view's aclTensor at
         ``target``'s storage (``aclSetTensorAddr``): the view now describes ``target``'s memory
         and holds its buffer instead of the old one; its aclTensor stays the same. ``target``
-        must have this view's dtype (and element type), shape, strides and offset (the aclTensor's description);
-        an owning tensor (its handle is its storage's) cannot be re-pointed."""
+        must have this view's dtype (and element type), shape, strides and offset (the
+        aclTensor's description); an owning tensor (its handle is its storage's) cannot be
+        re-pointed."""
         if self._owner:
             raise AclArgumentError("tensor", "owns its storage: only a view can be re-pointed")
         if (target._dtype, target._acl, target._shape, target._strides, target._offset) != \

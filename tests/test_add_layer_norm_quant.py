@@ -4,8 +4,8 @@ step of the float64 reference (xOut its dtype's rounding of the sum; the dynamic
 within float32 rounding), y2, x and the out scales returned only where written, the Welford
 kernel's rows refused as not modelled (561103), out= entries, its argument errors (typed,
 naming the argument and carrying phase one's code, nothing leaked: the autouse leak check),
-its plan, its smoke cases and the CANN path (ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann); on every other part the op_api's
-refusal (161002) as an AclError.
+its plan, its smoke cases and the CANN path (ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann);
+on every other part the op_api's refusal (161002) as an AclError.
 """
 from __future__ import annotations
 

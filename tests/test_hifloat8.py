@@ -1,10 +1,11 @@
 """HIFLOAT8: acl_py.dtypes' decoding of the 256 codes against the format's published facts and
 the values built forward from its definition, and the emulator's float -> HIFLOAT8 conversion
-(emulator/src/ops/half.h aclemu_f32_to_hif8_sat, run through tests/c/hif8_convert.c) bit for bit against an independent implementation
-(acl_py.dtypes.float32_to_hifloat8: the nearest value of the decoded table, ties away from
-zero, saturating) on every code's value, every midpoint between neighbours and the floats
-beside it, the saturation and underflow boundaries, the special values, and ~1.4 M binary32
-patterns (every upper half with five lower halves, plus random ones).
+(emulator/src/ops/half.h aclemu_f32_to_hif8_sat, run through tests/c/hif8_convert.c) bit for
+bit against an independent implementation (acl_py.dtypes.float32_to_hifloat8: the nearest
+value of the decoded table, ties away from zero, saturating) on every code's value, every
+midpoint between neighbours and the floats beside it, the saturation and underflow
+boundaries, the special values, and ~1.4 M binary32 patterns (every upper half with five lower
+halves, plus random ones).
 """
 from __future__ import annotations
 
@@ -138,9 +139,9 @@ def test_binary32_sweep_matches_the_independent_model(convert):
 def _hifloat8_values_by_construction():
     """{code: value} built forward from the format's definition (arXiv 2409.16626), not by
     parsing codes: for each dot (its prefix bits, then D exponent bits, the remaining bits
-    of the seven the mantissa), every exponent sign-magnitude with the implicit leading magnitude bit
-    (|e| in [2^(D-1), 2^D - 1]), every mantissa; the denormals 2^(m - 23); 0x00 zero, 0x80 NaN,
-    0x6F / 0xEF (what would be 1.5 * 2^15) +-Inf."""
+    of the seven the mantissa), every exponent sign-magnitude with the implicit leading
+    magnitude bit (|e| in [2^(D-1), 2^D - 1]), every mantissa; the denormals 2^(m - 23); 0x00
+    zero, 0x80 NaN, 0x6F / 0xEF (what would be 1.5 * 2^15) +-Inf."""
     values = {0x00: 0.0, 0x80: float("nan")}
     dots = [("11", 4), ("10", 3), ("01", 2), ("001", 1), ("0001", 0)]
     for prefix, width in dots:
