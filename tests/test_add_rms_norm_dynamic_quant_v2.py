@@ -28,9 +28,9 @@ from test_add_rms_norm_dynamic_quant import SCALE_RTOL, host
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 I8 = np.dtype(np.int8)
 E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
-HIF8 = acl_py.dtypes.HIFLOAT8
+HIF8, INT4 = acl_py.dtypes.HIFLOAT8, acl_py.dtypes.INT4
 ACL_Y = {I8: lib.ACL_INT8, E4M3: lib.ACL_FLOAT8_E4M3FN, E5M2: lib.ACL_FLOAT8_E5M2,
-         HIF8: lib.ACL_HIFLOAT8}
+         HIF8: lib.ACL_HIFLOAT8, INT4: lib.ACL_INT4}
 ACL_X = {F16: lib.ACL_FLOAT16, BF16: lib.ACL_BF16}
 A950 = acl_py.soc_name().startswith("Ascend950")
 pytestmark = [needs_kernel(ADD_RMS_NORM_DYNAMIC_QUANT_V2)]
@@ -106,6 +106,12 @@ def raw(args, mask=None, eps=1e-6, y_dtype=I8, v2=True):
         if not out:
             assert (got[k] == SENTINEL).all() and (got[k + 3] == SENTINEL).all()
             got[k] = got[k + 3] = None
+        elif y_dtype is INT4:   # its packed bytes, nothing past them: the values' bytes
+            b = got[k].reshape(-1)
+            used = (b.size + 1) // 2
+            assert (b[used:] == SENTINEL).all(), "written past the INT4 y"
+            got[k] = acl_py.dtypes.unpack_int4(b[:used], b.size).view(np.uint8).reshape(
+                x1.shape)
     return got
 
 
@@ -131,15 +137,19 @@ def check_reference(res, args, mask, eps=1e-6, y_dtype=I8):
         if y_dtype is HIF8:       # its uint8 codes, decoded
             assert y.dtype == np.uint8
             got = acl_py.dtypes.hifloat8_to_float32(y).astype(np.float64)
+        elif y_dtype is INT4:     # its values, unpacked to int8
+            assert y.dtype == I8
+            got = y.astype(np.float64)
         else:
             assert y.dtype == y_dtype
             got = y.astype(np.float64)
-        if y_dtype == I8:
+        if y_dtype == I8 or y_dtype is INT4:
             assert np.max(np.abs(got - ey)) <= reference.QUANT_STEP
         else:
             assert np.all(np.abs(got - ey) <= reference.float8_step(ey, y_dtype))
         # each row's largest magnitude maps to the format's largest value
         big = (127.0 if y_dtype == I8 else 32768.0 if y_dtype is HIF8
+               else reference.DYNAMIC_QUANT_MAX_INT4 if y_dtype is INT4
                else float(ml_dtypes.finfo(y_dtype).max))
         assert np.all(np.max(np.abs(got), axis=-1) == big)
         assert s.dtype == F32 and s.shape == (x1.shape[:-1] or (1,))
@@ -210,7 +220,7 @@ ERRORS = [
     (dict(x2=np.ones((2, 5), F16)), AclArgumentError, "x2"),
     (dict(epsilon="small"), AclTypeError, "epsilon"),
     (dict(y_dtype=np.int32), AclTypeError, "y_dtype"),
-    (dict(y_dtype=acl_py.dtypes.ACL_INT4), AclTypeError, "y_dtype"),
+    (dict(y_dtype=np.int32), AclTypeError, "y_dtype"),
     (dict(out=(np.empty((2, 4), F16), None, None, None, None)), AclTypeError, "out[0] (y1)"),
     (dict(out=(None, None, None, None, np.empty((3,), F32))), AclArgumentError,
      "out[4] (scale2)"),
@@ -306,9 +316,14 @@ def _version_args(version, args):
     return args[:5] if version == "v1" else args
 
 
+# (version, y dtype): each version's y dtypes on this part; int4 is V2's (an INT4 y on every
+# part with a kernel; V1's op_api lists no INT4)
+VERSION_Y = [(v, d) for v in ("v1", "v2") for d in Y_TAKEN] + [("v2", INT4)]
+
+
 @pytest.mark.parametrize("path", ["numpy", "device"])
-@pytest.mark.parametrize("version", ["v1", "v2"])
-@pytest.mark.parametrize("y_dtype", Y_TAKEN, ids=lambda d: d.name)
+@pytest.mark.parametrize("version,y_dtype", VERSION_Y,
+                         ids=[f"{d.name}-{v}" for v, d in VERSION_Y])
 def test_y_dtype_results_are_the_raw_calls_bits(path, version, y_dtype):
     """Each y dtype the part has a kernel for: y1, y2 (of y_dtype), x and the scales bit for
     bit what a raw call with y1Out/y2Out of that aclDataType writes, within one step of their
@@ -321,11 +336,11 @@ def test_y_dtype_results_are_the_raw_calls_bits(path, version, y_dtype):
     expected = raw(args, None, y_dtype=y_dtype, v2=version == "v2")
     assert_bits(res, expected)
     check_reference(res, args, None, y_dtype=y_dtype)
-    if y_dtype != I8:
+    if y_dtype != I8 and y_dtype is not INT4:
         assert len(np.unique(host(res[0]).view(np.uint8))) > 40
     shape = args[0].shape
-    if path == "numpy":     # a HIFLOAT8 result's host form: its uint8 codes
-        out_y = np.uint8 if y_dtype is HIF8 else y_dtype
+    if path == "numpy":     # HIFLOAT8's and INT4's host forms: uint8 codes, int8 values
+        out_y = y_dtype.host if isinstance(y_dtype, acl_py.dtypes.AclDtype) else y_dtype
         out = (np.empty(shape, out_y), np.empty(shape, out_y), None, None, None)
     else:
         out = (acl_py.DeviceTensor.empty(shape, y_dtype),
@@ -385,6 +400,31 @@ def test_default_y_dtype_is_int8(version):
     assert res[0].dtype == I8
 
 
+def test_int4_y_dtype_is_v2s_and_needs_an_even_last_dim(emulator):
+    """int4 results: V1's y dtypes lack it (refused naming y_dtype, no C call); V2 refuses an
+    odd last dim naming x1, before any C call on NumPy arrays and after phase one's refusal
+    on DeviceTensors, carrying its code (Ascend 950's tiling 561002; the docs' rule on Atlas
+    A2/A3, 161002: docs/emulator.md); the plan too."""
+    even = make((2, 32))
+    emulator.reset_call_counts()
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.add_rms_norm_dynamic_quant(*even[:5], y_dtype="int4")
+    assert ei.value.argument == "y_dtype" and "int4" in str(ei.value)
+    odd = make((2, 33))
+    with pytest.raises(AclArgumentError) as ei:
+        acl_py.add_rms_norm_dynamic_quant_v2(*odd, y_dtype=INT4)
+    assert ei.value.argument == "x1" and "even" in str(ei.value)
+    assert CALL not in emulator.call_counts()
+    dev = [None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in odd]
+    with pytest.raises(AclArgumentError) as ei:
+        acl_py.add_rms_norm_dynamic_quant_v2(*dev, y_dtype=INT4)
+    assert ei.value.argument == "x1"
+    assert ei.value.code == (561002 if A950 else 161002) and ei.value.call == CALL
+    with pytest.raises(AclArgumentError) as ei:
+        acl_py.AddRmsNormDynamicQuantV2(*dev, y_dtype=INT4)
+    assert ei.value.argument == "x1"
+
+
 @pytest.mark.no_leak_check  # runs in a child process
 def test_cann_path_on_the_emulator_prefix(emulator):
     """ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann: bound like any CANN install, no aclemu
@@ -404,4 +444,4 @@ assert np.allclose(s2, e[4], rtol=2e-3)
 test_on_other_parts = run_on_parts(
     other_parts(("Ascend910_9391", "Ascend950PR_9599")),
     "raw_call_and_reference or argument_errors or refusal or operator_rules or y_dtype "
-    "or float8")
+    "or float8 or int4")

@@ -12,11 +12,11 @@ least; the op_api's CheckFlag); ``x2`` of x1's shape; ``gamma`` one-dimensional,
 dim; each smooth scale and ``beta`` of gamma's shape; ``smooth_scale2`` only with
 ``smooth_scale1`` (V2: only without ``output_mask``); ``y_dtype`` (int8, the float8 dtypes
 and hifloat8 on Ascend 950 only: the part's kernels,
-:func:`~acl_py.ops.add_rms_norm_quant.y_dtype_rule`); the ``out=`` entries (y1, y2 of
-``y_dtype`` and x1's shape; x x1's dtype and shape; scale1, scale2 float32 of x1's leading
-dims; an output not computed one element, see below). The operator's own rules (the part's
-kernels: Atlas A2/A3 and Ascend 950; epsilon > 0 off Ascend 950; x1 of rank 2 or more on
-Ascend 950) are phase one's.
+:func:`~acl_py.ops.add_rms_norm_quant.y_dtype_rule`; V2 also int4, x1's last dim even); the
+``out=`` entries (y1, y2 of ``y_dtype`` and x1's shape; x x1's dtype and shape; scale1,
+scale2 float32 of x1's leading dims; an output not computed one element, see below). The
+operator's own rules (the part's kernels: Atlas A2/A3 and Ascend 950; epsilon > 0 off Ascend
+950; x1 of rank 2 or more on Ascend 950) are phase one's.
 
 The outputs computed: y1 and scale1 always (V2: with ``output_mask[0]``), y2 and scale2 with
 both smooth scales given (V2: with ``output_mask[1]`` when a mask is given). The op_api still
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, overload
 import numpy as np
 
 from .. import reference
+from ..dtypes import INT4
 from ..errors import AclArgumentError, AclTypeError
 from ._declare import (Declared, Operand, OutArg, Plan, bool_array, check_same_shape,
                        configured, double, dtype_of, dtype_option, output, part_of, shape_of,
@@ -58,9 +59,11 @@ _V2_RULE = _OP_API + "aclnn_add_rms_norm_dynamic_quant_v2.cpp: processOut1, proc
 _KERNEL_PARTS = configured("ascend910b", "ascend910_93", "kirinx90", "kirin9030", "ascend950")
 
 # y1's and y2's dtypes acl-py takes (y_dtype): int8 everywhere, the float8 dtypes and hifloat8
-# on Ascend 950 (the kernels' rule, AddRmsNormQuant's: y_dtype_rule). Not yet V2's INT4 (the
-# emulator computes it; its INT32-packed form on Atlas A2/A3 needs an INT32 view of the output).
+# on Ascend 950 (the kernels' rule, AddRmsNormQuant's: y_dtype_rule); V2 also int4, an INT4 y on
+# every part with a kernel (aclnn_add_rms_norm_dynamic_quant_v2.cpp takes an INT4-typed y as
+# is; V1's op_api lists no INT4). V2's INT32 y packing eight INT4s is the raw calls'.
 Y_DTYPES = ("int8", "float8_e4m3fn", "float8_e5m2", "hifloat8")
+Y_DTYPES_V2 = Y_DTYPES + ("int4",)
 
 
 def computed(a):
@@ -118,6 +121,11 @@ def add_rms_norm_dynamic_quant_check(a):
             raise AclArgumentError(name, f"shape {t.shape} must equal gamma's shape {gs}")
     if not v2:
         _check_smooth_scales(a, False)
+    if a.y_dtype is INT4:       # V2's only: every kernel takes it, two to a byte
+        if shape[-1] % 2:
+            raise AclArgumentError("x1", f"last dim {shape[-1]} must be even for int4 results "
+                                   f"(Ascend 950's tiling; the docs on Atlas A2/A3)")
+        return
     rule = y_dtype_rule(a.y_dtype, part_of())
     if rule is not None:
         raise AclTypeError("y_dtype", rule)
@@ -282,6 +290,7 @@ def _inputs():
 
 
 _Y_DTYPE = dtype_option("y_dtype", Y_DTYPES, default=_INT8)
+_Y_DTYPE_V2 = dtype_option("y_dtype", Y_DTYPES_V2, default=_INT8)
 # 561103: the copies of the results into y1Out, y2Out and scale2Out (the ViewCopy's rules);
 # 561003: a part or y dtype without a kernel (docs/emulator.md)
 _RULE_CODES = (561103, 561003)
@@ -302,7 +311,7 @@ ADD_RMS_NORM_DYNAMIC_QUANT_V2 = Declared(
                  double("epsilon", default=1e-6),
                  bool_array("outputMask", name="output_mask", optional=True, length=2,
                             items=("y1 and scale1", "y2 and scale2")),
-                 _Y_DTYPE) + _outputs(_V2_RULE, True),
+                 _Y_DTYPE_V2) + _outputs(_V2_RULE, True),
     check=add_rms_norm_dynamic_quant_check, reference=reference.add_rms_norm_dynamic_quant,
     error_scale=reference.add_rms_norm_dynamic_quant_error_scale,
     smoke_cases=(smoke_case((8, 1024), np.float16, beta=True),
@@ -416,7 +425,10 @@ def add_rms_norm_dynamic_quant_v2(x1: Operand, x2: Operand, gamma: Operand,
     An output not computed is None in the result, its y and scale both (the device would
     copy one undefined element into its out tensor: acl-py gives it a scratch one, and an
     ``out=`` entry for it, which must hold one element, is left as it was). ``y_dtype`` and
-    ``out=`` as :func:`add_rms_norm_dynamic_quant`'s.
+    ``out=`` as :func:`add_rms_norm_dynamic_quant`'s, and also :data:`acl_py.dtypes.INT4` (or
+    ``"int4"``) on every part with a kernel, x1's last dim even: Q = 7 in place of 127, each
+    ``t / scale_k`` rounded to nearest even, as int8 values (NumPy) or INT4 DeviceTensors (two
+    to a byte).
     """
     return ADD_RMS_NORM_DYNAMIC_QUANT_V2.call((x1, x2, gamma, smooth_scale1, smooth_scale2,
                                                beta, epsilon, output_mask, y_dtype),
