@@ -34,6 +34,23 @@ def refused_by(phase_one, call, args, code, *words, **kw):
     return msg
 
 
+def refusal_check(call):
+    """An operator's phase-one tests' ``expect(args, code, *words, **kw)``: ``args.call(**kw)``
+    (the tests' argument set) is refused by ``call`` as :func:`refused_by` says."""
+    def expect(args, code, *words, **kw):
+        return refused_by(lambda: args.call(**kw), call, (), code, *words)
+    return expect
+
+
+def passes(args):
+    """``args.call()`` (an operator test's argument set) passes phase one with no workspace;
+    the executor it made is destroyed."""
+    rc, ws, ex = args.call()
+    assert rc == OK, (rc, last_msg())
+    assert ws == 0
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
 def run_phase_two(arena, p2, phase_one_result):
     """Phase one must have passed with no workspace; phase two runs on the arena's stream,
     synchronized."""

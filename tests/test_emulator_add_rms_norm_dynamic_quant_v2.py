@@ -20,7 +20,7 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, arena,  # noqa: F401
                               last_msg, no_leaks, stream)
-from _emu_aclnn import refused_by, run_phase_two
+from _emu_aclnn import passes, refusal_check, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import other_parts, run_on_parts
 from test_emulator_add_rms_norm_dynamic_quant import (A2, FIND_KERNEL, I8, INNER_NULLPTR,
@@ -330,15 +330,7 @@ class Args:
                          ex=ex)
 
 
-def expect(args, code, *words, **kw):
-    return refused_by(lambda: args.call(**kw), CALL, (), code, *words)
-
-
-def passes(args):
-    rc, ws, ex = args.call()
-    assert rc == OK, (rc, last_msg())
-    assert ws == 0
-    assert lib.aclDestroyAclOpExecutor(ex) == OK
+expect = refusal_check(CALL)
 
 
 @needs_kernel
