@@ -24,6 +24,7 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
+from _device_reduce import fold64
 from _emu_aclnn import passes, refusal_check, run_phase_two, SOC
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import other_parts, run_on_parts
@@ -101,16 +102,6 @@ def call(arena, args, kinds=None, eps=1e-5, div_mode=True, additional=True):
 
 
 # ---- the NumPy model of the full-load kernel's float32 chain ----------------------------------
-
-def fold64(v):
-    """One register's Reduce of [M, 64] float32 lanes: the halving tree (lane l + s into l)."""
-    v = v.copy()
-    s = 32
-    while s:
-        v[:, :s] += v[:, s:2 * s]
-        s //= 2
-    return v[:, 0]
-
 
 def binary_sum(t):
     """VFCalcMeanVar(Fast)'s row sums of float32 terms t [M, N]: up to 64 columns one Reduce;

@@ -21,6 +21,7 @@ from acl_py.raw import lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
+from _device_reduce import half_interval_sum
 from _emu_aclnn import passes, refusal_check, run_phase_two, SOC
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import other_parts, run_on_parts
@@ -104,26 +105,6 @@ def call(arena, args, kinds=("contig",) * 10, eps=1e-6, y_acl=lib.ACL_INT8):
 
 
 # ---- the NumPy model of the kernels' float32 chain ------------------------------------------
-
-def half_interval_sum(t):
-    """ReduceSumHalfInterval over each row of float32 t [M, n]: the part past the largest
-    power of two added onto the front, halved down to 64 lanes, the lanes folded by halves."""
-    t = t.copy()
-    m, n = t.shape
-    if n > 64:
-        body = 1 << (n.bit_length() - 1)
-        t[:, :n - body] += t[:, body:n]
-        while body > 64:
-            body //= 2
-            t[:, :body] += t[:, body:2 * body]
-        lanes = t[:, :64].copy()
-    else:
-        lanes = np.zeros((m, 64), F32)
-        lanes[:, :n] = t
-    for s in (32, 16, 8, 4, 2, 1):
-        lanes[:, :s] += lanes[:, s:2 * s]
-    return lanes[:, 0]
-
 
 def to_int8(t, lo=-128, hi=127):
     """RoundFloat2IntQuant: the nearest integer, ties to even, clamped to [lo, hi] (INT4:

@@ -20,12 +20,13 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, arena,  # noqa: F401
                               last_msg, no_leaks, stream)
+from _device_reduce import half_interval_sum
 from _emu_aclnn import passes, refusal_check, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import other_parts, run_on_parts
 from test_emulator_add_rms_norm_dynamic_quant import (A2, FIND_KERNEL, I8, INNER_NULLPTR,
                                                       REGBASE, SLICE, SLICE_D_N, SLICE_INT4,
-                                                      TILING, device_chain, half_interval_sum,
+                                                      TILING, device_chain,
                                                       inputs, needs_a2, needs_kernel,
                                                       needs_regbase, read_raw, regbase_kernel,
                                                       view)

@@ -4,8 +4,9 @@ aclnn_group_norm_backward.cpp; the device's numbers against the float64 referenc
 dtype the part takes, and bit for bit against the part's chain written in NumPy: the L0
 GroupNormGrad kernel's (op_kernel/group_norm_grad.h, its tiling's modes 0, 1 and 5, its
 stage-two order over N) on Atlas A2/A3 and Ascend 950, the composite of L0 operators (each
-rounding to the data's dtype) on the Atlas training and inference parts; both with the
-emulator's fixed ReduceSum order (tests/test_emulator_add_layer_norm.py lane_sum); masked
+rounding to the data's dtype) on the Atlas training and inference parts; the kernel's
+ReduceSum as Atlas A2/A3's count form (tests/_device_reduce.py), the composite's in the
+emulator's fixed order (tests/test_emulator_add_layer_norm.py lane_sum); masked
 outputs untouched; empty inputs per part; bits independent of layout and thread count; the
 other parts in their own processes.
 """
@@ -20,6 +21,7 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
 from test_emulator_add_layer_norm import lane_sum
+from _device_reduce import reduce_sum_count
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _part_runs import PARTS, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
@@ -73,8 +75,13 @@ def bits(a):
 
 
 def rsum(v):
-    """ReduceSum of a float32 vector in the emulator's fixed order."""
+    """The composite path's ReduceSum of a float32 vector, in the emulator's fixed order."""
     return lane_sum(np.asarray(v, f).reshape(1, -1))[0]
+
+
+def csum(v):
+    """The kernel's ReduceSum of a float32 vector (Atlas A2/A3's count form)."""
+    return reduce_sum_count(np.asarray(v, f).reshape(1, -1))[0]
 
 
 def rsum_folded(v):
@@ -83,7 +90,7 @@ def rsum_folded(v):
     v = np.asarray(v, f)
     n = v.size
     if n <= 64:
-        return rsum(v)
+        return csum(v)
     buf, first, start = None, True, 128
     while start >= 1:
         off = start * 64
@@ -95,7 +102,7 @@ def rsum_folded(v):
             buf[:off] = buf[off:2 * off] + buf[:off]
             n = off
         start //= 2
-    return rsum(buf[:64])
+    return csum(buf[:64])
 
 
 def round_ties_away(v, dt):
@@ -166,8 +173,8 @@ def kernel_chain(dy, x, mean, rstd, g, group, mode):
                 db = np.array([rsum_folded(DY[i, k, j]) for j in range(d)], f)
                 dg = np.array([rsum_folded(xh[j] * DY[i, k, j]) for j in range(d)], f)
             pg[i, k], pb[i, k] = dg, db
-            c1 = rsum(db * gam[k]) / f(d * hw)
-            c2 = rsum(dg * gam[k]) / f(d * hw)
+            c1 = csum(db * gam[k]) / f(d * hw)
+            c2 = csum(dg * gam[k]) / f(d * hw)
             for j in range(d):
                 gm, dyc, xc = gam[k, j], DY[i, k, j], X[i, k, j]
                 if mode == 0 and (j * hw) % per_block == 0:

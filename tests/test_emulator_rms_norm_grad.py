@@ -16,6 +16,7 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
+from _device_reduce import fold64, half_interval_sum
 from _emu_aclnn import SOC, check_part_dtype_table, rstd_shape, run_phase_two
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
@@ -83,33 +84,6 @@ def needs_part(*dts, n=64):
 
 # ---- the kernel's float32 chain, in NumPy ------------------------------------------------------
 
-def fold64(lanes):
-    """The lanes' final WholeReduceSum (no order in the sources; the emulator's halving
-    tree), over the last axis of an (M, 64) float32 array."""
-    lanes = lanes.copy()
-    s = 32
-    while s:
-        lanes[:, :s] = lanes[:, :s] + lanes[:, s:2 * s]
-        s //= 2
-    return lanes[:, 0]
-
-
-def sum_half_interval(t):
-    """reduce_common.h ReduceSumHalfInterval, row-wise over an (M, n) float32 array."""
-    t = t.copy()
-    n = t.shape[1]
-    if n > 64:
-        body = 1 << (n.bit_length() - 1)
-        t[:, :n - body] = t[:, :n - body] + t[:, body:n]
-        while body > 64:
-            body //= 2
-            t[:, :body] = t[:, :body] + t[:, body:2 * body]
-        n = 64
-    lanes = np.zeros((t.shape[0], 64), F32)
-    lanes[:, :n] = t[:, :n]
-    return fold64(lanes)
-
-
 def sum_lane_blocks(t):
     """reduce_common.h ReduceSumMultiN: 64 lane accumulators over the row's 64-blocks."""
     lanes = np.zeros((t.shape[0], 64), F32)
@@ -132,12 +106,12 @@ def float32_chain(dy, x, rstd, g):
         t = p * g1
         s = np.zeros(len(x2), F32)
         for c in range(0, n, 4096):
-            s = s + sum_half_interval(t[:, c:c + 4096])
+            s = s + half_interval_sum(t[:, c:c + 4096])
     else:
         t = dyg * xr
         align = 8 if x.dtype == F32 else 16
         small = A2A3 and -(-n // align) * align <= 640
-        s = sum_lane_blocks(t) if small else sum_half_interval(t)
+        s = sum_lane_blocks(t) if small else half_interval_sum(t)
     mean = s * (np.float32(1) / np.float32(n))
     dx = ((dyg - xr * mean[:, None]) * r).astype(x.dtype).reshape(x.shape)
     m = len(x2)

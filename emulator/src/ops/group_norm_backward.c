@@ -54,9 +54,11 @@
  * addition is commutative, so the device's results do not depend on the cores' timing; the
  * emulator takes exactly that order.
  *
- * Modelling choices (docs/emulator.md): ReduceSum's own order is norm_rows.h's fixed lane order
- * (as for every kernel here); mode 3's chunked, compensated per-channel sums (one channel beyond
- * the UB, HxW above about 16000 elements) are taken as mode 1's plain sums; the regbase
+ * Modelling choices (docs/emulator.md): the kernel's ReduceSum (the count form) is Atlas A2/A3's
+ * counter-mode vcadd (norm_rows.h nr_reduce_sum_count); mode 3's chunked, compensated
+ * per-channel sums (one channel beyond the UB, HxW above about 16000 elements) are taken as
+ * mode 1's plain sums; the composite path's ReduceSum L0 ops take norm_rows.h's fixed lane
+ * order; the regbase
  * (Ascend 950) kernels (op_kernel/arch35: binary-fold sums, their own stage two) are taken as
  * the Atlas A2/A3 arithmetic with their ties-to-even rounding (CAST_RINT); the BatchNorm
  * backward kernels of the composite path are not in the checkouts, so their arithmetic is the
@@ -123,6 +125,8 @@ static int64_t row_floats(const gnb_payload *P)
 
 /* ---- the kernel's sums ------------------------------------------------------------------- */
 
+/* The composite path's ReduceSum L0 ops (TBE kernels, whose order is not in the sources):
+ * norm_rows.h's fixed lane order. */
 static float reduce_sum(const float *x, int64_t n)
 {
     return nr_scaled_sum(x, n, 1.0f);
@@ -134,7 +138,7 @@ static float reduce_sum(const float *x, int64_t n)
 static float reduce_sum_folded(const float *src, int64_t n, float *fold)
 {
     if (n <= 64)
-        return reduce_sum(src, n);
+        return nr_reduce_sum_count(src, n);
     bool first = true;
     for (int64_t start = 128; start >= 1; start >>= 1) {
         const int64_t off = start * 64;
@@ -151,7 +155,7 @@ static float reduce_sum_folded(const float *src, int64_t n, float *fold)
             n = off;
         }
     }
-    return reduce_sum(fold, 64);
+    return nr_reduce_sum_count(fold, 64);
 }
 
 static float scalar_at(const tdesc *d, int64_t i)
@@ -204,7 +208,7 @@ static void kernel_rows(const gnb_payload *P, const norm_rows *R, int64_t chunk,
             t2[j] = dg[j] * gamma[c0 + j];
         }
         const float fe = (float)E;
-        const float c1 = reduce_sum(t1, D) / fe, c2 = reduce_sum(t2, D) / fe;
+        const float c1 = nr_reduce_sum_count(t1, D) / fe, c2 = nr_reduce_sum_count(t2, D) / fe;
         float *dx = tmp;
         for (int64_t j = 0; j < D; j++) {
             const float gm = gamma[c0 + j];

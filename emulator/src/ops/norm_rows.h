@@ -82,14 +82,32 @@ static inline float nr_scaled_sum_squares(const float *x, int64_t n, float avg)
  * this many lanes. */
 #define NR_VECTOR_LANES 64
 
-/* WholeReduceSum over NR_VECTOR_LANES floats, which it overwrites (the sources give no order:
- * a halving tree, lane l + s into lane l). */
+/* One repeat's reduction (vcadd: WholeReduceSum, ReduceSum within a repeat, Ascend 950's
+ * Reduce) over NR_VECTOR_LANES floats, which it overwrites: the binary tree the Ascend C
+ * ReduceSum reference describes, adjacent lanes first (v0 + v1, v2 + v3, ..., then those sums
+ * pairwise), each add one float rounding. Masked-off lanes are passed as +0. */
 static inline float nr_fold_vector_lanes(float *v)
 {
-    for (int s = NR_VECTOR_LANES / 2; s > 0; s /= 2)
-        for (int l = 0; l < s; l++)
-            v[l] += v[l + s];
+    for (int w = NR_VECTOR_LANES / 2; w > 0; w /= 2)
+        for (int l = 0; l < w; l++)
+            v[l] = v[2 * l] + v[2 * l + 1];
     return v[0];
+}
+
+/* Atlas A2/A3's ReduceSum over the first n floats of x (the count form: one vcadd in counter
+ * mode): each repeat of NR_VECTOR_LANES floats reduced by nr_fold_vector_lanes (the last one's
+ * missing lanes +0), the repeats' results added in order into an accumulator cleared to +0. */
+static inline float nr_reduce_sum_count(const float *x, int64_t n)
+{
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n; i += NR_VECTOR_LANES) {
+        float lanes[NR_VECTOR_LANES] = {0};
+        const int64_t w = n - i < NR_VECTOR_LANES ? n - i : NR_VECTOR_LANES;
+        for (int64_t l = 0; l < w; l++)
+            lanes[l] = x[i + l];
+        acc += nr_fold_vector_lanes(lanes);
+    }
+    return acc;
 }
 
 /* ReduceSumHalfInterval (ops-nn norm kernels' reduce_common.h) over t[0..n), which it

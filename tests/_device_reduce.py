@@ -1,0 +1,56 @@
+"""NumPy models of the device's vector reductions, row-wise over float32 arrays, every add one
+float32 rounding: the emulator's kernels model them in emulator/src/ops/norm_rows.h and the
+operator tests compare bits against these.
+
+- ``fold64``: one repeat's reduction over 64 float lanes (vcadd: WholeReduceSum, ReduceSum
+  within a repeat, Ascend 950's Reduce), the binary tree of adjacent lanes that the Ascend C
+  ReduceSum reference describes (lanes 0 + 1, 2 + 3, ..., then those sums pairwise);
+- ``reduce_sum_count``: Atlas A2/A3's ReduceSum over the first n elements (counter mode): each
+  64-element repeat folded, the repeats' results added in order from +0;
+- ``half_interval_sum``: ops-nn reduce_common.h ReduceSumHalfInterval.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+F32 = np.float32
+LANES = 64
+
+
+def fold64(v):
+    """One repeat's reduction of [..., 64] float32 lanes (masked-off lanes passed as zeros)."""
+    v = np.asarray(v, F32)
+    assert v.shape[-1] == LANES, v.shape
+    while v.shape[-1] > 1:
+        v = v[..., 0::2] + v[..., 1::2]
+    return v[..., 0]
+
+
+def _lanes(t):
+    """[M, n <= 64] float32 rows padded with zeros to 64 lanes."""
+    t = np.asarray(t, F32)
+    return np.pad(t, ((0, 0), (0, LANES - t.shape[1])))
+
+
+def reduce_sum_count(t):
+    """Atlas A2/A3's count-form ReduceSum of each row of float32 t [M, n]."""
+    t = np.asarray(t, F32)
+    acc = np.zeros(t.shape[0], F32)
+    for i in range(0, t.shape[1], LANES):
+        acc = acc + fold64(_lanes(t[:, i:i + LANES]))
+    return acc
+
+
+def half_interval_sum(t):
+    """ReduceSumHalfInterval over each row of float32 t [M, n]: the part past the largest power
+    of two added onto the front, halved down to 64 lanes, then one repeat's fold."""
+    t = np.array(t, F32)
+    n = t.shape[1]
+    if n > LANES:
+        body = 1 << (n.bit_length() - 1)
+        t[:, :n - body] += t[:, body:n]
+        while body > LANES:
+            body //= 2
+            t[:, :body] += t[:, body:2 * body]
+        n = LANES
+    return fold64(_lanes(t[:, :n]))
