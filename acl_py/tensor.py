@@ -115,6 +115,25 @@ def _extent(shape, strides, offset):
     return offset + sum((d - 1) * s for d, s in zip(shape, strides)) + 1
 
 
+def _check_host_form(arr, element_type):
+    """That NumPy array ``arr`` holds values of ``element_type`` in their host form, else the
+    typed error naming ``arr``: INT4 integer values in [-8, 7], HIFLOAT8 uint8 codes, any
+    other element type its own dtype (no cast)."""
+    if element_type is _INT4:
+        if arr.dtype.kind not in "iu":
+            raise AclTypeError("arr", f"dtype {arr.dtype} must be an integer dtype (INT4 "
+                               f"values in [-8, 7])")
+        if arr.size and (arr.min() < -8 or arr.max() > 7):
+            raise AclArgumentError("arr", f"INT4 values lie in [-8, 7], got [{arr.min()}, "
+                                   f"{arr.max()}]")
+        return
+    want = element_type.host if type(element_type) is _dt.AclDtype else element_type
+    if arr.dtype != want:
+        what = (f" ({element_type.name} held as {want} codes)"
+                if type(element_type) is _dt.AclDtype else "")
+        raise AclTypeError("arr", f"dtype {arr.dtype} != tensor dtype {want}{what}")
+
+
 # (shape, strides, storage elements, element type) -> the aclCreateTensor arguments describing it:
 # a few layouts recur in a loop, and aclCreateTensor copies the arrays it is given.
 _layouts: dict = {}
@@ -276,24 +295,48 @@ class DeviceTensor:
 
     @classmethod
     def from_numpy(cls, arr: ArrayLike, stream: Stream | None = None, *,
-                   device: DeviceLike = None,
-                   pool: MemoryPool | bool | None = True) -> DeviceTensor:
+                   device: DeviceLike = None, pool: MemoryPool | bool | None = True,
+                   element_type: Any = None) -> DeviceTensor:
         """Copies a NumPy array (or anything ``np.asarray`` takes) to the device.
 
         C- or Fortran-contiguous arrays are copied straight from their buffer (a Fortran
         array becomes a tensor with Fortran strides); other layouts are made C-contiguous
         once first, and so are byte-swapped ones (``">f4"``): device memory holds the native
         order. With ``stream`` the copy is queued there (the array is kept alive until the
-        stream synchronizes); otherwise it is synchronous."""
+        stream synchronizes); otherwise it is synchronous.
+
+        ``element_type``: the tensor's element type, when it is one NumPy has no dtype for
+        (never guessed from ``arr``'s dtype): :data:`acl_py.dtypes.HIFLOAT8` (or
+        ``"hifloat8"``) takes ``arr`` as uint8 codes, :data:`acl_py.dtypes.INT4` (or
+        ``"int4"``) as integer values in [-8, 7], packed two to a byte (the host forms
+        ``to_numpy`` gives back); the tensor is C-contiguous. A NumPy dtype given there must
+        be ``arr``'s (no cast). None (the default): ``arr``'s dtype."""
         if not isinstance(arr, np.ndarray):
             arr = np.asarray(arr)
         arr = _dt.native(arr)   # a byte-swapped array (">f4") is copied in the device's order
-        dt = _dt.as_dtype(arr.dtype, "arr")
+        acl = None
+        if element_type is not None:
+            acl = _dt.element_type(element_type, "element_type")
+            _check_host_form(arr, acl)
+        dt = _dt.as_dtype(arr.dtype, "arr") if type(acl) is not _dt.AclDtype else acl.storage
         if device is None and stream is not None and isinstance(stream, _stream.Stream):
             dev = stream.state.device
         else:
             dev = _device.resolve_device(device)
         shape = arr.shape
+        if type(acl) is _dt.AclDtype:
+            # C order, INT4's values packed (its bytes: what the device holds)
+            src = _dt.pack_int4(arr) if acl is _INT4 else np.ascontiguousarray(arr)
+            buf = _mem.DeviceBuffer(src.nbytes, dev, pool=pool, stream=stream)
+            try:
+                if stream is None:
+                    buf.copy_from_host(src)
+                else:
+                    buf.copy_from_host_async(src, stream)
+            except BaseException:
+                buf.close()
+                raise
+            return cls._new_acl(buf, shape, acl, _contiguous_strides(shape), 0, True)
         if arr.flags.c_contiguous:
             src, strides = arr, _contiguous_strides(shape)
         elif arr.flags.f_contiguous:
@@ -355,6 +398,36 @@ class DeviceTensor:
         first = lo // 2
         return first, -(-_extent(self._shape, self._strides, lo) // 2) - first, lo - 2 * first
 
+    def int4_words_rule(self) -> str | None:
+        """None where this INT4 view's bytes are whole little-endian int32 words, eight
+        elements to a word (:meth:`int4_words`), else why not: its last dim a multiple of 8
+        and contiguous, its offset and every other stride multiples of 8."""
+        if self._acl is not _INT4:
+            return f"is not an INT4 tensor ({self!r})"
+        shape, strides = self._shape, self._strides
+        if not shape or shape[-1] % 8:
+            return f"has a last dim {shape[-1] if shape else None} that is no multiple of 8"
+        if shape[-1] > 1 and strides[-1] != 1:
+            return f"is strided along its last dim (stride {strides[-1]})"
+        if self._offset % 8 or any(s % 8 for d, s in zip(shape[:-1], strides) if d > 1):
+            return (f"does not start each row at a word (offset {self._offset}, strides "
+                    f"{strides}: multiples of 8 elements needed)")
+        return None
+
+    def int4_words(self) -> DeviceTensor:
+        """An int32 view of this INT4 view's bytes, eight elements to a word (element 8k + j
+        in word k's nibble j, lowest first: little-endian words of INT4's bytes): the last
+        dim / 8, the other strides and the offset / 8. The INT32 form of an INT4 tensor some
+        op_apis take (aclnnRmsNormQuant on Atlas A2/A3). AclArgumentError naming ``tensor``
+        where :meth:`int4_words_rule` says the bytes are no whole words."""
+        rule = self.int4_words_rule()
+        if rule is not None:
+            raise AclArgumentError("tensor", rule)
+        shape = self._shape[:-1] + (self._shape[-1] // 8,)
+        strides = tuple(s // 8 for s in self._strides[:-1]) + (1,)
+        return DeviceTensor._new(self.buffer, shape, np.dtype(np.int32), strides,
+                                 self._offset // 8 if _size(shape) else 0, False)
+
     def _int4_to_numpy(self, bst, stream, packed):
         shape, strides = self._shape, self._strides
         if packed:
@@ -384,14 +457,9 @@ class DeviceTensor:
     def _int4_from_numpy(self, bst, arr, stream):
         """copy_from_numpy of an INT4 view: its bytes read, its elements replaced, the
         bytes written back (the other nibbles unchanged)."""
-        if arr.dtype.kind not in "iu":
-            raise AclTypeError("arr", f"dtype {arr.dtype} must be an integer dtype (INT4 "
-                               f"values in [-8, 7])")
+        _check_host_form(arr, _INT4)
         if arr.shape != self._shape:
             raise AclArgumentError("arr", f"shape {arr.shape} != tensor shape {self._shape}")
-        if arr.size and (arr.min() < -8 or arr.max() > 7):
-            raise AclArgumentError("arr", f"INT4 values lie in [-8, 7], got [{arr.min()}, "
-                                   f"{arr.max()}]")
         if arr.size == 0:
             return
         first, count, skip = self._int4_bytes()
@@ -419,8 +487,7 @@ class DeviceTensor:
         arr = _dt.native(np.asarray(arr))
         if self._acl is _INT4:
             return self._int4_from_numpy(bst, arr, stream)
-        if arr.dtype != self._dtype:
-            raise AclTypeError("arr", f"dtype {arr.dtype} != tensor dtype {self._dtype}")
+        _check_host_form(arr, self.element_type)
         if arr.shape != self._shape:
             raise AclArgumentError("arr", f"shape {arr.shape} != tensor shape {self._shape}")
         item = self._dtype.itemsize

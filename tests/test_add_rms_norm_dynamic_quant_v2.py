@@ -350,6 +350,34 @@ def test_y_dtype_results_are_the_raw_calls_bits(path, version, y_dtype):
     assert_bits(res, expected)
 
 
+@pytest.mark.parametrize("path", ["numpy", "device"])
+def test_int4_results_are_the_raw_int32_calls_words(path):
+    """y_dtype int4 (V2's op_api takes the INT4-typed y as it is, on every part with a
+    kernel): y1 and y2 bit for bit the words a raw call with INT32 y1Out/y2Out (last dim
+    x1's / 8, the op_api's view of the INT4 result) writes, unpacked with unpack_int4; x and
+    the scales the same."""
+    args = make((3, 2, 64), smooth=2, beta=True, seed=11)
+    shape = args[0].shape
+    words = shape[:-1] + (shape[-1] // 8,)
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with Mask(None) as m:
+        got = raw_call("AddRmsNormDynamicQuantV2", dev + [1e-6, m],
+                       [(words, lib.ACL_INT32, 4), (words, lib.ACL_INT32, 4),
+                        (shape, ACL_X[args[0].dtype], 2), (shape[:-1], lib.ACL_FLOAT, 4),
+                        (shape[:-1], lib.ACL_FLOAT, 4)])
+    call_args = args if path == "numpy" else dev
+    res = acl_py.add_rms_norm_dynamic_quant_v2(*call_args, y_dtype=INT4)
+    for k in (0, 1):
+        want = acl_py.dtypes.unpack_int4(got[k]).reshape(shape)
+        assert set(np.unique(want)) == set(range(-7, 8))     # Q = 7: symmetric
+        if path == "device":
+            assert res[k].element_type is INT4
+        assert np.array_equal(host(res[k]), want)
+    for k in (2, 3, 4):
+        assert np.array_equal(host(res[k]).view(np.uint8).reshape(got[k].shape), got[k])
+    check_reference(res, args, None, y_dtype=INT4)
+
+
 @pytest.mark.skipif(not A950, reason="float8 results are Ascend 950's")
 def test_v2_float8_with_a_mask_and_a_plan():
     args = make((6, 40), smooth="2", seed=3)

@@ -29,6 +29,8 @@ ACL_Y = {I8: lib.ACL_INT8, E4M3: lib.ACL_FLOAT8_E4M3FN, E5M2: lib.ACL_FLOAT8_E5M
 PART = acl_py.soc.short_soc_version(acl_py.soc_name())
 MODELLED = PART in ("Ascend910B", "Ascend910_93", "Ascend310P", "Ascend950")
 V2 = PART == "Ascend950"    # RmsNormQuantV2: per-column scale, no epsilon rule
+# Atlas A2/A3: int4 results only through an INT32 y, eight to a word (the op_api's view)
+INT4_AS_WORDS = PART in ("Ascend910B", "Ascend910_93")
 pytestmark = [needs_kernel(RMS_NORM_QUANT),
               pytest.mark.skipif(not MODELLED, reason="the part's kernel is not modelled, or "
                                  "it has none")]
@@ -363,10 +365,12 @@ def test_int4_needs_an_even_last_dim(emulator):
 @pytest.mark.skipif(V2, reason="Ascend 950 computes these results")
 @pytest.mark.parametrize("y_dtype", [E4M3, E5M2, HIF8, INT4], ids=lambda d: d.name)
 def test_a_y_dtype_the_part_lacks_is_named(emulator, y_dtype):
-    """A float8, hifloat8 or int4 y_dtype off Ascend 950: AclTypeError naming y_dtype and the
-    part before any C call on NumPy arrays; on DeviceTensors after phase one refused it,
-    carrying the code: 161002 (its y list), or for int4 on Atlas A2/A3, whose list has INT4,
-    561103 (the op_api's ViewCopy of the INT32 view of its INT4 result into an INT4 y)."""
+    """A float8, hifloat8 or int4 y_dtype where the part does not compute it (int4: the Atlas
+    inference parts): AclTypeError naming y_dtype and the part before any C call on NumPy
+    arrays; on DeviceTensors after phase one refused it, carrying its code (161002: its y
+    list)."""
+    if y_dtype is INT4 and INT4_AS_WORDS:
+        pytest.skip(f"{acl_py.soc_name()} computes int4 results (as INT32 words)")
     args = make((2, 16))
     emulator.reset_call_counts()
     with pytest.raises(AclTypeError) as ei:
@@ -378,11 +382,118 @@ def test_a_y_dtype_the_part_lacks_is_named(emulator, y_dtype):
     with pytest.raises(AclTypeError) as ei:
         acl_py.rms_norm_quant(*dev, y_dtype=y_dtype)
     assert ei.value.argument == "y_dtype"
-    code = 561103 if y_dtype is INT4 and PART in ("Ascend910B", "Ascend910_93") else 161002
-    assert ei.value.code == code and ei.value.call == "aclnnRmsNormQuantGetWorkspaceSize"
+    assert ei.value.code == 161002 and ei.value.call == "aclnnRmsNormQuantGetWorkspaceSize"
     with pytest.raises(AclTypeError) as ei:     # a plan checks in Python first
         acl_py.RmsNormQuant(*dev, y_dtype=y_dtype)
     assert ei.value.argument == "y_dtype"
+
+
+def _int4_words_inputs():
+    """Inputs whose int4 results spread over [-8, 7] and saturate at both ends, with a last
+    dim a multiple of 8 (Atlas A2/A3's INT32 y)."""
+    x, g, b, _, _ = make((3, 2, 64), seed=4)
+    return x, g, b, np.array([0.25], F16), np.array([-1], I8)
+
+
+@pytest.mark.skipif(not (V2 or INT4_AS_WORDS),
+                    reason=f"{PART} computes no int4 results (its y list: INT8)")
+@pytest.mark.parametrize("path", ["numpy", "device"])
+def test_int4_results_are_the_raw_int32_calls_words(path):
+    """y_dtype int4 on every part computing int4 results (Atlas A2/A3, where acl-py hands
+    phase one the INT32 words over the INT4 tensor's bytes, and Ascend 950): bit for bit
+    the words a raw call with an INT32 y (last dim N / 8) writes, unpacked with
+    unpack_int4, read as int8 values (NumPy) or an INT4 DeviceTensor; within one step of the
+    float64 reference; out= (an int8 array; an INT4 view into a larger sentinel-filled
+    tensor, starting at a word, nothing written outside it); the plan, run, rebound to
+    another INT4 tensor, run again."""
+    args = _int4_words_inputs()
+    shape, n = args[0].shape, args[0].size
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    (raw,) = raw_call("RmsNormQuant", dev + [1e-6],
+                      [(shape[:-1] + (shape[-1] // 8,), lib.ACL_INT32, 4)])
+    want = acl_py.dtypes.unpack_int4(raw).reshape(shape)
+    exp = reference.rms_norm_quant(*args, y_dtype=INT4)[0]
+    assert np.max(np.abs(want - exp)) <= reference.QUANT_STEP
+    assert set(np.unique(want)) == set(range(-8, 8))
+    call_args = args if path == "numpy" else dev
+
+    def values(y):
+        if isinstance(y, acl_py.DeviceTensor):
+            assert y.element_type is INT4 and y.shape == shape
+            if y.is_contiguous and y.offset == 0:
+                assert np.array_equal(y.to_numpy(packed=True).reshape(-1),
+                                      raw.reshape(-1)[:n // 2])
+            y = y.to_numpy()
+        assert y.dtype == I8 and y.shape == shape
+        return y
+
+    (y,) = acl_py.rms_norm_quant(*call_args, y_dtype="int4")
+    assert np.array_equal(values(y), want)
+    if path == "numpy":
+        out = (np.full(shape, 99, I8),)
+        (yo,) = acl_py.rms_norm_quant(*args, y_dtype=INT4, out=out)
+        assert yo is out[0] and np.array_equal(yo, want)
+        return
+    # (a view contiguous from a word: strided INT4 views are not modelled on Ascend 950)
+    sentinel = np.full(n + 40, -3, I8)
+    big = acl_py.DeviceTensor.from_numpy(sentinel, element_type=INT4)
+    view = big[16:16 + n].reshape(shape)
+    (yo,) = acl_py.rms_norm_quant(*dev, y_dtype=INT4, out=(view,))
+    assert yo is view and np.array_equal(values(yo), want)
+    after = big.to_numpy()
+    after[16:16 + n] = -3
+    assert np.array_equal(after, sentinel)      # nothing written outside the view
+    with acl_py.Stream() as st, acl_py.RmsNormQuant(*dev, y_dtype=INT4) as plan:
+        plan.run(st)
+        st.synchronize()
+        assert np.array_equal(values(plan.y), want)
+        other = acl_py.DeviceTensor.empty(shape, INT4)
+        plan.rebind(y=other)
+        assert plan.y is other
+        plan.run(st)
+        st.synchronize()
+        assert np.array_equal(values(other), want)
+
+
+@pytest.mark.skipif(not INT4_AS_WORDS, reason=f"{PART} takes no INT32 y for int4 results "
+                    f"from acl-py (Ascend 950: the INT4-typed y; elsewhere none)")
+def test_int4_words_rules_are_named(emulator):
+    """Atlas A2/A3's INT32 form of int4 results: x's last dim a multiple of 8 (the tiling's
+    rule, 561103: AclArgumentError naming x before any C call on NumPy arrays, with the code
+    on DeviceTensors; an even one is not enough), and an out= INT4 tensor whose bytes are
+    not whole words (a half-word start, a strided last dim) named as out[0] (y) with the
+    ViewCopy's 561103; a plan rebound to such a tensor or to another dtype is refused
+    naming y, the plan left as it was."""
+    args = make((2, 12))
+    emulator.reset_call_counts()
+    with pytest.raises(AclArgumentError) as ei:
+        acl_py.rms_norm_quant(*args, y_dtype="int4")
+    assert ei.value.argument == "x" and "multiple of 8" in str(ei.value)
+    assert "aclnnRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    with pytest.raises(AclArgumentError) as ei:
+        acl_py.rms_norm_quant(*dev, y_dtype="int4")
+    assert ei.value.argument == "x" and ei.value.code == 561103
+    args = _int4_words_inputs()
+    shape = args[0].shape
+    dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
+    big = acl_py.DeviceTensor.zeros(shape[:-1] + (2 * shape[-1],), INT4)
+    for view, words in ((big[:, :, 4:4 + shape[-1]], "word"),
+                        (big[:, :, ::2], "strided along its last dim")):
+        with pytest.raises(AclArgumentError) as ei:
+            acl_py.rms_norm_quant(*dev, y_dtype=INT4, out=(view,))
+        assert ei.value.argument == "out[0] (y)" and words in str(ei.value)
+        assert ei.value.code == 561103
+    assert not big.to_numpy().any()
+    with acl_py.RmsNormQuant(*dev, y_dtype=INT4) as plan:
+        y = plan.y
+        with pytest.raises(AclArgumentError) as ei:
+            plan.rebind(y=big[:, :, 4:4 + shape[-1]])
+        assert ei.value.argument == "y" and "word" in str(ei.value)
+        with pytest.raises(AclTypeError) as ei:
+            plan.rebind(y=acl_py.DeviceTensor.empty(shape[:-1] + (shape[-1] // 8,), np.int32))
+        assert ei.value.argument == "y" and "int4" in str(ei.value)
+        assert plan.y is y
 
 
 @pytest.mark.parametrize("value,words", [
@@ -484,4 +595,4 @@ assert y.dtype == np.int8 and np.abs(y - e).max() <= 1
 test_on_other_parts = run_on_parts(other_parts(("Ascend310P3", "Ascend910_9391",
                                                 "Ascend950PR_9599")),
                                    "reference or saturates or argument_errors or refusal or "
-                                   "ascend_950 or plan or y_dtype")
+                                   "ascend_950 or plan or y_dtype or int4")

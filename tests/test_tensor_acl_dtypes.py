@@ -183,3 +183,83 @@ def test_repoint_needs_the_same_element_type():
         view.repoint(c[:])
         assert view.buffer is c.buffer and view.element_type is INT4
         view.close()
+
+
+@pytest.mark.parametrize("name", ["int4", "hifloat8"])
+def test_from_numpy_with_an_element_type(emulator, name):
+    """from_numpy(arr, element_type=INT4 / HIFLOAT8, or their names): the host form in (int8
+    values in [-8, 7] of any integer dtype; uint8 codes), a C-contiguous tensor of that
+    element type out, its bytes INT4's packing of the values / the codes; from NumPy views
+    (strided, transposed, an odd count), synchronously or on a stream; round trips through
+    to_numpy. A value or dtype outside the host form is refused naming arr before anything is
+    allocated."""
+    et = dtypes.element_type(name)
+    rng = np.random.default_rng(5)
+    if et is INT4:
+        base = rng.integers(-8, 8, (6, 10)).astype(np.int16)
+    else:
+        base = rng.integers(0, 256, (6, 10)).astype(U8)
+    for arr in (base, base[1::2, ::3], base.T, base[0, :7]):
+        t = acl_py.DeviceTensor.from_numpy(arr, element_type=name)
+        assert t.element_type is et and t.dtype == U8 and t.shape == arr.shape
+        assert t.is_contiguous and t.offset == 0
+        assert described(t)[0] == et.code
+        got = t.to_numpy()
+        assert got.dtype == et.host and np.array_equal(got, arr)
+        raw = np.empty(t.nbytes, U8)
+        t.buffer.copy_to_host(raw)
+        flat = np.ascontiguousarray(arr).reshape(-1)
+        assert np.array_equal(raw, nibble_bytes(flat) if et is INT4 else flat)
+        t.close()
+    with acl_py.Stream() as s:
+        t = acl_py.DeviceTensor.from_numpy(base, s, element_type=et)
+        assert np.array_equal(t.to_numpy(s), base)
+        t.close()
+    bad = ([np.array([0, 8]), np.array([-9]), np.zeros(3, np.float32)] if et is INT4 else
+           [base.view(np.int8), base.astype(np.int16), np.zeros(3, np.float32)])
+    emulator.reset_call_counts()
+    for arr in bad:
+        with pytest.raises((AclArgumentError, AclTypeError)) as ei:
+            acl_py.DeviceTensor.from_numpy(arr, element_type=et)
+        assert ei.value.argument == "arr"
+    assert "aclrtMalloc" not in emulator.call_counts()
+
+
+def test_from_numpy_element_type_is_never_guessed():
+    """Without element_type a uint8 / int8 array stays uint8 / int8; a NumPy element_type
+    must be the array's dtype (no cast); an unknown one is refused naming element_type."""
+    v = np.arange(-4, 4, dtype=np.int8)
+    with acl_py.DeviceTensor.from_numpy(v) as t:
+        assert t.element_type == I8 and t.nbytes == 8
+    with acl_py.DeviceTensor.from_numpy(v, element_type=np.int8) as t:
+        assert t.element_type == I8 and np.array_equal(t.to_numpy(), v)
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.DeviceTensor.from_numpy(v, element_type=np.int16)
+    assert ei.value.argument == "arr"
+    with pytest.raises(AclTypeError) as ei:
+        acl_py.DeviceTensor.from_numpy(v, element_type="int3")
+    assert ei.value.argument == "element_type"
+
+
+def test_int4_words_view_the_same_bytes():
+    """int4_words: the int32 words over an INT4 view's bytes (element 8k + j in word k's
+    nibble j), for a view whose rows start at words; int4_words_rule says why not
+    otherwise."""
+    v = np.random.default_rng(3).integers(-8, 8, (3, 32)).astype(np.int8)
+    with acl_py.DeviceTensor.from_numpy(v, element_type=INT4) as t:
+        for key in [(slice(None), slice(8, 24)), (slice(0, 3, 2),), (1, slice(16, 32))]:
+            view = t[key]
+            w = view.int4_words()
+            assert w.dtype == np.int32 and w.shape == view.shape[:-1] + (view.shape[-1] // 8,)
+            words = w.to_numpy()
+            assert np.array_equal(dtypes.unpack_int4(words.view(U8)).reshape(view.shape),
+                                  v[key])
+            w.close()
+        for view, words in ((t[:, 4:20], "word"), (t[:, ::2], "strided"),
+                            (t[:, :12], "multiple of 8")):
+            assert words in view.int4_words_rule()
+            with pytest.raises(AclArgumentError) as ei:
+                view.int4_words()
+            assert ei.value.argument == "tensor"
+    with acl_py.DeviceTensor.zeros((8,), np.int8) as t:
+        assert "not an INT4" in t.int4_words_rule()

@@ -110,14 +110,15 @@ class Arg(Param):
 
     __slots__ = ("py", "role", "optional", "default", "dtypes", "like", "or_float32", "or_wider",
                  "shape", "dtype", "fits", "when", "length", "items", "convert", "value_type",
-                 "written", "into", "unwritten")
+                 "written", "into", "unwritten", "int4_as_int32")
 
     def __init__(self, c_name, kind, role=IN, *, name=None, optional=False, default=REQUIRED,
                  dtypes=None, like=None, or_float32=False, or_wider=False, shape=None, dtype=None,
                  fits=None, when=None, length=None, items=None, convert=None,
-                 written=False, into=None, unwritten=None):
+                 written=False, into=None, unwritten=None, int4_as_int32=None):
         super().__init__(c_name, kind)
         self.unwritten = unwritten
+        self.int4_as_int32 = int4_as_int32    # see output()
         # a plain C value's conversion (double: _double, int64_t: _integer, bool: _flag) and
         # the Python type it gives, which a call's value is taken as without converting
         self.convert = convert or _double
@@ -158,7 +159,7 @@ def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_fl
 
 
 def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
-           when=None, into=None, unwritten=None):
+           when=None, into=None, unwritten=None, int4_as_int32=None):
     """An output ``aclTensor *``: a default one has ``shape(a)`` and ``dtype(a)`` (an input's:
     :func:`shape_of`, :func:`dtype_of`; ``dtype`` may also be one fixed dtype); a given one
     that shape (or another where ``fits(a, shape, part, shapes)``, phase one's rule for it on
@@ -174,7 +175,14 @@ def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
     writes the output for these arguments, else why it does not, naming the vendor file (the
     emulator's rule, docs/emulator.md). An output the part does not write is still handed to
     phase one (the operator requires it) but as a scratch tensor of the call's own: the
-    result holds None in its place and a caller's ``out=`` entry is left as it was."""
+    result holds None in its place and a caller's ``out=`` entry is left as it was.
+    ``int4_as_int32(part)``: true where the part's op_api takes this output's INT4 results
+    only as INT32 words, eight values to a word, the last dim / 8 (aclnnRmsNormQuant on
+    Atlas A2/A3, which views its INT4 result so and cannot copy it into an INT4-typed
+    tensor): an INT4 output (new, or an ``out=`` entry) is then handed to phase one as
+    :meth:`~acl_py.DeviceTensor.int4_words` over its bytes, and the caller still gets the
+    INT4 tensor (NumPy: its int8 values). An entry whose bytes are no whole words goes as it
+    is, for phase one to refuse (its code), and its ``out=`` check names it."""
     if into is not None and unwritten is not None:
         raise TypeError(f"output {c_name!r}: an output written in place has no unwritten=")
     if into is not None:
@@ -184,7 +192,8 @@ def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
     if isinstance(dtype, (type, np.dtype, str)):    # np.float32 is callable: a type, not a rule
         dtype = _always(np.dtype(dtype))
     return Arg(c_name, TENSOR, OUT, name=name, shape=shape, dtype=dtype, dtypes=dtypes,
-               fits=fits, when=when, into=into, unwritten=unwritten)
+               fits=fits, when=when, into=into, unwritten=unwritten,
+               int4_as_int32=int4_as_int32)
 
 
 def shape_of(name):
@@ -762,7 +771,29 @@ class Declared(Operator):
                 raise AclArgumentError(name, f"shape {o.shape} {rule}")
         if kind is np.ndarray and not o.flags.writeable:
             raise AclArgumentError(name, "array is read-only")
+        if kind is DeviceTensor and self._as_words(spec, o, dev):
+            rule = o.int4_words_rule()
+            if rule is not None:
+                raise AclArgumentError(name, f"{rule}: {part_of(dev).name}'s op_api takes "
+                                       f"int4 {spec.py} as int32 words only, eight to a word")
         return o
+
+    @staticmethod
+    def _as_words(spec, t, dev):
+        """Whether output ``spec``'s tensor ``t`` goes to phase one on device ``dev`` as INT32
+        words (``output(int4_as_int32=...)``): an INT4 tensor where the part's op_api takes
+        that form only."""
+        return (spec.int4_as_int32 is not None and t.element_type is _dt.INT4
+                and spec.int4_as_int32(part_of(dev)))
+
+    @classmethod
+    def _phase_one_form(cls, spec, t, dev):
+        """The tensor phase one is given for output ``spec``'s tensor ``t``: ``t``, or its
+        INT32 words (:meth:`_as_words`) when its bytes are whole words (otherwise ``t``, for
+        phase one to refuse)."""
+        if cls._as_words(spec, t, dev) and t.int4_words_rule() is None:
+            return t.int4_words()
+        return t
 
     def _check_device(self, a, outs, dev):
         for arg in self.inputs:
@@ -781,16 +812,18 @@ class Declared(Operator):
     def _requested(self, a):
         return tuple(o.when is None or o.when(a) for o in self.outputs)
 
-    def _c_args(self, a, outs):
+    def _c_args(self, a, outs, dev):
         """A plan's phase-one arguments in declaration order, over checked arguments ``a``
-        and outputs ``outs`` (None: NULL): its own argument arrays, which its executor keeps
-        for its whole life."""
+        and outputs ``outs`` (None: NULL; an INT4 one in the form the part's op_api takes:
+        :meth:`_phase_one_form`) on device ``dev``: its own argument arrays, which its
+        executor keeps for its whole life."""
         args = []
         k = 0
         for arg in self.args:
             if arg.role is OUT:
                 if arg.into is None:
-                    args.append(outs[k])
+                    t = outs[k]
+                    args.append(t if t is None else self._phase_one_form(arg, t, dev))
                 k += 1
             elif arg.kind is INT_ARRAY:
                 args.append(IntArray(a[arg.py]))
@@ -871,20 +904,25 @@ class Declared(Operator):
                 cvals[i] = e[1]
         a = _new_tuple(self._bound, py)
         why = self.not_written(a, part_of(dev)) if self._unwritten else None
-        outs = self._outputs(a, values, out, dev, sst, cvals, allocs, why)
+        words = []      # INT32 views of INT4 outputs handed to phase one (see output())
         try:
-            self.enqueue(cvals if self._c_order is None else [cvals[i] for i in self._c_order],
-                         allocs, dev, sst)
-            if why is not None:
-                outs = self._drop_unwritten(outs, why)
-        except AclError as e:
-            if not (isinstance(e, OperatorParameterError) or e.code in self.rule_codes):
+            outs = self._outputs(a, values, out, dev, sst, cvals, allocs, why, words)
+            try:
+                self.enqueue(cvals if self._c_order is None else
+                             [cvals[i] for i in self._c_order], allocs, dev, sst)
+                if why is not None:
+                    outs = self._drop_unwritten(outs, why)
+            except AclError as e:
+                if not (isinstance(e, OperatorParameterError) or e.code in self.rule_codes):
+                    raise
+                # New outputs go back now, not when the caller drops the traceback (whose
+                # frames hold this one's locals).
+                outs = None
+                self._diagnose(values, out, DeviceTensor, dev, e)
                 raise
-            # New outputs go back now, not when the caller drops the traceback (whose frames
-            # hold this one's locals).
-            outs = None
-            self._diagnose(values, out, DeviceTensor, dev, e)
-            raise
+        finally:
+            for w in words:     # their aclTensors: phase one has read them
+                w.close()
         return outs
 
     @staticmethod
@@ -899,11 +937,13 @@ class Declared(Operator):
             res.append(t)
         return tuple(res)
 
-    def _outputs(self, a, values, out, dev, sst, cvals, allocs, why=None):
+    def _outputs(self, a, values, out, dev, sst, cvals, allocs, why=None, words=None):
         """The outputs of a DeviceTensor call (given in ``out=`` or new), their C values
         appended to ``cvals`` and their memory to ``allocs``. An output the part does not
         write (``why[k]`` not None) is a new scratch tensor whatever ``out=`` gives: the
-        caller's tensor is left as it was (a device may copy undefined contents out)."""
+        caller's tensor is left as it was (a device may copy undefined contents out). An INT4
+        output the part's op_api takes as INT32 words (``output(int4_as_int32=...)``) is
+        handed over as such a view, appended to ``words`` (the caller closes them)."""
         n = len(self.outputs)
         if out is not None and (type(out) is not tuple or len(out) != n):
             out = self._out_entries(out)
@@ -937,7 +977,10 @@ class Declared(Operator):
                     self._diagnose(values, out, DeviceTensor, dev, e)
                     raise
                 allocs.append(o.allocation)
-                cvals.append(o.cached_handle)
+                if spec.int4_as_int32 is not None and o.element_type is _dt.INT4:
+                    cvals.append(self._words_handle(spec, o, dev, words))
+                else:
+                    cvals.append(o.cached_handle)
                 outs.append(o)
                 continue
             if type(o) is not DeviceTensor and not isinstance(o, DeviceTensor):
@@ -951,9 +994,20 @@ class Declared(Operator):
             if al.device != dev:
                 raise self._device_error(name, al.device, dev)
             allocs.append(al)
+            if spec.int4_as_int32 is not None and o.element_type is _dt.INT4:
+                h = self._words_handle(spec, o, dev, words)
             cvals.append(h)
             outs.append(o)
         return tuple(outs)
+
+    def _words_handle(self, spec, o, dev, words):
+        """The aclTensor phase one gets for INT4 output ``o`` of ``spec``:
+        :meth:`_phase_one_form`'s, a new view's appended to ``words``."""
+        w = self._phase_one_form(spec, o, dev)
+        if w is o:
+            return o.handle
+        words.append(w)
+        return w.handle
 
     def _array(self, arg, v):
         """The cached ``(IntArray or BoolArray, handle, session)`` of an array argument."""
@@ -1174,8 +1228,9 @@ class Plan(Executor):
     A subclass names its operator (``declared``) and its outputs become its attributes."""
 
     declared: "Declared | None" = None
-    # (the checked arguments, why per output) when the part leaves outputs unwritten, else None
-    __slots__ = ("_not_written",)
+    # (the checked arguments, why per output) when the part leaves outputs unwritten, else None;
+    # the INT4 tensors being rebound by output name, whose INT32 words phase one reads
+    __slots__ = ("_not_written", "_int4_rebinding")
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -1197,10 +1252,11 @@ class Plan(Executor):
         outs = d._device_outputs(a, outs, dev, None, why)
         # Own arrays, not the shared cache: the executor keeps them for its whole life (an
         # unwritten output's scratch tensor too: the plan's outputs hold None for it).
-        super().__init__(d, *d.own_arguments(d._c_args(a, outs), dev), dev)
+        super().__init__(d, *d.own_arguments(d._c_args(a, outs, dev), dev), dev)
         self.outputs = outs if why is None else tuple(
             None if w is not None else t for t, w in zip(outs, why))
         self._not_written = None if why is None else (a, why)
+        self._int4_rebinding = {}
 
     def _rebinding(self, name, own, t):
         """An output the part does not write: ``t`` checked as the plan's ``out=`` entry
@@ -1225,9 +1281,25 @@ class Plan(Executor):
                     self.declared._check_out_entry(k, t, a, DeviceTensor, dev,
                                                    self.outputs, name)
                     return None
+        if isinstance(own, DeviceTensor) and own.dtype == np.int32 and isinstance(
+                t, DeviceTensor) and not t.closed:
+            for spec in self.declared.outputs:
+                if spec.py == name and spec.int4_as_int32 is not None:
+                    # phase one read the output's INT32 words (output(int4_as_int32=...))
+                    if t.element_type is not _dt.INT4:
+                        raise AclTypeError(name, f"dtype {_dtype_name(t.element_type)} != "
+                                           f"int4, the dtype the plan was prepared for")
+                    rule = t.int4_words_rule()
+                    if rule is not None:
+                        raise AclArgumentError(name, f"{rule}: the plan's phase one took "
+                                               f"int4 {name} as int32 words")
+                    words = super()._rebinding(name, own, t.int4_words())
+                    self._int4_rebinding[name] = t
+                    return words
         return super()._rebinding(name, own, t)
 
     def _rebound(self, name, t):
+        t = self._int4_rebinding.pop(name, t)   # the INT4 tensor, not its words
         outs = self.outputs
         for k, spec in enumerate(self.declared.outputs):
             if outs[k] is None and spec.into is None:

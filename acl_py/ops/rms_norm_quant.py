@@ -8,12 +8,17 @@ on Ascend 950 the relations its op_api lists instead: see :func:`scale_offset_dt
 ``gamma`` of ``[N]`` or ``[1, N]`` with N x's last dim, ``beta`` of gamma's shape; ``offset``
 of scale's shape; ``scale`` non-empty and ``epsilon > 0`` (on Ascend 950 instead: ``scale``
 of all-one dims or x's trailing dims, any epsilon: RmsNormQuantV2's tiling); ``y_dtype``
-(int8; float8_e4m3fn, float8_e5m2, hifloat8 and int4 on Ascend 950 only, int4 with an even
-last dim: :data:`Y_DTYPES`); the ``out=`` entry of x's shape and ``y_dtype``. The operator's
-own rules (ranks, the part's dtype lists: float16/bfloat16 on Atlas A2/A3 and Ascend 950,
-float16 on Atlas inference parts, none on the Atlas training series; float32 x on Ascend 950
-only) are phase one's. The int4 results Atlas A2/A3 write packed eight to an int32 are
-reachable through the raw calls.
+(int8; float8_e4m3fn, float8_e5m2 and hifloat8 on Ascend 950 only; int4 on Ascend 950 with
+an even last dim and on Atlas A2/A3 with a last dim a multiple of 8: :data:`Y_DTYPES`); the
+``out=`` entry of x's shape and ``y_dtype`` (on Atlas A2/A3 an int4 one whose bytes are whole
+int32 words: see below). The operator's own rules (ranks, the part's dtype lists:
+float16/bfloat16 on Atlas A2/A3 and Ascend 950, float16 on Atlas inference parts, none on the
+Atlas training series; float32 x on Ascend 950 only) are phase one's.
+
+Atlas A2/A3's op_api takes int4 results only as an INT32 y, eight values to a word (it views
+its INT4 result so, and its copy into an INT4-typed y fails): an int4 y is handed to phase one
+as the INT32 words over its bytes (``output(int4_as_int32=...)``), and the caller gets the
+INT4 tensor (NumPy: its int8 values).
 """
 from __future__ import annotations
 
@@ -48,9 +53,16 @@ _KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "ascend31
 
 # y's dtypes acl-py takes (y_dtype), and those the part computes: phase one's y list
 # (aclnn_rms_norm_quant.cpp: INT8 everywhere, FLOAT8_E4M3FN/E5M2, HIFLOAT8 and INT4 on Ascend
-# 950; another is refused 161002). Atlas A2/A3's list has INT4, but the op_api views that
-# result as INT32 (Int42Int32PackedTensor) and its ViewCopy into an INT4 y fails (561103).
+# 950, INT8, INT4 and INT32 on Atlas A2/A3; another is refused 161002). Atlas A2/A3's op_api
+# views its INT4 result as INT32 (Int42Int32PackedTensor) and its ViewCopy into an INT4 y
+# fails (561103): there an int4 y goes to phase one as INT32 words (_int4_as_int32).
 Y_DTYPES = ("int8", "float8_e4m3fn", "float8_e5m2", "hifloat8", "int4")
+
+
+def _int4_as_int32(part):
+    """Whether ``part``'s op_api takes int4 results only as an INT32 y (Atlas A2/A3: the
+    non-register-based branch of aclnn_rms_norm_quant.cpp packs every INT4 result)."""
+    return part.npu_arch == 2201
 
 
 def _per_column(scale_shape):
@@ -98,17 +110,13 @@ def scale_offset_dtype_rule(x, scale, offset, ascend950):
 
 def y_dtype_rule(y_dtype, part):
     """None where ``part`` (a :class:`~acl_py.ops.Part`) computes y of ``y_dtype``, else the
-    rule: int8 everywhere, the others on Ascend 950 only (phase one's y dtype list, 161002;
-    on Atlas A2/A3 int4 is the ViewCopy's to refuse, 561103: the op_api hands it an INT32 view
-    of the INT4 result)."""
-    if y_dtype == _INT8 or part.arch3510:
+    rule: int8 everywhere, int4 also on Atlas A2/A3 (as INT32 words: :func:`_int4_as_int32`),
+    the others on Ascend 950 only (phase one's y dtype list, 161002)."""
+    if y_dtype == _INT8 or part.arch3510 or (y_dtype is INT4 and _int4_as_int32(part)):
         return None
-    if y_dtype is INT4 and part.npu_arch == 2201:
-        return (f"int4 results are Ascend 950's; {part.name} computes int8, and int4 packed "
-                f"eight to an int32 y only (the op_api views its INT4 result as INT32: "
-                f"acl_py.raw calls reach it)")
+    computed = "int8 and int4" if _int4_as_int32(part) else "int8"
     return (f"{_name(y_dtype)} results are Ascend 950's (phase one's y list); {part.name} "
-            f"computes int8")
+            f"computes {computed}")
 
 
 def rms_norm_quant_check(a):
@@ -123,9 +131,15 @@ def rms_norm_quant_check(a):
     rule = y_dtype_rule(a.y_dtype, part_of())
     if rule is not None:
         raise AclTypeError("y_dtype", rule)
-    if a.y_dtype is INT4 and a.x.shape and a.x.shape[-1] % 2:
-        raise AclArgumentError("x", f"last dim {a.x.shape[-1]} must be even for int4 results "
-                               f"(two to a byte; phase one's rule on Ascend 950)")
+    if a.y_dtype is INT4 and a.x.shape:
+        n = a.x.shape[-1]
+        if part_of().arch3510 and n % 2:
+            raise AclArgumentError("x", f"last dim {n} must be even for int4 results (two to "
+                                   f"a byte; phase one's rule on Ascend 950)")
+        if _int4_as_int32(part_of()) and n % 8:
+            raise AclArgumentError("x", f"last dim {n} must be a multiple of 8 for int4 "
+                                   f"results on {part_of().name} (eight to an int32 word: "
+                                   f"the op_api's INT32 y, the tiling's rule)")
     broken = scale_offset_dtype_rule(a.x.dtype, a.scale.dtype, a.offset.dtype,
                                      part_of().arch3510)
     if broken is not None:
@@ -185,14 +199,14 @@ RMS_NORM_QUANT = Declared("aclnnRmsNormQuant", (
     tensor("offset", dtypes=_OFFSETS),
     double("epsilon", default=1e-6),
     dtype_option("y_dtype", Y_DTYPES, default=_INT8),
-    output("y", shape=shape_of("x"), dtype=lambda a: a.y_dtype),
+    output("y", shape=shape_of("x"), dtype=lambda a: a.y_dtype, int4_as_int32=_int4_as_int32),
 ), check=rms_norm_quant_check, reference=_reference,
     error_scale=reference.rms_norm_quant_error_scale,
     smoke_cases=(smoke_case((8, 1024), np.float16),
                  smoke_case((4, 3, 200), np.float16, scale=0.02, offset=-5)),
     # 561103: the op_api's code for its rank-2 gamma/beta reshape, the tiling's rules
-    # (epsilon, empty x; on Ascend 950 scale's shape) and the result's ViewCopy into y
-    # (docs/emulator.md)
+    # (epsilon, empty x, INT4's N % 8 off Ascend 950; on Ascend 950 scale's shape) and the
+    # result's ViewCopy into y (docs/emulator.md)
     rule_codes=(561103,), parts=_KERNEL_PARTS)
 
 
@@ -236,12 +250,15 @@ def rms_norm_quant(x: Operand, gamma: Operand, beta: Operand, scale: Operand, of
     (docs/emulator.md); :data:`acl_py.dtypes.HIFLOAT8` (or ``"hifloat8"``): the quotient
     plus offset to the nearest HiF8 value, ties away from zero, saturating at 2^15, given as
     uint8 codes (NumPy) or a HIFLOAT8 DeviceTensor (decode with
-    :func:`acl_py.dtypes.hifloat8_to_float32`); :data:`acl_py.dtypes.INT4` (or ``"int4"``, x's
-    last dim even): the int8 path's float16 value to [-8, 7], given as int8 values (NumPy) or
-    an INT4 DeviceTensor (packed two to a byte). Another part refuses these ``y_dtype`` s
-    (AclTypeError naming it; phase one's code on DeviceTensors: 161002, or 561103 for int4 on
-    Atlas A2/A3). ``out=(y,)`` gives a preallocated output of the same kind as the inputs, of
-    ``y_dtype`` (NumPy: uint8 for hifloat8, int8 for int4).
+    :func:`acl_py.dtypes.hifloat8_to_float32`); :data:`acl_py.dtypes.INT4` (or ``"int4"``) on
+    Ascend 950 (x's last dim even) and Atlas A2/A3 (x's last dim a multiple of 8; the device
+    writes the int32 words of an INT32 y, which acl-py gives as the INT4 tensor over them):
+    the int8 path's float16 value to [-8, 7], given as int8 values (NumPy) or an INT4
+    DeviceTensor (packed two to a byte). Another part refuses these ``y_dtype`` s
+    (AclTypeError naming it; phase one's code on DeviceTensors: 161002). ``out=(y,)`` gives a
+    preallocated output of the same kind as the inputs, of ``y_dtype`` (NumPy: uint8 for
+    hifloat8, int8 for int4; on Atlas A2/A3 an INT4 DeviceTensor whose bytes are whole words:
+    contiguous rows starting at multiples of 8 elements).
     """
     return RMS_NORM_QUANT.call((x, gamma, beta, scale, offset, epsilon, y_dtype), out=out,
                                stream=stream)
