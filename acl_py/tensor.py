@@ -327,17 +327,8 @@ class DeviceTensor:
         if type(acl) is _dt.AclDtype:
             # C order, INT4's values packed (its bytes: what the device holds)
             src = _dt.pack_int4(arr) if acl is _INT4 else np.ascontiguousarray(arr)
-            buf = _mem.DeviceBuffer(src.nbytes, dev, pool=pool, stream=stream)
-            try:
-                if stream is None:
-                    buf.copy_from_host(src)
-                else:
-                    buf.copy_from_host_async(src, stream)
-            except BaseException:
-                buf.close()
-                raise
-            return cls._new_acl(buf, shape, acl, _contiguous_strides(shape), 0, True)
-        if arr.flags.c_contiguous:
+            strides = _contiguous_strides(shape)
+        elif arr.flags.c_contiguous:
             src, strides = arr, _contiguous_strides(shape)
         elif arr.flags.f_contiguous:
             # Same bytes as its transpose, which is C-contiguous: copy those, keep F strides.
@@ -345,7 +336,7 @@ class DeviceTensor:
             strides = tuple(reversed(_contiguous_strides(tuple(reversed(shape)))))
         else:
             src, strides = np.ascontiguousarray(arr), _contiguous_strides(shape)
-        buf = _mem.DeviceBuffer(arr.nbytes, dev, pool=pool, stream=stream)
+        buf = _mem.DeviceBuffer(src.nbytes, dev, pool=pool, stream=stream)
         try:
             if stream is None:
                 buf.copy_from_host(src)
@@ -354,6 +345,8 @@ class DeviceTensor:
         except BaseException:
             buf.close()
             raise
+        if type(acl) is _dt.AclDtype:
+            return cls._new_acl(buf, shape, acl, strides, 0, True)
         return cls._new(buf, shape, dt, strides, 0, True)
 
     def to_numpy(self, stream: Stream | None = None, *, packed: bool = False) -> np.ndarray:
