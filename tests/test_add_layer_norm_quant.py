@@ -1,8 +1,8 @@
 """acl_py.add_layer_norm_quant / acl_py.AddLayerNormQuant (aclnnAddLayerNormQuant through the
 declarative operator layer): on Ascend 950, static and dynamic mode, within one quantization
 step of the float64 reference (xOut its dtype's rounding of the sum; the dynamic out scales
-within float32 rounding), y2, x and the out scales returned only where written, the Welford
-kernel's rows refused as not modelled (561103), out= entries, its argument errors (typed,
+within float32 rounding), y2, x and the out scales returned only where written, rows long
+enough for the Welford kernels, out= entries, its argument errors (typed,
 naming the argument and carrying phase one's code, nothing leaked: the autouse leak check),
 its plan, its smoke cases and the CANN path (ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann);
 on every other part the op_api's refusal (161002) as an AclError.
@@ -248,11 +248,16 @@ def test_dynamic_empty_y2_beside_x1_is_refused_naming_it():
 
 
 @on_950
-def test_rows_for_the_welford_kernel_are_refused_as_not_modelled():
-    args = make_dynamic((2, 12000), scales=0)
-    with pytest.raises(AclError) as ei:
-        acl_py.add_layer_norm_quant(*args, quant_mode="dynamic")
-    assert ei.value.code == 561103 and "Welford" in ei.value.message
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+def test_rows_for_the_welford_kernel_compute(mode):
+    """Rows too long for the full-load kernels (12000 FLOAT16 elements: the Welford kernel's
+    column slices) are computed, within one step of the reference."""
+    if mode == "static":
+        args = make((2, 12000), F16, F16, dual=True, zero_points=True, bias=True)
+        check(acl_py.add_layer_norm_quant(*args), args)
+    else:
+        args = make_dynamic((2, 12000), scales=0)
+        check_dynamic(acl_py.add_layer_norm_quant(*args, quant_mode="dynamic"), args)
 
 
 @pytest.mark.skipif(A950, reason="Ascend 950 runs the op_api")

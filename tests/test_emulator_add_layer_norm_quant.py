@@ -10,9 +10,10 @@ of their float32 chain (the binary-add sums, the Newton-Raphson rstd; static: on
 outputs, with and without zero points and bias, divMode true and false; dynamic: without
 scales, with scales1, with both, the per-row scale max|t| * (float)(1/127) and t / scale) and
 within one quantization step of the float64 reference (the dynamic out scales within float32
-rounding of it); the dynamic mode's empty-input kernel (-inf out scales); the Welford kernel
-(rows past the full-load kernel's UB, each mode's boundary) refused 'not modelled'. The file
-runs on every part (its numbers on Ascend 950, in a child process from the others).
+rounding of it); the dynamic mode's empty-input kernel (-inf out scales). The Welford
+kernels' NumPy model (welford_stats) is here as well; their tests are in
+test_emulator_add_layer_norm_quant_welford.py. The file runs on every part (its numbers on
+Ascend 950, in a child process from the others).
 """
 from __future__ import annotations
 
@@ -35,7 +36,6 @@ from test_emulator_rms_norm_quant import v2_rstd
 P1 = lib.aclnnAddLayerNormQuantGetWorkspaceSize
 P2 = lib.aclnnAddLayerNormQuant
 CALL = "aclnnAddLayerNormQuantGetWorkspaceSize"
-INNER_NULLPTR = 561103
 TILING = 561002
 FIND_KERNEL = 561003
 I8 = np.dtype(np.int8)
@@ -126,28 +126,69 @@ def binary_sum(t):
     return fold64(np.pad(partial[:, :count], ((0, 0), (0, 64 - count))))
 
 
-def normed_rows(x1, x2, g, b, c, eps=1e-5):
-    """Both full-load kernels' float32 LayerNorm on [M, N] rows: (v, x): x = the sum,
-    v = ((x - mean) * rstd) * gamma + beta."""
+def full_load_stats(x):
+    """VFCalcMeanVar(Fast) on [M, N] rows: (mean, var), the binary sums of x / N and of
+    (x - mean)^2 / N."""
+    nf = np.float32(x.shape[1])
+    mean = binary_sum(x / nf)
+    d = x - mean[:, None]
+    return mean, binary_sum((d * d) / nf)
+
+
+def welford_stats(x, slices):
+    """The Welford kernels' (mean, var) of [M, N] rows cut into slices = (colsPerLoop,
+    colsLoopCount, colsTail): VFWelfordParallelUpdateCommon per slice (scale 1 / count), then
+    VFWelfordParallelFinalizeAlign (equal slices) or NonAlign: columns below the tail weigh
+    count, the others count - 1, those of the register holding the tail's end the latter's
+    product times coeff = count / (count - 1)."""
     f = np.float32
+    per, loops, tail = slices
+    m, n = x.shape
+    wmean, wm2 = np.zeros((m, per), F32), np.zeros((m, per), F32)
+    for j in range(loops):
+        ln = tail if j == loops - 1 else per
+        xs = x[:, j * per:j * per + ln]
+        d1 = xs - wmean[:, :ln]
+        wmean[:, :ln] = wmean[:, :ln] + d1 * (f(1) / f(j + 1))
+        wm2[:, :ln] = wm2[:, :ln] + d1 * (xs - wmean[:, :ln])
+    col = np.arange(per)
+    align = tail == per
+    rs = f(1) / f(n)
+    cnt = f(loops if align else loops - 1)
+    tcnt = cnt + f(1)
+    below, edge = col < tail, (col // 64 == tail // 64) & (tail % 64 != 0)
+    with np.errstate(all="ignore"):
+        coeff = tcnt / cnt
+
+    def weigh(v, low, high):       # v times its column's count, as the finalize forms it
+        if align:                  # every column: count (cnt)
+            return v * low
+        return np.where(~below, v * low, np.where(edge, (v * low) * coeff, v * high))
+
+    mean = binary_sum(wmean * (f(1) / f(per)) if align else weigh(wmean, cnt * rs, tcnt * rs))
+    d = wmean - mean[:, None]
+    return mean, binary_sum((wm2 + weigh(d * d, cnt, tcnt)) * rs)
+
+
+def normed_rows(x1, x2, g, b, c, eps=1e-5, slices=None):
+    """Both modes' float32 LayerNorm on [M, N] rows: (v, x): x = the sum, v = ((x - mean) *
+    rstd) * gamma + beta, mean and var by the full-load kernel or (slices given) the Welford
+    kernel."""
     n = x1.shape[-1]
     a, bb = x1.astype(F32).reshape(-1, n), x2.astype(F32).reshape(-1, n)
     if c is None:
         x = a + bb
     else:
         x = (bb + np.broadcast_to(c.astype(F32).reshape(-1, n), bb.shape)) + a
-    nf = f(n)
-    mean = binary_sum(x / nf)
-    d = x - mean[:, None]
-    var = binary_sum((d * d) / nf)
+    mean, var = full_load_stats(x) if slices is None else welford_stats(x, slices)
     rstd = np.array([v2_rstd(v, eps, False) for v in var], F32)
-    v = ((d * rstd[:, None]) * g.astype(F32)) + b.astype(F32)
+    v = (((x - mean[:, None]) * rstd[:, None]) * g.astype(F32)) + b.astype(F32)
     return v, x
 
 
-def device_chain(x1, x2, g, b, c, s1, s2, z1, z2, eps=1e-5, div_mode=True):
-    """The static full-load kernel's numbers on [M, N] rows: (y1, y2 or None, x)."""
-    v, x = normed_rows(x1, x2, g, b, c, eps)
+def device_chain(x1, x2, g, b, c, s1, s2, z1, z2, eps=1e-5, div_mode=True, slices=None):
+    """The static kernels' numbers on [M, N] rows: (y1, y2 or None, x)."""
+    v, x = normed_rows(x1, x2, g, b, c, eps, slices)
 
     def quant(scales, zp):
         with np.errstate(all="ignore"):
@@ -160,8 +201,8 @@ def device_chain(x1, x2, g, b, c, s1, s2, z1, z2, eps=1e-5, div_mode=True):
     return quant(s1, z1), y2, x.astype(x1.dtype).reshape(x1.shape)
 
 
-def assert_matches(got, args, div_mode=True):
-    y1, y2, x = device_chain(*args, div_mode=div_mode)
+def assert_matches(got, args, div_mode=True, slices=None):
+    y1, y2, x = device_chain(*args, div_mode=div_mode, slices=slices)
     assert np.array_equal(got[0], y1)
     if got[2] is not None:
         assert np.array_equal(got[2].view(np.uint8), x.view(np.uint8))
@@ -261,11 +302,11 @@ def test_rank_2_gamma_over_a_rank_3_x(arena):
 
 # ---- the dynamic mode (Ascend 950) -----------------------------------------------------------
 
-def dynamic_chain(x1, x2, g, b, c, s1, s2, eps=1e-5):
-    """The dynamic full-load kernel's numbers on [M, N] rows: (y1, y2 or None, x, os1, os2 or
-    None): per output t = v * scales (v without scales1), the row's scale max|t| (from 0, a NaN
-    skipped) times float32(1/127), y = Round2Int8(t / scale)."""
-    v, x = normed_rows(x1, x2, g, b, c, eps)
+def dynamic_chain(x1, x2, g, b, c, s1, s2, eps=1e-5, slices=None):
+    """The dynamic kernels' numbers on [M, N] rows: (y1, y2 or None, x, os1, os2 or None): per
+    output t = v * scales (v without scales1), the row's scale max|t| (from 0, a NaN skipped)
+    times float32(1/127), y = Round2Int8(t / scale)."""
+    v, x = normed_rows(x1, x2, g, b, c, eps, slices)
 
     def quant(scales):
         t = v if scales is None else v * scales.astype(F32)
@@ -296,8 +337,8 @@ def call_dynamic(arena, args, kinds=None, additional=True, eps=1e-5):
     return read_int(vy1), read_int(vy2), vx.read(), vo1.read(), vo2.read()
 
 
-def assert_dynamic_matches(got, args):
-    y1, y2, x, o1, o2 = dynamic_chain(*args[:7])
+def assert_dynamic_matches(got, args, slices=None):
+    y1, y2, x, o1, o2 = dynamic_chain(*args[:7], slices=slices)
     assert np.array_equal(got[0], y1)
     assert np.array_equal(got[2].view(np.uint8), x.view(np.uint8))
     assert np.array_equal(got[3].view(np.uint32), o1.view(np.uint32))
@@ -367,44 +408,6 @@ def test_dynamic_rows_of_no_elements_get_minus_infinity(arena, dual):
     run_phase_two(arena, P2, args.call())
     assert (args.v["os1"].read() == -np.inf).all()
     assert (args.v["os2"].read() == (-np.inf if dual else -5)).all()
-
-
-def fits_dynamic_full_load(n, xs, scales, elewise_bias=False):
-    """CheckDynQuantFullLoadTiling (Ascend 950, UB 253952) for a row of n: no bias of rank 1,
-    `scales` smooth scales of xs bytes."""
-    cols = -(-n // 32) * 32
-    p = 64 if n <= 64 else 1 << (n - 1).bit_length() - 1
-    binary_ub = -(-(p // 64) // 8) * 8 * 4
-    outs = 2 if scales == 2 else 1
-    avail = 253952 - (binary_ub + cols * scales * (xs if scales else 4) + cols * 2 * xs + 256)
-    per_row = ((2 * xs + outs + xs + (xs if elewise_bias else 0)) * 2 * cols + 8 * outs
-               + 4 * cols * outs + 8)
-    return avail // per_row >= 1
-
-
-def dynamic_boundary(xs, scales):
-    n = 4096
-    while fits_dynamic_full_load(n + 1, xs, scales):
-        n += 1
-    return n
-
-
-@on_950
-@pytest.mark.parametrize("scales", [0, 2], ids=["no-scales", "dual"])
-def test_dynamic_full_load_boundary(arena, scales):
-    """The last row length CheckDynQuantFullLoadTiling keeps in the UB runs bit for bit;
-    one more takes the Welford kernel, refused 'not modelled'."""
-    n = dynamic_boundary(2, scales)
-    assert 4096 < n < 12000
-    rng = np.random.default_rng(n)
-    args = dynamic_inputs(rng, (2, n), F16, scales)
-    assert_dynamic_matches(call_dynamic(arena, args), args)
-    a = Args(arena, n=n + 1)
-    a.mode = "dynamic"
-    a.v["z1"] = a.v["z2"] = None
-    if scales == 0:
-        a.v["s1"] = a.v["s2"] = None
-    expect(a, INNER_NULLPTR, "not modelled", "Welford")
 
 
 # ---- phase one ---------------------------------------------------------------------------------
@@ -653,21 +656,6 @@ def test_dynamic_empty_second_output_is_refused(arena, name, c_name):
         a.v[k] = None
     a.v[name] = a.make((0,) + a.v[name].shape[1:], a.v[name].dtype)
     expect(a, INVALID, c_name + " is empty while x1 is not")
-
-
-@on_950
-@pytest.mark.parametrize("n,full", [(4500, True), (6000, False)])
-def test_rows_past_the_full_load_kernel_are_not_modelled(arena, n, full):
-    """CheckStcQuantFullLoadTiling (FLOAT x and scales, both zero points): rows of 4500 fit
-    the UB, rows of 6000 take the Welford kernel."""
-    a = Args(arena, n=n)
-    for k in a.v:
-        if a.v[k] is not None and a.v[k].dtype == F16:
-            a.v[k] = a.make(a.v[k].shape, F32)
-    if full:
-        passes(a)
-    else:
-        expect(a, INNER_NULLPTR, "not modelled", "Welford")
 
 
 test_on_other_parts = run_on_parts(other_parts(), "not on_other_parts")

@@ -35,7 +35,7 @@
  * - x = float(x1) + float(x2), with a bias (float(x2) + float(bias)) + float(x1); xOut = x
  *   rounded to x1's dtype (CAST_RINT: ties to even), written only with additionalOutput;
  * - mean = the sum of x[i] / N (a true division each), var = the sum of ((x[i] - mean)^2) / N,
- *   both summed as the kernel's binary add does (row_sum below);
+ *   both summed as the kernel's binary add does (binary_add_sum below);
  * - rstd by ComputeRstdNewtonRaphson without the clamp (norm_rows.h nr_rstd_newton_raphson);
  * - v = ((x - mean) * rstd) * gamma + beta; per output k (y1, then y2 with scales2): t = v /
  *   scales_k (divMode) or v * scales_k, t += zeroPoints_k when given; Round2Int8: to INT32
@@ -49,8 +49,15 @@
  * register) * (float)(1.0 / 127.0), written to outScales_k's row; y_k = Round2Int8(t /
  * scale_k) (Div; a zero row: 0 / 0, written as 0 as a NaN is). The dual kernel keeps v and
  * multiplies again by the scales, the same float product.
- * Not modelled (561103 after every check; docs/emulator.md's known false refusals): the
- * Welford kernels of both modes (rows too long for the full-load ones).
+ * The Welford kernels (rows too long for the full-load ones: op_kernel/arch35/
+ * add_layer_norm_{static,dynamic}_quant_regbase_welford_kernel.h, add_layer_norm's arch35
+ * add_layer_norm_regbase_common.h VFWelfordParallelUpdateCommon and
+ * VFWelfordParallelFinalizeNonAlign, the helper's VFWelfordParallelFinalizeAlign,
+ * norm_common's DichotomyAdd): the row's mean and rstd by Welford updates over the tiling's
+ * column slices and their finalize (welford_stats below), then a second pass over the row with
+ * the full-load kernels' per-element chain (static: x + (-mean), the same float; dynamic: the
+ * smoothed rows kept in a float workspace while the row's max runs over the slices, the same
+ * values).
  *
  * Kernel: rows are independent; each row's sums have a fixed order, so the split of rows over
  * threads never changes a bit.
@@ -90,8 +97,9 @@ static const char *const TNAME[T_COUNT] = {
 #define UB_RESERVED 256
 
 typedef struct {
-    nr_head h; /* per chunk 3 * N floats (x1 then x, x2 then d, bias then v), the binary add's
-                * partial sums, N bytes */
+    nr_head h; /* per chunk 4 * N floats (x1 then x, x2 then the Welford means then d, bias
+                * then the Welford M2s then v, the sums' terms), the binary add's partial
+                * sums, N bytes */
     tdesc t[T_COUNT];
     int64_t M, N;
     float eps;        /* as the kernel receives it */
@@ -101,44 +109,38 @@ typedef struct {
     bool dual;        /* scales2 given: y2 written */
     bool bias_rows;   /* a bias of x1's rank above gamma's: one row per row */
     bool write_x;     /* additionalOutput */
+    int64_t per_loop; /* the Welford kernel's colsPerLoop (0: the full-load kernel) */
+    int64_t loops;    /* its colsLoopCount */
+    int64_t tail;     /* its colsTail */
 } alq_payload;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-/* One term of a row's sum: x[i] / N, or (x[i] - mean)^2 / N (the kernel's Div, a true
- * division). */
-static inline float term(const float *x, int64_t i, float n, bool centred, float mean)
+/* The binary add's sum of a row's terms t[0..n) (VFCalcMeanVar(Fast) over a row,
+ * VFWelfordParallelFinalizeAlign/NonAlign over a slice's columns): up to 64 terms, one
+ * register's Reduce; else, P the largest power of two below n (the tiling's binaryAddNum), term
+ * P + j added onto term j per lane (the part past P; the masked-off lanes zero), each register
+ * of the first P terms reduced to one partial, then norm_common's DichotomyAdd: the partials
+ * folded by halves of whole registers down to one (binaryAddK times), which is reduced over
+ * its first binaryAddLastNum lanes. Each Reduce is norm_rows.h's nr_fold_vector_lanes. */
+static float binary_add_sum(const float *t, int64_t n, float *partial)
 {
-    if (!centred)
-        return x[i] / n;
-    const float d = x[i] - mean;
-    return (d * d) / n;
-}
-
-/* A row's sum of terms as VFCalcMeanVar(Fast) forms it: up to 64 columns, one register's
- * Reduce; else, P the largest power of two below N, column P + j added onto column j per
- * lane (the part past P), each register of the first P columns reduced to one partial, the
- * partials folded by halves down to one register, which is reduced. Each Reduce is taken as
- * norm_rows.h's halving tree over the 64 lanes (the masked-off lanes zero). */
-static float row_sum(const float *x, int64_t N, bool centred, float mean, float *partial)
-{
-    const float n = (float)N;
     float lanes[VL_FP32];
-    if (N <= VL_FP32) {
+    if (n <= VL_FP32) {
         for (int64_t l = 0; l < VL_FP32; l++)
-            lanes[l] = l < N ? term(x, l, n, centred, mean) : 0.0f;
+            lanes[l] = l < n ? t[l] : 0.0f;
         return nr_fold_vector_lanes(lanes);
     }
     int64_t p = 1;
-    while (p * 2 < N)
+    while (p * 2 < n)
         p *= 2;
-    const int64_t rem_loops = (N - p + VL_FP32 - 1) / VL_FP32, quot_loops = p / VL_FP32;
+    const int64_t rem_loops = (n - p + VL_FP32 - 1) / VL_FP32, quot_loops = p / VL_FP32;
     for (int64_t i = 0; i < quot_loops; i++) {
         for (int64_t l = 0; l < VL_FP32; l++) {
             const int64_t q = i * VL_FP32 + l, r = p + q;
-            lanes[l] = term(x, q, n, centred, mean);
+            lanes[l] = t[q];
             if (i < rem_loops)
-                lanes[l] = lanes[l] + (r < N ? term(x, r, n, centred, mean) : 0.0f);
+                lanes[l] = lanes[l] + (r < n ? t[r] : 0.0f);
         }
         partial[i] = nr_fold_vector_lanes(lanes);
     }
@@ -152,6 +154,95 @@ static float row_sum(const float *x, int64_t N, bool centred, float mean, float 
     for (int64_t l = 0; l < VL_FP32; l++)
         lanes[l] = l < last ? partial[l] : 0.0f;
     return nr_fold_vector_lanes(lanes);
+}
+
+/* The full-load kernels' mean and rstd of a row x[0..N) (VFCalcMeanVar(Fast)): mean the sum
+ * of x[i] / N, var the sum of ((x[i] - mean)^2) / N (each a true division: Div), both by the
+ * binary add; t: N floats of scratch. */
+static void full_load_stats(const float *x, int64_t N, float eps, float *t, float *partial,
+                            float *mean, float *rstd)
+{
+    const float n = (float)N;
+    for (int64_t i = 0; i < N; i++)
+        t[i] = x[i] / n;
+    const float m = binary_add_sum(t, N, partial);
+    for (int64_t i = 0; i < N; i++) {
+        const float d = x[i] - m;
+        t[i] = (d * d) / n;
+    }
+    *mean = m;
+    *rstd = nr_rstd_newton_raphson(binary_add_sum(t, N, partial), eps, false);
+}
+
+/* The Welford kernels' mean and rstd of a row x[0..N) cut into `loops` slices of `per`
+ * columns, the last of `tail` (the tiling's colsPerLoop, colsLoopCount, colsTail):
+ * - per slice j (count = j + 1, scale = 1.0f / count), add_layer_norm's arch35
+ *   VFWelfordParallelUpdateCommon on each of its columns c: d1 = x - mean_c, mean_c += d1 *
+ *   scale, m2_c += d1 * (x - mean_c) (the first slice from zeros);
+ * - then the finalize over the `per` columns (reduceScale = 1.0f / N): equal slices
+ *   (VFWelfordParallelFinalizeAlign) mean = the binary add of mean_c * (1.0f / per), var =
+ *   that of (m2_c + (mean_c - mean)^2 * count) * reduceScale; a shorter last slice
+ *   (VFWelfordParallelFinalizeNonAlign, situations 1 to 3: they differ in which registers
+ *   they visit, not in a lane's arithmetic), cnt = count - 1 and tailCnt = cnt + 1: columns
+ *   below the tail weigh mean_c * (tailCnt * reduceScale) and count tailCnt, the others
+ *   mean_c * (cnt * reduceScale) and cnt, except in the 64-column register holding the tail's
+ *   end, whose columns below it take cnt's product times coeff = tailCnt / cnt (the kernel's
+ *   masked Muls by coeff);
+ * - rstd by ComputeRstdNewtonRaphsonReg<false>.
+ * wmean, wm2, t: `per` floats each of scratch. */
+static void welford_stats(const alq_payload *P, const float *x, float *wmean, float *wm2,
+                          float *t, float *partial, float *mean, float *rstd)
+{
+    const int64_t per = P->per_loop, loops = P->loops, tail = P->tail;
+    for (int64_t j = 0; j < loops; j++) {
+        const int64_t len = j == loops - 1 ? tail : per;
+        const float scale = 1.0f / (float)(j + 1);
+        const float *xs = x + j * per;
+        for (int64_t c = 0; c < len; c++) {
+            const float m0 = j ? wmean[c] : 0.0f, v0 = j ? wm2[c] : 0.0f;
+            const float d1 = xs[c] - m0;
+            const float step = d1 * scale;
+            const float m = m0 + step;
+            const float d3 = xs[c] - m;
+            const float prod = d1 * d3;
+            wmean[c] = m;
+            wm2[c] = v0 + prod;
+        }
+    }
+    const bool align = tail == per;
+    const float reduce_scale = 1.0f / (float)P->N;
+    const float cnt = (float)(align ? loops : loops - 1), tail_cnt = cnt + 1.0f;
+    const float coeff = tail_cnt / cnt, align_scale = 1.0f / (float)per;
+    const float count_scale = cnt * reduce_scale, tail_count_scale = tail_cnt * reduce_scale;
+    /* the register holding the tail's end (none when the tail ends on a register) */
+    const int64_t edge = align || tail % VL_FP32 == 0 ? -1 : tail / VL_FP32;
+    for (int64_t c = 0; c < per; c++) {
+        if (align)
+            t[c] = wmean[c] * align_scale;
+        else if (c >= tail)
+            t[c] = wmean[c] * count_scale;
+        else if (c / VL_FP32 == edge) {
+            const float w = wmean[c] * count_scale;
+            t[c] = w * coeff;
+        } else
+            t[c] = wmean[c] * tail_count_scale;
+    }
+    const float m = binary_add_sum(t, per, partial);
+    for (int64_t c = 0; c < per; c++) {
+        const float d = wmean[c] - m;
+        float sq = d * d;
+        if (align || c >= tail)
+            sq = sq * cnt;
+        else if (c / VL_FP32 == edge) {
+            sq = sq * cnt;
+            sq = sq * coeff;
+        } else
+            sq = sq * tail_cnt;
+        const float corrected = wm2[c] + sq;
+        t[c] = corrected * reduce_scale;
+    }
+    *mean = m;
+    *rstd = nr_rstd_newton_raphson(binary_add_sum(t, per, partial), P->eps, false);
 }
 
 /* One quantized output of v: (v / scales or v * scales) [+ zero points], to INT8. */
@@ -203,7 +294,7 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
     const int64_t N = P->N;
     const aclDataType dt = x1->dtype;
     float *abuf = nr_chunk_buf(R, chunk), *bbuf = abuf + N, *cbuf = bbuf + N;
-    float *partial = cbuf + N;
+    float *tbuf = cbuf + N, *partial = tbuf + N;
     int8_t *q = (int8_t *)(void *)(partial + N / VL_FP32 + 1);
     const float *s1 = R->run_buf, *s2 = s1 + N, *z1 = s2 + N, *z2 = z1 + N;
     const bool has_z1 = P->t[T_Z1].present, has_z2 = P->t[T_Z2].present;
@@ -222,9 +313,11 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
         }
         if (P->write_x)
             put_tile(row_base(xo, m), dt, ACLEMU_TIES_EVEN, &xo->inner, 0, N, x);
-        const float mean = row_sum(x, N, false, 0.0f, partial);
-        const float var = row_sum(x, N, true, mean, partial);
-        const float rstd = nr_rstd_newton_raphson(var, P->eps, false);
+        float mean, rstd;
+        if (P->per_loop) /* the Welford means and M2s in bbuf and cbuf, free from here */
+            welford_stats(P, x, bbuf, cbuf, tbuf, partial, &mean, &rstd);
+        else
+            full_load_stats(x, N, P->eps, tbuf, partial, &mean, &rstd);
         float *d = bbuf, *v = cbuf;
         nr_center(d, x, N, mean);
         nr_scale_shift(v, d, N, rstd, R->gamma, R->beta);
@@ -402,9 +495,19 @@ static int64_t align_up(int64_t v, int64_t a)
     return (v + a - 1) / a * a;
 }
 
-/* CheckStcQuantFullLoadTiling / CheckDynQuantFullLoadTiling: whether one row fits the UB
- * beside the per-channel tensors (else the tiling takes the Welford kernel). */
-static bool full_load(const aclTensor *const *ts, int64_t N, bool dyn)
+/* The Welford kernel's column slices of a row (per_loop 0: the full-load kernel). */
+typedef struct {
+    int64_t per_loop, loops, tail;
+} alq_slices;
+
+/* DoUbTiling's kernel choice: CheckStcQuantFullLoadTiling / CheckDynQuantFullLoadTiling,
+ * whether one row fits the UB beside the per-channel tensors; else
+ * CheckStcQuantWelfordTiling / CheckDynQuantWelfordTiling's slices: colsPerLoop the UB (less
+ * the dynamic kernel's per-row blocks) over the bytes one column of every double-buffered
+ * slice takes, rounded down to 64; colsLoopCount = ceil(N / colsPerLoop); colsPerLoop = N /
+ * colsLoopCount when that divides evenly ("aligned" finalize); colsTail = N mod colsPerLoop,
+ * or a whole slice. */
+static alq_slices ub_tiling(const aclTensor *const *ts, int64_t N, bool dyn)
 {
     const int64_t xs = (int64_t)aclemu_dtype_size(ts[T_X1]->dtype);
     const aclTensor *bias = ts[T_BIAS], *g = ts[T_GAMMA], *s1 = ts[T_S1];
@@ -431,7 +534,23 @@ static bool full_load(const aclTensor *const *ts, int64_t N, bool dyn)
                   4 * cols * outs + 8;
     else /* two y's counted whatever scales2 */
         per_row = (xs * 3 + 2 + elewise_in) * 2 * cols + 4 * cols + 8;
-    return avail / per_row >= 1;
+    if (avail / per_row >= 1)
+        return (alq_slices){0, 1, N};
+    /* per column, double-buffered: the scales and zero points, gamma, beta (a rank-1 bias),
+     * x1, x2, xOut, the int8 outputs (static: two whatever scales2), a bias of x1's shape;
+     * float: the Welford means and M2s and the binary add's buffer (dynamic: the smoothed
+     * rows, twice per output) */
+    const int64_t per_col = 2 * ss * quants + 2 * xs * weights +
+                            2 * (3 * xs + (dyn ? outs : 2) + elewise_in) +
+                            4 * (dyn ? 2 * outs + 1 : 3);
+    const int64_t ub = UB_950 - UB_RESERVED - (dyn ? 2 * outs * UB_BLOCK + 4 * UB_BLOCK : 0);
+    alq_slices s;
+    s.per_loop = ub / per_col / VL_FP32 * VL_FP32;
+    s.loops = (N + s.per_loop - 1) / s.per_loop;
+    if (N % s.loops == 0)
+        s.per_loop = N / s.loops;
+    s.tail = N % s.per_loop ? N % s.per_loop : s.per_loop;
+    return s;
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
@@ -517,11 +636,6 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
                  "for x1 %s with scales %s there (FLOAT16 or BF16 x1 with scales of its dtype "
                  "or FLOAT; FLOAT x1 with FLOAT scales)", P1, soc->name, soc->series,
                  qname(x1->dtype), qname(scales1Optional->dtype));
-        /* 10. what the emulator does not model (561103, after every check) */
-        if (!empty_rows && !full_load(ts, N, dyn))
-            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: not modelled on %s (%s): rows of %lld elements "
-                 "take the Welford kernel, which the emulator does not model "
-                 "(docs/emulator.md)", P1, soc->name, soc->series, (long long)N);
     }
 
     alq_payload *P = calloc(1, sizeof *P);
@@ -530,9 +644,9 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
     const int64_t M = !launch ? 0 : empty_rows ? O1 : X / N;
     if (!launch || empty_rows)
         N = 0;
-    /* 3 * N floats, the partial sums (N / 64 + 1) and N bytes per chunk */
+    /* 4 * N floats, the partial sums (N / 64 + 1) and N bytes per chunk */
     P->h = (nr_head){.kernel = &ALQ_KERNEL, .call = P2, .names = TNAME, .rows = M, .width = N,
-                     .row_floats = 4 * N + N / VL_FP32 + 2, .run_floats = 4 * N,
+                     .row_floats = 5 * N + N / VL_FP32 + 2, .run_floats = 4 * N,
                      .no_kernel = !launch};
     P->M = M;
     P->N = N;
@@ -543,6 +657,12 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
     P->dual = scales2Optional != NULL;
     P->bias_rows = biasOptional && biasOptional->ndim != gamma->ndim;
     P->write_x = additionalOutput;
+    if (launch && !empty_rows) {
+        const alq_slices s = ub_tiling(ts, N, dyn);
+        P->per_loop = s.per_loop;
+        P->loops = s.loops;
+        P->tail = s.tail;
+    }
     if (launch) {
         const int split = (int)(x1->ndim - gamma->ndim);
         for (int i = 0; i < T_COUNT; i++) {
