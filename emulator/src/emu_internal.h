@@ -123,6 +123,10 @@ ACLEMU_EXPORT const aclemu_soc *aclemu_soc_info(const char *caller);
  * lists no vector cores): what the vendor's tilings read as GetCoreNumAiv. */
 ACLEMU_EXPORT int aclemu_soc_vector_cores(void);
 
+/* The part's Unified Buffer bytes per core (ub_size of its platform configuration): what the
+ * vendor's tilings read as GetCoreMemSize(UB). */
+ACLEMU_EXPORT int64_t aclemu_soc_ub_bytes(void);
+
 /* The part's AI core count (its platform configuration's ai_core_cnt). */
 ACLEMU_EXPORT int aclemu_soc_ai_cores(void);
 

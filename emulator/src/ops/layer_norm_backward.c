@@ -4,16 +4,24 @@
  * stream submit) and the kernel.
  *
  * Kernel design, and why:
- * - Rows are split into NB fixed blocks (NB depends only on M: lnb_blocks()). Each block
- *   accumulates its gradWeight/gradBias partial sums, in row order, into its own slice of the
- *   workspace; a second pass sums the slices in block order, in parallel over columns. So the
- *   result is bit-identical whatever the thread count or the chunk -> thread schedule.
- * - Each row is processed in tiles of TILE columns, at most two passes over the row (pass 1:
- *   row sums and partials; pass 2: gradInput). Row sums use LANES independent float
- *   accumulators per tile (folded into per-row lane totals after each tile: a blocked sum,
- *   error ~ (TILE/LANES + N/TILE) ulps rather than N), so gcc vectorizes them without
- *   -ffast-math and the order is fixed by the source, not the SIMD width. -std=c11 implies
- *   -ffp-contract=off, so the x86 clones (AVX-512/AVX2/baseline) give the same bits.
+ * - The numbers are the Atlas A2/A3 LayerNormGradV3 kernel's (hicann/ops-nn norm/
+ *   layer_norm_grad_v3: op_host's tilings choose a template, op_kernel's headers compute;
+ *   docs/emulator.md, aclnnLayerNormBackward "Numbers"): lnb_tiling() ports the template
+ *   choice and the parameters that change a bit: the rows per core block (ceil(M / vector
+ *   cores)) and the Workspace template's column chunk (from the part's UB size). Each block
+ *   accumulates its gradWeight/gradBias partial sums, in row order from +0, into its own slice
+ *   of the workspace; a second pass sums the slices in block order, in parallel over columns.
+ *   So the result is bit-identical whatever the thread count or the chunk -> thread schedule.
+ * - Row sums, per template: SingleRead and Workspace reduce like AscendC's counter-mode
+ *   ReduceSum (one 64-lane tree per repeat of 64 floats, the repeats added in order from +0;
+ *   Workspace per column chunk, the chunks' sums added as scalars from +0); Common keeps 64
+ *   lane accumulators over the row's 64-column blocks and folds them with the same tree. The
+ *   tree is nr_fold_vector_lanes' (norm_rows.h); the row kernel evaluates it with vector
+ *   shuffles, level for level, so it is the same bits.
+ * - Each row is processed in tiles of TILE columns (a multiple of 64, so a tile never splits
+ *   a repeat), at most two passes over the row (pass 1: row sums and partials; pass 2:
+ *   gradInput). -std=c11 implies -ffp-contract=off, so the x86 clones (AVX-512/AVX2/baseline)
+ *   give the same bits.
  * - gradOut/input rows that are contiguous in the normalized dims are read in place, FLOAT16
  *   and BF16 ones converted in registers as they are loaded (layer_norm_backward_rows.h: one
  *   copy of the row loops per x86-64 level, AVX-512 / AVX2+F16C / baseline, picked at run
@@ -37,6 +45,7 @@
 #include "phase_one.h"
 #include "convert.h"
 #include "half.h"
+#include "norm_rows.h"
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_layer_norm_backward.h"
@@ -46,10 +55,8 @@
 
 #define MAX_RANK TV_MAX_RANK
 #define INLINE TV_INLINE
-#define LANES 16            /* independent accumulators per row sum */
-#define TILE 512            /* columns per tile; multiple of LANES */
-#define ROWS_PER_BLOCK 32   /* rows per gradWeight/gradBias partial-sum block ... */
-#define MAX_BLOCKS 256      /* ... and at most this many blocks */
+#define REPEAT NR_VECTOR_LANES /* floats per vector repeat: one lane tree of a row sum */
+#define TILE 512            /* columns per tile; a multiple of REPEAT */
 #define REDUCE_COLS 256     /* columns per chunk of the final reduction */
 #define MAX_REDUCE_CHUNKS 64
 
@@ -74,6 +81,22 @@ static const char *const TNAME[T_COUNT] = {
     "gradInputOut", "gradWeightOut", "gradBiasOut",
 };
 
+/* The Atlas A2/A3 LayerNormGradV3 templates, by their tiling keys' hundreds digit
+ * (op_host/layer_norm_grad_v3_tiling.h LNGTemplateKey). */
+enum { LNB_SINGLE_READ = 1, LNB_WORKSPACE = 2, LNB_TRANSPOSE = 3, LNB_COMMON = 4 };
+
+/* What the tiling decides that changes a bit (lnb_tiling). */
+typedef struct {
+    int tmpl;             /* LNB_*: the template the device runs */
+    bool lanes64;         /* row sums: 64 lane accumulators, one tree (Common; Transpose's
+                             stand-in); else a counter-mode ReduceSum per column chunk */
+    bool divide;          /* the row means: sum / N (Workspace); else sum * (1.0f / N) */
+    int64_t chunk_cols;   /* columns per counter-mode ReduceSum (Workspace: ubFormer) */
+    int64_t col_align;    /* colAlignV: N rounded up to 8 (Common's padded lanes) */
+    int64_t block_rows;   /* rows per core block: blockFormer = ceil(M / cores) */
+    int64_t nblocks;      /* core blocks: blockNum = ceil(M / blockFormer) */
+} lnb_tiling;
+
 typedef struct {
     tdesc t[T_COUNT];
     bool mask[3];
@@ -82,7 +105,7 @@ typedef struct {
     bool dx_round;        /* gradInput needs round_grad_input before its store */
     aclemu_ties dx_ties;  /* how gradInput's store breaks BF16 ties */
     int64_t M, N;
-    int64_t nblocks;
+    lnb_tiling tiling;
     uint64_t ws_size;
 } lnb_payload;
 
@@ -111,15 +134,6 @@ typedef struct {
 static inline void round_grad_input(float *restrict v, int64_t n, aclDataType dt, uint32_t away)
 {
     aclemu_round_floats(dt, away ? ACLEMU_TIES_AWAY : ACLEMU_TIES_EVEN, v, n);
-}
-
-/* Fixed pairwise tree over the lanes. */
-INLINE float lane_sum(float *a)
-{
-    for (int s = LANES / 2; s > 0; s /= 2)
-        for (int l = 0; l < s; l++)
-            a[l] += a[l + s];
-    return a[0];
 }
 
 /* Elements [m0, m0 + cnt) of a flat vector (mean, rstd) as floats, like get_tile. Loaded a
@@ -157,7 +171,7 @@ HOT static void reduce_body(void *ctx, int64_t chunk, int64_t begin, int64_t end
     (void)chunk;
     const lnb_task *T = ctx;
     const lnb_payload *P = &T->p;
-    const int64_t N = P->N, nb = P->nblocks;
+    const int64_t N = P->N, nb = P->tiling.nblocks;
     float acc[TILE];
     for (int which = 0; which < 2; which++) {
         const tdesc *o = &P->t[which == 0 ? T_DW : T_DB];
@@ -220,7 +234,8 @@ static void task_run(void *arg)
                 T->wbuf[c] = 1.0f;
         }
     }
-    aclemu_parallel_for(M, P->nblocks, rows_kernel(), T);
+    /* one chunk per core block (the body takes its rows from the chunk's index) */
+    aclemu_parallel_for(P->tiling.nblocks, P->tiling.nblocks, rows_kernel(), T);
     if (P->parts)
         aclemu_parallel_for(N, reduce_chunks(N), reduce_body, T);
 }
@@ -308,12 +323,56 @@ static const aclemu_executor_ops LNB_OPS = {
     .destroy = free, /* the payload is one flat allocation */
 };
 
-/* Blocks for the gradWeight/gradBias partials: a function of M alone (never the thread
- * count), so the reduction order, hence every bit of the result, is fixed. */
-static int64_t lnb_blocks(int64_t M)
+/* The Atlas A2/A3 LayerNormGradV3 tiling's choices for M rows of N columns, dy of dtype
+ * dy_dt, on this part (its vector cores and UB size). The templates are tried in priority
+ * order, the first capable one taken (op_host/layer_norm_grad_v3_tiling.cpp through
+ * common/inc/op_host/tiling_templates_registry.h): SingleRead for 768 <= N <= 12176
+ * (layer_norm_grad_v3_single_read_tiling.cpp IsCapable), Transpose for N <= 64 not a
+ * multiple of colAlign's 8 (FLOAT dy) or 16 (layer_norm_grad_v3_transpose_tiling.cpp,
+ * colAlign from layer_norm_grad_v3_tiling_base.cpp), Common for N <= 768
+ * (layer_norm_grad_v3_common_tiling.cpp), Workspace otherwise
+ * (layer_norm_grad_v3_workspace_tiling.cpp). Every template splits the rows into blocks of
+ * ceil(M / cores); Workspace reduces in column chunks of ubFormer = (UB - 64 * 3) / 6 / 4
+ * floored to 16, at most N rounded up to 16 (8176 on a 192 KiB UB). Other parts run the same
+ * choice with their own figures (docs/emulator.md: not their device's numbers). */
+static lnb_tiling lnb_tiling_of(int64_t M, int64_t N, aclDataType dy_dt)
 {
-    int64_t b = (M + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
-    return b < MAX_BLOCKS ? b : MAX_BLOCKS;
+    lnb_tiling t = {0};
+    const int64_t align = dy_dt == ACL_FLOAT ? 8 : 16;
+    if (N >= 768 && N <= 12176)
+        t.tmpl = LNB_SINGLE_READ;
+    else if (N <= 64 && N % align != 0)
+        t.tmpl = LNB_TRANSPOSE;
+    else if (N <= 768)
+        t.tmpl = LNB_COMMON;
+    else
+        t.tmpl = LNB_WORKSPACE;
+    t.lanes64 = t.tmpl == LNB_COMMON || t.tmpl == LNB_TRANSPOSE;
+    t.divide = t.tmpl == LNB_WORKSPACE;
+    t.col_align = (N + 7) / 8 * 8;
+    t.chunk_cols = N;
+    if (t.tmpl == LNB_WORKSPACE) {
+        const int64_t buffer = (aclemu_soc_ub_bytes() - 64 * 3) / 6 / 4 / 16 * 16;
+        const int64_t n16 = (N + 15) / 16 * 16;
+        t.chunk_cols = buffer < n16 ? buffer : n16;
+    }
+    const int64_t cores = aclemu_soc_vector_cores();
+    t.block_rows = M > 0 ? (M + cores - 1) / cores : 0;
+    t.nblocks = M > 0 ? (M + t.block_rows - 1) / t.block_rows : 0;
+    return t;
+}
+
+/* For the tests (not a CANN symbol): the tiling a call of M x N with dy of dtype dy_dt gets
+ * on this part; out = {template (LNB_*), rows per core block, core blocks, Workspace's
+ * column chunk}. */
+ACLEMU_EXPORT void aclemu_layer_norm_backward_tiling(int64_t M, int64_t N, int32_t dy_dt,
+                                                     int64_t out[4])
+{
+    const lnb_tiling t = lnb_tiling_of(M, N, (aclDataType)dy_dt);
+    out[0] = t.tmpl;
+    out[1] = t.block_rows;
+    out[2] = t.nblocks;
+    out[3] = t.chunk_cols;
 }
 
 /* ---- phase one -------------------------------------------------------------------------------- */
@@ -516,8 +575,8 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
      * rounding pass cost ~20% of the CPU time of a BF16 4096x1024 call) */
     P->dx_ties = mask[0] && in_dt == ACL_BF16 && gradInputOut->dtype == ACL_BF16 &&
                  P->bf16_away ? ACLEMU_TIES_AWAY : ACLEMU_TIES_EVEN;
-    P->nblocks = M > 0 ? lnb_blocks(M) : 0;
-    P->ws_size = P->parts ? (uint64_t)P->nblocks * 2u * (uint64_t)N * sizeof(float) : 0;
+    P->tiling = lnb_tiling_of(M, N, gradOut->dtype);
+    P->ws_size = P->parts ? (uint64_t)P->tiling.nblocks * 2u * (uint64_t)N * sizeof(float) : 0;
     const uint64_t ws = P->ws_size;
     /* the executor owns P from here and keeps every tensor, used or not, as CANN's does */
     return p1_finish(P1, &LNB_OPS, P, ws, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);

@@ -8,69 +8,158 @@
  * as they are loaded and stored (row_vectors.h): one pass over the data per phase, no
  * conversion buffers.
  *
- * The arithmetic is the scalar kernel's, lane for lane: LANES accumulators per row sum, folded
- * after every TILE columns; a vector of W lanes holds accumulators [j*W, j*W + W). A row's
- * tail (its last n % LANES columns) is done per element on the lanes it continues, so every
- * copy gives the same bits, and the same as the gathered path (strided views, dtype mixes),
- * which loads and stores through convert.h into float tiles.
+ * The arithmetic is the device's (layer_norm_backward.c, lnb_tiling), lane for lane: a row
+ * sum is either the counter-mode ReduceSum's (the tree over each repeat of REPEAT columns,
+ * the repeats' sums added in order) or 64 lane accumulators folded once by the same tree;
+ * the tree is evaluated level by level with vector shuffles (pair_level), whatever the
+ * vector width, so every copy gives the same bits, and the same as the gathered path
+ * (strided views, dtype mixes), which loads and stores through convert.h into float tiles.
  *
- * Included by row_levels.h (ROWS_HEADER). Expects from the includer: LANES, TILE, STAT_ROWS,
- * PF_BYTES, lnb_task, lane_sum, stats_at, round_grad_input and row_vectors.h's first part
- * (the LD_* kinds, ld1, st1). No include guard: every inclusion is one more copy.
+ * Included by row_levels.h (ROWS_HEADER). Expects from the includer: REPEAT, TILE, STAT_ROWS,
+ * PF_BYTES, lnb_task, stats_at, round_grad_input and row_vectors.h's first part (the LD_*
+ * kinds, ld1, st1). No include guard: every inclusion is one more copy.
  */
 
 #include "row_vectors.h" /* RK(), RK_W, VF, VU, RK(ld), RK(st): this copy's */
-#define RK_NV (LANES / RK_W) /* vectors per LANES accumulators */
+#define RK_NV (REPEAT / RK_W) /* vectors per repeat */
 
-/* Pass 1 over one tile (see pass 1 of the scalar description in layer_norm_backward.c): lane
- * sums of g = dy*w and g*x_hat into sg/sgx, partials pw += dy*x_hat, pb += dy. */
+/* One level of nr_fold_vector_lanes' adjacent-pair tree over the 2W lanes of a then b:
+ * lane i of the result is lane 2i plus lane 2i + 1. */
+INLINE VF RK(pair_level)(VF a, VF b)
+{
+#if defined(__GNUC__) && !defined(__clang__)
+#if RK_W == 16
+    const VU even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+    const VU odd = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+#elif RK_W == 8
+    const VU even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = {1, 3, 5, 7, 9, 11, 13, 15};
+#else
+    const VU even = {0, 2, 4, 6}, odd = {1, 3, 5, 7};
+#endif
+    return __builtin_shuffle(a, b, even) + __builtin_shuffle(a, b, odd);
+#else
+    float l[2 * RK_W];
+    VF r;
+    memcpy(l, &a, sizeof a);
+    memcpy(l + RK_W, &b, sizeof b);
+    for (int i = 0; i < RK_W; i++)
+        r[i] = l[2 * i] + l[2 * i + 1];
+    return r;
+#endif
+}
+
+#define RK_TILE_REPS (TILE / REPEAT) /* repeats per tile */
+
+/* The first levels of nr_fold_vector_lanes' tree (norm_rows.h) over one repeat held in RK_NV
+ * vectors, lanes in order, which it overwrites: down to one vector of W partial sums. */
+INLINE VF RK(reduce_repeat)(VF *restrict t)
+{
+    for (int n = RK_NV; n > 1; n /= 2)
+        for (int j = 0; j < n / 2; j++)
+            t[j] = RK(pair_level)(t[2 * j], t[2 * j + 1]);
+    return t[0];
+}
+
+/* The remaining levels for RK_TILE_REPS repeats at once, each given as reduce_repeat's vector
+ * (overwritten): a level pairs lanes within one repeat only, so two repeats' vectors share
+ * one shuffle; out[k] is repeat k's tree. */
+INLINE void RK(fold_repeats)(VF *restrict v, float *restrict out)
+{
+    int count = RK_TILE_REPS;
+    for (int lanes = RK_W; lanes > 1; lanes /= 2) {
+        if (count > 1) {
+            for (int j = 0; j < count / 2; j++)
+                v[j] = RK(pair_level)(v[2 * j], v[2 * j + 1]);
+            count /= 2;
+        } else {
+            v[0] = RK(pair_level)(v[0], v[0]); /* the lower half holds the level */
+        }
+    }
+    memcpy(out, v, RK_TILE_REPS * sizeof(float));
+}
+
+/* Pass 1 over one tile of n <= TILE columns starting on a repeat boundary: the row sums of
+ * g = dy*w and g*x_hat, and the partials pw += dy*x_hat, pb += dy. lanes64: into the row's
+ * 64 lane accumulators lg/lgx (Common's LastReduceSum); else each repeat's tree added in
+ * order to the chunk's sums cg, cgx (the counter-mode ReduceSum; a short last repeat padded
+ * with +0). */
 INLINE void RK(pass1)(const void *restrict dy, const void *restrict x, const int kind,
                       const float *restrict w, float mean, float rstd, int64_t n,
-                      VF *restrict sg, VF *restrict sgx, float *restrict pw,
-                      float *restrict pb, const bool sums, const bool parts)
+                      const bool lanes64, VF *restrict lg, VF *restrict lgx,
+                      float *restrict cg, float *restrict cgx, float *restrict pw,
+                      float *restrict pb, const bool first, const bool sums,
+                      const bool parts)
 {
-    VF ag[RK_NV], agx[RK_NV];
-    for (int j = 0; j < RK_NV; j++)
-        ag[j] = agx[j] = (VF){0};
+    VF rg[RK_TILE_REPS], rgx[RK_TILE_REPS]; /* the tile's repeats, reduce_repeat'ed */
+    int nrep = 0;
     int64_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
+    for (; i + REPEAT <= n; i += REPEAT) {
+        VF g[RK_NV], gx[RK_NV];
         for (int j = 0; j < RK_NV; j++) {
             const int64_t o = i + j * RK_W;
             VF d = RK(ld)(dy, o, kind);
             VF xh = (RK(ld)(x, o, kind) - mean) * rstd;
             if (sums) {
-                VF g = d * RK(ld)(w, o, LD_F32);
-                ag[j] += g;
-                agx[j] += g * xh;
+                g[j] = d * RK(ld)(w, o, LD_F32);
+                gx[j] = g[j] * xh;
+                if (lanes64) {
+                    lg[j] += g[j];
+                    lgx[j] += gx[j];
+                }
+            }
+            if (parts) { /* a block's first row: +0 plus it (no zeroed buffer to read) */
+                const VF pwo = first ? (VF){0} : RK(ld)(pw, o, LD_F32);
+                const VF pbo = first ? (VF){0} : RK(ld)(pb, o, LD_F32);
+                RK(st)(pw, o, pwo + d * xh, LD_F32, 0, false);
+                RK(st)(pb, o, pbo + d, LD_F32, 0, false);
+            }
+        }
+        if (sums && !lanes64) {
+            rg[nrep] = RK(reduce_repeat)(g);
+            rgx[nrep] = RK(reduce_repeat)(gx);
+            nrep++;
+        }
+    }
+    if (i < n) {
+        VF g[RK_NV] = {0}, gx[RK_NV] = {0}; /* the short last repeat, +0 past the row */
+        for (int l = 0; i + l < n; l++) {
+            float d = ld1(dy, i + l, kind);
+            float xh = (ld1(x, i + l, kind) - mean) * rstd;
+            if (sums) {
+                g[l / RK_W][l % RK_W] = d * w[i + l];
+                gx[l / RK_W][l % RK_W] = g[l / RK_W][l % RK_W] * xh;
+                if (lanes64) {
+                    lg[l / RK_W][l % RK_W] += g[l / RK_W][l % RK_W];
+                    lgx[l / RK_W][l % RK_W] += gx[l / RK_W][l % RK_W];
+                }
             }
             if (parts) {
-                RK(st)(pw, o, RK(ld)(pw, o, LD_F32) + d * xh, LD_F32, 0, false);
-                RK(st)(pb, o, RK(ld)(pb, o, LD_F32) + d, LD_F32, 0, false);
+                pw[i + l] = (first ? 0.0f : pw[i + l]) + d * xh;
+                pb[i + l] = (first ? 0.0f : pb[i + l]) + d;
             }
         }
-    }
-    if (sums) {
-        for (int j = 0; j < RK_NV; j++) {
-            sg[j] += ag[j];
-            sgx[j] += agx[j];
+        if (sums && !lanes64) {
+            rg[nrep] = RK(reduce_repeat)(g);
+            rgx[nrep] = RK(reduce_repeat)(gx);
+            nrep++;
         }
     }
-    for (int l = 0; i + l < n; l++) { /* the row's tail continues lanes 0, 1, ... */
-        float d = ld1(dy, i + l, kind);
-        float xh = (ld1(x, i + l, kind) - mean) * rstd;
-        if (sums) {
-            float g = d * w[i + l];
-            sg[l / RK_W][l % RK_W] += g;
-            sgx[l / RK_W][l % RK_W] += g * xh;
-        }
-        if (parts) {
-            pw[i + l] += d * xh;
-            pb[i + l] += d;
+    if (sums && !lanes64 && nrep > 0) {
+        for (int k = nrep; k < RK_TILE_REPS; k++)
+            rg[k] = rgx[k] = (VF){0};
+        float tg[RK_TILE_REPS], tgx[RK_TILE_REPS];
+        RK(fold_repeats)(rg, tg);
+        RK(fold_repeats)(rgx, tgx);
+        for (int k = 0; k < nrep; k++) {
+            *cg += tg[k];
+            *cgx += tgx[k];
         }
     }
 }
 
-/* gradInput for one tile, stored as okind (ties: away for BF16). */
+/* gradInput for one tile, stored as okind (ties: away for BF16): the kernels' Mul, Sub, Sub
+ * (Workspace: Adds of the negated mean, the same bits) and Muls, mg and mgx being the means
+ * of g and g*x_hat. */
 INLINE void RK(pass2)(const void *restrict dy, const void *restrict x, const int kind,
                       const float *restrict w, float mean, float rstd, float mg, float mgx,
                       int64_t n, void *restrict dx, const int okind, uint32_t away,
@@ -80,12 +169,12 @@ INLINE void RK(pass2)(const void *restrict dy, const void *restrict x, const int
     for (; i + RK_W <= n; i += RK_W) {
         VF xh = (RK(ld)(x, i, kind) - mean) * rstd;
         VF g = RK(ld)(dy, i, kind) * RK(ld)(w, i, LD_F32);
-        RK(st)(dx, i, rstd * ((g - mg) - xh * mgx), okind, away, nt);
+        RK(st)(dx, i, ((g - xh * mgx) - mg) * rstd, okind, away, nt);
     }
     for (; i < n; i++) {
         float xh = (ld1(x, i, kind) - mean) * rstd;
         float g = ld1(dy, i, kind) * w[i];
-        st1(dx, i, rstd * ((g - mg) - xh * mgx), okind, away);
+        st1(dx, i, ((g - xh * mgx) - mg) * rstd, okind, away);
     }
 }
 
@@ -105,11 +194,14 @@ INLINE void RK(rows_impl)(const lnb_task *T, int64_t chunk, int64_t begin, int64
     const int64_t es = kind == LD_F32 ? 4 : 2; /* bytes per element of an in-place row */
     const uint32_t away = P->dx_ties == ACLEMU_TIES_AWAY;
     const float *w = T->w;
+    const lnb_tiling *tl = &P->tiling;
+    const bool lanes64 = tl->lanes64;
+    const int64_t chunk_cols = lanes64 ? N : tl->chunk_cols;
+    const float coff = 1.0f / (float)N;
     float *pw = NULL, *pb = NULL;
     if (parts) {
         pw = T->ws + chunk * 2 * N;
         pb = pw + N;
-        memset(pw, 0, (size_t)N * 2 * sizeof(float));
     }
     float bdy[TILE], bx[TILE], bdx[TILE];
     float bmean[STAT_ROWS], brstd[STAT_ROWS];
@@ -123,36 +215,58 @@ INLINE void RK(rows_impl)(const lnb_task *T, int64_t chunk, int64_t begin, int64
         }
         const float mean = smean[k], rstd = srstd[k];
         const char *rdy = row_base(dy, m), *rx = row_base(x, m);
-        VF sg[RK_NV], sgx[RK_NV];
+        /* lanes64: the lane accumulators start at -0, the identity of +, so each lane's
+         * first value is its first column's, as the kernel's copy of the first block */
+        VF lg[RK_NV], lgx[RK_NV];
         for (int j = 0; j < RK_NV; j++)
-            sg[j] = sgx[j] = (VF){0};
-        for (int64_t c = 0; c < N; c += TILE) {
-            int64_t n = N - c < TILE ? N - c : TILE;
-            const void *tdy, *tx;
-            if (kind == LD_F32) {
-                tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
-                tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
-            } else {
-                tdy = rdy + c * es;
-                tx = rx + c * es;
+            lg[j] = lgx[j] = (VF){0} * -1.0f;
+        float sg = 0.0f, sgx = 0.0f; /* the chunks' sums, added in order */
+        for (int64_t c0 = 0; c0 < N; c0 += chunk_cols) {
+            const int64_t c1 = N - c0 < chunk_cols ? N : c0 + chunk_cols;
+            float cg = 0.0f, cgx = 0.0f; /* the chunk's ReduceSum: its repeats from +0 */
+            for (int64_t c = c0; c < c1; c += TILE) {
+                int64_t n = c1 - c < TILE ? c1 - c : TILE;
+                const void *tdy, *tx;
+                if (kind == LD_F32) {
+                    tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
+                    tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
+                } else {
+                    tdy = rdy + c * es;
+                    tx = rx + c * es;
+                }
+                /* the streams from memory, PF_BYTES ahead (into the next rows when rows
+                 * follow each other, as they do unless the batch dims are strided; a
+                 * prefetch never faults); pass 2 then reads the row from cache */
+                for (int64_t b = 0; b < n * es; b += 64) {
+                    __builtin_prefetch((const char *)tdy + PF_BYTES + b);
+                    __builtin_prefetch((const char *)tx + PF_BYTES + b);
+                }
+                RK(pass1)(tdy, tx, kind, sums ? w + c : NULL, mean, rstd, n, lanes64, lg, lgx,
+                          &cg, &cgx, parts ? pw + c : NULL, parts ? pb + c : NULL, m == begin,
+                          sums, parts);
             }
-            /* the streams from memory, PF_BYTES ahead (into the next rows when rows follow
-             * each other, as they do unless the batch dims are strided; a prefetch never
-             * faults); pass 2 then reads the row from cache */
-            for (int64_t b = 0; b < n * es; b += 64) {
-                __builtin_prefetch((const char *)tdy + PF_BYTES + b);
-                __builtin_prefetch((const char *)tx + PF_BYTES + b);
-            }
-            RK(pass1)(tdy, tx, kind, sums ? w + c : NULL, mean, rstd, n, sg, sgx,
-                      parts ? pw + c : NULL, parts ? pb + c : NULL, sums, parts);
+            sg += cg;
+            sgx += cgx;
         }
         if (!sums)
             continue;
-        float lanes[LANES];
-        memcpy(lanes, sg, sizeof lanes);
-        const float mg = lane_sum(lanes) / (float)N;
-        memcpy(lanes, sgx, sizeof lanes);
-        const float mgx = lane_sum(lanes) / (float)N;
+        if (lanes64) {
+            /* the kernel's row padded to colAlignV: past N, lanes the first block did not
+             * reach are +0 (masked or padding), others add a padding +0 */
+            float a[REPEAT], ax[REPEAT];
+            memcpy(a, lg, sizeof a);
+            memcpy(ax, lgx, sizeof ax);
+            for (int64_t c = N; c < (N < REPEAT ? REPEAT : tl->col_align); c++) {
+                const int64_t l = c % REPEAT;
+                a[l] = c < REPEAT ? 0.0f : a[l] + 0.0f;
+                ax[l] = c < REPEAT ? 0.0f : ax[l] + 0.0f;
+            }
+            sg = nr_fold_vector_lanes(a);
+            sgx = nr_fold_vector_lanes(ax);
+        }
+        /* the means: Workspace divides by N; the others multiply by the float 1 / N */
+        const float mg = tl->divide ? sg / (float)N : sg * coff;
+        const float mgx = tl->divide ? sgx / (float)N : sgx * coff;
         char *rdx = (char *)row_base(dx, m);
         for (int64_t c = 0; c < N; c += TILE) {
             int64_t n = N - c < TILE ? N - c : TILE;
@@ -193,9 +307,15 @@ INLINE void RK(rows_impl)(const lnb_task *T, int64_t chunk, int64_t begin, int64
             RK(rows_impl)(T, chunk, begin, end, kind, false, false, true);                 \
     } while (0)
 
-static void RK(rows_body)(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+/* One core block of rows: chunk's (aclemu_parallel_for runs one chunk per block). */
+static void RK(rows_body)(void *ctx, int64_t chunk, int64_t first, int64_t last)
 {
+    (void)first;
+    (void)last;
     const lnb_task *T = ctx;
+    const int64_t rows = T->p.tiling.block_rows;
+    const int64_t begin = chunk * rows;
+    const int64_t end = T->p.M - begin < rows ? T->p.M : begin + rows;
     const bool sums = T->p.mask[0], parts = T->p.parts;
     const int kind = T->kind;
     const bool fused = sums && T->dx_fused;
@@ -211,3 +331,4 @@ static void RK(rows_body)(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 
 #undef RK_OUTS
 #undef RK_NV
+#undef RK_TILE_REPS

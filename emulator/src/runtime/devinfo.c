@@ -37,69 +37,71 @@ typedef struct {
     int ai_cores, cube_cores, vector_cores, ai_cpus;
     int64_t l2_bytes;
     bool has_cube_count;
+    int64_t ub_bytes;
 } part_figures;
 
 /* ai_core_cnt, cube_core_cnt (ai_core_cnt where the file has none, has_cube_count false: the
  * Atlas training and inference parts' AI cores are their cube units), vector_core_cnt (0
- * where none), ai_cpu_cnt, l2_size of each part's platform configuration file. */
+ * where none), ai_cpu_cnt, l2_size, ub_size of each part's platform configuration file
+ * (runtime/src/platform/platform_config/{cann,cann-dev}/<part>.ini). */
 static const part_figures PARTS[] = {
-    {"Ascend910A", 32, 32, 0, 4, 33554432, false},
-    {"Ascend910B", 30, 30, 0, 6, 33554432, false},
-    {"Ascend910ProA", 32, 32, 0, 4, 33554432, false},
-    {"Ascend910ProB", 30, 30, 0, 4, 33554432, false},
-    {"Ascend910PremiumA", 32, 32, 0, 4, 33554432, false},
-    {"Ascend310P1", 10, 10, 8, 8, 16777216, false},
-    {"Ascend310P3", 8, 8, 7, 7, 16777216, false},
-    {"Ascend310P5", 8, 8, 7, 8, 16777216, false},
-    {"Ascend310P7", 8, 8, 7, 8, 16777216, false},
-    {"Ascend910B1", 24, 24, 48, 6, 201326592, true},
-    {"Ascend910B2", 24, 24, 48, 6, 201326592, true},
-    {"Ascend910B2C", 24, 24, 48, 6, 201326592, true},
-    {"Ascend910B3", 20, 20, 40, 6, 201326592, true},
-    {"Ascend910B4", 20, 20, 40, 6, 100663296, true},
-    {"Ascend910B4-1", 20, 20, 40, 6, 176160768, true},
-    {"Ascend910_9362", 20, 20, 40, 6, 176160768, true},
-    {"Ascend910_9363", 20, 20, 40, 6, 176160768, true},
-    {"Ascend910_9372", 20, 20, 40, 6, 201326592, true},
-    {"Ascend910_9381", 24, 24, 48, 6, 201326592, true},
-    {"Ascend910_9382", 24, 24, 48, 6, 201326592, true},
-    {"Ascend910_9391", 24, 24, 48, 6, 201326592, true},
-    {"Ascend910_9392", 24, 24, 48, 6, 201326592, true},
-    {"Ascend950DT_950x", 8, 8, 16, 5, 33554432, true},
-    {"Ascend950DT_950y", 8, 8, 16, 5, 33554432, true},
-    {"Ascend950DT_9571", 28, 28, 56, 7, 134217728, true},
-    {"Ascend950DT_9572", 28, 28, 56, 7, 134217728, true},
-    {"Ascend950DT_9573", 28, 28, 56, 5, 117440512, true},
-    {"Ascend950DT_9574", 28, 28, 56, 5, 117440512, true},
-    {"Ascend950DT_9575", 28, 28, 56, 7, 134217728, true},
-    {"Ascend950DT_9576", 28, 28, 56, 7, 134217728, true},
-    {"Ascend950DT_9577", 28, 28, 56, 5, 117440512, true},
-    {"Ascend950DT_9578", 28, 28, 56, 5, 117440512, true},
-    {"Ascend950DT_9581", 32, 32, 64, 6, 134217728, true},
-    {"Ascend950DT_9581x", 32, 32, 64, 6, 134217728, true},
-    {"Ascend950DT_9582", 32, 32, 64, 6, 134217728, true},
-    {"Ascend950DT_9582x", 32, 32, 64, 6, 134217728, true},
-    {"Ascend950DT_9583", 32, 32, 64, 7, 117440512, true},
-    {"Ascend950DT_9584", 32, 32, 64, 7, 117440512, true},
-    {"Ascend950DT_9585", 32, 32, 64, 6, 134217728, true},
-    {"Ascend950DT_9586", 32, 32, 64, 6, 134217728, true},
-    {"Ascend950DT_9587", 32, 32, 64, 7, 117440512, true},
-    {"Ascend950DT_9588", 32, 32, 64, 7, 117440512, true},
-    {"Ascend950DT_9591", 36, 36, 72, 6, 134217728, true},
-    {"Ascend950DT_9592", 36, 36, 72, 6, 134217728, true},
-    {"Ascend950DT_9595", 36, 36, 72, 6, 134217728, true},
-    {"Ascend950DT_9596", 36, 36, 72, 6, 134217728, true},
-    {"Ascend950DT_95A1", 36, 36, 72, 6, 134217728, true},
-    {"Ascend950DT_95A2", 36, 36, 72, 6, 134217728, true},
-    {"Ascend950PR_950z", 4, 4, 8, 5, 16777216, true},
-    {"Ascend950PR_9579", 28, 28, 56, 7, 134217728, true},
-    {"Ascend950PR_957b", 28, 28, 56, 5, 117440512, true},
-    {"Ascend950PR_957bx", 28, 28, 56, 5, 117440512, true},
-    {"Ascend950PR_957c", 28, 28, 56, 5, 117440512, true},
-    {"Ascend950PR_957d", 28, 28, 56, 5, 100663296, true},
-    {"Ascend950PR_9589", 32, 32, 64, 6, 134217728, true},
-    {"Ascend950PR_958b", 32, 32, 64, 7, 117440512, true},
-    {"Ascend950PR_9599", 36, 36, 72, 6, 134217728, true},
+    {"Ascend910A", 32, 32, 0, 4, 33554432, false, 262144},
+    {"Ascend910B", 30, 30, 0, 6, 33554432, false, 262144},
+    {"Ascend910ProA", 32, 32, 0, 4, 33554432, false, 262144},
+    {"Ascend910ProB", 30, 30, 0, 4, 33554432, false, 262144},
+    {"Ascend910PremiumA", 32, 32, 0, 4, 33554432, false, 262144},
+    {"Ascend310P1", 10, 10, 8, 8, 16777216, false, 262144},
+    {"Ascend310P3", 8, 8, 7, 7, 16777216, false, 262144},
+    {"Ascend310P5", 8, 8, 7, 8, 16777216, false, 262144},
+    {"Ascend310P7", 8, 8, 7, 8, 16777216, false, 262144},
+    {"Ascend910B1", 24, 24, 48, 6, 201326592, true, 196608},
+    {"Ascend910B2", 24, 24, 48, 6, 201326592, true, 196608},
+    {"Ascend910B2C", 24, 24, 48, 6, 201326592, true, 196608},
+    {"Ascend910B3", 20, 20, 40, 6, 201326592, true, 196608},
+    {"Ascend910B4", 20, 20, 40, 6, 100663296, true, 196608},
+    {"Ascend910B4-1", 20, 20, 40, 6, 176160768, true, 196608},
+    {"Ascend910_9362", 20, 20, 40, 6, 176160768, true, 196608},
+    {"Ascend910_9363", 20, 20, 40, 6, 176160768, true, 196608},
+    {"Ascend910_9372", 20, 20, 40, 6, 201326592, true, 196608},
+    {"Ascend910_9381", 24, 24, 48, 6, 201326592, true, 196608},
+    {"Ascend910_9382", 24, 24, 48, 6, 201326592, true, 196608},
+    {"Ascend910_9391", 24, 24, 48, 6, 201326592, true, 196608},
+    {"Ascend910_9392", 24, 24, 48, 6, 201326592, true, 196608},
+    {"Ascend950DT_950x", 8, 8, 16, 5, 33554432, true, 253952},
+    {"Ascend950DT_950y", 8, 8, 16, 5, 33554432, true, 253952},
+    {"Ascend950DT_9571", 28, 28, 56, 7, 134217728, true, 253952},
+    {"Ascend950DT_9572", 28, 28, 56, 7, 134217728, true, 253952},
+    {"Ascend950DT_9573", 28, 28, 56, 5, 117440512, true, 253952},
+    {"Ascend950DT_9574", 28, 28, 56, 5, 117440512, true, 253952},
+    {"Ascend950DT_9575", 28, 28, 56, 7, 134217728, true, 253952},
+    {"Ascend950DT_9576", 28, 28, 56, 7, 134217728, true, 253952},
+    {"Ascend950DT_9577", 28, 28, 56, 5, 117440512, true, 253952},
+    {"Ascend950DT_9578", 28, 28, 56, 5, 117440512, true, 253952},
+    {"Ascend950DT_9581", 32, 32, 64, 6, 134217728, true, 253952},
+    {"Ascend950DT_9581x", 32, 32, 64, 6, 134217728, true, 253952},
+    {"Ascend950DT_9582", 32, 32, 64, 6, 134217728, true, 253952},
+    {"Ascend950DT_9582x", 32, 32, 64, 6, 134217728, true, 253952},
+    {"Ascend950DT_9583", 32, 32, 64, 7, 117440512, true, 253952},
+    {"Ascend950DT_9584", 32, 32, 64, 7, 117440512, true, 253952},
+    {"Ascend950DT_9585", 32, 32, 64, 6, 134217728, true, 253952},
+    {"Ascend950DT_9586", 32, 32, 64, 6, 134217728, true, 253952},
+    {"Ascend950DT_9587", 32, 32, 64, 7, 117440512, true, 253952},
+    {"Ascend950DT_9588", 32, 32, 64, 7, 117440512, true, 253952},
+    {"Ascend950DT_9591", 36, 36, 72, 6, 134217728, true, 253952},
+    {"Ascend950DT_9592", 36, 36, 72, 6, 134217728, true, 253952},
+    {"Ascend950DT_9595", 36, 36, 72, 6, 134217728, true, 253952},
+    {"Ascend950DT_9596", 36, 36, 72, 6, 134217728, true, 253952},
+    {"Ascend950DT_95A1", 36, 36, 72, 6, 134217728, true, 253952},
+    {"Ascend950DT_95A2", 36, 36, 72, 6, 134217728, true, 253952},
+    {"Ascend950PR_950z", 4, 4, 8, 5, 16777216, true, 253952},
+    {"Ascend950PR_9579", 28, 28, 56, 7, 134217728, true, 253952},
+    {"Ascend950PR_957b", 28, 28, 56, 5, 117440512, true, 253952},
+    {"Ascend950PR_957bx", 28, 28, 56, 5, 117440512, true, 253952},
+    {"Ascend950PR_957c", 28, 28, 56, 5, 117440512, true, 253952},
+    {"Ascend950PR_957d", 28, 28, 56, 5, 100663296, true, 253952},
+    {"Ascend950PR_9589", 32, 32, 64, 6, 134217728, true, 253952},
+    {"Ascend950PR_958b", 32, 32, 64, 7, 117440512, true, 253952},
+    {"Ascend950PR_9599", 36, 36, 72, 6, 134217728, true, 253952},
 };
 
 static const part_figures *figures(void) {
@@ -116,6 +118,12 @@ static const part_figures *figures(void) {
 ACLEMU_EXPORT int aclemu_soc_vector_cores(void) {
     const part_figures *p = figures();
     return p->vector_cores > 0 ? p->vector_cores : p->ai_cores;
+}
+
+/* The part's Unified Buffer bytes per core (ub_size: what the tilings read as
+ * GetCoreMemSize(UB)). */
+ACLEMU_EXPORT int64_t aclemu_soc_ub_bytes(void) {
+    return figures()->ub_bytes;
 }
 
 /* The part's AI core count (ai_core_cnt of its platform configuration). */
