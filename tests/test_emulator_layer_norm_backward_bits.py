@@ -33,7 +33,7 @@ import acl_py
 from acl_py.raw import lib
 from acl_py.soc import soc_name
 
-from _device_reduce import fold64
+from _device_reduce import fold64, reduce_sum_count
 from _part_runs import run_on_parts
 
 F32 = np.dtype(np.float32)
@@ -62,18 +62,9 @@ def tiling(M, N, dt):
 def reduce_count(v, chunk):
     """The counter-mode ReduceSum over each chunk of ``chunk`` columns, the chunks' sums added
     in order from +0 (rows vectorized)."""
-    M, N = v.shape
-    total = np.zeros(M, F32)
-    for c0 in range(0, N, chunk):
-        seg = v[:, c0:c0 + chunk]
-        reps = -(-seg.shape[1] // 64)
-        padded = np.zeros((M, reps * 64), F32)  # masked lanes +0
-        padded[:, :seg.shape[1]] = seg
-        trees = fold64(padded.reshape(M, reps, 64))
-        acc = np.zeros(M, F32)
-        for k in range(reps):
-            acc = acc + trees[:, k]
-        total = total + acc
+    total = np.zeros(v.shape[0], F32)
+    for c0 in range(0, v.shape[1], chunk):
+        total = total + reduce_sum_count(v[:, c0:c0 + chunk])
     return total
 
 

@@ -113,7 +113,13 @@ typedef struct {
  * task is still queued), the pins, and the weight row. */
 typedef struct {
     lnb_payload p;
-    float *ws;            /* workspace: nblocks * 2 * N floats (gradWeight, gradBias) */
+    float *ws;            /* workspace: 2 * N floats (gradWeight, gradBias) per block's
+                             partials, then per ring slot (LNB_RING), then acc */
+    float *acc;           /* the blocks' partials added in block order (lnb_block_done) */
+    unsigned char *done;  /* per block: its partials are complete (atomic) */
+    unsigned char *ringed;/* per block: its partials are in ring slot b % LNB_RING */
+    int64_t folded;       /* blocks added to acc so far (written under fold_lock; atomic) */
+    int fold_lock;        /* held by the thread adding blocks to acc (atomic) */
     float *wbuf;          /* weight converted to float (or ones), when not usable in place */
     const float *w;       /* the weight row gradInput reads (NULL when not requested) */
     int kind;             /* how the row kernel reads gradOut/input (LD_*) */
@@ -160,35 +166,79 @@ static inline const float *stats_at(const tdesc *d, int64_t m0, int64_t cnt, flo
  * a FLOAT [512,16384] call -35%, FLOAT16 -5%). */
 #define LNB_STREAM_BYTES (8.0 * 1024 * 1024)
 
+/* Ring slots for the blocks' partials: block b writes slot b % LNB_RING when block
+ * b - LNB_RING is already added to acc (lnb_block_parts), so the partials mostly stay in
+ * cache and memory sees a few slots, not one per block (measured: 48 blocks of 128 KiB each
+ * written back and read again cost ~6% of a FLOAT [512,16384] call). */
+#define LNB_RING 4
+
+/* Where block b writes its partials: a ring slot when free, else its own. */
+static float *lnb_block_parts(lnb_task *T, int64_t b)
+{
+    const int64_t nb = T->p.tiling.nblocks, n2 = 2 * T->p.N;
+    if (__atomic_load_n(&T->folded, __ATOMIC_SEQ_CST) > b - LNB_RING) {
+        T->ringed[b] = 1;
+        return T->ws + (nb + b % LNB_RING) * n2;
+    }
+    return T->ws + b * n2;
+}
+
+/* acc (+)= one block's partials: the first block's onto +0 (the device's zeroed output). */
+HOT static void fold_block(float *restrict acc, const float *restrict part, int64_t n,
+                           bool first)
+{
+    if (first)
+        for (int64_t i = 0; i < n; i++)
+            acc[i] = 0.0f + part[i];
+    else
+        for (int64_t i = 0; i < n; i++)
+            acc[i] += part[i];
+}
+
+/* The row kernel's last step for block b: marks its partials complete and adds every
+ * complete block not yet added to acc, in block order. So the sum is the device's (block
+ * order) whatever thread finishes what when, and a block is mostly added by the thread that
+ * just wrote it, from its cache. One thread adds at a time; one that finds the lock taken
+ * leaves its block to the holder, which looks again after letting go. */
+static void lnb_block_done(lnb_task *T, int64_t b)
+{
+    const int64_t nb = T->p.tiling.nblocks, n2 = 2 * T->p.N;
+    __atomic_store_n(&T->done[b], 1, __ATOMIC_SEQ_CST);
+    for (;;) {
+        if (__atomic_exchange_n(&T->fold_lock, 1, __ATOMIC_SEQ_CST))
+            return;
+        int64_t f = T->folded;
+        for (; f < nb && __atomic_load_n(&T->done[f], __ATOMIC_SEQ_CST); f++) {
+            const int64_t slot = T->ringed[f] ? nb + f % LNB_RING : f;
+            fold_block(T->acc, T->ws + slot * n2, n2, f == 0);
+            __atomic_store_n(&T->folded, f + 1, __ATOMIC_SEQ_CST); /* frees f's ring slot */
+        }
+        __atomic_store_n(&T->fold_lock, 0, __ATOMIC_SEQ_CST);
+        if (!(f < nb && __atomic_load_n(&T->done[f], __ATOMIC_SEQ_CST)))
+            return;
+    }
+}
+
 /* The row kernel (layer_norm_backward_rows.h), once per x86-64 level, the best the CPU runs
  * picked at first use (row_levels.h: rows_kernel). */
 #define ROWS_HEADER "layer_norm_backward_rows.h"
 #include "row_levels.h"
 
-/* gradWeight/gradBias columns [begin, end): sum the blocks' partials in block order. */
-HOT static void reduce_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+/* gradWeight/gradBias columns [begin, end): the blocks' sums (acc) to the outputs. */
+static void reduce_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
     (void)chunk;
     const lnb_task *T = ctx;
     const lnb_payload *P = &T->p;
-    const int64_t N = P->N, nb = P->tiling.nblocks;
-    float acc[TILE];
+    const int64_t N = P->N;
     for (int which = 0; which < 2; which++) {
         const tdesc *o = &P->t[which == 0 ? T_DW : T_DB];
         if (!P->mask[1 + which])
             continue;
         for (int64_t c = begin; c < end; c += TILE) {
             int64_t n = end - c < TILE ? end - c : TILE;
-            const float *restrict src = T->ws + (int64_t)which * N + c;
-            for (int64_t i = 0; i < n; i++)
-                acc[i] = src[i];
-            for (int64_t b = 1; b < nb; b++) {
-                const float *restrict s = src + b * 2 * N;
-                for (int64_t i = 0; i < n; i++)
-                    acc[i] += s[i];
-            }
             put_tile(o->data + o->offset * (int64_t)o->es, o->dtype, ACLEMU_TIES_EVEN,
-                     &o->inner, c, n, acc);
+                     &o->inner, c, n, T->acc + (int64_t)which * N + c);
         }
     }
 }
@@ -246,6 +296,7 @@ static void task_release(void *arg)
     for (int i = 0; i < T->npins; i++)
         aclemu_device_unpin(T->pins[i]);
     free(T->wbuf);
+    free(T->done);
     free(T);
 }
 
@@ -279,6 +330,17 @@ static aclnnStatus lnb_launch(void *payload, void *const *addrs, void *workspace
         T->p.t[i].data = addrs[i];
     P = &T->p;
     T->ws = P->ws_size > 0 ? workspace : NULL;
+    if (T->ws) {
+        T->acc = T->ws + (P->tiling.nblocks + LNB_RING) * 2 * P->N;
+        T->done = calloc((size_t)P->tiling.nblocks, 2); /* done, then ringed */
+        T->ringed = T->done + P->tiling.nblocks;
+        if (!T->done) {
+            aclemu_set_error("%s: out of host memory for %lld block flags", P2,
+                             (long long)P->tiling.nblocks);
+            free(T);
+            return ACLNN_ERR_INNER;
+        }
+    }
     const tdesc *w = &P->t[T_W];
     bool need_row = P->M > 0 && P->N > 0 && P->mask[0];
     if (need_row && w->present && w->dtype == ACL_FLOAT && lay_unit(&w->inner)) {
@@ -288,6 +350,7 @@ static aclnnStatus lnb_launch(void *payload, void *const *addrs, void *workspace
         if (!T->wbuf) {
             aclemu_set_error("%s: out of host memory for the weight row (%lld floats)", P2,
                              (long long)P->N);
+            free(T->done);
             free(T);
             return ACLNN_ERR_INNER;
         }
@@ -576,7 +639,9 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     P->dx_ties = mask[0] && in_dt == ACL_BF16 && gradInputOut->dtype == ACL_BF16 &&
                  P->bf16_away ? ACLEMU_TIES_AWAY : ACLEMU_TIES_EVEN;
     P->tiling = lnb_tiling_of(M, N, gradOut->dtype);
-    P->ws_size = P->parts ? (uint64_t)P->tiling.nblocks * 2u * (uint64_t)N * sizeof(float) : 0;
+    P->ws_size = P->parts ? ((uint64_t)P->tiling.nblocks + LNB_RING + 1u) * 2u * (uint64_t)N *
+                                sizeof(float)
+                          : 0;
     const uint64_t ws = P->ws_size;
     /* the executor owns P from here and keeps every tensor, used or not, as CANN's does */
     return p1_finish(P1, &LNB_OPS, P, ws, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);

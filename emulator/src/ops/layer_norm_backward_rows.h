@@ -81,8 +81,8 @@ INLINE void RK(fold_repeats)(VF *restrict v, float *restrict out)
 /* Pass 1 over one tile of n <= TILE columns starting on a repeat boundary: the row sums of
  * g = dy*w and g*x_hat, and the partials pw += dy*x_hat, pb += dy. lanes64: into the row's
  * 64 lane accumulators lg/lgx (Common's LastReduceSum); else each repeat's tree added in
- * order to the chunk's sums cg, cgx (the counter-mode ReduceSum; a short last repeat padded
- * with +0). */
+ * order to the chunk's sums cg, cgx (nr_reduce_sum_count's order, the counter-mode
+ * ReduceSum: a short last repeat padded with +0). */
 INLINE void RK(pass1)(const void *restrict dy, const void *restrict x, const int kind,
                       const float *restrict w, float mean, float rstd, int64_t n,
                       const bool lanes64, VF *restrict lg, VF *restrict lgx,
@@ -200,7 +200,7 @@ INLINE void RK(rows_impl)(const lnb_task *T, int64_t chunk, int64_t begin, int64
     const float coff = 1.0f / (float)N;
     float *pw = NULL, *pb = NULL;
     if (parts) {
-        pw = T->ws + chunk * 2 * N;
+        pw = lnb_block_parts((lnb_task *)T, chunk);
         pb = pw + N;
     }
     float bdy[TILE], bx[TILE], bdx[TILE];
@@ -327,6 +327,8 @@ static void RK(rows_body)(void *ctx, int64_t chunk, int64_t first, int64_t last)
         RK_OUTS(LD_F32);
     if (T->dx_stream) /* the non-temporal stores reach memory before the chunk counts done */
         RK(st_fence)();
+    if (T->p.parts)
+        lnb_block_done((lnb_task *)ctx, chunk);
 }
 
 #undef RK_OUTS
