@@ -9,9 +9,10 @@
  *   docs/emulator.md, aclnnLayerNormBackward "Numbers"): lnb_tiling() ports the template
  *   choice and the parameters that change a bit: the rows per core block (ceil(M / vector
  *   cores)) and the Workspace template's column chunk (from the part's UB size). Each block
- *   accumulates its gradWeight/gradBias partial sums, in row order from +0, into its own slice
- *   of the workspace; a second pass sums the slices in block order, in parallel over columns.
- *   So the result is bit-identical whatever the thread count or the chunk -> thread schedule.
+ *   accumulates its gradWeight/gradBias partial sums, in row order from +0, into a slice of
+ *   the workspace, which is added to the blocks' sum in block order as soon as the blocks
+ *   before it are (lnb_block_done). So the result is bit-identical whatever the thread count
+ *   or the chunk -> thread schedule.
  * - Row sums, per template: SingleRead and Workspace reduce like AscendC's counter-mode
  *   ReduceSum (one 64-lane tree per repeat of 64 floats, the repeats added in order from +0;
  *   Workspace per column chunk, the chunks' sums added as scalars from +0); Common keeps 64
