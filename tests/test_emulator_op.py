@@ -19,6 +19,7 @@ compares bits.
 """
 from __future__ import annotations
 
+import ctypes
 import itertools
 import zlib
 
@@ -1058,8 +1059,11 @@ def test_rule5_mean_element_count(arena):
 
 
 def test_workspace_size_formula(arena):
-    """nblocks(M) * 2 * N floats when gradWeight or gradBias is wanted, else 0; it depends
-    on M and N only (never on the thread count)."""
+    """(blocks + 5) * 2 * N floats when gradWeight or gradBias is wanted, else 0: a slice per
+    core block of ceil(M / vector cores) rows (the device's tiling), 4 ring slots and the
+    blocks' sum; it depends on M, N and the part only (never on the thread count)."""
+    so = ctypes.CDLL(str(lib.backend.libraries["ascendcl"]))
+    cores = so.aclemu_soc_vector_cores()
     sizes = {}
     for threads in (1, 4):
         lib.aclemuSetNumThreads(threads)
@@ -1070,8 +1074,9 @@ def test_workspace_size_formula(arena):
             M = shape[0]
             args.a["outputMask"] = arena.bool_array(mask)
             assert args.call()[0] == OK
-            nblocks = min(-(-M // 32), 256)
-            want = nblocks * 2 * 15 * 4 if (mask[1] or mask[2]) else 0
+            block_rows = -(-M // cores)
+            nblocks = -(-M // block_rows)
+            want = (nblocks + 5) * 2 * 15 * 4 if (mask[1] or mask[2]) else 0
             assert args.ws[0] == want
             sizes.setdefault((shape, mask), set()).add(args.ws[0])
     assert all(len(s) == 1 for s in sizes.values())
