@@ -378,6 +378,26 @@ def test_int4_results_are_the_raw_int32_calls_words(path):
     check_reference(res, args, None, y_dtype=INT4)
 
 
+def test_int4_out_from_an_odd_offset_lands_a_nibble_early():
+    """An INT4 out= view contiguous from an odd element offset k: the device's copy puts the
+    packed bytes at byte k // 2 (opbase's address of an INT4 offset rounds down;
+    docs/emulator.md), so its values land one element early: the element before the view
+    takes y1's first, the view's last keeps its value, nothing else outside is written."""
+    args = make((2, 32), smooth=0, beta=False, seed=5)
+    shape, n = args[0].shape, args[0].size
+    dev = [None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in args]
+    (want, *_) = acl_py.add_rms_norm_dynamic_quant_v2(*args, y_dtype=INT4)
+    sentinel = np.full(n + 6, -5, I8)
+    big = acl_py.DeviceTensor.from_numpy(sentinel, element_type=INT4)
+    view = big[3:3 + n].reshape(shape)
+    res = acl_py.add_rms_norm_dynamic_quant_v2(*dev, y_dtype=INT4,
+                                               out=(view, None, None, None, None))
+    assert res[0] is view
+    got = big.to_numpy()
+    assert np.array_equal(got[2:2 + n], want.reshape(-1))
+    assert got[2 + n] == -5 and (got[:2] == -5).all() and (got[3 + n:] == -5).all()
+
+
 @pytest.mark.skipif(not A950, reason="float8 results are Ascend 950's")
 def test_v2_float8_with_a_mask_and_a_plan():
     args = make((6, 40), smooth="2", seed=3)

@@ -480,17 +480,21 @@ def test_int4_y_needs_an_even_last_dim(arena):
 
 
 @needs_kernel
-def test_int4_views_not_modelled(arena):
-    """An INT4 y not contiguous from an even element offset passes every device rule, then
-    is refused "not modelled" (how the ViewCopy writes a sub-byte view is not in the
-    sources: docs/emulator.md), as RmsNormQuant's."""
+def test_int4_views_the_copy_refuses(arena):
+    """As RmsNormQuant's (int4_pack.h int4_view_copy_rule): an INT4 y not contiguous, with
+    gaps or a stride of 0, is refused as the device's ViewCopy refuses it (no INT4 kernel,
+    561103); a transposed one "not modelled"; a contiguous one passes from any element
+    offset (from an odd one the bytes start at offset / 2 rounded down)."""
     a = Args(arena)
-    for k in ("y1", "y2"):
-        a.v[k] = int4_view(arena, (4, 32))[2]
-    passes(a)
-    for strides, offset in (([1, 4], 0), ([32, 1], 1), ([64, 1], 0)):
+    for offset in (0, 1):
+        for k in ("y1", "y2"):
+            a.v[k] = int4_view(arena, (4, 32), None, offset)[2]
+        passes(a)
+    for strides, offset in (([64, 1], 0), ([0, 1], 0)):
         a.v["y2"] = int4_view(arena, (4, 32), strides, offset)[2]
-        expect(a, INNER_NULLPTR, "INT4 y2Out", "not contiguous", "not modelled")
+        expect(a, INNER_NULLPTR, "INT4 y2Out", "not contiguous", "no INT4 kernel")
+    a.v["y2"] = int4_view(arena, (4, 32), [1, 4], 0)[2]
+    expect(a, INNER_NULLPTR, "INT4 y2Out", "transposed", "not modelled")
 
 
 @pytest.mark.parametrize("name", ["y1", "y2"])

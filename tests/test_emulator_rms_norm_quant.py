@@ -516,16 +516,22 @@ def int4_view(arena, shape, strides=None, offset=0):
 
 
 @needs_v2
-def test_ascend_950_int4_views_not_modelled(arena):
-    """An INT4 y that is not contiguous from an even element offset passes every device rule
-    and is then refused "not modelled" (how the ViewCopy writes it is not in the sources); a
-    device refusal (the tiling's empty x) still comes first."""
+def test_ascend_950_int4_views_the_copy_refuses(arena):
+    """An INT4 y that is not contiguous: with gaps or a stride of 0 the ViewCopy has no INT4
+    kernel (view_copy.cpp's AI Core and AI CPU lists: 561103, the device's refusal); a
+    transposed one (a permutation of a contiguous layout: the ViewCopy's Transpose on the AI
+    CPU) is refused "not modelled"; a contiguous one from an odd element offset passes (its
+    bytes: test_v2_int4_y_holds_the_packed_bytes); a device refusal (the tiling's empty x)
+    still comes first."""
     a = Args(arena)
-    for strides, offset in (([1, 4], 0), ([32, 1], 1), ([64, 1], 0)):
+    for strides, offset in (([64, 1], 0), ([32, 2], 0), ([0, 1], 0), ([1, 8], 1)):
         a.v["y"] = int4_view(arena, (4, 32), strides, offset)[2]
-        expect(a, INNER_NULLPTR, "not modelled", "INT4 y", "not contiguous")
-    a.v["y"] = int4_view(arena, (4, 32))[2]
-    passes(a)
+        expect(a, INNER_NULLPTR, "INT4 y", "not contiguous", "no INT4 kernel")
+    a.v["y"] = int4_view(arena, (4, 32), [1, 4], 0)[2]
+    expect(a, INNER_NULLPTR, "not modelled", "INT4 y", "transposed")
+    for offset in (0, 1, 7):
+        a.v["y"] = int4_view(arena, (4, 32), None, offset)[2]
+        passes(a)
     a.v["x"], a.v["y"] = a.make((0, 32), F16), a.make((0, 32), I8, lib.ACL_INT4)
     expect(a, INNER_NULLPTR, "x shape [0,32] is empty")
 
@@ -743,11 +749,13 @@ def test_v2_int32_y_holds_eight_int4_values(arena):
 
 
 @needs_v2
-@pytest.mark.parametrize("shape,offset", [((5, 64), 0), ((2, 3, 10), 4)], ids=["2d", "3d"])
+@pytest.mark.parametrize("shape,offset", [((5, 64), 0), ((2, 3, 10), 4), ((5, 64), 3)],
+                         ids=["2d", "3d", "odd-offset"])
 def test_v2_int4_y_holds_the_packed_bytes(arena, shape, offset):
     """An INT4 y of x's shape: the INT32 y's INT4 values and bytes (two to a byte, the lower
-    nibble first), from its element offset / 2, nothing written outside; the same bits on one
-    thread."""
+    nibble first), from byte offset / 2 rounded down (opbase's address of an INT4 element
+    offset: from an odd one every value lands one nibble early, the element before the view
+    taking the first), nothing written outside those bytes; the same bits on one thread."""
     rng = np.random.default_rng(9)
     x, g, b, s, o = v2_inputs(rng, int(np.prod(shape[:-1])), shape[-1], F16)
     x = x.reshape(shape)

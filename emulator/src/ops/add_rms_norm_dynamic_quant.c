@@ -727,18 +727,15 @@ static aclnnStatus v2_check_flag(const aclTensor *s1, const aclTensor *s2,
     return ACLNN_SUCCESS;
 }
 
-/* V2 results the emulator does not compute (docs/emulator.md): refused after every rule the
- * device applies, with the code a failed L0 op's copy gets. */
-static aclnnStatus v2_modelled(const ardq_call *c, const aclTensor *const *ts,
+/* V2: a computed INT4 y the copy of the result refuses (int4_pack.h int4_view_copy_rule),
+ * after every other rule the device applies. */
+static aclnnStatus int4_y_copy(const ardq_call *c, const aclTensor *const *ts,
                                const aclemu_soc *soc)
 {
     for (int k = 0; k < 2; k++) {
         const aclTensor *y = ts[k ? T_Y2 : T_Y1];
         if ((k ? c->out2 : c->out1) && y->dtype == ACL_INT4 && !int4_packed(y))
-            FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: an INT4 %s that is not contiguous from an even "
-                 "element offset is not modelled on %s (%s): how the device's ViewCopy writes "
-                 "a strided or half-byte-aligned INT4 view is not in the sources "
-                 "(docs/emulator.md)", c->p1, TNAME[k ? T_Y2 : T_Y1], soc->name, soc->series);
+            return int4_view_copy_rule(y, c->p1, TNAME[k ? T_Y2 : T_Y1], soc);
     }
     return ACLNN_SUCCESS;
 }
@@ -828,7 +825,7 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantV2GetWorkspaceSize(
     if ((st = check_dtypes(P1_V2, ts, out1, out2, ACLNN_ERR_INNER_TILING_ERROR, Y_LIST_V2,
                            sizeof Y_LIST_V2 / sizeof Y_LIST_V2[0])) ||
         (st = check_shapes(P1_V2, ts)) || (st = check_docs_relations(P1_V2, ts, out1, out2)) ||
-        (st = l0_checks(&c, ts, soc, epsilon)) || (st = v2_modelled(&c, ts, soc)))
+        (st = l0_checks(&c, ts, soc, epsilon)) || (st = int4_y_copy(&c, ts, soc)))
         return st;
     return build_executor(&c, ts, soc, epsilon, false, workspaceSize, executor);
 }

@@ -12,7 +12,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "emu_internal.h"
 #include "half.h"
+#include "phase_one.h"
 #include "tensor_view.h"
 
 #define INT4_PER_INT32 8
@@ -60,13 +62,17 @@ static inline void store_int4_bytes_row(const tdesc *y, int64_t m, const int8_t 
     });
 }
 
-/* Whether an INT4 y is its elements' packed bytes: row-major contiguous (size-1 dims aside)
- * from an even element offset, each pair of elements one byte. How the device's ViewCopy
- * writes any other INT4 view is not in the sources. */
+/* Whether the kernel writes an INT4 y's packed bytes: y row-major contiguous (size-1 dims
+ * aside), from any element offset. The op_api's ViewCopy of the kernel's workspace result
+ * into a contiguous y re-points the result at y's storage (hicann/ops-math conversion/
+ * contiguous/op_host/op_api/contiguous.cpp ViewCopy: SupportMoveAlign on every part running
+ * these kernels), and opbase's address of an element offset is CalcShapeBytes(offset, INT4,
+ * true), which rounds down (src/nnopbase/common/utils/common_types.cpp aclTensor::GetData,
+ * data_type_utils.cpp): the bytes start at byte offset / 2 (int4_bytes_view), so from an odd
+ * offset each value lands one nibble early (the element before the view takes the first
+ * value, the view's last element keeps its own). */
 static inline bool int4_packed(const aclTensor *y)
 {
-    if (y->offset % 2 != 0)
-        return false;
     int64_t expect = 1;
     for (int i = (int)y->ndim - 1; i >= 0; i--) {
         if (y->dims[i] != 1 && y->strides[i] != expect)
@@ -76,9 +82,56 @@ static inline bool int4_packed(const aclTensor *y)
     return true;
 }
 
+/* Whether a non-contiguous y's dims are a permutation of a contiguous layout (no stride 0,
+ * no gap): contiguous.cpp's CanOptimizeView, whose ViewCopy then transposes the result into
+ * y (l0op::Transpose: INT4 is in no AI Core list there, and the AI CPU kernel's INT4 support
+ * is not in the sources). */
+static inline bool int4_dense_permutation(const aclTensor *y)
+{
+    int64_t strides[ACLEMU_MAX_DIMS], dims[ACLEMU_MAX_DIMS];
+    int n = 0;
+    for (uint64_t i = 0; i < y->ndim; i++) {
+        if (y->strides[i] == 0)
+            return false;
+        if (y->dims[i] != 1) {
+            strides[n] = y->strides[i];
+            dims[n++] = y->dims[i];
+        }
+    }
+    int64_t expect = 1;
+    for (int found = 0; found < n; found++) { /* the dim of stride `expect`, each in turn */
+        int j = 0;
+        while (j < n && strides[j] != expect)
+            j++;
+        if (j == n)
+            return false;
+        expect *= dims[j];
+        strides[j] = -1;
+    }
+    return true;
+}
+
+/* The op_api's copy of an INT4 result into a y int4_packed refuses, named `name` in call
+ * `call` on `soc` (561103 both ways, the code of the NULL the copy returns): a y whose dims
+ * are no permutation of a contiguous layout falls to l0op::ViewCopy, whose AI Core and AI CPU
+ * dtype lists lack INT4 (hicann/ops-math conversion/view_copy/op_api/view_copy.cpp): the
+ * device's refusal; a transposed y is refused "not modelled" (int4_dense_permutation). */
+static inline aclnnStatus int4_view_copy_rule(const aclTensor *y, const char *call,
+                                              const char *name, const aclemu_soc *soc)
+{
+    if (int4_dense_permutation(y))
+        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: an INT4 %s that is a transposed view (not "
+             "contiguous) is not modelled on %s (%s): the device's ViewCopy transposes the "
+             "result into it on the AI CPU, whose INT4 support is not in the sources "
+             "(docs/emulator.md)", call, name, soc->name, soc->series);
+    FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: an INT4 %s that is not contiguous (strided, with gaps "
+         "or a stride of 0) cannot receive the result: the ViewCopy has no INT4 kernel (its AI "
+         "Core and AI CPU dtype lists)", call, name);
+}
+
 /* The snapshot of an INT4 y (int4_packed, its last dim even): its bytes, [..., N / 2] of INT8
- * from byte offset / 2, which the kernel writes two values at a time and the launch checks and
- * pins (the element size of INT4 is no whole byte). */
+ * from byte offset / 2 (rounded down: int4_packed), which the kernel writes two values at a
+ * time and the launch checks and pins (the element size of INT4 is no whole byte). */
 static inline void int4_bytes_view(tdesc *d, const aclTensor *y)
 {
     aclTensor bytes = *y;

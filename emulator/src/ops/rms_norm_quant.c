@@ -58,8 +58,9 @@
  *   rms_norm_regbase_common.h: CAST_ROUND, SAT, overflow mode 0: ties away, saturating at
  *   2^15; half.h aclemu_f32_to_hif8_sat). INT4 y: the INT32 y's INT4 values and bytes (the
  *   op_api asks RmsNormQuantV2 for INT4 either way and views the result as INT32 for an INT32
- *   y), over y's x-shaped dims, two to a byte; an INT4 y not contiguous from an even element
- *   offset is refused "not modelled" (docs/emulator.md).
+ *   y), over y's x-shaped dims, two to a byte, from byte offset / 2 of a contiguous y (an odd
+ *   offset: one nibble early, as the device's address rounds); a strided INT4 y is the
+ *   ViewCopy's to refuse, a transposed one "not modelled" (int4_pack.h, docs/emulator.md).
  *
  * Kernel: rows are independent; each row's sum has a fixed order (norm_rows.h's lanes and
  * fold; the slices added in order), so the split of rows over threads never changes a bit.
@@ -526,15 +527,12 @@ static aclnnStatus check_view_copy(const aclTensor *x, const aclTensor *y, bool 
     return ACLNN_SUCCESS;
 }
 
-/* Ascend 950 results the emulator does not compute (docs/emulator.md): refused after every
- * rule the device applies, with the code a failed L0 op gets. */
-static aclnnStatus v2_modelled(const aclTensor *y, const aclemu_soc *soc)
+/* Ascend 950: an INT4 y the copy of the result refuses (int4_pack.h int4_view_copy_rule),
+ * after every other rule the device applies. */
+static aclnnStatus int4_y_copy(const aclTensor *y, const aclemu_soc *soc)
 {
     if (y->dtype == ACL_INT4 && !int4_packed(y))
-        FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: an INT4 y that is not contiguous from an even "
-             "element offset is not modelled on %s (%s): how the device's ViewCopy writes a "
-             "strided or half-byte-aligned INT4 view is not in the sources (docs/emulator.md)",
-             P1, soc->name, soc->series);
+        return int4_view_copy_rule(y, P1, "y", soc);
     return ACLNN_SUCCESS;
 }
 
@@ -606,7 +604,7 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormQuantGetWorkspaceSize(const aclTensor *x,
     if ((st = regbase ? v2_tiling(x, scale, &got) : v1_tiling(x, epsilon, &got)) ||
         (st = check_view_copy(x, y, regbase)))
         return st;
-    if (regbase && (st = v2_modelled(y, soc)))
+    if (regbase && (st = int4_y_copy(y, soc)))
         return st;
     /* Stricter off Ascend 950 (docs/emulator.md): the kernel reads scale's and offset's first
      * element (on Ascend 950 the tiling refuses an empty scale) */
