@@ -7,7 +7,8 @@ operator tests compare bits against these.
   ReduceSum reference describes (lanes 0 + 1, 2 + 3, ..., then those sums pairwise);
 - ``reduce_sum_count``: Atlas A2/A3's ReduceSum over the first n elements (counter mode): each
   64-element repeat folded, the repeats' results added in order from +0;
-- ``half_interval_sum``: ops-nn reduce_common.h ReduceSumHalfInterval.
+- ``half_interval_sum``: ops-nn reduce_common.h ReduceSumHalfInterval;
+- ``lane_blocks_sum``: ops-nn reduce_common.h ReduceSumMultiN.
 """
 from __future__ import annotations
 
@@ -54,3 +55,14 @@ def half_interval_sum(t):
             t[:, :body] += t[:, body:2 * body]
         n = LANES
     return fold64(_lanes(t[:, :n]))
+
+
+def lane_blocks_sum(t):
+    """ReduceSumMultiN over each row of float32 t [M, n]: 64 lane accumulators from zero, lane
+    l adding t[l], t[l + 64], ... in order, then one repeat's fold."""
+    t = np.asarray(t, F32)
+    lanes = np.zeros((t.shape[0], LANES), F32)
+    for b in range(0, t.shape[1], LANES):
+        w = min(LANES, t.shape[1] - b)
+        lanes[:, :w] = t[:, b:b + w] + lanes[:, :w]
+    return fold64(lanes)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from _device_reduce import fold64, half_interval_sum, reduce_sum_count
+from _device_reduce import fold64, half_interval_sum, lane_blocks_sum, reduce_sum_count
 
 f = np.float32
 
@@ -63,3 +63,14 @@ def test_half_interval_sum_folds_onto_the_front(n):
             v = v[:64]
         want = adjacent_tree(v + [f(0)] * (64 - len(v)))
         assert got.view(np.uint32) == want.view(np.uint32)
+
+
+@pytest.mark.parametrize("n", [1, 64, 65, 200])
+def test_lane_blocks_sum_accumulates_each_lane_in_order(n):
+    rng = np.random.default_rng(n)
+    t = (rng.standard_normal((3, n)) * 1e3).astype(f)
+    for row, got in zip(t, lane_blocks_sum(t)):
+        lanes = [f(0)] * 64
+        for i, v in enumerate(row):
+            lanes[i % 64] = f(v + lanes[i % 64])
+        assert got.view(np.uint32) == adjacent_tree(lanes).view(np.uint32)

@@ -19,6 +19,8 @@ from _emu_aclnn import SOC, refused_by, rstd_shape, run_phase_two
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 from test_emulator_rms_norm import views   # the same four tensors as RmsNorm's
+from test_emulator_rms_norm import (assert_order_seen, device_chain, kernel_order,
+                                    needs_modelled_order, order_data)
 
 P1 = lib.aclnnGemmaRmsNormGetWorkspaceSize
 P2 = lib.aclnnGemmaRmsNorm
@@ -80,6 +82,28 @@ def test_y_is_the_gemma_chain_rounded_once(arena, xdt, gdt):
     if gdt != F32:
         other = (xr * (g.astype(F32) + 1).astype(gdt).astype(F32)).astype(xdt)
         assert not np.array_equal(y.view(np.uint8), other.view(np.uint8))
+
+
+GEMMA_ORDER_CASES = [(F32, 2000), (F32, 8192), (F32, 8193), (F16, 10240), (F16, 10241),
+                     (BF16, 24001)]
+
+
+@needs_kernel
+@pytest.mark.parametrize("xdt,n", GEMMA_ORDER_CASES,
+                         ids=[f"{x}-{n}" for x, n in GEMMA_ORDER_CASES])
+def test_kernel_order_bits(arena, xdt, n):
+    """rstd and y bit for bit against the chain of the kernel getUbFactor picks (normal or
+    split-D, at GemmaRmsNorm's own factors; never RmsNorm's merge-N), and not another's."""
+    needs_modelled_order()
+    rng = np.random.default_rng(n)
+    x, g = order_data(rng, 64, n, xdt), rand(rng, (n,), xdt, 0.5, 0.0)
+    y, rstd = call(arena, x, g)
+    rstd = rstd.reshape(64)
+    order = kernel_order(xdt, xdt, n, 64, gemma=True)
+    want_y, want_r = device_chain(x, g, 1e-6, order, gamma_offset=1.0)
+    assert np.array_equal(rstd.view(np.uint32), want_r.view(np.uint32)), order
+    assert np.array_equal(y.view(np.uint8), want_y.view(np.uint8)), order
+    assert_order_seen(rstd, x, g, order, gamma_offset=1.0)
 
 
 @needs_kernel
@@ -172,4 +196,5 @@ def test_part_dtype_table_or_no_kernel(arena):
         assert phase_one(None, *views(arena)[1:])[0] == NULLPTR   # NULL comes first
 
 
-test_on_other_parts = run_on_parts(other_parts(), "dtype_table or gemma_chain or all_empty")
+test_on_other_parts = run_on_parts(other_parts(),
+                                   "dtype_table or gemma_chain or all_empty or kernel_order")

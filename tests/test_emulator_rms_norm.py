@@ -15,6 +15,7 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
+from _device_reduce import half_interval_sum, lane_blocks_sum
 from _emu_aclnn import (SOC, check_part_dtype_table, refused_by, rstd_shape,
                         run_phase_two)
 from _part_runs import other_parts, run_on_parts
@@ -58,6 +59,120 @@ def needs_bf16(*dts):
 
 
 # ---- numbers ---------------------------------------------------------------------------------
+
+# The parts whose kernels' sum orders are modelled: Atlas A2/A3 (DAV_2201; the tilings see the
+# A2 parts as SocVersion ASCEND910B, the A3 ones as ASCEND910_93) and the inference parts.
+A2 = SOC.startswith("Ascend910B") and BF16_PART
+DAV_2201 = A2 or SOC.startswith("Ascend910_9")
+INFERENCE = SOC.startswith("Ascend310P")
+A2_UB = 196608 - 1024  # the A2/A3 UB less the tiling's UB_USED
+
+
+def split_d_slice(n, ub):
+    """Tiling4RmsNorm's split-D ub_factor: n in ceil(n / ub) tiles rounded up to 16, stepped
+    down by 16 while n leaves a tail of 1..15."""
+    tiles = -(-n // ub)
+    s = -(-n // (tiles * 16)) * 16
+    while n % s and n % s < 16:
+        s -= 16
+    return s
+
+
+def kernel_order(xdt, gdt, n, m, gemma=False):
+    """The kernel op_host/rms_norm_tiling.cpp picks on this part, as its row sum's order:
+    ("lane-blocks",), ("half-interval",) or ("slices", columns per slice)."""
+    b16 = xdt != F32
+    aligned = -(-n // (16 if b16 else 8)) * (16 if b16 else 8)
+    ub = (10240 if b16 else 8192) if gemma else (12288 if b16 else 10240)
+    if not gemma and gdt == F32 and b16:  # CalMixDtypeTiling
+        if aligned <= 2000 and A2:
+            return ("lane-blocks",)
+        if 14 * aligned + 512 < A2_UB:
+            return ("half-interval",)
+        return ("slices", (A2_UB - 2560) // 16 // 16 * 16)
+    if not gemma and ((aligned <= 2000 and A2) or
+                      (xdt == F16 and n == 128 and INFERENCE and m % 16 == 0)):
+        return ("lane-blocks",)
+    return ("half-interval",) if aligned <= ub else ("slices", split_d_slice(n, ub))
+
+
+def row_sums(order, sq):
+    if order[0] == "lane-blocks":
+        return lane_blocks_sum(sq)
+    if order[0] == "half-interval":
+        return half_interval_sum(sq)
+    acc = np.zeros(sq.shape[0], F32)
+    for c in range(0, sq.shape[1], order[1]):
+        acc = acc + half_interval_sum(sq[:, c:c + order[1]])
+    return acc
+
+
+def device_chain(x, g, eps, order, gamma_offset=0.0):
+    """(y, rstd) as the kernel computes them, every step one float32 rounding: the squares
+    summed in the kernel's order, rstd = 1 / sqrt(sum * avg + eps), y = (x * rstd) * gamma
+    rounded once to x's dtype."""
+    n = g.size
+    x2 = x.astype(F32).reshape(-1, n)
+    s = row_sums(order, x2 * x2)
+    f = np.float32
+    rstd = f(1) / np.sqrt(s * (f(1) / f(n)) + f(eps))
+    gf = g.astype(F32).reshape(n) + f(gamma_offset)
+    return ((x2 * rstd[:, None]) * gf).astype(x.dtype).reshape(x.shape), rstd
+
+
+def order_data(rng, m, n, xdt):
+    """[m, n] values near 1 among a few near 4096: a square of 2^24 or more absorbs a square
+    near 1 that is added to it alone, so each order keeps a different share of the small
+    ones."""
+    x = rng.uniform(0.5, 1.5, (m, n)) * np.where(rng.random((m, n)) < 0.02, 4096.0, 1.0)
+    return (x * rng.choice([-1.0, 1.0], (m, n))).astype(xdt)
+
+
+def assert_order_seen(rstd, x, g, order, gamma_offset=0.0):
+    """rstd is not what another kernel's order gives (so the pick is seen); for N = 128
+    ReduceSumMultiN and ReduceSumHalfInterval add the same pairs, which shows nothing."""
+    n = g.size
+    if n == 128:
+        return
+    others = {("lane-blocks",), ("half-interval",)} - {order}
+    if order[0] != "slices":
+        others.add(("slices", max(16, n // 48 * 16)))
+    for other in others:
+        got = device_chain(x, g, 1e-6, other, gamma_offset)[1]
+        assert not np.array_equal(rstd, got), (order, other)
+
+
+def needs_modelled_order():
+    if not (DAV_2201 or INFERENCE):
+        pytest.skip(f"{SOC}: its kernels' sum orders are not modelled (docs/emulator.md)")
+
+
+# (x, gamma, N, rows): each side of every boundary of Tiling4RmsNorm's choice
+ORDER_CASES = [(F32, F32, 2000, 64), (F32, F32, 2001, 64), (F16, F16, 2000, 64),
+               (F16, F16, 2001, 64), (F32, F32, 10240, 64), (F32, F32, 10241, 64),
+               (F16, F16, 12288, 64), (F16, F16, 12289, 64), (BF16, BF16, 30011, 64),
+               (BF16, F32, 2000, 64), (BF16, F32, 12176, 64), (F16, F32, 13920, 64),
+               (F16, F32, 13921, 64), (F16, F16, 128, 16), (F16, F16, 128, 15),
+               (F32, F32, 128, 16)]
+
+
+@pytest.mark.parametrize("xdt,gdt,n,m", ORDER_CASES,
+                         ids=[f"{x}-{g}-{n}x{m}" for x, g, n, m in ORDER_CASES])
+def test_kernel_order_bits(arena, xdt, gdt, n, m):
+    """rstd and y bit for bit against the chain of the kernel the tiling picks, and not that
+    of another kernel (so the pick is seen)."""
+    needs_modelled_order()
+    needs_bf16(xdt, gdt)
+    rng = np.random.default_rng(n * 31 + m)
+    x, g = order_data(rng, m, n, xdt), rand(rng, (n,), gdt, 0.5, 1.0)
+    y, rstd = call(arena, x, g)
+    rstd = rstd.reshape(m)
+    order = kernel_order(xdt, gdt, n, m)
+    want_y, want_r = device_chain(x, g, 1e-6, order)
+    assert np.array_equal(rstd.view(np.uint32), want_r.view(np.uint32)), order
+    assert np.array_equal(y.view(np.uint8), want_y.view(np.uint8)), order
+    assert_order_seen(rstd, x, g, order)
+
 
 @pytest.mark.parametrize("xdt,gdt", PAIRS, ids=[f"{x}-{g}" for x, g in PAIRS])
 @pytest.mark.parametrize("shape,gdims", [((7, 3, 181), 1), ((5, 6, 40), 2), ((3, 4096), 1),
@@ -224,4 +339,5 @@ def test_part_dtype_table(arena):
 
 
 test_on_other_parts = run_on_parts(other_parts(),
-                                   "part_dtype_table or float32_chain or strided")
+                                   "part_dtype_table or float32_chain or strided or "
+                                   "kernel_order")

@@ -16,7 +16,7 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _device_reduce import fold64, half_interval_sum
+from _device_reduce import half_interval_sum, lane_blocks_sum
 from _emu_aclnn import SOC, check_part_dtype_table, rstd_shape, run_phase_two
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
@@ -84,15 +84,6 @@ def needs_part(*dts, n=64):
 
 # ---- the kernel's float32 chain, in NumPy ------------------------------------------------------
 
-def sum_lane_blocks(t):
-    """reduce_common.h ReduceSumMultiN: 64 lane accumulators over the row's 64-blocks."""
-    lanes = np.zeros((t.shape[0], 64), F32)
-    for b in range(0, t.shape[1], 64):
-        w = min(64, t.shape[1] - b)
-        lanes[:, :w] = t[:, b:b + w] + lanes[:, :w]
-    return fold64(lanes)
-
-
 def float32_chain(dy, x, rstd, g):
     """(dx, dgamma) as the device's kernel computes them, every step one float32 rounding."""
     n = g.size
@@ -111,7 +102,7 @@ def float32_chain(dy, x, rstd, g):
         t = dyg * xr
         align = 8 if x.dtype == F32 else 16
         small = A2A3 and -(-n // align) * align <= 640
-        s = sum_lane_blocks(t) if small else half_interval_sum(t)
+        s = lane_blocks_sum(t) if small else half_interval_sum(t)
     mean = s * (np.float32(1) / np.float32(n))
     dx = ((dyg - xr * mean[:, None]) * r).astype(x.dtype).reshape(x.shape)
     m = len(x2)

@@ -119,6 +119,11 @@ typedef struct {
  * ACL_EMU_SOC names no known part; then the message is set, naming `caller`. */
 ACLEMU_EXPORT const aclemu_soc *aclemu_soc_info(const char *caller);
 
+/* Whether the vendor's tilings see the part as SocVersion ASCEND910B (the Atlas A2 parts;
+ * the Atlas A3 parts, of the same NPU architecture, are ASCEND910_93): some tilings pick
+ * their kernel by it. */
+ACLEMU_EXPORT bool aclemu_soc_is_910b(const aclemu_soc *soc);
+
 /* The part's vector (AIV) core count from its platform configuration (AI cores where the file
  * lists no vector cores): what the vendor's tilings read as GetCoreNumAiv. */
 ACLEMU_EXPORT int aclemu_soc_vector_cores(void);

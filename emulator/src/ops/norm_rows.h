@@ -134,6 +134,17 @@ static inline float nr_sum_half_interval(float *t, int64_t n)
     return nr_fold_vector_lanes(lanes);
 }
 
+/* ReduceSumMultiN (ops-nn norm kernels' reduce_common.h) over t[0..n): lane l accumulates
+ * t[l], t[l + 64], ... in order from +0, then the lanes' fold. */
+static inline float nr_sum_lane_blocks(const float *t, int64_t n)
+{
+    float lanes[NR_VECTOR_LANES] = {0};
+    for (int64_t b = 0; b < n; b += NR_VECTOR_LANES)
+        for (int64_t l = 0; l < NR_VECTOR_LANES && b + l < n; l++)
+            lanes[l] = t[b + l] + lanes[l];
+    return nr_fold_vector_lanes(lanes);
+}
+
 /* sum(x[i] * x[i]) in nr_scaled_sum's order, unscaled (the kernels that scale the row's sum
  * once, after the reduction). */
 static inline float nr_sum_squares(const float *x, int64_t n)

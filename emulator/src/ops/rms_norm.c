@@ -24,9 +24,32 @@
  * then cast to y's dtype rounding to nearest, ties to even (FLOAT16 CAST_NONE, BF16
  * CAST_RINT); rstd written as FLOAT.
  *
- * Kernel: rows are independent and each row's sum has a fixed order (norm_rows.h: lane sums over
- * the row, folded by a fixed tree), so the split of rows over threads never changes a bit.
- * Rows are read as floats through get_tile (any dtype, any strides) into a per-chunk buffer.
+ * The order of a row's sum of squares is the kernel's, which the tiling picks
+ * (op_host/rms_norm_tiling.cpp Tiling4RmsNorm, CalMixDtypeTiling; Tiling4GemmaRmsNorm's
+ * getUbFactor) on the Atlas A2/A3 (DAV_2201) and inference (DAV_2002) parts; N is gamma's
+ * element count, aligned N rounded up to a 32-byte block of x's dtype:
+ * - merge-N (rms_norm_merge_n.h, Compute): ReduceSumMultiN (norm_rows.h nr_sum_lane_blocks),
+ *   then rstd by vector Muls, Adds, Sqrt and Div; taken by RmsNorm on SocVersion ASCEND910B
+ *   (the Atlas A2 parts, not the A3 ones) when aligned N <= 2000, and on the inference parts
+ *   for FLOAT16 x with N = 128 and a row count divisible by 16;
+ * - normal (rms_norm.h) and single-row (rms_norm_single_row.h): ReduceSumHalfInterval over
+ *   the row (nr_sum_half_interval), rstd on the scalar unit;
+ * - split-D (rms_norm_split_d.h, ComputeFormerPrecision): the row in slices of the tiling's
+ *   ub_factor columns, each slice's ReduceSumHalfInterval added in order to a float from 0;
+ *   taken when aligned N exceeds 12288 (16-bit x) or 10240 (FLOAT x) (GemmaRmsNorm: 10240,
+ *   8192), the slice the tiling's split of N into ceil(N / that) tiles rounded up to 16 and
+ *   stepped down by 16 while N leaves a tail of 1..15; with FLOAT16/BF16 x beside FLOAT gamma
+ *   (CalMixDtypeTiling, the 196608-byte UB less 1024) merge-N as above, else normal while
+ *   16 * alignedN + 512 < 195584, single-row while 14 * alignedN + 512 < 195584, else
+ *   split-D with slices of 12064.
+ * rstd is 1 / sqrt(sum * avg + eps) in float either way (the vector Sqrt and Div taken as
+ * correctly rounded, as the scalar unit's). The Atlas training parts (the whole-reduce-sum
+ * kernels) and Ascend 950 (arch35) sum in norm_rows.h's fixed lane order: their kernels'
+ * orders are not modelled.
+ *
+ * Kernel: rows are independent and each row's sum has a fixed order, so the split of rows over
+ * threads never changes a bit. Rows are read as floats through get_tile (any dtype, any
+ * strides) into a per-chunk buffer.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -66,15 +89,43 @@ typedef struct {
 enum { T_X, T_GAMMA, T_Y, T_RSTD, T_COUNT };
 static const char *const TNAME[T_COUNT] = {"x", "gamma", "yOut", "rstdOut"};
 
+/* How a row's sum of squares is ordered: by the kernel the tiling picks (the file's doc). */
+typedef enum {
+    SUM_LANES,         /* parts whose kernels are not modelled: norm_rows.h's fixed order */
+    SUM_HALF_INTERVAL, /* normal and single-row kernels */
+    SUM_LANE_BLOCKS,   /* merge-N kernel */
+    SUM_SLICES,        /* split-D kernel: slices of `slice` columns */
+} sum_order;
+
 typedef struct {
-    nr_head h; /* per chunk 2 * N floats: a row as float, and its y */
+    nr_head h; /* per chunk 2 * N floats: a row as float, and its squares, then its y */
     tdesc t[T_COUNT];
     int64_t M, N;
     float eps, avg; /* as the kernel receives them */
+    sum_order order;
+    int64_t slice; /* SUM_SLICES: the split-D kernel's columns per slice */
     const rms_variant *v;
 } rms_payload;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
+
+/* The row's sum of squares in the order of P's kernel; sq: N floats of scratch. */
+static float sum_squares(const rms_payload *P, const float *x, float *sq)
+{
+    const int64_t N = P->N;
+    if (P->order == SUM_LANES)
+        return nr_sum_squares(x, N);
+    for (int64_t i = 0; i < N; i++)
+        sq[i] = x[i] * x[i];
+    if (P->order == SUM_LANE_BLOCKS)
+        return nr_sum_lane_blocks(sq, N);
+    if (P->order == SUM_HALF_INTERVAL)
+        return nr_sum_half_interval(sq, N);
+    float sum = 0.0f;
+    for (int64_t c = 0; c < N; c += P->slice)
+        sum += nr_sum_half_interval(sq + c, N - c < P->slice ? N - c : P->slice);
+    return sum;
+}
 
 static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
                       int64_t end)
@@ -85,7 +136,7 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
     float *xbuf = nr_chunk_buf(R, chunk), *ybuf = xbuf + N;
     for (int64_t m = begin; m < end; m++) {
         const float *xr = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, xbuf);
-        float rstd = 1.0f / sqrtf(nr_sum_squares(xr, N) * P->avg + P->eps);
+        float rstd = 1.0f / sqrtf(sum_squares(P, xr, ybuf) * P->avg + P->eps);
         for (int64_t i = 0; i < N; i++)
             ybuf[i] = xr[i] * rstd * R->gamma[i];
         put_tile(row_base(y, m), y->dtype, ACLEMU_TIES_EVEN, &y->inner, 0, N, ybuf);
@@ -137,6 +188,56 @@ static aclnnStatus check_rank(const char *call, const char *name, const aclTenso
 static bool has_kernel(const rms_variant *V, const aclemu_soc *soc)
 {
     return V != &GEMMA || (soc->npu_arch != 1001 && soc->npu_arch != 2002);
+}
+
+#define A2_UB_FOR_TILING (196608 - 1024) /* the A2/A3 UB less the tiling's UB_USED */
+
+/* The split-D tiling's columns per slice: N in ceil(N / ub) tiles, rounded up to 16, then
+ * stepped down by 16 while N leaves a tail of 1..15 columns; 0 when no step works (the
+ * tiling fails). */
+static int64_t split_d_slice(int64_t N, int64_t ub)
+{
+    const int64_t tiles = (N + ub - 1) / ub;
+    int64_t slice = (N + tiles * 16 - 1) / (tiles * 16) * 16;
+    while (slice > 0 && N % slice != 0 && N % slice < 16)
+        slice -= 16;
+    return slice;
+}
+
+/* The kernel the tiling picks for an [M, N] call (the file's doc), as the order of its
+ * row sums: sets P->order and P->slice. False: the tiling fails (no slice splits N). */
+static bool pick_kernel(rms_payload *P, const aclemu_soc *soc, aclDataType xdt,
+                        aclDataType gdt)
+{
+    const int64_t N = P->N;
+    P->order = SUM_LANES;
+    if (soc->npu_arch != 2201 && soc->npu_arch != 2002)
+        return true;
+    const bool b16 = xdt != ACL_FLOAT, a2 = aclemu_soc_is_910b(soc);
+    const int64_t per_block = b16 ? 16 : 8, aligned = (N + per_block - 1) / per_block * per_block;
+    int64_t ub = b16 ? 12288 : 10240;
+    if (P->v == &GEMMA) {
+        ub = b16 ? 10240 : 8192;
+    } else if (gdt == ACL_FLOAT && xdt != ACL_FLOAT) { /* CalMixDtypeTiling */
+        if (aligned <= 2000 && a2)
+            P->order = SUM_LANE_BLOCKS;
+        else if (14 * aligned + 512 < A2_UB_FOR_TILING)
+            P->order = SUM_HALF_INTERVAL; /* normal (16 * aligned + 512 fits) or single-row */
+        else
+            P->order = SUM_SLICES, P->slice = (A2_UB_FOR_TILING - 2560) / 16 / 16 * 16;
+        return true;
+    } else if ((aligned <= 2000 && a2) ||
+               (xdt == ACL_FLOAT16 && N == 128 && soc->npu_arch == 2002 && P->M % 16 == 0)) {
+        P->order = SUM_LANE_BLOCKS;
+        return true;
+    }
+    if (aligned <= ub) {
+        P->order = SUM_HALF_INTERVAL;
+        return true;
+    }
+    P->order = SUM_SLICES;
+    P->slice = split_d_slice(N, ub);
+    return P->slice > 0;
 }
 
 static aclnnStatus phase_one(const rms_variant *V, const aclTensor *x, const aclTensor *gamma,
@@ -250,6 +351,12 @@ static aclnnStatus phase_one(const rms_variant *V, const aclTensor *x, const acl
     P->eps = (float)epsilon;
     P->avg = 1.0f / (float)N;
     P->v = V;
+    if (!pick_kernel(P, soc, x->dtype, gamma->dtype)) {
+        free(P);
+        FAIL(ACLNN_ERR_INNER_TILING_ERROR, "%s: the tiling cannot split the last dim (N %lld) "
+             "into slices (rms_norm_tiling.cpp: \"Tiling split last dim failed\")", P1,
+             (long long)N);
+    }
     snapshot(&P->t[T_X], x, (int)split);
     snapshot(&P->t[T_GAMMA], gamma, -1);
     snapshot(&P->t[T_Y], yOut, (int)split);

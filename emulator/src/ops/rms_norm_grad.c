@@ -57,7 +57,6 @@
 #define P1 "aclnnRmsNormGradGetWorkspaceSize"
 #define P2 "aclnnRmsNormGrad"
 
-#define LANES NR_VECTOR_LANES /* a vector repeat of floats: the reductions' lane count */
 #define SPLIT_N_MAX 6080     /* longest row of the split-N kernels (the tiling's buffer size) */
 #define SPLIT_D_CHUNK 4096   /* the split-D kernel's column chunk */
 #define SPLIT_D_ROWS 32      /* the split-D kernel's row group (ROW_FACTOR_SPLIT_D) */
@@ -86,17 +85,6 @@ typedef struct {
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-/* ReduceSumMultiN (reduce_common.h) for one row: lane l accumulates t[l], t[l + 64], ...
- * in order, then the lanes' WholeReduceSum. */
-static float sum_lane_blocks(const float *t, int64_t n)
-{
-    float lanes[LANES] = {0};
-    for (int64_t b = 0; b < n; b += LANES)
-        for (int64_t l = 0; l < LANES && b + l < n; l++)
-            lanes[l] = t[b + l] + lanes[l];
-    return nr_fold_vector_lanes(lanes);
-}
-
 /* One row: dx into dxr (as floats), dy * xr added to acc. */
 static void grad_row(const grad_payload *P, const float *g, const float *x, const float *dy,
                      float rstd, float *xr, float *dyg, float *t, float *dxr, float *acc)
@@ -114,7 +102,7 @@ static void grad_row(const grad_payload *P, const float *g, const float *x, cons
         for (int64_t c = 0; c < N; c += SPLIT_D_CHUNK)
             s = s + nr_sum_half_interval(t + c, N - c < SPLIT_D_CHUNK ? N - c : SPLIT_D_CHUNK);
     } else {
-        s = P->order == SUM_LANE_BLOCKS ? sum_lane_blocks(t, N) : nr_sum_half_interval(t, N);
+        s = P->order == SUM_LANE_BLOCKS ? nr_sum_lane_blocks(t, N) : nr_sum_half_interval(t, N);
     }
     const float mean = s * P->avg;
     for (int64_t i = 0; i < N; i++)

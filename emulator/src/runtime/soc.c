@@ -118,6 +118,11 @@ const char *aclrtGetSocName(void)
     return soc ? soc->name : NULL; /* a string literal: valid for the life of the process */
 }
 
+ACLEMU_EXPORT bool aclemu_soc_is_910b(const aclemu_soc *soc)
+{
+    return soc->npu_arch == 2201 && strncmp(soc->name, "Ascend910B", 10) == 0;
+}
+
 int rt_soc_arch(const char *name)
 {
     for (size_t i = 0; i < sizeof SOCS / sizeof SOCS[0]; i++)
