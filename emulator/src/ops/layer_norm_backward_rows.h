@@ -184,7 +184,7 @@ INLINE void RK(pass2)(const void *restrict dy, const void *restrict x, const int
  * gradInput is contiguous, of input's dtype, stored by pass 2 itself (else pass 2 writes a
  * float tile, rounded to input's dtype if gradInput's dtype differs, then stored by put_tile);
  * sums: gradInput requested; parts: gradWeight/gradBias partials. */
-INLINE void RK(rows_impl)(const lnb_task *T, int64_t chunk, int64_t begin, int64_t end,
+INLINE void RK(rows_impl)(const lnb_task *T, int64_t block, int64_t begin, int64_t end,
                           const int kind, const bool dx_fused, const bool sums,
                           const bool parts)
 {
@@ -200,7 +200,7 @@ INLINE void RK(rows_impl)(const lnb_task *T, int64_t chunk, int64_t begin, int64
     const float coff = 1.0f / (float)N;
     float *pw = NULL, *pb = NULL;
     if (parts) {
-        pw = lnb_block_parts((lnb_task *)T, chunk);
+        pw = lnb_block_parts((lnb_task *)T, block);
         pb = pw + N;
     }
     float bdy[TILE], bx[TILE], bdx[TILE];
@@ -296,39 +296,41 @@ INLINE void RK(rows_impl)(const lnb_task *T, int64_t chunk, int64_t begin, int64
 #define RK_OUTS(kind)                                                                      \
     do {                                                                                   \
         if (sums && parts && fused)                                                        \
-            RK(rows_impl)(T, chunk, begin, end, kind, true, true, true);                   \
+            RK(rows_impl)(T, b, begin, end, kind, true, true, true);                       \
         else if (sums && parts)                                                            \
-            RK(rows_impl)(T, chunk, begin, end, kind, false, true, true);                  \
+            RK(rows_impl)(T, b, begin, end, kind, false, true, true);                      \
         else if (sums && fused)                                                            \
-            RK(rows_impl)(T, chunk, begin, end, kind, true, true, false);                  \
+            RK(rows_impl)(T, b, begin, end, kind, true, true, false);                      \
         else if (sums)                                                                     \
-            RK(rows_impl)(T, chunk, begin, end, kind, false, true, false);                 \
+            RK(rows_impl)(T, b, begin, end, kind, false, true, false);                     \
         else                                                                               \
-            RK(rows_impl)(T, chunk, begin, end, kind, false, false, true);                 \
+            RK(rows_impl)(T, b, begin, end, kind, false, false, true);                     \
     } while (0)
 
-/* One core block of rows: chunk's (aclemu_parallel_for runs one chunk per block). */
+/* Core blocks [first, last) of rows, in order (a chunk of aclemu_parallel_for: a run of whole
+ * blocks, layer_norm_backward.c row_chunks). */
 static void RK(rows_body)(void *ctx, int64_t chunk, int64_t first, int64_t last)
 {
-    (void)first;
-    (void)last;
+    (void)chunk;
     const lnb_task *T = ctx;
     const int64_t rows = T->p.tiling.block_rows;
-    const int64_t begin = chunk * rows;
-    const int64_t end = T->p.M - begin < rows ? T->p.M : begin + rows;
     const bool sums = T->p.mask[0], parts = T->p.parts;
     const int kind = T->kind;
     const bool fused = sums && T->dx_fused;
-    if (kind == LD_F16)
-        RK_OUTS(LD_F16);
-    else if (kind == LD_BF16)
-        RK_OUTS(LD_BF16);
-    else
-        RK_OUTS(LD_F32);
-    if (T->dx_stream) /* the non-temporal stores reach memory before the chunk counts done */
-        RK(st_fence)();
-    if (T->p.parts)
-        lnb_block_done((lnb_task *)ctx, chunk);
+    for (int64_t b = first; b < last; b++) {
+        const int64_t begin = b * rows;
+        const int64_t end = T->p.M - begin < rows ? T->p.M : begin + rows;
+        if (kind == LD_F16)
+            RK_OUTS(LD_F16);
+        else if (kind == LD_BF16)
+            RK_OUTS(LD_BF16);
+        else
+            RK_OUTS(LD_F32);
+        if (T->dx_stream) /* the non-temporal stores reach memory before the block counts done */
+            RK(st_fence)();
+        if (T->p.parts)
+            lnb_block_done((lnb_task *)ctx, b);
+    }
 }
 
 #undef RK_OUTS
