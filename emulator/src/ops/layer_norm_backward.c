@@ -224,6 +224,22 @@ static void lnb_block_done(lnb_task *T, int64_t b)
     }
 }
 
+/* Columns [c, c + n) of one row of gradOut (rdy) and input (rx), as the row kernel reads them:
+ * contiguous 16-bit rows (kind LD_F16, LD_BF16) in place, converted in registers as loaded;
+ * anything else (kind LD_F32) through get_tile, as floats in place or in bdy, bx. */
+static inline void row_tiles(const tdesc *dy, const tdesc *x, const char *rdy, const char *rx,
+                             int kind, int64_t c, int64_t n, float *bdy, float *bx,
+                             const void **tdy, const void **tx)
+{
+    if (kind == LD_F32) {
+        *tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
+        *tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
+    } else {
+        *tdy = rdy + c * 2;
+        *tx = rx + c * 2;
+    }
+}
+
 /* The row kernel (layer_norm_backward_rows.h), once per x86-64 level, the best the CPU runs
  * picked at first use (row_levels.h: rows_kernel). */
 #define ROWS_HEADER "layer_norm_backward_rows.h"

@@ -227,13 +227,7 @@ INLINE void RK(rows_impl)(const lnb_task *T, int64_t block, int64_t begin, int64
             for (int64_t c = c0; c < c1; c += TILE) {
                 int64_t n = c1 - c < TILE ? c1 - c : TILE;
                 const void *tdy, *tx;
-                if (kind == LD_F32) {
-                    tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
-                    tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
-                } else {
-                    tdy = rdy + c * es;
-                    tx = rx + c * es;
-                }
+                row_tiles(dy, x, rdy, rx, kind, c, n, bdy, bx, &tdy, &tx);
                 /* the streams from memory, PF_BYTES ahead (into the next rows when rows
                  * follow each other, as they do unless the batch dims are strided; a
                  * prefetch never faults); pass 2 then reads the row from cache */
@@ -271,13 +265,7 @@ INLINE void RK(rows_impl)(const lnb_task *T, int64_t block, int64_t begin, int64
         for (int64_t c = 0; c < N; c += TILE) {
             int64_t n = N - c < TILE ? N - c : TILE;
             const void *tdy, *tx;
-            if (kind == LD_F32) {
-                tdy = get_tile(rdy, dy->dtype, &dy->inner, c, n, bdy);
-                tx = get_tile(rx, x->dtype, &x->inner, c, n, bx);
-            } else {
-                tdy = rdy + c * es;
-                tx = rx + c * es;
-            }
+            row_tiles(dy, x, rdy, rx, kind, c, n, bdy, bx, &tdy, &tx);
             char *o = rdx + c * es;
             if (dx_fused && T->dx_stream && ((uintptr_t)o & (RK_W * es - 1)) == 0) {
                 RK(pass2)(tdy, tx, kind, w + c, mean, rstd, mg, mgx, n, o, kind, away, true);
