@@ -771,7 +771,8 @@ class Declared(Operator):
                 raise AclArgumentError(name, f"shape {o.shape} {rule}")
         if kind is np.ndarray and not o.flags.writeable:
             raise AclArgumentError(name, "array is read-only")
-        if kind is DeviceTensor and self._as_words(spec, o, dev):
+        if spec.int4_as_int32 is not None and kind is DeviceTensor and self._as_words(
+                spec, o, dev):
             rule = o.int4_words_rule()
             if rule is not None:
                 raise AclArgumentError(name, f"{rule}: {part_of(dev).name}'s op_api takes "
