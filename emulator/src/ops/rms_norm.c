@@ -190,7 +190,7 @@ static bool has_kernel(const rms_variant *V, const aclemu_soc *soc)
     return V != &GEMMA || (soc->npu_arch != 1001 && soc->npu_arch != 2002);
 }
 
-#define A2_UB_FOR_TILING (196608 - 1024) /* the A2/A3 UB less the tiling's UB_USED */
+#define UB_USED 1024 /* the tiling's reserve, taken off the part's UB first */
 
 /* The split-D tiling's columns per slice: N in ceil(N / ub) tiles, rounded up to 16, then
  * stepped down by 16 while N leaves a tail of 1..15 columns; 0 when no step works (the
@@ -215,28 +215,29 @@ static bool pick_kernel(rms_payload *P, const aclemu_soc *soc, aclDataType xdt,
         return true;
     const bool b16 = xdt != ACL_FLOAT, a2 = aclemu_soc_is_910b(soc);
     const int64_t per_block = b16 ? 16 : 8, aligned = (N + per_block - 1) / per_block * per_block;
-    int64_t ub = b16 ? 12288 : 10240;
+    int64_t factor = b16 ? 12288 : 10240; /* the tiling's ubFactor (elements) */
     if (P->v == &GEMMA) {
-        ub = b16 ? 10240 : 8192;
+        factor = b16 ? 10240 : 8192;
     } else if (gdt == ACL_FLOAT && xdt != ACL_FLOAT) { /* CalMixDtypeTiling */
+        const int64_t ub = aclemu_soc_ub_bytes() - UB_USED;
         if (aligned <= 2000 && a2)
             P->order = SUM_LANE_BLOCKS;
-        else if (14 * aligned + 512 < A2_UB_FOR_TILING)
+        else if (14 * aligned + 512 < ub)
             P->order = SUM_HALF_INTERVAL; /* normal (16 * aligned + 512 fits) or single-row */
         else
-            P->order = SUM_SLICES, P->slice = (A2_UB_FOR_TILING - 2560) / 16 / 16 * 16;
+            P->order = SUM_SLICES, P->slice = (ub - 2560) / 16 / 16 * 16;
         return true;
     } else if ((aligned <= 2000 && a2) ||
                (xdt == ACL_FLOAT16 && N == 128 && soc->npu_arch == 2002 && P->M % 16 == 0)) {
         P->order = SUM_LANE_BLOCKS;
         return true;
     }
-    if (aligned <= ub) {
+    if (aligned <= factor) {
         P->order = SUM_HALF_INTERVAL;
         return true;
     }
     P->order = SUM_SLICES;
-    P->slice = split_d_slice(N, ub);
+    P->slice = split_d_slice(N, factor);
     return P->slice > 0;
 }
 
