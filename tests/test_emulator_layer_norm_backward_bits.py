@@ -5,8 +5,8 @@ On Atlas A2 and A3 (NpuArch 2201) the op_api runs the fused LayerNormGradV3 kern
 tiling takes the first capable of four templates (op_host/layer_norm_grad_v3_*_tiling.cpp):
 SingleRead (768 <= N <= 12176), Transpose (N <= 64, not a multiple of 8 for FLOAT dy, of 16
 otherwise), Common (N <= 768), Workspace (the rest). The model below is each template's chain
-in float32 (op_kernel/layer_norm_grad_v3_{single_read,common,workspace}.h), vectorized across
-rows:
+in float32 (op_kernel/layer_norm_grad_v3_{single_read,common,workspace,transpose}.h),
+vectorized across rows:
 
 * x_hat = (x - mean) * rstd, g = dy * gamma, the row sums S1 = sum(g), S2 = sum(g * x_hat);
   SingleRead and Workspace by the counter-mode ReduceSum (the tree of each repeat of 64
@@ -18,8 +18,14 @@ rows:
 * gradWeight/gradBias: dy * x_hat and dy summed per core block of ceil(M / 48) rows in row
   order from +0, then the blocks in order.
 
-The Transpose template is not modelled (docs/emulator.md): its shapes are only checked to be
-chosen. Other parts run other kernels; these tests are Atlas A2/A3's.
+The Transpose template (N <= 64 unaligned; transpose_model) differs: mean and rstd plus +0;
+the row sums by DoReduce's dichotomy over the N columns; gradWeight/gradBias per UB loop of
+ubFormer rows (the tiling's search, transpose_ub_rows) as the counter-mode ReduceSum over the
+loop's 16 * bF slots (slot 16 * b + i: row b of line i, the loop's rows laid out in 16 lines of
+bF or bF - 1 rows; slots past the loop's rows hold x = dy = 0 and the mean/rstd left in UB),
+the loops' sums added to the block's from +0, then the blocks in order.
+
+Other parts run other kernels; these tests are Atlas A2/A3's.
 """
 from __future__ import annotations
 
@@ -42,6 +48,7 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 ACL_DTYPE = {F32: 0, F16: 1, BF16: 27}
 SINGLE_READ, WORKSPACE, TRANSPOSE, COMMON = 1, 2, 3, 4
 A2_A3 = ("Ascend910B2", "Ascend910_9391")
+UB_BYTES, CORES = 196608, 48  # both parts' (runtime/src/platform/platform_config/cann/*.ini)
 
 pytestmark = pytest.mark.skipif(
     soc_name() not in A2_A3,
@@ -83,6 +90,87 @@ def reduce_lanes(v):
     return fold64(acc)
 
 
+def transpose_ub_rows(block_rows, N, dt):
+    """Transpose's ubFormer, layer_norm_grad_v3_transpose_tiling.cpp DoOpTiling's search as
+    written: down from min(maxUbFormer, blockFormer) to the first row count that fits."""
+    align = 8 if dt == F32 else 16
+    cur_ub = UB_BYTES - 64 * 4 * 3 - -(-N // align) * align * 32
+    rows = 0
+    for cur in range(min(cur_ub // (N * 16 + 12), block_rows), 0, -1):
+        rows = cur
+        bf = -(-cur // 16)
+        if -(-bf // 16) * 16 * 16 * 4 * 3 + -(-(bf * N) // 16) * 16 * 16 * 4 * 4 <= cur_ub:
+            break
+    return rows
+
+
+def dichotomy_sum(v):
+    """Transpose's DoReduce over each row of float32 v [M, N]: N == 1 plus +0; else the
+    columns past the largest power of two P <= N added onto the first, then halved."""
+    v = np.array(v, F32)
+    n = v.shape[1]
+    if n == 1:
+        return v[:, 0] + F32.type(0)
+    p = 1 << (n.bit_length() - 1)
+    v[:, :n - p] = v[:, :n - p] + v[:, p:n]
+    h = p // 2
+    while h >= 1:
+        v[:, :h] = v[:, :h] + v[:, h:2 * h]
+        h //= 2
+    return v[:, 0]
+
+
+def loop_slots(m0, n):
+    """One UB loop of rows [m0, m0 + n) as the Transpose kernel lays it out: for each of its
+    16 * bF slots, the row it holds (slot 16 * b + i: row b of line i; lines < former hold
+    bF rows, the rest bF - 1), whether it holds one (slot < n), and the row whose mean/rstd
+    CopyInPad left at that place of UB (line s // align8(bF), position s % align8(bF); -1:
+    the line's zero padding)."""
+    bf = -(-n // 16)
+    former = n - 16 * (bf - 1)
+    line = np.arange(16)
+    start = np.where(line < former, line * bf, former * bf + (line - former) * (bf - 1))
+    count = np.where(line < former, bf, bf - 1)
+    s = np.arange(16 * bf)
+    rows = m0 + start[s % 16] + s // 16
+    stat_line = -(-bf // 8) * 8
+    gl, gq = s // stat_line, s % stat_line
+    left = np.where(gq < count[gl], m0 + start[gl] + gq, -1)
+    return rows, s < n, left
+
+
+def transpose_model(dy, x, mean, rstd, gamma, tile):
+    _, block_rows, nblocks, ub_rows = tile
+    M, N = dy.shape
+    dyf, xf, gf = dy.astype(F32), x.astype(F32), gamma.astype(F32)
+    mean, rstd = mean.astype(F32), rstd.astype(F32)
+    mean0, rstd0 = (mean + F32.type(0))[:, None], (rstd + F32.type(0))[:, None]
+    xh = (xf - mean0) * rstd0
+    g = dyf * gf
+    coff = F32.type(1) / F32.type(N)
+    m3, m2 = dichotomy_sum(g * xh) * coff, dichotomy_sum(g) * coff
+    dx = ((g - xh * m3[:, None]) - m2[:, None]) * rstd0
+    dx = (dx if dy.dtype == F32 else dx.astype(F16) if dy.dtype == F16
+          else round_bf16_ties_away(dx))
+    term_w = xh * dyf
+    grads = [np.zeros(N, F32), np.zeros(N, F32)]
+    for b in range(nblocks):
+        end = min(M, (b + 1) * block_rows)
+        acc = [np.zeros(N, F32), np.zeros(N, F32)]
+        for m0 in range(b * block_rows, end, ub_rows):
+            rows, valid, left = loop_slots(m0, min(ub_rows, end - m0))
+            rows = np.where(valid, rows, 0)
+            gm = np.where(left >= 0, mean[np.maximum(left, 0)], F32.type(0))
+            gr = np.where(left >= 0, rstd[np.maximum(left, 0)], F32.type(0))
+            junk = ((F32.type(0) - gm) * gr) * F32.type(0)  # x = dy = 0 past the rows
+            slots_w = np.where(valid[:, None], term_w[rows], junk[:, None])
+            slots_b = np.where(valid[:, None], dyf[rows], F32.type(0))
+            acc[0] = acc[0] + reduce_sum_count(slots_w.T)
+            acc[1] = acc[1] + reduce_sum_count(slots_b.T)
+        grads = [grads[k] + acc[k] for k in range(2)]
+    return dx, grads[0], grads[1]
+
+
 def round_bf16_ties_away(v):
     bits = v.astype(F32).view(np.uint32)
     return ((bits + np.uint32(0x8000)) >> np.uint32(16)).astype(np.uint16).view(BF16)
@@ -90,6 +178,8 @@ def round_bf16_ties_away(v):
 
 def model(dy, x, mean, rstd, gamma, tile):
     tmpl, block_rows, nblocks, chunk = tile
+    if tmpl == TRANSPOSE:
+        return transpose_model(dy, x, mean, rstd, gamma, tile)
     M, N = dy.shape
     dyf, xf, gf = dy.astype(F32), x.astype(F32), gamma.astype(F32)
     mean, rstd = mean.astype(F32)[:, None], rstd.astype(F32)[:, None]
@@ -158,10 +248,11 @@ def test_the_tiling_chooses_the_vendor_template(N, dt, tmpl):
         assert t[0] == tmpl
         block_rows = -(-M // 48)
         assert t[1:3] == (block_rows, -(-M // block_rows))
-        assert t[3] == (min(8176, -(-N // 16) * 16) if tmpl == WORKSPACE else N)
+        assert t[3] == (min(8176, -(-N // 16) * 16) if tmpl == WORKSPACE
+                        else transpose_ub_rows(block_rows, N, dt) if tmpl == TRANSPOSE else N)
 
 
-BIT_SHAPES = [(N, dt, tmpl) for N, dt, tmpl in SHAPES if tmpl != TRANSPOSE]
+BIT_SHAPES = SHAPES
 
 
 @pytest.mark.parametrize("k", range(len(BIT_SHAPES)),
@@ -193,6 +284,100 @@ def test_zero_rows_keep_the_sign_of_the_kernels_sums():
     want = model(dy, x, mean, rstd, gamma, tiling(M, N, F32))
     for g, w in zip(got, want):
         np.testing.assert_array_equal(bits(g), bits(w))
+
+
+# Transpose shapes (M, N, dy dtype, gamma dtype): N unaligned from 1 to 63, M from one row to
+# several core blocks of several UB loops each (the loops' last one shorter, down to one line)
+TRANSPOSE_CASES = [
+    (1, 1, F32, F32), (5, 3, F16, F32), (17, 7, BF16, BF16), (47, 15, F32, F32),
+    (49, 17, F16, F16), (200, 31, BF16, F32), (967, 33, F32, F32), (1000, 56, F16, F16),
+    (700, 8, BF16, F32), (333, 40, F16, F32), (130, 2, F32, F32), (2000, 63, BF16, BF16),
+    (48 * 355, 33, F32, F32),  # ubFormer 352 by the search (355 does not fit): loops 352 + 3
+    (9000, 63, F16, F32),      # blockFormer 188: loops of 176 + 12
+    (48 * 7000 + 5, 1, F32, F32),
+]
+
+
+def transpose_case(k):
+    M, N, dt, gamma_dt = TRANSPOSE_CASES[k]
+    return (M, N, dt) + case(M, N, dt, gamma_dt, seed=100 + k)
+
+
+@pytest.mark.parametrize("k", range(len(TRANSPOSE_CASES)),
+                         ids=[f"{m}x{n}-{d.name}-{g.name}" for m, n, d, g in TRANSPOSE_CASES])
+def test_transpose_template_bit_for_bit(k):
+    M, N, dt, dy, x, mean, rstd, gamma = transpose_case(k)
+    tile = tiling(M, N, dt)
+    assert tile[0] == TRANSPOSE
+    assert tile[3] == transpose_ub_rows(tile[1], N, dt)
+    out = (np.empty((M, N), dt), np.empty(N, F32), np.empty(N, F32))
+    got = acl_py.layer_norm_backward(dy, x, (N,), mean, rstd, gamma, None, out=out)
+    want = transpose_model(dy, x, mean, rstd, gamma, tile)
+    for name, g, w in zip(("gradInput", "gradWeight", "gradBias"), got, want):
+        np.testing.assert_array_equal(bits(g), bits(w), err_msg=f"{name} M={M} N={N}")
+
+
+def test_transpose_tiling_runs_the_search_loop():
+    """The hook's ubFormer is the literal search's on shapes where it steps down past counts
+    that do not fit, and loops of several sizes follow."""
+    seen = set()
+    for N in (1, 3, 9, 17, 33, 47, 63):
+        for block_rows in (1, 15, 16, 17, 100, 190, 355, 1000, 7000):
+            M = block_rows * 48
+            t = tiling(M, N, F32)
+            assert t[0] == TRANSPOSE and t[1] == block_rows
+            assert t[3] == transpose_ub_rows(block_rows, N, F32), (N, block_rows)
+            seen.add(t[3] < block_rows)
+    assert seen == {True, False}
+    assert tiling(48 * 355, 33, F32)[3] == 352 and tiling(48 * 188, 63, F32)[3] == 176
+
+
+def test_transpose_order_is_not_commons():
+    """The Transpose model is not Common's order under another name: on these shapes its
+    gradInput (the dichotomy over the columns vs the 64-lane tree) and gradWeight/gradBias
+    (the slots' ReduceSums vs the rows in order) differ in some bits from Common's model, and
+    the emulator gives the Transpose model's."""
+    for k in (6, 12):  # FLOAT dy: a sum of a few 16-bit values is often exact in any order
+        M, N, dt, dy, x, mean, rstd, gamma = transpose_case(k)
+        tile = tiling(M, N, dt)
+        got = acl_py.layer_norm_backward(dy, x, (N,), mean, rstd, gamma, None,
+                                         out=(np.empty((M, N), dt), np.empty(N, F32),
+                                              np.empty(N, F32)))
+        want = transpose_model(dy, x, mean, rstd, gamma, tile)
+        common = model(dy, x, mean, rstd, gamma, (COMMON,) + tile[1:3] + (N,))
+        for g, w, c in zip(got, want, common):
+            assert (bits(w) != bits(c)).any(), (M, N)
+            np.testing.assert_array_equal(bits(g), bits(w))
+
+
+def test_transpose_gradinput_in_another_dtype_rounds_twice():
+    """FLOAT16 input, FLOAT gradInputOut: the kernel's FLOAT16 result, widened."""
+    M, N, dt, dy, x, mean, rstd, gamma = transpose_case(1)
+    got = acl_py.layer_norm_backward(dy, x, (N,), mean, rstd, gamma, None,
+                                     out=(np.empty((M, N), F32), None, None))
+    want = transpose_model(dy, x, mean, rstd, gamma, tiling(M, N, dt))
+    np.testing.assert_array_equal(bits(got[0]), bits(want[0].astype(F32)))
+
+
+def test_transpose_slots_past_the_rows_take_the_stats_left_in_ub():
+    """Core blocks of 20 rows of 7, one UB loop each: bF = 2, lines 0..3 hold 2 rows, 4..15
+    one; slots 20..31 hold no row, and the kernel's UB holds there the mean/rstd lines as
+    CopyInPad wrote them (rows 6 and 7 at slots 24 and 25). An infinite rstd of row 6 makes
+    that slot's gradWeight term (0 - mean) * inf * 0 = NaN in every column, where row 6's own
+    terms are infinite."""
+    M, N = 48 * 20, 7
+    assert tiling(M, N, F32)[1:] == (20, 48, 20)
+    rows, valid, left = loop_slots(0, 20)
+    assert list(left[20:]) == [-1] * 4 + [6, 7] + [-1] * 6
+    dy, x, mean, rstd, gamma = case(M, N, F32, F32, seed=7)
+    rstd[6] = np.inf
+    got = acl_py.layer_norm_backward(dy, x, (N,), mean, rstd, gamma, None)
+    with np.errstate(invalid="ignore"):
+        want = transpose_model(dy, x, mean, rstd, gamma, tiling(M, N, F32))
+    assert np.isnan(want[1]).all() and np.isnan(got[1]).all()
+    np.testing.assert_array_equal(bits(got[2]), bits(want[2]))
+    ok = np.arange(M) != 6
+    np.testing.assert_array_equal(bits(got[0][ok]), bits(want[0][ok]))
 
 
 test_on_other_parts = run_on_parts([p for p in A2_A3 if p != soc_name()], "not other_parts")

@@ -19,6 +19,8 @@
  *   lane accumulators over the row's 64-column blocks and folds them with the same tree. The
  *   tree is nr_fold_vector_lanes' (norm_rows.h); the row kernel evaluates it with vector
  *   shuffles, level for level, so it is the same bits.
+ * - The Transpose template (N <= 64 unaligned) lays a core's rows out across 16 lines and
+ *   reduces across rows: its own scalar kernel, layer_norm_backward_transpose.h.
  * - Each row is processed in tiles of TILE columns (a multiple of 64, so a tile never splits
  *   a repeat), at most two passes over the row (pass 1: row sums and partials; pass 2:
  *   gradInput). -std=c11 implies -ffp-contract=off, so the x86 clones (AVX-512/AVX2/baseline)
@@ -93,13 +95,14 @@ enum { LNB_SINGLE_READ = 1, LNB_WORKSPACE = 2, LNB_TRANSPOSE = 3, LNB_COMMON = 4
 /* What the tiling decides that changes a bit (lnb_tiling). */
 typedef struct {
     int tmpl;             /* LNB_*: the template the device runs */
-    bool lanes64;         /* row sums: 64 lane accumulators, one tree (Common; Transpose's
-                             stand-in); else a counter-mode ReduceSum per column chunk */
+    bool lanes64;         /* row sums: 64 lane accumulators, one tree (Common); else a
+                             counter-mode ReduceSum per column chunk */
     bool divide;          /* the row means: sum / N (Workspace); else sum * (1.0f / N) */
     int64_t chunk_cols;   /* columns per counter-mode ReduceSum (Workspace: ubFormer) */
     int64_t col_align;    /* colAlignV: N rounded up to 8 (Common's padded lanes) */
     int64_t block_rows;   /* rows per core block: blockFormer = ceil(M / cores) */
     int64_t nblocks;      /* core blocks: blockNum = ceil(M / blockFormer) */
+    int64_t ub_rows;      /* Transpose: rows per UB loop (ubFormer) */
 } lnb_tiling;
 
 typedef struct {
@@ -245,6 +248,10 @@ static inline void row_tiles(const tdesc *dy, const tdesc *x, const char *rdy, c
 #define ROWS_HEADER "layer_norm_backward_rows.h"
 #include "row_levels.h"
 
+/* The Transpose template's kernel (N <= 64 unaligned): lnbt_blocks_body, and its tiling's
+ * lnb_transpose_ub_rows. */
+#include "layer_norm_backward_transpose.h"
+
 /* gradWeight/gradBias columns [begin, end): the blocks' sums (acc) to the outputs. */
 static void reduce_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
@@ -313,7 +320,8 @@ static void task_run(void *arg)
                 T->wbuf[c] = 1.0f;
         }
     }
-    aclemu_parallel_for(P->tiling.nblocks, row_chunks(P), rows_kernel(), T);
+    aclemu_parallel_for(P->tiling.nblocks, row_chunks(P),
+                        P->tiling.tmpl == LNB_TRANSPOSE ? lnbt_blocks_body : rows_kernel(), T);
     if (P->parts)
         aclemu_parallel_for(N, reduce_chunks(N), reduce_body, T);
 }
@@ -424,7 +432,8 @@ static const aclemu_executor_ops LNB_OPS = {
  * (layer_norm_grad_v3_common_tiling.cpp), Workspace otherwise
  * (layer_norm_grad_v3_workspace_tiling.cpp). Every template splits the rows into blocks of
  * ceil(M / cores); Workspace reduces in column chunks of ubFormer = (UB - 64 * 3) / 6 / 4
- * floored to 16, at most N rounded up to 16 (8176 on a 192 KiB UB). Other parts run the same
+ * floored to 16, at most N rounded up to 16 (8176 on a 192 KiB UB); Transpose in loops of
+ * ubFormer rows (lnb_transpose_ub_rows). Other parts run the same
  * choice with their own figures (docs/emulator.md: not their device's numbers). */
 static lnb_tiling lnb_tiling_of(int64_t M, int64_t N, aclDataType dy_dt)
 {
@@ -438,7 +447,7 @@ static lnb_tiling lnb_tiling_of(int64_t M, int64_t N, aclDataType dy_dt)
         t.tmpl = LNB_COMMON;
     else
         t.tmpl = LNB_WORKSPACE;
-    t.lanes64 = t.tmpl == LNB_COMMON || t.tmpl == LNB_TRANSPOSE;
+    t.lanes64 = t.tmpl == LNB_COMMON;
     t.divide = t.tmpl == LNB_WORKSPACE;
     t.col_align = (N + 7) / 8 * 8;
     t.chunk_cols = N;
@@ -450,12 +459,15 @@ static lnb_tiling lnb_tiling_of(int64_t M, int64_t N, aclDataType dy_dt)
     const int64_t cores = aclemu_soc_vector_cores();
     t.block_rows = M > 0 ? (M + cores - 1) / cores : 0;
     t.nblocks = M > 0 ? (M + t.block_rows - 1) / t.block_rows : 0;
+    if (t.tmpl == LNB_TRANSPOSE)
+        t.ub_rows = lnb_transpose_ub_rows(t.block_rows, N, (N + align - 1) / align * align,
+                                          (uint64_t)aclemu_soc_ub_bytes());
     return t;
 }
 
 /* For the tests (not a CANN symbol): the tiling a call of M x N with dy of dtype dy_dt gets
- * on this part; out = {template (LNB_*), rows per core block, core blocks, Workspace's
- * column chunk}. */
+ * on this part; out = {template (LNB_*), rows per core block, core blocks, the UB loop's
+ * chunk: Workspace's columns, Transpose's rows (ubFormer), N otherwise}. */
 ACLEMU_EXPORT void aclemu_layer_norm_backward_tiling(int64_t M, int64_t N, int32_t dy_dt,
                                                      int64_t out[4])
 {
@@ -463,7 +475,7 @@ ACLEMU_EXPORT void aclemu_layer_norm_backward_tiling(int64_t M, int64_t N, int32
     out[0] = t.tmpl;
     out[1] = t.block_rows;
     out[2] = t.nblocks;
-    out[3] = t.chunk_cols;
+    out[3] = t.tmpl == LNB_TRANSPOSE ? t.ub_rows : t.chunk_cols;
 }
 
 /* ---- phase one -------------------------------------------------------------------------------- */
