@@ -25,7 +25,23 @@ loop's 16 * bF slots (slot 16 * b + i: row b of line i, the loop's rows laid out
 bF or bF - 1 rows; slots past the loop's rows hold x = dy = 0 and the mean/rstd left in UB),
 the loops' sums added to the block's from +0, then the blocks in order.
 
-Other parts run other kernels; these tests are Atlas A2/A3's.
+On Ascend 950 (NpuArch 3510) the same op_api runs the arch35 kernels (op_kernel/arch35), whose
+tiling takes GroupedReduceBigM (M > 4096, N < 512), GroupedReduceBigN (M < 512, N > 8192) or
+Recompute. ``model_arch35`` is Recompute's chain (recompute_{backward,gamma_beta}_impl.h,
+layer_norm_grad_v3_base.h, and asc-devkit's ReduceSum RA for the gradWeight/gradBias rows):
+
+* gradInput (((g * N) - S1) - x_hat * S2) * (1.0f / N) * rstd, rounded with CAST_RINT (to
+  nearest even); the row sums over column blocks of min(6144, N rounded up to 64), block b + Q
+  folded into block b (Q the largest power of two below the block count), each block by
+  LastReduceSum (64-lane registers paired, one fold64 per register, the partials folded
+  again), the blocks' results merged by a binary counter (a balanced tree);
+* gradWeight/gradBias per column: blocks of min(128, M) rows, folded the same way, each
+  reduced down its rows by the RA ReduceSum (the rows past the largest power of two added onto
+  the first ones, then rounds of 16 rows: strided when the tiling's nFactor exceeds 64,
+  consecutive when it is 64, then halving), the blocks merged by the binary counter.
+
+fold64, the one-register Reduce's lane order, is an assumption (docs/emulator.md).
+Other parts run other kernels, not modelled bit for bit.
 """
 from __future__ import annotations
 
@@ -39,7 +55,7 @@ import acl_py
 from acl_py.raw import lib
 from acl_py.soc import soc_name
 
-from _device_reduce import fold64, reduce_sum_count
+from _device_reduce import LANES, fold64, reduce_sum_count
 from _part_runs import run_on_parts
 
 F32 = np.dtype(np.float32)
@@ -49,11 +65,15 @@ ACL_DTYPE = {F32: 0, F16: 1, BF16: 27}
 SINGLE_READ, WORKSPACE, TRANSPOSE, COMMON = 1, 2, 3, 4
 A2_A3 = ("Ascend910B2", "Ascend910_9391")
 UB_BYTES, CORES = 196608, 48  # both parts' (runtime/src/platform/platform_config/cann/*.ini)
+ASCEND_950 = "Ascend950PR_9599"
+RECOMPUTE, BIG_M, BIG_N = 5, 6, 7
 
-pytestmark = pytest.mark.skipif(
+a2_a3_only = pytest.mark.skipif(
     soc_name() not in A2_A3,
-    reason=f"{soc_name()} runs another kernel than Atlas A2/A3's LayerNormGradV3, not modelled "
-           "bit for bit (docs/emulator.md)")
+    reason=f"{soc_name()} runs another kernel than Atlas A2/A3's LayerNormGradV3")
+arch35_only = pytest.mark.skipif(
+    soc_name() != ASCEND_950,
+    reason=f"{soc_name()} runs another kernel than Ascend 950's arch35 LayerNormGradV3")
 
 
 def tiling(M, N, dt):
@@ -241,6 +261,7 @@ SHAPES = [
 ROWS = (1, 47, 48, 49, 97)
 
 
+@a2_a3_only
 @pytest.mark.parametrize("N,dt,tmpl", SHAPES, ids=lambda v: getattr(v, "name", str(v)))
 def test_the_tiling_chooses_the_vendor_template(N, dt, tmpl):
     for M in ROWS:
@@ -255,6 +276,7 @@ def test_the_tiling_chooses_the_vendor_template(N, dt, tmpl):
 BIT_SHAPES = SHAPES
 
 
+@a2_a3_only
 @pytest.mark.parametrize("k", range(len(BIT_SHAPES)),
                          ids=[f"{n}-{d.name}" for n, d, _ in BIT_SHAPES])
 def test_bit_for_bit_against_the_template_model(k):
@@ -272,6 +294,7 @@ def test_bit_for_bit_against_the_template_model(k):
         np.testing.assert_array_equal(bits(g), bits(w), err_msg=f"{name} M={M} N={N}")
 
 
+@a2_a3_only
 def test_zero_rows_keep_the_sign_of_the_kernels_sums():
     """dy all -0: each lane's first value is the row's own (-0), so the sums are -0, and
     gradInput's ((g - x_hat*m3) - m2) * rstd takes those signs (Common's lanes)."""
@@ -303,6 +326,7 @@ def transpose_case(k):
     return (M, N, dt) + case(M, N, dt, gamma_dt, seed=100 + k)
 
 
+@a2_a3_only
 @pytest.mark.parametrize("k", range(len(TRANSPOSE_CASES)),
                          ids=[f"{m}x{n}-{d.name}-{g.name}" for m, n, d, g in TRANSPOSE_CASES])
 def test_transpose_template_bit_for_bit(k):
@@ -317,6 +341,7 @@ def test_transpose_template_bit_for_bit(k):
         np.testing.assert_array_equal(bits(g), bits(w), err_msg=f"{name} M={M} N={N}")
 
 
+@a2_a3_only
 def test_transpose_tiling_runs_the_search_loop():
     """The hook's ubFormer is the literal search's on shapes where it steps down past counts
     that do not fit, and loops of several sizes follow."""
@@ -332,6 +357,7 @@ def test_transpose_tiling_runs_the_search_loop():
     assert tiling(48 * 355, 33, F32)[3] == 352 and tiling(48 * 188, 63, F32)[3] == 176
 
 
+@a2_a3_only
 def test_transpose_order_is_not_commons():
     """The Transpose model is not Common's order under another name: on these shapes its
     gradInput (the dichotomy over the columns vs the 64-lane tree) and gradWeight/gradBias
@@ -350,6 +376,7 @@ def test_transpose_order_is_not_commons():
             np.testing.assert_array_equal(bits(g), bits(w))
 
 
+@a2_a3_only
 def test_transpose_gradinput_in_another_dtype_rounds_twice():
     """FLOAT16 input, FLOAT gradInputOut: the kernel's FLOAT16 result, widened."""
     M, N, dt, dy, x, mean, rstd, gamma = transpose_case(1)
@@ -359,6 +386,7 @@ def test_transpose_gradinput_in_another_dtype_rounds_twice():
     np.testing.assert_array_equal(bits(got[0]), bits(want[0].astype(F32)))
 
 
+@a2_a3_only
 def test_transpose_slots_past_the_rows_take_the_stats_left_in_ub():
     """Core blocks of 20 rows of 7, one UB loop each: bF = 2, lines 0..3 hold 2 rows, 4..15
     one; slots 20..31 hold no row, and the kernel's UB holds there the mean/rstd lines as
@@ -380,4 +408,228 @@ def test_transpose_slots_past_the_rows_take_the_stats_left_in_ub():
     np.testing.assert_array_equal(bits(got[0][ok]), bits(want[0][ok]))
 
 
-test_on_other_parts = run_on_parts([p for p in A2_A3 if p != soc_name()], "not other_parts")
+# ---- Ascend 950: the arch35 Recompute template ----------------------------------------------
+
+UB_950 = 253952  # cann-dev/Ascend950PR_9599.ini ub_size
+
+
+def tiling_arch35(M, N):
+    """The emulator's arch35 tiling (its test hook): template, gradWeight's rows per block,
+    its block pairs (basicBlockLoop), its nFactor, gradInput's column block and its pairs."""
+    so = ctypes.CDLL(str(lib.backend.libraries["opapi"]))
+    out = (ctypes.c_int64 * 6)()
+    so.aclemu_layer_norm_backward_tiling_arch35(ctypes.c_int64(M), ctypes.c_int64(N), out)
+    return tuple(out)
+
+
+def power2_below(v):
+    """FindNearestPower2: the largest power of two strictly below v (0 for v <= 1)."""
+    return 0 if v <= 1 else 1 << ((v - 1).bit_length() - 1)
+
+
+def trailing_ones(b):
+    return (b ^ (b + 1)).bit_length() - 1
+
+
+def binary_counter(results):
+    """UpdateCache over the blocks' results in order: block b's result plus cache levels
+    0 .. t-1 (t its trailing ones), stored at level t; the answer at the last block's level."""
+    cache = {}
+    for b, r in enumerate(results):
+        t = trailing_ones(b)
+        for j in range(t):
+            r = r + cache[j]
+        cache[t] = r
+    return cache[trailing_ones(len(results) - 1)]
+
+
+def reduce_register(v):
+    """One Reduce over [M, n <= 64] lanes, the rest +0."""
+    return fold64(np.pad(v, ((0, 0), (0, LANES - v.shape[1]))))
+
+
+def reduce_small(v):
+    """LastReduceSumSmallR over [M, r <= 128]."""
+    r = v.shape[1]
+    if r <= LANES:
+        return reduce_register(v)
+    a = v[:, :LANES].copy()
+    a[:, :r - LANES] = a[:, :r - LANES] + v[:, LANES:r]
+    return fold64(a)
+
+
+def last_reduce_sum(v):
+    """LastReduceSum over [M, r]: registers j and j + P paired, the partial register merged
+    into register F - P, the rest alone; one Reduce each; the P results by reduce_small."""
+    r = v.shape[1]
+    if r <= 2 * LANES:
+        return reduce_small(v)
+    K, F = -(-r // LANES), r // LANES
+    P = power2_below(K)
+    reg = lambda j: v[:, j * LANES:(j + 1) * LANES]
+    parts = [fold64(reg(j) + reg(j + P)) for j in range(F - P)]
+    if K > F:
+        a = reg(F - P).copy()
+        a[:, :r - F * LANES] = a[:, :r - F * LANES] + v[:, F * LANES:]
+        parts.append(fold64(a))
+    parts += [fold64(reg(j)) for j in range(K - P, P)]
+    return reduce_small(np.stack(parts, axis=1))
+
+
+def row_sum_arch35(v):
+    """The row sums of [M, N]: column blocks of min(6144, N up to 64), folded, LastReduceSum
+    each, merged by the binary counter."""
+    N = v.shape[1]
+    nf = min(6144, -(-N // LANES) * LANES)
+    whole, blocks = N // nf, -(-N // nf)
+    Q = power2_below(blocks)
+    if Q == 0:
+        return last_reduce_sum(v)
+    results = []
+    for b in range(Q):
+        blk = v[:, b * nf:(b + 1) * nf].copy()
+        fold = nf if b + Q < whole else (N - whole * nf if b + Q == whole else 0)
+        blk[:, :fold] = blk[:, :fold] + v[:, (b + Q) * nf:(b + Q) * nf + fold]
+        results.append(last_reduce_sum(blk))
+    return binary_counter(results)
+
+
+def ra_reduce(t, grouped):
+    """asc-devkit ReduceSum RA (reuse source) down the rows of [R, n]."""
+    R = t.shape[0]
+    if R == 1:
+        return t[0]
+    main = 1 << (R.bit_length() - 1)
+    t = t.copy()
+    t[:R - main] = t[:R - main] + t[main:R]
+    t = t[:main]
+    while t.shape[0] >= 16:
+        L = t.shape[0] // 16
+        if grouped:  # rows 16 j + k, k = 0..15, to row j
+            g = t.reshape(L, 16, -1)
+            for h in (8, 4, 2, 1):
+                g = g[:, :h] + g[:, h:2 * h]
+            t = g[:, 0]
+        else:  # rows j + k L to row j
+            for h in (8 * L, 4 * L, 2 * L, L):
+                t = t[:h] + t[h:2 * h]
+    while t.shape[0] > 1:
+        h = t.shape[0] // 2
+        t = t[:h] + t[h:2 * h]
+    return t[0]
+
+
+def gamma_beta_tiling(M):
+    """recompute_tiling.cpp GammaBetaKernelTiling: rows per block, whole blocks, the tail's
+    rows, basicBlockLoop, nFactor."""
+    mf = min(128, M)
+    whole, blocks = M // mf, -(-M // mf)
+    Q = power2_below(blocks)
+    levels = Q.bit_length() if Q else 1
+    nfactor = (UB_950 // 4 - 2 * mf) // (6 * mf + 3 + 2 * levels) // 64 * 64
+    return mf, whole, M - whole * mf, Q, nfactor
+
+
+def column_sum_arch35(term):
+    """gradWeight/gradBias of the per-row terms [M, N]."""
+    M = term.shape[0]
+    mf, whole, tail, Q, nfactor = gamma_beta_tiling(M)
+    rows = mf if Q else M
+    results = []
+    for b in range(max(Q, 1)):
+        blk = term[b * mf:b * mf + rows].copy()
+        fold = (mf if b + Q < whole else tail if b + Q == whole else 0) if Q else 0
+        blk[:fold] = blk[:fold] + term[(b + Q) * mf:(b + Q) * mf + fold]
+        results.append(ra_reduce(blk, grouped=nfactor == LANES))
+    return binary_counter(results)
+
+
+def model_arch35(dy, x, mean, rstd, gamma):
+    M, N = dy.shape
+    dyf, xf, gf = dy.astype(F32), x.astype(F32), gamma.astype(F32)
+    mean, rstd = mean.astype(F32)[:, None], rstd.astype(F32)[:, None]
+    xh = (xf - mean) * rstd
+    g = dyf * gf
+    s1, s2 = row_sum_arch35(g), row_sum_arch35(xh * g)
+    fN = F32.type(N)
+    dx = ((((g * fN) - s1[:, None]) - xh * s2[:, None]) * (F32.type(1) / fN)) * rstd
+    dx = dx.astype(dy.dtype)  # CAST_RINT: to nearest even
+    return dx, column_sum_arch35(xh * dyf), column_sum_arch35(dyf)
+
+
+# (M, N, template): each side of the BigM and BigN boundaries
+ARCH35_TEMPLATES = [
+    (4097, 511, BIG_M), (4096, 511, RECOMPUTE), (4097, 512, RECOMPUTE),
+    (511, 8193, BIG_N), (512, 8193, RECOMPUTE), (511, 8192, RECOMPUTE), (1, 1, RECOMPUTE),
+]
+
+
+@arch35_only
+@pytest.mark.parametrize("M,N,tmpl", ARCH35_TEMPLATES)
+def test_arch35_tiling_chooses_the_vendor_template(M, N, tmpl):
+    t = tiling_arch35(M, N)
+    assert t[0] == tmpl
+    mf, _, _, Q, nfactor = gamma_beta_tiling(M)
+    nf = min(6144, -(-N // 64) * 64)
+    assert t[1:] == (mf, Q, nfactor, nf, power2_below(-(-N // nf)))
+
+
+# (M, N, dtype of dy): gradInput's register paths (N <= 64, <= 128, 129 with a partial
+# register, 256, 1000), its column blocks (6144 one, 6145 a 1-column fold, 12289 three blocks
+# and the counter, M = 512 to stay out of BigN); gradWeight's row blocks (M 1, 32 and 64 strided rounds, 100 and 128 with
+# 64-column consecutive rounds, 129 a 1-row fold, 300 and 385 tails, 600 five blocks)
+ARCH35_SHAPES = [
+    (1, 24, F32), (32, 64, F16), (64, 100, BF16), (100, 129, F32), (128, 256, F16),
+    (129, 1000, BF16), (300, 40, F32), (385, 72, F16), (600, 64, BF16), (3, 6144, F32),
+    (2, 6145, F16), (512, 12289, BF16), (7, 200, F32),
+]
+
+
+@arch35_only
+@pytest.mark.parametrize("k", range(len(ARCH35_SHAPES)),
+                         ids=[f"{m}x{n}-{d.name}" for m, n, d in ARCH35_SHAPES])
+def test_arch35_bit_for_bit_against_the_recompute_model(k):
+    M, N, dt = ARCH35_SHAPES[k]
+    gamma_dt = F32 if dt == F32 or k % 2 else dt
+    dy, x, mean, rstd, gamma = case(M, N, dt, gamma_dt, seed=100 + k)
+    assert tiling_arch35(M, N)[0] == RECOMPUTE
+    # gradWeight/gradBias in weight's dtype when it is 16-bit (the kernel's own output)
+    out = (np.empty((M, N), dt), np.empty(N, gamma_dt), np.empty(N, gamma_dt))
+    got = acl_py.layer_norm_backward(dy, x, (N,), mean, rstd, gamma, None, out=out)
+    dx, dw, db = model_arch35(dy, x, mean, rstd, gamma)
+    want = (dx, dw.astype(gamma_dt), db.astype(gamma_dt))
+    for name, g, w in zip(("gradInput", "gradWeight", "gradBias"), got, want):
+        assert g.dtype == w.dtype, name
+        np.testing.assert_array_equal(bits(g), bits(w), err_msg=f"{name} M={M} N={N}")
+
+
+@arch35_only
+def test_arch35_float_grad_input_of_16_bit_input_carries_its_rounding():
+    """FLOAT16 input, FLOAT gradInputOut: the kernel's FLOAT16 result, widened."""
+    M, N = 5, 300
+    dy, x, mean, rstd, gamma = case(M, N, F16, F32, seed=7)
+    out = (np.empty((M, N), F32), np.empty(N, F32), np.empty(N, F32))
+    got = acl_py.layer_norm_backward(dy, x, (N,), mean, rstd, gamma, None, out=out)
+    want = model_arch35(dy, x, mean, rstd, gamma)
+    np.testing.assert_array_equal(bits(got[0]), bits(want[0].astype(F32)))
+    np.testing.assert_array_equal(bits(got[1]), bits(want[1]))
+
+
+def test_the_arch35_model_is_not_the_a2_a3_one():
+    """The two kernels' orders give different bits on ordinary data (so the 950 tests above
+    could not pass on the A2/A3 arithmetic): gradInput, gradWeight and gradBias each."""
+    M, N = 200, 1000
+    dy, x, mean, rstd, gamma = case(M, N, F32, F32, seed=3)
+    block_rows = -(-M // 48)
+    a2 = model(dy, x, mean, rstd, gamma, (SINGLE_READ, block_rows, -(-M // block_rows), N))
+    a35 = model_arch35(dy, x, mean, rstd, gamma)
+    for name, a, b in zip(("gradInput", "gradWeight", "gradBias"), a2, a35):
+        assert not np.array_equal(bits(a), bits(b)), name
+
+
+def _part_selection(part):
+    return "arch35" if part == ASCEND_950 else "not other_parts and not arch35"
+
+
+test_on_other_parts = run_on_parts(
+    [p for p in (*A2_A3, ASCEND_950) if p != soc_name()], _part_selection)

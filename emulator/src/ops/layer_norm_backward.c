@@ -48,6 +48,7 @@
 #include "phase_one.h"
 #include "convert.h"
 #include "half.h"
+#include "layer_norm_backward_arch35.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -103,6 +104,7 @@ typedef struct {
     int64_t block_rows;   /* rows per core block: blockFormer = ceil(M / cores) */
     int64_t nblocks;      /* core blocks: blockNum = ceil(M / blockFormer) */
     int64_t ub_rows;      /* Transpose: rows per UB loop (ubFormer) */
+    int tmpl35;           /* Ascend 950: its arch35 template (LNB35_*); 0 on other parts */
 } lnb_tiling;
 
 typedef struct {
@@ -285,6 +287,21 @@ static int64_t row_chunks(const lnb_payload *P)
     return by_work < 1 ? 1 : by_work < P->tiling.nblocks ? by_work : P->tiling.nblocks;
 }
 
+/* Ascend 950's Recompute template (layer_norm_backward_arch35.c) over the call's views. */
+static void run_arch35(const lnb_task *T)
+{
+    const lnb_payload *P = &T->p;
+    const lnb35_call c = {
+        .dy = &P->t[T_DY], .x = &P->t[T_X], .mean = &P->t[T_MEAN], .rstd = &P->t[T_RSTD],
+        .dx = P->mask[0] ? &P->t[T_DX] : NULL, .dw = P->mask[1] ? &P->t[T_DW] : NULL,
+        .db = P->mask[2] ? &P->t[T_DB] : NULL, .w = T->w, .M = P->M, .N = P->N,
+        .dx_round = P->dx_round,
+    };
+    if (!lnb35_recompute(&c))
+        aclemu_task_fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                         P2 ": out of host memory for the kernel's row buffers");
+}
+
 static void task_run(void *arg)
 {
     lnb_task *T = arg;
@@ -319,6 +336,10 @@ static void task_run(void *arg)
             for (int64_t c = 0; c < N; c++)
                 T->wbuf[c] = 1.0f;
         }
+    }
+    if (P->tiling.tmpl35 == LNB35_RECOMPUTE) { /* Ascend 950's own kernel */
+        run_arch35(T);
+        return;
     }
     aclemu_parallel_for(P->tiling.nblocks, row_chunks(P),
                         P->tiling.tmpl == LNB_TRANSPOSE ? lnbt_blocks_body : rows_kernel(), T);
@@ -456,6 +477,8 @@ static lnb_tiling lnb_tiling_of(int64_t M, int64_t N, aclDataType dy_dt)
         const int64_t n16 = (N + 15) / 16 * 16;
         t.chunk_cols = buffer < n16 ? buffer : n16;
     }
+    const aclemu_soc *soc = aclemu_soc_info(P1);
+    t.tmpl35 = soc && soc->npu_arch == 3510 ? lnb35_template(M, N) : 0;
     const int64_t cores = aclemu_soc_vector_cores();
     t.block_rows = M > 0 ? (M + cores - 1) / cores : 0;
     t.nblocks = M > 0 ? (M + t.block_rows - 1) / t.block_rows : 0;
@@ -679,7 +702,8 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     P->dx_ties = mask[0] && in_dt == ACL_BF16 && gradInputOut->dtype == ACL_BF16 &&
                  P->bf16_away ? ACLEMU_TIES_AWAY : ACLEMU_TIES_EVEN;
     P->tiling = lnb_tiling_of(M, N, gradOut->dtype);
-    P->ws_size = P->parts ? ((uint64_t)P->tiling.nblocks + LNB_RING + 1u) * 2u * (uint64_t)N *
+    /* Ascend 950's Recompute kernel sums without the blocks' partials */
+    P->ws_size = P->parts && P->tiling.tmpl35 != LNB35_RECOMPUTE ? ((uint64_t)P->tiling.nblocks + LNB_RING + 1u) * 2u * (uint64_t)N *
                                 sizeof(float)
                           : 0;
     const uint64_t ws = P->ws_size;
