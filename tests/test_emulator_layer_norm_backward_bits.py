@@ -295,10 +295,12 @@ def test_bit_for_bit_against_the_template_model(k):
 
 
 @a2_a3_only
-def test_zero_rows_keep_the_sign_of_the_kernels_sums():
+@pytest.mark.parametrize("N", [40, 100])
+def test_zero_rows_keep_the_sign_of_the_kernels_sums(N):
     """dy all -0: each lane's first value is the row's own (-0), so the sums are -0, and
-    gradInput's ((g - x_hat*m3) - m2) * rstd takes those signs (Common's lanes)."""
-    M, N = 3, 40
+    gradInput's ((g - x_hat*m3) - m2) * rstd takes those signs (Common's lanes). N = 100: the
+    padding to colAlignV (104) adds +0 to lanes 36-39, which makes the sums +0."""
+    M = 3
     dy = np.full((M, N), -0.0, F32)
     x = np.linspace(-2, 2, M * N, dtype=F32).reshape(M, N)
     mean, rstd = np.zeros(M, F32), np.ones(M, F32)

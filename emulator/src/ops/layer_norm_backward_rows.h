@@ -27,7 +27,14 @@
  * lane i of the result is lane 2i plus lane 2i + 1. */
 INLINE VF RK(pair_level)(VF a, VF b)
 {
-#if defined(__GNUC__) && !defined(__clang__)
+#if RK_W == 8 && defined(__AVX2__)
+    /* SHUFPS pairs within each 128-bit half ([a01 a23 b01 b23 | a45 a67 b45 b67]), then one
+     * VPERMPD puts the 64-bit pairs in order: 4 instructions where gcc's own two-source
+     * shuffle takes 7 (4 VPERMD, 2 blends and the add) */
+    const __m256 s = _mm256_add_ps(_mm256_shuffle_ps((__m256)a, (__m256)b, 0x88),
+                                   _mm256_shuffle_ps((__m256)a, (__m256)b, 0xdd));
+    return (VF)_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), 0xd8));
+#elif defined(__GNUC__) && !defined(__clang__)
 #if RK_W == 16
     const VU even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
     const VU odd = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
@@ -60,12 +67,12 @@ INLINE VF RK(reduce_repeat)(VF *restrict t)
     return t[0];
 }
 
-/* The remaining levels for RK_TILE_REPS repeats at once, each given as reduce_repeat's vector
- * (overwritten): a level pairs lanes within one repeat only, so two repeats' vectors share
- * one shuffle; out[k] is repeat k's tree. */
-INLINE void RK(fold_repeats)(VF *restrict v, float *restrict out)
+/* The remaining levels for count (a power of two, at most RK_TILE_REPS) repeats at once,
+ * each given as reduce_repeat's vector (overwritten): a level pairs lanes within one repeat
+ * only, so two repeats' vectors share one shuffle; out[k] is repeat k's tree. */
+INLINE void RK(fold_repeats)(VF *restrict v, int count, float *restrict out)
 {
-    int count = RK_TILE_REPS;
+    const int n = count;
     for (int lanes = RK_W; lanes > 1; lanes /= 2) {
         if (count > 1) {
             for (int j = 0; j < count / 2; j++)
@@ -75,7 +82,32 @@ INLINE void RK(fold_repeats)(VF *restrict v, float *restrict out)
             v[0] = RK(pair_level)(v[0], v[0]); /* the lower half holds the level */
         }
     }
-    memcpy(out, v, RK_TILE_REPS * sizeof(float));
+    memcpy(out, v, n * sizeof(float));
+}
+
+/* Common's row padded to colAlignV, applied to its 64 lane accumulators: a row shorter than a
+ * repeat never wrote the lanes past it, which hold +0 (keep clears them); otherwise each lane
+ * a padding column (N up to colAlignV) falls on adds a +0, which changes a -0 only (addend +0
+ * there, elsewhere -0, the identity of +). */
+INLINE void RK(lane_padding)(int64_t N, int64_t col_align, VU *restrict keep,
+                             VF *restrict addend)
+{
+    const VU ones = (VU){0} - 1u, sign = (VU){0} + 0x80000000u;
+    const int64_t len = col_align - N; /* padding columns, when N >= REPEAT */
+    VU lane;
+    for (int l = 0; l < RK_W; l++)
+        lane[l] = (uint32_t)l;
+    for (int j = 0; j < RK_NV; j++, lane += (uint32_t)RK_W) {
+        if (N < REPEAT) {
+            keep[j] = (VU)(lane < (VU){0} + (uint32_t)N);
+            addend[j] = (VF)sign;
+        } else {
+            const VU from = (lane - (uint32_t)(N % REPEAT)) & (uint32_t)(REPEAT - 1);
+            const VU hit = len >= REPEAT ? ones : (VU)(from < (VU){0} + (uint32_t)len);
+            keep[j] = ones;
+            addend[j] = (VF)(~hit & sign);
+        }
+    }
 }
 
 /* Pass 1 over one tile of n <= TILE columns starting on a repeat boundary: the row sums of
@@ -148,8 +180,8 @@ INLINE void RK(pass1)(const void *restrict dy, const void *restrict x, const int
         for (int k = nrep; k < RK_TILE_REPS; k++)
             rg[k] = rgx[k] = (VF){0};
         float tg[RK_TILE_REPS], tgx[RK_TILE_REPS];
-        RK(fold_repeats)(rg, tg);
-        RK(fold_repeats)(rgx, tgx);
+        RK(fold_repeats)(rg, RK_TILE_REPS, tg);
+        RK(fold_repeats)(rgx, RK_TILE_REPS, tgx);
         for (int k = 0; k < nrep; k++) {
             *cg += tg[k];
             *cgx += tgx[k];
@@ -205,6 +237,9 @@ INLINE void RK(rows_impl)(const lnb_task *T, int64_t block, int64_t begin, int64
     }
     float bdy[TILE], bx[TILE], bdx[TILE];
     float bmean[STAT_ROWS], brstd[STAT_ROWS];
+    VU pad_keep[RK_NV];
+    VF pad_add[RK_NV];
+    RK(lane_padding)(N, tl->col_align, pad_keep, pad_add); /* used by lanes64 only */
     const float *smean = bmean, *srstd = brstd;
     for (int64_t m = begin; m < end; m++) {
         const int64_t k = (m - begin) % STAT_ROWS;
@@ -245,18 +280,17 @@ INLINE void RK(rows_impl)(const lnb_task *T, int64_t block, int64_t begin, int64
         if (!sums)
             continue;
         if (lanes64) {
-            /* the kernel's row padded to colAlignV: past N, lanes the first block did not
-             * reach are +0 (masked or padding), others add a padding +0 */
-            float a[REPEAT], ax[REPEAT];
-            memcpy(a, lg, sizeof a);
-            memcpy(ax, lgx, sizeof ax);
-            for (int64_t c = N; c < (N < REPEAT ? REPEAT : tl->col_align); c++) {
-                const int64_t l = c % REPEAT;
-                a[l] = c < REPEAT ? 0.0f : a[l] + 0.0f;
-                ax[l] = c < REPEAT ? 0.0f : ax[l] + 0.0f;
+            VF two[2];
+            float s2[2];
+            for (int j = 0; j < RK_NV; j++) {
+                lg[j] = (VF)((VU)(lg[j] + pad_add[j]) & pad_keep[j]);
+                lgx[j] = (VF)((VU)(lgx[j] + pad_add[j]) & pad_keep[j]);
             }
-            sg = nr_fold_vector_lanes(a);
-            sgx = nr_fold_vector_lanes(ax);
+            two[0] = RK(reduce_repeat)(lg);
+            two[1] = RK(reduce_repeat)(lgx);
+            RK(fold_repeats)(two, 2, s2);
+            sg = s2[0];
+            sgx = s2[1];
         }
         /* the means: Workspace divides by N; the others multiply by the float 1 / N */
         const float mg = tl->divide ? sg / (float)N : sg * coff;
