@@ -8,7 +8,9 @@ operator tests compare bits against these.
 - ``reduce_sum_count``: Atlas A2/A3's ReduceSum over the first n elements (counter mode): each
   64-element repeat folded, the repeats' results added in order from +0;
 - ``half_interval_sum``: ops-nn reduce_common.h ReduceSumHalfInterval;
-- ``lane_blocks_sum``: ops-nn reduce_common.h ReduceSumMultiN.
+- ``lane_blocks_sum``: ops-nn reduce_common.h ReduceSumMultiN;
+- ``binary_sum``: Ascend 950's binary add (norm_rows.h nr_binary_add_sum): add_layer_norm_quant's
+  VFCalcMeanVar, layer_norm_v4's two_pass_perf template.
 """
 from __future__ import annotations
 
@@ -66,3 +68,41 @@ def lane_blocks_sum(t):
         w = min(LANES, t.shape[1] - b)
         lanes[:, :w] = t[:, b:b + w] + lanes[:, :w]
     return fold64(lanes)
+
+
+def binary_sum(t):
+    """Ascend 950's binary-add row sums of float32 terms t [M, N]: up to 64 columns one Reduce;
+    else P the largest power of two below N, column P + j added onto column j, each register
+    of the first P columns reduced, the partials folded by halves to one register, reduced."""
+    m, n = t.shape
+    if n <= 64:
+        return fold64(np.pad(t, ((0, 0), (0, 64 - n))))
+    p = 1
+    while p * 2 < n:
+        p *= 2
+    head = t[:, :p].copy()
+    head[:, :n - p] += t[:, p:]
+    partial = np.stack([fold64(head[:, i:i + 64]) for i in range(0, p, 64)], axis=1)
+    count = p // 64
+    if count > 64:
+        cur = count // 64 // 2
+        while cur >= 1:
+            partial[:, :cur * 64] += partial[:, cur * 64:2 * cur * 64]
+            cur //= 2
+        count = 64
+    return fold64(np.pad(partial[:, :count], ((0, 0), (0, 64 - count))))
+
+
+def fma_f32(a, b, c):
+    """float32 a * b + c with one rounding, elementwise (the vector unit's fused multiply-adds:
+    Mula, MulDstAdd), for finite normal results: the product is exact in float64, the sum's
+    float64 rounding error is found exactly (TwoSum) and breaks the tie when the float64 sum
+    lands on a float32 midpoint (the one case where rounding twice differs from once)."""
+    a, b, c = (np.asarray(v, F32).astype(np.float64) for v in (a, b, c))
+    p = a * b
+    s = p + c
+    z = s - p
+    err = (p - (s - z)) + (c - z)
+    tie = (s.view(np.uint64) & np.uint64((1 << 29) - 1)) == np.uint64(1 << 28)
+    s = np.where(tie & (err != 0), np.nextafter(s, s + err), s)
+    return s.astype(F32)

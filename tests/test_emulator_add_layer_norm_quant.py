@@ -25,7 +25,7 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _device_reduce import fold64
+from _device_reduce import binary_sum
 from _emu_aclnn import passes, refusal_check, run_phase_two, SOC
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import other_parts, run_on_parts
@@ -102,29 +102,6 @@ def call(arena, args, kinds=None, eps=1e-5, div_mode=True, additional=True):
 
 
 # ---- the NumPy model of the full-load kernel's float32 chain ----------------------------------
-
-def binary_sum(t):
-    """VFCalcMeanVar(Fast)'s row sums of float32 terms t [M, N]: up to 64 columns one Reduce;
-    else P the largest power of two below N, column P + j added onto column j, each register
-    of the first P columns reduced, the partials folded by halves to one register, reduced."""
-    m, n = t.shape
-    if n <= 64:
-        return fold64(np.pad(t, ((0, 0), (0, 64 - n))))
-    p = 1
-    while p * 2 < n:
-        p *= 2
-    head = t[:, :p].copy()
-    head[:, :n - p] += t[:, p:]
-    partial = np.stack([fold64(head[:, i:i + 64]) for i in range(0, p, 64)], axis=1)
-    count = p // 64
-    if count > 64:
-        cur = count // 64 // 2
-        while cur >= 1:
-            partial[:, :cur * 64] += partial[:, cur * 64:2 * cur * 64]
-            cur //= 2
-        count = 64
-    return fold64(np.pad(partial[:, :count], ((0, 0), (0, 64 - count))))
-
 
 def full_load_stats(x):
     """VFCalcMeanVar(Fast) on [M, N] rows: (mean, var), the binary sums of x / N and of

@@ -35,7 +35,7 @@
  * - x = float(x1) + float(x2), with a bias (float(x2) + float(bias)) + float(x1); xOut = x
  *   rounded to x1's dtype (CAST_RINT: ties to even), written only with additionalOutput;
  * - mean = the sum of x[i] / N (a true division each), var = the sum of ((x[i] - mean)^2) / N,
- *   both summed as the kernel's binary add does (binary_add_sum below);
+ *   both summed as the kernel's binary add does (norm_rows.h nr_binary_add_sum);
  * - rstd by ComputeRstdNewtonRaphson without the clamp (norm_rows.h nr_rstd_newton_raphson);
  * - v = ((x - mean) * rstd) * gamma + beta; per output k (y1, then y2 with scales2): t = v /
  *   scales_k (divMode) or v * scales_k, t += zeroPoints_k when given; Round2Int8: to INT32
@@ -116,46 +116,6 @@ typedef struct {
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-/* The binary add's sum of a row's terms t[0..n) (VFCalcMeanVar(Fast) over a row,
- * VFWelfordParallelFinalizeAlign/NonAlign over a slice's columns): up to 64 terms, one
- * register's Reduce; else, P the largest power of two below n (the tiling's binaryAddNum), term
- * P + j added onto term j per lane (the part past P; the masked-off lanes zero), each register
- * of the first P terms reduced to one partial, then norm_common's DichotomyAdd: the partials
- * folded by halves of whole registers down to one (binaryAddK times), which is reduced over
- * its first binaryAddLastNum lanes. Each Reduce is norm_rows.h's nr_fold_vector_lanes. */
-static float binary_add_sum(const float *t, int64_t n, float *partial)
-{
-    float lanes[VL_FP32];
-    if (n <= VL_FP32) {
-        for (int64_t l = 0; l < VL_FP32; l++)
-            lanes[l] = l < n ? t[l] : 0.0f;
-        return nr_fold_vector_lanes(lanes);
-    }
-    int64_t p = 1;
-    while (p * 2 < n)
-        p *= 2;
-    const int64_t rem_loops = (n - p + VL_FP32 - 1) / VL_FP32, quot_loops = p / VL_FP32;
-    for (int64_t i = 0; i < quot_loops; i++) {
-        for (int64_t l = 0; l < VL_FP32; l++) {
-            const int64_t q = i * VL_FP32 + l, r = p + q;
-            lanes[l] = t[q];
-            if (i < rem_loops)
-                lanes[l] = lanes[l] + (r < n ? t[r] : 0.0f);
-        }
-        partial[i] = nr_fold_vector_lanes(lanes);
-    }
-    int64_t last = quot_loops;
-    if (quot_loops > VL_FP32) { /* binaryAddK halvings of whole registers */
-        for (int64_t cur = quot_loops / VL_FP32 / 2; cur >= 1; cur /= 2)
-            for (int64_t j = 0; j < cur * VL_FP32; j++)
-                partial[j] += partial[j + cur * VL_FP32];
-        last = VL_FP32;
-    }
-    for (int64_t l = 0; l < VL_FP32; l++)
-        lanes[l] = l < last ? partial[l] : 0.0f;
-    return nr_fold_vector_lanes(lanes);
-}
-
 /* The full-load kernels' mean and rstd of a row x[0..N) (VFCalcMeanVar(Fast)): mean the sum
  * of x[i] / N, var the sum of ((x[i] - mean)^2) / N (each a true division: Div), both by the
  * binary add; t: N floats of scratch. */
@@ -165,13 +125,13 @@ static void full_load_stats(const float *x, int64_t N, float eps, float *t, floa
     const float n = (float)N;
     for (int64_t i = 0; i < N; i++)
         t[i] = x[i] / n;
-    const float m = binary_add_sum(t, N, partial);
+    const float m = nr_binary_add_sum(t, N, partial);
     for (int64_t i = 0; i < N; i++) {
         const float d = x[i] - m;
         t[i] = (d * d) / n;
     }
     *mean = m;
-    *rstd = nr_rstd_newton_raphson(binary_add_sum(t, N, partial), eps, false);
+    *rstd = nr_rstd_newton_raphson(nr_binary_add_sum(t, N, partial), eps, false);
 }
 
 /* The Welford kernels' mean and rstd of a row x[0..N) cut into `loops` slices of `per`
@@ -227,7 +187,7 @@ static void welford_stats(const alq_payload *P, const float *x, float *wmean, fl
         } else
             t[c] = wmean[c] * tail_count_scale;
     }
-    const float m = binary_add_sum(t, per, partial);
+    const float m = nr_binary_add_sum(t, per, partial);
     for (int64_t c = 0; c < per; c++) {
         const float d = wmean[c] - m;
         float sq = d * d;
@@ -242,7 +202,7 @@ static void welford_stats(const alq_payload *P, const float *x, float *wmean, fl
         t[c] = corrected * reduce_scale;
     }
     *mean = m;
-    *rstd = nr_rstd_newton_raphson(binary_add_sum(t, per, partial), P->eps, false);
+    *rstd = nr_rstd_newton_raphson(nr_binary_add_sum(t, per, partial), P->eps, false);
 }
 
 /* One quantized output of v: (v / scales or v * scales) [+ zero points], to INT8. */

@@ -131,6 +131,48 @@ static inline float nr_reduce_sum_count(const float *x, int64_t n)
     return acc;
 }
 
+/* Ascend 950's binary-add sum of a row's terms t[0..n) (add_layer_norm_quant's VFCalcMeanVar
+ * and Welford finalize, layer_norm_v4's two_pass_perf template): up to NR_VECTOR_LANES terms,
+ * one register's Reduce; else, P the largest power of two below n (the tilings'
+ * binaryAddQuotient), term P + j added onto term j per lane (the part past P; the masked-off
+ * lanes zero), each register of the first P terms reduced to one partial, then norm_common's
+ * DichotomyAdd: the partials folded by halves of whole registers down to one, which is reduced
+ * over its first lanes. Each Reduce is nr_fold_vector_lanes. partial: n / NR_VECTOR_LANES + 1
+ * floats of scratch. */
+static inline float nr_binary_add_sum(const float *t, int64_t n, float *partial)
+{
+    float lanes[NR_VECTOR_LANES];
+    if (n <= NR_VECTOR_LANES) {
+        for (int64_t l = 0; l < NR_VECTOR_LANES; l++)
+            lanes[l] = l < n ? t[l] : 0.0f;
+        return nr_fold_vector_lanes(lanes);
+    }
+    int64_t p = 1;
+    while (p * 2 < n)
+        p *= 2;
+    const int64_t rem_loops = (n - p + NR_VECTOR_LANES - 1) / NR_VECTOR_LANES;
+    const int64_t quot_loops = p / NR_VECTOR_LANES;
+    for (int64_t i = 0; i < quot_loops; i++) {
+        for (int64_t l = 0; l < NR_VECTOR_LANES; l++) {
+            const int64_t q = i * NR_VECTOR_LANES + l, r = p + q;
+            lanes[l] = t[q];
+            if (i < rem_loops)
+                lanes[l] = lanes[l] + (r < n ? t[r] : 0.0f);
+        }
+        partial[i] = nr_fold_vector_lanes(lanes);
+    }
+    int64_t last = quot_loops;
+    if (quot_loops > NR_VECTOR_LANES) { /* binaryAddK halvings of whole registers */
+        for (int64_t cur = quot_loops / NR_VECTOR_LANES / 2; cur >= 1; cur /= 2)
+            for (int64_t j = 0; j < cur * NR_VECTOR_LANES; j++)
+                partial[j] += partial[j + cur * NR_VECTOR_LANES];
+        last = NR_VECTOR_LANES;
+    }
+    for (int64_t l = 0; l < NR_VECTOR_LANES; l++)
+        lanes[l] = l < last ? partial[l] : 0.0f;
+    return nr_fold_vector_lanes(lanes);
+}
+
 /* ReduceSumHalfInterval (ops-nn norm kernels' reduce_common.h) over t[0..n), which it
  * overwrites: the part past the largest power of two added onto the front, then halved down
  * to NR_VECTOR_LANES lanes, each step one float add per element, then the lanes' fold. */
