@@ -225,8 +225,10 @@ static inline float nr_sum_squares(const float *x, int64_t n)
 /* Ascend 950's rstd of a row's var (hicann/ops-nn norm/norm_common/op_kernel/
  * reduce_common_regbase.h ComputeRstdNewtonRaphsonReg): eps added, var clamped below at
  * -99.99 when `clamp` (its NEED_MAX), then 1 / sqrt(1 / var) refined by one Newton-Raphson
- * step, each Mula taken as a fused multiply-add; var equal to FLT_MAX gives 0, var equal to 0
- * gives FLT_MAX (the constant the kernel names POS_INF, as a float). */
+ * step, each Mula taken as a fused multiply-add; var equal to +inf gives 0, var equal to 0
+ * gives +inf: the selects that replace the step's NaNs at those two values (the kernel's
+ * POS_INF, 3.40282366920938E+38, is 2^128 cut to 15 digits, above FLT_MAX's halfway point to
+ * 2^128: as a float it rounds to +inf). */
 static inline float nr_rstd_newton_raphson(float var, float eps, bool clamp)
 {
     var += eps;
@@ -245,10 +247,10 @@ static inline float nr_rstd_newton_raphson(float var, float eps, bool clamp)
     s = fmaf(var, r, s);
     s = s * rstd;
     rstd = fmaf(s, 0.5f, rstd);
-    if (var == 3.40282347e+38f)
+    if (var == INFINITY)
         rstd = 0.0f;
     if (var == 0.0f)
-        rstd = 3.40282347e+38f;
+        rstd = INFINITY;
     return rstd;
 }
 

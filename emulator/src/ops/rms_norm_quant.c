@@ -49,8 +49,8 @@
  *   the recompute kernel longer ones;
  * - op_kernel/arch35 (..._full_load.h, ..._recompute.h ComputeQuant, ..._common.h): var =
  *   sum(x * x) * avg, rstd by norm_common's ComputeRstdNewtonRaphsonReg (var + eps, clamped at
- *   -99.99 by the recompute kernel only, 1 / var, sqrt, one Newton-Raphson step; FLT_MAX ->
- *   0, 0 -> FLT_MAX); v = ((x * rstd) * gamma + beta) / scale + offset, scale and offset per
+ *   -99.99 by the recompute kernel only, 1 / var, sqrt, one Newton-Raphson step; +inf ->
+ *   0, 0 -> +inf); v = ((x * rstd) * gamma + beta) / scale + offset, scale and offset per
  *   column (element j < N) unless all their dims are 1; v to FLOAT16 with CAST_ODD, then to
  *   INT8 (or INT4) with CAST_RINT, NO_SAT (taken to saturate; NaN 0), no quantMin clamp;
  *   FLOAT8 y: v itself with castTraitFp322Fp8 (CAST_RINT, SAT, overflow mode 0: saturating);
