@@ -25,7 +25,11 @@
  *   them (-0 stays);
  * - empty: M == 0 does nothing; N == 0 fills meanOut with 0 and rstdOut with NaN.
  *
- * Kernel: rows are independent, so any split of rows over threads gives the same bits. Rows
+ * Kernel, Ascend 950 when the tiling takes LayerNormV4's two_pass_perf template (most calls:
+ * takes_regbase_perf): the template's own chain, row by row (perf_rows; docs/emulator.md).
+ * Elsewhere (the other parts, and 950's rows for the regbase_two_pass and Welford templates,
+ * whose order is not modelled): rows are independent, so any split of rows over threads gives
+ * the same bits. Rows
  * go GROUP at a time, in three passes over the group: blocked sum -> mean, blocked sum of
  * squared deviations -> variance (two passes: no cancellation of E[x^2] - E[x]^2), rstd =
  * 1 / sqrt(var + eps), and y = (x - mean) * rstd * w + b, made in input's dtype. A blocked
@@ -55,6 +59,7 @@
 #include "emu_internal.h"
 #include "phase_one.h"
 #include "convert.h"
+#include "norm_rows.h"
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_layer_norm.h"
@@ -97,6 +102,9 @@ typedef struct {
     bool y_round;         /* out is rounded to input's dtype before its store */
     aclemu_ties y_ties;   /* how out's store breaks BF16 ties */
     bool zero_bias;       /* an absent bias is a row of zeros the kernel adds */
+    bool regbase_perf;    /* Ascend 950's two_pass_perf template (perf_rows) */
+    float pow2_inv;       /* ... its 1 / powerOfTwoForR (the least power of two >= N) */
+    float pow2_corr;      /* ... and powerOfTwoForR / N, in float */
     bool no_kernel;       /* the op_api's early return with no kernel: nothing is queued */
 } ln_payload;
 
@@ -131,6 +139,20 @@ INLINE float lane_total(float *a)
     return a[0];
 }
 
+/* Rows [s0, s0 + cnt)'s statistics, made in the kernel's dtype, then cast to the outputs'. */
+static void store_stats(const ln_payload *P, int64_t s0, int64_t cnt, float *mean, float *rstd)
+{
+    const tdesc *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
+    if (mo->present) {
+        aclemu_round_floats(P->stat_dt, P->ties, mean, cnt);
+        put_tile(view_base(mo), mo->dtype, ACLEMU_TIES_EVEN, &mo->inner, s0, cnt, mean);
+    }
+    if (ro->present) {
+        aclemu_round_floats(P->stat_dt, P->ties, rstd, cnt);
+        put_tile(view_base(ro), ro->dtype, ACLEMU_TIES_EVEN, &ro->inner, s0, cnt, rstd);
+    }
+}
+
 /* The row kernel (layer_norm_rows.h), once per x86-64 level, the best the CPU runs picked at
  * first use (row_levels.h: rows_kernel). */
 #define ROWS_HEADER "layer_norm_rows.h"
@@ -158,6 +180,75 @@ static const float *param_row(const tdesc *d, int64_t N, float *buf)
     return get_tile(view_base(d), d->dtype, &d->inner, 0, N, buf);
 }
 
+/* ---- Ascend 950's two_pass_perf template ------------------------------------------------------ */
+
+/* The template's sum of a row's terms t[0..n) (CalculateMeanVarRLessThanVL, ...TwoVL,
+ * ...RCommon<1>, <2>): rows of 65 to 128 take one register, the second's terms added onto the
+ * first's lanes (the rest zero), one Reduce; the others the binary add (nr_binary_add_sum,
+ * whose partials' last Reduce would only add zeros here). */
+static float perf_sum(const float *t, int64_t n, float *partial)
+{
+    if (n <= NR_VECTOR_LANES || n > 2 * NR_VECTOR_LANES)
+        return nr_binary_add_sum(t, n, partial);
+    float lanes[NR_VECTOR_LANES];
+    for (int64_t l = 0; l < NR_VECTOR_LANES; l++)
+        lanes[l] = t[l] + (l + NR_VECTOR_LANES < n ? t[l + NR_VECTOR_LANES] : 0.0f);
+    return nr_fold_vector_lanes(lanes);
+}
+
+/* Rows [begin, end) by op_kernel/arch35/layer_norm_v4_two_pass_perf.h, every step a float
+ * operation: mean = sum(x * inv) * corr and var = sum(((x - mean)^2) * inv) * corr (inv =
+ * 1 / powerOfTwoForR, exact; corr = powerOfTwoForR / N), rstd by ComputeRstdNewtonRaphson
+ * without the clamp, y = (x - mean) * rstd, then MulDstAdd(y, gamma, beta) (y * gamma + beta,
+ * taken as one fused multiply-add) with both, else Mul and Add; y cast to input's dtype
+ * (CAST_RINT). The chunk's buffer: x as float, x - mean, the terms, the partials. */
+static void perf_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const ln_task *T = ctx;
+    const ln_payload *P = &T->p;
+    const tdesc *xd = &P->t[T_X], *yd = &P->t[T_Y];
+    const int64_t N = P->N;
+    const float *w = T->w, *b = T->b, inv = P->pow2_inv, corr = P->pow2_corr;
+    float *xbuf = T->row_buf + chunk * T->per_chunk, *d = xbuf + N, *t = d + N;
+    float *partial = t + N;
+    float smean[STAT_ROWS], srstd[STAT_ROWS];
+    for (int64_t s0 = begin; s0 < end; s0 += STAT_ROWS) {
+        const int64_t cnt = end - s0 < STAT_ROWS ? end - s0 : STAT_ROWS;
+        for (int64_t j = 0; j < cnt; j++) {
+            const int64_t m = s0 + j;
+            const float *x = get_tile(row_base(xd, m), xd->dtype, &xd->inner, 0, N, xbuf);
+            for (int64_t i = 0; i < N; i++)
+                t[i] = x[i] * inv;
+            const float mean = perf_sum(t, N, partial) * corr;
+            for (int64_t i = 0; i < N; i++) {
+                d[i] = x[i] - mean;
+                const float sq = d[i] * d[i];
+                t[i] = sq * inv;
+            }
+            const float var = perf_sum(t, N, partial) * corr;
+            const float rstd = nr_rstd_newton_raphson(var, P->eps, false);
+            for (int64_t i = 0; i < N; i++) {
+                float v = d[i] * rstd;
+                if (w && b) {
+                    v = fmaf(v, w[i], b[i]);
+                } else {
+                    if (w)
+                        v *= w[i];
+                    if (b)
+                        v += b[i];
+                }
+                t[i] = v;
+            }
+            if (P->y_round) /* made in input's dtype, then cast */
+                aclemu_round_floats(xd->dtype, P->ties, t, N);
+            put_tile(row_base(yd, m), yd->dtype, P->y_ties, &yd->inner, 0, N, t);
+            smean[j] = mean;
+            srstd[j] = rstd;
+        }
+        store_stats(P, s0, cnt, smean, srstd);
+    }
+}
+
 static void task_run(void *arg)
 {
     ln_task *T = arg;
@@ -173,7 +264,7 @@ static void task_run(void *arg)
     T->b = param_row(&P->t[T_B], P->N, T->wb_buf ? T->wb_buf + P->N : NULL);
     if (!T->b && P->zero_bias)
         T->b = T->wb_buf + P->N; /* zeroed by the launch */
-    aclemu_parallel_for(P->M, T->nchunks, rows_kernel(), T);
+    aclemu_parallel_for(P->M, T->nchunks, P->regbase_perf ? perf_rows : rows_kernel(), T);
 }
 
 static void task_release(void *arg)
@@ -227,6 +318,8 @@ static aclnnStatus ln_launch(void *payload, void *const *addrs, void *workspace,
          * has) */
         const int64_t chunk_rows = (M + T->nchunks - 1) / T->nchunks;
         T->per_chunk = T->x_gather ? (chunk_rows < GROUP ? chunk_rows : GROUP) * N : 0;
+        if (P->regbase_perf) /* perf_rows: three rows of floats and the partials */
+            T->per_chunk = 3 * N + N / NR_VECTOR_LANES + 1;
         const bool zeros = P->zero_bias && !P->t[T_B].present;
         bool wb = needs_buffer(&P->t[T_W]) || needs_buffer(&P->t[T_B]) || zeros;
         if (T->per_chunk > 0)
@@ -283,6 +376,40 @@ static bool takes_v4(int arch, aclDataType in_dt, aclDataType param_dt, int64_t 
     int64_t align = in_dt == ACL_FLOAT ? 8 : 16; /* elements per 32-byte block */
     bool transpose_910b = N % align != 0 && N < 64 && arch == DAV_2201;
     return single_read || transpose_310p || transpose_910b;
+}
+
+/* Whether an Ascend 950 call takes the two_pass_perf template: the tiling tries it first
+ * (op_host/layer_norm_v4_regbase_two_pass_perf_tiling.cpp IsCapable, priority 150; then
+ * regbase_two_pass 200, welford 4000): rAlign (N rounded up to 32-byte blocks of input) at
+ * most 2 * 64 * 64 * 2, not both M >= 4096 and rAlign >= 8192, and one row in the UB less the
+ * binary add's 1 KiB (CanFitInBuffer(1)). param_dt: the tiling's paramDtype (gamma's, else
+ * beta's, else FLOAT). */
+static bool takes_regbase_perf(int64_t M, int64_t N, aclDataType in_dt, aclDataType param_dt)
+{
+    const int64_t vl = NR_VECTOR_LANES, block = 32, buffers = 2;
+    const int64_t xs = in_dt == ACL_FLOAT ? 4 : 2;
+    const int64_t ps = param_dt == ACL_FLOAT16 || param_dt == ACL_BF16 ? 2 : 4;
+    const int64_t r_align = (N + block / xs - 1) / (block / xs) * (block / xs);
+    if (r_align > 2 * vl * vl * 2 || (M >= 4096 && r_align >= 8192))
+        return false;
+    const int64_t usable = aclemu_soc_ub_bytes() - vl * 4 * 2 * 2;
+    const int64_t row_weight = 2 * ps + 2 * buffers * xs + 4;
+    return r_align * row_weight <= usable - 2 * buffers * (block / 4);
+}
+
+/* The payload's kernel template for a call of M rows of N: on Ascend 950 the
+ * two_pass_perf template's constants when it takes the call. */
+static void pick_template(ln_payload *P, int arch, aclDataType in_dt, aclDataType param_dt)
+{
+    if (arch != DAV_3510 || P->M == 0 || P->N == 0 ||
+        !takes_regbase_perf(P->M, P->N, in_dt, param_dt))
+        return;
+    int64_t pow2 = 1;
+    while (pow2 < P->N)
+        pow2 *= 2;
+    P->regbase_perf = true;
+    P->pow2_inv = 1.0f / (float)pow2;
+    P->pow2_corr = (float)pow2 / (float)P->N;
 }
 
 /* ---- phase one -------------------------------------------------------------------------------- */
@@ -525,6 +652,9 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
     /* off regbase parts the op_api fills an absent bias with zeros, which the kernel adds (a
      * -0 result becomes +0); a regbase part's kernel is told there is none and adds nothing */
     P->zero_bias = arch != DAV_3510;
+    /* the tiling's paramDtype: the kernel gets no weight/bias here when they are absent */
+    pick_template(P, arch, in_dt, weightOptional ? weightOptional->dtype
+                                  : biasOptional ? biasOptional->dtype : ACL_FLOAT);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(call, ops, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
 }
@@ -692,6 +822,9 @@ static aclnnStatus fast_phase_one(const aclTensor *input, const aclIntArray *nor
     P->y_round = false;  /* out is input's dtype (the copy below) */
     P->y_ties = P->ties;
     P->zero_bias = true; /* the op_api's Fill of an absent bias */
+    /* the op_api fills an absent weight/bias in the other one's dtype, else input's */
+    pick_template(P, arch, in_dt, weightOptional ? weightOptional->dtype
+                                  : biasOptional ? biasOptional->dtype : in_dt);
 #define REFUSE(code, ...)              \
     do {                               \
         free(P);                       \

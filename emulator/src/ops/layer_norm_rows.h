@@ -17,8 +17,8 @@
  * gives the same bits (tests/test_kernel_clones.py).
  *
  * Included by row_levels.h (ROWS_HEADER). Expects from the includer: LANES, TILE, GROUP,
- * CHAINS, STAT_ROWS, PF_BYTES, ln_task, lane_total and row_vectors.h's first part (the LD_*
- * kinds, ld1, st1). No include guard: every inclusion is one more copy.
+ * CHAINS, STAT_ROWS, PF_BYTES, ln_task, lane_total, store_stats and row_vectors.h's first part
+ * (the LD_* kinds, ld1, st1). No include guard: every inclusion is one more copy.
  */
 
 #include "row_vectors.h" /* RK(), RK_W, VF, VU, RK(ld), RK(st): this copy's */
@@ -230,7 +230,6 @@ INLINE void RK(rows_impl)(const ln_task *T, int64_t chunk, int64_t begin, int64_
 {
     const ln_payload *P = &T->p;
     const bool hw = T->w != NULL, hb = T->b != NULL;
-    const tdesc *mo = &P->t[T_MEAN], *ro = &P->t[T_RSTD];
     float *xbuf = T->row_buf ? T->row_buf + chunk * T->per_chunk : NULL;
     float smean[STAT_ROWS], srstd[STAT_ROWS];
     for (int64_t s0 = begin; s0 < end; s0 += STAT_ROWS) {
@@ -239,14 +238,7 @@ INLINE void RK(rows_impl)(const ln_task *T, int64_t chunk, int64_t begin, int64_
             const int R = (int)(cnt - j < GROUP ? cnt - j : GROUP);
             RK(group_rows)(T, s0 + j, R, xbuf, smean + j, srstd + j, kind, okind, hw, hb);
         }
-        if (mo->present) {
-            aclemu_round_floats(P->stat_dt, P->ties, smean, cnt);
-            put_tile(view_base(mo), mo->dtype, ACLEMU_TIES_EVEN, &mo->inner, s0, cnt, smean);
-        }
-        if (ro->present) {
-            aclemu_round_floats(P->stat_dt, P->ties, srstd, cnt);
-            put_tile(view_base(ro), ro->dtype, ACLEMU_TIES_EVEN, &ro->inner, s0, cnt, srstd);
-        }
+        store_stats(P, s0, cnt, smean, srstd);
     }
 }
 
