@@ -417,9 +417,10 @@ UB_950 = 253952  # cann-dev/Ascend950PR_9599.ini ub_size
 
 def tiling_arch35(M, N):
     """The emulator's arch35 tiling (its test hook): template, gradWeight's rows per block,
-    its block pairs (basicBlockLoop), its nFactor, gradInput's column block and its pairs."""
+    its block pairs (basicBlockLoop), its nFactor, gradInput's column block and its pairs,
+    BigM's gradWeight cores."""
     so = ctypes.CDLL(str(lib.backend.libraries["opapi"]))
-    out = (ctypes.c_int64 * 6)()
+    out = (ctypes.c_int64 * 7)()
     so.aclemu_layer_norm_backward_tiling_arch35(ctypes.c_int64(M), ctypes.c_int64(N), out)
     return tuple(out)
 
@@ -478,11 +479,11 @@ def last_reduce_sum(v):
     return reduce_small(np.stack(parts, axis=1))
 
 
-def row_sum_arch35(v):
-    """The row sums of [M, N]: column blocks of min(6144, N up to 64), folded, LastReduceSum
-    each, merged by the binary counter."""
+def row_sum_arch35(v, nf=None):
+    """The row sums of [M, N]: column blocks of nf (Recompute: min(6144, N up to 64); BigM:
+    64), folded, LastReduceSum each, merged by the binary counter."""
     N = v.shape[1]
-    nf = min(6144, -(-N // LANES) * LANES)
+    nf = nf or min(6144, -(-N // LANES) * LANES)
     whole, blocks = N // nf, -(-N // nf)
     Q = power2_below(blocks)
     if Q == 0:
@@ -532,31 +533,65 @@ def gamma_beta_tiling(M):
     return mf, whole, M - whole * mf, Q, nfactor
 
 
-def column_sum_arch35(term):
-    """gradWeight/gradBias of the per-row terms [M, N]."""
+def slice_sum(term, mf, grouped):
+    """One core's rows of the per-row terms [rows, N]: row blocks of mf, block b + Q folded
+    into block b, the RA reduction of each, the binary counter."""
     M = term.shape[0]
-    mf, whole, tail, Q, nfactor = gamma_beta_tiling(M)
+    whole, blocks = M // mf, -(-M // mf)
+    Q, tail = power2_below(blocks), M - whole * mf
     rows = mf if Q else M
     results = []
     for b in range(max(Q, 1)):
         blk = term[b * mf:b * mf + rows].copy()
         fold = (mf if b + Q < whole else tail if b + Q == whole else 0) if Q else 0
         blk[:fold] = blk[:fold] + term[(b + Q) * mf:(b + Q) * mf + fold]
-        results.append(ra_reduce(blk, grouped=nfactor == LANES))
+        results.append(ra_reduce(blk, grouped))
     return binary_counter(results)
 
 
+def column_sum_arch35(term):
+    """Recompute's gradWeight/gradBias of the per-row terms [M, N]."""
+    mf, _, _, _, nfactor = gamma_beta_tiling(term.shape[0])
+    return slice_sum(term, mf, grouped=nfactor == LANES)
+
+
+VECTOR_CORES_950 = 72  # cann-dev/Ascend950PR_9599.ini vector_core_cnt
+
+
+def big_m_cores(M):
+    return min(-(-M // 64), 64, VECTOR_CORES_950)
+
+
+def column_sum_big_m(term):
+    """GroupedReduceBigM's gradWeight/gradBias: stage 1, each core's rows (the first
+    M % cores take one more) in 64-row blocks, 64-column RA reductions (consecutive rounds);
+    stage 2, the cores' results as rows, one more RA reduction."""
+    M = term.shape[0]
+    cores = big_m_cores(M)
+    per, rem = divmod(M, cores)
+    parts, start = [], 0
+    for c in range(cores):
+        rows = per + (c < rem)
+        parts.append(slice_sum(term[start:start + rows], 64, grouped=True))
+        start += rows
+    return ra_reduce(np.stack(parts), grouped=True)
+
+
 def model_arch35(dy, x, mean, rstd, gamma):
+    """Recompute, or GroupedReduceBigM for M > 4096 and N < 512."""
     M, N = dy.shape
+    big_m = M > 4096 and N < 512
     dyf, xf, gf = dy.astype(F32), x.astype(F32), gamma.astype(F32)
     mean, rstd = mean.astype(F32)[:, None], rstd.astype(F32)[:, None]
     xh = (xf - mean) * rstd
     g = dyf * gf
-    s1, s2 = row_sum_arch35(g), row_sum_arch35(xh * g)
+    nf = 64 if big_m else None
+    s1, s2 = row_sum_arch35(g, nf), row_sum_arch35(xh * g, nf)
     fN = F32.type(N)
     dx = ((((g * fN) - s1[:, None]) - xh * s2[:, None]) * (F32.type(1) / fN)) * rstd
     dx = dx.astype(dy.dtype)  # CAST_RINT: to nearest even
-    return dx, column_sum_arch35(xh * dyf), column_sum_arch35(dyf)
+    columns = column_sum_big_m if big_m else column_sum_arch35
+    return dx, columns(xh * dyf), columns(dyf)
 
 
 # (M, N, template): each side of the BigM and BigN boundaries
@@ -571,9 +606,15 @@ ARCH35_TEMPLATES = [
 def test_arch35_tiling_chooses_the_vendor_template(M, N, tmpl):
     t = tiling_arch35(M, N)
     assert t[0] == tmpl
-    mf, _, _, Q, nfactor = gamma_beta_tiling(M)
-    nf = min(6144, -(-N // 64) * 64)
-    assert t[1:] == (mf, Q, nfactor, nf, power2_below(-(-N // nf)))
+    if tmpl == BIG_M:
+        cores = big_m_cores(M)
+        rows0 = M // cores + (M % cores > 0)
+        assert t[1:] == (64, power2_below(-(-rows0 // 64)), 64, 64,
+                         power2_below(-(-N // 64)), cores)
+    else:
+        mf, _, _, Q, nfactor = gamma_beta_tiling(M)
+        nf = min(6144, -(-N // 64) * 64)
+        assert t[1:] == (mf, Q, nfactor, nf, power2_below(-(-N // nf)), 0)
 
 
 # (M, N, dtype of dy): gradInput's register paths (N <= 64, <= 128, 129 with a partial
@@ -602,6 +643,31 @@ def test_arch35_bit_for_bit_against_the_recompute_model(k):
     want = (dx, dw.astype(gamma_dt), db.astype(gamma_dt))
     for name, g, w in zip(("gradInput", "gradWeight", "gradBias"), got, want):
         assert g.dtype == w.dtype, name
+        np.testing.assert_array_equal(bits(g), bits(w), err_msg=f"{name} M={M} N={N}")
+
+
+# GroupedReduceBigM (M > 4096, N < 512): gradInput's 64-column blocks (N 3 one, 64, 100 a
+# fold, 200 a fold with a tail and the counter, 511 eight blocks); gradWeight's cores (4097:
+# core 0 a row more, one 64-row block each; 12837: 200 or 201 rows, four blocks a core)
+BIG_M_SHAPES = [
+    (4097, 3, F32), (4097, 64, F16), (4097, 100, BF16), (4099, 200, F32), (12837, 3, F16),
+    (4100, 511, BF16),
+]
+
+
+@arch35_only
+@pytest.mark.parametrize("k", range(len(BIG_M_SHAPES)),
+                         ids=[f"{m}x{n}-{d.name}" for m, n, d in BIG_M_SHAPES])
+def test_arch35_bit_for_bit_against_the_big_m_model(k):
+    M, N, dt = BIG_M_SHAPES[k]
+    gamma_dt = F32 if dt == F32 or k % 2 else dt
+    dy, x, mean, rstd, gamma = case(M, N, dt, gamma_dt, seed=200 + k)
+    assert tiling_arch35(M, N)[0] == BIG_M
+    out = (np.empty((M, N), dt), np.empty(N, gamma_dt), np.empty(N, gamma_dt))
+    got = acl_py.layer_norm_backward(dy, x, (N,), mean, rstd, gamma, None, out=out)
+    dx, dw, db = model_arch35(dy, x, mean, rstd, gamma)
+    want = (dx, dw.astype(gamma_dt), db.astype(gamma_dt))
+    for name, g, w in zip(("gradInput", "gradWeight", "gradBias"), got, want):
         np.testing.assert_array_equal(bits(g), bits(w), err_msg=f"{name} M={M} N={N}")
 
 

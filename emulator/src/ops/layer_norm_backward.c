@@ -287,7 +287,7 @@ static int64_t row_chunks(const lnb_payload *P)
     return by_work < 1 ? 1 : by_work < P->tiling.nblocks ? by_work : P->tiling.nblocks;
 }
 
-/* Ascend 950's Recompute template (layer_norm_backward_arch35.c) over the call's views. */
+/* Ascend 950's arch35 template (layer_norm_backward_arch35.c) over the call's views. */
 static void run_arch35(const lnb_task *T)
 {
     const lnb_payload *P = &T->p;
@@ -297,7 +297,7 @@ static void run_arch35(const lnb_task *T)
         .db = P->mask[2] ? &P->t[T_DB] : NULL, .w = T->w, .M = P->M, .N = P->N,
         .dx_round = P->dx_round,
     };
-    if (!lnb35_recompute(&c))
+    if (!lnb35_run_kernel(&c, P->tiling.tmpl35))
         aclemu_task_fail(ACL_ERROR_RT_MEMORY_ALLOCATION,
                          P2 ": out of host memory for the kernel's row buffers");
 }
@@ -337,7 +337,7 @@ static void task_run(void *arg)
                 T->wbuf[c] = 1.0f;
         }
     }
-    if (P->tiling.tmpl35 == LNB35_RECOMPUTE) { /* Ascend 950's own kernel */
+    if (lnb35_runs(P->tiling.tmpl35)) { /* Ascend 950's own kernel */
         run_arch35(T);
         return;
     }
@@ -702,10 +702,11 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     P->dx_ties = mask[0] && in_dt == ACL_BF16 && gradInputOut->dtype == ACL_BF16 &&
                  P->bf16_away ? ACLEMU_TIES_AWAY : ACLEMU_TIES_EVEN;
     P->tiling = lnb_tiling_of(M, N, gradOut->dtype);
-    /* Ascend 950's Recompute kernel sums without the blocks' partials */
-    P->ws_size = P->parts && P->tiling.tmpl35 != LNB35_RECOMPUTE ? ((uint64_t)P->tiling.nblocks + LNB_RING + 1u) * 2u * (uint64_t)N *
-                                sizeof(float)
-                          : 0;
+    /* Ascend 950's own kernels sum without the blocks' partials */
+    P->ws_size = P->parts && !lnb35_runs(P->tiling.tmpl35)
+                     ? ((uint64_t)P->tiling.nblocks + LNB_RING + 1u) * 2u * (uint64_t)N *
+                           sizeof(float)
+                     : 0;
     const uint64_t ws = P->ws_size;
     /* the executor owns P from here and keeps every tensor, used or not, as CANN's does */
     return p1_finish(P1, &LNB_OPS, P, ws, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);

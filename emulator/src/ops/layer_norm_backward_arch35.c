@@ -34,6 +34,7 @@
 #define BACKWARD_N_FACTOR 6144  /* recompute_tiling.cpp DEFAULT_BACKWARD_N_FACTOR */
 #define GAMMA_BETA_M_FACTOR 128 /* recompute_tiling.cpp DEFAULT_GAMMA_BETA_M_FACTOR */
 #define GAMMA_BETA_N_BASE 64    /* recompute_tiling.cpp DEFAULT_GAMMA_BETA_N_FACTOR */
+#define BIG_M_BACKWARD_N_FACTOR 64 /* arch35/layer_norm_grad_v3_grouped_reduce.h */
 #define COL_TILE 128            /* columns per tile of the gradWeight pass (any width: columns
                                    are independent; a multiple of 64 keeps tiles vector-sized) */
 #define ROW_ELEMS (64 * 1024)   /* elements per thread chunk of the gradInput pass, at least */
@@ -139,14 +140,14 @@ static float last_reduce_sum(const float *v, int64_t r)
     return reduce_small(part, n);
 }
 
-/* The row's column blocks (recompute_tiling.cpp BackwardKernelTiling, recompute_backward_
- * impl.h Process): blocks of nf = min(6144, N rounded up to 64) columns; with B blocks
- * (the last maybe partial) and Q = power2_below(B), block b < Q gets block b + Q added
- * elementwise (over that block's columns), then its LastReduceSum; the Q results merged by
- * the binary counter. One block (B = 1): the LastReduceSum of the whole row. Overwrites v. */
-static float row_sum(float *v, int64_t N)
+/* The row's column blocks of nf columns (Recompute: min(6144, N rounded up to 64),
+ * recompute_tiling.cpp BackwardKernelTiling; BigM: 64, grouped_reduce.h backwardNfactor);
+ * with B blocks (the last maybe partial) and Q = power2_below(B), block b < Q gets block
+ * b + Q added elementwise (over that block's columns), then its LastReduceSum; the Q results
+ * merged by the binary counter. One block (B = 1): the LastReduceSum of the whole row
+ * (recompute_backward_impl.h, grouped_reduce_big_m_impl.h Process). Overwrites v. */
+static float row_sum(float *v, int64_t N, int64_t nf)
 {
-    const int64_t nf = N < BACKWARD_N_FACTOR ? (N + VL - 1) / VL * VL : BACKWARD_N_FACTOR;
     const int64_t whole = N / nf, blocks = (N + nf - 1) / nf, tail = N - whole * nf;
     const int64_t Q = power2_below(blocks);
     if (Q == 0)
@@ -164,6 +165,14 @@ static float row_sum(float *v, int64_t N)
     return cache[cache_level(Q - 1)];
 }
 
+/* gradInput's column block: Recompute min(6144, N rounded up to 64); BigM 64. */
+static int64_t row_block_of(int tmpl, int64_t N)
+{
+    if (tmpl == LNB35_BIG_M)
+        return BIG_M_BACKWARD_N_FACTOR;
+    return N < BACKWARD_N_FACTOR ? (N + VL - 1) / VL * VL : BACKWARD_N_FACTOR;
+}
+
 /* ---- gradInput ------------------------------------------------------------------------------ */
 
 typedef struct {
@@ -171,7 +180,8 @@ typedef struct {
     const float *mean, *rstd; /* M floats each */
     float *bufs;              /* per chunk: the pass's buffers */
     int64_t chunk_floats;
-    int64_t nfactor;          /* gradWeight: the tiling's gammaBetaNfactor */
+    int tmpl;                 /* LNB35_RECOMPUTE or LNB35_BIG_M */
+    int64_t row_block;        /* gradInput's column block (row_sum's nf) */
 } lnb35_run;
 
 static void dx_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
@@ -192,7 +202,7 @@ static void dx_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
             g[i] = dy[i] * w[i];
             gx[i] = xh * g[i];
         }
-        const float s1 = row_sum(g, N), s2 = row_sum(gx, N);
+        const float s1 = row_sum(g, N, R->row_block), s2 = row_sum(gx, N, R->row_block);
         char *out = row_base(c->dx, m);
         for (int64_t c0 = 0; c0 < N; c0 += DX_TILE) {
             const int64_t n = N - c0 < DX_TILE ? N - c0 : DX_TILE;
@@ -256,33 +266,52 @@ static void ra_reduce(float *t, int64_t ld, int64_t n, int64_t dimR, bool groupe
                 t[r * ld + i] += t[(r + h) * ld + i];
 }
 
-/* The gradWeight tiling's row blocks (recompute_tiling.cpp GammaBetaKernelTiling). */
+/* A run of rows reduced by one core's row blocks (recompute_tiling.cpp
+ * GammaBetaKernelTiling; grouped_reduce_big_m_tiling.cpp, stage 1, per core). */
 typedef struct {
-    int64_t mf;        /* rows per block: min(128, M) */
-    int64_t whole;     /* whole blocks (mLoop) */
-    int64_t tail;      /* rows of the partial last block (mTail) */
-    int64_t Q;         /* basicBlockLoop: power2_below(blocks) */
-    int64_t levels;    /* cacheBufferCount */
-    int64_t nfactor;   /* gammaBetaNfactor: the RA reduction's column count */
-} gb_tiling;
+    int64_t start, rows; /* the rows */
+    int64_t mf;          /* rows per block (Recompute min(128, M), BigM 64) */
+    int64_t whole;       /* whole blocks (mLoop) */
+    int64_t tail;        /* rows of the partial last block (mTail) */
+    int64_t Q;           /* basicBlockLoop: power2_below(blocks) */
+    int64_t levels;      /* cacheBufferCount */
+} gb_slice;
 
-static gb_tiling gb_tiling_of(int64_t M, int64_t N)
+static gb_slice gb_slice_of(int64_t start, int64_t rows, int64_t mf)
 {
-    (void)N;
-    gb_tiling t;
-    t.mf = M < GAMMA_BETA_M_FACTOR ? M : GAMMA_BETA_M_FACTOR;
-    t.whole = M / t.mf;
-    const int64_t blocks = (M + t.mf - 1) / t.mf;
-    t.tail = M - t.whole * t.mf;
-    t.Q = power2_below(blocks);
-    t.levels = 1;
-    if (t.Q > 0)
-        for (t.levels = 0; (t.Q >> t.levels) != 0; t.levels++)
+    gb_slice s = {.start = start, .rows = rows, .mf = mf};
+    s.whole = rows / mf;
+    s.tail = rows - s.whole * mf;
+    s.Q = power2_below((rows + mf - 1) / mf);
+    s.levels = 1;
+    if (s.Q > 0)
+        for (s.levels = 0; (s.Q >> s.levels) != 0; s.levels++)
             ;
-    const int64_t nmax = (UB_FLOATS(aclemu_soc_ub_bytes()) - 2 * t.mf) /
-                         (6 * t.mf + 3 + 2 * t.levels);
-    t.nfactor = nmax / GAMMA_BETA_N_BASE * GAMMA_BETA_N_BASE;
-    return t;
+    return s;
+}
+
+/* Recompute's gammaBetaNfactor, the RA reduction's column count: the UB left for the
+ * buffers, floored to 64 (recompute_tiling.cpp). */
+static int64_t recompute_nfactor(const gb_slice *s)
+{
+    const int64_t nmax = (UB_FLOATS(aclemu_soc_ub_bytes()) - 2 * s->mf) /
+                         (6 * s->mf + 3 + 2 * s->levels);
+    return nmax / GAMMA_BETA_N_BASE * GAMMA_BETA_N_BASE;
+}
+
+/* BigM's gradWeight cores: min(ceil(M / 64), min(64, vector cores)) of them, the first
+ * M % cores taking one row more (grouped_reduce_big_m_tiling.cpp, _impl.h Init). */
+static int64_t big_m_cores(int64_t M)
+{
+    const int64_t cores = aclemu_soc_vector_cores() < 64 ? aclemu_soc_vector_cores() : 64;
+    const int64_t need = (M + 63) / 64;
+    return need < cores ? need : cores;
+}
+
+static gb_slice big_m_slice(int64_t M, int64_t core)
+{
+    const int64_t cores = big_m_cores(M), per = M / cores, rem = M - per * cores;
+    return gb_slice_of(core * per + (core < rem ? core : rem), per + (core < rem), 64);
 }
 
 /* Rows [r0, r0 + rows) of the block's products for columns [c0, c0 + n): pw (dy * x_hat, by
@@ -310,43 +339,104 @@ static void gb_rows(const lnb35_run *R, int64_t r0, int64_t rows, int64_t c0, in
     }
 }
 
+/* Per-chunk buffers of the gradWeight pass (floats, offsets from the chunk's start). */
+typedef struct {
+    float *pw, *pb;   /* a block: mf x COL_TILE each */
+    float *cw, *cb;   /* the binary counters: levels x COL_TILE each */
+    float *bdy, *bx;  /* a row tile each */
+} gb_bufs;
+
+/* The slice's sums for columns [c0, c0 + n) (gradWeight into ow, gradBias into ob, those
+ * requested): its row blocks, block b + Q folded into block b, each block's RA reduction
+ * (grouped: the LessThanVL form), the blocks merged by the binary counter. */
+static void gb_slice_sum(const lnb35_run *R, const gb_slice *s, bool grouped, int64_t c0,
+                         int64_t n, const gb_bufs *B, float *ow, float *ob)
+{
+    const lnb35_call *c = R->c;
+    const int64_t mmain = s->Q ? s->mf : s->rows; /* one block when Q == 0: all the rows */
+    const int64_t loops = s->Q ? s->Q : 1;
+    for (int64_t b = 0; b < loops; b++) {
+        gb_rows(R, s->start + b * s->mf, mmain, c0, n, B->pw, B->pb, B->bdy, B->bx, false);
+        const int64_t fold = !s->Q ? 0 : b + s->Q < s->whole ? s->mf
+                             : b + s->Q == s->whole ? s->tail : 0;
+        if (fold > 0)
+            gb_rows(R, s->start + (b + s->Q) * s->mf, fold, c0, n, B->pw, B->pb, B->bdy, B->bx,
+                    true);
+        const int lvl = cache_level(b);
+        if (c->db) {
+            ra_reduce(B->pb, COL_TILE, n, mmain, grouped);
+            cache_push(B->cb, COL_TILE, lvl, B->pb, n);
+        }
+        if (c->dw) {
+            ra_reduce(B->pw, COL_TILE, n, mmain, grouped);
+            cache_push(B->cw, COL_TILE, lvl, B->pw, n);
+        }
+    }
+    const int64_t res = s->Q ? cache_level(s->Q - 1) : 0;
+    if (c->dw)
+        memcpy(ow, B->cw + res * COL_TILE, (size_t)n * sizeof(float));
+    if (c->db)
+        memcpy(ob, B->cb + res * COL_TILE, (size_t)n * sizeof(float));
+}
+
+/* The gradWeight pass's floats per chunk: a slice's buffers, and for BigM the cores'
+ * results (stage 1's workspace rows for the tile). */
+static int64_t gb_chunk_floats(int tmpl, int64_t M, int64_t *levels_out)
+{
+    gb_slice s = tmpl == LNB35_BIG_M ? big_m_slice(M, 0)
+                                     : gb_slice_of(0, M, M < GAMMA_BETA_M_FACTOR ? M
+                                                                           : GAMMA_BETA_M_FACTOR);
+    const int64_t cores = tmpl == LNB35_BIG_M ? big_m_cores(M) : 0;
+    *levels_out = s.levels; /* core 0 has the most rows */
+    return (2 * s.mf + 2 * s.levels + 2 + 2 * cores + 2) * COL_TILE;
+}
+
 static void gb_tiles(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
     const lnb35_run *R = ctx;
     const lnb35_call *c = R->c;
-    const gb_tiling t = gb_tiling_of(c->M, c->N);
-    const int64_t blk = t.mf * COL_TILE, lv = t.levels * COL_TILE;
-    float *pw = R->bufs + chunk * R->chunk_floats, *pb = pw + blk;
-    float *cw = pb + blk, *cb = cw + lv, *bdy = cb + lv, *bx = bdy + COL_TILE;
-    const bool grouped = t.nfactor == VL; /* ReduceRAImpl: dimA <= 64, LessThanVL */
-    const int64_t mmain = t.Q ? t.mf : c->M; /* one block when Q == 0: all M rows */
-    const int64_t loops = t.Q ? t.Q : 1;
+    const int64_t M = c->M;
+    int64_t levels;
+    (void)gb_chunk_floats(R->tmpl, M, &levels);
+    const int64_t mf = R->tmpl == LNB35_BIG_M ? 64 : M < GAMMA_BETA_M_FACTOR ? M
+                                                                         : GAMMA_BETA_M_FACTOR;
+    float *base = R->bufs + chunk * R->chunk_floats;
+    gb_bufs B;
+    B.pw = base;
+    B.pb = B.pw + mf * COL_TILE;
+    B.cw = B.pb + mf * COL_TILE;
+    B.cb = B.cw + levels * COL_TILE;
+    B.bdy = B.cb + levels * COL_TILE;
+    B.bx = B.bdy + COL_TILE;
+    float *ow = B.bx + COL_TILE, *ob = ow + COL_TILE; /* the outputs' tile */
+    float *sw = ob + COL_TILE, *sb = sw + big_m_cores(M) * COL_TILE; /* BigM: per core */
     for (int64_t tile = begin; tile < end; tile++) {
         const int64_t c0 = tile * COL_TILE;
         const int64_t n = c->N - c0 < COL_TILE ? c->N - c0 : COL_TILE;
-        for (int64_t b = 0; b < loops; b++) {
-            gb_rows(R, b * t.mf, mmain, c0, n, pw, pb, bdy, bx, false);
-            const int64_t fold = !t.Q ? 0 : b + t.Q < t.whole ? t.mf
-                                 : b + t.Q == t.whole ? t.tail : 0;
-            if (fold > 0)
-                gb_rows(R, (b + t.Q) * t.mf, fold, c0, n, pw, pb, bdy, bx, true);
-            const int lvl = cache_level(b);
-            if (c->db) {
-                ra_reduce(pb, COL_TILE, n, mmain, grouped);
-                cache_push(cb, COL_TILE, lvl, pb, n);
+        if (R->tmpl == LNB35_BIG_M) {
+            /* stage 1: each core's rows (64-column tiles: the LessThanVL form); stage 2 on
+             * core 0: the cores' results, as rows, by one more RA reduction */
+            const int64_t cores = big_m_cores(M);
+            for (int64_t k = 0; k < cores; k++) {
+                const gb_slice s = big_m_slice(M, k);
+                gb_slice_sum(R, &s, true, c0, n, &B, sw + k * COL_TILE, sb + k * COL_TILE);
             }
             if (c->dw) {
-                ra_reduce(pw, COL_TILE, n, mmain, grouped);
-                cache_push(cw, COL_TILE, lvl, pw, n);
+                ra_reduce(sw, COL_TILE, n, cores, true);
+                memcpy(ow, sw, (size_t)n * sizeof(float));
             }
+            if (c->db) {
+                ra_reduce(sb, COL_TILE, n, cores, true);
+                memcpy(ob, sb, (size_t)n * sizeof(float));
+            }
+        } else {
+            const gb_slice s = gb_slice_of(0, M, mf);
+            gb_slice_sum(R, &s, recompute_nfactor(&s) == VL, c0, n, &B, ow, ob);
         }
-        const int64_t res = t.Q ? cache_level(t.Q - 1) : 0;
         if (c->dw)
-            put_tile(view_base(c->dw), c->dw->dtype, ACLEMU_TIES_EVEN, &c->dw->inner, c0, n,
-                     cw + res * COL_TILE);
+            put_tile(view_base(c->dw), c->dw->dtype, ACLEMU_TIES_EVEN, &c->dw->inner, c0, n, ow);
         if (c->db)
-            put_tile(view_base(c->db), c->db->dtype, ACLEMU_TIES_EVEN, &c->db->inner, c0, n,
-                     cb + res * COL_TILE);
+            put_tile(view_base(c->db), c->db->dtype, ACLEMU_TIES_EVEN, &c->db->inner, c0, n, ob);
     }
 }
 
@@ -354,26 +444,23 @@ static void gb_tiles(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-bool lnb35_recompute(const lnb35_call *c)
+bool lnb35_run_kernel(const lnb35_call *c, int tmpl)
 {
     const int64_t M = c->M, N = c->N;
-    const int64_t row_chunks = c->dx ? min64(min64(M, MAX_CHUNKS),
-                                             M * N / ROW_ELEMS > 1 ? M * N / ROW_ELEMS : 1)
-                                     : 0;
+    const int64_t by_work = M * N / ROW_ELEMS > 1 ? M * N / ROW_ELEMS : 1;
+    const int64_t row_chunks = c->dx ? min64(min64(M, MAX_CHUNKS), by_work) : 0;
     const int64_t row_floats = 4 * N + DX_TILE;
-    const gb_tiling t = gb_tiling_of(M, N);
     const int64_t tiles = (N + COL_TILE - 1) / COL_TILE;
     const bool gb = c->dw || c->db;
-    const int64_t gb_chunks = gb ? min64(min64(tiles, MAX_CHUNKS),
-                                         M * N / ROW_ELEMS > 1 ? M * N / ROW_ELEMS : 1)
-                                 : 0;
-    const int64_t gb_floats = (2 * t.mf + 2 * t.levels + 2) * COL_TILE;
+    const int64_t gb_chunks = gb ? min64(min64(tiles, MAX_CHUNKS), by_work) : 0;
+    int64_t levels;
+    const int64_t gb_floats = gb_chunk_floats(tmpl, M, &levels);
     const int64_t stats = 2 * M;
     float *buf = malloc((size_t)(stats + row_chunks * row_floats + gb_chunks * gb_floats) *
                         sizeof(float));
     if (!buf)
         return false;
-    lnb35_run R = {.c = c, .nfactor = t.nfactor};
+    lnb35_run R = {.c = c, .tmpl = tmpl, .row_block = row_block_of(tmpl, N)};
     R.mean = get_tile(view_base(c->mean), c->mean->dtype, &c->mean->inner, 0, M, buf);
     R.rstd = get_tile(view_base(c->rstd), c->rstd->dtype, &c->rstd->inner, 0, M, buf + M);
     if (c->dx) {
@@ -391,16 +478,21 @@ bool lnb35_recompute(const lnb35_call *c)
 }
 
 /* For the tests (not a CANN symbol): the arch35 tiling of an M x N call; out = {template
- * (LNB35_*), gradWeight rows per block (mFactor), its basicBlockLoop, its nFactor (the RA
- * reduction's columns), gradInput's column block (nfactor), its basicBlockLoop}. */
-ACLEMU_EXPORT void aclemu_layer_norm_backward_tiling_arch35(int64_t M, int64_t N, int64_t out[6])
+ * (LNB35_*), gradWeight's rows per block (mFactor; BigM: core 0's), its basicBlockLoop, the
+ * RA reduction's columns (Recompute's nFactor; BigM 64), gradInput's column block, its
+ * basicBlockLoop, BigM's gradWeight cores (0 otherwise)}. */
+ACLEMU_EXPORT void aclemu_layer_norm_backward_tiling_arch35(int64_t M, int64_t N, int64_t out[7])
 {
-    const gb_tiling t = gb_tiling_of(M, N);
-    const int64_t nf = N < BACKWARD_N_FACTOR ? (N + VL - 1) / VL * VL : BACKWARD_N_FACTOR;
-    out[0] = lnb35_template(M, N);
-    out[1] = t.mf;
-    out[2] = t.Q;
-    out[3] = t.nfactor;
+    const int tmpl = lnb35_template(M, N);
+    const bool big_m = tmpl == LNB35_BIG_M;
+    const gb_slice s = big_m ? big_m_slice(M, 0)
+                             : gb_slice_of(0, M, M < GAMMA_BETA_M_FACTOR ? M : GAMMA_BETA_M_FACTOR);
+    const int64_t nf = row_block_of(tmpl, N);
+    out[0] = tmpl;
+    out[1] = s.mf;
+    out[2] = s.Q;
+    out[3] = big_m ? 64 : recompute_nfactor(&s);
     out[4] = nf;
     out[5] = power2_below((N + nf - 1) / nf);
+    out[6] = big_m ? big_m_cores(M) : 0;
 }

@@ -29,9 +29,16 @@ typedef struct {
     bool dx_round;                     /* round gradInput to input's dtype before its store */
 } lnb35_call;
 
-/* The Recompute template (key 500): gradInput row by row, gradWeight/gradBias column tile
- * by column tile. Returns false when out of host memory (nothing is half written then:
- * buffers are taken before any output). */
-bool lnb35_recompute(const lnb35_call *c);
+/* Whether the arch35 kernel below runs the template (else the A2/A3 row kernel stands in:
+ * docs/emulator.md). */
+static inline bool lnb35_runs(int tmpl)
+{
+    return tmpl == LNB35_RECOMPUTE || tmpl == LNB35_BIG_M;
+}
+
+/* Template tmpl (lnb35_runs): gradInput row by row, gradWeight/gradBias column tile by column
+ * tile. Returns false when out of host memory (before anything is written: its buffers are
+ * taken first). */
+bool lnb35_run_kernel(const lnb35_call *c, int tmpl);
 
 #endif
