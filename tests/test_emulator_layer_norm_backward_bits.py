@@ -617,33 +617,16 @@ def test_arch35_tiling_chooses_the_vendor_template(M, N, tmpl):
         assert t[1:] == (mf, Q, nfactor, nf, power2_below(-(-N // nf)), 0)
 
 
-# (M, N, dtype of dy): gradInput's register paths (N <= 64, <= 128, 129 with a partial
-# register, 256, 1000), its column blocks (6144 one, 6145 a 1-column fold, 12289 three blocks
-# and the counter, M = 512 to stay out of BigN); gradWeight's row blocks (M 1, 32 and 64 strided rounds, 100 and 128 with
-# 64-column consecutive rounds, 129 a 1-row fold, 300 and 385 tails, 600 five blocks)
+# Recompute (M, N, dtype of dy): gradInput's register paths (N <= 64, <= 128, 129 with a
+# partial register, 256, 1000), its column blocks (6144 one, 6145 a 1-column fold, 12289 three
+# blocks and the counter, M = 512 to stay out of BigN); gradWeight's row blocks (M 1, 32 and 64
+# strided rounds, 100 and 128 with 64-column consecutive rounds, 129 a 1-row fold, 300 and 385
+# tails, 600 five blocks)
 ARCH35_SHAPES = [
     (1, 24, F32), (32, 64, F16), (64, 100, BF16), (100, 129, F32), (128, 256, F16),
     (129, 1000, BF16), (300, 40, F32), (385, 72, F16), (600, 64, BF16), (3, 6144, F32),
     (2, 6145, F16), (512, 12289, BF16), (7, 200, F32),
 ]
-
-
-@arch35_only
-@pytest.mark.parametrize("k", range(len(ARCH35_SHAPES)),
-                         ids=[f"{m}x{n}-{d.name}" for m, n, d in ARCH35_SHAPES])
-def test_arch35_bit_for_bit_against_the_recompute_model(k):
-    M, N, dt = ARCH35_SHAPES[k]
-    gamma_dt = F32 if dt == F32 or k % 2 else dt
-    dy, x, mean, rstd, gamma = case(M, N, dt, gamma_dt, seed=100 + k)
-    assert tiling_arch35(M, N)[0] == RECOMPUTE
-    # gradWeight/gradBias in weight's dtype when it is 16-bit (the kernel's own output)
-    out = (np.empty((M, N), dt), np.empty(N, gamma_dt), np.empty(N, gamma_dt))
-    got = acl_py.layer_norm_backward(dy, x, (N,), mean, rstd, gamma, None, out=out)
-    dx, dw, db = model_arch35(dy, x, mean, rstd, gamma)
-    want = (dx, dw.astype(gamma_dt), db.astype(gamma_dt))
-    for name, g, w in zip(("gradInput", "gradWeight", "gradBias"), got, want):
-        assert g.dtype == w.dtype, name
-        np.testing.assert_array_equal(bits(g), bits(w), err_msg=f"{name} M={M} N={N}")
 
 
 # GroupedReduceBigM (M > 4096, N < 512): gradInput's 64-column blocks (N 3 one, 64, 100 a
@@ -653,21 +636,26 @@ BIG_M_SHAPES = [
     (4097, 3, F32), (4097, 64, F16), (4097, 100, BF16), (4099, 200, F32), (12837, 3, F16),
     (4100, 511, BF16),
 ]
+ARCH35_CASES = [(RECOMPUTE, shape, 100 + k) for k, shape in enumerate(ARCH35_SHAPES)] + [
+    (BIG_M, shape, 200 + k) for k, shape in enumerate(BIG_M_SHAPES)]
 
 
 @arch35_only
-@pytest.mark.parametrize("k", range(len(BIG_M_SHAPES)),
-                         ids=[f"{m}x{n}-{d.name}" for m, n, d in BIG_M_SHAPES])
-def test_arch35_bit_for_bit_against_the_big_m_model(k):
-    M, N, dt = BIG_M_SHAPES[k]
-    gamma_dt = F32 if dt == F32 or k % 2 else dt
-    dy, x, mean, rstd, gamma = case(M, N, dt, gamma_dt, seed=200 + k)
-    assert tiling_arch35(M, N)[0] == BIG_M
+@pytest.mark.parametrize("k", range(len(ARCH35_CASES)),
+                         ids=[f"{'recompute' if t == RECOMPUTE else 'big_m'}-{m}x{n}-{d.name}"
+                              for t, (m, n, d), _ in ARCH35_CASES])
+def test_arch35_bit_for_bit_against_the_template_model(k):
+    tmpl, (M, N, dt), seed = ARCH35_CASES[k]
+    gamma_dt = F32 if dt == F32 or seed % 2 else dt
+    dy, x, mean, rstd, gamma = case(M, N, dt, gamma_dt, seed=seed)
+    assert tiling_arch35(M, N)[0] == tmpl
+    # gradWeight/gradBias in weight's dtype when it is 16-bit (the kernel's own output)
     out = (np.empty((M, N), dt), np.empty(N, gamma_dt), np.empty(N, gamma_dt))
     got = acl_py.layer_norm_backward(dy, x, (N,), mean, rstd, gamma, None, out=out)
     dx, dw, db = model_arch35(dy, x, mean, rstd, gamma)
     want = (dx, dw.astype(gamma_dt), db.astype(gamma_dt))
     for name, g, w in zip(("gradInput", "gradWeight", "gradBias"), got, want):
+        assert g.dtype == w.dtype, name
         np.testing.assert_array_equal(bits(g), bits(w), err_msg=f"{name} M={M} N={N}")
 
 
