@@ -44,17 +44,6 @@
 
 /* ---- the tiling's integer helpers (arch35/layer_norm_grad_v3_base.h) ---------------------- */
 
-/* FindNearestPower2: the largest power of two strictly below v (0 for v <= 1). */
-static int64_t power2_below(int64_t v)
-{
-    if (v <= 1)
-        return 0;
-    int64_t p = 1;
-    while (p * 2 < v)
-        p *= 2;
-    return p;
-}
-
 /* GetCacheID: the binary counter level block idx's result lands on (its trailing ones). */
 static int cache_level(int64_t idx)
 {
@@ -113,7 +102,7 @@ static float reduce_small(const float *v, int64_t r)
 }
 
 /* LastReduceSum over r floats (layer_norm_grad_v3_base.h): above 128, with K registers
- * (the last maybe partial), F whole ones and P = power2_below(K): register j < F - P plus
+ * (the last maybe partial), F whole ones and P = nr_pow2_below(K): register j < F - P plus
  * register j + P, Reduced; the register F - P with the partial register's lanes added
  * (merging); registers K - P .. P - 1 alone; the P results, in register order, by
  * reduce_small. */
@@ -121,7 +110,7 @@ static float last_reduce_sum(const float *v, int64_t r)
 {
     if (r <= 2 * VL)
         return reduce_small(v, r);
-    const int64_t K = (r + VL - 1) / VL, F = r / VL, P = power2_below(K);
+    const int64_t K = (r + VL - 1) / VL, F = r / VL, P = nr_pow2_below(K);
     float part[2 * VL], a[VL];
     int64_t n = 0;
     for (int64_t j = 0; j < F - P; j++) {
@@ -142,14 +131,14 @@ static float last_reduce_sum(const float *v, int64_t r)
 
 /* The row's column blocks of nf columns (Recompute: min(6144, N rounded up to 64),
  * recompute_tiling.cpp BackwardKernelTiling; BigM: 64, grouped_reduce.h backwardNfactor);
- * with B blocks (the last maybe partial) and Q = power2_below(B), block b < Q gets block
+ * with B blocks (the last maybe partial) and Q = nr_pow2_below(B), block b < Q gets block
  * b + Q added elementwise (over that block's columns), then its LastReduceSum; the Q results
  * merged by the binary counter. One block (B = 1): the LastReduceSum of the whole row
  * (recompute_backward_impl.h, grouped_reduce_big_m_impl.h Process). Overwrites v. */
 static float row_sum(float *v, int64_t N, int64_t nf)
 {
     const int64_t whole = N / nf, blocks = (N + nf - 1) / nf, tail = N - whole * nf;
-    const int64_t Q = power2_below(blocks);
+    const int64_t Q = nr_pow2_below(blocks);
     if (Q == 0)
         return last_reduce_sum(v, N);
     float cache[MAX_LEVELS];
@@ -273,7 +262,7 @@ typedef struct {
     int64_t mf;          /* rows per block (Recompute min(128, M), BigM 64) */
     int64_t whole;       /* whole blocks (mLoop) */
     int64_t tail;        /* rows of the partial last block (mTail) */
-    int64_t Q;           /* basicBlockLoop: power2_below(blocks) */
+    int64_t Q;           /* basicBlockLoop: nr_pow2_below(blocks) */
     int64_t levels;      /* cacheBufferCount */
 } gb_slice;
 
@@ -282,7 +271,7 @@ static gb_slice gb_slice_of(int64_t start, int64_t rows, int64_t mf)
     gb_slice s = {.start = start, .rows = rows, .mf = mf};
     s.whole = rows / mf;
     s.tail = rows - s.whole * mf;
-    s.Q = power2_below((rows + mf - 1) / mf);
+    s.Q = nr_pow2_below((rows + mf - 1) / mf);
     s.levels = 1;
     if (s.Q > 0)
         for (s.levels = 0; (s.Q >> s.levels) != 0; s.levels++)
@@ -493,6 +482,6 @@ ACLEMU_EXPORT void aclemu_layer_norm_backward_tiling_arch35(int64_t M, int64_t N
     out[2] = s.Q;
     out[3] = big_m ? 64 : recompute_nfactor(&s);
     out[4] = nf;
-    out[5] = power2_below((N + nf - 1) / nf);
+    out[5] = nr_pow2_below((N + nf - 1) / nf);
     out[6] = big_m ? big_m_cores(M) : 0;
 }

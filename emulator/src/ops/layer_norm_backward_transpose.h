@@ -58,17 +58,13 @@ static int64_t lnb_transpose_ub_rows(int64_t block_rows, int64_t N, int64_t col_
 }
 
 /* DoReduce: the sum of v[0..n) (overwritten) as the kernel folds a slot's N columns: n == 1
- * plus +0; else, P the largest power of two below n (n itself when one), v[j] += v[P + j] for
- * j < n - P, then halves: v[j] += v[j + h], h = P / 2, ..., 1. */
+ * plus +0; else, P the largest power of two up to n, v[j] += v[P + j] for j < n - P, then
+ * halves: v[j] += v[j + h], h = P / 2, ..., 1. */
 static inline float lnb_dichotomy_sum(float *v, int64_t n)
 {
     if (n == 1)
         return v[0] + 0.0f;
-    int64_t p = 1;
-    while (p * 2 < n)
-        p *= 2;
-    if (p * 2 == n)
-        p = n;
+    const int64_t p = nr_pow2_below(n + 1);
     for (int64_t j = 0; j < n - p; j++)
         v[j] = v[j] + v[p + j];
     for (int64_t h = p / 2; h >= 1; h /= 2)

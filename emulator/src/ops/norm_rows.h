@@ -131,6 +131,18 @@ static inline float nr_reduce_sum_count(const float *x, int64_t n)
     return acc;
 }
 
+/* The largest power of two strictly below v, 0 for v <= 1 (the kernels' FindNearestPower2,
+ * binaryAddQuotient: a sum's first, power-of-two part). */
+static inline int64_t nr_pow2_below(int64_t v)
+{
+    if (v <= 1)
+        return 0;
+    int64_t p = 1;
+    while (p * 2 < v)
+        p *= 2;
+    return p;
+}
+
 /* Ascend 950's binary-add sum of a row's terms t[0..n) (add_layer_norm_quant's VFCalcMeanVar
  * and Welford finalize, layer_norm_v4's two_pass_perf template): up to NR_VECTOR_LANES terms,
  * one register's Reduce; else, P the largest power of two below n (the tilings'
@@ -147,9 +159,7 @@ static inline float nr_binary_add_sum(const float *t, int64_t n, float *partial)
             lanes[l] = l < n ? t[l] : 0.0f;
         return nr_fold_vector_lanes(lanes);
     }
-    int64_t p = 1;
-    while (p * 2 < n)
-        p *= 2;
+    const int64_t p = nr_pow2_below(n);
     const int64_t rem_loops = (n - p + NR_VECTOR_LANES - 1) / NR_VECTOR_LANES;
     const int64_t quot_loops = p / NR_VECTOR_LANES;
     for (int64_t i = 0; i < quot_loops; i++) {
