@@ -264,7 +264,7 @@ static void task_run(void *arg)
     T->b = param_row(&P->t[T_B], P->N, T->wb_buf ? T->wb_buf + P->N : NULL);
     if (!T->b && P->zero_bias)
         T->b = T->wb_buf + P->N; /* zeroed by the launch */
-    aclemu_parallel_for(P->M, T->nchunks, P->regbase_perf ? perf_rows : rows_kernel(), T);
+    aclemu_parallel_for(P->M, T->nchunks, P->regbase_perf ? perf_rows : ROW_KERNEL(rows_body), T);
 }
 
 static void task_release(void *arg)

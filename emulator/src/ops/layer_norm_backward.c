@@ -246,7 +246,7 @@ static inline void row_tiles(const tdesc *dy, const tdesc *x, const char *rdy, c
 }
 
 /* The row kernel (layer_norm_backward_rows.h), once per x86-64 level, the best the CPU runs
- * picked at first use (row_levels.h: rows_kernel). */
+ * picked at first use (row_levels.h: ROW_KERNEL). */
 #define ROWS_HEADER "layer_norm_backward_rows.h"
 #include "row_levels.h"
 
@@ -342,7 +342,7 @@ static void task_run(void *arg)
         return;
     }
     aclemu_parallel_for(P->tiling.nblocks, row_chunks(P),
-                        P->tiling.tmpl == LNB_TRANSPOSE ? lnbt_blocks_body : rows_kernel(), T);
+                        P->tiling.tmpl == LNB_TRANSPOSE ? lnbt_blocks_body : ROW_KERNEL(rows_body), T);
     if (P->parts)
         aclemu_parallel_for(N, reduce_chunks(N), reduce_body, T);
 }

@@ -7,7 +7,8 @@
  * Two parts:
  * - the element kinds and their scalar load/store (ld1/st1), once (include guard);
  * - the vector part, at every inclusion with RK_SFX defined (row_levels.h: one copy per
- *   x86-64 level, under that level's `#pragma GCC target`, RK_SFX naming the copy): RK(name)
+ *   x86-64 level, under that level's `#pragma GCC target`, RK_SFX naming the copy and
+ *   RK_LEVEL numbering it): RK(name)
  *   is name_<RK_SFX>; RK_W floats per vector (16 on x86-64-v4, 8 on x86-64-v3, 4 on the
  *   baseline); types VF (float) and VU (uint32_t) of that width; RK(ld), RK(st) and
  *   RK(st_fence). Each copy redefines these macros; an inclusion without RK_SFX clears
@@ -84,6 +85,18 @@ typedef float RK(vf) __attribute__((vector_size(RK_W * 4)));
 typedef uint32_t RK(vu) __attribute__((vector_size(RK_W * 4)));
 #define VF RK(vf)
 #define VU RK(vu)
+
+/* This level's functions, once per translation unit (row_levels.h may copy several kernel
+ * files into one): RK_LEVEL (4, 3 or 0, with RK_SFX) names the level. */
+#if (RK_LEVEL == 4 && !defined(ROW_VECTORS_FNS_4)) || \
+    (RK_LEVEL == 3 && !defined(ROW_VECTORS_FNS_3)) || (RK_LEVEL == 0 && !defined(ROW_VECTORS_FNS_0))
+#if RK_LEVEL == 4
+#define ROW_VECTORS_FNS_4
+#elif RK_LEVEL == 3
+#define ROW_VECTORS_FNS_3
+#else
+#define ROW_VECTORS_FNS_0
+#endif
 
 /* W elements from p + i (elements of the kind's dtype) as floats. */
 INLINE VF RK(ld)(const void *p, int64_t i, const int kind)
@@ -215,4 +228,5 @@ INLINE void RK(st_fence)(void)
 #endif
 }
 
+#endif /* this level's functions */
 #endif /* RK_SFX */
