@@ -17,7 +17,9 @@ same data as contiguous rows and as strided views must give the same bits. The f
 (aclnnLayerNorm, its row loops in emulator/src/ops/layer_norm_rows.h) likewise: each dtype,
 contiguous rows against strided views (every vector width's tail, non-temporal out), full and
 partial row groups, tail tiles, with and without weight/bias, strided input/out, and its dtype
-mixes of weight, out and mean/rstd.
+mixes of weight, out and mean/rstd; on Atlas A2 and on Ascend 950 (its two_pass_perf rows,
+emulator/src/ops/layer_norm_perf_rows.h), NaN signs included: rows holding NaNs of both signs
+and Infs, and a NaN weight and bias at one column.
 tests/test_conversions.py checks the conversion paths themselves on every bit pattern class.
 
 The variant builds take ~15 s each (both run at once) and are kept in tests/.build, rebuilt
@@ -190,8 +192,17 @@ DIGEST_FORWARD = textwrap.dedent("""
         b = rng.standard_normal(n).astype(dt)
         if special:
             x[0, 7], x[1, 3], x[2, 5] = np.nan, np.inf, -np.inf
+            # rows holding NaNs of both signs with Infs (two NaNs meet in the sums, in
+            # (x - mean) * rstd and its multiply-add: x86 keeps the first operand's, whose
+            # order the compiler picks per build unless the kernel fixes it), and a NaN of
+            # each sign in weight and bias at one column
+            nneg = -np.float32(np.nan)
+            x[3, 2], x[3, 9] = np.nan, np.inf
+            x[4, 1], x[4, 6], x[4, 8] = nneg, np.inf, -np.inf
+            x[5, 0], x[5, 4], x[5, 11] = np.inf, np.nan, nneg
             w = (2.0 ** rng.integers(-140, 120, n) * (1 + 2.0 ** -8)).astype(dt)
             b[::3] = 0
+            w[12], b[12] = np.nan, nneg
         got = []
         for t in (False, True):
             y = acl.DeviceTensor.zeros((n, m), dt).T if t else acl.DeviceTensor.zeros((m, n), dt)
@@ -230,12 +241,16 @@ DIGEST_FORWARD = textwrap.dedent("""
 """)
 
 
-def _digests(prefix: Path, script: str = DIGEST, soc: str | None = None) -> dict:
-    # the default digests are the A2 part's (every dtype: BF16 too), whatever this process's
+def _digests(prefix: Path, script: str = DIGEST, soc: str | None = None,
+             only: str | None = "bf16") -> dict:
+    # the default digests are the A2 part's (every dtype: BF16 too), whatever this process's;
+    # another part's, only the cases of dtype `only` (None: all)
     env = dict(os.environ, ACL_PY_BACKEND="emulator", ACL_PY_EMULATOR_PREFIX=str(prefix),
                ACL_EMU_NUM_THREADS="2", ACL_EMU_SOC="Ascend910B2")
-    if soc is not None:  # another part: only the BF16 cases, whose tie rule differs
-        env.update(ACL_EMU_SOC=soc, DIGEST_ONLY="bf16")
+    if soc is not None:
+        env.update(ACL_EMU_SOC=soc)
+        if only is not None:
+            env.update(DIGEST_ONLY=only)
     r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
@@ -282,11 +297,14 @@ def test_forward_clones_and_baseline_give_identical_bits(variant_prefixes):
     backend = _loader.library().backend
     if backend.name != "emulator":
         pytest.skip(f"the backend is {backend.name}, not the emulator")
-    default = _digests(Path(backend.root), DIGEST_FORWARD)
-    assert len(default) == 3 * (2 * 7 + 3 * 5 + 2 * 3)
-    differ = sorted(k for k, v in default.items() if v == "differ")
-    assert not differ, f"contiguous and strided views give different bits: {differ}"
-    for name, prefix in variant_prefixes.items():
-        other = _digests(prefix, DIGEST_FORWARD)
-        diff = sorted(k for k in default if other.get(k) != default[k])
-        assert not diff, f"{name} build differs from the default build in: {diff}"
+    # Ascend 950 runs the two_pass_perf template's rows for most of these shapes (layer_norm.c,
+    # layer_norm_perf_rows.h), every dtype
+    for soc in (None, "Ascend950PR_9599"):
+        default = _digests(Path(backend.root), DIGEST_FORWARD, soc=soc, only=None)
+        assert len(default) == 3 * (2 * 7 + 3 * 5 + 2 * 3)
+        differ = sorted(k for k, v in default.items() if v == "differ")
+        assert not differ, f"{soc}: contiguous and strided views give different bits: {differ}"
+        for name, prefix in variant_prefixes.items():
+            other = _digests(prefix, DIGEST_FORWARD, soc=soc, only=None)
+            diff = sorted(k for k in default if other.get(k) != default[k])
+            assert not diff, f"{soc}: {name} build differs from the default build in: {diff}"

@@ -26,7 +26,8 @@
  * - empty: M == 0 does nothing; N == 0 fills meanOut with 0 and rstdOut with NaN.
  *
  * Kernel, Ascend 950 when the tiling takes LayerNormV4's two_pass_perf template (most calls:
- * takes_regbase_perf): the template's own chain, row by row (perf_rows; docs/emulator.md).
+ * takes_regbase_perf): the template's own chain, row by row (layer_norm_perf_rows.h;
+ * docs/emulator.md).
  * Elsewhere (the other parts, and 950's rows for the regbase_two_pass and Welford templates,
  * whose order is not modelled): rows are independent, so any split of rows over threads gives
  * the same bits. Rows
@@ -102,7 +103,7 @@ typedef struct {
     bool y_round;         /* out is rounded to input's dtype before its store */
     aclemu_ties y_ties;   /* how out's store breaks BF16 ties */
     bool zero_bias;       /* an absent bias is a row of zeros the kernel adds */
-    bool regbase_perf;    /* Ascend 950's two_pass_perf template (perf_rows) */
+    bool regbase_perf;    /* Ascend 950's two_pass_perf template (perf_body) */
     float pow2_inv;       /* ... its 1 / powerOfTwoForR (the least power of two >= N) */
     float pow2_corr;      /* ... and powerOfTwoForR / N, in float */
     bool no_kernel;       /* the op_api's early return with no kernel: nothing is queued */
@@ -119,7 +120,8 @@ typedef struct {
     int64_t nchunks;
     int kind;             /* how the kernel reads input rows (row_vectors.h's LD_*) */
     bool x_gather;        /* input rows converted to float into row_buf (kind LD_F32) */
-    bool y_fused;         /* out rows stored by the kernel in their dtype (contiguous) */
+    bool y_fused;         /* out rows stored by the kernel in their dtype (contiguous;
+                           * the two_pass_perf rows: of input's dtype) */
     bool y_stream;        /* ... with non-temporal stores (out much larger than cache) */
     void *pins[T_COUNT + 1];
     int npins;
@@ -154,7 +156,7 @@ static void store_stats(const ln_payload *P, int64_t s0, int64_t cnt, float *mea
 }
 
 /* The row kernel (layer_norm_rows.h), once per x86-64 level, the best the CPU runs picked at
- * first use (row_levels.h: rows_kernel). */
+ * first use (row_levels.h: ROW_KERNEL). */
 #define ROWS_HEADER "layer_norm_rows.h"
 #include "row_levels.h"
 
@@ -182,72 +184,19 @@ static const float *param_row(const tdesc *d, int64_t N, float *buf)
 
 /* ---- Ascend 950's two_pass_perf template ------------------------------------------------------ */
 
-/* The template's sum of a row's terms t[0..n) (CalculateMeanVarRLessThanVL, ...TwoVL,
- * ...RCommon<1>, <2>): rows of 65 to 128 take one register, the second's terms added onto the
- * first's lanes (the rest zero), one Reduce; the others the binary add (nr_binary_add_sum,
- * whose partials' last Reduce would only add zeros here). */
-static float perf_sum(const float *t, int64_t n, float *partial)
-{
-    if (n <= NR_VECTOR_LANES || n > 2 * NR_VECTOR_LANES)
-        return nr_binary_add_sum(t, n, partial);
-    float lanes[NR_VECTOR_LANES];
-    for (int64_t l = 0; l < NR_VECTOR_LANES; l++)
-        lanes[l] = t[l] + (l + NR_VECTOR_LANES < n ? t[l + NR_VECTOR_LANES] : 0.0f);
-    return nr_fold_vector_lanes(lanes);
-}
-
-/* Rows [begin, end) by op_kernel/arch35/layer_norm_v4_two_pass_perf.h, every step a float
- * operation: mean = sum(x * inv) * corr and var = sum(((x - mean)^2) * inv) * corr (inv =
+/* Rows by op_kernel/arch35/layer_norm_v4_two_pass_perf.h, every step a float operation:
+ * mean = sum(x * inv) * corr and var = sum(((x - mean)^2) * inv) * corr (inv =
  * 1 / powerOfTwoForR, exact; corr = powerOfTwoForR / N), rstd by ComputeRstdNewtonRaphson
  * without the clamp, y = (x - mean) * rstd, then MulDstAdd(y, gamma, beta) (y * gamma + beta,
  * taken as one fused multiply-add) with both, else Mul and Add; y cast to input's dtype
- * (CAST_RINT). The chunk's buffer: x as float, x - mean, the terms, the partials. */
-static void perf_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
-{
-    const ln_task *T = ctx;
-    const ln_payload *P = &T->p;
-    const tdesc *xd = &P->t[T_X], *yd = &P->t[T_Y];
-    const int64_t N = P->N;
-    const float *w = T->w, *b = T->b, inv = P->pow2_inv, corr = P->pow2_corr;
-    float *xbuf = T->row_buf + chunk * T->per_chunk, *d = xbuf + N, *t = d + N;
-    float *partial = t + N;
-    float smean[STAT_ROWS], srstd[STAT_ROWS];
-    for (int64_t s0 = begin; s0 < end; s0 += STAT_ROWS) {
-        const int64_t cnt = end - s0 < STAT_ROWS ? end - s0 : STAT_ROWS;
-        for (int64_t j = 0; j < cnt; j++) {
-            const int64_t m = s0 + j;
-            const float *x = get_tile(row_base(xd, m), xd->dtype, &xd->inner, 0, N, xbuf);
-            for (int64_t i = 0; i < N; i++)
-                t[i] = x[i] * inv;
-            const float mean = perf_sum(t, N, partial) * corr;
-            for (int64_t i = 0; i < N; i++) {
-                d[i] = x[i] - mean;
-                const float sq = d[i] * d[i];
-                t[i] = sq * inv;
-            }
-            const float var = perf_sum(t, N, partial) * corr;
-            const float rstd = nr_rstd_newton_raphson(var, P->eps, false);
-            for (int64_t i = 0; i < N; i++) {
-                float v = d[i] * rstd;
-                if (w && b) {
-                    v = fmaf(v, w[i], b[i]);
-                } else {
-                    if (w)
-                        v *= w[i];
-                    if (b)
-                        v += b[i];
-                }
-                t[i] = v;
-            }
-            if (P->y_round) /* made in input's dtype, then cast */
-                aclemu_round_floats(xd->dtype, P->ties, t, N);
-            put_tile(row_base(yd, m), yd->dtype, P->y_ties, &yd->inner, 0, N, t);
-            smean[j] = mean;
-            srstd[j] = rstd;
-        }
-        store_stats(P, s0, cnt, smean, srstd);
-    }
-}
+ * (CAST_RINT). Each sum is the template's (CalculateMeanVarRLessThanVL, ...TwoVL,
+ * ...RCommon<1>, <2>): rows of up to 64 one register's Reduce, rows of 65 to 128 one register
+ * (the second's terms added onto the first's lanes, the rest zero), the others the binary add
+ * (nr_binary_add_sum). The kernel (layer_norm_perf_rows.h: perf_body) once per x86-64 level,
+ * like the rows above. */
+#undef ROWS_HEADER
+#define ROWS_HEADER "layer_norm_perf_rows.h"
+#include "row_levels.h"
 
 static void task_run(void *arg)
 {
@@ -264,7 +213,8 @@ static void task_run(void *arg)
     T->b = param_row(&P->t[T_B], P->N, T->wb_buf ? T->wb_buf + P->N : NULL);
     if (!T->b && P->zero_bias)
         T->b = T->wb_buf + P->N; /* zeroed by the launch */
-    aclemu_parallel_for(P->M, T->nchunks, P->regbase_perf ? perf_rows : ROW_KERNEL(rows_body), T);
+    aclemu_parallel_for(P->M, T->nchunks,
+                        P->regbase_perf ? ROW_KERNEL(perf_body) : ROW_KERNEL(rows_body), T);
 }
 
 static void task_release(void *arg)
@@ -318,8 +268,13 @@ static aclnnStatus ln_launch(void *payload, void *const *addrs, void *workspace,
          * has) */
         const int64_t chunk_rows = (M + T->nchunks - 1) / T->nchunks;
         T->per_chunk = T->x_gather ? (chunk_rows < GROUP ? chunk_rows : GROUP) * N : 0;
-        if (P->regbase_perf) /* perf_rows: three rows of floats and the partials */
-            T->per_chunk = 3 * N + N / NR_VECTOR_LANES + 1;
+        if (P->regbase_perf) { /* perf_body: input's and out's rows as floats, the partials;
+                                * out stored by the kernel when contiguous, of input's dtype */
+            T->per_chunk = 2 * N + N / NR_VECTOR_LANES + 1;
+            T->y_fused = y_unit && y->dtype == x->dtype;
+            T->y_stream = T->y_fused &&
+                          (double)M * (double)N * (double)y->es >= LN_STREAM_BYTES;
+        }
         const bool zeros = P->zero_bias && !P->t[T_B].present;
         bool wb = needs_buffer(&P->t[T_W]) || needs_buffer(&P->t[T_B]) || zeros;
         if (T->per_chunk > 0)

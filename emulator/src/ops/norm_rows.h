@@ -143,6 +143,25 @@ static inline int64_t nr_pow2_below(int64_t v)
     return p;
 }
 
+/* The binary-add sum's last steps (nr_binary_add_sum), from its quot_loops partials, one per
+ * register of the row's first power-of-two terms (partial is overwritten): norm_common's
+ * DichotomyAdd, the partials folded by halves of whole registers down to one, reduced over
+ * its first lanes. */
+static inline float nr_binary_add_partials(float *partial, int64_t quot_loops)
+{
+    float lanes[NR_VECTOR_LANES];
+    int64_t last = quot_loops;
+    if (quot_loops > NR_VECTOR_LANES) { /* binaryAddK halvings of whole registers */
+        for (int64_t cur = quot_loops / NR_VECTOR_LANES / 2; cur >= 1; cur /= 2)
+            for (int64_t j = 0; j < cur * NR_VECTOR_LANES; j++)
+                partial[j] += partial[j + cur * NR_VECTOR_LANES];
+        last = NR_VECTOR_LANES;
+    }
+    for (int64_t l = 0; l < NR_VECTOR_LANES; l++)
+        lanes[l] = l < last ? partial[l] : 0.0f;
+    return nr_fold_vector_lanes(lanes);
+}
+
 /* Ascend 950's binary-add sum of a row's terms t[0..n) (add_layer_norm_quant's VFCalcMeanVar
  * and Welford finalize, layer_norm_v4's two_pass_perf template): up to NR_VECTOR_LANES terms,
  * one register's Reduce; else, P the largest power of two below n (the tilings'
@@ -171,16 +190,7 @@ static inline float nr_binary_add_sum(const float *t, int64_t n, float *partial)
         }
         partial[i] = nr_fold_vector_lanes(lanes);
     }
-    int64_t last = quot_loops;
-    if (quot_loops > NR_VECTOR_LANES) { /* binaryAddK halvings of whole registers */
-        for (int64_t cur = quot_loops / NR_VECTOR_LANES / 2; cur >= 1; cur /= 2)
-            for (int64_t j = 0; j < cur * NR_VECTOR_LANES; j++)
-                partial[j] += partial[j + cur * NR_VECTOR_LANES];
-        last = NR_VECTOR_LANES;
-    }
-    for (int64_t l = 0; l < NR_VECTOR_LANES; l++)
-        lanes[l] = l < last ? partial[l] : 0.0f;
-    return nr_fold_vector_lanes(lanes);
+    return nr_binary_add_partials(partial, quot_loops);
 }
 
 /* ReduceSumHalfInterval (ops-nn norm kernels' reduce_common.h) over t[0..n), which it
@@ -241,7 +251,7 @@ static inline float nr_sum_squares(const float *x, int64_t n)
  * 2^128: as a float it rounds to +inf). */
 static inline float nr_rstd_newton_raphson(float var, float eps, bool clamp)
 {
-    var += eps;
+    var = isnan(var) ? var : var + eps; /* a NaN var's own NaN, whatever eps is */
     if (clamp && var < -99.99f)
         var = -99.99f;
     float r = 1.0f / var;
@@ -257,11 +267,54 @@ static inline float nr_rstd_newton_raphson(float var, float eps, bool clamp)
     s = fmaf(var, r, s);
     s = s * rstd;
     rstd = fmaf(s, 0.5f, rstd);
+    /* a NaN var (or one below zero) gives y's NaN: each of the kernel's multiplies keeps its
+     * NaN operand, where gcc turns the Muls by -1 into negations (the NaN's sign flipped), and
+     * the fused multiply-adds would then pick between NaNs by the machine's operand order */
+    if (isnan(y))
+        rstd = y;
     if (var == INFINITY)
         rstd = 0.0f;
     if (var == 0.0f)
         rstd = INFINITY;
     return rstd;
+}
+
+/* a with its quiet bit set: what an x86 operation gives for a NaN operand. */
+static inline float nr_quiet(float a)
+{
+    uint32_t u;
+    memcpy(&u, &a, sizeof u);
+    u |= 0x00400000u;
+    memcpy(&a, &u, sizeof u);
+    return a;
+}
+
+/* a - b, a * b, a + b, fma(a, b, c) whose NaN is the first NaN operand's (in the argument
+ * order), quieted, else the operation's own (the default NaN): x86 gives the first NaN of the
+ * instruction's operands, and the compiler orders a commutative operation's operands as it
+ * likes (per level, per build), so the plain operators give a NaN's sign and payload by
+ * chance where two NaNs meet. */
+static inline float nr_nan_first_sub(float a, float b)
+{
+    return isnan(a) ? nr_quiet(a) : isnan(b) ? nr_quiet(b) : a - b;
+}
+
+static inline float nr_nan_first_mul(float a, float b)
+{
+    return isnan(a) ? nr_quiet(a) : isnan(b) ? nr_quiet(b) : a * b;
+}
+
+static inline float nr_nan_first_add(float a, float b)
+{
+    return isnan(a) ? nr_quiet(a) : isnan(b) ? nr_quiet(b) : a + b;
+}
+
+static inline float nr_nan_first_fma(float a, float b, float c)
+{
+    return isnan(a)   ? nr_quiet(a)
+           : isnan(b) ? nr_quiet(b)
+           : isnan(c) ? nr_quiet(c)
+                      : fmaf(a, b, c);
 }
 
 /* d[i] = x[i] - mean (d may be x): a row centred on its mean. */

@@ -1,0 +1,232 @@
+/*
+ * Ascend 950's two_pass_perf rows of aclnnLayerNorm (layer_norm.c describes the chain),
+ * included by row_levels.h once per x86-64 level it carries, each time under that level's
+ * `#pragma GCC target` and with RK_SFX naming the copy: perf_body_<RK_SFX>.
+ *
+ * Native-width vectors (row_vectors.h: 16 floats on x86-64-v4, 8 on v3, 4 on the baseline)
+ * make each device register's 64 terms and the out row; the registers' Reduce and the
+ * partials' folds are norm_rows.h's. Every term and out element is the chain's float
+ * operations in its order, one IEEE operation each (-std=c11: no contraction; MulDstAdd a
+ * fused multiply-add in every copy: VFMADD on x86-64-v3 and v4, libm's fmaf on the baseline),
+ * so every copy gives the same finite bits.
+ *
+ * NaN: x86 gives an operation's first NaN operand, and the compiler orders a commutative
+ * operation's operands as it likes, differently per level (last round's target_clones copies
+ * disagreed on NaN signs). So no NaN result is left to operand order: a sum holding NaN terms
+ * is its first NaN term (index order), quieted (a sum without NaN terms can only make the
+ * default NaN, Inf + -Inf, whatever the order); an out element that is NaN is recomputed
+ * lane by lane with each operation's NaN taken from its first NaN operand in the chain's order
+ * ((x - mean) * rstd, then * gamma + beta), else the operation's own (default) NaN. The rstd
+ * of a NaN var is its NaN (norm_rows.h nr_rstd_newton_raphson). tests/test_kernel_clones.py
+ * compares every copy's bits, NaN and Inf rows included.
+ *
+ * Included by row_levels.h (ROWS_HEADER). Expects from the includer: STAT_ROWS, ln_task,
+ * store_stats, norm_rows.h, convert.h. No include guard: every inclusion is one more copy.
+ */
+#include "row_vectors.h" /* RK(), RK_W, VF, RK(ld), RK(st): this copy's */
+#define RK_PV (NR_VECTOR_LANES / RK_W) /* vectors per device register */
+
+/* Term i of a sum: x[i] * inv (the mean's), or ((x[i] - mean)^2) * inv (the variance's). */
+INLINE float RK(term)(const float *x, int64_t i, float mean, float inv, const bool sq)
+{
+    if (!sq)
+        return x[i] * inv;
+    const float d = nr_nan_first_sub(x[i], mean);
+    return (d * d) * inv;
+}
+
+/* Out element i: ((x[i] - mean) * rstd) * w[i] + b[i] (one fused multiply-add with both),
+ * each NaN its first NaN operand's. */
+INLINE float RK(out)(const float *x, int64_t i, float mean, float rstd, const float *w,
+                      const float *b)
+{
+    const float v = nr_nan_first_mul(nr_nan_first_sub(x[i], mean), rstd);
+    if (w && b)
+        return nr_nan_first_fma(v, w[i], b[i]);
+    if (w)
+        return nr_nan_first_mul(v, w[i]);
+    return b ? nr_nan_first_add(v, b[i]) : v;
+}
+
+/* The first NaN term of a sum whose result s is NaN, quieted; s itself when no term is NaN
+ * (Inf + -Inf: the default NaN in any order). */
+INLINE float RK(nan_sum)(float s, const float *x, int64_t n, float mean, float inv,
+                          const bool sq)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float t = RK(term)(x, i, mean, inv, sq);
+        if (isnan(t))
+            return nr_quiet(t);
+    }
+    return s;
+}
+
+
+/* RK(term) on W elements from x + i */
+INLINE VF RK(pterm)(const float *x, int64_t i, float mean, float inv, const bool sq)
+{
+    VF v = RK(ld)(x, i, LD_F32);
+    if (sq) {
+        v = v - mean;
+        v = v * v;
+    }
+    return v * inv;
+}
+
+/* a * b + c lane by lane, one rounding */
+INLINE VF RK(fma)(VF a, VF b, VF c)
+{
+#if RK_W == 16
+    return (VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif RK_W == 8
+    return (VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    VF r;
+    for (int l = 0; l < RK_W; l++)
+        r[l] = fmaf(a[l], b[l], c[l]);
+    return r;
+#endif
+}
+
+/* whether a lane of v is NaN */
+INLINE bool RK(any_nan)(VF v)
+{
+#if RK_W == 16
+    return _mm512_cmp_ps_mask((__m512)v, (__m512)v, _CMP_UNORD_Q) != 0;
+#elif RK_W == 8
+    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)v, (__m256)v, _CMP_UNORD_Q)) != 0;
+#elif defined(__SSE__)
+    return _mm_movemask_ps(_mm_cmpunord_ps((__m128)v, (__m128)v)) != 0;
+#else
+    bool nan = false;
+    for (int l = 0; l < RK_W; l++)
+        nan |= isnan(v[l]);
+    return nan;
+#endif
+}
+
+/* The template's sum of the terms of x[0..n) (layer_norm.c describes it; nr_binary_add_sum for
+ * rows past two registers): the terms made W at a time, each register's lanes reduced by
+ * nr_fold_vector_lanes; a NaN result is RK(nan_sum)'s. partial: n / 64 + 1 floats. */
+INLINE float RK(psum)(const float *x, int64_t n, float mean, float inv, float *partial,
+                      const bool sq)
+{
+    float lanes[NR_VECTOR_LANES] __attribute__((aligned(64)));
+    float s;
+    if (n <= 2 * NR_VECTOR_LANES) { /* one register; the second's terms onto the first's */
+        for (int64_t l = 0; l < NR_VECTOR_LANES; l++) {
+            float a = l < n ? RK(term)(x, l, mean, inv, sq) : 0.0f;
+            if (n > NR_VECTOR_LANES)
+                a = a + (l + NR_VECTOR_LANES < n
+                             ? RK(term)(x, l + NR_VECTOR_LANES, mean, inv, sq) : 0.0f);
+            lanes[l] = a;
+        }
+        s = nr_fold_vector_lanes(lanes);
+    } else {
+        const int64_t p = nr_pow2_below(n);
+        const int64_t rem_loops = (n - p + NR_VECTOR_LANES - 1) / NR_VECTOR_LANES;
+        const int64_t quot_loops = p / NR_VECTOR_LANES;
+        for (int64_t i = 0; i < quot_loops; i++) {
+            const int64_t q = i * NR_VECTOR_LANES;
+            if (i >= rem_loops) {
+                for (int j = 0; j < RK_PV; j++) {
+                    VF a = RK(pterm)(x, q + j * RK_W, mean, inv, sq);
+                    memcpy(lanes + j * RK_W, &a, sizeof a);
+                }
+            } else if (p + q + NR_VECTOR_LANES <= n) { /* term p + q + l onto term q + l */
+                for (int j = 0; j < RK_PV; j++) {
+                    VF a = RK(pterm)(x, q + j * RK_W, mean, inv, sq);
+                    a = a + RK(pterm)(x, p + q + j * RK_W, mean, inv, sq);
+                    memcpy(lanes + j * RK_W, &a, sizeof a);
+                }
+            } else { /* the register where the row ends: its lanes past n add +0 */
+                for (int64_t l = 0; l < NR_VECTOR_LANES; l++)
+                    lanes[l] = RK(term)(x, q + l, mean, inv, sq) +
+                               (p + q + l < n ? RK(term)(x, p + q + l, mean, inv, sq) : 0.0f);
+            }
+            partial[i] = nr_fold_vector_lanes(lanes);
+        }
+        s = nr_binary_add_partials(partial, quot_loops);
+    }
+    return isnan(s) ? RK(nan_sum)(s, x, n, mean, inv, sq) : s;
+}
+
+/* Out row y[0..n) from the float row x: RK(out) W at a time, a vector holding a NaN redone
+ * lane by lane; y of okind's dtype (BF16 ties: away or to even; nt: non-temporal stores, y
+ * aligned to the vector's bytes). */
+INLINE void RK(pout)(const float *restrict x, int64_t n, float mean, float rstd,
+                     const float *restrict w, const float *restrict b, void *restrict y,
+                     const int okind, uint32_t away, const bool nt)
+{
+    int64_t i = 0;
+    for (; i + RK_W <= n; i += RK_W) {
+        VF v = (RK(ld)(x, i, LD_F32) - mean) * rstd;
+        if (w && b)
+            v = RK(fma)(v, RK(ld)(w, i, LD_F32), RK(ld)(b, i, LD_F32));
+        else if (w)
+            v = v * RK(ld)(w, i, LD_F32);
+        else if (b)
+            v = v + RK(ld)(b, i, LD_F32);
+        if (RK(any_nan)(v))
+            for (int l = 0; l < RK_W; l++)
+                v[l] = RK(out)(x, i + l, mean, rstd, w, b);
+        RK(st)(y, i, v, okind, away, nt);
+    }
+    for (; i < n; i++)
+        st1(y, i, RK(out)(x, i, mean, rstd, w, b), okind, away);
+}
+
+/* Rows [begin, end) of the two_pass_perf template, out of kind okind stored by the kernel
+ * (fused: contiguous, of input's dtype) or through the float row t. The chunk's buffer:
+ * input's row as float, t, the partials. */
+INLINE void RK(perf_impl)(const ln_task *T, int64_t chunk, int64_t begin, int64_t end,
+                          const int okind)
+{
+    const ln_payload *P = &T->p;
+    const tdesc *xd = &P->t[T_X], *yd = &P->t[T_Y];
+    const int64_t N = P->N, oes = okind == LD_F32 ? 4 : 2;
+    const float *w = T->w, *b = T->b, inv = P->pow2_inv, corr = P->pow2_corr;
+    float *xbuf = T->row_buf + chunk * T->per_chunk, *t = xbuf + N, *partial = t + N;
+    const uint32_t away = P->y_ties == ACLEMU_TIES_AWAY;
+    float smean[STAT_ROWS], srstd[STAT_ROWS];
+    for (int64_t s0 = begin; s0 < end; s0 += STAT_ROWS) {
+        const int64_t cnt = end - s0 < STAT_ROWS ? end - s0 : STAT_ROWS;
+        for (int64_t j = 0; j < cnt; j++) {
+            const int64_t m = s0 + j;
+            const float *x = get_tile(row_base(xd, m), xd->dtype, &xd->inner, 0, N, xbuf);
+            const float mean = RK(psum)(x, N, 0.0f, inv, partial, false) * corr;
+            const float var = RK(psum)(x, N, mean, inv, partial, true) * corr;
+            const float rstd = nr_rstd_newton_raphson(var, P->eps, false);
+            char *y = row_base(yd, m);
+            if (!T->y_fused) {
+                RK(pout)(x, N, mean, rstd, w, b, t, LD_F32, 0, false);
+                if (P->y_round) /* made in input's dtype, then cast */
+                    aclemu_round_floats(xd->dtype, P->ties, t, N);
+                put_tile(y, yd->dtype, P->y_ties, &yd->inner, 0, N, t);
+            } else if (T->y_stream && ((uintptr_t)y & (RK_W * oes - 1)) == 0) {
+                RK(pout)(x, N, mean, rstd, w, b, y, okind, away, true);
+            } else {
+                RK(pout)(x, N, mean, rstd, w, b, y, okind, away, false);
+            }
+            smean[j] = mean;
+            srstd[j] = rstd;
+        }
+        store_stats(P, s0, cnt, smean, srstd);
+    }
+}
+
+static void RK(perf_body)(void *ctx, int64_t chunk, int64_t begin, int64_t end)
+{
+    const ln_task *T = ctx;
+    const aclDataType dt = T->p.t[T_Y].dtype;
+    if (T->y_fused && dt == ACL_FLOAT16)
+        RK(perf_impl)(T, chunk, begin, end, LD_F16);
+    else if (T->y_fused && dt == ACL_BF16)
+        RK(perf_impl)(T, chunk, begin, end, LD_BF16);
+    else
+        RK(perf_impl)(T, chunk, begin, end, LD_F32);
+    if (T->y_stream) /* the non-temporal stores reach memory before the chunk counts done */
+        RK(st_fence)();
+}
+
+#undef RK_PV
