@@ -417,10 +417,11 @@ UB_950 = 253952  # cann-dev/Ascend950PR_9599.ini ub_size
 
 def tiling_arch35(M, N):
     """The emulator's arch35 tiling (its test hook): template, gradWeight's rows per block,
-    its block pairs (basicBlockLoop), its nFactor, gradInput's column block and its pairs,
-    BigM's gradWeight cores."""
+    its block pairs (basicBlockLoop), its nFactor, gradInput's column block and its pairs
+    (BigN: core 0's), the cores (BigM: gradWeight's, BigN: gradInput's), BigN's cross-core
+    RA columns."""
     so = ctypes.CDLL(str(lib.backend.libraries["opapi"]))
-    out = (ctypes.c_int64 * 7)()
+    out = (ctypes.c_int64 * 8)()
     so.aclemu_layer_norm_backward_tiling_arch35(ctypes.c_int64(M), ctypes.c_int64(N), out)
     return tuple(out)
 
@@ -522,15 +523,23 @@ def ra_reduce(t, grouped):
     return t[0]
 
 
-def gamma_beta_tiling(M):
-    """recompute_tiling.cpp GammaBetaKernelTiling: rows per block, whole blocks, the tail's
-    rows, basicBlockLoop, nFactor."""
-    mf = min(128, M)
+def gamma_beta_tiling(M, big_n=False):
+    """GammaBetaKernelTiling of recompute_tiling.cpp (rows per block min(128, M), nFactor
+    floored to 64) or big_n_tiling.cpp (min(64, M), floored to 16): rows per block, whole
+    blocks, the tail's rows, basicBlockLoop, nFactor."""
+    mf = min(64 if big_n else 128, M)
     whole, blocks = M // mf, -(-M // mf)
     Q = power2_below(blocks)
     levels = Q.bit_length() if Q else 1
-    nfactor = (UB_950 // 4 - 2 * mf) // (6 * mf + 3 + 2 * levels) // 64 * 64
+    base = 16 if big_n else 64
+    nfactor = (UB_950 // 4 - 2 * mf) // (6 * mf + 3 + 2 * levels) // base * base
     return mf, whole, M - whole * mf, Q, nfactor
+
+
+def ra_grouped(columns):
+    """asc-devkit ReduceRAImpl's form: LessThanVL (16 consecutive rows a round) for 32 <
+    columns <= 64; the Concat (<= 32) and OverVL (> 64) forms both halve the rows."""
+    return 32 < columns <= LANES
 
 
 def slice_sum(term, mf, grouped):
@@ -549,10 +558,10 @@ def slice_sum(term, mf, grouped):
     return binary_counter(results)
 
 
-def column_sum_arch35(term):
-    """Recompute's gradWeight/gradBias of the per-row terms [M, N]."""
-    mf, _, _, _, nfactor = gamma_beta_tiling(term.shape[0])
-    return slice_sum(term, mf, grouped=nfactor == LANES)
+def column_sum_arch35(term, big_n=False):
+    """Recompute's (or BigN's) gradWeight/gradBias of the per-row terms [M, N]."""
+    mf, _, _, _, nfactor = gamma_beta_tiling(term.shape[0], big_n)
+    return slice_sum(term, mf, grouped=ra_grouped(nfactor))
 
 
 VECTOR_CORES_950 = 72  # cann-dev/Ascend950PR_9599.ini vector_core_cnt
@@ -577,27 +586,66 @@ def column_sum_big_m(term):
     return ra_reduce(np.stack(parts), grouped=True)
 
 
-def model_arch35(dy, x, mean, rstd, gamma):
-    """Recompute, or GroupedReduceBigM for M > 4096 and N < 512."""
+def big_n_split(M, N):
+    """GroupedReduceBigN's gradInput (big_n_tiling.cpp BackwardKernelTiling): its column block,
+    the cores' column counts (the first N % cores one more), the cross-core RA columns."""
+    nf = 64 if M > 16 else 128
+    cores = min(VECTOR_CORES_950, nf)
+    block = max(-(-N // cores), nf)
+    used = -(-N // block)
+    per, rem = divmod(N, used)
+    counts = [per + (k < rem) for k in range(used)]
+    Q = power2_below(-(-(per + 1) // nf))
+    levels = Q.bit_length() if Q else 1
+    m_max = (UB_950 // 4 - 2 * nf) // (9 * nf + 9 + 2 * levels) // 8 * 8
+    dim_a = -(-min(M, m_max) // 8) * 8
+    return nf, counts, dim_a
+
+
+def row_sum_big_n(v):
+    """Each core's columns summed as a Recompute row (its own column blocks), then the cores'
+    results, as rows, by one RA reduction over dim_a columns."""
+    nf, counts, dim_a = big_n_split(*v.shape)
+    bounds = np.cumsum([0] + counts)
+    parts = [row_sum_arch35(v[:, a:b], nf) for a, b in zip(bounds[:-1], bounds[1:])]
+    return ra_reduce(np.stack(parts), grouped=ra_grouped(dim_a))
+
+
+def template_of(M, N):
+    """The arch35 tiling's choice: the first capable of BigM, BigN, Recompute."""
+    return BIG_M if M > 4096 and N < 512 else BIG_N if M < 512 and N > 8192 else RECOMPUTE
+
+
+def model_arch35(dy, x, mean, rstd, gamma, tmpl=None):
+    """The template the tiling takes (template_of), or tmpl."""
     M, N = dy.shape
-    big_m = M > 4096 and N < 512
+    tmpl = tmpl or template_of(M, N)
+    big_m, big_n = tmpl == BIG_M, tmpl == BIG_N
     dyf, xf, gf = dy.astype(F32), x.astype(F32), gamma.astype(F32)
     mean, rstd = mean.astype(F32)[:, None], rstd.astype(F32)[:, None]
     xh = (xf - mean) * rstd
     g = dyf * gf
-    nf = 64 if big_m else None
-    s1, s2 = row_sum_arch35(g, nf), row_sum_arch35(xh * g, nf)
+    if big_n:
+        s1, s2 = row_sum_big_n(g), row_sum_big_n(xh * g)
+    else:
+        nf = 64 if big_m else None
+        s1, s2 = row_sum_arch35(g, nf), row_sum_arch35(xh * g, nf)
     fN = F32.type(N)
     dx = ((((g * fN) - s1[:, None]) - xh * s2[:, None]) * (F32.type(1) / fN)) * rstd
     dx = dx.astype(dy.dtype)  # CAST_RINT: to nearest even
-    columns = column_sum_big_m if big_m else column_sum_arch35
-    return dx, columns(xh * dyf), columns(dyf)
+    if big_m:
+        return dx, column_sum_big_m(xh * dyf), column_sum_big_m(dyf)
+    return dx, column_sum_arch35(xh * dyf, big_n), column_sum_arch35(dyf, big_n)
 
 
 # (M, N, template): each side of the BigM and BigN boundaries
 ARCH35_TEMPLATES = [
     (4097, 511, BIG_M), (4096, 511, RECOMPUTE), (4097, 512, RECOMPUTE),
     (511, 8193, BIG_N), (512, 8193, RECOMPUTE), (511, 8192, RECOMPUTE), (1, 1, RECOMPUTE),
+    # BigN's row counts: 128-column blocks up to 16 rows, 64 beyond; the cross-core RA
+    # columns in each of its three forms (<= 32, <= 64, more) and past its row chunk
+    (1, 8193, BIG_N), (16, 9000, BIG_N), (17, 9000, BIG_N), (40, 10000, BIG_N),
+    (300, 20000, BIG_N),
 ]
 
 
@@ -610,11 +658,16 @@ def test_arch35_tiling_chooses_the_vendor_template(M, N, tmpl):
         cores = big_m_cores(M)
         rows0 = M // cores + (M % cores > 0)
         assert t[1:] == (64, power2_below(-(-rows0 // 64)), 64, 64,
-                         power2_below(-(-N // 64)), cores)
+                         power2_below(-(-N // 64)), cores, 0)
+    elif tmpl == BIG_N:
+        mf, _, _, Q, nfactor = gamma_beta_tiling(M, big_n=True)
+        nf, counts, dim_a = big_n_split(M, N)
+        assert t[1:] == (mf, Q, nfactor, nf, power2_below(-(-counts[0] // nf)), len(counts),
+                         dim_a)
     else:
         mf, _, _, Q, nfactor = gamma_beta_tiling(M)
         nf = min(6144, -(-N // 64) * 64)
-        assert t[1:] == (mf, Q, nfactor, nf, power2_below(-(-N // nf)), 0)
+        assert t[1:] == (mf, Q, nfactor, nf, power2_below(-(-N // nf)), 0, 0)
 
 
 # Recompute (M, N, dtype of dy): gradInput's register paths (N <= 64, <= 128, 129 with a
@@ -636,13 +689,25 @@ BIG_M_SHAPES = [
     (4097, 3, F32), (4097, 64, F16), (4097, 100, BF16), (4099, 200, F32), (12837, 3, F16),
     (4100, 511, BF16),
 ]
+
+# GroupedReduceBigN (M < 512, N > 8192): gradInput's cores, 128-column blocks for M <= 16 (1
+# and 16: each core's columns one block), 64 beyond (a 1-column fold at 17, folds with tails
+# at 40 and 200, five blocks at 511); the cores' RA reduction over 8, 16, 24 columns (the
+# Concat form), 40 and 64 (LessThanVL: 16 cores a round), 72 and 104 (OverVL; 200 rows make
+# two row chunks of 104); gradWeight's 64-row blocks (65 a 1-row fold, 200 and 511 folds)
+BIG_N_SHAPES = [
+    (1, 8193, F32), (16, 9000, F16), (17, 8200, BF16), (40, 10000, F32), (64, 8193, F16),
+    (65, 9000, BF16), (200, 8200, F32), (511, 16389, BF16),
+]
 ARCH35_CASES = [(RECOMPUTE, shape, 100 + k) for k, shape in enumerate(ARCH35_SHAPES)] + [
-    (BIG_M, shape, 200 + k) for k, shape in enumerate(BIG_M_SHAPES)]
+    (BIG_M, shape, 200 + k) for k, shape in enumerate(BIG_M_SHAPES)] + [
+    (BIG_N, shape, 300 + k) for k, shape in enumerate(BIG_N_SHAPES)]
+TEMPLATE_NAMES = {RECOMPUTE: "recompute", BIG_M: "big_m", BIG_N: "big_n"}
 
 
 @arch35_only
 @pytest.mark.parametrize("k", range(len(ARCH35_CASES)),
-                         ids=[f"{'recompute' if t == RECOMPUTE else 'big_m'}-{m}x{n}-{d.name}"
+                         ids=[f"{TEMPLATE_NAMES[t]}-{m}x{n}-{d.name}"
                               for t, (m, n, d), _ in ARCH35_CASES])
 def test_arch35_bit_for_bit_against_the_template_model(k):
     tmpl, (M, N, dt), seed = ARCH35_CASES[k]
@@ -681,6 +746,21 @@ def test_the_arch35_model_is_not_the_a2_a3_one():
     a35 = model_arch35(dy, x, mean, rstd, gamma)
     for name, a, b in zip(("gradInput", "gradWeight", "gradBias"), a2, a35):
         assert not np.array_equal(bits(a), bits(b)), name
+
+
+@arch35_only
+def test_big_n_is_not_recompute():
+    """On a BigN shape, each of the three outputs' bits differ between the BigN and the
+    Recompute orders (so the BigN cases above could not pass on Recompute's arithmetic), and
+    the emulator's are BigN's."""
+    M, N = 200, 8200  # gradWeight's row blocks: BigN's 64 rows, Recompute's 128
+    dy, x, mean, rstd, gamma = case(M, N, F32, F32, seed=11)
+    got = acl_py.layer_norm_backward(dy, x, (N,), mean, rstd, gamma, None)
+    big_n = model_arch35(dy, x, mean, rstd, gamma, BIG_N)
+    recompute = model_arch35(dy, x, mean, rstd, gamma, RECOMPUTE)
+    for name, g, a, b in zip(("gradInput", "gradWeight", "gradBias"), got, big_n, recompute):
+        assert not np.array_equal(bits(a), bits(b)), name
+        np.testing.assert_array_equal(bits(g), bits(a), err_msg=name)
 
 
 def _part_selection(part):

@@ -1,8 +1,10 @@
 /*
- * aclnnLayerNormBackward on Ascend 950: the arch35 LayerNormGradV3 Recompute template, in
- * its own order of float32 operations (hicann/ops-nn norm/layer_norm_grad_v3:
- * op_host/layer_norm_grad_v3_recompute_tiling.cpp, op_kernel/arch35/
- * layer_norm_grad_v3_recompute_{backward,gamma_beta}_impl.h and _base.h; the gradWeight/
+ * aclnnLayerNormBackward on Ascend 950: the arch35 LayerNormGradV3 templates Recompute,
+ * GroupedReduceBigM and GroupedReduceBigN, in their own order of float32 operations
+ * (hicann/ops-nn norm/layer_norm_grad_v3: op_host/layer_norm_grad_v3_recompute_tiling.cpp,
+ * _grouped_reduce_big_{m,n}_tiling.cpp, op_kernel/arch35/
+ * layer_norm_grad_v3_recompute_{backward,gamma_beta}_impl.h, _grouped_reduce_big_{m,n}_impl.h
+ * and _base.h; the gradWeight/
  * gradBias row reduction is AscendC's ReduceSum<float, Pattern::Reduce::RA, true>, public in
  * asc-devkit impl/adv_api/detail/reduce/reduce_common_ra_reuse_align_3510_impl.h).
  * docs/emulator.md, aclnnLayerNormBackward "Ascend 950 bit for bit", says it in words.
@@ -12,6 +14,8 @@
  *   are split over the thread pool; each row's two sums are the kernel's own (its column
  *   blocks of nfactor, the fold of block b + Q into block b, LastReduceSum per block, the
  *   blocks' results merged by the binary counter of UpdateCache), so the split changes no bit.
+ *   BigN splits a row's columns over cores and reduces the cores' sums of each row: that too
+ *   is done a row at a time, in the cores' order (template_row_sum).
  * - gradWeight/gradBias: columns are independent (the kernel splits them over cores and
  *   reduces down the rows per column), so column tiles are split over the thread pool and
  *   each tile runs the kernel's row blocks of mFactor rows, the fold, the RA reduction and the
@@ -35,6 +39,12 @@
 #define GAMMA_BETA_M_FACTOR 128 /* recompute_tiling.cpp DEFAULT_GAMMA_BETA_M_FACTOR */
 #define GAMMA_BETA_N_BASE 64    /* recompute_tiling.cpp DEFAULT_GAMMA_BETA_N_FACTOR */
 #define BIG_M_BACKWARD_N_FACTOR 64 /* arch35/layer_norm_grad_v3_grouped_reduce.h */
+#define BIG_N_SMALL_M 16        /* big_n_tiling.cpp BACKWARD_BIG_R_FACTOR_THRES: rows up to it
+                                   take 128-column blocks, more rows 64 */
+#define BIG_N_GAMMA_BETA_M_FACTOR 64 /* big_n_tiling.cpp GAMMA_BETA_DEFAULT_BIN_ADD_R_FACTOR */
+#define UB_BLOCK_FLOATS 8       /* the UB's 32-byte block in floats (GetUbBlockSize / 4) */
+#define RA_CONCAT_MAX_COLUMNS (VL / 2) /* asc-devkit ReduceRAImpl: up to VL / REGULAR_FOLD_NUM
+                                          columns the Concat form, up to VL LessThanVL */
 #define COL_TILE 128            /* columns per tile of the gradWeight pass (any width: columns
                                    are independent; a multiple of 64 keeps tiles vector-sized) */
 #define ROW_ELEMS (64 * 1024)   /* elements per thread chunk of the gradInput pass, at least */
@@ -154,12 +164,63 @@ static float row_sum(float *v, int64_t N, int64_t nf)
     return cache[cache_level(Q - 1)];
 }
 
-/* gradInput's column block: Recompute min(6144, N rounded up to 64); BigM 64. */
-static int64_t row_block_of(int tmpl, int64_t N)
+/* gradInput's column block: Recompute min(6144, N rounded up to 64); BigM 64; BigN 128 for
+ * at most 16 rows, else 64 (big_n_tiling.cpp BackwardKernelTiling). */
+static int64_t row_block_of(int tmpl, int64_t M, int64_t N)
 {
     if (tmpl == LNB35_BIG_M)
         return BIG_M_BACKWARD_N_FACTOR;
+    if (tmpl == LNB35_BIG_N)
+        return M > BIG_N_SMALL_M ? VL : 2 * VL;
     return N < BACKWARD_N_FACTOR ? (N + VL - 1) / VL * VL : BACKWARD_N_FACTOR;
+}
+
+/* Whether AscendC's RA ReduceSum over this many columns takes its LessThanVL form (16
+ * consecutive rows a round), which is the only one whose order differs: the OverVL and
+ * Concat forms both add by halving the rows (asc-devkit reduce_common_ra_reuse_align_3510_
+ * impl.h ReduceRAImpl). */
+static bool ra_grouped(int64_t columns)
+{
+    return columns > RA_CONCAT_MAX_COLUMNS && columns <= VL;
+}
+
+/* The binary counter's levels for Q block pairs (the tilings' cacheBufferCount). */
+static int64_t counter_levels(int64_t Q)
+{
+    int64_t levels = 1;
+    if (Q > 0)
+        for (levels = 0; (Q >> levels) != 0; levels++)
+            ;
+    return levels;
+}
+
+/* GroupedReduceBigN's gradInput cores (big_n_tiling.cpp BackwardKernelTiling, _impl.h Init):
+ * the columns split over at most nf cores (nf the column block), the first N % cores taking
+ * one column more; each core's row sums are its own columns' (column blocks of nf, folded,
+ * counted as Recompute's row), then core 0 reduces the cores' partial sums, taken as rows, by
+ * one RA ReduceSum over the row chunk's dimA columns (grouped: ra_grouped(dimA)). */
+typedef struct {
+    int64_t cores, per, rem; /* numBlocks, nPerBlock, nRem */
+    int64_t dim_a;           /* backwardMfactorBlockAligned: the RA reduction's columns */
+} big_n_split;
+
+static big_n_split big_n_split_of(int64_t M, int64_t N)
+{
+    const int64_t nf = row_block_of(LNB35_BIG_N, M, N);
+    const int64_t vc = aclemu_soc_vector_cores();
+    const int64_t cores = vc < nf ? vc : nf;
+    int64_t block = (N + cores - 1) / cores;
+    block = block > nf ? block : nf;
+    big_n_split s = {.cores = (N + block - 1) / block};
+    s.per = N / s.cores;
+    s.rem = N - s.per * s.cores;
+    /* the row chunk: the UB left for the buffers with the main cores' counter levels */
+    const int64_t levels = counter_levels(nr_pow2_below((s.per + 1 + nf - 1) / nf));
+    int64_t m_max = (UB_FLOATS(aclemu_soc_ub_bytes()) - 2 * nf) / (9 * nf + 9 + 2 * levels);
+    m_max = m_max / UB_BLOCK_FLOATS * UB_BLOCK_FLOATS;
+    const int64_t mf = M < m_max ? M : m_max;
+    s.dim_a = (mf + UB_BLOCK_FLOATS - 1) / UB_BLOCK_FLOATS * UB_BLOCK_FLOATS;
+    return s;
 }
 
 /* ---- gradInput ------------------------------------------------------------------------------ */
@@ -169,9 +230,29 @@ typedef struct {
     const float *mean, *rstd; /* M floats each */
     float *bufs;              /* per chunk: the pass's buffers */
     int64_t chunk_floats;
-    int tmpl;                 /* LNB35_RECOMPUTE or LNB35_BIG_M */
+    int tmpl;                 /* LNB35_RECOMPUTE, LNB35_BIG_M or LNB35_BIG_N */
     int64_t row_block;        /* gradInput's column block (row_sum's nf) */
+    big_n_split split;        /* BigN: gradInput's cores */
 } lnb35_run;
+
+static void ra_reduce(float *t, int64_t ld, int64_t n, int64_t dimR, bool grouped);
+
+/* A row's sum as the template takes it: row_sum over the whole row, or for BigN each core's
+ * columns, then the cores' results by the RA reduction (partial: split.cores floats).
+ * Overwrites v. */
+static float template_row_sum(const lnb35_run *R, float *v, float *partial)
+{
+    if (R->tmpl != LNB35_BIG_N)
+        return row_sum(v, R->c->N, R->row_block);
+    const big_n_split *s = &R->split;
+    for (int64_t k = 0, start = 0; k < s->cores; k++) {
+        const int64_t n = s->per + (k < s->rem);
+        partial[k] = row_sum(v + start, n, R->row_block);
+        start += n;
+    }
+    ra_reduce(partial, 1, 1, s->cores, ra_grouped(s->dim_a));
+    return partial[0];
+}
 
 static void dx_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
@@ -179,7 +260,7 @@ static void dx_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
     const lnb35_call *c = R->c;
     const int64_t N = c->N;
     float *g = R->bufs + chunk * R->chunk_floats, *gx = g + N, *bdy = gx + N, *bx = bdy + N;
-    float *bdx = bx + N;
+    float *bdx = bx + N, *partial = bdx + DX_TILE;
     const float fN = (float)N, rN = 1.0f / fN; /* ComputeDxCommon's floatN, reciprocalN */
     const float *w = c->w;
     for (int64_t m = begin; m < end; m++) {
@@ -191,7 +272,7 @@ static void dx_rows(void *ctx, int64_t chunk, int64_t begin, int64_t end)
             g[i] = dy[i] * w[i];
             gx[i] = xh * g[i];
         }
-        const float s1 = row_sum(g, N, R->row_block), s2 = row_sum(gx, N, R->row_block);
+        const float s1 = template_row_sum(R, g, partial), s2 = template_row_sum(R, gx, partial);
         char *out = row_base(c->dx, m);
         for (int64_t c0 = 0; c0 < N; c0 += DX_TILE) {
             const int64_t n = N - c0 < DX_TILE ? N - c0 : DX_TILE;
@@ -272,20 +353,26 @@ static gb_slice gb_slice_of(int64_t start, int64_t rows, int64_t mf)
     s.whole = rows / mf;
     s.tail = rows - s.whole * mf;
     s.Q = nr_pow2_below((rows + mf - 1) / mf);
-    s.levels = 1;
-    if (s.Q > 0)
-        for (s.levels = 0; (s.Q >> s.levels) != 0; s.levels++)
-            ;
+    s.levels = counter_levels(s.Q);
     return s;
 }
 
-/* Recompute's gammaBetaNfactor, the RA reduction's column count: the UB left for the
- * buffers, floored to 64 (recompute_tiling.cpp). */
-static int64_t recompute_nfactor(const gb_slice *s)
+/* The gammaBetaNfactor of Recompute and BigN, the RA reduction's column count: the UB left
+ * for the buffers, floored to 64 (recompute_tiling.cpp) or to BigN's 16 (the UB block in
+ * halves, big_n_tiling.cpp nFactorBase). */
+static int64_t gamma_beta_nfactor(int tmpl, const gb_slice *s)
 {
+    const int64_t base = tmpl == LNB35_BIG_N ? 2 * UB_BLOCK_FLOATS : GAMMA_BETA_N_BASE;
     const int64_t nmax = (UB_FLOATS(aclemu_soc_ub_bytes()) - 2 * s->mf) /
                          (6 * s->mf + 3 + 2 * s->levels);
-    return nmax / GAMMA_BETA_N_BASE * GAMMA_BETA_N_BASE;
+    return nmax / base * base;
+}
+
+/* The gradWeight row block of Recompute (min(128, M)) and BigN (min(64, M)). */
+static int64_t gamma_beta_m_factor(int tmpl, int64_t M)
+{
+    const int64_t mf = tmpl == LNB35_BIG_N ? BIG_N_GAMMA_BETA_M_FACTOR : GAMMA_BETA_M_FACTOR;
+    return M < mf ? M : mf;
 }
 
 /* BigM's gradWeight cores: min(ceil(M / 64), min(64, vector cores)) of them, the first
@@ -373,8 +460,7 @@ static void gb_slice_sum(const lnb35_run *R, const gb_slice *s, bool grouped, in
 static int64_t gb_chunk_floats(int tmpl, int64_t M, int64_t *levels_out)
 {
     gb_slice s = tmpl == LNB35_BIG_M ? big_m_slice(M, 0)
-                                     : gb_slice_of(0, M, M < GAMMA_BETA_M_FACTOR ? M
-                                                                           : GAMMA_BETA_M_FACTOR);
+                                     : gb_slice_of(0, M, gamma_beta_m_factor(tmpl, M));
     const int64_t cores = tmpl == LNB35_BIG_M ? big_m_cores(M) : 0;
     *levels_out = s.levels; /* core 0 has the most rows */
     return (2 * s.mf + 2 * s.levels + 2 + 2 * cores + 2) * COL_TILE;
@@ -387,8 +473,7 @@ static void gb_tiles(void *ctx, int64_t chunk, int64_t begin, int64_t end)
     const int64_t M = c->M;
     int64_t levels;
     (void)gb_chunk_floats(R->tmpl, M, &levels);
-    const int64_t mf = R->tmpl == LNB35_BIG_M ? 64 : M < GAMMA_BETA_M_FACTOR ? M
-                                                                         : GAMMA_BETA_M_FACTOR;
+    const int64_t mf = R->tmpl == LNB35_BIG_M ? 64 : gamma_beta_m_factor(R->tmpl, M);
     float *base = R->bufs + chunk * R->chunk_floats;
     gb_bufs B;
     B.pw = base;
@@ -420,7 +505,7 @@ static void gb_tiles(void *ctx, int64_t chunk, int64_t begin, int64_t end)
             }
         } else {
             const gb_slice s = gb_slice_of(0, M, mf);
-            gb_slice_sum(R, &s, recompute_nfactor(&s) == VL, c0, n, &B, ow, ob);
+            gb_slice_sum(R, &s, ra_grouped(gamma_beta_nfactor(R->tmpl, &s)), c0, n, &B, ow, ob);
         }
         if (c->dw)
             put_tile(view_base(c->dw), c->dw->dtype, ACLEMU_TIES_EVEN, &c->dw->inner, c0, n, ow);
@@ -438,7 +523,8 @@ bool lnb35_run_kernel(const lnb35_call *c, int tmpl)
     const int64_t M = c->M, N = c->N;
     const int64_t by_work = M * N / ROW_ELEMS > 1 ? M * N / ROW_ELEMS : 1;
     const int64_t row_chunks = c->dx ? min64(min64(M, MAX_CHUNKS), by_work) : 0;
-    const int64_t row_floats = 4 * N + DX_TILE;
+    const big_n_split split = tmpl == LNB35_BIG_N ? big_n_split_of(M, N) : (big_n_split){0};
+    const int64_t row_floats = 4 * N + DX_TILE + split.cores;
     const int64_t tiles = (N + COL_TILE - 1) / COL_TILE;
     const bool gb = c->dw || c->db;
     const int64_t gb_chunks = gb ? min64(min64(tiles, MAX_CHUNKS), by_work) : 0;
@@ -449,7 +535,7 @@ bool lnb35_run_kernel(const lnb35_call *c, int tmpl)
                         sizeof(float));
     if (!buf)
         return false;
-    lnb35_run R = {.c = c, .tmpl = tmpl, .row_block = row_block_of(tmpl, N)};
+    lnb35_run R = {.c = c, .tmpl = tmpl, .row_block = row_block_of(tmpl, M, N), .split = split};
     R.mean = get_tile(view_base(c->mean), c->mean->dtype, &c->mean->inner, 0, M, buf);
     R.rstd = get_tile(view_base(c->rstd), c->rstd->dtype, &c->rstd->inner, 0, M, buf + M);
     if (c->dx) {
@@ -468,20 +554,23 @@ bool lnb35_run_kernel(const lnb35_call *c, int tmpl)
 
 /* For the tests (not a CANN symbol): the arch35 tiling of an M x N call; out = {template
  * (LNB35_*), gradWeight's rows per block (mFactor; BigM: core 0's), its basicBlockLoop, the
- * RA reduction's columns (Recompute's nFactor; BigM 64), gradInput's column block, its
- * basicBlockLoop, BigM's gradWeight cores (0 otherwise)}. */
-ACLEMU_EXPORT void aclemu_layer_norm_backward_tiling_arch35(int64_t M, int64_t N, int64_t out[7])
+ * RA reduction's columns (gammaBetaNfactor; BigM 64), gradInput's column block, its
+ * basicBlockLoop (BigN: core 0's), the cores (BigM: gradWeight's; BigN: gradInput's; else
+ * 0), BigN's cross-core RA columns (backwardMfactorBlockAligned; else 0)}. */
+ACLEMU_EXPORT void aclemu_layer_norm_backward_tiling_arch35(int64_t M, int64_t N, int64_t out[8])
 {
     const int tmpl = lnb35_template(M, N);
-    const bool big_m = tmpl == LNB35_BIG_M;
-    const gb_slice s = big_m ? big_m_slice(M, 0)
-                             : gb_slice_of(0, M, M < GAMMA_BETA_M_FACTOR ? M : GAMMA_BETA_M_FACTOR);
-    const int64_t nf = row_block_of(tmpl, N);
+    const bool big_m = tmpl == LNB35_BIG_M, big_n = tmpl == LNB35_BIG_N;
+    const gb_slice s = big_m ? big_m_slice(M, 0) : gb_slice_of(0, M, gamma_beta_m_factor(tmpl, M));
+    const int64_t nf = row_block_of(tmpl, M, N);
+    const big_n_split split = big_n ? big_n_split_of(M, N) : (big_n_split){0};
+    const int64_t row = big_n ? split.per + (split.rem > 0) : N; /* core 0's columns */
     out[0] = tmpl;
     out[1] = s.mf;
     out[2] = s.Q;
-    out[3] = big_m ? 64 : recompute_nfactor(&s);
+    out[3] = big_m ? 64 : gamma_beta_nfactor(tmpl, &s);
     out[4] = nf;
-    out[5] = nr_pow2_below((N + nf - 1) / nf);
-    out[6] = big_m ? big_m_cores(M) : 0;
+    out[5] = nr_pow2_below((row + nf - 1) / nf);
+    out[6] = big_m ? big_m_cores(M) : split.cores;
+    out[7] = split.dim_a;
 }

@@ -29,11 +29,11 @@ typedef struct {
     bool dx_round;                     /* round gradInput to input's dtype before its store */
 } lnb35_call;
 
-/* Whether the arch35 kernel below runs the template (else the A2/A3 row kernel stands in:
- * docs/emulator.md). */
+/* Whether the call runs an arch35 template (tmpl from lnb35_template on Ascend 950; 0 on the
+ * other parts, which run the A2/A3 row kernel). */
 static inline bool lnb35_runs(int tmpl)
 {
-    return tmpl == LNB35_RECOMPUTE || tmpl == LNB35_BIG_M;
+    return tmpl == LNB35_RECOMPUTE || tmpl == LNB35_BIG_M || tmpl == LNB35_BIG_N;
 }
 
 /* Template tmpl (lnb35_runs): gradInput row by row, gradWeight/gradBias column tile by column
