@@ -40,10 +40,13 @@ def altered_copy(tmp_path: Path, header: str, old: str, new: str) -> Path:
     return dst
 
 
-def test_passes_on_our_headers():
+def test_passes_on_our_headers(tmp_path, monkeypatch):
+    monkeypatch.setattr(abi_check.tempfile, "tempdir", str(tmp_path))
     ok, report = abi_check.check(INCLUDE)
     assert ok, report
     assert "OK" in report and "C11" in report and "C++17" in report
+    # a passing check leaves nothing behind (its generated sources were in a temporary folder)
+    assert not list(tmp_path.iterdir())
 
 
 def test_each_header_alone_c_only_where_cann_allows_it():
@@ -178,9 +181,11 @@ MUTATIONS = [
 @pytest.mark.parametrize("header, old, new, culprit", MUTATIONS)
 def test_fails_on_altered_vendor_headers(tmp_path, header, old, new, culprit):
     vendor = altered_copy(tmp_path, header, old, new)
-    ok, report = abi_check.check(vendor, headers=[header])
+    # keep: a failing check leaves its generated sources for the reader; here, in tmp_path
+    ok, report = abi_check.check(vendor, headers=[header], keep=tmp_path / "generated")
     assert not ok, report
     assert "FAILED" in report and culprit in report, report
+    assert f"generated sources: {tmp_path / 'generated'}" in report
 
 
 @pytest.mark.parametrize("header, old, new, culprit", [MUTATIONS[1], MUTATIONS[2]])
@@ -202,7 +207,8 @@ def test_fails_when_ours_offers_what_the_vendor_header_does_not(tmp_path):
     # including only acl_meta.h would build on the emulator and not against CANN.
     ours = altered_copy(tmp_path, "aclnn/acl_meta.h", r'#include "acl/acl_base.h"\n',
                         '#include "acl/acl_base.h"\n#include "aclnn/opdev/op_errno.h"\n')
-    ok, report = abi_check.check(INCLUDE, declarations=ours, headers=["aclnn/acl_meta.h"])
+    ok, report = abi_check.check(INCLUDE, declarations=ours, headers=["aclnn/acl_meta.h"],
+                                 keep=tmp_path / "generated")
     assert not ok and "aclnn/acl_meta.h (C++17) FAILED" in report, report
     assert "ACLNN_SUCCESS" in report and "not declared" in report
 
