@@ -11,11 +11,13 @@
  * The arithmetic is the device's (layer_norm_backward.c, lnb_tiling), lane for lane: a row
  * sum is either the counter-mode ReduceSum's (the tree over each repeat of REPEAT columns,
  * the repeats' sums added in order) or 64 lane accumulators folded once by the same tree;
- * the tree is evaluated level by level with vector shuffles (pair_level), whatever the
- * vector width, so every copy gives the same bits, and the same as the gathered path
- * (strided views, dtype mixes), which loads and stores through convert.h into float tiles.
+ * the tree is evaluated level by level with vector shuffles (row_vectors.h: pair_level,
+ * reduce_repeat, fold_repeats), whatever the vector width, so every copy gives the same bits,
+ * and the same as the gathered path (strided views, dtype mixes), which loads and stores
+ * through convert.h into float tiles.
  *
- * Included by row_levels.h (ROWS_HEADER). Expects from the includer: REPEAT, TILE, STAT_ROWS,
+ * Included by row_levels.h (ROWS_HEADER). Expects from the includer: REPEAT (NR_VECTOR_LANES),
+ * TILE, STAT_ROWS,
  * PF_BYTES, lnb_task, stats_at, round_grad_input and row_vectors.h's first part (the LD_*
  * kinds, ld1, st1). No include guard: every inclusion is one more copy.
  */
@@ -23,67 +25,7 @@
 #include "row_vectors.h" /* RK(), RK_W, VF, VU, RK(ld), RK(st): this copy's */
 #define RK_NV (REPEAT / RK_W) /* vectors per repeat */
 
-/* One level of nr_fold_vector_lanes' adjacent-pair tree over the 2W lanes of a then b:
- * lane i of the result is lane 2i plus lane 2i + 1. */
-INLINE VF RK(pair_level)(VF a, VF b)
-{
-#if RK_W == 8 && defined(__AVX2__)
-    /* SHUFPS pairs within each 128-bit half ([a01 a23 b01 b23 | a45 a67 b45 b67]), then one
-     * VPERMPD puts the 64-bit pairs in order: 4 instructions where gcc's own two-source
-     * shuffle takes 7 (4 VPERMD, 2 blends and the add) */
-    const __m256 s = _mm256_add_ps(_mm256_shuffle_ps((__m256)a, (__m256)b, 0x88),
-                                   _mm256_shuffle_ps((__m256)a, (__m256)b, 0xdd));
-    return (VF)_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), 0xd8));
-#elif defined(__GNUC__) && !defined(__clang__)
-#if RK_W == 16
-    const VU even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-    const VU odd = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
-#elif RK_W == 8
-    const VU even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = {1, 3, 5, 7, 9, 11, 13, 15};
-#else
-    const VU even = {0, 2, 4, 6}, odd = {1, 3, 5, 7};
-#endif
-    return __builtin_shuffle(a, b, even) + __builtin_shuffle(a, b, odd);
-#else
-    float l[2 * RK_W];
-    VF r;
-    memcpy(l, &a, sizeof a);
-    memcpy(l + RK_W, &b, sizeof b);
-    for (int i = 0; i < RK_W; i++)
-        r[i] = l[2 * i] + l[2 * i + 1];
-    return r;
-#endif
-}
-
 #define RK_TILE_REPS (TILE / REPEAT) /* repeats per tile */
-
-/* The first levels of nr_fold_vector_lanes' tree (norm_rows.h) over one repeat held in RK_NV
- * vectors, lanes in order, which it overwrites: down to one vector of W partial sums. */
-INLINE VF RK(reduce_repeat)(VF *restrict t)
-{
-    for (int n = RK_NV; n > 1; n /= 2)
-        for (int j = 0; j < n / 2; j++)
-            t[j] = RK(pair_level)(t[2 * j], t[2 * j + 1]);
-    return t[0];
-}
-
-/* The remaining levels for count (a power of two, at most RK_TILE_REPS) repeats at once,
- * each given as reduce_repeat's vector (overwritten): a level pairs lanes within one repeat
- * only, so two repeats' vectors share one shuffle; out[k] is repeat k's tree. */
-INLINE void RK(fold_repeats)(VF *restrict v, int count, float *restrict out)
-{
-    const int n = count;
-    for (int lanes = RK_W; lanes > 1; lanes /= 2) {
-        if (count > 1) {
-            for (int j = 0; j < count / 2; j++)
-                v[j] = RK(pair_level)(v[2 * j], v[2 * j + 1]);
-            count /= 2;
-        } else {
-            v[0] = RK(pair_level)(v[0], v[0]); /* the lower half holds the level */
-        }
-    }
-    memcpy(out, v, n * sizeof(float));
-}
 
 /* Common's row padded to colAlignV, applied to its 64 lane accumulators: a row shorter than a
  * repeat never wrote the lanes past it, which hold +0 (keep clears them); otherwise each lane

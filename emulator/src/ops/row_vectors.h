@@ -10,16 +10,19 @@
  *   x86-64 level, under that level's `#pragma GCC target`, RK_SFX naming the copy and
  *   RK_LEVEL numbering it): RK(name)
  *   is name_<RK_SFX>; RK_W floats per vector (16 on x86-64-v4, 8 on x86-64-v3, 4 on the
- *   baseline); types VF (float) and VU (uint32_t) of that width; RK(ld), RK(st) and
- *   RK(st_fence). Each copy redefines these macros; an inclusion without RK_SFX clears
- *   them (row_levels.h's last).
+ *   baseline); types VF (float) and VU (uint32_t) of that width; RK(ld), RK(st),
+ *   RK(st_fence), RK(add)/RK(mul)/RK(add1) (operands in source order, NaNs included), and
+ *   the device's ReduceSum tree a level at a time (RK(pair_level), RK(reduce_repeat),
+ *   RK(fold_repeats)), the same adds whatever the width. Each copy redefines these macros;
+ *   an inclusion without RK_SFX clears them (row_levels.h's last).
  *
  * FLOAT16 goes through VCVTPH2PS/VCVTPS2PH (the rounding in the immediate, as convert.c),
  * BF16 through integer vector code with the formula of half.h; the baseline converts each
  * lane with half.h's functions. Widening is exact and narrowing rounds as half.h does, so
  * every copy stores the same bits (tests/test_kernel_clones.py).
  *
- * Expects from the includer: INLINE, <string.h>, and on x86-64 <immintrin.h>.
+ * Expects from the includer: INLINE, <string.h>, NR_VECTOR_LANES (norm_rows.h), and on x86-64
+ * <immintrin.h>.
  */
 #ifndef ACLEMU_OPS_ROW_VECTORS_KINDS_
 #define ACLEMU_OPS_ROW_VECTORS_KINDS_
@@ -65,6 +68,7 @@ INLINE void st1(void *p, int64_t i, float v, const int kind, uint32_t away)
 #undef RK_RNE
 #undef VF
 #undef VU
+#undef RK_REP_NV
 #ifdef RK_SFX
 
 #define RK_CAT2(a, b) a##_##b
@@ -85,6 +89,7 @@ typedef float RK(vf) __attribute__((vector_size(RK_W * 4)));
 typedef uint32_t RK(vu) __attribute__((vector_size(RK_W * 4)));
 #define VF RK(vf)
 #define VU RK(vu)
+#define RK_REP_NV (NR_VECTOR_LANES / RK_W) /* vectors per repeat of the device's vector unit */
 
 /* This level's functions, once per translation unit (row_levels.h may copy several kernel
  * files into one): RK_LEVEL (4, 3 or 0, with RK_SFX) names the level. */
@@ -218,6 +223,128 @@ INLINE void RK(st)(void *p, int64_t i, VF v, const int kind, uint32_t away, cons
 #endif
     for (int l = 0; l < RK_W; l++)
         st1(p, i + l, v[l], kind, away);
+}
+
+/* ---- operand order: the first operand's NaN, on every level -------------------------------- */
+
+/* a + b and a * b with their operands in this order whatever the level: when both are NaN,
+ * x86 returns the first one's, and gcc may swap the operands of its own + and * (it takes
+ * them as commutative), so a NaN's sign or payload would depend on the copy. */
+INLINE VF RK(add)(VF a, VF b)
+{
+#if defined(__x86_64__) && defined(__AVX__)
+    VF r;
+    __asm__("vaddps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+    return r;
+#elif defined(__x86_64__)
+    __asm__("addps %1, %0" : "+x"(a) : "x"(b));
+    return a;
+#else
+    return a + b;
+#endif
+}
+
+INLINE VF RK(mul)(VF a, VF b)
+{
+#if defined(__x86_64__) && defined(__AVX__)
+    VF r;
+    __asm__("vmulps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+    return r;
+#elif defined(__x86_64__)
+    __asm__("mulps %1, %0" : "+x"(a) : "x"(b));
+    return a;
+#else
+    return a * b;
+#endif
+}
+
+/* The scalar a + b, likewise (in this copy's encoding: no SSE/AVX transitions). */
+INLINE float RK(add1)(float a, float b)
+{
+#if defined(__x86_64__) && defined(__AVX__)
+    float r;
+    __asm__("vaddss %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+    return r;
+#elif defined(__x86_64__)
+    __asm__("addss %1, %0" : "+x"(a) : "x"(b));
+    return a;
+#else
+    return a + b;
+#endif
+}
+
+/* s in every lane. */
+INLINE VF RK(splat)(float s)
+{
+    VF v;
+    for (int l = 0; l < RK_W; l++)
+        v[l] = s;
+    return v;
+}
+
+/* ---- Atlas A2/A3's ReduceSum tree (norm_rows.h nr_fold_vector_lanes), lane for lane ---------- */
+
+/* One level of nr_fold_vector_lanes' adjacent-pair tree over the 2W lanes of a then b:
+ * lane i of the result is lane 2i plus lane 2i + 1 (in that order: RK(add)). */
+INLINE VF RK(pair_level)(VF a, VF b)
+{
+#if RK_W == 8 && defined(__AVX2__)
+    /* SHUFPS pairs within each 128-bit half ([a01 a23 b01 b23 | a45 a67 b45 b67]), then one
+     * VPERMPD puts the 64-bit pairs in order: 4 instructions where gcc's own two-source
+     * shuffle takes 7 (4 VPERMD, 2 blends and the add) */
+    const VF s = RK(add)((VF)_mm256_shuffle_ps((__m256)a, (__m256)b, 0x88),
+                         (VF)_mm256_shuffle_ps((__m256)a, (__m256)b, 0xdd));
+    return (VF)_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd((__m256)s), 0xd8));
+#elif defined(__GNUC__) && !defined(__clang__)
+#if RK_W == 16
+    const VU even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+    const VU odd = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+#elif RK_W == 8
+    const VU even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = {1, 3, 5, 7, 9, 11, 13, 15};
+#else
+    const VU even = {0, 2, 4, 6}, odd = {1, 3, 5, 7};
+#endif
+    return RK(add)(__builtin_shuffle(a, b, even), __builtin_shuffle(a, b, odd));
+#else
+    float l[2 * RK_W];
+    VF even, odd;
+    memcpy(l, &a, sizeof a);
+    memcpy(l + RK_W, &b, sizeof b);
+    for (int i = 0; i < RK_W; i++) {
+        even[i] = l[2 * i];
+        odd[i] = l[2 * i + 1];
+    }
+    return RK(add)(even, odd);
+#endif
+}
+
+/* The first levels of nr_fold_vector_lanes' tree (norm_rows.h) over one repeat held in
+ * RK_REP_NV vectors, lanes in order, which it overwrites: down to one vector of W partial
+ * sums. */
+INLINE VF RK(reduce_repeat)(VF *restrict t)
+{
+    for (int n = RK_REP_NV; n > 1; n /= 2)
+        for (int j = 0; j < n / 2; j++)
+            t[j] = RK(pair_level)(t[2 * j], t[2 * j + 1]);
+    return t[0];
+}
+
+/* The remaining levels for count (a power of two) repeats at once, each given as
+ * reduce_repeat's vector (overwritten): a level pairs lanes within one repeat only, so two
+ * repeats' vectors share one shuffle; out[k] is repeat k's tree. */
+INLINE void RK(fold_repeats)(VF *restrict v, int count, float *restrict out)
+{
+    const int n = count;
+    for (int lanes = RK_W; lanes > 1; lanes /= 2) {
+        if (count > 1) {
+            for (int j = 0; j < count / 2; j++)
+                v[j] = RK(pair_level)(v[2 * j], v[2 * j + 1]);
+            count /= 2;
+        } else {
+            v[0] = RK(pair_level)(v[0], v[0]); /* the lower half holds the level */
+        }
+    }
+    memcpy(out, v, n * sizeof(float));
 }
 
 /* The non-temporal stores of a copy reach memory before its caller reports the work done. */
