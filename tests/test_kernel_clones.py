@@ -19,7 +19,8 @@ contiguous rows against strided views (every vector width's tail, non-temporal o
 partial row groups, tail tiles, with and without weight/bias, strided input/out, and its dtype
 mixes of weight, out and mean/rstd; on Atlas A2 and on Ascend 950 (its two_pass_perf rows,
 emulator/src/ops/layer_norm_perf_rows.h), NaN signs included: rows holding NaNs of both signs
-and Infs, and a NaN weight and bias at one column.
+and Infs, and a NaN weight and bias at one column; BF16 rows of 1024 and 4096 on Atlas A2
+(its single_read template, layer_norm_rows.h single_read_rows).
 tests/test_conversions.py checks the conversion paths themselves on every bit pattern class.
 
 The variant builds take ~15 s each (both run at once) and are kept in tests/.build, rebuilt
@@ -221,12 +222,14 @@ DIGEST_FORWARD = textwrap.dedent("""
         for m, n in ((3, 1), (4, 15), (5, 33), (3, 513)):
             pair(f"{dname}-{m}x{n}", dt, m, n)
         pair(f"{dname}-37x1000-special", dt, 37, 1000, special=True)
+        pair(f"{dname}-9x1024-special", dt, 9, 1024, special=True)  # BF16: single_read
         big = 2048 if dt is np.float32 else 4096
         pair(f"{dname}-{big}x1040-streamed", dt, big, 1040)
         pair(f"{dname}-{big}x1041-streamed-unaligned", dt, big, 1041)
     for dname, dt in dtypes:
-        # partial row groups and tail tiles, a small row, N = 1024 (BF16: the V4 kernel)
-        for m, n in ((70, 1543), (9, 1024), (5, 17)):
+        # partial row groups and tail tiles, a small row, N = 1024 and 4096 (BF16: LayerNormV4's
+        # single_read template)
+        for m, n in ((70, 1543), (9, 1024), (3, 4096), (5, 17)):
             k = f"{dname}-{m}x{n}"
             case(k, dt, m, n)
             case(k + "-no-weight", dt, m, n, weight=False)
@@ -301,7 +304,7 @@ def test_forward_clones_and_baseline_give_identical_bits(variant_prefixes):
     # layer_norm_perf_rows.h), every dtype
     for soc in (None, "Ascend950PR_9599"):
         default = _digests(Path(backend.root), DIGEST_FORWARD, soc=soc, only=None)
-        assert len(default) == 3 * (2 * 7 + 3 * 5 + 2 * 3)
+        assert len(default) == 3 * (2 * 8 + 4 * 5 + 2 * 3)
         differ = sorted(k for k, v in default.items() if v == "differ")
         assert not differ, f"{soc}: contiguous and strided views give different bits: {differ}"
         for name, prefix in variant_prefixes.items():

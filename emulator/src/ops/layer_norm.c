@@ -27,10 +27,11 @@
  *
  * Kernel, Ascend 950 when the tiling takes LayerNormV4's two_pass_perf template (most calls:
  * takes_regbase_perf): the template's own chain, row by row (layer_norm_perf_rows.h;
- * docs/emulator.md).
- * Elsewhere (the other parts, and 950's rows for the regbase_two_pass and Welford templates,
- * whose order is not modelled): rows are independent, so any split of rows over threads gives
- * the same bits. Rows
+ * docs/emulator.md). Atlas A2/A3 when it takes LayerNormV4's single_read template (BF16 input
+ * and weight, N = 1024 or 4096): its chain, row by row, in the row loops' vector code
+ * (layer_norm_rows.h: single_read_rows). Elsewhere (LayerNormV3, whose kernel is not public,
+ * and the V4 templates not modelled: 950's regbase_two_pass and Welford, ...): rows are
+ * independent, so any split of rows over threads gives the same bits. Rows
  * go GROUP at a time, in three passes over the group: blocked sum -> mean, blocked sum of
  * squared deviations -> variance (two passes: no cancellation of E[x^2] - E[x]^2), rstd =
  * 1 / sqrt(var + eps), and y = (x - mean) * rstd * w + b, made in input's dtype. A blocked
@@ -80,6 +81,7 @@
 #define CHAINS 4          /* tiles summed side by side (layer_norm_rows.h: chains) */
 #define GROUP 4           /* rows processed together (layer_norm_rows.h: group_rows) */
 #define PF_BYTES 2048     /* pass 1 prefetches its rows this far ahead */
+#define SR_MAX_N 4096     /* the longest row of the single_read template (pick_template) */
 /* An out at least this large (bytes), stored by the kernel itself, is written with
  * non-temporal stores: far larger than the cores' own caches, it would only evict the rows
  * the passes read back, and its read-for-ownership adds to the memory traffic. */
@@ -106,6 +108,8 @@ typedef struct {
     bool regbase_perf;    /* Ascend 950's two_pass_perf template (perf_body) */
     float pow2_inv;       /* ... its 1 / powerOfTwoForR (the least power of two >= N) */
     float pow2_corr;      /* ... and powerOfTwoForR / N, in float */
+    bool single_read;     /* Atlas A2/A3's single_read template (layer_norm_rows.h) */
+    float coefficient;    /* ... its tiling's 1.0f / N */
     bool no_kernel;       /* the op_api's early return with no kernel: nothing is queued */
 } ln_payload;
 
@@ -352,12 +356,24 @@ static bool takes_regbase_perf(int64_t M, int64_t N, aclDataType in_dt, aclDataT
     return r_align * row_weight <= usable - 2 * buffers * (block / 4);
 }
 
-/* The payload's kernel template for a call of M rows of N: on Ascend 950 the
- * two_pass_perf template's constants when it takes the call. */
+/* The payload's kernel template for a call of M rows of N (param_dt: the tiling's
+ * paramDtype). Atlas A2/A3, LayerNormV4 (FLOAT statistics): the single_read template for BF16
+ * input and paramDtype with N = 1024 or 4096 (op_host/layer_norm_v4_single_read_tiling.cpp,
+ * priority 1000, ahead of merge_n and common; the transpose template, 100, takes rows of at
+ * most 64 only; such a row always fits its UB), with the tiling's coefficient (op_host/
+ * layer_norm_v4_tiling_base.cpp). Ascend 950: the two_pass_perf template's constants when it
+ * takes the call. */
 static void pick_template(ln_payload *P, int arch, aclDataType in_dt, aclDataType param_dt)
 {
-    if (arch != DAV_3510 || P->M == 0 || P->N == 0 ||
-        !takes_regbase_perf(P->M, P->N, in_dt, param_dt))
+    if (P->M == 0 || P->N == 0)
+        return;
+    if (arch == DAV_2201 && P->stat_dt == ACL_FLOAT && in_dt == ACL_BF16 &&
+        param_dt == ACL_BF16 && (P->N == 1024 || P->N == 4096)) {
+        P->single_read = true;
+        P->coefficient = 1.0f / (float)P->N;
+        return;
+    }
+    if (arch != DAV_3510 || !takes_regbase_perf(P->M, P->N, in_dt, param_dt))
         return;
     int64_t pow2 = 1;
     while (pow2 < P->N)
@@ -607,8 +623,10 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
     /* off regbase parts the op_api fills an absent bias with zeros, which the kernel adds (a
      * -0 result becomes +0); a regbase part's kernel is told there is none and adds nothing */
     P->zero_bias = arch != DAV_3510;
-    /* the tiling's paramDtype: the kernel gets no weight/bias here when they are absent */
-    pick_template(P, arch, in_dt, weightOptional ? weightOptional->dtype
+    /* the tiling's paramDtype: on Ascend 950 the kernel gets no weight/bias when they are
+     * absent, elsewhere the op_api's filled ones (param_dt) */
+    pick_template(P, arch, in_dt, arch != DAV_3510 ? param_dt
+                                  : weightOptional ? weightOptional->dtype
                                   : biasOptional ? biasOptional->dtype : ACL_FLOAT);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(call, ops, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
