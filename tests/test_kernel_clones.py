@@ -116,7 +116,44 @@ DIGEST = textwrap.dedent("""
         out["pair-" + name + "-layouts"] = "same" if got[0] == got[1] else "differ"
         out["pair-" + name] = hashlib.sha256(got[0]).hexdigest()
 
+    def special_pair(name, dt, m, n):
+        # rows holding NaN and Inf together (x, gradOut, both), so NaNs of either sign meet
+        # in the row sums, gradInput and the column sums: their signs must not depend on the
+        # build either
+        x = rng.standard_normal((m, n)).astype(dt)
+        dy = rng.standard_normal((m, n)).astype(dt)
+        x[0, 3], x[0, n - 1], dy[0, 1] = np.nan, np.inf, -np.inf
+        x[1, 2], dy[1, 2], dy[1, n // 2] = -np.inf, np.nan, np.inf
+        dy[2, 0], dy[2, n - 1], x[2, n // 3] = np.inf, -np.inf, -np.nan
+        x[m - 1, n - 2], dy[m - 1, n - 2] = np.inf, np.inf
+        mean = np.nan_to_num(x.astype(np.float64), nan=0, posinf=0, neginf=0).mean(
+            axis=1, keepdims=True).astype(np.float32)
+        rstd = (rng.random((m, 1)) + 0.5).astype(np.float32)
+        w = (rng.random(n) + 0.5).astype(np.float32)
+        w[n // 4] = np.inf
+        got = []
+        for t in (False, True):
+            gi = acl.DeviceTensor.zeros((n, m), dt).T if t else acl.DeviceTensor.zeros((m, n), dt)
+            outs = (gi, acl.DeviceTensor.zeros((n,), np.float32),
+                    acl.DeviceTensor.zeros((n,), np.float32))
+            acl.layer_norm_backward(dev(dy, t), dev(x, t), (n,), dev(mean), dev(rstd), dev(w),
+                                    None, (True, True, True), out=outs)
+            got.append(b"".join(np.ascontiguousarray(o.to_numpy()).view(np.uint8).tobytes()
+                                for o in outs))
+        out["special-" + name + "-layouts"] = "same" if got[0] == got[1] else "differ"
+        out["special-" + name] = hashlib.sha256(got[0]).hexdigest()
+
     dtypes = (("fp32", np.float32), ("fp16", np.float16), ("bf16", bfloat16))
+    if os.environ.get("DIGEST_ONLY") == "arch35":  # Ascend 950's arch35 templates
+        for dname, dt in dtypes:
+            # Recompute: one row block, 6144-column blocks with a folded tail, 128-row
+            # gradWeight blocks with a fold and tail tiles; GroupedReduceBigM (M > 4096,
+            # N < 512): its 64-column row blocks, cores and tail columns
+            for m, n in ((5, 33), (37, 1000), (3, 6200), (131, 600), (4100, 70), (4200, 300)):
+                special_pair(f"{dname}-{m}x{n}", dt, m, n)
+                pair(f"{dname}-{m}x{n}", dt, m, n)
+        print(json.dumps(out))
+        raise SystemExit
     if os.environ.get("DIGEST_ONLY") == "bf16":  # the other part's BF16 tie rule
         for m, n in ((37, 1000), (5, 17)):
             pair(f"bf16-{m}x{n}", bfloat16, m, n)
@@ -247,7 +284,8 @@ DIGEST_FORWARD = textwrap.dedent("""
 def _digests(prefix: Path, script: str = DIGEST, soc: str | None = None,
              only: str | None = "bf16") -> dict:
     # the default digests are the A2 part's (every dtype: BF16 too), whatever this process's;
-    # another part's, only the cases of dtype `only` (None: all)
+    # another part's, only the cases DIGEST_ONLY names (`only`: a dtype, or "arch35", Ascend
+    # 950's backward templates; None: all)
     env = dict(os.environ, ACL_PY_BACKEND="emulator", ACL_PY_EMULATOR_PREFIX=str(prefix),
                ACL_EMU_NUM_THREADS="2", ACL_EMU_SOC="Ascend910B2")
     if soc is not None:
@@ -284,15 +322,18 @@ def test_clones_and_baseline_give_identical_bits(variant_prefixes):
     backend = _loader.library().backend
     if backend.name != "emulator":
         pytest.skip(f"the backend is {backend.name}, not the emulator")
-    for soc in (None, "Ascend950DT_950x"):
-        default = _digests(Path(backend.root), soc=soc)
-        assert len(default) == (2 * 2 if soc else 3 * 8 * 2 + 3 * 3 * 7 + (1 + 4 + 4) * 3 * 3)
+    # the A2 part (every case); another 950's BF16 tie rule; Ascend 950's arch35 templates
+    for soc, only, count in ((None, None, 3 * 8 * 2 + 3 * 3 * 7 + (1 + 4 + 4) * 3 * 3),
+                             ("Ascend950DT_950x", "bf16", 2 * 2),
+                             ("Ascend950PR_9599", "arch35", 3 * 6 * 4)):
+        default = _digests(Path(backend.root), soc=soc, only=only)
+        assert len(default) == count
         differ = sorted(k for k, v in default.items() if v == "differ")
-        assert not differ, f"contiguous and strided views give different bits: {differ}"
+        assert not differ, f"{soc}: contiguous and strided views give different bits: {differ}"
         for name, prefix in variant_prefixes.items():
-            other = _digests(prefix, soc=soc)
+            other = _digests(prefix, soc=soc, only=only)
             diff = sorted(k for k in default if other.get(k) != default[k])
-            assert not diff, f"{name} build differs from the default build in: {diff}"
+            assert not diff, f"{soc}: {name} build differs from the default build in: {diff}"
 
 
 @pytest.mark.no_leak_check  # every call runs in a child process
