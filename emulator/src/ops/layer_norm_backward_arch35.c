@@ -58,6 +58,10 @@
 #define MAX_CHUNKS 16           /* thread chunks per pass (each has its own buffers) */
 #define MAX_LEVELS 64           /* binary counter levels (log2 of the blocks, + 1) */
 #define DX_TILE 512             /* gradInput columns stored at a time */
+/* A FLOAT gradInput at least this large (bytes) is written with non-temporal stores: far
+ * larger than the cores' caches, it would only evict the rows the pass reads back, and its
+ * read-for-ownership adds to the memory traffic (as layer_norm_backward.c's row kernel) */
+#define DX_STREAM_BYTES (8.0 * 1024 * 1024)
 
 /* ---- the tiling's integer helpers (arch35/layer_norm_grad_v3_base.h) ---------------------- */
 
@@ -155,6 +159,9 @@ typedef struct {
     int kind;                 /* how gradOut/input are read (row_vectors.h): LD_F16/LD_BF16,
                                  contiguous 16-bit rows in place; LD_F32, float tiles (FLOAT
                                  contiguous in place, else converted by get_tile) */
+    int dx_kind;              /* gradInput's kind when the loop stores it (contiguous, no
+                                 separate rounding), else -1 (a float tile, put_tile) */
+    bool dx_stream;           /* gradInput large and FLOAT: stored non-temporally */
     int64_t row_block;        /* gradInput's column block (row_sum's nf) */
     int64_t col_tile;         /* gradWeight/gradBias columns per tile, at most COL_TILE */
     big_n_split split;        /* BigN: gradInput's cores */
@@ -286,6 +293,11 @@ bool lnb35_run_kernel(const lnb35_call *c, int tmpl)
                    .kind = rows16 && c->x->dtype == ACL_FLOAT16 ? LD_F16
                            : rows16 && c->x->dtype == ACL_BF16  ? LD_BF16
                                                                 : LD_F32};
+    const aclDataType ddt = c->dx ? c->dx->dtype : ACL_FLOAT;
+    R.dx_kind = !c->dx || c->dx_round || !lay_unit(&c->dx->inner) ? -1
+                : ddt == ACL_FLOAT16 ? LD_F16 : ddt == ACL_BF16 ? LD_BF16
+                : ddt == ACL_FLOAT ? LD_F32 : -1;
+    R.dx_stream = R.dx_kind == LD_F32 && (double)M * (double)N * 4 >= DX_STREAM_BYTES;
     R.mean = get_tile(view_base(c->mean), c->mean->dtype, &c->mean->inner, 0, M, buf);
     R.rstd = get_tile(view_base(c->rstd), c->rstd->dtype, &c->rstd->inner, 0, M, buf + M);
     if (c->dx) {

@@ -174,24 +174,35 @@ INLINE void RK(dx_rows_impl)(const lnb35_run *R, int64_t chunk, int64_t begin, i
         const float s1 = RK(template_row_sum)(R, g, partial);
         const float s2 = RK(template_row_sum)(R, gx, partial);
         char *out = row_base(c->dx, m);
+        /* gradInput stored by the loop itself (R->dx_kind: contiguous, no separate rounding),
+         * non-temporally when large and the row is aligned to the vector */
+        const int okind = R->dx_kind;
+        const bool nt = R->dx_stream && ((uintptr_t)out & (RK_W * 4 - 1)) == 0;
         for (int64_t c0 = 0; c0 < N; c0 += DX_TILE) {
             const int64_t n = N - c0 < DX_TILE ? N - c0 : DX_TILE;
+            void *dst = okind >= 0 ? (void *)out : (void *)bdx;
+            const int64_t o = okind >= 0 ? c0 : 0, dkind = okind >= 0 ? okind : LD_F32;
             /* ComputeDxCommon: Mul, Muls, Sub, Mul, Sub, Muls, Mul */
             for (i = 0; i + RK_W <= n; i += RK_W) {
                 const VF xh = (RK(ld)(x, c0 + i, kind) - mean) * rstd;
                 const VF gi = RK(ld)(dy, c0 + i, kind) * RK(ld)(w, c0 + i, LD_F32);
-                RK(st)(bdx, i, (((gi * fN - s1) - xh * s2) * rN) * rstd, LD_F32, 0, false);
+                RK(st)(dst, o + i, (((gi * fN - s1) - xh * s2) * rN) * rstd, (int)dkind, 0,
+                       nt && dkind == LD_F32);
             }
             for (; i < n; i++) {
                 const float xh = (ld1(x, c0 + i, kind) - mean) * rstd;
                 const float gi = ld1(dy, c0 + i, kind) * w[c0 + i];
-                bdx[i] = (((gi * fN - s1) - xh * s2) * rN) * rstd;
+                st1(dst, o + i, (((gi * fN - s1) - xh * s2) * rN) * rstd, (int)dkind, 0);
             }
+            if (okind >= 0)
+                continue;
             if (c->dx_round) /* the kernel's own output is input's dtype (CAST_RINT) */
                 aclemu_round_floats(c->x->dtype, ACLEMU_TIES_EVEN, bdx, n);
             put_tile(out, c->dx->dtype, ACLEMU_TIES_EVEN, &c->dx->inner, c0, n, bdx);
         }
     }
+    if (R->dx_stream) /* the non-temporal stores reach memory before the pass counts done */
+        RK(st_fence)();
 }
 
 /* ---- gradWeight / gradBias ---------------------------------------------------------------- */
@@ -247,12 +258,15 @@ INLINE void RK(gb_rows)(const lnb35_run *R, int64_t r0, int64_t rows, int64_t c0
     const int64_t es = kind == LD_F32 ? 4 : 2;
     for (int64_t r = 0; r < rows; r++) {
         const int64_t m = r0 + r;
-        if (m + PF_ROWS < c->M) /* the rows ahead: a tile's run of each row is short */
+        if (m + PF_ROWS < c->M) { /* the rows ahead: a tile's run of each row is short */
+            const char *pdy = row_base(c->dy, m + PF_ROWS) + c0 * es;
+            const char *px = c->dw ? row_base(c->x, m + PF_ROWS) + c0 * es : NULL;
             for (int64_t b = 0; b < n * es; b += 64) {
-                __builtin_prefetch(row_base(c->dy, m + PF_ROWS) + c0 * es + b);
-                if (c->dw)
-                    __builtin_prefetch(row_base(c->x, m + PF_ROWS) + c0 * es + b);
+                __builtin_prefetch(pdy + b);
+                if (px)
+                    __builtin_prefetch(px + b);
             }
+        }
         const void *dy = RK(row_in)(R, c->dy, m, c0, n, bdy);
         float *ow = pw + r * COL_TILE, *ob = pb + r * COL_TILE;
         if (c->dw) {
