@@ -139,8 +139,10 @@ DIGEST = textwrap.dedent("""
         for dname, dt in dtypes:
             # Recompute: one row block, 6144-column blocks with a folded tail, 128-row
             # gradWeight blocks with a fold and tail tiles; GroupedReduceBigM (M > 4096,
-            # N < 512): its 64-column row blocks, cores and tail columns
-            for m, n in ((5, 33), (37, 1000), (3, 6200), (131, 600), (4100, 70), (4200, 300)):
+            # N < 512): its 64-column row blocks, cores and tail columns; GroupedReduceBigN
+            # (M < 512, N > 8192): its cores' row sums and their RA reduction
+            for m, n in ((5, 33), (37, 1000), (3, 6200), (131, 600), (4100, 70), (4200, 300),
+                         (40, 8200)):
                 pair(f"{dname}-{m}x{n}", dt, m, n, special=True)
                 pair(f"{dname}-{m}x{n}", dt, m, n)
         print(json.dumps(out))
@@ -316,7 +318,7 @@ def test_clones_and_baseline_give_identical_bits(variant_prefixes):
     # the A2 part (every case); another 950's BF16 tie rule; Ascend 950's arch35 templates
     for soc, only, count in ((None, None, 3 * 8 * 2 + 3 * 3 * 7 + (1 + 4 + 4) * 3 * 3),
                              ("Ascend950DT_950x", "bf16", 2 * 2),
-                             ("Ascend950PR_9599", "arch35", 3 * 6 * 4)):
+                             ("Ascend950PR_9599", "arch35", 3 * 7 * 4)):
         default = _digests(Path(backend.root), soc=soc, only=only)
         assert len(default) == count
         differ = sorted(k for k, v in default.items() if v == "differ")
