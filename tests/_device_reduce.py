@@ -10,7 +10,9 @@ operator tests compare bits against these.
 - ``half_interval_sum``: ops-nn reduce_common.h ReduceSumHalfInterval;
 - ``lane_blocks_sum``: ops-nn reduce_common.h ReduceSumMultiN;
 - ``binary_sum``: Ascend 950's binary add (norm_rows.h nr_binary_add_sum): add_layer_norm_quant's
-  VFCalcMeanVar, layer_norm_v4's two_pass_perf template.
+  VFCalcMeanVar, layer_norm_v4's two_pass_perf template;
+- ``dichotomy_sum``: the transpose templates' DoReduce over a lane's rows (norm_rows.h
+  nr_dichotomy_sum): layer_norm_v4's and layer_norm_grad_v3's.
 """
 from __future__ import annotations
 
@@ -106,3 +108,19 @@ def fma_f32(a, b, c):
     tie = (s.view(np.uint64) & np.uint64((1 << 29) - 1)) == np.uint64(1 << 28)
     s = np.where(tie & (err != 0), np.nextafter(s, s + err), s)
     return s.astype(F32)
+
+
+def dichotomy_sum(v):
+    """The transpose templates' DoReduce over each row of float32 v [M, N]: N == 1 plus +0;
+    else the columns past the largest power of two P <= N added onto the first, then halved."""
+    v = np.array(v, F32)
+    n = v.shape[1]
+    if n == 1:
+        return v[:, 0] + F32(0)
+    p = 1 << (n.bit_length() - 1)
+    v[:, :n - p] = v[:, :n - p] + v[:, p:n]
+    h = p // 2
+    while h >= 1:
+        v[:, :h] = v[:, :h] + v[:, h:2 * h]
+        h //= 2
+    return v[:, 0]

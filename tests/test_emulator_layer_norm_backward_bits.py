@@ -55,7 +55,7 @@ import acl_py
 from acl_py.raw import lib
 from acl_py.soc import soc_name
 
-from _device_reduce import LANES, fold64, reduce_sum_count
+from _device_reduce import LANES, dichotomy_sum, fold64, reduce_sum_count
 from _part_runs import run_on_parts
 
 F32 = np.dtype(np.float32)
@@ -122,22 +122,6 @@ def transpose_ub_rows(block_rows, N, dt):
         if -(-bf // 16) * 16 * 16 * 4 * 3 + -(-(bf * N) // 16) * 16 * 16 * 4 * 4 <= cur_ub:
             break
     return rows
-
-
-def dichotomy_sum(v):
-    """Transpose's DoReduce over each row of float32 v [M, N]: N == 1 plus +0; else the
-    columns past the largest power of two P <= N added onto the first, then halved."""
-    v = np.array(v, F32)
-    n = v.shape[1]
-    if n == 1:
-        return v[:, 0] + F32.type(0)
-    p = 1 << (n.bit_length() - 1)
-    v[:, :n - p] = v[:, :n - p] + v[:, p:n]
-    h = p // 2
-    while h >= 1:
-        v[:, :h] = v[:, :h] + v[:, h:2 * h]
-        h //= 2
-    return v[:, 0]
 
 
 def loop_slots(m0, n):

@@ -29,7 +29,9 @@
  * takes_regbase_perf): the template's own chain, row by row (layer_norm_perf_rows.h;
  * docs/emulator.md). Atlas A2/A3 when it takes LayerNormV4's single_read template (BF16 input
  * and weight, N = 1024 or 4096): its chain, row by row, in the row loops' vector code
- * (layer_norm_rows.h: single_read_rows). Elsewhere (LayerNormV3, whose kernel is not public,
+ * (layer_norm_rows.h: single_read_rows). Atlas A2/A3 and inference parts when it takes a
+ * transpose template (N <= 64, not a whole number of 32-byte blocks): its chain, row by row
+ * (layer_norm_transpose.h). Elsewhere (LayerNormV3, whose kernel is not public,
  * and the V4 templates not modelled: 950's regbase_two_pass and Welford, ...): rows are
  * independent, so any split of rows over threads gives the same bits. Rows
  * go GROUP at a time, in three passes over the group: blocked sum -> mean, blocked sum of
@@ -109,7 +111,9 @@ typedef struct {
     float pow2_inv;       /* ... its 1 / powerOfTwoForR (the least power of two >= N) */
     float pow2_corr;      /* ... and powerOfTwoForR / N, in float */
     bool single_read;     /* Atlas A2/A3's single_read template (layer_norm_rows.h) */
-    float coefficient;    /* ... its tiling's 1.0f / N */
+    bool transpose;       /* Atlas A2/A3's or 310P's transpose template (transpose_body) */
+    bool reshape_adds;    /* ... 310P's: its reshape adds 0 to input (-0 becomes +0) */
+    float coefficient;    /* single_read's and transpose's: the tiling's 1.0f / N */
     bool no_kernel;       /* the op_api's early return with no kernel: nothing is queued */
 } ln_payload;
 
@@ -202,6 +206,10 @@ static const float *param_row(const tdesc *d, int64_t N, float *buf)
 #define ROWS_HEADER "layer_norm_perf_rows.h"
 #include "row_levels.h"
 
+/* LayerNormV4's transpose templates (Atlas A2/A3 and inference: N <= 64, not a whole number
+ * of 32-byte blocks): their chain, row by row (layer_norm_transpose.h). */
+#include "layer_norm_transpose.h"
+
 static void task_run(void *arg)
 {
     ln_task *T = arg;
@@ -218,7 +226,9 @@ static void task_run(void *arg)
     if (!T->b && P->zero_bias)
         T->b = T->wb_buf + P->N; /* zeroed by the launch */
     aclemu_parallel_for(P->M, T->nchunks,
-                        P->regbase_perf ? ROW_KERNEL(perf_body) : ROW_KERNEL(rows_body), T);
+                        P->transpose      ? transpose_body
+                        : P->regbase_perf ? ROW_KERNEL(perf_body)
+                                          : ROW_KERNEL(rows_body), T);
 }
 
 static void task_release(void *arg)
@@ -361,7 +371,8 @@ static bool takes_regbase_perf(int64_t M, int64_t N, aclDataType in_dt, aclDataT
  * input and paramDtype with N = 1024 or 4096 (op_host/layer_norm_v4_single_read_tiling.cpp,
  * priority 1000, ahead of merge_n and common; the transpose template, 100, takes rows of at
  * most 64 only; such a row always fits its UB), with the tiling's coefficient (op_host/
- * layer_norm_v4_tiling_base.cpp). Ascend 950: the two_pass_perf template's constants when it
+ * layer_norm_v4_tiling_base.cpp). Atlas A2/A3 and inference parts: the transpose template
+ * (takes_transpose), the same coefficient. Ascend 950: the two_pass_perf template's constants when it
  * takes the call. */
 static void pick_template(ln_payload *P, int arch, aclDataType in_dt, aclDataType param_dt)
 {
@@ -370,6 +381,13 @@ static void pick_template(ln_payload *P, int arch, aclDataType in_dt, aclDataTyp
     if (arch == DAV_2201 && P->stat_dt == ACL_FLOAT && in_dt == ACL_BF16 &&
         param_dt == ACL_BF16 && (P->N == 1024 || P->N == 4096)) {
         P->single_read = true;
+        P->coefficient = 1.0f / (float)P->N;
+        return;
+    }
+    if ((arch == DAV_2201 || arch == DAV_2002) && P->stat_dt == ACL_FLOAT &&
+        takes_transpose(arch == DAV_2002, in_dt, param_dt, P->N)) {
+        P->transpose = true;
+        P->reshape_adds = arch == DAV_2002;
         P->coefficient = 1.0f / (float)P->N;
         return;
     }

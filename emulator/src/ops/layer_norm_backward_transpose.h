@@ -17,7 +17,8 @@
  *   - per slot: x_hat = (x - mean') * rstd', mean' = mean + 0, rstd' = rstd + 0 (the Adds
  *     after the transposes, over the len valid slots only); the gradWeight term x_hat * dy;
  *     g = dy * gamma; the row sums of g * x_hat and g by DoReduce's dichotomy over the N
- *     columns (lnb_dichotomy_sum); gradInput ((g - x_hat * m3) - m2) * rstd', m = S * (1/N);
+ *     columns (norm_rows.h nr_dichotomy_sum); gradInput ((g - x_hat * m3) - m2) * rstd',
+ *     m = S * (1/N);
  *   - the invalid slots past len hold x = dy = +0 and, for mean and rstd, what CopyInPad
  *     left there (Adds covers len slots only): lines of align8(bF) floats, line s / align8(bF)
  *     at position s % align8(bF), its row's value or the line's zero padding (garbage_stat);
@@ -55,22 +56,6 @@ static int64_t lnb_transpose_ub_rows(int64_t block_rows, int64_t N, int64_t col_
             break;
     }
     return rows;
-}
-
-/* DoReduce: the sum of v[0..n) (overwritten) as the kernel folds a slot's N columns: n == 1
- * plus +0; else, P the largest power of two up to n, v[j] += v[P + j] for j < n - P, then
- * halves: v[j] += v[j + h], h = P / 2, ..., 1. */
-static inline float lnb_dichotomy_sum(float *v, int64_t n)
-{
-    if (n == 1)
-        return v[0] + 0.0f;
-    const int64_t p = nr_pow2_below(n + 1);
-    for (int64_t j = 0; j < n - p; j++)
-        v[j] = v[j] + v[p + j];
-    for (int64_t h = p / 2; h >= 1; h /= 2)
-        for (int64_t j = 0; j < h; j++)
-            v[j] = v[j] + v[j + h];
-    return v[0];
 }
 
 /* One UB loop's layout: len rows in 16 lines, lines < former holding bf rows, the rest bf - 1. */
@@ -166,10 +151,10 @@ static void lnbt_loop_run(const lnb_task *T, int64_t m0, int64_t len, float *res
                 g[c] = rdy[c] * T->w[c];
                 t[c] = g[c] * xh[c];
             }
-            const float m3 = lnb_dichotomy_sum(t, N) * coff;
+            const float m3 = nr_dichotomy_sum(t, N) * coff;
             for (int64_t c = 0; c < N; c++)
                 t[c] = g[c];
-            const float m2 = lnb_dichotomy_sum(t, N) * coff;
+            const float m2 = nr_dichotomy_sum(t, N) * coff;
             for (int64_t c = 0; c < N; c++)
                 bdx[c] = ((g[c] - xh[c] * m3) - m2) * rstd;
             if (P->dx_round)

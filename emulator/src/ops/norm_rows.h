@@ -317,6 +317,24 @@ static inline float nr_nan_first_fma(float a, float b, float c)
                       : fmaf(a, b, c);
 }
 
+/* The transpose templates' DoReduce (layer_norm_v4_transpose.h, _310p.h, layer_norm_grad_v3_
+ * transpose.h): the sum of v[0..n) (overwritten) as the kernel folds a lane's n rows: n == 1
+ * plus +0; else, P the largest power of two up to n, v[j] += v[P + j] for j < n - P, then
+ * halves: v[j] += v[j + h], h = P / 2, ..., 1. Each add keeps its first NaN operand (the
+ * kernels' Add(dst, src0, src1): src0 first). */
+static inline float nr_dichotomy_sum(float *v, int64_t n)
+{
+    if (n == 1)
+        return v[0] + 0.0f;
+    const int64_t p = nr_pow2_below(n + 1);
+    for (int64_t j = 0; j < n - p; j++)
+        v[j] = nr_nan_first_add(v[j], v[p + j]);
+    for (int64_t h = p / 2; h >= 1; h /= 2)
+        for (int64_t j = 0; j < h; j++)
+            v[j] = nr_nan_first_add(v[j], v[j + h]);
+    return v[0];
+}
+
 /* d[i] = x[i] - mean (d may be x): a row centred on its mean. */
 static inline void nr_center(float *d, const float *x, int64_t n, float mean)
 {
