@@ -108,13 +108,10 @@ A2_CASES = [(i, p, n) for i, p in A2_COMBOS for n in (1, 5, 7, 12, 20, 40, 63)
             if n % (8 if i == F32 else 16)]
 
 
-@on_a2_a3
-@pytest.mark.parametrize("in_dt,p_dt,n", A2_CASES, ids=[f"{i}-{p}-N{n}" for i, p, n in A2_CASES])
-def test_a2_a3_bits(arena, in_dt, p_dt, n):
-    """Every dtype pair, weight and bias given or absent, M = 1, 17 (one line short of 16 rows
-    and a tail), 45: aclnnLayerNorm (V4 where N is not a block multiple, else V3 in the
-    emulator's order) and aclnnFastLayerNorm (always V4) against the model."""
-    rng = np.random.default_rng(n * 7 + A2_COMBOS.index((in_dt, p_dt)))
+def check_calls(arena, rng, in_dt, p_dt, n):
+    """M = 1, 17 (one row past the 16 lines: a borrow factor of 2 with a short tail), 45, with
+    weight and bias given or absent: aclnnLayerNorm, aclnnLayerNorm with a FLOAT out (the
+    kernel's rounding, then the cast) and aclnnFastLayerNorm against the model."""
     for m, given in zip((1, 17, 45, 17), GIVEN):
         x = rand(rng, (m, n), in_dt)
         w, b = params(rng, n, p_dt, given)
@@ -123,6 +120,16 @@ def test_a2_a3_bits(arena, in_dt, p_dt, n):
         assert_bits(got, want)
         check(got, x, 1, w, b)
         assert_bits(fast.call(arena, x, 1, w, b), want)
+        y = call(arena, x, 1, w, b, out_dt=F32)[0]
+        assert np.array_equal(y.view(np.uint32), want[0].astype(F32).view(np.uint32))
+
+
+@on_a2_a3
+@pytest.mark.parametrize("in_dt,p_dt,n", A2_CASES, ids=[f"{i}-{p}-N{n}" for i, p, n in A2_CASES])
+def test_a2_a3_bits(arena, in_dt, p_dt, n):
+    """Every tiling key of the template (input, weight/bias dtype), N from 1 to 63."""
+    check_calls(arena, np.random.default_rng(n * 7 + A2_COMBOS.index((in_dt, p_dt))), in_dt,
+                p_dt, n)
 
 
 @on_a2_a3
@@ -149,19 +156,8 @@ def test_a2_a3_rows_of_several_dims_layouts_and_out_dtypes(arena):
 @pytest.mark.parametrize("n", [20, 40])
 @pytest.mark.parametrize("p_dt", [F16, F32])
 def test_310p_bits(arena, p_dt, n):
-    """FLOAT16 input with FLOAT16 or FLOAT weight/bias, given or absent, M = 1, 17, 45:
-    aclnnLayerNorm's V4 calls there, and aclnnFastLayerNorm."""
-    rng = np.random.default_rng(n + (p_dt == F32))
-    for m, given in zip((1, 17, 45, 17), GIVEN):
-        x = rand(rng, (m, n), F16)
-        w, b = params(rng, n, p_dt, given)
-        want = transpose_model(x, w, b)
-        got = call(arena, x, 1, w, b)
-        assert_bits(got, want)
-        check(got, x, 1, w, b)
-        assert_bits(fast.call(arena, x, 1, w, b), want)
-        y = call(arena, x, 1, w, b, out_dt=F32)[0]
-        assert np.array_equal(y.view(np.uint32), want[0].astype(F32).view(np.uint32))
+    """FLOAT16 input with FLOAT16 or FLOAT weight/bias: aclnnLayerNorm's V4 calls there."""
+    check_calls(arena, np.random.default_rng(n + (p_dt == F32)), F16, p_dt, n)
 
 
 @on_310p
