@@ -372,8 +372,8 @@ static bool takes_regbase_perf(int64_t M, int64_t N, aclDataType in_dt, aclDataT
  * priority 1000, ahead of merge_n and common; the transpose template, 100, takes rows of at
  * most 64 only; such a row always fits its UB), with the tiling's coefficient (op_host/
  * layer_norm_v4_tiling_base.cpp). Atlas A2/A3 and inference parts: the transpose template
- * (takes_transpose), the same coefficient. Ascend 950: the two_pass_perf template's constants when it
- * takes the call. */
+ * (takes_transpose), the same coefficient. Ascend 950: the two_pass_perf template's constants
+ * when it takes the call. */
 static void pick_template(ln_payload *P, int arch, aclDataType in_dt, aclDataType param_dt)
 {
     if (P->M == 0 || P->N == 0)

@@ -43,8 +43,9 @@ static bool takes_transpose(bool inference310p, aclDataType in_dt, aclDataType p
         return param_dt == ACL_FLOAT16 || param_dt == ACL_FLOAT;
     if (inference310p)
         return false;
-    return in_dt == ACL_FLOAT ? param_dt == ACL_FLOAT
-                              : in_dt == ACL_BF16 && (param_dt == ACL_FLOAT || param_dt == ACL_BF16);
+    if (in_dt == ACL_FLOAT)
+        return param_dt == ACL_FLOAT;
+    return in_dt == ACL_BF16 && (param_dt == ACL_FLOAT || param_dt == ACL_BF16);
 }
 
 /* Rows [begin, end) (a chunk of aclemu_parallel_for): the chain above, row by row. */
