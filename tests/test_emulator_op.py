@@ -1058,28 +1058,17 @@ def test_rule5_mean_element_count(arena):
     assert args.call()[0] == OK
 
 
-def test_workspace_size_formula(arena):
-    """(blocks + 5) * 2 * N floats when gradWeight or gradBias is wanted, else 0: a slice per
-    core block of ceil(M / vector cores) rows (the device's tiling), 4 ring slots and the
-    blocks' sum; it depends on M, N and the part only (never on the thread count)."""
-    so = ctypes.CDLL(str(lib.backend.libraries["ascendcl"]))
-    cores = so.aclemu_soc_vector_cores()
+def test_workspace_size_independent_of_threads(arena):
+    """Phase one's size (the device's: tests/test_emulator_workspace_size.py) depends on the
+    call and the part only, never on the emulator's thread count."""
     sizes = {}
     for threads in (1, 4):
         lib.aclemuSetNumThreads(threads)
-        for shape, mask in [((4, 3, 5), (True, True, True)), ((4, 3, 5), (True, False, False)),
-                            ((4, 3, 5), (False, False, True)), ((1000, 3, 5), (True, True, True)),
-                            ((100000, 3, 5), (True, True, True))]:
+        for shape in ((4, 3, 5), (1000, 3, 5), (100000, 3, 5)):
             args = Args(arena, shape)
-            M = shape[0]
-            args.a["outputMask"] = arena.bool_array(mask)
             assert args.call()[0] == OK
-            block_rows = -(-M // cores)
-            nblocks = -(-M // block_rows)
-            want = (nblocks + 5) * 2 * 15 * 4 if (mask[1] or mask[2]) else 0
-            assert args.ws[0] == want
-            sizes.setdefault((shape, mask), set()).add(args.ws[0])
-    assert all(len(s) == 1 for s in sizes.values())
+            sizes.setdefault(shape, set()).add(args.ws[0])
+    assert all(len(s) == 1 and min(s) > 0 for s in sizes.values())
 
 
 def test_injected_phase_one_fault(arena):

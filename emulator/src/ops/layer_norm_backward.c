@@ -47,6 +47,7 @@
 #include "emu_internal.h"
 #include "phase_one.h"
 #include "convert.h"
+#include "exec_workspace.h"
 #include "half.h"
 #include "layer_norm_backward_arch35.h"
 #include "norm_rows.h"
@@ -116,7 +117,8 @@ typedef struct {
     aclemu_ties dx_ties;  /* how gradInput's store breaks BF16 ties */
     int64_t M, N;
     lnb_tiling tiling;
-    uint64_t ws_size;
+    uint64_t ws_size;     /* what phase one reports: the device's (lnb_device_workspace) */
+    uint64_t scratch;     /* bytes of it the emulator's kernel uses (its blocks' partials) */
 } lnb_payload;
 
 /* One launch: owns a copy of the payload (a repeatable executor may be destroyed while the
@@ -131,6 +133,7 @@ typedef struct {
     int64_t folded;       /* blocks added to acc so far (written under fold_lock; atomic) */
     int fold_lock;        /* held by the thread adding blocks to acc (atomic) */
     float *wbuf;          /* weight converted to float (or ones), when not usable in place */
+    float *own_ws;        /* the partials' own buffer when the device's workspace is smaller */
     const float *w;       /* the weight row gradInput reads (NULL when not requested) */
     int kind;             /* how the row kernel reads gradOut/input (LD_*) */
     bool dx_fused;        /* the row kernel's pass 2 stores gradInput itself */
@@ -353,6 +356,7 @@ static void task_release(void *arg)
     for (int i = 0; i < T->npins; i++)
         aclemu_device_unpin(T->pins[i]);
     free(T->wbuf);
+    free(T->own_ws);
     free(T->done);
     free(T);
 }
@@ -386,7 +390,21 @@ static aclnnStatus lnb_launch(void *payload, void *const *addrs, void *workspace
     for (int i = 0; i < T_COUNT; i++) /* the tensors at the addresses they record now */
         T->p.t[i].data = addrs[i];
     P = &T->p;
-    T->ws = P->ws_size > 0 ? workspace : NULL;
+    /* the partials sit at the front of the caller's workspace, as the device's kernel keeps
+     * its own there; only the bytes written are touched. A device workspace smaller than the
+     * emulator's partials (a Workspace-template call of few blocks and very long rows) leaves
+     * them to a buffer of their own. */
+    if (P->scratch > 0 && P->scratch <= workspace_size) {
+        T->ws = workspace;
+    } else if (P->scratch > 0) {
+        T->ws = T->own_ws = malloc((size_t)P->scratch);
+        if (!T->ws) {
+            aclemu_set_error("%s: out of host memory for %llu bytes of partial sums", P2,
+                             (unsigned long long)P->scratch);
+            free(T);
+            return ACLNN_ERR_INNER;
+        }
+    }
     if (T->ws) {
         T->acc = T->ws + (P->tiling.nblocks + LNB_RING) * 2 * P->N;
         T->done = calloc((size_t)P->tiling.nblocks, 2); /* done, then ringed */
@@ -394,6 +412,7 @@ static aclnnStatus lnb_launch(void *payload, void *const *addrs, void *workspace
         if (!T->done) {
             aclemu_set_error("%s: out of host memory for %lld block flags", P2,
                              (long long)P->tiling.nblocks);
+            free(T->own_ws);
             free(T);
             return ACLNN_ERR_INNER;
         }
@@ -407,6 +426,7 @@ static aclnnStatus lnb_launch(void *payload, void *const *addrs, void *workspace
         if (!T->wbuf) {
             aclemu_set_error("%s: out of host memory for the weight row (%lld floats)", P2,
                              (long long)P->N);
+            free(T->own_ws);
             free(T->done);
             free(T);
             return ACLNN_ERR_INNER;
@@ -499,6 +519,109 @@ ACLEMU_EXPORT void aclemu_layer_norm_backward_tiling(int64_t M, int64_t N, int32
     out[1] = t.block_rows;
     out[2] = t.nblocks;
     out[3] = t.tmpl == LNB_TRANSPOSE ? t.ub_rows : t.chunk_cols;
+}
+
+/* The LayerNormGradV3 kernel's tiling workspace (GetWorkspaceSize of the template the tiling
+ * takes; hicann/ops-nn norm/layer_norm_grad_v3/op_host/): Atlas A2/A3 SingleRead and Common
+ * blockNum * colAlignV * 4 * 2 (colAlignV: N rounded up to 8), Workspace blockNum * colAlignV
+ * * 4 * 4 (N rounded up to 16), Transpose 2 * blockNum * (N rounded up to 8, in floats,
+ * rounded up to 512 bytes); Ascend 950 Recompute none, GroupedReduceBigM coreNum * N * 2 * 4,
+ * GroupedReduceBigN coreNum * M * 3 * 4; each plus 16 MiB. */
+static uint64_t lnb_kernel_workspace(const aclemu_soc *soc, int64_t M, int64_t N,
+                                     const lnb_tiling *t)
+{
+    const uint64_t nb = (uint64_t)t->nblocks, cores = (uint64_t)aclemu_soc_vector_cores();
+    if (soc->npu_arch == 3510)
+        return EW_SYS_WORKSPACE + (t->tmpl35 == LNB35_BIG_M   ? cores * (uint64_t)N * 8
+                                   : t->tmpl35 == LNB35_BIG_N ? cores * (uint64_t)M * 12
+                                                              : 0);
+    const uint64_t align8 = (uint64_t)(N + 7) / 8 * 8, align16 = (uint64_t)(N + 15) / 16 * 16;
+    switch (t->tmpl) {
+    case LNB_WORKSPACE:
+        return EW_SYS_WORKSPACE + nb * align16 * 16;
+    case LNB_TRANSPOSE:
+        return EW_SYS_WORKSPACE + (align8 * 4 + 511) / 512 * 512 * nb * 2;
+    default: /* SingleRead, Common */
+        return EW_SYS_WORKSPACE + nb * align8 * 8;
+    }
+}
+
+/* Phase one's workspace on a device: the executor's graph of aclnn_layer_norm_backward.cpp
+ * (exec_workspace.h). Nothing when no kernel runs (an all-false mask, an empty M or N).
+ * Contiguous copies of non-contiguous inputs; a Fill of ones for a NULL weight; then on
+ * Atlas A2/A3 and Ascend 950 rstd and mean cast to FLOAT and one LayerNormGradV3 kernel whose
+ * three outputs (gradInput in input's dtype; gradWeight and gradBias in FLOAT, on 950 in the
+ * weight's dtype when the requested ones have it) the executor allocates, each requested one
+ * cast to its user tensor's dtype and copied out; on the Atlas training and inference series
+ * the split TBE kernels LayerNormXBackpropV3 (gradInput and an M x N FLOAT tensor for the
+ * second) and LayerNormBetaGammaBackpropV2 (gradWeight, gradBias in FLOAT), whose workspaces
+ * come from compile info that is not public: counted as none. */
+static uint64_t lnb_device_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
+                                     const bool *mask, int64_t M, int64_t N,
+                                     const lnb_tiling *tiling)
+{
+    if (!(mask[0] || mask[1] || mask[2]) || M <= 0 || N <= 0)
+        return 0;
+    ew_graph g = {0};
+    const aclDataType in_dt = ts[T_X]->dtype;
+    const uint64_t MN = (uint64_t)M * (uint64_t)N, n = (uint64_t)N, m = (uint64_t)M;
+    const int dy = ew_contiguous_copy(&g, ts[T_DY]), x = ew_contiguous_copy(&g, ts[T_X]);
+    int mean = ew_contiguous_copy(&g, ts[T_MEAN]), rstd = ew_contiguous_copy(&g, ts[T_RSTD]);
+    aclDataType mean_dt = ts[T_MEAN]->dtype, rstd_dt = ts[T_RSTD]->dtype;
+    int w;
+    aclDataType w_dt;
+    if (ts[T_W]) {
+        w = ew_contiguous_copy(&g, ts[T_W]);
+        w_dt = ts[T_W]->dtype;
+    } else {
+        w = ew_output(&g, ew_kernel(&g), n * aclemu_dtype_size(in_dt)); /* Fill */
+        w_dt = in_dt;
+    }
+    int res[3];
+    aclDataType res_dt[3];
+    if (soc->npu_arch == 2201 || soc->npu_arch == 3510) {
+        rstd = ew_cast(&g, rstd, rstd_dt, ACL_FLOAT, m);
+        mean = ew_cast(&g, mean, mean_dt, ACL_FLOAT, m);
+        aclDataType gw_dt = ACL_FLOAT;
+        if (soc->npu_arch == 3510 && (!mask[2] || ts[T_DB]->dtype == w_dt) &&
+            (!mask[1] || ts[T_DW]->dtype == w_dt))
+            gw_dt = w_dt;
+        const int k = ew_kernel(&g);
+        const int reads[] = {dy, x, rstd, mean, w};
+        for (int i = 0; i < 5; i++)
+            ew_read(&g, reads[i], k);
+        ew_kernel_workspace(&g, k, lnb_kernel_workspace(soc, M, N, tiling));
+        res[0] = ew_output(&g, k, MN * aclemu_dtype_size(in_dt));
+        res[1] = ew_output(&g, k, n * aclemu_dtype_size(gw_dt));
+        res[2] = ew_output(&g, k, n * aclemu_dtype_size(gw_dt));
+        res_dt[0] = in_dt, res_dt[1] = res_dt[2] = gw_dt;
+    } else {
+        if (mean_dt != rstd_dt) {
+            mean = ew_cast(&g, mean, mean_dt, ACL_FLOAT, m);
+            rstd = ew_cast(&g, rstd, rstd_dt, ACL_FLOAT, m);
+            mean_dt = rstd_dt = ACL_FLOAT;
+        }
+        if (w_dt == ACL_FLOAT && (mean_dt == ACL_FLOAT16 || mean_dt == ACL_BF16)) {
+            mean = ew_cast(&g, mean, mean_dt, ACL_FLOAT, m);
+            rstd = ew_cast(&g, rstd, rstd_dt, ACL_FLOAT, m);
+        }
+        const int kx = ew_kernel(&g);
+        const int reads[] = {dy, x, rstd, mean, w};
+        for (int i = 0; i < 5; i++)
+            ew_read(&g, reads[i], kx);
+        res[0] = ew_output(&g, kx, MN * aclemu_dtype_size(in_dt));
+        const int gamma_tmp = ew_output(&g, kx, MN * 4);
+        const int kbg = ew_kernel(&g);
+        ew_read(&g, dy, kbg);
+        ew_read(&g, gamma_tmp, kbg);
+        res[1] = ew_output(&g, kbg, n * 4);
+        res[2] = ew_output(&g, kbg, n * 4);
+        res_dt[0] = in_dt, res_dt[1] = res_dt[2] = ACL_FLOAT;
+    }
+    for (int i = 0; i < 3; i++)
+        if (mask[i])
+            ew_copy_out(&g, res[i], res_dt[i], ts[T_DX + i], i == 0 ? MN : n);
+    return ew_size(&g);
 }
 
 /* ---- phase one -------------------------------------------------------------------------------- */
@@ -703,10 +826,11 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
                  P->bf16_away ? ACLEMU_TIES_AWAY : ACLEMU_TIES_EVEN;
     P->tiling = lnb_tiling_of(M, N, gradOut->dtype);
     /* Ascend 950's own kernels sum without the blocks' partials */
-    P->ws_size = P->parts && !lnb35_runs(P->tiling.tmpl35)
+    P->scratch = P->parts && !lnb35_runs(P->tiling.tmpl35)
                      ? ((uint64_t)P->tiling.nblocks + LNB_RING + 1u) * 2u * (uint64_t)N *
                            sizeof(float)
                      : 0;
+    P->ws_size = lnb_device_workspace(soc, ts, mask, M, N, &P->tiling);
     const uint64_t ws = P->ws_size;
     /* the executor owns P from here and keeps every tensor, used or not, as CANN's does */
     return p1_finish(P1, &LNB_OPS, P, ws, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);

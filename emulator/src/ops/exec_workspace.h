@@ -1,0 +1,178 @@
+/*
+ * The workspace size a device's phase one reports: the executor's, computed as CANN's opbase
+ * computes it (hicann/opbase src/nnopbase/composite_op/aclnn_engine/op_executor.cpp
+ * aclOpExecutor::GetWorkspaceSize). The op_api's L0 calls build a kernel graph; every tensor of
+ * it that lives in the workspace is placed by op::mem::MaxAllocator
+ * (composite_op/mem_mgr/memory_allocator.cpp): the kernels' own workspaces (each tiling's
+ * GetWorkspaceSizes entries become executor-allocated UINT8 tensors, aclnn_engine/
+ * kernel_workspace.cpp UpdateWorkspace; alive during their kernel only) and the L0 outputs
+ * still allocated by the executor (AllocTensor: a Contiguous copy, a Cast, a Fill, an output
+ * nobody copies out; alive from their kernel to their last reader's, common/utils/
+ * kernel_graph.cpp CalcLifeTimeAndSize). A kernel output that l0op::ViewCopy hands to a
+ * contiguous user tensor is re-pointed there (ops-math conversion/contiguous/op_host/op_api/
+ * contiguous.cpp ViewCopy) and takes no workspace.
+ *
+ * An operator declares its graph in launch order (each kernel's workspaces, then its
+ * outputs) and reads ew_size. Nothing here touches memory: the size is a number.
+ */
+#ifndef ACLEMU_OPS_EXEC_WORKSPACE_H_
+#define ACLEMU_OPS_EXEC_WORKSPACE_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "emu_internal.h"
+
+/* Each kernel's system workspace, as the vendor's tilings hard-code it (16 * 1024 * 1024 in
+ * layer_norm_grad_v3_*_tiling.cpp, layer_norm_v4_welford_tiling.cpp, ...). */
+#define EW_SYS_WORKSPACE ((uint64_t)16 * 1024 * 1024)
+
+#define EW_MAX_TENSORS 32
+
+typedef struct {
+    uint64_t bytes;
+    int start, end; /* its kernel's index, its last reader's */
+    bool user;      /* re-pointed to a user tensor by ViewCopy: no workspace */
+} ew_tensor;
+
+typedef struct {
+    int kernels;
+    int n;
+    ew_tensor t[EW_MAX_TENSORS];
+} ew_graph;
+
+/* memory_allocator.h: every tensor takes its size plus 32 bytes, rounded up to 512. */
+static inline uint64_t ew_align(uint64_t bytes)
+{
+    return (bytes + 32 + 511) & ~(uint64_t)511;
+}
+
+/* A new kernel, launched after every one declared before; its index. */
+static inline int ew_kernel(ew_graph *g)
+{
+    return g->kernels++;
+}
+
+/* One of kernel k's tiling workspaces (alive during k only). */
+static inline void ew_kernel_workspace(ew_graph *g, int k, uint64_t bytes)
+{
+    if (g->n < EW_MAX_TENSORS)
+        g->t[g->n++] = (ew_tensor){bytes, k, k, false};
+}
+
+/* An executor-allocated output of kernel k; its handle for ew_read (-1: none). */
+static inline int ew_output(ew_graph *g, int k, uint64_t bytes)
+{
+    if (g->n >= EW_MAX_TENSORS)
+        return -1;
+    g->t[g->n] = (ew_tensor){bytes, k, k, false};
+    return g->n++;
+}
+
+/* Kernel k reads intermediate `out` (a handle of ew_output; -1: a user tensor, no effect). */
+static inline void ew_read(ew_graph *g, int out, int k)
+{
+    if (out >= 0 && k > g->t[out].end)
+        g->t[out].end = k;
+}
+
+/* MaxAllocator::Allocate: each tensor, in declaration order, joins the last bucket whose most
+ * recent tensor's lifetime it does not overlap (two tensors of one kernel always overlap,
+ * TensorBucket::IsReusable and KernelTensor::IsLifeTimeNotOverLap; the "input of" test is
+ * implied by the overlap here, since a reader runs after the writer), else a new bucket; a
+ * bucket is as large as its largest aligned tensor; the executor's size is the buckets' sum
+ * (no AI CPU kernel here: workspaceDeviceAicpuMem_ is 0). */
+static inline uint64_t ew_size(const ew_graph *g)
+{
+    uint64_t size[EW_MAX_TENSORS];
+    int back[EW_MAX_TENSORS], nb = 0;
+    for (int i = 0; i < g->n; i++) {
+        const ew_tensor *t = &g->t[i];
+        if (t->user)
+            continue;
+        int fit = -1;
+        for (int b = 0; b < nb; b++) {
+            const ew_tensor *r = &g->t[back[b]];
+            bool apart = r->start != t->start &&
+                         (t->start > r->start ? r->end < t->start : t->end < r->start);
+            if (apart)
+                fit = b;
+        }
+        if (fit < 0) {
+            fit = nb++;
+            size[fit] = 0;
+        }
+        const uint64_t a = ew_align(t->bytes);
+        if (a > size[fit])
+            size[fit] = a;
+        back[fit] = i;
+    }
+    uint64_t total = 0;
+    for (int b = 0; b < nb; b++)
+        total += size[b];
+    return total;
+}
+
+/* opbase composite_op/utils/tensor_view_utils.cpp IsContiguous: an empty or one-element view,
+ * else row-major strides over the dims other than 1. */
+static inline bool ew_contiguous(const aclTensor *t)
+{
+    int64_t want = 1, n = 1;
+    for (uint64_t i = 0; i < t->ndim; i++)
+        n *= t->dims[i];
+    if (n <= 1)
+        return true;
+    for (uint64_t i = t->ndim; i-- > 0;) {
+        if (t->dims[i] == 1)
+            continue;
+        if (t->strides[i] != want)
+            return false;
+        want *= t->dims[i];
+    }
+    return true;
+}
+
+static inline uint64_t ew_bytes(const aclTensor *t, aclDataType dt)
+{
+    uint64_t n = 1;
+    for (uint64_t i = 0; i < t->ndim; i++)
+        n *= (uint64_t)t->dims[i];
+    return n * aclemu_dtype_size(dt);
+}
+
+/* l0op::Contiguous of a caller's tensor: nothing when contiguous, else a copy kernel whose
+ * output (the view's elements) the executor allocates; its handle (-1: none). The copy
+ * kernel's own tiling workspace is not modelled (docs/emulator.md). */
+static inline int ew_contiguous_copy(ew_graph *g, const aclTensor *t)
+{
+    if (!t || ew_contiguous(t))
+        return -1;
+    return ew_output(g, ew_kernel(g), ew_bytes(t, t->dtype));
+}
+
+/* l0op::Cast of intermediate `in` (handle or -1) of dtype from to dtype to, n elements: no
+ * kernel when equal (ops-math math/cast/op_api/cast.cpp); else a kernel reading `in` whose
+ * output the executor allocates. Returns the result's handle (in itself when no kernel). */
+static inline int ew_cast(ew_graph *g, int in, aclDataType from, aclDataType to, uint64_t n)
+{
+    if (from == to)
+        return in;
+    const int k = ew_kernel(g);
+    ew_read(g, in, k);
+    return ew_output(g, k, n * aclemu_dtype_size(to));
+}
+
+/* The op_api's end for one output: Cast the kernel's result (handle tmp, dtype tmp_dt) to the
+ * user tensor's dtype, then l0op::ViewCopy into it: a contiguous user tensor takes the result
+ * over (no kernel, no workspace), another is written by a copy kernel reading it. */
+static inline void ew_copy_out(ew_graph *g, int tmp, aclDataType tmp_dt, const aclTensor *user,
+                               uint64_t n)
+{
+    const int cast = ew_cast(g, tmp, tmp_dt, user->dtype, n);
+    if (!ew_contiguous(user))
+        ew_read(g, cast, ew_kernel(g));
+    else if (cast >= 0)
+        g->t[cast].user = true;
+}
+
+#endif /* ACLEMU_OPS_EXEC_WORKSPACE_H_ */

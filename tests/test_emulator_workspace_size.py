@@ -1,0 +1,178 @@
+"""Phase one's workspace size as a device reports it (emulator/src/ops/exec_workspace.h).
+
+The expected sizes are stated here from the vendor's rules, independently of the emulator's
+code: opbase's MaxAllocator (hicann/opbase src/nnopbase/composite_op/mem_mgr/
+memory_allocator.cpp: each workspace tensor takes its size + 32 bytes rounded up to 512, the
+tensors of one kernel never share memory) over the kernel graph the op_api builds, and each
+LayerNormGradV3 tiling's GetWorkspaceSize (hicann/ops-nn norm/layer_norm_grad_v3/op_host/).
+Then phase two's checks of that size: a NULL workspace 161001, one byte short 161002, nothing
+leaked, and a run with exactly that size.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from acl_py.raw import ffi, lib
+
+from _part_runs import other_parts, run_on_parts
+from test_emulator_op import (INVALID, NULLPTR, OK, P1, P2, Args, arena, assert_close,  # noqa: F401
+                              last_msg, live, no_leaks, stream)
+from test_emulator_op import prepared as prepared_with_data
+
+MiB16 = 16 * 1024 * 1024
+SOC = ffi.string(lib.aclrtGetSocName()).decode()
+SO = ctypes.CDLL(str(lib.backend.libraries["ascendcl"]))
+CORES = SO.aclemu_soc_vector_cores()
+ARCH = {"Ascend910B2": 2201, "Ascend910_9391": 2201, "Ascend950PR_9599": 3510,
+        "Ascend310P3": 2002, "Ascend910A": 1001}[SOC]
+
+
+def align(nbytes):
+    return (nbytes + 32 + 511) // 512 * 512
+
+
+def ceil_to(n, k):
+    return -(-n // k) * k
+
+
+def grad_v3_workspace(M, N, dy_is_float):
+    """The LayerNormGradV3 tiling's one workspace (layer_norm_grad_v3_*_tiling.cpp)."""
+    if ARCH == 3510:  # arch35: which template (IsCapable), and its GetWorkspaceSize
+        if M > 4096 and N < 512:
+            return CORES * N * 2 * 4 + MiB16
+        if M < 512 and N > 8192:
+            return CORES * M * 3 * 4 + MiB16
+        return MiB16
+    block = -(-M // CORES)
+    blocks = -(-M // block)
+    if 768 <= N <= 12176:                                   # SingleRead
+        return blocks * ceil_to(N, 8) * 4 * 2 + MiB16
+    if N <= 64 and N % (8 if dy_is_float else 16):          # Transpose
+        return ceil_to(ceil_to(N, 8) * 4, 512) * blocks * 2 + MiB16
+    if N <= 768:                                            # Common
+        return blocks * ceil_to(N, 8) * 4 * 2 + MiB16
+    return blocks * ceil_to(N, 16) * 4 * 4 + MiB16          # Workspace
+
+
+def max_allocator(tensors):
+    """opbase's MaxAllocator over (bytes, first kernel, last kernel) in graph order: a tensor
+    joins the last bucket whose latest tenant's lifetime is apart from its own (never one of
+    the same kernel), else opens one; buckets are as large as their largest tenant."""
+    buckets = []  # [size, (start, end) of the latest tenant]
+    for nbytes, start, end in tensors:
+        fits = [b for b in buckets if b[1][0] != start and
+                (b[1][1] < start if start > b[1][0] else end < b[1][0])]
+        if fits:
+            fits[-1][0] = max(fits[-1][0], align(nbytes))
+            fits[-1][1] = (start, end)
+        else:
+            buckets.append([align(nbytes), (start, end)])
+    return sum(b[0] for b in buckets)
+
+
+def expected(M, N, mask, weight=True):
+    """Contiguous FLOAT tensors throughout: the kernels' FLOAT results go straight to the
+    caller's tensors (ViewCopy re-points them), so what remains is each kernel's workspace,
+    the results nobody asked for, a Fill of ones for a missing weight, and on the split TBE
+    path (Atlas training and inference, workspaces not public: none) the M x N FLOAT tensor
+    its first kernel hands the second."""
+    graph, k = [], 0
+    if not weight:
+        graph.append((N * 4, 0, 1))  # Fill, read by the next kernel
+        k = 1
+    if ARCH in (2201, 3510):
+        graph.append((grad_v3_workspace(M, N, True), k, k))
+        graph += [(M * N * 4 if i == 0 else N * 4, k, k) for i in range(3) if not mask[i]]
+    else:
+        if not mask[0]:
+            graph.append((M * N * 4, k, k))
+        graph.append((M * N * 4, k, k + 1))
+        graph += [(N * 4, k + 1, k + 1) for i in (1, 2) if not mask[i]]
+    return max_allocator(graph)
+
+
+SHAPES = [((4, 3, 5), 2), ((64, 33), 1), ((100, 800), 1), ((3, 20000), 1), ((5000, 100), 1),
+          ((8, 9000), 1)]
+MASKS = [(True, True, True), (True, False, False), (False, True, True), (False, False, True)]
+
+
+@pytest.mark.parametrize("shape,nlen", SHAPES, ids=[str(s) for s, _ in SHAPES])
+@pytest.mark.parametrize("mask", MASKS, ids=["".join("TF"[not m] for m in k) for k in MASKS])
+def test_layer_norm_backward_size(arena, shape, nlen, mask):
+    args = Args(arena, shape, nlen)
+    args.a["outputMask"] = arena.bool_array(mask)
+    rc, msg = args.call()
+    assert rc == OK, msg
+    M = int(np.prod(shape[:len(shape) - nlen]))
+    N = int(np.prod(shape[len(shape) - nlen:]))
+    assert args.ws[0] == expected(M, N, mask)
+
+
+def test_layer_norm_backward_size_without_weight(arena):
+    args = Args(arena, (64, 33), 1)
+    args.a["weightOptional"] = ffi.NULL
+    assert args.call()[0] == OK
+    assert args.ws[0] == expected(64, 33, (True, True, True), weight=False)
+
+
+def test_layer_norm_backward_size_strided_input(arena):
+    """A non-contiguous input is copied first (l0op::Contiguous): its M x N copy counts, in a
+    bucket of its own (it lives until the kernel reads it)."""
+    args = Args(arena, (64, 33), 1)
+    args.a["input"] = arena.tensor((64, 33), np.dtype(np.float32), [1, 64], 0, 64 * 33, args.ptr)
+    assert args.call()[0] == OK
+    contiguous = Args(arena, (64, 33), 1)
+    assert contiguous.call()[0] == OK
+    assert args.ws[0] == contiguous.ws[0] + align(64 * 33 * 4)
+
+
+def test_layer_norm_backward_nothing_requested_or_empty(arena):
+    args = Args(arena)
+    args.a["outputMask"] = arena.bool_array([False] * 3)
+    assert args.call()[0] == OK and args.ws[0] == 0
+    empty = Args(arena, (0, 3, 5))
+    assert empty.call()[0] == OK and empty.ws[0] == 0
+
+
+def prepared(arena):
+    args = Args(arena, (64, 33), 1)
+    assert P1(*args.a.values(), args.ws, args.ex) == OK, last_msg()
+    return args.ex[0], args.ws[0]
+
+
+def test_null_workspace_refused(arena):
+    ex, ws = prepared(arena)
+    assert ws > 0
+    before = live()
+    assert P2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
+    assert "workspace is NULL" in last_msg()
+    after = live()
+    assert after["executors"] == before["executors"] - 1  # released by the library
+    assert after["device_bytes"] == before["device_bytes"]
+
+
+def test_one_byte_short_refused(arena):
+    ex, ws = prepared(arena)
+    wsp = arena.malloc(ws)
+    before = live()
+    assert P2(wsp, ws - 1, ex, arena.stream) == INVALID
+    assert "less than" in last_msg()
+    after = live()
+    assert after["executors"] == before["executors"] - 1  # single-use: released on failure
+    assert after["device_bytes"] == before["device_bytes"]
+
+
+def test_runs_with_the_reported_size(arena):
+    ex, ws, outs, refs = prepared_with_data(arena)
+    assert ws == expected(64, 33, (True, True, True))
+    wsp = arena.malloc(ws)
+    assert P2(wsp, ws, ex, arena.stream) == OK, last_msg()
+    assert lib.aclrtSynchronizeStream(arena.stream) == OK
+    for o, r in zip(outs, refs):
+        assert_close(o.read(), r, "with the device's workspace")
+
+
+test_on_other_parts = run_on_parts(other_parts(), "layer_norm_backward or workspace")
