@@ -68,11 +68,15 @@ def run(arena, x, ns, w=None, b=None, y=None, mean=None, rstd=None, eps=1e-5, mo
                            mode)
     assert rc == expect, (rc, last_msg())
     if rc == OK:
-        assert ws == 0
         p2 = P2 if mode is None else P2_MODE
-        assert p2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
+        assert p2(*workspace(arena, ws), ex, arena.stream) == OK, last_msg()
         assert lib.aclrtSynchronizeStream(arena.stream) == 0
     return rc
+
+
+def workspace(arena, size):
+    """(workspace, size) for phase two: device memory of phase one's size, NULL for 0."""
+    return (arena.malloc(size) if size else ffi.NULL), size
 
 
 def stat_shape(shape, nlen):
@@ -568,14 +572,15 @@ def test_repeatable_executor_refuses_to_run_after_a_tensor_is_destroyed(arena, n
              "meanOutOptional": DevView(arena, shape=(50, 1), dtype=F32)}
     rc, ws, ex = phase_one(arena, views["input"].handle, [64], None, None, views["out"].handle,
                            views["meanOutOptional"].handle, None)
-    assert rc == OK and ws == 0
+    assert rc == OK
+    wsp = workspace(arena, ws)
     assert lib.aclSetAclOpExecutorRepeatable(ex) == OK
-    assert P2(ffi.NULL, 0, ex, arena.stream) == OK
+    assert P2(*wsp, ex, arena.stream) == OK
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
     check((views["out"].read(), views["meanOutOptional"].read(), None), x, 1, None, None)
     arena.destroy_tensor(views[name].handle)
     for _ in range(2):
-        assert P2(ffi.NULL, 0, ex, arena.stream) == INVALID
+        assert P2(*wsp, ex, arena.stream) == INVALID
         assert last_msg().startswith(f"aclnnLayerNorm: {name} (aclTensor"), last_msg()
     assert lib.aclDestroyAclOpExecutor(ex) == OK
 
@@ -583,11 +588,12 @@ def test_repeatable_executor_refuses_to_run_after_a_tensor_is_destroyed(arena, n
 def test_single_use_executor_runs_once(arena):
     rng = np.random.default_rng(13)
     x = rand(rng, (5, 8), F32)
-    rc, _, ex = phase_one(arena, DevView(arena, x).handle, [8], None, None,
-                          DevView(arena, shape=x.shape, dtype=F32).handle, None, None)
+    rc, ws, ex = phase_one(arena, DevView(arena, x).handle, [8], None, None,
+                           DevView(arena, shape=x.shape, dtype=F32).handle, None, None)
     assert rc == OK
-    assert P2(ffi.NULL, 0, ex, arena.stream) == OK
-    assert P2(ffi.NULL, 0, ex, arena.stream) != OK
+    wsp = workspace(arena, ws)
+    assert P2(*wsp, ex, arena.stream) == OK
+    assert P2(*wsp, ex, arena.stream) != OK
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
 
 
@@ -598,11 +604,11 @@ def test_freed_memory_is_refused_at_launch(arena):
     ptr = ffi.new("void **")
     assert lib.aclrtMalloc(ptr, x.nbytes, 0) == 0
     t = arena.tensor(x.shape, F32, [8, 1], 0, x.size, ptr[0])
-    rc, _, ex = phase_one(arena, t, [8], None, None,
-                          DevView(arena, shape=x.shape, dtype=F32).handle, None, None)
+    rc, ws, ex = phase_one(arena, t, [8], None, None,
+                           DevView(arena, shape=x.shape, dtype=F32).handle, None, None)
     assert rc == OK
     assert lib.aclrtFree(ptr[0]) == 0
-    assert P2(ffi.NULL, 0, ex, arena.stream) == INVALID
+    assert P2(*workspace(arena, ws), ex, arena.stream) == INVALID
     assert "aclnnLayerNorm: input view" in last_msg()
     # Who releases a single-use executor after a failed phase two is the executor model's
     # rule (docs/emulator.md), not this operator's: destroy it if it is still live.

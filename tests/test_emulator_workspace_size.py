@@ -21,6 +21,7 @@ from _part_runs import other_parts, run_on_parts
 from test_emulator_op import (INVALID, NULLPTR, OK, P1, P2, Args, arena, assert_close,  # noqa: F401
                               last_msg, live, no_leaks, stream)
 from test_emulator_op import prepared as prepared_with_data
+from test_emulator_layer_norm import P2 as LN_P2, DevView, phase_one as ln_phase_one
 
 MiB16 = 16 * 1024 * 1024
 SOC = ffi.string(lib.aclrtGetSocName()).decode()
@@ -175,4 +176,83 @@ def test_runs_with_the_reported_size(arena):
         assert_close(o.read(), r, "with the device's workspace")
 
 
-test_on_other_parts = run_on_parts(other_parts(), "layer_norm_backward or workspace")
+
+
+# ---- aclnnLayerNorm ----------------------------------------------------------------------
+
+def layer_norm_expected(M, N, weight, bias, mean, rstd):
+    """FLOAT input and out, contiguous: off Ascend 950 a Fill for each absent weight/bias (alive
+    until the kernel); one kernel: LayerNormV4 (32-byte workspace) on Ascend 950 and, on Atlas
+    A2/A3, for N < 64 not a multiple of 8 (IsV4SocCheck's transpose case), else the TBE
+    LayerNormV3 (none public); mean/rstd (M FLOAT values) stay in the workspace when not
+    asked for, out takes y."""
+    v4 = ARCH == 3510 or (ARCH == 2201 and N % 8 and N < 64)
+    graph, k = [], 0
+    if ARCH != 3510:
+        for present in (weight, bias):
+            if not present:
+                graph.append([N * 4, k, None])
+                k += 1
+    for t in graph:
+        t[2] = k
+    if v4:
+        graph.append((32, k, k))
+    graph += [(M * 4, k, k) for given in (mean, rstd) if not given]
+    return max_allocator([tuple(t) for t in graph])
+
+
+LN_CASES = [(7, 5), (50, 64), (3, 1000), (1, 33)]
+LN_PARAMS = [(True, True, True, True), (False, False, True, True), (True, False, False, False),
+             (False, True, False, True)]
+
+
+@pytest.mark.parametrize("M,N", LN_CASES, ids=[f"{m}x{n}" for m, n in LN_CASES])
+@pytest.mark.parametrize("params", LN_PARAMS, ids=["".join("wbmr"[i] if p else "-"
+                                                           for i, p in enumerate(ps))
+                                                   for ps in LN_PARAMS])
+def test_layer_norm_size(arena, M, N, params):
+    weight, bias, mean, rstd = params
+    v = lambda shape: DevView(arena, shape=shape, dtype=np.dtype(np.float32))  # noqa: E731
+    rc, ws, ex = ln_phase_one(arena, v((M, N)).handle, [N], v((N,)).handle if weight else None,
+                              v((N,)).handle if bias else None, v((M, N)).handle,
+                              v((M, 1)).handle if mean else None,
+                              v((M, 1)).handle if rstd else None)
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    assert ws == layer_norm_expected(M, N, weight, bias, mean, rstd)
+
+
+def test_layer_norm_empty_rows_take_none(arena):
+    v = lambda shape: DevView(arena, shape=shape, dtype=np.dtype(np.float32))  # noqa: E731
+    rc, ws, ex = ln_phase_one(arena, v((0, 8)).handle, [8], None, None, v((0, 8)).handle,
+                              None, None)
+    assert rc == OK and ws == 0
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
+def test_layer_norm_short_workspace_refused_and_exact_runs(arena):
+    """Off Ascend 950 an absent weight and bias are filled (two N-float tensors): a workspace
+    one byte short is refused (161002), NULL with the size 161001, the exact size runs."""
+    x = np.linspace(-1, 1, 6 * 40, dtype=np.float32).reshape(6, 40)
+    for attempt in ("null", "short", "exact"):
+        y = DevView(arena, shape=x.shape, dtype=np.dtype(np.float32))
+        rc, ws, ex = ln_phase_one(arena, DevView(arena, x).handle, [40], None, None, y.handle,
+                                  None, None)
+        assert rc == OK and ws == layer_norm_expected(6, 40, False, False, False, False) > 0
+        before = live()
+        if attempt == "null":
+            assert LN_P2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
+        elif attempt == "short":
+            assert LN_P2(arena.malloc(ws), ws - 1, ex, arena.stream) == INVALID
+        else:
+            assert LN_P2(arena.malloc(ws), ws, ex, arena.stream) == OK, last_msg()
+            assert lib.aclrtSynchronizeStream(arena.stream) == OK
+            mu = x.mean(1, keepdims=True)
+            ref = (x - mu) / np.sqrt(((x - mu) ** 2).mean(1, keepdims=True) + 1e-5)
+            np.testing.assert_allclose(y.read(), ref, rtol=1e-5, atol=1e-5)
+            continue
+        after = live()
+        assert after["executors"] == before["executors"] - 1
+
+
+test_on_other_parts = run_on_parts(other_parts(), "size or workspace or refused")

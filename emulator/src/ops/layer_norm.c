@@ -61,6 +61,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "exec_workspace.h"
 #include "phase_one.h"
 #include "convert.h"
 #include "norm_rows.h"
@@ -483,6 +484,47 @@ static aclnnStatus check_normalized_dims(const char *call, const aclTensor *cons
     return ACLNN_SUCCESS;
 }
 
+/* Phase one's workspace on a device: the executor's graph of aclnn_layer_norm.cpp
+ * (exec_workspace.h; docs/emulator.md "Phase one's workspace size"). None for M == 0 or
+ * N == 0 (no kernel writes through the workspace). Contiguous copies of strided tensors; off
+ * Ascend 950, a Fill for an absent weight (ones, in bias's dtype, else input's) and bias (zeros,
+ * in weight's, else input's); one kernel: LayerNormV4 (its templates ask for 32 bytes:
+ * layer_norm_v4_tiling_base.cpp, _regbase_two_pass{,_perf}_tiling.cpp; FLOAT statistics) or
+ * the TBE LayerNormV3 (workspace from compile info, not public: none; statistics in weight's
+ * and bias's dtypes); y, mean and rstd allocated by the executor, each given out cast and
+ * copied into it, the others left in the workspace. Not modelled: Ascend 950's Welford template
+ * (rows too long for one in the UB; 16 MiB, layer_norm_v4_welford_tiling.cpp). */
+static uint64_t ln_device_workspace(int arch, bool v4, const aclTensor *const *ts, int64_t M,
+                                    int64_t N)
+{
+    if (M <= 0 || N <= 0)
+        return 0;
+    ew_graph g = {0};
+    const aclTensor *w = ts[T_W], *b = ts[T_B];
+    const aclDataType in_dt = ts[T_X]->dtype;
+    const aclDataType w_dt = w ? w->dtype : b ? b->dtype : in_dt;
+    const aclDataType b_dt = b ? b->dtype : w ? w->dtype : in_dt;
+    const uint64_t m = (uint64_t)M, n = (uint64_t)N;
+    const int reads[3] = {ew_contiguous_copy(&g, ts[T_X]),
+                          w || arch == DAV_3510 ? ew_contiguous_copy(&g, w)
+                                                : ew_output(&g, ew_kernel(&g), n * aclemu_dtype_size(w_dt)),
+                          b || arch == DAV_3510 ? ew_contiguous_copy(&g, b)
+                                                : ew_output(&g, ew_kernel(&g), n * aclemu_dtype_size(b_dt))};
+    const int k = ew_kernel(&g);
+    for (int i = 0; i < 3; i++)
+        ew_read(&g, reads[i], k);
+    if (v4)
+        ew_kernel_workspace(&g, k, 32);
+    const aclDataType dt[3] = {in_dt, v4 ? ACL_FLOAT : w_dt, v4 ? ACL_FLOAT : b_dt};
+    const uint64_t count[3] = {m * n, m, m};
+    for (int i = 0; i < 3; i++) {
+        const int res = ew_output(&g, k, count[i] * aclemu_dtype_size(dt[i]));
+        if (ts[T_Y + i])
+            ew_copy_out(&g, res, dt[i], ts[T_Y + i], count[i]);
+    }
+    return ew_size(&g);
+}
+
 static aclnnStatus opening(const char *call, const aclTensor *const ts[T_COUNT],
                            const aclIntArray *normalizedShape, uint64_t *workspaceSize,
                            aclOpExecutor **executor, const aclemu_soc **soc)
@@ -647,7 +689,8 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
                                   : weightOptional ? weightOptional->dtype
                                   : biasOptional ? biasOptional->dtype : ACL_FLOAT);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(call, ops, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
+    const uint64_t ws = ln_device_workspace(arch, takes_v4(arch, in_dt, param_dt, N), ts, M, N);
+    return p1_finish(call, ops, P, ws, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnLayerNormGetWorkspaceSize(
