@@ -256,3 +256,4 @@ def test_layer_norm_short_workspace_refused_and_exact_runs(arena):
 
 
 test_on_other_parts = run_on_parts(other_parts(), "size or workspace or refused")
+

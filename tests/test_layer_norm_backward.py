@@ -713,3 +713,29 @@ def test_device_call_checks_what_only_python_can(emulator):
     assert ei.value.argument.startswith("out[0]")
     assert [k for k in emulator.call_counts() if not k.startswith("acl")] == []
     assert "aclnnLayerNormBackwardGetWorkspaceSize" not in emulator.call_counts()
+
+
+def test_python_layer_allocates_the_workspace_and_frees_it():
+    """acl_py's two-phase path takes phase one's (non-zero) workspace from the stream-ordered
+    pool and gives it back: after the run and a synchronize no pool bytes stay in use beyond
+    the results, and a second call reuses the cached block rather than growing the pool."""
+    f = np.float32
+    x = np.arange(6 * 40, dtype=f).reshape(6, 40) / 100
+    mean = x.mean(1, keepdims=True)
+    rstd = 1 / np.sqrt(x.var(1, keepdims=True) + 1e-5)
+    args = [acl_py.DeviceTensor.from_numpy(a) for a in (x, x, mean, rstd, np.ones(40, f))]
+    pool = acl_py.get_pool()
+    used0 = pool.used_bytes()
+    outs = acl_py.layer_norm_backward(args[0], args[1], [40], args[2], args[3], args[4])
+    acl_py.synchronize()
+    results = pool.used_bytes() - used0
+    assert results < 4096  # the three results only: the >= 16 MiB workspace went back
+    total = pool.total_bytes()
+    if acl_py.soc_name() != "Ascend310P3" and acl_py.soc_name() != "Ascend910A":
+        assert total >= 16 * 1024 * 1024  # the LayerNormGradV3 tiling's system workspace
+    again = acl_py.layer_norm_backward(args[0], args[1], [40], args[2], args[3], args[4])
+    acl_py.synchronize()
+    # the cached workspace block served the second call: the pool grew by its results only
+    assert pool.total_bytes() - total < 1 << 20
+    ref = np.asarray(outs[0].to_numpy())
+    assert np.array_equal(np.asarray(again[0].to_numpy()), ref)
