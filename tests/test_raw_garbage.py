@@ -205,11 +205,16 @@ rc = lib.aclnnLayerNormBackwardGetWorkspaceSize(tensor, tensor, ia, mean_t, mean
                                                  ffi.NULL, ba1, tensor, ffi.NULL, ffi.NULL, ws, exo)
 assert rc == 0, rc
 ex = exo[0]
+# the device's workspace (its 16 MiB system workspace on Atlas A2/A3): a real one, so that
+# only the garbage argument is wrong
+wsp = ffi.new("void **")
+assert lib.aclrtMalloc(wsp, max(ws[0], 1), 0) == 0
+wsbuf = wsp[0]
 assert lib.aclSetAclOpExecutorRepeatable(ex) == 0
 for g, h in handles("aclrtStream"):
     if g == int(ffi.cast("uintptr_t", stream)):
         continue
-    rec("phase2.garbage_stream", lib.aclnnLayerNormBackward(ffi.NULL, ws[0], ex, h))
+    rec("phase2.garbage_stream", lib.aclnnLayerNormBackward(wsbuf, ws[0], ex, h))
 for g in garbage[:10]:
     rec("phase2.garbage_workspace",
         lib.aclnnLayerNormBackward(ffi.cast("void *", g), ws[0] + 64, ex, stream))
@@ -226,7 +231,7 @@ for g in garbage[:10] + [int(ffi.cast("uintptr_t", hp))]:
                                                      ffi.NULL, ba1, tensor, ffi.NULL, ffi.NULL,
                                                      ws, exo)
     assert rc == 0, rc
-    rc = lib.aclnnLayerNormBackward(ffi.NULL, ws[0], exo[0], stream)
+    rc = lib.aclnnLayerNormBackward(wsbuf if ws[0] else ffi.NULL, ws[0], exo[0], stream)
     rec("phase2.tensor_outside_device_memory", rc)
     if rc:  # the library released the single-use executor: a destroy is refused
         rec("phase2.failed_then_destroyed", lib.aclDestroyAclOpExecutor(exo[0]))
@@ -262,7 +267,8 @@ rec("phase1.mask_true_output_null_again", rc)
 assert lib.aclrtSynchronizeStream(stream) == 0
 for call, h in ((lib.aclDestroyTensor, tensor), (lib.aclDestroyIntArray, ia),
                 (lib.aclDestroyBoolArray, ba), (lib.aclrtDestroyEvent, event),
-                (lib.aclrtDestroyStream, stream), (lib.aclrtFree, dev)):
+                (lib.aclrtDestroyStream, stream), (lib.aclrtFree, dev),
+                (lib.aclrtFree, wsbuf)):
     assert call(h) == 0
 live = ffi.new("aclemuLiveObjects *"); assert lib.aclemuGetLiveObjects(live) == 0
 counts = {f: getattr(live, f) for f in ("device_allocations", "host_allocations", "tensors",

@@ -92,14 +92,15 @@ def test_a_peer_copy_that_hangs_is_reported_hung(tmp_path, fault, hung_device, m
 
 
 def test_a_hang_met_by_the_allocators_wait_ends_in_time(tmp_path):
-    """Two devices, 1 MiB of memory each; the process's first async copy hangs (on whichever
+    """Two devices, 17 MiB of memory each (LayerNormBackward's workspace is 16 MiB of it on
+    Atlas A2/A3); the process's first async copy hangs (on whichever
     device gets there first). The other device's second case needs more memory than there
     is: the allocator first synchronizes the streams holding deferred frees, the hung one
     among them, before it retries. That wait is bounded too: the case fails for memory, the
     hung device is reported hung, the command ends."""
     proc, rep, seconds = run_smoke(tmp_path, ["--devices", "0,1"],
                                    cases="tiny=2x8;big=512x1024",
-                                   ACL_EMU_DEVICE_COUNT="2", ACL_EMU_DEVICE_MEMORY="1M",
+                                   ACL_EMU_DEVICE_COUNT="2", ACL_EMU_DEVICE_MEMORY="17M",
                                    ACL_EMU_FAIL="aclrtMemcpyAsync:1:hang")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert seconds < 30
