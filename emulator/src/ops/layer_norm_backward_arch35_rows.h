@@ -18,6 +18,15 @@
 
 #include "row_vectors.h" /* RK(), RK_W, VF, RK(ld), RK(st): this copy's */
 
+/* The steps that do not depend on how a row is read (the row sums, the RA reduction, the
+ * cache): one out-of-line copy per level. Inlined into each of the three readers' passes
+ * they made one ~290 KB function per level, and this file alone took gcc ~100 s of CPU, most
+ * of the emulator's build; out of line, ~16 s, and the kernels run no more instructions
+ * (each call works on a whole row or column tile). */
+#ifndef OUTLINE
+#define OUTLINE static __attribute__((noinline))
+#endif
+
 /* out[i] = a[i] + b[i], i < n (out may be a), a's NaN first (row_vectors.h RK(add)). */
 INLINE void RK(add_floats)(float *out, const float *a, const float *restrict b, int64_t n)
 {
@@ -30,7 +39,7 @@ INLINE void RK(add_floats)(float *out, const float *a, const float *restrict b, 
 
 /* UpdateCache for one vector of n floats: the new result r plus levels 0 .. t - 1 in that
  * order, stored at level t (t = cache_level of the block). */
-INLINE void RK(cache_push)(float *cache, int64_t stride, int t, const float *r, int64_t n)
+OUTLINE void RK(cache_push)(float *cache, int64_t stride, int t, const float *r, int64_t n)
 {
     float *dst = cache + t * stride;
     int64_t i = 0;
@@ -53,7 +62,7 @@ INLINE void RK(cache_push)(float *cache, int64_t stride, int t, const float *r, 
 /* LastReduceSumSmallR over r <= 128 floats: at most 64, one Reduce of them (the lanes past r
  * +0); else the second register's first r - 64 lanes added onto the first's (the rest keep
  * the first's: merging move), one Reduce of all 64. */
-INLINE float RK(reduce_small)(const float *v, int64_t r)
+OUTLINE float RK(reduce_small)(const float *v, int64_t r)
 {
     float a[VL] = {0};
     if (r <= VL) {
@@ -70,7 +79,7 @@ INLINE float RK(reduce_small)(const float *v, int64_t r)
  * register j + P, Reduced; the register F - P with the partial register's lanes added
  * (merging); registers K - P .. P - 1 alone; the P results, in register order, by
  * reduce_small. */
-INLINE float RK(last_reduce_sum)(const float *v, int64_t r)
+OUTLINE float RK(last_reduce_sum)(const float *v, int64_t r)
 {
     if (r <= 2 * VL)
         return RK(reduce_small)(v, r);
@@ -98,7 +107,7 @@ INLINE float RK(last_reduce_sum)(const float *v, int64_t r)
  * b + Q added elementwise (over that block's columns), then its LastReduceSum; the Q results
  * merged by the binary counter. One block (B = 1): the LastReduceSum of the whole row
  * (recompute_backward_impl.h, grouped_reduce_big_m_impl.h Process). Overwrites v. */
-INLINE float RK(row_sum)(float *v, int64_t N, int64_t nf)
+OUTLINE float RK(row_sum)(float *v, int64_t N, int64_t nf)
 {
     const int64_t whole = N / nf, blocks = (N + nf - 1) / nf, tail = N - whole * nf;
     const int64_t Q = nr_pow2_below(blocks);
@@ -125,12 +134,12 @@ INLINE const void *RK(row_in)(const lnb35_run *R, const tdesc *t, int64_t m, int
     return get_tile(row_base(t, m), t->dtype, &t->inner, c0, n, buf);
 }
 
-INLINE void RK(ra_reduce)(float *t, int64_t ld, int64_t n, int64_t dimR, bool grouped);
+OUTLINE void RK(ra_reduce)(float *t, int64_t ld, int64_t n, int64_t dimR, bool grouped);
 
 /* A row's sum as the template takes it: row_sum over the whole row, or for BigN each core's
  * columns, then the cores' results by the RA reduction (partial: split.cores floats).
  * Overwrites v. */
-INLINE float RK(template_row_sum)(const lnb35_run *R, float *v, float *partial)
+OUTLINE float RK(template_row_sum)(const lnb35_run *R, float *v, float *partial)
 {
     if (R->tmpl != LNB35_BIG_N)
         return RK(row_sum)(v, R->c->N, R->row_block);
@@ -215,7 +224,7 @@ INLINE void RK(dx_rows_impl)(const lnb35_run *R, int64_t chunk, int64_t begin, i
  * A round takes, for row j of the result, rows j + k * L (k = 0..15, L = rows / 16: the
  * OverVL form, columns > 64) or rows 16 j + k (the LessThanVL form, exactly 64 columns),
  * and adds them by halving (k plus k + 8, then + 4, + 2, + 1). */
-INLINE void RK(ra_reduce)(float *t, int64_t ld, int64_t n, int64_t dimR, bool grouped)
+OUTLINE void RK(ra_reduce)(float *t, int64_t ld, int64_t n, int64_t dimR, bool grouped)
 {
     if (dimR <= 1)
         return;
