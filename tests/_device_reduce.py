@@ -10,7 +10,7 @@ operator tests compare bits against these.
 - ``half_interval_sum``: ops-nn reduce_common.h ReduceSumHalfInterval;
 - ``lane_blocks_sum``: ops-nn reduce_common.h ReduceSumMultiN;
 - ``binary_sum``: Ascend 950's binary add (norm_rows.h nr_binary_add_sum): add_layer_norm_quant's
-  VFCalcMeanVar, layer_norm_v4's two_pass_perf template;
+  VFCalcMeanVar, layer_norm_v4's two_pass_perf template; ``fold_partials`` its last steps;
 - ``dichotomy_sum``: the transpose templates' DoReduce over a lane's rows (norm_rows.h
   nr_dichotomy_sum): layer_norm_v4's and layer_norm_grad_v3's.
 """
@@ -85,7 +85,15 @@ def binary_sum(t):
     head = t[:, :p].copy()
     head[:, :n - p] += t[:, p:]
     partial = np.stack([fold64(head[:, i:i + 64]) for i in range(0, p, 64)], axis=1)
-    count = p // 64
+    return fold_partials(partial)
+
+
+def fold_partials(partial):
+    """The binary add's last steps over float32 partials [M, count] (count a power of two):
+    folded by halves of whole 64-lane registers down to one, reduced over its first lanes
+    (norm_rows.h nr_binary_add_partials)."""
+    partial = np.array(partial, F32)
+    count = partial.shape[1]
     if count > 64:
         cur = count // 64 // 2
         while cur >= 1:

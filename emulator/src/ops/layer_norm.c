@@ -27,12 +27,13 @@
  *
  * Kernel, Ascend 950 when the tiling takes LayerNormV4's two_pass_perf template (most calls:
  * takes_regbase_perf): the template's own chain, row by row (layer_norm_perf_rows.h;
- * docs/emulator.md). Atlas A2/A3 when it takes LayerNormV4's single_read template (BF16 input
- * and weight, N = 1024 or 4096): its chain, row by row, in the row loops' vector code
- * (layer_norm_rows.h: single_read_rows). Atlas A2/A3 and inference parts when it takes a
- * transpose template (N <= 64, not a whole number of 32-byte blocks): its chain, row by row
- * (layer_norm_transpose.h). Elsewhere (LayerNormV3, whose kernel is not public,
- * and the V4 templates not modelled: 950's regbase_two_pass and Welford, ...): rows are
+ * docs/emulator.md); when it takes regbase_two_pass (takes_regbase_two_pass), the same rows
+ * with the AscendC LayerNorm library's sums. Atlas A2/A3 when it takes LayerNormV4's
+ * single_read template (BF16 input and weight, N = 1024 or 4096): its chain, row by row, in
+ * the row loops' vector code (layer_norm_rows.h: single_read_rows). Atlas A2/A3 and
+ * inference parts when it takes a transpose template (N <= 64, not a whole number of 32-byte
+ * blocks): its chain, row by row (layer_norm_transpose.h). Elsewhere (LayerNormV3, whose
+ * kernel is not public, and the V4 templates not modelled: 950's Welford, ...): rows are
  * independent, so any split of rows over threads gives the same bits. Rows
  * go GROUP at a time, in three passes over the group: blocked sum -> mean, blocked sum of
  * squared deviations -> variance (two passes: no cancellation of E[x^2] - E[x]^2), rstd =
@@ -109,8 +110,11 @@ typedef struct {
     aclemu_ties y_ties;   /* how out's store breaks BF16 ties */
     bool zero_bias;       /* an absent bias is a row of zeros the kernel adds */
     bool regbase_perf;    /* Ascend 950's two_pass_perf template (perf_body) */
-    float pow2_inv;       /* ... its 1 / powerOfTwoForR (the least power of two >= N) */
-    float pow2_corr;      /* ... and powerOfTwoForR / N, in float */
+    bool lib_sums;        /* ... or its regbase_two_pass: perf_body with the AscendC
+                           * LayerNorm library's sums (layer_norm_perf_rows.h lib_sum) */
+    float pow2_inv;       /* ... its 1 / powerOfTwoForR (the least power of two >= N; the
+                           * library's k2Rec: at least 64) */
+    float pow2_corr;      /* ... and powerOfTwoForR / N, in float (k2RRec) */
     bool single_read;     /* Atlas A2/A3's single_read template (layer_norm_rows.h) */
     bool transpose;       /* Atlas A2/A3's or 310P's transpose template (transpose_body) */
     bool reshape_adds;    /* ... 310P's: its reshape adds 0 to input (-0 becomes +0) */
@@ -202,7 +206,9 @@ static const float *param_row(const tdesc *d, int64_t N, float *buf)
  * ...RCommon<1>, <2>): rows of up to 64 one register's Reduce, rows of 65 to 128 one register
  * (the second's terms added onto the first's lanes, the rest zero), the others the binary add
  * (nr_binary_add_sum). The kernel (layer_norm_perf_rows.h: perf_body) once per x86-64 level,
- * like the rows above. */
+ * like the rows above. The regbase_two_pass template's library (asc-devkit LayerNormImpl,
+ * NormalizeImpl) makes the same chain with other sums (lib_sums: perf_body's lib_sum) and its
+ * own k2Rec (pick_template). */
 #undef ROWS_HEADER
 #define ROWS_HEADER "layer_norm_perf_rows.h"
 #include "row_levels.h"
@@ -367,6 +373,55 @@ static bool takes_regbase_perf(int64_t M, int64_t N, aclDataType in_dt, aclDataT
     return r_align * row_weight <= usable - 2 * buffers * (block / 4);
 }
 
+/* Ascend 950's LayerNormV4 templates, in the tiling's order of priority (op_host/
+ * layer_norm_v4_*_tiling.cpp REGISTER_OPS_TILING_TEMPLATE: 150, 200, 4000) */
+enum { LN35_TWO_PASS_PERF = 0, LN35_REGBASE_TWO_PASS = 1, LN35_WELFORD = 2 };
+
+/* Whether regbase_two_pass takes the call (op_host/layer_norm_v4_regbase_two_pass_tiling.cpp
+ * IsCapable): its binary search over the rows per UB pass finds one when a single row fits
+ * (CanFitInBuffer(1): the search's least, and the use grows with the rows): input and out
+ * double-buffered, mean and rstd (a 32-byte block each, double-buffered), gamma and beta when
+ * the kernel gets them (paramDtype's size), and the AscendC LayerNorm's temporary buffer,
+ * asc-devkit impl/adv_api/tiling/normalization/layernorm_tiling_impl.cpp
+ * GetLayerNormMaxMinTmpSize on DAV_3510: (N's 64-float registers rounded up to 128, plus one
+ * per row) floats. */
+static bool takes_regbase_two_pass(int64_t N, aclDataType in_dt, aclDataType param_dt,
+                                   bool gamma, bool beta)
+{
+    const int64_t vl = NR_VECTOR_LANES, block = 32, buffers = 2;
+    const int64_t xs = in_dt == ACL_FLOAT ? 4 : 2;
+    const int64_t ps = param_dt == ACL_FLOAT16 || param_dt == ACL_BF16 ? 2 : 4;
+    const int64_t r_align = (N + block / xs - 1) / (block / xs) * (block / xs);
+    const int64_t rows = r_align * xs * 2 * buffers;
+    const int64_t stats = block * 2 * buffers;
+    const int64_t params = ((gamma ? r_align : 0) + (beta ? r_align : 0)) * ps;
+    const int64_t regs = (N + vl - 1) / vl;
+    const int64_t tmp = ((regs + 2 * vl - 1) / (2 * vl) * (2 * vl) + 1) * 4;
+    return rows + stats + params + tmp <= aclemu_soc_ub_bytes();
+}
+
+/* The Ascend 950 template for M rows of N (LN35_*); gamma/beta: whether the kernel gets them. */
+static int arch35_template(int64_t M, int64_t N, aclDataType in_dt, aclDataType param_dt,
+                           bool gamma, bool beta)
+{
+    if (takes_regbase_perf(M, N, in_dt, param_dt))
+        return LN35_TWO_PASS_PERF;
+    if (takes_regbase_two_pass(N, in_dt, param_dt, gamma, beta))
+        return LN35_REGBASE_TWO_PASS;
+    return LN35_WELFORD;
+}
+
+/* For the tests (not a CANN symbol): the Ascend 950 template (LN35_*) aclnnLayerNorm's tiling
+ * picks for M rows of N, input of x_dt, weight/bias of w_dt/b_dt (-1: absent), with the
+ * emulated part's UB (an Ascend 950's for the device's choice). */
+ACLEMU_EXPORT int aclemu_layer_norm_template_arch35(int64_t M, int64_t N, int x_dt, int w_dt,
+                                                   int b_dt)
+{
+    const aclDataType param_dt = w_dt >= 0 ? (aclDataType)w_dt
+                                 : b_dt >= 0 ? (aclDataType)b_dt : ACL_FLOAT;
+    return arch35_template(M, N, (aclDataType)x_dt, param_dt, w_dt >= 0, b_dt >= 0);
+}
+
 /* The payload's kernel template for a call of M rows of N (param_dt: the tiling's
  * paramDtype). Atlas A2/A3, LayerNormV4 (FLOAT statistics): the single_read template for BF16
  * input and paramDtype with N = 1024 or 4096 (op_host/layer_norm_v4_single_read_tiling.cpp,
@@ -392,12 +447,21 @@ static void pick_template(ln_payload *P, int arch, aclDataType in_dt, aclDataTyp
         P->coefficient = 1.0f / (float)P->N;
         return;
     }
-    if (arch != DAV_3510 || !takes_regbase_perf(P->M, P->N, in_dt, param_dt))
+    if (arch != DAV_3510)
         return;
-    int64_t pow2 = 1;
+    /* the kernel gets gamma/beta when given, or the op_api's filled ones (zero_bias) */
+    const int tmpl = arch35_template(P->M, P->N, in_dt, param_dt,
+                                     P->t[T_W].present || P->zero_bias,
+                                     P->t[T_B].present || P->zero_bias);
+    if (tmpl == LN35_WELFORD)
+        return;
+    /* regbase_two_pass: the library's k2Rec, 1 / rLengthOverflow, takes at least one register
+     * (layernorm_tiling_impl.cpp GetLayerNormNDTilingInfo) */
+    int64_t pow2 = tmpl == LN35_REGBASE_TWO_PASS ? NR_VECTOR_LANES : 1;
     while (pow2 < P->N)
         pow2 *= 2;
     P->regbase_perf = true;
+    P->lib_sums = tmpl == LN35_REGBASE_TWO_PASS;
     P->pow2_inv = 1.0f / (float)pow2;
     P->pow2_corr = (float)pow2 / (float)P->N;
 }

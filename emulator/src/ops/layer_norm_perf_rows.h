@@ -62,15 +62,21 @@ INLINE float RK(nan_sum)(float s, const float *x, int64_t n, float mean, float i
 }
 
 
-/* RK(term) on W elements from x + i */
-INLINE VF RK(pterm)(const float *x, int64_t i, float mean, float inv, const bool sq)
+/* W elements from x + i before the scaling: x, or (x - mean)^2 */
+INLINE VF RK(pbase)(const float *x, int64_t i, float mean, const bool sq)
 {
     VF v = RK(ld)(x, i, LD_F32);
     if (sq) {
         v = v - mean;
         v = v * v;
     }
-    return v * inv;
+    return v;
+}
+
+/* RK(term) on W elements from x + i */
+INLINE VF RK(pterm)(const float *x, int64_t i, float mean, float inv, const bool sq)
+{
+    return RK(pbase)(x, i, mean, sq) * inv;
 }
 
 /* a * b + c lane by lane, one rounding */
@@ -151,6 +157,67 @@ INLINE float RK(psum)(const float *x, int64_t n, float mean, float inv, float *p
     return isnan(s) ? RK(nan_sum)(s, x, n, mean, inv, sq) : s;
 }
 
+/* Lane h of a register of the AscendC LayerNorm's sum (RK(lib_sum)): its term, or with axpy
+ * Axpy's fused base(h) * inv + term(head + h), the tail's term +0 past the row. */
+INLINE float RK(lib_lane)(const float *x, int64_t h, int64_t head, int64_t n, float mean,
+                          float inv, const bool axpy, const bool sq)
+{
+    if (!axpy)
+        return RK(term)(x, h, mean, inv, sq);
+    const float base = sq ? (x[h] - mean) * (x[h] - mean) : x[h];
+    return fmaf(base, inv, head + h < n ? RK(term)(x, head + h, mean, inv, sq) : 0.0f);
+}
+
+/* The sum of the regbase_two_pass template, made by the AscendC LayerNorm library (asc-devkit
+ * impl/adv_api/detail/normalization/layernorm/layernorm_3510_impl.h ComputeMeanVariance,
+ * layernorm_3510_utils.h; layer_norm.c describes it): rows of up to 128 as RK(psum)'s; longer
+ * ones, head the largest power of two <= n, one partial per 128 terms of the head: registers
+ * g = 0, 1 (terms 128 i + 64 g + l) each lane fma(base, inv, the tail's term head + ... ) while
+ * g's tail starts inside the row (Loop1, Loop2's first), else the term alone (Loop2's second,
+ * Loop3), the two registers added lane by lane and reduced (nr_fold_vector_lanes); the head /
+ * 128 partials reduced by nr_binary_add_partials (ReduceWorkBufferAndStore's halvings). A NaN
+ * result is RK(nan_sum)'s. partial: n / 64 + 1 floats. */
+INLINE float RK(lib_sum)(const float *x, int64_t n, float mean, float inv, float *partial,
+                         const bool sq)
+{
+    if (n <= 2 * NR_VECTOR_LANES)
+        return RK(psum)(x, n, mean, inv, partial, sq);
+    float lanes[2][NR_VECTOR_LANES] __attribute__((aligned(64)));
+    const int64_t head = nr_pow2_below(n + 1), tail = n - head;
+    const int64_t axpy_regs = (tail + NR_VECTOR_LANES - 1) / NR_VECTOR_LANES;
+    const int64_t count = head / (2 * NR_VECTOR_LANES);
+    for (int64_t i = 0; i < count; i++) {
+        for (int64_t g = 0; g < 2; g++) {
+            const int64_t reg = 2 * i + g, q = reg * NR_VECTOR_LANES;
+            if (reg >= axpy_regs) {
+                for (int j = 0; j < RK_PV; j++) {
+                    VF a = RK(pterm)(x, q + j * RK_W, mean, inv, sq);
+                    memcpy(lanes[g] + j * RK_W, &a, sizeof a);
+                }
+            } else if (q + NR_VECTOR_LANES <= tail) {
+                for (int j = 0; j < RK_PV; j++) {
+                    VF a = RK(fma)(RK(pbase)(x, q + j * RK_W, mean, sq), inv + (VF){0},
+                                   RK(pterm)(x, head + q + j * RK_W, mean, inv, sq));
+                    memcpy(lanes[g] + j * RK_W, &a, sizeof a);
+                }
+            } else { /* the register where the tail ends */
+                for (int64_t l = 0; l < NR_VECTOR_LANES; l++)
+                    lanes[g][l] = RK(lib_lane)(x, q + l, head, n, mean, inv, true, sq);
+            }
+        }
+        for (int j = 0; j < RK_PV; j++) {
+            VF a, b;
+            memcpy(&a, lanes[0] + j * RK_W, sizeof a);
+            memcpy(&b, lanes[1] + j * RK_W, sizeof b);
+            a = a + b;
+            memcpy(lanes[0] + j * RK_W, &a, sizeof a);
+        }
+        partial[i] = nr_fold_vector_lanes(lanes[0]);
+    }
+    const float s = nr_binary_add_partials(partial, count);
+    return isnan(s) ? RK(nan_sum)(s, x, n, mean, inv, sq) : s;
+}
+
 /* Out row y[0..n) from the float row x: RK(out) W at a time, a vector holding a NaN redone
  * lane by lane; y of okind's dtype (BF16 ties: away or to even; nt: non-temporal stores, y
  * aligned to the vector's bytes). */
@@ -194,8 +261,10 @@ INLINE void RK(perf_impl)(const ln_task *T, int64_t chunk, int64_t begin, int64_
         for (int64_t j = 0; j < cnt; j++) {
             const int64_t m = s0 + j;
             const float *x = get_tile(row_base(xd, m), xd->dtype, &xd->inner, 0, N, xbuf);
-            const float mean = RK(psum)(x, N, 0.0f, inv, partial, false) * corr;
-            const float var = RK(psum)(x, N, mean, inv, partial, true) * corr;
+            const float mean = (P->lib_sums ? RK(lib_sum) : RK(psum))(x, N, 0.0f, inv, partial,
+                                                                       false) * corr;
+            const float var = (P->lib_sums ? RK(lib_sum) : RK(psum))(x, N, mean, inv, partial,
+                                                                      true) * corr;
             const float rstd = nr_rstd_newton_raphson(var, P->eps, false);
             char *y = row_base(yd, m);
             if (!T->y_fused) {
