@@ -51,20 +51,24 @@ def perf_sum(t):
     return binary_sum(t)
 
 
-def perf_model(x, w, b, eps=1e-5, sums=None, least_pow2=1):
+def perf_model(x, w, b, eps=1e-5, sums=None, least_pow2=1, stats=None):
     """(out in x's dtype, mean, rstd) of the two_pass_perf chain on float32-widened rows;
     sums(base, inv), the row sums of the terms base * inv, and the least power of two of the
-    terms' scale 1 / P, another template's (regbase_two_pass: tests/
-    test_emulator_layer_norm_two_pass.py)."""
+    terms' scale 1 / P, or stats(rows) -> (mean, var), another template's (regbase_two_pass,
+    Welford: tests/test_emulator_layer_norm_two_pass.py)."""
     xf = x.astype(F32)
     n = xf.shape[1]
     p = max(1 << (n - 1).bit_length(), least_pow2)
     f = np.float32
     inv, corr = f(1.0 / p), f(f(p) / f(n))
     sums = sums or (lambda base, k: perf_sum(base * k))
-    mean = sums(xf, inv) * corr
-    d = xf - mean[:, None]
-    var = sums(d * d, inv) * corr
+    if stats is not None:
+        mean, var = stats(xf)
+        d = xf - mean[:, None]
+    else:
+        mean = sums(xf, inv) * corr
+        d = xf - mean[:, None]
+        var = sums(d * d, inv) * corr
     rstd = np.array([v2_rstd(v, eps, False) for v in var], F32)
     y = d * rstd[:, None]
     wf = None if w is None else w.astype(F32)

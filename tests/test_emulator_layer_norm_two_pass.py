@@ -1,12 +1,15 @@
 """aclnnLayerNorm on Ascend 950 where the tiling picks LayerNormV4's regbase_two_pass template
 (hicann/ops-nn norm/layer_norm_v4/op_host/layer_norm_v4_regbase_two_pass_tiling.cpp, priority
-200: the rows the two_pass_perf template, 150, leaves, while one row fits its UB; welford, 4000,
-takes the rest). Its kernel (op_kernel/arch35/layer_norm_v4_two_pass.h) calls the AscendC
+200: the rows the two_pass_perf template, 150, leaves, while one row fits its UB) or its Welford
+template (layer_norm_v4_welford_tiling.cpp, 4000: the rest; op_kernel/arch35/
+layer_norm_v4_welford.h with the library's WelfordUpdate and WelfordFinalize, asc-devkit
+welford_3510_impl.h, welfordfinalize_3510_impl.h: modelled below). regbase_two_pass's kernel (op_kernel/arch35/layer_norm_v4_two_pass.h) calls the AscendC
 library's LayerNorm (asc-devkit impl/adv_api/detail/normalization/layernorm/
 layernorm_3510_impl.h, layernorm_3510_utils.h, normalize/normalize_3510_impl.h), whose sums
 this file models in NumPy and holds the emulator to bit for bit: FLOAT, FLOAT16 and BF16 input,
 weight/bias of its dtype, FLOAT, or absent, at the template's fit limits and at M >= 4096 with
-rAlign >= 8192 (a FLOAT16 call, its model checked on a few rows). The template choice is the
+rAlign >= 8192 (a FLOAT16 call, its model checked on a few rows); Welford's likewise just past
+those limits, with and without a partial last tile. The template choice is the
 emulator's test hook (aclemu_layer_norm_template_arch35) against this file's reading of the
 tilings. The vector unit's Reduce (fold64), masked lanes as zeros and Axpy as one fused
 multiply-add are assumed (docs/emulator.md). The file runs on every part (its numbers on
@@ -202,6 +205,135 @@ def test_model_differs_from_the_perf_order():
     m64 = x64.mean(axis=1)
     assert (mean.ravel() != m64.astype(F32)).any()
     assert np.allclose(mean.ravel(), m64, rtol=1e-5, atol=1e-6)
+
+
+# ---- Welford -------------------------------------------------------------------------------
+
+def welford_tile(x_dt, p_dt, gamma, beta):
+    """The Welford tiling's tileLength (layer_norm_v4_welford_tiling.cpp DoLibApiTiling): grown
+    by 64 while 128 more still fit (IsValidTileLength; the AscendC APIs' temporary buffers on
+    DAV_3510: WelfordUpdate's and Normalize's none, WelfordFinalize's (tile + its largest power
+    of two's registers rounded up to 128) floats)."""
+    xs = np.dtype(x_dt).itemsize
+    ps = 4 if p_dt in (None, F32) else 2
+
+    def fits(t):
+        head = 1 << (t.bit_length() - 1)
+        api = (t + -(-(head // 64) // 128) * 128) * 4
+        use = 4 * t * xs + 2 * 2 * 256 * 4 + 2 * t * 4 + 256 * 4 + (gamma + beta) * 2 * t * ps
+        return use + api <= UB
+
+    t = 0
+    while fits(t + 128):
+        t += 64
+    return t
+
+
+def welford_sum(t, k):
+    """WelfordFinalize's BinaryReduceSum of each row of t [M, n] (n a multiple of 64) scaled by
+    k: head the largest power of two <= n, the tail's terms added onto the head's first
+    registers (+0 past n; none when n is a power of two), a partial per register, folded."""
+    t = np.asarray(t, F32) * k
+    m, n = t.shape
+    head = 1 << (n.bit_length() - 1)
+    lanes = t[:, :head].copy()
+    if head < n:
+        regs = -(-(n - head) // 64) * 64
+        tail = np.zeros((m, regs), F32)
+        tail[:, :n - head] = t[:, head:]
+        lanes[:, :regs] = lanes[:, :regs] + tail
+    return fold_partials(fold64(lanes.reshape(m, head // 64, 64)))
+
+
+def welford_stats(xf, tile):
+    """(mean, var) of float32 rows xf [M, N] by the Welford template: per position of the
+    tile, WelfordUpdate over the row's tiles in order (d = x - mean; mean += d * (1 / c);
+    m2 += d * (x - mean)), then WelfordFinalize over the positions."""
+    m, n = xf.shape
+    f = np.float32
+    full, tail = divmod(n, tile)
+    updates = full + (tail > 0)
+    mean = np.zeros((m, tile), F32)
+    m2 = np.zeros((m, tile), F32)
+    for c in range(1, updates + 1):
+        cols = tile if c <= full else tail
+        xc = xf[:, (c - 1) * tile:(c - 1) * tile + cols]
+        d = xc - mean[:, :cols]
+        nm = d * (f(1) / f(c)) + mean[:, :cols]
+        m2[:, :cols] = d * (xc - nm) + m2[:, :cols]
+        mean[:, :cols] = nm
+    count, scale = f(full), f(f(updates) / f(full))
+    head = 1 << (tile.bit_length() - 1)
+    over = 2 * head if head < tile else head
+    k2rec, k2rrec = f(1) / f(over), f(f(1) / f(n)) * f(over)
+    t = mean * count
+    t[:, :tail] = t[:, :tail] * scale
+    mu = welford_sum(t, k2rec) * k2rrec
+    d = mean - mu[:, None]
+    t = (d * d) * count
+    t[:, :tail] = t[:, :tail] * scale
+    var = welford_sum(m2 + t, k2rec) * k2rrec
+    return mu, var
+
+
+def welford_model(x, w, b, eps=1e-5):
+    """(out, mean [M, 1], rstd [M, 1]) of the Welford template: its statistics, then the chain
+    two_pass_perf shares (Normalize: the Newton-Raphson rstd, FusedMulDstAdd, CAST_RINT)."""
+    p_dt = (w if w is not None else b).dtype.type if w is not None or b is not None else None
+    tile = welford_tile(x.dtype.type, p_dt, w is not None, b is not None)
+    out, mean, rstd = perf_model(x, w, b, eps, stats=lambda xf: welford_stats(xf, tile))
+    return out, mean.reshape(-1, 1), rstd.reshape(-1, 1)
+
+
+def test_welford_tiles():
+    """The Welford tiling's tileLength (UB 253952 bytes), below every row the template gets
+    (its rows do not fit regbase_two_pass, which holds fewer bytes per element)."""
+    assert welford_tile(F32, F32, True, True) == 5568
+    assert welford_tile(F16, F16, True, True) == 8768
+    assert welford_tile(BF16, F32, True, True) == 6784
+    assert welford_tile(F16, None, False, False) == 12352
+    for x_dt, p_dt, g, b in ((F32, F32, 1, 1), (F16, F16, 1, 1), (BF16, F32, 1, 1),
+                             (F32, F32, 0, 0), (F16, F16, 0, 0), (BF16, BF16, 0, 1)):
+        assert welford_tile(x_dt, p_dt, g, b) < fit_limit(x_dt, p_dt, g, b)
+
+
+# (x dtype, param dtype, N): just past regbase_two_pass's limits (a partial last tile), whole
+# tiles only (F32: 2 x 5568; F16 without weight/bias: 3 x 12352), three tiles and a part
+WELFORD_ROWS = [(F32, F32, 10536), (F32, F32, 11136), (F32, F32, 20000), (F16, F16, 21024),
+                (F16, F16, 37056), (BF16, F32, 15808), (BF16, BF16, 25184)]
+
+
+@on_950
+@pytest.mark.parametrize("x_dt,p_dt,n", WELFORD_ROWS, ids=[
+    f"{np.dtype(x).name}-{np.dtype(p).name}-{n}" for x, p, n in WELFORD_ROWS])
+def test_welford_bits(arena, x_dt, p_dt, n):
+    """Each weight/bias combination the rows allow, bit for bit, and near the float64
+    reference."""
+    rng = np.random.default_rng(n + 1)
+    ran = 0
+    for pd, bias in (("same", True), (p_dt, False), ("none", True), ("none", False)):
+        w, b = params(rng, n, pd if pd != "same" else p_dt, x_dt, bias)
+        kind = template(2, n, x_dt, None if w is None else w.dtype.type,
+                        None if b is None else b.dtype.type)
+        if kind != WELFORD:
+            continue
+        x = rand(rng, (2, n), x_dt)
+        got = call(arena, x, 1, w, b)
+        assert_bits(got, welford_model(x, w, b))
+        check(got, x, 1, w, b)
+        ran += 1
+    assert ran > 0
+
+
+def test_welford_model_differs_from_the_two_pass_orders():
+    """The Welford statistics are neither the library's two-pass sums nor two_pass_perf's on
+    the rows the template takes: a test of the model can fail."""
+    rng = np.random.default_rng(6)
+    x = rand(rng, (16, 10536), F32)
+    _, mean, rstd = welford_model(x, None, None)
+    for other in (two_pass_model(x, None, None), perf_model(x, None, None)):
+        assert (mean.ravel() != other[1].ravel()).any()
+        assert (rstd.ravel() != other[2].ravel()).any()
 
 
 test_on_other_parts = run_on_parts(other_parts(), "not on_other_parts")

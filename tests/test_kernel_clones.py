@@ -17,10 +17,11 @@ same data as contiguous rows and as strided views must give the same bits. The f
 (aclnnLayerNorm, its row loops in emulator/src/ops/layer_norm_rows.h) likewise: each dtype,
 contiguous rows against strided views (every vector width's tail, non-temporal out), full and
 partial row groups, tail tiles, with and without weight/bias, strided input/out, and its dtype
-mixes of weight, out and mean/rstd; on Atlas A2 and on Ascend 950 (its two_pass_perf and
-regbase_two_pass rows, emulator/src/ops/layer_norm_perf_rows.h), NaN signs included: rows
-holding NaNs of both signs and Infs, and a NaN weight and bias at one column; BF16 rows of 1024 and 4096 on Atlas A2
-(its single_read template, layer_norm_rows.h single_read_rows).
+mixes of weight, out and mean/rstd; on Atlas A2 and on Ascend 950 (its two_pass_perf,
+regbase_two_pass and Welford rows, emulator/src/ops/layer_norm_perf_rows.h), NaN signs
+included: rows holding NaNs of both signs and Infs, and a NaN weight and bias at one column;
+BF16 rows of 1024 and 4096 on Atlas A2 (its single_read template, layer_norm_rows.h
+single_read_rows).
 tests/test_conversions.py checks the conversion paths themselves on every bit pattern class.
 
 The variant builds take ~15 s each (both run at once) and are kept in tests/.build, rebuilt
@@ -260,6 +261,9 @@ DIGEST_FORWARD = textwrap.dedent("""
         # library sums: a tail ending inside a register)
         long = 9100 if dt is np.float32 else 16400
         pair(f"{dname}-6x{long}-special", dt, 6, long, special=True)
+        # ... and past regbase_two_pass's, the Welford template's (a partial last tile)
+        longer = 10536 if dt is np.float32 else 21024
+        pair(f"{dname}-6x{longer}-special", dt, 6, longer, special=True)
     for dname, dt in dtypes:
         # partial row groups and tail tiles, a small row, N = 1024 and 4096 (BF16: LayerNormV4's
         # single_read template)
@@ -339,10 +343,10 @@ def test_forward_clones_and_baseline_give_identical_bits(variant_prefixes):
     if backend.name != "emulator":
         pytest.skip(f"the backend is {backend.name}, not the emulator")
     # Ascend 950 runs the two_pass_perf template's rows for most of these shapes (layer_norm.c,
-    # layer_norm_perf_rows.h), every dtype, and regbase_two_pass's for the longest
+    # layer_norm_perf_rows.h), every dtype, regbase_two_pass's and Welford's for the longest
     for soc in (None, "Ascend950PR_9599"):
         default = _digests(Path(backend.root), DIGEST_FORWARD, soc=soc, only=None)
-        assert len(default) == 3 * (2 * 9 + 4 * 5 + 2 * 3)
+        assert len(default) == 3 * (2 * 10 + 4 * 5 + 2 * 3)
         differ = sorted(k for k, v in default.items() if v == "differ")
         assert not differ, f"{soc}: contiguous and strided views give different bits: {differ}"
         for name, prefix in variant_prefixes.items():

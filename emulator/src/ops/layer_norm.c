@@ -28,12 +28,13 @@
  * Kernel, Ascend 950 when the tiling takes LayerNormV4's two_pass_perf template (most calls:
  * takes_regbase_perf): the template's own chain, row by row (layer_norm_perf_rows.h;
  * docs/emulator.md); when it takes regbase_two_pass (takes_regbase_two_pass), the same rows
- * with the AscendC LayerNorm library's sums. Atlas A2/A3 when it takes LayerNormV4's
- * single_read template (BF16 input and weight, N = 1024 or 4096): its chain, row by row, in
- * the row loops' vector code (layer_norm_rows.h: single_read_rows). Atlas A2/A3 and
- * inference parts when it takes a transpose template (N <= 64, not a whole number of 32-byte
- * blocks): its chain, row by row (layer_norm_transpose.h). Elsewhere (LayerNormV3, whose
- * kernel is not public, and the V4 templates not modelled: 950's Welford, ...): rows are
+ * with the AscendC LayerNorm library's sums; Welford (the rest), the same rows with the
+ * library's WelfordUpdate and WelfordFinalize statistics (wf_tile). Atlas A2/A3 when it takes
+ * LayerNormV4's single_read template (BF16 input and weight, N = 1024 or 4096): its chain, row
+ * by row, in the row loops' vector code (layer_norm_rows.h: single_read_rows). Atlas A2/A3
+ * and inference parts when it takes a transpose template (N <= 64, not a whole number of
+ * 32-byte blocks): its chain, row by row (layer_norm_transpose.h). Elsewhere (LayerNormV3,
+ * whose kernel is not public, and the V4 templates not modelled, ...): rows are
  * independent, so any split of rows over threads gives the same bits. Rows
  * go GROUP at a time, in three passes over the group: blocked sum -> mean, blocked sum of
  * squared deviations -> variance (two passes: no cancellation of E[x^2] - E[x]^2), rstd =
@@ -115,6 +116,7 @@ typedef struct {
     float pow2_inv;       /* ... its 1 / powerOfTwoForR (the least power of two >= N; the
                            * library's k2Rec: at least 64) */
     float pow2_corr;      /* ... and powerOfTwoForR / N, in float (k2RRec) */
+    int64_t wf_tile;      /* ... or its Welford template (> 0): the tiling's tileLength */
     bool single_read;     /* Atlas A2/A3's single_read template (layer_norm_rows.h) */
     bool transpose;       /* Atlas A2/A3's or 310P's transpose template (transpose_body) */
     bool reshape_adds;    /* ... 310P's: its reshape adds 0 to input (-0 becomes +0) */
@@ -289,9 +291,10 @@ static aclnnStatus ln_launch(void *payload, void *const *addrs, void *workspace,
          * has) */
         const int64_t chunk_rows = (M + T->nchunks - 1) / T->nchunks;
         T->per_chunk = T->x_gather ? (chunk_rows < GROUP ? chunk_rows : GROUP) * N : 0;
-        if (P->regbase_perf) { /* perf_body: input's and out's rows as floats, the partials;
-                                * out stored by the kernel when contiguous, of input's dtype */
-            T->per_chunk = 2 * N + N / NR_VECTOR_LANES + 1;
+        if (P->regbase_perf) { /* perf_body: input's and out's rows as floats, the partials,
+                                * Welford's per-position rows; out stored by the kernel when
+                                * contiguous, of input's dtype */
+            T->per_chunk = 2 * N + N / NR_VECTOR_LANES + 1 + 3 * P->wf_tile;
             T->y_fused = y_unit && y->dtype == x->dtype;
             T->y_stream = T->y_fused &&
                           (double)M * (double)N * (double)y->es >= LN_STREAM_BYTES;
@@ -400,6 +403,37 @@ static bool takes_regbase_two_pass(int64_t N, aclDataType in_dt, aclDataType par
     return rows + stats + params + tmp <= aclemu_soc_ub_bytes();
 }
 
+/* Whether tile positions fit the Welford template's UB (op_host/layer_norm_v4_welford_tiling.cpp
+ * IsValidTileLength): input and out tiles, mean and rstd caches of 256 rows, the Welford mean
+ * and M2 (and the variances' 256), gamma and beta tiles when the kernel gets them, all
+ * double-buffered, and the AscendC APIs' temporary buffers on DAV_3510 (asc-devkit
+ * layernorm_tiling_impl.cpp, normalize_tiling_impl.cpp: WelfordUpdate's and Normalize's none;
+ * welfordfinalize_tiling_impl.cpp: (tile + the registers of its largest power of two rounded up
+ * to 128) floats). */
+static bool welford_fits(int64_t tile, aclDataType in_dt, aclDataType param_dt, bool gamma,
+                         bool beta)
+{
+    const int64_t vl = NR_VECTOR_LANES, buffers = 2, cache = 256;
+    const int64_t xs = in_dt == ACL_FLOAT ? 4 : 2;
+    const int64_t ps = param_dt == ACL_FLOAT16 || param_dt == ACL_BF16 ? 2 : 4;
+    int64_t head = 1;
+    while (head * 2 <= tile)
+        head *= 2;
+    const int64_t api = (tile + (head / vl + 2 * vl - 1) / (2 * vl) * (2 * vl)) * 4;
+    const int64_t use = 2 * buffers * tile * xs + 2 * buffers * cache * 4 + buffers * tile * 4 +
+                        cache * 4 + (gamma + beta) * buffers * tile * ps;
+    return use + api <= aclemu_soc_ub_bytes();
+}
+
+/* The Welford tiling's tileLength (DoLibApiTiling): grown by 64 while 128 more fit. */
+static int64_t welford_tile(aclDataType in_dt, aclDataType param_dt, bool gamma, bool beta)
+{
+    int64_t tile = 0;
+    while (welford_fits(tile + 2 * NR_VECTOR_LANES, in_dt, param_dt, gamma, beta))
+        tile += NR_VECTOR_LANES;
+    return tile;
+}
+
 /* The Ascend 950 template for M rows of N (LN35_*); gamma/beta: whether the kernel gets them. */
 static int arch35_template(int64_t M, int64_t N, aclDataType in_dt, aclDataType param_dt,
                            bool gamma, bool beta)
@@ -453,8 +487,17 @@ static void pick_template(ln_payload *P, int arch, aclDataType in_dt, aclDataTyp
     const int tmpl = arch35_template(P->M, P->N, in_dt, param_dt,
                                      P->t[T_W].present || P->zero_bias,
                                      P->t[T_B].present || P->zero_bias);
-    if (tmpl == LN35_WELFORD)
+    if (tmpl == LN35_WELFORD) {
+        /* a row longer than one tile (every row this template gets: regbase_two_pass holds
+         * more per row), whose finalize weighs its positions by tailCount */
+        const int64_t tile = welford_tile(in_dt, param_dt, P->t[T_W].present || P->zero_bias,
+                                          P->t[T_B].present || P->zero_bias);
+        if (tile > 0 && P->N > tile) {
+            P->regbase_perf = true;
+            P->wf_tile = tile;
+        }
         return;
+    }
     /* regbase_two_pass: the library's k2Rec, 1 / rLengthOverflow, takes at least one register
      * (layernorm_tiling_impl.cpp GetLayerNormNDTilingInfo) */
     int64_t pow2 = tmpl == LN35_REGBASE_TWO_PASS ? NR_VECTOR_LANES : 1;

@@ -218,6 +218,80 @@ INLINE float RK(lib_sum)(const float *x, int64_t n, float mean, float inv, float
     return isnan(s) ? RK(nan_sum)(s, x, n, mean, inv, sq) : s;
 }
 
+/* The Welford template's sum of t[0..n) scaled by k (WelfordFinalize's BinaryReduceSum, asc-devkit
+ * welfordfinalize_3510_impl.h ComputeMeanVF; t overwritten by its terms t * k): head the
+ * largest power of two <= n, its tail's terms added onto its first registers' lanes (+0 past
+ * n), one partial per register of the head, the partials folded (nr_binary_add_partials).
+ * For n not a power of two that is nr_binary_add_sum; a power of two has no tail. partial:
+ * n / 64 + 1 floats. */
+INLINE float RK(wf_sum)(float *t, int64_t n, float k, float *partial)
+{
+    for (int64_t p = 0; p < n; p++)
+        t[p] = t[p] * k;
+    if (n & (n - 1))
+        return nr_binary_add_sum(t, n, partial);
+    for (int64_t i = 0; i < n / NR_VECTOR_LANES; i++)
+        partial[i] = nr_fold_vector_lanes(t + i * NR_VECTOR_LANES);
+    return nr_binary_add_partials(partial, n / NR_VECTOR_LANES);
+}
+
+/* The first NaN of x[0..n), quieted; s when x holds none. */
+INLINE float RK(first_nan)(float s, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (isnan(x[i]))
+            return nr_quiet(x[i]);
+    return s;
+}
+
+/* A row's mean and variance by the Welford template (op_kernel/arch35/layer_norm_v4_welford.h,
+ * layer_norm.c describes it). buf: 3 * tile floats; partial: tile / 64 + 1. */
+INLINE void RK(welford_stats)(const ln_payload *P, const float *x, float *buf, float *partial,
+                              float *mean_out, float *var_out)
+{
+    const int64_t n = P->N, tile = P->wf_tile, full = n / tile, tail = n % tile;
+    const int64_t updates = full + (tail > 0);
+    float *restrict m = buf, *restrict v = buf + tile, *restrict t = buf + 2 * tile;
+    memset(m, 0, (size_t)(2 * tile) * sizeof(float));
+    for (int64_t c = 1; c <= updates; c++) { /* WelfordUpdate: one update of each position */
+        const float nrec = 1.0f / (float)c;
+        const float *restrict xc = x + (c - 1) * tile;
+        const int64_t cols = c <= full ? tile : tail;
+        for (int64_t p = 0; p < cols; p++) {
+            const float d = xc[p] - m[p];
+            const float nm = d * nrec + m[p];
+            v[p] = d * (xc[p] - nm) + v[p];
+            m[p] = nm;
+        }
+    }
+    /* WelfordFinalize: positions before the tail's end had one update more (headCount);
+     * weights tailCount, times headCount / tailCount on those */
+    const float tail_count = (float)full, head_scale = (float)updates / (float)full;
+    int64_t k = 1;
+    while (k * 2 <= tile)
+        k *= 2;
+    const int64_t k_over = k < tile ? 2 * k : k;
+    const float k2rec = 1.0f / (float)k_over, k2rrec = (1.0f / (float)n) * (float)k_over;
+    for (int64_t p = 0; p < tile; p++)
+        t[p] = m[p] * tail_count;
+    for (int64_t p = 0; p < tail; p++)
+        t[p] = t[p] * head_scale;
+    float mean = RK(wf_sum)(t, tile, k2rec, partial) * k2rrec;
+    for (int64_t p = 0; p < tile; p++) {
+        float d = m[p] - mean;
+        d = d * d;
+        t[p] = d * tail_count;
+    }
+    for (int64_t p = 0; p < tail; p++)
+        t[p] = t[p] * head_scale;
+    for (int64_t p = 0; p < tile; p++)
+        t[p] = v[p] + t[p];
+    float var = RK(wf_sum)(t, tile, k2rec, partial) * k2rrec;
+    /* NaN: the row's first NaN, else the operations' default NaN (layer_norm.c) */
+    *mean_out = isnan(mean) ? RK(first_nan)(mean, x, n) : mean;
+    *var_out = isnan(var) ? RK(first_nan)(var, x, n) : var;
+}
+
 /* Out row y[0..n) from the float row x: RK(out) W at a time, a vector holding a NaN redone
  * lane by lane; y of okind's dtype (BF16 ties: away or to even; nt: non-temporal stores, y
  * aligned to the vector's bytes). */
@@ -261,10 +335,15 @@ INLINE void RK(perf_impl)(const ln_task *T, int64_t chunk, int64_t begin, int64_
         for (int64_t j = 0; j < cnt; j++) {
             const int64_t m = s0 + j;
             const float *x = get_tile(row_base(xd, m), xd->dtype, &xd->inner, 0, N, xbuf);
-            const float mean = (P->lib_sums ? RK(lib_sum) : RK(psum))(x, N, 0.0f, inv, partial,
-                                                                       false) * corr;
-            const float var = (P->lib_sums ? RK(lib_sum) : RK(psum))(x, N, mean, inv, partial,
-                                                                      true) * corr;
+            float mean, var;
+            if (P->wf_tile > 0) {
+                RK(welford_stats)(P, x, partial + N / NR_VECTOR_LANES + 1, partial, &mean, &var);
+            } else {
+                mean = (P->lib_sums ? RK(lib_sum) : RK(psum))(x, N, 0.0f, inv, partial, false) *
+                       corr;
+                var = (P->lib_sums ? RK(lib_sum) : RK(psum))(x, N, mean, inv, partial, true) *
+                      corr;
+            }
             const float rstd = nr_rstd_newton_raphson(var, P->eps, false);
             char *y = row_base(yd, m);
             if (!T->y_fused) {
