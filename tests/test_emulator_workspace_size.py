@@ -255,5 +255,21 @@ def test_layer_norm_short_workspace_refused_and_exact_runs(arena):
         assert after["executors"] == before["executors"] - 1
 
 
+
+@pytest.mark.skipif(ARCH != 3510, reason=f"{SOC}: Ascend 950's LayerNormV4 templates only")
+@pytest.mark.parametrize("N,kernel_ws", [(10528, 32), (10536, MiB16)],
+                         ids=["regbase_two_pass", "welford"])
+def test_layer_norm_size_follows_the_950_template(arena, N, kernel_ws):
+    """FLOAT input, weight and bias: a row of 10528 still fits regbase_two_pass's UB (32-byte
+    tiling workspace), one of 10536 goes to Welford, whose tiling asks for 16 MiB
+    (layer_norm_v4_welford_tiling.cpp WELFORD_DEFAULT_WORKSPACE)."""
+    v = lambda shape: DevView(arena, shape=shape, dtype=np.dtype(np.float32))  # noqa: E731
+    rc, ws, ex = ln_phase_one(arena, v((2, N)).handle, [N], v((N,)).handle, v((N,)).handle,
+                              v((2, N)).handle, v((2, 1)).handle, v((2, 1)).handle)
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    assert ws == max_allocator([(kernel_ws, 0, 0)])
+
+
 test_on_other_parts = run_on_parts(other_parts(), "size or workspace or refused")
 

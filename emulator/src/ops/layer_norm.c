@@ -117,6 +117,7 @@ typedef struct {
                            * library's k2Rec: at least 64) */
     float pow2_corr;      /* ... and powerOfTwoForR / N, in float (k2RRec) */
     int64_t wf_tile;      /* ... or its Welford template (> 0): the tiling's tileLength */
+    bool welford;         /* Ascend 950's tiling takes Welford (its 16 MiB workspace) */
     bool single_read;     /* Atlas A2/A3's single_read template (layer_norm_rows.h) */
     bool transpose;       /* Atlas A2/A3's or 310P's transpose template (transpose_body) */
     bool reshape_adds;    /* ... 310P's: its reshape adds 0 to input (-0 becomes +0) */
@@ -488,6 +489,7 @@ static void pick_template(ln_payload *P, int arch, aclDataType in_dt, aclDataTyp
                                      P->t[T_W].present || P->zero_bias,
                                      P->t[T_B].present || P->zero_bias);
     if (tmpl == LN35_WELFORD) {
+        P->welford = true;
         /* a row longer than one tile (every row this template gets: regbase_two_pass holds
          * more per row), whose finalize weighs its positions by tailCount */
         const int64_t tile = welford_tile(in_dt, param_dt, P->t[T_W].present || P->zero_bias,
@@ -599,10 +601,11 @@ static aclnnStatus check_normalized_dims(const char *call, const aclTensor *cons
  * layer_norm_v4_tiling_base.cpp, _regbase_two_pass{,_perf}_tiling.cpp; FLOAT statistics) or
  * the TBE LayerNormV3 (workspace from compile info, not public: none; statistics in weight's
  * and bias's dtypes); y, mean and rstd allocated by the executor, each given out cast and
- * copied into it, the others left in the workspace. Not modelled: Ascend 950's Welford template
- * (rows too long for one in the UB; 16 MiB, layer_norm_v4_welford_tiling.cpp). */
-static uint64_t ln_device_workspace(int arch, bool v4, const aclTensor *const *ts, int64_t M,
-                                    int64_t N)
+ * copied into it, the others left in the workspace. Ascend 950's Welford template (rows too
+ * long for regbase_two_pass's UB: `welford`) asks for 16 MiB instead
+ * (layer_norm_v4_welford_tiling.cpp WELFORD_DEFAULT_WORKSPACE). */
+static uint64_t ln_device_workspace(int arch, bool v4, bool welford, const aclTensor *const *ts,
+                                    int64_t M, int64_t N)
 {
     if (M <= 0 || N <= 0)
         return 0;
@@ -621,7 +624,7 @@ static uint64_t ln_device_workspace(int arch, bool v4, const aclTensor *const *t
     for (int i = 0; i < 3; i++)
         ew_read(&g, reads[i], k);
     if (v4)
-        ew_kernel_workspace(&g, k, 32);
+        ew_kernel_workspace(&g, k, welford ? EW_SYS_WORKSPACE : 32);
     const aclDataType dt[3] = {in_dt, v4 ? ACL_FLOAT : w_dt, v4 ? ACL_FLOAT : b_dt};
     const uint64_t count[3] = {m * n, m, m};
     for (int i = 0; i < 3; i++) {
@@ -796,7 +799,8 @@ static aclnnStatus phase_one(const char *call, const aclemu_executor_ops *ops,
                                   : weightOptional ? weightOptional->dtype
                                   : biasOptional ? biasOptional->dtype : ACL_FLOAT);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    const uint64_t ws = ln_device_workspace(arch, takes_v4(arch, in_dt, param_dt, N), ts, M, N);
+    const uint64_t ws =
+        ln_device_workspace(arch, takes_v4(arch, in_dt, param_dt, N), P->welford, ts, M, N);
     return p1_finish(call, ops, P, ws, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
 }
 
