@@ -153,17 +153,25 @@ ROWS = [(F32, F32, 9040), (F32, F32, 9100), (F32, F32, 10528), (F16, F16, 15808)
 def test_two_pass_bits(arena, x_dt, p_dt, n):
     """Each weight/bias combination the rows allow, bit for bit, and near the float64
     reference."""
-    rng = np.random.default_rng(n)
+    each_param_mix_bits(arena, np.random.default_rng(n), x_dt, p_dt, n, TWO_PASS,
+                        two_pass_model)
+
+
+def each_param_mix_bits(arena, rng, x_dt, p_dt, n, kind, model):
+    """Rows of n under each weight/bias mix whose template is `kind` (at least one), bit for
+    bit against `model` and near the float64 reference."""
+    ran = 0
     for pd, bias in (("same", True), (p_dt, False), ("none", True), ("none", False)):
         w, b = params(rng, n, pd if pd != "same" else p_dt, x_dt, bias)
-        kind = template(2, n, x_dt, None if w is None else w.dtype.type,
-                        None if b is None else b.dtype.type)
-        if kind != TWO_PASS:
+        if template(2, n, x_dt, None if w is None else w.dtype.type,
+                    None if b is None else b.dtype.type) != kind:
             continue
         x = rand(rng, (2, n), x_dt)
         got = call(arena, x, 1, w, b)
-        assert_bits(got, two_pass_model(x, w, b))
+        assert_bits(got, model(x, w, b))
         check(got, x, 1, w, b)
+        ran += 1
+    assert ran > 0
 
 
 @on_950
@@ -309,20 +317,8 @@ WELFORD_ROWS = [(F32, F32, 10536), (F32, F32, 11136), (F32, F32, 20000), (F16, F
 def test_welford_bits(arena, x_dt, p_dt, n):
     """Each weight/bias combination the rows allow, bit for bit, and near the float64
     reference."""
-    rng = np.random.default_rng(n + 1)
-    ran = 0
-    for pd, bias in (("same", True), (p_dt, False), ("none", True), ("none", False)):
-        w, b = params(rng, n, pd if pd != "same" else p_dt, x_dt, bias)
-        kind = template(2, n, x_dt, None if w is None else w.dtype.type,
-                        None if b is None else b.dtype.type)
-        if kind != WELFORD:
-            continue
-        x = rand(rng, (2, n), x_dt)
-        got = call(arena, x, 1, w, b)
-        assert_bits(got, welford_model(x, w, b))
-        check(got, x, 1, w, b)
-        ran += 1
-    assert ran > 0
+    each_param_mix_bits(arena, np.random.default_rng(n + 1), x_dt, p_dt, n, WELFORD,
+                        welford_model)
 
 
 def test_welford_model_differs_from_the_two_pass_orders():
