@@ -27,6 +27,16 @@
  * layer_norm_grad_v3_*_tiling.cpp, layer_norm_v4_welford_tiling.cpp, ...). */
 #define EW_SYS_WORKSPACE ((uint64_t)16 * 1024 * 1024)
 
+/* The system workspace of a tiling that asks the platform instead (platform_ascendc's
+ * GetLibApiWorkSpaceSize, through opbase op_host/util/platform_util.h GetWorkspaceSize or
+ * directly): by NPU architecture, 16 MiB on DAV_2201 (Atlas A2/A3) and DAV_3510 (Ascend 950),
+ * 2 MiB on any other (asc-devkit impl/utils/tiling/platform/platform_ascendc.cpp). */
+static inline uint64_t ew_lib_api_workspace(const aclemu_soc *soc)
+{
+    return soc->npu_arch == 2201 || soc->npu_arch == 3510 ? EW_SYS_WORKSPACE
+                                                          : (uint64_t)2 * 1024 * 1024;
+}
+
 #define EW_MAX_TENSORS 32
 
 typedef struct {
