@@ -10,8 +10,6 @@ leaked, and a run with exactly that size.
 """
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
 
@@ -22,21 +20,7 @@ from test_emulator_op import (INVALID, NULLPTR, OK, P1, P2, Args, arena, assert_
                               last_msg, live, no_leaks, stream)
 from test_emulator_op import prepared as prepared_with_data
 from test_emulator_layer_norm import P2 as LN_P2, DevView, phase_one as ln_phase_one
-
-MiB16 = 16 * 1024 * 1024
-SOC = ffi.string(lib.aclrtGetSocName()).decode()
-SO = ctypes.CDLL(str(lib.backend.libraries["ascendcl"]))
-CORES = SO.aclemu_soc_vector_cores()
-ARCH = {"Ascend910B2": 2201, "Ascend910_9391": 2201, "Ascend950PR_9599": 3510,
-        "Ascend310P3": 2002, "Ascend910A": 1001}[SOC]
-
-
-def align(nbytes):
-    return (nbytes + 32 + 511) // 512 * 512
-
-
-def ceil_to(n, k):
-    return -(-n // k) * k
+from _workspace_model import ARCH, CORES, SOC, MiB16, align, ceil_to, max_allocator
 
 
 def grad_v3_workspace(M, N, dy_is_float):
@@ -56,22 +40,6 @@ def grad_v3_workspace(M, N, dy_is_float):
     if N <= 768:                                            # Common
         return blocks * ceil_to(N, 8) * 4 * 2 + MiB16
     return blocks * ceil_to(N, 16) * 4 * 4 + MiB16          # Workspace
-
-
-def max_allocator(tensors):
-    """opbase's MaxAllocator over (bytes, first kernel, last kernel) in graph order: a tensor
-    joins the last bucket whose latest tenant's lifetime is apart from its own (never one of
-    the same kernel), else opens one; buckets are as large as their largest tenant."""
-    buckets = []  # [size, (start, end) of the latest tenant]
-    for nbytes, start, end in tensors:
-        fits = [b for b in buckets if b[1][0] != start and
-                (b[1][1] < start if start > b[1][0] else end < b[1][0])]
-        if fits:
-            fits[-1][0] = max(fits[-1][0], align(nbytes))
-            fits[-1][1] = (start, end)
-        else:
-            buckets.append([align(nbytes), (start, end)])
-    return sum(b[0] for b in buckets)
 
 
 def expected(M, N, mask, weight=True):

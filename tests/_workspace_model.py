@@ -1,0 +1,47 @@
+"""The vendor's rules for phase one's workspace size, stated independently of the emulator's
+code, for the workspace-size tests of every operator.
+
+opbase's MaxAllocator (hicann/opbase src/nnopbase/composite_op/mem_mgr/memory_allocator.cpp)
+places every tensor of the op_api's kernel graph that lives in the workspace: each kernel's
+tiling workspaces (alive during that kernel) and each executor-allocated L0 output (alive
+from its kernel to its last reader). Each takes its size + 32 bytes rounded up to 512; the
+tensors of one kernel never share memory; the size is the sum of the buckets.
+"""
+from __future__ import annotations
+
+import ctypes
+
+from acl_py.raw import ffi, lib
+
+MiB16 = 16 * 1024 * 1024
+SOC = ffi.string(lib.aclrtGetSocName()).decode()
+CORES = ctypes.CDLL(str(lib.backend.libraries["ascendcl"])).aclemu_soc_vector_cores()
+ARCH = {"Ascend910B2": 2201, "Ascend910_9391": 2201, "Ascend950PR_9599": 3510,
+        "Ascend310P3": 2002, "Ascend910A": 1001}[SOC]
+# platform_ascendc's GetLibApiWorkSpaceSize (asc-devkit impl/utils/tiling/platform/
+# platform_ascendc.cpp): 16 MiB on DAV_2201 and DAV_3510, 2 MiB on the other architectures.
+LIB_API_WORKSPACE = MiB16 if ARCH in (2201, 3510) else 2 * 1024 * 1024
+
+
+def align(nbytes):
+    return (nbytes + 32 + 511) // 512 * 512
+
+
+def ceil_to(n, k):
+    return -(-n // k) * k
+
+
+def max_allocator(tensors):
+    """opbase's MaxAllocator over (bytes, first kernel, last kernel) in graph order: a tensor
+    joins the last bucket whose latest tenant's lifetime is apart from its own (never one of
+    the same kernel), else opens one; buckets are as large as their largest tenant."""
+    buckets = []  # [size, (start, end) of the latest tenant]
+    for nbytes, start, end in tensors:
+        fits = [b for b in buckets if b[1][0] != start and
+                (b[1][1] < start if start > b[1][0] else end < b[1][0])]
+        if fits:
+            fits[-1][0] = max(fits[-1][0], align(nbytes))
+            fits[-1][1] = (start, end)
+        else:
+            buckets.append([align(nbytes), (start, end)])
+    return sum(b[0] for b in buckets)
