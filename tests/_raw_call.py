@@ -16,10 +16,10 @@ SENTINEL = 0xB3
 
 def raw_call(name, inputs, outputs):
     """``aclnn<name>GetWorkspaceSize(*inputs, *outputs, &ws, &executor)`` then
-    ``aclnn<name>`` with no workspace: ``inputs`` DeviceTensors (None: NULL), numbers or
-    cffi values in phase one's order before the outputs; ``outputs`` ``(shape, acl_dtype)``
-    pairs of contiguous one-byte-element tensors, or ``(shape, acl_dtype, itemsize)`` (None:
-    NULL). Returns each output's bytes (uint8 of its shape, with a last dim of ``itemsize``
+    ``aclnn<name>`` with the workspace it asks for: ``inputs`` DeviceTensors (None: NULL),
+    numbers or cffi values in phase one's order before the outputs; ``outputs``
+    ``(shape, acl_dtype)`` pairs of contiguous one-byte-element tensors, or
+    ``(shape, acl_dtype, itemsize)`` (None: NULL). Returns each output's bytes (uint8 of its shape, with a last dim of ``itemsize``
     when above 1; None for a NULL one)."""
     p1 = getattr(lib, f"aclnn{name}GetWorkspaceSize")
     p2 = getattr(lib, f"aclnn{name}")
@@ -47,9 +47,11 @@ def raw_call(name, inputs, outputs):
         ex = ffi.new("aclOpExecutor **")
         rc = p1(*args, *handles, ws, ex)
         assert rc == 0, (rc, ffi.string(lib.aclGetRecentErrMsg()).decode())
-        assert ws[0] == 0
+        # the workspace phase one asked for (a device's size; NULL when 0)
+        work = acl_py.DeviceBuffer(ws[0]) if ws[0] else None
+        bufs.append(work)
         with acl_py.Stream() as st:
-            assert p2(ffi.NULL, 0, ex[0], st.handle) == 0
+            assert p2(work.ptr if work else ffi.NULL, ws[0], ex[0], st.handle) == 0
             st.synchronize()
         res = []
         for buf, spec in zip(bufs, outputs):

@@ -378,12 +378,13 @@ def test_dead_tensor_is_refused(arena):
 def test_executor_keeps_running_on_new_contents(arena):
     """A repeatable executor: each run reads x1/x2 as they are then."""
     x1, x2, g, y, r, xo = views(arena)
-    rc, _, ex = phase_one(x1, x2, g, y, r, xo)
+    rc, ws, ex = phase_one(x1, x2, g, y, r, xo)
     assert rc == OK and lib.aclSetAclOpExecutorRepeatable(ex) == OK
+    wsp = arena.malloc(ws)
     try:
         for k in (1, 3):
             arena.h2d(x1.ptr, np.full(x1.n, k, F32))
-            assert P2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
+            assert P2(wsp, ws, ex, arena.stream) == OK, last_msg()
             assert lib.aclrtSynchronizeStream(arena.stream) == 0
             assert (xo.read() == k + 1).all()
             assert np.allclose(y.read(), 1.0, rtol=1e-6)

@@ -108,13 +108,14 @@ def test_repeatable_runs_start_from_the_last_results(arena):
     v1, v2 = DevView(arena, np.ones((2, 8), F32)), DevView(arena, np.ones((2, 8), F32))
     vg = DevView(arena, np.full(8, 2.0, F32))
     vr = DevView(arena, shape=(2, 1), dtype=F32)
-    rc, _, ex = phase_one(v1, v2, vg, vr)
+    rc, ws, ex = phase_one(v1, v2, vg, vr)
     assert rc == OK and lib.aclSetAclOpExecutorRepeatable(ex) == OK
+    wsp = arena.malloc(ws)
     try:
         want_x = np.ones((2, 8))
         want_y = np.ones((2, 8))
         for _ in range(3):
-            assert P2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
+            assert P2(wsp, ws, ex, arena.stream) == OK, last_msg()
             assert lib.aclrtSynchronizeStream(arena.stream) == 0
             want_y, _, want_x = reference.add_rms_norm(want_y, want_x, np.full(8, 2.0))
             assert np.allclose(v2.read(), want_x, rtol=1e-6)
@@ -132,12 +133,13 @@ def test_set_tensor_addr_of_a_ref_input_moves_its_output_too(arena):
     v1, v2 = DevView(arena, np.ones((2, 8), F32)), DevView(arena, np.ones((2, 8), F32))
     vg, vr = DevView(arena, np.ones(8, F32)), DevView(arena, shape=(2, 1), dtype=F32)
     new = DevView(arena, np.full((2, 8), 3.0, F32))
-    rc, _, ex = phase_one(v1, v2, vg, vr)
+    rc, ws, ex = phase_one(v1, v2, vg, vr)
     assert rc == OK and lib.aclSetAclOpExecutorRepeatable(ex) == OK
+    wsp = arena.malloc(ws)
     try:
         assert lib.aclSetInputTensorAddr(ex, 0, v1.handle, ffi.cast("void *", new.ptr)) == OK
         assert lib.aclSetTensorAddr(ex, 4, vr.handle, ffi.cast("void *", vr.ptr)) == OK
-        assert P2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
+        assert P2(wsp, ws, ex, arena.stream) == OK, last_msg()
         assert lib.aclrtSynchronizeStream(arena.stream) == 0
         assert (v2.read() == 4.0).all()                 # x = new x1 (3) + x2 (1)
         assert np.allclose(new.read(), 1.0, rtol=1e-6)  # y written over the new x1

@@ -134,7 +134,8 @@ def test_plan_runs_repeatedly_on_changing_contents():
     x, g = make((8, 96), 1, F16, F32 if acl_py.supports_bfloat16() else F16)
     X, G = acl_py.DeviceTensor.from_numpy(x), acl_py.DeviceTensor.from_numpy(g)
     with acl_py.Stream() as s, acl_py.RmsNorm(X, G, 1e-5) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        # a device-sized workspace (its size: test_emulator_workspace_size_rms.py)
+        assert plan.mode == "repeatable" and plan.workspace_size > 1 << 20
         for k in range(3):
             xk = (x.astype(F32) * (k + 1)).astype(F16)
             X.buffer.copy_from_host(xk)

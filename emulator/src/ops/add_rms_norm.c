@@ -47,6 +47,7 @@
 
 #include "emu_internal.h"
 #include "phase_one.h"
+#include "exec_workspace.h"
 #include "convert.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
@@ -287,12 +288,44 @@ static aclnnStatus check_tiling(const aclTensor *x1, const aclTensor *gamma, dou
     return ACLNN_SUCCESS;
 }
 
+/* The AddRmsNorm kernel's tiling workspace on every part that has one: 256 bytes and its
+ * 16 MiB system workspace (add_rms_norm_tiling.cpp SetWorkspaceSize; Ascend 950,
+ * add_rms_norm_tiling_arch35.cpp/.h TilingAddRmsNormRegbase, the same). */
+#define ARN_KERNEL_WORKSPACE (256 + EW_SYS_WORKSPACE)
+
+/* aclnnAddRmsNorm's phase-one workspace (op_api/aclnn_add_rms_norm.cpp, add_rms_norm.cpp): 0
+ * for an empty x1 or gamma (returned before any kernel); else Contiguous copies of strided
+ * x1, x2, gamma, the kernel with its tiling workspace and its three executor-allocated
+ * results (y; rstd, FLOAT, shaped {0} outside the full mode; x, shaped {0} in the post mode),
+ * each result the mode copies out handed to its user tensor by ViewCopy. */
+static uint64_t arn_workspace(const aclTensor *const *ts, arn_mode mode, int64_t M, int64_t N)
+{
+    ew_graph g = {0};
+    const uint64_t mn = (uint64_t)M * (uint64_t)N;
+    const size_t es = aclemu_dtype_size(ts[T_X1]->dtype);
+    const int reads[3] = {ew_contiguous_copy(&g, ts[T_X1]), ew_contiguous_copy(&g, ts[T_X2]),
+                          ew_contiguous_copy(&g, ts[T_GAMMA])};
+    const int k = ew_kernel(&g);
+    for (int i = 0; i < 3; i++)
+        ew_read(&g, reads[i], k);
+    ew_kernel_workspace(&g, k, ARN_KERNEL_WORKSPACE);
+    const int y = ew_output(&g, k, mn * es);
+    const int rstd = ew_output(&g, k, mode == MODE_FULL ? (uint64_t)M * 4 : 0);
+    const int x = ew_output(&g, k, mode == MODE_POST ? 0 : mn * es);
+    ew_copy_out(&g, y, ts[T_X1]->dtype, ts[T_Y], mn);
+    if (mode == MODE_FULL)
+        ew_copy_out(&g, rstd, ACL_FLOAT, ts[T_RSTD], (uint64_t)M);
+    if (mode != MODE_POST)
+        ew_copy_out(&g, x, ts[T_X1]->dtype, ts[T_X], mn);
+    return ew_size(&g);
+}
+
 /* The end of both phase ones: the payload over ts (the kernel's order) for M rows of N (N 0:
- * nothing to compute), the executor made. */
+ * nothing to compute), the executor made, reporting ws_size. */
 static aclnnStatus make_executor(const char *call, const arn_variant *V,
                                  const aclTensor *const *ts, arn_mode mode,
                                  const aclemu_soc *soc, double epsilon, int64_t M, int64_t N,
-                                 uint64_t gdims, uint64_t *workspaceSize,
+                                 uint64_t gdims, uint64_t ws_size, uint64_t *workspaceSize,
                                  aclOpExecutor **executor)
 {
     const aclTensor *x1 = ts[T_X1];
@@ -316,7 +349,8 @@ static aclnnStatus make_executor(const char *call, const arn_variant *V,
             snapshot(&P->t[i], ts[i], i == T_GAMMA || i == T_RSTD ? -1 : split);
     }
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(call, V->ops, P, 0, ts, V->names, T_COUNT, T_Y, workspaceSize, executor);
+    return p1_finish(call, V->ops, P, ws_size, ts, V->names, T_COUNT, T_Y, workspaceSize,
+                     executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
@@ -378,7 +412,7 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
     }
 
     return make_executor(P1, &ARN, ts, mode, soc, epsilon, M, empty ? 0 : N, gdims,
-                         workspaceSize, executor);
+                         empty ? 0 : arn_workspace(ts, mode, M, N), workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNorm(void *workspace, uint64_t workspaceSize,
@@ -538,10 +572,15 @@ ACLEMU_EXPORT aclnnStatus aclnnInplaceAddRmsNormGetWorkspaceSize(aclTensor *x1Re
         if (!numel(x1Ref->dims, x1Ref->ndim - gamma->ndim, &M))
             FAIL(ACLNN_ERR_PARAM_INVALID, "%s: an element count overflows int64", IP1);
     }
-    /* AddRmsNorm's full mode with y over x1Ref and x over x2Ref */
+    /* AddRmsNorm's full mode with y over x1Ref and x over x2Ref. The workspace: the generated
+     * (opbuild) aclnn runs the kernel on the individual-op executor, whose size is the tiling's
+     * (hicann/opbase individual_op/executor/indv_executor.cpp
+     * NnopbaseExecutorGetWorkspaceSizes; 0 when every output is empty, NnopbaseSkipKernelLaunch).
+     * Its Contiguous executors for strided tensors are not modelled (docs/emulator.md). */
     const aclTensor *ts[T_COUNT] = {x1Ref, x2Ref, gamma, x1Ref, rstdOut, x2Ref};
     return make_executor(IP1, &IARN, ts, MODE_FULL, soc, epsilon, M, all_empty ? 0 : N,
-                         gamma->ndim, workspaceSize, executor);
+                         gamma->ndim, all_empty ? 0 : ARN_KERNEL_WORKSPACE, workspaceSize,
+                         executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnInplaceAddRmsNorm(void *workspace, uint64_t workspaceSize,

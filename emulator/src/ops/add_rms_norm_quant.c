@@ -84,6 +84,7 @@
 
 #include "emu_internal.h"
 #include "phase_one.h"
+#include "exec_workspace.h"
 #include "convert.h"
 #include "half.h"
 #include "norm_rows.h"
@@ -504,6 +505,36 @@ static void choose_variant(arq_payload *P, const aclemu_soc *soc, bool has_z1)
         P->slice = (int64_t)split;
 }
 
+/* The device's phase-one workspace (op_api/aclnn_add_rms_norm_quant.cpp, add_rms_norm_quant.cpp):
+ * Contiguous copies of strided x1, x2, gamma, scales1, scales2, zeroPoints1, zeroPoints2; the
+ * kernel with its tiling workspace (add_rms_norm_quant_tiling.cpp: 256 bytes + 16 MiB
+ * hard-coded; Ascend 950, add_rms_norm_quant_tiling_arch35.cpp: none of its own plus
+ * GetLibApiWorkSpaceSize) and its results y1, y2 (one-byte dtypes, x1's shape when dual, else
+ * shaped {1}; dual: scales2 given, on Ascend 950 also zeroPoints2), x (x1's dtype); ViewCopy
+ * of y1, of y2 only when scales2 is given, of x. */
+static uint64_t arq_workspace(const aclTensor *const *ts, const aclemu_soc *soc)
+{
+    ew_graph g = {0};
+    int reads[T_Y1];
+    for (int i = 0; i < T_Y1; i++)
+        reads[i] = ew_contiguous_copy(&g, ts[i]);
+    const int k = ew_kernel(&g);
+    for (int i = 0; i < T_Y1; i++)
+        ew_read(&g, reads[i], k);
+    const bool regbase = soc->npu_arch == 3510;
+    ew_kernel_workspace(&g, k, regbase ? ew_lib_api_workspace(soc) : 256 + EW_SYS_WORKSPACE);
+    const uint64_t count = ew_bytes(ts[T_X1], ACL_INT8);
+    const bool dual = ts[T_S2] || (regbase && ts[T_Z2]);
+    const int y1 = ew_output(&g, k, count);
+    const int y2 = ew_output(&g, k, dual ? count : 1);
+    const int x = ew_output(&g, k, ew_bytes(ts[T_X1], ts[T_X1]->dtype));
+    ew_copy_out(&g, y1, ts[T_Y1]->dtype, ts[T_Y1], count);
+    if (ts[T_S2])
+        ew_copy_out(&g, y2, ts[T_Y2]->dtype, ts[T_Y2], count);
+    ew_copy_out(&g, x, ts[T_X1]->dtype, ts[T_X], count);
+    return ew_size(&g);
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormQuantGetWorkspaceSize(
     const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma, const aclTensor *scales1,
     const aclTensor *scales2Optional, const aclTensor *zeroPoints1Optional,
@@ -599,7 +630,8 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormQuantGetWorkspaceSize(
             P->t[T_Y2].present = false;
     }
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &ARQ_OPS, P, 0, ts, TNAME, T_COUNT, T_Y1, workspaceSize, executor);
+    return p1_finish(P1, &ARQ_OPS, P, empty ? 0 : arq_workspace(ts, soc), ts, TNAME, T_COUNT,
+                     T_Y1, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormQuant(void *workspace, uint64_t workspaceSize,

@@ -59,6 +59,7 @@
 
 #include "emu_internal.h"
 #include "phase_one.h"
+#include "exec_workspace.h"
 #include "convert.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
@@ -206,6 +207,22 @@ static int64_t split_d_slice(int64_t N, int64_t ub)
 
 /* The kernel the tiling picks for an [M, N] call (the file's doc), as the order of its
  * row sums: sets P->order and P->slice. False: the tiling fails (no slice splits N). */
+/* The device's phase-one workspace. The generated (opbuild) aclnn runs the one kernel on the
+ * individual-op executor, whose size is the sum of the tiling's workspaces, no allocator
+ * (hicann/opbase src/nnopbase/individual_op/executor/indv_executor.cpp
+ * NnopbaseExecutorGetWorkspaceSizes), and 0 when every output is empty (no tiling runs:
+ * NnopbaseSkipKernelLaunch; here that is M = 0). op_host/rms_norm_tiling.cpp: Tiling4RmsNorm
+ * asks 256 bytes + its 16 MiB system workspace on every part, Ascend 950's arch35 branch
+ * included (set before it); Tiling4GemmaRmsNorm's setWorkSize does the same except on Ascend
+ * 950, whose arch35 branch returns before it, leaving none. The generated code's Contiguous
+ * executors for strided inputs are not modelled (docs/emulator.md). */
+static uint64_t rms_workspace(const rms_variant *V, const aclemu_soc *soc, int64_t M)
+{
+    if (M == 0 || (V == &GEMMA && soc->npu_arch == 3510))
+        return 0;
+    return 256 + EW_SYS_WORKSPACE;
+}
+
 static bool pick_kernel(rms_payload *P, const aclemu_soc *soc, aclDataType xdt,
                         aclDataType gdt)
 {
@@ -363,7 +380,8 @@ static aclnnStatus phase_one(const rms_variant *V, const aclTensor *x, const acl
     snapshot(&P->t[T_Y], yOut, (int)split);
     snapshot(&P->t[T_RSTD], rstdOut, -1);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, V->ops, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
+    return p1_finish(P1, V->ops, P, rms_workspace(V, soc, M), ts, TNAME, T_COUNT, T_Y,
+                     workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma,

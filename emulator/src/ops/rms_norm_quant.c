@@ -73,6 +73,7 @@
 
 #include "emu_internal.h"
 #include "phase_one.h"
+#include "exec_workspace.h"
 #include "convert.h"
 #include "half.h"
 #include "int4_pack.h"
@@ -563,6 +564,40 @@ static aclnnStatus reshape_rank2(const aclTensor *t, const char *name, uint64_t 
     return ACLNN_SUCCESS;
 }
 
+/* The device's phase-one workspace (op_api/aclnn_rms_norm_quant.cpp): Contiguous copies of
+ * strided tensors in the op_api's order (PreDealData's rank-2 gamma and beta, then x, offset,
+ * scale, then a rank-1 gamma and beta); the kernel with its tiling workspace (RmsNormQuant:
+ * rms_norm_quant_common_tiling.cpp WORKAPCE_RESERVE, 16 MiB hard-coded; RmsNormQuantV2 on
+ * Ascend 950: rms_norm_quant_v2_tiling_regbase_{full_load,recompute}.cpp, none of its own
+ * plus GetLibApiWorkSpaceSize); its INT8 (or INT4) result, ViewCopy'd into y (taken over
+ * when y is contiguous; for an INT32 y through its INT32 view, taken as the same). */
+static uint64_t rnq_workspace(const aclTensor *const *ts, const aclemu_soc *soc, bool int4)
+{
+    ew_graph g = {0};
+    const aclTensor *gamma = ts[T_GAMMA], *beta = ts[T_BETA];
+    int reads[T_COUNT], n = 0;
+    if (gamma->ndim == 2)
+        reads[n++] = ew_contiguous_copy(&g, gamma);
+    if (beta && beta->ndim == 2)
+        reads[n++] = ew_contiguous_copy(&g, beta);
+    reads[n++] = ew_contiguous_copy(&g, ts[T_X]);
+    reads[n++] = ew_contiguous_copy(&g, ts[T_OFFSET]);
+    reads[n++] = ew_contiguous_copy(&g, ts[T_SCALE]);
+    if (gamma->ndim != 2)
+        reads[n++] = ew_contiguous_copy(&g, gamma);
+    if (beta && beta->ndim != 2)
+        reads[n++] = ew_contiguous_copy(&g, beta);
+    const int k = ew_kernel(&g);
+    for (int i = 0; i < n; i++)
+        ew_read(&g, reads[i], k);
+    ew_kernel_workspace(&g, k, soc->npu_arch == 3510 ? ew_lib_api_workspace(soc)
+                                                     : EW_SYS_WORKSPACE);
+    const uint64_t count = ew_bytes(ts[T_X], ACL_INT8);
+    const int y = ew_output(&g, k, int4 ? (count + 1) / 2 : count);
+    ew_copy_out(&g, y, ts[T_Y]->dtype, ts[T_Y], 0);
+    return ew_size(&g);
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnRmsNormQuantGetWorkspaceSize(const aclTensor *x,
                                                             const aclTensor *gamma,
                                                             const aclTensor *beta,
@@ -646,7 +681,8 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormQuantGetWorkspaceSize(const aclTensor *x,
     else
         snapshot(&P->t[T_Y], y, (int)y->ndim - 1);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &RNQ_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
+    return p1_finish(P1, &RNQ_OPS, P, rnq_workspace(ts, soc, sh.int4), ts, TNAME, T_COUNT, T_Y,
+                     workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnRmsNormQuant(void *workspace, uint64_t workspaceSize,

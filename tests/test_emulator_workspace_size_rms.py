@@ -1,0 +1,333 @@
+"""Phase one's workspace size, as a device reports it, for the RmsNorm family.
+
+Expected sizes are stated here from the vendor's sources, independently of the emulator:
+- aclnnRmsNorm, aclnnGemmaRmsNorm, aclnnInplaceAddRmsNorm have no op_api source: opbuild
+  generates them, and they run their one kernel on opbase's individual-op executor, whose
+  size is the sum of the tiling's workspaces, no allocator (hicann/opbase src/nnopbase/
+  individual_op/executor/indv_executor.cpp NnopbaseExecutorGetWorkspaceSizes), 0 when every
+  output is empty (NnopbaseSkipKernelLaunch);
+- the tilings (hicann/ops-nn norm/rms_norm/op_host/rms_norm_tiling.cpp Tiling4RmsNorm and
+  setWorkSize; norm/add_rms_norm/op_host/add_rms_norm_tiling.cpp SetWorkspaceSize,
+  add_rms_norm_tiling_arch35.cpp): 256 bytes + 16 MiB; GemmaRmsNorm's arch35 branch
+  (Ascend 950) returns before setting any;
+- aclnnAddRmsNorm (op_api/aclnn_add_rms_norm.cpp, add_rms_norm.cpp) builds a graph: Contiguous
+  copies, the kernel, three executor-allocated results (rstd and x shaped {0} in the modes
+  that do not return them), ViewCopy of the returned ones; placed by MaxAllocator
+  (_workspace_model.py).
+Then phase two's checks of that size: NULL 161001, one byte short 161002, nothing leaked,
+and a run with exactly that size gives the right numbers.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acl_py.raw import ffi, lib
+
+from test_emulator_op import (F16, F32, INVALID, NULLPTR, OK, DevView, arena,  # noqa: F401
+                              last_msg, live, no_leaks, stream)
+from _emu_aclnn import phase_one
+from _part_runs import other_parts, run_on_parts
+from _workspace_model import ARCH, LIB_API_WORKSPACE, SOC, MiB16, max_allocator
+
+RMS = (lib.aclnnRmsNormGetWorkspaceSize, lib.aclnnRmsNorm)
+GEMMA = (lib.aclnnGemmaRmsNormGetWorkspaceSize, lib.aclnnGemmaRmsNorm)
+ADD = (lib.aclnnAddRmsNormGetWorkspaceSize, lib.aclnnAddRmsNorm)
+INPLACE = (lib.aclnnInplaceAddRmsNormGetWorkspaceSize, lib.aclnnInplaceAddRmsNorm)
+EPS = 1e-6
+# RmsNorm's and AddRmsNorm's tilings: 256 bytes of their own and the 16 MiB system workspace.
+TILING_WS = 256 + MiB16
+
+
+def rms_expected(M, gemma=False):
+    if M == 0 or (gemma and ARCH == 3510):
+        return 0
+    return TILING_WS
+
+
+def needs_add_kernel():
+    if ARCH == 1001:
+        pytest.skip(f"{SOC}: AddRmsNorm has no kernel on the Atlas training series")
+
+
+def add_expected(M, N, es, mode, strided=(), out_strided=()):
+    """MaxAllocator over aclnnAddRmsNorm's graph: one Contiguous copy (M x N, or N for gamma)
+    per strided input, then the kernel's workspace and its results that no contiguous user
+    tensor takes over: a {0}-shaped rstd outside the full mode, a {0}-shaped x in the post
+    mode, and every result a strided output needs copied (alive until that copy)."""
+    graph, k = [], 0
+    for name in strided:
+        graph.append(((N if name == "gamma" else M * N) * es, k, len(strided)))
+        k += 1
+    graph.append((TILING_WS, k, k))
+    outs = {"y": M * N * es, "rstd": M * 4 if mode == "full" else 0,
+            "x": 0 if mode == "post" else M * N * es}
+    returned = {"full": ("y", "rstd", "x"), "pre": ("y", "x"), "post": ("y",)}[mode]
+    reader = k
+    for name, nbytes in outs.items():
+        if name not in returned:
+            graph.append((nbytes, k, k))
+        elif name in out_strided:
+            reader += 1
+            graph.append((nbytes, k, reader))
+    return max_allocator(graph)
+
+
+def rand(shape, dt, seed=0):
+    return (np.random.default_rng(seed).standard_normal(shape) * 1.5 + 0.25).astype(dt)
+
+
+def rms_ref(x, g):
+    x64 = x.astype(np.float64)
+    rstd = 1 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + EPS)
+    return x64 * rstd * g.astype(np.float64), rstd
+
+
+# ---- the sizes ---------------------------------------------------------------------------------
+
+def rms_views(arena, shape, dt=F32, gemma=False):
+    return [DevView(arena, rand(shape, dt)), DevView(arena, np.ones(shape[-1:], dt)), EPS,
+            DevView(arena, shape=shape, dtype=dt),
+            DevView(arena, shape=shape[:-1] + (1,), dtype=F32)]
+
+
+def ws_of(result):
+    """The workspace size of a passed phase one (status, size, executor); the executor
+    destroyed."""
+    rc, ws, ex = result
+    assert rc == OK, (rc, last_msg())
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    return ws
+
+
+def size_of(arena, p1, args):
+    return ws_of(phase_one(p1, *args))
+
+
+@pytest.mark.parametrize("shape", [(3, 8), (2, 5, 33), (1, 20000), (0, 16)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dt", [F32, F16], ids=["f32", "f16"])
+def test_rms_norm_size(arena, shape, dt):
+    M = int(np.prod(shape[:-1]))
+    assert size_of(arena, RMS[0], rms_views(arena, shape, dt)) == rms_expected(M)
+
+
+@pytest.mark.parametrize("shape", [(3, 8), (1, 20000), (0, 16)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gemma_rms_norm_size(arena, shape):
+    if ARCH in (1001, 2002):
+        pytest.skip(f"{SOC}: GemmaRmsNorm has no kernel there")
+    M = int(np.prod(shape[:-1]))
+    assert size_of(arena, GEMMA[0], rms_views(arena, shape)) == rms_expected(M, gemma=True)
+
+
+def add_views(arena, shape, dt, mode, kinds=None):
+    kinds = kinds or {}
+    v = lambda name, **kw: DevView(arena, kind=kinds.get(name, "contig"), **kw)  # noqa: E731
+    N = shape[-1]
+    gshape = (N,) if mode == "full" else (1, N)
+    return [v("x1", values=rand(shape, dt, 1)), v("x2", values=rand(shape, dt, 2)),
+            v("gamma", values=rand(gshape, dt, 3)), EPS, v("y", shape=shape, dtype=dt),
+            v("rstd", shape=shape[:-1] + (1,), dtype=F32) if mode == "full" else None,
+            v("x", shape=shape, dtype=dt) if mode != "post" else None]
+
+
+ADD_MODES = [("full", F32), ("full", F16), ("pre", F16), ("post", F16)]
+
+
+@pytest.mark.parametrize("mode,dt", ADD_MODES, ids=[f"{m}-{d.name}" for m, d in ADD_MODES])
+@pytest.mark.parametrize("shape", [(4, 16), (2, 3, 300)], ids=lambda s: "x".join(map(str, s)))
+def test_add_rms_norm_size(arena, mode, dt, shape):
+    needs_add_kernel()
+    M, N = int(np.prod(shape[:-1])), shape[-1]
+    ws = size_of(arena, ADD[0], add_views(arena, shape, dt, mode))
+    assert ws == add_expected(M, N, dt.itemsize, mode)
+    assert ws >= TILING_WS
+
+
+@pytest.mark.parametrize("strided,out_strided",
+                         [(("x1",), ()), (("x1", "x2", "gamma"), ()), ((), ("y",)),
+                          ((), ("rstd", "x")), (("x2",), ("y", "x"))],
+                         ids=["x1", "inputs", "y", "rstd-x", "x2-y-x"])
+def test_add_rms_norm_size_strided(arena, strided, out_strided):
+    needs_add_kernel()
+    kinds = {n: "transposed" for n in strided + out_strided}
+    kinds.update({n: "stepped" for n in ("gamma", "rstd") if n in kinds})
+    ws = size_of(arena, ADD[0], add_views(arena, (6, 40), F32, "full", kinds))
+    assert ws == add_expected(6, 40, 4, "full", strided, out_strided)
+
+
+def test_add_rms_norm_empty_takes_none(arena):
+    needs_add_kernel()
+    assert size_of(arena, ADD[0], add_views(arena, (0, 16), F32, "full")) == 0
+
+
+def inplace_views(arena, shape, dt=F32):
+    M = int(np.prod(shape[:-1]))
+    return [DevView(arena, rand(shape, dt, 1)), DevView(arena, rand(shape, dt, 2)),
+            DevView(arena, rand(shape[-1:], dt, 3)), EPS,
+            DevView(arena, shape=(M, 1), dtype=F32)]
+
+
+@pytest.mark.parametrize("shape", [(4, 16), (0, 16)], ids=lambda s: "x".join(map(str, s)))
+def test_inplace_add_rms_norm_size(arena, shape):
+    needs_add_kernel()
+    M = int(np.prod(shape[:-1]))
+    assert size_of(arena, INPLACE[0], inplace_views(arena, shape)) == (TILING_WS if M else 0)
+
+
+# ---- phase two with that size ------------------------------------------------------------------
+
+def refused_and_exact(arena, p1, p2, make_args, expected_ws, check):
+    """With fresh views each time: a NULL workspace of the reported size is refused (161001),
+    one byte short 161002, each releasing the executor and leaking nothing; the exact size
+    runs and ``check(args)`` judges its numbers."""
+    for attempt in ("null", "short", "exact"):
+        args = make_args()
+        rc, ws, ex = phase_one(p1, *args)
+        assert rc == OK, last_msg()
+        assert ws == expected_ws > 0
+        wsp = arena.malloc(ws)
+        before = live()
+        if attempt == "null":
+            assert p2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
+            assert "workspace is NULL" in last_msg()
+        elif attempt == "short":
+            assert p2(wsp, ws - 1, ex, arena.stream) == INVALID
+            assert "less than" in last_msg()
+        else:
+            assert p2(wsp, ws, ex, arena.stream) == OK, last_msg()
+            assert lib.aclrtSynchronizeStream(arena.stream) == OK
+            check(args)
+            continue
+        after = live()
+        assert after["executors"] == before["executors"] - 1
+        assert after["device_bytes"] == before["device_bytes"]
+
+
+def test_rms_norm_short_refused_exact_runs(arena):
+    def check(args):
+        y, rstd = rms_ref(args[0].read(), args[1].read())
+        np.testing.assert_allclose(args[3].read(), y, rtol=2e-6, atol=2e-6)
+        np.testing.assert_allclose(args[4].read(), rstd, rtol=2e-6)
+    refused_and_exact(arena, *RMS, lambda: rms_views(arena, (5, 24)), rms_expected(5), check)
+
+
+def test_gemma_rms_norm_short_refused_exact_runs(arena):
+    if ARCH in (1001, 2002, 3510):
+        pytest.skip(f"{SOC}: GemmaRmsNorm has no kernel there, or its tiling no workspace")
+
+    def check(args):
+        y, _ = rms_ref(args[0].read(), args[1].read() + 1)  # Gemma: gamma + 1
+        np.testing.assert_allclose(args[3].read(), y, rtol=2e-6, atol=2e-6)
+    refused_and_exact(arena, *GEMMA, lambda: rms_views(arena, (5, 24)), TILING_WS, check)
+
+
+def test_add_rms_norm_short_refused_exact_runs(arena):
+    needs_add_kernel()
+
+    def check(args):
+        x = args[0].read().astype(np.float64) + args[1].read()
+        y, rstd = rms_ref(x, args[2].read())
+        np.testing.assert_allclose(args[4].read(), y, rtol=2e-6, atol=2e-6)
+        np.testing.assert_allclose(args[6].read(), x, rtol=1e-6, atol=1e-6)
+        if ARCH != 2002:  # Atlas inference parts do not write rstd
+            np.testing.assert_allclose(args[5].read(), rstd, rtol=2e-6)
+    kinds = {"y": "transposed"}
+    refused_and_exact(arena, *ADD, lambda: add_views(arena, (6, 40), F32, "full", kinds),
+                      add_expected(6, 40, 4, "full", out_strided=("y",)), check)
+
+
+def test_inplace_add_rms_norm_short_refused_exact_runs(arena):
+    needs_add_kernel()
+    x1, x2 = rand((4, 16), F32, 1), rand((4, 16), F32, 2)
+
+    def check(args):
+        x = x1.astype(np.float64) + x2
+        y, _ = rms_ref(x, args[2].read())
+        np.testing.assert_allclose(args[0].read(), y, rtol=2e-6, atol=2e-6)
+        np.testing.assert_allclose(args[1].read(), x, rtol=1e-6, atol=1e-6)
+    refused_and_exact(arena, *INPLACE, lambda: inplace_views(arena, (4, 16)), TILING_WS, check)
+
+
+# ---- aclnnRmsNormQuant, aclnnAddRmsNormQuant ----------------------------------------------------
+# Their op_apis build graphs like AddRmsNorm's: Contiguous copies, one kernel, results handed to
+# the caller's tensors by ViewCopy. RmsNormQuant's tiling hard-codes 16 MiB
+# (rms_norm_quant_common_tiling.cpp WORKAPCE_RESERVE); AddRmsNormQuant's 256 bytes + 16 MiB
+# (add_rms_norm_quant_tiling.cpp); on Ascend 950 both kernels' arch35 tilings (RmsNormQuantV2,
+# AddRmsNormQuant regbase) ask GetLibApiWorkSpaceSize only.
+
+def rnq_args(arena, x_kind="contig"):
+    import test_emulator_rms_norm_quant as rnq
+    if rnq.TRAINING:
+        pytest.skip(f"{SOC}: RmsNormQuant has no kernel on the Atlas training series")
+    a = rnq.Args(arena)
+    if x_kind != "contig":
+        a.v["x"] = DevView(arena, rand((4, 32), F16), kind=x_kind)
+    return a
+
+
+def test_rms_norm_quant_size(arena):
+    kernel_ws = LIB_API_WORKSPACE if ARCH == 3510 else MiB16
+    assert ws_of(rnq_args(arena).call()) == \
+        max_allocator([(kernel_ws, 0, 0)])
+    assert ws_of(rnq_args(arena, "transposed").call()) == \
+        max_allocator([(4 * 32 * 2, 0, 1), (kernel_ws, 1, 1)])
+
+
+def arq_args(arena, dual=True):
+    import test_emulator_add_rms_norm_quant as arq
+    if not arq.COMBOS:
+        pytest.skip(f"{SOC}: AddRmsNormQuant has no kernel there")
+    a = arq.Args(arena)
+    if not dual:
+        a.v["scales2"] = a.v["z2"] = None
+    return a
+
+
+@pytest.mark.parametrize("dual", [True, False], ids=["dual", "single"])
+def test_add_rms_norm_quant_size(arena, dual):
+    kernel_ws = LIB_API_WORKSPACE if ARCH == 3510 else 256 + MiB16
+    # single: y2 is a {1}-shaped INT8 result nobody copies out
+    graph = [(kernel_ws, 0, 0)] + ([] if dual else [(1, 0, 0)])
+    assert ws_of(arq_args(arena, dual).call()) == max_allocator(graph)
+
+
+def test_add_rms_norm_quant_size_strided_x1(arena):
+    kernel_ws = LIB_API_WORKSPACE if ARCH == 3510 else 256 + MiB16
+    a = arq_args(arena)
+    a.v["x1"] = DevView(arena, rand((4, 32), F16), kind="transposed")
+    assert ws_of(a.call()) == \
+        max_allocator([(4 * 32 * 2, 0, 1), (kernel_ws, 1, 1)])
+
+
+def short_and_null_refused(arena, p2, args):
+    """A NULL workspace of the reported size 161001, one byte short 161002, nothing leaked;
+    the exact size runs."""
+    for attempt in ("null", "short", "exact"):
+        rc, ws, ex = args.call()
+        assert rc == OK, last_msg()
+        assert ws > MiB16 // 8
+        wsp = arena.malloc(ws)
+        before = live()
+        if attempt == "exact":
+            assert p2(wsp, ws, ex, arena.stream) == OK, last_msg()
+            assert lib.aclrtSynchronizeStream(arena.stream) == OK
+            return
+        code = p2(ffi.NULL, ws, ex, arena.stream) if attempt == "null" else \
+            p2(wsp, ws - 1, ex, arena.stream)
+        assert code == (NULLPTR if attempt == "null" else INVALID), last_msg()
+        after = live()
+        assert after["executors"] == before["executors"] - 1
+        assert after["device_bytes"] == before["device_bytes"]
+
+
+def test_rms_norm_quant_short_refused_exact_runs(arena):
+    short_and_null_refused(arena, lib.aclnnRmsNormQuant, rnq_args(arena))
+
+
+def test_add_rms_norm_quant_short_refused_exact_runs(arena):
+    short_and_null_refused(arena, lib.aclnnAddRmsNormQuant, arq_args(arena))
+
+
+test_on_other_parts = run_on_parts(other_parts(), "size or refused")
