@@ -18,7 +18,8 @@ by another stream, only once that stream has passed the copy, whichever device t
 belongs to.
 
 ``MemoryPool`` (per device, stream-ordered like PyTorch's caching allocator and CuPy's pool):
-allocations are rounded up to 512 bytes and blocks of the same size are reused. A block
+allocations are rounded up to 512 bytes (from 10 MiB up, to 2 MiB: ``block_size``) and
+blocks of the same size are reused. A block
 released while work on ONE stream may still use it goes back at once to that stream's list:
 an allocation for work on the same stream (``stream=``; operators' outputs and workspaces)
 takes it immediately, since the stream runs the new work after the old; allocations for other
@@ -52,7 +53,7 @@ from . import stream as _stream
 from ._buffer_ranges import buffer_to_buffer, check_range, check_rows, extent, row_pitch
 from .builtin_tasks import ReduceOp
 from . import builtin_tasks as _tasks
-from .errors import AclArgumentError, AclTypeError, make_error
+from .errors import AclArgumentError, AclTypeError, DeviceMemoryError, make_error
 from ._integers import as_size
 from ._units import size_text
 
@@ -67,6 +68,21 @@ _H2D, _D2H, _D2D = 1, 2, 3          # aclrtMemcpyKind
 _POLICY = 0                          # ACL_MEM_MALLOC_HUGE_FIRST, as the vendor sample
 _OOM = (207001, 200000, 300000)      # out-of-memory statuses: the pool retries after emptying
 ROUND = 512
+# From LARGE bytes up a block is rounded to ROUND_LARGE instead, as PyTorch's caching allocator
+# rounds its large allocations: operator workspaces (16 MiB and more on Atlas A2/A3 and
+# Ascend 950) differ by a few KiB from shape to shape, and with exact sizes each new shape
+# would cache one more block no later request fits; rounded, one block serves them all.
+# At most ROUND_LARGE / LARGE (a fifth) is lost to it.
+LARGE = 10 << 20
+ROUND_LARGE = 2 << 20
+
+
+def block_size(nbytes: int) -> int:
+    """The size of the pool's block that serves a request of ``nbytes`` (> 0)."""
+    size = (nbytes + ROUND - 1) // ROUND * ROUND
+    if size >= LARGE:
+        size = (size + ROUND_LARGE - 1) // ROUND_LARGE * ROUND_LARGE
+    return size
 
 
 class Allocation:
@@ -1257,9 +1273,11 @@ class _PoolState:
         (see allocate); ``seq``: the pending use on ``tl`` it carries, or 0. Give it back with
         give_back."""
         size = (nbytes + ROUND - 1) // ROUND * ROUND
+        if size >= LARGE:   # block_size's other case; no call on every new output's path
+            size = block_size(nbytes)
         if self.dead:       # also after teardown: the hit path below needs no ensure()
             self._check_serving()
-            return self._malloc(size)
+            return self._malloc(size, nbytes)
         # No lock to take a listed block: every change to the lists is one list.pop() or
         # append (atomic under the GIL), here and under the lock alike (see _reclaim), so
         # each entry goes to exactly one taker; losing a race only sends this one on to the
@@ -1287,7 +1305,7 @@ class _PoolState:
                     return self.free[size].pop(), size, 0
                 except IndexError:      # taken meanwhile by another thread
                     pass
-        return self._malloc(size)
+        return self._malloc(size, nbytes)
 
     def _check_serving(self):
         """Raises, for a closed pool, unless it is a default pool of this session: a launch
@@ -1297,13 +1315,23 @@ class _PoolState:
         if not self.default or self.gen != _rt.gen:
             raise _rt.closed_error(self.gen, "MemoryPool")
 
-    def _malloc(self, size):
-        """(ptr, size, 0): a new block of ``size`` bytes from the runtime. On a closed
-        (default) pool it is plain runtime memory: give_back frees it in stream order."""
+    def _malloc(self, size, nbytes):
+        """(ptr, size, 0): a new block of ``size`` bytes from the runtime for a request of
+        ``nbytes``. On a closed (default) pool it is plain runtime memory: give_back frees it
+        in stream order."""
         # Out of memory, cached blocks of other sizes, blocks still waiting for a stream, or
         # frees deferred to an idle stream may be what stands in the way: _malloc gives them
         # back and tries once more.
-        ptr = _malloc(self.device, size, False, pooled=True)
+        try:
+            ptr = _malloc(self.device, size, False, pooled=True)
+        except DeviceMemoryError:
+            # A large block's rounding never costs an allocation that fits without it: the
+            # request's own 512-byte size, cached under that size afterwards.
+            exact = (nbytes + ROUND - 1) // ROUND * ROUND
+            if exact == size:
+                raise
+            ptr = _malloc(self.device, exact, False, pooled=True)
+            size = exact
         with self.lock:
             self.held += size
         return ptr, size, 0

@@ -6,7 +6,7 @@ import pytest
 
 import acl_py
 from acl_py import errors
-from acl_py.memory import ROUND
+from acl_py.memory import LARGE, ROUND, block_size
 
 
 def live(emulator, key="device_allocations"):
@@ -352,6 +352,13 @@ def test_pool_rounding_and_zero():
         b = pool.malloc(n)
         assert b.nbytes == n and pool.used_bytes() == block
         b.close()
+    MiB = 1 << 20
+    # from 10 MiB up, whole 2 MiB: one block for requests a few KiB apart
+    for n, block in [(10 * MiB - ROUND, 10 * MiB - ROUND), (10 * MiB - 1, 10 * MiB),
+                     (16 * MiB + 1, 18 * MiB), (18 * MiB, 18 * MiB)]:
+        b = pool.malloc(n)
+        assert b.nbytes == n and pool.used_bytes() == block == block_size(n)
+        b.close()
     z = pool.malloc(0)
     assert z.nbytes == 0 and pool.used_bytes() == 0
     z.close()
@@ -586,6 +593,49 @@ def test_operator_workspace_stays_with_its_stream(emulator):
         assert pool.free_bytes() == 0 and live(emulator) == n
     for t in outs:
         t.close()
+
+
+def test_workspaces_of_other_shapes_share_one_block(emulator):
+    """Workspaces a few KiB apart (each shape its own, 16 MiB and more on Atlas A2/A3 and
+    Ascend 950) take one pool block between them: from 10 MiB up blocks are whole 2 MiB, so
+    the block parked on the stream fits the next shape's workspace, where exact sizes would
+    cache one more 16 MiB block per shape."""
+    from test_layer_norm_backward import make_case, to_device
+    from _workspace_model import ARCH
+    # shapes whose workspaces differ: Ascend 950's BigN template takes M x 12 bytes per core
+    shapes = ([(m, 8200) for m in range(16, 80, 8)] if ARCH == 3510 else
+              [(16, n) for n in range(64, 128, 8)])
+    cases = [to_device(make_case(shape, 1, np.dtype(np.float32), seed=i))
+             for i, shape in enumerate(shapes)]
+    args = [(d["grad_out"], d["input"], d["normalized_shape"], d["mean"], d["rstd"],
+             d["weight"]) for d in cases]
+    try:
+        sizes = []
+        for a in args:
+            with acl_py.LayerNormBackward(*a, None, (True, True, True)) as plan:
+                sizes.append(plan.workspace_size)
+                for t in plan.outputs:
+                    t.close()
+        if max(sizes) < LARGE:  # the split TBE kernels' (Atlas training and inference)
+            pytest.skip(f"{acl_py.soc_name()}: LayerNormBackward's workspaces are under "
+                        "10 MiB on this part")
+        pool = acl_py.get_pool()
+        pool.free_all_blocks()
+        with acl_py.Stream() as s:
+            # the outputs kept until the end: the cache then holds the workspaces only
+            outs = [t for a in args for t in acl_py.layer_norm_backward(*a, stream=s)]
+            s.synchronize()
+            cached = pool.free_bytes()
+        for t in outs:
+            t.close()
+    finally:
+        for d in cases:
+            for t in d.values():
+                if isinstance(t, acl_py.DeviceTensor):
+                    t.close()
+    assert len(set(sizes)) > 1, sizes       # the shapes' workspaces differ
+    assert cached == max(block_size(n) for n in sizes) >= LARGE    # one block, parked
+    pool.free_all_blocks()
 
 
 def _race_with_emptier(pool, workers, check=None):

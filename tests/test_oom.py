@@ -1,7 +1,8 @@
 """Out of device memory: with ``ACL_EMU_DEVICE_MEMORY=24M`` (a fresh interpreter, since the cap
-is read; 16 MiB of it is the device's LayerNormGradV3 workspace on Atlas A2/A3) when the library loads), calls too large for the device raise ``DeviceMemoryError``
-(also a ``MemoryError``, code 207001), give back everything they had taken, and later smaller
-calls work and are right."""
+is read when the library loads; 16 MiB and more of it is the device's LayerNormGradV3
+workspace on Atlas A2/A3), calls too large for the device raise ``DeviceMemoryError`` (also a
+``MemoryError``, code 207001), give back everything they had taken, and later smaller calls
+work and are right."""
 from __future__ import annotations
 
 import json
@@ -162,3 +163,36 @@ def test_memory_whose_free_waits_for_an_idle_stream_is_reclaimed_on_oom(run_pyth
                       timeout=120)
     assert proc.returncode == 0 and "OK" in proc.stdout, (proc.stdout[-2000:],
                                                           proc.stderr[-4000:])
+
+
+_ROUNDING_SCRIPT = r"""
+import acl_py
+from acl_py.memory import block_size
+MiB = 1 << 20
+pool = acl_py.MemoryPool()
+hog = pool.malloc(4 * MiB + MiB // 2)
+n = 19 * MiB + 1            # its whole-2-MiB block (20 MiB) is past the 24 MiB cap
+assert block_size(n) == 20 * MiB
+for _ in range(2):          # the second time its exact block is cached, the rounded size not
+    b = pool.malloc(n)
+    assert pool.used_bytes() == 4 * MiB + MiB // 2 + 19 * MiB + 512, pool.used_bytes()
+    b.close()
+try:
+    pool.malloc(20 * MiB)   # does not fit either way
+except acl_py.errors.DeviceMemoryError as e:
+    assert e.code == 207001 and "20.0 MiB" in str(e), str(e)
+else:
+    raise AssertionError("no DeviceMemoryError")
+hog.close()
+pool.close()
+acl_py.finalize()
+print("OK")
+"""
+
+
+def test_large_block_rounding_never_costs_an_allocation_that_fits(run_python):
+    """The pool rounds blocks from 10 MiB up to whole 2 MiB; near the device's limit, where the
+    rounded block does not fit and the request's own size does, it allocates the latter."""
+    proc = run_python(_ROUNDING_SCRIPT, env={"ACL_EMU_DEVICE_MEMORY": "24M",
+                                             "ACL_PY_BACKEND": "emulator"})
+    assert proc.returncode == 0 and "OK" in proc.stdout, (proc.stdout, proc.stderr[-3000:])
