@@ -66,16 +66,19 @@ def run_phase_two(arena, p2, phase_one_result):
             assert lib.aclrtFree(wsp[0]) == 0
 
 
-def both_phases_without_a_device(p1, p2, args, stream):
+def both_phases_without_a_device(p1, p2, args, stream, workspace=None):
     """Phase one of ``args`` (views) and its phase two on ``stream`` (a handle, or NULL), both
-    on a new thread that never set a device; returns (phase one's status, workspace size,
-    phase two's status or None when phase one failed, the thread's last message)."""
+    on a new thread that never set a device; phase two gets ``workspace`` (device memory the
+    caller allocated, at least phase one's size) with the reported size, or NULL and 0.
+    Returns (phase one's status, workspace size, phase two's status or None when phase one
+    failed, the thread's last message)."""
     import threading
     got = []
 
     def body():
         rc, ws, ex = phase_one(p1, *args)
-        rc2 = p2(ffi.NULL, 0, ex, stream) if rc == OK else None
+        given = (workspace, ws) if workspace is not None else (ffi.NULL, 0)
+        rc2 = p2(*given, ex, stream) if rc == OK else None
         got.append((rc, ws, rc2, last_msg()))
     t = threading.Thread(target=body)
     t.start()

@@ -327,8 +327,10 @@ def test_an_empty_batch_needs_no_current_device(arena, null_stream):
     rc, ws, rc2, msg = both_phases_without_a_device(P1, P2, args((0, 4, 3), 2), stream)
     assert (rc, ws, rc2) == (OK, 0, OK), msg
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    workspace = arena.malloc(32 << 20)  # above the device's size for these calls
     for shape, group in (((2, 4, 0), 2), ((2, 0, 5), 1), ((2, 4, 3), 2)):
-        rc, _, rc2, msg = both_phases_without_a_device(P1, P2, args(shape, group), stream)
+        rc, _, rc2, msg = both_phases_without_a_device(P1, P2, args(shape, group), stream,
+                                                       workspace)
         assert (rc, rc2) == (OK, 361001), (shape, msg)
         assert msg.startswith("aclnnGroupNorm: ") and "no device" in msg, msg
 
@@ -337,12 +339,13 @@ def test_executor_keeps_running_on_new_contents(arena):
     x = DevView(arena, np.zeros((2, 4, 8), F32))
     y = DevView(arena, shape=(2, 4, 8), dtype=F32)
     m, r = DevView(arena, shape=(2, 2), dtype=F32), DevView(arena, shape=(2, 2), dtype=F32)
-    rc, _, ex = phase_one(x, None, None, 2, 4, 8, 2, 1e-5, y, m, r)
+    rc, ws, ex = phase_one(x, None, None, 2, 4, 8, 2, 1e-5, y, m, r)
     assert rc == OK and lib.aclSetAclOpExecutorRepeatable(ex) == OK
+    workspace = arena.malloc(ws)
     try:
         for k in (1, 3):
             arena.h2d(x.ptr, np.full(x.n, k, F32))
-            assert P2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
+            assert P2(workspace, ws, ex, arena.stream) == OK, last_msg()
             assert lib.aclrtSynchronizeStream(arena.stream) == 0
             assert (m.read() == k).all() and (y.read() == 0).all()
     finally:

@@ -238,9 +238,8 @@ def refused(vs, code, *words, data_format="NCHW", **kw):
 
 
 def accepted(vs, data_format="NCHW"):
-    rc, ws, ex = phase_one(*args(vs, data_format))
+    rc, _, ex = phase_one(*args(vs, data_format))  # its size: test_emulator_workspace_size_gn
     assert rc == OK, last_msg()
-    assert ws == 0
     assert lib.aclDestroyAclOpExecutor(ex) == OK
 
 

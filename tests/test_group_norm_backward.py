@@ -201,7 +201,9 @@ def test_plan_runs_repeatedly_on_changing_contents():
     vals = make((4, 16, 9), 4, F16)
     devs = [acl_py.DeviceTensor.from_numpy(a) for a in vals]
     with acl_py.Stream() as s, acl_py.GroupNormBackward(*devs[:4], 4, devs[4]) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        assert plan.mode == "repeatable"
+        if not acl_py.soc_name().startswith(("Ascend910A", "Ascend310P")):
+            assert plan.workspace_size > 0  # GroupNormGrad's tiling (A2/A3, Ascend 950)
         for k in range(3):
             dyk = (vals[0].astype(F32) * (k + 1)).astype(F16)
             devs[0].buffer.copy_from_host(dyk)

@@ -173,7 +173,7 @@ def test_plan_runs_repeatedly_on_changing_contents(plan, args):
     X, G, B = (acl_py.DeviceTensor.from_numpy(a) for a in (x, g, b))
     silu = not args
     with acl_py.Stream() as s, plan(X, 4, G, B, 1e-5, *args) as p:
-        assert p.mode == "repeatable" and p.workspace_size == 0
+        assert p.mode == "repeatable" and p.workspace_size > 0  # the kernel's 16 / 2 MiB
         for k in range(2):
             xk = (x.astype(F32) * (k + 1) - k).astype(F16)
             X.buffer.copy_from_host(xk)

@@ -52,6 +52,7 @@
 #include "emu_internal.h"
 #include "phase_one.h"
 #include "convert.h"
+#include "exec_workspace.h"
 #include "half.h"
 #include "norm_rows.h"
 #include "round_away.h"
@@ -455,6 +456,74 @@ static bool inference_writes_stats(int64_t N, int64_t C, int64_t HW, int64_t G, 
     return false;
 }
 
+/* GroupNormSilu's system workspace, hard-coded by its tilings: 16 MiB on Atlas A2/A3
+ * (group_norm_silu_tiling.cpp RESERVED_WORKSPACE_SIZE_910B) and Ascend 950
+ * (group_norm_silu_tiling_arch35.cpp RESERVED_WORKSPACE_SIZE), 2 MiB on the Atlas inference
+ * parts (RESERVED_WORKSPACE_SIZE_310P). */
+static uint64_t silu_kernel_workspace(const aclemu_soc *soc)
+{
+    return soc->npu_arch == 2002 ? (uint64_t)2 * 1024 * 1024 : EW_SYS_WORKSPACE;
+}
+
+/* Phase one's workspace on a device: the executor's graph of aclnn_group_norm.cpp and
+ * aclnn_group_norm_silu.cpp (exec_workspace.h; docs/emulator.md "Phase one's workspace
+ * size"), for a call that reaches the L0 op. Contiguous copies of strided self, gamma, beta;
+ * an absent gamma (beta) made by OnesLike (ZerosLike) of C values in self's dtype, except on
+ * Ascend 950 for GroupNormSilu (`fill_absent` false: passed absent); then the GroupNormSilu
+ * kernel (its tiling's one workspace, silu_kernel_workspace) with y, mean and rstd (N x group
+ * values in stats_dt) copied out. The Atlas training parts (aclnnGroupNorm only) run the TBE
+ * GroupNorm instead (its workspace from compile info, not public: none) between FLOAT16 ->
+ * FLOAT casts of its inputs and FLOAT -> FLOAT16 casts of its results, then ViewCopy of y,
+ * Add(variance, eps) and Rsqrt (their outputs allocated), ViewCopy of mean and of rstd. */
+static uint64_t gn_device_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
+                                    int64_t N, int64_t C, int64_t HW, int64_t group,
+                                    bool fill_absent, aclDataType stats_dt)
+{
+    ew_graph g = {0};
+    const aclDataType dt = ts[T_SELF]->dtype;
+    const uint64_t n = (uint64_t)(N * C * HW), c = (uint64_t)C, ng = (uint64_t)(N * group);
+    int in[3] = {ew_contiguous_copy(&g, ts[T_SELF]), -1, -1};
+    for (int i = 1; i < 3; i++)
+        in[i] = ts[T_SELF + i] ? ew_contiguous_copy(&g, ts[T_SELF + i])
+                : fill_absent  ? ew_output(&g, ew_kernel(&g), c * aclemu_dtype_size(dt))
+                               : -1;
+    if (soc->npu_arch != 1001) {
+        const int k = ew_kernel(&g);
+        for (int i = 0; i < 3; i++)
+            ew_read(&g, in[i], k);
+        ew_kernel_workspace(&g, k, silu_kernel_workspace(soc));
+        const int y = ew_output(&g, k, n * aclemu_dtype_size(dt));
+        const int mean = ew_output(&g, k, ng * aclemu_dtype_size(stats_dt));
+        const int rstd = ew_output(&g, k, ng * aclemu_dtype_size(stats_dt));
+        ew_copy_out(&g, y, dt, ts[T_OUT], n);
+        ew_copy_out(&g, mean, stats_dt, ts[T_MEAN], ng);
+        ew_copy_out(&g, rstd, stats_dt, ts[T_RSTD], ng);
+        return ew_size(&g);
+    }
+    const aclDataType kd = dt == ACL_FLOAT16 ? ACL_FLOAT : dt;
+    const uint64_t count[3] = {n, c, c};
+    for (int i = 0; i < 3; i++)
+        in[i] = ew_cast(&g, in[i], dt, kd, count[i]);
+    const int k = ew_kernel(&g);
+    for (int i = 0; i < 3; i++)
+        ew_read(&g, in[i], k);
+    int res[3];
+    for (int i = 0; i < 3; i++)
+        res[i] = ew_output(&g, k, (i ? ng : n) * aclemu_dtype_size(kd));
+    for (int i = 0; i < 3; i++)
+        res[i] = ew_cast(&g, res[i], kd, dt, i ? ng : n);
+    ew_copy_out(&g, res[0], dt, ts[T_OUT], n);
+    const int add = ew_kernel(&g);
+    ew_read(&g, res[2], add);
+    const int sum = ew_output(&g, add, ng * aclemu_dtype_size(dt));
+    const int rsqrt = ew_kernel(&g);
+    ew_read(&g, sum, rsqrt);
+    const int rstd = ew_output(&g, rsqrt, ng * aclemu_dtype_size(dt));
+    ew_copy_out(&g, res[1], dt, ts[T_MEAN], ng);
+    ew_copy_out(&g, rstd, dt, ts[T_RSTD], ng);
+    return ew_size(&g);
+}
+
 /* GroupNorm's payload for self (ts[T_SELF]) of N x C x HW in `group` groups, run by the part's
  * kernel chain with its rounding, writing the statistics where that kernel does, the tensors
  * snapshotted; GroupNormSilu sets what its kernels do beyond that. NULL: out of host memory. */
@@ -543,8 +612,12 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor *self,
     gn_payload *P = gn_payload_new(P2, soc, ts, N, C, HxW, group, eps);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    /* an empty self fills meanOut and rstdOut and returns size 0 */
+    const uint64_t ws_size = P->empty ? 0
+        : gn_device_workspace(soc, ts, N, C, HxW, group, true, self->dtype);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &GN_OPS, P, 0, ts, TNAME, T_COUNT, T_OUT, workspaceSize, executor);
+    return p1_finish(P1, &GN_OPS, P, ws_size, ts, TNAME, T_COUNT, T_OUT, workspaceSize,
+                     executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnGroupNorm(void *workspace, uint64_t workspaceSize,
@@ -791,7 +864,10 @@ static aclnnStatus silu_phase_one(const char *fn, const char *p2, const aclemu_e
         P->affine_as_x_dtype = !empty && gamma && gamma->dtype == ACL_FLOAT &&
                                self->dtype != ACL_FLOAT &&
                                inference_sd_kernel(N, HW, group, self->dtype);
-    return p1_finish(fn, ops, P, 0, ts, TNAME, T_COUNT, T_OUT, workspaceSize, executor);
+    /* an empty self returns size 0 before the L0 op, except on regbase with N > 0 */
+    const uint64_t ws_size = empty && (!regbase || N == 0) ? 0
+        : gn_device_workspace(soc, ts, N, C, HW, group, !regbase, stats_dtype);
+    return p1_finish(fn, ops, P, ws_size, ts, TNAME, T_COUNT, T_OUT, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnGroupNormSiluGetWorkspaceSize(const aclTensor *self,

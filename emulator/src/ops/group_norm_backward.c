@@ -74,6 +74,7 @@
 
 #include "emu_internal.h"
 #include "phase_one.h"
+#include "exec_workspace.h"
 #include "convert.h"
 #include "norm_rows.h"
 #include "round_away.h"
@@ -600,6 +601,76 @@ static void a2_tiling(gnb_payload *P, aclDataType dt)
         P->batch_parts = 1;
 }
 
+/* GroupNormGrad's one tiling workspace: the platform's system workspace plus its float
+ * stage-two buffers, two copies. Atlas A2/A3 (group_norm_grad_tiling.cpp CalStage2TilingInfo):
+ * ceil(N / 2) x C for N > 2 (the deterministic stage two), else C for a 16-bit gradOut (the
+ * cast) and none for FLOAT. Ascend 950 (group_norm_grad_tiling_arch35.cpp GetWorkspaceSize):
+ * N x C in mode 3, else ceil(N / 2) x C; mode 3 (UbTiling, from BlockTiling's reserve): a
+ * group too large for UB, one channel's HxW fitting, N x group <= 16, at least two N x C tasks
+ * per core, N x (C / group / channels per UB) >= 32 and N x C <= 240000. */
+static uint64_t gng_kernel_workspace(const aclemu_soc *soc, int64_t N, int64_t C, int64_t HW,
+                                     int64_t G, aclDataType dy_dt, aclDataType gamma_dt)
+{
+    const uint64_t sys = ew_lib_api_workspace(soc);
+    const int64_t half_n = (N + 1) / 2;
+    if (soc->npu_arch != 3510)
+        return sys + (uint64_t)(N > 2 ? 2 * half_n * C * 4 : dy_dt == ACL_FLOAT ? 0 : 2 * C * 4);
+#define CEIL_TO(a, b) ((((a) + (b) - 1) / (b)) * (b))
+    const int64_t block = 32, t_bytes = (int64_t)aclemu_dtype_size(dy_dt), D = C / G;
+    const int64_t NG = N * G, NC = N * C, cores = aclemu_soc_vector_cores();
+    const bool u16 = gamma_dt != ACL_FLOAT, small_ng = NG <= 16;
+    const int64_t reserve = CEIL_TO(D, block / 4) * 4 * (small_ng ? 6 : 4) +
+                            (u16 ? CEIL_TO(D, block / 2) * 2 * (small_ng ? 1 : 2) : 0) +
+                            2 * block;
+    const int64_t stage0_per_core = small_ng ? (NC + cores - 1) / cores : 0;
+    const int64_t usable = (aclemu_soc_ub_bytes() - reserve) / 2, t_align = block / t_bytes;
+    const int64_t mode0_groups = usable / (CEIL_TO(D * HW, t_align) * t_bytes * 3 + block * 2);
+    const int64_t mode1_channels = usable / (CEIL_TO(HW, t_align) * t_bytes * 3);
+#undef CEIL_TO
+    const bool mode3 = mode0_groups <= 0 && mode1_channels > 0 && small_ng &&
+                       stage0_per_core >= 2 && N * (D / mode1_channels) >= 32 && NC <= 240000;
+    return sys + (uint64_t)(2 * (mode3 ? N : half_n) * C * 4);
+}
+
+/* Phase one's workspace on a device (exec_workspace.h; docs/emulator.md "Phase one's
+ * workspace size"), for the L0 GroupNormGrad (Atlas A2/A3, Ascend 950): contiguous copies of
+ * strided gradOut, input, mean, rstd, gamma; an absent gamma filled with ones (C values of
+ * gradOut's dtype, l0op::Fill); the kernel's workspace and its dx, dgamma, dbeta (dgamma and
+ * dbeta of gamma's dtype), each copied out when outputMask asks for it, else left in the
+ * workspace. Ascend 950's empty input (`zeros`) builds a fresh executor
+ * (ComputeGroupNormBackwardEmptyInput): only the empty-tensor kernel (16 MiB,
+ * group_norm_grad_empty_tiling_arch35.cpp MIN_WORKSPACE_SIZE), its empty dx left behind, dgamma
+ * and dbeta copied out. The composite path (Atlas training and inference) is not modelled. */
+static uint64_t gnb_device_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
+                                     const bool *mask, int64_t N, int64_t C, int64_t HW,
+                                     int64_t G, bool zeros)
+{
+    ew_graph g = {0};
+    const aclDataType dy_dt = ts[T_DY]->dtype;
+    const aclDataType gamma_dt = ts[T_GAMMA] ? ts[T_GAMMA]->dtype : dy_dt;
+    const uint64_t n = (uint64_t)(N * C * HW), c = (uint64_t)C;
+    int in[5] = {-1, -1, -1, -1, -1};
+    if (!zeros) {
+        for (int i = T_DY; i < T_GAMMA; i++)
+            in[i] = ew_contiguous_copy(&g, ts[i]);
+        in[T_GAMMA] = ts[T_GAMMA] ? ew_contiguous_copy(&g, ts[T_GAMMA])
+                                  : ew_output(&g, ew_kernel(&g), c * aclemu_dtype_size(dy_dt));
+    }
+    const int k = ew_kernel(&g);
+    for (int i = 0; i < 5; i++)
+        ew_read(&g, in[i], k);
+    ew_kernel_workspace(&g, k, zeros ? EW_SYS_WORKSPACE
+                                     : gng_kernel_workspace(soc, N, C, HW, G, dy_dt, gamma_dt));
+    const aclDataType dt[3] = {dy_dt, gamma_dt, gamma_dt};
+    const uint64_t count[3] = {n, c, c};
+    for (int i = 0; i < 3; i++) {
+        const int res = ew_output(&g, k, count[i] * aclemu_dtype_size(dt[i]));
+        if (zeros ? i > 0 : mask[i])
+            ew_copy_out(&g, res, dt[i], ts[T_DX + i], count[i]);
+    }
+    return ew_size(&g);
+}
+
 /* The ViewCopy of the empty-tensor kernel's dgamma or dbeta ([C]) into out (561103 when it
  * fails: out NULL, not of the L0 result's dtype or not of C elements). */
 static aclnnStatus empty_copy(const aclTensor *out, int i, aclDataType dt, int64_t C)
@@ -707,7 +778,10 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
         for (int i = 0; i < T_COUNT; i++)
             P->t[i].present = false;
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &GNB_OPS, P, 0, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
+    const uint64_t ws_size = path == PATH_KERNEL || path == PATH_ZEROS
+        ? gnb_device_workspace(soc, ts, mask, N, C, HxW, group, path == PATH_ZEROS) : 0;
+    return p1_finish(P1, &GNB_OPS, P, ws_size, ts, TNAME, T_COUNT, T_DX, workspaceSize,
+                     executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnGroupNormBackward(void *workspace, uint64_t workspaceSize,

@@ -54,6 +54,7 @@
 #include "emu_internal.h"
 #include "phase_one.h"
 #include "convert.h"
+#include "exec_workspace.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -229,6 +230,43 @@ static bool is_empty(const aclTensor *t)
     return false;
 }
 
+/* Phase one's workspace on a device (exec_workspace.h; docs/emulator.md "Phase one's
+ * workspace size") for a call with values, on the Atlas inference parts (the only ones the
+ * op_api takes): contiguous copies of strided x, gamma, beta; for NHWC an l0op::Transpose of x
+ * to NCHW (its output allocated); the TBE InstanceNormV3 (workspace from compile info, not
+ * public: none) with y, mean and variance allocated (x's dtype); for NHWC a Transpose of y
+ * back (allocated, then copied out) and the statistics reshaped (views); the ViewCopy of each
+ * result. */
+static uint64_t in_device_workspace(const aclTensor *const *ts, bool nhwc, int64_t N,
+                                    int64_t C)
+{
+    ew_graph g = {0};
+    const aclTensor *x = ts[T_X];
+    const uint64_t size = aclemu_dtype_size(x->dtype);
+    const uint64_t n = ew_bytes(x, x->dtype) / size, nc = (uint64_t)(N * C);
+    int in[3];
+    for (int i = 0; i < 3; i++)
+        in[i] = ew_contiguous_copy(&g, ts[T_X + i]);
+    if (nhwc) {
+        const int to_nchw = ew_kernel(&g);
+        ew_read(&g, in[0], to_nchw);
+        in[0] = ew_output(&g, to_nchw, n * size);
+    }
+    const int k = ew_kernel(&g);
+    for (int i = 0; i < 3; i++)
+        ew_read(&g, in[i], k);
+    int res[3] = {ew_output(&g, k, n * size), ew_output(&g, k, nc * size),
+                  ew_output(&g, k, nc * size)};
+    if (nhwc) {
+        const int to_nhwc = ew_kernel(&g);
+        ew_read(&g, res[0], to_nhwc);
+        res[0] = ew_output(&g, to_nhwc, n * size);
+    }
+    for (int i = 0; i < 3; i++)
+        ew_copy_out(&g, res[i], x->dtype, ts[T_Y + i], i ? nc : n);
+    return ew_size(&g);
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnInstanceNormGetWorkspaceSize(
     const aclTensor *x, const aclTensor *gamma, const aclTensor *beta, const char *dataFormat,
     double eps, aclTensor *y, aclTensor *mean, aclTensor *variance, uint64_t *workspaceSize,
@@ -313,7 +351,8 @@ ACLEMU_EXPORT aclnnStatus aclnnInstanceNormGetWorkspaceSize(
         if (i != T_Y)
             flat_snapshot(&P->t[i], ts[i]);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &IN_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+    return p1_finish(P1, &IN_OPS, P, in_device_workspace(ts, nhwc, N, C), ts, TNAME, T_COUNT,
+                     N_INPUTS, workspaceSize, executor);
 fail:
     free(P);
     return st;

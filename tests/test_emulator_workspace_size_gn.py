@@ -1,0 +1,462 @@
+"""Phase one's workspace size as a device reports it, for aclnnGroupNorm, aclnnGroupNormSilu,
+aclnnGroupNormSiluV2, aclnnGroupNormBackward and aclnnInstanceNorm (emulator/src/ops/
+exec_workspace.h; docs/emulator.md "Phase one's workspace size").
+
+The expected sizes are stated here from the vendor's sources, independently of the emulator's
+code: opbase's MaxAllocator (tests/_workspace_model.py) over the kernel graph each op_api builds
+(hicann/ops-nn norm/group_norm/op_host/op_api/aclnn_group_norm.cpp, norm/group_norm_silu/
+op_host/op_api/aclnn_group_norm_silu.cpp, norm/group_norm_grad/op_host/op_api/
+aclnn_group_norm_backward.cpp, norm/instance_norm_v3/op_host/op_api/aclnn_instance_norm.cpp)
+and each AscendC tiling's workspace: GroupNormSilu's hard-coded 16 MiB (2 MiB on the Atlas
+inference parts), GroupNormGrad's platform system workspace plus its float stage-two buffers.
+TBE kernels (GroupNorm on the Atlas training parts, InstanceNormV3) take their workspace from
+compile info that is not public: none. Then phase two's checks of that size: NULL 161001, one
+byte short 161002, nothing leaked, and a run with exactly that size.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from acl_py import reference
+from acl_py.raw import ffi, lib
+
+from _emu_aclnn import phase_one
+from _part_runs import other_parts, run_on_parts
+from _workspace_model import ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, align, max_allocator
+from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, DevView, arena,  # noqa: F401
+                              last_msg, live, no_leaks, stream)
+
+GN = (lib.aclnnGroupNormGetWorkspaceSize, lib.aclnnGroupNorm)
+SILU = (lib.aclnnGroupNormSiluGetWorkspaceSize, lib.aclnnGroupNormSilu)
+SILU_V2 = (lib.aclnnGroupNormSiluV2GetWorkspaceSize, lib.aclnnGroupNormSiluV2)
+GNB = (lib.aclnnGroupNormBackwardGetWorkspaceSize, lib.aclnnGroupNormBackward)
+IN = (lib.aclnnInstanceNormGetWorkspaceSize, lib.aclnnInstanceNorm)
+UB_BYTES = ctypes.CDLL(str(lib.backend.libraries["ascendcl"])).aclemu_soc_ub_bytes
+UB_BYTES.restype = ctypes.c_int64
+BF16_PART = ARCH in (2201, 3510)
+SIZE = {F32: 4, F16: 2, BF16: 2}
+
+
+class Graph:
+    """The op_api's kernel graph in launch order: kernels, their tiling workspaces, the
+    outputs the executor allocates with their last reader; a result ViewCopy hands to a
+    contiguous caller's tensor leaves the workspace (``to_user``)."""
+
+    def __init__(self):
+        self.kernels, self.tensors = 0, []
+
+    def kernel(self):
+        self.kernels += 1
+        return self.kernels - 1
+
+    def workspace(self, k, nbytes):
+        self.tensors.append([nbytes, k, k])
+
+    def output(self, k, nbytes):
+        self.tensors.append([nbytes, k, k])
+        return self.tensors[-1]
+
+    @staticmethod
+    def read(t, k):
+        if t is not None:
+            t[2] = max(t[2], k)
+
+    def to_user(self, t):
+        self.tensors.remove(t)
+
+    def size(self):
+        return max_allocator([tuple(t) for t in self.tensors])
+
+
+def needs_bf16(dt):
+    if dt == BF16 and not BF16_PART:
+        pytest.skip(f"{SOC} has no BF16")
+
+
+def destroyed(rc, ws, ex):
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    return ws
+
+
+# ---- aclnnGroupNorm, aclnnGroupNormSilu(V2) ---------------------------------------------------
+
+def silu_workspace():
+    """group_norm_silu_tiling.cpp RESERVED_WORKSPACE_SIZE_910B / _310P, arch35's
+    RESERVED_WORKSPACE_SIZE."""
+    return 2 * 1024 * 1024 if ARCH == 2002 else MiB16
+
+
+def gn_expected(shape, group, dt, gamma, beta, *, silu_op=False, strided_x=False):
+    """Contiguous outputs: every result of the kernel goes to the caller's tensor."""
+    n, c = shape[0], shape[1]
+    count, ng, g = int(np.prod(shape)), n * group, Graph()
+    x = g.output(g.kernel(), count * SIZE[dt]) if strided_x else None
+    fill = not (silu_op and ARCH == 3510)   # GetGamma/GetBeta: OnesLike/ZerosLike
+    affine = [g.output(g.kernel(), c * SIZE[dt]) if not given and fill else None
+              for given in (gamma, beta)]
+    if ARCH != 1001:                        # GroupNormSilu
+        k = g.kernel()
+        for t in [x] + affine:
+            g.read(t, k)
+        g.workspace(k, silu_workspace())
+        return g.size()
+    kd = F32                                # the TBE GroupNorm, FLOAT16 cast to FLOAT around it
+    ins = [x] + affine
+    if dt == F16:
+        for i, nelem in enumerate((count, c, c)):
+            kc = g.kernel()
+            g.read(ins[i], kc)
+            ins[i] = g.output(kc, nelem * 4)
+    k = g.kernel()
+    for t in ins:
+        g.read(t, k)
+    res = [g.output(k, nelem * SIZE[kd]) for nelem in (count, ng, ng)]
+    if dt == F16:
+        for i, nelem in enumerate((count, ng, ng)):
+            kc = g.kernel()
+            g.read(res[i], kc)
+            res[i] = g.output(kc, nelem * 2)
+    g.to_user(res[0])                       # ViewCopy(y, out)
+    add = g.kernel()
+    g.read(res[2], add)
+    total = g.output(add, ng * SIZE[dt])
+    rsqrt = g.kernel()
+    g.read(total, rsqrt)
+    g.to_user(res[1])                       # ViewCopy(mean reshaped, meanOut)
+    g.to_user(g.output(rsqrt, ng * SIZE[dt]))
+    return g.size()
+
+
+def gn_views(arena, shape, group, dt, gamma=True, beta=True, x_kind="contig", values=None):
+    n, c = shape[0], shape[1]
+    x = DevView(arena, np.ones(shape, dt) if values is None else values, kind=x_kind)
+    gv = DevView(arena, np.full(c, 1.25, dt)) if gamma else None
+    bv = DevView(arena, np.full(c, -0.5, dt)) if beta else None
+    return (x, gv, bv, DevView(arena, shape=shape, dtype=dt),
+            DevView(arena, shape=(n, group), dtype=dt), DevView(arena, shape=(n, group), dtype=dt))
+
+
+def gn_phase_one(op, views, shape, group, activate=True):
+    x, g, b, y, m, r = views
+    n, c, hw = shape[0], shape[1], int(np.prod(shape[2:]))
+    if op is GN:
+        return phase_one(op[0], x, g, b, n, c, hw, group, 1e-5, y, m, r)
+    if op is SILU:
+        return phase_one(op[0], x, g, b, group, 1e-5, y, m, r)
+    return phase_one(op[0], x, g, b, group, 1e-5, activate, y, m, r)
+
+
+def needs_silu_kernel():
+    if ARCH == 1001:
+        pytest.skip(f"{SOC}: GroupNormSilu has no kernel on the Atlas training series")
+
+
+GN_SHAPES = [((2, 8, 3, 5), 4), ((3, 6, 7), 3), ((1, 32, 16), 32)]
+AFFINE = [(True, True), (False, True), (False, False)]
+
+
+@pytest.mark.parametrize("shape,group", GN_SHAPES, ids=[str(s) for s, _ in GN_SHAPES])
+@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=["f32", "f16", "bf16"])
+@pytest.mark.parametrize("affine", AFFINE, ids=["gb", "-b", "--"])
+def test_group_norm_size(arena, shape, group, dt, affine):
+    needs_bf16(dt)
+    ws = destroyed(*gn_phase_one(GN, gn_views(arena, shape, group, dt, *affine), shape, group))
+    assert ws == gn_expected(shape, group, dt, *affine) > 0
+
+
+@pytest.mark.parametrize("op", [SILU, SILU_V2], ids=["silu", "silu_v2"])
+@pytest.mark.parametrize("dt", [F32, F16], ids=["f32", "f16"])
+@pytest.mark.parametrize("affine", AFFINE, ids=["gb", "-b", "--"])
+def test_group_norm_silu_size(arena, op, dt, affine):
+    needs_silu_kernel()
+    shape, group = (2, 8, 3, 5), 4
+    ws = destroyed(*gn_phase_one(op, gn_views(arena, shape, group, dt, *affine), shape, group,
+                                 activate=False))
+    assert ws == gn_expected(shape, group, dt, *affine, silu_op=True) > 0
+
+
+@pytest.mark.parametrize("op", [GN, SILU], ids=["group_norm", "silu"])
+def test_group_norm_size_strided_input(arena, op):
+    """A strided self is copied first (l0op::Contiguous): its copy lives until the kernel."""
+    if op is SILU:
+        needs_silu_kernel()
+    shape, group = (2, 8, 3, 5), 4
+    ws = destroyed(*gn_phase_one(op, gn_views(arena, shape, group, F32, x_kind="transposed"),
+                                 shape, group))
+    assert ws == gn_expected(shape, group, F32, True, True, silu_op=op is SILU,
+                             strided_x=True)
+
+
+def test_group_norm_size_strided_mean_adds_its_copy(arena):
+    """A strided meanOut: ViewCopy copies the kernel's mean into it (a kernel reading it),
+    so the mean stays in the workspace: one more N x group tensor than with a contiguous one."""
+    shape, group = (2, 8, 3, 5), 4
+    views = list(gn_views(arena, shape, group, F32))
+    contiguous = destroyed(*gn_phase_one(GN, views, shape, group))
+    views[4] = DevView(arena, shape=(2, group), dtype=F32, kind="transposed")
+    strided = destroyed(*gn_phase_one(GN, views, shape, group))
+    assert strided > contiguous
+
+
+@pytest.mark.parametrize("op", [GN, SILU, SILU_V2], ids=["group_norm", "silu", "silu_v2"])
+def test_group_norm_empty_takes_none(arena, op):
+    """An empty self returns before any L0 op (the fills of meanOut/rstdOut launch no
+    workspace), except GroupNormSilu's on Ascend 950 with N > 0: its empty kernel runs.
+    (GroupNormSilu off Ascend 950 refuses N 0.)"""
+    for shape in ((0, 4, 3), (2, 4, 0))[op is not GN and ARCH != 3510:]:
+        ws = destroyed(*gn_phase_one(op, gn_views(arena, shape, 2, F32), shape, 2))
+        if op is not GN and ARCH == 3510 and shape[0] > 0:
+            assert ws == max_allocator([(MiB16, 0, 0)])
+        else:
+            assert ws == 0
+
+
+@pytest.mark.parametrize("op", [GN, SILU], ids=["group_norm", "silu"])
+@pytest.mark.parametrize("attempt", ["null", "short", "exact"])
+def test_group_norm_workspace_checked_and_exact_runs(arena, op, attempt):
+    """With the device's size: NULL refused (161001), one byte short refused (161002), the
+    executor released and nothing leaked either way; exactly that size runs right."""
+    if op is SILU:
+        needs_silu_kernel()
+    shape, group = (2, 8, 3, 5), 4
+    x = np.linspace(-2, 3, int(np.prod(shape)), dtype=F32).reshape(shape)
+    views = gn_views(arena, shape, group, F32, gamma=False, beta=False, values=x)
+    rc, ws, ex = gn_phase_one(op, views, shape, group)
+    assert rc == OK and ws == gn_expected(shape, group, F32, False, False, silu_op=op is SILU)
+    wsp = arena.malloc(ws)
+    before = live()
+    if attempt == "null":
+        assert op[1](ffi.NULL, ws, ex, arena.stream) == NULLPTR
+        assert "workspace is NULL" in last_msg()
+    elif attempt == "short":
+        assert op[1](wsp, ws - 1, ex, arena.stream) == INVALID
+        assert "less than" in last_msg()
+    else:
+        assert op[1](wsp, ws, ex, arena.stream) == OK, last_msg()
+        assert lib.aclrtSynchronizeStream(arena.stream) == OK
+        y, mean, rstd = (reference.group_norm_silu(x, None, None, group) if op is SILU
+                         else reference.group_norm(x, None, None, 2, 8, 15, group))
+        np.testing.assert_allclose(views[3].read(), y, rtol=1e-4, atol=1e-4)
+        if ARCH != 2002:   # the inference parts' kernel for this shape writes no mean/rstd
+            np.testing.assert_allclose(views[4].read(), mean.reshape(2, group), rtol=1e-5,
+                                       atol=1e-5)
+            np.testing.assert_allclose(views[5].read(), rstd.reshape(2, group), rtol=1e-4)
+        return
+    after = live()
+    assert after["executors"] == before["executors"] - 1
+    assert after["device_bytes"] == before["device_bytes"]
+
+
+# ---- aclnnGroupNormBackward --------------------------------------------------------------------
+
+def needs_grad_kernel():
+    if ARCH not in (2201, 3510):
+        pytest.skip(f"{SOC}: the composite backward (BatchNorm grads, Mul, ReduceSum) is not "
+                    "modelled (docs/emulator.md)")
+
+
+def grad_mode3(n, c, hw, group, t_bytes, u16):
+    """group_norm_grad_tiling_arch35.cpp BlockTiling and UbTiling: MODE_3 or not."""
+    d, ng, nc, block = c // group, n * group, n * c, 32
+    ceil_to = lambda a, b: -(-a // b) * b  # noqa: E731
+    small = ng <= 16
+    reserve = (ceil_to(d, 8) * 4 * (6 if small else 4)
+               + (ceil_to(d, 16) * 2 * (1 if small else 2) if u16 else 0) + 2 * block)
+    usable = (UB_BYTES() - reserve) // 2
+    mode0 = usable // (ceil_to(d * hw, block // t_bytes) * t_bytes * 3 + 2 * block)
+    mode1 = usable // (ceil_to(hw, block // t_bytes) * t_bytes * 3)
+    stage0 = -(-nc // CORES) if small else 0
+    return (mode0 == 0 and mode1 > 0 and small and stage0 >= 2 and n * (d // mode1) >= 32
+            and nc <= 240000)
+
+
+def grad_kernel_workspace(n, c, hw, group, dt, gamma_dt):
+    """GroupNormGrad's tiling workspace: GetLibApiWorkSpaceSize plus two float copies of its
+    stage-two buffer (group_norm_grad_tiling.cpp CalStage2TilingInfo; arch35 GetWorkspaceSize)."""
+    half_n = -(-n // 2)
+    if ARCH == 3510:
+        rows = n if grad_mode3(n, c, hw, group, SIZE[dt], gamma_dt != F32) else half_n
+        return LIB_API_WORKSPACE + 2 * rows * c * 4
+    usr = 2 * half_n * c * 4 if n > 2 else 0 if dt == F32 else 2 * c * 4
+    return LIB_API_WORKSPACE + usr
+
+
+def gnb_expected(shape, group, dt, mask, gamma=True):
+    n, c = shape[0], shape[1]
+    hw, g = int(np.prod(shape[2:])), Graph()
+    fill = None if gamma else g.output(g.kernel(), c * SIZE[dt])
+    k = g.kernel()
+    g.read(fill, k)
+    g.workspace(k, grad_kernel_workspace(n, c, hw, group, dt, dt))
+    for i, nelem in enumerate((n * c * hw, c, c)):
+        if not mask[i]:
+            g.output(k, nelem * SIZE[dt])
+    return g.size()
+
+
+def gnb_views(arena, shape, group, dt, mask, gamma=True, values=None):
+    n, c = shape[0], shape[1]
+    rng = np.random.default_rng(5)
+    x = values if values is not None else rng.standard_normal(shape).astype(dt)
+    dy = (rng.standard_normal(shape) * 0.5).astype(dt)
+    _, mean, rstd = reference.group_norm(x, None, None, n, c, int(np.prod(shape[2:])), group)
+    g = (1 + 0.25 * rng.standard_normal(c)).astype(dt)
+    ins = [DevView(arena, v) for v in (dy, x, mean.astype(dt).reshape(n, group),
+                                       rstd.astype(dt).reshape(n, group))]
+    ins.append(DevView(arena, g) if gamma else None)
+    outs = [DevView(arena, shape=s, dtype=dt) if m else None
+            for s, m in zip((shape, (c,), (c,)), mask)]
+    return ins, outs, (dy, x, mean, rstd, g if gamma else None)
+
+
+def gnb_phase_one(arena, ins, outs, shape, group, mask):
+    n, c, hw = shape[0], shape[1], int(np.prod(shape[2:]))
+    return phase_one(GNB[0], *ins, n, c, hw, group, arena.bool_array(mask), *outs)
+
+
+GNB_SHAPES = [((1, 8, 15), 4), ((2, 6, 5), 3), ((3, 8, 4), 2), ((5, 16, 9), 4)]
+MASKS = [(True, True, True), (True, False, False), (False, True, True), (False, False, True)]
+
+
+@pytest.mark.parametrize("shape,group", GNB_SHAPES, ids=[str(s) for s, _ in GNB_SHAPES])
+@pytest.mark.parametrize("dt", [F32, F16], ids=["f32", "f16"])
+@pytest.mark.parametrize("mask", MASKS, ids=["".join("TF"[not m] for m in k) for k in MASKS])
+def test_group_norm_backward_size(arena, shape, group, dt, mask):
+    needs_grad_kernel()
+    ins, outs, _ = gnb_views(arena, shape, group, dt, mask)
+    ws = destroyed(*gnb_phase_one(arena, ins, outs, shape, group, mask))
+    assert ws == gnb_expected(shape, group, dt, mask)
+
+
+def test_group_norm_backward_size_without_gamma(arena):
+    needs_grad_kernel()
+    shape, mask = (3, 8, 4), (True, True, True)
+    ins, outs, _ = gnb_views(arena, shape, 2, F32, mask, gamma=False)
+    ws = destroyed(*gnb_phase_one(arena, ins, outs, shape, 2, mask))
+    assert ws == gnb_expected(shape, 2, F32, mask, gamma=False)
+
+
+@pytest.mark.skipif(ARCH != 3510, reason=f"{SOC}: Ascend 950's MODE_3 only")
+@pytest.mark.parametrize("c,mode3", [(160, True), (16, False)], ids=["mode3", "mode1"])
+def test_group_norm_backward_size_follows_the_950_mode(arena, c, mode3):
+    """N 2, one group of HxW 1024 floats per channel: C 160 takes MODE_3 (stage-two buffer
+    N x C), C 16 MODE_1 (ceil(N / 2) x C)."""
+    shape, mask = (2, c, 1024), (True, True, True)
+    assert grad_mode3(2, c, 1024, 1, 4, False) == mode3
+    ins, outs, _ = gnb_views(arena, shape, 1, F32, mask)
+    ws = destroyed(*gnb_phase_one(arena, ins, outs, shape, 1, mask))
+    assert ws == max_allocator([(MiB16 + 2 * (2 if mode3 else 1) * c * 4, 0, 0)])
+
+
+@pytest.mark.skipif(ARCH != 3510, reason=f"{SOC}: an empty input returns before any kernel "
+                    "off Ascend 950")
+def test_group_norm_backward_empty_on_950(arena):
+    """ComputeGroupNormBackwardEmptyInput: a fresh executor with the empty-tensor kernel only
+    (MIN_WORKSPACE_SIZE 16 MiB) and its empty dx left in the workspace."""
+    shape, mask = (0, 4, 3), (True, True, True)
+    ins, outs, _ = gnb_views(arena, shape, 2, F32, mask)
+    ws = destroyed(*gnb_phase_one(arena, ins, outs, shape, 2, mask))
+    assert ws == max_allocator([(MiB16, 0, 0), (0, 0, 0)])
+
+
+@pytest.mark.parametrize("attempt", ["null", "short", "exact"])
+def test_group_norm_backward_workspace_checked_and_exact_runs(arena, attempt):
+    needs_grad_kernel()
+    shape, group, mask = (3, 8, 4), 2, (True, True, True)
+    ins, outs, (dy, x, mean, rstd, g) = gnb_views(arena, shape, group, F32, mask)
+    rc, ws, ex = gnb_phase_one(arena, ins, outs, shape, group, mask)
+    assert rc == OK and ws == gnb_expected(shape, group, F32, mask)
+    wsp = arena.malloc(ws)
+    before = live()
+    if attempt == "null":
+        assert GNB[1](ffi.NULL, ws, ex, arena.stream) == NULLPTR
+    elif attempt == "short":
+        assert GNB[1](wsp, ws - 1, ex, arena.stream) == INVALID
+    else:
+        assert GNB[1](wsp, ws, ex, arena.stream) == OK, last_msg()
+        assert lib.aclrtSynchronizeStream(arena.stream) == OK
+        refs = reference.group_norm_backward(dy, x, mean, rstd, g, 3, 8, 4, group)
+        for out, ref in zip(outs, refs):
+            np.testing.assert_allclose(out.read(), ref, rtol=1e-4, atol=1e-4)
+        return
+    after = live()
+    assert after["executors"] == before["executors"] - 1
+    assert after["device_bytes"] == before["device_bytes"]
+
+
+# ---- aclnnInstanceNorm ---------------------------------------------------------------------------
+
+def needs_instance_norm():
+    if ARCH != 2002:
+        pytest.skip(f"{SOC}: aclnnInstanceNorm runs on the Atlas inference series only")
+
+
+def in_expected(shape, dt, nhwc, strided_x=False):
+    """Contiguous outputs; a strided x copied; NHWC: Transpose x -> NCHW, the TBE kernel
+    (no public workspace), Transpose y back (copied out)."""
+    count, g = int(np.prod(shape)), Graph()
+    x = g.output(g.kernel(), count * SIZE[dt]) if strided_x else None
+    if nhwc:
+        t = g.kernel()
+        g.read(x, t)
+        x = g.output(t, count * SIZE[dt])
+    k = g.kernel()
+    g.read(x, k)
+    if nhwc:
+        y = g.output(k, count * SIZE[dt])
+        back = g.kernel()
+        g.read(y, back)
+    return g.size()
+
+
+def in_call(arena, shape, dt, nhwc, x_kind="contig", values=None):
+    n, c = shape[0], shape[3 if nhwc else 1]
+    stats = (n, 1, 1, c) if nhwc else (n, c, 1, 1)
+    x = DevView(arena, np.ones(shape, dt) if values is None else values, kind=x_kind)
+    views = [x, DevView(arena, np.full(c, 1.5, dt)), DevView(arena, np.full(c, 0.25, dt)),
+             DevView(arena, shape=shape, dtype=dt), DevView(arena, shape=stats, dtype=dt),
+             DevView(arena, shape=stats, dtype=dt)]
+    fmt = ffi.new("char[]", b"NHWC" if nhwc else b"NCHW")
+    return views, phase_one(IN[0], *views[:3], fmt, 1e-5, *views[3:])
+
+
+@pytest.mark.parametrize("nhwc", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("dt", [F32, F16], ids=["f32", "f16"])
+@pytest.mark.parametrize("x_kind", ["contig", "transposed"])
+def test_instance_norm_size(arena, nhwc, dt, x_kind):
+    needs_instance_norm()
+    shape = (2, 16, 4, 16)   # C and H x W 16 either way
+    _, result = in_call(arena, shape, dt, nhwc, x_kind)
+    assert destroyed(*result) == in_expected(shape, dt, nhwc, strided_x=x_kind != "contig")
+
+
+@pytest.mark.parametrize("attempt", ["null", "short", "exact"])
+def test_instance_norm_workspace_checked_and_exact_runs(arena, attempt):
+    needs_instance_norm()
+    shape = (2, 4, 4, 16)   # NHWC: C 16, H x W 16
+    x = np.linspace(-1, 2, int(np.prod(shape)), dtype=F32).reshape(shape)
+    views, (rc, ws, ex) = in_call(arena, shape, F32, True, values=x)
+    assert rc == OK and ws == in_expected(shape, F32, True) > 0
+    wsp = arena.malloc(ws)
+    before = live()
+    if attempt == "null":
+        assert IN[1](ffi.NULL, ws, ex, arena.stream) == NULLPTR
+    elif attempt == "short":
+        assert IN[1](wsp, ws - 1, ex, arena.stream) == INVALID
+    else:
+        assert IN[1](wsp, ws, ex, arena.stream) == OK, last_msg()
+        assert lib.aclrtSynchronizeStream(arena.stream) == OK
+        refs = reference.instance_norm(x, np.full(16, 1.5), np.full(16, 0.25), "NHWC")
+        for view, ref in zip(views[3:], refs):
+            np.testing.assert_allclose(view.read(), ref, rtol=1e-4, atol=1e-5)
+        return
+    after = live()
+    assert after["executors"] == before["executors"] - 1
+    assert after["device_bytes"] == before["device_bytes"]
+
+
+test_on_other_parts = run_on_parts(other_parts(), "size or workspace")
