@@ -66,6 +66,7 @@
 #include "phase_one.h"
 #include "convert.h"
 #include "bn_channels.h"
+#include "exec_workspace.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -88,6 +89,7 @@ typedef enum {
 
 typedef struct {
     tdesc t[T_COUNT];
+    uint64_t ws_size;    /* what phase one reports: the device's (exec_workspace.h) */
     bool empty;          /* an empty input: saveMean 0 and saveInvstd NaN where given */
     bool no_kernel;      /* an empty input with no non-empty saveMean/saveInvstd to fill */
     bool training;
@@ -248,9 +250,9 @@ static aclnnStatus bn_launch(void *payload, void *const *addrs, void *workspace,
     (void)workspace_size;
     const bn_payload *P = payload;
     if (P->no_kernel)
-        return bn_task_launch(&BN_NO_KERNEL, payload, addrs, workspace, stream, 0, 0);
-    return bn_task_launch(&BN_KERNEL, payload, addrs, workspace, stream, P->empty ? 0 : P->C,
-                          P->R);
+        return bn_task_launch(&BN_NO_KERNEL, payload, addrs, workspace, P->ws_size, stream, 0, 0);
+    return bn_task_launch(&BN_KERNEL, payload, addrs, workspace, P->ws_size, stream,
+                          P->empty ? 0 : P->C, P->R);
 }
 
 static const aclemu_executor_ops BN_OPS = {
@@ -353,6 +355,149 @@ static aclnnStatus check_fill(const aclTensor *t, int i)
     return ACLNN_SUCCESS;
 }
 
+/* ---- phase one's workspace: the device's (exec_workspace.h) ------------------------------ */
+
+/*
+ * aclnn_batch_norm.cpp's graph (aclnnBatchNormGetWorkspaceSize, BatchNorm, BatchNormV3Proc,
+ * BatchNormProcRegbase, BatchNormProc, DoBatchNormProc; norm_common norm_tensor_util.cpp
+ * ResizeFrom1D/ResizeTo1D/ResizeFrom5D/ResizeTo5D; batch_norm.cpp the L0 outputs), in launch
+ * order. BatchNormV3's tilings hard-code their 16 MiB (batch_norm_v3_tiling_base.cpp, the
+ * arch35 full-reduce, Welford and inference tilings); the TBE kernels' own workspaces are not
+ * public: none. Not modelled: Ascend 950's BlockSplitR/RARBlockSplitR templates' partials
+ * (their 16 MiB is counted; docs/emulator.md).
+ */
+static uint64_t bn_device_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
+                                    const bn_payload *P)
+{
+    const aclTensor *x = ts[T_INPUT];
+    const uint64_t C = (uint64_t)P->C, X = (uint64_t)(P->C * P->R);
+    const aclDataType xdt = x->dtype;
+    const bool regbase = P->chain == CHAIN_950, training = P->training;
+    const bool ncdhw_ok = soc->npu_arch == 2201 || soc->npu_arch == 2002;
+    ew_graph g = {0};
+    int xin = ew_contiguous_copy(&g, x);
+    /* the absent vectors' fills, in the op_api's order: runningMean, runningVar, weight, bias */
+    const aclDataType fill_dt = regbase ? xdt : ACL_FLOAT;
+    int vec[4];
+    aclDataType vdt[4];
+    const int order[4] = {T_RMEAN, T_RVAR, T_WEIGHT, T_BIAS};
+    for (int i = 0; i < 4; i++) {
+        const aclTensor *t = ts[order[i]];
+        vec[i] = t ? -1 : ew_fill(&g, C * aclemu_dtype_size(fill_dt));
+        vdt[i] = t ? t->dtype : fill_dt;
+    }
+    int rm = vec[0], rv = vec[1], w = vec[2], b = vec[3];
+    const uint64_t dim = x->ndim > 5 ? 5 : x->ndim;
+    /* ResizeFrom5D (inference, rank 5, NCDHW kept off DAV_2201/DAV_2002): a Transpose */
+    const bool transposed = !training && dim == 5 && !ncdhw_ok;
+    if (transposed)
+        xin = ew_convert(&g, xin, X * aclemu_dtype_size(xdt));
+    int y;
+    if (P->chain != CHAIN_TBE) {
+        /* BatchNormV3Proc (Atlas A2/A3 training) and BatchNormProcRegbase (Ascend 950) */
+        aclDataType wb = vdt[2] == vdt[3] ? vdt[2] : ACL_FLOAT; /* PromoteType of floats */
+        if (wb != xdt)
+            wb = ACL_FLOAT;
+        w = ew_cast(&g, w < 0 ? ew_contiguous_copy(&g, ts[T_WEIGHT]) : w, vdt[2], wb, C);
+        b = ew_cast(&g, b < 0 ? ew_contiguous_copy(&g, ts[T_BIAS]) : b, vdt[3], wb, C);
+        aclDataType run = ACL_FLOAT;
+        if (regbase) {
+            run = vdt[0] == vdt[1] ? vdt[0] : ACL_FLOAT;
+            if (run != wb || run != xdt)
+                run = ACL_FLOAT;
+        }
+        rm = ew_cast(&g, rm < 0 ? ew_contiguous_copy(&g, ts[T_RMEAN]) : rm, vdt[0], run, C);
+        rv = ew_cast(&g, rv < 0 ? ew_contiguous_copy(&g, ts[T_RVAR]) : rv, vdt[1], run, C);
+        const int k = ew_kernel(&g);
+        const int reads[5] = {xin, w, b, rm, rv};
+        for (int i = 0; i < 5; i++)
+            ew_read(&g, reads[i], k);
+        ew_kernel_workspace(&g, k, EW_SYS_WORKSPACE);
+        y = ew_output(&g, k, X * aclemu_dtype_size(xdt));
+        const int mean = ew_output(&g, k, C * 4), var = ew_output(&g, k, C * 4);
+        if (training) {
+            /* the running statistics back to the caller's tensors (a fill stays put), then
+             * the saved ones (given: training asks for them) */
+            if (ts[T_RMEAN])
+                ew_copy_out(&g, rm, run, ts[T_RMEAN], C);
+            if (ts[T_RVAR])
+                ew_copy_out(&g, rv, run, ts[T_RVAR], C);
+            if (ts[T_SMEAN])
+                ew_copy_out(&g, mean, ACL_FLOAT, ts[T_SMEAN], C);
+            if (ts[T_SINV])
+                ew_copy_out(&g, var, ACL_FLOAT, ts[T_SINV], C);
+        }
+    } else {
+        /* BatchNormProc: ResizeFrom1D of each vector, a FLOAT cast (6HD off NCDHW parts) */
+        const bool six_hd = dim == 5 && !transposed && !ncdhw_ok;
+        int64_t d[5];
+        bn_ncdhw(x, d);
+        const uint64_t c_6hd = (C + 15) / 16 * 16 * 4;
+        int *v[4] = {&w, &b, &rm, &rv};
+        const int vi[4] = {2, 3, 0, 1}, tsi[4] = {T_WEIGHT, T_BIAS, T_RMEAN, T_RVAR};
+        for (int i = 0; i < 4; i++) {
+            int h = *v[i] < 0 ? ew_contiguous_copy(&g, ts[tsi[i]]) : *v[i];
+            h = ew_cast(&g, h, vdt[vi[i]], ACL_FLOAT, C);
+            *v[i] = six_hd ? ew_convert(&g, h, c_6hd) : h;
+        }
+        const uint64_t stat = six_hd ? c_6hd : C * 4;
+        if (!training) {
+            const int k = ew_kernel(&g); /* BNInfer */
+            const int reads[5] = {xin, w, b, rm, rv};
+            for (int i = 0; i < 5; i++)
+                ew_read(&g, reads[i], k);
+            y = ew_output(&g, k, X * aclemu_dtype_size(xdt));
+        } else {
+            if (six_hd)
+                xin = ew_convert(&g, xin, bn_6hd_bytes(d, aclemu_dtype_size(xdt)));
+            const int kr = ew_kernel(&g); /* BNTrainingReduce */
+            ew_read(&g, xin, kr);
+            const int sum = ew_output(&g, kr, stat), sq = ew_output(&g, kr, stat);
+            const int ku = ew_kernel(&g); /* BNTrainingUpdate */
+            const int reads[7] = {xin, sum, sq, w, b, rm, rv};
+            for (int i = 0; i < 7; i++)
+                ew_read(&g, reads[i], ku);
+            y = ew_output(&g, ku, six_hd ? bn_6hd_bytes(d, aclemu_dtype_size(xdt))
+                                         : X * aclemu_dtype_size(xdt));
+            int mean = ew_output(&g, ku, stat), var = ew_output(&g, ku, stat);
+            if (six_hd) {
+                y = ew_convert(&g, y, X * aclemu_dtype_size(xdt));
+                mean = ew_convert(&g, mean, C * 4);
+            }
+            ew_copy_out(&g, mean, ACL_FLOAT, ts[T_SMEAN], C);
+            if (six_hd)
+                var = ew_convert(&g, var, C * 4);
+            ew_copy_out(&g, var, ACL_FLOAT, ts[T_SINV], C);
+            const int tsr[2] = {T_RMEAN, T_RVAR}, hr[2] = {rm, rv};
+            for (int i = 0; i < 2; i++) {
+                if (!ts[tsr[i]])
+                    continue;
+                const int h = six_hd ? ew_convert(&g, hr[i], C * 4) : hr[i];
+                ew_copy_out(&g, h, ACL_FLOAT, ts[tsr[i]], C);
+            }
+        }
+    }
+    if (transposed)
+        y = ew_convert(&g, y, X * aclemu_dtype_size(xdt)); /* ResizeTo5D */
+    ew_copy_out(&g, y, xdt, ts[T_OUTPUT], X);
+    return ew_size(&g);
+}
+
+/* An empty input's graph: per given, non-empty saveMean/saveInvstd a Fill of its shape and
+ * dtype and its ViewCopy (norm_common ProcessEmptyTensorWithValue). */
+static uint64_t bn_empty_workspace(const aclTensor *const *ts)
+{
+    ew_graph g = {0};
+    for (int i = T_SMEAN; i <= T_SINV; i++) {
+        const aclTensor *t = ts[i];
+        if (!fill_launches(t))
+            continue;
+        const int h = ew_fill(&g, ew_bytes(t, t->dtype));
+        ew_copy_out(&g, h, t->dtype, t, 0);
+    }
+    return ew_size(&g);
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnBatchNormGetWorkspaceSize(
     const aclTensor *input, const aclTensor *weight, const aclTensor *bias,
     aclTensor *runningMean, aclTensor *runningVar, bool training, double momentum, double eps,
@@ -403,7 +548,8 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGetWorkspaceSize(
         P->no_kernel = !fill_launches(saveMean) && !fill_launches(saveInvstd);
         snapshot(&P->t[T_SMEAN], saveMean, -1);
         snapshot(&P->t[T_SINV], saveInvstd, -1);
-        return p1_finish(P1, &BN_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
+        P->ws_size = bn_empty_workspace(ts);
+        return p1_finish(P1, &BN_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
                          executor);
     }
     /* 3. CheckParams: dtypes, formats, shapes (161002) */
@@ -486,8 +632,10 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGetWorkspaceSize(
         snapshot(&P->t[T_SMEAN], saveMean, -1);
         snapshot(&P->t[T_SINV], saveInvstd, -1);
     }
+    P->ws_size = bn_device_workspace(soc, ts, P);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &BN_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+    return p1_finish(P1, &BN_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
+                     executor);
 fail:
     free(P);
     return st;

@@ -58,6 +58,7 @@
 #include "phase_one.h"
 #include "convert.h"
 #include "bn_channels.h"
+#include "exec_workspace.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -75,6 +76,7 @@ static const char *const TNAME[T_COUNT] = {
 
 typedef struct {
     tdesc t[T_COUNT];
+    uint64_t ws_size;    /* what phase one reports: the device's (exec_workspace.h) */
     bool work;           /* some output requested of a non-empty input */
     bool no_kernel;      /* the op_api returns before any L0 op: an empty input, or on Ascend
                           * 950 no output requested (phase two queues nothing) */
@@ -227,7 +229,8 @@ static aclnnStatus bnb_launch(void *payload, void *const *addrs, void *workspace
     bn_kernel K = BNB_KERNEL;
     if (P->no_kernel)
         K.run = NULL; /* the memory checked, nothing queued (vm_launch) */
-    return bn_task_launch(&K, payload, addrs, workspace, stream, P->work ? P->C : 0, P->R);
+    return bn_task_launch(&K, payload, addrs, workspace, P->ws_size, stream, P->work ? P->C : 0,
+                          P->R);
 }
 
 static const aclemu_executor_ops BNB_OPS = {
@@ -321,6 +324,205 @@ static aclnnStatus check_vector(const aclTensor *t, int i, int64_t C, bool may_b
                                         : "must be [C], C the channel count of input",
                            x->dims, x->ndim);
     return ACLNN_SUCCESS;
+}
+
+/* ---- phase one's workspace: the device's (exec_workspace.h) ------------------------------ */
+
+/* BatchNormGradV3's workspace on Ascend 950 in training, by the template its tiling takes for
+ * r1 x a x r0 (op_host/batch_norm_grad_v3_tiling*.cpp, tried by ascending priority):
+ * RARSplitCoreR1 (r0 > 1, a <= cores / 4, r1 >= cores, r1 * r0 * 5 >= UB) 32 MiB plus
+ * 2 x cores used x a (up to 8) floats; RASplitR (r0 == 1, r1 >= 64 and >= a, and more cores than
+ * the A-split rival, or r1 > 16 x cores) 16 MiB plus 2 x cores used x a floats; every other
+ * template 16 MiB. */
+static uint64_t bnb_grad_v3_workspace(int64_t r1, int64_t a, int64_t r0, aclDataType dy_dt)
+{
+    const int64_t cores = aclemu_soc_vector_cores(), ub = aclemu_soc_ub_bytes();
+    if (r0 != 1) {
+        if (a <= cores / 4 && r1 >= cores && r1 * r0 * 5 >= ub) {
+            const int64_t inner = (r1 + cores - 1) / cores, used = (r1 + inner - 1) / inner;
+            return 2 * EW_SYS_WORKSPACE + (uint64_t)(used * ((a + 7) / 8 * 8) * 4 * 2);
+        }
+        return EW_SYS_WORKSPACE;
+    }
+    if (r1 < 64 || r1 < a)
+        return EW_SYS_WORKSPACE;
+    const int64_t es = dy_dt == ACL_FLOAT ? 4 : 2;
+    int64_t a_factor = (a + cores - 1) / cores;
+    if (a_factor < 32 / es)
+        a_factor = 32 / es;
+    const int64_t rival = (a + a_factor - 1) / a_factor;
+    int64_t block = (r1 + cores - 1) / cores;
+    if (block < 64)
+        block = 64;
+    const int64_t own = (r1 + block - 1) / block;
+    if ((rival >= 2 && rival < cores && own > rival) || r1 > 16 * cores)
+        return EW_SYS_WORKSPACE + (uint64_t)(own * a * 4 * 2);
+    return EW_SYS_WORKSPACE;
+}
+
+/* A per-channel vector as the op_api takes it: the caller's (its Contiguous copy, if strided)
+ * or the fill's handle h (>= 0). */
+static int bnb_vector(ew_graph *g, const aclTensor *t, int h)
+{
+    return t ? ew_contiguous_copy(g, t) : h;
+}
+
+/*
+ * aclnn_batch_norm_backward.cpp's graph (aclnnBatchNormBackwardGetWorkspaceSize,
+ * BatchNormBackward(Regbase), BatchNormBackwardProc(Regbase), CalcGradWeightGradBias; norm_common
+ * norm_tensor_util.cpp ResizeFrom1D/ResizeTo1D/ResizeFrom5D/ResizeTo5D; batch_norm_backward.cpp
+ * the L0 outputs), in launch order, for a call with some work (an empty input and, on Ascend
+ * 950, an empty mask report 0). Off Ascend 950 every kernel is TBE (BNTrainingUpdateGrad,
+ * BNTrainingReduceGrad, BNInferGrad and the 3D twins): their own workspaces are not public,
+ * none; on Ascend 950 the inference's Add, Pow, Sub, Mul and ReduceSum keep theirs unmodelled
+ * (docs/emulator.md).
+ */
+static uint64_t bnb_device_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
+                                     const bnb_payload *P)
+{
+    const aclTensor *x = ts[T_X], *dy_t = ts[T_DY];
+    const uint64_t C = (uint64_t)P->C, X = (uint64_t)(P->C * P->R);
+    const aclDataType xdt = x->dtype, dydt = dy_t->dtype;
+    const uint64_t xes = aclemu_dtype_size(xdt), dyes = aclemu_dtype_size(dydt);
+    const bool training = P->training;
+    ew_graph g = {0};
+    int xin = ew_contiguous_copy(&g, x), dy = ew_contiguous_copy(&g, dy_t);
+    /* the absent vectors' FLOAT fills, in the op_api's order */
+    const int order[5] = {T_RMEAN, T_RVAR, T_W, T_SMEAN, T_SINV};
+    int fill[T_COUNT];
+    for (int i = 0; i < 5; i++)
+        fill[order[i]] = ts[order[i]] ? -1 : ew_fill(&g, C * 4);
+    int gi, gw, gb;
+    aclDataType gw_dt = ACL_FLOAT;
+    bool stats_6hd = false;
+    if (P->regbase) {
+        aclDataType wdt = ts[T_W] ? ts[T_W]->dtype : ACL_FLOAT;
+        int w = bnb_vector(&g, ts[T_W], fill[T_W]);
+        if (dydt == ACL_FLOAT) {
+            w = ew_cast(&g, w, wdt, ACL_FLOAT, C);
+            wdt = ACL_FLOAT;
+        }
+        int rm = bnb_vector(&g, ts[T_RMEAN], fill[T_RMEAN]);
+        int rv = bnb_vector(&g, ts[T_RVAR], fill[T_RVAR]);
+        aclDataType rmdt = ts[T_RMEAN] ? ts[T_RMEAN]->dtype : ACL_FLOAT;
+        aclDataType rvdt = ts[T_RVAR] ? ts[T_RVAR]->dtype : ACL_FLOAT;
+        if (dydt == ACL_FLOAT || wdt == ACL_FLOAT) {
+            rm = ew_cast(&g, rm, rmdt, ACL_FLOAT, C);
+            rv = ew_cast(&g, rv, rvdt, ACL_FLOAT, C);
+            rmdt = rvdt = ACL_FLOAT;
+        }
+        int stats[2];
+        uint64_t nsm = C; /* saveMean's elements: the gradWeight/gradBias results' */
+        for (int i = 0; i < 2; i++) {
+            const aclTensor *t = ts[T_SMEAN + i];
+            int h = bnb_vector(&g, t, fill[T_SMEAN + i]);
+            int64_t n = (int64_t)C;
+            if (t && !numel(t->dims, t->ndim, &n))
+                n = 0;
+            /* an empty one is relabelled FLOAT: no cast */
+            const aclDataType dt = t && n > 0 ? t->dtype : ACL_FLOAT;
+            stats[i] = ew_cast(&g, h, dt, ACL_FLOAT, (uint64_t)n);
+            if (i == 0)
+                nsm = (uint64_t)n;
+        }
+        const int k = ew_kernel(&g); /* BatchNormGradV3 */
+        const int reads[7] = {dy, xin, w, rm, rv, stats[0], stats[1]};
+        for (int i = 0; i < 7; i++)
+            ew_read(&g, reads[i], k);
+        int64_t r1 = 1, r0 = 1;
+        for (int i = 0; i < (int)x->ndim; i++) {
+            if (i < P->caxis)
+                r1 *= x->dims[i];
+            else if (i > P->caxis)
+                r0 *= x->dims[i];
+        }
+        ew_kernel_workspace(&g, k, training ? bnb_grad_v3_workspace(r1, P->C, r0, dydt)
+                                            : EW_SYS_WORKSPACE);
+        gi = ew_output(&g, k, X * xes);
+        gw = ew_output(&g, k, nsm * aclemu_dtype_size(wdt));
+        gb = ew_output(&g, k, nsm * aclemu_dtype_size(wdt));
+        gw_dt = wdt;
+        if (!training && (P->mask[1] || P->mask[2])) {
+            /* CalcGradWeightGradBias: FLOAT casts, then the composed sums */
+            const int dyc = ew_cast(&g, dy, dydt, ACL_FLOAT, X);
+            const int xc = ew_cast(&g, xin, xdt, ACL_FLOAT, X);
+            const int mc = ew_cast(&g, rm, rmdt, ACL_FLOAT, C);
+            const int vc = ew_cast(&g, rv, rvdt, ACL_FLOAT, C);
+            gw_dt = ACL_FLOAT;
+            if (P->mask[1]) {
+                const int add = ew_convert(&g, vc, C * 4);  /* Add eps */
+                const int pw = ew_convert(&g, add, C * 4);  /* Pow -0.5 */
+                const int ks = ew_kernel(&g);               /* Sub mean */
+                ew_read(&g, xc, ks);
+                ew_read(&g, mc, ks);
+                const int sub = ew_output(&g, ks, X * 4);
+                const int km = ew_kernel(&g);               /* Mul invstd */
+                ew_read(&g, sub, km);
+                ew_read(&g, pw, km);
+                const int mul = ew_output(&g, km, X * 4);
+                const int km2 = ew_kernel(&g);              /* Mul gradOut */
+                ew_read(&g, dyc, km2);
+                ew_read(&g, mul, km2);
+                const int mul2 = ew_output(&g, km2, X * 4);
+                gw = ew_convert(&g, mul2, C * 4);           /* ReduceSum */
+            }
+            if (P->mask[2])
+                gb = ew_convert(&g, dyc, C * 4);            /* ReduceSum */
+        }
+    } else {
+        const bool ncdhw_ok = soc->npu_arch == 2201 || soc->npu_arch == 2002;
+        const uint64_t dim = x->ndim > 5 ? 5 : x->ndim;
+        const bool transposed = !training && dim == 5; /* ResizeFrom5D */
+        if (transposed) {
+            dy = ew_convert(&g, dy, X * dyes);
+            xin = ew_convert(&g, xin, X * xes);
+        }
+        const bool six_hd = training && dim == 5 && !ncdhw_ok;
+        const uint64_t stat = six_hd ? (C + 15) / 16 * 16 * 4 : C * 4;
+        int vec[T_COUNT];
+        const int used[3] = {T_W, training ? T_SMEAN : T_RMEAN, training ? T_SINV : T_RVAR};
+        for (int i = 0; i < 3; i++) { /* ResizeFrom1D */
+            const aclTensor *t = ts[used[i]];
+            int h = bnb_vector(&g, t, fill[used[i]]);
+            h = ew_cast(&g, h, t ? t->dtype : ACL_FLOAT, ACL_FLOAT, C);
+            vec[used[i]] = six_hd ? ew_convert(&g, h, stat) : h;
+        }
+        const int w = vec[T_W], mean = vec[used[1]], var = vec[used[2]];
+        int64_t d[5];
+        if (six_hd) {
+            bn_ncdhw(x, d);
+            dy = ew_convert(&g, dy, bn_6hd_bytes(d, dyes));
+            xin = ew_convert(&g, xin, bn_6hd_bytes(d, xes));
+        }
+        const int ku = ew_kernel(&g); /* BNTrainingUpdateGrad */
+        const int ureads[4] = {dy, xin, mean, var};
+        for (int i = 0; i < 4; i++)
+            ew_read(&g, ureads[i], ku);
+        gw = ew_output(&g, ku, stat);
+        gb = ew_output(&g, ku, stat);
+        const int kr = ew_kernel(&g); /* BNTrainingReduceGrad, or BNInferGrad */
+        if (training) {
+            const int rreads[7] = {dy, xin, gw, gb, w, mean, var};
+            for (int i = 0; i < 7; i++)
+                ew_read(&g, rreads[i], kr);
+        } else {
+            const int rreads[3] = {dy, w, var};
+            for (int i = 0; i < 3; i++)
+                ew_read(&g, rreads[i], kr);
+        }
+        gi = ew_output(&g, kr, six_hd ? bn_6hd_bytes(d, xes) : X * xes);
+        if (six_hd || transposed)
+            gi = ew_convert(&g, gi, X * xes); /* TransDataSpecial back, or ResizeTo5D */
+        stats_6hd = six_hd;
+    }
+    /* the results' copies (ResizeTo1D off Ascend 950: TransDataSpecial back from 6HD first) */
+    if (P->mask[1])
+        ew_copy_out(&g, stats_6hd ? ew_convert(&g, gw, C * 4) : gw, gw_dt, ts[T_DW], C);
+    if (P->mask[2])
+        ew_copy_out(&g, stats_6hd ? ew_convert(&g, gb, C * 4) : gb, gw_dt, ts[T_DB], C);
+    if (P->mask[0])
+        ew_copy_out(&g, gi, xdt, ts[T_DX], X);
+    return ew_size(&g);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
@@ -508,8 +710,10 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
             if (mask[k])
                 snapshot(&P->t[T_DX + k], ts[T_DX + k], -1);
     }
+    P->ws_size = P->no_kernel ? 0 : bnb_device_workspace(soc, ts, P);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &BNB_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+    return p1_finish(P1, &BNB_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
+                     executor);
 fail:
     free(P);
     return st;

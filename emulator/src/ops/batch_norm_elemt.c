@@ -46,6 +46,7 @@ static const char *const TNAME[T_COUNT] = {"input", "weight", "bias", "mean", "i
 
 typedef struct {
     tdesc t[T_COUNT];
+    uint64_t ws_size;    /* what phase one reports: the device's (exec_workspace.h) */
     bool no_kernel;       /* an empty input: the op_api returns before any L0 op */
     bool regbase;         /* Ascend 950's BatchNormV3 (else BNInfer) */
     int64_t C, R;         /* channels, values per channel */
@@ -128,9 +129,10 @@ static aclnnStatus be_launch(void *payload, void *const *addrs, void *workspace,
 {
     (void)workspace_size;
     const be_payload *P = payload;
-    return P->no_kernel ? bn_task_launch(&BE_NO_KERNEL, payload, addrs, workspace, stream, 0, 0)
-                        : bn_task_launch(&BE_KERNEL, payload, addrs, workspace, stream, P->C,
-                                         P->R);
+    return P->no_kernel ? bn_task_launch(&BE_NO_KERNEL, payload, addrs, workspace, P->ws_size,
+                                         stream, 0, 0)
+                        : bn_task_launch(&BE_KERNEL, payload, addrs, workspace, P->ws_size,
+                                         stream, P->C, P->R);
 }
 
 static const aclemu_executor_ops BE_OPS = {

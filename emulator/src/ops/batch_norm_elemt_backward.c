@@ -54,6 +54,7 @@ static const char *const TNAME[T_COUNT] = {"gradOut", "input", "mean",     "invs
 
 typedef struct {
     tdesc t[T_COUNT];
+    uint64_t ws_size;    /* what phase one reports: the device's (exec_workspace.h) */
     bool launch;         /* a non-empty input: the kernel runs */
     aclDataType compute; /* the op_api's promoted dtype: FLOAT16 or FLOAT */
     int64_t C, R, counter_n;
@@ -161,8 +162,8 @@ static aclnnStatus bneb_launch(void *payload, void *const *addrs, void *workspac
         kernel.nparams += (int)((P->counter_n + P->C - 1) / P->C);
     else /* an empty input returns before any L0 operator: no kernel, nothing queued */
         kernel.run = NULL;
-    return bn_task_launch(&kernel, payload, addrs, workspace, stream, P->launch ? P->C : 0,
-                          P->R);
+    return bn_task_launch(&kernel, payload, addrs, workspace, P->ws_size, stream,
+                          P->launch ? P->C : 0, P->R);
 }
 
 static const aclemu_executor_ops BNEB_OPS = {

@@ -64,6 +64,7 @@ static int flag_of(int k)
 
 typedef struct {
     tdesc t[T_COUNT];
+    uint64_t ws_size;    /* what phase one reports: the device's (exec_workspace.h) */
     bool flags[3];       /* inputG, weightG, biasG */
     bool sums;           /* a non-empty input: the sums run (whatever the flags) */
     bool zero_fill;      /* Ascend 950's empty case: the flagged outputs filled with zeros */
@@ -144,7 +145,8 @@ static aclnnStatus bnrb_launch(void *payload, void *const *addrs, void *workspac
     /* the empty case off Ascend 950 returns before any L0 operator: no kernel, nothing queued */
     if (!P->sums && !P->zero_fill)
         kernel.run = NULL;
-    return bn_task_launch(&kernel, payload, addrs, workspace, stream, P->sums ? P->C : 0, P->R);
+    return bn_task_launch(&kernel, payload, addrs, workspace, P->ws_size, stream,
+                          P->sums ? P->C : 0, P->R);
 }
 
 static const aclemu_executor_ops BNRB_OPS = {

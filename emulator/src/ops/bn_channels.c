@@ -22,7 +22,8 @@ static void task_release(void *arg)
 }
 
 aclnnStatus bn_task_launch(const bn_kernel *K, const void *payload, void *const *addrs,
-                           void *workspace, aclrtStream stream, int64_t C, int64_t R)
+                           void *workspace, uint64_t ws_size, aclrtStream stream, int64_t C,
+                           int64_t R)
 {
     bn_task *T = p2_task_new(K->call, sizeof *T + K->payload_size);
     if (!T)
@@ -46,7 +47,7 @@ aclnnStatus bn_task_launch(const bn_kernel *K, const void *payload, void *const 
             return ACLNN_ERR_INNER;
         }
     }
-    return views_launch(K->call, stream, views, K->names, K->ntensors, workspace, 0, T->pins,
+    return views_launch(K->call, stream, views, K->names, K->ntensors, workspace, ws_size, T->pins,
                         &T->npins, K->run, task_release, T);
 }
 

@@ -111,10 +111,12 @@ static inline const void *bn_task_payload(const bn_task *T)
     return T->payload;
 }
 
-/* Queues a task over payload for C channels of R values (C == 0: no buffers). */
+/* Queues a task over payload for C channels of R values (C == 0: no buffers); ws_size: the
+ * workspace phase one reported (checked live and pinned with the views; the kernels keep their
+ * own buffers and touch none of it). */
 __attribute__((visibility("hidden"))) aclnnStatus
 bn_task_launch(const bn_kernel *K, const void *payload, void *const *addrs, void *workspace,
-               aclrtStream stream, int64_t C, int64_t R);
+               uint64_t ws_size, aclrtStream stream, int64_t C, int64_t R);
 
 /* One channel's R values x normalized in place with a given mean and variance (inference),
  * in float32, as the op_api's BatchNorm runs it with training false (hicann/ops-nn
@@ -154,5 +156,25 @@ bn_check_float_dtype(const char *call, const char *name, const aclTensor *t,
 __attribute__((visibility("hidden"))) aclnnStatus bn_check_rank(const char *call,
                                                                 const char *name,
                                                                 const aclTensor *t);
+
+/* The bytes of TransDataSpecial's NDC1HWC0 form of an NCDHW [N, C, D, H, W] tensor of
+ * element size es: C padded to C0 = 16 for FLOAT and FLOAT16 alike (ops-math conversion/
+ * trans_data/op_api/transdata.cpp CalcC0FormatSpecial: a 32-byte block halved for 4-byte
+ * types). The op_api's form on parts without NCDHW kernels (DAV_1001). */
+static inline uint64_t bn_6hd_bytes(const int64_t *d, uint64_t es)
+{
+    return (uint64_t)(d[0] * d[2] * d[3] * d[4]) * (uint64_t)((d[1] + 15) / 16 * 16) * es;
+}
+
+/* A rank >= 5 tensor's NCDHW view as the op_apis hand it to their kernels (rank > 5:
+ * [d0, d1, d2, d3, the rest's product]). */
+static inline void bn_ncdhw(const aclTensor *x, int64_t *d)
+{
+    for (int i = 0; i < 4; i++)
+        d[i] = x->dims[i];
+    d[4] = 1;
+    for (uint64_t i = 4; i < x->ndim; i++)
+        d[4] *= x->dims[i];
+}
 
 #endif /* ACLEMU_OPS_BN_CHANNELS_H_ */

@@ -185,4 +185,22 @@ static inline void ew_copy_out(ew_graph *g, int tmp, aclDataType tmp_dt, const a
         g->t[cast].user = true;
 }
 
+/* A kernel with no workspace input whose output of `bytes` the executor allocates: l0op::Fill
+ * (ops-math conversion/fill/op_api/fill.cpp; an empty output launches nothing: don't call it
+ * then). Its handle. */
+static inline int ew_fill(ew_graph *g, uint64_t bytes)
+{
+    return ew_output(g, ew_kernel(g), bytes);
+}
+
+/* A layout kernel reading `in` (handle or -1) whose output of `bytes` the executor allocates:
+ * l0op::Transpose, l0op::TransDataSpecial (ops-math conversion/trans_data/op_api/
+ * transdata.cpp). Its own tiling workspace is not modelled, as the copy kernels'. Its handle. */
+static inline int ew_convert(ew_graph *g, int in, uint64_t bytes)
+{
+    const int k = ew_kernel(g);
+    ew_read(g, in, k);
+    return ew_output(g, k, bytes);
+}
+
 #endif /* ACLEMU_OPS_EXEC_WORKSPACE_H_ */

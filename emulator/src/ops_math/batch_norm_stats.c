@@ -52,6 +52,7 @@ static const char *const TNAME[T_COUNT] = {"input", "mean", "invstd"};
 
 typedef struct {
     tdesc t[T_COUNT];
+    uint64_t ws_size;    /* what phase one reports: the device's (exec_workspace.h) */
     bool empty;   /* an empty input: mean 0 and invstd NaN (the op_api's fills) */
     bool regbase; /* Ascend 950's ReduceVar + Add + Pow (else TBE ReduceMean + ReduceStdWithMean) */
     int64_t C, R; /* channels, values per channel */
@@ -162,8 +163,10 @@ static aclnnStatus bs_launch(void *payload, void *const *addrs, void *workspace,
     (void)workspace_size;
     const bs_payload *P = payload;
     /* the empty case's fills need no buffers (C 0 for the launch), but they are kernels */
-    return P->empty ? bn_task_launch(&BS_KERNEL, payload, addrs, workspace, stream, 0, 0)
-                    : bn_task_launch(&BS_KERNEL, payload, addrs, workspace, stream, P->C, P->R);
+    return P->empty
+               ? bn_task_launch(&BS_KERNEL, payload, addrs, workspace, P->ws_size, stream, 0, 0)
+               : bn_task_launch(&BS_KERNEL, payload, addrs, workspace, P->ws_size, stream, P->C,
+                                P->R);
 }
 
 static const aclemu_executor_ops BS_OPS = {

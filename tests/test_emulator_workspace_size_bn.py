@@ -1,0 +1,500 @@
+"""Phase one's workspace size as a device reports it, for aclnnBatchNorm and
+aclnnBatchNormBackward (emulator/src/ops/exec_workspace.h).
+
+The expected sizes are stated here from the vendor's rules, independently of the emulator's
+code: opbase's MaxAllocator over the kernel graph each op_api builds (tests/_workspace_model.py)
+and the kernels' tilings: hicann/ops-nn norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp
+(BatchNormV3 on Atlas A2/A3 in training with C >= 64, on Ascend 950 always; the TBE
+BNTrainingReduce/BNTrainingUpdate/BNInfer elsewhere: their workspaces not public, none);
+BatchNormV3's tilings hard-code 16 MiB (batch_norm_v3_tiling_base.cpp, the arch35 ones);
+norm/batch_norm_grad_v3/op_host/op_api/aclnn_batch_norm_backward.cpp (BatchNormGradV3 on
+Ascend 950, its templates' GetWorkspaceSize in batch_norm_grad_v3_tiling*.cpp; the TBE
+BNTrainingUpdateGrad/BNTrainingReduceGrad/BNInferGrad elsewhere). Then phase two's checks of
+that size: NULL 161001, one byte short 161002, nothing leaked, and a run with exactly that size.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+import pytest
+
+from acl_py.raw import ffi, lib
+
+from _part_runs import other_parts, run_on_parts
+from _emu_aclnn import phase_one
+from _workspace_model import ARCH, CORES, SOC, MiB16, align, ceil_to, max_allocator
+from test_emulator_op import (F16, F32, INVALID, NULLPTR, OK, DevView, arena,  # noqa: F401
+                              last_msg, live, stream)
+
+BN_P1, BN_P2 = lib.aclnnBatchNormGetWorkspaceSize, lib.aclnnBatchNorm
+BNB_P1, BNB_P2 = lib.aclnnBatchNormBackwardGetWorkspaceSize, lib.aclnnBatchNormBackward
+_ub_bytes = ctypes.CDLL(str(lib.backend.libraries["ascendcl"])).aclemu_soc_ub_bytes
+_ub_bytes.restype = ctypes.c_int64
+UB = _ub_bytes()  # the part's UB per core (GetCoreMemSize(UB)), as the tilings read it
+NCDHW_PARTS = (2201, 2002)  # isBatchNormSupportNcdhw: the others take 6HD (TransDataSpecial)
+
+
+def ncdhw(arena, view):
+    """A rank-5 contiguous view as the NCDHW tensor rank 5 asks for (DevView's are ND)."""
+    shape = list(view.shape)
+    strides = [math.prod(shape[i + 1:]) for i in range(5)]
+    acl = {np.dtype(F32): lib.ACL_FLOAT, np.dtype(F16): lib.ACL_FLOAT16}[np.dtype(view.dtype)]
+    t = lib.aclCreateTensor(ffi.new("int64_t[]", shape), 5, acl, ffi.new("int64_t[]", strides),
+                            0, lib.ACL_FORMAT_NCDHW, ffi.new("int64_t[]", [view.n]), 1, view.ptr)
+    assert t != ffi.NULL, last_msg()
+    arena.tensors.append(t)
+    return t
+
+
+def as_ncdhw(arena, views):
+    """Rank-5 views among ``views`` replaced by their NCDHW tensors."""
+    return [ncdhw(arena, v) if isinstance(v, DevView) and len(v.shape) == 5 else v
+            for v in views]
+
+
+class Graph:
+    """The kernel graph in launch order: (bytes, first kernel, last kernel) per workspace
+    tensor, as MaxAllocator sees it."""
+
+    def __init__(self):
+        self.kernels, self.tensors = 0, []
+
+    def kernel(self):
+        self.kernels += 1
+        return self.kernels - 1
+
+    def out(self, k, nbytes):
+        self.tensors.append([nbytes, k, k])
+        return len(self.tensors) - 1
+
+    def read(self, t, k):
+        if t is not None:
+            self.tensors[t][2] = max(self.tensors[t][2], k)
+
+    def size(self, gone=()):
+        """gone: tensors a ViewCopy re-pointed to the caller's memory."""
+        return max_allocator([tuple(t) for i, t in enumerate(self.tensors) if i not in gone])
+
+
+# ---- aclnnBatchNorm -------------------------------------------------------------------------
+
+def bn_chain(shape, training):
+    if ARCH == 3510:
+        return "v3"
+    if training and ARCH == 2201 and shape[1] >= 64 and len(shape) != 4:  # rank 4 ND: not NCHW
+        return "v3"
+    return "tbe"
+
+
+def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32):
+    """Contiguous ND tensors, weight/bias of input's dtype, running statistics FLOAT;
+    given: weight, bias, runningMean, runningVar present."""
+    C, X = shape[1], math.prod(shape)
+    w_given, b_given, rm_given, rv_given = given
+    xs = np.dtype(xdt).itemsize
+    g, gone = Graph(), set()
+    regbase = ARCH == 3510
+    # fills in the op_api's order: runningMean, runningVar, weight, bias (input's dtype on 950)
+    fill = {}
+    for name, present in (("rm", rm_given), ("rv", rv_given), ("w", w_given), ("b", b_given)):
+        if not present:
+            fill[name] = g.out(g.kernel(), C * (xs if regbase else 4))
+    rank5 = min(len(shape), 5) == 5
+    transposed = not training and rank5 and ARCH not in NCDHW_PARTS
+    x = g.out(g.kernel(), X * xs) if transposed else None
+    if bn_chain(shape, training) == "v3":
+        # weight/bias: FLOAT fills promoted with an input-dtype partner are cast to FLOAT
+        wdt = {n: (F32 if (n in fill and not regbase) else xdt) for n in ("w", "b")}
+        wb = wdt["w"] if wdt["w"] == wdt["b"] else F32
+        wb = wb if wb == xdt else F32
+        vec = {}
+        for n in ("w", "b"):
+            vec[n] = fill.get(n)
+            if wdt[n] != wb:
+                k = g.kernel()
+                g.read(vec[n], k)
+                vec[n] = g.out(k, C * 4)
+        rdt = {n: (xdt if n in fill else F32) if regbase else (F32 if n in fill else F32)
+               for n in ("rm", "rv")}
+        run = rdt["rm"] if rdt["rm"] == rdt["rv"] else F32
+        run = run if (not regbase or (run == wb and run == xdt)) else F32
+        for n in ("rm", "rv"):
+            vec[n] = fill.get(n)
+            if rdt[n] != run:
+                k = g.kernel()
+                g.read(vec[n], k)
+                vec[n] = g.out(k, C * 4)
+        k = g.kernel()
+        for t in (x, *vec.values()):
+            g.read(t, k)
+        g.out(k, MiB16)
+        y = g.out(k, X * xs)
+        mean, var = g.out(k, C * 4), g.out(k, C * 4)
+        if training:
+            for n, given_ in (("rm", rm_given), ("rv", rv_given)):
+                if given_ and run != F32:  # back to the caller's FLOAT tensor
+                    kc = g.kernel()
+                    g.read(vec[n], kc)
+                    gone.add(g.out(kc, C * 4))
+            for t in (mean, var):
+                if save_dt == F32:
+                    gone.add(t)
+                else:
+                    kc = g.kernel()
+                    g.read(t, kc)
+                    gone.add(g.out(kc, C * np.dtype(save_dt).itemsize))
+    else:
+        six = training and rank5 and ARCH not in NCDHW_PARTS
+        stat = ceil_to(C, 16) * 4 if six else C * 4
+        vec = {}
+        for n in ("w", "b", "rm", "rv"):  # ResizeFrom1D: a FLOAT cast, 6HD on DAV_1001 rank 5
+            vec[n] = fill.get(n)
+            if n in ("w", "b") and n not in fill and xdt != F32:
+                k = g.kernel()
+                vec[n] = g.out(k, C * 4)
+            if six:
+                k = g.kernel()
+                g.read(vec[n], k)
+                vec[n] = g.out(k, stat)
+        if not training:
+            k = g.kernel()  # BNInfer
+            for t in (x, *vec.values()):
+                g.read(t, k)
+            y = g.out(k, X * xs)
+        else:
+            if six:  # the input to 6HD
+                n, c, d, h, w_ = shape[0], shape[1], shape[2], shape[3], math.prod(shape[4:])
+                k = g.kernel()
+                x = g.out(k, n * d * ceil_to(c, 16) * h * w_ * xs)
+            kr = g.kernel()
+            g.read(x, kr)
+            s1, s2 = g.out(kr, stat), g.out(kr, stat)
+            ku = g.kernel()
+            for t in (x, s1, s2, *vec.values()):
+                g.read(t, ku)
+            y = g.out(ku, X * xs if not six else g.tensors[x][0])
+            mean, var = g.out(ku, stat), g.out(ku, stat)
+            if six:
+                k = g.kernel()
+                g.read(y, k)
+                y = g.out(k, X * xs)
+            for t in (mean, var):
+                if six:
+                    k = g.kernel()
+                    g.read(t, k)
+                    t = g.out(k, C * 4)
+                if save_dt != F32:  # the Cast to saveMean's/saveInvstd's dtype
+                    k = g.kernel()
+                    g.read(t, k)
+                    t = g.out(k, C * np.dtype(save_dt).itemsize)
+                gone.add(t)  # the caller's saveMean/saveInvstd take it over
+            if six:
+                for n, given_ in (("rm", rm_given), ("rv", rv_given)):
+                    if given_:
+                        k = g.kernel()
+                        g.read(vec[n], k)
+                        gone.add(g.out(k, C * 4))
+    if transposed:
+        k = g.kernel()
+        g.read(y, k)
+        y = g.out(k, X * xs)
+    gone.add(y)
+    return g.size(gone)
+
+
+def bn_views(arena, shape, training=True, given=(True,) * 4, xdt=F32, save_dt=F32, kind="contig",
+             data=False):
+    C = shape[1]
+    rng = np.random.default_rng(1)
+    x = DevView(arena, rng.standard_normal(shape).astype(xdt) if data else np.ones(shape, xdt),
+                kind=kind)
+    vec = [DevView(arena, np.linspace(0.5, 1.5, C).astype(xdt)) if given[0] else None,
+           DevView(arena, np.linspace(-0.2, 0.2, C).astype(xdt)) if given[1] else None,
+           DevView(arena, np.zeros(C, F32)) if given[2] else None,
+           DevView(arena, np.ones(C, F32)) if given[3] else None]
+    y = DevView(arena, shape=shape, dtype=xdt)
+    sm = DevView(arena, shape=(C,), dtype=save_dt)
+    si = DevView(arena, shape=(C,), dtype=save_dt)
+    return [x, *vec, training, 0.1, 1e-5, y, sm, si]
+
+
+def bn_phase_one(arena, args):
+    return phase_one(BN_P1, *as_ncdhw(arena, args))
+
+
+def bn_size(arena, shape, **kw):
+    rc, ws, ex = bn_phase_one(arena, bn_views(arena, shape, **kw))
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    return ws
+
+
+BN_SHAPES = [(4, 3, 5), (2, 64, 3), (16, 64), (2, 6, 3, 4), (2, 64, 2, 2, 3), (2, 5, 2, 1, 3, 2)]
+GIVEN = [(True,) * 4, (False,) * 4, (True, False, True, False), (False, True, False, True)]
+
+
+@pytest.mark.parametrize("shape", BN_SHAPES, ids=[str(s) for s in BN_SHAPES])
+@pytest.mark.parametrize("training", [True, False], ids=["train", "infer"])
+@pytest.mark.parametrize("given", GIVEN, ids=["".join("wbmv"[i] if p else "-"
+                                                     for i, p in enumerate(g)) for g in GIVEN])
+def test_batch_norm_size(arena, shape, training, given):
+    assert bn_size(arena, shape, training=training, given=given) == \
+        bn_expected(shape, training, given)
+
+
+@pytest.mark.parametrize("save_dt", [F32, F16], ids=["save-f32", "save-f16"])
+def test_batch_norm_size_float16(arena, save_dt):
+    """FLOAT16 input, weight and bias, FLOAT running statistics: on Ascend 950 they are cast to
+    FLOAT around the kernel (runningDtype FLOAT: no cast), saved statistics of FLOAT16 take
+    a cast of the kernel's FLOAT ones (alive until it) where BatchNormV3 runs."""
+    for shape in ((2, 64, 3), (4, 3, 5)):
+        assert bn_size(arena, shape, xdt=F16, save_dt=save_dt) == \
+            bn_expected(shape, True, xdt=F16, save_dt=save_dt)
+
+
+def test_batch_norm_size_strided_input(arena):
+    """A non-contiguous input is copied first (l0op::Contiguous): its copy lives until the
+    first kernel reading it, in a bucket of its own where the kernel has a workspace."""
+    shape = (2, 64, 3)
+    strided = bn_size(arena, shape, kind="transposed")
+    plain = bn_size(arena, shape)
+    assert plain == bn_expected(shape, True)
+    assert strided - plain == align(math.prod(shape) * 4)
+
+
+def test_batch_norm_empty_input(arena):
+    """An empty input: a Fill per given non-empty saveMean/saveInvstd, handed to the caller's
+    contiguous tensor (none left); a strided one keeps its Fill until the copy."""
+    args = bn_views(arena, (0, 4, 3))
+    rc, ws, ex = phase_one(BN_P1, *args)
+    assert rc == OK and ws == 0
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    args[-2] = DevView(arena, shape=(4,), dtype=F32, kind="stepped")
+    rc, ws, ex = phase_one(BN_P1, *args)
+    assert rc == OK and ws == align(4 * 4), last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
+def bn_reference(x, w, b, eps=1e-5):
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axes, keepdims=True)
+    var = x64.var(axes, keepdims=True)
+    return (x64 - mean) / np.sqrt(var + eps) * w.reshape(shape) + b.reshape(shape)
+
+
+def test_batch_norm_short_workspace_refused_and_exact_runs(arena):
+    shape = (2, 64, 3)
+    want = bn_expected(shape, True)
+    assert want > 0
+    for attempt in ("null", "short", "exact"):
+        args = bn_views(arena, shape, data=True)
+        rc, ws, ex = phase_one(BN_P1, *args)
+        assert rc == OK and ws == want, last_msg()
+        wsp = arena.malloc(ws)
+        before = live()
+        if attempt == "null":
+            assert BN_P2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
+            assert "workspace is NULL" in last_msg()
+        elif attempt == "short":
+            assert BN_P2(wsp, ws - 1, ex, arena.stream) == INVALID
+            assert "less than" in last_msg()
+        else:
+            assert BN_P2(wsp, ws, ex, arena.stream) == OK, last_msg()
+            assert lib.aclrtSynchronizeStream(arena.stream) == OK
+            x, w, b = args[0].read(), args[1].read(), args[2].read()
+            np.testing.assert_allclose(args[8].read(), bn_reference(x, w, b), rtol=1e-4,
+                                       atol=1e-4)
+            continue
+        after = live()
+        assert after["executors"] == before["executors"] - 1  # released on failure
+        assert after["device_bytes"] == before["device_bytes"]
+
+
+# ---- aclnnBatchNormBackward -----------------------------------------------------------------
+
+def grad_v3_workspace(shape, dy_dt=F32):
+    """BatchNormGradV3's one workspace on Ascend 950 in training, r1 x a x r0 of an NCHW-like
+    input: RARSplitCoreR1 (priority 2000), RASplitR, else a 16 MiB template."""
+    C = shape[1]
+    r1, r0 = shape[0], math.prod(shape[2:])
+    if r0 != 1:
+        if C <= CORES // 4 and r1 >= CORES and r1 * r0 * 5 >= UB:
+            inner = -(-r1 // CORES)
+            used = -(-r1 // inner)
+            return 2 * MiB16 + used * ceil_to(C, 8) * 4 * 2
+        return MiB16
+    if r1 < 64 or r1 < C:
+        return MiB16
+    es = 4 if dy_dt == F32 else 2
+    a_factor = max(-(-C // CORES), 32 // es)
+    rival = -(-C // a_factor)
+    own = -(-r1 // max(64, -(-r1 // CORES)))
+    if (2 <= rival < CORES and own > rival) or r1 > 16 * CORES:
+        return MiB16 + own * C * 4 * 2
+    return MiB16
+
+
+def bnb_expected(shape, training, mask, weight=True):
+    """FLOAT contiguous tensors, the statistics given (weight optional)."""
+    C, X = shape[1], math.prod(shape)
+    g, gone = Graph(), set()
+    w = None if weight else g.out(g.kernel(), C * 4)  # FillScalar FLOAT
+    if ARCH == 3510:
+        k = g.kernel()
+        g.read(w, k)
+        g.out(k, grad_v3_workspace(shape) if training else MiB16)
+        gi, gw, gb = g.out(k, X * 4), g.out(k, C * 4), g.out(k, C * 4)
+        if not training and (mask[1] or mask[2]):
+            if mask[1]:
+                add = g.out(g.kernel(), C * 4)
+                g.read(add, g.kernels)
+                pw = g.out(g.kernel(), C * 4)
+                sub = g.out(g.kernel(), X * 4)
+                g.read(sub, g.kernels)
+                g.read(pw, g.kernels)
+                mul = g.out(g.kernel(), X * 4)
+                g.read(mul, g.kernels)
+                mul2 = g.out(g.kernel(), X * 4)
+                g.read(mul2, g.kernels)
+                gw = g.out(g.kernel(), C * 4)
+            if mask[2]:
+                gb = g.out(g.kernel(), C * 4)
+    else:
+        rank5 = min(len(shape), 5) == 5
+        transposed = not training and rank5  # ResizeFrom5D: gradOut's, input's Transposes
+        dy = g.out(g.kernel(), X * 4) if transposed else None
+        x = g.out(g.kernel(), X * 4) if transposed else None
+        six = training and rank5 and ARCH not in NCDHW_PARTS
+        stat = ceil_to(C, 16) * 4 if six else C * 4
+        vecs = [w, None, None]  # weight, the two statistics (FLOAT: no casts)
+        if six:  # each to 6HD, then gradOut and input
+            for i in range(3):
+                k = g.kernel()
+                g.read(vecs[i], k)
+                vecs[i] = g.out(k, stat)
+            n, c, d, h, w_ = shape[0], shape[1], shape[2], shape[3], math.prod(shape[4:])
+            six_bytes = n * d * ceil_to(c, 16) * h * w_ * 4
+            dy = g.out(g.kernel(), six_bytes)
+            x = g.out(g.kernel(), six_bytes)
+        ku = g.kernel()  # BNTrainingUpdateGrad
+        for t in (dy, x, vecs[1], vecs[2]):
+            g.read(t, ku)
+        gw, gb = g.out(ku, stat), g.out(ku, stat)
+        kr = g.kernel()  # BNTrainingReduceGrad, or BNInferGrad
+        for t in ((dy, x, gw, gb, *vecs) if training else (dy, vecs[0], vecs[2])):
+            g.read(t, kr)
+        gi = g.out(kr, six_bytes if six else X * 4)
+        if six or transposed:
+            k = g.kernel()
+            g.read(gi, k)
+            gi = g.out(k, X * 4)
+        if six:  # ResizeTo1D: back to NCDHW before the copy
+            if mask[1]:
+                k = g.kernel()
+                g.read(gw, k)
+                gw = g.out(k, C * 4)
+            if mask[2]:
+                k = g.kernel()
+                g.read(gb, k)
+                gb = g.out(k, C * 4)
+    for i, t in enumerate((gi, gw, gb)):
+        if mask[i]:
+            gone.add(t)
+    return g.size(gone)
+
+
+def bnb_args(arena, shape, training, mask, weight=True, data=False):
+    C = shape[1]
+    rng = np.random.default_rng(2)
+    val = (lambda: rng.standard_normal(shape).astype(F32)) if data else \
+        (lambda: np.ones(shape, F32))
+    dy, x = DevView(arena, val()), DevView(arena, val())
+    w = DevView(arena, np.linspace(0.5, 1.5, C).astype(F32)) if weight else None
+    rm, rv = DevView(arena, np.zeros(C, F32)), DevView(arena, np.ones(C, F32))
+    sm = DevView(arena, np.full(C, 0.1, F32))
+    si = DevView(arena, np.full(C, 0.9 if ARCH != 3510 else 1.1, F32))
+    outs = [DevView(arena, shape=shape, dtype=F32), DevView(arena, shape=(C,), dtype=F32),
+            DevView(arena, shape=(C,), dtype=F32)]
+    return [dy, x, w, rm, rv, sm, si, training, 1e-5, arena.bool_array(mask), *outs]
+
+
+def bnb_size(arena, shape, training, mask, weight=True):
+    rc, ws, ex = phase_one(BNB_P1, *as_ncdhw(arena, bnb_args(arena, shape, training, mask,
+                                                             weight)))
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    return ws
+
+
+BNB_SHAPES = [(4, 3, 5), (2, 6, 3, 4), (16, 64), (2, 5, 2, 1, 3), (3, 4, 2, 1, 2, 2)]
+MASKS = [(True, True, True), (True, False, False), (False, True, True), (False, False, True)]
+
+
+@pytest.mark.parametrize("shape", BNB_SHAPES, ids=[str(s) for s in BNB_SHAPES])
+@pytest.mark.parametrize("training", [True, False], ids=["train", "infer"])
+@pytest.mark.parametrize("mask", MASKS, ids=["".join("TF"[not m] for m in k) for k in MASKS])
+def test_batch_norm_backward_size(arena, shape, training, mask):
+    assert bnb_size(arena, shape, training, mask) == bnb_expected(shape, training, mask)
+
+
+def test_batch_norm_backward_size_without_weight(arena):
+    for training in (True, False):
+        assert bnb_size(arena, (4, 3, 5), training, MASKS[0], weight=False) == \
+            bnb_expected((4, 3, 5), training, MASKS[0], weight=False)
+
+
+@pytest.mark.skipif(ARCH != 3510, reason=f"{SOC}: BatchNormGradV3's templates are Ascend 950's")
+@pytest.mark.parametrize("shape,template", [
+    ((16 * CORES + 1, 4), "RASplitR: r1 > 16 x cores"),
+    ((CORES, 2, 1000), "RARSplitCoreR1"),
+    ((2, 2, 1000), "RARFullLoad"),
+], ids=["ra-split-r", "rar-split-core-r1", "rar-full-load"])
+def test_batch_norm_backward_size_follows_the_950_template(arena, shape, template):
+    want = grad_v3_workspace(shape)
+    assert (want > MiB16) == ("Split" in template)
+    assert bnb_size(arena, shape, True, MASKS[0]) == bnb_expected(shape, True, MASKS[0])
+
+
+def test_batch_norm_backward_nothing_requested_or_empty(arena):
+    rc, ws, ex = phase_one(BNB_P1, *bnb_args(arena, (0, 3, 5), True, MASKS[0]))
+    assert rc == OK and ws == 0
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    rc, ws, ex = phase_one(BNB_P1, *bnb_args(arena, (4, 3, 5), True, (False,) * 3))
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    # Ascend 950 returns before its kernels; elsewhere they run, their results left in place
+    assert ws == (0 if ARCH == 3510 else bnb_expected((4, 3, 5), True, (False,) * 3))
+    assert ARCH == 3510 or ws > 0
+
+
+def test_batch_norm_backward_short_workspace_refused_and_exact_runs(arena):
+    """gradBias alone requested: the other results stay in the workspace on every part."""
+    shape, mask = (4, 3, 5), (False, False, True)
+    want = bnb_expected(shape, True, mask)
+    assert want > 0
+    for attempt in ("null", "short", "exact"):
+        args = bnb_args(arena, shape, True, mask, data=True)
+        rc, ws, ex = phase_one(BNB_P1, *args)
+        assert rc == OK and ws == want, last_msg()
+        wsp = arena.malloc(ws)
+        before = live()
+        if attempt == "null":
+            assert BNB_P2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
+        elif attempt == "short":
+            assert BNB_P2(wsp, ws - 1, ex, arena.stream) == INVALID
+        else:
+            assert BNB_P2(wsp, ws, ex, arena.stream) == OK, last_msg()
+            assert lib.aclrtSynchronizeStream(arena.stream) == OK
+            dy = args[0].read().astype(np.float64)
+            np.testing.assert_allclose(args[12].read(), dy.sum((0, 2)), rtol=1e-5, atol=1e-5)
+            continue
+        after = live()
+        assert after["executors"] == before["executors"] - 1
+        assert after["device_bytes"] == before["device_bytes"]
+
+
+test_on_other_parts = run_on_parts(other_parts(), "size or workspace or empty")
