@@ -88,8 +88,8 @@ def bn_chain(shape, training):
     return "tbe"
 
 
-def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32):
-    """Contiguous ND tensors, weight/bias of input's dtype, running statistics FLOAT;
+def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32, rdt=F32):
+    """Contiguous ND tensors, weight/bias of input's dtype, running statistics of rdt;
     given: weight, bias, runningMean, runningVar present."""
     C, X = shape[1], math.prod(shape)
     w_given, b_given, rm_given, rv_given = given
@@ -116,13 +116,12 @@ def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32):
                 k = g.kernel()
                 g.read(vec[n], k)
                 vec[n] = g.out(k, C * 4)
-        rdt = {n: (xdt if n in fill else F32) if regbase else (F32 if n in fill else F32)
-               for n in ("rm", "rv")}
-        run = rdt["rm"] if rdt["rm"] == rdt["rv"] else F32
-        run = run if (not regbase or (run == wb and run == xdt)) else F32
+        vdt = {n: (xdt if regbase else F32) if n in fill else rdt for n in ("rm", "rv")}
+        run = vdt["rm"] if vdt["rm"] == vdt["rv"] else F32  # Ascend 950: their promotion,
+        run = run if (regbase and run == wb and run == xdt) else F32  # kept if all agree
         for n in ("rm", "rv"):
             vec[n] = fill.get(n)
-            if rdt[n] != run:
+            if vdt[n] != run:
                 k = g.kernel()
                 g.read(vec[n], k)
                 vec[n] = g.out(k, C * 4)
@@ -134,7 +133,7 @@ def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32):
         mean, var = g.out(k, C * 4), g.out(k, C * 4)
         if training:
             for n, given_ in (("rm", rm_given), ("rv", rv_given)):
-                if given_ and run != F32:  # back to the caller's FLOAT tensor
+                if given_ and run != rdt:  # back to the caller's tensor's dtype
                     kc = g.kernel()
                     g.read(vec[n], kc)
                     gone.add(g.out(kc, C * 4))
@@ -151,7 +150,7 @@ def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32):
         vec = {}
         for n in ("w", "b", "rm", "rv"):  # ResizeFrom1D: a FLOAT cast, 6HD on DAV_1001 rank 5
             vec[n] = fill.get(n)
-            if n in ("w", "b") and n not in fill and xdt != F32:
+            if n not in fill and (xdt if n in ("w", "b") else rdt) != F32:
                 k = g.kernel()
                 vec[n] = g.out(k, C * 4)
             if six:
@@ -190,12 +189,20 @@ def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32):
                     g.read(t, k)
                     t = g.out(k, C * np.dtype(save_dt).itemsize)
                 gone.add(t)  # the caller's saveMean/saveInvstd take it over
-            if six:
-                for n, given_ in (("rm", rm_given), ("rv", rv_given)):
-                    if given_:
-                        k = g.kernel()
-                        g.read(vec[n], k)
-                        gone.add(g.out(k, C * 4))
+            for n, given_ in (("rm", rm_given), ("rv", rv_given)):  # ResizeTo1D back
+                if not given_:
+                    continue
+                t = vec[n]
+                if six:
+                    k = g.kernel()
+                    g.read(t, k)
+                    t = g.out(k, C * 4)
+                if rdt != F32:
+                    k = g.kernel()
+                    g.read(t, k)
+                    t = g.out(k, C * np.dtype(rdt).itemsize)
+                if t is not None:
+                    gone.add(t)
     if transposed:
         k = g.kernel()
         g.read(y, k)
@@ -205,15 +212,15 @@ def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32):
 
 
 def bn_views(arena, shape, training=True, given=(True,) * 4, xdt=F32, save_dt=F32, kind="contig",
-             data=False):
+             data=False, rdt=F32):
     C = shape[1]
     rng = np.random.default_rng(1)
     x = DevView(arena, rng.standard_normal(shape).astype(xdt) if data else np.ones(shape, xdt),
                 kind=kind)
     vec = [DevView(arena, np.linspace(0.5, 1.5, C).astype(xdt)) if given[0] else None,
            DevView(arena, np.linspace(-0.2, 0.2, C).astype(xdt)) if given[1] else None,
-           DevView(arena, np.zeros(C, F32)) if given[2] else None,
-           DevView(arena, np.ones(C, F32)) if given[3] else None]
+           DevView(arena, np.zeros(C, rdt)) if given[2] else None,
+           DevView(arena, np.ones(C, rdt)) if given[3] else None]
     y = DevView(arena, shape=shape, dtype=xdt)
     sm = DevView(arena, shape=(C,), dtype=save_dt)
     si = DevView(arena, shape=(C,), dtype=save_dt)
@@ -252,6 +259,18 @@ def test_batch_norm_size_float16(arena, save_dt):
     for shape in ((2, 64, 3), (4, 3, 5)):
         assert bn_size(arena, shape, xdt=F16, save_dt=save_dt) == \
             bn_expected(shape, True, xdt=F16, save_dt=save_dt)
+
+
+@pytest.mark.parametrize("xdt", [F32, F16], ids=["x-f32", "x-f16"])
+@pytest.mark.parametrize("training", [True, False], ids=["train", "infer"])
+def test_batch_norm_size_float16_running_statistics(arena, xdt, training):
+    """FLOAT16 running statistics: cast to FLOAT for the kernels (on Ascend 950 kept FLOAT16
+    with a FLOAT16 input, weight and bias: runningDtype) and, in training, back to the
+    caller's dtype (a cast whose result the caller's tensor takes over)."""
+    for shape in ((2, 64, 3), (4, 3, 5), (2, 5, 2, 1, 3)):
+        for given in GIVEN[:1] + GIVEN[2:]:
+            assert bn_size(arena, shape, training=training, given=given, xdt=xdt, rdt=F16) \
+                == bn_expected(shape, training, given, xdt=xdt, rdt=F16), (shape, given)
 
 
 def test_batch_norm_size_strided_input(arena):
