@@ -357,46 +357,69 @@ def grad_v3_workspace(shape, dy_dt=F32):
     return MiB16
 
 
-def bnb_expected(shape, training, mask, weight=True):
-    """FLOAT contiguous tensors, the statistics given (weight optional)."""
+def bnb_expected(shape, training, mask, weight=True, dt=F32):
+    """Contiguous tensors: gradOut, input, weight and the outputs of dt, the statistics FLOAT
+    and given (weight optional)."""
     C, X = shape[1], math.prod(shape)
+    es = np.dtype(dt).itemsize
     g, gone = Graph(), set()
     w = None if weight else g.out(g.kernel(), C * 4)  # FillScalar FLOAT
+    gw_dt = F32
     if ARCH == 3510:
+        wdt = dt if weight else F32
+        if dt == F32 and wdt != F32:  # weight to FLOAT with a FLOAT gradOut
+            w = g.out(g.kernel(), C * 4)
+            wdt = F32
         k = g.kernel()
         g.read(w, k)
-        g.out(k, grad_v3_workspace(shape) if training else MiB16)
-        gi, gw, gb = g.out(k, X * 4), g.out(k, C * 4), g.out(k, C * 4)
+        g.out(k, grad_v3_workspace(shape, dt) if training else MiB16)
+        wes = np.dtype(wdt).itemsize
+        gi, gw, gb = g.out(k, X * es), g.out(k, C * wes), g.out(k, C * wes)
+        gw_dt = wdt
         if not training and (mask[1] or mask[2]):
+            gw_dt = F32
+            dyc = xc = None
+            if dt != F32:  # gradOut's and input's FLOAT casts
+                dyc = g.out(g.kernel(), X * 4)
+                xc = g.out(g.kernel(), X * 4)
             if mask[1]:
                 add = g.out(g.kernel(), C * 4)
                 g.read(add, g.kernels)
                 pw = g.out(g.kernel(), C * 4)
+                g.read(xc, g.kernels)
                 sub = g.out(g.kernel(), X * 4)
                 g.read(sub, g.kernels)
                 g.read(pw, g.kernels)
                 mul = g.out(g.kernel(), X * 4)
                 g.read(mul, g.kernels)
+                g.read(dyc, g.kernels)
                 mul2 = g.out(g.kernel(), X * 4)
                 g.read(mul2, g.kernels)
                 gw = g.out(g.kernel(), C * 4)
             if mask[2]:
+                g.read(dyc, g.kernels)
                 gb = g.out(g.kernel(), C * 4)
     else:
         rank5 = min(len(shape), 5) == 5
         transposed = not training and rank5  # ResizeFrom5D: gradOut's, input's Transposes
-        dy = g.out(g.kernel(), X * 4) if transposed else None
-        x = g.out(g.kernel(), X * 4) if transposed else None
+        dy = g.out(g.kernel(), X * es) if transposed else None
+        x = g.out(g.kernel(), X * es) if transposed else None
         six = training and rank5 and ARCH not in NCDHW_PARTS
         stat = ceil_to(C, 16) * 4 if six else C * 4
         vecs = [w, None, None]  # weight, the two statistics (FLOAT: no casts)
+        if weight and dt != F32:  # ResizeFrom1D's FLOAT cast of weight
+            vecs[0] = g.out(g.kernel(), C * 4)
+            if six:
+                k = g.kernel()
+                g.read(vecs[0], k)
+                vecs[0] = g.out(k, stat)
         if six:  # each to 6HD, then gradOut and input
-            for i in range(3):
+            for i in range(0 if not weight or dt == F32 else 1, 3):
                 k = g.kernel()
                 g.read(vecs[i], k)
                 vecs[i] = g.out(k, stat)
             n, c, d, h, w_ = shape[0], shape[1], shape[2], shape[3], math.prod(shape[4:])
-            six_bytes = n * d * ceil_to(c, 16) * h * w_ * 4
+            six_bytes = n * d * ceil_to(c, 16) * h * w_ * es
             dy = g.out(g.kernel(), six_bytes)
             x = g.out(g.kernel(), six_bytes)
         ku = g.kernel()  # BNTrainingUpdateGrad
@@ -406,11 +429,11 @@ def bnb_expected(shape, training, mask, weight=True):
         kr = g.kernel()  # BNTrainingReduceGrad, or BNInferGrad
         for t in ((dy, x, gw, gb, *vecs) if training else (dy, vecs[0], vecs[2])):
             g.read(t, kr)
-        gi = g.out(kr, six_bytes if six else X * 4)
+        gi = g.out(kr, six_bytes if six else X * es)
         if six or transposed:
             k = g.kernel()
             g.read(gi, k)
-            gi = g.out(k, X * 4)
+            gi = g.out(k, X * es)
         if six:  # ResizeTo1D: back to NCDHW before the copy
             if mask[1]:
                 k = g.kernel()
@@ -422,28 +445,32 @@ def bnb_expected(shape, training, mask, weight=True):
                 gb = g.out(k, C * 4)
     for i, t in enumerate((gi, gw, gb)):
         if mask[i]:
+            if i and gw_dt != dt:  # the Cast to gradWeight's/gradBias's dtype
+                k = g.kernel()
+                g.read(t, k)
+                t = g.out(k, C * es)
             gone.add(t)
     return g.size(gone)
 
 
-def bnb_args(arena, shape, training, mask, weight=True, data=False):
+def bnb_args(arena, shape, training, mask, weight=True, data=False, dt=F32):
     C = shape[1]
     rng = np.random.default_rng(2)
-    val = (lambda: rng.standard_normal(shape).astype(F32)) if data else \
-        (lambda: np.ones(shape, F32))
+    val = (lambda: rng.standard_normal(shape).astype(dt)) if data else \
+        (lambda: np.ones(shape, dt))
     dy, x = DevView(arena, val()), DevView(arena, val())
-    w = DevView(arena, np.linspace(0.5, 1.5, C).astype(F32)) if weight else None
+    w = DevView(arena, np.linspace(0.5, 1.5, C).astype(dt)) if weight else None
     rm, rv = DevView(arena, np.zeros(C, F32)), DevView(arena, np.ones(C, F32))
     sm = DevView(arena, np.full(C, 0.1, F32))
     si = DevView(arena, np.full(C, 0.9 if ARCH != 3510 else 1.1, F32))
-    outs = [DevView(arena, shape=shape, dtype=F32), DevView(arena, shape=(C,), dtype=F32),
-            DevView(arena, shape=(C,), dtype=F32)]
+    outs = [DevView(arena, shape=shape, dtype=dt), DevView(arena, shape=(C,), dtype=dt),
+            DevView(arena, shape=(C,), dtype=dt)]
     return [dy, x, w, rm, rv, sm, si, training, 1e-5, arena.bool_array(mask), *outs]
 
 
-def bnb_size(arena, shape, training, mask, weight=True):
+def bnb_size(arena, shape, training, mask, weight=True, dt=F32):
     rc, ws, ex = phase_one(BNB_P1, *as_ncdhw(arena, bnb_args(arena, shape, training, mask,
-                                                             weight)))
+                                                             weight, dt=dt)))
     assert rc == OK, last_msg()
     assert lib.aclDestroyAclOpExecutor(ex) == OK
     return ws
@@ -458,6 +485,18 @@ MASKS = [(True, True, True), (True, False, False), (False, True, True), (False, 
 @pytest.mark.parametrize("mask", MASKS, ids=["".join("TF"[not m] for m in k) for k in MASKS])
 def test_batch_norm_backward_size(arena, shape, training, mask):
     assert bnb_size(arena, shape, training, mask) == bnb_expected(shape, training, mask)
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "infer"])
+@pytest.mark.parametrize("mask", MASKS, ids=["".join("TF"[not m] for m in k) for k in MASKS])
+def test_batch_norm_backward_size_float16(arena, training, mask):
+    """FLOAT16 gradOut, input, weight and outputs, FLOAT statistics: off Ascend 950 weight's
+    FLOAT cast and the FLOAT gradWeight/gradBias cast back; on Ascend 950 weight stays
+    FLOAT16 (so do the kernel's gradWeight/gradBias), the inference's composed sums cast
+    gradOut and input to FLOAT."""
+    for shape in BNB_SHAPES:
+        assert bnb_size(arena, shape, training, mask, dt=F16) == \
+            bnb_expected(shape, training, mask, dt=F16), shape
 
 
 def test_batch_norm_backward_size_without_weight(arena):
