@@ -278,7 +278,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
     x1, x2, g, b, bias = make((8, 96), 1, on_this_part((F16, F16, F32)), "gamma")
     X1, X2, G, B, BI = (acl_py.DeviceTensor.from_numpy(a) for a in (x1, x2, g, b, bias))
     with acl_py.Stream() as s, acl_py.AddLayerNorm(X1, X2, G, B, BI, 1e-5) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        assert plan.mode == "repeatable"  # its workspace: test_emulator_workspace_size_add_ln
         for k in range(3):
             xk = (x1.astype(F32) * (k + 1)).astype(F16)
             X1.buffer.copy_from_host(xk)

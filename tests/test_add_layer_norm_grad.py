@@ -145,7 +145,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
     vals = make((8, 96), 1, F16, dsum=True)
     devs = [acl_py.DeviceTensor.from_numpy(a) for a in vals]
     with acl_py.Stream() as s, acl_py.AddLayerNormGrad(*devs) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        assert plan.mode == "repeatable"  # its workspace: test_emulator_workspace_size_add_ln
         for k in range(3):
             dyk = (vals[0].astype(F32) * (k + 1)).astype(F16)
             devs[0].buffer.copy_from_host(dyk)

@@ -182,7 +182,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
     x, gx, b, g = make((8, 96), 1, F16)
     X, GX, B, G = (acl_py.DeviceTensor.from_numpy(a) for a in (x, gx, b, g))
     with acl_py.Stream() as s, acl_py.DeepNorm(X, GX, B, G, 0.6, 1e-5) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        assert plan.mode == "repeatable"  # its workspace: test_emulator_workspace_size_add_ln
         for k in range(3):
             xk = (x.astype(F32) * (k + 1)).astype(F16)
             X.buffer.copy_from_host(xk)

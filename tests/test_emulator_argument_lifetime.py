@@ -150,9 +150,10 @@ def test_add(arena, alpha, code, ctype, dt, runs):
     if runs > 1:
         assert lib.aclSetAclOpExecutorRepeatable(ex[0]) == 0
     expected = step(a, b, alpha, dt)
+    wsp = arena.malloc(ws[0]) if ws[0] else ffi.NULL  # the device's size (workspace_size_add_ln)
     for _ in range(runs):
         arena.h2d(Y.ptr, np.zeros_like(Y.storage))
-        assert lib.aclnnAdd(ffi.NULL, ws[0], ex[0], arena.stream) == 0, last_msg()
+        assert lib.aclnnAdd(wsp, ws[0], ex[0], arena.stream) == 0, last_msg()
         assert lib.aclrtSynchronizeStream(arena.stream) == 0
         got = get(arena, Y)
         np.testing.assert_array_equal(got, expected)
@@ -176,9 +177,10 @@ def test_adds(arena, alpha, code, ctype, dt, runs):
     if runs > 1:
         assert lib.aclSetAclOpExecutorRepeatable(ex[0]) == 0
     b = np.array(-0.75 if code != 9 else -2, dt)
+    wsp = arena.malloc(ws[0]) if ws[0] else ffi.NULL
     for _ in range(runs):
         arena.h2d(Y.ptr, np.zeros_like(Y.storage))
-        assert lib.aclnnAdds(ffi.NULL, ws[0], ex[0], arena.stream) == 0, last_msg()
+        assert lib.aclnnAdds(wsp, ws[0], ex[0], arena.stream) == 0, last_msg()
         assert lib.aclrtSynchronizeStream(arena.stream) == 0
         np.testing.assert_array_equal(get(arena, Y), step(a, b, alpha, dt))
     if runs > 1:
@@ -211,8 +213,9 @@ def test_inplace_repeatable_accumulates(arena, alpha, code, ctype, dt, scalar_ot
     assert other is None or lib.aclDestroyScalar(other) == 0
     assert lib.aclSetAclOpExecutorRepeatable(ex[0]) == 0
     expected = a
+    wsp = arena.malloc(ws[0]) if ws[0] else ffi.NULL
     for _ in range(3):
-        assert p2(ffi.NULL, ws[0], ex[0], arena.stream) == 0, last_msg()
+        assert p2(wsp, ws[0], ex[0], arena.stream) == 0, last_msg()
         assert lib.aclrtSynchronizeStream(arena.stream) == 0
         expected = step(expected, b, alpha, dt)
         np.testing.assert_array_equal(get(arena, A), expected)

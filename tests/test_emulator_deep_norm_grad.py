@@ -271,8 +271,8 @@ def refused(args, code, *words):
 
 
 def accepted(args):
-    rc, ws, ex = phase_one(*with_alpha(args))
-    assert rc == OK and ws == 0, (rc, last_msg())
+    rc, _, ex = phase_one(*with_alpha(args))
+    assert rc == OK, (rc, last_msg())  # its size: test_emulator_workspace_size_add_ln.py
     assert lib.aclDestroyAclOpExecutor(ex) == OK
 
 

@@ -160,7 +160,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
     case = make((8, 96), 1, HALF, F32)
     d = dev(case)
     with acl_py.Stream() as s, acl_py.FastLayerNorm(**d, eps=1e-3) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        assert plan.mode == "repeatable"  # its workspace: test_emulator_workspace_size_add_ln
         for k in range(3):
             x = (case["input"].astype(F32) * (k + 1)).astype(HALF)
             d["input"].buffer.copy_from_host(x)

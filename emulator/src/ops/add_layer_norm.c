@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "exec_workspace.h"
 #include "phase_one.h"
 #include "convert.h"
 #include "norm_rows.h"
@@ -369,8 +370,17 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGetWorkspaceSize(
     snapshot(&P->t[T_MEAN], meanOut, -1);
     snapshot(&P->t[T_RSTD], rstdOut, -1);
     snapshot(&P->t[T_X], xOut, s);
+    /* Phase one's workspace on a device: the generated interface reports its tiling's one
+     * workspace as it is, none when no kernel runs (docs/emulator.md "Phase one's workspace
+     * size"): 16 MiB on Ascend 950 (add_layer_norm_tiling_arch35.cpp MIN_WORKSPACE_SIZE), else
+     * 1 byte plus the reserved system workspace, 2 MiB on Atlas inference parts, 16 MiB on
+     * Atlas A2/A3 (add_layer_norm_tiling.cpp RESERVED_WORKSPACE_SIZE_310P/_910B) */
+    const uint64_t ws = !launch                    ? 0
+                        : soc->npu_arch == 3510    ? EW_SYS_WORKSPACE
+                        : soc->npu_arch == 2002    ? 1 + (uint64_t)2 * 1024 * 1024
+                                                   : 1 + EW_SYS_WORKSPACE;
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &ALN_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
+    return p1_finish(P1, &ALN_OPS, P, ws, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddLayerNorm(void *workspace, uint64_t workspaceSize,

@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "exec_workspace.h"
 #include "phase_one.h"
 #include "convert.h"
 #include "norm_rows.h"
@@ -320,8 +321,14 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(
     snapshot(&P->t[T_DX], dxOut, s);
     snapshot(&P->t[T_DGAMMA], dgammaOut, -1);
     snapshot(&P->t[T_DBETA], dbetaOut, -1);
+    /* Phase one's workspace on a device: the generated interface reports its tiling's one
+     * workspace as it is, none when no kernel runs (docs/emulator.md "Phase one's workspace
+     * size"): 16 MiB of system workspace and 20 MiB of its own on every part
+     * (add_layer_norm_grad_tiling.cpp and _tiling_arch35.cpp; plus a per-core row buffer in
+     * deterministic mode, which the emulator does not offer) */
+    const uint64_t ws = launch ? EW_SYS_WORKSPACE + (uint64_t)20 * 1024 * 1024 : 0;
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &ALNG_OPS, P, 0, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
+    return p1_finish(P1, &ALNG_OPS, P, ws, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGrad(void *workspace, uint64_t workspaceSize,

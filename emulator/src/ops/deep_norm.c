@@ -280,8 +280,13 @@ ACLEMU_EXPORT aclnnStatus aclnnDeepNormGetWorkspaceSize(
     snapshot(&P->t[T_MEAN], meanOut, -1);
     snapshot(&P->t[T_RSTD], rstdOut, -1);
     snapshot(&P->t[T_Y], yOut, s);
+    /* Phase one's workspace on a device: the generated interface reports its tiling's one
+     * workspace as it is, none when no kernel runs (docs/emulator.md "Phase one's workspace
+     * size"): 1 byte from the arch22 tiling (arch22/deep_norm_tiling.cpp Tiling4DeepNorm), none
+     * from Ascend 950's (arch35/deep_norm_tiling_arch35.cpp WS_SYS_SIZE) */
+    const uint64_t ws = launch && soc->npu_arch != 3510 ? 1 : 0;
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &DN_OPS, P, 0, ts, TNAME, T_COUNT, T_MEAN, workspaceSize, executor);
+    return p1_finish(P1, &DN_OPS, P, ws, ts, TNAME, T_COUNT, T_MEAN, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnDeepNorm(void *workspace, uint64_t workspaceSize,

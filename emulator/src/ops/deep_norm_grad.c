@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "exec_workspace.h"
 #include "phase_one.h"
 #include "convert.h"
 #include "norm_rows.h"
@@ -413,8 +414,21 @@ ACLEMU_EXPORT aclnnStatus aclnnDeepNormGradGetWorkspaceSize(
     snapshot(&P->t[T_DGX], dgxOut, s);
     snapshot(&P->t[T_DBETA], dbetaOut, -1);
     snapshot(&P->t[T_DGAMMA], dgammaOut, -1);
+    /* Phase one's workspace on a device: the generated interface reports its tiling's one
+     * workspace as it is, none when no kernel runs (docs/emulator.md "Phase one's workspace
+     * size"): 16 MiB of system workspace and 20 MiB of its own from the arch22 tiling
+     * (arch22/deep_norm_grad_tiling.cpp SetWorkspace); on Ascend 950 none, but with
+     * gammaBetaRowSplit (P->kahan) the platform's system workspace plus two float rows of N
+     * (aligned to 64) per block of rows (arch35/deep_norm_grad_tiling_arch35.cpp
+     * SetTilingData) */
+    uint64_t ws = 0;
+    if (launch && !a950)
+        ws = EW_SYS_WORKSPACE + (uint64_t)20 * 1024 * 1024;
+    else if (launch && P->kahan)
+        ws = ew_lib_api_workspace(soc) +
+             (uint64_t)ceil_div(M, P->block_rows) * 2 * (uint64_t)((N + 63) / 64 * 64) * 4;
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &DNG_OPS, P, 0, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
+    return p1_finish(P1, &DNG_OPS, P, ws, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnDeepNormGrad(void *workspace, uint64_t workspaceSize,

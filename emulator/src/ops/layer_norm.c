@@ -867,6 +867,53 @@ static aclnnStatus fast_view_copy(const char *call, const char *name, const aclT
     return ACLNN_SUCCESS;
 }
 
+/* aclnnFastLayerNorm's workspace on a device: the executor's graph of
+ * aclnn_fast_layer_norm.cpp (exec_workspace.h; docs/emulator.md "Phase one's workspace size").
+ * N == 0: each given statistic gets a Fill of its own shape and dtype, ViewCopy'd into it
+ * (norm_common's ProcessEmptyTensorWithValue); M == 0: none. Otherwise Contiguous copies of
+ * strided tensors, on every part a Fill for an absent weight (ones, in bias's dtype, else
+ * input's) and bias (zeros, in weight's, else input's), N values each alive until the kernel;
+ * one LayerNormV4 (32 bytes of tiling workspace, 16 MiB for Ascend 950's Welford template, as
+ * ln_device_workspace); y handed to out, rstd and mean each cast to its output's dtype and
+ * copied into it, or left in the workspace when not asked for. */
+static uint64_t fast_device_workspace(const aclTensor *const *ts, int64_t M, int64_t N,
+                                      bool welford)
+{
+    ew_graph g = {0};
+    if (N == 0) {
+        for (int i = T_MEAN; i <= T_RSTD; i++) {
+            const aclTensor *t = ts[i];
+            if (!t)
+                continue;
+            const uint64_t n = ew_bytes(t, t->dtype) / aclemu_dtype_size(t->dtype);
+            ew_copy_out(&g, ew_output(&g, ew_kernel(&g), ew_bytes(t, t->dtype)), t->dtype, t, n);
+        }
+        return ew_size(&g);
+    }
+    if (M == 0)
+        return 0;
+    const aclTensor *w = ts[T_W], *b = ts[T_B];
+    const aclDataType in_dt = ts[T_X]->dtype;
+    const aclDataType w_dt = b ? b->dtype : in_dt, b_dt = w ? w->dtype : in_dt;
+    const uint64_t m = (uint64_t)M, n = (uint64_t)N;
+    const int reads[3] = {
+        ew_contiguous_copy(&g, ts[T_X]),
+        w ? ew_contiguous_copy(&g, w) : ew_output(&g, ew_kernel(&g), n * aclemu_dtype_size(w_dt)),
+        b ? ew_contiguous_copy(&g, b) : ew_output(&g, ew_kernel(&g), n * aclemu_dtype_size(b_dt))};
+    const int k = ew_kernel(&g);
+    for (int i = 0; i < 3; i++)
+        ew_read(&g, reads[i], k);
+    ew_kernel_workspace(&g, k, welford ? EW_SYS_WORKSPACE : 32);
+    const int y = ew_output(&g, k, m * n * aclemu_dtype_size(in_dt));
+    const int mean = ew_output(&g, k, m * 4), rstd = ew_output(&g, k, m * 4);
+    ew_copy_out(&g, y, in_dt, ts[T_Y], m * n);
+    if (ts[T_RSTD])
+        ew_copy_out(&g, rstd, ACL_FLOAT, ts[T_RSTD], m);
+    if (ts[T_MEAN])
+        ew_copy_out(&g, mean, ACL_FLOAT, ts[T_MEAN], m);
+    return ew_size(&g);
+}
+
 static aclnnStatus fast_phase_one(const aclTensor *input, const aclIntArray *normalizedShape,
                                   const aclTensor *weightOptional,
                                   const aclTensor *biasOptional, double eps, aclTensor *out,
@@ -984,8 +1031,8 @@ static aclnnStatus fast_phase_one(const aclTensor *input, const aclIntArray *nor
             free(P);
             return st;
         }
-        return p1_finish(call, &FAST_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize,
-                         executor);
+        return p1_finish(call, &FAST_OPS, P, fast_device_workspace(ts, M, N, false), ts,
+                         TNAME, T_COUNT, T_Y, workspaceSize, executor);
     }
 
     /* 6. Stricter (docs/emulator.md): the parts the docs call unsupported where the L0 op
@@ -1033,7 +1080,8 @@ static aclnnStatus fast_phase_one(const aclTensor *input, const aclIntArray *nor
         return st;
     }
 #undef REFUSE
-    return p1_finish(call, &FAST_OPS, P, 0, ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
+    return p1_finish(call, &FAST_OPS, P, fast_device_workspace(ts, M, N, P->welford), ts, TNAME,
+                     T_COUNT, T_Y, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnFastLayerNormGetWorkspaceSize(

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "ops/exec_workspace.h"
 #include "ops/half.h"
 #include "ops/view_memory.h"
 
@@ -523,6 +524,152 @@ static aclDataType adds_promote_regbase(aclDataType self, const aclScalar *other
     return r == ACL_COMPLEX32 ? ACL_COMPLEX64 : r;
 }
 
+/* ---- phase one's workspace on a device ------------------------------------------------------ */
+
+/* The dtypes the L0 Add and Mul run on AI Core (hicann/ops-math math/add/op_api/add.cpp,
+ * math/mul/op_api/mul.cpp: their lists by NPU architecture); the others go to AI CPU. */
+static bool add_aicore(aclDataType d, int arch) {
+    switch (d) {
+    case ACL_FLOAT: case ACL_FLOAT16: case ACL_INT32: case ACL_INT8: case ACL_UINT8:
+    case ACL_INT64: case ACL_BOOL:
+        return true;
+    case ACL_BF16: case ACL_COMPLEX64:
+        return arch == 2201 || arch == 3510;
+    default:
+        return false;
+    }
+}
+
+static bool mul_aicore(aclDataType d, int arch) {
+    if (arch == 3510 && (d == ACL_INT16 || d == ACL_DOUBLE)) /* + IsDoubleSupport */
+        return true;
+    return add_aicore(d, arch);
+}
+
+/* The vendor's mixed-dtype Add (l0op::Add, isAddMixDtypeSupport): FLOAT16/BF16 with FLOAT
+ * either way round, one kernel, a FLOAT result. */
+static bool add_mixed(aclDataType a, aclDataType b) {
+    bool half_a = a == ACL_FLOAT16 || a == ACL_BF16, half_b = b == ACL_FLOAT16 || b == ACL_BF16;
+    return (half_a && b == ACL_FLOAT) || (a == ACL_FLOAT && half_b);
+}
+
+/* AxpyV2's dtypes on Ascend 950 (aclnn_add.cpp ARCH_REGBASE_AXPY_V2_DTYPE_SUPPORT_LIST). */
+static bool axpy_v2_dtype(aclDataType d) {
+    switch (d) {
+    case ACL_FLOAT: case ACL_BF16: case ACL_FLOAT16: case ACL_INT32: case ACL_INT64:
+    case ACL_INT8: case ACL_UINT8: case ACL_BOOL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+typedef struct {
+    int arch;
+    aclDataType calc;
+    bool one, one_f;  /* IsEqualToOne; alpha "neither > 1 nor < 1" as a float */
+    bool axpy, axpy_v2;
+    bool bool_fix;
+} add_route;
+
+/* One elementwise kernel of the graph reading a and b (handles or -1), writing n elements of
+ * dtype dt: on Ascend 950 an AI Core one's broadcast tiling asks for 16 MiB
+ * (hicann/opbase pkg_inc/op_common/atvoss/broadcast/broadcast_tiling.h DoTiling:
+ * DEFAULT_TILING_WORKSPACE_SIZE, the Add, Axpy, AxpyV2 and Mul arch35 tilings of ops-math);
+ * elsewhere they are TBE kernels (no public tiling: none counted), and an AI CPU kernel takes
+ * none from the graph. Returns the result's handle. */
+static int elementwise_kernel(ew_graph *g, const add_route *R, bool aicore, int a, int b,
+                              uint64_t n, aclDataType dt) {
+    const int k = ew_kernel(g);
+    ew_read(g, a, k);
+    ew_read(g, b, k);
+    if (aicore && R->arch == 3510)
+        ew_kernel_workspace(g, k, EW_SYS_WORKSPACE);
+    return ew_output(g, k, n * aclemu_dtype_size(dt));
+}
+
+static uint64_t elems(const aclTensor *t) {
+    uint64_t n = 1;
+    for (uint64_t i = 0; i < t->ndim; i++)
+        n *= (uint64_t)t->dims[i];
+    return n;
+}
+
+/* aclnnAddGetWorkspaceSize's graph (aclnn_add.cpp; exec_workspace.h): none for an empty self
+ * or other; the mixed-dtype Add with alpha 1 (strided inputs read as they are on Ascend 950,
+ * copied elsewhere); alpha 1 with self, other and the promoted dtype equal: one Add, strided
+ * inputs read as they are on Ascend 950 when both dtypes run on AI Core; otherwise Contiguous
+ * copies and Casts to the promoted dtype, then Add, Axpy, AxpyV2 (Ascend 950) or Mul by the
+ * alpha tensor and Add; the result cast to out's dtype and copied into it. */
+static uint64_t add_device_workspace(const add_route *R, const aclTensor *self,
+                                     const aclTensor *other, const aclTensor *out, uint64_t n) {
+    const uint64_t ns = elems(self), no = elems(other);
+    if (ns == 0 || no == 0)
+        return 0;
+    ew_graph g = {0};
+    const bool regbase = R->arch == 3510;
+    const aclDataType sd = self->dtype, od = other->dtype, c = R->calc;
+    int res;
+    aclDataType res_dt = c;
+    if (add_mixed(sd, od) && R->one_f) {
+        int a = -1, b = -1;
+        if (!regbase) {
+            a = ew_contiguous_copy(&g, self);
+            b = ew_contiguous_copy(&g, other);
+        }
+        res = elementwise_kernel(&g, R, true, a, b, n, ACL_FLOAT);
+        res_dt = ACL_FLOAT;
+    } else if (R->one && sd == c && od == c && regbase && add_aicore(sd, R->arch) &&
+               add_aicore(od, R->arch)) {
+        res = elementwise_kernel(&g, R, true, -1, -1, n, c);
+    } else {
+        const int a = ew_cast(&g, ew_contiguous_copy(&g, self), sd, c, ns);
+        const int b = ew_cast(&g, ew_contiguous_copy(&g, other), od, c, no);
+        if (R->one) {
+            res = elementwise_kernel(&g, R, add_aicore(c, R->arch), a, b, n, c);
+        } else if (R->axpy || R->axpy_v2) { /* their AI Core lists hold every dtype routed here */
+            res = elementwise_kernel(&g, R, true, a, b, n, c);
+        } else {
+            const int scaled = elementwise_kernel(&g, R, mul_aicore(c, R->arch), b, -1, no, c);
+            res = elementwise_kernel(&g, R, add_aicore(c, R->arch), a, scaled, n, c);
+        }
+    }
+    ew_copy_out(&g, res, res_dt, out, n);
+    return ew_size(&g);
+}
+
+/* aclnnAddsGetWorkspaceSize's graph: self read as it is (Ascend 950, self already of the
+ * promoted dtype, both on AI Core, and alpha 1 or no Axpy for the dtype), else copied and
+ * cast; other and alpha are host tensors (ConvertToTensor: no workspace); Add, Axpy, AxpyV2
+ * or a one-element Mul and Add; the result cast to out's dtype (BOOL + True * True into
+ * another dtype: cast to BOOL and back) and copied into out. */
+static uint64_t adds_device_workspace(const add_route *R, const aclTensor *self,
+                                      const aclTensor *out, uint64_t n) {
+    if (n == 0)
+        return 0;
+    ew_graph g = {0};
+    const aclDataType sd = self->dtype, c = R->calc;
+    const bool view = sd == c && R->arch == 3510 && add_aicore(sd, R->arch) &&
+                      (R->one || (!R->axpy && !R->axpy_v2));
+    const int a = view ? -1 : ew_cast(&g, ew_contiguous_copy(&g, self), sd, c, n);
+    int res;
+    if (R->one) {
+        res = elementwise_kernel(&g, R, add_aicore(c, R->arch), a, -1, n, c);
+    } else if (R->axpy || R->axpy_v2) {
+        res = elementwise_kernel(&g, R, true, a, -1, n, c);
+    } else {
+        const int scaled = elementwise_kernel(&g, R, mul_aicore(c, R->arch), -1, -1, 1, c);
+        res = elementwise_kernel(&g, R, add_aicore(c, R->arch), a, scaled, n, c);
+    }
+    if (R->bool_fix) {
+        res = ew_cast(&g, ew_cast(&g, res, c, out->dtype, n), out->dtype, ACL_BOOL, n);
+        ew_copy_out(&g, res, ACL_BOOL, out, n);
+    } else {
+        ew_copy_out(&g, res, c, out, n);
+    }
+    return ew_size(&g);
+}
+
 /* ---- phase one ------------------------------------------------------------------------------ */
 
 #define FAIL(code, ...)                \
@@ -718,6 +865,10 @@ static aclnnStatus add_phase1(const add_names *N, const aclTensor *self, const a
                   aclemu_scalar_to_int64(other_s) && aclemu_scalar_to_int64(alpha);
     /* owns P from here; keeps every tensor, as CANN's does (the in-place ones give selfRef
      * twice, as self and out: the same tensor recorded twice) */
+    const add_route route = {arch, calc, one, !(alpha_f > 1.0f || alpha_f < 1.0f), axpy,
+                             regbase && !axpy && axpy_v2_dtype(calc), P->bool_fix};
+    const uint64_t ws = adds ? adds_device_workspace(&route, self, out, (uint64_t)P->n)
+                             : add_device_workspace(&route, self, other, out, (uint64_t)P->n);
     const aclTensor *ts[A_COUNT] = {self, other, out};
     const char *names[A_COUNT] = {P->names[A_SELF], P->names[A_OTHER], P->names[A_OUT]};
     if (adds) { /* other is a scalar, not a tensor parameter */
@@ -725,10 +876,10 @@ static aclnnStatus add_phase1(const add_names *N, const aclTensor *self, const a
         names[A_OTHER] = P->names[A_OUT];
     }
     const uint64_t ntensors = adds ? 2 : 3;
-    aclOpExecutor *ex = aclemu_executor_new(N->ops, P, 0, ts, names, ntensors, ntensors - 1);
+    aclOpExecutor *ex = aclemu_executor_new(N->ops, P, ws, ts, names, ntensors, ntensors - 1);
     if (!ex)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: could not create the executor", P1);
-    *workspaceSize = 0;
+    *workspaceSize = ws;
     *executor = ex;
     return ACLNN_SUCCESS;
 }

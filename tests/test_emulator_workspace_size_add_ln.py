@@ -1,0 +1,369 @@
+"""Phase one's workspace size as a device reports it, for aclnnAdd/Adds/InplaceAdd(s) and the
+AddLayerNorm, DeepNorm and FastLayerNorm operators (emulator/src/ops/exec_workspace.h).
+
+The expected sizes are stated here from the vendor's rules, independently of the emulator's
+code (tests/_workspace_model.py: opbase's MaxAllocator over the op_api's kernel graph):
+
+- aclnnAdd(s) (hicann/ops-math math/add/op_api/aclnn_add.cpp): Contiguous copies, Casts to the
+  promoted dtype, then Add, Axpy, AxpyV2 or Mul and Add, then a Cast to out's dtype and
+  ViewCopy. On Ascend 950 each of those elementwise kernels that runs on AI Core has an arch35
+  tiling built on opbase's BroadcastBaseTiling, which asks for DEFAULT_TILING_WORKSPACE_SIZE,
+  16 MiB (pkg_inc/op_common/atvoss/broadcast/broadcast_tiling.h); on the other parts they are
+  TBE kernels whose workspaces are not public (counted as none).
+- The operators whose aclnn interface opbuild generates (AddLayerNorm, AddLayerNormGrad,
+  DeepNorm, DeepNormGrad) report the sum of their tiling's workspaces
+  (opbase src/nnopbase/individual_op/executor/indv_executor.cpp
+  NnopbaseExecutorGetWorkspaceSizes: no allocator, no alignment), none when every output is
+  empty (NnopbaseSkipKernelLaunch).
+
+Then phase two's checks of that size: a NULL workspace 161001, one byte short 161002, nothing
+leaked, and a run with exactly that size.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acl_py.raw import ffi, lib
+
+from _part_runs import other_parts, run_on_parts
+from math import gcd
+
+from _workspace_model import ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, ceil_to, max_allocator
+from test_emulator_op import INVALID, NULLPTR, OK, last_msg, live, no_leaks, stream  # noqa: F401
+from test_emulator_add import arena, get, out_tensor, put, scalar  # noqa: F401
+from test_emulator_op import DevView
+from _emu_aclnn import rstd_shape
+import test_emulator_add_layer_norm as aln
+import test_emulator_add_layer_norm_grad as alng
+import test_emulator_deep_norm as dn
+import test_emulator_deep_norm_grad as dng
+import test_emulator_fast_layer_norm as fln
+
+pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
+                                reason="emulator-only: raw calls against the emulator's rules")
+
+F32, F16, I32, I16 = (np.dtype(t) for t in (np.float32, np.float16, np.int32, np.int16))
+ACL_FLOAT, ACL_INT32, ACL_BOOL = 0, 3, 12
+
+
+# ---- aclnnAdd, aclnnAdds, aclnnInplaceAdd, aclnnInplaceAdds -------------------------------
+
+def broadcast_ws(kernel):
+    """An AI Core elementwise kernel's tiling workspace: 16 MiB on Ascend 950 (its arch35
+    BroadcastBaseTiling), none elsewhere (TBE); as a graph entry list."""
+    return [(MiB16, kernel, kernel)] if ARCH == 3510 else []
+
+
+def add_phase_one(arena, a, b, alpha, out, api="Add"):
+    ws = ffi.new("uint64_t *")
+    ex = ffi.new("aclOpExecutor **")
+    if api == "Add":
+        rc = lib.aclnnAddGetWorkspaceSize(a.handle, b.handle, alpha, out.handle, ws, ex)
+    elif api == "InplaceAdd":
+        rc = lib.aclnnInplaceAddGetWorkspaceSize(a.handle, b.handle, alpha, ws, ex)
+    elif api == "Adds":
+        rc = lib.aclnnAddsGetWorkspaceSize(a.handle, b, alpha, out.handle, ws, ex)
+    else:
+        rc = lib.aclnnInplaceAddsGetWorkspaceSize(a.handle, b, alpha, ws, ex)
+    assert rc == OK, last_msg()
+    return ws[0], ex[0]
+
+
+def size_of(arena, *args, **kw):
+    ws, ex = add_phase_one(arena, *args, **kw)
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    return ws
+
+
+N = 4 * 6  # out's elements in the cases below
+
+
+def test_add_size_same_dtype_alpha_one(arena):
+    """FLOAT + FLOAT into FLOAT: one Add, its result handed to out (ViewCopy)."""
+    a, b = put(arena, np.ones((4, 6), F32)), put(arena, np.ones((6,), F32))
+    out = out_tensor(arena, (4, 6), F32)
+    assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
+        max_allocator(broadcast_ws(0))
+    assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), a, api="InplaceAdd") == \
+        max_allocator(broadcast_ws(0))
+
+
+def test_add_size_axpy(arena):
+    """alpha 2, FLOAT: Axpy on every part (both lists hold FLOAT), its result out's."""
+    a, b = put(arena, np.ones((4, 6), F32)), put(arena, np.ones((4, 6), F32))
+    out = out_tensor(arena, (4, 6), F32)
+    assert size_of(arena, a, b, scalar(arena, 2.0, ACL_FLOAT), out) == \
+        max_allocator(broadcast_ws(0))
+
+
+def test_add_size_result_cast_to_out(arena):
+    """FLOAT + FLOAT into FLOAT16: the Add's FLOAT result stays in the workspace until the
+    Cast reads it (the Cast's result is out's)."""
+    a, b = put(arena, np.ones((4, 6), F32)), put(arena, np.ones((4, 6), F32))
+    out = out_tensor(arena, (4, 6), F16)
+    assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
+        max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)])
+
+
+def test_add_size_inputs_cast_to_the_promotion(arena):
+    """INT32 + FLOAT16 (promoted FLOAT16): self cast first, alive until the Add reads it."""
+    a, b = put(arena, np.ones((4, 6), I32)), put(arena, np.ones((4, 6), F16))
+    out = out_tensor(arena, (4, 6), F16)
+    assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
+        max_allocator([(N * 2, 0, 1)] + broadcast_ws(1))
+
+
+def test_add_size_mixed_dtypes(arena):
+    """FLOAT16 + FLOAT with alpha 1: the mixed-dtype Add, no Cast of the inputs, a FLOAT
+    result (out FLOAT: out's; out FLOAT16: cast)."""
+    a, b = put(arena, np.ones((4, 6), F16)), put(arena, np.ones((4, 6), F32))
+    out = out_tensor(arena, (4, 6), F32)
+    assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
+        max_allocator(broadcast_ws(0))
+    out16 = out_tensor(arena, (4, 6), F16)
+    assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out16) == \
+        max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)])
+
+
+def test_add_size_strided_self(arena):
+    """A strided self is copied first (l0op::Contiguous) except on Ascend 950, whose Add
+    reads strided FLOAT inputs as they are (IsAddSupportNonContiguous)."""
+    a, b = put(arena, np.ones((4, 6), F32), strided=True), put(arena, np.ones((4, 6), F32))
+    out = out_tensor(arena, (4, 6), F32)
+    graph = broadcast_ws(0) if ARCH == 3510 else [(N * 4, 0, 1)]
+    assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == max_allocator(graph)
+
+
+def test_add_size_mul_then_add(arena):
+    """INT16, alpha 2: no Axpy takes INT16, so Mul(other, alpha) then Add; the product stays
+    until the Add. On Ascend 950 the Mul runs on AI Core (16 MiB), the INT16 Add on AI CPU
+    (none); elsewhere both are TBE or AI CPU (none)."""
+    a, b = put(arena, np.ones((4, 6), I16)), put(arena, np.ones((4, 6), I16))
+    out = out_tensor(arena, (4, 6), I16)
+    assert size_of(arena, a, b, scalar(arena, 2, ACL_INT32), out) == \
+        max_allocator(broadcast_ws(0) + [(N * 2, 0, 1)])
+
+
+def test_add_size_empty_takes_none(arena):
+    a, b = put(arena, np.ones((0, 6), F32)), put(arena, np.ones((6,), F32))
+    out = out_tensor(arena, (0, 6), F16)
+    assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == 0
+
+
+def test_adds_size(arena):
+    """aclnnAdds: the scalar and alpha become host tensors (no workspace). FLOAT self plus a
+    FLOAT scalar: one Add (alpha 1) or Axpy (alpha 2) into out. INT32 with alpha 3: Axpy off
+    Ascend 950, AxpyV2 on it. BOOL + True * True into INT32: Add, then Casts to INT32, to
+    BOOL and back (the BOOL fix), each result alive until the next Cast reads it."""
+    a = put(arena, np.ones((4, 6), F32))
+    out = out_tensor(arena, (4, 6), F32)
+    two = scalar(arena, 2.0, ACL_FLOAT)
+    assert size_of(arena, a, two, scalar(arena, 1.0, ACL_FLOAT), out, api="Adds") == \
+        max_allocator(broadcast_ws(0))
+    assert size_of(arena, a, two, two, a, api="InplaceAdds") == max_allocator(broadcast_ws(0))
+    i = put(arena, np.ones((4, 6), I32))
+    three = scalar(arena, 3, ACL_INT32)
+    assert size_of(arena, i, three, three, i, api="InplaceAdds") == \
+        max_allocator(broadcast_ws(0))
+    t = put(arena, np.ones((4, 6), np.bool_))
+    true = scalar(arena, True, ACL_BOOL)
+    outi = out_tensor(arena, (4, 6), I32)
+    assert size_of(arena, t, true, true, outi, api="Adds") == \
+        max_allocator(broadcast_ws(0) + [(N, 0, 1), (N * 4, 1, 2), (N, 2, 3)])
+
+
+def test_adds_strided_and_empty_size(arena):
+    """A strided FLOAT self is copied (l0op::Contiguous) before an Axpy on every part."""
+    a = put(arena, np.ones((4, 6), F32), strided=True)
+    out = out_tensor(arena, (4, 6), F32)
+    two = scalar(arena, 2.0, ACL_FLOAT)
+    assert size_of(arena, a, two, two, out, api="Adds") == \
+        max_allocator([(N * 4, 0, 1)] + broadcast_ws(1))
+    e = put(arena, np.ones((0, 6), F32))
+    assert size_of(arena, e, two, two, out_tensor(arena, (0, 6), F16), api="Adds") == 0
+
+
+def test_add_workspace_checked_then_runs(arena):
+    """FLOAT + FLOAT into FLOAT16 needs workspace on every part: NULL refused (161001), one
+    byte short refused (161002), each time the executor released and nothing leaked; the
+    exact size runs and gives the sum."""
+    x = np.linspace(-2, 2, N, dtype=np.float32).reshape(4, 6)
+    y = np.linspace(3, -1, N, dtype=np.float32).reshape(4, 6)
+    a, b = put(arena, x), put(arena, y)
+    for attempt in ("null", "short", "exact"):
+        out = out_tensor(arena, (4, 6), F16)
+        ws, ex = add_phase_one(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out)
+        assert ws == max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)]) > 0
+        wsp = arena.malloc(ws)
+        before = live()
+        if attempt == "null":
+            assert lib.aclnnAdd(ffi.NULL, ws, ex, arena.stream) == NULLPTR
+        elif attempt == "short":
+            assert lib.aclnnAdd(wsp, ws - 1, ex, arena.stream) == INVALID
+        else:
+            assert lib.aclnnAdd(wsp, ws, ex, arena.stream) == OK, last_msg()
+            assert lib.aclrtSynchronizeStream(arena.stream) == OK
+            np.testing.assert_array_equal(get(arena, out), (x + y).astype(np.float16))
+            continue
+        after = live()
+        assert after["executors"] == before["executors"] - 1
+        assert after["device_bytes"] == before["device_bytes"]
+
+
+# ---- the generated norm operators: AddLayerNorm, AddLayerNormGrad, DeepNorm, DeepNormGrad --
+
+no_norm_kernel = pytest.mark.skipif(ARCH == 1001, reason=f"{SOC}: no kernel of these operators "
+                                    "(the Atlas training series; their tests check the refusal)")
+
+
+def add_layer_norm_size():
+    """The tiling's one workspace: Ascend 950's regbase tiling 16 MiB (add_layer_norm_tiling_
+    arch35.cpp MIN_WORKSPACE_SIZE); elsewhere 1 byte plus the reserved system workspace, 2 MiB
+    on Atlas inference (DAV_2002), 16 MiB on Atlas A2/A3 (add_layer_norm_tiling.cpp)."""
+    return MiB16 if ARCH == 3510 else 1 + (2 * 1024 * 1024 if ARCH == 2002 else MiB16)
+
+
+def generated_size(p1_result):
+    rc, ws, ex = p1_result
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    return ws
+
+
+@no_norm_kernel
+@pytest.mark.parametrize("shape,bias", [((4, 16), None), ((3, 5, 40), (40,)), ((2, 8), (2, 8))])
+def test_add_layer_norm_size(arena, shape, bias):
+    args = aln.views(arena, shape=shape, gshape=shape[-1:], bias=bias)
+    assert generated_size(aln.phase_one(*args)) == add_layer_norm_size()
+    empty = aln.views(arena, shape=(0, 16))
+    assert generated_size(aln.phase_one(*empty)) == 0
+
+
+@no_norm_kernel
+def test_deep_norm_size(arena):
+    """The arch22 tiling asks for 1 byte (deep_norm_tiling.cpp), Ascend 950's for none
+    (deep_norm_tiling_arch35.cpp WS_SYS_SIZE)."""
+    assert generated_size(dn.phase_one(*dn.views(arena))) == (0 if ARCH == 3510 else 1)
+    assert generated_size(dn.phase_one(*dn.views(arena, shape=(0, 16)))) == 0
+
+
+@no_norm_kernel
+def test_add_layer_norm_grad_size(arena):
+    """16 MiB of system workspace plus 20 MiB of the tiling's own, on every part
+    (add_layer_norm_grad_tiling.cpp, _tiling_arch35.cpp; not deterministic)."""
+    assert generated_size(alng.phase_one(*alng.views(arena))) == MiB16 + 20 * 1024 * 1024
+    assert generated_size(alng.phase_one(*alng.views(arena, shape=(4, 0), gshape=(0,)))) == 0
+
+
+def deep_norm_grad_size(M, N, itemsize):
+    """arch22 (deep_norm_grad_tiling.cpp SetWorkspace): 16 MiB + 20 MiB. Ascend 950
+    (deep_norm_grad_tiling_arch35.cpp SetTilingData): none, but for N < 500 and M >= 1024
+    (gammaBetaRowSplit) the platform's system workspace plus, per block of rows, two float
+    rows of N rounded up to 64; a block's rows: ceil(M / cores) rounded up so that a block
+    starts on a 32-byte boundary."""
+    if ARCH != 3510:
+        return MiB16 + 20 * 1024 * 1024
+    if not (N < 500 and M >= 1024):
+        return 0
+    rows = ceil_to(-(-M // CORES), 32 // gcd(N * itemsize, 32))
+    return LIB_API_WORKSPACE + -(-M // rows) * 2 * ceil_to(N, 64) * 4
+
+
+@no_norm_kernel
+@pytest.mark.parametrize("shape,dt", [((4, 16), F32), ((1024, 16), F32), ((1030, 9), F16),
+                                      ((1024, 600), F16)],
+                         ids=["small", "row-split", "row-split-odd", "wide"])
+def test_deep_norm_grad_size(arena, shape, dt):
+    args = dng.views(arena, shape=shape, gshape=shape[-1:], dt=dt)
+    assert generated_size(dng.phase_one(*args[:6], dng.ALPHA, *args[6:])) == \
+        deep_norm_grad_size(shape[0], shape[1], np.dtype(dt).itemsize)
+
+
+@no_norm_kernel
+def test_deep_norm_workspace_checked_then_runs(arena):
+    """DeepNorm's one byte (none on Ascend 950, where the call runs without one): a NULL
+    workspace with that size is refused (161001), a zero-byte one too (161002), each time the
+    executor released and nothing leaked; the exact size runs."""
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 16)
+    for attempt in ("null", "short", "exact"):
+        args = dn.views(arena)
+        args[0] = DevView(arena, x)
+        rc, ws, ex = dn.phase_one(*args)
+        assert rc == OK, last_msg()
+        assert ws == (0 if ARCH == 3510 else 1)
+        wsp = arena.malloc(ws) if ws else ffi.NULL
+        before = live()
+        if attempt == "exact":
+            assert dn.P2(wsp, ws, ex, arena.stream) == OK
+            assert lib.aclrtSynchronizeStream(arena.stream) == OK
+            h = x * 0.3 + 1.0
+            mu = h.mean(1, keepdims=True)
+            ref = (h - mu) / np.sqrt(((h - mu) ** 2).mean(1, keepdims=True) + 1e-6) + 1.0
+            np.testing.assert_allclose(args[6].read(), ref, rtol=1e-5, atol=1e-5)
+            continue
+        if ws == 0:
+            assert lib.aclDestroyAclOpExecutor(ex) == OK
+            continue
+        if attempt == "null":
+            assert dn.P2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
+        else:
+            assert dn.P2(wsp, ws - 1, ex, arena.stream) == INVALID
+        after = live()
+        assert after["executors"] == before["executors"] - 1
+        assert after["device_bytes"] == before["device_bytes"]
+
+
+# ---- aclnnFastLayerNorm ------------------------------------------------------------------
+
+def fast_layer_norm_size(M, N, itemsize, weight, bias, mean, rstd):
+    """Contiguous tensors, statistics FLOAT: a Fill for each absent weight/bias (N values of
+    input's dtype here, alive until the kernel), LayerNormV4's 32-byte tiling workspace, y
+    handed to out, mean/rstd (M FLOAT values) left in the workspace when not asked for
+    (aclnn_fast_layer_norm.cpp)."""
+    graph, k = [], 0
+    for present in (weight, bias):
+        if not present:
+            graph.append([N * itemsize, k, None])
+            k += 1
+    for t in graph:
+        t[2] = k
+    graph.append((32, k, k))
+    graph += [(M * 4, k, k) for given in (mean, rstd) if not given]
+    return max_allocator([tuple(t) for t in graph])
+
+
+FAST_PARAMS = [(True, True, True, True), (False, False, False, False),
+               (True, False, True, False)]
+
+
+@no_norm_kernel
+@pytest.mark.parametrize("params", FAST_PARAMS, ids=["".join("wbmr"[i] if p else "-"
+                                                             for i, p in enumerate(ps))
+                                                     for ps in FAST_PARAMS])
+def test_fast_layer_norm_size(arena, params):
+    weight, bias, mean, rstd = params
+    dt, M, N = (F16, 6, 20) if ARCH == 2002 else (F32, 7, 40)  # 310P: FLOAT16, N <= 64 only
+    v = lambda shape, d=dt: DevView(arena, shape=shape, dtype=np.dtype(d)).handle  # noqa: E731
+    rc, ws, ex = fln.phase_one(arena, v((M, N)), [N], v((N,)) if weight else None,
+                               v((N,)) if bias else None, v((M, N)),
+                               v((M, 1), F32) if mean else None, v((M, 1), F32) if rstd else None)
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    assert ws == fast_layer_norm_size(M, N, np.dtype(dt).itemsize, *params)
+
+
+@no_norm_kernel
+def test_fast_layer_norm_empty_size(arena):
+    """N == 0: each statistic gets a Fill ViewCopy'd into it (a contiguous one takes the Fill's
+    result: none); M == 0: none."""
+    v = lambda shape: DevView(arena, shape=shape, dtype=np.dtype(np.float32)).handle  # noqa: E731
+    for x, ns in (((3, 0), [0]), ((0, 8), [8])):
+        m = rstd_shape(x, 1)
+        rc, ws, ex = fln.phase_one(arena, v(x), ns, None, None, v(x), v(m), v(m))
+        assert rc == OK, last_msg()
+        assert lib.aclDestroyAclOpExecutor(ex) == OK
+        assert ws == 0
+
+
+test_on_other_parts = run_on_parts(other_parts(), "size or workspace")
