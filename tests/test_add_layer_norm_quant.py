@@ -273,7 +273,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
     args = make((8, 96))
     dev = [None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in args]
     with acl_py.Stream() as st, acl_py.AddLayerNormQuant(*dev, epsilon=1e-5) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        assert plan.mode == "repeatable"  # its workspace: test_emulator_workspace_size_add_ln
         for k in range(3):
             xk = (args[0].astype(F32) * (k + 1) - k).astype(F16)
             dev[0].buffer.copy_from_host(xk)

@@ -36,6 +36,7 @@ from test_emulator_op import DevView
 from _emu_aclnn import rstd_shape
 import test_emulator_add_layer_norm as aln
 import test_emulator_add_layer_norm_grad as alng
+import test_emulator_add_layer_norm_quant as alq
 import test_emulator_deep_norm as dn
 import test_emulator_deep_norm_grad as dng
 import test_emulator_fast_layer_norm as fln
@@ -364,6 +365,79 @@ def test_fast_layer_norm_empty_size(arena):
         assert rc == OK, last_msg()
         assert lib.aclDestroyAclOpExecutor(ex) == OK
         assert ws == 0
+
+
+# ---- aclnnAddLayerNormQuant (its op_api runs on Ascend 950 only) ----------------------------
+
+def add_layer_norm_quant_size(m, n, dynamic, dual, welford=False):
+    """Contiguous tensors: one AddLayerNormQuant kernel. Its regbase tiling
+    (add_layer_norm_quant_tiling_arch35.cpp): rows per core ceil(m / cores), the cores that
+    takes, rows per core again over those; 32 bytes; dynamic with Welford: the platform's
+    system workspace + used cores x 2 buffers x quantized outputs x n floats; dynamic with one
+    row a core: + 256 bytes a used core, + the system workspace off Welford. Its results:
+    y1, x and (dual) y2 go to their outputs; the one-byte y2 stand-in (single), the out
+    scales of the static mode (one FLOAT each) and the single dynamic mode's outScales2 stand
+    in the workspace (aclnn_add_layer_norm_quant.cpp, op_api/add_layer_norm_quant.cpp)."""
+    per_core = -(-m // CORES)
+    used = -(-m // per_core)
+    per_core = -(-m // used)
+    ws = 32
+    if dynamic and welford:
+        ws = LIB_API_WORKSPACE + used * 2 * (2 if dual else 1) * n * 4
+    if dynamic and per_core == 1:
+        ws += used * 256 + (0 if welford else LIB_API_WORKSPACE)
+    graph = [(ws, 0, 0)]
+    if not dual:
+        graph.append((1, 0, 0))
+    if not dynamic:
+        graph.append((4, 0, 0))
+    if not dynamic or not dual:
+        graph.append((4, 0, 0))
+    return max_allocator(graph)
+
+
+def alq_args(arena, m, n, dynamic, dual):
+    args = alq.Args(arena, n)
+    for k, shape, dt in (("x1", (m, n), F16), ("x2", (m, n), F16), ("y1", (m, n), np.int8),
+                         ("y2", (m, n), np.int8), ("x", (m, n), F16), ("os1", (m,), F32),
+                         ("os2", (m,), F32)):
+        args.v[k] = args.make(shape, np.dtype(dt))
+    if dynamic:
+        args.mode = "dynamic"
+        args.v["z1"] = args.v["z2"] = None
+    if not dual:
+        args.v["s2"] = args.v["z2"] = None
+    return args
+
+
+@alq.on_950
+@pytest.mark.parametrize("m", [4, 300], ids=["row-a-core", "rows"])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("dual", [False, True], ids=["single", "dual"])
+def test_add_layer_norm_quant_size(arena, m, dynamic, dual):
+    assert generated_size(alq_args(arena, m, 32, dynamic, dual).call()) == \
+        add_layer_norm_quant_size(m, 32, dynamic, dual)
+
+
+@alq.on_950
+def test_add_layer_norm_quant_welford_size(arena):
+    """Rows of 200000 FLOAT16 values do not fit the full-load kernel's UB: Welford, whose
+    dynamic mode keeps float rows per core in the workspace."""
+    assert generated_size(alq_args(arena, 2, 200000, True, True).call()) == \
+        add_layer_norm_quant_size(2, 200000, True, True, welford=True)
+
+
+@alq.on_950
+def test_add_layer_norm_quant_empty_outscales_size(arena):
+    """No rows (an empty outScales1Out): the op_api returns before building anything (none).
+    Rows of no columns (dynamic): the empty-input kernel, whose tiling asks for 16 MiB, its
+    empty y1/x and the one-element stand-ins of y2 and outScales2 (no scales2) in the
+    workspace, each 512 bytes as the allocator counts them; the -inf out scales copied out."""
+    assert generated_size(alq_args(arena, 0, 32, True, True).call()) == 0
+    args = alq_args(arena, 4, 0, True, False)
+    args.eps = 0.0
+    assert generated_size(args.call()) == \
+        max_allocator([(MiB16, 0, 0), (0, 0, 0), (1, 0, 0), (0, 0, 0), (4, 0, 0)])
 
 
 test_on_other_parts = run_on_parts(other_parts(), "size or workspace")

@@ -69,6 +69,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "exec_workspace.h"
 #include "phase_one.h"
 #include "convert.h"
 #include "half.h"
@@ -513,6 +514,70 @@ static alq_slices ub_tiling(const aclTensor *const *ts, int64_t N, bool dyn)
     return s;
 }
 
+/* Phase one's workspace on a device: the executor's graph of aclnn_add_layer_norm_quant.cpp
+ * (exec_workspace.h; docs/emulator.md "Phase one's workspace size"). None for an empty
+ * outScales1Out (the op_api's own return). Contiguous copies of strided inputs; one
+ * AddLayerNormQuant kernel whose five results the executor allocates (y1, y2 or its
+ * one-element stand-in, x, the out scales: a row's each in dynamic mode, one element in static
+ * mode or without scales2), y1, y2 (dual), x and the dynamic mode's out scales copied out, the
+ * rest left in the workspace (an empty x1: only the dynamic out scales copied). Its tiling:
+ * the empty-input one 16 MiB (add_layer_norm_quant_empty_tiling.cpp MIN_WORKSPACE_SIZE); the
+ * regbase one 32 bytes, in dynamic mode with Welford the platform's system workspace plus a
+ * float row per used core, buffer (2) and quantized output, and with one row a core 256 bytes
+ * per used core, plus the system workspace off Welford (add_layer_norm_quant_tiling_arch35.cpp
+ * DoBlockTiling, SetTilingDataAndTilingKeyAndWorkSpace). */
+static uint64_t alq_device_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
+                                     int64_t X, int64_t N, int64_t O1, bool dyn)
+{
+    if (O1 == 0)
+        return 0;
+    ew_graph g = {0};
+    const aclTensor *x1 = ts[T_X1];
+    int reads[T_Z2 + 1];
+    for (int i = T_X1; i <= T_Z2; i++)
+        reads[i] = ew_contiguous_copy(&g, ts[i]);
+    const int k = ew_kernel(&g);
+    for (int i = T_X1; i <= T_Z2; i++)
+        ew_read(&g, reads[i], k);
+    const bool dual = ts[T_S2] != NULL;
+    const int64_t rows = N > 0 ? X / N : 0;
+    uint64_t rows_of_x1 = 1; /* the reduce shape: x1's dims before gamma's */
+    for (uint64_t i = 0; i + ts[T_GAMMA]->ndim < x1->ndim; i++)
+        rows_of_x1 *= (uint64_t)x1->dims[i];
+    if (X == 0) {
+        ew_kernel_workspace(&g, k, EW_SYS_WORKSPACE);
+    } else {
+        const uint64_t sys = ew_lib_api_workspace(soc);
+        const int64_t cores = aclemu_soc_vector_cores();
+        int64_t per_core = (rows + cores - 1) / cores;
+        const int64_t used = (rows + per_core - 1) / per_core;
+        per_core = (rows + used - 1) / used;
+        const bool welford = ub_tiling(ts, N, dyn).per_loop != 0;
+        uint64_t ws = 32;
+        if (dyn && welford)
+            ws = sys + (uint64_t)used * 2 * (dual ? 2 : 1) * (uint64_t)N * 4;
+        if (dyn && per_core == 1)
+            ws += (uint64_t)used * 256 + (welford ? 0 : sys);
+        ew_kernel_workspace(&g, k, ws);
+    }
+    const uint64_t n = (uint64_t)X, scales = dyn ? rows_of_x1 : 1;
+    const int y1 = ew_output(&g, k, n), y2 = ew_output(&g, k, dual ? n : 1);
+    const int x = ew_output(&g, k, n * aclemu_dtype_size(x1->dtype));
+    const int os1 = ew_output(&g, k, scales * 4), os2 = ew_output(&g, k, (dual ? scales : 1) * 4);
+    if (X != 0) {
+        ew_copy_out(&g, y1, ACL_INT8, ts[T_Y1], n);
+        if (dual)
+            ew_copy_out(&g, y2, ACL_INT8, ts[T_Y2], n);
+        ew_copy_out(&g, x, x1->dtype, ts[T_X], n);
+    }
+    if (dyn) {
+        ew_copy_out(&g, os1, ACL_FLOAT, ts[T_OS1], scales);
+        if (dual)
+            ew_copy_out(&g, os2, ACL_FLOAT, ts[T_OS2], scales);
+    }
+    return ew_size(&g);
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
     const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma, const aclTensor *beta,
     const aclTensor *biasOptional, const aclTensor *scales1Optional,
@@ -642,7 +707,8 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuantGetWorkspaceSize(
             P->t[T_Y1].present = P->t[T_Y2].present = false;
     }
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &ALQ_OPS, P, 0, ts, TNAME, T_COUNT, T_Y1, workspaceSize, executor);
+    return p1_finish(P1, &ALQ_OPS, P, alq_device_workspace(soc, ts, X, N, O1, dyn), ts, TNAME,
+                     T_COUNT, T_Y1, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormQuant(void *workspace, uint64_t workspaceSize,
