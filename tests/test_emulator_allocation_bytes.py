@@ -89,8 +89,9 @@ def add_into(arena, out_elems, out_ptr):
     try:
         ws, ex = ffi.new("uint64_t *"), ffi.new("aclOpExecutor **")
         assert lib.aclnnAddGetWorkspaceSize(tx, ty, alpha, tout, ws, ex) == 0, last_msg()
-        assert ws[0] == 0
-        rc = lib.aclnnAdd(ffi.NULL, 0, ex[0], arena.stream)
+        # the device's workspace (Ascend 950's Add asks for 16 MiB: workspace_size_add_ln)
+        wsp = arena.malloc(ws[0]) if ws[0] else ffi.NULL
+        rc = lib.aclnnAdd(wsp, ws[0], ex[0], arena.stream)
         assert lib.aclrtSynchronizeStream(arena.stream) == 0
         return rc
     finally:
