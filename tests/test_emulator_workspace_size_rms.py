@@ -28,7 +28,7 @@ from test_emulator_op import (F16, F32, INVALID, NULLPTR, OK, DevView, arena,  #
                               last_msg, live, no_leaks, stream)
 from _emu_aclnn import phase_one
 from _part_runs import other_parts, run_on_parts
-from _workspace_model import ARCH, LIB_API_WORKSPACE, SOC, MiB16, max_allocator
+from _workspace_model import ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, max_allocator
 
 RMS = (lib.aclnnRmsNormGetWorkspaceSize, lib.aclnnRmsNorm)
 GEMMA = (lib.aclnnGemmaRmsNormGetWorkspaceSize, lib.aclnnGemmaRmsNorm)
@@ -328,6 +328,63 @@ def test_rms_norm_quant_short_refused_exact_runs(arena):
 
 def test_add_rms_norm_quant_short_refused_exact_runs(arena):
     short_and_null_refused(arena, lib.aclnnAddRmsNormQuant, arq_args(arena))
+
+
+# ---- aclnnRmsNormGrad ---------------------------------------------------------------------------
+# Generated aclnn like RmsNorm's (the sum of the tiling's workspaces). rms_norm_grad_tiling.cpp
+# SetTilingDataAndWorkspace outside deterministic mode: 32 floats per used core + 16 MiB, the
+# used cores the rows in blocks of ceil(M / cores); Ascend 950: 16 MiB, BigM's
+# (rms_norm_grad_regbase_big_m_tiling.cpp) one N-float row per dgamma core on top.
+
+GRAD = (lib.aclnnRmsNormGradGetWorkspaceSize, lib.aclnnRmsNormGrad)
+
+
+def grad_expected(M, N):
+    if ARCH == 3510:
+        half = 64 * CORES // 2  # 64 floats to a 256-byte vector register
+        if M > 0 and N <= half and M >= 2 * N and M >= half:
+            return min(-(-M // 64), CORES) * N * 4 + MiB16
+        return MiB16
+    used = -(-M // -(-M // CORES))
+    return 32 * 4 * used + MiB16
+
+
+def grad_views(arena, M, N):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((M, N)).astype(F32)
+    rstd = (1 / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + EPS)).astype(F32)
+    return [DevView(arena, rng.standard_normal((M, N)).astype(F32)), DevView(arena, x),
+            DevView(arena, rstd), DevView(arena, rng.standard_normal(N).astype(F32)),
+            DevView(arena, shape=(M, N), dtype=F32), DevView(arena, shape=(N,), dtype=F32)]
+
+
+GRAD_SHAPES = [(3, 64), (100, 64), (5, 640), (2 * 64 * 64, 64)]
+
+
+@pytest.mark.parametrize("M,N", GRAD_SHAPES, ids=[f"{m}x{n}" for m, n in GRAD_SHAPES])
+def test_rms_norm_grad_size(arena, M, N):
+    assert size_of(arena, GRAD[0], grad_views(arena, M, N)) == grad_expected(M, N)
+
+
+def test_rms_norm_grad_size_950_big_m(arena):
+    """Both sides of BigM's row-count rule (M >= 64 * cores / 2)."""
+    if ARCH != 3510:
+        pytest.skip(f"{SOC}: Ascend 950's BigM template only")
+    half = 64 * CORES // 2
+    assert size_of(arena, GRAD[0], grad_views(arena, half, 64)) == \
+        min(-(-half // 64), CORES) * 64 * 4 + MiB16
+    assert size_of(arena, GRAD[0], grad_views(arena, half - 1, 64)) == MiB16
+
+
+def test_rms_norm_grad_short_refused_exact_runs(arena):
+    def check(args):
+        dy, x, rstd, g = (a.read().astype(np.float64) for a in args[:4])
+        xr, dyg = x * rstd, dy * g
+        dx = (dyg - xr * (dyg * xr).mean(1, keepdims=True)) * rstd
+        np.testing.assert_allclose(args[4].read(), dx, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(args[5].read(), (dy * xr).sum(0), rtol=1e-5, atol=1e-5)
+    refused_and_exact(arena, *GRAD, lambda: grad_views(arena, 6, 64), grad_expected(6, 64),
+                      check)
 
 
 test_on_other_parts = run_on_parts(other_parts(), "size or refused")

@@ -48,6 +48,7 @@
 
 #include "emu_internal.h"
 #include "phase_one.h"
+#include "exec_workspace.h"
 #include "convert.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
@@ -280,6 +281,35 @@ static aclnnStatus check_shapes(const aclTensor *dy, const aclTensor *x, const a
     return ACLNN_SUCCESS;
 }
 
+/* The device's phase-one workspace. The generated (opbuild) aclnn runs the one kernel on the
+ * individual-op executor: the sum of the tiling's workspaces, no allocator (hicann/opbase
+ * individual_op/executor/indv_executor.cpp NnopbaseExecutorGetWorkspaceSizes), 0 when every
+ * output is empty (NnopbaseSkipKernelLaunch: !launch). op_host/rms_norm_grad_tiling.cpp
+ * SetTilingDataAndWorkspace, outside deterministic mode (the emulator has no switch for it;
+ * a device's default is off): 32 floats per used core (block_dim: the rows in blocks of
+ * ceil(M / cores)) + 16 MiB. Ascend 950: the empty-rows template (rms_norm_grad_empty_
+ * tiling.cpp) and the regbase one (rms_norm_grad_regbase_tiling.cpp) 16 MiB; BigM
+ * (rms_norm_grad_regbase_big_m_tiling.cpp IsCapable: N <= 64 * cores / 2 with 64 floats to a
+ * vector register, M >= 2 N, M >= 64 * cores / 2) one N-float row per dgamma core,
+ * min(ceil(M / 64), cores), + 16 MiB. Strided tensors' Contiguous executors: not modelled. */
+static uint64_t grad_workspace(const aclemu_soc *soc, bool launch, int64_t M, int64_t N)
+{
+    if (!launch)
+        return 0;
+    const int64_t cores = aclemu_soc_vector_cores();
+    if (soc->npu_arch == 3510) {
+        const int64_t half = 64 * cores / 2;
+        if (M > 0 && N <= half && M >= 2 * N && M >= half) {
+            const int64_t dgamma_cores = (M + 63) / 64 < cores ? (M + 63) / 64 : cores;
+            return (uint64_t)(dgamma_cores * N * 4) + EW_SYS_WORKSPACE;
+        }
+        return EW_SYS_WORKSPACE;
+    }
+    const int64_t block_rows = (M + cores - 1) / cores;
+    const int64_t block_dim = (M + block_rows - 1) / block_rows;
+    return (uint64_t)(32 * block_dim * 4) + EW_SYS_WORKSPACE;
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy,
                                                            const aclTensor *x,
                                                            const aclTensor *rstd,
@@ -370,7 +400,8 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy,
     snapshot(&P->t[T_DX], dxOut, (int)split);
     snapshot(&P->t[T_DGAMMA], dgammaOut, -1);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &GRAD_OPS, P, 0, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
+    return p1_finish(P1, &GRAD_OPS, P, grad_workspace(soc, launch, M, N), ts, TNAME, T_COUNT,
+                     T_DX, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnRmsNormGrad(void *workspace, uint64_t workspaceSize,
