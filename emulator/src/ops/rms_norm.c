@@ -205,8 +205,6 @@ static int64_t split_d_slice(int64_t N, int64_t ub)
     return slice;
 }
 
-/* The kernel the tiling picks for an [M, N] call (the file's doc), as the order of its
- * row sums: sets P->order and P->slice. False: the tiling fails (no slice splits N). */
 /* The device's phase-one workspace. The generated (opbuild) aclnn runs the one kernel on the
  * individual-op executor, whose size is the sum of the tiling's workspaces, no allocator
  * (hicann/opbase src/nnopbase/individual_op/executor/indv_executor.cpp
@@ -223,6 +221,8 @@ static uint64_t rms_workspace(const rms_variant *V, const aclemu_soc *soc, int64
     return 256 + EW_SYS_WORKSPACE;
 }
 
+/* The kernel the tiling picks for an [M, N] call (the file's doc), as the order of its
+ * row sums: sets P->order and P->slice. False: the tiling fails (no slice splits N). */
 static bool pick_kernel(rms_payload *P, const aclemu_soc *soc, aclDataType xdt,
                         aclDataType gdt)
 {
