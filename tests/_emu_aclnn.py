@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from acl_py.raw import ffi, lib
 
-from test_emulator_op import BF16, F16, F32, INVALID, OK, last_msg
+from test_emulator_op import BF16, F16, F32, INVALID, NULLPTR, OK, last_msg, live
 
 SOC = ffi.string(lib.aclrtGetSocName()).decode()
 
@@ -64,6 +64,29 @@ def run_phase_two(arena, p2, phase_one_result):
     finally:
         if ws:
             assert lib.aclrtFree(wsp[0]) == 0
+
+
+def workspace_attempt(arena, p2, ex, ws, attempt):
+    """Phase two of executor ``ex``, whose phase one reported ``ws`` (> 0) bytes, on the
+    arena's stream: "null" (a NULL workspace) is refused 161001 and "short" (one byte short)
+    161002, each releasing the executor and leaking nothing; "exact" runs, synchronized.
+    Returns whether it ran (the caller then checks the numbers)."""
+    wsp = arena.malloc(ws)
+    before = live()
+    if attempt == "exact":
+        assert p2(wsp, ws, ex, arena.stream) == OK, last_msg()
+        assert lib.aclrtSynchronizeStream(arena.stream) == OK
+        return True
+    if attempt == "null":
+        assert p2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
+        assert "workspace is NULL" in last_msg()
+    else:
+        assert p2(wsp, ws - 1, ex, arena.stream) == INVALID
+        assert "less than" in last_msg()
+    after = live()
+    assert after["executors"] == before["executors"] - 1
+    assert after["device_bytes"] == before["device_bytes"]
+    return False
 
 
 def both_phases_without_a_device(p1, p2, args, stream, workspace=None):

@@ -30,10 +30,10 @@ from _part_runs import other_parts, run_on_parts
 from math import gcd
 
 from _workspace_model import ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, ceil_to, max_allocator
-from test_emulator_op import INVALID, NULLPTR, OK, last_msg, live, no_leaks, stream  # noqa: F401
+from test_emulator_op import OK, last_msg, no_leaks, stream  # noqa: F401
 from test_emulator_add import arena, get, out_tensor, put, scalar  # noqa: F401
 from test_emulator_op import DevView
-from _emu_aclnn import rstd_shape
+from _emu_aclnn import rstd_shape, workspace_attempt
 import test_emulator_add_layer_norm as aln
 import test_emulator_add_layer_norm_grad as alng
 import test_emulator_add_layer_norm_quant as alq
@@ -196,20 +196,8 @@ def test_add_workspace_checked_then_runs(arena):
         out = out_tensor(arena, (4, 6), F16)
         ws, ex = add_phase_one(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out)
         assert ws == max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)]) > 0
-        wsp = arena.malloc(ws)
-        before = live()
-        if attempt == "null":
-            assert lib.aclnnAdd(ffi.NULL, ws, ex, arena.stream) == NULLPTR
-        elif attempt == "short":
-            assert lib.aclnnAdd(wsp, ws - 1, ex, arena.stream) == INVALID
-        else:
-            assert lib.aclnnAdd(wsp, ws, ex, arena.stream) == OK, last_msg()
-            assert lib.aclrtSynchronizeStream(arena.stream) == OK
+        if workspace_attempt(arena, lib.aclnnAdd, ex, ws, attempt):
             np.testing.assert_array_equal(get(arena, out), (x + y).astype(np.float16))
-            continue
-        after = live()
-        assert after["executors"] == before["executors"] - 1
-        assert after["device_bytes"] == before["device_bytes"]
 
 
 # ---- the generated norm operators: AddLayerNorm, AddLayerNormGrad, DeepNorm, DeepNormGrad --
@@ -287,32 +275,26 @@ def test_deep_norm_workspace_checked_then_runs(arena):
     workspace with that size is refused (161001), a zero-byte one too (161002), each time the
     executor released and nothing leaked; the exact size runs."""
     x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 16)
+    h = x * 0.3 + 1.0
+    mu = h.mean(1, keepdims=True)
+    ref = (h - mu) / np.sqrt(((h - mu) ** 2).mean(1, keepdims=True) + 1e-6) + 1.0
     for attempt in ("null", "short", "exact"):
         args = dn.views(arena)
         args[0] = DevView(arena, x)
         rc, ws, ex = dn.phase_one(*args)
         assert rc == OK, last_msg()
         assert ws == (0 if ARCH == 3510 else 1)
-        wsp = arena.malloc(ws) if ws else ffi.NULL
-        before = live()
-        if attempt == "exact":
-            assert dn.P2(wsp, ws, ex, arena.stream) == OK
+        if ws:
+            ran = workspace_attempt(arena, dn.P2, ex, ws, attempt)
+        elif attempt == "exact":
+            assert dn.P2(ffi.NULL, 0, ex, arena.stream) == OK, last_msg()
             assert lib.aclrtSynchronizeStream(arena.stream) == OK
-            h = x * 0.3 + 1.0
-            mu = h.mean(1, keepdims=True)
-            ref = (h - mu) / np.sqrt(((h - mu) ** 2).mean(1, keepdims=True) + 1e-6) + 1.0
-            np.testing.assert_allclose(args[6].read(), ref, rtol=1e-5, atol=1e-5)
-            continue
-        if ws == 0:
+            ran = True
+        else:       # no workspace: nothing to refuse
             assert lib.aclDestroyAclOpExecutor(ex) == OK
-            continue
-        if attempt == "null":
-            assert dn.P2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
-        else:
-            assert dn.P2(wsp, ws - 1, ex, arena.stream) == INVALID
-        after = live()
-        assert after["executors"] == before["executors"] - 1
-        assert after["device_bytes"] == before["device_bytes"]
+            ran = False
+        if ran:
+            np.testing.assert_allclose(args[6].read(), ref, rtol=1e-5, atol=1e-5)
 
 
 # ---- aclnnFastLayerNorm ------------------------------------------------------------------

@@ -23,10 +23,10 @@ import pytest
 from acl_py.raw import ffi, lib
 
 from _part_runs import other_parts, run_on_parts
-from _emu_aclnn import phase_one
+from _emu_aclnn import phase_one, workspace_attempt
 from _workspace_model import ARCH, CORES, SOC, MiB16, align, ceil_to, max_allocator
-from test_emulator_op import (F16, F32, INVALID, NULLPTR, OK, DevView, arena,  # noqa: F401
-                              last_msg, live, stream)
+from test_emulator_op import (F16, F32, OK, DevView, arena,  # noqa: F401
+                              last_msg, stream)
 
 BN_P1, BN_P2 = lib.aclnnBatchNormGetWorkspaceSize, lib.aclnnBatchNorm
 BNB_P1, BNB_P2 = lib.aclnnBatchNormBackwardGetWorkspaceSize, lib.aclnnBatchNormBackward
@@ -110,21 +110,22 @@ def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32, rdt=F3
         wb = wdt["w"] if wdt["w"] == wdt["b"] else F32
         wb = wb if wb == xdt else F32
         vec = {}
-        for n in ("w", "b"):
+
+        def cast_to(n, have, want):
+            """vec[n]: the fill (or the caller's tensor, None), through a Cast when the dtype
+            the kernel wants is not the one it has."""
             vec[n] = fill.get(n)
-            if wdt[n] != wb:
+            if have != want:
                 k = g.kernel()
                 g.read(vec[n], k)
                 vec[n] = g.out(k, C * 4)
+        for n in ("w", "b"):
+            cast_to(n, wdt[n], wb)
         vdt = {n: (xdt if regbase else F32) if n in fill else rdt for n in ("rm", "rv")}
         run = vdt["rm"] if vdt["rm"] == vdt["rv"] else F32  # Ascend 950: their promotion,
         run = run if (regbase and run == wb and run == xdt) else F32  # kept if all agree
         for n in ("rm", "rv"):
-            vec[n] = fill.get(n)
-            if vdt[n] != run:
-                k = g.kernel()
-                g.read(vec[n], k)
-                vec[n] = g.out(k, C * 4)
+            cast_to(n, vdt[n], run)
         k = g.kernel()
         for t in (x, *vec.values()):
             g.read(t, k)
@@ -313,24 +314,10 @@ def test_batch_norm_short_workspace_refused_and_exact_runs(arena):
         args = bn_views(arena, shape, data=True)
         rc, ws, ex = phase_one(BN_P1, *args)
         assert rc == OK and ws == want, last_msg()
-        wsp = arena.malloc(ws)
-        before = live()
-        if attempt == "null":
-            assert BN_P2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
-            assert "workspace is NULL" in last_msg()
-        elif attempt == "short":
-            assert BN_P2(wsp, ws - 1, ex, arena.stream) == INVALID
-            assert "less than" in last_msg()
-        else:
-            assert BN_P2(wsp, ws, ex, arena.stream) == OK, last_msg()
-            assert lib.aclrtSynchronizeStream(arena.stream) == OK
+        if workspace_attempt(arena, BN_P2, ex, ws, attempt):
             x, w, b = args[0].read(), args[1].read(), args[2].read()
             np.testing.assert_allclose(args[8].read(), bn_reference(x, w, b), rtol=1e-4,
                                        atol=1e-4)
-            continue
-        after = live()
-        assert after["executors"] == before["executors"] - 1  # released on failure
-        assert after["device_bytes"] == before["device_bytes"]
 
 
 # ---- aclnnBatchNormBackward -----------------------------------------------------------------
@@ -538,21 +525,9 @@ def test_batch_norm_backward_short_workspace_refused_and_exact_runs(arena):
         args = bnb_args(arena, shape, True, mask, data=True)
         rc, ws, ex = phase_one(BNB_P1, *args)
         assert rc == OK and ws == want, last_msg()
-        wsp = arena.malloc(ws)
-        before = live()
-        if attempt == "null":
-            assert BNB_P2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
-        elif attempt == "short":
-            assert BNB_P2(wsp, ws - 1, ex, arena.stream) == INVALID
-        else:
-            assert BNB_P2(wsp, ws, ex, arena.stream) == OK, last_msg()
-            assert lib.aclrtSynchronizeStream(arena.stream) == OK
+        if workspace_attempt(arena, BNB_P2, ex, ws, attempt):
             dy = args[0].read().astype(np.float64)
             np.testing.assert_allclose(args[12].read(), dy.sum((0, 2)), rtol=1e-5, atol=1e-5)
-            continue
-        after = live()
-        assert after["executors"] == before["executors"] - 1
-        assert after["device_bytes"] == before["device_bytes"]
 
 
 test_on_other_parts = run_on_parts(other_parts(), "size or workspace or empty")

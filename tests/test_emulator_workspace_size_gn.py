@@ -23,11 +23,11 @@ import pytest
 from acl_py import reference
 from acl_py.raw import ffi, lib
 
-from _emu_aclnn import phase_one
+from _emu_aclnn import phase_one, workspace_attempt
 from _part_runs import other_parts, run_on_parts
 from _workspace_model import ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, max_allocator
-from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, DevView, arena,  # noqa: F401
-                              last_msg, live, no_leaks, stream)
+from test_emulator_op import (BF16, F16, F32, OK, DevView, arena,  # noqa: F401
+                              last_msg, no_leaks, stream)
 
 GN = (lib.aclnnGroupNormGetWorkspaceSize, lib.aclnnGroupNorm)
 SILU = (lib.aclnnGroupNormSiluGetWorkspaceSize, lib.aclnnGroupNormSilu)
@@ -80,28 +80,6 @@ def destroyed(rc, ws, ex):
     assert rc == OK, last_msg()
     assert lib.aclDestroyAclOpExecutor(ex) == OK
     return ws
-
-
-def phase_two(arena, p2, ex, ws, attempt):
-    """Phase two with the device's size: "null" (NULL workspace) refused 161001, "short" (one
-    byte short) refused 161002, the executor released and nothing leaked either way; "exact"
-    runs, synchronized. Returns whether it ran."""
-    wsp = arena.malloc(ws)
-    before = live()
-    if attempt == "exact":
-        assert p2(wsp, ws, ex, arena.stream) == OK, last_msg()
-        assert lib.aclrtSynchronizeStream(arena.stream) == OK
-        return True
-    if attempt == "null":
-        assert p2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
-        assert "workspace is NULL" in last_msg()
-    else:
-        assert p2(wsp, ws - 1, ex, arena.stream) == INVALID
-        assert "less than" in last_msg()
-    after = live()
-    assert after["executors"] == before["executors"] - 1
-    assert after["device_bytes"] == before["device_bytes"]
-    return False
 
 
 # ---- aclnnGroupNorm, aclnnGroupNormSilu(V2) ---------------------------------------------------
@@ -249,7 +227,7 @@ def test_group_norm_workspace_checked_and_exact_runs(arena, op, attempt):
     views = gn_views(arena, shape, group, F32, gamma=False, beta=False, values=x)
     rc, ws, ex = gn_phase_one(op, views, shape, group)
     assert rc == OK and ws == gn_expected(shape, group, F32, False, False, silu_op=op is SILU)
-    if phase_two(arena, op[1], ex, ws, attempt):
+    if workspace_attempt(arena, op[1], ex, ws, attempt):
         y, mean, rstd = (reference.group_norm_silu(x, None, None, group) if op is SILU
                          else reference.group_norm(x, None, None, 2, 8, 15, group))
         np.testing.assert_allclose(views[3].read(), y, rtol=1e-4, atol=1e-4)
@@ -378,7 +356,7 @@ def test_group_norm_backward_workspace_checked_and_exact_runs(arena, attempt):
     ins, outs, (dy, x, mean, rstd, g) = gnb_views(arena, shape, group, F32, mask)
     rc, ws, ex = gnb_phase_one(arena, ins, outs, shape, group, mask)
     assert rc == OK and ws == gnb_expected(shape, group, F32, mask)
-    if phase_two(arena, GNB[1], ex, ws, attempt):
+    if workspace_attempt(arena, GNB[1], ex, ws, attempt):
         refs = reference.group_norm_backward(dy, x, mean, rstd, g, 3, 8, 4, group)
         for out, ref in zip(outs, refs):
             np.testing.assert_allclose(out.read(), ref, rtol=1e-4, atol=1e-4)
@@ -437,7 +415,7 @@ def test_instance_norm_workspace_checked_and_exact_runs(arena, attempt):
     x = np.linspace(-1, 2, int(np.prod(shape)), dtype=F32).reshape(shape)
     views, (rc, ws, ex) = in_call(arena, shape, F32, True, values=x)
     assert rc == OK and ws == in_expected(shape, F32, True) > 0
-    if phase_two(arena, IN[1], ex, ws, attempt):
+    if workspace_attempt(arena, IN[1], ex, ws, attempt):
         refs = reference.instance_norm(x, np.full(16, 1.5), np.full(16, 0.25), "NHWC")
         for view, ref in zip(views[3:], refs):
             np.testing.assert_allclose(view.read(), ref, rtol=1e-4, atol=1e-5)

@@ -26,7 +26,7 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (F16, F32, INVALID, NULLPTR, OK, DevView, arena,  # noqa: F401
                               last_msg, live, no_leaks, stream)
-from _emu_aclnn import phase_one
+from _emu_aclnn import phase_one, workspace_attempt
 from _part_runs import other_parts, run_on_parts
 from _workspace_model import ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, max_allocator
 
@@ -187,22 +187,8 @@ def refused_and_exact(arena, p1, p2, make_args, expected_ws, check):
         rc, ws, ex = phase_one(p1, *args)
         assert rc == OK, last_msg()
         assert ws == expected_ws > 0
-        wsp = arena.malloc(ws)
-        before = live()
-        if attempt == "null":
-            assert p2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
-            assert "workspace is NULL" in last_msg()
-        elif attempt == "short":
-            assert p2(wsp, ws - 1, ex, arena.stream) == INVALID
-            assert "less than" in last_msg()
-        else:
-            assert p2(wsp, ws, ex, arena.stream) == OK, last_msg()
-            assert lib.aclrtSynchronizeStream(arena.stream) == OK
+        if workspace_attempt(arena, p2, ex, ws, attempt):
             check(args)
-            continue
-        after = live()
-        assert after["executors"] == before["executors"] - 1
-        assert after["device_bytes"] == before["device_bytes"]
 
 
 def test_rms_norm_short_refused_exact_runs(arena):
