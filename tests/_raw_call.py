@@ -19,8 +19,8 @@ def raw_call(name, inputs, outputs):
     ``aclnn<name>`` with the workspace it asks for: ``inputs`` DeviceTensors (None: NULL),
     numbers or cffi values in phase one's order before the outputs; ``outputs``
     ``(shape, acl_dtype)`` pairs of contiguous one-byte-element tensors, or
-    ``(shape, acl_dtype, itemsize)`` (None: NULL). Returns each output's bytes (uint8 of its shape, with a last dim of ``itemsize``
-    when above 1; None for a NULL one)."""
+    ``(shape, acl_dtype, itemsize)`` (None: NULL). Returns each output's bytes (uint8 of its
+    shape, with a last dim of ``itemsize`` when above 1; None for a NULL one)."""
     p1 = getattr(lib, f"aclnn{name}GetWorkspaceSize")
     p2 = getattr(lib, f"aclnn{name}")
     bufs, handles = [], []

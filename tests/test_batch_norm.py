@@ -211,8 +211,9 @@ def test_plan_updates_the_running_statistics_at_every_run():
     x, w, b, rm, rv = make((4, 16, 24), F16)
     X, W, B, RM, RV = (acl_py.DeviceTensor.from_numpy(a) for a in (x, w, b, rm, rv))
     with acl_py.Stream() as s, acl_py.BatchNorm(X, W, B, RM, RV, momentum=0.5) as plan:
-        # the device's phase-one workspace (FLOAT16 weight and bias cast to FLOAT, the TBE chain's sums, or a kernel's 16 MiB;
-        # tests/test_emulator_workspace_size_bn.py states its numbers), taken once for every run
+        # the device's phase-one workspace (FLOAT16 weight and bias cast to FLOAT, the TBE
+        # chain's sums, or a kernel's 16 MiB; tests/test_emulator_workspace_size_bn.py states
+        # its numbers), taken once for every run
         assert plan.mode == "repeatable" and plan.workspace_size > 0
         cur_m, cur_v = rm, rv
         for _ in range(3):
