@@ -485,7 +485,7 @@ static uint64_t gn_device_workspace(const aclemu_soc *soc, const aclTensor *cons
     int in[3] = {ew_contiguous_copy(&g, ts[T_SELF]), -1, -1};
     for (int i = 1; i < 3; i++)
         in[i] = ts[T_SELF + i] ? ew_contiguous_copy(&g, ts[T_SELF + i])
-                : fill_absent  ? ew_output(&g, ew_kernel(&g), c * aclemu_dtype_size(dt))
+                : fill_absent  ? ew_fill(&g, c * aclemu_dtype_size(dt))
                                : -1;
     if (soc->npu_arch != 1001) {
         const int k = ew_kernel(&g);

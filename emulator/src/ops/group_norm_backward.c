@@ -654,7 +654,7 @@ static uint64_t gnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
         for (int i = T_DY; i < T_GAMMA; i++)
             in[i] = ew_contiguous_copy(&g, ts[i]);
         in[T_GAMMA] = ts[T_GAMMA] ? ew_contiguous_copy(&g, ts[T_GAMMA])
-                                  : ew_output(&g, ew_kernel(&g), c * aclemu_dtype_size(dy_dt));
+                                  : ew_fill(&g, c * aclemu_dtype_size(dy_dt));
     }
     const int k = ew_kernel(&g);
     for (int i = 0; i < 5; i++)

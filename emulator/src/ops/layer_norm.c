@@ -617,9 +617,9 @@ static uint64_t ln_device_workspace(int arch, bool v4, bool welford, const aclTe
     const uint64_t m = (uint64_t)M, n = (uint64_t)N;
     const int reads[3] = {ew_contiguous_copy(&g, ts[T_X]),
                           w || arch == DAV_3510 ? ew_contiguous_copy(&g, w)
-                                                : ew_output(&g, ew_kernel(&g), n * aclemu_dtype_size(w_dt)),
+                                                : ew_fill(&g, n * aclemu_dtype_size(w_dt)),
                           b || arch == DAV_3510 ? ew_contiguous_copy(&g, b)
-                                                : ew_output(&g, ew_kernel(&g), n * aclemu_dtype_size(b_dt))};
+                                                : ew_fill(&g, n * aclemu_dtype_size(b_dt))};
     const int k = ew_kernel(&g);
     for (int i = 0; i < 3; i++)
         ew_read(&g, reads[i], k);
@@ -886,7 +886,7 @@ static uint64_t fast_device_workspace(const aclTensor *const *ts, int64_t M, int
             if (!t)
                 continue;
             const uint64_t n = ew_bytes(t, t->dtype) / aclemu_dtype_size(t->dtype);
-            ew_copy_out(&g, ew_output(&g, ew_kernel(&g), ew_bytes(t, t->dtype)), t->dtype, t, n);
+            ew_copy_out(&g, ew_fill(&g, ew_bytes(t, t->dtype)), t->dtype, t, n);
         }
         return ew_size(&g);
     }
@@ -898,8 +898,8 @@ static uint64_t fast_device_workspace(const aclTensor *const *ts, int64_t M, int
     const uint64_t m = (uint64_t)M, n = (uint64_t)N;
     const int reads[3] = {
         ew_contiguous_copy(&g, ts[T_X]),
-        w ? ew_contiguous_copy(&g, w) : ew_output(&g, ew_kernel(&g), n * aclemu_dtype_size(w_dt)),
-        b ? ew_contiguous_copy(&g, b) : ew_output(&g, ew_kernel(&g), n * aclemu_dtype_size(b_dt))};
+        w ? ew_contiguous_copy(&g, w) : ew_fill(&g, n * aclemu_dtype_size(w_dt)),
+        b ? ew_contiguous_copy(&g, b) : ew_fill(&g, n * aclemu_dtype_size(b_dt))};
     const int k = ew_kernel(&g);
     for (int i = 0; i < 3; i++)
         ew_read(&g, reads[i], k);

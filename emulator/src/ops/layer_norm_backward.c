@@ -574,7 +574,7 @@ static uint64_t lnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
         w = ew_contiguous_copy(&g, ts[T_W]);
         w_dt = ts[T_W]->dtype;
     } else {
-        w = ew_output(&g, ew_kernel(&g), n * aclemu_dtype_size(in_dt)); /* Fill */
+        w = ew_fill(&g, n * aclemu_dtype_size(in_dt));
         w_dt = in_dt;
     }
     int res[3];
