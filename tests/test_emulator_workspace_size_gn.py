@@ -239,12 +239,6 @@ def test_group_norm_workspace_checked_and_exact_runs(arena, op, attempt):
 
 # ---- aclnnGroupNormBackward --------------------------------------------------------------------
 
-def needs_grad_kernel():
-    if ARCH not in (2201, 3510):
-        pytest.skip(f"{SOC}: the composite backward (BatchNorm grads, Mul, ReduceSum) is not "
-                    "modelled (docs/emulator.md)")
-
-
 def grad_mode3(n, c, hw, group, t_bytes, u16):
     """group_norm_grad_tiling_arch35.cpp BlockTiling and UbTiling: MODE_3 or not."""
     d, ng, nc, block = c // group, n * group, n * c, 32
@@ -271,31 +265,97 @@ def grad_kernel_workspace(n, c, hw, group, dt, gamma_dt):
     return LIB_API_WORKSPACE + usr
 
 
-def gnb_expected(shape, group, dt, mask, gamma=True):
-    n, c = shape[0], shape[1]
-    hw, g = int(np.prod(shape[2:])), Graph()
-    fill = None if gamma else g.output(g.kernel(), c * SIZE[dt])
+def kernel_out(g, ins, nbytes):
+    """A kernel reading the intermediates ``ins`` (None: a caller's tensor) whose one output
+    the executor allocates."""
     k = g.kernel()
-    g.read(fill, k)
-    g.workspace(k, grad_kernel_workspace(n, c, hw, group, dt, dt))
-    for i, nelem in enumerate((n * c * hw, c, c)):
-        if not mask[i]:
-            g.output(k, nelem * SIZE[dt])
+    for t in ins:
+        g.read(t, k)
+    return g.output(k, nbytes)
+
+
+def copied_out(g, t, strided):
+    """l0op::ViewCopy of result ``t`` into the caller's tensor: a strided one is written by a
+    copy kernel reading it, a contiguous one takes the result over."""
+    if strided:
+        g.read(t, g.kernel())
+    else:
+        g.to_user(t)
+
+
+def gnb_expected(shape, group, dt, mask, gamma=True, strided=()):
+    """aclnn_group_norm_backward.cpp's graph. ``strided``: the names (dy, x, mean, rstd,
+    gamma, dx, dgamma, dbeta) of the caller's tensors that are not contiguous."""
+    n, c = shape[0], shape[1]
+    hw, g, es = int(np.prod(shape[2:])), Graph(), SIZE[dt]
+    x_n, ng, nc = n * c * hw, n * group, n * c
+    # l0op::Contiguous of gradOut, input, mean, rstd, gamma (a copy each, if strided); an
+    # absent gamma: FillValue's ones (C values)
+    ins = {name: kernel_out(g, [], nelem * es) if name in strided else None
+           for name, nelem in (("dy", x_n), ("x", x_n), ("mean", ng), ("rstd", ng))}
+    ins["gamma"] = kernel_out(g, [], c * es) if not gamma or "gamma" in strided else None
+    if ARCH in (2201, 3510):   # the L0 GroupNormGrad
+        k = g.kernel()
+        for t in ins.values():
+            g.read(t, k)
+        g.workspace(k, grad_kernel_workspace(n, c, hw, group, dt, dt))
+        for i, nelem in enumerate((x_n, c, c)):
+            res = g.output(k, nelem * es)
+            if mask[i]:
+                copied_out(g, res, ("dx", "dgamma", "dbeta")[i] in strided)
+        return g.size()
+    # the Atlas training and inference parts: a composite of TBE L0 ops (no public
+    # workspaces), each output the executor's; reshapes and unsqueezes are views
+    dy, x, mean, rstd = ins["dy"], ins["x"], ins["mean"], ins["rstd"]
+    if mask[0]:                # GradInputProcess: the rows (n, group) as BatchNorm channels
+        dyg = kernel_out(g, [dy, ins["gamma"]], x_n * es)       # Mul(gradOut, gamma)
+        sq = kernel_out(g, [rstd], ng * es)                     # Mul(rstd, rstd)
+        ones = kernel_out(g, [sq], ng * es)                     # OnesLike
+        var = kernel_out(g, [kernel_out(g, [ones, sq], ng * es)], ng * es)  # Div; Sub eps
+        weight = kernel_out(g, [], ng * es)                     # FillValue(1)
+        kernel_out(g, [], ng * 4)                               # FillScalar running mean,
+        kernel_out(g, [], ng * 4)                               # variance: never read
+        # ResizeFrom1D: Cast to FLOAT (none from FLOAT)
+        weight, smean, svar = (t if dt == F32 else kernel_out(g, [t], ng * 4)
+                               for t in (weight, mean, var))
+        ku = g.kernel()                                         # BNTrainingUpdateGrad
+        for t in (dyg, x, smean, svar):
+            g.read(t, ku)
+        diff = [g.output(ku, ng * 4) for _ in range(2)]
+        dx = kernel_out(g, [dyg, x, *diff, weight, smean, svar], x_n * es)  # ReduceGrad
+        copied_out(g, dx, "dx" in strided)
+    sums = []
+    if mask[1]:                # GetDgamma: Expand mean and rstd to N x C, x_hat, dy * x_hat
+        mb, rb = kernel_out(g, [mean], nc * es), kernel_out(g, [rstd], nc * es)
+        xhat = kernel_out(g, [kernel_out(g, [x, mb], x_n * es), rb], x_n * es)
+        sums.append((kernel_out(g, [dy, xhat], x_n * es), "dgamma"))
+    if mask[2]:                # GetDbeta
+        sums.append((dy, "dbeta"))
+    for src, name in sums:     # ReduceSum over HxW, then over N
+        total = kernel_out(g, [kernel_out(g, [src], nc * es)], c * es)
+        copied_out(g, total, name in strided)
     return g.size()
 
 
-def gnb_views(arena, shape, group, dt, mask, gamma=True, values=None):
+GNB_NAMES = ("dy", "x", "mean", "rstd", "gamma", "dx", "dgamma", "dbeta")
+
+
+def gnb_views(arena, shape, group, dt, mask, gamma=True, values=None, strided=()):
+    """``strided``: the names (GNB_NAMES) of the tensors laid out with doubled strides."""
     n, c = shape[0], shape[1]
     rng = np.random.default_rng(5)
     x = values if values is not None else rng.standard_normal(shape).astype(dt)
     dy = (rng.standard_normal(shape) * 0.5).astype(dt)
     _, mean, rstd = reference.group_norm(x, None, None, n, c, int(np.prod(shape[2:])), group)
     g = (1 + 0.25 * rng.standard_normal(c)).astype(dt)
-    ins = [DevView(arena, v) for v in (dy, x, mean.astype(dt).reshape(n, group),
-                                       rstd.astype(dt).reshape(n, group))]
-    ins.append(DevView(arena, g) if gamma else None)
-    outs = [DevView(arena, shape=s, dtype=dt) if m else None
-            for s, m in zip((shape, (c,), (c,)), mask)]
+    kind = {name: "stepped" if name in strided else "contig" for name in GNB_NAMES}
+    ins = [DevView(arena, v, kind=kind[name]) for v, name in zip(
+        (dy, x, mean.astype(dt).reshape(n, group), rstd.astype(dt).reshape(n, group), g),
+        GNB_NAMES)]
+    if not gamma:
+        ins[4] = None
+    outs = [DevView(arena, shape=s, dtype=dt, kind=kind[name]) if m else None
+            for s, m, name in zip((shape, (c,), (c,)), mask, GNB_NAMES[5:])]
     return ins, outs, (dy, x, mean, rstd, g if gamma else None)
 
 
@@ -312,18 +372,65 @@ MASKS = [(True, True, True), (True, False, False), (False, True, True), (False, 
 @pytest.mark.parametrize("dt", [F32, F16], ids=["f32", "f16"])
 @pytest.mark.parametrize("mask", MASKS, ids=["".join("TF"[not m] for m in k) for k in MASKS])
 def test_group_norm_backward_size(arena, shape, group, dt, mask):
-    needs_grad_kernel()
     ins, outs, _ = gnb_views(arena, shape, group, dt, mask)
     ws = destroyed(*gnb_phase_one(arena, ins, outs, shape, group, mask))
     assert ws == gnb_expected(shape, group, dt, mask)
 
 
 def test_group_norm_backward_size_without_gamma(arena):
-    needs_grad_kernel()
     shape, mask = (3, 8, 4), (True, True, True)
     ins, outs, _ = gnb_views(arena, shape, 2, F32, mask, gamma=False)
     ws = destroyed(*gnb_phase_one(arena, ins, outs, shape, 2, mask))
     assert ws == gnb_expected(shape, 2, F32, mask, gamma=False)
+
+
+@pytest.mark.parametrize("gamma", [True, False], ids=["gamma", "no_gamma"])
+def test_group_norm_backward_size_with_no_output_asked(arena, gamma):
+    """An all-false outputMask: GroupNormGrad still runs; the composite launches no L0 op of
+    its own, so its workspace is the absent gamma's fill of ones alone (C values), or none."""
+    shape, mask = (2, 6, 5), (False, False, False)
+    ins, outs, _ = gnb_views(arena, shape, 3, F16, mask, gamma=gamma)
+    ws = destroyed(*gnb_phase_one(arena, ins, outs, shape, 3, mask))
+    assert ws == gnb_expected(shape, 3, F16, mask, gamma=gamma)
+    if ARCH not in (2201, 3510):
+        assert ws == (0 if gamma else max_allocator([(6 * 2, 0, 0)]))
+
+
+STRIDED = [("dy", "mean"), ("x", "rstd", "gamma"), ("dx", "dgamma"), ("dbeta",),
+           GNB_NAMES]
+
+
+@pytest.mark.parametrize("strided", STRIDED, ids=["-".join(s) for s in STRIDED])
+@pytest.mark.parametrize("mask", MASKS, ids=["".join("TF"[not m] for m in k) for k in MASKS])
+def test_group_norm_backward_size_strided(arena, strided, mask):
+    """A strided input is copied first (l0op::Contiguous), alive until its last reader; a
+    strided output takes the result by a copy kernel, so the result stays in the workspace."""
+    shape, group = (2, 6, 5), 3
+    ins, outs, _ = gnb_views(arena, shape, group, F32, mask, strided=strided)
+    ws = destroyed(*gnb_phase_one(arena, ins, outs, shape, group, mask))
+    assert ws == gnb_expected(shape, group, F32, mask, strided=strided)
+
+
+@pytest.mark.skipif(ARCH == 3510, reason=f"{SOC}: an empty input runs the empty-tensor kernel")
+@pytest.mark.parametrize("shape", [(0, 4, 3), (2, 4, 0)], ids=["n0", "hw0"])
+def test_group_norm_backward_empty_takes_none(arena, shape):
+    """Off Ascend 950 an empty gradOut or input returns before any L0 op: 0."""
+    mask = (True, True, True)
+    ins, outs, _ = gnb_views(arena, shape, 2, F32, mask)
+    assert destroyed(*gnb_phase_one(arena, ins, outs, shape, 2, mask)) == 0
+
+
+@pytest.mark.skipif(ARCH not in (1001, 2002), reason=f"{SOC}: the L0 GroupNormGrad kernel")
+def test_group_norm_backward_composite_size_by_hand(arena):
+    """One case worked by hand: N 2, C 6, HxW 5, group 3, FLOAT16, every output, contiguous.
+    Every tensor takes 512 bytes (the largest, 60 FLOAT16 values, is 120 + 32 bytes), and
+    MaxAllocator opens six buckets: at BNTrainingUpdateGrad, Mul(dy, gamma), the three FLOAT
+    casts (weight, mean, variance) and its two outputs are alive together; nothing later
+    needs more."""
+    shape, group, mask = (2, 6, 5), 3, (True, True, True)
+    ins, outs, _ = gnb_views(arena, shape, group, F16, mask)
+    ws = destroyed(*gnb_phase_one(arena, ins, outs, shape, group, mask))
+    assert ws == gnb_expected(shape, group, F16, mask) == 6 * 512
 
 
 @pytest.mark.skipif(ARCH != 3510, reason=f"{SOC}: Ascend 950's MODE_3 only")
@@ -351,7 +458,6 @@ def test_group_norm_backward_empty_on_950(arena):
 
 @pytest.mark.parametrize("attempt", ["null", "short", "exact"])
 def test_group_norm_backward_workspace_checked_and_exact_runs(arena, attempt):
-    needs_grad_kernel()
     shape, group, mask = (3, 8, 4), 2, (True, True, True)
     ins, outs, (dy, x, mean, rstd, g) = gnb_views(arena, shape, group, F32, mask)
     rc, ws, ex = gnb_phase_one(arena, ins, outs, shape, group, mask)

@@ -48,6 +48,7 @@ typedef struct {
 typedef struct {
     int kernels;
     int n;
+    bool overflow; /* a tensor past EW_MAX_TENSORS was dropped (see ew_size) */
     ew_tensor t[EW_MAX_TENSORS];
 } ew_graph;
 
@@ -68,13 +69,17 @@ static inline void ew_kernel_workspace(ew_graph *g, int k, uint64_t bytes)
 {
     if (g->n < EW_MAX_TENSORS)
         g->t[g->n++] = (ew_tensor){bytes, k, k, false};
+    else
+        g->overflow = true;
 }
 
 /* An executor-allocated output of kernel k; its handle for ew_read (-1: none). */
 static inline int ew_output(ew_graph *g, int k, uint64_t bytes)
 {
-    if (g->n >= EW_MAX_TENSORS)
+    if (g->n >= EW_MAX_TENSORS) {
+        g->overflow = true;
         return -1;
+    }
     g->t[g->n] = (ew_tensor){bytes, k, k, false};
     return g->n++;
 }
@@ -86,14 +91,25 @@ static inline void ew_read(ew_graph *g, int out, int k)
         g->t[out].end = k;
 }
 
+/* Kernel k reads each of the n intermediates in[] (handles or -1). */
+static inline void ew_read_all(ew_graph *g, const int *in, int n, int k)
+{
+    for (int i = 0; i < n; i++)
+        ew_read(g, in[i], k);
+}
+
 /* MaxAllocator::Allocate: each tensor, in declaration order, joins the last bucket whose most
  * recent tensor's lifetime it does not overlap (two tensors of one kernel always overlap,
  * TensorBucket::IsReusable and KernelTensor::IsLifeTimeNotOverLap; the "input of" test is
  * implied by the overlap here, since a reader runs after the writer), else a new bucket; a
  * bucket is as large as its largest aligned tensor; the executor's size is the buckets' sum
- * (no AI CPU kernel here: workspaceDeviceAicpuMem_ is 0). */
+ * (no AI CPU kernel here: workspaceDeviceAicpuMem_ is 0). A graph that outgrew EW_MAX_TENSORS
+ * lost tensors, so any sum would be short: UINT64_MAX instead, which no caller can allocate
+ * and every workspace-size test sees (raise the cap for such an operator). */
 static inline uint64_t ew_size(const ew_graph *g)
 {
+    if (g->overflow)
+        return UINT64_MAX;
     uint64_t size[EW_MAX_TENSORS];
     int back[EW_MAX_TENSORS], nb = 0;
     for (int i = 0; i < g->n; i++) {
@@ -195,11 +211,23 @@ static inline int ew_fill(ew_graph *g, uint64_t bytes)
 
 /* A layout kernel reading `in` (handle or -1) whose output of `bytes` the executor allocates:
  * l0op::Transpose, l0op::TransDataSpecial (ops-math conversion/trans_data/op_api/
- * transdata.cpp). Its own tiling workspace is not modelled, as the copy kernels'. Its handle. */
+ * transdata.cpp). Its own tiling workspace is not modelled, as the copy kernels'. Its handle.
+ * The same shape of kernel as any one-input L0 op with one output (ReduceSum, OnesLike, Expand,
+ * an op whose other operand is a host scalar). */
 static inline int ew_convert(ew_graph *g, int in, uint64_t bytes)
 {
     const int k = ew_kernel(g);
     ew_read(g, in, k);
+    return ew_output(g, k, bytes);
+}
+
+/* A two-input kernel (handles or -1) whose one output of `bytes` the executor allocates: an
+ * elementwise l0op::Mul, Sub, Div on tensors. Its handle. */
+static inline int ew_binary(ew_graph *g, int a, int b, uint64_t bytes)
+{
+    const int k = ew_kernel(g);
+    ew_read(g, a, k);
+    ew_read(g, b, k);
     return ew_output(g, k, bytes);
 }
 

@@ -632,20 +632,76 @@ static uint64_t gng_kernel_workspace(const aclemu_soc *soc, int64_t N, int64_t C
     return sys + (uint64_t)(2 * (mode3 ? N : half_n) * C * 4);
 }
 
+/* The composite's gradInput (Atlas training and inference parts; aclnn_group_norm_backward.cpp
+ * GradInputProcess, GetvarianceBatchNorm, BatchNormBackwardInner's training branch,
+ * BatchNormBackwardProcInner; norm_common norm_tensor_util.cpp ResizeFrom1D, FillScalar): the
+ * rows (n, group) as a BatchNorm of N x group channels. Reshapes and UnsqueezeNd are views and
+ * launch nothing; the eps of Sub is a host tensor (ConvertToTensor). in: the handles of the
+ * contiguous gradOut, input, mean, rstd, gamma; dt their dtype; X = N x C x HxW, NG = N x group.
+ * Every kernel here is TBE on these parts (ops-math's Mul, Div, Sub, OnesLike, Fill, Cast have
+ * AscendC tilings for ascend950 only; BNTrainingUpdateGrad/ReduceGrad are not in the sources):
+ * their own workspaces are not public, none. */
+static void composite_dx(ew_graph *g, const int *in, aclDataType dt, const aclTensor *dx_user,
+                         uint64_t X, uint64_t NG)
+{
+    const uint64_t es = aclemu_dtype_size(dt);
+    const int dyg = ew_binary(g, in[T_DY], in[T_GAMMA], X * es); /* Mul(gradOut, gamma) */
+    const int sq = ew_binary(g, in[T_RSTD], in[T_RSTD], NG * es); /* Mul(rstd, rstd) */
+    const int ones = ew_convert(g, sq, NG * es);                  /* OnesLike */
+    const int var = ew_convert(g, ew_binary(g, ones, sq, NG * es), NG * es); /* Div, Sub eps */
+    const int w = ew_fill(g, NG * es); /* FillValue: the BatchNorm's weight, ones */
+    /* FillScalar's FLOAT running mean and variance: the training branch never reads them */
+    ew_fill(g, NG * 4);
+    ew_fill(g, NG * 4);
+    /* ResizeFrom1D: weight, saveMean, saveInvstd cast to FLOAT (none for FLOAT) */
+    const int wf = ew_cast(g, w, dt, ACL_FLOAT, NG);
+    const int mf = ew_cast(g, in[T_MEAN], dt, ACL_FLOAT, NG);
+    const int vf = ew_cast(g, var, dt, ACL_FLOAT, NG);
+    const int ku = ew_kernel(g); /* BNTrainingUpdateGrad: FLOAT diff scale and offset */
+    ew_read_all(g, (const int[]){dyg, in[T_X], mf, vf}, 4, ku);
+    const int gw = ew_output(g, ku, NG * 4), gb = ew_output(g, ku, NG * 4);
+    const int kr = ew_kernel(g); /* BNTrainingReduceGrad: dx in input's dtype */
+    ew_read_all(g, (const int[]){dyg, in[T_X], gw, gb, wf, mf, vf}, 7, kr);
+    ew_copy_out(g, ew_output(g, kr, X * es), dt, dx_user, X);
+}
+
+/* ReduceSumOp over HxW, then over N (GetDgamma's and GetDbeta's ends): [N, C], then [C],
+ * copied into out. */
+static void composite_sum_out(ew_graph *g, int src, aclDataType dt, const aclTensor *out,
+                              uint64_t NC, uint64_t C)
+{
+    const uint64_t es = aclemu_dtype_size(dt);
+    ew_copy_out(g, ew_convert(g, ew_convert(g, src, NC * es), C * es), dt, out, C);
+}
+
+/* The composite's gradGammaOut (GetDgamma, CalDgamma): mean and rstd expanded to [N, group,
+ * C / group] (l0op::Expand: N x C values each), x_hat = (x - mean) * rstd, dy * x_hat, summed. */
+static void composite_dgamma(ew_graph *g, const int *in, aclDataType dt, const aclTensor *out,
+                             uint64_t X, uint64_t NC, uint64_t C)
+{
+    const uint64_t es = aclemu_dtype_size(dt);
+    const int mb = ew_convert(g, in[T_MEAN], NC * es), rb = ew_convert(g, in[T_RSTD], NC * es);
+    const int xhat = ew_binary(g, ew_binary(g, in[T_X], mb, X * es), rb, X * es);
+    composite_sum_out(g, ew_binary(g, in[T_DY], xhat, X * es), dt, out, NC, C);
+}
+
 /* Phase one's workspace on a device (exec_workspace.h; docs/emulator.md "Phase one's
- * workspace size"), for the L0 GroupNormGrad (Atlas A2/A3, Ascend 950): contiguous copies of
- * strided gradOut, input, mean, rstd, gamma; an absent gamma filled with ones (C values of
- * gradOut's dtype, l0op::Fill); the kernel's workspace and its dx, dgamma, dbeta (dgamma and
- * dbeta of gamma's dtype), each copied out when outputMask asks for it, else left in the
- * workspace. Ascend 950's empty input (`zeros`) builds a fresh executor
- * (ComputeGroupNormBackwardEmptyInput): only the empty-tensor kernel (16 MiB,
- * group_norm_grad_empty_tiling_arch35.cpp MIN_WORKSPACE_SIZE), its empty dx left behind, dgamma
- * and dbeta copied out. The composite path (Atlas training and inference) is not modelled. */
+ * workspace size"): contiguous copies of strided gradOut, input, mean, rstd, gamma; an absent
+ * gamma filled with ones (C values of gradOut's dtype, l0op::Fill; its AllocTensor'd stand-in
+ * takes part in no kernel); then by part. The L0 GroupNormGrad (Atlas A2/A3, Ascend 950): the
+ * kernel's workspace and its dx, dgamma, dbeta (dgamma and dbeta of gamma's dtype), each copied
+ * out when outputMask asks for it, else left in the workspace. Ascend 950's empty input
+ * (`zeros`) builds a fresh executor (ComputeGroupNormBackwardEmptyInput): only the empty-tensor
+ * kernel (16 MiB, group_norm_grad_empty_tiling_arch35.cpp MIN_WORKSPACE_SIZE), its empty dx left
+ * behind, dgamma and dbeta copied out. The composite (Atlas training and inference): only the
+ * L0 ops of the outputs outputMask asks for, in its order (gradInput, gradGammaOut,
+ * gradBetaOut); with none asked, the copies and the fill alone. */
 static uint64_t gnb_device_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
                                      const bool *mask, int64_t N, int64_t C, int64_t HW,
-                                     int64_t G, bool zeros)
+                                     int64_t G, gnb_path path)
 {
     ew_graph g = {0};
+    const bool zeros = path == PATH_ZEROS;
     const aclDataType dy_dt = ts[T_DY]->dtype;
     const aclDataType gamma_dt = ts[T_GAMMA] ? ts[T_GAMMA]->dtype : dy_dt;
     const uint64_t n = (uint64_t)(N * C * HW), c = (uint64_t)C;
@@ -656,9 +712,18 @@ static uint64_t gnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
         in[T_GAMMA] = ts[T_GAMMA] ? ew_contiguous_copy(&g, ts[T_GAMMA])
                                   : ew_fill(&g, c * aclemu_dtype_size(dy_dt));
     }
+    if (path == PATH_COMPOSITE) {
+        const uint64_t nc = (uint64_t)(N * C);
+        if (mask[0])
+            composite_dx(&g, in, dy_dt, ts[T_DX], n, (uint64_t)(N * G));
+        if (mask[1])
+            composite_dgamma(&g, in, dy_dt, ts[T_DGAMMA], n, nc, c);
+        if (mask[2])
+            composite_sum_out(&g, in[T_DY], dy_dt, ts[T_DBETA], nc, c);
+        return ew_size(&g);
+    }
     const int k = ew_kernel(&g);
-    for (int i = 0; i < 5; i++)
-        ew_read(&g, in[i], k);
+    ew_read_all(&g, in, 5, k);
     ew_kernel_workspace(&g, k, zeros ? EW_SYS_WORKSPACE
                                      : gng_kernel_workspace(soc, N, C, HW, G, dy_dt, gamma_dt));
     const aclDataType dt[3] = {dy_dt, gamma_dt, gamma_dt};
@@ -778,8 +843,8 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
         for (int i = 0; i < T_COUNT; i++)
             P->t[i].present = false;
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    const uint64_t ws_size = path == PATH_KERNEL || path == PATH_ZEROS
-        ? gnb_device_workspace(soc, ts, mask, N, C, HxW, group, path == PATH_ZEROS) : 0;
+    const uint64_t ws_size = path == PATH_NONE
+        ? 0 : gnb_device_workspace(soc, ts, mask, N, C, HxW, group, path);
     return p1_finish(P1, &GNB_OPS, P, ws_size, ts, TNAME, T_COUNT, T_DX, workspaceSize,
                      executor);
 }
