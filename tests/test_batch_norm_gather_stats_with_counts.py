@@ -188,7 +188,8 @@ def test_plan_updates_the_running_statistics_at_each_run():
     devs = [acl_py.DeviceTensor.from_numpy(a) for a in (x, mean, inv, rm, rv, counts)]
     with acl_py.Stream() as s, acl_py.BatchNormGatherStatsWithCounts(
             *devs[:5], 0.5, 1e-5, devs[5]) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        # the device's workspace: tests/test_emulator_workspace_size_bn_stats.py states it
+        assert plan.mode == "repeatable" and plan.workspace_size > 0
         for _ in range(3):
             before = plan.running_mean_out.to_numpy(), plan.running_var_out.to_numpy()
             plan.run(s)

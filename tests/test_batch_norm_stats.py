@@ -140,7 +140,8 @@ def test_plan_runs_repeatedly_on_changing_contents():
     x = make((4, 16, 9), F16)
     dev = acl_py.DeviceTensor.from_numpy(x)
     with acl_py.Stream() as s, acl_py.BatchNormStats(dev) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        # the device's workspace: tests/test_emulator_workspace_size_bn_stats.py states it
+        assert plan.mode == "repeatable" and plan.workspace_size > 0
         for k in range(3):
             xk = (x.astype(F32) * (k + 1) - k).astype(F16)
             dev.buffer.copy_from_host(xk)

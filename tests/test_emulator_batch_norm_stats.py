@@ -179,10 +179,16 @@ def test_empty_input_fills_zero_and_nan(arena, shape):
 
 
 def test_a_kernel_needs_a_device(arena):
+    """Given the workspace phase one reports (a device's: tests/
+    test_emulator_workspace_size_bn_stats.py), phase two on a thread that set no device fails
+    at the launch."""
     x = DevView(arena, sample((2, 3, 4), F32))
     vm, vi = (DevView(arena, shape=(3,), dtype=F32) for _ in range(2))
-    rc, ws, rc2, msg = both_phases_without_a_device(P1, P2, (x, 1e-5, vm, vi), ffi.NULL)
-    assert (rc, ws, rc2) == (OK, 0, NO_CONTEXT), msg
+    rc, want, ex = phase_one(x, 1e-5, vm, vi)
+    assert rc == OK and want > 0 and lib.aclDestroyAclOpExecutor(ex) == OK, last_msg()
+    rc, ws, rc2, msg = both_phases_without_a_device(P1, P2, (x, 1e-5, vm, vi), ffi.NULL,
+                                                    workspace=arena.malloc(want))
+    assert (rc, ws, rc2) == (OK, want, NO_CONTEXT), msg
 
 
 # ---- phase one -------------------------------------------------------------------------------
@@ -352,10 +358,10 @@ UT_CASES = [
 def test_vendor_op_api_unit_test_cases(arena, case):
     name, x, mean, inv, code = case
     ts = [ut_tensor(arena, s) for s in (x, mean, inv)]
-    rc, _, ex = phase_one(ts[0], 1e-5, ts[1], ts[2])
+    rc, ws, ex = phase_one(ts[0], 1e-5, ts[1], ts[2])
     assert rc == code, (name, rc, last_msg())
     if rc == OK:
-        run_phase_two(arena, P2, (rc, 0, ex))
+        run_phase_two(arena, P2, (rc, ws, ex))
     else:
         assert ex == ffi.NULL and last_msg().startswith(CALL + ": ")
 

@@ -44,6 +44,7 @@
 #include "phase_one.h"
 #include "convert.h"
 #include "bn_channels.h"
+#include "exec_workspace.h"
 #include "tensor_view.h"
 
 #include "aclnnop/aclnn_batch_norm_gather_stats_with_counts.h"
@@ -60,6 +61,7 @@ static const char *const TNAME[T_COUNT] = {"input",  "mean",    "invstd",  "runn
 
 typedef struct {
     tdesc t[T_COUNT];
+    uint64_t ws_size;     /* what phase one reports: the device's (exec_workspace.h) */
     bool empty;           /* an empty mean: meanAll 0 and invstdAll NaN */
     bool fused;           /* Ascend 950's SyncBatchNormGatherStatsFused (else the TBE chain) */
     int64_t N, C;         /* ranks, channels */
@@ -208,8 +210,8 @@ static aclnnStatus gs_launch(void *payload, void *const *addrs, void *workspace,
             return ACLNN_ERR_INNER;
         }
     }
-    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, 0, T->pins, &T->npins,
-                        task_run, task_release, T);
+    return views_launch(P2, stream, views, TNAME, T_COUNT, workspace, P->ws_size, T->pins,
+                        &T->npins, task_run, task_release, T);
 }
 
 static const aclemu_executor_ops GS_OPS = {
@@ -217,6 +219,126 @@ static const aclemu_executor_ops GS_OPS = {
     .launch = gs_launch,
     .destroy = free, /* the payload is one flat allocation */
 };
+
+/* ---- phase one's workspace: the device's (exec_workspace.h) ------------------------------ */
+
+/* SyncBatchNormGatherStatsFused's one workspace (Ascend 950), by the first template whose
+ * IsCapable holds, in priority order: Common (C <= 240000) and Workspace, unless C < N and
+ * N > 255: 4 bytes a core + 16 MiB; else FirstAxisCommon (C <= 5000) and FirstAxisWorkspace:
+ * (blocks + 2) rows of C FLOATs (C up to 8 for a FLOAT mean, else 16; up to 16 in
+ * FirstAxisWorkspace) + 16 MiB, FirstAxisCommon 4 bytes a core more; blocks: the N ranks over
+ * the cores (ops-nn norm/sync_batch_norm_gather_stats_fused/op_host: the common, workspace,
+ * first_axis_common and first_axis_workspace tilings' GetWorkspaceSize). */
+static uint64_t fused_workspace(int64_t N, int64_t C, aclDataType dt)
+{
+    const uint64_t cores = (uint64_t)aclemu_soc_vector_cores();
+    if (!(C < N && N > 255))
+        return cores * 4 + EW_SYS_WORKSPACE;
+    const int64_t per_block = (N + (int64_t)cores - 1) / (int64_t)cores;
+    const uint64_t blocks = (uint64_t)((N + per_block - 1) / per_block);
+    const bool common = C <= 5000;
+    const int64_t align = common && dt == ACL_FLOAT ? 8 : 16;
+    const uint64_t row = (uint64_t)((C + align - 1) / align * align) * 4;
+    return (blocks + 2) * row + (common ? cores * 4 : 0) + EW_SYS_WORKSPACE;
+}
+
+/* A kernel reading the n intermediates of `reads` (handles or -1); its index. */
+static int reading_kernel(ew_graph *g, const int *reads, int n)
+{
+    const int k = ew_kernel(g);
+    for (int i = 0; i < n; i++)
+        ew_read(g, reads[i], k);
+    return k;
+}
+
+/*
+ * aclnn_batch_norm_gather_stats_with_counts.cpp's graph in launch order. The running
+ * statistics as the kernel takes them ([1, C]): a Fill for an absent one (FLOAT; input's
+ * dtype on Ascend 950), else a copy of a strided one and, off Ascend 950, its FLOAT Cast;
+ * mean's, invstd's and counts' copies (FLOAT Casts off Ascend 950, counts' on every part).
+ * Ascend 950: SyncBatchNormGatherStatsFused (fused_workspace) writing four [1, C] results in
+ * mean's dtype; the running ones stay in the workspace without runningMean. Elsewhere the TBE
+ * chain (workspaces not public: none): BroadcastTo of the counts to [N, C], ReduceSum over the
+ * ranks, BroadcastTo of the sum, ReduceMeanWithCount (meanAll), BroadcastTo of meanAll,
+ * SyncBatchNormGatherStatsWithCounts (invstdAll, runningVar); with runningMean
+ * SyncBNTrainingUpdate, the Casts to the running statistics' dtypes and their copies. Last
+ * meanAll's and invstdAll's Casts and copies (and on Ascend 950 the running results' copies).
+ */
+static uint64_t gs_device_workspace(const aclTensor *const *ts, bool fused, int64_t N,
+                                    int64_t C)
+{
+    const aclTensor *mean = ts[T_MEAN], *rm = ts[T_RMEAN], *rv = ts[T_RVAR];
+    const uint64_t n = (uint64_t)N, c = (uint64_t)C, nc = n * c;
+    const aclDataType kdt = fused ? mean->dtype : ACL_FLOAT; /* the statistics' in the kernel */
+    ew_graph g = {0};
+    int run[2];
+    for (int i = 0; i < 2; i++) {
+        const aclTensor *t = ts[T_RMEAN + i];
+        run[i] = !t ? ew_fill(&g, c * aclemu_dtype_size(fused ? ts[T_INPUT]->dtype : ACL_FLOAT))
+                    : ew_cast(&g, ew_contiguous_copy(&g, t), t->dtype,
+                              fused ? t->dtype : ACL_FLOAT, c);
+    }
+    static const int STATS[3] = {T_MEAN, T_INVSTD, T_COUNTS};
+    int stat[3];
+    for (int i = 0; i < 3; i++) {
+        const aclTensor *t = ts[STATS[i]];
+        stat[i] = ew_cast(&g, ew_contiguous_copy(&g, t), t->dtype, i == 2 ? ACL_FLOAT : kdt,
+                          i == 2 ? n : nc);
+    }
+    int mean_all, invstd_all, rm_out = -1, rv_out;
+    if (fused) {
+        const int reads[5] = {stat[0], stat[1], stat[2], run[0], run[1]};
+        const int k = reading_kernel(&g, reads, 5);
+        ew_kernel_workspace(&g, k, fused_workspace(N, C, kdt));
+        const uint64_t bytes = c * aclemu_dtype_size(kdt);
+        mean_all = ew_output(&g, k, bytes);
+        invstd_all = ew_output(&g, k, bytes);
+        rm_out = ew_output(&g, k, bytes);
+        rv_out = ew_output(&g, k, bytes);
+    } else {
+        const int counts = ew_convert(&g, stat[2], nc * 4); /* BroadcastTo [N, C] */
+        const int total = ew_convert(&g, counts, c * 4);    /* ReduceSum */
+        const int totals = ew_convert(&g, total, nc * 4);   /* BroadcastTo */
+        const int rmwc[3] = {stat[0], counts, totals};       /* ReduceMeanWithCount */
+        mean_all = ew_output(&g, reading_kernel(&g, rmwc, 3), c * 4);
+        const int means = ew_convert(&g, mean_all, nc * 4); /* BroadcastTo */
+        const int reads[6] = {stat[0], stat[1], counts, means, total, run[1]};
+        const int k = reading_kernel(&g, reads, 6); /* SyncBatchNormGatherStatsWithCounts */
+        invstd_all = ew_output(&g, k, c * 4);
+        rv_out = ew_output(&g, k, c * 4);
+        if (rm) {
+            const int update[2] = {mean_all, run[0]}; /* SyncBNTrainingUpdate */
+            rm_out = ew_cast(&g, ew_output(&g, reading_kernel(&g, update, 2), c * 4), ACL_FLOAT,
+                             rm->dtype, c);
+            rv_out = ew_cast(&g, rv_out, ACL_FLOAT, rv->dtype, c);
+            ew_copy_out(&g, rv_out, rv->dtype, rv, c);
+            ew_copy_out(&g, rm_out, rm->dtype, rm, c);
+        }
+    }
+    const aclTensor *ma = ts[T_MEAN_ALL], *ia = ts[T_INVSTD_ALL];
+    mean_all = ew_cast(&g, mean_all, kdt, ma->dtype, c);
+    invstd_all = ew_cast(&g, invstd_all, kdt, ia->dtype, c);
+    ew_copy_out(&g, mean_all, ma->dtype, ma, c);
+    ew_copy_out(&g, invstd_all, ia->dtype, ia, c);
+    if (fused && rm) { /* no cast: their dtype is mean's (check_fused) */
+        ew_copy_out(&g, rm_out, kdt, rm, c);
+        ew_copy_out(&g, rv_out, kdt, rv, c);
+    }
+    return ew_size(&g);
+}
+
+/* An empty mean's graph (ProcessEmptyTensorWithValue): per non-empty meanAll/invstdAll a Fill
+ * of its dtype and its ViewCopy. */
+static uint64_t gs_empty_workspace(const aclTensor *const *ts)
+{
+    ew_graph g = {0};
+    for (int i = T_MEAN_ALL; i <= T_INVSTD_ALL; i++) {
+        const aclTensor *t = ts[i];
+        if (t->dims[0] > 0)
+            ew_copy_out(&g, ew_fill(&g, ew_bytes(t, t->dtype)), t->dtype, t, 0);
+    }
+    return ew_size(&g);
+}
 
 /* ---- phase one -------------------------------------------------------------------------------- */
 
@@ -382,8 +504,9 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize(
         P->empty = true;
         snapshot(&P->t[T_MEAN_ALL], meanAll, -1);
         snapshot(&P->t[T_INVSTD_ALL], invstdAll, -1);
-        return p1_finish(P1, &GS_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
-                         executor);
+        P->ws_size = gs_empty_workspace(ts);
+        return p1_finish(P1, &GS_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS,
+                         workspaceSize, executor);
     }
     /* 6. the L0 ops' own rules */
     if (fused) {
@@ -414,8 +537,10 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize(
      * was) */
     snapshot(&P->t[T_RMEAN], runningMean, -1);
     snapshot(&P->t[T_RVAR], runningVar, -1);
+    P->ws_size = gs_device_workspace(ts, fused, N, C);
     /* input only gives C and the rank: no kernel reads it */
-    return p1_finish(P1, &GS_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+    return p1_finish(P1, &GS_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
+                     executor);
 fail:
     free(P);
     return st;

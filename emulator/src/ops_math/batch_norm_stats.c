@@ -37,6 +37,7 @@
 #include "ops/phase_one.h"
 #include "ops/convert.h"
 #include "ops/bn_channels.h"
+#include "ops/exec_workspace.h"
 #include "ops/norm_rows.h"
 #include "ops/tensor_view.h"
 
@@ -175,6 +176,66 @@ static const aclemu_executor_ops BS_OPS = {
     .destroy = free, /* the payload is one flat allocation */
 };
 
+/* ---- phase one's workspace: the device's (exec_workspace.h) ------------------------------ */
+
+/* A kernel reading intermediate `in` with a tiling workspace of ws bytes (0: none) and one
+ * output of `bytes` the executor allocates; the output's handle. */
+static int one_in_one_out(ew_graph *g, int in, uint64_t ws, uint64_t bytes)
+{
+    const int k = ew_kernel(g);
+    ew_read(g, in, k);
+    if (ws)
+        ew_kernel_workspace(g, k, ws);
+    return ew_output(g, k, bytes);
+}
+
+/*
+ * aclnn_batch_norm_stats.cpp's graph in launch order: input's Contiguous copy and FLOAT Cast,
+ * then on Ascend 950 (aclnnBatchNormStatsImplUnify) ReduceVar (var and mean), Add of eps and
+ * Pow -0.5, each asking 16 MiB (reduce_var_tiling.cpp CalcUserWorkSpace's
+ * Ops::Base::WORKSPACE_SIZE, opbase's broadcast tiling for Add, pow_tiling_arch35.cpp); the
+ * ReduceVar's per-core partials of a split reduction (groupR > 1) are not modelled
+ * (docs/emulator.md). Elsewhere ReduceMean, BroadcastTo of the mean to input's shape (FLOAT,
+ * alive until ReduceStdWithMean) and ReduceStdWithMean: TBE kernels, their workspaces not
+ * public: none. Each result is handed to mean or invstd (a contiguous one takes it over).
+ */
+static uint64_t bs_device_workspace(const aclTensor *const *ts, bool regbase, uint64_t C,
+                                    uint64_t X)
+{
+    const aclTensor *input = ts[T_INPUT];
+    ew_graph g = {0};
+    const int x = ew_cast(&g, ew_contiguous_copy(&g, input), input->dtype, ACL_FLOAT, X);
+    if (regbase) {
+        const int kv = ew_kernel(&g); /* ReduceVar */
+        ew_read(&g, x, kv);
+        ew_kernel_workspace(&g, kv, EW_SYS_WORKSPACE);
+        const int var = ew_output(&g, kv, C * 4), mean = ew_output(&g, kv, C * 4);
+        const int sum = one_in_one_out(&g, var, EW_SYS_WORKSPACE, C * 4);
+        const int invstd = one_in_one_out(&g, sum, EW_SYS_WORKSPACE, C * 4);
+        ew_copy_out(&g, invstd, ACL_FLOAT, ts[T_INVSTD], C);
+        ew_copy_out(&g, mean, ACL_FLOAT, ts[T_MEAN], C);
+    } else {
+        const int mean = one_in_one_out(&g, x, 0, C * 4); /* ReduceMean */
+        ew_copy_out(&g, mean, ACL_FLOAT, ts[T_MEAN], C);
+        const int wide = one_in_one_out(&g, mean, 0, X * 4); /* BroadcastTo */
+        const int k = ew_kernel(&g);                         /* ReduceStdWithMean */
+        ew_read(&g, x, k);
+        ew_read(&g, wide, k);
+        ew_copy_out(&g, ew_output(&g, k, C * 4), ACL_FLOAT, ts[T_INVSTD], C);
+    }
+    return ew_size(&g);
+}
+
+/* An empty input's graph (ProcessEmptyTensorWithValue): per output a Fill of its C FLOAT
+ * values and its ViewCopy. */
+static uint64_t bs_empty_workspace(const aclTensor *const *ts, uint64_t C)
+{
+    ew_graph g = {0};
+    for (int i = T_MEAN; i <= T_INVSTD; i++)
+        ew_copy_out(&g, ew_fill(&g, C * 4), ACL_FLOAT, ts[i], C);
+    return ew_size(&g);
+}
+
 /* ---- phase one -------------------------------------------------------------------------------- */
 
 /* CheckDtypeValid's rule for one tensor: dtype in allowed (a list for the message). */
@@ -271,8 +332,11 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormStatsGetWorkspaceSize(const aclTensor *i
     P->eps = (float)eps;
     for (int i = 0; i < T_COUNT; i++)
         snapshot(&P->t[i], ts[i], -1);
+    P->ws_size = P->empty ? bs_empty_workspace(ts, (uint64_t)C)
+                          : bs_device_workspace(ts, regbase, (uint64_t)C, (uint64_t)X);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &BS_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+    return p1_finish(P1, &BS_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
+                     executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnBatchNormStats(void *workspace, uint64_t workspaceSize,
