@@ -152,7 +152,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
     vals = make((4, 16, 9), F16)
     devs = [acl_py.DeviceTensor.from_numpy(a) for a in vals]
     with acl_py.Stream() as s, acl_py.BatchNormElemt(*devs) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        assert plan.mode == "repeatable" and plan.workspace_size > 0  # the device's
         for k in range(3):
             xk = (vals[0].astype(F32) * (k + 1)).astype(F16)
             devs[0].buffer.copy_from_host(xk)

@@ -102,7 +102,8 @@ def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32, rdt=F3
         if not present:
             fill[name] = g.out(g.kernel(), C * (xs if regbase else 4))
     rank5 = min(len(shape), 5) == 5
-    transposed = not training and rank5 and ARCH not in NCDHW_PARTS
+    # isEvalAndNotSupportNcdhw: never on Ascend 950 (regbase)
+    transposed = not training and rank5 and ARCH not in NCDHW_PARTS and not regbase
     x = g.out(g.kernel(), X * xs) if transposed else None
     if bn_chain(shape, training) == "v3":
         # weight/bias: FLOAT fills promoted with an input-dtype partner are cast to FLOAT

@@ -312,7 +312,7 @@ def test_plans_run_repeatedly_on_changing_contents(kernel):
     devs = [acl_py.DeviceTensor.from_numpy(a) for a in (dy, x, mean, invstd, w)]
     counter = np.array([36, 36], I32)
     with acl_py.Stream() as s, acl_py.BatchNormReduceBackward(*devs) as red:
-        assert red.mode == "repeatable" and red.workspace_size == 0
+        assert red.mode == "repeatable" and red.workspace_size > 0  # the device's
         ins = devs[:4] + [devs[4], red.sum_dy, red.sum_dy_xmu,
                           acl_py.DeviceTensor.from_numpy(counter)]
         with acl_py.BatchNormElemtBackward(*ins) as el:

@@ -66,7 +66,6 @@
 #include "phase_one.h"
 #include "convert.h"
 #include "bn_channels.h"
-#include "exec_workspace.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -364,68 +363,59 @@ static aclnnStatus check_fill(const aclTensor *t, int i)
  * order. BatchNormV3's tilings hard-code their 16 MiB (batch_norm_v3_tiling_base.cpp, the
  * arch35 full-reduce, Welford and inference tilings); the TBE kernels' own workspaces are not
  * public: none. Not modelled: Ascend 950's BlockSplitR/RARBlockSplitR templates' partials
- * (their 16 MiB is counted; docs/emulator.md).
+ * (their 16 MiB is counted; docs/emulator.md). bn_graph_workspace is BatchNorm's part (shared
+ * with aclnnBatchNormElemt), bn_device_workspace aclnnBatchNorm's prelude before it.
  */
-static uint64_t bn_device_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
-                                    const bn_payload *P)
+uint64_t bn_graph_workspace(ew_graph *g, const aclemu_soc *soc, int xin, const bn_graph_args *a)
 {
-    const aclTensor *x = ts[T_INPUT];
-    const uint64_t C = (uint64_t)P->C, X = (uint64_t)(P->C * P->R);
+    const aclTensor *x = a->x;
+    const uint64_t C = a->C, X = a->X;
     const aclDataType xdt = x->dtype;
-    const bool regbase = P->chain == CHAIN_950, training = P->training;
+    const bool regbase = a->regbase, training = a->training;
     const bool ncdhw_ok = soc->npu_arch == 2201 || soc->npu_arch == 2002;
-    ew_graph g = {0};
-    int xin = ew_contiguous_copy(&g, x);
-    /* the absent vectors' fills, in the op_api's order: runningMean, runningVar, weight, bias */
-    const aclDataType fill_dt = regbase ? xdt : ACL_FLOAT;
-    int vec[4];
-    aclDataType vdt[4];
-    const int order[4] = {T_RMEAN, T_RVAR, T_WEIGHT, T_BIAS};
-    for (int i = 0; i < 4; i++) {
-        const aclTensor *t = ts[order[i]];
-        vec[i] = t ? -1 : ew_fill(&g, C * aclemu_dtype_size(fill_dt));
-        vdt[i] = t ? t->dtype : fill_dt;
-    }
-    int rm = vec[0], rv = vec[1], w = vec[2], b = vec[3];
+    /* the vectors in BatchNorm's order: runningMean, runningVar, weight, bias */
+    int rm = a->h[0], rv = a->h[1], w = a->h[2], b = a->h[3];
+    const aclDataType *vdt = a->dt;
     const uint64_t dim = x->ndim > 5 ? 5 : x->ndim;
-    /* ResizeFrom5D (inference, rank 5, NCDHW kept off DAV_2201/DAV_2002): a Transpose */
-    const bool transposed = !training && dim == 5 && !ncdhw_ok;
+    /* ResizeFrom5D (inference, rank 5, NCDHW kept off DAV_2201/DAV_2002; never on Ascend 950:
+     * isEvalAndNotSupportNcdhw returns false for regbase): a Transpose */
+    const bool transposed = !training && dim == 5 && !ncdhw_ok && !regbase;
     if (transposed)
-        xin = ew_convert(&g, xin, X * aclemu_dtype_size(xdt));
+        xin = ew_convert(g, xin, X * aclemu_dtype_size(xdt));
     int y;
-    if (P->chain != CHAIN_TBE) {
+    if (a->v3) {
         /* BatchNormV3Proc (Atlas A2/A3 training) and BatchNormProcRegbase (Ascend 950) */
         aclDataType wb = vdt[2] == vdt[3] ? vdt[2] : ACL_FLOAT; /* PromoteType of floats */
         if (wb != xdt)
             wb = ACL_FLOAT;
-        w = ew_cast(&g, w < 0 ? ew_contiguous_copy(&g, ts[T_WEIGHT]) : w, vdt[2], wb, C);
-        b = ew_cast(&g, b < 0 ? ew_contiguous_copy(&g, ts[T_BIAS]) : b, vdt[3], wb, C);
+        w = ew_cast(g, w < 0 ? ew_contiguous_copy(g, a->vec[2]) : w, vdt[2], wb, C);
+        b = ew_cast(g, b < 0 ? ew_contiguous_copy(g, a->vec[3]) : b, vdt[3], wb, C);
         aclDataType run = ACL_FLOAT;
         if (regbase) {
             run = vdt[0] == vdt[1] ? vdt[0] : ACL_FLOAT;
             if (run != wb || run != xdt)
                 run = ACL_FLOAT;
         }
-        rm = ew_cast(&g, rm < 0 ? ew_contiguous_copy(&g, ts[T_RMEAN]) : rm, vdt[0], run, C);
-        rv = ew_cast(&g, rv < 0 ? ew_contiguous_copy(&g, ts[T_RVAR]) : rv, vdt[1], run, C);
-        const int k = ew_kernel(&g);
+        rm = ew_cast(g, rm < 0 ? ew_contiguous_copy(g, a->vec[0]) : rm, vdt[0], run, C);
+        rv = ew_cast(g, rv < 0 ? ew_contiguous_copy(g, a->vec[1]) : rv, vdt[1], run, C);
+        const int k = ew_kernel(g);
         const int reads[5] = {xin, w, b, rm, rv};
         for (int i = 0; i < 5; i++)
-            ew_read(&g, reads[i], k);
-        ew_kernel_workspace(&g, k, EW_SYS_WORKSPACE);
-        y = ew_output(&g, k, X * aclemu_dtype_size(xdt));
-        const int mean = ew_output(&g, k, C * 4), var = ew_output(&g, k, C * 4);
+            ew_read(g, reads[i], k);
+        ew_kernel_workspace(g, k, EW_SYS_WORKSPACE);
+        y = ew_output(g, k, X * aclemu_dtype_size(xdt));
+        const int mean = ew_output(g, k, C * 4), var = ew_output(g, k, C * 4);
         if (training) {
             /* the running statistics back to the caller's tensors (a fill stays put), then
              * the saved ones (given: training asks for them) */
-            if (ts[T_RMEAN])
-                ew_copy_out(&g, rm, run, ts[T_RMEAN], C);
-            if (ts[T_RVAR])
-                ew_copy_out(&g, rv, run, ts[T_RVAR], C);
-            if (ts[T_SMEAN])
-                ew_copy_out(&g, mean, ACL_FLOAT, ts[T_SMEAN], C);
-            if (ts[T_SINV])
-                ew_copy_out(&g, var, ACL_FLOAT, ts[T_SINV], C);
+            if (a->vec[0])
+                ew_copy_out(g, rm, run, a->vec[0], C);
+            if (a->vec[1])
+                ew_copy_out(g, rv, run, a->vec[1], C);
+            if (a->save[0])
+                ew_copy_out(g, mean, ACL_FLOAT, a->save[0], C);
+            if (a->save[1])
+                ew_copy_out(g, var, ACL_FLOAT, a->save[1], C);
         }
     } else {
         /* BatchNormProc: ResizeFrom1D of each vector, a FLOAT cast (6HD off NCDHW parts) */
@@ -434,53 +424,76 @@ static uint64_t bn_device_workspace(const aclemu_soc *soc, const aclTensor *cons
         bn_ncdhw(x, d);
         const uint64_t c_6hd = (C + 15) / 16 * 16 * 4;
         int *v[4] = {&w, &b, &rm, &rv};
-        const int vi[4] = {2, 3, 0, 1}, tsi[4] = {T_WEIGHT, T_BIAS, T_RMEAN, T_RVAR};
+        const int vi[4] = {2, 3, 0, 1};
         for (int i = 0; i < 4; i++) {
-            int h = *v[i] < 0 ? ew_contiguous_copy(&g, ts[tsi[i]]) : *v[i];
-            h = ew_cast(&g, h, vdt[vi[i]], ACL_FLOAT, C);
-            *v[i] = six_hd ? ew_convert(&g, h, c_6hd) : h;
+            int h = *v[i] < 0 ? ew_contiguous_copy(g, a->vec[vi[i]]) : *v[i];
+            h = ew_cast(g, h, vdt[vi[i]], ACL_FLOAT, C);
+            *v[i] = six_hd ? ew_convert(g, h, c_6hd) : h;
         }
         const uint64_t stat = six_hd ? c_6hd : C * 4;
         if (!training) {
-            const int k = ew_kernel(&g); /* BNInfer */
+            const int k = ew_kernel(g); /* BNInfer */
             const int reads[5] = {xin, w, b, rm, rv};
             for (int i = 0; i < 5; i++)
-                ew_read(&g, reads[i], k);
-            y = ew_output(&g, k, X * aclemu_dtype_size(xdt));
+                ew_read(g, reads[i], k);
+            y = ew_output(g, k, X * aclemu_dtype_size(xdt));
         } else {
             if (six_hd)
-                xin = ew_convert(&g, xin, bn_6hd_bytes(d, aclemu_dtype_size(xdt)));
-            const int kr = ew_kernel(&g); /* BNTrainingReduce */
-            ew_read(&g, xin, kr);
-            const int sum = ew_output(&g, kr, stat), sq = ew_output(&g, kr, stat);
-            const int ku = ew_kernel(&g); /* BNTrainingUpdate */
+                xin = ew_convert(g, xin, bn_6hd_bytes(d, aclemu_dtype_size(xdt)));
+            const int kr = ew_kernel(g); /* BNTrainingReduce */
+            ew_read(g, xin, kr);
+            const int sum = ew_output(g, kr, stat), sq = ew_output(g, kr, stat);
+            const int ku = ew_kernel(g); /* BNTrainingUpdate */
             const int reads[7] = {xin, sum, sq, w, b, rm, rv};
             for (int i = 0; i < 7; i++)
-                ew_read(&g, reads[i], ku);
-            y = ew_output(&g, ku, six_hd ? bn_6hd_bytes(d, aclemu_dtype_size(xdt))
-                                         : X * aclemu_dtype_size(xdt));
-            int mean = ew_output(&g, ku, stat), var = ew_output(&g, ku, stat);
+                ew_read(g, reads[i], ku);
+            y = ew_output(g, ku, six_hd ? bn_6hd_bytes(d, aclemu_dtype_size(xdt))
+                                        : X * aclemu_dtype_size(xdt));
+            int mean = ew_output(g, ku, stat), var = ew_output(g, ku, stat);
             if (six_hd) {
-                y = ew_convert(&g, y, X * aclemu_dtype_size(xdt));
-                mean = ew_convert(&g, mean, C * 4);
+                y = ew_convert(g, y, X * aclemu_dtype_size(xdt));
+                mean = ew_convert(g, mean, C * 4);
             }
-            ew_copy_out(&g, mean, ACL_FLOAT, ts[T_SMEAN], C);
+            ew_copy_out(g, mean, ACL_FLOAT, a->save[0], C);
             if (six_hd)
-                var = ew_convert(&g, var, C * 4);
-            ew_copy_out(&g, var, ACL_FLOAT, ts[T_SINV], C);
-            const int tsr[2] = {T_RMEAN, T_RVAR}, hr[2] = {rm, rv};
+                var = ew_convert(g, var, C * 4);
+            ew_copy_out(g, var, ACL_FLOAT, a->save[1], C);
+            const int hr[2] = {rm, rv};
             for (int i = 0; i < 2; i++) {
-                if (!ts[tsr[i]])
+                if (!a->vec[i])
                     continue;
-                const int h = six_hd ? ew_convert(&g, hr[i], C * 4) : hr[i];
-                ew_copy_out(&g, h, ACL_FLOAT, ts[tsr[i]], C);
+                const int h = six_hd ? ew_convert(g, hr[i], C * 4) : hr[i];
+                ew_copy_out(g, h, ACL_FLOAT, a->vec[i], C);
             }
         }
     }
     if (transposed)
-        y = ew_convert(&g, y, X * aclemu_dtype_size(xdt)); /* ResizeTo5D */
-    ew_copy_out(&g, y, xdt, ts[T_OUTPUT], X);
-    return ew_size(&g);
+        y = ew_convert(g, y, X * aclemu_dtype_size(xdt)); /* ResizeTo5D */
+    ew_copy_out(g, y, xdt, a->out, X);
+    return ew_size(g);
+}
+
+static uint64_t bn_device_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
+                                    const bn_payload *P)
+{
+    const bool regbase = P->chain == CHAIN_950;
+    bn_graph_args a = {
+        .x = ts[T_INPUT], .out = ts[T_OUTPUT],
+        .vec = {ts[T_RMEAN], ts[T_RVAR], ts[T_WEIGHT], ts[T_BIAS]},
+        .save = {ts[T_SMEAN], ts[T_SINV]},
+        .training = P->training, .v3 = P->chain != CHAIN_TBE, .regbase = regbase,
+        .C = (uint64_t)P->C, .X = (uint64_t)(P->C * P->R),
+    };
+    ew_graph g = {0};
+    const int xin = ew_contiguous_copy(&g, a.x);
+    /* the absent vectors' fills, in the op_api's order: runningMean, runningVar, weight, bias */
+    const aclDataType fill_dt = regbase ? a.x->dtype : ACL_FLOAT;
+    for (int i = 0; i < 4; i++) {
+        const aclTensor *t = a.vec[i];
+        a.h[i] = t ? -1 : ew_fill(&g, a.C * aclemu_dtype_size(fill_dt));
+        a.dt[i] = t ? t->dtype : fill_dt;
+    }
+    return bn_graph_workspace(&g, soc, xin, &a);
 }
 
 /* An empty input's graph: per given, non-empty saveMean/saveInvstd a Fill of its shape and

@@ -174,6 +174,46 @@ static aclnnStatus check_shapes(const aclTensor *const *ts)
     return ACLNN_SUCCESS;
 }
 
+/* ---- phase one's workspace: the device's (exec_workspace.h) ------------------------------ */
+
+/*
+ * aclnn_batch_norm_elemt.cpp's graph in launch order: a Contiguous copy of a strided input;
+ * FillScalar's FLOAT ones and zeros for an absent weight and bias; invstd's copy; Mul(invstd,
+ * invstd), OnesLike, Div, Sub(eps: a host scalar); copies of strided weight, bias, mean; then
+ * BatchNorm with training false (bn_graph_workspace: BNInfer and its FLOAT casts, Ascend 950's
+ * BatchNormV3 with its 16 MiB, rank-5 Transposes on DAV_1001) and the result's copy. Mul,
+ * OnesLike, Div and Sub (C values of invstd's dtype each) take 16 MiB on Ascend 950 (ops-math
+ * math/{mul,div,sub}/op_host/arch35 through opbase broadcast_tiling.h
+ * DEFAULT_TILING_WORKSPACE_SIZE; ones_like_tiling_arch35.cpp ASCEND_WORKSPACE); elsewhere they
+ * are TBE kernels (not public: none).
+ */
+static uint64_t be_workspace(const aclemu_soc *soc, const aclTensor *const *ts, uint64_t C,
+                             uint64_t X)
+{
+    const bool a950 = soc->npu_arch == 3510;
+    const uint64_t ws = a950 ? EW_SYS_WORKSPACE : 0;
+    bn_graph_args a = {.x = ts[T_INPUT], .out = ts[T_OUTPUT], .v3 = a950, .regbase = a950,
+                       .C = C, .X = X};
+    ew_graph g = {0};
+    const int xin = ew_contiguous_copy(&g, ts[T_INPUT]);
+    const int w = ts[T_WEIGHT] ? -1 : ew_fill(&g, C * 4), b = ts[T_BIAS] ? -1 : ew_fill(&g, C * 4);
+    const aclDataType vdt = ts[T_INVSTD]->dtype;
+    const uint64_t vb = C * aclemu_dtype_size(vdt);
+    const int inv = ew_contiguous_copy(&g, ts[T_INVSTD]);
+    const int sq = ew_op(&g, inv, -1, ws, vb);   /* Mul */
+    const int one = ew_op(&g, sq, -1, ws, vb);   /* OnesLike */
+    const int quot = ew_op(&g, one, sq, ws, vb); /* Div */
+    const int var = ew_op(&g, quot, -1, ws, vb); /* Sub */
+    a.h[2] = w < 0 ? ew_contiguous_copy(&g, ts[T_WEIGHT]) : w;
+    a.h[3] = b < 0 ? ew_contiguous_copy(&g, ts[T_BIAS]) : b;
+    a.h[0] = ew_contiguous_copy(&g, ts[T_MEAN]);
+    a.h[1] = var;
+    const aclDataType dts[4] = {ts[T_MEAN]->dtype, vdt, ts[T_WEIGHT] ? ts[T_WEIGHT]->dtype
+                                : ACL_FLOAT, ts[T_BIAS] ? ts[T_BIAS]->dtype : ACL_FLOAT};
+    memcpy(a.dt, dts, sizeof dts);
+    return bn_graph_workspace(&g, soc, xin, &a);
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemtGetWorkspaceSize(
     const aclTensor *input, const aclTensor *weight, const aclTensor *bias, aclTensor *mean,
     aclTensor *invstd, double eps, aclTensor *output, uint64_t *workspaceSize,
@@ -248,8 +288,10 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemtGetWorkspaceSize(
     P->eps = (float)eps;
     for (int i = 0; i < T_COUNT; i++)
         snapshot(&P->t[i], ts[i], -1);
+    P->ws_size = be_workspace(soc, ts, (uint64_t)C, (uint64_t)X);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &BE_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+    return p1_finish(P1, &BE_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
+                     executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemt(void *workspace, uint64_t workspaceSize,

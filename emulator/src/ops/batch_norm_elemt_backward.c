@@ -37,6 +37,7 @@
 #include "phase_one.h"
 #include "convert.h"
 #include "bn_channels.h"
+#include "exec_workspace.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -51,6 +52,7 @@ static const char *const TNAME[T_COUNT] = {"gradOut", "input", "mean",     "invs
 #define N_INPUTS 8 /* the vendor's DFX_IN tensors: gradOut .. counter */
 #define N_VECS 5   /* mean, invstd, weight, sumDy, sumDyXmu */
 #define DAV_2002 2002 /* the Atlas inference series */
+#define DAV_3510 3510 /* Ascend 950 (regbase) */
 
 typedef struct {
     tdesc t[T_COUNT];
@@ -247,6 +249,61 @@ static aclDataType compute_dtype(const aclTensor *const *ts)
     return ACL_FLOAT16;
 }
 
+/* ---- phase one's workspace: the device's (exec_workspace.h) ------------------------------ */
+
+/*
+ * aclnn_batch_norm_elemt_backward.cpp's graph in launch order: an absent weight's FillScalar
+ * (C FLOAT); Contiguous copies of the strided inputs; the casts of gradOut .. sumDyXmu to the
+ * promoted dtype; MeanByCounter: counter cast to FLOAT, its ReduceSum (one FLOAT), sumDy and
+ * sumDyXmu back to FLOAT, two RealDivs (C FLOAT each); per vector (mean, invstd, weight,
+ * meanDy, meanDyXmu) an UnsqueezeNd view and a BroadcastTo into an executor-allocated tensor of
+ * input's shape; the two FLOAT broadcasts cast to the promoted dtype; SyncBatchNormBackwardElemt
+ * (reads all seven; its result in the promoted dtype), cast to gradInput's and copied out.
+ * Kernel workspaces on Ascend 950 only: ReduceSum 16 MiB (opbase src/op_common/atvoss/reduce/
+ * reduce_tiling.cpp CalcUserWorkSpace; per-core partials when groupR > 1 not modelled),
+ * RealDiv 16 MiB (opbase broadcast_tiling.h DEFAULT_TILING_WORKSPACE_SIZE), BroadcastTo 16 MiB
+ * (ops-math broadcast_to_tiling_base.h kSyncWorkSpaceSize), SyncBatchNormBackwardElemt's
+ * GetLibApiWorkSpaceSize (op_host/arch35); elsewhere TBE kernels (not public: none).
+ */
+static uint64_t bneb_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
+                               aclDataType p, uint64_t C, uint64_t X, uint64_t counter_n)
+{
+    const uint64_t ws = soc->npu_arch == DAV_3510 ? EW_SYS_WORKSPACE : 0;
+    const uint64_t ps = aclemu_dtype_size(p);
+    ew_graph g = {0};
+    const int fill = ts[T_W] ? -1 : ew_fill(&g, C * 4);
+    int h[T_COUNT];
+    for (int i = T_DY; i <= T_COUNTER; i++)
+        h[i] = i == T_W && fill >= 0 ? fill : ew_contiguous_copy(&g, ts[i]);
+    aclDataType dt[T_COUNT];
+    for (int i = T_DY; i <= T_COUNTER; i++)
+        dt[i] = i == T_W && fill >= 0 ? ACL_FLOAT : ts[i]->dtype;
+    for (int i = T_DY; i <= T_SUM_DY_XMU; i++)
+        h[i] = ew_cast(&g, h[i], dt[i], p, i <= T_X ? X : C);
+    const int count = ew_cast(&g, h[T_COUNTER], dt[T_COUNTER], ACL_FLOAT, counter_n);
+    const int total = ew_op(&g, count, -1, ws, 4); /* ReduceSum over every dim */
+    int mean_dy[2];
+    for (int i = 0; i < 2; i++)
+        mean_dy[i] = ew_cast(&g, h[T_SUM_DY + i], p, ACL_FLOAT, C);
+    for (int i = 0; i < 2; i++)
+        mean_dy[i] = ew_op(&g, mean_dy[i], total, ws, C * 4); /* RealDiv */
+    const int vec[5] = {h[T_MEAN], h[T_INVSTD], h[T_W], mean_dy[0], mean_dy[1]};
+    int brc[5];
+    for (int i = 0; i < 5; i++)
+        brc[i] = ew_op(&g, vec[i], -1, ws, X * (i < 3 ? ps : 4)); /* BroadcastTo */
+    for (int i = 3; i < 5; i++)
+        brc[i] = ew_cast(&g, brc[i], ACL_FLOAT, p, X);
+    const int k = ew_kernel(&g); /* SyncBatchNormBackwardElemt */
+    ew_read(&g, h[T_DY], k);
+    ew_read(&g, h[T_X], k);
+    for (int i = 0; i < 5; i++)
+        ew_read(&g, brc[i], k);
+    if (ws)
+        ew_kernel_workspace(&g, k, ew_lib_api_workspace(soc));
+    ew_copy_out(&g, ew_output(&g, k, X * ps), p, ts[T_DX], X);
+    return ew_size(&g);
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemtBackwardGetWorkspaceSize(
     const aclTensor *gradOut, const aclTensor *input, const aclTensor *mean,
     const aclTensor *invstd, const aclTensor *weight, const aclTensor *sumDy,
@@ -300,9 +357,12 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemtBackwardGetWorkspaceSize(
         P->counter_n = n;
         for (int i = 0; i < T_COUNT; i++)
             snapshot(&P->t[i], ts[i], -1);
+        P->ws_size = bneb_workspace(soc, ts, P->compute, (uint64_t)P->C, (uint64_t)X,
+                                    (uint64_t)n);
     }
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &BNEB_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+    return p1_finish(P1, &BNEB_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
+                     executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemtBackward(void *workspace, uint64_t workspaceSize,

@@ -40,6 +40,7 @@
 #include "phase_one.h"
 #include "convert.h"
 #include "bn_channels.h"
+#include "exec_workspace.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -224,6 +225,67 @@ static aclnnStatus check_params(const aclTensor *const *ts, const bool *flags,
     return ACLNN_SUCCESS;
 }
 
+/* ---- phase one's workspace: the device's (exec_workspace.h) ------------------------------ */
+
+/* OutputParamCastAndViewCopy: per flag, its results cast to their outputs' dtypes and copied
+ * out (sumDy's result also feeds gradBias: once handed to a caller's tensor it is no longer
+ * the workspace's). */
+static void bnrb_copy_outs(ew_graph *g, int sum_dy, int sum_dy_xmu, int grad_w,
+                           const aclTensor *const *ts, const bool *flags, uint64_t C)
+{
+    const int res[4] = {sum_dy, sum_dy_xmu, grad_w, sum_dy};
+    for (int k = 0; k < 4; k++)
+        if (flags[flag_of(k)])
+            ew_copy_out(g, res[k], ACL_FLOAT, ts[T_SUM_DY + k], C);
+}
+
+/*
+ * aclnn_batch_norm_backward_reduce.cpp's graph in launch order: an absent weight's FillScalar
+ * (C FLOAT); Contiguous copies of strided gradOut, input, mean, invstd, weight, then each cast
+ * to FLOAT (weight's cast is read by nobody); Mul(gradOut, input), ReduceSum of it and of
+ * gradOut; SyncBatchNormBackwardReduce's sumDyXmu and gradWeight (C FLOAT each); the flagged
+ * outputs' casts and copies; an unflagged result stays in the workspace. Kernel workspaces
+ * on Ascend 950 only: Mul's BroadcastBaseTiling 16 MiB (opbase atvoss broadcast_tiling.h
+ * DEFAULT_TILING_WORKSPACE_SIZE), ReduceSum's 16 MiB (opbase src/op_common/atvoss/reduce/
+ * reduce_tiling.cpp CalcUserWorkSpace; its per-core partials when the reduced axis splits over
+ * cores, groupR > 1, not modelled), SyncBatchNormBackwardReduce's GetLibApiWorkSpaceSize
+ * (op_host/arch35); elsewhere these are TBE kernels (compile-info workspaces not public: none).
+ * An empty input on Ascend 950: FillScalar's zeros copied out per flag; elsewhere nothing.
+ */
+static uint64_t bnrb_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
+                               const bool *flags, bool empty, uint64_t C, uint64_t X)
+{
+    const bool a950 = soc->npu_arch == DAV_3510;
+    ew_graph g = {0};
+    if (empty) {
+        if (a950) {
+            const int zeros = ew_fill(&g, C * 4);
+            bnrb_copy_outs(&g, zeros, zeros, zeros, ts, flags, C);
+        }
+        return ew_size(&g);
+    }
+    const int fill = ts[T_W] ? -1 : ew_fill(&g, C * 4);
+    int h[5];
+    for (int i = T_DY; i <= T_W; i++)
+        h[i] = i == T_W && fill >= 0 ? fill : ew_contiguous_copy(&g, ts[i]);
+    for (int i = T_DY; i <= T_W; i++)
+        h[i] = ew_cast(&g, h[i], i == T_W && fill >= 0 ? ACL_FLOAT : ts[i]->dtype, ACL_FLOAT,
+                       i <= T_X ? X : C);
+    const uint64_t ws = a950 ? EW_SYS_WORKSPACE : 0;
+    const int prod = ew_op(&g, h[T_DY], h[T_X], ws, X * 4); /* Mul */
+    const int sdx = ew_op(&g, prod, -1, ws, C * 4);         /* ReduceSum(gradOut * input) */
+    const int sdy = ew_op(&g, h[T_DY], -1, ws, C * 4);      /* ReduceSum(gradOut) */
+    const int ks = ew_kernel(&g); /* SyncBatchNormBackwardReduce */
+    const int reads[4] = {sdy, sdx, h[T_MEAN], h[T_INVSTD]};
+    for (int i = 0; i < 4; i++)
+        ew_read(&g, reads[i], ks);
+    if (a950)
+        ew_kernel_workspace(&g, ks, ew_lib_api_workspace(soc));
+    const int xmu = ew_output(&g, ks, C * 4), gw = ew_output(&g, ks, C * 4);
+    bnrb_copy_outs(&g, sdy, xmu, gw, ts, flags, C);
+    return ew_size(&g);
+}
+
 ACLEMU_EXPORT aclnnStatus aclnnBatchNormReduceBackwardGetWorkspaceSize(
     const aclTensor *gradOut, const aclTensor *input, const aclTensor *mean,
     const aclTensor *invstd, const aclTensor *weight, const bool inputG, const bool weightG,
@@ -287,12 +349,15 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormReduceBackwardGetWorkspaceSize(
         snapshot(&P->t[T_MEAN], mean, -1);
         snapshot(&P->t[T_INVSTD], invstd, -1);
     }
+    P->ws_size = bnrb_workspace(soc, ts, flags, empty, (uint64_t)P->C,
+                                (uint64_t)(P->C * P->R));
     if (P->sums || P->zero_fill)
         for (int k = 0; k < 4; k++)
             if (flags[flag_of(k)])
                 snapshot(&P->t[T_SUM_DY + k], ts[T_SUM_DY + k], -1);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &BNRB_OPS, P, 0, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
+    return p1_finish(P1, &BNRB_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
+                     executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnBatchNormReduceBackward(void *workspace, uint64_t workspaceSize,

@@ -18,6 +18,7 @@
 
 #include "emu_internal.h"
 #include "tensor_view.h"
+#include "exec_workspace.h"
 
 /* The layouts of a tensor's dims before and after the channel's. */
 typedef struct {
@@ -156,6 +157,27 @@ bn_check_float_dtype(const char *call, const char *name, const aclTensor *t,
 __attribute__((visibility("hidden"))) aclnnStatus bn_check_rank(const char *call,
                                                                 const char *name,
                                                                 const aclTensor *t);
+
+/* aclnn_batch_norm.cpp BatchNorm's part of a phase one's kernel graph (the op_api's function,
+ * which aclnnBatchNormElemt calls too): its input, its output, the four vectors in its order
+ * (runningMean, runningVar, weight, bias) as the caller handed them, each a caller's tensor
+ * (vec given, h -1: copied when strided) or an intermediate (h its handle, vec NULL). */
+typedef struct {
+    const aclTensor *x, *out;
+    const aclTensor *vec[4];  /* the caller's tensors, NULL for an intermediate */
+    const aclTensor *save[2]; /* saveMean, saveInvstd (training) */
+    int h[4];                 /* the vectors' handles (-1: the caller's tensor) */
+    aclDataType dt[4];        /* the vectors' dtypes */
+    bool training;
+    bool v3;                  /* BatchNormV3Proc or BatchNormProcRegbase (else the TBE kernels) */
+    bool regbase;             /* Ascend 950 */
+    uint64_t C, X;            /* channels, input's elements */
+} bn_graph_args;
+
+/* The graph's size once BatchNorm's part (from the input's handle `xin` on, through the copy of
+ * its result into a->out) is added to g (batch_norm.c). */
+__attribute__((visibility("hidden"))) uint64_t
+bn_graph_workspace(ew_graph *g, const aclemu_soc *soc, int xin, const bn_graph_args *a);
 
 /* The bytes of TransDataSpecial's NDC1HWC0 form of an NCDHW [N, C, D, H, W] tensor of
  * element size es: C padded to C0 = 16 for FLOAT and FLOAT16 alike (ops-math conversion/

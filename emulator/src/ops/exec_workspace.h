@@ -37,7 +37,9 @@ static inline uint64_t ew_lib_api_workspace(const aclemu_soc *soc)
                                                           : (uint64_t)2 * 1024 * 1024;
 }
 
-#define EW_MAX_TENSORS 32
+/* aclnnBatchNormElemtBackward's graph holds up to 40 (every input strided, a FLOAT16 compute
+ * dtype and Ascend 950's workspaces) */
+#define EW_MAX_TENSORS 64
 
 typedef struct {
     uint64_t bytes;
@@ -166,6 +168,19 @@ static inline uint64_t ew_bytes(const aclTensor *t, aclDataType dt)
     return n * aclemu_dtype_size(dt);
 }
 
+/* A compute kernel reading intermediates a and b (handles or -1) with one tiling workspace of
+ * `ws` bytes (0: none, as a TBE kernel whose compile-info workspace is not public), whose
+ * output of `bytes` the executor allocates (Mul, Div, ReduceSum, BroadcastTo, ...); its handle. */
+static inline int ew_op(ew_graph *g, int a, int b, uint64_t ws, uint64_t bytes)
+{
+    const int k = ew_kernel(g);
+    ew_read(g, a, k);
+    ew_read(g, b, k);
+    if (ws)
+        ew_kernel_workspace(g, k, ws);
+    return ew_output(g, k, bytes);
+}
+
 /* l0op::Contiguous of a caller's tensor: nothing when contiguous, else a copy kernel whose
  * output (the view's elements) the executor allocates; its handle (-1: none). The copy
  * kernel's own tiling workspace is not modelled (docs/emulator.md). */
@@ -225,10 +240,7 @@ static inline int ew_convert(ew_graph *g, int in, uint64_t bytes)
  * elementwise l0op::Mul, Sub, Div on tensors. Its handle. */
 static inline int ew_binary(ew_graph *g, int a, int b, uint64_t bytes)
 {
-    const int k = ew_kernel(g);
-    ew_read(g, a, k);
-    ew_read(g, b, k);
-    return ew_output(g, k, bytes);
+    return ew_op(g, a, b, 0, bytes);
 }
 
 #endif /* ACLEMU_OPS_EXEC_WORKSPACE_H_ */
