@@ -405,13 +405,19 @@ def test_elemt_backward_size_dtypes(arena, dts):
         assert eb_size(arena, shape, **kw) == eb_expected(shape, **kw), shape
 
 
+EB_ALL = ("gradOut", "input", "mean", "invstd", "weight", "sumDy", "sumDyXmu", "counter")
+
+
 @pytest.mark.parametrize("strided", [("gradOut", "input"), ("mean", "invstd", "weight"),
-                                     ("sumDy", "sumDyXmu", "counter")],
-                         ids=["tensors", "stats", "sums"])
-def test_elemt_backward_size_strided(arena, strided):
+                                     ("sumDy", "sumDyXmu", "counter"), EB_ALL],
+                         ids=["tensors", "stats", "sums", "all"])
+@pytest.mark.parametrize("dt", [F32, F16], ids=["f32", "f16"])
+def test_elemt_backward_size_strided(arena, strided, dt):
+    """All strided with a FLOAT16 compute dtype: the largest graph (40 tensors on Ascend 950)."""
     needs_reduce_kernel()
     shape = (4, 3, 5)
-    assert eb_size(arena, shape, strided=strided) == eb_expected(shape, strided=strided)
+    assert eb_size(arena, shape, dt=dt, wdt=dt, strided=strided) == \
+        eb_expected(shape, dt=dt, wdt=dt, strided=strided)
 
 
 def test_elemt_backward_empty_input(arena):
