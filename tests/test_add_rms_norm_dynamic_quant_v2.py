@@ -276,7 +276,8 @@ def test_plan_runs_repeatedly_on_changing_contents():
     mask = (True, True)
     with acl_py.Stream() as st, acl_py.AddRmsNormDynamicQuantV2(
             *dev, epsilon=1e-5, output_mask=mask) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        # a device-sized workspace (its size: test_emulator_workspace_size_arndq.py)
+        assert plan.mode == "repeatable" and plan.workspace_size > 1 << 20
         outs = (plan.y1, plan.y2, plan.x, plan.scale1, plan.scale2)
         assert all(o is not None for o in outs)
         for k in range(3):

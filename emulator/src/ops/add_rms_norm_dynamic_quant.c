@@ -95,6 +95,7 @@
 #include "emu_internal.h"
 #include "phase_one.h"
 #include "convert.h"
+#include "exec_workspace.h"
 #include "half.h"
 #include "int4_pack.h"
 #include "norm_rows.h"
@@ -589,6 +590,68 @@ static aclnnStatus l0_checks(const ardq_call *c, const aclTensor *const *ts,
     return ACLNN_SUCCESS;
 }
 
+/* Both tilings' core split (arch22 DoBlockTiling, arch35 DoOpTiling): the M rows in blocks
+ * of ceil(M / cores) over the part's vector cores; the cores used. */
+static uint64_t used_cores(int64_t M)
+{
+    const int64_t cores = aclemu_soc_vector_cores(), per_core = (M + cores - 1) / cores;
+    return (uint64_t)((M + per_core - 1) / per_core);
+}
+
+/* The tiling's one workspace. Atlas A2/A3 (arch22 SetTilingDataAndTilingKeyAndWorkSpace):
+ * GetLibApiWorkSpaceSize + 1 byte; slice-D (P->slice) instead a row of N floats per used
+ * core and workspace row, two rows with an outputMask or a smooth scale
+ * (GetworkspaceRowsNum), else one. Ascend 950: 16 MiB hard-coded (DEFAULT_SYS_WORKSPACE;
+ * the empty tiling's MIN_WORKSPACE_SIZE), the split kernel three rows of N floats per used
+ * core on top (GetWorkspaceSize). */
+static uint64_t tiling_workspace(const ardq_call *c, const aclTensor *const *ts,
+                                 const ardq_payload *P, const aclemu_soc *soc)
+{
+    const uint64_t row = (uint64_t)P->N * sizeof(float);
+    if (soc->npu_arch == 3510)
+        return EW_SYS_WORKSPACE + (P->kernel == ARDQ_SPLIT ? 3 * used_cores(P->M) * row : 0);
+    if (P->slice == 0)
+        return ew_lib_api_workspace(soc) + 1;
+    const uint64_t rows = c->masked || ts[T_S1] || ts[T_S2] ? 2 : 1;
+    return ew_lib_api_workspace(soc) + used_cores(P->M) * row * rows;
+}
+
+/* The device's phase-one workspace (op_api/aclnn_add_rms_norm_dynamic_quant{,_v2}.cpp,
+ * add_rms_norm_dynamic_quant.cpp): Contiguous copies of strided x1, x2, gamma, smooth scales
+ * (V2: beta); the kernel with its tiling workspace and the five results the L0 op allocates
+ * (y1 and y2 of x1's shape, INT4 two to a byte, and the scales of their outputs' shapes, or
+ * [1] each when not computed; x of xOut's shape), each ViewCopy'd into its output in the
+ * op_api's order: taken over by a contiguous output (an uncomputed one holds one element, so
+ * always), else alive until its copy. An INT32 y takes the INT4 result through its INT32
+ * view, taken to be handed over the same (as aclnnRmsNormQuant's). */
+static uint64_t ardq_workspace(const ardq_call *c, const aclTensor *const *ts,
+                               const ardq_payload *P, const aclemu_soc *soc)
+{
+    ew_graph g = {0};
+    int out[T_COUNT];
+    for (int i = T_X1; i <= T_BETA; i++)
+        out[i] = ew_contiguous_copy(&g, ts[i]);
+    const int k = ew_kernel(&g);
+    for (int i = T_X1; i <= T_BETA; i++)
+        ew_read(&g, out[i], k);
+    ew_kernel_workspace(&g, k, tiling_workspace(c, ts, P, soc));
+    const uint64_t n = ew_bytes(ts[T_X1], ACL_INT8), y = P->ydt == ACL_INT4 ? (n + 1) / 2 : n;
+    for (int i = T_Y1; i <= T_SC2; i++) {
+        const bool computed = i == T_X || (i == T_Y1 || i == T_SC1 ? c->out1 : c->out2);
+        const uint64_t one = i == T_SC1 || i == T_SC2 ? 4 : 1;
+        out[i] = ew_output(&g, k, !computed ? one
+                                  : i == T_Y1 || i == T_Y2 ? y
+                                                           : ew_bytes(ts[i], ts[i]->dtype));
+    }
+    static const int V1_COPIES[] = {T_Y1, T_X, T_Y2, T_SC1, T_SC2};
+    static const int V2_COPIES[] = {T_Y1, T_SC1, T_Y2, T_SC2, T_X};
+    const int *copies = c->ops == &ARDQ_V2_OPS ? V2_COPIES : V1_COPIES;
+    /* no Cast: each result already has its output's dtype (an INT32 y's view too) */
+    for (int i = 0; i < 5; i++)
+        ew_copy_out(&g, out[copies[i]], ts[copies[i]]->dtype, ts[copies[i]], 0);
+    return ew_size(&g);
+}
+
 /* The executor of either version: the kernel's payload, past every check. */
 static aclnnStatus build_executor(const ardq_call *c, const aclTensor *const *ts,
                                   const aclemu_soc *soc, double epsilon, bool empty,
@@ -648,7 +711,8 @@ static aclnnStatus build_executor(const ardq_call *c, const aclTensor *const *ts
             P->t[T_Y2].present = P->t[T_SC2].present = false;
     }
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(c->p1, c->ops, P, 0, ts, TNAME, T_COUNT, T_Y1, workspaceSize, executor);
+    const uint64_t ws = empty ? 0 : ardq_workspace(c, ts, P, soc);
+    return p1_finish(c->p1, c->ops, P, ws, ts, TNAME, T_COUNT, T_Y1, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormDynamicQuantGetWorkspaceSize(
