@@ -20,7 +20,8 @@ from test_emulator_op import (INVALID, NULLPTR, OK, P1, P2, Args, arena, assert_
                               last_msg, live, no_leaks, stream)
 from test_emulator_op import prepared as prepared_with_data
 from test_emulator_layer_norm import P2 as LN_P2, DevView, phase_one as ln_phase_one
-from _workspace_model import ARCH, CORES, SOC, MiB16, align, ceil_to, max_allocator
+from _workspace_model import (ARCH, CORES, SOC, MiB16, align, ceil_to, helper_ws,
+                              max_allocator)
 
 
 def grad_v3_workspace(M, N, dy_is_float):
@@ -50,7 +51,7 @@ def expected(M, N, mask, weight=True):
     its first kernel hands the second."""
     graph, k = [], 0
     if not weight:
-        graph.append((N * 4, 0, 1))  # Fill, read by the next kernel
+        graph += helper_ws(0) + [(N * 4, 0, 1)]  # Fill, read by the next kernel
         k = 1
     if ARCH in (2201, 3510):
         graph.append((grad_v3_workspace(M, N, True), k, k))

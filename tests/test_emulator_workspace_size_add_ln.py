@@ -29,7 +29,8 @@ from acl_py.raw import ffi, lib
 from _part_runs import other_parts, run_on_parts
 from math import gcd
 
-from _workspace_model import ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, ceil_to, max_allocator
+from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, cast_ws, ceil_to,
+                              helper_ws, max_allocator)
 from test_emulator_op import OK, last_msg, no_leaks, stream  # noqa: F401
 from test_emulator_add import arena, get, out_tensor, put, scalar  # noqa: F401
 from test_emulator_op import DevView
@@ -104,7 +105,7 @@ def test_add_size_result_cast_to_out(arena):
     a, b = put(arena, np.ones((4, 6), F32)), put(arena, np.ones((4, 6), F32))
     out = out_tensor(arena, (4, 6), F16)
     assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
-        max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)])
+        max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)] + cast_ws(1))
 
 
 def test_add_size_inputs_cast_to_the_promotion(arena):
@@ -112,7 +113,17 @@ def test_add_size_inputs_cast_to_the_promotion(arena):
     a, b = put(arena, np.ones((4, 6), I32)), put(arena, np.ones((4, 6), F16))
     out = out_tensor(arena, (4, 6), F16)
     assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
-        max_allocator([(N * 2, 0, 1)] + broadcast_ws(1))
+        max_allocator(cast_ws(0, "INT32", "FLOAT16") + [(N * 2, 0, 1)] + broadcast_ws(1))
+
+
+def test_add_size_cast_on_ai_cpu(arena):
+    """INT16 + DOUBLE (promoted DOUBLE): Ascend 950 casts INT16 to DOUBLE on AI CPU (the pair
+    is not on cast.cpp's regbase AI Core list) and adds DOUBLE there too: no tiling workspace
+    on any part, only the cast's result, alive until the Add."""
+    a, b = put(arena, np.ones((4, 6), I16)), put(arena, np.ones((4, 6), np.float64))
+    out = out_tensor(arena, (4, 6), np.dtype(np.float64))
+    assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
+        max_allocator([(N * 8, 0, 1)])
 
 
 def test_add_size_mixed_dtypes(arena):
@@ -124,7 +135,7 @@ def test_add_size_mixed_dtypes(arena):
         max_allocator(broadcast_ws(0))
     out16 = out_tensor(arena, (4, 6), F16)
     assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out16) == \
-        max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)])
+        max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)] + cast_ws(1))
 
 
 def test_add_size_strided_self(arena):
@@ -171,7 +182,9 @@ def test_adds_size(arena):
     true = scalar(arena, True, ACL_BOOL)
     outi = out_tensor(arena, (4, 6), I32)
     assert size_of(arena, t, true, true, outi, api="Adds") == \
-        max_allocator(broadcast_ws(0) + [(N, 0, 1), (N * 4, 1, 2), (N, 2, 3)])
+        max_allocator(broadcast_ws(0) + [(N, 0, 1)] + cast_ws(1, "BOOL", "INT32") +
+                      [(N * 4, 1, 2)] + cast_ws(2, "INT32", "BOOL") + [(N, 2, 3)] +
+                      cast_ws(3, "BOOL", "INT32"))
 
 
 def test_adds_strided_and_empty_size(arena):
@@ -195,7 +208,7 @@ def test_add_workspace_checked_then_runs(arena):
     for attempt in ("null", "short", "exact"):
         out = out_tensor(arena, (4, 6), F16)
         ws, ex = add_phase_one(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out)
-        assert ws == max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)]) > 0
+        assert ws == max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)] + cast_ws(1)) > 0
         if workspace_attempt(arena, lib.aclnnAdd, ex, ws, attempt):
             np.testing.assert_array_equal(get(arena, out), (x + y).astype(np.float16))
 
@@ -300,20 +313,17 @@ def test_deep_norm_workspace_checked_then_runs(arena):
 # ---- aclnnFastLayerNorm ------------------------------------------------------------------
 
 def fast_layer_norm_size(M, N, itemsize, weight, bias, mean, rstd):
-    """Contiguous tensors, statistics FLOAT: a Fill for each absent weight/bias (N values of
-    input's dtype here, alive until the kernel), LayerNormV4's 32-byte tiling workspace, y
-    handed to out, mean/rstd (M FLOAT values) left in the workspace when not asked for
-    (aclnn_fast_layer_norm.cpp)."""
-    graph, k = [], 0
-    for present in (weight, bias):
-        if not present:
-            graph.append([N * itemsize, k, None])
-            k += 1
-    for t in graph:
-        t[2] = k
+    """Contiguous tensors, statistics FLOAT: a Fill for each absent weight/bias (its tiling's
+    16 MiB on Ascend 950; N values of input's dtype here, alive until the kernel), LayerNormV4's
+    32-byte tiling workspace, y handed to out, mean/rstd (M FLOAT values) left in the
+    workspace when not asked for (aclnn_fast_layer_norm.cpp)."""
+    k = (not weight) + (not bias)  # the LayerNormV4 kernel's index, after the Fills
+    graph = []
+    for fill in range(k):
+        graph += helper_ws(fill) + [(N * itemsize, fill, k)]
     graph.append((32, k, k))
     graph += [(M * 4, k, k) for given in (mean, rstd) if not given]
-    return max_allocator([tuple(t) for t in graph])
+    return max_allocator(graph)
 
 
 FAST_PARAMS = [(True, True, True, True), (False, False, False, False),
@@ -339,14 +349,15 @@ def test_fast_layer_norm_size(arena, params):
 @no_norm_kernel
 def test_fast_layer_norm_empty_size(arena):
     """N == 0: each statistic gets a Fill ViewCopy'd into it (a contiguous one takes the Fill's
-    result: none); M == 0: none."""
+    result: none; the Fills' tilings on Ascend 950: 16 MiB, one after the other); M == 0:
+    none."""
     v = lambda shape: DevView(arena, shape=shape, dtype=np.dtype(np.float32)).handle  # noqa: E731
     for x, ns in (((3, 0), [0]), ((0, 8), [8])):
         m = rstd_shape(x, 1)
         rc, ws, ex = fln.phase_one(arena, v(x), ns, None, None, v(x), v(m), v(m))
         assert rc == OK, last_msg()
         assert lib.aclDestroyAclOpExecutor(ex) == OK
-        assert ws == 0
+        assert ws == (max_allocator(helper_ws(0) + helper_ws(1)) if x[0] else 0)
 
 
 # ---- aclnnAddLayerNormQuant (its op_api runs on Ascend 950 only) ----------------------------

@@ -531,7 +531,7 @@ static uint64_t alq_device_workspace(const aclemu_soc *soc, const aclTensor *con
 {
     if (O1 == 0)
         return 0;
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     const aclTensor *x1 = ts[T_X1];
     int reads[T_Z2 + 1];
     for (int i = T_X1; i <= T_Z2; i++)

@@ -298,9 +298,10 @@ static aclnnStatus check_tiling(const aclTensor *x1, const aclTensor *gamma, dou
  * x1, x2, gamma, the kernel with its tiling workspace and its three executor-allocated
  * results (y; rstd, FLOAT, shaped {0} outside the full mode; x, shaped {0} in the post mode),
  * each result the mode copies out handed to its user tensor by ViewCopy. */
-static uint64_t arn_workspace(const aclTensor *const *ts, arn_mode mode, int64_t M, int64_t N)
+static uint64_t arn_workspace(int arch, const aclTensor *const *ts, arn_mode mode, int64_t M,
+                              int64_t N)
 {
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(arch);
     const uint64_t mn = (uint64_t)M * (uint64_t)N;
     const size_t es = aclemu_dtype_size(ts[T_X1]->dtype);
     const int reads[3] = {ew_contiguous_copy(&g, ts[T_X1]), ew_contiguous_copy(&g, ts[T_X2]),
@@ -412,7 +413,7 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1,
     }
 
     return make_executor(P1, &ARN, ts, mode, soc, epsilon, M, empty ? 0 : N, gdims,
-                         empty ? 0 : arn_workspace(ts, mode, M, N), workspaceSize, executor);
+                         empty ? 0 : arn_workspace(soc->npu_arch, ts, mode, M, N), workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnAddRmsNorm(void *workspace, uint64_t workspaceSize,

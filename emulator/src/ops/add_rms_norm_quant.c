@@ -514,7 +514,7 @@ static void choose_variant(arq_payload *P, const aclemu_soc *soc, bool has_z1)
  * of y1, of y2 only when scales2 is given, of x. */
 static uint64_t arq_workspace(const aclTensor *const *ts, const aclemu_soc *soc)
 {
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     int reads[T_Y1];
     for (int i = 0; i < T_Y1; i++)
         reads[i] = ew_contiguous_copy(&g, ts[i]);

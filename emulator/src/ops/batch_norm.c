@@ -484,7 +484,7 @@ static uint64_t bn_device_workspace(const aclemu_soc *soc, const aclTensor *cons
         .training = P->training, .v3 = P->chain != CHAIN_TBE, .regbase = regbase,
         .C = (uint64_t)P->C, .X = (uint64_t)(P->C * P->R),
     };
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     const int xin = ew_contiguous_copy(&g, a.x);
     /* the absent vectors' fills, in the op_api's order: runningMean, runningVar, weight, bias */
     const aclDataType fill_dt = regbase ? a.x->dtype : ACL_FLOAT;
@@ -498,9 +498,9 @@ static uint64_t bn_device_workspace(const aclemu_soc *soc, const aclTensor *cons
 
 /* An empty input's graph: per given, non-empty saveMean/saveInvstd a Fill of its shape and
  * dtype and its ViewCopy (norm_common ProcessEmptyTensorWithValue). */
-static uint64_t bn_empty_workspace(const aclTensor *const *ts)
+static uint64_t bn_empty_workspace(int arch, const aclTensor *const *ts)
 {
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(arch);
     for (int i = T_SMEAN; i <= T_SINV; i++) {
         const aclTensor *t = ts[i];
         if (!fill_launches(t))
@@ -561,7 +561,7 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGetWorkspaceSize(
         P->no_kernel = !fill_launches(saveMean) && !fill_launches(saveInvstd);
         snapshot(&P->t[T_SMEAN], saveMean, -1);
         snapshot(&P->t[T_SINV], saveInvstd, -1);
-        P->ws_size = bn_empty_workspace(ts);
+        P->ws_size = bn_empty_workspace(soc->npu_arch, ts);
         return p1_finish(P1, &BN_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
                          executor);
     }

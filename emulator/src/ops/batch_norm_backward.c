@@ -385,7 +385,7 @@ static uint64_t bnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
     const aclDataType xdt = x->dtype, dydt = dy_t->dtype;
     const uint64_t xes = aclemu_dtype_size(xdt), dyes = aclemu_dtype_size(dydt);
     const bool training = P->training;
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     int xin = ew_contiguous_copy(&g, x), dy = ew_contiguous_copy(&g, dy_t);
     /* the absent vectors' FLOAT fills, in the op_api's order */
     const int order[5] = {T_RMEAN, T_RVAR, T_W, T_SMEAN, T_SINV};

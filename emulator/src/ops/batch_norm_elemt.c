@@ -194,7 +194,7 @@ static uint64_t be_workspace(const aclemu_soc *soc, const aclTensor *const *ts, 
     const uint64_t ws = a950 ? EW_SYS_WORKSPACE : 0;
     bn_graph_args a = {.x = ts[T_INPUT], .out = ts[T_OUTPUT], .v3 = a950, .regbase = a950,
                        .C = C, .X = X};
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     const int xin = ew_contiguous_copy(&g, ts[T_INPUT]);
     const int w = ts[T_WEIGHT] ? -1 : ew_fill(&g, C * 4), b = ts[T_BIAS] ? -1 : ew_fill(&g, C * 4);
     const aclDataType vdt = ts[T_INVSTD]->dtype;

@@ -270,7 +270,7 @@ static uint64_t bneb_workspace(const aclemu_soc *soc, const aclTensor *const *ts
 {
     const uint64_t ws = soc->npu_arch == DAV_3510 ? EW_SYS_WORKSPACE : 0;
     const uint64_t ps = aclemu_dtype_size(p);
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     const int fill = ts[T_W] ? -1 : ew_fill(&g, C * 4);
     int h[T_COUNT];
     for (int i = T_DY; i <= T_COUNTER; i++)

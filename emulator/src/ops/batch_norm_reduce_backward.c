@@ -256,7 +256,7 @@ static uint64_t bnrb_workspace(const aclemu_soc *soc, const aclTensor *const *ts
                                const bool *flags, bool empty, uint64_t C, uint64_t X)
 {
     const bool a950 = soc->npu_arch == DAV_3510;
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     if (empty) {
         if (a950) {
             const int zeros = ew_fill(&g, C * 4);

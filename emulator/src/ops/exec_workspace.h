@@ -48,11 +48,18 @@ typedef struct {
 } ew_tensor;
 
 typedef struct {
+    int arch; /* the part's NPU architecture: which helper kernels have a tiling workspace */
     int kernels;
     int n;
     bool overflow; /* a tensor past EW_MAX_TENSORS was dropped (see ew_size) */
     ew_tensor t[EW_MAX_TENSORS];
 } ew_graph;
+
+/* An empty graph on a part of NPU architecture `arch`. */
+static inline ew_graph ew_graph_on(int arch)
+{
+    return (ew_graph){.arch = arch};
+}
 
 /* memory_allocator.h: every tensor takes its size plus 32 bytes, rounded up to 512. */
 static inline uint64_t ew_align(uint64_t bytes)
@@ -191,15 +198,89 @@ static inline int ew_contiguous_copy(ew_graph *g, const aclTensor *t)
     return ew_output(g, ew_kernel(g), ew_bytes(t, t->dtype));
 }
 
+/* The helper kernels' own tiling workspaces. Only Ascend 950 (DAV_3510) has public tilings for
+ * them (ops-math's op_host/arch35 directories); on the other parts they are TBE kernels whose
+ * workspaces come from compile info that is not public: counted as none. On 3510: Cast 16 MiB
+ * (math/cast/op_host/arch35/cast_tiling.cpp MINIMAL_WORKSPACE), Fill 16 MiB (conversion/fill/
+ * op_host/arch35/fill_tiling_arch35.cpp), OnesLike 16 MiB (math/ones_like/op_host/arch35/
+ * ones_like_tiling_arch35.cpp), ZerosLike 0 bytes (math/zero_op/op_host/arch35/
+ * zeros_like_tiling_arch35.cpp), which the executor still allocates as a {0}-shaped tensor
+ * (aclnn_engine/kernel_workspace.cpp UpdateWorkspace) that the allocator rounds to 512. */
+static inline void ew_helper_workspace(ew_graph *g, int k, uint64_t bytes_on_3510)
+{
+    if (g->arch == 3510)
+        ew_kernel_workspace(g, k, bytes_on_3510);
+}
+
+/* Whether Ascend 950 runs Cast from -> to on AI Core (cast.cpp IsAiCoreSupport, its regbase
+ * pair list; the rest go to AI CPU, whose memory is not modelled): per source dtype, the
+ * destinations as bits of their aclDataType values. */
+#define EW_B(d) ((uint64_t)1 << ACL_##d)
+static inline bool ew_cast_on_aicore_3510(aclDataType from, aclDataType to)
+{
+    static const uint64_t to_mask[ACL_FLOAT4_E1M2 + 1] = {
+        [ACL_FLOAT] = EW_B(FLOAT16) | EW_B(INT32) | EW_B(INT64) | EW_B(BF16) | EW_B(BOOL) |
+                      EW_B(UINT8) | EW_B(INT8) | EW_B(INT16) | EW_B(COMPLEX64) |
+                      EW_B(HIFLOAT8) | EW_B(FLOAT8_E5M2) | EW_B(FLOAT8_E4M3FN) |
+                      EW_B(FLOAT4_E2M1) | EW_B(FLOAT4_E1M2),
+        [ACL_FLOAT16] = EW_B(FLOAT) | EW_B(INT32) | EW_B(INT64) | EW_B(BF16) | EW_B(BOOL) |
+                        EW_B(UINT8) | EW_B(INT8) | EW_B(INT16) | EW_B(COMPLEX32) |
+                        EW_B(HIFLOAT8) | EW_B(FLOAT8_E5M2) | EW_B(FLOAT8_E4M3FN) |
+                        EW_B(FLOAT4_E2M1) | EW_B(FLOAT4_E1M2),
+        [ACL_BF16] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(INT32) | EW_B(INT64) | EW_B(BOOL) |
+                     EW_B(UINT8) | EW_B(INT8) | EW_B(INT16) | EW_B(COMPLEX64) | EW_B(HIFLOAT8) |
+                     EW_B(FLOAT8_E5M2) | EW_B(FLOAT8_E4M3FN) | EW_B(FLOAT4_E2M1) |
+                     EW_B(FLOAT4_E1M2),
+        [ACL_INT8] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(INT32) | EW_B(INT64) |
+                     EW_B(INT16) | EW_B(UINT8) | EW_B(UINT16) | EW_B(UINT32) | EW_B(BOOL),
+        [ACL_UINT8] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(INT32) | EW_B(INT64) |
+                      EW_B(INT16) | EW_B(INT8) | EW_B(UINT16) | EW_B(UINT32) | EW_B(BOOL),
+        [ACL_INT16] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(INT32) | EW_B(INT64) |
+                      EW_B(INT8) | EW_B(UINT8) | EW_B(UINT16) | EW_B(UINT32) | EW_B(BOOL),
+        [ACL_UINT16] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(INT32) | EW_B(INT64) |
+                       EW_B(INT16) | EW_B(INT8) | EW_B(UINT8) | EW_B(UINT32) | EW_B(BOOL),
+        [ACL_UINT32] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(INT32) | EW_B(INT64) |
+                       EW_B(INT16) | EW_B(INT8) | EW_B(UINT8) | EW_B(UINT16) | EW_B(BOOL),
+        [ACL_INT32] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(INT64) | EW_B(INT16) |
+                      EW_B(INT8) | EW_B(UINT8) | EW_B(UINT16) | EW_B(UINT32) | EW_B(BOOL) |
+                      EW_B(INT4),
+        [ACL_INT64] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(INT32) | EW_B(INT16) |
+                      EW_B(INT8) | EW_B(UINT8) | EW_B(UINT16) | EW_B(UINT32) | EW_B(BOOL) |
+                      EW_B(DOUBLE),
+        [ACL_BOOL] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(INT32) | EW_B(INT64) |
+                     EW_B(INT16) | EW_B(INT8) | EW_B(UINT8),
+        [ACL_DOUBLE] = EW_B(FLOAT) | EW_B(BF16) | EW_B(INT32) | EW_B(INT64),
+        [ACL_COMPLEX64] = EW_B(FLOAT) | EW_B(BF16) | EW_B(COMPLEX32),
+        [ACL_COMPLEX32] = EW_B(FLOAT16) | EW_B(COMPLEX64),
+        [ACL_UINT1] = EW_B(FLOAT16),
+        [ACL_HIFLOAT8] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(FLOAT4_E2M1) |
+                         EW_B(FLOAT4_E1M2),
+        [ACL_FLOAT8_E5M2] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(FLOAT4_E2M1) |
+                            EW_B(FLOAT4_E1M2),
+        [ACL_FLOAT8_E4M3FN] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(FLOAT4_E2M1) |
+                              EW_B(FLOAT4_E1M2),
+        [ACL_FLOAT4_E2M1] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(HIFLOAT8) |
+                            EW_B(FLOAT8_E5M2) | EW_B(FLOAT8_E4M3FN),
+        [ACL_FLOAT4_E1M2] = EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(HIFLOAT8) |
+                            EW_B(FLOAT8_E5M2) | EW_B(FLOAT8_E4M3FN),
+    };
+    return from >= 0 && from <= ACL_FLOAT4_E1M2 && to >= 0 && to < 64 &&
+           (to_mask[from] >> to & 1);
+}
+#undef EW_B
+
 /* l0op::Cast of intermediate `in` (handle or -1) of dtype from to dtype to, n elements: no
  * kernel when equal (ops-math math/cast/op_api/cast.cpp); else a kernel reading `in` whose
- * output the executor allocates. Returns the result's handle (in itself when no kernel). */
+ * output the executor allocates, with on Ascend 950 its tiling's 16 MiB when on AI Core.
+ * Returns the result's handle (in itself when no kernel). */
 static inline int ew_cast(ew_graph *g, int in, aclDataType from, aclDataType to, uint64_t n)
 {
     if (from == to)
         return in;
     const int k = ew_kernel(g);
     ew_read(g, in, k);
+    if (ew_cast_on_aicore_3510(from, to))
+        ew_helper_workspace(g, k, EW_SYS_WORKSPACE);
     return ew_output(g, k, n * aclemu_dtype_size(to));
 }
 
@@ -216,12 +297,26 @@ static inline void ew_copy_out(ew_graph *g, int tmp, aclDataType tmp_dt, const a
         g->t[cast].user = true;
 }
 
-/* A kernel with no workspace input whose output of `bytes` the executor allocates: l0op::Fill
- * (ops-math conversion/fill/op_api/fill.cpp; an empty output launches nothing: don't call it
- * then). Its handle. */
+/* A kernel reading no intermediate whose output of `bytes` the executor allocates, with its
+ * tiling workspace on Ascend 950; an empty output launches nothing: don't call it then. */
+static inline int ew_constant(ew_graph *g, uint64_t bytes, uint64_t tiling_on_3510)
+{
+    const int k = ew_kernel(g);
+    ew_helper_workspace(g, k, tiling_on_3510);
+    return ew_output(g, k, bytes);
+}
+
+/* l0op::Fill (ops-math conversion/fill/op_api/fill.cpp) or l0op::OnesLike (math/ones_like/
+ * op_api/ones_like.cpp) of a floating dtype, on AI Core on Ascend 950. Its handle. */
 static inline int ew_fill(ew_graph *g, uint64_t bytes)
 {
-    return ew_output(g, ew_kernel(g), bytes);
+    return ew_constant(g, bytes, EW_SYS_WORKSPACE);
+}
+
+/* l0op::ZerosLike (math/zero_op/op_api/zero_op.cpp) of a floating dtype. Its handle. */
+static inline int ew_zeros_like(ew_graph *g, uint64_t bytes)
+{
+    return ew_constant(g, bytes, 0);
 }
 
 /* A layout kernel reading `in` (handle or -1) whose output of `bytes` the executor allocates:

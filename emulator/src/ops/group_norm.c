@@ -479,14 +479,16 @@ static uint64_t gn_device_workspace(const aclemu_soc *soc, const aclTensor *cons
                                     int64_t N, int64_t C, int64_t HW, int64_t group,
                                     bool fill_absent, aclDataType stats_dt)
 {
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     const aclDataType dt = ts[T_SELF]->dtype;
     const uint64_t n = (uint64_t)(N * C * HW), c = (uint64_t)C, ng = (uint64_t)(N * group);
     int in[3] = {ew_contiguous_copy(&g, ts[T_SELF]), -1, -1};
+    /* an absent gamma: OnesLike (ew_fill); an absent beta: ZerosLike, whose tiling asks none */
     for (int i = 1; i < 3; i++)
         in[i] = ts[T_SELF + i] ? ew_contiguous_copy(&g, ts[T_SELF + i])
-                : fill_absent  ? ew_fill(&g, c * aclemu_dtype_size(dt))
-                               : -1;
+                : !fill_absent          ? -1
+                : T_SELF + i == T_GAMMA ? ew_fill(&g, c * aclemu_dtype_size(dt))
+                                        : ew_zeros_like(&g, c * aclemu_dtype_size(dt));
     if (soc->npu_arch != 1001) {
         const int k = ew_kernel(&g);
         for (int i = 0; i < 3; i++)

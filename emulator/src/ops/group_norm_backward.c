@@ -700,7 +700,7 @@ static uint64_t gnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
                                      const bool *mask, int64_t N, int64_t C, int64_t HW,
                                      int64_t G, gnb_path path)
 {
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     const bool zeros = path == PATH_ZEROS;
     const aclDataType dy_dt = ts[T_DY]->dtype;
     const aclDataType gamma_dt = ts[T_GAMMA] ? ts[T_GAMMA]->dtype : dy_dt;

@@ -237,10 +237,10 @@ static bool is_empty(const aclTensor *t)
  * public: none) with y, mean and variance allocated (x's dtype); for NHWC a Transpose of y
  * back (allocated, then copied out) and the statistics reshaped (views); the ViewCopy of each
  * result. */
-static uint64_t in_device_workspace(const aclTensor *const *ts, bool nhwc, int64_t N,
+static uint64_t in_device_workspace(int arch, const aclTensor *const *ts, bool nhwc, int64_t N,
                                     int64_t C)
 {
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(arch);
     const aclTensor *x = ts[T_X];
     const uint64_t size = aclemu_dtype_size(x->dtype);
     const uint64_t n = ew_bytes(x, x->dtype) / size, nc = (uint64_t)(N * C);
@@ -351,8 +351,8 @@ ACLEMU_EXPORT aclnnStatus aclnnInstanceNormGetWorkspaceSize(
         if (i != T_Y)
             flat_snapshot(&P->t[i], ts[i]);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &IN_OPS, P, in_device_workspace(ts, nhwc, N, C), ts, TNAME, T_COUNT,
-                     N_INPUTS, workspaceSize, executor);
+    return p1_finish(P1, &IN_OPS, P, in_device_workspace(soc->npu_arch, ts, nhwc, N, C), ts,
+                     TNAME, T_COUNT, N_INPUTS, workspaceSize, executor);
 fail:
     free(P);
     return st;

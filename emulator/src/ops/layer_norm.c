@@ -609,7 +609,7 @@ static uint64_t ln_device_workspace(int arch, bool v4, bool welford, const aclTe
 {
     if (M <= 0 || N <= 0)
         return 0;
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(arch);
     const aclTensor *w = ts[T_W], *b = ts[T_B];
     const aclDataType in_dt = ts[T_X]->dtype;
     const aclDataType w_dt = w ? w->dtype : b ? b->dtype : in_dt;
@@ -876,10 +876,10 @@ static aclnnStatus fast_view_copy(const char *call, const char *name, const aclT
  * one LayerNormV4 (32 bytes of tiling workspace, 16 MiB for Ascend 950's Welford template, as
  * ln_device_workspace); y handed to out, rstd and mean each cast to its output's dtype and
  * copied into it, or left in the workspace when not asked for. */
-static uint64_t fast_device_workspace(const aclTensor *const *ts, int64_t M, int64_t N,
+static uint64_t fast_device_workspace(int arch, const aclTensor *const *ts, int64_t M, int64_t N,
                                       bool welford)
 {
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(arch);
     if (N == 0) {
         for (int i = T_MEAN; i <= T_RSTD; i++) {
             const aclTensor *t = ts[i];
@@ -1031,8 +1031,9 @@ static aclnnStatus fast_phase_one(const aclTensor *input, const aclIntArray *nor
             free(P);
             return st;
         }
-        return p1_finish(call, &FAST_OPS, P, fast_device_workspace(ts, M, N, false), ts,
-                         TNAME, T_COUNT, T_Y, workspaceSize, executor);
+        return p1_finish(call, &FAST_OPS, P,
+                         fast_device_workspace(soc->npu_arch, ts, M, N, false), ts, TNAME,
+                         T_COUNT, T_Y, workspaceSize, executor);
     }
 
     /* 6. Stricter (docs/emulator.md): the parts the docs call unsupported where the L0 op
@@ -1080,8 +1081,8 @@ static aclnnStatus fast_phase_one(const aclTensor *input, const aclIntArray *nor
         return st;
     }
 #undef REFUSE
-    return p1_finish(call, &FAST_OPS, P, fast_device_workspace(ts, M, N, P->welford), ts, TNAME,
-                     T_COUNT, T_Y, workspaceSize, executor);
+    return p1_finish(call, &FAST_OPS, P, fast_device_workspace(soc->npu_arch, ts, M, N, P->welford),
+                     ts, TNAME, T_COUNT, T_Y, workspaceSize, executor);
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnFastLayerNormGetWorkspaceSize(

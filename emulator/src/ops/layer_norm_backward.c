@@ -562,7 +562,7 @@ static uint64_t lnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
 {
     if (!(mask[0] || mask[1] || mask[2]) || M <= 0 || N <= 0)
         return 0;
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     const aclDataType in_dt = ts[T_X]->dtype;
     const uint64_t MN = (uint64_t)M * (uint64_t)N, n = (uint64_t)N, m = (uint64_t)M;
     const int dy = ew_contiguous_copy(&g, ts[T_DY]), x = ew_contiguous_copy(&g, ts[T_X]);

@@ -573,7 +573,7 @@ static aclnnStatus reshape_rank2(const aclTensor *t, const char *name, uint64_t 
  * when y is contiguous; for an INT32 y through its INT32 view, taken as the same). */
 static uint64_t rnq_workspace(const aclTensor *const *ts, const aclemu_soc *soc, bool int4)
 {
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     const aclTensor *gamma = ts[T_GAMMA], *beta = ts[T_BETA];
     int reads[T_COUNT], n = 0;
     if (gamma->ndim == 2)

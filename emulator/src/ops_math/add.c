@@ -606,7 +606,7 @@ static uint64_t add_device_workspace(const add_route *R, const aclTensor *self,
     const uint64_t ns = elems(self), no = elems(other);
     if (ns == 0 || no == 0)
         return 0;
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(R->arch);
     const bool regbase = R->arch == 3510;
     const aclDataType sd = self->dtype, od = other->dtype, c = R->calc;
     int res;
@@ -647,7 +647,7 @@ static uint64_t adds_device_workspace(const add_route *R, const aclTensor *self,
                                       const aclTensor *out, uint64_t n) {
     if (n == 0)
         return 0;
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(R->arch);
     const aclDataType sd = self->dtype, c = R->calc;
     const bool view = sd == c && R->arch == 3510 && add_aicore(sd, R->arch) &&
                       (R->one || (!R->axpy && !R->axpy_v2));
