@@ -103,8 +103,24 @@ def test_layer_norm_backward_nothing_requested_or_empty(arena):
     args = Args(arena)
     args.a["outputMask"] = arena.bool_array([False] * 3)
     assert args.call()[0] == OK and args.ws[0] == 0
-    empty = Args(arena, (0, 3, 5))
+    empty = Args(arena, (3, 0), 1)  # N == 0: nothing written
     assert empty.call()[0] == OK and empty.ws[0] == 0
+
+
+def test_layer_norm_backward_empty_rows_fill_the_parameter_gradients(arena):
+    """M == 0: the op_api zeroes each requested gradWeight/gradBias (ProcessEmptyTensorWithValue:
+    a Fill, 16 MiB of tiling on Ascend 950, ViewCopy'd into the output: a contiguous one takes
+    the Fill's result, a strided one is copied into, the result alive until then)."""
+    for mask in ((True, True, True), (True, False, True), (True, False, False)):
+        args = Args(arena, (0, 3, 5))
+        args.a["outputMask"] = arena.bool_array(mask)
+        assert args.call()[0] == OK
+        fills = mask[1] + mask[2]
+        assert args.ws[0] == max_allocator([t for k in range(fills) for t in helper_ws(k)])
+    args = Args(arena, (0, 3, 5))
+    args.a["gradWeightOut"] = arena.tensor((3, 5), np.dtype(np.float32), [1, 3], 0, 15, args.ptr)
+    assert args.call()[0] == OK
+    assert args.ws[0] == max_allocator(helper_ws(0) + [(15 * 4, 0, 1)] + helper_ws(2)) > 0
 
 
 def prepared(arena):
@@ -197,6 +213,25 @@ def test_layer_norm_empty_rows_take_none(arena):
                               None, None)
     assert rc == OK and ws == 0
     assert lib.aclDestroyAclOpExecutor(ex) == OK
+
+
+def test_layer_norm_empty_rows_fill_the_given_statistics(arena):
+    """N == 0 with rows: the op_api fills each given mean (0) and rstd (NaN) with
+    ProcessEmptyTensorWithValue, a Fill (16 MiB of tiling on Ascend 950) ViewCopy'd into it:
+    a contiguous statistic takes the result, a strided one is copied into."""
+    v = lambda shape, kind="contig": DevView(arena, shape=shape,  # noqa: E731
+                                             dtype=np.dtype(np.float32), kind=kind).handle
+    for mean, rstd in ((True, True), (True, False), (False, False)):
+        rc, ws, ex = ln_phase_one(arena, v((3, 0)), [0], None, None, v((3, 0)),
+                                  v((3, 1)) if mean else None, v((3, 1)) if rstd else None)
+        assert rc == OK, last_msg()
+        assert lib.aclDestroyAclOpExecutor(ex) == OK
+        assert ws == max_allocator([t for k in range(mean + rstd) for t in helper_ws(k)])
+    rc, ws, ex = ln_phase_one(arena, v((3, 0)), [0], None, None, v((3, 0)),
+                              v((3, 1), "stepped"), None)
+    assert rc == OK, last_msg()
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    assert ws == max_allocator(helper_ws(0) + [(3 * 4, 0, 1)]) > 0
 
 
 def test_layer_norm_short_workspace_refused_and_exact_runs(arena):

@@ -501,13 +501,8 @@ static uint64_t bn_device_workspace(const aclemu_soc *soc, const aclTensor *cons
 static uint64_t bn_empty_workspace(int arch, const aclTensor *const *ts)
 {
     ew_graph g = ew_graph_on(arch);
-    for (int i = T_SMEAN; i <= T_SINV; i++) {
-        const aclTensor *t = ts[i];
-        if (!fill_launches(t))
-            continue;
-        const int h = ew_fill(&g, ew_bytes(t, t->dtype));
-        ew_copy_out(&g, h, t->dtype, t, 0);
-    }
+    for (int i = T_SMEAN; i <= T_SINV; i++)
+        ew_fill_into(&g, ts[i]);
     return ew_size(&g);
 }
 

@@ -313,6 +313,17 @@ static inline int ew_fill(ew_graph *g, uint64_t bytes)
     return ew_constant(g, bytes, EW_SYS_WORKSPACE);
 }
 
+/* op::ProcessEmptyTensorWithValue (ops-nn norm/norm_common/op_host/op_api/
+ * norm_tensor_util.cpp), by which an op_api writes an empty call's statistics or gradients: a
+ * Fill of t's shape and dtype, l0op::ViewCopy'd into t. An empty t launches nothing
+ * (ops-math fill.cpp). */
+static inline void ew_fill_into(ew_graph *g, const aclTensor *t)
+{
+    const uint64_t bytes = t ? ew_bytes(t, t->dtype) : 0;
+    if (bytes)
+        ew_copy_out(g, ew_fill(g, bytes), t->dtype, t, bytes / aclemu_dtype_size(t->dtype));
+}
+
 /* l0op::ZerosLike (math/zero_op/op_api/zero_op.cpp) of a floating dtype. Its handle. */
 static inline int ew_zeros_like(ew_graph *g, uint64_t bytes)
 {

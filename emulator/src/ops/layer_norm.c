@@ -594,22 +594,27 @@ static aclnnStatus check_normalized_dims(const char *call, const aclTensor *cons
 }
 
 /* Phase one's workspace on a device: the executor's graph of aclnn_layer_norm.cpp
- * (exec_workspace.h; docs/emulator.md "Phase one's workspace size"). None for M == 0 or
- * N == 0 (no kernel writes through the workspace). Contiguous copies of strided tensors; off
+ * (exec_workspace.h; docs/emulator.md "Phase one's workspace size"). None for M == 0; for N == 0
+ * the Fills of the given statistics (ew_fill_into). Contiguous copies of strided tensors; off
  * Ascend 950, a Fill for an absent weight (ones, in bias's dtype, else input's) and bias (zeros,
  * in weight's, else input's); one kernel: LayerNormV4 (its templates ask for 32 bytes:
- * layer_norm_v4_tiling_base.cpp, _regbase_two_pass{,_perf}_tiling.cpp; FLOAT statistics) or
- * the TBE LayerNormV3 (workspace from compile info, not public: none; statistics in weight's
- * and bias's dtypes); y, mean and rstd allocated by the executor, each given out cast and
- * copied into it, the others left in the workspace. Ascend 950's Welford template (rows too
- * long for regbase_two_pass's UB: `welford`) asks for 16 MiB instead
- * (layer_norm_v4_welford_tiling.cpp WELFORD_DEFAULT_WORKSPACE). */
+ * layer_norm_v4_tiling_base.cpp, _regbase_two_pass{,_perf}_tiling.cpp; FLOAT statistics) or the
+ * TBE LayerNormV3 (workspace from compile info, not public: none; statistics in weight's and
+ * bias's dtypes); y, mean and rstd allocated by the executor, each given out cast and copied into
+ * it, the others left in the workspace. Ascend 950's Welford template (rows too long for
+ * regbase_two_pass's UB: `welford`) asks for 16 MiB instead (layer_norm_v4_welford_tiling.cpp
+ * WELFORD_DEFAULT_WORKSPACE). */
 static uint64_t ln_device_workspace(int arch, bool v4, bool welford, const aclTensor *const *ts,
                                     int64_t M, int64_t N)
 {
+    ew_graph g = ew_graph_on(arch);
+    if (M > 0 && N == 0) { /* aclnn_layer_norm.cpp: the given statistics filled, no kernel */
+        for (int i = T_MEAN; i <= T_RSTD; i++)
+            ew_fill_into(&g, ts[i]);
+        return ew_size(&g);
+    }
     if (M <= 0 || N <= 0)
         return 0;
-    ew_graph g = ew_graph_on(arch);
     const aclTensor *w = ts[T_W], *b = ts[T_B];
     const aclDataType in_dt = ts[T_X]->dtype;
     const aclDataType w_dt = w ? w->dtype : b ? b->dtype : in_dt;
@@ -881,13 +886,8 @@ static uint64_t fast_device_workspace(int arch, const aclTensor *const *ts, int6
 {
     ew_graph g = ew_graph_on(arch);
     if (N == 0) {
-        for (int i = T_MEAN; i <= T_RSTD; i++) {
-            const aclTensor *t = ts[i];
-            if (!t)
-                continue;
-            const uint64_t n = ew_bytes(t, t->dtype) / aclemu_dtype_size(t->dtype);
-            ew_copy_out(&g, ew_fill(&g, ew_bytes(t, t->dtype)), t->dtype, t, n);
-        }
+        for (int i = T_MEAN; i <= T_RSTD; i++)
+            ew_fill_into(&g, ts[i]);
         return ew_size(&g);
     }
     if (M == 0)

@@ -547,7 +547,8 @@ static uint64_t lnb_kernel_workspace(const aclemu_soc *soc, int64_t M, int64_t N
 }
 
 /* Phase one's workspace on a device: the executor's graph of aclnn_layer_norm_backward.cpp
- * (exec_workspace.h). Nothing when no kernel runs (an all-false mask, an empty M or N).
+ * (exec_workspace.h). Nothing for an all-false mask; for an empty M or N only the Fills of the
+ * requested gradWeight/gradBias when M is (ew_fill_into).
  * Contiguous copies of non-contiguous inputs; a Fill of ones for a NULL weight; then on
  * Atlas A2/A3 and Ascend 950 rstd and mean cast to FLOAT and one LayerNormGradV3 kernel whose
  * three outputs (gradInput in input's dtype; gradWeight and gradBias in FLOAT, on 950 in the
@@ -560,9 +561,15 @@ static uint64_t lnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
                                      const bool *mask, int64_t M, int64_t N,
                                      const lnb_tiling *tiling)
 {
-    if (!(mask[0] || mask[1] || mask[2]) || M <= 0 || N <= 0)
+    if (!(mask[0] || mask[1] || mask[2]))
         return 0;
     ew_graph g = ew_graph_on(soc->npu_arch);
+    if (M <= 0 || N <= 0) { /* the op_api's empty case: requested gradWeight/gradBias zeroed */
+        for (int i = 1; i < 3; i++)
+            if (mask[i] && M <= 0)
+                ew_fill_into(&g, ts[T_DX + i]);
+        return ew_size(&g);
+    }
     const aclDataType in_dt = ts[T_X]->dtype;
     const uint64_t MN = (uint64_t)M * (uint64_t)N, n = (uint64_t)N, m = (uint64_t)M;
     const int dy = ew_contiguous_copy(&g, ts[T_DY]), x = ew_contiguous_copy(&g, ts[T_X]);
