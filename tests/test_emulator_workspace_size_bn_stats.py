@@ -44,6 +44,14 @@ def step(g, reads, *outs):
     return [g.out(k, b) for b in outs]
 
 
+def cast(g, t, nbytes):
+    """A Cast of t (or a Fill: t None) with its tiling workspace where it has one (Ascend 950's
+    16 MiB); its output's handle."""
+    k = g.helper_kernel()
+    g.read(t, k)
+    return g.out(k, nbytes)
+
+
 def hand_over(g, gone, t, strided):
     """l0op::ViewCopy of intermediate t into a caller's tensor: a contiguous one takes it
     over, a strided one is written by a copy kernel reading it."""
@@ -53,6 +61,15 @@ def hand_over(g, gone, t, strided):
         gone.add(t)
 
 
+def fills_expected(outputs, C, strided):
+    """ProcessEmptyTensorWithValue on each of ``outputs`` [C] FLOAT outputs in turn: a Fill
+    handed over to it."""
+    g, gone = Graph(), set()
+    for _ in range(outputs):
+        hand_over(g, gone, cast(g, None, C * 4), strided)
+    return g.size(gone)
+
+
 # ---- aclnnBatchNormStats --------------------------------------------------------------------
 
 def stats_expected(shape, xdt=F32, x_strided=False, out_strided=False):
@@ -60,7 +77,7 @@ def stats_expected(shape, xdt=F32, x_strided=False, out_strided=False):
     g, gone = Graph(), set()
     x = g.out(g.kernel(), X * np.dtype(xdt).itemsize) if x_strided else None
     if xdt != F32:
-        x, = step(g, [x], X * 4)
+        x = cast(g, x, X * 4)
     if REGBASE:
         _, var, mean = step(g, [x], MiB16, C * 4, C * 4)  # ReduceVar
         _, add = step(g, [var], MiB16, C * 4)               # Add eps
@@ -116,9 +133,9 @@ def test_stats_size_strided(arena, xdt):
 def test_stats_size_empty_input(arena):
     """An empty input: a Fill of C FLOATs per output, taken over by a contiguous one; strided
     ones keep theirs until their copies, one after the other (one bucket)."""
-    assert stats_size(arena, stats_views(arena, (0, 4, 3))) == 0
+    assert stats_size(arena, stats_views(arena, (0, 4, 3))) == fills_expected(2, 4, False)
     vs = stats_views(arena, (0, 4, 3), out_kind="stepped")
-    assert stats_size(arena, vs) == align(4 * 4)
+    assert stats_size(arena, vs) == fills_expected(2, 4, True) >= align(4 * 4)
 
 
 @pytest.mark.parametrize("attempt", ["null", "short", "exact"])
@@ -160,17 +177,17 @@ def gather_expected(N, C, dt=F32, given=(True, True), rdt=None, out_dt=None, str
     rs = np.dtype(rdt).itemsize
     for present in given:
         if not present:  # a Fill of [1, C]: FLOAT, input's dtype on Ascend 950
-            run.append(g.out(g.kernel(), C * (es if REGBASE else 4)))
+            run.append(cast(g, None, C * (es if REGBASE else 4)))
             continue
         h = g.out(g.kernel(), C * rs) if "rm" in strided else None
         if not REGBASE and rdt != F32:
-            h, = step(g, [h], C * 4)
+            h = cast(g, h, C * 4)
         run.append(h)
     stat = []
     for name, n in (("mean", NC), ("mean", NC), ("counts", N)):  # invstd strided as mean
         h = g.out(g.kernel(), n * (4 if name == "counts" else es)) if name in strided else None
         if name != "counts" and kdt != dt:
-            h, = step(g, [h], n * 4)
+            h = cast(g, h, n * 4)
         stat.append(h)
     m, s, cnt = stat
     if REGBASE:
@@ -186,13 +203,13 @@ def gather_expected(N, C, dt=F32, given=(True, True), rdt=None, out_dt=None, str
         if given[0]:
             rmo, = step(g, [ma, run[0]], C * 4)  # SyncBNTrainingUpdate
             if rdt != F32:
-                rmo, = step(g, [rmo], C * rs)
-                rvo, = step(g, [rvo], C * rs)
+                rmo = cast(g, rmo, C * rs)
+                rvo = cast(g, rvo, C * rs)
             hand_over(g, gone, rvo, "rm" in strided)
             hand_over(g, gone, rmo, "rm" in strided)
     if out_dt != kdt:
-        ma, = step(g, [ma], C * np.dtype(out_dt).itemsize)
-        iv, = step(g, [iv], C * np.dtype(out_dt).itemsize)
+        ma = cast(g, ma, C * np.dtype(out_dt).itemsize)
+        iv = cast(g, iv, C * np.dtype(out_dt).itemsize)
     hand_over(g, gone, ma, "out" in strided)
     hand_over(g, gone, iv, "out" in strided)
     if REGBASE and given[0]:
@@ -262,8 +279,9 @@ def test_gather_size_strided(arena, strided):
 def test_gather_size_empty_mean(arena):
     """No ranks: a Fill per meanAll/invstdAll, taken over by a contiguous one; no channels:
     nothing launches."""
-    assert gather_size(arena, 0, 4) == 0
-    assert gather_size(arena, 0, 4, strided=("out",)) == align(4 * 4)
+    assert gather_size(arena, 0, 4) == fills_expected(2, 4, False)
+    assert gather_size(arena, 0, 4, strided=("out",)) == fills_expected(2, 4, True) >= \
+        align(4 * 4)
     assert gather_size(arena, 3, 0, strided=("out",)) == 0
 
 

@@ -264,13 +264,13 @@ static int reading_kernel(ew_graph *g, const int *reads, int n)
  * SyncBNTrainingUpdate, the Casts to the running statistics' dtypes and their copies. Last
  * meanAll's and invstdAll's Casts and copies (and on Ascend 950 the running results' copies).
  */
-static uint64_t gs_device_workspace(const aclTensor *const *ts, bool fused, int64_t N,
-                                    int64_t C)
+static uint64_t gs_device_workspace(const aclTensor *const *ts, int arch, bool fused,
+                                    int64_t N, int64_t C)
 {
     const aclTensor *mean = ts[T_MEAN], *rm = ts[T_RMEAN], *rv = ts[T_RVAR];
     const uint64_t n = (uint64_t)N, c = (uint64_t)C, nc = n * c;
     const aclDataType kdt = fused ? mean->dtype : ACL_FLOAT; /* the statistics' in the kernel */
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(arch);
     int run[2];
     for (int i = 0; i < 2; i++) {
         const aclTensor *t = ts[T_RMEAN + i];
@@ -329,14 +329,11 @@ static uint64_t gs_device_workspace(const aclTensor *const *ts, bool fused, int6
 
 /* An empty mean's graph (ProcessEmptyTensorWithValue): per non-empty meanAll/invstdAll a Fill
  * of its dtype and its ViewCopy. */
-static uint64_t gs_empty_workspace(const aclTensor *const *ts)
+static uint64_t gs_empty_workspace(const aclTensor *const *ts, int arch)
 {
-    ew_graph g = {0};
-    for (int i = T_MEAN_ALL; i <= T_INVSTD_ALL; i++) {
-        const aclTensor *t = ts[i];
-        if (t->dims[0] > 0)
-            ew_copy_out(&g, ew_fill(&g, ew_bytes(t, t->dtype)), t->dtype, t, 0);
-    }
+    ew_graph g = ew_graph_on(arch);
+    for (int i = T_MEAN_ALL; i <= T_INVSTD_ALL; i++)
+        ew_fill_into(&g, ts[i]);
     return ew_size(&g);
 }
 
@@ -504,7 +501,7 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize(
         P->empty = true;
         snapshot(&P->t[T_MEAN_ALL], meanAll, -1);
         snapshot(&P->t[T_INVSTD_ALL], invstdAll, -1);
-        P->ws_size = gs_empty_workspace(ts);
+        P->ws_size = gs_empty_workspace(ts, soc->npu_arch);
         return p1_finish(P1, &GS_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS,
                          workspaceSize, executor);
     }
@@ -537,7 +534,7 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize(
      * was) */
     snapshot(&P->t[T_RMEAN], runningMean, -1);
     snapshot(&P->t[T_RVAR], runningVar, -1);
-    P->ws_size = gs_device_workspace(ts, fused, N, C);
+    P->ws_size = gs_device_workspace(ts, soc->npu_arch, fused, N, C);
     /* input only gives C and the rank: no kernel reads it */
     return p1_finish(P1, &GS_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
                      executor);

@@ -199,13 +199,13 @@ static int one_in_one_out(ew_graph *g, int in, uint64_t ws, uint64_t bytes)
  * alive until ReduceStdWithMean) and ReduceStdWithMean: TBE kernels, their workspaces not
  * public: none. Each result is handed to mean or invstd (a contiguous one takes it over).
  */
-static uint64_t bs_device_workspace(const aclTensor *const *ts, bool regbase, uint64_t C,
+static uint64_t bs_device_workspace(const aclTensor *const *ts, int arch, uint64_t C,
                                     uint64_t X)
 {
     const aclTensor *input = ts[T_INPUT];
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(arch);
     const int x = ew_cast(&g, ew_contiguous_copy(&g, input), input->dtype, ACL_FLOAT, X);
-    if (regbase) {
+    if (arch == 3510) {
         const int kv = ew_kernel(&g); /* ReduceVar */
         ew_read(&g, x, kv);
         ew_kernel_workspace(&g, kv, EW_SYS_WORKSPACE);
@@ -228,11 +228,11 @@ static uint64_t bs_device_workspace(const aclTensor *const *ts, bool regbase, ui
 
 /* An empty input's graph (ProcessEmptyTensorWithValue): per output a Fill of its C FLOAT
  * values and its ViewCopy. */
-static uint64_t bs_empty_workspace(const aclTensor *const *ts, uint64_t C)
+static uint64_t bs_empty_workspace(const aclTensor *const *ts, int arch)
 {
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(arch);
     for (int i = T_MEAN; i <= T_INVSTD; i++)
-        ew_copy_out(&g, ew_fill(&g, C * 4), ACL_FLOAT, ts[i], C);
+        ew_fill_into(&g, ts[i]);
     return ew_size(&g);
 }
 
@@ -332,8 +332,8 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormStatsGetWorkspaceSize(const aclTensor *i
     P->eps = (float)eps;
     for (int i = 0; i < T_COUNT; i++)
         snapshot(&P->t[i], ts[i], -1);
-    P->ws_size = P->empty ? bs_empty_workspace(ts, (uint64_t)C)
-                          : bs_device_workspace(ts, regbase, (uint64_t)C, (uint64_t)X);
+    P->ws_size = P->empty ? bs_empty_workspace(ts, soc->npu_arch)
+                          : bs_device_workspace(ts, soc->npu_arch, (uint64_t)C, (uint64_t)X);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(P1, &BS_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
                      executor);
