@@ -24,6 +24,7 @@ from test_emulator_group_norm import ARCH, BF16_PART
 from test_emulator_batch_norm_backward import bits, same_bits
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _part_runs import other_parts, run_on_parts
+from _workspace_model import helper_ws, max_allocator
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize
@@ -234,16 +235,19 @@ def test_empty_mean_fills_mean_all_and_invstd_all(arena, shape):
 
 
 def test_empty_mean_fills_need_a_device(arena):
-    """The empty case's fills are a Fill kernel (the op_api's ProcessEmptyTensorWithValue):
-    phase two on a thread that set no device fails with 361001 naming the call, as any
-    launch; phase one needs none."""
+    """The empty case's fills are a Fill kernel (the op_api's ProcessEmptyTensorWithValue;
+    its tiling's 16 MiB on Ascend 950): phase two on a thread that set no device fails with
+    361001 naming the call, as any launch; phase one needs none."""
     vx = DevView(arena, np.zeros((2, 3, 2), F32))
     vm, vi = DevView(arena, np.zeros((0, 3), F32)), DevView(arena, np.zeros((0, 3), F32))
     vc = DevView(arena, np.zeros(0, F32))
     vma, via = (DevView(arena, shape=(3,), dtype=F32) for _ in range(2))
+    want = max_allocator(helper_ws(0) + helper_ws(1))
     rc, ws, rc2, msg = both_phases_without_a_device(
-        P1, P2, (vx, vm, vi, None, None, 0.1, 1e-5, vc, vma, via), ffi.NULL)
-    assert (rc, ws, rc2) == (OK, 0, 361001) and "aclnnBatchNormGatherStatsWithCounts" in msg, msg
+        P1, P2, (vx, vm, vi, None, None, 0.1, 1e-5, vc, vma, via), ffi.NULL,
+        workspace=arena.malloc(want) if want else None)
+    assert (rc, ws, rc2) == (OK, want, 361001) and "aclnnBatchNormGatherStatsWithCounts" in msg, \
+        msg
 
 
 def test_bits_do_not_depend_on_the_strides(arena):

@@ -60,8 +60,12 @@ class Graph:
         return len(self.tensors) - 1
 
     def cast(self, t, have, want, n):
-        """l0op::Cast: no kernel for the same dtype."""
-        return t if have == want else self.kernel(t, out=n * want.itemsize)
+        """l0op::Cast: no kernel for the same dtype; on Ascend 950 its tiling's 16 MiB."""
+        return t if have == want else self.kernel(t, ws=WS, out=n * want.itemsize)
+
+    def fill(self, nbytes):
+        """l0op::Fill (FillScalar): on Ascend 950 its tiling's 16 MiB."""
+        return self.kernel(ws=WS, out=nbytes)
 
     def copy(self, strided, nbytes):
         """l0op::Contiguous of a caller's tensor: a copy kernel when strided."""
@@ -78,7 +82,7 @@ class Graph:
                               if i not in self.gone])
 
 
-WS = MiB16 if A950 else 0            # an AscendC elementwise/reduce/broadcast tiling's 16 MiB
+WS = MiB16 if A950 else 0  # an AscendC elementwise/reduce/broadcast/Cast/Fill tiling's 16 MiB
 SYNC_WS = LIB_API_WORKSPACE if A950 else 0
 
 
@@ -100,8 +104,8 @@ def elemt_expected(shape, xdt=F32, mdt=F32, vdt=F32, wdt=F32, bdt=F32, strided=(
     C, X = shape[1], math.prod(shape)
     g = Graph()
     x = g.copy("input" in strided, X * xdt.itemsize)
-    w = g.kernel(out=C * 4) if wdt is None else None
-    b = g.kernel(out=C * 4) if bdt is None else None
+    w = g.fill(C * 4) if wdt is None else None
+    b = g.fill(C * 4) if bdt is None else None
     wdt, bdt = wdt or F32, bdt or F32
     inv = g.copy("invstd" in strided, C * vdt.itemsize)
     vb = C * vdt.itemsize
@@ -230,7 +234,7 @@ def rb_copy_outs(g, res, flags, odt, C):
 def rb_expected(shape, flags=(True,) * 3, dt=F32, wdt=F32, odt=F32, strided=()):
     C, X = shape[1], math.prod(shape)
     g = Graph()
-    w = g.kernel(out=C * 4) if wdt is None else None
+    w = g.fill(C * 4) if wdt is None else None
     wdt = wdt or F32
     dts = (dt, dt, dt, dt, wdt)
     ns = (X, X, C, C, C)
@@ -310,7 +314,7 @@ def test_reduce_backward_empty_input(arena, odt):
     elsewhere nothing runs."""
     g = Graph()
     if A950:
-        zeros = g.kernel(out=3 * 4)
+        zeros = g.fill(3 * 4)
         rb_copy_outs(g, [zeros] * 4, (True,) * 3, odt, 3)
     assert rb_size(arena, (0, 3, 5), odt=odt) == g.size()
 
@@ -336,7 +340,7 @@ def eb_expected(shape, dt=F32, wdt=F32, cdt=F32, n=2, gdt=None, strided=()):
     gradInput of gdt (dt when None)."""
     C, X = shape[1], math.prod(shape)
     g = Graph()
-    w = g.kernel(out=C * 4) if wdt is None else None
+    w = g.fill(C * 4) if wdt is None else None
     wdt = wdt or F32
     names = ("gradOut", "input", "mean", "invstd", "weight", "sumDy", "sumDyXmu", "counter")
     dts = (dt,) * 4 + (wdt, dt, dt, cdt)
