@@ -627,7 +627,7 @@ static uint64_t tiling_workspace(const ardq_call *c, const aclTensor *const *ts,
 static uint64_t ardq_workspace(const ardq_call *c, const aclTensor *const *ts,
                                const ardq_payload *P, const aclemu_soc *soc)
 {
-    ew_graph g = {0};
+    ew_graph g = ew_graph_on(soc->npu_arch);
     int out[T_COUNT];
     for (int i = T_X1; i <= T_BETA; i++)
         out[i] = ew_contiguous_copy(&g, ts[i]);
