@@ -16,8 +16,10 @@ from acl_py.raw import ffi, lib
 MiB16 = 16 * 1024 * 1024
 SOC = ffi.string(lib.aclrtGetSocName()).decode()
 CORES = ctypes.CDLL(str(lib.backend.libraries["ascendcl"])).aclemu_soc_vector_cores()
-ARCH = {"Ascend910B2": 2201, "Ascend910_9391": 2201, "Ascend950PR_9599": 3510,
-        "Ascend310P3": 2002, "Ascend910A": 1001}[SOC]
+# the part's NPU architecture, by its name (the emulator's runtime/soc.c table)
+ARCH = (3510 if SOC.startswith("Ascend950") else 2002 if SOC.startswith("Ascend310P")
+        else 1001 if SOC.startswith(("Ascend910A", "Ascend910Pro", "Ascend910Prem"))
+        or SOC == "Ascend910B" else 2201)
 # platform_ascendc's GetLibApiWorkSpaceSize (asc-devkit impl/utils/tiling/platform/
 # platform_ascendc.cpp): 16 MiB on DAV_2201 and DAV_3510, 2 MiB on the other architectures.
 LIB_API_WORKSPACE = MiB16 if ARCH in (2201, 3510) else 2 * 1024 * 1024

@@ -23,12 +23,10 @@ from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Are
 from _emu_aclnn import SOC, both_phases_without_a_device, run_phase_two
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
+from _workspace_model import ARCH
 
 P1 = lib.aclnnGroupNormGetWorkspaceSize
 P2 = lib.aclnnGroupNorm
-ARCH = (3510 if SOC.startswith("Ascend950") else 2002 if SOC.startswith("Ascend310P")
-        else 1001 if SOC.startswith(("Ascend910A", "Ascend910Pro", "Ascend910Prem"))
-        or SOC == "Ascend910B" else 2201)
 BF16_PART = ARCH in (2201, 3510)
 DTYPES = [F32, F16, BF16]
 SENTINEL = -77.0
