@@ -26,6 +26,7 @@ from test_kernel_clones import variant_prefixes  # noqa: F401  (the clone-free b
 
 from _emu_aclnn import both_phases_without_a_device
 from _part_runs import PARTS, other_parts, run_on_parts, skip_without_bf16
+from _workspace_model import ARCH, helper_ws, max_allocator
 
 P1 = lib.aclnnLayerNormGetWorkspaceSize
 P2 = lib.aclnnLayerNorm
@@ -486,7 +487,9 @@ def test_no_rows_needs_no_current_device(arena, null_stream):
     run (CommonOpExecutorRun, an empty launcher list) touches no stream or context: both
     phases succeed on a thread that never set a device, with a NULL stream or a given one
     (nothing queued on it). N == 0 fills the statistics (a kernel) and a call with rows
-    launches one: both need the thread's context, 361001 naming the call."""
+    launches one: both need the thread's context, 361001 naming the call, given the workspace
+    phase one asks (on Ascend 950 the Fills' 16 MiB, LayerNormV4's 32 bytes; none from the
+    TBE LayerNormV3 elsewhere)."""
     stream = ffi.NULL if null_stream else arena.stream
 
     def args(shape):
@@ -499,9 +502,13 @@ def test_no_rows_needs_no_current_device(arena, null_stream):
     rc, ws, rc2, msg = both_phases_without_a_device(P1, P2, args((0, 3, 8)), stream)
     assert (rc, ws, rc2) == (OK, 0, OK), msg
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
+    want = {(4, 0): max_allocator(helper_ws(0) + helper_ws(1)),
+            (2, 8): max_allocator([(32, 0, 0)] if ARCH == 3510 else [])}
     for shape in ((4, 0), (2, 8)):
-        rc, ws, rc2, msg = both_phases_without_a_device(P1, P2, args(shape), stream)
-        assert (rc, ws, rc2) == (OK, 0, 361001), (shape, msg)
+        rc, ws, rc2, msg = both_phases_without_a_device(
+            P1, P2, args(shape), stream,
+            workspace=arena.malloc(want[shape]) if want[shape] else None)
+        assert (rc, ws, rc2) == (OK, want[shape], 361001), (shape, msg)
         assert msg.startswith("aclnnLayerNorm: ") and "no device" in msg, msg
 
 

@@ -496,16 +496,6 @@ static uint64_t bn_device_workspace(const aclemu_soc *soc, const aclTensor *cons
     return bn_graph_workspace(&g, soc, xin, &a);
 }
 
-/* An empty input's graph: per given, non-empty saveMean/saveInvstd a Fill of its shape and
- * dtype and its ViewCopy (norm_common ProcessEmptyTensorWithValue). */
-static uint64_t bn_empty_workspace(int arch, const aclTensor *const *ts)
-{
-    ew_graph g = ew_graph_on(arch);
-    for (int i = T_SMEAN; i <= T_SINV; i++)
-        ew_fill_into(&g, ts[i]);
-    return ew_size(&g);
-}
-
 ACLEMU_EXPORT aclnnStatus aclnnBatchNormGetWorkspaceSize(
     const aclTensor *input, const aclTensor *weight, const aclTensor *bias,
     aclTensor *runningMean, aclTensor *runningVar, bool training, double momentum, double eps,
@@ -556,7 +546,8 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGetWorkspaceSize(
         P->no_kernel = !fill_launches(saveMean) && !fill_launches(saveInvstd);
         snapshot(&P->t[T_SMEAN], saveMean, -1);
         snapshot(&P->t[T_SINV], saveInvstd, -1);
-        P->ws_size = bn_empty_workspace(soc->npu_arch, ts);
+        /* ProcessEmptyTensorWithValue on saveMean, saveInvstd */
+        P->ws_size = ew_empty_call(soc->npu_arch, ts, T_SMEAN, T_SINV);
         return p1_finish(P1, &BN_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
                          executor);
     }

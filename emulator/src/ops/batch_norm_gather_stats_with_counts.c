@@ -327,16 +327,6 @@ static uint64_t gs_device_workspace(const aclTensor *const *ts, int arch, bool f
     return ew_size(&g);
 }
 
-/* An empty mean's graph (ProcessEmptyTensorWithValue): per non-empty meanAll/invstdAll a Fill
- * of its dtype and its ViewCopy. */
-static uint64_t gs_empty_workspace(const aclTensor *const *ts, int arch)
-{
-    ew_graph g = ew_graph_on(arch);
-    for (int i = T_MEAN_ALL; i <= T_INVSTD_ALL; i++)
-        ew_fill_into(&g, ts[i]);
-    return ew_size(&g);
-}
-
 /* ---- phase one -------------------------------------------------------------------------------- */
 
 /* A [C] vector (OP_CHECK_SHAPE_NOT_EQUAL_WITH_EXPECTED_SIZE: rank 1 and C elements). */
@@ -501,7 +491,8 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize(
         P->empty = true;
         snapshot(&P->t[T_MEAN_ALL], meanAll, -1);
         snapshot(&P->t[T_INVSTD_ALL], invstdAll, -1);
-        P->ws_size = gs_empty_workspace(ts, soc->npu_arch);
+        /* ProcessEmptyTensorWithValue on each non-empty meanAll/invstdAll */
+        P->ws_size = ew_empty_call(soc->npu_arch, ts, T_MEAN_ALL, T_INVSTD_ALL);
         return p1_finish(P1, &GS_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS,
                          workspaceSize, executor);
     }

@@ -324,6 +324,16 @@ static inline void ew_fill_into(ew_graph *g, const aclTensor *t)
         ew_copy_out(g, ew_fill(g, bytes), t->dtype, t, bytes / aclemu_dtype_size(t->dtype));
 }
 
+/* The workspace of an op_api's empty call that only writes ts[first..last], each through
+ * ew_fill_into (the norm op_apis' empty-tensor branches). */
+static inline uint64_t ew_empty_call(int arch, const aclTensor *const *ts, int first, int last)
+{
+    ew_graph g = ew_graph_on(arch);
+    for (int i = first; i <= last; i++)
+        ew_fill_into(&g, ts[i]);
+    return ew_size(&g);
+}
+
 /* l0op::ZerosLike (math/zero_op/op_api/zero_op.cpp) of a floating dtype. Its handle. */
 static inline int ew_zeros_like(ew_graph *g, uint64_t bytes)
 {

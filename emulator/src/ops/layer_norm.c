@@ -607,14 +607,11 @@ static aclnnStatus check_normalized_dims(const char *call, const aclTensor *cons
 static uint64_t ln_device_workspace(int arch, bool v4, bool welford, const aclTensor *const *ts,
                                     int64_t M, int64_t N)
 {
-    ew_graph g = ew_graph_on(arch);
-    if (M > 0 && N == 0) { /* aclnn_layer_norm.cpp: the given statistics filled, no kernel */
-        for (int i = T_MEAN; i <= T_RSTD; i++)
-            ew_fill_into(&g, ts[i]);
-        return ew_size(&g);
-    }
+    if (M > 0 && N == 0) /* aclnn_layer_norm.cpp: the given statistics filled, no kernel */
+        return ew_empty_call(arch, ts, T_MEAN, T_RSTD);
     if (M <= 0 || N <= 0)
         return 0;
+    ew_graph g = ew_graph_on(arch);
     const aclTensor *w = ts[T_W], *b = ts[T_B];
     const aclDataType in_dt = ts[T_X]->dtype;
     const aclDataType w_dt = w ? w->dtype : b ? b->dtype : in_dt;
@@ -884,14 +881,11 @@ static aclnnStatus fast_view_copy(const char *call, const char *name, const aclT
 static uint64_t fast_device_workspace(int arch, const aclTensor *const *ts, int64_t M, int64_t N,
                                       bool welford)
 {
-    ew_graph g = ew_graph_on(arch);
-    if (N == 0) {
-        for (int i = T_MEAN; i <= T_RSTD; i++)
-            ew_fill_into(&g, ts[i]);
-        return ew_size(&g);
-    }
+    if (N == 0)
+        return ew_empty_call(arch, ts, T_MEAN, T_RSTD);
     if (M == 0)
         return 0;
+    ew_graph g = ew_graph_on(arch);
     const aclTensor *w = ts[T_W], *b = ts[T_B];
     const aclDataType in_dt = ts[T_X]->dtype;
     const aclDataType w_dt = b ? b->dtype : in_dt, b_dt = w ? w->dtype : in_dt;

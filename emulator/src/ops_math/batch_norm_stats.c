@@ -226,16 +226,6 @@ static uint64_t bs_device_workspace(const aclTensor *const *ts, int arch, uint64
     return ew_size(&g);
 }
 
-/* An empty input's graph (ProcessEmptyTensorWithValue): per output a Fill of its C FLOAT
- * values and its ViewCopy. */
-static uint64_t bs_empty_workspace(const aclTensor *const *ts, int arch)
-{
-    ew_graph g = ew_graph_on(arch);
-    for (int i = T_MEAN; i <= T_INVSTD; i++)
-        ew_fill_into(&g, ts[i]);
-    return ew_size(&g);
-}
-
 /* ---- phase one -------------------------------------------------------------------------------- */
 
 /* CheckDtypeValid's rule for one tensor: dtype in allowed (a list for the message). */
@@ -332,7 +322,7 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormStatsGetWorkspaceSize(const aclTensor *i
     P->eps = (float)eps;
     for (int i = 0; i < T_COUNT; i++)
         snapshot(&P->t[i], ts[i], -1);
-    P->ws_size = P->empty ? bs_empty_workspace(ts, soc->npu_arch)
+    P->ws_size = P->empty ? ew_empty_call(soc->npu_arch, ts, T_MEAN, T_INVSTD)
                           : bs_device_workspace(ts, soc->npu_arch, (uint64_t)C, (uint64_t)X);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(P1, &BS_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
