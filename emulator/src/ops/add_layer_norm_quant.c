@@ -536,9 +536,7 @@ static uint64_t alq_device_workspace(const aclemu_soc *soc, const aclTensor *con
     int reads[T_Z2 + 1];
     for (int i = T_X1; i <= T_Z2; i++)
         reads[i] = ew_contiguous_copy(&g, ts[i]);
-    const int k = ew_kernel(&g);
-    for (int i = T_X1; i <= T_Z2; i++)
-        ew_read(&g, reads[i], k);
+    const int k = ew_kernel_reading(&g, reads + T_X1, T_Z2 - T_X1 + 1);
     const bool dual = ts[T_S2] != NULL;
     const int64_t rows = N > 0 ? X / N : 0;
     uint64_t rows_of_x1 = 1; /* the reduce shape: x1's dims before gamma's */

@@ -306,9 +306,7 @@ static uint64_t arn_workspace(int arch, const aclTensor *const *ts, arn_mode mod
     const size_t es = aclemu_dtype_size(ts[T_X1]->dtype);
     const int reads[3] = {ew_contiguous_copy(&g, ts[T_X1]), ew_contiguous_copy(&g, ts[T_X2]),
                           ew_contiguous_copy(&g, ts[T_GAMMA])};
-    const int k = ew_kernel(&g);
-    for (int i = 0; i < 3; i++)
-        ew_read(&g, reads[i], k);
+    const int k = ew_kernel_reading(&g, reads, 3);
     ew_kernel_workspace(&g, k, ARN_KERNEL_WORKSPACE);
     const int y = ew_output(&g, k, mn * es);
     const int rstd = ew_output(&g, k, mode == MODE_FULL ? (uint64_t)M * 4 : 0);

@@ -631,9 +631,7 @@ static uint64_t ardq_workspace(const ardq_call *c, const aclTensor *const *ts,
     int out[T_COUNT];
     for (int i = T_X1; i <= T_BETA; i++)
         out[i] = ew_contiguous_copy(&g, ts[i]);
-    const int k = ew_kernel(&g);
-    for (int i = T_X1; i <= T_BETA; i++)
-        ew_read(&g, out[i], k);
+    const int k = ew_kernel_reading(&g, out + T_X1, T_BETA - T_X1 + 1);
     ew_kernel_workspace(&g, k, tiling_workspace(c, ts, P, soc));
     const uint64_t n = ew_bytes(ts[T_X1], ACL_INT8), y = P->ydt == ACL_INT4 ? (n + 1) / 2 : n;
     for (int i = T_Y1; i <= T_SC2; i++) {

@@ -518,9 +518,7 @@ static uint64_t arq_workspace(const aclTensor *const *ts, const aclemu_soc *soc)
     int reads[T_Y1];
     for (int i = 0; i < T_Y1; i++)
         reads[i] = ew_contiguous_copy(&g, ts[i]);
-    const int k = ew_kernel(&g);
-    for (int i = 0; i < T_Y1; i++)
-        ew_read(&g, reads[i], k);
+    const int k = ew_kernel_reading(&g, reads, T_Y1);
     const bool regbase = soc->npu_arch == 3510;
     ew_kernel_workspace(&g, k, regbase ? ew_lib_api_workspace(soc) : 256 + EW_SYS_WORKSPACE);
     const uint64_t count = ew_bytes(ts[T_X1], ACL_INT8);

@@ -400,8 +400,7 @@ uint64_t bn_graph_workspace(ew_graph *g, const aclemu_soc *soc, int xin, const b
         rv = ew_cast(g, rv < 0 ? ew_contiguous_copy(g, a->vec[1]) : rv, vdt[1], run, C);
         const int k = ew_kernel(g);
         const int reads[5] = {xin, w, b, rm, rv};
-        for (int i = 0; i < 5; i++)
-            ew_read(g, reads[i], k);
+        ew_read_all(g, reads, 5, k);
         ew_kernel_workspace(g, k, EW_SYS_WORKSPACE);
         y = ew_output(g, k, X * aclemu_dtype_size(xdt));
         const int mean = ew_output(g, k, C * 4), var = ew_output(g, k, C * 4);
@@ -434,8 +433,7 @@ uint64_t bn_graph_workspace(ew_graph *g, const aclemu_soc *soc, int xin, const b
         if (!training) {
             const int k = ew_kernel(g); /* BNInfer */
             const int reads[5] = {xin, w, b, rm, rv};
-            for (int i = 0; i < 5; i++)
-                ew_read(g, reads[i], k);
+            ew_read_all(g, reads, 5, k);
             y = ew_output(g, k, X * aclemu_dtype_size(xdt));
         } else {
             if (six_hd)
@@ -445,8 +443,7 @@ uint64_t bn_graph_workspace(ew_graph *g, const aclemu_soc *soc, int xin, const b
             const int sum = ew_output(g, kr, stat), sq = ew_output(g, kr, stat);
             const int ku = ew_kernel(g); /* BNTrainingUpdate */
             const int reads[7] = {xin, sum, sq, w, b, rm, rv};
-            for (int i = 0; i < 7; i++)
-                ew_read(g, reads[i], ku);
+            ew_read_all(g, reads, 7, ku);
             y = ew_output(g, ku, six_hd ? bn_6hd_bytes(d, aclemu_dtype_size(xdt))
                                         : X * aclemu_dtype_size(xdt));
             int mean = ew_output(g, ku, stat), var = ew_output(g, ku, stat);

@@ -427,8 +427,7 @@ static uint64_t bnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
         }
         const int k = ew_kernel(&g); /* BatchNormGradV3 */
         const int reads[7] = {dy, xin, w, rm, rv, stats[0], stats[1]};
-        for (int i = 0; i < 7; i++)
-            ew_read(&g, reads[i], k);
+        ew_read_all(&g, reads, 7, k);
         int64_t r1 = 1, r0 = 1;
         for (int i = 0; i < (int)x->ndim; i++) {
             if (i < P->caxis)
@@ -496,19 +495,16 @@ static uint64_t bnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
         }
         const int ku = ew_kernel(&g); /* BNTrainingUpdateGrad */
         const int ureads[4] = {dy, xin, mean, var};
-        for (int i = 0; i < 4; i++)
-            ew_read(&g, ureads[i], ku);
+        ew_read_all(&g, ureads, 4, ku);
         gw = ew_output(&g, ku, stat);
         gb = ew_output(&g, ku, stat);
         const int kr = ew_kernel(&g); /* BNTrainingReduceGrad, or BNInferGrad */
         if (training) {
             const int rreads[7] = {dy, xin, gw, gb, w, mean, var};
-            for (int i = 0; i < 7; i++)
-                ew_read(&g, rreads[i], kr);
+            ew_read_all(&g, rreads, 7, kr);
         } else {
             const int rreads[3] = {dy, w, var};
-            for (int i = 0; i < 3; i++)
-                ew_read(&g, rreads[i], kr);
+            ew_read_all(&g, rreads, 3, kr);
         }
         gi = ew_output(&g, kr, six_hd ? bn_6hd_bytes(d, xes) : X * xes);
         if (six_hd || transposed)

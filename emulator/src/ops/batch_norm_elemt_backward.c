@@ -296,8 +296,7 @@ static uint64_t bneb_workspace(const aclemu_soc *soc, const aclTensor *const *ts
     const int k = ew_kernel(&g); /* SyncBatchNormBackwardElemt */
     ew_read(&g, h[T_DY], k);
     ew_read(&g, h[T_X], k);
-    for (int i = 0; i < 5; i++)
-        ew_read(&g, brc[i], k);
+    ew_read_all(&g, brc, 5, k);
     if (ws)
         ew_kernel_workspace(&g, k, ew_lib_api_workspace(soc));
     ew_copy_out(&g, ew_output(&g, k, X * ps), p, ts[T_DX], X);

@@ -242,15 +242,6 @@ static uint64_t fused_workspace(int64_t N, int64_t C, aclDataType dt)
     return (blocks + 2) * row + (common ? cores * 4 : 0) + EW_SYS_WORKSPACE;
 }
 
-/* A kernel reading the n intermediates of `reads` (handles or -1); its index. */
-static int reading_kernel(ew_graph *g, const int *reads, int n)
-{
-    const int k = ew_kernel(g);
-    for (int i = 0; i < n; i++)
-        ew_read(g, reads[i], k);
-    return k;
-}
-
 /*
  * aclnn_batch_norm_gather_stats_with_counts.cpp's graph in launch order. The running
  * statistics as the kernel takes them ([1, C]): a Fill for an absent one (FLOAT; input's
@@ -288,7 +279,7 @@ static uint64_t gs_device_workspace(const aclTensor *const *ts, int arch, bool f
     int mean_all, invstd_all, rm_out = -1, rv_out;
     if (fused) {
         const int reads[5] = {stat[0], stat[1], stat[2], run[0], run[1]};
-        const int k = reading_kernel(&g, reads, 5);
+        const int k = ew_kernel_reading(&g, reads, 5);
         ew_kernel_workspace(&g, k, fused_workspace(N, C, kdt));
         const uint64_t bytes = c * aclemu_dtype_size(kdt);
         mean_all = ew_output(&g, k, bytes);
@@ -300,15 +291,15 @@ static uint64_t gs_device_workspace(const aclTensor *const *ts, int arch, bool f
         const int total = ew_convert(&g, counts, c * 4);    /* ReduceSum */
         const int totals = ew_convert(&g, total, nc * 4);   /* BroadcastTo */
         const int rmwc[3] = {stat[0], counts, totals};       /* ReduceMeanWithCount */
-        mean_all = ew_output(&g, reading_kernel(&g, rmwc, 3), c * 4);
+        mean_all = ew_output(&g, ew_kernel_reading(&g, rmwc, 3), c * 4);
         const int means = ew_convert(&g, mean_all, nc * 4); /* BroadcastTo */
         const int reads[6] = {stat[0], stat[1], counts, means, total, run[1]};
-        const int k = reading_kernel(&g, reads, 6); /* SyncBatchNormGatherStatsWithCounts */
+        const int k = ew_kernel_reading(&g, reads, 6); /* SyncBatchNormGatherStatsWithCounts */
         invstd_all = ew_output(&g, k, c * 4);
         rv_out = ew_output(&g, k, c * 4);
         if (rm) {
             const int update[2] = {mean_all, run[0]}; /* SyncBNTrainingUpdate */
-            rm_out = ew_cast(&g, ew_output(&g, reading_kernel(&g, update, 2), c * 4), ACL_FLOAT,
+            rm_out = ew_cast(&g, ew_output(&g, ew_kernel_reading(&g, update, 2), c * 4), ACL_FLOAT,
                              rm->dtype, c);
             rv_out = ew_cast(&g, rv_out, ACL_FLOAT, rv->dtype, c);
             ew_copy_out(&g, rv_out, rv->dtype, rv, c);

@@ -277,8 +277,7 @@ static uint64_t bnrb_workspace(const aclemu_soc *soc, const aclTensor *const *ts
     const int sdy = ew_op(&g, h[T_DY], -1, ws, C * 4);      /* ReduceSum(gradOut) */
     const int ks = ew_kernel(&g); /* SyncBatchNormBackwardReduce */
     const int reads[4] = {sdy, sdx, h[T_MEAN], h[T_INVSTD]};
-    for (int i = 0; i < 4; i++)
-        ew_read(&g, reads[i], ks);
+    ew_read_all(&g, reads, 4, ks);
     if (a950)
         ew_kernel_workspace(&g, ks, ew_lib_api_workspace(soc));
     const int xmu = ew_output(&g, ks, C * 4), gw = ew_output(&g, ks, C * 4);

@@ -107,6 +107,14 @@ static inline void ew_read_all(ew_graph *g, const int *in, int n, int k)
         ew_read(g, in[i], k);
 }
 
+/* A new kernel reading the n intermediates in[] (handles or -1); its index. */
+static inline int ew_kernel_reading(ew_graph *g, const int *in, int n)
+{
+    const int k = ew_kernel(g);
+    ew_read_all(g, in, n, k);
+    return k;
+}
+
 /* MaxAllocator::Allocate: each tensor, in declaration order, joins the last bucket whose most
  * recent tensor's lifetime it does not overlap (two tensors of one kernel always overlap,
  * TensorBucket::IsReusable and KernelTensor::IsLifeTimeNotOverLap; the "input of" test is

@@ -490,9 +490,7 @@ static uint64_t gn_device_workspace(const aclemu_soc *soc, const aclTensor *cons
                 : T_SELF + i == T_GAMMA ? ew_fill(&g, c * aclemu_dtype_size(dt))
                                         : ew_zeros_like(&g, c * aclemu_dtype_size(dt));
     if (soc->npu_arch != 1001) {
-        const int k = ew_kernel(&g);
-        for (int i = 0; i < 3; i++)
-            ew_read(&g, in[i], k);
+        const int k = ew_kernel_reading(&g, in, 3);
         ew_kernel_workspace(&g, k, silu_kernel_workspace(soc));
         const int y = ew_output(&g, k, n * aclemu_dtype_size(dt));
         const int mean = ew_output(&g, k, ng * aclemu_dtype_size(stats_dt));
@@ -506,9 +504,7 @@ static uint64_t gn_device_workspace(const aclemu_soc *soc, const aclTensor *cons
     const uint64_t count[3] = {n, c, c};
     for (int i = 0; i < 3; i++)
         in[i] = ew_cast(&g, in[i], dt, kd, count[i]);
-    const int k = ew_kernel(&g);
-    for (int i = 0; i < 3; i++)
-        ew_read(&g, in[i], k);
+    const int k = ew_kernel_reading(&g, in, 3);
     int res[3];
     for (int i = 0; i < 3; i++)
         res[i] = ew_output(&g, k, (i ? ng : n) * aclemu_dtype_size(kd));

@@ -722,8 +722,7 @@ static uint64_t gnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
             composite_sum_out(&g, in[T_DY], dy_dt, ts[T_DBETA], nc, c);
         return ew_size(&g);
     }
-    const int k = ew_kernel(&g);
-    ew_read_all(&g, in, 5, k);
+    const int k = ew_kernel_reading(&g, in, 5);
     ew_kernel_workspace(&g, k, zeros ? EW_SYS_WORKSPACE
                                      : gng_kernel_workspace(soc, N, C, HW, G, dy_dt, gamma_dt));
     const aclDataType dt[3] = {dy_dt, gamma_dt, gamma_dt};

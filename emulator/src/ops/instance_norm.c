@@ -252,9 +252,7 @@ static uint64_t in_device_workspace(int arch, const aclTensor *const *ts, bool n
         ew_read(&g, in[0], to_nchw);
         in[0] = ew_output(&g, to_nchw, n * size);
     }
-    const int k = ew_kernel(&g);
-    for (int i = 0; i < 3; i++)
-        ew_read(&g, in[i], k);
+    const int k = ew_kernel_reading(&g, in, 3);
     int res[3] = {ew_output(&g, k, n * size), ew_output(&g, k, nc * size),
                   ew_output(&g, k, nc * size)};
     if (nhwc) {

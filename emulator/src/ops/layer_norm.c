@@ -622,9 +622,7 @@ static uint64_t ln_device_workspace(int arch, bool v4, bool welford, const aclTe
                                                 : ew_fill(&g, n * aclemu_dtype_size(w_dt)),
                           b || arch == DAV_3510 ? ew_contiguous_copy(&g, b)
                                                 : ew_fill(&g, n * aclemu_dtype_size(b_dt))};
-    const int k = ew_kernel(&g);
-    for (int i = 0; i < 3; i++)
-        ew_read(&g, reads[i], k);
+    const int k = ew_kernel_reading(&g, reads, 3);
     if (v4)
         ew_kernel_workspace(&g, k, welford ? EW_SYS_WORKSPACE : 32);
     const aclDataType dt[3] = {in_dt, v4 ? ACL_FLOAT : w_dt, v4 ? ACL_FLOAT : b_dt};
@@ -894,9 +892,7 @@ static uint64_t fast_device_workspace(int arch, const aclTensor *const *ts, int6
         ew_contiguous_copy(&g, ts[T_X]),
         w ? ew_contiguous_copy(&g, w) : ew_fill(&g, n * aclemu_dtype_size(w_dt)),
         b ? ew_contiguous_copy(&g, b) : ew_fill(&g, n * aclemu_dtype_size(b_dt))};
-    const int k = ew_kernel(&g);
-    for (int i = 0; i < 3; i++)
-        ew_read(&g, reads[i], k);
+    const int k = ew_kernel_reading(&g, reads, 3);
     ew_kernel_workspace(&g, k, welford ? EW_SYS_WORKSPACE : 32);
     const int y = ew_output(&g, k, m * n * aclemu_dtype_size(in_dt));
     const int mean = ew_output(&g, k, m * 4), rstd = ew_output(&g, k, m * 4);

@@ -595,8 +595,7 @@ static uint64_t lnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
             gw_dt = w_dt;
         const int k = ew_kernel(&g);
         const int reads[] = {dy, x, rstd, mean, w};
-        for (int i = 0; i < 5; i++)
-            ew_read(&g, reads[i], k);
+        ew_read_all(&g, reads, 5, k);
         ew_kernel_workspace(&g, k, lnb_kernel_workspace(soc, M, N, tiling));
         res[0] = ew_output(&g, k, MN * aclemu_dtype_size(in_dt));
         res[1] = ew_output(&g, k, n * aclemu_dtype_size(gw_dt));
@@ -614,8 +613,7 @@ static uint64_t lnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
         }
         const int kx = ew_kernel(&g);
         const int reads[] = {dy, x, rstd, mean, w};
-        for (int i = 0; i < 5; i++)
-            ew_read(&g, reads[i], kx);
+        ew_read_all(&g, reads, 5, kx);
         res[0] = ew_output(&g, kx, MN * aclemu_dtype_size(in_dt));
         const int gamma_tmp = ew_output(&g, kx, MN * 4);
         const int kbg = ew_kernel(&g);

@@ -587,9 +587,7 @@ static uint64_t rnq_workspace(const aclTensor *const *ts, const aclemu_soc *soc,
         reads[n++] = ew_contiguous_copy(&g, gamma);
     if (beta && beta->ndim != 2)
         reads[n++] = ew_contiguous_copy(&g, beta);
-    const int k = ew_kernel(&g);
-    for (int i = 0; i < n; i++)
-        ew_read(&g, reads[i], k);
+    const int k = ew_kernel_reading(&g, reads, n);
     ew_kernel_workspace(&g, k, soc->npu_arch == 3510 ? ew_lib_api_workspace(soc)
                                                      : EW_SYS_WORKSPACE);
     const uint64_t count = ew_bytes(ts[T_X], ACL_INT8);

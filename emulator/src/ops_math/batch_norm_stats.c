@@ -178,17 +178,6 @@ static const aclemu_executor_ops BS_OPS = {
 
 /* ---- phase one's workspace: the device's (exec_workspace.h) ------------------------------ */
 
-/* A kernel reading intermediate `in` with a tiling workspace of ws bytes (0: none) and one
- * output of `bytes` the executor allocates; the output's handle. */
-static int one_in_one_out(ew_graph *g, int in, uint64_t ws, uint64_t bytes)
-{
-    const int k = ew_kernel(g);
-    ew_read(g, in, k);
-    if (ws)
-        ew_kernel_workspace(g, k, ws);
-    return ew_output(g, k, bytes);
-}
-
 /*
  * aclnn_batch_norm_stats.cpp's graph in launch order: input's Contiguous copy and FLOAT Cast,
  * then on Ascend 950 (aclnnBatchNormStatsImplUnify) ReduceVar (var and mean), Add of eps and
@@ -210,14 +199,14 @@ static uint64_t bs_device_workspace(const aclTensor *const *ts, int arch, uint64
         ew_read(&g, x, kv);
         ew_kernel_workspace(&g, kv, EW_SYS_WORKSPACE);
         const int var = ew_output(&g, kv, C * 4), mean = ew_output(&g, kv, C * 4);
-        const int sum = one_in_one_out(&g, var, EW_SYS_WORKSPACE, C * 4);
-        const int invstd = one_in_one_out(&g, sum, EW_SYS_WORKSPACE, C * 4);
+        const int sum = ew_op(&g, var, -1, EW_SYS_WORKSPACE, C * 4);
+        const int invstd = ew_op(&g, sum, -1, EW_SYS_WORKSPACE, C * 4);
         ew_copy_out(&g, invstd, ACL_FLOAT, ts[T_INVSTD], C);
         ew_copy_out(&g, mean, ACL_FLOAT, ts[T_MEAN], C);
     } else {
-        const int mean = one_in_one_out(&g, x, 0, C * 4); /* ReduceMean */
+        const int mean = ew_op(&g, x, -1, 0, C * 4); /* ReduceMean */
         ew_copy_out(&g, mean, ACL_FLOAT, ts[T_MEAN], C);
-        const int wide = one_in_one_out(&g, mean, 0, X * 4); /* BroadcastTo */
+        const int wide = ew_op(&g, mean, -1, 0, X * 4); /* BroadcastTo */
         const int k = ew_kernel(&g);                         /* ReduceStdWithMean */
         ew_read(&g, x, k);
         ew_read(&g, wide, k);
