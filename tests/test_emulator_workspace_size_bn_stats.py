@@ -295,6 +295,16 @@ def test_gather_fused_templates():
     assert fused_workspace(300, 5, F16) == (blocks + 2) * 16 * 4 + CORES * 4 + MiB16
 
 
+@pytest.mark.skipif(not REGBASE, reason="SyncBatchNormGatherStatsFused runs on Ascend 950")
+def test_gather_fused_first_axis_workspace_template(arena):
+    """More than 5000 channels over even more ranks: FirstAxisCommon declines and
+    FirstAxisWorkspace runs (its rows aligned to 16 FLOATs, no word per core: at this C the
+    word per core would cross a 512-byte allocator step). FLOAT16 statistics keep the two
+    [N, C] inputs at 50 MB each."""
+    n, c = 5018, 5017
+    assert gather_size(arena, n, c, dt=F16) == gather_expected(n, c, F16)
+
+
 @pytest.mark.parametrize("attempt", ["null", "short", "exact"])
 def test_gather_workspace(arena, attempt):
     N, C = 4, 3
