@@ -10,6 +10,7 @@ tensors of one kernel never share memory; the size is the sum of the buckets.
 from __future__ import annotations
 
 import ctypes
+import math
 
 from acl_py.raw import ffi, lib
 
@@ -69,3 +70,131 @@ CAST_ON_AICPU_950 = {("INT16", "DOUBLE")}
 def cast_ws(kernel, src="FLOAT", dst="FLOAT16"):
     """A Cast kernel's tiling workspace as graph entries."""
     return [] if (src, dst) in CAST_ON_AICPU_950 else helper_ws(kernel)
+
+
+# ---- The copy kernels (ops-math conversion/contiguous/op_host/op_api/contiguous.cpp) ----------
+# l0op::Contiguous copies a strided view by Slice or StridedSlice, then Transpose, then
+# BroadcastTo (each where the view needs it: CanOptimizeContiguous), else by one AsStrided;
+# l0op::ViewCopy writes a contiguous result into a strided output by Transpose (a permuted
+# contiguous layout: CanOptimizeView) or ViewCopy. Every step's result is executor-allocated.
+# Their arch35 tilings (Ascend 950): Slice/StridedSlice 16 MiB (strided_slice_tiling_arch35.h
+# WORK_SPACE_SIZE), Transpose 16 MiB (transpose_tiling_arch35.h), BroadcastTo 16 MiB
+# (broadcast_to_tiling_base.h kSyncWorkSpaceSize), AsStrided usrSize 0 + 16 MiB
+# (as_strided_tiling_arch35.cpp), ViewCopy 32 bytes (view_copy_tiling_arch35.cpp). A dtype off
+# the kernel's regbase AI Core list (its op_api/*.cpp) runs on AI CPU: none.
+_COMMON = {"FLOAT", "FLOAT16", "BF16", "INT8", "INT32", "INT64", "UINT8", "UINT32", "BOOL"}
+_WIDE = _COMMON | {"INT16", "UINT16", "UINT64"}
+COPY_KERNEL_950 = {  # kernel: (AI Core dtypes among those the tests use, workspace bytes)
+    "Slice": (_WIDE, MiB16), "StridedSlice": (_WIDE | {"COMPLEX64"}, MiB16),
+    "Transpose": (_WIDE, MiB16), "BroadcastTo": (_COMMON, MiB16),
+    "AsStrided": (_WIDE | {"COMPLEX64"}, MiB16), "ViewCopy": (_WIDE, 32),
+}
+# CanOptimizeAsStridedContiguous's white list: (shape, strides) sent to AsStrided for speed
+_AS_STRIDED_LIST = [((4, 288, 2, 2, 240, 240), (67046400, 230400, 480, 1, 960, 2)),
+                    ((4, 512, 2, 2, 120, 120), (33177600, 57600, 240, 1, 480, 2)),
+                    ((4, 10, 32, 128), (122880, 128, 3840, 1))]
+
+
+def copy_kernel_ws(kernel, name, dtype="FLOAT"):
+    """Copy kernel ``name``'s tiling workspace as graph entries (Ascend 950, AI Core only)."""
+    dtypes, nbytes = COPY_KERNEL_950[name]
+    return helper_ws(kernel, nbytes) if dtype in dtypes else []
+
+
+def contiguous_chain(shape, strides, offset, storage):
+    """CanOptimizeContiguous's kernels for a non-contiguous view, in launch order."""
+    axes = [(s, d) for s, d in zip(strides, shape) if s != 0 and d != 1]
+    broadcast = 0 in strides
+    rising = any(a[0] < b[0] for a, b in zip(axes, axes[1:]))
+
+    def row_major(ax):
+        want = 1
+        for s, d in reversed(ax):
+            if s != want:
+                return False
+            want *= d
+        return True
+    if (tuple(d for _, d in axes), tuple(s for s, _ in axes)) in _AS_STRIDED_LIST:
+        return ["AsStrided"]
+    tail = ["BroadcastTo"] if broadcast else []
+    if broadcast and row_major(axes):
+        return tail
+    if rising:
+        # descending by (stride, rank), as std::sort over reverse iterators of the pairs
+        axes = [a for _, a in sorted(enumerate(axes), key=lambda e: (e[1][0], e[0]),
+                                     reverse=True)]
+        tail = ["Transpose"] + tail
+        if row_major(axes):
+            return tail
+    if len(axes) == 1:
+        axes.append((1, 1))
+    st, sh = [s for s, _ in axes], [d for _, d in axes]
+    if any(st[i - 1] < st[i] * (sh[i] - 1) for i in range(1, len(st))):
+        return ["AsStrided"]  # overlapping elements
+    if st[-1] == 1 and all(st[i - 1] % st[i] == 0 for i in range(1, len(st))):
+        # Slice: the source's dims from the stride ratios, the first from the storage
+        src = [st[i - 1] // st[i] for i in range(1, len(st))]
+        src.insert(0, storage // math.prod(src))
+        off, fits = offset, True
+        for s, d, n in zip(st, sh, src):
+            fits &= n >= off // s + d
+            off %= s
+        if not fits or (rising and strides[-1] == 1 and shape[-1] % 64 == 0):
+            return ["AsStrided"]
+        return ["Slice"] + tail
+    g = math.gcd(*st[:-1])
+    if g <= 1 or g < st[-1] * sh[-1]:
+        return ["AsStrided"]
+    # StridedSlice: source strides 1, g, g x src, ...; a target stride a multiple of each
+    sst, src = [1], [g]
+    for s in reversed(st[:-2]):
+        sst.insert(0, sst[0] * src[0])
+        src.insert(0, s // sst[0])
+    sst.insert(0, sst[0] * src[0])
+    src.insert(0, storage // sst[0])
+    off = offset
+    for s, d, n, ss in zip(st, sh, src, sst):
+        begin, step = off // ss, s // ss
+        off %= ss
+        if s % ss or n < begin or (d - 1) * step + begin >= n or n < d:
+            return ["AsStrided"]
+    return ["StridedSlice"] + tail
+
+
+def copy_in(k, shape, strides, offset, storage, itemsize, dtype="FLOAT", reader=None):
+    """l0op::Contiguous of a caller's non-contiguous view as kernels k, k + 1, ...: each
+    result alive until the next step, the last until ``reader`` (default: the kernel after
+    the chain). A BOOL broadcast runs as Cast to INT32, BroadcastTo, Cast back. Returns
+    (graph entries, the next free kernel)."""
+    n = math.prod(shape)
+    m = math.prod(d for d, s in zip(shape, strides) if s)  # the elements before a broadcast
+    steps = []  # (kernel name or a cast pair, output bytes)
+    for name in contiguous_chain(shape, strides, offset, storage):
+        size = (n if name in ("AsStrided", "BroadcastTo") else m) * itemsize
+        if name == "BroadcastTo" and dtype == "BOOL":
+            steps += [(("BOOL", "INT32"), m * 4), ("BroadcastTo", n * 4),
+                      (("INT32", "BOOL"), n)]
+        else:
+            steps.append((name, size))
+    end = k + len(steps) if reader is None else reader
+    graph = []
+    for i, (name, size) in enumerate(steps):
+        if isinstance(name, tuple):
+            graph += cast_ws(k + i, *name)
+        else:
+            graph += copy_kernel_ws(k + i, name, "INT32" if name == "BroadcastTo" and
+                                    dtype == "BOOL" else dtype)
+        graph.append((size, k + i, k + i + 1 if i + 1 < len(steps) else end))
+    return graph, k + len(steps)
+
+
+def copy_out_ws(kernel, shape, strides, dtype="FLOAT"):
+    """l0op::ViewCopy into a caller's non-contiguous output: kernel ``kernel`` is Transpose
+    when the output is a permuted contiguous layout (no 0 stride), else ViewCopy; its tiling
+    workspace as graph entries."""
+    axes = sorted(((s, d) for s, d in zip(strides, shape) if s and d != 1), reverse=True)
+    want, permuted = 1, 0 not in strides
+    for s, d in reversed(axes):
+        permuted &= s == want
+        want *= d
+    return copy_kernel_ws(kernel, "Transpose" if permuted else "ViewCopy", dtype)

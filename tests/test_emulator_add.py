@@ -67,14 +67,22 @@ def put(arena, values, strided=False):
             acc *= max(d, 1)
         offset = 0
     n = offset + (sum((d - 1) * s for d, s in zip(shape, strides)) + 1 if values.size else 0) + 1
+    return put_view(arena, values, strides, offset, n)
+
+
+def put_view(arena, values, strides, offset, n):
+    """A device tensor viewing `n` elements of storage from `offset` by `strides` (any: a 0
+    or overlapping stride too), its elements `values` (the last written where they share
+    storage: read them back with `get`)."""
+    values = np.asarray(values)
     storage = np.zeros(n, values.dtype)
-    view = np.lib.stride_tricks.as_strided(storage[offset:], shape,
+    view = np.lib.stride_tricks.as_strided(storage[offset:], values.shape,
                                            [s * values.itemsize for s in strides])
     view[...] = values
     ptr = arena.malloc(storage.nbytes)
     arena.h2d(ptr, storage)
-    h = arena.tensor(shape, values.dtype, strides, offset, n, ptr, ACL[values.dtype])
-    return Dev(h, ptr, storage, strides, offset, shape)
+    h = arena.tensor(values.shape, values.dtype, strides, offset, n, ptr, ACL[values.dtype])
+    return Dev(h, ptr, storage, list(strides), offset, values.shape)
 
 
 def get(arena, t):

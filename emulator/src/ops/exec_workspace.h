@@ -175,12 +175,17 @@ static inline bool ew_contiguous(const aclTensor *t)
     return true;
 }
 
-static inline uint64_t ew_bytes(const aclTensor *t, aclDataType dt)
+static inline uint64_t ew_elems(const aclTensor *t)
 {
     uint64_t n = 1;
     for (uint64_t i = 0; i < t->ndim; i++)
         n *= (uint64_t)t->dims[i];
-    return n * aclemu_dtype_size(dt);
+    return n;
+}
+
+static inline uint64_t ew_bytes(const aclTensor *t, aclDataType dt)
+{
+    return ew_elems(t) * aclemu_dtype_size(dt);
 }
 
 /* A compute kernel reading intermediates a and b (handles or -1) with one tiling workspace of
@@ -194,16 +199,6 @@ static inline int ew_op(ew_graph *g, int a, int b, uint64_t ws, uint64_t bytes)
     if (ws)
         ew_kernel_workspace(g, k, ws);
     return ew_output(g, k, bytes);
-}
-
-/* l0op::Contiguous of a caller's tensor: nothing when contiguous, else a copy kernel whose
- * output (the view's elements) the executor allocates; its handle (-1: none). The copy
- * kernel's own tiling workspace is not modelled (docs/emulator.md). */
-static inline int ew_contiguous_copy(ew_graph *g, const aclTensor *t)
-{
-    if (!t || ew_contiguous(t))
-        return -1;
-    return ew_output(g, ew_kernel(g), ew_bytes(t, t->dtype));
 }
 
 /* The helper kernels' own tiling workspaces. Only Ascend 950 (DAV_3510) has public tilings for
@@ -292,18 +287,290 @@ static inline int ew_cast(ew_graph *g, int in, aclDataType from, aclDataType to,
     return ew_output(g, k, n * aclemu_dtype_size(to));
 }
 
+/* ---- The copy kernels (ops-math conversion/contiguous/op_host/op_api/contiguous.cpp) ---------
+ * l0op::Contiguous turns a strided view into a contiguous tensor by a chain of Slice or
+ * StridedSlice, then Transpose, then BroadcastTo (each step only where the view needs it), or
+ * else one AsStrided; l0op::ViewCopy writes a contiguous result into a strided output by one
+ * Transpose or one ViewCopy. Each step's result is an executor-allocated tensor read by the
+ * next step. On Ascend 950 each of these kernels on AI Core has an arch35 tiling asking for its
+ * own workspace (below); off Ascend 950 they are TBE kernels (compile-info workspaces, not
+ * public: none), and a dtype outside a kernel's AI Core list runs on AI CPU (none either). */
+
+/* A view's dims of non-zero stride and size other than 1, in order, as (stride, rank among
+ * them, size); whether a stride is 0 (broadcast) or rises (transpose): BuildValidStrideIndexPairs
+ * (any 0 stride counts, even on a dim of size 1). */
+typedef struct {
+    int64_t stride, idx, dim;
+} ew_axis;
+
+typedef struct {
+    int n;
+    bool broadcast, transpose;
+    ew_axis a[ACLEMU_MAX_DIMS + 1];
+} ew_axes;
+
+static inline ew_axes ew_view_axes(const aclTensor *t)
+{
+    ew_axes v = {0};
+    int64_t last = INT64_MAX;
+    for (uint64_t i = 0; i < t->ndim; i++) {
+        if (t->strides[i] == 0) {
+            v.broadcast = true;
+            continue;
+        }
+        if (t->dims[i] == 1)
+            continue;
+        if (last < t->strides[i])
+            v.transpose = true;
+        last = t->strides[i];
+        v.a[v.n] = (ew_axis){t->strides[i], v.n, t->dims[i]};
+        v.n++;
+    }
+    return v;
+}
+
+/* contiguous.cpp's IsContiguous of the pairs: row-major strides over them. */
+static inline bool ew_axes_contiguous(const ew_axes *v)
+{
+    int64_t want = 1;
+    for (int i = v->n; i-- > 0;) {
+        if (v->a[i].stride != want)
+            return false;
+        want *= v->a[i].dim;
+    }
+    return true;
+}
+
+/* std::sort over reverse iterators: descending by (stride, rank, size). */
+static inline void ew_axes_sort(ew_axes *v)
+{
+    for (int i = 1; i < v->n; i++) {
+        const ew_axis x = v->a[i];
+        int j = i;
+        while (j > 0 && (v->a[j - 1].stride < x.stride ||
+                         (v->a[j - 1].stride == x.stride && v->a[j - 1].idx < x.idx)))
+            v->a[j] = v->a[j - 1], j--;
+        v->a[j] = x;
+    }
+}
+
+/* CanOptimizeAsStridedContiguous: three (shape, strides) pairs the vendor sends to AsStrided
+ * for speed. */
+static inline bool ew_as_strided_listed(const ew_axes *v)
+{
+    static const int64_t list[3][2][6] = {
+        {{4, 288, 2, 2, 240, 240}, {67046400, 230400, 480, 1, 960, 2}},
+        {{4, 512, 2, 2, 120, 120}, {33177600, 57600, 240, 1, 480, 2}},
+        {{4, 10, 32, 128}, {122880, 128, 3840, 1}},
+    };
+    static const int rank[3] = {6, 6, 4};
+    for (int l = 0; l < 3; l++) {
+        bool same = v->n == rank[l];
+        for (int i = 0; same && i < v->n; i++)
+            same = v->a[i].dim == list[l][0][i] && v->a[i].stride == list[l][1][i];
+        if (same)
+            return true;
+    }
+    return false;
+}
+
+typedef struct {
+    bool as_strided, slice, strided_slice, transpose, broadcast;
+} ew_chain;
+
+static inline int64_t ew_gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        const int64_t r = a % b;
+        a = b, b = r;
+    }
+    return a;
+}
+
+/* The rest of CanOptimizeContiguous after the early returns: OptimizeSlice, BuildSliceParams
+ * or BuildStridedSliceParams over the (sorted) pairs; false: AsStrided. */
+static inline bool ew_chain_slices(const aclTensor *t, const ew_axes *v, ew_chain *c)
+{
+    int64_t shp[ACLEMU_MAX_DIMS + 1], str[ACLEMU_MAX_DIMS + 1], src[ACLEMU_MAX_DIMS + 1];
+    int m = v->n;
+    for (int i = 0; i < m; i++)
+        shp[i] = v->a[i].dim, str[i] = v->a[i].stride;
+    if (m == 1) /* one dim [n] stride [s]: seen as [n, 1] stride [s, 1] */
+        shp[1] = 1, str[1] = 1, m = 2;
+    int64_t g = str[0], storage = 1, off = t->offset, size = 1;
+    for (uint64_t i = 0; i < t->storage_ndim; i++)
+        storage *= t->storage_dims[i];
+    bool slice = str[m - 1] == 1;
+    for (int i = 1; i < m; i++) {
+        if (str[i - 1] % str[i])
+            slice = false;
+        if (str[i - 1] < str[i] * (shp[i] - 1)) /* overlapping elements */
+            return false;
+        if (i < m - 1)
+            g = ew_gcd(g, str[i]);
+    }
+    if (slice) {
+        for (int i = m - 2; i >= 0; i--)
+            src[i + 1] = str[i] / str[i + 1], size *= src[i + 1];
+        src[0] = storage / size;
+        for (int i = 0; i < m; i++) {
+            if (src[i] < off / str[i] + shp[i])
+                return false;
+            off %= str[i];
+        }
+        /* CanReplaceSliceTransposeWithAsStrided: the view's last dim, stride 1, 64 | size */
+        if (c->transpose && t->strides[t->ndim - 1] == 1 && t->dims[t->ndim - 1] % 64 == 0)
+            return false;
+        c->slice = true;
+        return true;
+    }
+    if (g <= 1 || g < str[m - 1] * shp[m - 1])
+        return false;
+    int64_t sst[ACLEMU_MAX_DIMS + 1];
+    src[m - 1] = g, sst[m - 1] = 1, size = g;
+    for (int i = m - 2; i >= 1; i--) {
+        sst[i] = size, src[i] = str[i - 1] / size, size *= src[i];
+        if (size == 0) /* not reached: no overlap makes every quotient >= 1 */
+            return false;
+    }
+    src[0] = storage / size, sst[0] = size;
+    for (int i = 0; i < m; i++) {
+        if (str[i] % sst[i])
+            return false;
+        const int64_t begin = off / sst[i], step = str[i] / sst[i];
+        off %= sst[i];
+        if (src[i] < begin || (shp[i] - 1) * step + begin >= src[i] || src[i] < shp[i])
+            return false;
+    }
+    c->strided_slice = true;
+    return true;
+}
+
+/* CanOptimizeContiguous's choice for a non-contiguous view (the emulator refuses negative
+ * strides; Validate holds, the view fitting its storage). */
+static inline ew_chain ew_contiguous_chain(const aclTensor *t)
+{
+    ew_chain c = {0};
+    ew_axes v = ew_view_axes(t);
+    if (ew_as_strided_listed(&v)) {
+        c.as_strided = true;
+        return c;
+    }
+    c.broadcast = v.broadcast;
+    if (v.broadcast && ew_axes_contiguous(&v))
+        return c;
+    c.transpose = v.transpose;
+    if (v.transpose) {
+        ew_axes_sort(&v);
+        if (ew_axes_contiguous(&v))
+            return c;
+    }
+    if (!ew_chain_slices(t, &v, &c))
+        c = (ew_chain){.as_strided = true};
+    return c;
+}
+
+/* The copy kernels' AI Core dtypes on Ascend 950 (the IsRegBase branch of IsAiCoreSupport in
+ * ops-math conversion/{slice,strided_slice,transpose,broadcast_to,as_strided,view_copy}/
+ * op_api), as bits of aclDataType values. */
+#define EW_B(d) ((uint64_t)1 << ACL_##d)
+#define EW_COMMON_3510                                                                          \
+    (EW_B(FLOAT) | EW_B(FLOAT16) | EW_B(BF16) | EW_B(INT8) | EW_B(INT32) | EW_B(INT64) |     \
+     EW_B(UINT8) | EW_B(UINT32) | EW_B(BOOL) | EW_B(HIFLOAT8) | EW_B(FLOAT8_E5M2) |           \
+     EW_B(FLOAT8_E4M3FN))
+#define EW_BROADCAST_TO_3510 EW_COMMON_3510
+#define EW_TRANSPOSE_3510 (EW_COMMON_3510 | EW_B(INT16) | EW_B(UINT16) | EW_B(UINT64))
+#define EW_VIEW_COPY_3510 EW_TRANSPOSE_3510
+#define EW_SLICE_3510                                                                           \
+    (EW_TRANSPOSE_3510 | EW_B(FLOAT8_E8M0) | EW_B(FLOAT4_E2M1) | EW_B(FLOAT4_E1M2))
+#define EW_STRIDED_SLICE_3510 (EW_TRANSPOSE_3510 | EW_B(COMPLEX32) | EW_B(COMPLEX64))
+#define EW_AS_STRIDED_3510 EW_STRIDED_SLICE_3510
+
+/* A copy kernel reading `in` (handle or -1) whose output of `bytes` the executor allocates
+ * (0: none, ViewCopy's and Transpose's into the caller's tensor), with its arch35 tiling's
+ * `ws` on Ascend 950 when dtype dt is on its AI Core list. Its output's handle (-1: none). */
+static inline int ew_copy_kernel(ew_graph *g, int in, aclDataType dt, uint64_t aicore,
+                                 uint64_t ws, uint64_t bytes)
+{
+    const int k = ew_kernel_reading(g, &in, 1);
+    if (dt >= 0 && dt < 64 && (aicore >> dt & 1))
+        ew_helper_workspace(g, k, ws);
+    return bytes ? ew_output(g, k, bytes) : -1;
+}
+
+/* l0op::Contiguous of a caller's tensor: nothing when contiguous, else the chain
+ * ew_contiguous_chain picks, each step's result alive until the next step reads it, the last
+ * (the view's elements) until the caller's reader; its handle (-1: none). Arch35 tilings:
+ * Slice and StridedSlice 16 MiB (strided_slice_tiling_arch35.h WORK_SPACE_SIZE; Slice runs
+ * StrideSliceTiling's RunStrideSliceTiling), Transpose 16 MiB (transpose_tiling_arch35.h
+ * WORK_SPACE_SIZE, its VCONV and gather templates SYS_WORKSPACE_SIZE), BroadcastTo 16 MiB
+ * (broadcast_to_tiling_base.h kSyncWorkSpaceSize), AsStrided 16 MiB (as_strided_tiling_arch35
+ * .cpp ExecuteTilingAndSetWorkspace: usrSize, a literal 0, + 16 MiB; its 8 MiB is the empty
+ * output's, which is contiguous here); an AsStrided dtype off its AI Core list goes to the AI
+ * CPU ViewCopy. A BOOL broadcast runs as Cast to INT32, BroadcastTo, Cast back. */
+static inline int ew_contiguous_copy(ew_graph *g, const aclTensor *t)
+{
+    if (!t || ew_contiguous(t))
+        return -1;
+    const ew_chain c = ew_contiguous_chain(t);
+    const aclDataType dt = t->dtype;
+    const uint64_t es = aclemu_dtype_size(dt), n = ew_elems(t);
+    if (c.as_strided)
+        return ew_copy_kernel(g, -1, dt, EW_AS_STRIDED_3510, EW_SYS_WORKSPACE, n * es);
+    uint64_t m = 1; /* the elements before the broadcast: the dims of non-zero stride */
+    for (uint64_t i = 0; i < t->ndim; i++)
+        m *= t->strides[i] ? (uint64_t)t->dims[i] : 1;
+    int h = -1;
+    if (c.slice)
+        h = ew_copy_kernel(g, h, dt, EW_SLICE_3510, EW_SYS_WORKSPACE, m * es);
+    if (c.strided_slice)
+        h = ew_copy_kernel(g, h, dt, EW_STRIDED_SLICE_3510, EW_SYS_WORKSPACE, m * es);
+    if (c.transpose)
+        h = ew_copy_kernel(g, h, dt, EW_TRANSPOSE_3510, EW_SYS_WORKSPACE, m * es);
+    if (c.broadcast && dt == ACL_BOOL) {
+        h = ew_cast(g, h, ACL_BOOL, ACL_INT32, m);
+        h = ew_copy_kernel(g, h, ACL_INT32, EW_BROADCAST_TO_3510, EW_SYS_WORKSPACE, n * 4);
+        h = ew_cast(g, h, ACL_INT32, ACL_BOOL, n);
+    } else if (c.broadcast) {
+        h = ew_copy_kernel(g, h, dt, EW_BROADCAST_TO_3510, EW_SYS_WORKSPACE, n * es);
+    }
+    return h;
+}
+
 /* The op_api's end for one output: Cast the kernel's result (handle tmp, dtype tmp_dt) to the
  * user tensor's dtype, then l0op::ViewCopy into it: a contiguous user tensor takes the result
- * over (no kernel, no workspace), another is written by a copy kernel reading it. */
+ * over (no kernel, no workspace); a strided one is written by a kernel reading it, Transpose
+ * when the output is a permutation of a contiguous layout (CanOptimizeView: no 0 stride, the
+ * sorted pairs contiguous), else ViewCopy (arch35 view_copy_tiling_arch35.cpp WORKSPACE_SIZE,
+ * 32 bytes on both templates). */
 static inline void ew_copy_out(ew_graph *g, int tmp, aclDataType tmp_dt, const aclTensor *user,
                                uint64_t n)
 {
     const int cast = ew_cast(g, tmp, tmp_dt, user->dtype, n);
-    if (!ew_contiguous(user))
-        ew_read(g, cast, ew_kernel(g));
-    else if (cast >= 0)
-        g->t[cast].user = true;
+    if (ew_contiguous(user)) {
+        if (cast >= 0)
+            g->t[cast].user = true;
+        return;
+    }
+    ew_axes v = ew_view_axes(user);
+    bool transpose = !v.broadcast && v.transpose;
+    if (transpose) {
+        ew_axes_sort(&v);
+        transpose = ew_axes_contiguous(&v);
+    }
+    if (transpose)
+        ew_copy_kernel(g, cast, user->dtype, EW_TRANSPOSE_3510, EW_SYS_WORKSPACE, 0);
+    else
+        ew_copy_kernel(g, cast, user->dtype, EW_VIEW_COPY_3510, 32, 0);
 }
+#undef EW_AS_STRIDED_3510
+#undef EW_STRIDED_SLICE_3510
+#undef EW_SLICE_3510
+#undef EW_VIEW_COPY_3510
+#undef EW_TRANSPOSE_3510
+#undef EW_BROADCAST_TO_3510
+#undef EW_COMMON_3510
+#undef EW_B
 
 /* A kernel reading no intermediate whose output of `bytes` the executor allocates, with its
  * tiling workspace on Ascend 950; an empty output launches nothing: don't call it then. */
@@ -350,7 +617,8 @@ static inline int ew_zeros_like(ew_graph *g, uint64_t bytes)
 
 /* A layout kernel reading `in` (handle or -1) whose output of `bytes` the executor allocates:
  * l0op::Transpose, l0op::TransDataSpecial (ops-math conversion/trans_data/op_api/
- * transdata.cpp). Its own tiling workspace is not modelled, as the copy kernels'. Its handle.
+ * transdata.cpp) in the layout changes of the graphs off Ascend 950 (TBE there: none). Its
+ * handle.
  * The same shape of kernel as any one-input L0 op with one output (ReduceSum, OnesLike, Expand,
  * an op whose other operand is a host scalar). */
 static inline int ew_convert(ew_graph *g, int in, uint64_t bytes)

@@ -588,13 +588,6 @@ static int elementwise_kernel(ew_graph *g, const add_route *R, bool aicore, int 
     return ew_output(g, k, n * aclemu_dtype_size(dt));
 }
 
-static uint64_t elems(const aclTensor *t) {
-    uint64_t n = 1;
-    for (uint64_t i = 0; i < t->ndim; i++)
-        n *= (uint64_t)t->dims[i];
-    return n;
-}
-
 /* aclnnAddGetWorkspaceSize's graph (aclnn_add.cpp; exec_workspace.h): none for an empty self
  * or other; the mixed-dtype Add with alpha 1 (strided inputs read as they are on Ascend 950,
  * copied elsewhere); alpha 1 with self, other and the promoted dtype equal: one Add, strided
@@ -603,7 +596,7 @@ static uint64_t elems(const aclTensor *t) {
  * alpha tensor and Add; the result cast to out's dtype and copied into it. */
 static uint64_t add_device_workspace(const add_route *R, const aclTensor *self,
                                      const aclTensor *other, const aclTensor *out, uint64_t n) {
-    const uint64_t ns = elems(self), no = elems(other);
+    const uint64_t ns = ew_elems(self), no = ew_elems(other);
     if (ns == 0 || no == 0)
         return 0;
     ew_graph g = ew_graph_on(R->arch);
