@@ -12,6 +12,8 @@ from __future__ import annotations
 import ctypes
 import math
 
+import numpy as np
+
 from acl_py.raw import ffi, lib
 
 MiB16 = 16 * 1024 * 1024
@@ -163,9 +165,9 @@ def contiguous_chain(shape, strides, offset, storage):
 
 def copy_in(k, shape, strides, offset, storage, itemsize, dtype="FLOAT", reader=None):
     """l0op::Contiguous of a caller's non-contiguous view as kernels k, k + 1, ...: each
-    result alive until the next step, the last until ``reader`` (default: the kernel after
-    the chain). A BOOL broadcast runs as Cast to INT32, BroadcastTo, Cast back. Returns
-    (graph entries, the next free kernel)."""
+    result alive until the next step, the last until ``reader`` (None: the kernel after the
+    chain; False: none yet, a graph builder's reads extend it). A BOOL broadcast runs as Cast
+    to INT32, BroadcastTo, Cast back. Returns (graph entries, the next free kernel)."""
     n = math.prod(shape)
     m = math.prod(d for d, s in zip(shape, strides) if s)  # the elements before a broadcast
     steps = []  # (kernel name or a cast pair, output bytes)
@@ -176,7 +178,8 @@ def copy_in(k, shape, strides, offset, storage, itemsize, dtype="FLOAT", reader=
                       (("INT32", "BOOL"), n)]
         else:
             steps.append((name, size))
-    end = k + len(steps) if reader is None else reader
+    end = reader if reader is not None and reader is not False else \
+        k + len(steps) - (reader is False)
     graph = []
     for i, (name, size) in enumerate(steps):
         if isinstance(name, tuple):
@@ -198,3 +201,65 @@ def copy_out_ws(kernel, shape, strides, dtype="FLOAT"):
         permuted &= s == want
         want *= d
     return copy_kernel_ws(kernel, "Transpose" if permuted else "ViewCopy", dtype)
+
+
+_DTYPE_NAMES = {"float32": "FLOAT", "float16": "FLOAT16", "bfloat16": "BF16", "float64": "DOUBLE",
+                "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
+                "uint8": "UINT8", "bool": "BOOL"}
+
+
+def copy_view_in(k, v, reader=None):
+    """:func:`copy_in` of a test's device view ``v`` (shape, strides, offset, n storage
+    elements, dtype: test_emulator_op.DevView)."""
+    return copy_in(k, v.shape, v.strides, v.offset, v.n, v.dtype.itemsize,
+                   _DTYPE_NAMES[v.dtype.name], reader)
+
+
+def copy_kind_in(k, shape, kind, dtype, reader=None):
+    """:func:`copy_in` of a DevView of ``shape`` laid out as ``kind`` (test_emulator_op
+    view_extent) with NumPy ``dtype``; none for a contiguous one: ([], k)."""
+    from test_emulator_op import view_extent  # it imports this module
+    strides, offset, n = view_extent(shape, kind)
+    if is_contiguous(shape, strides):
+        return [], k
+    dtype = np.dtype(dtype)
+    return copy_in(k, shape, strides, offset, n, dtype.itemsize, _DTYPE_NAMES[dtype.name],
+                   reader)
+
+
+def copy_kind_out_ws(k, shape, kind, dtype):
+    """:func:`copy_out_ws` of a DevView of ``shape`` laid out as ``kind``."""
+    from test_emulator_op import view_extent
+    return copy_out_ws(k, shape, view_extent(shape, kind)[0], _DTYPE_NAMES[np.dtype(dtype).name])
+
+
+def copies_in(views, k=0):
+    """The copies of ``views`` in turn from kernel ``k``, every result read by the kernel
+    after the last copy: (graph entries, that kernel)."""
+    reader = k
+    for v in views:
+        reader = copy_view_in(reader, v)[1]
+    graph = []
+    for v in views:
+        entries, k = copy_view_in(k, v, reader)
+        graph += entries
+    return graph, reader
+
+
+def copy_view_out_ws(k, v):
+    """:func:`copy_out_ws` of a test's device view ``v``."""
+    return copy_out_ws(k, v.shape, v.strides, _DTYPE_NAMES[v.dtype.name])
+
+
+def is_contiguous(shape, strides):
+    """opbase tensor_view_utils.cpp IsContiguous: at most one element, else row-major strides
+    over the dims other than 1 (l0op::Contiguous and ViewCopy launch nothing then)."""
+    if math.prod(shape) <= 1:
+        return True
+    want = 1
+    for d, s in zip(reversed(shape), reversed(strides)):
+        if d != 1:
+            if s != want:
+                return False
+            want *= d
+    return True

@@ -210,6 +210,15 @@ def layout(shape, kind):
     return strides, (5 if kind == "padded" else 0)
 
 
+def view_extent(shape, kind):
+    """A DevView's (strides, offset, storage elements) for `shape` laid out as `kind`: the
+    view's span and 3 elements of slack after it, to catch overruns."""
+    strides, offset = layout(shape, kind)
+    empty = any(d == 0 for d in shape)
+    span = 0 if empty else sum((d - 1) * s for d, s in zip(shape, strides)) + 1
+    return strides, offset, offset + span + 3
+
+
 class DevView:
     """A device tensor viewing part of a larger storage, with its host mirror. Outputs start
     filled with a sentinel so writes outside the view are caught."""
@@ -221,10 +230,7 @@ class DevView:
             values = np.asarray(values)
             shape, dtype = values.shape, values.dtype
         self.shape, self.dtype = tuple(shape), np.dtype(dtype)
-        self.strides, self.offset = layout(self.shape, kind)
-        empty = any(d == 0 for d in self.shape)
-        span = 0 if empty else sum((d - 1) * s for d, s in zip(self.shape, self.strides)) + 1
-        self.n = self.offset + span + 3  # slack after the view, to catch overruns
+        self.strides, self.offset, self.n = view_extent(self.shape, kind)
         fill = 0.0 if sentinel is None else sentinel
         self.storage = np.full(self.n, fill, dtype=np.float32).astype(self.dtype)
         if sentinel is None:

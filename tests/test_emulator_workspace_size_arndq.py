@@ -34,8 +34,8 @@ from test_emulator_op import F16, F32, OK, arena, last_msg, no_leaks, stream  # 
 from _emu_aclnn import workspace_attempt
 from _part_runs import other_parts, run_on_parts
 from test_emulator_workspace_size_rms import ws_of
-from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, ceil_to,
-                              max_allocator)
+from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, ceil_to, copies_in,
+                              copy_view_out_ws, max_allocator)
 import test_emulator_add_rms_norm_dynamic_quant as v1
 import test_emulator_add_rms_norm_dynamic_quant_v2 as v2
 
@@ -63,18 +63,26 @@ def tiling_ws(M, N, *, smooth, beta=False, masked=False, out1=True, out2=False, 
     return LIB_API_WORKSPACE + used_cores(M) * N * 4 * rows
 
 
-def expected(M, N, kernel_ws, *, int4=False, strided_in=(), strided_out=()):
-    """MaxAllocator over the graph: each strided input's copy (M x N or N FLOAT16 values),
-    alive until the kernel; the kernel's workspace; each result a strided output needs
-    copied (alive until its copy; the others are taken over)."""
-    graph, k = [], len(strided_in)
-    for i, name in enumerate(strided_in):
-        graph.append(((M * N if name in ("x1", "x2") else N) * 2, i, k))
+NAMES = ("x1", "x2", "gamma", "s1", "s2", "beta", "y1", "y2", "x", "sc1", "sc2")  # views' order
+
+
+# the op_apis' ViewCopy order of the results
+COPY_ORDER = {1: ("y1", "x", "y2", "sc1", "sc2"), 2: ("y1", "sc1", "y2", "sc2", "x")}
+
+
+def expected(M, N, kernel_ws, *, int4=False, strided_in=(), strided_out=(), ts=None, version=1):
+    """MaxAllocator over the graph: each strided input's copy (the views ``ts`` made; M x N
+    or N FLOAT16 values), alive until the kernel; the kernel's workspace; each result a
+    strided output needs copied, in the version's order (alive until its copy kernel, whose
+    own workspace on Ascend 950 depends on the output's layout; the others are taken over)."""
+    v = dict(zip(NAMES, ts or ()))
+    graph, k = copies_in([v[name] for name in strided_in])
     graph.append((kernel_ws, k, k))
     nbytes = {"y1": M * N // 2 if int4 else M * N, "x": M * N * 2, "sc1": M * 4}
     nbytes.update(y2=nbytes["y1"], sc2=nbytes["sc1"])
+    strided_out = [name for name in COPY_ORDER[version] if name in strided_out]
     for j, name in enumerate(strided_out):
-        graph.append((nbytes[name], k, k + 1 + j))
+        graph += [(nbytes[name], k, k + 1 + j)] + copy_view_out_ws(k + 1 + j, v[name])
     return max_allocator(graph)
 
 
@@ -185,7 +193,8 @@ def test_strided_size(arena, strided_in, strided_out, version):
     ts = views(arena, M, N, 2, kinds=kinds)
     kernel_ws = tiling_ws(M, N, smooth=2, out2=True, masked=mask is not None)
     assert size_of(ts, mask, version) == expected(M, N, kernel_ws, strided_in=strided_in,
-                                                  strided_out=strided_out)
+                                                  strided_out=strided_out, ts=ts,
+                                                  version=version)
 
 
 def test_empty_takes_none(arena):

@@ -24,8 +24,8 @@ from acl_py.raw import ffi, lib
 
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one, workspace_attempt
-from _workspace_model import (ARCH, CORES, SOC, MiB16, align, ceil_to, helper_ws,
-                              max_allocator)
+from _workspace_model import (ARCH, CORES, SOC, MiB16, align, ceil_to, copy_view_in,
+                              copy_view_out_ws, helper_ws, is_contiguous, max_allocator)
 from test_emulator_op import (F16, F32, OK, DevView, arena,  # noqa: F401
                               last_msg, stream)
 
@@ -79,6 +79,22 @@ class Graph:
     def read(self, t, k):
         if t is not None:
             self.tensors[t][2] = max(self.tensors[t][2], k)
+
+    def copy(self, v):
+        """l0op::Contiguous of the caller's view v (a DevView; None: none): nothing when
+        contiguous, else its chain (_workspace_model.copy_view_in); the result's handle."""
+        if v is None or is_contiguous(v.shape, v.strides):
+            return None
+        entries, self.kernels = copy_view_in(self.kernels, v, reader=False)
+        self.tensors += [list(t) for t in entries]
+        return len(self.tensors) - 1 if entries else None
+
+    def copy_out(self, t, v):
+        """l0op::ViewCopy of t into the caller's strided view v: a kernel reading t, with its
+        tiling workspace where it has one."""
+        k = self.kernel()
+        self.read(t, k)
+        self.tensors += [list(e) for e in copy_view_out_ws(k, v)]
 
     def size(self, gone=()):
         """gone: tensors a ViewCopy re-pointed to the caller's memory."""

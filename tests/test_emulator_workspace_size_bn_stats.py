@@ -52,10 +52,13 @@ def cast(g, t, nbytes):
     return g.out(k, nbytes)
 
 
-def hand_over(g, gone, t, strided):
+def hand_over(g, gone, t, strided, view=None):
     """l0op::ViewCopy of intermediate t into a caller's tensor: a contiguous one takes it
-    over, a strided one is written by a copy kernel reading it."""
-    if strided:
+    over, a strided one is written by a copy kernel reading it (with its tiling workspace
+    when the caller's ``view`` is given)."""
+    if strided and view is not None:
+        g.copy_out(t, view)
+    elif strided:
         step(g, [t])
     elif t is not None:
         gone.add(t)
@@ -72,24 +75,26 @@ def fills_expected(outputs, C, strided):
 
 # ---- aclnnBatchNormStats --------------------------------------------------------------------
 
-def stats_expected(shape, xdt=F32, x_strided=False, out_strided=False):
+def stats_expected(shape, xdt=F32, x_strided=False, out_strided=False, vs=(None,) * 3):
+    """vs: the views of input, mean, invstd (their copies' kernels: _workspace_model)."""
     C, X = shape[1], math.prod(shape)
     g, gone = Graph(), set()
-    x = g.out(g.kernel(), X * np.dtype(xdt).itemsize) if x_strided else None
+    x = (g.copy(vs[0]) if vs[0] is not None else g.out(g.kernel(), X * np.dtype(xdt).itemsize)
+         ) if x_strided else None
     if xdt != F32:
         x = cast(g, x, X * 4)
     if REGBASE:
         _, var, mean = step(g, [x], MiB16, C * 4, C * 4)  # ReduceVar
         _, add = step(g, [var], MiB16, C * 4)               # Add eps
         _, inv = step(g, [add], MiB16, C * 4)               # Pow -0.5
-        hand_over(g, gone, inv, out_strided)
-        hand_over(g, gone, mean, out_strided)
+        hand_over(g, gone, inv, out_strided, vs[2])
+        hand_over(g, gone, mean, out_strided, vs[1])
     else:
         mean, = step(g, [x], C * 4)           # ReduceMean
-        hand_over(g, gone, mean, out_strided)
+        hand_over(g, gone, mean, out_strided, vs[1])
         wide, = step(g, [mean], X * 4)        # BroadcastTo input's shape
         inv, = step(g, [x, wide], C * 4)      # ReduceStdWithMean
-        hand_over(g, gone, inv, out_strided)
+        hand_over(g, gone, inv, out_strided, vs[2])
     return g.size(gone)
 
 
@@ -127,7 +132,7 @@ def test_stats_size_strided(arena, xdt):
                              ("padded", "stepped")):
         vs = stats_views(arena, shape, xdt, x_kind, out_kind)
         assert stats_size(arena, vs) == stats_expected(
-            shape, xdt, x_kind != "contig", out_kind != "contig"), (x_kind, out_kind)
+            shape, xdt, x_kind != "contig", out_kind != "contig", vs), (x_kind, out_kind)
 
 
 def test_stats_size_empty_input(arena):

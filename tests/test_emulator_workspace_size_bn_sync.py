@@ -25,7 +25,8 @@ from acl_py.raw import lib
 
 from _emu_aclnn import phase_one, workspace_attempt
 from _part_runs import other_parts, run_on_parts
-from _workspace_model import ARCH, LIB_API_WORKSPACE, SOC, MiB16, align, max_allocator
+from _workspace_model import (ARCH, LIB_API_WORKSPACE, SOC, MiB16, align, copy_kind_in,
+                              max_allocator)
 from test_emulator_op import (BF16, F16, F32, OK, DevView, arena,  # noqa: F401
                               last_msg, stream)
 
@@ -67,9 +68,14 @@ class Graph:
         """l0op::Fill (FillScalar): on Ascend 950 its tiling's 16 MiB."""
         return self.kernel(ws=WS, out=nbytes)
 
-    def copy(self, strided, nbytes):
-        """l0op::Contiguous of a caller's tensor: a copy kernel when strided."""
-        return self.kernel(out=nbytes) if strided else None
+    def copy(self, strided, shape, dt, kind):
+        """l0op::Contiguous of a caller's tensor (when strided: a DevView of ``kind``): its
+        chain of copy kernels (_workspace_model.copy_kind_in); the result's id."""
+        if not strided:
+            return None
+        entries, self.kernels = copy_kind_in(self.kernels, shape, kind, dt, reader=False)
+        self.tensors += [list(t) for t in entries]
+        return len(self.tensors) - 1 if entries else None
 
     def copy_out(self, t, have, want, n):
         """Cast to the caller's (contiguous) tensor's dtype, then ViewCopy: it takes it over."""
@@ -103,20 +109,20 @@ def elemt_expected(shape, xdt=F32, mdt=F32, vdt=F32, wdt=F32, bdt=F32, strided=(
     """wdt/bdt None: absent (FillScalar's FLOAT); strided: names of strided inputs."""
     C, X = shape[1], math.prod(shape)
     g = Graph()
-    x = g.copy("input" in strided, X * xdt.itemsize)
+    x = g.copy("input" in strided, shape, xdt, "transposed")
     w = g.fill(C * 4) if wdt is None else None
     b = g.fill(C * 4) if bdt is None else None
     wdt, bdt = wdt or F32, bdt or F32
-    inv = g.copy("invstd" in strided, C * vdt.itemsize)
+    inv = g.copy("invstd" in strided, (C,), vdt, "stepped")
     vb = C * vdt.itemsize
     sq = g.kernel(inv, ws=WS, out=vb)              # Mul
     one = g.kernel(sq, ws=WS, out=vb)              # OnesLike
     var = g.kernel(g.kernel(one, sq, ws=WS, out=vb), ws=WS, out=vb)  # Div, Sub
     if w is None:
-        w = g.copy("weight" in strided, C * wdt.itemsize)
+        w = g.copy("weight" in strided, (C,), wdt, "stepped")
     if b is None:
-        b = g.copy("bias" in strided, C * bdt.itemsize)
-    mean = g.copy("mean" in strided, C * mdt.itemsize)
+        b = g.copy("bias" in strided, (C,), bdt, "stepped")
+    mean = g.copy("mean" in strided, (C,), mdt, "stepped")
     # BatchNorm(training false): ResizeFrom5D's Transpose where NCDHW has no kernel
     transposed = not A950 and len(shape) >= 5 and ARCH not in (2201, 2002)
     if transposed:
@@ -239,7 +245,8 @@ def rb_expected(shape, flags=(True,) * 3, dt=F32, wdt=F32, odt=F32, strided=()):
     dts = (dt, dt, dt, dt, wdt)
     ns = (X, X, C, C, C)
     names = ("gradOut", "input", "mean", "invstd", "weight")
-    h = [g.copy(n in strided, ns[i] * dts[i].itemsize) for i, n in enumerate(names)]
+    h = [g.copy(n in strided, shape if i < 2 else (C,), dts[i], "transposed" if i < 2 else
+                "stepped") for i, n in enumerate(names)]
     if w is not None:
         h[4] = w
     h = [g.cast(t, dts[i], F32, ns[i]) for i, t in enumerate(h)]
@@ -345,7 +352,8 @@ def eb_expected(shape, dt=F32, wdt=F32, cdt=F32, n=2, gdt=None, strided=()):
     names = ("gradOut", "input", "mean", "invstd", "weight", "sumDy", "sumDyXmu", "counter")
     dts = (dt,) * 4 + (wdt, dt, dt, cdt)
     ns = (X, X, C, C, C, C, C, n)
-    h = [g.copy(nm in strided, ns[i] * dts[i].itemsize) for i, nm in enumerate(names)]
+    h = [g.copy(nm in strided, shape if i < 2 else (ns[i],), dts[i], "transposed" if i < 2
+                else "stepped") for i, nm in enumerate(names)]
     if w is not None:
         h[4] = w
     p = F16 if all(d == F16 for d in dts[:7]) else F32

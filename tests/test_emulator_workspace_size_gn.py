@@ -25,7 +25,8 @@ from acl_py.raw import ffi, lib
 
 from _emu_aclnn import phase_one, workspace_attempt
 from _part_runs import other_parts, run_on_parts
-from _workspace_model import ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, max_allocator
+from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, copy_kind_in,
+                              copy_kind_out_ws, max_allocator)
 from test_emulator_op import (BF16, F16, F32, OK, DevView, arena,  # noqa: F401
                               last_msg, no_leaks, stream)
 
@@ -63,6 +64,13 @@ class Graph:
     def read(t, k):
         if t is not None:
             t[2] = max(t[2], k)
+
+    def copy(self, shape, dt, kind="stepped"):
+        """l0op::Contiguous of a caller's DevView of ``kind``: its chain of copy kernels
+        (_workspace_model.copy_kind_in); the result."""
+        entries, self.kernels = copy_kind_in(self.kernels, shape, kind, dt, reader=False)
+        self.tensors += [list(t) for t in entries]
+        return self.tensors[-1] if entries else None
 
     def to_user(self, t):
         self.tensors.remove(t)
@@ -274,11 +282,15 @@ def kernel_out(g, ins, nbytes):
     return g.output(k, nbytes)
 
 
-def copied_out(g, t, strided):
-    """l0op::ViewCopy of result ``t`` into the caller's tensor: a strided one is written by a
-    copy kernel reading it, a contiguous one takes the result over."""
+def copied_out(g, t, strided, shape=None, dt=None):
+    """l0op::ViewCopy of result ``t`` into the caller's tensor: a strided one (a "stepped"
+    DevView of ``shape``, ``dt``) is written by a copy kernel reading it, with its tiling
+    workspace; a contiguous one takes the result over."""
     if strided:
-        g.read(t, g.kernel())
+        k = g.kernel()
+        g.read(t, k)
+        if shape is not None:
+            g.tensors += [list(e) for e in copy_kind_out_ws(k, shape, "stepped", dt)]
     else:
         g.to_user(t)
 
@@ -291,9 +303,12 @@ def gnb_expected(shape, group, dt, mask, gamma=True, strided=()):
     x_n, ng, nc = n * c * hw, n * group, n * c
     # l0op::Contiguous of gradOut, input, mean, rstd, gamma (a copy each, if strided); an
     # absent gamma: FillValue's ones (C values)
-    ins = {name: kernel_out(g, [], nelem * es) if name in strided else None
-           for name, nelem in (("dy", x_n), ("x", x_n), ("mean", ng), ("rstd", ng))}
-    ins["gamma"] = kernel_out(g, [], c * es) if not gamma or "gamma" in strided else None
+    shapes = {"dy": shape, "x": shape, "mean": (n, group), "rstd": (n, group), "gamma": (c,),
+              "dx": shape, "dgamma": (c,), "dbeta": (c,)}
+    ins = {name: g.copy(shapes[name], dt) if name in strided else None
+           for name in ("dy", "x", "mean", "rstd")}
+    ins["gamma"] = (g.copy((c,), dt) if "gamma" in strided else
+                    kernel_out(g, [], c * es) if not gamma else None)
     if ARCH in (2201, 3510):   # the L0 GroupNormGrad
         k = g.kernel()
         for t in ins.values():
@@ -302,7 +317,8 @@ def gnb_expected(shape, group, dt, mask, gamma=True, strided=()):
         for i, nelem in enumerate((x_n, c, c)):
             res = g.output(k, nelem * es)
             if mask[i]:
-                copied_out(g, res, ("dx", "dgamma", "dbeta")[i] in strided)
+                name = ("dx", "dgamma", "dbeta")[i]
+                copied_out(g, res, name in strided, shapes[name], dt)
         return g.size()
     # the Atlas training and inference parts: a composite of TBE L0 ops (no public
     # workspaces), each output the executor's; reshapes and unsqueezes are views
@@ -323,7 +339,7 @@ def gnb_expected(shape, group, dt, mask, gamma=True, strided=()):
             g.read(t, ku)
         diff = [g.output(ku, ng * 4) for _ in range(2)]
         dx = kernel_out(g, [dyg, x, *diff, weight, smean, svar], x_n * es)  # ReduceGrad
-        copied_out(g, dx, "dx" in strided)
+        copied_out(g, dx, "dx" in strided, shape, dt)
     sums = []
     if mask[1]:                # GetDgamma: Expand mean and rstd to N x C, x_hat, dy * x_hat
         mb, rb = kernel_out(g, [mean], nc * es), kernel_out(g, [rstd], nc * es)
@@ -333,7 +349,7 @@ def gnb_expected(shape, group, dt, mask, gamma=True, strided=()):
         sums.append((dy, "dbeta"))
     for src, name in sums:     # ReduceSum over HxW, then over N
         total = kernel_out(g, [kernel_out(g, [src], nc * es)], c * es)
-        copied_out(g, total, name in strided)
+        copied_out(g, total, name in strided, (c,), dt)
     return g.size()
 
 

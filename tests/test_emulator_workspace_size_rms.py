@@ -28,7 +28,8 @@ from test_emulator_op import (F16, F32, INVALID, NULLPTR, OK, DevView, arena,  #
                               last_msg, live, no_leaks, stream)
 from _emu_aclnn import phase_one, workspace_attempt
 from _part_runs import other_parts, run_on_parts
-from _workspace_model import ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, max_allocator
+from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, copies_in,
+                              copy_view_out_ws, max_allocator)
 
 RMS = (lib.aclnnRmsNormGetWorkspaceSize, lib.aclnnRmsNorm)
 GEMMA = (lib.aclnnGemmaRmsNormGetWorkspaceSize, lib.aclnnGemmaRmsNorm)
@@ -50,15 +51,14 @@ def needs_add_kernel():
         pytest.skip(f"{SOC}: AddRmsNorm has no kernel on the Atlas training series")
 
 
-def add_expected(M, N, es, mode, strided=(), out_strided=()):
-    """MaxAllocator over aclnnAddRmsNorm's graph: one Contiguous copy (M x N, or N for gamma)
-    per strided input, then the kernel's workspace and its results that no contiguous user
-    tensor takes over: a {0}-shaped rstd outside the full mode, a {0}-shaped x in the post
-    mode, and every result a strided output needs copied (alive until that copy)."""
-    graph, k = [], 0
-    for name in strided:
-        graph.append(((N if name == "gamma" else M * N) * es, k, len(strided)))
-        k += 1
+def add_expected(M, N, es, mode, strided=(), out_strided=(), views=None):
+    """MaxAllocator over aclnnAddRmsNorm's graph: the Contiguous copy (M x N, or N for gamma)
+    of each strided input (its chain of copy kernels by the caller's view, ``views`` by name:
+    _workspace_model.copies_in), then the kernel's workspace and its results that no
+    contiguous user tensor takes over: a {0}-shaped rstd outside the full mode, a {0}-shaped
+    x in the post mode, and every result a strided output needs copied (alive until that
+    copy kernel, with its own workspace)."""
+    graph, k = copies_in([views[name] for name in strided])
     graph.append((TILING_WS, k, k))
     outs = {"y": M * N * es, "rstd": M * 4 if mode == "full" else 0,
             "x": 0 if mode == "post" else M * N * es}
@@ -69,7 +69,7 @@ def add_expected(M, N, es, mode, strided=(), out_strided=()):
             graph.append((nbytes, k, k))
         elif name in out_strided:
             reader += 1
-            graph.append((nbytes, k, reader))
+            graph += [(nbytes, k, reader)] + copy_view_out_ws(reader, views[name])
     return max_allocator(graph)
 
 
@@ -153,8 +153,10 @@ def test_add_rms_norm_size_strided(arena, strided, out_strided):
     needs_add_kernel()
     kinds = {n: "transposed" for n in strided + out_strided}
     kinds.update({n: "stepped" for n in ("gamma", "rstd") if n in kinds})
-    ws = size_of(arena, ADD[0], add_views(arena, (6, 40), F32, "full", kinds))
-    assert ws == add_expected(6, 40, 4, "full", strided, out_strided)
+    vs = add_views(arena, (6, 40), F32, "full", kinds)
+    ws = size_of(arena, ADD[0], vs)
+    views = dict(zip(("x1", "x2", "gamma", "eps", "y", "rstd", "x"), vs))
+    assert ws == add_expected(6, 40, 4, "full", strided, out_strided, views)
 
 
 def test_add_rms_norm_empty_takes_none(arena):
@@ -220,8 +222,9 @@ def test_add_rms_norm_short_refused_exact_runs(arena):
         if ARCH != 2002:  # Atlas inference parts do not write rstd
             np.testing.assert_allclose(args[5].read(), rstd, rtol=2e-6)
     kinds = {"y": "transposed"}
+    y = add_views(arena, (6, 40), F32, "full", kinds)[4]  # its layout, for the copy's kernel
     refused_and_exact(arena, *ADD, lambda: add_views(arena, (6, 40), F32, "full", kinds),
-                      add_expected(6, 40, 4, "full", out_strided=("y",)), check)
+                      add_expected(6, 40, 4, "full", out_strided=("y",), views={"y": y}), check)
 
 
 def test_inplace_add_rms_norm_short_refused_exact_runs(arena):
