@@ -482,6 +482,155 @@ def test_ascend950_empty_input_copies_dgamma_and_dbeta_whatever_the_mask(arena):
     refused(args, INNER_NULLPTR, "gradGammaOut is NULL")
 
 
+# ---- what the L0 ops refuse in phase one (561103) ----------------------------------------------
+
+NO_MASK = (False, False, False)
+
+
+def size_without_outputs(args):
+    """Phase one passes; its workspace size (contiguous tensors, gamma given: a graph of the
+    kernel alone, or nothing where its tiling failed and no launcher was added)."""
+    rc, ws, ex = phase_one(*args)
+    assert rc == OK, (rc, last_msg())
+    assert lib.aclDestroyAclOpExecutor(ex) == OK
+    return ws
+
+
+def refused_or_accepted(args, refuses, *words):
+    if refuses:
+        refused(args, INNER_NULLPTR, *words)
+    else:
+        accepted(args)
+
+
+@pytest.mark.parametrize("case,words", [
+    (dict(over={"mean": (4,)}), ()),
+    (dict(over={"mean": (4,), "rstd": (2, 2, 1)}), ()),
+    (dict(over={"rstd": (4,)}), ("rstd [4] has no axis 2",)),
+    (dict(group=4, shape=(2, 4, 3), over={"mean": (4, 2), "rstd": (4, 2)}),
+     ("mean [4,2] unsqueezed at axis 2 cannot be expanded to", "[2,4,1]")),
+    (dict(over={"rstd": (1, 4)}), ("rstd [1,4] unsqueezed",)),
+    (dict(over={"mean": (2, 2, 1), "rstd": (2, 2, 1)}), ("mean [2,2,1] unsqueezed",)),
+    (dict(shape=(1, 2, 3), group=1, over={"mean": (), "rstd": ()}), ("mean [] has no axis 2",)),
+], ids=["mean1d", "mean1d-rstd3d", "rstd1d", "transposed", "rstd-row", "rank3", "scalar"])
+def test_l0_refusal_composite_gradgamma_stats(arena, case, words):
+    """Atlas training and inference: gradGammaOut's graph unsqueezes a mean that is not 1-D
+    (and its rstd) at axis 2 and expands both to [N, group, C / group]: only [N, group]
+    broadcasts (ops-math UnsqueezeNd, Expand). Without gradGammaOut, and on the kernel's
+    parts, any shape of N * group values passes."""
+    refused_or_accepted(views(arena, **case), bool(words) and not KERNEL, *words)
+    accepted(views(arena, mask=(True, False, True), **case))
+
+
+def a2_batch_parts(n, c, group, f32, cores=48):
+    """group_norm_grad_tiling.cpp CalStage2TilingInfo/ComputeAllocUBStage2 for N > 2, in its
+    unsigned arithmetic: the UB (196608 bytes) less 1024, halved; 0 fails the tiling."""
+    def div_ceil(a, b):
+        return (a - 1) // b + 1
+    tasks = n * group
+    per = div_ceil(tasks, cores)
+    used = (tasks - 1) // per + 1
+    avail = (196608 - 1024) // 2
+    if f32:
+        cast = div_ceil(div_ceil(c, used // 2), 64) * 64
+        avail, counts = max(avail - cast * 4, 0), div_ceil(div_ceil(n, 2), 2)
+    else:
+        cast = div_ceil(div_ceil(c, used), 64) * 64
+        avail, counts = (avail - cast * 6) % (1 << 64), div_ceil(n, 2)
+    return min(avail // (cast * 4), counts)
+
+
+@pytest.mark.parametrize("dt", [F32, F16], ids=["f32", "f16"])
+def test_l0_refusal_a2_stage_two_room(arena, dt):
+    """Atlas A2/A3, N > 2: FLOAT's stage two sums C / (used cores / 2) channels a core; past
+    about 12224 its UB holds no batch and the tiling fails (561103 for any requested output;
+    none requested passes). N 3, group 33, C 239976 (7272 a group): 33 tasks on 33 cores."""
+    n, group, c = 3, 33, 239976
+    stats = {"mean": (n, group), "rstd": (n, group)}
+    args = views(arena, shape=(n, c, 1), group=group, dt=dt, over=stats)
+    fails = ARCH == 2201 and a2_batch_parts(n, c, group, dt == F32) == 0
+    assert (ARCH != 2201 or dt != F32) or fails  # the case is the failing one
+    refused_or_accepted(args, fails, "stage two has no UB")
+    ws = size_without_outputs(views(arena, shape=(n, c, 1), group=group, dt=dt, over=stats,
+                                    mask=NO_MASK))
+    assert (ws == 0) == (fails or not KERNEL), ws
+
+
+def test_l0_refusal_ascend950_channels_per_group(arena):
+    """C / group above 8000: CheckAttr's 161002 on Atlas A2/A3; on Ascend 950 the arch35
+    tiling's ParamsCheck fails (561103, none requested passes); the composite takes it."""
+    stats = {"mean": (1, 1), "rstd": (1, 1)}
+    args = views(arena, shape=(1, 8001, 1), group=1, over=stats)
+    if ARCH == 2201:
+        refused(args, INVALID, "C / group = 8001 must be at most 8000")
+        return
+    refused_or_accepted(args, ARCH == 3510, "C / group = 8001 must be at most 8000")
+    assert size_without_outputs(views(arena, shape=(1, 8001, 1), group=1, over=stats,
+                                      mask=NO_MASK)) == 0
+
+
+def test_l0_refusal_ascend950_absent_gamma_with_float_stats(arena):
+    """Ascend 950, FLOAT16 data with FLOAT mean and rstd and no gamma: the op_api fills gamma
+    in FLOAT16, and the arch35 tiling wants mean, rstd and gamma of one dtype (561103; none
+    requested passes). The other parts refuse FLOAT stats with FLOAT16 data (161002)."""
+    args = views(arena, dt=F16, sdt=F32, gamma=False)
+    if ARCH != 3510:
+        refused(args, INVALID, "mean dtype FLOAT must be FLOAT16")
+        return
+    refused(args, INNER_NULLPTR, "mean dtype FLOAT must be gradOut's dtype FLOAT16")
+    accepted(views(arena, dt=F16, sdt=F32, gamma=False, mask=NO_MASK))
+    accepted(views(arena, dt=F16, sdt=F32))
+
+
+C4 = {"gamma": (4,), "gradGammaOut": (4,), "gradBetaOut": (4,)}
+
+
+@pytest.mark.parametrize("case,words", [
+    (dict(shape=(0, 4, 3), over={"gradOut": (0,), "input": (0,), "gradInput": (0,)}),
+     ("gradOut [0] has rank below 2",)),
+    (dict(shape=(0, 4, 3), over={"input": (4, 0, 3), "gradInput": (4, 0, 3)}),
+     ("input [4,0,3] must be of gradOut",)),
+    (dict(shape=(0, 8, 3), nch=(0, 4, 6), over=C4),
+     ("gamma's C 4 must equal gradOut [0,8,3]'s dim 1",)),
+    (dict(shape=(0, 3, 4), nch=(0, 4, 3), over=C4), ("dim 1 (3) must split into group 2",)),
+    (dict(shape=(2, 4, 0), nch=(0, 4, 3), over={"mean": (0, 2), "rstd": (0, 2)}),
+     ("must be gradOut [2,4,0]'s dim 0 x group",)),
+    (dict(shape=(0, 4, 3), dt=F16, sdt=F32, gamma=False),
+     ("mean dtype FLOAT must be an absent gamma's fill",)),
+    (dict(shape=(0, 4, 3)), ()),
+    (dict(shape=(2, 4, 0)), ()),
+], ids=["rank1", "input", "C", "divisible", "N", "dtype", "n0", "hw0"])
+def test_l0_refusal_ascend950_empty_kernel(arena, case, words):
+    """Ascend 950's empty input: the empty-tensor kernel's tiling reads gradOut as given
+    (rank 2 or more, input of its shape, dim 1 as C split into group groups of at most 8000,
+    dim 0 as N, mean of gamma's dtype) and the op_api checks its result whatever the mask
+    (561103). Off Ascend 950 nothing runs for an empty input."""
+    if case.get("dt") == F16 and ARCH != 3510:
+        refused(views(arena, **case), INVALID, "mean dtype FLOAT must be FLOAT16")
+        return
+    refused_or_accepted(views(arena, **case), bool(words) and ARCH == 3510, *words)
+    if words and ARCH == 3510:
+        refused(views(arena, mask=NO_MASK, **case), INNER_NULLPTR, *words)
+
+
+def test_l0_refusal_dims_past_checkshape(arena):
+    """CheckShape compares int64 products: negative C and HxW (N x C x HxW still positive), or
+    products that wrap, pass it. An empty call then runs nothing off Ascend 950, and on Ascend
+    950 meets its empty-tensor kernel's rules (a 2**62 N whose products wrap to 0 passes them;
+    a negative C is not gradOut's dim 1). A call that would compute is refused: Ascend 950's
+    tiling refuses C <= 0, the other kernels' handling is not in the sources (561103)."""
+    stats = {"mean": (1, 1), "rstd": (1, 1)}
+    negative = views(arena, shape=(1, 4), nch=(1, -2, -2), group=1, gamma=False, over=stats,
+                     mask=(True, False, False))
+    refused(negative, INNER_NULLPTR, "negative C and HxW", "not modelled")
+    wraps = views(arena, shape=(1, 4, 1), group=4, nch=(2**62 + 1, 4, 1))
+    refused(wraps, INNER_NULLPTR, "int64 products that wrap", "not modelled")
+    accepted(views(arena, shape=(0, 4, 1), group=4, nch=(2**62, 4, 1)))
+    empty_negative = views(arena, shape=(0, 4, 3), nch=(0, -2, 3), group=1, gamma=False,
+                           over={"mean": (0, 1), "rstd": (0, 1)}, mask=(True, False, False))
+    refused_or_accepted(empty_negative, ARCH == 3510, "gamma's C -2 must equal")
+
+
 def test_dead_tensor_is_refused(arena):
     args = views(arena)
     gi = args[10]
@@ -494,7 +643,8 @@ def test_dead_tensor_is_refused(arena):
 
 test_on_other_parts = run_on_parts(
     other_parts(set(PARTS) - {"Ascend910_9391"}),
-    "part_dtype_table or mixed_precision or bit_for_bit or reference or empty or limits")
+    "part_dtype_table or mixed_precision or bit_for_bit or reference or empty or limits "
+    "or l0_refusal")
 
 
 @pytest.mark.parametrize("null_stream", [True, False], ids=["null-stream", "given-stream"])

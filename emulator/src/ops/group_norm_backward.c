@@ -19,6 +19,11 @@
  *   written); on regbase an empty one with C > 0 runs the L0 op's empty kernel and copies its
  *   dgamma and dbeta into gradGammaOut and gradBetaOut whatever the mask says (a NULL or
  *   mistyped one fails its ViewCopy: 561103); C 0 on regbase: nothing runs;
+ * - what the L0 ops refuse in phase one after CheckParams (561103; l0_refusals below): the
+ *   composite's gradGammaOut UnsqueezeNd/Expand of mean and rstd (ops-math unsqueeze.cpp,
+ *   expand.cpp); the tilings, run by phase one, of the L0 GroupNormGrad (group_norm_grad_
+ *   tiling.cpp's stage two on Atlas A2/A3; group_norm_grad_tiling_arch35.cpp's C / group and
+ *   dtype rules and group_norm_grad_empty_tiling_arch35.cpp's on Ascend 950);
  * - the kernel by part: the L0 GroupNormGrad (op_api/group_norm_grad.cpp) on DAV_2201 (Atlas
  *   A2/A3) and the regbase parts (Ascend 950): op_host/group_norm_grad_def.cpp configures
  *   ascend910b, ascend910_93 and ascend950; elsewhere (the Atlas training series DAV_1001,
@@ -69,6 +74,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -535,6 +541,11 @@ static aclnnStatus need_count(const aclTensor *t, int i, int64_t want, const cha
     return ACLNN_SUCCESS;
 }
 
+static int64_t wrapped_mul(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+
 /* Step 5 (CheckShape). */
 static aclnnStatus check_shapes(const aclTensor *const *ts, const bool *mask, int64_t N,
                                 int64_t C, int64_t HxW, int64_t group)
@@ -542,10 +553,9 @@ static aclnnStatus check_shapes(const aclTensor *const *ts, const bool *mask, in
     const aclTensor *dy = ts[T_DY], *x = ts[T_X], *gamma = ts[T_GAMMA];
     if (dy->ndim > TV_MAX_RANK)
         INVALID("%s: gradOut rank %llu is above 8", P1, (unsigned long long)dy->ndim);
-    int64_t nchw = 0, ng = 0;
-    if (__builtin_mul_overflow(N, C, &nchw) || __builtin_mul_overflow(nchw, HxW, &nchw) ||
-        __builtin_mul_overflow(N, group, &ng))
-        INVALID("%s: N * C * HxW or N * group overflows int64", P1);
+    /* the vendor's int64 products, wrapping as its build's do (a wrapped product that matches
+     * the counts passes here; l0_refusals takes it from there) */
+    const int64_t nchw = wrapped_mul(wrapped_mul(N, C), HxW), ng = wrapped_mul(N, group);
     aclnnStatus st;
     if ((st = need_count(dy, T_DY, nchw, "N * C * HxW")) ||
         (st = need_count(x, T_X, nchw, "N * C * HxW")) ||
@@ -568,8 +578,37 @@ static aclnnStatus check_shapes(const aclTensor *const *ts, const bool *mask, in
     return ACLNN_SUCCESS;
 }
 
-/* The Atlas A2/A3 tiling's stage-one mode (CalStage1TilingInfo) and stage-two batch
- * (CalStage2TilingInfo, ComputeAllocUBStage2), for the row order of the arithmetic. */
+/* The Atlas A2/A3 tiling's stage-two batch (CalStage2TilingInfo, ComputeAllocUBStage2; N > 2,
+ * its "deterministic" key): coreBatchParts, 0 where the tiling fails ("coreBatchCounts is
+ * zero"). The UB left for the batch is a size_t: FLOAT clamps it at 0, the 16-bit branch
+ * subtracts unchecked and wraps (every batch then fits), as the vendor's arithmetic does. */
+static int64_t a2_batch_parts(int64_t N, int64_t C, int64_t G, aclDataType dt)
+{
+#define CEIL_TO(a, b) ((((a) + (b) - 1) / (b)) * (b))
+    const int64_t tasks = N * G, cores = aclemu_soc_vector_cores();
+    const int64_t per_core = (tasks + cores - 1) / cores;
+    const int64_t used = per_core > 0 ? (tasks - 1) / per_core + 1 : 1;
+    const int64_t avail = (A2_UB_BYTES - 1024) / 2, W = (N + 1) / 2;
+    int64_t cast_num, left, counts;
+    if (dt == ACL_FLOAT) {
+        const int64_t half = used / 2 > 0 ? used / 2 : 1;
+        cast_num = CEIL_TO((C + half - 1) / half, 64);
+        left = avail > cast_num * 4 ? avail - cast_num * 4 : 0;
+        counts = (W + 1) / 2;
+    } else {
+        cast_num = CEIL_TO((C + used - 1) / used, 64);
+        left = avail - cast_num * 6;
+        counts = W;
+        if (left < 0)
+            return counts; /* the size_t wrapped: far more than any batch needs */
+    }
+#undef CEIL_TO
+    const int64_t fit = left / (cast_num * 4);
+    return fit < counts ? fit : counts;
+}
+
+/* The Atlas A2/A3 tiling's stage-one mode (CalStage1TilingInfo) and stage-two batch, for the
+ * row order of the arithmetic (phase one has refused a batch of 0). */
 static void a2_tiling(gnb_payload *P, aclDataType dt)
 {
     const int64_t bytes = (int64_t)aclemu_dtype_size(dt), per_block = 32 / bytes;
@@ -578,27 +617,9 @@ static void a2_tiling(gnb_payload *P, aclDataType dt)
     const int64_t extra = (P->HW % 8 == 0 || P->D == 1) ? 0 : 2 * CEIL_TO(P->HW, per_block) * 4;
     const int64_t cap_groups = A2_UB_BYTES < reserve + extra ? 0
         : (A2_UB_BYTES - reserve - extra) / (CEIL_TO(P->D * P->HW, per_block) * bytes * 3);
-    P->mode = P->HW == 1 ? 5 : cap_groups > 0 ? 0 : 1;
-    const int64_t tasks = P->N * P->G, cores = aclemu_soc_vector_cores();
-    const int64_t per_core = (tasks + cores - 1) / cores;
-    const int64_t used = per_core > 0 ? (tasks - 1) / per_core + 1 : 1;
-    int64_t avail = (A2_UB_BYTES - 1024) / 2, cast_num, counts;
-    const int64_t W = (P->N + 1) / 2;
-    if (dt == ACL_FLOAT) {
-        const int64_t half = used / 2 > 0 ? used / 2 : 1;
-        cast_num = CEIL_TO((P->C + half - 1) / half, 64);
-        avail = avail > cast_num * 4 ? avail - cast_num * 4 : 0;
-        counts = (W + 1) / 2;
-    } else {
-        cast_num = CEIL_TO((P->C + used - 1) / used, 64);
-        avail = avail - cast_num * 6;
-        counts = W;
-    }
 #undef CEIL_TO
-    const int64_t fit = cast_num > 0 ? avail / (cast_num * 4) : 0;
-    P->batch_parts = fit < counts ? fit : counts;
-    if (P->batch_parts < 1)
-        P->batch_parts = 1;
+    P->mode = P->HW == 1 ? 5 : cap_groups > 0 ? 0 : 1;
+    P->batch_parts = P->N > 2 ? a2_batch_parts(P->N, P->C, P->G, dt) : 1;
 }
 
 /* GroupNormGrad's one tiling workspace: the platform's system workspace plus its float
@@ -685,6 +706,32 @@ static void composite_dgamma(ew_graph *g, const int *in, aclDataType dt, const a
     composite_sum_out(g, ew_binary(g, in[T_DY], xhat, X * es), dt, out, NC, C);
 }
 
+/* The L0 GroupNormGrad's tiling on the kernel's parts for a call that computes: true where it
+ * fails (the rule in why). Atlas A2/A3 (group_norm_grad_tiling.cpp): FLOAT with N > 2 and no
+ * UB for a stage-two batch. Ascend 950 (group_norm_grad_tiling_arch35.cpp ParamsCheck): C /
+ * group above 8000; mean, rstd and gamma of more than one dtype (gamma absent: its fill of
+ * ones is of gradOut's dtype). The op_api's other tensors meet the rest of its checks. */
+static bool kernel_tiling_fails(const aclTensor *const *ts, int64_t N, int64_t C, int64_t group,
+                                const aclemu_soc *soc, char *why, size_t cap)
+{
+    const aclDataType dy = ts[T_DY]->dtype;
+    if (soc->npu_arch == 2201) {
+        if (dy != ACL_FLOAT || N <= 2 || a2_batch_parts(N, C, group, dy) > 0)
+            return false;
+        snprintf(why, cap, "its stage two has no UB for a batch (FLOAT, N %lld > 2, C %lld over "
+                 "the cores the N x group tasks use)", (long long)N, (long long)C);
+    } else if (C / group > 8000) {
+        snprintf(why, cap, "C / group = %lld must be at most 8000", (long long)(C / group));
+    } else if (!ts[T_GAMMA] && ts[T_MEAN]->dtype != dy) {
+        snprintf(why, cap, "mean dtype %s must be gradOut's dtype %s without gamma (gamma's fill "
+                 "of ones is of gradOut's dtype; mean, rstd and gamma must share one)",
+                 dname(ts[T_MEAN]->dtype), dname(dy));
+    } else {
+        return false;
+    }
+    return true;
+}
+
 /* Phase one's workspace on a device (exec_workspace.h; docs/emulator.md "Phase one's
  * workspace size"): contiguous copies of strided gradOut, input, mean, rstd, gamma; an absent
  * gamma filled with ones (C values of gradOut's dtype, l0op::Fill; its AllocTensor'd stand-in
@@ -704,7 +751,9 @@ static uint64_t gnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
     const bool zeros = path == PATH_ZEROS;
     const aclDataType dy_dt = ts[T_DY]->dtype;
     const aclDataType gamma_dt = ts[T_GAMMA] ? ts[T_GAMMA]->dtype : dy_dt;
-    const uint64_t n = (uint64_t)(N * C * HW), c = (uint64_t)C;
+    int64_t dy_count = 0;
+    numel(ts[T_DY]->dims, ts[T_DY]->ndim, &dy_count);
+    const uint64_t n = (uint64_t)dy_count, c = (uint64_t)C;
     int in[5] = {-1, -1, -1, -1, -1};
     if (!zeros) {
         for (int i = T_DY; i < T_GAMMA; i++)
@@ -722,6 +771,9 @@ static uint64_t gnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
             composite_sum_out(&g, in[T_DY], dy_dt, ts[T_DBETA], nc, c);
         return ew_size(&g);
     }
+    char why[256];
+    if (!zeros && kernel_tiling_fails(ts, N, C, G, soc, why, sizeof why))
+        return ew_size(&g); /* no output asked (else refused): the launcher was never added */
     const int k = ew_kernel_reading(&g, in, 5);
     ew_kernel_workspace(&g, k, zeros ? EW_SYS_WORKSPACE
                                      : gng_kernel_workspace(soc, N, C, HW, G, dy_dt, gamma_dt));
@@ -733,6 +785,113 @@ static uint64_t gnb_device_workspace(const aclemu_soc *soc, const aclTensor *con
             ew_copy_out(&g, res, dt[i], ts[T_DX + i], count[i]);
     }
     return ew_size(&g);
+}
+
+/* ---- the L0 ops' own refusals (561103) -------------------------------------------------- */
+
+#define INNER(...) FAIL(ACLNN_ERR_INNER_NULLPTR, __VA_ARGS__)
+
+static bool any_mask(const bool *mask)
+{
+    return mask[0] || mask[1] || mask[2];
+}
+
+/* The composite's gradGammaOut (GetDgamma, CalDgamma): a 1-D mean has mean and rstd reshaped
+ * to [N, group]; any other mean has each unsqueezed as it is at axis 2 (ops-math
+ * conversion/unsqueeze unsqueeze.cpp UnsqueezeNdInferShape: no axis 2 below rank 2), then
+ * expanded to [N, group, C / group] (math/expand expand.cpp ExpandInfershape: a rank above the
+ * target's, or a dim neither 1 nor the target's, fails). With N * group values, only [N, group]
+ * itself broadcasts. Both unsqueezes run before either result is checked. */
+static aclnnStatus composite_stats_rule(const aclTensor *const *ts, int64_t N, int64_t C,
+                                        int64_t group, const aclemu_soc *soc)
+{
+    if (ts[T_MEAN]->ndim == 1)
+        return ACLNN_SUCCESS;
+    char s[256];
+    for (int i = T_MEAN; i <= T_RSTD; i++)
+        if (ts[i]->ndim < 2) {
+            fmt_dims(s, sizeof s, ts[i]->dims, ts[i]->ndim);
+            INNER("%s: %s %s has no axis 2 for l0op::UnsqueezeNd: on %s (%s) gradGammaOut's "
+                  "graph unsqueezes mean and rstd as they are unless mean is 1-D", P1, TNAME[i],
+                  s, soc->name, soc->series);
+        }
+    const int64_t want[2] = {N, group};
+    for (int i = T_MEAN; i <= T_RSTD; i++)
+        if (!same_dims(ts[i]->dims, ts[i]->ndim, want, 2)) {
+            fmt_dims(s, sizeof s, ts[i]->dims, ts[i]->ndim);
+            INNER("%s: %s %s unsqueezed at axis 2 cannot be expanded to [N, group, C / group] = "
+                  "[%lld,%lld,%lld] (l0op::Expand): on %s (%s) gradGammaOut needs a 1-D mean or "
+                  "mean and rstd of [N, group]", P1, TNAME[i], s, (long long)N, (long long)group,
+                  (long long)(C / group), soc->name, soc->series);
+        }
+    return ACLNN_SUCCESS;
+}
+
+/* Ascend 950's empty-tensor kernel's tiling (group_norm_grad_empty_tiling_arch35.cpp), on the
+ * op_api's tensors as given (ComputeGroupNormBackwardEmptyInput reshapes only a non-empty mean
+ * and rstd, and gamma to [C]): gradOut of rank 2 or more, input of its shape; gradOut's dim 1
+ * (its C) divisible by group into 1 to 8000 channels, or 0; C of gamma equal to it; mean and
+ * rstd of gamma's dtype (an absent gamma is filled in gradOut's); mean of gradOut's dim 0 x
+ * group values. The op_api checks the L0 result whatever outputMask says. (Shapes here are the
+ * tensors' view shapes, which the tiling reads as storage shapes.) */
+static aclnnStatus empty_kernel_rule(const aclTensor *const *ts, int64_t C, int64_t group)
+{
+    const aclTensor *dy = ts[T_DY], *x = ts[T_X];
+    const char *why = "Ascend 950's empty-tensor GroupNormGrad tiling";
+    char s[256];
+    fmt_dims(s, sizeof s, dy->dims, dy->ndim);
+    if (!same_dims(x->dims, x->ndim, dy->dims, dy->ndim)) {
+        char sx[256];
+        fmt_dims(sx, sizeof sx, x->dims, x->ndim);
+        INNER("%s: input %s must be of gradOut's shape %s (%s)", P1, sx, s, why);
+    }
+    if (dy->ndim < 2)
+        INNER("%s: gradOut %s has rank below 2 (%s)", P1, s, why);
+    const int64_t c_ = dy->dims[1], n_ = dy->dims[0];
+    if (c_ != 0 && (c_ % group != 0 || c_ / group == 0 || c_ / group > 8000))
+        INNER("%s: gradOut %s's dim 1 (%lld) must split into group %lld groups of 1 to 8000 "
+              "channels (%s)", P1, s, (long long)c_, (long long)group, why);
+    if (C != c_)
+        INNER("%s: gamma's C %lld must equal gradOut %s's dim 1 (%s)", P1, (long long)C, s, why);
+    const aclDataType gamma_dt = ts[T_GAMMA] ? ts[T_GAMMA]->dtype : dy->dtype;
+    if (ts[T_MEAN]->dtype != gamma_dt)
+        INNER("%s: mean dtype %s must be %s's dtype %s (%s)", P1, dname(ts[T_MEAN]->dtype),
+              ts[T_GAMMA] ? "gamma" : "an absent gamma's fill, gradOut", dname(gamma_dt), why);
+    int64_t want = 0, have = 0;
+    numel(ts[T_MEAN]->dims, ts[T_MEAN]->ndim, &have);
+    if (__builtin_mul_overflow(n_, group, &want) || have != want)
+        INNER("%s: mean's %lld values must be gradOut %s's dim 0 x group %lld (%s)", P1,
+              (long long)have, s, (long long)group, why);
+    return ACLNN_SUCCESS;
+}
+
+/* The L0 ops' refusals in phase one that CheckParams lets through, each returned by the
+ * op_api as ACLNN_ERR_INNER_NULLPTR: on the L0 kernel's parts its tiling, run by phase one
+ * (opbase op_executor.cpp CreatAiCoreKernelLauncher; group_norm_grad.cpp returns NULLs), whose
+ * results the op_api checks only for the outputs outputMask asks for; on the composite's parts
+ * gradGammaOut's UnsqueezeNd and Expand. */
+static aclnnStatus l0_refusals(const aclTensor *const *ts, const bool *mask, int64_t N,
+                               int64_t C, int64_t HxW, int64_t group, gnb_path path,
+                               const aclemu_soc *soc)
+{
+    if (path == PATH_ZEROS)
+        return empty_kernel_rule(ts, C, group);
+    int64_t nchw = 0;
+    if ((path == PATH_KERNEL || path == PATH_COMPOSITE) &&
+        (C < 0 || __builtin_mul_overflow(N, C, &nchw) ||
+         __builtin_mul_overflow(nchw, HxW, &nchw) || __builtin_mul_overflow(N, group, &nchw)))
+        INNER("%s: N %lld, C %lld, HxW %lld, group %lld pass CheckShape only through %s; the "
+              "kernels' handling of such dims is not in the sources (Ascend 950's tiling "
+              "refuses C <= 0), not modelled", P1, (long long)N, (long long)C, (long long)HxW,
+              (long long)group, C < 0 ? "negative C and HxW" : "int64 products that wrap");
+    if (path == PATH_COMPOSITE && mask[1])
+        return composite_stats_rule(ts, N, C, group, soc);
+    char why[256];
+    if (path == PATH_KERNEL && any_mask(mask) && kernel_tiling_fails(ts, N, C, group, soc, why,
+                                                                     sizeof why))
+        INNER("%s: GroupNormGrad's tiling on %s (%s) fails: %s", P1, soc->name, soc->series,
+              why);
+    return ACLNN_SUCCESS;
 }
 
 /* The ViewCopy of the empty-tensor kernel's dgamma or dbeta ([C]) into out (561103 when it
@@ -794,19 +953,27 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
         return st;
 
     gnb_path path;
-    const bool empty = N * C * HxW == 0;
+    int64_t dy_count = 0;
+    numel(gradOut->dims, gradOut->ndim, &dy_count);
+    const bool empty = dy_count == 0; /* gradOut's or input's: CheckShape made them equal */
     if (empty && !regbase) {
         path = PATH_NONE;
-    } else if (regbase && empty && C > 0) {
-        const aclDataType dt = gamma ? gamma->dtype : gradOut->dtype;
-        if ((st = empty_copy(gradGammaOut, T_DGAMMA, dt, C)) ||
-            (st = empty_copy(gradBetaOut, T_DBETA, dt, C)))
-            return st;
+    } else if (regbase && empty && C != 0) { /* gamma (or its fill) not empty */
         path = PATH_ZEROS;
     } else if (empty) {
         path = PATH_NONE; /* regbase, C 0: gamma empty */
     } else {
         path = soc->npu_arch == 2201 || regbase ? PATH_KERNEL : PATH_COMPOSITE;
+    }
+
+    /* 6. what the L0 ops refuse (561103) */
+    if ((st = l0_refusals(ts, mask, N, C, HxW, group, path, soc)))
+        return st;
+    if (path == PATH_ZEROS) { /* then its ViewCopys (the empty kernel's dgamma, dbeta) */
+        const aclDataType dt = gamma ? gamma->dtype : gradOut->dtype;
+        if ((st = empty_copy(gradGammaOut, T_DGAMMA, dt, C)) ||
+            (st = empty_copy(gradBetaOut, T_DBETA, dt, C)))
+            return st;
     }
 
     gnb_payload *P = calloc(1, sizeof *P);
@@ -817,7 +984,7 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
     P->HW = HxW;
     P->G = group;
     P->D = C / group;
-    P->E = P->D * HxW;
+    P->E = empty ? 0 : P->D * HxW;
     P->path = path;
     for (int k = 0; k < 3; k++)
         P->mask[k] = mask[k] && path != PATH_ZEROS;
