@@ -20,6 +20,7 @@ from acl_py.ops import LAYER_NORM, LAYER_NORM_BACKWARD, part_of
 from acl_py.ops._declare import python_name
 
 from _part_runs import skip_without_bf16
+from _workspace_model import ARCH, align
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 # the half dtype of the tests that mix one in: BF16, FLOAT16 on parts without BF16
@@ -188,8 +189,11 @@ def test_operator_limits_surface_as_its_typed_error():
 def test_plan_runs_repeatedly_on_changing_contents():
     case = make((8, 96), 1, HALF, F32)
     d = dev(case)
+    # the workspace: Ascend 950's LayerNormV4 tiling asks 32 bytes (the allocator's 512), the
+    # TBE LayerNormV3 the others take for this shape none public (docs/emulator.md's table)
+    workspace = align(32) if ARCH == 3510 else 0
     with acl_py.Stream() as s, acl_py.LayerNorm(**d, eps=1e-3) as plan:
-        assert plan.mode == "repeatable" and plan.workspace_size == 0
+        assert plan.mode == "repeatable" and plan.workspace_size == workspace
         for k in range(3):
             x = (case["input"].astype(F32) * (k + 1)).astype(HALF)
             d["input"].copy_from_numpy(x) if hasattr(d["input"], "copy_from_numpy") else \

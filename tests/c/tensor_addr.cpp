@@ -115,20 +115,23 @@ void AddCase() {
     aclOpExecutor *ex = nullptr;
     CHECK(aclnnAddGetWorkspaceSize(ta, tb, alpha, to, &ws_size, &ex));
     CHECK(aclSetAclOpExecutorRepeatable(ex));
-    Run(aclnnAdd, ex, nullptr, 0);
+    // the workspace phase one asks (none on most parts; Ascend 950's AI Core Add takes 16 MiB)
+    void *ws = Workspace(ws_size);
+    const uint64_t ex_ws_size = ws_size;
+    Run(aclnnAdd, ex, ws, ex_ws_size);
     std::vector<float> first = Download(o1, shape);
 
     CHECK(aclSetInputTensorAddr(ex, 0, ta, a2));
     CHECK(AclSetInputTensorAddr(ex, 1, tb, b2));   // the reserved twin
     CHECK(aclSetTensorAddr(ex, 2, to, o2));        // index over inputs, then outputs
-    Run(aclnnAdd, ex, nullptr, 0);
+    Run(aclnnAdd, ex, ws, ex_ws_size);
 
     // a single-use executor on copies of B, for comparison
     void *a3 = Upload(Data(n, 3, 2)), *b3 = Upload(Data(n, 4, 3)), *o3 = Zeros(shape);
     aclTensor *ta3 = Tensor(shape, a3), *tb3 = Tensor(shape, b3), *to3 = Tensor(shape, o3);
     aclOpExecutor *once = nullptr;
     CHECK(aclnnAddGetWorkspaceSize(ta3, tb3, alpha, to3, &ws_size, &once));
-    Run(aclnnAdd, once, nullptr, 0);
+    Run(aclnnAdd, once, Workspace(ws_size), ws_size);
     std::printf("add: re-pointed run matches a fresh one: %s\n",
                 YesNo(Same(Download(o2, shape), Download(o3, shape))));
     std::printf("add: the first run's results untouched: %s, differ: %s\n",
@@ -145,7 +148,7 @@ void AddCase() {
     Refused("address not 32-byte aligned",
             aclSetInputTensorAddr(ex, 0, ta, static_cast<char *>(a1) + 4), false);
     // a refused call changed nothing: the executor still runs on B
-    Run(aclnnAdd, ex, nullptr, 0);
+    Run(aclnnAdd, ex, ws, ex_ws_size);
     std::printf("add: refusals changed nothing: %s\n",
                 YesNo(Same(Download(o2, shape), Download(o3, shape))));
 
@@ -153,7 +156,7 @@ void AddCase() {
     // the executor, which reads the tensor, runs on it
     Refused("NULL executor", aclSetOutputTensorAddr(nullptr, 0, to, o1), false);
     CHECK(aclrtMemset(o1, Bytes(shape), 0, Bytes(shape)));
-    Run(aclnnAdd, ex, nullptr, 0);
+    Run(aclnnAdd, ex, ws, ex_ws_size);
     std::printf("add: after a NULL executor the tensor's new address is used: %s\n",
                 YesNo(Same(Download(o1, shape), Download(o3, shape))));
 
@@ -167,7 +170,7 @@ void AddCase() {
     CHECK(aclSetAclOpExecutorRepeatable(lex));
     CHECK(aclSetDynamicInputTensorAddr(lex, 0, 0, list, l2));
     CHECK(aclrtMemset(l1, Bytes(shape), 0, Bytes(shape)));  // the old buffer no longer read
-    Run(aclnnAdd, lex, nullptr, 0);
+    Run(aclnnAdd, lex, Workspace(ws_size), ws_size);
     CHECK(AclSetDynamicTensorAddr(lex, 0, 0, list, l1));
     CHECK(aclSetDynamicTensorAddr(lex, 0, 0, list, l2));
     Refused("relativeIndex past the list", aclSetDynamicInputTensorAddr(lex, 0, 1, list, l2),
@@ -188,7 +191,7 @@ void AddCase() {
     const char *m = aclGetRecentErrMsg();
     std::printf("single-use executor: %d, says single-use: %s\n", static_cast<int>(rc),
                 YesNo(m != nullptr && std::strstr(m, "single-use") != nullptr));
-    Run(aclnnAdd, single, nullptr, 0);
+    Run(aclnnAdd, single, Workspace(ws_size), ws_size);
 
     // a destroyed executor
     CHECK(aclDestroyAclOpExecutor(ex));
