@@ -61,16 +61,17 @@ def _values(declared):
 
 
 def _written_by(declared, k):
-    """The inputs of :func:`_values`, or where those leave output k unwritten on this part,
-    the first smoke case's that writes it: an unwritten output's entry has no shape the op_api
-    compares (AddLayerNormQuant's out scales in static mode, aclnn_add_layer_norm_quant.cpp
-    CheckShapeRel and CheckShapeEqs: isDynQuant only), only emptiness, which
-    test_out_shapes_agree_with_phase_one covers."""
+    """The inputs of :func:`_values`, or where those leave output k unwritten, the first
+    smoke case's that writes it if one does: the op_api may compare no shape of an output it
+    does not write (AddLayerNormQuant's out scales in static mode: aclnn_add_layer_norm_quant
+    .cpp CheckShapeRel and CheckShapeEqs check them in dynamic mode only; their emptiness,
+    test_out_shapes_agree_with_phase_one covers). An output no case writes on this part
+    (AddRmsNorm's rstd on the Atlas inference parts) keeps the first case's inputs."""
     values = _values(declared)
     if declared.unwritten_outputs(values)[k] is None:
         return values
     cases = (tuple(make()) for _, make in declared.smoke_cases)
-    return next(v for v in cases if declared.unwritten_outputs(v)[k] is None)
+    return next((v for v in cases if declared.unwritten_outputs(v)[k] is None), values)
 
 
 def _outputs():
