@@ -16,6 +16,8 @@ import numpy as np
 
 from acl_py.raw import ffi, lib
 
+from _views import view_extent
+
 MiB16 = 16 * 1024 * 1024
 SOC = ffi.string(lib.aclrtGetSocName()).decode()
 CORES = ctypes.CDLL(str(lib.backend.libraries["ascendcl"])).aclemu_soc_vector_cores()
@@ -103,30 +105,33 @@ def copy_kernel_ws(kernel, name, dtype="FLOAT"):
     return helper_ws(kernel, nbytes) if dtype in dtypes else []
 
 
+def _row_major(axes):
+    """Whether (stride, size) pairs, outermost first, are row-major: contiguous.cpp's
+    IsContiguous over its stride-index pairs."""
+    want = 1
+    for s, d in reversed(axes):
+        if s != want:
+            return False
+        want *= d
+    return True
+
+
 def contiguous_chain(shape, strides, offset, storage):
     """CanOptimizeContiguous's kernels for a non-contiguous view, in launch order."""
     axes = [(s, d) for s, d in zip(strides, shape) if s != 0 and d != 1]
     broadcast = 0 in strides
     rising = any(a[0] < b[0] for a, b in zip(axes, axes[1:]))
-
-    def row_major(ax):
-        want = 1
-        for s, d in reversed(ax):
-            if s != want:
-                return False
-            want *= d
-        return True
     if (tuple(d for _, d in axes), tuple(s for s, _ in axes)) in _AS_STRIDED_LIST:
         return ["AsStrided"]
     tail = ["BroadcastTo"] if broadcast else []
-    if broadcast and row_major(axes):
+    if broadcast and _row_major(axes):
         return tail
     if rising:
         # descending by (stride, rank), as std::sort over reverse iterators of the pairs
         axes = [a for _, a in sorted(enumerate(axes), key=lambda e: (e[1][0], e[0]),
                                      reverse=True)]
         tail = ["Transpose"] + tail
-        if row_major(axes):
+        if _row_major(axes):
             return tail
     if len(axes) == 1:
         axes.append((1, 1))
@@ -196,10 +201,7 @@ def copy_out_ws(kernel, shape, strides, dtype="FLOAT"):
     when the output is a permuted contiguous layout (no 0 stride), else ViewCopy; its tiling
     workspace as graph entries."""
     axes = sorted(((s, d) for s, d in zip(strides, shape) if s and d != 1), reverse=True)
-    want, permuted = 1, 0 not in strides
-    for s, d in reversed(axes):
-        permuted &= s == want
-        want *= d
+    permuted = 0 not in strides and _row_major(axes)
     return copy_kernel_ws(kernel, "Transpose" if permuted else "ViewCopy", dtype)
 
 
@@ -216,9 +218,8 @@ def copy_view_in(k, v, reader=None):
 
 
 def copy_kind_in(k, shape, kind, dtype, reader=None):
-    """:func:`copy_in` of a DevView of ``shape`` laid out as ``kind`` (test_emulator_op
+    """:func:`copy_in` of a DevView of ``shape`` laid out as ``kind`` (_views
     view_extent) with NumPy ``dtype``; none for a contiguous one: ([], k)."""
-    from test_emulator_op import view_extent  # it imports this module
     strides, offset, n = view_extent(shape, kind)
     if is_contiguous(shape, strides):
         return [], k
@@ -229,7 +230,6 @@ def copy_kind_in(k, shape, kind, dtype, reader=None):
 
 def copy_kind_out_ws(k, shape, kind, dtype):
     """:func:`copy_out_ws` of a DevView of ``shape`` laid out as ``kind``."""
-    from test_emulator_op import view_extent
     return copy_out_ws(k, shape, view_extent(shape, kind)[0], _DTYPE_NAMES[np.dtype(dtype).name])
 
 
@@ -254,12 +254,5 @@ def copy_view_out_ws(k, v):
 def is_contiguous(shape, strides):
     """opbase tensor_view_utils.cpp IsContiguous: at most one element, else row-major strides
     over the dims other than 1 (l0op::Contiguous and ViewCopy launch nothing then)."""
-    if math.prod(shape) <= 1:
-        return True
-    want = 1
-    for d, s in zip(reversed(shape), reversed(strides)):
-        if d != 1:
-            if s != want:
-                return False
-            want *= d
-    return True
+    return math.prod(shape) <= 1 or \
+        _row_major([(s, d) for s, d in zip(strides, shape) if d != 1])

@@ -31,6 +31,7 @@ from acl_py.raw import ffi, lib
 from acl_py.soc import supports_bfloat16
 
 from _part_runs import skip_without_bf16
+from _views import LAYOUTS, view_extent  # noqa: F401 (LAYOUTS: the op tests take it here)
 from _workspace_model import ARCH, helper_ws, max_allocator
 
 if not lib.backend.is_emulator:  # aclemu* introspection exists only in the emulator
@@ -186,37 +187,6 @@ def arena(stream):
 
 
 # ---- views -------------------------------------------------------------------------------
-
-LAYOUTS = ("contig", "transposed", "padded", "stepped")
-
-
-def layout(shape, kind):
-    """(strides, offset) in elements for a view of `shape`: contiguous, dims reversed in
-    memory, every dim padded by one plus an offset, or every stride doubled plus an offset."""
-    nd = len(shape)
-    if kind == "transposed":
-        strides, s = [0] * nd, 1
-        for i in range(nd):
-            strides[i] = s
-            s *= max(shape[i], 1)
-        return strides, 0
-    pad = 1 if kind == "padded" else 0
-    strides, s = [0] * nd, 1
-    for i in reversed(range(nd)):
-        strides[i] = s
-        s *= max(shape[i], 1) + pad
-    if kind == "stepped":
-        return [2 * x for x in strides], 1
-    return strides, (5 if kind == "padded" else 0)
-
-
-def view_extent(shape, kind):
-    """A DevView's (strides, offset, storage elements) for `shape` laid out as `kind`: the
-    view's span and 3 elements of slack after it, to catch overruns."""
-    strides, offset = layout(shape, kind)
-    empty = any(d == 0 for d in shape)
-    span = 0 if empty else sum((d - 1) * s for d, s in zip(shape, strides)) + 1
-    return strides, offset, offset + span + 3
 
 
 class DevView:
