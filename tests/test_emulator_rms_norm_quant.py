@@ -229,9 +229,14 @@ def pack_int4(q):
 
 # ---- numbers -----------------------------------------------------------------------------------
 
-needs_kernel = pytest.mark.skipif(REGBASE or TRAINING, reason=f"{SOC}: RmsNormQuant's kernel "
-                                  "is not the part's")
-needs_any_kernel = pytest.mark.skipif(TRAINING, reason=f"{SOC}: no kernel")
+# ops-nn norm/rms_norm_quant/op_host/rms_norm_quant_def.cpp configures ascend910b, ascend910_93
+# and ascend310p, no ascend910 (the refusal: test_the_atlas_training_series_has_no_dtype);
+# Ascend 950 runs norm/rms_norm_quant_v2 instead (needs_v2's tests).
+NO_KERNEL = (f"{SOC}: no RmsNormQuant kernel (rms_norm_quant_def.cpp has no ascend910; the "
+             "refusal: test_the_atlas_training_series_has_no_dtype)")
+needs_kernel = pytest.mark.skipif(REGBASE or TRAINING, reason=NO_KERNEL if TRAINING else (
+    f"{SOC}: runs RmsNormQuantV2 (rms_norm_quant_v2_def.cpp: ascend950; needs_v2's tests)"))
+needs_any_kernel = pytest.mark.skipif(TRAINING, reason=NO_KERNEL)
 needs_v2 = pytest.mark.skipif(not REGBASE, reason="Ascend 950's RmsNormQuantV2")
 
 
@@ -403,11 +408,12 @@ def test_a_rank_2_gamma_is_reshaped_before_the_null_checks(arena):
 
 def test_the_atlas_training_series_has_no_dtype(arena):
     if not TRAINING:
-        pytest.skip("the Atlas training series' rule")
+        pytest.skip(f"{SOC} has a RmsNormQuant or V2 kernel: the refusal is the Atlas training "
+                    "series' (no ascend910 in rms_norm_quant_def.cpp)")
     expect(Args(arena), INVALID, "x dtype", "not supported on", "not implemented")
 
 
-@pytest.mark.skipif(TRAINING, reason="every x dtype is refused there")
+@pytest.mark.skipif(TRAINING, reason=NO_KERNEL)
 @pytest.mark.parametrize("name,dt,words", [
     ("x", F32, ("x dtype FLOAT", "not supported")),
     ("gamma", F32, ("gamma dtype FLOAT", "x's dtype")),
@@ -425,7 +431,7 @@ def test_dtypes(arena, name, dt, words):
     expect(a, INVALID, *words)
 
 
-@pytest.mark.skipif(TRAINING, reason="every x dtype is refused there")
+@pytest.mark.skipif(TRAINING, reason=NO_KERNEL)
 @pytest.mark.parametrize("name,shape,words", [
     ("x", (1,) * 9, ("x rank 9",)),
     ("gamma", (1, 1, 32), ("gamma rank 3",)),
