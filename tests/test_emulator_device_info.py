@@ -63,18 +63,36 @@ def info(attr, device=0):
 SOC = ffi.string(lib.aclrtGetSocName()).decode()
 
 
-@pytest.mark.skipif(SOC != "Ascend910B2", reason="the figures of the default part")
+# Each part's platform configuration (hicann/runtime src/platform/platform_config/cann/<part>.ini,
+# cann-dev/ for Ascend950PR_9599): ai_cpu_cnt, ai_core_cnt, cube_core_cnt (None: the file has
+# none), vector_core_cnt, l2_size, NpuArch.
+PLATFORM = {
+    "Ascend910B2": (6, 24, 24, 48, 192 << 20, 2201),
+    "Ascend910_9391": (6, 24, 24, 48, 192 << 20, 2201),
+    "Ascend950PR_9599": (6, 36, 36, 72, 128 << 20, 3510),
+    "Ascend310P3": (7, 8, None, 7, 16 << 20, 2002),
+    "Ascend910A": (4, 32, None, 0, 32 << 20, 1001),
+}
+
+
+@pytest.mark.skipif(SOC not in PLATFORM, reason=f"{SOC}: no figures in PLATFORM (the five "
+                    "parts the suite runs under)")
 def test_device_info_is_the_parts(dev):
-    """Ascend910B2's platform configuration: 24 AI (cube) cores, 48 vector cores, 6 AI CPUs,
-    192 MiB of L2; no SIMT units (0); DAV_2201; the emulated memory's total."""
-    assert [info(getattr(lib, "ACL_DEV_ATTR_" + n)) for n in
-            ("AICPU_CORE_NUM", "AICORE_CORE_NUM", "CUBE_CORE_NUM", "VECTOR_CORE_NUM",
-             "L2_CACHE_SIZE", "NPU_ARCH", "WARP_SIZE", "IS_VIRTUAL")] == \
-        [6, 24, 24, 48, 192 << 20, 2201, 0, 0]
+    """The part's platform configuration, not a virtual device, the emulated memory's total;
+    on the default part also no SIMT units (warp size 0) and a PCIe card."""
+    cpu, core, cube, vector, l2, arch = PLATFORM[SOC]
+    names = ("AICPU_CORE_NUM", "AICORE_CORE_NUM", "VECTOR_CORE_NUM", "L2_CACHE_SIZE",
+             "NPU_ARCH", "IS_VIRTUAL")
+    assert [info(getattr(lib, "ACL_DEV_ATTR_" + n)) for n in names] == \
+        [cpu, core, vector, l2, arch, 0]
+    if cube is not None:
+        assert info(lib.ACL_DEV_ATTR_CUBE_CORE_NUM) == cube
     total = ffi.new("size_t[2]")
     ok(lib.aclrtGetMemInfo(lib.ACL_HBM_MEM, total, total + 1))
     assert info(lib.ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE) == total[1]
-    assert info(lib.ACL_DEV_ATTR_DEVICE_FORM_FACTOR) == lib.ACL_DEVICE_FORM_FACTOR_PCIE_CARD
+    if SOC == "Ascend910B2":
+        assert info(lib.ACL_DEV_ATTR_WARP_SIZE) == 0
+        assert info(lib.ACL_DEV_ATTR_DEVICE_FORM_FACTOR) == lib.ACL_DEVICE_FORM_FACTOR_PCIE_CARD
 
 
 def test_device_info_needs_no_current_device():
