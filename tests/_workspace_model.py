@@ -256,3 +256,25 @@ def is_contiguous(shape, strides):
     over the dims other than 1 (l0op::Contiguous and ViewCopy launch nothing then)."""
     return math.prod(shape) <= 1 or \
         _row_major([(s, d) for s, d in zip(strides, shape) if d != 1])
+
+
+def takes_over(shape, offset, storage):
+    """Whether l0op::ViewCopy hands a workspace result over to a contiguous caller's tensor
+    of view ``shape`` after ``offset`` elements of a ``storage``-element storage (ops-math
+    conversion/contiguous/op_host/op_api/contiguous.cpp): always where SupportMoveAlign holds,
+    i.e. off SocVersions ASCEND910 (Ascend910A) and ASCEND310P (Ascend310P3); on those only
+    when the storage ends where the view does (storage == view elements + offset), else
+    op::CopyNpuToNpu, a copy task of no workspace, reads the result, which stays until then."""
+    return ARCH not in (1001, 2002) or storage == math.prod(shape) + offset
+
+
+def view_takes_over(v):
+    """:func:`takes_over` of a test's contiguous device view ``v`` (a DevView: every one has
+    3 elements of slack after its view, so on Ascend910A and Ascend310P3 none takes over)."""
+    return takes_over(v.shape, v.offset, v.n)
+
+
+def kind_takes_over(shape, kind="contig"):
+    """:func:`takes_over` of a DevView of ``shape`` laid out as ``kind``."""
+    _, offset, n = view_extent(shape, kind)
+    return takes_over(shape, offset, n)

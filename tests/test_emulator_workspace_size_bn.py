@@ -25,7 +25,8 @@ from acl_py.raw import ffi, lib
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one, workspace_attempt
 from _workspace_model import (ARCH, CORES, SOC, MiB16, align, ceil_to, copy_view_in,
-                              copy_view_out_ws, helper_ws, is_contiguous, max_allocator)
+                              copy_view_out_ws, helper_ws, is_contiguous, kind_takes_over,
+                              max_allocator)
 from test_emulator_op import (F16, F32, OK, DevView, arena,  # noqa: F401
                               last_msg, stream)
 
@@ -96,6 +97,15 @@ class Graph:
         self.read(t, k)
         self.tensors += [list(e) for e in copy_view_out_ws(k, v)]
 
+    def hand_over(self, t, gone, shape):
+        """l0op::ViewCopy of result t (None: none) into the caller's contiguous DevView of
+        ``shape``: taken over (into ``gone``) where _workspace_model.kind_takes_over says so,
+        else a copy task reads it."""
+        if t is not None and kind_takes_over(shape):
+            gone.add(t)
+        elif t is not None:
+            self.read(t, self.kernel())
+
     def size(self, gone=()):
         """gone: tensors a ViewCopy re-pointed to the caller's memory."""
         return max_allocator([tuple(t) for i, t in enumerate(self.tensors) if i not in gone])
@@ -161,14 +171,14 @@ def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32, rdt=F3
                 if given_ and run != rdt:  # back to the caller's tensor's dtype
                     kc = g.helper_kernel()
                     g.read(vec[n], kc)
-                    gone.add(g.out(kc, C * 4))
+                    g.hand_over(g.out(kc, C * 4), gone, (C,))
             for t in (mean, var):
                 if save_dt == F32:
-                    gone.add(t)
+                    g.hand_over(t, gone, (C,))
                 else:
                     kc = g.helper_kernel()
                     g.read(t, kc)
-                    gone.add(g.out(kc, C * np.dtype(save_dt).itemsize))
+                    g.hand_over(g.out(kc, C * np.dtype(save_dt).itemsize), gone, (C,))
     else:
         six = training and rank5 and ARCH not in NCDHW_PARTS
         stat = ceil_to(C, 16) * 4 if six else C * 4
@@ -213,7 +223,7 @@ def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32, rdt=F3
                     k = g.helper_kernel()
                     g.read(t, k)
                     t = g.out(k, C * np.dtype(save_dt).itemsize)
-                gone.add(t)  # the caller's saveMean/saveInvstd take it over
+                g.hand_over(t, gone, (C,))  # into the caller's saveMean/saveInvstd
             for n, given_ in (("rm", rm_given), ("rv", rv_given)):  # ResizeTo1D back
                 if not given_:
                     continue
@@ -226,13 +236,12 @@ def bn_expected(shape, training, given=(True,) * 4, xdt=F32, save_dt=F32, rdt=F3
                     k = g.helper_kernel()
                     g.read(t, k)
                     t = g.out(k, C * np.dtype(rdt).itemsize)
-                if t is not None:
-                    gone.add(t)
+                g.hand_over(t, gone, (C,))
     if transposed:
         k = g.kernel()
         g.read(y, k)
         y = g.out(k, X * xs)
-    gone.add(y)
+    g.hand_over(y, gone, shape)
     return g.size(gone)
 
 
@@ -448,22 +457,18 @@ def bnb_expected(shape, training, mask, weight=True, dt=F32):
             k = g.kernel()
             g.read(gi, k)
             gi = g.out(k, X * es)
-        if six:  # ResizeTo1D: back to NCDHW before the copy
-            if mask[1]:
-                k = g.kernel()
-                g.read(gw, k)
-                gw = g.out(k, C * 4)
-            if mask[2]:
-                k = g.kernel()
-                g.read(gb, k)
-                gb = g.out(k, C * 4)
-    for i, t in enumerate((gi, gw, gb)):
+    six = ARCH != 3510 and training and min(len(shape), 5) == 5 and ARCH not in NCDHW_PARTS
+    for i, t in ((1, gw), (2, gb), (0, gi)):  # the op_api's order
         if mask[i]:
+            if i and six:  # ResizeTo1D: back to NCDHW before the copy
+                k = g.kernel()
+                g.read(t, k)
+                t = g.out(k, C * 4)
             if i and gw_dt != dt:  # the Cast to gradWeight's/gradBias's dtype
                 k = g.helper_kernel()
                 g.read(t, k)
                 t = g.out(k, C * es)
-            gone.add(t)
+            g.hand_over(t, gone, (C,) if i else shape)
     return g.size(gone)
 
 

@@ -52,16 +52,16 @@ def cast(g, t, nbytes):
     return g.out(k, nbytes)
 
 
-def hand_over(g, gone, t, strided, view=None):
-    """l0op::ViewCopy of intermediate t into a caller's tensor: a contiguous one takes it
-    over, a strided one is written by a copy kernel reading it (with its tiling workspace
-    when the caller's ``view`` is given)."""
+def hand_over(g, gone, t, C, strided, view=None):
+    """l0op::ViewCopy of intermediate t into a caller's [C] tensor: a contiguous one takes it
+    over or has it copied (Graph.hand_over), a strided one is written by a copy kernel
+    reading it (with its tiling workspace when the caller's ``view`` is given)."""
     if strided and view is not None:
         g.copy_out(t, view)
     elif strided:
         step(g, [t])
-    elif t is not None:
-        gone.add(t)
+    else:
+        g.hand_over(t, gone, (C,))
 
 
 def fills_expected(outputs, C, strided):
@@ -69,7 +69,7 @@ def fills_expected(outputs, C, strided):
     handed over to it."""
     g, gone = Graph(), set()
     for _ in range(outputs):
-        hand_over(g, gone, cast(g, None, C * 4), strided)
+        hand_over(g, gone, cast(g, None, C * 4), C, strided)
     return g.size(gone)
 
 
@@ -87,14 +87,14 @@ def stats_expected(shape, xdt=F32, x_strided=False, out_strided=False, vs=(None,
         _, var, mean = step(g, [x], MiB16, C * 4, C * 4)  # ReduceVar
         _, add = step(g, [var], MiB16, C * 4)               # Add eps
         _, inv = step(g, [add], MiB16, C * 4)               # Pow -0.5
-        hand_over(g, gone, inv, out_strided, vs[2])
-        hand_over(g, gone, mean, out_strided, vs[1])
+        hand_over(g, gone, inv, C, out_strided, vs[2])
+        hand_over(g, gone, mean, C, out_strided, vs[1])
     else:
         mean, = step(g, [x], C * 4)           # ReduceMean
-        hand_over(g, gone, mean, out_strided, vs[1])
+        hand_over(g, gone, mean, C, out_strided, vs[1])
         wide, = step(g, [mean], X * 4)        # BroadcastTo input's shape
         inv, = step(g, [x, wide], C * 4)      # ReduceStdWithMean
-        hand_over(g, gone, inv, out_strided, vs[2])
+        hand_over(g, gone, inv, C, out_strided, vs[2])
     return g.size(gone)
 
 
@@ -210,16 +210,16 @@ def gather_expected(N, C, dt=F32, given=(True, True), rdt=None, out_dt=None, str
             if rdt != F32:
                 rmo = cast(g, rmo, C * rs)
                 rvo = cast(g, rvo, C * rs)
-            hand_over(g, gone, rvo, "rm" in strided)
-            hand_over(g, gone, rmo, "rm" in strided)
+            hand_over(g, gone, rvo, C, "rm" in strided)
+            hand_over(g, gone, rmo, C, "rm" in strided)
     if out_dt != kdt:
         ma = cast(g, ma, C * np.dtype(out_dt).itemsize)
         iv = cast(g, iv, C * np.dtype(out_dt).itemsize)
-    hand_over(g, gone, ma, "out" in strided)
-    hand_over(g, gone, iv, "out" in strided)
+    hand_over(g, gone, ma, C, "out" in strided)
+    hand_over(g, gone, iv, C, "out" in strided)
     if REGBASE and given[0]:
-        hand_over(g, gone, rmo, "rm" in strided)
-        hand_over(g, gone, rvo, "rm" in strided)
+        hand_over(g, gone, rmo, C, "rm" in strided)
+        hand_over(g, gone, rvo, C, "rm" in strided)
     return g.size(gone)
 
 

@@ -26,7 +26,7 @@ from acl_py.raw import lib
 from _emu_aclnn import phase_one, workspace_attempt
 from _part_runs import other_parts, run_on_parts
 from _workspace_model import (ARCH, LIB_API_WORKSPACE, SOC, MiB16, align, copy_kind_in,
-                              max_allocator)
+                              kind_takes_over, max_allocator)
 from test_emulator_op import (BF16, F16, F32, OK, DevView, arena,  # noqa: F401
                               last_msg, stream)
 
@@ -78,10 +78,16 @@ class Graph:
         return len(self.tensors) - 1 if entries else None
 
     def copy_out(self, t, have, want, n):
-        """Cast to the caller's (contiguous) tensor's dtype, then ViewCopy: it takes it over."""
-        t = self.cast(t, have, want, n)
-        if t is not None:
+        """Cast to the caller's (contiguous) tensor's dtype, then ViewCopy (hand_over)."""
+        self.hand_over(self.cast(t, have, want, n), n)
+
+    def hand_over(self, t, n):
+        """l0op::ViewCopy of t (None: none) into the caller's contiguous DevView of n elements:
+        taken over where _workspace_model.kind_takes_over says so, else a copy task reads it."""
+        if t is not None and kind_takes_over((n,)):
             self.gone.add(t)
+        elif t is not None:
+            self.kernel(t)
 
     def size(self):
         return max_allocator([tuple(t) for i, t in enumerate(self.tensors)
@@ -143,7 +149,7 @@ def elemt_expected(shape, xdt=F32, mdt=F32, vdt=F32, wdt=F32, bdt=F32, strided=(
         y = g.kernel(x, *vec, out=X * xdt.itemsize)  # BNInfer
     if transposed:
         y = g.kernel(y, out=X * xdt.itemsize)
-    g.gone.add(y)
+    g.hand_over(y, X)
     return g.size()
 
 

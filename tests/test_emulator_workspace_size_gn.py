@@ -16,6 +16,7 @@ byte short 161002, nothing leaked, and a run with exactly that size.
 from __future__ import annotations
 
 import ctypes
+import math
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ from acl_py.raw import ffi, lib
 from _emu_aclnn import phase_one, workspace_attempt
 from _part_runs import other_parts, run_on_parts
 from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, copy_kind_in,
-                              copy_kind_out_ws, max_allocator)
+                              copy_kind_out_ws, kind_takes_over, max_allocator)
 from test_emulator_op import (BF16, F16, F32, OK, DevView, arena,  # noqa: F401
                               last_msg, no_leaks, stream)
 
@@ -44,7 +45,7 @@ SIZE = {F32: 4, F16: 2, BF16: 2}
 class Graph:
     """The op_api's kernel graph in launch order: kernels, their tiling workspaces, the
     outputs the executor allocates with their last reader; a result ViewCopy hands to a
-    contiguous caller's tensor leaves the workspace (``to_user``)."""
+    contiguous caller's tensor leaves the workspace or stays until its copy (``to_user``)."""
 
     def __init__(self):
         self.kernels, self.tensors = 0, []
@@ -72,8 +73,13 @@ class Graph:
         self.tensors += [list(t) for t in entries]
         return self.tensors[-1] if entries else None
 
-    def to_user(self, t):
-        self.tensors.remove(t)
+    def to_user(self, t, n):
+        """l0op::ViewCopy of t into the caller's contiguous DevView of n elements: taken over
+        where _workspace_model.kind_takes_over says so, else a copy task reads it."""
+        if kind_takes_over((n,)):
+            self.tensors.remove(t)
+        else:
+            self.read(t, self.kernel())
 
     def size(self):
         return max_allocator([tuple(t) for t in self.tensors])
@@ -111,6 +117,8 @@ def gn_expected(shape, group, dt, gamma, beta, *, silu_op=False, strided_x=False
         for t in [x] + affine:
             g.read(t, k)
         g.workspace(k, silu_workspace())
+        for nelem in (count, ng, ng):       # y, mean, rstd
+            g.to_user(g.output(k, nelem * SIZE[dt]), nelem)
         return g.size()
     kd = F32                                # the TBE GroupNorm, FLOAT16 cast to FLOAT around it
     ins = [x] + affine
@@ -128,14 +136,14 @@ def gn_expected(shape, group, dt, gamma, beta, *, silu_op=False, strided_x=False
             kc = g.kernel()
             g.read(res[i], kc)
             res[i] = g.output(kc, nelem * 2)
-    g.to_user(res[0])                       # ViewCopy(y, out)
+    g.to_user(res[0], count)                # ViewCopy(y, out)
     add = g.kernel()
     g.read(res[2], add)
     total = g.output(add, ng * SIZE[dt])
     rsqrt = g.kernel()
     g.read(total, rsqrt)
-    g.to_user(res[1])                       # ViewCopy(mean reshaped, meanOut)
-    g.to_user(g.output(rsqrt, ng * SIZE[dt]))
+    g.to_user(res[1], ng)                   # ViewCopy(mean reshaped, meanOut)
+    g.to_user(g.output(rsqrt, ng * SIZE[dt]), ng)
     return g.size()
 
 
@@ -285,14 +293,14 @@ def kernel_out(g, ins, nbytes):
 def copied_out(g, t, strided, shape=None, dt=None):
     """l0op::ViewCopy of result ``t`` into the caller's tensor: a strided one (a "stepped"
     DevView of ``shape``, ``dt``) is written by a copy kernel reading it, with its tiling
-    workspace; a contiguous one takes the result over."""
+    workspace; a contiguous one takes the result over or has it copied (Graph.to_user)."""
     if strided:
         k = g.kernel()
         g.read(t, k)
         if shape is not None:
             g.tensors += [list(e) for e in copy_kind_out_ws(k, shape, "stepped", dt)]
     else:
-        g.to_user(t)
+        g.to_user(t, math.prod(shape))
 
 
 def gnb_expected(shape, group, dt, mask, gamma=True, strided=()):
@@ -502,10 +510,14 @@ def in_expected(shape, dt, nhwc, strided_x=False):
         x = g.output(t, count * SIZE[dt])
     k = g.kernel()
     g.read(x, k)
+    nc = shape[0] * shape[-1 if nhwc else 1]
+    res = [g.output(k, nelem * SIZE[dt]) for nelem in (count, nc, nc)]  # y, mean, variance
     if nhwc:
-        y = g.output(k, count * SIZE[dt])
         back = g.kernel()
-        g.read(y, back)
+        g.read(res[0], back)
+        res[0] = g.output(back, count * SIZE[dt])
+    for t, nelem in zip(res, (count, nc, nc)):
+        g.to_user(t, nelem)
     return g.size()
 
 

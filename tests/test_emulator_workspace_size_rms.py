@@ -29,7 +29,7 @@ from test_emulator_op import (F16, F32, INVALID, NULLPTR, OK, DevView, arena,  #
 from _emu_aclnn import phase_one, workspace_attempt
 from _part_runs import other_parts, run_on_parts
 from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, copies_in,
-                              copy_view_out_ws, max_allocator)
+                              copy_view_out_ws, kind_takes_over, max_allocator)
 
 RMS = (lib.aclnnRmsNormGetWorkspaceSize, lib.aclnnRmsNorm)
 GEMMA = (lib.aclnnGemmaRmsNormGetWorkspaceSize, lib.aclnnGemmaRmsNorm)
@@ -55,7 +55,7 @@ def add_expected(M, N, es, mode, strided=(), out_strided=(), views=None):
     """MaxAllocator over aclnnAddRmsNorm's graph: the Contiguous copy (M x N, or N for gamma)
     of each strided input (its chain of copy kernels by the caller's view, ``views`` by name:
     _workspace_model.copies_in), then the kernel's workspace and its results that no
-    contiguous user tensor takes over: a {0}-shaped rstd outside the full mode, a {0}-shaped
+    contiguous user tensor takes over (_workspace_model.kind_takes_over): a {0}-shaped rstd outside the full mode, a {0}-shaped
     x in the post mode, and every result a strided output needs copied (alive until that
     copy kernel, with its own workspace)."""
     graph, k = copies_in([views[name] for name in strided])
@@ -70,6 +70,9 @@ def add_expected(M, N, es, mode, strided=(), out_strided=(), views=None):
         elif name in out_strided:
             reader += 1
             graph += [(nbytes, k, reader)] + copy_view_out_ws(reader, views[name])
+        elif not kind_takes_over((M if name == "rstd" else M * N,)):
+            reader += 1  # copied into the caller's contiguous tensor by a copy task
+            graph.append((nbytes, k, reader))
     return max_allocator(graph)
 
 

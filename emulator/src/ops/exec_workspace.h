@@ -537,19 +537,38 @@ static inline int ew_contiguous_copy(ew_graph *g, const aclTensor *t)
     return h;
 }
 
+/* Whether l0op::ViewCopy hands a workspace result over to the contiguous caller's tensor
+ * `user` (ops-math conversion/contiguous/op_host/op_api/contiguous.cpp ViewCopy): always where
+ * SupportMoveAlign holds, i.e. off SocVersions ASCEND910 (the DAV_1001 parts, Ascend910A),
+ * ASCEND310P (DAV_2002, Ascend310P3) and ASCEND310 (not emulated); on those only when the
+ * tensor's storage holds exactly its view after its offset (storage elements == view
+ * elements + view offset), else op::CopyNpuToNpu copies the result (a memcpy task, opbase
+ * aclnn_engine/z_framework_op.cpp), which stays in the workspace until that copy. */
+static inline bool ew_takes_over(int arch, const aclTensor *user)
+{
+    if (arch != 1001 && arch != 2002)
+        return true;
+    int64_t storage = 1;
+    for (uint64_t i = 0; i < user->storage_ndim; i++)
+        storage *= user->storage_dims[i];
+    return storage == (int64_t)ew_elems(user) + user->offset;
+}
+
 /* The op_api's end for one output: Cast the kernel's result (handle tmp, dtype tmp_dt) to the
  * user tensor's dtype, then l0op::ViewCopy into it: a contiguous user tensor takes the result
- * over (no kernel, no workspace); a strided one is written by a kernel reading it, Transpose
- * when the output is a permutation of a contiguous layout (CanOptimizeView: no 0 stride, the
- * sorted pairs contiguous), else ViewCopy (arch35 view_copy_tiling_arch35.cpp WORKSPACE_SIZE,
- * 32 bytes on both templates). */
+ * over (no kernel, no workspace) where ew_takes_over says so, else a copy task reads it; a
+ * strided one is written by a kernel reading it, Transpose when the output is a permutation
+ * of a contiguous layout (CanOptimizeView: no 0 stride, the sorted pairs contiguous), else
+ * ViewCopy (arch35 view_copy_tiling_arch35.cpp WORKSPACE_SIZE, 32 bytes on both templates). */
 static inline void ew_copy_out(ew_graph *g, int tmp, aclDataType tmp_dt, const aclTensor *user,
                                uint64_t n)
 {
     const int cast = ew_cast(g, tmp, tmp_dt, user->dtype, n);
     if (ew_contiguous(user)) {
-        if (cast >= 0)
+        if (cast >= 0 && ew_takes_over(g->arch, user))
             g->t[cast].user = true;
+        else if (cast >= 0)
+            ew_kernel_reading(g, &cast, 1); /* op::CopyNpuToNpu */
         return;
     }
     ew_axes v = ew_view_axes(user);
