@@ -269,12 +269,35 @@ def takes_over(shape, offset, storage):
 
 
 def view_takes_over(v):
-    """:func:`takes_over` of a test's contiguous device view ``v`` (a DevView: every one has
-    3 elements of slack after its view, so on Ascend910A and Ascend310P3 none takes over)."""
-    return takes_over(v.shape, v.offset, v.n)
+    """:func:`takes_over` of a test's contiguous device view ``v`` (a test_emulator_op DevView,
+    3 elements of slack after its view, or a test_emulator_add Dev, 1: on Ascend910A and
+    Ascend310P3 neither takes over unless a test sizes its storage to the view)."""
+    return takes_over(v.shape, v.offset, v.storage.size)
+
+
+def handed_over(nbytes, kernel, v, last=None):
+    """l0op::ViewCopy of kernel ``kernel``'s ``nbytes`` result into the caller's contiguous
+    device view ``v``, after task ``last`` (default ``kernel``): (graph entries, the last
+    task). Taken over (:func:`view_takes_over`): none, ``last``; else a copy task after
+    ``last`` reads it, the result alive until then."""
+    last = kernel if last is None else last
+    if view_takes_over(v):
+        return [], last
+    return [(nbytes, kernel, last + 1)], last + 1
 
 
 def kind_takes_over(shape, kind="contig"):
     """:func:`takes_over` of a DevView of ``shape`` laid out as ``kind``."""
     _, offset, n = view_extent(shape, kind)
     return takes_over(shape, offset, n)
+
+
+def handed_over_all(kernel, results, last=None):
+    """:func:`handed_over` of kernel ``kernel``'s results, (bytes, caller's view) in the
+    op_api's ViewCopy order, each copy task after the one before: (graph entries, the last
+    task)."""
+    graph = []
+    for nbytes, v in results:
+        entries, last = handed_over(nbytes, kernel, v, last)
+        graph += entries
+    return graph, kernel if last is None else last

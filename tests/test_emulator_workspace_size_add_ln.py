@@ -30,7 +30,8 @@ from _part_runs import other_parts, run_on_parts
 from math import gcd
 
 from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, cast_ws, ceil_to,
-                              copy_in, helper_ws, max_allocator)
+                              copy_in, handed_over, handed_over_all, helper_ws,
+                              max_allocator)
 from test_emulator_op import OK, last_msg, no_leaks, stream  # noqa: F401
 from test_emulator_add import arena, get, out_tensor, put, scalar  # noqa: F401
 from test_emulator_op import DevView
@@ -72,6 +73,12 @@ def add_phase_one(arena, a, b, alpha, out, api="Add"):
     return ws[0], ex[0]
 
 
+def to_out(nbytes, kernel, out):
+    """The last kernel's result ViewCopy'd into the contiguous ``out`` (or self, in place):
+    graph entries (_workspace_model.handed_over)."""
+    return handed_over(nbytes, kernel, out)[0]
+
+
 def size_of(arena, *args, **kw):
     ws, ex = add_phase_one(arena, *args, **kw)
     assert lib.aclDestroyAclOpExecutor(ex) == OK
@@ -86,9 +93,9 @@ def test_add_size_same_dtype_alpha_one(arena):
     a, b = put(arena, np.ones((4, 6), F32)), put(arena, np.ones((6,), F32))
     out = out_tensor(arena, (4, 6), F32)
     assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
-        max_allocator(broadcast_ws(0))
+        max_allocator(broadcast_ws(0) + to_out(N * 4, 0, out))
     assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), a, api="InplaceAdd") == \
-        max_allocator(broadcast_ws(0))
+        max_allocator(broadcast_ws(0) + to_out(N * 4, 0, a))
 
 
 def test_add_size_axpy(arena):
@@ -96,7 +103,7 @@ def test_add_size_axpy(arena):
     a, b = put(arena, np.ones((4, 6), F32)), put(arena, np.ones((4, 6), F32))
     out = out_tensor(arena, (4, 6), F32)
     assert size_of(arena, a, b, scalar(arena, 2.0, ACL_FLOAT), out) == \
-        max_allocator(broadcast_ws(0))
+        max_allocator(broadcast_ws(0) + to_out(N * 4, 0, out))
 
 
 def test_add_size_result_cast_to_out(arena):
@@ -105,7 +112,7 @@ def test_add_size_result_cast_to_out(arena):
     a, b = put(arena, np.ones((4, 6), F32)), put(arena, np.ones((4, 6), F32))
     out = out_tensor(arena, (4, 6), F16)
     assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
-        max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)] + cast_ws(1))
+        max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)] + cast_ws(1) + to_out(N * 2, 1, out))
 
 
 def test_add_size_inputs_cast_to_the_promotion(arena):
@@ -113,7 +120,8 @@ def test_add_size_inputs_cast_to_the_promotion(arena):
     a, b = put(arena, np.ones((4, 6), I32)), put(arena, np.ones((4, 6), F16))
     out = out_tensor(arena, (4, 6), F16)
     assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
-        max_allocator(cast_ws(0, "INT32", "FLOAT16") + [(N * 2, 0, 1)] + broadcast_ws(1))
+        max_allocator(cast_ws(0, "INT32", "FLOAT16") + [(N * 2, 0, 1)] + broadcast_ws(1) +
+                      to_out(N * 2, 1, out))
 
 
 def test_add_size_cast_on_ai_cpu(arena):
@@ -123,7 +131,7 @@ def test_add_size_cast_on_ai_cpu(arena):
     a, b = put(arena, np.ones((4, 6), I16)), put(arena, np.ones((4, 6), np.float64))
     out = out_tensor(arena, (4, 6), np.dtype(np.float64))
     assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
-        max_allocator([(N * 8, 0, 1)])
+        max_allocator([(N * 8, 0, 1)] + to_out(N * 8, 1, out))
 
 
 def test_add_size_mixed_dtypes(arena):
@@ -132,10 +140,10 @@ def test_add_size_mixed_dtypes(arena):
     a, b = put(arena, np.ones((4, 6), F16)), put(arena, np.ones((4, 6), F32))
     out = out_tensor(arena, (4, 6), F32)
     assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == \
-        max_allocator(broadcast_ws(0))
+        max_allocator(broadcast_ws(0) + to_out(N * 4, 0, out))
     out16 = out_tensor(arena, (4, 6), F16)
     assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out16) == \
-        max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)] + cast_ws(1))
+        max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)] + cast_ws(1) + to_out(N * 2, 1, out16))
 
 
 def test_add_size_strided_self(arena):
@@ -143,7 +151,8 @@ def test_add_size_strided_self(arena):
     reads strided FLOAT inputs as they are (IsAddSupportNonContiguous)."""
     a, b = put(arena, np.ones((4, 6), F32), strided=True), put(arena, np.ones((4, 6), F32))
     out = out_tensor(arena, (4, 6), F32)
-    graph = broadcast_ws(0) if ARCH == 3510 else [(N * 4, 0, 1)]
+    graph = broadcast_ws(0) + to_out(N * 4, 0, out) if ARCH == 3510 else \
+        [(N * 4, 0, 1)] + to_out(N * 4, 1, out)
     assert size_of(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out) == max_allocator(graph)
 
 
@@ -154,7 +163,7 @@ def test_add_size_mul_then_add(arena):
     a, b = put(arena, np.ones((4, 6), I16)), put(arena, np.ones((4, 6), I16))
     out = out_tensor(arena, (4, 6), I16)
     assert size_of(arena, a, b, scalar(arena, 2, ACL_INT32), out) == \
-        max_allocator(broadcast_ws(0) + [(N * 2, 0, 1)])
+        max_allocator(broadcast_ws(0) + [(N * 2, 0, 1)] + to_out(N * 2, 1, out))
 
 
 def test_add_size_empty_takes_none(arena):
@@ -172,19 +181,20 @@ def test_adds_size(arena):
     out = out_tensor(arena, (4, 6), F32)
     two = scalar(arena, 2.0, ACL_FLOAT)
     assert size_of(arena, a, two, scalar(arena, 1.0, ACL_FLOAT), out, api="Adds") == \
-        max_allocator(broadcast_ws(0))
-    assert size_of(arena, a, two, two, a, api="InplaceAdds") == max_allocator(broadcast_ws(0))
+        max_allocator(broadcast_ws(0) + to_out(N * 4, 0, out))
+    assert size_of(arena, a, two, two, a, api="InplaceAdds") == \
+        max_allocator(broadcast_ws(0) + to_out(N * 4, 0, a))
     i = put(arena, np.ones((4, 6), I32))
     three = scalar(arena, 3, ACL_INT32)
     assert size_of(arena, i, three, three, i, api="InplaceAdds") == \
-        max_allocator(broadcast_ws(0))
+        max_allocator(broadcast_ws(0) + to_out(N * 4, 0, i))
     t = put(arena, np.ones((4, 6), np.bool_))
     true = scalar(arena, True, ACL_BOOL)
     outi = out_tensor(arena, (4, 6), I32)
     assert size_of(arena, t, true, true, outi, api="Adds") == \
         max_allocator(broadcast_ws(0) + [(N, 0, 1)] + cast_ws(1, "BOOL", "INT32") +
                       [(N * 4, 1, 2)] + cast_ws(2, "INT32", "BOOL") + [(N, 2, 3)] +
-                      cast_ws(3, "BOOL", "INT32"))
+                      cast_ws(3, "BOOL", "INT32") + to_out(N * 4, 3, outi))
 
 
 def test_adds_strided_and_empty_size(arena):
@@ -195,7 +205,7 @@ def test_adds_strided_and_empty_size(arena):
     two = scalar(arena, 2.0, ACL_FLOAT)
     copy, k = copy_in(0, a.shape, a.strides, a.offset, a.storage.size, 4)
     assert size_of(arena, a, two, two, out, api="Adds") == \
-        max_allocator(copy + broadcast_ws(k))
+        max_allocator(copy + broadcast_ws(k) + to_out(N * 4, k, out))
     e = put(arena, np.ones((0, 6), F32))
     assert size_of(arena, e, two, two, out_tensor(arena, (0, 6), F16), api="Adds") == 0
 
@@ -210,7 +220,8 @@ def test_add_workspace_checked_then_runs(arena):
     for attempt in ("null", "short", "exact"):
         out = out_tensor(arena, (4, 6), F16)
         ws, ex = add_phase_one(arena, a, b, scalar(arena, 1.0, ACL_FLOAT), out)
-        assert ws == max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)] + cast_ws(1)) > 0
+        assert ws == max_allocator(broadcast_ws(0) + [(N * 4, 0, 1)] + cast_ws(1) +
+                                   to_out(N * 2, 1, out)) > 0
         if workspace_attempt(arena, lib.aclnnAdd, ex, ws, attempt):
             np.testing.assert_array_equal(get(arena, out), (x + y).astype(np.float16))
 
@@ -314,18 +325,21 @@ def test_deep_norm_workspace_checked_then_runs(arena):
 
 # ---- aclnnFastLayerNorm ------------------------------------------------------------------
 
-def fast_layer_norm_size(M, N, itemsize, weight, bias, mean, rstd):
+def fast_layer_norm_size(M, N, itemsize, views):
     """Contiguous tensors, statistics FLOAT: a Fill for each absent weight/bias (its tiling's
     16 MiB on Ascend 950; N values of input's dtype here, alive until the kernel), LayerNormV4's
-    32-byte tiling workspace, y handed to out, mean/rstd (M FLOAT values) left in the
-    workspace when not asked for (aclnn_fast_layer_norm.cpp)."""
-    k = (not weight) + (not bias)  # the LayerNormV4 kernel's index, after the Fills
+    32-byte tiling workspace, y, rstd, mean ViewCopy'd in that order into the caller's
+    out/rstd/mean (``views`` by name, None: not asked for: M FLOAT values left in the
+    workspace; _workspace_model.handed_over) (aclnn_fast_layer_norm.cpp)."""
+    k = (views["weight"] is None) + (views["bias"] is None)  # LayerNormV4, after the Fills
     graph = []
     for fill in range(k):
         graph += helper_ws(fill) + [(N * itemsize, fill, k)]
     graph.append((32, k, k))
-    graph += [(M * 4, k, k) for given in (mean, rstd) if not given]
-    return max_allocator(graph)
+    results = [(nbytes, views[name]) for name, nbytes in
+               (("out", M * N * itemsize), ("rstd", M * 4), ("mean", M * 4))]
+    graph += [(nbytes, k, k) for nbytes, v in results if v is None]
+    return max_allocator(graph + handed_over_all(k, [r for r in results if r[1] is not None])[0])
 
 
 FAST_PARAMS = [(True, True, True, True), (False, False, False, False),
@@ -337,29 +351,38 @@ FAST_PARAMS = [(True, True, True, True), (False, False, False, False),
                                                              for i, p in enumerate(ps))
                                                      for ps in FAST_PARAMS])
 def test_fast_layer_norm_size(arena, params):
-    weight, bias, mean, rstd = params
     dt, M, N = (F16, 6, 20) if ARCH == 2002 else (F32, 7, 40)  # 310P: FLOAT16, N <= 64 only
-    v = lambda shape, d=dt: DevView(arena, shape=shape, dtype=np.dtype(d)).handle  # noqa: E731
-    rc, ws, ex = fln.phase_one(arena, v((M, N)), [N], v((N,)) if weight else None,
-                               v((N,)) if bias else None, v((M, N)),
-                               v((M, 1), F32) if mean else None, v((M, 1), F32) if rstd else None)
+    v = lambda shape, d=dt: DevView(arena, shape=shape, dtype=np.dtype(d))  # noqa: E731
+    views = {name: v(shape, d) if given else None for name, shape, d, given in (
+        ("weight", (N,), dt, params[0]), ("bias", (N,), dt, params[1]), ("out", (M, N), dt, True),
+        ("mean", (M, 1), F32, params[2]), ("rstd", (M, 1), F32, params[3]))}
+    h = {name: None if t is None else t.handle for name, t in views.items()}
+    rc, ws, ex = fln.phase_one(arena, v((M, N)).handle, [N], h["weight"], h["bias"], h["out"],
+                               h["mean"], h["rstd"])
     assert rc == OK, last_msg()
     assert lib.aclDestroyAclOpExecutor(ex) == OK
-    assert ws == fast_layer_norm_size(M, N, np.dtype(dt).itemsize, *params)
+    assert ws == fast_layer_norm_size(M, N, np.dtype(dt).itemsize, views)
 
 
 @no_norm_kernel
 def test_fast_layer_norm_empty_size(arena):
-    """N == 0: each statistic gets a Fill ViewCopy'd into it (a contiguous one takes the Fill's
-    result: none; the Fills' tilings on Ascend 950: 16 MiB, one after the other); M == 0:
-    none."""
-    v = lambda shape: DevView(arena, shape=shape, dtype=np.dtype(np.float32)).handle  # noqa: E731
+    """N == 0: mean's Fill, then rstd's, each ViewCopy'd into its output (taken over, or
+    alive until its copy task: _workspace_model.handed_over; the Fills' tilings on Ascend 950:
+    16 MiB, one after the other); M == 0: none."""
+    v = lambda shape: DevView(arena, shape=shape, dtype=np.dtype(np.float32))  # noqa: E731
     for x, ns in (((3, 0), [0]), ((0, 8), [8])):
         m = rstd_shape(x, 1)
-        rc, ws, ex = fln.phase_one(arena, v(x), ns, None, None, v(x), v(m), v(m))
+        stats = [v(m), v(m)]
+        rc, ws, ex = fln.phase_one(arena, v(x).handle, ns, None, None, v(x).handle,
+                                   *(t.handle for t in stats))
         assert rc == OK, last_msg()
         assert lib.aclDestroyAclOpExecutor(ex) == OK
-        assert ws == (max_allocator(helper_ws(0) + helper_ws(1)) if x[0] else 0)
+        graph, last = [], -1
+        for stat in stats:
+            graph += helper_ws(last + 1)
+            entries, last = handed_over(int(np.prod(m)) * 4, last + 1, stat)
+            graph += entries
+        assert ws == (max_allocator(graph) if x[0] else 0)
 
 
 # ---- aclnnAddLayerNormQuant (its op_api runs on Ascend 950 only) ----------------------------

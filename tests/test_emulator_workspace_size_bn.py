@@ -25,8 +25,8 @@ from acl_py.raw import ffi, lib
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one, workspace_attempt
 from _workspace_model import (ARCH, CORES, SOC, MiB16, align, ceil_to, copy_view_in,
-                              copy_view_out_ws, helper_ws, is_contiguous, kind_takes_over,
-                              max_allocator)
+                              copy_view_out_ws, handed_over, helper_ws, is_contiguous,
+                              kind_takes_over, max_allocator)
 from test_emulator_op import (F16, F32, OK, DevView, arena,  # noqa: F401
                               last_msg, stream)
 
@@ -319,18 +319,23 @@ def test_batch_norm_size_strided_input(arena):
 
 def test_batch_norm_empty_input(arena):
     """An empty input: a Fill per given non-empty saveMean/saveInvstd (saveMean's first),
-    handed to the caller's contiguous tensor (none left); a strided one keeps its Fill until
-    the copy. On Ascend 950 each Fill's tiling asks 16 MiB during its kernel."""
+    ViewCopy'd into the caller's contiguous tensor (taken over, or alive until a copy task:
+    _workspace_model.handed_over); a strided one keeps its Fill until the copy kernel. On
+    Ascend 950 each Fill's tiling asks 16 MiB during its kernel."""
     args = bn_views(arena, (0, 4, 3))
     rc, ws, ex = phase_one(BN_P1, *args)
     assert rc == OK, last_msg()
     assert lib.aclDestroyAclOpExecutor(ex) == OK
-    assert ws == max_allocator(helper_ws(0) + helper_ws(1))
+    mean, last = handed_over(4 * 4, 0, args[-2])
+    invstd, _ = handed_over(4 * 4, last + 1, args[-1])
+    assert ws == max_allocator(helper_ws(0) + mean + helper_ws(last + 1) + invstd)
     args[-2] = DevView(arena, shape=(4,), dtype=F32, kind="stepped")
     rc, ws, ex = phase_one(BN_P1, *args)
     assert rc == OK, last_msg()
     assert lib.aclDestroyAclOpExecutor(ex) == OK
-    assert ws == max_allocator(helper_ws(0) + [(4 * 4, 0, 1)] + helper_ws(2)) >= align(4 * 4)
+    invstd, _ = handed_over(4 * 4, 2, args[-1])
+    assert ws == max_allocator(helper_ws(0) + [(4 * 4, 0, 1)] + helper_ws(2) + invstd) >= \
+        align(4 * 4)
 
 
 def bn_reference(x, w, b, eps=1e-5):

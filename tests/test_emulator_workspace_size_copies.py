@@ -21,8 +21,8 @@ from acl_py.raw import ffi, lib
 
 from _emu_aclnn import workspace_attempt
 from _part_runs import other_parts, run_on_parts
-from _workspace_model import (ARCH, MiB16, align, cast_ws, contiguous_chain, copy_in,
-                              copy_out_ws, helper_ws, max_allocator)
+from _workspace_model import (ARCH, SOC, MiB16, align, cast_ws, contiguous_chain, copy_in,
+                              copy_out_ws, handed_over, helper_ws, max_allocator)
 from test_emulator_op import OK, last_msg, no_leaks, stream  # noqa: F401
 from test_emulator_add import arena, get, out_tensor, put, put_view, scalar  # noqa: F401
 
@@ -70,12 +70,20 @@ def adds_phase_one(arena, a, out):
     return ws[0], ex[0]
 
 
-def adds_expected(name, itemsize=4, dtype="FLOAT"):
+def adds_expected(name, out):
     """The chain's graph, then the Axpy (16 MiB on Ascend 950) reading its result, the Axpy's
-    result handed to the contiguous out."""
+    result ViewCopy'd into the contiguous ``out`` (_workspace_model.handed_over)."""
     shape, strides, offset, storage = VIEWS[name]
-    graph, k = copy_in(0, shape, strides, offset, storage, itemsize, dtype)
-    return max_allocator(graph + helper_ws(k))
+    graph, k = copy_in(0, shape, strides, offset, storage, 4, "FLOAT")
+    return max_allocator(graph + helper_ws(k) + handed_over(math.prod(shape) * 4, k, out)[0])
+
+
+def exact_out(arena, shape, dtype, offset=0):
+    """A contiguous out whose storage ends where its view does (``offset`` elements before
+    it): ViewCopy hands a workspace result over to it on every part."""
+    n = math.prod(shape)
+    return put_view(arena, np.zeros(shape, dtype), [math.prod(shape[i + 1:]) for i in
+                                                    range(len(shape))], offset, offset + n)
 
 
 @pytest.mark.parametrize("name", list(VIEWS))
@@ -84,10 +92,13 @@ def test_chain_rule(name):
     assert contiguous_chain(*VIEWS[name]) == CHAINS[name]
 
 
-def adds_size(arena, name):
+def adds_size(arena, name, out=None):
+    """Phase one's size for Adds of VIEWS[name] into ``out`` (default: one that takes the
+    result over on every part, so only the copies in differ)."""
     shape, strides, offset, storage = VIEWS[name]
     a, _ = view(arena, np.ones(shape, np.float32), shape, strides, offset, storage)
-    ws, ex = adds_phase_one(arena, a, out_tensor(arena, shape, np.float32))
+    ws, ex = adds_phase_one(arena, a, exact_out(arena, shape, np.float32) if out is None
+                            else out)
     assert lib.aclDestroyAclOpExecutor(ex) == OK
     return ws
 
@@ -96,7 +107,9 @@ def adds_size(arena, name):
 def test_copy_in_size(arena, name):
     """Each step's result alive until the next step reads it; on Ascend 950 each kernel's
     arch35 tiling workspace during its own launch."""
-    assert adds_size(arena, name) == adds_expected(name)
+    shape = VIEWS[name][0]
+    for out in (exact_out(arena, shape, np.float32), out_tensor(arena, shape, np.float32)):
+        assert adds_size(arena, name, out) == adds_expected(name, out)
 
 
 def test_two_step_chain_size_holds_two_copies(arena):
@@ -123,17 +136,17 @@ def test_ai_cpu_broadcast_size_takes_no_tiling(arena):
     assert lib.aclDestroyAclOpExecutor(ex[0]) == OK
     graph, _ = copy_in(0, shape, strides, offset, storage, 2, "INT16")
     assert graph == [(24 * 2, 0, 1)]
-    assert ws[0] == max_allocator(graph)
+    assert ws[0] == max_allocator(graph + handed_over(24 * 2, 1, out)[0])
 
 
-def add_bool_expected(shape, strides, offset, storage):
+def add_bool_expected(shape, strides, offset, storage, out):
     """aclnnAdd(BOOL broadcast self, FLOAT other, alpha 1): the BOOL chain (Cast to INT32,
     BroadcastTo, Cast back), the Cast of its result to FLOAT, then the Add (16 MiB on
-    Ascend 950) whose result out takes."""
+    Ascend 950) whose result is ViewCopy'd into ``out``."""
     graph, k = copy_in(0, shape, strides, offset, storage, 1, "BOOL")
     n = math.prod(shape)
     return max_allocator(graph + cast_ws(k, "BOOL", "FLOAT") + [(n * 4, k, k + 1)] +
-                         helper_ws(k + 1))
+                         helper_ws(k + 1) + handed_over(n * 4, k + 1, out)[0])
 
 
 def add_bool_phase_one(arena, a, b, out):
@@ -153,7 +166,7 @@ def test_bool_broadcast_size(arena):
     out = out_tensor(arena, shape, np.float32)
     ws, ex = add_bool_phase_one(arena, a, b, out)
     assert lib.aclDestroyAclOpExecutor(ex) == OK
-    assert ws == add_bool_expected(shape, strides, offset, storage)
+    assert ws == add_bool_expected(shape, strides, offset, storage, out)
 
 
 @pytest.mark.parametrize("out_strides,kernel", [((1, 4), "Transpose"), ((12, 2), "ViewCopy")],
@@ -187,7 +200,7 @@ def test_workspace_checked_then_runs(arena, name, attempt):
     a, seen = view(arena, vals, shape, strides, offset, storage)
     out = out_tensor(arena, shape, np.float32)
     ws, ex = adds_phase_one(arena, a, out)
-    assert ws == adds_expected(name) > 0
+    assert ws == adds_expected(name, out) > 0
     if workspace_attempt(arena, lib.aclnnAdds, ex, ws, attempt):
         np.testing.assert_array_equal(get(arena, out), seen + np.float32(4))
 
@@ -201,7 +214,7 @@ def test_bool_broadcast_checked_then_runs(arena, attempt):
     b = put(arena, other)
     out = out_tensor(arena, shape, np.float32)
     ws, ex = add_bool_phase_one(arena, a, b, out)
-    assert ws == add_bool_expected(shape, strides, offset, storage) > 0
+    assert ws == add_bool_expected(shape, strides, offset, storage, out) > 0
     if workspace_attempt(arena, lib.aclnnAdd, ex, ws, attempt):
         np.testing.assert_array_equal(get(arena, out), seen.astype(np.float32) + other)
 
@@ -217,6 +230,39 @@ def test_copy_out_checked_then_runs(arena, attempt):
                                copy_out_ws(1, shape, out_strides)) > 0
     if workspace_attempt(arena, lib.aclnnAdds, ex, ws, attempt):
         np.testing.assert_array_equal(get(arena, out), x + np.float32(4))
+
+
+# (offset, elements of storage after the view) of a contiguous out
+OUT_FITS = {"exact": (0, 0), "exact-offset": (3, 0), "slack": (0, 1), "offset-slack": (3, 2)}
+
+
+@pytest.mark.parametrize("attempt", ["null", "exact"])
+@pytest.mark.parametrize("fit", list(OUT_FITS))
+def test_contiguous_out_takes_the_result_only_where_its_storage_ends(arena, fit, attempt):
+    """Adds of FLOAT into a FLOAT16 out: the Axpy's result, cast (its Cast kernel 1), then
+    ViewCopy'd into out. The Atlas training and inference parts (Ascend910A, Ascend310P3)
+    lack move align, so out takes the Cast's result over only when its storage holds just its
+    offset and view; with elements after the view a copy task (kernel 2) reads the result,
+    which stays in the workspace beside the Axpy's: a second 512-byte bucket there. The other
+    parts always take it over. The exact size runs: out's view gets the sum, the rest of its
+    storage is untouched."""
+    shape, (offset, slack) = (4, 6), OUT_FITS[fit]
+    x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(shape)
+    a = put(arena, x)
+    out = put_view(arena, np.zeros(shape, np.float16), [6, 1], offset, offset + 24 + slack)
+    ws, ex = adds_phase_one(arena, a, out)
+    copied = slack > 0 and SOC in ("Ascend910A", "Ascend310P3")
+    assert ws == max_allocator(helper_ws(0) + [(24 * 4, 0, 1)] + cast_ws(1) +
+                               ([(24 * 2, 1, 2)] if copied else [])) > 0
+    if ARCH != 3510:  # no tiling workspaces: the copy's bucket is the whole difference
+        assert ws == align(24 * 4) * (2 if copied else 1)
+    if workspace_attempt(arena, lib.aclnnAdds, ex, ws, attempt):
+        np.testing.assert_array_equal(get(arena, out), (x + np.float32(4)).astype(np.float16))
+        storage = np.empty_like(out.storage)
+        arena.d2h(storage, out.ptr)
+        outside = np.ones(storage.size, bool)
+        outside[offset:offset + 24] = False
+        assert not storage[outside].any(), "written outside out's view"
 
 
 test_on_other_parts = run_on_parts(other_parts(), "size or runs")

@@ -29,7 +29,9 @@ from test_emulator_op import (F16, F32, INVALID, NULLPTR, OK, DevView, arena,  #
 from _emu_aclnn import phase_one, workspace_attempt
 from _part_runs import other_parts, run_on_parts
 from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, copies_in,
-                              copy_view_out_ws, kind_takes_over, max_allocator)
+                              copy_view_out_ws, handed_over, handed_over_all, kind_takes_over,
+                              max_allocator)
+from test_emulator_add import put_view
 
 RMS = (lib.aclnnRmsNormGetWorkspaceSize, lib.aclnnRmsNorm)
 GEMMA = (lib.aclnnGemmaRmsNormGetWorkspaceSize, lib.aclnnGemmaRmsNorm)
@@ -55,9 +57,9 @@ def add_expected(M, N, es, mode, strided=(), out_strided=(), views=None):
     """MaxAllocator over aclnnAddRmsNorm's graph: the Contiguous copy (M x N, or N for gamma)
     of each strided input (its chain of copy kernels by the caller's view, ``views`` by name:
     _workspace_model.copies_in), then the kernel's workspace and its results that no
-    contiguous user tensor takes over (_workspace_model.kind_takes_over): a {0}-shaped rstd outside the full mode, a {0}-shaped
-    x in the post mode, and every result a strided output needs copied (alive until that
-    copy kernel, with its own workspace)."""
+    contiguous user tensor takes over (_workspace_model.kind_takes_over): a {0}-shaped rstd
+    outside the full mode, a {0}-shaped x in the post mode, and every result a strided output
+    needs copied (alive until that copy kernel, with its own workspace)."""
     graph, k = copies_in([views[name] for name in strided])
     graph.append((TILING_WS, k, k))
     outs = {"y": M * N * es, "rstd": M * 4 if mode == "full" else 0,
@@ -260,11 +262,38 @@ def rnq_args(arena, x_kind="contig"):
 
 
 def test_rms_norm_quant_size(arena):
+    """The kernel's workspace, its INT8 y ViewCopy'd into the caller's (handed_over)."""
     kernel_ws = LIB_API_WORKSPACE if ARCH == 3510 else MiB16
-    assert ws_of(rnq_args(arena).call()) == \
+    a = rnq_args(arena)
+    assert ws_of(a.call()) == \
+        max_allocator([(kernel_ws, 0, 0)] + handed_over(4 * 32, 0, a.v["y"])[0])
+    a = rnq_args(arena, "transposed")
+    assert ws_of(a.call()) == \
+        max_allocator([(4 * 32 * 2, 0, 1), (kernel_ws, 1, 1)] +
+                      handed_over(4 * 32, 1, a.v["y"])[0])
+
+
+@pytest.mark.parametrize("fit", ["exact", "slack"])
+def test_rms_norm_quant_int4_size(arena, fit):
+    """An INT32 y: the kernel's INT4 result (two to a byte) viewed as INT32 (CreateView, one
+    aclStorage with the result: opbase common_types.cpp) and ViewCopy'd into y. Re-pointing
+    the view re-points that storage, so the result leaves the workspace as an INT8 one does,
+    by the same rule on y's INT32 storage (_workspace_model.takes_over). The parts without
+    move align never get there: Ascend910A has no kernel, Ascend310P3's y list is INT8 only
+    (aclnn_rms_norm_quant.cpp OUT_ASCEND310_DTYPE_SUPPORT_LIST), so an INT32 y is refused."""
+    a = rnq_args(arena)
+    if fit == "exact":
+        a.v["y"] = put_view(arena, np.zeros((4, 4), np.int32), [4, 1], 0, 16)
+    else:
+        a.v["y"] = a.make((4, 4), np.dtype(np.int32))
+    rc, ws, ex = a.call()
+    if ARCH == 2002:
+        assert rc == INVALID and "y dtype INT32" in last_msg(), (rc, last_msg())
+        return
+    kernel_ws = LIB_API_WORKSPACE if ARCH == 3510 else MiB16
+    assert ws_of((rc, ws, ex)) == \
+        max_allocator([(kernel_ws, 0, 0)] + handed_over(4 * 32 // 2, 0, a.v["y"])[0]) == \
         max_allocator([(kernel_ws, 0, 0)])
-    assert ws_of(rnq_args(arena, "transposed").call()) == \
-        max_allocator([(4 * 32 * 2, 0, 1), (kernel_ws, 1, 1)])
 
 
 def arq_args(arena, dual=True):
@@ -277,12 +306,20 @@ def arq_args(arena, dual=True):
     return a
 
 
+def arq_outs(a, k, dual):
+    """y1, y2 (dual), x ViewCopy'd in that order into the caller's (handed_over_all)."""
+    v = a.v
+    return handed_over_all(k, [(4 * 32, v["y1"])] + ([(4 * 32, v["y2"])] if dual else []) +
+                           [(4 * 32 * 2, v["x"])])[0]
+
+
 @pytest.mark.parametrize("dual", [True, False], ids=["dual", "single"])
 def test_add_rms_norm_quant_size(arena, dual):
     kernel_ws = LIB_API_WORKSPACE if ARCH == 3510 else 256 + MiB16
     # single: y2 is a {1}-shaped INT8 result nobody copies out
     graph = [(kernel_ws, 0, 0)] + ([] if dual else [(1, 0, 0)])
-    assert ws_of(arq_args(arena, dual).call()) == max_allocator(graph)
+    a = arq_args(arena, dual)
+    assert ws_of(a.call()) == max_allocator(graph + arq_outs(a, 0, dual))
 
 
 def test_add_rms_norm_quant_size_strided_x1(arena):
@@ -290,7 +327,7 @@ def test_add_rms_norm_quant_size_strided_x1(arena):
     a = arq_args(arena)
     a.v["x1"] = DevView(arena, rand((4, 32), F16), kind="transposed")
     assert ws_of(a.call()) == \
-        max_allocator([(4 * 32 * 2, 0, 1), (kernel_ws, 1, 1)])
+        max_allocator([(4 * 32 * 2, 0, 1), (kernel_ws, 1, 1)] + arq_outs(a, 1, True))
 
 
 def short_and_null_refused(arena, p2, args):
