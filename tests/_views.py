@@ -28,10 +28,12 @@ def layout(shape, kind):
     return strides, (5 if kind == "padded" else 0)
 
 
-def view_extent(shape, kind):
+def view_extent(shape, kind, slack=3):
     """A DevView's (strides, offset, storage elements) for `shape` laid out as `kind`: the
-    view's span and 3 elements of slack after it, to catch overruns."""
+    view's span and `slack` elements after it (3 by default, to catch overruns; 0 for a
+    storage ending where the view does, which Ascend910A's and Ascend310P3's ViewCopy
+    needs to hand a result over: _workspace_model.takes_over)."""
     strides, offset = layout(shape, kind)
     empty = any(d == 0 for d in shape)
     span = 0 if empty else sum((d - 1) * s for d, s in zip(shape, strides)) + 1
-    return strides, offset, offset + span + 3
+    return strides, offset, offset + span + slack

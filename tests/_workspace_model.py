@@ -301,3 +301,17 @@ def handed_over_all(kernel, results, last=None):
         entries, last = handed_over(nbytes, kernel, v, last)
         graph += entries
     return graph, kernel if last is None else last
+
+
+def fills_ws(views, k=0):
+    """op::ProcessEmptyTensorWithValue into each of ``views`` (DevViews, None: not given) in
+    turn from kernel ``k``: a Fill of a non-empty one (its :func:`helper_ws`), handed over
+    (:func:`handed_over`); an empty one launches nothing. Returns the graph entries."""
+    graph = []
+    for v in views:
+        if v is not None and math.prod(v.shape):
+            graph += helper_ws(k)
+            entries, k = handed_over(math.prod(v.shape) * v.dtype.itemsize, k, v)
+            graph += entries
+            k += 1
+    return graph

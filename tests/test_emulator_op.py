@@ -191,16 +191,17 @@ def arena(stream):
 
 class DevView:
     """A device tensor viewing part of a larger storage, with its host mirror. Outputs start
-    filled with a sentinel so writes outside the view are caught."""
+    filled with a sentinel so writes outside the view are caught (``slack``: the storage's
+    elements after the view, _views.view_extent)."""
 
     def __init__(self, arena, values=None, *, shape=None, dtype=None, kind="contig",
-                 sentinel=None, acl_dtype=None):
+                 sentinel=None, acl_dtype=None, slack=3):
         self.arena = arena
         if values is not None:
             values = np.asarray(values)
             shape, dtype = values.shape, values.dtype
         self.shape, self.dtype = tuple(shape), np.dtype(dtype)
-        self.strides, self.offset, self.n = view_extent(self.shape, kind)
+        self.strides, self.offset, self.n = view_extent(self.shape, kind, slack)
         fill = 0.0 if sentinel is None else sentinel
         self.storage = np.full(self.n, fill, dtype=np.float32).astype(self.dtype)
         if sentinel is None:
