@@ -24,7 +24,7 @@ from test_emulator_group_norm import ARCH, BF16_PART
 from test_emulator_batch_norm_backward import bits, same_bits
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _part_runs import other_parts, run_on_parts
-from _workspace_model import helper_ws, max_allocator
+from _workspace_model import fills_ws, max_allocator
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize
@@ -242,7 +242,7 @@ def test_empty_mean_fills_need_a_device(arena):
     vm, vi = DevView(arena, np.zeros((0, 3), F32)), DevView(arena, np.zeros((0, 3), F32))
     vc = DevView(arena, np.zeros(0, F32))
     vma, via = (DevView(arena, shape=(3,), dtype=F32) for _ in range(2))
-    want = max_allocator(helper_ws(0) + helper_ws(1))
+    want = max_allocator(fills_ws([vma, via]))
     rc, ws, rc2, msg = both_phases_without_a_device(
         P1, P2, (vx, vm, vi, None, None, 0.1, 1e-5, vc, vma, via), ffi.NULL,
         workspace=arena.malloc(want) if want else None)

@@ -20,8 +20,8 @@ from test_emulator_op import (INVALID, NULLPTR, OK, P1, P2, Args, arena, assert_
                               last_msg, live, no_leaks, stream)
 from test_emulator_op import prepared as prepared_with_data
 from test_emulator_layer_norm import P2 as LN_P2, DevView, phase_one as ln_phase_one
-from _workspace_model import (ARCH, CORES, SOC, MiB16, align, ceil_to, helper_ws,
-                              max_allocator)
+from _workspace_model import (ARCH, CORES, SOC, MiB16, align, ceil_to, fills_ws,
+                              handed_over, handed_over_all, helper_ws, max_allocator)
 
 
 def grad_v3_workspace(M, N, dy_is_float):
@@ -43,12 +43,13 @@ def grad_v3_workspace(M, N, dy_is_float):
     return blocks * ceil_to(N, 16) * 4 * 4 + MiB16          # Workspace
 
 
-def expected(M, N, mask, weight=True):
+def expected(M, N, mask, weight=True, outs=None):
     """Contiguous FLOAT tensors throughout: the kernels' FLOAT results go straight to the
-    caller's tensors (ViewCopy re-points them), so what remains is each kernel's workspace,
-    the results nobody asked for, a Fill of ones for a missing weight, and on the split TBE
-    path (Atlas training and inference, workspaces not public: none) the M x N FLOAT tensor
-    its first kernel hands the second."""
+    caller's tensors (ViewCopy re-points them) where they take them over (``outs``: the
+    output DevViews; None: storages that fit, as Args's), else stay until their copies; so
+    what remains is each kernel's workspace, the results nobody asked for, a Fill of ones for
+    a missing weight, and on the split TBE path (Atlas training and inference, workspaces not
+    public: none) the M x N FLOAT tensor its first kernel hands the second."""
     graph, k = [], 0
     if not weight:
         graph += helper_ws(0) + [(N * 4, 0, 1)]  # Fill, read by the next kernel
@@ -56,11 +57,18 @@ def expected(M, N, mask, weight=True):
     if ARCH in (2201, 3510):
         graph.append((grad_v3_workspace(M, N, True), k, k))
         graph += [(M * N * 4 if i == 0 else N * 4, k, k) for i in range(3) if not mask[i]]
+        made = (k, k, k)
     else:
         if not mask[0]:
             graph.append((M * N * 4, k, k))
         graph.append((M * N * 4, k, k + 1))
         graph += [(N * 4, k + 1, k + 1) for i in (1, 2) if not mask[i]]
+        made = (k, k + 1, k + 1)
+    last = made[2]  # the copies follow the last kernel, in output order
+    for i in range(3):
+        if outs is not None and mask[i]:
+            entries, last = handed_over(M * N * 4 if i == 0 else N * 4, made[i], outs[i], last)
+            graph += entries
     return max_allocator(graph)
 
 
@@ -153,7 +161,7 @@ def test_one_byte_short_refused(arena):
 
 def test_runs_with_the_reported_size(arena):
     ex, ws, outs, refs = prepared_with_data(arena)
-    assert ws == expected(64, 33, (True, True, True))
+    assert ws == expected(64, 33, (True, True, True), outs=outs)
     wsp = arena.malloc(ws)
     assert P2(wsp, ws, ex, arena.stream) == OK, last_msg()
     assert lib.aclrtSynchronizeStream(arena.stream) == OK
@@ -165,12 +173,14 @@ def test_runs_with_the_reported_size(arena):
 
 # ---- aclnnLayerNorm ----------------------------------------------------------------------
 
-def layer_norm_expected(M, N, weight, bias, mean, rstd):
+def layer_norm_expected(M, N, weight, bias, out, mean, rstd):
     """FLOAT input and out, contiguous: off Ascend 950 a Fill for each absent weight/bias (alive
     until the kernel); one kernel: LayerNormV4 (32-byte workspace) on Ascend 950 and, on Atlas
     A2/A3, for N < 64 not a multiple of 8 (IsV4SocCheck's transpose case), else the TBE
     LayerNormV3 (none public); mean/rstd (M FLOAT values) stay in the workspace when not
-    asked for, out takes y."""
+    asked for; out, mean and rstd (the caller's DevViews where given, else False) take y
+    and the statistics over where _workspace_model.view_takes_over says so, else those stay
+    until their copies."""
     v4 = ARCH == 3510 or (ARCH == 2201 and N % 8 and N < 64)
     graph, k = [], 0
     if ARCH != 3510:
@@ -183,6 +193,8 @@ def layer_norm_expected(M, N, weight, bias, mean, rstd):
     if v4:
         graph.append((32, k, k))
     graph += [(M * 4, k, k) for given in (mean, rstd) if not given]
+    graph += handed_over_all(k, [(M * N * 4 if i == 0 else M * 4, v)
+                                 for i, v in enumerate((out, mean, rstd)) if v])[0]
     return max_allocator([tuple(t) for t in graph])
 
 
@@ -198,13 +210,13 @@ LN_PARAMS = [(True, True, True, True), (False, False, True, True), (True, False,
 def test_layer_norm_size(arena, M, N, params):
     weight, bias, mean, rstd = params
     v = lambda shape: DevView(arena, shape=shape, dtype=np.dtype(np.float32))  # noqa: E731
+    outs = (v((M, N)), v((M, 1)) if mean else False, v((M, 1)) if rstd else False)
     rc, ws, ex = ln_phase_one(arena, v((M, N)).handle, [N], v((N,)).handle if weight else None,
-                              v((N,)).handle if bias else None, v((M, N)).handle,
-                              v((M, 1)).handle if mean else None,
-                              v((M, 1)).handle if rstd else None)
+                              v((N,)).handle if bias else None,
+                              *(o.handle if o else None for o in outs))
     assert rc == OK, last_msg()
     assert lib.aclDestroyAclOpExecutor(ex) == OK
-    assert ws == layer_norm_expected(M, N, weight, bias, mean, rstd)
+    assert ws == layer_norm_expected(M, N, weight, bias, *outs)
 
 
 def test_layer_norm_empty_rows_take_none(arena):
@@ -218,15 +230,21 @@ def test_layer_norm_empty_rows_take_none(arena):
 def test_layer_norm_empty_rows_fill_the_given_statistics(arena):
     """N == 0 with rows: the op_api fills each given mean (0) and rstd (NaN) with
     ProcessEmptyTensorWithValue, a Fill (16 MiB of tiling on Ascend 950) ViewCopy'd into it:
-    a contiguous statistic takes the result, a strided one is copied into."""
-    v = lambda shape, kind="contig": DevView(arena, shape=shape,  # noqa: E731
-                                             dtype=np.dtype(np.float32), kind=kind).handle
-    for mean, rstd in ((True, True), (True, False), (False, False)):
-        rc, ws, ex = ln_phase_one(arena, v((3, 0)), [0], None, None, v((3, 0)),
-                                  v((3, 1)) if mean else None, v((3, 1)) if rstd else None)
+    a contiguous statistic takes the result (on Ascend910A/Ascend310P3 only one whose storage
+    ends with its view, else a copy task reads it), a strided one is copied into."""
+    def v(shape, kind="contig", slack=3):
+        return DevView(arena, shape=shape, dtype=np.dtype(np.float32), kind=kind, slack=slack)
+    for mean, rstd, slack in ((True, True, 3), (True, False, 3), (False, False, 3),
+                              (True, True, 0)):
+        stats = (v((3, 1), slack=slack) if mean else None,
+                 v((3, 1), slack=slack) if rstd else None)
+        rc, ws, ex = ln_phase_one(arena, v((3, 0)).handle, [0], None, None, v((3, 0)).handle,
+                                  *(s and s.handle for s in stats))
         assert rc == OK, last_msg()
         assert lib.aclDestroyAclOpExecutor(ex) == OK
-        assert ws == max_allocator([t for k in range(mean + rstd) for t in helper_ws(k)])
+        assert ws == max_allocator(fills_ws(stats))
+    v = lambda shape, kind="contig": DevView(arena, shape=shape,  # noqa: E731
+                                             dtype=np.dtype(np.float32), kind=kind).handle
     rc, ws, ex = ln_phase_one(arena, v((3, 0)), [0], None, None, v((3, 0)),
                               v((3, 1), "stepped"), None)
     assert rc == OK, last_msg()
@@ -242,7 +260,7 @@ def test_layer_norm_short_workspace_refused_and_exact_runs(arena):
         y = DevView(arena, shape=x.shape, dtype=np.dtype(np.float32))
         rc, ws, ex = ln_phase_one(arena, DevView(arena, x).handle, [40], None, None, y.handle,
                                   None, None)
-        assert rc == OK and ws == layer_norm_expected(6, 40, False, False, False, False) > 0
+        assert rc == OK and ws == layer_norm_expected(6, 40, False, False, y, False, False) > 0
         before = live()
         if attempt == "null":
             assert LN_P2(ffi.NULL, ws, ex, arena.stream) == NULLPTR
