@@ -39,6 +39,8 @@ from .device import (CoreLimits, Device, DeviceAttributes, MemoryUsage, StreamPr
                      synchronize)
 from .stream import Event, EventFlag, Notify, Stream, StreamFlag, default_stream
 from .context import Context
+from .deterministic import (Deterministic, deterministic, get_deterministic,
+                            set_deterministic)
 from .memory import (DeviceBuffer, HostBuffer, HostRegisterFlag, HostRegistration,
                      MemoryLocation, MemoryPool, get_pool, memory_location)
 from .builtin_tasks import ReduceOp
@@ -95,6 +97,7 @@ __all__ = [
     "cann_version", "DeviceAttributes", "StreamPriorityRange", "Utilization", "CoreLimits",
     "Topology", "MemoryUsage", "MemoryLocation", "memory_location",
     "Stream", "StreamFlag", "Event", "EventFlag", "Notify", "default_stream", "Context",
+    "Deterministic", "deterministic", "get_deterministic", "set_deterministic",
     "DeviceBuffer", "HostBuffer", "HostRegistration", "HostRegisterFlag", "MemoryPool", "ReduceOp", "get_pool", "DeviceTensor", "IntArray",
     "BoolArray", "Scalar", "FloatArray", "TensorList", "ScalarList", "dtypes", "errors",
     "reference", "AclError", "AclArgumentError", "AclTimeoutError", "AclTypeError",

@@ -324,9 +324,15 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(
     /* Phase one's workspace on a device: the generated interface reports its tiling's one
      * workspace as it is, none when no kernel runs (docs/emulator.md "Phase one's workspace
      * size"): 16 MiB of system workspace and 20 MiB of its own on every part
-     * (add_layer_norm_grad_tiling.cpp and _tiling_arch35.cpp; plus a per-core row buffer in
-     * deterministic mode, which the emulator does not offer) */
-    const uint64_t ws = launch ? EW_SYS_WORKSPACE + (uint64_t)20 * 1024 * 1024 : 0;
+     * (add_layer_norm_grad_tiling.cpp and _tiling_arch35.cpp), plus the deterministic rows:
+     * the tiling multiplies numCore x roundUpNumLastDimFloat (N rounded up to 8 floats, in
+     * bytes) x 2 by GetDeterministic() itself, the level (0..3: p1_deterministic) */
+    uint64_t ws = launch ? EW_SYS_WORKSPACE + (uint64_t)20 * 1024 * 1024 : 0;
+    const int64_t level = launch ? p1_deterministic() : 0, cores = aclemu_soc_vector_cores();
+    if (level > 0 && M > 0) {
+        const int64_t used = (M + (M + cores - 1) / cores - 1) / ((M + cores - 1) / cores);
+        ws += (uint64_t)level * (uint64_t)used * (uint64_t)((G + 7) / 8 * 8 * 4) * 2;
+    }
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(P1, &ALNG_OPS, P, ws, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
 }

@@ -68,6 +68,25 @@ static inline aclnnStatus p1_dtype_in(const char *call, const aclTensor *t, cons
          qname(t->dtype), text);
 }
 
+/* The deterministic level a tiling reads as GetDeterministic, taken at phase one and kept
+ * with the executor for its launch: opbase reads the process's value when it builds the
+ * executor (hicann/opbase src/nnopbase/individual_op/api/individual_op_api.cpp
+ * NnopbaseMatchArgs and composite_op/aclnn_engine/op_executor.cpp InitL2Phase1Context, both
+ * through aclrtGetSysParamOpt(ACL_OPT_DETERMINISTIC): GetGlobalDeterministic in
+ * individual_op/executor/indv_executor_utils.h). A failed read is 0 (off); level 1 with
+ * option 2 (strong consistency) set to 1 reads as 2. Through the public runtime call, so it
+ * works the same over a CANN install's runtime. */
+static inline int64_t p1_deterministic(void)
+{
+    int64_t level = 0, consistency = 0;
+    if (aclrtGetSysParamOpt(ACL_OPT_DETERMINISTIC, &level) != ACL_SUCCESS)
+        return 0;
+    if (level == 1 && aclrtGetSysParamOpt((aclSysParamOpt)2, &consistency) == ACL_SUCCESS &&
+        consistency == 1)
+        return 2;
+    return level;
+}
+
 /* Tensors ts[from..to) are required (161001), the first NULL one named. */
 static inline aclnnStatus p1_required(const char *call, const aclTensor *const *ts,
                                       const char *const *names, int from, int to)

@@ -285,14 +285,19 @@ static aclnnStatus check_shapes(const aclTensor *dy, const aclTensor *x, const a
  * individual-op executor: the sum of the tiling's workspaces, no allocator (hicann/opbase
  * individual_op/executor/indv_executor.cpp NnopbaseExecutorGetWorkspaceSizes), 0 when every
  * output is empty (NnopbaseSkipKernelLaunch: !launch). op_host/rms_norm_grad_tiling.cpp
- * SetTilingDataAndWorkspace, outside deterministic mode (the emulator has no switch for it;
- * a device's default is off): 32 floats per used core (block_dim: the rows in blocks of
- * ceil(M / cores)) + 16 MiB. Ascend 950: the empty-rows template (rms_norm_grad_empty_
- * tiling.cpp) and the regbase one (rms_norm_grad_regbase_tiling.cpp) 16 MiB; BigM
+ * SetTilingDataAndWorkspace: outside deterministic mode 8 floats (ALIGN_32) per used core
+ * (block_dim: the rows in blocks of ceil(M / cores)) + 16 MiB; when the tiling reads
+ * GetDeterministic() == 1 (level 1 only: p1_deterministic), each used core's dgamma row of
+ * col_val_align floats (N rounded up to 8 floats for FLOAT, 16 for 16-bit dtypes) on top,
+ * chunked (SetChunkWorkspace) on Ascend910B / Ascend910_93 for split-D rows when the inputs
+ * reach 500 MiB and the rows pass 5% of them. Ascend 950 (whose tilings read no
+ * deterministic flag): the empty-rows template (rms_norm_grad_empty_tiling.cpp) and the
+ * regbase one (rms_norm_grad_regbase_tiling.cpp) 16 MiB; BigM
  * (rms_norm_grad_regbase_big_m_tiling.cpp IsCapable: N <= 64 * cores / 2 with 64 floats to a
  * vector register, M >= 2 N, M >= 64 * cores / 2) one N-float row per dgamma core,
  * min(ceil(M / 64), cores), + 16 MiB. Strided tensors' Contiguous executors: not modelled. */
-static uint64_t grad_workspace(const aclemu_soc *soc, bool launch, int64_t M, int64_t N)
+static uint64_t grad_workspace(const aclemu_soc *soc, bool launch, int64_t M, int64_t N,
+                               aclDataType dtype, int64_t level)
 {
     if (!launch)
         return 0;
@@ -307,7 +312,26 @@ static uint64_t grad_workspace(const aclemu_soc *soc, bool launch, int64_t M, in
     }
     const int64_t block_rows = (M + cores - 1) / cores;
     const int64_t block_dim = (M + block_rows - 1) / block_rows;
-    return (uint64_t)(32 * block_dim * 4) + EW_SYS_WORKSPACE;
+    if (level != 1)
+        return (uint64_t)(8 * block_dim * 4) + EW_SYS_WORKSPACE;
+    const int64_t align = dtype == ACL_FLOAT ? 8 : 16, col_align = (N + align - 1) / align * align;
+    const uint64_t dsize = dtype == ACL_FLOAT ? 4 : 2;
+    const uint64_t inputs = (uint64_t)M * (uint64_t)N * dsize * 2 + (uint64_t)M * 4 +
+                            (uint64_t)N * dsize;
+    const uint64_t enable = (uint64_t)((double)inputs * 0.05);
+    const uint64_t rows = (uint64_t)block_dim * (uint64_t)col_align * 4;
+    /* ASCEND910B or ASCEND910_93: the NPU architecture 2201 parts */
+    if (N > SPLIT_N_MAX && soc->npu_arch == 2201 && rows > enable &&
+        inputs >= 500ull * 1024 * 1024) {
+        /* uint32 chunk size as the tiling computes it, in 4096-float steps, at least one */
+        uint64_t chunk =
+            (uint32_t)((enable - (uint64_t)block_rows * 4) / ((uint64_t)block_dim * 4));
+        chunk = chunk / 4096 * 4096;
+        if (chunk == 0)
+            chunk = 4096;
+        return (chunk + 8 + (uint64_t)block_rows) * (uint64_t)block_dim * 4 + EW_SYS_WORKSPACE;
+    }
+    return (uint64_t)((col_align + 8) * block_dim * 4) + EW_SYS_WORKSPACE;
 }
 
 ACLEMU_EXPORT aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy,
@@ -400,7 +424,8 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy,
     snapshot(&P->t[T_DX], dxOut, (int)split);
     snapshot(&P->t[T_DGAMMA], dgammaOut, -1);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
-    return p1_finish(P1, &GRAD_OPS, P, grad_workspace(soc, launch, M, N), ts, TNAME, T_COUNT,
+    return p1_finish(P1, &GRAD_OPS, P, grad_workspace(soc, launch, M, N, x->dtype,
+                                                    p1_deterministic()), ts, TNAME, T_COUNT,
                      T_DX, workspaceSize, executor);
 }
 

@@ -47,17 +47,27 @@ static _Atomic bool g_peer[RT_MAX_DEVICES][RT_MAX_DEVICES];
 /* Pairs of machine devices that cannot reach each other (ACL_EMU_NO_PEER), both ways. */
 static bool g_no_peer[RT_MAX_DEVICES][RT_MAX_DEVICES];
 
+/* Options a context holds: CANN's Context keeps SYS_OPT_DETERMINISTIC ..
+ * SYS_OPT_STRONG_CONSISTENCY (aclrtCtx*SysParamOpt take 0..2). */
+#define RT_CTX_OPTS 3
+
 typedef struct {
     int set_count;          /* aclrtSetDevice references not yet reset (g_dev_mu) */
     int ctx_count;          /* live contexts created on it (g_dev_mu) */
     _Atomic uint64_t gen;   /* bumped at each teardown */
     char default_ctx;       /* its address is the device's default context handle */
+    /* the default context's system parameter options (SYS_OPT_*): set flags and values;
+     * cleared at teardown, as CANN's primary context goes with the device */
+    bool opt_set[RT_CTX_OPTS];
+    int64_t opt_val[RT_CTX_OPTS];
 } rt_device;
 static rt_device g_dev[RT_MAX_DEVICES];
 
 typedef struct rt_context {
     rt_obj hdr;
     int device;
+    bool opt_set[RT_CTX_OPTS]; /* system parameter options, as rt_device's (g_dev_mu) */
+    int64_t opt_val[RT_CTX_OPTS];
     struct rt_context *next; /* list of live contexts (g_dev_mu) */
 } rt_context;
 static rt_context *g_contexts;
@@ -186,6 +196,7 @@ static void notify_streams_before_teardown(int dev, bool force) {
 /* Tears a device down once nothing references it: drains and destroys its streams and events
  * and invalidates every thread's "current device" on it. Write lock held. */
 static void teardown(int dev) {
+    memset(g_dev[dev].opt_set, 0, sizeof g_dev[dev].opt_set);
     rt_streams_teardown(dev);
     rt_devinfo_device_gone(dev);
     atomic_fetch_add(&g_dev[dev].gen, 1);
@@ -825,6 +836,118 @@ aclError aclrtGetCurrentContext(aclrtContext *context) {
         else
             *context = &g_dev[dev].default_ctx;
     }
+    rt_leave();
+    return rc;
+}
+
+/* ---- system parameter options ----------------------------------------------------------
+ * hicann/runtime src/acl/aclrt_impl/context.cpp (Get/SetSysParamOpt), src/runtime/api/api_c.cc
+ * (rtCtxSetSysParamOpt, rtSetSysParamOpt, rtGetSysParamOpt), api/impl/api_error.cc (the value
+ * ranges), api/impl/api_impl.cc and core/src/context/context.cc (the context's values):
+ * - the ctx calls take options 0..2, the process calls 0..3, else ACL_ERROR_INVALID_PARAM
+ *   (100000); a NULL value pointer 100000 first;
+ * - a value outside [0, 4) for ACL_OPT_DETERMINISTIC, [0, 2) for the others: 107000;
+ * - the ctx calls act on the calling thread's current context (no device: 107002); a context
+ *   that never set opt answers 107021 (it does not fall back to the process's value);
+ * - aclrtCtxSetSysParamOpt also stores the value as the process's (rtCtxSetSysParamOpt), which
+ *   is what the operators read (opbase's GetGlobalDeterministic calls aclrtGetSysParamOpt);
+ * - the process's values start at 0. */
+#define SYS_OPTS 4
+static _Atomic int64_t g_sys_opt[SYS_OPTS];
+
+static const char *const SYS_OPT_NAME[SYS_OPTS] = {
+    "ACL_OPT_DETERMINISTIC(0)", "ACL_OPT_ENABLE_DEBUG_KERNEL(1)",
+    "ACL_OPT_STRONG_CONSISTENCY(2)", "ACL_OPT_ENABLE_KERNEL_EARLY_START(3)"};
+
+/* 100000 unless opt < nopts (the options the call takes), then 107000 unless value fits. */
+static aclError sys_opt_check(const char *fn, int opt, int nopts, const int64_t *value,
+                              bool check_value) {
+    if (opt < 0 || opt >= nopts)
+        return RT_ERR(ACL_ERROR_INVALID_PARAM, fn, "opt %d is not one of the options 0..%d "
+                      "(ACL_OPT_DETERMINISTIC(0) .. %s)", opt, nopts - 1,
+                      SYS_OPT_NAME[nopts - 1]);
+    const int64_t max = opt == ACL_OPT_DETERMINISTIC ? 4 : 2;
+    if (check_value && (*value < 0 || *value >= max))
+        return RT_ERR(ACL_ERROR_RT_PARAM_INVALID, fn, "value %lld of %s is not in [0, %lld)",
+                      (long long)*value, SYS_OPT_NAME[opt], (long long)max);
+    return ACL_SUCCESS;
+}
+
+/* The calling thread's current context's option arrays (g_dev_mu held by the caller). */
+static void current_opts(int dev, bool **set, int64_t **val) {
+    if (tl_ctx != NULL && aclemu_handle_check(tl_ctx, ACLEMU_KIND_CONTEXT)) {
+        *set = tl_ctx->opt_set;
+        *val = tl_ctx->opt_val;
+    } else {
+        *set = g_dev[dev].opt_set;
+        *val = g_dev[dev].opt_val;
+    }
+}
+
+aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if ((rc = sys_opt_check(__func__, (int)opt, RT_CTX_OPTS, &value, true)) == ACL_SUCCESS &&
+        (rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS) {
+        bool *set;
+        int64_t *val;
+        pthread_mutex_lock(&g_dev_mu);
+        current_opts(dev, &set, &val);
+        set[opt] = true;
+        val[opt] = value;
+        pthread_mutex_unlock(&g_dev_mu);
+        atomic_store(&g_sys_opt[opt], value);
+    }
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t *value) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    int dev;
+    if (value == NULL) {
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "value (output pointer) is NULL");
+    } else if ((rc = sys_opt_check(__func__, (int)opt, RT_CTX_OPTS, value, false)) ==
+                   ACL_SUCCESS &&
+               (rc = rt_need_device(__func__, &dev)) == ACL_SUCCESS) {
+        bool *set;
+        int64_t *val;
+        pthread_mutex_lock(&g_dev_mu);
+        current_opts(dev, &set, &val);
+        if (set[opt])
+            *value = val[opt];
+        else
+            rc = RT_ERR(ACL_ERROR_RT_SYSPARAMOPT_NOT_SET, __func__,
+                        "%s was never set in the current context (aclrtCtxSetSysParamOpt)",
+                        SYS_OPT_NAME[opt]);
+        pthread_mutex_unlock(&g_dev_mu);
+    }
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if ((rc = sys_opt_check(__func__, (int)opt, SYS_OPTS, &value, true)) == ACL_SUCCESS)
+        atomic_store(&g_sys_opt[opt], value);
+    rt_leave();
+    return rc;
+}
+
+aclError aclrtGetSysParamOpt(aclSysParamOpt opt, int64_t *value) {
+    aclError rc = rt_begin(__func__, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (rc != ACL_SUCCESS)
+        return rc;
+    if (value == NULL)
+        rc = RT_ERR(ACL_ERROR_INVALID_PARAM, __func__, "value (output pointer) is NULL");
+    else if ((rc = sys_opt_check(__func__, (int)opt, SYS_OPTS, value, false)) == ACL_SUCCESS)
+        *value = atomic_load(&g_sys_opt[opt]);
     rt_leave();
     return rc;
 }

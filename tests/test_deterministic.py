@@ -1,0 +1,323 @@
+"""Deterministic mode: the runtime's system parameter options and what the operators do with
+the deterministic level.
+
+Stated from the vendor's sources, independently of the emulator's C code:
+- hicann/runtime src/acl/aclrt_impl/context.cpp: aclrtCtx{Get,Set}SysParamOpt take options
+  0..2, aclrt{Get,Set}SysParamOpt 0..3, else 100000; a NULL value pointer 100000;
+  src/runtime/api/impl/api_error.cc and api/api_c.cc: values outside [0, 4) for
+  ACL_OPT_DETERMINISTIC, [0, 2) for the others, 107000; the ctx calls act on the current
+  context (none: 107002), which answers 107021 for an option it never set; rtCtxSetSysParamOpt
+  also stores the process's value; the process's values start at 0.
+- hicann/opbase indv_executor_utils.h GetGlobalDeterministic, individual_op_api.cpp
+  NnopbaseMatchArgs: phase one reads the process's level (1 with strong consistency on
+  reads as 2) and the executor keeps it; the tilings get it as GetDeterministic().
+- hicann/ops-nn norm/rms_norm_grad/op_host/rms_norm_grad_tiling.cpp SetTilingDataAndWorkspace:
+  GetDeterministic() == 1 adds each used core's dgamma row (col_val_align + 8 floats instead of
+  8); op_kernel/rms_norm_grad_common.h FinalProcessDeterministic adds the cores' rows in core
+  order. norm/add_layer_norm_grad/op_host/add_layer_norm_grad_tiling.cpp (and _arch35): the
+  level times numCore x roundUpNumLastDimFloat x 2 bytes on top of 16 + 20 MiB.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py.errors import AclArgumentError, AclError, AclTypeError, InvalidParameterError
+from acl_py.raw import ffi, lib
+
+from test_emulator_op import F16, F32, OK, DevView, arena, last_msg, stream  # noqa: F401
+from _emu_aclnn import phase_one, workspace_attempt
+from _part_runs import other_parts, run_on_parts
+from _workspace_model import ARCH, CORES, SOC, MiB16, ceil_to
+from test_emulator_workspace_size_rms import GRAD, grad_expected, ws_of
+import test_emulator_add_layer_norm_grad as alng
+
+DET, DEBUG, STRONG, EARLY = 0, 1, 2, 3
+PARAM, RT_PARAM, CTX_NULL, NOT_SET = 100000, 107000, 107002, 107021
+
+
+@pytest.fixture(autouse=True)
+def _level_off():
+    """Every test starts and ends with the process's options off, as a process starts."""
+    for opt in (DET, STRONG):
+        assert lib.aclrtSetSysParamOpt(opt, 0) == OK
+    yield
+    for opt in (DET, STRONG):
+        assert lib.aclrtSetSysParamOpt(opt, 0) == OK
+
+
+def get(fn, opt):
+    v = ffi.new("int64_t *", -7)
+    rc = fn(opt, v)
+    return rc, v[0]
+
+
+# ---- the runtime's calls ----------------------------------------------------------------------
+
+def test_process_value_starts_off_and_keeps_what_is_set(stream):
+    assert get(lib.aclrtGetSysParamOpt, DET) == (OK, 0)
+    for level in (1, 2, 3, 0):
+        assert lib.aclrtSetSysParamOpt(DET, level) == OK
+        assert get(lib.aclrtGetSysParamOpt, DET) == (OK, level)
+    assert lib.aclrtSetSysParamOpt(EARLY, 1) == OK
+    assert get(lib.aclrtGetSysParamOpt, EARLY) == (OK, 1)
+    assert lib.aclrtSetSysParamOpt(EARLY, 0) == OK
+
+
+@pytest.mark.parametrize("opt,value", [(DET, 4), (DET, -1), (DEBUG, 2), (STRONG, 2),
+                                       (EARLY, -1), (DET, 1 << 40)])
+def test_values_out_of_range_are_107000(stream, opt, value):
+    for setter in (lib.aclrtSetSysParamOpt, lib.aclrtCtxSetSysParamOpt):
+        if setter is lib.aclrtCtxSetSysParamOpt and opt == EARLY:
+            continue
+        assert setter(opt, value) == RT_PARAM
+        msg = last_msg()
+        assert "value" in msg and str(value) in msg
+    assert get(lib.aclrtGetSysParamOpt, opt) == (OK, 0)
+
+
+@pytest.mark.parametrize("opt", [4, 99, 0xFFFFFFFF])  # the last: -1 as C reads it
+def test_unknown_options_are_100000(stream, opt):
+    for call in (lib.aclrtSetSysParamOpt, lib.aclrtCtxSetSysParamOpt):
+        assert call(opt, 0) == PARAM
+        assert "opt" in last_msg()
+    for call in (lib.aclrtGetSysParamOpt, lib.aclrtCtxGetSysParamOpt):
+        assert get(call, opt)[0] == PARAM
+
+
+def test_kernel_early_start_is_no_context_option(stream):
+    assert lib.aclrtCtxSetSysParamOpt(EARLY, 1) == PARAM
+    assert get(lib.aclrtCtxGetSysParamOpt, EARLY)[0] == PARAM
+
+
+def test_null_value_pointers_are_100000(stream):
+    assert lib.aclrtGetSysParamOpt(DET, ffi.NULL) == PARAM
+    assert lib.aclrtCtxGetSysParamOpt(DET, ffi.NULL) == PARAM
+    assert "NULL" in last_msg()
+
+
+def test_context_value_is_per_context_and_sets_the_process_value(stream):
+    # acl-py's default context, current on this thread: nothing set there yet
+    assert get(lib.aclrtCtxGetSysParamOpt, DET)[0] == NOT_SET
+    assert lib.aclrtCtxSetSysParamOpt(DET, 1) == OK
+    assert get(lib.aclrtCtxGetSysParamOpt, DET) == (OK, 1)
+    assert get(lib.aclrtGetSysParamOpt, DET) == (OK, 1)  # rtCtxSetSysParamOpt stores it too
+    with acl_py.Context(0) as ctx:
+        ctx.set_current()
+        assert get(lib.aclrtCtxGetSysParamOpt, DET)[0] == NOT_SET  # no fallback
+        assert lib.aclrtCtxSetSysParamOpt(DET, 3) == OK
+        assert get(lib.aclrtCtxGetSysParamOpt, DET) == (OK, 3)
+        assert get(lib.aclrtGetSysParamOpt, DET) == (OK, 3)
+        assert lib.aclrtSetSysParamOpt(DET, 2) == OK  # the process's only
+        assert get(lib.aclrtCtxGetSysParamOpt, DET) == (OK, 3)
+    ctx_of_device = ffi.new("aclrtContext *")
+    assert lib.aclrtGetCurrentContext(ctx_of_device) == OK
+    assert lib.aclrtSetCurrentContext(ctx_of_device[0]) == OK
+    assert get(lib.aclrtCtxGetSysParamOpt, DET) == (OK, 1)
+
+
+def test_context_calls_need_a_current_context(stream):
+    out = {}
+
+    def body():  # a new thread: no device set on it, so no current context
+        out["set"] = lib.aclrtCtxSetSysParamOpt(DET, 1)
+        out["get"] = get(lib.aclrtCtxGetSysParamOpt, DET)[0]
+        out["process"] = get(lib.aclrtGetSysParamOpt, DET)
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    assert out == {"set": CTX_NULL, "get": CTX_NULL, "process": (OK, 0)}
+
+
+# ---- operators: phase one reads the level -----------------------------------------------------
+
+def rms_grad_det_expected(M, N, dtype=F32):
+    """rms_norm_grad_tiling.cpp at GetDeterministic() == 1, outside its chunked case (inputs
+    of 500 MiB): (col_val_align + 8) floats per used core + 16 MiB; Ascend 950's regbase
+    tilings read no deterministic flag."""
+    if ARCH == 3510:
+        return grad_expected(M, N)
+    used = -(-M // -(-M // CORES))
+    return (ceil_to(N, 8 if dtype == F32 else 16) + 8) * used * 4 + MiB16
+
+
+def grad_views(arena, M, N, seed=5):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((M, N)).astype(F32)
+    rstd = (1 / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6))
+    return [DevView(arena, rng.standard_normal((M, N)).astype(F32)), DevView(arena, x),
+            DevView(arena, rstd.astype(F32)), DevView(arena, rng.standard_normal(N).astype(F32)),
+            DevView(arena, shape=(M, N), dtype=F32), DevView(arena, shape=(N,), dtype=F32)]
+
+
+SHAPES = [(3, 64), (100, 64), (5, 640), (2 * 64 * 64, 64), (7, 6144), (9, 100)]
+
+
+@pytest.mark.parametrize("M,N", SHAPES, ids=[f"{m}x{n}" for m, n in SHAPES])
+def test_rms_norm_grad_size_by_level(arena, M, N):
+    """Only level 1 is deterministic to this tiling (GetDeterministic() == 1: the generated
+    interface hands the level itself, so 2 and 3 size as off)."""
+    if ARCH == 1001 and N % 64:
+        pytest.skip(f"{SOC}: gamma's element count must be a multiple of 64 there")
+    for level, expected in ((0, grad_expected(M, N)), (1, rms_grad_det_expected(M, N)),
+                            (2, grad_expected(M, N)), (3, grad_expected(M, N))):
+        assert lib.aclrtSetSysParamOpt(DET, level) == OK
+        assert ws_of(phase_one(GRAD[0], *grad_views(arena, M, N))) == expected, level
+
+
+def test_strong_consistency_lifts_level_one(arena):
+    """Level 1 with option 2 on reads as 2 (GetGlobalDeterministic), so not this tiling's 1."""
+    assert lib.aclrtSetSysParamOpt(DET, 1) == OK
+    assert lib.aclrtSetSysParamOpt(STRONG, 1) == OK
+    assert ws_of(phase_one(GRAD[0], *grad_views(arena, 5, 64))) == grad_expected(5, 64)
+
+
+def test_context_setting_reaches_the_operators(arena):
+    assert lib.aclrtCtxSetSysParamOpt(DET, 1) == OK
+    assert ws_of(phase_one(GRAD[0], *grad_views(arena, 5, 64))) == rms_grad_det_expected(5, 64)
+
+
+def dgamma_core_order(dy, x, rstd, cores):
+    """dgamma as the deterministic kernel forms it, in float32: each core sums dy * (x * rstd)
+    over its block of ceil(M / cores) rows in row order, then FinalProcessDeterministic adds
+    the cores' rows in core order onto zeros."""
+    M = x.shape[0]
+    per = -(-M // cores)
+    out = np.zeros(x.shape[1], F32)
+    for c0 in range(0, M, per):
+        acc = np.zeros(x.shape[1], F32)
+        for r in range(c0, min(c0 + per, M)):
+            acc = acc + dy[r] * (x[r] * rstd[r])
+        out = acc + out
+    return out
+
+
+def test_rms_norm_grad_deterministic_run_keeps_its_phase_one_level(arena):
+    """Phase one at level 1 sizes the deterministic workspace; switching the level off before
+    the launch changes nothing (the executor keeps its level): a short workspace is still
+    refused, the exact one runs. dgamma is the cores' rows added in core order, bit for bit,
+    the same on every run, and dx matches float64."""
+    M, N = 100, 64
+    results = []
+    for attempt in ("short", "exact", "exact"):
+        assert lib.aclrtSetSysParamOpt(DET, 1) == OK
+        args = grad_views(arena, M, N)
+        rc, ws, ex = phase_one(GRAD[0], *args)
+        assert rc == OK, last_msg()
+        assert ws == rms_grad_det_expected(M, N)
+        assert lib.aclrtSetSysParamOpt(DET, 0) == OK
+        if workspace_attempt(arena, GRAD[1], ex, ws, attempt):
+            results.append((args[4].read().copy(), args[5].read().copy()))
+            dy, x, rstd, g = (a.read() for a in args[:4])
+    (dx1, dg1), (dx2, dg2) = results
+    assert dx1.tobytes() == dx2.tobytes() and dg1.tobytes() == dg2.tobytes()
+    cores = CORES if ARCH != 3510 else None
+    if cores:
+        assert dg1.tobytes() == dgamma_core_order(dy, x, rstd, cores).tobytes()
+    d64, x64, r64, g64 = (a.astype(np.float64) for a in (dy, x, rstd, g))
+    xr, dyg = x64 * r64, d64 * g64
+    np.testing.assert_allclose(dx1, (dyg - xr * (dyg * xr).mean(1, keepdims=True)) * r64,
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dg1, (d64 * xr).sum(0), rtol=1e-5, atol=1e-5)
+
+
+def alng_expected(M, N, level):
+    """add_layer_norm_grad_tiling.cpp: 16 MiB + 20 MiB + level x numCore x roundUp(N, 8)
+    floats' bytes x 2, numCore = ceil(M / ceil(M / cores))."""
+    used = -(-M // -(-M // CORES))
+    return MiB16 + 20 * 1024 * 1024 + level * used * ceil_to(N, 8) * 4 * 2
+
+
+@pytest.mark.skipif(ARCH == 1001, reason=f"{SOC}: AddLayerNormGrad has no kernel there")
+@pytest.mark.parametrize("shape", [(4, 16), (3, 100), (300, 20)], ids=str)
+def test_add_layer_norm_grad_size_by_level(arena, shape):
+    for level in (0, 1, 2, 3):
+        assert lib.aclrtSetSysParamOpt(DET, level) == OK
+        args = alng.views(arena, shape=shape, gshape=shape[-1:])
+        assert ws_of(alng.phase_one(*args)) == alng_expected(*shape, level), level
+    empty = alng.views(arena, shape=(4, 0), gshape=(0,))
+    assert ws_of(alng.phase_one(*empty)) == 0
+
+
+# ---- the Python API ---------------------------------------------------------------------------
+
+def test_python_api_sets_and_reads_the_process_level(stream):
+    assert acl_py.get_deterministic() is acl_py.Deterministic.OFF
+    acl_py.set_deterministic()
+    assert acl_py.get_deterministic() is acl_py.Deterministic.ON
+    assert get(lib.aclrtGetSysParamOpt, DET) == (OK, 1)
+    acl_py.set_deterministic(acl_py.Deterministic.BATCH_CONSISTENCY)
+    assert acl_py.get_deterministic() == 3
+    acl_py.set_deterministic(False)
+    assert acl_py.get_deterministic() == 0
+    with acl_py.deterministic(2):
+        assert acl_py.get_deterministic() is acl_py.Deterministic.STRONG_CONSISTENCY
+    assert acl_py.get_deterministic() is acl_py.Deterministic.OFF
+
+
+@pytest.mark.parametrize("level", [4, -1, 1 << 40])
+def test_python_api_refused_levels(stream, level):
+    acl_py.set_deterministic(1)
+    with pytest.raises(InvalidParameterError) as e:
+        acl_py.set_deterministic(level)
+    assert e.value.code == RT_PARAM and e.value.parameter == "level"
+    assert "107000" in str(e.value) and str(level) in str(e.value)
+    assert acl_py.get_deterministic() == 1  # nothing changed
+    with pytest.raises(InvalidParameterError):
+        with acl_py.deterministic(level):
+            pass
+    assert acl_py.get_deterministic() == 1
+
+
+@pytest.mark.parametrize("level,cls", [("1", AclTypeError), (1.0, AclTypeError),
+                                       (None, AclTypeError), (1 << 63, AclArgumentError)])
+def test_python_api_refuses_what_is_no_int64(stream, level, cls):
+    with pytest.raises(cls) as e:
+        acl_py.set_deterministic(level)
+    assert e.value.argument == "level" and not isinstance(e.value, AclError)
+    assert acl_py.get_deterministic() == 0
+
+
+def test_python_api_governs_the_operators(stream):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((40, 64)).astype(F32)
+    dy = rng.standard_normal((40, 64)).astype(F32)
+    g = rng.standard_normal(64).astype(F32)
+    rstd = (1 / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6))
+    rstd = rstd.astype(F32)
+    with acl_py.deterministic():
+        runs = [acl_py.rms_norm_grad(dy, x, rstd, g) for _ in range(2)]
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(*runs))
+    ref = acl_py.reference.rms_norm_grad(dy, x, rstd, g)
+    for got, want in zip(runs[0], ref):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.no_leak_check  # runs in a child process
+def test_python_api_on_the_cann_path(emulator):
+    """ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann: the public runtime calls only."""
+    from _cann_path import run_on_cann_path
+    run_on_cann_path(emulator, """
+from acl_py.errors import InvalidParameterError
+assert acl_py.get_deterministic() == 0
+with acl_py.deterministic():
+    assert acl_py.get_deterministic() == 1
+    x = np.linspace(-2, 2, 128, dtype=np.float32).reshape(2, 64)
+    r = (1 / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6)).astype('f4')
+    dx, dg = acl_py.rms_norm_grad(x, x, r, np.ones(64, np.float32))
+    e = reference.rms_norm_grad(x, x, r, np.ones(64, np.float32))
+    assert np.allclose(dx, e[0], rtol=1e-5, atol=1e-5) and np.allclose(dg, e[1], rtol=1e-5)
+try:
+    acl_py.set_deterministic(4)
+    raise AssertionError("level 4 accepted")
+except InvalidParameterError as err:
+    assert err.code == 107000 and err.parameter == "level"
+assert acl_py.get_deterministic() == 0
+""")
+
+
+test_on_other_parts = run_on_parts(other_parts(), "size or core_order or keeps or levels")
