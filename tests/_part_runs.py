@@ -81,7 +81,9 @@ def skip_without_bf16(*dtypes):
     none (such calls are refused there, as the emulator's operator tests check)."""
     from acl_py.soc import supports_bfloat16
     if any(getattr(d, "name", d) == "bfloat16" for d in dtypes) and not supports_bfloat16():
-        pytest.skip(f"{_this_part()}: no BF16")
+        pytest.skip(f"{_this_part()}: no BF16 (no support_bf16=1 in the part's platform "
+                    "configuration, hicann/runtime src/platform/platform_config/; such calls "
+                    "are refused, as the operator's tests check)")
 
 
 def event_waits_take_a_timeout():
