@@ -28,8 +28,6 @@ from ._ffi import ffi
 
 __all__ = ["Deterministic", "deterministic", "get_deterministic", "set_deterministic"]
 
-# aclSysParamOpt's ACL_OPT_DETERMINISTIC
-_OPT = 0
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
@@ -59,7 +57,7 @@ def set_deterministic(level: SupportsIndex | bool = Deterministic.ON) -> None:
     (107000, ``parameter == "level"``) for a value the runtime refuses."""
     value = _level(level)
     lib = _rt.ensure()
-    status = lib.aclrtSetSysParamOpt(_OPT, value)
+    status = lib.aclrtSetSysParamOpt(lib.ACL_OPT_DETERMINISTIC, value)
     if status:
         err = errors.make_error(status, "aclrtSetSysParamOpt")
         err.parameter = "level"
@@ -71,7 +69,7 @@ def get_deterministic() -> Deterministic | int:
     :class:`Deterministic` (a level this enum does not know is given as its int)."""
     lib = _rt.ensure()
     out = ffi.new("int64_t *")
-    errors.check(lib.aclrtGetSysParamOpt(_OPT, out), "aclrtGetSysParamOpt")
+    errors.check(lib.aclrtGetSysParamOpt(lib.ACL_OPT_DETERMINISTIC, out), "aclrtGetSysParamOpt")
     try:
         return Deterministic(out[0])
     except ValueError:

@@ -216,6 +216,16 @@ typedef enum {
 ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo,
                                                     int64_t *value);
 /* ---- end of the part's figures ---- */
+
+/* ---- system parameter options (acl/acl_base_rt.h) ---- */
+/* ACL_OPT_DETERMINISTIC's values: 0 off (the default), 1 deterministic, 2 strong consistency,
+ * 3 batch consistency; the other options 0 or 1. CANN's deprecated ACL_OPT_STRONG_CONSISTENCY
+ * (= 2, behind a deprecation attribute cffi cannot parse) is left out: pass 2. */
+typedef enum {
+    ACL_OPT_DETERMINISTIC = 0,
+    ACL_OPT_ENABLE_DEBUG_KERNEL = 1,
+    ACL_OPT_ENABLE_KERNEL_EARLY_START = 3
+} aclSysParamOpt;
 /* acl-py:cdef-end */
 
 /* Deprecated by CANN for aclGetDataBufferSizeV2 (its size is truncated to 32 bits); outside the

@@ -282,16 +282,7 @@ ACL_FUNC_VISIBILITY aclError aclrtDestroyContext(aclrtContext context);
 ACL_FUNC_VISIBILITY aclError aclrtSetCurrentContext(aclrtContext context);
 ACL_FUNC_VISIBILITY aclError aclrtGetCurrentContext(aclrtContext *context);
 
-/* ---- system parameter options (acl/acl_base_rt.h, acl/acl_rt.h of CANN) ---- */
-/* ACL_OPT_DETERMINISTIC's values: 0 off (the default), 1 deterministic, 2 strong consistency,
- * 3 batch consistency; the other options 0 or 1. CANN's deprecated ACL_OPT_STRONG_CONSISTENCY
- * (= 2, behind a deprecation attribute cffi cannot parse) is left out: pass 2. */
-typedef enum {
-    ACL_OPT_DETERMINISTIC = 0,
-    ACL_OPT_ENABLE_DEBUG_KERNEL = 1,
-    ACL_OPT_ENABLE_KERNEL_EARLY_START = 3
-} aclSysParamOpt;
-
+/* ---- system parameter options (acl/acl_rt.h; aclSysParamOpt in acl_base.h) ---- */
 /* The current context's value (107021 when this context never set opt; options 0..2). */
 ACL_FUNC_VISIBILITY aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t *value);
 /* Sets it in the current context and as the process's value (options 0..2). */
