@@ -13,12 +13,16 @@ Stated from the vendor's sources, independently of the emulator's C code:
   reads as 2) and the executor keeps it; the tilings get it as GetDeterministic().
 - hicann/ops-nn norm/rms_norm_grad/op_host/rms_norm_grad_tiling.cpp SetTilingDataAndWorkspace:
   GetDeterministic() == 1 adds each used core's dgamma row (col_val_align + 8 floats instead of
-  8); op_kernel/rms_norm_grad_common.h FinalProcessDeterministic adds the cores' rows in core
+  8), SetChunkWorkspace a chunk of it for inputs of 500 MiB on Ascend910B/Ascend910_93;
+  op_kernel/rms_norm_grad_common.h FinalProcessDeterministic adds the cores' rows in core
   order. norm/add_layer_norm_grad/op_host/add_layer_norm_grad_tiling.cpp (and _arch35): the
   level times numCore x roundUpNumLastDimFloat x 2 bytes on top of 16 + 20 MiB.
+  norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp: aclnnBatchNorm's kernels (BatchNormV3
+  on Ascend 950) read no level.
 """
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -34,6 +38,7 @@ from _part_runs import other_parts, run_on_parts
 from _workspace_model import ARCH, CORES, SOC, MiB16, ceil_to
 from test_emulator_workspace_size_rms import GRAD, grad_expected, ws_of
 import test_emulator_add_layer_norm_grad as alng
+import test_emulator_workspace_size_bn as bn
 
 DET, DEBUG, STRONG, EARLY = 0, 1, 2, 3
 PARAM, RT_PARAM, CTX_NULL, NOT_SET = 100000, 107000, 107002, 107021
@@ -135,14 +140,30 @@ def test_context_calls_need_a_current_context(stream):
 
 # ---- operators: phase one reads the level -----------------------------------------------------
 
+SPLIT_N = 6080  # BUFFER_SIZE_SPLIT_N_HIGH_PRECISION: longer rows take the split-D key (2)
+CHUNK_SOCS = ("Ascend910B2", "Ascend910_9391")  # SocVersion ASCEND910B and ASCEND910_93
+
+
 def rms_grad_det_expected(M, N, dtype=F32):
-    """rms_norm_grad_tiling.cpp at GetDeterministic() == 1, outside its chunked case (inputs
-    of 500 MiB): (col_val_align + 8) floats per used core + 16 MiB; Ascend 950's regbase
-    tilings read no deterministic flag."""
+    """rms_norm_grad_tiling.cpp at GetDeterministic() == 1: (col_val_align + 8) floats per
+    used core + 16 MiB; SetChunkWorkspace instead (chunk + 8 + block_factor floats per used
+    core) on Ascend910B/Ascend910_93 for split-D rows when the inputs (dy, x, rstd, gamma,
+    summed in uint32 as the tiling does) reach 500 MiB and the cores' rows pass 5% of them,
+    the chunk (5% less block_factor floats, per core) in whole 4096 floats, at least one.
+    Ascend 950's regbase tilings read no deterministic flag."""
     if ARCH == 3510:
         return grad_expected(M, N)
-    used = -(-M // -(-M // CORES))
-    return (ceil_to(N, 8 if dtype == F32 else 16) + 8) * used * 4 + MiB16
+    rows = -(-M // CORES)
+    used = -(-M // rows)
+    col_align = ceil_to(N, 8 if dtype == F32 else 16)
+    size = 4 if dtype == F32 else 2
+    total = (M * N * size * 2 + M * 4 + N * size) % 2 ** 32
+    enable = int(total * 0.05)
+    if (SOC in CHUNK_SOCS and N > SPLIT_N and total >= 500 * 2 ** 20
+            and used * col_align * 4 > enable):
+        chunk = (enable - rows * 4) % 2 ** 64 // (used * 4) % 2 ** 32 // 4096 * 4096 or 4096
+        return (chunk + 8 + rows) * used * 4 + MiB16
+    return (col_align + 8) * used * 4 + MiB16
 
 
 def grad_views(arena, M, N, seed=5):
@@ -174,6 +195,54 @@ def test_strong_consistency_lifts_level_one(arena):
     assert lib.aclrtSetSysParamOpt(DET, 1) == OK
     assert lib.aclrtSetSysParamOpt(STRONG, 1) == OK
     assert ws_of(phase_one(GRAD[0], *grad_views(arena, 5, 64))) == grad_expected(5, 64)
+
+
+MiB500 = 500 * 2 ** 20  # SetChunkWorkspace's WORKSPACE_LIMIT on the inputs
+
+
+def described(arena, M, N, dtype):
+    """dy, x, rstd, gamma, dxOut, dgammaOut of M rows of N as descriptors with no memory
+    behind them (a NULL address, as CANN's own examples create tensors): phase one reads
+    descriptors only, so inputs of gigabytes cost nothing here; nothing is launched."""
+    spec = (((M, N), dtype), ((M, N), dtype), ((M, 1), F32), ((N,), dtype), ((M, N), dtype),
+            ((N,), F32))
+    return [arena.tensor(shape, dt, [math.prod(shape[i + 1:]) for i in range(len(shape))], 0,
+                         math.prod(shape), ffi.NULL) for shape, dt in spec]
+
+
+def _at_500(M, size):
+    """The first N whose inputs (M x N twice, M rstd floats, N gamma values) reach 500 MiB."""
+    return (MiB500 - 4 * M) // (2 * M * size + size) + 1
+
+
+# (name, dtype, M, N, whether SetChunkWorkspace chunks on Ascend910B/Ascend910_93)
+CHUNK_CASES = [
+    ("f16-rows-per-core-at-500MiB", F16, CORES, _at_500(CORES, 2), True),
+    ("f16-rows-per-core-below-500MiB", F16, CORES, _at_500(CORES, 2) - 1, False),
+    ("f32-3-rows-per-core", F32, 3 * CORES - 1, _at_500(3 * CORES - 1, 4), True),
+    ("f16-25-rows-per-core-within-5pct", F16, 25 * CORES, _at_500(25 * CORES, 2), False),
+    # past 4 GiB the tiling's uint32 sum wraps: to below 500 MiB, then to just above it
+    ("f32-wraps-below-500MiB", F32, CORES, 2 ** 32 // (8 * CORES) + 1, False),
+    ("f32-wraps-above-500MiB", F32, CORES, (2 ** 32 + MiB500 + 2 ** 20) // (8 * CORES), True),
+]
+
+
+@pytest.mark.parametrize("name,dtype,M,N,chunks", CHUNK_CASES, ids=[c[0] for c in CHUNK_CASES])
+def test_rms_norm_grad_chunked_size_by_level(arena, name, dtype, M, N, chunks):
+    """SetChunkWorkspace's rows (split-D, N > 6080) at level 1 against the plain rule, on
+    descriptors of 0.5 to 4.3 GB; levels 0 and 2 are the non-deterministic 8 floats per
+    core."""
+    if ARCH == 1001:
+        N = ceil_to(N, 64)  # gamma's element count must be a multiple of 64 there
+    assert N > SPLIT_N
+    used = -(-M // -(-M // CORES))
+    plain = (ceil_to(N, 8 if dtype == F32 else 16) + 8) * used * 4 + MiB16
+    expected = rms_grad_det_expected(M, N, dtype)
+    if ARCH != 3510:  # the case is what its name says (the rule's own check)
+        assert (expected < plain) == (chunks and SOC in CHUNK_SOCS), (expected, plain)
+    for level, want in ((0, grad_expected(M, N)), (1, expected), (2, grad_expected(M, N))):
+        assert lib.aclrtSetSysParamOpt(DET, level) == OK
+        assert ws_of(phase_one(GRAD[0], *described(arena, M, N, dtype))) == want, level
 
 
 def test_context_setting_reaches_the_operators(arena):
@@ -241,6 +310,33 @@ def test_add_layer_norm_grad_size_by_level(arena, shape):
         assert ws_of(alng.phase_one(*args)) == alng_expected(*shape, level), level
     empty = alng.views(arena, shape=(4, 0), gshape=(0,))
     assert ws_of(alng.phase_one(*empty)) == 0
+
+
+@pytest.mark.parametrize("shape", [(2, 64, 3), (4, 3, 5), (2, 64, 2, 2, 3)], ids=str)
+@pytest.mark.parametrize("training", [True, False], ids=["train", "infer"])
+def test_batch_norm_size_same_at_every_level(arena, shape, training):
+    """aclnnBatchNorm's graph reads no level: on Ascend 950 the op_api runs BatchNormV3 in
+    both modes (aclnn_batch_norm.cpp BatchNormProcRegbase), whose tilings never ask
+    GetDeterministic(); BNTrainingReduce (whose arch35 tiling has the deterministic
+    templates) sits only on BatchNormProc's path, which Ascend 950 never takes; elsewhere it
+    and its partners are TBE kernels (no public workspaces)."""
+    want = bn.bn_expected(shape, training)
+    for level in (0, 1, 2, 3):
+        assert lib.aclrtSetSysParamOpt(DET, level) == OK
+        assert bn.bn_size(arena, shape, training=training) == want, level
+
+
+def test_batch_norm_same_results_at_all_levels(arena):
+    """And the kernels' numbers do not change with it, bit for bit."""
+    outs = []
+    for level in (0, 1):
+        assert lib.aclrtSetSysParamOpt(DET, level) == OK
+        args = bn.bn_views(arena, (3, 64, 5), data=True)
+        rc, ws, ex = bn.bn_phase_one(arena, args)
+        assert rc == OK, last_msg()
+        assert workspace_attempt(arena, bn.BN_P2, ex, ws, "exact")
+        outs.append(b"".join(args[i].read().tobytes() for i in (3, 4, 8, 9, 10)))
+    assert outs[0] == outs[1]
 
 
 # ---- the Python API ---------------------------------------------------------------------------

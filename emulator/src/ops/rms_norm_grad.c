@@ -290,8 +290,8 @@ static aclnnStatus check_shapes(const aclTensor *dy, const aclTensor *x, const a
  * GetDeterministic() == 1 (level 1 only: p1_deterministic), each used core's dgamma row of
  * col_val_align floats (N rounded up to 8 floats for FLOAT, 16 for 16-bit dtypes) on top,
  * chunked (SetChunkWorkspace) on Ascend910B / Ascend910_93 for split-D rows when the inputs
- * reach 500 MiB and the rows pass 5% of them. Ascend 950 (whose tilings read no
- * deterministic flag): the empty-rows template (rms_norm_grad_empty_tiling.cpp) and the
+ * (their uint32 sum) reach 500 MiB and the rows pass 5% of them. Ascend 950 (whose tilings
+ * read no deterministic flag): the empty-rows template (rms_norm_grad_empty_tiling.cpp) and the
  * regbase one (rms_norm_grad_regbase_tiling.cpp) 16 MiB; BigM
  * (rms_norm_grad_regbase_big_m_tiling.cpp IsCapable: N <= 64 * cores / 2 with 64 floats to a
  * vector register, M >= 2 N, M >= 64 * cores / 2) one N-float row per dgamma core,
@@ -315,9 +315,10 @@ static uint64_t grad_workspace(const aclemu_soc *soc, bool launch, int64_t M, in
     if (level != 1)
         return (uint64_t)(8 * block_dim * 4) + EW_SYS_WORKSPACE;
     const int64_t align = dtype == ACL_FLOAT ? 8 : 16, col_align = (N + align - 1) / align * align;
-    const uint64_t dsize = dtype == ACL_FLOAT ? 4 : 2;
-    const uint64_t inputs = (uint64_t)M * (uint64_t)N * dsize * 2 + (uint64_t)M * 4 +
-                            (uint64_t)N * dsize;
+    /* the inputs' bytes (dy, x, rstd, gamma) summed in uint32 as the tiling does: past 4 GiB
+     * the sum wraps, and the 500 MiB and 5% rules see the wrapped value */
+    const uint32_t m32 = (uint32_t)M, n32 = (uint32_t)N, dsize = dtype == ACL_FLOAT ? 4 : 2;
+    const uint64_t inputs = (uint32_t)(m32 * n32 * dsize * 2u + m32 * 4u + n32 * dsize);
     const uint64_t enable = (uint64_t)((double)inputs * 0.05);
     const uint64_t rows = (uint64_t)block_dim * (uint64_t)col_align * 4;
     /* ASCEND910B or ASCEND910_93: the NPU architecture 2201 parts */
