@@ -16,7 +16,10 @@ Stated from the vendor's sources, independently of the emulator's C code:
   8), SetChunkWorkspace a chunk of it for inputs of 500 MiB on Ascend910B/Ascend910_93;
   op_kernel/rms_norm_grad_common.h FinalProcessDeterministic adds the cores' rows in core
   order. norm/add_layer_norm_grad/op_host/add_layer_norm_grad_tiling.cpp (and _arch35): the
-  level times numCore x roundUpNumLastDimFloat x 2 bytes on top of 16 + 20 MiB.
+  level times numCore x roundUpNumLastDimFloat x 2 bytes on top of 16 + 20 MiB; its kernels
+  (op_kernel/add_layer_norm_grad_cut_n.h, _cut_d.h, arch35/) stage dgamma/dbeta per core in
+  the workspace at any level above 0 and add the cores' rows in core order
+  (add_layer_norm_determinstic_compute.h), else add each pass atomically into the outputs.
   norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp: aclnnBatchNorm's kernels (BatchNormV3
   on Ascend 950) read no level.
 """
@@ -337,6 +340,38 @@ def test_batch_norm_same_results_at_all_levels(arena):
         assert workspace_attempt(arena, bn.BN_P2, ex, ws, "exact")
         outs.append(b"".join(args[i].read().tobytes() for i in (3, 4, 8, 9, 10)))
     assert outs[0] == outs[1]
+
+
+@pytest.mark.skipif(ARCH == 1001, reason=f"{SOC}: AddLayerNormGrad has no kernel there")
+@pytest.mark.parametrize("shape,dt,dsum", alng.STAGED, ids=str)
+def test_add_layer_norm_grad_core_order_by_level(arena, shape, dt, dsum):
+    """Levels 1..3 (isDeterministicKey non-zero): each core's passes staged in its workspace
+    row, the rows added in core order onto zeros (FinalProcessDeterministic), bit for bit;
+    level 0: the passes added straight onto the outputs, core after core. The data is such
+    that the two orders give different bits (each core takes several passes)."""
+    args = alng.wide_inputs(shape, dt, dsum)
+    staged = alng.device_chain(*args, deterministic=True)
+    atomic = alng.device_chain(*args)
+    for s, a in zip(staged[1:], atomic[1:]):
+        assert (alng.bits(s) != alng.bits(a)).any()
+    for level in (0, 1, 2, 3):
+        assert lib.aclrtSetSysParamOpt(DET, level) == OK
+        got = alng.call(arena, *args)
+        for g, e in zip(got[1:], (staged if level else atomic)[1:]):
+            assert (alng.bits(g) == alng.bits(e)).all(), level
+
+
+@pytest.mark.skipif(ARCH == 1001, reason=f"{SOC}: AddLayerNormGrad has no kernel there")
+def test_add_layer_norm_grad_run_keeps_its_phase_one_level(arena):
+    """The executor keeps the level phase one read: switching it before the launch changes
+    neither the workspace the run takes nor the order of dgamma/dbeta."""
+    args = alng.wide_inputs(*alng.STAGED[0])
+    for level, other in ((1, 0), (0, 2)):
+        assert lib.aclrtSetSysParamOpt(DET, level) == OK
+        got = alng.call(arena, *args, between=lambda: lib.aclrtSetSysParamOpt(DET, other))
+        want = alng.device_chain(*args, deterministic=level > 0)
+        for g, e in zip(got[1:], want[1:]):
+            assert (alng.bits(g) == alng.bits(e)).all(), level
 
 
 # ---- the Python API ---------------------------------------------------------------------------

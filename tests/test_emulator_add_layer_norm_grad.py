@@ -5,7 +5,8 @@ op_host/add_layer_norm_grad_tiling.cpp; the stricter choices in docs/emulator.md
 device's numbers: against the float64 reference for every dtype, with and without dsum, and
 bit for bit against the kernel's chain (op_kernel/add_layer_norm_grad_cut_n.h MainCompute:
 everything in float32, x = x1 + x2, pdVar and pdMean as row sums, dx rounded once) written in
-NumPy with the emulator's fixed order of a row's sums and of the chunks' dgamma/dbeta sums;
+NumPy with the emulator's fixed order of a row's sums and the kernel's staging of dgamma/dbeta
+(rows per core and per pass from the tiling);
 bits independent of layout and thread count; the other parts in their own processes.
 """
 from __future__ import annotations
@@ -38,7 +39,6 @@ DTYPES = [F32, F16, BF16] if BF16_PART else [F32, F16]
 needs_kernel = pytest.mark.skipif(ARCH == 1001, reason=f"{SOC}: no AddLayerNormGrad kernel")
 NAMES = ["dy", "x1", "x2", "rstd", "mean", "gamma", "dsumOptional", "dxOut", "dgammaOut",
          "dbetaOut"]
-MAX_CHUNKS = 16  # ops/norm_rows.h NR_MAX_CHUNKS: dgamma/dbeta are summed per chunk of rows
 
 
 def phase_one(*args, ws=True, ex=True):
@@ -59,13 +59,17 @@ def inputs(rng, shape, gdims, dt, dsum=False):
     return dy, x1, x2, rstd.astype(F32), mean.astype(F32), g, ds
 
 
-def call(arena, dy, x1, x2, rstd, mean, g, ds=None, kinds=("contig",) * 10):
-    """Runs the operator; (dx, dgamma, dbeta) read back (outputs start at a sentinel)."""
+def call(arena, dy, x1, x2, rstd, mean, g, ds=None, kinds=("contig",) * 10, between=None):
+    """Runs the operator; (dx, dgamma, dbeta) read back (outputs start at a sentinel);
+    ``between`` is called after phase one, before phase two."""
     ins = [DevView(arena, v, kind=k) if v is not None else None
            for v, k in zip((dy, x1, x2, rstd, mean, g, ds), kinds)]
     outs = [DevView(arena, shape=s, dtype=d, kind=k, sentinel=-77.0)
             for s, d, k in zip((dy.shape, g.shape, g.shape), (dy.dtype, F32, F32), kinds[7:])]
-    run_phase_two(arena, P2, phase_one(*ins, *outs))
+    first = phase_one(*ins, *outs)
+    if between:
+        between()
+    run_phase_two(arena, P2, first)
     return tuple(v.read() for v in outs)
 
 
@@ -73,23 +77,55 @@ def bits(a):
     return a.view(np.uint16 if a.dtype.itemsize == 2 else np.uint32)
 
 
-def chunk_sums(v):
-    """Column sums of float32 rows (M, N) as the emulator makes dgamma/dbeta: rows in order
-    within each of min(M, 16) chunks (chunk c: rows [c*M/k, (c+1)*M/k)), then the chunks'
-    sums in order onto zeros."""
+# Each part's vector cores and UB bytes, what the tiling reads (GetCoreNumAiv,
+# GetCoreMemSize(UB)): hicann/runtime src/platform/platform_config/{cann,cann-dev}/<part>.ini
+# vector_core_cnt, ub_size
+CORES_UB = {"Ascend910B2": (48, 196608), "Ascend910_9391": (48, 196608),
+            "Ascend950PR_9599": (72, 253952), "Ascend310P3": (7, 262144)}
+
+
+def split(m, n, dt, dsum):
+    """(rows per core, rows per pass) as op_host/add_layer_norm_grad_tiling.cpp (and _arch35)
+    sets them: nInOneCoreLength = ceil(M / cores); nAvailInUb from AddLayerNormGradTilingImpl
+    (the UB less 1280 bytes over the per-row buffers; 1 on the cut-D path: no whole row fits)."""
+    cores, ub = CORES_UB[SOC]
+    avail = ub - 512 - 512 - 256
+    r8, r16 = -(-n // 8) * 8, -(-n // 16) * 16
+    if dt == F32:  # in floats: gamma, dgamma, dbeta and a spare row; dy, x1, x2, dx (+ dsum)
+        nd, per = avail // 4 - r8 * 4, r8 * (6 if dsum else 5) + 16
+    else:          # in bytes: the float copies and the 16-bit rows
+        c = 5 if dsum else 4
+        nd, per = avail - (r8 * 12 + r16 * 2), 64 + r8 * c * 4 + r16 * c * 2
+    return -(-m // cores), (nd // per if nd >= 0 and nd // per >= 1 else 1)
+
+
+def staged_sums(v, per_core, per_pass, deterministic=False):
+    """Column sums of float32 rows (M, N) as the kernel stages dgamma/dbeta
+    (op_kernel/add_layer_norm_grad_cut_n.h CutNProcess, PrecisionCompute, CopyOut;
+    add_layer_norm_determinstic_compute.h): a core's rows in passes, a pass's sums from zero
+    over its rows in order. Deterministic: each pass added onto the core's zeroed workspace
+    row, then the cores' rows added in core order onto zeros; otherwise each pass added onto
+    the zeroed output, core after core (one order of the device's atomic adds)."""
     m = v.shape[0]
-    k = min(m, MAX_CHUNKS)
-    total = np.zeros(v.shape[1], np.float32)
-    for c in range(k):
-        part = np.zeros(v.shape[1], np.float32)
-        for row in v[c * m // k:(c + 1) * m // k]:
-            part += row
-        total += part
-    return total
+    out = np.zeros(v.shape[1], np.float32)
+    for c0 in range(0, m, per_core):
+        ws = np.zeros(v.shape[1], np.float32)
+        for p0 in range(c0, min(c0 + per_core, m), per_pass):
+            acc = np.zeros(v.shape[1], np.float32)
+            for row in v[p0:min(p0 + per_pass, c0 + per_core, m)]:
+                acc = acc + row
+            if deterministic:
+                ws = ws + acc
+            else:
+                out = out + acc
+        if deterministic:
+            out = ws + out
+    return out
 
 
-def device_chain(dy, x1, x2, rstd, mean, g, ds=None):
-    """(dx, dgamma, dbeta) as the kernel makes them (see the module doc), in float32."""
+def device_chain(dy, x1, x2, rstd, mean, g, ds=None, deterministic=False, sums=None):
+    """(dx, dgamma, dbeta) as the kernel makes them (see the module doc), in float32; ``sums``
+    replaces the kernel's staging of the column sums."""
     f = np.float32
     n = g.size
     rows = lambda a: a.astype(f).reshape(-1, n)  # noqa: E731
@@ -105,8 +141,9 @@ def device_chain(dy, x1, x2, rstd, mean, g, ds=None):
     dx = (xc * pd_var[:, None] + gg * r) + pd_mean[:, None]
     if ds is not None:
         dx = dx + rows(ds)
-    dgamma = chunk_sums(dyf * (xc * r))
-    dbeta = chunk_sums(dyf)
+    stage = split(dyf.shape[0], n, dy.dtype, ds is not None) + (deterministic,)
+    sums = sums or (lambda v: staged_sums(v, *stage))  # noqa: E731
+    dgamma, dbeta = sums(dyf * (xc * r)), sums(dyf)
     return dx.astype(dy.dtype).reshape(dy.shape), dgamma.reshape(g.shape), dbeta.reshape(g.shape)
 
 
@@ -156,7 +193,7 @@ def test_strided_views_give_the_contiguous_bits(arena, kinds):
 
 @needs_kernel
 def test_bits_do_not_depend_on_the_thread_count(arena):
-    args = inputs(np.random.default_rng(6), (100, 64), 1, F32, dsum=True)
+    args = inputs(np.random.default_rng(6), (100, 200), 1, F32, dsum=True)
     before = lib.aclemuGetNumThreads()
     try:
         lib.aclemuSetNumThreads(1)
@@ -169,13 +206,50 @@ def test_bits_do_not_depend_on_the_thread_count(arena):
         assert (bits(a) == bits(e)).all()
 
 
+# Shapes whose cores take several passes, or (8000 floats a row) one row a pass on the cut-D
+# path, over several cores on every part
+STAGED = [((487, 2000), F32, False), ((1000, 1000), F16, True), ((150, 8000), F32, True)]
+
+
+def wide_inputs(shape, dt, dsum):
+    """inputs() with dy spread over eight decades, so the order of a column's sum shows."""
+    rng = np.random.default_rng(shape[0])
+    args = list(inputs(rng, shape, 1, dt, dsum))
+    args[0] = (rng.standard_normal(shape) * 10.0 ** rng.uniform(-4, 4, shape)).astype(dt)
+    return args
+
+
+def plain_sum(v):
+    """Column sums of float32 rows, every row in order onto zeros."""
+    acc = np.zeros(v.shape[1], np.float32)
+    for row in v:
+        acc = acc + row
+    return acc
+
+
+@pytest.mark.parametrize("shape,dt,dsum", STAGED, ids=str)
+@needs_kernel
+def test_dgamma_dbeta_follow_the_kernel_staging(arena, shape, dt, dsum):
+    """Outside deterministic mode: each pass's sums added onto the outputs core after core,
+    bit for bit. The data is such that a plain row-order sum gives other bits, but on the
+    cut-D path: one row a pass, core after core, is every row in order."""
+    args = wide_inputs(shape, dt, dsum)
+    _, dgamma, dbeta = call(arena, *args)
+    _, want_g, want_b = device_chain(*args)
+    assert (bits(dgamma) == bits(want_g)).all() and (bits(dbeta) == bits(want_b)).all()
+    _, plain_g, plain_b = device_chain(*args, sums=plain_sum)
+    one_row_passes = split(*shape, dt, dsum)[1] == 1
+    for w, p in ((want_g, plain_g), (want_b, plain_b)):
+        assert (bits(w) == bits(p)).all() == one_row_passes
+
+
 @needs_kernel
 def test_dgamma_and_dbeta_are_overwritten(arena):
     """The kernel zeroes dgamma and dbeta before its cores add into them (InitGmData): the
     outputs' old contents (here the sentinel) never reach the result."""
     args = inputs(np.random.default_rng(7), (3, 8), 1, F32)
     _, dgamma, dbeta = call(arena, *args)
-    assert (bits(dbeta) == bits(chunk_sums(args[0]))).all()
+    assert (bits(dbeta) == bits(staged_sums(args[0], *split(3, 8, F32, False)))).all()
     assert (bits(dgamma) == bits(device_chain(*args)[1])).all()
 
 
@@ -331,4 +405,4 @@ def test_no_kernel_on_atlas_training_parts(arena):
 test_on_other_parts = run_on_parts(
     other_parts(set(PARTS) - {"Ascend910_9391"}), lambda part: (
         "no_kernel or part_dtype_table" if part == "Ascend910A" else
-        "part_dtype_table or bit_for_bit and 181 or reference"))
+        "part_dtype_table or bit_for_bit and 181 or reference or staging"))

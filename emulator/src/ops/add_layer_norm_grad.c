@@ -27,11 +27,21 @@
  *   pdMean = sum(-(g * r)) * ras;
  *   dx = ((xc * pdVar + g * r) + pdMean) (+ dsum), rounded once to dx's dtype (FLOAT16
  *   CAST_NONE, BF16 CAST_RINT: ties to even);
- *   dgamma += dy * (xc * r), dbeta += dy: per core over its rows in float, the cores' sums
- *   atomically added into outputs the kernel zeroes first (InitGmData).
- * The emulator's sums: norm_rows.h's lanes and fold per row; dgamma/dbeta per chunk of rows
- * (the chunks fixed by M), the chunks' sums added in chunk order, so the split of rows over
- * threads never changes a bit.
+ *   dgamma += dy * (xc * r), dbeta += dy, staged as the kernel stages them (below).
+ * The staging of dgamma/dbeta (op_host/add_layer_norm_grad_tiling.cpp and _arch35.cpp: the
+ * same split; op_kernel/add_layer_norm_grad_cut_n.h CutNProcess, PrecisionCompute, CopyOut;
+ * add_layer_norm_grad_cut_d.h; add_layer_norm_determinstic_compute.h; arch35/ the same):
+ * - the rows in core blocks of ceil(M / cores) (the part's vector cores), numCore of them;
+ * - a core takes its rows in passes of nAvailInUb (what fits the UB, AddLayerNormGradTilingImpl;
+ *   one row per pass on the cut-D path, whose rows are too long for one buffer); each pass's
+ *   sums start at zero and take its rows in order, then go into the core's workspace row
+ *   (zeroed first) with an atomic add, passes in order;
+ * - deterministic mode (isDeterministicKey, the level from GetDeterministic()): after SyncAll
+ *   FinalProcessDeterministic adds the numCore workspace rows in core order onto zeros;
+ * - otherwise each pass's sums go atomically into the outputs (zeroed first, InitGmData) in
+ *   arrival order, which the device leaves open: the emulator adds them core after core.
+ * The emulator runs dx over the rows, then dgamma/dbeta over slices of columns, each column
+ * summed in that order whole, so the split over threads never changes a bit.
  *
  * The arithmetic is not aclnnLayerNormBackward's (that kernel scales two row means and takes
  * rstd * ((g - mg) - x_hat * mgx)), so its row kernel is not shared: this one runs on
@@ -64,16 +74,21 @@ typedef struct {
     nr_head h; /* per chunk ROW_BUFS * N floats */
     tdesc t[T_COUNT];
     int64_t M, N;
+    int64_t block_rows; /* rows per core: nInOneCoreLength, ceil(M / cores) */
+    int64_t blocks;     /* cores used: numCore, ceil(M / block_rows) */
+    int64_t pass_rows;  /* rows per pass of a core: nAvailInUb (1 on the cut-D path) */
+    bool staged;        /* deterministic mode (the level phase one read >= 1) */
     float ras;   /* the kernel's reduceAxisSize, 1.0f / (float)N */
     bool launch; /* false: every output empty, nothing runs */
 } alng_payload;
 
-/* Row buffer floats per chunk: x, g, xc, dy, dx, dsum (N each), then the chunk's dgamma and
- * dbeta sums (N each). */
-#define ROW_BUFS 8
+/* Row buffer floats per chunk: x, g, xc, dy, dx, dsum (N each) for dx; the column pass's
+ * slices of w <= N columns take 7 w (x1, x2, dy, a pass's dgamma and dbeta sums, a core's). */
+#define ROW_BUFS 7
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
+/* Rows [begin, end): dx. dgamma/dbeta come after every row (after_rows). */
 static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
                       int64_t end)
 {
@@ -84,8 +99,7 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
     const int64_t N = P->N;
     const float *gamma = R->gamma;
     float *x = nr_chunk_buf(R, chunk), *g = x + N, *xc = g + N, *dyb = xc + N;
-    float *dx = dyb + N, *dsb = dx + N, *pgamma = dsb + N, *pbeta = pgamma + N;
-    memset(pgamma, 0, (size_t)(2 * N) * sizeof(float));
+    float *dx = dyb + N, *dsb = dx + N;
     for (int64_t m = begin; m < end; m++) {
         const float *a = get_tile(row_base(x1, m), x1->dtype, &x1->inner, 0, N, x);
         const float *b = get_tile(row_base(x2, m), x2->dtype, &x2->inner, 0, N, g);
@@ -105,10 +119,6 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
         for (int64_t i = 0; i < N; i++)
             x[i] = g[i] * (xc[i] * r3);
         const float pd_var = nr_scaled_sum(x, N, 1.0f) * -P->ras;
-        for (int64_t i = 0; i < N; i++) {
-            pgamma[i] += dy[i] * (xc[i] * r);
-            pbeta[i] += dy[i];
-        }
         for (int64_t i = 0; i < N; i++)
             x[i] = (g[i] * r) * -1.0f;
         const float pd_mean = nr_scaled_sum(x, N, 1.0f) * P->ras;
@@ -132,26 +142,96 @@ static bool before_rows(const void *payload, norm_rows *R)
     return true;
 }
 
-/* The chunks' dgamma/dbeta sums, added in chunk order into zeroed outputs (the kernel's
- * InitGmData, then one atomic add per core). */
+/* Rows [m0, m1) of one pass onto its zeroed sums over columns [c0, c0 + w), in row order
+ * (PrecisionCompute's Add(outputDgamma, outputDgamma, dy * (xc * r)), Add(outputDbeta, ...)). */
+static void pass_sums(const alng_payload *P, float *buf, int64_t c0, int64_t w, int64_t m0,
+                      int64_t m1, float *pg, float *pb)
+{
+    const tdesc *dyd = &P->t[T_DY], *x1 = &P->t[T_X1], *x2 = &P->t[T_X2];
+    const tdesc *rs = &P->t[T_RSTD], *mn = &P->t[T_MEAN];
+    memset(pg, 0, (size_t)w * sizeof(float));
+    memset(pb, 0, (size_t)w * sizeof(float));
+    for (int64_t m = m0; m < m1; m++) {
+        const float *a = get_tile(row_base(x1, m), x1->dtype, &x1->inner, c0, w, buf);
+        const float *b = get_tile(row_base(x2, m), x2->dtype, &x2->inner, c0, w, buf + w);
+        const float *dy = get_tile(row_base(dyd, m), dyd->dtype, &dyd->inner, c0, w, buf + 2 * w);
+        float mbuf, rbuf;
+        const float mean = *get_tile(view_base(mn), ACL_FLOAT, &mn->inner, m, 1, &mbuf);
+        const float r = *get_tile(view_base(rs), ACL_FLOAT, &rs->inner, m, 1, &rbuf);
+        const float neg_mean = mean * -1.0f;
+        for (int64_t i = 0; i < w; i++) {
+            const float xc = (a[i] + b[i]) + neg_mean;
+            pg[i] = pg[i] + dy[i] * (xc * r);
+            pb[i] = pb[i] + dy[i];
+        }
+    }
+}
+
+typedef struct {
+    const alng_payload *P;
+    const norm_rows *R;
+    float *sum; /* dgamma's N floats, then dbeta's */
+} column_pass;
+
+/* dgamma/dbeta over columns [c0, c1), as the kernel stages them: the cores (blocks of
+ * block_rows rows) in order, each core's passes of pass_rows rows in order. Deterministic
+ * (staged): a pass's sums added onto the core's zeroed workspace row (CopyOut's atomic add;
+ * one core's adds keep program order), then FinalProcessDeterministic's Add(acc, row, acc):
+ * the cores' rows in core order onto zeros. Otherwise each pass's sums added straight onto
+ * the zeroed outputs (InitGmData, then CopyOut's atomic add), the cores one after another:
+ * one order the device's atomic adds can take. */
+static void column_sums(void *ctx, int64_t chunk, int64_t c0, int64_t c1)
+{
+    const column_pass *C = ctx;
+    const alng_payload *P = C->P;
+    const int64_t w = c1 - c0;
+    float *buf = nr_chunk_buf(C->R, chunk), *pg = buf + 3 * w, *pb = pg + w;
+    float *wg = pb + w, *wb = wg + w;
+    float *dg = C->sum + c0, *db = C->sum + P->N + c0;
+    memset(dg, 0, (size_t)w * sizeof(float));
+    memset(db, 0, (size_t)w * sizeof(float));
+    for (int64_t k = 0; k < P->blocks; k++) {
+        const int64_t m1 = (k + 1) * P->block_rows < P->M ? (k + 1) * P->block_rows : P->M;
+        float *cg = P->staged ? wg : dg, *cb = P->staged ? wb : db;
+        if (P->staged) {
+            memset(wg, 0, (size_t)w * sizeof(float));
+            memset(wb, 0, (size_t)w * sizeof(float));
+        }
+        for (int64_t p0 = k * P->block_rows; p0 < m1; p0 += P->pass_rows) {
+            pass_sums(P, buf, c0, w, p0, p0 + P->pass_rows < m1 ? p0 + P->pass_rows : m1, pg, pb);
+            for (int64_t i = 0; i < w; i++) {
+                cg[i] = cg[i] + pg[i];
+                cb[i] = cb[i] + pb[i];
+            }
+        }
+        if (P->staged)
+            for (int64_t i = 0; i < w; i++) {
+                dg[i] = wg[i] + dg[i];
+                db[i] = wb[i] + db[i];
+            }
+    }
+}
+
+/* The columns in slices of at least COLUMN_MIN (fewer rows' pieces to read), one thread a
+ * slice: every column's sums keep the kernel's order whatever the split. */
+#define COLUMN_MIN 64
+
 static void after_rows(const void *payload, norm_rows *R)
 {
     const alng_payload *P = payload;
     const int64_t N = P->N;
-    float *sum = R->gamma_buf; /* gamma is read: its buffer's 2 * N floats are free */
-    memset(sum, 0, (size_t)(2 * N) * sizeof(float));
-    for (int64_t c = 0; c < R->nchunks; c++) {
-        const float *part = nr_chunk_buf(R, c) + 6 * N;
-        for (int64_t i = 0; i < 2 * N; i++)
-            sum[i] += part[i];
-    }
+    /* gamma is read: its buffer's 2 N floats are free */
+    column_pass C = {.P = P, .R = R, .sum = R->gamma_buf};
+    const int64_t slices = N / COLUMN_MIN < R->nchunks ? N / COLUMN_MIN : R->nchunks;
+    aclemu_parallel_for(N, slices > 1 ? slices : 1, column_sums, &C);
     put_tile(view_base(&P->t[T_DGAMMA]), ACL_FLOAT, ACLEMU_TIES_EVEN, &P->t[T_DGAMMA].inner, 0,
-             N, sum);
+             N, C.sum);
     put_tile(view_base(&P->t[T_DBETA]), ACL_FLOAT, ACLEMU_TIES_EVEN, &P->t[T_DBETA].inner, 0,
-             N, sum + N);
+             N, C.sum + N);
 }
 
-static const nr_kernel ALNG_KERNEL = NR_KERNEL(alng_payload, before_rows, rows_body, after_rows);
+static const nr_kernel ALNG_KERNEL = NR_KERNEL(alng_payload, before_rows, rows_body,
+                                               after_rows);
 static const aclemu_executor_ops ALNG_OPS = NR_EXECUTOR_OPS(P2);
 
 /* ---- phase one -------------------------------------------------------------------------------- */
@@ -212,6 +292,27 @@ static bool has_zero_dim(const aclTensor *t)
         if (t->dims[i] == 0)
             return true;
     return false;
+}
+
+/* Rows per pass of a core (AddLayerNormGradTilingImpl's nAvailInUb): the UB less 1280 bytes
+ * (WORKSPACE_SIZE, SYNC_SAPCE, REDUCE_BUF) less the rows held once (FLOAT: four of ceil8(N)
+ * floats; FLOAT16/BF16: three float rows and one 16-bit row), over what a row takes (FLOAT:
+ * five rows, six with dsum, and 16 floats of mean/rstd; FLOAT16/BF16: four float and four
+ * 16-bit rows, five each with dsum, and 64 bytes). No whole row fits: the cut-D path, whose
+ * passes are one row each. */
+static int64_t pass_rows(aclDataType dt, bool dsum, int64_t N)
+{
+    const int64_t avail = aclemu_soc_ub_bytes() - 512 - 512 - 64 * 4;
+    const int64_t r8 = (N + 7) / 8 * 8, r16 = (N + 15) / 16 * 16;
+    int64_t nd, per_row;
+    if (dt == ACL_FLOAT) { /* counted in floats */
+        nd = avail / 4 - r8 * 4;
+        per_row = r8 * (dsum ? 6 : 5) + 8 * 2;
+    } else { /* in bytes */
+        nd = avail - (r8 * 3 * 4 + r16 * 2);
+        per_row = 8 * 2 * 4 + r8 * (dsum ? 5 : 4) * 4 + r16 * (dsum ? 5 : 4) * 2;
+    }
+    return nd < 0 || nd / per_row < 1 ? 1 : nd / per_row;
 }
 
 /* BasicCheck's and CheckInputOutputShape's rules in their order; the empty-tensor ones only
@@ -304,6 +405,11 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(
     alng_payload *P = calloc(1, sizeof *P);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
+    /* the tiling's split: numCore blocks of nInOneCoreLength rows (M >= 1 when launched) */
+    const int64_t cores = aclemu_soc_vector_cores();
+    P->block_rows = launch ? (M + cores - 1) / cores : 0;
+    P->blocks = launch ? (M + P->block_rows - 1) / P->block_rows : 0;
+    P->pass_rows = launch ? pass_rows(dy->dtype, dsumOptional != NULL, G) : 0;
     P->h = (nr_head){.kernel = &ALNG_KERNEL, .call = P2, .names = TNAME, .rows = launch ? M : 0,
                      .width = G, .row_floats = ROW_BUFS * G, .no_kernel = !launch};
     P->M = M;
@@ -328,11 +434,10 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(
      * the tiling multiplies numCore x roundUpNumLastDimFloat (N rounded up to 8 floats, in
      * bytes) x 2 by GetDeterministic() itself, the level (0..3: p1_deterministic) */
     uint64_t ws = launch ? EW_SYS_WORKSPACE + (uint64_t)20 * 1024 * 1024 : 0;
-    const int64_t level = launch ? p1_deterministic() : 0, cores = aclemu_soc_vector_cores();
-    if (level > 0 && M > 0) {
-        const int64_t used = (M + (M + cores - 1) / cores - 1) / ((M + cores - 1) / cores);
-        ws += (uint64_t)level * (uint64_t)used * (uint64_t)((G + 7) / 8 * 8 * 4) * 2;
-    }
+    const int64_t level = launch ? p1_deterministic() : 0;
+    P->staged = level > 0; /* the kernel tests isDeterministicKey, the level, for non-zero */
+    if (level > 0)
+        ws += (uint64_t)level * (uint64_t)P->blocks * (uint64_t)((G + 7) / 8 * 8 * 4) * 2;
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(P1, &ALNG_OPS, P, ws, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
 }
