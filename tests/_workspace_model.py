@@ -286,9 +286,28 @@ def handed_over(nbytes, kernel, v, last=None):
     return [(nbytes, kernel, last + 1)], last + 1
 
 
-def kind_takes_over(shape, kind="contig"):
-    """:func:`takes_over` of a DevView of ``shape`` laid out as ``kind``."""
-    _, offset, n = view_extent(shape, kind)
+# l0op::TensorMove (ops-math conversion/tensor_move/op_api/tensor_move.cpp): ViewCopy's copy of
+# a contiguous tensor that is not the workspace's (a result an earlier ViewCopy handed to a
+# caller's tensor) into another contiguous caller's tensor. IsCopyNpuToNpu: a copy task (no
+# workspace) up to 400000 bytes on Atlas A2/A3 and Ascend 950, 800000 on Ascend910A, under 32
+# on Ascend310P3; else the TensorMove kernel, whose arch35 tiling asks 32 bytes on Ascend 950
+# (op_host/arch35/tensor_move_tiling_arch35.cpp) for its regbase AI Core dtypes (the rest run
+# on AI CPU: none); a TBE kernel elsewhere: none.
+TENSOR_MOVE_TASK_LIMIT = {1001: 800000, 2002: 31}.get(ARCH, 400000)
+TENSOR_MOVE_950 = _WIDE | {"DOUBLE", "COMPLEX64"}
+
+
+def tensor_move_ws(kernel, nbytes, dtype="FLOAT"):
+    """Task ``kernel``'s workspace when l0op::TensorMove copies ``nbytes`` of ``dtype``
+    between two callers' tensors, as graph entries (it reads no workspace tensor)."""
+    if nbytes <= TENSOR_MOVE_TASK_LIMIT or dtype not in TENSOR_MOVE_950:
+        return []
+    return helper_ws(kernel, 32)
+
+
+def kind_takes_over(shape, kind="contig", slack=3):
+    """:func:`takes_over` of a DevView of ``shape`` laid out as ``kind`` with ``slack``."""
+    _, offset, n = view_extent(shape, kind, slack)
     return takes_over(shape, offset, n)
 
 

@@ -25,8 +25,9 @@ from acl_py.raw import lib
 
 from _emu_aclnn import phase_one, workspace_attempt
 from _part_runs import other_parts, run_on_parts
-from _workspace_model import (ARCH, LIB_API_WORKSPACE, SOC, MiB16, align, copy_kind_in,
-                              kind_takes_over, max_allocator)
+from _workspace_model import (ARCH, LIB_API_WORKSPACE, SOC, TENSOR_MOVE_TASK_LIMIT, MiB16,
+                              align, copy_kind_in, kind_takes_over, max_allocator,
+                              tensor_move_ws)
 from test_emulator_op import (BF16, F16, F32, OK, DevView, arena,  # noqa: F401
                               last_msg, stream)
 
@@ -35,6 +36,7 @@ RB = (lib.aclnnBatchNormReduceBackwardGetWorkspaceSize, lib.aclnnBatchNormReduce
 EB = (lib.aclnnBatchNormElemtBackwardGetWorkspaceSize, lib.aclnnBatchNormElemtBackward)
 A950 = ARCH == 3510
 I32 = np.dtype(np.int32)
+DT_NAME = {F32: "FLOAT", F16: "FLOAT16", BF16: "BF16"}
 
 
 class Graph:
@@ -42,8 +44,9 @@ class Graph:
     outputs the executor allocates, with their last reader; ``gone`` holds the results a
     ViewCopy hands to a contiguous caller's tensor (no workspace)."""
 
-    def __init__(self):
+    def __init__(self, slack=3):
         self.kernels, self.tensors, self.gone = 0, [], set()
+        self.slack = slack  # the outputs' storage elements after their views
 
     def kernel(self, *reads, ws=0, out=None):
         """A kernel reading ``reads`` (tensor ids or None) with a tiling workspace of ``ws``
@@ -79,12 +82,17 @@ class Graph:
 
     def copy_out(self, t, have, want, n):
         """Cast to the caller's (contiguous) tensor's dtype, then ViewCopy (hand_over)."""
-        self.hand_over(self.cast(t, have, want, n), n)
+        self.hand_over(self.cast(t, have, want, n), n, want)
 
-    def hand_over(self, t, n):
-        """l0op::ViewCopy of t (None: none) into the caller's contiguous DevView of n elements:
-        taken over where _workspace_model.kind_takes_over says so, else a copy task reads it."""
-        if t is not None and kind_takes_over((n,)):
+    def hand_over(self, t, n, dt=F32):
+        """l0op::ViewCopy of t (None: none) into the caller's contiguous DevView of n elements
+        of dtype dt: taken over where _workspace_model.kind_takes_over says so, else a copy
+        task reads it. A t already taken over lives in a caller's tensor: l0op::TensorMove
+        copies it (a task or kernel reading no workspace; _workspace_model.tensor_move_ws)."""
+        if t in self.gone:
+            k = self.kernels
+            self.kernel(ws=sum(e[0] for e in tensor_move_ws(k, n * dt.itemsize, DT_NAME[dt])))
+        elif t is not None and kind_takes_over((n,), slack=self.slack):
             self.gone.add(t)
         elif t is not None:
             self.kernel(t)
@@ -149,7 +157,7 @@ def elemt_expected(shape, xdt=F32, mdt=F32, vdt=F32, wdt=F32, bdt=F32, strided=(
         y = g.kernel(x, *vec, out=X * xdt.itemsize)  # BNInfer
     if transposed:
         y = g.kernel(y, out=X * xdt.itemsize)
-    g.hand_over(y, X)
+    g.hand_over(y, X, xdt)
     return g.size()
 
 
@@ -243,9 +251,9 @@ def rb_copy_outs(g, res, flags, odt, C):
             g.copy_out(t, F32, odt, C)
 
 
-def rb_expected(shape, flags=(True,) * 3, dt=F32, wdt=F32, odt=F32, strided=()):
+def rb_expected(shape, flags=(True,) * 3, dt=F32, wdt=F32, odt=F32, strided=(), slack=3):
     C, X = shape[1], math.prod(shape)
-    g = Graph()
+    g = Graph(slack)
     w = g.fill(C * 4) if wdt is None else None
     wdt = wdt or F32
     dts = (dt, dt, dt, dt, wdt)
@@ -266,7 +274,8 @@ def rb_expected(shape, flags=(True,) * 3, dt=F32, wdt=F32, odt=F32, strided=()):
     return g.size()
 
 
-def rb_args(arena, shape, flags=(True,) * 3, dt=F32, wdt=F32, odt=F32, strided=(), data=False):
+def rb_args(arena, shape, flags=(True,) * 3, dt=F32, wdt=F32, odt=F32, strided=(), data=False,
+            slack=3):
     C = shape[1]
     rng = np.random.default_rng(5)
     kind = {n: "transposed" if n in strided else "contig" for n in ("gradOut", "input")}
@@ -278,7 +287,7 @@ def rb_args(arena, shape, flags=(True,) * 3, dt=F32, wdt=F32, odt=F32, strided=(
     mean = DevView(arena, np.linspace(-1, 1, C).astype(dt), kind=vkind["mean"])
     inv = DevView(arena, np.linspace(0.5, 2, C).astype(dt), kind=vkind["invstd"])
     w = None if wdt is None else DevView(arena, np.ones(C, wdt), kind=vkind["weight"])
-    outs = [DevView(arena, shape=(C,), dtype=odt) for _ in range(4)]
+    outs = [DevView(arena, shape=(C,), dtype=odt, slack=slack) for _ in range(4)]
     return [dy, x, mean, inv, w, *flags, *outs]
 
 
@@ -344,6 +353,40 @@ def test_reduce_backward_workspace_short_refused_and_exact_runs(arena):
         if workspace_attempt(arena, RB[1], ex, ws, attempt):
             dy = args[0].read().astype(np.float64)
             np.testing.assert_allclose(args[8].read(), dy.sum((0, 2)), rtol=1e-2, atol=1e-2)
+
+
+# gradBias after sumDy (FLOAT outputs, no Cast): once sumDy's output has taken sumDy's result
+# over, that result is a caller's tensor, and gradBias's ViewCopy copies it by l0op::TensorMove.
+TM_C = TENSOR_MOVE_TASK_LIMIT // 4 + 1  # FLOAT channels just past the part's copy-task limit
+
+
+@pytest.mark.parametrize("attempt", ["null", "short", "exact"])
+@pytest.mark.parametrize("C", [3, TM_C], ids=["task", "kernel"])
+@pytest.mark.parametrize("slack", [0, 3], ids=["exact-out", "slack-out"])
+def test_reduce_backward_size_bias_moved(arena, slack, C, attempt):
+    """sumDy's output takes the result over (on Ascend910A only a storage ending where its
+    view does; with slack there copy tasks read the result from the workspace, no move), so
+    gradBias gets a TensorMove: a copy task up to the part's limit (400000 bytes, Ascend910A
+    800000), else the kernel, 32 bytes on Ascend 950. Last in the graph, it finds a bucket
+    free. The size runs: gradBias holds sumDy's sums."""
+    needs_reduce_kernel()
+    shape, flags = (2, C), (True, False, True)
+    want = rb_expected(shape, flags, slack=slack)
+    args = rb_args(arena, shape, flags, data=True, slack=slack)
+    rc, ws, ex = phase_one(RB[0], *args)
+    assert rc == OK and ws == want > 0, last_msg()
+    if workspace_attempt(arena, RB[1], ex, ws, attempt):
+        dy = args[0].read().astype(np.float64)
+        np.testing.assert_allclose(args[11].read(), dy.sum(0), rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(args[11].read(), args[8].read())
+
+
+def test_reduce_backward_size_tensor_move_rule():
+    """The restated IsCopyNpuToNpu limit and Ascend 950's kernel workspace (the cases' own
+    check: TM_C's gradBias runs the kernel, 3 channels a copy task)."""
+    assert tensor_move_ws(5, 3 * 4) == []
+    assert tensor_move_ws(5, TM_C * 4) == ([(32, 5, 5)] if A950 else [])
+    assert TENSOR_MOVE_TASK_LIMIT == {"Ascend910A": 800000, "Ascend310P3": 31}.get(SOC, 400000)
 
 
 # ---- aclnnBatchNormElemtBackward ---------------------------------------------------------------

@@ -10,7 +10,8 @@
  * nobody copies out; alive from their kernel to their last reader's, common/utils/
  * kernel_graph.cpp CalcLifeTimeAndSize). A kernel output that l0op::ViewCopy hands to a
  * contiguous user tensor is re-pointed there (ops-math conversion/contiguous/op_host/op_api/
- * contiguous.cpp ViewCopy) and takes no workspace.
+ * contiguous.cpp ViewCopy) and takes no workspace; from then on it is a caller's tensor, which
+ * a second ViewCopy into another contiguous one copies by l0op::TensorMove (ew_copy_out).
  *
  * An operator declares its graph in launch order (each kernel's workspaces, then its
  * outputs) and reads ew_size. Nothing here touches memory: the size is a number.
@@ -485,6 +486,7 @@ static inline ew_chain ew_contiguous_chain(const aclTensor *t)
     (EW_TRANSPOSE_3510 | EW_B(FLOAT8_E8M0) | EW_B(FLOAT4_E2M1) | EW_B(FLOAT4_E1M2))
 #define EW_STRIDED_SLICE_3510 (EW_TRANSPOSE_3510 | EW_B(COMPLEX32) | EW_B(COMPLEX64))
 #define EW_AS_STRIDED_3510 EW_STRIDED_SLICE_3510
+#define EW_TENSOR_MOVE_3510 (EW_TRANSPOSE_3510 | EW_B(DOUBLE) | EW_B(COMPLEX32) | EW_B(COMPLEX64))
 
 /* A copy kernel reading `in` (handle or -1) whose output of `bytes` the executor allocates
  * (0: none, ViewCopy's and Transpose's into the caller's tensor), with its arch35 tiling's
@@ -554,18 +556,43 @@ static inline bool ew_takes_over(int arch, const aclTensor *user)
     return storage == (int64_t)ew_elems(user) + user->offset;
 }
 
+/* l0op::TensorMove (ops-math conversion/tensor_move/op_api/tensor_move.cpp), by which
+ * l0op::ViewCopy copies a contiguous tensor that is not the workspace's (a caller's) into
+ * another contiguous caller's tensor `user`: a copy task (op::CopyNpuToNpu, no workspace) when
+ * the data, view elements x dtype size, is small (IsCopyNpuToNpu: at most 400000 bytes on
+ * SocVersions ASCEND910B, ASCEND910_93 and regbase, at most 800000 on ASCEND910, under 32 on
+ * ASCEND310P); else the TensorMove kernel, whose one public tiling, Ascend 950's, asks 32
+ * bytes for the dtypes of its regbase AI Core list (op_host/arch35/
+ * tensor_move_tiling_arch35.cpp WORKSPACE_SIZE; off that list the AI CPU Identity, with no
+ * host input for opbase's CalcDeviceCacheSize to count); elsewhere a TBE kernel: none. It
+ * reads and writes the callers' memory only. */
+static inline void ew_tensor_move(ew_graph *g, const aclTensor *user)
+{
+    const uint64_t bytes = ew_bytes(user, user->dtype);
+    const bool task = g->arch == 1001   ? bytes <= 800000
+                      : g->arch == 2002 ? bytes < 32
+                                        : bytes <= 400000;
+    ew_copy_kernel(g, -1, user->dtype, task ? 0 : EW_TENSOR_MOVE_3510, 32, 0);
+}
+
 /* The op_api's end for one output: Cast the kernel's result (handle tmp, dtype tmp_dt) to the
- * user tensor's dtype, then l0op::ViewCopy into it: a contiguous user tensor takes the result
- * over (no kernel, no workspace) where ew_takes_over says so, else a copy task reads it; a
- * strided one is written by a kernel reading it, Transpose when the output is a permutation
- * of a contiguous layout (CanOptimizeView: no 0 stride, the sorted pairs contiguous), else
- * ViewCopy (arch35 view_copy_tiling_arch35.cpp WORKSPACE_SIZE, 32 bytes on both templates). */
+ * user tensor's dtype, then l0op::ViewCopy into it. A contiguous user tensor takes a workspace
+ * result over (no kernel, no workspace) where ew_takes_over says so, else a copy task reads
+ * it; a result an earlier ViewCopy handed to another caller's tensor lives there now (not
+ * from the workspace: SetFromWorkspace(false)), so it is moved (ew_tensor_move); tmp -1 with
+ * no Cast is the user tensor itself, updated in place (BatchNorm's running statistics), whose
+ * ViewCopy onto its own address launches nothing. A strided one is written by a kernel
+ * reading the result, Transpose when the output is a permutation of a contiguous layout
+ * (CanOptimizeView: no 0 stride, the sorted pairs contiguous), else ViewCopy (arch35
+ * view_copy_tiling_arch35.cpp WORKSPACE_SIZE, 32 bytes on both templates). */
 static inline void ew_copy_out(ew_graph *g, int tmp, aclDataType tmp_dt, const aclTensor *user,
                                uint64_t n)
 {
     const int cast = ew_cast(g, tmp, tmp_dt, user->dtype, n);
     if (ew_contiguous(user)) {
-        if (cast >= 0 && ew_takes_over(g->arch, user))
+        if (cast >= 0 && g->t[cast].user)
+            ew_tensor_move(g, user);
+        else if (cast >= 0 && ew_takes_over(g->arch, user))
             g->t[cast].user = true;
         else if (cast >= 0)
             ew_kernel_reading(g, &cast, 1); /* op::CopyNpuToNpu */
@@ -582,6 +609,7 @@ static inline void ew_copy_out(ew_graph *g, int tmp, aclDataType tmp_dt, const a
     else
         ew_copy_kernel(g, cast, user->dtype, EW_VIEW_COPY_3510, 32, 0);
 }
+#undef EW_TENSOR_MOVE_3510
 #undef EW_AS_STRIDED_3510
 #undef EW_STRIDED_SLICE_3510
 #undef EW_SLICE_3510
