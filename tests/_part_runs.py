@@ -66,14 +66,23 @@ def other_parts(parts=PARTS):
     return sorted(set(parts) - {_this_part()})
 
 
+# The test checking that phase one refuses an operator where its declaration has no kernel
+# (and runs it where it has), per operator: what a needs_kernel skip points to.
+REFUSAL_TEST = "tests/test_declared_parts.py::test_phase_one_agrees_with_the_declared_parts"
+
+
 def needs_kernel(op):
     """A mark skipping a test (or, as ``pytestmark``, a file) of operator ``op`` (a
     ``Declared``) on a part the vendor has no kernel for it on (``op.runs_on``): its calls are
-    refused there, as the emulator's own tests of the operator check."""
+    refused there, as :data:`REFUSAL_TEST` checks. The reason names the vendor file and rule
+    the declaration's ``parts`` come from (``acl_py.ops.configured``'s ``source``)."""
     part = _this_part()
-    return pytest.mark.skipif(not op.runs_on(part),
-                              reason=f"{part}: no {op.short_name} kernel (the refusal: the "
-                              f"emulator's tests of the operator)")
+    has = op.runs_on(part)
+    source = getattr(op.parts, "source", None) or "its declaration's parts"
+    family = (short_soc_version(part) or part).lower()
+    return pytest.mark.skipif(not has, reason=f"{part}: no {op.short_name} kernel (none for "
+                              f"{family} in {source}; the refusal: "
+                              f"{REFUSAL_TEST}[{op.short_name}])")
 
 
 def skip_without_bf16(*dtypes):
@@ -124,6 +133,24 @@ def reports_memory_usage():
     aclrtGetMemUsageInfo's product table); there the call is refused with 207000
     (test_emulator_memory_usage checks the refusal)."""
     return short_soc_version(_this_part()) != "Ascend950"
+
+
+def on_this_part(argnames, cases, *, part=lambda case: case, ids=None):
+    """``pytest.mark.parametrize(argnames, ...)`` over those of ``cases`` about this process's
+    part (``part(case)`` names the part a case is about; ``ids``: a list matching ``cases``):
+    a case about another part is no test here, where it could never run, but its part's child
+    (:func:`run_on_parts`, selecting by the part's name in the test's id) collects and runs
+    it. With no case about this part the decorated test is not defined (None: no test rather
+    than one that skips), so apply it as the outermost decorator."""
+    ids = list(ids) if ids is not None else [None] * len(cases)
+    here = [(c, i) for c, i in zip(cases, ids) if part(c) == _this_part()]
+
+    def decorate(test):
+        if not here:
+            return None
+        return pytest.mark.parametrize(argnames, [c for c, _ in here],
+                                       ids=None if ids[0] is None else [i for _, i in here])(test)
+    return decorate
 
 
 def run_on_parts(parts, select, *, min_passed=1, skips=True):

@@ -26,7 +26,7 @@ from test_emulator_op import (BF16, DTYPES, F16, F32, INVALID, NULLPTR, OK, Aren
 from test_kernel_clones import variant_prefixes  # noqa: F401  (the clone-free builds)
 
 from _emu_aclnn import both_phases_without_a_device
-from _part_runs import PARTS, other_parts, run_on_parts, skip_without_bf16
+from _part_runs import PARTS, on_this_part, other_parts, run_on_parts, skip_without_bf16
 from _workspace_model import ARCH, fills_ws, handed_over_all, max_allocator
 
 P1 = lib.aclnnLayerNormGetWorkspaceSize
@@ -38,17 +38,12 @@ NAMES = ("input", "weightOptional", "biasOptional", "out", "meanOutOptional",
 
 
 # The part is fixed for a process (read once, as the vendor's runtime caches it): a test about
-# another part than this process's runs in a child process emulating it
-# (test_on_other_parts).
+# another part than this process's is collected only in a child process emulating it
+# (on_this_part, test_on_other_parts).
 SOC = ffi.string(lib.aclrtGetSocName()).decode()
 # The dtypes this part computes: no BFLOAT16 on the Atlas training and inference series (phase
 # one refuses it in any tensor: 161002)
 HERE = tuple(d for d in DTYPES if d != BF16 or supports_bfloat16())
-
-
-def on_part(part):
-    if SOC != part:
-        pytest.skip(f"runs in a process emulating {part} (test_on_other_parts)")
 
 
 def phase_one(arena, x, ns, w, b, y, mean, rstd, eps=1e-5, mode=None):
@@ -299,9 +294,8 @@ def test_statistics_must_hold_one_value_per_row(arena):
 
 # ---- the part ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("part", ["Ascend910A", "Ascend910ProB", "Ascend310P3"])
+@on_this_part("part", ["Ascend910A", "Ascend910ProB", "Ascend310P3"])
 def test_bf16_refused_on_parts_without_it(arena, part):
-    on_part(part)
     rng = np.random.default_rng(4)
     x = rand(rng, (3, 16), BF16)
     run(arena, DevView(arena, x), [16], y=DevView(arena, shape=x.shape, dtype=BF16),
@@ -315,14 +309,12 @@ def test_bf16_refused_on_parts_without_it(arena, part):
     call(arena, x.astype(F16), 1, stat_dt=F16)
 
 
-@pytest.mark.parametrize("part", ["Ascend950PR_9599", "Ascend910B2", "Ascend910A",
-                                  "Ascend310P3"])
+@on_this_part("part", ["Ascend950PR_9599", "Ascend910B2", "Ascend910A", "Ascend310P3"])
 def test_absent_bias_is_added_as_zeros_off_regbase_parts(arena, part):
     """Off a regbase part the op_api fills an absent bias with zeros (l0op::Fill) and the
     kernel adds them, so a -0 result comes out +0; on Ascend950 the kernel is told there is
     no bias and adds nothing: -0 stays. x constant at -0: (x - mean) * rstd is -0 in every
     dtype. A present -0 bias keeps -0 everywhere; an absent weight is ones (no change)."""
-    on_part(part)
     regbase = part.startswith("Ascend950")
     for dt in (F32, F16):
         x = np.full((3, 16), -0.0, dt)
@@ -334,12 +326,11 @@ def test_absent_bias_is_added_as_zeros_off_regbase_parts(arena, part):
         assert np.signbit(y).all()
 
 
-@pytest.mark.parametrize("part", ["Ascend950PR_9599", "Ascend910B2"])
+@on_this_part("part", ["Ascend950PR_9599", "Ascend910B2"])
 def test_regbase_part_checks_statistics_shapes(arena, part):
     """Ascend950 (DAV_3510): meanOut/rstdOut must be input's batch dims then ones, and equal
     (the vendor's unit tests error_mean_shape / error_rstd_shape); elsewhere any shape holding
     M elements."""
-    on_part(part)
     rng = np.random.default_rng(5)
     x = rand(rng, (2, 6, 5, 6), F32)
     args = lambda m, r: dict(y=DevView(arena, shape=x.shape, dtype=F32),  # noqa: E731
@@ -381,7 +372,7 @@ def test_impl_mode_checks(arena):
     assert "normalizedShape" in last_msg()
 
 
-# each part's tests (those parametrized with its name), none skipped
+# each part's tests (those parametrized with its name: on_this_part), none skipped
 test_on_other_parts = run_on_parts(other_parts(PARTS + ("Ascend910ProB",)), lambda part: part,
                                    skips=False)
 
@@ -441,12 +432,11 @@ STAT_DTYPES = [
 ]
 
 
-@pytest.mark.parametrize("part,in_dt,p_dt,n,stat_dt", STAT_DTYPES,
-                         ids=[f"{s[0]}-{s[1]}-{s[2]}-N{s[3]}" for s in STAT_DTYPES])
+@on_this_part("part,in_dt,p_dt,n,stat_dt", STAT_DTYPES, part=lambda case: case[0],
+              ids=[f"{s[0]}-{s[1]}-{s[2]}-N{s[3]}" for s in STAT_DTYPES])
 def test_statistics_dtype_per_part(arena, part, in_dt, p_dt, n, stat_dt):
     """mean/rstd are produced in the kernel's statistics dtype and then cast: FLOAT outputs
     hold values of that dtype exactly (and not of a narrower one when it is FLOAT)."""
-    on_part(part)
     rng = np.random.default_rng(n)
     x = rand(rng, (64, n), in_dt)
     w = None if p_dt is None else (rng.standard_normal(n) + 1).astype(p_dt)

@@ -67,11 +67,13 @@ def test_short_soc_version_names_the_family_of_a_part():
 
 
 def test_configured_parts_follow_the_definitions_families():
-    has_kernel = acl_py.ops.configured("ascend910b", "ascend910_93", "ascend950")
+    has_kernel = acl_py.ops.configured("ascend910b", "ascend910_93", "ascend950",
+                                       source="the test's list")
     assert [n for n in FAMILIES if has_kernel(n)] == [
         "Ascend910B1", "Ascend910B2C", "Ascend910B4-1", "Ascend910_9391", "Ascend950PR_9599",
         "Ascend950DT_95A2"]
     assert has_kernel("Kirin9030")      # an unknown family is taken to have a kernel
+    assert has_kernel.source == "the test's list"
 
 
 @pytest.mark.skipif(not os.environ.get("ACL_PY_VENDOR_SOURCES"),

@@ -236,17 +236,38 @@ def as_many_elements(shape):
     return fits
 
 
-def configured(*families):
-    """A declaration's ``parts`` from its operator definition's kernel configurations: the
-    lower-case families its ``op_host/*_def.cpp`` adds a config for ("ascend910b",
-    "ascend910_93", "ascend310p", "ascend950", ...). True for a part of those families
-    (:func:`acl_py.soc.short_soc_version`) and for a part whose family is not known."""
-    listed = frozenset(families)
+# The usual ``source`` of :func:`configured`: the operator's definition, whose AddConfig calls
+# name the families it builds a kernel for (``OP_DEF.format("add_rms_norm")``).
+OP_DEF = "hicann/ops-nn norm/{0}/op_host/{0}_def.cpp (its AddConfig per part)"
 
-    def has_kernel(soc):
+
+class KernelParts:
+    """A declaration's ``parts`` from its operator definition's kernel configurations: the
+    lower-case families (:func:`acl_py.soc.short_soc_version`) ``source`` gives a kernel
+    ("ascend910b", "ascend910_93", "ascend310p", "ascend950", ...). ``source`` names the
+    vendor file and rule that says so (the ``op_host/*_def.cpp`` adding a config per family,
+    or the op_api's platform check): the one place a part's lack is explained (tests skipping
+    a part without a kernel quote it). Called with a part's name: true for a part of those
+    families and for a part whose family is not known."""
+
+    __slots__ = ("families", "source")
+
+    def __init__(self, families, source):
+        self.families = frozenset(families)
+        self.source = source
+
+    def __call__(self, soc):
         family = _soc.short_soc_version(soc)
-        return family is None or family.lower() in listed
-    return has_kernel
+        return family is None or family.lower() in self.families
+
+    def __repr__(self):
+        return f"configured({', '.join(map(repr, sorted(self.families)))}, source=...)"
+
+
+def configured(*families, source):
+    """A declaration's ``parts``: the :class:`KernelParts` of ``families``, as ``source`` (the
+    vendor file and rule) configures them."""
+    return KernelParts(families, source)
 
 
 def int_array(c_name, *, name=None, default=REQUIRED):

@@ -21,8 +21,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, check_trailing_dims,
-                       configured, double, flag, output, shape_of, tensor)
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
+                       check_trailing_dims, configured, double, flag, output, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -71,11 +71,10 @@ def _out_dtype(a):
     return a.x1.dtype if a.x1.dtype == a.x2.dtype else _F32
 
 
-# hicann/ops-nn norm/add_layer_norm/op_host/add_layer_norm_def.cpp: none for the Atlas
-# training series (ascend910) nor Atlas 200I/500 A2 (ascend310b), which the docs list as
-# unsupported.
+# None for the Atlas training series (ascend910) nor Atlas 200I/500 A2 (ascend310b), which the
+# docs list as unsupported.
 _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
-                          "kirinx90")
+                          "kirinx90", source=OP_DEF.format("add_layer_norm"))
 
 
 def _smoke(shape, nrank, dtype, gamma_dtype=None, bias=None, epsilon=1e-5):

@@ -20,8 +20,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, check_trailing_dims,
-                       configured, dtype_of, output, shape_of, tensor)
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
+                       check_trailing_dims, configured, dtype_of, output, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = ["add_layer_norm_grad", "AddLayerNormGrad", "ADD_LAYER_NORM_GRAD"]
 
-# hicann/ops-nn norm/add_layer_norm_grad/op_host/add_layer_norm_grad_def.cpp: none for the
-# Atlas training series (ascend910) nor Atlas 200I/500 A2 (ascend310b).
-_KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950")
+# None for the Atlas training series (ascend910) nor Atlas 200I/500 A2 (ascend310b).
+_KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950",
+                           source=OP_DEF.format("add_layer_norm_grad"))
 
 
 

@@ -42,9 +42,10 @@ _F16 = np.dtype(np.float16)
 _OP_API = ("hicann/ops-nn norm/add_layer_norm_quant/op_host/op_api/"
            "aclnn_add_layer_norm_quant.cpp")
 
-# The op_api runs on Ascend 950 only (CheckPlatform); its definition's config_950 is the
-# kernel there (op_host/add_layer_norm_quant_def.cpp).
-_KERNEL_PARTS = configured("ascend950")
+# The op_api runs on Ascend 950 only; its definition's config_950 is the kernel there
+# (op_host/add_layer_norm_quant_def.cpp).
+_KERNEL_PARTS = configured("ascend950", source="hicann/ops-nn norm/add_layer_norm_quant/op_host/"
+                           "op_api/aclnn_add_layer_norm_quant.cpp CheckPlatform (regbase only)")
 
 
 def _name(dt):

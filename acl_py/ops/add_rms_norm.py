@@ -20,8 +20,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, check_trailing_dims,
-                       configured, double, dtype_of, output, shape_of, tensor)
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
+                       check_trailing_dims, configured, double, dtype_of, output, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -63,11 +63,10 @@ def rstd_fits(a, shape, part=None, shapes=None):
             f"element for one row)")
 
 
-# hicann/ops-nn norm/add_rms_norm/op_host/add_rms_norm_def.cpp: none for the Atlas training
-# series (ascend910: the first generation) nor Atlas 200I/500 A2 (ascend310b), which the docs
-# list as unsupported.
+# None for the Atlas training series (ascend910: the first generation) nor Atlas 200I/500 A2
+# (ascend310b), which the docs list as unsupported.
 _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
-                          "kirinx90")
+                          "kirinx90", source=OP_DEF.format("add_rms_norm"))
 
 
 def rstd_unwritten(a, part):

@@ -35,7 +35,7 @@ import numpy as np
 from .. import reference
 from ..dtypes import INT4
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, bool_array, check_same_shape,
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, bool_array, check_same_shape,
                        configured, double, dtype_of, dtype_option, output, part_of, shape_of,
                        tensor)
 from .add_rms_norm_quant import y_dtype_rule
@@ -54,9 +54,9 @@ _OP_API = "hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/op_api/"
 _V1_RULE = _OP_API + "add_rms_norm_dynamic_quant.cpp: out2Flag"
 _V2_RULE = _OP_API + "aclnn_add_rms_norm_dynamic_quant_v2.cpp: processOut1, processOut2"
 
-# hicann/ops-nn norm/add_rms_norm_dynamic_quant/op_host/add_rms_norm_dynamic_quant_def.cpp: no
-# kernel for the Atlas inference and training series; Ascend 950 runs its arch35 kernels.
-_KERNEL_PARTS = configured("ascend910b", "ascend910_93", "kirinx90", "kirin9030", "ascend950")
+# No kernel for the Atlas inference and training series; Ascend 950 runs its arch35 kernels.
+_KERNEL_PARTS = configured("ascend910b", "ascend910_93", "kirinx90", "kirin9030", "ascend950",
+                           source=OP_DEF.format("add_rms_norm_dynamic_quant"))
 
 # y1's and y2's dtypes acl-py takes (y_dtype): int8 everywhere, the float8 dtypes and hifloat8
 # on Ascend 950 (the kernels' rule, AddRmsNormQuant's: y_dtype_rule); V2 also int4, an INT4 y on

@@ -25,9 +25,9 @@ import numpy as np
 from .. import reference
 from ..dtypes import INT4, dtype_name
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, check_trailing_dims,
-                       configured, double, dtype_of, dtype_option, flag, integer, output, part_of,
-                       shape_of, tensor)
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
+                       check_trailing_dims, configured, double, dtype_of, dtype_option, flag,
+                       integer, output, part_of, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -41,10 +41,9 @@ _F32 = np.dtype(np.float32)
 _F16 = np.dtype(np.float16)
 _ZERO_POINTS = ("int32", "float32", "float16", "bfloat16")
 
-# hicann/ops-nn norm/add_rms_norm_quant/op_host/add_rms_norm_quant_def.cpp: none for the Atlas
-# training series; Ascend 950 runs add_rms_norm_quant_apt (op_kernel/arch35).
+# None for the Atlas training series; Ascend 950 runs add_rms_norm_quant_apt (op_kernel/arch35).
 _KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "kirinx90", "kirin9030",
-                           "ascend950")
+                           "ascend950", source=OP_DEF.format("add_rms_norm_quant"))
 
 # y1's and y2's dtypes acl-py takes (y_dtype). Phase one's list takes the first four on every
 # part (aclnn_add_rms_norm_quant.cpp: FLOAT8_E4M3FN, FLOAT8_E5M2, HIFLOAT8, INT8), but only

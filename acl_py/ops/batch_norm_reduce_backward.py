@@ -33,7 +33,9 @@ __all__ = ["batch_norm_reduce_backward", "BatchNormReduceBackward",
 
 # The families whose kernels the docs list (Atlas training, A2, A3, Ascend 950); the Atlas
 # inference series, which they call unsupported, is refused by the emulator's phase one.
-KERNEL_PARTS = configured("ascend910", "ascend910b", "ascend910_93", "ascend950")
+KERNEL_PARTS = configured("ascend910", "ascend910b", "ascend910_93", "ascend950",
+                          source="hicann/ops-nn norm/sync_batch_norm_backward_{reduce,elemt}/docs/"
+                          "aclnnBatchNorm{Reduce,Elemt}Backward.md (the product lists)")
 
 
 def check_channel_vectors(a, names):

@@ -20,8 +20,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
-                       shape_of, tensor)
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_of,
+                       output, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -29,10 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = ["deep_norm", "DeepNorm", "DEEP_NORM"]
 
-# hicann/ops-nn norm/deep_norm/op_host/deep_norm_def.cpp: none for the Atlas training series
-# (ascend910) nor Atlas 200I/500 A2 (ascend310b).
+# None for the Atlas training series (ascend910) nor Atlas 200I/500 A2 (ascend310b).
 _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
-                          "kirinx90")
+                          "kirinx90", source=OP_DEF.format("deep_norm"))
 
 
 def deep_norm_check(a):

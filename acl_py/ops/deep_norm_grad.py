@@ -21,8 +21,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
-                       shape_of, tensor)
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_of,
+                       output, shape_of, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["deep_norm_grad", "DeepNormGrad", "DEEP_NORM_GRAD"]
 
-# hicann/ops-nn norm/deep_norm_grad/op_host/deep_norm_grad_def.cpp: none for the Atlas
-# training series (ascend910) nor Atlas 200I/500 A2 (ascend310b).
-_KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950")
+# None for the Atlas training series (ascend910) nor Atlas 200I/500 A2 (ascend310b).
+_KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950",
+                           source=OP_DEF.format("deep_norm_grad"))
 
 _KERNEL = "hicann/ops-nn norm/deep_norm_grad/op_kernel/deep_norm_grad_common.h"
 

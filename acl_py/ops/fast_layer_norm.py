@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ._declare import (Declared, FLOATS, Operand, OutArg, Plan, configured, double, dtype_of,
-                       int_array, output, shape_of, tensor)
+from ._declare import (OP_DEF, Declared, FLOATS, Operand, OutArg, Plan, configured, double,
+                       dtype_of, int_array, output, shape_of, tensor)
 from .layer_norm import normalized_split, smoke_case, stats_shape
 
 if TYPE_CHECKING:
@@ -57,9 +57,9 @@ def stats_fits(a, shape, part=None, shapes=None):
 
 
 # Atlas A2/A3 (the docs' parts) and Ascend 950 have a LayerNormV4 kernel for every dtype the
-# op_api takes (op_host/layer_norm_v4_def.cpp); Atlas inference parts for short float16 rows
-# only, which no smoke case is.
-_KERNEL_PARTS = configured("ascend910_93", "ascend910b", "ascend950")
+# op_api takes; Atlas inference parts for short float16 rows only, which no smoke case is.
+_KERNEL_PARTS = configured("ascend910_93", "ascend910b", "ascend950",
+                           source=OP_DEF.format("layer_norm_v4"))
 
 FAST_LAYER_NORM = Declared("aclnnFastLayerNorm", (
     tensor("input"),

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
-                       shape_of, tensor)
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_of,
+                       output, shape_of, tensor)
 from .rms_norm import rms_norm_check, rstd_dtype, rstd_fits, rstd_shape, smoke_case
 
 if TYPE_CHECKING:
@@ -35,10 +35,10 @@ def gemma_rms_norm_check(a):
     rms_norm_check(a, empty_gamma_ok=math.prod(rstd_shape(a)) == 0)
 
 
-# hicann/ops-nn norm/gemma_rms_norm/op_host/gemma_rms_norm_def.cpp: Atlas A2/A3, Ascend 950
-# and the kirin parts; none for the Atlas training and inference series nor Atlas 200I/500 A2,
-# which the docs list as unsupported.
-_KERNEL_PARTS = configured("ascend910_93", "ascend910b", "ascend950", "kirin9030", "kirinx90")
+# Atlas A2/A3, Ascend 950 and the kirin parts; none for the Atlas training and inference series
+# nor Atlas 200I/500 A2, which the docs list as unsupported.
+_KERNEL_PARTS = configured("ascend910_93", "ascend910b", "ascend950", "kirin9030", "kirinx90",
+                           source=OP_DEF.format("gemma_rms_norm"))
 
 
 GEMMA_RMS_NORM = Declared("aclnnGemmaRmsNorm", (

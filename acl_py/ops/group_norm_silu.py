@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, flag,
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_of, flag,
                        integer, output, part_of, shape_of, tensor)
 from .group_norm import stats_unwritten
 
@@ -31,10 +31,10 @@ if TYPE_CHECKING:
 __all__ = ["group_norm_silu", "GroupNormSilu", "GROUP_NORM_SILU", "group_norm_silu_v2",
            "GroupNormSiluV2", "GROUP_NORM_SILU_V2"]
 
-# group_norm_silu_def.cpp: none for the Atlas training series (ascend910) nor Atlas 200I/500
-# A2 (ascend310b), which the docs list as unsupported.
+# None for the Atlas training series (ascend910) nor Atlas 200I/500 A2 (ascend310b), which the
+# docs list as unsupported.
 _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
-                          "kirinx90")
+                          "kirinx90", source=OP_DEF.format("group_norm_silu"))
 
 
 def group_norm_silu_check(a):

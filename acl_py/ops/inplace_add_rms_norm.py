@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, configured, double, output, tensor
+from ._declare import OP_DEF, Declared, Operand, OutArg, Plan, configured, double, output, tensor
 from .add_rms_norm import add_rms_norm_check, rstd_shape, rstd_unwritten, smoke_case
 from .rms_norm import rstd_dtype
 
@@ -36,10 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = ["inplace_add_rms_norm", "InplaceAddRmsNorm", "INPLACE_ADD_RMS_NORM"]
 
-# hicann/ops-nn norm/inplace_add_rms_norm/op_host/inplace_add_rms_norm_def.cpp: none for the
-# Atlas training series (ascend910) nor Atlas 200I/500 A2 (ascend310b).
+# None for the Atlas training series (ascend910) nor Atlas 200I/500 A2 (ascend310b).
 _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend950", "kirin9030",
-                          "kirinx90")
+                          "kirinx90", source=OP_DEF.format("inplace_add_rms_norm"))
 
 
 

@@ -129,8 +129,9 @@ INSTANCE_NORM = Declared("aclnnInstanceNorm", (
            unwritten=empty_unwritten),
 ), check=_check, reference=reference.instance_norm,
     error_scale=reference.instance_norm_error_scale,
-    # the op_api refuses every part but the Atlas inference series (CheckPlatform)
-    parts=configured("ascend310p"),
+    # the op_api refuses every part but the Atlas inference series
+    parts=configured("ascend310p", source="hicann/ops-nn norm/instance_norm_v3/op_host/op_api/"
+                     "aclnn_instance_norm.cpp CheckPlatform (Ascend310P only)"),
     # the docs' 32-byte minimum of C and H * W, and the copies of the results into y, mean,
     # variance (their shapes): phase one refuses them as 561103
     rule_codes=(561103,),

@@ -29,7 +29,7 @@ import numpy as np
 from .. import reference
 from ..dtypes import INT4, dtype_name
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_option,
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_option,
                        output, part_of, shape_of, tensor)
 
 if TYPE_CHECKING:
@@ -45,11 +45,11 @@ _F32 = np.dtype(np.float32)
 # aclnn_rms_norm_quant.cpp ZP_REG_BASE_DTYPE_SUPPORT_LIST); int8 elsewhere
 _OFFSETS = ("int8", "int32", "float32", "float16", "bfloat16")
 
-# hicann/ops-nn norm/rms_norm_quant/op_host/rms_norm_quant_def.cpp: none for the Atlas training
-# series (whose op_api lists no dtype); Ascend 950's op_api branch runs RmsNormQuantV2
-# (norm/rms_norm_quant_v2/op_host/rms_norm_quant_v2_def.cpp, "ascend950").
+# None for the Atlas training series (whose op_api lists no dtype); Ascend 950's op_api branch
+# runs RmsNormQuantV2 (norm/rms_norm_quant_v2/op_host/rms_norm_quant_v2_def.cpp, "ascend950").
 _KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "ascend310b",
-                           "kirinx90", "kirin9030", "ascend950")
+                           "kirinx90", "kirin9030", "ascend950",
+                           source=OP_DEF.format("rms_norm_quant"))
 
 # y's dtypes acl-py takes (y_dtype), and those the part computes: phase one's y list
 # (aclnn_rms_norm_quant.cpp: INT8 everywhere, FLOAT8_E4M3FN/E5M2, HIFLOAT8 and INT4 on Ascend
