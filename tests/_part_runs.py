@@ -135,6 +135,14 @@ def reports_memory_usage():
     return short_soc_version(_this_part()) != "Ascend950"
 
 
+def only_where(condition):
+    """A decorator defining the test only in a process whose part meets ``condition`` (read at
+    collection: the part is fixed for a process): on another part it could never run, so it
+    is no test there (None) rather than a skip; the parts meeting it run it (their own run,
+    or their child: :func:`run_on_parts`). Apply it as the outermost decorator."""
+    return lambda test: test if condition else None
+
+
 def on_this_part(argnames, cases, *, part=lambda case: case, ids=None):
     """``pytest.mark.parametrize(argnames, ...)`` over those of ``cases`` about this process's
     part (``part(case)`` names the part a case is about; ``ids``: a list matching ``cases``):

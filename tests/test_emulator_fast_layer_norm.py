@@ -20,11 +20,10 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, DTYPES, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from test_emulator_layer_norm import (SOC, VENDOR_UT, D, check, make, on_part, rand,
-                                      representable)
+from test_emulator_layer_norm import SOC, VENDOR_UT, D, check, make, rand, representable
 from test_emulator_layer_norm import call as layer_norm_call
 
-from _part_runs import PARTS, other_parts, run_on_parts
+from _part_runs import PARTS, only_where, other_parts, run_on_parts
 
 P1 = lib.aclnnFastLayerNormGetWorkspaceSize
 P2 = lib.aclnnFastLayerNorm
@@ -86,10 +85,10 @@ def test_vendor_example_values(arena):
     assert [f"{v:f}" for v in rstd.ravel()] == ["316.227783"] * 2
 
 
+@only_where(SOC == "Ascend910B2")
 @pytest.mark.parametrize("case", VENDOR_UT, ids=[c[0] for c in VENDOR_UT])
 def test_vendor_unit_test_cases(arena, case):
     """The op_api unit test's cases (ascend910B2: this part only) with their statuses."""
-    on_part("Ascend910B2")
     _, xd, ns, wd, bd, yd, md, rd, expect = case
     rng = np.random.default_rng(len(case[0]))
     views = [make(arena, d, rng) for d in (xd, wd, bd, yd, md, rd)]
