@@ -20,7 +20,7 @@ from acl_py.ops._declare import part_of
 from acl_py.ops.add_rms_norm_quant import scales_zero_points_dtype_rule
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, other_parts, run_on_parts
+from _part_runs import needs_kernel, only_where, other_parts, run_on_parts
 from _raw_call import raw_call
 from acl_py.raw import lib
 
@@ -287,7 +287,7 @@ def test_y_dtype_results_are_the_raw_calls_bits(path, combo, y_dtype):
     assert np.array_equal(host(res[1]).view(np.uint8), y2r)
 
 
-@pytest.mark.skipif(not A950, reason="hifloat8 results are Ascend 950's")
+@only_where(A950)   # hifloat8 results are Ascend 950's
 @pytest.mark.parametrize("path", ["numpy", "device"])
 def test_hifloat8_results_are_the_raw_calls_bits(path):
     """Ascend 950's HIFLOAT8 y1 and y2: bit for bit what a raw call with y1Out/y2Out HIFLOAT8
@@ -350,7 +350,7 @@ def test_int4_is_in_no_parts_y_list(emulator):
     assert ei.value.argument == "y_dtype" and ei.value.code == 161002
 
 
-@pytest.mark.skipif(A950, reason="Ascend 950 has float8 and hifloat8 kernels")
+@only_where(not A950)   # Ascend 950 has float8 and hifloat8 kernels
 @pytest.mark.parametrize("y_dtype", [E4M3, E5M2, HIF8], ids=lambda d: d.name)
 def test_a_y_dtype_the_part_lacks_is_named(emulator, y_dtype):
     """A float8 or hifloat8 y_dtype off Ascend 950, where phase one's list takes it but no
@@ -395,7 +395,7 @@ def test_default_y_dtype_is_int8():
     check(res, args)
 
 
-@pytest.mark.skipif(not A950, reason="float8 results are Ascend 950's")
+@only_where(A950)   # float8 results are Ascend 950's
 def test_plan_with_a_float8_y_dtype():
     args = _y_inputs((F16, F32, I32))
     dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
@@ -438,4 +438,5 @@ assert y1.dtype == np.int8 and np.abs(y1 - e[0]).max() <= 1 and np.abs(y2 - e[1]
 
 test_on_other_parts = run_on_parts(
     other_parts(("Ascend310P3", "Ascend910_9391", "Ascend950PR_9599")),
-    "reference or saturates or argument_errors or combinations or operator_rules or y_dtype")
+    "reference or saturates or argument_errors or combinations or operator_rules or y_dtype or "
+    "hifloat8")

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from test_emulator_op import BF16, F16, F32, arena, no_leaks, stream  # noqa: F401
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_add_layer_norm_quant import (INVALID, REGBASE, Args, assert_dynamic_matches,
                                                 assert_matches, call, call_dynamic,
                                                 dynamic_inputs, expect, inputs, on_950)
@@ -198,7 +198,7 @@ def test_dynamic_welford_bits_and_reference(arena, shape, dt, scales, bias, fina
     assert slices is not None and slices[1] > 1 and finalize_case(slices) == finalize
 
 
-@pytest.mark.skipif(REGBASE, reason="Ascend 950 runs the op_api")
+@only_where(not REGBASE)   # Ascend 950 runs the op_api
 @pytest.mark.parametrize("mode", ["static", "dynamic"])
 def test_other_parts_refuse_long_rows_by_the_platform(arena, mode):
     """Off Ascend 950 a row for the Welford kernel meets CheckPlatform first (161002)."""

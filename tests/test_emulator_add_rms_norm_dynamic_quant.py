@@ -24,7 +24,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from _device_reduce import half_interval_sum
 from _emu_aclnn import passes, refusal_check, run_phase_two, SOC
 from _emu_aclnn import phase_one as aclnn_phase_one
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from acl_py import dtypes
 from test_emulator_add_rms_norm_quant import FP8, lane_sum, regbase_quant
 from test_emulator_rms_norm_quant import v2_rstd
@@ -45,8 +45,9 @@ needs_kernel = pytest.mark.skipif(
     not (A2 or REGBASE), reason=f"{SOC}: no AddRmsNormDynamicQuant kernel (ops-nn norm/"
     "add_rms_norm_dynamic_quant/op_host/add_rms_norm_dynamic_quant_def.cpp: ascend910b, "
     "ascend910_93, ascend950; the refusal: test_parts_without_a_kernel)")
-needs_a2 = pytest.mark.skipif(not A2, reason="Atlas A2/A3's kernels (op_host/arch22)")
-needs_regbase = pytest.mark.skipif(not REGBASE, reason="Ascend 950's arch35 kernels")
+# a kernel family's tests are defined on its parts only
+needs_a2 = only_where(A2)   # Atlas A2/A3's kernels (op_host/arch22)
+needs_regbase = only_where(REGBASE)   # Ascend 950's arch35 kernels
 
 
 INT_DT = {I8: lib.ACL_INT8, np.dtype(np.int32): lib.ACL_INT32}
@@ -487,7 +488,7 @@ def test_empty_tensors_succeed_with_nothing_launched(arena):
     passes(a)
 
 
-@pytest.mark.skipif(not A2, reason="Atlas A2/A3's INT8 and INT4 kernels")
+@only_where(A2)   # Atlas A2/A3's INT8 and INT4 kernels
 @pytest.mark.parametrize("acl", ["ACL_HIFLOAT8", "ACL_FLOAT8_E4M3FN", "ACL_FLOAT8_E5M2"])
 def test_no_kernel_for_a_float8_result(arena, acl):
     """The op_api's list takes it, Atlas A2/A3's definition has INT8 and INT4 only: the

@@ -23,7 +23,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, arena,  # no
 from _device_reduce import half_interval_sum
 from _emu_aclnn import passes, refusal_check, run_phase_two, SOC
 from _emu_aclnn import phase_one as aclnn_phase_one
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_add_rms_norm_dynamic_quant import (A2, FIND_KERNEL, I8, INNER_NULLPTR,
                                                       REGBASE, SLICE, SLICE_D_N, SLICE_INT4,
                                                       TILING, device_chain,
@@ -533,7 +533,7 @@ def test_an_uncomputed_output_is_copied_from_one_element(arena, name, shape, wor
     expect(a, INNER_NULLPTR, *words)
 
 
-@pytest.mark.skipif(not A2, reason="Atlas A2/A3's INT8 and INT4 kernels")
+@only_where(A2)   # Atlas A2/A3's INT8 and INT4 kernels
 def test_no_kernel_for_a_float8_result(arena):
     a = Args(arena)
     for k in ("y1", "y2"):

@@ -24,7 +24,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
                               DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from _emu_aclnn import passes, refusal_check, refused_by, run_phase_two, SOC
 from _emu_aclnn import phase_one as aclnn_phase_one
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_rms_norm_quant import hif8_rank, v2_rstd
 from acl_py import dtypes
 
@@ -483,7 +483,7 @@ def test_empty_tensors_succeed_with_nothing_launched(arena):
     expect(a, INVALID, "y2Out shape [4,0]", "x1's shape")
 
 
-@pytest.mark.skipif(not A2, reason="Atlas A2/A3's combinations")
+@only_where(A2)   # Atlas A2/A3's combinations
 @pytest.mark.parametrize("change,words", [
     ({"x1": F32, "x2": F32, "gamma": F32, "x": F32}, ("x1 FLOAT",)),
     ({"scales1": F16, "scales2": F16}, ("scales1 FLOAT16",)),
@@ -525,14 +525,12 @@ def test_y2_shape_without_scales2_is_the_docs_rule(arena):
     expect(a, INVALID, "y2Out shape [1]", "x1's shape")
 
 
+@only_where(TRAINING)   # no ascend910 in add_rms_norm_quant_def.cpp; the others have one
 def test_parts_without_a_kernel(arena):
-    if not TRAINING:
-        pytest.skip(f"{SOC} has an AddRmsNormQuant kernel: the refusal is the Atlas training "
-                    "series' (no ascend910 in add_rms_norm_quant_def.cpp)")
     expect(Args(arena), FIND_KERNEL, "not supported on", "no kernel")
 
 
-@pytest.mark.skipif(not P310, reason="Atlas inference parts' 32-byte rows")
+@only_where(P310)   # the Atlas inference parts' 32-byte rows
 def test_atlas_inference_rows_of_32_bytes(arena):
     expect(Args(arena, n=16), INVALID, "under 32 bytes")
     a = Args(arena)
@@ -584,7 +582,8 @@ def test_vendor_op_api_unit_test_cases(arena, case):
 
 # ---- Ascend 950 (op_kernel/arch35) ---------------------------------------------------------------
 
-needs_regbase = pytest.mark.skipif(not REGBASE, reason="Ascend 950's arch35 kernel")
+# Ascend 950's arch35 kernel: defined on that part only (its own run or its child's)
+needs_regbase = only_where(REGBASE)
 
 
 @needs_regbase

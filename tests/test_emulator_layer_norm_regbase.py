@@ -20,14 +20,15 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import BF16, F16, F32, arena, no_leaks, stream  # noqa: F401
 from _device_reduce import binary_sum, fma_f32, fold64
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_layer_norm import call, check, rand
 from test_emulator_rms_norm_quant import v2_rstd
 import test_emulator_fast_layer_norm as fast
 
 SOC = ffi.string(lib.aclrtGetSocName()).decode()
 REGBASE = SOC.startswith("Ascend950")
-on_950 = pytest.mark.skipif(not REGBASE, reason=f"{SOC}: LayerNormV3 or V4's A2/A3 templates")
+# Ascend 950's templates, defined there only (the other parts run LayerNormV3 or V4's A2/A3 ones)
+on_950 = only_where(REGBASE)
 
 UB = 253952  # Ascend 950's UB (platform_config ub_size)
 

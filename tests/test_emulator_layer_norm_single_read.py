@@ -19,14 +19,14 @@ import pytest
 
 from test_emulator_op import BF16, F32, arena, no_leaks, stream  # noqa: F401
 from _device_reduce import reduce_sum_count
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_batch_norm import round_bf16_ties_away
 from test_emulator_group_norm import ARCH, SOC
 from test_emulator_layer_norm import call, check, rand
 from test_emulator_layer_norm_regbase import assert_bits
 import test_emulator_fast_layer_norm as fast
 
-on_a2_a3 = pytest.mark.skipif(ARCH != 2201, reason=f"{SOC}: single_read runs on Atlas A2/A3")
+on_a2_a3 = only_where(ARCH == 2201)   # single_read runs on Atlas A2/A3: defined there only
 
 
 def single_read_model(x, w, b, eps=1e-5):

@@ -23,15 +23,16 @@ import pytest
 
 from test_emulator_op import BF16, F16, F32, arena, no_leaks, stream  # noqa: F401
 from _device_reduce import dichotomy_sum
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_batch_norm import round_bf16_ties_away
 from test_emulator_group_norm import ARCH, SOC
 from test_emulator_layer_norm import call, check, rand
 from test_emulator_layer_norm_regbase import assert_bits
 import test_emulator_fast_layer_norm as fast
 
-on_a2_a3 = pytest.mark.skipif(ARCH != 2201, reason=f"{SOC}: the A2/A3 transpose template")
-on_310p = pytest.mark.skipif(ARCH != 2002, reason=f"{SOC}: the 310P transpose template")
+# a template's tests are defined on its parts only
+on_a2_a3 = only_where(ARCH == 2201)   # the A2/A3 transpose template
+on_310p = only_where(ARCH == 2002)    # the 310P transpose template
 
 
 def round_to(y, dt, inference):
@@ -171,7 +172,7 @@ def test_310p_fast_layer_norm_rows(arena, n):
     assert_bits(fast.call(arena, x, 1, w, b), transpose_model(x, w, b))
 
 
-@pytest.mark.skipif(ARCH not in (2201, 2002), reason=f"{SOC}: no transpose template")
+@only_where(ARCH in (2201, 2002))   # the parts with a transpose template
 def test_negative_zero_rows(arena):
     """A row of -0: A2/A3's DoReduce adds -0 terms (mean -0); 310P's reshape adds 0 first
     (mean +0). The emulator's own order starts its lanes at +0 (mean +0)."""
@@ -206,7 +207,7 @@ def test_nan_inf_rows(arena, n):
         assert np.array_equal(g[ok].view(np.uint32), e[ok].view(np.uint32)), name
 
 
-@pytest.mark.skipif(ARCH not in (2201, 2002), reason=f"{SOC}: no transpose template")
+@only_where(ARCH in (2201, 2002))   # the parts with a transpose template
 def test_the_order_is_not_the_emulators_own(arena):
     """The models differ on these rows (so the bit tests above can fail), the emulator gives
     the transpose model's bits where the template runs, and its own order's where it does not

@@ -26,15 +26,15 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import BF16, F16, F32, arena, no_leaks, stream  # noqa: F401
 from _device_reduce import fma_f32, fold64, fold_partials
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_layer_norm import call, check, rand
 from test_emulator_layer_norm_regbase import (UB, assert_bits, params, perf_model, perf_sum,
                                               takes_perf)
 import test_emulator_fast_layer_norm as fast
 
 SOC = ffi.string(lib.aclrtGetSocName()).decode()
-on_950 = pytest.mark.skipif(not SOC.startswith("Ascend950"),
-                            reason=f"{SOC}: LayerNormV3 or V4's A2/A3 templates")
+# Ascend 950's templates, defined there only (the other parts run LayerNormV3 or V4's A2/A3 ones)
+on_950 = only_where(SOC.startswith("Ascend950"))
 
 PERF, TWO_PASS, WELFORD = 0, 1, 2
 ACL_DT = {F32: 0, F16: 1, BF16: 27}

@@ -22,7 +22,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
                               DevView, arena, last_msg, no_leaks, stream)
 from _emu_aclnn import passes, refusal_check, run_phase_two, SOC
 from _emu_aclnn import phase_one as aclnn_phase_one
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 
 P1 = lib.aclnnRmsNormQuantGetWorkspaceSize
 P2 = lib.aclnnRmsNormQuant
@@ -237,7 +237,7 @@ NO_KERNEL = (f"{SOC}: no RmsNormQuant kernel (rms_norm_quant_def.cpp has no asce
 needs_kernel = pytest.mark.skipif(REGBASE or TRAINING, reason=NO_KERNEL if TRAINING else (
     f"{SOC}: runs RmsNormQuantV2 (rms_norm_quant_v2_def.cpp: ascend950; needs_v2's tests)"))
 needs_any_kernel = pytest.mark.skipif(TRAINING, reason=NO_KERNEL)
-needs_v2 = pytest.mark.skipif(not REGBASE, reason="Ascend 950's RmsNormQuantV2")
+needs_v2 = only_where(REGBASE)   # Ascend 950's RmsNormQuantV2: defined there only
 
 
 @needs_kernel
@@ -308,7 +308,7 @@ def test_nan_is_written_as_zero(arena):
     assert np.array_equal(y[[0, 2]], device_chain(x[[0, 2]], g, b, s, o))
 
 
-@pytest.mark.skipif(not A2, reason="INT4 results (y INT32) are Atlas A2/A3's")
+@only_where(A2)   # INT4 results (y INT32) are Atlas A2/A3's
 def test_int32_y_holds_eight_int4_values(arena):
     rng = np.random.default_rng(3)
     x, g, b, s, o = inputs(rng, 5, 64, F16, scale=0.4, offset=1)
@@ -477,7 +477,7 @@ def test_tiling_and_view_copy_refusals(arena, change, words):
     expect(a, INNER_NULLPTR, *words)
 
 
-@pytest.mark.skipif(not A2, reason="Atlas A2/A3's INT4 list")
+@only_where(A2)   # Atlas A2/A3's INT4 list
 def test_int4_y_cannot_receive_the_int32_view_and_int32_y_is_eighth_wide(arena):
     a = Args(arena)
     a.v["y"] = a.make((4, 32), I8, acl_dtype=lib.ACL_INT4)
@@ -795,7 +795,7 @@ def test_v2_strided_views_and_thread_counts(arena, kind):
         assert np.array_equal(base, call(arena, *args))
 
 
-@pytest.mark.skipif(not P310, reason="Atlas inference parts' lists")
+@only_where(P310)   # Atlas inference parts' lists
 def test_atlas_inference_lists(arena):
     a = Args(arena)
     a.v["y"] = a.make((4, 4), I32)
