@@ -24,7 +24,9 @@ terminal summary shows each part's counts.
 A test file run as a whole on any part (``ACL_EMU_SOC=<part> pytest tests/test_<op>.py``)
 passes: what the part lacks is asked, not assumed: :func:`needs_kernel` (the operator),
 :func:`skip_without_bf16` (the dtype), the declaration's ``unwritten_outputs`` (an output the
-part does not write). ``tools/run_per_part.py`` runs every file whole on every part.
+part does not write). A test about another part's kernel is not generated in this process
+at all (:func:`only_where`, :func:`on_this_part`): it could never run here, and that part's own
+run or child runs it. ``tools/run_per_part.py`` runs every file whole on every part.
 """
 from __future__ import annotations
 

@@ -406,10 +406,8 @@ def test_a_rank_2_gamma_is_reshaped_before_the_null_checks(arena):
     expect(a, INNER_NULLPTR, "beta", "reshaped")
 
 
+@only_where(TRAINING)   # the others have a RmsNormQuant or V2 kernel (rms_norm_quant_def.cpp)
 def test_the_atlas_training_series_has_no_dtype(arena):
-    if not TRAINING:
-        pytest.skip(f"{SOC} has a RmsNormQuant or V2 kernel: the refusal is the Atlas training "
-                    "series' (no ascend910 in rms_norm_quant_def.cpp)")
     expect(Args(arena), INVALID, "x dtype", "not supported on", "not implemented")
 
 
