@@ -73,13 +73,20 @@ def other_parts(parts=PARTS):
 REFUSAL_TEST = "tests/test_declared_parts.py::test_phase_one_agrees_with_the_declared_parts"
 
 
+def runs_here(op):
+    """Whether operator ``op`` (a ``Declared``) has a kernel on this process's part: a case of
+    it generated only where this holds is, on the other parts, no test (as :func:`only_where`),
+    and the parts that have it run it (their own run, or their child: :func:`run_on_parts`)."""
+    return op.runs_on(_this_part())
+
+
 def needs_kernel(op):
     """A mark skipping a test (or, as ``pytestmark``, a file) of operator ``op`` (a
     ``Declared``) on a part the vendor has no kernel for it on (``op.runs_on``): its calls are
     refused there, as :data:`REFUSAL_TEST` checks. The reason names the vendor file and rule
     the declaration's ``parts`` come from (``acl_py.ops.configured``'s ``source``)."""
     part = _this_part()
-    has = op.runs_on(part)
+    has = runs_here(op)
     source = getattr(op.parts, "source", None) or "its declaration's parts"
     family = (short_soc_version(part) or part).lower()
     return pytest.mark.skipif(not has, reason=f"{part}: no {op.short_name} kernel (none for "

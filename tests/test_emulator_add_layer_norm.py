@@ -19,7 +19,7 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
 from _emu_aclnn import SOC, both_phases_without_a_device, rstd_shape, run_phase_two
-from _part_runs import PARTS, other_parts, run_on_parts
+from _part_runs import PARTS, only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnAddLayerNormGetWorkspaceSize
@@ -493,7 +493,7 @@ def test_executor_keeps_running_on_new_contents(arena):
 
 # ---- the part -----------------------------------------------------------------------------------
 
-@pytest.mark.skipif(ARCH != 1001, reason="Atlas training parts only")
+@only_where(ARCH == 1001)   # the Atlas training parts (their own run or their child)
 def test_no_kernel_on_atlas_training_parts(arena):
     """op_host/add_layer_norm_def.cpp configures no ascend910: the framework's kernel lookup
     fails (561003) for every call, empty ones too, before it compares dtypes."""
@@ -502,7 +502,7 @@ def test_no_kernel_on_atlas_training_parts(arena):
     refused(views(arena, xacl=lib.ACL_INT32), NO_KERNEL)
 
 
-@pytest.mark.skipif(ARCH != 2002, reason="Atlas inference parts only")
+@only_where(ARCH == 2002)   # the Atlas inference parts (their own run or their child)
 def test_stats_not_written_on_atlas_inference_parts(arena):
     rng = np.random.default_rng(2)
     x1, x2, g, b, _ = inputs(rng, (4, 32), 1, (F16,) * 5, "none")

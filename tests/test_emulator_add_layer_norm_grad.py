@@ -21,7 +21,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Are
                               DevView, arena, last_msg, no_leaks, stream)
 from test_emulator_add_layer_norm import lane_sum
 from _emu_aclnn import SOC, rstd_shape, run_phase_two
-from _part_runs import PARTS, other_parts, run_on_parts
+from _part_runs import PARTS, only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnAddLayerNormGradGetWorkspaceSize
@@ -394,7 +394,7 @@ def test_dead_tensor_is_refused(arena):
 
 # ---- the part -----------------------------------------------------------------------------------
 
-@pytest.mark.skipif(ARCH != 1001, reason="Atlas training parts only")
+@only_where(ARCH == 1001)   # the Atlas training parts (their own run or their child)
 def test_no_kernel_on_atlas_training_parts(arena):
     """op_host/add_layer_norm_grad_def.cpp configures no ascend910: the framework's kernel
     lookup fails (561003) for every call, before it compares dtypes."""

@@ -19,7 +19,7 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
 from _emu_aclnn import SOC, refused_by, rstd_shape, run_phase_two
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnAddRmsNormGetWorkspaceSize
@@ -406,7 +406,7 @@ def test_part_dtype_list(arena):
             assert "not supported on" in last_msg()
 
 
-@pytest.mark.skipif(ARCH != 2002, reason="Atlas inference parts only")
+@only_where(ARCH == 2002)   # the Atlas inference parts (their own run or their child)
 def test_rstd_not_written_on_atlas_inference_parts(arena):
     """The kernels copy rstd out on __CCE_AICORE__ 220 only; the docs call rstdOut invalid
     on Atlas inference parts."""

@@ -22,7 +22,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Are
 from test_emulator_add_layer_norm import lane_sum
 from _emu_aclnn import SOC, refused_by, rstd_shape, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
-from _part_runs import PARTS, other_parts, run_on_parts
+from _part_runs import PARTS, only_where, other_parts, run_on_parts
 
 P1 = lib.aclnnDeepNormGetWorkspaceSize
 P2 = lib.aclnnDeepNorm
@@ -208,7 +208,7 @@ def test_nan_and_inf_propagate_to_their_row(arena):
         assert np.isnan(mean[1, 0]) and np.isinf(mean[2, 0]) and np.isnan(rstd[1:]).all()
 
 
-@pytest.mark.skipif(not INFERENCE, reason="Atlas inference parts only")
+@only_where(INFERENCE)   # the Atlas inference parts (their own run or their child)
 @pytest.mark.parametrize("dt,n", [(F32, 7), (F32, 8), (F16, 15), (F16, 16), (F16, 2)])
 def test_atlas_inference_parts_leave_outputs_unwritten(arena, dt, n):
     """op_kernel/deep_norm.cpp CopyOut for __CCE_AICORE__ 200: mean and rstd are never
@@ -413,7 +413,7 @@ def test_executor_keeps_running_on_new_contents(arena):
 
 # ---- the part -----------------------------------------------------------------------------------
 
-@pytest.mark.skipif(ARCH != 1001, reason="Atlas training parts only")
+@only_where(ARCH == 1001)   # the Atlas training parts (their own run or their child)
 def test_no_kernel_on_atlas_training_parts(arena):
     """op_host/deep_norm_def.cpp configures no ascend910: the framework's kernel lookup fails
     (561003) for every call, empty ones too, before it compares dtypes."""

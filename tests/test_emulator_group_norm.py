@@ -21,7 +21,7 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
 from _emu_aclnn import SOC, both_phases_without_a_device, run_phase_two
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _workspace_model import ARCH
 
@@ -507,7 +507,7 @@ def test_part_dtype_list(arena):
             assert rc == INVALID and "not supported on" in last_msg(), last_msg()
 
 
-@pytest.mark.skipif(ARCH != 2002, reason="Atlas inference parts only")
+@only_where(ARCH == 2002)   # the Atlas inference parts (their own run or their child)
 @pytest.mark.parametrize("shape,group,dt,written", [
     ((2, 8, 32), 2, F32, False),      # small-shape B32 kernel: DataCopyPad only
     ((2, 8, 4), 2, F32, True),        # HxW < 8: the basic template writes them

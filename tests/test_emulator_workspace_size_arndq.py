@@ -32,7 +32,7 @@ from acl_py import reference
 
 from test_emulator_op import F16, F32, OK, arena, last_msg, no_leaks, stream  # noqa: F401
 from _emu_aclnn import workspace_attempt
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_workspace_size_rms import ws_of
 from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, ceil_to, copies_in,
                               copy_view_out_ws, max_allocator)
@@ -207,22 +207,20 @@ def test_empty_takes_none(arena):
         assert size_of(views(arena, 4, 0, 0, beta=True), None, 2) == 0
 
 
+@only_where(ARCH == 3510)   # Ascend 950's empty-gamma kernel
 @pytest.mark.parametrize("kinds", [{}, {"sc1": "stepped"}], ids=["contig", "strided_scale"])
 def test_v2_empty_gamma_runs_the_empty_kernel_on_950(arena, kinds):
     """Ascend 950, V2, an empty gamma: the empty tiling's 16 MiB; a strided scale1 keeps its
     M FLOAT result for the copy."""
-    if ARCH != 3510:
-        pytest.skip(f"{SOC}: Ascend 950's empty-gamma kernel only")
     M = 5
     ws = size_of(views(arena, M, 0, 0, kinds=kinds), None, 2)
     assert ws == max_allocator([(MiB16, 0, 0)] + ([(M * 4, 0, 1)] if kinds else []))
 
 
+@only_where(ARCH not in (2201, 3510))   # the parts with no kernel
 def test_no_kernel_no_size(arena):
     """The Atlas training and inference series have no kernel: phase one refused (561003),
     no size (the device's phase one would pass and its launch fail; docs/emulator.md)."""
-    if ARCH in (2201, 3510):
-        pytest.skip(f"{SOC}: has the kernel")
     for version, mask in ((1, None), (2, (True, True))):
         rc, _, _ = phase_one(views(arena, 4, 64, 2, beta=version == 2), mask, version)
         assert rc == v1.FIND_KERNEL, last_msg()

@@ -22,9 +22,9 @@ import pytest
 
 from acl_py.raw import ffi, lib
 
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one, workspace_attempt
-from _workspace_model import (ARCH, CORES, SOC, MiB16, align, ceil_to, copy_view_in,
+from _workspace_model import (ARCH, CORES, MiB16, align, ceil_to, copy_view_in,
                               copy_view_out_ws, handed_over, helper_ws, is_contiguous,
                               kind_takes_over, max_allocator)
 from test_emulator_op import (F16, F32, OK, DevView, arena,  # noqa: F401
@@ -529,7 +529,7 @@ def test_batch_norm_backward_size_without_weight(arena):
             bnb_expected((4, 3, 5), training, MASKS[0], weight=False)
 
 
-@pytest.mark.skipif(ARCH != 3510, reason=f"{SOC}: BatchNormGradV3's templates are Ascend 950's")
+@only_where(ARCH == 3510)   # BatchNormGradV3's templates are Ascend 950's
 @pytest.mark.parametrize("shape,template", [
     ((16 * CORES + 1, 4), "RASplitR: r1 > 16 x cores"),
     ((CORES, 2, 1000), "RARSplitCoreR1"),

@@ -23,7 +23,7 @@ import pytest
 
 from acl_py.raw import lib
 
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one, workspace_attempt
 from _workspace_model import ARCH, CORES, MiB16, align, ceil_to
 from test_emulator_op import F16, F32, OK, DevView, arena, last_msg, stream  # noqa: F401
@@ -290,7 +290,7 @@ def test_gather_size_empty_mean(arena):
     assert gather_size(arena, 3, 0, strided=("out",)) == 0
 
 
-@pytest.mark.skipif(not REGBASE, reason="SyncBatchNormGatherStatsFused runs on Ascend 950")
+@only_where(REGBASE)   # SyncBatchNormGatherStatsFused runs on Ascend 950
 def test_gather_fused_templates():
     """Common for C >= N or N <= 255; FirstAxisCommon for N > 255 ranks over fewer channels:
     its per-block rows of C FLOATs (C up to 8, up to 16 for 16-bit statistics)."""
@@ -300,7 +300,7 @@ def test_gather_fused_templates():
     assert fused_workspace(300, 5, F16) == (blocks + 2) * 16 * 4 + CORES * 4 + MiB16
 
 
-@pytest.mark.skipif(not REGBASE, reason="SyncBatchNormGatherStatsFused runs on Ascend 950")
+@only_where(REGBASE)   # SyncBatchNormGatherStatsFused runs on Ascend 950
 def test_gather_fused_first_axis_workspace_template(arena):
     """More than 5000 channels over even more ranks: FirstAxisCommon declines and
     FirstAxisWorkspace runs (its rows aligned to 16 FLOATs, no word per core: at this C the

@@ -22,10 +22,11 @@ import numpy as np
 import pytest
 
 from acl_py import reference
+from acl_py.ops.instance_norm import INSTANCE_NORM
 from acl_py.raw import ffi, lib
 
 from _emu_aclnn import phase_one, workspace_attempt
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts, runs_here
 from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, copy_kind_in,
                               copy_kind_out_ws, kind_takes_over, max_allocator)
 from test_emulator_op import (BF16, F16, F32, OK, DevView, arena,  # noqa: F401
@@ -453,7 +454,7 @@ def test_group_norm_backward_empty_takes_none(arena, shape):
     assert destroyed(*gnb_phase_one(arena, ins, outs, shape, 2, mask)) == 0
 
 
-@pytest.mark.skipif(ARCH not in (1001, 2002), reason=f"{SOC}: the L0 GroupNormGrad kernel")
+@only_where(ARCH in (1001, 2002))   # the L0 GroupNormGrad kernel's parts
 def test_group_norm_backward_composite_size_by_hand(arena):
     """One case worked by hand: N 2, C 6, HxW 5, group 3, FLOAT16, every output, contiguous.
     Every tensor takes 512 bytes (the largest, 60 FLOAT16 values, is 120 + 32 bytes), and
@@ -469,7 +470,7 @@ def test_group_norm_backward_composite_size_by_hand(arena):
         (6 if kind_takes_over(shape) else 7) * 512
 
 
-@pytest.mark.skipif(ARCH != 3510, reason=f"{SOC}: Ascend 950's MODE_3 only")
+@only_where(ARCH == 3510)   # Ascend 950's MODE_3
 @pytest.mark.parametrize("c,mode3", [(160, True), (16, False)], ids=["mode3", "mode1"])
 def test_group_norm_backward_size_follows_the_950_mode(arena, c, mode3):
     """N 2, one group of HxW 1024 floats per channel: C 160 takes MODE_3 (stage-two buffer
@@ -481,8 +482,7 @@ def test_group_norm_backward_size_follows_the_950_mode(arena, c, mode3):
     assert ws == max_allocator([(MiB16 + 2 * (2 if mode3 else 1) * c * 4, 0, 0)])
 
 
-@pytest.mark.skipif(ARCH != 3510, reason=f"{SOC}: an empty input returns before any kernel "
-                    "off Ascend 950")
+@only_where(ARCH == 3510)   # off Ascend 950 an empty input returns before any kernel
 def test_group_norm_backward_empty_on_950(arena):
     """ComputeGroupNormBackwardEmptyInput: a fresh executor with the empty-tensor kernel only
     (MIN_WORKSPACE_SIZE 16 MiB) and its empty dx left in the workspace."""
@@ -506,9 +506,9 @@ def test_group_norm_backward_workspace_checked_and_exact_runs(arena, attempt):
 
 # ---- aclnnInstanceNorm ---------------------------------------------------------------------------
 
-def needs_instance_norm():
-    if ARCH != 2002:
-        pytest.skip(f"{SOC}: aclnnInstanceNorm runs on the Atlas inference series only")
+# Defined only on the parts with an InstanceNorm kernel (its declaration's parts); the
+# others' calls are refused (tests/test_declared_parts.py), and the part child runs these.
+instance_norm_part = only_where(runs_here(INSTANCE_NORM))
 
 
 def in_expected(shape, dt, nhwc, strided_x=False):
@@ -544,19 +544,19 @@ def in_call(arena, shape, dt, nhwc, x_kind="contig", values=None):
     return views, phase_one(IN[0], *views[:3], fmt, 1e-5, *views[3:])
 
 
+@instance_norm_part
 @pytest.mark.parametrize("nhwc", [False, True], ids=["nchw", "nhwc"])
 @pytest.mark.parametrize("dt", [F32, F16], ids=["f32", "f16"])
 @pytest.mark.parametrize("x_kind", ["contig", "transposed"])
 def test_instance_norm_size(arena, nhwc, dt, x_kind):
-    needs_instance_norm()
     shape = (2, 16, 4, 16)   # C and H x W 16 either way
     _, result = in_call(arena, shape, dt, nhwc, x_kind)
     assert destroyed(*result) == in_expected(shape, dt, nhwc, strided_x=x_kind != "contig")
 
 
+@instance_norm_part
 @pytest.mark.parametrize("attempt", ["null", "short", "exact"])
 def test_instance_norm_workspace_checked_and_exact_runs(arena, attempt):
-    needs_instance_norm()
     shape = (2, 4, 4, 16)   # NHWC: C 16, H x W 16
     x = np.linspace(-1, 2, int(np.prod(shape)), dtype=F32).reshape(shape)
     views, (rc, ws, ex) = in_call(arena, shape, F32, True, values=x)

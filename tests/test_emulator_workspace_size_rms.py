@@ -27,7 +27,7 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (F16, F32, INVALID, NULLPTR, OK, DevView, arena,  # noqa: F401
                               last_msg, live, no_leaks, stream)
 from _emu_aclnn import phase_one, workspace_attempt
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, copies_in,
                               copy_view_out_ws, handed_over, handed_over_all, kind_takes_over,
                               max_allocator)
@@ -396,10 +396,9 @@ def test_rms_norm_grad_size(arena, M, N):
     assert size_of(arena, GRAD[0], grad_views(arena, M, N)) == grad_expected(M, N)
 
 
+@only_where(ARCH == 3510)   # Ascend 950's BigM template
 def test_rms_norm_grad_size_950_big_m(arena):
     """Both sides of BigM's row-count rule (M >= 64 * cores / 2)."""
-    if ARCH != 3510:
-        pytest.skip(f"{SOC}: Ascend 950's BigM template only")
     half = 64 * CORES // 2
     assert size_of(arena, GRAD[0], grad_views(arena, half, 64)) == \
         min(-(-half // 64), CORES) * 64 * 4 + MiB16
