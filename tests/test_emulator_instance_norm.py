@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from acl_py import reference
+from acl_py.ops import INSTANCE_NORM
 from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
@@ -20,7 +21,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from test_emulator_group_norm import ARCH, lane_sum
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts, runs_here
 
 P1 = lib.aclnnInstanceNormGetWorkspaceSize
 P2 = lib.aclnnInstanceNorm
@@ -29,9 +30,10 @@ INNER_NULLPTR = 561103
 SENTINEL = -77.0
 f = np.float32
 INFERENCE = ARCH == 2002
-needs_inference_part = pytest.mark.skipif(
-    not INFERENCE, reason=f"{SOC}: aclnnInstanceNorm runs on the Atlas inference series only "
-    f"(this file's Ascend310P3 run checks it; the refusal: test_other_parts_are_refused)")
+# A test of the kernel is defined only where the declaration has one (the Atlas inference
+# series: aclnn_instance_norm.cpp CheckPlatform); elsewhere test_other_parts_are_refused checks
+# the refusal, and the Ascend310P3 child below runs these.
+where_it_runs = only_where(runs_here(INSTANCE_NORM))
 
 
 def fmt(s):
@@ -106,7 +108,7 @@ SHAPES = [((2, 16, 4, 5), False), ((1, 16, 3, 7), False), ((2, 3, 6, 16), True),
           ((3, 5, 7, 24), True), ((1, 32, 33, 2), False)]
 
 
-@needs_inference_part
+@where_it_runs
 @pytest.mark.parametrize("dt", [F32, F16], ids=lambda d: d.name)
 @pytest.mark.parametrize("shape,nhwc", SHAPES, ids=[f"{s}-{'NHWC' if h else 'NCHW'}"
                                                     for s, h in SHAPES])
@@ -116,7 +118,7 @@ def test_chain_bit_for_bit(arena, dt, shape, nhwc):
         same_bits(got, want)
 
 
-@needs_inference_part
+@where_it_runs
 @pytest.mark.parametrize("dt", [F32, F16], ids=lambda d: d.name)
 @pytest.mark.parametrize("shape,nhwc", SHAPES[:4], ids=[f"{s}-{'NHWC' if h else 'NCHW'}"
                                                         for s, h in SHAPES[:4]])
@@ -129,7 +131,7 @@ def test_reference(arena, dt, shape, nhwc):
         reference.assert_close(got, e, m, dt, name)
 
 
-@needs_inference_part
+@where_it_runs
 @pytest.mark.parametrize("kind", ["transposed", "padded", "stepped"])
 def test_strided_views_give_the_contiguous_bits(arena, kind):
     x, g, b = inputs((2, 8, 4, 6), F32)
@@ -137,7 +139,7 @@ def test_strided_views_give_the_contiguous_bits(arena, kind):
         same_bits(got, want)
 
 
-@needs_inference_part
+@where_it_runs
 def test_bits_do_not_depend_on_the_thread_count(arena):
     x, g, b = inputs((4, 5, 9, 16), F16, True)
     want = chain(x, g, b, True)
@@ -151,7 +153,7 @@ def test_bits_do_not_depend_on_the_thread_count(arena):
         lib.aclemuSetNumThreads(old)
 
 
-@needs_inference_part
+@where_it_runs
 def test_eps_is_a_float_and_zero_is_taken(arena):
     """eps reaches the kernel as static_cast<float> (1e-46 is 0): a constant row has variance
     0, so y = beta + 0 * gamma with eps 0 is NaN (0 * inf), and finite with eps > 0."""
@@ -163,7 +165,7 @@ def test_eps_is_a_float_and_zero_is_taken(arena):
     assert (y == 0.5).all()
 
 
-@needs_inference_part
+@where_it_runs
 def test_nan_and_inf_propagate(arena):
     """The docs' boundary cases: an Inf or NaN input gives NaN statistics and y of its row."""
     x, g, b = inputs((1, 8, 2, 4), F32)
@@ -174,7 +176,7 @@ def test_nan_and_inf_propagate(arena):
     assert np.isfinite(y[0, [0] + list(range(3, 8))]).all()
 
 
-@needs_inference_part
+@where_it_runs
 def test_y_may_be_x(arena):
     """Every row is read before it is written: y over x's own memory gives the same bits."""
     x, g, b = inputs((2, 8, 3, 4), F32)
@@ -184,7 +186,7 @@ def test_y_may_be_x(arena):
     same_bits(vx.read(), chain(x, g, b)[0])
 
 
-@needs_inference_part
+@where_it_runs
 @pytest.mark.parametrize("which", ["x", "y", "mean", "gamma"])
 def test_an_empty_tensor_returns_before_the_kernel(arena, which):
     """Any of the six empty (after the shape checks): success, workspace 0, nothing written,
@@ -312,20 +314,20 @@ SHAPE_CASES = [
 ]
 
 
-@needs_inference_part
+@where_it_runs
 @pytest.mark.parametrize("case,kw,words", SHAPE_CASES, ids=[c[0] for c in SHAPE_CASES])
 def test_shape_refusals(arena, case, kw, words):
     refused(views(arena, **kw), INVALID, *words)
 
 
-@needs_inference_part
+@where_it_runs
 def test_nhwc_takes_the_channel_from_dim_3(arena):
     accepted(views(arena, shape=(2, 4, 4, 8), nhwc=True), "NHWC")
     refused(views(arena, shape=(2, 8, 4, 4), shapes={"g": (8,), "b": (8,)}), INVALID,
             "gamma shape [8]", "C x's dim 3 (NHWC)", data_format="NHWC")
 
 
-@needs_inference_part
+@where_it_runs
 def test_kernel_sizes(arena):
     """The docs' minimum: C and H * W each at least 32 bytes (561103; the code's phase one
     does not check it: docs/emulator.md)."""
@@ -339,7 +341,7 @@ def test_kernel_sizes(arena):
             "H x W of 15 FLOAT16", data_format="NHWC")
 
 
-@needs_inference_part
+@where_it_runs
 def test_result_copies(arena):
     """The op_api's ViewCopy of each result (561103), y, then mean, then variance: y x's
     shape, the statistics [N, C, 1, 1] (NCHW) or [N, 1, 1, C] (NHWC)."""
@@ -351,7 +353,7 @@ def test_result_copies(arena):
             INNER_NULLPTR, "mean shape", "[N, 1, 1, C] (NHWC)", data_format="NHWC")
 
 
-@needs_inference_part
+@where_it_runs
 def test_checks_run_in_the_vendor_order(arena):
     """dataFormat, dtypes, rank <= 8, (the part), ranks and gamma, then the empty return,
     then the kernel's sizes, then the copies."""
