@@ -15,12 +15,12 @@ import pytest
 
 from acl_py.raw import ffi, lib
 
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_op import (INVALID, NULLPTR, OK, P1, P2, Args, arena, assert_close,  # noqa: F401
                               last_msg, live, no_leaks, stream)
 from test_emulator_op import prepared as prepared_with_data
 from test_emulator_layer_norm import P2 as LN_P2, DevView, phase_one as ln_phase_one
-from _workspace_model import (ARCH, CORES, SOC, MiB16, align, ceil_to, fills_ws,
+from _workspace_model import (ARCH, CORES, MiB16, align, ceil_to, fills_ws,
                               handed_over, handed_over_all, helper_ws, max_allocator)
 
 
@@ -278,7 +278,7 @@ def test_layer_norm_short_workspace_refused_and_exact_runs(arena):
 
 
 
-@pytest.mark.skipif(ARCH != 3510, reason=f"{SOC}: Ascend 950's LayerNormV4 templates only")
+@only_where(ARCH == 3510)  # Ascend 950's LayerNormV4 templates; its child runs it
 @pytest.mark.parametrize("N,kernel_ws", [(10528, 32), (10536, MiB16)],
                          ids=["regbase_two_pass", "welford"])
 def test_layer_norm_size_follows_the_950_template(arena, N, kernel_ws):
