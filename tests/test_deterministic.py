@@ -315,6 +315,75 @@ def test_add_layer_norm_grad_size_by_level(arena, shape):
     assert ws_of(alng.phase_one(*empty)) == 0
 
 
+U32 = 2 ** 32
+
+
+def alng_uint32_expected(M, N, level):
+    """The tiling's own sizes in its uint32 (None: refused, 561002). Atlas A2/A3 and inference
+    (add_layer_norm_grad_tiling.cpp): numLastDim and numFirstDim are uint32 products, so
+    modulo 2^32, and a numLastDim of 0 is refused (BasicCheck); Ascend 950 (_arch35.cpp)
+    refuses either past 2^32 - 1, and a core's nInOneCoreLength x numLastDim past it. numCore
+    = CEIL_DIV(numFirstDim, CEIL_DIV(numFirstDim, cores)), CEIL_DIV's x + y - 1 wrapping in
+    uint32; the deterministic rows take roundUp(numLastDim, 8) floats (a uint64 count)."""
+    if ARCH == 3510 and (N >= U32 or M >= U32):
+        return None
+    n, m = N % U32, M % U32
+    if n == 0:
+        return None
+    cdiv = lambda x, y: (x + y - 1) % U32 // y if y else 0  # noqa: E731
+    num_core = cdiv(m, cdiv(m, CORES))
+    per_core = (m + num_core - 1) % U32 // num_core if num_core else 0
+    if ARCH == 3510 and per_core * n >= U32:
+        return None
+    return MiB16 + 20 * 1024 * 1024 + level * num_core * ceil_to(n, 8) * 4 * 2
+
+
+def alng_described(arena, batch, gshape, dt=F16):
+    """aclnnAddLayerNormGrad's ten arguments (no dsum) as descriptors with no memory behind
+    them, as described() does for RmsNormGrad: dy, x1, x2, dxOut of batch + gshape, rstd and
+    mean of batch then ones, gamma, dgammaOut and dbetaOut of gshape."""
+    shape, st = batch + gshape, batch + (1,) * len(gshape)
+    spec = [(shape, dt)] * 3 + [(st, F32)] * 2 + [(gshape, dt), None, (shape, dt),
+                                                  (gshape, F32), (gshape, F32)]
+    return [None if x is None else
+            arena.tensor(x[0], x[1], [math.prod(x[0][i + 1:]) for i in range(len(x[0]))], 0,
+                         math.prod(x[0]), ffi.NULL) for x in spec]
+
+
+# (name, batch dims, gamma's shape): element counts past what the tiling's uint32 holds
+UINT32_CASES = [
+    ("n-2^32-wraps-to-0", (1,), (65536, 65536)),
+    ("n-wraps-to-64", (5,), (U32 + 64,)),
+    ("n-just-below-2^32", (3,), (U32 - 8,)),
+    ("m-wraps-to-5", (U32 + 5,), (16,)),
+    ("m-product-wraps-to-65536", (65536, 65537), (16,)),
+    ("m-2^32-1-first-ceil-div-wraps", (U32 - 1,), (16,)),  # numCore 0
+    ("m-2^32-100-second-ceil-div-wraps", (U32 - 100,), (16,)),  # numCore 0
+    ("per-core-past-2^32", (4 * 72,), (2 ** 30 + 8,)),
+]
+
+
+@alng.needs_kernel
+@pytest.mark.parametrize("name,batch,gshape", UINT32_CASES, ids=[c[0] for c in UINT32_CASES])
+def test_add_layer_norm_grad_uint32_size_by_level(arena, name, batch, gshape):
+    """Phase one on descriptors of up to 2^33 elements: the deterministic workspace from the
+    tiling's wrapped numLastDim and numCore, or its refusal (561002), at levels 0..3."""
+    M, N = math.prod(batch), math.prod(gshape)
+    for level in (0, 1, 2, 3):
+        assert lib.aclrtSetSysParamOpt(DET, level) == OK
+        want = alng_uint32_expected(M, N, level)
+        rc, ws, ex = alng.phase_one(*alng_described(arena, batch, gshape))
+        msg = last_msg()
+        if want is None:
+            assert rc == alng.TILING and ex == ffi.NULL, (rc, msg)
+            assert "uint32" in msg and msg.startswith(alng.CALL), msg
+        else:
+            assert (rc, ws) == (OK, want), (level, msg)
+            assert lib.aclDestroyAclOpExecutor(ex) == OK
+    if name == "n-wraps-to-64" and ARCH != 3510:  # the wrapped count, not the true one
+        assert want != alng_expected(M, N, 3)
+
+
 @pytest.mark.parametrize("shape", [(2, 64, 3), (4, 3, 5), (2, 64, 2, 2, 3)], ids=str)
 @pytest.mark.parametrize("training", [True, False], ids=["train", "infer"])
 def test_batch_norm_size_same_at_every_level(arena, shape, training):

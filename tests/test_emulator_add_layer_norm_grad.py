@@ -6,7 +6,8 @@ device's numbers: against the float64 reference for every dtype, with and withou
 bit for bit against the kernel's chain (op_kernel/add_layer_norm_grad_cut_n.h MainCompute:
 everything in float32, x = x1 + x2, pdVar and pdMean as row sums, dx rounded once) written in
 NumPy with the emulator's fixed order of a row's sums and the kernel's staging of dgamma/dbeta
-(rows per core and per pass from the tiling);
+(rows per core and per pass from the tiling); rows too long for the UB as _cut_d.h sums them
+(pieces of the tiling's dInnerLength, their float sums added in order);
 bits independent of layout and thread count; the other parts in their own processes.
 """
 from __future__ import annotations
@@ -87,19 +88,42 @@ CORES_UB = {"Ascend910B2": (48, 196608), "Ascend910_9391": (48, 196608),
             "Ascend950PR_9599": (72, 253952), "Ascend310P3": (7, 262144)}
 
 
-def split(m, n, dt, dsum):
-    """(rows per core, rows per pass) as op_host/add_layer_norm_grad_tiling.cpp (and _arch35)
-    sets them: nInOneCoreLength = ceil(M / cores); nAvailInUb from AddLayerNormGradTilingImpl
-    (the UB less 1280 bytes over the per-row buffers; 1 on the cut-D path: no whole row fits)."""
-    cores, ub = CORES_UB[SOC]
-    avail = ub - 512 - 512 - 256
+def tiling(n, dt, dsum):
+    """(rows per pass, the cut-D piece or None) as op_host/add_layer_norm_grad_tiling.cpp (and
+    _arch35) AddLayerNormGradTilingImpl sets them from the UB less 1280 bytes: nAvailInUb, the
+    rows that fit after the buffers held once; where none fits, the cut-D path: one row a pass,
+    in pieces of dInnerLength, the UB over every buffer's share of an element (FLOAT: its floats
+    less 16 over 9 buffers, 10 with dsum; FLOAT16/BF16: its bytes over 5 16-bit and 7 float
+    buffers, 6 and 8 with dsum), through the tiling's ROUND_DOWN, (x - f + 1) // f * f."""
+    avail = CORES_UB[SOC][1] - 512 - 512 - 256
     r8, r16 = -(-n // 8) * 8, -(-n // 16) * 16
+    c = 5 if dsum else 4
     if dt == F32:  # in floats: gamma, dgamma, dbeta and a spare row; dy, x1, x2, dx (+ dsum)
-        nd, per = avail // 4 - r8 * 4, r8 * (6 if dsum else 5) + 16
+        nd, per = avail // 4 - r8 * 4, r8 * (c + 1) + 16
+        piece, f = (avail // 4 - 16) // (4 + c + 1), 8
     else:          # in bytes: the float copies and the 16-bit rows
-        c = 5 if dsum else 4
         nd, per = avail - (r8 * 12 + r16 * 2), 64 + r8 * c * 4 + r16 * c * 2
-    return -(-m // cores), (nd // per if nd >= 0 and nd // per >= 1 else 1)
+        piece, f = avail // ((c + 1) * 2 + (c + 3) * 4), 16
+    if nd >= 0 and nd // per >= 1:
+        return nd // per, None
+    return 1, (piece - f + 1) // f * f
+
+
+def split(m, n, dt, dsum):
+    """(rows per core, rows per pass): nInOneCoreLength = ceil(M / cores), and tiling()'s."""
+    return -(-m // CORES_UB[SOC][0]), tiling(n, dt, dsum)[0]
+
+
+def row_sums(t, piece=None):
+    """A row's sum of its terms: the cut-N kernel's one reduction (lane_sum, the emulator's
+    order); the cut-D kernel's (add_layer_norm_grad_cut_d.h MainComputeFirstPart; arch35/ the
+    same) reduces each piece alike and adds the pieces' float32 sums in order onto 0.0f."""
+    if piece is None:
+        return lane_sum(t)
+    acc = np.zeros(t.shape[0], np.float32)
+    for c in range(0, t.shape[1], piece):
+        acc = acc + lane_sum(t[:, c:c + piece])
+    return acc
 
 
 def staged_sums(v, per_core, per_pass, deterministic=False):
@@ -126,9 +150,11 @@ def staged_sums(v, per_core, per_pass, deterministic=False):
     return out
 
 
-def device_chain(dy, x1, x2, rstd, mean, g, ds=None, deterministic=False, sums=None):
+def device_chain(dy, x1, x2, rstd, mean, g, ds=None, deterministic=False, sums=None,
+                 cut_d=True):
     """(dx, dgamma, dbeta) as the kernel makes them (see the module doc), in float32; ``sums``
-    replaces the kernel's staging of the column sums."""
+    replaces the kernel's staging of the column sums; ``cut_d`` False takes the cut-N row
+    (one reduction, its dx order) where the tiling picks cut-D."""
     f = np.float32
     n = g.size
     rows = lambda a: a.astype(f).reshape(-1, n)  # noqa: E731
@@ -139,9 +165,14 @@ def device_chain(dy, x1, x2, rstd, mean, g, ds=None, deterministic=False, sums=N
     gg = dyf * gam
     xc = x + mean.astype(f).reshape(-1, 1) * f(-1)
     r3 = r * r * r
-    pd_var = lane_sum(gg * (xc * r3)) * -ras
-    pd_mean = lane_sum((gg * r) * f(-1)) * ras
-    dx = (xc * pd_var[:, None] + gg * r) + pd_mean[:, None]
+    piece = tiling(n, dy.dtype, ds is not None)[1] if cut_d else None
+    pd_var = row_sums(gg * (xc * r3), piece) * -ras
+    pd_mean = row_sums((gg * r) * f(-1), piece) * ras
+    if piece is not None and ARCH != 3510:
+        # add_layer_norm_grad_cut_d.h MainComputeSecondPart: pdMean joins before g * r
+        dx = (xc * pd_var[:, None] + pd_mean[:, None]) + gg * r
+    else:  # cut_n.h MainCompute; arch35/add_layer_norm_grad_cut_d.h keeps its order
+        dx = (xc * pd_var[:, None] + gg * r) + pd_mean[:, None]
     if ds is not None:
         dx = dx + rows(ds)
     stage = split(dyf.shape[0], n, dy.dtype, ds is not None) + (deterministic,)
@@ -244,6 +275,41 @@ def test_dgamma_dbeta_follow_the_kernel_staging(arena, shape, dt, dsum):
     one_row_passes = split(*shape, dt, dsum)[1] == 1
     for w, p in ((want_g, plain_g), (want_b, plain_b)):
         assert (bits(w) == bits(p)).all() == one_row_passes
+
+
+# Rows too long for the UB on every part: 2 to 3 pieces of dInnerLength (4416 to 7232)
+CUT_D = [((3, 12000), F32, False), ((2, 14000), F32, True), ((3, 10000), F16, False),
+         ((2, 9000), F16, True)] + ([((2, 11000), BF16, True)] if BF16_PART else [])
+
+
+@pytest.mark.parametrize("shape,dt,dsum", CUT_D, ids=str)
+@needs_kernel
+def test_cut_d_rows_sum_in_pieces(arena, shape, dt, dsum):
+    """The cut-D kernel's pdVar and pdMean: each piece of dInnerLength reduced, the pieces'
+    float sums added in order onto zero; its dx adds pdMean before g * r off Ascend 950.
+    Bit for bit; the data is such that one reduction of the whole row (and, off Ascend 950,
+    the cut-N order of dx's terms) gives other bits."""
+    per_pass, piece = tiling(shape[1], dt, dsum)
+    assert per_pass == 1 and piece < shape[1] <= 3 * piece
+    args = wide_inputs(shape, dt, dsum)
+    got = call(arena, *args)
+    want = device_chain(*args)
+    for a, e in zip(got, want):
+        assert (bits(a) == bits(e)).all()
+    whole = device_chain(*args, cut_d=False)[0]
+    assert (bits(whole) != bits(want[0])).any()
+
+
+@needs_kernel
+def test_cut_d_piece_sizes():
+    """dInnerLength for the parts' UBs (hicann/runtime platform_config ub_size), worked by
+    hand from AddLayerNormGradTilingImpl: e.g. Ascend910B2's 196608 bytes, FLOAT without dsum:
+    (195328 / 4 - 16) / 9 = 5424, ROUND_DOWN to 8 gives 5416 (not 5424)."""
+    want = {"Ascend910B2": (5416, 4872, 5120, 4416), "Ascend910_9391": (5416, 4872, 5120, 4416),
+            "Ascend950PR_9599": (7008, 6304, 6624, 5712),
+            "Ascend310P3": (7232, 6512, 6848, 5904)}[SOC]
+    got = tuple(tiling(10 ** 5, dt, ds)[1] for dt in (F32, F16) for ds in (False, True))
+    assert got == want
 
 
 @needs_kernel
@@ -408,4 +474,4 @@ def test_no_kernel_on_atlas_training_parts(arena):
 test_on_other_parts = run_on_parts(
     other_parts(set(PARTS) - {"Ascend910_9391"}), lambda part: (
         "no_kernel or part_dtype_table" if part == "Ascend910A" else
-        "part_dtype_table or bit_for_bit and 181 or reference or staging"))
+        "part_dtype_table or bit_for_bit and 181 or reference or staging or cut_d"))

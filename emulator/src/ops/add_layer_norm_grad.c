@@ -28,6 +28,10 @@
  *   dx = ((xc * pdVar + g * r) + pdMean) (+ dsum), rounded once to dx's dtype (FLOAT16
  *   CAST_NONE, BF16 CAST_RINT: ties to even);
  *   dgamma += dy * (xc * r), dbeta += dy, staged as the kernel stages them (below).
+ * Rows too long for the UB take the cut-D kernel (add_layer_norm_grad_cut_d.h, arch35/'s): a
+ * row in pieces of the tiling's dInnerLength, pdVar's and pdMean's sums each the pieces'
+ * float sums added in order onto 0.0f; its dx is ((xc * pdVar + pdMean) + g * r) (+ dsum)
+ * off Ascend 950 (MainComputeSecondPart), arch35/'s keeps the order above.
  * The staging of dgamma/dbeta (op_host/add_layer_norm_grad_tiling.cpp and _arch35.cpp: the
  * same split; op_kernel/add_layer_norm_grad_cut_n.h CutNProcess, PrecisionCompute, CopyOut;
  * add_layer_norm_grad_cut_d.h; add_layer_norm_determinstic_compute.h; arch35/ the same):
@@ -77,6 +81,9 @@ typedef struct {
     int64_t block_rows; /* rows per core: nInOneCoreLength, ceil(M / cores) */
     int64_t blocks;     /* cores used: numCore, ceil(M / block_rows) */
     int64_t pass_rows;  /* rows per pass of a core: nAvailInUb (1 on the cut-D path) */
+    int64_t d_inner;    /* a row's piece on the cut-D path (dInnerLength); N on the cut-N */
+    bool cut_d;         /* the cut-D kernel (tiling keys 40..61): no whole row fits the UB */
+    bool dx_mean_first; /* its dx adds pdMean before g * r (not on Ascend 950's) */
     bool staged;        /* deterministic mode (the level phase one read >= 1) */
     float ras;   /* the kernel's reduceAxisSize, 1.0f / (float)N */
     bool launch; /* false: every output empty, nothing runs */
@@ -87,6 +94,21 @@ typedef struct {
 #define ROW_BUFS 7
 
 /* ---- the kernel -------------------------------------------------------------------------- */
+
+/* A row's sum of its N terms t. The cut-N kernel reduces the whole row at once; the cut-D
+ * kernel (add_layer_norm_grad_cut_d.h and arch35/'s MainComputeFirstPart, ReduceSumCustom)
+ * reduces each piece of d_inner terms (the last one shorter) and adds the pieces' float sums in
+ * order onto a float accumulator duplicated from 0.0f (Adds on tmpVarPdLocal/tmpMeanPdLocal).
+ * Each piece, like the whole row, in norm_rows.h's order. */
+static float row_sum(const alng_payload *P, const float *t)
+{
+    if (!P->cut_d)
+        return nr_scaled_sum(t, P->N, 1.0f);
+    float acc = 0.0f;
+    for (int64_t c = 0; c < P->N; c += P->d_inner)
+        acc = acc + nr_scaled_sum(t + c, P->N - c < P->d_inner ? P->N - c : P->d_inner, 1.0f);
+    return acc;
+}
 
 /* Rows [begin, end): dx. dgamma/dbeta come after every row (after_rows). */
 static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
@@ -115,15 +137,18 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
             g[i] = dy[i] * gamma[i];
             xc[i] = x[i] + neg_mean;
         }
-        /* pdVar's terms, then pdMean's, each summed in norm_rows.h's order (x is free now) */
-        for (int64_t i = 0; i < N; i++)
+        /* pdVar's terms, then pdMean's (x and dx are free now) */
+        for (int64_t i = 0; i < N; i++) {
             x[i] = g[i] * (xc[i] * r3);
-        const float pd_var = nr_scaled_sum(x, N, 1.0f) * -P->ras;
-        for (int64_t i = 0; i < N; i++)
-            x[i] = (g[i] * r) * -1.0f;
-        const float pd_mean = nr_scaled_sum(x, N, 1.0f) * P->ras;
-        for (int64_t i = 0; i < N; i++)
-            dx[i] = (xc[i] * pd_var + g[i] * r) + pd_mean;
+            dx[i] = (g[i] * r) * -1.0f;
+        }
+        const float pd_var = row_sum(P, x) * -P->ras, pd_mean = row_sum(P, dx) * P->ras;
+        if (P->dx_mean_first)
+            for (int64_t i = 0; i < N; i++)
+                dx[i] = (xc[i] * pd_var + pd_mean) + g[i] * r;
+        else
+            for (int64_t i = 0; i < N; i++)
+                dx[i] = (xc[i] * pd_var + g[i] * r) + pd_mean;
         if (ds->present) {
             const float *d = get_tile(row_base(ds, m), ds->dtype, &ds->inner, 0, N, dsb);
             for (int64_t i = 0; i < N; i++)
@@ -294,16 +319,20 @@ static bool has_zero_dim(const aclTensor *t)
     return false;
 }
 
-/* Rows per pass of a core (AddLayerNormGradTilingImpl's nAvailInUb): the UB less 1280 bytes
- * (WORKSPACE_SIZE, SYNC_SAPCE, REDUCE_BUF) less the rows held once (FLOAT: four of ceil8(N)
- * floats; FLOAT16/BF16: three float rows and one 16-bit row), over what a row takes (FLOAT:
- * five rows, six with dsum, and 16 floats of mean/rstd; FLOAT16/BF16: four float and four
- * 16-bit rows, five each with dsum, and 64 bytes). No whole row fits: the cut-D path, whose
- * passes are one row each. */
-static int64_t pass_rows(aclDataType dt, bool dsum, int64_t N)
+/* AddLayerNormGradTilingImpl (add_layer_norm_grad_tiling.cpp; _arch35.cpp the same) on the UB
+ * less 1280 bytes (WORKSPACE_SIZE, SYNC_SAPCE, REDUCE_BUF): rows per pass of a core
+ * (nAvailInUb) are what is left after the rows held once (FLOAT: four of ceil8(N) floats;
+ * FLOAT16/BF16: three float rows and one 16-bit row) over what a row takes (FLOAT: five rows,
+ * six with dsum, and 16 floats of mean/rstd; FLOAT16/BF16: four float and four 16-bit rows,
+ * five each with dsum, and 64 bytes). No whole row fits: the cut-D path, one row a pass, in
+ * pieces of dInnerLength: FLOAT the UB's floats less 16 over 9 (10 with dsum) buffers,
+ * FLOAT16/BF16 its bytes over 38 (44) bytes an element, each through the tiling's ROUND_DOWN,
+ * (x - f + 1) / f * f, which takes a whole f off an exact multiple. N: the tiling's
+ * numLastDim (a uint32). */
+static void tiling_split(alng_payload *P, aclDataType dt, bool dsum, uint32_t N)
 {
-    const int64_t avail = aclemu_soc_ub_bytes() - 512 - 512 - 64 * 4;
-    const int64_t r8 = (N + 7) / 8 * 8, r16 = (N + 15) / 16 * 16;
+    const uint32_t avail = (uint32_t)aclemu_soc_ub_bytes() - 512 - 512 - 64 * 4;
+    const int64_t r8 = ((int64_t)N + 7) / 8 * 8, r16 = ((int64_t)N + 15) / 16 * 16;
     int64_t nd, per_row;
     if (dt == ACL_FLOAT) { /* counted in floats */
         nd = avail / 4 - r8 * 4;
@@ -312,18 +341,65 @@ static int64_t pass_rows(aclDataType dt, bool dsum, int64_t N)
         nd = avail - (r8 * 3 * 4 + r16 * 2);
         per_row = 8 * 2 * 4 + r8 * (dsum ? 5 : 4) * 4 + r16 * (dsum ? 5 : 4) * 2;
     }
-    return nd < 0 || nd / per_row < 1 ? 1 : nd / per_row;
+    P->cut_d = nd < 0 || nd / per_row < 1;
+    P->pass_rows = P->cut_d ? 1 : nd / per_row;
+    P->d_inner = N;
+    if (P->cut_d) {
+        const uint32_t f = dt == ACL_FLOAT ? 8 : 16;
+        const uint32_t d = dt == ACL_FLOAT ? (avail / 4 - 16) / (dsum ? 10 : 9)
+                                           : avail / (dsum ? (5 + 1) * 2 + (5 + 3) * 4
+                                                           : (4 + 1) * 2 + (4 + 3) * 4);
+        P->d_inner = (d - f + 1) / f * f;
+    }
+}
+
+/* The tiling's uint32 product of dims [0, n) of t (BasicCheck's numLastDim of gamma, the
+ * tilings' numFirstDim of dy's batch dims). Atlas A2/A3 and inference
+ * (add_layer_norm_grad_tiling.cpp): a uint32 product, so modulo 2^32. Ascend 950
+ * (_tiling_arch35.cpp): a product past 2^32 - 1 is refused, checked dim by dim while the
+ * product is not zero; `what` names it. */
+static aclnnStatus uint32_product(const aclTensor *t, uint64_t n, bool regbase, const char *what,
+                                  uint32_t *out)
+{
+    uint64_t v = 1;
+    for (uint64_t i = 0; i < n; i++) {
+        const uint64_t d = (uint64_t)t->dims[i];
+        if (regbase && v != 0 && d > UINT32_MAX / v)
+            TILING("%s: %s exceeds the tiling's uint32 range (Ascend 950 refuses more than "
+                   "%llu)", P1, what, (unsigned long long)UINT32_MAX);
+        v = regbase ? v * d : (uint32_t)(v * d);
+    }
+    *out = (uint32_t)v;
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus num_last_dim(const aclTensor *gamma, bool regbase, uint32_t *n32)
+{
+    return uint32_product(gamma, gamma->ndim, regbase, "gamma's element count", n32);
+}
+
+/* The tilings' CEIL_DIV, in uint32: x + y - 1 wraps for x near 2^32; 0 for y == 0. */
+static uint32_t ceil_div_u32(uint32_t x, uint32_t y)
+{
+    return y > 0 ? (uint32_t)(x + y - 1) / y : 0;
 }
 
 /* BasicCheck's and CheckInputOutputShape's rules in their order; the empty-tensor ones only
  * when something runs (launch: the framework skips the tiling when every output is empty;
  * stricter there, docs/emulator.md: the other rules hold too). */
-static aclnnStatus check_shapes(const aclTensor *const *ts, bool launch, int64_t N)
+static aclnnStatus check_shapes(const aclTensor *const *ts, bool launch, bool regbase)
 {
     const aclTensor *dy = ts[T_DY], *x1 = ts[T_X1], *gamma = ts[T_GAMMA], *mean = ts[T_MEAN];
     aclnnStatus st;
-    if (launch && N == 0)
-        TILING("%s: gamma has no elements", P1);
+    if (launch) {
+        uint32_t n32;
+        if ((st = num_last_dim(gamma, regbase, &n32)))
+            return st;
+        if (n32 == 0)
+            TILING("%s: gamma has no elements%s", P1,
+                   has_zero_dim(gamma) ? "" : " in the tiling's uint32 numLastDim (its element "
+                                              "count is a multiple of 2^32)");
+    }
     if (x1->ndim < 1 || x1->ndim > TV_MAX_RANK)
         TILING("%s: x1 rank %llu is not in [1, %d]", P1, (unsigned long long)x1->ndim,
                TV_MAX_RANK);
@@ -395,12 +471,31 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(
         !numel(dbetaOut->dims, dbetaOut->ndim, &DB))
         TILING("%s: an element count overflows int64", P1);
     const bool launch = X != 0 || DG != 0 || DB != 0;
-    if ((st = check_shapes(ts, launch, G)))
+    const bool regbase = soc->npu_arch == 3510; /* Ascend 950: _tiling_arch35.cpp */
+    if ((st = check_shapes(ts, launch, regbase)))
         return st;
     const uint64_t split = dy->ndim - gamma->ndim;
     int64_t M = 0;
     if (!numel(dy->dims, split, &M))
         TILING("%s: an element count overflows int64", P1);
+    /* The tiling's own sizes, in its uint32 (docs/emulator.md): numLastDim and numFirstDim
+     * (modulo 2^32, or refused on Ascend 950), numCore = CEIL_DIV(numFirstDim,
+     * CEIL_DIV(numFirstDim, cores)); Ascend 950 also refuses a core's nInOneCoreLength x
+     * numLastDim elements past 2^32 - 1. Only the deterministic workspace shows them: inputs
+     * where they differ from the true sizes are far too large to run here. */
+    uint32_t n32 = 0, num_core = 0;
+    if (launch) {
+        uint32_t m32;
+        if ((st = num_last_dim(gamma, regbase, &n32)) ||
+            (st = uint32_product(dy, split, regbase, "dy's row count (numFirstDim)", &m32)))
+            return st;
+        num_core = ceil_div_u32(m32, ceil_div_u32(m32, (uint32_t)aclemu_soc_vector_cores()));
+        const uint32_t per_core = num_core ? (uint32_t)(m32 + num_core - 1) / num_core : 0;
+        if (regbase && (uint64_t)per_core * n32 > UINT32_MAX)
+            TILING("%s: a core's %llu rows of %llu elements exceed the tiling's uint32 range "
+                   "(Ascend 950 refuses more than %llu)", P1, (unsigned long long)per_core,
+                   (unsigned long long)n32, (unsigned long long)UINT32_MAX);
+    }
 
     alng_payload *P = calloc(1, sizeof *P);
     if (!P)
@@ -409,7 +504,9 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(
     const int64_t cores = aclemu_soc_vector_cores();
     P->block_rows = launch ? (M + cores - 1) / cores : 0;
     P->blocks = launch ? (M + P->block_rows - 1) / P->block_rows : 0;
-    P->pass_rows = launch ? pass_rows(dy->dtype, dsumOptional != NULL, G) : 0;
+    if (launch)
+        tiling_split(P, dy->dtype, dsumOptional != NULL, n32);
+    P->dx_mean_first = P->cut_d && !regbase; /* arch35/'s cut-D dx keeps the cut-N order */
     P->h = (nr_head){.kernel = &ALNG_KERNEL, .call = P2, .names = TNAME, .rows = launch ? M : 0,
                      .width = G, .row_floats = ROW_BUFS * G, .no_kernel = !launch};
     P->M = M;
@@ -431,13 +528,14 @@ ACLEMU_EXPORT aclnnStatus aclnnAddLayerNormGradGetWorkspaceSize(
      * workspace as it is, none when no kernel runs (docs/emulator.md "Phase one's workspace
      * size"): 16 MiB of system workspace and 20 MiB of its own on every part
      * (add_layer_norm_grad_tiling.cpp and _tiling_arch35.cpp), plus the deterministic rows:
-     * the tiling multiplies numCore x roundUpNumLastDimFloat (N rounded up to 8 floats, in
-     * bytes) x 2 by GetDeterministic() itself, the level (0..3: p1_deterministic) */
+     * the tiling multiplies numCore x roundUpNumLastDimFloat (numLastDim rounded up to 8
+     * floats, in uint64 bytes) x 2 by GetDeterministic() itself, the level (0..3:
+     * p1_deterministic) */
     uint64_t ws = launch ? EW_SYS_WORKSPACE + (uint64_t)20 * 1024 * 1024 : 0;
     const int64_t level = launch ? p1_deterministic() : 0;
     P->staged = level > 0; /* the kernel tests isDeterministicKey, the level, for non-zero */
     if (level > 0)
-        ws += (uint64_t)level * (uint64_t)P->blocks * (uint64_t)((G + 7) / 8 * 8 * 4) * 2;
+        ws += (uint64_t)level * num_core * (((uint64_t)n32 + 7) / 8 * 8 * 4) * 2;
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(P1, &ALNG_OPS, P, ws, ts, TNAME, T_COUNT, T_DX, workspaceSize, executor);
 }
