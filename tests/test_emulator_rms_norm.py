@@ -15,11 +15,12 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _device_reduce import half_interval_sum, lane_blocks_sum
+from _device_reduce import fold64, half_interval_sum, lane_blocks_sum
 from _emu_aclnn import (SOC, check_part_dtype_table, refused_by, rstd_shape,
                         run_phase_two)
 from _part_runs import other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
+from test_emulator_rms_norm_quant import v2_rstd  # norm_common's Newton-Raphson rstd
 
 P1 = lib.aclnnRmsNormGetWorkspaceSize
 P2 = lib.aclnnRmsNorm
@@ -66,6 +67,8 @@ A2 = SOC.startswith("Ascend910B") and BF16_PART
 DAV_2201 = A2 or SOC.startswith("Ascend910_9")
 INFERENCE = SOC.startswith("Ascend310P")
 A2_UB = 196608 - 1024  # the A2/A3 UB less the tiling's UB_USED
+ARCH35 = SOC.startswith("Ascend950")
+UB_950 = 253952 - 1024  # Ascend 950's UB (platform_config ub_size) less UB_USED
 
 
 def split_d_slice(n, ub):
@@ -78,9 +81,42 @@ def split_d_slice(n, ub):
     return s
 
 
+def regbase_order(xdt, gdt, n):
+    """Ascend 950's template (op_host/rms_norm_tiling_arch35.cpp), as its row sum's order:
+    ("perf", aligned N) while the row aligned to 32 bytes is at most 16384 elements and
+    (UB - 2K - aligned N * gamma's size) // (aligned N * x's size * 2 * 2 + 4 * 3 + the first
+    reduce's floats) is at least 1; else ("split", x's size, ubFactor, ubLoop): ubFactor
+    doubles from 1 while ComputeTotalBufSize (rms_norm_tiling.h) of twice it stays below
+    the UB, ubLoop doubles from 1 while twice it times ubFactor is at most N."""
+    bx, bg = np.dtype(xdt).itemsize, np.dtype(gdt).itemsize
+    na = -(-n * bx // 32) * 32 // bx
+    fold_point = 1 << ((na - 1).bit_length() - 1)
+    first = -(-(-(-fold_point // 64)) // 32) * 32
+    if na <= 16384 and (UB_950 - 2048 - na * bg) // (na * bx * 4 + 12 + first) >= 1:
+        return ("perf", na)
+    return regbase_split_order(xdt, gdt, n)
+
+
+def regbase_split_order(xdt, gdt, n):
+    bx, bg = np.dtype(xdt).itemsize, np.dtype(gdt).itemsize
+
+    def total_buf(length):  # two buffers of x (twice), of gamma, of 64 floats; tmp; retained
+        return 2 * length * bx * 2 + 2 * length * bg + 64 * 2 * 4 + length * 4 + 256 * 5 * 4
+    factor = 1
+    while total_buf(2 * factor) < UB_950:
+        factor *= 2
+    loop = 1
+    while loop * 2 * factor <= n:
+        loop *= 2
+    return ("split", bx, factor, loop)
+
+
 def kernel_order(xdt, gdt, n, m, gemma=False):
     """The kernel op_host/rms_norm_tiling.cpp picks on this part, as its row sum's order:
-    ("lane-blocks",), ("half-interval",) or ("slices", columns per slice)."""
+    ("lane-blocks",), ("half-interval",) or ("slices", columns per slice); Ascend 950's
+    regbase_order (GemmaRmsNorm's tiling calls the same function there)."""
+    if ARCH35:
+        return regbase_order(xdt, gdt, n)
     b16 = xdt != F32
     aligned = -(-n // (16 if b16 else 8)) * (16 if b16 else 8)
     ub = (10240 if b16 else 8192) if gemma else (12288 if b16 else 10240)
@@ -96,7 +132,96 @@ def kernel_order(xdt, gdt, n, m, gemma=False):
     return ("half-interval",) if aligned <= ub else ("slices", split_d_slice(n, ub))
 
 
+def perf_sums(sq, na):
+    """NormCommonRegbase::CalculateSquareReduceSum (norm_common/op_kernel/
+    reduce_common_regbase.h) over rows of squares [M, N], by aligned N: one register's Reduce
+    (<= 64); the second register added onto the first (<= 128); else the fold point F, the
+    largest power of two below aligned N: each register of the first F columns, with the
+    columns F on added where there are any, one Reduce into a partial; the F / 64 partials
+    one Reduce (aligned N <= 8192), or the second 64 added onto the first 64, then Reduced."""
+    m, n = sq.shape
+    padded = np.zeros((m, max(128, n + 64)), F32)
+    padded[:, :n] = sq
+    if na <= 128:
+        return fold64(padded[:, :64] + padded[:, 64:128]) if na > 64 else fold64(padded[:, :64])
+    f = 1 << ((na - 1).bit_length() - 1)
+    folded = -(-(n - f) // 64)  # registers with a fold
+    parts = [fold64(padded[:, j * 64:j * 64 + 64] + padded[:, f + j * 64:f + j * 64 + 64])
+             if j < folded else fold64(padded[:, j * 64:j * 64 + 64]) for j in range(f // 64)]
+    parts = np.stack(parts, axis=1)
+    if na <= 8192:
+        return fold64(np.pad(parts, ((0, 0), (0, 64 - parts.shape[1]))))
+    second = np.zeros((m, 64), F32)
+    second[:, :f // 64 - 64] = parts[:, 64:]
+    return fold64(parts[:, :64] + second)
+
+
+def split_chunk_sum(q, power):
+    """ComputeFormerImplV2 (arch35/rms_norm_regbase_common.h) over a zero-padded chunk of
+    squares q [M, cal] with split `power`: register pairs past `power` onto the pairs as far
+    in front, the rest of the front by pairs, each one Reduce into work; work folded 128 at a
+    time (two registers, one Reduce) while it has 128; one Reduce of what is left."""
+    cal = q.shape[1]
+    rem = cal - power
+    work = [fold64((q[:, a:a + 64] + q[:, power + a:power + a + 64]) +
+                   (q[:, a + 64:a + 128] + q[:, power + a + 64:power + a + 128]))
+            for a in range(0, rem - rem % 128, 128)]
+    work += [fold64(q[:, a:a + 64] + q[:, a + 64:a + 128])
+             for a in range(rem, rem + (power - rem) // 128 * 128, 128)]
+    work = np.stack(work, axis=1)
+    merges = power // 128 // 128
+    if merges:
+        work = np.stack([fold64(work[:, 128 * i:128 * i + 64] + work[:, 128 * i + 64:128 * i + 128])
+                         for i in range(merges)], axis=1)
+    return fold64(np.pad(work, ((0, 0), (0, 64 - work.shape[1]))))
+
+
+def split_sums(sq, bx, u, loop):
+    """KernelRmsNormRegBaseSplitD's ComputeFormer (arch35/rms_norm_regbase_split_d.h): the
+    row from its start as tailLoop pairs of ubFactor chunks, the tail's pair, then single
+    chunks; a pair's two sums one ComputeSum (a Reduce of two), each result a level-1 entry;
+    256 entries merge (LevelMergeRstd: four quarters, then a Reduce) into level 2, and so
+    on; the row's sum the merge of the lowest level holding entries."""
+    m, n = sq.shape
+    h = u // 2
+    tail, tail_loops = (n - loop * u) % u, (n - loop * u) // u
+    master = loop - tail_loops - (tail > 0)
+    per512 = 512 // bx
+
+    def chunk(off, count, power):
+        q = np.zeros((m, -(-count // per512) * per512), F32)
+        q[:, :count] = sq[:, off:off + count]
+        return split_chunk_sum(q, power)
+
+    def pair(a, b):
+        return fold64(np.pad(np.stack([a, b], axis=1), ((0, 0), (0, 62))))
+
+    def merge(level):
+        return fold64((level[:, :64] + level[:, 64:128]) + (level[:, 128:192] + level[:, 192:]))
+    steps = [(2 * u, lambda o: pair(chunk(o, u, u), chunk(o + u, u, u)))] * tail_loops
+    if 0 < tail <= h:
+        steps.append((u + tail, lambda o: pair(chunk(o, h + tail, h), chunk(o + h + tail, h, h))))
+    elif tail > h:
+        steps.append((u + tail, lambda o: pair(chunk(o, u, u), chunk(o + u, tail, h))))
+    steps += [(u, lambda o: chunk(o, u, u))] * master
+    levels, counts, off = np.zeros((3, m, 256), F32), [0, 0, 0], 0
+    for width, step in steps:
+        levels[0][:, counts[0]] = step(off)
+        off += width
+        counts[0] += 1
+        for d in (0, 1):
+            if counts[d] == 256:
+                levels[d + 1][:, counts[d + 1]] = merge(levels[d])
+                counts[d], counts[d + 1] = 0, counts[d + 1] + 1
+    assert off == n
+    return merge(levels[0 if counts[0] else 1 if counts[1] else 2])
+
+
 def row_sums(order, sq):
+    if order[0] == "perf":
+        return perf_sums(sq, order[1])
+    if order[0] == "split":
+        return split_sums(sq, *order[1:])
     if order[0] == "lane-blocks":
         return lane_blocks_sum(sq)
     if order[0] == "half-interval":
@@ -109,13 +234,17 @@ def row_sums(order, sq):
 
 def device_chain(x, g, eps, order, gamma_offset=0.0):
     """(y, rstd) as the kernel computes them, every step one float32 rounding: the squares
-    summed in the kernel's order, rstd = 1 / sqrt(sum * avg + eps), y = (x * rstd) * gamma
+    summed in the kernel's order, rstd = 1 / sqrt(sum * avg + eps) (Ascend 950's perf
+    template: norm_common's Newton-Raphson rstd of sum * avg), y = (x * rstd) * gamma
     rounded once to x's dtype."""
     n = g.size
     x2 = x.astype(F32).reshape(-1, n)
     s = row_sums(order, x2 * x2)
     f = np.float32
-    rstd = f(1) / np.sqrt(s * (f(1) / f(n)) + f(eps))
+    if order[0] == "perf":
+        rstd = np.array([v2_rstd(v, eps, False) for v in s * (f(1) / f(n))], F32)
+    else:
+        rstd = f(1) / np.sqrt(s * (f(1) / f(n)) + f(eps))
     gf = g.astype(F32).reshape(n) + f(gamma_offset)
     return ((x2 * rstd[:, None]) * gf).astype(x.dtype).reshape(x.shape), rstd
 
@@ -132,6 +261,9 @@ def assert_order_seen(rstd, x, g, order, gamma_offset=0.0):
     """rstd is not what another kernel's order gives (so the pick is seen); for N = 128
     ReduceSumMultiN and ReduceSumHalfInterval add the same pairs, which shows nothing."""
     n = g.size
+    if ARCH35:
+        assert_regbase_seen(rstd, x, g, order, gamma_offset)
+        return
     if n == 128:
         return
     others = {("lane-blocks",), ("half-interval",)} - {order}
@@ -142,18 +274,42 @@ def assert_order_seen(rstd, x, g, order, gamma_offset=0.0):
         assert not np.array_equal(rstd, got), (order, other)
 
 
+def assert_regbase_seen(rstd, x, g, order, gamma_offset):
+    """Ascend 950: rstd is not the other template's (where that can take the row: split-D
+    from one ubFactor on, perf up to 16384 aligned columns) nor ReduceSumHalfInterval's with
+    1 / sqrt (up to 128 columns the same sum as perf's: there its Newton-Raphson rstd shows)."""
+    n = g.size
+    others = [("half-interval",)]
+    if order[0] == "perf" and n >= regbase_split_order(x.dtype, g.dtype, n)[2]:
+        others.append(regbase_split_order(x.dtype, g.dtype, n))
+    if order[0] == "split" and n <= 16384:
+        others.append(("perf", -(-n * order[1] // 32) * 32 // order[1]))
+    for other in others:
+        got = device_chain(x, g, 1e-6, other, gamma_offset)[1]
+        assert not np.array_equal(rstd, got), (order, other)
+
+
 def needs_modelled_order():
-    if not (DAV_2201 or INFERENCE):
+    if not (DAV_2201 or INFERENCE or ARCH35):
         pytest.skip(f"{SOC}: its kernels' sum orders are not modelled (docs/emulator.md)")
 
 
-# (x, gamma, N, rows): each side of every boundary of Tiling4RmsNorm's choice
-ORDER_CASES = [(F32, F32, 2000, 64), (F32, F32, 2001, 64), (F16, F16, 2000, 64),
-               (F16, F16, 2001, 64), (F32, F32, 10240, 64), (F32, F32, 10241, 64),
-               (F16, F16, 12288, 64), (F16, F16, 12289, 64), (BF16, BF16, 30011, 64),
-               (BF16, F32, 2000, 64), (BF16, F32, 12176, 64), (F16, F32, 13920, 64),
-               (F16, F32, 13921, 64), (F16, F16, 128, 16), (F16, F16, 128, 15),
-               (F32, F32, 128, 16)]
+# (x, gamma, N, rows): each side of every boundary of Tiling4RmsNorm's choice; on Ascend 950
+# of TilingArch354RmsNorm's (perf up to 12536 FLOAT or 16384 16-bit columns) and of each of
+# the perf sum's branches (64, 128, 8192 aligned columns) and split-D's tails (none, up to
+# half an ubFactor, more; single chunks after them)
+ORDER_CASES = [(F32, F32, 64, 16), (F16, F16, 65, 16), (BF16, BF16, 128, 16),
+               (F32, F32, 129, 64), (F32, F32, 2000, 64), (F16, F16, 8192, 64),
+               (F16, F16, 8193, 64), (F32, F32, 12536, 64), (F32, F32, 12537, 64),
+               (F16, F16, 16384, 64), (F16, F16, 16385, 64), (BF16, F32, 16384, 16),
+               (BF16, F32, 16385, 16), (F16, F32, 20000, 16), (F32, F32, 24576, 16),
+               (BF16, BF16, 30011, 16), (F32, F32, 40000, 8)] if ARCH35 else [
+    (F32, F32, 2000, 64), (F32, F32, 2001, 64), (F16, F16, 2000, 64),
+    (F16, F16, 2001, 64), (F32, F32, 10240, 64), (F32, F32, 10241, 64),
+    (F16, F16, 12288, 64), (F16, F16, 12289, 64), (BF16, BF16, 30011, 64),
+    (BF16, F32, 2000, 64), (BF16, F32, 12176, 64), (F16, F32, 13920, 64),
+    (F16, F32, 13921, 64), (F16, F16, 128, 16), (F16, F16, 128, 15),
+    (F32, F32, 128, 16)]
 
 
 @pytest.mark.parametrize("xdt,gdt,n,m", ORDER_CASES,
@@ -168,6 +324,8 @@ def test_kernel_order_bits(arena, xdt, gdt, n, m):
     y, rstd = call(arena, x, g)
     rstd = rstd.reshape(m)
     order = kernel_order(xdt, gdt, n, m)
+    if ARCH35:  # each case stands on the side of its boundary it was chosen for
+        assert order[0] == ("perf" if n <= (12536 if xdt == F32 else 16384) else "split")
     want_y, want_r = device_chain(x, g, 1e-6, order)
     assert np.array_equal(rstd.view(np.uint32), want_r.view(np.uint32)), order
     assert np.array_equal(y.view(np.uint8), want_y.view(np.uint8)), order
@@ -203,10 +361,14 @@ def test_y_is_float32_chain_rounded_once(arena, xdt, gdt):
 
 
 def test_epsilon_reaches_the_kernel_as_float32(arena):
-    """x = 0: rstd = 1 / sqrtf((float)epsilon) exactly, y = 0 (the vendor's example's eps)."""
+    """x = 0: rstd = 1 / sqrtf((float)epsilon) exactly (Ascend 950's perf template: the
+    Newton-Raphson rstd of it, which differs in the last bit), y = 0 (the vendor's example's
+    eps)."""
     y, rstd = call(arena, np.zeros((2, 16), F32), np.ones(16, F32), eps=1e-6)
     assert (y == 0).all()
-    assert (rstd == np.float32(1) / np.sqrt(np.float32(1e-6))).all()
+    plain = np.float32(1) / np.sqrt(np.float32(1e-6))
+    want = v2_rstd(np.float32(0), 1e-6, False) if ARCH35 else plain
+    assert (rstd == want).all() and (not ARCH35 or want != plain)
 
 
 def test_vendor_example_values(arena):
@@ -340,4 +502,4 @@ def test_part_dtype_table(arena):
 
 test_on_other_parts = run_on_parts(other_parts(),
                                    "part_dtype_table or float32_chain or strided or "
-                                   "kernel_order")
+                                   "kernel_order or epsilon_reaches")

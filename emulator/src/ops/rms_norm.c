@@ -43,8 +43,17 @@
  *   16 * alignedN + 512 < 195584, single-row while 14 * alignedN + 512 < 195584, else
  *   split-D with slices of 12064.
  * rstd is 1 / sqrt(sum * avg + eps) in float either way (the vector Sqrt and Div taken as
- * correctly rounded, as the scalar unit's). The Atlas training parts (the whole-reduce-sum
- * kernels) and Ascend 950 (arch35) sum in norm_rows.h's fixed lane order: their kernels'
+ * correctly rounded, as the scalar unit's). Ascend 950 (op_host/rms_norm_tiling_arch35.cpp
+ * TilingArch354RmsNorm, for GemmaRmsNorm too; op_kernel/rms_norm_apt.cpp) runs one of two
+ * templates (pick_regbase):
+ * - perf (arch35/rms_norm_regbase_perf.h): norm_common's CalculateSquareReduceSum, the binary
+ *   add (norm_rows.h nr_binary_add_sum), then rstd by ComputeRstdNewtonRaphson of sum * avg
+ *   (nr_rstd_newton_raphson, no clamp);
+ * - split-D (arch35/rms_norm_regbase_split_d.h): chunks of the tiling's ubFactor, each summed
+ *   by ComputeFormerImplV2, gathered in 256-entry levels (regbase_split_sum), rstd
+ *   1 / sqrt(sum * avg + eps) by vector Muls, Adds, Sqrt, Div (ComputeRstd).
+ * y is (x * rstd) * gamma in float on both, rounded once (CAST_RINT). The Atlas training
+ * parts (the whole-reduce-sum kernels) sum in norm_rows.h's fixed lane order: their kernels'
  * orders are not modelled.
  *
  * Kernel: rows are independent and each row's sum has a fixed order, so the split of rows over
@@ -96,21 +105,132 @@ typedef enum {
     SUM_HALF_INTERVAL, /* normal and single-row kernels */
     SUM_LANE_BLOCKS,   /* merge-N kernel */
     SUM_SLICES,        /* split-D kernel: slices of `slice` columns */
+    SUM_REGBASE_PERF,  /* Ascend 950's full-load template: the binary add, rstd by Newton */
+    SUM_REGBASE_SPLIT, /* Ascend 950's split-D template: chunks of `slice`, three levels */
 } sum_order;
 
 typedef struct {
-    nr_head h; /* per chunk 2 * N floats: a row as float, and its squares, then its y */
+    nr_head h; /* per chunk 2 * N floats and N / 64 + 1: a row as float, and its squares
+                * (and the binary add's partials), then its y */
     tdesc t[T_COUNT];
     int64_t M, N;
     float eps, avg; /* as the kernel receives them */
     sum_order order;
-    int64_t slice; /* SUM_SLICES: the split-D kernel's columns per slice */
+    int64_t slice; /* SUM_SLICES, SUM_REGBASE_SPLIT: the split-D kernel's columns per slice */
+    int64_t ub_loop; /* SUM_REGBASE_SPLIT: the tiling's ubLoop (a power of two) */
+    int64_t x_bytes; /* x's element size: the split-D chunks' zero padding to 512 bytes */
     const rms_variant *v;
 } rms_payload;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-/* The row's sum of squares in the order of P's kernel; sq: N floats of scratch. */
+#define VL NR_VECTOR_LANES
+#define LEVEL 256 /* the split-D template's level buffers (ONCE_VECTOR_SIZE floats each) */
+
+/* Ascend 950's split-D chunk sum (arch35/rms_norm_regbase_common.h ComputeFormerImplV2) of
+ * the squares q[0..count), zero past count up to cal (the chunk padded to 512 bytes), with
+ * the chunk's power-of-two split `power` (count <= cal <= 2 * power): each pair of registers
+ * past `power` added onto the pair as far in front (main + tail per register, then the two
+ * registers), the rest of the front taken a pair at a time, each pair one Reduce into a work
+ * entry; the entries, 128 at a time, folded a register onto the other and reduced; then one
+ * Reduce over what is left. Each Reduce is nr_fold_vector_lanes (masked-off lanes zero). */
+static float regbase_chunk_sum(const float *q, int64_t count, int64_t cal, int64_t power)
+{
+#define SQ(i) ((i) < count ? q[i] : 0.0f)
+    float work[LEVEL], lanes[VL];
+    const int64_t remain = cal - power, remain_loops = remain / (2 * VL);
+    const int64_t master_loops = (power - remain) / (2 * VL), merge = power / (2 * VL);
+    const int64_t merge_loops = merge / (2 * VL);
+    for (int64_t i = 0; i < remain_loops; i++) {
+        for (int64_t l = 0, a = 2 * VL * i; l < VL; l++, a++)
+            lanes[l] = (SQ(a) + SQ(power + a)) + (SQ(a + VL) + SQ(power + a + VL));
+        work[i] = nr_fold_vector_lanes(lanes);
+    }
+    for (int64_t i = 0; i < master_loops; i++) {
+        for (int64_t l = 0, a = remain + 2 * VL * i; l < VL; l++, a++)
+            lanes[l] = SQ(a) + SQ(a + VL);
+        work[remain_loops + i] = nr_fold_vector_lanes(lanes);
+    }
+    for (int64_t i = 0; i < merge_loops; i++) {
+        for (int64_t l = 0; l < VL; l++)
+            lanes[l] = work[2 * VL * i + l] + work[2 * VL * i + VL + l];
+        work[i] = nr_fold_vector_lanes(lanes);
+    }
+    const int64_t mean = merge_loops ? merge_loops : merge;
+    for (int64_t l = 0; l < VL; l++)
+        lanes[l] = l < mean ? work[l] : 0.0f;
+    return nr_fold_vector_lanes(lanes);
+#undef SQ
+}
+
+/* norm_common's LevelMergeRstd over a level buffer of LEVEL floats (no rstd): the four
+ * quarters added per lane, (first + second) + (third + fourth), then one Reduce. */
+static float regbase_level_merge(const float *level)
+{
+    float lanes[VL];
+    for (int64_t l = 0; l < VL; l++)
+        lanes[l] = (level[l] + level[VL + l]) + (level[2 * VL + l] + level[3 * VL + l]);
+    return nr_fold_vector_lanes(lanes);
+}
+
+/* The chunk of the squares at q (`count` of them, padded with zeros to 512 bytes of x's
+ * dtype) summed with split `power` (rms_norm_regbase_split_d.h ComputeFormerHandle). */
+static float regbase_chunk(const rms_payload *P, const float *q, int64_t count, int64_t power)
+{
+    const int64_t per512 = 512 / P->x_bytes, cal = (count + per512 - 1) / per512 * per512;
+    return regbase_chunk_sum(q, count, cal, power);
+}
+
+/* A chunk pair's two sums into one level-1 entry (ComputeSum: one Reduce over two lanes). */
+static float regbase_pair(float a, float b)
+{
+    float lanes[VL] = {a, b};
+    return nr_fold_vector_lanes(lanes);
+}
+
+/* Ascend 950's split-D row sum of the squares sq[0..N) (rms_norm_regbase_split_d.h
+ * ComputeFormer): with U the tiling's ubFactor and ubLoop * U the largest power-of-two
+ * multiple of U up to N, the part past it in whole U-chunks (tailLoop of them) and a tail:
+ * the row read from its start as tailLoop pairs of U-chunks, then the tail's pair (a chunk of
+ * U/2 + tail with U/2 and one of U/2 for a tail up to U/2, else a chunk of U with U and the
+ * tail with U/2), each pair's two sums one level-1 entry, then the remaining U-chunks one
+ * entry each. A full level (256 entries) is merged into the next level's entry and its count
+ * restarts (its stale entries stay); the row's sum is the merge of the lowest level with
+ * entries (norm_common's ComputeMultiLevelRstd). */
+static float regbase_split_sum(const rms_payload *P, const float *sq)
+{
+    const int64_t N = P->N, U = P->slice, H = U / 2, split = P->ub_loop * U;
+    const int64_t tail = (N - split) % U, tail_loops = (N - split) / U;
+    const int64_t master_loops = P->ub_loop - tail_loops - (tail != 0);
+    float lv[3][LEVEL] = {{0}};
+    int64_t n[3] = {0}, off = 0;
+    for (int64_t k = 0; k < tail_loops + (tail != 0) + master_loops; k++) {
+        float entry;
+        if (k < tail_loops) {
+            entry = regbase_pair(regbase_chunk(P, sq + off, U, U),
+                                 regbase_chunk(P, sq + off + U, U, U));
+            off += 2 * U;
+        } else if (k == tail_loops && tail != 0) {
+            const int64_t first = tail <= H ? H + tail : U, second = tail <= H ? H : tail;
+            entry = regbase_pair(regbase_chunk(P, sq + off, first, tail <= H ? H : U),
+                                 regbase_chunk(P, sq + off + first, second, H));
+            off += first + second;
+        } else {
+            entry = regbase_chunk(P, sq + off, U, U);
+            off += U;
+        }
+        lv[0][n[0]++] = entry;
+        for (int d = 0; d < 2 && n[d] == LEVEL; d++) { /* ComputeMultiLevelReduce */
+            lv[d + 1][n[d + 1]++] = regbase_level_merge(lv[d]);
+            n[d] = 0;
+        }
+    }
+    const int d = n[0] > 0 ? 0 : n[1] > 0 ? 1 : 2;
+    return regbase_level_merge(lv[d]);
+}
+
+/* The row's sum of squares in the order of P's kernel; sq: N floats of scratch, then
+ * N / NR_VECTOR_LANES + 1 more (the binary add's partials). */
 static float sum_squares(const rms_payload *P, const float *x, float *sq)
 {
     const int64_t N = P->N;
@@ -118,6 +238,10 @@ static float sum_squares(const rms_payload *P, const float *x, float *sq)
         return nr_sum_squares(x, N);
     for (int64_t i = 0; i < N; i++)
         sq[i] = x[i] * x[i];
+    if (P->order == SUM_REGBASE_PERF) /* NormCommonRegbase::CalculateSquareReduceSum */
+        return nr_binary_add_sum(sq, N, sq + N);
+    if (P->order == SUM_REGBASE_SPLIT)
+        return regbase_split_sum(P, sq);
     if (P->order == SUM_LANE_BLOCKS)
         return nr_sum_lane_blocks(sq, N);
     if (P->order == SUM_HALF_INTERVAL)
@@ -137,7 +261,10 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
     float *xbuf = nr_chunk_buf(R, chunk), *ybuf = xbuf + N;
     for (int64_t m = begin; m < end; m++) {
         const float *xr = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, xbuf);
-        float rstd = 1.0f / sqrtf(sum_squares(P, xr, ybuf) * P->avg + P->eps);
+        const float var = sum_squares(P, xr, ybuf) * P->avg;
+        /* Ascend 950's full-load template: ComputeRstdNewtonRaphson<false, true> */
+        float rstd = P->order == SUM_REGBASE_PERF ? nr_rstd_newton_raphson(var, P->eps, false)
+                                                  : 1.0f / sqrtf(var + P->eps);
         for (int64_t i = 0; i < N; i++)
             ybuf[i] = xr[i] * rstd * R->gamma[i];
         put_tile(row_base(y, m), y->dtype, ACLEMU_TIES_EVEN, &y->inner, 0, N, ybuf);
@@ -221,6 +348,34 @@ static uint64_t rms_workspace(const rms_variant *V, const aclemu_soc *soc, int64
     return 256 + EW_SYS_WORKSPACE;
 }
 
+/* Ascend 950's template (op_host/rms_norm_tiling_arch35.cpp TilingArch354RmsNorm, the UB
+ * less the caller's UB_USED): the full-load (perf) template while x's row aligned to 32
+ * bytes (Na) is at most 16384 elements and one row fits, (UB - 2048 - Na * gamma bytes) /
+ * (4 * Na * x bytes + 12 + firstVcaddLength) >= 1, with firstVcaddLength the floats of the
+ * first Reduce's results, P / 64 rounded up to 32 (P the largest power of two below Na);
+ * else split-D, whose ubFactor doubles from 1 while ComputeTotalBufSize of twice it fits and
+ * ubLoop is the largest power of two with ubLoop * ubFactor <= N. */
+static void pick_regbase(rms_payload *P, aclDataType xdt, aclDataType gdt)
+{
+    const int64_t N = P->N, bx = aclemu_dtype_size(xdt), bg = aclemu_dtype_size(gdt);
+    const int64_t ub = aclemu_soc_ub_bytes() - UB_USED, na = (N * bx + 31) / 32 * 32 / bx;
+    const int64_t first = ((nr_pow2_below(na) + 63) / 64 + 31) / 32 * 32;
+    P->x_bytes = bx;
+    if (na <= 16384 && ub - 2048 - na * bg >= 4 * na * bx + 12 + first) {
+        P->order = SUM_REGBASE_PERF;
+        return;
+    }
+    /* ComputeTotalBufSize(split): two buffers of x twice, gamma, 64 floats; length floats of
+     * tmp; 5120 retained */
+    int64_t factor = 1;
+    while (2 * (2 * factor) * (2 * bx + bg) + 512 + 2 * factor * 4 + 5120 < ub)
+        factor *= 2;
+    P->order = SUM_REGBASE_SPLIT;
+    P->slice = factor;
+    for (P->ub_loop = 1; P->ub_loop * 2 * factor <= N; P->ub_loop *= 2)
+        ;
+}
+
 /* The kernel the tiling picks for an [M, N] call (the file's doc), as the order of its
  * row sums: sets P->order and P->slice. False: the tiling fails (no slice splits N). */
 static bool pick_kernel(rms_payload *P, const aclemu_soc *soc, aclDataType xdt,
@@ -228,6 +383,8 @@ static bool pick_kernel(rms_payload *P, const aclemu_soc *soc, aclDataType xdt,
 {
     const int64_t N = P->N;
     P->order = SUM_LANES;
+    if (soc->npu_arch == 3510)
+        pick_regbase(P, xdt, gdt);
     if (soc->npu_arch != 2201 && soc->npu_arch != 2002)
         return true;
     const bool b16 = xdt != ACL_FLOAT, a2 = aclemu_soc_is_910b(soc);
@@ -363,7 +520,8 @@ static aclnnStatus phase_one(const rms_variant *V, const aclTensor *x, const acl
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
     P->h = (nr_head){.kernel = &RMS_KERNEL, .call = V->p2, .names = TNAME, .rows = M, .width = N,
-                     .row_floats = 2 * N, .no_kernel = M == 0 /* every output empty */};
+                     .row_floats = 2 * N + N / NR_VECTOR_LANES + 1,
+                     .no_kernel = M == 0 /* every output empty */};
     P->M = M;
     P->N = N;
     P->eps = (float)epsilon;
