@@ -24,9 +24,11 @@ terminal summary shows each part's counts.
 A test file run as a whole on any part (``ACL_EMU_SOC=<part> pytest tests/test_<op>.py``)
 passes: what the part lacks is asked, not assumed: :func:`needs_kernel` (the operator),
 :func:`skip_without_bf16` (the dtype), the declaration's ``unwritten_outputs`` (an output the
-part does not write). A test about another part's kernel is not generated in this process
-at all (:func:`only_where`, :func:`on_this_part`): it could never run here, and that part's own
-run or child runs it. ``tools/run_per_part.py`` runs every file whole on every part.
+part does not write). A test or case that could never run in this process (another part's
+kernel or template, an operator without a kernel here, BF16 on a part without it) is not
+generated at all (:func:`only_where`, :func:`on_this_part`, :func:`cases_where`,
+:func:`bf16_where_it_runs`): the parts that have it run it, in their own run or child.
+``tools/run_per_part.py`` runs every file whole on every part.
 """
 from __future__ import annotations
 
@@ -104,6 +106,22 @@ def skip_without_bf16(*dtypes):
                     "are refused, as the operator's tests check)")
 
 
+def _carries_bf16(case):
+    if isinstance(case, (tuple, list)):
+        return any(map(_carries_bf16, case))
+    return getattr(case, "name", case) == "bfloat16"
+
+
+def bf16_where_it_runs(cases):
+    """``cases`` (a parametrize list: dtypes, or tuples of them) less those carrying BFLOAT16
+    where this process's part has none: such a case could never run here (the call is
+    refused, as the operator's tests check), so it is no test rather than a skip, as with
+    :func:`only_where`; the parts with BF16 run it."""
+    from acl_py.soc import supports_bfloat16
+    cases = list(cases)
+    return cases if supports_bfloat16() else [c for c in cases if not _carries_bf16(c)]
+
+
 def event_waits_take_a_timeout():
     """Whether an event wait's own timeout reaches the device on this process's part: CANN's
     runtime hands it on where the part's waits take one (StreamWaitEventTimeout::CUSTOM: the
@@ -150,6 +168,14 @@ def only_where(condition):
     is no test there (None) rather than a skip; the parts meeting it run it (their own run,
     or their child: :func:`run_on_parts`). Apply it as the outermost decorator."""
     return lambda test: test if condition else None
+
+
+def cases_where(condition, *cases):
+    """``cases`` (a parametrize list's entries) in a process whose part meets ``condition``,
+    else none: spliced into the list (``[*cases_where(BF16_PART, BF16), F16]``), a case that
+    could never run here is no test, as with :func:`only_where`, and the parts meeting
+    ``condition`` run it."""
+    return list(cases) if condition else []
 
 
 def on_this_part(argnames, cases, *, part=lambda case: case, ids=None):

@@ -16,7 +16,7 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import ADD_LAYER_NORM, part_of
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, other_parts, run_on_parts, skip_without_bf16
+from _part_runs import bf16_where_it_runs, only_where, other_parts, run_on_parts, runs_here
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 # (x1, x2, gamma = beta): the Atlas A2/A3 combinations of the vendor's docs; bias and y are
@@ -70,12 +70,11 @@ def part_has(combo):
     return not (part_of().inference and len(set(combo)) > 1)
 
 
-def skip_unless_part_has(combo):
-    skip_without_bf16(*combo)
-    if not part_has(combo):
-        pytest.skip(f"{acl_py.soc_name()}: one dtype for every tensor (ops-nn norm/"
-                    "add_layer_norm/op_host/add_layer_norm_def.cpp, config_310p; the refusal: "
-                    "test_emulator_add_layer_norm's test_part_dtype_table)")
+# the combinations this process's part takes (one dtype for every tensor on the Atlas inference
+# parts: ops-nn norm/add_layer_norm/op_host/add_layer_norm_def.cpp, config_310p; no BF16 where
+# the part has none): another is no test here (the refusal: test_emulator_add_layer_norm's
+# test_part_dtype_table), and the parts taking it run it
+COMBOS_HERE = [c for c in bf16_where_it_runs(COMBOS) if part_has(c)]
 
 
 def on_this_part(combo):
@@ -83,12 +82,11 @@ def on_this_part(combo):
     return combo if part_has(combo) else (combo[0],) * 3
 
 
-@needs_kernel(ADD_LAYER_NORM)
+@only_where(runs_here(ADD_LAYER_NORM))
 @pytest.mark.parametrize("path", ["numpy", "device"])
 @pytest.mark.parametrize("bias", [None, "gamma", "x1"])
-@pytest.mark.parametrize("combo", COMBOS, ids=lambda c: "-".join(d.name for d in c))
+@pytest.mark.parametrize("combo", COMBOS_HERE, ids=lambda c: "-".join(d.name for d in c))
 def test_against_reference(path, bias, combo):
-    skip_unless_part_has(combo)
     vals = make((3, 5, 67), 1, combo, bias)
     args = vals if path == "numpy" else tuple(
         None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in vals)
@@ -102,7 +100,7 @@ def test_against_reference(path, bias, combo):
         assert host(res[1]).shape == (3, 5, 1)   # mean as CANN writes it: batch dims, ones
 
 
-@needs_kernel(ADD_LAYER_NORM)
+@only_where(runs_here(ADD_LAYER_NORM))
 @pytest.mark.parametrize("shape,gdims", [((7,), 1), ((2, 3, 4, 5), 2), ((2, 3, 4, 5), 4),
                                          ((1, 2, 1, 2, 1, 2, 1, 2), 3), ((256, 4096), 1)])
 def test_ranks_and_splits(shape, gdims):
@@ -110,7 +108,7 @@ def test_ranks_and_splits(shape, gdims):
     check(acl_py.add_layer_norm(*vals), *vals)
 
 
-@needs_kernel(ADD_LAYER_NORM)
+@only_where(runs_here(ADD_LAYER_NORM))
 def test_x_is_the_rounded_sum_and_only_with_additional_output():
     x1, x2, g, b, bias = make((8, 256), 1, (F16, F16, F16), "x1", seed=4)
     y, mean, rstd, x = acl_py.add_layer_norm(x1, x2, g, b, bias)
@@ -124,7 +122,7 @@ def test_x_is_the_rounded_sum_and_only_with_additional_output():
     assert np.array_equal(host(y2).view(np.uint16), y.view(np.uint16))
 
 
-@needs_kernel(ADD_LAYER_NORM)
+@only_where(runs_here(ADD_LAYER_NORM))
 def test_out_given_and_strided_views():
     x1, x2, g, b, bias = make((4, 6, 32), 1, on_this_part((F16, F16, F32)), "gamma")
     out = (np.empty((4, 6, 32), F16), np.empty((4, 6, 1), F32), np.empty((4, 6, 1), F32),
@@ -140,7 +138,7 @@ def test_out_given_and_strided_views():
     check(res, x1, x2, g, b, bias)
 
 
-@needs_kernel(ADD_LAYER_NORM)
+@only_where(runs_here(ADD_LAYER_NORM))
 def test_empty_rows():
     vals = (np.zeros((0, 4), F32), np.zeros((0, 4), F32), np.ones(4, F32), np.zeros(4, F32))
     y, mean, rstd, x = acl_py.add_layer_norm(*vals)
@@ -225,7 +223,7 @@ def test_argument_errors(emulator, change, exc, argument):
     assert "aclnnAddLayerNormGetWorkspaceSize" not in emulator.call_counts()
 
 
-@needs_kernel(ADD_LAYER_NORM)
+@only_where(runs_here(ADD_LAYER_NORM))
 def test_out_of_another_dtype_is_refused_naming_it(emulator):
     """An out= entry of an allowed dtype outside the combination (the operator's dtype rule):
     the NumPy call refuses it before any C call, naming the entry; on device tensors phase
@@ -245,7 +243,7 @@ def test_out_of_another_dtype_is_refused_naming_it(emulator):
     assert "xOut dtype FLOAT16 must be the output dtype FLOAT" in ei.value.message
 
 
-@needs_kernel(ADD_LAYER_NORM)
+@only_where(runs_here(ADD_LAYER_NORM))
 @pytest.mark.parametrize("what", ["gamma", "bias", "mean"])
 def test_device_refusal_names_the_argument_and_carries_the_code(what):
     """Phase one's 561002 (the tiling's shape rules, the docs' bias shapes) on a DeviceTensor
@@ -266,7 +264,7 @@ def test_device_refusal_names_the_argument_and_carries_the_code(what):
     assert ei.value.code == 561002 and ei.value.call == "aclnnAddLayerNormGetWorkspaceSize"
 
 
-@needs_kernel(ADD_LAYER_NORM)
+@only_where(runs_here(ADD_LAYER_NORM))
 def test_operator_rules_surface_as_its_typed_error():
     vals = make((1,) * 9 + (2,), 1)
     with pytest.raises(AclError) as ei:
@@ -275,7 +273,7 @@ def test_operator_rules_surface_as_its_typed_error():
     assert "x1 rank 10" in ei.value.message
 
 
-@needs_kernel(ADD_LAYER_NORM)
+@only_where(runs_here(ADD_LAYER_NORM))
 def test_plan_runs_repeatedly_on_changing_contents():
     x1, x2, g, b, bias = make((8, 96), 1, on_this_part((F16, F16, F32)), "gamma")
     X1, X2, G, B, BI = (acl_py.DeviceTensor.from_numpy(a) for a in (x1, x2, g, b, bias))
@@ -291,7 +289,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
     assert plan.x.to_numpy().shape == (8, 96)
 
 
-@needs_kernel(ADD_LAYER_NORM)
+@only_where(runs_here(ADD_LAYER_NORM))
 def test_declaration_describes_the_c_prototype():
     assert [p.name for p in ADD_LAYER_NORM.params] == [
         "x1", "x2", "gamma", "beta", "biasOptional", "epsilon", "additionalOutput", "yOut",

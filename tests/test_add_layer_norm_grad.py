@@ -15,7 +15,7 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import ADD_LAYER_NORM_GRAD
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, skip_without_bf16
+from _part_runs import bf16_where_it_runs, only_where, runs_here
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
@@ -49,12 +49,11 @@ def check(results, *vals):
         reference.assert_close(got, e, m, dt, name)
 
 
-@needs_kernel(ADD_LAYER_NORM_GRAD)
+@only_where(runs_here(ADD_LAYER_NORM_GRAD))
 @pytest.mark.parametrize("path", ["numpy", "device"])
 @pytest.mark.parametrize("dsum", [False, True], ids=["no_dsum", "dsum"])
-@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=lambda d: d.name)
+@pytest.mark.parametrize("dt", bf16_where_it_runs([F32, F16, BF16]), ids=lambda d: d.name)
 def test_against_reference(path, dsum, dt):
-    skip_without_bf16(dt)
     vals = make((3, 5, 67), 1, dt, dsum)
     args = vals if path == "numpy" else tuple(
         None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in vals)
@@ -65,7 +64,7 @@ def test_against_reference(path, dsum, dt):
     check(res, *vals)
 
 
-@needs_kernel(ADD_LAYER_NORM_GRAD)
+@only_where(runs_here(ADD_LAYER_NORM_GRAD))
 @pytest.mark.parametrize("shape,gdims", [((7,), 1), ((2, 3, 4, 5), 2), ((2, 3, 4, 5), 4),
                                          ((1, 2, 1, 2, 1, 2, 1, 2), 3), ((64, 2048), 1)])
 def test_ranks_and_splits(shape, gdims):
@@ -73,7 +72,7 @@ def test_ranks_and_splits(shape, gdims):
     check(acl_py.add_layer_norm_grad(*vals), *vals)
 
 
-@needs_kernel(ADD_LAYER_NORM_GRAD)
+@only_where(runs_here(ADD_LAYER_NORM_GRAD))
 def test_out_given():
     vals = make((4, 32), 1, F16)
     dx, dg, db = np.full((4, 32), 7, F16), np.full(32, 7, F32), np.full(32, 7, F32)
@@ -114,7 +113,7 @@ def test_argument_errors(emulator, change, exc, argument):
     assert "aclnnAddLayerNormGradGetWorkspaceSize" not in emulator.call_counts()
 
 
-@needs_kernel(ADD_LAYER_NORM_GRAD)
+@only_where(runs_here(ADD_LAYER_NORM_GRAD))
 @pytest.mark.parametrize("what", ["gamma", "dsum", "mean"])
 def test_device_refusal_names_the_argument_and_carries_the_code(what):
     """Phase one's 561002 (the tiling's shape rules, the docs' dsum shape) on a DeviceTensor
@@ -130,7 +129,7 @@ def test_device_refusal_names_the_argument_and_carries_the_code(what):
     assert ei.value.code == 561002 and ei.value.call == "aclnnAddLayerNormGradGetWorkspaceSize"
 
 
-@needs_kernel(ADD_LAYER_NORM_GRAD)
+@only_where(runs_here(ADD_LAYER_NORM_GRAD))
 def test_operator_rules_surface_as_its_typed_error():
     vals = make((1,) * 9 + (2,), 1)
     with pytest.raises(AclError) as ei:
@@ -140,7 +139,7 @@ def test_operator_rules_surface_as_its_typed_error():
     assert "x1 rank 10" in ei.value.message
 
 
-@needs_kernel(ADD_LAYER_NORM_GRAD)
+@only_where(runs_here(ADD_LAYER_NORM_GRAD))
 def test_plan_runs_repeatedly_on_changing_contents():
     vals = make((8, 96), 1, F16, dsum=True)
     devs = [acl_py.DeviceTensor.from_numpy(a) for a in vals]
@@ -155,7 +154,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
     assert plan.closed
 
 
-@needs_kernel(ADD_LAYER_NORM_GRAD)
+@only_where(runs_here(ADD_LAYER_NORM_GRAD))
 def test_declaration_describes_the_c_prototype():
     assert [p.name for p in ADD_LAYER_NORM_GRAD.params] == [
         "dy", "x1", "x2", "rstd", "mean", "gamma", "dsumOptional", "dxOut", "dgammaOut",

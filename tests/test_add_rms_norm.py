@@ -15,7 +15,7 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import ADD_RMS_NORM, part_of
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, skip_without_bf16
+from _part_runs import bf16_where_it_runs, only_where, runs_here
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 DTYPES = [F32, F16, BF16]
@@ -48,11 +48,10 @@ def check(results, x1, x2, g, eps=1e-6):
         reference.assert_close(got, e, m, x1.dtype, name)
 
 
-@needs_kernel(ADD_RMS_NORM)
+@only_where(runs_here(ADD_RMS_NORM))
 @pytest.mark.parametrize("path", ["numpy", "device"])
-@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("dt", bf16_where_it_runs(DTYPES), ids=lambda d: d.name)
 def test_against_reference(path, dt):
-    skip_without_bf16(dt)
     x1, x2, g = make((3, 5, 67), 1, dt)
     args = (x1, x2, g) if path == "numpy" else tuple(acl_py.DeviceTensor.from_numpy(a)
                                                      for a in (x1, x2, g))
@@ -66,7 +65,7 @@ def test_against_reference(path, dt):
         assert host(res[1]).shape == (3, 5, 1)   # rstd as CANN writes it: batch dims, then ones
 
 
-@needs_kernel(ADD_RMS_NORM)
+@only_where(runs_here(ADD_RMS_NORM))
 @pytest.mark.parametrize("shape,gdims", [((7,), 1), ((2, 3, 4, 5), 2), ((2, 3, 4, 5), 4),
                                          ((1, 2, 1, 2, 1, 2, 1, 2), 3), ((256, 4096), 1)])
 def test_ranks_and_splits(shape, gdims):
@@ -74,7 +73,7 @@ def test_ranks_and_splits(shape, gdims):
     check(acl_py.add_rms_norm(x1, x2, g), x1, x2, g)
 
 
-@needs_kernel(ADD_RMS_NORM)
+@only_where(runs_here(ADD_RMS_NORM))
 def test_x_is_the_rounded_sum_and_feeds_the_norm():
     """x = x1 + x2 rounded once to x1's dtype; y is RmsNorm of it (float16: the device adds
     in float16 and norms that sum; Ascend 950 norms the float sum), within the reference's
@@ -95,7 +94,7 @@ def test_x_is_the_rounded_sum_and_feeds_the_norm():
         assert np.allclose(y.astype(F32), ry.astype(F32), rtol=2e-3, atol=2e-3)
 
 
-@needs_kernel(ADD_RMS_NORM)
+@only_where(runs_here(ADD_RMS_NORM))
 def test_out_given_and_strided_views():
     x1, x2, g = make((4, 6, 32), 1, F16)
     out = (np.empty((4, 6, 32), F16), np.empty((4, 6, 1), F32), np.empty((4, 6, 32), F16))
@@ -198,7 +197,7 @@ def test_operator_rules_surface_as_its_typed_error():
     assert "x1 rank 10" in ei.value.message
 
 
-@needs_kernel(ADD_RMS_NORM)
+@only_where(runs_here(ADD_RMS_NORM))
 def test_plan_runs_repeatedly_on_changing_contents():
     x1, x2, g = make((8, 96), 1, F16)
     X1, X2, G = (acl_py.DeviceTensor.from_numpy(a) for a in (x1, x2, g))
@@ -215,7 +214,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
     assert plan.x.to_numpy().shape == (8, 96)
 
 
-@needs_kernel(ADD_RMS_NORM)
+@only_where(runs_here(ADD_RMS_NORM))
 def test_declaration_describes_the_c_prototype():
     assert [p.name for p in ADD_RMS_NORM.params] == ["x1", "x2", "gamma", "epsilon", "yOut",
                                                      "rstdOut", "xOut"]

@@ -15,7 +15,7 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import DEEP_NORM
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel
+from _part_runs import bf16_where_it_runs, only_where, runs_here
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
@@ -53,12 +53,10 @@ def check(results, x, gx, b, g, alpha=0.3, eps=1e-6):
         reference.assert_close(got, e, m, x.dtype, name)
 
 
-@needs_kernel(DEEP_NORM)
+@only_where(runs_here(DEEP_NORM))
 @pytest.mark.parametrize("path", ["numpy", "device"])
-@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=lambda d: d.name)
+@pytest.mark.parametrize("dt", bf16_where_it_runs([F32, F16, BF16]), ids=lambda d: d.name)
 def test_against_reference(path, dt):
-    if dt == BF16 and not acl_py.supports_bfloat16():
-        pytest.skip(f"{acl_py.soc_name()}: no BF16")
     vals = make((3, 5, 67), 1, dt)
     args = vals if path == "numpy" else tuple(acl_py.DeviceTensor.from_numpy(a) for a in vals)
     res = acl_py.deep_norm(*args, 0.87, 1e-5)
@@ -70,7 +68,7 @@ def test_against_reference(path, dt):
         assert host(res[0]).shape == (3, 5, 1)   # mean as CANN writes it: batch dims, ones
 
 
-@needs_kernel(DEEP_NORM)
+@only_where(runs_here(DEEP_NORM))
 @pytest.mark.parametrize("shape,gdims,alpha", [((2, 7), 1, 0.3), ((2, 3, 4, 5), 2, 1.5),
                                                ((2, 3, 4, 5), 3, -0.25),
                                                ((1, 2, 1, 2, 1, 2, 1, 8), 3, 3.0),
@@ -83,7 +81,7 @@ def test_ranks_splits_and_alpha(shape, gdims, alpha):
     assert (res[2] is None) == (inference_part() and row_bytes < 32)
 
 
-@needs_kernel(DEEP_NORM)
+@only_where(runs_here(DEEP_NORM))
 def test_defaults_are_the_definitions():
     """alpha 0.3 and epsilon 1e-6: op_host/deep_norm_def.cpp's attribute defaults."""
     vals = make((4, 32), 1, seed=3)
@@ -92,7 +90,7 @@ def test_defaults_are_the_definitions():
     check(a, *vals)
 
 
-@needs_kernel(DEEP_NORM)
+@only_where(runs_here(DEEP_NORM))
 def test_out_given_and_strided_views():
     x, gx, b, g = make((4, 6, 32), 1, F16)
     out = (np.empty((4, 6, 1), F32), np.empty((4, 6, 1), F32), np.empty((4, 6, 32), F16))
@@ -107,7 +105,7 @@ def test_out_given_and_strided_views():
     check(res, x, gx, b, g)
 
 
-@needs_kernel(DEEP_NORM)
+@only_where(runs_here(DEEP_NORM))
 def test_empty_rows():
     mean, rstd, y = acl_py.deep_norm(np.zeros((0, 4), F32), np.zeros((0, 4), F32),
                                      np.zeros(4, F32), np.ones(4, F32))
@@ -148,7 +146,7 @@ def test_argument_errors(emulator, change, exc, argument):
     assert "aclnnDeepNormGetWorkspaceSize" not in emulator.call_counts()
 
 
-@needs_kernel(DEEP_NORM)
+@only_where(runs_here(DEEP_NORM))
 @pytest.mark.parametrize("what", ["gx", "gamma", "mean"])
 def test_device_refusal_names_the_argument_and_carries_the_code(emulator, what):
     """Phase one's 561002 (the tiling's shape rules) on a DeviceTensor call: the Python checks
@@ -170,7 +168,7 @@ def test_device_refusal_names_the_argument_and_carries_the_code(emulator, what):
     assert ei.value.code == 561002 and ei.value.call == "aclnnDeepNormGetWorkspaceSize"
 
 
-@needs_kernel(DEEP_NORM)
+@only_where(runs_here(DEEP_NORM))
 @pytest.mark.parametrize("shape,gshape,words", [((1,) * 9 + (2,), (2,), "x rank 10"),
                                                 ((3, 0), (0,), "has a zero dim")])
 def test_operator_rules_surface_as_its_typed_error(shape, gshape, words):
@@ -181,7 +179,7 @@ def test_operator_rules_surface_as_its_typed_error(shape, gshape, words):
     assert words in ei.value.message
 
 
-@needs_kernel(DEEP_NORM)
+@only_where(runs_here(DEEP_NORM))
 def test_plan_runs_repeatedly_on_changing_contents():
     x, gx, b, g = make((8, 96), 1, F16)
     X, GX, B, G = (acl_py.DeviceTensor.from_numpy(a) for a in (x, gx, b, g))
@@ -196,7 +194,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
     assert plan.closed
 
 
-@needs_kernel(DEEP_NORM)
+@only_where(runs_here(DEEP_NORM))
 def test_declaration_describes_the_c_prototype():
     assert [p.name for p in DEEP_NORM.params] == [
         "x", "gx", "beta", "gamma", "alpha", "epsilon", "meanOut", "rstdOut", "yOut"]

@@ -16,7 +16,7 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import DEEP_NORM_GRAD
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, skip_without_bf16
+from _part_runs import bf16_where_it_runs, only_where, runs_here
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
@@ -56,11 +56,10 @@ def check(results, *vals, alpha=0.3):
         reference.assert_close(got, e, m, dt, name)
 
 
-@needs_kernel(DEEP_NORM_GRAD)
+@only_where(runs_here(DEEP_NORM_GRAD))
 @pytest.mark.parametrize("path", ["numpy", "device"])
-@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=lambda d: d.name)
+@pytest.mark.parametrize("dt", bf16_where_it_runs([F32, F16, BF16]), ids=lambda d: d.name)
 def test_against_reference(path, dt):
-    skip_without_bf16(dt)
     vals = make((3, 5, 67), 1, dt, alpha=0.87)
     args = vals if path == "numpy" else tuple(acl_py.DeviceTensor.from_numpy(a) for a in vals)
     res = acl_py.deep_norm_grad(*args, 0.87)
@@ -70,7 +69,7 @@ def test_against_reference(path, dt):
     check(res, *vals, alpha=0.87)
 
 
-@needs_kernel(DEEP_NORM_GRAD)
+@only_where(runs_here(DEEP_NORM_GRAD))
 @pytest.mark.parametrize("shape,gdims,alpha", [((2, 7), 1, 0.3), ((2, 3, 4, 5), 2, 1.5),
                                                ((2, 3, 4, 5), 3, -0.25),
                                                ((1, 2, 1, 2, 1, 2, 1, 8), 3, 3.0),
@@ -83,7 +82,7 @@ def test_ranks_splits_and_alpha(shape, gdims, alpha):
     assert (res[0] is None) == (res[1] is None) == (inference_part() and row_bytes < 32)
 
 
-@needs_kernel(DEEP_NORM_GRAD)
+@only_where(runs_here(DEEP_NORM_GRAD))
 def test_default_alpha_is_the_definitions():
     """alpha 0.3: op_host/deep_norm_grad_def.cpp's attribute default."""
     vals = make((4, 32), 1, seed=3)
@@ -92,7 +91,7 @@ def test_default_alpha_is_the_definitions():
     check(a, *vals)
 
 
-@needs_kernel(DEEP_NORM_GRAD)
+@only_where(runs_here(DEEP_NORM_GRAD))
 def test_out_given_and_strided_views():
     vals = make((4, 6, 32), 1, F16)
     out = (np.empty((4, 6, 32), F16), np.empty((4, 6, 32), F16), np.empty(32, F32),
@@ -108,7 +107,7 @@ def test_out_given_and_strided_views():
     check(res, *vals)
 
 
-@needs_kernel(DEEP_NORM_GRAD)
+@only_where(runs_here(DEEP_NORM_GRAD))
 def test_every_output_empty():
     """dy empty in gamma's dims: every output is empty, nothing runs."""
     z = np.zeros((3, 0), F32)
@@ -152,7 +151,7 @@ def test_argument_errors(emulator, change, exc, argument):
     assert "aclnnDeepNormGradGetWorkspaceSize" not in emulator.call_counts()
 
 
-@needs_kernel(DEEP_NORM_GRAD)
+@only_where(runs_here(DEEP_NORM_GRAD))
 @pytest.mark.parametrize("what", ["gx", "gamma", "mean", "dgamma"])
 def test_device_refusal_names_the_argument_and_carries_the_code(what):
     """Phase one's 561002 (the tiling's shape rules) on a DeviceTensor call: the Python checks
@@ -169,7 +168,7 @@ def test_device_refusal_names_the_argument_and_carries_the_code(what):
     assert ei.value.code == 561002 and ei.value.call == "aclnnDeepNormGradGetWorkspaceSize"
 
 
-@needs_kernel(DEEP_NORM_GRAD)
+@only_where(runs_here(DEEP_NORM_GRAD))
 @pytest.mark.parametrize("shape,gshape,words", [((1,) * 9 + (2,), (2,), "dy rank 10"),
                                                 ((0, 4), (4,), "has a zero dim")])
 def test_operator_rules_surface_as_its_typed_error(shape, gshape, words):
@@ -182,7 +181,7 @@ def test_operator_rules_surface_as_its_typed_error(shape, gshape, words):
     assert words in ei.value.message
 
 
-@needs_kernel(DEEP_NORM_GRAD)
+@only_where(runs_here(DEEP_NORM_GRAD))
 def test_plan_runs_repeatedly_on_changing_contents():
     vals = make((8, 96), 1, F16, alpha=0.6)
     devs = [acl_py.DeviceTensor.from_numpy(a) for a in vals]
@@ -197,7 +196,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
     assert plan.closed
 
 
-@needs_kernel(DEEP_NORM_GRAD)
+@only_where(runs_here(DEEP_NORM_GRAD))
 def test_declaration_describes_the_c_prototype():
     assert [p.name for p in DEEP_NORM_GRAD.params] == [
         "dy", "x", "gx", "gamma", "mean", "rstd", "alpha", "dxOut", "dgxOut", "dbetaOut",

@@ -304,7 +304,7 @@ def alng_expected(M, N, level):
     return MiB16 + 20 * 1024 * 1024 + level * used * ceil_to(N, 8) * 4 * 2
 
 
-@alng.needs_kernel
+@alng.where_it_runs
 @pytest.mark.parametrize("shape", [(4, 16), (3, 100), (300, 20)], ids=str)
 def test_add_layer_norm_grad_size_by_level(arena, shape):
     for level in (0, 1, 2, 3):
@@ -363,7 +363,7 @@ UINT32_CASES = [
 ]
 
 
-@alng.needs_kernel
+@alng.where_it_runs
 @pytest.mark.parametrize("name,batch,gshape", UINT32_CASES, ids=[c[0] for c in UINT32_CASES])
 def test_add_layer_norm_grad_uint32_size_by_level(arena, name, batch, gshape):
     """Phase one on descriptors of up to 2^33 elements: the deterministic workspace from the
@@ -411,7 +411,7 @@ def test_batch_norm_same_results_at_all_levels(arena):
     assert outs[0] == outs[1]
 
 
-@alng.needs_kernel
+@alng.where_it_runs
 @pytest.mark.parametrize("shape,dt,dsum", alng.STAGED, ids=str)
 def test_add_layer_norm_grad_core_order_by_level(arena, shape, dt, dsum):
     """Levels 1..3 (isDeterministicKey non-zero): each core's passes staged in its workspace
@@ -430,7 +430,7 @@ def test_add_layer_norm_grad_core_order_by_level(arena, shape, dt, dsum):
             assert (alng.bits(g) == alng.bits(e)).all(), level
 
 
-@alng.needs_kernel
+@alng.where_it_runs
 def test_add_layer_norm_grad_run_keeps_its_phase_one_level(arena):
     """The executor keeps the level phase one read: switching it before the launch changes
     neither the workspace the run takes nor the order of dgamma/dbeta."""

@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 
 from acl_py import reference
+from acl_py.ops import ADD_LAYER_NORM
 from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
 from _emu_aclnn import SOC, both_phases_without_a_device, rstd_shape, run_phase_two
-from _part_runs import PARTS, only_where, other_parts, run_on_parts
+from _part_runs import PARTS, only_where, other_parts, run_on_parts, runs_here
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnAddLayerNormGetWorkspaceSize
@@ -32,8 +33,9 @@ ARCH = (3510 if SOC.startswith("Ascend950") else 2002 if SOC.startswith("Ascend3
 BF16_PART = ARCH in (2201, 3510)
 STATS = ARCH != 2002   # meanOut/rstdOut are written outside the Atlas inference parts
 # op_host/add_layer_norm_def.cpp configures no ascend910: there every call is refused
-# (test_no_kernel_on_atlas_training_parts), and the tests of the kernel's work skip
-needs_kernel = pytest.mark.skipif(ARCH == 1001, reason=f"{SOC}: no AddLayerNorm kernel")
+# (test_no_kernel_on_atlas_training_parts), and the tests of the kernel's work are not defined
+# (the parts with the kernel run them)
+where_it_runs = only_where(runs_here(ADD_LAYER_NORM))
 
 # (x1, x2, gamma = beta, bias, y = x): op_host/add_layer_norm_def.cpp's rows for Atlas A2/A3
 ROWS_A2 = [(F32, F16, F32, F32, F32), (F32, BF16, F32, F32, F32), (F16, F32, F32, F32, F32),
@@ -130,9 +132,9 @@ def inputs(rng, shape, gdims, row, bias_kind):
 
 # ---- numbers ---------------------------------------------------------------------------------
 
+@where_it_runs
 @pytest.mark.parametrize("row", ROWS, ids=row_id)
 @pytest.mark.parametrize("bias_kind", ["none", "brc", "rows"])
-@needs_kernel
 def test_numbers_against_float64_reference(arena, row, bias_kind):
     if BF16 in row and not BF16_PART:
         pytest.skip(f"{SOC} has no BF16")
@@ -148,11 +150,11 @@ def test_numbers_against_float64_reference(arena, row, bias_kind):
         reference.assert_close(a, e, m, row[0] if row[0] != F32 else row[1], name)
 
 
+@where_it_runs
 @pytest.mark.parametrize("row", ROWS, ids=row_id)
 @pytest.mark.parametrize("shape,gdims,bias_kind", [((7, 181), 1, "brc"), ((2, 3, 6, 40), 2, "rows"),
                                                    ((33,), 1, "none"), ((5, 4096), 1, "brc")],
                          ids=["181", "6x40", "1-D", "4096"])
-@needs_kernel
 def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, row, shape, gdims, bias_kind):
     if BF16 in row and not BF16_PART:
         pytest.skip(f"{SOC} has no BF16")
@@ -167,7 +169,7 @@ def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, row, shape, gdims, b
         assert np.array_equal(bits(a), bits(w)), name
 
 
-@needs_kernel
+@where_it_runs
 def test_mean_and_variance_scaling_follows_the_part(arena):
     """Ascend 950 scales a row's terms by 1/P and the sum by P/N (P = 256 for N = 181), the
     other parts by 1/N: the statistics follow the part's chain, and the data tell the two
@@ -184,7 +186,7 @@ def test_mean_and_variance_scaling_follows_the_part(arena):
                 np.array_equal(bits(rstd), bits(other[2])))
 
 
-@needs_kernel
+@where_it_runs
 def test_xout_written_only_with_additional_output(arena):
     rng = np.random.default_rng(4)
     x1, x2, g, b, _ = inputs(rng, (4, 64), 1, (F32,) * 5, "none")
@@ -195,7 +197,7 @@ def test_xout_written_only_with_additional_output(arena):
         assert np.array_equal(bits(a), bits(c))
 
 
-@needs_kernel
+@where_it_runs
 def test_epsilon_reaches_the_kernel_as_float32(arena):
     """x1 + x2 constant per row: mean exact, var 0, rstd = 1 / sqrtf((float)eps), y = beta."""
     x1 = np.full((2, 16), 3.0, F32)
@@ -206,11 +208,11 @@ def test_epsilon_reaches_the_kernel_as_float32(arena):
         assert (mean == 1).all() and (rstd == np.float32(1) / np.sqrt(np.float32(1e-5))).all()
 
 
+@where_it_runs
 @pytest.mark.parametrize("kinds", [(k,) * 9 for k in LAYOUTS[1:]] +
                          [("stepped", "contig", "padded", "transposed", "stepped", "contig",
                            "padded", "stepped", "transposed")],
                          ids=lambda k: "-".join(k))
-@needs_kernel
 def test_strided_views_give_the_contiguous_bits(arena, kinds):
     rng = np.random.default_rng(5)
     x1, x2, g, b, bias = inputs(rng, (6, 4, 37), 2, (F16,) * 5, "rows")
@@ -220,7 +222,7 @@ def test_strided_views_give_the_contiguous_bits(arena, kinds):
         assert np.array_equal(bits(a), bits(c))
 
 
-@needs_kernel
+@where_it_runs
 def test_bits_do_not_depend_on_the_thread_count(arena):
     rng = np.random.default_rng(7)
     x1, x2, g, b, bias = inputs(rng, (61, 1000), 1, (F32,) * 5, "brc")
@@ -233,7 +235,7 @@ def test_bits_do_not_depend_on_the_thread_count(arena):
             assert np.array_equal(bits(a), bits(c))
 
 
-@needs_kernel
+@where_it_runs
 def test_nan_and_inf_propagate_to_their_row(arena):
     """The kernels' arithmetic: a NaN makes its row NaN; an Inf makes the mean Inf and every
     deviation NaN or Inf, so the row's y is NaN (the docs' "Inf in, Inf out" is x's)."""
@@ -305,7 +307,7 @@ def test_each_required_tensor(arena, k):
     assert f"{NAMES[k]} is NULL" in last_msg()
 
 
-@needs_kernel
+@where_it_runs
 def test_bias_is_optional(arena):
     accepted(views(arena))
     accepted(views(arena, bias=(16,)))
@@ -387,19 +389,19 @@ SHAPE_CASES = [
 ]
 
 
+@where_it_runs
 @pytest.mark.parametrize("case,words", SHAPE_CASES,
                          ids=["x1-rank9", "gamma-rank10", "x2-rank", "mean-rank", "rstd-rank",
                               "gamma-rank", "x2-shape", "y-shape", "xout-shape", "beta-shape",
                               "rstd-shape", "gamma-dims", "mean-dims", "mean-ones",
                               "bias-shape", "bias-rank"])
-@needs_kernel
 def test_shape_refusals(arena, case, words):
     """The tiling's rules (CheckInputShape4AddLayerNorm, in its order) and the docs' bias
     shapes: 561002, naming the argument and the rule."""
     refused(views(arena, **case), TILING, *words)
 
 
-@needs_kernel
+@where_it_runs
 def test_no_rows_succeeds_and_writes_nothing(arena):
     """Every output empty (a zero batch dim): the framework skips the tiling and the kernel."""
     args = views(arena, shape=(0, 16), bias=(16,))
@@ -409,7 +411,7 @@ def test_no_rows_succeeds_and_writes_nothing(arena):
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("null_stream", [True, False], ids=["null-stream", "given-stream"])
 def test_no_rows_needs_no_current_device(arena, null_stream):
     """Every output empty: the generated operator's phase two skips every runtime step
@@ -431,7 +433,7 @@ def test_no_rows_needs_no_current_device(arena, null_stream):
     assert msg.startswith("aclnnAddLayerNorm: ") and "no device" in msg, msg
 
 
-@needs_kernel
+@where_it_runs
 def test_no_columns(arena):
     """x1 empty in gamma's dims only (gamma empty), rows left: meanOut is not empty, so the
     tiling runs. Atlas A2/A3 and inference parts refuse it (an empty x1 needs an empty
@@ -447,14 +449,14 @@ def test_no_columns(arena):
     assert np.isnan(args[6].read()).all() and np.isnan(args[7].read()).all()
 
 
-@needs_kernel
+@where_it_runs
 def test_no_rows_still_takes_the_shape_rules(arena):
     """Stricter (docs/emulator.md): the shape rules hold for an all-empty call too."""
     refused(views(arena, shape=(0, 16), gshape=(8,), mshape=(0, 1)), TILING,
             "gamma shape [8] must equal the last 1 dims of x1 [0,16]")
 
 
-@needs_kernel
+@where_it_runs
 def test_negative_epsilon_is_the_kernels(arena):
     """No rule on epsilon (the tiling takes any float): -1 with a zero variance is NaN."""
     y, mean, rstd, x = call(arena, np.ones((2, 16), F32), np.ones((2, 16), F32),
@@ -472,7 +474,7 @@ def test_dead_tensor_is_refused(arena):
         xo.handle = arena.tensor(xo.shape, xo.dtype, xo.strides, xo.offset, xo.n, xo.ptr)
 
 
-@needs_kernel
+@where_it_runs
 def test_executor_keeps_running_on_new_contents(arena):
     """A repeatable executor: each run reads x1/x2 as they are then."""
     args = views(arena)

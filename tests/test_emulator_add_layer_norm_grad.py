@@ -23,8 +23,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Are
                               DevView, arena, last_msg, no_leaks, stream)
 from test_emulator_add_layer_norm import lane_sum
 from _emu_aclnn import SOC, rstd_shape, run_phase_two
-from _part_runs import PARTS, only_where, other_parts, run_on_parts
-from _part_runs import needs_kernel as needs_kernel_of
+from _part_runs import PARTS, only_where, other_parts, run_on_parts, runs_here
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnAddLayerNormGradGetWorkspaceSize
@@ -38,9 +37,9 @@ ARCH = (3510 if SOC.startswith("Ascend950") else 2002 if SOC.startswith("Ascend3
 BF16_PART = ARCH in (2201, 3510)
 DTYPES = [F32, F16, BF16] if BF16_PART else [F32, F16]
 # op_host/add_layer_norm_grad_def.cpp configures no ascend910: there every call is refused
-# (test_no_kernel_on_atlas_training_parts), and the tests of the kernel's work skip
-# no kernel on the Atlas training series: the reason names the declaration's vendor source
-needs_kernel = needs_kernel_of(ADD_LAYER_NORM_GRAD)
+# (test_no_kernel_on_atlas_training_parts), and the tests of the kernel's work are not defined
+# (the parts with the kernel run them)
+where_it_runs = only_where(runs_here(ADD_LAYER_NORM_GRAD))
 NAMES = ["dy", "x1", "x2", "rstd", "mean", "gamma", "dsumOptional", "dxOut", "dgammaOut",
          "dbetaOut"]
 
@@ -183,9 +182,9 @@ def device_chain(dy, x1, x2, rstd, mean, g, ds=None, deterministic=False, sums=N
 
 # ---- numbers ---------------------------------------------------------------------------------
 
+@where_it_runs
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("dsum", [False, True], ids=["no_dsum", "dsum"])
-@needs_kernel
 def test_numbers_against_float64_reference(arena, dt, dsum):
     rng = np.random.default_rng(3 + dsum)
     args = inputs(rng, (3, 5, 96), 1, dt, dsum)
@@ -198,10 +197,10 @@ def test_numbers_against_float64_reference(arena, dt, dsum):
         assert (np.abs(a.astype(np.float64) - e) <= bound).all()
 
 
+@where_it_runs
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("shape,gdims", [((7, 33), 1), ((2, 3, 181), 1), ((40, 4, 5), 2),
                                          ((181,), 1)], ids=str)
-@needs_kernel
 def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, dt, shape, gdims):
     rng = np.random.default_rng(sum(shape))
     args = inputs(rng, shape, gdims, dt, dsum=shape[0] % 2 == 0)
@@ -212,11 +211,11 @@ def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, dt, shape, gdims):
         assert (bits(a) == bits(e)).all()
 
 
+@where_it_runs
 @pytest.mark.parametrize("kinds", [("strided",) * 10, ("offset",) * 10,
                                    ("contig", "strided", "offset", "contig", "strided",
                                     "offset", "strided", "offset", "contig", "strided")],
                          ids=["strided", "offset", "mixed"])
-@needs_kernel
 def test_strided_views_give_the_contiguous_bits(arena, kinds):
     args = inputs(np.random.default_rng(5), (6, 40), 1, F16, dsum=True)
     want = call(arena, *args)
@@ -225,7 +224,7 @@ def test_strided_views_give_the_contiguous_bits(arena, kinds):
         assert (bits(a) == bits(e)).all()
 
 
-@needs_kernel
+@where_it_runs
 def test_bits_do_not_depend_on_the_thread_count(arena):
     args = inputs(np.random.default_rng(6), (100, 200), 1, F32, dsum=True)
     before = lib.aclemuGetNumThreads()
@@ -261,8 +260,8 @@ def plain_sum(v):
     return acc
 
 
+@where_it_runs
 @pytest.mark.parametrize("shape,dt,dsum", STAGED, ids=str)
-@needs_kernel
 def test_dgamma_dbeta_follow_the_kernel_staging(arena, shape, dt, dsum):
     """Outside deterministic mode: each pass's sums added onto the outputs core after core,
     bit for bit. The data is such that a plain row-order sum gives other bits, but on the
@@ -282,8 +281,8 @@ CUT_D = [((3, 12000), F32, False), ((2, 14000), F32, True), ((3, 10000), F16, Fa
          ((2, 9000), F16, True)] + ([((2, 11000), BF16, True)] if BF16_PART else [])
 
 
+@where_it_runs
 @pytest.mark.parametrize("shape,dt,dsum", CUT_D, ids=str)
-@needs_kernel
 def test_cut_d_rows_sum_in_pieces(arena, shape, dt, dsum):
     """The cut-D kernel's pdVar and pdMean: each piece of dInnerLength reduced, the pieces'
     float sums added in order onto zero; its dx adds pdMean before g * r off Ascend 950.
@@ -300,7 +299,7 @@ def test_cut_d_rows_sum_in_pieces(arena, shape, dt, dsum):
     assert (bits(whole) != bits(want[0])).any()
 
 
-@needs_kernel
+@where_it_runs
 def test_cut_d_piece_sizes():
     """dInnerLength for the parts' UBs (hicann/runtime platform_config ub_size), worked by
     hand from AddLayerNormGradTilingImpl: e.g. Ascend910B2's 196608 bytes, FLOAT without dsum:
@@ -312,7 +311,7 @@ def test_cut_d_piece_sizes():
     assert got == want
 
 
-@needs_kernel
+@where_it_runs
 def test_dgamma_and_dbeta_are_overwritten(arena):
     """The kernel zeroes dgamma and dbeta before its cores add into them (InitGmData): the
     outputs' old contents (here the sentinel) never reach the result."""
@@ -380,13 +379,13 @@ def test_each_required_tensor(arena, k):
     assert f"{NAMES[k]} is NULL" in last_msg()
 
 
-@needs_kernel
+@where_it_runs
 def test_dsum_is_optional(arena):
     accepted(views(arena, dsum=False))
     accepted(views(arena))
 
 
-@needs_kernel
+@where_it_runs
 def test_part_dtype_table(arena):
     """One dtype for dy, x1, x2, gamma, dsum and dx (FLOAT, FLOAT16, and BF16 outside the
     Atlas inference parts); rstd, mean, dgamma, dbeta FLOAT."""
@@ -399,7 +398,7 @@ def test_part_dtype_table(arena):
             assert rc == INVALID and "not supported on" in last_msg(), last_msg()
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("case,words", [
     (dict(sdt=F16), ("rstd dtype FLOAT16", "FLOAT")),
     (dict(odt=F16), ("dgammaOut dtype FLOAT16", "FLOAT")),
@@ -413,7 +412,7 @@ def test_dtype_refusals(arena, case, words):
     refused(views(arena, **case), INVALID, *words)
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("case,words", [
     (dict(shape=(2, 1, 1, 1, 1, 1, 1, 1, 16)), ("x1 rank 9",)),
     (dict(over={"rstd": (4,)}), ("rstd rank 1 != dy rank 2",)),
@@ -439,7 +438,7 @@ def test_shape_refusals(arena, case, words):
     refused(views(arena, **case), TILING, *words)
 
 
-@needs_kernel
+@where_it_runs
 def test_every_output_empty_runs_nothing(arena):
     """gamma (hence dgamma, dbeta) and dx empty: the framework skips the tiling and the
     kernel; the shape rules still hold (stricter, docs/emulator.md)."""

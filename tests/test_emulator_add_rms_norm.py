@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 
 from acl_py import reference
+from acl_py.ops import ADD_RMS_NORM
 from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
 from _emu_aclnn import SOC, refused_by, rstd_shape, run_phase_two
-from _part_runs import only_where, other_parts, run_on_parts
+from _part_runs import cases_where, only_where, other_parts, run_on_parts, runs_here
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnAddRmsNormGetWorkspaceSize
@@ -30,9 +31,11 @@ ARCH = (3510 if SOC.startswith("Ascend950") else 2002 if SOC.startswith("Ascend3
         or SOC == "Ascend910B" else 2201)
 BF16_PART = ARCH in (2201, 3510)
 # op_host/add_rms_norm_def.cpp configures no ascend910: there the L0 op refuses every call
-# that reaches it (test_part_dtype_list), and the tests of the kernel and its tiling skip
-needs_kernel = pytest.mark.skipif(ARCH == 1001, reason=f"{SOC}: no AddRmsNorm kernel")
-DTYPES = [F32, F16, BF16]
+# that reaches it (test_part_dtype_list), and the tests of the kernel and its tiling are not
+# defined (the parts with the kernel run them)
+HAS_KERNEL = runs_here(ADD_RMS_NORM)
+where_it_runs = only_where(HAS_KERNEL)
+DTYPES = [F32, F16, *cases_where(BF16_PART, BF16)]   # a part without BF16: no such case
 VECTOR_CORES = {"Ascend910B2": 48, "Ascend910_9391": 48, "Ascend910B3": 40}.get(SOC, 48)
 
 
@@ -62,11 +65,6 @@ def rand(rng, shape, dt, scale=1.5, shift=0.25):
     return (rng.standard_normal(shape) * scale + shift).astype(dt)
 
 
-def needs(dt):
-    if dt == BF16 and not BF16_PART:
-        pytest.skip(f"{SOC} has no BF16")
-
-
 def bits(a):
     return a.view(np.uint16 if a.dtype.itemsize == 2 else np.uint32)
 
@@ -90,13 +88,12 @@ def device_chain(x1, x2, g, rstd, norm_on_rounded_sum=False):
 
 # ---- numbers ---------------------------------------------------------------------------------
 
+@where_it_runs
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("shape,gdims", [((7, 3, 181), 1), ((5, 6, 40), 2), ((3, 4096), 1),
                                          ((33,), 1), ((2, 1, 3, 1, 2, 1, 2, 9), 3)],
                          ids=["181", "6x40", "4096", "1-D", "rank8"])
-@needs_kernel
 def test_numbers_against_float64_reference(arena, dt, shape, gdims):
-    needs(dt)
     rng = np.random.default_rng(sum(shape) + gdims)
     x1, x2 = rand(rng, shape, dt), rand(rng, shape, dt, 1.0, -0.5)
     g = rand(rng, shape[len(shape) - gdims:], dt, 0.5, 1.0)
@@ -109,12 +106,11 @@ def test_numbers_against_float64_reference(arena, dt, shape, gdims):
         reference.assert_close(a, e, m, dt, name)
 
 
+@where_it_runs
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
-@needs_kernel
 def test_y_and_x_follow_the_kernel_chain_bit_for_bit(arena, dt):
     """The kernels' chain (module doc), checked bit for bit with the rstd the call wrote; for
     BF16 on Atlas A2/A3 the single-N variant (few rows): the norm over the rounded sum."""
-    needs(dt)
     if ARCH == 2002:
         pytest.skip("rstd is not written on Atlas inference parts (the chain needs it)")
     rng = np.random.default_rng(3)
@@ -155,7 +151,7 @@ def test_bf16_norm_sum_follows_the_kernel_variant(arena, rows, n, rounded):
                            rtol=4e-6, atol=0)
 
 
-@needs_kernel
+@where_it_runs
 def test_epsilon_reaches_the_kernel_as_float32(arena):
     """x1 + x2 = 0: rstd = 1 / sqrtf((float)epsilon) exactly, y = 0, x = 0."""
     z = np.zeros((2, 16), F32)
@@ -165,10 +161,10 @@ def test_epsilon_reaches_the_kernel_as_float32(arena):
         assert (rstd == np.float32(1) / np.sqrt(np.float32(1e-6))).all()
 
 
+@where_it_runs
 @pytest.mark.parametrize("kinds", [(k,) * 6 for k in LAYOUTS[1:]] +
                          [("stepped", "contig", "padded", "transposed", "contig", "stepped")],
                          ids=lambda k: "-".join(k))
-@needs_kernel
 def test_strided_views_give_the_contiguous_bits(arena, kinds):
     rng = np.random.default_rng(5)
     x1, x2 = rand(rng, (6, 4, 37), F16), rand(rng, (6, 4, 37), F16)
@@ -179,7 +175,7 @@ def test_strided_views_give_the_contiguous_bits(arena, kinds):
         assert np.array_equal(bits(a), bits(b))
 
 
-@needs_kernel
+@where_it_runs
 def test_bits_do_not_depend_on_the_thread_count(arena):
     rng = np.random.default_rng(7)
     x1, x2 = rand(rng, (61, 1000), F32), rand(rng, (61, 1000), F32)
@@ -193,7 +189,7 @@ def test_bits_do_not_depend_on_the_thread_count(arena):
             assert np.array_equal(bits(a), bits(b))
 
 
-@needs_kernel
+@where_it_runs
 def test_nan_propagates_to_its_row(arena):
     x1 = np.ones((2, 8), F32)
     x1[1, 5] = np.nan
@@ -208,9 +204,9 @@ def test_nan_propagates_to_its_row(arena):
 HALF_DTYPES = [F16] + ([BF16] if BF16_PART else [])
 
 
+@where_it_runs
 @pytest.mark.parametrize("mode", ["pre", "post"])
 @pytest.mark.parametrize("dt", HALF_DTYPES, ids=lambda d: d.name)
-@needs_kernel
 def test_pre_and_post_modes_write_what_they_are_given(arena, mode, dt):
     """xOut without rstdOut (pre-RmsNorm) and neither (post-RmsNorm): gamma [1, N], the norm
     over x1's last dim, the same numbers as the full mode."""
@@ -237,12 +233,10 @@ def test_pre_and_post_modes_take_half_dtypes_only(arena):
 
 
 @pytest.mark.parametrize("gshape,code,words", [
-    pytest.param((16,), INNER_NULLPTR, ("gamma shape [16] must be [1, 16]",),
-                 marks=needs_kernel),
-    pytest.param((2, 16), INNER_NULLPTR, ("gamma shape [2,16] must be [1, 16]",),
-                 marks=needs_kernel),
-    pytest.param((1, 8), INNER_NULLPTR, ("gamma shape [1,8] must be [1, 16]",),
-                 marks=needs_kernel),
+    *cases_where(HAS_KERNEL,     # the tiling's rules
+                 ((16,), INNER_NULLPTR, ("gamma shape [16] must be [1, 16]",)),
+                 ((2, 16), INNER_NULLPTR, ("gamma shape [2,16] must be [1, 16]",)),
+                 ((1, 8), INNER_NULLPTR, ("gamma shape [1,8] must be [1, 16]",))),
     ((1, 1, 16), INVALID, ("gamma rank 3 is not in [1, 2]",)),
 ])
 def test_pre_mode_gamma_rules(arena, gshape, code, words):
@@ -317,16 +311,16 @@ def test_parameter_refusals(arena, case, words):
     refused(views(arena, **case), INVALID, *words)
 
 
+@where_it_runs
 @pytest.mark.parametrize("case,words", TILING_CASES,
                          ids=["gamma-shape", "gamma-shape2", "gamma-rank", "rstd-rank1",
                               "rstd-numel", "rstd-dim"])
-@needs_kernel
 def test_tiling_and_copy_refusals(arena, case, words):
     """The L0 op's tiling and the copy into rstdOut: the op_api returns 561103."""
     refused(views(arena, **case), INNER_NULLPTR, *words)
 
 
-@needs_kernel
+@where_it_runs
 def test_rstd_of_one_element_takes_any_shape_of_one(arena):
     """The copy into rstdOut accepts differently shaped tensors of one element each."""
     x1, x2, g, y, _, xo = views(arena, shape=(1, 16))
@@ -336,7 +330,7 @@ def test_rstd_of_one_element_takes_any_shape_of_one(arena):
         assert np.allclose(r.read(), 1 / np.sqrt(4 + 1e-6))
 
 
-@needs_kernel
+@where_it_runs
 def test_negative_epsilon_is_refused(arena):
     refused(views(arena), INNER_NULLPTR, "epsilon -1e-06 is negative", eps=-1e-6)
     run(arena, *views(arena), eps=0.0)
@@ -374,7 +368,7 @@ def test_dead_tensor_is_refused(arena):
         xo.handle = arena.tensor(xo.shape, xo.dtype, xo.strides, xo.offset, xo.n, xo.ptr)
 
 
-@needs_kernel
+@where_it_runs
 def test_executor_keeps_running_on_new_contents(arena):
     """A repeatable executor: each run reads x1/x2 as they are then."""
     x1, x2, g, y, r, xo = views(arena)

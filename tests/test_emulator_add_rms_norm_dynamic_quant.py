@@ -41,10 +41,10 @@ REGBASE = SOC.startswith("Ascend950")
 SLICE = 8864        # SLICE_COL_LEN: the slice-D kernel's slice
 SLICE_INT4 = 8832   # SLICE_COL_LEN_INT4: its slice for INT4 results (V2)
 SLICE_D_N = 12300   # beyond the single-row kernel's 12224 columns: slice-D rows
-needs_kernel = pytest.mark.skipif(
-    not (A2 or REGBASE), reason=f"{SOC}: no AddRmsNormDynamicQuant kernel (ops-nn norm/"
-    "add_rms_norm_dynamic_quant/op_host/add_rms_norm_dynamic_quant_def.cpp: ascend910b, "
-    "ascend910_93, ascend950; the refusal: test_parts_without_a_kernel)")
+# the tests of the kernel's work are defined where it has one (ops-nn norm/
+# add_rms_norm_dynamic_quant/op_host/add_rms_norm_dynamic_quant_def.cpp: ascend910b,
+# ascend910_93, ascend950; the refusal elsewhere: test_parts_without_a_kernel)
+where_it_runs = only_where(A2 or REGBASE)
 # a kernel family's tests are defined on its parts only
 needs_a2 = only_where(A2)   # Atlas A2/A3's kernels (op_host/arch22)
 needs_regbase = only_where(REGBASE)   # Ascend 950's arch35 kernels
@@ -274,7 +274,7 @@ def assert_near_dynamic_reference(got, exp, scale_rtol):
 
 # ---- numbers -----------------------------------------------------------------------------------
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("dt", [F16, BF16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("m,n", [(7, 33), (3, 181), (200, 64), (5, 1024), (2, SLICE_D_N)],
                          ids=["33", "181", "64", "1024", "sliced"])
@@ -290,7 +290,7 @@ def test_chain_bits_and_reference(arena, dt, m, n, smooth):
     assert len(np.unique(y1)) > 20 and np.abs(y1).max() == 127
 
 
-@needs_kernel
+@where_it_runs
 def test_a_zero_row_gives_a_zero_scale_and_zeros(arena):
     """max |t| = 0: 127 / 0 is Inf, the scale its reciprocal 0, and 0 * Inf (NaN) written as
     0 (the conversions' NaN taken as 0: docs/emulator.md)."""
@@ -303,7 +303,7 @@ def test_a_zero_row_gives_a_zero_scale_and_zeros(arena):
     assert_matches(got, args, y2, s2)
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("kind", ["transposed", "padded", "stepped"])
 def test_strided_views_give_the_contiguous_bits(arena, kind):
     rng = np.random.default_rng(5)
@@ -314,7 +314,7 @@ def test_strided_views_give_the_contiguous_bits(arena, kind):
         assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-@needs_kernel
+@where_it_runs
 def test_bits_do_not_depend_on_the_thread_count(arena):
     rng = np.random.default_rng(6)
     args = inputs(rng, (61, 300), BF16)
@@ -325,7 +325,7 @@ def test_bits_do_not_depend_on_the_thread_count(arena):
     assert all(np.array_equal(runs[0][k], r[k]) for r in runs[1:] for k in (0, 1, 3, 4))
 
 
-@needs_kernel
+@where_it_runs
 def test_rank_3_x_takes_leading_dims_or_their_product_as_scales(arena):
     rng = np.random.default_rng(7)
     x1, x2, g, s1, s2 = inputs(rng, (12, 48), F16)
@@ -375,7 +375,7 @@ class Args:
 expect = refusal_check(CALL)
 
 
-@needs_kernel
+@where_it_runs
 def test_valid_arguments_pass(arena):
     passes(Args(arena))
     passes(Args(arena).single())
@@ -510,14 +510,14 @@ def test_the_tilings_epsilon_rule(arena, eps):
     expect(a, TILING, "epsilon", "greater than 0")
 
 
-@needs_kernel
+@where_it_runs
 def test_smooth_scale2_without_smooth_scale1(arena):
     a = Args(arena).single()
     a.v["s2"] = a.make((32,), F16)
     expect(a, TILING, "smoothScale2Optional is given without smoothScale1Optional")
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("single,name,shape,words", [
     (False, "y1", (2, 64), ("y1Out shape [2,64]", "ViewCopy")),
     (False, "y2", (4, 16), ("y2Out shape [4,16]", "ViewCopy")),

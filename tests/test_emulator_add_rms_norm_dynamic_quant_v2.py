@@ -27,7 +27,7 @@ from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_add_rms_norm_dynamic_quant import (A2, FIND_KERNEL, I8, INNER_NULLPTR,
                                                       REGBASE, SLICE, SLICE_D_N, SLICE_INT4,
                                                       TILING, device_chain,
-                                                      inputs, needs_a2, needs_kernel,
+                                                      inputs, needs_a2, where_it_runs,
                                                       needs_regbase, read_raw, regbase_kernel,
                                                       view)
 from test_emulator_rms_norm_quant import int4_view, pack_int4
@@ -153,7 +153,7 @@ SMOOTH_MASKS = [(smooth, mask) for mask in MASKS for smooth in (0, 1, 2)
                                         (smooth >= 2 and not mask[1]))]
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("dt", [F16, BF16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("m,n", [(7, 33), (3, 1024), (2, SLICE_D_N)],
                          ids=["33", "1024", "sliced"])
@@ -170,7 +170,7 @@ def test_beta_and_mask_bits_and_reference(arena, dt, m, n, smooth, mask):
     assert_matches(got, args, beta, mask)
 
 
-@needs_kernel
+@where_it_runs
 def test_beta_changes_the_numbers_and_none_is_v1(arena):
     """Without beta and outputMask, V2 computes V1's bits; a beta moves them."""
     rng = np.random.default_rng(11)
@@ -181,7 +181,7 @@ def test_beta_changes_the_numbers_and_none_is_v1(arena):
     assert not np.array_equal(plain[3], with_beta[3])
 
 
-@needs_kernel
+@where_it_runs
 def test_smooth_scale2_alone_with_a_mask(arena):
     """With outputMask, smoothScale2 without smoothScale1 is taken (the tiling's rule holds
     only without one): y1 from the row, y2 from the row times smoothScale2."""
@@ -212,7 +212,7 @@ def test_regbase_beta_and_mask_move_the_boundaries(arena, n, beta, out1, kernel)
 SLICE_D_N_INT4 = 12304   # beyond 12224 columns, a multiple of 8: slice-D's INT4 slices
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("y_kind", ["int32", "int4"])
 @pytest.mark.parametrize("dt,m,n", [(F16, 7, 64), (BF16, 3, 1024), (F16, 2, SLICE_D_N_INT4)],
                          ids=["64", "1024", "sliced"])
@@ -233,7 +233,7 @@ def test_int4_bits_and_reference(arena, y_kind, dt, m, n, smooth, mask):
         assert y is None or (np.abs(y).max() == 7 and len(np.unique(y)) >= 12)
 
 
-@needs_kernel
+@where_it_runs
 def test_int32_y_holds_the_device_words(arena):
     """The INT32 words themselves: eight INT4 values each, two to a byte (the lower nibble
     first), little-endian (RmsNormQuant's packing, test_emulator_rms_norm_quant.pack_int4)."""
@@ -334,7 +334,7 @@ class Args:
 expect = refusal_check(CALL)
 
 
-@needs_kernel
+@where_it_runs
 def test_valid_arguments_pass(arena):
     passes(Args(arena))
     a = Args(arena)
@@ -435,7 +435,7 @@ def test_int32_y_last_dims_are_the_op_apis_rule(arena):
     expect(a, INVALID, "y2Out last dim 32", "1/8")
 
 
-@needs_kernel
+@where_it_runs
 def test_int4_results_pass(arena):
     """INT32 (packed) and INT4 y on Atlas A2/A3 and Ascend 950 (both kernels' INT4), with
     an uncomputed output's [1] of the same dtype."""
@@ -450,7 +450,7 @@ def test_int4_results_pass(arena):
         passes(a)
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("name,shape,ydt,acl,code,words", [
     ("y1", (2, 4), I32, None, INNER_NULLPTR, ("y1Out shape [2,4]", "result's shape")),
     ("y2", (1,), I8, None, INNER_NULLPTR, ("y2Out dtype INT8", "INT32")),
@@ -469,7 +469,7 @@ def test_int32_y_copies_the_int32_view(arena, name, shape, ydt, acl, code, words
     expect(a, code, *words)
 
 
-@needs_kernel
+@where_it_runs
 def test_int4_y_needs_an_even_last_dim(arena):
     """An INT4 y with an odd N: Ascend 950's tiling refuses it (561002, stricter: the L0 op
     discards the status); Atlas A2/A3's docs do (161002, stricter: no code checks it)."""
@@ -479,7 +479,7 @@ def test_int4_y_needs_an_even_last_dim(arena):
     expect(a, TILING if REGBASE else INVALID, "x1's last dim 33", "even", "INT4")
 
 
-@needs_kernel
+@where_it_runs
 def test_int4_views_the_copy_refuses(arena):
     """As RmsNormQuant's (int4_pack.h int4_view_copy_rule): an INT4 y not contiguous, with
     gaps or a stride of 0, is refused as the device's ViewCopy refuses it (no INT4 kernel,
@@ -518,7 +518,7 @@ def test_stricter_tiling_and_docs_rules_take_beta(arena, name, shape, dt, code, 
     expect(a, code, *words)
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("name,shape,words", [
     ("y1", (4, 32), ("y1Out shape [4,32]", "one element")),
     ("sc1", (4,), ("scale1Out shape [4]", "one element")),

@@ -224,9 +224,10 @@ def assert_matches(got, args, **variant):
 
 # ---- numbers -----------------------------------------------------------------------------------
 
-needs_kernel = pytest.mark.skipif(not COMBOS, reason=f"{SOC}: no AddRmsNormQuant kernel (ops-nn "
-                                  "norm/add_rms_norm_quant/op_host/add_rms_norm_quant_def.cpp has "
-                                  "no ascend910; the refusal: test_parts_without_a_kernel)")
+# ops-nn norm/add_rms_norm_quant/op_host/add_rms_norm_quant_def.cpp has no ascend910: the tests
+# of the kernel's work are defined where it has a combination (the refusal elsewhere:
+# test_parts_without_a_kernel; the parts with the kernel run these)
+where_it_runs = only_where(bool(COMBOS))
 
 
 def combo_ids(c):
@@ -235,7 +236,7 @@ def combo_ids(c):
 
 # the part's combinations only: one it lacks is no case (test_no_kernel_for_the_combination
 # checks Atlas A2/A3's refusal; the other parts run theirs, test_on_other_parts)
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("combo", COMBOS, ids=combo_ids)
 @pytest.mark.parametrize("m,n,variant", [
     (7, 181, {"single_n": True}), (3, 1024, {"single_n": True}),
@@ -254,7 +255,7 @@ def test_chain_bits_and_reference(arena, combo, m, n, variant, dual):
     assert len(np.unique(y1)) > 20
 
 
-@needs_kernel
+@where_it_runs
 def test_zero_points_are_optional_and_zero_points2_needs_scales2(arena):
     rng = np.random.default_rng(3)
     dt, sdt, zdt = COMBOS[0]
@@ -267,7 +268,7 @@ def test_zero_points_are_optional_and_zero_points2_needs_scales2(arena):
     assert_matches(got, (x1, x2, g, s1, None, z1, None))
 
 
-@needs_kernel
+@where_it_runs
 def test_saturates_and_nan_is_zero(arena):
     rng = np.random.default_rng(4)
     args = list(inputs(rng, (3, 64), *COMBOS[0], scale=400.0))
@@ -282,7 +283,7 @@ def test_saturates_and_nan_is_zero(arena):
     assert np.array_equal(got[0], y1) and np.array_equal(got[1], y2)
 
 
-@needs_kernel
+@where_it_runs
 def test_float16_rounds_before_and_after_gamma(arena):
     """x1 + x2 = 1 in every column: rstd ~ 1, y = half(half(1 * rstd) * gamma); gamma 100.53
     is 100.5 in float16, which the scale 1 and ties to even take to 100, where the float64
@@ -298,7 +299,7 @@ def test_float16_rounds_before_and_after_gamma(arena):
     assert_matches(got, args)
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("kind", ["transposed", "padded", "stepped"])
 def test_strided_views_give_the_contiguous_bits(arena, kind):
     rng = np.random.default_rng(5)
@@ -309,7 +310,7 @@ def test_strided_views_give_the_contiguous_bits(arena, kind):
         assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-@needs_kernel
+@where_it_runs
 def test_bits_do_not_depend_on_the_thread_count(arena):
     rng = np.random.default_rng(6)
     args = inputs(rng, (61, 300), *COMBOS[0])
@@ -320,7 +321,7 @@ def test_bits_do_not_depend_on_the_thread_count(arena):
     assert all(np.array_equal(runs[0], r) for r in runs[1:])
 
 
-@needs_kernel
+@where_it_runs
 def test_rank_2_gamma_over_a_rank_3_x(arena):
     rng = np.random.default_rng(7)
     dt, sdt, zdt = COMBOS[0]
@@ -362,7 +363,7 @@ class Args:
 expect = refusal_check(CALL)
 
 
-@needs_kernel
+@where_it_runs
 def test_valid_arguments_pass(arena):
     passes(Args(arena))
     a = Args(arena)
@@ -503,7 +504,7 @@ def test_no_kernel_for_the_combination(arena, change, words):
     expect(a, FIND_KERNEL, "not supported on", "no kernel", *words)
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("name,shape,dt,words", [
     ("y1", (2, 32), I8, ("y1Out shape [2,32]", "ViewCopy")),
     ("y2", (4, 16), I8, ("y2Out shape [4,16]", "ViewCopy")),

@@ -21,7 +21,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
                               DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from test_emulator_group_norm import ARCH, BF16_PART, lane_sum
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
-from _part_runs import other_parts, run_on_parts
+from _part_runs import cases_where, only_where, other_parts, run_on_parts
 from _workspace_model import fills_ws, max_allocator
 from _emu_aclnn import phase_one as aclnn_phase_one
 
@@ -36,11 +36,6 @@ f = np.float32
 def phase_one(x, w, b, rm, rv, training, momentum, eps, y, sm, si, ws=True, ex=True):
     return aclnn_phase_one(P1, x, w, b, rm, rv, training, momentum, eps, y, sm, si, ws=ws,
                            ex=ex)
-
-
-def needs(dt):
-    if dt == BF16 and not BF16_PART:
-        pytest.skip(f"{SOC} has no BF16")
 
 
 def call(arena, x, w=None, b=None, rm=None, rv=None, training=True, momentum=0.1, eps=1e-5,
@@ -202,12 +197,11 @@ SHAPES = [(4, 3, 5), (2, 6, 3, 4), (16, 64), (2, 96, 7), (3, 64, 2, 1, 3, 2), (5
           (1, 70, 1)]
 
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@pytest.mark.parametrize("dt", [F32, F16, *cases_where(BF16_PART, BF16)])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
 def test_chain_bit_for_bit(arena, dt, shape, training):
     """Every output is this part's chain, bit for bit; inference writes the output only."""
-    needs(dt)
     x, w, b, rm, rv = inputs(shape, dt)
     got = call(arena, x, w, b, rm, rv, training=training, momentum=0.3, eps=1e-3)
     want = device_chain(x, w, b, rm, rv, training, 0.3, 1e-3)
@@ -221,13 +215,12 @@ def test_chain_bit_for_bit(arena, dt, shape, training):
         same_bits(got[4], rv, F32)
 
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@pytest.mark.parametrize("dt", [F32, F16, *cases_where(BF16_PART, BF16)])
 @pytest.mark.parametrize("shape", SHAPES[:4], ids=str)
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
 def test_reference(arena, dt, shape, training):
     """Against the float64 reference within its tolerance (saveInvstd as this part writes
     it: the variance, or 1 / sqrt(var + eps) on Ascend 950)."""
-    needs(dt)
     x, w, b, rm, rv = inputs(shape, dt, seed=3)
     got = call(arena, x, w, b, rm, rv, training=training)
     saved = "invstd" if ARCH == 3510 else "var"
@@ -252,11 +245,10 @@ def test_without_weight_bias_and_running_statistics(arena):
     same_bits(y, device_chain(x, None, None, None, None, False, 0.1, 1e-5)[0], F32)
 
 
-@pytest.mark.parametrize("rdt", [F16, BF16])
+@pytest.mark.parametrize("rdt", [F16, *cases_where(BF16_PART, BF16)])
 def test_running_statistics_in_their_own_dtype(arena, rdt):
     """runningMean/runningVar of another dtype than input: read widened, written rounded to
     their dtype (the op_api's Cast), saveMean/saveInvstd in theirs."""
-    needs(rdt)
     x, w, b, rm, rv = inputs((2, 5, 6), F32, rdt=rdt)
     got = call(arena, x, w, b, rm, rv, stat_dt=rdt)
     want = device_chain(x, w, b, rm, rv, True, 0.1, 1e-5)
@@ -510,11 +502,10 @@ def test_formats(arena):
         refused([hx] + v4[1:5] + [hy] + v4[6:], INVALID, "NHWC", "Ascend 950")
 
 
+@only_where(ARCH == 3510)   # NHWC is Ascend 950's (its own run or its child)
 def test_ascend_950_channels_last_matches_channels_first(arena):
     """On Ascend 950 an NHWC input's channel is its last dim: the same numbers as the NCHW
     input it transposes (each channel's values come in the same order)."""
-    if ARCH != 3510:
-        pytest.skip("NHWC is Ascend 950's")
     x, w, b, rm, rv = inputs((2, 3, 4, 5), F32)
     nhwc = np.ascontiguousarray(np.moveaxis(x, 1, 3))
     vx = DevView(arena, nhwc)

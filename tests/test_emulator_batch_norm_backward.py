@@ -21,7 +21,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
                               DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from test_emulator_group_norm import ARCH, BF16_PART, lane_sum
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
-from _part_runs import other_parts, run_on_parts
+from _part_runs import cases_where, only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnBatchNormBackwardGetWorkspaceSize
@@ -36,11 +36,6 @@ f = np.float32
 def phase_one(dy, x, w, rm, rv, sm, si, training, eps, mask, dx, dw, db, ws=True, ex=True):
     return aclnn_phase_one(P1, dy, x, w, rm, rv, sm, si, training, eps, mask, dx, dw, db,
                            ws=ws, ex=ex)
-
-
-def needs(dt):
-    if dt == BF16 and not BF16_PART:
-        pytest.skip(f"{SOC} has no BF16")
 
 
 def call(arena, dy, x, w=None, rm=None, rv=None, sm=None, si=None, training=True, eps=1e-5,
@@ -161,26 +156,23 @@ SHAPES = [(4, 3, 5), (2, 6, 3, 4), (16, 64), (2, 96, 7), (3, 4, 2, 1, 3, 2), (5,
           (1, 70, 1), (2, 3, 2, 2, 3)]
 
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dt", [F32, F16, *cases_where(BF16_PART, BF16)])
+# a rank-5 ND input is refused on Ascend 950 (NCDHW/NDHWC only): no such case there
+@pytest.mark.parametrize("shape", [s for s in SHAPES if ARCH != 3510 or len(s) != 5], ids=str)
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
 def test_chain_bit_for_bit(arena, dt, shape, training):
     """Every output is this part's chain, bit for bit."""
-    needs(dt)
-    if ARCH == 3510 and len(shape) == 5:
-        pytest.skip("a rank-5 ND input is refused on Ascend 950 (NCDHW/NDHWC only)")
     args = inputs(shape, dt)
     got = call(arena, *args, training=training, eps=1e-3)
     check_chain(got, device_chain(*args, training, 1e-3), dt, dt)
 
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@pytest.mark.parametrize("dt", [F32, F16, *cases_where(BF16_PART, BF16)])
 @pytest.mark.parametrize("shape", SHAPES[:4], ids=str)
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
 def test_reference(arena, dt, shape, training):
     """Against the float64 reference within its tolerance (saveInvstd as this part's
     aclnnBatchNorm writes it: the variance, or 1 / sqrt(var + eps) on Ascend 950)."""
-    needs(dt)
     args = inputs(shape, dt, seed=3)
     got = call(arena, *args, training=training)
     saved = "invstd" if ARCH == 3510 else "var"
@@ -220,10 +212,9 @@ def test_missing_vectors_take_the_op_api_fills(arena):
                     F32, F32)
 
 
-@pytest.mark.parametrize("vdt", [F16, BF16])
+@pytest.mark.parametrize("vdt", [F16, *cases_where(BF16_PART, BF16)])
 def test_vectors_in_16_bits(arena, vdt):
     """16-bit statistics are read widened; gradWeight/gradBias cast to their dtype."""
-    needs(vdt)
     dy, x, w, rm, rv, sm, si = inputs((2, 5, 6), vdt, vdt=vdt)
     for training in (True, False):
         got = call(arena, dy, x, w, rm, rv, sm, si, training=training)
@@ -505,9 +496,8 @@ def test_formats(arena):
         refused(arena, hw[:2] + v4[2:7] + hw[2:] + v4[8:], INVALID, "NHWC", "Ascend 950")
 
 
+@only_where(ARCH == 3510)   # NHWC is Ascend 950's (its own run or its child)
 def test_ascend_950_channels_last_matches_channels_first(arena):
-    if ARCH != 3510:
-        pytest.skip("NHWC is Ascend 950's")
     dy, x, w, rm, rv, sm, si = inputs((2, 3, 4, 5), F32)
     last = [np.ascontiguousarray(np.moveaxis(a, 1, 3)) for a in (dy, x)]
     vdy, vx = DevView(arena, last[0]), DevView(arena, last[1])

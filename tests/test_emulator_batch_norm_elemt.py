@@ -21,7 +21,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from test_emulator_group_norm import ARCH, BF16_PART
 from test_emulator_batch_norm_backward import bits, rows_of, same_bits, shaped
 from _emu_aclnn import (SOC, both_phases_without_a_device, refused_by, run_phase_two)
-from _part_runs import other_parts, run_on_parts
+from _part_runs import cases_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnBatchNormElemtGetWorkspaceSize
@@ -34,11 +34,6 @@ f = np.float32
 
 def phase_one(x, w, b, mean, inv, eps, out, ws=True, ex=True):
     return aclnn_phase_one(P1, x, w, b, mean, inv, eps, out, ws=ws, ex=ex)
-
-
-def needs(*dts):
-    if BF16 in dts and not BF16_PART:
-        pytest.skip(f"{SOC} has no BF16")
 
 
 def inputs(shape, dt, seed=0, vdt=None, affine=True):
@@ -91,20 +86,19 @@ SHAPES = [(4, 3, 5), (2, 6, 3, 4), (16, 64), (2, 3, 2, 2, 3), (3, 4, 2, 1, 3, 2)
           (2, 2, 1, 1, 1, 1, 2, 3)]
 
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@pytest.mark.parametrize("dt", [F32, F16, *cases_where(BF16_PART, BF16)])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_chain_bit_for_bit(arena, dt, shape):
-    needs(dt)
     args = inputs(shape, dt)
     same_bits(call(arena, *args, eps=1e-3), device_chain(*args, 1e-3), dt)
 
 
-@pytest.mark.parametrize("dt,vdt", [(F32, F32), (F16, F16), (BF16, BF16), (F16, F32),
-                                    (F32, F16), (BF16, F32)], ids=str)
+@pytest.mark.parametrize("dt,vdt", [(F32, F32), (F16, F16), (F16, F32), (F32, F16),
+                                    *cases_where(BF16_PART, (BF16, BF16), (BF16, F32))],
+                         ids=str)
 def test_reference(arena, dt, vdt):
     """Against the float64 reference (the variance's rounding in invstd's dtype in the
     scale)."""
-    needs(dt, vdt)
     x, w, b, mean, inv = inputs((4, 5, 6), dt, seed=2, vdt=vdt)
     got = call(arena, x, w, b, mean, inv, eps=1e-4)
     ref = reference.batch_norm_elemt(x, w, b, mean, inv, 1e-4)
@@ -112,11 +106,10 @@ def test_reference(arena, dt, vdt):
     assert reference.max_error_ratio(got, ref, scale, dt) <= 1
 
 
-@pytest.mark.parametrize("vdt", [F16, BF16])
+@pytest.mark.parametrize("vdt", [F16, *cases_where(BF16_PART, BF16)])
 def test_the_variance_is_made_in_invstd_dtype(arena, vdt):
     """Mixed dtypes are taken (no dtype rule ties them); a 16-bit invstd's variance is
     rounded at each step of the op_api's Mul, Div and Sub."""
-    needs(vdt)
     x, w, b, mean, inv = inputs((3, 7, 4), F32, seed=4, vdt=vdt)
     got = call(arena, x, w, b, mean, inv)
     same_bits(got, device_chain(x, w, b, mean, inv, 1e-5), F32)

@@ -22,7 +22,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
                               DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from test_emulator_group_norm import ARCH, BF16_PART, lane_sum
 from _emu_aclnn import SOC, refused_by, run_phase_two
-from _part_runs import other_parts, run_on_parts
+from _part_runs import cases_where, only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnBatchNormElemtBackwardGetWorkspaceSize
@@ -31,22 +31,14 @@ CALL = "aclnnBatchNormElemtBackwardGetWorkspaceSize"
 FIND_KERNEL = 561003
 SENTINEL = -77.0
 INFERENCE = ARCH == 2002   # no kernel: non-empty calls refused (docs: not supported)
+# the kernel's tests are defined off the Atlas inference series (the parts with it run them)
+where_it_runs = only_where(not INFERENCE)
 I32 = np.dtype(np.int32)
 f = np.float32
 
 
 def phase_one(*a, ws=True, ex=True):
     return aclnn_phase_one(P1, *a, ws=ws, ex=ex)
-
-
-def needs(*dts):
-    if BF16 in dts and not BF16_PART:
-        pytest.skip(f"{SOC} has no BF16")
-
-
-def needs_kernel():
-    if INFERENCE:
-        pytest.skip(f"{SOC}: the operator is refused on the Atlas inference series")
 
 
 def view(arena, a, kind="contig"):
@@ -135,23 +127,22 @@ SHAPES = [(4, 3, 5), (2, 6, 3, 4), (16, 64), (2, 96, 7), (3, 4, 2, 1, 3, 2), (5,
           (1, 70, 1)]
 
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@where_it_runs
+@pytest.mark.parametrize("dt", [F32, F16, *cases_where(BF16_PART, BF16)])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_chain_bit_for_bit(arena, dt, shape):
-    needs(dt)
-    needs_kernel()
     args = inputs(shape, dt)
     same_bits(call(arena, *args), device_chain(*args))
 
 
-@pytest.mark.parametrize("dt,vdt", [(F32, F32), (F16, F16), (F16, F32), (BF16, BF16),
-                                    (BF16, F32)], ids=str)
+@where_it_runs
+@pytest.mark.parametrize("dt,vdt", [(F32, F32), (F16, F16), (F16, F32),
+                                    *cases_where(BF16_PART, (BF16, BF16), (BF16, F32))],
+                         ids=str)
 @pytest.mark.parametrize("shape", SHAPES[:4], ids=str)
 def test_reference(arena, dt, vdt, shape):
     """Against the float64 reference within the tolerance of the compute dtype (FLOAT16 only
     when every floating input is)."""
-    needs(dt, vdt)
-    needs_kernel()
     args = inputs(shape, dt, seed=3, vdt=vdt)
     got = call(arena, *args)
     cdt = compute_dtype(*args[:7])
@@ -161,11 +152,11 @@ def test_reference(arena, dt, vdt, shape):
     assert ratio <= 1, ratio
 
 
+@where_it_runs
 @pytest.mark.parametrize("mixed", ["weight", "sumDy", "none"])
 def test_compute_dtype(arena, mixed):
     """FLOAT16 data compute in FLOAT16 only when every floating input is FLOAT16: a FLOAT
     weight or sum, or no weight (the op_api's FLOAT fill), makes it FLOAT."""
-    needs_kernel()
     args = list(inputs((4, 5, 6), F16, seed=1))
     if mixed == "weight":
         args[4] = args[4].astype(F32)
@@ -182,12 +173,12 @@ def test_compute_dtype(arena, mixed):
     assert np.array_equal(got, got.astype(F16).astype(F32))
 
 
+@where_it_runs
 @pytest.mark.parametrize("cdt", [I32, F16, F32], ids=str)
 @pytest.mark.parametrize("cshape", [(), (1,), (4,), (2, 3), (0,)], ids=str)
 def test_counter(arena, cdt, cshape):
     """counter: any rank up to 8, summed whole in float32 (INT32 cast to FLOAT); an empty one
     counts 0 (infinities and NaNs, as the device's division gives)."""
-    needs_kernel()
     args = list(inputs((3, 4, 5), F32, seed=2))
     rng = np.random.default_rng(7)
     args[7] = rng.integers(1, 40, size=cshape).astype(cdt)
@@ -195,32 +186,31 @@ def test_counter(arena, cdt, cshape):
     same_bits(got, device_chain(*args))
 
 
+@where_it_runs
 def test_int32_counter_rounds_to_float(arena):
     """Counts above 2**24 are rounded to float32 (to even) before they are summed."""
-    needs_kernel()
     args = list(inputs((2, 3, 4), F32))
     args[7] = np.array([2 ** 24 + 1, 2 ** 24 + 3, 5], I32)
     same_bits(call(arena, *args), device_chain(*args))
 
 
-@pytest.mark.parametrize("gdt", [F32, F16, BF16], ids=str)
+@where_it_runs
+@pytest.mark.parametrize("gdt", [F32, F16, *cases_where(BF16_PART, BF16)], ids=str)
 def test_grad_input_dtype(arena, gdt):
     """gradInput of another dtype than input's: the result cast to it (ties to even)."""
-    needs(gdt)
-    needs_kernel()
     args = inputs((3, 4, 5), F32, seed=4)
     same_bits(call(arena, *args, gdt=gdt), device_chain(*args, gdt=gdt))
 
 
+@where_it_runs
 @pytest.mark.parametrize("kind", ["transposed", "padded", "stepped"])
 def test_strided_views_give_the_contiguous_bits(arena, kind):
-    needs_kernel()
     args = inputs((2, 6, 3, 4), F16)
     same_bits(call(arena, *args, kind=kind), call(arena, *args))
 
 
+@where_it_runs
 def test_bits_do_not_depend_on_the_thread_count(arena):
-    needs_kernel()
     args = inputs((8, 40, 33), F32)
     lib.aclemuSetNumThreads(1)
     one = call(arena, *args)
@@ -228,8 +218,8 @@ def test_bits_do_not_depend_on_the_thread_count(arena):
     same_bits(call(arena, *args), one)
 
 
+@where_it_runs
 def test_grad_input_may_be_grad_out(arena):
-    needs_kernel()
     args = inputs((3, 4, 5), F32)
     want = device_chain(*args)
     vs = [view(arena, a) for a in args]

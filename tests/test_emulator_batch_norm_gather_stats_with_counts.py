@@ -23,7 +23,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from test_emulator_group_norm import ARCH, BF16_PART
 from test_emulator_batch_norm_backward import bits, same_bits
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
-from _part_runs import other_parts, run_on_parts
+from _part_runs import cases_where, only_where, other_parts, run_on_parts
 from _workspace_model import fills_ws, max_allocator
 from _emu_aclnn import phase_one as aclnn_phase_one
 
@@ -39,11 +39,6 @@ f = np.float32
 def phase_one(x, mean, inv, rm, rv, momentum, eps, counts, mall, iall, ws=True, ex=True):
     return aclnn_phase_one(P1, x, mean, inv, rm, rv, momentum, eps, counts, mall, iall,
                            ws=ws, ex=ex)
-
-
-def needs(dt):
-    if dt == BF16 and not BF16_PART:
-        pytest.skip(f"{SOC} has no BF16")
 
 
 def stats(n, c, dt, seed=0, vdt=None):
@@ -130,20 +125,18 @@ def check_chain(got, want, dts):
 
 # ---- numbers ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@pytest.mark.parametrize("dt", [F32, F16, *cases_where(BF16_PART, BF16)])
 @pytest.mark.parametrize("n,c", [(1, 3), (4, 5), (8, 70), (3, 1), (16, 9)], ids=str)
 def test_chain_bit_for_bit(arena, dt, n, c):
     """Every output is this part's chain, bit for bit (running statistics in mean's dtype)."""
-    needs(dt)
     mean, inv, counts, rm, rv = stats(n, c, dt)
     got = call(arena, mean, inv, counts, rm, rv, momentum=0.1, eps=1e-3)
     check_chain(got, device_chain(mean, inv, counts, rm, rv, 0.1, 1e-3), (dt,) * 4)
 
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@pytest.mark.parametrize("dt", [F32, F16, *cases_where(BF16_PART, BF16)])
 def test_reference(arena, dt):
     """Against the float64 reference within its tolerance."""
-    needs(dt)
     mean, inv, counts, rm, rv = stats(6, 11, dt, seed=5)
     got = call(arena, mean, inv, counts, rm, rv, momentum=0.3, eps=1e-4)
     args = (mean, inv, counts, rm, rv, 0.3, 1e-4)
@@ -161,9 +154,9 @@ def test_sixteen_bit_statistics_beside_float32_outputs(arena):
     check_chain(got, device_chain(mean, inv, counts, rm, rv, 0.1, 1e-5), (F32, F32, F16, F16))
 
 
+# Ascend 950's copies need mean's dtype (test_ascend_950_rules): defined off it only
+@only_where(not FUSED)
 def test_float32_running_statistics_beside_16_bit_means_off_ascend_950(arena):
-    if FUSED:
-        pytest.skip("Ascend 950's copies need mean's dtype (test_ascend_950_rules)")
     mean, inv, counts, rm, rv = stats(5, 4, F16, vdt=F32)
     got = call(arena, mean, inv, counts, rm, rv)
     check_chain(got, device_chain(mean, inv, counts, rm, rv, 0.1, 1e-5), (F16, F16, F32, F32))

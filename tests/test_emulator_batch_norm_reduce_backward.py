@@ -21,7 +21,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
                               DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from test_emulator_group_norm import ARCH, BF16_PART, lane_sum
 from _emu_aclnn import SOC, refused_by, run_phase_two
-from _part_runs import other_parts, run_on_parts
+from _part_runs import cases_where, only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnBatchNormReduceBackwardGetWorkspaceSize
@@ -31,23 +31,14 @@ FIND_KERNEL = 561003
 SENTINEL = -77.0
 ALL = (True, True, True)
 INFERENCE = ARCH == 2002   # no kernel: non-empty calls refused (docs: not supported)
+# the kernel's tests are defined where it has one (ops-nn norm/sync_batch_norm_backward_
+# reduce/docs/aclnnBatchNormReduceBackward.md: not on the Atlas inference series)
+where_it_runs = only_where(not INFERENCE)
 f = np.float32
 
 
 def phase_one(dy, x, mean, invstd, w, flags, sdy, sdyx, dw, db, ws=True, ex=True):
     return aclnn_phase_one(P1, dy, x, mean, invstd, w, *flags, sdy, sdyx, dw, db, ws=ws, ex=ex)
-
-
-def needs(dt):
-    if dt == BF16 and not BF16_PART:
-        pytest.skip(f"{SOC} has no BF16")
-
-
-def needs_kernel():
-    if INFERENCE:
-        pytest.skip(f"{SOC}: the operator is refused on the Atlas inference series "
-                    f"(ops-nn norm/sync_batch_norm_backward_reduce/docs/"
-                    f"aclnnBatchNormReduceBackward.md: not supported)")
 
 
 def call(arena, dy, x, mean, invstd, w=None, flags=ALL, odt=None, kind="contig"):
@@ -120,23 +111,21 @@ SHAPES = [(4, 3, 5), (2, 6, 3, 4), (16, 64), (2, 96, 7), (3, 4, 2, 1, 3, 2), (5,
           (1, 70, 1), (2, 3, 2, 2, 3)]
 
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@where_it_runs
+@pytest.mark.parametrize("dt", [F32, F16, *cases_where(BF16_PART, BF16)])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_chain_bit_for_bit(arena, dt, shape):
     """Every output is the op_api's float32 chain, cast to the output's dtype, bit for bit."""
-    needs(dt)
-    needs_kernel()
     args = inputs(shape, dt, vdt=dt)
     got = call(arena, *args[:4], args[4])
     check_chain(got, device_chain(*args[:4]), dt)
 
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@where_it_runs
+@pytest.mark.parametrize("dt", [F32, F16, *cases_where(BF16_PART, BF16)])
 @pytest.mark.parametrize("shape", SHAPES[:4], ids=str)
 def test_reference(arena, dt, shape):
     """Against the float64 reference within its tolerance (float32 outputs)."""
-    needs(dt)
-    needs_kernel()
     dy, x, mean, invstd, w = inputs(shape, dt, seed=3)
     got = call(arena, dy, x, mean, invstd, w)
     ref = reference.batch_norm_reduce_backward(dy, x, mean, invstd, w)
@@ -145,10 +134,10 @@ def test_reference(arena, dt, shape):
         assert reference.max_error_ratio(g, r_, s, F32) <= 1, k
 
 
+@where_it_runs
 def test_sum_dy_xmu_is_formed_from_sum_dy_x(arena):
     """The kernel's sum(dy * x) - mean * sum(dy): with a large mean the float32 cancellation
     shows (a sum of dy * (x - mean) would not lose these bits)."""
-    needs_kernel()
     rng = np.random.default_rng(5)
     x = (1000 + rng.standard_normal((64, 2, 9))).astype(F32)
     dy = rng.standard_normal((64, 2, 9)).astype(F32)
@@ -160,18 +149,18 @@ def test_sum_dy_xmu_is_formed_from_sum_dy_x(arena):
     assert not np.array_equal(got[1], direct)
 
 
+@where_it_runs
 @pytest.mark.parametrize("flags", [(True, False, False), (False, True, False),
                                    (False, False, True), (True, False, True),
                                    (False, False, False)], ids=str)
 def test_only_the_flagged_outputs_are_written(arena, flags):
-    needs_kernel()
     args = inputs((3, 4, 5), F32)
     got = call(arena, *args, flags=flags)
     check_chain(got, device_chain(*args[:4]), F32, flags)
 
 
+@where_it_runs
 def test_unflagged_outputs_may_be_null(arena):
-    needs_kernel()
     dy, x, mean, invstd, w = inputs((3, 4, 5), F32)
     vs = [DevView(arena, a) for a in (dy, x, mean, invstd, w)]
     o = DevView(arena, shape=(4,), dtype=F32)
@@ -183,9 +172,9 @@ def test_unflagged_outputs_may_be_null(arena):
         assert lib.aclDestroyAclOpExecutor(ex) == OK
 
 
+@where_it_runs
 def test_weight_is_not_used(arena):
     """weight is cast and never read by the chain: NULL or any values give the same bits."""
-    needs_kernel()
     dy, x, mean, invstd, w = inputs((3, 4, 5), F16)
     a = call(arena, dy, x, mean, invstd, w)
     b = call(arena, dy, x, mean, invstd, None)
@@ -194,19 +183,18 @@ def test_weight_is_not_used(arena):
         assert np.array_equal(bits(u), bits(v)) and np.array_equal(bits(u), bits(z))
 
 
-@pytest.mark.parametrize("odt", [F16, BF16])
+@where_it_runs
+@pytest.mark.parametrize("odt", [F16, *cases_where(BF16_PART, BF16)])
 def test_outputs_in_16_bits(arena, odt):
     """float32 results cast to the output's dtype (ties to even)."""
-    needs(odt)
-    needs_kernel()
     args = inputs((2, 5, 6), F32)
     got = call(arena, *args, odt=odt)
     check_chain(got, device_chain(*args[:4]), odt)
 
 
+@where_it_runs
 @pytest.mark.parametrize("kind", ["transposed", "padded", "stepped"])
 def test_strided_views_give_the_contiguous_bits(arena, kind):
-    needs_kernel()
     args = inputs((2, 6, 3, 4), F16)
     base = call(arena, *args)
     got = call(arena, *args, kind=kind)
@@ -214,8 +202,8 @@ def test_strided_views_give_the_contiguous_bits(arena, kind):
         assert np.array_equal(bits(g), bits(v))
 
 
+@where_it_runs
 def test_bits_do_not_depend_on_the_thread_count(arena):
-    needs_kernel()
     args = inputs((8, 40, 33), F32)
     lib.aclemuSetNumThreads(1)
     one = call(arena, *args)
@@ -225,9 +213,9 @@ def test_bits_do_not_depend_on_the_thread_count(arena):
         assert np.array_equal(bits(g), bits(v))
 
 
+@where_it_runs
 def test_outputs_may_be_the_statistics(arena):
     """sumDy written into mean's memory: the vectors are read before any output is written."""
-    needs_kernel()
     dy, x, mean, invstd, w = inputs((3, 4, 5), F32)
     want = device_chain(dy, x, mean, invstd)
     vs = [DevView(arena, a) for a in (dy, x, mean, invstd)]

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from acl_py import reference
+from acl_py.ops import DEEP_NORM
 from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
@@ -22,7 +23,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Are
 from test_emulator_add_layer_norm import lane_sum
 from _emu_aclnn import SOC, refused_by, rstd_shape, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
-from _part_runs import PARTS, only_where, other_parts, run_on_parts
+from _part_runs import PARTS, only_where, other_parts, run_on_parts, runs_here
 
 P1 = lib.aclnnDeepNormGetWorkspaceSize
 P2 = lib.aclnnDeepNorm
@@ -34,8 +35,9 @@ ARCH = (3510 if SOC.startswith("Ascend950") else 2002 if SOC.startswith("Ascend3
 DTYPES = [F32, F16, BF16] if ARCH in (2201, 3510) else [F32, F16]
 INFERENCE = ARCH == 2002   # mean/rstd never written, y not for rows under 32 bytes
 # op_host/deep_norm_def.cpp configures no ascend910: there every call is refused
-# (test_no_kernel_on_atlas_training_parts), and the tests of the kernel's work skip
-needs_kernel = pytest.mark.skipif(ARCH == 1001, reason=f"{SOC}: no DeepNorm kernel")
+# (test_no_kernel_on_atlas_training_parts), and the tests of the kernel's work are not defined
+# (the parts with the kernel run them)
+where_it_runs = only_where(runs_here(DEEP_NORM))
 SENTINEL = -77.0
 
 
@@ -94,8 +96,8 @@ def dt_id(dt):
 
 # ---- numbers ---------------------------------------------------------------------------------
 
+@where_it_runs
 @pytest.mark.parametrize("dt", DTYPES, ids=dt_id)
-@needs_kernel
 def test_numbers_against_float64_reference(arena, dt):
     rng = np.random.default_rng(len(dt_id(dt)))
     x, gx, b, g = inputs(rng, (3, 5, 96), 1, dt)
@@ -108,11 +110,11 @@ def test_numbers_against_float64_reference(arena, dt):
             reference.assert_close(a, e, m, dt, name)
 
 
+@where_it_runs
 @pytest.mark.parametrize("dt", DTYPES, ids=dt_id)
 @pytest.mark.parametrize("shape,gdims,alpha", [((7, 181), 1, 0.3), ((2, 3, 6, 40), 2, 1.7),
                                                ((5, 4096), 1, 0.81), ((3, 5000), 1, -2.5)],
                          ids=["181", "6x40", "4096", "5000"])
-@needs_kernel
 def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, dt, shape, gdims, alpha):
     rng = np.random.default_rng(sum(shape))
     x, gx, b, g = inputs(rng, shape, gdims, dt)
@@ -125,7 +127,7 @@ def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, dt, shape, gdims, al
         assert np.array_equal(bits(a), bits(w)), name
 
 
-@needs_kernel
+@where_it_runs
 def test_product_rounded_before_gx_is_added(arena):
     """float(1/3) * 3 rounds to 1 in float32 (a fused multiply-add would keep its 2^-25
     excess): h = 1 - 1 is exactly 0, so mean is 0 and y is beta."""
@@ -138,8 +140,8 @@ def test_product_rounded_before_gx_is_added(arena):
     assert (rstd == np.float32(1) / np.sqrt(np.float32(1e-6))).all()
 
 
+@where_it_runs
 @pytest.mark.parametrize("n", [4096, 4097, 8192, 8193])
-@needs_kernel
 def test_minus_zero_y_where_the_kernel_adds_zero(arena, n):
     """gamma -0 and beta -0: y = (d * rstd) * -0 + -0 is -0 where d > 0, but the Atlas A2/A3
     and inference kernel for FLOAT rows of 4097..8192 (ExtraProcessFp32) copies y out with
@@ -153,7 +155,7 @@ def test_minus_zero_y_where_the_kernel_adds_zero(arena, n):
     assert (~pos).all() if plus_zero else pos.all()
 
 
-@needs_kernel
+@where_it_runs
 def test_alpha_and_epsilon_reach_the_kernel_as_float32(arena):
     """alpha 0.1 (a double) multiplies as float32(0.1); eps likewise (constant rows: var 0,
     rstd = 1 / sqrtf((float)eps))."""
@@ -169,11 +171,11 @@ def test_alpha_and_epsilon_reach_the_kernel_as_float32(arena):
         assert (rstd == np.float32(1) / np.sqrt(np.float32(1e-5))).all()
 
 
+@where_it_runs
 @pytest.mark.parametrize("kinds", [(k,) * 7 for k in LAYOUTS[1:]] +
                          [("stepped", "contig", "padded", "transposed", "stepped", "padded",
                            "transposed")],
                          ids=lambda k: "-".join(k))
-@needs_kernel
 def test_strided_views_give_the_contiguous_bits(arena, kinds):
     rng = np.random.default_rng(5)
     x, gx, b, g = inputs(rng, (6, 4, 37), 2, F16)
@@ -183,7 +185,7 @@ def test_strided_views_give_the_contiguous_bits(arena, kinds):
         assert np.array_equal(bits(a), bits(c))
 
 
-@needs_kernel
+@where_it_runs
 def test_bits_do_not_depend_on_the_thread_count(arena):
     rng = np.random.default_rng(7)
     x, gx, b, g = inputs(rng, (61, 1000), 1, F32)
@@ -196,7 +198,7 @@ def test_bits_do_not_depend_on_the_thread_count(arena):
             assert np.array_equal(bits(a), bits(c))
 
 
-@needs_kernel
+@where_it_runs
 def test_nan_and_inf_propagate_to_their_row(arena):
     """A NaN makes its row NaN; an Inf makes the mean Inf and every deviation NaN or Inf, so
     the row's y is NaN (the docs' "Inf in, Inf out" does not hold for y)."""
@@ -303,14 +305,14 @@ DTYPE_CASES = [
 ]
 
 
+@where_it_runs
 @pytest.mark.parametrize("case,words", DTYPE_CASES,
                          ids=["x-int32", "mean", "rstd", "gx", "beta", "gamma", "y"])
-@needs_kernel
 def test_dtype_refusals(arena, case, words):
     refused(views(arena, **case), INVALID, *words)
 
 
-@needs_kernel
+@where_it_runs
 def test_bf16_only_where_the_part_has_it(arena):
     args = views(arena, dts=(BF16,) * 5)
     if BF16 in DTYPES:
@@ -342,12 +344,12 @@ SHAPE_CASES = [
 ]
 
 
+@where_it_runs
 @pytest.mark.parametrize("case,words", SHAPE_CASES,
                          ids=["x-rank1", "x-rank9", "gamma-rank8", "gx-rank", "y-rank",
                               "mean-rank", "rstd-rank", "beta-rank", "x-not-above-gamma",
                               "gx-shape", "y-shape", "rstd-batch", "mean-batch", "gamma-dims",
                               "beta-dims", "mean-ones", "rstd-ones"])
-@needs_kernel
 def test_shape_refusals(arena, case, words):
     """The tiling's rules (CheckInputOutputShapeDim, CheckInputOutputShapeValue, in their
     order) and the reduced dims of mean and rstd (Ascend 950's CheckReduceOutputTail; the
@@ -355,7 +357,7 @@ def test_shape_refusals(arena, case, words):
     refused(views(arena, **case), TILING, *words)
 
 
-@needs_kernel
+@where_it_runs
 def test_no_rows_succeeds_and_writes_nothing(arena):
     """Every output empty (a zero batch dim): the framework skips the tiling and the kernel."""
     args = views(arena, shape=(0, 16))
@@ -365,7 +367,7 @@ def test_no_rows_succeeds_and_writes_nothing(arena):
     assert lib.aclrtSynchronizeStream(arena.stream) == 0
 
 
-@needs_kernel
+@where_it_runs
 def test_no_columns_is_refused_on_every_part(arena):
     """x empty in gamma's dims only, rows left: meanOut is not empty, so the tiling runs and
     refuses the zero dim ("x shape can not be 0"; Ascend 950's shared check too)."""
@@ -373,7 +375,7 @@ def test_no_columns_is_refused_on_every_part(arena):
             "x [4,0] has a zero dim while meanOut and rstdOut are not empty")
 
 
-@needs_kernel
+@where_it_runs
 def test_no_rows_still_takes_the_shape_rules(arena):
     """Stricter (docs/emulator.md): the shape rules hold for an all-empty call too."""
     refused(views(arena, shape=(0, 16), gshape=(8,), mshape=(0, 1)), TILING,
@@ -390,7 +392,7 @@ def test_dead_tensor_is_refused(arena):
         y.handle = arena.tensor(y.shape, y.dtype, y.strides, y.offset, y.n, y.ptr)
 
 
-@needs_kernel
+@where_it_runs
 def test_executor_keeps_running_on_new_contents(arena):
     """A repeatable executor: each run reads x and gx as they are then (constant rows: y is
     beta, mean is x * alpha + gx)."""

@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from acl_py import reference
+from acl_py.ops import GEMMA_RMS_NORM
 from acl_py.raw import lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
 from _emu_aclnn import SOC, refused_by, rstd_shape, run_phase_two
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts, runs_here
 from _emu_aclnn import phase_one as aclnn_phase_one
 from test_emulator_rms_norm import views   # the same four tensors as RmsNorm's
 from test_emulator_rms_norm import (assert_order_seen, device_chain, kernel_order,
@@ -32,7 +33,9 @@ HAS_KERNEL = ARCH in (2201, 3510)
 # (x, gamma) pairs of the part's table: one dtype on Atlas A2/A3, RmsNorm's table on 950
 PAIRS = [(F32, F32), (F16, F16), (BF16, BF16)] + ([(F16, F32), (BF16, F32)]
                                                   if ARCH == 3510 else [])
-needs_kernel = pytest.mark.skipif(not HAS_KERNEL, reason=f"{SOC}: no GemmaRmsNorm kernel")
+# the tests of the kernel's work are defined where the declaration has one (the parts with the
+# kernel run them; elsewhere the refusal is checked)
+where_it_runs = only_where(runs_here(GEMMA_RMS_NORM))
 
 
 def phase_one(x, gamma, y, rstd, eps=1e-6, ws=True, ex=True):
@@ -51,7 +54,7 @@ def rand(rng, shape, dt, scale=1.5, shift=0.25):
     return (rng.standard_normal(shape) * scale + shift).astype(dt)
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("xdt,gdt", PAIRS, ids=[f"{x}-{g}" for x, g in PAIRS])
 @pytest.mark.parametrize("shape,gdims", [((7, 3, 181), 1), ((5, 6, 40), 2), ((33,), 1)],
                          ids=["181", "6x40", "1-D"])
@@ -66,7 +69,7 @@ def test_numbers_against_float64_reference(arena, xdt, gdt, shape, gdims):
     reference.assert_close(rstd, exp[1], mag[1], F32, "rstd", rtol=1e-5)
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("xdt,gdt", PAIRS, ids=[f"{x}-{g}" for x, g in PAIRS])
 def test_y_is_the_gemma_chain_rounded_once(arena, xdt, gdt):
     """The kernel's chain (rms_norm.h ComputeMulGammaCast with is_gemma): gamma cast to
@@ -93,7 +96,7 @@ GEMMA_ORDER_CASES = ([(F32, 2000), (F32, 12536), (F32, 12537), (F16, 16384), (BF
                       (BF16, 24001)])
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("xdt,n", GEMMA_ORDER_CASES,
                          ids=[f"{x}-{n}" for x, n in GEMMA_ORDER_CASES])
 def test_kernel_order_bits(arena, xdt, n):
@@ -112,7 +115,7 @@ def test_kernel_order_bits(arena, xdt, n):
     assert_order_seen(rstd, x, g, order, gamma_offset=1.0)
 
 
-@needs_kernel
+@where_it_runs
 def test_gamma_zero_is_plain_normalization(arena):
     """gamma = 0 scales by 1: y = x * rstd (what makes Gemma's weights offsets from 1)."""
     x = np.tile(np.arange(8, dtype=F32), (2, 2))
@@ -120,7 +123,7 @@ def test_gamma_zero_is_plain_normalization(arena):
     assert np.array_equal(y, (x * rstd).astype(F32))
 
 
-@needs_kernel
+@where_it_runs
 def test_vendor_example_values(arena):
     """examples/test_aclnn_gemma_rms_norm.cpp's data: x = gamma = 0..7 twice, [2, 16]."""
     v = np.tile(np.arange(8, dtype=F32), 2)
@@ -149,7 +152,7 @@ def test_each_tensor_is_required(arena, k, name):
     refused(args, NULLPTR, f"{name} is NULL")
 
 
-@needs_kernel
+@where_it_runs
 @pytest.mark.parametrize("case,code,words", [
     (dict(xacl=lib.ACL_INT32), INVALID, ("x dtype ACL_INT32",)),
     (dict(xdt=F32, gdt=F16), INVALID, ("gamma dtype FLOAT16", "x's dtype FLOAT")),
@@ -166,12 +169,12 @@ def test_refusals_name_the_argument_and_rule(arena, case, code, words):
     refused(views(arena, **case), code, *words)
 
 
-@needs_kernel
+@where_it_runs
 def test_negative_epsilon_is_refused(arena):
     refused(views(arena), TILING, "epsilon -1e-06 is negative", eps=-1e-6)
 
 
-@needs_kernel
+@where_it_runs
 def test_all_empty_outputs_run_nothing_even_with_an_empty_gamma(arena):
     """The docs allow empty tensors (gamma too); with every output empty the framework runs
     no tiling, so gamma [0] beside x [0, 0] is accepted (RmsNorm's docs forbid an empty

@@ -23,7 +23,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from test_emulator_add_layer_norm import lane_sum
 from _device_reduce import reduce_sum_count
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
-from _part_runs import PARTS, other_parts, run_on_parts
+from _part_runs import PARTS, only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnGroupNormBackwardGetWorkspaceSize
@@ -462,7 +462,7 @@ def test_shape_and_attribute_rules(arena, case, words):
         accepted(args)
 
 
-@pytest.mark.skipif(ARCH != 2201, reason="the limits hold on Atlas A2/A3 only")
+@only_where(ARCH == 2201)   # the limits hold on Atlas A2/A3 only (their run or child)
 def test_atlas_a2_channel_limits(arena):
     """C / group <= 8000 and C <= 240000 on DAV_2201 (checked on the values passed, before
     the shapes)."""
@@ -472,7 +472,7 @@ def test_atlas_a2_channel_limits(arena):
             "C 240040 must be at most 240000")
 
 
-@pytest.mark.skipif(ARCH != 3510, reason="Ascend 950's empty-tensor kernel")
+@only_where(ARCH == 3510)   # Ascend 950's empty-tensor kernel (its own run or its child)
 def test_ascend950_empty_input_copies_dgamma_and_dbeta_whatever_the_mask(arena):
     """The empty-tensor path copies dgamma and dbeta out unconditionally: a NULL gradGammaOut
     (masked off) fails the copy (561103)."""

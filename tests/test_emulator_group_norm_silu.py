@@ -23,9 +23,9 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from test_emulator_group_norm import (ARCH, BF16_PART, SENTINEL, bits, device_chain, rand,
                                       writes_stats)
 from test_emulator_group_norm import call as group_norm_call
-from _emu_aclnn import SOC, both_phases_without_a_device, run_phase_two
+from _emu_aclnn import both_phases_without_a_device, run_phase_two
 from _emu_aclnn import phase_one as aclnn_phase_one
-from _part_runs import run_on_parts
+from _part_runs import cases_where, only_where, run_on_parts
 
 P1 = lib.aclnnGroupNormSiluGetWorkspaceSize
 P2 = lib.aclnnGroupNormSilu
@@ -34,6 +34,8 @@ V2P2 = lib.aclnnGroupNormSiluV2
 INNER_NULLPTR = 561103
 REGBASE = ARCH == 3510
 HAS_KERNEL = ARCH != 1001
+# the kernel's tests are defined where it has one (the parts with it run them)
+where_it_runs = only_where(HAS_KERNEL)
 
 
 def phase_one(x, g, b, group, eps, y, m, r, silu=None, ws=True, ex=True):
@@ -66,25 +68,15 @@ def call(arena, x, group, g=None, b=None, eps=1e-5, silu=None):
     return vy.read(), vm.read(), vr.read()
 
 
-def needs_kernel():
-    if not HAS_KERNEL:
-        pytest.skip(f"{SOC} has no GroupNormSilu kernel")
-
-
-def needs(dt):
-    needs_kernel()
-    if dt == BF16 and not BF16_PART:
-        pytest.skip(f"{SOC} has no BF16")
-
-
 # ---- numbers ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=lambda d: d.name)
+@where_it_runs
+@pytest.mark.parametrize("dt", [F32, F16, *cases_where(BF16_PART, BF16)],
+                         ids=lambda d: d.name)
 @pytest.mark.parametrize("shape,group,affine_dt",
                          [((2, 16, 6, 5), 4, None), ((3, 8, 7), 8, "f32"), ((4, 12), 3, None)],
                          ids=["6x5", "float32-affine", "2-D"])
 def test_numbers_against_float64_reference(arena, dt, shape, group, affine_dt):
-    needs(dt)
     rng = np.random.default_rng(sum(shape) + group)
     x = rand(rng, shape, dt)
     adt = F32 if affine_dt else dt
@@ -100,14 +92,15 @@ def test_numbers_against_float64_reference(arena, dt, shape, group, affine_dt):
 
 
 # a float32 gamma/beta ("f32") beside a 16-bit input only: beside a float32 one it is "same"
+@where_it_runs
 @pytest.mark.parametrize("affine,dt", [(a, d) for a in ("same", "f32", "none")
-                                       for d in (F32, F16, BF16) if a != "f32" or d != F32],
+                                       for d in (F32, F16, *cases_where(BF16_PART, BF16))
+                                       if a != "f32" or d != F32],
                          ids=lambda v: getattr(v, "name", v))
 @pytest.mark.parametrize("silu", [None, True, False], ids=["v1", "v2-silu", "v2-no-silu"])
 @pytest.mark.parametrize("shape,group", [((3, 16, 7, 9), 4), ((4, 24, 1), 6), ((3, 10, 1), 10)],
                          ids=["7x9", "hw1", "hw1-one-channel"])
 def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, dt, affine, silu, shape, group):
-    needs(dt)
     rng = np.random.default_rng(11)
     x = rand(rng, shape, dt, 2.0, 0.75)
     c = shape[1]
@@ -125,10 +118,10 @@ def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, dt, affine, silu, sh
         assert np.array_equal(bits(got[2]), bits(want[2]))
 
 
+@where_it_runs
 @pytest.mark.parametrize("dt", [F32, F16], ids=lambda d: d.name)
 def test_v2_without_silu_gives_group_norms_bits(arena, dt):
     """The same kernels with the activation off (GroupNorm runs them on these parts)."""
-    needs(dt)
     rng = np.random.default_rng(3)
     x = rand(rng, (2, 12, 5, 3), dt)
     g, b = rand(rng, 12, dt, 0.5, 1.0), rand(rng, 12, dt)
@@ -141,9 +134,9 @@ def test_v2_without_silu_gives_group_norms_bits(arena, dt):
     assert np.array_equal(bits(with_silu[1]), bits(got[1]))
 
 
+@where_it_runs
 def test_silu_saturates_as_float32_does(arena):
     """Large |y|: exp(-y) overflows to inf for y << 0 (out -0.0), and y / (1 + tiny) is y."""
-    needs_kernel()
     x = np.array([[-1e4, 1e4] * 4], F32).reshape(1, 8, 1)
     g = np.full(8, 200.0, F32)
     out, _, _ = call(arena, x, 1, g, np.zeros(8, F32))
@@ -152,7 +145,7 @@ def test_silu_saturates_as_float32_does(arena):
     assert (out.ravel()[1::2] > 190).all() and (out.ravel()[0::2] == 0).all()
 
 
-@pytest.mark.skipif(not REGBASE, reason="Ascend 950's kernel without beta")
+@only_where(REGBASE)   # Ascend 950's kernel without beta (its own run or its child)
 def test_no_beta_adds_nothing_on_ascend_950(arena):
     """A constant group times a negative gamma is -0.0; the kernel without beta keeps it
     (silu(-0) = -0), where an added zero beta gives +0."""
@@ -164,7 +157,7 @@ def test_no_beta_adds_nothing_on_ascend_950(arena):
     assert (bits(out) == 0).all()
 
 
-@pytest.mark.skipif(ARCH != 2002, reason="the Atlas inference parts' SD kernel")
+@only_where(ARCH == 2002)   # the Atlas inference parts' SD kernel (their run or child)
 def test_sd_kernel_reads_float32_gamma_and_beta_as_float16(arena):
     """FLOAT16 x, N 1, group 32, HxW > 1: tiling key 109, GroupNormSiluSD<half, half>, which
     reads float32 gamma/beta memory as FLOAT16 values (the first C of them)."""
@@ -180,8 +173,8 @@ def test_sd_kernel_reads_float32_gamma_and_beta_as_float16(arena):
     assert (mean == SENTINEL).all() and (rstd == SENTINEL).all()   # SD writes neither
 
 
+@where_it_runs
 def test_executor_keeps_running_on_new_contents(arena):
-    needs_kernel()
     x = DevView(arena, np.zeros((2, 4, 4), F32))    # HxW 4: every part writes mean
     y = DevView(arena, shape=(2, 4, 4), dtype=F32)
     m, r = DevView(arena, shape=(2, 2), dtype=F32), DevView(arena, shape=(2, 2), dtype=F32)
@@ -308,11 +301,11 @@ def test_checks_run_in_the_vendor_order(arena):
             eps=0.0)
 
 
+@where_it_runs
 def test_statistics_dtypes_by_part(arena):
     """Off regbase meanOut and rstdOut take self's dtype (161002); on Ascend 950 the op_api
     checks them only next to float32 gamma/beta, and the copy of the kernel's statistics
     refuses any other dtype (561103)."""
-    needs_kernel()
     rc, _, ex = phase_one(*views(arena, xdt=F16, mdt=F32)[:3], 2, 1e-5,
                           *views(arena, xdt=F16, mdt=F32)[3:])
     msg = last_msg()
@@ -330,11 +323,11 @@ def test_statistics_dtypes_by_part(arena):
         assert lib.aclDestroyAclOpExecutor(ex) == OK
 
 
+@where_it_runs
 @pytest.mark.parametrize("missing", ["gamma", "beta"])
 def test_float32_gamma_or_beta_alone_with_a_16_bit_self(arena, missing):
     """Off regbase the op_api makes the absent one of self's dtype: no kernel takes that pair
     (the tiling's equal-size rule, 561103); Ascend 950 passes it absent and runs."""
-    needs_kernel()
     args = views(arena, xdt=F16, gdt=F32, bdt=F32, mdt=F32 if REGBASE else F16,
                  rdt=F32 if REGBASE else F16, **{f"no_{missing}": True})
     rc, _, ex = phase_one(*args[:3], 2, 1e-5, *args[3:])
@@ -345,10 +338,10 @@ def test_float32_gamma_or_beta_alone_with_a_16_bit_self(arena, missing):
         assert rc == INNER_NULLPTR and "one dtype size" in last_msg(), last_msg()
 
 
+@where_it_runs
 def test_formats(arena):
     """No format rule (FRACTAL_NZ is only warned about); the copy of out needs out's format
     to be self's unless self is ND (561103)."""
-    needs_kernel()
     x, g, b, y, m, r = views(arena, shape=(2, 4, 3, 1))
     shape, strides = [2, 4, 3, 1], [12, 3, 1, 1]
 
@@ -458,7 +451,7 @@ def vendor_ut_tensor(arena, shape, acl_dtype):
     return t
 
 
-@pytest.mark.skipif(ARCH != 2201, reason="the unit test's cases are Atlas A2's (ascend910B2)")
+@only_where(ARCH == 2201)   # the unit test's cases are Atlas A2's (ascend910B2)
 @pytest.mark.parametrize("name,change,code", VENDOR_UT, ids=[c[0] for c in VENDOR_UT])
 def test_vendor_op_api_unit_test_cases(arena, name, change, code):
     case = dict(VENDOR_UT_BASE, **change)

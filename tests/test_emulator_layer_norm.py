@@ -26,7 +26,7 @@ from test_emulator_op import (BF16, DTYPES, F16, F32, INVALID, NULLPTR, OK, Aren
 from test_kernel_clones import variant_prefixes  # noqa: F401  (the clone-free builds)
 
 from _emu_aclnn import both_phases_without_a_device
-from _part_runs import PARTS, on_this_part, other_parts, run_on_parts, skip_without_bf16
+from _part_runs import PARTS, bf16_where_it_runs, on_this_part, other_parts, run_on_parts
 from _workspace_model import ARCH, fills_ws, handed_over_all, max_allocator
 
 P1 = lib.aclnnLayerNormGetWorkspaceSize
@@ -379,14 +379,13 @@ test_on_other_parts = run_on_parts(other_parts(PARTS + ("Ascend910ProB",)), lamb
 
 # ---- numbers -----------------------------------------------------------------------------------
 
-COMBOS = [(i, p, bias, o) for i in DTYPES for p in (None, "same", F32) for bias in (False, True)
-          for o in ("same", F32)]
+COMBOS = bf16_where_it_runs([(i, p, bias, o) for i in DTYPES for p in (None, "same", F32)
+                             for bias in (False, True) for o in ("same", F32)])
 
 
 @pytest.mark.parametrize("in_dt,param,bias,out", COMBOS,
                          ids=[f"in={i}-w={p}-bias={b}-out={o}" for i, p, b, o in COMBOS])
 def test_numbers_against_float64_reference(arena, in_dt, param, bias, out):
-    skip_without_bf16(in_dt, *(d for d in (param, out) if d not in (None, "same")))
     rng = np.random.default_rng(hash((str(in_dt), str(param), bias, out)) % 2**32)
     x = rand(rng, (7, 3, 181), in_dt)
     pdt = in_dt if param == "same" else param
@@ -511,9 +510,8 @@ LAYOUTS = ("transposed", "padded", "stepped")
 
 
 @pytest.mark.parametrize("kind", LAYOUTS)
-@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("dt", bf16_where_it_runs(DTYPES))
 def test_strided_views_match_contiguous_bit_for_bit(arena, kind, dt):
-    skip_without_bf16(dt)
     rng = np.random.default_rng(9)
     x = rand(rng, (6, 5, 70), dt)
     w, b = rand(rng, (5, 70), dt), rand(rng, (5, 70), dt)
@@ -537,9 +535,8 @@ def test_in_place_out_is_input(arena):
     assert np.array_equal(vx.read(), expect)
 
 
-@pytest.mark.parametrize("dt", [F32, BF16])
+@pytest.mark.parametrize("dt", bf16_where_it_runs([F32, BF16]))
 def test_deterministic_across_thread_counts(arena, dt):
-    skip_without_bf16(dt)
     rng = np.random.default_rng(11)
     x = rand(rng, (300, 1531), dt)
     results = []

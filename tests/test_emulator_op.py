@@ -30,7 +30,7 @@ import pytest
 from acl_py.raw import ffi, lib
 from acl_py.soc import supports_bfloat16
 
-from _part_runs import skip_without_bf16
+from _part_runs import bf16_where_it_runs, only_where
 from _views import LAYOUTS, view_extent  # noqa: F401 (LAYOUTS: the op tests take it here)
 from _workspace_model import ARCH, helper_ws, max_allocator
 
@@ -349,25 +349,24 @@ def test_vendor_sample(arena):
     assert db.tolist() == [6.0, 8.0]
 
 
-COMBOS = [(i, s, w, o) for i in DTYPES for s in DTYPES for w in [None, *DTYPES]
-          for o in DTYPES
-          if s in (i, F32) and (w is None or w in (i, F32))]
+COMBOS = bf16_where_it_runs([(i, s, w, o) for i in DTYPES for s in DTYPES
+                             for w in [None, *DTYPES] for o in DTYPES
+                             if s in (i, F32) and (w is None or w in (i, F32))])
 
 
 @pytest.mark.parametrize("in_dt,stat_dt,w_dt,out_dt", COMBOS,
                          ids=[f"in={i}-stat={s}-w={w}-out={o}" for i, s, w, o in COMBOS])
 def test_dtype_combinations(arena, in_dt, stat_dt, w_dt, out_dt):
-    skip_without_bf16(in_dt, stat_dt, w_dt, out_dt)
     rng = np.random.default_rng(zlib.crc32(f"{in_dt}{stat_dt}{w_dt}{out_dt}".encode()))
     dy, x, mu, rs, w = rand_inputs(rng, (5, 3, 37), 1, in_dt, stat_dt, w_dt)
     check_call(arena, dy, x, 1, mu, rs, w, out_dt=(out_dt, out_dt, F32 if out_dt != F32 else F16))
 
 
+@only_where(supports_bfloat16())   # the input is BF16 (the parts with it run this)
 @pytest.mark.parametrize("out_dt", [F16, BF16])
 def test_outputs_are_the_float32_result_rounded_once(arena, out_dt):
     """Narrow outputs are the float32 result rounded to nearest even, bit for bit (gradInput's
     float32 result being the device's: already rounded to input's dtype)."""
-    skip_without_bf16(out_dt, BF16)     # the input is BF16
     rng = np.random.default_rng(7)
     dy, x, mu, rs, w = rand_inputs(rng, (33, 1031), 1, BF16, F32, F32)
     wide = check_call(arena, dy, x, 1, mu, rs, w)
@@ -376,8 +375,8 @@ def test_outputs_are_the_float32_result_rounded_once(arena, out_dt):
         assert np.array_equal(a.astype(out_dt).view(np.uint16), b.view(np.uint16))
 
 
-MIXED = [(i, o, k) for i in (F16, BF16) for o in DTYPES if o != i
-         for k in ("contig", "padded")]
+MIXED = bf16_where_it_runs([(i, o, k) for i in (F16, BF16) for o in DTYPES if o != i
+                            for k in ("contig", "padded")])
 
 
 @pytest.mark.parametrize("in_dt,out_dt,kind", MIXED,
@@ -388,7 +387,6 @@ def test_grad_input_is_rounded_to_the_input_dtype_then_cast(arena, in_dt, out_dt
     allocates it in input's dtype): a wider gradInputOut carries input's rounding, a
     different 16-bit one is rounded twice. Bit for bit: the same call with gradInputOut of
     input's dtype, cast to nearest even."""
-    skip_without_bf16(in_dt, out_dt)
     rng = np.random.default_rng(11)
     dy, x, mu, rs, w = rand_inputs(rng, (9, 777), 1, in_dt, F32, F32)
     kinds = ("contig",) * 6 + (kind, "contig", "contig")
@@ -409,6 +407,7 @@ def bf16_ties_away():
     return not name.startswith("Ascend950")
 
 
+@only_where(supports_bfloat16())   # the parts with BF16 run it
 @pytest.mark.parametrize("kind", ["contig", "padded"])
 def test_bf16_grad_input_ties_follow_the_part(arena, kind):
     """N = 1, rstd = 1, x - mean = 1: gradInput = -gradOut * weight exactly in float32. With
@@ -416,7 +415,6 @@ def test_bf16_grad_input_ties_follow_the_part(arena, kind):
     two BF16 values: the Atlas A2/A3 kernel's CAST_ROUND takes the one away from zero, a
     nearest-even rounding the even one. The other values are no ties (a check that only the
     ties differ)."""
-    skip_without_bf16(BF16)
     dy = np.array([1, -1, 2, -0.5, 4, -8, 1.5, -3], BF16).reshape(8, 1)
     x = np.array([0, 1, -2, 3, 0.5, 6, -7, 8], BF16).reshape(8, 1)
     mean = x.astype(F32) - 1
@@ -479,9 +477,8 @@ def test_ranks_and_splits(arena, rank, nlen):
 
 
 @pytest.mark.parametrize("kind", LAYOUTS[1:])
-@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("dt", bf16_where_it_runs(DTYPES))
 def test_strided_views_match_contiguous_bit_for_bit(arena, kind, dt):
-    skip_without_bf16(dt)
     rng = np.random.default_rng(11)
     dy, x, mu, rs, w = rand_inputs(rng, (6, 5, 130), 2, dt, F32, dt, stat_shape=(6,))
     base = check_call(arena, dy, x, 2, mu, rs, w, out_dt=(dt,) * 3)
@@ -507,8 +504,8 @@ def test_sizes(arena, shape, nlen):
     check_call(arena, dy, x, nlen, mu, rs, w)
 
 
+@only_where(supports_bfloat16())   # a BF16 dw (the parts with BF16 run it)
 def test_empty_batch_zero_fills_weight_and_bias_grads(arena):
-    skip_without_bf16(BF16)
     rng = np.random.default_rng(5)
     dy, x, mu, rs, w = rand_inputs(rng, (0, 3, 8), 2, stat_shape=(0,))
     dx = DevView(arena, shape=(0, 3, 8), dtype=F32)
@@ -534,9 +531,8 @@ def test_empty_normalized_dims_and_all_false_mask_do_nothing(arena):
     assert all((o.read() == 5.0).all() for o in outs)
 
 
-@pytest.mark.parametrize("dt", [F32, BF16])
+@pytest.mark.parametrize("dt", bf16_where_it_runs([F32, BF16]))
 def test_deterministic_across_thread_counts(arena, dt):
-    skip_without_bf16(dt)
     rng = np.random.default_rng(9)
     dy, x, mu, rs, w = rand_inputs(rng, (2000, 515), 1, dt, F32, F32)
     results = []
@@ -614,9 +610,8 @@ def special_float32():
     return np.concatenate([allv, -allv])
 
 
-@pytest.mark.parametrize("out_dt", [F16, BF16])
+@pytest.mark.parametrize("out_dt", bf16_where_it_runs([F16, BF16]))
 def test_float32_narrowing_rounds_to_nearest_even(arena, out_dt):
-    skip_without_bf16(out_dt)
     vals = special_float32()
     n = vals.size
     db = DevView(arena, shape=(n,), dtype=out_dt, sentinel=0.0)

@@ -231,12 +231,10 @@ def pack_int4(q):
 
 # ops-nn norm/rms_norm_quant/op_host/rms_norm_quant_def.cpp configures ascend910b, ascend910_93
 # and ascend310p, no ascend910 (the refusal: test_the_atlas_training_series_has_no_dtype);
-# Ascend 950 runs norm/rms_norm_quant_v2 instead (needs_v2's tests).
-NO_KERNEL = (f"{SOC}: no RmsNormQuant kernel (rms_norm_quant_def.cpp has no ascend910; the "
-             "refusal: test_the_atlas_training_series_has_no_dtype)")
-needs_kernel = pytest.mark.skipif(REGBASE or TRAINING, reason=NO_KERNEL if TRAINING else (
-    f"{SOC}: runs RmsNormQuantV2 (rms_norm_quant_v2_def.cpp: ascend950; needs_v2's tests)"))
-needs_any_kernel = pytest.mark.skipif(TRAINING, reason=NO_KERNEL)
+# Ascend 950 runs norm/rms_norm_quant_v2 instead (rms_norm_quant_v2_def.cpp: needs_v2's tests).
+# A kernel's tests are defined on its parts only (those parts run them).
+needs_kernel = only_where(not (REGBASE or TRAINING))   # RmsNormQuant's
+needs_any_kernel = only_where(not TRAINING)
 needs_v2 = only_where(REGBASE)   # Ascend 950's RmsNormQuantV2: defined there only
 
 
@@ -411,7 +409,7 @@ def test_the_atlas_training_series_has_no_dtype(arena):
     expect(Args(arena), INVALID, "x dtype", "not supported on", "not implemented")
 
 
-@pytest.mark.skipif(TRAINING, reason=NO_KERNEL)
+@needs_any_kernel
 @pytest.mark.parametrize("name,dt,words", [
     ("x", F32, ("x dtype FLOAT", "not supported")),
     ("gamma", F32, ("gamma dtype FLOAT", "x's dtype")),
@@ -429,7 +427,7 @@ def test_dtypes(arena, name, dt, words):
     expect(a, INVALID, *words)
 
 
-@pytest.mark.skipif(TRAINING, reason=NO_KERNEL)
+@needs_any_kernel
 @pytest.mark.parametrize("name,shape,words", [
     ("x", (1,) * 9, ("x rank 9",)),
     ("gamma", (1, 1, 32), ("gamma rank 3",)),

@@ -24,12 +24,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from acl_py.ops import ADD_LAYER_NORM, ADD_LAYER_NORM_GRAD, DEEP_NORM, DEEP_NORM_GRAD
 from acl_py.raw import ffi, lib
 
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts, runs_here
 from math import gcd
 
-from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, cast_ws, ceil_to,
+from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, MiB16, cast_ws, ceil_to,
                               copy_in, handed_over, handed_over_all, helper_ws,
                               max_allocator)
 from test_emulator_op import OK, last_msg, no_leaks, stream  # noqa: F401
@@ -228,8 +229,10 @@ def test_add_workspace_checked_then_runs(arena):
 
 # ---- the generated norm operators: AddLayerNorm, AddLayerNormGrad, DeepNorm, DeepNormGrad --
 
-no_norm_kernel = pytest.mark.skipif(ARCH == 1001, reason=f"{SOC}: no kernel of these operators "
-                                    "(the Atlas training series; their tests check the refusal)")
+# defined where the declarations have these kernels (not on the Atlas training series, where
+# their tests check the refusal); the parts with them run these
+where_they_run = only_where(all(runs_here(op) for op in (ADD_LAYER_NORM, ADD_LAYER_NORM_GRAD,
+                                                         DEEP_NORM, DEEP_NORM_GRAD)))
 
 
 def add_layer_norm_size():
@@ -246,7 +249,7 @@ def generated_size(p1_result):
     return ws
 
 
-@no_norm_kernel
+@where_they_run
 @pytest.mark.parametrize("shape,bias", [((4, 16), None), ((3, 5, 40), (40,)), ((2, 8), (2, 8))])
 def test_add_layer_norm_size(arena, shape, bias):
     args = aln.views(arena, shape=shape, gshape=shape[-1:], bias=bias)
@@ -255,7 +258,7 @@ def test_add_layer_norm_size(arena, shape, bias):
     assert generated_size(aln.phase_one(*empty)) == 0
 
 
-@no_norm_kernel
+@where_they_run
 def test_deep_norm_size(arena):
     """The arch22 tiling asks for 1 byte (deep_norm_tiling.cpp), Ascend 950's for none
     (deep_norm_tiling_arch35.cpp WS_SYS_SIZE)."""
@@ -263,7 +266,7 @@ def test_deep_norm_size(arena):
     assert generated_size(dn.phase_one(*dn.views(arena, shape=(0, 16)))) == 0
 
 
-@no_norm_kernel
+@where_they_run
 def test_add_layer_norm_grad_size(arena):
     """16 MiB of system workspace plus 20 MiB of the tiling's own, on every part
     (add_layer_norm_grad_tiling.cpp, _tiling_arch35.cpp; not deterministic)."""
@@ -285,7 +288,7 @@ def deep_norm_grad_size(M, N, itemsize):
     return LIB_API_WORKSPACE + -(-M // rows) * 2 * ceil_to(N, 64) * 4
 
 
-@no_norm_kernel
+@where_they_run
 @pytest.mark.parametrize("shape,dt", [((4, 16), F32), ((1024, 16), F32), ((1030, 9), F16),
                                       ((1024, 600), F16)],
                          ids=["small", "row-split", "row-split-odd", "wide"])
@@ -295,7 +298,7 @@ def test_deep_norm_grad_size(arena, shape, dt):
         deep_norm_grad_size(shape[0], shape[1], np.dtype(dt).itemsize)
 
 
-@no_norm_kernel
+@where_they_run
 def test_deep_norm_workspace_checked_then_runs(arena):
     """DeepNorm's one byte (none on Ascend 950, where the call runs without one): a NULL
     workspace with that size is refused (161001), a zero-byte one too (161002), each time the
@@ -346,7 +349,7 @@ FAST_PARAMS = [(True, True, True, True), (False, False, False, False),
                (True, False, True, False)]
 
 
-@no_norm_kernel
+@where_they_run
 @pytest.mark.parametrize("params", FAST_PARAMS, ids=["".join("wbmr"[i] if p else "-"
                                                              for i, p in enumerate(ps))
                                                      for ps in FAST_PARAMS])
@@ -364,7 +367,7 @@ def test_fast_layer_norm_size(arena, params):
     assert ws == fast_layer_norm_size(M, N, np.dtype(dt).itemsize, views)
 
 
-@no_norm_kernel
+@where_they_run
 def test_fast_layer_norm_empty_size(arena):
     """N == 0: mean's Fill, then rstd's, each ViewCopy'd into its output (taken over, or
     alive until its copy task: _workspace_model.handed_over; the Fills' tilings on Ascend 950:

@@ -16,18 +16,19 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import FAST_LAYER_NORM, LAYER_NORM
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, other_parts, run_on_parts, skip_without_bf16
+from _part_runs import bf16_where_it_runs, only_where, other_parts, run_on_parts, runs_here
 from test_layer_norm import BF16, F16, F32, HALF, check, dev, host, make
 
 
-@needs_kernel(FAST_LAYER_NORM)
+@only_where(runs_here(FAST_LAYER_NORM))
 @pytest.mark.parametrize("path", ["numpy", "device"])
 @pytest.mark.parametrize("dt,pdt,weight,bias",
-                         [(dt, p, w, b) for dt in (F32, F16, BF16) for p in (None, F32)
-                          for w, b in ((True, True), (True, False), (False, True),
-                                       (False, False)) if not (p is F32 and not (w or b))])
+                         bf16_where_it_runs([(dt, p, w, b) for dt in (F32, F16, BF16)
+                                             for p in (None, F32)
+                                             for w, b in ((True, True), (True, False),
+                                                          (False, True), (False, False))
+                                             if not (p is F32 and not (w or b))]))
 def test_against_reference(path, dt, pdt, weight, bias):
-    skip_without_bf16(dt)
     case = make((3, 5, 67), 1, dt, pdt, weight, bias)
     args = case if path == "numpy" else dev(case)
     res = acl_py.fast_layer_norm(**args, eps=1e-4)
@@ -37,7 +38,7 @@ def test_against_reference(path, dt, pdt, weight, bias):
     assert host(res[1]).shape == (3, 5, 1)
 
 
-@needs_kernel(FAST_LAYER_NORM)
+@only_where(runs_here(FAST_LAYER_NORM))
 @pytest.mark.parametrize("shape,nrank", [((7,), 1), ((2, 3, 4, 5), 2), ((2, 3, 4, 5), 4),
                                          ((4096, 33), 1)])
 def test_ranks_and_splits(shape, nrank):
@@ -45,7 +46,7 @@ def test_ranks_and_splits(shape, nrank):
     check(acl_py.fast_layer_norm(**case), case)
 
 
-@needs_kernel(FAST_LAYER_NORM)
+@only_where(runs_here(FAST_LAYER_NORM))
 def test_same_results_as_layer_norm_with_float32_parameters():
     """The same kernel: with float32 weight and bias (float32 statistics in both), the bits
     of acl_py.layer_norm."""
@@ -55,7 +56,7 @@ def test_same_results_as_layer_norm_with_float32_parameters():
             assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
-@needs_kernel(FAST_LAYER_NORM)
+@only_where(runs_here(FAST_LAYER_NORM))
 def test_out_given_numpy_and_device():
     case = make((4, 6, 32), 1)
     out = (np.empty((4, 6, 32), F32), np.empty((4, 6, 1), F16), np.empty((4, 6, 1), F32))
@@ -108,7 +109,7 @@ def test_argument_errors(emulator, change, exc, argument):
     assert "aclnnFastLayerNormGetWorkspaceSize" not in emulator.call_counts()
 
 
-@needs_kernel(FAST_LAYER_NORM)
+@only_where(runs_here(FAST_LAYER_NORM))
 @pytest.mark.parametrize("out,argument", [
     ((acl_py.DeviceTensor.empty, (2, 4), F16), "out[0] (out)"),
     ((acl_py.DeviceTensor.empty, (2,), F32), "out[1] (mean)"),
@@ -155,7 +156,7 @@ def test_parts_with_a_kernel():
 
 # ---- the plan ----------------------------------------------------------------------------------
 
-@needs_kernel(FAST_LAYER_NORM)
+@only_where(runs_here(FAST_LAYER_NORM))
 def test_plan_runs_repeatedly_on_changing_contents():
     case = make((8, 96), 1, HALF, F32)
     d = dev(case)
@@ -178,7 +179,7 @@ def test_declaration_describes_the_c_prototype():
     assert "aclnnFastLayerNormGetWorkspaceSize(aclTensor input" in FAST_LAYER_NORM.signature()
 
 
-@needs_kernel(FAST_LAYER_NORM)
+@only_where(runs_here(FAST_LAYER_NORM))
 def test_smoke_cases_pass():
     assert len(FAST_LAYER_NORM.smoke_cases) >= 4
     for case in FAST_LAYER_NORM.smoke_cases:

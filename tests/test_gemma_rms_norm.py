@@ -16,7 +16,7 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import GEMMA_RMS_NORM
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, skip_without_bf16
+from _part_runs import bf16_where_it_runs, only_where, runs_here
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
@@ -41,11 +41,10 @@ def check(results, x, g, eps=1e-6):
         reference.assert_close(got.reshape(e.shape), e, m, x.dtype, name)
 
 
-@needs_kernel(GEMMA_RMS_NORM)
+@only_where(runs_here(GEMMA_RMS_NORM))
 @pytest.mark.parametrize("path", ["numpy", "device"])
-@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=lambda d: d.name)
+@pytest.mark.parametrize("dt", bf16_where_it_runs([F32, F16, BF16]), ids=lambda d: d.name)
 def test_against_reference(path, dt):
-    skip_without_bf16(dt)
     x, g = make((3, 5, 67), 1, dt)
     args = (x, g) if path == "numpy" else tuple(acl_py.DeviceTensor.from_numpy(a)
                                                  for a in (x, g))
@@ -56,7 +55,7 @@ def test_against_reference(path, dt):
     assert host(res[1]).shape == (3, 5, 1)
 
 
-@needs_kernel(GEMMA_RMS_NORM)
+@only_where(runs_here(GEMMA_RMS_NORM))
 def test_is_rms_norm_of_one_plus_gamma():
     """float32: the same bits as RmsNorm with gamma + 1 (the kernel adds 1.0f in float32, then
     runs RmsNorm's chain); gamma = 0 is a plain normalization."""
@@ -68,7 +67,7 @@ def test_is_rms_norm_of_one_plus_gamma():
     assert np.array_equal(y0, x * r0)
 
 
-@needs_kernel(GEMMA_RMS_NORM)
+@only_where(runs_here(GEMMA_RMS_NORM))
 def test_empty_rows_and_an_empty_gamma_with_them():
     y, rstd = acl_py.gemma_rms_norm(np.zeros((0, 4), F32), np.ones(4, F32))
     assert y.shape == (0, 4) and rstd.shape == (0, 1)
@@ -98,7 +97,7 @@ def test_argument_errors(emulator, change, exc, argument):
     assert "aclnnGemmaRmsNormGetWorkspaceSize" not in emulator.call_counts()
 
 
-@needs_kernel(GEMMA_RMS_NORM)
+@only_where(runs_here(GEMMA_RMS_NORM))
 def test_device_refusal_names_the_argument_and_carries_the_code():
     """Phase one's 561002 (gamma not x's trailing dims) on a DeviceTensor call: the Python
     checks then name the argument."""
@@ -110,7 +109,7 @@ def test_device_refusal_names_the_argument_and_carries_the_code():
     assert ei.value.call == "aclnnGemmaRmsNormGetWorkspaceSize"
 
 
-@needs_kernel(GEMMA_RMS_NORM)
+@only_where(runs_here(GEMMA_RMS_NORM))
 def test_part_dtype_rule_is_phase_ones():
     """float32 gamma beside float16 x: Ascend 950's table only; on Atlas A2/A3 phase one
     refuses it (161002) naming gamma."""
@@ -123,7 +122,7 @@ def test_part_dtype_rule_is_phase_ones():
     assert ei.value.code == 161002 and "gamma dtype FLOAT" in ei.value.message
 
 
-@needs_kernel(GEMMA_RMS_NORM)
+@only_where(runs_here(GEMMA_RMS_NORM))
 def test_plan_runs_repeatedly_on_changing_contents():
     x, g = make((8, 96), 1, F16)
     X, G = acl_py.DeviceTensor.from_numpy(x), acl_py.DeviceTensor.from_numpy(g)
@@ -136,7 +135,7 @@ def test_plan_runs_repeatedly_on_changing_contents():
             check(plan.outputs, xk, g, 1e-5)
 
 
-@needs_kernel(GEMMA_RMS_NORM)
+@only_where(runs_here(GEMMA_RMS_NORM))
 def test_declaration_smoke_and_parts():
     assert [p.name for p in GEMMA_RMS_NORM.params] == ["x", "gamma", "epsilon", "yOut",
                                                        "rstdOut"]

@@ -17,7 +17,7 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import GROUP_NORM_SILU, GROUP_NORM_SILU_V2
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel
+from _part_runs import bf16_where_it_runs, only_where, runs_here
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
@@ -51,16 +51,10 @@ def check(results, x, g, b, group, eps=1e-5, silu=True, declared=GROUP_NORM_SILU
         reference.assert_close(got, e, m, x.dtype, name)
 
 
-def skip_without_bf16(dt):
-    if dt == BF16 and not acl_py.supports_bfloat16():
-        pytest.skip(f"{acl_py.soc_name()}: no BF16")
-
-
-@needs_kernel(GROUP_NORM_SILU)
+@only_where(runs_here(GROUP_NORM_SILU))
 @pytest.mark.parametrize("path", ["numpy", "device"])
-@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=lambda d: d.name)
+@pytest.mark.parametrize("dt", bf16_where_it_runs([F32, F16, BF16]), ids=lambda d: d.name)
 def test_against_reference(path, dt):
-    skip_without_bf16(dt)
     x, g, b = make((3, 8, 5, 7), dt)
     args = (x, g, b) if path == "numpy" else tuple(acl_py.DeviceTensor.from_numpy(a)
                                                    for a in (x, g, b))
@@ -71,10 +65,9 @@ def test_against_reference(path, dt):
     check(res, x, g, b, 4, 1e-4)
 
 
-@needs_kernel(GROUP_NORM_SILU)
-@pytest.mark.parametrize("dt", [F16, BF16], ids=lambda d: d.name)
+@only_where(runs_here(GROUP_NORM_SILU))
+@pytest.mark.parametrize("dt", bf16_where_it_runs([F16, BF16]), ids=lambda d: d.name)
 def test_float32_gamma_and_beta(dt):
-    skip_without_bf16(dt)
     x, g, b = make((2, 16, 9), dt, affine_dt=F32)
     out, mean, rstd = acl_py.group_norm_silu(x, 4, g, b)
     check((out, mean, rstd), x, g, b, 4)
@@ -83,7 +76,7 @@ def test_float32_gamma_and_beta(dt):
         assert mean.dtype == want and rstd.dtype == want
 
 
-@needs_kernel(GROUP_NORM_SILU)
+@only_where(runs_here(GROUP_NORM_SILU))
 @pytest.mark.parametrize("silu", [True, False])
 def test_v2_activation_flag(silu):
     x, g, b = make((2, 6, 9))
@@ -95,7 +88,7 @@ def test_v2_activation_flag(silu):
         assert np.array_equal(res[0], acl_py.group_norm(x, 3, g, b)[0])
 
 
-@needs_kernel(GROUP_NORM_SILU)
+@only_where(runs_here(GROUP_NORM_SILU))
 def test_without_gamma_and_beta():
     x, _, _ = make((2, 6, 9), affine=False)
     res = acl_py.group_norm_silu(x, 3)
@@ -130,7 +123,7 @@ def test_argument_errors(emulator, change, exc, argument):
     assert "aclnnGroupNormSiluGetWorkspaceSize" not in emulator.call_counts()
 
 
-@needs_kernel(GROUP_NORM_SILU)
+@only_where(runs_here(GROUP_NORM_SILU))
 def test_float32_gamma_without_beta_is_named_off_ascend_950():
     """Off Ascend 950 an absent beta is made of input's dtype and no kernel takes float32
     gamma with it: the NumPy call names beta before any C call; on device tensors phase one's
@@ -165,7 +158,7 @@ def test_operator_rules_surface_as_its_typed_error():
     assert "self rank 10 is not in [2, 8]" in ei.value.message
 
 
-@needs_kernel(GROUP_NORM_SILU)
+@only_where(runs_here(GROUP_NORM_SILU))
 @pytest.mark.parametrize("plan,args", [(acl_py.GroupNormSilu, ()),
                                        (acl_py.GroupNormSiluV2, (False,))], ids=["v1", "v2"])
 def test_plan_runs_repeatedly_on_changing_contents(plan, args):
@@ -182,7 +175,7 @@ def test_plan_runs_repeatedly_on_changing_contents(plan, args):
             check(p.outputs, xk, g, b, 4, 1e-5, silu=silu, declared=p.declared)
 
 
-@needs_kernel(GROUP_NORM_SILU)
+@only_where(runs_here(GROUP_NORM_SILU))
 def test_declarations_describe_the_c_prototypes():
     assert [p.name for p in GROUP_NORM_SILU.params] == ["self", "gamma", "beta", "group", "eps",
                                                         "out", "meanOut", "rstdOut"]

@@ -18,7 +18,7 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import INPLACE_ADD_RMS_NORM
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, skip_without_bf16
+from _part_runs import bf16_where_it_runs, only_where, runs_here
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
@@ -35,13 +35,12 @@ def bits(a):
     return np.asarray(a).view(np.uint16 if a.dtype.itemsize == 2 else np.uint32)
 
 
-@needs_kernel(INPLACE_ADD_RMS_NORM)
+@only_where(runs_here(INPLACE_ADD_RMS_NORM))
 @pytest.mark.parametrize("path", ["numpy", "device"])
-@pytest.mark.parametrize("dt", [F32, F16, BF16], ids=lambda d: d.name)
+@pytest.mark.parametrize("dt", bf16_where_it_runs([F32, F16, BF16]), ids=lambda d: d.name)
 def test_results_land_in_x1_and_x2(path, dt):
     """The call returns (x1, rstd, x2), the very objects given, holding AddRmsNorm's y and x
     bit for bit (the same kernels), within the float64 reference's bounds."""
-    skip_without_bf16(dt)
     x1, x2, g = make((3, 5, 67), 1, dt)
     why = INPLACE_ADD_RMS_NORM.unwritten_outputs((x1, x2, g, 1e-4))
     want = acl_py.add_rms_norm(x1, x2, g, 1e-4)
@@ -65,7 +64,7 @@ def test_results_land_in_x1_and_x2(path, dt):
         reference.assert_close(a.reshape(e.shape), e, m, dt, name)
 
 
-@needs_kernel(INPLACE_ADD_RMS_NORM)
+@only_where(runs_here(INPLACE_ADD_RMS_NORM))
 def test_strided_and_byte_swapped_numpy_arrays_are_written_back():
     x1, x2, g = make((4, 6, 32), 1, F32, seed=1)
     want = acl_py.add_rms_norm(x1, x2, g)
@@ -77,7 +76,7 @@ def test_strided_and_byte_swapped_numpy_arrays_are_written_back():
     assert np.array_equal(a2, want[2])
 
 
-@needs_kernel(INPLACE_ADD_RMS_NORM)
+@only_where(runs_here(INPLACE_ADD_RMS_NORM))
 def test_given_rstd():
     x1, x2, g = make((2, 8), 1)
     r = np.full((2, 1), -1.0, F32)
@@ -133,7 +132,7 @@ def test_overlapping_numpy_arrays_are_refused_untouched(emulator):
     assert "aclnnInplaceAddRmsNormGetWorkspaceSize" not in emulator.call_counts()
 
 
-@needs_kernel(INPLACE_ADD_RMS_NORM)
+@only_where(runs_here(INPLACE_ADD_RMS_NORM))
 def test_device_refusal_names_the_argument_and_carries_the_code():
     """Phase one's 561002 (the tiling's rstd rule) for a given rstd of the wrong shape: named
     by the Python checks; the device tensors are left as they were."""
@@ -150,7 +149,7 @@ def test_device_refusal_names_the_argument_and_carries_the_code():
     assert np.array_equal(D1.to_numpy(), x1) and np.array_equal(D2.to_numpy(), x2)
 
 
-@needs_kernel(INPLACE_ADD_RMS_NORM)
+@only_where(runs_here(INPLACE_ADD_RMS_NORM))
 def test_operator_rules_surface_as_its_typed_error():
     x1, x2, g = make((1,) * 9 + (2,), 1)
     with pytest.raises(AclError) as ei:
@@ -158,7 +157,7 @@ def test_operator_rules_surface_as_its_typed_error():
     assert ei.value.code == 561002 and "x1Ref rank 10" in ei.value.message
 
 
-@needs_kernel(INPLACE_ADD_RMS_NORM)
+@only_where(runs_here(INPLACE_ADD_RMS_NORM))
 def test_plan_runs_in_place_and_rebinds_its_results():
     """Each run overwrites x1 and x2 (refilled here between runs); rebinding x1 moves the
     plan's y with it."""
@@ -183,7 +182,7 @@ def test_plan_runs_in_place_and_rebinds_its_results():
         assert np.array_equal(bits(E1.to_numpy()), bits(want[0]))
 
 
-@needs_kernel(INPLACE_ADD_RMS_NORM)
+@only_where(runs_here(INPLACE_ADD_RMS_NORM))
 def test_declaration_describes_the_c_prototype():
     assert [p.name for p in INPLACE_ADD_RMS_NORM.params] == ["x1Ref", "x2Ref", "gamma",
                                                              "epsilon", "rstdOut"]

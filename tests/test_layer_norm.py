@@ -19,7 +19,7 @@ from acl_py.errors import AclArgumentError, AclTypeError, OperatorInvalidParamet
 from acl_py.ops import LAYER_NORM, LAYER_NORM_BACKWARD, part_of
 from acl_py.ops._declare import python_name
 
-from _part_runs import skip_without_bf16
+from _part_runs import bf16_where_it_runs
 from _workspace_model import ARCH, align
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
@@ -64,16 +64,17 @@ def dev(case):
             for k, v in case.items()}
 
 
-COMBOS = [(dt, p, w, b) for dt in (F32, F16, BF16) for p in (None, F32)
-          for w, b in ((True, True), (True, False), (False, True), (False, False))
-          if not (p is F32 and not (w or b))]
+# BF16's only where the part has it (another part's run takes them)
+COMBOS = bf16_where_it_runs([(dt, p, w, b) for dt in (F32, F16, BF16) for p in (None, F32)
+                             for w, b in ((True, True), (True, False), (False, True),
+                                          (False, False))
+                             if not (p is F32 and not (w or b))])
 
 
 @pytest.mark.parametrize("path", ["numpy", "device"])
 @pytest.mark.parametrize("dt,pdt,weight,bias", COMBOS,
                          ids=[f"{d}-p{p}-w{int(w)}-b{int(b)}" for d, p, w, b in COMBOS])
 def test_against_reference(path, dt, pdt, weight, bias):
-    skip_without_bf16(dt)
     case = make((3, 5, 67), 1, dt, pdt, weight, bias)
     args = case if path == "numpy" else dev(case)
     res = acl_py.layer_norm(**args, eps=1e-4)
@@ -213,12 +214,11 @@ def test_plan_needs_device_tensors():
 
 # ---- forward -> backward on the device ---------------------------------------------------------
 
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@pytest.mark.parametrize("dt", bf16_where_it_runs([F32, F16, BF16]))
 def test_forward_statistics_feed_the_backward_unchanged(dt):
     """mean/rstd as the forward writes them go straight into layer_norm_backward, on one
     stream, never leaving the device; the chain is judged against the reference chain
     (reference forward, its float64 statistics into the reference backward)."""
-    skip_without_bf16(dt)
     case = make((4, 16, 256), 1, dt, F32)
     x, ns, w, b = case["input"], case["normalized_shape"], case["weight"], case["bias"]
     dy = np.random.default_rng(1).standard_normal(x.shape).astype(dt)

@@ -36,7 +36,7 @@ from acl_py.errors import (AclArgumentError, AclTypeError, ClosedError,
                            OperatorInvalidParameterError, OperatorNullPointerError)
 from acl_py.ops import LAYER_NORM_BACKWARD
 
-from _part_runs import skip_without_bf16
+from _part_runs import bf16_where_it_runs
 
 F32 = np.dtype(np.float32)
 F16 = np.dtype(np.float16)
@@ -136,16 +136,17 @@ def test_vendor_sample_values(path):
 # ---- dtypes --------------------------------------------------------------------------------
 
 # (input, mean/rstd, weight/bias): every combination the operator allows (statistics not
-# narrower than input: fp16 input takes bf16 statistics too).
-INPUT_COMBOS = sorted({(i, s, w) for i in DTYPES for s in DTYPES if s.itemsize >= i.itemsize
-                       for w in (i, F32)}, key=str)
-OUT_COMBOS = list(itertools.product(DTYPES, repeat=3))
+# narrower than input: fp16 input takes bf16 statistics too); those with BF16 only where the
+# part has it.
+INPUT_COMBOS = bf16_where_it_runs(sorted({(i, s, w) for i in DTYPES for s in DTYPES
+                                          if s.itemsize >= i.itemsize for w in (i, F32)},
+                                         key=str))
+OUT_COMBOS = bf16_where_it_runs(itertools.product(DTYPES, repeat=3))
 
 
 @pytest.mark.parametrize("combo", INPUT_COMBOS, ids=lambda c: "-".join(d.name for d in c))
 @pytest.mark.parametrize("outs", OUT_COMBOS, ids=lambda c: "-".join(d.name for d in c))
 def test_dtype_combinations(combo, outs):
-    skip_without_bf16(*combo, *outs)
     in_dt, stat_dt, w_dt = combo
     case = make_case((3, 2, 5), 1, in_dt, stat_dt, w_dt)
     d = to_device(case)
@@ -160,7 +161,6 @@ def test_dtype_combinations(combo, outs):
 @pytest.mark.parametrize("combo", INPUT_COMBOS, ids=lambda c: "-".join(d.name for d in c))
 def test_default_output_dtypes(combo):
     """grad_input: input's dtype; grad_weight/grad_bias: weight's, else input's."""
-    skip_without_bf16(*combo)
     in_dt, stat_dt, w_dt = combo
     for weight in (True, False):
         case = make_case((4, 6), 1, in_dt, stat_dt, w_dt, weight=weight)
@@ -314,10 +314,10 @@ def test_single_element():
     check(acl_py.layer_norm_backward(**case), case)
 
 
-@pytest.mark.parametrize("shape,dt", [((1024, 2048), F32), ((3, 700_001), BF16)],
-                         ids=["2M-fp32", "long-rows-bf16"])
+@pytest.mark.parametrize("shape,dt", bf16_where_it_runs([
+    pytest.param((1024, 2048), F32, id="2M-fp32"),
+    pytest.param((3, 700_001), BF16, id="long-rows-bf16")]))
 def test_large(shape, dt):
-    skip_without_bf16(dt)
     case = make_case(shape, 1, dt, F32, dt, seed=11)
     check(acl_py.layer_norm_backward(**case), case)
 

@@ -15,7 +15,8 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import RMS_NORM_QUANT
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, other_parts, run_on_parts
+from _part_runs import (bf16_where_it_runs, cases_where, needs_kernel, only_where,
+                        other_parts, run_on_parts)
 from _raw_call import raw_call
 from acl_py.raw import lib
 
@@ -55,10 +56,9 @@ def check(y, args, eps=1e-6):
 
 
 @pytest.mark.parametrize("path", ["numpy", "device"])
-@pytest.mark.parametrize("dt", [F16, BF16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("dt", bf16_where_it_runs([pytest.param(F16, id="f16"),
+                                                   pytest.param(BF16, id="bf16")]))
 def test_against_reference(path, dt):
-    if dt == BF16 and not acl_py.supports_bfloat16():
-        pytest.skip(f"{acl_py.soc_name()}: no BF16 x")
     args = make((3, 5, 67), dt)
     call_args = args if path == "numpy" else tuple(acl_py.DeviceTensor.from_numpy(a)
                                                    for a in args)
@@ -96,17 +96,17 @@ ERRORS = [
     # a float32 scale beside x float16: Ascend 950 takes it with a float32 or int32 offset
     (dict(scale=np.ones(1, F32)), AclTypeError, "offset" if V2 else "scale"),
     (dict(scale=np.ones(1, BF16)), AclTypeError, "scale"),
-    pytest.param(dict(offset=np.ones(1, F16)), AclTypeError, "offset",
-                 marks=pytest.mark.skipif(V2, reason="Ascend 950 takes an offset of the "
-                                          "scale's dtype"), id="offset-float16-AclTypeError"),
+    *cases_where(not V2,    # Ascend 950 takes an offset of the scale's dtype
+                 pytest.param(dict(offset=np.ones(1, F16)), AclTypeError, "offset",
+                              id="offset-float16-AclTypeError")),
     (dict(scale=np.ones(0, F16), offset=np.ones(0, I8)), AclArgumentError, "scale"),
     (dict(offset=np.ones(1, np.int32)), AclTypeError, "offset"),
     (dict(offset=np.ones(2, I8)), AclArgumentError, "offset"),
-    pytest.param(dict(epsilon=0.0), AclArgumentError, "epsilon",
-                 marks=pytest.mark.skipif(V2, reason="Ascend 950 takes any epsilon")),
-    pytest.param(dict(scale=np.ones(3, F16), offset=np.ones(3, I8)), AclArgumentError,
-                 "scale", marks=pytest.mark.skipif(not V2, reason="Ascend 950's tiling"),
-                 id="scale-not-trailing-AclArgumentError"),
+    *cases_where(not V2, (dict(epsilon=0.0), AclArgumentError, "epsilon")),  # 950: any
+    *cases_where(V2,    # Ascend 950's tiling
+                 pytest.param(dict(scale=np.ones(3, F16), offset=np.ones(3, I8)),
+                              AclArgumentError, "scale",
+                              id="scale-not-trailing-AclArgumentError")),
     (dict(epsilon="small"), AclTypeError, "epsilon"),
     (dict(out=(np.empty((2, 4), F16),)), AclTypeError, "out[0] (y)"),
     (dict(out=(np.empty((2, 5), I8),)), AclArgumentError, "out[0] (y)"),
@@ -134,10 +134,9 @@ def test_argument_errors(emulator, change, exc, argument):
     ("gamma", np.ones((2, 4), F16), 561103),     # the rank-2 reshape
     ("beta", np.ones(3, F16), 161002),
     ("offset", np.ones(1, np.int32), 161002),
-    pytest.param("epsilon", 0.0, 561103,        # the tiling's rule (not RmsNormQuantV2's)
-                 marks=pytest.mark.skipif(V2, reason="Ascend 950 takes any epsilon")),
-    pytest.param("scale", np.ones(2, F16), 561103,   # RmsNormQuantV2's tiling
-                 marks=pytest.mark.skipif(not V2, reason="Ascend 950's tiling")),
+    # the tiling's rule (not RmsNormQuantV2's: Ascend 950 takes any epsilon)
+    *cases_where(not V2, ("epsilon", 0.0, 561103)),
+    *cases_where(V2, ("scale", np.ones(2, F16), 561103)),   # RmsNormQuantV2's tiling
 ])
 def test_device_refusal_names_the_argument_and_carries_the_code(name, value, code):
     args = dict(zip(("x", "gamma", "beta", "scale", "offset"), make((2, 4))))
@@ -155,7 +154,7 @@ def test_device_refusal_names_the_argument_and_carries_the_code(name, value, cod
     assert ei.value.code == code and ei.value.call == "aclnnRmsNormQuantGetWorkspaceSize"
 
 
-@pytest.mark.skipif(not V2, reason="Ascend 950's per-column scale and epsilon")
+@only_where(V2)   # Ascend 950's per-column scale and epsilon (its own run or its child)
 def test_per_column_scale_and_any_epsilon_on_ascend_950():
     """RmsNormQuantV2 reads scale and offset per column when scale has x's trailing dims; it
     takes epsilon 0."""
@@ -185,7 +184,7 @@ def _with_dtypes(x_dt, scale_dt, offset_dt, shape=(3, 5, 40)):
     return x, g, b, np.array([0.03], scale_dt), np.array([2], offset_dt)
 
 
-@pytest.mark.skipif(not V2, reason="Ascend 950's scale/offset dtypes")
+@only_where(V2)   # Ascend 950's scale/offset dtypes (its own run or its child)
 @pytest.mark.parametrize("dts", V2_DTYPES_TAKEN,
                          ids=lambda d: "-".join(np.dtype(t).name for t in d))
 def test_ascend_950_takes_its_scale_and_offset_dtypes(dts):
@@ -288,7 +287,7 @@ def _int4_inputs():
     return x, g, b, np.array([0.25], F16), np.array([1], I8)
 
 
-@pytest.mark.skipif(not V2, reason="hifloat8 and int4 results are Ascend 950's")
+@only_where(V2)   # hifloat8 and int4 results are Ascend 950's (its run or its child)
 @pytest.mark.parametrize("path", ["numpy", "device"])
 @pytest.mark.parametrize("y_dtype", [HIF8, INT4], ids=lambda d: d.name)
 def test_hifloat8_and_int4_results_are_the_raw_calls_bits(path, y_dtype):
@@ -342,7 +341,7 @@ def test_hifloat8_and_int4_results_are_the_raw_calls_bits(path, y_dtype):
                 assert np.array_equal(as_bytes(plan.y), raw)
 
 
-@pytest.mark.skipif(not V2, reason="int4 results are Ascend 950's")
+@only_where(V2)   # int4 results are Ascend 950's (its own run or its child)
 def test_int4_needs_an_even_last_dim(emulator):
     """INT4 y on Ascend 950: x's last dim even (aclnn_rms_norm_quant.cpp CheckParams: two
     values to a byte), AclArgumentError naming x before any C call on NumPy arrays, with
@@ -359,15 +358,15 @@ def test_int4_needs_an_even_last_dim(emulator):
     assert ei.value.argument == "x" and ei.value.code == 161002
 
 
-@pytest.mark.skipif(V2, reason="Ascend 950 computes these results")
-@pytest.mark.parametrize("y_dtype", [E4M3, E5M2, HIF8, INT4], ids=lambda d: d.name)
+@only_where(not V2)   # Ascend 950 computes these results
+# int4 where the part has no int4 results (Atlas A2/A3 compute them as INT32 words)
+@pytest.mark.parametrize("y_dtype", [E4M3, E5M2, HIF8, *cases_where(not INT4_AS_WORDS, INT4)],
+                         ids=lambda d: d.name)
 def test_a_y_dtype_the_part_lacks_is_named(emulator, y_dtype):
     """A float8, hifloat8 or int4 y_dtype where the part does not compute it (int4: the Atlas
     inference parts): AclTypeError naming y_dtype and the part before any C call on NumPy
     arrays; on DeviceTensors after phase one refused it, carrying its code (161002: its y
     list)."""
-    if y_dtype is INT4 and INT4_AS_WORDS:
-        pytest.skip(f"{acl_py.soc_name()} computes int4 results (as INT32 words)")
     args = make((2, 16))
     emulator.reset_call_counts()
     with pytest.raises(AclTypeError) as ei:
@@ -392,8 +391,7 @@ def _int4_words_inputs():
     return x, g, b, np.array([0.25], F16), np.array([-1], I8)
 
 
-@pytest.mark.skipif(not (V2 or INT4_AS_WORDS),
-                    reason=f"{PART} computes no int4 results (its y list: INT8)")
+@only_where(V2 or INT4_AS_WORDS)   # elsewhere no int4 results (the y list: INT8)
 @pytest.mark.parametrize("path", ["numpy", "device"])
 def test_int4_results_are_the_raw_int32_calls_words(path):
     """y_dtype int4 on every part computing int4 results (Atlas A2/A3, where acl-py hands
@@ -452,8 +450,8 @@ def test_int4_results_are_the_raw_int32_calls_words(path):
         assert np.array_equal(values(other), want)
 
 
-@pytest.mark.skipif(not INT4_AS_WORDS, reason=f"{PART} takes no INT32 y for int4 results "
-                    f"from acl-py (Ascend 950: the INT4-typed y; elsewhere none)")
+# Ascend 950 takes the INT4-typed y from acl-py, the others no int4 results
+@only_where(INT4_AS_WORDS)
 def test_int4_words_rules_are_named(emulator):
     """Atlas A2/A3's INT32 form of int4 results: x's last dim a multiple of 8 (the tiling's
     rule, 561103: AclArgumentError naming x before any C call on NumPy arrays, with the code
@@ -531,7 +529,7 @@ def test_default_y_dtype_is_int8():
     check(y, args)
 
 
-@pytest.mark.skipif(not V2, reason="float8 results are Ascend 950's")
+@only_where(V2)   # float8 results are Ascend 950's (its own run or its child)
 @pytest.mark.parametrize("y_dtype", [E4M3, E5M2], ids=lambda d: d.name)
 def test_plan_with_a_float8_y_dtype(y_dtype):
     args = _y_inputs()
