@@ -62,6 +62,7 @@ HEADERS = [
     (INCLUDE / "aclnnop" / "aclnn_instance_norm.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_rms_norm_quant.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_batch_norm_stats.h", "opapi"),
+    (INCLUDE / "aclnnop" / "aclnn_batch_norm_reduce.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_add_rms_norm_quant.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_add_rms_norm_dynamic_quant.h", "opapi"),
     (INCLUDE / "aclnnop" / "aclnn_add_rms_norm_dynamic_quant_v2.h", "opapi"),

@@ -27,6 +27,7 @@ variable for every opt-in vendor test (see tests/test_vendor_headers.py):
                                          (built; its run refused: below),
                                          norm/sync_batch_norm_gather_stats_with_counts/
                                          examples, norm/batch_norm_elemt/examples,
+                                         norm/bn_training_reduce/examples,
                                          norm/add_layer_norm_quant/examples, run on
                                          Ascend 950;
                                          ops-math math/reduce_std_with_mean/examples) and
@@ -1468,6 +1469,23 @@ def test_vendor_batch_norm_reduce_backward_example(library):
                                              "test_aclnn_batch_norm_reduce_backward.cpp"),
                         [library])
     assert out == batch_norm_reduce_backward_example_output()
+
+
+def batch_norm_reduce_example_output() -> str:
+    """The bn_training_reduce example's input (x [1, 2, 3, 4] NCHW FLOAT, all ones): per
+    channel the sum of its 12 ones, exact in float32 in any order. The example prints sum
+    only, with %f."""
+    return "".join(f"result[{i}] is: {12.0:f}\n" for i in range(2))
+
+
+@pytest.mark.skipif(not VENDOR, reason="set ACL_PY_VENDOR_SOURCES to a directory with the "
+                    "hicann/ops-nn checkout (ops-nn/) to build its aclnnBatchNormReduce "
+                    "example against the emulator")
+@pytest.mark.parametrize("library", ["opapi", "opapi_nn"])
+def test_vendor_batch_norm_reduce_example(library):
+    out = build_and_run(OPS_NN, os.path.join("norm", "bn_training_reduce", "examples",
+                                             "test_aclnn_batch_norm_reduce.cpp"), [library])
+    assert out == batch_norm_reduce_example_output()
 
 
 def batch_norm_elemt_backward_example_output() -> str:

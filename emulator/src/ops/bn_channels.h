@@ -64,6 +64,17 @@ static inline void put_one(const tdesc *d, int64_t c, float v)
     put_tile(view_base(d), d->dtype, ACLEMU_TIES_EVEN, &d->inner, c, 1, &v);
 }
 
+/* A kernel's two per-channel results, C floats each one after the other in vals, into their
+ * [C] outputs a and b: called once every channel is read, since an output may overlap an
+ * input (aclnnBatchNormStats' mean and invstd, aclnnBatchNormReduce's sums). */
+static inline void put_two(const tdesc *a, const tdesc *b, const float *vals, int64_t C)
+{
+    for (int64_t c = 0; c < C; c++) {
+        put_one(a, c, vals[c]);
+        put_one(b, c, vals[C + c]);
+    }
+}
+
 /* A per-channel vector as floats into dst (C values), or `fill` where not given. */
 static inline void load_param(const tdesc *d, int64_t C, float fill, float *dst)
 {

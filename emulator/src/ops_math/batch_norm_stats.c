@@ -137,12 +137,7 @@ static void task_run(void *arg)
         return;
     }
     aclemu_parallel_for(P->C, T->nchunks, channels_body, T);
-    /* every channel read before either output is written (an output may overlap input) */
-    const float *mean = T->params, *invstd = mean + P->C;
-    for (int64_t c = 0; c < P->C; c++) {
-        put_one(&P->t[T_MEAN], c, mean[c]);
-        put_one(&P->t[T_INVSTD], c, invstd[c]);
-    }
+    put_two(&P->t[T_MEAN], &P->t[T_INVSTD], T->params, P->C);
 }
 
 /* ---- launch ------------------------------------------------------------------------------- */
