@@ -75,6 +75,7 @@ from .ops import rms_norm_quant, RmsNormQuant
 from .ops import batch_norm_gather_stats_with_counts, BatchNormGatherStatsWithCounts
 from .ops import batch_norm_elemt, BatchNormElemt
 from .ops import batch_norm_stats, BatchNormStats
+from .ops import batch_norm_reduce, BatchNormReduce
 from .ops import add_rms_norm_quant, AddRmsNormQuant
 from .ops import add_rms_norm_dynamic_quant, AddRmsNormDynamicQuant
 from .ops import add_rms_norm_dynamic_quant_v2, AddRmsNormDynamicQuantV2
@@ -118,7 +119,8 @@ __all__ = [
     "instance_norm", "InstanceNorm",
     "rms_norm_quant", "RmsNormQuant",
     "batch_norm_gather_stats_with_counts", "BatchNormGatherStatsWithCounts", "batch_norm_elemt",
-    "BatchNormElemt", "batch_norm_stats", "BatchNormStats", "add_rms_norm_quant",
+    "BatchNormElemt", "batch_norm_stats", "BatchNormStats", "batch_norm_reduce",
+    "BatchNormReduce", "add_rms_norm_quant",
     "AddRmsNormQuant", "add_rms_norm_dynamic_quant", "AddRmsNormDynamicQuant",
     "add_rms_norm_dynamic_quant_v2", "AddRmsNormDynamicQuantV2",
     "add_layer_norm_quant", "AddLayerNormQuant",

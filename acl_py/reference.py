@@ -1041,6 +1041,33 @@ def batch_norm_stats_error_scale(input, eps: float = 1e-5):
     return np.abs(rows).mean(axis=1), rstd * (1 + k)
 
 
+def _format_rows(x, data_format):
+    """4-D ``x`` as float64 ``(C, R)`` rows, the channel at dim 1 (NCHW) or dim 3 (NHWC)."""
+    x = _f64(x)
+    axis = 3 if data_format == "NHWC" else 1
+    return np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1)
+
+
+def batch_norm_reduce(x, data_format: str = "NCHW"):
+    """``(sum, square_sum)`` of a training BatchNorm's first half in float64 (the vendor's
+    docs/aclnnBatchNormReduce.md) over 4-D ``x``: per channel (dim 1 for NCHW, dim 3 for
+    NHWC) the sum of its values and of their squares over the other three dims (zeros for an
+    empty x)."""
+    rows = _format_rows(x, data_format)
+    return rows.sum(axis=1), (rows * rows).sum(axis=1)
+
+
+def batch_norm_reduce_error_scale(x, data_format: str = "NCHW"):
+    """Per element of :func:`batch_norm_reduce`'s outputs, the magnitude the device's float32
+    error is proportional to: ``k * sum(|x|)`` and ``k * sum(x * x)``. A float32 sum of ``R``
+    values, in any order, is off by at most ``R`` roundings of partial sums no larger than the
+    sum of magnitudes (one more for each rounded square): ``RTOL`` (1e-5) covers that up to
+    about 160 values, so ``k`` grows with a longer channel (``R * 2**-24 / 1e-5``)."""
+    rows = _format_rows(x, data_format)
+    k = max(1.0, (rows.shape[1] + 1) * 2.0 ** -24 / RTOL["float32"])
+    return k * np.abs(rows).sum(axis=1), k * (rows * rows).sum(axis=1)
+
+
 def _gather_terms(mean, invstd, counts, eps):
     """The ranks' statistics as float64 ``(N, C)`` rows, their counts as ``(N, 1)``, the total
     count ``S``, the global mean ``(1, C)`` and each rank's variance ``1 / invstd^2 - eps``."""

@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 ShapeLike = Union[int, Sequence[int]]
 
 _ND = 2            # ACL_FORMAT_ND
+# The aclFormat values (acl/acl_base.h) a tensor may be described in besides ND: the layouts
+# op_apis check x's storage format against (aclnnBatchNormReduce: NCHW or NHWC).
+FORMATS = {"NCHW": 0, "NHWC": 1, "ND": _ND}
+_FORMAT_NAMES = {v: k for k, v in FORMATS.items()}
 _MAX_RANK = 25     # what aclCreateTensor accepts: CANN's MAX_DIM_NUM (operators check theirs)
 _INT64_MAX = 2 ** 63 - 1
 
@@ -615,8 +619,8 @@ class DeviceTensor:
         if layout is None:
             layout = _layout(key)
         dims, nd, code, strides, storage_dims = layout
-        h = L.aclCreateTensor(dims, nd, code, strides, self._offset, _ND, storage_dims, 1,
-                              bst.ptr)
+        h = L.aclCreateTensor(dims, nd, code, strides, self._offset, self._format,
+                              storage_dims, 1, bst.ptr)
         if not h:
             check_create(h, "aclCreateTensor")
         return h
@@ -636,6 +640,23 @@ class DeviceTensor:
         buf = target.buffer
         self._buf = buf
         self.allocation = buf.allocation
+
+    # Every tensor is described as ND, but a view made by with_format (a class attribute: no
+    # per-tensor cost where it never changes).
+    _format = _ND
+
+    def with_format(self, format: str) -> DeviceTensor:
+        """A view of this tensor (same memory, shape, strides, offset) whose aclTensor has
+        the aclFormat ``format`` (a name of :data:`FORMATS`: ``"NCHW"``, ``"NHWC"``, ``"ND"``)
+        instead of ND: for an op_api that reads an input's layout from its storage format
+        (aclnnBatchNormReduce's x). Its views keep that format."""
+        code = FORMATS.get(format) if isinstance(format, str) else None
+        if code is None:
+            raise AclArgumentError("format", f"{format!r} is not one of "
+                                   f"{', '.join(FORMATS)}")
+        self._live()
+        v = self._view(self._shape, self._strides, self._offset)
+        return v if code == _ND else _formatted(v, code)
 
     def new_handle(self) -> Any:
         """A NEW ``aclTensor *`` describing this view, owned by the caller (not cached, not
@@ -929,8 +950,10 @@ class DeviceTensor:
     def __repr__(self):
         state = " closed" if self.closed else ""
         dtype = self._dtype if self._acl is None else self._acl.name
+        fmt = "" if self._format == _ND else f" format={_FORMAT_NAMES[self._format]}"
         return (f"<acl_py.DeviceTensor{state} shape={self._shape} dtype={dtype} "
-                f"strides={self._strides} offset={self._offset} device={self.allocation.device}>")
+                f"strides={self._strides} offset={self._offset}{fmt} "
+                f"device={self.allocation.device}>")
 
 
 def _drop_after_fork():
@@ -941,4 +964,24 @@ def _drop_after_fork():
 
 _rt.register_step("fork", _drop_after_fork)
 
-__all__ = ["DeviceTensor"]
+
+class _FormatView(DeviceTensor):
+    """A view described in another aclFormat than ND (:meth:`DeviceTensor.with_format`)."""
+
+    __slots__ = ("_format",)
+
+    def _view(self, shape, strides, offset):
+        # a view of it (an executor's own copy: ops._two_phase.own_copy) keeps the format
+        return _formatted(super()._view(shape, strides, offset), self._format)
+
+
+def _formatted(v, code):
+    """New view ``v`` (no aclTensor yet) as a :class:`_FormatView` in aclFormat ``code``."""
+    f = object.__new__(_FormatView)
+    for name in DeviceTensor.__slots__[:-1]:     # all but __weakref__
+        setattr(f, name, getattr(v, name))
+    f._format = code
+    return f
+
+
+__all__ = ["DeviceTensor", "FORMATS"]

@@ -16,7 +16,8 @@
 ``acl_py.instance_norm``, ``acl_py.InstanceNorm``, ``acl_py.rms_norm_quant``,
 ``acl_py.RmsNormQuant``, ``acl_py.batch_norm_gather_stats_with_counts``, ``acl_py.BatchNormGatherStatsWithCounts``,
 ``acl_py.batch_norm_elemt``, ``acl_py.BatchNormElemt``, ``acl_py.batch_norm_stats``,
-``acl_py.BatchNormStats``, ``acl_py.add_rms_norm_quant``, ``acl_py.AddRmsNormQuant``,
+``acl_py.BatchNormStats``, ``acl_py.batch_norm_reduce``, ``acl_py.BatchNormReduce``,
+``acl_py.add_rms_norm_quant``, ``acl_py.AddRmsNormQuant``,
 ``acl_py.add_rms_norm_dynamic_quant``, ``acl_py.AddRmsNormDynamicQuant``,
 ``acl_py.add_rms_norm_dynamic_quant_v2``, ``acl_py.AddRmsNormDynamicQuantV2``,
 ``acl_py.add_layer_norm_quant`` and ``acl_py.AddLayerNormQuant`` are re-exported at the package top
@@ -25,7 +26,7 @@ level.
 cases); importing this package fills it."""
 from ._declare import (DECLARED, Arg, Declared, OutputError, OutputNotWritten, Part, Plan,
                        as_many_elements, bool_array, configured, double, flag, int_array,
-                       integer, output, part_of, string, tensor)
+                       format_option, integer, output, part_of, string, tensor)
 from ._two_phase import Executor, Operator, Param, value
 from .layer_norm import LAYER_NORM, LayerNorm, layer_norm
 from .layer_norm_backward import LAYER_NORM_BACKWARD, LayerNormBackward, layer_norm_backward
@@ -56,6 +57,7 @@ from .batch_norm_gather_stats_with_counts import (BATCH_NORM_GATHER_STATS_WITH_C
                                                   batch_norm_gather_stats_with_counts)
 from .batch_norm_elemt import BATCH_NORM_ELEMT, BatchNormElemt, batch_norm_elemt
 from .batch_norm_stats import BATCH_NORM_STATS, BatchNormStats, batch_norm_stats
+from .batch_norm_reduce import BATCH_NORM_REDUCE, BatchNormReduce, batch_norm_reduce
 from .add_rms_norm_quant import ADD_RMS_NORM_QUANT, AddRmsNormQuant, add_rms_norm_quant
 from .add_rms_norm_dynamic_quant import (ADD_RMS_NORM_DYNAMIC_QUANT,
                                          ADD_RMS_NORM_DYNAMIC_QUANT_V2,
@@ -84,6 +86,7 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "batch_norm_gather_stats_with_counts", "BatchNormGatherStatsWithCounts",
            "BATCH_NORM_GATHER_STATS_WITH_COUNTS", "batch_norm_elemt", "BatchNormElemt",
            "BATCH_NORM_ELEMT", "batch_norm_stats", "BatchNormStats", "BATCH_NORM_STATS",
+           "batch_norm_reduce", "BatchNormReduce", "BATCH_NORM_REDUCE",
            "add_rms_norm_quant", "AddRmsNormQuant", "ADD_RMS_NORM_QUANT",
            "add_rms_norm_dynamic_quant", "AddRmsNormDynamicQuant", "ADD_RMS_NORM_DYNAMIC_QUANT",
            "add_rms_norm_dynamic_quant_v2", "AddRmsNormDynamicQuantV2",
@@ -92,5 +95,5 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "Operator",
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
-           "tensor", "output", "as_many_elements", "configured", "int_array", "bool_array",
-           "double", "integer", "flag", "string", "value"]
+           "tensor", "output", "as_many_elements", "format_option", "configured", "int_array",
+           "bool_array", "double", "integer", "flag", "string", "value"]

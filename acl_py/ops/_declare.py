@@ -30,6 +30,9 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
   and returns that array; its ``out=`` entry must be None;
 * whether the part writes an output (``unwritten(a, part)``: why not, e.g. AddRmsNorm's rstd
   on Atlas inference parts).
+* an input's **aclFormat** where the op_api reads its layout from the storage format
+  (``tensor("x", format="data_format")`` beside a :func:`format_option` of that name: phase
+  one gets a :meth:`~acl_py.DeviceTensor.with_format` view of it; every other tensor is ND).
 
 Relations between arguments that are the operator's own (trailing dims, matching shapes) are
 one ``check(a)`` function of the declaration, raising :class:`~acl_py.AclArgumentError` naming
@@ -83,8 +86,9 @@ from ._two_phase import (BOOL_ARRAY, INT_ARRAY, STRING, TENSOR, VALUE, Executor,
 
 __all__ = ["Arg", "tensor", "output", "shape_of", "dtype_of", "check_same_shape",
            "check_trailing_dims", "as_many_elements", "int_array", "bool_array", "double",
-           "integer", "flag", "string", "option", "dtype_option", "Declared", "Plan", "Part", "part_of", "DECLARED", "OutputError",
-           "OutputNotWritten", "FLOATS", "REQUIRED"]
+           "integer", "flag", "string", "option", "dtype_option", "format_option", "Declared",
+           "Plan", "Part", "part_of", "DECLARED", "OutputError", "OutputNotWritten", "FLOATS",
+           "REQUIRED"]
 
 # What operator functions take and give: NumPy arrays or DeviceTensors, one kind a call
 # (the same kind out as in), and their out= sequences.
@@ -110,13 +114,14 @@ class Arg(Param):
 
     __slots__ = ("py", "role", "optional", "default", "dtypes", "like", "or_float32", "or_wider",
                  "shape", "dtype", "fits", "when", "length", "items", "convert", "value_type",
-                 "written", "into", "unwritten", "int4_as_int32")
+                 "written", "into", "unwritten", "int4_as_int32", "format")
 
     def __init__(self, c_name, kind, role=IN, *, name=None, optional=False, default=REQUIRED,
                  dtypes=None, like=None, or_float32=False, or_wider=False, shape=None, dtype=None,
                  fits=None, when=None, length=None, items=None, convert=None,
-                 written=False, into=None, unwritten=None, int4_as_int32=None):
+                 written=False, into=None, unwritten=None, int4_as_int32=None, format=None):
         super().__init__(c_name, kind)
+        self.format = format      # see tensor()
         self.unwritten = unwritten
         self.int4_as_int32 = int4_as_int32    # see output()
         # a plain C value's conversion (double: _double, int64_t: _integer, bool: _flag) and
@@ -149,13 +154,15 @@ class Arg(Param):
 
 
 def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_float32=False,
-           or_wider=False, written=False):
+           or_wider=False, written=False, format=None):
     """An input ``const aclTensor *``; ``like``: its dtype must be that argument's
     (``or_float32``: or float32; ``or_wider``: or any of ``dtypes`` at least as wide).
     ``written``: an ``aclTensor *...Ref`` the operator also writes a result into (named by an
-    ``output(..., into=name)``)."""
+    ``output(..., into=name)``). ``format``: the Python name of a :func:`format_option`
+    whose value is the aclFormat phase one gets this tensor in (a view of it,
+    :meth:`~acl_py.DeviceTensor.with_format`; every other tensor goes as ND)."""
     return Arg(c_name, TENSOR, IN, name=name, optional=optional, dtypes=dtypes, like=like,
-               or_float32=or_float32, or_wider=or_wider, written=written)
+               or_float32=or_float32, or_wider=or_wider, written=written, format=format)
 
 
 def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
@@ -309,6 +316,20 @@ def option(name, convert, *, default=REQUIRED):
     by the declaration's rules as ``a.<name>`` (an output's ``dtype(a)``, ``check(a)``, the
     reference)."""
     return Arg(name, OPTION, IN, name=name, default=default, convert=convert)
+
+
+def format_option(name, formats, *, default):
+    """An :func:`option` naming a tensor's layout, one of ``formats`` (names of
+    :data:`acl_py.tensor.FORMATS`, e.g. ``("NCHW", "NHWC")``): ``a.<name>`` is the name, and
+    a :func:`tensor` declared with ``format=name`` goes to phase one in that aclFormat."""
+    def convert(v, argument):
+        if type(v) is not str:
+            raise AclTypeError(argument, f"expected a str ({', '.join(formats)}), got "
+                               f"{type(v).__name__}")
+        if v not in formats:
+            raise AclArgumentError(argument, f"{v!r} is not one of {', '.join(formats)}")
+        return v
+    return option(name, convert, default=default)
 
 
 def dtype_option(name, dtypes, *, default):
@@ -553,7 +574,7 @@ class Declared(Operator):
                  "smoke_cases", "smoke_full_cases", "rule_codes", "parts", "_first",
                  "_first_index", "_into",
                  "_dtype_order", "_out_names", "_c_order", "_bound", "_in_steps", "_out_steps",
-                 "_unwritten")
+                 "_unwritten", "_formatted")
 
     def __init__(self, name, args, *, check=None, reference=None, error_scale=None,
                  smoke_cases=(), smoke_full_cases=(), rule_codes=(), parts=None,
@@ -610,6 +631,9 @@ class Declared(Operator):
         # the outputs a part may leave unwritten: (index, predicate); most operators have none
         self._unwritten = tuple((k, o.unwritten) for k, o in enumerate(self.outputs)
                                 if o.unwritten is not None)
+        # the input tensors phase one gets in the aclFormat an option names (tensor(format=))
+        self._formatted = tuple((i, arg) for i, arg in enumerate(self.inputs)
+                                if arg.kind is TENSOR and arg.format is not None)
         if register:
             if self.short_name in DECLARED:
                 raise ValueError(f"{name}: {self.short_name!r} is declared already "
@@ -851,6 +875,8 @@ class Declared(Operator):
                 args.append(IntArray(a[arg.py]))
             elif arg.kind is BOOL_ARRAY:
                 args.append(None if a[arg.py] is None else BoolArray(a[arg.py]))
+            elif arg.format is not None and a[arg.py] is not None:
+                args.append(a[arg.py].with_format(a[arg.format]))
             elif arg.kind is not OPTION:
                 args.append(a[arg.py])
         return tuple(args)
@@ -926,8 +952,16 @@ class Declared(Operator):
                 cvals[i] = e[1]
         a = _new_tuple(self._bound, py)
         why = self.not_written(a, part_of(dev)) if self._unwritten else None
-        words = []      # INT32 views of INT4 outputs handed to phase one (see output())
+        # the views handed to phase one in place of the caller's tensors, closed once it has
+        # read them: INT4 outputs' INT32 words (see output()), inputs in another aclFormat
+        words = []
         try:
+            for i, arg in self._formatted:
+                t = py[i]
+                if t is not None:
+                    t = t.with_format(a[arg.format])
+                    words.append(t)
+                    cvals[i] = t.handle
             outs = self._outputs(a, values, out, dev, sst, cvals, allocs, why, words)
             try:
                 self.enqueue(cvals if self._c_order is None else
@@ -943,7 +977,7 @@ class Declared(Operator):
                 self._diagnose(values, out, DeviceTensor, dev, e)
                 raise
         finally:
-            for w in words:     # their aclTensors: phase one has read them
+            for w in words:
                 w.close()
         return outs
 
