@@ -9,9 +9,9 @@ in that aclFormat (``format_option``; every other tensor is ND). An empty x give
 
 Python-level checks (see :mod:`._declare`: NumPy calls make them before any C call,
 DeviceTensor calls when phase one refuses, to name the argument): argument kinds; dtypes
-(x float32/float16/bfloat16, the outputs float32); ``data_format`` NCHW or NHWC; x of rank 4
-(stricter than the op_api's empty branch, which takes an empty x of any rank: a DeviceTensor
-call with one gets its zeros, of shape (1,) by default); a given output ``(C,)``, or of any
+(x float32/float16/bfloat16, the outputs float32); ``data_format`` NCHW or NHWC; a non-empty x
+of rank 4 (the op_api's empty branch comes first and takes an empty x of any rank: such a call
+gets zeros, of shape (1,) by default, on either path); a given output ``(C,)``, or of any
 shape (rank 8 at most) where x or an output is empty (that branch again). The part's
 dtype list (bfloat16 on Atlas A2/A3 and Ascend 950) is phase one's. The op_api has no part
 check, and every part runs its BNTrainingReduce (an AscendC kernel on Ascend 950, a TBE one
@@ -36,8 +36,9 @@ __all__ = ["batch_norm_reduce", "BatchNormReduce", "BATCH_NORM_REDUCE"]
 
 
 def _check(a):
-    """The op_api's shape rule that names x (aclnn_batch_norm_reduce.cpp CheckShape)."""
-    if len(a.x.shape) != 4:
+    """The op_api's shape rule that names x (aclnn_batch_norm_reduce.cpp CheckShape), which
+    its empty branch precedes: an empty x of any rank is taken (zeros)."""
+    if len(a.x.shape) != 4 and 0 not in a.x.shape:
         raise AclArgumentError("x", f"shape {a.x.shape} must have 4 dims ({a.data_format})")
 
 
