@@ -4,8 +4,9 @@ gemma_rms_norm.py, inplace_add_rms_norm.py, add_layer_norm.py, deep_norm.py,
 group_norm_silu.py, group_norm_silu_v2.py, batch_norm.py, deep_norm_grad.py,
 group_norm_backward.py, batch_norm_backward.py, batch_norm_reduce_backward.py,
 batch_norm_elemt_backward.py, instance_norm.py, rms_norm_quant.py, batch_norm_elemt.py,
-batch_norm_gather_stats_with_counts.py, batch_norm_stats.py, add_rms_norm_quant.py,
-add_rms_norm_dynamic_quant.py, add_rms_norm_dynamic_quant_v2.py, add_layer_norm_quant.py) print
+batch_norm_gather_stats_with_counts.py, batch_norm_stats.py, batch_norm_reduce.py,
+add_rms_norm_quant.py, add_rms_norm_dynamic_quant.py, add_rms_norm_dynamic_quant_v2.py,
+add_layer_norm_quant.py) print
 exactly what the examples print on a device (batch_norm_gather_stats_with_counts.py with the
 eight means its example reads past its host vector given; add_rms_norm_dynamic_quant.py and its
 V2 with the scales' whole 8 bytes allocated, where their examples allocate 4).
@@ -39,6 +40,7 @@ from test_vendor_examples import (ADD_LAYER_NORM_HEADERS, add_example_output,
                                   batch_norm_gather_stats_with_counts_port_output,
                                   batch_norm_stats_example_output,
                                   batch_norm_reduce_backward_example_output,
+                                  batch_norm_reduce_example_output,
                                   batch_norm_example_output,
                                   deep_norm_example_output, deep_norm_grad_example_output,
                                   group_norm_backward_example_output,
@@ -231,6 +233,11 @@ def batch_norm_stats_reference():
     return list(reference.batch_norm_stats(np.arange(1.0, 7).reshape(2, 3), 1e-5))
 
 
+def batch_norm_reduce_reference():
+    """sum of the batch_norm_reduce example's data in float64 (the example prints sum only)."""
+    return [reference.batch_norm_reduce(np.ones((1, 2, 3, 4)), "NCHW")[0]]
+
+
 def batch_norm_gather_stats_with_counts_reference():
     """meanAll of the gather example's data (the port's: the unread means 0) in float64."""
     mean = np.array(list(range(8)) + [0] * 8, float).reshape(4, 4)
@@ -370,6 +377,9 @@ PORTS = [
     # both printed as "mean result[i]": mean, then invstd = 1 / sqrt(2.25 + 1e-5)
     Port("batch_norm_stats.py", batch_norm_stats_example_output, batch_norm_stats_reference,
          "aclnnBatchNormStatsGetWorkspaceSize"),
+    # x described as NCHW (a format view of its memory); the example prints sum only
+    Port("batch_norm_reduce.py", batch_norm_reduce_example_output, batch_norm_reduce_reference,
+         "aclnnBatchNormReduceGetWorkspaceSize"),
 ]
 ports = pytest.mark.parametrize("port", PORTS, ids=repr)
 
