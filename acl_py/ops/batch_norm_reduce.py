@@ -12,7 +12,7 @@ DeviceTensor calls when phase one refuses, to name the argument): argument kinds
 (x float32/float16/bfloat16, the outputs float32); ``data_format`` NCHW or NHWC; a non-empty x
 of rank 4 (the op_api's empty branch comes first and takes an empty x of any rank: such a call
 gets zeros, of shape (1,) by default, on either path); a given output ``(C,)``, or of any
-shape (rank 8 at most) where x or an output is empty (that branch again). The part's
+shape where x or an output is empty (that branch again). The part's
 dtype list (bfloat16 on Atlas A2/A3 and Ascend 950) is phase one's. The op_api has no part
 check, and every part runs its BNTrainingReduce (an AscendC kernel on Ascend 950, a TBE one
 elsewhere: docs/emulator.md), although the vendor's docs list the Atlas training and
@@ -51,11 +51,12 @@ def _channels(a):
 
 
 def _fits(a, given, part=None, shapes=None):
-    """A given output's shape other than ``(C,)``: phase one takes any (of rank 8 at most, the
-    emulator's stricter rule) when x or an output is empty, for the op_api's empty branch
-    comes before its checks (aclnn_batch_norm_reduce.cpp); otherwise none."""
+    """A given output's shape other than ``(C,)``: phase one takes any when x or an output is
+    empty, for the op_api's empty branch comes before its checks (aclnn_batch_norm_reduce.cpp;
+    the emulator's stricter rank limit there is phase one's to apply, with its code);
+    otherwise none."""
     if 0 in a.x.shape or any(0 in s for s in (shapes or {}).values()):
-        return None if len(given) <= 8 else "has more than 8 dims"
+        return None
     return f"!= {_channels(a)} (one value per channel of x {a.x.shape}, {a.data_format})"
 
 
