@@ -9,7 +9,8 @@ Forward (:func:`layer_norm`), with the same ``M``/``N`` split as below::
 
 RmsNorm (:func:`rms_norm`, over gamma's dims): ``rstd = 1 / sqrt(mean_R(x^2) + epsilon)``,
 ``y = x * rstd * gamma``; its error scale (:func:`rms_norm_error_scale`) is ``|y|``'s own
-magnitude (the sum of squares has no cancellation) and ``rstd``. Its backward
+magnitude (the sum of squares has no cancellation; for float16 x also the Atlas training
+parts' float16 rounding of ``x * rstd``) and ``rstd``. Its backward
 (:func:`rms_norm_grad`, with the saved ``rstd``): ``xr = x * rstd``,
 ``dx = (dy * gamma - xr * mean_R(dy * gamma * xr)) * rstd``, ``dgamma = sum_A(dy * xr)``; its
 error scale (:func:`rms_norm_grad_error_scale`) is the same with every term made non-negative.
@@ -255,13 +256,27 @@ def rms_norm(x, gamma, epsilon: float = 1e-6):
     return (x2 * rstd * g).reshape(xf.shape), rstd.reshape(rstd_shape)
 
 
-def rms_norm_error_scale(x, gamma, epsilon: float = 1e-6):
-    """Per element of ``(y, rstd)``, the magnitude a float32-accumulated result's rounding
-    error is proportional to: every term of the sum of squares is non-negative, so the error
-    is relative: ``y``'s own magnitude ``|x| * rstd * |gamma|``, and ``rstd``."""
+def _rms_scale(x, gamma, epsilon):
     xf, x2, g, rstd_shape = _rms_split(x, gamma)
     rstd = _rstd(x2, epsilon)
     return (np.abs(x2) * rstd * np.abs(g)).reshape(xf.shape), rstd.reshape(rstd_shape)
+
+
+def rms_norm_error_scale(x, gamma, epsilon: float = 1e-6):
+    """Per element of ``(y, rstd)``, the magnitude a float32-accumulated result's rounding
+    error is proportional to: every term of the sum of squares is non-negative, so the error
+    is relative: ``y``'s own magnitude ``|x| * rstd * |gamma|``, and ``rstd``. For float16 x
+    the Atlas training parts' whole-reduce-sum kernel rounds ``x * rstd`` to float16 before
+    multiplying by gamma (in float16): up to ``|gamma|`` times that rounding's error
+    (``2^-11 * |x * rstd|``, at least float16's smallest half spacing) more in ``y``, carried
+    as magnitude."""
+    y, rstd = _rms_scale(x, gamma, epsilon)
+    if np.asarray(x).dtype == np.float16:
+        xf, x2, g, _ = _rms_split(x, gamma)
+        t = np.abs(x2) * _rstd(x2, epsilon)
+        cast = 2.0 ** -(_FLOAT_FORMAT["float16"][0] + 1) * t + half_ulp(0.0, "float16")
+        y = y + (cast * np.abs(g)).reshape(xf.shape) / RTOL["float16"]
+    return y, rstd
 
 
 # A quantized (integer) output is held to one quantization step: the reference quantizes the
@@ -519,8 +534,9 @@ def gemma_rms_norm(x, gamma, epsilon: float = 1e-6):
 
 def gemma_rms_norm_error_scale(x, gamma, epsilon: float = 1e-6):
     """:func:`rms_norm_error_scale` with ``1 + gamma`` as the scale (the device rounds
-    ``1 + gamma`` to float32: one more float32 rounding, within ``RTOL``)."""
-    return rms_norm_error_scale(x, _f64(gamma) + 1, epsilon)
+    ``1 + gamma`` to float32: one more float32 rounding, within ``RTOL``), without its
+    float16 widening (no kernel on the Atlas training parts)."""
+    return _rms_scale(x, _f64(gamma) + 1, epsilon)
 
 
 def add_rms_norm(x1, x2, gamma, epsilon: float = 1e-6):

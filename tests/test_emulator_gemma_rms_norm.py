@@ -20,8 +20,7 @@ from _emu_aclnn import SOC, refused_by, rstd_shape, run_phase_two
 from _part_runs import only_where, other_parts, run_on_parts, runs_here
 from _emu_aclnn import phase_one as aclnn_phase_one
 from test_emulator_rms_norm import views   # the same four tensors as RmsNorm's
-from test_emulator_rms_norm import (assert_order_seen, device_chain, kernel_order,
-                                    needs_modelled_order, order_data)
+from test_emulator_rms_norm import assert_order_seen, device_chain, kernel_order, order_data
 
 P1 = lib.aclnnGemmaRmsNormGetWorkspaceSize
 P2 = lib.aclnnGemmaRmsNorm
@@ -103,7 +102,6 @@ def test_kernel_order_bits(arena, xdt, n):
     """rstd and y bit for bit against the chain of the kernel getUbFactor picks (normal or
     split-D, at GemmaRmsNorm's own factors; never RmsNorm's merge-N; on Ascend 950 RmsNorm's
     perf or split-D template), and not another's."""
-    needs_modelled_order()
     rng = np.random.default_rng(n)
     x, g = order_data(rng, 64, n, xdt), rand(rng, (n,), xdt, 0.5, 0.0)
     y, rstd = call(arena, x, g)

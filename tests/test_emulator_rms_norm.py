@@ -61,11 +61,13 @@ def needs_bf16(*dts):
 
 # ---- numbers ---------------------------------------------------------------------------------
 
-# The parts whose kernels' sum orders are modelled: Atlas A2/A3 (DAV_2201; the tilings see the
-# A2 parts as SocVersion ASCEND910B, the A3 ones as ASCEND910_93) and the inference parts.
+# The parts' kernels: Atlas A2/A3 (DAV_2201; the tilings see the A2 parts as SocVersion
+# ASCEND910B, the A3 ones as ASCEND910_93), the inference parts, the training parts (DAV_1001,
+# SocVersion ASCEND910: Tiling4RmsNorm's own branch) and Ascend 950.
 A2 = SOC.startswith("Ascend910B") and BF16_PART
-DAV_2201 = A2 or SOC.startswith("Ascend910_9")
 INFERENCE = SOC.startswith("Ascend310P")
+TRAINING = SOC.startswith(("Ascend910A", "Ascend910Pro", "Ascend910Prem")) or SOC == "Ascend910B"
+TRAINING_UB_FLOATS = (262144 - 1024) // 4  # their UB (platform_config ub_size) less UB_USED
 A2_UB = 196608 - 1024  # the A2/A3 UB less the tiling's UB_USED
 ARCH35 = SOC.startswith("Ascend950")
 UB_950 = 253952 - 1024  # Ascend 950's UB (platform_config ub_size) less UB_USED
@@ -111,12 +113,32 @@ def regbase_split_order(xdt, gdt, n):
     return ("split", bx, factor, loop)
 
 
+def training_order(xdt, n):
+    """Tiling4RmsNorm's SocVersion ASCEND910 branch (D: the UB less UB_USED, in floats):
+    ("whole-reduce",) (rms_norm_whole_reduce_sum.h) while rowFactor = (D - aligned N) //
+    (64 + 2 * aligned N) is at least 1; else ("training-slices", ubFactor) (rms_norm_split_d.h,
+    key 1): onceReduceMaxCols = b * (D - 64 * 8 - 64) // (3 + 2b) down to a block (b = 2 for
+    FLOAT16, 1 for FLOAT), ubFactor = aligned N over ceil(aligned N / that) tiles, rounded up
+    to a block."""
+    blk = 8 if xdt == F32 else 16
+    na, d = -(-n // blk) * blk, TRAINING_UB_FLOATS
+    if d > na and (d - na) // (64 + 2 * na) >= 1:
+        return ("whole-reduce",)
+    b = blk // 8
+    once = b * (d - 64 * 8 - 64) // (3 + 2 * b) // blk * blk
+    tiles = -(-na // once)
+    return ("training-slices", -(-(-(-na // tiles)) // blk) * blk)
+
+
 def kernel_order(xdt, gdt, n, m, gemma=False):
     """The kernel op_host/rms_norm_tiling.cpp picks on this part, as its row sum's order:
     ("lane-blocks",), ("half-interval",) or ("slices", columns per slice); Ascend 950's
-    regbase_order (GemmaRmsNorm's tiling calls the same function there)."""
+    regbase_order (GemmaRmsNorm's tiling calls the same function there); the training
+    parts' training_order."""
     if ARCH35:
         return regbase_order(xdt, gdt, n)
+    if TRAINING:
+        return training_order(xdt, n)
     b16 = xdt != F32
     aligned = -(-n // (16 if b16 else 8)) * (16 if b16 else 8)
     ub = (10240 if b16 else 8192) if gemma else (12288 if b16 else 10240)
@@ -217,14 +239,34 @@ def split_sums(sq, bx, u, loop):
     return merge(levels[0 if counts[0] else 1 if counts[1] else 2])
 
 
+def to_repeat_sums(t):
+    """The training parts' split-D slice sum over float32 t [M, n >= 16] (avg already
+    multiplied in): ReduceSumHalfIntervalToRepeat (rms_norm_base.h: the part past the largest
+    power of two added onto the front, halved down to 16, the last halving into 8 lanes), then
+    WholeReduceSum of those 8 (mask 8: one repeat's fold, the other lanes off)."""
+    t = np.array(t, F32)
+    n = t.shape[1]
+    body = 1 << (n.bit_length() - 1)
+    t[:, :n - body] += t[:, body:n]
+    while body > 16:
+        body //= 2
+        t[:, :body] += t[:, body:2 * body]
+    return fold64(np.pad(t[:, :8] + t[:, 8:16], ((0, 0), (0, 56))))
+
+
 def row_sums(order, sq):
+    if order[0] == "training-slices":  # sq holds the squares times avg here
+        acc = np.zeros(sq.shape[0], F32)
+        for c in range(0, sq.shape[1], order[1]):
+            acc = acc + to_repeat_sums(sq[:, c:c + order[1]])
+        return acc
     if order[0] == "perf":
         return perf_sums(sq, order[1])
     if order[0] == "split":
         return split_sums(sq, *order[1:])
     if order[0] == "lane-blocks":
         return lane_blocks_sum(sq)
-    if order[0] == "half-interval":
+    if order[0] in ("half-interval", "whole-reduce"):
         return half_interval_sum(sq)
     acc = np.zeros(sq.shape[0], F32)
     for c in range(0, sq.shape[1], order[1]):
@@ -235,18 +277,27 @@ def row_sums(order, sq):
 def device_chain(x, g, eps, order, gamma_offset=0.0):
     """(y, rstd) as the kernel computes them, every step one float32 rounding: the squares
     summed in the kernel's order, rstd = 1 / sqrt(sum * avg + eps) (Ascend 950's perf
-    template: norm_common's Newton-Raphson rstd of sum * avg), y = (x * rstd) * gamma
-    rounded once to x's dtype."""
+    template: norm_common's Newton-Raphson rstd of sum * avg; the training parts' split-D:
+    each square times avg before the sum, 1 / sqrt(sum + eps)), y = (x * rstd) * gamma
+    rounded once to x's dtype (the training parts' whole-reduce-sum kernel with FLOAT16 x:
+    x * rstd rounded to FLOAT16, then times gamma in FLOAT16)."""
     n = g.size
     x2 = x.astype(F32).reshape(-1, n)
-    s = row_sums(order, x2 * x2)
     f = np.float32
-    if order[0] == "perf":
-        rstd = np.array([v2_rstd(v, eps, False) for v in s * (f(1) / f(n))], F32)
+    avg = f(1) / f(n)
+    if order[0] == "training-slices":
+        var = row_sums(order, (x2 * x2) * avg)
     else:
-        rstd = f(1) / np.sqrt(s * (f(1) / f(n)) + f(eps))
+        var = row_sums(order, x2 * x2) * avg
+    if order[0] == "perf":
+        rstd = np.array([v2_rstd(v, eps, False) for v in var], F32)
+    else:
+        rstd = f(1) / np.sqrt(var + f(eps))
     gf = g.astype(F32).reshape(n) + f(gamma_offset)
-    return ((x2 * rstd[:, None]) * gf).astype(x.dtype).reshape(x.shape), rstd
+    t = x2 * rstd[:, None]
+    if order[0] == "whole-reduce" and x.dtype == F16:
+        t = t.astype(F16).astype(F32)  # the FLOAT16 Cast, then a FLOAT16 Mul (exact in float)
+    return (t * gf).astype(x.dtype).reshape(x.shape), rstd
 
 
 def order_data(rng, m, n, xdt):
@@ -263,6 +314,9 @@ def assert_order_seen(rstd, x, g, order, gamma_offset=0.0):
     n = g.size
     if ARCH35:
         assert_regbase_seen(rstd, x, g, order, gamma_offset)
+        return
+    if TRAINING:
+        assert_training_seen(rstd, x, g, order)
         return
     if n == 128:
         return
@@ -289,21 +343,47 @@ def assert_regbase_seen(rstd, x, g, order, gamma_offset):
         assert not np.array_equal(rstd, got), (order, other)
 
 
-def needs_modelled_order():
-    if not (DAV_2201 or INFERENCE or ARCH35):
-        pytest.skip(f"{SOC}: its kernels' sum orders are not modelled (docs/emulator.md)")
+def assert_training_seen(rstd, x, g, order):
+    """The training parts: split-D's rstd is neither the whole-reduce-sum kernel's nor the
+    other parts' split-D's over the same slices (a 64-lane fold, avg after the sum); the
+    whole-reduce-sum's not a split-D's past 64 columns, nor ReduceSumMultiN's past 128 (up
+    to there the orders add the same pairs); its FLOAT16 y not the once-rounded one."""
+    n = g.size
+    if order[0] == "training-slices":
+        others = [("half-interval",), ("slices", order[1])]
+    else:
+        others = ([("lane-blocks",)] if n > 128 else []) + \
+            ([("training-slices", -(-n // 2))] if n > 64 else [])
+    for other in others:
+        got = device_chain(x, g, 1e-6, other)[1]
+        assert not np.array_equal(rstd, got), (order, other)
+    if order[0] == "whole-reduce" and x.dtype == F16:
+        once = device_chain(x, g, 1e-6, ("half-interval",))[0]
+        assert not np.array_equal(device_chain(x, g, 1e-6, order)[0], once)
 
 
 # (x, gamma, N, rows): each side of every boundary of Tiling4RmsNorm's choice; on Ascend 950
 # of TilingArch354RmsNorm's (perf up to 12536 FLOAT or 16384 16-bit columns) and of each of
 # the perf sum's branches (64, 128, 8192 aligned columns) and split-D's tails (none, up to
-# half an ubFactor, more; single chunks after them)
-ORDER_CASES = [(F32, F32, 64, 16), (F16, F16, 65, 16), (BF16, BF16, 128, 16),
-               (F32, F32, 129, 64), (F32, F32, 2000, 64), (F16, F16, 8192, 64),
-               (F16, F16, 8193, 64), (F32, F32, 12536, 64), (F32, F32, 12537, 64),
-               (F16, F16, 16384, 64), (F16, F16, 16385, 64), (BF16, F32, 16384, 16),
-               (BF16, F32, 16385, 16), (F16, F32, 20000, 16), (F32, F32, 24576, 16),
-               (BF16, BF16, 30011, 16), (F32, F32, 40000, 8)] if ARCH35 else [
+# half an ubFactor, more; single chunks after them); on the training parts of the
+# whole-reduce-sum kernel (up to 21736 FLOAT or 21728 FLOAT16 columns, a row under 8 or 64
+# columns, aligned or not) and of split-D's second and third slice
+TRAINING_CASES = [(F32, F32, 7, 16), (F16, F16, 64, 16), (F16, F16, 65, 16),
+                  (F32, F32, 300, 16), (F32, F32, 21736, 8), (F32, F32, 21737, 8),
+                  (F16, F16, 21728, 8), (F16, F16, 21729, 8), (F32, F32, 25872, 16),
+                  (F32, F32, 25873, 16), (F16, F16, 36960, 16), (F16, F16, 36961, 16)]
+# split-D's ubFactor by hand: 21744 / 2 (FLOAT; FLOAT16 rounded up to 16), 25872 / 2 and
+# 36960 / 2 (the once-reduce columns: 12936 FLOAT, 18480 FLOAT16), 25880 / 3 and 36976 / 3
+# rounded up to a block
+TRAINING_SLICES = {21737: 10872, 21729: 10880, 25872: 12936, 25873: 8632, 36960: 18480,
+                   36961: 12336}
+ARCH35_CASES = [(F32, F32, 64, 16), (F16, F16, 65, 16), (BF16, BF16, 128, 16),
+                (F32, F32, 129, 64), (F32, F32, 2000, 64), (F16, F16, 8192, 64),
+                (F16, F16, 8193, 64), (F32, F32, 12536, 64), (F32, F32, 12537, 64),
+                (F16, F16, 16384, 64), (F16, F16, 16385, 64), (BF16, F32, 16384, 16),
+                (BF16, F32, 16385, 16), (F16, F32, 20000, 16), (F32, F32, 24576, 16),
+                (BF16, BF16, 30011, 16), (F32, F32, 40000, 8)]
+ORDER_CASES = ARCH35_CASES if ARCH35 else TRAINING_CASES if TRAINING else [
     (F32, F32, 2000, 64), (F32, F32, 2001, 64), (F16, F16, 2000, 64),
     (F16, F16, 2001, 64), (F32, F32, 10240, 64), (F32, F32, 10241, 64),
     (F16, F16, 12288, 64), (F16, F16, 12289, 64), (BF16, BF16, 30011, 64),
@@ -317,7 +397,6 @@ ORDER_CASES = [(F32, F32, 64, 16), (F16, F16, 65, 16), (BF16, BF16, 128, 16),
 def test_kernel_order_bits(arena, xdt, gdt, n, m):
     """rstd and y bit for bit against the chain of the kernel the tiling picks, and not that
     of another kernel (so the pick is seen)."""
-    needs_modelled_order()
     needs_bf16(xdt, gdt)
     rng = np.random.default_rng(n * 31 + m)
     x, g = order_data(rng, m, n, xdt), rand(rng, (n,), gdt, 0.5, 1.0)
@@ -326,6 +405,10 @@ def test_kernel_order_bits(arena, xdt, gdt, n, m):
     order = kernel_order(xdt, gdt, n, m)
     if ARCH35:  # each case stands on the side of its boundary it was chosen for
         assert order[0] == ("perf" if n <= (12536 if xdt == F32 else 16384) else "split")
+    if TRAINING:
+        assert order[0] == ("whole-reduce" if n <= (21736 if xdt == F32 else 21728)
+                            else "training-slices")
+        assert order[1:] == ((TRAINING_SLICES[n],) if n in TRAINING_SLICES else ())
     want_y, want_r = device_chain(x, g, 1e-6, order)
     assert np.array_equal(rstd.view(np.uint32), want_r.view(np.uint32)), order
     assert np.array_equal(y.view(np.uint8), want_y.view(np.uint8)), order
@@ -351,12 +434,16 @@ def test_numbers_against_float64_reference(arena, xdt, gdt, shape, gdims):
 def test_y_is_float32_chain_rounded_once(arena, xdt, gdt):
     """The kernel's chain (op_kernel/rms_norm.h): (x * rstd) * gamma in float32, then one
     rounding to x's dtype, to nearest with ties to even; checked bit for bit with the rstd
-    the call wrote."""
+    the call wrote. The training parts' whole-reduce-sum kernel (rms_norm_whole_reduce_sum.h
+    Compute for half) rounds x * rstd to FLOAT16 first and multiplies by gamma in FLOAT16."""
     needs_bf16(xdt, gdt)
     rng = np.random.default_rng(3)
     x, g = rand(rng, (16, 300), xdt), rand(rng, (300,), gdt, 0.5, 1.0)
     y, rstd = call(arena, x, g)
-    want = ((x.astype(F32) * rstd.reshape(16, 1)) * g.astype(F32)).astype(xdt)
+    t = x.astype(F32) * rstd.reshape(16, 1)
+    if TRAINING and xdt == F16:
+        t = t.astype(F16).astype(F32)
+    want = (t * g.astype(F32)).astype(xdt)
     assert np.array_equal(y.view(np.uint8), want.view(np.uint8))
 
 

@@ -53,8 +53,17 @@
  *   by ComputeFormerImplV2, gathered in 256-entry levels (regbase_split_sum), rstd
  *   1 / sqrt(sum * avg + eps) by vector Muls, Adds, Sqrt, Div (ComputeRstd).
  * y is (x * rstd) * gamma in float on both, rounded once (CAST_RINT). The Atlas training
- * parts (the whole-reduce-sum kernels) sum in norm_rows.h's fixed lane order: their kernels'
- * orders are not modelled.
+ * parts (DAV_1001, SocVersion ASCEND910: Tiling4RmsNorm's first branch; rms_norm.cpp's keys
+ * for __CCE_AICORE__ 100) run one of two kernels (pick_training):
+ * - whole-reduce-sum (rms_norm_whole_reduce_sum.h, keys 1010/1020, 1110/1120) while the
+ *   tiling's rowFactor is at least 1 (aligned N up to 21736): the squares'
+ *   ReduceSumHalfInterval over the row, rstd by vector Muls, Adds, Sqrt and Div; FLOAT16 y
+ *   is x * rstd rounded to FLOAT16, then multiplied by gamma in FLOAT16 (its Compute for
+ *   half: rounded twice);
+ * - split-D (rms_norm_split_d.h's __CCE_AICORE__ 100 branch, key 1): slices of the tiling's
+ *   ub_factor, each square multiplied by avg first (Muls), each slice's
+ *   ReduceSumHalfIntervalToRepeat (halved down to 8 lanes) and a WholeReduceSum of those 8,
+ *   added in order to a float 0; rstd 1 / sqrt(sum + eps) (no Muls after the sum).
  *
  * Kernel: rows are independent and each row's sum has a fixed order, so the split of rows over
  * threads never changes a bit. Rows are read as floats through get_tile (any dtype, any
@@ -70,6 +79,7 @@
 #include "phase_one.h"
 #include "exec_workspace.h"
 #include "convert.h"
+#include "half.h"
 #include "norm_rows.h"
 #include "tensor_view.h"
 
@@ -101,12 +111,12 @@ static const char *const TNAME[T_COUNT] = {"x", "gamma", "yOut", "rstdOut"};
 
 /* How a row's sum of squares is ordered: by the kernel the tiling picks (the file's doc). */
 typedef enum {
-    SUM_LANES,         /* parts whose kernels are not modelled: norm_rows.h's fixed order */
-    SUM_HALF_INTERVAL, /* normal and single-row kernels */
+    SUM_HALF_INTERVAL, /* normal, single-row and the training parts' whole-reduce-sum */
     SUM_LANE_BLOCKS,   /* merge-N kernel */
     SUM_SLICES,        /* split-D kernel: slices of `slice` columns */
     SUM_REGBASE_PERF,  /* Ascend 950's full-load template: the binary add, rstd by Newton */
     SUM_REGBASE_SPLIT, /* Ascend 950's split-D template: chunks of `slice`, three levels */
+    SUM_TRAINING_SLICES, /* the Atlas training parts' split-D: avg first, 8 lanes a slice */
 } sum_order;
 
 typedef struct {
@@ -116,9 +126,11 @@ typedef struct {
     int64_t M, N;
     float eps, avg; /* as the kernel receives them */
     sum_order order;
-    int64_t slice; /* SUM_SLICES, SUM_REGBASE_SPLIT: the split-D kernel's columns per slice */
+    int64_t slice; /* SUM_SLICES, SUM_REGBASE_SPLIT, SUM_TRAINING_SLICES: the split-D
+                    * kernel's columns per slice */
     int64_t ub_loop; /* SUM_REGBASE_SPLIT: the tiling's ubLoop (a power of two) */
     int64_t x_bytes; /* x's element size: the split-D chunks' zero padding to 512 bytes */
+    bool y_twice; /* the training parts' whole-reduce FLOAT16: x * rstd rounded before gamma */
     const rms_variant *v;
 } rms_payload;
 
@@ -229,13 +241,37 @@ static float regbase_split_sum(const rms_payload *P, const float *sq)
     return regbase_level_merge(lv[d]);
 }
 
+/* The Atlas training parts' split-D slice sum (rms_norm_split_d.h ComputeSum's
+ * __CCE_AICORE__ 100 branch) of t[0..n), which it overwrites: reduce_common's
+ * ReduceSumHalfIntervalToRepeat (the part past the largest power of two added onto the front,
+ * halved down to 16, then the last halving into 8 lanes), then a WholeReduceSum over those 8
+ * lanes (mask 8, the others off). Below 16 columns (slices of rows past about 2 * 10^7
+ * columns) the kernel leaves some or all of its 8 lanes unwritten: taken as zero here. */
+static float training_slice_sum(float *t, int64_t n)
+{
+    float lanes[VL] = {0};
+    if (n > 8) {
+        int64_t body = 1;
+        while (body * 2 <= n)
+            body *= 2;
+        for (int64_t i = 0; i < n - body; i++)
+            t[i] += t[body + i];
+        while (body > 16) {
+            body /= 2;
+            for (int64_t i = 0; i < body; i++)
+                t[i] += t[i + body];
+        }
+        for (int64_t i = 0; i < body / 2; i++)
+            lanes[i] = t[i] + t[i + body / 2];
+    }
+    return nr_fold_vector_lanes(lanes);
+}
+
 /* The row's sum of squares in the order of P's kernel; sq: N floats of scratch, then
  * N / NR_VECTOR_LANES + 1 more (the binary add's partials). */
 static float sum_squares(const rms_payload *P, const float *x, float *sq)
 {
     const int64_t N = P->N;
-    if (P->order == SUM_LANES)
-        return nr_sum_squares(x, N);
     for (int64_t i = 0; i < N; i++)
         sq[i] = x[i] * x[i];
     if (P->order == SUM_REGBASE_PERF) /* NormCommonRegbase::CalculateSquareReduceSum */
@@ -247,8 +283,16 @@ static float sum_squares(const rms_payload *P, const float *x, float *sq)
     if (P->order == SUM_HALF_INTERVAL)
         return nr_sum_half_interval(sq, N);
     float sum = 0.0f;
-    for (int64_t c = 0; c < N; c += P->slice)
-        sum += nr_sum_half_interval(sq + c, N - c < P->slice ? N - c : P->slice);
+    for (int64_t c = 0; c < N; c += P->slice) {
+        const int64_t n = N - c < P->slice ? N - c : P->slice;
+        if (P->order == SUM_SLICES) {
+            sum += nr_sum_half_interval(sq + c, n);
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) /* SUM_TRAINING_SLICES: Muls by avg first */
+            sq[c + i] *= P->avg;
+        sum += training_slice_sum(sq + c, n);
+    }
     return sum;
 }
 
@@ -261,12 +305,14 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
     float *xbuf = nr_chunk_buf(R, chunk), *ybuf = xbuf + N;
     for (int64_t m = begin; m < end; m++) {
         const float *xr = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, xbuf);
-        const float var = sum_squares(P, xr, ybuf) * P->avg;
+        const float sum = sum_squares(P, xr, ybuf);
+        const float var = P->order == SUM_TRAINING_SLICES ? sum : sum * P->avg;
         /* Ascend 950's full-load template: ComputeRstdNewtonRaphson<false, true> */
         float rstd = P->order == SUM_REGBASE_PERF ? nr_rstd_newton_raphson(var, P->eps, false)
                                                   : 1.0f / sqrtf(var + P->eps);
-        for (int64_t i = 0; i < N; i++)
-            ybuf[i] = xr[i] * rstd * R->gamma[i];
+        for (int64_t i = 0; i < N; i++) /* y_twice: a FLOAT16 product, exact in float */
+            ybuf[i] = (P->y_twice ? aclemu_f16_to_f32(aclemu_f32_to_f16(xr[i] * rstd))
+                                  : xr[i] * rstd) * R->gamma[i];
         put_tile(row_base(y, m), y->dtype, ACLEMU_TIES_EVEN, &y->inner, 0, N, ybuf);
         put_tile(view_base(r), ACL_FLOAT, ACLEMU_TIES_EVEN, &r->inner, m, 1, &rstd);
     }
@@ -376,17 +422,41 @@ static void pick_regbase(rms_payload *P, aclDataType xdt, aclDataType gdt)
         ;
 }
 
+/* The Atlas training parts' kernel (Tiling4RmsNorm's SocVersion ASCEND910 branch, the UB
+ * less UB_USED, in floats D): whole-reduce-sum while (D - aligned N) / (64 + 2 * aligned N)
+ * rows fit, at least one; else split-D, whose slice is aligned N over ceil(aligned N / R)
+ * tiles rounded up to a 32-byte block, R the once-reduce columns, (D - 576) * b / (3 + 2b)
+ * down to a block (b = 2 for FLOAT16, 1 for FLOAT: 18480 and 12936 columns). */
+static void pick_training(rms_payload *P, aclDataType xdt)
+{
+    const int64_t per_block = xdt == ACL_FLOAT ? 8 : 16, b = per_block / 8;
+    const int64_t D = (aclemu_soc_ub_bytes() - UB_USED) / 4;
+    const int64_t aligned = (P->N + per_block - 1) / per_block * per_block;
+    if (D > aligned && (D - aligned) / (64 + 2 * aligned) > 0) {
+        P->order = SUM_HALF_INTERVAL;
+        P->y_twice = xdt == ACL_FLOAT16;
+        return;
+    }
+    const int64_t once = b * (D - 576) / (3 + 2 * b) / per_block * per_block;
+    const int64_t tiles = (aligned + once - 1) / once;
+    P->order = SUM_TRAINING_SLICES;
+    P->slice = ((aligned + tiles - 1) / tiles + per_block - 1) / per_block * per_block;
+}
+
 /* The kernel the tiling picks for an [M, N] call (the file's doc), as the order of its
  * row sums: sets P->order and P->slice. False: the tiling fails (no slice splits N). */
 static bool pick_kernel(rms_payload *P, const aclemu_soc *soc, aclDataType xdt,
                         aclDataType gdt)
 {
     const int64_t N = P->N;
-    P->order = SUM_LANES;
-    if (soc->npu_arch == 3510)
+    if (soc->npu_arch == 3510) {
         pick_regbase(P, xdt, gdt);
-    if (soc->npu_arch != 2201 && soc->npu_arch != 2002)
         return true;
+    }
+    if (soc->npu_arch == 1001) {
+        pick_training(P, xdt);
+        return true;
+    }
     const bool b16 = xdt != ACL_FLOAT, a2 = aclemu_soc_is_910b(soc);
     const int64_t per_block = b16 ? 16 : 8, aligned = (N + per_block - 1) / per_block * per_block;
     int64_t factor = b16 ? 12288 : 10240; /* the tiling's ubFactor (elements) */
