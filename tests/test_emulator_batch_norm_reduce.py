@@ -94,9 +94,18 @@ def reference(x, fmt=NCHW):
             ((r64 * r64).sum(1), (n + 1) * eps * (r64 * r64).sum(1)))
 
 
-def emulator_order(x, fmt=NCHW):
+def emulator_order(x, fmt=NCHW, level=0):
     """The emulator's stated chain (docs/emulator.md): the float32 values and their rounded
-    squares, each summed in norm_rows.h's lane order."""
+    squares, each summed on Ascend 950 in its kernel's order (device_order), elsewhere (TBE
+    kernels, not public) and where no 950 tiling fits in norm_rows.h's lane order."""
+    if REGBASE:
+        t = tiling(x.shape, 3 if fmt == NHWC else 1, x.dtype.itemsize)
+        if t["kind"]:
+            return device_order(rows(x, fmt), t, level)
+    return plain_order(x, fmt)
+
+
+def plain_order(x, fmt=NCHW):
     r = rows(x, fmt)
     return lane_sum(r), lane_sum((r * r).astype(f))
 
@@ -351,14 +360,17 @@ def pattern(shape, caxis):
     return [d for d, _ in fused], [r for _, r in fused]
 
 
-def group_rows(shape, caxis, ds, cores=None, ub=UB_950):
-    """The row groups of op_host/arch35's group templates for x of ``shape`` (channel dim
-    ``caxis``, ``ds`` bytes per value), 0 where the small-R or normal templates run
-    (TryBuildSmallRConfig, then ComputeBNTrainingReducePublicTiling)."""
+def tiling(shape, caxis, ds, cores=None, ub=UB_950):
+    """op_host/arch35's tiling for x of ``shape`` (channel dim ``caxis``, ``ds`` bytes per
+    value): TryBuildSmallRConfig, then ComputeBNTrainingReducePublicTiling. A dict: "kind"
+    ("small_r", "normal", "group", or None where no UB split fits) and what the kernel's order
+    reads: tail_r, lanes (aUbFactorAlign * innerAProdAlign), bundle (rUbFactorAlign *
+    innerRProdAlign), r_fac, the split R axis's size S, the whole R inside it (inner, padded
+    inner_al), r_loops, R, groups (rGroupCnt), p2 (Phase 2's aUbFactorP2)."""
     cores = CORES if cores is None else cores
     n, _, h, w = shape
     if caxis == 1 and n == 1 and h * w in (1, 3, 10, 17):
-        return 0
+        return {"kind": "small_r"}
     ax, red = pattern(shape, caxis)
     k = len(ax)
     tail_r, blk = k % 2 == 0, 32 // ds
@@ -420,16 +432,159 @@ def group_rows(shape, caxis, ds, cores=None, ub=UB_950):
         if ok:
             break
         if a_target == 1:
-            return 0
+            return {"kind": None}
         a_target = max(1, a_target // 2)
+    t = {"kind": "normal", "tail_r": tail_r, "lanes": unit_a, "bundle": r_al * r_inner,
+         "r_fac": r_fac, "S": ax[r_split], "inner_al": r_inner, "r_loops": r_loops,
+         "inner": int(np.prod([ax[i] for i in r_idx if i > r_split])),
+         "R": int(np.prod([ax[i] for i in r_idx]))}
     a_loops = int(np.prod([ax[i] for i in a_idx if i < a_split])) * cdiv(ax[a_split], a_fac)
     if not (a_loops <= cores // 2 and r_loops >= 2):
-        return 0
+        return t
     outer = a_loops * r_loops
     blocks = cdiv(outer, cdiv(outer, cores))
     up = cdiv(blocks, a_loops) * a_loops
     blocks = up if up <= cores else blocks - blocks % a_loops
-    return blocks // a_loops
+    g = blocks // a_loops
+    # Phase2Process: the preIn buffer's floats over the groups (down to 8s), within the out
+    # and tmp buffers and the channels
+    p2 = cdiv(unit * ds, 32) * 8 // g
+    p2 = min(p2 // 8 * 8 if p2 >= 8 else p2, cdiv(unit_a * 4, 32) * 8, cdiv(unit * 4, 32) * 8,
+             total_a)
+    return dict(t, kind="group", groups=g, p2=max(p2, 1))
+
+
+def group_rows(shape, caxis, ds, cores=None, ub=UB_950):
+    """The row groups of op_host/arch35's group templates for x of ``shape``, 0 where the
+    small-R or normal templates run."""
+    t = tiling(shape, caxis, ds, cores, ub)
+    return t["groups"] if t["kind"] == "group" else 0
+
+
+# ---- Ascend 950's orders (op_kernel/arch35), stated over all channels at once -------------
+
+def adjacent(v):
+    """The adjacent-pair tree along the last axis (a power of two long): the cache tree's
+    levels, a data block's and a register's Reduce (norm_rows.h's stated lane tree)."""
+    while v.shape[-1] > 1:
+        v = (v[..., 0::2] + v[..., 1::2]).astype(f)
+    return v[..., 0]
+
+
+def halved(v, width=1):
+    """Rows of ``width`` along the last axis (a power of two of them) added by halves."""
+    while v.shape[-1] > width:
+        h = v.shape[-1] // 2
+        v = (v[..., :h] + v[..., h:]).astype(f)
+    return v
+
+
+def sixteens(v, width=1):
+    """Rounds of 16 rows (of ``width``) to one, by halves within each 16, while 16 remain."""
+    while v.shape[-1] >= 16 * width:
+        g = v.reshape(v.shape[:-1] + (v.shape[-1] // (16 * width), 16 * width))
+        v = halved(g, width).reshape(v.shape[:-1] + (-1,))
+    return v
+
+
+def tail_folded(v):
+    """ReduceSum's first step: the values past the largest power of two added onto the
+    front."""
+    n = v.shape[-1]
+    m = 1 << (n.bit_length() - 1)
+    head = v[..., :m].copy()
+    head[..., :n - m] = (head[..., :n - m] + v[..., m:]).astype(f)
+    return head
+
+
+def ra_sum(v, lanes):
+    """ReduceSum<float, RA> of each lane's column (the last axis) with dimA = lanes: 16-row
+    rounds first only in the LessThanVL form (33 to 64 lanes)."""
+    if v.shape[-1] == 1:
+        return v[..., 0]
+    v = tail_folded(v)
+    if 32 < lanes <= 64:
+        v = sixteens(v)
+    return halved(v)[..., 0]
+
+
+def ar_sum(v):
+    """ReduceSum<float, AR> of each row (the last axis, 1 or a multiple of 8 long)."""
+    n = v.shape[-1]
+    if n == 1:
+        return v[..., 0]
+    if n < 32:  # the data blocks added in order onto the first, then its Reduce
+        acc = v[..., :8]
+        for b in range(8, n, 8):
+            acc = (v[..., b:b + 8] + acc).astype(f)
+        return adjacent(acc)
+    if n <= 64:
+        return adjacent(np.concatenate([v, np.zeros(v.shape[:-1] + (64 - n,), f)], -1))
+    return adjacent(halved(sixteens(tail_folded(v), 64), 64))
+
+
+def chunk(r, t, k, square, scale):
+    """Chunk k of every channel's R values r as its UB lane holds it, through PreElewise;
+    padding and a short chunk's missing rows +0."""
+    per = cdiv(t["S"], t["r_fac"])
+    first, outer = k % per * t["r_fac"], k // per
+    n = min(t["r_fac"], t["S"] - first)
+    lo = (outer * t["S"] + first) * t["inner"]
+    block = r[:, lo:lo + n * t["inner"]].reshape(len(r), n, t["inner"])
+    rows_ = np.zeros((len(r), n, t["inner_al"]), f)
+    rows_[:, :, :t["inner"]] = (block * block if square else block * scale).astype(f)
+    v = np.zeros((len(r), t["bundle"]), f)
+    v[:, :n * t["inner_al"]] = rows_.reshape(len(r), -1)
+    return v
+
+
+def r_range(r, t, k0, count, square, scale):
+    """ComputeRRange: chunk u plus chunk u + P (P the largest power of two below count, 1 for
+    1 and 2), each unit's ReduceSum, the units' cache tree."""
+    P = 1 if count <= 2 else 1 << ((count - 1).bit_length() - 1)
+    units = []
+    for u in range(P):
+        v = chunk(r, t, k0 + u, square, scale)
+        if u < count - P:
+            v = (v + chunk(r, t, k0 + u + P, square, scale)).astype(f)
+        units.append(ar_sum(v) if t["tail_r"] else ra_sum(v, t["lanes"]))
+    return adjacent(np.stack(units, -1))
+
+
+def device_order(r, t, level=0):
+    """sum and squareSum of the channels' float32 rows r on Ascend 950's template t."""
+    out = []
+    for square in (False, True):
+        if t["kind"] == "small_r":  # one running sum from +0
+            acc = np.zeros(len(r), f)
+            for i in range(r.shape[1]):
+                acc = (acc + (r[:, i] * r[:, i] if square else r[:, i])).astype(f)
+            out.append(acc)
+            continue
+        bits_ = 0 if square else (t["R"] - 1).bit_length()  # sumInputScale_ = 2^-bits_
+        if t["kind"] == "group" and t["tail_r"]:
+            bits_ = 0  # Phase 1 casts unscaled there, nothing restores
+        sc_in, sc_out = f(2.0 ** -bits_), f(2.0 ** bits_)
+        if t["kind"] == "normal":
+            out.append((r_range(r, t, 0, t["r_loops"], square, sc_in) * sc_out).astype(f))
+            continue
+        per = cdiv(t["r_loops"], t["groups"])
+        parts = np.zeros((len(r), t["groups"]), f)
+        acc = np.zeros(len(r), f)  # level 0: the atomic adds, taken in group order
+        for g in range(t["groups"]):
+            n = min(per, t["r_loops"] - g * per)
+            if n > 0:
+                parts[:, g] = r_range(r, t, g * per, n, square, sc_in)
+                acc = (acc + (parts[:, g] * sc_out).astype(f)).astype(f)
+        if level != 1:
+            out.append(acc)
+            continue
+        res = np.zeros(len(r), f)  # level 1: Phase 2's RA ReduceSum over the groups
+        for a0 in range(0, len(r), t["p2"]):
+            blk = parts[a0:a0 + t["p2"]]
+            res[a0:a0 + len(blk)] = ra_sum(blk, cdiv(len(blk), 8) * 8)
+        out.append((res * sc_out).astype(f))
+    return tuple(out)
 
 
 def test_group_template_dispatch_as_the_vendor_unit_test():
@@ -534,6 +689,102 @@ def test_the_partials_show_in_the_size_here():
     partials exceed the rounding, on this part's cores and UB."""
     assert any(group_rows(s, 1, 4) > 0 for s in DET_SHAPES)
     assert any(group_rows(s, 3, 4) * s[3] * 4 > 480 for s in DET_SHAPES)
+
+
+# ---- Ascend 950's orders, bit for bit --------------------------------------------------------
+
+def form(t):
+    """Which side of each boundary tiling t sits: the template; tail-R (AR) or tail-A (RA);
+    the RA form by lanes (Concat <= 32, LessThanVL <= 64, OverVL) or the AR form by bundle
+    (a block 8, blocks < 32, one register <= 64, registers, 16-register rounds >= 1024); the
+    chunk count (1, 2: one paired unit, 3 or more)."""
+    if t["kind"] != "normal" and t["kind"] != "group":
+        return (t["kind"],)
+    if t["tail_r"]:
+        b = t["bundle"]
+        red = ("AR", "block" if b == 8 else "blocks" if b < 32 else "reg" if b <= 64
+               else "regs" if b < 1024 else "rounds")
+    else:
+        red = ("RA", "concat" if t["lanes"] <= 32 else "less" if t["lanes"] <= 64 else "over")
+    return (t["kind"],) + red + (min(t["r_loops"], 3),)
+
+
+# (shape, format, dtype, the form its tiling takes on Ascend 950's 72 vector cores): each side
+# of each boundary
+ORDER_CASES = [
+    ((1, 6, 1, 17), NCHW, F32, ("small_r",)),
+    ((1, 6, 2, 9), NCHW, F32, ("normal", "AR", "blocks", 1)),   # H * W 18: not small R
+    ((2, 6, 1, 17), NCHW, F32, ("normal", "AR", "reg", 1)),     # N 2: not small R
+    ((1, 6, 1, 5), NCHW, F32, ("normal", "AR", "block", 1)),
+    ((1, 6, 5, 5), NCHW, F32, ("normal", "AR", "reg", 1)),      # 25 padded to 32
+    ((1, 6, 10, 10), NCHW, F32, ("normal", "AR", "regs", 1)),
+    ((1, 6, 40, 40), NCHW, F32, ("normal", "AR", "rounds", 1)),
+    ((4, 3, 5, 2), NCHW, F16, ("normal", "AR", "reg", 1)),      # FLOAT16's 16-value blocks
+    ((40, 3, 1, 1), NCHW, F32, ("normal", "RA", "concat", 1)),  # H, W of 1: tail A
+    ((2, 5, 30, 32), NHWC, F32, ("normal", "RA", "concat", 1)),
+    ((2, 5, 6, 40), NHWC, F32, ("normal", "RA", "less", 1)),
+    ((2, 5, 6, 72), NHWC, F32, ("normal", "RA", "over", 1)),
+    ((4, 100, 30, 64), NCHW, F32, ("normal", "AR", "rounds", 2)),  # 100 A loops
+    ((16, 100, 30, 33), NCHW, F32, ("normal", "AR", "rounds", 3)),
+    ((2, 200, 5, 4), NHWC, F32, ("group", "RA", "concat", 2)),
+    ((4, 200, 5, 4), NHWC, F32, ("group", "RA", "concat", 3)),
+    ((1, 6, 64, 33), NHWC, F32, ("group", "RA", "less", 2)),
+    ((16, 3, 40, 40), NHWC, F32, ("group", "RA", "less", 3)),
+    ((16, 200, 5, 1), NHWC, F32, ("group", "AR", "rounds", 2)),  # one channel: [1, R]
+    ((16, 3, 40, 40), NHWC, F16, ("group", "RA", "less", 3)),
+    ((8, 2, 128, 128), NCHW, F16, ("group", "AR", "rounds", 3)),
+    ((32, 8, 64, 64), NCHW, F32, ("group", "AR", "rounds", 3)),
+    ((1, 2, 300, 300), NCHW, F32, ("group", "AR", "rounds", 3)),
+]
+
+
+@only_where(REGBASE)
+@pytest.mark.parametrize("lvl", [0, 1])
+@pytest.mark.parametrize("shape,fmt,dt,want", ORDER_CASES, ids=str)
+def test_ascend950_orders_bit_for_bit(arena, level, lvl, shape, fmt, dt, want):
+    """Each template's order as stated here in NumPy (device_order), bit for bit, on data
+    whose plain order gives other bits; the group templates' deterministic Phase 2 at level
+    1, their atomic adds (in group order) at level 0; the normal ones alike at both."""
+    t = tiling(shape, 3 if fmt == NHWC else 1, np.dtype(dt).itemsize)
+    assert form(t) == want
+    x = sample(shape, dt, seed=lvl, offset=3.0)
+    level(lvl)
+    got = call(arena, x, fmt)
+    for g, w in zip(got, device_order(rows(x, fmt), t, lvl)):
+        assert np.array_equal(bits(g), bits(w))
+    assert any(not np.array_equal(bits(g), bits(p)) for g, p in zip(got, plain_order(x, fmt)))
+
+
+@only_where(REGBASE)
+def test_the_group_levels_differ():
+    """Phase 2's RA ReduceSum and the atomic adds in group order are other orders."""
+    shape = (32, 8, 64, 64)
+    r = rows(sample(shape, F32, offset=3.0))
+    t = tiling(shape, 1, 4)
+    assert any(not np.array_equal(bits(a), bits(b))
+               for a, b in zip(device_order(r, t, 0), device_order(r, t, 1)))
+
+
+@only_where(REGBASE)
+def test_the_sum_input_scaling_at_the_range_limits(arena):
+    """The sum's inputs times 2^-ceil(log2 R) (sumInputScale_), the result times its inverse:
+    partial sums past FLOAT's range stay finite, and subnormal inputs lose their low bits
+    (here all of them), where the same order unscaled gives NaN and keeps them; squareSum is
+    not scaled."""
+    x = np.zeros((1, 2, 4, 8), F32)  # [C, 32]: one 32-lane Reduce; R 32, scale 2^-5
+    x[0, 0, 0, :2] = 3e38
+    x[0, 0, 0, 2:4] = -3e38
+    x[0, 1] = np.float32(1e-45)  # the smallest subnormal
+    t = tiling(x.shape, 1, 4)
+    assert form(t) == ("normal", "AR", "reg", 1)
+    s, q = call(arena, x)
+    assert s[0] == 0.0 and s[1] == 0.0 and q[1] == 0.0 and np.isinf(q[0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        unscaled = r_range(rows(x), t, 0, 1, False, f(1))
+        want = device_order(rows(x), t)
+    assert np.isnan(unscaled[0]) and unscaled[1] == f(32) * f(1e-45)
+    for g, w in zip((s, q), want):
+        assert np.array_equal(bits(g), bits(w))
 
 
 @pytest.mark.parametrize("attempt", ["null", "short", "exact"])

@@ -20,12 +20,16 @@
  *   the Atlas training and inference series as unsupported, but aclnnBatchNorm runs the same
  *   BNTrainingReduce there, so the emulator runs it on every part).
  * - the numbers: x widened to float32 exactly, sum = sum(x), squareSum = sum(x * x) (the square
- *   rounded to float before it is added: arch35's CastSquareVfImpl). The sums run in
- *   norm_rows.h's fixed lane order; the devices' orders are their own (Ascend 950's cache tree
- *   over R loops, its group templates' per-core partials), so the last bits of a long
- *   channel's sums may differ; Ascend 950's exact power-of-two scaling of the sum's inputs
- *   (sumInputScale_, undone at the end) only changes results near float's range limits: not
- *   modelled.
+ *   rounded to float before it is added: arch35's CastSquareVfImpl). On Ascend 950 in the
+ *   order of the template the tiling picks (bnr_order_of; docs/emulator.md): the small-R
+ *   template's plain running sums; the normal and group templates' R chunks, paired by the
+ *   bisection schedule, each reduced by AscendC's ReduceSum (RA: tail-A patterns, AR: tail-R)
+ *   and the chunk sums added by the cache tree; the group templates' per-group roots added by
+ *   the deterministic Phase 2's RA ReduceSum (level 1) or by atomic adds (level 0, taken in
+ *   group order: the device's order is the cores' timing). The sum's inputs scaled by
+ *   2^-ceil(log2 R) first and the result by 2^ceil(log2 R) after (sumInputScale_), except the
+ *   tail-R group templates'. Elsewhere (TBE kernels, not public), and where no 950 tiling
+ *   fits, norm_rows.h's fixed lane order.
  *
  * Kernel: channels are independent; each channel's sums have a fixed order, so the split of
  * channels over threads never changes a bit.
@@ -55,8 +59,27 @@ static const char *const TNAME[T_COUNT] = {"x", "sum", "squareSum"};
 #define N_INPUTS 1 /* x */
 #define DAV_3510 3510 /* Ascend 950 (regbase) */
 
+/* Which Ascend 950 template sums the channels, and the shape of its order (bnr_order_of). */
+enum { BNR_PLAIN, BNR_SMALL_R, BNR_NORMAL, BNR_GROUP };
+
+typedef struct {
+    int kind;
+    bool tail_r;            /* the fused pattern ends in R: ReduceSum's AR form, else RA */
+    bool deterministic;     /* the group templates' Phase 2 (level 1), else atomic adds */
+    int64_t lanes;          /* a chunk's padded A lanes (aUbFactorAlign * innerAProdAlign) */
+    int64_t bundle;         /* a chunk's padded R values (rUbFactorAlign * innerRProdAlign) */
+    int64_t r_factor;       /* values of the split R axis a chunk takes (rUbFactor) */
+    int64_t split_size;     /* the split R axis's size */
+    int64_t inner, inner_align; /* the whole R axis inside the split one (1: none), padded */
+    int64_t r_loops, groups; /* the chunks (rLoopCntTotal), the row groups (rGroupCnt) */
+    int64_t p2_factor;      /* Phase 2's channels per loop (aUbFactorP2) */
+    float in_scale, out_scale; /* the sum's sumInputScale_ and its restore */
+} bnr_order;
+
 typedef struct {
     tdesc t[T_COUNT];
+    bnr_order order;  /* phase one's tiling: the kernel's order */
+    int chunk_values; /* a chunk's floats per value of a channel: its values and scratch */
     uint64_t ws_size; /* what phase one reports: the device's (exec_workspace.h) */
     bool empty;       /* the op_api's empty branch: sum and squareSum filled with 0 */
     int caxis;        /* x's channel dim: 1 (NCHW) or 3 (NHWC) */
@@ -66,20 +89,176 @@ typedef struct {
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
+/* An adjacent-pair tree over n floats (n a power of two), in place: the cache tree's levels
+ * (DoCachingVfImpl: a level's sum is the newer partial plus the one cached before it) and a
+ * data block's ReduceSumWithDataBlock (taken as the 64-lane Reduce's tree, norm_rows.h). */
+static float bnr_pairs(float *v, int64_t n)
+{
+    for (int64_t w = 1; w < n; w *= 2)
+        for (int64_t j = 0; j + w < n; j += 2 * w)
+            v[j] = v[j] + v[j + w];
+    return v[0];
+}
+
+/* n rows of w floats (n a power of two) reduced into row 0, in place: with grouped, rounds of
+ * 16 rows to one while 16 remain (row j from rows 16 j .. 16 j + 15, halving within the 16:
+ * the LessThanVL RA form, the OverVL AR form's registers), then halving (row r plus row
+ * r + h; the strided 16-row rounds of the other forms are the same adds). */
+static void bnr_fold(float *v, int64_t n, int64_t w, bool grouped)
+{
+    for (; grouped && n >= 16; n /= 16)
+        for (int64_t j = 0; j < n / 16; j++) {
+            float *g = v + 16 * j * w;
+            for (int64_t h = 8; h >= 1; h /= 2)
+                for (int64_t k = 0; k < h * w; k++)
+                    g[k] = g[k] + g[k + h * w];
+            if (j > 0) /* row j's own group was reduced before */
+                memcpy(v + j * w, g, (size_t)w * sizeof(float));
+        }
+    for (int64_t h = n / 2; h >= 1; h /= 2)
+        for (int64_t k = 0; k < h * w; k++)
+            v[k] = v[k] + v[k + h * w];
+}
+
+/* The largest power of two <= n (CalculateMainR), after which the rest of v is added onto its
+ * front (ReduceSum's tail fold). */
+static int64_t bnr_main_fold(float *v, int64_t n)
+{
+    int64_t m = 1;
+    while (m * 2 <= n)
+        m *= 2;
+    for (int64_t r = 0; r < n - m; r++)
+        v[r] = v[r] + v[m + r];
+    return m;
+}
+
+/* One lane's column of n rows under ReduceSum<float, RA, true> with dimA = lanes (asc-devkit
+ * reduce_common_ra_reuse_align_3510_impl.h ReduceRAImpl): the Concat form (lanes <= 32) and
+ * the OverVL form (> 64) halve, the LessThanVL form (33 .. 64) folds by 16-row groups. */
+static float bnr_ra(float *v, int64_t n, int64_t lanes)
+{
+    if (n == 1)
+        return v[0];
+    bnr_fold(v, bnr_main_fold(v, n), 1, lanes > 32 && lanes <= 64);
+    return v[0];
+}
+
+/* One row of n floats (n 1 or a multiple of 8) under ReduceSum<float, AR, true>
+ * (reduce_common_ar_reuse_align_3510_impl.h ReduceARImpl, the SUM group reduce of
+ * reduce_common_ar_reuse_align_less_than_vl_3510_impl.h): 8 one data block's reduce; 16 or
+ * 24 the blocks added in order onto the first, then its reduce; 32 .. 64 one masked 64-lane
+ * Reduce; above, the tail fold, 64-lane registers in 16-register rounds then halving, and the
+ * last register's Reduce. */
+static float bnr_ar(float *v, int64_t n)
+{
+    if (n == 1)
+        return v[0];
+    if (n < 32) {
+        for (int64_t b = 8; b < n; b += 8)
+            for (int i = 0; i < 8; i++)
+                v[i] = v[b + i] + v[i];
+        return bnr_pairs(v, 8);
+    }
+    if (n <= NR_VECTOR_LANES) {
+        float lanes[NR_VECTOR_LANES] = {0};
+        memcpy(lanes, v, (size_t)n * sizeof(float));
+        return nr_fold_vector_lanes(lanes);
+    }
+    bnr_fold(v, bnr_main_fold(v, n) / NR_VECTOR_LANES, NR_VECTOR_LANES, true);
+    return nr_fold_vector_lanes(v);
+}
+
+/* Chunk k of a channel's R values x as the UB tile's lane holds it (CopyInRChunk, UnravelR),
+ * through PreElewise: squares (CastSquareVfImpl) or the values times scale; the padding and a
+ * short chunk's rows past its end +0 (DataCopyPad's pad, ClearChunkExtensionVf). */
+static void bnr_chunk(const bnr_order *o, const float *x, int64_t k, bool square, float scale,
+                      float *v)
+{
+    const int64_t per = (o->split_size + o->r_factor - 1) / o->r_factor;
+    const int64_t first = k % per * o->r_factor, outer = k / per;
+    const int64_t rows = o->split_size - first < o->r_factor ? o->split_size - first
+                                                              : o->r_factor;
+    memset(v, 0, (size_t)o->bundle * sizeof(float));
+    for (int64_t r = 0; r < rows; r++) {
+        const float *src = x + (outer * o->split_size + first + r) * o->inner;
+        float *dst = v + r * o->inner_align;
+        for (int64_t i = 0; i < o->inner; i++)
+            dst[i] = square ? src[i] * src[i] : src[i] * scale;
+    }
+}
+
+/* ComputeRRange over chunks [k0, k0 + count): P the largest power of two below count (1 for
+ * 1 and 2), unit u chunk u plus chunk u + P where there is one (MergeTmpBufVf), each unit's
+ * ReduceSum, the units' cache tree. s: scratch (2 bundle + count floats). */
+static float bnr_range(const bnr_order *o, const float *x, int64_t k0, int64_t count,
+                       bool square, float scale, float *s)
+{
+    float *v = s, *w = s + o->bundle, *units = w + o->bundle;
+    const int64_t P = count <= 2 ? 1 : nr_pow2_below(count);
+    for (int64_t u = 0; u < P; u++) {
+        bnr_chunk(o, x, k0 + u, square, scale, v);
+        if (u < count - P) {
+            bnr_chunk(o, x, k0 + u + P, square, scale, w);
+            for (int64_t i = 0; i < o->bundle; i++)
+                v[i] = v[i] + w[i];
+        }
+        units[u] = o->tail_r ? bnr_ar(v, o->bundle) : bnr_ra(v, o->bundle, o->lanes);
+    }
+    return bnr_pairs(units, P);
+}
+
+/* Channel c's sum (square: squareSum) of its R values x on Ascend 950's template. */
+static float bnr_channel(const bnr_order *o, const float *x, int64_t R, int64_t c, int64_t C,
+                         bool square, float *s)
+{
+    const float in = square ? 1.0f : o->in_scale, out = square ? 1.0f : o->out_scale;
+    if (o->kind == BNR_SMALL_R) { /* SmallRFusedStatsVfImpl: one running sum from +0 */
+        float acc = 0.0f;
+        for (int64_t i = 0; i < R; i++)
+            acc = acc + (square ? x[i] * x[i] : x[i]);
+        return acc;
+    }
+    if (o->kind == BNR_NORMAL)
+        return bnr_range(o, x, 0, o->r_loops, square, in, s) * out;
+    /* Phase1Process: group g's chunks, its root; a group past the chunks writes nothing (its
+     * workspace row taken as +0) */
+    const int64_t per = (o->r_loops + o->groups - 1) / o->groups;
+    float *part = s + 2 * o->bundle + o->r_loops;
+    float acc = 0.0f;
+    for (int64_t g = 0; g < o->groups; g++) {
+        const int64_t n = o->r_loops - g * per < per ? o->r_loops - g * per : per;
+        part[g] = n > 0 ? bnr_range(o, x, g * per, n, square, in, s) : 0.0f;
+        if (!o->deterministic && n > 0) /* PostGroupPartial's restore, an atomic add */
+            acc = acc + part[g] * out;
+    }
+    if (!o->deterministic)
+        return acc;
+    /* Phase2Process: c's loop of p2_factor channels, its RA ReduceSum over the groups (dimA
+     * the loop's channels rounded up to 8), the restore */
+    const int64_t a0 = c / o->p2_factor * o->p2_factor;
+    const int64_t len = C - a0 < o->p2_factor ? C - a0 : o->p2_factor;
+    return bnr_ra(part, o->groups, (len + 7) / 8 * 8) * out;
+}
+
 static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
 {
     const bn_task *T = ctx;
     const bnr_payload *P = bn_task_payload(T);
     const int64_t R = P->R, C = P->C;
     float *sum = T->params, *sqsum = sum + C;
-    float *x = T->buf + chunk * R;
+    float *x = T->buf + chunk * P->chunk_values * R, *scratch = x + R;
     chan_lay in;
     chan_lay_build(&in, &P->t[T_X], P->caxis);
     const int64_t outer = R / (in.inner ? in.inner : 1);
     for (int64_t c = begin; c < end; c++) {
         load_channel(&P->t[T_X], &in, c, outer, x);
-        sum[c] = nr_scaled_sum(x, R, 1.0f);
-        sqsum[c] = nr_scaled_sum_squares(x, R, 1.0f);
+        if (P->order.kind == BNR_PLAIN) {
+            sum[c] = nr_scaled_sum(x, R, 1.0f);
+            sqsum[c] = nr_scaled_sum_squares(x, R, 1.0f);
+            continue;
+        }
+        sum[c] = bnr_channel(&P->order, x, R, c, C, false, scratch);
+        sqsum[c] = bnr_channel(&P->order, x, R, c, C, true, scratch);
     }
 }
 
@@ -105,7 +284,7 @@ static const bn_kernel BNR_KERNEL = {
     .payload_size = sizeof(bnr_payload),
     .tensors_at = offsetof(bnr_payload, t),
     .ntensors = T_COUNT,
-    .chunk_values = 1, /* a channel's values */
+    .chunk_values = 1, /* a channel's values, then the order's scratch (bnr_launch) */
     .nparams = 2,      /* the results: sum, squareSum */
     .run = task_run,
 };
@@ -118,6 +297,7 @@ static aclnnStatus bnr_launch(void *payload, void *const *addrs, void *workspace
     /* the empty branch's fills are kernels but need no buffers (C 0 for the launch); with
      * both outputs empty nothing launches */
     bn_kernel kernel = BNR_KERNEL;
+    kernel.chunk_values = P->chunk_values;
     if (P->empty && P->n_out[0] == 0 && P->n_out[1] == 0)
         kernel.run = NULL;
     return bn_task_launch(&kernel, payload, addrs, workspace, P->ws_size, stream,
@@ -130,12 +310,13 @@ static const aclemu_executor_ops BNR_OPS = {
     .destroy = free, /* the payload is one flat allocation */
 };
 
-/* ---- Ascend 950's tiling: the deterministic group templates' workspace ------------------ */
+/* ---- Ascend 950's tiling: the template, its order, its workspace ------------------------- */
 
 /*
- * op_host/arch35/bn_training_reduce_tiling_public.cpp, reduced to what decides the workspace:
- * whether the group templates run (the A loops fill at most half the cores and R takes two
- * loops or more) and their row groups. Every template asks GetLibApiWorkSpaceSize; the
+ * op_host/arch35/bn_training_reduce_tiling_public.cpp, reduced to what decides the kernel's
+ * order and the workspace: the UB split, whether the group templates run (the A loops fill at
+ * most half the cores and R takes two loops or more) and their row groups, Phase 2's channels
+ * per loop. Every template asks GetLibApiWorkSpaceSize; the
  * DETERMINISTIC_GROUP_TAIL_A/R keys (GetDeterministic() == 1 only) add one FLOAT per channel
  * and row group for the per-group partials (TryComputeGroupWorkspaceSize).
  */
@@ -323,29 +504,66 @@ static bool bnr_ub_split(bnr_tiling *t, int64_t cache_line)
     }
 }
 
-/* The group templates' row groups (ComputeFusedALoopSplit, ComputeGroupSplit); 0 where the
- * normal or small-R templates run, or no split fits (the launch's tiling fails there: not
- * modelled, the library's workspace counted). */
-static int64_t bnr_row_groups(const aclTensor *x, int caxis, int64_t cores, int64_t ub)
+/*
+ * The template that runs for x and its order's shape: TryBuildSmallRConfig first (N 1, NCHW,
+ * H * W of 1, 3, 10 or 17), then ComputeBNTrainingReducePublicTiling: the UB split, the A
+ * loops; the group templates where those fill at most half the cores and R takes two loops
+ * or more (ComputeFusedALoopSplit, ComputeGroupSplit), else the normal ones. BNR_PLAIN where
+ * no split fits (the launch's tiling fails there: not modelled, the library's workspace
+ * counted, the sums in norm_rows.h's order). The kernel's Init: sumInputScale_ halved and
+ * its restore doubled once per bit of R - 1; Phase2Process's aUbFactorP2.
+ */
+static void bnr_order_of(bnr_order *o, const aclTensor *x, int caxis, int64_t cores, int64_t ub,
+                         bool deterministic)
 {
     const int64_t *s = x->dims;
-    /* TryBuildSmallRConfig comes first: N 1, NCHW, H * W of 1, 3, 10 or 17 */
     const int64_t hw = s[2] * s[3];
-    if (caxis == 1 && s[0] == 1 && (hw == 1 || hw == 3 || hw == 10 || hw == 17))
-        return 0;
+    *o = (bnr_order){.kind = BNR_PLAIN, .in_scale = 1.0f, .out_scale = 1.0f};
+    if (caxis == 1 && s[0] == 1 && (hw == 1 || hw == 3 || hw == 10 || hw == 17)) {
+        o->kind = BNR_SMALL_R;
+        return;
+    }
     bnr_tiling t = {.ds = (int64_t)aclemu_dtype_size(x->dtype), .block = 32, .ub = ub,
                     .cores = cores};
     bnr_pattern(&t, s, caxis);
     if (!bnr_ub_split(&t, 256)) /* GetCacheLineSize: 256 */
-        return 0;
+        return;
+    const int64_t R = bnr_prod(&t, 1, t.n); /* the R axes sit at odd indices */
+    for (uint64_t steps = (uint64_t)(R - 1); steps; steps >>= 1) {
+        o->in_scale *= 0.5f;
+        o->out_scale *= 2.0f;
+    }
+    o->kind = BNR_NORMAL;
+    o->tail_r = t.tail_r;
+    o->lanes = t.a_align * t.a_inner_align;
+    o->bundle = t.r_align * t.r_inner_align;
+    o->r_factor = t.r_factor;
+    o->split_size = t.axis[t.r_split];
+    o->inner = bnr_prod(&t, t.r_split + 2, t.n);
+    o->inner_align = t.r_inner_align;
+    o->r_loops = t.r_loops;
     t.a_loops = bnr_prod(&t, 0, t.a_split) * cdiv(t.axis[t.a_split], t.a_factor);
     if (!(t.a_loops <= cores / 2 && t.r_loops >= 2))
-        return 0;
+        return;
     const int64_t outer = t.a_loops * t.r_loops, per_core = cdiv(outer, cores);
     int64_t blocks = cdiv(outer, per_core);
     const int64_t up = calign(blocks, t.a_loops);
     blocks = up <= cores ? up : blocks - blocks % t.a_loops;
-    return blocks / t.a_loops;
+    o->kind = BNR_GROUP;
+    o->deterministic = deterministic;
+    o->groups = blocks / t.a_loops;
+    if (t.tail_r) /* Phase 1 casts without the scale (groupPhase && isTailR), nothing restores */
+        o->in_scale = o->out_scale = 1.0f;
+    /* ComputeUbSizes' preReduceUbSize, postReduceUbSize and tmpBufUbSize, in floats */
+    const int64_t a_unit = o->lanes, unit = a_unit * o->bundle;
+    int64_t f = calign(unit * t.ds, 32) / 4 / o->groups;
+    f = f >= 8 ? f / 8 * 8 : f;
+    f = f < calign(a_unit * 4, 32) / 4 ? f : calign(a_unit * 4, 32) / 4;
+    f = f < calign(unit * 4, 32) / 4 ? f : calign(unit * 4, 32) / 4;
+    const int64_t C = bnr_prod(&t, 0, t.n);
+    /* at least 1: a group template's chunks fill most of the UB, far more floats than the
+     * cores' groups, so Phase 2's guard against none never fires */
+    o->p2_factor = f < C ? (f > 1 ? f : 1) : C;
 }
 
 /* ---- phase one's workspace: the device's (exec_workspace.h) ------------------------------ */
@@ -358,17 +576,16 @@ static int64_t bnr_row_groups(const aclTensor *x, int caxis, int64_t cores, int6
  * templates' partials at deterministic level 1; elsewhere a TBE kernel (its compile-info
  * workspace is not public: none).
  */
-static uint64_t bnr_workspace(const aclemu_soc *soc, const aclTensor *const *ts, int caxis,
-                              uint64_t C)
+static uint64_t bnr_workspace(const aclemu_soc *soc, const aclTensor *const *ts,
+                              const bnr_order *o, uint64_t C)
 {
     ew_graph g = ew_graph_on(soc->npu_arch);
     const int x = ew_contiguous_copy(&g, ts[T_X]);
     const int k = ew_kernel_reading(&g, &x, 1);
     if (soc->npu_arch == DAV_3510) {
         uint64_t ws = ew_lib_api_workspace(soc);
-        if (p1_deterministic() == 1)
-            ws += (uint64_t)bnr_row_groups(ts[T_X], caxis, aclemu_soc_vector_cores(),
-                                           aclemu_soc_ub_bytes()) * C * 4;
+        if (o->kind == BNR_GROUP && o->deterministic)
+            ws += (uint64_t)o->groups * C * 4;
         ew_kernel_workspace(&g, k, ws);
     }
     const int sum = ew_output(&g, k, C * 4), sqsum = ew_output(&g, k, C * 4);
@@ -494,7 +711,15 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormReduceGetWorkspaceSize(const aclTensor *
     P->R = X / P->C;
     for (int i = 0; i < T_COUNT; i++)
         snapshot(&P->t[i], ts[i], -1);
-    P->ws_size = bnr_workspace(soc, ts, P->caxis, (uint64_t)P->C);
+    P->chunk_values = 1;
+    if (soc->npu_arch == DAV_3510) {
+        bnr_order_of(&P->order, x, P->caxis, aclemu_soc_vector_cores(), aclemu_soc_ub_bytes(),
+                     p1_deterministic() == 1);
+        /* bnr_channel's scratch past the values: two chunks, the units, the groups' roots */
+        const int64_t need = 2 * P->order.bundle + P->order.r_loops + P->order.groups;
+        P->chunk_values += (int)((need + P->R - 1) / P->R);
+    }
+    P->ws_size = bnr_workspace(soc, ts, &P->order, (uint64_t)P->C);
     /* the executor owns P from here and keeps every tensor, as CANN's does */
     return p1_finish(P1, &BNR_OPS, P, P->ws_size, ts, TNAME, T_COUNT, N_INPUTS, workspaceSize,
                      executor);
