@@ -13,10 +13,10 @@ import pytest
 import acl_py
 from acl_py import reference
 from acl_py.errors import AclArgumentError, AclError, AclTypeError
-from acl_py.ops import BATCH_NORM_ELEMT, part_of
+from acl_py.ops import BATCH_NORM_ELEMT
 
 from _cann_path import run_on_cann_path
-from _part_runs import other_parts, run_on_parts, skip_without_bf16
+from _part_runs import bf16_where_it_runs, only_where, other_parts, run_on_parts
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
@@ -46,10 +46,10 @@ def check(got, x, w, b, mean, inv, eps=1e-5):
 
 
 @pytest.mark.parametrize("path", ["numpy", "device"])
-@pytest.mark.parametrize("dt,sdt", [(F32, F32), (F16, F16), (BF16, BF16), (F16, F32),
-                                    (BF16, F32), (F32, F16)], ids=str)
+@pytest.mark.parametrize("dt,sdt", bf16_where_it_runs([(F32, F32), (F16, F16), (BF16, BF16),
+                                                        (F16, F32), (BF16, F32), (F32, F16)]),
+                         ids=str)
 def test_against_reference(path, dt, sdt):
-    skip_without_bf16(dt, sdt)
     vals = make((3, 6, 4, 5), dt, sdt)
     args = vals if path == "numpy" else tuple(acl_py.DeviceTensor.from_numpy(a) for a in vals)
     res = acl_py.batch_norm_elemt(*args)
@@ -137,10 +137,9 @@ def test_device_output_of_another_dtype_fails_the_copy():
     assert "output dtype FLOAT16 must be input's dtype FLOAT" in ei.value.message
 
 
+@only_where(not acl_py.supports_bfloat16())   # the parts taking BF16 run the BF16 cases
 def test_operator_rules_surface_as_its_typed_error():
     """The part's dtype list: no BF16 off Atlas A2/A3 and Ascend 950."""
-    if part_of().npu_arch in (2201, 3510):
-        pytest.skip("the part takes bfloat16")
     vals = make((2, 4, 3), BF16)
     with pytest.raises(AclError) as ei:
         acl_py.batch_norm_elemt(*(acl_py.DeviceTensor.from_numpy(v) for v in vals))

@@ -32,7 +32,7 @@ from acl_py import smoke
 from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import DECLARED, OutputNotWritten
 
-from _part_runs import needs_kernel, other_parts, run_on_parts, runs_here
+from _part_runs import other_parts, run_on_parts, runs_here
 
 # The float dtypes this part computes (the Atlas training and inference series have no
 # BFLOAT16: phase one refuses it in any tensor, an output's entry too)
@@ -76,12 +76,13 @@ def _written_by(declared, k):
 
 def _outputs():
     """Every output with an out= entry of its own (one written in place into an input, as
-    InplaceAddRmsNorm's y and x, takes None only: tests/test_inplace_add_rms_norm.py)."""
+    InplaceAddRmsNorm's y and x, takes None only: tests/test_inplace_add_rms_norm.py), of the
+    operators with a kernel on this part: another's could never run here, so it is no test
+    (its refusal: test_declared_parts); the parts with the kernel run it."""
     for name, declared in DECLARED.items():
         for k, spec in enumerate(declared.outputs):
-            if spec.into is None:
-                yield pytest.param(name, k, id=f"{name}-out[{k}]-{spec.py}",
-                                   marks=needs_kernel(declared))
+            if spec.into is None and runs_here(declared):
+                yield pytest.param(name, k, id=f"{name}-out[{k}]-{spec.py}")
 
 
 def _with(declared, k, entry):
@@ -184,8 +185,8 @@ def test_out_of_the_wrong_shape_is_refused_naming_it(emulator, name, k):
         assert refusal.argument == f"out[{k}] ({spec.py})", refusal
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=needs_kernel(declared))
-                                  for name, declared in DECLARED.items()])
+@pytest.mark.parametrize("name", [name for name, declared in DECLARED.items()
+                                  if runs_here(declared)])   # (as _outputs)
 def test_out_entries_of_the_declared_dtypes_and_shapes_receive_the_results(name):
     declared = DECLARED[name]
     values = _values(declared)

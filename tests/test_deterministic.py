@@ -178,15 +178,16 @@ def grad_views(arena, M, N, seed=5):
             DevView(arena, shape=(M, N), dtype=F32), DevView(arena, shape=(N,), dtype=F32)]
 
 
-SHAPES = [(3, 64), (100, 64), (5, 640), (2 * 64 * 64, 64), (7, 6144), (9, 100)]
+# on the Atlas training series gamma's element count is a multiple of 64 (the tiling refuses
+# another: test_emulator_rms_norm_grad), so a shape of another could never run there: no test
+SHAPES = [(m, n) for m, n in [(3, 64), (100, 64), (5, 640), (2 * 64 * 64, 64), (7, 6144),
+                              (9, 100)] if ARCH != 1001 or n % 64 == 0]
 
 
 @pytest.mark.parametrize("M,N", SHAPES, ids=[f"{m}x{n}" for m, n in SHAPES])
 def test_rms_norm_grad_size_by_level(arena, M, N):
     """Only level 1 is deterministic to this tiling (GetDeterministic() == 1: the generated
     interface hands the level itself, so 2 and 3 size as off)."""
-    if ARCH == 1001 and N % 64:
-        pytest.skip(f"{SOC}: gamma's element count must be a multiple of 64 there")
     for level, expected in ((0, grad_expected(M, N)), (1, rms_grad_det_expected(M, N)),
                             (2, grad_expected(M, N)), (3, grad_expected(M, N))):
         assert lib.aclrtSetSysParamOpt(DET, level) == OK

@@ -17,13 +17,13 @@ import pytest
 import acl_py
 from acl_py import reference
 
-from _part_runs import skip_without_bf16
+from _part_runs import bf16_where_it_runs, only_where
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = (F32, F16, BF16)
 OUTPUTS = reference.OUTPUTS
-PAIRS = list(itertools.product(DTYPES, DTYPES))
+PAIRS = bf16_where_it_runs(itertools.product(DTYPES, DTYPES))  # BF16 where the part has it
 
 
 def _case(in_dt, shape=(24, 300), seed=5):
@@ -37,7 +37,6 @@ def _case(in_dt, shape=(24, 300), seed=5):
 
 @pytest.mark.parametrize("in_dt,out_dt", PAIRS, ids=[f"{i}-to-{o}" for i, o in PAIRS])
 def test_every_dtype_pair_within_the_device_rounding_bound(in_dt, out_dt):
-    skip_without_bf16(np.dtype(in_dt), np.dtype(out_dt))
     dy, x, mean, rstd, w = _case(in_dt)
     n = x.shape[-1]
     dev = [acl_py.DeviceTensor.from_numpy(a) for a in (dy, x, mean, rstd, w)]
@@ -75,12 +74,11 @@ def test_numpy_path_wider_grad_input_is_the_input_dtype_result_widened():
     assert np.array_equal(a[0].astype(F32), b[0])
 
 
+@only_where(acl_py.supports_bfloat16())   # the parts with BF16 run it
 def test_bfloat16_ties_through_the_python_call():
     """gradInput = -gradOut * weight exactly (N = 1, rstd = 1, input - mean = 1); with
     weight 1 + 2^-8 every power-of-two gradOut gives a BF16 tie: away from zero on the Atlas
     A2/A3 parts (the default), to even on Ascend 950."""
-    if not acl_py.supports_bfloat16():
-        pytest.skip(f"{acl_py.soc_name()} has no BFLOAT16")
     dy = np.array([[1], [-2], [0.25]], BF16)
     x = np.array([[3], [0], [-1]], BF16)
     mean = x.astype(F32) - 1
@@ -95,6 +93,7 @@ def test_bfloat16_ties_through_the_python_call():
     assert np.array_equal(model.astype(np.float64), gi.astype(np.float64))
 
 
+@only_where(acl_py.supports_bfloat16())
 @pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
 def test_bfloat16_ties_across_whole_vectors(strided):
     """The same ties over rows of 4 x 16 + 5 columns: contiguous rows are rounded in vector
@@ -102,8 +101,6 @@ def test_bfloat16_ties_across_whole_vectors(strided):
     apply the part's tie rule on every lane and on the row's tail. Per group of four columns
     gradOut is (a, a, -a, -a) and input - mean is (1, -1, 1, -1), so both row sums are 0 and
     gradInput = gradOut * weight exactly, a BF16 tie for weight 1 + 2^-8."""
-    if not acl_py.supports_bfloat16():
-        pytest.skip(f"{acl_py.soc_name()} has no BFLOAT16")
     m, n = 3, 69
     a = 2.0 ** (np.arange(n) // 4 % 9 - 4 + np.arange(m)[:, None])
     sign = np.tile([1, 1, -1, -1], n // 4 + 1)[:n]

@@ -15,7 +15,7 @@ from acl_py.soc import short_soc_version, soc_name, supports_bfloat16
 
 from test_emulator_op import Arena, last_msg, no_leaks, stream  # noqa: F401  (fixtures)
 
-from _part_runs import run_on_parts, skip_without_bf16
+from _part_runs import bf16_where_it_runs, run_on_parts
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
                                 reason="emulator-only: raw calls against the emulator's rules")
@@ -170,16 +170,16 @@ def test_broadcast_float32(arena, sa, sb, strided):
                                    rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("da,db,calc", [
+# BF16 cases only where the part has BF16 (refused elsewhere: test_dtype_list_follows_the_part)
+@pytest.mark.parametrize("da,db,calc", bf16_where_it_runs([
     (np.float16, np.float16, np.float16), (BF16, BF16, BF16), (np.float16, np.float32, np.float32),
     (BF16, np.float32, np.float32), (np.int8, np.uint8, np.int16), (np.int32, np.int64, np.int64),
     (np.int32, np.float16, np.float16), (np.float64, np.int8, np.float64),
     (np.bool_, np.int8, np.int8), (np.complex64, np.float32, np.complex64),
     (np.int16, BF16, BF16), (np.float16, BF16, np.float32),
-])
+]))
 @pytest.mark.parametrize("alpha", [1, 3])
 def test_promotion_and_alpha(arena, da, db, calc, alpha):
-    skip_without_bf16(da, db)  # refused without BF16: test_dtype_list_follows_the_part
     a, b = rand((5, 6), da), rand((6,), db)
     A, B = put(arena, a), put(arena, b)
     out = out_tensor(arena, (5, 6), calc)

@@ -169,13 +169,12 @@ def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, row, shape, gdims, b
         assert np.array_equal(bits(a), bits(w)), name
 
 
+@only_where(STATS)   # mean and rstd are not written on Atlas inference parts
 @where_it_runs
 def test_mean_and_variance_scaling_follows_the_part(arena):
     """Ascend 950 scales a row's terms by 1/P and the sum by P/N (P = 256 for N = 181), the
     other parts by 1/N: the statistics follow the part's chain, and the data tell the two
     apart."""
-    if not STATS:
-        pytest.skip("mean and rstd are not written on Atlas inference parts")
     rng = np.random.default_rng(9)
     x1, x2, g, b, _ = inputs(rng, (64, 181), 1, (F32,) * 5, "none")
     y, mean, rstd, x = call(arena, x1, x2, g, b)
@@ -347,17 +346,19 @@ DTYPE_CASES = [
 ]
 
 
+# the cases are the Atlas A2/A3 table's (test_part_dtype_table: any part): elsewhere no test
+a2_table = only_where(ARCH in (2201, 3510))
+
+
+@a2_table
 @pytest.mark.parametrize("case,words", DTYPE_CASES,
                          ids=["x1-int32", "mean", "rstd", "gamma", "y", "bias"])
 def test_dtype_refusals(arena, case, words):
-    if ARCH not in (2201, 3510):
-        pytest.skip("the cases are the Atlas A2/A3 table's (test_part_dtype_table: any part)")
     refused(views(arena, **case), INVALID, *words)
 
 
+@a2_table
 def test_beta_and_xout_dtypes_follow_their_row(arena):
-    if ARCH not in (2201, 3510):
-        pytest.skip("the cases are the Atlas A2/A3 table's (test_part_dtype_table: any part)")
     args = views(arena, row=(F16,) * 5)
     args[3] = DevView(arena, np.ones(16, F32))
     refused(args, INVALID, "beta dtype FLOAT must be gamma's dtype FLOAT16")

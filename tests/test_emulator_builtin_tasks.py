@@ -15,7 +15,7 @@ from acl_py.soc import short_soc_version, soc_name
 
 from _emu_objects import allocated_bytes
 from _emu_status import expect, ok
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
                                 reason="emulator-only: raw runtime calls with the emulator's "
@@ -160,12 +160,11 @@ def test_reduce_dtypes_kinds_and_arithmetic(dev0, device, dt, kind):
     assert download(dst, n, dt).tobytes() == a.tobytes()     # refused: untouched
 
 
+# where the part reduces no float16 (the refusal: test_reduce_dtypes_kinds_and_arithmetic)
+@only_where(np.dtype(np.float16) in REDUCE_DTYPES[series()])
 def test_reduce_float16_sum_rounds_each_element_once(dev0, device):
     """A float16 sum is the exact sum rounded once: 2048 + 1 is a tie (to even: 2048), 2048 +
     1.0009765625 rounds up (2050), 65504 + 16 overflows to inf; NaN stays NaN."""
-    if np.dtype(np.float16) not in REDUCE_DTYPES[series()]:
-        pytest.skip("this part reduces no float16 (the refusal: "
-                    "test_reduce_dtypes_kinds_and_arithmetic)")
     a = np.array([2048, 2048, 65504, 1, np.nan, 3], np.float16)
     b = np.array([1, 1.0009765625, 16, -1, 1, np.inf], np.float16)
     dst, src = device(a.nbytes), device(b.nbytes)
@@ -347,16 +346,15 @@ def generate(device, func, dt, params, n, *, seed=0, counter_value=0):
     return download(out, n, dt)
 
 
-needs_random = pytest.mark.skipif("not random_supported()",
-                                  reason="random number tasks: Atlas A2/A3 only (the refusal: "
-                                         "test_random_refused_off_atlas_a2_a3)")
+# random number tasks: Atlas A2/A3 only; elsewhere such a test could never run, so it is no
+# test (the refusal: test_random_refused_off_atlas_a2_a3)
+needs_random = only_where(random_supported())
 
 
+@only_where(not random_supported())   # the Atlas A2/A3 parts run the random number tests
 def test_random_refused_off_atlas_a2_a3(dev0, device):
     """RT_FEATURE_TASK_RAND_GENERATOR is Atlas A2/A3's only: elsewhere 207000, after the ACL
     layer's checks (which have written the runtime's dtype code into the struct)."""
-    if random_supported():
-        pytest.skip("this part runs random number tasks")
     ti = task(UNIFORM, np.float32, (0.0, 1.0), 8, device(32), device(16))
     expect(lib.aclrtRandomNumAsync(ti, ffi.NULL, ffi.NULL), NOT_SUPPORTED,
            "aclrtRandomNumAsync", "Atlas A2/A3")

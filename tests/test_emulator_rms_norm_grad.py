@@ -18,7 +18,7 @@ from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Are
                               DevView, arena, last_msg, no_leaks, stream)
 from _device_reduce import half_interval_sum, lane_blocks_sum
 from _emu_aclnn import SOC, check_part_dtype_table, rstd_shape, run_phase_two
-from _part_runs import other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
 
 P1 = lib.aclnnRmsNormGradGetWorkspaceSize
@@ -73,13 +73,25 @@ def inputs(rng, shape, gdims, xdt, gdt):
     return dy, x, rstd, g
 
 
-def needs_part(*dts, n=64):
+def part_takes(*dts, n=64):
+    """Whether this part takes x/gamma of ``dts`` and gamma of ``n`` elements: Atlas training
+    parts a multiple of 64 only (rms_norm_grad_tiling.cpp COL_VAL_MULTIPLE_910), parts
+    without BF16 neither BF16 nor FLOAT16 x beside FLOAT gamma (their table). A case it does
+    not take could never run here, so it is no test here (the refusals:
+    test_training_parts_need_gamma_a_multiple_of_64, test_part_dtype_table)."""
     if TRAINING and n % 64:
-        pytest.skip(f"{SOC}: gamma's size must be a multiple of 64 there")
-    if BF16 in dts and not BF16_PART:
-        pytest.skip(f"{SOC} has no BF16 (the part's table)")
-    if dts[:2] == (F16, F32) and not BF16_PART:
-        pytest.skip(f"{SOC}: the table pairs FLOAT16 x with FLOAT16 gamma only")
+        return False
+    return BF16_PART or (BF16 not in dts and dts[:2] != (F16, F32))
+
+
+# the pairs this part takes
+PART_PAIRS = [p for p in PAIRS if part_takes(*p)]
+
+
+def gammas_taken(cases, size):
+    """Those of ``cases`` (pytest.param) whose gamma, ``size(*values)`` elements, this part
+    takes."""
+    return [c for c in cases if part_takes(n=size(*c.values))]
 
 
 # ---- the kernel's float32 chain, in NumPy ------------------------------------------------------
@@ -122,11 +134,15 @@ def float32_chain(dy, x, rstd, g):
 
 # ---- numbers ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("xdt,gdt", PAIRS, ids=[f"{x}-{g}" for x, g in PAIRS])
-@pytest.mark.parametrize("shape,gdims", [((7, 3, 181), 1), ((5, 6, 40), 2), ((300, 64), 1),
-                                         ((33,), 1)], ids=["181", "6x40", "300rows", "1-D"])
+NUMBER_SHAPES = gammas_taken(
+    [pytest.param((7, 3, 181), 1, id="181"), pytest.param((5, 6, 40), 2, id="6x40"),
+     pytest.param((300, 64), 1, id="300rows"), pytest.param((33,), 1, id="1-D")],
+    lambda shape, gdims: int(np.prod(shape[len(shape) - gdims:])))
+
+
+@pytest.mark.parametrize("xdt,gdt", PART_PAIRS, ids=[f"{x}-{g}" for x, g in PART_PAIRS])
+@pytest.mark.parametrize("shape,gdims", NUMBER_SHAPES)
 def test_numbers_against_float64_reference(arena, xdt, gdt, shape, gdims):
-    needs_part(xdt, gdt, n=int(np.prod(shape[len(shape) - gdims:])))
     dy, x, rstd, g = inputs(np.random.default_rng(sum(shape) + gdims), shape, gdims, xdt, gdt)
     dx, dg = call(arena, dy, x, rstd, g)
     exp = reference.rms_norm_grad(dy, x, rstd, g)
@@ -136,15 +152,16 @@ def test_numbers_against_float64_reference(arena, xdt, gdt, shape, gdims):
     reference.assert_close(dg, exp[1], mag[1], F32, "dgamma")
 
 
-@pytest.mark.parametrize("xdt,gdt", PAIRS, ids=[f"{x}-{g}" for x, g in PAIRS])
-@pytest.mark.parametrize("shape", [(16, 300), (100, 24), (3, 1000), (130, 7), (50, 640)],
-                         ids=["300", "24", "1000", "130x7", "640"])
+@pytest.mark.parametrize("xdt,gdt", PART_PAIRS, ids=[f"{x}-{g}" for x, g in PART_PAIRS])
+@pytest.mark.parametrize("shape", gammas_taken(
+    [pytest.param(s, id=i) for s, i in (((16, 300), "300"), ((100, 24), "24"),
+                                        ((3, 1000), "1000"), ((130, 7), "130x7"),
+                                        ((50, 640), "640"))], lambda shape: shape[1]))
 def test_bits_are_the_kernels_float32_chain(arena, xdt, gdt, shape):
     """dx: x * rstd, dy * gamma, their product's row sum in the kernel's order, the mean,
     (dy * gamma - xr * mean) * rstd in float32, one rounding to x's dtype (ties to even);
     dgamma: dy * xr summed in order within each core block of ceil(M / cores) rows, the blocks
     added in core order (the deterministic mode's order)."""
-    needs_part(xdt, gdt, n=shape[1])
     dy, x, rstd, g = inputs(np.random.default_rng(3), shape, 1, xdt, gdt)
     dx, dg = call(arena, dy, x, rstd, g)
     want_dx, want_dg = float32_chain(dy, x, rstd, g)
@@ -162,10 +179,10 @@ def test_long_rows_take_the_split_d_chain(arena):
     assert np.array_equal(dg.view(np.uint32), want_dg.view(np.uint32))
 
 
+@only_where(part_takes(F32, F32, n=16))
 def test_vendor_example_values(arena):
     """examples/test_aclnn_rms_norm_grad.cpp: dy = x = 1..32 as [2, 1, 16], rstd [2] = 1, 2,
     gamma = 1..16: the float32 chain's values."""
-    needs_part(F32, F32, n=16)
     v = np.arange(1, 33, dtype=F32).reshape(2, 1, 16)
     g = np.arange(1, 17, dtype=F32)
     rstd = np.array([1, 2], F32)
@@ -179,11 +196,11 @@ def test_vendor_example_values(arena):
     assert np.allclose(vdx.read(), exp[0], rtol=1e-6) and np.allclose(vdg.read(), exp[1])
 
 
+@only_where(part_takes(F16, F16, n=4 * 37))
 @pytest.mark.parametrize("kinds", [(k,) * 6 for k in LAYOUTS[1:]] +
                          [("stepped", "contig", "padded", "transposed", "padded", "stepped")],
                          ids=lambda k: "-".join(k))
 def test_strided_views_give_the_contiguous_bits(arena, kinds):
-    needs_part(F16, F16, n=4 * 37)
     dy, x, rstd, g = inputs(np.random.default_rng(5), (6, 4, 37), 2, F16, F16)
     base = call(arena, dy, x, rstd, g)
     got = call(arena, dy, x, rstd, g, kinds)
@@ -191,8 +208,8 @@ def test_strided_views_give_the_contiguous_bits(arena, kinds):
         assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
+@only_where(part_takes(F32, F32, n=100))
 def test_bits_do_not_depend_on_the_thread_count(arena):
-    needs_part(F32, F32, n=100)
     dy, x, rstd, g = inputs(np.random.default_rng(7), (613, 100), 1, F32, F32)
     runs = []
     for n in (1, 2, 5):
@@ -203,10 +220,10 @@ def test_bits_do_not_depend_on_the_thread_count(arena):
             assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
+@only_where(part_takes(F32, F32, n=8))
 def test_nan_stays_in_its_row_and_column(arena):
     """A NaN in x makes its row's dx NaN (the row's sum) and its column's dgamma NaN; the
     other rows' dx and the other columns' dgamma stay finite."""
-    needs_part(F32, F32, n=8)
     dy, x, rstd, g = inputs(np.random.default_rng(8), (4, 8), 1, F32, F32)
     x[1, 5] = np.nan
     dx, dg = call(arena, dy, x, rstd, g)
@@ -322,11 +339,11 @@ def test_stricter_shape_rules_hold_when_every_output_is_empty(arena):
             "dxOut shape [5,0]")
 
 
+@only_where(part_takes(F32, F32, n=16))
 def test_rstd_of_other_accepted_shapes(arena):
     """The tiling compares rstd's leading dims with x's batch dims and its element count with
     the rows: [M] for x [M, 1, N] (the vendor's example), [A, B] or [A, B, 1, 1] for
     x [A, B, N]."""
-    needs_part(F32, F32, n=16)
     for shape, rshape in [((3, 1, 16), (3,)), ((2, 3, 16), (2, 3)), ((2, 3, 16), (2, 3, 1, 1))]:
         dy, x, rstd, g = inputs(np.random.default_rng(9), shape, 1, F32, F32)
         rstd = rstd.reshape(rshape)

@@ -40,15 +40,16 @@ def check(results, x, g, eps=1e-6):
         reference.assert_close(got.reshape(e.shape), e, m, x.dtype, name)
 
 
-def skip_without_bf16(dt, gdt):
-    if (BF16 in (dt, gdt) or (dt, gdt) == (F16, F32)) and not acl_py.supports_bfloat16():
-        pytest.skip(f"{acl_py.soc_name()}: not in the part's dtype table")
+# the pairs in this part's dtype table: without BF16, neither BF16 nor FLOAT16 x beside FLOAT
+# gamma (a pair outside it could never run here: no test; the emulator's rms_norm tests
+# check the refusal)
+PART_PAIRS = [p for p in PAIRS
+              if acl_py.supports_bfloat16() or (BF16 not in p and p != (F16, F32))]
 
 
 @pytest.mark.parametrize("path", ["numpy", "device"])
-@pytest.mark.parametrize("dt,gdt", PAIRS, ids=[f"{d}-{g}" for d, g in PAIRS])
+@pytest.mark.parametrize("dt,gdt", PART_PAIRS, ids=[f"{d}-{g}" for d, g in PART_PAIRS])
 def test_against_reference(path, dt, gdt):
-    skip_without_bf16(dt, gdt)
     x, g = make((3, 5, 67), 1, dt, gdt)
     args = (x, g) if path == "numpy" else tuple(acl_py.DeviceTensor.from_numpy(a)
                                                  for a in (x, g))

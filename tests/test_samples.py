@@ -20,7 +20,7 @@ from acl_py import reference
 from acl_py._loader import emulator_prefix
 from acl_py.soc import supports_bfloat16
 
-from _part_runs import skip_without_bf16
+from _part_runs import only_where
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -183,9 +183,10 @@ def test_cli_sample_command_propagates_a_failure():
     assert "aclrtCreateStream failed: status 207001" in proc.stderr
 
 
+# the BF16 sample runs where the part has BF16 (elsewhere its calls are refused)
+@only_where(supports_bfloat16())
 def test_bf16_transformer_sample_passes_its_check():
     """A reduced size keeps the test fast; the check (reference comparison) is the same."""
-    skip_without_bf16("bfloat16")
     proc = run([sys.executable, str(SAMPLES / "transformer_backward_bf16.py"),
                 "--batch", "2", "--seq", "64", "--hidden", "256", "--repeats", "3"])
     out = proc.stdout
@@ -194,9 +195,9 @@ def test_bf16_transformer_sample_passes_its_check():
     assert "median" in out
 
 
+@only_where(supports_bfloat16())
 def test_bf16_transformer_sample_fails_loudly_on_wrong_results():
     """The sample's check is real: with the reference perturbed it exits 1 and says FAIL."""
-    skip_without_bf16("bfloat16")
     proc = subprocess.run([sys.executable, str(SAMPLES / "transformer_backward_bf16.py"),
                            "--batch", "1", "--seq", "8", "--hidden", "64", "--repeats", "1",
                            "--perturb-reference", "0.5"],
