@@ -529,18 +529,14 @@ ACLEMU_EXPORT aclnnStatus aclnnInplaceAddRmsNormGetWorkspaceSize(aclTensor *x1Re
                                                                  uint64_t *workspaceSize,
                                                                  aclOpExecutor **executor)
 {
-    if (aclemu_fault(IP1))
-        return ACLNN_ERR_INNER;
     const aclTensor *rs[R_COUNT] = {x1Ref, x2Ref, gamma, rstdOut};
 
-    /* 0. the out-pointers first, 1. every tensor required and live (161001) */
-    aclnnStatus st;
-    if ((st = p1_out_pointers(IP1, workspaceSize, executor)) ||
-        (st = p1_required(IP1, rs, RNAME, 0, R_COUNT)) || (st = p1_live(IP1, rs, RNAME, R_COUNT)))
+    /* 0. the out-pointers first, 1. every tensor required and live (161001); the part */
+    const aclemu_soc *soc;
+    aclnnStatus st = p1_opening(IP1, rs, RNAME, R_COUNT, P1_BITS(0, R_COUNT), workspaceSize,
+                                executor, &soc);
+    if (st)
         return st;
-    const aclemu_soc *soc = aclemu_soc_info(IP1);
-    if (!soc)
-        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
     /* 2. a part without a kernel (the Atlas training series), before any dtype */
     if (soc->npu_arch == 1001)
         FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the operator's "

@@ -499,28 +499,17 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGetWorkspaceSize(
     aclTensor *output, aclTensor *saveMean, aclTensor *saveInvstd, uint64_t *workspaceSize,
     aclOpExecutor **executor)
 {
-    if (aclemu_fault(P1))
-        return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {input,  weight,   bias,      runningMean,
                                     runningVar, output, saveMean, saveInvstd};
 
-    /* 0. the out-pointers first (161001) */
-    aclnnStatus st;
-    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+    /* 0. the out-pointers first (161001), 1. CheckNotNull (161001): input, output, and in
+     * training saveMean, saveInvstd; every tensor given must be a live aclTensor; the part */
+    const uint32_t required = P1_BIT(T_INPUT) | P1_BIT(T_OUTPUT) |
+                              (training ? P1_BITS(T_SMEAN, T_COUNT) : 0u);
+    const aclemu_soc *soc;
+    aclnnStatus st = p1_opening(P1, ts, TNAME, T_COUNT, required, workspaceSize, executor, &soc);
+    if (st)
         return st;
-    /* 1. CheckNotNull (161001); every tensor given must be a live aclTensor */
-    if (!input)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: input is NULL", P1);
-    if (!output)
-        FAIL(ACLNN_ERR_PARAM_NULLPTR, "%s: output is NULL", P1);
-    if (training && (st = p1_required(P1, ts, TNAME, T_SMEAN, T_COUNT)))
-        return st;
-    if ((st = p1_live(P1, ts, TNAME, T_COUNT)))
-        return st;
-
-    const aclemu_soc *soc = aclemu_soc_info(P1);
-    if (!soc)
-        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
     const bool regbase = soc->npu_arch == 3510;
 
     bn_payload *P = calloc(1, sizeof *P);

@@ -528,24 +528,16 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormBackwardGetWorkspaceSize(
     aclTensor *gradInput, aclTensor *gradWeight, aclTensor *gradBias, uint64_t *workspaceSize,
     aclOpExecutor **executor)
 {
-    if (aclemu_fault(P1))
-        return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {gradOut,    input,     weight,    runningMean, runningVar,
                                     saveMean,   saveInvstd, gradInput, gradWeight,  gradBias};
 
-    /* 0. the out-pointers first (161001) */
-    aclnnStatus st;
-    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+    /* 0. the out-pointers first (161001), 1. CheckInputNotNull (161001); every tensor given
+     * must be a live aclTensor; the part */
+    const aclemu_soc *soc;
+    aclnnStatus st = p1_opening(P1, ts, TNAME, T_COUNT, P1_BITS(T_DY, T_W), workspaceSize,
+                                executor, &soc);
+    if (st)
         return st;
-    /* 1. CheckInputNotNull (161001); every tensor given must be a live aclTensor */
-    if ((st = p1_required(P1, ts, TNAME, T_DY, T_W)))
-        return st;
-    if ((st = p1_live(P1, ts, TNAME, T_COUNT)))
-        return st;
-
-    const aclemu_soc *soc = aclemu_soc_info(P1);
-    if (!soc)
-        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
     const bool regbase = soc->npu_arch == 3510;
 
     bnb_payload *P = calloc(1, sizeof *P);

@@ -309,24 +309,16 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormElemtBackwardGetWorkspaceSize(
     const aclTensor *sumDyXmu, aclTensor *counter, aclTensor *gradInput,
     uint64_t *workspaceSize, aclOpExecutor **executor)
 {
-    if (aclemu_fault(P1))
-        return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {gradOut, input,    mean,    invstd,   weight,
                                     sumDy,   sumDyXmu, counter, gradInput};
 
-    /* 0. the out-pointers first (161001) */
-    aclnnStatus st;
-    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+    /* 0. the out-pointers first (161001), 1. CheckNotNull: every tensor but weight (161001);
+     * all live; the part */
+    const aclemu_soc *soc;
+    aclnnStatus st = p1_opening(P1, ts, TNAME, T_COUNT, P1_BITS(0, T_COUNT) & ~P1_BIT(T_W),
+                                workspaceSize, executor, &soc);
+    if (st)
         return st;
-    /* 1. CheckNotNull: every tensor but weight (161001) */
-    if ((st = p1_required(P1, ts, TNAME, T_DY, T_W)) ||
-        (st = p1_required(P1, ts, TNAME, T_W + 1, T_COUNT)))
-        return st;
-    if ((st = p1_live(P1, ts, TNAME, T_COUNT)))
-        return st;
-    const aclemu_soc *soc = aclemu_soc_info(P1);
-    if (!soc)
-        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
     /* 2-4. dtypes, formats, shapes (161002) */
     if ((st = check_params(ts, soc)))
         return st;

@@ -433,27 +433,17 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormGatherStatsWithCountsGetWorkspaceSize(
     const aclTensor *counts, aclTensor *meanAll, aclTensor *invstdAll, uint64_t *workspaceSize,
     aclOpExecutor **executor)
 {
-    if (aclemu_fault(P1))
-        return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {input,      mean,   invstd,  runningMean,
                                     runningVar, counts, meanAll, invstdAll};
 
-    /* 0. the out-pointers first (OP_CHECK_COMM_INPUT: 161001) */
-    aclnnStatus st;
-    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+    /* 0. the out-pointers first (OP_CHECK_COMM_INPUT: 161001), 1. CheckNotNull (161001), in
+     * its order; every tensor given must be a live aclTensor; the part */
+    const uint32_t required = P1_BIT(T_INPUT) | P1_BIT(T_MEAN) | P1_BIT(T_INVSTD) |
+                              P1_BIT(T_COUNTS) | P1_BIT(T_MEAN_ALL) | P1_BIT(T_INVSTD_ALL);
+    const aclemu_soc *soc;
+    aclnnStatus st = p1_opening(P1, ts, TNAME, T_COUNT, required, workspaceSize, executor, &soc);
+    if (st)
         return st;
-    /* 1. CheckNotNull (161001), in its order; every tensor given must be a live aclTensor */
-    static const int REQUIRED[] = {T_INPUT, T_MEAN, T_INVSTD, T_COUNTS, T_MEAN_ALL,
-                                   T_INVSTD_ALL};
-    for (size_t k = 0; k < sizeof REQUIRED / sizeof REQUIRED[0]; k++)
-        if ((st = p1_required(P1, ts, TNAME, REQUIRED[k], REQUIRED[k] + 1)))
-            return st;
-    if ((st = p1_live(P1, ts, TNAME, T_COUNT)))
-        return st;
-
-    const aclemu_soc *soc = aclemu_soc_info(P1);
-    if (!soc)
-        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
     const bool fused = soc->npu_arch == 3510;
 
     /* 2. CheckDtypeValid (161002): each in the part's list, in its order */

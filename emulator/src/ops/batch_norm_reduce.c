@@ -665,20 +665,15 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormReduceGetWorkspaceSize(const aclTensor *
                                                                uint64_t *workspaceSize,
                                                                aclOpExecutor **executor)
 {
-    if (aclemu_fault(P1))
-        return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {x, sum, squareSum};
 
-    /* 0. the out-pointers first (L2_DFX_PHASE_1: 161001) */
-    aclnnStatus st;
-    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+    /* 0. the out-pointers first (L2_DFX_PHASE_1: 161001), 1. CheckNotNull (161001), in its
+     * order; all live; the part */
+    const aclemu_soc *soc;
+    aclnnStatus st = p1_opening(P1, ts, TNAME, T_COUNT, P1_BITS(0, T_COUNT), workspaceSize,
+                                executor, &soc);
+    if (st)
         return st;
-    /* 1. CheckNotNull (161001), in its order */
-    if ((st = p1_required(P1, ts, TNAME, 0, T_COUNT)) || (st = p1_live(P1, ts, TNAME, T_COUNT)))
-        return st;
-    const aclemu_soc *soc = aclemu_soc_info(P1);
-    if (!soc)
-        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
 
     bnr_payload *P = NULL;
     /* 2. an empty x, sum or squareSum: both outputs filled with 0 before CheckParams; stricter

@@ -918,18 +918,14 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
     aclTensor *gradGammaOut, aclTensor *gradBetaOut, uint64_t *workspaceSize,
     aclOpExecutor **executor)
 {
-    if (aclemu_fault(P1))
-        return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {gradOut, input, mean, rstd, gamma,
                                     gradInput, gradGammaOut, gradBetaOut};
 
-    /* 0. the out-pointers first (161001) */
-    aclnnStatus st;
-    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
-        return st;
-    /* 1. gradOut, input, mean, rstd (161001); every handle given must be live */
-    if ((st = p1_required(P1, ts, TNAME, T_DY, T_GAMMA)) ||
-        (st = p1_live(P1, ts, TNAME, T_COUNT)))
+    /* 0. the out-pointers first (161001), 1. gradOut, input, mean, rstd (161001); every handle
+     * given must be live; the part only after the mask's checks */
+    aclnnStatus st = p1_opening(P1, ts, TNAME, T_COUNT, P1_BITS(T_DY, T_GAMMA), workspaceSize,
+                                executor, NULL);
+    if (st)
         return st;
     /* 2. the mask and the outputs it asks for (CheckMaskNotNull: 161002 for each) */
     if (!outputMask)

@@ -109,33 +109,55 @@ static inline aclnnStatus p1_live(const char *call, const aclTensor *const *ts,
     return ACLNN_SUCCESS;
 }
 
-/* The opening every generated operator without a kernel on the Atlas training series shares
- * (AddLayerNorm, AddLayerNormGrad, DeepNorm, DeepNormGrad: no op_api source, so phase one is
- * opbuild's code and the framework's steps, in the docs' code-table order): the injected
- * fault; the out-pointers (p1_out_pointers); every tensor of ts[0..n) but ts[optional]
- * required (161001; optional -1: none); all live (p1_live); the part (*soc; an unknown one:
- * 561000, its message set); then the Atlas training series (npu_arch 1001), whose definition
- * configures no kernel, so the framework's kernel lookup (hicann/opbase individual_op/executor/
- * indv_executor.cpp CheckSocVersionAndParam) fails before any dtype is compared: 561003. */
-static inline aclnnStatus p1_generated_opening(const char *call, const aclTensor *const *ts,
-                                               const char *const *names, int n, int optional,
-                                               const uint64_t *workspaceSize,
-                                               aclOpExecutor *const *executor,
-                                               const aclemu_soc **soc)
+/* The bit of tensor ts[i], and the bits of ts[from..to), in p1_opening's required set (a
+ * uint32_t: every operator has fewer than 32 tensors). */
+#define P1_BIT(i) (1u << (i))
+#define P1_BITS(from, to) ((uint32_t)((1ull << (to)) - (1ull << (from))))
+
+/* The opening most operators' phase one shares, in this order: the injected fault; the
+ * out-pointers (p1_out_pointers); the tensors whose bits are set in required, the first NULL
+ * one by index refused (161001: ts[] follows the arguments, as the vendors' CheckNotNull
+ * does); every given one live (p1_live); then the part (*soc; an unknown one: 561000, its
+ * message set), or not read here where soc is NULL (the vendor's next checks come first).
+ * An operator whose vendor order differs (the part read before the tensors, live before
+ * NULL, another argument checked between) keeps its own steps, as that order is tested. */
+static inline aclnnStatus p1_opening(const char *call, const aclTensor *const *ts,
+                                     const char *const *names, int n, uint32_t required,
+                                     const uint64_t *workspaceSize,
+                                     aclOpExecutor *const *executor, const aclemu_soc **soc)
 {
     if (aclemu_fault(call))
         return ACLNN_ERR_INNER;
     aclnnStatus st;
     if ((st = p1_out_pointers(call, workspaceSize, executor)))
         return st;
-    if (optional < 0 ? (st = p1_required(call, ts, names, 0, n))
-                     : ((st = p1_required(call, ts, names, 0, optional)) ||
-                        (st = p1_required(call, ts, names, optional + 1, n))))
-        return st;
+    for (int i = 0; i < n; i++)
+        if ((required & P1_BIT(i)) && (st = p1_required(call, ts, names, i, i + 1)))
+            return st;
     if ((st = p1_live(call, ts, names, n)))
         return st;
-    if (!(*soc = aclemu_soc_info(call)))
+    if (soc && !(*soc = aclemu_soc_info(call)))
         return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
+    return ACLNN_SUCCESS;
+}
+
+/* The opening every generated operator without a kernel on the Atlas training series shares
+ * (AddLayerNorm, AddLayerNormGrad, DeepNorm, DeepNormGrad: no op_api source, so phase one is
+ * opbuild's code and the framework's steps, in the docs' code-table order): p1_opening with
+ * every tensor of ts[0..n) but ts[optional] required (optional -1: none); then the Atlas
+ * training series (npu_arch 1001), whose definition configures no kernel, so the framework's
+ * kernel lookup (hicann/opbase individual_op/executor/indv_executor.cpp
+ * CheckSocVersionAndParam) fails before any dtype is compared: 561003. */
+static inline aclnnStatus p1_generated_opening(const char *call, const aclTensor *const *ts,
+                                               const char *const *names, int n, int optional,
+                                               const uint64_t *workspaceSize,
+                                               aclOpExecutor *const *executor,
+                                               const aclemu_soc **soc)
+{
+    const uint32_t required = P1_BITS(0, n) & ~(optional < 0 ? 0u : P1_BIT(optional));
+    aclnnStatus st = p1_opening(call, ts, names, n, required, workspaceSize, executor, soc);
+    if (st)
+        return st;
     if ((*soc)->npu_arch == 1001)
         FAIL(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, "%s: not supported on %s (%s): the operator "
              "has no kernel for that series", call, (*soc)->name, (*soc)->series);

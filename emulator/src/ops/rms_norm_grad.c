@@ -344,21 +344,15 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor *dy,
                                                            uint64_t *workspaceSize,
                                                            aclOpExecutor **executor)
 {
-    if (aclemu_fault(P1))
-        return ACLNN_ERR_INNER;
     const aclTensor *ts[T_COUNT] = {dy, x, rstd, gamma, dxOut, dgammaOut};
 
-    /* 0. the out-pointers first (161001) */
-    aclnnStatus st;
-    if ((st = p1_out_pointers(P1, workspaceSize, executor)))
+    /* 0. the out-pointers first (161001), 1. every tensor is required (161001), then must be
+     * a live aclTensor; the part */
+    const aclemu_soc *soc;
+    aclnnStatus st = p1_opening(P1, ts, TNAME, T_COUNT, P1_BITS(0, T_COUNT), workspaceSize,
+                                executor, &soc);
+    if (st)
         return st;
-    /* 1. every tensor is required (161001), then must be a live aclTensor */
-    if ((st = p1_required(P1, ts, TNAME, 0, T_COUNT)) || (st = p1_live(P1, ts, TNAME, T_COUNT)))
-        return st;
-
-    const aclemu_soc *soc = aclemu_soc_info(P1);
-    if (!soc)
-        return ACLNN_ERR_INNER; /* message set: ACL_EMU_SOC is not a known part */
 
     /* 2. dtypes (161002) */
     if ((st = check_dtypes(ts, soc)))
