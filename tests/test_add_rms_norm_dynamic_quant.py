@@ -22,12 +22,16 @@ from acl_py.errors import AclArgumentError, AclError, AclTypeError
 from acl_py.ops import ADD_RMS_NORM_DYNAMIC_QUANT
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts, runs_here
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 I8 = np.dtype(np.int8)
 A950 = acl_py.soc_name().startswith("Ascend950")
-pytestmark = [needs_kernel(ADD_RMS_NORM_DYNAMIC_QUANT)]
+# The tests of the kernel's work are defined where it has one (Atlas A2/A3, Ascend 950: no kernel
+# on the Atlas training and inference series, ops-nn norm/add_rms_norm_dynamic_quant/op_host/
+# add_rms_norm_dynamic_quant_def.cpp); those of the argument checks before its lookup run on
+# every part (the refusal there: test_declared_parts)
+where_it_runs = only_where(runs_here(ADD_RMS_NORM_DYNAMIC_QUANT))
 CALL = "aclnnAddRmsNormDynamicQuantGetWorkspaceSize"
 # the scales: a float32 chain over 16-bit inputs and the float32 sum of squares; well within
 # the input dtype's rounding of the values they are the maximum of
@@ -72,6 +76,7 @@ def check(res, args, eps=1e-6):
     assert np.all(np.abs(y1 * s1[..., None] - t) <= 1.01 * s1[..., None])
 
 
+@where_it_runs
 @pytest.mark.parametrize("path", ["numpy", "device"])
 @pytest.mark.parametrize("dt", [F16, BF16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("smooth", [0, 1, 2], ids=["plain", "smooth1", "dual"])
@@ -85,11 +90,13 @@ def test_against_reference(path, dt, smooth):
     check(res, args, 1e-5)
 
 
+@where_it_runs
 def test_long_rows_take_the_slice_d_kernel():
     args = make((2, 12300), BF16)
     check(acl_py.add_rms_norm_dynamic_quant(*args), args)
 
 
+@where_it_runs
 def test_out_given_and_strided_views():
     args = make((4, 6, 32))
     out = (np.empty((4, 6, 32), I8), np.empty((4, 6, 32), I8), np.empty((4, 6, 32), F16),
@@ -103,6 +110,7 @@ def test_out_given_and_strided_views():
     check(res, args)
 
 
+@where_it_runs
 def test_without_both_smooth_scales_y2_and_scale2_are_none_and_out_entries_left_alone():
     args = make((2, 64), smooth=1)
     y2, s2 = np.full((1,), 55, I8), np.full((1,), 5.0, F32)
@@ -159,6 +167,7 @@ def test_device_refusal_names_the_argument_and_carries_the_code(name, value, cod
     assert ei.value.argument == name
 
 
+@where_it_runs
 def test_operator_rules_surface_as_its_typed_error():
     """The tilings' rules (docs/emulator.md): Atlas A2/A3's epsilon above 0 (Ascend 950's
     tiling has none: 0 passes there), Ascend 950's x1 rank of at least 2."""
@@ -177,6 +186,7 @@ def test_operator_rules_surface_as_its_typed_error():
     assert ei.value.code == 161002 and "rank 9" in ei.value.message
 
 
+@where_it_runs
 def test_plan_runs_repeatedly_on_changing_contents():
     args = make((8, 96))
     dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
@@ -199,11 +209,16 @@ def test_declaration_describes_the_c_prototype():
         "y1Out", "y2Out", "xOut", "scale1Out", "scale2Out"]
     assert [o.py for o in ADD_RMS_NORM_DYNAMIC_QUANT.outputs] == [
         "y1", "y2", "x", "scale1", "scale2"]
+
+
+@where_it_runs
+def test_smoke_cases_run():
     for case in ADD_RMS_NORM_DYNAMIC_QUANT.smoke_cases:
         assert all(r is None or r <= 1
                    for r in ADD_RMS_NORM_DYNAMIC_QUANT.run_smoke_case(case)), case[0]
 
 
+@where_it_runs
 @pytest.mark.no_leak_check  # runs in a child process
 def test_cann_path_on_the_emulator_prefix(emulator):
     """ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann: bound like any CANN install, no aclemu
@@ -218,5 +233,8 @@ assert np.allclose(s1, e[3], rtol=2e-3)
 """)
 
 
-test_on_other_parts = run_on_parts(other_parts(("Ascend910_9391", "Ascend950PR_9599")),
-                                   "reference or slice_d or argument_errors or operator_rules")
+# (the parts without a kernel: the argument checks before its lookup)
+test_on_other_parts = run_on_parts(other_parts(("Ascend910A", "Ascend310P3", "Ascend910_9391",
+                                                "Ascend950PR_9599")),
+                                   "reference or slice_d or argument_errors or refusal or "
+                                   "operator_rules")

@@ -21,7 +21,7 @@ from acl_py.ops import ADD_RMS_NORM_DYNAMIC_QUANT, ADD_RMS_NORM_DYNAMIC_QUANT_V2
 from acl_py.raw import ffi, lib
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts, runs_here
 from _raw_call import SENTINEL, raw_call
 from test_add_rms_norm_dynamic_quant import SCALE_RTOL, host
 
@@ -33,7 +33,11 @@ ACL_Y = {I8: lib.ACL_INT8, E4M3: lib.ACL_FLOAT8_E4M3FN, E5M2: lib.ACL_FLOAT8_E5M
          HIF8: lib.ACL_HIFLOAT8, INT4: lib.ACL_INT4}
 ACL_X = {F16: lib.ACL_FLOAT16, BF16: lib.ACL_BF16}
 A950 = acl_py.soc_name().startswith("Ascend950")
-pytestmark = [needs_kernel(ADD_RMS_NORM_DYNAMIC_QUANT_V2)]
+# The tests of the kernel's work are defined where it has one (V1's parts: Atlas A2/A3, Ascend
+# 950); those of the argument checks before its lookup, and of a y dtype the part lacks, run on
+# every part (the refusal there: test_declared_parts)
+where_it_runs = only_where(runs_here(ADD_RMS_NORM_DYNAMIC_QUANT_V2)
+                           and runs_here(ADD_RMS_NORM_DYNAMIC_QUANT))
 CALL = "aclnnAddRmsNormDynamicQuantV2GetWorkspaceSize"
 NAMES = ("x1", "x2", "gamma", "smooth_scale1", "smooth_scale2", "beta")
 
@@ -158,6 +162,7 @@ def check_reference(res, args, mask, eps=1e-6, y_dtype=I8):
     assert np.array_equal(x.astype(np.float64), exp[2].astype(x1.dtype).astype(np.float64))
 
 
+@where_it_runs
 @pytest.mark.parametrize("path", ["numpy", "device"])
 @pytest.mark.parametrize("dt", [F16, BF16], ids=["f16", "bf16"])
 @pytest.mark.parametrize("smooth,mask", CASES, ids=CASE_IDS)
@@ -174,6 +179,7 @@ def test_against_raw_call_and_reference(path, dt, smooth, mask):
     check_reference(res, args, mask, 1e-5)
 
 
+@where_it_runs
 def test_without_mask_and_beta_it_is_v1():
     args = make((4, 96), beta=False)
     v1 = acl_py.add_rms_norm_dynamic_quant(*args[:5])
@@ -181,6 +187,7 @@ def test_without_mask_and_beta_it_is_v1():
     assert all(np.array_equal(a, b) for a, b in zip(v1, v2))
 
 
+@where_it_runs
 def test_uncomputed_outputs_are_none_and_their_out_entries_left_alone():
     """output_mask (False, True): y1 and scale1 None; one-element out= entries for them are
     checked and left as they were (the device would copy an undefined element into them),
@@ -258,6 +265,7 @@ def test_device_refusal_names_the_argument_and_carries_the_code(change, code, ar
     assert ei.value.argument == argument
 
 
+@where_it_runs
 def test_operator_rules_surface_as_its_typed_error():
     """The tilings' rules (docs/emulator.md), as V1's: Atlas A2/A3's epsilon above 0, Ascend
     950's x1 rank of at least 2."""
@@ -270,6 +278,7 @@ def test_operator_rules_surface_as_its_typed_error():
     assert ("x1 rank 1" if A950 else "epsilon") in ei.value.message
 
 
+@where_it_runs
 def test_plan_runs_repeatedly_on_changing_contents():
     args = make((8, 96), smooth=1)
     dev = [None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in args]
@@ -299,6 +308,10 @@ def test_declaration_describes_the_c_prototype():
         "epsilon", "output_mask", "y_dtype"]
     assert [o.py for o in ADD_RMS_NORM_DYNAMIC_QUANT_V2.outputs] == [
         "y1", "y2", "x", "scale1", "scale2"]
+
+
+@where_it_runs
+def test_smoke_cases_run():
     for case in ADD_RMS_NORM_DYNAMIC_QUANT_V2.smoke_cases:
         assert all(r is None or r <= 1
                    for r in ADD_RMS_NORM_DYNAMIC_QUANT_V2.run_smoke_case(case)), case[0]
@@ -322,6 +335,7 @@ def _version_args(version, args):
 VERSION_Y = [(v, d) for v in ("v1", "v2") for d in Y_TAKEN] + [("v2", INT4)]
 
 
+@where_it_runs
 @pytest.mark.parametrize("path", ["numpy", "device"])
 @pytest.mark.parametrize("version,y_dtype", VERSION_Y,
                          ids=[f"{d.name}-{v}" for v, d in VERSION_Y])
@@ -351,6 +365,7 @@ def test_y_dtype_results_are_the_raw_calls_bits(path, version, y_dtype):
     assert_bits(res, expected)
 
 
+@where_it_runs
 @pytest.mark.parametrize("path", ["numpy", "device"])
 def test_int4_results_are_the_raw_int32_calls_words(path):
     """y_dtype int4 (V2's op_api takes the INT4-typed y as it is, on every part with a
@@ -379,6 +394,7 @@ def test_int4_results_are_the_raw_int32_calls_words(path):
     check_reference(res, args, None, y_dtype=INT4)
 
 
+@where_it_runs
 def test_int4_out_from_an_odd_offset_lands_a_nibble_early():
     """An INT4 out= view contiguous from an odd element offset k: the device's copy puts the
     packed bytes at byte k // 2 (opbase's address of an INT4 offset rounds down;
@@ -399,7 +415,7 @@ def test_int4_out_from_an_odd_offset_lands_a_nibble_early():
     assert got[2 + n] == -5 and (got[:2] == -5).all() and (got[3 + n:] == -5).all()
 
 
-@pytest.mark.skipif(not A950, reason="float8 results are Ascend 950's")
+@only_where(A950)   # float8 results are Ascend 950's
 def test_v2_float8_with_a_mask_and_a_plan():
     args = make((6, 40), smooth="2", seed=3)
     dev = [None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in args]
@@ -413,7 +429,7 @@ def test_v2_float8_with_a_mask_and_a_plan():
             assert_bits(plan.outputs, expected)
 
 
-@pytest.mark.skipif(A950, reason="Ascend 950 has float8 and hifloat8 kernels")
+@only_where(not A950)   # Ascend 950 has float8 and hifloat8 kernels
 @pytest.mark.parametrize("version", ["v1", "v2"])
 @pytest.mark.parametrize("y_dtype", [E4M3, E5M2, HIF8], ids=lambda d: d.name)
 def test_a_y_dtype_the_part_lacks_is_named(emulator, version, y_dtype):
@@ -439,6 +455,7 @@ def test_a_y_dtype_the_part_lacks_is_named(emulator, version, y_dtype):
     assert ei.value.argument == "y_dtype"
 
 
+@where_it_runs
 @pytest.mark.parametrize("version", ["v1", "v2"])
 def test_default_y_dtype_is_int8(version):
     args = _version_args(version, make((3, 40)))
@@ -449,6 +466,7 @@ def test_default_y_dtype_is_int8(version):
     assert res[0].dtype == I8
 
 
+@where_it_runs
 def test_int4_y_dtype_is_v2s_and_needs_an_even_last_dim(emulator):
     """int4 results: V1's y dtypes lack it (refused naming y_dtype, no C call); V2 refuses an
     odd last dim naming x1, before any C call on NumPy arrays and after phase one's refusal
@@ -474,6 +492,7 @@ def test_int4_y_dtype_is_v2s_and_needs_an_even_last_dim(emulator):
     assert ei.value.argument == "x1"
 
 
+@where_it_runs
 @pytest.mark.no_leak_check  # runs in a child process
 def test_cann_path_on_the_emulator_prefix(emulator):
     """ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann: bound like any CANN install, no aclemu
@@ -490,7 +509,8 @@ assert np.allclose(s2, e[4], rtol=2e-3)
 """)
 
 
+# (the parts without a kernel: the argument checks before its lookup, a y dtype it lacks)
 test_on_other_parts = run_on_parts(
-    other_parts(("Ascend910_9391", "Ascend950PR_9599")),
+    other_parts(("Ascend910A", "Ascend310P3", "Ascend910_9391", "Ascend950PR_9599")),
     "raw_call_and_reference or argument_errors or refusal or operator_rules or y_dtype "
     "or float8 or int4")

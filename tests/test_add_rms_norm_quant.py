@@ -20,7 +20,7 @@ from acl_py.ops._declare import part_of
 from acl_py.ops.add_rms_norm_quant import scales_zero_points_dtype_rule
 
 from _cann_path import run_on_cann_path
-from _part_runs import needs_kernel, only_where, other_parts, run_on_parts
+from _part_runs import only_where, other_parts, run_on_parts, runs_here
 from _raw_call import raw_call
 from acl_py.raw import lib
 
@@ -30,7 +30,6 @@ E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
 HIF8, INT4 = acl_py.dtypes.HIFLOAT8, acl_py.dtypes.INT4
 ACL_Y = {I8: lib.ACL_INT8, E4M3: lib.ACL_FLOAT8_E4M3FN, E5M2: lib.ACL_FLOAT8_E5M2}
 ACL_X = {F16: lib.ACL_FLOAT16, F32: lib.ACL_FLOAT}
-pytestmark = [needs_kernel(ADD_RMS_NORM_QUANT)]
 A2 = acl_py.soc.short_soc_version(acl_py.soc_name()) in ("Ascend910B", "Ascend910_93")
 A950 = acl_py.soc_name().startswith("Ascend950")
 COMBOS = {"f16": (F16, F32, I32), "bf16": (BF16, BF16, BF16), "bf16-f32": (BF16, F32, I32),
@@ -38,8 +37,15 @@ COMBOS = {"f16": (F16, F32, I32), "bf16": (BF16, BF16, BF16), "bf16-f32": (BF16,
           "bf16-f32-f32": (BF16, F32, F32)}
 
 
+# The tests of the kernel's work are defined where it has one (no kernel on the Atlas training
+# series: ops-nn norm/add_rms_norm_quant/op_host/add_rms_norm_quant_def.cpp); those of the
+# argument checks before its lookup run on every part (the refusal there: test_declared_parts)
+HAS_KERNEL = runs_here(ADD_RMS_NORM_QUANT)
+where_it_runs = only_where(HAS_KERNEL)
+
+
 def has_kernel(combo):
-    return scales_zero_points_dtype_rule(*combo, part_of()) is None
+    return HAS_KERNEL and scales_zero_points_dtype_rule(*combo, part_of()) is None
 
 
 def kernel_combos(combos):
@@ -82,6 +88,7 @@ def check(res, args, eps=1e-6):
     assert np.array_equal(x.astype(np.float64), exp[2].astype(args[0].dtype).astype(np.float64))
 
 
+@where_it_runs
 @pytest.mark.parametrize("path", ["numpy", "device"])
 @pytest.mark.parametrize("combo", kernel_combos(COMBOS))
 @pytest.mark.parametrize("dual", [True, False], ids=["dual", "single"])
@@ -95,6 +102,7 @@ def test_against_reference(path, combo, dual):
     check(res, args, 1e-5)
 
 
+@where_it_runs
 def test_out_given_and_strided_views():
     args = make((4, 6, 32))
     out = (np.empty((4, 6, 32), I8), np.empty((4, 6, 32), I8), np.empty((4, 6, 32), F16))
@@ -107,6 +115,7 @@ def test_out_given_and_strided_views():
     check(res, args)
 
 
+@where_it_runs
 def test_without_scales2_y2_is_none_and_an_out_entry_is_left_alone():
     args = make((2, 64), dual=False)
     y2 = np.full((2, 64), 55, I8)
@@ -115,6 +124,7 @@ def test_without_scales2_y2_is_none_and_an_out_entry_is_left_alone():
     check(res, args)
 
 
+@where_it_runs
 def test_saturates():
     x1, x2, g, s1, s2, z1, z2 = make((2, 64))
     s1 = (s1 / 10).astype(F32)
@@ -171,6 +181,7 @@ def test_device_refusal_names_the_argument_and_carries_the_code(name, value, cod
     assert ei.value.argument == name
 
 
+@where_it_runs
 def test_operator_rules_surface_as_its_typed_error():
     args = make((1,) * 8 + (4,))
     with pytest.raises(AclError) as ei:
@@ -188,9 +199,14 @@ def test_operator_rules_surface_as_its_typed_error():
     assert ei.value.code == 161002 and "divMode false" in ei.value.message
 
 
-@pytest.mark.parametrize("combo", [(F32, F16, None), (F32, F32, I32), (F16, BF16, None),
-                                   (F16, F16, I32), (BF16, F32, BF16), (F16, F32, F32),
-                                   (F16, F32, I32)], ids=str)
+# (x1, scales, zero points): on a part without a kernel only those the rule refuses, named
+# before the kernel's lookup (one it takes is refused there for the part: test_declared_parts)
+PER_PART = [c for c in [(F32, F16, None), (F32, F32, I32), (F16, BF16, None), (F16, F16, I32),
+                        (BF16, F32, BF16), (F16, F32, F32), (F16, F32, I32)]
+            if HAS_KERNEL or scales_zero_points_dtype_rule(*c, part_of()) is not None]
+
+
+@pytest.mark.parametrize("combo", PER_PART, ids=str)
 def test_dtype_combinations_per_part(emulator, combo):
     """The part's combinations (scales_zero_points_dtype_rule): refused before any C call for
     NumPy arrays naming the argument, by phase one (561003, named) for DeviceTensors; the
@@ -214,6 +230,7 @@ def test_dtype_combinations_per_part(emulator, combo):
     assert ei.value.argument == broken[0] and ei.value.code == 561003
 
 
+@where_it_runs
 def test_plan_runs_repeatedly_on_changing_contents():
     args = make((8, 96))
     dev = [acl_py.DeviceTensor.from_numpy(a) for a in args]
@@ -253,6 +270,7 @@ def _within_one_step(y, exp, y_dtype):
         assert np.all(np.abs(got - exp) <= reference.float8_step(exp, y_dtype))
 
 
+@where_it_runs
 @pytest.mark.parametrize("path", ["numpy", "device"])
 @pytest.mark.parametrize("combo", kernel_combos({k: COMBOS[k] for k in ("f16", "f32")}))
 @pytest.mark.parametrize("y_dtype", Y_TAKEN, ids=lambda d: d.name)
@@ -387,6 +405,7 @@ def test_y_dtype_values_outside_the_list_are_named(emulator, value, words):
     assert "aclnnAddRmsNormQuantGetWorkspaceSize" not in emulator.call_counts()
 
 
+@where_it_runs
 def test_default_y_dtype_is_int8():
     args = make((3, 40))
     res = acl_py.add_rms_norm_quant(*args)
@@ -417,11 +436,16 @@ def test_declaration_describes_the_c_prototype():
         "x1", "x2", "gamma", "scales1", "scales2Optional", "zeroPoints1Optional",
         "zeroPoints2Optional", "axis", "epsilon", "divMode", "y1Out", "y2Out", "xOut"]
     assert [o.py for o in ADD_RMS_NORM_QUANT.outputs] == ["y1", "y2", "x"]
+
+
+@where_it_runs
+def test_smoke_cases_run():
     for case in ADD_RMS_NORM_QUANT.smoke_cases:
         assert all(r is None or r <= 1 for r in ADD_RMS_NORM_QUANT.run_smoke_case(case)), \
             case[0]
 
 
+@where_it_runs
 @pytest.mark.no_leak_check  # runs in a child process
 def test_cann_path_on_the_emulator_prefix(emulator):
     """ASCEND_HOME_PATH=<prefix> ACL_PY_BACKEND=cann: bound like any CANN install, no aclemu
@@ -436,7 +460,8 @@ assert y1.dtype == np.int8 and np.abs(y1 - e[0]).max() <= 1 and np.abs(y2 - e[1]
 """)
 
 
+# (the Atlas training series: the argument checks before the kernel's lookup)
 test_on_other_parts = run_on_parts(
-    other_parts(("Ascend310P3", "Ascend910_9391", "Ascend950PR_9599")),
-    "reference or saturates or argument_errors or combinations or operator_rules or y_dtype or "
-    "hifloat8")
+    other_parts(("Ascend910A", "Ascend310P3", "Ascend910_9391", "Ascend950PR_9599")),
+    "reference or saturates or argument_errors or refusal or combinations or operator_rules or "
+    "y_dtype or hifloat8 or int4")
