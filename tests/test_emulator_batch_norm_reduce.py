@@ -9,6 +9,8 @@ processes.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -96,12 +98,12 @@ def reference(x, fmt=NCHW):
 
 def emulator_order(x, fmt=NCHW, level=0):
     """The emulator's stated chain (docs/emulator.md): the float32 values and their rounded
-    squares, each summed on Ascend 950 in its kernel's order (device_order), elsewhere (TBE
-    kernels, not public) and where no 950 tiling fits in norm_rows.h's lane order."""
+    squares, each summed on Ascend 950 in its kernel's order (device_order; phase one refuses
+    where no tiling fits), elsewhere (TBE kernels, not public) in norm_rows.h's lane order."""
     if REGBASE:
         t = tiling(x.shape, 3 if fmt == NHWC else 1, x.dtype.itemsize)
-        if t["kind"]:
-            return device_order(rows(x, fmt), t, level)
+        assert t["kind"], x.shape
+        return device_order(rows(x, fmt), t, level)
     return plain_order(x, fmt)
 
 
@@ -454,6 +456,30 @@ def tiling(shape, caxis, ds, cores=None, ub=UB_950):
     return dict(t, kind="group", groups=g, p2=max(p2, 1))
 
 
+def no_ub_split(shape, caxis, ds, cores=None, ub=UB_950):
+    """Where op_host/arch35's ComputeUbSplit finds no split (TilingFunc's GRAPH_FAILED), from
+    its arithmetic rather than its steps (tiling above): only tail-R patterns fail (x NCHW
+    with H * W > 1, or C 1: the other dims one reduced axis; tail-A patterns pad no R axis),
+    and only with every tried A target 1 (ceil(C / cores): C at most the cores), a tile one
+    channel whose ComputeRiMax leaves rMax values; there the last reduced axis of L values
+    fails where it fits rMax but not padded to the 32-byte block: with a reduced N before it
+    the R split finds no factor, without one FitsUb fails. A target of 2 or more (C past the
+    cores) is tried first and splits such an L at its own rMax, which fits."""
+    cores = CORES if cores is None else cores
+    n, c, h, w = shape
+    if caxis == 1 and n == 1 and h * w in (1, 3, 10, 17):  # TryBuildSmallRConfig
+        return False
+    if shape[caxis] == 1:
+        last_r = int(np.prod(shape))
+    elif caxis == 1 and h * w > 1:
+        last_r = h * w
+    else:
+        return False
+    blk = 32 // ds
+    r_max = (ub - KCACHE - 4) // (2 * ds + 8)  # aUnit 1: one FLOAT output per tile
+    return shape[caxis] <= cores and last_r <= r_max < cdiv(last_r, blk) * blk
+
+
 def group_rows(shape, caxis, ds, cores=None, ub=UB_950):
     """The row groups of op_host/arch35's group templates for x of ``shape``, 0 where the
     small-R or normal templates run."""
@@ -785,6 +811,114 @@ def test_the_sum_input_scaling_at_the_range_limits(arena):
     assert np.isnan(unscaled[0]) and unscaled[1] == f(32) * f(1e-45)
     for g, w in zip((s, q), want):
         assert np.array_equal(bits(g), bits(w))
+
+
+# ---- Ascend 950: shapes with no UB split --------------------------------------------------
+
+INNER_NULLPTR = 561103  # the op_api's code for a NULL L0 result (ResizeTo1D dereferences it)
+
+
+def test_no_ub_split_as_the_tiling_steps():
+    """The boundary stated from the arithmetic (no_ub_split) is where the tiling's steps
+    (tiling) find no split, around each dtype's edge, on Ascend 950's 72 cores: FLOAT's
+    rMax 14847 (8-value blocks: L 14841..14847), FLOAT16's and BF16's 19797 (16: 19793..19797);
+    C 72 and 73; with N reduced before the last axis or not; C 1 in either format."""
+    failing = set()
+    for ds, edge in ((4, 14847), (2, 19797)):
+        for last in range(edge - 24, edge + 4):
+            for n, c, caxis in itertools.product((1, 2), (1, 2, 72, 73), (1, 3)):
+                shape = (n, c, 1, last) if caxis == 1 else (n, 1, last, c)
+                split = tiling(shape, caxis, ds, cores=72)["kind"] is not None
+                assert no_ub_split(shape, caxis, ds, cores=72) == (not split), (shape, ds)
+                if not split:
+                    failing.add((ds, last))
+    assert failing == {(4, L) for L in range(14841, 14848)} | \
+        {(2, L) for L in range(19793, 19798)}
+
+
+NO_SPLIT = (
+    # refused on Ascend 950: (shape, format, dtype)
+    [((1, 72, 1, 14841), NCHW, F32),    # [C, HW]: the smallest L, the most channels
+     ((2, 3, 101, 147), NCHW, F32),     # [1, N, C, HW]: the largest L, 14847
+     ((3, 4947, 1, 1), NHWC, F32),      # C 1: N * H * W 14841
+     ((1, 5, 1, 19793), NCHW, F16)]
+    + ([((2, 72, 19797, 1), NCHW, BF16)] if BF16 in DTYPES else []),
+    # accepted beside them
+    [((1, 72, 1, 14840), NCHW, F32),    # L below the edge
+     ((1, 72, 1, 14848), NCHW, F32),    # L above: split at rMax's blocks, two chunks
+     ((1, 73, 1, 14841), NCHW, F32),    # C past the cores: an A target of 2
+     ((2, 3, 1, 14848), NCHW, F32),
+     ((3, 4947, 1, 2), NHWC, F32),      # C 2 in NHWC: tail A
+     ((1, 5, 1, 19792), NCHW, F16),
+     ((1, 5, 1, 19798), NCHW, F16)])
+
+
+@pytest.mark.parametrize("shape,fmt,dt", NO_SPLIT[0], ids=str)
+def test_no_ub_split_is_refused_on_ascend950(arena, shape, fmt, dt):
+    """Ascend 950's tiling runs in phase one; with no UB split the L0 op returns NULL and the
+    op_api's ResizeTo1D dereferences it (the device's host process crashes): stricter, the
+    emulator refuses with 561103, no executor, nothing leaked. The other parts' TBE kernel
+    (not public) takes the shape: it runs in norm_rows.h's order."""
+    caxis = 3 if fmt == NHWC else 1
+    ds = np.dtype(dt).itemsize
+    assert no_ub_split(shape, caxis, ds, cores=72)
+    x = sample(shape, dt, offset=3.0)
+    if REGBASE:
+        vx = DevView(arena, x)
+        vs, vq = outputs(arena, shape[caxis])
+        blk = 32 // ds
+        last = int(np.prod(shape)) if shape[caxis] == 1 else shape[2] * shape[3]
+        refused([formatted(arena, vx, fmt), vs, vq], INNER_NULLPTR,
+                "x shape [" + ",".join(map(str, shape)) + "]", "has no UB split on " + SOC,
+                f"axis of {last} values", f"padded to {cdiv(last, blk) * blk}",
+                f"C {shape[caxis]} <= 72 vector cores", "ComputeUbSplit")
+        assert np.all(vs.read() == SENTINEL) and np.all(vq.read() == SENTINEL)
+        return
+    for g, w in zip(call(arena, x, fmt), plain_order(x, fmt)):
+        assert np.array_equal(bits(g), bits(w))
+
+
+@pytest.mark.parametrize("shape,fmt,dt", NO_SPLIT[1], ids=str)
+def test_beside_no_ub_split_runs(arena, shape, fmt, dt):
+    """The shapes beside the refused ones run, in the stated order (on Ascend 950 the
+    template the tiling picks), with the device's workspace size."""
+    caxis = 3 if fmt == NHWC else 1
+    assert not no_ub_split(shape, caxis, np.dtype(dt).itemsize, cores=72)
+    x = sample(shape, dt, offset=3.0)
+    vx = DevView(arena, x, slack=0)
+    vs, vq = outputs(arena, shape[caxis])
+    assert size_of(arena, vx, vs, vq, fmt) == expected(vx, vs, vq, fmt=fmt)
+    for g, w in zip(call(arena, x, fmt), emulator_order(x, fmt)):
+        assert np.array_equal(bits(g), bits(w))
+
+
+# ---- Ascend 950: a row group past the chunks ------------------------------------------------
+
+def test_a_group_past_the_chunks_is_reachable():
+    """Phase 1 gives row group g the chunks from g * ceil(rLoops / groups) (Phase1Process), so
+    where that passes rLoops for the last groups they write no workspace row, which the
+    deterministic Phase 2 still reduces: [86, 5, 1, 7416] NCHW FLOAT on 72 cores takes one
+    channel per A loop (5 loops), two samples' 7416 values per chunk (rMax 14847: 43 chunks)
+    and 14 row groups of 4, the last three empty. The device's sums there are undefined
+    (docs/emulator.md)."""
+    t = tiling((86, 5, 1, 7416), 1, 4, cores=72)
+    assert (t["kind"], t["r_loops"], t["groups"]) == ("group", 43, 14)
+    per = cdiv(t["r_loops"], t["groups"])
+    assert [g for g in range(t["groups"]) if g * per >= t["r_loops"]] == [11, 12, 13]
+
+
+@only_where(REGBASE)
+def test_empty_groups_as_stated(arena, level):
+    """At deterministic level 0 an empty group's core adds nothing atomically, as stated
+    (device_order skips it); at level 1 the emulator takes its stale row as +0 (the device's
+    is undefined: not checked against it)."""
+    shape = (86, 5, 1, 7416)
+    x = sample(shape, F32, offset=3.0)
+    for lvl in (0, 1):
+        level(lvl)
+        got = call(arena, x)
+        for g, w in zip(got, device_order(rows(x), tiling(shape, 1, 4), lvl)):
+            assert np.array_equal(bits(g), bits(w)), lvl
 
 
 @pytest.mark.parametrize("attempt", ["null", "short", "exact"])

@@ -28,8 +28,13 @@
  *   the deterministic Phase 2's RA ReduceSum (level 1) or by atomic adds (level 0, taken in
  *   group order: the device's order is the cores' timing). The sum's inputs scaled by
  *   2^-ceil(log2 R) first and the result by 2^ceil(log2 R) after (sumInputScale_), except the
- *   tail-R group templates'. Elsewhere (TBE kernels, not public), and where no 950 tiling
- *   fits, norm_rows.h's fixed lane order.
+ *   tail-R group templates'. Elsewhere (TBE kernels, not public) norm_rows.h's fixed lane
+ *   order.
+ * - Ascend 950's tiling runs in phase one (hicann/opbase composite_op/aclnn_engine
+ *   op_executor.cpp CreatAiCoreKernelLauncher -> kernel_workspace.cpp GetWorkspace); where no
+ *   UB split fits (bnr_order_of) the L0 op returns NULL, which the op_api's ResizeTo1D
+ *   dereferences: stricter, the emulator refuses with the op_api's code for a NULL L0 result
+ *   (561103).
  *
  * Kernel: channels are independent; each channel's sums have a fixed order, so the split of
  * channels over threads never changes a bit.
@@ -509,9 +514,8 @@ static bool bnr_ub_split(bnr_tiling *t, int64_t cache_line)
  * H * W of 1, 3, 10 or 17), then ComputeBNTrainingReducePublicTiling: the UB split, the A
  * loops; the group templates where those fill at most half the cores and R takes two loops
  * or more (ComputeFusedALoopSplit, ComputeGroupSplit), else the normal ones. BNR_PLAIN where
- * no split fits (the launch's tiling fails there: not modelled, the library's workspace
- * counted, the sums in norm_rows.h's order). The kernel's Init: sumInputScale_ halved and
- * its restore doubled once per bit of R - 1; Phase2Process's aUbFactorP2.
+ * no split fits (phase one refuses: bnr_no_split). The kernel's Init: sumInputScale_ halved
+ * and its restore doubled once per bit of R - 1; Phase2Process's aUbFactorP2.
  */
 static void bnr_order_of(bnr_order *o, const aclTensor *x, int caxis, int64_t cores, int64_t ub,
                          bool deterministic)
@@ -564,6 +568,31 @@ static void bnr_order_of(bnr_order *o, const aclTensor *x, int caxis, int64_t co
     /* at least 1: a group template's chunks fill most of the UB, far more floats than the
      * cores' groups, so Phase 2's guard against none never fires */
     o->p2_factor = f < C ? (f > 1 ? f : 1) : C;
+}
+
+/*
+ * The refusal where bnr_order_of finds no UB split (ComputeUbSplit fails, TilingFunc returns
+ * GRAPH_FAILED). Its arithmetic (docs/emulator.md) leaves only tail-R patterns (x NCHW with
+ * H * W > 1, or C 1) whose A target ceil(C / cores) stays 1 (C at most the vector cores),
+ * each tile one channel: the last reduced axis (L values) fits the values a channel's tile
+ * holds (rMax, ComputeRiMax) but not once padded to 32-byte blocks (ComputeRUbFactor finds
+ * no factor, or FitsUb fails). The message names those figures.
+ */
+static aclnnStatus bnr_no_split(const aclTensor *x, int caxis, const aclemu_soc *soc)
+{
+    bnr_tiling t = {.ds = (int64_t)aclemu_dtype_size(x->dtype)};
+    bnr_pattern(&t, x->dims, caxis);
+    const int64_t L = t.axis[t.n - 1], blk = 32 / t.ds;
+    const int64_t r_max = (aclemu_soc_ub_bytes() - BNR_CACHE_BYTES - 4) / (2 * t.ds + 8);
+    char s[256];
+    fmt_dims(s, sizeof s, x->dims, x->ndim);
+    FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: x shape %s (%s, %s) has no UB split on %s: its last "
+         "reduced axis of %lld values fits a channel's %lld but not padded to %lld (32-byte "
+         "blocks), C %lld <= %d vector cores keeping one channel per tile (op_host/arch35 "
+         "bn_training_reduce_tiling_public.cpp ComputeUbSplit)", P1, s,
+         caxis == 3 ? "NHWC" : "NCHW", dname(x->dtype), soc->name, (long long)L,
+         (long long)r_max, (long long)calign(L, blk), (long long)x->dims[caxis],
+         aclemu_soc_vector_cores());
 }
 
 /* ---- phase one's workspace: the device's (exec_workspace.h) ------------------------------ */
@@ -710,6 +739,12 @@ ACLEMU_EXPORT aclnnStatus aclnnBatchNormReduceGetWorkspaceSize(const aclTensor *
     if (soc->npu_arch == DAV_3510) {
         bnr_order_of(&P->order, x, P->caxis, aclemu_soc_vector_cores(), aclemu_soc_ub_bytes(),
                      p1_deterministic() == 1);
+        /* 4. the L0 op's tiling, run here (561103, stricter: the device dereferences NULL) */
+        if (P->order.kind == BNR_PLAIN) {
+            st = bnr_no_split(x, P->caxis, soc);
+            free(P);
+            return st;
+        }
         /* bnr_channel's scratch past the values: two chunks, the units, the groups' roots */
         const int64_t need = 2 * P->order.bundle + P->order.r_loops + P->order.groups;
         P->chunk_values += (int)((need + P->R - 1) / P->R);
