@@ -7,6 +7,9 @@ operator tests compare bits against these.
   ReduceSum reference describes (lanes 0 + 1, 2 + 3, ..., then those sums pairwise);
 - ``reduce_sum_count``: Atlas A2/A3's ReduceSum over the first n elements (counter mode): each
   64-element repeat folded, the repeats' results added in order from +0;
+- ``reduce_sum_count_m200``: the Atlas inference parts' ReduceSum over the first n elements
+  (asc-devkit dav_m200): the whole repeats folded, their results folded 64 at a time, those
+  folded again when there are several; a partial last repeat folded alone, then the pair;
 - ``half_interval_sum``: ops-nn reduce_common.h ReduceSumHalfInterval;
 - ``lane_blocks_sum``: ops-nn reduce_common.h ReduceSumMultiN;
 - ``binary_sum``: Ascend 950's binary add (norm_rows.h nr_binary_add_sum): add_layer_norm_quant's
@@ -44,6 +47,25 @@ def reduce_sum_count(t):
     for i in range(0, t.shape[1], LANES):
         acc = acc + fold64(_lanes(t[:, i:i + LANES]))
     return acc
+
+
+def reduce_sum_count_m200(t):
+    """The Atlas inference parts' count-form ReduceSum of each row of float32 t [M, n]
+    (asc-devkit kernel_operator_vec_reduce_intf_impl.h, dav_m200 ReduceSumImpl)."""
+    t = np.asarray(t, F32)
+    n = t.shape[1]
+    if n < LANES:
+        return fold64(_lanes(t))
+    reps, tail = divmod(n, LANES)
+    body = fold64(t[:, :LANES])
+    if reps > 1:
+        first = np.stack([fold64(t[:, r * LANES:(r + 1) * LANES]) for r in range(reps)], axis=1)
+        second = np.stack([fold64(_lanes(first[:, k:k + LANES]))
+                           for k in range(0, reps, LANES)], axis=1)
+        body = second[:, 0] if second.shape[1] == 1 else fold64(_lanes(second))
+    if tail:
+        body = fold64(_lanes(np.stack([body, fold64(_lanes(t[:, reps * LANES:]))], axis=1)))
+    return body
 
 
 def half_interval_sum(t):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from _device_reduce import fold64, half_interval_sum, lane_blocks_sum, reduce_sum_count
+from _device_reduce import (fold64, half_interval_sum, lane_blocks_sum, reduce_sum_count,
+                            reduce_sum_count_m200)
 
 f = np.float32
 
@@ -44,6 +45,31 @@ def test_reduce_sum_count_adds_the_repeats_in_order(n):
         for i in range(0, n, 64):
             acc = f(acc + adjacent_tree(np.pad(row[i:i + 64], (0, 64 - len(row[i:i + 64])))))
         assert got.view(np.uint32) == acc.view(np.uint32)
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 100, 128, 200, 4096, 4160, 8192, 8255])
+def test_reduce_sum_count_m200_reduces_the_repeat_results_again(n):
+    """The Atlas inference parts' count form (asc-devkit dav_m200 ReduceSumImpl): the whole
+    repeats' trees, those results in trees of 64 (counter mode), then one more tree of those
+    when there are several; a partial last repeat's tree alone, then the tree of the two."""
+    rng = np.random.default_rng(n)
+    t = (rng.standard_normal((2, n)) * 1e3).astype(f)
+
+    def tree(vals):
+        return adjacent_tree(list(vals) + [0.0] * (64 - len(vals)))
+    for row, got in zip(t, reduce_sum_count_m200(t)):
+        reps = n // 64
+        if reps == 0:
+            want = tree(row)
+        else:
+            results = [tree(row[64 * r:64 * r + 64]) for r in range(reps)]
+            groups = [tree(results[k:k + 64]) for k in range(0, reps, 64)]
+            want = groups[0] if len(groups) == 1 else tree(groups)
+            if n % 64:
+                want = tree([want, tree(row[64 * reps:])])
+        assert got.view(np.uint32) == f(want).view(np.uint32)
+    if n == 8255:  # not the counter-mode order of Atlas A2/A3
+        assert not np.array_equal(reduce_sum_count_m200(t), reduce_sum_count(t))
 
 
 @pytest.mark.parametrize("n", [5, 64, 65, 100, 256, 300])

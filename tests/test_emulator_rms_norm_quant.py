@@ -20,6 +20,8 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
+from _device_reduce import (binary_sum, lane_blocks_sum, reduce_sum_count,
+                            reduce_sum_count_m200)
 from _emu_aclnn import passes, refusal_check, run_phase_two, SOC
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import only_where, other_parts, run_on_parts
@@ -80,7 +82,8 @@ def call(arena, x, g, b, s, o, eps=1e-6, y_dtype=I8, kinds=("contig",) * 6):
 # ---- the NumPy model of the kernel's float32 chain ------------------------------------------
 
 def lane_sum(t):
-    """Row sums of float32 t [M, n] in the emulator's fixed order (16 lanes, folded)."""
+    """Row sums of float32 t [M, n] in the emulator's former fixed order (16 lanes, folded),
+    which no kernel uses: the order tests assert it gives other bits."""
     m, n = t.shape
     acc = np.zeros((m, 16), F32)
     full = n // 16 * 16
@@ -92,20 +95,27 @@ def lane_sum(t):
     return acc[:, 0]
 
 
-def device_chain(x, g, b, s, o, eps=1e-6, int4=False, quant_min=-128):
-    """The kernel's numbers: float32 throughout, the factor per the row path, the scale's
-    reciprocal multiplied, float16 rounding, the clamp, then rounding to even."""
+def device_chain(x, g, b, s, o, eps=1e-6, int4=False, quant_min=-128, old_order=False):
+    """The kernel's numbers: float32 throughout, the factor per the row path (N <= 8192: the
+    squares times avg by rms_norm_base.h ReduceSumFP32, 64 lane accumulators then a fold; else
+    8192-element slices, each by AscendC's count-form ReduceSum: Atlas A2/A3's counter-mode
+    vcadd, the Atlas inference parts' dav_m200 steps, their sums added in order), the scale's
+    reciprocal multiplied, float16 rounding, the clamp, then rounding to even. old_order:
+    every sum in lane_sum's order instead."""
     f = np.float32
     xf, gf, bf = x.astype(F32), g.astype(F32).reshape(-1), b.astype(F32).reshape(-1)
     n = xf.shape[-1]
     avg, e = f(1.0 / n), f(eps)
     if n <= SLICE:
-        factor = f(1) / np.sqrt(lane_sum((xf * xf) * avg) + e)
+        factor = f(1) / np.sqrt((lane_sum if old_order else lane_blocks_sum)((xf * xf) * avg)
+                                + e)
     else:
+        slice_sum = lane_sum if old_order else reduce_sum_count_m200 if P310 \
+            else reduce_sum_count
         ss = np.zeros(xf.shape[0], F32)
         for c in range(0, n, SLICE):
             part = xf[:, c:c + SLICE]
-            ss += lane_sum(part * part)
+            ss += slice_sum(part * part)
         rms = np.sqrt(ss * avg + e)
         factor = np.where(rms != 0, f(1) / rms, f(1)).astype(F32)
     scale_r = f(1) / f(s.reshape(-1)[0].astype(F32))
@@ -179,10 +189,10 @@ def f16_round_odd(v):
     return np.where(np.isnan(v), np.float16(np.nan), bits.view(np.float16))
 
 
-def v2_chain(x, g, b, s, o, eps=1e-6, int4=False):
+def v2_chain(x, g, b, s, o, eps=1e-6, int4=False, old_order=False):
     """RmsNormQuantV2's numbers (v2_values) rounded to float16 to odd; to INT8 (INT4) to
     nearest even, saturated; NaN 0."""
-    v = v2_values(x, g, b, s, o, eps)
+    v = v2_values(x, g, b, s, o, eps, old_order)
     with np.errstate(all="ignore"):
         h = f16_round_odd(v).astype(F32)
         lo, hi = (-8, 7) if int4 else (-128, 127)
@@ -199,17 +209,78 @@ def v2_float8(x, g, b, s, o, fdt, eps=1e-6):
         return np.clip(v, -big, big).astype(fdt).view(np.uint8).reshape(x.shape)
 
 
-def v2_values(x, g, b, s, o, eps=1e-6):
-    """RmsNormQuantV2's float32 chain: sum(x * x) * avg (avg = 1.0f / N) and the Newton-Raphson
-    rstd; ((x * rstd) * gamma + beta) / scale + offset with scale and offset per column (their
-    first N elements) unless all their dims are 1 (element 0 for every column)."""
+UB_950 = 253952   # Ascend 950's UB (hicann/runtime platform_config Ascend950*.ini ub_size)
+
+
+def v2_kernel(n, xs, ss, zs):
+    """RmsNormQuantV2's kernel for rows of n elements with x, scale and offset of xs, ss, zs
+    bytes (op_host/rms_norm_quant_v2_tiling_regbase_full_load.cpp IsCapable, then
+    _recompute.cpp GetMaxBaseN; beta and offset given, one 1-byte y, no rstd): ("full",) or
+    ("recompute", baseN)."""
+    rx = -(-n // (32 // xs)) * (32 // xs)               # n aligned to a block of x
+    fold = 1 << ((rx - 1).bit_length() - 1)             # binaryAdd: the power of two below rx
+    regs = -(-fold // 64)                               # the reduce buffer's floats
+    tmp = -(-regs // 32) * 32
+    r = -(-n // 32) * 32
+    ub_factor = (UB_950 - 256 - r * xs - r * xs - r * ss - r * zs) // \
+        (2 * r * xs + 2 * r + 4 + tmp)
+    if n <= 16384 and ub_factor >= 1:
+        return ("full",)
+
+    def split(base):  # GetPowerSplit
+        loops = -(-n // base)
+        p = 1 << (loops.bit_length() - 1)
+        return 1 if loops == 1 else p // 2 if p == loops else p
+    base = 64
+    per_col = (4 * xs + ss + zs + 1) * 2 + 4
+    while (split(base) > 1 and 2 * base <= 16384 and
+           2 * base * per_col <= UB_950 - 256 - 512 - 512 - split(base).bit_length() * 32):
+        base *= 2
+    return ("recompute", base)
+
+
+def v2_recompute_sums(sq, base):
+    """ComputeOneLineXSquareSum (arch35/rms_norm_quant_v2_regbase_recompute.h) over squares
+    [M, N]: blocks r < powerSplit of base columns, block r + powerSplit added per column
+    (FoldBlockVF: a^2 + b^2) where the row has it, each block's binary add (fold point
+    base / 2: binary_sum); block r's result plus cache levels 0 .. t - 1 in that order stored
+    at level t, t the trailing one bits of r (UpdateCache); the row's sum the last level."""
+    m, n = sq.shape
+    loops = -(-n // base)
+    p = 1 << (loops.bit_length() - 1)
+    split = 1 if loops == 1 else p // 2 if p == loops else p
+    folds = 0 if split * base > n else (n - split * base) // base
+    cache, level = {}, 0
+    for r in range(split):
+        t = sq[:, r * base:(r + 1) * base].copy()
+        k = base if r < folds else n % base if r == folds else 0
+        t[:, :k] = t[:, :k] + sq[:, (r + split) * base:(r + split) * base + k]
+        v = binary_sum(t)
+        level = (r ^ (r + 1)).bit_length() - 1
+        for j in range(level):
+            v = v + cache[j]
+        cache[level] = v
+    return cache[level]
+
+
+def v2_values(x, g, b, s, o, eps=1e-6, old_order=False):
+    """RmsNormQuantV2's float32 chain: sum(x * x) in the order of the kernel v2_kernel picks
+    (full load: norm_common's CalculateSquareReduceSum, the binary add; recompute:
+    v2_recompute_sums), times avg (1.0f / N), and the Newton-Raphson rstd (clamped in the
+    recompute kernel); ((x * rstd) * gamma + beta) / scale + offset with scale and offset per
+    column (their first N elements) unless all their dims are 1 (element 0 for every column).
+    old_order: the sum in lane_sum's order instead."""
     f = np.float32
     xf = x.astype(F32).reshape(-1, x.shape[-1])
     gf, bf = g.astype(F32).reshape(-1), b.astype(F32).reshape(-1)
     n = xf.shape[-1]
     avg = f(1) / f(n)
-    sums = lane_sum(xf * xf)
-    rstd = np.array([v2_rstd(f(ss * avg), eps, n > 16384) for ss in sums], F32)
+    kernel = v2_kernel(n, x.dtype.itemsize, np.asarray(s).dtype.itemsize,
+                       np.asarray(o).dtype.itemsize)
+    sq = xf * xf
+    sums = lane_sum(sq) if old_order else binary_sum(sq) if kernel[0] == "full" \
+        else v2_recompute_sums(sq, kernel[1])
+    rstd = np.array([v2_rstd(f(ss * avg), eps, kernel[0] == "recompute") for ss in sums], F32)
     per_col = any(d != 1 for d in np.shape(s))
     sf = np.asarray(s).reshape(-1).astype(F32)
     of = np.asarray(o).reshape(-1).astype(F32)
@@ -255,6 +326,59 @@ def test_chain_bits_and_reference(arena, dt, m, n):
     exp = reference.rms_norm_quant(*args)[0]
     assert np.max(np.abs(y.astype(np.float64) - exp)) <= reference.QUANT_STEP
     assert ((y >= -128) & (y <= 127)).all() and len(np.unique(y)) > 20
+
+
+def order_rows(rng, m, n, dt):
+    """[m, n] rows opening with 16 values of magnitude 4096 (squares 2^24), then values of
+    magnitude 0.5..1 (squares below 1): a sum that holds a big square absorbs each small one
+    added to it alone, while a sum of small squares keeps them, so every order (16 lanes each
+    opening with a big square, 64 lanes of which 16 do, trees that pair small squares first)
+    keeps its own share of the small ones."""
+    x = rng.uniform(0.5, 1.0, (m, n))
+    x[:, :16] = 4096.0
+    return (x * rng.choice([-1.0, 1.0], (m, n))).astype(dt)
+
+
+def order_scale(x, dt, eps=0.0):
+    """A per-tensor scale that spreads the small values' v over about [-120, 120] (gamma up to
+    1.5): their quantized values then sit on every side of the rounding points, where a sum
+    that differs in its last bits moves some of them."""
+    xf = x.astype(np.float64)
+    rstd = np.median(1 / np.sqrt(np.mean(xf * xf, axis=-1) + eps))
+    return np.array([2.25 * rstd / 120], dt)
+
+
+def cancelling_eps(x):
+    """A negative epsilon (Ascend 950's tiling takes any) that leaves about 1/256 of each row's
+    mean square: var + eps keeps var's rounding differences and is 256 times smaller, so a
+    short row's few different bits move its quantized values as a long row's do."""
+    xf = x.astype(np.float64)
+    return -float(np.min(np.mean(xf * xf, axis=-1))) * (1 - 1 / 256)
+
+
+# (x dtype, N, rows) each side of the tiling's slice boundary (N > 8192: 8192-element slices)
+# and of the count-form ReduceSum's branches on a slice: a tail under one repeat (8193), one
+# whole repeat and a tail (8292), several repeats and a tail (9192), whole slices (16384),
+# three slices (20000); the fast path below (1000, 8192)
+ORDER_CASES = [(dt, n, m) for dt, n, m in
+               [(F16, 1000, 256), (F16, 8192, 8), (F16, 8193, 8), (F16, 8292, 8),
+                (F16, 9192, 8), (F16, 16384, 4), (F16, 20000, 4), (BF16, 8192, 8),
+                (BF16, 8193, 8)] if dt in X_DTYPES]
+
+
+@needs_kernel
+@pytest.mark.parametrize("dt,n,m", ORDER_CASES, ids=[f"{d}-{n}x{m}" for d, n, m in ORDER_CASES])
+def test_kernel_order_bits(arena, dt, n, m):
+    """Each row's sum of squares in the order of the kernel the tiling picks (ReduceSumFP32 up
+    to 8192 columns, the part's count-form ReduceSum per slice beyond): y bit for bit, and not
+    what the emulator's former 16-lane order gives (so the order is seen)."""
+    rng = np.random.default_rng(n * 7 + m)
+    x = order_rows(rng, m, n, dt)
+    g = rng.uniform(0.5, 1.5, n).astype(dt)
+    b, s, o = np.zeros(n, dt), order_scale(x, dt), np.array([0], I8)
+    y = call(arena, x, g, b, s, o)
+    assert np.array_equal(y, device_chain(x, g, b, s, o))
+    assert not np.array_equal(y, device_chain(x, g, b, s, o, old_order=True))
 
 
 @needs_kernel
@@ -599,6 +723,39 @@ def test_v2_chain_bits_and_reference(arena, dt, s_dt, o_dt, m, n, per_column):
     exp = reference.rms_norm_quant(*args, per_column=per_column)[0]
     assert np.max(np.abs(y.astype(np.float64) - exp)) <= reference.QUANT_STEP
     assert len(np.unique(y)) > 20
+
+
+# (x, scale, offset dtypes, N, the kernel): full load's sum branches (one register, two, the
+# partials in one register up to 8192 aligned columns, in two beyond) up to its limit (16384
+# columns, or the UB: 9728 FLOAT, 14080 FLOAT16 beside FLOAT scale and INT32 offset) and the
+# recompute kernel past it: its baseN from the UB (8192 with 16-bit scale and offset, 4096
+# with 4-byte ones or FLOAT x), a fold of one column, of whole blocks and a partial one
+V2_ORDER_CASES = [(F16, F16, I8, 65, ("full",)), (F16, F16, I8, 129, ("full",)),
+                  (F16, F16, I8, 8192, ("full",)), (F16, F16, I8, 8193, ("full",)),
+                  (F16, F16, I8, 16384, ("full",)), (F16, F16, I8, 16385, ("recompute", 8192)),
+                  (F16, F16, I8, 24576, ("recompute", 8192)),
+                  (BF16, BF16, BF16, 40000, ("recompute", 8192)),
+                  (F32, F32, F32, 9728, ("full",)), (F32, F32, F32, 9729, ("recompute", 4096)),
+                  (F16, F32, I32, 14080, ("full",)), (F16, F32, I32, 14081, ("recompute", 4096))]
+
+
+@needs_v2
+@pytest.mark.parametrize("dt,s_dt,o_dt,n,kernel", V2_ORDER_CASES,
+                         ids=[f"{d}-{s}-{o}-{n}" for d, s, o, n, _ in V2_ORDER_CASES])
+def test_v2_kernel_order_bits(arena, dt, s_dt, o_dt, n, kernel):
+    """Each row's sum of squares in the order of the RmsNormQuantV2 kernel its tiling picks
+    (v2_kernel: the case's kernel): y bit for bit, and not what the emulator's former 16-lane
+    order gives (so the order is seen; short rows with cancelling_eps)."""
+    assert v2_kernel(n, dt.itemsize, s_dt.itemsize, o_dt.itemsize) == kernel
+    m = max(2, 65536 // n)
+    rng = np.random.default_rng(n * 11 + m)
+    x = order_rows(rng, m, n, dt)
+    eps = cancelling_eps(x) if n <= 1024 else 1e-6
+    g = rng.uniform(0.5, 1.5, n).astype(dt)
+    b, s, o = np.zeros(n, dt), order_scale(x, s_dt, eps), np.zeros(1, o_dt)
+    y = call(arena, x, g, b, s, o, eps=eps)
+    assert np.array_equal(y, v2_chain(x, g, b, s, o, eps))
+    assert not np.array_equal(y, v2_chain(x, g, b, s, o, eps, old_order=True))
 
 
 @needs_v2

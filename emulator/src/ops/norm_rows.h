@@ -131,6 +131,46 @@ static inline float nr_reduce_sum_count(const float *x, int64_t n)
     return acc;
 }
 
+/* One repeat's reduction of x[0..w), w <= NR_VECTOR_LANES (the other lanes masked off: +0). */
+static inline float nr_fold_first(const float *x, int64_t w)
+{
+    float lanes[NR_VECTOR_LANES] = {0};
+    for (int64_t l = 0; l < w; l++)
+        lanes[l] = x[l];
+    return nr_fold_vector_lanes(lanes);
+}
+
+/* The Atlas inference parts' ReduceSum over the first n floats of x (asc-devkit
+ * kernel_operator_vec_reduce_intf_impl.h's "other version" branch and dav_m200's ReduceImpl,
+ * ReduceSumImpl): below NR_VECTOR_LANES one masked repeat's reduction; else the body of
+ * n / NR_VECTOR_LANES whole repeats (one repeat: its reduction; more: each repeat reduced,
+ * those results reduced NR_VECTOR_LANES at a time in counter mode, then those reduced once
+ * more when there are several), and a partial last repeat reduced alone, the two results
+ * reduced as a pair. n < NR_VECTOR_LANES^3. */
+static inline float nr_reduce_sum_count_m200(const float *x, int64_t n)
+{
+    if (n < NR_VECTOR_LANES)
+        return nr_fold_first(x, n);
+    const int64_t reps = n / NR_VECTOR_LANES, tail = n % NR_VECTOR_LANES;
+    float body = nr_fold_first(x, NR_VECTOR_LANES);
+    if (reps > 1) {
+        float second[NR_VECTOR_LANES] = {0}, first[NR_VECTOR_LANES];
+        const int64_t groups = (reps + NR_VECTOR_LANES - 1) / NR_VECTOR_LANES;
+        for (int64_t k = 0; k < groups; k++) {
+            int64_t w = 0;
+            for (; w < NR_VECTOR_LANES && k * NR_VECTOR_LANES + w < reps; w++)
+                first[w] = nr_fold_first(x + (k * NR_VECTOR_LANES + w) * NR_VECTOR_LANES,
+                                         NR_VECTOR_LANES);
+            second[k] = nr_fold_first(first, w);
+        }
+        body = groups == 1 ? second[0] : nr_fold_vector_lanes(second);
+    }
+    if (tail == 0)
+        return body;
+    const float pair[2] = {body, nr_fold_first(x + reps * NR_VECTOR_LANES, tail)};
+    return nr_fold_first(pair, 2);
+}
+
 /* The largest power of two strictly below v, 0 for v <= 1 (the kernels' FindNearestPower2,
  * binaryAddQuotient: a sum's first, power-of-two part). */
 static inline int64_t nr_pow2_below(int64_t v)

@@ -62,8 +62,23 @@
  *   offset: one nibble early, as the device's address rounds); a strided INT4 y is the
  *   ViewCopy's to refuse, a transposed one "not modelled" (int4_pack.h, docs/emulator.md).
  *
- * Kernel: rows are independent; each row's sum has a fixed order (norm_rows.h's lanes and
- * fold; the slices added in order), so the split of rows over threads never changes a bit.
+ * The order of a row's sum of squares is the kernel's (rows are independent, so the split of
+ * rows over threads never changes a bit):
+ * - fast (N <= 8192, DAV 2201 and 2002): the squares times avg summed by norm/rms_norm/
+ *   op_kernel/rms_norm_base.h ReduceSumFP32 (ReduceSumCustom): the row's 64-element repeats
+ *   added in order onto 64 lane accumulators from +0 (one Add, its dst and src1 repeat
+ *   strides 0), then one WholeReduceSum: norm_rows.h nr_sum_lane_blocks, RmsNorm's merge-N;
+ * - slice (N > 8192): each slice's squares by AscendC's count-form ReduceSum, the slices'
+ *   sums added in order from 0: on DAV 2201 one counter-mode vcadd (nr_reduce_sum_count); on
+ *   DAV 2002 (asc-devkit dav_m200) the repeats reduced, their results reduced again, a
+ *   partial last repeat reduced alone and added as a pair (nr_reduce_sum_count_m200);
+ * - Ascend 950's full-load kernel: norm_common's CalculateSquareReduceSum with the fold
+ *   point below N aligned to 32 bytes (the tiling's binaryAdd): nr_binary_add_sum, as
+ *   RmsNorm's perf template; its recompute kernel (rms_norm_quant_v2_regbase_recompute.h
+ *   ComputeOneLineXSquareSum): the row in blocks of the tiling's baseN, block r + powerSplit
+ *   squared and added onto block r (FoldBlockVF: a^2 + b^2), each block's binary add
+ *   (CalculateReduceSum, fold point baseN / 2), the block results merged by UpdateCache's
+ *   binary counter (v2_recompute_sum). Which kernel: v2_full_load_fits, v2_base_n.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -90,8 +105,9 @@ static const char *const TNAME[T_COUNT] = {"x", "gamma", "beta", "scale", "offse
 
 #define SLICE 8192          /* the tiling's slice size (SLICE_SIZE) */
 /* Ascend 950: rows longer than this take RmsNormQuantV2's recompute kernel (the full-load
- * tiling's limit VL_FP32 * VL_FP32 * 4, VL_FP32 = 64) */
+ * tiling's limit VL_FP32 * VL_FP32 * 4, VL_FP32 = 64) or do not fit its UB */
 #define V2_FULL_LOAD_MAX 16384
+#define V2_MAX_SPLIT_LEVELS 24 /* the recompute kernel's cache levels: log2(powerSplit) + 1 */
 
 typedef struct {
     nr_head h; /* per chunk 2 * N floats (x as float, v) and N bytes of quantized values */
@@ -103,27 +119,82 @@ typedef struct {
     bool regbase;    /* Ascend 950: RmsNormQuantV2's numbers */
     bool per_channel; /* Ascend 950: scale and offset read per column (not all-ones shapes) */
     bool recompute;  /* Ascend 950: the recompute kernel (its rstd clamps var at -99.99) */
+    int64_t base_n;  /* the recompute kernel's block (the tiling's baseN) */
+    bool m200;       /* DAV 2002: the Atlas inference parts' count-form ReduceSum */
     aclDataType ydt; /* y's dtype (Ascend 950: INT8 and INT32 through FLOAT16, FLOAT8 and
                       * HIFLOAT8 direct) */
 } rnq_payload;
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-/* Round to nearest, ties to even, of a finite float of magnitude below 2^23, whatever the
- * floating-point environment's rounding mode. */
-/* The row's factor (1 / rms), per the kernel's two paths. */
-static float row_factor(const rnq_payload *P, const float *x)
+/* The row's factor (1 / rms), per the kernel's two paths; sq: N floats of scratch. */
+static float row_factor(const rnq_payload *P, const float *x, float *sq)
 {
     const int64_t N = P->N;
     if (N <= SLICE) {
-        float s = nr_scaled_sum_squares(x, N, P->avg) + P->eps;
-        return 1.0f / sqrtf(s);
+        for (int64_t i = 0; i < N; i++) { /* Mul, then Muls: each rounded */
+            sq[i] = x[i] * x[i];
+            sq[i] *= P->avg;
+        }
+        return 1.0f / sqrtf(nr_sum_lane_blocks(sq, N) + P->eps);
     }
     float ss = 0.0f;
-    for (int64_t c = 0; c < N; c += SLICE)
-        ss += nr_sum_squares(x + c, N - c < SLICE ? N - c : SLICE);
+    for (int64_t c = 0; c < N; c += SLICE) {
+        const int64_t n = N - c < SLICE ? N - c : SLICE;
+        for (int64_t i = 0; i < n; i++)
+            sq[i] = x[c + i] * x[c + i];
+        ss += P->m200 ? nr_reduce_sum_count_m200(sq, n) : nr_reduce_sum_count(sq, n);
+    }
     float rms = sqrtf(ss * P->avg + P->eps);
     return rms != 0.0f ? 1.0f / rms : 1.0f;
+}
+
+/* The number of trailing one bits of v (the recompute kernel's GetCacheId). */
+static int trailing_ones(int64_t v)
+{
+    int k = 0;
+    for (; v & 1; v >>= 1)
+        k++;
+    return k;
+}
+
+/* The recompute tiling's powerSplit: the largest power of two below ceil(r / n) (1 for one
+ * or two blocks). */
+static int64_t v2_power_split(int64_t r, int64_t n)
+{
+    const int64_t loops = (r + n - 1) / n;
+    int64_t p = 1;
+    while (p * 2 <= loops)
+        p *= 2;
+    return loops <= 1 ? 1 : p == loops ? p / 2 : p;
+}
+
+/* The recompute kernel's row sum of squares (ComputeOneLineXSquareSum): blocks r of base_n
+ * columns, r < powerSplit, each with block r + powerSplit's squares added per column where
+ * the row has it (FoldBlockVF), reduced by the binary add; block r's result plus cache levels
+ * 0 .. t - 1 in order goes to level t, t the trailing ones of r (UpdateCache); the row's sum
+ * is the last level. t: base_n + base_n / 64 + 1 floats of scratch. */
+static float v2_recompute_sum(const rnq_payload *P, const float *x, float *t)
+{
+    const int64_t N = P->N, B = P->base_n, split = v2_power_split(N, B);
+    const int64_t folds = split * B > N ? 0 : (N - split * B) / B, fold_tail = N % B;
+    float cache[V2_MAX_SPLIT_LEVELS] = {0};
+    int level = 0;
+    for (int64_t r = 0; r < split; r++) {
+        const float *a = x + r * B, *b = a + split * B;
+        const int64_t n = r < folds ? B : r == folds ? fold_tail : 0;
+        for (int64_t i = 0; i < B; i++) {
+            t[i] = a[i] * a[i];
+            if (i < n)
+                t[i] = t[i] + b[i] * b[i];
+        }
+        float v = nr_binary_add_sum(t, B, t + B);
+        level = trailing_ones(r);
+        for (int j = 0; j < level; j++)
+            v = v + cache[j];
+        cache[level] = v;
+    }
+    return cache[level];
 }
 
 /* v (already rounded to FLOAT16) as the device's integer: INT8 clamped to [quant_min, 127]
@@ -141,12 +212,20 @@ static int8_t quantize(float h, float quant_min, bool int4)
 }
 
 /* One row on Ascend 950 (RmsNormQuantV2, divMode true): q[i] from x's row xr. */
-static void v2_row(const rnq_payload *P, const norm_rows *R, const float *xr, int8_t *q)
+static void v2_row(const rnq_payload *P, const norm_rows *R, const float *xr, float *sq,
+                   int8_t *q)
 {
     const int64_t N = P->N;
     const float *scale = R->run_buf, *offset = R->run_buf + N;
-    const float rstd = nr_rstd_newton_raphson(nr_sum_squares(xr, N) * P->avg, P->eps,
-                                              P->recompute);
+    float sum;
+    if (P->recompute) {
+        sum = v2_recompute_sum(P, xr, sq);
+    } else { /* CalculateSquareReduceSum */
+        for (int64_t i = 0; i < N; i++)
+            sq[i] = xr[i] * xr[i];
+        sum = nr_binary_add_sum(sq, N, sq + N);
+    }
+    const float rstd = nr_rstd_newton_raphson(sum * P->avg, P->eps, P->recompute);
     for (int64_t i = 0; i < N; i++) {
         float v = xr[i] * rstd;
         v = R->gamma[i] * v;
@@ -177,13 +256,13 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
     const rnq_payload *P = payload;
     const tdesc *x = &P->t[T_X], *y = &P->t[T_Y];
     const int64_t N = P->N;
-    float *xbuf = nr_chunk_buf(R, chunk), *vbuf = xbuf + N;
-    int8_t *q = (int8_t *)(void *)(vbuf + N);
+    float *xbuf = nr_chunk_buf(R, chunk), *vbuf = xbuf + N; /* vbuf: the squares, then v */
+    int8_t *q = (int8_t *)(void *)(vbuf + N + N / NR_VECTOR_LANES + 1);
     const float scale_r = R->run_buf[0], offset = R->run_buf[1];
     for (int64_t m = begin; m < end; m++) {
         const float *xr = get_tile(row_base(x, m), x->dtype, &x->inner, 0, N, xbuf);
         if (P->regbase) {
-            v2_row(P, R, xr, q);
+            v2_row(P, R, xr, vbuf, q);
             if (P->ydt == ACL_INT4)
                 store_int4_bytes_row(y, m, q, N);
             else if (P->int4)
@@ -192,7 +271,7 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
                 store_int8_row(y, m, q, N);
             continue;
         }
-        const float factor = row_factor(P, xr);
+        const float factor = row_factor(P, xr, vbuf);
         for (int64_t i = 0; i < N; i++) {
             float v = xr[i] * factor;
             v *= R->gamma[i];
@@ -564,6 +643,45 @@ static aclnnStatus reshape_rank2(const aclTensor *t, const char *name, uint64_t 
     return ACLNN_SUCCESS;
 }
 
+/* RmsNormQuantV2's kernel choice (op_host/rms_norm_quant_v2_tiling_regbase_full_load.cpp,
+ * _recompute.cpp; the op_api hands it beta and offset, no scales2, zero_points2 or rstd):
+ * the UB is the part's (GetCoreMemSize: the platform files' ub_size), 32-byte blocks, 64
+ * floats to a register, 1-byte y (INT4 counted as 1), bytes of x, scale and offset. */
+#define V2_BLOCK 32
+#define V2_RETAINED (8 * V2_BLOCK) /* RETAINED_BLOCK_NUM blocks */
+
+/* The full-load template's IsCapable: at most 16384 columns and ubFactor >= 1, with r the
+ * row aligned to 32 elements and binaryAdd the power of two below the row aligned to a block
+ * of x (the reduce buffer: binaryAdd / 64 floats, in blocks). */
+static bool v2_full_load_fits(int64_t N, int64_t xs, int64_t ss, int64_t zs)
+{
+    const int64_t per_block = V2_BLOCK / xs, rx = (N + per_block - 1) / per_block * per_block;
+    const int64_t folds = (nr_pow2_below(rx) + NR_VECTOR_LANES - 1) / NR_VECTOR_LANES;
+    const int64_t tmp = (folds + V2_BLOCK - 1) / V2_BLOCK * V2_BLOCK;
+    const int64_t r = (N + V2_BLOCK - 1) / V2_BLOCK * V2_BLOCK;
+    const int64_t room = aclemu_soc_ub_bytes() - V2_RETAINED - r * (2 * xs + ss + zs);
+    return N <= V2_FULL_LOAD_MAX && room >= 2 * r * xs + 2 * r + (int64_t)sizeof(float) + tmp;
+}
+
+/* The recompute template's baseN (GetMaxBaseN): from 64, doubled while the row splits into
+ * more than two blocks, twice it is at most 16384 and twice it fits the UB beside the rstd
+ * buffer (128 floats), the cache (a block per level) and the binary-add buffer (two
+ * registers): x, its fold, gamma and beta double-buffered, scale and offset, y, a float. */
+static int64_t v2_base_n(int64_t N, int64_t xs, int64_t ss, int64_t zs)
+{
+    const int64_t per_col = (4 * xs + ss + zs + 1) * 2 + (int64_t)sizeof(float);
+    const int64_t fixed = V2_RETAINED + 128 * (int64_t)sizeof(float) +
+                          2 * NR_VECTOR_LANES * (int64_t)sizeof(float);
+    int64_t n = NR_VECTOR_LANES, split = v2_power_split(N, n);
+    while (split > 1 && 2 * n <= V2_FULL_LOAD_MAX &&
+           2 * n * per_col <= aclemu_soc_ub_bytes() - fixed -
+                                  (trailing_ones(split - 1) + 1) * V2_BLOCK) {
+        n *= 2;
+        split = v2_power_split(N, n);
+    }
+    return n;
+}
+
 /* The device's phase-one workspace (op_api/aclnn_rms_norm_quant.cpp): Contiguous copies of
  * strided tensors in the op_api's order (PreDealData's rank-2 gamma and beta, then x, offset,
  * scale, then a rank-1 gamma and beta); the kernel with its tiling workspace (RmsNormQuant:
@@ -652,10 +770,12 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormQuantGetWorkspaceSize(const aclTensor *x,
     int64_t X = 0;
     numel(x->dims, x->ndim, &X);
     const int64_t M = X / N;
-    /* 2 * N floats and N bytes per chunk: 3 * N floats cover both; the run's scale and offset:
+    /* per chunk N floats (x), N + N / 64 + 1 (the squares and the binary add's partials, then
+     * v) and N bytes: 3 * N + N / 64 + 1 floats cover them; the run's scale and offset:
      * their first elements, or (Ascend 950) one of each per column */
     P->h = (nr_head){.kernel = &RNQ_KERNEL, .call = P2, .names = TNAME, .rows = M, .width = N,
-                     .row_floats = 3 * N, .run_floats = regbase ? 2 * N : 2};
+                     .row_floats = 3 * N + N / NR_VECTOR_LANES + 1,
+                     .run_floats = regbase ? 2 * N : 2};
     P->M = M;
     P->N = N;
     P->eps = (float)epsilon;
@@ -667,7 +787,14 @@ ACLEMU_EXPORT aclnnStatus aclnnRmsNormQuantGetWorkspaceSize(const aclTensor *x,
     P->int4 = sh.int4;
     P->regbase = regbase;
     P->per_channel = got.per_channel;
-    P->recompute = regbase && N > V2_FULL_LOAD_MAX;
+    if (regbase) {
+        const int64_t xs = (int64_t)aclemu_dtype_size(x->dtype);
+        const int64_t ss = (int64_t)aclemu_dtype_size(scale->dtype);
+        const int64_t zs = (int64_t)aclemu_dtype_size(offset->dtype);
+        P->recompute = !v2_full_load_fits(N, xs, ss, zs);
+        P->base_n = P->recompute ? v2_base_n(N, xs, ss, zs) : 0;
+    }
+    P->m200 = soc->npu_arch == 2002;
     P->ydt = y->dtype;
     snapshot(&P->t[T_X], x, (int)x->ndim - 1);
     snapshot(&P->t[T_GAMMA], gamma, -1);
