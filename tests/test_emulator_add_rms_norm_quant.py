@@ -25,7 +25,9 @@ from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # no
 from _emu_aclnn import passes, refusal_check, refused_by, run_phase_two, SOC
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import only_where, other_parts, run_on_parts
-from test_emulator_rms_norm_quant import hif8_rank, v2_rstd
+from test_emulator_rms_norm_quant import (cancelling_eps, hif8_rank, order_rows, order_scale,
+                                         v2_rstd)
+from _device_reduce import binary_sum, half_interval_sum, lane_blocks_sum
 from acl_py import dtypes
 
 P1 = lib.aclnnAddRmsNormQuantGetWorkspaceSize
@@ -99,7 +101,9 @@ def call(arena, args, kinds=("contig",) * 10, eps=1e-6, div_mode=True, y_acl=Non
 # ---- the NumPy model of the kernels' float32 chain ------------------------------------------
 
 def lane_sum(t):
-    """Row sums of float32 t [M, n] in the emulator's fixed order (16 lanes, folded)."""
+    """Row sums of float32 t [M, n] in the emulator's fixed order (16 lanes, folded): Ascend
+    950's normal and split kernels (their orders not modelled), and the former order of the
+    others, which the order tests assert gives other bits."""
     m, n = t.shape
     acc = np.zeros((m, 16), F32)
     full = n // 16 * 16
@@ -133,15 +137,16 @@ def full_load_950(n, xdt, sdt, zdt, s2, z1, z2):
     return last // per_row >= 1
 
 
-def regbase_values(x1, x2, g, eps=1e-6, full_load=True):
+def regbase_values(x1, x2, g, eps=1e-6, full_load=True, old_order=False):
     """Ascend 950's float32 v on [M, N] rows: s = x1 + x2 in float32 (not rounded), var =
-    sum(s * s) * avg, rstd by the full-load kernel's Newton-Raphson or 1 / sqrt(var + eps),
-    v = (s * rstd) * gamma."""
+    sum(s * s) * avg (the full-load kernel's sum norm_common's CalculateSquareReduceSum, the
+    binary add; the others' lane_sum's, not modelled), rstd by the full-load kernel's
+    Newton-Raphson or 1 / sqrt(var + eps), v = (s * rstd) * gamma."""
     f = np.float32
     s = x1.astype(F32) + x2.astype(F32)
     avg = f(1) / f(s.shape[-1])
     with np.errstate(all="ignore"):   # a zero row: 1 / sqrt(0), 0 * inf
-        var = lane_sum(s * s) * avg
+        var = (binary_sum if full_load and not old_order else lane_sum)(s * s) * avg
         if full_load:
             rstd = np.array([v2_rstd(v, eps, True) for v in var], F32)
         else:
@@ -167,8 +172,11 @@ def regbase_quant(v, scales, zp, div_mode=True, fdt=None):
 
 
 def device_chain(x1, x2, g, s1, s2, z1, z2, eps=1e-6, single_n=False, slice_len=0,
-                 div_mode=True, fdt=None):
-    """The kernels' numbers on [M, N] rows: (y1, y2 or None, x)."""
+                 div_mode=True, fdt=None, old_order=False):
+    """The kernels' numbers on [M, N] rows: (y1, y2 or None, x). The squares times avg summed
+    by ReduceSumFP32 (64 lane accumulators: the normal kernel, BF16 single-N, each split-D
+    slice, whose BlockReduceSum steps are taken as one repeat's tree) or ReduceSumHalfInterval
+    (FLOAT16 single-N); old_order: every sum in lane_sum's order."""
     f = np.float32
     dt = x1.dtype
     s = x1.astype(F32) + x2.astype(F32)
@@ -177,19 +185,21 @@ def device_chain(x1, x2, g, s1, s2, z1, z2, eps=1e-6, single_n=False, slice_len=
         z = z1 if z1 is not None else z2
         full = full_load_950(x1.shape[-1], dt, s1.dtype, None if z is None else z.dtype,
                              s2, z1, z2)
-        v = regbase_values(x1, x2, g, eps, full)
+        v = regbase_values(x1, x2, g, eps, full, old_order)
         y2 = None if s2 is None else regbase_quant(v, s2, z2, div_mode, fdt)
         return regbase_quant(v, s1, z1, div_mode, fdt), y2, x
     xn = x.astype(F32) if dt == F16 or single_n else s
     n = xn.shape[-1]
     avg, e = f(1) / f(n), f(eps)
     sq = (xn * xn) * avg
+    total = lane_sum if old_order else half_interval_sum if single_n and dt == F16 \
+        else lane_blocks_sum
     if slice_len:
         ss = np.zeros(xn.shape[0], F32)
         for c in range(0, n, slice_len):
-            ss += lane_sum(sq[:, c:c + slice_len])
+            ss += total(sq[:, c:c + slice_len])
     else:
-        ss = lane_sum(sq)
+        ss = total(sq)
     rstd = f(1) / np.sqrt(ss + e)
     v = xn * rstd[:, None]
     if dt == F16:
@@ -249,10 +259,78 @@ def test_chain_bits_and_reference(arena, combo, m, n, variant, dual):
     rng = np.random.default_rng(m * n)
     args = inputs(rng, (m, n), *combo, dual=dual)
     variant = dict(variant)
+    if dual and variant.get("slice_len"):
+        # with scales2 (and both zero points) the tiling's split-D ubFactor is the UB less
+        # 2560 bytes over 22 + 18 bytes a column, in 32-element steps (CalcModeAndUbFactor)
+        variant["slice_len"] = (196608 - 1024 - 2560) // (22 + 18) // 32 * 32
     if variant.get("single_n"):
         variant["single_n"] = not P310  # the single-N kernel is not built for Atlas inference
     y1 = assert_matches(call(arena, args), args, **variant)
     assert len(np.unique(y1)) > 20
+
+
+def split_slice(n):
+    """Split-D's slice without scales2 (add_rms_norm_quant_tiling.cpp): n in ceil(n / 7680)
+    tiles, rounded up to 16."""
+    tiles = -(-n // 7680)
+    return -(-n // (tiles * 16)) * 16
+
+
+# (combo, rows, N, variant) each side of the tiling's kernel boundaries without scales2: the
+# single-N kernel (one row per core: FLOAT16's ReduceSumHalfInterval, BF16's ReduceSumFP32 over
+# the rounded sum) up to 12224 columns, then split-D; with several rows per core the normal
+# kernel up to 8192 columns, then split-D (slices of ReduceSumFP32 added in order)
+ORDER_CASES = [c for c in [
+    (0, 8, 1000, {"single_n": True}), (0, 8, 12224, {"single_n": True}),
+    (0, 8, 12225, {"slice_len": split_slice(12225)}), (0, 200, 1000, {}), (0, 200, 8192, {}),
+    (0, 64, 8193, {"slice_len": split_slice(8193)}), (1, 8, 1000, {"single_n": True}),
+    (1, 200, 8192, {}), (1, 64, 8193, {"slice_len": split_slice(8193)})]
+    if not REGBASE and c[0] < len(COMBOS) and not (P310 and c[3].get("single_n"))]
+
+
+@only_where(bool(ORDER_CASES))   # Atlas A2/A3 and inference parts (Ascend 950's: below)
+@pytest.mark.parametrize("k,m,n,variant", ORDER_CASES,
+                         ids=[f"{combo_ids(COMBOS[k])}-{n}x{m}" for k, m, n, _ in ORDER_CASES])
+def test_kernel_order_bits(arena, k, m, n, variant):
+    """Each row's sum of squares in the order of the kernel the tiling picks: y1 bit for bit,
+    and not what the emulator's former 16-lane order gives (so the order is seen)."""
+    xdt, sdt, _ = COMBOS[k]
+    rng = np.random.default_rng(n * 13 + m)
+    x1 = order_rows(rng, m, n, xdt, big=6144.0)
+    eps = cancelling_eps(x1) if n <= 1024 else 1e-6   # the tiling checks no epsilon
+    g = rng.uniform(0.5, 1.5, n).astype(xdt)
+    s1 = np.full(n, order_scale(x1, sdt, eps)[0], sdt)
+    args = (x1, np.zeros_like(x1), g, s1, None, None, None)
+    got = call(arena, args, eps=eps)
+    y1 = device_chain(*args, eps=eps, **variant)[0]
+    assert np.array_equal(got[0], y1)
+    assert not np.array_equal(got[0], device_chain(*args, eps=eps, **variant, old_order=True)[0])
+
+
+# Ascend 950's full-load kernel (binary add) each side of its sum's branches (64, 128, 8192
+# columns) up to its UB limit (10544 FLOAT16 beside FLOAT scales, 6664 FLOAT)
+REGBASE_ORDER_CASES = [(0, 1000, 65), (0, 64, 129), (0, 8, 8192), (0, 8, 8193), (0, 8, 10544),
+                       (3, 8, 6664)]
+
+
+@only_where(REGBASE)
+@pytest.mark.parametrize("k,m,n", REGBASE_ORDER_CASES,
+                         ids=[f"{combo_ids(REGBASE_COMBOS[k])}-{n}" for k, _, n in
+                              REGBASE_ORDER_CASES])
+def test_regbase_full_load_order_bits(arena, k, m, n):
+    """The full-load kernel's sum (CalculateSquareReduceSum's binary add): y1 bit for bit, and
+    not what the former 16-lane order gives."""
+    xdt, sdt, zdt = REGBASE_COMBOS[k]
+    assert full_load_950(n, xdt, sdt, zdt, None, None, None)
+    rng = np.random.default_rng(n * 17 + m)
+    x1 = order_rows(rng, m, n, xdt)
+    g = rng.uniform(0.5, 1.5, n).astype(xdt)
+    eps = cancelling_eps(x1) if n <= 1024 else 1e-6
+    s1 = np.full(n, order_scale(x1, sdt, eps)[0], sdt)
+    args = (x1, np.zeros_like(x1), g, s1, None, None, None)
+    got = call(arena, args, eps=eps)
+    assert np.array_equal(got[0], device_chain(*args, eps=eps)[0])
+    assert not np.array_equal(got[0], device_chain(*args, eps=eps, old_order=True)[0])
 
 
 @where_it_runs

@@ -328,14 +328,16 @@ def test_chain_bits_and_reference(arena, dt, m, n):
     assert ((y >= -128) & (y <= 127)).all() and len(np.unique(y)) > 20
 
 
-def order_rows(rng, m, n, dt):
-    """[m, n] rows opening with 16 values of magnitude 4096 (squares 2^24), then values of
-    magnitude 0.5..1 (squares below 1): a sum that holds a big square absorbs each small one
-    added to it alone, while a sum of small squares keeps them, so every order (16 lanes each
-    opening with a big square, 64 lanes of which 16 do, trees that pair small squares first)
-    keeps its own share of the small ones."""
+def order_rows(rng, m, n, dt, big=4096.0):
+    """[m, n] rows opening with 16 values of magnitude big (4096: squares 2^24), then values
+    of magnitude 0.5..1 (squares below 1): a sum that holds a big square absorbs each small
+    one added to it alone, while a sum of small squares keeps them, so every order (16 lanes
+    each opening with a big square, 64 lanes of which 16 do, trees that pair small squares
+    first) keeps its own share of the small ones. Squares scaled by avg before the sum need
+    big 6144 (squares above 2^25): a scaled 2^24 can fall just below a binade, where a small
+    square scaled alike is no longer absorbed."""
     x = rng.uniform(0.5, 1.0, (m, n))
-    x[:, :16] = 4096.0
+    x[:, :16] = big
     return (x * rng.choice([-1.0, 1.0], (m, n))).astype(dt)
 
 
@@ -349,9 +351,9 @@ def order_scale(x, dt, eps=0.0):
 
 
 def cancelling_eps(x):
-    """A negative epsilon (Ascend 950's tiling takes any) that leaves about 1/256 of each row's
-    mean square: var + eps keeps var's rounding differences and is 256 times smaller, so a
-    short row's few different bits move its quantized values as a long row's do."""
+    """A negative epsilon (tilings that check none take it) that leaves about 1/256 of each
+    row's mean square: var + eps keeps var's rounding differences and is 256 times smaller,
+    so a short row's few different bits move its quantized values as a long row's do."""
     xf = x.astype(np.float64)
     return -float(np.min(np.mean(xf * xf, axis=-1))) * (1 - 1 / 256)
 

@@ -49,8 +49,9 @@
  *   integer nearest t (ties to even) clamped to [-128, 127], the conversions taken to saturate
  *   (the AscendC conversions are not public: docs/emulator.md); NaN written as 0 (assumed, as
  *   aclnnRmsNormQuant's docs give it);
- * - split-D: the row's sum of squares is the slices' sums (ubFactor elements each) added in
- *   slice order.
+ * - the sum of the squares times avg in the kernel's order (row_sum): ReduceSumFP32's 64 lane
+ *   accumulators (normal kernel, BF16 single-N, each split-D slice of ubFactor elements, the
+ *   slices' sums added in order), ReduceSumHalfInterval (FLOAT16 single-N).
  *
  * Ascend 950 (op_kernel/arch35: add_rms_norm_quant_regbase.h, _regbase_perf.h,
  * _regbase_split_reduce.h, _regbase_common.h ComputeY; norm_common reduce_common_regbase.h),
@@ -73,8 +74,13 @@
  *   writes it (v + zeroPoints2 without scales2), but the op_api copies it into y2Out only
  *   with scales2: without scales2 y2Out is left unwritten, as on the other parts.
  *
- * Kernel: rows are independent; each row's sum has a fixed order (norm_rows.h's lanes and
- * fold; the slices added in order), so the split of rows over threads never changes a bit.
+ * Ascend 950's full-load kernel sums the squares by norm_common's CalculateSquareReduceSum
+ * (the fold point the power of two below N aligned to a block of x: nr_binary_add_sum); its
+ * normal (ReduceSumRstd) and split (ComputeFormer's levels) kernels' orders are not modelled:
+ * norm_rows.h's fixed 16 lanes (docs/emulator.md).
+ *
+ * Kernel: rows are independent and each row's sum has a fixed order, so the split of rows
+ * over threads never changes a bit.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -122,6 +128,7 @@ typedef struct {
     bool dual;          /* scales2 given: y2 written */
     bool zp2;           /* y2's zero points (zeroPoints2 and scales2 given) */
     bool norm_rounded;  /* BF16 single-N: the norm over bf16(x1 + x2) */
+    bool half_interval; /* FLOAT16 single-N: its sum by ReduceSumHalfInterval */
     int64_t slice;      /* split-D: the row's sum taken over slices of this many (0: whole) */
     bool regbase;       /* Ascend 950: the arch35 kernels' numbers */
     bool full_load;     /* Ascend 950: the full-load kernel (its Newton-Raphson rstd) */
@@ -130,13 +137,29 @@ typedef struct {
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-static float row_sum(const arq_payload *P, const float *x)
+/* The row's sum of its squares times avg (each Mul, then Muls, rounded) in the order of the
+ * kernel's reduction: ReduceSumCustom (base.h ReduceSumFP32: 64 lane accumulators, then one
+ * WholeReduceSum) in the normal kernel and the BF16 single-N one; ReduceSumHalfInterval in
+ * the FLOAT16 single-N one; split-D's slices each by ReduceSumFP32ToBlock (the same lane
+ * accumulators, then BlockReduceSum into 8 block sums) and BlockReduceSumFP32 (those 8 into
+ * one), taken as one repeat's tree (8 lanes in a block, then the 8 blocks), the slices' sums
+ * added in order from 0 (ComputeFormer's Add onto rstdLocal). sq: N floats of scratch. */
+static float row_sum(const arq_payload *P, const float *x, float *sq)
 {
-    if (P->slice == 0)
-        return nr_scaled_sum_squares(x, P->N, P->avg);
+    const int64_t N = P->N, slice = P->slice ? P->slice : N;
     float s = 0.0f;
-    for (int64_t c = 0; c < P->N; c += P->slice)
-        s += nr_scaled_sum_squares(x + c, P->N - c < P->slice ? P->N - c : P->slice, P->avg);
+    for (int64_t c = 0; c < N; c += slice) {
+        const int64_t n = N - c < slice ? N - c : slice;
+        for (int64_t i = 0; i < n; i++) {
+            sq[i] = x[c + i] * x[c + i];
+            sq[i] *= P->avg;
+        }
+        const float part = P->half_interval ? nr_sum_half_interval(sq, n)
+                                            : nr_sum_lane_blocks(sq, n);
+        if (!P->slice)
+            return part;
+        s += part;
+    }
     return s;
 }
 
@@ -161,7 +184,14 @@ static void quantize_row(int8_t *q, const float *v, int64_t n, const float *scal
 static void regbase_row(const arq_payload *P, const norm_rows *R, const float *s, float *v)
 {
     const int64_t N = P->N;
-    const float var = nr_sum_squares(s, N) * P->avg;
+    float var;
+    if (P->full_load) { /* CalculateSquareReduceSum, fold point below N aligned to a block */
+        for (int64_t i = 0; i < N; i++)
+            v[i] = s[i] * s[i];
+        var = nr_binary_add_sum(v, N, v + N) * P->avg;
+    } else {
+        var = nr_sum_squares(s, N) * P->avg;
+    }
     const float rstd = P->full_load ? nr_rstd_newton_raphson(var, P->eps, true)
                                     : 1.0f / sqrtf(var + P->eps);
     for (int64_t i = 0; i < N; i++)
@@ -205,7 +235,7 @@ static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, in
             xn = nbuf;
         }
         put_tile(row_base(xo, m), dt, ACLEMU_TIES_EVEN, &xo->inner, 0, N, x);
-        const float rstd = 1.0f / sqrtf(row_sum(P, xn) + P->eps);
+        const float rstd = 1.0f / sqrtf(row_sum(P, xn, bbuf) + P->eps);
         for (int64_t i = 0; i < N; i++)
             v[i] = xn[i] * rstd;
         if (dt == ACL_FLOAT16) { /* half(half(x * rstd) * gamma) */
@@ -497,11 +527,12 @@ static void choose_variant(arq_payload *P, const aclemu_soc *soc, bool has_z1)
     }
     if (opt1)
         single = avail / (16 + opt1) / 32 * 32;
-    P->norm_rounded = false;
+    P->norm_rounded = P->half_interval = false;
     P->slice = 0;
-    if (block_factor == 1 && soc->npu_arch != 2002 && N <= single)
+    if (block_factor == 1 && soc->npu_arch != 2002 && N <= single) {
         P->norm_rounded = P->dtype == ACL_BF16;
-    else if (N > normal)
+        P->half_interval = P->dtype == ACL_FLOAT16; /* ProcessFp16; BF16 runs ProcessBf16 */
+    } else if (N > normal)
         P->slice = (int64_t)split;
 }
 
