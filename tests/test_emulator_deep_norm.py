@@ -131,13 +131,13 @@ def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, dt, shape, gdims, al
 def test_product_rounded_before_gx_is_added(arena):
     """float(1/3) * 3 rounds to 1 in float32 (a fused multiply-add would keep its 2^-25
     excess): h = 1 - 1 is exactly 0, so mean is 0 and y is beta."""
-    if INFERENCE:
-        pytest.skip("mean is not written on Atlas inference parts")
     x = np.full((2, 16), 3.0, F32)
     b = np.linspace(-1, 1, 16).astype(F32)
     mean, rstd, y = call(arena, x, -np.ones_like(x), b, np.ones(16, F32), alpha=1 / 3)
-    assert (mean == 0).all() and np.array_equal(y, np.broadcast_to(b, y.shape))
-    assert (rstd == np.float32(1) / np.sqrt(np.float32(1e-6))).all()
+    assert np.array_equal(y, np.broadcast_to(b, y.shape))
+    if not INFERENCE:   # mean and rstd are not written on Atlas inference parts
+        assert (mean == 0).all()
+        assert (rstd == np.float32(1) / np.sqrt(np.float32(1e-6))).all()
 
 
 @where_it_runs

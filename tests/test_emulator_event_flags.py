@@ -17,7 +17,7 @@ from acl_py.soc import short_soc_version, soc_name
 
 from _emu_objects import RUNTIME_OBJECTS, dev, events, live_objects, streams  # noqa: F401
 from _emu_status import expect, ok
-from _part_runs import event_waits_take_a_timeout
+from _part_runs import cases_where, event_waits_take_a_timeout, only_where
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
                                 reason="emulator-only: the SoC is chosen with ACL_EMU_SOC")
@@ -34,10 +34,9 @@ BOGUS = ffi.cast("void *", 0x1234)
 # (the API reference). The refusals: test_training_parts_have_no_device_only_nor_ipc_events.
 FAMILY = short_soc_version(soc_name())
 STARS = FAMILY in ("Ascend910B", "Ascend910_93", "Ascend950")
-ipc_events = pytest.mark.skipif(not STARS, reason=f"{soc_name()}: no IPC events")
 DEVICE_ONLY_EVENTS = FAMILY != "Ascend910"
-device_only_events = pytest.mark.skipif(not DEVICE_ONLY_EVENTS,
-                                        reason=f"{soc_name()}: no device-only events")
+# a test or case of such events could never run on a part without them: no test there
+ipc_events, device_only_events = only_where(STARS), only_where(DEVICE_ONLY_EVENTS)
 
 
 def live():
@@ -93,7 +92,7 @@ def test_the_flag_macros_are_the_vendors():
 
 @pytest.mark.parametrize("flag", [SYNC, PROGRESS, DDSYNC, TIME_LINE, SYNC | TIME_LINE,
                                   SYNC | PROGRESS | DDSYNC | TIME_LINE,
-                                  pytest.param(DEVICE_ONLY, marks=device_only_events), EXTERNAL])
+                                  *cases_where(DEVICE_ONLY_EVENTS, DEVICE_ONLY), EXTERNAL])
 def test_create_with_flag_takes_each_flag_and_their_or(events, flag):
     events(flag)
 
@@ -113,7 +112,7 @@ def test_create_with_flag_refuses_other_flags(dev, flag, words):
 
 
 @pytest.mark.parametrize("flag", [SYNC, TIME_LINE, SYNC | PROGRESS | DDSYNC | TIME_LINE,
-                                  pytest.param(IPC, marks=ipc_events)])
+                                  *cases_where(STARS, IPC)])
 def test_create_ex_takes_its_flags(events, flag):
     events(flag, ex=True)
 

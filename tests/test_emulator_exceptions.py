@@ -12,7 +12,7 @@ import acl_py
 from acl_py.raw import ffi, lib
 
 from _emu_status import expect, ok
-from _part_runs import has_stream_control
+from _part_runs import has_stream_control, only_where
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
                                 reason="emulator-only: rules and introspection of the emulator")
@@ -112,7 +112,8 @@ def test_the_stream_id_is_aclrtStreamGetId(stream, emulator):
     assert [e["stream"] for e in a.seen] == [sid[0]]
 
 
-@pytest.mark.skipif(not has_stream_control(), reason=f"{acl_py.soc_name()}: no stream stop nor abort")
+# the parts without stream stop nor abort refuse them (test_emulator_streams): no test there
+@only_where(has_stream_control())
 def test_tasks_a_stop_or_an_abort_ends_or_drops_call_no_callback(stream, emulator):
     """A task stopped midway (reported 507035 at the next synchronize) and one dropped by the
     abort (its injected failure never happens: the task does not run) did not fail on the

@@ -223,7 +223,7 @@ def test_outputs_follow_the_kernel_chain_bit_for_bit(arena, dt, affine, shape, g
         assert np.array_equal(bits(got[2]), bits(want[2]))
 
 
-@pytest.mark.skipif(ARCH != 2201, reason="the one-pass variance of Atlas A2/A3's kernels")
+@only_where(ARCH == 2201)   # the one-pass variance of Atlas A2/A3's kernels
 def test_the_one_pass_variance_cancels_as_the_device_does(arena):
     """A large mean over a small spread: E[x^2] - mean^2 loses most bits in float32; the
     two-pass variance would not, so the case tells the chains apart."""
@@ -236,8 +236,7 @@ def test_the_one_pass_variance_cancels_as_the_device_does(arena):
     assert not np.array_equal(bits(rstd), bits(exact))
 
 
-@pytest.mark.skipif(ARCH not in (2201, 2002), reason="the hw1 kernels of Atlas A2/A3 and "
-                    "inference parts")
+@only_where(ARCH in (2201, 2002))   # the hw1 kernels of Atlas A2/A3 and the inference parts
 def test_one_channel_groups_of_one_value_write_beta_as_out(arena):
     """HxW 1 and group == C: the kernel copies beta to out and x to mean, whatever x is (a
     NaN or a large value too): nothing of x's enters out."""

@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 
 from acl_py.raw import ffi, lib
-from acl_py.soc import soc_name
 
 from _emu_objects import allocated_bytes
 from _emu_status import expect, ok
-from _part_runs import copies_2d_device_to_device, has_stream_control
+from _part_runs import copies_2d_device_to_device, has_stream_control, only_where
 from test_emulator_runtime import run_raw
 
 pytestmark = pytest.mark.skipif(not lib.backend.is_emulator,
@@ -177,9 +176,9 @@ def test_pageable_memory_is_copied_before_the_call_returns(stream):
         dev.free()
 
 
-@pytest.mark.skipif(not has_stream_control(),
-                    reason=f"{soc_name()}: no default stream for a NULL one (the refusal: "
-                    "test_atlas_training_and_inference_parts)")
+# no default stream for a NULL one elsewhere (the refusal:
+# test_atlas_training_and_inference_parts): no test there
+@only_where(has_stream_control())
 def test_a_null_stream_is_the_default_stream_on_atlas_a2(dev0):
     host = Pinned(32)
     dev = Device(32)

@@ -34,7 +34,7 @@ from test_emulator_op import F16, F32, OK, arena, last_msg, no_leaks, stream  # 
 from _emu_aclnn import workspace_attempt
 from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_workspace_size_rms import ws_of
-from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, SOC, MiB16, ceil_to, copies_in,
+from _workspace_model import (ARCH, CORES, LIB_API_WORKSPACE, MiB16, ceil_to, copies_in,
                               copy_view_out_ws, max_allocator)
 import test_emulator_add_rms_norm_dynamic_quant as v1
 import test_emulator_add_rms_norm_dynamic_quant_v2 as v2
@@ -86,10 +86,10 @@ def expected(M, N, kernel_ws, *, int4=False, strided_in=(), strided_out=(), ts=N
     return max_allocator(graph)
 
 
-def needs_kernel():
-    if ARCH not in (2201, 3510):
-        pytest.skip(f"{SOC}: no AddRmsNormDynamicQuant kernel (phase one refused: "
-                    "test_no_kernel_no_size)")
+# The Atlas A2/A3 and Ascend 950 kernels: a size is defined only where one runs (elsewhere
+# phase one is refused, as test_no_kernel_no_size checks)
+HAS_KERNEL = ARCH in (2201, 3510)
+where_it_runs = only_where(HAS_KERNEL)
 
 
 def views(arena, M, N, smooth, *, beta=False, out1=True, out2=None, kinds=None, y="int8",
@@ -135,12 +135,12 @@ def size_of(ts, mask=None, version=1):
 
 # ---- the sizes ---------------------------------------------------------------------------------
 
+@where_it_runs
 @pytest.mark.parametrize("M", ROWS, ids=lambda m: f"{m}rows")
 @pytest.mark.parametrize("N", [64, N_SLICE_D, N_LONG], ids=["64", "slice_d", "long"])
 @pytest.mark.parametrize("smooth", [0, 1, 2], ids=["plain", "smooth1", "dual"])
 def test_v1_size(arena, M, N, smooth):
     """No outputMask: the Atlas slice-D workspace one row without smooth scales, two with."""
-    needs_kernel()
     ws = size_of(views(arena, M, N, smooth))
     assert ws == expected(M, N, tiling_ws(M, N, smooth=smooth, out2=smooth == 2))
 
@@ -148,6 +148,7 @@ def test_v1_size(arena, M, N, smooth):
 V2_CASES = v2.SMOOTH_MASKS
 
 
+@where_it_runs
 @pytest.mark.parametrize("M", [ROWS[1], ROWS[3]], ids=lambda m: f"{m}rows")
 @pytest.mark.parametrize("N", [64, N_LONG], ids=["64", "long"])
 @pytest.mark.parametrize("beta", [False, True], ids=["nobeta", "beta"])
@@ -156,7 +157,6 @@ V2_CASES = v2.SMOOTH_MASKS
 def test_v2_size(arena, M, N, beta, smooth, mask):
     """An outputMask makes the Atlas slice-D workspace two rows whatever the smooth scales;
     the outputs computed and beta take part in Ascend 950's kernel choice."""
-    needs_kernel()
     out1, out2 = mask if mask is not None else (True, smooth == 2)
     ts = views(arena, M, N, smooth, beta=beta, out1=out1, out2=out2)
     kernel_ws = tiling_ws(M, N, smooth=smooth, beta=beta, masked=mask is not None, out1=out1,
@@ -164,12 +164,12 @@ def test_v2_size(arena, M, N, beta, smooth, mask):
     assert size_of(ts, mask, 2) == expected(M, N, kernel_ws)
 
 
+@where_it_runs
 @pytest.mark.parametrize("M", ROWS, ids=lambda m: f"{m}rows")
 @pytest.mark.parametrize("N", [N_SLICE_D, N_LONG], ids=["slice_d", "long"])
 def test_v2_int32_y_size(arena, M, N):
     """An INT32 y (dstType INT4): the Atlas tiling aligns rows to 64 for INT4 results; the
     INT4 results are handed over through their INT32 views."""
-    needs_kernel()
     ts = views(arena, M, N, 1, out2=False, y="int32")
     kernel_ws = tiling_ws(M, N, smooth=1, masked=True, int4=True)
     assert size_of(ts, (True, False), 2) == expected(M, N, kernel_ws, int4=True)
@@ -179,13 +179,13 @@ STRIDED = [(("x1",), ()), (("x1", "x2", "gamma", "s1", "s2"), ()), ((), ("y1",))
            ((), ("x", "sc1")), (("s2",), ("y1", "y2", "x", "sc1", "sc2"))]
 
 
+@where_it_runs
 @pytest.mark.parametrize("strided_in,strided_out", STRIDED,
                          ids=["x1", "inputs", "y1", "x-sc1", "s2-outputs"])
 @pytest.mark.parametrize("version", [1, 2])
 def test_strided_size(arena, strided_in, strided_out, version):
     """Each strided input's copy alive until the kernel, each strided output's result
     until its copy (both versions copy every result, in their own orders)."""
-    needs_kernel()
     M, N = 6, 64
     kinds = {n: "transposed" if n in ("x1", "x2", "y1", "y2", "x") else "stepped"
              for n in strided_in + strided_out}
@@ -198,8 +198,9 @@ def test_strided_size(arena, strided_in, strided_out, version):
 
 
 def test_empty_takes_none(arena):
-    """An empty x1 (both versions) or gamma (V1; V2 off Ascend 950): 0, nothing launched."""
-    needs_kernel()
+    """An empty x1 (both versions) or gamma (V1; V2 off Ascend 950): 0, nothing launched. The
+    op_apis return before looking the kernel up, so on every part (the parts without one
+    too)."""
     assert size_of(views(arena, 0, 64, 2)) == 0
     assert size_of(views(arena, 0, 64, 2, beta=True), (True, True), 2) == 0
     assert size_of(views(arena, 4, 0, 0)) == 0
@@ -217,7 +218,7 @@ def test_v2_empty_gamma_runs_the_empty_kernel_on_950(arena, kinds):
     assert ws == max_allocator([(MiB16, 0, 0)] + ([(M * 4, 0, 1)] if kinds else []))
 
 
-@only_where(ARCH not in (2201, 3510))   # the parts with no kernel
+@only_where(not HAS_KERNEL)
 def test_no_kernel_no_size(arena):
     """The Atlas training and inference series have no kernel: phase one refused (561003),
     no size (the device's phase one would pass and its launch fail; docs/emulator.md)."""
@@ -228,13 +229,13 @@ def test_no_kernel_no_size(arena):
 
 # ---- phase two with that size ------------------------------------------------------------------
 
+@where_it_runs
 @pytest.mark.parametrize("version,N", [(1, 64), (1, N_LONG), (2, N_LONG)],
                          ids=["v1-64", "v1-long", "v2-long"])
 def test_short_refused_exact_runs(arena, version, N):
     """With fresh views each time: a NULL workspace of the reported size 161001, one byte
     short 161002, nothing leaked; the exact size runs: xOut the sum, y1/y2 and the scales
     within one step of the float64 reference."""
-    needs_kernel()
     M, mask = 3, (None if version == 1 else (True, True))
     want = expected(M, N, tiling_ws(M, N, smooth=2, out2=True, masked=mask is not None))
     p2 = v1.P2 if version == 1 else v2.P2

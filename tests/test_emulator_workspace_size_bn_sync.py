@@ -21,10 +21,11 @@ import math
 import numpy as np
 import pytest
 
+from acl_py.ops import BATCH_NORM_ELEMT_BACKWARD, BATCH_NORM_REDUCE_BACKWARD
 from acl_py.raw import lib
 
 from _emu_aclnn import phase_one, workspace_attempt
-from _part_runs import other_parts, run_on_parts
+from _part_runs import bf16_where_it_runs, only_where, other_parts, run_on_parts, runs_here
 from _workspace_model import (ARCH, LIB_API_WORKSPACE, SOC, TENSOR_MOVE_TASK_LIMIT, MiB16,
                               align, copy_kind_in, kind_takes_over, max_allocator,
                               tensor_move_ws)
@@ -112,9 +113,11 @@ def destroyed(rc, ws, ex):
     return ws
 
 
-def needs_bf16(*dts):
-    if BF16 in dts and ARCH not in (2201, 3510):
-        pytest.skip(f"{SOC} has no BF16")
+def dtype_cases(dts, ids):
+    """The dtypes cases with their ids, less those carrying BF16 on a part without it: such a
+    call is refused there (the operators' tests check it), no test; the parts with BF16 run
+    it."""
+    return bf16_where_it_runs([pytest.param(d, id=i) for d, i in zip(dts, ids)])
 
 
 # ---- aclnnBatchNormElemt ----------------------------------------------------------------------
@@ -194,15 +197,14 @@ def test_elemt_size(arena, shape, given):
         elemt_expected(shape, wdt=wdt, bdt=bdt)
 
 
-@pytest.mark.parametrize("dts", [(F16, F16, F16, F16, F16), (F16, F32, F16, F16, F32),
-                                 (F32, F16, F16, None, None), (BF16, BF16, BF16, BF16, BF16),
-                                 (BF16, F32, F32, BF16, None)],
-                         ids=["f16", "f16-mixed", "f32-f16-stats", "bf16", "bf16-mixed"])
+@pytest.mark.parametrize("dts", dtype_cases(
+    [(F16, F16, F16, F16, F16), (F16, F32, F16, F16, F32), (F32, F16, F16, None, None),
+     (BF16, BF16, BF16, BF16, BF16), (BF16, F32, F32, BF16, None)],
+    ["f16", "f16-mixed", "f32-f16-stats", "bf16", "bf16-mixed"]))
 def test_elemt_size_dtypes(arena, dts):
     """invstd's dtype carries Mul..Sub; the vectors' casts: to FLOAT for BNInfer, on Ascend
     950 to input's dtype where weight/bias (and mean/variance) agree with it."""
     xdt, mdt, vdt, wdt, bdt = dts
-    needs_bf16(*dts)
     for shape in ((4, 3, 5), (2, 5, 2, 1, 3)):
         kw = dict(xdt=xdt, mdt=mdt, vdt=vdt, wdt=wdt, bdt=bdt)
         assert elemt_size(arena, shape, **kw) == elemt_expected(shape, **kw), shape
@@ -238,9 +240,11 @@ def test_elemt_workspace_short_refused_and_exact_runs(arena):
 
 # ---- aclnnBatchNormReduceBackward --------------------------------------------------------------
 
-def needs_reduce_kernel():
-    if ARCH == 2002:
-        pytest.skip(f"{SOC}: no SyncBatchNormBackwardReduce/Elemt kernel (refused)")
+# SyncBatchNormBackwardReduce/Elemt's kernels: none on the Atlas inference series, where the
+# calls are refused (test_sync_batch_norm_backward's test_inference_series), so a size is
+# defined only where both run
+where_they_run = only_where(runs_here(BATCH_NORM_REDUCE_BACKWARD)
+                            and runs_here(BATCH_NORM_ELEMT_BACKWARD))
 
 
 def rb_copy_outs(g, res, flags, odt, C):
@@ -299,33 +303,32 @@ RB_SHAPES = [(6, 3), (4, 3, 5), (2, 6, 3, 4), (2, 5, 2, 1, 3, 2)]
 FLAGS = [(True,) * 3, (False,) * 3, (True, False, False), (False, True, True)]
 
 
+@where_they_run
 @pytest.mark.parametrize("shape", RB_SHAPES, ids=[str(s) for s in RB_SHAPES])
 @pytest.mark.parametrize("flags", FLAGS, ids=["".join("iwb"[i] if f else "-"
                                                      for i, f in enumerate(fl)) for fl in FLAGS])
 def test_reduce_backward_size(arena, shape, flags):
-    needs_reduce_kernel()
     assert rb_size(arena, shape, flags=flags) == rb_expected(shape, flags)
 
 
-@pytest.mark.parametrize("dts", [(F16, F16, F16), (F16, F32, F32), (F32, None, F16),
-                                 (BF16, BF16, F32), (F16, None, BF16)],
-                         ids=["f16", "f16-f32-out", "no-weight-f16-out", "bf16", "f16-bf16"])
+@where_they_run
+@pytest.mark.parametrize("dts", dtype_cases(
+    [(F16, F16, F16), (F16, F32, F32), (F32, None, F16), (BF16, BF16, F32), (F16, None, BF16)],
+    ["f16", "f16-f32-out", "no-weight-f16-out", "bf16", "f16-bf16"]))
 @pytest.mark.parametrize("flags", FLAGS[:1] + FLAGS[2:], ids=["iwb", "i--", "-wb"])
 def test_reduce_backward_size_dtypes(arena, dts, flags):
     """Every input cast to FLOAT (weight's cast read by nobody), each flagged result cast back
     to its output's dtype; gradBias takes sumDy's result a second time."""
     dt, wdt, odt = dts
-    needs_reduce_kernel()
-    needs_bf16(dt, wdt, odt)
     shape = (4, 3, 5)
     kw = dict(flags=flags, dt=dt, wdt=wdt, odt=odt)
     assert rb_size(arena, shape, **kw) == rb_expected(shape, **kw)
 
 
+@where_they_run
 @pytest.mark.parametrize("strided", [("gradOut",), ("input", "mean"), ("invstd", "weight")],
                          ids=["gradOut", "input-mean", "invstd-weight"])
 def test_reduce_backward_size_strided(arena, strided):
-    needs_reduce_kernel()
     shape = (4, 3, 5)
     assert rb_size(arena, shape, strided=strided) == rb_expected(shape, strided=strided)
 
@@ -341,8 +344,8 @@ def test_reduce_backward_empty_input(arena, odt):
     assert rb_size(arena, (0, 3, 5), odt=odt) == g.size()
 
 
+@where_they_run
 def test_reduce_backward_workspace_short_refused_and_exact_runs(arena):
-    needs_reduce_kernel()
     shape = (4, 3, 5)
     want = rb_expected(shape, odt=F16)
     assert want > 0
@@ -360,6 +363,7 @@ def test_reduce_backward_workspace_short_refused_and_exact_runs(arena):
 TM_C = TENSOR_MOVE_TASK_LIMIT // 4 + 1  # FLOAT channels just past the part's copy-task limit
 
 
+@where_they_run
 @pytest.mark.parametrize("attempt", ["null", "short", "exact"])
 @pytest.mark.parametrize("C", [3, TM_C], ids=["task", "kernel"])
 @pytest.mark.parametrize("slack", [0, 3], ids=["exact-out", "slack-out"])
@@ -369,7 +373,6 @@ def test_reduce_backward_size_bias_moved(arena, slack, C, attempt):
     gradBias gets a TensorMove: a copy task up to the part's limit (400000 bytes, Ascend910A
     800000), else the kernel, 32 bytes on Ascend 950. Last in the graph, it finds a bucket
     free. The size runs: gradBias holds sumDy's sums."""
-    needs_reduce_kernel()
     shape, flags = (2, C), (True, False, True)
     want = rb_expected(shape, flags, slack=slack)
     args = rb_args(arena, shape, flags, data=True, slack=slack)
@@ -442,25 +445,23 @@ def eb_size(arena, shape, **kw):
     return destroyed(*phase_one(EB[0], *eb_args(arena, shape, **kw)))
 
 
+@where_they_run
 @pytest.mark.parametrize("shape", RB_SHAPES, ids=[str(s) for s in RB_SHAPES])
 @pytest.mark.parametrize("weight", [True, False], ids=["w", "no-w"])
 def test_elemt_backward_size(arena, shape, weight):
-    needs_reduce_kernel()
     wdt = F32 if weight else None
     assert eb_size(arena, shape, wdt=wdt) == eb_expected(shape, wdt=wdt)
 
 
-@pytest.mark.parametrize("dts", [(F16, F16, F16, None), (F16, F16, I32, F32),
-                                 (F16, None, F32, None), (F32, F16, I32, F16),
-                                 (BF16, BF16, F32, None), (BF16, F32, I32, F32)],
-                         ids=["f16", "f16-i32-f32-out", "f16-no-w", "f32-f16-w", "bf16",
-                              "bf16-f32-w"])
+@where_they_run
+@pytest.mark.parametrize("dts", dtype_cases(
+    [(F16, F16, F16, None), (F16, F16, I32, F32), (F16, None, F32, None),
+     (F32, F16, I32, F16), (BF16, BF16, F32, None), (BF16, F32, I32, F32)],
+    ["f16", "f16-i32-f32-out", "f16-no-w", "f32-f16-w", "bf16", "bf16-f32-w"]))
 def test_elemt_backward_size_dtypes(arena, dts):
     """FLOAT16 compute only when every floating input is FLOAT16 (an absent weight is a FLOAT
     fill): then the FLOAT means' broadcasts are cast down to it."""
     dt, wdt, cdt, gdt = dts
-    needs_reduce_kernel()
-    needs_bf16(dt, wdt, gdt)
     for shape, n in (((4, 3, 5), 2), ((6, 3), 5)):
         kw = dict(dt=dt, wdt=wdt, cdt=cdt, n=n, gdt=gdt)
         assert eb_size(arena, shape, **kw) == eb_expected(shape, **kw), shape
@@ -469,13 +470,13 @@ def test_elemt_backward_size_dtypes(arena, dts):
 EB_ALL = ("gradOut", "input", "mean", "invstd", "weight", "sumDy", "sumDyXmu", "counter")
 
 
+@where_they_run
 @pytest.mark.parametrize("strided", [("gradOut", "input"), ("mean", "invstd", "weight"),
                                      ("sumDy", "sumDyXmu", "counter"), EB_ALL],
                          ids=["tensors", "stats", "sums", "all"])
 @pytest.mark.parametrize("dt", [F32, F16], ids=["f32", "f16"])
 def test_elemt_backward_size_strided(arena, strided, dt):
     """All strided with a FLOAT16 compute dtype: the largest graph (40 tensors on Ascend 950)."""
-    needs_reduce_kernel()
     shape = (4, 3, 5)
     assert eb_size(arena, shape, dt=dt, wdt=dt, strided=strided) == \
         eb_expected(shape, dt=dt, wdt=dt, strided=strided)
@@ -485,8 +486,8 @@ def test_elemt_backward_empty_input(arena):
     assert eb_size(arena, (0, 3, 5)) == 0
 
 
+@where_they_run
 def test_elemt_backward_workspace_short_refused_and_exact_runs(arena):
-    needs_reduce_kernel()
     shape = (4, 3, 5)
     want = eb_expected(shape)
     assert want > 0

@@ -15,7 +15,7 @@ import pytest
 import acl_py
 from acl_py import _host_func, errors
 
-from _part_runs import has_stream_control
+from _part_runs import has_stream_control, only_where
 
 
 def test_runs_in_stream_order_against_device_work():
@@ -184,7 +184,8 @@ def test_function_is_released_after_it_ran_and_nothing_leaks(emulator):
     assert emulator.live_objects() == before
 
 
-@pytest.mark.skipif(not has_stream_control(), reason=f"{acl_py.soc_name()}: no stream abort")
+# no stream abort elsewhere (refused: test_emulator_streams): no test there
+@only_where(has_stream_control())
 def test_a_function_an_abort_drops_is_released_at_the_abort(emulator):
     """aclrtStreamAbort drops the work queued behind the running task, a host function
     included: it never runs, and acl-py releases its record and the function when the abort
