@@ -51,12 +51,16 @@ vendor's ``ACL_ERROR_*`` and ``ACLNN_ERR_*``), else ``UNKNOWN``.
 
 Mistakes caught in Python are not ``AclError``\\ s: they are :class:`AclArgumentError` (a
 ``ValueError``) or :class:`AclTypeError` (a ``TypeError``), naming the argument; when an
-operator's phase one refused first, they carry its ``code``, ``call`` and ``message`` too.
+operator's phase one refused first, they carry its ``code``, ``call`` and ``message`` too
+(only a rule whose ``codes``, the statuses the vendor refuses it with, allow that code:
+:meth:`AclArgumentError.explains`).
 Using an object after ``close()`` raises :class:`ClosedError` (a ``ValueError``, like I/O on a
 closed file). An exception raised inside a host function (``Stream.launch_host_func``) comes
 back as :class:`HostFunctionError` from the next synchronize of that stream.
 """
 from __future__ import annotations
+
+from typing import Iterable
 
 
 class AclError(Exception):
@@ -168,16 +172,29 @@ class AclArgumentError(ValueError):
     the Python checks an operator runs after its library refused the call. In that case
     ``code``, ``call`` and ``message`` are the refusal's (status code, C function,
     ``aclGetRecentErrMsg()`` text, also in the exception text) and the refusal, a
-    :class:`OperatorParameterError`, is its ``__cause__``; otherwise ``code`` is None."""
+    :class:`OperatorParameterError`, is its ``__cause__``; otherwise ``code`` is None.
+    ``codes``: the status codes the vendor refuses the rule with, where the operator states
+    them (a rule its tiling checks: 561103, 561002), else None."""
 
     code: int | None = None
     call: str = ""
     message: str = ""
 
-    def __init__(self, argument: str | None, problem: str) -> None:
+    def __init__(self, argument: str | None, problem: str, *,
+                 codes: "Iterable[int] | None" = None) -> None:
         self.argument = argument
         self.problem = problem
+        # the status codes the vendor refuses this rule with (a rule its tiling or an L0 op
+        # checks, after the op_api's checks): None, not stated (any refusal may be it)
+        self.codes = None if codes is None else frozenset(codes)
         super().__init__(f"{argument}: {problem}" if argument else problem)
+
+    def explains(self, code: int | None) -> bool:
+        """Whether this rule may be what a refusal with status ``code`` is about: its
+        ``codes`` hold ``code``, or state nothing (or ``code`` is None: nothing refused yet).
+        A rule the vendor checks at a later stage (the tiling's) cannot explain an earlier
+        stage's refusal (the op_api's 161002), which the device returns before reaching it."""
+        return self.codes is None or code is None or code in self.codes
 
     def refused(self, error: BaseException) -> None:
         """Attaches the status of ``error`` (an AclError: the library's refusal)."""
@@ -195,12 +212,13 @@ class AclArgumentError(ValueError):
 
     def __reduce__(self):
         return (_rebuild_argument, (type(self), self.argument, self.problem, self.code,
-                                    self.call, self.message))
+                                    self.call, self.message, self.codes))
 
 
 def _rebuild_argument(cls: type[AclArgumentError], argument: str | None, problem: str,
-                      code: int | None, call: str, message: str) -> AclArgumentError:
-    e = cls(argument, problem)
+                      code: int | None, call: str, message: str,
+                      codes: "frozenset[int] | None" = None) -> AclArgumentError:
+    e = cls(argument, problem, codes=codes)
     if code is not None:
         e.code, e.call, e.message = code, call, message
     return e

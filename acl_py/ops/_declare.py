@@ -49,7 +49,14 @@ the argument. Everything else is generic:
   Python checks run to name the argument: the error then also carries phase one's status
   ``code``, ``call`` and ``message`` (``aclGetRecentErrMsg()``), and the refusal is its
   cause. A refusal the Python checks cannot explain (limits that are the operator's own)
-  surfaces as phase one's typed error (``acl_py.errors``);
+  surfaces as phase one's typed error (``acl_py.errors``). The diagnosis respects the
+  refusal's **stage**: a rule the device checks only after the op_api's checks (its tiling,
+  an L0 op, the kernel's lookup) is raised by ``check`` through :func:`staged` with the codes
+  the vendor refuses it with (the operator's rules table in docs/emulator.md; the
+  declaration lists them, ``staged_codes=``); while a refusal with another code is
+  diagnosed such a rule is passed over (the device returned before reaching it) and the
+  checks go on, so an earlier stage's rule is found wherever the check makes it; if none
+  breaks, the refusal is raised as it is. An unmarked rule may explain any refusal;
 * :class:`Plan`: phase one once with a repeatable executor, then ``run(stream)``;
 * ``reference`` / ``error_scale`` (float64, :mod:`acl_py.reference`) and
   :meth:`Declared.check_outputs` to judge outputs against them;
@@ -65,6 +72,7 @@ optional, ``double`` a double, ``int64_t`` an integer, ``bool`` a flag.
 """
 from __future__ import annotations
 
+import contextvars
 import math
 import re
 from collections import namedtuple
@@ -86,7 +94,8 @@ from ._two_phase import (BOOL_ARRAY, INT_ARRAY, STRING, TENSOR, VALUE, Executor,
 
 __all__ = ["Arg", "tensor", "output", "shape_of", "dtype_of", "check_same_shape",
            "check_trailing_dims", "as_many_elements", "int_array", "bool_array", "double",
-           "integer", "flag", "string", "option", "dtype_option", "format_option", "Declared",
+           "integer", "flag", "string", "option", "dtype_option", "format_option", "staged",
+           "Declared",
            "Plan", "Part", "part_of", "DECLARED", "OutputError", "OutputNotWritten", "FLOATS",
            "REQUIRED"]
 
@@ -213,19 +222,29 @@ def dtype_of(name):
     return lambda a: a[name].dtype
 
 
-def check_same_shape(arg, shape, of, of_shape):
+def _broken(codes, arg, problem):
+    """A broken rule of a check: raised, or through :func:`staged` where ``codes`` (the
+    vendor's codes for it, a later stage's) are given."""
+    if codes is None:
+        raise AclArgumentError(arg, problem)
+    staged(codes, arg, problem)
+
+
+def check_same_shape(arg, shape, of, of_shape, codes=None):
     """For a declaration's ``check``: ``arg``'s ``shape`` must be ``of``'s ``of_shape``
-    (AclArgumentError naming ``arg`` otherwise)."""
+    (AclArgumentError naming ``arg`` otherwise; ``codes``: a rule of a later stage, as
+    :func:`staged`'s)."""
     if shape != of_shape:
-        raise AclArgumentError(arg, f"shape {shape} must equal {of}'s shape {of_shape}")
+        _broken(codes, arg, f"shape {shape} must equal {of}'s shape {of_shape}")
 
 
-def check_trailing_dims(arg, shape, of, of_shape):
+def check_trailing_dims(arg, shape, of, of_shape, codes=None):
     """For a declaration's ``check``: ``arg``'s ``shape`` must be the trailing dims of
-    ``of``'s ``of_shape``, at least one (a norm's gamma against its input)."""
+    ``of``'s ``of_shape``, at least one (a norm's gamma against its input; ``codes`` as
+    :func:`check_same_shape`'s)."""
     if not shape or len(shape) > len(of_shape) or of_shape[len(of_shape) - len(shape):] != shape:
-        raise AclArgumentError(arg, f"shape {shape} must equal the trailing dims of {of}'s "
-                               f"shape {of_shape}")
+        _broken(codes, arg, f"shape {shape} must equal the trailing dims of {of}'s shape "
+                f"{of_shape}")
 
 
 def _always(dt):
@@ -356,6 +375,28 @@ def dtype_option(name, dtypes, *, default):
             seen[v] = dt
         return dt
     return option(name, convert, default=default)
+
+
+# ---- rules the device checks at a later stage ----------------------------------------------
+
+# The status code of the refusal a DeviceTensor call's diagnosis is explaining
+# (Declared._diagnose), None outside one: what staged() reads.
+_diagnosing: "contextvars.ContextVar[int | None]" = contextvars.ContextVar("acl_py_diagnosing",
+                                                                          default=None)
+
+
+def staged(codes, argument, problem, error=AclArgumentError):
+    """For a declaration's ``check``: a broken rule the vendor refuses with ``codes`` only
+    (status codes: a rule its tiling or an L0 op checks, which the device reaches after the
+    op_api's checks, e.g. ``(561103,)``; the declaration lists them, ``staged_codes=``).
+    Raises ``error(argument, problem, codes=codes)``, as a plain rule's ``raise`` does, except
+    while a DeviceTensor call's refusal with a code outside ``codes`` is being diagnosed: the
+    device returned before reaching this rule, so it returns and the check goes on to the rule
+    that refusal is about (and if none breaks, the refusal is raised as it is). Only for rules
+    nothing after them in the check relies on."""
+    code = _diagnosing.get()
+    if code is None or code in codes:
+        raise error(argument, problem, codes=codes)
 
 
 # ---- dtypes --------------------------------------------------------------------------------
@@ -568,23 +609,28 @@ class Declared(Operator):
     second declaration of that name raises ValueError; a test's variant passes False).
     ``parts``: a predicate of the part's name (``aclrtGetSocName``), false where the vendor has
     no kernel for the operator (:meth:`runs_on`; ``acl-py smoke`` leaves its cases out
-    there); None: every part."""
+    there); None: every part. ``rule_codes``: the codes besides 161001/161002/561002 whose
+    refusal of a DeviceTensor call runs the diagnosis; ``staged_codes``: every code the
+    check's :func:`staged` rules state."""
 
     __slots__ = ("args", "inputs", "outputs", "check", "reference", "error_scale",
-                 "smoke_cases", "smoke_full_cases", "rule_codes", "parts", "_first",
-                 "_first_index", "_into",
+                 "smoke_cases", "smoke_full_cases", "rule_codes", "staged_codes", "parts",
+                 "_first", "_first_index", "_into",
                  "_dtype_order", "_out_names", "_c_order", "_bound", "_in_steps", "_out_steps",
                  "_unwritten", "_formatted")
 
     def __init__(self, name, args, *, check=None, reference=None, error_scale=None,
-                 smoke_cases=(), smoke_full_cases=(), rule_codes=(), parts=None,
-                 register=True):
+                 smoke_cases=(), smoke_full_cases=(), rule_codes=(), staged_codes=(),
+                 parts=None, register=True):
         self.args = tuple(args)
         self.parts = parts
         # status codes outside OperatorParameterError's (161001, 161002, 561002) the
         # operator's phase one refuses its arguments with (its vendor docs): such a refusal of
         # a DeviceTensor call also runs the Python checks that name the argument
         self.rule_codes = frozenset(rule_codes)
+        # every code its check's staged() rules state (the tiling's, an L0 op's), for the
+        # tests to hold against the codes its phase one returns
+        self.staged_codes = frozenset(staged_codes)
         # phase one's parameters: every argument but the outputs written into an input and
         # the options
         super().__init__(name, [a for a in self.args
@@ -974,7 +1020,7 @@ class Declared(Operator):
                 # New outputs go back now, not when the caller drops the traceback (whose
                 # frames hold this one's locals).
                 outs = None
-                self._diagnose(values, out, DeviceTensor, dev, e)
+                self._diagnose(values, out, DeviceTensor, dev, e, e.code)
                 raise
         finally:
             for w in words:
@@ -1107,20 +1153,29 @@ class Declared(Operator):
         return AclArgumentError(name, f"tensor is on device {device}, {self._first.py} on "
                                 f"device {dev}")
 
-    def _diagnose(self, values, out, kind, dev, refusal):
+    def _diagnose(self, values, out, kind, dev, refusal, staged_code=None):
         """After the library refused a call (``refusal``, its typed error): the Python
         checks, which name the argument. A problem found is raised as its
         AclTypeError/AclArgumentError carrying the refusal's status code and message (and
         chained to it); if they find nothing, this returns and the caller raises the
-        refusal as it is (a rule only the library knows)."""
+        refusal as it is (a rule only the library knows). ``staged_code``: phase one's
+        status, whose stage the diagnosis respects: a rule stating other codes
+        (:func:`staged`: the tiling's, which the device reaches only after the op_api's
+        checks) is passed over, and the checks go on to one that may explain it; None (a
+        refusal before phase one, e.g. an output's allocation): any rule explains it."""
+        token = _diagnosing.set(staged_code)
         try:
             a = self.bind(values, kind)
             outs = self._check_out(out, a, kind, dev) if out is not None else None
             if kind is DeviceTensor:
                 self._check_device(a, outs or (), dev)
         except AclArgumentError as e:
+            if not e.explains(staged_code):
+                return      # a rule of another stage raised without staged(): not this one
             e.refused(refusal)
             raise e from refusal
+        finally:
+            _diagnosing.reset(token)
 
     def _host_call(self, values, out, stream):
         # NumPy in, NumPy out: every Python check first, before any copy to the device.

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ..errors import AclArgumentError, AclTypeError
+from ..errors import AclTypeError
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
-                       check_trailing_dims, configured, double, flag, output, shape_of, tensor)
+                       check_trailing_dims, configured, double, flag, output, shape_of, staged,
+                       tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -32,6 +33,11 @@ __all__ = ["add_layer_norm", "AddLayerNorm", "ADD_LAYER_NORM"]
 
 
 _F32 = np.dtype(np.float32)
+
+
+# The code of its generated interface's tiling, which checks the shapes after the dtypes
+# (161002; docs/emulator.md)
+_TILING = (561002,)
 
 
 def add_layer_norm_check(a):
@@ -51,13 +57,14 @@ def add_layer_norm_check(a):
         why = "x1 and x2 of different dtypes" if mixed else "x1's dtype"
         if bias.dtype != want:
             raise AclTypeError("bias", f"dtype {bias.dtype.name} must be {want.name} ({why})")
-    check_same_shape("x2", x2.shape, "x1", shape)
-    check_trailing_dims("gamma", gs, "x1", shape)
+    # the shapes: the tiling's, after the op_api's dtypes (docs/emulator.md rows 4-5)
+    check_same_shape("x2", x2.shape, "x1", shape, _TILING)
+    check_trailing_dims("gamma", gs, "x1", shape, _TILING)
     if beta.shape != gs:
-        raise AclArgumentError("beta", f"shape {beta.shape} must equal gamma's shape {gs}")
+        staged(_TILING, "beta", f"shape {beta.shape} must equal gamma's shape {gs}")
     if bias is not None and bias.shape not in (gs, shape):
-        raise AclArgumentError("bias", f"shape {bias.shape} must be gamma's shape {gs} or "
-                               f"x1's shape {shape}")
+        staged(_TILING, "bias", f"shape {bias.shape} must be gamma's shape {gs} or x1's "
+               f"shape {shape}")
 
 
 def stat_shape(a):
@@ -126,7 +133,7 @@ ADD_LAYER_NORM = Declared("aclnnAddLayerNorm", (
     output("meanOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
     output("rstdOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
     output("xOut", shape=shape_of("x1"), dtype=_out_dtype, unwritten=x_unwritten),
-), check=add_layer_norm_check, reference=reference.add_layer_norm,
+), check=add_layer_norm_check, reference=reference.add_layer_norm, staged_codes=_TILING,
     error_scale=reference.add_layer_norm_error_scale,
     parts=_KERNEL_PARTS,
     # combinations every part with a kernel has (Atlas inference parts: no mixed dtypes)

@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ..errors import AclArgumentError
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
-                       check_trailing_dims, configured, dtype_of, output, shape_of, tensor)
+                       check_trailing_dims, configured, dtype_of, output, shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -35,6 +34,11 @@ _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend95
 
 
 
+# The code of its generated interface's tiling, which checks the shapes after the dtypes
+# (161002; docs/emulator.md)
+_TILING = (561002,)
+
+
 def add_layer_norm_grad_check(a):
     """The shape relations (the vendor's CheckInputOutputShape; dsum's from its docs), naming
     the argument."""
@@ -42,14 +46,14 @@ def add_layer_norm_grad_check(a):
     for name in ("x1", "x2", "dsum"):
         t = getattr(a, name)
         if t is not None:
-            check_same_shape(name, t.shape, "dy", shape)
-    check_trailing_dims("gamma", gs, "dy", shape)
+            check_same_shape(name, t.shape, "dy", shape, _TILING)
+    check_trailing_dims("gamma", gs, "dy", shape, _TILING)
     stat = shape[:len(shape) - len(gs)] + (1,) * len(gs)
     if a.mean.shape != stat:
-        raise AclArgumentError("mean", f"shape {a.mean.shape} must be dy's batch dims then "
-                               f"ones: {stat}")
+        staged(_TILING, "mean", f"shape {a.mean.shape} must be dy's batch dims then "
+               f"ones: {stat}")
     if a.rstd.shape != stat:
-        raise AclArgumentError("rstd", f"shape {a.rstd.shape} must be mean's shape {stat}")
+        staged(_TILING, "rstd", f"shape {a.rstd.shape} must be mean's shape {stat}")
 
 
 def _smoke(shape, nrank, dtype, dsum=False):
@@ -80,7 +84,7 @@ ADD_LAYER_NORM_GRAD = Declared("aclnnAddLayerNormGrad", (
     output("dxOut", shape=shape_of("dy"), dtype=dtype_of("dy")),
     output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32),
     output("dbetaOut", shape=shape_of("gamma"), dtype=np.float32),
-), check=add_layer_norm_grad_check, reference=reference.add_layer_norm_grad,
+), check=add_layer_norm_grad_check, reference=reference.add_layer_norm_grad, staged_codes=_TILING,
     error_scale=reference.add_layer_norm_grad_error_scale,
     # the vendor's def configures the same parts as AddLayerNorm's (none of the Atlas training
     # series nor Atlas 200I/500 A2)

@@ -29,7 +29,8 @@ import numpy as np
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
 from ._declare import (Declared, Operand, OutArg, Plan, check_same_shape, check_trailing_dims,
-                       configured, double, dtype_of, flag, output, shape_of, string, tensor)
+                       configured, double, dtype_of, flag, output, shape_of, staged, string,
+                       tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -77,6 +78,11 @@ def _combination_rule(a):
     return None
 
 
+# The codes of the rules the device reaches after the op_api's (docs/emulator.md rows 10-11):
+# the tiling's (561002) and the kernel's lookup (561003).
+_TILING, _NO_KERNEL = (561002,), (561003,)
+
+
 def add_layer_norm_quant_check(a):
     """Checks the op_api's rules with the argument named (quantMode, the dynamic mode's
     dtypes, the optional inputs' combination, the shape relations), the tiling's epsilon
@@ -103,8 +109,10 @@ def add_layer_norm_quant_check(a):
             raise AclTypeError("scales1", f"dtype {_name(s)} must be x1's dtype {_name(x)} in "
                                f"dynamic mode")
         if not (s == x or (s == _F32 and x != _F32)):
-            raise AclTypeError("scales1", f"dtype {_name(s)} has no kernel with x1 {_name(x)} "
-                               f"(x1's dtype or float32 with a 16-bit x1; float32 with float32)")
+            # the kernel's lookup, after the op_api's checks (docs/emulator.md row 11)
+            staged(_NO_KERNEL, "scales1", f"dtype {_name(s)} has no kernel with x1 {_name(x)} "
+                   f"(x1's dtype or float32 with a 16-bit x1; float32 with float32)",
+                   AclTypeError)
     shape, gs = a.x1.shape, a.gamma.shape
     check_same_shape("x2", a.x2.shape, "x1", shape)
     check_trailing_dims("gamma", gs, "x1", shape)
@@ -120,7 +128,7 @@ def add_layer_norm_quant_check(a):
         raise AclArgumentError("bias", f"shape {a.bias.shape} must be gamma's shape {gs} or "
                                f"x1's shape {shape}")
     if not np.float32(a.epsilon) > 0:
-        raise AclArgumentError("epsilon", f"{a.epsilon!r} must be greater than 0 as a float32")
+        staged(_TILING, "epsilon", f"{a.epsilon!r} must be greater than 0 as a float32")
 
 
 def _out_scales_shape(a):
@@ -266,7 +274,7 @@ ADD_LAYER_NORM_QUANT = Declared("aclnnAddLayerNormQuant", (
                  # slices, the last shorter
                  smoke_case((2, 13000), np.float16, np.float16)),
     # 561003: an (x1, scales) pair without a kernel (docs/emulator.md)
-    rule_codes=(561003,), parts=_KERNEL_PARTS)
+    rule_codes=(561003,), staged_codes=_TILING + _NO_KERNEL, parts=_KERNEL_PARTS)
 
 
 @overload

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ..errors import AclArgumentError
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
-                       check_trailing_dims, configured, double, dtype_of, output, shape_of, tensor)
+                       check_trailing_dims, configured, double, dtype_of, output, shape_of,
+                       staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -31,15 +31,21 @@ __all__ = ["add_rms_norm", "AddRmsNorm", "ADD_RMS_NORM"]
 
 
 
-def add_rms_norm_check(a):
+# The code of the tiling's rules (docs/emulator.md row 6: the op_api returns the L0 op's
+# failure as 561103), which the device reaches after the op_api's shape checks (161002).
+_TILING = (561103,)
+
+
+def add_rms_norm_check(a, tiling=_TILING, x2_codes=None):
     """Checks that ``a.x2`` has x1's shape, that ``a.gamma`` has rank 1..rank(x1) and equals
     the trailing dims of ``a.x1`` (the dims normalized over), and that ``a.epsilon`` is not
-    negative."""
+    negative. ``tiling``: the codes of the tiling's rules (gamma's, epsilon's), ``x2_codes``
+    x2's where the tiling checks it too (:func:`~acl_py.ops.staged`; None: the op_api's)."""
     if a.epsilon < 0:
-        raise AclArgumentError("epsilon", f"{a.epsilon!r} is negative (must be >= 0)")
+        staged(tiling, "epsilon", f"{a.epsilon!r} is negative (must be >= 0)")
     shape, gs = a.x1.shape, a.gamma.shape
-    check_same_shape("x2", a.x2.shape, "x1", shape)
-    check_trailing_dims("gamma", gs, "x1", shape)
+    check_same_shape("x2", a.x2.shape, "x1", shape, x2_codes)
+    check_trailing_dims("gamma", gs, "x1", shape, tiling)
 
 
 def rstd_shape(a):
@@ -110,7 +116,7 @@ ADD_RMS_NORM = Declared("aclnnAddRmsNorm", (
     error_scale=reference.add_rms_norm_error_scale,
     # ACLNN_ERR_INNER_NULLPTR: the vendor's op_api returns it when the tiling (gamma's shape,
     # epsilon) or the copy into rstdOut (its shape) refuses
-    rule_codes=(561103,),
+    rule_codes=(561103,), staged_codes=_TILING,
     parts=_KERNEL_PARTS,
     smoke_cases=(smoke_case((8, 1024), 1, np.float32),
                  smoke_case((4, 64, 768), 1, np.float16),

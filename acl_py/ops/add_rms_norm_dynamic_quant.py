@@ -37,8 +37,8 @@ from ..dtypes import INT4
 from ..errors import AclArgumentError, AclTypeError
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, bool_array, check_same_shape,
                        configured, double, dtype_of, dtype_option, output, part_of, shape_of,
-                       tensor)
-from .add_rms_norm_quant import y_dtype_rule
+                       staged, tensor)
+from .add_rms_norm_quant import NO_KERNEL, y_dtype_rule
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -76,12 +76,18 @@ def computed(a):
     return True, a.smooth_scale1 is not None and a.smooth_scale2 is not None
 
 
+# The code of the tiling's rules (561002: the L0 op discards its status; docs/emulator.md)
+_TILING = (561002,)
+
+
 def _check_smooth_scales(a, masked):
-    """Without an output_mask (V1's tiling; V2's CheckFlag): smooth_scale2 needs
-    smooth_scale1."""
+    """Without an output_mask (V1's tiling, 561002, after the op_api's checks; V2's CheckFlag,
+    161002, its first): smooth_scale2 needs smooth_scale1."""
     if a.smooth_scale2 is not None and a.smooth_scale1 is None:
-        raise AclArgumentError("smooth_scale2", "is given without smooth_scale1" +
-                               (" and without output_mask" if masked else ""))
+        if masked:
+            raise AclArgumentError("smooth_scale2", "is given without smooth_scale1 and "
+                                   "without output_mask")
+        staged(_TILING, "smooth_scale2", "is given without smooth_scale1")
 
 
 def _check_output_mask(a):
@@ -123,12 +129,14 @@ def add_rms_norm_dynamic_quant_check(a):
         _check_smooth_scales(a, False)
     if a.y_dtype is INT4:       # V2's only: every kernel takes it, two to a byte
         if shape[-1] % 2:
-            raise AclArgumentError("x1", f"last dim {shape[-1]} must be even for int4 results "
-                                   f"(Ascend 950's tiling; the docs on Atlas A2/A3)")
+            # Ascend 950's tiling (561002); elsewhere a stricter rule of the docs (161002)
+            staged(_TILING if part_of().arch3510 else (161002,), "x1", f"last dim "
+                   f"{shape[-1]} must be even for int4 results (Ascend 950's tiling; the docs "
+                   f"on Atlas A2/A3)")
         return
     rule = y_dtype_rule(a.y_dtype, part_of())
     if rule is not None:
-        raise AclTypeError("y_dtype", rule)
+        staged(NO_KERNEL, "y_dtype", rule, AclTypeError)
 
 
 def _scale_shape(a):
@@ -294,6 +302,9 @@ _Y_DTYPE_V2 = dtype_option("y_dtype", Y_DTYPES_V2, default=_INT8)
 # 561103: the copies of the results into y1Out, y2Out and scale2Out (the ViewCopy's rules);
 # 561003: a part or y dtype without a kernel (docs/emulator.md)
 _RULE_CODES = (561103, 561003)
+# the codes of its check's rules the device reaches after the op_api's: the tiling's and the
+# kernel's lookup (docs/emulator.md rows 7-8 of V1, row 7 of V2)
+_STAGED_CODES = _TILING + NO_KERNEL + (161002,)
 
 ADD_RMS_NORM_DYNAMIC_QUANT = Declared(
     "aclnnAddRmsNormDynamicQuant",
@@ -303,7 +314,7 @@ ADD_RMS_NORM_DYNAMIC_QUANT = Declared(
     smoke_cases=(smoke_case((8, 1024), np.float16),
                  smoke_case((4, 3, 200), "bf16", smooth=1),
                  smoke_case((5, 96), np.float16, smooth=0)),
-    rule_codes=_RULE_CODES, parts=_KERNEL_PARTS)
+    rule_codes=_RULE_CODES, staged_codes=_STAGED_CODES, parts=_KERNEL_PARTS)
 
 ADD_RMS_NORM_DYNAMIC_QUANT_V2 = Declared(
     "aclnnAddRmsNormDynamicQuantV2",
@@ -317,7 +328,7 @@ ADD_RMS_NORM_DYNAMIC_QUANT_V2 = Declared(
     smoke_cases=(smoke_case((8, 1024), np.float16, beta=True),
                  smoke_case((4, 3, 200), "bf16", smooth="2", beta=True, mask=(False, True)),
                  smoke_case((5, 96), np.float16, smooth=1, beta=False, mask=(True, True))),
-    rule_codes=_RULE_CODES, parts=_KERNEL_PARTS)
+    rule_codes=_RULE_CODES, staged_codes=_STAGED_CODES, parts=_KERNEL_PARTS)
 
 
 @overload

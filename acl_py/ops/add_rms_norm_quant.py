@@ -27,7 +27,7 @@ from ..dtypes import INT4, dtype_name
 from ..errors import AclArgumentError, AclTypeError
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
                        check_trailing_dims, configured, double, dtype_of, dtype_option, flag,
-                       integer, output, part_of, shape_of, tensor)
+                       integer, output, part_of, shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -50,6 +50,10 @@ _KERNEL_PARTS = configured("ascend910b", "ascend910_93", "ascend310p", "kirinx90
 # Ascend 950's kernel writes the 8-bit floats (add_rms_norm_quant_def.cpp): the emulator
 # refuses them elsewhere with 561003 (docs/emulator.md). INT4 is in no part's list (161002).
 Y_DTYPES = ("int8", "float8_e4m3fn", "float8_e5m2", "hifloat8", "int4")
+
+# The code of a part or dtype combination without a kernel: refused after every check of the
+# op_api (docs/emulator.md row 7), the shape relations' 161002 included.
+NO_KERNEL = (561003,)
 
 _name = dtype_name
 
@@ -123,7 +127,9 @@ def add_rms_norm_quant_check(a):
     (:func:`scales_zero_points_dtype_rule`, zero_points1's or else zero_points2's dtype)."""
     rule = y_dtype_rule(a.y_dtype, part_of())
     if rule is not None:
-        raise AclTypeError("y_dtype", rule)
+        if a.y_dtype is INT4:   # phase one's y list (row 2)
+            raise AclTypeError("y_dtype", rule)
+        staged(NO_KERNEL, "y_dtype", rule, AclTypeError)
     z1, z2 = a.zero_points1, a.zero_points2
     if z1 is not None and z2 is not None and z1.dtype != z2.dtype:
         raise AclArgumentError("zero_points2", f"dtype {z2.dtype} must be zero_points1's "
@@ -133,8 +139,8 @@ def add_rms_norm_quant_check(a):
                                            None if z is None else z.dtype, part_of())
     if broken is not None:
         arg, rule = broken
-        raise AclTypeError("zero_points2" if arg == "zero_points1" and z1 is None else arg,
-                           rule)
+        staged(NO_KERNEL, "zero_points2" if arg == "zero_points1" and z1 is None else arg,
+               rule, AclTypeError)
     shape, gs = a.x1.shape, a.gamma.shape
     check_same_shape("x2", a.x2.shape, "x1", shape)
     check_trailing_dims("gamma", gs, "x1", shape)
@@ -231,7 +237,7 @@ ADD_RMS_NORM_QUANT = Declared("aclnnAddRmsNormQuant", (
                  smoke_case((4, 3, 200), np.float16, np.float32, np.int32, dual=False)),
     # 561103: the copies of the results into y1Out, y2Out and xOut (the ViewCopy's rules);
     # 561003: a dtype combination the part has no kernel for (docs/emulator.md)
-    rule_codes=(561103, 561003), parts=_KERNEL_PARTS)
+    rule_codes=(561103, 561003), staged_codes=NO_KERNEL, parts=_KERNEL_PARTS)
 
 
 @overload

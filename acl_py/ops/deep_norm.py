@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ..errors import AclArgumentError
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_of,
-                       output, shape_of, tensor)
+                       output, shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -34,16 +33,21 @@ _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend95
                           "kirinx90", source=OP_DEF.format("deep_norm"))
 
 
+# The code of its generated interface's tiling, which checks the shapes after the dtypes
+# (161002; docs/emulator.md)
+_TILING = (561002,)
+
+
 def deep_norm_check(a):
     """The shape relations (see the module doc), naming the argument."""
     shape, gs = a.x.shape, a.gamma.shape
     if a.gx.shape != shape:
-        raise AclArgumentError("gx", f"shape {a.gx.shape} must equal x's shape {shape}")
+        staged(_TILING, "gx", f"shape {a.gx.shape} must equal x's shape {shape}")
     if not gs or len(gs) >= len(shape) or shape[len(shape) - len(gs):] != gs:
-        raise AclArgumentError("gamma", f"shape {gs} must equal trailing dims of x's shape "
-                               f"{shape}, leaving at least one batch dim")
+        staged(_TILING, "gamma", f"shape {gs} must equal trailing dims of x's shape "
+               f"{shape}, leaving at least one batch dim")
     if a.beta.shape != gs:
-        raise AclArgumentError("beta", f"shape {a.beta.shape} must equal gamma's shape {gs}")
+        staged(_TILING, "beta", f"shape {a.beta.shape} must equal gamma's shape {gs}")
 
 
 def stat_shape(a):
@@ -100,7 +104,7 @@ DEEP_NORM = Declared("aclnnDeepNorm", (
     output("meanOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
     output("rstdOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
     output("yOut", shape=shape_of("x"), dtype=dtype_of("x"), unwritten=y_unwritten),
-), check=deep_norm_check, reference=reference.deep_norm,
+), check=deep_norm_check, reference=reference.deep_norm, staged_codes=_TILING,
     error_scale=reference.deep_norm_error_scale,
     parts=_KERNEL_PARTS,
     smoke_cases=(_smoke((8, 1024), 1, np.float32),

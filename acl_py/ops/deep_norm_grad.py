@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ..errors import AclArgumentError
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_of,
-                       output, shape_of, tensor)
+                       output, shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -37,6 +36,11 @@ _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend95
 _KERNEL = "hicann/ops-nn norm/deep_norm_grad/op_kernel/deep_norm_grad_common.h"
 
 
+# The code of its generated interface's tiling, which checks the shapes after the dtypes
+# (161002; docs/emulator.md)
+_TILING = (561002,)
+
+
 def deep_norm_grad_check(a):
     """The shape relations (the vendor's tiling, CheckInputOutputShapeValue), naming the
     argument."""
@@ -44,16 +48,16 @@ def deep_norm_grad_check(a):
     for name in ("x", "gx"):
         t = getattr(a, name)
         if t.shape != shape:
-            raise AclArgumentError(name, f"shape {t.shape} must equal dy's shape {shape}")
+            staged(_TILING, name, f"shape {t.shape} must equal dy's shape {shape}")
     if not gs or len(gs) >= len(shape) or shape[len(shape) - len(gs):] != gs:
-        raise AclArgumentError("gamma", f"shape {gs} must equal trailing dims of dy's shape "
-                               f"{shape}, leaving at least one batch dim")
+        staged(_TILING, "gamma", f"shape {gs} must equal trailing dims of dy's shape "
+               f"{shape}, leaving at least one batch dim")
     stat = shape[:len(shape) - len(gs)] + (1,) * len(gs)
     if a.mean.shape != stat:
-        raise AclArgumentError("mean", f"shape {a.mean.shape} must be dy's batch dims then "
-                               f"ones: {stat}")
+        staged(_TILING, "mean", f"shape {a.mean.shape} must be dy's batch dims then "
+               f"ones: {stat}")
     if a.rstd.shape != stat:
-        raise AclArgumentError("rstd", f"shape {a.rstd.shape} must be mean's shape {stat}")
+        staged(_TILING, "rstd", f"shape {a.rstd.shape} must be mean's shape {stat}")
 
 
 def rows_unwritten(a, part):
@@ -95,7 +99,7 @@ DEEP_NORM_GRAD = Declared("aclnnDeepNormGrad", (
     output("dgxOut", shape=shape_of("dy"), dtype=dtype_of("dy"), unwritten=rows_unwritten),
     output("dbetaOut", shape=shape_of("gamma"), dtype=np.float32),
     output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32),
-), check=deep_norm_grad_check, reference=reference.deep_norm_grad,
+), check=deep_norm_grad_check, reference=reference.deep_norm_grad, staged_codes=_TILING,
     error_scale=reference.deep_norm_grad_error_scale,
     parts=_KERNEL_PARTS,
     smoke_cases=(_smoke((8, 1024), 1, np.float32),

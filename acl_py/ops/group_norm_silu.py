@@ -21,7 +21,7 @@ import numpy as np
 from .. import reference
 from ..errors import AclArgumentError, AclTypeError
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_of, flag,
-                       integer, output, part_of, shape_of, tensor)
+                       integer, output, part_of, shape_of, staged, tensor)
 from .group_norm import stats_unwritten
 
 if TYPE_CHECKING:
@@ -66,10 +66,10 @@ def group_norm_silu_check(a):
         t = a[given]
         if t is not None and a[absent] is None and t.dtype != a.input.dtype and \
                 part_of().npu_arch != 3510:
-            raise AclArgumentError(absent, f"must be given (float32) with a float32 {given} "
-                                   f"on this part: an absent {absent} is made of input's dtype "
-                                   f"{a.input.dtype.name}, and the kernels take float32 for "
-                                   f"both or neither")
+            # the L0 op's (row 7), after every check of the op_api
+            staged(_RULE_CODES, absent, f"must be given (float32) with a float32 {given} on "
+                   f"this part: an absent {absent} is made of input's dtype "
+                   f"{a.input.dtype.name}, and the kernels take float32 for both or neither")
 
 
 def _stats_shape(a):
@@ -127,7 +127,7 @@ def _args(*extra):
 GROUP_NORM_SILU = Declared(
     "aclnnGroupNormSilu", _args(), check=group_norm_silu_check,
     reference=reference.group_norm_silu, error_scale=reference.group_norm_silu_error_scale,
-    parts=_KERNEL_PARTS, rule_codes=_RULE_CODES,
+    parts=_KERNEL_PARTS, rule_codes=_RULE_CODES, staged_codes=_RULE_CODES,
     # as GroupNorm's: HxW below a 32-byte block, or 1, then the inference parts' small kernel
     smoke_cases=(_smoke((2, 64, 7), 32, np.float32),
                  _smoke((4, 32, 3, 5), 8, np.float16),
@@ -139,7 +139,7 @@ GROUP_NORM_SILU_V2 = Declared(
     "aclnnGroupNormSiluV2", _args(flag("activateSilu", default=True)),
     check=group_norm_silu_check, reference=reference.group_norm_silu,
     error_scale=reference.group_norm_silu_error_scale, parts=_KERNEL_PARTS,
-    rule_codes=_RULE_CODES,
+    rule_codes=_RULE_CODES, staged_codes=_RULE_CODES,
     smoke_cases=(_smoke((2, 16, 5), 4, np.float32, v2=True),
                  _smoke((2, 16, 5), 4, np.float16, v2=False),
                  _smoke((4, 8, 1), 8, np.float32, v2=True)))

@@ -43,10 +43,15 @@ _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend95
 
 
 
+# The code of its generated interface's tiling, which checks every shape and epsilon, after
+# the dtypes (161002; docs/emulator.md row 6)
+_TILING = (561002,)
+
+
 def inplace_add_rms_norm_check(a):
     """AddRmsNorm's checks (:func:`.add_rms_norm.add_rms_norm_check`), and NumPy ``x1`` and
     ``x2`` not sharing memory (each is written a result back)."""
-    add_rms_norm_check(a)
+    add_rms_norm_check(a, _TILING, _TILING)
     if isinstance(a.x1, np.ndarray) and np.may_share_memory(a.x1, a.x2):
         raise AclArgumentError("x2", "shares memory with x1: each receives its own result "
                                "(y into x1, x1 + x2 into x2)")
@@ -72,7 +77,7 @@ INPLACE_ADD_RMS_NORM = Declared("aclnnInplaceAddRmsNorm", (
     output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits,
            unwritten=rstd_unwritten),
     output("x", into="x2"),
-), check=inplace_add_rms_norm_check, reference=reference.add_rms_norm,
+), check=inplace_add_rms_norm_check, reference=reference.add_rms_norm, staged_codes=_TILING,
     error_scale=reference.add_rms_norm_error_scale,
     parts=_KERNEL_PARTS,
     smoke_cases=(smoke_case((8, 1024), 1, np.float32),

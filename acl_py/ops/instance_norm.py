@@ -24,7 +24,7 @@ import numpy as np
 from .. import reference
 from ..errors import AclArgumentError
 from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
-                       shape_of, string, tensor)
+                       shape_of, staged, string, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -62,9 +62,9 @@ def _check(a):
     size = a.x.dtype.itemsize
     for what, n in (("C", c), ("H * W", hw)):
         if n * size < _KERNEL_BYTES:
-            raise AclArgumentError("x", f"{what} = {n} is {n * size} bytes of {a.x.dtype}: "
-                                   f"the kernel takes at least {_KERNEL_BYTES} "
-                                   f"(docs/aclnnInstanceNorm.md)")
+            # checked after the op_api's rules (docs/emulator.md row 8)
+            staged((561103,), "x", f"{what} = {n} is {n * size} bytes of {a.x.dtype}: the "
+                   f"kernel takes at least {_KERNEL_BYTES} (docs/aclnnInstanceNorm.md)")
 
 
 def stats_shape(a):
@@ -134,7 +134,7 @@ INSTANCE_NORM = Declared("aclnnInstanceNorm", (
                      "aclnn_instance_norm.cpp CheckPlatform (Ascend310P only)"),
     # the docs' 32-byte minimum of C and H * W, and the copies of the results into y, mean,
     # variance (their shapes): phase one refuses them as 561103
-    rule_codes=(561103,),
+    rule_codes=(561103,), staged_codes=(561103,),
     smoke_cases=(_smoke((2, 8, 4, 5), np.float32),
                  _smoke((2, 3, 8, 16), np.float16, "NHWC"),
                  _smoke((1, 16, 6, 6), np.float16, eps=1e-3),

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, double, dtype_of, output, shape_of, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, double, dtype_of, output, shape_of, staged,
+                       tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -28,19 +28,23 @@ __all__ = ["rms_norm", "RmsNorm", "RMS_NORM"]
 
 
 
+# The code of its generated interface's tiling, which checks the shapes and epsilon after
+# the dtypes (161002; docs/emulator.md rows 3-5); GemmaRmsNorm's the same
+TILING = (561002,)
+
+
 def rms_norm_check(a, empty_gamma_ok=False):
     """Checks that ``a.gamma`` is non-empty (unless ``empty_gamma_ok``), of rank 1..rank(x),
     and equal to the trailing dims of ``a.x`` (the dims normalized over), and that
-    ``a.epsilon`` is not negative."""
+    ``a.epsilon`` is not negative: the tiling's rules (:data:`TILING`)."""
     if a.epsilon < 0:
-        raise AclArgumentError("epsilon", f"{a.epsilon!r} is negative (must be >= 0)")
+        staged(TILING, "epsilon", f"{a.epsilon!r} is negative (must be >= 0)")
     shape, gs = a.x.shape, a.gamma.shape
     if not gs or (0 in gs and not empty_gamma_ok):
-        raise AclArgumentError("gamma", f"shape {gs} must have at least one dim and no zero "
-                               f"dim")
-    if len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
-        raise AclArgumentError("gamma", f"shape {gs} must equal the trailing dims of x's "
-                               f"shape {shape}")
+        staged(TILING, "gamma", f"shape {gs} must have at least one dim and no zero dim")
+    elif len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
+        staged(TILING, "gamma", f"shape {gs} must equal the trailing dims of x's shape "
+               f"{shape}")
 
 
 def rstd_shape(a):
@@ -95,7 +99,7 @@ RMS_NORM = Declared("aclnnRmsNorm", (
     double("epsilon", default=1e-6),
     output("yOut", shape=shape_of("x"), dtype=dtype_of("x")),
     output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits),
-), check=rms_norm_check, reference=reference.rms_norm,
+), check=rms_norm_check, staged_codes=TILING, reference=reference.rms_norm,
     error_scale=reference.rms_norm_error_scale,
     smoke_cases=(smoke_case((8, 1024), 1, np.float32, None),
                  smoke_case((4, 128, 768), 1, np.float16, np.float16),

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ..errors import AclArgumentError
-from ._declare import Declared, Operand, OutArg, Plan, dtype_of, output, shape_of, tensor
+from ._declare import (Declared, Operand, OutArg, Plan, dtype_of, output, shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -31,24 +30,29 @@ if TYPE_CHECKING:
 __all__ = ["rms_norm_grad", "RmsNormGrad", "RMS_NORM_GRAD"]
 
 
+# The code of its generated interface's tiling, which checks the shapes after the dtypes
+# (161002; docs/emulator.md)
+_TILING = (561002,)
+
+
 def rms_norm_grad_check(a):
     """The relations between the arguments (the vendor's CheckInputShape4RmsNormGrad): dy has
     x's shape; gamma equals x's trailing dims; rstd holds one value per row of x, its
     leading dims x's batch dims."""
     shape, gs, rs = a.x.shape, a.gamma.shape, a.rstd.shape
     if a.dy.shape != shape:
-        raise AclArgumentError("dy", f"shape {a.dy.shape} != x's shape {shape}")
+        staged(_TILING, "dy", f"shape {a.dy.shape} != x's shape {shape}")
     if not shape:
-        raise AclArgumentError("x", "must have at least one dim")
+        staged(_TILING, "x", "must have at least one dim")
     if not gs or len(gs) > len(shape) or shape[len(shape) - len(gs):] != gs:
-        raise AclArgumentError("gamma", f"shape {gs} must equal the trailing dims of x's "
-                               f"shape {shape}")
+        staged(_TILING, "gamma", f"shape {gs} must equal the trailing dims of x's "
+               f"shape {shape}")
     batch = shape[:len(shape) - len(gs)]
     lead = min(len(rs), len(batch))
     if (rs[:lead] != batch[:lead] or any(d != 1 for d in batch[lead:])
             or math.prod(rs) != math.prod(batch)):
-        raise AclArgumentError("rstd", f"shape {rs} must hold one value per row of x {shape} "
-                               f"over gamma {gs}: x's batch dims {batch} (then ones)")
+        staged(_TILING, "rstd", f"shape {rs} must hold one value per row of x {shape} "
+               f"over gamma {gs}: x's batch dims {batch} (then ones)")
 
 
 def _smoke(shape, nrank, dtype, gamma_dtype=None):
@@ -74,7 +78,7 @@ RMS_NORM_GRAD = Declared("aclnnRmsNormGrad", (
     tensor("gamma", like="x", or_float32=True),
     output("dxOut", shape=shape_of("x"), dtype=dtype_of("x")),
     output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32),
-), check=rms_norm_grad_check, reference=reference.rms_norm_grad,
+), check=rms_norm_grad_check, reference=reference.rms_norm_grad, staged_codes=_TILING,
     error_scale=reference.rms_norm_grad_error_scale,
     # gamma's sizes are multiples of 64, so every part runs them (the Atlas training parts'
     # tiling refuses others)

@@ -30,7 +30,7 @@ from .. import reference
 from ..dtypes import INT4, dtype_name
 from ..errors import AclArgumentError, AclTypeError
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_option,
-                       output, part_of, shape_of, tensor)
+                       output, part_of, shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -72,6 +72,10 @@ def _per_column(scale_shape):
 
 
 _name = dtype_name
+
+# The code of the rules the device checks after the op_api's (docs/emulator.md rows 5-6): the
+# tiling's (off Ascend 950) and RmsNormQuantV2's (on it), a NULL L0 result returned as 561103.
+_TILING = (561103,)
 
 
 def scale_offset_dtype_rule(x, scale, offset, ascend950):
@@ -137,9 +141,9 @@ def rms_norm_quant_check(a):
             raise AclArgumentError("x", f"last dim {n} must be even for int4 results (two to "
                                    f"a byte; phase one's rule on Ascend 950)")
         if _int4_as_int32(part_of()) and n % 8:
-            raise AclArgumentError("x", f"last dim {n} must be a multiple of 8 for int4 "
-                                   f"results on {part_of().name} (eight to an int32 word: "
-                                   f"the op_api's INT32 y, the tiling's rule)")
+            staged(_TILING, "x", f"last dim {n} must be a multiple of 8 for int4 results on "
+                   f"{part_of().name} (eight to an int32 word: the op_api's INT32 y, the "
+                   f"tiling's rule)")
     broken = scale_offset_dtype_rule(a.x.dtype, a.scale.dtype, a.offset.dtype,
                                      part_of().arch3510)
     if broken is not None:
@@ -155,8 +159,8 @@ def rms_norm_quant_check(a):
     if part_of().arch3510:
         if _per_column(ss) and (len(ss) > len(a.x.shape) or a.x.shape[len(a.x.shape) - len(ss):]
                                 != ss):
-            raise AclArgumentError("scale", f"shape {ss} must be all ones or x's trailing dims "
-                                   f"(x {a.x.shape}; the kernel reads one per column)")
+            staged(_TILING, "scale", f"shape {ss} must be all ones or x's trailing dims (x "
+                   f"{a.x.shape}; the kernel reads one per column)")
     elif a.scale.size == 0:
         raise AclArgumentError("scale", f"shape {ss} is empty (the device reads its first "
                                f"element)")
@@ -164,7 +168,7 @@ def rms_norm_quant_check(a):
         raise AclArgumentError("offset", f"shape {a.offset.shape} must equal scale's shape "
                                f"{ss}")
     if not part_of().arch3510 and not np.float32(a.epsilon) > 0:
-        raise AclArgumentError("epsilon", f"{a.epsilon!r} must be positive as a float32")
+        staged(_TILING, "epsilon", f"{a.epsilon!r} must be positive as a float32")
 
 
 def _reference(x, gamma, beta, scale, offset, epsilon, y_dtype=_INT8):
@@ -207,7 +211,7 @@ RMS_NORM_QUANT = Declared("aclnnRmsNormQuant", (
     # 561103: the op_api's code for its rank-2 gamma/beta reshape, the tiling's rules
     # (epsilon, empty x, INT4's N % 8 off Ascend 950; on Ascend 950 scale's shape) and the
     # result's ViewCopy into y (docs/emulator.md)
-    rule_codes=(561103,), parts=_KERNEL_PARTS)
+    rule_codes=(561103,), staged_codes=_TILING, parts=_KERNEL_PARTS)
 
 
 @overload

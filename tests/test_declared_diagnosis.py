@@ -1,0 +1,271 @@
+"""A DeviceTensor call's diagnosis of phase one's refusal (acl_py/ops/_declare.py
+``Declared._diagnose``) respects the refusal's stage: a Python rule the vendor checks at a
+later stage (its tiling, an L0 op, the kernel's lookup: ``staged(codes, ...)``, 561002 /
+561003 / 561103) is not taken as the explanation of an earlier stage's refusal (the op_api's
+161001 / 161002), which the device returns before reaching it; the checks go on to a rule
+of that stage, and where none breaks the refusal is raised as it is (its typed error, whose
+message names the argument). NumPy calls still make every check before any C call, in the
+check's order. Also: each declaration's staged codes against the codes its phase one
+returns (docs/emulator.md's table of the operator), and ``format_option``.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import pickle
+import re
+
+import numpy as np
+import pytest
+
+import acl_py
+from acl_py.dtypes import INT4
+from acl_py.errors import (AclArgumentError, AclError, AclTypeError,
+                           OperatorInvalidParameterError)
+from acl_py.ops import DECLARED, _declare
+from acl_py.ops._declare import Declared, format_option, output, staged, tensor
+
+from _part_runs import only_where, other_parts, run_on_parts, runs_here
+
+PART = acl_py.soc.short_soc_version(acl_py.soc_name())
+A2_A3 = PART in ("Ascend910B", "Ascend910_93")
+DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                    "emulator.md")
+# The codes a DeviceTensor call's refusal is diagnosed for besides a declaration's rule_codes
+# (OperatorParameterError's)
+PARAMETER_CODES = {161001, 161002, 561002}
+
+
+def _dev(*arrays):
+    return tuple(None if a is None else acl_py.DeviceTensor.from_numpy(a) for a in arrays)
+
+
+def _rms_norm_quant_inputs(n=16, offset=np.int8):
+    return (np.ones((2, n), np.float16), np.ones((n,), np.float16), np.ones((n,), np.float16),
+            np.ones((1,), np.float16), np.ones((1,), offset))
+
+
+# ---- the rule: staged() and AclArgumentError.codes ----
+
+def test_staged_raises_outside_a_diagnosis():
+    with pytest.raises(AclArgumentError) as e:
+        staged((561103,), "epsilon", "must be positive")
+    assert e.value.argument == "epsilon" and e.value.codes == {561103}
+    assert e.value.code is None     # nothing refused: a NumPy call's error
+    with pytest.raises(AclTypeError):
+        staged((561003,), "y_dtype", "no kernel", AclTypeError)
+
+
+@pytest.mark.parametrize("code, raised", [(561103, True), (561002, True), (161002, False),
+                                          (161001, False)])
+def test_staged_in_a_diagnosis_raises_only_for_its_codes(code, raised):
+    token = _declare._diagnosing.set(code)
+    try:
+        if raised:
+            with pytest.raises(AclArgumentError) as e:
+                staged((561103, 561002), "epsilon", "must be positive")
+            assert e.value.explains(code)
+        else:
+            assert staged((561103, 561002), "epsilon", "must be positive") is None
+    finally:
+        _declare._diagnosing.reset(token)
+
+
+def test_explains_and_pickles_the_codes():
+    plain = AclArgumentError("gamma", "shape")
+    assert plain.codes is None and plain.explains(161002) and plain.explains(561103)
+    later = AclTypeError("y_dtype", "no kernel", codes=(561003,))
+    assert later.explains(561003) and not later.explains(161002) and later.explains(None)
+    back = pickle.loads(pickle.dumps(later))
+    assert type(back) is AclTypeError and back.codes == {561003} and str(back) == str(later)
+
+
+# ---- the diagnosis on the parts ----
+
+@only_where(PART == "Ascend910A")    # the Atlas training series: no dtype for the operator
+def test_dtype_refusal_is_not_named_by_the_tilings_epsilon_rule():
+    # Phase one refuses x's dtype for the part (the op_api's list, 161002) before the tiling
+    # that refuses epsilon 0: the refusal is raised as it is, naming x.
+    with pytest.raises(AclError) as e:
+        acl_py.rms_norm_quant(*_dev(*_rms_norm_quant_inputs()), epsilon=0.0)
+    err = e.value
+    assert type(err) is OperatorInvalidParameterError and err.code == 161002
+    assert "x dtype FLOAT16 is not supported on Ascend910A" in err.message
+    assert "epsilon" not in str(err)
+
+
+@only_where(A2_A3)     # the tiling's epsilon rule (Ascend 950's V2 has none)
+def test_epsilon_named_where_the_tiling_refuses_it():
+    with pytest.raises(AclArgumentError) as e:
+        acl_py.rms_norm_quant(*_dev(*_rms_norm_quant_inputs()), epsilon=0.0)
+    err = e.value
+    assert err.argument == "epsilon" and err.code == 561103 and err.codes == {561103}
+    assert "epsilon 0 is not positive" in err.message
+    assert isinstance(err.__cause__, AclError) and err.__cause__.code == 561103
+
+
+@only_where(A2_A3)
+def test_op_api_rule_named_before_an_earlier_checked_tiling_rule():
+    # int4 results with N = 12 (the tiling's N % 8, which the check makes first) beside a
+    # float16 offset (the op_api's dtype rule, 161002, which the device reaches first)
+    values = _rms_norm_quant_inputs(12, np.float16)
+    with pytest.raises(AclTypeError) as e:
+        acl_py.rms_norm_quant(*_dev(*values), y_dtype=INT4)
+    assert e.value.argument == "offset" and e.value.code == 161002
+    # a NumPy call makes every check before any C call, in the check's order (as before)
+    with pytest.raises(AclArgumentError) as e:
+        acl_py.rms_norm_quant(*values, y_dtype=INT4)
+    assert e.value.argument == "x" and e.value.code is None and "multiple of 8" in str(e.value)
+
+
+@only_where(runs_here(DECLARED["AddRmsNorm"]))
+def test_add_rms_norm_names_x2_before_the_tilings_epsilon():
+    # epsilon < 0 is the tiling's (561103), checked first in Python; x2's shape the op_api's
+    x1, gamma = np.ones((2, 8), np.float16), np.ones((8,), np.float16)
+    x2 = np.ones((2, 4), np.float16)
+    with pytest.raises(AclArgumentError) as e:
+        acl_py.add_rms_norm(*_dev(x1, x2, gamma), epsilon=-1.0)
+    assert e.value.argument == "x2" and e.value.code == 161002
+    with pytest.raises(AclArgumentError) as e:     # alone, epsilon is named with its code
+        acl_py.add_rms_norm(*_dev(x1, x1, gamma), epsilon=-1.0)
+    assert e.value.argument == "epsilon" and e.value.code == 561103
+
+
+def test_generated_interface_names_the_dtype_before_its_tilings_shapes():
+    # aclnnRmsNorm's tiling checks gamma and epsilon (561002) after the dtypes (161002): with
+    # both broken phase one refuses y's dtype, and the diagnosis names the out= entry
+    x, gamma = np.ones((2, 8), np.float32), np.ones((4,), np.float32)
+    y, rstd = np.zeros((2, 8), np.float16), np.zeros((2, 1), np.float32)
+    dx, dg = _dev(x, gamma)
+    with pytest.raises(AclArgumentError) as e:
+        acl_py.rms_norm(dx, dg, epsilon=-1.0, out=_dev(y, rstd))
+    assert e.value.argument == "out[0] (y)" and e.value.code == 161002
+    with pytest.raises(AclArgumentError) as e:
+        acl_py.rms_norm(dx, dg, epsilon=-1.0)
+    assert e.value.argument == "epsilon" and e.value.code == 561002
+    with pytest.raises(AclArgumentError) as e:
+        acl_py.rms_norm(dx, dg)
+    assert e.value.argument == "gamma" and e.value.code == 561002
+
+
+# ---- the declarations' staged codes ----
+
+def _doc_codes(short_name):
+    """Every status code in the table of aclnn<short_name>'s section of docs/emulator.md (and
+    the table it refers to, where its phase one is another's with differences)."""
+    with open(DOCS, encoding="utf-8") as f:
+        text = f.read()
+    heading = re.search(rf"^## [^\n]*\baclnn{short_name}\b(?!V2)[^\n]*$", text, re.M)
+    assert heading, f"docs/emulator.md has no section for aclnn{short_name}"
+    end = text.find("\n## ", heading.end())
+    section = text[heading.end():end if end >= 0 else len(text)]
+    codes = set()
+    # a phase one stated as another's with differences (GemmaRmsNorm's, RmsNorm's): its table too
+    for other in re.findall(r"is aclnn(\w+)'s \(the table there\)", section):
+        codes |= _doc_codes(other)
+    for line in section.splitlines():
+        if line.startswith("|"):
+            codes.update(int(c) for c in re.findall(r"\b[15]6\d{4}\b", line.split("|")[-2]))
+    return codes
+
+
+def _code_tuple(v):
+    return type(v) is tuple and v and all(type(c) is int and 100000 <= c <= 599999 for c in v)
+
+
+def _stages(fn, seen=None):
+    """Whether function ``fn`` (a declaration's check) or an operator module's function it
+    calls raises through staged(): names ``staged``, or hands a tuple of status codes (a
+    module's ``_TILING``) to a helper (check_same_shape's ``codes``)."""
+    seen = set() if seen is None else seen
+    if fn in seen:
+        return False
+    seen.add(fn)
+    codes = [fn.__code__]
+    names = set()
+    while codes:
+        c = codes.pop()
+        names.update(c.co_names)
+        codes += [k for k in c.co_consts if inspect.iscode(k)]
+    glob = fn.__globals__
+    if "staged" in names or any(_code_tuple(glob.get(n)) for n in names):
+        return True
+    return any(_stages(glob[n], seen) for n in names
+               if inspect.isfunction(glob.get(n)) and
+               glob[n].__module__.startswith("acl_py.ops.") and
+               glob[n].__module__ != "acl_py.ops._declare")
+
+
+@pytest.mark.parametrize("name", sorted(DECLARED))
+def test_staged_codes_are_codes_its_phase_one_returns(name):
+    declared = DECLARED[name]
+    staged_codes = declared.staged_codes
+    # a refusal with one of them runs the diagnosis at all
+    assert staged_codes <= PARAMETER_CODES | declared.rule_codes, staged_codes
+    # and the operator's rules table gives each to a row
+    assert staged_codes <= _doc_codes(name), (staged_codes, _doc_codes(name))
+    # a check raising staged rules declares their codes (and only such a check does)
+    assert bool(staged_codes) == (declared.check is not None and _stages(declared.check))
+
+
+def test_staged_rules_are_marked_where_they_were_audited():
+    # the tiling-stage rules of the operators whose Python checks hold them (epsilon, the
+    # shapes a generated interface's tiling checks, the kernel's lookup, the UB minimum)
+    expected = {"RmsNormQuant": {561103}, "AddRmsNorm": {561103}, "RmsNorm": {561002},
+                "GemmaRmsNorm": {561002}, "InplaceAddRmsNorm": {561002},
+                "AddLayerNorm": {561002}, "AddLayerNormGrad": {561002},
+                "DeepNorm": {561002}, "DeepNormGrad": {561002}, "RmsNormGrad": {561002},
+                "AddLayerNormQuant": {561002, 561003}, "AddRmsNormQuant": {561003},
+                "AddRmsNormDynamicQuant": {561002, 561003, 161002},
+                "AddRmsNormDynamicQuantV2": {561002, 561003, 161002},
+                "GroupNormSilu": {561103}, "GroupNormSiluV2": {561103},
+                "InstanceNorm": {561103}}
+    assert {n: set(d.staged_codes) for n, d in DECLARED.items() if d.staged_codes} == expected
+
+
+# ---- format_option ----
+
+def test_format_option_converts_and_refuses_naming_the_argument():
+    arg = format_option("layout", ("NHWC", "NCHW"), default="NHWC")
+    assert arg.py == "layout" and arg.default == "NHWC"
+    assert arg.convert("NCHW", "layout") == "NCHW"
+    for bad, cls, text in (("ND", AclArgumentError, "'ND' is not one of NHWC, NCHW"),
+                           ("nchw", AclArgumentError, "'nchw' is not one of NHWC, NCHW"),
+                           (1, AclTypeError, "expected a str (NHWC, NCHW), got int"),
+                           (b"NCHW", AclTypeError, "got bytes"),
+                           (np.str_("NCHW"), AclTypeError, "got str_")):
+        with pytest.raises(cls) as e:
+            arg.convert(bad, "layout")
+        assert e.value.argument == "layout" and text in str(e.value)
+        assert type(e.value) is cls
+
+
+def _channels(a):
+    return (a.x.shape[3 if a.layout == "NHWC" else 1],)
+
+
+# BatchNormReduce declared anew: its x goes to phase one in the aclFormat ``layout`` names
+_REDUCE = Declared("aclnnBatchNormReduce", (
+    tensor("x", format="layout", dtypes=("float32",)),
+    format_option("layout", ("NHWC", "NCHW"), default="NHWC"),
+    output("sum", shape=_channels, dtype=np.float32),
+    output("squareSum", name="square_sum", shape=_channels, dtype=np.float32),
+), register=False)
+
+
+@pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
+def test_format_option_reaches_phase_one(device):
+    x = np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5) / 16
+    for layout, axes in (("NHWC", (0, 1, 2)), ("NCHW", (0, 2, 3))):
+        values = (acl_py.DeviceTensor.from_numpy(x) if device else x, layout)
+        s, q = _REDUCE.call(values)
+        s, q = (s.to_numpy(), q.to_numpy()) if device else (s, q)
+        np.testing.assert_allclose(s, x.sum(axis=axes), rtol=1e-6)
+        np.testing.assert_allclose(q, (x * x).sum(axis=axes), rtol=1e-6)
+    with pytest.raises(AclArgumentError) as e:
+        _REDUCE.call((acl_py.DeviceTensor.from_numpy(x) if device else x, "ND"))
+    assert e.value.argument == "layout" and e.value.code is None
+
+
+test_on_other_parts = run_on_parts(other_parts(), "refusal or named or names or staged or "
+                                   "format_option")
