@@ -65,17 +65,6 @@
 
 /* ---- the tiling's integer helpers (arch35/layer_norm_grad_v3_base.h) ---------------------- */
 
-/* GetCacheID: the binary counter level block idx's result lands on (its trailing ones). */
-static int cache_level(int64_t idx)
-{
-    int t = 0;
-    while (idx & 1) {
-        t++;
-        idx >>= 1;
-    }
-    return t;
-}
-
 int lnb35_template(int64_t M, int64_t N)
 {
     /* grouped_reduce_big_m_tiling.cpp and _big_n_tiling.cpp IsCapable; Recompute always is */

@@ -11,7 +11,7 @@
  * copy; a vector loop's scalar tail computes the same expression. So every copy gives the same
  * bits, NaN signs included (tests/test_kernel_clones.py).
  *
- * Expects from the includer: lnb35_run, gb_slice, gb_bufs, cache_level, VL, COL_TILE,
+ * Expects from the includer: lnb35_run, gb_slice, gb_bufs, VL, COL_TILE,
  * DX_TILE, MAX_LEVELS, PF_ROWS, the row_vectors.h kinds. No include guard: every inclusion is
  * one more copy.
  */
@@ -38,7 +38,7 @@ INLINE void RK(add_floats)(float *out, const float *a, const float *restrict b, 
 }
 
 /* UpdateCache for one vector of n floats: the new result r plus levels 0 .. t - 1 in that
- * order, stored at level t (t = cache_level of the block). */
+ * order, stored at level t (t = nr_cache_level of the block). */
 OUTLINE void RK(cache_push)(float *cache, int64_t stride, int t, const float *r, int64_t n)
 {
     float *dst = cache + t * stride;
@@ -119,9 +119,9 @@ OUTLINE float RK(row_sum)(float *v, int64_t N, int64_t nf)
         const int64_t fold = b + Q < whole ? nf : b + Q == whole ? tail : 0;
         RK(add_floats)(blk, blk, v + (b + Q) * nf, fold);
         const float r = RK(last_reduce_sum)(blk, nf);
-        RK(cache_push)(cache, 1, cache_level(b), &r, 1);
+        RK(cache_push)(cache, 1, nr_cache_level(b), &r, 1);
     }
-    return cache[cache_level(Q - 1)];
+    return cache[nr_cache_level(Q - 1)];
 }
 
 /* Columns [c0, c0 + n) of row m of gradOut or input: in place (a contiguous 16-bit row, read
@@ -320,7 +320,7 @@ INLINE void RK(gb_slice_sum)(const lnb35_run *R, const gb_slice *s, bool grouped
         if (fold > 0)
             RK(gb_rows)(R, s->start + (b + s->Q) * s->mf, fold, c0, n, B->pw, B->pb, B->bdy,
                         B->bx, true, kind);
-        const int lvl = cache_level(b);
+        const int lvl = nr_cache_level(b);
         if (c->db) {
             RK(ra_reduce)(B->pb, COL_TILE, n, mmain, grouped);
             RK(cache_push)(B->cb, COL_TILE, lvl, B->pb, n);
@@ -330,7 +330,7 @@ INLINE void RK(gb_slice_sum)(const lnb35_run *R, const gb_slice *s, bool grouped
             RK(cache_push)(B->cw, COL_TILE, lvl, B->pw, n);
         }
     }
-    const int64_t res = s->Q ? cache_level(s->Q - 1) : 0;
+    const int64_t res = s->Q ? nr_cache_level(s->Q - 1) : 0;
     if (c->dw)
         memcpy(ow, B->cw + res * COL_TILE, (size_t)n * sizeof(float));
     if (c->db)

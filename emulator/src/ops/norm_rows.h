@@ -183,6 +183,16 @@ static inline int64_t nr_pow2_below(int64_t v)
     return p;
 }
 
+/* The binary counter's level a block's result lands on: the trailing one bits of its index
+ * (the arch35 kernels' GetCacheID / GetCacheId, UpdateCache). */
+static inline int nr_cache_level(int64_t idx)
+{
+    int t = 0;
+    for (; idx & 1; idx >>= 1)
+        t++;
+    return t;
+}
+
 /* The binary-add sum's last steps (nr_binary_add_sum), from its quot_loops partials, one per
  * register of the row's first power-of-two terms (partial is overwritten): norm_common's
  * DichotomyAdd, the partials folded by halves of whole registers down to one, reduced over

@@ -149,24 +149,12 @@ static float row_factor(const rnq_payload *P, const float *x, float *sq)
     return rms != 0.0f ? 1.0f / rms : 1.0f;
 }
 
-/* The number of trailing one bits of v (the recompute kernel's GetCacheId). */
-static int trailing_ones(int64_t v)
-{
-    int k = 0;
-    for (; v & 1; v >>= 1)
-        k++;
-    return k;
-}
-
 /* The recompute tiling's powerSplit: the largest power of two below ceil(r / n) (1 for one
  * or two blocks). */
 static int64_t v2_power_split(int64_t r, int64_t n)
 {
     const int64_t loops = (r + n - 1) / n;
-    int64_t p = 1;
-    while (p * 2 <= loops)
-        p *= 2;
-    return loops <= 1 ? 1 : p == loops ? p / 2 : p;
+    return loops <= 1 ? 1 : nr_pow2_below(loops);
 }
 
 /* The recompute kernel's row sum of squares (ComputeOneLineXSquareSum): blocks r of base_n
@@ -189,7 +177,7 @@ static float v2_recompute_sum(const rnq_payload *P, const float *x, float *t)
                 t[i] = t[i] + b[i] * b[i];
         }
         float v = nr_binary_add_sum(t, B, t + B);
-        level = trailing_ones(r);
+        level = nr_cache_level(r);
         for (int j = 0; j < level; j++)
             v = v + cache[j];
         cache[level] = v;
@@ -675,7 +663,7 @@ static int64_t v2_base_n(int64_t N, int64_t xs, int64_t ss, int64_t zs)
     int64_t n = NR_VECTOR_LANES, split = v2_power_split(N, n);
     while (split > 1 && 2 * n <= V2_FULL_LOAD_MAX &&
            2 * n * per_col <= aclemu_soc_ub_bytes() - fixed -
-                                  (trailing_ones(split - 1) + 1) * V2_BLOCK) {
+                                  (nr_cache_level(split - 1) + 1) * V2_BLOCK) {
         n *= 2;
         split = v2_power_split(N, n);
     }
