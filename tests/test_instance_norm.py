@@ -102,6 +102,45 @@ def test_empty_x_writes_nothing(path):
     assert (host(out[1]) == 5).all() and (host(out[2]) == 5).all()
 
 
+EMPTY_ENTRIES = ((2, 8, 0, 4), (0, 8, 1, 1), (2, 8, 1, 0))   # y, mean, variance
+
+
+@runs_here
+@pytest.mark.parametrize("path", ["numpy", "device", "plan"])
+@pytest.mark.parametrize("k", range(3), ids=("y", "mean", "variance"))
+def test_an_empty_out_entry_leaves_the_other_outputs_unwritten(path, k):
+    """Any of the six tensors empty returns before the kernel (aclnn_instance_norm.cpp's
+    hasEmptyTensor return; the vendor's op_api unit test's empty_y/mean/variance cases), x
+    holding values or not: out[k] given empty, the other two outputs are not written,
+    returned as None, their given entries left as they were (a NumPy call copies nothing
+    back into them); the empty entry is returned as it is."""
+    x, g, b = make((2, 8, 4, 4))
+    shapes = [(2, 8, 4, 4), (2, 8, 1, 1), (2, 8, 1, 1)]
+    out = [np.full(s, 5, F32) for s in shapes]
+    out[k] = np.zeros(EMPTY_ENTRIES[k], F32)
+    vals = (x, g, b)
+    if path != "numpy":
+        vals = tuple(acl_py.DeviceTensor.from_numpy(a) for a in vals)
+        out = [acl_py.DeviceTensor.from_numpy(o) for o in out]
+    why = INSTANCE_NORM.unwritten_outputs((x, g, b, "NCHW", 1e-5),
+                                          out=[np.empty(o.shape, F32) for o in out])
+    assert [w is None for w in why] == [j == k for j in range(3)], why
+    assert all(f"empty {('y', 'mean', 'variance')[k]}" in w for w in why if w is not None)
+    if path == "plan":
+        with acl_py.Stream() as s, acl_py.InstanceNorm(*vals, out=tuple(out)) as plan:
+            plan.run(s)
+            s.synchronize()
+            res = plan.outputs
+    else:
+        res = acl_py.instance_norm(*vals, out=tuple(out))
+    for j in range(3):
+        if j == k:
+            assert res[j] is out[j]
+        else:
+            assert res[j] is None, (j, res[j])
+            assert (host(out[j]) == 5).all()
+
+
 ERRORS = [
     (dict(x=np.ones((2, 8, 4, 4), np.float64)), AclTypeError, "x"),
     (dict(gamma=np.ones(8, F16)), AclTypeError, "gamma"),

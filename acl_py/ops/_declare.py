@@ -29,7 +29,8 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
   there; a NumPy call writes the result back into the caller's array (which must be writable)
   and returns that array; its ``out=`` entry must be None;
 * whether the part writes an output (``unwritten(a, part)``: why not, e.g. AddRmsNorm's rstd
-  on Atlas inference parts).
+  on Atlas inference parts; ``unwritten(a, part, shapes)`` where the outputs' shapes decide
+  it, e.g. InstanceNorm's return before its kernel when any output is empty).
 * an input's **aclFormat** where the op_api reads its layout from the storage format
   (``tensor("x", format="data_format")`` beside a :func:`format_option` of that name: phase
   one gets a :meth:`~acl_py.DeviceTensor.with_format` view of it; every other tensor is ND).
@@ -73,6 +74,7 @@ optional, ``double`` a double, ``int64_t`` an integer, ``bool`` a flag.
 from __future__ import annotations
 
 import contextvars
+import inspect
 import math
 import re
 from collections import namedtuple
@@ -187,10 +189,13 @@ def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
     ``dtypes(a, part)`` giving them: :meth:`Arg.out_dtypes`); ``when(a)`` false:
     not requested (NULL, returned as None). ``into``: the Python name of the written input
     this output is written into (no C parameter of its own: ``c_name`` is only its name,
-    and its shape and dtype are that input's). ``unwritten(a, part)`` (``part`` a :class:`Part`): None where the part's kernel
-    writes the output for these arguments, else why it does not, naming the vendor file (the
-    emulator's rule, docs/emulator.md). An output the part does not write is still handed to
-    phase one (the operator requires it) but as a scratch tensor of the call's own: the
+    and its shape and dtype are that input's). ``unwritten(a, part)`` (``part`` a
+    :class:`Part`): None where the part's kernel writes the output for these arguments, else
+    why it does not, naming the vendor file (the emulator's rule, docs/emulator.md);
+    ``unwritten(a, part, shapes)`` (``shapes`` as ``fits``'s) where that depends on the
+    shapes phase one receives for the outputs (an op_api returning before its kernel when
+    any output is empty: InstanceNorm's). An output the part does not write is still handed
+    to phase one (the operator requires it) but as a scratch tensor of the call's own: the
     result holds None in its place and a caller's ``out=`` entry is left as it was.
     ``int4_as_int32(part)``: true where the part's op_api takes this output's INT4 results
     only as INT32 words, eight values to a word, the last dim / 8 (aclnnRmsNormQuant on
@@ -207,9 +212,19 @@ def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
         raise TypeError(f"output {c_name!r}: shape and dtype are required (or into=)")
     if isinstance(dtype, (type, np.dtype, str)):    # np.float32 is callable: a type, not a rule
         dtype = _always(np.dtype(dtype))
+    if unwritten is not None and len(inspect.signature(unwritten).parameters) < 3:
+        unwritten = _shapes_unread(unwritten)
     return Arg(c_name, TENSOR, OUT, name=name, shape=shape, dtype=dtype, dtypes=dtypes,
                fits=fits, when=when, into=into, unwritten=unwritten,
                int4_as_int32=int4_as_int32)
+
+
+def _shapes_unread(unwritten):
+    """An ``unwritten(a, part)`` as the three-argument rule :meth:`Declared.not_written`
+    calls (its answer does not depend on the outputs' shapes)."""
+    def rule(a, part, shapes):
+        return unwritten(a, part)
+    return rule
 
 
 def shape_of(name):
@@ -705,25 +720,28 @@ class Declared(Operator):
         ``out``, ``grad_input``)."""
         return param.py
 
-    def not_written(self, a, part):
+    def not_written(self, a, part, out=None):
         """Per output, why ``part`` (a :class:`Part`) does not write it for checked
-        arguments ``a`` (a :class:`Bound`), None where it does (or is not requested); None
-        when every output is written."""
+        arguments ``a`` (a :class:`Bound`) and ``out=`` entries ``out`` (None: the
+        defaults), None where it does (or is not requested); None when every output is
+        written."""
         if not self._unwritten:
             return None
+        shapes = self._out_shapes(a, (None,) * len(self.outputs) if out is None else out)
         why = [None] * len(self.outputs)
         for k, unwritten in self._unwritten:
             when = self.outputs[k].when
             if when is None or when(a):
-                why[k] = unwritten(a, part)
+                why[k] = unwritten(a, part, shapes)
         return tuple(why) if any(w is not None for w in why) else None
 
-    def unwritten_outputs(self, values, part=None):
+    def unwritten_outputs(self, values, part=None, out=None):
         """Per output, why the part does not write it for NumPy ``values`` (declaration
-        order), None where it does: the outputs a call returns as None for that reason.
-        ``part``: a :class:`Part` (default: the current device's, :func:`part_of`)."""
+        order) and ``out=`` entries ``out`` (their shapes; None: the defaults), None where it
+        does: the outputs a call returns as None for that reason. ``part``: a :class:`Part`
+        (default: the current device's, :func:`part_of`)."""
         a = self.bind(values, np.ndarray)
-        why = self.not_written(a, part_of() if part is None else part)
+        why = self.not_written(a, part_of() if part is None else part, out)
         return why or (None,) * len(self.outputs)
 
     # ---- checks ----
@@ -997,7 +1015,11 @@ class Declared(Operator):
                 py[i] = e[0].values
                 cvals[i] = e[1]
         a = _new_tuple(self._bound, py)
-        why = self.not_written(a, part_of(dev)) if self._unwritten else None
+        why = None
+        if self._unwritten:
+            if out is not None and (type(out) is not tuple or len(out) != len(self.outputs)):
+                out = self._out_entries(out)
+            why = self.not_written(a, part_of(dev), out)
         # the views handed to phase one in place of the caller's tensors, closed once it has
         # read them: INT4 outputs' INT32 words (see output()), inputs in another aclFormat
         words = []
@@ -1265,7 +1287,7 @@ class Declared(Operator):
         why = None
         if self._unwritten:
             why = self.not_written(self.bind(values, np.ndarray),
-                                   part_of() if part is None else part)
+                                   part_of() if part is None else part, got)
         in_dt = values[self._first_index].dtype
         res = []
         for k, (spec, g, r, s) in enumerate(zip(self.outputs, got, ref, scale)):
@@ -1359,7 +1381,7 @@ class Plan(Executor):
         dev = first.allocation.device
         outs = d._check_out(out, a, DeviceTensor, dev) if out is not None else None
         d._check_device(a, outs or (), dev)
-        why = d.not_written(a, part_of(dev)) if d._unwritten else None
+        why = d.not_written(a, part_of(dev), outs) if d._unwritten else None
         outs = d._device_outputs(a, outs, dev, None, why)
         # Own arrays, not the shared cache: the executor keeps them for its whole life (an
         # unwritten output's scratch tensor too: the plan's outputs hold None for it).

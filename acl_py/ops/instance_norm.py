@@ -95,14 +95,25 @@ def _fits(want):
     return fits
 
 
-def empty_unwritten(a, part):
-    """Why mean and variance are not written for checked arguments ``a`` (None where they
-    are): an empty x returns before the kernel (aclnn_instance_norm.cpp's empty-tensor
-    return), even where mean and variance hold values (H or W 0)."""
-    if 0 not in a.x.shape:
+def empty_unwritten(name):
+    """Output ``name``'s ``unwritten``: why it is not written for checked arguments ``a`` and
+    the shapes phase one receives for the outputs (None where it is). Any of the six tensors
+    empty returns before the kernel (aclnn_instance_norm.cpp's ``hasEmptyTensor`` return):
+    an empty x, or an ``out=`` entry given empty while x has values, leaves every other
+    output unwritten; an empty entry itself has nothing to be written (and reaches phase one
+    as it is, its emptiness being the return's cause)."""
+    def unwritten(a, part, shapes):
+        if 0 in shapes[name]:
+            return None
+        where = ("hicann/ops-nn norm/instance_norm_v3/op_host/op_api/aclnn_instance_norm.cpp "
+                 "returns before the kernel")
+        if 0 in a.x.shape:
+            return f"not written for an empty x ({where})"
+        empty = next((k for k, s in shapes.items() if 0 in s), None)
+        if empty is not None:
+            return f"not written for an empty {empty} ({where})"
         return None
-    return ("not written for an empty x (hicann/ops-nn norm/instance_norm_v3/op_host/op_api/"
-            "aclnn_instance_norm.cpp returns before the kernel)")
+    return unwritten
 
 
 def _smoke(shape, dtype, data_format="NCHW", eps=1e-5):
@@ -122,11 +133,12 @@ INSTANCE_NORM = Declared("aclnnInstanceNorm", (
     tensor("beta", like="x", dtypes=_DTYPES),
     string("dataFormat", default="NCHW"),
     double("eps", default=1e-5),
-    output("y", shape=shape_of("x"), dtype=dtype_of("x"), fits=_fits(shape_of("x"))),
+    output("y", shape=shape_of("x"), dtype=dtype_of("x"), fits=_fits(shape_of("x")),
+           unwritten=empty_unwritten("y")),
     output("mean", shape=stats_shape, dtype=dtype_of("x"), fits=_fits(stats_shape),
-           unwritten=empty_unwritten),
+           unwritten=empty_unwritten("mean")),
     output("variance", shape=stats_shape, dtype=dtype_of("x"), fits=_fits(stats_shape),
-           unwritten=empty_unwritten),
+           unwritten=empty_unwritten("variance")),
 ), check=_check, reference=reference.instance_norm,
     error_scale=reference.instance_norm_error_scale,
     # the op_api refuses every part but the Atlas inference series
@@ -169,8 +181,9 @@ def instance_norm(x: Operand, gamma: Operand, beta: Operand, data_format: str = 
     ``beta`` hold one value per channel. y has x's shape; mean and variance are
     ``(N, C, 1, 1)`` (NCHW) or ``(N, 1, 1, C)`` (NHWC); all of x's dtype (float32 or
     float16). The device computes in float32 (docs/emulator.md). Atlas inference parts
-    (Ascend 310P) only; C and H * W must each hold at least 32 bytes. An empty x writes
-    nothing (mean and variance are returned as None: :func:`empty_unwritten`).
+    (Ascend 310P) only; C and H * W must each hold at least 32 bytes. An empty x, or an
+    ``out=`` entry given empty, writes nothing: every other output is returned as None, a
+    given entry left as it was (:func:`empty_unwritten`).
 
     * NumPy arrays in, NumPy arrays out (staged through the device, synchronized);
     * :class:`~acl_py.DeviceTensor` s in, DeviceTensors out, queued on ``stream``.
