@@ -15,7 +15,10 @@ operator tests compare bits against these.
 - ``binary_sum``: Ascend 950's binary add (norm_rows.h nr_binary_add_sum): add_layer_norm_quant's
   VFCalcMeanVar, layer_norm_v4's two_pass_perf template; ``fold_partials`` its last steps;
 - ``dichotomy_sum``: the transpose templates' DoReduce over a lane's rows (norm_rows.h
-  nr_dichotomy_sum): layer_norm_v4's and layer_norm_grad_v3's.
+  nr_dichotomy_sum): layer_norm_v4's and layer_norm_grad_v3's;
+- ``split_chunk_sum``, ``regbase_row_sum``, ``split_sums``: Ascend 950's chunked sums of
+  squares (norm_rows.h nr_regbase_chunk_sum, nr_regbase_row_sum, nr_regbase_split_sum):
+  norm_common's ReduceSumRstd and its 256-entry levels, RmsNorm's ComputeFormerImplV2.
 """
 from __future__ import annotations
 
@@ -123,6 +126,81 @@ def fold_partials(partial):
             cur //= 2
         count = 64
     return fold64(np.pad(partial[:, :count], ((0, 0), (0, 64 - count))))
+
+
+def split_chunk_sum(q, power):
+    """Ascend 950's chunk sum (norm_rows.h nr_regbase_chunk_sum: norm_common's ReduceSumRstd,
+    RmsNorm's ComputeFormerImplV2, one arithmetic) over a zero-padded chunk of
+    squares q [M, cal] with split `power`: register pairs past `power` onto the pairs as far
+    in front, the rest of the front by pairs, each one Reduce into work; work folded 128 at a
+    time (two registers, one Reduce) while it has 128; one Reduce of what is left."""
+    cal = q.shape[1]
+    rem = cal - power
+    work = [fold64((q[:, a:a + 64] + q[:, power + a:power + a + 64]) +
+                   (q[:, a + 64:a + 128] + q[:, power + a + 64:power + a + 128]))
+            for a in range(0, rem - rem % 128, 128)]
+    work += [fold64(q[:, a:a + 64] + q[:, a + 64:a + 128])
+             for a in range(rem, rem + (power - rem) // 128 * 128, 128)]
+    work = np.stack(work, axis=1)
+    merges = power // 128 // 128
+    if merges:
+        work = np.stack([fold64(work[:, 128 * i:128 * i + 64] + work[:, 128 * i + 64:128 * i + 128])
+                         for i in range(merges)], axis=1)
+    return fold64(np.pad(work, ((0, 0), (0, 64 - work.shape[1]))))
+
+
+def regbase_row_sum(sq, bx):
+    """The quant operators' Ascend 950 normal kernels (norm_rows.h nr_regbase_row_sum): the
+    squares sq [M, N] as one chunk padded with zeros to 512 bytes of x (bx bytes an element),
+    split at the largest power of two up to that."""
+    m, n = sq.shape
+    per512 = 512 // bx
+    q = np.zeros((m, -(-n // per512) * per512), F32)
+    q[:, :n] = sq
+    return split_chunk_sum(q, 1 << (q.shape[1].bit_length() - 1))
+
+
+def split_sums(sq, bx, u, loop):
+    """Ascend 950's split kernels' ComputeFormer (norm_rows.h nr_regbase_split_sum: RmsNorm's
+    rms_norm_regbase_split_d.h with u the ubFactor, AddRmsNormQuant's and
+    AddRmsNormDynamicQuant's _regbase_split_reduce.h with u the powerSplit): the
+    row from its start as tailLoop pairs of u-chunks, the tail's pair, then single
+    chunks; a pair's two sums one ComputeSum (a Reduce of two), each result a level-1 entry;
+    256 entries merge (LevelMergeRstd: four quarters, then a Reduce) into level 2, and so
+    on; the row's sum the merge of the lowest level holding entries."""
+    m, n = sq.shape
+    h = u // 2
+    tail, tail_loops = (n - loop * u) % u, (n - loop * u) // u
+    master = loop - tail_loops - (tail > 0)
+    per512 = 512 // bx
+
+    def chunk(off, count, power):
+        q = np.zeros((m, -(-count // per512) * per512), F32)
+        q[:, :count] = sq[:, off:off + count]
+        return split_chunk_sum(q, power)
+
+    def pair(a, b):
+        return fold64(np.pad(np.stack([a, b], axis=1), ((0, 0), (0, 62))))
+
+    def merge(level):
+        return fold64((level[:, :64] + level[:, 64:128]) + (level[:, 128:192] + level[:, 192:]))
+    steps = [(2 * u, lambda o: pair(chunk(o, u, u), chunk(o + u, u, u)))] * tail_loops
+    if 0 < tail <= h:
+        steps.append((u + tail, lambda o: pair(chunk(o, h + tail, h), chunk(o + h + tail, h, h))))
+    elif tail > h:
+        steps.append((u + tail, lambda o: pair(chunk(o, u, u), chunk(o + u, tail, h))))
+    steps += [(u, lambda o: chunk(o, u, u))] * master
+    levels, counts, off = np.zeros((3, m, 256), F32), [0, 0, 0], 0
+    for width, step in steps:
+        levels[0][:, counts[0]] = step(off)
+        off += width
+        counts[0] += 1
+        for d in (0, 1):
+            if counts[d] == 256:
+                levels[d + 1][:, counts[d + 1]] = merge(levels[d])
+                counts[d], counts[d + 1] = 0, counts[d + 1] + 1
+    assert off == n
+    return merge(levels[0 if counts[0] else 1 if counts[1] else 2])
 
 
 def fma_f32(a, b, c):

@@ -21,13 +21,13 @@ from acl_py.raw import lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _device_reduce import half_interval_sum
+from _device_reduce import binary_sum, half_interval_sum, regbase_row_sum, split_sums
 from _emu_aclnn import passes, refusal_check, run_phase_two, SOC
 from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import only_where, other_parts, run_on_parts
 from acl_py import dtypes
 from test_emulator_add_rms_norm_quant import FP8, lane_sum, regbase_quant
-from test_emulator_rms_norm_quant import v2_rstd
+from test_emulator_rms_norm_quant import order_rows, v2_rstd
 
 P1 = lib.aclnnAddRmsNormDynamicQuantGetWorkspaceSize
 P2 = lib.aclnnAddRmsNormDynamicQuant
@@ -196,19 +196,39 @@ def regbase_kernel(n, smooth, dual, beta=False, out1=True):
             rows -= 1
         if rows >= 1:
             return "perf"
-    r = _align(n, 256)
-    normal = (6 * r + 4 * r + 4 * _align(r // 128, 8) + 2 * a + smooth * 2 * a + b +
-              (o1 + o2) * (b8 + 4 * b32) + 32 * (1 + o1 + o2))
-    if normal <= UB_950:
+    if ub_total_950(n, smooth, dual, beta, out1, False) <= UB_950:
         return "normal"
     return "single_row" if 16 * b8 + 1024 <= UB_950 else "split"
 
 
-def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None, beta=None, mask=None):
+def ub_total_950(n, smooth, dual, beta, out1, split):
+    """The arch35 tiling's CalUBTotalSize for one row of n 16-bit elements: the normal
+    kernel's, or the split kernel's (three level buffers of 4 * 64 floats, a 64-float temp)."""
+    o1, o2, a, r = int(out1), int(dual), _align(n, 16), _align(n, 256)
+    return (6 * r + 4 * r + 4 * _align(r // 128, 8) + 2 * a + smooth * 2 * a +
+            2 * a * int(beta) + (o1 + o2) * (_align(n, 32) + 4 * _align(n, 8)) +
+            32 * (1 + o1 + o2) + (3 * 4 * 64 * 4 + 64 * 4 if split else 0))
+
+
+def split_params(n, smooth, dual, beta=False, out1=True):
+    """The split kernel's (powerSplit, powerLoop) (TrySplitTiling): powerSplit doubled from
+    256 while twice it fits (whatever n), powerLoop the largest power of two with powerLoop *
+    powerSplit <= n."""
+    p, loop = 256, 1
+    while ub_total_950(2 * p, smooth, dual, beta, out1, True) <= UB_950:
+        p *= 2
+    while loop * 2 * p <= n:
+        loop *= 2
+    return p, loop
+
+
+def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None, beta=None, mask=None,
+                  old_order=False):
     """Ascend 950's numbers on [M, N] rows by `kernel`: s = x1 + x2 in float32 (xOut s
-    rounded), every kernel norms s; rstd: perf the Newton-Raphson of sum * avg, single row
-    1 / sqrt over the half-interval sum, normal and split 1 / sqrt (the sums in the
-    emulator's lane order); v = (s * rstd) * gamma; per output t = v (* smooth), scale = max
+    rounded), every kernel norms s; rstd: perf the Newton-Raphson of sum * avg (the binary
+    add), single row 1 / sqrt over the half-interval sum, normal and split 1 / sqrt (the
+    sums ReduceSumRstd's over the row, the split levels; old_order: perf, normal and split
+    in the emulator's former 16-lane order); v = (s * rstd) * gamma; per output t = v (* smooth), scale = max
     |t| * (1 / Q) (single row: max |t| / (1 / (1 / Q))), y = t / scale to INT8, the FLOAT8
     dtype fdt, "hifloat8" (bytes) or "int4" (INT4 values: to INT16, FLOAT16, INT4, each to
     nearest even)."""
@@ -216,13 +236,25 @@ def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None, beta=None, mask=None
     s = x1.astype(F32) + x2.astype(F32)
     x = s.astype(x1.dtype)
     avg = f(1) / f(s.shape[-1])
+    out1, out2 = outputs(s1, s2, mask)
+    sq = s * s
+    if old_order:
+        total = lane_sum(sq)
+    elif kernel == "perf":
+        total = binary_sum(sq)
+    elif kernel == "normal":
+        total = regbase_row_sum(sq, 2)
+    elif kernel == "split":
+        smooth = (s1 is not None) + (s2 is not None)
+        total = split_sums(sq, 2, *split_params(s.shape[-1], smooth, out2, beta is not None,
+                                                 out1))
     with np.errstate(all="ignore"):
         if kernel == "single_row":
-            rstd = f(1) / np.sqrt(half_interval_sum(s * s) * avg + f(eps))
+            rstd = f(1) / np.sqrt(half_interval_sum(sq) * avg + f(eps))
         elif kernel == "perf":
-            rstd = np.array([v2_rstd(v, eps, True) for v in lane_sum(s * s) * avg], F32)
+            rstd = np.array([v2_rstd(v, eps, True) for v in total * avg], F32)
         else:
-            rstd = f(1) / np.sqrt(lane_sum(s * s) * avg + f(eps))
+            rstd = f(1) / np.sqrt(total * avg + f(eps))
         v = (s * rstd[:, None]) * g.astype(F32)
         if beta is not None:
             v = v + beta.astype(F32)
@@ -239,7 +271,6 @@ def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None, beta=None, mask=None
             return np.clip(regbase_quant(t, scale[:, None], None), -8, 7), scale
         return regbase_quant(t, scale[:, None], None, fdt=fdt), scale
 
-    out1, out2 = outputs(s1, s2, mask)
     y1, sc1 = quant(s1) if out1 else (None, None)
     y2, sc2 = quant(s2) if out2 else (None, None)
     return y1, y2, x, sc1, sc2
@@ -561,7 +592,7 @@ def test_regbase_kernel_choice(arena, n, kernel, other):
     model. The rows tell it from its neighbour's: the perf kernel's Newton-Raphson rstd and
     the others' 1 / sqrt differ in the last bit for some rows, and so the scales; the single
     row kernel's max / 127 and the others' max * (1 / 127) differ in the last bit of many
-    scales. (normal and split compute the same: their sum orders are not modelled.)"""
+    scales."""
     assert regbase_kernel(n, 0, False) == kernel
     rng = np.random.default_rng(n)
     args = inputs(rng, (12, n), F16, smooth=0)
@@ -571,6 +602,33 @@ def test_regbase_kernel_choice(arena, n, kernel, other):
     theirs = regbase_chain(*args, 1e-6, other)
     assert np.array_equal(got[3].view(np.uint32), mine[3].view(np.uint32))
     assert not np.array_equal(got[3].view(np.uint32), theirs[3].view(np.uint32))
+
+
+# rows each side of the kernels' boundaries without smooth scales (perf: the binary add's
+# branches at 64, 128 and 8192 columns, up to 14016; normal 14017..14848; split beyond 15808,
+# powerSplit 8192: a tail past half of it, one below, two main chunks)
+REGBASE_ORDER_CASES = [(65, 64, "perf"), (129, 64, "perf"), (8193, 8, "perf"),
+                       (14016, 8, "perf"), (14017, 8, "normal"), (14848, 8, "normal"),
+                       (15809, 4, "split"), (20000, 4, "split"), (33000, 2, "split")]
+
+
+@needs_regbase
+@pytest.mark.parametrize("n,m,kernel", REGBASE_ORDER_CASES,
+                         ids=[f"{k}-{n}" for n, _, k in REGBASE_ORDER_CASES])
+def test_regbase_sum_order_bits(arena, n, m, kernel):
+    """Each kernel's sum of the squares (perf: CalculateSquareReduceSum's binary add; normal:
+    ReduceSumRstd over the row padded to 512 bytes; split: ReduceSumRstd per powerSplit
+    chunk, the 256-entry levels): y1 and scale1 bit for bit, and scale1 not what the former
+    16-lane order gives (its rstd moves max |t|)."""
+    assert regbase_kernel(n, 0, False) == kernel
+    rng = np.random.default_rng(n * 7 + m)
+    x1 = order_rows(rng, m, n, F16)
+    g = rng.uniform(0.5, 1.5, n).astype(F16)
+    args = (x1, np.zeros_like(x1), g, None, None)
+    got, y2, s2 = call(arena, args)
+    assert_matches(got, args, y2, s2)
+    old = regbase_chain(*args, 1e-6, kernel, old_order=True)
+    assert not np.array_equal(got[3].view(np.uint32), old[3].view(np.uint32))
 
 
 @needs_regbase

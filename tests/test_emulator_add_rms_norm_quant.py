@@ -27,7 +27,8 @@ from _emu_aclnn import phase_one as aclnn_phase_one
 from _part_runs import only_where, other_parts, run_on_parts
 from test_emulator_rms_norm_quant import (cancelling_eps, hif8_rank, order_rows, order_scale,
                                          v2_rstd)
-from _device_reduce import binary_sum, half_interval_sum, lane_blocks_sum
+from _device_reduce import (binary_sum, half_interval_sum, lane_blocks_sum, regbase_row_sum,
+                            split_sums)
 from acl_py import dtypes
 
 P1 = lib.aclnnAddRmsNormQuantGetWorkspaceSize
@@ -101,9 +102,8 @@ def call(arena, args, kinds=("contig",) * 10, eps=1e-6, div_mode=True, y_acl=Non
 # ---- the NumPy model of the kernels' float32 chain ------------------------------------------
 
 def lane_sum(t):
-    """Row sums of float32 t [M, n] in the emulator's fixed order (16 lanes, folded): Ascend
-    950's normal and split kernels (their orders not modelled), and the former order of the
-    others, which the order tests assert gives other bits."""
+    """Row sums of float32 t [M, n] in the emulator's former fixed order (16 lanes, folded),
+    which the order tests assert gives other bits than each kernel's order."""
     m, n = t.shape
     acc = np.zeros((m, 16), F32)
     full = n // 16 * 16
@@ -137,16 +137,57 @@ def full_load_950(n, xdt, sdt, zdt, s2, z1, z2):
     return last // per_row >= 1
 
 
-def regbase_values(x1, x2, g, eps=1e-6, full_load=True, old_order=False):
+def ub_total_950(n, xdt, sdt, s2, z1, z2, split):
+    """Ascend 950's CalUBTotalSize (add_rms_norm_quant_tiling_arch35.cpp) for one row of n:
+    x1, x2, xOut padded to 512 bytes, the reduce buffer, gamma, scales and zero points at
+    the scales' size, y1 (and y2), the rstd block; the split kernel's level and temp buffers."""
+    xs, qs = np.dtype(xdt).itemsize, np.dtype(sdt).itemsize
+    ra, b8 = -(-n // (512 // xs)) * (512 // xs), -(-n // 32) * 32
+    nq = sum(t is not None for t in (s2, z1, z2))
+    total = (3 * ra * xs + -(-(ra // 128) // 8) * 8 * 4 + -(-n // (32 // xs)) * (32 // xs) * xs
+             + (1 + nq) * -(-n // (32 // qs)) * 32 + b8 * (2 if s2 is not None or z2 is not None
+                                                           else 1) + 32)
+    return total + (3 * 4 * 64 * 4 + 64 * 4 if split else 0)
+
+
+def kernel_950(n, xdt, sdt, zdt, s2, z1, z2):
+    """Ascend 950's kernel for rows of n (SetTilingParams): ("perf",) (full_load_950),
+    ("normal",) while one row fits the UB, else ("split", powerSplit, powerLoop): powerSplit
+    doubled from 512 bytes of x while twice it is at most n and fits, powerLoop the largest
+    power of two with powerLoop * powerSplit <= n."""
+    if full_load_950(n, xdt, sdt, zdt, s2, z1, z2):
+        return ("perf",)
+    if ub_total_950(n, xdt, sdt, s2, z1, z2, False) <= 253952:
+        return ("normal",)
+    p, loop = 512 // np.dtype(xdt).itemsize, 1
+    while p * 2 <= n and ub_total_950(p * 2, xdt, sdt, s2, z1, z2, True) <= 253952:
+        p *= 2
+    while loop * 2 * p <= n:
+        loop *= 2
+    return ("split", p, loop)
+
+
+def regbase_sum(sq, bx, kernel):
+    """The row sums of the squares sq [M, N] in the order of Ascend 950's kernel (kernel_950;
+    bx: x's element size): the binary add, ReduceSumRstd over the row, or the split levels."""
+    if kernel[0] == "perf":
+        return binary_sum(sq)
+    if kernel[0] == "normal":
+        return regbase_row_sum(sq, bx)
+    return split_sums(sq, bx, kernel[1], kernel[2])
+
+
+def regbase_values(x1, x2, g, eps=1e-6, kernel=("perf",), old_order=False):
     """Ascend 950's float32 v on [M, N] rows: s = x1 + x2 in float32 (not rounded), var =
-    sum(s * s) * avg (the full-load kernel's sum norm_common's CalculateSquareReduceSum, the
-    binary add; the others' lane_sum's, not modelled), rstd by the full-load kernel's
+    sum(s * s) * avg in the order of the kernel (regbase_sum), rstd by the full-load kernel's
     Newton-Raphson or 1 / sqrt(var + eps), v = (s * rstd) * gamma."""
     f = np.float32
     s = x1.astype(F32) + x2.astype(F32)
     avg = f(1) / f(s.shape[-1])
+    full_load = kernel[0] == "perf"
     with np.errstate(all="ignore"):   # a zero row: 1 / sqrt(0), 0 * inf
-        var = (binary_sum if full_load and not old_order else lane_sum)(s * s) * avg
+        sq = s * s
+        var = (lane_sum(sq) if old_order else regbase_sum(sq, x1.itemsize, kernel)) * avg
         if full_load:
             rstd = np.array([v2_rstd(v, eps, True) for v in var], F32)
         else:
@@ -183,9 +224,9 @@ def device_chain(x1, x2, g, s1, s2, z1, z2, eps=1e-6, single_n=False, slice_len=
     x = s.astype(dt)                      # xOut: FLOAT16 add, or BF16 CAST_RINT
     if REGBASE:
         z = z1 if z1 is not None else z2
-        full = full_load_950(x1.shape[-1], dt, s1.dtype, None if z is None else z.dtype,
-                             s2, z1, z2)
-        v = regbase_values(x1, x2, g, eps, full, old_order)
+        kernel = kernel_950(x1.shape[-1], dt, s1.dtype, None if z is None else z.dtype,
+                            s2, z1, z2)
+        v = regbase_values(x1, x2, g, eps, kernel, old_order)
         y2 = None if s2 is None else regbase_quant(v, s2, z2, div_mode, fdt)
         return regbase_quant(v, s1, z1, div_mode, fdt), y2, x
     xn = x.astype(F32) if dt == F16 or single_n else s
@@ -331,6 +372,37 @@ def test_regbase_full_load_order_bits(arena, k, m, n):
     got = call(arena, args, eps=eps)
     assert np.array_equal(got[0], device_chain(*args, eps=eps)[0])
     assert not np.array_equal(got[0], device_chain(*args, eps=eps, old_order=True)[0])
+
+
+# Ascend 950's normal kernel (ReduceSumRstd over the row) and split kernel (powerSplit chunks,
+# levels) each side of their boundaries: FLOAT16 x beside FLOAT scales full-load up to 10544,
+# normal up to 19456, split beyond (powerSplit 16384: a tail up to half of it, one past half,
+# two main chunks); FLOAT x full-load to 6664, normal to 12032, then split (powerSplit 8192)
+REGBASE_SPLIT_CASES = [(0, 8, 10545, ("normal",)), (0, 4, 19456, ("normal",)),
+                       (0, 4, 19457, ("split", 16384, 1)), (0, 2, 25000, ("split", 16384, 1)),
+                       (0, 2, 40000, ("split", 16384, 2)), (3, 8, 6665, ("normal",)),
+                       (3, 4, 12032, ("normal",)), (3, 4, 12033, ("split", 8192, 1))]
+
+
+@only_where(REGBASE)
+@pytest.mark.parametrize("k,m,n,kernel", REGBASE_SPLIT_CASES,
+                         ids=[f"{combo_ids(REGBASE_COMBOS[k])}-{n}" for k, _, n, _ in
+                              REGBASE_SPLIT_CASES])
+def test_regbase_normal_and_split_order_bits(arena, k, m, n, kernel):
+    """The normal kernel's sum (norm_common's ReduceSumRstd over the row padded to 512 bytes)
+    and the split kernel's (ReduceSumRstd per powerSplit chunk, the 256-entry levels): the
+    tiling's kernel as the model derives it, y1 and xOut bit for bit, and y1 not what the
+    former 16-lane order gives."""
+    xdt, sdt, zdt = REGBASE_COMBOS[k]
+    assert kernel_950(n, xdt, sdt, zdt, None, None, None) == kernel
+    rng = np.random.default_rng(n * 19 + m)
+    x1 = order_rows(rng, m, n, xdt)
+    g = rng.uniform(0.5, 1.5, n).astype(xdt)
+    s1 = np.full(n, order_scale(x1, sdt)[0], sdt)
+    args = (x1, np.zeros_like(x1), g, s1, None, None, None)
+    got = call(arena, args)
+    assert_matches(got, args)
+    assert not np.array_equal(got[0], device_chain(*args, old_order=True)[0])
 
 
 @where_it_runs
@@ -665,16 +737,17 @@ needs_regbase = only_where(REGBASE)
 
 
 @needs_regbase
-@pytest.mark.parametrize("n,full", [(300, True), (12300, False), (16400, False)],
+# with scales2 and both zero points: full load to 6656 columns, normal to 9728, then split
+@pytest.mark.parametrize("n,kind", [(300, "perf"), (8000, "normal"), (12300, "split")],
                          ids=["full-load", "normal", "split"])
-def test_regbase_kernel_choice_and_its_rstd(arena, n, full):
+def test_regbase_kernel_choice_and_its_rstd(arena, n, kind):
     """The tiling's kernel (full load: Newton-Raphson rstd; normal and split: 1 / sqrt) as
     the model derives it; the bits of each. A zero row with epsilon 0 gives var 0 and rstd
     +inf in each (the full-load kernel's select, 1 / sqrt(0) in the others), v = 0 * inf = NaN
     (a NaN FLOAT8 result)."""
     rng = np.random.default_rng(n)
     args = inputs(rng, (3, n), F16, F32, I32)
-    assert full_load_950(n, F16, F32, I32, args[4], args[5], args[6]) == full
+    assert kernel_950(n, F16, F32, I32, *args[4:7])[0] == kind
     assert_matches(call(arena, args), args)
     x1, x2 = args[0].copy(), args[1].copy()
     x1[0], x2[0] = 0, 0

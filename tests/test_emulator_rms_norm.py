@@ -15,7 +15,7 @@ from acl_py.raw import ffi, lib
 
 from test_emulator_op import (BF16, F16, F32, INVALID, LAYOUTS, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
-from _device_reduce import fold64, half_interval_sum, lane_blocks_sum
+from _device_reduce import fold64, half_interval_sum, lane_blocks_sum, split_sums
 from _emu_aclnn import (SOC, check_part_dtype_table, refused_by, rstd_shape,
                         run_phase_two)
 from _part_runs import other_parts, run_on_parts
@@ -180,67 +180,6 @@ def perf_sums(sq, na):
     second = np.zeros((m, 64), F32)
     second[:, :f // 64 - 64] = parts[:, 64:]
     return fold64(parts[:, :64] + second)
-
-
-def split_chunk_sum(q, power):
-    """ComputeFormerImplV2 (arch35/rms_norm_regbase_common.h) over a zero-padded chunk of
-    squares q [M, cal] with split `power`: register pairs past `power` onto the pairs as far
-    in front, the rest of the front by pairs, each one Reduce into work; work folded 128 at a
-    time (two registers, one Reduce) while it has 128; one Reduce of what is left."""
-    cal = q.shape[1]
-    rem = cal - power
-    work = [fold64((q[:, a:a + 64] + q[:, power + a:power + a + 64]) +
-                   (q[:, a + 64:a + 128] + q[:, power + a + 64:power + a + 128]))
-            for a in range(0, rem - rem % 128, 128)]
-    work += [fold64(q[:, a:a + 64] + q[:, a + 64:a + 128])
-             for a in range(rem, rem + (power - rem) // 128 * 128, 128)]
-    work = np.stack(work, axis=1)
-    merges = power // 128 // 128
-    if merges:
-        work = np.stack([fold64(work[:, 128 * i:128 * i + 64] + work[:, 128 * i + 64:128 * i + 128])
-                         for i in range(merges)], axis=1)
-    return fold64(np.pad(work, ((0, 0), (0, 64 - work.shape[1]))))
-
-
-def split_sums(sq, bx, u, loop):
-    """KernelRmsNormRegBaseSplitD's ComputeFormer (arch35/rms_norm_regbase_split_d.h): the
-    row from its start as tailLoop pairs of ubFactor chunks, the tail's pair, then single
-    chunks; a pair's two sums one ComputeSum (a Reduce of two), each result a level-1 entry;
-    256 entries merge (LevelMergeRstd: four quarters, then a Reduce) into level 2, and so
-    on; the row's sum the merge of the lowest level holding entries."""
-    m, n = sq.shape
-    h = u // 2
-    tail, tail_loops = (n - loop * u) % u, (n - loop * u) // u
-    master = loop - tail_loops - (tail > 0)
-    per512 = 512 // bx
-
-    def chunk(off, count, power):
-        q = np.zeros((m, -(-count // per512) * per512), F32)
-        q[:, :count] = sq[:, off:off + count]
-        return split_chunk_sum(q, power)
-
-    def pair(a, b):
-        return fold64(np.pad(np.stack([a, b], axis=1), ((0, 0), (0, 62))))
-
-    def merge(level):
-        return fold64((level[:, :64] + level[:, 64:128]) + (level[:, 128:192] + level[:, 192:]))
-    steps = [(2 * u, lambda o: pair(chunk(o, u, u), chunk(o + u, u, u)))] * tail_loops
-    if 0 < tail <= h:
-        steps.append((u + tail, lambda o: pair(chunk(o, h + tail, h), chunk(o + h + tail, h, h))))
-    elif tail > h:
-        steps.append((u + tail, lambda o: pair(chunk(o, u, u), chunk(o + u, tail, h))))
-    steps += [(u, lambda o: chunk(o, u, u))] * master
-    levels, counts, off = np.zeros((3, m, 256), F32), [0, 0, 0], 0
-    for width, step in steps:
-        levels[0][:, counts[0]] = step(off)
-        off += width
-        counts[0] += 1
-        for d in (0, 1):
-            if counts[d] == 256:
-                levels[d + 1][:, counts[d + 1]] = merge(levels[d])
-                counts[d], counts[d + 1] = 0, counts[d + 1] + 1
-    assert off == n
-    return merge(levels[0 if counts[0] else 1 if counts[1] else 2])
 
 
 def to_repeat_sums(t):

@@ -63,8 +63,11 @@
  * y = t / scale (Div); Q = 127 (INT8), 448 (E4M3FN), 57344 (E5M2), 32768 (HIFLOAT8); y
  * converted as aclnnAddRmsNormQuant's Ascend 950 results (half.h): INT8 rint, half, trunc
  * (aclemu_f32_to_int8_sat), FLOAT8 castTraitFp322Fp8, HIFLOAT8 castTraitFp322Hifp8. The sums
- * of the perf, normal and split kernels (their binary folds) are taken in norm_rows.h's fixed
- * lane order, as aclnnAddRmsNormQuant's Ascend 950 ones (docs/emulator.md).
+ * of the squares s * s (norm_rows.h, as aclnnAddRmsNormQuant's Ascend 950 ones): perf
+ * norm_common's CalculateSquareReduceSum (nr_binary_add_sum, the fold point the tiling's
+ * powerSplit, the power of two below N); normal ReduceSumRstd over the row padded to 512
+ * bytes (nr_regbase_row_sum); split (_regbase_split_reduce.h ComputeFormer) ReduceSumRstd
+ * over chunks of powerSplit gathered in 256-entry levels (nr_regbase_split_sum).
  *
  * aclnnAddRmsNormDynamicQuantV2 (op_host/op_api/aclnn_add_rms_norm_dynamic_quant_v2.cpp,
  * followed in its order and codes; docs/emulator.md): CheckFlag (161002), CheckNotNull
@@ -152,6 +155,7 @@ typedef struct {
     bool out1, out2;   /* y1 and scale1, y2 and scale2 written (the tiling's outQuant flags) */
     int64_t slice;     /* slice-D: the row's sum taken over slices of this many (0: whole) */
     ardq_kernel kernel;
+    int64_t power_split, power_loop; /* ARDQ_SPLIT: the tiling's chunk and its main count */
     aclDataType ydt;   /* the kernel's y dtype (dstType): y1Out's (and y2Out's), INT4 for an
                         * INT32 y (V2: eight INT4 packed to each) */
     bool int4_words;   /* y INT32: the INT4 results viewed as INT32 words */
@@ -236,7 +240,8 @@ static void regbase_quantize_row(const ardq_payload *P, const float *v, const fl
     store_y_row(P, y, m, q);
 }
 
-/* Ascend 950's rstd of the float sum x, by the tiling's kernel (sq: N floats of scratch). */
+/* Ascend 950's rstd of the float sum x, by the tiling's kernel (sq: N floats of scratch, then
+ * N / 64 + 1 more for the binary add's partials). */
 static float regbase_rstd(const ardq_payload *P, const float *x, float *sq)
 {
     if (P->kernel == ARDQ_SINGLE_ROW) {
@@ -244,9 +249,15 @@ static float regbase_rstd(const ardq_payload *P, const float *x, float *sq)
             sq[i] = x[i] * x[i];
         return 1.0f / sqrtf(nr_sum_half_interval(sq, P->N) * P->avg + P->eps);
     }
-    const float var = nr_sum_squares(x, P->N) * P->avg;
-    return P->kernel == ARDQ_PERF ? nr_rstd_newton_raphson(var, P->eps, true)
-                                  : 1.0f / sqrtf(var + P->eps);
+    const int64_t N = P->N, xb = aclemu_dtype_size(P->dtype);
+    for (int64_t i = 0; i < N; i++)
+        sq[i] = x[i] * x[i];
+    if (P->kernel == ARDQ_PERF) /* CalculateSquareReduceSum, foldPoint below N */
+        return nr_rstd_newton_raphson(nr_binary_add_sum(sq, N, sq + N) * P->avg, P->eps, true);
+    const float sum = P->kernel == ARDQ_SPLIT /* ComputeFormer: powerSplit chunks, levels */
+                          ? nr_regbase_split_sum(sq, N, P->power_split, P->power_loop, xb)
+                          : nr_regbase_row_sum(sq, N, xb); /* ReduceSumRstd */
+    return 1.0f / sqrtf(sum * P->avg + P->eps);
 }
 
 static void rows_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
@@ -502,21 +513,39 @@ static bool regbase_perf_fits(uint64_t N, int smooth, bool beta, bool out1, bool
     return rows >= 1;
 }
 
-/* Ascend 950's kernel for rows of N 16-bit elements (SetTilingParams: the first that fits). */
-static ardq_kernel regbase_kernel(uint64_t N, int smooth, bool beta, bool out1, bool out2)
+/* Ascend 950's CalUBTotalSize for one row of N 16-bit elements: the normal kernel's, or the
+ * split kernel's (three level buffers of 4 * 64 floats and a 64-float temp more). */
+static uint64_t regbase_ub_total(uint64_t N, int smooth, bool beta, uint64_t outs, bool split)
 {
-    if (regbase_perf_fits(N, smooth, beta, out1, out2))
-        return ARDQ_PERF;
-    const uint64_t xs = 2, outs = (uint64_t)out1 + (uint64_t)out2;
+    const uint64_t xs = 2;
     const uint64_t R = align_up(N, REDUCE_ALIGN_950 / xs), A = align_up(N, UB_BLOCK_950 / xs);
     const uint64_t reduce = align_up(R / (2 * VL_FP32_950), 8);
-    const uint64_t normal = 3 * R * xs + R * 4 + reduce * 4 + A * xs + (uint64_t)smooth * A * xs +
-                            (beta ? A * xs : 0) + outs * (align_up(N, 32) + align_up(N, 8) * 4) +
-                            32 * (1 + outs);
-    if (normal <= UB_950)
+    return 3 * R * xs + R * 4 + reduce * 4 + A * xs + (uint64_t)smooth * A * xs +
+           (beta ? A * xs : 0) + outs * (align_up(N, 32) + align_up(N, 8) * 4) +
+           32 * (1 + outs) + (split ? 3 * 4 * VL_FP32_950 * 4 + VL_FP32_950 * 4 : 0);
+}
+
+/* Ascend 950's kernel for rows of N 16-bit elements (SetTilingParams: the first that fits);
+ * the split kernel's powerSplit (TrySplitTiling: doubled from 512 bytes of x while twice it
+ * fits, whatever N) and powerLoop (the largest power of two with it times powerSplit <= N)
+ * into P. */
+static ardq_kernel regbase_kernel(ardq_payload *P, uint64_t N, int smooth, bool beta,
+                                  bool out1, bool out2)
+{
+    const uint64_t outs = (uint64_t)out1 + (uint64_t)out2;
+    if (regbase_perf_fits(N, smooth, beta, out1, out2))
+        return ARDQ_PERF;
+    if (regbase_ub_total(N, smooth, beta, outs, false) <= UB_950)
         return ARDQ_NORMAL;
     if (SINGLE_ROW_BYTES_950 * align_up(N, 32) + 1024 <= UB_950)
         return ARDQ_SINGLE_ROW;
+    uint64_t power = REDUCE_ALIGN_950 / 2, loop = 1;
+    while (regbase_ub_total(power * 2, smooth, beta, outs, true) <= UB_950)
+        power *= 2;
+    while (loop * 2 * power <= N)
+        loop *= 2;
+    P->power_split = (int64_t)power;
+    P->power_loop = (int64_t)loop;
     return ARDQ_SPLIT;
 }
 
@@ -686,7 +715,7 @@ static aclnnStatus build_executor(const ardq_call *c, const aclTensor *const *ts
     const int smooth = (ts[T_S1] != NULL) + (ts[T_S2] != NULL);
     P->kernel = empty || soc->npu_arch != 3510 ? ARDQ_A2
                 : N == 0                       ? ARDQ_EMPTY
-                : regbase_kernel((uint64_t)N, smooth, ts[T_BETA] != NULL, c->out1, c->out2);
+                : regbase_kernel(P, (uint64_t)N, smooth, ts[T_BETA] != NULL, c->out1, c->out2);
     if (!empty) {
         const int split = (int)x1->ndim - 1;
         for (int i = 0; i < T_COUNT; i++) {

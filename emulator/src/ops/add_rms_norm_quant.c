@@ -74,10 +74,14 @@
  *   writes it (v + zeroPoints2 without scales2), but the op_api copies it into y2Out only
  *   with scales2: without scales2 y2Out is left unwritten, as on the other parts.
  *
- * Ascend 950's full-load kernel sums the squares by norm_common's CalculateSquareReduceSum
- * (the fold point the power of two below N aligned to a block of x: nr_binary_add_sum); its
- * normal (ReduceSumRstd) and split (ComputeFormer's levels) kernels' orders are not modelled:
- * norm_rows.h's fixed 16 lanes (docs/emulator.md).
+ * Ascend 950's sums of the squares s * s, by the kernel the tiling picks (SetTilingParams:
+ * regbase_full_load, regbase_split): the full-load kernel by norm_common's
+ * CalculateSquareReduceSum (the fold point the power of two below N aligned to a block of x:
+ * nr_binary_add_sum); the normal kernel (a row that fits the UB, CalUBTotalSize) by
+ * norm_common's ReduceSumRstd over the row padded with zeros to 512 bytes, split at the
+ * largest power of two up to that (nr_regbase_row_sum); the split kernel
+ * (_regbase_split_reduce.h ComputeFormer) over chunks of powerSplit, each a ReduceSumRstd,
+ * gathered in norm_common's 256-entry levels (nr_regbase_split_sum, RmsNorm's split-D order).
  *
  * Kernel: rows are independent and each row's sum has a fixed order, so the split of rows
  * over threads never changes a bit.
@@ -132,6 +136,8 @@ typedef struct {
     int64_t slice;      /* split-D: the row's sum taken over slices of this many (0: whole) */
     bool regbase;       /* Ascend 950: the arch35 kernels' numbers */
     bool full_load;     /* Ascend 950: the full-load kernel (its Newton-Raphson rstd) */
+    int64_t power_split; /* Ascend 950's split kernel: its chunk (0: the normal kernel) */
+    int64_t power_loop;  /* ... and the power-of-two count of chunks in the row's main part */
     aclDataType ydt;    /* y1Out's (and y2Out's) dtype */
 } arq_payload;
 
@@ -185,13 +191,15 @@ static void regbase_row(const arq_payload *P, const norm_rows *R, const float *s
 {
     const int64_t N = P->N;
     float var;
-    if (P->full_load) { /* CalculateSquareReduceSum, fold point below N aligned to a block */
-        for (int64_t i = 0; i < N; i++)
-            v[i] = s[i] * s[i];
+    const int64_t xb = aclemu_dtype_size(P->dtype);
+    for (int64_t i = 0; i < N; i++)
+        v[i] = s[i] * s[i];
+    if (P->full_load) /* CalculateSquareReduceSum, fold point below N aligned to a block */
         var = nr_binary_add_sum(v, N, v + N) * P->avg;
-    } else {
-        var = nr_sum_squares(s, N) * P->avg;
-    }
+    else if (P->power_split) /* ComputeFormer: chunks of powerSplit, its levels */
+        var = nr_regbase_split_sum(v, N, P->power_split, P->power_loop, xb) * P->avg;
+    else /* ReduceSumRstd over the row padded to 512 bytes */
+        var = nr_regbase_row_sum(v, N, xb) * P->avg;
     const float rstd = P->full_load ? nr_rstd_newton_raphson(var, P->eps, true)
                                     : 1.0f / sqrtf(var + P->eps);
     for (int64_t i = 0; i < N; i++)
@@ -479,8 +487,7 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 }
 
 /* Ascend 950's tiling (SetTilingParams, CalFullLoadBaseM): whether the full-load kernel runs,
- * i.e. N <= 16384 and at least one row fits the UB beside gamma, the scales and zero points.
- * The normal and split kernels compute the same rstd (they differ in the sum's order only). */
+ * i.e. N <= 16384 and at least one row fits the UB beside gamma, the scales and zero points. */
 static bool regbase_full_load(const aclTensor *const *ts, int64_t n)
 {
     if (n > FULL_LOAD_MAX_950)
@@ -504,6 +511,44 @@ static bool regbase_full_load(const aclTensor *const *ts, int64_t n)
     const int64_t per_row = (int64_t)(2 * 3 * aligned * xs + aligned * 4 + 2 * ys * b8 + 4 +
                                       first_vcadd * 4);
     return last / per_row >= 1;
+}
+
+/* Ascend 950's CalUBTotalSize for one row of n (beta and resOut never given by this op_api):
+ * x1, x2 and xOut padded to 512 bytes, the reduce buffer, gamma, the scales and zero points
+ * (all counted at scales1's size), y1 (and y2), then the normal kernel's rstd or the split
+ * kernel's rstd, three 256-float level buffers and a 64-float temp. */
+static uint64_t regbase_ub_total(const aclTensor *const *ts, uint64_t n, bool split)
+{
+    const uint64_t xs = aclemu_dtype_size(ts[T_X1]->dtype);
+    const uint64_t qs = aclemu_dtype_size(ts[T_S1]->dtype);
+    const uint64_t quant_bufs = (ts[T_S2] ? 1 : 0) + (ts[T_Z1] ? 1 : 0) + (ts[T_Z2] ? 1 : 0);
+    const uint64_t ra = align_up(n, 512 / xs), b8 = align_up(n, UB_BLOCK_950);
+    const uint64_t reduce = align_up(ra / (2 * VL_FP32_950), UB_BLOCK_950 / 4);
+    uint64_t total = 3 * ra * xs + reduce * 4 + align_up(n, UB_BLOCK_950 / xs) * xs +
+                     (1 + quant_bufs) * align_up(n, UB_BLOCK_950 / qs) * qs + b8 +
+                     (ts[T_S2] || ts[T_Z2] ? b8 : 0) + UB_BLOCK_950;
+    if (split)
+        total += 3 * 4 * VL_FP32_950 * 4 + VL_FP32_950 * 4;
+    return total;
+}
+
+/* Ascend 950's normal or split kernel (SetTilingParams past the full-load one): normal while
+ * one row fits (CalUBTotalSize), else split, whose powerSplit doubles from 512 bytes of x
+ * while twice it is at most N and fits, powerLoop the largest power of two with powerLoop *
+ * powerSplit <= N. */
+static void regbase_split(arq_payload *P, const aclTensor *const *ts)
+{
+    const uint64_t N = (uint64_t)P->N;
+    P->power_split = P->power_loop = 0;
+    if (regbase_ub_total(ts, N, false) <= UB_950)
+        return;
+    uint64_t power = 512 / aclemu_dtype_size(ts[T_X1]->dtype), loop = 1;
+    while (power * 2 <= N && regbase_ub_total(ts, power * 2, true) <= UB_950)
+        power *= 2;
+    while (loop * 2 * power <= N)
+        loop *= 2;
+    P->power_split = (int64_t)power;
+    P->power_loop = (int64_t)loop;
 }
 
 /* The tiling's kernel variant (CalcModeAndUbFactor): whether the single-N kernel runs, and
@@ -646,6 +691,8 @@ ACLEMU_EXPORT aclnnStatus aclnnAddRmsNormQuantGetWorkspaceSize(
     P->ydt = y1Out->dtype;
     if (!empty && P->regbase) {
         P->full_load = regbase_full_load(ts, N);
+        if (!P->full_load)
+            regbase_split(P, ts);
     } else if (!empty) {
         choose_variant(P, soc, zeroPoints1Optional != NULL);
     }

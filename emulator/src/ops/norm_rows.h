@@ -1,14 +1,15 @@
 /*
  * The run of a row-wise norm kernel over gamma (RmsNorm, GemmaRmsNorm, AddRmsNorm,
  * InplaceAddRmsNorm, AddLayerNorm, AddLayerNormGrad, DeepNorm, GroupNorm, GroupNormSilu/V2,
- * GroupNormBackward, RmsNormGrad): the task every such operator's launch queues (below; norm_rows.c), which
- * gives the operator's tensor descriptors the run's addresses, reads gamma and beta as float
- * once per run, holds one row buffer per chunk of rows and pins the memory until it is
- * released; the fixed-order lane sums of a row (the kernels' Muls-then-ReduceSum steps) and
- * their fold, Ascend 950's Newton-Raphson rstd, so the split of rows over threads never
- * changes a bit; the AscendC vector
- * reductions' half-interval sum (RmsNormGrad, AddRmsNormDynamicQuant); the centring and the
- * scale-and-shift of a LayerNorm row.
+ * GroupNormBackward, RmsNormGrad): the task every such operator's launch queues (below;
+ * norm_rows.c), which gives the operator's tensor descriptors the run's addresses, reads gamma
+ * and beta as float once per run, holds one row buffer per chunk of rows and pins the memory
+ * until it is released; the fixed-order lane sums of a row (the kernels' Muls-then-ReduceSum
+ * steps) and their fold, Ascend 950's Newton-Raphson rstd, so the split of rows over threads
+ * never changes a bit; the AscendC vector reductions' half-interval sum (RmsNormGrad,
+ * AddRmsNormDynamicQuant); Ascend 950's chunked and multi-level sums of squares (RmsNorm,
+ * AddRmsNormQuant, AddRmsNormDynamicQuant); the centring and the scale-and-shift of a
+ * LayerNorm row.
  */
 #ifndef ACLEMU_OPS_NORM_ROWS_H_
 #define ACLEMU_OPS_NORM_ROWS_H_
@@ -241,6 +242,134 @@ static inline float nr_binary_add_sum(const float *t, int64_t n, float *partial)
         partial[i] = nr_fold_vector_lanes(lanes);
     }
     return nr_binary_add_partials(partial, quot_loops);
+}
+
+/* ---- Ascend 950's chunked sums of squares (norm_common reduce_common_regbase.h
+ * ReduceSumRstd, rms_norm_regbase_common.h ComputeFormerImplV2: one arithmetic) ---------- */
+
+#define NR_LEVEL 256 /* the split kernels' level buffers (ONCE_VECTOR_SIZE floats each) */
+
+/* One chunk's sum of the squares q[0..count), zero past count up to cal (the kernels pad a
+ * chunk with zeros to 512 bytes of x), with the power-of-two split `power` (count <= cal <=
+ * 2 * power): each pair of registers past `power` added onto the pair as far in front (main +
+ * tail per register, then the two registers), the rest of the front a pair at a time, each
+ * pair one Reduce into a work entry; the entries, 128 at a time, folded a register onto the
+ * other and reduced; then one Reduce over what is left. norm_common's ReduceSumRstd (AddRms-
+ * NormQuant's and AddRmsNormDynamicQuant's normal and split kernels, the square of x1 + x2)
+ * and RmsNorm's ComputeFormerImplV2 take the same adds in the same order. Each Reduce is
+ * nr_fold_vector_lanes (masked-off lanes zero). */
+static inline float nr_regbase_chunk_sum(const float *q, int64_t count, int64_t cal,
+                                         int64_t power)
+{
+#define NR_SQ(i) ((i) < count ? q[i] : 0.0f)
+    enum { VL = NR_VECTOR_LANES };
+    float work[NR_LEVEL], lanes[VL];
+    const int64_t remain = cal - power, remain_loops = remain / (2 * VL);
+    const int64_t master_loops = (power - remain) / (2 * VL), merge = power / (2 * VL);
+    const int64_t merge_loops = merge / (2 * VL);
+    for (int64_t i = 0; i < remain_loops; i++) {
+        for (int64_t l = 0, a = 2 * VL * i; l < VL; l++, a++)
+            lanes[l] = (NR_SQ(a) + NR_SQ(power + a)) + (NR_SQ(a + VL) + NR_SQ(power + a + VL));
+        work[i] = nr_fold_vector_lanes(lanes);
+    }
+    for (int64_t i = 0; i < master_loops; i++) {
+        for (int64_t l = 0, a = remain + 2 * VL * i; l < VL; l++, a++)
+            lanes[l] = NR_SQ(a) + NR_SQ(a + VL);
+        work[remain_loops + i] = nr_fold_vector_lanes(lanes);
+    }
+    for (int64_t i = 0; i < merge_loops; i++) {
+        for (int64_t l = 0; l < VL; l++)
+            lanes[l] = work[2 * VL * i + l] + work[2 * VL * i + VL + l];
+        work[i] = nr_fold_vector_lanes(lanes);
+    }
+    const int64_t mean = merge_loops ? merge_loops : merge;
+    for (int64_t l = 0; l < VL; l++)
+        lanes[l] = l < mean ? work[l] : 0.0f;
+    return nr_fold_vector_lanes(lanes);
+#undef NR_SQ
+}
+
+/* The chunk of `count` squares at q as the kernels read it: padded with zeros to 512 bytes of
+ * x's dtype (x_bytes per element), split at `power`. */
+static inline float nr_regbase_chunk(const float *q, int64_t count, int64_t x_bytes,
+                                     int64_t power)
+{
+    const int64_t per512 = 512 / x_bytes, cal = (count + per512 - 1) / per512 * per512;
+    return nr_regbase_chunk_sum(q, count, cal, power);
+}
+
+/* A whole row of n squares as one chunk (the quant operators' normal kernels): padded to 512
+ * bytes (baseNReduceAlign), split at the largest power of two up to that (the tilings'
+ * powerSplit, 2^floor(log2(baseNReduceAlign))). */
+static inline float nr_regbase_row_sum(const float *q, int64_t n, int64_t x_bytes)
+{
+    const int64_t per512 = 512 / x_bytes, cal = (n + per512 - 1) / per512 * per512;
+    return nr_regbase_chunk_sum(q, n, cal, nr_pow2_below(cal + 1));
+}
+
+/* norm_common's LevelMergeRstd over a level buffer of NR_LEVEL floats (the sum only: the
+ * rstd steps follow it): the four quarters added per lane, (first + second) + (third +
+ * fourth), then one Reduce. */
+static inline float nr_regbase_level_merge(const float *level)
+{
+    float lanes[NR_VECTOR_LANES];
+    for (int64_t l = 0; l < NR_VECTOR_LANES; l++)
+        lanes[l] = (level[l] + level[NR_VECTOR_LANES + l]) +
+                   (level[2 * NR_VECTOR_LANES + l] + level[3 * NR_VECTOR_LANES + l]);
+    return nr_fold_vector_lanes(lanes);
+}
+
+/* A chunk pair's two sums into one level-1 entry (ComputeSum: one Reduce over two lanes). */
+static inline float nr_regbase_pair(float a, float b)
+{
+    float lanes[NR_VECTOR_LANES] = {a, b};
+    return nr_fold_vector_lanes(lanes);
+}
+
+/* Ascend 950's split row sum of the squares sq[0..n) (the split kernels' ComputeFormer:
+ * RmsNorm's rms_norm_regbase_split_d.h, AddRmsNormQuant's and AddRmsNormDynamicQuant's
+ * _regbase_split_reduce.h; the levels norm_common's): with U the chunk (RmsNorm's ubFactor,
+ * the quant tilings' powerSplit) and loop * U the largest power-of-two multiple of U up to n
+ * (ubLoop, powerLoop), the part past it in whole U-chunks (tailLoop of them) and a tail: the
+ * row read from its start as tailLoop pairs of U-chunks, then the tail's pair (a chunk of
+ * U/2 + tail with U/2 and one of U/2 for a tail up to U/2, else a chunk of U with U and the
+ * tail with U/2), each pair's two sums one level-1 entry, then the remaining U-chunks one
+ * entry each. A full level (NR_LEVEL entries) is merged into the next level's entry and its
+ * count restarts (its stale entries stay); the row's sum is the merge of the lowest level
+ * with entries (ComputeMultiLevelReduce, ComputeMultiLevelRstd). Chunks as nr_regbase_chunk
+ * reads them (x_bytes: x's element size). */
+static inline float nr_regbase_split_sum(const float *sq, int64_t n, int64_t U, int64_t loop,
+                                         int64_t x_bytes)
+{
+    const int64_t H = U / 2, split = loop * U;
+    const int64_t tail = (n - split) % U, tail_loops = (n - split) / U;
+    const int64_t master_loops = loop - tail_loops - (tail != 0);
+    float lv[3][NR_LEVEL] = {{0}};
+    int64_t cnt[3] = {0}, off = 0;
+    for (int64_t k = 0; k < tail_loops + (tail != 0) + master_loops; k++) {
+        float entry;
+        if (k < tail_loops) {
+            entry = nr_regbase_pair(nr_regbase_chunk(sq + off, U, x_bytes, U),
+                                    nr_regbase_chunk(sq + off + U, U, x_bytes, U));
+            off += 2 * U;
+        } else if (k == tail_loops && tail != 0) {
+            const int64_t first = tail <= H ? H + tail : U, second = tail <= H ? H : tail;
+            const int64_t power = tail <= H ? H : U;
+            entry = nr_regbase_pair(nr_regbase_chunk(sq + off, first, x_bytes, power),
+                                    nr_regbase_chunk(sq + off + first, second, x_bytes, H));
+            off += first + second;
+        } else {
+            entry = nr_regbase_chunk(sq + off, U, x_bytes, U);
+            off += U;
+        }
+        lv[0][cnt[0]++] = entry;
+        for (int d = 0; d < 2 && cnt[d] == NR_LEVEL; d++) { /* ComputeMultiLevelReduce */
+            lv[d + 1][cnt[d + 1]++] = nr_regbase_level_merge(lv[d]);
+            cnt[d] = 0;
+        }
+    }
+    const int d = cnt[0] > 0 ? 0 : cnt[1] > 0 ? 1 : 2;
+    return nr_regbase_level_merge(lv[d]);
 }
 
 /* ReduceSumHalfInterval (ops-nn norm kernels' reduce_common.h) over t[0..n), which it

@@ -50,8 +50,8 @@
  *   add (norm_rows.h nr_binary_add_sum), then rstd by ComputeRstdNewtonRaphson of sum * avg
  *   (nr_rstd_newton_raphson, no clamp);
  * - split-D (arch35/rms_norm_regbase_split_d.h): chunks of the tiling's ubFactor, each summed
- *   by ComputeFormerImplV2, gathered in 256-entry levels (regbase_split_sum), rstd
- *   1 / sqrt(sum * avg + eps) by vector Muls, Adds, Sqrt, Div (ComputeRstd).
+ *   by ComputeFormerImplV2, gathered in 256-entry levels (norm_rows.h nr_regbase_split_sum),
+ *   rstd 1 / sqrt(sum * avg + eps) by vector Muls, Adds, Sqrt, Div (ComputeRstd).
  * y is (x * rstd) * gamma in float on both, rounded once (CAST_RINT). The Atlas training
  * parts (DAV_1001, SocVersion ASCEND910: Tiling4RmsNorm's first branch; rms_norm.cpp's keys
  * for __CCE_AICORE__ 100) run one of two kernels (pick_training):
@@ -136,111 +136,6 @@ typedef struct {
 
 /* ---- the kernel -------------------------------------------------------------------------- */
 
-#define VL NR_VECTOR_LANES
-#define LEVEL 256 /* the split-D template's level buffers (ONCE_VECTOR_SIZE floats each) */
-
-/* Ascend 950's split-D chunk sum (arch35/rms_norm_regbase_common.h ComputeFormerImplV2) of
- * the squares q[0..count), zero past count up to cal (the chunk padded to 512 bytes), with
- * the chunk's power-of-two split `power` (count <= cal <= 2 * power): each pair of registers
- * past `power` added onto the pair as far in front (main + tail per register, then the two
- * registers), the rest of the front taken a pair at a time, each pair one Reduce into a work
- * entry; the entries, 128 at a time, folded a register onto the other and reduced; then one
- * Reduce over what is left. Each Reduce is nr_fold_vector_lanes (masked-off lanes zero). */
-static float regbase_chunk_sum(const float *q, int64_t count, int64_t cal, int64_t power)
-{
-#define SQ(i) ((i) < count ? q[i] : 0.0f)
-    float work[LEVEL], lanes[VL];
-    const int64_t remain = cal - power, remain_loops = remain / (2 * VL);
-    const int64_t master_loops = (power - remain) / (2 * VL), merge = power / (2 * VL);
-    const int64_t merge_loops = merge / (2 * VL);
-    for (int64_t i = 0; i < remain_loops; i++) {
-        for (int64_t l = 0, a = 2 * VL * i; l < VL; l++, a++)
-            lanes[l] = (SQ(a) + SQ(power + a)) + (SQ(a + VL) + SQ(power + a + VL));
-        work[i] = nr_fold_vector_lanes(lanes);
-    }
-    for (int64_t i = 0; i < master_loops; i++) {
-        for (int64_t l = 0, a = remain + 2 * VL * i; l < VL; l++, a++)
-            lanes[l] = SQ(a) + SQ(a + VL);
-        work[remain_loops + i] = nr_fold_vector_lanes(lanes);
-    }
-    for (int64_t i = 0; i < merge_loops; i++) {
-        for (int64_t l = 0; l < VL; l++)
-            lanes[l] = work[2 * VL * i + l] + work[2 * VL * i + VL + l];
-        work[i] = nr_fold_vector_lanes(lanes);
-    }
-    const int64_t mean = merge_loops ? merge_loops : merge;
-    for (int64_t l = 0; l < VL; l++)
-        lanes[l] = l < mean ? work[l] : 0.0f;
-    return nr_fold_vector_lanes(lanes);
-#undef SQ
-}
-
-/* norm_common's LevelMergeRstd over a level buffer of LEVEL floats (no rstd): the four
- * quarters added per lane, (first + second) + (third + fourth), then one Reduce. */
-static float regbase_level_merge(const float *level)
-{
-    float lanes[VL];
-    for (int64_t l = 0; l < VL; l++)
-        lanes[l] = (level[l] + level[VL + l]) + (level[2 * VL + l] + level[3 * VL + l]);
-    return nr_fold_vector_lanes(lanes);
-}
-
-/* The chunk of the squares at q (`count` of them, padded with zeros to 512 bytes of x's
- * dtype) summed with split `power` (rms_norm_regbase_split_d.h ComputeFormerHandle). */
-static float regbase_chunk(const rms_payload *P, const float *q, int64_t count, int64_t power)
-{
-    const int64_t per512 = 512 / P->x_bytes, cal = (count + per512 - 1) / per512 * per512;
-    return regbase_chunk_sum(q, count, cal, power);
-}
-
-/* A chunk pair's two sums into one level-1 entry (ComputeSum: one Reduce over two lanes). */
-static float regbase_pair(float a, float b)
-{
-    float lanes[VL] = {a, b};
-    return nr_fold_vector_lanes(lanes);
-}
-
-/* Ascend 950's split-D row sum of the squares sq[0..N) (rms_norm_regbase_split_d.h
- * ComputeFormer): with U the tiling's ubFactor and ubLoop * U the largest power-of-two
- * multiple of U up to N, the part past it in whole U-chunks (tailLoop of them) and a tail:
- * the row read from its start as tailLoop pairs of U-chunks, then the tail's pair (a chunk of
- * U/2 + tail with U/2 and one of U/2 for a tail up to U/2, else a chunk of U with U and the
- * tail with U/2), each pair's two sums one level-1 entry, then the remaining U-chunks one
- * entry each. A full level (256 entries) is merged into the next level's entry and its count
- * restarts (its stale entries stay); the row's sum is the merge of the lowest level with
- * entries (norm_common's ComputeMultiLevelRstd). */
-static float regbase_split_sum(const rms_payload *P, const float *sq)
-{
-    const int64_t N = P->N, U = P->slice, H = U / 2, split = P->ub_loop * U;
-    const int64_t tail = (N - split) % U, tail_loops = (N - split) / U;
-    const int64_t master_loops = P->ub_loop - tail_loops - (tail != 0);
-    float lv[3][LEVEL] = {{0}};
-    int64_t n[3] = {0}, off = 0;
-    for (int64_t k = 0; k < tail_loops + (tail != 0) + master_loops; k++) {
-        float entry;
-        if (k < tail_loops) {
-            entry = regbase_pair(regbase_chunk(P, sq + off, U, U),
-                                 regbase_chunk(P, sq + off + U, U, U));
-            off += 2 * U;
-        } else if (k == tail_loops && tail != 0) {
-            const int64_t first = tail <= H ? H + tail : U, second = tail <= H ? H : tail;
-            entry = regbase_pair(regbase_chunk(P, sq + off, first, tail <= H ? H : U),
-                                 regbase_chunk(P, sq + off + first, second, H));
-            off += first + second;
-        } else {
-            entry = regbase_chunk(P, sq + off, U, U);
-            off += U;
-        }
-        lv[0][n[0]++] = entry;
-        for (int d = 0; d < 2 && n[d] == LEVEL; d++) { /* ComputeMultiLevelReduce */
-            lv[d + 1][n[d + 1]++] = regbase_level_merge(lv[d]);
-            n[d] = 0;
-        }
-    }
-    const int d = n[0] > 0 ? 0 : n[1] > 0 ? 1 : 2;
-    return regbase_level_merge(lv[d]);
-}
-
 /* The Atlas training parts' split-D slice sum (rms_norm_split_d.h ComputeSum's
  * __CCE_AICORE__ 100 branch) of t[0..n), which it overwrites: reduce_common's
  * ReduceSumHalfIntervalToRepeat (the part past the largest power of two added onto the front,
@@ -249,7 +144,7 @@ static float regbase_split_sum(const rms_payload *P, const float *sq)
  * columns) the kernel leaves some or all of its 8 lanes unwritten: taken as zero here. */
 static float training_slice_sum(float *t, int64_t n)
 {
-    float lanes[VL] = {0};
+    float lanes[NR_VECTOR_LANES] = {0};
     if (n > 8) {
         int64_t body = 1;
         while (body * 2 <= n)
@@ -276,8 +171,8 @@ static float sum_squares(const rms_payload *P, const float *x, float *sq)
         sq[i] = x[i] * x[i];
     if (P->order == SUM_REGBASE_PERF) /* NormCommonRegbase::CalculateSquareReduceSum */
         return nr_binary_add_sum(sq, N, sq + N);
-    if (P->order == SUM_REGBASE_SPLIT)
-        return regbase_split_sum(P, sq);
+    if (P->order == SUM_REGBASE_SPLIT) /* ComputeFormer: chunks of ubFactor, ubLoop */
+        return nr_regbase_split_sum(sq, N, P->slice, P->ub_loop, P->x_bytes);
     if (P->order == SUM_LANE_BLOCKS)
         return nr_sum_lane_blocks(sq, N);
     if (P->order == SUM_HALF_INTERVAL)
