@@ -82,7 +82,7 @@ def test_explains_and_pickles_the_codes():
 
 # ---- the diagnosis on the parts ----
 
-@only_where(PART == "Ascend910A")    # the Atlas training series: no dtype for the operator
+@only_where(PART == "Ascend910")    # the Atlas training series: no dtype for the operator
 def test_dtype_refusal_is_not_named_by_the_tilings_epsilon_rule():
     # Phase one refuses x's dtype for the part (the op_api's list, 161002) before the tiling
     # that refuses epsilon 0: the refusal is raised as it is, naming x.
@@ -116,6 +116,61 @@ def test_op_api_rule_named_before_an_earlier_checked_tiling_rule():
     with pytest.raises(AclArgumentError) as e:
         acl_py.rms_norm_quant(*values, y_dtype=INT4)
     assert e.value.argument == "x" and e.value.code is None and "multiple of 8" in str(e.value)
+
+
+# y of another first dim than x's: off Ascend 950 only y's rank and last dim are the op_api's
+# (CheckShapeDim, 161002), the rest is the ViewCopy's (561103); on Ascend 950 the op_api checks
+# y's whole shape
+_Y_ROWS = np.zeros((3, 16), np.int8)
+
+
+@only_where(PART != "Ascend950")
+def test_op_api_refusal_is_not_named_by_ys_view_copy_rule():
+    # a float32 x, outside the op_api's x list off Ascend 950 (161002), beside a y of another
+    # first dim, which the device's ViewCopy refuses after it: the refusal as it is, naming x
+    values = _rms_norm_quant_inputs()
+    values = (values[0].astype(np.float32), values[1].astype(np.float32),
+              values[2].astype(np.float32), values[3].astype(np.float32), values[4])
+    with pytest.raises(AclError) as e:
+        acl_py.rms_norm_quant(*_dev(*values), out=_dev(_Y_ROWS))
+    err = e.value
+    assert type(err) is OperatorInvalidParameterError and err.code == 161002, err
+    assert "x dtype FLOAT is not supported" in err.message and "out[0]" not in str(err)
+
+
+@only_where(runs_here(DECLARED["RmsNormQuant"]))
+def test_ys_shape_named_with_the_stage_that_refuses_it():
+    with pytest.raises(AclArgumentError) as e:
+        acl_py.rms_norm_quant(*_dev(*_rms_norm_quant_inputs()), out=_dev(_Y_ROWS))
+    err = e.value
+    assert err.argument == "out[0] (y)" and "shape (3, 16)" in str(err)
+    if PART == "Ascend950":     # the op_api's CheckShapeDim: an unmarked rule
+        assert err.code == 161002 and err.codes is None
+    else:                       # the ViewCopy's
+        assert err.code == 561103 and err.codes == {561103}
+        assert "ViewCopy" in err.message
+
+
+def _empty_scale_inputs():
+    x, gamma, beta, _, _ = _rms_norm_quant_inputs()
+    return x, gamma, beta, np.ones((0,), np.float16), np.ones((0,), np.int8)
+
+
+@only_where(runs_here(DECLARED["RmsNormQuant"]) and PART != "Ascend950")
+def test_empty_scale_is_named_after_the_tilings_epsilon():
+    # the emulator refuses an empty scale last (161002, docs/emulator.md row 8), after the
+    # tiling's epsilon rule (561103): epsilon is named, with its code
+    with pytest.raises(AclArgumentError) as e:
+        acl_py.rms_norm_quant(*_dev(*_empty_scale_inputs()), epsilon=0.0)
+    assert e.value.argument == "epsilon" and e.value.code == 561103
+    with pytest.raises(AclArgumentError) as e:      # and after y's ViewCopy
+        acl_py.rms_norm_quant(*_dev(*_empty_scale_inputs()), out=_dev(_Y_ROWS))
+    assert e.value.argument == "out[0] (y)" and e.value.code == 561103
+    with pytest.raises(AclArgumentError) as e:      # alone, the scale is named with 161002
+        acl_py.rms_norm_quant(*_dev(*_empty_scale_inputs()))
+    err = e.value
+    assert err.argument == "scale" and err.code == 161002 and err.codes == {161002}
+    assert "scale is empty" in err.message
 
 
 @only_where(runs_here(DECLARED["AddRmsNorm"]))
@@ -204,23 +259,151 @@ def test_staged_codes_are_codes_its_phase_one_returns(name):
     assert staged_codes <= PARAMETER_CODES | declared.rule_codes, staged_codes
     # and the operator's rules table gives each to a row
     assert staged_codes <= _doc_codes(name), (staged_codes, _doc_codes(name))
-    # a check raising staged rules declares their codes (and only such a check does)
-    assert bool(staged_codes) == (declared.check is not None and _stages(declared.check))
+    # a check raising staged rules, or an out= entry's rule of the result's copy into it
+    # (output(later=)), declares their codes (and only such a declaration does)
+    assert bool(staged_codes) == ((declared.check is not None and _stages(declared.check)) or
+                                  any(o.later is not None for o in declared.outputs))
 
 
 def test_staged_rules_are_marked_where_they_were_audited():
     # the tiling-stage rules of the operators whose Python checks hold them (epsilon, the
     # shapes a generated interface's tiling checks, the kernel's lookup, the UB minimum)
-    expected = {"RmsNormQuant": {561103}, "AddRmsNorm": {561103}, "RmsNorm": {561002},
+    # and the out= shapes of a later stage (test_out_rules_are_staged_where_a_later_stage_...):
+    # the op_api's copies of the results (BatchNormBackward's 561103)
+    expected = {"RmsNormQuant": {561103, 161002}, "AddRmsNorm": {561103}, "RmsNorm": {561002},
                 "GemmaRmsNorm": {561002}, "InplaceAddRmsNorm": {561002},
                 "AddLayerNorm": {561002}, "AddLayerNormGrad": {561002},
                 "DeepNorm": {561002}, "DeepNormGrad": {561002}, "RmsNormGrad": {561002},
-                "AddLayerNormQuant": {561002, 561003}, "AddRmsNormQuant": {561003},
-                "AddRmsNormDynamicQuant": {561002, 561003, 161002},
+                "AddLayerNormQuant": {561002, 561003}, "AddRmsNormQuant": {561003, 561103},
+                "AddRmsNormDynamicQuant": {561002, 561003, 161002, 561103},
+                "BatchNormBackward": {561103},
                 "AddRmsNormDynamicQuantV2": {561002, 561003, 161002},
                 "GroupNormSilu": {561103}, "GroupNormSiluV2": {561103},
                 "InstanceNorm": {561103}}
     assert {n: set(d.staged_codes) for n, d in DECLARED.items() if d.staged_codes} == expected
+
+
+# ---- a staged rule passed over: nothing after it relies on it ----
+
+def _mutations(declared, values):
+    """Argument sets one change away from a smoke case's ``values`` (NumPy): each tensor
+    input of another last dim, without its last dim, with an empty last dim, with a leading
+    dim more; each double 0, -1 and NaN."""
+    for i, (arg, v) in enumerate(zip(declared.inputs, values)):
+        changed = []
+        if isinstance(v, np.ndarray) and v.ndim:
+            s = v.shape
+            changed = [np.ones(s[:-1] + (s[-1] + 1,), v.dtype), np.ones(s[:-1], v.dtype),
+                       np.ones(s[:-1] + (0,), v.dtype), np.ones((2,) + s, v.dtype)]
+        elif type(v) is float:
+            changed = [0.0, -1.0, float("nan")]
+        for c in changed:
+            yield values[:i] + (c,) + values[i + 1:]
+
+
+def test_staged_rules_passed_over_leave_a_check_that_runs_on():
+    # staged() returns (the rule passed over) while a refusal with another code is diagnosed,
+    # and the check goes on: statements after a staged rule must not rely on it. Mechanically:
+    # for each argument set whose check (outside a diagnosis) raises a staged rule, the check
+    # run in a diagnosis of a code no rule of the operator states (every staged rule passed
+    # over) ends, or raises a typed error of a plain rule, never a crash of code that took
+    # the rule for granted (an index, a division, a None). Which later rule is the right one
+    # to name is the device's to say: the two-rule cases above and the out= audit below.
+    reached = set()
+    for name, declared in sorted(DECLARED.items()):
+        if not declared.staged_codes or declared.check is None:
+            continue
+        for _, make in declared.smoke_cases:
+            base = tuple(make())
+            for values in _mutations(declared, base):
+                try:
+                    declared.bind(values, np.ndarray)
+                except (AclArgumentError, AclTypeError) as e:
+                    if e.codes is None:
+                        continue
+                else:
+                    continue
+                reached.add(name)
+                token = _declare._diagnosing.set(0)     # a code no rule states
+                try:
+                    declared.bind(values, np.ndarray)
+                except (AclArgumentError, AclTypeError) as e:
+                    assert e.codes is None, (name, e)
+                finally:
+                    _declare._diagnosing.reset(token)
+    # one change of a smoke case reaches the tiling rules of RmsNorm (every part), and of
+    # RmsNormQuant where it runs (the others need two changes or sit in out= entries)
+    assert "RmsNorm" in reached, reached
+    assert "RmsNormQuant" in reached or not runs_here(DECLARED["RmsNormQuant"]), reached
+
+
+# ---- out= entries: the stage that refuses them ----
+
+# the codes of phase one's own argument checks (the op_api's): an out= rule refused with
+# another code is a later stage's (its tiling's, the result's copy into the entry)
+_OP_API_CODES = {161001, 161002}
+
+
+def _broken_entries(declared, result):
+    """For each result of a call of ``declared`` (an output not written into an input),
+    ``(k, what, tensor)``: an ``out=`` entry ``k`` of another last dim, first dim or rank
+    than the result's. (Dtypes are left open: an entry's dtype is the op_api's to refuse
+    outside its list and the copy's inside it, per output and part.)"""
+    for k, t in enumerate(result):
+        if t is None or declared.outputs[k].into is not None:
+            continue
+        shape, dt = t.shape, t.element_type
+        shapes = [("rank", (1,) + shape)]
+        if shape:
+            shapes.append(("last dim", shape[:-1] + (shape[-1] + 1,)))
+        if len(shape) > 1:
+            shapes.append(("first dim", (shape[0] + 1,) + shape[1:]))
+        for what, s in shapes:
+            yield k, what, acl_py.DeviceTensor.empty(s, dt)
+
+
+# Left open: FastLayerNorm's mean/rstd, whose stage depends on the input (an element count
+# other than M: the emulator's stricter 161002 for an empty input, else the copy's 561103)
+_OUT_STAGES_LEFT_OPEN = {"FastLayerNorm"}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, d in DECLARED.items()
+                                        if d.smoke_cases and runs_here(d) and
+                                        n not in _OUT_STAGES_LEFT_OPEN))
+def test_out_rules_are_staged_where_a_later_stage_refuses_them(name):
+    # Each out= entry's shape broken alone (its smoke case's arguments): where the device
+    # refuses it after the op_api's checks (the tiling's 561002, the ViewCopy's 561103), the rule
+    # naming it states that code (output(later=)), so that it does not explain an earlier
+    # refusal; where the op_api refuses it, it may explain any.
+    declared = DECLARED[name]
+    values = tuple(acl_py.DeviceTensor.from_numpy(v) if isinstance(v, np.ndarray) else v
+                   for v in declared.smoke_cases[0][1]())
+    result, found = (), []
+    try:
+        result = declared.call(values)
+        result = result if isinstance(result, tuple) else (result,)
+        for k, what, entry in _broken_entries(declared, result):
+            out = [None] * len(result)
+            out[k] = entry
+            try:
+                declared.call(values, out=tuple(out))
+            except (AclArgumentError, AclTypeError) as e:
+                # what is kept of it: not the error (its frames hold the call's tensors)
+                found.append((k, what, e.argument, e.code, e.codes, str(e)))
+            finally:
+                entry.close()
+    finally:
+        for t in values + result:
+            if isinstance(t, acl_py.DeviceTensor):
+                t.close()
+    # (none refused: every entry is one the part's op_api does not see, e.g. InplaceAddRmsNorm's
+    # rstd on Ascend310P3, a scratch tensor there)
+    for k, what, argument, code, codes, text in found:
+        assert code is not None and argument.startswith(f"out[{k}]"), (what, text)
+        if code in _OP_API_CODES:
+            assert codes is None or code in codes, (what, code, codes, text)
+        else:
+            assert codes is not None and code in codes, (what, code, codes, text)
 
 
 # ---- format_option ----

@@ -24,9 +24,10 @@
 level.
 :data:`DECLARED` has every declared operator by name (``acl-py smoke`` runs their smoke
 cases); importing this package fills it."""
-from ._declare import (DECLARED, Arg, Declared, OutputError, OutputNotWritten, Part, Plan,
-                       as_many_elements, bool_array, configured, double, flag, int_array,
-                       format_option, integer, output, part_of, staged, string, tensor)
+from ._declare import (DECLARED, VIEW_COPY, Arg, Declared, OutputError, OutputNotWritten, Part,
+                       Plan, as_many_elements, bool_array, configured, double, flag, int_array,
+                       format_option, integer, output, part_of, staged, string, tensor,
+                       checked_later)
 from ._two_phase import Executor, Operator, Param, value
 from .layer_norm import LAYER_NORM, LayerNorm, layer_norm
 from .layer_norm_backward import LAYER_NORM_BACKWARD, LayerNormBackward, layer_norm_backward
@@ -96,4 +97,5 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "Executor", "Param", "Declared", "Plan", "Arg", "DECLARED", "OutputError",
            "OutputNotWritten", "Part", "part_of",
            "tensor", "output", "as_many_elements", "format_option", "configured", "int_array",
-           "bool_array", "double", "integer", "flag", "string", "value", "staged"]
+           "bool_array", "double", "integer", "flag", "string", "value", "staged", "VIEW_COPY",
+           "checked_later"]

@@ -97,7 +97,7 @@ from ._two_phase import (BOOL_ARRAY, INT_ARRAY, STRING, TENSOR, VALUE, Executor,
 __all__ = ["Arg", "tensor", "output", "shape_of", "dtype_of", "check_same_shape",
            "check_trailing_dims", "as_many_elements", "int_array", "bool_array", "double",
            "integer", "flag", "string", "option", "dtype_option", "format_option", "staged",
-           "Declared",
+           "VIEW_COPY", "checked_later", "Declared",
            "Plan", "Part", "part_of", "DECLARED", "OutputError", "OutputNotWritten", "FLOATS",
            "REQUIRED"]
 
@@ -125,13 +125,15 @@ class Arg(Param):
 
     __slots__ = ("py", "role", "optional", "default", "dtypes", "like", "or_float32", "or_wider",
                  "shape", "dtype", "fits", "when", "length", "items", "convert", "value_type",
-                 "written", "into", "unwritten", "int4_as_int32", "format")
+                 "written", "into", "unwritten", "int4_as_int32", "format", "later")
 
     def __init__(self, c_name, kind, role=IN, *, name=None, optional=False, default=REQUIRED,
                  dtypes=None, like=None, or_float32=False, or_wider=False, shape=None, dtype=None,
                  fits=None, when=None, length=None, items=None, convert=None,
-                 written=False, into=None, unwritten=None, int4_as_int32=None, format=None):
+                 written=False, into=None, unwritten=None, int4_as_int32=None, format=None,
+                 later=None):
         super().__init__(c_name, kind)
+        self.later = later        # see output()
         self.format = format      # see tensor()
         self.unwritten = unwritten
         self.int4_as_int32 = int4_as_int32    # see output()
@@ -177,7 +179,7 @@ def tensor(c_name, *, name=None, optional=False, dtypes=FLOATS, like=None, or_fl
 
 
 def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
-           when=None, into=None, unwritten=None, int4_as_int32=None):
+           when=None, into=None, unwritten=None, int4_as_int32=None, later=None):
     """An output ``aclTensor *``: a default one has ``shape(a)`` and ``dtype(a)`` (an input's:
     :func:`shape_of`, :func:`dtype_of`; ``dtype`` may also be one fixed dtype); a given one
     that shape (or another where ``fits(a, shape, part, shapes)``, phase one's rule for it on
@@ -203,7 +205,15 @@ def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
     tensor): an INT4 output (new, or an ``out=`` entry) is then handed to phase one as
     :meth:`~acl_py.DeviceTensor.int4_words` over its bytes, and the caller still gets the
     INT4 tensor (NumPy: its int8 values). An entry whose bytes are no whole words goes as it
-    is, for phase one to refuse (its code), and its ``out=`` check names it."""
+    is, for phase one to refuse (its code), and its ``out=`` check names it.
+    ``later(a, part, rule, value)``: for an ``out=`` entry breaking ``rule`` ("shape" or
+    "dtype"; ``value`` the entry's), None where the op_api's own checks refuse it, else the
+    status codes the device refuses it with at a later stage: a generated interface's tiling
+    (561002) or the op_api's last step, the copy of the result into the entry (its ViewCopy,
+    hicann/ops-math conversion/contiguous/op_host/op_api/contiguous.cpp
+    ``CheckViewCopyParams``: :data:`VIEW_COPY`). The ``out=`` rule is then raised as
+    :func:`staged`'s (the declaration lists the codes, ``staged_codes=``);
+    :func:`checked_later` makes the usual ``later``."""
     if into is not None and unwritten is not None:
         raise TypeError(f"output {c_name!r}: an output written in place has no unwritten=")
     if into is not None:
@@ -216,7 +226,30 @@ def output(c_name, *, name=None, shape=None, dtype=None, dtypes=None, fits=None,
         unwritten = _shapes_unread(unwritten)
     return Arg(c_name, TENSOR, OUT, name=name, shape=shape, dtype=dtype, dtypes=dtypes,
                fits=fits, when=when, into=into, unwritten=unwritten,
-               int4_as_int32=int4_as_int32)
+               int4_as_int32=int4_as_int32, later=later)
+
+
+# The op_api's code for a failed copy of a result into the caller's output (a NULL
+# l0op::ViewCopy, CHECK_RET(..., ACLNN_ERR_INNER_NULLPTR))
+VIEW_COPY = (561103,)
+
+
+def checked_later(codes, *, shape=False, dtype=False, where=None, ranks=None):
+    """An output's ``later`` (:func:`output`): an ``out=`` entry of another shape (``shape``)
+    or dtype (``dtype``) than the result's is refused only at a later stage than the op_api's
+    checks, with ``codes`` (:data:`VIEW_COPY`, a generated interface's tiling 561002), on the
+    parts where ``where(part)`` holds (None: every part); elsewhere, for the other rule, and
+    for a shape whose rank is outside ``ranks`` (``(low, high)``: the op_api's rank bounds),
+    the op_api's own checks refuse it."""
+    codes = tuple(codes)
+
+    def later(a, part, rule, value):
+        if not (shape if rule == "shape" else dtype) or (where is not None and not where(part)):
+            return None
+        if rule == "shape" and ranks is not None and not ranks[0] <= len(value) <= ranks[1]:
+            return None
+        return codes
+    return later
 
 
 def _shapes_unread(unwritten):
@@ -237,12 +270,12 @@ def dtype_of(name):
     return lambda a: a[name].dtype
 
 
-def _broken(codes, arg, problem):
+def _broken(codes, arg, problem, error=AclArgumentError):
     """A broken rule of a check: raised, or through :func:`staged` where ``codes`` (the
     vendor's codes for it, a later stage's) are given."""
     if codes is None:
-        raise AclArgumentError(arg, problem)
-    staged(codes, arg, problem)
+        raise error(arg, problem)
+    staged(codes, arg, problem, error)
 
 
 def check_same_shape(arg, shape, of, of_shape, codes=None):
@@ -862,22 +895,25 @@ class Declared(Operator):
         dtypes = spec.out_dtypes(a, dev)
         if dtypes is not None:
             if dt not in _dtype_set(dtypes):
-                raise AclTypeError(name, f"dtype {_dtype_name(dt)} is not supported by "
-                                   f"{self.name} ({', '.join(dtypes)})")
+                _broken(self._later(spec, a, dev, "dtype", dt), name,
+                        f"dtype {_dtype_name(dt)} is not supported by {self.name} "
+                        f"({', '.join(dtypes)})", AclTypeError)
         else:
             want = spec.dtype(a)
             if kind is np.ndarray and type(want) is _dt.AclDtype:
                 want = want.host    # an array holds the host form (HIFLOAT8 codes, INT4 int8)
             if dt is not want and dt != want:
-                raise AclTypeError(name, f"dtype {_dtype_name(dt)} != {_dtype_name(want)} "
-                                   f"(the dtype {spec.py} has for these arguments"
-                                   f"{_host_form(spec.dtype(a), kind)})")
+                _broken(self._later(spec, a, dev, "dtype", dt), name,
+                        f"dtype {_dtype_name(dt)} != {_dtype_name(want)} (the dtype {spec.py} "
+                        f"has for these arguments{_host_form(spec.dtype(a), kind)})",
+                        AclTypeError)
         if o.shape != spec.shape(a):
             rule = (f"!= {spec.shape(a)} (the shape {spec.py} has for these arguments)"
                     if spec.fits is None else
                     spec.fits(a, o.shape, part_of(dev), self._out_shapes(a, out)))
             if rule is not None:
-                raise AclArgumentError(name, f"shape {o.shape} {rule}")
+                _broken(self._later(spec, a, dev, "shape", o.shape), name,
+                        f"shape {o.shape} {rule}")
         if kind is np.ndarray and not o.flags.writeable:
             raise AclArgumentError(name, "array is read-only")
         if spec.int4_as_int32 is not None and kind is DeviceTensor and self._as_words(
@@ -887,6 +923,12 @@ class Declared(Operator):
                 raise AclArgumentError(name, f"{rule}: {part_of(dev).name}'s op_api takes "
                                        f"int4 {spec.py} as int32 words only, eight to a word")
         return o
+
+    @staticmethod
+    def _later(spec, a, dev, rule, value):
+        """The codes of output ``spec``'s broken ``out=`` ``rule`` where the device refuses it
+        at a later stage than the op_api's checks (``output(later=)``), else None."""
+        return None if spec.later is None else spec.later(a, part_of(dev), rule, value)
 
     @staticmethod
     def _as_words(spec, t, dev):

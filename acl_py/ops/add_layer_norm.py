@@ -22,8 +22,8 @@ import numpy as np
 from .. import reference
 from ..errors import AclTypeError
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
-                       check_trailing_dims, configured, double, flag, output, shape_of, staged,
-                       tensor)
+                       check_trailing_dims, checked_later, configured, double, flag, output,
+                       shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -38,6 +38,8 @@ _F32 = np.dtype(np.float32)
 # The code of its generated interface's tiling, which checks the shapes after the dtypes
 # (161002; docs/emulator.md)
 _TILING = (561002,)
+# out= shapes: its generated interface's tiling checks them (561002), after the dtypes
+_OUT = checked_later(_TILING, shape=True)
 
 
 def add_layer_norm_check(a):
@@ -129,10 +131,13 @@ ADD_LAYER_NORM = Declared("aclnnAddLayerNorm", (
     tensor("biasOptional", optional=True),
     double("epsilon", default=1e-5),
     flag("additionalOutput", default=True),
-    output("yOut", shape=shape_of("x1"), dtype=_out_dtype),
-    output("meanOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
-    output("rstdOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
-    output("xOut", shape=shape_of("x1"), dtype=_out_dtype, unwritten=x_unwritten),
+    output("yOut", shape=shape_of("x1"), dtype=_out_dtype, later=_OUT),
+    output("meanOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten,
+           later=_OUT),
+    output("rstdOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten,
+           later=_OUT),
+    output("xOut", shape=shape_of("x1"), dtype=_out_dtype, unwritten=x_unwritten,
+           later=_OUT),
 ), check=add_layer_norm_check, reference=reference.add_layer_norm, staged_codes=_TILING,
     error_scale=reference.add_layer_norm_error_scale,
     parts=_KERNEL_PARTS,

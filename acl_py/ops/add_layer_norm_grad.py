@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import reference
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
-                       check_trailing_dims, configured, dtype_of, output, shape_of, staged, tensor)
+                       check_trailing_dims, checked_later, configured, dtype_of, output, shape_of,
+                       staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -37,6 +38,8 @@ _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend95
 # The code of its generated interface's tiling, which checks the shapes after the dtypes
 # (161002; docs/emulator.md)
 _TILING = (561002,)
+# out= shapes: its generated interface's tiling checks them (561002), after the dtypes
+_OUT = checked_later(_TILING, shape=True)
 
 
 def add_layer_norm_grad_check(a):
@@ -81,9 +84,9 @@ ADD_LAYER_NORM_GRAD = Declared("aclnnAddLayerNormGrad", (
     tensor("mean", dtypes=("float32",)),
     tensor("gamma", like="dy"),
     tensor("dsumOptional", optional=True, like="dy"),
-    output("dxOut", shape=shape_of("dy"), dtype=dtype_of("dy")),
-    output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32),
-    output("dbetaOut", shape=shape_of("gamma"), dtype=np.float32),
+    output("dxOut", shape=shape_of("dy"), dtype=dtype_of("dy"), later=_OUT),
+    output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32, later=_OUT),
+    output("dbetaOut", shape=shape_of("gamma"), dtype=np.float32, later=_OUT),
 ), check=add_layer_norm_grad_check, reference=reference.add_layer_norm_grad, staged_codes=_TILING,
     error_scale=reference.add_layer_norm_grad_error_scale,
     # the vendor's def configures the same parts as AddLayerNorm's (none of the Atlas training

@@ -20,8 +20,8 @@ import numpy as np
 
 from .. import reference
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
-                       check_trailing_dims, configured, double, dtype_of, output, shape_of,
-                       staged, tensor)
+                       VIEW_COPY, check_trailing_dims, checked_later, configured, double, dtype_of,
+                       output, shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -109,14 +109,15 @@ ADD_RMS_NORM = Declared("aclnnAddRmsNorm", (
     tensor("gamma", like="x1"),
     double("epsilon", default=1e-6),
     output("yOut", shape=shape_of("x1"), dtype=dtype_of("x1")),
+    # another shape: the ViewCopy of the L0 op's rstd into rstdOut refuses it (561103)
     output("rstdOut", shape=rstd_shape, dtype=np.float32, fits=rstd_fits,
-           unwritten=rstd_unwritten),
+           unwritten=rstd_unwritten, later=checked_later(VIEW_COPY, shape=True)),
     output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1")),
 ), check=add_rms_norm_check, reference=reference.add_rms_norm,
     error_scale=reference.add_rms_norm_error_scale,
     # ACLNN_ERR_INNER_NULLPTR: the vendor's op_api returns it when the tiling (gamma's shape,
     # epsilon) or the copy into rstdOut (its shape) refuses
-    rule_codes=(561103,), staged_codes=_TILING,
+    rule_codes=(561103,), staged_codes=_TILING + VIEW_COPY,
     parts=_KERNEL_PARTS,
     smoke_cases=(smoke_case((8, 1024), 1, np.float32),
                  smoke_case((4, 64, 768), 1, np.float16),

@@ -35,9 +35,9 @@ import numpy as np
 from .. import reference
 from ..dtypes import INT4
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, bool_array, check_same_shape,
-                       configured, double, dtype_of, dtype_option, output, part_of, shape_of,
-                       staged, tensor)
+from ._declare import (OP_DEF, VIEW_COPY, Declared, Operand, OutArg, Plan, bool_array,
+                       check_same_shape, checked_later, configured, double, dtype_of,
+                       dtype_option, output, part_of, shape_of, staged, tensor)
 from .add_rms_norm_quant import NO_KERNEL, y_dtype_rule
 
 if TYPE_CHECKING:
@@ -274,11 +274,14 @@ def smoke_case(shape, dtype, smooth=2, seed=0, beta=None, mask=None):
 
 def _outputs(rule, v2):
     shaped = _any_when_empty if v2 else (lambda fits: fits)
+    # the stage refusing y1's and y2's shapes after the op_api's checks: V1's ViewCopys
+    # (561103), V2's tiling (561002)
+    y = checked_later(_TILING if v2 else VIEW_COPY, shape=True)
     return (
         output("y1Out", shape=_y_shape(0), dtype=_y_dtype, fits=_y_fits(0),
-               unwritten=_not_computed(0, rule)),
+               unwritten=_not_computed(0, rule), later=y),
         output("y2Out", shape=_y_shape(1), dtype=_y_dtype, fits=_y_fits(1),
-               unwritten=_not_computed(1, rule)),
+               unwritten=_not_computed(1, rule), later=y),
         output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1"), fits=shaped(x_fits)),
         output("scale1Out", shape=_scale_out_shape(0), dtype=np.float32,
                fits=shaped(scale1_fits), unwritten=_not_computed(0, rule)),
@@ -314,7 +317,7 @@ ADD_RMS_NORM_DYNAMIC_QUANT = Declared(
     smoke_cases=(smoke_case((8, 1024), np.float16),
                  smoke_case((4, 3, 200), "bf16", smooth=1),
                  smoke_case((5, 96), np.float16, smooth=0)),
-    rule_codes=_RULE_CODES, staged_codes=_STAGED_CODES, parts=_KERNEL_PARTS)
+    rule_codes=_RULE_CODES, staged_codes=_STAGED_CODES + VIEW_COPY, parts=_KERNEL_PARTS)
 
 ADD_RMS_NORM_DYNAMIC_QUANT_V2 = Declared(
     "aclnnAddRmsNormDynamicQuantV2",

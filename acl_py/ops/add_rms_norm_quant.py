@@ -26,8 +26,8 @@ from .. import reference
 from ..dtypes import INT4, dtype_name
 from ..errors import AclArgumentError, AclTypeError
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, check_same_shape,
-                       check_trailing_dims, configured, double, dtype_of, dtype_option, flag,
-                       integer, output, part_of, shape_of, staged, tensor)
+                       VIEW_COPY, check_trailing_dims, checked_later, configured, double, dtype_of,
+                       dtype_option, flag, integer, output, part_of, shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -215,6 +215,8 @@ def smoke_case(shape, dtype, scale_dtype, zero_dtype, dual=True, scale=40.0, zer
     return f"{name}{list(shape)}{' dual' if dual else ''}", make
 
 
+_COPIED = checked_later(VIEW_COPY, shape=True, ranks=(1, 8))
+
 ADD_RMS_NORM_QUANT = Declared("aclnnAddRmsNormQuant", (
     tensor("x1"),
     tensor("x2", like="x1"),
@@ -227,17 +229,21 @@ ADD_RMS_NORM_QUANT = Declared("aclnnAddRmsNormQuant", (
     double("epsilon", default=1e-6),
     flag("divMode", default=True),
     dtype_option("y_dtype", Y_DTYPES, default=_INT8),
-    output("y1Out", shape=shape_of("x1"), dtype=_y_dtype, fits=copy_fits),
+    # the ViewCopys of the results refuse another shape of rank 1..8 (the op_api's bounds):
+    # 561103
+    output("y1Out", shape=shape_of("x1"), dtype=_y_dtype, fits=copy_fits, later=_COPIED),
     output("y2Out", shape=shape_of("x1"), dtype=_y_dtype, fits=y2_fits,
-           unwritten=y2_unwritten),
-    output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1"), fits=copy_fits),
+           unwritten=y2_unwritten, later=_COPIED),
+    output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1"), fits=copy_fits,
+           later=_COPIED),
 ), check=add_rms_norm_quant_check, reference=reference.add_rms_norm_quant,
     error_scale=reference.add_rms_norm_quant_error_scale,
     smoke_cases=(smoke_case((8, 1024), np.float16, np.float32, np.int32),
                  smoke_case((4, 3, 200), np.float16, np.float32, np.int32, dual=False)),
     # 561103: the copies of the results into y1Out, y2Out and xOut (the ViewCopy's rules);
     # 561003: a dtype combination the part has no kernel for (docs/emulator.md)
-    rule_codes=(561103, 561003), staged_codes=NO_KERNEL, parts=_KERNEL_PARTS)
+    rule_codes=(561103, 561003), staged_codes=NO_KERNEL + VIEW_COPY,
+    parts=_KERNEL_PARTS)
 
 
 @overload

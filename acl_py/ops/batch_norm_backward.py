@@ -27,8 +27,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, FLOATS, Operand, OutArg, Plan, bool_array, double, dtype_of, flag,
-                       output, part_of, shape_of, tensor)
+from ._declare import (VIEW_COPY, Declared, FLOATS, Operand, OutArg, Plan, bool_array,
+                       checked_later, double, dtype_of, flag, output, part_of, shape_of, tensor)
 from .batch_norm import saved_statistic
 
 if TYPE_CHECKING:
@@ -64,6 +64,13 @@ def _check(a):
 
 def _channels(a):
     return (a.input.shape[1],)
+
+
+def _copies(part):
+    """Whether ``part``'s op_api leaves grad_weight's and grad_bias's shapes to the copies of
+    the results into them (561103): every part but Ascend 950, whose op_api checks them
+    (161002)."""
+    return not part.arch3510
 
 
 def _input_fits(a, given, part=None, shapes=None):
@@ -142,6 +149,8 @@ def _smoke(shape, dtype, training=True, affine=True, saved=True, mask=_ALL, eps=
             f"{'' if saved else '-no-saved'}{'' if mask == _ALL else '-mask'}"), make
 
 
+_COPIED_SHAPE = checked_later(VIEW_COPY, shape=True, where=_copies)
+
 BATCH_NORM_BACKWARD = Declared("aclnnBatchNormBackward", (
     tensor("gradOut", name="grad_out"),
     tensor("input", like="grad_out"),
@@ -159,14 +168,14 @@ BATCH_NORM_BACKWARD = Declared("aclnnBatchNormBackward", (
            fits=_input_fits),
     output("gradWeight", name="grad_weight", shape=_channels, dtype=_param_dtype,
            dtypes=_param_dtypes, fits=_vector_fits, when=lambda a: a.output_mask[1],
-           unwritten=empty_unwritten),
+           unwritten=empty_unwritten, later=_COPIED_SHAPE),
     output("gradBias", name="grad_bias", shape=_channels, dtype=_param_dtype,
            dtypes=_param_dtypes, fits=_vector_fits, when=lambda a: a.output_mask[2],
-           unwritten=empty_unwritten),
+           unwritten=empty_unwritten, later=_COPIED_SHAPE),
 ), check=_check, reference=_reference, error_scale=_error_scale,
     # off Ascend 950, a grad_input of another dtype than grad_out's, or a grad_weight or
     # grad_bias of another shape than (C,), fails the op_api's copy of the result
-    rule_codes=(561103,),
+    rule_codes=(561103,), staged_codes=VIEW_COPY,
     smoke_cases=(_smoke((4, 6, 5, 3), np.float32),
                  _smoke((8, 16, 7), np.float16),
                  _smoke((3, 5, 4), np.float32, affine=False, saved=False),

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_of,
-                       output, shape_of, staged, tensor)
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, checked_later, configured, double,
+                       dtype_of, output, shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -36,6 +36,8 @@ _KERNEL_PARTS = configured("ascend310p", "ascend910_93", "ascend910b", "ascend95
 # The code of its generated interface's tiling, which checks the shapes after the dtypes
 # (161002; docs/emulator.md)
 _TILING = (561002,)
+# out= shapes: its generated interface's tiling checks them (561002), after the dtypes
+_OUT = checked_later(_TILING, shape=True)
 
 
 def deep_norm_check(a):
@@ -101,9 +103,12 @@ DEEP_NORM = Declared("aclnnDeepNorm", (
     tensor("gamma", like="x"),
     double("alpha", default=0.3),
     double("epsilon", default=1e-6),
-    output("meanOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
-    output("rstdOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten),
-    output("yOut", shape=shape_of("x"), dtype=dtype_of("x"), unwritten=y_unwritten),
+    output("meanOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten,
+           later=_OUT),
+    output("rstdOut", shape=stat_shape, dtype=np.float32, unwritten=stats_unwritten,
+           later=_OUT),
+    output("yOut", shape=shape_of("x"), dtype=dtype_of("x"), unwritten=y_unwritten,
+           later=_OUT),
 ), check=deep_norm_check, reference=reference.deep_norm, staged_codes=_TILING,
     error_scale=reference.deep_norm_error_scale,
     parts=_KERNEL_PARTS,

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_of,
-                       output, shape_of, staged, tensor)
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, checked_later, configured, double,
+                       dtype_of, output, shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -39,6 +39,8 @@ _KERNEL = "hicann/ops-nn norm/deep_norm_grad/op_kernel/deep_norm_grad_common.h"
 # The code of its generated interface's tiling, which checks the shapes after the dtypes
 # (161002; docs/emulator.md)
 _TILING = (561002,)
+# out= shapes: its generated interface's tiling checks them (561002), after the dtypes
+_OUT = checked_later(_TILING, shape=True)
 
 
 def deep_norm_grad_check(a):
@@ -95,10 +97,12 @@ DEEP_NORM_GRAD = Declared("aclnnDeepNormGrad", (
     tensor("mean", dtypes=("float32",)),
     tensor("rstd", dtypes=("float32",)),
     double("alpha", default=0.3),
-    output("dxOut", shape=shape_of("dy"), dtype=dtype_of("dy"), unwritten=rows_unwritten),
-    output("dgxOut", shape=shape_of("dy"), dtype=dtype_of("dy"), unwritten=rows_unwritten),
-    output("dbetaOut", shape=shape_of("gamma"), dtype=np.float32),
-    output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32),
+    output("dxOut", shape=shape_of("dy"), dtype=dtype_of("dy"), unwritten=rows_unwritten,
+           later=_OUT),
+    output("dgxOut", shape=shape_of("dy"), dtype=dtype_of("dy"), unwritten=rows_unwritten,
+           later=_OUT),
+    output("dbetaOut", shape=shape_of("gamma"), dtype=np.float32, later=_OUT),
+    output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32, later=_OUT),
 ), check=deep_norm_grad_check, reference=reference.deep_norm_grad, staged_codes=_TILING,
     error_scale=reference.deep_norm_grad_error_scale,
     parts=_KERNEL_PARTS,

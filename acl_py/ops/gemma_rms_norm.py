@@ -19,7 +19,8 @@ import numpy as np
 from .. import reference
 from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_of,
                        output, shape_of, tensor)
-from .rms_norm import TILING, rms_norm_check, rstd_dtype, rstd_fits, rstd_shape, smoke_case
+from .rms_norm import (OUT_LATER, TILING, rms_norm_check, rstd_dtype, rstd_fits, rstd_shape,
+                       smoke_case)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -45,8 +46,8 @@ GEMMA_RMS_NORM = Declared("aclnnGemmaRmsNorm", (
     tensor("x"),
     tensor("gamma", like="x", or_float32=True),
     double("epsilon", default=1e-6),
-    output("yOut", shape=shape_of("x"), dtype=dtype_of("x")),
-    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits),
+    output("yOut", shape=shape_of("x"), dtype=dtype_of("x"), later=OUT_LATER),
+    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits, later=OUT_LATER),
 ), check=gemma_rms_norm_check, staged_codes=TILING, reference=reference.gemma_rms_norm,
     error_scale=reference.gemma_rms_norm_error_scale,
     parts=_KERNEL_PARTS,

@@ -26,7 +26,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import OP_DEF, Declared, Operand, OutArg, Plan, configured, double, output, tensor
+from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, checked_later, configured, double,
+                       output, tensor)
 from .add_rms_norm import add_rms_norm_check, rstd_shape, rstd_unwritten, smoke_case
 from .rms_norm import rstd_dtype
 
@@ -75,7 +76,7 @@ INPLACE_ADD_RMS_NORM = Declared("aclnnInplaceAddRmsNorm", (
     double("epsilon", default=1e-6),
     output("y", into="x1"),
     output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits,
-           unwritten=rstd_unwritten),
+           unwritten=rstd_unwritten, later=checked_later(_TILING, shape=True)),
     output("x", into="x2"),
 ), check=inplace_add_rms_norm_check, reference=reference.add_rms_norm, staged_codes=_TILING,
     error_scale=reference.add_rms_norm_error_scale,

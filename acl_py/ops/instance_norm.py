@@ -23,8 +23,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, Operand, OutArg, Plan, configured, double, dtype_of, output,
-                       shape_of, staged, string, tensor)
+from ._declare import (VIEW_COPY, Declared, Operand, OutArg, Plan, checked_later, configured,
+                       double, dtype_of, output, shape_of, staged, string, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -133,12 +133,13 @@ INSTANCE_NORM = Declared("aclnnInstanceNorm", (
     tensor("beta", like="x", dtypes=_DTYPES),
     string("dataFormat", default="NCHW"),
     double("eps", default=1e-5),
+    # another shape: the op_api's copies of the results refuse it (561103)
     output("y", shape=shape_of("x"), dtype=dtype_of("x"), fits=_fits(shape_of("x")),
-           unwritten=empty_unwritten("y")),
+           unwritten=empty_unwritten("y"), later=checked_later(VIEW_COPY, shape=True)),
     output("mean", shape=stats_shape, dtype=dtype_of("x"), fits=_fits(stats_shape),
-           unwritten=empty_unwritten("mean")),
+           unwritten=empty_unwritten("mean"), later=checked_later(VIEW_COPY, shape=True)),
     output("variance", shape=stats_shape, dtype=dtype_of("x"), fits=_fits(stats_shape),
-           unwritten=empty_unwritten("variance")),
+           unwritten=empty_unwritten("variance"), later=checked_later(VIEW_COPY, shape=True)),
 ), check=_check, reference=reference.instance_norm,
     error_scale=reference.instance_norm_error_scale,
     # the op_api refuses every part but the Atlas inference series

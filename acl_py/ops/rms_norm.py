@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ._declare import (Declared, Operand, OutArg, Plan, double, dtype_of, output, shape_of, staged,
-                       tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, checked_later, double, dtype_of, output,
+                       shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -31,6 +31,8 @@ __all__ = ["rms_norm", "RmsNorm", "RMS_NORM"]
 # The code of its generated interface's tiling, which checks the shapes and epsilon after
 # the dtypes (161002; docs/emulator.md rows 3-5); GemmaRmsNorm's the same
 TILING = (561002,)
+# out= shapes: the tiling checks them too (561002), after the dtypes; GemmaRmsNorm's the same
+OUT_LATER = checked_later(TILING, shape=True)
 
 
 def rms_norm_check(a, empty_gamma_ok=False):
@@ -97,8 +99,8 @@ RMS_NORM = Declared("aclnnRmsNorm", (
     tensor("x"),
     tensor("gamma", like="x", or_float32=True),
     double("epsilon", default=1e-6),
-    output("yOut", shape=shape_of("x"), dtype=dtype_of("x")),
-    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits),
+    output("yOut", shape=shape_of("x"), dtype=dtype_of("x"), later=OUT_LATER),
+    output("rstdOut", shape=rstd_shape, dtype=rstd_dtype, fits=rstd_fits, later=OUT_LATER),
 ), check=rms_norm_check, staged_codes=TILING, reference=reference.rms_norm,
     error_scale=reference.rms_norm_error_scale,
     smoke_cases=(smoke_case((8, 1024), 1, np.float32, None),

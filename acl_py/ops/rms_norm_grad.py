@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, overload
 import numpy as np
 
 from .. import reference
-from ._declare import (Declared, Operand, OutArg, Plan, dtype_of, output, shape_of, staged, tensor)
+from ._declare import (Declared, Operand, OutArg, Plan, checked_later, dtype_of, output, shape_of,
+                       staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -33,6 +34,8 @@ __all__ = ["rms_norm_grad", "RmsNormGrad", "RMS_NORM_GRAD"]
 # The code of its generated interface's tiling, which checks the shapes after the dtypes
 # (161002; docs/emulator.md)
 _TILING = (561002,)
+# out= shapes: its generated interface's tiling checks them (561002), after the dtypes
+_OUT = checked_later(_TILING, shape=True)
 
 
 def rms_norm_grad_check(a):
@@ -76,8 +79,8 @@ RMS_NORM_GRAD = Declared("aclnnRmsNormGrad", (
     tensor("x"),
     tensor("rstd", dtypes=("float32",)),
     tensor("gamma", like="x", or_float32=True),
-    output("dxOut", shape=shape_of("x"), dtype=dtype_of("x")),
-    output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32),
+    output("dxOut", shape=shape_of("x"), dtype=dtype_of("x"), later=_OUT),
+    output("dgammaOut", shape=shape_of("gamma"), dtype=np.float32, later=_OUT),
 ), check=rms_norm_grad_check, reference=reference.rms_norm_grad, staged_codes=_TILING,
     error_scale=reference.rms_norm_grad_error_scale,
     # gamma's sizes are multiples of 64, so every part runs them (the Atlas training parts'

@@ -29,8 +29,8 @@ import numpy as np
 from .. import reference
 from ..dtypes import INT4, dtype_name
 from ..errors import AclArgumentError, AclTypeError
-from ._declare import (OP_DEF, Declared, Operand, OutArg, Plan, configured, double, dtype_option,
-                       output, part_of, shape_of, staged, tensor)
+from ._declare import (OP_DEF, VIEW_COPY, Declared, Operand, OutArg, Plan, configured, double,
+                       dtype_option, output, part_of, shape_of, staged, tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -76,6 +76,23 @@ _name = dtype_name
 # The code of the rules the device checks after the op_api's (docs/emulator.md rows 5-6): the
 # tiling's (off Ascend 950) and RmsNormQuantV2's (on it), a NULL L0 result returned as 561103.
 _TILING = (561103,)
+# The emulator's stricter rule of an empty scale off Ascend 950 (row 8), checked after the
+# tiling and the ViewCopy: the vendor's tiling has none (rms_norm_quant_common_tiling.cpp) and
+# its kernel reads scale's first element (GetScaleAndOffset)
+_EMPTY_SCALE = (161002,)
+
+
+def _y_later(a, part, rule, shape):
+    """The stage of an ``out=`` y of another ``shape`` than x's (``output(later=)``): on
+    Ascend 950 the op_api checks y's whole shape against x's (CheckShapeDim, 161002: None);
+    elsewhere only y's rank (1..8) and last dim, and y's other dims are the last step's, the
+    ViewCopy of the result into y (docs/emulator.md row 7: VIEW_COPY). The last dim is the INT4
+    entry's own: its INT32 words have x's last dim / 8 when it is x's. y's dtype is the
+    op_api's list (161002: None)."""
+    if rule != "shape" or part.arch3510 or not 1 <= len(shape) <= 8 or not a.x.shape or \
+            shape[-1] != a.x.shape[-1]:
+        return None
+    return VIEW_COPY
 
 
 def scale_offset_dtype_rule(x, scale, offset, ascend950):
@@ -128,9 +145,10 @@ def rms_norm_quant_check(a):
     dtype before the scale's), the dtypes of scale and offset
     (:func:`scale_offset_dtype_rule`), gamma
     (``[N]`` or ``[1, N]``, N x's last dim: the op_api reshapes a rank-2 gamma
-    to its last dim), beta (gamma's shape), offset (scale's shape), and per part: scale
-    non-empty (the kernel reads its first element) and ``a.epsilon`` positive (the tiling
-    refuses epsilon <= 0 as a float32); on Ascend 950 scale of all-one dims or x's trailing
+    to its last dim), beta (gamma's shape), offset (scale's shape), and per part:
+    ``a.epsilon`` positive (the tiling refuses epsilon <= 0 as a float32), then, last, scale
+    non-empty (the kernel reads its first element: the emulator's stricter rule, checked
+    after the tiling and y's ViewCopy); on Ascend 950 scale of all-one dims or x's trailing
     dims, any epsilon (RmsNormQuantV2's tiling)."""
     rule = y_dtype_rule(a.y_dtype, part_of())
     if rule is not None:
@@ -161,14 +179,15 @@ def rms_norm_quant_check(a):
                                 != ss):
             staged(_TILING, "scale", f"shape {ss} must be all ones or x's trailing dims (x "
                    f"{a.x.shape}; the kernel reads one per column)")
-    elif a.scale.size == 0:
-        raise AclArgumentError("scale", f"shape {ss} is empty (the device reads its first "
-                               f"element)")
     if a.offset.shape != ss:
         raise AclArgumentError("offset", f"shape {a.offset.shape} must equal scale's shape "
                                f"{ss}")
     if not part_of().arch3510 and not np.float32(a.epsilon) > 0:
         staged(_TILING, "epsilon", f"{a.epsilon!r} must be positive as a float32")
+    # last, as the emulator checks it (after the tiling and y's ViewCopy)
+    if not part_of().arch3510 and a.scale.size == 0:
+        staged(_EMPTY_SCALE, "scale", f"shape {ss} is empty (the device reads its first "
+               f"element)")
 
 
 def _reference(x, gamma, beta, scale, offset, epsilon, y_dtype=_INT8):
@@ -203,7 +222,8 @@ RMS_NORM_QUANT = Declared("aclnnRmsNormQuant", (
     tensor("offset", dtypes=_OFFSETS),
     double("epsilon", default=1e-6),
     dtype_option("y_dtype", Y_DTYPES, default=_INT8),
-    output("y", shape=shape_of("x"), dtype=lambda a: a.y_dtype, int4_as_int32=_int4_as_int32),
+    output("y", shape=shape_of("x"), dtype=lambda a: a.y_dtype, int4_as_int32=_int4_as_int32,
+           later=_y_later),
 ), check=rms_norm_quant_check, reference=_reference,
     error_scale=reference.rms_norm_quant_error_scale,
     smoke_cases=(smoke_case((8, 1024), np.float16),
@@ -211,7 +231,8 @@ RMS_NORM_QUANT = Declared("aclnnRmsNormQuant", (
     # 561103: the op_api's code for its rank-2 gamma/beta reshape, the tiling's rules
     # (epsilon, empty x, INT4's N % 8 off Ascend 950; on Ascend 950 scale's shape) and the
     # result's ViewCopy into y (docs/emulator.md)
-    rule_codes=(561103,), staged_codes=_TILING, parts=_KERNEL_PARTS)
+    rule_codes=(561103,), staged_codes=_TILING + VIEW_COPY + _EMPTY_SCALE,
+    parts=_KERNEL_PARTS)
 
 
 @overload
