@@ -24,6 +24,7 @@ from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_
 from _part_runs import cases_where, only_where, other_parts, run_on_parts
 from _workspace_model import fills_ws, max_allocator
 from _emu_aclnn import phase_one as aclnn_phase_one
+from test_emulator_rms_norm_quant import v2_rstd  # norm_common's Newton-Raphson rstd
 
 P1 = lib.aclnnBatchNormGetWorkspaceSize
 P2 = lib.aclnnBatchNorm
@@ -104,6 +105,13 @@ def round_bf16_ties_away(v):
     return np.where(keep, v, r).astype(BF16)
 
 
+def rstd_950_infer(var, eps):
+    """Ascend 950's inference rstd per channel (bn_channels.h bn_infer_channel): norm_common's
+    ComputeRstdNewtonRaphsonReg with its clamp, as each of BatchNormV3's arch35 inference
+    kernels takes it (one Newton-Raphson step: not always the correctly rounded value)."""
+    return np.array([v2_rstd(v, eps, True) for v in np.asarray(var, f)], f)
+
+
 def device_chain(x, w, b, rm, rv, training, momentum, eps):
     """(y, saveMean, saveInvstd, runningMean, runningVar) as this part's kernel computes them,
     float32 (y rounded to x's dtype as the kernel does; the others float32 before their
@@ -123,7 +131,7 @@ def device_chain(x, w, b, rm, rv, training, momentum, eps):
     with np.errstate(all="ignore"):
         if not training:
             if kind == "950":
-                rstd = (1 / np.sqrt((rvv + e).astype(np.float64))).astype(f)
+                rstd = rstd_950_infer(rvv, e)
                 y = ((rows - rmv[:, None]) * wv[:, None]) * rstd[:, None] + bv[:, None]
             else:
                 k = wv / np.sqrt(rvv + e)
@@ -231,6 +239,34 @@ def test_reference(arena, dt, shape, training):
             continue
         ratio = reference.max_error_ratio(g, r_, s, dt)
         assert ratio <= 1, (k, ratio)
+
+
+# Variances whose Newton-Raphson rstd (norm_common ComputeRstdNewtonRaphsonReg) is one bit
+# off the correctly rounded 1 / sqrt: in the normal range only two mantissas per pair of
+# binades (an exhaustive float32 search; the step scales exactly by 4), far more above 2^100.
+NR_MISSES = np.array([float.fromhex(m) * 2.0 ** e for e in (-3, -1, 1, 3)
+                     for m in ("0x1.13e07p0", "0x1.fffffcp0")], f)
+
+
+def test_inference_rstd_where_newton_raphson_is_not_correctly_rounded(arena):
+    """runningVar + eps (eps 0) on the variances where Ascend 950's inference kernels' rstd
+    (one Newton-Raphson step, ops-nn norm_common reduce_common_regbase.h) is not the correctly
+    rounded 1 / sqrt: y is this part's chain bit for bit on every part, and on Ascend 950 not
+    the chain with a correctly rounded rstd."""
+    rv = NR_MISSES
+    c = rv.size
+    exact = (1 / np.sqrt(rv.astype(np.float64))).astype(f)
+    assert (rstd_950_infer(rv, 0.0) != exact).all()
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal((4, c, 32)) * 3).astype(F32)
+    rm = (0.1 * rng.standard_normal(c)).astype(F32)
+    w, b = np.ones(c, F32), np.zeros(c, F32)
+    y = call(arena, x, w, b, rm, rv, training=False, eps=0.0)[0]
+    same_bits(y, device_chain(x, w, b, rm, rv, False, 0.1, 0.0)[0], F32)
+    if ARCH == 3510:
+        rows = np.moveaxis(x, 1, 0).reshape(c, -1)
+        t = ((rows - rm[:, None]) * w[:, None]) * exact[:, None] + b[:, None]
+        assert not np.array_equal(bits(y), bits(_shape_y(t, x.shape, F32, "even")))
 
 
 def test_without_weight_bias_and_running_statistics(arena):
@@ -647,4 +683,4 @@ def test_vendor_op_api_unit_test_cases(arena, case):
 
 test_on_other_parts = run_on_parts(other_parts(), "part_dtype_list or chain_bit or reference "
                                    "or formats or channels_last or empty_input or "
-                                   "vendor_op_api_unit_test")
+                                   "vendor_op_api_unit_test or newton_raphson")

@@ -19,6 +19,7 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from test_emulator_group_norm import ARCH, BF16_PART
+from test_emulator_batch_norm import NR_MISSES, rstd_950_infer
 from test_emulator_batch_norm_backward import bits, rows_of, same_bits, shaped
 from _emu_aclnn import (SOC, both_phases_without_a_device, refused_by, run_phase_two)
 from _part_runs import cases_where, other_parts, run_on_parts
@@ -59,20 +60,26 @@ def call(arena, x, w, b, mean, inv, eps=1e-5, kind="contig"):
 
 # ---- the chain, in NumPy -------------------------------------------------------------------
 
+def device_variance(inv, eps):
+    """The op_api's variance, (1 / (invstd * invstd)) - eps, each step in invstd's dtype."""
+    rnd = lambda v: np.asarray(v, f).astype(inv.dtype).astype(f)  # noqa: E731
+    i, e = inv.astype(f), f(eps)
+    with np.errstate(all="ignore"):
+        return rnd(rnd(f(1) / rnd(i * i)) - rnd(e))
+
+
 def device_chain(x, w, b, mean, inv, eps):
     """output as this part's kernels compute it: the variance in invstd's dtype, then
     BatchNorm's inference in float32, y rounded to input's dtype."""
     c = x.shape[1]
-    dt = inv.dtype
-    rnd = lambda v: np.asarray(v, f).astype(dt).astype(f)  # noqa: E731
     wv = np.ones(c, f) if w is None else w.astype(f)
     bv = np.zeros(c, f) if b is None else b.astype(f)
-    m, i, e = mean.astype(f), inv.astype(f), f(eps)
+    m, e = mean.astype(f), f(eps)
+    var = device_variance(inv, eps)
     with np.errstate(all="ignore"):
-        var = rnd(rnd(f(1) / rnd(i * i)) - rnd(e))
         X = rows_of(x)
         if ARCH == 3510:
-            rstd = (1 / np.sqrt((var + e).astype(np.float64))).astype(f)
+            rstd = rstd_950_infer(var, e)
             t = ((X - m[:, None]).astype(f) * wv[:, None]).astype(f)
             y = ((t * rstd[:, None]).astype(f) + bv[:, None]).astype(f)
         else:
@@ -115,6 +122,48 @@ def test_the_variance_is_made_in_invstd_dtype(arena, vdt):
     same_bits(got, device_chain(x, w, b, mean, inv, 1e-5), F32)
     wide = device_chain(x, w, b, mean.astype(F32), inv.astype(F32), 1e-5)
     assert not np.array_equal(bits(got), bits(wide))
+
+
+def newton_raphson_miss(target):
+    """(invstd [1] FLOAT16, eps) whose variance plus eps, as the op_api makes it (in FLOAT16)
+    and the kernel adds eps back (in float32), is float32 `target`, or None: FLOAT16
+    neighbours of 1 / sqrt(target), eps the float32 gap from a FLOAT16 value g below target
+    that the op_api's variance minus eps lands on."""
+    i0 = np.array([1 / np.sqrt(np.float64(target))], F16).view(np.uint16)
+    cand = (i0.astype(np.int32) + np.arange(-8, 9)).astype(np.uint16).view(F16)
+    g0 = np.array([target], F16).view(np.uint16).astype(np.int32)
+    below = (g0 - np.arange(1, 17)).astype(np.uint16).view(F16).astype(f)
+    for inv in cand:
+        inv = np.array([inv], F16)
+        for g in below[below < target]:
+            eps = float(f(target)) - float(g)
+            if f(device_variance(inv, eps)[0] + f(eps)) == f(target):
+                return inv, eps
+    return None
+
+
+@pytest.mark.parametrize("k", range(3))
+def test_rstd_where_newton_raphson_is_not_correctly_rounded(arena, k):
+    """A channel whose variance (+ eps) Ascend 950's rstd (one Newton-Raphson step, ops-nn
+    norm_common reduce_common_regbase.h) rounds off the correctly rounded 1 / sqrt: on every
+    part the output is this part's chain bit for bit, and on Ascend 950 it is not the chain
+    with a correctly rounded rstd (BNInfer's k = w / sqrtf(var + eps) elsewhere)."""
+    found = [m for m in (newton_raphson_miss(t) for t in NR_MISSES) if m is not None]
+    assert len(found) >= 3, found
+    inv, eps = found[k]
+    rng = np.random.default_rng(5 + k)
+    x = (rng.standard_normal((4, 1, 32)) * 3).astype(F32)
+    mean = np.array([0.25], F32)
+    w, b = np.ones(1, F32), np.zeros(1, F32)
+    got = call(arena, x, w, b, mean, inv, eps=eps)
+    same_bits(got, device_chain(x, w, b, mean, inv, eps), F32)
+    if ARCH == 3510:
+        v = (device_variance(inv, eps) + f(eps)).astype(f)
+        exact = (1 / np.sqrt(v.astype(np.float64))).astype(f)
+        assert (exact != rstd_950_infer(device_variance(inv, eps), eps)).all()
+        t = ((rows_of(x) - mean[:, None]).astype(f) * w[:, None]).astype(f)
+        y = ((t * exact[:, None]).astype(f) + b[:, None]).astype(f)
+        assert not np.array_equal(bits(got), bits(shaped(y, x.shape, F32)))
 
 
 def test_absent_weight_and_bias_are_ones_and_zeros(arena):
@@ -305,6 +354,12 @@ V4 = _t((4,))
 UT_CASES = [
     ("float16_4d", _t((1, 4, 2, 4), "f16", "NCHW"), V4, V4, V4, V4,
      _t((1, 4, 2, 4), "f16", "NCHW"), OK),
+    ("float16_3d", _t((2, 4, 2), "f16"), V4, V4, V4, V4, _t((2, 4, 2), "f16"), OK),
+    ("float16_2d", _t((2, 4), "f16"), V4, V4, V4, V4, _t((2, 4), "f16"), OK),
+    ("float32_4d", _t((2, 2, 2, 4), "f32", "NCHW"), _t((2,)), _t((2,)), _t((2,)), _t((2,)),
+     _t((2, 2, 2, 4), "f32", "NCHW"), OK),
+    ("float32_3d", _t((3, 4, 2)), V4, V4, V4, V4, _t((3, 4, 2)), OK),
+    ("float32_2d", _t((3, 4)), V4, V4, V4, V4, _t((3, 4)), OK),
     ("float32_2d_param_nullptr", _t((3, 4)), None, None, V4, V4, _t((3, 4)), OK),
     ("float32_6d", _t((2, 3, 4, 5, 6, 7)), None, None, _t((3,)), _t((3,)),
      _t((2, 3, 4, 5, 6, 7)), OK),
@@ -345,4 +400,4 @@ def test_vendor_discontiguous_case(arena):
 
 test_on_other_parts = run_on_parts(other_parts(), "part_dtype_list or chain_bit or reference "
                                    "or variance_is_made or vendor_op_api_unit_test or formats "
-                                   "or vendor_discontiguous")
+                                   "or vendor_discontiguous or newton_raphson")

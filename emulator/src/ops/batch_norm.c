@@ -40,7 +40,8 @@
  *   correctly rounded float (the emulator rounds the double result); y = ((d * rstd) * w) + b;
  *   runningVar' = ((var * bessel) * m) + rv * m', bessel = (float)R / (float)(R - 1);
  *   runningMean' = mean * m + rm * m'; saveMean = mean, saveInvstd = rstd. Inference:
- *   y = (((x - rm) * w) * rstd) + b with rstd from rv. Everything to even (CAST_RINT).
+ *   y = (((x - rm) * w) * rstd) + b with rstd from rv by ComputeRstdNewtonRaphsonReg
+ *   (bn_channels.h bn_infer_channel). Everything to even (CAST_RINT).
  * - TBE (BNTrainingReduce, BNTrainingUpdate, BNInfer: not in hicann's sources; their
  *   published TBE Python sources compute, in float32): sum and square sum per channel,
  *   mean = sum * num_rec, var = sumsq * num_rec - mean^2 (one pass: the L0 interface hands

@@ -17,7 +17,9 @@
  * - the numbers: the op_api makes the variance from invstd with L0 Mul, OnesLike, Div and Sub
  *   in invstd's dtype, var = (1 / (invstd * invstd)) - eps, each step rounded to that dtype
  *   (eps too), then runs BatchNorm's inference on it (bn_channels.h bn_infer_channel: BNInfer,
- *   or Ascend 950's BatchNormV3), which adds eps back; y rounded to input's dtype (to even).
+ *   or Ascend 950's BatchNormV3 with its Newton-Raphson rstd), which adds eps back; y rounded
+ *   to input's dtype (to even). The steps' float Div, Sqrt (and the TBE Mul, Div, Sub off
+ *   Ascend 950, not public) are taken as correctly rounded.
  */
 #include <math.h>
 #include <stdbool.h>

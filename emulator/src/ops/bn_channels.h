@@ -19,6 +19,7 @@
 #include "emu_internal.h"
 #include "tensor_view.h"
 #include "exec_workspace.h"
+#include "norm_rows.h"
 
 /* The layouts of a tensor's dims before and after the channel's. */
 typedef struct {
@@ -133,14 +134,18 @@ bn_task_launch(const bn_kernel *K, const void *payload, void *const *addrs, void
 /* One channel's R values x normalized in place with a given mean and variance (inference),
  * in float32, as the op_api's BatchNorm runs it with training false (hicann/ops-nn
  * norm/batch_norm_v3/op_host/op_api/aclnn_batch_norm.cpp): on Ascend 950 (regbase) BatchNormV3's
- * inference kernel, y = (((x - mean) * w) * rstd) + b with rstd its Newton-refined
- * 1 / sqrt(var + eps) (the double result rounded); elsewhere BNInfer (TBE),
+ * inference kernels, y = (((x - mean) * w) * rstd) + b, rstd from norm_common's
+ * ComputeRstdNewtonRaphsonReg with its clamp (each of op_kernel/arch35's batch_norm_v3_infer*.h,
+ * directly or through batch_norm_v3_regbase_common.h PrepareParamCache): one Newton-Raphson
+ * step, whose float32 result is one bit off the correctly rounded 1 / sqrt(var + eps) for
+ * two mantissas per pair of binades in the normal range (0x1.13e07p+1 one) and far more often
+ * above 2^100 or where 1 / var is subnormal; elsewhere BNInfer (TBE),
  * k = w / sqrtf(var + eps), y = x * k + (b - k * mean). */
 static inline void bn_infer_channel(float *x, int64_t R, float mean, float var, float w, float b,
                                     float eps, bool regbase)
 {
     if (regbase) {
-        const float rstd = (float)(1.0 / sqrt((double)(var + eps)));
+        const float rstd = nr_rstd_newton_raphson(var, eps, true);
         for (int64_t i = 0; i < R; i++) {
             float t = x[i] - mean;
             t *= w;
