@@ -120,7 +120,8 @@ def device_chain(x, g, b, s, o, eps=1e-6, int4=False, quant_min=-128, old_order=
         factor = np.where(rms != 0, f(1) / rms, f(1)).astype(F32)
     scale_r = f(1) / f(s.reshape(-1)[0].astype(F32))
     v = (((xf * factor[:, None]) * gf + bf) * scale_r + f(o.reshape(-1)[0]))
-    h = v.astype(np.float16).astype(F32)
+    with np.errstate(over="ignore"):    # past FLOAT16's range the cast gives +-inf, which
+        h = v.astype(np.float16).astype(F32)    # the clip saturates, as the device's
     lo, hi = (-8, 7) if int4 else (quant_min, 127)
     return np.rint(np.clip(h, lo, hi)).astype(I8)
 
