@@ -24,6 +24,7 @@ logs) a line per finished step and a "still compiling" line every 15 s.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shlex
 import shutil
@@ -101,11 +102,29 @@ def _install_version_info(prefix: Path) -> None:
 def _inputs() -> list[Path]:
     files = [Path(__file__)]
     for d in [SRC, *INCLUDES]:
-        files += [p for p in d.rglob("*") if p.suffix in (".c", ".h")]
+        files += sorted(p for p in d.rglob("*") if p.suffix in (".c", ".h"))
     return files
 
 
-def _up_to_date(prefix: Path) -> bool:
+def _stamp(prefix: Path) -> Path:
+    """Where a finished build records what it was built from (:func:`_fingerprint`)."""
+    return prefix / "lib64" / ".aclemu-build-inputs"
+
+
+def _fingerprint(command: list[str]) -> str:
+    """A hash of every input's path and contents and of the compile ``command`` (compiler,
+    flags, include folders). Taken before the first compile: a source edited while the build
+    runs (whose objects may hold either version) differs from it, so the next build runs
+    again, which modification times would not tell (the outputs are newer than the edit).
+    Hashing the ~2 MB of sources costs milliseconds, so a no-op build stays fast."""
+    h = hashlib.sha256("\0".join(command).encode())
+    for p in _inputs():
+        h.update(b"\0" + str(p.relative_to(ROOT) if p.is_relative_to(ROOT) else p).encode())
+        h.update(b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def _up_to_date(prefix: Path, fingerprint: str) -> bool:
     outs = [prefix / "lib64" / name for name, _, _ in LIBRARIES]
     if not all(p.exists() for p in outs):
         return False
@@ -113,8 +132,10 @@ def _up_to_date(prefix: Path) -> bool:
         return False
     if not all(_version_file(prefix, p).exists() for p in VERSION_INFO):
         return False
-    newest_in = max(p.stat().st_mtime for p in _inputs())
-    return min(p.stat().st_mtime for p in outs) >= newest_in
+    try:
+        return _stamp(prefix).read_text() == fingerprint
+    except OSError:
+        return False
 
 
 # CANN installs every operator header twice: include/aclnnop/ and, deprecated, with a #warning
@@ -147,9 +168,14 @@ class BuildError(Exception):
     """The emulator cannot be built here; the message says how to proceed."""
 
 
+def _cc_words() -> list[str]:
+    """``$CC`` (default ``cc``) as an argument list."""
+    return shlex.split(os.environ.get("CC", "cc")) or ["cc"]
+
+
 def _compiler() -> list[str]:
     """``$CC`` (default ``cc``) as an argument list, checked to exist."""
-    cc = shlex.split(os.environ.get("CC", "cc")) or ["cc"]
+    cc = _cc_words()
     if shutil.which(cc[0]) is None:
         where = "CC=" + os.environ["CC"] if os.environ.get("CC") else "cc"
         raise BuildError(
@@ -242,14 +268,18 @@ def _columns() -> int:
 def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = False,
           quiet: bool = False, extra_cflags: tuple[str, ...] = ()) -> Path:
     prefix = Path(prefix).resolve()
-    if not force and _up_to_date(prefix):
-        return prefix
-    cc = _compiler()
     flags = CFLAGS + (SANITIZE_FLAGS if sanitize else [])
     flags += shlex.split(os.environ.get("ACL_EMU_CFLAGS", "")) + list(extra_cflags)
     incs = [f"-I{p}" for p in INCLUDES] + [f"-I{SRC}"]
+    # what this build is made from, taken before its first compile (see _fingerprint)
+    fingerprint = _fingerprint([*_cc_words(), *flags, *incs])
+    if not force and _up_to_date(prefix, fingerprint):
+        return prefix
+    cc = _compiler()
     lib64 = prefix / "lib64"
     lib64.mkdir(parents=True, exist_ok=True)
+    # a build stopped half-way (or failing) leaves no record: the next one runs again
+    _stamp(prefix).unlink(missing_ok=True)
     folders = sorted({folder for _, fs, _ in LIBRARIES for folder in fs})
     sources = {f: sorted((SRC / f).glob("*.c")) for f in folders}
     for f in folders:
@@ -297,6 +327,7 @@ def build(prefix: Path = DEFAULT_PREFIX, sanitize: bool = False, force: bool = F
         progress.message(f"emulator: built in {time.monotonic() - t0:.0f} s")
     _install_headers(prefix)
     _install_version_info(prefix)
+    _stamp(prefix).write_text(fingerprint)
     return prefix
 
 

@@ -203,6 +203,122 @@ def test_generated_interface_names_the_dtype_before_its_tilings_shapes():
     assert e.value.argument == "gamma" and e.value.code == 561002
 
 
+# ---- the op_api's order: dataFormat, then every tensor's dtype, then the shapes ----
+
+def _instance_norm_inputs():
+    return (np.ones((2, 8, 4, 4), np.float32), np.ones((8,), np.float32),
+            np.ones((8,), np.float32))
+
+
+def test_instance_norm_names_data_format_before_a_dtype():
+    # aclnn_instance_norm.cpp CheckParams: CheckParamValid (dataFormat) before CheckDtypeValid;
+    # both come before its part check, so every part refuses dataFormat (161002)
+    x, gamma, beta = _instance_norm_inputs()
+    bad_gamma = gamma.astype(np.float16)
+    with pytest.raises(AclArgumentError) as e:
+        acl_py.instance_norm(*_dev(x, bad_gamma, beta), data_format="NCWH")
+    err = e.value
+    assert err.argument == "data_format" and err.code == 161002, err
+    assert "dataFormat" in err.message and err.call == "aclnnInstanceNormGetWorkspaceSize"
+    with pytest.raises(AclArgumentError) as e:      # a NumPy call: the same order
+        acl_py.instance_norm(x, bad_gamma, beta, data_format="NCWH")
+    assert e.value.argument == "data_format" and e.value.code is None
+    with pytest.raises(AclTypeError) as e:          # alone, the dtype is named
+        acl_py.instance_norm(*_dev(x, bad_gamma, beta))
+    assert e.value.argument == "gamma" and e.value.code == 161002
+
+
+def test_instance_norm_names_an_outputs_dtype_before_xs_rank():
+    # CheckDtypeValid (y, mean, variance: x's dtype) before the rank rules
+    # (CheckInputAndWeightShape), and before the part check: every part names y
+    x, gamma, beta = _instance_norm_inputs()
+    x3 = np.ones((2, 8, 16), np.float32)
+    y = np.zeros((2, 8, 16), np.float16)
+    with pytest.raises(AclTypeError) as e:
+        acl_py.instance_norm(*_dev(x3, gamma, beta), out=_dev(y, None, None))
+    err = e.value
+    assert err.argument == "out[0] (y)" and err.code == 161002, err
+    assert "y dtype" in err.message
+    with pytest.raises(AclTypeError) as e:
+        acl_py.instance_norm(x3, gamma, beta, out=(y, None, None))
+    assert e.value.argument == "out[0] (y)" and e.value.code is None
+
+
+@only_where(not runs_here(DECLARED["InstanceNorm"]))
+def test_instance_norm_part_refusal_is_not_named_by_xs_rank():
+    # off the Atlas inference series CheckPlatform refuses (161002) before the rank rules: a
+    # rank-3 x there is the part's refusal, raised as it is; a rank above 8 (CheckShape, before
+    # the part check) is named
+    x, gamma, beta = _instance_norm_inputs()
+    with pytest.raises(AclError) as e:
+        acl_py.instance_norm(*_dev(np.ones((2, 8, 16), np.float32), gamma, beta))
+    err = e.value
+    assert type(err) is OperatorInvalidParameterError and err.code == 161002, err
+    assert "Atlas inference series" in err.message
+    with pytest.raises(AclArgumentError) as e:
+        acl_py.instance_norm(*_dev(np.ones((1,) * 9, np.float32), gamma, beta))
+    assert e.value.argument == "x" and e.value.code == 161002 and "rank 9" in e.value.message
+
+
+def _layer_norm_backward_inputs(n=16):
+    x = np.linspace(-1, 1, 4 * n, dtype=np.float32).reshape(4, n)
+    mean, rstd = np.zeros((4, 1), np.float32), np.ones((4, 1), np.float32)
+    return x, x, [n], mean, rstd, np.ones(n, np.float32), np.zeros(n, np.float32)
+
+
+def test_layer_norm_backward_names_an_outputs_dtype_before_grad_outs_shape():
+    # aclnn_layer_norm_backward.cpp CheckParams: CheckDtype (the outputs' too) before
+    # CheckShape (gradOut's shape = input's)
+    dy, x, ns, mean, rstd, w, b = _layer_norm_backward_inputs()
+    dy = dy[:2]
+    gi = np.zeros(x.shape, np.int32)
+    with pytest.raises(AclTypeError) as e:
+        acl_py.layer_norm_backward(*_dev(dy, x), ns, *_dev(mean, rstd, w, b),
+                                   out=_dev(gi, None, None))
+    err = e.value
+    assert err.argument == "out[0] (grad_input)" and err.code == 161002, err
+    with pytest.raises(AclTypeError) as e:
+        acl_py.layer_norm_backward(dy, x, ns, mean, rstd, w, b, out=(gi, None, None))
+    assert e.value.argument == "out[0] (grad_input)" and e.value.code is None
+    with pytest.raises(AclArgumentError) as e:      # alone, gradOut's shape is named
+        acl_py.layer_norm_backward(*_dev(dy, x), ns, *_dev(mean, rstd, w, b))
+    assert e.value.argument == "grad_out" and e.value.code == 161002
+
+
+def test_layer_norm_backward_gradients_shape_named_with_the_copys_code():
+    # N elements in another shape than normalized_shape: the op_api's CheckShape passes it
+    # (it counts elements), the copy of the result refuses it (its status dropped on a
+    # device, the entry left unwritten): the emulator's 561103 (docs/emulator.md, rule 8)
+    args = _layer_norm_backward_inputs()
+    dev = _dev(*args[:2]) + (args[2],) + _dev(*args[3:])
+    for k, shape in ((1, (1, 16)), (2, (2, 8))):
+        out = [None, None, None]
+        out[k] = np.zeros(shape, np.float32)
+        with pytest.raises(AclArgumentError) as e:
+            acl_py.layer_norm_backward(*dev, out=_dev(*out))
+        err = e.value
+        assert err.argument.startswith(f"out[{k}]") and err.code == 561103, err
+        assert err.codes == {561103} and "normalizedShape [16]" in err.message
+        with pytest.raises(AclArgumentError) as e:
+            acl_py.layer_norm_backward(*args, out=tuple(out))
+        assert e.value.argument.startswith(f"out[{k}]") and e.value.codes == {561103}
+        # beside an op_api fault (input's shape against normalized_shape) that one is named
+        with pytest.raises(AclArgumentError) as e:
+            acl_py.layer_norm_backward(dev[0], dev[1], [8], *dev[3:], out=_dev(*out))
+        assert e.value.code == 161002 and not e.value.argument.startswith("out["), e.value
+    # N elements of another shape pass where nothing is copied: an empty input, N = 1
+    x0 = np.zeros((0, 16), np.float32)
+    got = acl_py.layer_norm_backward(x0, x0, [16], np.zeros((0, 1), np.float32),
+                                     np.zeros((0, 1), np.float32),
+                                     out=(None, np.ones((1, 16), np.float32), None))
+    assert got[1].shape == (1, 16) and not got[1].any()     # filled with zeros
+    x1 = np.ones((4, 1), np.float32)
+    got = acl_py.layer_norm_backward(x1, x1, [1], np.ones((4, 1), np.float32),
+                                     np.ones((4, 1), np.float32),
+                                     out=(None, np.ones((1, 1), np.float32), None))
+    assert got[1].shape == (1, 1) and got[1][0, 0] == 0     # sum of dy * (x - mean) * rstd
+
+
 # ---- the declarations' staged codes ----
 
 def _doc_codes(short_name):
@@ -279,7 +395,7 @@ def test_staged_rules_are_marked_where_they_were_audited():
                 "BatchNormBackward": {561103},
                 "AddRmsNormDynamicQuantV2": {561002, 561003, 161002},
                 "GroupNormSilu": {561103}, "GroupNormSiluV2": {561103},
-                "InstanceNorm": {561103}}
+                "InstanceNorm": {561103}, "LayerNormBackward": {561103}}
     assert {n: set(d.staged_codes) for n, d in DECLARED.items() if d.staged_codes} == expected
 
 

@@ -114,3 +114,80 @@ def test_without_a_c_compiler_the_error_says_what_to_do(tmp_path):
     assert "no C compiler found" in proc.stderr and "no-such-cc" in proc.stderr
     assert "ACL_PY_NO_EMULATOR=1" in proc.stderr and "gcc" in proc.stderr
     assert not (tmp_path / "prefix" / "lib64").exists()
+
+
+# A stand-in compiler that logs each file it compiles and, compiling the file named in
+# $EDIT_DURING, appends a line to it: a source edited while the build runs.
+LOGGING_CC = """#!/bin/sh
+out=""
+for a in "$@"; do :; done
+src="$a"
+while [ $# -gt 0 ]; do
+  if [ "$1" = "-o" ]; then out="$2"; fi
+  shift
+done
+case "$src" in *.c) echo "$src" >> "$CC_LOG";; esac
+if [ -n "$EDIT_DURING" ] && [ "$src" = "$EDIT_DURING" ]; then echo "/* edited */" >> "$src"; fi
+: > "$out"
+"""
+
+
+def _small_tree(root: Path) -> tuple[Path, list[Path]]:
+    """A source tree of the build's layout, one small file per folder (and the math
+    helpers libopapi_math.so links), and its include folder."""
+    src, inc = root / "src", root / "include"
+    for rel in ("runtime/device.c", "meta/tensor.c", "ops/convert.c", "ops/bn_channels.c",
+                "ops_math/add.c", "ops/phase_one.h"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(f"/* {rel} */\n")
+    (inc / "aclnnop").mkdir(parents=True)
+    (inc / "aclnnop" / "aclnn_x.h").write_text("/* header */\n")
+    return src, [inc]
+
+
+def test_staleness_is_judged_by_content_not_time(tmp_path, monkeypatch):
+    # The build records a hash of its sources (and flags) taken before its first compile: a
+    # source edited during the build, whose outputs end up newer than the edit, is rebuilt
+    # next time; an untouched tree is not (nothing compiled); flags count too.
+    build = load_build()
+    src, incs = _small_tree(tmp_path / "tree")
+    monkeypatch.setattr(build, "SRC", src)
+    monkeypatch.setattr(build, "INCLUDES", incs)
+    cc = tmp_path / "logging-cc"
+    cc.write_text(LOGGING_CC)
+    cc.chmod(0o755)
+    log = tmp_path / "cc.log"
+    edited = src / "ops" / "convert.c"
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setenv("CC_LOG", str(log))
+    monkeypatch.setenv("EDIT_DURING", str(edited))
+    monkeypatch.delenv("ACL_EMU_CFLAGS", raising=False)
+    prefix = tmp_path / "prefix"
+
+    def compiled():
+        text = log.read_text() if log.exists() else ""
+        log.unlink(missing_ok=True)
+        return text.split()
+
+    build.build(prefix, quiet=True)
+    assert len(compiled()) == 5 and edited.read_text().endswith("/* edited */\n")
+    outs = [prefix / "lib64" / name for name, _, _ in build.LIBRARIES]
+    assert min(p.stat().st_mtime for p in outs) >= edited.stat().st_mtime  # times say built
+    monkeypatch.delenv("EDIT_DURING")
+    build.build(prefix, quiet=True)          # the edit made during the build: built again
+    assert len(compiled()) == 5
+    build.build(prefix, quiet=True)          # nothing changed: nothing compiled
+    assert compiled() == []
+    # contents, not times: a touched file is up to date, an edit dated in the past is not
+    os.utime(edited)
+    build.build(prefix, quiet=True)
+    assert compiled() == []
+    (src / "ops" / "phase_one.h").write_text("/* changed */\n")
+    os.utime(src / "ops" / "phase_one.h", (0, 0))
+    build.build(prefix, quiet=True)
+    assert len(compiled()) == 5
+    monkeypatch.setenv("ACL_EMU_CFLAGS", "-DEXTRA")    # other flags: built again
+    build.build(prefix, quiet=True)
+    assert len(compiled()) == 5
+    build.build(prefix, quiet=True)
+    assert compiled() == []

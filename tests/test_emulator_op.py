@@ -1037,6 +1037,34 @@ def test_rule5_mean_element_count(arena):
     assert args.call()[0] == OK
 
 
+def test_gradients_of_another_shape_are_refused_as_their_copy_refuses_them(arena):
+    """Stricter (docs/emulator.md, rule 8): gradWeightOut/gradBiasOut of N elements but not
+    normalizedShape's shape, which the op_api's CheckShape passes and its ViewCopy of the
+    result refuses (a status the op_api drops, leaving the output unwritten): 561103, after
+    every op_api check (a dtype fault beside it is named first)."""
+    VIEW_COPY = 561103
+    for name, shape, words in (("gradWeightOut", (15,), "gradWeightOut shape [15] must be "
+                                "normalizedShape [3,5]"),
+                               ("gradBiasOut", (1, 3, 5), "gradBiasOut shape [1,3,5] must be "
+                                "normalizedShape [3,5]")):
+        args = Args(arena)
+        args.a[name] = args.T(shape)
+        expect(args, VIEW_COPY, words)
+        args.a["gradOut"] = args.T((4, 3, 5), lib.ACL_INT32)   # the op_api's rule comes first
+        expect(args, INVALID, "gradOut")
+    # masked out, an empty call (no copy of a result), one element each: accepted
+    args = Args(arena)
+    args.a["gradWeightOut"] = args.T((15,))
+    args.a["outputMask"] = arena.bool_array([True, False, True])
+    assert args.call()[0] == OK
+    args = Args(arena, shape=(0, 3, 5))
+    args.a["gradWeightOut"] = args.T((15,))
+    assert args.call()[0] == OK
+    args = Args(arena, shape=(4, 1, 1))
+    args.a["gradWeightOut"] = args.T((1,))
+    assert args.call()[0] == OK
+
+
 def test_workspace_size_independent_of_threads(arena):
     """Phase one's size (the device's: tests/test_emulator_workspace_size.py) depends on the
     call and the part only, never on the emulator's thread count."""

@@ -27,7 +27,7 @@ cases); importing this package fills it."""
 from ._declare import (DECLARED, VIEW_COPY, Arg, Declared, OutputError, OutputNotWritten, Part,
                        Plan, as_many_elements, bool_array, configured, double, flag, int_array,
                        format_option, integer, output, part_of, staged, string, tensor,
-                       checked_later)
+                       checked_later, diagnosing)
 from ._two_phase import Executor, Operator, Param, value
 from .layer_norm import LAYER_NORM, LayerNorm, layer_norm
 from .layer_norm_backward import LAYER_NORM_BACKWARD, LayerNormBackward, layer_norm_backward
@@ -98,4 +98,4 @@ __all__ = ["layer_norm", "LayerNorm", "LAYER_NORM", "layer_norm_backward", "Laye
            "OutputNotWritten", "Part", "part_of",
            "tensor", "output", "as_many_elements", "format_option", "configured", "int_array",
            "bool_array", "double", "integer", "flag", "string", "value", "staged", "VIEW_COPY",
-           "checked_later"]
+           "checked_later", "diagnosing"]

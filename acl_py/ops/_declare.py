@@ -37,7 +37,12 @@ A :class:`Declared` operator is built from the phase-one parameter list, each pa
 
 Relations between arguments that are the operator's own (trailing dims, matching shapes) are
 one ``check(a)`` function of the declaration, raising :class:`~acl_py.AclArgumentError` naming
-the argument. Everything else is generic:
+the argument. The checks run in the op_api's order, so that of two broken rules the one the
+device refuses is named: ``precheck(a)`` for rules it checks before any dtype (InstanceNorm's
+dataFormat), the inputs' dtypes, with ``out_dtypes_first`` the ``out=`` entries' dtypes (an
+op_api whose dtype check covers the outputs before any shape), ``check(a)`` (which reads
+:func:`diagnosing` where the op_api reaches its rules only on some parts), then the ``out=``
+entries. Everything else is generic:
 
 * :meth:`Declared.call`: NumPy arrays in, NumPy arrays out (staged through the device and
   synchronized), or DeviceTensors in, DeviceTensors out (queued on the stream); ``out=``
@@ -97,7 +102,7 @@ from ._two_phase import (BOOL_ARRAY, INT_ARRAY, STRING, TENSOR, VALUE, Executor,
 __all__ = ["Arg", "tensor", "output", "shape_of", "dtype_of", "check_same_shape",
            "check_trailing_dims", "as_many_elements", "int_array", "bool_array", "double",
            "integer", "flag", "string", "option", "dtype_option", "format_option", "staged",
-           "VIEW_COPY", "checked_later", "Declared",
+           "diagnosing", "VIEW_COPY", "checked_later", "Declared",
            "Plan", "Part", "part_of", "DECLARED", "OutputError", "OutputNotWritten", "FLOATS",
            "REQUIRED"]
 
@@ -447,6 +452,14 @@ def staged(codes, argument, problem, error=AclArgumentError):
         raise error(argument, problem, codes=codes)
 
 
+def diagnosing():
+    """For a declaration's ``check``: the status code of the phase-one refusal a DeviceTensor
+    call's diagnosis is explaining, None outside one (a NumPy call's checks, which all run
+    before any C call). A check whose rules the op_api reaches only on some parts (after its
+    part check: InstanceNorm's shapes) stops before them in a diagnosis on another part."""
+    return _diagnosing.get()
+
+
 # ---- dtypes --------------------------------------------------------------------------------
 
 _NAMED = {}   # dtype name -> np.dtype (bfloat16 from ml_dtypes, loaded on first use)
@@ -659,9 +672,14 @@ class Declared(Operator):
     no kernel for the operator (:meth:`runs_on`; ``acl-py smoke`` leaves its cases out
     there); None: every part. ``rule_codes``: the codes besides 161001/161002/561002 whose
     refusal of a DeviceTensor call runs the diagnosis; ``staged_codes``: every code the
-    check's :func:`staged` rules state."""
+    check's :func:`staged` rules state. The checks run in the op_api's order: ``precheck(a)``
+    (rules it checks before any dtype: InstanceNorm's dataFormat), the inputs' dtypes, with
+    ``out_dtypes_first`` the given ``out=`` entries' dtypes (an op_api checking every
+    tensor's dtype before any shape: LayerNormBackward's, InstanceNorm's), ``check(a)``,
+    then the ``out=`` entries (kinds, dtypes, shapes)."""
 
     __slots__ = ("args", "inputs", "outputs", "check", "reference", "error_scale",
+                 "precheck", "out_dtypes_first",
                  "smoke_cases", "smoke_full_cases", "rule_codes", "staged_codes", "parts",
                  "_first", "_first_index", "_into",
                  "_dtype_order", "_out_names", "_c_order", "_bound", "_in_steps", "_out_steps",
@@ -669,8 +687,10 @@ class Declared(Operator):
 
     def __init__(self, name, args, *, check=None, reference=None, error_scale=None,
                  smoke_cases=(), smoke_full_cases=(), rule_codes=(), staged_codes=(),
-                 parts=None, register=True):
+                 parts=None, register=True, precheck=None, out_dtypes_first=False):
         self.args = tuple(args)
+        self.precheck = precheck
+        self.out_dtypes_first = out_dtypes_first
         self.parts = parts
         # status codes outside OperatorParameterError's (161001, 161002, 561002) the
         # operator's phase one refuses its arguments with (its vendor docs): such a refusal of
@@ -779,9 +799,11 @@ class Declared(Operator):
 
     # ---- checks ----
 
-    def bind(self, values, kind):
+    def bind(self, values, kind, out=None, dev=None):
         """Checks the Python inputs (in declaration order) and returns them as a
-        :class:`Bound`: kinds, conversions, dtypes, then the operator's ``check``."""
+        :class:`Bound`: kinds, conversions, ``precheck``, dtypes, with ``out_dtypes_first``
+        the dtypes of ``out=`` entries ``out`` (of a call on device ``dev``, None: the
+        current one), then the operator's ``check``."""
         py = list(values)
         if len(py) != len(self.inputs):     # a Bound is made from the list as it is
             raise self._count_error(py)
@@ -806,13 +828,31 @@ class Declared(Operator):
                 v = arg.convert(v, name)
             py[i] = v
         a = _new_tuple(self._bound, py)
+        if self.precheck is not None:
+            self.precheck(a)
         for arg in self._dtype_order:
             t = a[arg.py]
             if t is not None:
                 self._check_dtype(arg, t.dtype, a)
+        if out is not None and self.out_dtypes_first:
+            self._check_out_dtypes(out, a, kind, dev)
         if self.check is not None:
             self.check(a)
         return a
+
+    def _check_out_dtypes(self, out, a, kind, dev):
+        """The dtypes of the given ``out=`` entries of requested outputs (``out_dtypes_first``);
+        entries of another kind, and an ``out`` of the wrong form, are left to
+        :meth:`_check_out`."""
+        if isinstance(out, (str, bytes)) or not hasattr(out, "__len__") or \
+                len(out) != len(self.outputs):
+            return
+        for k, (o, spec) in enumerate(zip(out, self.outputs)):
+            if o is None or spec.into is not None or (spec.when is not None and
+                                                      not spec.when(a)):
+                continue
+            if type(o) is kind or isinstance(o, kind):
+                self._check_out_dtype(spec, self._out_names[k], o, a, kind, dev)
 
     def _count_error(self, values):
         return AclArgumentError("values", f"{self.name} takes {len(self.inputs)} inputs "
@@ -887,6 +927,26 @@ class Declared(Operator):
         if type(o) is not kind and not isinstance(o, kind):
             raise AclTypeError(name, f"expected None or {_kind_name(kind)} (like "
                                f"{self._first.py}), got {type(o).__name__}")
+        self._check_out_dtype(spec, name, o, a, kind, dev)
+        if o.shape != spec.shape(a):
+            rule = (f"!= {spec.shape(a)} (the shape {spec.py} has for these arguments)"
+                    if spec.fits is None else
+                    spec.fits(a, o.shape, part_of(dev), self._out_shapes(a, out)))
+            if rule is not None:
+                _broken(self._later(spec, a, dev, "shape", o.shape), name,
+                        f"shape {o.shape} {rule}")
+        if kind is np.ndarray and not o.flags.writeable:
+            raise AclArgumentError(name, "array is read-only")
+        if spec.int4_as_int32 is not None and kind is DeviceTensor and self._as_words(
+                spec, o, dev):
+            rule = o.int4_words_rule()
+            if rule is not None:
+                raise AclArgumentError(name, f"{rule}: {part_of(dev).name}'s op_api takes "
+                                       f"int4 {spec.py} as int32 words only, eight to a word")
+        return o
+
+    def _check_out_dtype(self, spec, name, o, a, kind, dev):
+        """A given ``out=`` entry ``o`` (named ``name``) of output ``spec``: its dtype."""
         if kind is DeviceTensor:
             dt = o.element_type     # a HIFLOAT8 / INT4 tensor's, not its bytes' uint8
         else:
@@ -907,22 +967,6 @@ class Declared(Operator):
                         f"dtype {_dtype_name(dt)} != {_dtype_name(want)} (the dtype {spec.py} "
                         f"has for these arguments{_host_form(spec.dtype(a), kind)})",
                         AclTypeError)
-        if o.shape != spec.shape(a):
-            rule = (f"!= {spec.shape(a)} (the shape {spec.py} has for these arguments)"
-                    if spec.fits is None else
-                    spec.fits(a, o.shape, part_of(dev), self._out_shapes(a, out)))
-            if rule is not None:
-                _broken(self._later(spec, a, dev, "shape", o.shape), name,
-                        f"shape {o.shape} {rule}")
-        if kind is np.ndarray and not o.flags.writeable:
-            raise AclArgumentError(name, "array is read-only")
-        if spec.int4_as_int32 is not None and kind is DeviceTensor and self._as_words(
-                spec, o, dev):
-            rule = o.int4_words_rule()
-            if rule is not None:
-                raise AclArgumentError(name, f"{rule}: {part_of(dev).name}'s op_api takes "
-                                       f"int4 {spec.py} as int32 words only, eight to a word")
-        return o
 
     @staticmethod
     def _later(spec, a, dev, rule, value):
@@ -1229,7 +1273,7 @@ class Declared(Operator):
         refusal before phase one, e.g. an output's allocation): any rule explains it."""
         token = _diagnosing.set(staged_code)
         try:
-            a = self.bind(values, kind)
+            a = self.bind(values, kind, out, dev)
             outs = self._check_out(out, a, kind, dev) if out is not None else None
             if kind is DeviceTensor:
                 self._check_device(a, outs or (), dev)
@@ -1243,7 +1287,7 @@ class Declared(Operator):
 
     def _host_call(self, values, out, stream):
         # NumPy in, NumPy out: every Python check first, before any copy to the device.
-        a = self.bind(values, np.ndarray)
+        a = self.bind(values, np.ndarray, out)
         if stream is None:
             dev = _device.current_device_id()
         elif isinstance(stream, _stream.Stream):
@@ -1419,8 +1463,8 @@ class Plan(Executor):
             raise AclTypeError(d._first.py, f"{type(self).__name__} runs on "
                                f"acl_py.DeviceTensor arguments, got {type(first).__name__} "
                                f"(the one-shot call takes NumPy arrays)")
-        a = d.bind(values, DeviceTensor)
         dev = first.allocation.device
+        a = d.bind(values, DeviceTensor, out, dev)
         outs = d._check_out(out, a, DeviceTensor, dev) if out is not None else None
         d._check_device(a, outs or (), dev)
         why = d.not_written(a, part_of(dev), outs) if d._unwritten else None

@@ -24,7 +24,8 @@ import numpy as np
 from .. import reference
 from ..errors import AclArgumentError
 from ._declare import (VIEW_COPY, Declared, Operand, OutArg, Plan, checked_later, configured,
-                       double, dtype_of, output, shape_of, staged, string, tensor)
+                       diagnosing, double, dtype_of, output, part_of, shape_of, staged, string,
+                       tensor)
 
 if TYPE_CHECKING:
     from ..stream import Stream
@@ -40,14 +41,23 @@ def _channels_last(a):
     return a.data_format.startswith("NHWC")
 
 
-def _check(a):
-    """The vendor's rules that name a Python argument (aclnn_instance_norm.cpp
-    CheckParamValid, CheckInputAndWeightShape; beta's length and the 32-byte minimum are the
-    docs')."""
+def _precheck(a):
+    """The op_api's first rule, before any dtype (aclnn_instance_norm.cpp CheckParams: its
+    CheckParamValid precedes CheckDtypeValid)."""
     if not a.data_format.startswith(("NCHW", "NHWC")):
         raise AclArgumentError("data_format", f"{a.data_format!r} must begin with 'NCHW' or "
                                f"'NHWC'")
+
+
+def _check(a):
+    """The vendor's rules after the dtypes (every tensor's, the outputs' too) that name a
+    Python argument (aclnn_instance_norm.cpp CheckShape, CheckInputAndWeightShape; beta's
+    length and the 32-byte minimum are the docs')."""
     shape = a.x.shape
+    if len(shape) > 8:
+        raise AclArgumentError("x", f"shape {shape} has more than 8 dims (must have 4)")
+    if diagnosing() is not None and not INSTANCE_NORM.runs_on(part_of().name):
+        return  # the op_api's part check (CheckPlatform) refused the call before the rest
     if len(shape) != 4:
         raise AclArgumentError("x", f"shape {shape} must have 4 dims ({a.data_format[:4]})")
     last = _channels_last(a)
@@ -140,8 +150,11 @@ INSTANCE_NORM = Declared("aclnnInstanceNorm", (
            unwritten=empty_unwritten("mean"), later=checked_later(VIEW_COPY, shape=True)),
     output("variance", shape=stats_shape, dtype=dtype_of("x"), fits=_fits(stats_shape),
            unwritten=empty_unwritten("variance"), later=checked_later(VIEW_COPY, shape=True)),
-), check=_check, reference=reference.instance_norm,
+), precheck=_precheck, check=_check, reference=reference.instance_norm,
     error_scale=reference.instance_norm_error_scale,
+    # the op_api's order: dataFormat, then every tensor's dtype (y's, mean's, variance's too),
+    # then the shapes (aclnn_instance_norm.cpp CheckParams, CheckInputAndWeightShape)
+    out_dtypes_first=True,
     # the op_api refuses every part but the Atlas inference series
     parts=configured("ascend310p", source="hicann/ops-nn norm/instance_norm_v3/op_host/op_api/"
                      "aclnn_instance_norm.cpp CheckPlatform (Ascend310P only)"),

@@ -8,7 +8,10 @@ naming the Python argument: argument kinds, ``output_mask`` (3 bools), ``normali
 ``input``'s or float32; ``mean``, ``rstd`` not narrower than ``input``), shapes (``input``
 ends with ``normalized_shape``, ``grad_out`` = ``input``'s, ``weight``/``bias`` =
 ``normalized_shape``, ``mean`` holds M elements with ``rstd``'s shape, outputs: ``input``'s
-shape / N elements, each of any of the three dtypes: the device casts to it), one device. NumPy calls make them all before any C call; DeviceTensor
+shape / ``normalized_shape`` (N elements of another shape only where no result is copied in:
+an empty call, N = 1; see :func:`_gradient_fits`), each of any of the three dtypes: the
+device casts to it), one device, in the op_api's order (every dtype, the outputs' too,
+before any shape). NumPy calls make them all before any C call; DeviceTensor
 calls leave the dtype and shape rules to phase one and name the argument when it refuses
 (the error then carries its status code and message). Limits that are the operator's own
 (rank <= 8, ``normalized_shape`` length 1..8) are phase one's, whose failures surface as its
@@ -24,8 +27,8 @@ import numpy as np
 
 from .. import reference
 from ..errors import AclArgumentError
-from ._declare import (Declared, FLOATS, Operand, OutArg, Plan, as_many_elements, bool_array,
-                       dtype_of, int_array, output, shape_of, tensor)
+from ._declare import (VIEW_COPY, Declared, FLOATS, Operand, OutArg, Plan, bool_array, dtype_of,
+                       int_array, output, shape_of, tensor)
 from .layer_norm import normalized_split
 
 if TYPE_CHECKING:
@@ -55,6 +58,52 @@ def _normalized_shape(a):
     return a.normalized_shape
 
 
+def _gradient_fits(a, given, part=None, shapes=None):
+    """gradWeight's and gradBias's ``fits``: N elements (the op_api's CheckShape counts them,
+    161002), and normalized_shape's shape itself where the call reaches the kernel (any
+    mask entry true, M and N above 0; N = 1 aside): the result, of weight's shape, is copied
+    into the entry by l0op::ViewCopy, which takes no other shape (hicann/ops-math conversion/
+    contiguous/op_host/op_api/contiguous.cpp CheckViewCopyParams). The op_api drops that
+    copy's failure (aclnn_layer_norm_backward.cpp: GenOutWithMask's status unread), leaving
+    the entry unwritten; the emulator refuses it with the copy's 561103 (:func:`_later`)."""
+    want = tuple(a.normalized_shape)
+    n = math.prod(want)
+    if math.prod(given) != n:
+        return f"must hold {n} elements (as {want})"
+    if n <= 1 or math.prod(normalized_split(a)) == 0:
+        return None     # one element each, or an empty call: no copy of a kernel's result
+    return (f"!= {want}: the result's copy into it takes that shape only (another shape of "
+            f"{n} elements is never written on a device)")
+
+
+def _later(a, part, rule, value):
+    """gradWeight's and gradBias's ``later``: a shape of N elements is the result's copy's
+    to refuse (:func:`_gradient_fits`), any other the op_api's."""
+    if rule == "shape" and math.prod(value) == math.prod(a.normalized_shape):
+        return VIEW_COPY
+    return None
+
+
+def _smoke(shape, normalized_ndim, dtype, weight=True):
+    def make():
+        rng = np.random.default_rng(sum(shape) + normalized_ndim)
+        norm = shape[len(shape) - normalized_ndim:]
+        batch = shape[:len(shape) - normalized_ndim]
+        x = rng.standard_normal(shape, dtype=np.float32)
+        dy = rng.standard_normal(shape, dtype=np.float32)
+        axes = tuple(range(len(batch), len(shape)))
+        mean = x.mean(axis=axes, keepdims=True)
+        rstd = 1 / np.sqrt(x.var(axis=axes, keepdims=True) + 1e-5)
+        stats = batch + (1,) * normalized_ndim
+        w = (1 + 0.25 * rng.standard_normal(norm, dtype=np.float32)).astype(dtype)
+        return (dy.astype(dtype), x.astype(dtype), list(norm),
+                mean.reshape(stats).astype(np.float32), rstd.reshape(stats).astype(np.float32),
+                w if weight else None, np.zeros(norm, dtype) if weight else None, _ALL)
+    name = f"{np.dtype(dtype).name}{list(shape)}-norm{normalized_ndim}" + ("" if weight else
+                                                                          "-no-weight")
+    return name, make
+
+
 def _param_dtype(a):
     return a.weight.dtype if a.weight is not None else a.input.dtype
 
@@ -79,10 +128,17 @@ LAYER_NORM_BACKWARD = Declared("aclnnLayerNormBackward", (
     output("gradInputOut", shape=shape_of("input"), dtype=dtype_of("input"),
            dtypes=FLOATS, when=lambda a: a.output_mask[0]),
     output("gradWeightOut", shape=_normalized_shape, dtype=_param_dtype, dtypes=FLOATS,
-           fits=as_many_elements(_normalized_shape), when=lambda a: a.output_mask[1]),
+           fits=_gradient_fits, when=lambda a: a.output_mask[1], later=_later),
     output("gradBiasOut", shape=_normalized_shape, dtype=_param_dtype, dtypes=FLOATS,
-           fits=as_many_elements(_normalized_shape), when=lambda a: a.output_mask[2]),
-), check=_check, reference=reference.layer_norm_backward, error_scale=_error_scale)
+           fits=_gradient_fits, when=lambda a: a.output_mask[2], later=_later),
+), check=_check, reference=reference.layer_norm_backward, error_scale=_error_scale,
+    # CheckDtype, every tensor's (the outputs' too), comes before CheckShape
+    out_dtypes_first=True,
+    # the results' copies into gradWeight and gradBias (another shape of N elements)
+    rule_codes=VIEW_COPY, staged_codes=VIEW_COPY,
+    smoke_cases=(_smoke((8, 64), 1, np.float32),
+                 _smoke((2, 3, 4, 16), 2, np.float16),
+                 _smoke((6, 32), 1, np.float32, weight=False)))
 
 
 @overload

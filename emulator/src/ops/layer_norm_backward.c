@@ -804,7 +804,23 @@ ACLEMU_EXPORT aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
         }
     }
     /* 6./7. all-false mask and empty tensors are valid: the executor's run does what is
-     * documented (nothing, or zero-filled gradWeight/gradBias when M == 0). */
+     * documented (nothing, or zero-filled gradWeight/gradBias when M == 0, by a fill of the
+     * output's own shape). */
+    /* 8. stricter: the results' ViewCopy (hicann/ops-math conversion/contiguous/op_host/
+     * op_api/contiguous.cpp CheckViewCopyParams) takes gradWeightOut/gradBiasOut only of
+     * normalizedShape (the L0 op's result has weight's shape), or one element each. The
+     * op_api's GenOutWithMask returns its failure, but its caller drops the status: phase one
+     * succeeds and the output is never written. Refused here with that status, 561103. */
+    if (M > 0 && N > 0 && N != 1) {
+        for (int i = T_DW; i <= T_DB; i++) {
+            if (mask[i - T_DX] && !same_dims(ts[i]->dims, ts[i]->ndim, ns, len)) {
+                fmt_dims(s1, sizeof s1, ts[i]->dims, ts[i]->ndim);
+                fmt_dims(s2, sizeof s2, ns, len);
+                FAIL(ACLNN_ERR_INNER_NULLPTR, "%s: %s shape %s must be normalizedShape %s "
+                     "(the result's copy into it takes no other shape)", P1, TNAME[i], s1, s2);
+            }
+        }
+    }
     lnb_payload *P = calloc(1, sizeof *P);
     if (!P)
         FAIL(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of host memory for the executor", P1);
