@@ -260,6 +260,16 @@ def test_instance_norm_part_refusal_is_not_named_by_xs_rank():
     assert e.value.argument == "x" and e.value.code == 161002 and "rank 9" in e.value.message
 
 
+@only_where(runs_here(DECLARED["InstanceNorm"]))
+def test_instance_norm_names_betas_rank_before_gammas_length():
+    # CheckInputAndWeightShape: the three ranks (one rule) before gamma's length
+    x, gamma, beta = _instance_norm_inputs()
+    with pytest.raises(AclArgumentError) as e:
+        acl_py.instance_norm(*_dev(x, gamma[:4], beta.reshape(8, 1)))
+    err = e.value
+    assert err.argument == "beta" and err.code == 161002 and "beta rank 2" in err.message
+
+
 def _layer_norm_backward_inputs(n=16):
     x = np.linspace(-1, 1, 4 * n, dtype=np.float32).reshape(4, n)
     mean, rstd = np.zeros((4, 1), np.float32), np.ones((4, 1), np.float32)

@@ -8,11 +8,13 @@ operator runs on the Atlas inference series only (Ascend 310P): its op_api refus
 other part in phase one (hicann/ops-nn norm/instance_norm_v3/op_host/op_api/
 aclnn_instance_norm.cpp CheckPlatform, 161002).
 
-Python-level checks (see :mod:`._declare`): argument kinds; dtypes (``x`` float32 or
-float16, ``gamma``/``beta`` x's); ``data_format`` beginning with NCHW or NHWC; ``x`` of rank
-4; ``gamma`` and ``beta`` vectors of ``C`` elements; for a non-empty ``x``, ``C`` and
-``H * W`` each at least 32 bytes of x's dtype (the docs' kernel limit, refused with 561103);
-``out=`` entries as below. The part is phase one's.
+Python-level checks (see :mod:`._declare`), in the op_api's order: argument kinds;
+``data_format`` beginning with NCHW or NHWC; dtypes (``x`` float32 or float16, ``gamma``,
+``beta`` and the ``out=`` entries x's); ``x`` of rank 4; ``gamma`` and ``beta`` vectors of
+``C`` elements; for a non-empty ``x``, ``C`` and ``H * W`` each at least 32 bytes of x's
+dtype (the docs' kernel limit, refused with 561103); ``out=`` shapes as below. The part is
+phase one's (checked after x's rank above 8: a diagnosis on another part names nothing
+after it).
 """
 from __future__ import annotations
 
@@ -60,6 +62,11 @@ def _check(a):
         return  # the op_api's part check (CheckPlatform) refused the call before the rest
     if len(shape) != 4:
         raise AclArgumentError("x", f"shape {shape} must have 4 dims ({a.data_format[:4]})")
+    # the ranks of all three (one rule: CheckInputAndWeightShape), then gamma's length, then
+    # beta's (stricter: the docs')
+    for name in ("gamma", "beta"):
+        if len(a[name].shape) != 1:
+            raise AclArgumentError(name, f"shape {a[name].shape} must have 1 dim")
     last = _channels_last(a)
     c = shape[3] if last else shape[1]
     for name in ("gamma", "beta"):
