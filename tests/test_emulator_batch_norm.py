@@ -105,11 +105,12 @@ def round_bf16_ties_away(v):
     return np.where(keep, v, r).astype(BF16)
 
 
-def rstd_950_infer(var, eps):
-    """Ascend 950's inference rstd per channel (bn_channels.h bn_infer_channel): norm_common's
-    ComputeRstdNewtonRaphsonReg with its clamp, as each of BatchNormV3's arch35 inference
-    kernels takes it (one Newton-Raphson step: not always the correctly rounded value)."""
-    return np.array([v2_rstd(v, eps, True) for v in np.asarray(var, f)], f)
+def rstd_950(var, eps, clamp=True):
+    """Ascend 950's rstd per channel: norm_common's ComputeRstdNewtonRaphsonReg, one
+    Newton-Raphson step (not always the correctly rounded value); with its clamp as each of
+    BatchNormV3's arch35 inference kernels (bn_channels.h bn_infer_channel) and BatchNormGradV3's
+    take it, without (clamp False) as every BatchNormV3 training template."""
+    return np.array([v2_rstd(v, eps, clamp) for v in np.asarray(var, f)], f)
 
 
 def device_chain(x, w, b, rm, rv, training, momentum, eps):
@@ -131,7 +132,7 @@ def device_chain(x, w, b, rm, rv, training, momentum, eps):
     with np.errstate(all="ignore"):
         if not training:
             if kind == "950":
-                rstd = rstd_950_infer(rvv, e)
+                rstd = rstd_950(rvv, e)
                 y = ((rows - rmv[:, None]) * wv[:, None]) * rstd[:, None] + bv[:, None]
             else:
                 k = wv / np.sqrt(rvv + e)
@@ -160,7 +161,7 @@ def device_chain(x, w, b, rm, rv, training, momentum, eps):
             d = (rows - mean[:, None]).astype(f)
             var = (lane_sum(((d * d).astype(f) * c0).astype(f)) * c1).astype(f)
             if kind == "950":
-                rstd = (1 / np.sqrt((var + e).astype(np.float64))).astype(f)
+                rstd = rstd_950(var, e, clamp=False)
                 y = (((d * rstd[:, None]).astype(f) * wv[:, None]).astype(f) + bv[:, None])
                 saved = rstd
                 bessel = f(r) / f(r - 1)
@@ -256,7 +257,7 @@ def test_inference_rstd_where_newton_raphson_is_not_correctly_rounded(arena):
     rv = NR_MISSES
     c = rv.size
     exact = (1 / np.sqrt(rv.astype(np.float64))).astype(f)
-    assert (rstd_950_infer(rv, 0.0) != exact).all()
+    assert (rstd_950(rv, 0.0) != exact).all()
     rng = np.random.default_rng(13)
     x = (rng.standard_normal((4, c, 32)) * 3).astype(F32)
     rm = (0.1 * rng.standard_normal(c)).astype(F32)
@@ -267,6 +268,78 @@ def test_inference_rstd_where_newton_raphson_is_not_correctly_rounded(arena):
         rows = np.moveaxis(x, 1, 0).reshape(c, -1)
         t = ((rows - rm[:, None]) * w[:, None]) * exact[:, None] + b[:, None]
         assert not np.array_equal(bits(y), bits(_shape_y(t, x.shape, F32, "even")))
+
+
+def four_squares(n):
+    """Four non-negative integers, as near each other as the search finds, whose squares sum
+    to n (Lagrange: there always are four)."""
+    for a in range(math.isqrt(n // 4), math.isqrt(n) + 1):
+        for b in range(math.isqrt((n - a * a) // 3), a + 1):
+            for c in range(math.isqrt((n - a * a - b * b) // 2), b + 1):
+                rest = n - a * a - b * b - c * c
+                d = math.isqrt(rest) if rest >= 0 else -1
+                if d >= 0 and d * d == rest and d <= c:
+                    return a, b, c, d
+    raise AssertionError(n)
+
+
+def channel_of_variance(var):
+    """A channel of 8 values, four +- pairs k * 2^-s, whose variance (the mean 0) is exactly
+    ``var``, summed in every part's order: each x * x and x * x / 8 exact, a pair's two terms
+    folded together first (lanes l and l + 4), every partial sum a multiple of the sum's
+    unit (sum(k^2) below 2^24). var = sum(k^2) * 2^(-2s - 2): sum(k^2) is var's odd
+    mantissa (times 2 for an odd exponent), s carries var's power of 4."""
+    m, e = math.frexp(float(var))
+    mant, e = int(m * 2 ** 24), e - 24          # var = mant * 2^e
+    while mant % 2 == 0:
+        mant, e = mant // 2, e + 1
+    s = -((e + 2) // 2)                          # the least s with e + 2s + 2 >= 0
+    n = mant << (e + 2 * s + 2)                  # sum(k^2)
+    assert n * 2.0 ** (-2 * s - 2) == float(var) and n < 2 ** 24, (var, n, s)
+    ks = np.array(four_squares(n), np.float64) * 2.0 ** -s
+    return np.concatenate([ks, -ks]).astype(f)
+
+
+# Variances where Ascend 950's rstd (one Newton-Raphson step) is not the correctly rounded
+# float, over the range: the two normal-range mantissas, above 2^100, and 0x1.08ec18p+126
+# (1 / var subnormal, where misses are common: 0x1.13e07p+127 is not one; found by a search;
+# channel_of_variance's squares for it stay below 2^128).
+NR_MISSES_WIDE = np.array([float.fromhex(m) * 4.0 ** e
+                           for m, es in (("0x1.13e07p1", (-2, 0, 2, 50)),
+                                         ("0x1.fffffcp1", (-2, 0, 2, 50)),
+                                         ("0x1.08ec18p126", (0,))) for e in es], f)
+
+
+def test_training_rstd_where_newton_raphson_is_not_correctly_rounded(arena):
+    """Channels whose variance (eps 0) is one where every BatchNormV3 arch35 training template's
+    rstd (CalculateRunningMeanVarWithRstdVF, ComputeRstdNewtonRaphson(Reg)<false>) is not the
+    correctly rounded 1 / sqrt: y, saveMean, saveInvstd and the running statistics are this
+    part's chain bit for bit on every part, each channel's variance exactly the one meant, and
+    on Ascend 950 saveInvstd and y are not the correctly rounded rstd's."""
+    var = NR_MISSES_WIDE
+    c = var.size
+    exact = (1 / np.sqrt(var.astype(np.float64))).astype(f)
+    nr = rstd_950(var, 0.0, clamp=False)
+    assert (nr != exact).all()
+    rows = np.stack([channel_of_variance(v) for v in var])             # [C, 8]
+    x = np.ascontiguousarray(np.moveaxis(rows.reshape(c, 2, 4), 1, 0))  # [2, C, 4]
+    rng = np.random.default_rng(17)
+    w = (1 + 0.25 * rng.standard_normal(c)).astype(F32)
+    b = (0.5 * rng.standard_normal(c)).astype(F32)
+    rm, rv = np.zeros(c, F32), np.ones(c, F32)
+    got = call(arena, x, w, b, rm, rv, training=True, momentum=0.1, eps=0.0)
+    want = device_chain(x, w, b, rm, rv, True, 0.1, 0.0)
+    for g, v in zip(got, want):
+        same_bits(g, v, F32)
+    same_bits(got[1], np.zeros(c, F32), F32)                           # the mean 0
+    if ARCH == 3510:
+        same_bits(got[2], nr, F32)           # saveInvstd: the rstd of exactly these variances
+        y = ((rows * exact[:, None]) * w[:, None]) + b[:, None]
+        assert not np.array_equal(bits(got[0]), bits(_shape_y(y, x.shape, F32, "even")))
+    elif chain_of(x.shape, True) == "tbe":
+        # saveInvstd is the variance there; the one-pass sum of squares overflows above 2^125
+        fits = var < f(2.0 ** 124)
+        same_bits(got[2][fits], var[fits], F32)
 
 
 def test_without_weight_bias_and_running_statistics(arena):

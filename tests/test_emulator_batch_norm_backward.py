@@ -23,6 +23,7 @@ from test_emulator_group_norm import ARCH, BF16_PART, lane_sum
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _part_runs import cases_where, only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
+from test_emulator_batch_norm import NR_MISSES_WIDE, rstd_950
 
 P1 = lib.aclnnBatchNormBackwardGetWorkspaceSize
 P2 = lib.aclnnBatchNormBackward
@@ -124,7 +125,7 @@ def device_chain(dy, x, w, rm, rv, sm, si, training, eps):
                 u = ((D + (mult[:, None] * X).astype(f)).astype(f) + add[:, None]).astype(f)
                 dx = (u * k[:, None]).astype(f)
             elif ARCH == 3510:
-                rn = (1 / np.sqrt((var + e).astype(np.float64))).astype(f)
+                rn = rstd_950(var, e)   # both inference kernels' Newton-Raphson, clamped
                 dx = ((D * wv[:, None]).astype(f) * rn[:, None]).astype(f)
             else:
                 dx = ((wv * rs).astype(f)[:, None] * D).astype(f)
@@ -181,6 +182,23 @@ def test_reference(arena, dt, shape, training):
     for k, (g, r_, s) in enumerate(zip(got, ref, scale)):
         ratio = reference.max_error_ratio(g, r_, s, dt)
         assert ratio <= 1, (k, ratio)
+
+
+def test_inference_rstd_where_newton_raphson_is_not_correctly_rounded(arena):
+    """runningVar (eps 0) where Ascend 950's BatchNormGradV3 inference kernels' rstd
+    (ComputeRstdNewtonRaphsonReg, one Newton-Raphson step) is not the correctly rounded
+    1 / sqrt: every output is this part's chain bit for bit on every part, and on Ascend 950
+    gradInput is not the one a correctly rounded rstd gives."""
+    rv = NR_MISSES_WIDE
+    c = rv.size
+    exact = (1 / np.sqrt(rv.astype(np.float64))).astype(f)
+    assert (rstd_950(rv, 0.0) != exact).all()
+    dy, x, w, rm, _, sm, si = inputs((2, c, 16), F32, seed=21)
+    got = call(arena, dy, x, w, rm, rv, sm, si, training=False, eps=0.0)
+    check_chain(got, device_chain(dy, x, w, rm, rv, sm, si, False, 0.0), F32, F32)
+    if ARCH == 3510:
+        dx = (rows_of(dy) * w[:, None]) * exact[:, None]
+        assert not np.array_equal(bits(got[0]), bits(shaped(dx, x.shape, F32)))
 
 
 @pytest.mark.parametrize("mask", [(True, False, False), (False, True, False),

@@ -19,7 +19,7 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream, ut_tensor)
 from test_emulator_group_norm import ARCH, BF16_PART
-from test_emulator_batch_norm import NR_MISSES, rstd_950_infer
+from test_emulator_batch_norm import NR_MISSES, rstd_950
 from test_emulator_batch_norm_backward import bits, rows_of, same_bits, shaped
 from _emu_aclnn import (SOC, both_phases_without_a_device, refused_by, run_phase_two)
 from _part_runs import cases_where, other_parts, run_on_parts
@@ -79,7 +79,7 @@ def device_chain(x, w, b, mean, inv, eps):
     with np.errstate(all="ignore"):
         X = rows_of(x)
         if ARCH == 3510:
-            rstd = rstd_950_infer(var, e)
+            rstd = rstd_950(var, e)
             t = ((X - m[:, None]).astype(f) * wv[:, None]).astype(f)
             y = ((t * rstd[:, None]).astype(f) + bv[:, None]).astype(f)
         else:
@@ -160,7 +160,7 @@ def test_rstd_where_newton_raphson_is_not_correctly_rounded(arena, k):
     if ARCH == 3510:
         v = (device_variance(inv, eps) + f(eps)).astype(f)
         exact = (1 / np.sqrt(v.astype(np.float64))).astype(f)
-        assert (exact != rstd_950_infer(device_variance(inv, eps), eps)).all()
+        assert (exact != rstd_950(device_variance(inv, eps), eps)).all()
         t = ((rows_of(x) - mean[:, None]).astype(f) * w[:, None]).astype(f)
         y = ((t * exact[:, None]).astype(f) + b[:, None]).astype(f)
         assert not np.array_equal(bits(got), bits(shaped(y, x.shape, F32)))

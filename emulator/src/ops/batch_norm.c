@@ -36,8 +36,12 @@
  *   var * float(s * m), s = float(R / (R - 1)) (NaN for R == 1: the kernel's 0 / 0).
  *   saveMean = mean, saveInvstd = var (the variance, as the docs say for these parts).
  * - Ascend 950 (training): n = 1.0f / p, corr = (float)p / R: mean = sum(x * n) * corr,
- *   var = sum((x - mean)^2 * n) * corr, rstd = 1 / sqrt(var + eps) refined to about the
- *   correctly rounded float (the emulator rounds the double result); y = ((d * rstd) * w) + b;
+ *   var = sum((x - mean)^2 * n) * corr, rstd from var + eps by one Newton-Raphson step
+ *   without the clamp (norm_rows.h nr_rstd_newton_raphson): every training template
+ *   takes it so, inline in batch_norm_v3_regbase_common.h CalculateRunningMeanVarWithRstdVF
+ *   (batch_norm_v3.h's full reduce, the RA full reduce and RA Welford) or through norm_common's
+ *   ComputeRstdNewtonRaphson(Reg)<false> (batch_norm_v3_welford.h, the block split R and RAR
+ *   block split R kernels), so not always the correctly rounded float; y = ((d * rstd) * w) + b;
  *   runningVar' = ((var * bessel) * m) + rv * m', bessel = (float)R / (float)(R - 1);
  *   runningMean' = mean * m + rm * m'; saveMean = mean, saveInvstd = rstd. Inference:
  *   y = (((x - rm) * w) * rstd) + b with rstd from rv by ComputeRstdNewtonRaphsonReg
@@ -144,7 +148,8 @@ static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
             nr_center(d, x, R, mean);
             var = nr_scaled_sum_squares(d, R, P->c0) * P->c1;
             if (P->chain == CHAIN_950) {
-                const float rstd = (float)(1.0 / sqrt((double)(var + eps)));
+                /* every arch35 training template's Newton-Raphson rstd, without the clamp */
+                const float rstd = nr_rstd_newton_raphson(var, eps, false);
                 for (int64_t i = 0; i < R; i++) {
                     float t = d[i] * rstd;
                     t *= w[c];

@@ -36,7 +36,9 @@
  *   dg = sum((dy * d) * rstd), db = sum(dy), dx = rstd * (w * (dy - ((((d * rstd) * dg) + db) *
  *   h))) with h = 1.0f / (float)R; dg and db rounded to weight's dtype when the kernel keeps
  *   weight 16-bit (gradOut 16-bit, weight given and 16-bit). Inference: dx = (dy * w) * r with r
- *   the kernel's Newton-refined 1 / sqrt(rv + eps) (the emulator rounds the double result);
+ *   from rv + eps by norm_common's ComputeRstdNewtonRaphsonReg with its clamp (both inference
+ *   kernels, arch35 batch_norm_grad_v3_infer.h and _infer_channel_last.h; norm_rows.h
+ *   nr_rstd_newton_raphson): one Newton-Raphson step, not always the correctly rounded float;
  *   gradWeight = sum(dy * ((x - rm) * (1 / sqrtf(rv + eps)))) (Pow's -0.5 is Sqrt then Div on
  *   Ascend 950), gradBias = sum(dy).
  * Missing vectors take the op_api's fills: weight 1, runningMean 0, runningVar 1, saveMean 0,
@@ -172,8 +174,8 @@ static void channels_body(void *ctx, int64_t chunk, int64_t begin, int64_t end)
                     dy[i] = u * k;
                 }
             } else if (P->mask[0] && P->regbase) {
-                /* BatchNormGradV3's inference kernel: Newton-refined rstd of var + eps */
-                const float r = (float)(1.0 / sqrt((double)(var + eps)));
+                /* BatchNormGradV3's inference kernels: norm_common's Newton-Raphson rstd */
+                const float r = nr_rstd_newton_raphson(var, eps, true);
                 for (int64_t i = 0; i < R; i++) {
                     const float g = dy[i] * w[c];
                     dy[i] = g * r;
