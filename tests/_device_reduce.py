@@ -16,6 +16,9 @@ operator tests compare bits against these.
   VFCalcMeanVar, layer_norm_v4's two_pass_perf template; ``fold_partials`` its last steps;
 - ``dichotomy_sum``: the transpose templates' DoReduce over a lane's rows (norm_rows.h
   nr_dichotomy_sum): layer_norm_v4's and layer_norm_grad_v3's;
+- ``binary_fold_dot``, ``rows_binary_sum``: Ascend 950's GroupNormGrad (norm_rows.h
+  nr_binary_fold_dot, nr_rows_binary_sum): the arch35 kernels' channel and group sums with
+  their fused pair, and their stage-two sum over the workspace rows;
 - ``split_chunk_sum``, ``regbase_row_sum``, ``split_sums``: Ascend 950's chunked sums of
   squares (norm_rows.h nr_regbase_chunk_sum, nr_regbase_row_sum, nr_regbase_split_sum):
   norm_common's ReduceSumRstd and its 256-entry levels, RmsNorm's ComputeFormerImplV2.
@@ -126,6 +129,69 @@ def fold_partials(partial):
             cur //= 2
         count = 64
     return fold64(np.pad(partial[:, :count], ((0, 0), (0, 64 - count))))
+
+
+def binary_fold_dot(a, b=None):
+    """Ascend 950's binary-fold sum of each row of a * b (b None: of a), float32 [M, n]
+    (norm_rows.h nr_binary_fold_dot: group_norm_grad's arch35 channel and group sums): up to 64
+    columns each product plus the +0 of the cleared accumulator, one Reduce; else P the largest
+    power of two below n, column P + j folded onto column j (j's product rounded, then P + j's
+    added to it fused; or the two terms added), the other columns alone, each register of the
+    first P reduced, then fold_partials."""
+    a = np.asarray(a, F32)
+    prod = a if b is None else a * np.asarray(b, F32)
+    n = a.shape[1]
+    if n <= LANES:
+        return fold64(np.pad(prod + F32(0), ((0, 0), (0, LANES - n))))
+    p = 1
+    while p * 2 < n:
+        p *= 2
+    head = prod[:, :p].copy()
+    if b is None:
+        head[:, :n - p] = head[:, :n - p] + a[:, p:]
+    else:
+        head[:, :n - p] = fma_f32(a[:, p:], np.asarray(b, F32)[:, p:], head[:, :n - p])
+    partial = np.stack([fold64(head[:, i:i + LANES]) for i in range(0, p, LANES)], axis=1)
+    return fold_partials(partial)
+
+
+def rows_binary_sum(v):
+    """Ascend 950's stage-two sum over the rows of float32 v [R, ...] (norm_rows.h
+    nr_rows_binary_sum: group_norm_grad's arch35 reduceNMode1LessThan2/4/8, MoreThan8): R <= 2
+    in order onto +0; R <= 4 and R <= 8 rows j + 2 (+ 4) onto row j, a missing row zeros, then
+    pairwise; else P the largest power of two below R, row P + j onto row j in blocks of 8 (the
+    rows alone past the paired blocks), ((t0 + t1) + (t2 + t3)) + ((t4 + t5) + (t6 + t7)) per
+    block, the P / 8 block sums halved down to one."""
+    v = np.asarray(v, F32)
+    r = v.shape[0]
+    zero = np.zeros(v.shape[1:], F32)
+
+    def row(j):
+        return v[j] if j < r else zero
+    if r <= 2:
+        s = zero
+        for j in range(r):
+            s = s + v[j]
+        return s
+    if r <= 4:
+        return (v[0] + v[2]) + (v[1] + row(3))
+    if r <= 8:
+        return ((v[0] + v[4]) + (v[1] + row(5))) + ((v[2] + row(6)) + (v[3] + row(7)))
+    p = 8
+    while p < r:
+        p *= 2
+    p //= 2
+    paired = (r - p + 7) // 8
+    blocks = []
+    for g in range(p // 8):
+        t = [v[j] + row(p + j) if g < paired else v[j] for j in range(8 * g, 8 * g + 8)]
+        blocks.append(((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7])))
+    cur = len(blocks) // 2
+    while cur >= 1:
+        for j in range(cur):
+            blocks[j] = blocks[j] + blocks[j + cur]
+        cur //= 2
+    return blocks[0]
 
 
 def split_chunk_sum(q, power):

@@ -3,7 +3,9 @@ messages in the order of hicann/ops-nn norm/group_norm_grad/op_host/op_api/
 aclnn_group_norm_backward.cpp; the device's numbers against the float64 reference for every
 dtype the part takes, and bit for bit against the part's chain written in NumPy: the L0
 GroupNormGrad kernel's (op_kernel/group_norm_grad.h, its tiling's modes 0, 1 and 5, its
-stage-two order over N) on Atlas A2/A3 and Ascend 950, the composite of L0 operators (each
+stage-two order over N) on Atlas A2/A3, the arch35 G and C full-load templates' (binary folds,
+their stage two: tests/_device_reduce.py binary_fold_dot, rows_binary_sum) on Ascend 950, the
+composite of L0 operators (each
 rounding to the data's dtype) on the Atlas training and inference parts; the kernel's
 ReduceSum as Atlas A2/A3's count form (tests/_device_reduce.py), the composite's in the
 emulator's fixed order (tests/test_emulator_add_layer_norm.py lane_sum); masked
@@ -21,7 +23,7 @@ from acl_py.raw import ffi, lib
 from test_emulator_op import (BF16, F16, F32, INVALID, NULLPTR, OK, Arena,  # noqa: F401
                               DevView, arena, last_msg, no_leaks, stream)
 from test_emulator_add_layer_norm import lane_sum
-from _device_reduce import reduce_sum_count
+from _device_reduce import binary_fold_dot, fma_f32, reduce_sum_count, rows_binary_sum
 from _emu_aclnn import SOC, both_phases_without_a_device, refused_by, run_phase_two
 from _part_runs import PARTS, only_where, other_parts, run_on_parts
 from _emu_aclnn import phase_one as aclnn_phase_one
@@ -238,7 +240,71 @@ def a2_mode(shape, group, dt):
     return 5 if hw == 1 else 0 if fits else 1
 
 
+def arch35_mode(shape, group, dt, udt):
+    """The Ascend 950 tiling's template (group_norm_grad_tiling_arch35.cpp BlockTiling,
+    UbTiling; UB 253952 bytes): 0 when a group fits (G full load), else 1 when a channel's HxW
+    does (C full load), 2 when it does not (recompute); 3 stands for the small N x G template,
+    which also asks for two N x C tasks a core (the shapes here never reach it)."""
+    n, c = shape[0], shape[1]
+    hw, d = int(np.prod(shape[2:])), c // group
+    tb = np.dtype(dt).itemsize
+    up = lambda a, b: -(-a // b) * b  # noqa: E731
+    small = n * group <= 16
+    reserve = up(d, 8) * 4 * (6 if small else 4) + 64
+    if np.dtype(udt).itemsize == 2:
+        reserve += up(d, 16) * 2 * (1 if small else 2)
+    usable = (253952 - reserve) // 2
+    if usable // (up(d * hw, 32 // tb) * tb * 3 + 64) > 0:
+        return 0
+    ch = usable // (up(hw, 32 // tb) * tb * 3)
+    if ch <= 0:
+        return 2
+    return 3 if small and n * (d // ch) >= 32 and n * c <= 240000 else 1
+
+
+def arch35_chain(dy, x, mean, rstd, g, group):
+    """(dx, dgamma, dbeta) as Ascend 950's G and C full-load templates make them (module doc;
+    docs/emulator.md): per channel db = sum(dy), ds = sum(x * dy) on the raw x (binary folds),
+    the task's dgamma fma(db, -m, ds) * r; sum1 = sum(ds * gamma), sum2 = sum(db * gamma); C2,
+    C3 on the scalar unit; dx = fma(dy, gamma * r, x * C2) + C3; samples 2w and 2w + 1 into
+    workspace row w, the rows by the stage-two binary sum; narrowed to even."""
+    n, c = x.shape[0], x.shape[1]
+    hw, d = int(np.prod(x.shape[2:])), c // group
+    X, DY = x.astype(f).reshape(-1, hw), dy.astype(f).reshape(-1, hw)
+    db = binary_fold_dot(DY).reshape(n, group, d)
+    ds = binary_fold_dot(X, DY).reshape(n, group, d)
+    M, R = mean.astype(f).reshape(n, group), rstd.astype(f).reshape(n, group)
+    pg = fma_f32(db, -M[..., None], ds) * R[..., None]
+    gam = np.broadcast_to((np.ones(c, f) if g is None else g.astype(f)).reshape(group, d),
+                          (n, group, d))
+    if d == 1:
+        s1, s2 = ds[..., 0] * gam[..., 0], db[..., 0] * gam[..., 0]
+    else:
+        s1 = binary_fold_dot(ds.reshape(-1, d), gam.reshape(-1, d)).reshape(n, group)
+        s2 = binary_fold_dot(db.reshape(-1, d), gam.reshape(-1, d)).reshape(n, group)
+    s = f(1) / f(d * hw)
+    c2 = (((s2 * M + (f(0) - s1)) * R) * R) * R * s
+    c3 = (f(0) - c2) * M + (f(0) - s2 * R * s)
+    gr = (gam * R[..., None])[..., None]
+    dx = fma_f32(DY.reshape(n, group, d, hw), gr,
+                 X.reshape(n, group, d, hw) * c2[..., None, None]) + c3[..., None, None]
+
+    def over_n(parts):
+        parts = parts.reshape(n, c)
+        if n == 1:
+            return f(0) + parts[0]
+        ws = [f(0) + parts[w] if w + 1 >= n else (f(0) + parts[w]) + parts[w + 1]
+              for w in range(0, n, 2)]
+        return rows_binary_sum(np.stack(ws))
+    out_dt = mean.dtype
+    return (dx.astype(dy.dtype).reshape(x.shape), over_n(pg).astype(out_dt),
+            over_n(db).astype(out_dt))
+
+
 def device_chain(dy, x, mean, rstd, g, group):
+    udt = mean.dtype
+    if ARCH == 3510 and arch35_mode(x.shape, group, dy.dtype, udt) <= 1:
+        return arch35_chain(dy, x, mean, rstd, g, group)
     if KERNEL:
         return kernel_chain(dy, x, mean, rstd, g, group, a2_mode(x.shape, group, dy.dtype))
     return composite_chain(dy, x, mean, rstd, g, group)
@@ -276,6 +342,43 @@ def test_outputs_follow_the_part_chain_bit_for_bit(arena, dt, shape, group):
     for a, e, name in zip(got, exp, ("dx", "dgamma", "dbeta")):
         assert a.dtype == e.dtype and a.size == e.size, name
         assert (bits(a.reshape(e.shape)) == bits(e)).all(), name
+
+
+# Ascend 950 (shape, group, data dtype, statistics dtype, template, the outputs the former
+# chain gets wrong there): a channel's binary fold past 64 values (HxW 300: P 256), the group
+# sums' fold (160 channels: P 128), HxW 1, the C full-load template (4 x 4100 FLOAT: P 4096,
+# 64 partials), the stage-two binary sum over 6, 10 and 19 workspace rows (N 11, 20, 37), FLOAT
+# statistics with 16-bit data and BF16 ones with BF16 data. (FLOAT16 and BF16 outputs on the
+# other shapes: test_outputs_follow_the_part_chain_bit_for_bit.)
+ALL = ("dx", "dgamma", "dbeta")
+ARCH35_CASES = [((3, 4, 300), 2, F32, F32, 0, ALL),
+                ((2, 160, 3), 1, F32, F32, 0, ("dx", "dgamma")),
+                ((2, 160, 3), 1, F16, F32, 0, ("dgamma",)),
+                ((4, 12, 1), 3, F32, F32, 0, ("dx", "dgamma")),
+                ((2, 4, 4100), 1, F32, F32, 1, ALL), ((11, 6, 5), 3, F16, F32, 0, ("dgamma",)),
+                ((20, 8, 70), 2, BF16, F32, 0, ("dx", "dgamma")),
+                ((20, 8, 70), 2, BF16, BF16, 0, ("dx",)), ((37, 4, 9), 2, F32, F32, 0, ALL)]
+
+
+@only_where(ARCH == 3510)
+@pytest.mark.parametrize("shape,group,dt,udt,mode,former_wrong", ARCH35_CASES, ids=str)
+def test_ascend950_full_load_sums_bit_for_bit(arena, shape, group, dt, udt, mode,
+                                               former_wrong):
+    """Ascend 950's G and C full-load templates bit for bit against their NumPy chain (channel
+    and group binary folds, the stage-two binary sum); the former chain (the Atlas A2/A3
+    arithmetic with ties to even) gives other bits in the outputs named."""
+    assert arch35_mode(shape, group, dt, udt) == mode
+    rng = np.random.default_rng(sum(shape) + group)
+    dy, x, mean, rstd, g = inputs(rng, shape, group, dt, affine=shape[0] != 4)
+    mean, rstd = mean.astype(f).astype(udt), rstd.astype(f).astype(udt)
+    g = None if g is None else g.astype(f).astype(udt)
+    got = call(arena, dy, x, mean, rstd, g, group)
+    exp = arch35_chain(dy, x, mean, rstd, g, group)
+    former = kernel_chain(dy, x, mean, rstd, g, group, a2_mode(shape, group, dt))
+    for a, e, o, name in zip(got, exp, former, ALL):
+        assert a.dtype == e.dtype and a.size == e.size, name
+        assert (bits(a.reshape(e.shape)) == bits(e)).all(), name
+        assert (bits(o.reshape(e.shape)) != bits(e)).any() == (name in former_wrong), name
 
 
 def test_strided_views_give_the_contiguous_bits(arena):

@@ -63,9 +63,11 @@
  * counter-mode vcadd (norm_rows.h nr_reduce_sum_count); mode 3's chunked, compensated
  * per-channel sums (one channel beyond the UB, HxW above about 16000 elements) are taken as
  * mode 1's plain sums; the composite path's ReduceSum L0 ops take norm_rows.h's fixed lane
- * order; the regbase
- * (Ascend 950) kernels (op_kernel/arch35: binary-fold sums, their own stage two) are taken as
- * the Atlas A2/A3 arithmetic with their ties-to-even rounding (CAST_RINT); the BatchNorm
+ * order; Ascend 950's G and C full-load templates (op_kernel/arch35, the tiling's MODE_0 and
+ * MODE_1) are modelled (kernel_rows_arch35: binary-fold sums, fused pairs, their stage two's
+ * mode 1); its recompute and small N x G templates (MODE_2, MODE_3) are taken as the Atlas
+ * A2/A3 arithmetic with ties to even (CAST_RINT), stage two's mode 2 (N above about 1750 to
+ * 3500) as its mode 1; the BatchNorm
  * backward kernels of the composite path are not in the checkouts, so their arithmetic is the
  * float32 formula dx = (g - (sum(g) + x_hat * sum(g * x_hat)) * (1 / E)) * invstd with
  * invstd = 1 / sqrt(var + 1e-5), g = dy * gamma and x_hat = (x - mean) * invstd, rounded
@@ -104,6 +106,9 @@ typedef enum {
 } gnb_path;
 
 #define A2_UB_BYTES 196608 /* ub_size of every Atlas A2/A3 platform configuration */
+/* Ascend 950's G and C full-load templates (the arch35 tiling's MODE_0 and MODE_1: one
+ * arithmetic, kernel_rows_arch35) */
+#define MODE_ARCH35 100
 
 typedef struct {
     /* rows: the tasks (n, g), or one for Ascend 950's zeros (written from the run's buffer);
@@ -113,7 +118,7 @@ typedef struct {
     int64_t N, C, HW, G, D, E;
     bool mask[3];
     gnb_path path;
-    int mode;             /* the kernel's stage-one mode: 0, 1 (modes 1-3) or 5 */
+    int mode;             /* the kernel's stage-one mode: 0, 1 (modes 1-3) or 5; MODE_ARCH35 */
     int64_t batch_parts;  /* the kernel's coreBatchParts (stage two, N > 2) */
     aclemu_ties ties;     /* the kernel's narrowing: away (A2/A3) or even */
     float eps_data;       /* the composite's eps 1e-5 as a tensor of rstd's dtype */
@@ -171,94 +176,138 @@ static float scalar_at(const tdesc *d, int64_t i)
     return *get_tile(view_base(d), d->dtype, &d->inner, i, 1, &buf);
 }
 
+/* One task (n, g): its index, sample, first channel, dy and x as float, mean and rstd. */
+typedef struct {
+    int64_t task, n, c0;
+    const float *dy, *x;
+    float m, r;
+} gnb_task;
+
 /* ---- the kernel: stage one, per task (n, g) --------------------------------------------- */
 
-static void kernel_rows(const gnb_payload *P, const norm_rows *R, int64_t chunk, int64_t begin,
-                        int64_t end)
+static void kernel_task(const gnb_payload *P, const norm_rows *R, const gnb_task *T,
+                        float *work)
 {
-    const tdesc *dyd = &P->t[T_DY], *xd = &P->t[T_X], *dxd = &P->t[T_DX];
-    const int64_t E = P->E, D = P->D, HW = P->HW, G = P->G, NC = P->N * P->C;
+    const int64_t task = T->task, n = T->n, c0 = T->c0;
+    const float *dy = T->dy, *x = T->x;
+    const float m = T->m, r = T->r;
+    const tdesc *xd = &P->t[T_X], *dxd = &P->t[T_DX];
+    const int64_t E = P->E, D = P->D, HW = P->HW, NC = P->N * P->C;
     const float *gamma = R->gamma;
-    float *dyb = nr_chunk_buf(R, chunk), *xb = dyb + E, *xhat = xb + E, *tmp = xhat + E;
+    float *xhat = work, *tmp = xhat + E;
     float *fold = tmp + E, *db = fold + FOLD_FLOATS, *dg = db + D, *t1 = dg + D, *t2 = t1 + D;
     /* the block of x's dtype the mode-0 alignment is counted in */
     const int64_t per_block = 32 / (int64_t)aclemu_dtype_size(xd->dtype);
-    for (int64_t task = begin; task < end; task++) {
-        const int64_t n = task / G, g = task % G, c0 = g * D;
-        const float *dy = get_tile(view_base(dyd), dyd->dtype, &dyd->inner, task * E, E, dyb);
-        const float *x = get_tile(view_base(xd), xd->dtype, &xd->inner, task * E, E, xb);
-        const float m = scalar_at(&P->t[T_MEAN], task), r = scalar_at(&P->t[T_RSTD], task);
-        const float shift = (-1.0f * m) * r;
-        for (int64_t i = 0; i < E; i++) {
-            const float s = x[i] * r;
-            xhat[i] = s + shift;
-        }
-        for (int64_t j = 0; j < D; j++) {
-            const float *dyc = dy + j * HW, *xc = xhat + j * HW;
-            if (P->mode == 5) {
-                db[j] = dyc[0];
-                dg[j] = xc[0] * dyc[0];
-                continue;
-            }
-            db[j] = reduce_sum_folded(dyc, HW, fold);
-            for (int64_t i = 0; i < HW; i++)
-                tmp[i] = xc[i] * dyc[i];
-            dg[j] = reduce_sum_folded(tmp, HW, fold);
-        }
-        float *pg = R->run_buf + n * P->C + c0, *pb = R->run_buf + NC + n * P->C + c0;
-        memcpy(pg, dg, (size_t)D * sizeof(float));
-        memcpy(pb, db, (size_t)D * sizeof(float));
-        if (!P->mask[0])
+    const float shift = (-1.0f * m) * r;
+    for (int64_t i = 0; i < E; i++) {
+        const float s = x[i] * r;
+        xhat[i] = s + shift;
+    }
+    for (int64_t j = 0; j < D; j++) {
+        const float *dyc = dy + j * HW, *xc = xhat + j * HW;
+        if (P->mode == 5) {
+            db[j] = dyc[0];
+            dg[j] = xc[0] * dyc[0];
             continue;
-        for (int64_t j = 0; j < D; j++) {
-            t1[j] = db[j] * gamma[c0 + j];
-            t2[j] = dg[j] * gamma[c0 + j];
         }
-        const float fe = (float)E;
-        const float c1 = nr_reduce_sum_count(t1, D) / fe, c2 = nr_reduce_sum_count(t2, D) / fe;
-        float *dx = tmp;
-        for (int64_t j = 0; j < D; j++) {
-            const float gm = gamma[c0 + j];
-            const float *dyc = dy + j * HW, *xc = x + j * HW, *xh = xhat + j * HW;
-            float *o = dx + j * HW;
-            if (P->mode == 0) {
-                const float dscale = r * gm;
-                if ((j * HW) % per_block == 0) {
-                    const float a = r * c2, b = r * c1;
-                    for (int64_t i = 0; i < HW; i++) {
-                        float xo = xh[i] * a;
-                        xo = xo + b;
-                        o[i] = dyc[i] * dscale - xo;
-                    }
-                } else {
-                    const float a = (r * r) * c2, b = r * c1 - ((m * r) * r) * c2;
-                    for (int64_t i = 0; i < HW; i++) {
-                        float xo = xc[i] * a;
-                        xo = xo + b;
-                        o[i] = dyc[i] * dscale - xo;
-                    }
-                }
-            } else if (P->mode == 1) {
-                const float a = r * c2, b = -1.0f * ((m * r) * c2 - c1);
+        db[j] = reduce_sum_folded(dyc, HW, fold);
+        for (int64_t i = 0; i < HW; i++)
+            tmp[i] = xc[i] * dyc[i];
+        dg[j] = reduce_sum_folded(tmp, HW, fold);
+    }
+    float *pg = R->run_buf + n * P->C + c0, *pb = R->run_buf + NC + n * P->C + c0;
+    memcpy(pg, dg, (size_t)D * sizeof(float));
+    memcpy(pb, db, (size_t)D * sizeof(float));
+    if (!P->mask[0])
+        return;
+    for (int64_t j = 0; j < D; j++) {
+        t1[j] = db[j] * gamma[c0 + j];
+        t2[j] = dg[j] * gamma[c0 + j];
+    }
+    const float fe = (float)E;
+    const float c1 = nr_reduce_sum_count(t1, D) / fe, c2 = nr_reduce_sum_count(t2, D) / fe;
+    float *dx = tmp;
+    for (int64_t j = 0; j < D; j++) {
+        const float gm = gamma[c0 + j];
+        const float *dyc = dy + j * HW, *xc = x + j * HW, *xh = xhat + j * HW;
+        float *o = dx + j * HW;
+        if (P->mode == 0) {
+            const float dscale = r * gm;
+            if ((j * HW) % per_block == 0) {
+                const float a = r * c2, b = r * c1;
                 for (int64_t i = 0; i < HW; i++) {
-                    const float d = dyc[i] * gm;
+                    float xo = xh[i] * a;
+                    xo = xo + b;
+                    o[i] = dyc[i] * dscale - xo;
+                }
+            } else {
+                const float a = (r * r) * c2, b = r * c1 - ((m * r) * r) * c2;
+                for (int64_t i = 0; i < HW; i++) {
                     float xo = xc[i] * a;
                     xo = xo + b;
-                    o[i] = (d - xo) * r;
+                    o[i] = dyc[i] * dscale - xo;
                 }
-            } else { /* mode 5: HxW 1 */
-                const float a = r * c2, b = r * c1;
-                float d = dyc[0] * gm;
-                d = d * r;
-                float xo = xh[0] * a;
-                xo = xo + b;
-                o[0] = d - xo;
             }
+        } else if (P->mode == 1) {
+            const float a = r * c2, b = -1.0f * ((m * r) * c2 - c1);
+            for (int64_t i = 0; i < HW; i++) {
+                const float d = dyc[i] * gm;
+                float xo = xc[i] * a;
+                xo = xo + b;
+                o[i] = (d - xo) * r;
+            }
+        } else { /* mode 5: HxW 1 */
+            const float a = r * c2, b = r * c1;
+            float d = dyc[0] * gm;
+            d = d * r;
+            float xo = xh[0] * a;
+            xo = xo + b;
+            o[0] = d - xo;
         }
-        if (dxd->dtype != ACL_FLOAT && P->ties == ACLEMU_TIES_AWAY)
-            round_ties_away(dxd->dtype, dx, E);
-        put_tile(view_base(dxd), dxd->dtype, ACLEMU_TIES_EVEN, &dxd->inner, task * E, E, dx);
     }
+    if (dxd->dtype != ACL_FLOAT && P->ties == ACLEMU_TIES_AWAY)
+        round_ties_away(dxd->dtype, dx, E);
+    put_tile(view_base(dxd), dxd->dtype, ACLEMU_TIES_EVEN, &dxd->inner, task * E, E, dx);
+}
+
+/* Ascend 950's G and C full-load templates, per task (n, g) (group_norm_grad_g_full_load.h
+ * Compute, ComputeMode0Dx, VFComputeMode0Dx; group_norm_grad_c_full_load.h Compute,
+ * ComputeMode1Dx; group_norm_grad_base.h VFDbetaDgammaBinaryFoldCommon, StoreDgamma,
+ * ComputeSum1Sum2, VFComputeMode1DxCommon): per channel db = sum(dy) and ds = sum(x * dy) on the
+ * raw x (norm_rows.h nr_binary_fold_dot); the task's dgamma_c = fma(db, -m, ds) * r (Axpy, Muls);
+ * sum1 = sum(ds * gamma), sum2 = sum(db * gamma) over the group (a scalar product for one
+ * channel); the scalar unit's C2 = ((sum2 * m + (0 - sum1)) * r * r * r) * (1 / E) and C3 =
+ * (0 - C2) * m + (0 - sum2 * r * (1 / E)), each operation rounded; dx = fma(dy, gamma * r,
+ * x * C2) + C3 (Muls, MulAddDst, Adds), cast with CAST_RINT. work: dx, the folds' partials and
+ * the channel sums. */
+static void kernel_task_arch35(const gnb_payload *P, const norm_rows *R, const gnb_task *T,
+                               float *work)
+{
+    const int64_t E = P->E, D = P->D, HW = P->HW;
+    const float *dy = T->dy, *x = T->x, *gm = R->gamma + T->c0;
+    const float m = T->m, r = T->r;
+    float *dx = work, *partial = dx + E, *db = partial + FOLD_FLOATS, *ds = db + D, *dg = ds + D;
+    for (int64_t j = 0; j < D; j++) {
+        db[j] = nr_binary_fold_dot(dy + j * HW, NULL, HW, partial);
+        ds[j] = nr_binary_fold_dot(x + j * HW, dy + j * HW, HW, partial);
+        dg[j] = fmaf(db[j], -m, ds[j]) * r;
+    }
+    memcpy(R->run_buf + T->n * P->C + T->c0, dg, (size_t)D * sizeof(float));
+    memcpy(R->run_buf + (P->N + T->n) * P->C + T->c0, db, (size_t)D * sizeof(float));
+    if (!P->mask[0])
+        return;
+    const float sum1 = D == 1 ? ds[0] * gm[0] : nr_binary_fold_dot(ds, gm, D, partial);
+    const float sum2 = D == 1 ? db[0] * gm[0] : nr_binary_fold_dot(db, gm, D, partial);
+    const float s = 1.0f / (float)E;
+    const float c2 = (((sum2 * m + (0.0f - sum1)) * r) * r) * r * s;
+    const float c3 = (0.0f - c2) * m + (0.0f - sum2 * r * s);
+    for (int64_t j = 0; j < D; j++) {
+        const float gr = gm[j] * r;
+        for (int64_t i = j * HW; i < (j + 1) * HW; i++)
+            dx[i] = fmaf(dy[i], gr, x[i] * c2) + c3;
+    }
+    const tdesc *dxd = &P->t[T_DX];
+    put_tile(view_base(dxd), dxd->dtype, ACLEMU_TIES_EVEN, &dxd->inner, T->task * E, E, dx);
 }
 
 /* The halving adds of reduce_axis_n_WSP2UB over rows v[0..k) (stride C) of one channel. */
@@ -296,7 +345,17 @@ static void kernel_combine(const gnb_payload *P, const float *p, const tdesc *ou
     const bool f32 = P->t[T_DY].dtype == ACL_FLOAT;
     for (int64_t c = 0; c < C; c++) {
         float v;
-        if (N <= 2) {
+        if (P->mode == MODE_ARCH35) {
+            /* the tasks of samples 2w and 2w + 1 added into zeroed workspace row w (N > 1), or
+             * straight into the zeroed output (N 1: 16-bit cast first, the same bits) */
+            const int64_t W = (N + 1) / 2;
+            for (int64_t w = 0; w < W && N > 1; w++) {
+                ws[w] = 0.0f + p[2 * w * C + c];
+                if (2 * w + 1 < N)
+                    ws[w] = ws[w] + p[(2 * w + 1) * C + c];
+            }
+            v = N == 1 ? 0.0f + p[c] : nr_rows_binary_sum(ws, W, 1, rows);
+        } else if (N <= 2) {
             v = 0.0f + p[c];
             if (N == 2)
                 v = v + p[C + c];
@@ -338,49 +397,46 @@ static float round_one(const gnb_payload *P, float v)
     return v;
 }
 
-static void composite_rows(const gnb_payload *P, const norm_rows *R, int64_t chunk,
-                           int64_t begin, int64_t end)
+static void composite_task(const gnb_payload *P, const norm_rows *R, const gnb_task *T,
+                           float *work)
 {
-    const tdesc *dyd = &P->t[T_DY], *xd = &P->t[T_X], *dxd = &P->t[T_DX];
-    const int64_t E = P->E, D = P->D, HW = P->HW, G = P->G, NC = P->N * P->C;
+    const int64_t task = T->task, n = T->n, c0 = T->c0;
+    const float *dy = T->dy, *x = T->x;
+    const float m = T->m, r = T->r;
+    const tdesc *dxd = &P->t[T_DX];
+    const int64_t E = P->E, D = P->D, HW = P->HW, NC = P->N * P->C;
     const float *gamma = R->gamma;
-    float *dyb = nr_chunk_buf(R, chunk), *xb = dyb + E, *g = xb + E, *tmp = g + E;
-    for (int64_t task = begin; task < end; task++) {
-        const int64_t n = task / G, c0 = (task % G) * D;
-        const float *dy = get_tile(view_base(dyd), dyd->dtype, &dyd->inner, task * E, E, dyb);
-        const float *x = get_tile(view_base(xd), xd->dtype, &xd->inner, task * E, E, xb);
-        const float m = scalar_at(&P->t[T_MEAN], task), r = scalar_at(&P->t[T_RSTD], task);
-        /* gradGammaOut's and gradBetaOut's per-(n, channel) sums: Sub, Mul, Mul, ReduceSum */
-        for (int64_t j = 0; j < D; j++) {
-            const float *dyc = dy + j * HW, *xc = x + j * HW;
-            for (int64_t i = 0; i < HW; i++) {
-                const float xh = round_one(P, round_one(P, xc[i] - m) * r);
-                tmp[i] = dyc[i] * xh;
-            }
-            round_data(P, tmp, HW);
-            R->run_buf[n * P->C + c0 + j] = round_one(P, reduce_sum(tmp, HW));
-            R->run_buf[NC + n * P->C + c0 + j] = round_one(P, reduce_sum(dyc, HW));
+    float *g = work, *tmp = g + E;
+    /* gradGammaOut's and gradBetaOut's per-(n, channel) sums: Sub, Mul, Mul, ReduceSum */
+    for (int64_t j = 0; j < D; j++) {
+        const float *dyc = dy + j * HW, *xc = x + j * HW;
+        for (int64_t i = 0; i < HW; i++) {
+            const float xh = round_one(P, round_one(P, xc[i] - m) * r);
+            tmp[i] = dyc[i] * xh;
         }
-        if (!P->mask[0])
-            continue;
-        for (int64_t j = 0; j < D; j++)
-            for (int64_t i = 0; i < HW; i++)
-                g[j * HW + i] = dy[j * HW + i] * gamma[c0 + j];
-        round_data(P, g, E);
-        float var = round_one(P, r * r);
-        var = round_one(P, 1.0f / var);
-        var = round_one(P, var - P->eps_data);
-        const float invstd = 1.0f / sqrtf(var + 1e-5f);
-        for (int64_t i = 0; i < E; i++)
-            tmp[i] = g[i] * ((x[i] - m) * invstd);
-        const float dscale = reduce_sum(tmp, E), doffset = reduce_sum(g, E);
-        const float inv_e = 1.0f / (float)E;
-        for (int64_t i = 0; i < E; i++) {
-            const float xh = (x[i] - m) * invstd;
-            tmp[i] = (g[i] - (doffset + xh * dscale) * inv_e) * invstd;
-        }
-        put_tile(view_base(dxd), dxd->dtype, ACLEMU_TIES_EVEN, &dxd->inner, task * E, E, tmp);
+        round_data(P, tmp, HW);
+        R->run_buf[n * P->C + c0 + j] = round_one(P, reduce_sum(tmp, HW));
+        R->run_buf[NC + n * P->C + c0 + j] = round_one(P, reduce_sum(dyc, HW));
     }
+    if (!P->mask[0])
+        return;
+    for (int64_t j = 0; j < D; j++)
+        for (int64_t i = 0; i < HW; i++)
+            g[j * HW + i] = dy[j * HW + i] * gamma[c0 + j];
+    round_data(P, g, E);
+    float var = round_one(P, r * r);
+    var = round_one(P, 1.0f / var);
+    var = round_one(P, var - P->eps_data);
+    const float invstd = 1.0f / sqrtf(var + 1e-5f);
+    for (int64_t i = 0; i < E; i++)
+        tmp[i] = g[i] * ((x[i] - m) * invstd);
+    const float dscale = reduce_sum(tmp, E), doffset = reduce_sum(g, E);
+    const float inv_e = 1.0f / (float)E;
+    for (int64_t i = 0; i < E; i++) {
+        const float xh = (x[i] - m) * invstd;
+        tmp[i] = (g[i] - (doffset + xh * dscale) * inv_e) * invstd;
+    }
+    put_tile(view_base(dxd), dxd->dtype, ACLEMU_TIES_EVEN, &dxd->inner, task * E, E, tmp);
 }
 
 /* The second ReduceSum (over N) of the composite path, rounded to the data's dtype. */
@@ -425,15 +481,28 @@ static bool before_rows(const void *payload, norm_rows *R)
     return true;
 }
 
-/* Stage one, tasks [begin, end): the kernel's or the composite's per part. */
+/* Stage one, tasks [begin, end): each task's dy and x read as float (into the chunk's row
+ * buffer, or in place), then the kernel's or the composite's per part. */
 static void tasks_body(const void *payload, const norm_rows *R, int64_t chunk, int64_t begin,
                        int64_t end)
 {
     const gnb_payload *P = payload;
-    if (P->path == PATH_KERNEL)
-        kernel_rows(P, R, chunk, begin, end);
-    else
-        composite_rows(P, R, chunk, begin, end);
+    const tdesc *dyd = &P->t[T_DY], *xd = &P->t[T_X];
+    const int64_t E = P->E;
+    float *dyb = nr_chunk_buf(R, chunk), *xb = dyb + E, *work = xb + E;
+    for (int64_t task = begin; task < end; task++) {
+        const gnb_task T = {
+            .task = task, .n = task / P->G, .c0 = (task % P->G) * P->D,
+            .dy = get_tile(view_base(dyd), dyd->dtype, &dyd->inner, task * E, E, dyb),
+            .x = get_tile(view_base(xd), xd->dtype, &xd->inner, task * E, E, xb),
+            .m = scalar_at(&P->t[T_MEAN], task), .r = scalar_at(&P->t[T_RSTD], task)};
+        if (P->path == PATH_KERNEL && P->mode == MODE_ARCH35)
+            kernel_task_arch35(P, R, &T, work);
+        else if (P->path == PATH_KERNEL)
+            kernel_task(P, R, &T, work);
+        else
+            composite_task(P, R, &T, work);
+    }
 }
 
 /* Stage two, over n, in chunk 0's row buffer (the rows are done with it). */
@@ -629,13 +698,14 @@ static void a2_tiling(gnb_payload *P, aclDataType dt)
  * N x C in mode 3, else ceil(N / 2) x C; mode 3 (UbTiling, from BlockTiling's reserve): a
  * group too large for UB, one channel's HxW fitting, N x group <= 16, at least two N x C tasks
  * per core, N x (C / group / channels per UB) >= 32 and N x C <= 240000. */
-static uint64_t gng_kernel_workspace(const aclemu_soc *soc, int64_t N, int64_t C, int64_t HW,
-                                     int64_t G, aclDataType dy_dt, aclDataType gamma_dt)
+/* The arch35 tiling's stage-one template (group_norm_grad_tiling_arch35.cpp BlockTiling's UB
+ * reserve, UbTiling): 0 (MODE_0, G full load) when a group fits the UB, else 1 (MODE_1, C full
+ * load) when a channel's HxW does, or 3 (MODE_3, small N x G: N x group <= 16, at least two
+ * N x C tasks per core, N x (C / group / channels per UB) >= 32 and N x C <= 240000); else 2
+ * (MODE_2, recompute). The part's UB (253952 bytes), 32-byte blocks and vector cores. */
+static int gng_arch35_mode(int64_t N, int64_t C, int64_t HW, int64_t G, aclDataType dy_dt,
+                           aclDataType gamma_dt)
 {
-    const uint64_t sys = ew_lib_api_workspace(soc);
-    const int64_t half_n = (N + 1) / 2;
-    if (soc->npu_arch != 3510)
-        return sys + (uint64_t)(N > 2 ? 2 * half_n * C * 4 : dy_dt == ACL_FLOAT ? 0 : 2 * C * 4);
 #define CEIL_TO(a, b) ((((a) + (b) - 1) / (b)) * (b))
     const int64_t block = 32, t_bytes = (int64_t)aclemu_dtype_size(dy_dt), D = C / G;
     const int64_t NG = N * G, NC = N * C, cores = aclemu_soc_vector_cores();
@@ -648,8 +718,27 @@ static uint64_t gng_kernel_workspace(const aclemu_soc *soc, int64_t N, int64_t C
     const int64_t mode0_groups = usable / (CEIL_TO(D * HW, t_align) * t_bytes * 3 + block * 2);
     const int64_t mode1_channels = usable / (CEIL_TO(HW, t_align) * t_bytes * 3);
 #undef CEIL_TO
-    const bool mode3 = mode0_groups <= 0 && mode1_channels > 0 && small_ng &&
-                       stage0_per_core >= 2 && N * (D / mode1_channels) >= 32 && NC <= 240000;
+    if (mode0_groups > 0)
+        return 0;
+    if (mode1_channels <= 0)
+        return 2;
+    return small_ng && stage0_per_core >= 2 && N * (D / mode1_channels) >= 32 && NC <= 240000
+        ? 3 : 1;
+}
+
+/* GroupNormGrad's one tiling workspace: the platform's system workspace plus its float
+ * stage-two buffers, two copies. Atlas A2/A3 (group_norm_grad_tiling.cpp CalStage2TilingInfo):
+ * ceil(N / 2) x C for N > 2 (the deterministic stage two), else C for a 16-bit gradOut (the
+ * cast) and none for FLOAT. Ascend 950 (group_norm_grad_tiling_arch35.cpp GetWorkspaceSize):
+ * N x C in mode 3 (gng_arch35_mode), else ceil(N / 2) x C. */
+static uint64_t gng_kernel_workspace(const aclemu_soc *soc, int64_t N, int64_t C, int64_t HW,
+                                     int64_t G, aclDataType dy_dt, aclDataType gamma_dt)
+{
+    const uint64_t sys = ew_lib_api_workspace(soc);
+    const int64_t half_n = (N + 1) / 2;
+    if (soc->npu_arch != 3510)
+        return sys + (uint64_t)(N > 2 ? 2 * half_n * C * 4 : dy_dt == ACL_FLOAT ? 0 : 2 * C * 4);
+    const bool mode3 = gng_arch35_mode(N, C, HW, G, dy_dt, gamma_dt) == 3;
     return sys + (uint64_t)(2 * (mode3 ? N : half_n) * C * 4);
 }
 
@@ -991,6 +1080,10 @@ ACLEMU_EXPORT aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
     aclemu_round_floats(rstd->dtype, ACLEMU_TIES_EVEN, &P->eps_data, 1);
     if (path == PATH_KERNEL)
         a2_tiling(P, gradOut->dtype);
+    if (path == PATH_KERNEL && regbase && gng_arch35_mode(N, C, HxW, group, gradOut->dtype,
+                                                          gamma ? gamma->dtype
+                                                                : gradOut->dtype) <= 1)
+        P->mode = MODE_ARCH35;
     const bool runs = path == PATH_KERNEL || path == PATH_COMPOSITE;
     P->h = (nr_head){.kernel = &GNB_KERNEL, .call = P2, .names = TNAME,
                      .rows = runs ? N * group : path == PATH_ZEROS ? 1 : 0, .width = C,

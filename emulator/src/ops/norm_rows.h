@@ -244,6 +244,83 @@ static inline float nr_binary_add_sum(const float *t, int64_t n, float *partial)
     return nr_binary_add_partials(partial, quot_loops);
 }
 
+/* Ascend 950's binary-fold sum of the products a[i] * b[i] over [0, n) (b NULL: of a[i]), as
+ * group_norm_grad's arch35 kernels take their channel and group sums (group_norm_grad_base.h
+ * VFDbetaDgammaBinaryFoldCommon, VFComputeBinaryFoldSum1Sum2; group_norm_grad_common.h
+ * VFComputeDbetaDs and VFComputeSum1Sum2 up to one register): up to NR_VECTOR_LANES terms, each
+ * lane its product (or term) plus the +0 of the cleared accumulator (a fused multiply-add onto
+ * zero), one Reduce; else, P the largest power of two below n (the tiling's binaryAddQuotient),
+ * the lanes of the first P whose partner P + j exists fold it in: a[j] * b[j] rounded, then
+ * a[P + j] * b[P + j] added to it fused (MulAddDst / MulDstAdd), or a[j] + a[P + j]; the other
+ * lanes keep their own product or term (no +0: a merging Move); each register of the first P
+ * reduced to one partial, then nr_binary_add_partials' halvings and last Reduce (binaryAddK,
+ * binaryAddLastNum). nr_binary_add_sum cannot take it: its terms are formed before the fold, and
+ * it adds +0 to the unpaired lanes of the last paired register. partial: n / 64 + 1 floats. */
+static inline float nr_binary_fold_dot(const float *a, const float *b, int64_t n, float *partial)
+{
+#define NR_TERM(i) (b ? a[i] * b[i] : a[i])
+    float lanes[NR_VECTOR_LANES];
+    if (n <= NR_VECTOR_LANES) {
+        for (int64_t l = 0; l < NR_VECTOR_LANES; l++)
+            lanes[l] = l < n ? NR_TERM(l) + 0.0f : 0.0f;
+        return nr_fold_vector_lanes(lanes);
+    }
+    const int64_t p = nr_pow2_below(n), quot_loops = p / NR_VECTOR_LANES;
+    for (int64_t i = 0; i < quot_loops; i++) {
+        for (int64_t l = 0; l < NR_VECTOR_LANES; l++) {
+            const int64_t q = i * NR_VECTOR_LANES + l, r = p + q;
+            lanes[l] = NR_TERM(q);
+            if (r < n)
+                lanes[l] = b ? fmaf(a[r], b[r], lanes[l]) : lanes[l] + a[r];
+        }
+        partial[i] = nr_fold_vector_lanes(lanes);
+    }
+    return nr_binary_add_partials(partial, quot_loops);
+#undef NR_TERM
+}
+
+/* Ascend 950's stage-two sum over R rows v[0], v[stride], ... of one column (group_norm_grad's
+ * arch35 reduceNMode1LessThan2/4/8 and reduceNMode1MoreThan8, the tiling's stage2BinaryAdd-
+ * Quotient and stage2BinaryAddK): R <= 2 added in order onto +0; else rows past P (2 for R up
+ * to 4, 4 up to 8, else the largest power of two below R, at least 8) added onto row j - P
+ * (a missing row is a row of zeros) in blocks of 8 rows (4 or 2 below 8): ((t0 + t1) + (t2 +
+ * t3)) + ((t4 + t5) + (t6 + t7)), t the row or the row plus its partner; blocks wholly past the
+ * paired ones take the rows alone; the P / 8 block sums then halved down to one. tmp: P / 8
+ * floats of scratch (R > 8). */
+static inline float nr_rows_binary_sum(const float *v, int64_t R, int64_t stride, float *tmp)
+{
+#define NR_ROW(j) ((j) < R ? v[(j) * stride] : 0.0f)
+    if (R <= 2) {
+        float s = 0.0f;
+        for (int64_t j = 0; j < R; j++)
+            s = s + v[j * stride];
+        return s;
+    }
+    if (R <= 4)
+        return (v[0] + v[2 * stride]) + (v[stride] + NR_ROW(3));
+    if (R <= 8)
+        return ((v[0] + v[4 * stride]) + (v[stride] + NR_ROW(5))) +
+               ((v[2 * stride] + NR_ROW(6)) + (v[3 * stride] + NR_ROW(7)));
+    int64_t p = 8;
+    while (p < R)
+        p *= 2;
+    p /= 2;
+    const int64_t blocks = p / 8, paired = (R - p + 7) / 8;
+    for (int64_t g = 0; g < blocks; g++) {
+        float t[8];
+        for (int64_t k = 0; k < 8; k++) {
+            const int64_t j = 8 * g + k;
+            t[k] = g < paired ? v[j * stride] + NR_ROW(p + j) : v[j * stride];
+        }
+        tmp[g] = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+    }
+    for (int64_t cur = blocks / 2; cur >= 1; cur /= 2)
+        for (int64_t j = 0; j < cur; j++)
+            tmp[j] = tmp[j] + tmp[j + cur];
+    return tmp[0];
+#undef NR_ROW
+}
+
 /* ---- Ascend 950's chunked sums of squares (norm_common reduce_common_regbase.h
  * ReduceSumRstd, rms_norm_regbase_common.h ComputeFormerImplV2: one arithmetic) ---------- */
 
