@@ -286,7 +286,9 @@ def _shapes_agree(emulator, declared, values, ks, shape):
     assert on_host[:2] == on_device[:2], where
     assert on_host[0] == "AclArgumentError", where
     k = next(k for k in ks if on_host[1] == f"out[{k}] ({declared.outputs[k].py})")
-    unwritten = declared.unwritten_outputs(values)[k] is not None
+    # whether the part writes it with these entries (an op_api returning before its kernel
+    # for an empty tensor writes none: InstanceNorm's, AddRmsNormDynamicQuant's)
+    unwritten = declared.unwritten_outputs(values, out=out)[k] is not None
     assert (on_device[2] is None) == unwritten, where
     return False
 

@@ -223,15 +223,16 @@ def split_params(n, smooth, dual, beta=False, out1=True):
 
 
 def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None, beta=None, mask=None,
-                  old_order=False):
+                  old_order=False, split=None):
     """Ascend 950's numbers on [M, N] rows by `kernel`: s = x1 + x2 in float32 (xOut s
     rounded), every kernel norms s; rstd: perf the Newton-Raphson of sum * avg (the binary
     add), single row 1 / sqrt over the half-interval sum, normal and split 1 / sqrt (the
     sums ReduceSumRstd's over the row, the split levels; old_order: perf, normal and split
-    in the emulator's former 16-lane order); v = (s * rstd) * gamma; per output t = v (* smooth), scale = max
-    |t| * (1 / Q) (single row: max |t| / (1 / (1 / Q))), y = t / scale to INT8, the FLOAT8
-    dtype fdt, "hifloat8" (bytes) or "int4" (INT4 values: to INT16, FLOAT16, INT4, each to
-    nearest even)."""
+    in the emulator's former 16-lane order; split: the split kernel's (powerSplit,
+    powerLoop) in place of the tiling's, a test's counterfactual); v = (s * rstd) * gamma;
+    per output t = v (* smooth), scale = max |t| * (1 / Q) (single row: max |t| / (1 / (1 /
+    Q))), y = t / scale to INT8, the FLOAT8 dtype fdt, "hifloat8" (bytes) or "int4" (INT4
+    values: to INT16, FLOAT16, INT4, each to nearest even)."""
     f = np.float32
     s = x1.astype(F32) + x2.astype(F32)
     x = s.astype(x1.dtype)
@@ -246,8 +247,8 @@ def regbase_chain(x1, x2, g, s1, s2, eps, kernel, fdt=None, beta=None, mask=None
         total = regbase_row_sum(sq, 2)
     elif kernel == "split":
         smooth = (s1 is not None) + (s2 is not None)
-        total = split_sums(sq, 2, *split_params(s.shape[-1], smooth, out2, beta is not None,
-                                                 out1))
+        total = split_sums(sq, 2, *(split or split_params(s.shape[-1], smooth, out2,
+                                                          beta is not None, out1)))
     with np.errstate(all="ignore"):
         if kernel == "single_row":
             rstd = f(1) / np.sqrt(half_interval_sum(sq) * avg + f(eps))

@@ -28,9 +28,9 @@ from test_emulator_add_rms_norm_dynamic_quant import (A2, FIND_KERNEL, I8, INNER
                                                       REGBASE, SLICE, SLICE_D_N, SLICE_INT4,
                                                       TILING, device_chain,
                                                       inputs, needs_a2, where_it_runs,
-                                                      needs_regbase, read_raw, regbase_kernel,
-                                                      view)
-from test_emulator_rms_norm_quant import int4_view, pack_int4
+                                                      needs_regbase, read_raw, regbase_chain,
+                                                      regbase_kernel, split_params, view)
+from test_emulator_rms_norm_quant import int4_view, order_rows, pack_int4
 
 I32 = np.dtype(np.int32)
 # y kinds: INT8; INT32 (INT4 packed eight to an element, little-endian, the lower nibble
@@ -207,6 +207,48 @@ def test_regbase_beta_and_mask_move_the_boundaries(arena, n, beta, out1, kernel)
     b = (rng.standard_normal(n) * 0.1).astype(F16) if beta else None
     got = call(arena, args, b, mask)
     assert_matches(got, args, b, mask)
+
+
+# Rows where the arch35 tiling would take another kernel (or powerSplit) had it counted the
+# UB buffers of the graph op AddRmsNormDynamicQuantV2's y3 and y4 (op_host/arch35/
+# add_rms_norm_dynamic_quant_tiling_arch35.cpp CalFullLoadBaseM, CalUsedSize, CalUBTotalSize:
+# hasY3/hasY4). aclnnAddRmsNormDynamicQuantV2 launches the L0 op AddRmsNormDynamicQuant (op_api/
+# add_rms_norm_dynamic_quant.cpp OP_TYPE_REGISTER), whose five outputs have no y3 or y4, so
+# ParseOutputFlags (tiling_base_arch35.cpp) leaves both false: isV2_ is true only for that
+# node type. Counted, the perf kernel would end at 8400 columns (beta: 7888), normal at
+# 11008 (beta: 10072); with two smooth scales and beta powerSplit would be 4096, not 8192.
+# (n, smooth scales, beta, outputMask, the kernel, the counted one; "split4096": split
+# with powerSplit 4096)
+V2_Y3_Y4_CASES = [(8408, 0, False, None, "perf", "normal"),
+                  (12000, 0, True, (True, False), "perf", "single_row"),
+                  (13000, 0, True, None, "normal", "single_row"),
+                  (20000, 2, True, (True, True), "split", "split4096")]
+
+
+@needs_regbase
+@pytest.mark.parametrize("n,smooth,beta,mask,kernel,counted", V2_Y3_Y4_CASES,
+                         ids=[f"{c[4]}-{c[0]}" for c in V2_Y3_Y4_CASES])
+def test_regbase_v2_counts_no_y3_y4_buffers(arena, n, smooth, beta, mask, kernel, counted):
+    """V2's kernel is V1's choice with beta and the mask: each row bit for bit its kernel's
+    NumPy statement (tests/_device_reduce.py's sums), and scale1 not what the kernel a
+    y3/y4-counting tiling would take gives (V2_Y3_Y4_CASES)."""
+    dual = mask[1] if mask else smooth == 2
+    assert regbase_kernel(n, smooth, dual, beta, True) == kernel
+    rng = np.random.default_rng(n + smooth)
+    x1 = order_rows(rng, 8, n, F16)
+    g = rng.uniform(0.5, 1.5, n).astype(F16)
+    s1, s2 = ((0.5 + rng.random(n)).astype(F16) if smooth >= k else None for k in (1, 2))
+    args = (x1, np.zeros_like(x1), g, s1, s2)
+    b = (rng.standard_normal(n) * 0.1).astype(F16) if beta else None
+    got = call(arena, args, b, mask)
+    assert_matches(got, args, b, mask)
+    if counted == "split4096":
+        p, loop = split_params(n, smooth, dual, beta)
+        assert p == 8192
+        other = regbase_chain(*args, 1e-6, "split", beta=b, mask=mask, split=(4096, 2 * loop))
+    else:
+        other = regbase_chain(*args, 1e-6, counted, beta=b, mask=mask)
+    assert not np.array_equal(got[3].view(np.uint32), other[3].view(np.uint32))
 
 
 SLICE_D_N_INT4 = 12304   # beyond 12224 columns, a multiple of 8: slice-D's INT4 slices

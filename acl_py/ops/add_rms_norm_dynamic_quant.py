@@ -23,7 +23,10 @@ both smooth scales given (V2: with ``output_mask[1]`` when a mask is given). The
 copies the L0 op's one-element placeholder of an output not computed into its out tensor, so
 the device writes one undefined element there: acl-py hands phase one a one-element scratch
 tensor for it and the result holds None in its place (a caller's ``out=`` entry for it is
-checked, as one element, and left as it was).
+checked, as one element, and left as it was). The op_api returns before the L0 op for an
+empty x1 (V2: but on Ascend 950 with gamma empty, its empty kernel) and, in V2, an empty
+``out=`` entry of a computed y2: no output is written, and each non-empty one is None so
+(:func:`_returns_early`).
 """
 from __future__ import annotations
 
@@ -219,28 +222,55 @@ def x_fits(a, given, part=None, shapes=None):
     return f"!= {a.x1.shape} (x1's shape)"
 
 
+def _empty_y2(a, shapes):
+    """Whether a computed y2's ``out=`` entry is empty (``shapes``: the shapes phase one
+    receives; an uncomputed y2 reaches it as a one-element scratch tensor)."""
+    return computed(a)[1] and 0 in (shapes or {}).get("y2", (1,))
+
+
+def _returns_early(a, part, shapes, v2):
+    """Why the op_api returns success before the L0 op, writing no output, for checked
+    arguments ``a`` on ``part`` with outputs of ``shapes`` (None where it does not): V1 with
+    x1, gamma or y2Out empty (aclnn_add_rms_norm_dynamic_quant.cpp's ``hasEmptyTensor``
+    return, on every part: its Ascend 950 empty-gamma branch comes after it); V2 with x1, x2,
+    gamma or y2Out empty (aclnn_add_rms_norm_dynamic_quant_v2.cpp), except on Ascend 950
+    with gamma empty, where the empty kernel runs. x2 is x1's shape, gamma x1's last dim."""
+    if v2 and part.arch3510 and 0 in a.gamma.shape:
+        return None
+    where = _OP_API + ("aclnn_add_rms_norm_dynamic_quant_v2.cpp" if v2 else
+                       "aclnn_add_rms_norm_dynamic_quant.cpp") + " returns before the L0 op"
+    if 0 in a.x1.shape:
+        return f"not written for an empty x1 ({where})"
+    if _empty_y2(a, shapes):
+        return f"not written for an empty y2 ({where})"
+    return None
+
+
 def _any_when_empty(fits):
-    """V2's rule for an ``out=`` entry: ``fits``'s, none with x1 empty (V2's op_api returns
-    success before it looks at any output but y2Out's emptiness: aclnn_add_rms_norm_dynamic_
-    quant_v2.cpp; V1's emulator checks the docs' relations first), except on Ascend 950 with
-    gamma empty (its empty kernel runs, past every check)."""
+    """V2's rule for an ``out=`` entry: ``fits``'s, none where the op_api returns before the
+    L0 op (:func:`_returns_early`: V2's op_api looks at no output but y2Out's emptiness
+    first; V1's emulator checks the docs' relations first, and refuses an empty y2 beside a
+    non-empty x1)."""
     def any_when_empty(a, given, part=None, shapes=None):
-        empty_kernel = (part or part_of()).arch3510 and 0 in a.gamma.shape
-        if 0 in a.x1.shape and not empty_kernel:
+        if _returns_early(a, part or part_of(), shapes, True):
             return None
         return fits(a, given, part, shapes)
     return any_when_empty
 
 
-def _not_computed(k, rule):
-    """Output k's ``unwritten``: why its y and scale are not written (None where they are),
-    naming the op_api's rule ``rule``."""
-    def unwritten(a, part):
-        if computed(a)[k]:
+def _unwritten(name, k, rule, v2):
+    """Output ``name``'s ``unwritten`` (k: 0 y1 and scale1, 1 y2 and scale2, None x): why it
+    is not written (None where it is): its output not computed (naming the op_api's rule
+    ``rule``), or the op_api's return before the L0 op (:func:`_returns_early`), which
+    leaves every output unwritten but an empty one, which has nothing to be written."""
+    def unwritten(a, part, shapes):
+        if k is not None and not computed(a)[k]:
+            if getattr(a, "output_mask", None) is not None:
+                return f"not computed: output_mask[{k}] is False ({rule})"
+            return f"written only with both smooth scales given ({rule})"
+        if 0 in shapes[name]:
             return None
-        if getattr(a, "output_mask", None) is not None:
-            return f"not computed: output_mask[{k}] is False ({rule})"
-        return f"written only with both smooth scales given ({rule})"
+        return _returns_early(a, part, shapes, v2)
     return unwritten
 
 
@@ -278,15 +308,16 @@ def _outputs(rule, v2):
     # (561103), V2's tiling (561002)
     y = checked_later(_TILING if v2 else VIEW_COPY, shape=True)
     return (
-        output("y1Out", shape=_y_shape(0), dtype=_y_dtype, fits=_y_fits(0),
-               unwritten=_not_computed(0, rule), later=y),
-        output("y2Out", shape=_y_shape(1), dtype=_y_dtype, fits=_y_fits(1),
-               unwritten=_not_computed(1, rule), later=y),
-        output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1"), fits=shaped(x_fits)),
+        output("y1Out", shape=_y_shape(0), dtype=_y_dtype, fits=shaped(_y_fits(0)),
+               unwritten=_unwritten("y1", 0, rule, v2), later=y),
+        output("y2Out", shape=_y_shape(1), dtype=_y_dtype, fits=shaped(_y_fits(1)),
+               unwritten=_unwritten("y2", 1, rule, v2), later=y),
+        output("xOut", shape=shape_of("x1"), dtype=dtype_of("x1"), fits=shaped(x_fits),
+               unwritten=_unwritten("x", None, rule, v2)),
         output("scale1Out", shape=_scale_out_shape(0), dtype=np.float32,
-               fits=shaped(scale1_fits), unwritten=_not_computed(0, rule)),
+               fits=shaped(scale1_fits), unwritten=_unwritten("scale1", 0, rule, v2)),
         output("scale2Out", shape=_scale_out_shape(1), dtype=np.float32,
-               fits=shaped(scale2_fits), unwritten=_not_computed(1, rule)),
+               fits=shaped(scale2_fits), unwritten=_unwritten("scale2", 1, rule, v2)),
     )
 
 

@@ -528,7 +528,10 @@ static uint64_t regbase_ub_total(uint64_t N, int smooth, bool beta, uint64_t out
 /* Ascend 950's kernel for rows of N 16-bit elements (SetTilingParams: the first that fits);
  * the split kernel's powerSplit (TrySplitTiling: doubled from 512 bytes of x while twice it
  * fits, whatever N) and powerLoop (the largest power of two with it times powerSplit <= N)
- * into P. */
+ * into P. The sizes count no y3 or y4 buffers (the tiling's hasY3/hasY4) for either version:
+ * ParseOutputFlags (tiling_base_arch35.cpp) sets them only for the graph op
+ * AddRmsNormDynamicQuantV2, and both op_apis launch AddRmsNormDynamicQuant (op_api/
+ * add_rms_norm_dynamic_quant.cpp), five outputs and no y3 or y4. */
 static ardq_kernel regbase_kernel(ardq_payload *P, uint64_t N, int smooth, bool beta,
                                   bool out1, bool out2)
 {
