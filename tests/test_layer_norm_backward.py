@@ -739,3 +739,56 @@ def test_python_layer_allocates_the_workspace_and_frees_it():
     assert pool.total_bytes() - total < 1 << 20
     ref = np.asarray(outs[0].to_numpy())
     assert np.array_equal(np.asarray(again[0].to_numpy()), ref)
+
+
+# ---- where gradInput sits (the row kernel's store order) ---------------------------------------
+
+def _placed(shape, dt, at):
+    """An empty contiguous DeviceTensor of `shape` starting `at` bytes past a 4 KiB boundary
+    (a view into a larger block), and the block."""
+    es = np.dtype(dt).itemsize
+    block = acl_py.DeviceTensor.empty((int(np.prod(shape)) + 8192 // es,), dt)
+    start = ((at - block.data_ptr) % 4096) // es
+    return block[start:start + int(np.prod(shape))].reshape(shape), block
+
+
+# (input, gradOut, gradInput) bytes past a 4 KiB boundary: the row kernel stores gradInput
+# upwards, downwards (gradInput 128 bytes past input: upwards would alias its loads), or
+# upwards with ordinary stores (input 128 bytes below, gradOut 128 above: both ways alias);
+# row_store_order in emulator/src/ops/row_vectors.h
+PLACEMENTS = {"upwards": (0, 2048, 1024), "downwards": (0, 2048, 128),
+              "aliased": (0, 256, 128)}
+
+
+@pytest.mark.parametrize("shape,dt", [((256, 16384), F16), ((33, 1000), F32), ((5, 777), HALF)],
+                         ids=["f16-streamed", "f32", "half-tail"])
+def test_grad_input_placement_changes_no_bit(shape, dt):
+    # every store order gives the bits of a gradInput stored through a strided view (tile
+    # buffers, always upwards); (256, 16384) FLOAT16 is large enough for non-temporal stores
+    case = make_case(shape, 1, in_dt=dt, stat_dt=F32, w_dt=F32, bias=False, seed=11)
+    m, n = shape
+    ref_dx = acl_py.DeviceTensor.zeros((n, m), dt).T
+    outs = (ref_dx, acl_py.DeviceTensor.zeros((n,), F32), acl_py.DeviceTensor.zeros((n,), F32))
+    small = [acl_py.DeviceTensor.from_numpy(case[k]) for k in ("mean", "rstd", "weight")]
+    keep = []
+
+    def run(dy, x, gi):
+        o = (gi, acl_py.DeviceTensor.zeros((n,), F32), acl_py.DeviceTensor.zeros((n,), F32))
+        acl_py.layer_norm_backward(dy, x, (n,), small[0], small[1], small[2], None, ALL, out=o)
+        return [np.ascontiguousarray(t.to_numpy()).view(np.uint8) for t in o]
+
+    dy0 = acl_py.DeviceTensor.from_numpy(case["grad_out"])
+    x0 = acl_py.DeviceTensor.from_numpy(case["input"])
+    want = run(dy0, x0, ref_dx)
+    assert np.any(want[0])
+    for name, (at_x, at_dy, at_dx) in PLACEMENTS.items():
+        x, bx = _placed(shape, dt, at_x)
+        dy, bdy = _placed(shape, dt, at_dy)
+        gi, bgi = _placed(shape, dt, at_dx)
+        keep += [bx, bdy, bgi]
+        x.copy_from_numpy(case["input"])
+        dy.copy_from_numpy(case["grad_out"])
+        assert [t.data_ptr % 4096 for t in (x, dy, gi)] == [at_x, at_dy, at_dx]
+        got = run(dy, x, gi)
+        for label, g, w in zip(("gradInput", "gradWeight", "gradBias"), got, want):
+            np.testing.assert_array_equal(g, w, err_msg=f"{name}: {label}")

@@ -133,19 +133,20 @@ INLINE void RK(pass1)(const void *restrict dy, const void *restrict x, const int
 
 /* gradInput for one tile, stored as okind (ties: away for BF16): the kernels' Mul, Sub, Sub
  * (Workspace: Adds of the negated mean, the same bits) and Muls, mg and mgx being the means
- * of g and g*x_hat. */
+ * of g and g*x_hat. down: the tile from its end (row_store_order), the same bits. */
 INLINE void RK(pass2)(const void *restrict dy, const void *restrict x, const int kind,
                       const float *restrict w, float mean, float rstd, float mg, float mgx,
                       int64_t n, void *restrict dx, const int okind, uint32_t away,
-                      const bool nt)
+                      const bool nt, const bool down)
 {
-    int64_t i = 0;
-    for (; i + RK_W <= n; i += RK_W) {
+    const int64_t nv = n / RK_W * RK_W; /* columns in whole vectors */
+    for (int64_t k = 0; k < nv; k += RK_W) {
+        const int64_t i = down ? nv - RK_W - k : k;
         VF xh = (RK(ld)(x, i, kind) - mean) * rstd;
         VF g = RK(ld)(dy, i, kind) * RK(ld)(w, i, LD_F32);
         RK(st)(dx, i, ((g - xh * mgx) - mg) * rstd, okind, away, nt);
     }
-    for (; i < n; i++) {
+    for (int64_t i = nv; i < n; i++) {
         float xh = (ld1(x, i, kind) - mean) * rstd;
         float g = ld1(dy, i, kind) * w[i];
         st1(dx, i, ((g - xh * mgx) - mg) * rstd, okind, away);
@@ -238,17 +239,31 @@ INLINE void RK(rows_impl)(const lnb_task *T, int64_t block, int64_t begin, int64
         const float mg = tl->divide ? sg / (float)N : sg * coff;
         const float mgx = tl->divide ? sgx / (float)N : sgx * coff;
         char *rdx = (char *)row_base(dx, m);
-        for (int64_t c = 0; c < N; c += TILE) {
+        /* a gradInput stored in place runs the row the way its stores do not alias gradOut's
+         * or input's loads (nor the weight's, as wide as FLOAT gradInput), or else with
+         * ordinary stores (row_store_order: up to 2.4x the CPU time otherwise) */
+        int order = ROW_UPWARDS;
+        if (dx_fused) {
+            const void *const src[3] = {rdy, rx, w};
+            order = row_store_order(rdx, src, es == 4 ? 3 : 2, RK_W * es);
+        }
+        const bool down = order == ROW_DOWNWARDS, nt = T->dx_stream && order != ROW_ALIASED;
+        const int64_t tiles = (N + TILE - 1) / TILE;
+        for (int64_t t = 0; t < tiles; t++) {
+            const int64_t c = (down ? tiles - 1 - t : t) * TILE;
             int64_t n = N - c < TILE ? N - c : TILE;
             const void *tdy, *tx;
             row_tiles(dy, x, rdy, rx, kind, c, n, bdy, bx, &tdy, &tx);
             char *o = rdx + c * es;
-            if (dx_fused && T->dx_stream && ((uintptr_t)o & (RK_W * es - 1)) == 0) {
-                RK(pass2)(tdy, tx, kind, w + c, mean, rstd, mg, mgx, n, o, kind, away, true);
+            if (dx_fused && nt && ((uintptr_t)o & (RK_W * es - 1)) == 0) {
+                RK(pass2)(tdy, tx, kind, w + c, mean, rstd, mg, mgx, n, o, kind, away, true,
+                          down);
             } else if (dx_fused) {
-                RK(pass2)(tdy, tx, kind, w + c, mean, rstd, mg, mgx, n, o, kind, away, false);
+                RK(pass2)(tdy, tx, kind, w + c, mean, rstd, mg, mgx, n, o, kind, away, false,
+                          down);
             } else {
-                RK(pass2)(tdy, tx, kind, w + c, mean, rstd, mg, mgx, n, bdx, LD_F32, 0, false);
+                RK(pass2)(tdy, tx, kind, w + c, mean, rstd, mg, mgx, n, bdx, LD_F32, 0, false,
+                          false);
                 if (P->dx_round)
                     round_grad_input(bdx, n, x->dtype, P->bf16_away);
                 put_tile(rdx, dx->dtype, P->dx_ties, &dx->inner, c, n, bdx);
